@@ -1,0 +1,50 @@
+# setl: `make demo` sets up and runs the demo, `make test` sets up and runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-done
+PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
+
+.PHONY: setup system-packages demo test proto check-proto lint unit integration clean
+
+setup: system-packages $(STAMP)
+
+system-packages:
+	@scripts/install-system-packages.sh
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+proto: $(STAMP)
+	$(PROTOC) --python_out=. --pyi_out=. proto/*.proto
+	$(PROTOC) --grpc_python_out=. proto/manager.proto proto/node.proto
+
+# CI fails when the committed generated code differs from what `make proto` produces.
+check-proto: proto
+	@git diff --exit-code --stat -- shared/rpc || \
+	  (echo "shared/rpc/ is stale: run 'make proto' and commit the result" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- shared/rpc)" || \
+	  (echo "shared/rpc/ has uncommitted generated files: run 'make proto' and commit" >&2; exit 1)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -q
+
+integration: setup
+	$(BIN)/python -m pytest tests/integration -q
+
+test: setup check-proto lint
+	$(BIN)/python -m pytest -q
+
+demo: setup
+	$(BIN)/python scripts/demo.py
+
+
+clean:
+	-$(BIN)/setl sandbox down
+	rm -rf $(VENV) .sandbox .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,171 @@
+"""``setl``: the admin CLI.
+
+    setl apply -f FILE [--dry-run]
+    setl channel list | show NAME | start NAME | pause NAME | stop NAME | delete NAME
+    setl node list
+    setl status [--watch]
+    setl sandbox up | down | status
+
+Errors go to stderr as one line with a hint, and the exit code is non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from manager import render
+from manager.client import ManagerClient, addresses_from
+from shared import sandbox
+from shared.errors import SetlError
+from shared.rpc import manager_pb2, model_pb2
+
+EXIT_ERROR, EXIT_INVALID = 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="setl", description="setl admin CLI")
+    parser.add_argument("--manager", help="manager host:port, several comma-separated "
+                        "(default: $SETL_MANAGER or 127.0.0.1:7310)")
+    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    apply = commands.add_parser("apply", help="validate and store definitions from YAML")
+    apply.add_argument("-f", "--file", required=True, help="YAML file with sources/channels")
+    apply.add_argument("--dry-run", action="store_true", help="validate and show, store nothing")
+
+    channel = commands.add_parser("channel", help="list, show and control channels")
+    actions = channel.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser("list", help="every channel with its status")
+    for name in ("show", "start", "pause", "stop", "delete"):
+        actions.add_parser(name, help=f"{name} a channel").add_argument("name")
+
+    node = commands.add_parser("node", help="registered nodes")
+    node.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser("list")
+
+    status = commands.add_parser("status", help="pipelines: state, owner, position, delay")
+    status.add_argument("--watch", action="store_true", help="refresh every --interval seconds")
+    status.add_argument("--interval", type=float, default=1.0)
+
+    box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
+    box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
+    box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
+                     help="fixed ports from here (source +6, target +7, target2 +8, "
+                     "ZooKeeper +81); 0 for free ports")
+    box_actions = box.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = box_actions.add_parser("up", help="start (idempotent) and wait until ready")
+    up.add_argument("--second-target", action="store_true", help="also a second target MariaDB")
+    up.add_argument("--owner-pid", type=int, help="stop the sandbox when this process exits")
+    box_actions.add_parser("down", help="stop what 'up' started").add_argument(
+        "--purge", action="store_true", help="also delete the data")
+    box_actions.add_parser("status", help="connection settings")
+    return parser
+
+
+def _print(args: argparse.Namespace, message: object, human: str) -> None:
+    print(human if args.output == "table" else render.structured(message, args.output))
+
+
+def _apply(args: argparse.Namespace, client: ManagerClient) -> int:
+    path = Path(args.file)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SetlError(f"{path}: cannot read: {exc.strerror}") from None
+    answer = client.call("Apply", manager_pb2.ApplyRequest(yaml=text, file=str(path),
+                                                           dry_run=args.dry_run))
+    if answer.errors:
+        for error in answer.errors:
+            print(error, file=sys.stderr)
+        print(f"setl: {path}: {len(answer.errors)} error(s); nothing was stored",
+              file=sys.stderr)
+        return EXIT_INVALID
+    suffix = " (dry run: nothing stored)" if args.dry_run else ""
+    rows = [(c.kind, c.name, c.action, c.version) for c in answer.changes]
+    _print(args, answer, render.table(["KIND", "NAME", "ACTION", "VERSION"], rows) + suffix)
+    return 0
+
+
+_STATUS = {"start": "CHANNEL_STATUS_START", "pause": "CHANNEL_STATUS_PAUSE",
+           "stop": "CHANNEL_STATUS_STOP"}
+
+
+def _channel(args: argparse.Namespace, client: ManagerClient) -> int:
+    if args.action == "list":
+        answer = client.call("ListChannels", manager_pb2.ListChannelsRequest())
+        _print(args, answer, render.channels(answer.channels))
+    elif args.action == "show":
+        info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.name))
+        _print(args, info, render.channel_detail(info))
+    elif args.action == "delete":
+        answer = client.call("DeleteChannel", manager_pb2.DeleteChannelRequest(name=args.name))
+        _print(args, answer, f"channel {answer.name} deleted")
+    else:
+        status = model_pb2.ChannelStatus.Value(_STATUS[args.action])
+        info = client.call("SetChannelStatus",
+                           manager_pb2.SetChannelStatusRequest(name=args.name, status=status))
+        _print(args, info, f"channel {args.name} is {render.status_name(info.status)}")
+    return 0
+
+
+def _status(args: argparse.Namespace, client: ManagerClient) -> int:
+    while True:
+        answer = client.call("Status", manager_pb2.StatusRequest())
+        role = "leader" if answer.leader else f"standby (leader: {answer.leader_address or '?'})"
+        human = (f"manager {answer.manager_address} ({role}), {len(answer.nodes)} node(s)\n"
+                 + render.pipelines(answer.channels))
+        if args.watch and args.output == "table":
+            print("\033[2J\033[H" + time.strftime("%H:%M:%S ") + human, flush=True)
+        else:
+            _print(args, answer, human)
+        if not args.watch:
+            return 0
+        time.sleep(args.interval)
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    box = sandbox.Sandbox(args.dir, base_port=args.base_port or None)
+    if args.action == "up":
+        servers = box.up(second_target=args.second_target, owner_pid=args.owner_pid)
+    elif args.action == "down":
+        stopped = box.down(purge=args.purge)
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        return 0
+    else:
+        servers = box.servers()
+        if not servers:
+            print(f"no sandbox running under {box.root}; start it with: setl sandbox up")
+            return 1
+    rows = [(s.name, s.kind, s.address, s.pid, "up" if sandbox.pid_alive(s.pid) else "down")
+            for s in servers.values()]
+    print(render.table(["SERVER", "KIND", "ADDRESS", "PID", "STATE"], rows))
+    print(f"mariadb user: {sandbox.USER}, password reference: file:{box.secret_file}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "sandbox":
+            return _sandbox(args)
+        client = ManagerClient(addresses_from(args.manager))
+        if args.command == "apply":
+            return _apply(args, client)
+        if args.command == "channel":
+            return _channel(args, client)
+        if args.command == "node":
+            answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
+            _print(args, answer, render.nodes(answer.nodes))
+            return 0
+        return _status(args, client)
+    except SetlError as exc:
+        print(f"setl: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Leader election among managers: the leader holds the ephemeral ``manager/leader`` znode.
+
+A standby watches the znode and tries to take it when it disappears (the leader stopped or
+its ZooKeeper session expired), so a standby takes over within the session timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.protocol.states import EventType, WatchedEvent
+
+log = logging.getLogger("setl.manager.election")
+
+
+class LeaderElection:
+    def __init__(self, client: KazooClient, path: str, address: str) -> None:
+        self.client, self.path, self.address = client, path, address
+        self._leader = threading.Event()
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader.is_set()
+
+    def leader_address(self) -> str | None:
+        try:
+            data, _ = self.client.get(self.path)
+        except (NoNodeError, KazooException):
+            return None
+        return data.decode() or None
+
+    def start(self) -> None:
+        self.client.add_listener(self._on_state)
+        self._try()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self.client.remove_listener(self._on_state)
+        if self.is_leader:
+            try:
+                self.client.delete(self.path)
+            except (NoNodeError, KazooException):
+                pass
+        self._leader.clear()
+
+    def wait_leader(self, timeout_s: float) -> bool:
+        return self._leader.wait(timeout_s)
+
+    def _try(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            try:
+                self.client.create(self.path, self.address.encode(), ephemeral=True,
+                                   makepath=True)
+                self._become(True)
+                return
+            except NodeExistsError:
+                pass
+            except KazooException as exc:
+                log.warning("event=election_error error=%r", exc)
+                self._become(False)
+                return
+            stat = self.client.exists(self.path, watch=self._on_event)
+            if stat is None:
+                self.client.handler.spawn(self._try)
+                return
+            self._become(stat.ephemeralOwner == self.client.client_id[0])
+
+    def _become(self, leader: bool) -> None:
+        if leader != self.is_leader:
+            log.info("event=%s address=%s", "became_leader" if leader else "became_standby",
+                     self.address)
+        (self._leader.set if leader else self._leader.clear)()
+
+    def _on_event(self, event: WatchedEvent) -> None:
+        if event.type == EventType.DELETED and not self._stopped:
+            self.client.handler.spawn(self._try)
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            self._become(False)
+        elif state == KazooState.CONNECTED and not self._stopped:
+            self.client.handler.spawn(self._try)

@@ -1,0 +1,104 @@
+"""How the CLI prints answers: aligned tables for people, JSON or YAML for scripts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+
+from shared.rpc import manager_pb2, model_pb2
+
+
+def as_data(message: Message) -> dict[str, Any]:
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+def structured(message: Message, fmt: str) -> str:
+    data = as_data(message)
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=True)
+    return yaml.safe_dump(data, sort_keys=False).rstrip()
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(header), *(len(row[i]) for row in cells)) if cells else len(header)
+              for i, header in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in cells]
+    return "\n".join(lines)
+
+
+def status_name(value: int) -> str:
+    return model_pb2.ChannelStatus.Name(value).removeprefix("CHANNEL_STATUS_")
+
+
+def position_text(position: model_pb2.BinlogPosition) -> str:
+    if not position.file and not position.gtid:
+        return "-"
+    text = f"{position.file}:{position.pos}" if position.file else ""
+    return f"{text} {position.gtid}".strip()
+
+
+def channels(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
+    rows = [(info.channel.name, status_name(info.status), info.version,
+             ", ".join(f"{p.name} ({p.source}->{p.target})" for p in info.channel.pipelines))
+            for info in infos]
+    return table(["CHANNEL", "STATUS", "VERSION", "PIPELINES"], rows) if rows else \
+        "no channels; define one in YAML and run: setl apply -f FILE"
+
+
+def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
+    rows = []
+    for info in infos:
+        for state in info.pipelines:
+            window = f"{state.window_used}/{state.window_size}" if state.window_size else "-"
+            rows.append((state.pipeline_id, status_name(info.status), state.state or "-",
+                         state.owner_node or "-", position_text(state.position),
+                         state.delay_ms if state.owner_node else "-",
+                         f"{state.rows_per_second:.0f}" if state.owner_node else "-", window,
+                         state.last_error.splitlines()[0] if state.last_error else ""))
+    headers = ["PIPELINE", "CHANNEL", "STATE", "OWNER", "POSITION", "DELAY_MS", "ROWS/S",
+               "WINDOW", "LAST ERROR"]
+    return table(headers, rows) if rows else "no pipelines"
+
+
+def channel_detail(info: manager_pb2.ChannelInfo) -> str:
+    channel = info.channel
+    lines = [f"channel:     {channel.name}", f"status:      {status_name(info.status)}",
+             f"version:     {info.version}"]
+    if channel.description:
+        lines.append(f"description: {channel.description}")
+    for pipeline, state in zip(channel.pipelines, info.pipelines, strict=False):
+        params = pipeline.params
+        lines += [
+            f"pipeline {pipeline.name}: {pipeline.source} -> {pipeline.target}",
+            f"  state: {state.state or '-'}   owner node: {state.owner_node or '-'}   "
+            f"candidates: {', '.join(map(str, state.candidate_nodes)) or 'none alive'}",
+            f"  position: {position_text(state.position)}   processId: {state.process_id}",
+            f"  parallelism={params.parallelism} batch_size={params.batch_size} "
+            f"batch_timeout_ms={params.batch_timeout_ms} ddl_sync={params.ddl_sync} "
+            f"dry_run={params.dry_run}",
+        ]
+        if state.last_error:
+            lines.append(f"  last error: {state.last_error}")
+        for pair in pipeline.pairs:
+            lines.append(f"  pair: {_media(pair.source)} -> {_media(pair.target)}"
+                         f" (push_weight {pair.push_weight})")
+    return "\n".join(lines)
+
+
+def _media(media: model_pb2.DataMedia) -> str:
+    return f"{media.datasource}:{media.namespace}.{media.table}"
+
+
+def nodes(infos: Sequence[manager_pb2.NodeInfo]) -> str:
+    rows = [(n.id, n.address, n.host, n.pid, ", ".join(n.candidate_pipelines) or "-",
+             ", ".join(n.running_pipelines) or "-") for n in infos]
+    return table(["NODE", "ADDRESS", "HOST", "PID", "CANDIDATE PIPELINES", "RUNNING"], rows) \
+        if rows else "no nodes registered; start one with: setl-node --id 1"

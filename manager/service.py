@@ -1,0 +1,120 @@
+"""The gRPC ``ManagerService``: a thin adapter from requests to the catalog and views.
+
+Reads are served by every manager; changes only by the leader (a standby answers
+FAILED_PRECONDITION with the leader's address in the ``setl-leader`` trailer, and the CLI
+follows it). SetlErrors become gRPC status codes with their message; nothing else leaks.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from manager.election import LeaderElection
+from manager.views import Views
+from shared import definitions
+from shared.catalog import Catalog
+from shared.errors import (
+    ConfigError,
+    ConflictError,
+    CoordinationError,
+    NotFoundError,
+    NotLeaderError,
+    SetlError,
+)
+from shared.model import ChannelStatus
+from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
+
+log = logging.getLogger("setl.manager.service")
+LEADER_TRAILER = "setl-leader"
+_CODES: list[tuple[type[SetlError], grpc.StatusCode]] = [
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (ConflictError, grpc.StatusCode.ABORTED),
+    (NotLeaderError, grpc.StatusCode.FAILED_PRECONDITION),
+    (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
+    # not UNAVAILABLE: to the CLI that means "this manager is down, try another"
+    (CoordinationError, grpc.StatusCode.FAILED_PRECONDITION),
+]
+
+
+def _rpc(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Translate SetlError into a gRPC status; log anything unexpected once."""
+    @functools.wraps(func)
+    def wrapper(self: ManagerServicer, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return func(self, request, context)
+        except SetlError as exc:
+            code = next((code for kind, code in _CODES if isinstance(exc, kind)),
+                        grpc.StatusCode.INTERNAL)
+            if isinstance(exc, NotLeaderError) and exc.leader:
+                context.set_trailing_metadata(((LEADER_TRAILER, exc.leader),))
+            context.abort(code, str(exc))
+        except Exception:
+            log.exception("event=rpc_failed method=%s", func.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, f"{func.__name__} failed unexpectedly; "
+                          "see the manager's log")
+    return wrapper
+
+
+class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
+    def __init__(self, catalog: Catalog, views: Views, election: LeaderElection,
+                 address: str) -> None:
+        self.catalog, self.views, self.election, self.address = catalog, views, election, address
+
+    def _require_leader(self) -> None:
+        if not self.election.is_leader:
+            raise NotLeaderError(self.election.leader_address())
+
+    @_rpc
+    def Apply(self, request: manager_pb2.ApplyRequest, context: Any) -> manager_pb2.ApplyResponse:
+        if not request.dry_run:
+            self._require_leader()
+        try:
+            parsed = definitions.load_text(request.yaml, request.file or "<apply>",
+                                           self.catalog.source_names())
+        except ConfigError as exc:
+            return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
+        changes = self.catalog.apply(parsed, dry_run=request.dry_run)
+        return manager_pb2.ApplyResponse(changes=[
+            manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
+            for c in changes])
+
+    @_rpc
+    def ListChannels(self, request: Any, context: Any) -> manager_pb2.ListChannelsResponse:
+        return manager_pb2.ListChannelsResponse(channels=self.views.channels())
+
+    @_rpc
+    def GetChannel(self, request: manager_pb2.GetChannelRequest,
+                   context: Any) -> manager_pb2.ChannelInfo:
+        return self.views.channel(self.catalog.channel(request.name))
+
+    @_rpc
+    def SetChannelStatus(self, request: manager_pb2.SetChannelStatusRequest,
+                         context: Any) -> manager_pb2.ChannelInfo:
+        self._require_leader()
+        name = model_pb2.ChannelStatus.Name(request.status).removeprefix("CHANNEL_STATUS_")
+        if name not in ChannelStatus.__members__:
+            raise ConfigError(f"unknown channel status {request.status}; use START, PAUSE or STOP")
+        return self.views.channel(self.catalog.set_status(request.name, ChannelStatus[name]))
+
+    @_rpc
+    def DeleteChannel(self, request: manager_pb2.DeleteChannelRequest,
+                      context: Any) -> manager_pb2.DeleteChannelResponse:
+        self._require_leader()
+        self.catalog.delete_channel(request.name)
+        return manager_pb2.DeleteChannelResponse(name=request.name)
+
+    @_rpc
+    def ListNodes(self, request: Any, context: Any) -> manager_pb2.ListNodesResponse:
+        return manager_pb2.ListNodesResponse(nodes=self.views.nodes())
+
+    @_rpc
+    def Status(self, request: Any, context: Any) -> manager_pb2.StatusResponse:
+        return manager_pb2.StatusResponse(
+            manager_address=self.address, leader=self.election.is_leader,
+            leader_address=self.election.leader_address() or "",
+            channels=self.views.channels(), nodes=self.views.nodes())

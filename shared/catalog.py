@@ -1,0 +1,194 @@
+"""The definitions stored in ZooKeeper: sources, channels (versioned) and channel status.
+
+An apply is one ZooKeeper transaction: it writes every created or changed definition or
+nothing at all. Definitions equal to the stored ones are left alone, so applying the same
+file twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+
+from shared import codec
+from shared.errors import ConflictError, CoordinationError, NotFoundError, SetlError
+from shared.model import Channel, ChannelStatus, DataSource, Definitions
+from shared.rpc import model_pb2
+from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.catalog")
+
+
+@dataclass(frozen=True)
+class ChannelRecord:
+    channel: Channel
+    version: int
+    updated_ms: int
+    status: ChannelStatus
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # source | channel
+    name: str
+    action: str  # created | updated | unchanged
+    version: int
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Catalog:
+    def __init__(self, client: KazooClient, paths: ZkPaths) -> None:
+        self.client, self.paths = client, paths
+
+    def _call(self, what: str, func, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return func(*args, **kwargs)
+        except (NoNodeError, NodeExistsError, BadVersionError):
+            raise
+        except KazooException as exc:
+            raise CoordinationError(f"ZooKeeper failed to {what}: {type(exc).__name__} {exc}. "
+                                    "Check that ZooKeeper is up and retry") from None
+
+    def ensure_layout(self) -> None:
+        for path in (self.paths.sources, self.paths.channels, self.paths.channel_states,
+                     self.paths.nodes):
+            self._call("create the setl layout", self.client.ensure_path, path)
+
+    # -- sources --------------------------------------------------------------------------
+    def source_names(self) -> list[str]:
+        try:
+            return sorted(self._call("list sources", self.client.get_children, self.paths.sources))
+        except NoNodeError:
+            return []
+
+    def source(self, name: str) -> DataSource:
+        try:
+            data, _ = self._call("read a source", self.client.get, self.paths.source(name))
+        except NoNodeError:
+            raise NotFoundError(f"no source named {name!r}; apply a file that defines it") from None
+        return codec.from_proto(codec.source_from_bytes(data).source, DataSource)
+
+    # -- channels -------------------------------------------------------------------------
+    def channel_names(self) -> list[str]:
+        try:
+            return sorted(self._call("list channels", self.client.get_children,
+                                     self.paths.channels))
+        except NoNodeError:
+            return []
+
+    def channel(self, name: str) -> ChannelRecord:
+        try:
+            data, _ = self._call("read a channel", self.client.get, self.paths.channel(name))
+        except NoNodeError:
+            raise NotFoundError(f"no channel named {name!r}; see 'setl channel list'") from None
+        stored = codec.channel_from_bytes(data)
+        return ChannelRecord(codec.from_proto(stored.channel, Channel), stored.version,
+                             stored.updated_ms, self.status(name))
+
+    def channels(self) -> list[ChannelRecord]:
+        records = []
+        for name in self.channel_names():
+            try:
+                records.append(self.channel(name))
+            except NotFoundError:
+                continue  # deleted between list and read
+        return records
+
+    def status(self, name: str) -> ChannelStatus:
+        try:
+            data, _ = self._call("read a channel status", self.client.get,
+                                 self.paths.channel_status(name))
+        except NoNodeError:
+            return ChannelStatus.STOP
+        return ChannelStatus(data.decode())
+
+    def set_status(self, name: str, status: ChannelStatus) -> ChannelRecord:
+        self.channel(name)  # raises NotFoundError
+        path = self.paths.channel_status(name)
+        try:
+            self._call("set a channel status", self.client.set, path, status.value.encode())
+        except NoNodeError:
+            self._call("set a channel status", self.client.create, path, status.value.encode(),
+                       makepath=True)
+        log.info("event=channel_status channel=%s status=%s", name, status.value)
+        return self.channel(name)
+
+    def delete_channel(self, name: str) -> None:
+        record = self.channel(name)
+        if record.status is not ChannelStatus.STOP:
+            raise ConflictError(f"channel {name!r} is {record.status.value}; stop it first: "
+                                f"setl channel stop {name}")
+        transaction = self.client.transaction()
+        transaction.delete(self.paths.channel(name))
+        self._commit(transaction, f"delete channel {name}")
+        self._call("delete channel state", self.client.delete, self.paths.channel_state(name),
+                   recursive=True)
+        for pipeline in record.channel.pipelines:
+            pipeline_path = self.paths.pipeline(record.channel.pipeline_id(pipeline))
+            self._call("delete pipeline state", self.client.delete, pipeline_path,
+                       recursive=True)
+        log.info("event=channel_deleted channel=%s", name)
+
+    # -- apply ----------------------------------------------------------------------------
+    def apply(self, definitions: Definitions, dry_run: bool = False) -> list[Change]:
+        """Store what differs from ZooKeeper in one transaction; return what changed."""
+        self.ensure_layout()
+        now, changes = _now_ms(), []
+        transaction = self.client.transaction()
+        for source in definitions.sources:
+            stored = model_pb2.StoredSource(source=codec.to_proto(source), updated_ms=now)
+            changes.append(self._stage(transaction, "source", source.name,
+                                       self.paths.source(source.name), stored, stored.source))
+        for channel in definitions.channels:
+            stored_channel = model_pb2.StoredChannel(channel=codec.to_proto(channel),
+                                                     updated_ms=now)
+            change = self._stage(transaction, "channel", channel.name,
+                                 self.paths.channel(channel.name), stored_channel,
+                                 stored_channel.channel)
+            if change.action == "created":
+                transaction.create(self.paths.channel_state(channel.name), b"")
+                transaction.create(self.paths.channel_status(channel.name),
+                                   ChannelStatus.STOP.value.encode())
+            changes.append(change)
+        if not dry_run and any(change.action != "unchanged" for change in changes):
+            self._commit(transaction, "store definitions")
+            for change in changes:
+                log.info("event=definition_%s kind=%s name=%s version=%d", change.action,
+                         change.kind, change.name, change.version)
+        return changes
+
+    def _stage(self, transaction, kind: str, name: str, path: str, stored, body) -> Change:  # type: ignore[no-untyped-def]
+        """Add the write of one definition to ``transaction`` if it differs from ZooKeeper."""
+        try:
+            data, stat = self._call(f"read {kind} {name}", self.client.get, path)
+        except NoNodeError:
+            stored.version = 1
+            transaction.create(path, stored.SerializeToString(deterministic=True))
+            return Change(kind, name, "created", 1)
+        previous = type(stored)()
+        previous.ParseFromString(data)
+        old_body = getattr(previous, kind)
+        if old_body.SerializeToString(deterministic=True) == \
+                body.SerializeToString(deterministic=True):
+            transaction.check(path, stat.version)
+            return Change(kind, name, "unchanged", previous.version)
+        stored.version = previous.version + 1
+        transaction.set_data(path, stored.SerializeToString(deterministic=True), stat.version)
+        return Change(kind, name, "updated", stored.version)
+
+    def _commit(self, transaction, what: str) -> None:  # type: ignore[no-untyped-def]
+        results = self._call(what, transaction.commit)
+        failures = [result for result in results if isinstance(result, Exception)]
+        if not failures:
+            return
+        if any(isinstance(failure, BadVersionError | NodeExistsError | NoNodeError)
+               for failure in failures):
+            raise ConflictError(f"definitions changed while trying to {what}; apply again")
+        raise SetlError(f"ZooKeeper refused to {what}: {failures[0]!r}")

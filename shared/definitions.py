@@ -1,0 +1,297 @@
+"""Load channel definitions from YAML into the model, reporting every problem with its place.
+
+A file holds ``sources:`` and ``channels:``. Errors read
+``file:line: channels[0].pipelines[1].parallelism: expected a positive integer, got "five"``.
+``known_sources`` lets a file refer to sources already stored by an earlier apply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from shared import yamlreader
+from shared.errors import ConfigError
+from shared.model import (
+    BinlogPosition,
+    Channel,
+    DataMedia,
+    DataSource,
+    Definitions,
+    MediaPair,
+    Pipeline,
+    PipelineParams,
+    StartupMode,
+)
+from shared.pairs import read_pair_options
+from shared.patterns import NamePattern, PatternKind
+from shared.secrets import SecretRef
+from shared.yamlreader import MISSING, Field, Issues, Mapping
+
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+DEFAULTS = PipelineParams()
+
+
+def load_file(path: str | Path, known_sources: Iterable[str] = ()) -> Definitions:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return load_text(text, str(path), known_sources)
+
+
+def load_text(text: str, file: str = "<definitions>",
+              known_sources: Iterable[str] = ()) -> Definitions:
+    """Parse and validate; raise ConfigError listing every issue, or return the model."""
+    root, issues = yamlreader.parse(text, file)
+    definitions = Definitions()
+    if root is not None:
+        top = Field(root, "", issues).mapping()
+        if top is not None:
+            definitions = _Loader(issues, set(known_sources)).definitions(top)
+    elif not issues.items:
+        issues.add(None, "", "the file is empty; expected 'sources:' and/or 'channels:'")
+    issues.raise_if_any()
+    return definitions
+
+
+def _name(value: str) -> str | None:
+    if _NAME.fullmatch(value):
+        return None
+    return (f"invalid name {value!r}: start with a lower-case letter, then lower-case "
+            "letters, digits, '_' or '-' (at most 63)")
+
+
+class _Loader:
+    def __init__(self, issues: Issues, known_sources: set[str]) -> None:
+        self.issues = issues
+        self.sources = set(known_sources)
+
+    def definitions(self, top: Mapping) -> Definitions:
+        sources = self._unique(top.field("sources"), self.source, "source")
+        self.sources |= {source.name for source in sources}
+        channels = self._unique(top.field("channels"), self.channel, "channel")
+        top.close()
+        if not top.has("sources") and not top.has("channels"):
+            self.issues.add(top.node, "", "nothing defined: expected 'sources:' and/or 'channels:'")
+        return Definitions(tuple(sources), tuple(channels))
+
+    def _unique(self, items: Field | None, read: Any, what: str) -> list[Any]:
+        """Read every element of a list with ``read``; report duplicate names."""
+        result, seen = [], set()
+        for item in items.items() if items else ():
+            value = read(item)
+            if value is None:
+                continue
+            if value.name in seen:
+                item.fail(f"duplicate {what} name {value.name!r}")
+                continue
+            seen.add(value.name)
+            result.append(value)
+        return result
+
+    def source(self, item: Field) -> DataSource | None:
+        entry = item.mapping()
+        if entry is None:
+            return None
+        name = entry.get("name", lambda f: f.string(_name), required=True)
+        entry.get("type", lambda f: f.choice(["mysql", "mariadb"]), "mysql")
+        host = entry.get("host", Field.string, required=True)
+        port = entry.get("port", lambda f: f.integer(1, 65535), 3306)
+        user = entry.get("user", Field.string, "root")
+        password = entry.get("password", self._secret, None)
+        charset = entry.get("charset", Field.string, "utf8mb4")
+        entry.close()
+        if MISSING in (name, host):
+            return None
+        return DataSource(name, host, port, user, password, "mysql", charset)
+
+    def _secret(self, item: Field) -> Any:
+        text = item.string()
+        if text is MISSING:
+            return MISSING
+        try:
+            return SecretRef.parse(text)
+        except ConfigError as exc:
+            return item.fail(exc.issues[0].message)
+
+    def _source_ref(self, item: Field) -> Any:
+        name = item.string()
+        if name is not MISSING and name not in self.sources:
+            known = ", ".join(sorted(self.sources)) or "none defined"
+            return item.fail(f"unknown source {name!r} (known: {known}); "
+                             "define it under 'sources:'")
+        return name
+
+    def channel(self, item: Field) -> Channel | None:
+        entry = item.mapping()
+        if entry is None:
+            return None
+        name = entry.get("name", lambda f: f.string(_name), required=True)
+        description = entry.get("description", lambda f: f.string(empty=True), "")
+        pipelines_field = entry.field("pipelines", required=True)
+        pipelines = self._unique(pipelines_field, self.pipeline, "pipeline")
+        entry.close()
+        if pipelines_field is not None and len(pipelines_field.node.value) > 2:
+            pipelines_field.fail("a channel has one pipeline (one-way) or two (two-way)")
+        elif len(pipelines) == 2:
+            first, second = pipelines
+            if (first.source, first.target) != (second.target, second.source):
+                pipelines_field.fail(  # type: ignore[union-attr]
+                    "the two pipelines of a two-way channel must run in opposite directions "
+                    f"(got {first.source}->{first.target} and {second.source}->{second.target})")
+        if name is MISSING or not pipelines:
+            return None
+        return Channel(name, tuple(pipelines), description)
+
+    def pipeline(self, item: Field) -> Pipeline | None:
+        entry = item.mapping()
+        if entry is None:
+            return None
+        name = entry.get("name", lambda f: f.string(_name), required=True)
+        source = entry.get("source", self._source_ref, required=True)
+        target = entry.get("target", self._source_ref, required=True)
+        nodes = {key: tuple(entry.get(key, self._node_ids, ())) for key in ("select_nodes",
+                                                                          "load_nodes")}
+        params = self.params(entry)
+        pairs_field = entry.field("pairs", required=True)
+        pairs = []
+        for pair_item in pairs_field.items() if pairs_field else ():
+            pair = self.pair(pair_item, source, target)
+            if pair is not None:
+                pairs.append(pair)
+        entry.close()
+        self._check_pairs(pairs_field, pairs)
+        if MISSING in (name, source, target) or not pairs:
+            return None
+        return Pipeline(name, source, target, tuple(pairs), nodes["select_nodes"],
+                        nodes["load_nodes"], params)
+
+    def _node_ids(self, item: Field) -> Any:
+        ids = [child.integer(1) for child in item.items()]
+        return MISSING if MISSING in ids else ids
+
+    def params(self, entry: Mapping) -> PipelineParams:
+        values = {
+            "parallelism": entry.get("parallelism", lambda f: f.integer(1, 64), MISSING),
+            "batch_size": entry.get("batch_size", lambda f: f.integer(1), MISSING),
+            "batch_timeout_ms": entry.get("batch_timeout_ms", lambda f: f.integer(1), MISSING),
+            "load_batch_size": entry.get("load_batch_size", lambda f: f.integer(1), MISSING),
+            "ddl_sync": entry.get("ddl_sync", Field.boolean, MISSING),
+            "skip_load_exception": entry.get("skip_load_exception", Field.boolean, MISSING),
+            "dry_run": entry.get("dry_run", Field.boolean, MISSING),
+            "max_retries": entry.get("max_retries", lambda f: f.integer(0), MISSING),
+        }
+        params = replace(DEFAULTS, **{k: v for k, v in values.items() if v is not MISSING})
+        start = entry.field("start")
+        return self._start(start, params) if start else params
+
+    def _start(self, item: Field, params: PipelineParams) -> PipelineParams:
+        if not item.is_mapping():
+            item.choice(["latest"])
+            return params
+        entry = item.mapping()
+        assert entry is not None
+        file = entry.get("file", Field.string, "")
+        pos = entry.get("pos", lambda f: f.integer(4), 4)
+        gtid = entry.get("gtid", Field.string, "")
+        entry.close()
+        if gtid and file:
+            item.fail("give either file/pos or gtid, not both")
+        elif gtid:
+            return replace(params, startup=StartupMode.GTID,
+                           start_position=BinlogPosition(gtid=gtid))
+        elif file:
+            return replace(params, startup=StartupMode.POSITION,
+                           start_position=BinlogPosition(file, pos))
+        else:
+            item.fail("expected 'latest', {file: ..., pos: ...} or {gtid: ...}")
+        return params
+
+    def media(self, item: Field, default_source: Any) -> DataMedia | None:
+        """A media written as ``schema.table`` or ``{datasource, namespace, table}``."""
+        if item.is_mapping():
+            entry = item.mapping()
+            assert entry is not None
+            datasource = entry.get("datasource", self._source_ref, default_source)
+            namespace = entry.get("namespace", self._pattern, required=True)
+            table = entry.get("table", self._pattern, required=True)
+            entry.close()
+        else:
+            text = item.string()
+            if text is MISSING:
+                return None
+            if text.count(".") != 1 or text.startswith("re:"):
+                item.fail(f"expected schema.table, got \"{text}\" (for a regular expression "
+                          "write {namespace: ..., table: 're:...'})")
+                return None
+            datasource = default_source
+            namespace, table = (self._pattern(item, part) for part in text.split("."))
+        if MISSING in (datasource, namespace, table):
+            return None
+        return DataMedia(datasource, namespace, table)
+
+    def _pattern(self, item: Field, text: Any = MISSING) -> Any:
+        text = item.string() if text is MISSING else text
+        if text is MISSING:
+            return MISSING
+        try:
+            return NamePattern.parse(text)
+        except ConfigError as exc:
+            return item.fail(exc.issues[0].message)
+
+    def pair(self, item: Field, source: Any, target: Any) -> MediaPair | None:
+        entry = item.mapping()
+        if entry is None:
+            return None
+        source_media = self._media_at(entry, "source", source)
+        target_media = self._media_at(entry, "target", target)
+        options = read_pair_options(entry)
+        entry.close()
+        if source_media is None or target_media is None or options is None:
+            return None
+        pair = MediaPair(source_media, target_media, **options)
+        problem = _pair_problem(pair)
+        if problem:
+            item.fail(problem)
+            return None
+        return pair
+
+    def _media_at(self, entry: Mapping, key: str, default_source: Any) -> DataMedia | None:
+        found = entry.field(key, required=True)
+        return self.media(found, default_source) if found else None
+
+    def _check_pairs(self, pairs_field: Field | None, pairs: list[MediaPair]) -> None:
+        seen: dict[tuple[str, str, str], MediaPair] = {}
+        for pair in pairs:
+            key = (pair.source.datasource, pair.source.namespace.text, pair.source.table.text)
+            if key in seen and not (pair.fan_out and seen[key].fan_out):
+                pairs_field.fail(  # type: ignore[union-attr]
+                    f"two pairs read {pair.source}; mark both 'fan_out: true' to split one "
+                    "source table into several targets")
+            seen[key] = pair
+
+
+def _pair_problem(pair: MediaPair) -> str | None:
+    """What makes a pair impossible to run, or None."""
+    source, target = pair.source, pair.target
+    if PatternKind.WILDCARD in (target.namespace.kind, target.table.kind):
+        return "a target name cannot be a regular expression; name the table or a numbered family"
+    if (source.datasource, source.namespace.text, source.table.text) == \
+            (target.datasource, target.namespace.text, target.table.text):
+        return f"the pair would copy {source} onto itself"
+    if pair.shard is None:
+        for part in ("namespace", "table"):
+            src, dst = getattr(source, part), getattr(target, part)
+            if dst.kind is PatternKind.MULTI and src.size != dst.size:
+                return (f"target {part} {dst} has {dst.size} names but source {src} has "
+                        f"{src.size or 'any number of'}; give a shard rule or matching ranges")
+    elif target.namespace.kind is not PatternKind.MULTI and target.table.kind is not \
+            PatternKind.MULTI:
+        return "a shard rule needs a numbered target, e.g. shop_[0-1].orders_[0-3]"
+    return None
+

@@ -1,0 +1,80 @@
+"""The one error hierarchy of setl.
+
+Every error a user can see derives from :class:`SetlError`. Library errors (PyMySQL, kazoo,
+grpc, py4j) are translated into one of these where the library is called. Messages say what
+is wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SetlError(Exception):
+    """Base class of every error setl raises on purpose."""
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem found in a definition file: where it is and what is wrong."""
+
+    file: str
+    line: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ConfigError(SetlError):
+    """A definition or daemon configuration is invalid; carries every issue found."""
+
+    def __init__(self, issues: list[ConfigIssue] | str) -> None:
+        if isinstance(issues, str):
+            issues = [ConfigIssue("", 0, "", issues)]
+        self.issues = list(issues)
+        super().__init__("\n".join(str(issue) for issue in self.issues))
+
+
+class SecretError(ConfigError):
+    """A password reference (``${ENV}`` or ``file:/path``) cannot be resolved."""
+
+
+class CoordinationError(SetlError):
+    """ZooKeeper cannot be reached or refused an operation."""
+
+
+class NotFoundError(SetlError):
+    """A named channel, pipeline, source or node does not exist."""
+
+
+class ConflictError(SetlError):
+    """A concurrent change won a race (e.g. a definition changed while being written)."""
+
+
+class NotLeaderError(SetlError):
+    """A mutating call reached a manager that does not lead; carries the leader's address."""
+
+    def __init__(self, leader: str | None) -> None:
+        self.leader = leader
+        hint = f"the leader is at {leader}" if leader else \
+            "no manager leads right now; retry shortly"
+        super().__init__(f"this manager is a standby: {hint}")
+
+
+class ManagerUnavailableError(SetlError):
+    """The admin CLI cannot reach any manager."""
+
+
+class SourceError(SetlError):
+    """The source database is unreachable or misconfigured for replication."""
+
+
+class LoadError(SetlError):
+    """Writing a batch into a target database failed."""
+
+
+class SandboxError(SetlError):
+    """A sandbox server failed to install, start, answer or stop."""

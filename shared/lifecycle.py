@@ -1,0 +1,33 @@
+"""Two-step shutdown for the daemons: the first SIGTERM/SIGINT asks the process to finish
+its current unit of work and exit; a second one aborts at once."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+log = logging.getLogger("setl.lifecycle")
+ABORT_EXIT_CODE = 130
+
+
+class Shutdown:
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+
+    def install(self) -> Shutdown:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.requested.is_set():
+            log.warning("event=abort signal=%s", signal.Signals(signum).name)
+            os._exit(ABORT_EXIT_CODE)
+        log.info("event=shutdown_requested signal=%s hint=\"send it again to abort\"",
+                 signal.Signals(signum).name)
+        self.requested.set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        return self.requested.wait(timeout_s)

@@ -1,0 +1,189 @@
+"""The in-memory model (Otter's, kept): frozen dataclasses built once by the loader.
+
+DataSource → DataMedia (namespace + table pattern) → MediaPair (source media → target media)
+→ Pipeline (one direction) → Channel (one pipeline, or two for a two-way channel).
+The protobuf messages in ``proto/model.proto`` mirror these field for field.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from shared.patterns import NamePattern
+from shared.secrets import SecretRef
+
+
+class ChannelStatus(enum.Enum):
+    START = "START"
+    PAUSE = "PAUSE"
+    STOP = "STOP"
+
+
+class ColumnMode(enum.Enum):
+    INCLUDE = "INCLUDE"  # only the listed columns (all when the list is empty)
+    EXCLUDE = "EXCLUDE"  # every column but the listed ones
+
+
+class StartupMode(enum.Enum):
+    LATEST = "LATEST"  # start at the source's current binlog end
+    POSITION = "POSITION"  # start at start_position (file/pos)
+    GTID = "GTID"  # start at start_position.gtid
+
+
+class ShardAlgorithm(enum.Enum):
+    MODULO = "MODULO"  # slot = value % slots
+    QUOTIENT = "QUOTIENT"  # slot = value // table_balance_size % slots
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A database endpoint. The password is a reference, never a clear value."""
+
+    name: str
+    host: str
+    port: int = 3306
+    user: str = "root"
+    password: SecretRef | None = None
+    type: str = "mysql"
+    charset: str = "utf8mb4"
+
+
+@dataclass(frozen=True)
+class DataMedia:
+    """A schema (namespace) and table pattern on one data source."""
+
+    datasource: str
+    namespace: NamePattern
+    table: NamePattern
+
+    def __str__(self) -> str:
+        return f"{self.datasource}:{self.namespace}.{self.table}"
+
+
+@dataclass(frozen=True)
+class ColumnPair:
+    """A source column and the target column it is written to (a rename when they differ)."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class ColumnGroup:
+    """Columns always sent together: a change to one sends all of them."""
+
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VirtualColumn:
+    """A target column absent from the source; exactly one of the three fills it."""
+
+    name: str
+    value: str | None = None
+    expression: str | None = None
+    processor: str | None = None
+
+
+@dataclass(frozen=True)
+class ShardRule:
+    """Route rows to the shard named by ``column`` over the target patterns."""
+
+    column: str
+    algorithm: ShardAlgorithm = ShardAlgorithm.MODULO
+    table_balance_size: int = 1
+
+
+@dataclass(frozen=True)
+class MediaPair:
+    """Source media → target media with its column mapping and options."""
+
+    source: DataMedia
+    target: DataMedia
+    push_weight: int = 0
+    column_mode: ColumnMode = ColumnMode.INCLUDE
+    columns: tuple[str, ...] = ()
+    column_pairs: tuple[ColumnPair, ...] = ()
+    column_groups: tuple[ColumnGroup, ...] = ()
+    processor: str | None = None
+    virtual_columns: tuple[VirtualColumn, ...] = ()
+    shard: ShardRule | None = None
+    key_columns: tuple[str, ...] = ()
+    fan_out: bool = False
+
+
+@dataclass(frozen=True)
+class BinlogPosition:
+    """A binlog position: file/pos, with the GTID recorded when known."""
+
+    file: str = ""
+    pos: int = 0
+    gtid: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.file}:{self.pos}" if self.file else ""
+        if self.gtid:
+            text = f"{text} gtid={self.gtid}".strip()
+        return text or "(none)"
+
+
+@dataclass(frozen=True)
+class PipelineParams:
+    """Tuning and behaviour of one pipeline; every field has a sane default."""
+
+    parallelism: int = 5
+    batch_size: int = 2000
+    batch_timeout_ms: int = 100
+    load_batch_size: int = 1000
+    ddl_sync: bool = False
+    skip_load_exception: bool = False
+    dry_run: bool = False
+    max_retries: int = 5
+    startup: StartupMode = StartupMode.LATEST
+    start_position: BinlogPosition | None = None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One direction of a channel: source → target with its pairs and candidate nodes."""
+
+    name: str
+    source: str
+    target: str
+    pairs: tuple[MediaPair, ...]
+    select_nodes: tuple[int, ...] = ()
+    load_nodes: tuple[int, ...] = ()
+    params: PipelineParams = field(default_factory=PipelineParams)
+
+    def is_candidate(self, node_id: int) -> bool:
+        """Whether a node may run this pipeline (no list means every node may)."""
+        nodes = set(self.select_nodes) | set(self.load_nodes)
+        return not nodes or node_id in nodes
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One pipeline (one-way) or two (two-way)."""
+
+    name: str
+    pipelines: tuple[Pipeline, ...]
+    description: str = ""
+
+    def pipeline(self, name: str) -> Pipeline:
+        for pipeline in self.pipelines:
+            if pipeline.name == name:
+                return pipeline
+        raise KeyError(name)
+
+    def pipeline_id(self, pipeline: Pipeline) -> str:
+        """The id a pipeline goes by everywhere: ``channel.pipeline``."""
+        return f"{self.name}.{pipeline.name}"
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """What one YAML file (or the whole store) defines."""
+
+    sources: tuple[DataSource, ...] = ()
+    channels: tuple[Channel, ...] = ()

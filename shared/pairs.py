@@ -1,0 +1,143 @@
+"""Read the options of one media pair (columns, groups, processor, virtual columns, shard)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from shared.model import (
+    ColumnGroup,
+    ColumnMode,
+    ColumnPair,
+    ShardAlgorithm,
+    ShardRule,
+    VirtualColumn,
+)
+from shared.yamlreader import MISSING, Field, Mapping
+
+_COLUMN = re.compile(r"[A-Za-z0-9_$]{1,64}")
+_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def column_name(value: str) -> str | None:
+    return None if _COLUMN.fullmatch(value) else f"invalid column name {value!r}"
+
+
+def callable_name(value: str) -> str | None:
+    if _CALLABLE.fullmatch(value):
+        return None
+    return f'expected a Python callable as module:function, got "{value}"'
+
+
+def expression(value: str) -> str | None:
+    try:
+        ast.parse(value, mode="eval")
+    except SyntaxError as exc:
+        return f"invalid expression {value!r}: {exc.msg}"
+    return None
+
+
+def _columns(item: Field) -> Any:
+    names = [child.string(column_name) for child in item.items()]
+    if MISSING in names:
+        return MISSING
+    if len(set(names)) != len(names):
+        return item.fail("a column is listed twice")
+    return tuple(names)
+
+
+def read_pair_options(entry: Mapping) -> dict[str, Any] | None:
+    """The keyword arguments of MediaPair other than source/target; None on error."""
+    before = len(entry.issues.items)
+    options: dict[str, Any] = {
+        "push_weight": entry.get("push_weight", lambda f: f.integer(0), 0),
+        "processor": entry.get("processor", lambda f: f.string(callable_name), None),
+        "key_columns": entry.get("key_columns", _columns, ()),
+        "fan_out": entry.get("fan_out", Field.boolean, False),
+        "column_pairs": entry.get("column_pairs", _column_pairs, ()),
+        "column_groups": tuple(ColumnGroup(group) for group in
+                               entry.get("column_groups", _groups, ())),
+        "virtual_columns": entry.get("virtual_columns", _virtual_columns, ()),
+        "shard": entry.get("shard", _shard, None),
+    }
+    columns = entry.field("columns")
+    if columns is not None:
+        mode_columns = _column_mode(columns)
+        if mode_columns is not MISSING:
+            options["column_mode"], options["columns"] = mode_columns
+    return options if len(entry.issues.items) == before else None
+
+
+def _column_mode(item: Field) -> Any:
+    """``columns: {include: [...]}`` or ``columns: {exclude: [...]}``."""
+    entry = item.mapping()
+    if entry is None:
+        return MISSING
+    include = entry.get("include", _columns, None)
+    exclude = entry.get("exclude", _columns, None)
+    entry.close()
+    if include is not None and exclude is not None:
+        return item.fail("give either include or exclude, not both")
+    if exclude is not None:
+        return ColumnMode.EXCLUDE, exclude
+    return ColumnMode.INCLUDE, include or ()
+
+
+def _column_pairs(item: Field) -> Any:
+    pairs = []
+    for child in item.items():
+        entry = child.mapping()
+        if entry is None:
+            continue
+        source = entry.get("source", lambda f: f.string(column_name), required=True)
+        target = entry.get("target", lambda f: f.string(column_name), required=True)
+        entry.close()
+        if MISSING not in (source, target):
+            pairs.append(ColumnPair(source, target))
+    sources = [pair.source for pair in pairs]
+    if len(set(sources)) != len(sources):
+        return item.fail("a source column is mapped twice")
+    return tuple(pairs)
+
+
+def _groups(item: Field) -> Any:
+    groups = []
+    for child in item.items():
+        columns = _columns(child)
+        if columns is not MISSING and len(columns) < 2:
+            child.fail("a column group needs at least two columns")
+        elif columns is not MISSING:
+            groups.append(columns)
+    return groups
+
+
+def _virtual_columns(item: Field) -> Any:
+    columns = []
+    for child in item.items():
+        entry = child.mapping()
+        if entry is None:
+            continue
+        name = entry.get("name", lambda f: f.string(column_name), required=True)
+        value = entry.get("value", Field.string, None)
+        expr = entry.get("expression", lambda f: f.string(expression), None)
+        processor = entry.get("processor", lambda f: f.string(callable_name), None)
+        entry.close()
+        if sum(x is not None for x in (value, expr, processor)) != 1:
+            child.fail("give exactly one of value, expression or processor")
+        elif name is not MISSING:
+            columns.append(VirtualColumn(name, value, expr, processor))
+    return tuple(columns)
+
+
+def _shard(item: Field) -> Any:
+    entry = item.mapping()
+    if entry is None:
+        return MISSING
+    column = entry.get("column", lambda f: f.string(column_name), required=True)
+    algorithm = entry.get("algorithm", lambda f: f.choice(["modulo", "quotient"]), "modulo")
+    balance = entry.get("table_balance_size", lambda f: f.integer(1), 1)
+    entry.close()
+    if column is MISSING:
+        return MISSING
+    return ShardRule(column, ShardAlgorithm(algorithm.upper()), balance)

@@ -1,0 +1,122 @@
+"""Name patterns for namespaces (schemas) and tables: SINGLE, MULTI and WILDCARD.
+
+- SINGLE   ``orders``          one name.
+- MULTI    ``orders_[0-15]``   a numbered family; zero padding of the lower bound is kept,
+                               so ``orders_[00-15]`` means ``orders_00`` … ``orders_15``.
+- WILDCARD ``re:order_\\d+``   a regular expression that must match the whole name.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from shared.errors import ConfigError
+
+_IDENT = re.compile(r"[A-Za-z0-9_$]+")
+_MULTI = re.compile(
+    r"(?P<prefix>[A-Za-z0-9_$]*)\[(?P<low>\d+)-(?P<high>\d+)\](?P<suffix>[A-Za-z0-9_$]*)")
+WILDCARD_PREFIX = "re:"
+
+
+class PatternKind(enum.Enum):
+    SINGLE = "SINGLE"
+    MULTI = "MULTI"
+    WILDCARD = "WILDCARD"
+
+
+@dataclass(frozen=True)
+class NamePattern:
+    """A parsed name pattern; ``text`` is what the user wrote."""
+
+    text: str
+    kind: PatternKind
+    prefix: str = ""
+    suffix: str = ""
+    low: int = 0
+    high: int = 0
+    width: int = 0  # digits of zero padding, 0 when unpadded
+
+    @classmethod
+    def parse(cls, text: str) -> NamePattern:
+        """Parse ``text``; raise ConfigError with a one-line reason when it is not a pattern."""
+        if not isinstance(text, str) or not text:
+            raise ConfigError("expected a table or schema name, got an empty value")
+        if text.startswith(WILDCARD_PREFIX):
+            expression = text[len(WILDCARD_PREFIX):]
+            try:
+                re.compile(expression)
+            except re.error as exc:
+                raise ConfigError(f"invalid regular expression {expression!r}: {exc}") from None
+            if not expression:
+                raise ConfigError("empty regular expression after 're:'")
+            return cls(text, PatternKind.WILDCARD)
+        if "[" in text or "]" in text:
+            found = _MULTI.fullmatch(text)
+            if not found:
+                raise ConfigError(
+                    f"invalid numbered pattern {text!r}: write it as prefix[LOW-HIGH]suffix, "
+                    "e.g. orders_[0-15] or orders_[00-15] for zero padding")
+            low_text, high_text = found["low"], found["high"]
+            low, high = int(low_text), int(high_text)
+            if low > high:
+                raise ConfigError(f"invalid numbered pattern {text!r}: range {low}-{high} is empty")
+            width = len(low_text) if len(low_text) > 1 and low_text.startswith("0") else 0
+            return cls(text, PatternKind.MULTI, found["prefix"], found["suffix"], low, high, width)
+        if not _IDENT.fullmatch(text):
+            raise ConfigError(
+                f"invalid name {text!r}: use letters, digits, '_' and '$', "
+                "a numbered pattern like orders_[0-15], or 're:' followed by a regular expression")
+        return cls(text, PatternKind.SINGLE)
+
+    @property
+    def specificity(self) -> int:
+        """Higher wins when several pairs match one table: SINGLE > MULTI > WILDCARD."""
+        return {PatternKind.SINGLE: 2, PatternKind.MULTI: 1, PatternKind.WILDCARD: 0}[self.kind]
+
+    def names(self) -> list[str]:
+        """Every concrete name of a SINGLE or MULTI pattern (a WILDCARD has no finite list)."""
+        if self.kind is PatternKind.SINGLE:
+            return [self.text]
+        if self.kind is PatternKind.MULTI:
+            return [self.name_at(index) for index in range(self.low, self.high + 1)]
+        raise ValueError(f"a wildcard pattern {self.text!r} has no finite list of names")
+
+    def name_at(self, index: int) -> str:
+        """The concrete name with number ``index`` of a MULTI pattern."""
+        return f"{self.prefix}{index:0{self.width}d}{self.suffix}" if self.width else \
+            f"{self.prefix}{index}{self.suffix}"
+
+    def index_of(self, name: str) -> int | None:
+        """The number a MULTI pattern gives ``name``, or None when it does not match."""
+        if self.kind is not PatternKind.MULTI:
+            return None
+        if not (name.startswith(self.prefix) and name.endswith(self.suffix)):
+            return None
+        digits = name[len(self.prefix):len(name) - len(self.suffix) if self.suffix else None]
+        if not digits.isdigit() or (self.width and len(digits) != self.width):
+            return None
+        if not self.width and len(digits) > 1 and digits.startswith("0"):
+            return None
+        index = int(digits)
+        return index if self.low <= index <= self.high else None
+
+    def matches(self, name: str) -> bool:
+        if self.kind is PatternKind.SINGLE:
+            return name == self.text
+        if self.kind is PatternKind.MULTI:
+            return self.index_of(name) is not None
+        return re.fullmatch(self.text[len(WILDCARD_PREFIX):], name) is not None
+
+    @property
+    def size(self) -> int | None:
+        """How many names the pattern stands for (None for a WILDCARD)."""
+        if self.kind is PatternKind.SINGLE:
+            return 1
+        if self.kind is PatternKind.MULTI:
+            return self.high - self.low + 1
+        return None
+
+    def __str__(self) -> str:
+        return self.text

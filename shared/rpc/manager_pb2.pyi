@@ -1,0 +1,160 @@
+from shared.rpc import model_pb2 as _model_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ApplyRequest(_message.Message):
+    __slots__ = ("yaml", "file", "dry_run")
+    YAML_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    yaml: str
+    file: str
+    dry_run: bool
+    def __init__(self, yaml: _Optional[str] = ..., file: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class Change(_message.Message):
+    __slots__ = ("kind", "name", "action", "version")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    action: str
+    version: int
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., action: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class ApplyResponse(_message.Message):
+    __slots__ = ("errors", "changes")
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    changes: _containers.RepeatedCompositeFieldContainer[Change]
+    def __init__(self, errors: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ...) -> None: ...
+
+class ListChannelsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PipelineState(_message.Message):
+    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes")
+    PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_NODE_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_USED_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SIZE_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_NODES_FIELD_NUMBER: _ClassVar[int]
+    pipeline_id: str
+    state: str
+    owner_node: int
+    position: _model_pb2.BinlogPosition
+    delay_ms: int
+    rows_per_second: float
+    window_used: int
+    window_size: int
+    last_error: str
+    process_id: int
+    candidate_nodes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ChannelInfo(_message.Message):
+    __slots__ = ("channel", "status", "version", "pipelines", "updated_ms")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PIPELINES_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_MS_FIELD_NUMBER: _ClassVar[int]
+    channel: _model_pb2.Channel
+    status: _model_pb2.ChannelStatus
+    version: int
+    pipelines: _containers.RepeatedCompositeFieldContainer[PipelineState]
+    updated_ms: int
+    def __init__(self, channel: _Optional[_Union[_model_pb2.Channel, _Mapping]] = ..., status: _Optional[_Union[_model_pb2.ChannelStatus, str]] = ..., version: _Optional[int] = ..., pipelines: _Optional[_Iterable[_Union[PipelineState, _Mapping]]] = ..., updated_ms: _Optional[int] = ...) -> None: ...
+
+class ListChannelsResponse(_message.Message):
+    __slots__ = ("channels",)
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    channels: _containers.RepeatedCompositeFieldContainer[ChannelInfo]
+    def __init__(self, channels: _Optional[_Iterable[_Union[ChannelInfo, _Mapping]]] = ...) -> None: ...
+
+class GetChannelRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class SetChannelStatusRequest(_message.Message):
+    __slots__ = ("name", "status")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    status: _model_pb2.ChannelStatus
+    def __init__(self, name: _Optional[str] = ..., status: _Optional[_Union[_model_pb2.ChannelStatus, str]] = ...) -> None: ...
+
+class DeleteChannelRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteChannelResponse(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListNodesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NodeInfo(_message.Message):
+    __slots__ = ("id", "address", "pid", "started_ms", "candidate_pipelines", "running_pipelines", "host")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_MS_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_PIPELINES_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_PIPELINES_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    address: str
+    pid: int
+    started_ms: int
+    candidate_pipelines: _containers.RepeatedScalarFieldContainer[str]
+    running_pipelines: _containers.RepeatedScalarFieldContainer[str]
+    host: str
+    def __init__(self, id: _Optional[int] = ..., address: _Optional[str] = ..., pid: _Optional[int] = ..., started_ms: _Optional[int] = ..., candidate_pipelines: _Optional[_Iterable[str]] = ..., running_pipelines: _Optional[_Iterable[str]] = ..., host: _Optional[str] = ...) -> None: ...
+
+class ListNodesResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ("manager_address", "leader", "leader_address", "channels", "nodes")
+    MANAGER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    manager_address: str
+    leader: bool
+    leader_address: str
+    channels: _containers.RepeatedCompositeFieldContainer[ChannelInfo]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
+    def __init__(self, manager_address: _Optional[str] = ..., leader: _Optional[bool] = ..., leader_address: _Optional[str] = ..., channels: _Optional[_Iterable[_Union[ChannelInfo, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,233 @@
+"""A local sandbox of real servers for the demo and the tests.
+
+``setl sandbox up`` starts, under one folder (default ``.sandbox/``): ZooKeeper, a *source*
+MariaDB (binlog on, ROW/FULL/FULL, its own server_id), a *target* MariaDB and, on request,
+a second target. Everything binds to 127.0.0.1 on free ports. ``up`` is idempotent and waits
+until each server answers; ``down`` stops exactly the pids ``up`` recorded. With
+``owner_pid`` a watchdog stops the sandbox when that process dies, so servers started by a
+test run never outlive it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from shared.errors import SandboxError
+from shared.sandbox_servers import SERVER_KINDS, ServerSpec, wait_until
+
+log = logging.getLogger("setl.sandbox")
+STATE_FILE = "state.json"
+SECRET_FILE = "secret"
+USER = "setl"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    name: str
+    kind: str  # zookeeper | mariadb
+    port: int
+    pid: int
+    datadir: str
+    server_id: int = 0
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child counts as dead
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+DEMO_BASE_PORT = 23300
+PORT_OFFSETS = {"zookeeper": 81, "source": 6, "target": 7, "target2": 8}
+
+
+class Sandbox:
+    """The servers under one folder, recorded in ``state.json``.
+
+    With ``base_port`` each server has a fixed port (source = base+6, target = base+7,
+    target2 = base+8, ZooKeeper = base+81) so example files can name them; without it every
+    server takes a free port (tests).
+    """
+
+    def __init__(self, root: str | Path = ".sandbox", base_port: int | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.base_port = base_port
+
+    @property
+    def secret_file(self) -> Path:
+        return self.root / SECRET_FILE
+
+    def password(self) -> str:
+        return self.secret_file.read_text().strip()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def servers(self) -> dict[str, ServerInfo]:
+        try:
+            raw = json.loads((self.root / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {name: ServerInfo(**info) for name, info in raw.items()}
+
+    def _save(self, servers: dict[str, ServerInfo]) -> None:
+        path = self.root / STATE_FILE
+        path.write_text(json.dumps({n: asdict(s) for n, s in servers.items()}, indent=2))
+
+    def wanted(self, second_target: bool) -> list[ServerSpec]:
+        specs = [ServerSpec("zookeeper", "zookeeper"), ServerSpec("source", "mariadb", 11),
+                 ServerSpec("target", "mariadb", 21)]
+        if second_target:
+            specs.append(ServerSpec("target2", "mariadb", 22))
+        return specs
+
+    def up(self, second_target: bool = False, owner_pid: int | None = None,
+           timeout_s: float = 60.0) -> dict[str, ServerInfo]:
+        """Start what is not running yet; return every server once it answers."""
+        with self._locked():
+            if not self.secret_file.exists():
+                self.secret_file.write_text(secrets.token_hex(12) + "\n")
+                self.secret_file.chmod(0o600)
+            servers = self.servers()
+            for spec in self.wanted(second_target):
+                known = servers.get(spec.name)
+                kind = SERVER_KINDS[spec.kind]
+                if known and pid_alive(known.pid) and kind.answers(known.port):
+                    continue
+                servers[spec.name] = self._start(spec, known, timeout_s)
+                self._save(servers)
+            if owner_pid:
+                self._start_watchdog(owner_pid)
+            return servers
+
+    def _start(self, spec: ServerSpec, known: ServerInfo | None, timeout_s: float) -> ServerInfo:
+        kind = SERVER_KINDS[spec.kind]
+        datadir = self.root / spec.name
+        last_error = ""
+        for _ in range(3):  # a free port can be taken between probe and bind: try another
+            port = self._port_for(spec.name, known)
+            process = kind.start(spec, datadir, port, self.password(), USER)
+            log.info("event=sandbox_start server=%s port=%d pid=%d", spec.name, port, process.pid)
+            def settled(port: int = port, process: subprocess.Popen[bytes] = process) -> bool:
+                return kind.answers(port) or process.poll() is not None
+
+            try:
+                wait_until(settled, timeout_s, f"{spec.name} to answer on 127.0.0.1:{port}")
+            except SandboxError as exc:
+                _stop_pid(process.pid)
+                raise SandboxError(f"{exc}; see {kind.log_file(datadir)}") from None
+            if process.poll() is None:
+                kind.prepare(datadir, port, self.password(), USER)
+                return ServerInfo(spec.name, spec.kind, port, process.pid, str(datadir),
+                                  spec.server_id)
+            last_error = kind.tail_log(datadir)
+            known = None
+        raise SandboxError(f"{spec.name} did not start: {last_error}")
+
+    def _port_for(self, name: str, known: ServerInfo | None) -> int:
+        if self.base_port is not None:
+            port = self.base_port + PORT_OFFSETS[name]
+            if not _port_free(port):
+                raise SandboxError(f"port {port} for the sandbox {name} is taken by another "
+                                   "process; stop it, or run 'setl sandbox down' first")
+            return port
+        return known.port if known and _port_free(known.port) else free_port()
+
+    def down(self, purge: bool = False) -> list[str]:
+        """Stop the recorded pids; with ``purge`` also delete the data."""
+        with self._locked():
+            stopped = []
+            for name, info in self.servers().items():
+                if pid_alive(info.pid):
+                    _stop_pid(info.pid)
+                    stopped.append(name)
+            (self.root / STATE_FILE).unlink(missing_ok=True)
+            watchdog = self.root / "watchdog.pid"
+            if watchdog.exists():
+                pid = int(watchdog.read_text() or 0)
+                if pid and pid != os.getpid() and pid_alive(pid):
+                    os.kill(pid, signal.SIGTERM)
+                watchdog.unlink(missing_ok=True)
+        if purge:
+            shutil.rmtree(self.root, ignore_errors=True)
+        return stopped
+
+    def _start_watchdog(self, owner_pid: int) -> None:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "shared.sandbox", "watchdog", str(self.root), str(owner_pid)],
+            start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "watchdog.log", "a"),
+            cwd=Path(__file__).resolve().parent.parent)
+        (self.root / "watchdog.pid").write_text(str(process.pid))
+
+    def connection(self, name: str) -> dict[str, object]:
+        """Connection settings of a MariaDB server for PyMySQL."""
+        info = self.servers()[name]
+        return {"host": "127.0.0.1", "port": info.port, "user": USER, "password": self.password()}
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _stop_pid(pid: int, timeout_s: float = 30.0) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.1)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _watchdog(root: str, owner_pid: int) -> None:
+    while pid_alive(owner_pid):
+        time.sleep(1.0)
+    Sandbox(root).down()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["watchdog"]:
+    _watchdog(sys.argv[2], int(sys.argv[3]))

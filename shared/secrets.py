@@ -1,0 +1,51 @@
+"""Password references: ``${ENV_VAR}`` or ``file:/path``. Only the reference is stored or
+logged; the value is resolved where a connection is opened."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared.errors import ConfigError, SecretError
+
+_ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}")
+_FILE = "file:"
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A reference to a secret; ``str()`` shows the reference, never the value."""
+
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> SecretRef:
+        if _ENV.fullmatch(text) or (text.startswith(_FILE) and len(text) > len(_FILE)):
+            return cls(text)
+        raise ConfigError(
+            "passwords are references, not values: write ${ENV_VAR} or file:/path/to/file")
+
+    def resolve(self, environ: dict[str, str] | None = None) -> str:
+        """The secret's value; raise SecretError naming the reference when it is missing."""
+        environ = os.environ if environ is None else environ
+        found = _ENV.fullmatch(self.text)
+        if found:
+            name = found["name"]
+            if name not in environ:
+                raise SecretError(f"password reference {self.text}: environment variable {name} "
+                                  "is not set; export it where this process runs")
+            return environ[name]
+        path = Path(self.text[len(_FILE):])
+        try:
+            return path.read_text().rstrip("\n")
+        except OSError as exc:
+            raise SecretError(f"password reference {self.text}: cannot read {path}: "
+                              f"{exc.strerror}") from None
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"SecretRef({self.text!r})"

@@ -1,0 +1,147 @@
+"""Daemon configuration files (``conf/manager.yaml``, ``conf/node.yaml``).
+
+Read with the same field reader as definitions, so errors name file, line and field.
+``SETL_ZK_HOSTS`` and ``SETL_ZK_ROOT`` override the file (handy for tests and containers).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared import yamlreader
+from shared.errors import ConfigError
+from shared.yamlreader import MISSING, Field, Mapping
+
+
+@dataclass(frozen=True)
+class ZkSettings:
+    hosts: str = "127.0.0.1:2181"
+    root: str = "/setl"
+    session_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class ManagerSettings:
+    listen: str = "127.0.0.1:7310"
+    advertise: str = ""  # the address others use; defaults to listen
+    zookeeper: ZkSettings = field(default_factory=ZkSettings)
+    log_level: str = "info"
+
+    @property
+    def address(self) -> str:
+        return self.advertise or self.listen
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = "local[*]"
+    driver_memory: str = "1g"
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    listen: str = "127.0.0.1:0"
+    zookeeper: ZkSettings = field(default_factory=ZkSettings)
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    log_level: str = "info"
+
+
+def _address(value: str) -> str | None:
+    host, _, port = value.rpartition(":")
+    if host and port.isdigit() and int(port) < 65536:
+        return None
+    return f"expected host:port, got \"{value}\""
+
+
+def _read(path: str | Path | None) -> tuple[Mapping, yamlreader.Issues]:
+    """The file's top mapping (an empty one without a file; the issues say what is wrong)."""
+    text, name = "{}", "<defaults>"
+    if path is not None:
+        try:
+            text, name = Path(path).read_text() or "{}", str(path)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    root, issues = yamlreader.parse(text, name)
+    top = Field(root, "", issues).mapping() if root is not None else None
+    if top is None:
+        issues.raise_if_any()
+        raise ConfigError(f"{name}: expected a mapping of settings")
+    return top, issues
+
+
+def _zookeeper(top: Mapping) -> ZkSettings:
+    settings = ZkSettings()
+    found = top.field("zookeeper")
+    entry = found.mapping() if found else None
+    if entry is not None:
+        settings = ZkSettings(
+            entry.get("hosts", Field.string, settings.hosts),
+            entry.get("root", lambda f: f.string(_zk_root), settings.root),
+            float(entry.get("session_timeout_s", lambda f: f.integer(1, 600),
+                            settings.session_timeout_s)),
+        )
+        entry.close()
+    return ZkSettings(os.environ.get("SETL_ZK_HOSTS", settings.hosts),
+                      os.environ.get("SETL_ZK_ROOT", settings.root), settings.session_timeout_s)
+
+
+def _zk_root(value: str) -> str | None:
+    if value.startswith("/") and (value == "/" or not value.endswith("/")):
+        return None
+    return f"expected an absolute path like /setl, got \"{value}\""
+
+
+def _level(item: Field) -> object:
+    return item.choice(["debug", "info", "warning", "error"])
+
+
+def load_manager(path: str | Path | None) -> ManagerSettings:
+    top, issues = _read(path)
+    defaults = ManagerSettings()
+    settings = ManagerSettings(
+        top.get("listen", lambda f: f.string(_address), defaults.listen),
+        top.get("advertise", lambda f: f.string(_address), ""),
+        _zookeeper(top),
+        top.get("log_level", _level, defaults.log_level),
+    )
+    top.close()
+    issues.raise_if_any()
+    return settings
+
+
+def load_node(path: str | Path | None) -> NodeSettings:
+    top, issues = _read(path)
+    defaults = NodeSettings()
+    spark = defaults.spark
+    found = top.field("spark")
+    entry = found.mapping() if found else None
+    if entry is not None:
+        options = entry.get("options", _options, ())
+        spark = SparkSettings(entry.get("master", Field.string, spark.master),
+                              entry.get("driver_memory", Field.string, spark.driver_memory),
+                              options)
+        entry.close()
+    settings = NodeSettings(
+        top.get("listen", lambda f: f.string(_address), defaults.listen),
+        _zookeeper(top), spark,
+        top.get("log_level", _level, defaults.log_level),
+    )
+    top.close()
+    issues.raise_if_any()
+    return settings
+
+
+def _options(item: Field) -> object:
+    entry = item.mapping()
+    if entry is None:
+        return MISSING
+    pairs = []
+    for key in list(entry.entries):
+        value = entry.get(key, Field.string)
+        if value is not MISSING:
+            pairs.append((key, str(value)))
+    entry.close()
+    return tuple(pairs)

@@ -1,0 +1,185 @@
+"""Read a YAML document field by field, keeping line numbers for every error.
+
+The definition loader and the daemon configuration loader are written against this small
+reader: each field is asked for with its expected kind; what is wrong is collected as a
+:class:`ConfigIssue` (file, line, dotted path, message) instead of raising at the first one,
+and keys nobody asked for are reported as unknown when a mapping is closed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import yaml
+
+from shared.errors import ConfigError, ConfigIssue
+
+T = TypeVar("T")
+MISSING: Any = object()
+
+
+class Issues:
+    """Collects the issues of one file."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.items: list[ConfigIssue] = []
+
+    def add(self, node: yaml.Node | None, path: str, message: str) -> None:
+        line = node.start_mark.line + 1 if node is not None else 0
+        self.items.append(ConfigIssue(self.file, line, path, message))
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise ConfigError(sorted(self.items, key=lambda issue: issue.line))
+
+
+def parse(text: str, file: str) -> tuple[yaml.Node | None, Issues]:
+    """Compose ``text`` into a node tree; a syntax error becomes an issue with its line."""
+    issues = Issues(file)
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader), issues
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        issues.items.append(ConfigIssue(file, line, "", f"not valid YAML: {exc.problem}"))
+        return None, issues
+
+
+def describe(node: yaml.Node) -> str:
+    """How an unexpected value is shown: a scalar as written, a collection by its kind."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if node.tag.endswith(":null"):
+        return "nothing"
+    return f'"{node.value}"'
+
+
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+def scalar(node: yaml.Node) -> Any:
+    """The Python value of a scalar node (int, float, bool, str or None)."""
+    return _CONSTRUCTOR.construct_object(node, deep=True)
+
+
+class Field:
+    """One value in the document, with its path; conversions report into ``issues``."""
+
+    def __init__(self, node: yaml.Node, path: str, issues: Issues) -> None:
+        self.node, self.path, self.issues = node, path, issues
+
+    def fail(self, message: str) -> Any:
+        self.issues.add(self.node, self.path, message)
+        return MISSING
+
+    def expected(self, what: str) -> Any:
+        return self.fail(f"expected {what}, got {describe(self.node)}")
+
+    def _scalar(self) -> Any:
+        return scalar(self.node) if isinstance(self.node, yaml.ScalarNode) else MISSING
+
+    def string(self, check: Callable[[str], str | None] | None = None,
+               empty: bool = False) -> Any:
+        value = self._scalar()
+        if not isinstance(value, str) or (value == "" and not empty):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                value = self.node.value  # a bare number is a fine name or host
+            else:
+                return self.expected("a non-empty string")
+        problem = check(value) if check else None
+        return self.fail(problem) if problem else value
+
+    def integer(self, low: int | None = None, high: int | None = None) -> Any:
+        value = self._scalar()
+        wanted = _integer_phrase(low, high)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return self.expected(wanted)
+        if (low is not None and value < low) or (high is not None and value > high):
+            return self.expected(wanted)
+        return value
+
+    def boolean(self) -> Any:
+        value = self._scalar()
+        return value if isinstance(value, bool) else self.expected("true or false")
+
+    def choice(self, options: list[str]) -> Any:
+        value = self._scalar()
+        if isinstance(value, str) and value.lower() in options:
+            return value.lower()
+        return self.expected("one of " + ", ".join(options))
+
+    def items(self) -> Iterator[Field]:
+        """The elements of a list (an error, and nothing, when this is not a list)."""
+        if not isinstance(self.node, yaml.SequenceNode):
+            self.expected("a list")
+            return
+        for index, child in enumerate(self.node.value):
+            yield Field(child, f"{self.path}[{index}]", self.issues)
+
+    def mapping(self) -> Mapping | None:
+        if not isinstance(self.node, yaml.MappingNode):
+            self.expected("a mapping")
+            return None
+        return Mapping(self.node, self.path, self.issues)
+
+    def is_mapping(self) -> bool:
+        return isinstance(self.node, yaml.MappingNode)
+
+
+def _integer_phrase(low: int | None, high: int | None) -> str:
+    if high is None:
+        return {1: "a positive integer", 0: "a non-negative integer"}.get(low, "an integer")
+    return f"an integer from {low} to {high}"
+
+
+class Mapping:
+    """A YAML mapping read key by key; ``close()`` reports every key nobody asked for."""
+
+    def __init__(self, node: yaml.MappingNode, path: str, issues: Issues) -> None:
+        self.node, self.path, self.issues = node, path, issues
+        self.entries: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        self.used: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(scalar(key_node)) if isinstance(key_node, yaml.ScalarNode) else "?"
+            if key in self.entries:
+                issues.add(key_node, self._child(key), "duplicate key")
+                continue
+            self.entries[key] = (key_node, value_node)
+
+    def _child(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def has(self, key: str) -> bool:
+        return key in self.entries and not self.entries[key][1].tag.endswith(":null")
+
+    def field(self, key: str, required: bool = False) -> Field | None:
+        """The field at ``key``; None (and an issue if required) when absent or null."""
+        self.used.add(key)
+        if not self.has(key):
+            if required:
+                self.issues.add(self.node, self._child(key), "required field is missing")
+            return None
+        return Field(self.entries[key][1], self._child(key), self.issues)
+
+    def get(self, key: str, read: Callable[[Field], T], default: T = MISSING,
+            required: bool = False) -> T:
+        """Read ``key`` with ``read`` (e.g. ``Field.string``); ``default`` when absent."""
+        found = self.field(key, required=required)
+        if found is None:
+            return default
+        value = read(found)
+        return default if value is MISSING else value
+
+    def close(self) -> None:
+        known = sorted(self.used)
+        for key, (key_node, _) in self.entries.items():
+            if key in self.used:
+                continue
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+            self.issues.add(key_node, self._child(key), f"unknown key{hint}")
