@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-done
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
-.PHONY: setup system-packages demo test proto check-proto lint unit integration clean
+.PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean
 
 setup: system-packages $(STAMP)
 
@@ -48,3 +48,6 @@ demo: setup
 clean:
 	-$(BIN)/setl sandbox down
 	rm -rf $(VENV) .sandbox .pytest_cache .ruff_cache *.egg-info
+
+demo-down: $(STAMP)
+	$(BIN)/python scripts/demo.py down

@@ -23,7 +23,8 @@ log = logging.getLogger("setl.manager")
 
 
 def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
-    client = zk.connect(config.zookeeper.hosts, config.zookeeper.session_timeout_s)
+    client = zk.connect(config.zookeeper.hosts, config.zookeeper.session_timeout_s,
+                        config.zookeeper.connect_timeout_s)
     paths = zk.ZkPaths(config.zookeeper.root)
     catalog = Catalog(client, paths)
     catalog.ensure_layout()

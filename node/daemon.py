@@ -30,7 +30,8 @@ log = logging.getLogger("setl.node")
 class Node:
     def __init__(self, node_id: int, config: settings.NodeSettings, shutdown: Shutdown) -> None:
         self.node_id, self.config, self.shutdown = node_id, config, shutdown
-        self.client = zk.connect(config.zookeeper.hosts, config.zookeeper.session_timeout_s)
+        self.client = zk.connect(config.zookeeper.hosts, config.zookeeper.session_timeout_s,
+                                 config.zookeeper.connect_timeout_s)
         self.paths = zk.ZkPaths(config.zookeeper.root)
         self.catalog = Catalog(self.client, self.paths)
         self.watcher = DefinitionWatcher(self.client, self.paths, self.catalog)

@@ -20,6 +20,7 @@ class ZkSettings:
     hosts: str = "127.0.0.1:2181"
     root: str = "/setl"
     session_timeout_s: float = 10.0
+    connect_timeout_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,13 @@ def _zookeeper(top: Mapping) -> ZkSettings:
             entry.get("root", lambda f: f.string(_zk_root), settings.root),
             float(entry.get("session_timeout_s", lambda f: f.integer(1, 600),
                             settings.session_timeout_s)),
+            float(entry.get("connect_timeout_s", lambda f: f.integer(1, 600),
+                            settings.connect_timeout_s)),
         )
         entry.close()
     return ZkSettings(os.environ.get("SETL_ZK_HOSTS", settings.hosts),
-                      os.environ.get("SETL_ZK_ROOT", settings.root), settings.session_timeout_s)
+                      os.environ.get("SETL_ZK_ROOT", settings.root), settings.session_timeout_s,
+                      settings.connect_timeout_s)
 
 
 def _zk_root(value: str) -> str | None:

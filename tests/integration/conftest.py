@@ -1,0 +1,100 @@
+"""Fixtures on real servers: one sandbox (ZooKeeper + MariaDB) per test run, a ZooKeeper root
+and daemons per test. Servers bind 127.0.0.1 on free ports and stop when the run ends (a
+watchdog stops them even if pytest is killed)."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kazoo.client import KazooClient
+
+from shared import zk
+from shared.sandbox import Sandbox, free_port
+from tests.helpers import BIN, Daemon, wait_for
+
+SESSION_TIMEOUT_S = 4
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path_factory.mktemp("sandbox"))
+    box.up(owner_pid=os.getpid())
+    yield box
+    box.down(purge=True)
+
+
+@pytest.fixture
+def zk_hosts(sandbox: Sandbox) -> str:
+    return sandbox.servers()["zookeeper"].address
+
+
+@pytest.fixture
+def zk_root(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
+    return f"/setl-test/{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def zk_client(zk_hosts: str, zk_root: str) -> Iterator[KazooClient]:
+    client = zk.connect(zk_hosts, session_timeout_s=SESSION_TIMEOUT_S)
+    yield client
+    client.delete(zk_root, recursive=True)
+    zk.close(client)
+
+
+@pytest.fixture
+def daemon_config(tmp_path: Path, zk_hosts: str, zk_root: str) -> Callable[[str], Path]:
+    """Write a manager or node YAML for this test's ZooKeeper root; return its path."""
+    def write(kind: str, **extra: object) -> Path:
+        body = {"zookeeper": {"hosts": zk_hosts, "root": zk_root,
+                              "session_timeout_s": SESSION_TIMEOUT_S, "connect_timeout_s": 5},
+                "log_level": "info", **extra}
+        path = tmp_path / f"{kind}-{uuid.uuid4().hex[:6]}.yaml"
+        path.write_text(yaml.safe_dump(body))
+        return path
+    return write
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[list[Daemon]]:
+    started: list[Daemon] = []
+    yield started
+    for daemon in started:
+        daemon.stop()
+
+
+@pytest.fixture
+def start_manager(daemons: list[Daemon], daemon_config: Callable[..., Path],
+                  tmp_path: Path) -> Callable[[], tuple[Daemon, str]]:
+    """Start a setl-manager on a free port; return it with its address once it serves."""
+    from manager.client import ManagerClient
+    from shared.rpc import manager_pb2
+
+    def start() -> tuple[Daemon, str]:
+        address = f"127.0.0.1:{free_port()}"
+        daemon = Daemon([str(BIN / "setl-manager"), "--config", str(daemon_config("manager")),
+                         "--listen", address], tmp_path / f"manager-{address[10:]}.log")
+        daemons.append(daemon)
+        wait_for(lambda: ManagerClient([address], timeout_s=1).call(
+            "Status", manager_pb2.StatusRequest()), 30, f"manager at {address}")
+        return daemon, address
+    return start
+
+
+@pytest.fixture
+def start_node(daemons: list[Daemon], daemon_config: Callable[..., Path],
+               tmp_path: Path, zk_client: KazooClient, zk_root: str) -> Callable[[int], Daemon]:
+    def start(node_id: int) -> Daemon:
+        daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
+                         str(daemon_config("node"))], tmp_path / f"node-{node_id}.log")
+        daemons.append(daemon)
+        paths = zk.ZkPaths(zk_root)
+        wait_for(lambda: zk_client.exists(paths.node(node_id)), 30, f"node {node_id} entry")
+        return daemon
+    return start
