@@ -28,7 +28,7 @@ def wait_for(check: Callable[[], T], timeout_s: float = 20.0, what: str = "condi
             value = check()
             if value:
                 return value
-        except Exception as exc:  # noqa: BLE001 - keep polling, report the last error
+        except Exception as exc:  # keep polling; the last error is reported
             last_error = exc
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}"

@@ -162,7 +162,7 @@ def test_dry_run_and_invalid_apply_leave_zookeeper_unchanged(
 def test_standby_manager_takes_over_when_the_leader_dies(start_manager, zk_client, zk_root,
                                                          channel_file, capsys):
     first, first_address = start_manager()
-    second, second_address = start_manager()
+    _, second_address = start_manager()
     both = f"{first_address},{second_address}"
 
     def status(address: str) -> manager_pb2.StatusResponse:
@@ -178,7 +178,7 @@ def test_standby_manager_takes_over_when_the_leader_dies(start_manager, zk_clien
     wait_for(lambda: status(second_address).leader, SESSION_TIMEOUT_S + 10, "standby to lead")
     took_s = time.monotonic() - killed_at
     assert zk_client.get(zk.ZkPaths(zk_root).leader)[0].decode() == second_address
-    code, out, err = run_cli(capsys, both, "apply", "-f", str(channel_file("two")))
+    code, _, err = run_cli(capsys, both, "apply", "-f", str(channel_file("two")))
     assert code == 0, err
     assert zk_client.exists(zk.ZkPaths(zk_root).channel("two"))
     print(f"standby took over {took_s:.1f}s after kill -9 (session timeout {SESSION_TIMEOUT_S}s)")
@@ -188,7 +188,7 @@ def test_node_registers_reports_candidates_and_vanishes_when_killed(
         start_manager, start_node, zk_client, zk_root, channel_file, capsys):
     _, address = start_manager()
     paths = zk.ZkPaths(zk_root)
-    assert run_cli(capsys, address, "apply", "-f", str(channel_file("orders"))).__getitem__(0) == 0
+    assert run_cli(capsys, address, "apply", "-f", str(channel_file("orders")))[0] == 0
     node = start_node(3)
 
     def candidates() -> list[str]:
@@ -197,14 +197,14 @@ def test_node_registers_reports_candidates_and_vanishes_when_killed(
         return list(info.candidate_pipelines)
 
     wait_for(lambda: candidates() == ["orders.forward"], 15, "node 3 to report its candidates")
-    code, out, _ = run_cli(capsys, address, "-o", "json", "node", "list")
+    _, out, _ = run_cli(capsys, address, "-o", "json", "node", "list")
     nodes = json.loads(out)["nodes"]
     assert [(n["id"], n["pid"]) for n in nodes] == [(3, node.pid)]
 
     node.kill()
     wait_for(lambda: not zk_client.exists(paths.node(3)), SESSION_TIMEOUT_S + 10,
              "node 3's entry to disappear after kill -9")
-    code, out, _ = run_cli(capsys, address, "node", "list")
+    _, out, _ = run_cli(capsys, address, "node", "list")
     assert "no nodes registered" in out
 
 
