@@ -1,0 +1,6 @@
+"""setl-node: Select, Extract/Transform on Spark and Load for the pipelines it runs."""
+
+import os
+
+# gRPC C-core would log a line each time Spark forks a worker while our server runs.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")

@@ -17,9 +17,11 @@ import grpc
 
 from node.membership import Membership
 from node.service import NodeServicer
+from node.spark import SparkRunner
+from node.supervisor import Supervisor
 from node.watcher import DefinitionWatcher
 from shared import logs, settings, zk
-from shared.catalog import Catalog
+from shared.catalog import Catalog, ChannelRecord
 from shared.errors import SetlError
 from shared.lifecycle import Shutdown
 from shared.rpc import manager_pb2, node_pb2_grpc
@@ -35,12 +37,15 @@ class Node:
         self.paths = zk.ZkPaths(config.zookeeper.root)
         self.catalog = Catalog(self.client, self.paths)
         self.watcher = DefinitionWatcher(self.client, self.paths, self.catalog)
+        self.spark = SparkRunner(config.spark)
+        self.supervisor = Supervisor(node_id, self.client, self.paths, self.catalog, self.spark)
         self.candidates: list[str] = []
+        self.running: list[str] = []
 
     def _serve_grpc(self) -> tuple[grpc.Server, str]:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         node_pb2_grpc.add_NodeServiceServicer_to_server(
-            NodeServicer(self.node_id, lambda: []), server)
+            NodeServicer(self.node_id, self._states), server)
         port = server.add_insecure_port(self.config.listen)
         if port == 0:
             raise SetlError(f"node {self.node_id} cannot listen on {self.config.listen}; "
@@ -58,27 +63,37 @@ class Node:
         self.catalog.ensure_layout()
         self.watcher.start()
         log.info("event=node_started node=%d address=%s", self.node_id, address)
+        records = []
         try:
             while not self.shutdown.requested.is_set():
-                if self.watcher.changed.wait(0.5):
-                    self._refresh(membership)
+                if self.watcher.changed.wait(0.5) or not records:
+                    records = self.watcher.snapshot()
+                self._refresh(membership, records)
         finally:
             log.info("event=node_stopping node=%d", self.node_id)
+            self.supervisor.stop_all()
             membership.leave()
+            self.spark.stop()
             server.stop(grace=1).wait()
             zk.close(self.client)
             log.info("event=node_stopped node=%d", self.node_id)
 
-    def _refresh(self, membership: Membership) -> None:
-        records = self.watcher.snapshot()
+    def _states(self) -> list[manager_pb2.PipelineState]:
+        return [runner.snapshot() for runner, _ in list(self.supervisor.runners.values())]
+
+    def _refresh(self, membership: Membership, records: list[ChannelRecord]) -> None:
+        """Run what should run, publish stats and report candidates (every half second)."""
+        self.supervisor.reconcile(records)
+        self.supervisor.publish_all()
         candidates = sorted(record.channel.pipeline_id(pipeline)
                             for record in records for pipeline in record.channel.pipelines
                             if pipeline.is_candidate(self.node_id))
-        if candidates != self.candidates:
-            log.info("event=candidates node=%d pipelines=%s", self.node_id,
-                     ",".join(candidates) or "-")
-            self.candidates = candidates
-            membership.update(candidates, [])
+        running = self.supervisor.running()
+        if (candidates, running) != (self.candidates, self.running):
+            log.info("event=candidates node=%d pipelines=%s running=%s", self.node_id,
+                     ",".join(candidates) or "-", ",".join(running) or "-")
+            self.candidates, self.running = candidates, running
+            membership.update(candidates, running)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,7 @@ class ListChannelsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PipelineState(_message.Message):
-    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes")
+    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak")
     PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     OWNER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +54,7 @@ class PipelineState(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_NODES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_PEAK_FIELD_NUMBER: _ClassVar[int]
     pipeline_id: str
     state: str
     owner_node: int
@@ -65,7 +66,8 @@ class PipelineState(_message.Message):
     last_error: str
     process_id: int
     candidate_nodes: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ...) -> None: ...
+    window_peak: int
+    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ...) -> None: ...
 
 class ChannelInfo(_message.Message):
     __slots__ = ("channel", "status", "version", "pipelines", "updated_ms")

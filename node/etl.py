@@ -1,0 +1,131 @@
+"""Extract and Transform as plain functions on rows; Spark only maps them over partitions.
+
+A pipeline definition is compiled once per version into :class:`CompiledPipeline` (pairs
+indexed by source table), which is what Spark broadcasts. ``extract_transform`` maps one
+source row change through every pair that matches its table into target changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from node.changes import ChangeType, Row, RowChange, TargetChange
+from shared.errors import ConfigError
+from shared.model import ColumnMode, MediaPair, Pipeline
+from shared.patterns import NamePattern, PatternKind
+
+_NOT_YET = {"column_groups": "column groups", "processor": "processors",
+            "virtual_columns": "virtual columns", "shard": "shard routing"}
+
+
+@dataclass(frozen=True)
+class CompiledPair:
+    pair: MediaPair
+    renames: dict[str, str]
+    include: frozenset[str]
+    exclude: frozenset[str]
+
+    def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
+        mapped = {}
+        for name, value in row.items():
+            if name not in keys and (name in self.exclude or
+                                     (self.include and name not in self.include)):
+                continue
+            mapped[self.renames.get(name, name)] = value
+        return mapped
+
+    def target_name(self, source: NamePattern, target: NamePattern, name: str) -> str:
+        if target.kind is PatternKind.MULTI:
+            index = source.index_of(name)
+            assert index is not None, f"{name} does not match {source}"
+            return target.name_at(target.low + index - source.low)
+        return target.text
+
+
+@dataclass(frozen=True)
+class CompiledPipeline:
+    """What Extract/Transform needs of a pipeline, built once per definition version."""
+
+    pipeline_id: str
+    version: int
+    pairs: tuple[CompiledPair, ...]
+    _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline) -> CompiledPipeline:
+        if pipeline.params.ddl_sync:
+            raise ConfigError(f"pipeline {pipeline_id}: ddl_sync is not run by this setl-node "
+                              "yet; set ddl_sync: false (DDL is then filtered)")
+        compiled = []
+        for pair in pipeline.pairs:
+            for attribute, what in _NOT_YET.items():
+                if getattr(pair, attribute):
+                    raise ConfigError(f"pipeline {pipeline_id}: pair {pair.source} uses {what}, "
+                                      "which this setl-node does not run yet; remove it")
+            renames = {column.source: column.target for column in pair.column_pairs}
+            include = frozenset(pair.columns) if pair.column_mode is ColumnMode.INCLUDE \
+                else frozenset()
+            exclude = frozenset(pair.columns) if pair.column_mode is ColumnMode.EXCLUDE \
+                else frozenset()
+            compiled.append(CompiledPair(pair, renames, include, exclude))
+        return cls(pipeline_id, version, tuple(compiled))
+
+    def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
+        """The pairs a table feeds: the most specific match, or every fan-out pair."""
+        found = self._cache.get((schema, table))
+        if found is not None:
+            return found
+        matching = [c for c in self.pairs if c.pair.source.namespace.matches(schema)
+                    and c.pair.source.table.matches(table)]
+        fan_out = tuple(c for c in matching if c.pair.fan_out)
+        if fan_out:
+            found = fan_out
+        elif matching:
+            best = max(matching, key=lambda c: (c.pair.source.table.specificity,
+                                                c.pair.source.namespace.specificity))
+            found = (best,)
+        else:
+            found = ()
+        self._cache[(schema, table)] = found
+        return found
+
+    def wants(self, schema: str, table: str) -> bool:
+        return bool(self.pairs_for(schema, table))
+
+    def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
+        return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_cache", {})
+
+
+def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterator[TargetChange]:
+    """One source row change as target changes, one per matching pair."""
+    for entry in compiled.pairs_for(change.schema, change.table):
+        pair = entry.pair
+        keys = pair.key_columns or change.keys
+        if not keys:
+            raise ConfigError(f"pipeline {compiled.pipeline_id}: table "
+                              f"{change.schema}.{change.table} has no primary key; give "
+                              "'key_columns' on its pair")
+        schema = entry.target_name(pair.source.namespace, pair.target.namespace, change.schema)
+        table = entry.target_name(pair.source.table, pair.target.table, change.table)
+        target_keys = tuple(entry.renames.get(name, name) for name in keys)
+        before_key = tuple(change.before[name] for name in keys) if change.before else None
+        after = entry.map_row(change.after, keys) if change.after is not None else None
+        yield TargetChange(pair.target.datasource, schema, table, change.type, target_keys,
+                           before_key, after, pair.push_weight, seq)
+
+
+def extract_transform(compiled: CompiledPipeline,
+                      numbered: Iterable[tuple[int, RowChange]]) -> Iterator[TargetChange]:
+    """The per-partition function: numbered source changes in, target changes out."""
+    for seq, change in numbered:
+        if change.type is ChangeType.DDL:
+            continue  # DDL replay (ddl_sync) is not run by this node yet; filtered
+        yield from transform(compiled, seq, change)

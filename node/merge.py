@@ -1,0 +1,88 @@
+"""Merge the target changes of one batch per target primary key (Otter's rules).
+
+Each key ends the batch either deleted or holding one row, so the net effect is written
+with one DELETE per deleted key and one upsert per surviving row:
+
+- I + U → I (the last row wins), U + U → U, D + I → upsert;
+- I + D → nothing (the key was born and died inside the batch);
+- an update that changes the key deletes the old key and upserts the new one, so chains
+  (1→2, 2→3) end as "1 and 2 deleted, 3 upserted".
+
+Upserts keep the order of each key's last change, and a table's deletes run before its
+upserts, so a unique value freed by a delete is free when a later insert takes it.
+Tables are written in ascending ``push_weight``, then in order of first appearance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from node.changes import ChangeType, Row, TargetChange
+
+_DELETED = None
+
+
+@dataclass
+class TableWrites:
+    datasource: str
+    schema: str
+    table: str
+    keys: tuple[str, ...]
+    push_weight: int
+    first_seq: int
+    deletes: list[tuple[Any, ...]] = field(default_factory=list)
+    upserts: list[Row] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return len(self.deletes) + len(self.upserts)
+
+
+@dataclass
+class _KeyState:
+    seq: int
+    row: Row | None  # None: deleted
+    born: bool  # the first change of this key in the batch created it
+
+
+def merge(changes: Iterable[TargetChange]) -> list[TableWrites]:
+    tables: dict[tuple[str, str, str], TableWrites] = {}
+    states: dict[tuple[str, str, str], dict[tuple[Any, ...], _KeyState]] = {}
+    for change in sorted(changes, key=lambda c: c.seq):
+        name = (change.datasource, change.schema, change.table)
+        if name not in tables:
+            tables[name] = TableWrites(*name, change.keys, change.push_weight, change.seq)
+            states[name] = {}
+        _apply(states[name], change)
+    for name, writes in tables.items():
+        finals = sorted(states[name].items(), key=lambda item: item[1].seq)
+        writes.deletes = [key for key, state in finals if state.row is _DELETED and not state.born]
+        writes.upserts = [state.row for _, state in finals if state.row is not _DELETED]
+    return sorted((w for w in tables.values() if w.rows),
+                  key=lambda w: (w.push_weight, w.first_seq))
+
+
+def _apply(state: dict[tuple[Any, ...], _KeyState], change: TargetChange) -> None:
+    def put(key: tuple[Any, ...], row: Row | None, born_if_new: bool) -> None:
+        previous = state.get(key)
+        born = previous.born if previous else born_if_new
+        if previous and previous.row is _DELETED and row is not _DELETED:
+            born = False  # D + I: the row existed before the batch; upsert it
+        state[key] = _KeyState(change.seq, row, born)
+
+    if change.type is ChangeType.INSERT:
+        assert change.after is not None
+        put(tuple(change.after[k] for k in change.keys), change.after, True)
+    elif change.type is ChangeType.UPDATE:
+        assert change.after is not None and change.before_key is not None
+        new_key = tuple(change.after[k] for k in change.keys)
+        if new_key != change.before_key:
+            put(change.before_key, _DELETED, False)
+            put(new_key, change.after, True)
+        else:
+            put(new_key, change.after, False)
+    elif change.type is ChangeType.DELETE:
+        assert change.before_key is not None
+        put(change.before_key, _DELETED, False)

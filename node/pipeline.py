@@ -1,0 +1,257 @@
+"""One running pipeline: Select → Extract/Transform on Spark → Load, in a sliding window.
+
+Select runs in its own thread and submits each batch's E/T job as soon as the batch is cut,
+so several batches are in E/T at once; Load (this runner's thread) takes them strictly in
+processId order. Any error of batch n stops Select, drops n and every later batch, and the
+runner starts again from the last loaded cursor after a backoff; after ``max_retries``
+failures in a row it pauses the channel and leaves the error in the pipeline's stats.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from node import source as endpoints
+from node.changes import Batch, TargetChange
+from node.cursor import Cursor, CursorStore
+from node.etl import CompiledPipeline
+from node.loader import Loader
+from node.selector import Selector
+from node.spark import SparkRunner
+from node.window import Window
+from shared.catalog import Catalog
+from shared.errors import ConfigError, SetlError
+from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline, StartupMode
+from shared.retry import RetryPolicy
+from shared.rpc import manager_pb2
+from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.node.pipeline")
+
+
+@dataclass(frozen=True)
+class PipelineContext:
+    """Everything a runner needs, handed over as one object."""
+
+    node_id: int
+    channel: Channel
+    pipeline: Pipeline
+    version: int
+    sources: dict[str, DataSource]
+    spark: SparkRunner
+    client: KazooClient
+    paths: ZkPaths
+    backoff: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(delay_s=1.0, max_delay_s=30.0))
+
+    @property
+    def pipeline_id(self) -> str:
+        return self.channel.pipeline_id(self.pipeline)
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class PipelineRunner:
+    def __init__(self, context: PipelineContext) -> None:
+        self.ctx = context
+        self.pipeline_id = context.pipeline_id
+        self.stop_event = threading.Event()
+        self.cursors = CursorStore(context.client, context.paths, self.pipeline_id)
+        self.state = "starting"
+        self.last_error = ""
+        self.cursor: Cursor | None = None
+        self.last_commit_ts_ms = 0
+        self._window: Window | None = None
+        self._selector: Selector | None = None
+        self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
+        self.batches_loaded = 0
+        self.batches_selected = 0
+        self.window_peak = 0
+        self._select_stop = threading.Event()
+        self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
+                                        daemon=True)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, wait_s: float = 30.0) -> None:
+        """Stop selecting, load what was selected, then return (at most ``wait_s``)."""
+        self.stop_event.set()
+        self._select_stop.set()
+        self._thread.join(wait_s)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def run(self) -> None:
+        failures = 0
+        delays = iter(())
+        try:
+            compiled = CompiledPipeline.compile(self.pipeline_id, self.ctx.version,
+                                                self.ctx.pipeline)
+        except ConfigError as exc:
+            self._fail_for_good(str(exc))
+            return
+        while not self.stop_event.is_set():
+            loaded_before = self.batches_loaded
+            try:
+                self._run_once(compiled)
+                break
+            except Exception as exc:  # every failure is retried, then paused
+                message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
+                self.last_error, self.state = message, "retrying"
+                failures = 1 if self.batches_loaded > loaded_before else failures + 1
+                log.error("event=pipeline_failed pipeline=%s failures=%d error=%s",
+                          self.pipeline_id, failures, message.replace("\n", " "),
+                          exc_info=not isinstance(exc, SetlError))
+                if failures > self.ctx.pipeline.params.max_retries:
+                    self._fail_for_good(message)
+                    return
+                if failures == 1:
+                    delays = iter(self.ctx.backoff.delays() + [self.ctx.backoff.max_delay_s] * 100)
+                self.stop_event.wait(next(delays, self.ctx.backoff.max_delay_s))
+        self.state = "stopped"
+        log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
+                 self.cursor.position if self.cursor else "-")
+
+    def _fail_for_good(self, message: str) -> None:
+        self.state, self.last_error = "failed", message
+        log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
+                  message.replace("\n", " "))
+        try:
+            Catalog(self.ctx.client, self.ctx.paths).set_status(self.ctx.channel.name,
+                                                               ChannelStatus.PAUSE)
+        except SetlError as exc:
+            log.error("event=pause_failed pipeline=%s error=%s", self.pipeline_id, exc)
+
+    # -- one attempt ------------------------------------------------------------------------
+    def _start_cursor(self) -> Cursor:
+        stored = self.cursors.load()
+        if stored is not None:
+            return stored
+        params = self.ctx.pipeline.params
+        if params.startup is StartupMode.LATEST or params.start_position is None:
+            return Cursor(endpoints.current_position(self.ctx.sources[self.ctx.pipeline.source]))
+        return Cursor(params.start_position)
+
+    def _run_once(self, compiled: CompiledPipeline) -> None:
+        pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
+        source = self.ctx.sources[pipeline.source]
+        self.cursor = self._start_cursor()
+        self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
+        server_id = endpoints.replica_server_id(self.pipeline_id)
+        endpoints.check_source(source, self.pipeline_id, server_id,
+                               self.cursor.position if self.cursor.position.file else None)
+        targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
+                   for pair in pipeline.pairs}
+        loader = Loader(self.pipeline_id, targets, params)
+        window = self._window = Window(params.parallelism)
+        selector = self._selector = Selector(
+            self.pipeline_id, source, server_id, self.cursor.position,
+            self.cursor.process_id + 1, params, compiled.wants, window)
+        handoff: queue.Queue[tuple[Batch, Future[list[TargetChange]]] | _Failed | None] = \
+            queue.Queue()
+        select_stop = self._select_stop = threading.Event()
+        if self.stop_event.is_set():
+            select_stop.set()
+        executor = ThreadPoolExecutor(params.parallelism, thread_name_prefix="et")
+        select_thread = threading.Thread(
+            target=self._select_loop, args=(selector, compiled, executor, handoff, select_stop),
+            name=f"select-{self.pipeline_id}", daemon=True)
+        log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d",
+                 self.pipeline_id, self.cursor.position, self.cursor.process_id + 1, server_id)
+        selector.begin()
+        select_thread.start()
+        self.state = "running"
+        try:
+            self._load_loop(loader, window, handoff)
+        finally:
+            select_stop.set()
+            selector.stop()
+            select_thread.join(10)
+            _cancel_pending(handoff)
+            executor.shutdown(wait=True, cancel_futures=True)
+            loader.close()
+
+    def _select_loop(self, selector: Selector, compiled: CompiledPipeline,
+                     executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
+                     stop: threading.Event) -> None:
+        try:
+            while not stop.is_set() and not self.stop_event.is_set():
+                batch = selector.next_batch(stop)
+                if batch is None:
+                    continue
+                changes = batch.changes()
+                future = executor.submit(self.ctx.spark.extract_transform, compiled, changes)
+                self.batches_selected += 1
+                handoff.put((batch, future))
+        except BaseException as exc:  # handed to Load, which reports it in order
+            handoff.put(_Failed(exc))
+        finally:
+            handoff.put(None)
+
+    def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any]) -> None:
+        while True:
+            item = handoff.get()
+            if item is None:
+                return  # Select stopped (the pipeline is stopping)
+            if isinstance(item, _Failed):
+                raise item.error
+            batch, future = item
+            changes = future.result()
+            written = loader.load(batch, changes)
+            self.cursor = Cursor(batch.end, batch.process_id)
+            self.cursors.save(self.cursor)
+            window.release()
+            self.window_peak = max(self.window_peak, window.peak)
+            self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
+            self._loaded.append((time.monotonic(), batch.rows))
+            self.batches_loaded += 1
+            log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
+                      "position=%s", self.pipeline_id, batch.process_id, batch.rows, written,
+                      batch.end)
+
+    # -- what status shows ------------------------------------------------------------------
+    def rows_per_second(self, span_s: float = 5.0) -> float:
+        now = time.monotonic()
+        recent = [rows for at, rows in self._loaded if now - at <= span_s]
+        return sum(recent) / span_s
+
+    def snapshot(self) -> manager_pb2.PipelineState:
+        selector = self._selector
+        in_flight = self.batches_selected - self.batches_loaded
+        busy = in_flight > 0 or bool(selector and selector.backlog)
+        delay = max(0, int(time.time() * 1000) - self.last_commit_ts_ms) \
+            if busy and self.last_commit_ts_ms else 0
+        position = self.cursor.position if self.cursor else BinlogPosition()
+        return manager_pb2.PipelineState(
+            pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
+            position={"file": position.file, "pos": position.pos, "gtid": position.gtid},
+            delay_ms=delay, rows_per_second=self.rows_per_second(),
+            window_used=in_flight, window_peak=self.window_peak,
+            window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
+            process_id=self.cursor.process_id if self.cursor else 0)
+
+
+def _cancel_pending(handoff: queue.Queue[Any]) -> None:
+    while True:
+        try:
+            item = handoff.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(item, tuple):
+            item[1].cancel()

@@ -1,0 +1,87 @@
+"""Connections to MySQL/MariaDB endpoints and the checks a replication source must pass."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import Any
+
+import pymysql
+
+from shared.errors import SourceError
+from shared.model import BinlogPosition, DataSource
+
+log = logging.getLogger("setl.node.source")
+REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+
+
+def connection_settings(source: DataSource) -> dict[str, Any]:
+    """PyMySQL keyword arguments; the password reference is resolved here, and only here."""
+    return {"host": source.host, "port": source.port, "user": source.user,
+            "password": source.password.resolve() if source.password else "",
+            "charset": source.charset, "connect_timeout": 10}
+
+
+def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
+    try:
+        return pymysql.connect(**connection_settings(source), **extra)
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) as "
+                          f"{source.user}: {exc.args[-1] if exc.args else exc}") from None
+
+
+def replica_server_id(pipeline_id: str) -> int:
+    """A stable server_id for the pipeline's binlog connection, away from usual small ids."""
+    return 1_000_000 + zlib.crc32(pipeline_id.encode()) % 1_000_000_000
+
+
+def check_source(source: DataSource, pipeline_id: str, server_id: int,
+                 start: BinlogPosition | None) -> None:
+    """Refuse to replicate from a source whose settings would lose or garble changes."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
+                       "('log_bin','binlog_format','binlog_row_image','binlog_row_metadata',"
+                       "'server_id')")
+        variables = {name.lower(): str(value) for name, value in cursor.fetchall()}
+        where = f"pipeline {pipeline_id}: source {source.name} ({source.host}:{source.port})"
+        if variables.get("log_bin", "OFF").upper() != "ON":
+            raise SourceError(f"{where} has the binary log off; start it with log_bin enabled")
+        for name, wanted in REQUIRED.items():
+            actual = variables.get(name)
+            if actual is None:
+                raise SourceError(f"{where} has no {name} setting (server too old?); setl "
+                                  f"needs {name}={wanted} (MariaDB ≥10.5 or MySQL ≥8.0)")
+            if actual.upper() != wanted:
+                raise SourceError(f"{where} has {name}={actual}; setl needs {name}={wanted}: "
+                                  f"run SET GLOBAL {name}='{wanted}' and put it in my.cnf")
+        if int(variables.get("server_id", 0)) == server_id:
+            raise SourceError(f"{where} uses server_id {server_id}, the id this pipeline "
+                              "replicates with; give the source another server_id")
+        cursor.execute("SHOW SLAVE HOSTS")
+        for row in cursor.fetchall():
+            if int(row[0]) == server_id:
+                raise SourceError(f"{where}: another replica is connected with server_id "
+                                  f"{server_id}; is this pipeline running on another node?")
+        if start and start.file:
+            cursor.execute("SHOW BINARY LOGS")
+            files = [row[0] for row in cursor.fetchall()]
+            if start.file not in files:
+                raise SourceError(
+                    f"{where}: binlog file {start.file} is not on the source any more "
+                    f"(oldest is {files[0] if files else 'none'}); set a new position with "
+                    "'start:' or back-fill the gap")
+
+
+def current_position(source: DataSource) -> BinlogPosition:
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW MASTER STATUS")
+        row = cursor.fetchone()
+        if not row:
+            raise SourceError(f"source {source.name}: SHOW MASTER STATUS is empty; is log_bin on?")
+        gtid = ""
+        try:
+            cursor.execute("SELECT @@gtid_binlog_pos")
+            gtid = str(cursor.fetchone()[0] or "")
+        except pymysql.MySQLError:
+            pass  # MySQL has no gtid_binlog_pos
+        return BinlogPosition(row[0], int(row[1]), gtid)

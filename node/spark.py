@@ -1,0 +1,117 @@
+"""The node's one long-lived SparkSession and the per-batch Extract/Transform job.
+
+A batch becomes ``parallelize(numbered changes) → mapPartitions(extract_transform) →
+collect``; the compiled pipeline is broadcast once per definition version. The stage logic
+lives in :mod:`node.etl` and runs the same without Spark in unit tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from node.changes import RowChange, TargetChange
+from node.etl import CompiledPipeline, extract_transform
+from shared.errors import SetlError
+from shared.settings import SparkSettings
+
+log = logging.getLogger("setl.node.spark")
+ROWS_PER_PARTITION = 2000
+
+
+def _run_partition(broadcast: Any, numbered: Any) -> Any:
+    return extract_transform(broadcast.value, numbered)
+
+
+class SparkRunner:
+    """Starts Spark on first use; runs one Extract/Transform job per batch."""
+
+    def __init__(self, settings: SparkSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._broadcasts: dict[tuple[str, int], Any] = {}
+
+    def _start(self) -> Any:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession  # imported late: a node without pipelines needs none
+
+        log4j = Path(__file__).with_name("log4j2.properties")
+        builder = (SparkSession.builder.master(self.settings.master).appName("setl-node")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.memory", self.settings.driver_memory)
+                   .config("spark.python.worker.reuse", "true")
+                   .config("spark.driver.extraJavaOptions",
+                           f"-Dlog4j2.configurationFile=file:{log4j}"))
+        for key, value in self.settings.options:
+            builder = builder.config(key, value)
+        try:
+            session = builder.getOrCreate()
+        except Exception as exc:  # py4j/JVM start errors: translate once, here
+            raise SetlError(f"Spark did not start (master {self.settings.master}): {exc}; "
+                            "check Java 17 and the 'spark' section of the node config") from None
+        session.sparkContext.setLogLevel("WARN")
+        log.info("event=spark_started master=%s version=%s", self.settings.master,
+                 session.version)
+        return session
+
+    @property
+    def context(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                self._session = self._start()
+            return self._session.sparkContext
+
+    def _broadcast(self, compiled: CompiledPipeline) -> Any:
+        key = (compiled.pipeline_id, compiled.version)
+        with self._lock:
+            found = self._broadcasts.get(key)
+        if found is None:
+            found = self.context.broadcast(compiled)
+            with self._lock:
+                stale = [k for k in self._broadcasts if k[0] == compiled.pipeline_id]
+                for old in stale:
+                    self._broadcasts.pop(old).unpersist()
+                self._broadcasts[key] = found
+        return found
+
+    def extract_transform(self, compiled: CompiledPipeline,
+                          changes: list[RowChange]) -> list[TargetChange]:
+        if not changes:
+            return []
+        context = self.context
+        broadcast = self._broadcast(compiled)
+        slices = max(1, min(context.defaultParallelism, len(changes) // ROWS_PER_PARTITION))
+        numbered = list(enumerate(changes))
+        try:
+            return context.parallelize(numbered, slices).mapPartitions(
+                functools.partial(_run_partition, broadcast)).collect()
+        except Exception as exc:
+            raise _translate(exc, compiled) from None
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.stop()
+                self._session = None
+
+
+def _translate(exc: Exception, compiled: CompiledPipeline) -> SetlError:
+    """A failed Spark job as one SetlError carrying the Python error from the worker."""
+    text = str(exc)
+    for line in reversed(text.splitlines()):
+        if line.startswith(("shared.errors.", "node.", "KeyError", "ValueError", "TypeError")):
+            return SetlError(f"pipeline {compiled.pipeline_id}: extract/transform failed: "
+                             f"{line.strip()}")
+    return SetlError(f"pipeline {compiled.pipeline_id}: extract/transform failed: "
+                     f"{text.splitlines()[0] if text else type(exc).__name__}")

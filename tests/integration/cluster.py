@@ -1,0 +1,157 @@
+"""A small setl cluster for replication tests: its own ZooKeeper root, a manager, nodes,
+and helpers to create test schemas on the sandbox MariaDBs and compare tables."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import yaml
+
+from manager.client import ManagerClient
+from shared.rpc import manager_pb2, model_pb2
+from shared.sandbox import Sandbox, free_port
+from tests.helpers import BIN, Daemon, wait_for
+
+SESSION_TIMEOUT_S = 4
+
+
+class Cluster:
+    def __init__(self, sandbox: Sandbox, workdir: Path, name: str) -> None:
+        self.sandbox, self.workdir = sandbox, workdir
+        self.root = f"/setl-test/{name}-{uuid.uuid4().hex[:8]}"
+        self.daemons: list[Daemon] = []
+        self.nodes: dict[int, Daemon] = {}
+        self.manager_address = ""
+        workdir.mkdir(parents=True, exist_ok=True)
+
+    # -- daemons ----------------------------------------------------------------------------
+    def _config(self, kind: str) -> Path:
+        body = {"zookeeper": {"hosts": self.sandbox.servers()["zookeeper"].address,
+                              "root": self.root, "session_timeout_s": SESSION_TIMEOUT_S,
+                              "connect_timeout_s": 5},
+                "log_level": "info"}
+        if kind == "node":
+            body["spark"] = {"master": "local[2]", "driver_memory": "512m",
+                             "options": {"spark.default.parallelism": "2"}}
+        path = self.workdir / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(body))
+        return path
+
+    def start_manager(self) -> str:
+        self.manager_address = f"127.0.0.1:{free_port()}"
+        daemon = Daemon([str(BIN / "setl-manager"), "--config", str(self._config("manager")),
+                         "--listen", self.manager_address], self.workdir / "manager.log")
+        self.daemons.append(daemon)
+        wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), 30, "manager")
+        return self.manager_address
+
+    def start_node(self, node_id: int = 1) -> Daemon:
+        daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
+                         str(self._config("node"))], self.workdir / f"node-{node_id}.log")
+        self.daemons.append(daemon)
+        self.nodes[node_id] = daemon
+        wait_for(lambda: any(n.id == node_id for n in self.call(
+            "ListNodes", manager_pb2.ListNodesRequest()).nodes), 30, f"node {node_id}")
+        return daemon
+
+    def stop(self) -> None:
+        for daemon in reversed(self.daemons):
+            daemon.stop()
+
+    def call(self, method: str, request: Any) -> Any:
+        return ManagerClient([self.manager_address], timeout_s=5).call(method, request)
+
+    # -- channels ---------------------------------------------------------------------------
+    def apply(self, channels: list[dict[str, Any]], sources: list[dict[str, Any]] | None = None
+              ) -> None:
+        secret = f"file:{self.sandbox.secret_file}"
+        servers = self.sandbox.servers()
+        base = [{"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
+                 "password": secret} for name in ("source", "target")]
+        text = yaml.safe_dump({"sources": sources or base, "channels": channels})
+        answer = self.call("Apply", manager_pb2.ApplyRequest(yaml=text, file="test.yaml"))
+        assert not answer.errors, answer.errors
+
+    def set_status(self, channel: str, status: str) -> None:
+        self.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
+            name=channel, status=model_pb2.ChannelStatus.Value(f"CHANNEL_STATUS_{status}")))
+
+    def pipeline_state(self, channel: str) -> manager_pb2.PipelineState:
+        info = self.call("GetChannel", manager_pb2.GetChannelRequest(name=channel))
+        return info.pipelines[0]
+
+    def channel_status(self, channel: str) -> str:
+        info = self.call("GetChannel", manager_pb2.GetChannelRequest(name=channel))
+        return model_pb2.ChannelStatus.Name(info.status).removeprefix("CHANNEL_STATUS_")
+
+    def wait_running(self, channel: str, timeout_s: float = 90) -> None:
+        wait_for(lambda: self.pipeline_state(channel).state == "running", timeout_s,
+                 f"channel {channel} to run")
+
+
+def one_way(name: str, schema: str, tables: list[str], **params: Any) -> dict[str, Any]:
+    """A one-way channel copying ``schema.table`` on the source to the same on the target."""
+    return {"name": name, "pipelines": [{
+        "name": "forward", "source": "source", "target": "target",
+        "pairs": [{"source": f"{schema}.{t}", "target": f"{schema}.{t}"} for t in tables],
+        **params}]}
+
+
+class Database:
+    """A PyMySQL connection to one sandbox MariaDB, autocommit, with small helpers."""
+
+    def __init__(self, sandbox: Sandbox, server: str) -> None:
+        self.conn = pymysql.connect(**sandbox.connection(server), autocommit=True,
+                                    charset="utf8mb4")
+
+    def execute(self, sql: str, args: Any = None) -> int:
+        with self.conn.cursor() as cursor:
+            return cursor.execute(sql, args)
+
+    def script(self, *statements: str) -> None:
+        for statement in statements:
+            self.execute(statement)
+
+    def rows(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, args)
+            return list(cursor.fetchall())
+
+    def table(self, schema: str, table: str) -> list[tuple[Any, ...]]:
+        return self.rows(f"SELECT * FROM `{schema}`.`{table}` ORDER BY 1")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def make_schema(source: Database, target: Database, *ddl: str) -> str:
+    """A fresh schema of the same name on source and target with the given tables."""
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    for db in (source, target):
+        db.execute(f"CREATE DATABASE `{schema}`")
+        for statement in ddl:
+            db.execute(statement.format(schema=schema))
+    return schema
+
+
+def wait_equal(source: Database, target: Database, schema: str, tables: list[str],
+               timeout_s: float = 60) -> None:
+    def equal() -> bool:
+        return all(source.table(schema, t) == target.table(schema, t) for t in tables)
+    try:
+        wait_for(equal, timeout_s, f"{schema} {tables} equal on source and target")
+    except AssertionError:
+        for t in tables:
+            src, dst = source.table(schema, t), target.table(schema, t)
+            print(f"{t}: source {len(src)} rows, target {len(dst)} rows; "
+                  f"only source: {sorted(set(src) - set(dst))[:5]}; "
+                  f"only target: {sorted(set(dst) - set(src))[:5]}")
+        raise
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, default=str)

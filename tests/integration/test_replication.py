@@ -1,0 +1,207 @@
+"""One-way replication on real servers: binlog Select → Spark E/T → ordered Load."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from manager import cli
+from tests.helpers import wait_for
+from tests.integration.cluster import Cluster, Database, make_schema, one_way, wait_equal
+
+ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(50), "
+         "price DECIMAL(10,2), note TEXT, updated DATETIME(6))")
+
+
+@pytest.fixture(scope="module")
+def cluster(sandbox, tmp_path_factory):
+    running = Cluster(sandbox, tmp_path_factory.mktemp("engine"), "engine")
+    running.start_manager()
+    running.start_node(1)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def source(sandbox):
+    db = Database(sandbox, "source")
+    yield db
+    db.close()
+
+
+@pytest.fixture(scope="module")
+def target(sandbox):
+    db = Database(sandbox, "target")
+    yield db
+    db.close()
+
+
+def start_channel(cluster: Cluster, name: str, schema: str, tables: list[str],
+                  **params: object) -> None:
+    cluster.apply([one_way(name, schema, tables, **params)])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+
+
+def test_inserts_updates_deletes_key_changes_and_nulls(cluster, source, target):
+    schema = make_schema(source, target, ITEMS)
+    start_channel(cluster, "crud", schema, ["items"])
+    t = f"`{schema}`.items"
+    source.script(
+        f"INSERT INTO {t} VALUES (1,'a',1.50,'x',NOW(6)),(2,'b',NULL,NULL,NULL),"
+        "(3,'c',3.00,'z',NOW(6)),(4,'d',4.00,'',NOW(6))",  # one multi-row statement
+        f"UPDATE {t} SET price = price * 2, note = 'doubled' WHERE id IN (1, 3)",
+        f"UPDATE {t} SET name = NULL WHERE id = 4",
+        f"DELETE FROM {t} WHERE id = 2",
+        f"UPDATE {t} SET id = 10 WHERE id = 1",  # primary key change
+        f"INSERT INTO {t} VALUES (2,'b again',2.00,'back',NULL)",  # re-insert a deleted key
+    )
+    wait_equal(source, target, schema, ["items"])
+    assert target.rows(f"SELECT id, name, price FROM {t} ORDER BY id") == [
+        (2, "b again", 2), (3, "c", 6), (4, None, 4), (10, "a", 3)]
+    # the key change and the delete in one transaction (one batch): merged per key
+    source.execute("BEGIN")
+    source.script(f"UPDATE {t} SET id = 11 WHERE id = 10",
+                  f"UPDATE {t} SET id = 12 WHERE id = 11",
+                  f"INSERT INTO {t} VALUES (13,'new',1,NULL,NULL)",
+                  f"DELETE FROM {t} WHERE id = 13",
+                  f"DELETE FROM {t} WHERE id = 3", "COMMIT")
+    wait_equal(source, target, schema, ["items"])
+    assert [row[0] for row in target.table(schema, "items")] == [2, 4, 12]
+    cluster.set_status("crud", "STOP")
+
+
+def test_start_latest_copies_only_later_changes_and_start_position_replays(
+        cluster, source, target):
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} (id, name) VALUES (1, 'before the channel')")
+    file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+    source.execute(f"INSERT INTO {t} (id, name) VALUES (2, 'after the recorded position')")
+    start_channel(cluster, "latest", schema, ["items"])
+    source.execute(f"INSERT INTO {t} (id, name) VALUES (3, 'after the start')")
+    wait_for(lambda: target.table(schema, "items"), 30, "the row written after the start")
+    time.sleep(0.5)
+    assert [row[0] for row in target.table(schema, "items")] == [3]
+    cluster.set_status("latest", "STOP")
+
+    target.execute(f"DELETE FROM {t}")
+    start_channel(cluster, "from-position", schema, ["items"],
+                  start={"file": file, "pos": int(pos)})
+    wait_for(lambda: len(target.table(schema, "items")) == 2, 30, "rows 2 and 3")
+    assert [row[0] for row in target.table(schema, "items")] == [2, 3]
+    cluster.set_status("from-position", "STOP")
+
+
+def test_a_transaction_is_never_seen_half_loaded(cluster, source, target):
+    ddl = ["CREATE TABLE `{schema}`.a (id INT PRIMARY KEY, amount INT NOT NULL)",
+           "CREATE TABLE `{schema}`.b (id INT PRIMARY KEY, amount INT NOT NULL)"]
+    schema = make_schema(source, target, *ddl)
+    source.script(*(f"INSERT INTO `{schema}`.{t} VALUES ({i}, 100)" for t in "ab"
+                    for i in range(10)))
+    for t in "ab":  # the starting rows, copied before the channel starts
+        target.script(*(f"INSERT INTO `{schema}`.{t} VALUES ({i}, 100)" for i in range(10)))
+    start_channel(cluster, "whole", schema, ["a", "b"], batch_size=3, batch_timeout_ms=20)
+    sums: list[int] = []
+    done = threading.Event()
+
+    def read_target() -> None:
+        reader = Database(cluster.sandbox, "target")
+        while not done.is_set():
+            reader.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            total = sum(int(reader.rows(f"SELECT COALESCE(SUM(amount), 0) FROM `{schema}`.{t}")
+                            [0][0]) for t in "ab")
+            reader.execute("COMMIT")
+            sums.append(total)
+        reader.close()
+
+    reader = threading.Thread(target=read_target)
+    reader.start()
+    for n in range(300):  # move money from a to b, one transaction each, two tables each
+        i, amount = n % 10, n % 7 + 1
+        source.execute("BEGIN")
+        source.execute(f"UPDATE `{schema}`.a SET amount = amount - {amount} WHERE id = {i}")
+        source.execute(f"UPDATE `{schema}`.b SET amount = amount + {amount} WHERE id = {i}")
+        source.execute("COMMIT")
+    wait_equal(source, target, schema, ["a", "b"])
+    done.set()
+    reader.join()
+    assert len(sums) > 20
+    assert set(sums) == {2000}, f"a reader saw a half-loaded transaction: {set(sums)}"
+    cluster.set_status("whole", "STOP")
+
+
+def test_restart_from_cursor_after_a_clean_stop(cluster, source, target):
+    schema = make_schema(source, target, ITEMS)
+    start_channel(cluster, "resume", schema, ["items"])
+    source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'before stop')")
+    wait_equal(source, target, schema, ["items"])
+    first = cluster.pipeline_state("resume")
+    cluster.set_status("resume", "STOP")
+    wait_for(lambda: cluster.pipeline_state("resume").state == "not running", 15, "stop")
+    source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (2, 'while stopped')")
+    source.execute(f"UPDATE `{schema}`.items SET name = 'changed while stopped' WHERE id = 1")
+    time.sleep(1.5)  # nothing may arrive while the channel is stopped
+    assert target.table(schema, "items")[0][1] == "before stop"
+    assert len(target.table(schema, "items")) == 1
+    cluster.set_status("resume", "START")
+    wait_equal(source, target, schema, ["items"])
+    again = cluster.pipeline_state("resume")
+    assert again.process_id > first.process_id  # processIds continue across the restart
+    assert (again.position.file, again.position.pos) > (first.position.file, first.position.pos)
+    cluster.set_status("resume", "STOP")
+
+
+def test_statement_binlog_format_is_refused_with_the_fix(cluster, source, target):
+    schema = make_schema(source, target, ITEMS)
+    source.execute("SET GLOBAL binlog_format = 'STATEMENT'")
+    try:
+        cluster.apply([one_way("stmt", schema, ["items"], max_retries=0)])
+        cluster.set_status("stmt", "START")
+        wait_for(lambda: cluster.channel_status("stmt") == "PAUSE", 60, "the channel to pause")
+    finally:
+        source.execute("SET GLOBAL binlog_format = 'ROW'")
+    error = cluster.pipeline_state("stmt").last_error
+    assert "has binlog_format=STATEMENT; setl needs binlog_format=ROW: run SET GLOBAL " \
+           "binlog_format='ROW'" in error
+    assert "pipeline stmt.forward: source source (127.0.0.1:" in error
+
+
+@pytest.mark.parametrize("parallelism", [1, 5])
+def test_the_window_bounds_batches_in_flight(cluster, source, target, parallelism):
+    schema = make_schema(source, target, ITEMS)
+    name = f"window{parallelism}"
+    file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+    cluster.apply([one_way(name, schema, ["items"], parallelism=parallelism, batch_size=1,
+                           batch_timeout_ms=1, start={"file": file, "pos": int(pos)})])
+    for n in range(200):  # a backlog of single-row transactions before the channel starts
+        source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES ({n}, 'r{n}')")
+    cluster.set_status(name, "START")
+    wait_equal(source, target, schema, ["items"], timeout_s=120)
+    peak = cluster.pipeline_state(name).window_peak
+    assert 1 <= peak <= parallelism
+    if parallelism > 1:
+        assert peak > 1, "batches never overlapped in E/T"
+    cluster.set_status(name, "STOP")
+
+
+def test_pause_and_start_through_the_cli(cluster, source, target, capsys):
+    schema = make_schema(source, target, ITEMS)
+    start_channel(cluster, "pausing", schema, ["items"])
+    address = cluster.manager_address
+    assert cli.main(["--manager", address, "channel", "pause", "pausing"]) == 0
+    wait_for(lambda: cluster.pipeline_state("pausing").state == "not running", 5,
+             "the pipeline to stop within seconds of the pause")
+    source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'paused')")
+    time.sleep(1.5)
+    assert target.table(schema, "items") == []
+    assert cli.main(["--manager", address, "channel", "start", "pausing"]) == 0
+    wait_equal(source, target, schema, ["items"], timeout_s=30)
+    capsys.readouterr()
+    assert cli.main(["--manager", address, "status"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("pausing.forward"))
+    assert "running" in line and "binlog." in line
+    cluster.set_status("pausing", "STOP")
