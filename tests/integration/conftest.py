@@ -15,8 +15,8 @@ import yaml
 from kazoo.client import KazooClient
 
 from shared import zk
+from shared.devcluster import BIN, Daemon, wait_for
 from shared.sandbox import Sandbox, free_port
-from tests.helpers import BIN, Daemon, wait_for
 
 SESSION_TIMEOUT_S = 4
 

@@ -7,8 +7,7 @@ import random
 import threading
 import time
 
-from tests.helpers import wait_for
-from tests.integration.cluster import Cluster, Database, make_schema, one_way, wait_equal
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 
 def test_kill_9_mid_stream_then_restart_leaves_target_equal(sandbox, tmp_path):

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from manager import cli
-from tests.helpers import wait_for
-from tests.integration.cluster import Cluster, Database, make_schema, one_way, wait_equal
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(50), "
          "price DECIMAL(10,2), note TEXT, updated DATETIME(6))")

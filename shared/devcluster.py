@@ -1,28 +1,104 @@
-"""A small setl cluster for replication tests: its own ZooKeeper root, a manager, nodes,
-and helpers to create test schemas on the sandbox MariaDBs and compare tables."""
+"""A small local setl cluster on the sandbox, for tests and benchmarks: its own ZooKeeper
+root, a manager and nodes as subprocesses (killed with the parent), and helpers to create
+schemas on the sandbox MariaDBs and compare tables."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import grpc
 import pymysql
 import yaml
 
-from manager.client import ManagerClient
-from shared.rpc import manager_pb2, model_pb2
+from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 from shared.sandbox import Sandbox, free_port
-from tests.helpers import BIN, Daemon, wait_for
 
 SESSION_TIMEOUT_S = 4
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+_PR_SET_PDEATHSIG = 1
+
+
+def wait_for(check: Callable[[], T], timeout_s: float = 20.0, what: str = "condition",
+             interval_s: float = 0.1) -> T:
+    """Poll ``check`` until it returns something truthy; fail the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except Exception as exc:  # keep polling; the last error is reported
+            last_error = exc
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}"
+                         + (f" (last error: {last_error!r})" if last_error else ""))
+
+
+def _die_with_parent() -> None:
+    """Children of the test run get SIGKILL when pytest dies, so none outlives it."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Daemon:
+    """A setl-manager or setl-node subprocess with its log file."""
+
+    def __init__(self, args: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.args, self.log_path = args, log_path
+        self.log = open(log_path, "ab")
+        self.process = subprocess.Popen(
+            args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=ROOT, env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """kill -9: no clean-up at all."""
+        if self.alive():
+            self.process.kill()
+        self.process.wait(10)
+
+    def terminate(self, timeout_s: float = 20.0) -> int:
+        if self.alive():
+            self.process.terminate()
+        return self.process.wait(timeout_s)
+
+    def output(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.alive():
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
 
 
 class Cluster:
     def __init__(self, sandbox: Sandbox, workdir: Path, name: str) -> None:
         self.sandbox, self.workdir = sandbox, workdir
-        self.root = f"/setl-test/{name}-{uuid.uuid4().hex[:8]}"
+        self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
         self.nodes: dict[int, Daemon] = {}
         self.manager_address = ""
@@ -63,7 +139,9 @@ class Cluster:
             daemon.stop()
 
     def call(self, method: str, request: Any) -> Any:
-        return ManagerClient([self.manager_address], timeout_s=5).call(method, request)
+        with grpc.insecure_channel(self.manager_address) as channel:
+            return getattr(manager_pb2_grpc.ManagerServiceStub(channel), method)(request,
+                                                                                 timeout=5)
 
     # -- channels ---------------------------------------------------------------------------
     def apply(self, channels: list[dict[str, Any]], sources: list[dict[str, Any]] | None = None
