@@ -117,8 +117,8 @@ class Loader:
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
-                where = (f"pipeline {self.pipeline_id} processId {batch.process_id} "
-                         f"position {batch.end} target {name}")
+                where = (f"stage load, pipeline {self.pipeline_id}, processId "
+                         f"{batch.process_id}, position {batch.end}, target {name}")
                 if code in RETRYABLE and attempt < 5:
                     log.warning("event=load_retry pipeline=%s process_id=%d target=%s "
                                 "attempt=%d error=%r", self.pipeline_id, batch.process_id, name,

@@ -140,13 +140,18 @@ class PipelineRunner:
 
     # -- one attempt ------------------------------------------------------------------------
     def _start_cursor(self) -> Cursor:
+        """The stored cursor; on the very first start the configured start, stored at once so
+        that a failure of the first batches rewinds to it instead of to a later 'latest'."""
         stored = self.cursors.load()
         if stored is not None:
             return stored
         params = self.ctx.pipeline.params
         if params.startup is StartupMode.LATEST or params.start_position is None:
-            return Cursor(endpoints.current_position(self.ctx.sources[self.ctx.pipeline.source]))
-        return Cursor(params.start_position)
+            first = Cursor(endpoints.current_position(self.ctx.sources[self.ctx.pipeline.source]))
+        else:
+            first = Cursor(params.start_position)
+        self.cursors.save(first)
+        return first
 
     def _run_once(self, compiled: CompiledPipeline) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
@@ -158,13 +163,14 @@ class PipelineRunner:
                                self.cursor.position if self.cursor.position.file else None)
         targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                    for pair in pipeline.pairs}
+        self.state = "starting spark"
+        self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
         loader = Loader(self.pipeline_id, targets, params)
         window = self._window = Window(params.parallelism)
         selector = self._selector = Selector(
             self.pipeline_id, source, server_id, self.cursor.position,
             self.cursor.process_id + 1, params, compiled.wants, window)
-        handoff: queue.Queue[tuple[Batch, Future[list[TargetChange]]] | _Failed | None] = \
-            queue.Queue()
+        handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
             select_stop.set()
@@ -196,13 +202,19 @@ class PipelineRunner:
                 if batch is None:
                     continue
                 changes = batch.changes()
-                future = executor.submit(self.ctx.spark.extract_transform, compiled, changes)
+                future = executor.submit(self._extract_transform, compiled, changes)
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
             handoff.put(_Failed(exc))
         finally:
             handoff.put(None)
+
+    def _extract_transform(self, compiled: CompiledPipeline,
+                           changes: list[Any]) -> tuple[list[TargetChange], float]:
+        started = time.monotonic()
+        result = self.ctx.spark.extract_transform(compiled, changes)
+        return result, (time.monotonic() - started) * 1000
 
     def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any]) -> None:
         while True:
@@ -212,8 +224,15 @@ class PipelineRunner:
             if isinstance(item, _Failed):
                 raise item.error
             batch, future = item
-            changes = future.result()
+            started = time.monotonic()
+            try:
+                changes, et_ms = future.result()
+            except SetlError as exc:
+                raise SetlError(f"stage extract/transform, processId {batch.process_id}, "
+                                f"position {batch.end}: {exc}") from None
+            waited = time.monotonic()
             written = loader.load(batch, changes)
+            loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
             self.cursors.save(self.cursor)
             window.release()
@@ -222,8 +241,10 @@ class PipelineRunner:
             self._loaded.append((time.monotonic(), batch.rows))
             self.batches_loaded += 1
             log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
-                      "position=%s", self.pipeline_id, batch.process_id, batch.rows, written,
-                      batch.end)
+                      "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f cursor_ms=%.1f",
+                      self.pipeline_id, batch.process_id, batch.rows, written, batch.end, et_ms,
+                      (waited - started) * 1000, (loaded - waited) * 1000,
+                      (time.monotonic() - loaded) * 1000)
 
     # -- what status shows ------------------------------------------------------------------
     def rows_per_second(self, span_s: float = 5.0) -> float:

@@ -96,7 +96,9 @@ class Daemon:
 
 
 class Cluster:
-    def __init__(self, sandbox: Sandbox, workdir: Path, name: str) -> None:
+    def __init__(self, sandbox: Sandbox, workdir: Path, name: str,
+                 log_level: str = "info") -> None:
+        self.log_level = log_level
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
@@ -109,7 +111,7 @@ class Cluster:
         body = {"zookeeper": {"hosts": self.sandbox.servers()["zookeeper"].address,
                               "root": self.root, "session_timeout_s": SESSION_TIMEOUT_S,
                               "connect_timeout_s": 5},
-                "log_level": "info"}
+                "log_level": self.log_level}
         if kind == "node":
             body["spark"] = {"master": "local[2]", "driver_memory": "512m",
                              "options": {"spark.default.parallelism": "2"}}

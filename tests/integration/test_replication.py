@@ -168,6 +168,22 @@ def test_statement_binlog_format_is_refused_with_the_fix(cluster, source, target
     assert "pipeline stmt.forward: source source (127.0.0.1:" in error
 
 
+def test_a_load_error_pauses_the_channel_and_shows_stage_and_process_id(
+        cluster, source, target, capsys):
+    schema = make_schema(source, target, ITEMS)
+    target.execute(f"DROP TABLE `{schema}`.items")  # the target table is missing
+    start_channel(cluster, "broken", schema, ["items"], max_retries=1)
+    source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'nowhere to go')")
+    wait_for(lambda: cluster.channel_status("broken") == "PAUSE", 60, "the channel to pause")
+    error = cluster.pipeline_state("broken").last_error
+    assert error.startswith("stage load, pipeline broken.forward, processId ")
+    assert f"Table '{schema}.items' doesn't exist" in error
+    capsys.readouterr()
+    assert cli.main(["--manager", cluster.manager_address, "channel", "show", "broken"]) == 0
+    shown = capsys.readouterr().out
+    assert "state: failed" in shown and "last error: stage load" in shown
+
+
 @pytest.mark.parametrize("parallelism", [1, 5])
 def test_the_window_bounds_batches_in_flight(cluster, source, target, parallelism):
     schema = make_schema(source, target, ITEMS)

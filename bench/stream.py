@@ -1,0 +1,196 @@
+"""Streaming benchmarks on a fresh sandbox: bulk-insert throughput, delay under a steady
+transaction rate, node peak RSS (Python + Spark JVM + workers) and where the time goes.
+
+    python -m bench.stream [--rows 200000] [--rate 1000] [--seconds 30] [--smoke]
+
+Prints a table, writes JSON to bench/results/. Correctness is checked after each scenario
+(source and target compared row by row); a scenario whose copy differs is reported as
+failed, not as a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from shared.sandbox import Sandbox
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BULK = ("CREATE TABLE `{schema}`.sbtest (id INT PRIMARY KEY, k INT NOT NULL, "
+        "c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)")
+BEAT = ("CREATE TABLE `{schema}`.beat (id BIGINT PRIMARY KEY, created DATETIME(6) NOT NULL, "
+        "payload VARCHAR(100))")
+
+
+def tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and all its descendants."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            with open(f"/proc/{current}/status") as status:
+                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                stack += [int(child) for child in children.read().split()]
+        except (OSError, StopIteration):
+            continue
+    return total
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_kb, self.done = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            self.peak_kb = max(self.peak_kb, tree_rss_kb(self.pid))
+
+
+def equal(source: Database, target: Database, schema: str, table: str) -> bool:
+    return source.rows(f"CHECKSUM TABLE `{schema}`.`{table}` EXTENDED") [0][1] == \
+        target.rows(f"CHECKSUM TABLE `{schema}`.`{table}` EXTENDED")[0][1]
+
+
+def bulk_insert(cluster: Cluster, source: Database, target: Database, rows: int,
+                batch_size: int) -> dict[str, Any]:
+    schema = make_schema(source, target, BULK)
+    name = f"bulk{batch_size}"
+    cluster.apply([one_way(name, schema, ["sbtest"], batch_size=batch_size,
+                           load_batch_size=2000)])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+    started = time.monotonic()
+    chunk = 1000
+    for first in range(0, rows, chunk):  # 1,000-row INSERT statements, one transaction each
+        values = ",".join(f"({i},{i % 1000},'{'c' * 119}{i % 10}','{'p' * 59}')"
+                          for i in range(first, min(first + chunk, rows)))
+        source.execute(f"INSERT INTO `{schema}`.sbtest VALUES {values}")
+    written = time.monotonic()
+    wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM `{schema}`.sbtest")[0][0] == rows,
+             600, "all rows on the target", interval_s=0.05)
+    loaded = time.monotonic()
+    cluster.set_status(name, "STOP")
+    ok = equal(source, target, schema, "sbtest")
+    return {"scenario": f"bulk insert (batch_size {batch_size})", "rows": rows,
+            "write_s": round(written - started, 2), "total_s": round(loaded - started, 2),
+            "rows_per_s": round(rows / (loaded - started)) if ok else None,
+            "source_rows_per_s": round(rows / (written - started)), "equal": ok}
+
+
+def steady_delay(cluster: Cluster, source: Database, target: Database, rate: int,
+                 seconds: float) -> dict[str, Any]:
+    schema = make_schema(source, target, BEAT)
+    cluster.apply([one_way("steady", schema, ["beat"])])
+    cluster.set_status("steady", "START")
+    cluster.wait_running("steady")
+    delays: list[float] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        reader, last = Database(cluster.sandbox, "target"), 0
+        while not stop.is_set():
+            now = time.time()
+            for row_id, created in reader.rows(f"SELECT id, created FROM `{schema}`.beat "
+                                               "WHERE id > %s ORDER BY id", (last,)):
+                delays.append(now - created.timestamp())
+                last = row_id
+            time.sleep(0.005)
+        reader.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    interval, started, n = 1.0 / rate, time.monotonic(), 0
+    while time.monotonic() - started < seconds:
+        n += 1
+        source.execute(f"INSERT INTO `{schema}`.beat VALUES ({n}, NOW(6), 'x')")
+        lag = started + n * interval - time.monotonic()
+        if lag > 0:
+            time.sleep(lag)
+    achieved = n / (time.monotonic() - started)
+    drain_start = time.monotonic()
+    wait_for(lambda: len(delays) >= n, 120, "the last heartbeat", interval_s=0.01)
+    drain_s = time.monotonic() - drain_start
+    stop.set()
+    watcher.join()
+    cluster.set_status("steady", "STOP")
+    ok = equal(source, target, schema, "beat")
+    ordered = sorted(delays)
+
+    def pct(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000, 1)
+
+    return {"scenario": f"steady {rate} tx/s for {seconds:.0f}s", "transactions": n,
+            "achieved_tx_per_s": round(achieved), "delay_p50_ms": pct(0.50) if ok else None,
+            "delay_p95_ms": pct(0.95) if ok else None, "delay_p99_ms": pct(0.99) if ok else None,
+            "delay_max_ms": round(ordered[-1] * 1000, 1), "drain_s": round(drain_s, 2),
+            "equal": ok}
+
+
+def time_split(log_text: str) -> dict[str, float]:
+    """Mean per-batch milliseconds of E/T, waiting for E/T, load and cursor publish."""
+    fields: dict[str, list[float]] = {"et_ms": [], "wait_ms": [], "load_ms": [], "cursor_ms": []}
+    for line in log_text.splitlines():
+        if "event=batch_loaded" in line and " rows=0 " not in line:
+            for name, values in fields.items():
+                found = re.search(rf"{name}=([\d.]+)", line)
+                if found:
+                    values.append(float(found.group(1)))
+    return {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.stream", description=__doc__)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.rows, args.rate, args.seconds = 5000, 100, 3
+    work = RESULTS.parent / ".work"
+    box = Sandbox(work / "sandbox")
+    box.up(owner_pid=os.getpid())
+    cluster = Cluster(box, work / "cluster", "bench", log_level="debug")
+    source, target = Database(box, "source"), Database(box, "target")
+    results: list[dict[str, Any]] = []
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        sampler = RssSampler(node.pid)
+        sampler.start()
+        for batch_size in (2000, 10000):
+            results.append(bulk_insert(cluster, source, target, args.rows, batch_size))
+        results.append(steady_delay(cluster, source, target, args.rate, args.seconds))
+        sampler.done.set()
+        summary = {"node_peak_rss_mb": round(sampler.peak_kb / 1024),
+                   "per_batch_ms": time_split(node.output())}
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+        box.down(purge=True)
+    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": vars(args),
+              "results": results, **summary}
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"stream-{'smoke' if args.smoke else time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=2))
+    for result in results:
+        print(" | ".join(f"{k}={v}" for k, v in result.items()))
+    print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch {summary['per_batch_ms']}")
+    print(f"written to {out}")
+    return 0 if all(result["equal"] for result in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
