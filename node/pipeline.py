@@ -36,6 +36,7 @@ from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
+ET_SATURATION = 2  # E/T jobs at once before timed batches wait (local Spark: about the cores)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class PipelineRunner:
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
         self.batches_loaded = 0
         self.batches_selected = 0
+        self._et_running = 0
+        self._et_lock = threading.Lock()
         self.window_peak = 0
         self._select_stop = threading.Event()
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
@@ -169,7 +172,8 @@ class PipelineRunner:
         window = self._window = Window(params.parallelism)
         selector = self._selector = Selector(
             self.pipeline_id, source, server_id, self.cursor.position,
-            self.cursor.process_id + 1, params, compiled.wants, window)
+            self.cursor.process_id + 1, params, compiled.wants, window,
+            busy=lambda: self._et_running >= ET_SATURATION)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
@@ -202,6 +206,8 @@ class PipelineRunner:
                 if batch is None:
                     continue
                 changes = batch.changes()
+                with self._et_lock:
+                    self._et_running += 1
                 future = executor.submit(self._extract_transform, compiled, changes)
                 self.batches_selected += 1
                 handoff.put((batch, future))
@@ -213,7 +219,11 @@ class PipelineRunner:
     def _extract_transform(self, compiled: CompiledPipeline,
                            changes: list[Any]) -> tuple[list[TargetChange], float]:
         started = time.monotonic()
-        result = self.ctx.spark.extract_transform(compiled, changes)
+        try:
+            result = self.ctx.spark.extract_transform(compiled, changes)
+        finally:
+            with self._et_lock:
+                self._et_running -= 1
         return result, (time.monotonic() - started) * 1000
 
     def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any]) -> None:

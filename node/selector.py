@@ -4,6 +4,11 @@ processId and waits for a window slot before each one.
 
 A transaction is never split: one larger than ``batch_size`` makes one large batch. DDL
 travels in a batch of its own.
+
+The timeout cut waits while Extract/Transform is saturated (``busy()``): each Spark job has
+a fixed cost of about 150 ms, so under load small timed batches would only queue behind each
+other. Batches then grow with the load (up to ``batch_size``), and the delay stays near one
+E/T job plus one load instead of growing with the queue.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ class Selector:
     def __init__(self, pipeline_id: str, source: DataSource, server_id: int,
                  start: BinlogPosition, next_process_id: int, params: PipelineParams,
                  wants: Callable[[str, str], bool], window: Window,
+                 busy: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
+        self.busy = busy
         self.next_process_id = next_process_id
         self.position = start
         self.transactions: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=10_000)
@@ -98,5 +105,5 @@ class Selector:
     def _due(self, batch: Batch, first_at: float, timeout_s: float) -> bool:
         waited = self.clock() - first_at
         if batch.rows:
-            return waited >= timeout_s
+            return waited >= timeout_s and not self.busy()
         return waited >= max(timeout_s, IDLE_BATCH_INTERVAL_S)
