@@ -165,6 +165,9 @@ class _Loader:
             if pair is not None:
                 pairs.append(pair)
         entry.close()
+        if pairs_field is not None and pairs_field.node.tag.endswith(":seq") and \
+                not pairs_field.node.value:
+            pairs_field.fail("a pipeline needs at least one pair (source table → target table)")
         self._check_pairs(pairs_field, pairs)
         if MISSING in (name, source, target) or not pairs:
             return None

@@ -94,6 +94,22 @@ def test_start_latest_copies_only_later_changes_and_start_position_replays(
     cluster.set_status("from-position", "STOP")
 
 
+def test_start_at_a_gtid(cluster, source, target):
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} (id, name) VALUES (1, 'before the gtid')")
+    gtid = source.rows("SELECT @@gtid_binlog_pos")[0][0]
+    source.execute(f"INSERT INTO {t} (id, name) VALUES (2, 'after the gtid')")
+    start_channel(cluster, "from-gtid", schema, ["items"], start={"gtid": gtid})
+    source.execute(f"INSERT INTO {t} (id, name) VALUES (3, 'after the start')")
+    wait_for(lambda: len(target.table(schema, "items")) == 2, 30, "rows 2 and 3")
+    assert [row[0] for row in target.table(schema, "items")] == [2, 3]
+    state = wait_for(lambda: (s := cluster.pipeline_state("from-gtid")).position.file and s, 10,
+                     "the cursor to carry a file/pos after the first batch")
+    assert state.position.file.startswith("binlog.") and state.position.gtid.startswith("0-11-")
+    cluster.set_status("from-gtid", "STOP")
+
+
 def test_a_transaction_is_never_seen_half_loaded(cluster, source, target):
     ddl = ["CREATE TABLE `{schema}`.a (id INT PRIMARY KEY, amount INT NOT NULL)",
            "CREATE TABLE `{schema}`.b (id INT PRIMARY KEY, amount INT NOT NULL)"]
