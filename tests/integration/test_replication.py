@@ -153,7 +153,9 @@ def test_restart_from_cursor_after_a_clean_stop(cluster, source, target):
     start_channel(cluster, "resume", schema, ["items"])
     source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'before stop')")
     wait_equal(source, target, schema, ["items"])
-    first = cluster.pipeline_state("resume")
+    # stats are published every half second
+    first = wait_for(lambda: (s := cluster.pipeline_state("resume")).process_id and s, 10,
+                     "the first loaded processId in the stats")
     cluster.set_status("resume", "STOP")
     wait_for(lambda: cluster.pipeline_state("resume").state == "not running", 15, "stop")
     source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (2, 'while stopped')")
@@ -163,8 +165,9 @@ def test_restart_from_cursor_after_a_clean_stop(cluster, source, target):
     assert len(target.table(schema, "items")) == 1
     cluster.set_status("resume", "START")
     wait_equal(source, target, schema, ["items"])
-    again = cluster.pipeline_state("resume")
-    assert again.process_id > first.process_id  # processIds continue across the restart
+    # processIds continue across the restart
+    again = wait_for(lambda: (s := cluster.pipeline_state("resume")).process_id >
+                     first.process_id and s, 10, "a later processId after the restart")
     assert (again.position.file, again.position.pos) > (first.position.file, first.position.pos)
     cluster.set_status("resume", "STOP")
 
@@ -178,7 +181,7 @@ def test_statement_binlog_format_is_refused_with_the_fix(cluster, source, target
         wait_for(lambda: cluster.channel_status("stmt") == "PAUSE", 60, "the channel to pause")
     finally:
         source.execute("SET GLOBAL binlog_format = 'ROW'")
-    error = cluster.pipeline_state("stmt").last_error
+    error = wait_for(lambda: cluster.pipeline_state("stmt").last_error, 10, "the error")
     assert "has binlog_format=STATEMENT; setl needs binlog_format=ROW: run SET GLOBAL " \
            "binlog_format='ROW'" in error
     assert "pipeline stmt.forward: source source (127.0.0.1:" in error
@@ -191,7 +194,7 @@ def test_a_load_error_pauses_the_channel_and_shows_stage_and_process_id(
     start_channel(cluster, "broken", schema, ["items"], max_retries=1)
     source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'nowhere to go')")
     wait_for(lambda: cluster.channel_status("broken") == "PAUSE", 60, "the channel to pause")
-    error = cluster.pipeline_state("broken").last_error
+    error = wait_for(lambda: cluster.pipeline_state("broken").last_error, 10, "the error")
     assert error.startswith("stage load, pipeline broken.forward, processId ")
     assert f"Table '{schema}.items' doesn't exist" in error
     capsys.readouterr()
@@ -211,7 +214,9 @@ def test_the_window_bounds_batches_in_flight(cluster, source, target, parallelis
         source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES ({n}, 'r{n}')")
     cluster.set_status(name, "START")
     wait_equal(source, target, schema, ["items"], timeout_s=120)
-    peak = cluster.pipeline_state(name).window_peak
+    state = wait_for(lambda: (s := cluster.pipeline_state(name)).process_id >= 200 and s, 10,
+                     "the stats of the last batch")
+    peak = state.window_peak
     assert 1 <= peak <= parallelism
     if parallelism > 1:
         assert peak > 1, "batches never overlapped in E/T"
