@@ -99,9 +99,15 @@ def from_proto(message: Message, cls: type[T]) -> T:
                 else _scalar_from_proto(entry, element, descriptor) for entry in raw)
         elif _is_message(hint):
             kwargs[field.name] = from_proto(raw, hint)
+        elif _is_unset_enum(hint, raw) and field.default is not dataclasses.MISSING:
+            kwargs[field.name] = field.default  # an enum left at 0 (UNSPECIFIED): the default
         else:
             kwargs[field.name] = _scalar_from_proto(raw, hint, descriptor)
     return cls(**kwargs)
+
+
+def _is_unset_enum(hint: Any, raw: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, enum.Enum) and raw == 0
 
 
 def _scalar_from_proto(raw: Any, hint: Any, descriptor: Any) -> Any:

@@ -38,9 +38,11 @@ DEFAULTS = PipelineParams()
 def load_file(path: str | Path, known_sources: Iterable[str] = ()) -> Definitions:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     return load_text(text, str(path), known_sources)
 
 
@@ -99,7 +101,9 @@ class _Loader:
         if entry is None:
             return None
         name = entry.get("name", lambda f: f.string(_name), required=True)
-        entry.get("type", lambda f: f.choice(["mysql", "mariadb"]), "mysql")
+        if name is not MISSING:  # known even if broken: no "unknown source" for its users
+            self.sources.add(name)
+        kind = entry.get("type", lambda f: f.choice(["mysql", "mariadb"]), "mysql")
         host = entry.get("host", Field.string, required=True)
         port = entry.get("port", lambda f: f.integer(1, 65535), 3306)
         user = entry.get("user", Field.string, "root")
@@ -108,7 +112,7 @@ class _Loader:
         entry.close()
         if MISSING in (name, host):
             return None
-        return DataSource(name, host, port, user, password, "mysql", charset)
+        return DataSource(name, host, port, user, password, kind, charset)
 
     def _secret(self, item: Field) -> Any:
         text = item.string()
@@ -136,8 +140,11 @@ class _Loader:
         pipelines_field = entry.field("pipelines", required=True)
         pipelines = self._unique(pipelines_field, self.pipeline, "pipeline")
         entry.close()
-        if pipelines_field is not None and len(pipelines_field.node.value) > 2:
-            pipelines_field.fail("a channel has one pipeline (one-way) or two (two-way)")
+        count = len(pipelines_field.node.value) if pipelines_field and \
+            pipelines_field.is_list() else None
+        if count is not None and not 1 <= count <= 2:
+            pipelines_field.fail(  # type: ignore[union-attr]
+                f"{count} pipelines given; a channel has one pipeline (one-way) or two (two-way)")
         elif len(pipelines) == 2:
             first, second = pipelines
             if (first.source, first.target) != (second.target, second.source):
@@ -159,16 +166,16 @@ class _Loader:
                                                                           "load_nodes")}
         params = self.params(entry)
         pairs_field = entry.field("pairs", required=True)
-        pairs = []
+        read = []
         for pair_item in pairs_field.items() if pairs_field else ():
             pair = self.pair(pair_item, source, target)
             if pair is not None:
-                pairs.append(pair)
+                read.append((pair_item, pair))
         entry.close()
-        if pairs_field is not None and pairs_field.node.tag.endswith(":seq") and \
-                not pairs_field.node.value:
+        if pairs_field is not None and pairs_field.is_list() and not pairs_field.node.value:
             pairs_field.fail("a pipeline needs at least one pair (source table → target table)")
-        self._check_pairs(pairs_field, pairs)
+        self._check_pairs(read)
+        pairs = [pair for _, pair in read]
         if MISSING in (name, source, target) or not pairs:
             return None
         return Pipeline(name, source, target, tuple(pairs), nodes["select_nodes"],
@@ -203,7 +210,7 @@ class _Loader:
         pos = entry.get("pos", lambda f: f.integer(4), 4)
         gtid = entry.get("gtid", Field.string, "")
         entry.close()
-        if gtid and file:
+        if gtid and (file or entry.has("pos")):
             item.fail("give either file/pos or gtid, not both")
         elif gtid:
             return replace(params, startup=StartupMode.GTID,
@@ -268,15 +275,16 @@ class _Loader:
         found = entry.field(key, required=True)
         return self.media(found, default_source) if found else None
 
-    def _check_pairs(self, pairs_field: Field | None, pairs: list[MediaPair]) -> None:
-        seen: dict[tuple[str, str, str], MediaPair] = {}
-        for pair in pairs:
+    def _check_pairs(self, pairs: list[tuple[Field, MediaPair]]) -> None:
+        """Report a pair reading the same source table as an earlier one, unless both fan out."""
+        seen: dict[tuple[str, str, str], tuple[Field, MediaPair]] = {}
+        for item, pair in pairs:
             key = (pair.source.datasource, pair.source.namespace.text, pair.source.table.text)
-            if key in seen and not (pair.fan_out and seen[key].fan_out):
-                pairs_field.fail(  # type: ignore[union-attr]
-                    f"two pairs read {pair.source}; mark both 'fan_out: true' to split one "
-                    "source table into several targets")
-            seen[key] = pair
+            if key in seen and not (pair.fan_out and seen[key][1].fan_out):
+                earlier = seen[key][0].path.rpartition(".")[2]
+                item.fail(f"{earlier} already reads {pair.source}; mark both 'fan_out: true' to "
+                          "split one source table into several targets")
+            seen[key] = item, pair
 
 
 def _pair_problem(pair: MediaPair) -> str | None:

@@ -25,7 +25,8 @@ class ConfigIssue:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        parts = [part for part in (where, self.path, self.message) if part]
+        return ": ".join(parts)
 
 
 class ConfigError(SetlError):

@@ -39,6 +39,8 @@ def expression(value: str) -> str | None:
 
 
 def _columns(item: Field) -> Any:
+    if not item.is_list():
+        return item.expected("a list of column names")
     names = [child.string(column_name) for child in item.items()]
     if MISSING in names:
         return MISSING
@@ -123,7 +125,8 @@ def _virtual_columns(item: Field) -> Any:
         expr = entry.get("expression", lambda f: f.string(expression), None)
         processor = entry.get("processor", lambda f: f.string(callable_name), None)
         entry.close()
-        if sum(x is not None for x in (value, expr, processor)) != 1:
+        # count what is written, not what was read: a bad expression is still one filler
+        if sum(entry.has(key) for key in ("value", "expression", "processor")) != 1:
             child.fail("give exactly one of value, expression or processor")
         elif name is not MISSING:
             columns.append(VirtualColumn(name, value, expr, processor))

@@ -95,12 +95,13 @@ class NamePattern:
         if not (name.startswith(self.prefix) and name.endswith(self.suffix)):
             return None
         digits = name[len(self.prefix):len(name) - len(self.suffix) if self.suffix else None]
-        if not digits.isdigit() or (self.width and len(digits) != self.width):
-            return None
-        if not self.width and len(digits) > 1 and digits.startswith("0"):
+        if not (digits.isascii() and digits.isdigit()):
             return None
         index = int(digits)
-        return index if self.low <= index <= self.high else None
+        # the name must be written exactly as name_at writes it: padded or not, no other way
+        if not self.low <= index <= self.high or self.name_at(index) != name:
+            return None
+        return index
 
     def matches(self, name: str) -> bool:
         if self.kind is PatternKind.SINGLE:

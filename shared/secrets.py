@@ -39,10 +39,13 @@ class SecretRef:
             return environ[name]
         path = Path(self.text[len(_FILE):])
         try:
-            return path.read_text().rstrip("\n")
+            return path.read_text(encoding="utf-8").rstrip("\n")
         except OSError as exc:
             raise SecretError(f"password reference {self.text}: cannot read {path}: "
                               f"{exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise SecretError(f"password reference {self.text}: {path} is not UTF-8 text; "
+                              "write the password as UTF-8") from None
 
     def __str__(self) -> str:
         return self.text

@@ -62,10 +62,15 @@ def _read(path: str | Path | None) -> tuple[Mapping, yamlreader.Issues]:
     text, name = "{}", "<defaults>"
     if path is not None:
         try:
-            text, name = Path(path).read_text() or "{}", str(path)
+            text, name = Path(path).read_text(encoding="utf-8"), str(path)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); "
+                              "save it as UTF-8") from None
     root, issues = yamlreader.parse(text, name)
+    if root is None and not issues.items:  # empty, or only comments: every default applies
+        root, issues = yamlreader.parse("{}", name)
     top = Field(root, "", issues).mapping() if root is not None else None
     if top is None:
         issues.raise_if_any()

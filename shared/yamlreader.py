@@ -44,8 +44,14 @@ def parse(text: str, file: str) -> tuple[yaml.Node | None, Issues]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
-        issues.items.append(ConfigIssue(file, line, "", f"not valid YAML: {exc.problem}"))
-        return None, issues
+        problem = exc.problem or exc.context
+        issues.items.append(ConfigIssue(file, line, "", f"not valid YAML: {problem}"))
+    except yaml.reader.ReaderError as exc:  # a control character: a position but no mark
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        line = text.count("\n", 0, exc.position) + 1
+        issues.items.append(ConfigIssue(file, line, "", f"not valid YAML: character #x{code:04x} "
+                                        "is not allowed; remove it"))
+    return None, issues
 
 
 def describe(node: yaml.Node) -> str:
@@ -59,12 +65,16 @@ def describe(node: yaml.Node) -> str:
     return f'"{node.value}"'
 
 
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-
-
 def scalar(node: yaml.Node) -> Any:
-    """The Python value of a scalar node (int, float, bool, str or None)."""
-    return _CONSTRUCTOR.construct_object(node, deep=True)
+    """The Python value of a scalar node (int, float, bool, str, date or None).
+
+    An unknown tag (``!foo x``) or an impossible value (``2024-13-45``) gives the text as
+    written. A fresh constructor each time: a shared one keeps every node it ever built.
+    """
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError):
+        return node.value
 
 
 class Field:
@@ -86,11 +96,10 @@ class Field:
     def string(self, check: Callable[[str], str | None] | None = None,
                empty: bool = False) -> Any:
         value = self._scalar()
+        if value is not None and value is not MISSING and not isinstance(value, str):
+            value = self.node.value  # a bare number, yes/no or a date is fine text as written
         if not isinstance(value, str) or (value == "" and not empty):
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                value = self.node.value  # a bare number is a fine name or host
-            else:
-                return self.expected("a non-empty string")
+            return self.expected("a non-empty string")
         problem = check(value) if check else None
         return self.fail(problem) if problem else value
 
@@ -130,10 +139,18 @@ class Field:
     def is_mapping(self) -> bool:
         return isinstance(self.node, yaml.MappingNode)
 
+    def is_list(self) -> bool:
+        return isinstance(self.node, yaml.SequenceNode)
+
 
 def _integer_phrase(low: int | None, high: int | None) -> str:
     if high is None:
-        return {1: "a positive integer", 0: "a non-negative integer"}.get(low, "an integer")
+        if low is None:
+            return "an integer"
+        return {1: "a positive integer", 0: "a non-negative integer"}.get(
+            low, f"an integer of at least {low}")
+    if low is None:
+        return f"an integer of at most {high}"
     return f"an integer from {low} to {high}"
 
 
