@@ -7,15 +7,18 @@ outside this module sees a library event class.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.event import (
     GtidEvent,
     MariadbGtidEvent,
@@ -43,6 +46,48 @@ class StreamEnded(Exception):  # a signal put on the queue, not raised to users
     def __init__(self, error: BaseException | None) -> None:
         super().__init__(str(error) if error else "stopped")
         self.error = error
+
+
+# Values the library reads as None that are not SQL NULL (its "none sources").
+_NOT_NULL = {"empty set": "", "out of date range": "0000-00-00",
+             "out of datetime range": "0000-00-00 00:00:00",
+             "out of datetime2 range": "0000-00-00 00:00:00"}
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_TIMESTAMPS = (FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2)
+
+
+@dataclass(frozen=True)
+class _Special:
+    """Columns of one rows event whose library values need mending."""
+
+    bits: frozenset[str]
+    timestamps: frozenset[str]
+
+    @classmethod
+    def of(cls, event: Any) -> _Special:
+        return cls(frozenset(c.name for c in event.columns if c.type == FIELD_TYPE.BIT),
+                   frozenset(c.name for c in event.columns if c.type in _TIMESTAMPS))
+
+
+def _image(values: dict[str, Any], none_sources: dict[str, str],
+           special: _Special) -> dict[str, Any]:
+    """A row image as the server would take it back: BIT as a number (the library gives a
+    string of '0'/'1'), an empty SET as '' and a zero date as itself (the library gives None
+    for both; a partly zero date like 2020-00-00 becomes the all-zero date), and the zero
+    TIMESTAMP as itself (the library gives the epoch, which TIMESTAMP cannot hold).
+    TIMESTAMPs come in UTC; Load writes them with time_zone '+00:00'."""
+    for name, reason in none_sources.items():
+        if values.get(name) is None and reason in _NOT_NULL:
+            values[name] = _NOT_NULL[reason]
+    for name in special.bits:
+        if isinstance(values.get(name), str):
+            values[name] = int(values[name], 2)
+    for name in special.timestamps:
+        if values.get(name) == _EPOCH:
+            values[name] = "0000-00-00 00:00:00"
+    return values
 
 
 def _keys(primary_key: Any) -> tuple[str, ...]:
@@ -156,13 +201,18 @@ class BinlogReader:
         kind = _ROW_TYPES[type(event)]
         keys = _keys(event.primary_key)
         ts = int(event.timestamp) * 1000
+        bits = _Special.of(event)
         if kind is ChangeType.INSERT:
-            return [RowChange(schema, table, kind, keys, None, row["values"], commit_ts_ms=ts)
+            return [RowChange(schema, table, kind, keys, None,
+                              _image(row["values"], row["none_sources"], bits), commit_ts_ms=ts)
                     for row in event.rows]
         if kind is ChangeType.DELETE:
-            return [RowChange(schema, table, kind, keys, row["values"], None, commit_ts_ms=ts)
-                    for row in event.rows]
-        return [RowChange(schema, table, kind, keys, row["before_values"], row["after_values"],
+            return [RowChange(schema, table, kind, keys,
+                              _image(row["values"], row["none_sources"], bits), None,
+                              commit_ts_ms=ts) for row in event.rows]
+        return [RowChange(schema, table, kind, keys,
+                          _image(row["before_values"], row["before_none_sources"], bits),
+                          _image(row["after_values"], row["after_none_sources"], bits),
                           commit_ts_ms=ts) for row in event.rows]
 
     def _ddl(self, event: Any, query: str, gtid: str) -> None:

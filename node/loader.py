@@ -70,7 +70,9 @@ class Loader:
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
         if conn is None or not conn.open:
-            conn = endpoints.connect(self.targets[name], autocommit=False)
+            # TIMESTAMP values come from the binlog in UTC
+            conn = endpoints.connect(self.targets[name], autocommit=False,
+                                     init_command="SET time_zone = '+00:00'")
             with conn.cursor() as cursor:
                 for statement in POSITION_DDL:
                     cursor.execute(statement)
