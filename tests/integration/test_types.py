@@ -73,7 +73,7 @@ def test_every_type_round_trips_cell_by_cell(cluster, sandbox):
     wait_for(lambda: len(target.table(schema, "alltypes")) == 4, 60, "all rows on the target")
     want, got = printed(source, schema), printed(target, schema)
     for expected, actual in zip(want, got, strict=True):
-        for (name, _), a, b in zip([("id", "")] + COLUMNS, expected, actual, strict=True):
+        for (name, _), a, b in zip([("id", ""), *COLUMNS], expected, actual, strict=True):
             assert a == b, f"row {expected[0]} column {name}: source {a!r}, target {b!r}"
     source.close()
     target.close()
