@@ -4,6 +4,14 @@ In the same transaction the pipeline's applied position is written to
 ``retl.retl_position`` on that target, so a batch that was already applied (a replay after a
 crash between commit and cursor publish) is recognised and skipped: the effect on the target
 is exactly once, and a target row never goes back to an older value.
+
+The row also carries the owner epoch (the czxid of the owner's ``mainstem`` znode, which
+grows with every new owner). A writer whose epoch is lower than the stored one is a stale
+owner (a zombie after a ZooKeeper session loss): its transaction is refused (fencing).
+
+With ``skip_load_exception`` a batch the target refuses is written again statement by
+statement in one transaction; rows the server refuses are logged (key, error, row) and
+skipped, the rest and the position commit together.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from shared.model import BinlogPosition, DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
+CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
 POSITION_DDL = [
     "CREATE DATABASE IF NOT EXISTS retl",
     """CREATE TABLE IF NOT EXISTS retl.retl_position (
@@ -32,6 +41,7 @@ POSITION_DDL = [
          binlog_file VARCHAR(255) NOT NULL,
          binlog_pos BIGINT NOT NULL,
          gtid VARCHAR(1024) NOT NULL DEFAULT '',
+         owner_epoch BIGINT NOT NULL DEFAULT 0,
          updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
        ) ENGINE=InnoDB""",
 ]
@@ -59,12 +69,18 @@ def position_key(position: BinlogPosition) -> tuple[str, int]:
     return position.file, position.pos
 
 
+class FencedError(LoadError):
+    """A newer owner writes this pipeline; this (stale) owner must stop."""
+
+
 class Loader:
     """Writes batches of one pipeline; one connection per target data source."""
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
-                 params: PipelineParams) -> None:
+                 params: PipelineParams, epoch: int = 0) -> None:
         self.pipeline_id, self.targets, self.params = pipeline_id, targets, params
+        self.epoch = epoch
+        self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
 
     def _connection(self, name: str) -> pymysql.Connection:
@@ -106,16 +122,20 @@ class Loader:
                                 f"unknown target data source {writes.datasource}")
             by_target.setdefault(writes.datasource, []).append(writes)
         if self.params.dry_run:
-            return sum(w.rows for tables in by_target.values() for w in tables)
+            rows = sum(w.rows for tables in by_target.values() for w in tables)
+            log.info("event=batch_dry_run pipeline=%s process_id=%d rows=%d position=%s",
+                     self.pipeline_id, batch.process_id, rows, batch.end)
+            return rows
         written = 0
         for name, tables in by_target.items():
             written += self._load_target(name, batch, tables)
         return written
 
     def _load_target(self, name: str, batch: Batch, tables: list[TableWrites]) -> int:
-        for attempt in range(1, 6):
+        one_by_one = False
+        for attempt in range(1, 7):
             try:
-                return self._transaction(name, batch, tables)
+                return self._transaction(name, batch, tables, one_by_one)
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
@@ -126,6 +146,9 @@ class Loader:
                                 "attempt=%d error=%r", self.pipeline_id, batch.process_id, name,
                                 attempt, exc.args[-1])
                     time.sleep(0.05 * 2 ** attempt)
+                    continue
+                if self.params.skip_load_exception and not one_by_one and code < CLIENT_ERRORS:
+                    one_by_one = True  # again, row by row, skipping what the target refuses
                     continue
                 raise LoadError(f"{where}: {exc.args[-1] if exc.args else exc}") from None
         raise AssertionError("unreachable")
@@ -138,12 +161,19 @@ class Loader:
             except pymysql.MySQLError:
                 pass
 
-    def _transaction(self, name: str, batch: Batch, tables: list[TableWrites]) -> int:
+    def _transaction(self, name: str, batch: Batch, tables: list[TableWrites],
+                     one_by_one: bool = False) -> int:
         conn = self._connection(name)
         with conn.cursor() as cursor:
-            cursor.execute("SELECT binlog_file, binlog_pos FROM retl.retl_position "
+            cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch FROM retl.retl_position "
                            "WHERE pipeline_id = %s FOR UPDATE", (self.pipeline_id,))
             row = cursor.fetchone()
+            if row and int(row[2]) > self.epoch:
+                conn.rollback()
+                raise FencedError(
+                    f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
+                    f"target {name} is written by a newer owner (epoch {row[2]} > "
+                    f"{self.epoch}); this node lost the pipeline and stops")
             if row and (row[0], int(row[1])) >= position_key(batch.end):
                 conn.rollback()
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
@@ -152,37 +182,55 @@ class Loader:
                 return 0
             written = 0
             for writes in tables:
-                written += self._write_table(cursor, writes)
+                written += self._write_table(cursor, writes, batch, one_by_one)
             end = batch.end
             cursor.execute(
                 "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, "
-                "binlog_pos, gtid) VALUES (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
-                "process_id = VALUES(process_id), binlog_file = VALUES(binlog_file), "
-                "binlog_pos = VALUES(binlog_pos), gtid = VALUES(gtid), "
+                "binlog_pos, gtid, owner_epoch) VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE process_id = VALUES(process_id), "
+                "binlog_file = VALUES(binlog_file), binlog_pos = VALUES(binlog_pos), "
+                "gtid = VALUES(gtid), owner_epoch = VALUES(owner_epoch), "
                 "updated_at = CURRENT_TIMESTAMP(6)",
-                (self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid))
+                (self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid, self.epoch))
         conn.commit()
         return written
 
-    def _write_table(self, cursor: Any, writes: TableWrites) -> int:
-        table = f"{quote(writes.schema)}.{quote(writes.table)}"
-        size = self.params.load_batch_size
-        if writes.deletes:
-            keys = writes.keys
-            one = "(" + ", ".join(["%s"] * len(keys)) + ")"
-            columns = ", ".join(map(quote, keys))
-            for chunk in _chunks(writes.deletes, size):
-                sql = (f"DELETE FROM {table} WHERE ({columns}) IN "
-                       f"({', '.join([one] * len(chunk))})")
-                cursor.execute(sql, [sql_value(v) for key in chunk for v in key])
-        for columns, rows in _runs(writes.upserts):
-            update = [c for c in columns if c not in writes.keys] or [columns[0]]
-            sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
-                   f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
-                   + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
-            for chunk in _chunks(rows, size):
-                cursor.executemany(sql, [[sql_value(row[c]) for c in columns] for row in chunk])
-        return writes.rows
+    def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
+                     one_by_one: bool) -> int:
+        written = 0
+        size = 1 if one_by_one else self.params.load_batch_size
+        for sql, args, many, what in _statements(writes, size):
+            try:
+                (cursor.executemany if many else cursor.execute)(sql, args)
+                written += len(args) if many else len(what)
+            except pymysql.MySQLError as exc:
+                code = exc.args[0] if exc.args else 0
+                if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
+                    raise
+                self.skipped += 1
+                log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
+                            "error=%r row=%r", self.pipeline_id, batch.process_id,
+                            writes.schema, writes.table, what[0], exc.args[-1], args)
+        return written
+
+
+def _statements(writes: TableWrites, size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
+    """(sql, args, executemany?, keys or rows it writes) for one table's deletes and upserts."""
+    table = f"{quote(writes.schema)}.{quote(writes.table)}"
+    if writes.deletes:
+        one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
+        columns = ", ".join(map(quote, writes.keys))
+        for chunk in _chunks(writes.deletes, size):
+            sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
+            yield sql, [sql_value(v) for key in chunk for v in key], False, chunk
+    for columns, rows in _runs(writes.upserts):
+        update = [c for c in columns if c not in writes.keys] or [columns[0]]
+        sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
+               f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
+               + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
+        for chunk in _chunks(rows, size):
+            keys = [tuple(row[k] for k in writes.keys) for row in chunk]
+            yield sql, [[sql_value(row[c]) for c in columns] for row in chunk], True, keys
 
 
 def _runs(rows: list[dict[str, Any]]) -> Iterator[tuple[tuple[str, ...], list[dict[str, Any]]]]:

@@ -24,7 +24,7 @@ from node import source as endpoints
 from node.changes import Batch, TargetChange
 from node.cursor import Cursor, CursorStore
 from node.etl import CompiledPipeline
-from node.loader import Loader
+from node.loader import FencedError, Loader
 from node.selector import Selector
 from node.spark import SparkRunner
 from node.window import Window
@@ -51,6 +51,7 @@ class PipelineContext:
     spark: SparkRunner
     client: KazooClient
     paths: ZkPaths
+    epoch: int = 0  # czxid of the mainstem znode this runner holds: grows with each owner
     backoff: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(delay_s=1.0, max_delay_s=30.0))
 
@@ -114,6 +115,10 @@ class PipelineRunner:
             try:
                 self._run_once(compiled)
                 break
+            except FencedError as exc:
+                self.state, self.last_error = "fenced", str(exc)
+                log.error("event=pipeline_fenced pipeline=%s error=%s", self.pipeline_id, exc)
+                return
             except Exception as exc:  # every failure is retried, then paused
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
                 self.last_error, self.state = message, "retrying"
@@ -168,7 +173,7 @@ class PipelineRunner:
                    for pair in pipeline.pairs}
         self.state = "starting spark"
         self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
-        loader = Loader(self.pipeline_id, targets, params)
+        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch)
         window = self._window = Window(params.parallelism)
         selector = self._selector = Selector(
             self.pipeline_id, source, server_id, self.cursor.position,

@@ -48,14 +48,18 @@ class Supervisor:
             record = desired.get(pid, (None,))[0]
             if record is None or record.version != version:
                 self._stop(pid, runner)
+            elif runner.state == "fenced" and not runner.alive:
+                with self._lock:  # a newer owner took it; ours may take it back later
+                    self.runners.pop(pid, None)
         for pid, (record, pipeline) in desired.items():
             with self._lock:
                 if pid in self.runners:
                     continue
-            if self._acquire(pid):
-                self._start(pid, record, pipeline)
+            epoch = self._acquire(pid)
+            if epoch is not None:
+                self._start(pid, record, pipeline, epoch)
 
-    def _start(self, pid: str, record: ChannelRecord, pipeline: object) -> None:
+    def _start(self, pid: str, record: ChannelRecord, pipeline: object, epoch: int) -> None:
         try:
             names = {pipeline.source} | {pair.target.datasource  # type: ignore[attr-defined]
                                          for pair in pipeline.pairs}  # type: ignore[attr-defined]
@@ -65,7 +69,7 @@ class Supervisor:
             self._release(pid)
             return
         context = PipelineContext(self.node_id, record.channel, pipeline, record.version,  # type: ignore[arg-type]
-                                  sources, self.spark, self.client, self.paths)
+                                  sources, self.spark, self.client, self.paths, epoch)
         runner = PipelineRunner(context)
         with self._lock:
             self.runners[pid] = (runner, record.version)
@@ -88,17 +92,20 @@ class Supervisor:
         for pid, (runner, _) in current.items():
             self._stop(pid, runner, wait_s)
 
-    def _acquire(self, pid: str) -> bool:
+    def _acquire(self, pid: str) -> int | None:
+        """Hold the pipeline's mainstem; return its czxid (the owner epoch), or None."""
         path = self.paths.mainstem(pid)
         try:
             self.client.create(path, str(self.node_id).encode(), ephemeral=True, makepath=True)
-            return True
         except NodeExistsError:
-            stat = self.client.exists(path)
-            return stat is not None and stat.ephemeralOwner == self.client.client_id[0]
+            pass
         except KazooException as exc:
             log.warning("event=mainstem_failed pipeline=%s error=%r", pid, exc)
-            return False
+            return None
+        stat = self.client.exists(path)
+        if stat is None or stat.ephemeralOwner != self.client.client_id[0]:
+            return None
+        return int(stat.czxid)
 
     def _release(self, pid: str) -> None:
         try:

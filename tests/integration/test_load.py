@@ -1,0 +1,105 @@
+"""Load on a real target: exactly-once positions, fencing of a stale owner, the error policy
+(skip_load_exception) and dry runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.changes import Batch, ChangeType, TargetChange, Transaction
+from node.loader import FencedError, Loader
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from shared.model import BinlogPosition, DataSource, PipelineParams
+from shared.secrets import SecretRef
+
+ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(5))"
+
+
+def batch(process_id: int, pos: int) -> Batch:
+    end = BinlogPosition("binlog.000001", pos)
+    return Batch("fence.forward", process_id, [Transaction((), end, 0, 0)])
+
+
+def upsert(schema: str, row_id: int, name: str) -> TargetChange:
+    return TargetChange("target", schema, "items", ChangeType.INSERT, ("id",), None,
+                        {"id": row_id, "name": name})
+
+
+def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox):
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, ITEMS)
+    server = sandbox.servers()["target"]
+    endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
+                          SecretRef(f"file:{sandbox.secret_file}"))
+    pipeline_id = f"fence-{schema}.forward"
+    old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
+    new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
+    try:
+        assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
+        # a replay of the same batch (crash between commit and cursor publish): skipped
+        assert old.load(batch(1, 100), [upsert(schema, 1, "again")]) == 0
+        assert target.table(schema, "items") == [(1, "old")]
+        # a newer owner takes over and writes; the old owner's late write is refused
+        assert new.load(batch(2, 200), [upsert(schema, 1, "new")]) == 1
+        with pytest.raises(FencedError, match=r"newer owner \(epoch 20 > 10\)"):
+            old.load(batch(3, 300), [upsert(schema, 1, "stale")])
+        assert target.table(schema, "items") == [(1, "new")]
+        assert target.rows("SELECT binlog_pos, owner_epoch FROM retl.retl_position "
+                           "WHERE pipeline_id = %s", (pipeline_id,)) == [(200, 20)]
+    finally:
+        old.close()
+        new.close()
+        source.close()
+        target.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(sandbox, tmp_path_factory):
+    running = Cluster(sandbox, tmp_path_factory.mktemp("load"), "load")
+    running.start_manager()
+    running.start_node(1)
+    yield running
+    running.stop()
+
+
+def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, sandbox):
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, ITEMS)
+    source.execute(f"ALTER TABLE `{schema}`.items MODIFY name VARCHAR(50)")  # target: 5
+    cluster.apply([one_way("skipping", schema, ["items"], skip_load_exception=True)])
+    cluster.set_status("skipping", "START")
+    cluster.wait_running("skipping")
+    source.execute("BEGIN")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'ok'), (2, 'far too long'), "
+                   "(3, 'fine')")
+    source.execute("COMMIT")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (4, 'later')")
+    wait_for(lambda: len(target.table(schema, "items")) == 3, 60, "the rows the target takes")
+    assert target.table(schema, "items") == [(1, "ok"), (3, "fine"), (4, "later")]
+    assert cluster.channel_status("skipping") == "START"
+    log = cluster.nodes[1].output()
+    skipped = [line for line in log.splitlines() if "event=row_skipped pipeline=skipping" in line]
+    assert len(skipped) == 1
+    assert f"table={schema}.items key=(2,)" in skipped[0] and "Data too long" in skipped[0]
+    cluster.set_status("skipping", "STOP")
+    source.close()
+    target.close()
+
+
+def test_dry_run_counts_and_writes_nothing(cluster, sandbox):
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, ITEMS)
+    cluster.apply([one_way("dry", schema, ["items"], dry_run=True)])
+    cluster.set_status("dry", "START")
+    cluster.wait_running("dry")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    wait_for(lambda: "event=batch_dry_run pipeline=dry.forward" in cluster.nodes[1].output(),
+             30, "the dry-run count")
+    line = next(line for line in cluster.nodes[1].output().splitlines()
+                if "event=batch_dry_run pipeline=dry.forward" in line)
+    assert " rows=3 " in line
+    assert target.table(schema, "items") == []
+    assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
+                       "'dry.forward'") == [(0,)]
+    cluster.set_status("dry", "STOP")
+    source.close()
+    target.close()
