@@ -15,10 +15,8 @@ import yaml
 from kazoo.client import KazooClient
 
 from shared import zk
-from shared.devcluster import BIN, Daemon, wait_for
+from shared.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
 from shared.sandbox import Sandbox, free_port
-
-SESSION_TIMEOUT_S = 4
 
 
 @pytest.fixture(scope="session")
@@ -98,3 +96,29 @@ def start_node(daemons: list[Daemon], daemon_config: Callable[..., Path],
         wait_for(lambda: zk_client.exists(paths.node(node_id)), 30, f"node {node_id} entry")
         return daemon
     return start
+
+
+@pytest.fixture(scope="module")
+def cluster(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A manager and node 1 (with Spark) shared by the tests of one module."""
+    name = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    running = Cluster(sandbox, tmp_path_factory.mktemp(name), name)
+    running.start_manager()
+    running.start_node(1)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def source(sandbox: Sandbox) -> Iterator[Database]:
+    db = Database(sandbox, "source")
+    yield db
+    db.close()
+
+
+@pytest.fixture(scope="module")
+def target(sandbox: Sandbox) -> Iterator[Database]:
+    db = Database(sandbox, "target")
+    yield db
+    db.close()

@@ -13,11 +13,10 @@ from kazoo.client import KazooClient
 
 from manager import cli
 from shared import codec, zk
-from shared.devcluster import BIN, wait_for
+from shared.devcluster import BIN, SESSION_TIMEOUT_S, wait_for
 from shared.model import Channel
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox, free_port
-from tests.integration.conftest import SESSION_TIMEOUT_S
 
 CHANNEL_YAML = """
 sources:

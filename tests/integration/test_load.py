@@ -7,7 +7,7 @@ import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
 from node.loader import FencedError, Loader
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from shared.devcluster import make_schema, one_way, wait_for
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.secrets import SecretRef
 
@@ -24,8 +24,7 @@ def upsert(schema: str, row_id: int, name: str) -> TargetChange:
                         {"id": row_id, "name": name})
 
 
-def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox):
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, source, target):
     schema = make_schema(source, target, ITEMS)
     server = sandbox.servers()["target"]
     endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
@@ -48,21 +47,9 @@ def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox):
     finally:
         old.close()
         new.close()
-        source.close()
-        target.close()
 
 
-@pytest.fixture(scope="module")
-def cluster(sandbox, tmp_path_factory):
-    running = Cluster(sandbox, tmp_path_factory.mktemp("load"), "load")
-    running.start_manager()
-    running.start_node(1)
-    yield running
-    running.stop()
-
-
-def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, sandbox):
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, target):
     schema = make_schema(source, target, ITEMS)
     source.execute(f"ALTER TABLE `{schema}`.items MODIFY name VARCHAR(50)")  # target: 5
     cluster.apply([one_way("skipping", schema, ["items"], skip_load_exception=True)])
@@ -81,12 +68,9 @@ def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, sandbox):
     assert len(skipped) == 1
     assert f"table={schema}.items key=(2,)" in skipped[0] and "Data too long" in skipped[0]
     cluster.set_status("skipping", "STOP")
-    source.close()
-    target.close()
 
 
-def test_dry_run_counts_and_writes_nothing(cluster, sandbox):
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+def test_dry_run_counts_and_writes_nothing(cluster, source, target):
     schema = make_schema(source, target, ITEMS)
     cluster.apply([one_way("dry", schema, ["items"], dry_run=True)])
     cluster.set_status("dry", "START")
@@ -101,5 +85,3 @@ def test_dry_run_counts_and_writes_nothing(cluster, sandbox):
     assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
                        "'dry.forward'") == [(0,)]
     cluster.set_status("dry", "STOP")
-    source.close()
-    target.close()

@@ -14,29 +14,6 @@ ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(50), "
          "price DECIMAL(10,2), note TEXT, updated DATETIME(6))")
 
 
-@pytest.fixture(scope="module")
-def cluster(sandbox, tmp_path_factory):
-    running = Cluster(sandbox, tmp_path_factory.mktemp("engine"), "engine")
-    running.start_manager()
-    running.start_node(1)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def source(sandbox):
-    db = Database(sandbox, "source")
-    yield db
-    db.close()
-
-
-@pytest.fixture(scope="module")
-def target(sandbox):
-    db = Database(sandbox, "target")
-    yield db
-    db.close()
-
-
 def start_channel(cluster: Cluster, name: str, schema: str, tables: list[str],
                   **params: object) -> None:
     cluster.apply([one_way(name, schema, tables, **params)])

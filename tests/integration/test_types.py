@@ -3,9 +3,7 @@ it (so a Python conversion cannot hide a difference)."""
 
 from __future__ import annotations
 
-import pytest
-
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from shared.devcluster import Database, make_schema, one_way, wait_for
 
 COLUMNS = [
     ("ti", "TINYINT"), ("tiu", "TINYINT UNSIGNED"), ("si", "SMALLINT"),
@@ -47,17 +45,7 @@ def printed(db: Database, schema: str) -> list[tuple[object, ...]]:
     return db.rows(f"SELECT id, {', '.join(exprs)} FROM `{schema}`.alltypes ORDER BY id")
 
 
-@pytest.fixture
-def cluster(sandbox, tmp_path):
-    running = Cluster(sandbox, tmp_path, "types")
-    running.start_manager()
-    running.start_node(1)
-    yield running
-    running.stop()
-
-
-def test_every_type_round_trips_cell_by_cell(cluster, sandbox):
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+def test_every_type_round_trips_cell_by_cell(cluster, source, target):
     columns = ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS)
     schema = make_schema(source, target, f"CREATE TABLE `{{schema}}`.alltypes (id INT PRIMARY KEY, "
                          f"{columns}) DEFAULT CHARSET=utf8mb4")
@@ -75,5 +63,3 @@ def test_every_type_round_trips_cell_by_cell(cluster, sandbox):
     for expected, actual in zip(want, got, strict=True):
         for (name, _), a, b in zip([("id", ""), *COLUMNS], expected, actual, strict=True):
             assert a == b, f"row {expected[0]} column {name}: source {a!r}, target {b!r}"
-    source.close()
-    target.close()
