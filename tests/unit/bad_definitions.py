@@ -1,0 +1,399 @@
+"""The table of bad definition files and the exact errors each must give."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.yaml_cases import SOURCES, P, channel, pairs
+
+BAD = [
+    pytest.param(
+        "sources:\n  - name: a\n    host: [db1\n",
+        'f.yaml:4: not valid YAML: expected \',\' or \']\', but got \'<stream end>\'',
+        id="yaml-syntax-unclosed-bracket"),
+    pytest.param(
+        "sources:\n  - name: a\n\thost: db1\n",
+        "f.yaml:3: not valid YAML: found character '\\t' that cannot start any token",
+        id="yaml-syntax-tab"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db\x07\n",
+        "f.yaml:3: not valid YAML: character #x0007 is not allowed; remove it",
+        id="yaml-control-character"),
+    pytest.param(
+        "", "f.yaml: the file is empty; expected 'sources:' and/or 'channels:'",
+        id="empty-file"),
+    pytest.param(
+        "# only a comment\n\n",
+        "f.yaml: the file is empty; expected 'sources:' and/or 'channels:'",
+        id="comments-only"),
+    pytest.param(
+        "- name: a\n  host: db1\n", "f.yaml:1: expected a mapping, got a list",
+        id="top-level-list"),
+    pytest.param(
+        "hello\n", 'f.yaml:1: expected a mapping, got "hello"', id="top-level-scalar"),
+    pytest.param(
+        "{}\n", "f.yaml:1: nothing defined: expected 'sources:' and/or 'channels:'",
+        id="top-level-empty-mapping"),
+    pytest.param(
+        SOURCES + "chanels: []\n", "f.yaml:4: chanels: unknown key; did you mean 'channels'?",
+        id="unknown-top-level-key"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    prot: 3306\n",
+        "f.yaml:4: sources[0].prot: unknown key; did you mean 'port'?",
+        id="unknown-key-did-you-mean"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    colour: red\n",
+        "f.yaml:4: sources[0].colour: unknown key; known keys: charset, host, name, password, "
+        "port, type, user",
+        id="unknown-key-known-keys"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    host: db2\n",
+        "f.yaml:4: sources[0].host: duplicate key", id="duplicate-key"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    port: five\n",
+        'f.yaml:4: sources[0].port: expected an integer from 1 to 65535, got "five"',
+        id="string-where-int"),
+    pytest.param(
+        channel("        parallelism: five\n"),
+        f'f.yaml:10: {P}.parallelism: expected an integer from 1 to 64, got "five"',
+        id="parallelism-five"),
+    pytest.param(
+        channel("        batch_size: true\n"),
+        f'f.yaml:10: {P}.batch_size: expected a positive integer, got "true"',
+        id="bool-where-int"),
+    pytest.param(
+        channel("        ddl_sync: maybe\n"),
+        f'f.yaml:10: {P}.ddl_sync: expected true or false, got "maybe"', id="bad-boolean"),
+    pytest.param(
+        "sources:\n  - [a, db1]\n", "f.yaml:2: sources[0]: expected a mapping, got a list",
+        id="list-where-mapping"),
+    pytest.param(
+        "sources: {name: a, host: db1}\n", "f.yaml:1: sources: expected a list, got a mapping",
+        id="mapping-where-list"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    port: 99999\n",
+        'f.yaml:4: sources[0].port: expected an integer from 1 to 65535, got "99999"',
+        id="port-out-of-range"),
+    pytest.param(
+        channel("        parallelism: 0\n"),
+        f'f.yaml:10: {P}.parallelism: expected an integer from 1 to 64, got "0"',
+        id="parallelism-zero"),
+    pytest.param(
+        channel("        max_retries: -1\n"),
+        f'f.yaml:10: {P}.max_retries: expected a non-negative integer, got "-1"',
+        id="max-retries-negative"),
+    pytest.param(
+        channel("        select_nodes: [1, 0]\n"),
+        f'f.yaml:10: {P}.select_nodes[1]: expected a positive integer, got "0"',
+        id="node-id-zero"),
+    pytest.param(
+        "sources:\n  - name: a\n    port: 3306\n",
+        "f.yaml:2: sources[0].host: required field is missing", id="missing-host"),
+    pytest.param(
+        "sources:\n  - name: a\n    host:\n",
+        "f.yaml:2: sources[0].host: required field is missing", id="null-host-is-missing"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n",
+        "f.yaml:5: channels[0].pipelines: required field is missing", id="missing-pipelines"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n      - {name: p, source: src, "
+        "target: dst}\n",
+        "f.yaml:7: channels[0].pipelines[0].pairs: required field is missing",
+        id="missing-pairs"),
+    pytest.param(
+        channel("", "          []\n"),
+        f"f.yaml:11: {P}.pairs: a pipeline needs at least one pair (source table → target table)",
+        id="empty-pairs"),
+    pytest.param(
+        "sources:\n  - {name: Shop, host: db1}\n",
+        "f.yaml:2: sources[0].name: invalid name 'Shop': start with a lower-case letter, then "
+        "lower-case letters, digits, '_' or '-' (at most 63)",
+        id="bad-name"),
+    pytest.param(
+        "sources:\n  - {name: a, host: db1, type: postgres}\n",
+        'f.yaml:2: sources[0].type: expected one of mysql, mariadb, got "postgres"',
+        id="bad-source-type"),
+    pytest.param(
+        "sources:\n  - {name: a, host: db1}\n  - {name: b, host: db2}\n  - {name: a, host: db3}\n",
+        "f.yaml:4: sources[2]: duplicate source name 'a'", id="duplicate-source"),
+    pytest.param(
+        SOURCES + "channels:\n"
+        "  - {name: c, pipelines: [{name: p, source: src, target: dst, pairs: [{source: s.t, "
+        "target: s2.t}]}]}\n"
+        "  - {name: c, pipelines: [{name: p, source: src, target: dst, pairs: [{source: s.t, "
+        "target: s2.t}]}]}\n",
+        "f.yaml:6: channels[1]: duplicate channel name 'c'", id="duplicate-channel"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n"
+        "      - {name: p, source: src, target: dst, pairs: [{source: s.t, target: s2.t}]}\n"
+        "      - {name: p, source: dst, target: src, pairs: [{source: s2.t, target: s.t}]}\n",
+        "f.yaml:8: channels[0].pipelines[1]: duplicate pipeline name 'p'",
+        id="duplicate-pipeline"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n      - name: p\n"
+        "        source: nowhere\n        target: dst\n        pairs: [{source: s.t, "
+        "target: s2.t}]\n",
+        f"f.yaml:8: {P}.source: unknown source 'nowhere' (known: dst, src); "
+        "define it under 'sources:'",
+        id="dangling-pipeline-source"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n      - name: p\n"
+        "        source: src\n        target: nowhere\n        pairs: [{source: s.t, "
+        "target: s2.t}]\n",
+        f"f.yaml:9: {P}.target: unknown source 'nowhere' (known: dst, src); "
+        "define it under 'sources:'",
+        id="dangling-pipeline-target"),
+    pytest.param(
+        "channels:\n  - name: c\n    pipelines:\n      - name: p\n"
+        "        source: src\n        target: dst\n        pairs: [{source: s.t, "
+        "target: s2.t}]\n",
+        ["f.yaml:5: channels[0].pipelines[0].source: unknown source 'src' (known: none "
+         "defined); define it under 'sources:'",
+         "f.yaml:6: channels[0].pipelines[0].target: unknown source 'dst' (known: none "
+         "defined); define it under 'sources:'"],
+        id="dangling-no-sources-at-all"),
+    pytest.param(
+        pairs("""\
+            - source: {datasource: elsewhere, namespace: s, table: t}
+              target: s2.t
+            """),
+        f"f.yaml:11: {P}.pairs[0].source.datasource: unknown source 'elsewhere' (known: dst, "
+        "src); define it under 'sources:'",
+        id="dangling-media-datasource"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    password: hunter2\n",
+        "f.yaml:4: sources[0].password: passwords are references, not values: write ${ENV_VAR} "
+        "or file:/path/to/file",
+        id="plain-text-password"),
+    pytest.param(
+        "sources:\n  - {name: a, host: db1, password: 'file:'}\n",
+        "f.yaml:2: sources[0].password: passwords are references, not values: write ${ENV_VAR} "
+        "or file:/path/to/file",
+        id="password-file-without-path"),
+    pytest.param(
+        pairs("- {source: 's.orders_[5-1]', target: s2.orders}\n"),
+        f"f.yaml:11: {P}.pairs[0].source: invalid numbered pattern 'orders_[5-1]': "
+        "range 5-1 is empty",
+        id="multi-empty-range"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 'orders_[a-b]'}, target: s2.orders}\n"),
+        f"f.yaml:11: {P}.pairs[0].source.table: invalid numbered pattern 'orders_[a-b]': write "
+        "it as prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding",
+        id="multi-letters"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 're:(ab'}, target: s2.t}\n"),
+        f"f.yaml:11: {P}.pairs[0].source.table: invalid regular expression '(ab': missing ), "
+        "unterminated subpattern at position 0",
+        id="bad-regex"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 're:t_\\d+'}, target: s2.t_x}\n"
+              "- {source: s.u, target: {namespace: s2, table: 're:u_\\d+'}}\n"),
+        f"f.yaml:12: {P}.pairs[1]: a target name cannot be a regular expression; name the table "
+        "or a numbered family",
+        id="regex-target"),
+    pytest.param(
+        pairs("- {source: 're:s.t'}\n"),
+        [f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"re:s.t\" (for a regular "
+         "expression write {namespace: ..., table: 're:...'})",
+         f"f.yaml:11: {P}.pairs[0].target: required field is missing"],
+        id="regex-in-short-form-and-no-target"),
+    pytest.param(
+        pairs("- {source: orders, target: s2.orders}\n"),
+        f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"orders\" (for a regular "
+        "expression write {namespace: ..., table: 're:...'})",
+        id="media-without-schema"),
+    pytest.param(
+        pairs("- {source: 's.orders_[0-3]', target: 's2.orders_[0-7]'}\n"),
+        f"f.yaml:11: {P}.pairs[0]: target table orders_[0-7] has 8 names but source "
+        "orders_[0-3] has 4; give a shard rule or matching ranges",
+        id="multi-size-mismatch"),
+    pytest.param(
+        pairs("- {source: 's.orders', target: 's2.orders_[0-7]'}\n"),
+        f"f.yaml:11: {P}.pairs[0]: target table orders_[0-7] has 8 names but source "
+        "orders has 1; give a shard rule or matching ranges",
+        id="single-to-multi-without-shard"),
+    pytest.param(
+        pairs("""\
+            - source: s.orders
+              target: s2.orders
+              shard: {column: user_id}
+            """),
+        f"f.yaml:11: {P}.pairs[0]: a shard rule needs a numbered target, e.g. "
+        "shop_[0-1].orders_[0-3]",
+        id="shard-without-numbered-target"),
+    pytest.param(
+        pairs("""\
+            - source: s.orders
+              target: 's2.orders_[0-3]'
+              shard: {column: user_id, algorithm: hash}
+            """),
+        f'f.yaml:13: {P}.pairs[0].shard.algorithm: expected one of modulo, quotient, got "hash"',
+        id="shard-bad-algorithm"),
+    pytest.param(
+        pairs("""\
+            - {source: s.t, target: s2.t, fan_out: true}
+            - {source: s.t, target: s3.t}
+            """),
+        f"f.yaml:12: {P}.pairs[1]: pairs[0] already reads src:s.t; mark both 'fan_out: true' "
+        "to split one source table into several targets",
+        id="same-table-without-fan-out"),
+    pytest.param(
+        pairs("- {source: s.t, target: {datasource: src, namespace: s, table: t}}\n"),
+        f"f.yaml:11: {P}.pairs[0]: the pair would copy src:s.t onto itself",
+        id="copy-onto-itself"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              columns: {include: [a], exclude: [b]}
+            """),
+        f"f.yaml:13: {P}.pairs[0].columns: give either include or exclude, not both",
+        id="include-and-exclude"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              columns: [a, b]
+            """),
+        f"f.yaml:13: {P}.pairs[0].columns: expected a mapping, got a list",
+        id="columns-list-instead-of-include"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              key_columns: [id, id]
+            """),
+        f"f.yaml:13: {P}.pairs[0].key_columns: a column is listed twice",
+        id="column-listed-twice"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              column_pairs:
+                - {source: a, target: b}
+                - {source: a, target: c}
+            """),
+        f"f.yaml:14: {P}.pairs[0].column_pairs: a source column is mapped twice",
+        id="column-mapped-twice"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              column_groups:
+                - [street, city]
+                - [zip]
+            """),
+        f"f.yaml:15: {P}.pairs[0].column_groups[1]: a column group needs at least two columns",
+        id="column-group-of-one"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              column_groups: [street, city]
+            """),
+        [f'f.yaml:13: {P}.pairs[0].column_groups[0]: expected a list of column names, '
+         'got "street"',
+         f'f.yaml:13: {P}.pairs[0].column_groups[1]: expected a list of column names, '
+         'got "city"'],
+        id="column-group-not-a-list"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              virtual_columns:
+                - {name: origin, value: primary, expression: "1 + 1"}
+            """),
+        f"f.yaml:14: {P}.pairs[0].virtual_columns[0]: give exactly one of value, expression "
+        "or processor",
+        id="virtual-column-two-fillers"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              virtual_columns:
+                - {name: origin}
+            """),
+        f"f.yaml:14: {P}.pairs[0].virtual_columns[0]: give exactly one of value, expression "
+        "or processor",
+        id="virtual-column-no-filler"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              processor: not a callable
+            """),
+        f'f.yaml:13: {P}.pairs[0].processor: expected a Python callable as module:function, '
+        'got "not a callable"',
+        id="bad-processor"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              virtual_columns:
+                - {name: total, expression: "price *"}
+            """),
+        f"f.yaml:14: {P}.pairs[0].virtual_columns[0].expression: invalid expression "
+        "'price *': invalid syntax",
+        id="bad-expression"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              virtual_columns:
+                - {name: 'bad name', value: x}
+            """),
+        f"f.yaml:14: {P}.pairs[0].virtual_columns[0].name: invalid column name 'bad name'",
+        id="bad-column-name"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n"
+        "      - {name: p, source: src, target: dst, pairs: [{source: s.t, target: s2.t}]}\n"
+        "      - {name: q, source: src, target: dst, pairs: [{source: s.u, target: s2.u}]}\n",
+        "f.yaml:7: channels[0].pipelines: the two pipelines of a two-way channel must run in "
+        "opposite directions (got src->dst and src->dst)",
+        id="two-way-not-opposite"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n"
+        "      - {name: p, source: src, target: dst, pairs: [{source: s.t, target: s2.t}]}\n"
+        "      - {name: q, source: dst, target: src, pairs: [{source: s2.t, target: s.t}]}\n"
+        "      - {name: r, source: src, target: dst, pairs: [{source: s.u, target: s2.u}]}\n",
+        "f.yaml:7: channels[0].pipelines: 3 pipelines given; a channel has one pipeline "
+        "(one-way) or two (two-way)",
+        id="three-pipelines"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines: []\n",
+        "f.yaml:6: channels[0].pipelines: 0 pipelines given; a channel has one pipeline "
+        "(one-way) or two (two-way)",
+        id="no-pipelines"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines: forward\n",
+        'f.yaml:6: channels[0].pipelines: expected a list, got "forward"',
+        id="pipelines-scalar"),
+    pytest.param(
+        channel("        start: {file: binlog.000003, pos: 4, gtid: '0-1-100'}\n"),
+        f"f.yaml:10: {P}.start: give either file/pos or gtid, not both",
+        id="start-file-and-gtid"),
+    pytest.param(
+        channel("        start: {gtid: '0-1-100', pos: 4}\n"),
+        f"f.yaml:10: {P}.start: give either file/pos or gtid, not both",
+        id="start-pos-and-gtid"),
+    pytest.param(
+        channel("        start: {pos: 120}\n"),
+        f"f.yaml:10: {P}.start: expected 'latest', {{file: ..., pos: ...}} or {{gtid: ...}}",
+        id="start-pos-without-file"),
+    pytest.param(
+        channel("        start: {file: binlog.000003, pos: 3}\n"),
+        f'f.yaml:10: {P}.start.pos: expected an integer of at least 4, got "3"',
+        id="start-pos-below-4"),
+    pytest.param(
+        channel("        start: earliest\n"),
+        f'f.yaml:10: {P}.start: expected one of latest, got "earliest"',
+        id="start-unknown-word"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    charset: [utf8]\n",
+        "f.yaml:4: sources[0].charset: expected a non-empty string, got a list",
+        id="list-where-string"),
+    pytest.param(
+        "sources:\n  - {name: a, host: ''}\n",
+        'f.yaml:2: sources[0].host: expected a non-empty string, got ""',
+        id="empty-string"),
+]
