@@ -38,6 +38,8 @@ class CompiledPair:
 
     def target_name(self, source: NamePattern, target: NamePattern, name: str) -> str:
         if target.kind is PatternKind.MULTI:
+            if source.kind is not PatternKind.MULTI:  # a one-name family (sizes checked on load)
+                return target.name_at(target.low)
             index = source.index_of(name)
             assert index is not None, f"{name} does not match {source}"
             return target.name_at(target.low + index - source.low)

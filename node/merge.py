@@ -5,8 +5,9 @@ with one DELETE per deleted key and one upsert per surviving row:
 
 - I + U → I (the last row wins), U + U → U, D + I → upsert;
 - I + D → nothing (the key was born and died inside the batch);
-- an update that changes the key deletes the old key and upserts the new one, so chains
-  (1→2, 2→3) end as "1 and 2 deleted, 3 upserted".
+- an update that changes the key deletes the old key and upserts the new one; a DELETE is
+  written only for a key that existed before the batch, so the chain (1→2, 2→3), where 1
+  existed, ends as "delete 1, upsert 3" (2 was born inside the batch).
 
 Upserts keep the order of each key's last change, and a table's deletes run before its
 upserts, so a unique value freed by a delete is free when a later insert takes it.
@@ -67,9 +68,9 @@ def merge(changes: Iterable[TargetChange]) -> list[TableWrites]:
 def _apply(state: dict[tuple[Any, ...], _KeyState], change: TargetChange) -> None:
     def put(key: tuple[Any, ...], row: Row | None, born_if_new: bool) -> None:
         previous = state.get(key)
+        # only a key's first change says whether it existed before the batch: D + I stays
+        # "existed" (an upsert), I + D + I + D stays "born" (nothing to delete)
         born = previous.born if previous else born_if_new
-        if previous and previous.row is _DELETED and row is not _DELETED:
-            born = False  # D + I: the row existed before the batch; upsert it
         state[key] = _KeyState(change.seq, row, born)
 
     if change.type is ChangeType.INSERT:
