@@ -205,7 +205,7 @@ def test_pause_and_start_through_the_cli(cluster, source, target, capsys):
     start_channel(cluster, "pausing", schema, ["items"])
     address = cluster.manager_address
     assert cli.main(["--manager", address, "channel", "pause", "pausing"]) == 0
-    wait_for(lambda: cluster.pipeline_state("pausing").state == "not running", 5,
+    wait_for(lambda: cluster.pipeline_state("pausing").state == "not running", 15,
              "the pipeline to stop within seconds of the pause")
     source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'paused')")
     time.sleep(1.5)
