@@ -29,22 +29,11 @@ from node.changes import Batch, TargetChange
 from node.merge import TableWrites, merge
 from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
+from shared.retl import TARGET_DDL
 
 log = logging.getLogger("setl.node.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
-POSITION_DDL = [
-    "CREATE DATABASE IF NOT EXISTS retl",
-    """CREATE TABLE IF NOT EXISTS retl.retl_position (
-         pipeline_id VARCHAR(191) NOT NULL PRIMARY KEY,
-         process_id BIGINT NOT NULL,
-         binlog_file VARCHAR(255) NOT NULL,
-         binlog_pos BIGINT NOT NULL,
-         gtid VARCHAR(1024) NOT NULL DEFAULT '',
-         owner_epoch BIGINT NOT NULL DEFAULT 0,
-         updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
-       ) ENGINE=InnoDB""",
-]
 
 
 def quote(name: str) -> str:
@@ -90,7 +79,7 @@ class Loader:
             conn = endpoints.connect(self.targets[name], autocommit=False,
                                      init_command="SET time_zone = '+00:00'")
             with conn.cursor() as cursor:
-                for statement in POSITION_DDL:
+                for statement in TARGET_DDL:
                     cursor.execute(statement)
             conn.commit()
             self._connections[name] = conn
