@@ -35,6 +35,16 @@ class Acquirer:
         assert not self.thread.is_alive()
 
 
+def assert_blocked_until_stopped(window: Window, stop: threading.Event) -> None:
+    """A new acquire waits on the full window, and gives up (False) once ``stop`` is set."""
+    waiter = Acquirer(window, stop)
+    assert not waiter.done.wait(0.1)
+    stop.set()
+    assert waiter.done.wait(WAIT)
+    waiter.join()
+    assert waiter.result is False
+
+
 def test_acquire_up_to_size() -> None:
     window, stop = Window(3), threading.Event()
     assert [window.acquire(stop, POLL) for _ in range(3)] == [True, True, True]
@@ -69,12 +79,7 @@ def test_acquire_returns_false_when_stopped_before() -> None:
 def test_blocked_acquire_returns_false_when_stopped() -> None:
     window, stop = Window(1), threading.Event()
     assert window.acquire(stop, POLL) is True
-    waiter = Acquirer(window, stop)
-    assert not waiter.done.wait(0.05)
-    stop.set()
-    assert waiter.done.wait(WAIT)
-    waiter.join()
-    assert waiter.result is False
+    assert_blocked_until_stopped(window, stop)
     assert window.used == 1  # the stopped acquire took no slot
     window.release()
     assert window.used == 0
@@ -110,12 +115,7 @@ def test_extra_release_raises_and_does_not_widen_the_window() -> None:
         window.release()
     assert window.acquire(stop, POLL) is True
     # the failed release freed no slot: a second acquire still has to wait
-    waiter = Acquirer(window, stop)
-    assert not waiter.done.wait(0.1)
-    stop.set()
-    assert waiter.done.wait(WAIT)
-    waiter.join()
-    assert waiter.result is False
+    assert_blocked_until_stopped(window, stop)
     assert (window.used, window.peak) == (1, 1)
 
 
