@@ -16,6 +16,7 @@ skipped, the rest and the position commit together.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -71,6 +72,7 @@ class Loader:
         self.epoch = epoch
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
+        self._unique_keys: dict[tuple[str, str, str], bool] = {}  # other unique keys?
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
@@ -93,6 +95,25 @@ class Loader:
                 pass
         self._connections.clear()
 
+    def _ordered_tables(self, changes: list[TargetChange]) -> set[tuple[str, str, str]]:
+        """The tables of the batch with a unique key besides the one rows are keyed by: their
+        changes are written in source order (see :mod:`node.merge`)."""
+        wanted = {(c.datasource, c.schema, c.table): c.keys for c in changes}
+        for name, keys in wanted.items():
+            if name not in self._unique_keys and name[0] in self.targets:
+                self._unique_keys[name] = self._other_unique_keys(name, keys)
+        return {name for name in wanted if self._unique_keys.get(name)}
+
+    def _other_unique_keys(self, name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
+        conn = self._connection(name[0])
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
+                           "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
+                           "TABLE_NAME = %s AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", name[1:])
+            indexes = cursor.fetchall()
+        conn.commit()
+        return any(set(columns.split(",")) != set(keys) for _, columns in indexes)
+
     def applied_position(self, name: str) -> BinlogPosition | None:
         conn = self._connection(name)
         with conn.cursor() as cursor:
@@ -105,7 +126,8 @@ class Loader:
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write the batch; return the rows written (0 for an already applied batch)."""
         by_target: dict[str, list[TableWrites]] = {}
-        for writes in merge(changes):
+        ordered = () if self.params.dry_run else self._ordered_tables(changes)
+        for writes in merge(changes, ordered):
             if writes.datasource not in self.targets:
                 raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "
                                 f"unknown target data source {writes.datasource}")
@@ -204,20 +226,34 @@ class Loader:
 
 
 def _statements(writes: TableWrites, size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    """(sql, args, executemany?, keys or rows it writes) for one table's deletes and upserts."""
+    """(sql, args, executemany?, keys or rows it writes) for one table's writes: merged
+    deletes then upserts, or the ordered steps with consecutive ones of a kind together."""
+    yield from _deletes(writes, writes.deletes, size)
+    yield from _upserts(writes, writes.upserts, size)
+    for upsert, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
+        items = [item for _, item in group]
+        yield from (_upserts if upsert else _deletes)(writes, items, size)
+
+
+def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]],
+             size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
     table = f"{quote(writes.schema)}.{quote(writes.table)}"
-    if writes.deletes:
-        one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
-        columns = ", ".join(map(quote, writes.keys))
-        for chunk in _chunks(writes.deletes, size):
-            sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
-            yield sql, [sql_value(v) for key in chunk for v in key], False, chunk
-    for columns, rows in _runs(writes.upserts):
+    one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
+    columns = ", ".join(map(quote, writes.keys))
+    for chunk in _chunks(keys, size):
+        sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
+        yield sql, [sql_value(v) for key in chunk for v in key], False, chunk
+
+
+def _upserts(writes: TableWrites, rows: list[dict[str, Any]],
+             size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
+    table = f"{quote(writes.schema)}.{quote(writes.table)}"
+    for columns, run in _runs(rows):
         update = [c for c in columns if c not in writes.keys] or [columns[0]]
         sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
                f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
                + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
-        for chunk in _chunks(rows, size):
+        for chunk in _chunks(run, size):
             keys = [tuple(row[k] for k in writes.keys) for row in chunk]
             yield sql, [[sql_value(row[c]) for c in columns] for row in chunk], True, keys
 

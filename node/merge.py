@@ -12,11 +12,17 @@ with one DELETE per deleted key and one upsert per surviving row:
 Upserts keep the order of each key's last change, and a table's deletes run before its
 upserts, so a unique value freed by a delete is free when a later insert takes it.
 Tables are written in ascending ``push_weight``, then in order of first appearance.
+
+A table with a unique key besides its primary key is not merged: two rows can pass a unique
+value between them inside one batch (row 1 gives up code 16, row 3 takes it), and writing the
+net rows in any other order than the source's lets an upsert land on the wrong row. Such a
+table is written as ``steps``, every change in source order (deletes and upserts of
+consecutive changes still go out as multi-row statements), which the source has proven valid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +41,11 @@ class TableWrites:
     first_seq: int
     deletes: list[tuple[Any, ...]] = field(default_factory=list)
     upserts: list[Row] = field(default_factory=list)
+    steps: list[tuple[bool, Any]] = field(default_factory=list)  # (upsert?, row or key)
 
     @property
     def rows(self) -> int:
-        return len(self.deletes) + len(self.upserts)
+        return len(self.deletes) + len(self.upserts) + len(self.steps)
 
 
 @dataclass
@@ -48,7 +55,10 @@ class _KeyState:
     born: bool  # the first change of this key in the batch created it
 
 
-def merge(changes: Iterable[TargetChange]) -> list[TableWrites]:
+def merge(changes: Iterable[TargetChange],
+          ordered: Collection[tuple[str, str, str]] = ()) -> list[TableWrites]:
+    """The batch's writes per table; tables named in ``ordered`` (datasource, schema, table)
+    keep every change in source order instead of being merged per key."""
     tables: dict[tuple[str, str, str], TableWrites] = {}
     states: dict[tuple[str, str, str], dict[tuple[Any, ...], _KeyState]] = {}
     for change in sorted(changes, key=lambda c: c.seq):
@@ -56,8 +66,13 @@ def merge(changes: Iterable[TargetChange]) -> list[TableWrites]:
         if name not in tables:
             tables[name] = TableWrites(*name, change.keys, change.push_weight, change.seq)
             states[name] = {}
-        _apply(states[name], change)
+        if name in ordered:
+            tables[name].steps.extend(_steps(change))
+        else:
+            _apply(states[name], change)
     for name, writes in tables.items():
+        if name in ordered:
+            continue
         finals = sorted(states[name].items(), key=lambda item: item[1].seq)
         writes.deletes = [key for key, state in finals if state.row is _DELETED and not state.born]
         writes.upserts = [state.row for _, state in finals if state.row is not _DELETED]
@@ -87,3 +102,15 @@ def _apply(state: dict[tuple[Any, ...], _KeyState], change: TargetChange) -> Non
     elif change.type is ChangeType.DELETE:
         assert change.before_key is not None
         put(change.before_key, _DELETED, False)
+
+
+def _steps(change: TargetChange) -> Iterator[tuple[bool, Any]]:
+    """One change as ordered steps: (False, key) deletes, (True, row) upserts."""
+    if change.type is ChangeType.DELETE:
+        yield False, change.before_key
+        return
+    assert change.after is not None
+    new_key = tuple(change.after[k] for k in change.keys)
+    if change.type is ChangeType.UPDATE and change.before_key != new_key:
+        yield False, change.before_key
+    yield True, change.after

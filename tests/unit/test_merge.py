@@ -239,6 +239,22 @@ def test_composite_key_differing_in_one_part_is_another_key() -> None:
     assert w.upserts == [{"a": 1, "b": 2}]
 
 
+def test_a_table_with_another_unique_key_keeps_every_change_in_source_order() -> None:
+    # row 1 gives up code 16 and row 3 takes it; merged, row 3's upsert would come first
+    # and land on row 1 through the unique code
+    changes = [ins(1, {"id": 3, "code": 9}), upd(2, (1,), {"id": 1, "code": 5}),
+               upd(3, (3,), {"id": 3, "code": 16}), upd(4, (1,), {"id": 1, "code": 6}),
+               upd(5, (3,), {"id": 4, "code": 16}), dele(6, (4,))]
+    w = only(merge(changes, ordered={("dst", "s", "t")}))
+    assert (w.deletes, w.upserts) == ([], [])
+    assert w.steps == [(True, {"id": 3, "code": 9}), (True, {"id": 1, "code": 5}),
+                       (True, {"id": 3, "code": 16}), (True, {"id": 1, "code": 6}),
+                       (False, (3,)), (True, {"id": 4, "code": 16}), (False, (4,))]
+    assert w.rows == 7
+    merged = only(merge(changes))  # without the unique key: the net effect per key
+    assert (merged.deletes, merged.upserts, merged.steps) == ([], [{"id": 1, "code": 6}], [])
+
+
 # --- randomized: replaying merge() output reproduces the source table -------------------
 
 TABLES = {"t": ("id",), "u": ("a", "b")}
