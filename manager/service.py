@@ -16,7 +16,7 @@ import grpc
 
 from manager.election import LeaderElection
 from manager.views import Views
-from shared import definitions
+from shared import definitions, tablekeys
 from shared.catalog import Catalog
 from shared.errors import (
     ConfigError,
@@ -78,6 +78,10 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                                            self.catalog.source_names())
         except ConfigError as exc:
             return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
+        keyless = tablekeys.keyless_tables(parsed, self.catalog.source)
+        if keyless:
+            return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
+                                                     for problem in keyless])
         changes = self.catalog.apply(parsed, dry_run=request.dry_run)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)

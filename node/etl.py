@@ -53,6 +53,9 @@ class CompiledPipeline:
     pipeline_id: str
     version: int
     pairs: tuple[CompiledPair, ...]
+    # row keys of source tables without a primary key (their first NOT NULL unique key),
+    # read from the source when the pipeline starts
+    table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
         default_factory=dict, compare=False, repr=False)
 
@@ -98,7 +101,13 @@ class CompiledPipeline:
         return bool(self.pairs_for(schema, table))
 
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
-        return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs}
+        return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
+                "table_keys": self.table_keys}
+
+    @property
+    def broadcast_key(self) -> tuple[str, int, int]:
+        """Changes with the definition version and with the table keys read at start."""
+        return self.pipeline_id, self.version, hash(frozenset(self.table_keys.items()))
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
@@ -110,10 +119,12 @@ def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterat
     """One source row change as target changes, one per matching pair."""
     for entry in compiled.pairs_for(change.schema, change.table):
         pair = entry.pair
-        keys = pair.key_columns or change.keys
+        keys = (pair.key_columns or change.keys
+                or compiled.table_keys.get((change.schema, change.table), ()))
         if not keys:
             raise ConfigError(f"pipeline {compiled.pipeline_id}: table "
-                              f"{change.schema}.{change.table} has no primary key; give "
+                              f"{change.schema}.{change.table} has no primary key and no unique "
+                              "key over NOT NULL columns; add one on the source or give "
                               "'key_columns' on its pair")
         schema = entry.target_name(pair.source.namespace, pair.target.namespace, change.schema)
         table = entry.target_name(pair.source.table, pair.target.table, change.table)

@@ -9,6 +9,7 @@ failures in a row it pauses the channel and leaves the error in the pipeline's s
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -18,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import pymysql
 from kazoo.client import KazooClient
 
 from node import source as endpoints
@@ -28,8 +30,9 @@ from node.loader import FencedError, Loader
 from node.selector import Selector
 from node.spark import SparkRunner
 from node.window import Window
+from shared import tablekeys
 from shared.catalog import Catalog
-from shared.errors import ConfigError, SetlError
+from shared.errors import ConfigError, SetlError, SourceError
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline, StartupMode
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
@@ -115,6 +118,9 @@ class PipelineRunner:
             try:
                 self._run_once(compiled)
                 break
+            except ConfigError as exc:  # the source's tables, not a passing failure
+                self._fail_for_good(str(exc))
+                return
             except FencedError as exc:
                 self.state, self.last_error = "fenced", str(exc)
                 log.error("event=pipeline_fenced pipeline=%s error=%s", self.pipeline_id, exc)
@@ -169,6 +175,7 @@ class PipelineRunner:
         server_id = endpoints.replica_server_id(self.pipeline_id)
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
+        compiled = _with_table_keys(compiled, source, pipeline)
         targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                    for pair in pipeline.pairs}
         self.state = "starting spark"
@@ -283,6 +290,21 @@ class PipelineRunner:
             window_used=in_flight, window_peak=self.window_peak,
             window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
             process_id=self.cursor.process_id if self.cursor else 0)
+
+
+def _with_table_keys(compiled: CompiledPipeline, source: DataSource,
+                     pipeline: Pipeline) -> CompiledPipeline:
+    """The compiled pipeline with the unique keys of its tables that have no primary key;
+    a table nothing keys refuses the start."""
+    try:
+        keys = tablekeys.read_keys(source)
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
+                          f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
+    unique, problems = tablekeys.pipeline_keys(pipeline, keys)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return dataclasses.replace(compiled, table_keys=unique)
 
 
 def _cancel_pending(handoff: queue.Queue[Any]) -> None:

@@ -35,7 +35,7 @@ class SparkRunner:
         self.settings = settings
         self._lock = threading.Lock()
         self._session: Any = None
-        self._broadcasts: dict[tuple[str, int], Any] = {}
+        self._broadcasts: dict[tuple[str, int, int], Any] = {}
 
     def _start(self) -> Any:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -73,7 +73,7 @@ class SparkRunner:
             return self._session.sparkContext
 
     def _broadcast(self, compiled: CompiledPipeline) -> Any:
-        key = (compiled.pipeline_id, compiled.version)
+        key = compiled.broadcast_key
         with self._lock:
             found = self._broadcasts.get(key)
         if found is None:

@@ -148,13 +148,19 @@ class Cluster:
     # -- channels ---------------------------------------------------------------------------
     def apply(self, channels: list[dict[str, Any]], sources: list[dict[str, Any]] | None = None
               ) -> None:
+        errors = self.apply_errors(channels, sources)
+        assert not errors, errors
+
+    def apply_errors(self, channels: list[dict[str, Any]],
+                     sources: list[dict[str, Any]] | None = None) -> list[str]:
+        """Apply; return the manager's errors (empty when the definitions were stored)."""
         secret = f"file:{self.sandbox.secret_file}"
         servers = self.sandbox.servers()
         base = [{"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
                  "password": secret} for name in ("source", "target")]
         text = yaml.safe_dump({"sources": sources or base, "channels": channels})
         answer = self.call("Apply", manager_pb2.ApplyRequest(yaml=text, file="test.yaml"))
-        assert not answer.errors, answer.errors
+        return list(answer.errors)
 
     def set_status(self, channel: str, status: str) -> None:
         self.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(

@@ -1,0 +1,105 @@
+"""Which columns identify a source table's rows, read from ``information_schema``.
+
+A row is keyed by its primary key; a table without one by its first unique key whose
+columns are all NOT NULL (a unique key over nullable columns admits several NULL rows, so it
+does not identify one), or by the pair's ``key_columns``. A table with none of them cannot be
+replicated by key: updates and deletes would have nothing to find the target row by.
+Both the manager (at ``setl apply``) and the node (when a pipeline starts) ask this.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pymysql
+
+from shared.errors import SetlError
+from shared.model import DataSource, Definitions, Pipeline
+
+log = logging.getLogger("setl.tablekeys")
+
+_KEYS = """
+SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME,
+       GROUP_CONCAT(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX),
+       SUM(c.IS_NULLABLE = 'YES')
+FROM information_schema.STATISTICS s
+JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA
+     AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
+WHERE s.NON_UNIQUE = 0 AND s.TABLE_SCHEMA NOT IN
+      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')
+GROUP BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME
+ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.INDEX_NAME
+"""
+_TABLES = """
+SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
+WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN
+      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')
+"""
+
+
+def row_keys(cursor: Any) -> dict[tuple[str, str], tuple[str, ...] | None]:
+    """Every user table with the columns that key its rows (None: nothing does)."""
+    cursor.execute(_TABLES)
+    found: dict[tuple[str, str], tuple[str, ...] | None] = {
+        (schema, table): None for schema, table in cursor.fetchall()}
+    cursor.execute(_KEYS)
+    for schema, table, index, columns, nullable in cursor.fetchall():
+        if found.get((schema, table)) is None and (index == "PRIMARY" or not int(nullable)):
+            found[(schema, table)] = tuple(columns.split(","))
+    return found
+
+
+def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None]
+                  ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
+    """For the tables the pipeline's pairs match: the unique keys to use where a table has
+    no primary key, and a problem line for each table nothing keys."""
+    unique: dict[tuple[str, str], tuple[str, ...]] = {}
+    problems = []
+    for (schema, table), columns in sorted(keys.items()):
+        for pair in pipeline.pairs:
+            if not (pair.source.namespace.matches(schema) and pair.source.table.matches(table)):
+                continue
+            if pair.key_columns:
+                break
+            if columns is None:
+                problems.append(
+                    f"pipeline {pipeline.name}: table {schema}.{table} (pair {pair.source}) has "
+                    "no primary key and no unique key over NOT NULL columns; add one on the "
+                    "source or name the columns that identify a row with 'key_columns:' on "
+                    "the pair")
+            else:
+                unique[(schema, table)] = columns
+            break
+    return unique, problems
+
+
+def read_keys(source: DataSource) -> dict[tuple[str, str], tuple[str, ...] | None]:
+    """The source's tables and their row keys (raises ``pymysql.MySQLError``)."""
+    password = source.password.resolve() if source.password else ""
+    with pymysql.connect(host=source.host, port=source.port, user=source.user,
+                         password=password, charset=source.charset, connect_timeout=5) as conn:
+        with conn.cursor() as cursor:
+            return row_keys(cursor)
+
+
+def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]) -> list[str]:
+    """Problems of the tables the channels would replicate without a key. A source that
+    cannot be reached is skipped here (logged); the node checks again when it starts."""
+    sources = {source.name: source for source in definitions.sources}
+    problems: list[str] = []
+    keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}
+    for channel in definitions.channels:
+        for pipeline in channel.pipelines:
+            if pipeline.source not in keys_by_source:
+                try:
+                    source = sources.get(pipeline.source) or stored(pipeline.source)
+                    keys_by_source[pipeline.source] = read_keys(source)
+                except (SetlError, pymysql.MySQLError) as exc:
+                    log.warning("event=key_check_skipped channel=%s source=%s error=%s",
+                                channel.name, pipeline.source, exc)
+                    keys_by_source[pipeline.source] = {}
+            _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source])
+            problems += [f"channel {channel.name} {problem}" for problem in found]
+    return problems
