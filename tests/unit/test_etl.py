@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from typing import Any
 
@@ -282,8 +283,16 @@ def test_table_without_primary_key_needs_key_columns() -> None:
     c = compiled("{source: s.t, target: s2.t}")
     with pytest.raises(ConfigError) as caught:
         list(transform(c, 1, insert("s", "t", {"v": 1}, keys=())))
-    assert str(caught.value) == (f"pipeline {PIPELINE_ID}: table s.t has no primary key; give "
-                                 "'key_columns' on its pair")
+    assert str(caught.value) == (f"pipeline {PIPELINE_ID}: table s.t has no primary key and "
+                                 "no unique key over NOT NULL columns; add one on the source or "
+                                 "give 'key_columns' on its pair")
+
+
+def test_a_unique_key_read_at_start_keys_a_table_without_primary_key() -> None:
+    c = dataclasses.replace(compiled("{source: s.t, target: s2.t}"),
+                            table_keys={("s", "t"): ("code",)})
+    [change] = transform(c, 1, insert("s", "t", {"code": "x", "v": 1}, keys=()))
+    assert change.keys == ("code",)
 
 
 def test_key_columns_override_the_primary_key() -> None:
