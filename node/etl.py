@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange, TargetChange
+from node.ddl import transform_ddl
 from shared.errors import ConfigError
 from shared.model import ColumnMode, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
@@ -56,14 +57,12 @@ class CompiledPipeline:
     # row keys of source tables without a primary key (their first NOT NULL unique key),
     # read from the source when the pipeline starts
     table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    ddl_sync: bool = False
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
         default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline) -> CompiledPipeline:
-        if pipeline.params.ddl_sync:
-            raise ConfigError(f"pipeline {pipeline_id}: ddl_sync is not run by this setl-node "
-                              "yet; set ddl_sync: false (DDL is then filtered)")
         compiled = []
         for pair in pipeline.pairs:
             for attribute, what in _NOT_YET.items():
@@ -76,7 +75,7 @@ class CompiledPipeline:
             exclude = frozenset(pair.columns) if pair.column_mode is ColumnMode.EXCLUDE \
                 else frozenset()
             compiled.append(CompiledPair(pair, renames, include, exclude))
-        return cls(pipeline_id, version, tuple(compiled))
+        return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync)
 
     def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
         """The pairs a table feeds: the most specific match, or every fan-out pair."""
@@ -100,9 +99,19 @@ class CompiledPipeline:
     def wants(self, schema: str, table: str) -> bool:
         return bool(self.pairs_for(schema, table))
 
+    def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
+        """(datasource, schema, table) of every target a source table is written to."""
+        found = []
+        for entry in self.pairs_for(schema, table):
+            source, target = entry.pair.source, entry.pair.target
+            found.append((target.datasource,
+                          entry.target_name(source.namespace, target.namespace, schema),
+                          entry.target_name(source.table, target.table, table)))
+        return found
+
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
-                "table_keys": self.table_keys}
+                "table_keys": self.table_keys, "ddl_sync": self.ddl_sync}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:
@@ -140,5 +149,7 @@ def extract_transform(compiled: CompiledPipeline,
     """The per-partition function: numbered source changes in, target changes out."""
     for seq, change in numbered:
         if change.type is ChangeType.DDL:
-            continue  # DDL replay (ddl_sync) is not run by this node yet; filtered
+            if compiled.ddl_sync:  # else filtered
+                yield from transform_ddl(change, seq, compiled.target_tables)
+            continue
         yield from transform(compiled, seq, change)

@@ -26,7 +26,7 @@ from typing import Any
 import pymysql
 
 from node import source as endpoints
-from node.changes import Batch, TargetChange
+from node.changes import Batch, ChangeType, TargetChange
 from node.merge import TableWrites, merge
 from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
@@ -34,6 +34,8 @@ from shared.retl import TARGET_DDL
 
 log = logging.getLogger("setl.node.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
+# table exists, unknown table, duplicate column/key, can't drop, no such table
+DDL_ALREADY_APPLIED = {1050, 1051, 1060, 1061, 1091, 1146}
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
 
 
@@ -125,6 +127,9 @@ class Loader:
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write the batch; return the rows written (0 for an already applied batch)."""
+        ddl = [change for change in changes if change.type is ChangeType.DDL]
+        if ddl:  # Select puts a DDL in a batch of its own
+            return self._load_ddl(batch, ddl)
         by_target: dict[str, list[TableWrites]] = {}
         ordered = () if self.params.dry_run else self._ordered_tables(changes)
         for writes in merge(changes, ordered):
@@ -142,11 +147,24 @@ class Loader:
             written += self._load_target(name, batch, tables)
         return written
 
-    def _load_target(self, name: str, batch: Batch, tables: list[TableWrites]) -> int:
+    def _load_ddl(self, batch: Batch, ddl: list[TargetChange]) -> int:
+        if self.params.dry_run:
+            log.info("event=batch_dry_run pipeline=%s process_id=%d ddl=%d position=%s",
+                     self.pipeline_id, batch.process_id, len(ddl), batch.end)
+            return len(ddl)
+        by_target: dict[str, list[TargetChange]] = {}
+        for change in ddl:
+            by_target.setdefault(change.datasource, []).append(change)
+        self._unique_keys.clear()  # tables change shape
+        return sum(self._load_target(name, batch, [], statements)
+                   for name, statements in by_target.items())
+
+    def _load_target(self, name: str, batch: Batch, tables: list[TableWrites],
+                     ddl: list[TargetChange] | None = None) -> int:
         one_by_one = False
         for attempt in range(1, 7):
             try:
-                return self._transaction(name, batch, tables, one_by_one)
+                return self._transaction(name, batch, tables, one_by_one, ddl or [])
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
@@ -173,7 +191,7 @@ class Loader:
                 pass
 
     def _transaction(self, name: str, batch: Batch, tables: list[TableWrites],
-                     one_by_one: bool = False) -> int:
+                     one_by_one: bool = False, ddl: list[TargetChange] | None = None) -> int:
         conn = self._connection(name)
         with conn.cursor() as cursor:
             cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch FROM retl.retl_position "
@@ -194,6 +212,8 @@ class Loader:
             written = 0
             for writes in tables:
                 written += self._write_table(cursor, writes, batch, one_by_one)
+            for change in ddl or ():  # DDL commits implicitly: the position follows it
+                written += self._execute_ddl(cursor, change, batch)
             end = batch.end
             cursor.execute(
                 "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, "
@@ -205,6 +225,27 @@ class Loader:
                 (self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid, self.epoch))
         conn.commit()
         return written
+
+    def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
+        """Run one DDL; a replay after a crash between the DDL and its position finds it
+        done (the table exists, the column is there …): logged and taken as applied."""
+        try:
+            if change.ddl.lstrip().upper().startswith("CREATE"):
+                cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
+            cursor.execute(f"USE {quote(change.schema)}")
+            cursor.execute(change.ddl)
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code not in DDL_ALREADY_APPLIED:
+                raise
+            log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "
+                        "ddl=%r error=%r", self.pipeline_id, batch.process_id,
+                        change.datasource, change.ddl, exc.args[-1])
+            return 0
+        log.info("event=ddl_applied pipeline=%s process_id=%d target=%s table=%s.%s ddl=%r",
+                 self.pipeline_id, batch.process_id, change.datasource, change.schema,
+                 change.table, change.ddl)
+        return 1
 
     def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
                      one_by_one: bool) -> int:

@@ -89,14 +89,6 @@ def test_compile_refuses_shard_rules() -> None:
                                  "which this setl-node does not run yet; remove it")
 
 
-def test_compile_refuses_ddl_sync() -> None:
-    p = pipeline("{source: s.t, target: s2.t}", options="ddl_sync: true")
-    with pytest.raises(ConfigError) as caught:
-        CompiledPipeline.compile(PIPELINE_ID, 1, p)
-    assert str(caught.value) == (f"pipeline {PIPELINE_ID}: ddl_sync is not run by this "
-                                 "setl-node yet; set ddl_sync: false (DDL is then filtered)")
-
-
 def test_compile_accepts_ddl_sync_false() -> None:
     c = compiled("{source: s.t, target: s2.t}", options="ddl_sync: false")
     assert len(c.pairs) == 1
