@@ -33,6 +33,7 @@ from node.source import connection_settings
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 
+MARK_TABLE = ("retl", "retl_mark")
 log = logging.getLogger("setl.node.binlog")
 _EVENTS = [RotateEvent, MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, WriteRowsEvent,
            UpdateRowsEvent, DeleteRowsEvent]
@@ -100,9 +101,15 @@ class BinlogReader:
     """Reads committed transactions after ``start`` into ``out`` until stopped."""
 
     def __init__(self, source: DataSource, server_id: int, start: BinlogPosition,
-                 wants: Callable[[str, str], bool], out: queue.Queue[Any]) -> None:
+                 wants: Callable[[str, str], bool], out: queue.Queue[Any],
+                 loop_channel: str | None = None) -> None:
         self.source, self.server_id, self.start = source, server_id, start
-        self.wants, self.out = wants, out
+        self.out = out
+        # a two-way channel: transactions carrying its own loop mark were loaded by the
+        # opposite pipeline and are dropped (else every change would ping-pong for ever)
+        self.loop_channel = loop_channel
+        self.wants = wants if loop_channel is None else (
+            lambda schema, table: (schema, table) == MARK_TABLE or wants(schema, table))
         self._stop = threading.Event()
         self._stream: BinLogStreamReader | None = None
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
@@ -222,5 +229,12 @@ class BinlogReader:
         self._commit([change], gtid, event.timestamp)
 
     def _commit(self, changes: list[RowChange], gtid: str, timestamp: int) -> None:
+        if self.loop_channel is not None:
+            marks = [c for c in changes if (c.schema, c.table) == MARK_TABLE]
+            if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel
+                   for c in marks):
+                changes = []  # loaded by the opposite pipeline: only the position moves
+            elif marks:
+                changes = [c for c in changes if (c.schema, c.table) != MARK_TABLE]
         self._put(Transaction(tuple(changes), self._position(gtid), int(timestamp) * 1000,
                               int(time.time() * 1000)))

@@ -74,6 +74,7 @@ class TargetChange:
     push_weight: int = 0
     seq: int = 0  # order within the batch
     ddl: str = ""
+    before: Row | None = None  # the mapped before image (two-way channels: conflict checks)
 
 
 @dataclass(slots=True)

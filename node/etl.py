@@ -58,11 +58,13 @@ class CompiledPipeline:
     # read from the source when the pipeline starts
     table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     ddl_sync: bool = False
+    two_way: bool = False  # keep before images for the conflict check
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
         default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline) -> CompiledPipeline:
+    def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
+                two_way: bool = False) -> CompiledPipeline:
         compiled = []
         for pair in pipeline.pairs:
             for attribute, what in _NOT_YET.items():
@@ -75,7 +77,8 @@ class CompiledPipeline:
             exclude = frozenset(pair.columns) if pair.column_mode is ColumnMode.EXCLUDE \
                 else frozenset()
             compiled.append(CompiledPair(pair, renames, include, exclude))
-        return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync)
+        return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
+                   two_way=two_way)
 
     def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
         """The pairs a table feeds: the most specific match, or every fan-out pair."""
@@ -111,7 +114,8 @@ class CompiledPipeline:
 
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
-                "table_keys": self.table_keys, "ddl_sync": self.ddl_sync}
+                "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
+                "two_way": self.two_way}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:
@@ -140,8 +144,10 @@ def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterat
         target_keys = tuple(entry.renames.get(name, name) for name in keys)
         before_key = tuple(change.before[name] for name in keys) if change.before else None
         after = entry.map_row(change.after, keys) if change.after is not None else None
+        before = entry.map_row(change.before, keys) \
+            if compiled.two_way and change.before is not None else None
         yield TargetChange(pair.target.datasource, schema, table, change.type, target_keys,
-                           before_key, after, pair.push_weight, seq)
+                           before_key, after, pair.push_weight, seq, before=before)
 
 
 def extract_transform(compiled: CompiledPipeline,

@@ -28,6 +28,7 @@ import pymysql
 from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
 from node.merge import TableWrites, merge
+from node.twoway import LoopGuard
 from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
@@ -69,9 +70,9 @@ class Loader:
     """Writes batches of one pipeline; one connection per target data source."""
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
-                 params: PipelineParams, epoch: int = 0) -> None:
+                 params: PipelineParams, epoch: int = 0, loop: LoopGuard | None = None) -> None:
         self.pipeline_id, self.targets, self.params = pipeline_id, targets, params
-        self.epoch = epoch
+        self.epoch, self.loop = epoch, loop
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
         self._unique_keys: dict[tuple[str, str, str], bool] = {}  # other unique keys?
@@ -130,21 +131,20 @@ class Loader:
         ddl = [change for change in changes if change.type is ChangeType.DDL]
         if ddl:  # Select puts a DDL in a batch of its own
             return self._load_ddl(batch, ddl)
-        by_target: dict[str, list[TableWrites]] = {}
-        ordered = () if self.params.dry_run else self._ordered_tables(changes)
-        for writes in merge(changes, ordered):
-            if writes.datasource not in self.targets:
+        by_target: dict[str, list[TargetChange]] = {}
+        for change in changes:
+            if change.datasource not in self.targets:
                 raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "
-                                f"unknown target data source {writes.datasource}")
-            by_target.setdefault(writes.datasource, []).append(writes)
+                                f"unknown target data source {change.datasource}")
+            by_target.setdefault(change.datasource, []).append(change)
         if self.params.dry_run:
-            rows = sum(w.rows for tables in by_target.values() for w in tables)
+            rows = sum(w.rows for w in merge(changes))
             log.info("event=batch_dry_run pipeline=%s process_id=%d rows=%d position=%s",
                      self.pipeline_id, batch.process_id, rows, batch.end)
             return rows
         written = 0
-        for name, tables in by_target.items():
-            written += self._load_target(name, batch, tables)
+        for name, target_changes in by_target.items():
+            written += self._load_target(name, batch, target_changes)
         return written
 
     def _load_ddl(self, batch: Batch, ddl: list[TargetChange]) -> int:
@@ -156,15 +156,14 @@ class Loader:
         for change in ddl:
             by_target.setdefault(change.datasource, []).append(change)
         self._unique_keys.clear()  # tables change shape
-        return sum(self._load_target(name, batch, [], statements)
+        return sum(self._load_target(name, batch, statements)
                    for name, statements in by_target.items())
 
-    def _load_target(self, name: str, batch: Batch, tables: list[TableWrites],
-                     ddl: list[TargetChange] | None = None) -> int:
+    def _load_target(self, name: str, batch: Batch, changes: list[TargetChange]) -> int:
         one_by_one = False
         for attempt in range(1, 7):
             try:
-                return self._transaction(name, batch, tables, one_by_one, ddl or [])
+                return self._transaction(name, batch, changes, one_by_one)
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
@@ -190,8 +189,12 @@ class Loader:
             except pymysql.MySQLError:
                 pass
 
-    def _transaction(self, name: str, batch: Batch, tables: list[TableWrites],
-                     one_by_one: bool = False, ddl: list[TargetChange] | None = None) -> int:
+    def _transaction(self, name: str, batch: Batch, changes: list[TargetChange],
+                     one_by_one: bool = False) -> int:
+        """One target transaction: position check, (two-way) conflicts, the merged rows or
+        the DDL, the loop mark and the position."""
+        ddl = [change for change in changes if change.type is ChangeType.DDL]
+        ordered = self._ordered_tables(changes) if not ddl else set()
         conn = self._connection(name)
         with conn.cursor() as cursor:
             cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch FROM retl.retl_position "
@@ -209,11 +212,15 @@ class Loader:
                          "reason=already_applied applied=%s:%s", self.pipeline_id,
                          batch.process_id, name, row[0], row[1])
                 return 0
+            if self.loop is not None and not ddl:
+                changes = self.loop.resolve(cursor, changes, batch.process_id)
             written = 0
-            for writes in tables:
+            for writes in merge(changes, ordered) if not ddl else ():
                 written += self._write_table(cursor, writes, batch, one_by_one)
-            for change in ddl or ():  # DDL commits implicitly: the position follows it
+            for change in ddl:  # DDL commits implicitly: the position follows it
                 written += self._execute_ddl(cursor, change, batch)
+            if self.loop is not None:
+                self.loop.mark(cursor, batch.process_id)
             end = batch.end
             cursor.execute(
                 "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, "

@@ -29,6 +29,7 @@ from node.etl import CompiledPipeline
 from node.loader import FencedError, Loader
 from node.selector import Selector
 from node.spark import SparkRunner
+from node.twoway import LoopGuard
 from node.window import Window
 from shared import tablekeys
 from shared.catalog import Catalog
@@ -90,6 +91,10 @@ class PipelineRunner:
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
                                         daemon=True)
 
+    @property
+    def two_way(self) -> bool:
+        return len(self.ctx.channel.pipelines) == 2
+
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         self._thread.start()
@@ -109,7 +114,7 @@ class PipelineRunner:
         delays = iter(())
         try:
             compiled = CompiledPipeline.compile(self.pipeline_id, self.ctx.version,
-                                                self.ctx.pipeline)
+                                                self.ctx.pipeline, two_way=self.two_way)
         except ConfigError as exc:
             self._fail_for_good(str(exc))
             return
@@ -180,12 +185,17 @@ class PipelineRunner:
                    for pair in pipeline.pairs}
         self.state = "starting spark"
         self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
-        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch)
+        channel = self.ctx.channel
+        loop = LoopGuard(channel.name, self.pipeline_id,
+                         wins_conflicts=channel.pipelines[0].name == pipeline.name) \
+            if self.two_way else None
+        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop)
         window = self._window = Window(params.parallelism)
         selector = self._selector = Selector(
             self.pipeline_id, source, server_id, self.cursor.position,
             self.cursor.process_id + 1, params, compiled.wants, window,
-            busy=lambda: self._et_running >= ET_SATURATION)
+            busy=lambda: self._et_running >= ET_SATURATION,
+            loop_channel=self.ctx.channel.name if self.two_way else None)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():

@@ -34,13 +34,15 @@ class Selector:
                  start: BinlogPosition, next_process_id: int, params: PipelineParams,
                  wants: Callable[[str, str], bool], window: Window,
                  busy: Callable[[], bool] = lambda: False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 loop_channel: str | None = None) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
         self.busy = busy
         self.next_process_id = next_process_id
         self.position = start
         self.transactions: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=10_000)
-        self.reader = BinlogReader(source, server_id, start, wants, self.transactions)
+        self.reader = BinlogReader(source, server_id, start, wants, self.transactions,
+                                   loop_channel)
         self._held: Transaction | None = None  # a DDL waiting for its own batch
 
     def begin(self) -> None:

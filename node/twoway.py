@@ -1,0 +1,134 @@
+"""Two-way channels: the loop mark, and conflicts between concurrent writes on both sides.
+
+**Loop mark.** Each load transaction of a two-way channel also touches its pipeline's row in
+``retl.retl_mark`` on the target. The opposite pipeline reads that server's binlog, sees the
+mark of its own channel in the transaction and drops the whole transaction (see
+:mod:`node.binlog`), so a change goes A → B once and never comes back.
+
+**Conflicts.** Before writing, the load transaction reads the target's current rows for the
+batch's keys (``SELECT … FOR UPDATE``) and compares each with the image the source had before
+its first change in the batch (absent for an insert). A difference means the target row was
+changed there meanwhile by its own users: both sides wrote the key concurrently. Every
+conflict is logged (``event=conflict`` with table, key, the target's current row and the
+incoming change) and counted. The rule: **the channel's first pipeline wins**. Its changes
+overwrite the target; the second pipeline skips the changes of a conflicting key, so the
+row keeps the first side's value, and both sides converge to it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from node.changes import Row, TargetChange
+
+log = logging.getLogger("setl.node.twoway")
+Key = tuple[Any, ...]
+TableName = tuple[str, str, tuple[str, ...]]  # schema, table, key columns
+
+
+@dataclass
+class LoopGuard:
+    channel: str
+    pipeline_id: str
+    wins_conflicts: bool  # the channel's first pipeline
+    conflicts: int = 0
+
+    def mark(self, cursor: Any, process_id: int) -> None:
+        cursor.execute("INSERT INTO retl.retl_mark (CHANNEL_ID, PIPELINE_ID, PROCESS_ID) "
+                       "VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE "
+                       "PROCESS_ID = VALUES(PROCESS_ID)",
+                       (self.channel, self.pipeline_id, process_id))
+
+    def resolve(self, cursor: Any, changes: list[TargetChange],
+                process_id: int) -> list[TargetChange]:
+        """The changes to write: all of them on the winning side; on the other side those of
+        keys the target changed concurrently are left out. Conflicts are logged."""
+        losing: set[tuple[str, str, Key]] = set()
+        for (schema, table, keys), expected in first_images(changes).items():
+            current = current_rows(cursor, schema, table, keys, list(expected))
+            for key, (before, incoming) in expected.items():
+                now = current.get(tuple(_plain(v) for v in key))
+                if same_row(before, now):
+                    continue
+                self.conflicts += 1
+                log.warning("event=conflict pipeline=%s process_id=%d table=%s.%s key=%r "
+                            "target_row=%r incoming=%r resolution=%s", self.pipeline_id,
+                            process_id, schema, table, key, now, incoming,
+                            "source_wins" if self.wins_conflicts else "target_kept")
+                if not self.wins_conflicts:
+                    losing.add((schema, table, key))
+        if not losing:
+            return changes
+        return [c for c in changes if not _touches(c, losing)]
+
+
+def _keys_of(change: TargetChange) -> list[Key]:
+    keys = [change.before_key] if change.before_key is not None else []
+    if change.after is not None:
+        keys.append(tuple(change.after[k] for k in change.keys))
+    return keys
+
+
+def _touches(change: TargetChange, losing: set[tuple[str, str, Key]]) -> bool:
+    return any((change.schema, change.table, key) in losing for key in _keys_of(change))
+
+
+def first_images(changes: Iterable[TargetChange]
+                 ) -> dict[TableName, dict[Key, tuple[Row | None, Row | None]]]:
+    """Per table and key: the row the source had before the key's first change in the batch
+    (None: the key did not exist) and the row that change writes (None: a delete)."""
+    found: dict[TableName, dict[Key, tuple[Row | None, Row | None]]] = {}
+    for change in sorted(changes, key=lambda c: c.seq):
+        table = found.setdefault((change.schema, change.table, change.keys), {})
+        if change.before_key is not None and change.before_key not in table:
+            table[change.before_key] = (change.before, change.after)
+        if change.after is not None:
+            new_key = tuple(change.after[k] for k in change.keys)
+            if new_key not in table:  # an insert, or an update that moves the row here
+                table[new_key] = (None, change.after)
+    return found
+
+
+def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
+                 wanted: list[Key]) -> dict[Key, Row]:
+    """The target's rows for the keys, locked until the load transaction ends."""
+    quoted = ", ".join(f"`{k}`" for k in keys)
+    one = "(" + ", ".join(["%s"] * len(keys)) + ")"
+    cursor.execute(f"SELECT * FROM `{schema}`.`{table}` WHERE ({quoted}) IN "
+                   f"({', '.join([one] * len(wanted))}) FOR UPDATE",
+                   [value for key in wanted for value in key])
+    names = [column[0] for column in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return {tuple(_plain(row[k]) for k in keys): row for row in rows}
+
+
+def same_row(before: Row | None, now: Row | None) -> bool:
+    if before is None or now is None:
+        return before is None and now is None
+    return all(_plain(value) == _plain(now[name]) for name, value in before.items()
+               if name in now)
+
+
+def _plain(value: Any) -> Any:
+    """A value from the binlog or from a SELECT in one comparable form."""
+    if isinstance(value, set | frozenset):
+        return ",".join(sorted(value))
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.dumps(json.loads(value), sort_keys=True)
+        except ValueError:
+            return value
+    if isinstance(value, float | Decimal) and not isinstance(value, bool):
+        return Decimal(str(value)).normalize()
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=None)
+    return value
+

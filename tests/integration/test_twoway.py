@@ -1,0 +1,107 @@
+"""Two-way channels on two real MariaDB servers (both with binlogs): the loop mark stops
+ping-pong, concurrent writes on both sides converge, and conflicting writes to one key are
+reported and resolved by the rule (the channel's first pipeline wins)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from shared.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
+from shared.rpc import manager_pb2
+
+ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(30), "
+         "qty INT NOT NULL DEFAULT 0)")
+
+
+def two_way(name: str, schema: str) -> dict:
+    pairs = [{"source": f"{schema}.items", "target": f"{schema}.items"}]
+    return {"name": name, "pipelines": [
+        {"name": "forward", "source": "source", "target": "target", "pairs": pairs,
+         "batch_timeout_ms": 20},
+        {"name": "backward", "source": "target", "target": "source", "pairs": pairs,
+         "batch_timeout_ms": 20}]}
+
+
+def set_and_wait(cluster: Cluster, name: str, status: str, state: str) -> None:
+    cluster.set_status(name, status)
+
+    def both() -> bool:
+        info = cluster.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
+        return len(info.pipelines) == 2 and all(p.state == state for p in info.pipelines)
+    wait_for(both, 90, f"both pipelines of {name} {state}")
+
+
+def start(cluster: Cluster, name: str) -> None:
+    set_and_wait(cluster, name, "START", "running")
+
+
+def master_position(db: Database) -> tuple:
+    return tuple(db.rows("SHOW MASTER STATUS")[0][:2])
+
+
+def test_concurrent_writes_on_both_sides_converge_without_ping_pong(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, ITEMS)
+    cluster.apply([two_way("both-ways", schema)])
+    start(cluster, "both-ways")
+    t = f"`{schema}`.items"
+
+    def writer(db: Database, first: int) -> None:
+        for i in range(first, first + 150):
+            db.execute(f"INSERT INTO {t} VALUES ({i}, 'born {i}', 0)")
+            if i % 3 == 0:
+                db.execute(f"UPDATE {t} SET qty = qty + 1 WHERE id = {i - 1}")
+            if i % 10 == 0:
+                db.execute(f"DELETE FROM {t} WHERE id = {i - 5}")
+
+    threads = [threading.Thread(target=writer, args=(source, 1)),
+               threading.Thread(target=writer, args=(target, 1001))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wait_equal(source, target, schema, ["items"])
+    # rows that came over are changed again on the other side, and travel back once
+    source.execute(f"UPDATE {t} SET name = 'edited on source' WHERE id BETWEEN 1001 AND 1010")
+    target.execute(f"UPDATE {t} SET name = 'edited on target' WHERE id BETWEEN 1 AND 10")
+    wait_equal(source, target, schema, ["items"])
+    assert len(source.table(schema, "items")) == 2 * (150 - 15)
+    # nothing travels any more: both binlogs stand still (a ping-pong would keep them moving)
+    time.sleep(1.0)
+    positions = master_position(source), master_position(target)
+    time.sleep(2.0)
+    assert (master_position(source), master_position(target)) == positions
+    marks = target.rows("SELECT PIPELINE_ID FROM retl.retl_mark WHERE CHANNEL_ID = %s",
+                        ("both-ways",))
+    assert marks == [("both-ways.forward",)]
+    cluster.set_status("both-ways", "STOP")
+
+
+def test_a_key_written_on_both_sides_is_reported_and_the_first_pipeline_wins(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, ITEMS)
+    cluster.apply([two_way("conflicts", schema)])
+    start(cluster, "conflicts")
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'original', 1), (2, 'untouched', 2)")
+    wait_equal(source, target, schema, ["items"])
+    # both sides write while nothing replicates
+    set_and_wait(cluster, "conflicts", "STOP", "not running")
+    source.execute(f"UPDATE {t} SET name = 'from source', qty = 10 WHERE id = 1")
+    target.execute(f"UPDATE {t} SET name = 'from target', qty = 20 WHERE id = 1")
+    source.execute(f"INSERT INTO {t} VALUES (3, 'source insert', 3)")
+    target.execute(f"INSERT INTO {t} VALUES (3, 'target insert', 30)")
+    target.execute(f"UPDATE {t} SET qty = 22 WHERE id = 2")  # no conflict: only one side
+    start(cluster, "conflicts")
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [
+        (1, "from source", 10), (2, "untouched", 22), (3, "source insert", 3)]
+    log = cluster.nodes[1].output()
+    conflicts = [line for line in log.splitlines() if "event=conflict" in line
+                 and f"table={schema}.items" in line]
+    assert any("resolution=source_wins" in line and "key=(1,)" in line and "from target" in line
+               and "from source" in line for line in conflicts), conflicts
+    assert any("resolution=target_kept" in line and "key=(3,)" in line for line in conflicts)
+    assert not any("key=(2,)" in line for line in conflicts)
+    cluster.set_status("conflicts", "STOP")
