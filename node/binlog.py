@@ -32,6 +32,7 @@ from node.changes import ChangeType, RowChange, Transaction
 from node.source import connection_settings
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
+from shared.retl import BUFFER_TABLE
 
 MARK_TABLE = ("retl", "retl_mark")
 log = logging.getLogger("setl.node.binlog")
@@ -91,6 +92,15 @@ def _image(values: dict[str, Any], none_sources: dict[str, str],
     return values
 
 
+def _buffer_requests(kind: ChangeType, rows: list[dict[str, Any]]) -> list[RowChange]:
+    """Per-instance free-door requests: inserts without a CHANNEL_ID (rows with one are
+    central requests, served by their pipeline's polling; cleanup deletes are not requests)."""
+    if kind is not ChangeType.INSERT:
+        return []
+    return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(row["values"]))
+            for row in rows if not row["values"].get("CHANNEL_ID")]
+
+
 def _keys(primary_key: Any) -> tuple[str, ...]:
     if not primary_key:
         return ()
@@ -108,8 +118,9 @@ class BinlogReader:
         # a two-way channel: transactions carrying its own loop mark were loaded by the
         # opposite pipeline and are dropped (else every change would ping-pong for ever)
         self.loop_channel = loop_channel
-        self.wants = wants if loop_channel is None else (
-            lambda schema, table: (schema, table) == MARK_TABLE or wants(schema, table))
+        # the free door's per-instance requests (inserts into retl.retl_buffer) come too
+        system = {BUFFER_TABLE} if loop_channel is None else {BUFFER_TABLE, MARK_TABLE}
+        self.wants = lambda schema, table: (schema, table) in system or wants(schema, table)
         self._stop = threading.Event()
         self._stream: BinLogStreamReader | None = None
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
@@ -206,6 +217,8 @@ class BinlogReader:
         if not self.wants(schema, table):
             return []
         kind = _ROW_TYPES[type(event)]
+        if (schema, table) == BUFFER_TABLE:
+            return _buffer_requests(kind, event.rows)
         keys = _keys(event.primary_key)
         ts = int(event.timestamp) * 1000
         bits = _Special.of(event)

@@ -7,14 +7,16 @@ source row change through every pair that matches its table into target changes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from node import freedoor
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
 from shared.errors import ConfigError
-from shared.model import ColumnMode, MediaPair, Pipeline
+from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
 
 _NOT_YET = {"column_groups": "column groups", "processor": "processors",
@@ -59,12 +61,13 @@ class CompiledPipeline:
     table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     ddl_sync: bool = False
     two_way: bool = False  # keep before images for the conflict check
+    source: DataSource | None = None  # for lookups (the free door)
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
         default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
-                two_way: bool = False) -> CompiledPipeline:
+                two_way: bool = False, source: DataSource | None = None) -> CompiledPipeline:
         compiled = []
         for pair in pipeline.pairs:
             for attribute, what in _NOT_YET.items():
@@ -78,7 +81,7 @@ class CompiledPipeline:
                 else frozenset()
             compiled.append(CompiledPair(pair, renames, include, exclude))
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
-                   two_way=two_way)
+                   two_way=two_way, source=source)
 
     def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
         """The pairs a table feeds: the most specific match, or every fan-out pair."""
@@ -102,6 +105,12 @@ class CompiledPipeline:
     def wants(self, schema: str, table: str) -> bool:
         return bool(self.pairs_for(schema, table))
 
+    def configured_keys(self, schema: str, table: str) -> tuple[str, ...]:
+        """Key columns known without asking the source: the pair's, or read at start."""
+        pairs = self.pairs_for(schema, table)
+        return (pairs[0].pair.key_columns if pairs else ()) or \
+            self.table_keys.get((schema, table), ())
+
     def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every target a source table is written to."""
         found = []
@@ -115,7 +124,7 @@ class CompiledPipeline:
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
-                "two_way": self.two_way}
+                "two_way": self.two_way, "source": self.source}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:
@@ -150,12 +159,22 @@ def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterat
                            before_key, after, pair.push_weight, seq, before=before)
 
 
-def extract_transform(compiled: CompiledPipeline,
-                      numbered: Iterable[tuple[int, RowChange]]) -> Iterator[TargetChange]:
-    """The per-partition function: numbered source changes in, target changes out."""
+def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, RowChange]]
+                      ) -> Iterator[TargetChange | freedoor.Note]:
+    """The per-partition function: numbered source changes in, target changes out (and a
+    note per free-door request, which the driver counts)."""
+    requests = []
     for seq, change in numbered:
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
                 yield from transform_ddl(change, seq, compiled.target_tables)
-            continue
-        yield from transform(compiled, seq, change)
+        elif freedoor.is_request(change):
+            requests.append((seq, change))
+        else:
+            yield from transform(compiled, seq, change)
+    if requests:
+        if compiled.source is None:
+            raise ConfigError(f"pipeline {compiled.pipeline_id}: free-door requests need the "
+                              "source for lookups")
+        yield from freedoor.serve(requests, compiled.source, compiled.wants,
+                                  compiled.configured_keys, functools.partial(transform, compiled))

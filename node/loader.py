@@ -62,6 +62,14 @@ def position_key(position: BinlogPosition) -> tuple[str, int]:
     return position.file, position.pos
 
 
+def _applied(row: tuple[Any, ...], batch: Batch) -> bool:
+    """Whether the target already has the batch: its position is past the batch's end, or at
+    it from this or a later batch (a batch without binlog rows, carrying only free-door
+    requests, ends where the one before it did and still has to be written)."""
+    applied, end = (row[0], int(row[1])), position_key(batch.end)
+    return applied > end or (applied == end and int(row[3]) >= batch.process_id)
+
+
 class FencedError(LoadError):
     """A newer owner writes this pipeline; this (stale) owner must stop."""
 
@@ -197,8 +205,9 @@ class Loader:
         ordered = self._ordered_tables(changes) if not ddl else set()
         conn = self._connection(name)
         with conn.cursor() as cursor:
-            cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch FROM retl.retl_position "
-                           "WHERE pipeline_id = %s FOR UPDATE", (self.pipeline_id,))
+            cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch, process_id FROM "
+                           "retl.retl_position WHERE pipeline_id = %s FOR UPDATE",
+                           (self.pipeline_id,))
             row = cursor.fetchone()
             if row and int(row[2]) > self.epoch:
                 conn.rollback()
@@ -206,7 +215,7 @@ class Loader:
                     f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
                     f"target {name} is written by a newer owner (epoch {row[2]} > "
                     f"{self.epoch}); this node lost the pipeline and stops")
-            if row and (row[0], int(row[1])) >= position_key(batch.end):
+            if row and _applied(row, batch):
                 conn.rollback()
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
                          "reason=already_applied applied=%s:%s", self.pipeline_id,

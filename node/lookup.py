@@ -18,6 +18,7 @@ import pymysql.cursors
 from node.changes import Row
 from node.source import connect
 from shared.model import DataSource
+from shared.tablekeys import row_keys
 
 CHUNK = 500
 
@@ -34,11 +35,14 @@ class Lookup:
         self.chunk = chunk
         self._conn: pymysql.Connection | None = None
         self.queries = 0
+        self._keys: dict[tuple[str, str], tuple[str, ...] | None] = {}
 
     def _cursor(self) -> Any:
         if self._conn is None:
+            # TIMESTAMP in UTC, as the binlog gives it and Load writes it
             self._conn = connect(self.source, autocommit=True,
-                                 cursorclass=pymysql.cursors.DictCursor)
+                                 cursorclass=pymysql.cursors.DictCursor,
+                                 init_command="SET time_zone = '+00:00'")
         return self._conn.cursor()
 
     def rows(self, schema: str, table: str, keys: tuple[str, ...],
@@ -59,6 +63,16 @@ class Lookup:
                 self.queries += 1
                 for row in cursor.fetchall():
                     found[tuple(row[name] for name in keys)] = row
+        return found
+
+    def key_columns(self, schema: str, table: str) -> tuple[str, ...] | None:
+        """The columns that key the table's rows (primary key, else a NOT NULL unique key);
+        None when the table does not exist or nothing keys it."""
+        found = self._keys.get((schema, table), ())
+        if found == ():
+            with self._cursor() as cursor:
+                found = row_keys(cursor, (schema, table)).get((schema, table))
+            self._keys[(schema, table)] = found
         return found
 
     def close(self) -> None:

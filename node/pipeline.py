@@ -22,6 +22,7 @@ from typing import Any
 import pymysql
 from kazoo.client import KazooClient
 
+from node import freedoor
 from node import source as endpoints
 from node.changes import Batch, TargetChange
 from node.cursor import Cursor, CursorStore
@@ -87,6 +88,11 @@ class PipelineRunner:
         self._et_running = 0
         self._et_lock = threading.Lock()
         self.window_peak = 0
+        self.door_stats = freedoor.DoorStats()
+        params = context.pipeline.params
+        self._central = freedoor.CentralDoor(
+            context.sources[params.free_door_source], context.channel.name,
+            context.pipeline.name, params.free_door_slice) if params.free_door_source else None
         self._select_stop = threading.Event()
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
                                         daemon=True)
@@ -113,8 +119,9 @@ class PipelineRunner:
         failures = 0
         delays = iter(())
         try:
-            compiled = CompiledPipeline.compile(self.pipeline_id, self.ctx.version,
-                                                self.ctx.pipeline, two_way=self.two_way)
+            compiled = CompiledPipeline.compile(
+                self.pipeline_id, self.ctx.version, self.ctx.pipeline, two_way=self.two_way,
+                source=self.ctx.sources[self.ctx.pipeline.source])
         except ConfigError as exc:
             self._fail_for_good(str(exc))
             return
@@ -143,6 +150,8 @@ class PipelineRunner:
                 if failures == 1:
                     delays = iter(self.ctx.backoff.delays() + [self.ctx.backoff.max_delay_s] * 100)
                 self.stop_event.wait(next(delays, self.ctx.backoff.max_delay_s))
+        if self._central is not None:
+            self._central.close()
         self.state = "stopped"
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
@@ -177,10 +186,13 @@ class PipelineRunner:
         source = self.ctx.sources[pipeline.source]
         self.cursor = self._start_cursor()
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
+        if self._central is not None:
+            self._central.rewind()  # requests of dropped batches are taken again
         server_id = endpoints.replica_server_id(self.pipeline_id)
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
         compiled = _with_table_keys(compiled, source, pipeline)
+        freedoor.ensure_buffer(source, self.pipeline_id)
         targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                    for pair in pipeline.pairs}
         self.state = "starting spark"
@@ -195,7 +207,8 @@ class PipelineRunner:
             self.pipeline_id, source, server_id, self.cursor.position,
             self.cursor.process_id + 1, params, compiled.wants, window,
             busy=lambda: self._et_running >= ET_SATURATION,
-            loop_channel=self.ctx.channel.name if self.two_way else None)
+            loop_channel=self.ctx.channel.name if self.two_way else None,
+            requests_waiting=self._central.waiting if self._central else lambda: False)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
@@ -228,6 +241,8 @@ class PipelineRunner:
                 if batch is None:
                     continue
                 changes = batch.changes()
+                if self._central is not None:  # served inside this batch, in order
+                    changes += self._central.take(batch.process_id)
                 with self._et_lock:
                     self._et_running += 1
                 future = executor.submit(self._extract_transform, compiled, changes)
@@ -238,15 +253,18 @@ class PipelineRunner:
         finally:
             handoff.put(None)
 
-    def _extract_transform(self, compiled: CompiledPipeline,
-                           changes: list[Any]) -> tuple[list[TargetChange], float]:
+    def _extract_transform(self, compiled: CompiledPipeline, changes: list[Any]
+                           ) -> tuple[list[TargetChange], float, list[freedoor.Note]]:
         started = time.monotonic()
         try:
             result = self.ctx.spark.extract_transform(compiled, changes)
         finally:
             with self._et_lock:
                 self._et_running -= 1
-        return result, (time.monotonic() - started) * 1000
+        notes = [item for item in result if isinstance(item, freedoor.Note)]
+        if notes:
+            result = [item for item in result if not isinstance(item, freedoor.Note)]
+        return result, (time.monotonic() - started) * 1000, notes
 
     def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any]) -> None:
         while True:
@@ -258,12 +276,14 @@ class PipelineRunner:
             batch, future = item
             started = time.monotonic()
             try:
-                changes, et_ms = future.result()
+                changes, et_ms, notes = future.result()
             except SetlError as exc:
                 raise SetlError(f"stage extract/transform, processId {batch.process_id}, "
                                 f"position {batch.end}: {exc}") from None
             waited = time.monotonic()
             written = loader.load(batch, changes)
+            if notes or self._central is not None:
+                self._requests_loaded(batch.process_id, notes)
             loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
             self.cursors.save(self.cursor)
@@ -277,6 +297,18 @@ class PipelineRunner:
                       self.pipeline_id, batch.process_id, batch.rows, written, batch.end, et_ms,
                       (waited - started) * 1000, (loaded - waited) * 1000,
                       (time.monotonic() - loaded) * 1000)
+
+    def _requests_loaded(self, process_id: int, notes: list[freedoor.Note]) -> None:
+        """Count the batch's free-door requests and delete the served buffer rows."""
+        self.door_stats.count(notes, self.pipeline_id, process_id)
+        local = [note.buffer_id for note in notes if not note.central]
+        if local:
+            source = self.ctx.sources[self.ctx.pipeline.source]
+            with endpoints.connect(source, autocommit=True) as conn:
+                freedoor.delete_ids(conn.cursor(), local)
+        if self._central is not None:
+            self._central.loaded(process_id)
+            self.door_stats.pending = self._central.pending
 
     # -- what status shows ------------------------------------------------------------------
     def rows_per_second(self, span_s: float = 5.0) -> float:
@@ -299,7 +331,8 @@ class PipelineRunner:
             delay_ms=delay, rows_per_second=self.rows_per_second(),
             window_used=in_flight, window_peak=self.window_peak,
             window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
-            process_id=self.cursor.process_id if self.cursor else 0)
+            process_id=self.cursor.process_id if self.cursor else 0,
+            free_door=dataclasses.asdict(self.door_stats))
 
 
 def _with_table_keys(compiled: CompiledPipeline, source: DataSource,

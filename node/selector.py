@@ -35,9 +35,11 @@ class Selector:
                  wants: Callable[[str, str], bool], window: Window,
                  busy: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.monotonic,
-                 loop_channel: str | None = None) -> None:
+                 loop_channel: str | None = None,
+                 requests_waiting: Callable[[], bool] = lambda: False) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
         self.busy = busy
+        self.requests_waiting = requests_waiting  # central free-door requests to carry
         self.next_process_id = next_process_id
         self.position = start
         self.transactions: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=10_000)
@@ -90,6 +92,8 @@ class Selector:
             if txn is None:
                 if first_at is not None and self._due(batch, first_at, timeout_s):
                     return batch
+                if first_at is None and self.requests_waiting():
+                    return batch  # no binlog rows: a batch for the free-door requests alone
                 continue
             if txn.is_ddl:
                 if batch.transactions:

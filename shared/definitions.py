@@ -197,8 +197,22 @@ class _Loader:
             "max_retries": entry.get("max_retries", lambda f: f.integer(0), MISSING),
         }
         params = replace(DEFAULTS, **{k: v for k, v in values.items() if v is not MISSING})
+        free_door = entry.field("free_door")
+        if free_door:
+            params = self._free_door(free_door, params)
         start = entry.field("start")
         return self._start(start, params) if start else params
+
+    def _free_door(self, item: Field, params: PipelineParams) -> PipelineParams:
+        entry = item.mapping()
+        if entry is None:
+            return params
+        source = entry.get("source", self._source_ref, "")
+        size = entry.get("slice", lambda f: f.integer(1, 1_000_000), params.free_door_slice)
+        entry.close()
+        if source is MISSING or size is MISSING:
+            return params
+        return replace(params, free_door_source=source, free_door_slice=size)
 
     def _start(self, item: Field, params: PipelineParams) -> PipelineParams:
         if not item.is_mapping():

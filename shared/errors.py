@@ -79,3 +79,8 @@ class LoadError(SetlError):
 
 class SandboxError(SetlError):
     """A sandbox server failed to install, start, answer or stop."""
+
+
+class FreeDoorRequestError(SetlError):
+    """A retl_buffer row setl cannot serve (unknown table, bad PK_DATA, wrong key parts);
+    it is logged, counted and skipped, never stops the pipeline."""

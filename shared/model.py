@@ -142,6 +142,10 @@ class PipelineParams:
     max_retries: int = 5
     startup: StartupMode = StartupMode.LATEST
     start_position: BinlogPosition | None = None
+    # the central free door: the source holding the retl_buffer this pipeline serves
+    # (rows with its CHANNEL_ID/PIPELINE_ID); "" = only the per-instance free door
+    free_door_source: str = ""
+    free_door_slice: int = 5000  # buffer requests served per batch at most
 
 
 @dataclass(frozen=True)

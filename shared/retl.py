@@ -10,6 +10,14 @@
 
 from __future__ import annotations
 
+import base64
+import datetime
+import json
+from decimal import Decimal
+from typing import Any
+
+from shared.errors import FreeDoorRequestError as Bad
+
 SCHEMA = "retl"
 
 POSITION_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_position (
@@ -31,3 +39,64 @@ MARK_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_mark (
 ) ENGINE=InnoDB"""
 
 TARGET_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", POSITION_DDL, MARK_DDL)
+
+BUFFER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_buffer (
+  ID BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  TABLE_ID INT NOT NULL DEFAULT 0,
+  FULL_NAME VARCHAR(512) NOT NULL,
+  TYPE CHAR(1) NOT NULL,
+  PK_DATA TEXT NOT NULL,
+  GMT_CREATE TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  GMT_MODIFIED TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+    ON UPDATE CURRENT_TIMESTAMP(6),
+  CHANNEL_ID VARCHAR(191) NULL,
+  PIPELINE_ID VARCHAR(191) NULL,
+  KEY by_pipeline (CHANNEL_ID, PIPELINE_ID, ID)
+) ENGINE=InnoDB"""
+
+SOURCE_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", BUFFER_DDL, MARK_DDL)
+BUFFER_TABLE = (SCHEMA, "retl_buffer")
+
+
+def encode_key(values: tuple[Any, ...] | list[Any]) -> str:
+    """A row's key values as ``PK_DATA``: a JSON array in key column order. Numbers and
+    strings are JSON numbers and strings, DECIMAL a string, dates and times ISO strings,
+    binary values ``{"base64": "..."}``."""
+    return json.dumps([_plain(value) for value in values], ensure_ascii=False)
+
+
+def decode_key(text: str) -> list[Any]:
+    """``PK_DATA`` back to key values (binary as bytes); raises :class:`FreeDoorRequestError`."""
+    try:
+        values = json.loads(text)
+    except ValueError as exc:
+        raise Bad(f"PK_DATA is not JSON ({exc.args[0]}): {text[:100]!r}") from None
+    if not isinstance(values, list) or not values:
+        raise Bad("PK_DATA must be a non-empty JSON array of key values, got "
+                                   f"{text[:100]!r}")
+    decoded = []
+    for value in values:
+        if isinstance(value, dict):
+            if set(value) != {"base64"} or not isinstance(value["base64"], str):
+                raise Bad(f'PK_DATA: an object must be {{"base64": ...}}, got {value!r}')
+            try:
+                value = base64.b64decode(value["base64"], validate=True)
+            except ValueError:
+                raise Bad(f"PK_DATA: bad base64 {value['base64'][:60]!r}") from None
+        elif isinstance(value, list) or value is None:
+            raise Bad(f"PK_DATA: a key value cannot be {json.dumps(value)}")
+        decoded.append(value)
+    return decoded
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return {"base64": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) \
+            else value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return str(value)
+    return value

@@ -28,27 +28,35 @@ FROM information_schema.STATISTICS s
 JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA
      AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
 WHERE s.NON_UNIQUE = 0 AND s.TABLE_SCHEMA NOT IN
-      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')
+      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl') {only}
 GROUP BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME
 ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.INDEX_NAME
 """
 _TABLES = """
 SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN
-      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')
+      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl') {only}
 """
 
 
-def row_keys(cursor: Any) -> dict[tuple[str, str], tuple[str, ...] | None]:
-    """Every user table with the columns that key its rows (None: nothing does)."""
-    cursor.execute(_TABLES)
+def row_keys(cursor: Any, only: tuple[str, str] | None = None
+             ) -> dict[tuple[str, str], tuple[str, ...] | None]:
+    """Every user table (or only the one named) with the columns that key its rows (None:
+    nothing does)."""
+    where = "AND TABLE_SCHEMA = %s AND TABLE_NAME = %s" if only else ""
+    cursor.execute(_TABLES.format(only=where), only)
     found: dict[tuple[str, str], tuple[str, ...] | None] = {
-        (schema, table): None for schema, table in cursor.fetchall()}
-    cursor.execute(_KEYS)
-    for schema, table, index, columns, nullable in cursor.fetchall():
+        (row[0], row[1]): None for row in _tuples(cursor.fetchall())}
+    cursor.execute(_KEYS.format(only=where.replace("TABLE_", "s.TABLE_")), only)
+    for schema, table, index, columns, nullable in _tuples(cursor.fetchall()):
         if found.get((schema, table)) is None and (index == "PRIMARY" or not int(nullable)):
             found[(schema, table)] = tuple(columns.split(","))
     return found
+
+
+def _tuples(rows: Any) -> list[tuple[Any, ...]]:
+    """Rows of a plain or a dictionary cursor as tuples."""
+    return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
 
 
 def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None]

@@ -42,7 +42,7 @@ class ListChannelsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PipelineState(_message.Message):
-    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak")
+    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door")
     PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     OWNER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class PipelineState(_message.Message):
     PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_NODES_FIELD_NUMBER: _ClassVar[int]
     WINDOW_PEAK_FIELD_NUMBER: _ClassVar[int]
+    FREE_DOOR_FIELD_NUMBER: _ClassVar[int]
     pipeline_id: str
     state: str
     owner_node: int
@@ -67,7 +68,22 @@ class PipelineState(_message.Message):
     process_id: int
     candidate_nodes: _containers.RepeatedScalarFieldContainer[int]
     window_peak: int
-    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ...) -> None: ...
+    free_door: FreeDoorStats
+    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ...) -> None: ...
+
+class FreeDoorStats(_message.Message):
+    __slots__ = ("requested", "loaded", "missing", "rejected", "pending")
+    REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    LOADED_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    requested: int
+    loaded: int
+    missing: int
+    rejected: int
+    pending: int
+    def __init__(self, requested: _Optional[int] = ..., loaded: _Optional[int] = ..., missing: _Optional[int] = ..., rejected: _Optional[int] = ..., pending: _Optional[int] = ...) -> None: ...
 
 class ChannelInfo(_message.Message):
     __slots__ = ("channel", "status", "version", "pipelines", "updated_ms")

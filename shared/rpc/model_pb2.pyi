@@ -150,7 +150,7 @@ class BinlogPosition(_message.Message):
     def __init__(self, file: _Optional[str] = ..., pos: _Optional[int] = ..., gtid: _Optional[str] = ...) -> None: ...
 
 class PipelineParams(_message.Message):
-    __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position")
+    __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position", "free_door_source", "free_door_slice")
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     BATCH_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +161,8 @@ class PipelineParams(_message.Message):
     MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
     STARTUP_FIELD_NUMBER: _ClassVar[int]
     START_POSITION_FIELD_NUMBER: _ClassVar[int]
+    FREE_DOOR_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    FREE_DOOR_SLICE_FIELD_NUMBER: _ClassVar[int]
     parallelism: int
     batch_size: int
     batch_timeout_ms: int
@@ -171,7 +173,9 @@ class PipelineParams(_message.Message):
     max_retries: int
     startup: StartupMode
     start_position: BinlogPosition
-    def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ...) -> None: ...
+    free_door_source: str
+    free_door_slice: int
+    def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ..., free_door_source: _Optional[str] = ..., free_door_slice: _Optional[int] = ...) -> None: ...
 
 class Pipeline(_message.Message):
     __slots__ = ("name", "source", "target", "pairs", "select_nodes", "load_nodes", "params")

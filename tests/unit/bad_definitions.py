@@ -79,6 +79,12 @@ BAD = [
         f'f.yaml:10: {P}.parallelism: expected an integer from 1 to 64, got "0"',
         id="parallelism-zero"),
     pytest.param(
+        channel("        free_door: {source: nowhere, slice: 0}\n"),
+        [f"f.yaml:10: {P}.free_door.source: unknown source 'nowhere' (known: dst, src); "
+         "define it under 'sources:'",
+         f'f.yaml:10: {P}.free_door.slice: expected an integer from 1 to 1000000, got "0"'],
+        id="free-door-bad"),
+    pytest.param(
         channel("        max_retries: -1\n"),
         f'f.yaml:10: {P}.max_retries: expected a non-negative integer, got "-1"',
         id="max-retries-negative"),

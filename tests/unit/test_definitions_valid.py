@@ -53,7 +53,7 @@ def test_example_full_file_loads_every_option() -> None:
     (shop,) = loaded.channels
     (forward,) = shop.pipelines
     assert (forward.select_nodes, forward.load_nodes) == ((), ())
-    assert forward.params == PipelineParams()
+    assert forward.params == PipelineParams(free_door_source="shop-primary")
     plain, multi, wildcard, sharded = forward.pairs
 
     assert plain.column_mode is ColumnMode.INCLUDE and plain.columns == ()

@@ -1,0 +1,263 @@
+"""The free door (自由门): backfill requests from ``retl.retl_buffer``, served in order.
+
+A request is a buffer row: ``FULL_NAME`` (``schema.table``), ``TYPE`` (I/U: copy the row as
+it is now, D: delete it on the target) and ``PK_DATA`` (the key, a JSON array; see
+:func:`shared.retl.encode_key`).
+
+- **Per instance** (Otter's form): the buffer sits on the pipeline's source, so the INSERT
+  into it comes through the binlog like any change, in order. Rows with an empty
+  ``CHANNEL_ID`` are requests for every pipeline reading that source.
+- **Central** (DRC's form): one buffer on any server; rows carry ``CHANNEL_ID`` and
+  ``PIPELINE_ID``. The owning pipeline polls them (:class:`CentralDoor`) and injects at most
+  ``free_door_slice`` of them into its next batch.
+
+Either way the request is served *inside the pipeline's ordered stream*: Extract/Transform
+looks the row up (one :class:`~node.lookup.Lookup` per Spark partition, keys batched per
+table) while it transforms the batch that carries the request, and the result is merged and
+loaded with that batch. Every change the source made after the lookup comes in a later batch
+and is loaded after it, so an old row can never overwrite a newer one. Served buffer rows
+are deleted after their batch is loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+
+from node.changes import ChangeType, RowChange, TargetChange
+from node.lookup import Lookup
+from node.source import connect
+from shared.errors import FreeDoorRequestError, SetlError
+from shared.model import DataSource
+from shared.retl import BUFFER_TABLE, SOURCE_DDL, decode_key, encode_key
+
+log = logging.getLogger("setl.node.freedoor")
+COLUMNS = "ID, FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID"
+
+
+@dataclass(frozen=True)
+class Note:
+    """What became of one request; E/T returns these beside the target changes."""
+
+    outcome: str  # loaded | missing | rejected
+    buffer_id: int
+    central: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Request:
+    buffer_id: int
+    schema: str
+    table: str
+    type: str
+    key: list[Any]
+    central: bool
+
+
+def is_request(change: RowChange) -> bool:
+    return (change.schema, change.table) == BUFFER_TABLE and change.type is ChangeType.INSERT
+
+
+def as_change(row: dict[str, Any], central: bool) -> RowChange:
+    """A buffer row as the change E/T serves (central rows are marked so by PIPELINE_ID)."""
+    image = {name: row[name] for name in COLUMNS.split(", ")}
+    image["central"] = central
+    return RowChange(*BUFFER_TABLE, ChangeType.INSERT, ("ID",), None, image)
+
+
+def parse(change: RowChange) -> Request:
+    row = change.after or {}
+    buffer_id = int(row.get("ID") or 0)
+    full_name = str(row.get("FULL_NAME") or "")
+    schema, dot, table = full_name.partition(".")
+    if not dot or not schema or not table:
+        raise FreeDoorRequestError(f"FULL_NAME must be schema.table, got {full_name!r}")
+    kind = str(row.get("TYPE") or "").upper()
+    if kind not in ("I", "U", "D"):
+        raise FreeDoorRequestError(f"TYPE must be I, U or D, got {row.get('TYPE')!r}")
+    return Request(buffer_id, schema.strip("`"), table.strip("`"), kind,
+                   decode_key(str(row.get("PK_DATA") or "")), bool(row.get("central")))
+
+
+def serve(numbered: Iterable[tuple[int, RowChange]], source: DataSource,
+          wants: Callable[[str, str], bool], configured_keys: Callable[[str, str], Any],
+          transform: Callable[[int, RowChange], Iterator[TargetChange]]
+          ) -> Iterator[TargetChange | Note]:
+    """Serve the requests of one partition: look the rows up (batched per table, one
+    connection) and transform them like binlog changes; a Note per request says what became
+    of it."""
+    with Lookup(source) as fetch:
+        parsed: list[tuple[int, Request, tuple[str, ...]]] = []
+        for seq, change in numbered:
+            try:
+                request = parse(change)
+                parsed.append((seq, request, _check(request, wants, configured_keys, fetch)))
+            except FreeDoorRequestError as exc:
+                row = change.after or {}
+                yield Note("rejected", int(row.get("ID") or 0), bool(row.get("central")),
+                           str(exc))
+        found: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        for (schema, table), requests in _by_table(parsed).items():
+            keys = requests[0][2]
+            rows = fetch.rows(schema, table, keys, [tuple(r.key) for _, r, _ in requests
+                                                    if r.type != "D"])
+            found[(schema, table)] = {encode_key(key): row for key, row in rows.items()}
+    for seq, request, keys in parsed:
+        if request.type == "D":
+            before = dict(zip(keys, request.key, strict=True))
+            change = RowChange(request.schema, request.table, ChangeType.DELETE, keys,
+                               before, None)
+        else:
+            row = found[(request.schema, request.table)].get(encode_key(request.key))
+            if row is None:
+                yield Note("missing", request.buffer_id, request.central)
+                continue
+            change = RowChange(request.schema, request.table, ChangeType.INSERT, keys,
+                               None, row)
+        yield from transform(seq, change)
+        yield Note("loaded", request.buffer_id, request.central)
+
+
+def _check(request: Request, wants: Callable[[str, str], bool],
+           configured_keys: Callable[[str, str], Any], fetch: Lookup) -> tuple[str, ...]:
+    """The key columns of the request's table; raises for a request that cannot be served."""
+    name = f"{request.schema}.{request.table}"
+    if not wants(request.schema, request.table):
+        raise FreeDoorRequestError(f"table {name} is not replicated by this pipeline")
+    keys = configured_keys(request.schema, request.table) or \
+        fetch.key_columns(request.schema, request.table)
+    if not keys:
+        raise FreeDoorRequestError(f"table {name} does not exist on the source or has no key")
+    if len(keys) != len(request.key):
+        raise FreeDoorRequestError(f"PK_DATA has {len(request.key)} value(s); the key of "
+                                   f"{name} ({', '.join(keys)}) has {len(keys)}")
+    return tuple(keys)
+
+
+def _by_table(parsed: list[tuple[int, Request, tuple[str, ...]]]
+              ) -> dict[tuple[str, str], list[tuple[int, Request, tuple[str, ...]]]]:
+    tables: dict[tuple[str, str], list[tuple[int, Request, tuple[str, ...]]]] = {}
+    for item in parsed:
+        tables.setdefault((item[1].schema, item[1].table), []).append(item)
+    return tables
+
+
+@dataclass
+class DoorStats:
+    requested: int = 0
+    loaded: int = 0
+    missing: int = 0
+    rejected: int = 0
+    pending: int = 0
+
+    def count(self, notes: Iterable[Note], pipeline_id: str, process_id: int) -> None:
+        for note in notes:
+            self.requested += 1
+            setattr(self, note.outcome, getattr(self, note.outcome) + 1)
+            if note.outcome == "rejected":
+                log.warning("event=free_door_rejected pipeline=%s process_id=%d buffer_id=%d "
+                            "central=%s reason=%s", pipeline_id, process_id, note.buffer_id,
+                            note.central, note.detail)
+
+
+@dataclass
+class CentralDoor:
+    """The requests of a central buffer for one pipeline: polled in slices, injected into
+    batches, deleted once their batch is loaded."""
+
+    buffer: DataSource
+    channel: str
+    pipeline: str
+    slice: int
+    _after: int = 0  # the highest id handed out (in flight or served)
+    _conn: Any = None
+    _counted_at: float = 0.0
+    _asked_at: float = 0.0
+    pending: int = 0
+    served: dict[int, list[int]] = field(default_factory=dict)  # processId → buffer ids
+
+    def _cursor(self) -> Any:
+        if self._conn is None or not self._conn.open:
+            self._conn = connect(self.buffer, autocommit=True)
+            with self._conn.cursor() as cursor:
+                for statement in SOURCE_DDL:
+                    cursor.execute(statement)
+        return self._conn.cursor()
+
+    def take(self, process_id: int) -> list[RowChange]:
+        """The next slice of requests for this pipeline, as changes for batch ``process_id``."""
+        try:
+            with self._cursor() as cursor:
+                cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
+                               "AND PIPELINE_ID = %s AND ID > %s ORDER BY ID LIMIT %s",
+                               (self.channel, self.pipeline, self._after, self.slice))
+                names = [column[0] for column in cursor.description]
+                rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+                if time.monotonic() - self._counted_at > 5 or len(rows) < self.slice:
+                    cursor.execute("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
+                                   "AND PIPELINE_ID = %s AND ID > %s",
+                                   (self.channel, self.pipeline, self._after))
+                    self.pending, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
+        except pymysql.MySQLError as exc:
+            raise SetlError(f"central free door on {self.buffer.name}: "
+                            f"{exc.args[-1] if exc.args else exc}") from None
+        if rows:
+            self._after = int(rows[-1]["ID"])
+            self.served[process_id] = [int(row["ID"]) for row in rows]
+            self.pending = max(0, self.pending - len(rows))
+        return [as_change(row, central=True) for row in rows]
+
+    def waiting(self) -> bool:
+        """Whether requests wait (asked at most every 0.2 s; errors surface in take)."""
+        now = time.monotonic()
+        if now - self._asked_at < 0.2:
+            return False
+        self._asked_at = now
+        try:
+            with self._cursor() as cursor:
+                cursor.execute("SELECT 1 FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
+                               "PIPELINE_ID = %s AND ID > %s LIMIT 1",
+                               (self.channel, self.pipeline, self._after))
+                return cursor.fetchone() is not None
+        except pymysql.MySQLError:
+            return True  # take() reports it
+
+    def rewind(self) -> None:
+        """After a failure: requests of dropped batches are taken again."""
+        self._after = 0
+        self.served.clear()
+
+    def loaded(self, process_id: int) -> None:
+        delete_ids(self._cursor(), self.served.pop(process_id, []))
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def ensure_buffer(source: DataSource, pipeline_id: str) -> None:
+    """Create the retl schema (retl_buffer, retl_mark) on the source if it is missing; a
+    user without the right to do so gets a warning (``setl retl init`` does it by hand)."""
+    try:
+        with connect(source, autocommit=True) as conn, conn.cursor() as cursor:
+            for statement in SOURCE_DDL:
+                cursor.execute(statement)
+    except (pymysql.MySQLError, SetlError) as exc:
+        log.warning("event=free_door_unavailable pipeline=%s source=%s error=%s", pipeline_id,
+                    source.name, exc.args[-1] if exc.args else exc)
+
+
+def delete_ids(cursor: Any, ids: list[int]) -> None:
+    """Served buffer rows are deleted (in chunks) so the buffer does not grow."""
+    with cursor:
+        for start in range(0, len(ids), 1000):
+            part = ids[start:start + 1000]
+            cursor.execute(f"DELETE FROM retl.retl_buffer WHERE ID IN "
+                           f"({', '.join(['%s'] * len(part))})", part)

@@ -1,0 +1,133 @@
+"""The free door on real servers: rows never in the binlog copied through retl.retl_buffer,
+per instance and central, with composite/string/binary keys, bad requests skipped, and the
+race with concurrent updates and deletes ending with the target equal to the source."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from shared.retl import encode_key
+
+ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
+MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d DATE, "
+         "v VARCHAR(20), PRIMARY KEY (a, b, c, d))")
+BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
+
+
+def without_binlog(db: Database, *statements: str) -> None:
+    db.execute("SET SESSION sql_log_bin = 0")
+    try:
+        db.script(*statements)
+    finally:
+        db.execute("SET SESSION sql_log_bin = 1")
+
+
+def start(cluster: Cluster, name: str, schema: str, tables: list[str], **params: object) -> None:
+    cluster.apply([one_way(name, schema, tables, **params)])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+
+
+def request_rows(db: Database, full_name: str, keys: list[tuple], kind: str = "I",
+                 channel: str | None = None, pipeline: str | None = None) -> None:
+    db.conn.cursor().executemany(
+        BUFFER + "VALUES (%s, %s, %s, %s, %s)",
+        [(full_name, kind, encode_key(key), channel, pipeline) for key in keys])
+
+
+def door(cluster: Cluster, channel: str) -> object:
+    return cluster.pipeline_state(channel).free_door
+
+
+def test_per_instance_backfill_with_composite_binary_keys_and_bad_requests(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, ITEMS, MIXED)
+    without_binlog(source,
+                   f"INSERT INTO `{schema}`.items VALUES (1, 'one', 1), (2, 'two', 2), "
+                   "(3, 'three', 3)",
+                   f"INSERT INTO `{schema}`.mixed VALUES (1, 'x', 0x00FF, '2020-01-02', 'a'), "
+                   "(1, 'y', 0x0A0D27, '2021-12-31', 'b'), (2, 'ü😀', '', '1999-09-09', 'c')")
+    target.execute(f"INSERT INTO `{schema}`.items VALUES (9, 'only on target', 9)")
+    start(cluster, "door-local", schema, ["items", "mixed"])
+    source.execute("BEGIN")  # good and bad requests in one source transaction
+    request_rows(source, f"{schema}.items", [(1,), (2,), (3,), (4,)])  # 4 does not exist
+    request_rows(source, f"{schema}.items", [(9,)], kind="D")
+    request_rows(source, f"{schema}.mixed", [(1, "x", b"\x00\xff", "2020-01-02"),
+                                             (1, "y", b"\n\r'", "2021-12-31"),
+                                             (2, "ü😀", b"", "1999-09-09")])
+    source.execute(BUFFER + f"VALUES ('{schema}.nope', 'I', '[1]', NULL, NULL), "
+                   f"('{schema}.items', 'I', 'not json', NULL, NULL), "
+                   f"('{schema}.items', 'I', '[1, 2]', NULL, NULL), "
+                   f"('{schema}.items', 'X', '[1]', NULL, NULL)")
+    source.execute("COMMIT")
+    wait_equal(source, target, schema, ["items", "mixed"])
+    wait_for(lambda: door(cluster, "door-local").requested == 12, 10, "the requests counted")
+    stats = door(cluster, "door-local")
+    assert (stats.loaded, stats.missing, stats.rejected) == (7, 1, 4)
+    wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME "
+                                 "LIKE %s", (f"{schema}.%",)) == [(0,)], 10, "cleanup")
+    log = cluster.nodes[1].output()
+    assert "event=free_door_rejected" in log and f"table {schema}.nope is not replicated" in log
+    assert "PK_DATA has 2 value(s); the key of" in log and "PK_DATA is not JSON" in log
+    cluster.set_status("door-local", "STOP")
+
+
+def test_central_backfill_is_served_by_the_owning_pipeline(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, ITEMS)
+    without_binlog(source, f"INSERT INTO `{schema}`.items VALUES "
+                   + ", ".join(f"({i}, 'row {i}', {i})" for i in range(1, 501)))
+    # the central buffer lives on another server than the rows: here, the target
+    start(cluster, "door-central", schema, ["items"], free_door={"source": "target",
+                                                                  "slice": 200})
+    keys = [(i,) for i in range(1, 501)]
+    request_rows(target, f"{schema}.items", keys, channel="door-central", pipeline="forward")
+    request_rows(target, f"{schema}.items", [(1,)], channel="door-central", pipeline="nobody")
+    wait_equal(source, target, schema, ["items"])
+    wait_for(lambda: door(cluster, "door-central").loaded == 500, 10, "500 loaded")
+    assert target.rows("SELECT PIPELINE_ID FROM retl.retl_buffer WHERE CHANNEL_ID = %s",
+                       ("door-central",)) == [("nobody",)]  # another pipeline's: left alone
+    cluster.set_status("door-central", "STOP")
+
+
+def test_backfill_racing_updates_and_deletes_ends_equal(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    rows = 20_000
+    schema = make_schema(source, target, ITEMS)
+    for first in range(0, rows, 5000):
+        without_binlog(source, f"INSERT INTO `{schema}`.items VALUES " + ", ".join(
+            f"({i}, 'cold {i}', 0)" for i in range(first + 1, first + 5001)))
+    start(cluster, "door-race", schema, ["items"], free_door={"source": "target"})
+    t = f"`{schema}`.items"
+    stop = threading.Event()
+
+    def churn(db: Database, seed: int) -> None:
+        rng = random.Random(seed)
+        while not stop.is_set():
+            key = rng.randint(1, rows)
+            db.execute(rng.choice([f"UPDATE {t} SET qty = qty + 1, name = 'hot' WHERE id = {key}",
+                                   f"DELETE FROM {t} WHERE id = {key}",
+                                   f"INSERT IGNORE INTO {t} VALUES ({key}, 'reborn', 7)"]))
+
+    writer = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=churn, args=(writer, 11))
+    thread.start()
+    try:
+        half = rows // 2  # half per instance (through the binlog), half central
+        source.execute(f"INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) SELECT "
+                       f"'{schema}.items', 'I', CONCAT('[', id, ']') FROM {t} WHERE id <= {half}")
+        request_rows(target, f"{schema}.items", [(i,) for i in range(half + 1, rows + 1)],
+                     channel="door-race", pipeline="forward")
+        wait_for(lambda: door(cluster, "door-race").loaded >= rows // 2, 120, "backfill")
+    finally:
+        stop.set()
+        thread.join()
+        writer.close()
+    wait_equal(source, target, schema, ["items"], timeout_s=120)
+    names = [row[1] for row in target.table(schema, "items")]
+    # rows only the backfill could bring, and rows the racing writer changed, both arrived
+    assert sum(name.startswith("cold") for name in names) > rows // 10
+    assert sum(name in ("hot", "reborn") for name in names) > 100
+    cluster.set_status("door-race", "STOP")
