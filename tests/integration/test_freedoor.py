@@ -110,6 +110,7 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
             db.execute(rng.choice([f"UPDATE {t} SET qty = qty + 1, name = 'hot' WHERE id = {key}",
                                    f"DELETE FROM {t} WHERE id = {key}",
                                    f"INSERT IGNORE INTO {t} VALUES ({key}, 'reborn', 7)"]))
+            stop.wait(0.003)  # a steady few hundred writes a second
 
     writer = Database(cluster.sandbox, "source")
     thread = threading.Thread(target=churn, args=(writer, 11))
@@ -120,7 +121,7 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
                        f"'{schema}.items', 'I', CONCAT('[', id, ']') FROM {t} WHERE id <= {half}")
         request_rows(target, f"{schema}.items", [(i,) for i in range(half + 1, rows + 1)],
                      channel="door-race", pipeline="forward")
-        wait_for(lambda: door(cluster, "door-race").loaded >= rows // 2, 120, "backfill")
+        wait_for(lambda: door(cluster, "door-race").requested >= rows, 120, "backfill")
     finally:
         stop.set()
         thread.join()
