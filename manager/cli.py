@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from manager import render
+from manager import backfill, render
 from manager.client import ManagerClient, addresses_from
 from shared import sandbox
 from shared.errors import SetlError
@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--watch", action="store_true", help="refresh every --interval seconds")
     status.add_argument("--interval", type=float, default=1.0)
 
+    backfill.add_commands(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
     box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
@@ -155,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             return _apply(args, client)
         if args.command == "channel":
             return _channel(args, client)
+        if args.command == "backfill":
+            run = backfill.status if args.channel == "status" else backfill.backfill
+            return run(args, client)
+        if args.command == "retl":
+            return backfill.retl_init(args, client)
         if args.command == "node":
             answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
             _print(args, answer, render.nodes(answer.nodes))

@@ -16,7 +16,7 @@ import grpc
 
 from manager.election import LeaderElection
 from manager.views import Views
-from shared import definitions, tablekeys
+from shared import codec, definitions, tablekeys
 from shared.catalog import Catalog
 from shared.errors import (
     ConfigError,
@@ -86,6 +86,11 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
             for c in changes])
+
+    @_rpc
+    def GetSource(self, request: manager_pb2.GetSourceRequest,
+                  context: Any) -> model_pb2.DataSource:
+        return codec.to_proto(self.catalog.source(request.name))
 
     @_rpc
     def ListChannels(self, request: Any, context: Any) -> manager_pb2.ListChannelsResponse:

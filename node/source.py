@@ -1,33 +1,20 @@
-"""Connections to MySQL/MariaDB endpoints and the checks a replication source must pass."""
+"""The checks a replication source must pass (connections: :mod:`shared.endpoint`)."""
 
 from __future__ import annotations
 
 import logging
 import zlib
-from typing import Any
 
 import pymysql
 
+from shared.endpoint import connect, connection_settings
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 
+__all__ = ["check_source", "connect", "connection_settings", "current_position",
+           "replica_server_id"]
 log = logging.getLogger("setl.node.source")
 REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
-
-
-def connection_settings(source: DataSource) -> dict[str, Any]:
-    """PyMySQL keyword arguments; the password reference is resolved here, and only here."""
-    return {"host": source.host, "port": source.port, "user": source.user,
-            "password": source.password.resolve() if source.password else "",
-            "charset": source.charset, "connect_timeout": 10}
-
-
-def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
-    try:
-        return pymysql.connect(**connection_settings(source), **extra)
-    except pymysql.MySQLError as exc:
-        raise SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) as "
-                          f"{source.user}: {exc.args[-1] if exc.args else exc}") from None
 
 
 def replica_server_id(pipeline_id: str) -> int:

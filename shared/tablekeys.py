@@ -15,6 +15,7 @@ from typing import Any
 
 import pymysql
 
+from shared.endpoint import connect
 from shared.errors import SetlError
 from shared.model import DataSource, Definitions, Pipeline
 
@@ -84,12 +85,9 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
 
 
 def read_keys(source: DataSource) -> dict[tuple[str, str], tuple[str, ...] | None]:
-    """The source's tables and their row keys (raises ``pymysql.MySQLError``)."""
-    password = source.password.resolve() if source.password else ""
-    with pymysql.connect(host=source.host, port=source.port, user=source.user,
-                         password=password, charset=source.charset, connect_timeout=5) as conn:
-        with conn.cursor() as cursor:
-            return row_keys(cursor)
+    """The source's tables and their row keys (raises ``SetlError``, ``pymysql.MySQLError``)."""
+    with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
+        return row_keys(cursor)
 
 
 def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]) -> list[str]:

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from shared.rpc import model_pb2 as shared_dot_rpc_dot_model__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18shared/rpc/manager.proto\x12\x07setl.v1\x1a\x16shared/rpc/model.proto\";\n\x0c\x41pplyRequest\x12\x0c\n\x04yaml\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"E\n\x06\x43hange\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x03\"A\n\rApplyResponse\x12\x0e\n\x06\x65rrors\x18\x01 \x03(\t\x12 \n\x07\x63hanges\x18\x02 \x03(\x0b\x32\x0f.setl.v1.Change\"\x15\n\x13ListChannelsRequest\"\xc8\x02\n\rPipelineState\x12\x13\n\x0bpipeline_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nowner_node\x18\x03 \x01(\x05\x12)\n\x08position\x18\x04 \x01(\x0b\x32\x17.setl.v1.BinlogPosition\x12\x10\n\x08\x64\x65lay_ms\x18\x05 \x01(\x03\x12\x17\n\x0frows_per_second\x18\x06 \x01(\x01\x12\x13\n\x0bwindow_used\x18\x07 \x01(\x05\x12\x13\n\x0bwindow_size\x18\x08 \x01(\x05\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x12\n\nprocess_id\x18\n \x01(\x03\x12\x17\n\x0f\x63\x61ndidate_nodes\x18\x0b \x03(\x05\x12\x13\n\x0bwindow_peak\x18\x0c \x01(\x05\x12)\n\tfree_door\x18\r \x01(\x0b\x32\x16.setl.v1.FreeDoorStats\"f\n\rFreeDoorStats\x12\x11\n\trequested\x18\x01 \x01(\x03\x12\x0e\n\x06loaded\x18\x02 \x01(\x03\x12\x0f\n\x07missing\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x0f\n\x07pending\x18\x05 \x01(\x03\"\xa8\x01\n\x0b\x43hannelInfo\x12!\n\x07\x63hannel\x18\x01 \x01(\x0b\x32\x10.setl.v1.Channel\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12)\n\tpipelines\x18\x04 \x03(\x0b\x32\x16.setl.v1.PipelineState\x12\x12\n\nupdated_ms\x18\x05 \x01(\x03\">\n\x14ListChannelsResponse\x12&\n\x08\x63hannels\x18\x01 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\"!\n\x11GetChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"O\n\x17SetChannelStatusRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\"$\n\x14\x44\x65leteChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"%\n\x15\x44\x65leteChannelResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x12\n\x10ListNodesRequest\"\x8e\x01\n\x08NodeInfo\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x12\n\nstarted_ms\x18\x04 \x01(\x03\x12\x1b\n\x13\x63\x61ndidate_pipelines\x18\x05 \x03(\t\x12\x19\n\x11running_pipelines\x18\x06 \x03(\t\x12\x0c\n\x04host\x18\x07 \x01(\t\"5\n\x11ListNodesResponse\x12 \n\x05nodes\x18\x01 \x03(\x0b\x32\x11.setl.v1.NodeInfo\"\x0f\n\rStatusRequest\"\x9b\x01\n\x0eStatusResponse\x12\x17\n\x0fmanager_address\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\x08\x12\x16\n\x0eleader_address\x18\x03 \x01(\t\x12&\n\x08\x63hannels\x18\x04 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\x12 \n\x05nodes\x18\x05 \x03(\x0b\x32\x11.setl.v1.NodeInfo2\xf0\x03\n\x0eManagerService\x12\x36\n\x05\x41pply\x12\x15.setl.v1.ApplyRequest\x1a\x16.setl.v1.ApplyResponse\x12K\n\x0cListChannels\x12\x1c.setl.v1.ListChannelsRequest\x1a\x1d.setl.v1.ListChannelsResponse\x12>\n\nGetChannel\x12\x1a.setl.v1.GetChannelRequest\x1a\x14.setl.v1.ChannelInfo\x12J\n\x10SetChannelStatus\x12 .setl.v1.SetChannelStatusRequest\x1a\x14.setl.v1.ChannelInfo\x12N\n\rDeleteChannel\x12\x1d.setl.v1.DeleteChannelRequest\x1a\x1e.setl.v1.DeleteChannelResponse\x12\x42\n\tListNodes\x12\x19.setl.v1.ListNodesRequest\x1a\x1a.setl.v1.ListNodesResponse\x12\x39\n\x06Status\x12\x16.setl.v1.StatusRequest\x1a\x17.setl.v1.StatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18shared/rpc/manager.proto\x12\x07setl.v1\x1a\x16shared/rpc/model.proto\";\n\x0c\x41pplyRequest\x12\x0c\n\x04yaml\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"E\n\x06\x43hange\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x03\"A\n\rApplyResponse\x12\x0e\n\x06\x65rrors\x18\x01 \x03(\t\x12 \n\x07\x63hanges\x18\x02 \x03(\x0b\x32\x0f.setl.v1.Change\" \n\x10GetSourceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13ListChannelsRequest\"\xc8\x02\n\rPipelineState\x12\x13\n\x0bpipeline_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nowner_node\x18\x03 \x01(\x05\x12)\n\x08position\x18\x04 \x01(\x0b\x32\x17.setl.v1.BinlogPosition\x12\x10\n\x08\x64\x65lay_ms\x18\x05 \x01(\x03\x12\x17\n\x0frows_per_second\x18\x06 \x01(\x01\x12\x13\n\x0bwindow_used\x18\x07 \x01(\x05\x12\x13\n\x0bwindow_size\x18\x08 \x01(\x05\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x12\n\nprocess_id\x18\n \x01(\x03\x12\x17\n\x0f\x63\x61ndidate_nodes\x18\x0b \x03(\x05\x12\x13\n\x0bwindow_peak\x18\x0c \x01(\x05\x12)\n\tfree_door\x18\r \x01(\x0b\x32\x16.setl.v1.FreeDoorStats\"f\n\rFreeDoorStats\x12\x11\n\trequested\x18\x01 \x01(\x03\x12\x0e\n\x06loaded\x18\x02 \x01(\x03\x12\x0f\n\x07missing\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x0f\n\x07pending\x18\x05 \x01(\x03\"\xa8\x01\n\x0b\x43hannelInfo\x12!\n\x07\x63hannel\x18\x01 \x01(\x0b\x32\x10.setl.v1.Channel\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12)\n\tpipelines\x18\x04 \x03(\x0b\x32\x16.setl.v1.PipelineState\x12\x12\n\nupdated_ms\x18\x05 \x01(\x03\">\n\x14ListChannelsResponse\x12&\n\x08\x63hannels\x18\x01 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\"!\n\x11GetChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"O\n\x17SetChannelStatusRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\"$\n\x14\x44\x65leteChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"%\n\x15\x44\x65leteChannelResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x12\n\x10ListNodesRequest\"\x8e\x01\n\x08NodeInfo\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x12\n\nstarted_ms\x18\x04 \x01(\x03\x12\x1b\n\x13\x63\x61ndidate_pipelines\x18\x05 \x03(\t\x12\x19\n\x11running_pipelines\x18\x06 \x03(\t\x12\x0c\n\x04host\x18\x07 \x01(\t\"5\n\x11ListNodesResponse\x12 \n\x05nodes\x18\x01 \x03(\x0b\x32\x11.setl.v1.NodeInfo\"\x0f\n\rStatusRequest\"\x9b\x01\n\x0eStatusResponse\x12\x17\n\x0fmanager_address\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\x08\x12\x16\n\x0eleader_address\x18\x03 \x01(\t\x12&\n\x08\x63hannels\x18\x04 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\x12 \n\x05nodes\x18\x05 \x03(\x0b\x32\x11.setl.v1.NodeInfo2\xad\x04\n\x0eManagerService\x12\x36\n\x05\x41pply\x12\x15.setl.v1.ApplyRequest\x1a\x16.setl.v1.ApplyResponse\x12K\n\x0cListChannels\x12\x1c.setl.v1.ListChannelsRequest\x1a\x1d.setl.v1.ListChannelsResponse\x12>\n\nGetChannel\x12\x1a.setl.v1.GetChannelRequest\x1a\x14.setl.v1.ChannelInfo\x12J\n\x10SetChannelStatus\x12 .setl.v1.SetChannelStatusRequest\x1a\x14.setl.v1.ChannelInfo\x12N\n\rDeleteChannel\x12\x1d.setl.v1.DeleteChannelRequest\x1a\x1e.setl.v1.DeleteChannelResponse\x12\x42\n\tListNodes\x12\x19.setl.v1.ListNodesRequest\x1a\x1a.setl.v1.ListNodesResponse\x12\x39\n\x06Status\x12\x16.setl.v1.StatusRequest\x1a\x17.setl.v1.StatusResponse\x12;\n\tGetSource\x12\x19.setl.v1.GetSourceRequest\x1a\x13.setl.v1.DataSourceb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,34 +38,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHANGE']._serialized_end=191
   _globals['_APPLYRESPONSE']._serialized_start=193
   _globals['_APPLYRESPONSE']._serialized_end=258
-  _globals['_LISTCHANNELSREQUEST']._serialized_start=260
-  _globals['_LISTCHANNELSREQUEST']._serialized_end=281
-  _globals['_PIPELINESTATE']._serialized_start=284
-  _globals['_PIPELINESTATE']._serialized_end=612
-  _globals['_FREEDOORSTATS']._serialized_start=614
-  _globals['_FREEDOORSTATS']._serialized_end=716
-  _globals['_CHANNELINFO']._serialized_start=719
-  _globals['_CHANNELINFO']._serialized_end=887
-  _globals['_LISTCHANNELSRESPONSE']._serialized_start=889
-  _globals['_LISTCHANNELSRESPONSE']._serialized_end=951
-  _globals['_GETCHANNELREQUEST']._serialized_start=953
-  _globals['_GETCHANNELREQUEST']._serialized_end=986
-  _globals['_SETCHANNELSTATUSREQUEST']._serialized_start=988
-  _globals['_SETCHANNELSTATUSREQUEST']._serialized_end=1067
-  _globals['_DELETECHANNELREQUEST']._serialized_start=1069
-  _globals['_DELETECHANNELREQUEST']._serialized_end=1105
-  _globals['_DELETECHANNELRESPONSE']._serialized_start=1107
-  _globals['_DELETECHANNELRESPONSE']._serialized_end=1144
-  _globals['_LISTNODESREQUEST']._serialized_start=1146
-  _globals['_LISTNODESREQUEST']._serialized_end=1164
-  _globals['_NODEINFO']._serialized_start=1167
-  _globals['_NODEINFO']._serialized_end=1309
-  _globals['_LISTNODESRESPONSE']._serialized_start=1311
-  _globals['_LISTNODESRESPONSE']._serialized_end=1364
-  _globals['_STATUSREQUEST']._serialized_start=1366
-  _globals['_STATUSREQUEST']._serialized_end=1381
-  _globals['_STATUSRESPONSE']._serialized_start=1384
-  _globals['_STATUSRESPONSE']._serialized_end=1539
-  _globals['_MANAGERSERVICE']._serialized_start=1542
-  _globals['_MANAGERSERVICE']._serialized_end=2038
+  _globals['_GETSOURCEREQUEST']._serialized_start=260
+  _globals['_GETSOURCEREQUEST']._serialized_end=292
+  _globals['_LISTCHANNELSREQUEST']._serialized_start=294
+  _globals['_LISTCHANNELSREQUEST']._serialized_end=315
+  _globals['_PIPELINESTATE']._serialized_start=318
+  _globals['_PIPELINESTATE']._serialized_end=646
+  _globals['_FREEDOORSTATS']._serialized_start=648
+  _globals['_FREEDOORSTATS']._serialized_end=750
+  _globals['_CHANNELINFO']._serialized_start=753
+  _globals['_CHANNELINFO']._serialized_end=921
+  _globals['_LISTCHANNELSRESPONSE']._serialized_start=923
+  _globals['_LISTCHANNELSRESPONSE']._serialized_end=985
+  _globals['_GETCHANNELREQUEST']._serialized_start=987
+  _globals['_GETCHANNELREQUEST']._serialized_end=1020
+  _globals['_SETCHANNELSTATUSREQUEST']._serialized_start=1022
+  _globals['_SETCHANNELSTATUSREQUEST']._serialized_end=1101
+  _globals['_DELETECHANNELREQUEST']._serialized_start=1103
+  _globals['_DELETECHANNELREQUEST']._serialized_end=1139
+  _globals['_DELETECHANNELRESPONSE']._serialized_start=1141
+  _globals['_DELETECHANNELRESPONSE']._serialized_end=1178
+  _globals['_LISTNODESREQUEST']._serialized_start=1180
+  _globals['_LISTNODESREQUEST']._serialized_end=1198
+  _globals['_NODEINFO']._serialized_start=1201
+  _globals['_NODEINFO']._serialized_end=1343
+  _globals['_LISTNODESRESPONSE']._serialized_start=1345
+  _globals['_LISTNODESRESPONSE']._serialized_end=1398
+  _globals['_STATUSREQUEST']._serialized_start=1400
+  _globals['_STATUSREQUEST']._serialized_end=1415
+  _globals['_STATUSRESPONSE']._serialized_start=1418
+  _globals['_STATUSRESPONSE']._serialized_end=1573
+  _globals['_MANAGERSERVICE']._serialized_start=1576
+  _globals['_MANAGERSERVICE']._serialized_end=2133
 # @@protoc_insertion_point(module_scope)

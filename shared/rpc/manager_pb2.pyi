@@ -37,6 +37,12 @@ class ApplyResponse(_message.Message):
     changes: _containers.RepeatedCompositeFieldContainer[Change]
     def __init__(self, errors: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ...) -> None: ...
 
+class GetSourceRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class ListChannelsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

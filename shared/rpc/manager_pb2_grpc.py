@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
+from shared.rpc import model_pb2 as shared_dot_rpc_dot_model__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -69,6 +70,11 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.StatusRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.GetSource = channel.unary_unary(
+                '/setl.v1.ManagerService/GetSource',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.GetSourceRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_model__pb2.DataSource.FromString,
+                _registered_method=True)
 
 
 class ManagerServiceServicer:
@@ -118,6 +124,13 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSource(self, request, context):
+        """A source's endpoint (the password stays a reference), for CLI tools that open it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -155,6 +168,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.StatusRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.StatusResponse.SerializeToString,
+            ),
+            'GetSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSource,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.GetSourceRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_model__pb2.DataSource.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -346,6 +364,33 @@ class ManagerService:
             '/setl.v1.ManagerService/Status',
             shared_dot_rpc_dot_manager__pb2.StatusRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/GetSource',
+            shared_dot_rpc_dot_manager__pb2.GetSourceRequest.SerializeToString,
+            shared_dot_rpc_dot_model__pb2.DataSource.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import threading
 
+from manager import cli
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.retl import encode_key
 
@@ -132,3 +133,29 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
     assert sum(name.startswith("cold") for name in names) > rows // 10
     assert sum(name in ("hot", "reborn") for name in names) > 100
     cluster.set_status("door-race", "STOP")
+
+
+def test_the_cli_writes_requests_and_shows_the_counters(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    schema = make_schema(source, target, ITEMS)
+    without_binlog(source, f"INSERT INTO `{schema}`.items VALUES "
+                   + ", ".join(f"({i}, 'cli {i}', {i % 7})" for i in range(1, 2001)))
+    start(cluster, "door-cli", schema, ["items"])
+    manager = ["--manager", cluster.manager_address]
+    assert cli.main([*manager, "retl", "init", "source"]) == 0
+    assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.items",
+                     "--where", "qty <> 3", "--batch", "300"]) == 0
+    out = capsys.readouterr()
+    wanted = sum(1 for i in range(1, 2001) if i % 7 != 3)
+    assert f"{wanted} request(s) for {schema}.items written to the retl_buffer on source" \
+        in out.out
+    assert f"{wanted:,} / {wanted:,} rows" in out.err and "ETA" in out.err
+    wait_for(lambda: len(target.table(schema, "items")) == wanted, 60, "the backfilled rows")
+    assert all(row[2] != 3 for row in target.table(schema, "items"))
+    wait_for(lambda: door(cluster, "door-cli").loaded == wanted, 10, "the counters")
+    assert cli.main([*manager, "backfill", "status"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "door-cli" in line)
+    assert line.split()[1:] == [str(wanted), str(wanted), "0", "0", "0"]
+    assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.nope"]) != 0
+    assert "no pipeline replicates" in capsys.readouterr().err
+    cluster.set_status("door-cli", "STOP")

@@ -1,0 +1,144 @@
+"""``setl backfill`` and ``setl retl init``: the free door from the command line.
+
+``setl backfill CHANNEL --table schema.table [--where SQL] [--batch N] [--rate N]`` reads the
+table's keys on the pipeline's source in key order (keyset pages of ``--batch`` keys) and
+writes one ``retl.retl_buffer`` request per row: into the source's own buffer (per-instance
+free door) or, when the pipeline names a ``free_door`` source, into that central buffer with
+the pipeline's CHANNEL_ID/PIPELINE_ID. It is throttled to ``--rate`` requests a second and
+shows rows done / total, rate and ETA. The node serves the requests in bounded slices
+between normal batches, so live replication goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import pymysql
+
+from manager import render
+from manager.client import ManagerClient
+from shared import codec
+from shared.endpoint import connect
+from shared.errors import SetlError
+from shared.model import Channel, DataSource, Pipeline
+from shared.retl import SOURCE_DDL, encode_key
+from shared.rpc import manager_pb2
+from shared.tablekeys import row_keys
+
+INSERT = ("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
+          "VALUES (%s, 'I', %s, %s, %s)")
+
+
+def add_commands(commands: Any) -> None:
+    backfill = commands.add_parser("backfill", help="copy rows through the free door")
+    backfill.add_argument("channel", help="the channel, or 'status' for the counters")
+    backfill.add_argument("--table", help="schema.table on the pipeline's source")
+    backfill.add_argument("--where", default="", help="an SQL condition on the table's rows")
+    backfill.add_argument("--batch", type=int, default=10_000, help="keys per page")
+    backfill.add_argument("--rate", type=int, default=50_000, help="requests a second at most")
+    backfill.add_argument("--pipeline", help="the pipeline (default: the first whose pairs "
+                                             "take the table)")
+    retl = commands.add_parser("retl", help="the retl system schema")
+    init = retl.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser(
+        "init", help="create retl.retl_buffer and retl.retl_mark on a source (idempotent)")
+    init.add_argument("source", help="a source name from the definitions")
+
+
+def _source(client: ManagerClient, name: str) -> DataSource:
+    return codec.from_proto(client.call("GetSource", manager_pb2.GetSourceRequest(name=name)),
+                            DataSource)
+
+
+def retl_init(args: argparse.Namespace, client: ManagerClient) -> int:
+    source = _source(client, args.source)
+    with connect(source, autocommit=True) as conn, conn.cursor() as cursor:
+        for statement in SOURCE_DDL:
+            cursor.execute(statement)
+    print(f"retl schema ready on {source.name} ({source.host}:{source.port})")
+    return 0
+
+
+def status(args: argparse.Namespace, client: ManagerClient) -> int:
+    answer = client.call("Status", manager_pb2.StatusRequest())
+    rows = [(p.pipeline_id, p.free_door.requested, p.free_door.loaded, p.free_door.missing,
+             p.free_door.rejected, p.free_door.pending)
+            for info in answer.channels for p in info.pipelines]
+    print(render.table(["PIPELINE", "REQUESTED", "LOADED", "MISSING", "REJECTED", "PENDING"],
+                       rows))
+    return 0
+
+
+def _pipeline(channel: Channel, schema: str, table: str, wanted: str | None) -> Pipeline:
+    for pipeline in channel.pipelines:
+        if wanted and pipeline.name != wanted:
+            continue
+        if any(p.source.namespace.matches(schema) and p.source.table.matches(table)
+               for p in pipeline.pairs):
+            return pipeline
+    raise SetlError(f"channel {channel.name}: no pipeline{' ' + wanted if wanted else ''} "
+                    f"replicates {schema}.{table}; check the pairs or --pipeline")
+
+
+def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
+    if not args.table or "." not in args.table:
+        raise SetlError("give --table schema.table")
+    schema, table = args.table.split(".", 1)
+    info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.channel))
+    pipeline = _pipeline(codec.from_proto(info.channel, Channel), schema, table, args.pipeline)
+    central = pipeline.params.free_door_source
+    source = _source(client, pipeline.source)
+    buffer = _source(client, central) if central else source
+    channel_id, pipeline_id = (args.channel, pipeline.name) if central else (None, None)
+    with connect(source) as reader, connect(buffer, autocommit=True) as writer:
+        with writer.cursor() as cursor:
+            for statement in SOURCE_DDL:
+                cursor.execute(statement)
+        keys = row_keys(reader.cursor(), (schema, table)).get((schema, table))
+        if not keys:
+            raise SetlError(f"{schema}.{table} does not exist on {source.name} or has no key")
+        done = _copy_keys(args, reader, writer, schema, table, keys, (channel_id, pipeline_id))
+    where = f"central buffer on {buffer.name}" if central else f"retl_buffer on {source.name}"
+    print(f"{done} request(s) for {schema}.{table} written to the {where} "
+          f"(channel {args.channel}, pipeline {pipeline.name}); follow: setl backfill status")
+    return 0
+
+
+def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, table: str,
+               keys: tuple[str, ...], owner: tuple[str | None, str | None]) -> int:
+    name = f"`{schema}`.`{table}`"
+    columns = ", ".join(f"`{k}`" for k in keys)
+    condition = f"({args.where})" if args.where else "TRUE"
+    try:
+        with reader.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {name} WHERE {condition}")
+            total = int(cursor.fetchone()[0])
+            done, last, started = 0, None, time.monotonic()
+            while True:
+                after = f" AND ({columns}) > ({', '.join(['%s'] * len(keys))})" if last else ""
+                cursor.execute(f"SELECT {columns} FROM {name} WHERE {condition}{after} "
+                               f"ORDER BY {columns} LIMIT %s", (*(last or ()), args.batch))
+                page = cursor.fetchall()
+                if not page:
+                    break
+                with writer.cursor() as out:
+                    out.executemany(INSERT, [(f"{schema}.{table}", encode_key(key), *owner)
+                                             for key in page])
+                done, last = done + len(page), page[-1]
+                _progress(done, total, started)
+                time.sleep(max(0.0, done / args.rate - (time.monotonic() - started)))
+    except pymysql.MySQLError as exc:
+        raise SetlError(f"backfill of {schema}.{table}: {exc.args[-1] if exc.args else exc}"
+                        ) from None
+    print(file=sys.stderr)
+    return done
+
+
+def _progress(done: int, total: int, started: float) -> None:
+    elapsed = max(time.monotonic() - started, 1e-6)
+    rate = done / elapsed
+    eta = (total - done) / rate if rate and total > done else 0
+    print(f"\r{done:,} / {total:,} rows  {rate:,.0f} rows/s  ETA {eta:,.0f} s",
+          end="", file=sys.stderr, flush=True)
