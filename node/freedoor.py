@@ -65,9 +65,8 @@ def is_request(change: RowChange) -> bool:
 
 
 def as_change(row: dict[str, Any], central: bool) -> RowChange:
-    """A buffer row as the change E/T serves (central rows are marked so by PIPELINE_ID)."""
-    image = {name: row[name] for name in COLUMNS.split(", ")}
-    image["central"] = central
+    """A buffer row as the change E/T serves it."""
+    image = {**row, "central": central}
     return RowChange(*BUFFER_TABLE, ChangeType.INSERT, ("ID",), None, image)
 
 
@@ -96,6 +95,8 @@ def serve(numbered: Iterable[tuple[int, RowChange]], source: DataSource,
         parsed: list[tuple[int, Request, tuple[str, ...]]] = []
         for seq, change in numbered:
             try:
+                if (change.after or {}).get("reject"):
+                    raise FreeDoorRequestError(str(change.after["reject"]))
                 request = parse(change)
                 parsed.append((seq, request, _check(request, wants, configured_keys, fetch)))
             except FreeDoorRequestError as exc:
@@ -175,7 +176,9 @@ class CentralDoor:
     channel: str
     pipeline: str
     slice: int
+    siblings: tuple[str, ...] = ()  # the channel's pipelines, given to its first pipeline
     _after: int = 0  # the highest id handed out (in flight or served)
+    _orphans_after: int = 0
     _conn: Any = None
     _counted_at: float = 0.0
     _asked_at: float = 0.0
@@ -191,14 +194,16 @@ class CentralDoor:
         return self._conn.cursor()
 
     def take(self, process_id: int) -> list[RowChange]:
-        """The next slice of requests for this pipeline, as changes for batch ``process_id``."""
+        """The next slice of requests for this pipeline, as changes for batch ``process_id``
+        (the channel's first pipeline also takes rows naming no pipeline of the channel, to
+        reject them)."""
         try:
             with self._cursor() as cursor:
+                rows = self._orphans(cursor) if self.siblings else []
                 cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
                                "AND PIPELINE_ID = %s AND ID > %s ORDER BY ID LIMIT %s",
                                (self.channel, self.pipeline, self._after, self.slice))
-                names = [column[0] for column in cursor.description]
-                rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+                rows += _dicts(cursor)
                 if time.monotonic() - self._counted_at > 5 or len(rows) < self.slice:
                     cursor.execute("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
                                    "AND PIPELINE_ID = %s AND ID > %s",
@@ -208,10 +213,25 @@ class CentralDoor:
             raise SetlError(f"central free door on {self.buffer.name}: "
                             f"{exc.args[-1] if exc.args else exc}") from None
         if rows:
-            self._after = int(rows[-1]["ID"])
+            self._after = max(self._after, *(int(row["ID"]) for row in rows
+                                             if row["PIPELINE_ID"] == self.pipeline))
             self.served[process_id] = [int(row["ID"]) for row in rows]
             self.pending = max(0, self.pending - len(rows))
         return [as_change(row, central=True) for row in rows]
+
+    def _orphans(self, cursor: Any) -> list[dict[str, Any]]:
+        marks = ", ".join(["%s"] * len(self.siblings))
+        cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
+                       f"(PIPELINE_ID IS NULL OR PIPELINE_ID NOT IN ({marks})) AND ID > %s "
+                       "ORDER BY ID LIMIT 1000",
+                       (self.channel, *self.siblings, self._orphans_after))
+        rows = _dicts(cursor)
+        if rows:
+            self._orphans_after = int(rows[-1]["ID"])
+        for row in rows:
+            row["reject"] = (f"channel {self.channel} has no pipeline "
+                             f"{row['PIPELINE_ID']!r} (it has {', '.join(self.siblings)})")
+        return rows
 
     def waiting(self) -> bool:
         """Whether requests wait (asked at most every 0.2 s; errors surface in take)."""
@@ -230,7 +250,7 @@ class CentralDoor:
 
     def rewind(self) -> None:
         """After a failure: requests of dropped batches are taken again."""
-        self._after = 0
+        self._after = self._orphans_after = 0
         self.served.clear()
 
     def loaded(self, process_id: int) -> None:
@@ -252,6 +272,11 @@ def ensure_buffer(source: DataSource, pipeline_id: str) -> None:
     except (pymysql.MySQLError, SetlError) as exc:
         log.warning("event=free_door_unavailable pipeline=%s source=%s error=%s", pipeline_id,
                     source.name, exc.args[-1] if exc.args else exc)
+
+
+def _dicts(cursor: Any) -> list[dict[str, Any]]:
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def delete_ids(cursor: Any, ids: list[int]) -> None:

@@ -92,7 +92,10 @@ class PipelineRunner:
         params = context.pipeline.params
         self._central = freedoor.CentralDoor(
             context.sources[params.free_door_source], context.channel.name,
-            context.pipeline.name, params.free_door_slice) if params.free_door_source else None
+            context.pipeline.name, params.free_door_slice,
+            siblings=tuple(p.name for p in context.channel.pipelines)
+            if context.channel.pipelines[0] is context.pipeline else ()) \
+            if params.free_door_source else None
         self._select_stop = threading.Event()
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
                                         daemon=True)

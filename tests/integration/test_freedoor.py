@@ -88,8 +88,11 @@ def test_central_backfill_is_served_by_the_owning_pipeline(
     request_rows(target, f"{schema}.items", [(1,)], channel="door-central", pipeline="nobody")
     wait_equal(source, target, schema, ["items"])
     wait_for(lambda: door(cluster, "door-central").loaded == 500, 10, "500 loaded")
-    assert target.rows("SELECT PIPELINE_ID FROM retl.retl_buffer WHERE CHANNEL_ID = %s",
-                       ("door-central",)) == [("nobody",)]  # another pipeline's: left alone
+    wait_for(lambda: door(cluster, "door-central").rejected == 1, 10, "the orphan rejected")
+    wait_for(lambda: target.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s",
+                                 ("door-central",)) == [(0,)], 10, "the buffer cleaned")
+    assert "channel door-central has no pipeline 'nobody' (it has forward)" in \
+        cluster.nodes[1].output()
     cluster.set_status("door-central", "STOP")
 
 
