@@ -15,12 +15,12 @@ from typing import Any
 from node import freedoor
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
+from node.processors import Filler, fill, run_processor
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
 
-_NOT_YET = {"column_groups": "column groups", "processor": "processors",
-            "virtual_columns": "virtual columns", "shard": "shard routing"}
+_NOT_YET = {"column_groups": "column groups", "shard": "shard routing"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class CompiledPair:
     renames: dict[str, str]
     include: frozenset[str]
     exclude: frozenset[str]
+    fillers: tuple[Filler, ...] = ()
 
     def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
         mapped = {}
@@ -79,7 +80,8 @@ class CompiledPipeline:
                 else frozenset()
             exclude = frozenset(pair.columns) if pair.column_mode is ColumnMode.EXCLUDE \
                 else frozenset()
-            compiled.append(CompiledPair(pair, renames, include, exclude))
+            fillers = tuple(Filler.of(column) for column in pair.virtual_columns)
+            compiled.append(CompiledPair(pair, renames, include, exclude, fillers))
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
                    two_way=two_way, source=source)
 
@@ -138,25 +140,42 @@ class CompiledPipeline:
 
 
 def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterator[TargetChange]:
-    """One source row change as target changes, one per matching pair."""
+    """One source row change as target changes, one per matching pair (a processor may make
+    several or none of it)."""
     for entry in compiled.pairs_for(change.schema, change.table):
-        pair = entry.pair
-        keys = (pair.key_columns or change.keys
-                or compiled.table_keys.get((change.schema, change.table), ()))
-        if not keys:
-            raise ConfigError(f"pipeline {compiled.pipeline_id}: table "
-                              f"{change.schema}.{change.table} has no primary key and no unique "
-                              "key over NOT NULL columns; add one on the source or give "
-                              "'key_columns' on its pair")
-        schema = entry.target_name(pair.source.namespace, pair.target.namespace, change.schema)
-        table = entry.target_name(pair.source.table, pair.target.table, change.table)
-        target_keys = tuple(entry.renames.get(name, name) for name in keys)
-        before_key = tuple(change.before[name] for name in keys) if change.before else None
-        after = entry.map_row(change.after, keys) if change.after is not None else None
-        before = entry.map_row(change.before, keys) \
-            if compiled.two_way and change.before is not None else None
-        yield TargetChange(pair.target.datasource, schema, table, change.type, target_keys,
-                           before_key, after, pair.push_weight, seq, before=before)
+        processor = entry.pair.processor
+        if processor is None:
+            yield from _map(compiled, entry, seq, change)
+            continue
+        where = f"pipeline {compiled.pipeline_id} pair {entry.pair.source}"
+        for changed in run_processor(processor, change, where):
+            yield from _map(compiled, entry, seq, changed, named_by=change)
+
+
+def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowChange,
+         named_by: RowChange | None = None) -> Iterator[TargetChange]:
+    """The change through one pair: key, target names, columns, virtual columns."""
+    pair = entry.pair
+    keys = (pair.key_columns or change.keys
+            or compiled.table_keys.get((change.schema, change.table), ()))
+    if not keys:
+        raise ConfigError(f"pipeline {compiled.pipeline_id}: table "
+                          f"{change.schema}.{change.table} has no primary key and no unique "
+                          "key over NOT NULL columns; add one on the source or give "
+                          "'key_columns' on its pair")
+    name = named_by or change  # the target is the pair's, whatever a processor renamed
+    schema = entry.target_name(pair.source.namespace, pair.target.namespace, name.schema)
+    table = entry.target_name(pair.source.table, pair.target.table, name.table)
+    target_keys = tuple(entry.renames.get(key, key) for key in keys)
+    before_key = tuple(change.before[key] for key in keys) if change.before else None
+    after = entry.map_row(change.after, keys) if change.after is not None else None
+    if after is not None and entry.fillers:
+        after = fill(entry.fillers, change.after, after,  # type: ignore[arg-type]
+                     f"pipeline {compiled.pipeline_id} pair {pair.source}", change.key())
+    before = entry.map_row(change.before, keys) \
+        if compiled.two_way and change.before is not None else None
+    yield TargetChange(pair.target.datasource, schema, table, change.type, target_keys,
+                       before_key, after, pair.push_weight, seq, before=before)
 
 
 def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, RowChange]]

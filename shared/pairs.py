@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
+from shared import expr
 from shared.model import (
     ColumnGroup,
     ColumnMode,
@@ -32,9 +32,9 @@ def callable_name(value: str) -> str | None:
 
 def expression(value: str) -> str | None:
     try:
-        ast.parse(value, mode="eval")
-    except SyntaxError as exc:
-        return f"invalid expression {value!r}: {exc.msg}"
+        expr.parse(value)
+    except expr.ExpressionError as exc:
+        return str(exc)
     return None
 
 

@@ -69,8 +69,6 @@ def test_compile_keeps_id_version_and_pairs() -> None:
 
 @pytest.mark.parametrize(("option", "what"), [
     ("column_groups: [[a, b]]", "column groups"),
-    ('processor: "mod:fn"', "processors"),
-    ("virtual_columns: [{name: origin, value: x}]", "virtual columns"),
 ])
 def test_compile_refuses_pair_options_not_run_yet(option: str, what: str) -> None:
     p = pipeline("{source: s.ok, target: s2.ok}", f"{{source: s.t, target: s2.t, {option}}}")

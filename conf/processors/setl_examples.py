@@ -1,0 +1,38 @@
+"""Two example processors for setl pairs (``processor: setl_examples:mask_email``).
+
+A processor gets one row change as a dict — ``{"schema", "table", "type": "I"|"U"|"D",
+"keys", "before", "after"}`` — and returns it (changed or not), a list of changes, or None
+to drop it. Copy this file next to your own processors in ``conf/processors/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+
+def mask_email(change: dict[str, Any]) -> dict[str, Any]:
+    """Replace the local part of ``email`` by a stable hash: joins still work, people
+    cannot be read off the copy."""
+    for image in (change["before"], change["after"]):
+        email = image.get("email") if image else None
+        if email and "@" in email:
+            local, domain = email.split("@", 1)
+            image["email"] = hashlib.sha256(local.encode()).hexdigest()[:12] + "@" + domain
+    return change
+
+
+def skip_test_rows(change: dict[str, Any]) -> dict[str, Any] | None:
+    """Drop changes of rows whose ``name`` starts with ``test_`` (inserts, updates and
+    deletes alike)."""
+    image = change["after"] or change["before"] or {}
+    name = image.get("name")
+    if isinstance(name, str) and name.startswith("test_"):
+        return None
+    return change
+
+
+def price_with_tax(row: dict[str, Any]) -> Any:
+    """A virtual-column processor: ``price`` plus 20 % tax, or None."""
+    price = row.get("price")
+    return None if price is None else round(price * 12 / 10, 2)

@@ -1,0 +1,119 @@
+"""User code in a pair: processors (``module:function``) and virtual columns.
+
+A **processor** gets one row change as a plain dict and returns it (changed or not), a list
+of changes, or None (the change is dropped)::
+
+    {"schema": "shop", "table": "orders", "type": "I" | "U" | "D",
+     "keys": ["id"], "before": {...} | None, "after": {...} | None}
+
+Modules are imported from ``conf/processors/`` of the installation, the directories in
+``$SETL_PROCESSORS_PATH`` (``:``-separated) or any installed module. A **virtual column** is
+a target column filled by a constant, a safe expression (:mod:`shared.expr`) over the source
+row, or a processor ``module:function(row) -> value``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from node.changes import ChangeType, Row, RowChange
+from shared import expr
+from shared.errors import SetlError
+from shared.model import VirtualColumn
+
+BUILT_IN = Path(__file__).resolve().parents[1] / "conf" / "processors"
+
+
+class TransformError(SetlError):
+    """User code or an expression failed on a row."""
+
+
+@functools.cache
+def load(name: str) -> Callable[..., Any]:
+    """The callable ``module:function``; imported once per process (a Spark worker too)."""
+    for directory in [str(BUILT_IN), *os.environ.get("SETL_PROCESSORS_PATH", "").split(":")]:
+        if directory and directory not in sys.path:
+            sys.path.append(directory)
+    module_name, _, function = name.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError) as exc:
+        raise TransformError(f"processor {name}: cannot load it ({exc}); put the module in "
+                             f"{BUILT_IN} or $SETL_PROCESSORS_PATH, or install it") from None
+    if not callable(found):
+        raise TransformError(f"processor {name} is not callable")
+    return found
+
+
+def as_dict(change: RowChange) -> dict[str, Any]:
+    return {"schema": change.schema, "table": change.table, "type": change.type.value,
+            "keys": list(change.keys), "before": change.before, "after": change.after}
+
+
+def from_dict(value: Any, original: RowChange) -> RowChange:
+    if not isinstance(value, dict):
+        raise TypeError(f"a processor returns a change dict, a list of them or None, "
+                        f"got {type(value).__name__}")
+    return RowChange(value.get("schema", original.schema), value.get("table", original.table),
+                     ChangeType(value.get("type", original.type.value)),
+                     tuple(value.get("keys", original.keys)), value.get("before"),
+                     value.get("after"), commit_ts_ms=original.commit_ts_ms)
+
+
+def run_processor(name: str, change: RowChange, where: str) -> list[RowChange]:
+    """The changes a processor makes of one change; its errors name pipeline, pair and key."""
+    try:
+        result = load(name)(as_dict(change))
+        if result is None:
+            return []
+        items = result if isinstance(result, list) else [result]
+        return [from_dict(item, change) for item in items]
+    except TransformError:
+        raise
+    except Exception as exc:
+        raise TransformError(f"{where}: processor {name} failed on key {change.key()!r}: "
+                             f"{type(exc).__name__}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Filler:
+    """A compiled virtual column."""
+
+    name: str
+    constant: Any = None
+    tree: Any = None  # a checked expression tree
+    processor: str | None = None
+
+    @classmethod
+    def of(cls, column: VirtualColumn) -> Filler:
+        if column.expression is not None:
+            return cls(column.name, tree=expr.parse(column.expression))
+        if column.processor is not None:
+            return cls(column.name, processor=column.processor)
+        return cls(column.name, constant=column.value)
+
+    def value(self, row: Row) -> Any:
+        if self.tree is not None:
+            return expr.evaluate(self.tree, row)
+        if self.processor is not None:
+            return load(self.processor)(dict(row))
+        return self.constant
+
+
+def fill(fillers: tuple[Filler, ...], source: Row, target: Row, where: str,
+         key: tuple[Any, ...]) -> Row:
+    """The target row with its virtual columns, computed from the source row."""
+    for filler in fillers:
+        try:
+            target[filler.name] = filler.value(source)
+        except Exception as exc:
+            raise TransformError(f"{where}: virtual column {filler.name} failed on key "
+                                 f"{key!r}: {type(exc).__name__}: {exc}") from None
+    return target

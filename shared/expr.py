@@ -1,0 +1,157 @@
+"""A small, safe expression language for virtual columns and column merge/split.
+
+Expressions use Python syntax, but only this part of it, checked when the definitions load
+and evaluated by walking the tree here — nothing from YAML is ever given to ``eval``:
+
+- column names of the source row, and literals (numbers, strings, true/false/null, also
+  spelled True/False/None);
+- ``+ - * / // %``, unary ``-``/``not``, comparisons (``== != < <= > >= in not in``),
+  ``and``/``or``, ``a if condition else b``, tuples/lists as the right side of ``in``;
+- the functions in :data:`FUNCTIONS` (``concat_ws(' ', first_name, last_name)``,
+  ``split_part(address, ',', 0)`` …).
+
+No attributes, subscripts, comprehensions, lambdas or keyword arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
+
+
+def _concat_ws(separator: str, *parts: Any) -> str:
+    return str(separator).join(str(p) for p in parts if p is not None)
+
+
+def _split_part(text: Any, separator: str, index: int) -> str | None:
+    if text is None:
+        return None
+    parts = str(text).split(separator)
+    return parts[index] if -len(parts) <= index < len(parts) else None
+
+
+def _regex_group(text: Any, pattern: str, group: int = 1) -> str | None:
+    found = None if text is None else re.search(pattern, str(text))
+    return found.group(group) if found else None
+
+
+def _none_safe(func: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda value, *rest: None if value is None else func(value, *rest)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "concat": lambda *parts: "".join(str(p) for p in parts if p is not None),
+    "concat_ws": _concat_ws,
+    "split_part": _split_part,
+    "regex_group": _regex_group,
+    "coalesce": lambda *values: next((v for v in values if v is not None), None),
+    "upper": _none_safe(lambda s: str(s).upper()),
+    "lower": _none_safe(lambda s: str(s).lower()),
+    "trim": _none_safe(lambda s: str(s).strip()),
+    "replace": _none_safe(lambda s, old, new: str(s).replace(old, new)),
+    "substr": _none_safe(lambda s, start, length=None: str(s)[start - 1:None if length is None
+                                                             else start - 1 + length]),
+    "length": _none_safe(lambda s: len(str(s))),
+    "round": _none_safe(lambda x, digits=0: round(x, digits)),
+    "abs": _none_safe(abs),
+    "str": _none_safe(str),
+    "int": _none_safe(int),
+    "decimal": _none_safe(lambda x: Decimal(str(x))),
+}
+_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False,
+          "None": None}
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+            ast.Is: operator.is_, ast.IsNot: operator.is_not}
+
+
+class ExpressionError(ValueError):
+    """An expression outside the language, or one that failed on a row."""
+
+
+def parse(text: str) -> ast.expr:
+    """The checked tree of an expression; raises :class:`ExpressionError`."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionError(f"invalid expression {text!r}: {exc.msg}") from None
+    for node in ast.walk(tree):
+        problem = _problem(node)
+        if problem:
+            raise ExpressionError(f"invalid expression {text!r}: {problem}")
+    return tree
+
+
+def _problem(node: ast.AST) -> str | None:
+    allowed = (ast.Constant, ast.Name, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
+               ast.IfExp, ast.Call, ast.Tuple, ast.List, ast.Load, ast.operator, ast.unaryop,
+               ast.boolop, ast.cmpop)
+    if not isinstance(node, allowed):
+        return f"{type(node).__name__.lower()} is not allowed (only columns, literals, " \
+               "operators, 'if … else' and the listed functions)"
+    if isinstance(node, ast.BinOp) and type(node.op) not in _BINARY:
+        return f"operator {type(node.op).__name__} is not allowed"
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
+        return f"operator {type(node.op).__name__} is not allowed"
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            return f"{type(node.func).__name__.lower()} is not allowed (call a listed function)"
+        if node.func.id not in FUNCTIONS:
+            return f"unknown function {node.func.id!r} (known: {', '.join(sorted(FUNCTIONS))})"
+        if node.keywords:
+            return "keyword arguments are not allowed"
+    return None
+
+
+def evaluate(tree: ast.expr, row: Mapping[str, Any]) -> Any:
+    """The expression's value on a row (column name → value)."""
+    match tree:
+        case ast.Constant(value=value):
+            return value
+        case ast.Name(id=name):
+            if name in row:
+                return row[name]
+            if name in _NAMES:
+                return _NAMES[name]
+            raise ExpressionError(f"unknown column {name!r}")
+        case ast.BinOp(left=left, op=op, right=right):
+            a, b = evaluate(left, row), evaluate(right, row)
+            if a is None or b is None:
+                return None  # as in SQL: NULL in, NULL out
+            if isinstance(op, ast.Add) and (isinstance(a, str) or isinstance(b, str)):
+                return f"{a}{b}"
+            return _BINARY[type(op)](a, b)
+        case ast.UnaryOp(op=op, operand=operand):
+            value = evaluate(operand, row)
+            if isinstance(op, ast.Not):
+                return not value
+            return None if value is None else (-value if isinstance(op, ast.USub) else +value)
+        case ast.BoolOp(op=op, values=values):
+            result: Any = None
+            for item in values:
+                result = evaluate(item, row)
+                if bool(result) is isinstance(op, ast.Or):
+                    return result
+            return result
+        case ast.Compare(left=left, ops=ops, comparators=comparators):
+            a = evaluate(left, row)
+            for op, right in zip(ops, comparators, strict=True):
+                b = evaluate(right, row)
+                if not _COMPARE[type(op)](a, b):
+                    return False
+                a = b
+            return True
+        case ast.IfExp(test=test, body=body, orelse=orelse):
+            return evaluate(body if evaluate(test, row) else orelse, row)
+        case ast.Call(func=ast.Name(id=name), args=args):
+            return FUNCTIONS[name](*(evaluate(arg, row) for arg in args))
+        case ast.Tuple(elts=items) | ast.List(elts=items):
+            return tuple(evaluate(item, row) for item in items)
+    raise ExpressionError(f"cannot evaluate {ast.dump(tree)}")

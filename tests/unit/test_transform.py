@@ -1,0 +1,99 @@
+"""Processors, virtual columns and the safe expression language, without Spark."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import pytest
+
+from node.changes import ChangeType, RowChange
+from node.etl import transform
+from node.processors import TransformError
+from shared import expr
+from tests.unit.test_etl import compiled, insert
+
+
+def row_of(pair: str, change: RowChange) -> list[dict | None]:
+    return [t.after for t in transform(compiled(pair), 1, change)]
+
+
+@pytest.mark.parametrize("text, row, value", [
+    ("concat_ws(' ', first_name, last_name)", {"first_name": "Ada", "last_name": "Lovelace"},
+     "Ada Lovelace"),
+    ("concat_ws(' ', first_name, last_name)", {"first_name": "Ada", "last_name": None}, "Ada"),
+    ("trim(split_part(address, ',', 1))", {"address": "Paris, 5 rue X"}, "5 rue X"),
+    ("split_part(address, ',', 3)", {"address": "a,b"}, None),
+    ("regex_group(code, '([A-Z]+)-(\\\\d+)', 2)", {"code": "AB-42"}, "42"),
+    ("price * qty if qty > 0 else 0", {"price": Decimal("2.50"), "qty": 4}, Decimal("10.00")),
+    ("price * qty", {"price": None, "qty": 4}, None),
+    ("'vip' if country in ('FR', 'DE') and not blocked else 'std'",
+     {"country": "FR", "blocked": False}, "vip"),
+    ("upper(coalesce(nick, name)) + '!'", {"nick": None, "name": "bo"}, "BO!"),
+    ("substr(name, 2, 3)", {"name": "abcdef"}, "bcd"),
+    ("-a // 2 + a % 3", {"a": 7}, -3),
+    ("null", {}, None),
+])
+def test_expressions_evaluate_over_the_row(text: str, row: dict, value: object) -> None:
+    assert expr.evaluate(expr.parse(text), row) == value
+
+
+@pytest.mark.parametrize("text, message", [
+    ("__import__('os')", "unknown function '__import__'"),
+    ("__import__('os').system('x')", "attribute is not allowed"),
+    ("name.upper()", "attribute is not allowed"),
+    ("row['a']", "subscript is not allowed"),
+    ("[x for x in a]", "listcomp is not allowed"),
+    ("lambda: 1", "lambda is not allowed"),
+    ("a ** 2", "operator Pow is not allowed"),
+    ("upper(s=a)", "keyword arguments are not allowed"),
+    ("a +", "invalid expression 'a +'"),
+])
+def test_anything_outside_the_language_is_refused(text: str, message: str) -> None:
+    with pytest.raises(expr.ExpressionError, match=re.escape(message)):
+        expr.parse(text)
+
+
+def test_virtual_columns_constant_expression_and_processor() -> None:
+    pair = ("{source: s.t, target: s2.t, virtual_columns: ["
+            "{name: origin, value: shop-eu}, "
+            "{name: full_name, expression: \"concat_ws(' ', first, last)\"}, "
+            "{name: gross, processor: 'setl_examples:price_with_tax'}]}")
+    [after] = row_of(pair, insert("s", "t", {"id": 1, "first": "A", "last": "B",
+                                             "price": Decimal("10.00")}))
+    assert after == {"id": 1, "first": "A", "last": "B", "price": Decimal("10.00"),
+                     "origin": "shop-eu", "full_name": "A B", "gross": Decimal("12.00")}
+
+
+def test_column_merge_and_split_with_the_sources_excluded() -> None:
+    pair = ("{source: s.t, target: s2.t, columns: {exclude: [first, last, addr]}, "
+            "virtual_columns: [{name: full_name, expression: \"concat_ws(' ', first, last)\"}, "
+            "{name: city, expression: \"trim(split_part(addr, ',', 0))\"}, "
+            "{name: street, expression: \"trim(split_part(addr, ',', 1))\"}]}")
+    [after] = row_of(pair, insert("s", "t", {"id": 1, "first": "A", "last": "B",
+                                             "addr": "Lyon , 3 quai C"}))
+    assert after == {"id": 1, "full_name": "A B", "city": "Lyon", "street": "3 quai C"}
+
+
+def test_a_processor_changes_drops_and_names_its_errors() -> None:
+    masked = "{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}"
+    [after] = row_of(masked, insert("s", "t", {"id": 1, "email": "ada@example.org"}))
+    assert after["email"].endswith("@example.org") and "ada" not in after["email"]
+    skipping = "{source: s.t, target: s2.t, processor: 'setl_examples:skip_test_rows'}"
+    assert row_of(skipping, insert("s", "t", {"id": 1, "name": "test_x"})) == []
+    assert row_of(skipping, insert("s", "t", {"id": 2, "name": "real"})) == [
+        {"id": 2, "name": "real"}]
+    failing = "{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}"
+    with pytest.raises(TransformError, match=r"pair src:s.t: processor setl_examples:mask_email "
+                                             r"failed on key \(3,\): TypeError"):
+        list(transform(compiled(failing), 1, insert("s", "t", {"id": 3, "email": 5})))
+    with pytest.raises(TransformError, match="processor nowhere:fn: cannot load it"):
+        row_of("{source: s.t, target: s2.t, processor: 'nowhere:fn'}",
+               insert("s", "t", {"id": 1}))
+
+
+def test_a_processor_may_turn_one_change_into_several() -> None:
+    change = RowChange("s", "t", ChangeType.DELETE, ("id",), {"id": 4, "name": "x"}, None)
+    found = list(transform(compiled("{source: s.t, target: s2.t, processor: "
+                                    "'setl_examples:skip_test_rows'}"), 1, change))
+    assert [(t.type, t.before_key) for t in found] == [(ChangeType.DELETE, (4,))]
