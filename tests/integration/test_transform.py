@@ -1,0 +1,71 @@
+"""Transform capabilities through `setl apply` and a running node on real servers."""
+
+from __future__ import annotations
+
+from shared.devcluster import Cluster, Database, make_schema, wait_for
+
+PEOPLE = ("CREATE TABLE `{schema}`.people (id INT PRIMARY KEY, first VARCHAR(20), "
+          "last VARCHAR(20), address VARCHAR(60), email VARCHAR(60), name VARCHAR(20))")
+PEOPLE_COPY = ("CREATE TABLE `{schema}`.people_copy (id INT PRIMARY KEY, full_name VARCHAR(41), "
+               "city VARCHAR(30), street VARCHAR(30), email VARCHAR(80), name VARCHAR(20), "
+               "origin VARCHAR(10), shout VARCHAR(30))")
+
+
+def run(cluster: Cluster, name: str, schema: str, pair: dict) -> None:
+    cluster.apply([{"name": name, "pipelines": [{"name": "forward", "source": "source",
+                                                  "target": "target", "pairs": [pair]}]}])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+
+
+def test_processor_virtual_columns_and_column_merge_split(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, PEOPLE)
+    target.execute(PEOPLE_COPY.format(schema=schema))
+    run(cluster, "reshape", schema, {
+        "source": f"{schema}.people", "target": f"{schema}.people_copy",
+        "processor": "setl_examples:skip_test_rows",
+        "columns": {"exclude": ["first", "last", "address"]},
+        "virtual_columns": [
+            {"name": "full_name", "expression": "concat_ws(' ', first, last)"},
+            {"name": "city", "expression": "trim(split_part(address, ',', 0))"},
+            {"name": "street", "expression": "trim(split_part(address, ',', 1))"},
+            {"name": "origin", "value": "eu-1"},
+            {"name": "shout", "expression": "upper(name) + '!' if name else null"}]})
+    t = f"`{schema}`.people"
+    source.script(
+        f"INSERT INTO {t} VALUES (1, 'Ada', 'Lovelace', 'London, 12 Baker St', 'a@x.org', "
+        "'ada'), (2, 'Test', 'Row', 'Nowhere, 0', 't@x.org', 'test_2'), "
+        "(3, 'Alan', NULL, NULL, NULL, NULL)",
+        f"UPDATE {t} SET address = 'Paris , 5 rue Y' WHERE id = 1",
+        f"DELETE FROM {t} WHERE id = 3")
+    wait_for(lambda: target.rows(f"SELECT city FROM `{schema}`.people_copy WHERE id = 1")
+             == [("Paris",)], 30, "the update")
+    wait_for(lambda: len(target.table(schema, "people_copy")) == 1, 30, "the delete")
+    assert target.table(schema, "people_copy") == [
+        (1, "Ada Lovelace", "Paris", "5 rue Y", "a@x.org", "ada", "eu-1", "ADA!")]
+    cluster.set_status("reshape", "STOP")
+
+
+def test_a_failing_virtual_column_pauses_the_channel_with_the_row_named(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, PEOPLE)
+    target.execute(f"ALTER TABLE `{schema}`.people ADD COLUMN n INT")
+    cluster.apply([{"name": "bad-row", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "max_retries": 0,
+        "pairs": [{"source": f"{schema}.people", "target": f"{schema}.people",
+                   "processor": "setl_examples:mask_email",
+                   "virtual_columns": [{"name": "n", "expression": "int(name)"}]}]}]}])
+    cluster.set_status("bad-row", "START")
+    cluster.wait_running("bad-row")
+    source.execute(f"INSERT INTO `{schema}`.people (id, email, name) VALUES (42, 'x@y.z', '7')")
+    wait_for(lambda: target.table(schema, "people"), 30, "the good row")
+    assert target.rows(f"SELECT email, n FROM `{schema}`.people")[0][0].endswith("@y.z")
+    assert target.rows(f"SELECT n FROM `{schema}`.people") == [(7,)]
+    source.execute(f"INSERT INTO `{schema}`.people (id, name) VALUES (43, 'seven')")
+    wait_for(lambda: cluster.channel_status("bad-row") == "PAUSE", 60, "the pause")
+    error = cluster.pipeline_state("bad-row").last_error
+    assert "virtual column n failed on key (43,): ValueError" in error, error
+    assert f"pair source:{schema}.people" in error, error
+    assert len(target.table(schema, "people")) == 1
+    cluster.set_status("bad-row", "STOP")
