@@ -189,8 +189,7 @@ class CentralDoor:
         if self._conn is None or not self._conn.open:
             self._conn = connect(self.buffer, autocommit=True)
             with self._conn.cursor() as cursor:
-                for statement in SOURCE_DDL:
-                    cursor.execute(statement)
+                create_retl(cursor)
         return self._conn.cursor()
 
     def take(self, process_id: int) -> list[RowChange]:
@@ -262,13 +261,22 @@ class CentralDoor:
             self._conn = None
 
 
+def create_retl(cursor: Any) -> None:
+    """The retl schema with retl_buffer and retl_mark, created only where missing (so no
+    DDL reaches the binlog when nothing is)."""
+    cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                   "'retl' AND TABLE_NAME IN ('retl_buffer', 'retl_mark')")
+    if cursor.fetchone()[0] < 2:
+        for statement in SOURCE_DDL:
+            cursor.execute(statement)
+
+
 def ensure_buffer(source: DataSource, pipeline_id: str) -> None:
     """Create the retl schema (retl_buffer, retl_mark) on the source if it is missing; a
     user without the right to do so gets a warning (``setl retl init`` does it by hand)."""
     try:
         with connect(source, autocommit=True) as conn, conn.cursor() as cursor:
-            for statement in SOURCE_DDL:
-                cursor.execute(statement)
+            create_retl(cursor)
     except (pymysql.MySQLError, SetlError) as exc:
         log.warning("event=free_door_unavailable pipeline=%s source=%s error=%s", pipeline_id,
                     source.name, exc.args[-1] if exc.args else exc)

@@ -147,6 +147,8 @@ class Loader:
             by_target.setdefault(change.datasource, []).append(change)
         if self.params.dry_run:
             rows = sum(w.rows for w in merge(changes))
+            if not rows:
+                return 0
             log.info("event=batch_dry_run pipeline=%s process_id=%d rows=%d position=%s",
                      self.pipeline_id, batch.process_id, rows, batch.end)
             return rows
