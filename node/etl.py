@@ -16,11 +16,12 @@ from node import freedoor
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
 from node.processors import Filler, fill, run_processor
+from node.shard import Route, routes
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
 
-_NOT_YET = {"column_groups": "column groups", "shard": "shard routing"}
+_NOT_YET = {"column_groups": "column groups"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class CompiledPair:
     include: frozenset[str]
     exclude: frozenset[str]
     fillers: tuple[Filler, ...] = ()
+    route: Route | None = None  # shard routing, shared by the pairs of one route
+    routes_for_others: bool = False  # not the route's first pair: it adds slots only
 
     def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
         mapped = {}
@@ -70,7 +73,8 @@ class CompiledPipeline:
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
                 two_way: bool = False, source: DataSource | None = None) -> CompiledPipeline:
         compiled = []
-        for pair in pipeline.pairs:
+        shard_routes = routes(pipeline.pairs)
+        for index, pair in enumerate(pipeline.pairs):
             for attribute, what in _NOT_YET.items():
                 if getattr(pair, attribute):
                     raise ConfigError(f"pipeline {pipeline_id}: pair {pair.source} uses {what}, "
@@ -81,7 +85,9 @@ class CompiledPipeline:
             exclude = frozenset(pair.columns) if pair.column_mode is ColumnMode.EXCLUDE \
                 else frozenset()
             fillers = tuple(Filler.of(column) for column in pair.virtual_columns)
-            compiled.append(CompiledPair(pair, renames, include, exclude, fillers))
+            route, first = shard_routes.get(index, (None, True))
+            compiled.append(CompiledPair(pair, renames, include, exclude, fillers, route,
+                                         not first))
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
                    two_way=two_way, source=source)
 
@@ -91,7 +97,7 @@ class CompiledPipeline:
         if found is not None:
             return found
         matching = [c for c in self.pairs if c.pair.source.namespace.matches(schema)
-                    and c.pair.source.table.matches(table)]
+                    and c.pair.source.table.matches(table) and not c.routes_for_others]
         fan_out = tuple(c for c in matching if c.pair.fan_out)
         if fan_out:
             found = fan_out
@@ -154,7 +160,8 @@ def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterat
 
 def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowChange,
          named_by: RowChange | None = None) -> Iterator[TargetChange]:
-    """The change through one pair: key, target names, columns, virtual columns."""
+    """The change through one pair: key, target names (or shard slot), columns, virtual
+    columns."""
     pair = entry.pair
     keys = (pair.key_columns or change.keys
             or compiled.table_keys.get((change.schema, change.table), ()))
@@ -163,19 +170,26 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
                           f"{change.schema}.{change.table} has no primary key and no unique "
                           "key over NOT NULL columns; add one on the source or give "
                           "'key_columns' on its pair")
-    name = named_by or change  # the target is the pair's, whatever a processor renamed
-    schema = entry.target_name(pair.source.namespace, pair.target.namespace, name.schema)
-    table = entry.target_name(pair.source.table, pair.target.table, name.table)
+    where = f"pipeline {compiled.pipeline_id} pair {pair.source}"
+    if entry.route is not None:
+        addressed = list(entry.route.split(change, where))
+    else:
+        name = named_by or change  # the target is the pair's, whatever a processor renamed
+        addressed = [((pair.target.datasource,
+                       entry.target_name(pair.source.namespace, pair.target.namespace,
+                                         name.schema),
+                       entry.target_name(pair.source.table, pair.target.table, name.table)),
+                      change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
-    before_key = tuple(change.before[key] for key in keys) if change.before else None
-    after = entry.map_row(change.after, keys) if change.after is not None else None
-    if after is not None and entry.fillers:
-        after = fill(entry.fillers, change.after, after,  # type: ignore[arg-type]
-                     f"pipeline {compiled.pipeline_id} pair {pair.source}", change.key())
-    before = entry.map_row(change.before, keys) \
-        if compiled.two_way and change.before is not None else None
-    yield TargetChange(pair.target.datasource, schema, table, change.type, target_keys,
-                       before_key, after, pair.push_weight, seq, before=before)
+    for (datasource, schema, table), one in addressed:
+        before_key = tuple(one.before[key] for key in keys) if one.before else None
+        after = entry.map_row(one.after, keys) if one.after is not None else None
+        if after is not None and entry.fillers:
+            after = fill(entry.fillers, one.after, after, where, one.key())  # type: ignore
+        before = entry.map_row(one.before, keys) \
+            if compiled.two_way and one.before is not None else None
+        yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
+                           after, pair.push_weight, seq, before=before)
 
 
 def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, RowChange]]

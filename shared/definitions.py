@@ -290,11 +290,14 @@ class _Loader:
         return self.media(found, default_source) if found else None
 
     def _check_pairs(self, pairs: list[tuple[Field, MediaPair]]) -> None:
-        """Report a pair reading the same source table as an earlier one, unless both fan out."""
+        """Report a pair reading the same source table as an earlier one, unless both fan out
+        or both shard (their targets are then the slots of one route)."""
         seen: dict[tuple[str, str, str], tuple[Field, MediaPair]] = {}
         for item, pair in pairs:
             key = (pair.source.datasource, pair.source.namespace.text, pair.source.table.text)
-            if key in seen and not (pair.fan_out and seen[key][1].fan_out):
+            both = (pair, seen[key][1]) if key in seen else ()
+            if both and not all(p.fan_out for p in both) and \
+                    not all(p.shard is not None for p in both):
                 earlier = seen[key][0].path.rpartition(".")[2]
                 item.fail(f"{earlier} already reads {pair.source}; mark both 'fan_out: true' to "
                           "split one source table into several targets")

@@ -78,15 +78,6 @@ def test_compile_refuses_pair_options_not_run_yet(option: str, what: str) -> Non
                                  "setl-node does not run yet; remove it")
 
 
-def test_compile_refuses_shard_rules() -> None:
-    p = pipeline('{source: s.pay, target: {namespace: s2, table: "pay_[0-3]"}, '
-                 "shard: {column: uid}}")
-    with pytest.raises(ConfigError) as caught:
-        CompiledPipeline.compile(PIPELINE_ID, 1, p)
-    assert str(caught.value) == (f"pipeline {PIPELINE_ID}: pair src:s.pay uses shard routing, "
-                                 "which this setl-node does not run yet; remove it")
-
-
 def test_compile_accepts_ddl_sync_false() -> None:
     c = compiled("{source: s.t, target: s2.t}", options="ddl_sync: false")
     assert len(c.pairs) == 1
