@@ -15,6 +15,7 @@ from typing import Any
 from node import freedoor
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
+from node.joins import Joined, add_joined, clear_part, look_up_joins
 from node.processors import Filler, fill, run_processor
 from node.shard import Route, routes
 from shared.errors import ConfigError
@@ -145,21 +146,23 @@ class CompiledPipeline:
         object.__setattr__(self, "_cache", {})
 
 
-def transform(compiled: CompiledPipeline, seq: int, change: RowChange) -> Iterator[TargetChange]:
+def transform(compiled: CompiledPipeline, seq: int, change: RowChange,
+              joined: Joined | None = None) -> Iterator[TargetChange]:
     """One source row change as target changes, one per matching pair (a processor may make
-    several or none of it)."""
+    several or none of it); ``joined`` holds the rows the pairs' joins looked up."""
     for entry in compiled.pairs_for(change.schema, change.table):
         processor = entry.pair.processor
         if processor is None:
-            yield from _map(compiled, entry, seq, change)
+            yield from _map(compiled, entry, seq, change, joined=joined)
             continue
         where = f"pipeline {compiled.pipeline_id} pair {entry.pair.source}"
         for changed in run_processor(processor, change, where):
-            yield from _map(compiled, entry, seq, changed, named_by=change)
+            yield from _map(compiled, entry, seq, changed, named_by=change, joined=joined)
 
 
 def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowChange,
-         named_by: RowChange | None = None) -> Iterator[TargetChange]:
+         named_by: RowChange | None = None, joined: Joined | None = None
+         ) -> Iterator[TargetChange]:
     """The change through one pair: key, target names (or shard slot), columns, virtual
     columns."""
     pair = entry.pair
@@ -182,10 +185,16 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
                       change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
     for (datasource, schema, table), one in addressed:
+        if pair.merge_part and one.type is ChangeType.DELETE:
+            one = clear_part(one, keys)  # the wide row stays; this part's columns go
         before_key = tuple(one.before[key] for key in keys) if one.before else None
         after = entry.map_row(one.after, keys) if one.after is not None else None
         if after is not None and entry.fillers:
             after = fill(entry.fillers, one.after, after, where, one.key())  # type: ignore
+        if after is not None and pair.joins and one.type is not ChangeType.DELETE:
+            after = add_joined(pair.joins, one.after, after, joined or {}, entry.renames)
+            if after is None:
+                continue  # a joined row is missing and the join drops the change
         before = entry.map_row(one.before, keys) \
             if compiled.two_way and one.before is not None else None
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
@@ -195,8 +204,9 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
 def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, RowChange]]
                       ) -> Iterator[TargetChange | freedoor.Note]:
     """The per-partition function: numbered source changes in, target changes out (and a
-    note per free-door request, which the driver counts)."""
-    requests = []
+    note per free-door request, which the driver counts). Lookups (joins, the free door)
+    use one connection per partition, keys batched per table."""
+    requests, plain = [], []
     for seq, change in numbered:
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
@@ -204,7 +214,12 @@ def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, 
         elif freedoor.is_request(change):
             requests.append((seq, change))
         else:
-            yield from transform(compiled, seq, change)
+            plain.append((seq, change))
+    joined = look_up_joins(compiled.source, [
+        (change, entry.pair.joins) for _, change in plain
+        for entry in compiled.pairs_for(change.schema, change.table) if entry.pair.joins])
+    for seq, change in plain:
+        yield from transform(compiled, seq, change, joined)
     if requests:
         if compiled.source is None:
             raise ConfigError(f"pipeline {compiled.pipeline_id}: free-door requests need the "

@@ -86,6 +86,9 @@ def _apply(state: dict[tuple[Any, ...], _KeyState], change: TargetChange) -> Non
         # only a key's first change says whether it existed before the batch: D + I stays
         # "existed" (an upsert), I + D + I + D stays "born" (nothing to delete)
         born = previous.born if previous else born_if_new
+        if row is not None and previous is not None and previous.row is not None:
+            row = {**previous.row, **row}  # I + U → I with merged columns (a partial row
+            # of a wide-row part keeps the columns other parts wrote in this batch)
         state[key] = _KeyState(change.seq, row, born)
 
     if change.type is ChangeType.INSERT:

@@ -96,6 +96,17 @@ class ShardRule:
 
 
 @dataclass(frozen=True)
+class LookupJoin:
+    """Columns of another source table added to each row, found by key (N:1 table merge)."""
+
+    table: str  # schema.table on the pipeline's source
+    on: str  # this row's column holding the other table's key value
+    key: str  # the other table's key column
+    columns: tuple[str, ...] = ()  # the columns to add (every other column when empty)
+    missing: str = "drop"  # no such row: drop the change, or keep it as it is
+
+
+@dataclass(frozen=True)
 class MediaPair:
     """Source media → target media with its column mapping and options."""
 
@@ -111,6 +122,8 @@ class MediaPair:
     shard: ShardRule | None = None
     key_columns: tuple[str, ...] = ()
     fan_out: bool = False
+    joins: tuple[LookupJoin, ...] = ()
+    merge_part: bool = False  # writes only its columns of a wide row: a delete clears them
 
 
 @dataclass(frozen=True)

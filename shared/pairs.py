@@ -10,6 +10,7 @@ from shared.model import (
     ColumnGroup,
     ColumnMode,
     ColumnPair,
+    LookupJoin,
     ShardAlgorithm,
     ShardRule,
     VirtualColumn,
@@ -62,6 +63,8 @@ def read_pair_options(entry: Mapping) -> dict[str, Any] | None:
                                entry.get("column_groups", _groups, ())),
         "virtual_columns": entry.get("virtual_columns", _virtual_columns, ()),
         "shard": entry.get("shard", _shard, None),
+        "joins": entry.get("joins", _joins, ()),
+        "merge_part": entry.get("merge_part", Field.boolean, False),
     }
     columns = entry.field("columns")
     if columns is not None:
@@ -131,6 +134,33 @@ def _virtual_columns(item: Field) -> Any:
         elif name is not MISSING:
             columns.append(VirtualColumn(name, value, expr, processor))
     return tuple(columns)
+
+
+def _table_name(value: str) -> str | None:
+    schema, dot, table = value.partition(".")
+    if dot and column_name(schema) is None and column_name(table) is None:
+        return None
+    return f'expected schema.table, got "{value}"'
+
+
+def _joins(item: Field) -> Any:
+    """``joins: [{table: shop.details, on: id, key: customer_id, columns: [...]}]``."""
+    if not item.is_list():
+        return item.expected("a list of joins")
+    joins = []
+    for child in item.items():
+        entry = child.mapping()
+        if entry is None:
+            continue
+        table = entry.get("table", lambda f: f.string(_table_name), required=True)
+        on = entry.get("on", lambda f: f.string(column_name), required=True)
+        key = entry.get("key", lambda f: f.string(column_name), required=True)
+        columns = entry.get("columns", _columns, ())
+        missing = entry.get("missing", lambda f: f.choice(["drop", "keep"]), "drop")
+        entry.close()
+        if MISSING not in (table, on, key, columns, missing):
+            joins.append(LookupJoin(table, on, key, columns, missing))
+    return tuple(joins)
 
 
 def _shard(item: Field) -> Any:

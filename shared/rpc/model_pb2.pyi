@@ -111,8 +111,22 @@ class ShardRule(_message.Message):
     table_balance_size: int
     def __init__(self, column: _Optional[str] = ..., algorithm: _Optional[_Union[ShardAlgorithm, str]] = ..., table_balance_size: _Optional[int] = ...) -> None: ...
 
+class LookupJoin(_message.Message):
+    __slots__ = ("table", "on", "key", "columns", "missing")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    ON_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    on: str
+    key: str
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    missing: str
+    def __init__(self, table: _Optional[str] = ..., on: _Optional[str] = ..., key: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., missing: _Optional[str] = ...) -> None: ...
+
 class MediaPair(_message.Message):
-    __slots__ = ("source", "target", "push_weight", "column_mode", "columns", "column_pairs", "column_groups", "processor", "virtual_columns", "shard", "key_columns", "fan_out")
+    __slots__ = ("source", "target", "push_weight", "column_mode", "columns", "column_pairs", "column_groups", "processor", "virtual_columns", "shard", "key_columns", "fan_out", "joins", "merge_part")
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     PUSH_WEIGHT_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +139,8 @@ class MediaPair(_message.Message):
     SHARD_FIELD_NUMBER: _ClassVar[int]
     KEY_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     FAN_OUT_FIELD_NUMBER: _ClassVar[int]
+    JOINS_FIELD_NUMBER: _ClassVar[int]
+    MERGE_PART_FIELD_NUMBER: _ClassVar[int]
     source: DataMedia
     target: DataMedia
     push_weight: int
@@ -137,7 +153,9 @@ class MediaPair(_message.Message):
     shard: ShardRule
     key_columns: _containers.RepeatedScalarFieldContainer[str]
     fan_out: bool
-    def __init__(self, source: _Optional[_Union[DataMedia, _Mapping]] = ..., target: _Optional[_Union[DataMedia, _Mapping]] = ..., push_weight: _Optional[int] = ..., column_mode: _Optional[_Union[ColumnMode, str]] = ..., columns: _Optional[_Iterable[str]] = ..., column_pairs: _Optional[_Iterable[_Union[ColumnPair, _Mapping]]] = ..., column_groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., processor: _Optional[str] = ..., virtual_columns: _Optional[_Iterable[_Union[VirtualColumn, _Mapping]]] = ..., shard: _Optional[_Union[ShardRule, _Mapping]] = ..., key_columns: _Optional[_Iterable[str]] = ..., fan_out: _Optional[bool] = ...) -> None: ...
+    joins: _containers.RepeatedCompositeFieldContainer[LookupJoin]
+    merge_part: bool
+    def __init__(self, source: _Optional[_Union[DataMedia, _Mapping]] = ..., target: _Optional[_Union[DataMedia, _Mapping]] = ..., push_weight: _Optional[int] = ..., column_mode: _Optional[_Union[ColumnMode, str]] = ..., columns: _Optional[_Iterable[str]] = ..., column_pairs: _Optional[_Iterable[_Union[ColumnPair, _Mapping]]] = ..., column_groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., processor: _Optional[str] = ..., virtual_columns: _Optional[_Iterable[_Union[VirtualColumn, _Mapping]]] = ..., shard: _Optional[_Union[ShardRule, _Mapping]] = ..., key_columns: _Optional[_Iterable[str]] = ..., fan_out: _Optional[bool] = ..., joins: _Optional[_Iterable[_Union[LookupJoin, _Mapping]]] = ..., merge_part: _Optional[bool] = ...) -> None: ...
 
 class BinlogPosition(_message.Message):
     __slots__ = ("file", "pos", "gtid")

@@ -69,3 +69,69 @@ def test_a_failing_virtual_column_pauses_the_channel_with_the_row_named(
     assert f"pair source:{schema}.people" in error, error
     assert len(target.table(schema, "people")) == 1
     cluster.set_status("bad-row", "STOP")
+
+
+CUSTOMERS = "CREATE TABLE `{schema}`.customers (id INT PRIMARY KEY, name VARCHAR(20))"
+PROFILES = ("CREATE TABLE `{schema}`.profiles (pid INT PRIMARY KEY, customer_id INT UNIQUE, "
+            "city VARCHAR(20), tier VARCHAR(10))")
+WIDE = ("CREATE TABLE `{schema}`.customer_wide (id INT PRIMARY KEY, name VARCHAR(20), "
+        "city VARCHAR(20), tier VARCHAR(10))")
+
+
+def test_table_merge_n_to_1_builds_one_wide_row(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, CUSTOMERS, PROFILES)
+    target.execute(WIDE.format(schema=schema))
+    # a profile written before replication starts: only a lookup can bring it
+    source.execute(f"INSERT INTO `{schema}`.profiles VALUES (100, 1, 'Oslo', 'gold')")
+    wide = f"{schema}.customer_wide"
+    cluster.apply([{"name": "wide", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.customers", "target": wide,
+             "joins": [{"table": f"{schema}.profiles", "on": "id", "key": "customer_id",
+                        "columns": ["city", "tier"], "missing": "keep"}]},
+            {"source": f"{schema}.profiles", "target": wide, "merge_part": True,
+             "key_columns": ["customer_id"], "columns": {"include": ["city", "tier"]},
+             "column_pairs": [{"source": "customer_id", "target": "id"}]}]}]}])
+    cluster.set_status("wide", "START")
+    cluster.wait_running("wide")
+    c, p = f"`{schema}`.customers", f"`{schema}`.profiles"
+    source.script(f"INSERT INTO {c} VALUES (1, 'ann'), (2, 'bob')",
+                  f"INSERT INTO {p} VALUES (200, 2, 'Rome', 'silver')",
+                  f"UPDATE {p} SET tier = 'gold' WHERE pid = 200",
+                  f"UPDATE {c} SET name = 'Ann' WHERE id = 1",
+                  f"INSERT INTO {c} VALUES (3, 'cy')")
+    wait_for(lambda: len(target.table(schema, "customer_wide")) == 3, 30, "three wide rows")
+    wait_for(lambda: target.table(schema, "customer_wide") == [
+        (1, "Ann", "Oslo", "gold"), (2, "bob", "Rome", "gold"), (3, "cy", None, None)],
+        30, "the wide rows")
+    source.execute(f"DELETE FROM {p} WHERE pid = 100")  # a part goes: its columns clear
+    wait_for(lambda: target.table(schema, "customer_wide")[0] == (1, "Ann", None, None), 30,
+             "the cleared part")
+    cluster.set_status("wide", "STOP")
+
+
+def test_table_split_1_to_n_gives_each_target_its_columns(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, PEOPLE)
+    target.execute(f"CREATE TABLE `{schema}`.names (id INT PRIMARY KEY, first VARCHAR(20), "
+                   "last VARCHAR(20))")
+    target.execute(f"CREATE TABLE `{schema}`.contacts (id INT PRIMARY KEY, email VARCHAR(60), "
+                   "address VARCHAR(60))")
+    cluster.apply([{"name": "split", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.people", "target": f"{schema}.names", "fan_out": True,
+             "columns": {"include": ["first", "last"]}},
+            {"source": f"{schema}.people", "target": f"{schema}.contacts", "fan_out": True,
+             "columns": {"include": ["email", "address"]}}]}]}])
+    cluster.set_status("split", "START")
+    cluster.wait_running("split")
+    t = f"`{schema}`.people"
+    source.script(f"INSERT INTO {t} VALUES (1, 'A', 'B', 'addr', 'a@b', 'n'), "
+                  "(2, 'C', 'D', NULL, 'c@d', 'm')",
+                  f"UPDATE {t} SET email = 'new@b', last = 'BB' WHERE id = 1",
+                  f"DELETE FROM {t} WHERE id = 2")
+    wait_for(lambda: target.table(schema, "contacts") == [(1, "new@b", "addr")], 30,
+             "the contacts part")
+    assert target.table(schema, "names") == [(1, "A", "BB")]
+    cluster.set_status("split", "STOP")

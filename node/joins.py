@@ -1,0 +1,66 @@
+"""N:1 table merges: several source tables writing parts of one wide target row.
+
+Each part is a pair whose key is the wide row's key (``key_columns`` + a rename), listing
+its own columns. ``joins`` add another source table's columns to each row, looked up by key
+(one :class:`~node.lookup.Lookup` per Spark partition, values batched per table); a missing
+row drops the change (``missing: drop``, the default) or keeps it as it is (``keep``). A pair
+with ``merge_part: true`` does not delete the wide row when its source row goes: it clears
+its own columns. The loader writes only the columns a change carries, and the batch merge
+combines the parts of one key, so the parts never overwrite each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from node.changes import ChangeType, Row, RowChange
+from node.lookup import Lookup
+from shared.model import DataSource, LookupJoin
+
+# (table, key column) → key value → the looked-up row
+Joined = dict[tuple[str, str], dict[Any, Row]]
+
+
+def look_up_joins(source: DataSource | None,
+                  wanted: Iterable[tuple[RowChange, tuple[LookupJoin, ...]]]) -> Joined:
+    """The rows every join of these changes needs, one query per table and chunk."""
+    values: dict[tuple[str, str], set[Any]] = {}
+    for change, joins in wanted:
+        image = change.after if change.after is not None else change.before
+        for join in joins:
+            value = (image or {}).get(join.on)
+            if value is not None:
+                values.setdefault((join.table, join.key), set()).add(value)
+    if not values:
+        return {}
+    assert source is not None, "joins need the pipeline's source"
+    found: Joined = {}
+    with Lookup(source) as fetch:
+        for (table, key), keys in values.items():
+            schema, _, name = table.partition(".")
+            rows = fetch.rows(schema, name, (key,), [(value,) for value in keys])
+            found[(table, key)] = {found_key[0]: row for found_key, row in rows.items()}
+    return found
+
+
+def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
+               joined: Joined, renames: dict[str, str]) -> Row | None:
+    """The target row with the joined tables' columns; None when a join drops it."""
+    for join in joins:
+        row = joined.get((join.table, join.key), {}).get(source_row.get(join.on))
+        if row is None:
+            if join.missing == "drop":
+                return None
+            continue
+        for column in join.columns or [c for c in row if c != join.key]:
+            target_row[renames.get(column, column)] = row[column]
+    return target_row
+
+
+def clear_part(change: RowChange, keys: tuple[str, ...]) -> RowChange:
+    """A delete of a wide row's part as an update setting that part's columns to NULL."""
+    before = change.before or {}
+    after = {name: (value if name in keys else None) for name, value in before.items()}
+    return RowChange(change.schema, change.table, ChangeType.UPDATE, keys, before, after,
+                     commit_ts_ms=change.commit_ts_ms)
