@@ -15,14 +15,13 @@ from typing import Any
 from node import freedoor
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
+from node.groups import fill_holes, only_changed
 from node.joins import Joined, add_joined, clear_part, look_up_joins
 from node.processors import Filler, fill, run_processor
 from node.shard import Route, routes
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
-
-_NOT_YET = {"column_groups": "column groups"}
 
 
 @dataclass(frozen=True)
@@ -76,10 +75,6 @@ class CompiledPipeline:
         compiled = []
         shard_routes = routes(pipeline.pairs)
         for index, pair in enumerate(pipeline.pairs):
-            for attribute, what in _NOT_YET.items():
-                if getattr(pair, attribute):
-                    raise ConfigError(f"pipeline {pipeline_id}: pair {pair.source} uses {what}, "
-                                      "which this setl-node does not run yet; remove it")
             renames = {column.source: column.target for column in pair.column_pairs}
             include = frozenset(pair.columns) if pair.column_mode is ColumnMode.INCLUDE \
                 else frozenset()
@@ -188,7 +183,8 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         if pair.merge_part and one.type is ChangeType.DELETE:
             one = clear_part(one, keys)  # the wide row stays; this part's columns go
         before_key = tuple(one.before[key] for key in keys) if one.before else None
-        after = entry.map_row(one.after, keys) if one.after is not None else None
+        written = only_changed(one, pair.column_groups, keys) if pair.column_groups else one
+        after = entry.map_row(written.after, keys) if written.after is not None else None
         if after is not None and entry.fillers:
             after = fill(entry.fillers, one.after, after, where, one.key())  # type: ignore
         if after is not None and pair.joins and one.type is not ChangeType.DELETE:
@@ -218,8 +214,9 @@ def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, 
     joined = look_up_joins(compiled.source, [
         (change, entry.pair.joins) for _, change in plain
         for entry in compiled.pairs_for(change.schema, change.table) if entry.pair.joins])
-    for seq, change in plain:
-        yield from transform(compiled, seq, change, joined)
+    mapped = [target for seq, change in plain
+              for target in transform(compiled, seq, change, joined)]
+    yield from fill_holes(compiled.source, mapped)  # column-group columns to look up
     if requests:
         if compiled.source is None:
             raise ConfigError(f"pipeline {compiled.pipeline_id}: free-door requests need the "

@@ -32,6 +32,15 @@ def skip_test_rows(change: dict[str, Any]) -> dict[str, Any] | None:
     return change
 
 
+def without_photo(change: dict[str, Any]) -> dict[str, Any]:
+    """Leave the (large) ``photo`` column out of the change; a column group
+    ``[photo, photo_type]`` on the pair then looks it up from the source when needed."""
+    for image in (change["before"], change["after"]):
+        if image:
+            image.pop("photo", None)
+    return change
+
+
 def price_with_tax(row: dict[str, Any]) -> Any:
     """A virtual-column processor: ``price`` plus 20 % tax, or None."""
     price = row.get("price")

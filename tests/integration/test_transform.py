@@ -135,3 +135,26 @@ def test_table_split_1_to_n_gives_each_target_its_columns(
              "the contacts part")
     assert target.table(schema, "names") == [(1, "A", "BB")]
     cluster.set_status("split", "STOP")
+
+
+def test_column_groups_write_changed_columns_and_look_up_missing_group_columns(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.docs (id INT PRIMARY KEY, "
+                         "title VARCHAR(20), note VARCHAR(20), photo BLOB, photo_type CHAR(4))")
+    run(cluster, "groups", schema, {
+        "source": f"{schema}.docs", "target": f"{schema}.docs",
+        "processor": "setl_examples:without_photo",
+        "column_groups": [["photo", "photo_type"]]})
+    t = f"`{schema}`.docs"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'a', 'n', 0x89504E47, 'png'), "
+                   "(2, 'b', 'n', NULL, NULL)")
+    wait_for(lambda: len(target.table(schema, "docs")) == 2, 30, "the inserts")
+    assert target.table(schema, "docs") == [(1, "a", "n", b"\x89PNG", "png"),
+                                            (2, "b", "n", None, None)]
+    target.execute(f"UPDATE {t} SET note = 'kept on target'")  # columns nobody changes
+    source.script(f"UPDATE {t} SET title = 'A' WHERE id = 1",
+                  f"UPDATE {t} SET photo = 0xFFD8FF, photo_type = 'jpg' WHERE id = 2")
+    wait_for(lambda: target.table(schema, "docs") == [
+        (1, "A", "kept on target", b"\x89PNG", "png"),
+        (2, "b", "kept on target", b"\xff\xd8\xff", "jpg")], 30, "the group updates")
+    cluster.set_status("groups", "STOP")

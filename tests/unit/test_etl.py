@@ -67,17 +67,6 @@ def test_compile_keeps_id_version_and_pairs() -> None:
     assert [entry.pair for entry in c.pairs] == list(p.pairs)
 
 
-@pytest.mark.parametrize(("option", "what"), [
-    ("column_groups: [[a, b]]", "column groups"),
-])
-def test_compile_refuses_pair_options_not_run_yet(option: str, what: str) -> None:
-    p = pipeline("{source: s.ok, target: s2.ok}", f"{{source: s.t, target: s2.t, {option}}}")
-    with pytest.raises(ConfigError) as caught:
-        CompiledPipeline.compile(PIPELINE_ID, 1, p)
-    assert str(caught.value) == (f"pipeline {PIPELINE_ID}: pair src:s.t uses {what}, which this "
-                                 "setl-node does not run yet; remove it")
-
-
 def test_compile_accepts_ddl_sync_false() -> None:
     c = compiled("{source: s.t, target: s2.t}", options="ddl_sync: false")
     assert len(c.pairs) == 1

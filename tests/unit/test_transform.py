@@ -97,3 +97,18 @@ def test_a_processor_may_turn_one_change_into_several() -> None:
     found = list(transform(compiled("{source: s.t, target: s2.t, processor: "
                                     "'setl_examples:skip_test_rows'}"), 1, change))
     assert [(t.type, t.before_key) for t in found] == [(ChangeType.DELETE, (4,))]
+
+
+def test_column_groups_send_changed_columns_and_their_whole_group() -> None:
+    pair = ("{source: s.t, target: s2.t, column_groups: [[street, city, zip]], "
+            "column_pairs: [{source: city, target: town}]}")
+    before = {"id": 1, "name": "a", "street": "x", "city": "c", "zip": "1", "note": "n"}
+    change = RowChange("s", "t", ChangeType.UPDATE, ("id",), before,
+                       {**before, "city": "d", "note": "m"})
+    assert row_of(pair, change) == [{"id": 1, "street": "x", "town": "d", "zip": "1",
+                                     "note": "m"}]
+    only_name = RowChange("s", "t", ChangeType.UPDATE, ("id",), before, {**before, "name": "b"})
+    assert row_of(pair, only_name) == [{"id": 1, "name": "b"}]
+    inserted = insert("s", "t", before)
+    assert row_of(pair, inserted) == [{**{k: v for k, v in before.items() if k != "city"},
+                                       "town": "c"}]

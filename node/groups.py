@@ -1,0 +1,83 @@
+"""Column groups: with groups on a pair, an update writes only what changed — the key, the
+changed columns, and every column of a group one of whose columns changed.
+
+Columns outside the groups that did not change are left as the target has them (another
+writer, a wide-row part, a manual fix). A group column the change does not carry (a
+processor dropped it, or it came from a narrower image) is looked up from the source: the
+pass after Extract/Transform collects such holes per partition and fills them with one
+query per table and chunk (:func:`fill_holes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from node.changes import ChangeType, Row, RowChange, TargetChange
+from node.lookup import Lookup
+from shared.model import ColumnGroup, DataSource
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A group column to look up: source table, key and column, and its target name."""
+
+    schema: str
+    table: str
+    keys: tuple[str, ...]
+    key: tuple[Any, ...]
+    column: str
+
+
+def only_changed(change: RowChange, groups: tuple[ColumnGroup, ...],
+                 keys: tuple[str, ...]) -> RowChange:
+    """An update reduced to key + changed columns + whole groups of changed columns (an
+    insert keeps every column); a hole stands for a group column the change does not carry."""
+    if change.after is None:
+        return change
+    before, after = change.before or {}, change.after
+    changed = set(after) if change.type is ChangeType.INSERT else {
+        name for name, value in after.items() if name not in before or before[name] != value}
+    wanted = set(keys) | changed
+    for group in groups:
+        if changed & set(group.columns):
+            wanted |= set(group.columns)
+    key = tuple(after[name] for name in keys)
+    reduced: Row = {}
+    for name in wanted:
+        reduced[name] = after[name] if name in after else Hole(
+            change.schema, change.table, keys, key, name)
+    ordered = {name: reduced[name] for name in [*after, *sorted(set(reduced) - set(after))]
+               if name in reduced}
+    return replace(change, after=ordered)
+
+
+def fill_holes(source: DataSource | None, changes: list[TargetChange]) -> list[TargetChange]:
+    """The changes with every hole filled from the source; a row gone from the source
+    leaves NULL (its delete follows in the binlog)."""
+    holes = [value for change in changes if change.after
+             for value in change.after.values() if isinstance(value, Hole)]
+    if not holes:
+        return changes
+    assert source is not None, "column-group lookups need the pipeline's source"
+    found: dict[tuple[str, str], dict[tuple[Any, ...], Row]] = {}
+    with Lookup(source) as fetch:
+        for (schema, table, keys), wanted in _by_table(holes).items():
+            found[(schema, table)] = fetch.rows(schema, table, keys, wanted)
+    filled = []
+    for change in changes:
+        if change.after and any(isinstance(v, Hole) for v in change.after.values()):
+            after = {name: (found[(v.schema, v.table)].get(v.key, {}).get(v.column)
+                            if isinstance(v, Hole) else v) for name, v in change.after.items()}
+            change = replace(change, after=after)
+        filled.append(change)
+    return filled
+
+
+def _by_table(holes: Iterable[Hole]) -> dict[tuple[str, str, tuple[str, ...]],
+                                              list[tuple[Any, ...]]]:
+    tables: dict[tuple[str, str, tuple[str, ...]], list[tuple[Any, ...]]] = {}
+    for hole in holes:
+        tables.setdefault((hole.schema, hole.table, hole.keys), []).append(hole.key)
+    return tables
