@@ -29,7 +29,7 @@ def look_up_joins(source: DataSource | None,
     for change, joins in wanted:
         image = change.after if change.after is not None else change.before
         for join in joins:
-            value = (image or {}).get(join.on)
+            value = (image or {}).get(join.by)
             if value is not None:
                 values.setdefault((join.table, join.key), set()).add(value)
     if not values:
@@ -48,7 +48,7 @@ def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
                joined: Joined, renames: dict[str, str]) -> Row | None:
     """The target row with the joined tables' columns; None when a join drops it."""
     for join in joins:
-        row = joined.get((join.table, join.key), {}).get(source_row.get(join.on))
+        row = joined.get((join.table, join.key), {}).get(source_row.get(join.by))
         if row is None:
             if join.missing == "drop":
                 return None

@@ -100,7 +100,7 @@ class LookupJoin:
     """Columns of another source table added to each row, found by key (N:1 table merge)."""
 
     table: str  # schema.table on the pipeline's source
-    on: str  # this row's column holding the other table's key value
+    by: str  # this row's column holding the other table's key value
     key: str  # the other table's key column
     columns: tuple[str, ...] = ()  # the columns to add (every other column when empty)
     missing: str = "drop"  # no such row: drop the change, or keep it as it is

@@ -144,7 +144,7 @@ def _table_name(value: str) -> str | None:
 
 
 def _joins(item: Field) -> Any:
-    """``joins: [{table: shop.details, on: id, key: customer_id, columns: [...]}]``."""
+    """``joins: [{table: shop.details, by: id, key: customer_id, columns: [...]}]``."""
     if not item.is_list():
         return item.expected("a list of joins")
     joins = []
@@ -153,13 +153,13 @@ def _joins(item: Field) -> Any:
         if entry is None:
             continue
         table = entry.get("table", lambda f: f.string(_table_name), required=True)
-        on = entry.get("on", lambda f: f.string(column_name), required=True)
+        by = entry.get("by", lambda f: f.string(column_name), required=True)
         key = entry.get("key", lambda f: f.string(column_name), required=True)
         columns = entry.get("columns", _columns, ())
         missing = entry.get("missing", lambda f: f.choice(["drop", "keep"]), "drop")
         entry.close()
-        if MISSING not in (table, on, key, columns, missing):
-            joins.append(LookupJoin(table, on, key, columns, missing))
+        if MISSING not in (table, by, key, columns, missing):
+            joins.append(LookupJoin(table, by, key, columns, missing))
     return tuple(joins)
 
 

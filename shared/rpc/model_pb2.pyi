@@ -112,18 +112,18 @@ class ShardRule(_message.Message):
     def __init__(self, column: _Optional[str] = ..., algorithm: _Optional[_Union[ShardAlgorithm, str]] = ..., table_balance_size: _Optional[int] = ...) -> None: ...
 
 class LookupJoin(_message.Message):
-    __slots__ = ("table", "on", "key", "columns", "missing")
+    __slots__ = ("table", "by", "key", "columns", "missing")
     TABLE_FIELD_NUMBER: _ClassVar[int]
-    ON_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     MISSING_FIELD_NUMBER: _ClassVar[int]
     table: str
-    on: str
+    by: str
     key: str
     columns: _containers.RepeatedScalarFieldContainer[str]
     missing: str
-    def __init__(self, table: _Optional[str] = ..., on: _Optional[str] = ..., key: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., missing: _Optional[str] = ...) -> None: ...
+    def __init__(self, table: _Optional[str] = ..., by: _Optional[str] = ..., key: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., missing: _Optional[str] = ...) -> None: ...
 
 class MediaPair(_message.Message):
     __slots__ = ("source", "target", "push_weight", "column_mode", "columns", "column_pairs", "column_groups", "processor", "virtual_columns", "shard", "key_columns", "fan_out", "joins", "merge_part")

@@ -88,7 +88,7 @@ def test_table_merge_n_to_1_builds_one_wide_row(
     cluster.apply([{"name": "wide", "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "pairs": [
             {"source": f"{schema}.customers", "target": wide,
-             "joins": [{"table": f"{schema}.profiles", "on": "id", "key": "customer_id",
+             "joins": [{"table": f"{schema}.profiles", "by": "id", "key": "customer_id",
                         "columns": ["city", "tier"], "missing": "keep"}]},
             {"source": f"{schema}.profiles", "target": wide, "merge_part": True,
              "key_columns": ["customer_id"], "columns": {"include": ["city", "tier"]},

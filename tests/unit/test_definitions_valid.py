@@ -196,3 +196,14 @@ def test_sources_only_file_loads() -> None:
     loaded = load("sources:\n  - {name: a, host: db1, password: '${A_PW}'}\n")
     assert loaded.channels == ()
     assert loaded.sources[0].password == SecretRef("${A_PW}")
+
+
+@pytest.mark.parametrize("name", ["transform-columns", "transform-tables", "transform-shard"])
+def test_the_transform_examples_load_and_compile(name: str) -> None:
+    from node.etl import CompiledPipeline
+
+    loaded = load_file(CONF / f"{name}.yaml")
+    for defined in loaded.channels:
+        for pipeline in defined.pipelines:
+            compiled = CompiledPipeline.compile(f"{defined.name}.{pipeline.name}", 1, pipeline)
+            assert compiled.pairs
