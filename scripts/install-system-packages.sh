@@ -6,6 +6,10 @@ command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+# Benchmark peers (bench/, issue 6): all three are in Debian 12 (bookworm).
+command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+command -v mydumper >/dev/null 2>&1 || need+=(mydumper)
+command -v pt-table-sync >/dev/null 2>&1 || need+=(percona-toolkit)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
