@@ -75,6 +75,7 @@ class TargetChange:
     seq: int = 0  # order within the batch
     ddl: str = ""
     before: Row | None = None  # the mapped before image (two-way channels: conflict checks)
+    requested: bool = False  # served for a free-door request (a lookup, not a binlog image)
 
 
 @dataclass(slots=True)
@@ -93,6 +94,10 @@ class Batch:
     @property
     def rows(self) -> int:
         return sum(len(txn.changes) for txn in self.transactions)
+
+    @property
+    def has_ddl(self) -> bool:
+        return any(txn.is_ddl for txn in self.transactions)
 
     @property
     def commit_ts_ms(self) -> int:

@@ -22,9 +22,10 @@ are deleted after their batch is loaded.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymysql
@@ -121,7 +122,8 @@ def serve(numbered: Iterable[tuple[int, RowChange]], source: DataSource,
                 continue
             change = RowChange(request.schema, request.table, ChangeType.INSERT, keys,
                                None, row)
-        yield from transform(seq, change)
+        for target in transform(seq, change):
+            yield replace(target, requested=True)
         yield Note("loaded", request.buffer_id, request.central)
 
 
@@ -184,6 +186,8 @@ class CentralDoor:
     _asked_at: float = 0.0
     pending: int = 0
     served: dict[int, list[int]] = field(default_factory=dict)  # processId → buffer ids
+    attempt: int = 0  # bumped by rewind: a select thread of an older attempt gets nothing
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _cursor(self) -> Any:
         if self._conn is None or not self._conn.open:
@@ -192,10 +196,16 @@ class CentralDoor:
                 create_retl(cursor)
         return self._conn.cursor()
 
-    def take(self, process_id: int) -> list[RowChange]:
+    def take(self, process_id: int, attempt: int) -> list[RowChange]:
         """The next slice of requests for this pipeline, as changes for batch ``process_id``
-        (the channel's first pipeline also takes rows naming no pipeline of the channel, to
-        reject them)."""
+        of run ``attempt`` (the channel's first pipeline also takes rows naming no pipeline
+        of the channel, to reject them)."""
+        with self._lock:
+            if attempt != self.attempt:
+                return []  # a batch of a failed attempt: it is never loaded
+            return self._take(process_id)
+
+    def _take(self, process_id: int) -> list[RowChange]:
         try:
             with self._cursor() as cursor:
                 rows = self._orphans(cursor) if self.siblings else []
@@ -249,8 +259,10 @@ class CentralDoor:
 
     def rewind(self) -> None:
         """After a failure: requests of dropped batches are taken again."""
-        self._after = self._orphans_after = 0
-        self.served.clear()
+        with self._lock:
+            self._after = self._orphans_after = 0
+            self.served.clear()
+            self.attempt += 1
 
     def loaded(self, process_id: int) -> None:
         delete_ids(self._cursor(), self.served.pop(process_id, []))

@@ -217,12 +217,19 @@ class Loader:
                     f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
                     f"target {name} is written by a newer owner (epoch {row[2]} > "
                     f"{self.epoch}); this node lost the pipeline and stops")
-            if row and _applied(row, batch):
-                conn.rollback()
+            applied = bool(row) and _applied(row, batch)
+            if applied:
+                # A replay: the target has the batch. Requests a free door put into it now
+                # are new (served ones were deleted) and are still written: a lookup is never
+                # older than what the target has.
+                changes = [change for change in changes if change.requested]
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
-                         "reason=already_applied applied=%s:%s", self.pipeline_id,
-                         batch.process_id, name, row[0], row[1])
-                return 0
+                         "reason=already_applied applied=%s:%s requested_rows=%d",
+                         self.pipeline_id, batch.process_id, name, row[0], row[1],
+                         len(changes))
+                if not changes:
+                    conn.rollback()
+                    return 0
             if self.loop is not None and not ddl:
                 changes = self.loop.resolve(cursor, changes, batch.process_id)
             written = 0
@@ -232,6 +239,9 @@ class Loader:
                 written += self._execute_ddl(cursor, change, batch)
             if self.loop is not None:
                 self.loop.mark(cursor, batch.process_id)
+            if applied:  # the position stays where it is
+                conn.commit()
+                return written
             end = batch.end
             cursor.execute(
                 "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, "

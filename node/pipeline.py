@@ -238,14 +238,15 @@ class PipelineRunner:
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
                      stop: threading.Event) -> None:
+        attempt = self._central.attempt if self._central is not None else 0
         try:
             while not stop.is_set() and not self.stop_event.is_set():
                 batch = selector.next_batch(stop)
                 if batch is None:
                     continue
                 changes = batch.changes()
-                if self._central is not None:  # served inside this batch, in order
-                    changes += self._central.take(batch.process_id)
+                if self._central is not None and not batch.has_ddl:  # served in order
+                    changes += self._central.take(batch.process_id, attempt)
                 with self._et_lock:
                     self._et_running += 1
                 future = executor.submit(self._extract_transform, compiled, changes)

@@ -18,6 +18,28 @@ from shared import zk
 from shared.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
 from shared.sandbox import Sandbox, free_port
 
+NOTEWORTHY = re.compile(r" (WARNING|ERROR|CRITICAL) |event=pipeline_(started|stopped|failed)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failed test that ran daemons shows their warnings, errors and pipeline starts and
+    stops (the last 80 lines): CI keeps no other trace of them."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    daemons = list(getattr(item, "funcargs", {}).get("daemons") or [])
+    running = getattr(item, "funcargs", {}).get("cluster")
+    if running is not None:
+        daemons += running.daemons
+    for daemon in daemons:
+        try:
+            lines = [line for line in daemon.output().splitlines() if NOTEWORTHY.search(line)]
+        except OSError:
+            continue
+        report.sections.append((f"setl log {daemon.log_path.name}", "\n".join(lines[-80:])))
+
 
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
