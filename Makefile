@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-done
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
-.PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean
+.PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean \
+	bench bench-copy bench-bulk bench-delay bench-stream
 
 setup: system-packages $(STAMP)
 
@@ -43,6 +44,17 @@ test: setup check-proto lint
 
 demo: setup
 	$(BIN)/python scripts/demo.py
+
+# Benchmarks (not part of `make test`; a smoke run of the same code is): setl side by side
+# with a native MariaDB replica and mydumper|myloader; results in bench/results/.
+bench: setup
+	$(BIN)/python -m bench.peers
+
+bench-copy bench-bulk bench-delay: setup
+	$(BIN)/python -m bench.peers --scenarios $(@:bench-%=%)
+
+bench-stream: setup
+	$(BIN)/python -m bench.stream
 
 
 clean:

@@ -70,7 +70,7 @@ def pid_alive(pid: int) -> bool:
 
 
 DEMO_BASE_PORT = 23300
-PORT_OFFSETS = {"zookeeper": 81, "source": 6, "target": 7, "target2": 8}
+PORT_OFFSETS = {"zookeeper": 81, "source": 6, "target": 7, "target2": 8, "replica": 9}
 
 
 class Sandbox:
@@ -110,22 +110,24 @@ class Sandbox:
         path = self.root / STATE_FILE
         path.write_text(json.dumps({n: asdict(s) for n, s in servers.items()}, indent=2))
 
-    def wanted(self, second_target: bool) -> list[ServerSpec]:
+    def wanted(self, second_target: bool, replica: bool = False) -> list[ServerSpec]:
         specs = [ServerSpec("zookeeper", "zookeeper"), ServerSpec("source", "mariadb", 11),
                  ServerSpec("target", "mariadb", 21)]
         if second_target:
             specs.append(ServerSpec("target2", "mariadb", 22))
+        if replica:  # a native MariaDB replica, for the benchmarks' side-by-side runs
+            specs.append(ServerSpec("replica", "mariadb", 31))
         return specs
 
     def up(self, second_target: bool = False, owner_pid: int | None = None,
-           timeout_s: float = 60.0) -> dict[str, ServerInfo]:
+           timeout_s: float = 60.0, replica: bool = False) -> dict[str, ServerInfo]:
         """Start what is not running yet; return every server once it answers."""
         with self._locked():
             if not self.secret_file.exists():
                 self.secret_file.write_text(secrets.token_hex(12) + "\n")
                 self.secret_file.chmod(0o600)
             servers = self.servers()
-            for spec in self.wanted(second_target):
+            for spec in self.wanted(second_target, replica):
                 known = servers.get(spec.name)
                 kind = SERVER_KINDS[spec.kind]
                 if known and pid_alive(known.pid) and kind.answers(known.port):

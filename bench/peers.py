@@ -1,0 +1,357 @@
+"""setl side by side with what a user would pick instead, in one run on one machine.
+
+    python -m bench.peers [--tables 4] [--table-size 100000] [--seconds 60] [--rate 1000]
+                          [--copy-rows 2000000] [--scenarios copy,bulk,delay] [--smoke]
+
+A fresh sandbox: source, setl's target, and a native MariaDB replica of the same source
+(GTID replication, started in the same run). Scenarios:
+
+- **copy**: a ``--copy-rows`` table copied by ``mydumper | myloader`` (setl has no initial
+  snapshot yet: its row says so);
+- **bulk**: ``sysbench oltp_write_only prepare`` writes ``--tables`` × ``--table-size`` rows;
+  the time until every row is on setl's target and on the replica;
+- **delay**: ``sysbench oltp_write_only run`` for ``--seconds``, at ``--rate`` tx/s and at
+  full rate, with a heartbeat row every 50 ms: delay p50/p95/p99 on both, and the drain
+  time after the load stops.
+
+After every scenario ``pt-table-sync --print`` compares each table on source and copy; a
+copy that differs is reported as failed, not as a number. Prints a table, writes JSON and a
+PNG chart to ``bench/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.stream import RESULTS, RssSampler, time_split
+from shared.devcluster import Cluster, Database, wait_for
+from shared.sandbox import Sandbox
+
+DB = "sbtest"
+BEAT = f"CREATE TABLE {DB}.beat (id BIGINT PRIMARY KEY, created DATETIME(6) NOT NULL)"
+
+
+class Peers:
+    """The sandbox, setl (manager + node) and the native replica of one run."""
+
+    def __init__(self, work: Path) -> None:
+        self.box = Sandbox(work / "sandbox")
+        self.box.down(purge=True)  # a fresh start: nothing left from an interrupted run
+        self.servers = self.box.up(owner_pid=os.getpid(), replica=True)
+        self.cluster = Cluster(self.box, work / "cluster", "peers", log_level="debug")
+        self.source, self.target, self.replica = (Database(self.box, name) for name in
+                                                  ("source", "target", "replica"))
+        self.password = self.box.password()
+
+    def port(self, name: str) -> int:
+        return self.servers[name].port
+
+    def start_replica(self) -> None:
+        gtid = self.source.rows("SELECT @@gtid_binlog_pos")[0][0]
+        self.replica.script("STOP SLAVE", "RESET SLAVE ALL",
+                            f"SET GLOBAL gtid_slave_pos = '{gtid}'")
+        self.replica.execute(
+            "CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = "
+            "'setl', MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
+            (self.port("source"), self.password))
+        self.replica.execute("START SLAVE")
+
+    def replica_error(self) -> str:
+        """The native replica's replication error, if it stopped on one."""
+        cursor = self.replica.conn.cursor()
+        cursor.execute("SHOW SLAVE STATUS")
+        row = cursor.fetchone()
+        if row is None:
+            return "the replica is not replicating"
+        status = dict(zip([column[0] for column in cursor.description], row, strict=True))
+        return str(status.get("Last_SQL_Error") or status.get("Last_IO_Error") or "")
+
+    def start_setl(self, tables: int) -> None:
+        pairs = [{"source": f"{DB}.sbtest[1-{tables}]", "target": f"{DB}.sbtest[1-{tables}]"},
+                 {"source": f"{DB}.beat", "target": f"{DB}.beat"}]
+        self.cluster.apply([{"name": "bench", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "ddl_sync": True,
+            "batch_size": 10000, "load_batch_size": 2000, "pairs": pairs}]}])
+        self.cluster.set_status("bench", "START")
+        self.cluster.wait_running("bench")
+
+    def sysbench(self, *args: str, port: str = "source") -> str:
+        command = ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+                   f"--mysql-port={self.port(port)}", "--mysql-user=setl",
+                   f"--mysql-password={self.password}", f"--mysql-db={DB}", *args]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
+        return done.stdout
+
+    def differs(self, copy: str, schema: str, tables: list[str]) -> list[str]:
+        """pt-table-sync --print from the source to a copy: the tables that differ."""
+        bad = []
+        for table in tables:
+            dsn = f"h=127.0.0.1,u=setl,p={self.password}"
+            done = subprocess.run(
+                ["pt-table-sync", "--print", "--no-check-slave",
+                 f"{dsn},P={self.port('source')},D={schema},t={table}",
+                 f"{dsn},P={self.port(copy)}"],
+                capture_output=True, text=True, check=False)
+            if done.returncode not in (0, 2) or done.stdout.strip():
+                bad.append(f"{schema}.{table}: {(done.stdout or done.stderr).strip()[:200]}")
+        return bad
+
+    def close(self) -> None:
+        self.cluster.stop()
+        for db in (self.source, self.target, self.replica):
+            db.close()
+        self.box.down(purge=True)
+
+
+def count(db: Database, tables: list[str]) -> int:
+    try:
+        return sum(db.rows(f"SELECT COUNT(*) FROM {DB}.{t}")[0][0] for t in tables)
+    except Exception:  # the table is not there yet
+        return -1
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants so far."""
+    total, stack, tick = 0.0, [pid], os.sysconf("SC_CLK_TCK")
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def copy_scenario(peers: Peers, rows: int) -> dict[str, Any]:
+    peers.source.execute("CREATE DATABASE sbcopy")
+    peers.sysbench("--tables=1", f"--table-size={rows}", "--mysql-db=sbcopy", "prepare")
+    dump = Path(tempfile.mkdtemp(prefix="setl-mydumper-"))
+    login = ["-h", "127.0.0.1", "-u", "setl", "-p", peers.password, "-t", "2"]
+    started = time.monotonic()
+    subprocess.run(["mydumper", *login, "-P", str(peers.port("source")), "-B", "sbcopy",
+                    "-o", str(dump)], check=True, capture_output=True)
+    subprocess.run(["myloader", *login, "-P", str(peers.port("target")), "-B", "sbcopy",
+                    "-d", str(dump), "-o"], check=True, capture_output=True)
+    took = time.monotonic() - started
+    shutil.rmtree(dump, ignore_errors=True)
+    bad = peers.differs("target", "sbcopy", ["sbtest1"])
+    return {"scenario": f"full copy {rows:,} rows", "setl": "not implemented (no snapshot yet)",
+            "mydumper_myloader_rows_per_s": None if bad else round(rows / took),
+            "mydumper_myloader_s": round(took, 2), "equal": not bad, "differences": bad}
+
+
+def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[str, Any]:
+    names = [f"sbtest{i}" for i in range(1, tables + 1)]
+    done: dict[str, float] = {}
+    failures: list[str] = []
+    rows = tables * size
+
+    def watch(name: str, db: Database) -> None:
+        deadline = time.monotonic() + 1800
+        while count(db, names) != rows:
+            error = peers.replica_error() if name == "native" else ""
+            if error or time.monotonic() > deadline:
+                failures.append(f"{name}: {error or f'no {rows} rows after 30 min'}")
+                return
+            time.sleep(0.05)
+        done[name] = time.monotonic()
+
+    cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
+    watchers = [threading.Thread(target=watch, args=(name, db)) for name, db in
+                (("setl", Database(peers.box, "target")),
+                 ("native", Database(peers.box, "replica")))]
+    for watcher in watchers:
+        watcher.start()
+    peers.sysbench(f"--tables={tables}", f"--table-size={size}", "prepare")
+    written = time.monotonic()
+    for watcher in watchers:
+        watcher.join()
+    cpu = tree_cpu_s(node_pid) - cpu_before
+    if failures:
+        raise RuntimeError(f"bulk scenario: {'; '.join(failures)}")
+    bad = peers.differs("target", DB, names) + peers.differs("replica", DB, names)
+    setl_rate = rows / (done["setl"] - started)
+    native_rate = rows / (done["native"] - started)
+    return {"scenario": f"bulk insert {rows:,} rows ({tables} sysbench tables)",
+            "source_rows_per_s": round(rows / (written - started)),
+            "setl_rows_per_s": None if bad else round(setl_rate),
+            "native_rows_per_s": None if bad else round(native_rate),
+            "ratio_setl_native": None if bad else round(setl_rate / native_rate, 3),
+            "setl_cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
+            "equal": not bad, "differences": bad}
+
+
+def delay_scenario(peers: Peers, tables: int, size: int, seconds: float,
+                   rate: int) -> dict[str, Any]:
+    names = [f"sbtest{i}" for i in range(1, tables + 1)]
+    delays: dict[str, list[float]] = {"setl": [], "native": []}
+    last_seen: dict[str, int] = {"setl": 0, "native": 0}
+    seen_at: dict[str, float] = {}  # when each saw the last heartbeat
+    stop = threading.Event()
+
+    def watch(name: str, server: str) -> None:
+        reader = Database(peers.box, server)
+        while not stop.is_set():
+            now = time.time()
+            for beat_id, created in reader.rows(f"SELECT id, created FROM {DB}.beat WHERE "
+                                                "id > %s ORDER BY id", (last_seen[name],)):
+                delays[name].append(now - created.timestamp())
+                last_seen[name] = beat_id
+                if beat_id >= final:
+                    seen_at[name] = time.monotonic()
+            time.sleep(0.01)
+        reader.close()
+
+    def beat() -> None:
+        writer, n = Database(peers.box, "source"), beat_base
+        while not stop.is_set():
+            n += 1
+            writer.execute(f"INSERT INTO {DB}.beat VALUES ({n}, NOW(6))")
+            stop.wait(0.05)
+        writer.close()
+
+    beat_base = peers.source.rows(f"SELECT COALESCE(MAX(id), 0) FROM {DB}.beat")[0][0]
+    last_seen.update(setl=beat_base, native=beat_base)
+    final = beat_base + 10**9  # the last heartbeat, after the load stops
+    threads = [threading.Thread(target=watch, args=("setl", "target")),
+               threading.Thread(target=watch, args=("native", "replica")),
+               threading.Thread(target=beat)]
+    for thread in threads:
+        thread.start()
+    out = peers.sysbench(f"--tables={tables}", f"--table-size={size}", f"--time={seconds:.0f}",
+                         f"--rate={rate}", f"--threads={2 if rate else 4}", "run")
+    peers.source.execute(f"INSERT INTO {DB}.beat VALUES ({final}, NOW(6))")
+    ended = time.monotonic()
+    wait_for(lambda: len(seen_at) == 2, 300, "setl and the replica to drain", interval_s=0.01)
+    drains = {name: round(at - ended, 2) for name, at in seen_at.items()}
+    stop.set()
+    for thread in threads:
+        thread.join()
+    bad = peers.differs("target", DB, [*names, "beat"]) + \
+        peers.differs("replica", DB, [*names, "beat"])
+    tps = re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out)
+    result: dict[str, Any] = {"scenario": f"oltp_write_only {seconds:.0f}s at "
+                              f"{f'{rate} tx/s' if rate else 'full rate'}",
+                              "achieved_tx_per_s": float(tps.group(1)) if tps else None}
+    for name, values in delays.items():
+        ordered = sorted(values) or [0.0]
+        for p in (50, 95, 99):
+            value = ordered[min(len(ordered) - 1, len(ordered) * p // 100)] * 1000
+            result[f"{name}_delay_p{p}_ms"] = None if bad else round(value, 1)
+        result[f"{name}_drain_s"] = drains[name]
+    return {**result, "equal": not bad, "differences": bad}
+
+
+def chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = {r["scenario"]: r for r in report["results"]}
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    bulk = next((r for r in results.values() if "setl_rows_per_s" in r), None)
+    if bulk:
+        axes[0].bar(["setl", "native replica"], [bulk["setl_rows_per_s"] or 0,
+                                                 bulk["native_rows_per_s"] or 0],
+                    color=["#3b7dd8", "#999999"])
+        axes[0].set_title("bulk insert, rows/s")
+    delays = [r for r in results.values() if "setl_delay_p99_ms" in r]
+    for offset, (name, color) in enumerate((("setl", "#3b7dd8"), ("native", "#999999"))):
+        x = [i * 3 + offset for i in range(len(delays) * 3)]
+        values = [r[f"{name}_delay_p{p}_ms"] or 0 for r in delays for p in (50, 95, 99)]
+        axes[1].bar(x[:len(values)], values, color=color, label=name)
+    axes[1].set_xticks([i * 3 + 0.5 for i in range(len(delays) * 3)],
+                       [f"{'1k' if '1000' in r['scenario'] else 'full'} p{p}"
+                        for r in delays for p in (50, 95, 99)], fontsize=7)
+    axes[1].set_yscale("symlog")
+    axes[1].set_title("delay, ms (log scale)")
+    axes[1].legend()
+    copy = next((r for r in results.values() if "mydumper_myloader_s" in r), None)
+    if copy:
+        axes[2].bar(["setl snapshot", "mydumper|myloader"],
+                    [0, copy["mydumper_myloader_rows_per_s"] or 0], color=["#3b7dd8", "#999999"])
+        axes[2].set_title("full copy, rows/s (setl: not implemented)")
+    fig.suptitle(f"setl vs native MariaDB replication — {report['when']}, "
+                 f"{report['machine']['cpus']} cores")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.peers", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=4)
+    parser.add_argument("--table-size", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--copy-rows", type=int, default=2_000_000)
+    parser.add_argument("--scenarios", default="copy,bulk,delay")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where reports go")
+    parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "peers",
+                        help="the run's sandbox and daemons (deleted at the end)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.tables, args.table_size, args.seconds, args.rate, args.copy_rows = 2, 500, 2, 50, 2000
+    scenarios = args.scenarios.split(",")
+    peers = Peers(args.work)
+    results: list[dict[str, Any]] = []
+    try:
+        if "copy" in scenarios:
+            results.append(copy_scenario(peers, args.copy_rows))
+        for db in (peers.source, peers.replica):  # the replica starts from here on
+            db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        peers.start_replica()
+        peers.cluster.start_manager()
+        node = peers.cluster.start_node(1)
+        sampler = RssSampler(node.pid)
+        sampler.start()
+        peers.start_setl(args.tables)
+        peers.source.execute(BEAT)
+        if "bulk" in scenarios or "delay" in scenarios:
+            results.append(bulk_scenario(peers, args.tables, args.table_size, node.pid))
+        if "delay" in scenarios:
+            for rate in (args.rate, 0):
+                results.append(delay_scenario(peers, args.tables, args.table_size,
+                                              args.seconds, rate))
+        sampler.done.set()
+        summary = {"node_peak_rss_mb": round(sampler.peak_kb / 1024),
+                   "per_batch_ms": time_split(node.output())}
+    finally:
+        peers.close()
+    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": vars(args),
+              "results": results, **summary}
+    args.results.mkdir(parents=True, exist_ok=True)
+    stem = f"peers-{'smoke' if args.smoke else time.strftime('%Y%m%d-%H%M%S')}"
+    (args.results / f"{stem}.json").write_text(json.dumps(report, indent=2, default=str))
+    chart(report, args.results / f"{stem}.png")
+    for result in results:
+        print(" | ".join(f"{k}={v}" for k, v in result.items() if k != "differences"))
+        for difference in result.get("differences", []):
+            print(f"  DIFFERS: {difference}")
+    print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch {summary['per_batch_ms']}")
+    print(f"written to {args.results / stem}.json and .png")
+    return 0 if all(result["equal"] for result in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
