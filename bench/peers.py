@@ -22,9 +22,7 @@ PNG chart to ``bench/results/``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -34,7 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.stream import RESULTS, RssSampler, time_split
+import pymysql
+
+from bench.measure import RESULTS, RssSampler, percentile_ms, time_split, tree_cpu_s, write_report
 from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
 
@@ -119,23 +119,8 @@ class Peers:
 def count(db: Database, tables: list[str]) -> int:
     try:
         return sum(db.rows(f"SELECT COUNT(*) FROM {DB}.{t}")[0][0] for t in tables)
-    except Exception:  # the table is not there yet
+    except pymysql.MySQLError:  # the table is not there yet
         return -1
-
-
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its descendants so far."""
-    total, stack, tick = 0.0, [pid], os.sysconf("SC_CLK_TCK")
-    while stack:
-        current = stack.pop()
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{current}/task").iterdir():
-                stack += [int(child) for child in (task / "children").read_text().split()]
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
 
 
 def copy_scenario(peers: Peers, rows: int) -> dict[str, Any]:
@@ -162,20 +147,22 @@ def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[s
     failures: list[str] = []
     rows = tables * size
 
-    def watch(name: str, db: Database) -> None:
-        deadline = time.monotonic() + 1800
-        while count(db, names) != rows:
-            error = peers.replica_error() if name == "native" else ""
-            if error or time.monotonic() > deadline:
-                failures.append(f"{name}: {error or f'no {rows} rows after 30 min'}")
-                return
-            time.sleep(0.05)
-        done[name] = time.monotonic()
+    def watch(name: str, server: str) -> None:
+        db, deadline = Database(peers.box, server), time.monotonic() + 1800
+        try:
+            while count(db, names) != rows:
+                error = peers.replica_error() if name == "native" else ""
+                if error or time.monotonic() > deadline:
+                    failures.append(f"{name}: {error or f'no {rows} rows after 30 min'}")
+                    return
+                time.sleep(0.05)
+            done[name] = time.monotonic()
+        finally:
+            db.close()
 
     cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
-    watchers = [threading.Thread(target=watch, args=(name, db)) for name, db in
-                (("setl", Database(peers.box, "target")),
-                 ("native", Database(peers.box, "replica")))]
+    watchers = [threading.Thread(target=watch, args=("setl", "target")),
+                threading.Thread(target=watch, args=("native", "replica"))]
     for watcher in watchers:
         watcher.start()
     peers.sysbench(f"--tables={tables}", f"--table-size={size}", "prepare")
@@ -250,10 +237,8 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float,
                               f"{f'{rate} tx/s' if rate else 'full rate'}",
                               "achieved_tx_per_s": float(tps.group(1)) if tps else None}
     for name, values in delays.items():
-        ordered = sorted(values) or [0.0]
         for p in (50, 95, 99):
-            value = ordered[min(len(ordered) - 1, len(ordered) * p // 100)] * 1000
-            result[f"{name}_delay_p{p}_ms"] = None if bad else round(value, 1)
+            result[f"{name}_delay_p{p}_ms"] = None if bad else percentile_ms(values, p)
         result[f"{name}_drain_s"] = drains[name]
     return {**result, "equal": not bad, "differences": bad}
 
@@ -274,9 +259,9 @@ def chart(report: dict[str, Any], path: Path) -> None:
         axes[0].set_title("bulk insert, rows/s")
     delays = [r for r in results.values() if "setl_delay_p99_ms" in r]
     for offset, (name, color) in enumerate((("setl", "#3b7dd8"), ("native", "#999999"))):
-        x = [i * 3 + offset for i in range(len(delays) * 3)]
         values = [r[f"{name}_delay_p{p}_ms"] or 0 for r in delays for p in (50, 95, 99)]
-        axes[1].bar(x[:len(values)], values, color=color, label=name)
+        axes[1].bar([i * 3 + offset for i in range(len(values))], values, color=color,
+                    label=name)
     axes[1].set_xticks([i * 3 + 0.5 for i in range(len(delays) * 3)],
                        [f"{'1k' if '1000' in r['scenario'] else 'full'} p{p}"
                         for r in delays for p in (50, 95, 99)], fontsize=7)
@@ -337,19 +322,8 @@ def main(argv: list[str] | None = None) -> int:
                    "per_batch_ms": time_split(node.output())}
     finally:
         peers.close()
-    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": vars(args),
-              "results": results, **summary}
-    args.results.mkdir(parents=True, exist_ok=True)
-    stem = f"peers-{'smoke' if args.smoke else time.strftime('%Y%m%d-%H%M%S')}"
-    (args.results / f"{stem}.json").write_text(json.dumps(report, indent=2, default=str))
-    chart(report, args.results / f"{stem}.png")
-    for result in results:
-        print(" | ".join(f"{k}={v}" for k, v in result.items() if k != "differences"))
-        for difference in result.get("differences", []):
-            print(f"  DIFFERS: {difference}")
-    print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch {summary['per_batch_ms']}")
-    print(f"written to {args.results / stem}.json and .png")
+    report, path = write_report(args.results, "peers", args.smoke, vars(args), results, summary)
+    chart(report, path.with_suffix(".png"))
     return 0 if all(result["equal"] for result in results) else 1
 
 

@@ -12,49 +12,20 @@ failed, not as a number.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import re
-import statistics
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.measure import RESULTS, RssSampler, percentile_ms, time_split, write_report
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
 from shared.sandbox import Sandbox
 
-RESULTS = Path(__file__).resolve().parent / "results"
 BULK = ("CREATE TABLE `{schema}`.sbtest (id INT PRIMARY KEY, k INT NOT NULL, "
         "c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)")
 BEAT = ("CREATE TABLE `{schema}`.beat (id BIGINT PRIMARY KEY, created DATETIME(6) NOT NULL, "
         "payload VARCHAR(100))")
-
-
-def tree_rss_kb(pid: int) -> int:
-    """Resident memory of a process and all its descendants."""
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            with open(f"/proc/{current}/status") as status:
-                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
-            for task in Path(f"/proc/{current}/task").iterdir():  # children of every thread
-                stack += [int(child) for child in (task / "children").read_text().split()]
-        except (OSError, StopIteration):
-            continue
-    return total
-
-
-class RssSampler(threading.Thread):
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.peak_kb, self.done = pid, 0, threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(0.5):
-            self.peak_kb = max(self.peak_kb, tree_rss_kb(self.pid))
 
 
 def equal(source: Database, target: Database, schema: str, table: str) -> bool:
@@ -125,28 +96,11 @@ def steady_delay(cluster: Cluster, source: Database, target: Database, rate: int
     watcher.join()
     cluster.set_status("steady", "STOP")
     ok = equal(source, target, schema, "beat")
-    ordered = sorted(delays)
-
-    def pct(p: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000, 1)
-
     return {"scenario": f"steady {rate} tx/s for {seconds:.0f}s", "transactions": n,
-            "achieved_tx_per_s": round(achieved), "delay_p50_ms": pct(0.50) if ok else None,
-            "delay_p95_ms": pct(0.95) if ok else None, "delay_p99_ms": pct(0.99) if ok else None,
-            "delay_max_ms": round(ordered[-1] * 1000, 1), "drain_s": round(drain_s, 2),
+            "achieved_tx_per_s": round(achieved),
+            **{f"delay_p{p}_ms": percentile_ms(delays, p) if ok else None for p in (50, 95, 99)},
+            "delay_max_ms": percentile_ms(delays, 100), "drain_s": round(drain_s, 2),
             "equal": ok}
-
-
-def time_split(log_text: str) -> dict[str, float]:
-    """Mean per-batch milliseconds of E/T, waiting for E/T, load and cursor publish."""
-    fields: dict[str, list[float]] = {"et_ms": [], "wait_ms": [], "load_ms": [], "cursor_ms": []}
-    for line in log_text.splitlines():
-        if "event=batch_loaded" in line and " rows=0 " not in line:
-            for name, values in fields.items():
-                found = re.search(rf"{name}=([\d.]+)", line)
-                if found:
-                    values.append(float(found.group(1)))
-    return {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--scenarios", default="bulk,steady", help="comma-separated subset")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where reports go")
     args = parser.parse_args(argv)
     if args.smoke:
         args.rows, args.rate, args.seconds = 5000, 100, 3
@@ -185,16 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         source.close()
         target.close()
         box.down(purge=True)
-    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": vars(args),
-              "results": results, **summary}
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"stream-{'smoke' if args.smoke else time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(report, indent=2))
-    for result in results:
-        print(" | ".join(f"{k}={v}" for k, v in result.items()))
-    print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch {summary['per_batch_ms']}")
-    print(f"written to {out}")
+    write_report(args.results, "stream", args.smoke, vars(args), results, summary)
     return 0 if all(result["equal"] for result in results) else 1
 
 

@@ -1,5 +1,5 @@
-"""The benchmark code on tiny sizes: every scenario runs against setl and the native replica
-on a sandbox of its own and reports numbers only for copies pt-table-sync found equal."""
+"""The benchmark code on tiny sizes, each run on a sandbox of its own: numbers are reported
+only for copies found equal (pt-table-sync, CHECKSUM TABLE)."""
 
 from __future__ import annotations
 
@@ -35,3 +35,18 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     assert report["node_peak_rss_mb"] > 100
     assert "not implemented" in by_kind["full"]["setl"]
     assert by_kind["full"]["mydumper_myloader_rows_per_s"] > 0
+
+
+def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.stream", "--smoke", "--results", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "stream-smoke.json").read_text())
+    assert [r["scenario"] for r in report["results"]] == [
+        "bulk insert (batch_size 2000)", "bulk insert (batch_size 10000)",
+        "steady 100 tx/s for 3s"]
+    assert all(r["equal"] for r in report["results"])
+    steady = report["results"][-1]
+    assert steady["transactions"] == 300
+    assert 0 < steady["delay_p50_ms"] <= steady["delay_p99_ms"] <= steady["delay_max_ms"]

@@ -1,0 +1,104 @@
+"""What the benchmarks measure with: a node's process tree (RSS, CPU), delay percentiles,
+the per-batch time split from the node's log, and the report every run writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def process_tree(pid: int) -> Iterator[int]:
+    """A process and all its descendants (children of every thread), while they live."""
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        yield current
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+
+
+def tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and all its descendants."""
+    total = 0
+    for current in process_tree(pid):
+        try:
+            with open(f"/proc/{current}/status") as status:
+                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+        except (OSError, StopIteration):
+            continue
+    return total
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants so far."""
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for current in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+class RssSampler(threading.Thread):
+    """The peak RSS of a process tree, sampled every 0.5 s until ``done`` is set."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_kb, self.done = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            self.peak_kb = max(self.peak_kb, tree_rss_kb(self.pid))
+
+
+def percentile_ms(seconds: list[float], p: int) -> float:
+    """The p-th percentile of delays given in seconds, in milliseconds (0 for none)."""
+    ordered = sorted(seconds) or [0.0]
+    return round(ordered[min(len(ordered) - 1, len(ordered) * p // 100)] * 1000, 1)
+
+
+def time_split(log_text: str) -> dict[str, float]:
+    """Mean per-batch milliseconds of E/T, waiting for E/T, load and cursor publish."""
+    fields: dict[str, list[float]] = {"et_ms": [], "wait_ms": [], "load_ms": [], "cursor_ms": []}
+    for line in log_text.splitlines():
+        if "event=batch_loaded" in line and " rows=0 " not in line:
+            for name, values in fields.items():
+                found = re.search(rf"{name}=([\d.]+)", line)
+                if found:
+                    values.append(float(found.group(1)))
+    return {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
+
+
+def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
+                 results: list[dict[str, Any]], summary: dict[str, Any]
+                 ) -> tuple[dict[str, Any], Path]:
+    """Print the results as a table and write them as ``directory/name-<time>.json`` (or
+    ``name-smoke.json``); return the report and its path."""
+    path = directory / f"{name}-{'smoke' if smoke else time.strftime('%Y%m%d-%H%M%S')}.json"
+    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": args,
+              "results": results, **summary}
+    directory.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str))
+    for result in results:
+        print(" | ".join(f"{k}={v}" for k, v in result.items() if k != "differences"))
+        for difference in result.get("differences", []):
+            print(f"  DIFFERS: {difference}")
+    print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch {summary['per_batch_ms']}")
+    print(f"written to {path}")
+    return report, path
