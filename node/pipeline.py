@@ -24,6 +24,7 @@ from kazoo.client import KazooClient
 
 from node import freedoor
 from node import source as endpoints
+from node.binlog import BinlogReader
 from node.changes import Batch, TargetChange
 from node.cursor import Cursor, CursorStore
 from node.etl import CompiledPipeline
@@ -206,11 +207,12 @@ class PipelineRunner:
             if self.two_way else None
         loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop)
         window = self._window = Window(params.parallelism)
+        reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
+                              compiled.wants_schema, ddl=compiled.ddl_sync,
+                              loop_channel=self.ctx.channel.name if self.two_way else None)
         selector = self._selector = Selector(
-            self.pipeline_id, source, server_id, self.cursor.position,
-            self.cursor.process_id + 1, params, compiled.wants, window,
-            busy=lambda: self._et_running >= ET_SATURATION,
-            loop_channel=self.ctx.channel.name if self.two_way else None,
+            self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
+            params, window, busy=lambda: self._et_running >= ET_SATURATION,
             requests_waiting=self._central.waiting if self._central else lambda: False)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
