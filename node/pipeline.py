@@ -26,7 +26,7 @@ from node import freedoor
 from node import source as endpoints
 from node.binlog import BinlogReader
 from node.changes import Batch, TargetChange
-from node.cursor import Cursor, CursorStore
+from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.etl import CompiledPipeline
 from node.loader import FencedError, Loader
 from node.selector import Selector
@@ -227,9 +227,11 @@ class PipelineRunner:
         selector.begin()
         select_thread.start()
         self.state = "running"
+        publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
         try:
-            self._load_loop(loader, window, handoff)
+            self._load_loop(loader, window, handoff, publisher)
         finally:
+            publisher.close()
             select_stop.set()
             selector.stop()
             select_thread.join(10)
@@ -272,7 +274,12 @@ class PipelineRunner:
             result = [item for item in result if not isinstance(item, freedoor.Note)]
         return result, (time.monotonic() - started) * 1000, notes
 
-    def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any]) -> None:
+    def _publish_failed(self, exc: Exception) -> None:
+        log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
+                    self.pipeline_id, self.cursor.position if self.cursor else "-", exc)
+
+    def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any],
+                   publisher: CursorPublisher) -> None:
         while True:
             item = handoff.get()
             if item is None:
@@ -292,17 +299,16 @@ class PipelineRunner:
                 self._requests_loaded(batch.process_id, notes)
             loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
-            self.cursors.save(self.cursor)
+            publisher.publish(self.cursor)
             window.release()
             self.window_peak = max(self.window_peak, window.peak)
             self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
             self._loaded.append((time.monotonic(), batch.rows))
             self.batches_loaded += 1
             log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
-                      "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f cursor_ms=%.1f",
+                      "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
                       self.pipeline_id, batch.process_id, batch.rows, written, batch.end, et_ms,
-                      (waited - started) * 1000, (loaded - waited) * 1000,
-                      (time.monotonic() - loaded) * 1000)
+                      (waited - started) * 1000, (loaded - waited) * 1000)
 
     def _requests_loaded(self, process_id: int, notes: list[freedoor.Note]) -> None:
         """Count the batch's free-door requests and delete the served buffer rows."""

@@ -20,14 +20,14 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "results" / "peers-smoke.json").read_text())
     assert (tmp_path / "results" / "peers-smoke.png").stat().st_size > 10_000
     by_kind = {result["scenario"].split(" ")[0]: result for result in report["results"]}
-    assert set(by_kind) == {"full", "bulk", "oltp_write_only"}
+    assert set(by_kind) == {"full", "bulk", "oltp_write_only", "noisy"}
     assert all(result["equal"] and not result["differences"] for result in report["results"])
     bulk = by_kind["bulk"]
     assert bulk["setl_rows_per_s"] > 0 and bulk["native_rows_per_s"] > 0
     ratio = bulk["setl_rows_per_s"] / bulk["native_rows_per_s"]
     assert abs(bulk["ratio_setl_native"] - ratio) < 0.01
-    delays = [r for r in report["results"] if r["scenario"].startswith("oltp_write_only")]
-    assert len(delays) == 2
+    delays = [r for r in report["results"] if "oltp_write_only" in r["scenario"]]
+    assert len(delays) == 3 and delays[-1] is by_kind["noisy"]
     for result in delays:
         for name in ("setl", "native"):
             assert 0 <= result[f"{name}_delay_p50_ms"] <= result[f"{name}_delay_p99_ms"]
