@@ -50,3 +50,15 @@ def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
     steady = report["results"][-1]
     assert steady["transactions"] == 300
     assert 0 < steady["delay_p50_ms"] <= steady["delay_p99_ms"] <= steady["delay_max_ms"]
+
+
+def test_bench_sparkjob_smoke_run_measures_the_nodes_spark_job(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.sparkjob", "--smoke", "--results", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "sparkjob-smoke.json").read_text())
+    [result] = report["results"]
+    assert result["scenario"] == "defaults"
+    assert 0 < result["empty_job_p50_ms"] <= result["empty_job_p95_ms"]
+    assert result["job_500_rows_ms"] > 0 and result["cpu_s_per_100k_rows"] > 0
