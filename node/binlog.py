@@ -29,7 +29,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from node.changes import ChangeType, RowChange, Transaction
-from node.source import connection_settings
+from shared.endpoint import connect, connection_settings
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.retl import BUFFER_TABLE
@@ -101,6 +101,12 @@ def _buffer_requests(kind: ChangeType, rows: list[dict[str, Any]]) -> list[RowCh
         return []
     return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(row["values"]))
             for row in rows if not row["values"].get("CHANNEL_ID")]
+
+
+def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:
+    """The library's arguments for a dump from ``gtid``: MariaDB's domain-server-sequence
+    position or MySQL's executed GTID set, told apart by the server's version string."""
+    return {"auto_position": gtid, "is_mariadb": "mariadb" in server_version.lower()}
 
 
 def _keys(primary_key: Any) -> tuple[str, ...]:
@@ -186,7 +192,9 @@ class BinlogReader:
         # oldest binlog. A file/pos dump works on MariaDB as on MySQL.
         position: dict[str, Any] = {"log_file": self.start.file, "log_pos": self.start.pos}
         if not self.start.file and self.start.gtid:
-            position = {"auto_position": self.start.gtid, "is_mariadb": True}
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                cursor.execute("SELECT VERSION()")
+                position = gtid_start(str(cursor.fetchone()[0]), self.start.gtid)
         return BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True,
             resume_stream=True, only_events=_EVENTS, slave_heartbeat=1, enable_logging=False,

@@ -30,12 +30,12 @@ from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.etl import CompiledPipeline
 from node.loader import FencedError, Loader
 from node.selector import Selector
-from node.spark import SparkRunner
+from node.spark import SparkRunner, with_context
 from node.twoway import LoopGuard
 from node.window import Window
 from shared import tablekeys
 from shared.catalog import Catalog
-from shared.errors import ConfigError, SetlError, SourceError
+from shared.errors import DEFINITION_ERRORS, ConfigError, SetlError, SourceError
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline, StartupMode
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
@@ -134,7 +134,7 @@ class PipelineRunner:
             try:
                 self._run_once(compiled)
                 break
-            except ConfigError as exc:  # the source's tables, not a passing failure
+            except DEFINITION_ERRORS as exc:  # a definition or user code: no passing failure
                 self._fail_for_good(str(exc))
                 return
             except FencedError as exc:
@@ -290,9 +290,9 @@ class PipelineRunner:
             started = time.monotonic()
             try:
                 changes, et_ms, notes = future.result()
-            except SetlError as exc:
-                raise SetlError(f"stage extract/transform, processId {batch.process_id}, "
-                                f"position {batch.end}: {exc}") from None
+            except SetlError as exc:  # keeps its class: a definition error pauses at once
+                raise with_context(type(exc), f"stage extract/transform, processId "
+                                   f"{batch.process_id}, position {batch.end}: {exc}") from None
             waited = time.monotonic()
             written = loader.load(batch, changes)
             if notes or self._central is not None:

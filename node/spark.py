@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 from node.changes import RowChange, TargetChange
 from node.etl import CompiledPipeline, extract_transform
+from shared import errors
 from shared.errors import SetlError
 from shared.settings import SparkSettings
 
@@ -117,11 +119,32 @@ class SparkRunner:
 
 
 def _translate(exc: Exception, compiled: CompiledPipeline) -> SetlError:
-    """A failed Spark job as one SetlError carrying the Python error from the worker."""
+    """A failed Spark job as one SetlError carrying the Python error from the worker; an
+    error of setl's own hierarchy keeps its class (a ConfigError pauses at once, a passing
+    failure is retried)."""
     text = str(exc)
+    prefix = f"pipeline {compiled.pipeline_id}: extract/transform failed: "
     for line in reversed(text.splitlines()):
-        if line.startswith(("shared.errors.", "node.", "KeyError", "ValueError", "TypeError")):
-            return SetlError(f"pipeline {compiled.pipeline_id}: extract/transform failed: "
-                             f"{line.strip()}")
-    return SetlError(f"pipeline {compiled.pipeline_id}: extract/transform failed: "
-                     f"{text.splitlines()[0] if text else type(exc).__name__}")
+        found = _WORKER_ERROR.match(line.strip())
+        if found is None:
+            continue
+        kind, message = found["kind"], found["message"]
+        cls = getattr(errors, kind.rpartition(".")[2], None) \
+            if kind.startswith("shared.errors.") else None
+        if isinstance(cls, type) and issubclass(cls, SetlError):
+            return with_context(cls, prefix + message)
+        return SetlError(prefix + line.strip())
+    return SetlError(prefix + (text.splitlines()[0] if text else type(exc).__name__))
+
+
+def with_context(cls: type[SetlError], message: str) -> SetlError:
+    """``cls(message)``, or a plain SetlError for a class that takes other arguments."""
+    try:
+        return cls(message)
+    except TypeError:
+        return SetlError(message)
+
+
+# the last line of a Python traceback: "module.Class: message" (builtins without a module)
+_WORKER_ERROR = re.compile(r"(?P<kind>(?:shared\.|node\.)[\w.]+|[A-Z]\w*(?:Error|Exception))"
+                           r": (?P<message>.*)")

@@ -323,3 +323,22 @@ def test_pickle_round_trip_rebuilds_the_cache() -> None:
     assert list(transform(copy, 1, change)) == list(transform(c, 1, change))
     assert one(copy, change).table == "copy_01"
     assert one(copy, insert("s", "t", {"id": 1, "secret": "x"})).after == {"id": 1}
+
+
+def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_they_were() -> None:
+    from node.spark import _translate  # the driver's view of a failed Spark job
+    from shared.errors import SetlError, ShardError, TransformError
+
+    job = compiled("{source: s.t, target: s2.t}")
+    trace = ("py4j.protocol.Py4JJavaError: An error occurred while calling collect.\n"
+             "Traceback (most recent call last):\n  File \"node/etl.py\", line 9, in _map\n"
+             "shared.errors.TransformError: pair src:s.t: processor m:f failed on key (1,)\n"
+             "\tat org.apache.spark.api.python.BasePythonRunner...\n")
+    error = _translate(Exception(trace), job)
+    assert type(error) is TransformError
+    assert str(error).endswith("extract/transform failed: pair src:s.t: processor m:f failed "
+                               "on key (1,)")
+    shard = _translate(Exception(trace.replace("TransformError", "ShardError")), job)
+    assert type(shard) is ShardError
+    bare = _translate(Exception("Traceback\nTypeError: unhashable type: 'set'\n\tat x"), job)
+    assert type(bare) is SetlError and str(bare).endswith("TypeError: unhashable type: 'set'")

@@ -157,3 +157,12 @@ def test_a_batch_of_two_way_echoes_only_is_marked_so_load_writes_no_position() -
     assert Batch("c.p", 1, [echo, echo]).echo_only
     assert not Batch("c.p", 1, [echo, txn(2)]).echo_only  # a neighbour's stretch moves it
     assert not Batch("c.p", 1, [echo, txn(2, rows=1)]).echo_only
+
+
+def test_a_gtid_start_follows_the_server_kind() -> None:
+    from node.binlog import gtid_start
+
+    assert gtid_start("10.11.6-MariaDB-0+deb12u1-log", "0-11-42") == {
+        "auto_position": "0-11-42", "is_mariadb": True}
+    mysql_set = "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5"
+    assert gtid_start("8.0.36", mysql_set) == {"auto_position": mysql_set, "is_mariadb": False}
