@@ -13,6 +13,10 @@ A fresh sandbox: source, setl's target, and a native MariaDB replica of the same
 - **delay**: ``sysbench oltp_write_only run`` for ``--seconds``, at ``--rate`` tx/s and at
   full rate, with a heartbeat row every 50 ms: delay p50/p95/p99 on both, and the drain
   time after the load stops.
+- **catchup**: setl and the replica stopped while a backlog is written (``prepare`` of
+  ``--tables`` × ``--table-size`` rows, then ``--seconds`` of ``oltp_write_only`` at full rate),
+  then started: rows/s of each part, node CPU per 100k rows; with ``--profile`` µs per row by
+  stage (py-spy on the node's process tree; ``make bench-profile``).
 - **noisy**: a noisy neighbour: ``oltp_write_only`` at full rate on another schema of the
   same source (prepared first, not replicated by setl) while 100 tx/s go to a paired table:
   that table's delay on setl and on the replica (which replicates everything).
@@ -37,6 +41,7 @@ from typing import Any
 
 import pymysql
 
+from bench.catchup import catchup_scenario
 from bench.measure import RESULTS, RssSampler, percentile_ms, time_split, tree_cpu_s, write_report
 from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
@@ -312,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
-    parser.add_argument("--scenarios", default="copy,bulk,delay,noisy")
+    parser.add_argument("--scenarios", default="copy,bulk,delay,noisy,catchup")
+    parser.add_argument("--profile", action="store_true",
+                        help="catch-up under py-spy: CPU µs per row by stage")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where reports go")
     parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "peers",
@@ -343,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
                                               args.seconds, rate))
         if "noisy" in scenarios:
             results.append(noisy_scenario(peers, args.tables, args.table_size, args.seconds))
+        if "catchup" in scenarios:
+            results.append(catchup_scenario(
+                peers, args.tables, args.table_size, args.seconds, node.pid,
+                args.work / "catchup-profile.txt" if args.profile else None))
         sampler.done.set()
         summary = {"node_peak_rss_mb": round(sampler.peak_kb / 1024),
                    "per_batch_ms": time_split(node.output())}
