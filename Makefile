@@ -39,8 +39,9 @@ unit: $(STAMP)
 integration: setup
 	$(BIN)/python -m pytest tests/integration -q
 
+# The whole run has a ceiling: past it, SIGABRT makes faulthandler print every thread's stack.
 test: setup check-proto lint
-	$(BIN)/python -m pytest -q
+	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q
 
 demo: setup
 	$(BIN)/python scripts/demo.py

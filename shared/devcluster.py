@@ -4,10 +4,8 @@ schemas on the sandbox MariaDBs and compare tables."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,13 +19,12 @@ import pymysql
 import yaml
 
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
-from shared.sandbox import Sandbox, free_port
+from shared.sandbox import Sandbox, dying_with_parent, free_port
 
 SESSION_TIMEOUT_S = 4
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-_PR_SET_PDEATHSIG = 1
 
 
 def wait_for(check: Callable[[], T], timeout_s: float = 20.0, what: str = "condition",
@@ -47,11 +44,6 @@ def wait_for(check: Callable[[], T], timeout_s: float = 20.0, what: str = "condi
                          + (f" (last error: {last_error!r})" if last_error else ""))
 
 
-def _die_with_parent() -> None:
-    """Children of the test run get SIGKILL when pytest dies, so none outlives it."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 class Daemon:
     """A setl-manager or setl-node subprocess with its log file."""
 
@@ -59,8 +51,8 @@ class Daemon:
         self.args, self.log_path = args, log_path
         self.log = open(log_path, "ab")
         self.process = subprocess.Popen(
-            args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=ROOT, env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent)
+            dying_with_parent(args), stdout=self.log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, **(env or {})})
 
     @property
     def pid(self) -> int:

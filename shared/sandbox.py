@@ -55,6 +55,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def dying_with_parent(command: list[str]) -> list[str]:
+    """``command`` run under ``setpriv --pdeathsig KILL``: it gets SIGKILL when the thread
+    that started it dies, so no test daemon outlives its test run. No Python runs between fork
+    and exec (a ``preexec_fn`` may deadlock in the child while other threads of the parent run,
+    and then the parent waits for the exec for ever)."""
+    return ["setpriv", "--pdeathsig", "KILL", "--", *command]
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

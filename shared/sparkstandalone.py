@@ -4,28 +4,20 @@ spark://…`` run on. The processes die with their parent."""
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from shared.errors import SetlError
-from shared.sandbox import free_port
-
-_PR_SET_PDEATHSIG = 1
+from shared.sandbox import dying_with_parent, free_port
 
 
 def spark_home() -> Path:
     import pyspark  # the pip package carries Spark's jars and bin/spark-class
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class SparkStandalone:
@@ -46,8 +38,8 @@ class SparkStandalone:
                "SPARK_LOG_DIR": str(self.workdir)}
         log = open(self.workdir / f"{name}.log", "ab")
         self._processes.append(subprocess.Popen(
-            [str(home / "bin" / "spark-class"), *args], stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent))
+            dying_with_parent([str(home / "bin" / "spark-class"), *args]), stdout=log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env))
 
     def start(self, timeout_s: float = 90.0) -> None:
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",

@@ -42,7 +42,7 @@ def test_kill_9_mid_stream_then_restart_leaves_target_equal(sandbox, tmp_path):
                 written.append(n)
             writer.close()
 
-        thread = threading.Thread(target=workload)
+        thread = threading.Thread(target=workload, daemon=True)
         thread.start()
         wait_for(lambda: len(target.table(schema, "ledger")) > 50, 60, "replication under way")
         node.kill()  # no clean-up at all, in the middle of batches
@@ -50,7 +50,8 @@ def test_kill_9_mid_stream_then_restart_leaves_target_equal(sandbox, tmp_path):
         cluster.start_node(1)
         time.sleep(2.0)
         stop.set()
-        thread.join()
+        thread.join(120)
+        assert not thread.is_alive(), "the workload did not stop"
         assert len(written) > 1000
         wait_equal(source, target, schema, ["ledger"], timeout_s=120)
         assert "event=pipeline_started pipeline=crash.forward" in cluster.nodes[1].output()

@@ -117,7 +117,7 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
             stop.wait(0.003)  # a steady few hundred writes a second
 
     writer = Database(cluster.sandbox, "source")
-    thread = threading.Thread(target=churn, args=(writer, 11))
+    thread = threading.Thread(target=churn, args=(writer, 11), daemon=True)
     thread.start()
     try:
         half = rows // 2  # half per instance (through the binlog), half central
@@ -128,8 +128,9 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
         wait_for(lambda: door(cluster, "door-race").requested >= rows, 120, "backfill")
     finally:
         stop.set()
-        thread.join()
+        thread.join(120)
         writer.close()
+    assert not thread.is_alive(), "the racing writer did not stop"
     wait_equal(source, target, schema, ["items"], timeout_s=120)
     names = [row[1] for row in target.table(schema, "items")]
     # rows only the backfill could bring, and rows the racing writer changed, both arrived

@@ -109,7 +109,7 @@ def test_a_transaction_is_never_seen_half_loaded(cluster, source, target):
             sums.append(total)
         reader.close()
 
-    reader = threading.Thread(target=read_target)
+    reader = threading.Thread(target=read_target, daemon=True)
     reader.start()
     for n in range(300):  # move money from a to b, one transaction each, two tables each
         i, amount = n % 10, n % 7 + 1
@@ -119,7 +119,8 @@ def test_a_transaction_is_never_seen_half_loaded(cluster, source, target):
         source.execute("COMMIT")
     wait_equal(source, target, schema, ["a", "b"])
     done.set()
-    reader.join()
+    reader.join(60)
+    assert not reader.is_alive(), "the reader did not stop"
     assert len(sums) > 20
     assert set(sums) == {2000}, f"a reader saw a half-loaded transaction: {set(sums)}"
     cluster.set_status("whole", "STOP")

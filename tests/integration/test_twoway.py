@@ -55,12 +55,13 @@ def test_concurrent_writes_on_both_sides_converge_without_ping_pong(
             if i % 10 == 0:
                 db.execute(f"DELETE FROM {t} WHERE id = {i - 5}")
 
-    threads = [threading.Thread(target=writer, args=(source, 1)),
-               threading.Thread(target=writer, args=(target, 1001))]
+    threads = [threading.Thread(target=writer, args=(source, 1), daemon=True),
+               threading.Thread(target=writer, args=(target, 1001), daemon=True)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads), "a writer did not finish"
     wait_equal(source, target, schema, ["items"])
     # rows that came over are changed again on the other side, and travel back once
     source.execute(f"UPDATE {t} SET name = 'edited on source' WHERE id BETWEEN 1001 AND 1010")
