@@ -97,8 +97,9 @@ class Daemon:
 
 class Cluster:
     def __init__(self, sandbox: Sandbox, workdir: Path, name: str,
-                 log_level: str = "info") -> None:
+                 log_level: str = "info", env: dict[str, str] | None = None) -> None:
         self.log_level = log_level
+        self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
@@ -122,14 +123,16 @@ class Cluster:
     def start_manager(self) -> str:
         self.manager_address = f"127.0.0.1:{free_port()}"
         daemon = Daemon([str(BIN / "setl-manager"), "--config", str(self._config("manager")),
-                         "--listen", self.manager_address], self.workdir / "manager.log")
+                         "--listen", self.manager_address], self.workdir / "manager.log",
+                        self.env)
         self.daemons.append(daemon)
         wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), 30, "manager")
         return self.manager_address
 
     def start_node(self, node_id: int = 1) -> Daemon:
         daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
-                         str(self._config("node"))], self.workdir / f"node-{node_id}.log")
+                         str(self._config("node"))], self.workdir / f"node-{node_id}.log",
+                        self.env)
         self.daemons.append(daemon)
         self.nodes[node_id] = daemon
         wait_for(lambda: any(n.id == node_id for n in self.call(

@@ -1,0 +1,112 @@
+"""Table shapes: odd names, keyless tables, generated columns, foreign keys."""
+
+from __future__ import annotations
+
+from tests.integration.corpus.model import Case, crud
+
+_NAMES = "issue 17: a name outside [A-Za-z0-9_$] is refused at apply"
+NAMES = [
+    Case("name-hyphen-dot", "names", ("orders-2024.v1",), (
+        "CREATE TABLE {s}.`orders-2024.v1` (`a-b` INT PRIMARY KEY, `c.d` VARCHAR(10))",),
+        crud("`orders-2024.v1`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`c.d` = 'x'", "`a-b`"),
+        schema="topic-name.sanitization-it", xfail=_NAMES),
+    Case("name-space-pipe-at", "names", ("my table|x@y",), (
+        "CREATE TABLE {s}.`my table|x@y` (`first name` INT PRIMARY KEY, `a|b` INT, "
+        "`a@b` VARCHAR(5))",),
+        crud("`my table|x@y`", ["(1,1,'a')", "(2,2,'b')", "(3,3,'c')"], "`a|b` = 10, `a@b` = 'z'",
+             "`first name`"), schema=" my db|x@y", xfail=_NAMES),
+    Case("name-backtick", "names", ("back`tick",), (
+        "CREATE TABLE {s}.`back``tick` (`col``umn` INT PRIMARY KEY, ```v` VARCHAR(5))",),
+        crud("`back``tick`", ["(1,'a')", "(2,'b')", "(3,'c')"], "```v` = 'z'", "`col``umn`"),
+        schema="tick`db", xfail=_NAMES),
+    Case("name-unicode", "names", ("表", "naïve"), (
+        "CREATE TABLE {s}.`表` (`dbz5743中文` INT PRIMARY KEY, `naïve` VARCHAR(5))",
+        "CREATE TABLE {s}.naïve (id INT PRIMARY KEY, `列` VARCHAR(5))"),
+        (*crud("`表`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`naïve` = 'ü'", "`dbz5743中文`"),
+         *crud("naïve", ["(1,'a')", "(2,'b')", "(3,'c')"], "`列` = '中'")),
+        schema="dbz5743中文_naïve", xfail=_NAMES),
+    Case("name-keywords-numbers", "names", ("select", "1e10", "$t"), (
+        "CREATE TABLE {s}.`select` (`from` INT PRIMARY KEY, `order` INT, `key` VARCHAR(3))",
+        "CREATE TABLE {s}.`1e10` (`123` INT PRIMARY KEY, `1e1` INT)",
+        "CREATE TABLE {s}.`$t` (`$` INT PRIMARY KEY, `_` INT)"),
+        (*crud("`select`", ["(1,1,'a')", "(2,2,'b')", "(3,3,'c')"], "`order` = 9", "`from`"),
+         *crud("`1e10`", ["(1,1)", "(2,2)", "(3,3)"], "`1e1` = 9", "`123`"),
+         *crud("`$t`", ["(1,1)", "(2,2)", "(3,3)"], "`_` = 9", "`$`")),
+        schema="keywords", xfail=_NAMES),
+]
+
+_KEYLESS = "issue 17: a table without a key is refused at apply"
+_DUPS = ("CREATE TABLE {s}.{t} (a INT, b VARCHAR(10), f FLOAT, d DOUBLE, bt BIT(3), j JSON, "
+         "ts TIMESTAMP(3) NULL)")
+
+
+def _keyless_work(t: str) -> tuple[str, ...]:
+    return (
+        f"INSERT INTO {{s}}.{t} VALUES (1,'x',0.1,0.1,b'101','{{}}','2020-01-01 00:00:00.5'), "
+        "(1,'x',0.1,0.1,b'101','{}','2020-01-01 00:00:00.5'), "
+        "(1,'x',0.1,0.1,b'101','{}','2020-01-01 00:00:00.5'), "
+        "(NULL,NULL,NULL,NULL,NULL,NULL,NULL), (NULL,NULL,NULL,NULL,NULL,NULL,NULL), "
+        "(2,'y',1.5,1e-300,b'0','[1, 2]',NULL), (3,'z',3.3,3.3,b'111','{\"k\": 1}',NULL)",
+        f"UPDATE {{s}}.{t} SET b = 'one' WHERE a = 1 LIMIT 1",
+        f"UPDATE {{s}}.{t} SET a = 10 WHERE a IS NULL LIMIT 1",
+        f"DELETE FROM {{s}}.{t} WHERE a = 1 AND b = 'x' LIMIT 1",
+        f"UPDATE {{s}}.{t} SET f = f * 2 WHERE a = 2",
+        f"DELETE FROM {{s}}.{t} WHERE a = 3",
+        "BEGIN",
+        f"INSERT INTO {{s}}.{t} VALUES (NULL,NULL,NULL,NULL,NULL,NULL,NULL)",
+        f"UPDATE {{s}}.{t} SET b = 'null' WHERE a IS NULL LIMIT 1",
+        f"DELETE FROM {{s}}.{t} WHERE b = 'null'",
+        "COMMIT")
+
+
+KEYLESS = [
+    Case("keyless-duplicates-nulls", "keyless", ("dups",), (_DUPS.format(s="{s}", t="dups"),),
+         _keyless_work("dups"), xfail=_KEYLESS),
+    Case("keyless-nullable-unique", "keyless", ("nulluniq",), (
+        "CREATE TABLE {s}.nulluniq (a INT NULL, b INT, UNIQUE KEY (a))",), (
+        "INSERT INTO {s}.nulluniq VALUES (NULL, 1), (NULL, 1), (1, 2), (2, 3)",
+        "UPDATE {s}.nulluniq SET b = 5 WHERE a IS NULL LIMIT 1",
+        "UPDATE {s}.nulluniq SET a = 3 WHERE a = 1",
+        "DELETE FROM {s}.nulluniq WHERE a IS NULL AND b = 1"), xfail=_KEYLESS),
+    Case("key-columns-duplicates-nulls", "key-columns", ("kdups",),
+         (_DUPS.format(s="{s}", t="kdups"),), _keyless_work("kdups"),
+         pair_options={"key_columns": ["a"]},
+         xfail="issue 17: with key_columns, duplicate rows collapse and NULL keys are not "
+               "found"),
+]
+
+GENERATED = [
+    Case("generated-columns", "generated", ("gen",), (
+        "CREATE TABLE {s}.gen (id INT PRIMARY KEY, price DECIMAL(10,2), qty INT, "
+        "total_v DECIMAL(12,2) AS (price * qty) VIRTUAL, "
+        "total_p DECIMAL(12,2) AS (price * qty) PERSISTENT, name VARCHAR(20), "
+        "upper_v VARCHAR(20) AS (UPPER(name)) VIRTUAL, KEY (upper_v), UNIQUE KEY (id, total_p))",),
+        ("INSERT INTO {s}.gen (id, price, qty, name) VALUES (1, 1.50, 2, 'a'), "
+         "(2, 2.00, 3, 'b'), (3, NULL, 1, NULL), (4, 9.99, 0, 'ü')",
+         "UPDATE {s}.gen SET qty = 10 WHERE id = 1",
+         "UPDATE {s}.gen SET id = 20, name = 'moved' WHERE id = 2",
+         "DELETE FROM {s}.gen WHERE id = 3"),
+        xfail="issue 17: Load writes generated columns, which the target refuses"),
+]
+
+FOREIGN_KEYS = [
+    Case("foreign-key-cascades", "foreign-keys", ("parent", "child"), (
+        "CREATE TABLE {s}.parent (id INT PRIMARY KEY, v VARCHAR(5))",
+        "CREATE TABLE {s}.child (id INT PRIMARY KEY, parent_id INT, v VARCHAR(5), "
+        "FOREIGN KEY (parent_id) REFERENCES {s}.parent (id) ON DELETE CASCADE "
+        "ON UPDATE CASCADE)"), (
+        "INSERT INTO {s}.parent VALUES (1, 'p1'), (2, 'p2')",
+        "INSERT INTO {s}.child VALUES (10, 1, 'c10'), (20, 2, 'c20')",
+        "BEGIN", "INSERT INTO {s}.child VALUES (11, 1, 'c11')",
+        "INSERT INTO {s}.parent VALUES (3, 'p3')", "INSERT INTO {s}.child VALUES (30, 3, 'c30')",
+        "COMMIT",
+        "DELETE FROM {s}.parent WHERE id = 2",  # child 20 goes by cascade, not in the binlog
+        "UPDATE {s}.parent SET id = 100 WHERE id = 1",  # children follow by cascade
+        "BEGIN", "INSERT INTO {s}.parent VALUES (4, 'p4')",
+        "INSERT INTO {s}.child VALUES (40, 4, 'c40')", "DELETE FROM {s}.parent WHERE id = 4",
+        "COMMIT",
+        "BEGIN", "DELETE FROM {s}.child WHERE id = 30", "DELETE FROM {s}.parent WHERE id = 3",
+        "COMMIT"),
+        xfail="issue 17: a batch is applied in another order than the source's; cascades "
+              "are merged away"),
+]
