@@ -38,6 +38,11 @@ RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 # table exists, unknown table, duplicate column/key, can't drop, no such table
 DDL_ALREADY_APPLIED = {1050, 1051, 1060, 1061, 1091, 1146}
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
+# The target session writes what the source holds, whatever the target's own sql_mode: a row
+# with AUTO_INCREMENT 0 keeps 0 (a source with NO_AUTO_VALUE_ON_ZERO), an impossible date
+# (ALLOW_INVALID_DATES) and zero dates go in as they are, and a value that does not fit the
+# target's column is an error, never silently cut (strict).
+SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
 
 
 def quote(name: str) -> str:
@@ -88,9 +93,11 @@ class Loader:
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
         if conn is None or not conn.open:
-            # TIMESTAMP values come from the binlog in UTC
+            # TIMESTAMP values come from the binlog in UTC; every value a source holds is
+            # taken as it is (see SQL_MODE)
             conn = endpoints.connect(self.targets[name], autocommit=False,
-                                     init_command="SET time_zone = '+00:00'")
+                                     init_command=f"SET time_zone = '+00:00', "
+                                                  f"sql_mode = '{SQL_MODE}'")
             with conn.cursor() as cursor:
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
