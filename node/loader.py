@@ -89,6 +89,7 @@ class Loader:
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
         self._unique_keys: dict[tuple[str, str, str], bool] = {}  # other unique keys?
+        self._generated: dict[tuple[str, str, str], frozenset[str]] = {}  # never written
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
@@ -264,6 +265,7 @@ class Loader:
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
         """Run one DDL; a replay after a crash between the DDL and its position finds it
         done (the table exists, the column is there …): logged and taken as applied."""
+        self._generated.clear()  # tables change shape
         try:
             if change.ddl.lstrip().upper().startswith("CREATE"):
                 cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
@@ -282,11 +284,26 @@ class Loader:
                  change.table, change.ddl)
         return 1
 
+    def _generated_columns(self, cursor: Any, writes: TableWrites) -> frozenset[str]:
+        """The target table's generated columns (VIRTUAL, PERSISTENT/STORED): the target
+        computes them and refuses a value, so Load never writes them. Read once per table
+        (again after a DDL); the target's schema decides, so a plain target column fed by a
+        generated source column is written."""
+        name = (writes.datasource, writes.schema, writes.table)
+        found = self._generated.get(name)
+        if found is None:
+            cursor.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
+                           "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND "
+                           "COALESCE(GENERATION_EXPRESSION, '') <> ''", name[1:])
+            found = self._generated[name] = frozenset(row[0] for row in cursor.fetchall())
+        return found
+
     def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
                      one_by_one: bool) -> int:
         written = 0
         size = 1 if one_by_one else self.params.load_batch_size
-        for sql, args, many, what in _statements(writes, size):
+        generated = self._generated_columns(cursor, writes)
+        for sql, args, many, what in _statements(writes, size, generated):
             try:
                 (cursor.executemany if many else cursor.execute)(sql, args)
                 written += len(args) if many else len(what)
@@ -301,14 +318,26 @@ class Loader:
         return written
 
 
-def _statements(writes: TableWrites, size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
+def _statements(writes: TableWrites, size: int, generated: frozenset[str] = frozenset()
+                ) -> Iterator[tuple[str, Any, bool, list[Any]]]:
     """(sql, args, executemany?, keys or rows it writes) for one table's writes: merged
-    deletes then upserts, or the ordered steps with consecutive ones of a kind together."""
+    deletes then upserts, or the ordered steps with consecutive ones of a kind together.
+    ``generated`` columns are left out of every upsert."""
     yield from _deletes(writes, writes.deletes, size)
-    yield from _upserts(writes, writes.upserts, size)
+    yield from _upserts(writes, _without(writes.upserts, generated), size)
     for upsert, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
-        yield from (_upserts if upsert else _deletes)(writes, items, size)
+        if upsert:
+            yield from _upserts(writes, _without(items, generated), size)
+        else:
+            yield from _deletes(writes, items, size)
+
+
+def _without(rows: list[dict[str, Any]], columns: frozenset[str]) -> list[dict[str, Any]]:
+    if not columns:
+        return rows
+    return [{name: value for name, value in row.items() if name not in columns}
+            for row in rows]
 
 
 def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]],
@@ -330,7 +359,7 @@ def _upserts(writes: TableWrites, rows: list[dict[str, Any]],
                f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
                + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
         for chunk in _chunks(run, size):
-            keys = [tuple(row[k] for k in writes.keys) for row in chunk]
+            keys = [tuple(row.get(k) for k in writes.keys) for row in chunk]
             yield sql, [[sql_value(row[c]) for c in columns] for row in chunk], True, keys
 
 

@@ -22,7 +22,7 @@ __all__ = ["CASES", "GROUPS", "OTHER_SETUP", "Case", "Group", "crud"]
 
 GROUPS = [
     Group("values"), Group("enum-invalid"), Group("big-blob"), Group("names"),
-    Group("keyless"), Group("key-columns"), Group("generated"), Group("foreign-keys"),
+    Group("keyless"), Group("key-columns"), Group("foreign-keys"),
     Group("ddl", {"ddl_sync": True}), Group("ddl-strings", {"ddl_sync": True}),
     Group("ddl-like", {"ddl_sync": True}), Group("ddl-ansi", {"ddl_sync": True}),
 ]
