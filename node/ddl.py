@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
+from shared.identifiers import quote
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _QUALIFIED = rf"{_NAME}(?:\s*\.\s*{_NAME})?"
@@ -57,10 +58,6 @@ def _unquote(part: str) -> str:
 def _split_name(text: str, default_schema: str) -> tuple[str, str]:
     parts = [_unquote(p.strip()) for p in re.findall(_NAME, text)]
     return (default_schema, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def parse(statement: str, default_schema: str) -> TableDdl | None:

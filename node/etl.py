@@ -50,7 +50,7 @@ class CompiledPair:
             index = source.index_of(name)
             assert index is not None, f"{name} does not match {source}"
             return target.name_at(target.low + index - source.low)
-        return target.text
+        return target.literal
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from node.changes import Batch, ChangeType, TargetChange
 from node.merge import TableWrites, merge
 from node.twoway import LoopGuard
 from shared.errors import LoadError
+from shared.identifiers import quote
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
 
@@ -43,10 +44,6 @@ CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's f
 # (ALLOW_INVALID_DATES) and zero dates go in as they are, and a value that does not fit the
 # target's column is an error, never silently cut (strict).
 SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def sql_value(value: Any) -> Any:

@@ -17,14 +17,11 @@ import pymysql.cursors
 
 from node.changes import Row
 from node.source import connect
+from shared.identifiers import quote
 from shared.model import DataSource
 from shared.tablekeys import row_keys
 
 CHUNK = 500
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class Lookup:

@@ -20,6 +20,7 @@ import grpc
 import pymysql
 import yaml
 
+from shared.identifiers import qualified
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 from shared.sandbox import Sandbox, free_port
 
@@ -211,7 +212,7 @@ class Database:
             return list(cursor.fetchall())
 
     def table(self, schema: str, table: str) -> list[tuple[Any, ...]]:
-        return self.rows(f"SELECT * FROM `{schema}`.`{table}` ORDER BY 1")
+        return self.rows(f"SELECT * FROM {qualified(schema, table)} ORDER BY 1")
 
     def close(self) -> None:
         self.conn.close()

@@ -22,6 +22,8 @@ import pymysql
 import pytest
 
 from shared.devcluster import Cluster, Database, wait_for
+from shared.identifiers import quote as q
+from shared.identifiers import short_form
 from shared.sandbox import Sandbox
 from tests.integration.corpus import CASES, GROUPS, OTHER_SETUP, Case, Group
 
@@ -29,10 +31,6 @@ pytestmark = [pytest.mark.schemas]
 NODE_TZ = "America/New_York"  # the node's process; sources write in +09:00 and -05:00
 TARGET_TZ = "-07:00"  # the target server's global time zone
 LONG = 2048  # cells longer than this compare by length and SHA-256
-
-
-def q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass
@@ -61,8 +59,9 @@ def fill(statement: str, schema: str, other: str) -> str:
 
 
 def channel_of(group: Group, cases: list[Case], schemas: dict[str, str]) -> dict[str, Any]:
-    pairs = [{"source": {"namespace": schemas[case.id], "table": table},
-              "target": {"namespace": schemas[case.id], "table": table}, **case.pair_options}
+    # the short form, names in backticks where they need them: `my-db`.`t.1`
+    pairs = [{"source": short_form(schemas[case.id], table),
+              "target": short_form(schemas[case.id], table), **case.pair_options}
              for case in cases for table in (*case.tables, *case.also)]
     return {"name": f"sc-{group.name}", "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "max_retries": 0,

@@ -184,7 +184,8 @@ BAD = [
     pytest.param(
         pairs("- {source: {namespace: s, table: 'orders_[a-b]'}, target: s2.orders}\n"),
         f"f.yaml:11: {P}.pairs[0].source.table: invalid numbered pattern 'orders_[a-b]': write "
-        "it as prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding",
+        "it as prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding; "
+        "a name that holds [ or ] goes in backticks, e.g. `t[1]`",
         id="multi-letters"),
     pytest.param(
         pairs("- {source: {namespace: s, table: 're:(ab'}, target: s2.t}\n"),
@@ -205,8 +206,9 @@ BAD = [
         id="regex-in-short-form-and-no-target"),
     pytest.param(
         pairs("- {source: orders, target: s2.orders}\n"),
-        f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"orders\" (for a regular "
-        "expression write {namespace: ..., table: 're:...'})",
+        f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"orders\"; a name that "
+        "holds a dot goes in backticks, e.g. `my-db`.`t.1` (for a regular expression write "
+        "{namespace: ..., table: 're:...'})",
         id="media-without-schema"),
     pytest.param(
         pairs("- {source: 's.orders_[0-3]', target: 's2.orders_[0-7]'}\n"),

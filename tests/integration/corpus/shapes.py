@@ -4,27 +4,26 @@ from __future__ import annotations
 
 from tests.integration.corpus.model import Case, crud
 
-_NAMES = "issue 17: a name outside [A-Za-z0-9_$] is refused at apply"
 NAMES = [
     Case("name-hyphen-dot", "names", ("orders-2024.v1",), (
         "CREATE TABLE {s}.`orders-2024.v1` (`a-b` INT PRIMARY KEY, `c.d` VARCHAR(10))",),
         crud("`orders-2024.v1`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`c.d` = 'x'", "`a-b`"),
-        schema="topic-name.sanitization-it", xfail=_NAMES),
+        schema="topic-name.sanitization-it"),
     Case("name-space-pipe-at", "names", ("my table|x@y",), (
         "CREATE TABLE {s}.`my table|x@y` (`first name` INT PRIMARY KEY, `a|b` INT, "
         "`a@b` VARCHAR(5))",),
         crud("`my table|x@y`", ["(1,1,'a')", "(2,2,'b')", "(3,3,'c')"], "`a|b` = 10, `a@b` = 'z'",
-             "`first name`"), schema=" my db|x@y", xfail=_NAMES),
+             "`first name`"), schema=" my db|x@y"),
     Case("name-backtick", "names", ("back`tick",), (
         "CREATE TABLE {s}.`back``tick` (`col``umn` INT PRIMARY KEY, ```v` VARCHAR(5))",),
         crud("`back``tick`", ["(1,'a')", "(2,'b')", "(3,'c')"], "```v` = 'z'", "`col``umn`"),
-        schema="tick`db", xfail=_NAMES),
+        schema="tick`db"),
     Case("name-unicode", "names", ("表", "naïve"), (
         "CREATE TABLE {s}.`表` (`dbz5743中文` INT PRIMARY KEY, `naïve` VARCHAR(5))",
         "CREATE TABLE {s}.naïve (id INT PRIMARY KEY, `列` VARCHAR(5))"),
         (*crud("`表`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`naïve` = 'ü'", "`dbz5743中文`"),
          *crud("naïve", ["(1,'a')", "(2,'b')", "(3,'c')"], "`列` = '中'")),
-        schema="dbz5743中文_naïve", xfail=_NAMES),
+        schema="dbz5743中文_naïve"),
     Case("name-keywords-numbers", "names", ("select", "1e10", "$t"), (
         "CREATE TABLE {s}.`select` (`from` INT PRIMARY KEY, `order` INT, `key` VARCHAR(3))",
         "CREATE TABLE {s}.`1e10` (`123` INT PRIMARY KEY, `1e1` INT)",
@@ -32,7 +31,13 @@ NAMES = [
         (*crud("`select`", ["(1,1,'a')", "(2,2,'b')", "(3,3,'c')"], "`order` = 9", "`from`"),
          *crud("`1e10`", ["(1,1)", "(2,2)", "(3,3)"], "`1e1` = 9", "`123`"),
          *crud("`$t`", ["(1,1)", "(2,2)", "(3,3)"], "`_` = 9", "`$`")),
-        schema="keywords", xfail=_NAMES),
+        schema="keywords"),
+    Case("name-brackets-prefix", "names", ("t[1]", "re:t"), (
+        "CREATE TABLE {s}.`t[1]` (id INT PRIMARY KEY, v VARCHAR(5))",
+        "CREATE TABLE {s}.`re:t` (id INT PRIMARY KEY, `[x]` VARCHAR(5))"),
+        (*crud("`t[1]`", ["(1,'a')", "(2,'b')", "(3,'c')"], "v = 'z'"),
+         *crud("`re:t`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`[x]` = 'z'")),
+        schema="x.[0-1]"),
 ]
 
 _KEYLESS = "issue 17: a table without a key is refused at apply"
