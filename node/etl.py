@@ -161,13 +161,16 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
     """The change through one pair: key, target names (or shard slot), columns, virtual
     columns."""
     pair = entry.pair
-    keys = (pair.key_columns or change.keys
-            or compiled.table_keys.get((change.schema, change.table), ()))
-    if not keys:
+    source_keys = change.keys or compiled.table_keys.get((change.schema, change.table), ())
+    # a keyless table is written in source order, rows found by their whole before image
+    # (node.render); only the parts of a wide row (joins, merge_part) need a key to meet by
+    keyless = not source_keys and not (pair.joins or pair.merge_part)
+    keys = () if keyless else (pair.key_columns or source_keys)
+    if not keys and not keyless:
         raise ConfigError(f"pipeline {compiled.pipeline_id}: table "
                           f"{change.schema}.{change.table} has no primary key and no unique "
-                          "key over NOT NULL columns; add one on the source or give "
-                          "'key_columns' on its pair")
+                          "key over NOT NULL columns, and its pair joins or merges parts of a "
+                          "wide row by key; give 'key_columns' on its pair")
     where = f"pipeline {compiled.pipeline_id} pair {pair.source}"
     if entry.route is not None:
         addressed = list(entry.route.split(change, where))
@@ -192,7 +195,7 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
             if after is None:
                 continue  # a joined row is missing and the join drops the change
         before = entry.map_row(one.before, keys) \
-            if compiled.two_way and one.before is not None else None
+            if (compiled.two_way or keyless) and one.before is not None else None
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
                            after, pair.push_weight, seq, before=before)
 

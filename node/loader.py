@@ -16,11 +16,8 @@ skipped, the rest and the position commit together.
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pymysql
@@ -28,6 +25,7 @@ import pymysql
 from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
 from node.merge import TableWrites, merge
+from node.render import Column, Columns, statements
 from node.twoway import LoopGuard
 from shared.errors import LoadError
 from shared.identifiers import quote
@@ -44,20 +42,6 @@ CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's f
 # (ALLOW_INVALID_DATES) and zero dates go in as they are, and a value that does not fit the
 # target's column is an error, never silently cut (strict).
 SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
-
-
-def sql_value(value: Any) -> Any:
-    """A binlog value as a PyMySQL parameter."""
-    if isinstance(value, set | frozenset):
-        return ",".join(sorted(value))
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def position_key(position: BinlogPosition) -> tuple[str, int]:
@@ -86,7 +70,7 @@ class Loader:
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
         self._unique_keys: dict[tuple[str, str, str], bool] = {}  # other unique keys?
-        self._generated: dict[tuple[str, str, str], frozenset[str]] = {}  # never written
+        self._columns: dict[tuple[str, str, str], Columns] = {}  # of target tables
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
@@ -262,7 +246,7 @@ class Loader:
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
         """Run one DDL; a replay after a crash between the DDL and its position finds it
         done (the table exists, the column is there …): logged and taken as applied."""
-        self._generated.clear()  # tables change shape
+        self._columns.clear()  # tables change shape
         try:
             if change.ddl.lstrip().upper().startswith("CREATE"):
                 cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
@@ -281,29 +265,39 @@ class Loader:
                  change.table, change.ddl)
         return 1
 
-    def _generated_columns(self, cursor: Any, writes: TableWrites) -> frozenset[str]:
-        """The target table's generated columns (VIRTUAL, PERSISTENT/STORED): the target
-        computes them and refuses a value, so Load never writes them. Read once per table
-        (again after a DDL); the target's schema decides, so a plain target column fed by a
-        generated source column is written."""
+    def _target_columns(self, cursor: Any, writes: TableWrites) -> Columns:
+        """The target table's columns as rendering needs them: generated ones (VIRTUAL,
+        PERSISTENT/STORED) are computed by the target, which refuses a value, so they are
+        never written; charsets make keyless matches exact. Read once per table (again after
+        a DDL); the target's schema decides, so a plain target column fed by a generated
+        source column is written."""
         name = (writes.datasource, writes.schema, writes.table)
-        found = self._generated.get(name)
+        found = self._columns.get(name)
         if found is None:
-            cursor.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
-                           "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND "
-                           "COALESCE(GENERATION_EXPRESSION, '') <> ''", name[1:])
-            found = self._generated[name] = frozenset(row[0] for row in cursor.fetchall())
+            cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
+                           "COALESCE(GENERATION_EXPRESSION, '') <> '' FROM "
+                           "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+                           "TABLE_NAME = %s", name[1:])
+            found = self._columns[name] = {
+                row[0]: Column(row[1], row[2], bool(row[3])) for row in cursor.fetchall()}
         return found
 
     def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
                      one_by_one: bool) -> int:
         written = 0
         size = 1 if one_by_one else self.params.load_batch_size
-        generated = self._generated_columns(cursor, writes)
-        for sql, args, many, what in _statements(writes, size, generated):
+        columns = self._target_columns(cursor, writes)
+        for sql, args, many, what, matches_one in statements(writes, size, columns):
             try:
-                (cursor.executemany if many else cursor.execute)(sql, args)
+                count = (cursor.executemany if many else cursor.execute)(sql, args)
                 written += len(args) if many else len(what)
+                if matches_one and count != 1:
+                    raise LoadError(
+                        f"stage load, pipeline {self.pipeline_id}, processId "
+                        f"{batch.process_id}, position {batch.end}, target {writes.datasource}, "
+                        f"table {writes.schema}.{writes.table}: the target has no row equal to "
+                        f"the source's before image {what[0]!r}, so the tables differ; make "
+                        "the target equal to the source (copy the table again), then resume")
             except pymysql.MySQLError as exc:
                 code = exc.args[0] if exc.args else 0
                 if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
@@ -313,64 +307,3 @@ class Loader:
                             "error=%r row=%r", self.pipeline_id, batch.process_id,
                             writes.schema, writes.table, what[0], exc.args[-1], args)
         return written
-
-
-def _statements(writes: TableWrites, size: int, generated: frozenset[str] = frozenset()
-                ) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    """(sql, args, executemany?, keys or rows it writes) for one table's writes: merged
-    deletes then upserts, or the ordered steps with consecutive ones of a kind together.
-    ``generated`` columns are left out of every upsert."""
-    yield from _deletes(writes, writes.deletes, size)
-    yield from _upserts(writes, _without(writes.upserts, generated), size)
-    for upsert, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
-        items = [item for _, item in group]
-        if upsert:
-            yield from _upserts(writes, _without(items, generated), size)
-        else:
-            yield from _deletes(writes, items, size)
-
-
-def _without(rows: list[dict[str, Any]], columns: frozenset[str]) -> list[dict[str, Any]]:
-    if not columns:
-        return rows
-    return [{name: value for name, value in row.items() if name not in columns}
-            for row in rows]
-
-
-def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]],
-             size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    table = f"{quote(writes.schema)}.{quote(writes.table)}"
-    one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
-    columns = ", ".join(map(quote, writes.keys))
-    for chunk in _chunks(keys, size):
-        sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
-        yield sql, [sql_value(v) for key in chunk for v in key], False, chunk
-
-
-def _upserts(writes: TableWrites, rows: list[dict[str, Any]],
-             size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    table = f"{quote(writes.schema)}.{quote(writes.table)}"
-    for columns, run in _runs(rows):
-        update = [c for c in columns if c not in writes.keys] or [columns[0]]
-        sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
-               f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
-               + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
-        for chunk in _chunks(run, size):
-            keys = [tuple(row.get(k) for k in writes.keys) for row in chunk]
-            yield sql, [[sql_value(row[c]) for c in columns] for row in chunk], True, keys
-
-
-def _runs(rows: list[dict[str, Any]]) -> Iterator[tuple[tuple[str, ...], list[dict[str, Any]]]]:
-    """Consecutive rows with the same columns (the column set changes after an ALTER)."""
-    current: tuple[str, ...] | None = None
-    run: list[dict[str, Any]] = []
-    for row in rows:
-        columns = tuple(row)
-        if columns != current and run:
-            yield current, run  # type: ignore[misc]
-            run = []
-        current = columns
-        run.append(row)
-    if run:
-        yield current, run  # type: ignore[misc]
-

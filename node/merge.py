@@ -42,10 +42,11 @@ class TableWrites:
     deletes: list[tuple[Any, ...]] = field(default_factory=list)
     upserts: list[Row] = field(default_factory=list)
     steps: list[tuple[bool, Any]] = field(default_factory=list)  # (upsert?, row or key)
+    changes: list[TargetChange] = field(default_factory=list)  # a keyless table's, in order
 
     @property
     def rows(self) -> int:
-        return len(self.deletes) + len(self.upserts) + len(self.steps)
+        return len(self.deletes) + len(self.upserts) + len(self.steps) + len(self.changes)
 
 
 @dataclass
@@ -66,12 +67,14 @@ def merge(changes: Iterable[TargetChange],
         if name not in tables:
             tables[name] = TableWrites(*name, change.keys, change.push_weight, change.seq)
             states[name] = {}
-        if name in ordered:
+        if not change.keys:  # a keyless table: nothing to merge by, source order
+            tables[name].changes.append(change)
+        elif name in ordered:
             tables[name].steps.extend(_steps(change))
         else:
             _apply(states[name], change)
     for name, writes in tables.items():
-        if name in ordered:
+        if name in ordered or not writes.keys:
             continue
         finals = sorted(states[name].items(), key=lambda item: item[1].seq)
         writes.deletes = [key for key, state in finals if state.row is _DELETED and not state.born]
