@@ -43,7 +43,12 @@ class CompiledPair:
             mapped[self.renames.get(name, name)] = value
         return mapped
 
-    def target_name(self, source: NamePattern, target: NamePattern, name: str) -> str:
+    def target_name(self, source: NamePattern, target: NamePattern, name: str,
+                    matched: tuple[str, str] = ("", "")) -> str:
+        """The target's name for the source's ``name``; ``matched`` is the source's
+        (schema, table), which a template is made of."""
+        if target.kind is PatternKind.TEMPLATE:
+            return target.render(*matched)
         if target.kind is PatternKind.MULTI:
             if source.kind is not PatternKind.MULTI:  # a one-name family (sizes checked on load)
                 return target.name_at(target.low)
@@ -121,8 +126,9 @@ class CompiledPipeline:
         for entry in self.pairs_for(schema, table):
             source, target = entry.pair.source, entry.pair.target
             found.append((target.datasource,
-                          entry.target_name(source.namespace, target.namespace, schema),
-                          entry.target_name(source.table, target.table, table)))
+                          entry.target_name(source.namespace, target.namespace, schema,
+                                            (schema, table)),
+                          entry.target_name(source.table, target.table, table, (schema, table))))
         return found
 
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
@@ -176,10 +182,12 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         addressed = list(entry.route.split(change, where))
     else:
         name = named_by or change  # the target is the pair's, whatever a processor renamed
+        matched = (name.schema, name.table)
         addressed = [((pair.target.datasource,
                        entry.target_name(pair.source.namespace, pair.target.namespace,
-                                         name.schema),
-                       entry.target_name(pair.source.table, pair.target.table, name.table)),
+                                         name.schema, matched),
+                       entry.target_name(pair.source.table, pair.target.table, name.table,
+                                         matched)),
                       change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
     for (datasource, schema, table), one in addressed:

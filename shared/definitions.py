@@ -314,7 +314,11 @@ def _pair_problem(pair: MediaPair) -> str | None:
     """What makes a pair impossible to run, or None."""
     source, target = pair.source, pair.target
     if PatternKind.WILDCARD in (target.namespace.kind, target.table.kind):
-        return "a target name cannot be a regular expression; name the table or a numbered family"
+        return ("a target name cannot be a regular expression; name the table, a numbered "
+                "family or a template of the source's names such as {schema} and ods_{table}")
+    if PatternKind.TEMPLATE in (source.namespace.kind, source.table.kind):
+        return ("a source name cannot be a template: {schema} and {table} stand for the "
+                "source's names in target names")
     if (source.datasource, source.namespace.literal, source.table.literal) == \
             (target.datasource, target.namespace.literal, target.table.literal):
         return f"the pair would copy {source} onto itself"

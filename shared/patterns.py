@@ -6,6 +6,11 @@
 - MULTI    ``orders_[0-15]``   a numbered family; zero padding of the lower bound is kept,
                                so ``orders_[00-15]`` means ``orders_00`` … ``orders_15``.
 - WILDCARD ``re:order_\\d+``   a regular expression that must match the whole name.
+- TEMPLATE ``ods_{table}``     a target name made from the matched source name: ``{schema}``
+                               and ``{table}`` stand for the source's schema and table, so
+                               ``{namespace: "re:shop_.*", table: "re:.*"}`` →
+                               ``{namespace: "{schema}", table: "{table}"}`` copies a family of
+                               databases under the same names, tables created later included.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from shared.errors import ConfigError
 _MULTI = re.compile(
     r"(?P<prefix>[^\[\]`]*)\[(?P<low>\d+)-(?P<high>\d+)\](?P<suffix>[^\[\]`]*)")
 WILDCARD_PREFIX = "re:"
+TEMPLATE_FIELDS = ("schema", "table")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
 class PatternKind(enum.Enum):
     SINGLE = "SINGLE"
     MULTI = "MULTI"
     WILDCARD = "WILDCARD"
+    TEMPLATE = "TEMPLATE"
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,14 @@ class NamePattern:
             if not expression:
                 raise ConfigError("empty regular expression after 're:'")
             return cls(text, PatternKind.WILDCARD)
+        if "{" in text or "}" in text:
+            fields = _PLACEHOLDER.findall(text)
+            stray = "{" in _PLACEHOLDER.sub("", text) or "}" in _PLACEHOLDER.sub("", text)
+            if stray or not fields or any(field not in TEMPLATE_FIELDS for field in fields):
+                raise ConfigError(
+                    f"invalid template {text!r}: {{schema}} and {{table}} stand for the source's "
+                    "names, e.g. ods_{table}; a name that holds { or } goes in backticks")
+            return cls(text, PatternKind.TEMPLATE)
         if "[" in text or "]" in text:
             found = _MULTI.fullmatch(text)
             if not found:
@@ -92,7 +108,8 @@ class NamePattern:
     @property
     def specificity(self) -> int:
         """Higher wins when several pairs match one table: SINGLE > MULTI > WILDCARD."""
-        return {PatternKind.SINGLE: 2, PatternKind.MULTI: 1, PatternKind.WILDCARD: 0}[self.kind]
+        return {PatternKind.SINGLE: 2, PatternKind.MULTI: 1, PatternKind.WILDCARD: 0,
+                PatternKind.TEMPLATE: 0}[self.kind]
 
     def names(self) -> list[str]:
         """Every concrete name of a SINGLE or MULTI pattern (a WILDCARD has no finite list)."""
@@ -100,7 +117,8 @@ class NamePattern:
             return [self.literal]
         if self.kind is PatternKind.MULTI:
             return [self.name_at(index) for index in range(self.low, self.high + 1)]
-        raise ValueError(f"a wildcard pattern {self.text!r} has no finite list of names")
+        raise ValueError(f"a {self.kind.value.lower()} pattern {self.text!r} has no finite list "
+                         "of names")
 
     def name_at(self, index: int) -> str:
         """The concrete name with number ``index`` of a MULTI pattern."""
@@ -122,7 +140,17 @@ class NamePattern:
             return None
         return index
 
+    def render(self, schema: str, table: str) -> str:
+        """A TEMPLATE's name for the matched source ``schema.table``."""
+        name = self.text.replace("{schema}", schema).replace("{table}", table)
+        found = identifiers.problem(name)
+        if found:
+            raise ConfigError(f"template {self.text!r} for {schema}.{table}: {found}")
+        return name
+
     def matches(self, name: str) -> bool:
+        if self.kind is PatternKind.TEMPLATE:
+            return False  # a template names targets only
         if self.kind is PatternKind.SINGLE:
             return name == self.literal
         if self.kind is PatternKind.MULTI:

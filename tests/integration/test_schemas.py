@@ -59,10 +59,14 @@ def fill(statement: str, schema: str, other: str) -> str:
 
 
 def channel_of(group: Group, cases: list[Case], schemas: dict[str, str]) -> dict[str, Any]:
-    # the short form, names in backticks where they need them: `my-db`.`t.1`
-    pairs = [{"source": short_form(schemas[case.id], table),
-              "target": short_form(schemas[case.id], table), **case.pair_options}
-             for case in cases for table in (*case.tables, *case.also)]
+    if group.templates:  # every table of the case's schema, created later ones too
+        pairs = [{"source": {"namespace": schemas[case.id], "table": "re:.*"},
+                  "target": {"namespace": "{schema}", "table": "{table}"}, **case.pair_options}
+                 for case in cases]
+    else:  # the short form, names in backticks where they need them: `my-db`.`t.1`
+        pairs = [{"source": short_form(schemas[case.id], table),
+                  "target": short_form(schemas[case.id], table), **case.pair_options}
+                 for case in cases for table in case.tables]
     return {"name": f"sc-{group.name}", "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "max_retries": 0,
         "pairs": pairs, **group.params}]}

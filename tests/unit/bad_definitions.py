@@ -195,9 +195,21 @@ BAD = [
     pytest.param(
         pairs("- {source: {namespace: s, table: 're:t_\\d+'}, target: s2.t_x}\n"
               "- {source: s.u, target: {namespace: s2, table: 're:u_\\d+'}}\n"),
-        f"f.yaml:12: {P}.pairs[1]: a target name cannot be a regular expression; name the table "
-        "or a numbered family",
+        f"f.yaml:12: {P}.pairs[1]: a target name cannot be a regular expression; name the table, "
+        "a numbered family or a template of the source's names such as {schema} and ods_{table}",
         id="regex-target"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 'x_{table}'}, target: s2.t}\n"),
+        f"f.yaml:11: {P}.pairs[0]: a source name cannot be a template: {{schema}} and {{table}} "
+        "stand for the source's names in target names",
+        id="template-source"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 're:.*'}, target: {namespace: s2, "
+              "table: 'x_{name}'}}\n"),
+        f"f.yaml:11: {P}.pairs[0].target.table: invalid template 'x_{{name}}': {{schema}} and "
+        "{table} stand for the source's names, e.g. ods_{table}; a name that holds { or } goes "
+        "in backticks",
+        id="template-unknown-field"),
     pytest.param(
         pairs("- {source: 're:s.t'}\n"),
         [f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"re:s.t\" (for a regular "

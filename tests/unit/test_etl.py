@@ -333,3 +333,13 @@ def test_pickle_round_trip_rebuilds_the_cache() -> None:
     assert list(transform(copy, 1, change)) == list(transform(c, 1, change))
     assert one(copy, change).table == "copy_01"
     assert one(copy, insert("s", "t", {"id": 1, "secret": "x"})).after == {"id": 1}
+
+
+def test_templates_copy_a_family_of_databases_under_the_same_or_derived_names() -> None:
+    c = compiled("{source: {namespace: 're:shop_\\d+', table: 're:.*'}, "
+                 "target: {namespace: '{schema}', table: '{table}'}}",
+                 "{source: {namespace: crm, table: 're:.*'}, "
+                 "target: {namespace: ods, table: 'crm_{table}'}}")
+    change = one(c, insert("shop_7", "new-table", {"id": 1}))
+    assert (change.schema, change.table) == ("shop_7", "new-table")
+    assert c.target_tables("crm", "leads") == [("dst", "ods", "crm_leads")]

@@ -45,6 +45,24 @@ def test_a_numbered_family_may_hold_any_other_character() -> None:
     assert pattern.names() == ["order-items.0 x", "order-items.1 x", "order-items.2 x"]
 
 
+@pytest.mark.parametrize(("text", "name"), [
+    ("{table}", "orders"), ("ods_{table}", "ods_orders"), ("{schema}", "shop-1"),
+    ("{schema}__{table}", "shop-1__orders"), ("`{table}`", None)])
+def test_a_template_makes_a_target_name_from_the_matched_source_name(text: str,
+                                                                     name: str | None) -> None:
+    pattern = parse(text)
+    if name is None:  # in backticks: a literal name holding braces
+        assert (pattern.kind, pattern.literal) == (PatternKind.SINGLE, "{table}")
+        return
+    assert pattern.kind is PatternKind.TEMPLATE and not pattern.matches(name)
+    assert pattern.render("shop-1", "orders") == name
+
+
+def test_a_template_that_makes_an_illegal_name_says_so() -> None:
+    with pytest.raises(ConfigError, match="longer than 64 characters"):
+        parse("{table}_{table}").render("s", "t" * 40)
+
+
 def test_multi_parts() -> None:
     pattern = parse("t_[2-5]_x")
     assert (pattern.prefix, pattern.low, pattern.high, pattern.suffix, pattern.width) == (

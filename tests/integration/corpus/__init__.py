@@ -22,8 +22,10 @@ __all__ = ["CASES", "GROUPS", "OTHER_SETUP", "Case", "Group", "crud"]
 
 GROUPS = [
     Group("values"), Group("enum-invalid"), Group("big-blob"), Group("foreign-keys"),
-    Group("ddl", {"ddl_sync": True}), Group("ddl-strings", {"ddl_sync": True}),
-    Group("ddl-like", {"ddl_sync": True}), Group("ddl-ansi", {"ddl_sync": True}),
+    Group("ddl", {"ddl_sync": True}, templates=True),
+    Group("ddl-strings", {"ddl_sync": True}, templates=True),
+    Group("ddl-like", {"ddl_sync": True}, templates=True),
+    Group("ddl-ansi", {"ddl_sync": True}, templates=True),
 ]
 
 CASES = [*VALUES, *NAMES, *KEYLESS, *GENERATED, *FOREIGN_KEYS, *DECODING, *DDL]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.integration.corpus.model import Case
 
 DDL = [
-    Case("ddl-comments", "ddl", ("c1", "c2"), also=("c0", "c3"), work=(
+    Case("ddl-comments", "ddl", ("c1", "c2"), work=(
         "CREATE TABLE /* a comment */ {s}.c1 (id INT PRIMARY KEY, -- line comment\n"
         "v VARCHAR(10) # hash comment\n) COMMENT 'plain'",
         "INSERT INTO {s}.c1 VALUES (1, 'a'), (2, 'b'), (3, 'c')",

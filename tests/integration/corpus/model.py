@@ -12,6 +12,9 @@ class Group:
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+    # one pair per schema, every table under the same names: {schema}.{table} templates
+    # (else one pair per table, in the short form)
+    templates: bool = False
 
     @property
     def ddl_sync(self) -> bool:
@@ -28,7 +31,6 @@ class Case:
     schema: str = ""  # the odd part of the schema name; "" = a plain unique name
     schema_options: str = ""  # e.g. CHARACTER SET latin1
     pair_options: dict[str, Any] = field(default_factory=dict)  # per table, e.g. key_columns
-    also: tuple[str, ...] = ()  # tables the channel copies that are gone at the end
     xfail: str = ""
 
 
