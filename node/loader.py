@@ -69,7 +69,7 @@ class Loader:
         self.epoch, self.loop = epoch, loop
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
-        self._unique_keys: dict[tuple[str, str, str], bool] = {}  # other unique keys?
+        self._source_order: dict[tuple[str, str, str], bool] = {}  # not merged by key?
         self._columns: dict[tuple[str, str, str], Columns] = {}  # of target tables
 
     def _connection(self, name: str) -> pymysql.Connection:
@@ -96,23 +96,30 @@ class Loader:
         self._connections.clear()
 
     def _ordered_tables(self, changes: list[TargetChange]) -> set[tuple[str, str, str]]:
-        """The tables of the batch with a unique key besides the one rows are keyed by: their
-        changes are written in source order (see :mod:`node.merge`)."""
+        """The tables of the batch whose changes are written in source order instead of
+        merged by key (see :mod:`node.merge`): on the target, a unique key besides the one
+        rows are keyed by, or a foreign key to or from the table."""
         wanted = {(c.datasource, c.schema, c.table): c.keys for c in changes}
         for name, keys in wanted.items():
-            if name not in self._unique_keys and name[0] in self.targets:
-                self._unique_keys[name] = self._other_unique_keys(name, keys)
-        return {name for name in wanted if self._unique_keys.get(name)}
+            if name not in self._source_order and name[0] in self.targets:
+                self._source_order[name] = self._needs_source_order(name, keys)
+        return {name for name in wanted if self._source_order.get(name)}
 
-    def _other_unique_keys(self, name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
+    def _needs_source_order(self, name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
         conn = self._connection(name[0])
         with conn.cursor() as cursor:
             cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
                            "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
                            "TABLE_NAME = %s AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", name[1:])
             indexes = cursor.fetchall()
+            cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
+                           "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
+                           "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
+                           "REFERENCED_TABLE_NAME = %s))", name[1:] * 2)
+            foreign_keys = int(cursor.fetchone()[0])
         conn.commit()
-        return any(set(columns.split(",")) != set(keys) for _, columns in indexes)
+        return bool(foreign_keys) or any(set(columns.split(",")) != set(keys)
+                                         for _, columns in indexes)
 
     def applied_position(self, name: str) -> BinlogPosition | None:
         conn = self._connection(name)
@@ -154,7 +161,7 @@ class Loader:
         by_target: dict[str, list[TargetChange]] = {}
         for change in ddl:
             by_target.setdefault(change.datasource, []).append(change)
-        self._unique_keys.clear()  # tables change shape
+        self._source_order.clear()  # tables change shape
         return sum(self._load_target(name, batch, statements)
                    for name, statements in by_target.items())
 

@@ -1,8 +1,9 @@
 """The SQL Load writes for one target table's share of a batch.
 
 - A keyed table's merged writes: multi-row ``DELETE … WHERE (key) IN (…)`` and
-  ``INSERT … ON DUPLICATE KEY UPDATE``, or the ordered steps of a table with another unique
-  key (see :mod:`node.merge`).
+  ``INSERT … ON DUPLICATE KEY UPDATE``, or the steps of an ordered table (see
+  :mod:`node.merge`), where a key change is an ``UPDATE … WHERE (key) = (old)`` so that the
+  target's ``ON UPDATE CASCADE`` fires.
 - A **keyless** table (no primary key, no unique key over NOT NULL columns): every change in
   source order, as native row replication applies it. Consecutive inserts are one multi-row
   ``INSERT``; an update or a delete finds its row by the full before image and touches one
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange
-from node.merge import TableWrites
+from node.merge import DELETE, MOVE, UPSERT, TableWrites
 from shared.identifiers import qualified, quote
 
 
@@ -69,13 +70,29 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None
     generated = frozenset(name for name, column in columns.items() if column.generated)
     yield from _deletes(writes, writes.deletes, size)
     yield from _upserts(writes, _without(writes.upserts, generated), size)
-    for upsert, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
+    for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
-        if upsert:
+        if kind == UPSERT:
             yield from _upserts(writes, _without(items, generated), size)
-        else:
+        elif kind == DELETE:
             yield from _deletes(writes, items, size)
+        else:
+            assert kind == MOVE
+            yield from (_move(writes, old, row, generated) for old, row in items)
     yield from _keyless(writes, size, columns, generated)
+
+
+def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str]
+          ) -> Statement:
+    """A row's key change as the UPDATE the source ran: one row, found by its old key."""
+    values = {name: value for name, value in row.items() if name not in generated}
+    keys = ", ".join(map(quote, writes.keys))
+    one = ", ".join(["%s"] * len(writes.keys))
+    return Statement(f"UPDATE {qualified(writes.schema, writes.table)} SET "
+                     + ", ".join(f"{quote(name)} = %s" for name in values)
+                     + f" WHERE ({keys}) = ({one})",
+                     [sql_value(v) for v in values.values()] + [sql_value(v) for v in old_key],
+                     False, [old_key], True)
 
 
 def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:

@@ -68,7 +68,7 @@ def channel_of(group: Group, cases: list[Case], schemas: dict[str, str]) -> dict
                   "target": short_form(schemas[case.id], table), **case.pair_options}
                  for case in cases for table in case.tables]
     return {"name": f"sc-{group.name}", "pipelines": [{
-        "name": "forward", "source": "source", "target": "target", "max_retries": 0,
+        "name": "forward", "source": "source", "target": "target", "max_retries": 2,
         "pairs": pairs, **group.params}]}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.merge import TableWrites, merge
+from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
 from node.render import Column, statements
 
 GENERATED = {"id": Column("int", None), "price": Column("int", None),
@@ -30,9 +30,13 @@ def test_generated_columns_are_left_out_of_upserts_in_merged_and_ordered_writes(
         "INSERT INTO `s`.`gen` (`id`, `price`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
         "`price` = VALUES(`price`)"]
     assert merged[1].args == [[1, 2]]
-    ordered = list(statements(writes(steps=[(True, row), (False, (1,))]), 100,
+    ordered = list(statements(writes(steps=[(UPSERT, row), (DELETE, (1,)),
+                                            (MOVE, ((1,), {**row, "id": 2}))]), 100,
                               {**GENERATED, "total_p": Column("int", None)}))
     assert "`total_v`" not in ordered[0].sql and "`total_p`" in ordered[0].sql
+    assert (ordered[2].sql, ordered[2].args, ordered[2].matches_one) == (
+        "UPDATE `s`.`gen` SET `id` = %s, `price` = %s, `total_p` = %s WHERE (`id`) = (%s)",
+        [2, 2, 4, 1], True)
 
 
 def test_any_name_is_quoted_with_backticks_doubled() -> None:

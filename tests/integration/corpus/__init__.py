@@ -21,7 +21,7 @@ from tests.integration.corpus.values import DECODING, VALUES
 __all__ = ["CASES", "GROUPS", "OTHER_SETUP", "Case", "Group", "crud"]
 
 GROUPS = [
-    Group("values"), Group("enum-invalid"), Group("big-blob"), Group("foreign-keys"),
+    Group("values"), Group("enum-invalid"), Group("big-blob"),
     Group("ddl", {"ddl_sync": True}, templates=True),
     Group("ddl-strings", {"ddl_sync": True}, templates=True),
     Group("ddl-like", {"ddl_sync": True}, templates=True),

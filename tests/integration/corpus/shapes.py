@@ -100,7 +100,7 @@ GENERATED = [
 ]
 
 FOREIGN_KEYS = [
-    Case("foreign-key-cascades", "foreign-keys", ("parent", "child"), (
+    Case("foreign-key-cascades", "values", ("parent", "child"), (
         "CREATE TABLE {s}.parent (id INT PRIMARY KEY, v VARCHAR(5))",
         "CREATE TABLE {s}.child (id INT PRIMARY KEY, parent_id INT, v VARCHAR(5), "
         "FOREIGN KEY (parent_id) REFERENCES {s}.parent (id) ON DELETE CASCADE "
@@ -116,7 +116,16 @@ FOREIGN_KEYS = [
         "INSERT INTO {s}.child VALUES (40, 4, 'c40')", "DELETE FROM {s}.parent WHERE id = 4",
         "COMMIT",
         "BEGIN", "DELETE FROM {s}.child WHERE id = 30", "DELETE FROM {s}.parent WHERE id = 3",
-        "COMMIT"),
-        xfail="issue 17: a batch is applied in another order than the source's; cascades "
-              "are merged away"),
+        "COMMIT")),
+    Case("foreign-key-self-and-set-null", "values", ("tree", "tagged"), (
+        "CREATE TABLE {s}.tree (id INT PRIMARY KEY, up INT, FOREIGN KEY (up) REFERENCES "
+        "{s}.tree (id) ON DELETE CASCADE)",
+        "CREATE TABLE {s}.tagged (id INT PRIMARY KEY, node INT, FOREIGN KEY (node) REFERENCES "
+        "{s}.tree (id) ON DELETE SET NULL ON UPDATE CASCADE)"), (
+        "BEGIN", "INSERT INTO {s}.tree VALUES (1, NULL), (2, 1), (3, 2), (4, 1)",
+        "INSERT INTO {s}.tagged VALUES (1, 3), (2, 4)", "COMMIT",
+        "UPDATE {s}.tree SET id = 30 WHERE id = 3",  # tagged 1 follows to 30
+        "DELETE FROM {s}.tree WHERE id = 4",  # tagged 2 gets NULL
+        "BEGIN", "INSERT INTO {s}.tree VALUES (5, 30)", "DELETE FROM {s}.tree WHERE id = 2",
+        "COMMIT")),  # 30 and 5 go by cascade, tagged 1 gets NULL
 ]
