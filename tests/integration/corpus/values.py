@@ -201,6 +201,29 @@ VALUES = [
         "UPDATE {s}.parts SET v = 'B' WHERE id = 2",
         "DELETE FROM {s}.parts WHERE id = 3",
         *crud("hashed", ["(1,'a')", "(2,'b')", "(3,'c')", "(4,'d')"], "v = 'A'"))),
+    Case("sequence-of-values", "values", ("many",), (
+        "CREATE TABLE {s}.many (id INT PRIMARY KEY, i BIGINT, u BIGINT UNSIGNED, "
+        "d DECIMAL(30,10), f FLOAT, g DOUBLE, dt DATETIME(6), tm TIME(6), ts TIMESTAMP(6) NULL, "
+        "s VARCHAR(40), l VARCHAR(40) CHARACTER SET latin1, b VARBINARY(40), bt BIT(64), "
+        "e ENUM('a','b','c'), st SET('x','y','z'))",), (
+        "SET time_zone = '+00:00'",
+        # a thousand rows of values spread over each type's range (MariaDB's sequence engine)
+        "INSERT INTO {s}.many SELECT n, n * 1000000007 * IF(n % 2, -1, 1), "
+        "CAST(n AS UNSIGNED) * 18446744073709551, n * 12345.6789012345 * IF(n % 3, 1, -1), "
+        "RAND(n) * 1e30 - 5e29, (RAND(n + 1) - 0.5) * POW(10, n % 600 - 300), "
+        "TIMESTAMP('1000-01-01') + INTERVAL n * 3137 DAY + INTERVAL n * 7919 MICROSECOND, "
+        "SEC_TO_TIME((n * 104729) % 6040798 - 3020399 + (n % 999999) / 1000000), "
+        "FROM_UNIXTIME(1 + n * 2147483) + INTERVAL n MICROSECOND, "
+        "CONCAT(CONVERT(CHAR(19968 + n USING ucs2) USING utf8mb4), "
+        "CONVERT(CHAR(128512 + n % 80 USING utf32) USING utf8mb4), n), "
+        "CONVERT(CONCAT(CHAR(n % 256 USING latin1), CHAR((n * 7) % 256 USING latin1)) "
+        "USING latin1), LEFT(UNHEX(SHA2(n, 256)), n % 40), "
+        "CAST(n AS UNSIGNED) * 18446744073709551, ELT(1 + n % 3, 'a', 'b', 'c'), n % 8 "
+        "FROM (SELECT CAST(seq AS SIGNED) AS n FROM {s}.seq_1_to_1000) AS q",
+        "UPDATE {s}.many SET f = f / 3, tm = SEC_TO_TIME(-TIME_TO_SEC(tm)), l = REVERSE(l) "
+        "WHERE id % 5 = 0",
+        "UPDATE {s}.many SET id = id + 10000 WHERE id % 7 = 0",
+        "DELETE FROM {s}.many WHERE id % 11 = 0")),
     Case("key-collation-and-types", "values", ("cikeys", "mixkeys"), (
         "CREATE TABLE {s}.cikeys (k VARCHAR(10) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
         "CREATE TABLE {s}.mixkeys (d DECIMAL(20,10), dt DATETIME(6), b BINARY(4), "
