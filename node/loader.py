@@ -24,6 +24,8 @@ import pymysql
 
 from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
+from node.ddl import kind_of
+from node.ddl import parse as parse_ddl
 from node.merge import TableWrites, merge
 from node.render import Column, Columns, statements
 from node.twoway import LoopGuard
@@ -35,7 +37,11 @@ from shared.retl import TARGET_DDL
 log = logging.getLogger("setl.node.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 # table exists, unknown table, duplicate column/key, can't drop, no such table
-DDL_ALREADY_APPLIED = {1050, 1051, 1060, 1061, 1091, 1146}
+# Errors that prove a replayed DDL's effect is already there, by statement: the table
+# exists, the table is gone, the column or index is there (or gone). Any other error — a
+# missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
+DDL_ALREADY_APPLIED = {"CREATE": {1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
+RENAME_ERRORS = {1050, 1146}  # a replayed RENAME: applied if the target shows it (_renamed)
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
 # The target session writes what the source holds, whatever the target's own sql_mode: a row
 # with AUTO_INCREMENT 0 keeps 0 (a source with NO_AUTO_VALUE_ON_ZERO), an impossible date
@@ -254,14 +260,17 @@ class Loader:
         """Run one DDL; a replay after a crash between the DDL and its position finds it
         done (the table exists, the column is there …): logged and taken as applied."""
         self._columns.clear()  # tables change shape
+        kind = kind_of(change.ddl)
         try:
-            if change.ddl.lstrip().upper().startswith("CREATE"):
+            if kind == "CREATE":
                 cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
             cursor.execute(f"USE {quote(change.schema)}")
             cursor.execute(change.ddl)
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0
-            if code not in DDL_ALREADY_APPLIED:
+            done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (
+                kind == "RENAME" and code in RENAME_ERRORS and _renamed(cursor, change))
+            if not done:
                 raise
             log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "
                         "ddl=%r error=%r", self.pipeline_id, batch.process_id,
@@ -314,3 +323,15 @@ class Loader:
                             "error=%r row=%r", self.pipeline_id, batch.process_id,
                             writes.schema, writes.table, what[0], exc.args[-1], args)
         return written
+
+
+def _renamed(cursor: Any, change: TargetChange) -> bool:
+    """Whether the target already shows a RENAME: the old table gone, the new one there."""
+    parsed = parse_ddl(change.ddl, change.schema)
+    if parsed is None or not parsed.renames:
+        return False
+    old, new = parsed.renames[0]
+    cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                   "(TABLE_SCHEMA = %s AND TABLE_NAME = %s) OR (TABLE_SCHEMA = %s AND "
+                   "TABLE_NAME = %s)", (*old.pair, *new.pair))
+    return {tuple(row) for row in cursor.fetchall()} == {new.pair}

@@ -23,7 +23,6 @@ __all__ = ["CASES", "GROUPS", "OTHER_SETUP", "Case", "Group", "crud"]
 GROUPS = [
     Group("values"), Group("enum-invalid"), Group("big-blob"),
     Group("ddl", {"ddl_sync": True}, templates=True),
-    Group("ddl-strings", {"ddl_sync": True}, templates=True),
     Group("ddl-like", {"ddl_sync": True}, templates=True),
     Group("ddl-ansi", {"ddl_sync": True}, templates=True),
 ]
