@@ -22,10 +22,12 @@ from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.sqllex import NAME, WORD, Token, code, identifier
-from shared.identifiers import qualified
+from shared.identifiers import qualified, quote
 
 # the target of one source table: (datasource, schema, table) for every pair that maps it
 Mapper = Callable[[str, str], list[tuple[str, str, str]]]
+# a source database's default charset and collation, ("", "") when unknown
+DatabaseDefaults = Callable[[str], tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -204,11 +206,29 @@ def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str,
                     f"{text[:first.start]}{qualified(schema, table)}{text[last.end:]}")
 
 
-def transform_ddl(change: RowChange, seq: int, mapper: Mapper) -> Iterator[TargetChange]:
-    """A source DDL change as the target DDL changes it maps to (none for other DDL)."""
+def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
+                  defaults: DatabaseDefaults | None = None) -> Iterator[TargetChange]:
+    """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
+    a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
+    source database's default charset and collation, so that columns which inherit them hold
+    the same bytes as on the source."""
     ddl = parse(change.ddl, change.schema)
     if ddl is None:
         return
+    made: set[tuple[str, str]] = set()
     for source, schema, table, statement in target_statements(ddl, mapper):
+        if ddl.kind == "CREATE" and defaults is not None and (source, schema) not in made:
+            made.add((source, schema))
+            charset, collation = defaults(ddl.names[0].schema)
+            if charset:
+                yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None,
+                                   seq=seq, ddl=f"CREATE DATABASE IF NOT EXISTS {quote(schema)} "
+                                   f"CHARACTER SET {charset} COLLATE {collation}")
         yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None, seq=seq,
                            ddl=statement)
+
+
+def creates_database(statement: str) -> bool:
+    tokens = code(statement)
+    return len(tokens) > 1 and tokens[0].is_word("CREATE") and \
+        tokens[1].is_word("DATABASE", "SCHEMA")

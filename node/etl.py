@@ -17,6 +17,7 @@ from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
 from node.groups import fill_holes, only_changed
 from node.joins import Joined, add_joined, clear_part, look_up_joins
+from node.lookup import Lookup
 from node.processors import Filler, fill, run_processor
 from node.shard import Route, routes
 from shared.errors import ConfigError
@@ -120,6 +121,13 @@ class CompiledPipeline:
         return (pairs[0].pair.key_columns if pairs else ()) or \
             self.table_keys.get((schema, table), ())
 
+    def database_defaults(self, schema: str) -> tuple[str, str]:
+        """A source database's default charset and collation (("", "") without a source)."""
+        if self.source is None:
+            return "", ""
+        with Lookup(self.source) as lookup:
+            return lookup.database_defaults(schema)
+
     def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every target a source table is written to."""
         found = []
@@ -217,7 +225,8 @@ def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, 
     for seq, change in numbered:
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
-                yield from transform_ddl(change, seq, compiled.target_tables)
+                yield from transform_ddl(change, seq, compiled.target_tables,
+                                         compiled.database_defaults)
         elif freedoor.is_request(change):
             requests.append((seq, change))
         else:

@@ -24,7 +24,7 @@ import pymysql
 
 from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
-from node.ddl import kind_of
+from node.ddl import creates_database, kind_of
 from node.ddl import parse as parse_ddl
 from node.merge import TableWrites, merge
 from node.render import Column, Columns, statements
@@ -262,9 +262,10 @@ class Loader:
         self._columns.clear()  # tables change shape
         kind = kind_of(change.ddl)
         try:
-            if kind == "CREATE":
-                cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
-            cursor.execute(f"USE {quote(change.schema)}")
+            if not creates_database(change.ddl):
+                if kind == "CREATE":
+                    cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
+                cursor.execute(f"USE {quote(change.schema)}")
             cursor.execute(change.ddl)
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0

@@ -72,6 +72,15 @@ class Lookup:
             self._keys[(schema, table)] = found
         return found
 
+    def database_defaults(self, schema: str) -> tuple[str, str]:
+        """The database's default charset and collation (("", "") when it is gone)."""
+        with self._cursor() as cursor:
+            cursor.execute("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                           "information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (schema,))
+            row = cursor.fetchone()
+        return (row["DEFAULT_CHARACTER_SET_NAME"], row["DEFAULT_COLLATION_NAME"]) if row \
+            else ("", "")
+
     def close(self) -> None:
         if self._conn is not None:
             try:

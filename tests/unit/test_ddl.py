@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.ddl import parse
+from node.ddl import creates_database, parse, transform_ddl
 from node.etl import extract_transform
 from tests.unit.test_etl import compiled
 
@@ -77,3 +77,15 @@ def test_quoted_names_with_backticks_and_dots() -> None:
     assert parse("CREATE TEMPORARY TABLE t (a INT)", "db") is None
     assert parse("DROP TEMPORARY TABLE t", "db") is None
     assert parse("ALTER TABLE \"ansi\" ADD c INT", "db") is None  # ANSI_QUOTES: not known
+
+
+def test_a_create_table_first_makes_its_target_database_with_the_source_defaults() -> None:
+    c = compiled(*PAIRS, options="ddl_sync: true")
+    change = RowChange("shop", "", ChangeType.DDL, ddl="CREATE TABLE orders (id INT)")
+    found = [(t.schema, t.ddl) for t in transform_ddl(
+        change, 4, c.target_tables, lambda schema: ("latin1", "latin1_swedish_ci"))]
+    assert found == [
+        ("copy", "CREATE DATABASE IF NOT EXISTS `copy` CHARACTER SET latin1 COLLATE "
+                 "latin1_swedish_ci"),
+        ("copy", "CREATE TABLE `copy`.`orders_v2` (id INT)")]
+    assert creates_database(found[0][1]) and not creates_database(found[1][1])

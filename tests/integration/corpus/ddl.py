@@ -23,8 +23,7 @@ DDL = [
     ),
     Case("ddl-database-charset", "ddl", ("d1",), work=(
         "CREATE TABLE {s}.d1 (id INT PRIMARY KEY, v VARCHAR(10))",
-        "INSERT INTO {s}.d1 VALUES (1, 'é'), (2, 'ÿ')"), schema_options="CHARACTER SET latin1",
-        xfail="issue 17: the database's character set is not carried over"),
+        "INSERT INTO {s}.d1 VALUES (1, 'é'), (2, 'ÿ')"), schema_options="CHARACTER SET latin1"),
     Case("ddl-timestamp-default", "ddl", ("tsd",), work=(
         "SET time_zone = '+09:00'",
         "CREATE TABLE {s}.tsd (id INT PRIMARY KEY, ts TIMESTAMP NOT NULL "
