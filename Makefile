@@ -6,7 +6,7 @@ STAMP := $(VENV)/.setup-done
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
 .PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean \
-	bench bench-copy bench-bulk bench-delay bench-stream
+	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream
 
 setup: system-packages $(STAMP)
 
@@ -50,8 +50,11 @@ demo: setup
 bench: setup
 	$(BIN)/python -m bench.peers
 
-bench-copy bench-bulk bench-delay: setup
+bench-copy bench-bulk bench-delay bench-noisy bench-catchup: setup
 	$(BIN)/python -m bench.peers --scenarios $(@:bench-%=%)
+
+bench-profile: setup
+	$(BIN)/python -m bench.peers --scenarios catchup --profile
 
 bench-stream: setup
 	$(BIN)/python -m bench.stream

@@ -13,6 +13,13 @@ A fresh sandbox: source, setl's target, and a native MariaDB replica of the same
 - **delay**: ``sysbench oltp_write_only run`` for ``--seconds``, at ``--rate`` tx/s and at
   full rate, with a heartbeat row every 50 ms: delay p50/p95/p99 on both, and the drain
   time after the load stops.
+- **catchup**: setl and the replica stopped while a backlog is written (``prepare`` of
+  ``--tables`` × ``--table-size`` rows, then ``--seconds`` of ``oltp_write_only`` at full rate),
+  then started: rows/s of each part, node CPU per 100k rows; with ``--profile`` µs per row by
+  stage (py-spy on the node's process tree; ``make bench-profile``).
+- **noisy**: a noisy neighbour: ``oltp_write_only`` at full rate on another schema of the
+  same source (prepared first, not replicated by setl) while 100 tx/s go to a paired table:
+  that table's delay on setl and on the replica (which replicates everything).
 
 After every scenario ``pt-table-sync --print`` compares each table on source and copy; a
 copy that differs is reported as failed, not as a number. Prints a table, writes JSON and a
@@ -34,11 +41,13 @@ from typing import Any
 
 import pymysql
 
+from bench.catchup import catchup_scenario
 from bench.measure import RESULTS, RssSampler, percentile_ms, time_split, tree_cpu_s, write_report
 from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
 
 DB = "sbtest"
+NOISY = "sbnoisy"  # the noisy neighbour's schema: on the source, not in setl's channel
 BEAT = f"CREATE TABLE {DB}.beat (id BIGINT PRIMARY KEY, created DATETIME(6) NOT NULL)"
 
 
@@ -184,8 +193,9 @@ def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[s
             "equal": not bad, "differences": bad}
 
 
-def delay_scenario(peers: Peers, tables: int, size: int, seconds: float,
-                   rate: int) -> dict[str, Any]:
+def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: int,
+                   db: str = DB, beat_s: float = 0.05) -> dict[str, Any]:
+    """sysbench on schema ``db`` with a heartbeat row every ``beat_s`` in setl's channel."""
     names = [f"sbtest{i}" for i in range(1, tables + 1)]
     delays: dict[str, list[float]] = {"setl": [], "native": []}
     last_seen: dict[str, int] = {"setl": 0, "native": 0}
@@ -210,7 +220,7 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float,
         while not stop.is_set():
             n += 1
             writer.execute(f"INSERT INTO {DB}.beat VALUES ({n}, NOW(6))")
-            stop.wait(0.05)
+            stop.wait(beat_s)
         writer.close()
 
     beat_base = peers.source.rows(f"SELECT COALESCE(MAX(id), 0) FROM {DB}.beat")[0][0]
@@ -222,7 +232,8 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float,
     for thread in threads:
         thread.start()
     out = peers.sysbench(f"--tables={tables}", f"--table-size={size}", f"--time={seconds:.0f}",
-                         f"--rate={rate}", f"--threads={2 if rate else 4}", "run")
+                         f"--rate={rate}", f"--threads={2 if rate else 4}", f"--mysql-db={db}",
+                         "run")
     peers.source.execute(f"INSERT INTO {DB}.beat VALUES ({final}, NOW(6))")
     ended = time.monotonic()
     wait_for(lambda: len(seen_at) == 2, 300, "setl and the replica to drain", interval_s=0.01)
@@ -230,17 +241,35 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float,
     stop.set()
     for thread in threads:
         thread.join()
-    bad = peers.differs("target", DB, [*names, "beat"]) + \
-        peers.differs("replica", DB, [*names, "beat"])
+    copied = [*names, "beat"] if db == DB else ["beat"]  # setl's target has its channel only
+    bad = peers.differs("target", DB, copied) + peers.differs("replica", DB, copied)
+    if db != DB:
+        bad += peers.differs("replica", db, names)
     tps = re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out)
-    result: dict[str, Any] = {"scenario": f"oltp_write_only {seconds:.0f}s at "
-                              f"{f'{rate} tx/s' if rate else 'full rate'}",
+    load = f"{f'{rate} tx/s' if rate else 'full rate'}"
+    scenario = f"oltp_write_only {seconds:.0f}s at {load}" if db == DB else \
+        f"noisy neighbour: oltp_write_only {seconds:.0f}s at {load} on another schema, " \
+        f"{1 / beat_s:.0f} tx/s on a paired table"
+    result: dict[str, Any] = {"scenario": scenario,
                               "achieved_tx_per_s": float(tps.group(1)) if tps else None}
     for name, values in delays.items():
         for p in (50, 95, 99):
             result[f"{name}_delay_p{p}_ms"] = None if bad else percentile_ms(values, p)
         result[f"{name}_drain_s"] = drains[name]
     return {**result, "equal": not bad, "differences": bad}
+
+
+def noisy_scenario(peers: Peers, tables: int, size: int, seconds: float) -> dict[str, Any]:
+    """A busy schema setl does not replicate beside a quiet one it does."""
+    for db in (peers.source, peers.replica):
+        db.execute(f"CREATE DATABASE IF NOT EXISTS {NOISY}")
+    peers.sysbench(f"--tables={tables}", f"--table-size={size}", f"--mysql-db={NOISY}",
+                   "prepare")
+    return delay_scenario(peers, tables, size, seconds, 0, db=NOISY, beat_s=0.01)
+
+
+def _short(scenario: str) -> str:
+    return "noisy" if scenario.startswith("noisy") else "1k" if "1000" in scenario else "full"
 
 
 def chart(report: dict[str, Any], path: Path) -> None:
@@ -263,7 +292,7 @@ def chart(report: dict[str, Any], path: Path) -> None:
         axes[1].bar([i * 3 + offset for i in range(len(values))], values, color=color,
                     label=name)
     axes[1].set_xticks([i * 3 + 0.5 for i in range(len(delays) * 3)],
-                       [f"{'1k' if '1000' in r['scenario'] else 'full'} p{p}"
+                       [f"{_short(r['scenario'])} p{p}"
                         for r in delays for p in (50, 95, 99)], fontsize=7)
     axes[1].set_yscale("symlog")
     axes[1].set_title("delay, ms (log scale)")
@@ -288,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
-    parser.add_argument("--scenarios", default="copy,bulk,delay")
+    parser.add_argument("--scenarios", default="copy,bulk,delay,noisy,catchup")
+    parser.add_argument("--profile", action="store_true",
+                        help="catch-up under py-spy: CPU µs per row by stage")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where reports go")
     parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "peers",
@@ -317,6 +348,12 @@ def main(argv: list[str] | None = None) -> int:
             for rate in (args.rate, 0):
                 results.append(delay_scenario(peers, args.tables, args.table_size,
                                               args.seconds, rate))
+        if "noisy" in scenarios:
+            results.append(noisy_scenario(peers, args.tables, args.table_size, args.seconds))
+        if "catchup" in scenarios:
+            results.append(catchup_scenario(
+                peers, args.tables, args.table_size, args.seconds, node.pid,
+                args.work / "catchup-profile.txt" if args.profile else None))
         sampler.done.set()
         summary = {"node_peak_rss_mb": round(sampler.peak_kb / 1024),
                    "per_batch_ms": time_split(node.output())}

@@ -30,12 +30,14 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from node import rowvalues
 from node.changes import ChangeType, RowChange, Transaction
-from node.source import connection_settings
+from shared.endpoint import connect, connection_settings
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.retl import BUFFER_TABLE
+from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
-MARK_TABLE = ("retl", "retl_mark")
+MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
+
 log = logging.getLogger("setl.node.binlog")
 rowvalues.install()  # the library's TIME, date and charset readers, made exact
 _EVENTS = [RotateEvent, MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, WriteRowsEvent,
@@ -123,20 +125,53 @@ def _buffer_requests(kind: ChangeType, rows: list[dict[str, Any]]) -> list[RowCh
             for row in rows if not row["values"].get("CHANNEL_ID")]
 
 
+def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:
+    """The library's arguments for a dump from ``gtid``: MariaDB's domain-server-sequence
+    position or MySQL's executed GTID set, told apart by the server's version string."""
+    return {"auto_position": gtid, "is_mariadb": "mariadb" in server_version.lower()}
+
+
 def _keys(primary_key: Any) -> tuple[str, ...]:
     if not primary_key:
         return ()
     return (primary_key,) if isinstance(primary_key, str) else tuple(primary_key)
 
 
+class _UnwantedSchemas:
+    """The library's ``ignored_schemas``, asked ``schema in …`` for every table map and rows
+    event: a schema no pair (and no system table) can want. Its table maps are dropped
+    before their columns are parsed, and its rows events right after their table id."""
+
+    def __init__(self, wants_schema: Callable[[str], bool]) -> None:
+        self._wants = wants_schema
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, schema: object) -> bool:
+        unwanted = self._known.get(schema)  # type: ignore[call-overload]
+        if unwanted is None:
+            unwanted = self._known[schema] = not (  # type: ignore[index]
+                schema == SYSTEM_SCHEMA or self._wants(str(schema)))
+        return unwanted
+
+
 class BinlogReader:
-    """Reads committed transactions after ``start`` into ``out`` until stopped."""
+    """Reads committed transactions after ``start`` in its own thread; :meth:`take` hands
+    them over in binlog order.
+
+    Table maps are parsed once per table id (the server gives a table a new id whenever its
+    definition changes, and the cache is cleared on every DDL and binlog rotation), and rows
+    events of schemas no pair wants are dropped before they are parsed: a pipeline crosses a
+    busy neighbour's stretch of the binlog at the speed of reading event headers.
+    """
 
     def __init__(self, source: DataSource, server_id: int, start: BinlogPosition,
-                 wants: Callable[[str, str], bool], out: queue.Queue[Any],
-                 loop_channel: str | None = None) -> None:
+                 wants: Callable[[str, str], bool], wants_schema: Callable[[str], bool],
+                 loop_channel: str | None = None, ddl: bool = True,
+                 queue_size: int = 10_000) -> None:
         self.source, self.server_id, self.start = source, server_id, start
-        self.out = out
+        self.out: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=queue_size)
+        self.ddl = ddl  # DDL statements as changes (ddl_sync); else they only move the position
+        self._unwanted = _UnwantedSchemas(wants_schema)
         # a two-way channel: transactions carrying its own loop mark were loaded by the
         # opposite pipeline and are dropped (else every change would ping-pong for ever)
         self.loop_channel = loop_channel
@@ -151,6 +186,22 @@ class BinlogReader:
     def begin(self) -> None:
         self._thread.start()
 
+    @property
+    def backlog(self) -> int:
+        return self.out.qsize()
+
+    def take(self, timeout_s: float) -> Transaction | None:
+        """The next transaction, or None when none came within ``timeout_s``; raises the
+        error that stopped the reader (and again on every later call)."""
+        try:
+            item = self.out.get(timeout=max(timeout_s, 0.001))
+        except queue.Empty:
+            return None
+        if isinstance(item, StreamEnded):
+            self.out.put(item)  # stays the last word for any later call
+            raise item.error or SourceError(f"the binlog reader of {self.source.name} stopped")
+        return item
+
     def stop(self) -> None:
         self._stop.set()
         self._close()
@@ -163,11 +214,13 @@ class BinlogReader:
         # oldest binlog. A file/pos dump works on MariaDB as on MySQL.
         position: dict[str, Any] = {"log_file": self.start.file, "log_pos": self.start.pos}
         if not self.start.file and self.start.gtid:
-            position = {"auto_position": self.start.gtid, "is_mariadb": True}
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                cursor.execute("SELECT VERSION()")
+                position = gtid_start(str(cursor.fetchone()[0]), self.start.gtid)
         return BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True,
             resume_stream=True, only_events=_EVENTS, slave_heartbeat=1, enable_logging=False,
-            **position)
+            freeze_schema=True, ignored_schemas=self._unwanted, **position)
 
     def _put(self, item: Any) -> None:
         while not self._stop.is_set():
@@ -229,6 +282,7 @@ class BinlogReader:
                     self._commit(changes, gtid, event.timestamp)
                     changes = []
                 else:
+                    stream.table_map.clear()  # parsed once per table id: none survives DDL
                     self._ddl(event, query, gtid)
                     changes = []
             elif type(event) in _ROW_TYPES:
@@ -258,18 +312,22 @@ class BinlogReader:
                           commit_ts_ms=ts) for row in event.rows]
 
     def _ddl(self, event: Any, query: str, gtid: str) -> None:
+        if not self.ddl:
+            self._commit([], gtid, event.timestamp)
+            return
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
         change = RowChange(schema, "", ChangeType.DDL, ddl=query,
                            commit_ts_ms=int(event.timestamp) * 1000)
         self._commit([change], gtid, event.timestamp)
 
     def _commit(self, changes: list[RowChange], gtid: str, timestamp: int) -> None:
+        echo = False
         if self.loop_channel is not None:
             marks = [c for c in changes if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel
                    for c in marks):
-                changes = []  # loaded by the opposite pipeline: only the position moves
+                changes, echo = [], True  # loaded by the opposite pipeline: position only
             elif marks:
                 changes = [c for c in changes if (c.schema, c.table) != MARK_TABLE]
         self._put(Transaction(tuple(changes), self._position(gtid), int(timestamp) * 1000,
-                              int(time.time() * 1000)))
+                              int(time.time() * 1000), echo))

@@ -54,6 +54,7 @@ class Transaction:
     end: BinlogPosition
     commit_ts_ms: int
     read_at_ms: int
+    echo: bool = False  # written by the opposite pipeline of a two-way channel
 
     @property
     def is_ddl(self) -> bool:
@@ -80,28 +81,48 @@ class TargetChange:
 
 @dataclass(slots=True)
 class Batch:
-    """Whole transactions cut by Select, numbered by processId."""
+    """Whole transactions cut by Select, numbered by processId.
+
+    Only transactions with changes are kept; one without (a stretch of the binlog on tables
+    the pipeline does not replicate) only moves the batch's end. Every count is kept as
+    transactions are added, so adding is O(1) however large the batch grows.
+    """
 
     pipeline_id: str
     process_id: int
-    transactions: list[Transaction] = field(default_factory=list)
+    transactions: list[Transaction] = field(default_factory=list)  # those with changes
     start: BinlogPosition = field(default_factory=BinlogPosition)
+    spanned: int = 0  # transactions read into the batch, with changes or without
+    echoes: int = 0  # of those, written by the opposite pipeline of a two-way channel
+    rows: int = 0
+    has_ddl: bool = False
+    commit_ts_ms: int = 0
+    _end: BinlogPosition | None = None
+
+    def __post_init__(self) -> None:
+        given, self.transactions = self.transactions, []
+        for txn in given:
+            self.add(txn)
+
+    def add(self, txn: Transaction) -> None:
+        self.spanned += 1
+        self.echoes += txn.echo
+        self._end = txn.end
+        self.commit_ts_ms = txn.commit_ts_ms
+        if txn.changes:
+            self.transactions.append(txn)
+            self.rows += len(txn.changes)
+            self.has_ddl = self.has_ddl or txn.is_ddl
 
     @property
     def end(self) -> BinlogPosition:
-        return self.transactions[-1].end if self.transactions else self.start
+        return self._end if self._end is not None else self.start
 
     @property
-    def rows(self) -> int:
-        return sum(len(txn.changes) for txn in self.transactions)
-
-    @property
-    def has_ddl(self) -> bool:
-        return any(txn.is_ddl for txn in self.transactions)
-
-    @property
-    def commit_ts_ms(self) -> int:
-        return self.transactions[-1].commit_ts_ms if self.transactions else 0
+    def echo_only(self) -> bool:
+        """Nothing but the opposite pipeline's own writes: writing a position for them would
+        be read back by that pipeline as a change of its own source, and so on forever."""
+        return not self.rows and self.spanned == self.echoes
 
     def changes(self) -> list[RowChange]:
         return [change for txn in self.transactions for change in txn.changes]

@@ -115,6 +115,10 @@ class CompiledPipeline:
     def wants(self, schema: str, table: str) -> bool:
         return bool(self.pairs_for(schema, table))
 
+    def wants_schema(self, schema: str) -> bool:
+        """Whether any pair may want a table of ``schema`` (Select drops the rest unparsed)."""
+        return any(c.pair.source.namespace.matches(schema) for c in self.pairs)
+
     def configured_keys(self, schema: str, table: str) -> tuple[str, ...]:
         """Key columns known without asking the source: the pair's, or read at start."""
         pairs = self.pairs_for(schema, table)

@@ -36,7 +36,6 @@ from shared.retl import TARGET_DDL
 
 log = logging.getLogger("setl.node.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
-# table exists, unknown table, duplicate column/key, can't drop, no such table
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
 # missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
@@ -141,7 +140,12 @@ class Loader:
         ddl = [change for change in changes if change.type is ChangeType.DDL]
         if ddl:  # Select puts a DDL in a batch of its own
             return self._load_ddl(batch, ddl)
-        by_target: dict[str, list[TargetChange]] = {}
+        # A batch with nothing to write (a stretch of tables the pipeline does not replicate)
+        # still moves every target's position: a restart then starts after the stretch.
+        if not changes and batch.echo_only:
+            return 0
+        by_target: dict[str, list[TargetChange]] = {} if changes else \
+            {name: [] for name in self.targets}
         for change in changes:
             if change.datasource not in self.targets:
                 raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "

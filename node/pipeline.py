@@ -24,17 +24,18 @@ from kazoo.client import KazooClient
 
 from node import freedoor
 from node import source as endpoints
+from node.binlog import BinlogReader
 from node.changes import Batch, TargetChange
-from node.cursor import Cursor, CursorStore
+from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.etl import CompiledPipeline
 from node.loader import FencedError, Loader
 from node.selector import Selector
-from node.spark import SparkRunner
+from node.spark import SparkRunner, with_context
 from node.twoway import LoopGuard
 from node.window import Window
 from shared import tablekeys
 from shared.catalog import Catalog
-from shared.errors import ConfigError, SetlError, SourceError
+from shared.errors import DEFINITION_ERRORS, ConfigError, SetlError, SourceError
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline, StartupMode
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
@@ -133,7 +134,7 @@ class PipelineRunner:
             try:
                 self._run_once(compiled)
                 break
-            except ConfigError as exc:  # the source's tables, not a passing failure
+            except DEFINITION_ERRORS as exc:  # a definition or user code: no passing failure
                 self._fail_for_good(str(exc))
                 return
             except FencedError as exc:
@@ -206,11 +207,12 @@ class PipelineRunner:
             if self.two_way else None
         loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop)
         window = self._window = Window(params.parallelism)
+        reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
+                              compiled.wants_schema, ddl=compiled.ddl_sync,
+                              loop_channel=self.ctx.channel.name if self.two_way else None)
         selector = self._selector = Selector(
-            self.pipeline_id, source, server_id, self.cursor.position,
-            self.cursor.process_id + 1, params, compiled.wants, window,
-            busy=lambda: self._et_running >= ET_SATURATION,
-            loop_channel=self.ctx.channel.name if self.two_way else None,
+            self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
+            params, window, busy=lambda: self._et_running >= ET_SATURATION,
             requests_waiting=self._central.waiting if self._central else lambda: False)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
@@ -225,9 +227,11 @@ class PipelineRunner:
         selector.begin()
         select_thread.start()
         self.state = "running"
+        publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
         try:
-            self._load_loop(loader, window, handoff)
+            self._load_loop(loader, window, handoff, publisher)
         finally:
+            publisher.close()
             select_stop.set()
             selector.stop()
             select_thread.join(10)
@@ -270,7 +274,12 @@ class PipelineRunner:
             result = [item for item in result if not isinstance(item, freedoor.Note)]
         return result, (time.monotonic() - started) * 1000, notes
 
-    def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any]) -> None:
+    def _publish_failed(self, exc: Exception) -> None:
+        log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
+                    self.pipeline_id, self.cursor.position if self.cursor else "-", exc)
+
+    def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any],
+                   publisher: CursorPublisher) -> None:
         while True:
             item = handoff.get()
             if item is None:
@@ -281,26 +290,25 @@ class PipelineRunner:
             started = time.monotonic()
             try:
                 changes, et_ms, notes = future.result()
-            except SetlError as exc:
-                raise SetlError(f"stage extract/transform, processId {batch.process_id}, "
-                                f"position {batch.end}: {exc}") from None
+            except SetlError as exc:  # keeps its class: a definition error pauses at once
+                raise with_context(type(exc), f"stage extract/transform, processId "
+                                   f"{batch.process_id}, position {batch.end}: {exc}") from None
             waited = time.monotonic()
             written = loader.load(batch, changes)
             if notes or self._central is not None:
                 self._requests_loaded(batch.process_id, notes)
             loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
-            self.cursors.save(self.cursor)
+            publisher.publish(self.cursor)
             window.release()
             self.window_peak = max(self.window_peak, window.peak)
             self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
             self._loaded.append((time.monotonic(), batch.rows))
             self.batches_loaded += 1
             log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
-                      "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f cursor_ms=%.1f",
+                      "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
                       self.pipeline_id, batch.process_id, batch.rows, written, batch.end, et_ms,
-                      (waited - started) * 1000, (loaded - waited) * 1000,
-                      (time.monotonic() - loaded) * 1000)
+                      (waited - started) * 1000, (loaded - waited) * 1000)
 
     def _requests_loaded(self, process_id: int, notes: list[freedoor.Note]) -> None:
         """Count the batch's free-door requests and delete the served buffer rows."""

@@ -25,14 +25,10 @@ from typing import Any
 
 from node.changes import ChangeType, Row, RowChange
 from shared import expr
-from shared.errors import SetlError
+from shared.errors import TransformError
 from shared.model import VirtualColumn
 
 BUILT_IN = Path(__file__).resolve().parents[1] / "conf" / "processors"
-
-
-class TransformError(SetlError):
-    """User code or an expression failed on a row."""
 
 
 @functools.cache

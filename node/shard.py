@@ -22,14 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange
-from shared.errors import SetlError
+from shared.errors import ShardError
 from shared.model import MediaPair, ShardAlgorithm, ShardRule
 
 Slot = tuple[str, str, str]  # datasource, schema, table
-
-
-class ShardError(SetlError):
-    """A row that cannot be routed: its shard value is missing, NULL or not an integer."""
 
 
 @dataclass(frozen=True)

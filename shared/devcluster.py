@@ -98,8 +98,9 @@ class Daemon:
 
 class Cluster:
     def __init__(self, sandbox: Sandbox, workdir: Path, name: str,
-                 log_level: str = "info", env: dict[str, str] | None = None) -> None:
-        self.log_level = log_level
+                 log_level: str = "info", spark_master: str = "local[2]",
+                 env: dict[str, str] | None = None) -> None:
+        self.log_level, self.spark_master = log_level, spark_master
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
@@ -115,7 +116,7 @@ class Cluster:
                               "connect_timeout_s": 5},
                 "log_level": self.log_level}
         if kind == "node":
-            body["spark"] = {"master": "local[2]", "driver_memory": "512m",
+            body["spark"] = {"master": self.spark_master, "driver_memory": "512m",
                              "options": {"spark.default.parallelism": "2"}}
         path = self.workdir / f"{kind}.yaml"
         path.write_text(yaml.safe_dump(body))

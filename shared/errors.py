@@ -77,6 +77,20 @@ class LoadError(SetlError):
     """Writing a batch into a target database failed."""
 
 
+class TransformError(SetlError):
+    """User code (a processor) or an expression failed on a row: the same row fails again,
+    so the pipeline pauses at once instead of retrying."""
+
+
+class ShardError(SetlError):
+    """A row that cannot be routed: its shard value is missing, NULL or not an integer (a
+    retry routes it no better: the pipeline pauses at once)."""
+
+
+# Errors of a definition or of user code: retrying cannot help, the pipeline pauses at once.
+DEFINITION_ERRORS = (ConfigError, TransformError, ShardError)
+
+
 class SandboxError(SetlError):
     """A sandbox server failed to install, start, answer or stop."""
 

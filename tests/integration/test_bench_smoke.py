@@ -13,25 +13,31 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.peers", "--smoke", "--results", str(tmp_path / "results"),
-         "--work", str(tmp_path / "work")],
+        [sys.executable, "-m", "bench.peers", "--smoke", "--profile",
+         "--results", str(tmp_path / "results"), "--work", str(tmp_path / "work")],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "results" / "peers-smoke.json").read_text())
     assert (tmp_path / "results" / "peers-smoke.png").stat().st_size > 10_000
     by_kind = {result["scenario"].split(" ")[0]: result for result in report["results"]}
-    assert set(by_kind) == {"full", "bulk", "oltp_write_only"}
+    assert set(by_kind) == {"full", "bulk", "oltp_write_only", "noisy", "catch-up:"}
     assert all(result["equal"] and not result["differences"] for result in report["results"])
     bulk = by_kind["bulk"]
     assert bulk["setl_rows_per_s"] > 0 and bulk["native_rows_per_s"] > 0
     ratio = bulk["setl_rows_per_s"] / bulk["native_rows_per_s"]
     assert abs(bulk["ratio_setl_native"] - ratio) < 0.01
-    delays = [r for r in report["results"] if r["scenario"].startswith("oltp_write_only")]
-    assert len(delays) == 2
+    delays = [r for r in report["results"] if "setl_delay_p50_ms" in r]
+    assert len(delays) == 3 and delays[-1] is by_kind["noisy"]
     for result in delays:
         for name in ("setl", "native"):
             assert 0 <= result[f"{name}_delay_p50_ms"] <= result[f"{name}_delay_p99_ms"]
             assert result[f"{name}_drain_s"] >= 0
+    catchup = by_kind["catch-up:"]
+    for name in ("setl", "native"):
+        assert catchup[f"{name}_bulk_rows_per_s"] > 0 and catchup[f"{name}_oltp_rows_per_s"] > 0
+        assert catchup[f"{name}_total_s"] > 0
+    stages = catchup["setl_cpu_us_per_row_by_stage"]  # py-spy's samples of the node, by stage
+    assert stages["select: binlog read and row decode"] > 0 and sum(stages.values()) > 0
     assert report["node_peak_rss_mb"] > 100
     assert "not implemented" in by_kind["full"]["setl"]
     assert by_kind["full"]["mydumper_myloader_rows_per_s"] > 0
@@ -50,3 +56,15 @@ def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
     steady = report["results"][-1]
     assert steady["transactions"] == 300
     assert 0 < steady["delay_p50_ms"] <= steady["delay_p99_ms"] <= steady["delay_max_ms"]
+
+
+def test_bench_sparkjob_smoke_run_measures_the_nodes_spark_job(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.sparkjob", "--smoke", "--results", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "sparkjob-smoke.json").read_text())
+    [result] = report["results"]
+    assert result["scenario"] == "defaults"
+    assert 0 < result["empty_job_p50_ms"] <= result["empty_job_p95_ms"]
+    assert result["job_500_rows_ms"] > 0 and result["cpu_s_per_100k_rows"] > 0

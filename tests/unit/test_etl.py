@@ -343,3 +343,22 @@ def test_templates_copy_a_family_of_databases_under_the_same_or_derived_names() 
     change = one(c, insert("shop_7", "new-table", {"id": 1}))
     assert (change.schema, change.table) == ("shop_7", "new-table")
     assert c.target_tables("crm", "leads") == [("dst", "ods", "crm_leads")]
+
+
+def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_they_were() -> None:
+    from node.spark import _translate  # the driver's view of a failed Spark job
+    from shared.errors import SetlError, ShardError, TransformError
+
+    job = compiled("{source: s.t, target: s2.t}")
+    trace = ("py4j.protocol.Py4JJavaError: An error occurred while calling collect.\n"
+             "Traceback (most recent call last):\n  File \"node/etl.py\", line 9, in _map\n"
+             "shared.errors.TransformError: pair src:s.t: processor m:f failed on key (1,)\n"
+             "\tat org.apache.spark.api.python.BasePythonRunner...\n")
+    error = _translate(Exception(trace), job)
+    assert type(error) is TransformError
+    assert str(error).endswith("extract/transform failed: pair src:s.t: processor m:f failed "
+                               "on key (1,)")
+    shard = _translate(Exception(trace.replace("TransformError", "ShardError")), job)
+    assert type(shard) is ShardError
+    bare = _translate(Exception("Traceback\nTypeError: unhashable type: 'set'\n\tat x"), job)
+    assert type(bare) is SetlError and str(bare).endswith("TypeError: unhashable type: 'set'")

@@ -6,7 +6,7 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.etl import transform
-from node.shard import ShardError
+from shared.errors import ShardError
 from tests.unit.test_etl import compiled, insert
 
 ORDERS = ('{source: s.orders, target: {namespace: "shop_[0-1]", table: "orders_[0-3]"}, '

@@ -9,8 +9,8 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.etl import transform
-from node.processors import TransformError
 from shared import expr
+from shared.errors import TransformError
 from tests.unit.test_etl import compiled, insert
 
 

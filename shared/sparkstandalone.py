@@ -1,0 +1,94 @@
+"""A Spark standalone cluster (one master, N workers) from the pyspark installation, bound to
+127.0.0.1 on free ports: what the scale-out test and a local try of ``spark.master:
+spark://…`` run on. The processes die with their parent."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from shared.errors import SetlError
+from shared.sandbox import free_port
+
+_PR_SET_PDEATHSIG = 1
+
+
+def spark_home() -> Path:
+    import pyspark  # the pip package carries Spark's jars and bin/spark-class
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class SparkStandalone:
+    """``with SparkStandalone(workdir, workers=2) as spark: spark.master_url``."""
+
+    def __init__(self, workdir: Path, workers: int = 2, cores: int = 1,
+                 memory: str = "1g") -> None:  # an executor asks for 1g by default
+        self.workdir, self.workers, self.cores, self.memory = workdir, workers, cores, memory
+        self.port = free_port()
+        self.master_url = f"spark://127.0.0.1:{self.port}"
+        self._processes: list[subprocess.Popen[bytes]] = []
+
+    def _start(self, name: str, *args: str) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        home = spark_home()
+        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(self.workdir / name),
+               "SPARK_LOG_DIR": str(self.workdir)}
+        log = open(self.workdir / f"{name}.log", "ab")
+        self._processes.append(subprocess.Popen(
+            [str(home / "bin" / "spark-class"), *args], stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent))
+
+    def start(self, timeout_s: float = 90.0) -> None:
+        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(self.port), "--webui-port", str(free_port()))
+        for n in range(1, self.workers + 1):
+            self._start(f"worker-{n}", "org.apache.spark.deploy.worker.Worker",
+                        self.master_url, "--host", "127.0.0.1", "--cores", str(self.cores),
+                        "--memory", self.memory, "--webui-port", str(free_port()),
+                        "--work-dir", str(self.workdir / f"worker-{n}"))
+        self.wait_registered(timeout_s)
+
+    def wait_registered(self, timeout_s: float) -> None:
+        """Until the master's log shows every worker registered."""
+        deadline = time.monotonic() + timeout_s
+        log = self.workdir / "master.log"
+        while time.monotonic() < deadline:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            if text.count("Registering worker") >= self.workers:
+                return
+            if any(p.poll() is not None for p in self._processes):
+                break
+            time.sleep(0.2)
+        self.stop()
+        raise SetlError(f"the Spark standalone cluster at {self.master_url} did not come up "
+                        f"with {self.workers} workers within {timeout_s:.0f}s; see the logs "
+                        f"in {self.workdir}")
+
+    def stop(self) -> None:
+        for process in reversed(self._processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self._processes:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self._processes.clear()
+
+    def __enter__(self) -> SparkStandalone:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,168 @@
+"""node/selector.py: batches cut at commits by rows, by transactions spanned and by time,
+whether the stream is busy or quiet; fed by a transaction source the test controls."""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+from node.changes import Batch, ChangeType, RowChange, Transaction
+from node.selector import IDLE_BATCH_INTERVAL_S, MAX_TRANSACTIONS, Selector
+from node.window import Window
+from shared.model import BinlogPosition, PipelineParams
+
+
+class Clock:
+    """A clock that moves only when the test (or a take from the source) moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Source:
+    """Transactions handed out in order; each take costs ``step_s`` on the test clock and an
+    empty source waits (on the test clock) the whole timeout it is given."""
+
+    def __init__(self, clock: Clock, step_s: float = 0.0) -> None:
+        self.clock, self.step_s = clock, step_s
+        self.items: collections.deque[Transaction] = collections.deque()
+        self.takes = 0
+
+    def begin(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    @property
+    def backlog(self) -> int:
+        return len(self.items)
+
+    def take(self, timeout_s: float) -> Transaction | None:
+        self.takes += 1
+        if not self.items:
+            self.clock.now += timeout_s
+            return None
+        self.clock.now += self.step_s
+        return self.items.popleft()
+
+
+def txn(n: int, rows: int = 0, ddl: bool = False) -> Transaction:
+    if ddl:
+        changes: tuple[RowChange, ...] = (RowChange("db", "", ChangeType.DDL, ddl="ALTER …"),)
+    else:
+        changes = tuple(RowChange("db", "t", ChangeType.INSERT, ("id",), None, {"id": n * 100 + i})
+                        for i in range(rows))
+    return Transaction(changes, BinlogPosition("binlog.000001", 1000 + n), n, n)
+
+
+def selector(source: Source, clock: Clock, busy: bool = False, **params: int) -> Selector:
+    settings = PipelineParams(**({"batch_size": 100, "batch_timeout_ms": 100} | params))
+    return Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1, settings,
+                    Window(5), busy=lambda: busy, clock=clock)
+
+
+def cut(select: Selector) -> Batch:
+    batch = select.next_batch(threading.Event())
+    assert batch is not None
+    return batch
+
+
+def test_empty_transactions_of_a_busy_stream_are_cut_by_count() -> None:
+    clock = Clock()
+    source = Source(clock)  # a backlog: the source never waits
+    source.items.extend(txn(n) for n in range(1, MAX_TRANSACTIONS + 11))
+    select = selector(source, clock)
+    batch = cut(select)
+    assert (batch.spanned, batch.rows, batch.transactions) == (MAX_TRANSACTIONS, 0, [])
+    assert batch.end == BinlogPosition("binlog.000001", 1000 + MAX_TRANSACTIONS)
+    assert select.position == batch.end and select.next_process_id == 2
+    assert cut(select).start == batch.end
+
+
+def test_empty_transactions_of_a_steady_stream_are_cut_by_time() -> None:
+    clock = Clock()
+    source = Source(clock, step_s=1 / 64)  # a transaction every 1/64 s, never quiet
+    source.items.extend(txn(n) for n in range(1, 5000))
+    batch = cut(selector(source, clock))
+    assert batch.rows == 0
+    # the first transaction starts the clock; the cut comes after the idle interval
+    assert batch.spanned == IDLE_BATCH_INTERVAL_S * 64 + 1
+
+
+def test_rows_are_cut_by_time_while_the_stream_never_pauses() -> None:
+    clock = Clock()
+    source = Source(clock, step_s=1 / 64)
+    source.items.extend(txn(n, rows=1) for n in range(1, 500))
+    batch = cut(selector(source, clock, batch_size=10_000, batch_timeout_ms=125))
+    assert batch.rows == batch.spanned == 9  # cut 125 ms after the first, not at the end
+
+
+def test_rows_are_cut_by_size_and_transactions_stay_whole() -> None:
+    clock = Clock()
+    source = Source(clock)
+    source.items.extend(txn(n, rows=30) for n in range(1, 10))
+    batch = cut(selector(source, clock, batch_size=100))
+    assert batch.rows == 120 and batch.spanned == 4  # the cut waits for the commit
+
+
+def test_busy_extract_lets_a_batch_grow_past_its_timeout() -> None:
+    clock = Clock()
+    source = Source(clock, step_s=1 / 16)
+    source.items.extend(txn(n, rows=1) for n in range(1, 500))
+    batch = cut(selector(source, clock, busy=True, batch_size=40, batch_timeout_ms=100))
+    assert batch.rows == 40
+
+
+def test_a_quiet_stream_cuts_what_it_has() -> None:
+    clock = Clock()
+    source = Source(clock)
+    source.items.extend([txn(1, rows=2), txn(2), txn(3, rows=1)])
+    batch = cut(selector(source, clock))
+    assert (batch.rows, batch.spanned, len(batch.transactions)) == (3, 3, 2)
+    assert [c.after for c in batch.changes()] == [{"id": 100}, {"id": 101}, {"id": 300}]
+    assert batch.end == BinlogPosition("binlog.000001", 1003)
+    assert batch.commit_ts_ms == 3
+
+
+def test_ddl_travels_alone_and_takes_the_empty_stretch_before_it() -> None:
+    clock = Clock()
+    source = Source(clock)
+    source.items.extend([txn(1, rows=1), txn(2, ddl=True), txn(3), txn(4), txn(5, ddl=True),
+                         txn(6, rows=1)])
+    select = selector(source, clock)
+    first, second, third, fourth = (cut(select) for _ in range(4))
+    assert (first.rows, first.has_ddl) == (1, False)
+    assert (second.spanned, second.has_ddl) == (1, True)
+    assert (third.spanned, third.rows, third.has_ddl) == (3, 1, True)  # 3, 4 and the DDL
+    assert fourth.rows == 1 and fourth.end.pos == 1006
+
+
+def test_counting_is_not_recomputed_per_transaction() -> None:
+    batch = Batch("c.p", 1)
+    big = txn(1, rows=50)
+    for n in range(1000):
+        batch.add(big if n % 2 else txn(n))
+    assert (batch.rows, batch.spanned, len(batch.transactions)) == (25_000, 1000, 500)
+    assert batch.end == big.end and not batch.has_ddl
+    # Batch.rows is a counter, not a property over the transactions
+    assert "rows" in Batch.__slots__ and not isinstance(getattr(Batch, "rows", None), property)
+
+
+def test_a_batch_of_two_way_echoes_only_is_marked_so_load_writes_no_position() -> None:
+    echo = Transaction((), BinlogPosition("binlog.000001", 1001), 1, 1, echo=True)
+    assert Batch("c.p", 1, [echo, echo]).echo_only
+    assert not Batch("c.p", 1, [echo, txn(2)]).echo_only  # a neighbour's stretch moves it
+    assert not Batch("c.p", 1, [echo, txn(2, rows=1)]).echo_only
+
+
+def test_a_gtid_start_follows_the_server_kind() -> None:
+    from node.binlog import gtid_start
+
+    assert gtid_start("10.11.6-MariaDB-0+deb12u1-log", "0-11-42") == {
+        "auto_position": "0-11-42", "is_mariadb": True}
+    mysql_set = "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5"
+    assert gtid_start("8.0.36", mysql_set) == {"auto_position": mysql_set, "is_mariadb": False}
