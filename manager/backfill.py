@@ -22,7 +22,8 @@ from manager import render
 from manager.client import ManagerClient
 from shared import codec
 from shared.endpoint import connect
-from shared.errors import SetlError
+from shared.errors import ConfigError, SetlError
+from shared.identifiers import qualified, quote, short_form, split_qualified, unquote
 from shared.model import Channel, DataSource, Pipeline
 from shared.retl import SOURCE_DDL, encode_key
 from shared.rpc import manager_pb2
@@ -83,9 +84,11 @@ def _pipeline(channel: Channel, schema: str, table: str, wanted: str | None) -> 
 
 
 def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
-    if not args.table or "." not in args.table:
-        raise SetlError("give --table schema.table")
-    schema, table = args.table.split(".", 1)
+    try:
+        schema, table = map(unquote, split_qualified(args.table or ""))
+    except ConfigError:
+        raise SetlError("give --table schema.table (a name that holds a dot in backticks: "
+                        "`my-db`.`t.1`)") from None
     info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.channel))
     pipeline = _pipeline(codec.from_proto(info.channel, Channel), schema, table, args.pipeline)
     central = pipeline.params.free_door_source
@@ -108,8 +111,8 @@ def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
 
 def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, table: str,
                keys: tuple[str, ...], owner: tuple[str | None, str | None]) -> int:
-    name = f"`{schema}`.`{table}`"
-    columns = ", ".join(f"`{k}`" for k in keys)
+    name = qualified(schema, table)
+    columns = ", ".join(map(quote, keys))
     condition = f"({args.where})" if args.where else "TRUE"
     try:
         with reader.cursor() as cursor:
@@ -124,7 +127,7 @@ def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, 
                 if not page:
                     break
                 with writer.cursor() as out:
-                    out.executemany(INSERT, [(f"{schema}.{table}", encode_key(key), *owner)
+                    out.executemany(INSERT, [(short_form(schema, table), encode_key(key), *owner)
                                              for key in page])
                 done, last = done + len(page), page[-1]
                 _progress(done, total, started)

@@ -28,6 +28,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+from node import rowvalues
 from node.changes import ChangeType, RowChange, Transaction
 from shared.endpoint import connect, connection_settings
 from shared.errors import SourceError
@@ -38,6 +39,7 @@ from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the l
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
 
 log = logging.getLogger("setl.node.binlog")
+rowvalues.install()  # the library's TIME, date and charset readers, made exact
 _EVENTS = [RotateEvent, MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, WriteRowsEvent,
            UpdateRowsEvent, DeleteRowsEvent]
 _ROW_TYPES = {WriteRowsEvent: ChangeType.INSERT, UpdateRowsEvent: ChangeType.UPDATE,
@@ -68,20 +70,30 @@ class _Special:
 
     bits: frozenset[str]
     timestamps: frozenset[str]
+    enums: tuple[tuple[str, str | None], ...] = ()  # ENUM columns and their charsets
+    sets: tuple[tuple[str, tuple[bytes, ...], tuple[str | bytes, ...]], ...] = ()
 
     @classmethod
     def of(cls, event: Any) -> _Special:
-        return cls(frozenset(c.name for c in event.columns if c.type == FIELD_TYPE.BIT),
-                   frozenset(c.name for c in event.columns if c.type in _TIMESTAMPS))
+        columns = event.columns
+        return cls(frozenset(c.name for c in columns if c.type == FIELD_TYPE.BIT),
+                   frozenset(c.name for c in columns if c.type in _TIMESTAMPS),
+                   tuple((c.name, c.character_set_name) for c in columns
+                         if c.type == FIELD_TYPE.ENUM),
+                   tuple((c.name, tuple(c.set_values or ()), tuple(
+                       rowvalues.member(m, c.character_set_name) for m in c.set_values or ()))
+                         for c in columns if c.type == FIELD_TYPE.SET))
 
 
 def _image(values: dict[str, Any], none_sources: dict[str, str],
            special: _Special) -> dict[str, Any]:
     """A row image as the server would take it back: BIT as a number (the library gives a
-    string of '0'/'1'), an empty SET as '' and a zero date as itself (the library gives None
-    for both; a partly zero date like 2020-00-00 becomes the all-zero date), and the zero
-    TIMESTAMP as itself (the library gives the epoch, which TIMESTAMP cannot hold).
-    TIMESTAMPs come in UTC; Load writes them with time_zone '+00:00'."""
+    string of '0'/'1'), ENUM in its column's charset, SET as its text with the members in
+    definition order (the library gives a Python set of members as bytes, which cannot be
+    part of a key, and None for the empty set), the zero TIMESTAMP as itself (the library
+    gives the epoch, which TIMESTAMP cannot hold). Dates with zero parts and negative TIMEs
+    with a fraction come exact from :mod:`node.rowvalues`. TIMESTAMPs come in UTC; Load
+    writes them with time_zone '+00:00'."""
     for name, reason in none_sources.items():
         if values.get(name) is None and reason in _NOT_NULL:
             values[name] = _NOT_NULL[reason]
@@ -91,6 +103,16 @@ def _image(values: dict[str, Any], none_sources: dict[str, str],
     for name in special.timestamps:
         if values.get(name) == _EPOCH:
             values[name] = "0000-00-00 00:00:00"
+    for name, charset in special.enums:
+        if isinstance(values.get(name), bytes):
+            values[name] = rowvalues.member(values[name], charset)
+    for name, members, texts in special.sets:
+        value = values.get(name)
+        if isinstance(value, set | frozenset):
+            chosen = [text for member, text in zip(members, texts, strict=True)
+                      if member in value]
+            values[name] = (b"," if texts and isinstance(texts[0], bytes) else ",").join(
+                chosen)  # type: ignore[arg-type]  # one charset: all bytes or all text
     return values
 
 

@@ -3,121 +3,232 @@
 With ``ddl_sync: true`` CREATE/ALTER/DROP/RENAME/TRUNCATE TABLE on a table a pair matches is
 replayed on the pair's target, the names replaced by the target's (fully qualified), one
 statement per target table: ``DROP TABLE a, b`` becomes two statements when a and b map to
-different targets. Other statements (CREATE DATABASE, GRANT, views, …) and statements on
-tables no pair matches are not replayed. The rest of the statement is kept as written, so a
-column a pair renames or excludes is not renamed in the DDL: give such tables their target
-DDL by hand (``ddl_sync: false``, the default, filters every DDL).
+different targets. Names are found with a SQL lexer (:mod:`node.sqllex`) and replaced where
+they stand; every other byte is kept as the source ran it — strings holding ``#`` or ``--``,
+comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1 */``. The table of
+``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair copies it to the same
+target. Other statements (CREATE DATABASE, GRANT, views, temporary tables, …) and statements
+on tables no pair matches are not replayed. A column a pair renames or excludes is not
+renamed in the DDL: give such tables their target DDL by hand (``ddl_sync: false``, the
+default, filters every DDL).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
-
-_NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_QUALIFIED = rf"{_NAME}(?:\s*\.\s*{_NAME})?"
-_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
-_HEADS = {
-    "CREATE": re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?",
-                         re.I),
-    "ALTER": re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?",
-                        re.I),
-    "DROP": re.compile(r"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?", re.I),
-    "TRUNCATE": re.compile(r"^\s*TRUNCATE\s+(?:TABLE\s+)?", re.I),
-    "RENAME": re.compile(r"^\s*RENAME\s+TABLES?\s+", re.I),
-}
-_ONE_NAME = re.compile(_QUALIFIED)
-_LIST = re.compile(rf"\s*({_QUALIFIED})\s*(,)?")
-_RENAME = re.compile(rf"\s*({_QUALIFIED})\s+TO\s+({_QUALIFIED})\s*(,)?", re.I)
+from node.sqllex import NAME, WORD, Token, code, identifier
+from shared.identifiers import qualified, quote
 
 # the target of one source table: (datasource, schema, table) for every pair that maps it
 Mapper = Callable[[str, str], list[tuple[str, str, str]]]
+# a source database's default charset and collation, ("", "") when unknown
+DatabaseDefaults = Callable[[str], tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Name:
+    """A table named in a statement, and where it stands in the text."""
+
+    schema: str
+    table: str
+    start: int
+    end: int
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return self.schema, self.table
 
 
 @dataclass(frozen=True)
 class TableDdl:
-    """A DDL statement split into the source tables it names and how to rebuild it."""
+    """A table DDL statement: the tables it acts on, as named and where."""
 
     kind: str
-    head: str  # the statement up to the first name, e.g. "DROP TABLE IF EXISTS "
-    names: tuple[tuple[str, str], ...]  # (schema, table) as named in the statement
-    tail: str  # what follows the (last) name
-    renames: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = ()
+    text: str  # the statement as the source ran it
+    names: tuple[Name, ...]
+    renames: tuple[tuple[Name, Name], ...] = ()
+    others: tuple[Name, ...] = ()  # CREATE … LIKE and REFERENCES: mapped where a pair copies
 
 
-def _unquote(part: str) -> str:
-    return part[1:-1].replace("``", "`") if part.startswith("`") else part
+class _Reader:
+    """Walks the meaningful tokens of a statement."""
 
+    def __init__(self, tokens: list[Token], default_schema: str) -> None:
+        self.tokens, self.at, self.default_schema = tokens, 0, default_schema
 
-def _split_name(text: str, default_schema: str) -> tuple[str, str]:
-    parts = [_unquote(p.strip()) for p in re.findall(_NAME, text)]
-    return (default_schema, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    def word(self, *words: str) -> bool:
+        if self.at < len(self.tokens) and self.tokens[self.at].is_word(*words):
+            self.at += 1
+            return True
+        return False
 
+    def symbol(self, text: str) -> bool:
+        if self.at < len(self.tokens) and self.tokens[self.at].text == text:
+            self.at += 1
+            return True
+        return False
 
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    def name(self) -> Name | None:
+        """A table name here: ``t``, ``db.t``, `` `d b`.`t` ``."""
+        first = self._part(self.at)
+        if first is None:
+            return None
+        if self._dot(self.at + 1):
+            second = self._part(self.at + 2)
+            if second is not None:
+                name = Name(first, second, self.tokens[self.at].start,
+                            self.tokens[self.at + 2].end)
+                self.at += 3
+                return name
+        name = Name(self.default_schema, first, self.tokens[self.at].start,
+                    self.tokens[self.at].end)
+        self.at += 1
+        return name
+
+    def _part(self, index: int) -> str | None:
+        if index >= len(self.tokens) or self.tokens[index].kind not in (NAME, WORD):
+            return None
+        return identifier(self.tokens[index])
+
+    def _dot(self, index: int) -> bool:
+        return index < len(self.tokens) and self.tokens[index].text == "."
+
+    def references(self) -> tuple[Name, ...]:
+        """The tables after REFERENCES in the rest of the statement."""
+        found = []
+        while self.at < len(self.tokens):
+            if self.word("REFERENCES"):
+                name = self.name()
+                if name is not None:
+                    found.append(name)
+            else:
+                self.at += 1
+        return tuple(found)
 
 
 def parse(statement: str, default_schema: str) -> TableDdl | None:
     """The table DDL in a statement, or None for any other statement."""
-    text = _COMMENT.sub(" ", statement).strip()
-    for kind, head in _HEADS.items():
-        found = head.match(text)
-        if not found:
-            continue
-        rest, start = text[found.end():], text[:found.end()]
-        if kind == "RENAME":
-            renames = []
-            for match in _RENAME.finditer(rest):
-                renames.append((_split_name(match.group(1), default_schema),
-                                _split_name(match.group(2), default_schema)))
-                if not match.group(3):
-                    break
-            return TableDdl(kind, start, (), "", tuple(renames)) if renames else None
-        if kind == "DROP":
-            names, end = [], 0
-            for match in _LIST.finditer(rest):
-                if match.start() != end:
-                    break
-                names.append(_split_name(match.group(1), default_schema))
-                end = match.end()
-                if not match.group(2):
-                    break
-            return TableDdl(kind, start, tuple(names), rest[end:]) if names else None
-        match = _ONE_NAME.match(rest)
-        if not match:
+    read = _Reader(code(statement), default_schema)
+    if read.word("CREATE"):
+        if read.word("OR") and not read.word("REPLACE"):
             return None
-        return TableDdl(kind, start, (_split_name(match.group(0), default_schema),),
-                        rest[match.end():])
+        if read.word("TEMPORARY") or not read.word("TABLE"):
+            return None
+        if read.word("IF"):
+            read.word("NOT")
+            read.word("EXISTS")
+        name = read.name()
+        if name is None:
+            return None
+        read.symbol("(")
+        like = read.name() if read.word("LIKE") else None
+        return TableDdl("CREATE", statement, (name,),
+                        others=((like,) if like else ()) + read.references())
+    if read.word("ALTER"):
+        read.word("ONLINE")
+        read.word("IGNORE")
+        if not read.word("TABLE"):
+            return None
+        if read.word("IF"):
+            read.word("EXISTS")
+        name = read.name()
+        return TableDdl("ALTER", statement, (name,), others=read.references()) if name else None
+    if read.word("DROP"):
+        if read.word("TEMPORARY") or not read.word("TABLE"):
+            return None
+        if read.word("IF"):
+            read.word("EXISTS")
+        names = []
+        while (name := read.name()) is not None:
+            names.append(name)
+            if not read.symbol(","):
+                break
+        return TableDdl("DROP", statement, tuple(names)) if names else None
+    if read.word("TRUNCATE"):
+        read.word("TABLE")
+        name = read.name()
+        return TableDdl("TRUNCATE", statement, (name,)) if name else None
+    if read.word("RENAME"):
+        if not read.word("TABLE", "TABLES"):
+            return None
+        renames = []
+        while (old := read.name()) is not None and read.word("TO") and \
+                (new := read.name()) is not None:
+            renames.append((old, new))
+            if not read.symbol(","):
+                break
+        return TableDdl("RENAME", statement, (), tuple(renames)) if renames else None
     return None
+
+
+def kind_of(statement: str) -> str:
+    """The statement's first keyword (CREATE, DROP, …), comments and markers skipped."""
+    first = next(iter(code(statement)), None)
+    return first.text.upper() if first is not None and first.kind == WORD else ""
+
+
+def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
+    for start, end, new in sorted(spans, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
 
 
 def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str, str, str]]:
     """(datasource, schema, table, statement) to run on the targets, one per target table."""
+    text = ddl.text
     if ddl.kind == "RENAME":
+        head = text[:ddl.renames[0][0].start]
         for old, new in ddl.renames:
+            between = text[old.end:new.start]
             for (source, schema, table), (new_source, new_schema, new_table) in zip(
-                    mapper(*old), mapper(*new), strict=False):
+                    mapper(*old.pair), mapper(*new.pair), strict=False):
                 if source == new_source:
                     yield source, schema, table, (
-                        f"{ddl.head}{quote(schema)}.{quote(table)} TO "
-                        f"{quote(new_schema)}.{quote(new_table)}")
+                        f"{head}{qualified(schema, table)}{between}"
+                        f"{qualified(new_schema, new_table)}")
         return
+    first, last = ddl.names[0], ddl.names[-1]
     for name in ddl.names:
-        for source, schema, table in mapper(*name):
-            yield source, schema, table, f"{ddl.head}{quote(schema)}.{quote(table)}{ddl.tail}"
+        for source, schema, table in mapper(*name.pair):
+            others = [(other.start, other.end, qualified(*target[1:]))
+                      for other in ddl.others
+                      for target in mapper(*other.pair)[:1] if target[0] == source]
+            if len(ddl.names) == 1:
+                yield source, schema, table, _replaced(
+                    text, [(name.start, name.end, qualified(schema, table)), *others])
+            else:  # DROP TABLE a, b: one statement per table
+                yield source, schema, table, (
+                    f"{text[:first.start]}{qualified(schema, table)}{text[last.end:]}")
 
 
-def transform_ddl(change: RowChange, seq: int, mapper: Mapper) -> Iterator[TargetChange]:
-    """A source DDL change as the target DDL changes it maps to (none for other DDL)."""
+def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
+                  defaults: DatabaseDefaults | None = None) -> Iterator[TargetChange]:
+    """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
+    a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
+    source database's default charset and collation, so that columns which inherit them hold
+    the same bytes as on the source."""
     ddl = parse(change.ddl, change.schema)
     if ddl is None:
         return
+    made: set[tuple[str, str]] = set()
     for source, schema, table, statement in target_statements(ddl, mapper):
+        if ddl.kind == "CREATE" and defaults is not None and (source, schema) not in made:
+            made.add((source, schema))
+            charset, collation = defaults(ddl.names[0].schema)
+            if charset:
+                yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None,
+                                   seq=seq, ddl=f"CREATE DATABASE IF NOT EXISTS {quote(schema)} "
+                                   f"CHARACTER SET {charset} COLLATE {collation}")
         yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None, seq=seq,
                            ddl=statement)
+
+
+def creates_database(statement: str) -> bool:
+    tokens = code(statement)
+    return len(tokens) > 1 and tokens[0].is_word("CREATE") and \
+        tokens[1].is_word("DATABASE", "SCHEMA")

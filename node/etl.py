@@ -17,6 +17,7 @@ from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
 from node.groups import fill_holes, only_changed
 from node.joins import Joined, add_joined, clear_part, look_up_joins
+from node.lookup import Lookup
 from node.processors import Filler, fill, run_processor
 from node.shard import Route, routes
 from shared.errors import ConfigError
@@ -43,14 +44,19 @@ class CompiledPair:
             mapped[self.renames.get(name, name)] = value
         return mapped
 
-    def target_name(self, source: NamePattern, target: NamePattern, name: str) -> str:
+    def target_name(self, source: NamePattern, target: NamePattern, name: str,
+                    matched: tuple[str, str] = ("", "")) -> str:
+        """The target's name for the source's ``name``; ``matched`` is the source's
+        (schema, table), which a template is made of."""
+        if target.kind is PatternKind.TEMPLATE:
+            return target.render(*matched)
         if target.kind is PatternKind.MULTI:
             if source.kind is not PatternKind.MULTI:  # a one-name family (sizes checked on load)
                 return target.name_at(target.low)
             index = source.index_of(name)
             assert index is not None, f"{name} does not match {source}"
             return target.name_at(target.low + index - source.low)
-        return target.text
+        return target.literal
 
 
 @dataclass(frozen=True)
@@ -119,14 +125,22 @@ class CompiledPipeline:
         return (pairs[0].pair.key_columns if pairs else ()) or \
             self.table_keys.get((schema, table), ())
 
+    def database_defaults(self, schema: str) -> tuple[str, str]:
+        """A source database's default charset and collation (("", "") without a source)."""
+        if self.source is None:
+            return "", ""
+        with Lookup(self.source) as lookup:
+            return lookup.database_defaults(schema)
+
     def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every target a source table is written to."""
         found = []
         for entry in self.pairs_for(schema, table):
             source, target = entry.pair.source, entry.pair.target
             found.append((target.datasource,
-                          entry.target_name(source.namespace, target.namespace, schema),
-                          entry.target_name(source.table, target.table, table)))
+                          entry.target_name(source.namespace, target.namespace, schema,
+                                            (schema, table)),
+                          entry.target_name(source.table, target.table, table, (schema, table))))
         return found
 
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
@@ -165,22 +179,27 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
     """The change through one pair: key, target names (or shard slot), columns, virtual
     columns."""
     pair = entry.pair
-    keys = (pair.key_columns or change.keys
-            or compiled.table_keys.get((change.schema, change.table), ()))
-    if not keys:
+    source_keys = change.keys or compiled.table_keys.get((change.schema, change.table), ())
+    # a keyless table is written in source order, rows found by their whole before image
+    # (node.render); only the parts of a wide row (joins, merge_part) need a key to meet by
+    keyless = not source_keys and not (pair.joins or pair.merge_part)
+    keys = () if keyless else (pair.key_columns or source_keys)
+    if not keys and not keyless:
         raise ConfigError(f"pipeline {compiled.pipeline_id}: table "
                           f"{change.schema}.{change.table} has no primary key and no unique "
-                          "key over NOT NULL columns; add one on the source or give "
-                          "'key_columns' on its pair")
+                          "key over NOT NULL columns, and its pair joins or merges parts of a "
+                          "wide row by key; give 'key_columns' on its pair")
     where = f"pipeline {compiled.pipeline_id} pair {pair.source}"
     if entry.route is not None:
         addressed = list(entry.route.split(change, where))
     else:
         name = named_by or change  # the target is the pair's, whatever a processor renamed
+        matched = (name.schema, name.table)
         addressed = [((pair.target.datasource,
                        entry.target_name(pair.source.namespace, pair.target.namespace,
-                                         name.schema),
-                       entry.target_name(pair.source.table, pair.target.table, name.table)),
+                                         name.schema, matched),
+                       entry.target_name(pair.source.table, pair.target.table, name.table,
+                                         matched)),
                       change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
     for (datasource, schema, table), one in addressed:
@@ -196,7 +215,7 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
             if after is None:
                 continue  # a joined row is missing and the join drops the change
         before = entry.map_row(one.before, keys) \
-            if compiled.two_way and one.before is not None else None
+            if (compiled.two_way or keyless) and one.before is not None else None
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
                            after, pair.push_weight, seq, before=before)
 
@@ -210,7 +229,8 @@ def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, 
     for seq, change in numbered:
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
-                yield from transform_ddl(change, seq, compiled.target_tables)
+                yield from transform_ddl(change, seq, compiled.target_tables,
+                                         compiled.database_defaults)
         elif freedoor.is_request(change):
             requests.append((seq, change))
         else:

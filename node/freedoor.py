@@ -33,7 +33,8 @@ import pymysql
 from node.changes import ChangeType, RowChange, TargetChange
 from node.lookup import Lookup
 from node.source import connect
-from shared.errors import FreeDoorRequestError, SetlError
+from shared import identifiers
+from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.model import DataSource
 from shared.retl import BUFFER_TABLE, SOURCE_DDL, decode_key, encode_key
 
@@ -75,13 +76,15 @@ def parse(change: RowChange) -> Request:
     row = change.after or {}
     buffer_id = int(row.get("ID") or 0)
     full_name = str(row.get("FULL_NAME") or "")
-    schema, dot, table = full_name.partition(".")
-    if not dot or not schema or not table:
-        raise FreeDoorRequestError(f"FULL_NAME must be schema.table, got {full_name!r}")
+    try:
+        schema, table = map(identifiers.unquote, identifiers.split_qualified(full_name))
+    except ConfigError:
+        raise FreeDoorRequestError(f"FULL_NAME must be schema.table (a name that holds a dot "
+                                   f"in backticks: `my-db`.`t.1`), got {full_name!r}") from None
     kind = str(row.get("TYPE") or "").upper()
     if kind not in ("I", "U", "D"):
         raise FreeDoorRequestError(f"TYPE must be I, U or D, got {row.get('TYPE')!r}")
-    return Request(buffer_id, schema.strip("`"), table.strip("`"), kind,
+    return Request(buffer_id, schema, table, kind,
                    decode_key(str(row.get("PK_DATA") or "")), bool(row.get("central")))
 
 

@@ -16,46 +16,37 @@ skipped, the rest and the position commit together.
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pymysql
 
 from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
+from node.ddl import creates_database, kind_of
+from node.ddl import parse as parse_ddl
 from node.merge import TableWrites, merge
+from node.render import Column, Columns, statements
 from node.twoway import LoopGuard
 from shared.errors import LoadError
+from shared.identifiers import quote
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
 
 log = logging.getLogger("setl.node.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
-# table exists, unknown table, duplicate column/key, can't drop, no such table
-DDL_ALREADY_APPLIED = {1050, 1051, 1060, 1061, 1091, 1146}
+# Errors that prove a replayed DDL's effect is already there, by statement: the table
+# exists, the table is gone, the column or index is there (or gone). Any other error — a
+# missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
+DDL_ALREADY_APPLIED = {"CREATE": {1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
+RENAME_ERRORS = {1050, 1146}  # a replayed RENAME: applied if the target shows it (_renamed)
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def sql_value(value: Any) -> Any:
-    """A binlog value as a PyMySQL parameter."""
-    if isinstance(value, set | frozenset):
-        return ",".join(sorted(value))
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+# The target session writes what the source holds, whatever the target's own sql_mode: a row
+# with AUTO_INCREMENT 0 keeps 0 (a source with NO_AUTO_VALUE_ON_ZERO), an impossible date
+# (ALLOW_INVALID_DATES) and zero dates go in as they are, and a value that does not fit the
+# target's column is an error, never silently cut (strict).
+SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
 
 
 def position_key(position: BinlogPosition) -> tuple[str, int]:
@@ -83,14 +74,17 @@ class Loader:
         self.epoch, self.loop = epoch, loop
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
-        self._unique_keys: dict[tuple[str, str, str], bool] = {}  # other unique keys?
+        self._source_order: dict[tuple[str, str, str], bool] = {}  # not merged by key?
+        self._columns: dict[tuple[str, str, str], Columns] = {}  # of target tables
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
         if conn is None or not conn.open:
-            # TIMESTAMP values come from the binlog in UTC
+            # TIMESTAMP values come from the binlog in UTC; every value a source holds is
+            # taken as it is (see SQL_MODE)
             conn = endpoints.connect(self.targets[name], autocommit=False,
-                                     init_command="SET time_zone = '+00:00'")
+                                     init_command=f"SET time_zone = '+00:00', "
+                                                  f"sql_mode = '{SQL_MODE}'")
             with conn.cursor() as cursor:
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
@@ -107,23 +101,30 @@ class Loader:
         self._connections.clear()
 
     def _ordered_tables(self, changes: list[TargetChange]) -> set[tuple[str, str, str]]:
-        """The tables of the batch with a unique key besides the one rows are keyed by: their
-        changes are written in source order (see :mod:`node.merge`)."""
+        """The tables of the batch whose changes are written in source order instead of
+        merged by key (see :mod:`node.merge`): on the target, a unique key besides the one
+        rows are keyed by, or a foreign key to or from the table."""
         wanted = {(c.datasource, c.schema, c.table): c.keys for c in changes}
         for name, keys in wanted.items():
-            if name not in self._unique_keys and name[0] in self.targets:
-                self._unique_keys[name] = self._other_unique_keys(name, keys)
-        return {name for name in wanted if self._unique_keys.get(name)}
+            if name not in self._source_order and name[0] in self.targets:
+                self._source_order[name] = self._needs_source_order(name, keys)
+        return {name for name in wanted if self._source_order.get(name)}
 
-    def _other_unique_keys(self, name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
+    def _needs_source_order(self, name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
         conn = self._connection(name[0])
         with conn.cursor() as cursor:
             cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
                            "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
                            "TABLE_NAME = %s AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", name[1:])
             indexes = cursor.fetchall()
+            cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
+                           "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
+                           "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
+                           "REFERENCED_TABLE_NAME = %s))", name[1:] * 2)
+            foreign_keys = int(cursor.fetchone()[0])
         conn.commit()
-        return any(set(columns.split(",")) != set(keys) for _, columns in indexes)
+        return bool(foreign_keys) or any(set(columns.split(",")) != set(keys)
+                                         for _, columns in indexes)
 
     def applied_position(self, name: str) -> BinlogPosition | None:
         conn = self._connection(name)
@@ -170,7 +171,7 @@ class Loader:
         by_target: dict[str, list[TargetChange]] = {}
         for change in ddl:
             by_target.setdefault(change.datasource, []).append(change)
-        self._unique_keys.clear()  # tables change shape
+        self._source_order.clear()  # tables change shape
         return sum(self._load_target(name, batch, statements)
                    for name, statements in by_target.items())
 
@@ -262,14 +263,19 @@ class Loader:
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
         """Run one DDL; a replay after a crash between the DDL and its position finds it
         done (the table exists, the column is there …): logged and taken as applied."""
+        self._columns.clear()  # tables change shape
+        kind = kind_of(change.ddl)
         try:
-            if change.ddl.lstrip().upper().startswith("CREATE"):
-                cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
-            cursor.execute(f"USE {quote(change.schema)}")
+            if not creates_database(change.ddl):
+                if kind == "CREATE":
+                    cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
+                cursor.execute(f"USE {quote(change.schema)}")
             cursor.execute(change.ddl)
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0
-            if code not in DDL_ALREADY_APPLIED:
+            done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (
+                kind == "RENAME" and code in RENAME_ERRORS and _renamed(cursor, change))
+            if not done:
                 raise
             log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "
                         "ddl=%r error=%r", self.pipeline_id, batch.process_id,
@@ -280,14 +286,39 @@ class Loader:
                  change.table, change.ddl)
         return 1
 
+    def _target_columns(self, cursor: Any, writes: TableWrites) -> Columns:
+        """The target table's columns as rendering needs them: generated ones (VIRTUAL,
+        PERSISTENT/STORED) are computed by the target, which refuses a value, so they are
+        never written; charsets make keyless matches exact. Read once per table (again after
+        a DDL); the target's schema decides, so a plain target column fed by a generated
+        source column is written."""
+        name = (writes.datasource, writes.schema, writes.table)
+        found = self._columns.get(name)
+        if found is None:
+            cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
+                           "COALESCE(GENERATION_EXPRESSION, '') <> '' FROM "
+                           "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+                           "TABLE_NAME = %s", name[1:])
+            found = self._columns[name] = {
+                row[0]: Column(row[1], row[2], bool(row[3])) for row in cursor.fetchall()}
+        return found
+
     def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
                      one_by_one: bool) -> int:
         written = 0
         size = 1 if one_by_one else self.params.load_batch_size
-        for sql, args, many, what in _statements(writes, size):
+        columns = self._target_columns(cursor, writes)
+        for sql, args, many, what, matches_one in statements(writes, size, columns):
             try:
-                (cursor.executemany if many else cursor.execute)(sql, args)
+                count = (cursor.executemany if many else cursor.execute)(sql, args)
                 written += len(args) if many else len(what)
+                if matches_one and count != 1:
+                    raise LoadError(
+                        f"stage load, pipeline {self.pipeline_id}, processId "
+                        f"{batch.process_id}, position {batch.end}, target {writes.datasource}, "
+                        f"table {writes.schema}.{writes.table}: the target has no row equal to "
+                        f"the source's before image {what[0]!r}, so the tables differ; make "
+                        "the target equal to the source (copy the table again), then resume")
             except pymysql.MySQLError as exc:
                 code = exc.args[0] if exc.args else 0
                 if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
@@ -299,50 +330,13 @@ class Loader:
         return written
 
 
-def _statements(writes: TableWrites, size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    """(sql, args, executemany?, keys or rows it writes) for one table's writes: merged
-    deletes then upserts, or the ordered steps with consecutive ones of a kind together."""
-    yield from _deletes(writes, writes.deletes, size)
-    yield from _upserts(writes, writes.upserts, size)
-    for upsert, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
-        items = [item for _, item in group]
-        yield from (_upserts if upsert else _deletes)(writes, items, size)
-
-
-def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]],
-             size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    table = f"{quote(writes.schema)}.{quote(writes.table)}"
-    one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
-    columns = ", ".join(map(quote, writes.keys))
-    for chunk in _chunks(keys, size):
-        sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
-        yield sql, [sql_value(v) for key in chunk for v in key], False, chunk
-
-
-def _upserts(writes: TableWrites, rows: list[dict[str, Any]],
-             size: int) -> Iterator[tuple[str, Any, bool, list[Any]]]:
-    table = f"{quote(writes.schema)}.{quote(writes.table)}"
-    for columns, run in _runs(rows):
-        update = [c for c in columns if c not in writes.keys] or [columns[0]]
-        sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
-               f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
-               + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
-        for chunk in _chunks(run, size):
-            keys = [tuple(row[k] for k in writes.keys) for row in chunk]
-            yield sql, [[sql_value(row[c]) for c in columns] for row in chunk], True, keys
-
-
-def _runs(rows: list[dict[str, Any]]) -> Iterator[tuple[tuple[str, ...], list[dict[str, Any]]]]:
-    """Consecutive rows with the same columns (the column set changes after an ALTER)."""
-    current: tuple[str, ...] | None = None
-    run: list[dict[str, Any]] = []
-    for row in rows:
-        columns = tuple(row)
-        if columns != current and run:
-            yield current, run  # type: ignore[misc]
-            run = []
-        current = columns
-        run.append(row)
-    if run:
-        yield current, run  # type: ignore[misc]
-
+def _renamed(cursor: Any, change: TargetChange) -> bool:
+    """Whether the target already shows a RENAME: the old table gone, the new one there."""
+    parsed = parse_ddl(change.ddl, change.schema)
+    if parsed is None or not parsed.renames:
+        return False
+    old, new = parsed.renames[0]
+    cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                   "(TABLE_SCHEMA = %s AND TABLE_NAME = %s) OR (TABLE_SCHEMA = %s AND "
+                   "TABLE_NAME = %s)", (*old.pair, *new.pair))
+    return {tuple(row) for row in cursor.fetchall()} == {new.pair}

@@ -17,14 +17,11 @@ import pymysql.cursors
 
 from node.changes import Row
 from node.source import connect
+from shared.identifiers import quote
 from shared.model import DataSource
 from shared.tablekeys import row_keys
 
 CHUNK = 500
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class Lookup:
@@ -74,6 +71,15 @@ class Lookup:
                 found = row_keys(cursor, (schema, table)).get((schema, table))
             self._keys[(schema, table)] = found
         return found
+
+    def database_defaults(self, schema: str) -> tuple[str, str]:
+        """The database's default charset and collation (("", "") when it is gone)."""
+        with self._cursor() as cursor:
+            cursor.execute("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                           "information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (schema,))
+            row = cursor.fetchone()
+        return (row["DEFAULT_CHARACTER_SET_NAME"], row["DEFAULT_COLLATION_NAME"]) if row \
+            else ("", "")
 
     def close(self) -> None:
         if self._conn is not None:

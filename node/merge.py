@@ -13,11 +13,23 @@ Upserts keep the order of each key's last change, and a table's deletes run befo
 upserts, so a unique value freed by a delete is free when a later insert takes it.
 Tables are written in ascending ``push_weight``, then in order of first appearance.
 
-A table with a unique key besides its primary key is not merged: two rows can pass a unique
-value between them inside one batch (row 1 gives up code 16, row 3 takes it), and writing the
-net rows in any other order than the source's lets an upsert land on the wrong row. Such a
-table is written as ``steps``, every change in source order (deletes and upserts of
-consecutive changes still go out as multi-row statements), which the source has proven valid.
+Some tables are not merged but written in source order (``ordered``), which the source has
+proven valid:
+
+- a table with a unique key besides its primary key: two rows can pass a unique value between
+  them inside one batch (row 1 gives up code 16, row 3 takes it), and writing the net rows in
+  any other order lets an upsert land on the wrong row;
+- tables linked by foreign keys: a transaction may insert a parent and then its child, or
+  delete a child and then its parent; and a cascade is not in the binlog (the source's engine
+  did it), so only the target's own foreign keys redo it, and only if the statements that
+  fire it come in source order — merging "insert P, insert C, delete P" into "insert C" would
+  fail, or with checks off leave C behind. A key change is an UPDATE (``MOVE``), so an
+  ``ON UPDATE CASCADE`` fires on the target as on the source;
+- a keyless table (no key): nothing to merge by (see :mod:`node.render`).
+
+Their changes are ``steps`` (or a keyless table's ``changes``) in runs: the changes of all
+ordered tables interleave in source order, a new run whenever the table changes, and
+consecutive deletes or upserts of one run still go out as multi-row statements.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from typing import Any
 from node.changes import ChangeType, Row, TargetChange
 
 _DELETED = None
+UPSERT, DELETE, MOVE = "upsert", "delete", "move"  # step kinds: row, key, (old key, row)
 
 
 @dataclass
@@ -41,11 +54,12 @@ class TableWrites:
     first_seq: int
     deletes: list[tuple[Any, ...]] = field(default_factory=list)
     upserts: list[Row] = field(default_factory=list)
-    steps: list[tuple[bool, Any]] = field(default_factory=list)  # (upsert?, row or key)
+    steps: list[tuple[str, Any]] = field(default_factory=list)  # (step kind, its item)
+    changes: list[TargetChange] = field(default_factory=list)  # a keyless table's, in order
 
     @property
     def rows(self) -> int:
-        return len(self.deletes) + len(self.upserts) + len(self.steps)
+        return len(self.deletes) + len(self.upserts) + len(self.steps) + len(self.changes)
 
 
 @dataclass
@@ -57,26 +71,30 @@ class _KeyState:
 
 def merge(changes: Iterable[TargetChange],
           ordered: Collection[tuple[str, str, str]] = ()) -> list[TableWrites]:
-    """The batch's writes per table; tables named in ``ordered`` (datasource, schema, table)
-    keep every change in source order instead of being merged per key."""
+    """The batch's writes: one per merged table, and runs of the tables named in ``ordered``
+    (datasource, schema, table) and of keyless tables, which keep source order."""
     tables: dict[tuple[str, str, str], TableWrites] = {}
     states: dict[tuple[str, str, str], dict[tuple[Any, ...], _KeyState]] = {}
+    runs: list[TableWrites] = []
     for change in sorted(changes, key=lambda c: c.seq):
         name = (change.datasource, change.schema, change.table)
+        if name in ordered or not change.keys:
+            if not runs or (runs[-1].datasource, runs[-1].schema, runs[-1].table) != name:
+                runs.append(TableWrites(*name, change.keys, change.push_weight, change.seq))
+            if change.keys:
+                runs[-1].steps.extend(_steps(change))
+            else:
+                runs[-1].changes.append(change)
+            continue
         if name not in tables:
             tables[name] = TableWrites(*name, change.keys, change.push_weight, change.seq)
             states[name] = {}
-        if name in ordered:
-            tables[name].steps.extend(_steps(change))
-        else:
-            _apply(states[name], change)
+        _apply(states[name], change)
     for name, writes in tables.items():
-        if name in ordered:
-            continue
         finals = sorted(states[name].items(), key=lambda item: item[1].seq)
         writes.deletes = [key for key, state in finals if state.row is _DELETED and not state.born]
         writes.upserts = [state.row for _, state in finals if state.row is not _DELETED]
-    return sorted((w for w in tables.values() if w.rows),
+    return sorted((w for w in [*tables.values(), *runs] if w.rows),
                   key=lambda w: (w.push_weight, w.first_seq))
 
 
@@ -107,13 +125,15 @@ def _apply(state: dict[tuple[Any, ...], _KeyState], change: TargetChange) -> Non
         put(change.before_key, _DELETED, False)
 
 
-def _steps(change: TargetChange) -> Iterator[tuple[bool, Any]]:
-    """One change as ordered steps: (False, key) deletes, (True, row) upserts."""
+def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:
+    """One change as an ordered step: a delete, an upsert, or the move of a row to a new
+    key."""
     if change.type is ChangeType.DELETE:
-        yield False, change.before_key
+        yield DELETE, change.before_key
         return
     assert change.after is not None
     new_key = tuple(change.after[k] for k in change.keys)
     if change.type is ChangeType.UPDATE and change.before_key != new_key:
-        yield False, change.before_key
-    yield True, change.after
+        yield MOVE, (change.before_key, change.after)
+        return
+    yield UPSERT, change.after

@@ -88,7 +88,7 @@ def routes(pairs: tuple[MediaPair, ...]) -> dict[int, tuple[Route, bool]]:
     for index, pair in enumerate(pairs):
         if pair.shard is not None:
             source = pair.source
-            groups.setdefault((source.datasource, source.namespace.text, source.table.text),
+            groups.setdefault((source.datasource, source.namespace.literal, source.table.literal),
                               []).append(index)
     found = {}
     for indexes in groups.values():

@@ -26,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from node.changes import Row, TargetChange
+from shared.identifiers import qualified, quote
 
 log = logging.getLogger("setl.node.twoway")
 Key = tuple[Any, ...]
@@ -98,9 +99,9 @@ def first_images(changes: Iterable[TargetChange]
 def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
                  wanted: list[Key]) -> dict[Key, Row]:
     """The target's rows for the keys, locked until the load transaction ends."""
-    quoted = ", ".join(f"`{k}`" for k in keys)
+    quoted = ", ".join(map(quote, keys))
     one = "(" + ", ".join(["%s"] * len(keys)) + ")"
-    cursor.execute(f"SELECT * FROM `{schema}`.`{table}` WHERE ({quoted}) IN "
+    cursor.execute(f"SELECT * FROM {qualified(schema, table)} WHERE ({quoted}) IN "
                    f"({', '.join([one] * len(wanted))}) FOR UPDATE",
                    [value for key in wanted for value in key])
     names = [column[0] for column in cursor.description]

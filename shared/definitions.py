@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from shared import yamlreader
+from shared import identifiers, yamlreader
 from shared.errors import ConfigError
 from shared.model import (
     BinlogPosition,
@@ -249,12 +249,17 @@ class _Loader:
             text = item.string()
             if text is MISSING:
                 return None
-            if text.count(".") != 1 or text.startswith("re:"):
+            try:
+                parts = identifiers.split_qualified(text)
+            except ConfigError as exc:
+                item.fail(exc.issues[0].message)
+                return None
+            if any(part.startswith("re:") for part in parts):
                 item.fail(f"expected schema.table, got \"{text}\" (for a regular expression "
                           "write {namespace: ..., table: 're:...'})")
                 return None
             datasource = default_source
-            namespace, table = (self._pattern(item, part) for part in text.split("."))
+            namespace, table = (self._pattern(item, part) for part in parts)
         if MISSING in (datasource, namespace, table):
             return None
         return DataMedia(datasource, namespace, table)
@@ -294,7 +299,8 @@ class _Loader:
         or both shard (their targets are then the slots of one route)."""
         seen: dict[tuple[str, str, str], tuple[Field, MediaPair]] = {}
         for item, pair in pairs:
-            key = (pair.source.datasource, pair.source.namespace.text, pair.source.table.text)
+            key = (pair.source.datasource, pair.source.namespace.literal,
+                   pair.source.table.literal)
             both = (pair, seen[key][1]) if key in seen else ()
             if both and not all(p.fan_out for p in both) and \
                     not all(p.shard is not None for p in both):
@@ -308,9 +314,13 @@ def _pair_problem(pair: MediaPair) -> str | None:
     """What makes a pair impossible to run, or None."""
     source, target = pair.source, pair.target
     if PatternKind.WILDCARD in (target.namespace.kind, target.table.kind):
-        return "a target name cannot be a regular expression; name the table or a numbered family"
-    if (source.datasource, source.namespace.text, source.table.text) == \
-            (target.datasource, target.namespace.text, target.table.text):
+        return ("a target name cannot be a regular expression; name the table, a numbered "
+                "family or a template of the source's names such as {schema} and ods_{table}")
+    if PatternKind.TEMPLATE in (source.namespace.kind, source.table.kind):
+        return ("a source name cannot be a template: {schema} and {table} stand for the "
+                "source's names in target names")
+    if (source.datasource, source.namespace.literal, source.table.literal) == \
+            (target.datasource, target.namespace.literal, target.table.literal):
         return f"the pair would copy {source} onto itself"
     if pair.shard is None:
         for part in ("namespace", "table"):

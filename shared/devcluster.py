@@ -18,6 +18,7 @@ import grpc
 import pymysql
 import yaml
 
+from shared.identifiers import qualified
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 from shared.sandbox import Sandbox, dying_with_parent, free_port
 
@@ -89,8 +90,10 @@ class Daemon:
 
 class Cluster:
     def __init__(self, sandbox: Sandbox, workdir: Path, name: str,
-                 log_level: str = "info", spark_master: str = "local[2]") -> None:
+                 log_level: str = "info", spark_master: str = "local[2]",
+                 env: dict[str, str] | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
+        self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
@@ -114,14 +117,16 @@ class Cluster:
     def start_manager(self) -> str:
         self.manager_address = f"127.0.0.1:{free_port()}"
         daemon = Daemon([str(BIN / "setl-manager"), "--config", str(self._config("manager")),
-                         "--listen", self.manager_address], self.workdir / "manager.log")
+                         "--listen", self.manager_address], self.workdir / "manager.log",
+                        self.env)
         self.daemons.append(daemon)
         wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), 30, "manager")
         return self.manager_address
 
     def start_node(self, node_id: int = 1) -> Daemon:
         daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
-                         str(self._config("node"))], self.workdir / f"node-{node_id}.log")
+                         str(self._config("node"))], self.workdir / f"node-{node_id}.log",
+                        self.env)
         self.daemons.append(daemon)
         self.nodes[node_id] = daemon
         wait_for(lambda: any(n.id == node_id for n in self.call(
@@ -200,7 +205,7 @@ class Database:
             return list(cursor.fetchall())
 
     def table(self, schema: str, table: str) -> list[tuple[Any, ...]]:
-        return self.rows(f"SELECT * FROM `{schema}`.`{table}` ORDER BY 1")
+        return self.rows(f"SELECT * FROM {qualified(schema, table)} ORDER BY 1")
 
     def close(self) -> None:
         self.conn.close()

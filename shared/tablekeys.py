@@ -2,9 +2,11 @@
 
 A row is keyed by its primary key; a table without one by its first unique key whose
 columns are all NOT NULL (a unique key over nullable columns admits several NULL rows, so it
-does not identify one), or by the pair's ``key_columns``. A table with none of them cannot be
-replicated by key: updates and deletes would have nothing to find the target row by.
-Both the manager (at ``setl apply``) and the node (when a pipeline starts) ask this.
+does not identify one). A table with none of them is keyless: it replicates in source order,
+each row found by its whole before image (``node.render``), so it needs no configuration —
+unless its pair joins or merges parts of a wide row, which meet by key: such a pair needs
+``key_columns``. Both the manager (at ``setl apply``) and the node (when a pipeline starts)
+ask this.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def _tuples(rows: Any) -> list[tuple[Any, ...]]:
 def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None]
                   ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
     """For the tables the pipeline's pairs match: the unique keys to use where a table has
-    no primary key, and a problem line for each table nothing keys."""
+    no primary key, and a problem line for each keyless table whose pair needs a key (it
+    joins or merges parts of a wide row) and has no 'key_columns'."""
     unique: dict[tuple[str, str], tuple[str, ...]] = {}
     problems = []
     for (schema, table), columns in sorted(keys.items()):
@@ -73,11 +76,12 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
             if pair.key_columns:
                 break
             if columns is None:
-                problems.append(
-                    f"pipeline {pipeline.name}: table {schema}.{table} (pair {pair.source}) has "
-                    "no primary key and no unique key over NOT NULL columns; add one on the "
-                    "source or name the columns that identify a row with 'key_columns:' on "
-                    "the pair")
+                if pair.joins or pair.merge_part:
+                    problems.append(
+                        f"pipeline {pipeline.name}: table {schema}.{table} (pair "
+                        f"{pair.source}) has no primary key and no unique key over NOT NULL "
+                        "columns, and its pair joins or merges parts of a wide row by key; "
+                        "name the columns that identify a row with 'key_columns:' on the pair")
             else:
                 unique[(schema, table)] = columns
             break
@@ -91,8 +95,8 @@ def read_keys(source: DataSource) -> dict[tuple[str, str], tuple[str, ...] | Non
 
 
 def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]) -> list[str]:
-    """Problems of the tables the channels would replicate without a key. A source that
-    cannot be reached is skipped here (logged); the node checks again when it starts."""
+    """Problems of keyless tables whose pairs need a key (see :func:`pipeline_keys`). A
+    source that cannot be reached is skipped here (logged); the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
     problems: list[str] = []
     keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}

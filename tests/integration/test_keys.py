@@ -1,39 +1,46 @@
-"""Tables without a primary key: refused at apply time unless a unique key over NOT NULL
-columns or the pair's ``key_columns`` identifies a row; with one, they replicate."""
+"""Tables without a primary key: keyed by a unique key over NOT NULL columns when they have
+one; else keyless, replicated with no configuration in source order, each row found by its
+whole before image, so duplicate rows and NULLs survive (``key_columns`` change nothing)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
-from shared.rpc import manager_pb2
 
 LOGS = "CREATE TABLE `{schema}`.logs (at INT, message VARCHAR(50))"
 CODES = ("CREATE TABLE `{schema}`.codes (code VARCHAR(10) NOT NULL, label VARCHAR(20), "
          "alias INT NULL, UNIQUE KEY (alias), UNIQUE KEY by_code (code))")
 
 
-def test_a_table_nothing_keys_is_refused_at_apply_and_key_columns_make_it_replicate(
+def same_rows(source: Database, target: Database, schema: str, table: str) -> bool:
+    return Counter(source.table(schema, table)) == Counter(target.table(schema, table))
+
+
+def test_a_keyless_table_replicates_with_duplicates_and_nulls_without_configuration(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, LOGS)
-    errors = cluster.apply_errors([one_way("keyless", schema, ["logs"])])
-    assert len(errors) == 1, errors
-    assert f"channel keyless pipeline forward: table {schema}.logs" in errors[0]
-    assert "no primary key" in errors[0] and "key_columns" in errors[0]
-    stored = cluster.call("ListChannels", manager_pb2.ListChannelsRequest()).channels
-    assert "keyless" not in [channel.name for channel in stored]
-
-    channel = one_way("keyed-by-config", schema, ["logs"])
-    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["at"]
-    cluster.apply([channel])
-    cluster.set_status("keyed-by-config", "START")
-    cluster.wait_running("keyed-by-config")
-    t = f"`{schema}`.logs"
-    source.script(f"INSERT INTO {t} VALUES (1, 'one'), (2, 'two'), (3, 'three')",
-                  f"UPDATE {t} SET message = 'TWO' WHERE at = 2",
-                  f"UPDATE {t} SET at = 30 WHERE at = 3",
-                  f"DELETE FROM {t} WHERE at = 1")
-    wait_equal(source, target, schema, ["logs"])
-    assert target.table(schema, "logs") == [(2, "TWO"), (30, "three")]
-    cluster.set_status("keyed-by-config", "STOP")
+    keyed = one_way("keyed-by-config", schema, ["logs"])
+    keyed["pipelines"][0]["pairs"][0]["key_columns"] = ["at"]  # repeated and NULL: no harm
+    for channel in (one_way("keyless", schema, ["logs"]), keyed):
+        name = channel["name"]
+        target.execute(f"DELETE FROM `{schema}`.logs")
+        source.execute(f"DELETE FROM `{schema}`.logs")
+        cluster.apply([channel])
+        cluster.set_status(name, "START")
+        cluster.wait_running(name)
+        t = f"`{schema}`.logs"
+        source.script(f"INSERT INTO {t} VALUES (1, 'one'), (1, 'one'), (1, 'one'), "
+                      "(NULL, NULL), (NULL, NULL), (2, 'two')",
+                      f"UPDATE {t} SET message = 'ONE' WHERE at = 1 LIMIT 1",
+                      f"UPDATE {t} SET at = 3 WHERE at IS NULL LIMIT 1",
+                      f"DELETE FROM {t} WHERE at = 1 AND message = BINARY 'one' LIMIT 1",
+                      f"UPDATE {t} SET message = 'TWO' WHERE at = 2")
+        wait_for(lambda: same_rows(source, target, schema, "logs"), 60, f"{name}: same rows")
+        assert Counter(target.table(schema, "logs")) == Counter(
+            {(1, "one"): 1, (1, "ONE"): 1, (None, None): 1, (3, None): 1, (2, "TWO"): 1})
+        cluster.set_status(name, "STOP")
+        wait_for(lambda n=name: cluster.pipeline_state(n).state == "not running", 15, "stop")
 
 
 def test_a_table_with_a_not_null_unique_key_replicates_by_it(
@@ -53,16 +60,19 @@ def test_a_table_with_a_not_null_unique_key_replicates_by_it(
     cluster.set_status("unique-key", "STOP")
 
 
-def test_a_keyless_table_created_after_apply_stops_the_pipeline_at_start(
+def test_a_keyless_table_created_after_the_start_replicates_from_its_first_row(
         cluster: Cluster, source: Database, target: Database) -> None:
-    schema = make_schema(source, target, CODES)
+    schema = make_schema(source, target, LOGS)
     channel = one_way("late-keyless", schema, [])
-    channel["pipelines"][0]["pairs"] = [{"source": {"namespace": schema, "table": "re:.*"},
-                                         "target": f"{schema}.codes"}]
+    channel["pipelines"][0]["pairs"] = [{"source": {"namespace": schema, "table": "re:logs_.*"},
+                                         "target": f"{schema}.logs"}]
     cluster.apply([channel])
-    source.execute(LOGS.format(schema=schema))  # matched by the pair, keyed by nothing
     cluster.set_status("late-keyless", "START")
-    wait_for(lambda: cluster.channel_status("late-keyless") == "PAUSE", 60, "the pause")
-    error = cluster.pipeline_state("late-keyless").last_error
-    assert f"table {schema}.logs" in error and "key_columns" in error, error
+    cluster.wait_running("late-keyless")
+    source.script(LOGS.format(schema=schema).replace(".logs", ".logs_1"),  # keyed by nothing
+                  f"INSERT INTO `{schema}`.logs_1 VALUES (1, 'a'), (1, 'a'), (NULL, 'b')",
+                  f"DELETE FROM `{schema}`.logs_1 WHERE at = 1 LIMIT 1")
+    wait_for(lambda: Counter(target.table(schema, "logs")) == Counter(
+        source.table(schema, "logs_1")), 60, "the new table's rows on the target")
+    assert cluster.channel_status("late-keyless") == "START"
     cluster.set_status("late-keyless", "STOP")

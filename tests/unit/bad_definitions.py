@@ -184,7 +184,8 @@ BAD = [
     pytest.param(
         pairs("- {source: {namespace: s, table: 'orders_[a-b]'}, target: s2.orders}\n"),
         f"f.yaml:11: {P}.pairs[0].source.table: invalid numbered pattern 'orders_[a-b]': write "
-        "it as prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding",
+        "it as prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding; "
+        "a name that holds [ or ] goes in backticks, e.g. `t[1]`",
         id="multi-letters"),
     pytest.param(
         pairs("- {source: {namespace: s, table: 're:(ab'}, target: s2.t}\n"),
@@ -194,9 +195,21 @@ BAD = [
     pytest.param(
         pairs("- {source: {namespace: s, table: 're:t_\\d+'}, target: s2.t_x}\n"
               "- {source: s.u, target: {namespace: s2, table: 're:u_\\d+'}}\n"),
-        f"f.yaml:12: {P}.pairs[1]: a target name cannot be a regular expression; name the table "
-        "or a numbered family",
+        f"f.yaml:12: {P}.pairs[1]: a target name cannot be a regular expression; name the table, "
+        "a numbered family or a template of the source's names such as {schema} and ods_{table}",
         id="regex-target"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 'x_{table}'}, target: s2.t}\n"),
+        f"f.yaml:11: {P}.pairs[0]: a source name cannot be a template: {{schema}} and {{table}} "
+        "stand for the source's names in target names",
+        id="template-source"),
+    pytest.param(
+        pairs("- {source: {namespace: s, table: 're:.*'}, target: {namespace: s2, "
+              "table: 'x_{name}'}}\n"),
+        f"f.yaml:11: {P}.pairs[0].target.table: invalid template 'x_{{name}}': {{schema}} and "
+        "{table} stand for the source's names, e.g. ods_{table}; a name that holds { or } goes "
+        "in backticks",
+        id="template-unknown-field"),
     pytest.param(
         pairs("- {source: 're:s.t'}\n"),
         [f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"re:s.t\" (for a regular "
@@ -205,8 +218,9 @@ BAD = [
         id="regex-in-short-form-and-no-target"),
     pytest.param(
         pairs("- {source: orders, target: s2.orders}\n"),
-        f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"orders\" (for a regular "
-        "expression write {namespace: ..., table: 're:...'})",
+        f"f.yaml:11: {P}.pairs[0].source: expected schema.table, got \"orders\"; a name that "
+        "holds a dot goes in backticks, e.g. `my-db`.`t.1` (for a regular expression write "
+        "{namespace: ..., table: 're:...'})",
         id="media-without-schema"),
     pytest.param(
         pairs("- {source: 's.orders_[0-3]', target: 's2.orders_[0-7]'}\n"),

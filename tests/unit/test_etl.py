@@ -249,13 +249,22 @@ def test_composite_key_order_is_kept() -> None:
     assert (change.keys, change.before_key) == (("b", "a"), (2, 1))
 
 
-def test_table_without_primary_key_needs_key_columns() -> None:
-    c = compiled("{source: s.t, target: s2.t}")
+def test_a_keyless_table_keeps_its_whole_before_image_and_no_key() -> None:
+    c = compiled("{source: s.t, target: s2.t, columns: {exclude: [w]}}")
+    row = {"v": 1, "w": None}
+    change = one(c, RowChange("s", "t", ChangeType.UPDATE, (), row, {**row, "v": 2}))
+    assert (change.keys, change.before_key, change.before, change.after) == (
+        (), (), {"v": 1}, {"v": 2})
+
+
+def test_a_keyless_table_whose_pair_merges_wide_row_parts_needs_key_columns() -> None:
+    c = compiled("{source: s.t, target: s2.t, merge_part: true}")
     with pytest.raises(ConfigError) as caught:
         list(transform(c, 1, insert("s", "t", {"v": 1}, keys=())))
     assert str(caught.value) == (f"pipeline {PIPELINE_ID}: table s.t has no primary key and "
-                                 "no unique key over NOT NULL columns; add one on the source or "
-                                 "give 'key_columns' on its pair")
+                                 "no unique key over NOT NULL columns, and its pair joins or "
+                                 "merges parts of a wide row by key; give 'key_columns' on its "
+                                 "pair")
 
 
 def test_a_unique_key_read_at_start_keys_a_table_without_primary_key() -> None:
@@ -275,10 +284,11 @@ def test_key_columns_override_the_primary_key() -> None:
     assert change.after == {"c": "X", "name": "a", "v": 4}  # id is no key here: excluded
 
 
-def test_key_columns_serve_a_table_without_primary_key() -> None:
+def test_key_columns_of_a_table_without_primary_key_never_replace_its_whole_row() -> None:
+    # they may repeat or hold NULLs: the row is found by its whole before image all the same
     c = compiled("{source: s.t, target: s2.t, key_columns: [code]}")
     change = one(c, RowChange("s", "t", ChangeType.DELETE, (), {"code": "X", "v": 1}, None))
-    assert (change.keys, change.before_key) == (("code",), ("X",))
+    assert (change.keys, change.before) == ((), {"code": "X", "v": 1})
 
 
 # --- extract_transform --------------------------------------------------------------------
@@ -323,6 +333,16 @@ def test_pickle_round_trip_rebuilds_the_cache() -> None:
     assert list(transform(copy, 1, change)) == list(transform(c, 1, change))
     assert one(copy, change).table == "copy_01"
     assert one(copy, insert("s", "t", {"id": 1, "secret": "x"})).after == {"id": 1}
+
+
+def test_templates_copy_a_family_of_databases_under_the_same_or_derived_names() -> None:
+    c = compiled("{source: {namespace: 're:shop_\\d+', table: 're:.*'}, "
+                 "target: {namespace: '{schema}', table: '{table}'}}",
+                 "{source: {namespace: crm, table: 're:.*'}, "
+                 "target: {namespace: ods, table: 'crm_{table}'}}")
+    change = one(c, insert("shop_7", "new-table", {"id": 1}))
+    assert (change.schema, change.table) == ("shop_7", "new-table")
+    assert c.target_tables("crm", "leads") == [("dst", "ods", "crm_leads")]
 
 
 def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_they_were() -> None:

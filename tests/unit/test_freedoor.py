@@ -51,13 +51,19 @@ def test_a_request_names_table_type_and_key() -> None:
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"FULL_NAME": "orders"}, "FULL_NAME must be schema.table, got 'orders'"),
+    ({"FULL_NAME": "orders"}, r"FULL_NAME must be schema\.table .*, got 'orders'"),
+    ({"FULL_NAME": "a.b.c"}, r"FULL_NAME must be schema\.table .*, got 'a\.b\.c'"),
     ({"TYPE": "X"}, "TYPE must be I, U or D, got 'X'"),
     ({"PK_DATA": "{}"}, "must be a non-empty JSON array"),
 ])
 def test_bad_requests_say_what_is_wrong(values: dict, message: str) -> None:
     with pytest.raises(FreeDoorRequestError, match=message):
         parse(buffer_row(**values))
+
+
+def test_a_request_names_any_table_with_backticks() -> None:
+    request = parse(buffer_row(FULL_NAME="`my-db`.`t.1`"))
+    assert (request.schema, request.table) == ("my-db", "t.1")
 
 
 def test_only_buffer_inserts_are_requests() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
 import pytest
 
 from node.changes import ChangeType, Row, TargetChange
-from node.merge import TableWrites, merge
+from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
 
 
 def ins(seq: int, row: Row, table: str = "t", keys: tuple[str, ...] = ("id",),
@@ -247,12 +248,28 @@ def test_a_table_with_another_unique_key_keeps_every_change_in_source_order() ->
                upd(5, (3,), {"id": 4, "code": 16}), dele(6, (4,))]
     w = only(merge(changes, ordered={("dst", "s", "t")}))
     assert (w.deletes, w.upserts) == ([], [])
-    assert w.steps == [(True, {"id": 3, "code": 9}), (True, {"id": 1, "code": 5}),
-                       (True, {"id": 3, "code": 16}), (True, {"id": 1, "code": 6}),
-                       (False, (3,)), (True, {"id": 4, "code": 16}), (False, (4,))]
-    assert w.rows == 7
+    assert w.steps == [(UPSERT, {"id": 3, "code": 9}), (UPSERT, {"id": 1, "code": 5}),
+                       (UPSERT, {"id": 3, "code": 16}), (UPSERT, {"id": 1, "code": 6}),
+                       (MOVE, ((3,), {"id": 4, "code": 16})), (DELETE, (4,))]
+    assert w.rows == 6
     merged = only(merge(changes))  # without the unique key: the net effect per key
     assert (merged.deletes, merged.upserts, merged.steps) == ([], [{"id": 1, "code": 6}], [])
+
+
+def test_tables_in_source_order_interleave_in_runs_and_a_key_change_is_a_move() -> None:
+    parent, child = ("dst", "s", "parent"), ("dst", "s", "child")
+
+    def on(table: str, change: TargetChange) -> TargetChange:
+        return dataclasses.replace(change, table=table)
+    changes = [on("child", ins(1, {"id": 11, "p": 1})), on("parent", ins(2, {"id": 3})),
+               on("child", ins(3, {"id": 30, "p": 3})), on("parent", upd(4, (1,), {"id": 100})),
+               on("child", dele(5, (30,))), on("parent", dele(6, (3,)))]
+    runs = merge(changes, ordered={parent, child})
+    assert [(w.table, w.first_seq, w.steps) for w in runs] == [
+        ("child", 1, [(UPSERT, {"id": 11, "p": 1})]), ("parent", 2, [(UPSERT, {"id": 3})]),
+        ("child", 3, [(UPSERT, {"id": 30, "p": 3})]),
+        ("parent", 4, [(MOVE, ((1,), {"id": 100}))]), ("child", 5, [(DELETE, (30,))]),
+        ("parent", 6, [(DELETE, (3,))])]
 
 
 # --- randomized: replaying merge() output reproduces the source table -------------------

@@ -28,6 +28,41 @@ def test_kind(text: str, kind: PatternKind) -> None:
     assert pattern.text == text == str(pattern)
 
 
+@pytest.mark.parametrize(("text", "name"), [
+    ("my-db", "my-db"), ("topic-name.sanitization-it", "topic-name.sanitization-it"),
+    ("my table|x@y", "my table|x@y"), ("naïve", "naïve"), ("表", "表"),
+    ("dbz5743中文", "dbz5743中文"), ("back`tick", "back`tick"), ("`back``tick`", "back`tick"),
+    ("`t[1]`", "t[1]"), ("`re:x`", "re:x"), ("`select`", "select"), (" lead", " lead")])
+def test_any_legal_name_is_a_single_and_backticks_quote_it(text: str, name: str) -> None:
+    pattern = parse(text)
+    assert (pattern.kind, pattern.literal, pattern.names()) == (PatternKind.SINGLE, name, [name])
+    assert pattern.matches(name) and pattern.text == text
+    assert parse(text) == pattern  # stored as its text and read back the same
+
+
+def test_a_numbered_family_may_hold_any_other_character() -> None:
+    pattern = parse("order-items.[0-2] x")
+    assert pattern.names() == ["order-items.0 x", "order-items.1 x", "order-items.2 x"]
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("{table}", "orders"), ("ods_{table}", "ods_orders"), ("{schema}", "shop-1"),
+    ("{schema}__{table}", "shop-1__orders"), ("`{table}`", None)])
+def test_a_template_makes_a_target_name_from_the_matched_source_name(text: str,
+                                                                     name: str | None) -> None:
+    pattern = parse(text)
+    if name is None:  # in backticks: a literal name holding braces
+        assert (pattern.kind, pattern.literal) == (PatternKind.SINGLE, "{table}")
+        return
+    assert pattern.kind is PatternKind.TEMPLATE and not pattern.matches(name)
+    assert pattern.render("shop-1", "orders") == name
+
+
+def test_a_template_that_makes_an_illegal_name_says_so() -> None:
+    with pytest.raises(ConfigError, match="longer than 64 characters"):
+        parse("{table}_{table}").render("s", "t" * 40)
+
+
 def test_multi_parts() -> None:
     pattern = parse("t_[2-5]_x")
     assert (pattern.prefix, pattern.low, pattern.high, pattern.suffix, pattern.width) == (
@@ -135,19 +170,25 @@ def test_specificity_order() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("orders_[5-1]", "invalid numbered pattern 'orders_[5-1]': range 5-1 is empty"),
     ("orders_[a-b]", "invalid numbered pattern 'orders_[a-b]': write it as "
-     "prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding"),
+     "prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding; a name "
+     "that holds [ or ] goes in backticks, e.g. `t[1]`"),
     ("orders_[0-3", "invalid numbered pattern 'orders_[0-3': write it as prefix[LOW-HIGH]suffix, "
-     "e.g. orders_[0-15] or orders_[00-15] for zero padding"),
+     "e.g. orders_[0-15] or orders_[00-15] for zero padding; a name that holds [ or ] goes in "
+     "backticks, e.g. `t[1]`"),
     ("t_[0-1]_[0-1]", "invalid numbered pattern 't_[0-1]_[0-1]': write it as "
-     "prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding"),
+     "prefix[LOW-HIGH]suffix, e.g. orders_[0-15] or orders_[00-15] for zero padding; a name "
+     "that holds [ or ] goes in backticks, e.g. `t[1]`"),
     ("re:(ab", "invalid regular expression '(ab': missing ), unterminated subpattern at "
      "position 0"),
     ("re:", "empty regular expression after 're:'"),
     ("", "expected a table or schema name, got an empty value"),
-    ("my table", "invalid name 'my table': use letters, digits, '_' and '$', a numbered pattern "
-     "like orders_[0-15], or 're:' followed by a regular expression"),
-    ("a.b", "invalid name 'a.b': use letters, digits, '_' and '$', a numbered pattern like "
-     "orders_[0-15], or 're:' followed by a regular expression"),
+    ("trail ", "invalid name 'trail ': 'trail ' ends with a space, which no name may do"),
+    ("a\x00b", "invalid name 'a\\x00b': 'a\\x00b' holds the character U+0000, which no name "
+     "may hold"),
+    ("x" * 65, f"invalid name '{'x' * 65}': '{'x' * 65}' is longer than 64 characters"),
+    ("😀", "invalid name '😀': '😀' holds a character outside the Unicode BMP, which no name "
+     "may hold"),
+    ("``", "invalid name '``': a name cannot be empty"),
 ])
 def test_bad_patterns(text: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:

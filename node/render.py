@@ -1,0 +1,203 @@
+"""The SQL Load writes for one target table's share of a batch.
+
+- A keyed table's merged writes: multi-row ``DELETE … WHERE (key) IN (…)`` and
+  ``INSERT … ON DUPLICATE KEY UPDATE``, or the steps of an ordered table (see
+  :mod:`node.merge`), where a key change is an ``UPDATE … WHERE (key) = (old)`` so that the
+  target's ``ON UPDATE CASCADE`` fires.
+- A **keyless** table (no primary key, no unique key over NOT NULL columns): every change in
+  source order, as native row replication applies it. Consecutive inserts are one multi-row
+  ``INSERT``; an update or a delete finds its row by the full before image and touches one
+  row (``LIMIT 1``), so duplicate rows and NULLs survive. Values are matched exactly: strings
+  byte for byte in their column's charset (a case-insensitive or PAD SPACE collation would
+  match ``'a'`` to ``'A '``), binary values and geometries as bytes, FLOAT as the double it
+  holds, NULL with ``IS NULL``. Such a statement must touch exactly one row; Load checks it.
+
+Generated columns of the target table are never written and never matched on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from node.changes import ChangeType, Row, TargetChange
+from node.merge import DELETE, MOVE, UPSERT, TableWrites
+from shared.identifiers import qualified, quote
+
+
+@dataclass(frozen=True)
+class Column:
+    """What rendering needs of one target column."""
+
+    data_type: str  # as information_schema.COLUMNS.DATA_TYPE says: varchar, enum, point, …
+    charset: str | None  # None for a column without one (numbers, dates, binary, geometry)
+    generated: bool = False
+
+
+Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
+
+
+class Statement(NamedTuple):
+    sql: str
+    args: Any
+    many: bool  # executemany
+    what: list[Any]  # the keys or rows it writes (for the log when a row is skipped)
+    matches_one: bool = False  # an UPDATE/DELETE of a keyless table: touches exactly one row
+
+
+def sql_value(value: Any) -> Any:
+    """A binlog value as a PyMySQL parameter."""
+    if isinstance(value, set | frozenset):
+        return ",".join(sorted(value))
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def statements(writes: TableWrites, size: int, columns: Columns | None = None
+               ) -> Iterator[Statement]:
+    """The statements of one table's writes: merged deletes then upserts, the ordered steps
+    with consecutive ones of a kind together, or a keyless table's changes in source order."""
+    columns = columns or {}
+    generated = frozenset(name for name, column in columns.items() if column.generated)
+    yield from _deletes(writes, writes.deletes, size)
+    yield from _upserts(writes, _without(writes.upserts, generated), size)
+    for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
+        items = [item for _, item in group]
+        if kind == UPSERT:
+            yield from _upserts(writes, _without(items, generated), size)
+        elif kind == DELETE:
+            yield from _deletes(writes, items, size)
+        else:
+            assert kind == MOVE
+            yield from (_move(writes, old, row, generated) for old, row in items)
+    yield from _keyless(writes, size, columns, generated)
+
+
+def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str]
+          ) -> Statement:
+    """A row's key change as the UPDATE the source ran: one row, found by its old key."""
+    values = {name: value for name, value in row.items() if name not in generated}
+    keys = ", ".join(map(quote, writes.keys))
+    one = ", ".join(["%s"] * len(writes.keys))
+    return Statement(f"UPDATE {qualified(writes.schema, writes.table)} SET "
+                     + ", ".join(f"{quote(name)} = %s" for name in values)
+                     + f" WHERE ({keys}) = ({one})",
+                     [sql_value(v) for v in values.values()] + [sql_value(v) for v in old_key],
+                     False, [old_key], True)
+
+
+def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:
+    if not columns:
+        return rows
+    return [{name: value for name, value in row.items() if name not in columns}
+            for row in rows]
+
+
+def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int
+             ) -> Iterator[Statement]:
+    table = qualified(writes.schema, writes.table)
+    one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
+    columns = ", ".join(map(quote, writes.keys))
+    for chunk in _chunks(keys, size):
+        sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
+        yield Statement(sql, [sql_value(v) for key in chunk for v in key], False, chunk)
+
+
+def _upserts(writes: TableWrites, rows: list[Row], size: int) -> Iterator[Statement]:
+    table = qualified(writes.schema, writes.table)
+    for columns, run in _runs(rows):
+        update = [c for c in columns if c not in writes.keys] or [columns[0]]
+        sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
+               f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
+               + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
+        for chunk in _chunks(run, size):
+            keys = [tuple(row.get(k) for k in writes.keys) for row in chunk]
+            yield Statement(sql, [[sql_value(row[c]) for c in columns] for row in chunk], True,
+                            keys)
+
+
+def _runs(rows: list[Row]) -> Iterator[tuple[tuple[str, ...], list[Row]]]:
+    """Consecutive rows with the same columns (the column set changes after an ALTER)."""
+    current: tuple[str, ...] | None = None
+    run: list[Row] = []
+    for row in rows:
+        names = tuple(row)
+        if names != current and run:
+            yield current, run  # type: ignore[misc]
+            run = []
+        current = names
+        run.append(row)
+    if run:
+        yield current, run  # type: ignore[misc]
+
+
+def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozenset[str]
+             ) -> Iterator[Statement]:
+    table = qualified(writes.schema, writes.table)
+    for kind, group in itertools.groupby(writes.changes, key=lambda change: change.type):
+        changes = list(group)
+        if kind is ChangeType.INSERT:
+            rows = _without([change.after for change in changes if change.after], generated)
+            for names, run in _runs(rows):
+                sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES "
+                       f"({', '.join(['%s'] * len(names))})")
+                for chunk in _chunks(run, size):
+                    yield Statement(sql, [[sql_value(row[c]) for c in names] for row in chunk],
+                                    True, chunk)
+            continue
+        for change in changes:
+            found = _one(table, change, columns, generated)
+            if found is not None:
+                yield found
+
+
+def _one(table: str, change: TargetChange, columns: Columns, generated: frozenset[str]
+         ) -> Statement | None:
+    """The UPDATE or DELETE of one keyless row, found by its before image (None: an update
+    that changes none of the target's columns)."""
+    before = {name: value for name, value in (change.before or {}).items()
+              if name not in generated}
+    if not before:
+        raise ValueError(f"a {change.type.name} of keyless table {table} has no before image")
+    where, args = _match(before, columns)
+    if change.type is ChangeType.DELETE:
+        return Statement(f"DELETE FROM {table} WHERE {where} LIMIT 1", args, False,
+                         [change.before], True)
+    changed = {name: value for name, value in (change.after or {}).items()
+               if name not in generated and (name not in before or before[name] != value)}
+    if not changed:
+        return None
+    assignments = ", ".join(f"{quote(name)} = %s" for name in changed)
+    return Statement(f"UPDATE {table} SET {assignments} WHERE {where} LIMIT 1",
+                     [sql_value(value) for value in changed.values()] + args, False,
+                     [change.after], True)
+
+
+def _match(image: Row, columns: Columns) -> tuple[str, list[Any]]:
+    """A WHERE clause true for exactly the rows equal to ``image`` byte for byte."""
+    parts, args = [], []
+    for name, value in image.items():
+        column, expr = columns.get(name), quote(name)
+        if value is None:
+            parts.append(f"{expr} IS NULL")
+            continue
+        if isinstance(value, bytes):  # binary strings, geometry, text of an unknown codec
+            parts.append(f"CAST({expr} AS BINARY) = %s")
+        elif column is not None and column.charset and isinstance(value, str):
+            parts.append(f"CAST({expr} AS BINARY) = "
+                         f"CAST(CONVERT(%s USING {column.charset}) AS BINARY)")
+        elif column is not None and column.data_type == "json":  # MySQL's binary JSON
+            parts.append(f"{expr} = CAST(%s AS JSON)")
+        else:
+            parts.append(f"{expr} = %s")
+        args.append(sql_value(value))
+    return " AND ".join(parts), args

@@ -1,0 +1,85 @@
+"""Schema, table and column names as MySQL/MariaDB allow them: any character of the Unicode
+BMP but U+0000, at most 64 characters, not ending with a space. Every place that puts a name
+into SQL quotes it with :func:`quote`; every place that reads ``schema.table`` from a user
+splits it with :func:`split_qualified`, where backticks quote a name holding a dot:
+`` `my-db`.`t.1` ``, `` shop.`order items` ``.
+"""
+
+from __future__ import annotations
+
+from shared.errors import ConfigError
+
+MAX_LENGTH = 64
+
+
+def quote(name: str) -> str:
+    """The name as a quoted identifier: in backticks, a backtick inside doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def qualified(schema: str, table: str) -> str:
+    return f"{quote(schema)}.{quote(table)}"
+
+
+def is_quoted(text: str) -> bool:
+    """Whether ``text`` is one whole backtick-quoted identifier (`` `a``b` ``)."""
+    if len(text) < 2 or text[0] != "`" or text[-1] != "`":
+        return False
+    inner = text[1:-1]
+    return "`" not in inner.replace("``", "")
+
+
+def unquote(text: str) -> str:
+    """The name a (possibly backtick-quoted) identifier stands for."""
+    return text[1:-1].replace("``", "`") if is_quoted(text) else text
+
+
+def problem(name: str) -> str | None:
+    """Why ``name`` cannot be a schema, table or column name, or None."""
+    if not name:
+        return "a name cannot be empty"
+    if len(name) > MAX_LENGTH:
+        return f"{name!r} is longer than {MAX_LENGTH} characters"
+    if "\x00" in name:
+        return f"{name!r} holds the character U+0000, which no name may hold"
+    if any(ord(char) > 0xFFFF for char in name):
+        return f"{name!r} holds a character outside the Unicode BMP, which no name may hold"
+    if name.endswith(" "):
+        return f"{name!r} ends with a space, which no name may do"
+    return None
+
+
+def split_qualified(text: str) -> tuple[str, str]:
+    """``schema.table`` split at its one dot outside backticks; each part as written (still
+    quoted if it was). Raise ConfigError when there is not exactly one such dot."""
+    parts, current, quoted, index = [], [], False, 0
+    while index < len(text):
+        char = text[index]
+        if char == "`":
+            if quoted and text[index + 1:index + 2] == "`":
+                current.append("``")
+                index += 2
+                continue
+            quoted = not quoted
+        if char == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        index += 1
+    parts.append("".join(current))
+    if quoted or len(parts) != 2 or not all(parts):
+        raise ConfigError(
+            f"expected schema.table, got \"{text}\"; a name that holds a dot goes in "
+            "backticks, e.g. `my-db`.`t.1` (for a regular expression write "
+            "{namespace: ..., table: 're:...'})")
+    return parts[0], parts[1]
+
+
+def short_form(schema: str, table: str) -> str:
+    """``schema.table`` as :func:`split_qualified` reads it back: a part is quoted only when
+    it needs to be."""
+    def part(name: str) -> str:
+        return quote(name) if any(c in name for c in ".`[]") or name.startswith("re:") \
+            else name
+    return f"{part(schema)}.{part(table)}"

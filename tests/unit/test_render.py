@@ -1,0 +1,89 @@
+"""The statements Load renders for one table's writes: names quoted whatever they hold,
+generated columns never written, keyless tables in source order matched byte for byte."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from node.changes import ChangeType, TargetChange
+from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
+from node.render import Column, statements
+
+GENERATED = {"id": Column("int", None), "price": Column("int", None),
+             "total_v": Column("int", None, generated=True),
+             "total_p": Column("int", None, generated=True)}
+
+
+def writes(**fields: object) -> TableWrites:
+    base: dict[str, object] = {"datasource": "t", "schema": "s", "table": "gen", "keys": ("id",),
+                               "push_weight": 0, "first_seq": 0}
+    return TableWrites(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_generated_columns_are_left_out_of_upserts_in_merged_and_ordered_writes() -> None:
+    row = {"id": 1, "price": 2, "total_v": 4, "total_p": 4}
+    merged = list(statements(writes(upserts=[row], deletes=[(9,)]), 100, GENERATED))
+    assert [s.sql for s in merged] == [
+        "DELETE FROM `s`.`gen` WHERE (`id`) IN ((%s))",
+        "INSERT INTO `s`.`gen` (`id`, `price`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+        "`price` = VALUES(`price`)"]
+    assert merged[1].args == [[1, 2]]
+    ordered = list(statements(writes(steps=[(UPSERT, row), (DELETE, (1,)),
+                                            (MOVE, ((1,), {**row, "id": 2}))]), 100,
+                              {**GENERATED, "total_p": Column("int", None)}))
+    assert "`total_v`" not in ordered[0].sql and "`total_p`" in ordered[0].sql
+    assert (ordered[2].sql, ordered[2].args, ordered[2].matches_one) == (
+        "UPDATE `s`.`gen` SET `id` = %s, `price` = %s, `total_p` = %s WHERE (`id`) = (%s)",
+        [2, 2, 4, 1], True)
+
+
+def test_any_name_is_quoted_with_backticks_doubled() -> None:
+    odd = writes(schema="my-db.x", table="t`1 表", keys=("a b",), deletes=[(1,)],
+                 upserts=[{"a b": 1, "c`d": 2}])
+    delete, upsert = statements(odd, 10)
+    assert delete.sql.startswith("DELETE FROM `my-db.x`.`t``1 表` WHERE (`a b`) IN")
+    assert upsert.sql.startswith("INSERT INTO `my-db.x`.`t``1 表` (`a b`, `c``d`) VALUES")
+
+
+def change(kind: ChangeType, before: dict[str, Any] | None, after: dict[str, Any] | None,
+           seq: int) -> TargetChange:
+    return TargetChange("t", "s", "logs", kind, (), () if before else None, after, seq=seq,
+                        before=before)
+
+
+KEYLESS = {"a": Column("int", None), "b": Column("varchar", "latin1"),
+           "f": Column("float", None), "g": Column("point", None),
+           "v": Column("int", None, generated=True)}
+
+
+def test_a_keyless_table_is_written_in_source_order_and_matched_by_its_whole_before_image(
+        ) -> None:
+    one = {"a": 1, "b": "x", "f": 0.10000000149011612, "g": b"\x00\x01", "v": 2}
+    null = {"a": None, "b": None, "f": None, "g": None, "v": None}
+    changes = [change(ChangeType.INSERT, None, one, 0), change(ChangeType.INSERT, None, one, 1),
+               change(ChangeType.INSERT, None, null, 2),
+               change(ChangeType.UPDATE, one, {**one, "b": "X", "v": 3}, 3),
+               change(ChangeType.DELETE, null, None, 4), change(ChangeType.INSERT, None, one, 5),
+               change(ChangeType.UPDATE, one, {**one, "v": 9}, 6)]  # only generated changes
+    (table,) = merge(changes)
+    assert table.rows == 7 and not table.upserts and not table.deletes
+    written = list(statements(table, 100, KEYLESS))
+    where = ("`a` = %s AND CAST(`b` AS BINARY) = CAST(CONVERT(%s USING latin1) AS BINARY) AND "
+             "`f` = %s AND CAST(`g` AS BINARY) = %s")
+    assert [(s.sql, s.many, s.matches_one) for s in written] == [
+        ("INSERT INTO `s`.`logs` (`a`, `b`, `f`, `g`) VALUES (%s, %s, %s, %s)", True, False),
+        (f"UPDATE `s`.`logs` SET `b` = %s WHERE {where} LIMIT 1", False, True),
+        ("DELETE FROM `s`.`logs` WHERE `a` IS NULL AND `b` IS NULL AND `f` IS NULL AND "
+         "`g` IS NULL LIMIT 1", False, True),
+        ("INSERT INTO `s`.`logs` (`a`, `b`, `f`, `g`) VALUES (%s, %s, %s, %s)", True, False)]
+    assert written[0].args == [[1, "x", 0.10000000149011612, b"\x00\x01"]] * 2 + [
+        [None, None, None, None]]
+    assert written[1].args == ["X", 1, "x", 0.10000000149011612, b"\x00\x01"]
+
+
+def test_a_keyless_update_or_delete_without_a_before_image_is_refused() -> None:
+    (table,) = merge([change(ChangeType.DELETE, None, None, 0)])
+    with pytest.raises(ValueError, match="no before image"):
+        list(statements(table, 100, KEYLESS))
