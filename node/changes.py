@@ -36,6 +36,10 @@ class RowChange:
     ddl: str = ""
     commit_ts_ms: int = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:  # to Spark and back as a plain tuple (see below)
+        return RowChange, (self.schema, self.table, self.type, self.keys, self.before,
+                           self.after, self.ddl, self.commit_ts_ms)
+
     def key(self, image: Row | None = None) -> tuple[Any, ...]:
         image = image if image is not None else (self.after if self.after is not None
                                                  else self.before)
@@ -77,6 +81,13 @@ class TargetChange:
     ddl: str = ""
     before: Row | None = None  # the mapped before image (two-way channels: conflict checks)
     requested: bool = False  # served for a free-door request (a lookup, not a binlog image)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A slots dataclass pickles its state through dataclasses.fields() per object, which
+        # was a tenth of the Spark workers' CPU; a tuple of the fields is several times faster.
+        return TargetChange, (self.datasource, self.schema, self.table, self.type, self.keys,
+                              self.before_key, self.after, self.push_weight, self.seq,
+                              self.ddl, self.before, self.requested)
 
 
 @dataclass(slots=True)

@@ -34,6 +34,21 @@ class CompiledPair:
     fillers: tuple[Filler, ...] = ()
     route: Route | None = None  # shard routing, shared by the pairs of one route
     routes_for_others: bool = False  # not the route's first pair: it adds slots only
+    where: str = ""  # "pipeline P pair S", for error messages (not formatted per row)
+    _addresses: dict[tuple[str, str], tuple[str, str, str]] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    def address(self, schema: str, table: str) -> tuple[str, str, str]:
+        """The target (datasource, schema, table) of a source table, worked out once."""
+        found = self._addresses.get((schema, table))
+        if found is None:
+            pair, matched = self.pair, (schema, table)
+            found = (pair.target.datasource,
+                     self.target_name(pair.source.namespace, pair.target.namespace, schema,
+                                      matched),
+                     self.target_name(pair.source.table, pair.target.table, table, matched))
+            self._addresses[(schema, table)] = found
+        return found
 
     def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
         mapped = {}
@@ -89,7 +104,7 @@ class CompiledPipeline:
             fillers = tuple(Filler.of(column) for column in pair.virtual_columns)
             route, first = shard_routes.get(index, (None, True))
             compiled.append(CompiledPair(pair, renames, include, exclude, fillers, route,
-                                         not first))
+                                         not first, f"pipeline {pipeline_id} pair {pair.source}"))
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
                    two_way=two_way, source=source)
 
@@ -168,8 +183,7 @@ def transform(compiled: CompiledPipeline, seq: int, change: RowChange,
         if processor is None:
             yield from _map(compiled, entry, seq, change, joined=joined)
             continue
-        where = f"pipeline {compiled.pipeline_id} pair {entry.pair.source}"
-        for changed in run_processor(processor, change, where):
+        for changed in run_processor(processor, change, entry.where):
             yield from _map(compiled, entry, seq, changed, named_by=change, joined=joined)
 
 
@@ -189,18 +203,12 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
                           f"{change.schema}.{change.table} has no primary key and no unique "
                           "key over NOT NULL columns, and its pair joins or merges parts of a "
                           "wide row by key; give 'key_columns' on its pair")
-    where = f"pipeline {compiled.pipeline_id} pair {pair.source}"
+    where = entry.where
     if entry.route is not None:
         addressed = list(entry.route.split(change, where))
     else:
         name = named_by or change  # the target is the pair's, whatever a processor renamed
-        matched = (name.schema, name.table)
-        addressed = [((pair.target.datasource,
-                       entry.target_name(pair.source.namespace, pair.target.namespace,
-                                         name.schema, matched),
-                       entry.target_name(pair.source.table, pair.target.table, name.table,
-                                         matched)),
-                      change)]
+        addressed = [(entry.address(name.schema, name.table), change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
     for (datasource, schema, table), one in addressed:
         if pair.merge_part and one.type is ChangeType.DELETE:
