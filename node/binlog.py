@@ -28,7 +28,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from node import rowvalues
+from node import ddlsession, rowvalues
 from node.changes import ChangeType, RowChange, Transaction
 from shared.endpoint import connect, connection_settings
 from shared.errors import SourceError
@@ -179,6 +179,7 @@ class BinlogReader:
         system = {BUFFER_TABLE} if loop_channel is None else {BUFFER_TABLE, MARK_TABLE}
         self.wants = lambda schema, table: (schema, table) in system or wants(schema, table)
         self._stop = threading.Event()
+        self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._stream: BinLogStreamReader | None = None
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
@@ -316,8 +317,13 @@ class BinlogReader:
             self._commit([], gtid, event.timestamp)
             return
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
-        change = RowChange(schema, "", ChangeType.DDL, ddl=query,
-                           commit_ts_ms=int(event.timestamp) * 1000)
+        try:
+            statement, session = ddlsession.of_event(event, self._facts)
+        except SourceError as exc:
+            raise SourceError(f"binlog of {self.source.name} at {self._position(gtid)}: "
+                              f"{exc}") from None
+        change = RowChange(schema, "", ChangeType.DDL, ddl=statement,
+                           commit_ts_ms=int(event.timestamp) * 1000, session=session)
         self._commit([change], gtid, event.timestamp)
 
     def _commit(self, changes: list[RowChange], gtid: str, timestamp: int) -> None:

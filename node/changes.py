@@ -21,6 +21,9 @@ class ChangeType(enum.Enum):
 
 
 Row = dict[str, Any]
+# The settings of the source session a DDL ran in, as (variable, value) pairs
+# (node.ddlsession): the target runs the statement under them.
+Session = tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +38,11 @@ class RowChange:
     after: Row | None = None  # INSERT and UPDATE
     ddl: str = ""
     commit_ts_ms: int = 0
+    session: Session = ()  # DDL: the source session's settings
 
     def __reduce__(self) -> tuple[Any, ...]:  # to Spark and back as a plain tuple (see below)
         return RowChange, (self.schema, self.table, self.type, self.keys, self.before,
-                           self.after, self.ddl, self.commit_ts_ms)
+                           self.after, self.ddl, self.commit_ts_ms, self.session)
 
     def key(self, image: Row | None = None) -> tuple[Any, ...]:
         image = image if image is not None else (self.after if self.after is not None
@@ -81,13 +85,14 @@ class TargetChange:
     ddl: str = ""
     before: Row | None = None  # the mapped before image (two-way channels: conflict checks)
     requested: bool = False  # served for a free-door request (a lookup, not a binlog image)
+    session: Session = ()  # DDL: the source session's settings, to run it under
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A slots dataclass pickles its state through dataclasses.fields() per object, which
         # was a tenth of the Spark workers' CPU; a tuple of the fields is several times faster.
         return TargetChange, (self.datasource, self.schema, self.table, self.type, self.keys,
                               self.before_key, self.after, self.push_weight, self.seq,
-                              self.ddl, self.before, self.requested)
+                              self.ddl, self.before, self.requested, self.session)
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
+from node.ddlsession import sql_mode
 from node.sqllex import NAME, WORD, Token, code, identifier
 from shared.identifiers import qualified, quote
 
@@ -111,9 +112,10 @@ class _Reader:
         return tuple(found)
 
 
-def parse(statement: str, default_schema: str) -> TableDdl | None:
-    """The table DDL in a statement, or None for any other statement."""
-    read = _Reader(code(statement), default_schema)
+def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | None:
+    """The table DDL in a statement (as a session in ``sql_mode`` reads it), or None for any
+    other statement."""
+    read = _Reader(code(statement, sql_mode), default_schema)
     if read.word("CREATE"):
         if read.word("OR") and not read.word("REPLACE"):
             return None
@@ -166,9 +168,9 @@ def parse(statement: str, default_schema: str) -> TableDdl | None:
     return None
 
 
-def kind_of(statement: str) -> str:
+def kind_of(statement: str, sql_mode: int = 0) -> str:
     """The statement's first keyword (CREATE, DROP, …), comments and markers skipped."""
-    first = next(iter(code(statement)), None)
+    first = next(iter(code(statement, sql_mode)), None)
     return first.text.upper() if first is not None and first.kind == WORD else ""
 
 
@@ -212,7 +214,7 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
     a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
     source database's default charset and collation, so that columns which inherit them hold
     the same bytes as on the source."""
-    ddl = parse(change.ddl, change.schema)
+    ddl = parse(change.ddl, change.schema, sql_mode(change.session))
     if ddl is None:
         return
     made: set[tuple[str, str]] = set()
@@ -225,10 +227,10 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
                                    seq=seq, ddl=f"CREATE DATABASE IF NOT EXISTS {quote(schema)} "
                                    f"CHARACTER SET {charset} COLLATE {collation}")
         yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None, seq=seq,
-                           ddl=statement)
+                           ddl=statement, session=change.session)
 
 
-def creates_database(statement: str) -> bool:
-    tokens = code(statement)
+def creates_database(statement: str, sql_mode: int = 0) -> bool:
+    tokens = code(statement, sql_mode)
     return len(tokens) > 1 and tokens[0].is_word("CREATE") and \
         tokens[1].is_word("DATABASE", "SCHEMA")

@@ -26,6 +26,7 @@ from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
 from node.ddl import creates_database, kind_of
 from node.ddl import parse as parse_ddl
+from node.ddlsession import run_under, sql_mode
 from node.merge import TableWrites, merge
 from node.render import Column, Columns, statements
 from node.twoway import LoopGuard
@@ -264,13 +265,14 @@ class Loader:
         """Run one DDL; a replay after a crash between the DDL and its position finds it
         done (the table exists, the column is there …): logged and taken as applied."""
         self._columns.clear()  # tables change shape
-        kind = kind_of(change.ddl)
+        mode = sql_mode(change.session)
+        kind = kind_of(change.ddl, mode)
         try:
-            if not creates_database(change.ddl):
+            if not creates_database(change.ddl, mode):
                 if kind == "CREATE":
                     cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
                 cursor.execute(f"USE {quote(change.schema)}")
-            cursor.execute(change.ddl)
+            run_under(cursor, change.session, change.ddl)  # as the source's session ran it
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0
             done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (
@@ -332,7 +334,7 @@ class Loader:
 
 def _renamed(cursor: Any, change: TargetChange) -> bool:
     """Whether the target already shows a RENAME: the old table gone, the new one there."""
-    parsed = parse_ddl(change.ddl, change.schema)
+    parsed = parse_ddl(change.ddl, change.schema, sql_mode(change.session))
     if parsed is None or not parsed.renames:
         return False
     old, new = parsed.renames[0]

@@ -12,6 +12,10 @@ readers lose or garble values the server holds:
   hold them: they come as the text the server prints (``'0001-00-00'``,
   ``'0000-00-00 14:02:10.500'``), which the target takes back as the same value. Valid
   values stay ``date``/``datetime``.
+- **Statements in a client charset other than UTF-8** (query events): the text was decoded
+  as UTF-8 with backslash escapes for other bytes, so a latin1 ``DEFAULT 'é'`` became
+  ``'\\xe9'``. The statement's bytes are kept (``query_bytes``) for :mod:`node.ddlsession`
+  to decode in the session's charset.
 - **Strings in charsets whose Python codec is not the server's**: MariaDB's ``latin1`` is
   cp1252 that keeps 0x81, 0x8D, 0x8F, 0x90 and 0x9D (as U+0081 …) where Python's cp1252
   fails; ``utf16``, ``utf32`` and ``ucs2`` are big-endian without a byte-order mark, where
@@ -30,6 +34,7 @@ import codecs
 import datetime
 from typing import Any
 
+from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from shared.errors import SetlError
@@ -65,6 +70,9 @@ def _search(name: str) -> codecs.CodecInfo | None:
     if name != _LATIN1:
         return None
     return codecs.CodecInfo(_latin1_encode, _latin1_decode, name=_LATIN1)
+
+
+codecs.register(_search)  # MariaDB's latin1, for rows and for statements (node.ddlsession)
 
 
 def charset_to_encoding(name: str) -> str:
@@ -161,6 +169,33 @@ def read_datetime2(event: Any, column: Any) -> datetime.datetime | str:
                      hms % 64, micro, fsp)
 
 
+def read_query_event(event: Any, from_packet: Any, event_size: int, table_map: Any,
+                     ctl_connection: Any, **kwargs: Any) -> None:
+    """A query event (the library's ``QueryEvent.__init__``, keeping the statement's bytes):
+    post-header, status variables (the session: the library's reader of each), schema,
+    statement."""
+    BinLogEvent.__init__(event, from_packet, event_size, table_map, ctl_connection, **kwargs)
+    packet = event.packet
+    event.slave_proxy_id = packet.read_uint32()
+    event.execution_time = packet.read_uint32()
+    event.schema_length = packet.read_uint8()
+    event.error_code = packet.read_uint16()
+    event.status_vars_length = packet.read_uint16()
+    post_header = event._advance_to_payload(13)
+    end = packet.read_bytes + event.status_vars_length
+    while packet.read_bytes < end:
+        event._read_status_vars_value_for_key(packet.read_uint8())
+    event.schema = packet.read(event.schema_length)
+    packet.advance(1)
+    length = event_size - post_header - event.status_vars_length - event.schema_length - 1
+    if length < 0:
+        raise SetlError(f"a query event of {event_size} bytes is shorter than its headers say "
+                        f"({post_header} + {event.status_vars_length} + {event.schema_length})")
+    event.query_bytes = packet.read(length)
+    # as the library has it, for BEGIN/COMMIT and logs; a DDL is decoded by node.ddlsession
+    event.query = event.query_bytes.decode("utf-8", errors="backslashreplace")
+
+
 _LIBRARY_ENCODING = RowsEvent.__dict__["charset_to_encoding"].__func__ \
     if isinstance(RowsEvent.__dict__.get("charset_to_encoding"), staticmethod) else None
 
@@ -175,12 +210,13 @@ def install() -> None:
         return
     missing = [name for name in _REPLACED if name not in RowsEvent.__dict__]
     missing += [] if "_read_type_values" in TableMapEvent.__dict__ else ["_read_type_values"]
+    missing += [name for name in ("_advance_to_payload", "_read_status_vars_value_for_key")
+                if not hasattr(QueryEvent, name)]
     if missing or _LIBRARY_ENCODING is None:
         raise SetlError(
             "the installed python-mysql-replication has no "
             f"{', '.join(missing) or 'charset_to_encoding'} to replace; setl needs "
             "mysql-replication 1.0.x (pip install 'mysql-replication>=1.0.9,<1.1')")
-    codecs.register(_search)
     _installed = True
     RowsEvent._RowsEvent__read_time2 = read_time2  # type: ignore[attr-defined]
     RowsEvent._RowsEvent__read_date = read_date  # type: ignore[attr-defined]
@@ -188,3 +224,4 @@ def install() -> None:
     RowsEvent._RowsEvent__read_datetime2 = read_datetime2  # type: ignore[attr-defined]
     RowsEvent.charset_to_encoding = staticmethod(charset_to_encoding)  # type: ignore[method-assign]
     TableMapEvent._read_type_values = read_type_values  # type: ignore[method-assign]
+    QueryEvent.__init__ = read_query_event  # type: ignore[method-assign]

@@ -2,7 +2,8 @@
 them while every other byte stays as written.
 
 It knows strings (``'…'`` and ``"…"`` with doubled quotes and backslash escapes), quoted
-names (`` `…` `` with doubled backticks), comments (``-- `` and ``#`` to the end of the line,
+names (`` `…` `` with doubled backticks, and ``"…"`` under ``ANSI_QUOTES``), the source
+session's ``NO_BACKSLASH_ESCAPES``, comments (``-- `` and ``#`` to the end of the line,
 ``/* … */``) and executable comments (``/*! … */``, ``/*!100100 … */``, ``/*M!… */``), whose
 content the server runs: their markers are tokens of their own and what is inside is lexed
 as code. Tokens carry their place in the text, so a caller rebuilds the statement by
@@ -11,6 +12,7 @@ replacing spans.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -18,15 +20,29 @@ WORD, NAME, STRING, SYMBOL, SPACE, COMMENT, MARK = (
     "word", "name", "string", "symbol", "space", "comment", "mark")
 TRIVIA = (SPACE, COMMENT, MARK)
 
-_TOKEN = re.compile(r"""
+ANSI_QUOTES, NO_BACKSLASH_ESCAPES = 1 << 2, 1 << 20  # sql_mode bits (MariaDB and MySQL)
+_PATTERN = r"""
     (?P<space>\s+)
   | (?P<mark>/\*M?!\d*|\*/)
   | (?P<comment>/\*.*?\*/|\#[^\n]*|--(?:[ \t\r\n\f][^\n]*)?(?=\n|$))
-  | (?P<name>`(?:[^`]|``)*`)
-  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
+  | (?P<name>`(?:[^`]|``)*`DOUBLE_NAME)
+  | (?P<string>'(?:[^'BACKSLASH]|BACKSLASH_ESCAPE'')*'DOUBLE_STRING)
   | (?P<word>[0-9A-Za-z_$\u0080-\uffff]+)
   | (?P<symbol>.)
-""", re.S | re.X)
+"""
+
+
+@functools.cache
+def _token_pattern(sql_mode: int) -> re.Pattern[str]:
+    """The token pattern under a session's sql_mode (its quoting bits; the rest do not
+    change how a statement splits into tokens)."""
+    escape = not sql_mode & NO_BACKSLASH_ESCAPES
+    double = '"(?:[^"BACKSLASH]|BACKSLASH_ESCAPE"")*"'
+    pattern = _PATTERN.replace("DOUBLE_NAME", '|"(?:[^"]|"")*"' if sql_mode & ANSI_QUOTES else "")
+    pattern = pattern.replace("DOUBLE_STRING", "" if sql_mode & ANSI_QUOTES else f"|{double}")
+    pattern = pattern.replace("BACKSLASH_ESCAPE", r"\\.|" if escape else "")
+    pattern = pattern.replace("BACKSLASH", r"\\" if escape else "")
+    return re.compile(pattern, re.S | re.X)
 
 
 @dataclass(frozen=True)
@@ -40,10 +56,11 @@ class Token:
         return self.kind == WORD and self.text.upper() in words
 
 
-def tokens(text: str) -> list[Token]:
-    """Every token of ``text``, trivia included (their texts joined give ``text`` back)."""
+def tokens(text: str, sql_mode: int = 0) -> list[Token]:
+    """Every token of ``text`` as a session with ``sql_mode`` reads it, trivia included
+    (their texts joined give ``text`` back)."""
     found, inside = [], False  # inside an executable comment, "*/" closes it
-    for match in _TOKEN.finditer(text):
+    for match in _token_pattern(sql_mode & (ANSI_QUOTES | NO_BACKSLASH_ESCAPES)).finditer(text):
         kind = match.lastgroup or SYMBOL
         value = match.group()
         if kind == MARK and value == "*/" and not inside:
@@ -54,15 +71,16 @@ def tokens(text: str) -> list[Token]:
     return found
 
 
-def code(text: str) -> list[Token]:
+def code(text: str, sql_mode: int = 0) -> list[Token]:
     """The tokens that mean something: no spaces, comments or executable-comment markers."""
-    return [token for token in tokens(text) if token.kind not in TRIVIA]
+    return [token for token in tokens(text, sql_mode) if token.kind not in TRIVIA]
 
 
 def identifier(token: Token) -> str | None:
     """The name a token stands for, when it can be one."""
     if token.kind == NAME:
-        return token.text[1:-1].replace("``", "`")
+        quote = token.text[0]
+        return token.text[1:-1].replace(quote * 2, quote)
     if token.kind == WORD:
         return token.text
     return None

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from node.sqllex import COMMENT, MARK, NAME, STRING, code, identifier, tokens
+from node.sqllex import (
+    ANSI_QUOTES,
+    COMMENT,
+    MARK,
+    NAME,
+    NO_BACKSLASH_ESCAPES,
+    STRING,
+    code,
+    identifier,
+    tokens,
+)
 
 TEXTS = [
     "CREATE TABLE t (a VARCHAR(9) DEFAULT '#1 # two', b INT COMMENT 'x /* y */')",
@@ -36,3 +46,36 @@ def test_double_dash_is_a_comment_only_before_a_space() -> None:
 def test_quoted_names_unquote() -> None:
     (name,) = [t for t in tokens(TEXTS[1]) if t.kind == NAME][:1]
     assert identifier(name) == "we`ird"
+
+
+def test_a_session_sql_mode_changes_what_quotes_and_backslashes_mean() -> None:
+    text = 'CREATE TABLE s."a ""b" (c INT DEFAULT \'x\\\' y\') -- \'\n'
+    assert [(t.kind, t.text) for t in code(text)][4] == (STRING, '"a ""b"')
+    ansi = code(text, ANSI_QUOTES)
+    assert ansi[4].kind == NAME and identifier(ansi[4]) == 'a "b'
+    assert [t.text for t in ansi if t.kind == STRING] == ["'x\\' y'"]
+    # without backslash escapes the string ends at the backslash's quote
+    plain = code(text, ANSI_QUOTES | NO_BACKSLASH_ESCAPES)
+    assert [t.text for t in plain if t.kind == STRING] == ["'x\\'", "') -- '"]
+    for mode in (0, ANSI_QUOTES, NO_BACKSLASH_ESCAPES, ANSI_QUOTES | NO_BACKSLASH_ESCAPES):
+        assert "".join(t.text for t in tokens(text, mode)) == text
+
+
+def test_a_ddl_is_parsed_as_its_session_reads_it() -> None:
+    from node.ddl import parse
+
+    statement = 'CREATE TABLE "odd name" ("a" INT)'
+    assert parse(statement, "db") is None  # a string where a name must be
+    parsed = parse(statement, "db", ANSI_QUOTES)
+    assert parsed is not None and parsed.names[0].pair == ("db", "odd name")
+
+
+def test_session_codecs_read_the_bytes_the_server_stored() -> None:
+    from node.ddlsession import codec, sql_mode
+
+    assert b"\xe9\x81".decode(codec("latin1")) == "\u00e9\u0081"  # MariaDB's latin1
+    assert "é".encode(codec("utf8mb3")) == b"\xc3\xa9"
+    with pytest.raises(LookupError):
+        codec("no-such-charset")
+    assert sql_mode((("sql_mode", ANSI_QUOTES), ("time_zone", "+09:00"))) == ANSI_QUOTES
+    assert sql_mode(()) == 0

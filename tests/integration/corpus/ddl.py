@@ -28,8 +28,22 @@ DDL = [
         "SET time_zone = '+09:00'",
         "CREATE TABLE {s}.tsd (id INT PRIMARY KEY, ts TIMESTAMP NOT NULL "
         "DEFAULT '2020-01-01 00:00:00')",
-        "INSERT INTO {s}.tsd (id) VALUES (1)"),
-        xfail="issue 17: DDL is replayed in the target session's time zone, not the source's"),
+        "INSERT INTO {s}.tsd (id) VALUES (1)")),
+    Case("ddl-client-charset", "ddl", ("cc1",), work=(
+        # the statement's bytes are UTF-8 but the session says latin1: the source stores
+        # 'Ã©' as the default, and so must the target (the text is not re-read as UTF-8)
+        "SET NAMES latin1",
+        "CREATE TABLE {s}.cc1 (id INT PRIMARY KEY, v VARCHAR(10) DEFAULT 'é', "
+        "w VARCHAR(10) CHARACTER SET latin1 DEFAULT 'ü')",
+        "SET NAMES utf8mb4",
+        "INSERT INTO {s}.cc1 (id) VALUES (1)")),
+    Case("ddl-foreign-key-checks-off", "ddl", ("fkc", "fkp"), work=(
+        "SET foreign_key_checks = 0",  # a child made before its parent, as dumps do
+        "CREATE TABLE {s}.fkc (id INT PRIMARY KEY, p INT, "
+        "FOREIGN KEY (p) REFERENCES {s}.fkp (id))",
+        "CREATE TABLE {s}.fkp (id INT PRIMARY KEY)",
+        "SET foreign_key_checks = 1",
+        "INSERT INTO {s}.fkp VALUES (1)", "INSERT INTO {s}.fkc VALUES (10, 1)")),
     Case("ddl-strings-with-comment-markers", "ddl", ("s1",), work=(
         "CREATE TABLE {s}.s1 (id INT PRIMARY KEY, a VARCHAR(20) DEFAULT '#1 # two', "
         "b VARCHAR(20) DEFAULT 'a -- b', c INT COMMENT 'x /* y */')",
@@ -43,6 +57,5 @@ DDL = [
     Case("ddl-ansi-quotes", "ddl-ansi", ("ansi_t",), work=(
         "SET sql_mode = 'ANSI_QUOTES'",
         "CREATE TABLE {s}.\"ansi_t\" (\"a b\" INT PRIMARY KEY, \"c\" VARCHAR(5) DEFAULT 'x')",
-        "INSERT INTO {s}.\"ansi_t\" VALUES (1, 'y')"),
-        xfail="issue 17: DDL is not replayed under the source session's sql_mode"),
+        "INSERT INTO {s}.\"ansi_t\" VALUES (1, 'y')")),
 ]

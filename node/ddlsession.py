@@ -1,0 +1,140 @@
+"""The source session a DDL ran in, carried to the target and run under again.
+
+A statement means what its session makes of it: ``sql_mode`` decides whether ``"a b"`` is a
+name or a string (``ANSI_QUOTES``) and what a backslash does, ``time_zone`` what instant a
+TIMESTAMP default is, ``character_set_client`` which bytes the text is in, the collations
+what a literal or a new database defaults to, ``foreign_key_checks`` whether a table may
+reference one not made yet. The binlog's query event carries them all (status variables);
+Select reads them with the statement's own bytes (:func:`of_event`), and Load sets them on
+its target session around the statement and puts its own back after (:func:`run_under`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from node import rowvalues
+from node.changes import Session
+from shared.errors import SourceError
+
+_NO_FOREIGN_KEY_CHECKS = 1 << 26  # bits of the query event's flags2 (the session's options)
+_RELAXED_UNIQUE_CHECKS = 1 << 27
+# MySQL/MariaDB charset names → the names pymysql and the library give their codecs
+_ENCODINGS = {"latin1": "cp1252", "utf8mb3": "utf8", "utf8mb4": "utf8", "utf8": "utf8"}
+
+
+
+class SourceFacts:
+    """What a session's ids and names stand for on the source: its collations by id and the
+    offset of its SYSTEM time zone, read from the source on first need."""
+
+    def __init__(self, connect: Callable[[], Any], where: str) -> None:
+        self._connect, self.where = connect, where
+        self._collations: dict[int, tuple[str, str]] = {}
+
+    def _rows(self, query: str) -> list[tuple[Any, ...]]:
+        conn = self._connect()
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(query)
+                return list(cursor.fetchall())
+        finally:
+            conn.close()
+
+    def collation(self, number: int) -> tuple[str, str]:
+        """(charset, collation) of a collation id."""
+        if number not in self._collations:
+            self._collations = {int(n): (str(c), str(name)) for n, c, name in self._rows(
+                "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM "
+                "information_schema.COLLATIONS WHERE ID IS NOT NULL")}
+        if number not in self._collations:
+            raise SourceError(f"{self.where}: a DDL statement's session names collation id "
+                              f"{number}, which the source does not list; setl cannot run it "
+                              "as the source did")
+        return self._collations[number]
+
+    def system_time_zone(self) -> str:
+        """The source's SYSTEM time zone as an offset (now: a DDL read across a change of
+        daylight saving time takes today's)."""
+        [(diff,)] = self._rows("SELECT TIMEDIFF(NOW(), UTC_TIMESTAMP())")
+        seconds = int(diff.total_seconds()) if hasattr(diff, "total_seconds") else 0
+        sign, seconds = ("-" if seconds < 0 else "+"), abs(seconds)
+        return f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
+
+
+def sql_mode(session: Session) -> int:
+    """The session's sql_mode bits (0, the server's plain reading, when none was carried)."""
+    return int(dict(session).get("sql_mode", 0))
+
+
+def codec(charset: str) -> str:
+    """The Python codec that reads text in a MySQL charset exactly (LookupError if none)."""
+    name = rowvalues.charset_to_encoding(_ENCODINGS.get(charset, charset))
+    return codecs.lookup(name).name
+
+
+def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
+    """A query event's statement, decoded from the bytes its client sent, and its session."""
+    where, collations = source.where, source.collation
+    session: list[tuple[str, Any]] = []
+    charset = "utf8mb4"
+    if getattr(event, "character_set_client", None) is not None:
+        charset, _ = collations(event.character_set_client)
+        session += [("character_set_client", charset),
+                    ("collation_connection", collations(event.collation_connection)[1]),
+                    ("collation_server", collations(event.collation_server)[1])]
+    if getattr(event, "sql_mode", None) is not None:
+        session.append(("sql_mode", int(event.sql_mode)))
+    if getattr(event, "flags2", None) is not None:
+        session += [("foreign_key_checks", 0 if event.flags2 & _NO_FOREIGN_KEY_CHECKS else 1),
+                    ("unique_checks", 0 if event.flags2 & _RELAXED_UNIQUE_CHECKS else 1)]
+    zone = getattr(event, "time_zone", None)  # only when the statement used it
+    if zone:
+        zone = zone.decode() if isinstance(zone, bytes) else str(zone)
+        session.append(("time_zone", source.system_time_zone() if zone.upper() == "SYSTEM"
+                        else zone))
+    if getattr(event, "explicit_defaults_ts", None) is not None:  # MySQL 8
+        session.append(("explicit_defaults_for_timestamp", int(event.explicit_defaults_ts)))
+    raw = getattr(event, "query_bytes", None)
+    if raw is None:
+        raise SourceError(f"{where}: the binlog reader did not keep the statement's bytes; "
+                          "setl's reader patches are not installed (node.rowvalues.install)")
+    try:
+        text = raw.decode(codec(charset))
+    except (LookupError, UnicodeDecodeError) as exc:
+        raise SourceError(
+            f"{where}: a DDL statement was sent in character set {charset}, which setl cannot "
+            f"read exactly ({exc}); run it on the target by hand, then skip it with "
+            "'setl position set'") from None
+    return text.strip(), tuple(session)
+
+
+def run_under(cursor: Any, session: Session, statement: str) -> None:
+    """Run ``statement`` on the target under the source session's settings, then put the
+    target session's own settings back (also when the statement fails)."""
+    if not session:
+        cursor.execute(statement)
+        return
+    settings = dict(session)
+    charset = settings.get("character_set_client", "utf8mb4")
+    try:
+        text = statement.encode(codec(charset))
+    except (LookupError, UnicodeEncodeError) as exc:
+        raise SourceError(f"a DDL statement cannot be written in its source's character set "
+                          f"{charset} ({exc}): a mapped name has characters it lacks; map "
+                          "the table to a name the charset holds") from None
+    names = list(settings)
+    cursor.execute("SELECT " + ", ".join(f"@@SESSION.{name}" for name in names))
+    own = cursor.fetchone()
+    cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in names),
+                   tuple(settings.values()))
+    try:
+        cursor.execute(text)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the statement's error is the one to see
+            cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in names), own)
+        raise
+    cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in names), own)
