@@ -29,7 +29,9 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from node import ddlsession, rowvalues
-from node.changes import ChangeType, RowChange, Transaction
+from node.changes import ChangeType, RowChange, Session, Transaction
+from node.ddl import database_options, parse_database
+from node.ddl import parse as parse_ddl
 from shared.endpoint import connect, connection_settings
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
@@ -180,11 +182,14 @@ class BinlogReader:
         self.wants = lambda schema, table: (schema, table) in system or wants(schema, table)
         self._stop = threading.Event()
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
+        self._databases: dict[str, tuple[str, str]] = {}  # default (charset, collation)
         self._stream: BinLogStreamReader | None = None
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
 
     def begin(self) -> None:
+        if self.ddl:  # databases' defaults where the reader starts; DDL keeps them up to date
+            self._databases = self._facts.databases()
         self._thread.start()
 
     @property
@@ -323,8 +328,27 @@ class BinlogReader:
             raise SourceError(f"binlog of {self.source.name} at {self._position(gtid)}: "
                               f"{exc}") from None
         change = RowChange(schema, "", ChangeType.DDL, ddl=statement,
-                           commit_ts_ms=int(event.timestamp) * 1000, session=session)
+                           commit_ts_ms=int(event.timestamp) * 1000,
+                           session=self._database_defaults(statement, schema, session))
         self._commit([change], gtid, event.timestamp)
+
+    def _database_defaults(self, statement: str, schema: str, session: Session) -> Session:
+        """Follow CREATE/ALTER DATABASE; a CREATE TABLE carries its database's defaults as
+        they are at this point of the binlog (its target database is made with them)."""
+        mode = ddlsession.sql_mode(session)
+        database = parse_database(statement, schema, mode)
+        if database is not None:
+            found = self._facts.defaults(*database_options(statement, mode))
+            server = dict(session).get("collation_server")
+            if found is None and database.kind == "CREATE" and server:
+                found = self._facts.defaults(None, server)
+            if found is not None:
+                self._databases[database.schema] = found
+            return session
+        table = parse_ddl(statement, schema, mode)
+        known = self._databases.get(table.names[0].schema) \
+            if table is not None and table.kind == "CREATE" else None
+        return (*session, (ddlsession.DATABASE_DEFAULTS, known)) if known else session
 
     def _commit(self, changes: list[RowChange], gtid: str, timestamp: int) -> None:
         echo = False

@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
-from node.ddlsession import sql_mode
+from node.ddlsession import database_defaults, sql_mode
 from node.sqllex import NAME, WORD, Token, code, identifier
 from shared.identifiers import qualified, quote
 
 # the target of one source table: (datasource, schema, table) for every pair that maps it
 Mapper = Callable[[str, str], list[tuple[str, str, str]]]
+# the target databases of one source database: (datasource, schema)
+DatabaseMapper = Callable[[str], list[tuple[str, str]]]
 # a source database's default charset and collation, ("", "") when unknown
 DatabaseDefaults = Callable[[str], tuple[str, str]]
 
@@ -54,6 +56,22 @@ class TableDdl:
     names: tuple[Name, ...]
     renames: tuple[tuple[Name, Name], ...] = ()
     others: tuple[Name, ...] = ()  # CREATE … LIKE and REFERENCES: mapped where a pair copies
+
+
+@dataclass(frozen=True)
+class DatabaseDdl:
+    """CREATE or ALTER DATABASE: the database it acts on and where its name stands (an ALTER
+    without a name acts on the session's database: the name goes in at ``start``)."""
+
+    kind: str
+    text: str
+    schema: str
+    start: int
+    end: int
+
+
+# what may follow ALTER DATABASE when the name is left out
+_DATABASE_OPTIONS = ("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT")
 
 
 class _Reader:
@@ -168,6 +186,48 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
     return None
 
 
+def parse_database(statement: str, default_schema: str, sql_mode: int = 0
+                   ) -> DatabaseDdl | None:
+    """CREATE/ALTER DATABASE (or SCHEMA) in a statement, or None for any other statement."""
+    tokens = code(statement, sql_mode)
+    read = _Reader(tokens, default_schema)
+    kind = "CREATE" if read.word("CREATE") else "ALTER" if read.word("ALTER") else ""
+    if not kind or not read.word("DATABASE", "SCHEMA"):
+        return None
+    if kind == "CREATE" and read.word("IF"):
+        read.word("NOT")
+        read.word("EXISTS")
+    token = tokens[read.at] if read.at < len(tokens) else None
+    if token is not None and token.kind in (NAME, WORD) and \
+            not (kind == "ALTER" and token.is_word(*_DATABASE_OPTIONS)):
+        return DatabaseDdl(kind, statement, identifier(token) or "", token.start, token.end)
+    if kind == "ALTER" and default_schema:
+        at = tokens[read.at - 1].end
+        return DatabaseDdl(kind, statement, default_schema, at, at)
+    return None
+
+
+def database_options(statement: str, sql_mode: int = 0) -> tuple[str | None, str | None]:
+    """The CHARACTER SET and COLLATE a CREATE/ALTER DATABASE names (None where it does not)."""
+    tokens, charset, collation = code(statement, sql_mode), None, None
+    for at, token in enumerate(tokens):
+        value_at = at + 1
+        if token.is_word("CHARACTER") and value_at < len(tokens) and \
+                tokens[value_at].is_word("SET"):
+            value_at += 1
+        elif not token.is_word("CHARSET", "COLLATE"):
+            continue
+        if value_at < len(tokens) and tokens[value_at].text == "=":
+            value_at += 1
+        if value_at < len(tokens):
+            value = identifier(tokens[value_at]) or tokens[value_at].text.strip("'\"")
+            if token.is_word("COLLATE"):
+                collation = value
+            else:
+                charset = value
+    return charset, collation
+
+
 def kind_of(statement: str, sql_mode: int = 0) -> str:
     """The statement's first keyword (CREATE, DROP, …), comments and markers skipped."""
     first = next(iter(code(statement, sql_mode)), None)
@@ -209,19 +269,25 @@ def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str,
 
 
 def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
-                  defaults: DatabaseDefaults | None = None) -> Iterator[TargetChange]:
+                  defaults: DatabaseDefaults | None = None,
+                  databases: DatabaseMapper | None = None) -> Iterator[TargetChange]:
     """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
     a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
     source database's default charset and collation, so that columns which inherit them hold
     the same bytes as on the source."""
-    ddl = parse(change.ddl, change.schema, sql_mode(change.session))
+    mode = sql_mode(change.session)
+    ddl = parse(change.ddl, change.schema, mode)
     if ddl is None:
+        database = parse_database(change.ddl, change.schema, mode)
+        if database is not None and databases is not None:
+            yield from _database_statements(database, change, seq, databases)
         return
     made: set[tuple[str, str]] = set()
     for source, schema, table, statement in target_statements(ddl, mapper):
         if ddl.kind == "CREATE" and defaults is not None and (source, schema) not in made:
             made.add((source, schema))
-            charset, collation = defaults(ddl.names[0].schema)
+            charset, collation = database_defaults(change.session) or \
+                defaults(ddl.names[0].schema)
             if charset:
                 yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None,
                                    seq=seq, ddl=f"CREATE DATABASE IF NOT EXISTS {quote(schema)} "
@@ -230,7 +296,21 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
                            ddl=statement, session=change.session)
 
 
-def creates_database(statement: str, sql_mode: int = 0) -> bool:
+def _database_statements(ddl: DatabaseDdl, change: RowChange, seq: int,
+                         databases: DatabaseMapper) -> Iterator[TargetChange]:
+    """CREATE/ALTER DATABASE for every target database the source database maps to, under
+    the source session (its charset and collation, or collation_server when none is named)."""
+    for datasource, schema in databases(ddl.schema):
+        name = quote(schema) if ddl.start < ddl.end else f" {quote(schema)}"
+        yield TargetChange(datasource, schema, "", ChangeType.DDL, (), None, None, seq=seq,
+                           ddl=_replaced(ddl.text, [(ddl.start, ddl.end, name)]),
+                           session=change.session)
+
+
+def on_database(statement: str, sql_mode: int = 0) -> str:
+    """CREATE or ALTER when the statement makes or changes a database, else ""."""
     tokens = code(statement, sql_mode)
-    return len(tokens) > 1 and tokens[0].is_word("CREATE") and \
-        tokens[1].is_word("DATABASE", "SCHEMA")
+    if len(tokens) > 1 and tokens[0].is_word("CREATE", "ALTER") and \
+            tokens[1].is_word("DATABASE", "SCHEMA"):
+        return tokens[0].text.upper()
+    return ""

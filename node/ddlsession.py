@@ -20,6 +20,10 @@ from node import rowvalues
 from node.changes import Session
 from shared.errors import SourceError
 
+# carried with a DDL but not session variables: the default (charset, collation) of the
+# database a CREATE TABLE goes to, as it was at that point of the binlog
+DATABASE_DEFAULTS = "setl.database_defaults"
+FACTS = (DATABASE_DEFAULTS,)
 _NO_FOREIGN_KEY_CHECKS = 1 << 26  # bits of the query event's flags2 (the session's options)
 _RELAXED_UNIQUE_CHECKS = 1 << 27
 # MySQL/MariaDB charset names → the names pymysql and the library give their codecs
@@ -34,6 +38,8 @@ class SourceFacts:
     def __init__(self, connect: Callable[[], Any], where: str) -> None:
         self._connect, self.where = connect, where
         self._collations: dict[int, tuple[str, str]] = {}
+        self._charset_of: dict[str, str] = {}  # collation name → its charset
+        self._default_of: dict[str, str] = {}  # charset → its default collation
 
     def _rows(self, query: str) -> list[tuple[Any, ...]]:
         conn = self._connect()
@@ -44,17 +50,42 @@ class SourceFacts:
         finally:
             conn.close()
 
+    def _load(self) -> None:
+        rows = self._rows("SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME, IS_DEFAULT FROM "
+                          "information_schema.COLLATIONS")
+        self._collations = {int(n): (str(c), str(name)) for n, c, name, _ in rows
+                            if n is not None}
+        self._charset_of = {str(name).lower(): str(c) for _, c, name, _ in rows}
+        self._default_of = {str(c).lower(): str(name) for _, c, name, default in rows
+                            if str(default).upper() == "YES"}
+
     def collation(self, number: int) -> tuple[str, str]:
         """(charset, collation) of a collation id."""
         if number not in self._collations:
-            self._collations = {int(n): (str(c), str(name)) for n, c, name in self._rows(
-                "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM "
-                "information_schema.COLLATIONS WHERE ID IS NOT NULL")}
+            self._load()
         if number not in self._collations:
             raise SourceError(f"{self.where}: a DDL statement's session names collation id "
                               f"{number}, which the source does not list; setl cannot run it "
                               "as the source did")
         return self._collations[number]
+
+    def defaults(self, charset: str | None, collation: str | None) -> tuple[str, str] | None:
+        """(charset, collation) that a CHARACTER SET and/or COLLATE clause gives a database."""
+        if not self._collations:
+            self._load()
+        if collation:
+            found = self._charset_of.get(collation.lower())
+            return (found, collation) if found else None
+        if charset:
+            found = self._default_of.get(charset.lower())
+            return (charset, found) if found else None
+        return None
+
+    def databases(self) -> dict[str, tuple[str, str]]:
+        """Every database's default (charset, collation) now."""
+        return {str(name): (str(c), str(co)) for name, c, co in self._rows(
+            "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+            "information_schema.SCHEMATA")}
 
     def system_time_zone(self) -> str:
         """The source's SYSTEM time zone as an offset (now: a DDL read across a change of
@@ -68,6 +99,12 @@ class SourceFacts:
 def sql_mode(session: Session) -> int:
     """The session's sql_mode bits (0, the server's plain reading, when none was carried)."""
     return int(dict(session).get("sql_mode", 0))
+
+
+def database_defaults(session: Session) -> tuple[str, str] | None:
+    """The default (charset, collation) of a CREATE TABLE's database at that point, if known."""
+    found = dict(session).get(DATABASE_DEFAULTS)
+    return (str(found[0]), str(found[1])) if found else None
 
 
 def codec(charset: str) -> str:
@@ -115,10 +152,10 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
 def run_under(cursor: Any, session: Session, statement: str) -> None:
     """Run ``statement`` on the target under the source session's settings, then put the
     target session's own settings back (also when the statement fails)."""
-    if not session:
+    settings = {name: value for name, value in session if name not in FACTS}
+    if not settings:
         cursor.execute(statement)
         return
-    settings = dict(session)
     charset = settings.get("character_set_client", "utf8mb4")
     try:
         text = statement.encode(codec(charset))

@@ -149,14 +149,21 @@ class CompiledPipeline:
 
     def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every target a source table is written to."""
-        found = []
-        for entry in self.pairs_for(schema, table):
+        return [entry.address(schema, table) for entry in self.pairs_for(schema, table)]
+
+    def target_databases(self, schema: str) -> list[tuple[str, str]]:
+        """(datasource, schema) of every target database a source database's tables go to by
+        name (a shard route or a target schema made of the table's name has no one database;
+        those are left out)."""
+        found: dict[tuple[str, str], None] = {}
+        for entry in self.pairs:
             source, target = entry.pair.source, entry.pair.target
-            found.append((target.datasource,
-                          entry.target_name(source.namespace, target.namespace, schema,
-                                            (schema, table)),
-                          entry.target_name(source.table, target.table, table, (schema, table))))
-        return found
+            if entry.route is not None or entry.routes_for_others or \
+                    not source.namespace.matches(schema) or "{table}" in target.namespace.text:
+                continue
+            name = entry.target_name(source.namespace, target.namespace, schema, (schema, ""))
+            found[(target.datasource, name)] = None
+        return list(found)
 
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
@@ -238,7 +245,8 @@ def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, 
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
                 yield from transform_ddl(change, seq, compiled.target_tables,
-                                         compiled.database_defaults)
+                                         compiled.database_defaults,
+                                         compiled.target_databases)
         elif freedoor.is_request(change):
             requests.append((seq, change))
         else:

@@ -24,7 +24,7 @@ import pymysql
 
 from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
-from node.ddl import creates_database, kind_of
+from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
 from node.merge import TableWrites, merge
@@ -40,7 +40,7 @@ RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
 # missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
-DDL_ALREADY_APPLIED = {"CREATE": {1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
+DDL_ALREADY_APPLIED = {"CREATE": {1007, 1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
 RENAME_ERRORS = {1050, 1146}  # a replayed RENAME: applied if the target shows it (_renamed)
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
 # The target session writes what the source holds, whatever the target's own sql_mode: a row
@@ -267,8 +267,11 @@ class Loader:
         self._columns.clear()  # tables change shape
         mode = sql_mode(change.session)
         kind = kind_of(change.ddl, mode)
+        database = on_database(change.ddl, mode)
         try:
-            if not creates_database(change.ddl, mode):
+            if database == "ALTER":  # a database setl has not made yet: made, then changed
+                cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
+            elif not database:
                 if kind == "CREATE":
                     cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
                 cursor.execute(f"USE {quote(change.schema)}")

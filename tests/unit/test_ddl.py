@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.ddl import creates_database, parse, transform_ddl
+from node.ddl import on_database, parse, transform_ddl
 from node.etl import extract_transform
 from tests.unit.test_etl import compiled
 
@@ -88,4 +88,22 @@ def test_a_create_table_first_makes_its_target_database_with_the_source_defaults
         ("copy", "CREATE DATABASE IF NOT EXISTS `copy` CHARACTER SET latin1 COLLATE "
                  "latin1_swedish_ci"),
         ("copy", "CREATE TABLE `copy`.`orders_v2` (id INT)")]
-    assert creates_database(found[0][1]) and not creates_database(found[1][1])
+    assert on_database(found[0][1]) == "CREATE" and not on_database(found[1][1])
+
+
+@pytest.mark.parametrize("statement, schema, expected", [
+    ("CREATE DATABASE shop CHARACTER SET latin1", "",
+     ["CREATE DATABASE `copy` CHARACTER SET latin1",
+      "CREATE DATABASE `crm` CHARACTER SET latin1"]),
+    ("create schema if not exists `shop` /* c */ COLLATE utf8mb4_bin", "",
+     ["create schema if not exists `copy` /* c */ COLLATE utf8mb4_bin",
+      "create schema if not exists `crm` /* c */ COLLATE utf8mb4_bin"]),
+    ("ALTER DATABASE CHARACTER SET latin1", "shop",  # the session's database
+     ["ALTER DATABASE `copy` CHARACTER SET latin1", "ALTER DATABASE `crm` CHARACTER SET latin1"]),
+    ("ALTER DATABASE elsewhere CHARACTER SET latin1", "shop", []),  # not replicated
+    ("DROP DATABASE shop", "", []),  # never replayed: a target database may hold more
+])
+def test_database_ddl_goes_to_every_target_database_of_the_source_database(
+        statement: str, schema: str, expected: list[str]) -> None:
+    assert [t[3] for t in ddl_targets(statement, schema=schema)] == expected
+    assert all(on_database(text) for text in expected)

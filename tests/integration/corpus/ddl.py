@@ -24,6 +24,15 @@ DDL = [
     Case("ddl-database-charset", "ddl", ("d1",), work=(
         "CREATE TABLE {s}.d1 (id INT PRIMARY KEY, v VARCHAR(10))",
         "INSERT INTO {s}.d1 VALUES (1, 'é'), (2, 'ÿ')"), schema_options="CHARACTER SET latin1"),
+    Case("ddl-alter-database", "ddl", ("ad1", "ad2"), work=(
+        # the database's default changes between two CREATE TABLEs: each target table gets
+        # the default its source table got (ALTER DATABASE replayed, in order)
+        "CREATE TABLE {s}.ad1 (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO {s}.ad1 VALUES (1, 'é')",
+        "ALTER DATABASE {s} CHARACTER SET latin1 COLLATE latin1_swedish_ci",
+        "CREATE TABLE {s}.ad2 (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO {s}.ad2 VALUES (1, 'é')"),
+        schema_options="CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"),
     Case("ddl-timestamp-default", "ddl", ("tsd",), work=(
         "SET time_zone = '+09:00'",
         "CREATE TABLE {s}.tsd (id INT PRIMARY KEY, ts TIMESTAMP NOT NULL "
