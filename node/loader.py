@@ -41,7 +41,8 @@ RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
 # missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
 DDL_ALREADY_APPLIED = {"CREATE": {1007, 1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
-RENAME_ERRORS = {1050, 1146}  # a replayed RENAME: applied if the target shows it (_renamed)
+MISSING_TABLE = 1146
+RENAME_ERRORS = {1050, MISSING_TABLE}  # a replayed RENAME: applied if the target shows it
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
 # The target session writes what the source holds, whatever the target's own sql_mode: a row
 # with AUTO_INCREMENT 0 keeps 0 (a source with NO_AUTO_VALUE_ON_ZERO), an impossible date
@@ -280,6 +281,14 @@ class Loader:
             code = exc.args[0] if exc.args else 0
             done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (
                 kind == "RENAME" and code in RENAME_ERRORS and _renamed(cursor, change))
+            if not done and kind == "CREATE" and code == MISSING_TABLE:
+                raise type(exc)(code, (
+                    f"{change.ddl!r} needs a table target {change.datasource} does not have "
+                    f"({exc.args[-1]}): it copies (LIKE) or references a table this channel "
+                    f"does not replicate. Create {change.schema}.{change.table} on the target "
+                    "by hand (SHOW CREATE TABLE on the source gives the definition), then "
+                    "start the channel again: a CREATE TABLE of a table that exists is taken "
+                    "as applied")) from None
             if not done:
                 raise
             log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "

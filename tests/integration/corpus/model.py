@@ -32,6 +32,11 @@ class Case:
     schema_options: str = ""  # e.g. CHARACTER SET latin1
     pair_options: dict[str, Any] = field(default_factory=dict)  # per table, e.g. key_columns
     xfail: str = ""
+    # a case setl cannot copy on its own: the channel pauses with an error holding `pauses`;
+    # `remedy` (statements on the target) is what the error tells the user to do, after which
+    # the channel is started again and must copy everything
+    pauses: str = ""
+    remedy: tuple[str, ...] = ()
 
 
 def crud(table: str, rows: list[str], update: str, key: str = "id") -> tuple[str, ...]:
