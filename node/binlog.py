@@ -33,7 +33,7 @@ from node.changes import ChangeType, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
 from shared.endpoint import connect, connection_settings
-from shared.errors import SourceError
+from shared.errors import SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.retl import BUFFER_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
@@ -245,9 +245,13 @@ class BinlogReader:
             if not self._stop.is_set():
                 error = SourceError(f"binlog of {self.source.name} failed at "
                                     f"{self._position()}: {exc.args[-1] if exc.args else exc}")
-        except Exception as exc:  # handed to the pipeline, which reports it
+        except SetlError as exc:  # handed to the pipeline, which reports it
             if not self._stop.is_set():
                 error = exc
+        except Exception as exc:  # a Python error names where it happened
+            if not self._stop.is_set():
+                error = SourceError(f"stage select, binlog of {self.source.name} at "
+                                    f"{self._position()}: {type(exc).__name__}: {exc}")
         finally:
             self._close()
         self._put(StreamEnded(error))

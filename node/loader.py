@@ -30,7 +30,7 @@ from node.ddlsession import run_under, sql_mode
 from node.merge import TableWrites, merge
 from node.render import Column, Columns, statements
 from node.twoway import LoopGuard
-from shared.errors import LoadError
+from shared.errors import LoadError, SetlError
 from shared.identifiers import quote
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
@@ -319,6 +319,23 @@ class Loader:
 
     def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
                      one_by_one: bool) -> int:
+        try:
+            return self._write_statements(cursor, writes, batch, one_by_one)
+        except pymysql.MySQLError as exc:  # same class and code (retries go by them), and where
+            if len(exc.args) != 2:
+                raise
+            raise type(exc)(exc.args[0], f"table {writes.schema}.{writes.table}: "
+                                         f"{exc.args[1]}") from None
+        except SetlError:
+            raise
+        except Exception as exc:  # a Python error names where it happened, as every error
+            raise LoadError(
+                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
+                f"position {batch.end}, target {writes.datasource}, table "
+                f"{writes.schema}.{writes.table}: {type(exc).__name__}: {exc}") from exc
+
+    def _write_statements(self, cursor: Any, writes: TableWrites, batch: Batch,
+                          one_by_one: bool) -> int:
         written = 0
         size = 1 if one_by_one else self.params.load_batch_size
         columns = self._target_columns(cursor, writes)

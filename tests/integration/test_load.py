@@ -10,6 +10,7 @@ import pytest
 from node.changes import Batch, ChangeType, TargetChange, Transaction
 from node.loader import FencedError, Loader
 from shared.devcluster import make_schema, one_way, wait_for
+from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.secrets import SecretRef
 
@@ -55,6 +56,26 @@ def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, sourc
     finally:
         old.close()
         new.close()
+
+
+def test_a_python_error_in_load_says_where(sandbox, source, target):
+    schema = make_schema(source, target, ITEMS)
+    server = sandbox.servers()["target"]
+    endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
+                          SecretRef(f"file:{sandbox.secret_file}"))
+    loader = Loader(f"where-{schema}.forward", {"target": endpoint}, PipelineParams())
+    try:
+        for value, error in (({1, "a"}, "TypeError"),  # a value render cannot order
+                             ("too long", "Data too long for column 'name'")):  # refused
+            with pytest.raises(LoadError) as raised:
+                loader.load(batch(7, 700), [upsert(schema, 1, value)])  # type: ignore[arg-type]
+            message = str(raised.value)
+            for part in (f"stage load, pipeline where-{schema}.forward, processId 7",
+                         "position binlog.000001:700", f"table {schema}.items", error):
+                assert part in message, message
+        assert target.table(schema, "items") == []  # nothing of the batch was written
+    finally:
+        loader.close()
 
 
 def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, target):
