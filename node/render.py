@@ -12,7 +12,10 @@
   match ``'a'`` to ``'A '``), binary values and geometries as bytes, FLOAT as the double it
   holds, NULL with ``IS NULL``. Such a statement must touch exactly one row; Load checks it.
 
-Generated columns of the target table are never written and never matched on.
+Generated columns of the target table are never written and never matched on. A value over
+``BIG_VALUE`` (a 16 MB BLOB, say) would make a statement larger than the target's
+``max_allowed_packet``: a keyed row with one is written without it, then the value is
+appended a piece at a time (``CONCAT``), all in the batch's transaction.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ class Column:
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
+# bytes or characters of a value written a piece at a time: 4 MiB, escaped at most twice
+# that, under the 16 MiB max_allowed_packet a MariaDB target has by default
+BIG_VALUE = 4 << 20
 
 
 class Statement(NamedTuple):
@@ -114,6 +120,13 @@ def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
+    big = [row for row in rows if any(_big(value) for value in row.values())]
+    if big:
+        rows = [row for row in rows if not any(_big(value) for value in row.values())]
+        for row in big:
+            yield from _upserts(writes, [{name: value[:0] if _big(value) else value
+                                          for name, value in row.items()}], 1)
+            yield from _appends(writes, row)
     for columns, run in _runs(rows):
         update = [c for c in columns if c not in writes.keys] or [columns[0]]
         sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
@@ -123,6 +136,29 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int) -> Iterator[Statem
             keys = [tuple(row.get(k) for k in writes.keys) for row in chunk]
             yield Statement(sql, [[sql_value(row[c]) for c in columns] for row in chunk], True,
                             keys)
+
+
+def _piece(value: Any) -> int:
+    """How much of a value one statement carries: a character takes up to 4 bytes."""
+    return BIG_VALUE if isinstance(value, bytes) else BIG_VALUE // 4
+
+
+def _big(value: Any) -> bool:
+    return isinstance(value, bytes | str) and len(value) > _piece(value)
+
+
+def _appends(writes: TableWrites, row: Row) -> Iterator[Statement]:
+    """A row's big values, appended a piece a statement (whole characters for text)."""
+    table = qualified(writes.schema, writes.table)
+    key = tuple(row[k] for k in writes.keys)
+    where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
+    for name, value in row.items():
+        if _big(value):
+            sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s) WHERE {where}"
+            step = _piece(value)
+            for start in range(0, len(value), step):
+                yield Statement(sql, [value[start:start + step],
+                                      *(sql_value(v) for v in key)], False, [key], True)
 
 
 def _runs(rows: list[Row]) -> Iterator[tuple[tuple[str, ...], list[Row]]]:

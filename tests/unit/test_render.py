@@ -9,7 +9,7 @@ import pytest
 
 from node.changes import ChangeType, TargetChange
 from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
-from node.render import Column, statements
+from node.render import BIG_VALUE, Column, statements
 
 GENERATED = {"id": Column("int", None), "price": Column("int", None),
              "total_v": Column("int", None, generated=True),
@@ -87,3 +87,24 @@ def test_a_keyless_update_or_delete_without_a_before_image_is_refused() -> None:
     (table,) = merge([change(ChangeType.DELETE, None, None, 0)])
     with pytest.raises(ValueError, match="no before image"):
         list(statements(table, 100, KEYLESS))
+
+
+def test_a_value_too_big_for_one_statement_is_appended_a_piece_at_a_time() -> None:
+    blob, text = bytes(range(256)) * (BIG_VALUE // 256) + b"\x01", "é" * (BIG_VALUE // 4 + 1)
+    rows = [{"id": 1, "b": blob, "t": "small"}, {"id": 2, "b": b"x", "t": text},
+            {"id": 3, "b": b"y", "t": "z"}]
+    found = list(statements(writes(upserts=rows), 100))
+    upsert = ("INSERT INTO `s`.`gen` (`id`, `b`, `t`) VALUES (%s, %s, %s) ON DUPLICATE KEY "
+              "UPDATE `b` = VALUES(`b`), `t` = VALUES(`t`)")
+    append_b = "UPDATE `s`.`gen` SET `b` = CONCAT(`b`, %s) WHERE (`id`) = (%s)"
+    append_t = "UPDATE `s`.`gen` SET `t` = CONCAT(`t`, %s) WHERE (`id`) = (%s)"
+    assert [(s.sql, s.many) for s in found] == [
+        (upsert, True), (append_b, False), (append_b, False),
+        (upsert, True), (append_t, False), (append_t, False),
+        (upsert, True)]
+    assert found[0].args == [[1, b"", "small"]] and found[3].args == [[2, b"x", ""]]
+    assert found[1].args[0] + found[2].args[0] == blob and found[2].args[1] == 1
+    assert found[4].args[0] + found[5].args[0] == text
+    assert all(len(s.args[0]) <= BIG_VALUE for s in found[1:3])
+    assert all(s.matches_one for s in found if not s.many)
+    assert found[6].args == [[3, b"y", "z"]]

@@ -275,7 +275,6 @@ DECODING = [
     Case("blob-16mb", "big-blob", ("big",), (
         "CREATE TABLE {s}.big (id INT PRIMARY KEY, b LONGBLOB)",), (
         "INSERT INTO {s}.big VALUES (1, REPEAT(x'00FF5C27', 4194304))",
-        "UPDATE {s}.big SET b = CONCAT(x'01', SUBSTRING(b, 2)) WHERE id = 1"),
-        xfail="issue 17: a 16 MB value makes a statement larger than the target's "
-              "max_allowed_packet (16 MB): the target drops the connection"),
+        "UPDATE {s}.big SET b = CONCAT(x'01', SUBSTRING(b, 2)) WHERE id = 1",
+        "INSERT INTO {s}.big VALUES (2, REPEAT(x'41', 4194305)), (3, x'42')")),
 ]
