@@ -28,7 +28,7 @@ from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
 from node.merge import TableWrites, merge
-from node.render import Column, Columns, statements
+from node.render import Column, Columns, Statement, statements
 from node.twoway import LoopGuard
 from shared.errors import LoadError, SetlError
 from shared.identifiers import quote
@@ -49,6 +49,9 @@ CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's f
 # (ALLOW_INVALID_DATES) and zero dates go in as they are, and a value that does not fit the
 # target's column is an error, never silently cut (strict).
 SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
+# for a row whose ENUM holds the empty value (the source's for an invalid one): see _lenient
+LENIENT_SQL_MODE = SQL_MODE.replace("STRICT_ALL_TABLES,", "")
+DATA_TRUNCATED = 1265
 
 
 def position_key(position: BinlogPosition) -> tuple[str, int]:
@@ -339,9 +342,11 @@ class Loader:
         written = 0
         size = 1 if one_by_one else self.params.load_batch_size
         columns = self._target_columns(cursor, writes)
-        for sql, args, many, what, matches_one in statements(writes, size, columns):
+        for statement in statements(writes, size, columns):
+            sql, args, many, what, matches_one, _ = statement
             try:
-                count = (cursor.executemany if many else cursor.execute)(sql, args)
+                count = self._lenient(cursor, statement, writes, batch) if statement.lenient \
+                    else (cursor.executemany if many else cursor.execute)(sql, args)
                 written += len(args) if many else len(what)
                 if matches_one and count != 1:
                     raise LoadError(
@@ -359,6 +364,30 @@ class Loader:
                             "error=%r row=%r", self.pipeline_id, batch.process_id,
                             writes.schema, writes.table, what[0], exc.args[-1], args)
         return written
+
+
+    def _lenient(self, cursor: Any, statement: Statement, writes: TableWrites,
+                 batch: Batch) -> int:
+        """A one-row statement giving ENUM columns the empty value (which strict mode
+        refuses) under a sql_mode without STRICT_ALL_TABLES; any warning but "Data truncated"
+        of exactly those columns fails it, so nothing else is let through."""
+        cursor.execute("SET SESSION sql_mode = %s", (LENIENT_SQL_MODE,))
+        try:
+            count = (cursor.executemany if statement.many else cursor.execute)(
+                statement.sql, statement.args)
+            cursor.execute("SHOW WARNINGS")
+            warnings = [(int(row[1]), str(row[2])) for row in cursor.fetchall()]
+        finally:
+            cursor.execute("SET SESSION sql_mode = %s", (SQL_MODE,))
+        allowed = {f"Data truncated for column '{name}' at row 1" for name in statement.lenient}
+        other = [w for w in warnings if w[0] != DATA_TRUNCATED or w[1] not in allowed]
+        if other:
+            raise LoadError(
+                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
+                f"position {batch.end}, target {writes.datasource}, table "
+                f"{writes.schema}.{writes.table}: a row with an empty ENUM value was refused "
+                f"in more than that: {other}; make the target's columns the source's")
+        return int(count)
 
 
 def _renamed(cursor: Any, change: TargetChange) -> bool:

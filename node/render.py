@@ -52,6 +52,10 @@ class Statement(NamedTuple):
     many: bool  # executemany
     what: list[Any]  # the keys or rows it writes (for the log when a row is skipped)
     matches_one: bool = False  # an UPDATE/DELETE of a keyless table: touches exactly one row
+    # ENUM columns this one-row statement gives the empty value, which a lenient source
+    # stores for an invalid one and a strict target refuses: Load writes the row leniently
+    # and accepts no warning but theirs
+    lenient: tuple[str, ...] = ()
 
 
 def sql_value(value: Any) -> Any:
@@ -74,17 +78,19 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None
     with consecutive ones of a kind together, or a keyless table's changes in source order."""
     columns = columns or {}
     generated = frozenset(name for name, column in columns.items() if column.generated)
+    enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
     yield from _deletes(writes, writes.deletes, size)
-    yield from _upserts(writes, _without(writes.upserts, generated), size)
+    yield from _upserts(writes, _without(writes.upserts, generated), size, enums)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == UPSERT:
-            yield from _upserts(writes, _without(items, generated), size)
+            yield from _upserts(writes, _without(items, generated), size, enums)
         elif kind == DELETE:
             yield from _deletes(writes, items, size)
         else:
             assert kind == MOVE
-            yield from (_move(writes, old, row, generated) for old, row in items)
+            yield from (_move(writes, old, row, generated)._replace(
+                lenient=_empty_enums(row, enums)) for old, row in items)
     yield from _keyless(writes, size, columns, generated)
 
 
@@ -118,15 +124,20 @@ def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int
         yield Statement(sql, [sql_value(v) for key in chunk for v in key], False, chunk)
 
 
-def _upserts(writes: TableWrites, rows: list[Row], size: int) -> Iterator[Statement]:
+def _upserts(writes: TableWrites, rows: list[Row], size: int,
+             enums: frozenset[str] = frozenset()) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
-    big = [row for row in rows if any(_big(value) for value in row.values())]
-    if big:
-        rows = [row for row in rows if not any(_big(value) for value in row.values())]
-        for row in big:
-            yield from _upserts(writes, [{name: value[:0] if _big(value) else value
-                                          for name, value in row.items()}], 1)
+
+    def apart(row: Row) -> bool:  # a row written by statements of its own
+        return any(_big(value) for value in row.values()) or bool(_empty_enums(row, enums))
+
+    if any(apart(row) for row in rows):
+        for row in [row for row in rows if apart(row)]:
+            alone = {name: value[:0] if _big(value) else value for name, value in row.items()}
+            for statement in _upserts(writes, [alone], 1):
+                yield statement._replace(lenient=_empty_enums(row, enums))
             yield from _appends(writes, row)
+        rows = [row for row in rows if not apart(row)]
     for columns, run in _runs(rows):
         update = [c for c in columns if c not in writes.keys] or [columns[0]]
         sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
@@ -136,6 +147,10 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int) -> Iterator[Statem
             keys = [tuple(row.get(k) for k in writes.keys) for row in chunk]
             yield Statement(sql, [[sql_value(row[c]) for c in columns] for row in chunk], True,
                             keys)
+
+
+def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
+    return tuple(name for name in enums if row.get(name) == "") if enums else ()
 
 
 def _piece(value: Any) -> int:

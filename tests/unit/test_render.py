@@ -108,3 +108,16 @@ def test_a_value_too_big_for_one_statement_is_appended_a_piece_at_a_time() -> No
     assert all(len(s.args[0]) <= BIG_VALUE for s in found[1:3])
     assert all(s.matches_one for s in found if not s.many)
     assert found[6].args == [[3, b"y", "z"]]
+
+
+def test_a_row_with_an_empty_enum_is_written_alone_and_leniently() -> None:
+    columns = {"id": Column("int", None), "e": Column("enum", "utf8mb4"),
+               "v": Column("varchar", "utf8mb4")}
+    rows = [{"id": 1, "e": "a", "v": ""}, {"id": 2, "e": "", "v": "x"}, {"id": 3, "e": "b",
+                                                                       "v": "y"}]
+    found = list(statements(writes(upserts=rows), 100, columns))
+    assert [(s.args, s.lenient) for s in found] == [
+        ([[2, "", "x"]], ("e",)), ([[1, "a", ""], [3, "b", "y"]], ())]  # '' in a VARCHAR: plain
+    moved = list(statements(writes(steps=[(MOVE, ((5,), {"id": 6, "e": "", "v": "z"}))]), 100,
+                            columns))
+    assert [s.lenient for s in moved] == [("e",)]
