@@ -183,6 +183,7 @@ class BinlogReader:
         self._stop = threading.Event()
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._databases: dict[str, tuple[str, str]] = {}  # default (charset, collation)
+        self._specials: dict[int, tuple[Any, _Special]] = {}  # by table id, with its map
         self._stream: BinLogStreamReader | None = None
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
@@ -307,7 +308,7 @@ class BinlogReader:
             return _buffer_requests(kind, event.rows)
         keys = _keys(event.primary_key)
         ts = int(event.timestamp) * 1000
-        bits = _Special.of(event)
+        bits = self._special(event)
         if kind is ChangeType.INSERT:
             return [RowChange(schema, table, kind, keys, None,
                               _image(row["values"], row["none_sources"], bits), commit_ts_ms=ts)
@@ -320,6 +321,15 @@ class BinlogReader:
                           _image(row["before_values"], row["before_none_sources"], bits),
                           _image(row["after_values"], row["after_none_sources"], bits),
                           commit_ts_ms=ts) for row in event.rows]
+
+    def _special(self, event: Any) -> _Special:
+        """The table's columns that need mending, worked out once per table map (the map of
+        a table id is the same object until a DDL or a rotation replaces it)."""
+        table = event.table_map[event.table_id]
+        found = self._specials.get(event.table_id)
+        if found is None or found[0] is not table:
+            found = self._specials[event.table_id] = (table, _Special.of(event))
+        return found[1]
 
     def _ddl(self, event: Any, query: str, gtid: str) -> None:
         if not self.ddl:

@@ -43,12 +43,19 @@ def rss_kib(pid: int) -> int:
     return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1])  # type: ignore[index]
 
 
-def test_a_backlog_on_tables_not_replicated_is_crossed(cluster, source, target):
+def channel_from_here(cluster, source, target, name: str
+                      ) -> tuple[str, str, tuple[str, int]]:
+    """A channel on a new table starting at the source's position now, and a noisy
+    neighbour schema beside it: (schema, neighbour, start)."""
     schema = make_schema(source, target, ITEMS)
     noisy = noisy_neighbour(source)
     start = master_position(source)
-    cluster.apply([one_way("crossing", schema, ["items"],
-                           start={"file": start[0], "pos": start[1]})])
+    cluster.apply([one_way(name, schema, ["items"], start={"file": start[0], "pos": start[1]})])
+    return schema, noisy, start
+
+
+def test_a_backlog_on_tables_not_replicated_is_crossed(cluster, source, target):
+    schema, noisy, _ = channel_from_here(cluster, source, target, "crossing")
     cluster.set_status("crossing", "START")  # Spark up before the memory baseline
     cluster.wait_running("crossing")
     cluster.set_status("crossing", "STOP")
@@ -83,11 +90,7 @@ def test_a_backlog_on_tables_not_replicated_is_crossed(cluster, source, target):
 
 
 def test_kill_9_in_the_middle_of_the_stretch_resumes_inside_it(cluster, source, target):
-    schema = make_schema(source, target, ITEMS)
-    noisy = noisy_neighbour(source)
-    start = master_position(source)
-    cluster.apply([one_way("stretch", schema, ["items"],
-                           start={"file": start[0], "pos": start[1]})])
+    schema, noisy, start = channel_from_here(cluster, source, target, "stretch")
     source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'before the backlog')")
     source.execute(f"CALL `{noisy}`.fill(100000)")
     crossed = master_position(source)

@@ -11,13 +11,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def smoke_run(module: str, tmp_path: Path, *args: str) -> dict:
+    """``python -m module --smoke``: its report. Output goes to a file, not a pipe, so that a
+    server the run leaves behind cannot keep the test waiting for the pipe to close."""
+    results, log = tmp_path / "results", tmp_path / f"{module}.log"
+    with log.open("w") as out:
+        done = subprocess.run([sys.executable, "-m", module, "--smoke", *args,
+                               "--results", str(results)], cwd=ROOT, stdout=out,
+                              stderr=subprocess.STDOUT, timeout=600, check=False)
+    assert done.returncode == 0, log.read_text(errors="replace")[-6000:]
+    return json.loads((results / f"{module.removeprefix('bench.')}-smoke.json").read_text())
+
+
 def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.peers", "--smoke", "--profile",
-         "--results", str(tmp_path / "results"), "--work", str(tmp_path / "work")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((tmp_path / "results" / "peers-smoke.json").read_text())
+    report = smoke_run("bench.peers", tmp_path, "--profile", "--work", str(tmp_path / "work"))
     assert (tmp_path / "results" / "peers-smoke.png").stat().st_size > 10_000
     by_kind = {result["scenario"].split(" ")[0]: result for result in report["results"]}
     assert set(by_kind) == {"full", "bulk", "oltp_write_only", "noisy", "catch-up:"}
@@ -44,11 +51,7 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
 
 
 def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.stream", "--smoke", "--results", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((tmp_path / "stream-smoke.json").read_text())
+    report = smoke_run("bench.stream", tmp_path)
     assert [r["scenario"] for r in report["results"]] == [
         "bulk insert (batch_size 2000)", "bulk insert (batch_size 10000)",
         "steady 100 tx/s for 3s"]
@@ -59,11 +62,7 @@ def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
 
 
 def test_bench_sparkjob_smoke_run_measures_the_nodes_spark_job(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.sparkjob", "--smoke", "--results", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((tmp_path / "sparkjob-smoke.json").read_text())
+    report = smoke_run("bench.sparkjob", tmp_path)
     [result] = report["results"]
     assert result["scenario"] == "defaults"
     assert 0 < result["empty_job_p50_ms"] <= result["empty_job_p95_ms"]
