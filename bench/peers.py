@@ -279,7 +279,7 @@ def chart(report: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     results = {r["scenario"]: r for r in report["results"]}
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, axes = plt.subplots(1, 4, figsize=(19, 4.5))
     bulk = next((r for r in results.values() if "setl_rows_per_s" in r), None)
     if bulk:
         axes[0].bar(["setl", "native replica"], [bulk["setl_rows_per_s"] or 0,
@@ -302,6 +302,19 @@ def chart(report: dict[str, Any], path: Path) -> None:
         axes[2].bar(["setl snapshot", "mydumper|myloader"],
                     [0, copy["mydumper_myloader_rows_per_s"] or 0], color=["#3b7dd8", "#999999"])
         axes[2].set_title("full copy, rows/s (setl: not implemented)")
+    else:
+        axes[2].axis("off")
+    catchup = next((r for r in results.values() if "setl_oltp_rows_per_s" in r), None)
+    if catchup:
+        for offset, (name, color) in enumerate((("setl", "#3b7dd8"), ("native", "#999999"))):
+            axes[3].bar([offset, 3 + offset], [catchup[f"{name}_bulk_rows_per_s"] or 0,
+                                               catchup[f"{name}_oltp_rows_per_s"] or 0],
+                        color=color, label=name)
+        axes[3].set_xticks([0.5, 3.5], ["bulk part", "oltp_write_only part"])
+        axes[3].set_title("catch-up of a backlog, rows/s")
+        axes[3].legend()
+    else:
+        axes[3].axis("off")
     fig.suptitle(f"setl vs native MariaDB replication — {report['when']}, "
                  f"{report['machine']['cpus']} cores")
     fig.tight_layout()
