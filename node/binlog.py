@@ -28,7 +28,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from node import ddlsession, rowvalues
+from node import ddlsession, rowdecode, rowvalues
 from node.changes import ChangeType, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
@@ -42,6 +42,7 @@ MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
 
 log = logging.getLogger("setl.node.binlog")
 rowvalues.install()  # the library's TIME, date and charset readers, made exact
+rowdecode.install()  # and its row reader, made faster
 _EVENTS = [RotateEvent, MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, WriteRowsEvent,
            UpdateRowsEvent, DeleteRowsEvent]
 _ROW_TYPES = {WriteRowsEvent: ChangeType.INSERT, UpdateRowsEvent: ChangeType.UPDATE,
