@@ -20,12 +20,14 @@ from typing import Any
 from pymysqlreplication.bitmap import BitCount
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.row_event import RowsEvent
+from pymysqlreplication.table import Table
 
 _FIXED = {FIELD_TYPE.TINY: ("<b", "<B"), FIELD_TYPE.SHORT: ("<h", "<H"),
           FIELD_TYPE.LONG: ("<i", "<I"), FIELD_TYPE.LONGLONG: ("<q", "<Q"),
           FIELD_TYPE.FLOAT: ("<f", "<f"), FIELD_TYPE.DOUBLE: ("<d", "<d")}
 _FIXED_, _TEXT, _LIBRARY = 0, 1, 2  # what a plan does with a column
 _PLAN = "_setl_plan"  # kept on the library's Table (a name with "_": not in Table.data)
+_DATA = "_setl_data"
 _ORIGINAL = RowsEvent.__dict__["_read_column_data"]
 _read_values = RowsEvent.__dict__["_RowsEvent__read_values_name"]
 
@@ -119,5 +121,16 @@ def read_column_data(event: Any, cols_bitmap: bytes, row_image_type: Any = None)
     return values
 
 
+def _table_data(table: Any) -> dict[str, Any]:
+    """``Table.data``, made once: the library builds it for every rows event (for its
+    primary key), and a table map is never changed after it is made."""
+    found = table.__dict__.get(_DATA)
+    if found is None:
+        found = table.__dict__[_DATA] = {k: v for k, v in table.__dict__.items()
+                                         if not k.startswith("_")}
+    return found  # type: ignore[no-any-return]
+
+
 def install() -> None:
     RowsEvent._read_column_data = read_column_data  # type: ignore[method-assign]
+    Table.data = property(_table_data)  # type: ignore[assignment]
