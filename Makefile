@@ -6,7 +6,8 @@ STAMP := $(VENV)/.setup-done
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
 .PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean \
-	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream
+	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream \
+	bench-decode
 
 setup: system-packages $(STAMP)
 
@@ -59,6 +60,9 @@ bench-profile: setup
 
 bench-stream: setup
 	$(BIN)/python -m bench.stream
+
+bench-decode: setup
+	$(BIN)/python -m bench.decode
 
 
 clean:

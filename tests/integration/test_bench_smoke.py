@@ -67,3 +67,10 @@ def test_bench_sparkjob_smoke_run_measures_the_nodes_spark_job(tmp_path: Path) -
     assert result["scenario"] == "defaults"
     assert 0 < result["empty_job_p50_ms"] <= result["empty_job_p95_ms"]
     assert result["job_500_rows_ms"] > 0 and result["cpu_s_per_100k_rows"] > 0
+
+
+def test_bench_decode_smoke_run_measures_select_alone(tmp_path: Path) -> None:
+    report = smoke_run("bench.decode", tmp_path, "--work", str(tmp_path / "work"))
+    [result] = report["results"]
+    assert result["scenario"].startswith("read and decode")
+    assert result["rows_per_s"] > 0 and result["cpu_us_per_row"] > 0

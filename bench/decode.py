@@ -1,0 +1,91 @@
+"""What Select's binlog reading and row decoding cost alone, per row.
+
+    python -m bench.decode [--seconds 20] [--repeat 2] [--smoke]
+
+On a sandbox of its own, ``sysbench oltp_write_only`` writes ``--seconds`` of transactions
+at full rate; then setl's BinlogReader (the node's Select, every sysbench table wanted) reads
+that stretch ``--repeat`` times in this process, nothing else running in it. Reports rows/s
+and CPU µs per row (the process's CPU time); results go to ``bench/results/decode-*.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.measure import RESULTS, write_report
+from bench.peers import DB, Peers
+from node.binlog import BinlogReader
+from shared.model import BinlogPosition, DataSource
+from shared.secrets import SecretRef
+
+
+def _position(peers: Peers) -> BinlogPosition:
+    file, pos = peers.source.rows("SHOW MASTER STATUS")[0][:2]
+    return BinlogPosition(str(file), int(pos))
+
+
+def read_once(source: DataSource, start: BinlogPosition, end: BinlogPosition,
+              server_id: int) -> tuple[int, float, float]:
+    """(rows, seconds, CPU seconds) of reading start..end."""
+    reader = BinlogReader(source, server_id, start, lambda schema, table: schema == DB,
+                          lambda schema: schema == DB)
+    rows, wall, cpu = 0, time.perf_counter(), time.process_time()
+    reader.begin()
+    try:
+        while True:
+            txn = reader.take(30.0)
+            if txn is None:
+                raise RuntimeError(f"the reader stopped before {end}")
+            rows += len(txn.changes)
+            if (txn.end.file, txn.end.pos) >= (end.file, end.pos):
+                break
+    finally:
+        reader.stop()
+    return rows, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def run(work: Path, seconds: float, repeat: int) -> dict[str, Any]:
+    peers = Peers(work)
+    try:
+        peers.source.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        peers.sysbench("--tables=4", "--table-size=10000", "prepare")
+        start = _position(peers)
+        peers.sysbench("--tables=4", "--table-size=10000", f"--time={seconds:.0f}", "--rate=0",
+                       "--threads=4", "run")
+        end = _position(peers)
+        server = peers.servers["source"]
+        source = DataSource("source", "127.0.0.1", server.port, "setl",
+                            SecretRef(f"file:{peers.box.secret_file}"))
+        runs = [read_once(source, start, end, 9300 + n) for n in range(repeat)]
+    finally:
+        peers.close()
+    rows, wall, cpu = min(runs, key=lambda found: found[2])  # the least disturbed
+    return {"scenario": f"read and decode {rows:,} rows of oltp_write_only "
+                        f"({(end.pos - start.pos) / 1e6:.0f} MB of binlog)",
+            "rows_per_s": round(rows / wall), "cpu_us_per_row": round(cpu / rows * 1e6, 1),
+            "runs_cpu_us_per_row": [round(c / r * 1e6, 1) for r, _, c in runs]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.decode", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "decode")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.seconds, args.repeat = 2, 1
+    result = run(args.work, args.seconds, args.repeat)
+    write_report(args.results, "decode", args.smoke, {**vars(args), "pid": os.getpid()},
+                 [result], {"node_peak_rss_mb": 0, "per_batch_ms": {}})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
