@@ -59,7 +59,8 @@ def measure(name: str, options: dict[str, str], jobs: int, rows: int,
             bare: bool = False) -> dict[str, Any]:
     if bare:  # Spark's own defaults under the candidate
         options = {**{k: SPARK_DEFAULTS[k] for k, _ in MICRO_BATCH_DEFAULTS}, **options}
-    runner = SparkRunner(SparkSettings("local[2]", "512m", tuple(options.items())))
+    runner = SparkRunner(SparkSettings("local[2]", "512m", tuple(options.items()),
+                                       local_max_rows=0))  # every job on Spark
     compiled, one, many = _pipeline(), _changes(1), _changes(rows)
     try:
         for _ in range(10):  # warm: JVM, JIT, Python workers, broadcast

@@ -91,8 +91,9 @@ class Daemon:
 class Cluster:
     def __init__(self, sandbox: Sandbox, workdir: Path, name: str,
                  log_level: str = "info", spark_master: str = "local[2]",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, local_max_rows: int | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
+        self.local_max_rows = local_max_rows  # None: the node's default
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
@@ -110,6 +111,8 @@ class Cluster:
         if kind == "node":
             body["spark"] = {"master": self.spark_master, "driver_memory": "512m",
                              "options": {"spark.default.parallelism": "2"}}
+            if self.local_max_rows is not None:
+                body["spark"]["local_max_rows"] = self.local_max_rows
         path = self.workdir / f"{kind}.yaml"
         path.write_text(yaml.safe_dump(body))
         return path

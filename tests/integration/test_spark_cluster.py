@@ -15,7 +15,8 @@ def test_a_channel_runs_on_a_standalone_spark_cluster(sandbox, tmp_path):
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, ITEMS)
     with SparkStandalone(tmp_path / "spark", workers=2) as spark:
-        cluster = Cluster(sandbox, tmp_path / "setl", "scaleout", spark_master=spark.master_url)
+        cluster = Cluster(sandbox, tmp_path / "setl", "scaleout", spark_master=spark.master_url,
+                          local_max_rows=0)  # every batch a Spark job, however small
         try:
             cluster.start_manager()
             cluster.start_node(1)

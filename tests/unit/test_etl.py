@@ -362,3 +362,23 @@ def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_th
     assert type(shard) is ShardError
     bare = _translate(Exception("Traceback\nTypeError: unhashable type: 'set'\n\tat x"), job)
     assert type(bare) is SetlError and str(bare).endswith("TypeError: unhashable type: 'set'")
+
+
+def test_a_small_batch_runs_in_the_node_with_the_errors_a_spark_job_gives() -> None:
+    from node.spark import SparkRunner
+    from shared.errors import SetlError, TransformError
+    from shared.settings import SparkSettings
+
+    runner = SparkRunner(SparkSettings("local[1]", "512m", (), local_max_rows=10))
+    job = compiled("{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}")
+    [out] = runner.extract_transform(job, [insert("s", "t", {"id": 1, "email": "a@b.org"})])
+    assert out.table == "t" and out.after["email"].endswith("@b.org")
+    with pytest.raises(TransformError, match=r"extract/transform failed: pipeline shop.fwd pair "
+                                             r"src:s.t: processor setl_examples:mask_email failed"):
+        runner.extract_transform(job, [insert("s", "t", {"id": 3, "email": 5})])
+    broken = compiled("{source: s.t, target: s2.t}")
+    object.__setattr__(broken, "pairs", None)  # a Python error inside E/T, not setl's own
+    with pytest.raises(SetlError, match="extract/transform failed: TypeError") as raised:
+        runner.extract_transform(broken, [insert("s", "t", {"id": 1})])
+    assert type(raised.value) is SetlError
+    assert runner._session is None  # no Spark was started for any of it
