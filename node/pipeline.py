@@ -50,6 +50,7 @@ from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
+STOP_PUBLISH_S = 1.0
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 ET_SATURATION = 2  # E/T jobs at once before timed batches wait (local Spark: about the cores)
 
@@ -274,7 +275,8 @@ class PipelineRunner:
         try:
             self._load_loop(loader, window, handoff, publisher)
         finally:
-            publisher.close()
+            # the last cursor is only a hint: a stop does not wait long on ZooKeeper for it
+            publisher.close(STOP_PUBLISH_S if self.stop_event.is_set() else 5.0)
             select_stop.set()
             selector.stop()
             select_thread.join(10)
