@@ -217,8 +217,10 @@ class Supervisor:
                 runners = [runner for runner, _ in self.runners.values()]
                 self.runners.clear()
                 self._leaving += runners
-            log.error("event=zk_session_lost node=%d action=stop_all_pipelines pipelines=%s",
-                      self.node_id, ",".join(runner.pipeline_id for runner in runners) or "-")
+            if runners or not self.closing.is_set():  # not the node's own goodbye
+                log.error("event=zk_session_lost node=%d action=stop_all_pipelines "
+                          "pipelines=%s", self.node_id,
+                          ",".join(runner.pipeline_id for runner in runners) or "-")
             for runner in runners:
                 runner.request_stop()
 
