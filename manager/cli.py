@@ -132,8 +132,8 @@ def _sandbox(args: argparse.Namespace) -> int:
         servers = box.up(second_target=args.second_target, owner_pid=args.owner_pid)
     elif args.action == "down":
         stopped = box.down(purge=args.purge)
-        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
-        return 0
+        print(f"stopped: {', '.join(map(str, stopped)) or 'nothing was running'}")
+        return 1 if any(server.outcome == "running" for server in stopped) else 0
     else:
         servers = box.servers()
         if not servers:

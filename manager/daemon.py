@@ -15,38 +15,55 @@ from manager.service import ManagerServicer
 from manager.views import Views
 from shared import logs, settings, zk
 from shared.catalog import Catalog
-from shared.errors import SetlError
-from shared.lifecycle import Shutdown
+from shared.errors import SetlError, ZooKeeperUnavailableError
+from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2_grpc
 
 log = logging.getLogger("setl.manager")
+STOP_ZOOKEEPER_S = 2.0  # giving up the leadership on the way out waits at most this long
 
 
 def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
-    client = zk.connect(config.zookeeper.hosts, config.zookeeper.session_timeout_s,
-                        config.zookeeper.connect_timeout_s)
+    client = zk.client(config.zookeeper)
+    if not zk.start(client, config.zookeeper, shutdown.requested):
+        log.info("event=manager_stopped listen=%s reason=\"stopped while waiting for "
+                 "ZooKeeper\"", config.listen)
+        return
     paths = zk.ZkPaths(config.zookeeper.root)
     catalog = Catalog(client, paths)
-    catalog.ensure_layout()
     election = LeaderElection(client, paths.leader, config.address)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     manager_pb2_grpc.add_ManagerServiceServicer_to_server(
         ManagerServicer(catalog, Views(client, paths, catalog), election, config.address), server)
-    if server.add_insecure_port(config.listen) == 0:
-        zk.close(client)
-        raise SetlError(f"cannot listen on {config.listen}: the address is taken or invalid; "
-                        "choose another with --listen")
-    server.start()
-    election.start()
-    log.info("event=manager_started listen=%s zk=%s root=%s", config.listen,
-             config.zookeeper.hosts, config.zookeeper.root)
     try:
+        if server.add_insecure_port(config.listen) == 0:
+            raise SetlError(f"cannot listen on {config.listen}: the address is taken or "
+                            "invalid; choose another with --listen")
+        if not _prepare(catalog, shutdown):
+            return
+        election.start()  # before serving: the first answer already knows who leads
+        server.start()
+        log.info("event=manager_started listen=%s zk=%s root=%s", config.listen,
+                 config.zookeeper.hosts, config.zookeeper.root)
         shutdown.wait()
     finally:
         server.stop(grace=2).wait()
-        election.stop()
+        if not run_bounded(election.stop, STOP_ZOOKEEPER_S, "election-stop"):
+            log.warning("event=zk_goodbye_skipped waited_s=%g", STOP_ZOOKEEPER_S)
         zk.close(client)
         log.info("event=manager_stopped listen=%s", config.listen)
+
+
+def _prepare(catalog: Catalog, shutdown: Shutdown) -> bool:
+    """Create setl's layout, waiting while ZooKeeper is away; False if asked to stop."""
+    while not shutdown.requested.is_set():
+        try:
+            catalog.ensure_layout()
+            return True
+        except ZooKeeperUnavailableError as exc:
+            log.warning("event=zk_unavailable step=layout error=%s", exc)
+            shutdown.wait(1.0)
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:

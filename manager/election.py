@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
@@ -63,14 +64,27 @@ class LeaderElection:
             except NodeExistsError:
                 pass
             except KazooException as exc:
-                log.warning("event=election_error error=%r", exc)
-                self._become(False)
+                self._failed(exc)
                 return
-            stat = self.client.exists(self.path, watch=self._on_event)
+            try:
+                stat = self.client.exists(self.path, watch=self._on_event)
+            except KazooException as exc:
+                self._failed(exc)
+                return
             if stat is None:
                 self.client.handler.spawn(self._try)
                 return
             self._become(stat.ephemeralOwner == self.client.client_id[0])
+
+    def _failed(self, exc: Exception) -> None:
+        """ZooKeeper did not answer: stand by, and try again in a second."""
+        log.warning("event=election_error error=%r", exc)
+        self._become(False)
+        self.client.handler.spawn(self._try_later)
+
+    def _try_later(self, delay_s: float = 1.0) -> None:
+        time.sleep(delay_s)
+        self._try()
 
     def _become(self, leader: bool) -> None:
         if leader != self.is_leader:

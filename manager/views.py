@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from shared import codec
-from shared.catalog import Catalog, ChannelRecord
+from shared.catalog import Catalog, ChannelRecord, call
 from shared.model import Channel
 from shared.rpc import manager_pb2, model_pb2
 from shared.zk import ZkPaths
@@ -26,13 +26,13 @@ class Views:
 
     def nodes(self) -> list[manager_pb2.NodeInfo]:
         try:
-            ids = self.client.get_children(self.paths.nodes)
+            ids = call("list nodes", self.client.get_children, self.paths.nodes)
         except NoNodeError:
             return []
         nodes = []
         for node_id in sorted(ids, key=lambda text: int(text) if text.isdigit() else 0):
             try:
-                data, _ = self.client.get(self.paths.node(node_id))
+                data, _ = call("read a node", self.client.get, self.paths.node(node_id))
             except NoNodeError:
                 continue
             info = manager_pb2.NodeInfo()
@@ -55,13 +55,15 @@ class Views:
         pipeline_id = channel.pipeline_id(pipeline)  # type: ignore[arg-type]
         state = manager_pb2.PipelineState()
         try:
-            data, _ = self.client.get(self.paths.stats(pipeline_id))
+            data, _ = call("read pipeline stats", self.client.get,
+                           self.paths.stats(pipeline_id))
             state.ParseFromString(data)
         except NoNodeError:
             state.state = "not running"
         state.pipeline_id = pipeline_id
         try:
-            owner, _ = self.client.get(self.paths.mainstem(pipeline_id))
+            owner, _ = call("read a pipeline owner", self.client.get,
+                            self.paths.mainstem(pipeline_id))
             state.owner_node = int(owner.decode() or 0)
         except NoNodeError:
             state.owner_node = 0

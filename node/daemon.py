@@ -14,6 +14,7 @@ import time
 from concurrent import futures
 
 import grpc
+from kazoo.exceptions import KazooException
 
 from node.membership import Membership
 from node.service import NodeServicer
@@ -22,25 +23,35 @@ from node.supervisor import Supervisor
 from node.watcher import DefinitionWatcher
 from shared import logs, settings, zk
 from shared.catalog import Catalog, ChannelRecord
-from shared.errors import SetlError
-from shared.lifecycle import Shutdown
+from shared.errors import CoordinationError, SetlError, ZooKeeperUnavailableError
+from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2, node_pb2_grpc
 
 log = logging.getLogger("setl.node")
 
 
+# How long each step of a stop may take at most, so that SIGTERM ends the node within
+# seconds in every state (ZooKeeper or a target gone, Spark starting); what is cut short is
+# safe to cut: the position that counts is the target's.
+STOP_RUNNERS_S = 8.0  # in-flight batches load, then every runner ends
+STOP_ZOOKEEPER_S = 2.0  # final stats, mainstems and the node's entry given up
+STOP_SPARK_S = 4.0
+ZK_UNAVAILABLE_LOG_S = 10.0  # while ZooKeeper is away, the main loop says so this often
+
+
 class Node:
     def __init__(self, node_id: int, config: settings.NodeSettings, shutdown: Shutdown) -> None:
         self.node_id, self.config, self.shutdown = node_id, config, shutdown
-        self.client = zk.connect(config.zookeeper.hosts, config.zookeeper.session_timeout_s,
-                                 config.zookeeper.connect_timeout_s)
+        self.client = zk.client(config.zookeeper)
         self.paths = zk.ZkPaths(config.zookeeper.root)
         self.catalog = Catalog(self.client, self.paths)
         self.watcher = DefinitionWatcher(self.client, self.paths, self.catalog)
         self.spark = SparkRunner(config.spark)
-        self.supervisor = Supervisor(node_id, self.client, self.paths, self.catalog, self.spark)
+        self.supervisor = Supervisor(node_id, self.client, self.paths, self.catalog, self.spark,
+                                     closing=shutdown.requested)
         self.candidates: list[str] = []
         self.running: list[str] = []
+        self._unavailable_said = 0.0
 
     def _serve_grpc(self) -> tuple[grpc.Server, str]:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -56,27 +67,78 @@ class Node:
 
     def run(self) -> None:
         server, address = self._serve_grpc()
-        info = manager_pb2.NodeInfo(id=self.node_id, address=address, pid=os.getpid(),
-                                    started_ms=int(time.time() * 1000), host=socket.gethostname())
-        membership = Membership(self.client, self.paths, info)
-        membership.register(wait_s=self.config.zookeeper.session_timeout_s + 2)
-        self.catalog.ensure_layout()
-        self.watcher.start()
-        log.info("event=node_started node=%d address=%s", self.node_id, address)
-        records = []
         try:
-            while not self.shutdown.requested.is_set():
-                if self.watcher.changed.wait(0.5) or not records:
-                    records = self.watcher.snapshot()
-                self._refresh(membership, records)
+            if not zk.start(self.client, self.config.zookeeper, self.shutdown.requested):
+                return  # asked to stop while waiting for ZooKeeper
+            info = manager_pb2.NodeInfo(id=self.node_id, address=address, pid=os.getpid(),
+                                        started_ms=int(time.time() * 1000),
+                                        host=socket.gethostname())
+            membership = Membership(self.client, self.paths, info)
+            if self._join(membership):
+                self._serve(membership)
         finally:
-            log.info("event=node_stopping node=%d", self.node_id)
-            self.supervisor.stop_all()
-            membership.leave()
-            self.spark.stop()
             server.stop(grace=1).wait()
             zk.close(self.client)
             log.info("event=node_stopped node=%d", self.node_id)
+
+    def _join(self, membership: Membership) -> bool:
+        """Register and watch the definitions, waiting while ZooKeeper is away; False if
+        asked to stop meanwhile."""
+        wait_s = self.config.zookeeper.session_timeout_s + 2
+        while not self.shutdown.requested.is_set():
+            try:
+                membership.register(wait_s=wait_s)
+                self.catalog.ensure_layout()
+                self.watcher.start()
+                return True
+            except (KazooException, ZooKeeperUnavailableError) as exc:
+                log.warning("event=zk_unavailable node=%d step=register error=%r",
+                            self.node_id, exc)
+                self.shutdown.wait(1.0)
+        return False
+
+    def _serve(self, membership: Membership) -> None:
+        log.info("event=node_started node=%d address=%s", self.node_id, membership.info.address)
+        records: list[ChannelRecord] = []
+        try:
+            while not self.shutdown.requested.is_set():
+                try:
+                    if self.watcher.changed.wait(0.5) or not records:
+                        records = self.watcher.snapshot()
+                    self._refresh(membership, records)
+                except (KazooException, CoordinationError) as exc:
+                    self._unavailable(exc)
+                    self.watcher.changed.set()  # read the definitions again when it answers
+                    self.shutdown.wait(0.5)
+        finally:
+            log.info("event=node_stopping node=%d", self.node_id)
+            self._stop(membership)
+
+    def _stop(self, membership: Membership) -> None:
+        """Stop without waiting on ZooKeeper or Spark for more than a few seconds."""
+        stopped = self.supervisor.stop_all(STOP_RUNNERS_S)
+        if self.client.connected:
+            def goodbye() -> None:
+                self.supervisor.goodbye(stopped)
+                membership.leave()
+            if not run_bounded(goodbye, STOP_ZOOKEEPER_S, "zk-goodbye"):
+                log.warning("event=zk_goodbye_skipped node=%d waited_s=%g", self.node_id,
+                            STOP_ZOOKEEPER_S)
+        else:
+            log.warning("event=zk_goodbye_skipped node=%d reason=\"ZooKeeper unavailable\" "
+                        "hint=\"its entries go when the session expires\"", self.node_id)
+        if not run_bounded(self.spark.stop, STOP_SPARK_S, "spark-stop"):
+            log.warning("event=spark_stop_abandoned node=%d waited_s=%g", self.node_id,
+                        STOP_SPARK_S)
+
+    def _unavailable(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - self._unavailable_said >= ZK_UNAVAILABLE_LOG_S:
+            self._unavailable_said = now
+            log.warning("event=zk_unavailable node=%d running=%s error=%s hint=\"pipelines "
+                        "keep running; nothing starts until ZooKeeper answers\"", self.node_id,
+                        ",".join(self.supervisor.running()) or "-",
+                        str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
     def _states(self) -> list[manager_pb2.PipelineState]:
         return [runner.snapshot() for runner, _ in list(self.supervisor.runners.values())]
@@ -89,7 +151,7 @@ class Node:
                             for record in records for pipeline in record.channel.pipelines
                             if pipeline.is_candidate(self.node_id))
         running = self.supervisor.running()
-        if (candidates, running) != (self.candidates, self.running):
+        if (candidates, running) != (self.candidates, self.running) and self.client.connected:
             log.info("event=candidates node=%d pipelines=%s running=%s", self.node_id,
                      ",".join(candidates) or "-", ",".join(running) or "-")
             self.candidates, self.running = candidates, running

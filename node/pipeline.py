@@ -15,12 +15,14 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from node import freedoor
 from node import source as endpoints
@@ -35,13 +37,21 @@ from node.twoway import LoopGuard
 from node.window import Window
 from shared import tablekeys
 from shared.catalog import Catalog
-from shared.errors import DEFINITION_ERRORS, ConfigError, SetlError, SourceError
+from shared.errors import (
+    DEFINITION_ERRORS,
+    ConfigError,
+    OwnershipLostError,
+    SetlError,
+    SourceError,
+)
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline, StartupMode
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
+STOP_PUBLISH_S = 1.0
+LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 ET_SATURATION = 2  # E/T jobs at once before timed batches wait (local Spark: about the cores)
 
 
@@ -58,6 +68,8 @@ class PipelineContext:
     client: KazooClient
     paths: ZkPaths
     epoch: int = 0  # czxid of the mainstem znode this runner holds: grows with each owner
+    # whether this node still holds the pipeline's mainstem (asked after each blocking step)
+    owns: Callable[[], bool] = field(default=lambda: True, compare=False)
     backoff: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(delay_s=1.0, max_delay_s=30.0))
 
@@ -111,9 +123,19 @@ class PipelineRunner:
 
     def stop(self, wait_s: float = 30.0) -> None:
         """Stop selecting, load what was selected, then return (at most ``wait_s``)."""
+        self.request_stop()
+        self.join(wait_s)
+
+    def request_stop(self) -> None:
+        """Stop selecting and load what was selected; a start under way goes no further."""
         self.stop_event.set()
         self._select_stop.set()
-        self._thread.join(wait_s)
+
+    def join(self, wait_s: float) -> bool:
+        """Wait at most ``wait_s`` for the runner to end; True if it ended."""
+        if self._thread.ident is not None:
+            self._thread.join(max(wait_s, 0.0))
+        return not self.alive
 
     @property
     def alive(self) -> bool:
@@ -140,6 +162,11 @@ class PipelineRunner:
             except FencedError as exc:
                 self.state, self.last_error = "fenced", str(exc)
                 log.error("event=pipeline_fenced pipeline=%s error=%s", self.pipeline_id, exc)
+                return
+            except OwnershipLostError as exc:  # nothing ran yet: nothing to stop or report
+                self.state = "stopped" if self.stop_event.is_set() else LOST_OWNERSHIP
+                log.warning("event=pipeline_start_abandoned pipeline=%s reason=%s",
+                            self.pipeline_id, exc)
                 return
             except Exception as exc:  # every failure is retried, then paused
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
@@ -185,10 +212,25 @@ class PipelineRunner:
         self.cursors.save(first)
         return first
 
+    def _still_owner(self, step: str) -> None:
+        """Go on only while this runner should run: a stop or a lost ZooKeeper session while
+        it waited on ``step`` ends the start here, before it touches the binlog or a target
+        (else a new runner of the same pipeline, started meanwhile, would run beside it)."""
+        if self.stop_event.is_set():
+            raise OwnershipLostError(f"stopping during {step}")
+        if not self.ctx.owns():
+            raise OwnershipLostError(f"node {self.ctx.node_id} no longer holds the pipeline "
+                                     f"after {step} (ZooKeeper session lost or mainstem taken)")
+
     def _run_once(self, compiled: CompiledPipeline) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
         source = self.ctx.sources[pipeline.source]
-        self.cursor = self._start_cursor()
+        try:
+            self.cursor = self._start_cursor()
+        except KazooException as exc:  # no ZooKeeper, no start: the node starts it again later
+            raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"
+                                     ) from None
+        self._still_owner("position read")
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
         if self._central is not None:
             self._central.rewind()  # requests of dropped batches are taken again
@@ -197,10 +239,12 @@ class PipelineRunner:
                                self.cursor.position if self.cursor.position.file else None)
         compiled = _with_table_keys(compiled, source, pipeline)
         freedoor.ensure_buffer(source, self.pipeline_id)
+        self._still_owner("source connect")
         targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                    for pair in pipeline.pairs}
         self.state = "starting spark"
         self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
+        self._still_owner("spark start")
         channel = self.ctx.channel
         loop = LoopGuard(channel.name, self.pipeline_id,
                          wins_conflicts=channel.pipelines[0].name == pipeline.name) \
@@ -231,7 +275,8 @@ class PipelineRunner:
         try:
             self._load_loop(loader, window, handoff, publisher)
         finally:
-            publisher.close()
+            # the last cursor is only a hint: a stop does not wait long on ZooKeeper for it
+            publisher.close(STOP_PUBLISH_S if self.stop_event.is_set() else 5.0)
             select_stop.set()
             selector.stop()
             select_thread.join(10)

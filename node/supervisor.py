@@ -1,17 +1,20 @@
 """Which pipelines this node runs: those of STARTed channels it is a candidate for, whose
 ``mainstem`` ephemeral znode it holds. Redefined pipelines restart with the new version;
 paused, stopped or deleted ones stop within a reconcile. Losing the ZooKeeper session stops
-every pipeline at once."""
+every pipeline at once, also one still starting; a pipeline starts only while ZooKeeper
+answers, and never beside an earlier runner of the same pipeline that has not ended yet."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+import time
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
-from node.pipeline import PipelineContext, PipelineRunner
+from node.pipeline import LOST_OWNERSHIP, PipelineContext, PipelineRunner
 from node.spark import SparkRunner
 from shared.catalog import Catalog, ChannelRecord
 from shared.errors import SetlError
@@ -23,10 +26,12 @@ log = logging.getLogger("setl.node.supervisor")
 
 class Supervisor:
     def __init__(self, node_id: int, client: KazooClient, paths: ZkPaths, catalog: Catalog,
-                 spark: SparkRunner) -> None:
+                 spark: SparkRunner, closing: threading.Event | None = None) -> None:
         self.node_id, self.client, self.paths = node_id, client, paths
         self.catalog, self.spark = catalog, spark
+        self.closing = closing or threading.Event()  # the node is shutting down
         self.runners: dict[str, tuple[PipelineRunner, int]] = {}
+        self._leaving: list[PipelineRunner] = []  # asked to stop, maybe not ended yet
         self._lock = threading.Lock()
         client.add_listener(self._on_state)
 
@@ -48,18 +53,37 @@ class Supervisor:
             record = desired.get(pid, (None,))[0]
             if record is None or record.version != version:
                 self._stop(pid, runner)
-            elif runner.state == "fenced" and not runner.alive:
-                with self._lock:  # a newer owner took it; ours may take it back later
+            elif runner.state in ("fenced", LOST_OWNERSHIP) and not runner.alive:
+                with self._lock:  # another owner has it; ours may take it back later
                     self.runners.pop(pid, None)
+        if not self.client.connected:
+            return  # no pipeline starts without ZooKeeper: it decides who owns one
+        self._release_left()
         for pid, (record, pipeline) in desired.items():
+            if self.closing.is_set():
+                return
             with self._lock:
-                if pid in self.runners:
+                if pid in self.runners or self._still_leaving(pid):
                     continue
-            epoch = self._acquire(pid)
-            if epoch is not None:
-                self._start(pid, record, pipeline, epoch)
+            held = self._acquire(pid)
+            if held is not None:
+                self._start(pid, record, pipeline, *held)
 
-    def _start(self, pid: str, record: ChannelRecord, pipeline: object, epoch: int) -> None:
+    def _still_leaving(self, pid: str) -> bool:
+        """Whether an earlier runner of ``pid`` has not ended yet (caller holds the lock)."""
+        return any(runner.pipeline_id == pid and runner.alive for runner in self._leaving)
+
+    def _release_left(self) -> None:
+        """Give up the pipelines of stopped runners that ended only after their stop."""
+        with self._lock:
+            ended = [runner for runner in self._leaving if not runner.alive]
+            self._leaving = [runner for runner in self._leaving if runner.alive]
+            pids = {runner.pipeline_id for runner in ended} - set(self.runners)
+        for pid in sorted(pids):
+            self._release(pid)
+
+    def _start(self, pid: str, record: ChannelRecord, pipeline: object, epoch: int,
+               session: int) -> None:
         try:
             names = {pipeline.source} | {pair.target.datasource  # type: ignore[attr-defined]
                                          for pair in pipeline.pairs}  # type: ignore[attr-defined]
@@ -69,31 +93,62 @@ class Supervisor:
             self._release(pid)
             return
         context = PipelineContext(self.node_id, record.channel, pipeline, record.version,  # type: ignore[arg-type]
-                                  sources, self.spark, self.client, self.paths, epoch)
+                                  sources, self.spark, self.client, self.paths, epoch,
+                                  owns=functools.partial(self._owns, pid, epoch, session))
         runner = PipelineRunner(context)
         with self._lock:
+            if pid in self.runners or self._still_leaving(pid):
+                return  # one runner per pipeline in this node, whatever happened meanwhile
             self.runners[pid] = (runner, record.version)
         runner.start()
-        log.info("event=pipeline_assigned pipeline=%s node=%d version=%d", pid, self.node_id,
-                 record.version)
+        log.info("event=pipeline_assigned pipeline=%s node=%d version=%d epoch=%d", pid,
+                 self.node_id, record.version, epoch)
 
     def _stop(self, pid: str, runner: PipelineRunner, wait_s: float = 30.0) -> None:
-        runner.stop(wait_s)
-        self.publish(runner)
+        """Stop one runner (its definition changed or went), then give the pipeline up. A
+        shutdown meanwhile leaves it to :meth:`stop_all`."""
+        runner.request_stop()
+        deadline = time.monotonic() + wait_s
+        while not runner.join(0.2) and time.monotonic() < deadline:
+            if self.closing.is_set():
+                return
         with self._lock:
             self.runners.pop(pid, None)
-        self._release(pid)
+            if runner.alive:
+                self._leaving.append(runner)
+        self.publish(runner)
+        if not runner.alive:
+            self._release(pid)
 
-    def stop_all(self, wait_s: float = 30.0) -> None:
+    def stop_all(self, wait_s: float) -> list[PipelineRunner]:
+        """Stop every runner at once and wait for them, at most ``wait_s`` in all; returns
+        the runners that were running (for :meth:`goodbye`). Nothing here calls ZooKeeper:
+        the position that counts is on the target."""
         with self._lock:
-            current = dict(self.runners)
-        for runner, _ in current.values():
-            runner.stop_event.set()  # all at once, then wait for each
-        for pid, (runner, _) in current.items():
-            self._stop(pid, runner, wait_s)
+            current = [runner for runner, _ in self.runners.values()]
+            self.runners.clear()
+            waiting = current + self._leaving
+        for runner in waiting:
+            runner.request_stop()
+        deadline = time.monotonic() + wait_s
+        for runner in waiting:
+            if not runner.join(deadline - time.monotonic()):
+                log.warning("event=pipeline_stop_timeout pipeline=%s state=%s waited_s=%g "
+                            "hint=\"the node exits anyway; the target's position row makes "
+                            "the restart exact\"", runner.pipeline_id, runner.state, wait_s)
+        return current
 
-    def _acquire(self, pid: str) -> int | None:
-        """Hold the pipeline's mainstem; return its czxid (the owner epoch), or None."""
+    def goodbye(self, runners: list[PipelineRunner]) -> None:
+        """Publish the final state of ``runners`` and give up their pipelines (ZooKeeper
+        drops them anyway when the session ends; this makes it immediate)."""
+        for runner in runners:
+            self.publish(runner)
+            if not runner.alive:
+                self._release(runner.pipeline_id)
+
+    def _acquire(self, pid: str) -> tuple[int, int] | None:
+        """Hold the pipeline's mainstem; return its czxid (the owner epoch) and the session
+        that holds it, or None."""
         path = self.paths.mainstem(pid)
         try:
             self.client.create(path, str(self.node_id).encode(), ephemeral=True, makepath=True)
@@ -102,15 +157,35 @@ class Supervisor:
         except KazooException as exc:
             log.warning("event=mainstem_failed pipeline=%s error=%r", pid, exc)
             return None
-        stat = self.client.exists(path)
-        if stat is None or stat.ephemeralOwner != self.client.client_id[0]:
+        try:
+            stat = self.client.exists(path)
+        except KazooException as exc:
+            log.warning("event=mainstem_failed pipeline=%s error=%r", pid, exc)
             return None
-        return int(stat.czxid)
+        session = _session(self.client)
+        if stat is None or session is None or stat.ephemeralOwner != session:
+            return None
+        return int(stat.czxid), session
+
+    def _owns(self, pid: str, epoch: int, session: int) -> bool:
+        """Whether this node still holds ``pid`` as it did when it took it (same session,
+        same mainstem znode); False whenever ZooKeeper cannot say."""
+        if _session(self.client) != session or not self.client.connected:
+            return False
+        try:
+            stat = self.client.exists(self.paths.mainstem(pid))
+        except KazooException:
+            return False
+        return stat is not None and stat.ephemeralOwner == session and stat.czxid == epoch
 
     def _release(self, pid: str) -> None:
+        """Give up the pipeline's mainstem if this session holds it (never another's)."""
+        path = self.paths.mainstem(pid)
         try:
-            self.client.delete(self.paths.mainstem(pid))
-        except (NoNodeError, KazooException):
+            stat = self.client.exists(path)
+            if stat is not None and stat.ephemeralOwner == _session(self.client):
+                self.client.delete(path, version=stat.version)
+        except KazooException:  # NoNodeError included: someone else's business now
             pass
 
     def publish(self, runner: PipelineRunner) -> None:
@@ -127,17 +202,29 @@ class Supervisor:
             log.debug("event=stats_failed pipeline=%s error=%r", runner.pipeline_id, exc)
 
     def publish_all(self) -> None:
+        if not self.client.connected:
+            return
         with self._lock:
             runners = [runner for runner, _ in self.runners.values()]
         for runner in runners:
             self.publish(runner)
 
     def _on_state(self, state: str) -> None:
+        """Session lost: stop every runner at once, also one still starting (it checks, after
+        each blocking step, that it may go on). Runs on kazoo's thread: nothing blocks."""
         if state == KazooState.LOST:
-            log.error("event=zk_session_lost node=%d action=stop_all_pipelines", self.node_id)
             with self._lock:
                 runners = [runner for runner, _ in self.runners.values()]
                 self.runners.clear()
+                self._leaving += runners
+            if runners or not self.closing.is_set():  # not the node's own goodbye
+                log.error("event=zk_session_lost node=%d action=stop_all_pipelines "
+                          "pipelines=%s", self.node_id,
+                          ",".join(runner.pipeline_id for runner in runners) or "-")
             for runner in runners:
-                runner.stop_event.set()
-                threading.Thread(target=runner.stop, daemon=True).start()
+                runner.request_stop()
+
+
+def _session(client: KazooClient) -> int | None:
+    session = client.client_id
+    return int(session[0]) if session else None

@@ -6,8 +6,8 @@ status shows it arriving, and finally source and target compared row by row.
 from __future__ import annotations
 
 import json
-import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +22,7 @@ MANAGER = "127.0.0.1:7310"
 sys.path.insert(0, str(ROOT))
 import pymysql  # noqa: E402
 
-from shared.sandbox import Sandbox, pid_alive  # noqa: E402
+from shared.sandbox import Sandbox, pid_alive, stop_pid  # noqa: E402
 
 TABLES = {
     "customers": "id INT PRIMARY KEY, name VARCHAR(100), balance DECIMAL(12,2), "
@@ -77,14 +77,27 @@ def wait_manager() -> None:
 
 
 def down() -> None:
+    """Stop the daemons, each waited for until it has exited (a second SIGTERM aborts one
+    that did not within 20 s), then the sandbox. Says so if anything is still running."""
     known = json.loads(DAEMONS.read_text()) if DAEMONS.exists() else {}
+    still = []
     for name, pid in known.items():
-        if pid_alive(pid):
-            os.kill(pid, 15)
+        if not pid_alive(pid):
+            continue
+        outcome = stop_pid(pid, timeout_s=20, then=signal.SIGTERM)
+        if outcome == "exited":
             print(f"stopped {name} (pid {pid})")
+        elif outcome == "forced":
+            print(f"{name} (pid {pid}) did not exit within 20s of SIGTERM; aborted it with a "
+                  "second SIGTERM")
+        else:
+            print(f"{name} (pid {pid}) is STILL RUNNING after two SIGTERMs; kill -9 {pid}")
+            still.append(name)
     DAEMONS.unlink(missing_ok=True)
     stopped = Sandbox(SANDBOX).down()
-    print(f"sandbox stopped: {', '.join(stopped) or 'nothing was running'}")
+    print(f"sandbox stopped: {', '.join(map(str, stopped)) or 'nothing was running'}")
+    if still or any(server.outcome == "running" for server in stopped):
+        sys.exit(1)
 
 
 def connect(server: str) -> pymysql.Connection:

@@ -12,15 +12,32 @@ import time
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 
 from shared import codec
-from shared.errors import ConflictError, CoordinationError, NotFoundError, SetlError
+from shared.errors import (
+    ConflictError,
+    CoordinationError,
+    NotFoundError,
+    SetlError,
+    ZooKeeperUnavailableError,
+)
 from shared.model import Channel, ChannelStatus, DataSource, Definitions
 from shared.rpc import model_pb2
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.catalog")
+# kazoo's errors that mean "no answer now", not "refused"
+UNAVAILABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, ConnectionClosedError)
 
 
 @dataclass(frozen=True)
@@ -43,18 +60,28 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def call(what: str, func, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """``func(*args, **kwargs)`` with kazoo's errors translated (the expected NoNode,
+    NodeExists and BadVersion pass through for the caller to handle)."""
+    try:
+        return func(*args, **kwargs)
+    except (NoNodeError, NodeExistsError, BadVersionError):
+        raise
+    except UNAVAILABLE as exc:
+        raise ZooKeeperUnavailableError(
+            f"ZooKeeper did not answer to {what} ({type(exc).__name__} {exc}); check that it "
+            "is up, then retry") from None
+    except KazooException as exc:
+        raise CoordinationError(f"ZooKeeper failed to {what}: {type(exc).__name__} {exc}. "
+                                "Check that ZooKeeper is up and retry") from None
+
+
 class Catalog:
     def __init__(self, client: KazooClient, paths: ZkPaths) -> None:
         self.client, self.paths = client, paths
 
     def _call(self, what: str, func, *args, **kwargs):  # type: ignore[no-untyped-def]
-        try:
-            return func(*args, **kwargs)
-        except (NoNodeError, NodeExistsError, BadVersionError):
-            raise
-        except KazooException as exc:
-            raise CoordinationError(f"ZooKeeper failed to {what}: {type(exc).__name__} {exc}. "
-                                    "Check that ZooKeeper is up and retry") from None
+        return call(what, func, *args, **kwargs)
 
     def ensure_layout(self) -> None:
         for path in (self.paths.sources, self.paths.channels, self.paths.channel_states,

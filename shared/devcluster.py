@@ -21,6 +21,7 @@ import yaml
 from shared.identifiers import qualified
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 from shared.sandbox import Sandbox, dying_with_parent, free_port
+from shared.sandbox_servers import ZooKeeperKind
 
 SESSION_TIMEOUT_S = 4
 T = TypeVar("T")
@@ -88,25 +89,59 @@ class Daemon:
 
 
 
+class ZooKeeperServer:
+    """A ZooKeeper server of one test's own, for tests that stop and start it (the sandbox's
+    is shared by the whole run). Same port and data across restarts, so sessions survive a
+    short stop as they do in production; killed with the test run."""
+
+    def __init__(self, datadir: Path) -> None:
+        self.datadir, self.port = datadir, free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        kind = ZooKeeperKind()
+        command = dying_with_parent(kind.command(self.datadir, self.port))
+        with open(kind.log_file(self.datadir), "ab") as log:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, cwd=self.datadir)
+        wait_for(lambda: kind.answers(self.port), timeout_s, f"ZooKeeper on {self.address}")
+
+    def kill(self) -> None:
+        """Gone at once, as a crashed server or a cut network (kill -9)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+
+
 class Cluster:
     def __init__(self, sandbox: Sandbox, workdir: Path, name: str,
                  log_level: str = "info", spark_master: str = "local[2]",
-                 env: dict[str, str] | None = None, local_max_rows: int | None = None) -> None:
+                 env: dict[str, str] | None = None, zk_hosts: str | None = None,
+                 zk_settings: dict[str, Any] | None = None,
+                 local_max_rows: int | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
         self.local_max_rows = local_max_rows  # None: the node's default
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
+        self.zk_hosts = zk_hosts  # default: the sandbox's ZooKeeper
+        self.zk_settings = zk_settings or {}  # more of the daemons' zookeeper settings
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
         self.nodes: dict[int, Daemon] = {}
         self.manager_address = ""
+        self.manager: Daemon | None = None
         workdir.mkdir(parents=True, exist_ok=True)
 
     # -- daemons ----------------------------------------------------------------------------
     def _config(self, kind: str) -> Path:
-        body = {"zookeeper": {"hosts": self.sandbox.servers()["zookeeper"].address,
+        hosts = self.zk_hosts or self.sandbox.servers()["zookeeper"].address
+        body = {"zookeeper": {"hosts": hosts,
                               "root": self.root, "session_timeout_s": SESSION_TIMEOUT_S,
-                              "connect_timeout_s": 5},
+                              "connect_timeout_s": 5, **self.zk_settings},
                 "log_level": self.log_level}
         if kind == "node":
             body["spark"] = {"master": self.spark_master, "driver_memory": "512m",
@@ -117,24 +152,33 @@ class Cluster:
         path.write_text(yaml.safe_dump(body))
         return path
 
-    def start_manager(self) -> str:
+    def start_manager(self, wait: bool = True) -> str:
         self.manager_address = f"127.0.0.1:{free_port()}"
         daemon = Daemon([str(BIN / "setl-manager"), "--config", str(self._config("manager")),
                          "--listen", self.manager_address], self.workdir / "manager.log",
                         self.env)
         self.daemons.append(daemon)
-        wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), 30, "manager")
+        self.manager = daemon
+        if wait:
+            self.wait_manager()
         return self.manager_address
 
-    def start_node(self, node_id: int = 1) -> Daemon:
+    def wait_manager(self, timeout_s: float = 30) -> None:
+        wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), timeout_s, "manager")
+
+    def start_node(self, node_id: int = 1, wait: bool = True) -> Daemon:
         daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
                          str(self._config("node"))], self.workdir / f"node-{node_id}.log",
                         self.env)
         self.daemons.append(daemon)
         self.nodes[node_id] = daemon
-        wait_for(lambda: any(n.id == node_id for n in self.call(
-            "ListNodes", manager_pb2.ListNodesRequest()).nodes), 30, f"node {node_id}")
+        if wait:
+            self.wait_node(node_id)
         return daemon
+
+    def wait_node(self, node_id: int, timeout_s: float = 30) -> None:
+        wait_for(lambda: any(n.id == node_id for n in self.call(
+            "ListNodes", manager_pb2.ListNodesRequest()).nodes), timeout_s, f"node {node_id}")
 
     def stop(self) -> None:
         for daemon in reversed(self.daemons):

@@ -47,6 +47,16 @@ class CoordinationError(SetlError):
     """ZooKeeper cannot be reached or refused an operation."""
 
 
+class ZooKeeperUnavailableError(CoordinationError):
+    """ZooKeeper did not answer in time or the connection to it is down: the same call may
+    work once it is back."""
+
+
+class OwnershipLostError(CoordinationError):
+    """This node no longer holds a pipeline's ``mainstem`` (its ZooKeeper session ended, or
+    the pipeline is being stopped): the runner ends without touching source or target."""
+
+
 class NotFoundError(SetlError):
     """A named channel, pipeline, source or node does not exist."""
 

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 log = logging.getLogger("setl.lifecycle")
 ABORT_EXIT_CODE = 130
@@ -31,3 +32,12 @@ class Shutdown:
 
     def wait(self, timeout_s: float | None = None) -> bool:
         return self.requested.wait(timeout_s)
+
+
+def run_bounded(func: Callable[[], None], budget_s: float, name: str = "bounded") -> bool:
+    """Run ``func`` in a daemon thread and wait at most ``budget_s``; True if it finished.
+    For clean-up on the way out that must not hold the exit (ZooKeeper, Spark)."""
+    thread = threading.Thread(target=func, name=name, daemon=True)
+    thread.start()
+    thread.join(budget_s)
+    return not thread.is_alive()

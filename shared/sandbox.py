@@ -160,7 +160,7 @@ class Sandbox:
             try:
                 wait_until(settled, timeout_s, f"{spec.name} to answer on 127.0.0.1:{port}")
             except SandboxError as exc:
-                _stop_pid(process.pid)
+                stop_pid(process.pid)
                 raise SandboxError(f"{exc}; see {kind.log_file(datadir)}") from None
             if process.poll() is None:
                 kind.prepare(datadir, port, self.password(), USER)
@@ -179,14 +179,15 @@ class Sandbox:
             return port
         return known.port if known and _port_free(known.port) else free_port()
 
-    def down(self, purge: bool = False) -> list[str]:
-        """Stop the recorded pids; with ``purge`` also delete the data."""
+    def down(self, purge: bool = False) -> list[Stopped]:
+        """Stop the recorded pids and wait until each has exited (a server that ignores
+        SIGTERM for 30 s is killed, and the result says so); with ``purge`` also delete the
+        data."""
         with self._locked():
             stopped = []
             for name, info in self.servers().items():
                 if pid_alive(info.pid):
-                    _stop_pid(info.pid)
-                    stopped.append(name)
+                    stopped.append(Stopped(name, info.pid, stop_pid(info.pid)))
             (self.root / STATE_FILE).unlink(missing_ok=True)
             watchdog = self.root / "watchdog.pid"
             if watchdog.exists():
@@ -221,16 +222,47 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _stop_pid(pid: int, timeout_s: float = 30.0) -> None:
+@dataclass(frozen=True)
+class Stopped:
+    """A process that ``down`` stopped, and how: ``exited`` after SIGTERM, ``forced`` by the
+    second signal after ``timeout_s``, or ``running`` still."""
+
+    name: str
+    pid: int
+    outcome: str
+
+    def __str__(self) -> str:
+        if self.outcome == "exited":
+            return self.name
+        if self.outcome == "forced":
+            return f"{self.name} (did not exit after SIGTERM; stopped by force)"
+        return f"{self.name} (pid {self.pid} STILL RUNNING; stop it with kill -9 {self.pid})"
+
+
+def stop_pid(pid: int, timeout_s: float = 30.0, then: signal.Signals = signal.SIGKILL,
+             grace_s: float = 5.0) -> str:
+    """SIGTERM ``pid`` and wait until it has exited; past ``timeout_s`` send ``then`` and
+    wait ``grace_s`` more. Returns ``exited``, ``forced`` or ``running``."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
+        return "exited"
+    if _exited(pid, timeout_s):
+        return "exited"
+    try:
+        os.kill(pid, then)
+    except ProcessLookupError:
+        return "exited"
+    return "forced" if _exited(pid, grace_s) else "running"
+
+
+def _exited(pid: int, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and pid_alive(pid):
+    while pid_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.1)
-    if pid_alive(pid):
-        os.kill(pid, signal.SIGKILL)
+    return True
 
 
 def _watchdog(root: str, owner_pid: int) -> None:

@@ -61,6 +61,13 @@ class ZooKeeperKind:
 
     def start(self, spec: ServerSpec, datadir: Path, port: int, password: str,
               user: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(self.command(datadir, port), stdin=subprocess.DEVNULL,
+                                stdout=open(self.log_file(datadir), "ab"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def command(self, datadir: Path, port: int) -> list[str]:
+        """The command line of a ZooKeeper server on 127.0.0.1:``port`` keeping its data in
+        ``datadir`` (its config is written there)."""
         java = _require("java", "default-jre-headless")
         for jar in ZOOKEEPER_JARS:
             _require(jar, "zookeeper")
@@ -71,12 +78,9 @@ class ZooKeeperKind:
             "clientPortAddress=127.0.0.1", "admin.enableServer=false",
             "minSessionTimeout=1000", "maxSessionTimeout=60000",
             "4lw.commands.whitelist=ruok,srvr", "autopurge.purgeInterval=1", ""]))
-        command = [java, "-Xmx256m", "-XX:+UseSerialGC", "-cp", ":".join(ZOOKEEPER_JARS),
-                   f"-Dzookeeper.log.dir={datadir}",
-                   "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)]
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL,
-                                stdout=open(self.log_file(datadir), "ab"),
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return [java, "-Xmx256m", "-XX:+UseSerialGC", "-cp", ":".join(ZOOKEEPER_JARS),
+                f"-Dzookeeper.log.dir={datadir}",
+                "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)]
 
     @staticmethod
     def answers(port: int) -> bool:

@@ -6,6 +6,7 @@ Read with the same field reader as definitions, so errors name file, line and fi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,9 @@ class ZkSettings:
     hosts: str = "127.0.0.1:2181"
     root: str = "/setl"
     session_timeout_s: float = 10.0
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: float = 5.0  # a daemon waiting for ZooKeeper says so this often
+    call_timeout_s: float = 5.0  # every ZooKeeper call gives up after this
+    give_up_after_s: float = 0.0  # a daemon started without ZooKeeper exits after this; 0: waits
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,14 @@ def _zookeeper(top: Mapping) -> ZkSettings:
                             settings.session_timeout_s)),
             float(entry.get("connect_timeout_s", lambda f: f.integer(1, 600),
                             settings.connect_timeout_s)),
+            float(entry.get("call_timeout_s", lambda f: f.integer(1, 600),
+                            settings.call_timeout_s)),
+            float(entry.get("give_up_after_s", lambda f: f.integer(0, 86400),
+                            settings.give_up_after_s)),
         )
         entry.close()
-    return ZkSettings(os.environ.get("SETL_ZK_HOSTS", settings.hosts),
-                      os.environ.get("SETL_ZK_ROOT", settings.root), settings.session_timeout_s,
-                      settings.connect_timeout_s)
+    return dataclasses.replace(settings, hosts=os.environ.get("SETL_ZK_HOSTS", settings.hosts),
+                               root=os.environ.get("SETL_ZK_ROOT", settings.root))
 
 
 def _zk_root(value: str) -> str | None:

@@ -14,15 +14,22 @@ Layout under the configurable root (default ``/setl``)::
 
 from __future__ import annotations
 
+import atexit
 import logging
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import OperationTimeoutError
+from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
 from shared.errors import CoordinationError
+from shared.lifecycle import run_bounded
+from shared.settings import ZkSettings
 
 log = logging.getLogger("setl.zk")
 
@@ -89,29 +96,97 @@ class ZkPaths:
         return self._join("pipelines", pipeline_id, "stats")
 
 
-def connect(hosts: str, session_timeout_s: float = 10.0, connect_timeout_s: float = 10.0,
-            ) -> KazooClient:
-    """A started client; CoordinationError with a hint when ZooKeeper does not answer."""
-    client = KazooClient(
-        hosts=hosts, timeout=session_timeout_s,
+class _BoundedResult(AsyncResult):
+    """A kazoo result whose blocking ``get()`` gives up after the client's call timeout."""
+
+    def __init__(self, handler: SequentialThreadingHandler, timeout_s: float) -> None:
+        super().__init__(handler)
+        self.timeout_s = timeout_s
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        if not block or timeout is not None:
+            return super().get(block, timeout)
+        try:
+            return super().get(True, self.timeout_s)
+        except KazooTimeoutError:  # a KazooException: callers and kazoo's retry handle it
+            raise OperationTimeoutError(
+                f"ZooKeeper did not answer within {self.timeout_s:g}s") from None
+
+
+class BoundedHandler(SequentialThreadingHandler):
+    """kazoo's threading handler, but every blocking call (``get``, ``set``, ``create``,
+    ``commit``, and those the watch recipes make) waits at most ``call_timeout_s``: kazoo
+    itself waits for ever while the connection is down."""
+
+    def __init__(self, call_timeout_s: float) -> None:
+        super().__init__()
+        self.call_timeout_s = call_timeout_s
+
+    def async_result(self) -> _BoundedResult:
+        return _BoundedResult(self, self.call_timeout_s)
+
+
+def client(settings: ZkSettings) -> KazooClient:
+    """A client that is not connected yet (see :func:`start`); its calls are bounded."""
+    return KazooClient(
+        hosts=settings.hosts, timeout=settings.session_timeout_s,
+        handler=BoundedHandler(settings.call_timeout_s),
         connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2),
         command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1),
     )
-    try:
-        client.start(timeout=connect_timeout_s)
-    except (KazooTimeoutError, KazooException) as exc:
-        client.stop()
-        client.close()
-        raise CoordinationError(
-            f"ZooKeeper at {hosts} did not answer within {connect_timeout_s:.0f}s ({exc}); "
-            "check that it runs and that 'zookeeper.hosts' in the config names it") from None
-    log.info("event=zk_connected hosts=%s session_timeout_s=%.1f", hosts, session_timeout_s)
-    return client
 
 
-def close(client: KazooClient) -> None:
-    try:
-        client.stop()
-        client.close()
-    except KazooException:
-        log.warning("event=zk_close_failed", exc_info=True)
+def start(zk: KazooClient, settings: ZkSettings, stop: threading.Event | None = None,
+          clock: Callable[[], float] = time.monotonic) -> bool:
+    """Connect, waiting for ZooKeeper as long as it takes and saying so every
+    ``connect_timeout_s``; False if ``stop`` was set meanwhile. With ``give_up_after_s`` it
+    raises CoordinationError once that much time passed without an answer."""
+    stop = stop or threading.Event()
+    connected, started = zk.start_async(), clock()
+    say_at = started + settings.connect_timeout_s
+    while not connected.wait(0.2) and not stop.is_set():
+        now = clock()
+        if settings.give_up_after_s and now - started >= settings.give_up_after_s:
+            close(zk)
+            raise CoordinationError(
+                f"ZooKeeper at {settings.hosts} did not answer within "
+                f"{settings.give_up_after_s:g}s (zookeeper.give_up_after_s); check that it runs "
+                "and that 'zookeeper.hosts' in the config names it")
+        if now >= say_at:
+            say_at = now + settings.connect_timeout_s
+            log.warning("event=zk_waiting hosts=%s waited_s=%.0f hint=\"start ZooKeeper or fix "
+                        "zookeeper.hosts; the daemon carries on when it answers\"",
+                        settings.hosts, now - started)
+    if stop.is_set():
+        close(zk)
+        return False
+    log.info("event=zk_connected hosts=%s session_timeout_s=%.1f waited_s=%.1f", settings.hosts,
+             settings.session_timeout_s, clock() - started)
+    return True
+
+
+def connect(settings: ZkSettings, stop: threading.Event | None = None) -> KazooClient | None:
+    """A connected client (waiting for ZooKeeper as :func:`start` does); None if ``stop`` was
+    set while waiting."""
+    zk = client(settings)
+    return zk if start(zk, settings, stop) else None
+
+
+def close(zk: KazooClient, budget_s: float = 3.0) -> bool:
+    """End the session (its ephemeral znodes go at once) and free the client, waiting at
+    most ``budget_s``: kazoo's stop joins its worker threads, which may be inside a call
+    while ZooKeeper is gone. False when it did not finish in time (the process can exit
+    anyway: kazoo's threads are daemons, and its exit hook is taken out)."""
+    def stop_and_close() -> None:
+        try:
+            zk.stop()
+            zk.close()
+        except Exception as exc:  # kazoo raises plain Exceptions here too
+            log.warning("event=zk_close_failed error=%r", exc)
+
+    if run_bounded(stop_and_close, budget_s):
+        return True
+    atexit.unregister(zk.handler.stop)
+    log.warning("event=zk_close_abandoned waited_s=%g hint=\"ZooKeeper did not answer; the "
+                "session's ephemeral znodes go when it expires\"", budget_s)
+    return False

@@ -17,6 +17,7 @@ from kazoo.client import KazooClient
 from shared import zk
 from shared.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
 from shared.sandbox import Sandbox, free_port
+from shared.settings import ZkSettings
 
 NOTEWORTHY = re.compile(r" (WARNING|ERROR|CRITICAL) |event=pipeline_(started|stopped|failed)")
 
@@ -62,7 +63,8 @@ def zk_root(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def zk_client(zk_hosts: str, zk_root: str) -> Iterator[KazooClient]:
-    client = zk.connect(zk_hosts, session_timeout_s=SESSION_TIMEOUT_S)
+    client = zk.connect(ZkSettings(zk_hosts, session_timeout_s=SESSION_TIMEOUT_S))
+    assert client is not None
     yield client
     client.delete(zk_root, recursive=True)
     zk.close(client)

@@ -225,15 +225,19 @@ def test_cli_fails_with_one_line_when_no_manager_answers():
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_manager_fails_with_one_line_when_zookeeper_is_down(tmp_path):
+def test_manager_told_to_give_up_fails_with_one_line_when_zookeeper_stays_down(tmp_path):
     config = tmp_path / "manager.yaml"
     port = free_port()
-    config.write_text(f"zookeeper: {{hosts: '127.0.0.1:{port}', connect_timeout_s: 2}}\n")
+    config.write_text(f"zookeeper: {{hosts: '127.0.0.1:{port}', connect_timeout_s: 1, "
+                      "give_up_after_s: 2}\n")
     done = subprocess.run([str(BIN / "setl-manager"), "--config", str(config), "--listen",
                            f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
+    assert "event=zk_waiting" in done.stderr  # it said that it waits, before giving up
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"setl-manager: ZooKeeper at 127.0.0.1:{port} did not answer within 2s")
+    assert last == (f"setl-manager: ZooKeeper at 127.0.0.1:{port} did not answer within 2s "
+                    "(zookeeper.give_up_after_s); check that it runs and that 'zookeeper.hosts' "
+                    "in the config names it")
     assert "Traceback" not in done.stderr
 
 

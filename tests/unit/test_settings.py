@@ -43,20 +43,20 @@ def test_manager_conf_loads() -> None:
     settings = load_manager(CONF / "manager.yaml")
     assert settings == ManagerSettings(
         listen="127.0.0.1:7310", advertise="",
-        zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 10.0), log_level="info")
+        zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0), log_level="info")
     assert settings.address == "127.0.0.1:7310"
 
 
 def test_node_conf_loads() -> None:
     settings = load_node(CONF / "node.yaml")
     assert settings == NodeSettings(
-        listen="127.0.0.1:0", zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 10.0),
+        listen="127.0.0.1:0", zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0),
         spark=SparkSettings("local[*]", "1g", ()), log_level="info")
 
 
 def test_defaults_without_a_file() -> None:
     assert load_manager(None) == ManagerSettings()
-    assert load_manager(None).zookeeper == ZkSettings("127.0.0.1:2181", "/setl", 10.0, 10.0)
+    assert load_manager(None).zookeeper == ZkSettings("127.0.0.1:2181", "/setl", 10.0, 5.0)
     assert load_manager(None).address == "127.0.0.1:7310"
     assert load_node(None) == NodeSettings()
     assert load_node(None).spark == SparkSettings("local[*]", "1g", ())
@@ -78,6 +78,14 @@ def test_manager_values_are_read(tmp_path: Path) -> None:
         "0.0.0.0:7000", "mgr1.example:7000",
         ZkSettings("zk1:2181,zk2:2181", "/prod/setl", 30.0, 5.0), "debug")
     assert settings.address == "mgr1.example:7000"
+
+
+def test_zookeeper_waits_for_ever_and_calls_are_bounded_by_default(tmp_path: Path) -> None:
+    defaults = load_node(None).zookeeper
+    assert (defaults.give_up_after_s, defaults.call_timeout_s) == (0.0, 5.0)
+    path = write(tmp_path, "zookeeper: {call_timeout_s: 3, give_up_after_s: 120}\n")
+    read = load_node(path).zookeeper
+    assert (read.call_timeout_s, read.give_up_after_s) == (3.0, 120.0)
 
 
 def test_spark_options_keep_their_text(tmp_path: Path) -> None:
@@ -107,6 +115,9 @@ def test_spark_options_keep_their_text(tmp_path: Path) -> None:
     ("zookeeper:\n  session_timeout_s: 0\n",
      ['settings.yaml:2: zookeeper.session_timeout_s: expected an integer from 1 to 600, '
       'got "0"']),
+    ("zookeeper:\n  give_up_after_s: -1\n",
+     ['settings.yaml:2: zookeeper.give_up_after_s: expected an integer from 0 to 86400, '
+      'got "-1"']),
     ("zookeeper: [a]\n", ["settings.yaml:1: zookeeper: expected a mapping, got a list"]),
     ("log_level: loud\n",
      ['settings.yaml:1: log_level: expected one of debug, info, warning, error, got "loud"']),
@@ -118,8 +129,8 @@ def test_spark_options_keep_their_text(tmp_path: Path) -> None:
       'settings.yaml:2: log_level: expected one of debug, info, warning, error, got "loud"']),
 ], ids=["listen-word", "listen-port-range", "listen-port-only", "listen-no-host",
         "unknown-top-key", "unknown-zk-key", "zk-root-relative", "zk-root-trailing-slash",
-        "zk-timeout-zero", "zk-not-mapping", "bad-log-level", "top-level-list", "yaml-syntax",
-        "two-errors"])
+        "zk-timeout-zero", "zk-give-up-negative", "zk-not-mapping", "bad-log-level",
+        "top-level-list", "yaml-syntax", "two-errors"])
 def test_bad_settings_name_file_line_and_field(
         tmp_path: Path, load: Callable[[Path], object], text: str, expected: list[str]) -> None:
     path = write(tmp_path, text)

@@ -1,0 +1,186 @@
+"""ZooKeeper going away never hangs, kills or doubles a daemon (issue 19), on real servers:
+daemons started before ZooKeeper wait and then serve; a node and a manager asked to stop
+while ZooKeeper is down, or a node while Spark starts, exit within seconds; a node whose
+session expires while its pipeline starts or runs ends up with one runner. Every test ends
+with the data compared equal.
+
+Tests that stop ZooKeeper run their own server (the sandbox's is shared by the whole run)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from shared import zk
+from shared.devcluster import (
+    SESSION_TIMEOUT_S,
+    Cluster,
+    Daemon,
+    Database,
+    ZooKeeperServer,
+    make_schema,
+    one_way,
+    wait_equal,
+    wait_for,
+)
+from shared.sandbox import Sandbox
+
+STOP_BOUND_S = 20  # "within a few seconds", with room for a busy 2-core machine
+TABLE = "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, counter INT NOT NULL)"
+PIPELINE_EVENT = re.compile(r"event=pipeline_(started|stopped|failed|fenced|paused) "
+                            r"pipeline=(\S+)")
+
+
+@pytest.fixture
+def own_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path / "zookeeper")
+    yield server
+    server.kill()
+
+
+def write_rows(db: Database, schema: str, first: int, count: int) -> None:
+    """``count`` transactions: an insert each, and an update of an earlier row."""
+    for n in range(first, first + count):
+        db.execute("BEGIN")
+        db.execute(f"INSERT INTO `{schema}`.ledger VALUES ({n}, 1)")
+        db.execute(f"UPDATE `{schema}`.ledger SET counter = counter + 1 WHERE id = {n // 2}")
+        db.execute("COMMIT")
+
+
+def terminate_within(daemon: Daemon, bound_s: float = STOP_BOUND_S) -> int:
+    """SIGTERM, then the exit code; fails the test if the process is still there after
+    ``bound_s`` (and aborts it with a second SIGTERM, as an operator would)."""
+    daemon.process.terminate()
+    try:
+        return daemon.process.wait(bound_s)
+    except Exception:
+        daemon.process.terminate()
+        raise AssertionError(f"{daemon.args[0]} still running {bound_s}s after SIGTERM; "
+                             f"log:\n{daemon.output()[-3000:]}") from None
+
+
+def one_runner_at_a_time(log: str, pipeline_id: str) -> list[str]:
+    """The pipeline's start/end events in the node's log; fails if a runner started while
+    another one had not ended (two ``pipeline_started`` without an end between them)."""
+    events = [found[1] for found in PIPELINE_EVENT.finditer(log) if found[2] == pipeline_id]
+    running = False
+    for event in events:
+        assert not (event == "started" and running), f"two runners of {pipeline_id}: {events}"
+        running = event == "started"
+    return events
+
+
+def test_daemons_wait_for_zookeeper_at_start_and_stop_within_seconds_while_it_is_gone(
+        sandbox: Sandbox, tmp_path: Path, own_zookeeper: ZooKeeperServer) -> None:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    cluster = Cluster(sandbox, tmp_path, "zkaway", zk_hosts=own_zookeeper.address,
+                      zk_settings={"connect_timeout_s": 1})
+    try:
+        # 1. manager and node started before ZooKeeper: they wait and say so, then serve
+        cluster.start_manager(wait=False)
+        node = cluster.start_node(1, wait=False)
+        for daemon in (cluster.manager, node):
+            assert daemon is not None
+            wait_for(lambda d=daemon: "event=zk_waiting" in d.output(), 30,
+                     f"{daemon.args[0]} to say that it waits for ZooKeeper")
+            assert daemon.alive(), daemon.output()
+        own_zookeeper.start()
+        cluster.wait_manager()
+        cluster.wait_node(1)
+        cluster.apply([one_way("zkaway", schema, ["ledger"], batch_timeout_ms=50)])
+        cluster.set_status("zkaway", "START")
+        cluster.wait_running("zkaway")
+        write_rows(source, schema, 1, 100)
+        wait_equal(source, target, schema, ["ledger"])
+
+        # 2. ZooKeeper gone: the pipeline goes on; SIGTERM still ends both daemons at once
+        own_zookeeper.kill()
+        write_rows(source, schema, 101, 100)
+        wait_equal(source, target, schema, ["ledger"])
+        assert terminate_within(node) == 0
+        assert "event=node_stopped node=1" in node.output()
+        assert cluster.manager is not None
+        assert terminate_within(cluster.manager) == 0
+
+        # 3. ZooKeeper back: a node stopped while Spark starts exits as quickly; the next
+        # one resumes from the target's position, nothing lost
+        write_rows(source, schema, 201, 100)
+        own_zookeeper.start()
+        cluster.start_manager()
+        starting = cluster.start_node(1)
+        wait_for(lambda: cluster.pipeline_state("zkaway").state == "starting spark", 60,
+                 "the pipeline to be starting Spark")
+        assert terminate_within(starting) == 0
+        cluster.start_node(1)
+        cluster.wait_running("zkaway")
+        write_rows(source, schema, 301, 100)
+        wait_equal(source, target, schema, ["ledger"])
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
+        sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    cluster = Cluster(sandbox, tmp_path, "expiry")
+    node_entry = zk.ZkPaths(cluster.root).node(1)
+
+    def expire_session(node: Daemon) -> None:
+        """Freeze the node past its session timeout (as a long GC pause or a VM stall
+        would), so ZooKeeper expires its session; then let it go on."""
+        os.kill(node.pid, signal.SIGSTOP)
+        try:
+            wait_for(lambda: not zk_client.exists(node_entry), SESSION_TIMEOUT_S + 20,
+                     "ZooKeeper to expire the frozen node's session")
+        finally:
+            os.kill(node.pid, signal.SIGCONT)
+
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([one_way("expiry", schema, ["ledger"], batch_timeout_ms=50)])
+        cluster.set_status("expiry", "START")
+        # 1. while the runner waits for Spark to start
+        wait_for(lambda: cluster.pipeline_state("expiry").state == "starting spark", 60,
+                 "the pipeline to be starting Spark")
+        expire_session(node)
+        wait_for(lambda: node.output().count("event=zk_session_lost") == 1, 30,
+                 "the node to see its session lost")
+        cluster.wait_running("expiry")
+        write_rows(source, schema, 1, 100)
+        wait_equal(source, target, schema, ["ledger"])
+
+        # 2. while it runs, with transactions arriving
+        writer = Database(sandbox, "source")
+        busy = threading.Thread(target=write_rows, args=(writer, schema, 101, 400), daemon=True)
+        busy.start()
+        expire_session(node)
+        wait_for(lambda: node.output().count("event=zk_session_lost") == 2, 30,
+                 "the node to see its session lost again")
+        busy.join(120)
+        assert not busy.is_alive(), "the writer did not finish"
+        writer.close()
+        wait_for(lambda: one_runner_at_a_time(node.output(), "expiry.forward")
+                 .count("started") >= 2, 60, "a runner of the new session")
+        write_rows(source, schema, 501, 50)
+        wait_equal(source, target, schema, ["ledger"])
+
+        log = node.output()
+        one_runner_at_a_time(log, "expiry.forward")
+        assert "same server_uuid/server_id" not in log
+        assert node.alive()
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
