@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,77 @@ def terminate_within(daemon: Daemon, bound_s: float = STOP_BOUND_S) -> int:
         daemon.process.terminate()
         raise AssertionError(f"{daemon.args[0]} still running {bound_s}s after SIGTERM; "
                              f"log:\n{daemon.output()[-3000:]}") from None
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 to a server. ``freeze()`` stops it forwarding anything, both
+    ways and for new connections too, while every socket stays open: the server seems gone
+    the way it does when a network drops packets (nothing is refused, nothing answers).
+    ``thaw()`` forwards again; ``close()`` ends every connection."""
+
+    def __init__(self, port: int) -> None:
+        self.upstream = ("127.0.0.1", port)
+        self.open = threading.Event()
+        self.open.set()
+        self.held = threading.Event()  # set once a frozen relay holds back some bytes
+        self.closed = False
+        self.sockets: list[socket.socket] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True, name="relay").start()
+
+    def freeze(self) -> None:
+        self.held.clear()
+        self.open.clear()
+
+    def thaw(self) -> None:
+        self.open.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.open.set()
+        for sock in [self.listener, *self.sockets]:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.sockets.append(client)
+            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
+
+    def _connect(self, client: socket.socket) -> None:
+        self.open.wait()
+        try:
+            server = socket.create_connection(self.upstream)
+        except OSError:
+            client.close()
+            return
+        self.sockets.append(server)
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, reader: socket.socket, writer: socket.socket) -> None:
+        try:
+            while data := reader.recv(65536):
+                if not self.open.is_set():
+                    self.held.set()
+                self.open.wait()
+                writer.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (reader, writer):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 def one_runner_at_a_time(log: str, pipeline_id: str) -> list[str]:
@@ -125,6 +197,48 @@ def test_daemons_wait_for_zookeeper_at_start_and_stop_within_seconds_while_it_is
         wait_equal(source, target, schema, ["ledger"])
     finally:
         cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_a_node_stops_within_seconds_while_its_target_does_not_answer(
+        sandbox: Sandbox, tmp_path: Path, zk_hosts: str) -> None:
+    """The target silent (connections open, nothing answers) while rows wait to be loaded:
+    SIGTERM still ends the node within seconds; the next node loads what was left."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    servers = sandbox.servers()
+    relay = Relay(servers["target"].port)
+    cluster = Cluster(sandbox, tmp_path, "targetgone")
+    sources = [{"name": name, "host": "127.0.0.1", "port": port, "user": "setl",
+                "password": f"file:{sandbox.secret_file}"}
+               for name, port in (("source", servers["source"].port), ("target", relay.port))]
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([one_way("targetgone", schema, ["ledger"], batch_timeout_ms=50)], sources)
+        cluster.set_status("targetgone", "START")
+        cluster.wait_running("targetgone")
+        write_rows(source, schema, 1, 100)
+        wait_equal(source, target, schema, ["ledger"])
+
+        # the target stops answering while rows keep coming: the node cannot load them
+        relay.freeze()
+        write_rows(source, schema, 101, 100)
+        wait_for(relay.held.is_set, 60, "the node to send the target something it holds back")
+        assert node.alive(), node.output()[-3000:]
+        assert terminate_within(node) == 0
+        assert "event=node_stopped node=1" in node.output()
+
+        # the target back: a new node loads what the stopped one could not, nothing lost
+        relay.thaw()
+        cluster.start_node(1)
+        cluster.wait_running("targetgone")
+        write_rows(source, schema, 201, 50)
+        wait_equal(source, target, schema, ["ledger"])
+    finally:
+        cluster.stop()
+        relay.close()
         source.close()
         target.close()
 
