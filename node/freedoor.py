@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
@@ -126,7 +126,7 @@ def serve(numbered: Iterable[tuple[int, RowChange]], source: DataSource,
             change = RowChange(request.schema, request.table, ChangeType.INSERT, keys,
                                None, row)
         for target in transform(seq, change):
-            yield replace(target, requested=True)
+            yield target._replace(requested=True)
         yield Note("loaded", request.buffer_id, request.central)
 
 

@@ -11,7 +11,7 @@ query per table and chunk (:func:`fill_holes`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange, TargetChange
@@ -50,7 +50,7 @@ def only_changed(change: RowChange, groups: tuple[ColumnGroup, ...],
             change.schema, change.table, keys, key, name)
     ordered = {name: reduced[name] for name in [*after, *sorted(set(reduced) - set(after))]
                if name in reduced}
-    return replace(change, after=ordered)
+    return change._replace(after=ordered)
 
 
 def fill_holes(source: DataSource | None, changes: list[TargetChange]) -> list[TargetChange]:
@@ -70,7 +70,7 @@ def fill_holes(source: DataSource | None, changes: list[TargetChange]) -> list[T
         if change.after and any(isinstance(v, Hole) for v in change.after.values()):
             after = {name: (found[(v.schema, v.table)].get(v.key, {}).get(v.column)
                             if isinstance(v, Hole) else v) for name, v in change.after.items()}
-            change = replace(change, after=after)
+            change = change._replace(after=after)
         filled.append(change)
     return filled
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Any
 
@@ -260,7 +259,7 @@ def test_tables_in_source_order_interleave_in_runs_and_a_key_change_is_a_move() 
     parent, child = ("dst", "s", "parent"), ("dst", "s", "child")
 
     def on(table: str, change: TargetChange) -> TargetChange:
-        return dataclasses.replace(change, table=table)
+        return change._replace(table=table)
     changes = [on("child", ins(1, {"id": 11, "p": 1})), on("parent", ins(2, {"id": 3})),
                on("child", ins(3, {"id": 30, "p": 3})), on("parent", upd(4, (1,), {"id": 100})),
                on("child", dele(5, (30,))), on("parent", dele(6, (3,)))]
