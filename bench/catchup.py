@@ -62,7 +62,7 @@ def stage_table(raw: Path, rows: int) -> dict[str, float]:
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
-        stage = next((name for name, frame in STAGES if frame in stack), "other (JVM, GC, idle)")
+        stage = next((name for name, frame in STAGES if frame in stack), "other Python (GC, outside the stages)")
         samples[stage] += int(count)
     return {stage: round(n / PROFILE_RATE / rows * 1e6, 1) for stage, n in samples.most_common()}
 
@@ -87,7 +87,11 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
     if profile is not None:
         if not Path(spy_bin).exists():
             raise RuntimeError("--profile needs py-spy: make setup installs it into .venv")
-        spy = subprocess.Popen([spy_bin, "record", "--subprocesses", "--nonblocking", "-r",
+        # --gil: only the thread holding the GIL, i.e. running Python, is sampled; without
+        # it py-spy counted threads waiting on a socket or a queue as busy (its idle
+        # detection fails here), and the stages summed to over twice the CPU spent
+        spy = subprocess.Popen([spy_bin, "record", "--subprocesses", "--gil", "--nonblocking",
+                                "-r",
                                 str(PROFILE_RATE), "-f", "raw", "-o", str(profile), "--pid",
                                 str(node_pid)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
@@ -124,5 +128,8 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
         result[f"{name}_total_s"] = round(total_s, 1) if total_s else None
     result["setl_cpu_s_per_100k_rows"] = round(cpu / rows * 100_000, 2)
     if spy is not None and profile is not None and profile.exists():
-        result["setl_cpu_us_per_row_by_stage"] = stage_table(profile, rows)
+        stages = result["setl_cpu_us_per_row_by_stage"] = stage_table(profile, rows)
+        # the stages should add up to about the CPU measured from /proc: a check on the table
+        result["setl_profiled_us_per_row"] = round(sum(stages.values()), 1)
+        result["setl_cpu_us_per_row"] = round(cpu / rows * 1e6, 1)
     return {**result, "equal": not bad, "differences": bad}
