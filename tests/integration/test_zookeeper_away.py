@@ -55,6 +55,16 @@ def write_rows(db: Database, schema: str, first: int, count: int) -> None:
         db.execute("COMMIT")
 
 
+def run_ledger(cluster: Cluster, channel: str, source: Database, target: Database, schema: str,
+               sources: list[dict[str, object]] | None = None) -> None:
+    """Apply and start a channel on the ledger; its first 100 rows arrive."""
+    cluster.apply([one_way(channel, schema, ["ledger"], batch_timeout_ms=50)], sources)
+    cluster.set_status(channel, "START")
+    cluster.wait_running(channel)
+    write_rows(source, schema, 1, 100)
+    wait_equal(source, target, schema, ["ledger"])
+
+
 def terminate_within(daemon: Daemon, bound_s: float = STOP_BOUND_S) -> int:
     """SIGTERM, then the exit code; fails the test if the process is still there after
     ``bound_s`` (and aborts it with a second SIGTERM, as an operator would)."""
@@ -167,11 +177,7 @@ def test_daemons_wait_for_zookeeper_at_start_and_stop_within_seconds_while_it_is
         own_zookeeper.start()
         cluster.wait_manager()
         cluster.wait_node(1)
-        cluster.apply([one_way("zkaway", schema, ["ledger"], batch_timeout_ms=50)])
-        cluster.set_status("zkaway", "START")
-        cluster.wait_running("zkaway")
-        write_rows(source, schema, 1, 100)
-        wait_equal(source, target, schema, ["ledger"])
+        run_ledger(cluster, "zkaway", source, target, schema)
 
         # 2. ZooKeeper gone: the pipeline goes on; SIGTERM still ends both daemons at once
         own_zookeeper.kill()
@@ -216,11 +222,7 @@ def test_a_node_stops_within_seconds_while_its_target_does_not_answer(
     try:
         cluster.start_manager()
         node = cluster.start_node(1)
-        cluster.apply([one_way("targetgone", schema, ["ledger"], batch_timeout_ms=50)], sources)
-        cluster.set_status("targetgone", "START")
-        cluster.wait_running("targetgone")
-        write_rows(source, schema, 1, 100)
-        wait_equal(source, target, schema, ["ledger"])
+        run_ledger(cluster, "targetgone", source, target, schema, sources)
 
         # the target stops answering while rows keep coming: the node cannot load them
         relay.freeze()
