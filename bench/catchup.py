@@ -22,6 +22,7 @@ from bench.measure import tree_cpu_s
 if TYPE_CHECKING:
     from bench.peers import Peers
 
+OTHER = "other Python (GC, outside the stages)"
 PROFILE_RATE = 97  # py-spy samples a second (odd, so it does not beat with 10 ms timers)
 # the frame that names a sample's stage, looked for from the top of the stack down
 STAGES = (("select: binlog read and row decode", "BinlogReader._run"),
@@ -62,7 +63,7 @@ def stage_table(raw: Path, rows: int) -> dict[str, float]:
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
-        stage = next((name for name, frame in STAGES if frame in stack), "other Python (GC, outside the stages)")
+        stage = next((name for name, frame in STAGES if frame in stack), OTHER)
         samples[stage] += int(count)
     return {stage: round(n / PROFILE_RATE / rows * 1e6, 1) for stage, n in samples.most_common()}
 
