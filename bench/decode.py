@@ -58,6 +58,7 @@ def run(work: Path, seconds: float, repeat: int) -> dict[str, Any]:
                        "--threads=4", "run")
         end = _position(peers)
         server = peers.servers["source"]
+        peers.box.trust_secret()
         source = DataSource("source", "127.0.0.1", server.port, "setl",
                             SecretRef(f"file:{peers.box.secret_file}"))
         runs = [read_once(source, start, end, 9300 + n) for n in range(repeat)]

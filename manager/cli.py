@@ -12,13 +12,15 @@ Errors go to stderr as one line with a hint, and the exit code is non-zero.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from manager import backfill, render
 from manager.client import ManagerClient, addresses_from
-from shared import sandbox
+from shared import confinement, sandbox, settings
+from shared.confinement import CONF
 from shared.errors import SetlError
 from shared.rpc import manager_pb2, model_pb2
 
@@ -30,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--manager", help="manager host:port, several comma-separated "
                         "(default: $SETL_MANAGER or 127.0.0.1:7310)")
     parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    parser.add_argument("--config", help="a manager or node configuration whose 'security' "
+                        "settings say which password files and variables this CLI may read "
+                        "(backfill, retl init; default: $SETL_CONFIG, else conf/node.yaml)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     apply = commands.add_parser("apply", help="validate and store definitions from YAML")
@@ -151,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "sandbox":
             return _sandbox(args)
+        config = args.config or os.environ.get("SETL_CONFIG") or \
+            (CONF / "node.yaml" if (CONF / "node.yaml").exists() else None)
+        confinement.confine(settings.load_security(config))
         client = ManagerClient(addresses_from(args.manager))
         if args.command == "apply":
             return _apply(args, client)

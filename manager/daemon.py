@@ -4,6 +4,7 @@ election among several managers."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from concurrent import futures
@@ -13,7 +14,7 @@ import grpc
 from manager.election import LeaderElection
 from manager.service import ManagerServicer
 from manager.views import Views
-from shared import logs, settings, zk
+from shared import confinement, logs, settings, zk
 from shared.catalog import Catalog
 from shared.errors import SetlError, ZooKeeperUnavailableError
 from shared.lifecycle import Shutdown, run_bounded
@@ -74,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = settings.load_manager(args.config)
         if args.listen:
-            config = settings.ManagerSettings(args.listen, config.advertise, config.zookeeper,
-                                              config.log_level)
+            config = dataclasses.replace(config, listen=args.listen)
+        confinement.confine(config.security)
         logs.setup(config.log_level)
         serve(config, Shutdown().install())
     except SetlError as exc:

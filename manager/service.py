@@ -16,7 +16,7 @@ import grpc
 
 from manager.election import LeaderElection
 from manager.views import Views
-from shared import codec, definitions, tablekeys
+from shared import codec, confinement, definitions, tablekeys
 from shared.catalog import Catalog
 from shared.errors import (
     ConfigError,
@@ -75,7 +75,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
             self._require_leader()
         try:
             parsed = definitions.load_text(request.yaml, request.file or "<apply>",
-                                           self.catalog.source_names())
+                                           self.catalog.source_names(), confinement.current())
         except ConfigError as exc:
             return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
         keyless = tablekeys.keyless_tables(parsed, self.catalog.source)

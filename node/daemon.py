@@ -21,7 +21,7 @@ from node.service import NodeServicer
 from node.spark import SparkRunner
 from node.supervisor import Supervisor
 from node.watcher import DefinitionWatcher
-from shared import logs, settings, zk
+from shared import confinement, logs, settings, zk
 from shared.catalog import Catalog, ChannelRecord
 from shared.errors import CoordinationError, SetlError, ZooKeeperUnavailableError
 from shared.lifecycle import Shutdown, run_bounded
@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--id must be a positive integer")
     try:
         config = settings.load_node(args.config)
+        confinement.confine(config.security)
         logs.setup(config.log_level)
         Node(args.id, config, Shutdown().install()).run()
     except SetlError as exc:

@@ -20,6 +20,7 @@ from node.joins import Joined, add_joined, clear_part, look_up_joins
 from node.lookup import Lookup
 from node.processors import Filler, fill, run_processor
 from node.shard import Route, routes
+from shared import confinement
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
@@ -87,6 +88,9 @@ class CompiledPipeline:
     ddl_sync: bool = False
     two_way: bool = False  # keep before images for the conflict check
     source: DataSource | None = None  # for lookups (the free door)
+    # what the node's configuration lets a definition reach (password files, processors):
+    # a Spark worker runs under the node's rules, not its own defaults
+    rules: confinement.Confinement = field(default_factory=confinement.current)
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
         default_factory=dict, compare=False, repr=False)
 
@@ -168,7 +172,7 @@ class CompiledPipeline:
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
-                "two_way": self.two_way, "source": self.source}
+                "two_way": self.two_way, "source": self.source, "rules": self.rules}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:

@@ -6,8 +6,10 @@ of changes, or None (the change is dropped)::
     {"schema": "shop", "table": "orders", "type": "I" | "U" | "D",
      "keys": ["id"], "before": {...} | None, "after": {...} | None}
 
-Modules are imported from ``conf/processors/`` of the installation, the directories in
-``$SETL_PROCESSORS_PATH`` (``:``-separated) or any installed module. A **virtual column** is
+Modules are imported only from the processor directories of the node's configuration
+(:mod:`shared.confinement`: ``conf/processors/`` of the installation, the directories in
+``$SETL_PROCESSORS_PATH`` and the node's ``security.processor_dirs``), never any installed
+module, and no name starting with ``_``. A **virtual column** is
 a target column filled by a constant, a safe expression (:mod:`shared.expr`) over the source
 row, or a processor ``module:function(row) -> value``.
 """
@@ -15,34 +17,31 @@ row, or a processor ``module:function(row) -> value``.
 from __future__ import annotations
 
 import functools
-import importlib
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange
-from shared import expr
+from shared import confinement, expr
 from shared.errors import TransformError
 from shared.model import VirtualColumn
 
-BUILT_IN = Path(__file__).resolve().parents[1] / "conf" / "processors"
+
+def load(name: str) -> Callable[..., Any]:
+    """The callable ``module:function`` under this process's rules (a Spark worker gets the
+    node's with the job); imported once per process and rules."""
+    return _load(name, confinement.current())
 
 
 @functools.cache
-def load(name: str) -> Callable[..., Any]:
-    """The callable ``module:function``; imported once per process (a Spark worker too)."""
-    for directory in [str(BUILT_IN), *os.environ.get("SETL_PROCESSORS_PATH", "").split(":")]:
-        if directory and directory not in sys.path:
-            sys.path.append(directory)
-    module_name, _, function = name.partition(":")
+def _load(name: str, rules: confinement.Confinement) -> Callable[..., Any]:
+    function = name.partition(":")[2]
     try:
-        found = getattr(importlib.import_module(module_name), function)
-    except (ImportError, AttributeError) as exc:
-        raise TransformError(f"processor {name}: cannot load it ({exc}); put the module in "
-                             f"{BUILT_IN} or $SETL_PROCESSORS_PATH, or install it") from None
+        found = getattr(rules.load_module(name), function)
+    except ImportError as exc:
+        raise TransformError(f"processor {name}: cannot load it: {exc}") from None
+    except AttributeError:
+        raise TransformError(f"processor {name}: its module has no {function}") from None
     if not callable(found):
         raise TransformError(f"processor {name} is not callable")
     return found

@@ -22,7 +22,7 @@ from typing import Any
 
 from node.changes import RowChange, TargetChange
 from node.etl import CompiledPipeline, extract_transform
-from shared import errors
+from shared import confinement, errors
 from shared.errors import SetlError
 from shared.settings import SparkSettings
 
@@ -46,7 +46,9 @@ def _run_partition(broadcast: Any, numbered: Any) -> Any:
     # catch-up. Whatever lives when a task starts has outlived the previous collect, so it
     # is frozen out of later ones (O(1)); refcounting still frees it.
     gc.freeze()
-    return extract_transform(broadcast.value, numbered)
+    compiled = broadcast.value
+    confinement.confine(compiled.rules)
+    return extract_transform(compiled, numbered)
 
 
 class SparkRunner:

@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from shared import identifiers, yamlreader
+from shared import confinement, identifiers, yamlreader
+from shared.confinement import Confinement
 from shared.errors import ConfigError
 from shared.model import (
     BinlogPosition,
@@ -46,15 +47,18 @@ def load_file(path: str | Path, known_sources: Iterable[str] = ()) -> Definition
     return load_text(text, str(path), known_sources)
 
 
-def load_text(text: str, file: str = "<definitions>",
-              known_sources: Iterable[str] = ()) -> Definitions:
-    """Parse and validate; raise ConfigError listing every issue, or return the model."""
+def load_text(text: str, file: str = "<definitions>", known_sources: Iterable[str] = (),
+              rules: Confinement | None = None) -> Definitions:
+    """Parse and validate; raise ConfigError listing every issue, or return the model.
+    With ``rules`` (the manager's apply), every password reference and processor must be
+    one this machine's configuration allows."""
     root, issues = yamlreader.parse(text, file)
     definitions = Definitions()
     if root is not None:
         top = Field(root, "", issues).mapping()
         if top is not None:
-            definitions = _Loader(issues, set(known_sources)).definitions(top)
+            with confinement.checking(rules):
+                definitions = _Loader(issues, set(known_sources)).definitions(top)
     elif not issues.items:
         issues.add(None, "", "the file is empty; expected 'sources:' and/or 'channels:'")
     issues.raise_if_any()
@@ -119,9 +123,12 @@ class _Loader:
         if text is MISSING:
             return MISSING
         try:
-            return SecretRef.parse(text)
+            ref = SecretRef.parse(text)
         except ConfigError as exc:
             return item.fail(exc.issues[0].message)
+        rules = confinement.checked_rules()
+        problem = rules.secret_problem(text) if rules is not None else None
+        return item.fail(problem) if problem else ref
 
     def _source_ref(self, item: Field) -> Any:
         name = item.string()

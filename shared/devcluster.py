@@ -122,12 +122,14 @@ class Cluster:
                  log_level: str = "info", spark_master: str = "local[2]",
                  env: dict[str, str] | None = None, zk_hosts: str | None = None,
                  zk_settings: dict[str, Any] | None = None,
-                 local_max_rows: int | None = None) -> None:
+                 local_max_rows: int | None = None,
+                 security: dict[str, Any] | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
         self.local_max_rows = local_max_rows  # None: the node's default
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.zk_hosts = zk_hosts  # default: the sandbox's ZooKeeper
         self.zk_settings = zk_settings or {}  # more of the daemons' zookeeper settings
+        self.security = security or {}  # the daemons' security settings (over the default)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
@@ -142,7 +144,10 @@ class Cluster:
         body = {"zookeeper": {"hosts": hosts,
                               "root": self.root, "session_timeout_s": SESSION_TIMEOUT_S,
                               "connect_timeout_s": 5, **self.zk_settings},
-                "log_level": self.log_level}
+                "log_level": self.log_level,
+                # the sandbox's password file is where definitions may read passwords from
+                "security": {"secret_dirs": [str(self.sandbox.secret_file.parent)],
+                             **self.security}}
         if kind == "node":
             body["spark"] = {"master": self.spark_master, "driver_memory": "512m",
                              "options": {"spark.default.parallelism": "2"}}

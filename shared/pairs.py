@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from shared import expr
+from shared import confinement, expr
 from shared.model import (
     ColumnGroup,
     ColumnMode,
@@ -26,9 +26,10 @@ def column_name(value: str) -> str | None:
 
 
 def callable_name(value: str) -> str | None:
-    if _CALLABLE.fullmatch(value):
-        return None
-    return f'expected a Python callable as module:function, got "{value}"'
+    if not _CALLABLE.fullmatch(value):
+        return f'expected a Python callable as module:function, got "{value}"'
+    rules = confinement.checked_rules()
+    return rules.processor_problem(value) if rules is not None else None
 
 
 def expression(value: str) -> str | None:

@@ -10,6 +10,7 @@ test run never outlive it.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from shared import confinement
 from shared.errors import SandboxError
 from shared.sandbox_servers import SERVER_KINDS, ServerSpec, wait_until
 
@@ -99,6 +101,12 @@ class Sandbox:
 
     def password(self) -> str:
         return self.secret_file.read_text().strip()
+
+    def trust_secret(self) -> None:
+        """Let this process read the sandbox's password file through a reference (tests and
+        benchmarks that open connections themselves; daemons get it in their config)."""
+        confinement.confine(dataclasses.replace(confinement.current(),
+                                                secret_dirs=(self.secret_file.parent,)))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

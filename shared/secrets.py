@@ -1,13 +1,14 @@
 """Password references: ``${ENV_VAR}`` or ``file:/path``. Only the reference is stored or
-logged; the value is resolved where a connection is opened."""
+logged; the value is resolved where a connection is opened, and only what this machine's
+:mod:`shared.confinement` allows is ever read."""
 
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
+from shared import confinement
 from shared.errors import ConfigError, SecretError
 
 _ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}")
@@ -27,17 +28,22 @@ class SecretRef:
         raise ConfigError(
             "passwords are references, not values: write ${ENV_VAR} or file:/path/to/file")
 
-    def resolve(self, environ: dict[str, str] | None = None) -> str:
-        """The secret's value; raise SecretError naming the reference when it is missing."""
+    def resolve(self, environ: dict[str, str] | None = None,
+                rules: confinement.Confinement | None = None) -> str:
+        """The secret's value; raise SecretError naming the reference when it is missing or
+        is not one this process may read (``rules``, by default this process's)."""
         environ = os.environ if environ is None else environ
-        found = _ENV.fullmatch(self.text)
-        if found:
-            name = found["name"]
+        rules = rules or confinement.current()
+        try:
+            path = rules.secret_file(self.text) if self.text.startswith(_FILE) else None
+            name = rules.secret_env(self.text) if path is None else ""
+        except PermissionError as exc:
+            raise SecretError(str(exc)) from None
+        if path is None:
             if name not in environ:
                 raise SecretError(f"password reference {self.text}: environment variable {name} "
                                   "is not set; export it where this process runs")
             return environ[name]
-        path = Path(self.text[len(_FILE):])
         try:
             return path.read_text(encoding="utf-8").rstrip("\n")
         except OSError as exc:

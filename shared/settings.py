@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared import yamlreader
+from shared.confinement import CONF, Confinement, processor_path_dirs
 from shared.errors import ConfigError
 from shared.yamlreader import MISSING, Field, Mapping
 
@@ -32,6 +34,7 @@ class ManagerSettings:
     advertise: str = ""  # the address others use; defaults to listen
     zookeeper: ZkSettings = field(default_factory=ZkSettings)
     log_level: str = "info"
+    security: Confinement = field(default_factory=Confinement)
 
     @property
     def address(self) -> str:
@@ -55,6 +58,7 @@ class NodeSettings:
     zookeeper: ZkSettings = field(default_factory=ZkSettings)
     spark: SparkSettings = field(default_factory=SparkSettings)
     log_level: str = "info"
+    security: Confinement = field(default_factory=Confinement)
 
 
 def _address(value: str) -> str | None:
@@ -125,6 +129,7 @@ def load_manager(path: str | Path | None) -> ManagerSettings:
         top.get("advertise", lambda f: f.string(_address), ""),
         _zookeeper(top),
         top.get("log_level", _level, defaults.log_level),
+        _security(top, path),
     )
     top.close()
     issues.raise_if_any()
@@ -148,10 +153,54 @@ def load_node(path: str | Path | None) -> NodeSettings:
         top.get("listen", lambda f: f.string(_address), defaults.listen),
         _zookeeper(top), spark,
         top.get("log_level", _level, defaults.log_level),
+        _security(top, path),
     )
     top.close()
     issues.raise_if_any()
     return settings
+
+
+def load_security(path: str | Path | None) -> Confinement:
+    """Only the ``security`` settings of a manager or node configuration (the admin CLI's
+    rules for the password references it resolves itself, e.g. ``setl backfill``)."""
+    top, issues = _read(path)
+    rules = _security(top, path)
+    issues.raise_if_any()
+    return rules
+
+
+def _security(top: Mapping, path: str | Path | None) -> Confinement:
+    """What definitions may reach (shared.confinement). Directories are relative to the
+    configuration file's folder; by default ``secrets/`` beside it (without a file, the
+    installation's ``conf/secrets``) and the processor directories of the installation and
+    ``$SETL_PROCESSORS_PATH``, to which ``processor_dirs`` adds."""
+    base = Path(path).resolve().parent if path is not None else CONF
+    secret_dirs: tuple[Path, ...] = (base / "secrets",)
+    env_prefix, listed = "SETL_", ()
+    found = top.field("security")
+    entry = found.mapping() if found else None
+    if entry is not None:
+        secret_dirs = entry.get("secret_dirs", lambda f: _directories(f, base), secret_dirs)
+        env_prefix = entry.get("env_prefix", lambda f: f.string(_env_prefix), env_prefix)
+        listed = entry.get("processor_dirs", lambda f: _directories(f, base), ())
+        entry.close()
+    return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed))
+
+
+def _directories(item: Field, base: Path) -> object:
+    if not item.is_list():
+        return item.expected("a list of directories")
+    found = [entry.string() for entry in item.items()]
+    if MISSING in found:
+        return MISSING
+    return tuple((base / Path(text).expanduser()).resolve() for text in found)
+
+
+def _env_prefix(value: str) -> str | None:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        return None
+    return (f"expected the start of environment variable names such as SETL_, got "
+            f"\"{value}\" (an empty prefix would let a definition read any variable)")
 
 
 def _options(item: Field) -> object:

@@ -46,6 +46,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     box = Sandbox(tmp_path_factory.mktemp("sandbox"))
     box.up(owner_pid=os.getpid())
+    box.trust_secret()  # tests open connections in this process too (loaders, lookups)
     yield box
     box.down(purge=True)
 

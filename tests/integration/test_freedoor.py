@@ -145,7 +145,8 @@ def test_the_cli_writes_requests_and_shows_the_counters(
     without_binlog(source, f"INSERT INTO `{schema}`.items VALUES "
                    + ", ".join(f"({i}, 'cli {i}', {i % 7})" for i in range(1, 2001)))
     start(cluster, "door-cli", schema, ["items"])
-    manager = ["--manager", cluster.manager_address]
+    # the CLI reads the sandbox's password file under the node's rules
+    manager = ["--manager", cluster.manager_address, "--config", str(cluster.workdir / "node.yaml")]
     assert cli.main([*manager, "retl", "init", "source"]) == 0
     assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.items",
                      "--where", "qty <> 3", "--batch", "300"]) == 0

@@ -78,7 +78,7 @@ def test_fields_are_stored_as_written(full: Definitions) -> None:
     assert pairs[0].column_mode == model_pb2.COLUMN_MODE_INCLUDE
     assert message.pipelines[0].params.startup == model_pb2.STARTUP_MODE_LATEST
     source = codec.to_proto(full.sources[0])
-    assert source.password == "${SHOP_DB_PASSWORD}"
+    assert source.password == "${SETL_SHOP_DB_PASSWORD}"
 
 
 def test_optional_none_fields_stay_none(full: Definitions) -> None:

@@ -45,7 +45,7 @@ def test_example_full_file_loads_every_option() -> None:
     loaded = load_file(CONF / "example-full.yaml")
     primary, replica = loaded.sources
     assert primary.name == "shop-primary" and primary.type == "mysql"
-    assert primary.password == SecretRef("${SHOP_DB_PASSWORD}")
+    assert primary.password == SecretRef("${SETL_SHOP_DB_PASSWORD}")
     assert (primary.port, primary.user, primary.charset) == (3306, "root", "utf8mb4")
     assert (replica.port, replica.user) == (3307, "setl")
     assert replica.password == SecretRef("file:/etc/setl/replica.secret")

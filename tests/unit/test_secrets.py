@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.confinement import Confinement
 from shared.errors import ConfigError, SecretError
 from shared.secrets import SecretRef
 
@@ -13,12 +14,12 @@ REFUSED = ("passwords are references, not values: write ${ENV_VAR} or file:/path
 
 
 def test_env_reference_resolves_from_the_given_environ() -> None:
-    ref = SecretRef.parse("${DB_PASSWORD}")
-    assert ref.resolve({"DB_PASSWORD": "s3cret", "OTHER": "x"}) == "s3cret"
+    ref = SecretRef.parse("${SETL_DB_PASSWORD}")
+    assert ref.resolve({"SETL_DB_PASSWORD": "s3cret", "OTHER": "x"}) == "s3cret"
 
 
 def test_env_reference_keeps_the_value_as_is() -> None:
-    assert SecretRef.parse("${PW}").resolve({"PW": " spaced \n"}) == " spaced \n"
+    assert SecretRef.parse("${SETL_PW}").resolve({"SETL_PW": " spaced \n"}) == " spaced \n"
 
 
 def test_env_reference_defaults_to_the_process_environment(
@@ -29,9 +30,9 @@ def test_env_reference_defaults_to_the_process_environment(
 
 def test_missing_env_var_names_the_variable() -> None:
     with pytest.raises(SecretError) as caught:
-        SecretRef.parse("${DB_PASSWORD}").resolve({"DB_PASS": "close but no"})
+        SecretRef.parse("${SETL_DB_PASSWORD}").resolve({"SETL_DB_PASS": "close but no"})
     assert caught.value.issues[0].message == (
-        "password reference ${DB_PASSWORD}: environment variable DB_PASSWORD is not set; "
+        "password reference ${SETL_DB_PASSWORD}: environment variable SETL_DB_PASSWORD is not set; "
         "export it where this process runs")
     assert isinstance(caught.value, ConfigError)
 
@@ -39,25 +40,25 @@ def test_missing_env_var_names_the_variable() -> None:
 def test_file_reference_reads_and_strips_the_trailing_newline(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("s3cret\n")
-    assert SecretRef.parse(f"file:{secret}").resolve({}) == "s3cret"
+    assert SecretRef.parse(f"file:{secret}").resolve({}, Confinement((tmp_path,))) == "s3cret"
 
 
 def test_file_reference_strips_crlf_but_keeps_inner_whitespace(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_bytes(b" a b\r\n")
-    assert SecretRef.parse(f"file:{secret}").resolve({}) == " a b"
+    assert SecretRef.parse(f"file:{secret}").resolve({}, Confinement((tmp_path,))) == " a b"
 
 
 def test_file_reference_without_newline(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("exact")
-    assert SecretRef.parse(f"file:{secret}").resolve({}) == "exact"
+    assert SecretRef.parse(f"file:{secret}").resolve({}, Confinement((tmp_path,))) == "exact"
 
 
 def test_missing_file_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "absent"
     with pytest.raises(SecretError) as caught:
-        SecretRef.parse(f"file:{path}").resolve({})
+        SecretRef.parse(f"file:{path}").resolve({}, Confinement((tmp_path,)))
     assert caught.value.issues[0].message == (
         f"password reference file:{path}: cannot read {path}: No such file or directory")
 
@@ -65,7 +66,7 @@ def test_missing_file_is_reported(tmp_path: Path) -> None:
 def test_unreadable_file_is_reported(tmp_path: Path) -> None:
     # a directory cannot be read as a file, even by root (a chmod 000 file can)
     with pytest.raises(SecretError) as caught:
-        SecretRef.parse(f"file:{tmp_path}").resolve({})
+        SecretRef.parse(f"file:{tmp_path}").resolve({}, Confinement((tmp_path,)))
     assert caught.value.issues[0].message == (
         f"password reference file:{tmp_path}: cannot read {tmp_path}: Is a directory")
 
@@ -74,7 +75,7 @@ def test_binary_file_is_reported(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_bytes(b"\xff\xfe")
     with pytest.raises(SecretError) as caught:
-        SecretRef.parse(f"file:{secret}").resolve({})
+        SecretRef.parse(f"file:{secret}").resolve({}, Confinement((tmp_path,)))
     assert caught.value.issues[0].message == (
         f"password reference file:{secret}: {secret} is not UTF-8 text; write the password "
         "as UTF-8")
@@ -83,14 +84,14 @@ def test_binary_file_is_reported(tmp_path: Path) -> None:
 def test_str_and_repr_never_show_the_value(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("hunter2\n")
-    for ref, value in ((SecretRef.parse("${PW}"), "topsecret"),
+    for ref, value in ((SecretRef.parse("${SETL_PW}"), "topsecret"),
                        (SecretRef.parse(f"file:{secret}"), "hunter2")):
-        resolved = ref.resolve({"PW": "topsecret"})
+        resolved = ref.resolve({"SETL_PW": "topsecret"}, Confinement((secret.parent,)))
         assert resolved == value
         for shown in (str(ref), repr(ref), f"{ref}", f"{ref!r}", str([ref])):
             assert value not in shown
-    assert str(SecretRef.parse("${PW}")) == "${PW}"
-    assert repr(SecretRef.parse("${PW}")) == "SecretRef('${PW}')"
+    assert str(SecretRef.parse("${SETL_PW}")) == "${SETL_PW}"
+    assert repr(SecretRef.parse("${SETL_PW}")) == "SecretRef('${SETL_PW}')"
 
 
 @pytest.mark.parametrize("text", ["hunter2", "", "file:", "${}", "${1ABC}", "$PW", "${PW",

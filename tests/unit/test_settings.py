@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from shared.confinement import Confinement, processor_path_dirs
 from shared.errors import ConfigError
 from shared.settings import (
     ManagerSettings,
@@ -18,6 +20,9 @@ from shared.settings import (
 )
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
+# the demo reads its password from the sandbox's file
+DEMO_SECURITY = Confinement((CONF / "secrets", CONF.parent / ".sandbox"), "SETL_",
+                            processor_path_dirs())
 LOADERS = [pytest.param(load_manager, id="manager"), pytest.param(load_node, id="node")]
 
 
@@ -43,7 +48,8 @@ def test_manager_conf_loads() -> None:
     settings = load_manager(CONF / "manager.yaml")
     assert settings == ManagerSettings(
         listen="127.0.0.1:7310", advertise="",
-        zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0), log_level="info")
+        zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0), log_level="info",
+        security=DEMO_SECURITY)
     assert settings.address == "127.0.0.1:7310"
 
 
@@ -51,7 +57,7 @@ def test_node_conf_loads() -> None:
     settings = load_node(CONF / "node.yaml")
     assert settings == NodeSettings(
         listen="127.0.0.1:0", zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0),
-        spark=SparkSettings("local[*]", "1g", ()), log_level="info")
+        spark=SparkSettings("local[*]", "1g", ()), log_level="info", security=DEMO_SECURITY)
 
 
 def test_defaults_without_a_file() -> None:
@@ -66,7 +72,10 @@ def test_defaults_without_a_file() -> None:
 @pytest.mark.parametrize("text", ["", "# every default\n# listen: 1.2.3.4:5\n", "{}\n"])
 def test_empty_or_comment_only_file_gives_defaults(
         tmp_path: Path, load: Callable[[Path], object], text: str) -> None:
-    assert load(write(tmp_path, text)) == load(None)  # type: ignore[arg-type]
+    read, defaults = load(write(tmp_path, text)), load(None)  # type: ignore[arg-type]
+    # only the secrets folder differs: it is beside the file (without one, in conf/)
+    assert read.security.secret_dirs == (tmp_path / "secrets",)  # type: ignore[attr-defined]
+    assert dataclasses.replace(read, security=defaults.security) == defaults  # type: ignore
 
 
 def test_manager_values_are_read(tmp_path: Path) -> None:
@@ -76,7 +85,8 @@ def test_manager_values_are_read(tmp_path: Path) -> None:
     settings = load_manager(path)
     assert settings == ManagerSettings(
         "0.0.0.0:7000", "mgr1.example:7000",
-        ZkSettings("zk1:2181,zk2:2181", "/prod/setl", 30.0, 5.0), "debug")
+        ZkSettings("zk1:2181,zk2:2181", "/prod/setl", 30.0, 5.0), "debug",
+        Confinement((tmp_path / "secrets",), processor_dirs=processor_path_dirs()))
     assert settings.address == "mgr1.example:7000"
 
 
@@ -137,10 +147,25 @@ def test_bad_settings_name_file_line_and_field(
     assert errors(load, path) == [f"{tmp_path}/{line}" for line in expected]
 
 
+def test_security_dirs_are_relative_to_the_file_and_the_prefix_is_checked(
+        tmp_path: Path) -> None:
+    path = write(tmp_path, "security:\n  secret_dirs: [keys, /etc/setl]\n"
+                           "  env_prefix: ACME_\n  processor_dirs: [procs]\n")
+    rules = load_node(path).security
+    assert rules.secret_dirs == (tmp_path / "keys", Path("/etc/setl"))
+    assert rules.env_prefix == "ACME_"
+    assert rules.processor_dirs == (*processor_path_dirs(), tmp_path / "procs")
+    bad = write(tmp_path, "security: {secret_dirs: keys, env_prefix: ''}\n")
+    assert errors(load_manager, bad) == [
+        f'{bad}:1: security.secret_dirs: expected a list of directories, got "keys"',
+        f"{bad}:1: security.env_prefix: expected a non-empty string, got \"\""]
+
+
 def test_spark_is_unknown_to_the_manager(tmp_path: Path) -> None:
     path = write(tmp_path, "listen: 127.0.0.1:1\nspark: {master: local}\n")
     assert errors(load_manager, path) == [
-        f"{path}:2: spark: unknown key; known keys: advertise, listen, log_level, zookeeper"]
+        f"{path}:2: spark: unknown key; known keys: advertise, listen, log_level, security, "
+        "zookeeper"]
     assert load_node(path).spark.master == "local"
 
 

@@ -1,0 +1,160 @@
+"""What a definition may reach on this machine, as the daemon's operator configured it.
+
+Whoever may apply a definition must not thereby read the node's files or run code on it. So
+a password reference names a file only under the configured secret directories (after
+``..`` and symlinks are followed) or an environment variable only with the configured prefix,
+and a processor is a module found in the configured processor directories, never just any
+installed module. The node checks where it resolves and loads (that check is the one that
+counts: a definition can also be written into ZooKeeper directly); the manager checks the
+same rules at apply, for an early error with file, line and field.
+
+Each daemon sets its rules once at start (:func:`confine`); a Spark worker gets the node's
+with the compiled pipeline. Without a configuration the defaults are the safe ones:
+``conf/secrets`` and ``conf/processors`` of the installation, variables starting ``SETL_``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+BUILT_IN_PROCESSORS = CONF / "processors"
+DEFAULT_ENV_PREFIX = "SETL_"
+_ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}")
+_FILE = "file:"
+_SETTING = "its 'security' settings"
+
+
+def processor_path_dirs() -> tuple[Path, ...]:
+    """The built-in processors and ``$SETL_PROCESSORS_PATH`` (``:``-separated)."""
+    extra = [Path(part) for part in os.environ.get("SETL_PROCESSORS_PATH", "").split(":") if part]
+    return (BUILT_IN_PROCESSORS, *extra)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    secret_dirs: tuple[Path, ...] = (CONF / "secrets",)
+    env_prefix: str = DEFAULT_ENV_PREFIX
+    processor_dirs: tuple[Path, ...] = (BUILT_IN_PROCESSORS,)
+
+    # -- password references ----------------------------------------------------------------
+    def secret_file(self, reference: str) -> Path:
+        """The file a ``file:`` reference may be read from (resolved, inside a secret
+        directory); raise PermissionError with what to do otherwise."""
+        named = Path(reference[len(_FILE):])
+        resolved = named.resolve()
+        if any(resolved.is_relative_to(directory.resolve()) for directory in self.secret_dirs):
+            return resolved
+        allowed = ", ".join(str(directory) for directory in self.secret_dirs)
+        followed = "" if resolved == named.absolute() else f" (it leads to {resolved})"
+        raise PermissionError(
+            f"password reference {reference}: this machine reads password files only under "
+            f"{allowed} ({_SETTING}: secret_dirs); {named} is outside{followed}. Put the file "
+            "there, or have the operator add its directory to secret_dirs")
+
+    def secret_env(self, reference: str) -> str:
+        """The variable an ``${ENV}`` reference may be read from; PermissionError if its
+        name lacks the prefix."""
+        found = _ENV.fullmatch(reference)
+        name = found["name"] if found else reference
+        if name.startswith(self.env_prefix):
+            return name
+        raise PermissionError(
+            f"password reference {reference}: this machine reads only environment variables "
+            f"whose name starts with {self.env_prefix} ({_SETTING}: env_prefix); export the "
+            f"password as {self.env_prefix}{name} and refer to ${{{self.env_prefix}{name}}}")
+
+    def secret_problem(self, reference: str) -> str | None:
+        """Why a reference may not be read here, or None."""
+        try:
+            if reference.startswith(_FILE):
+                self.secret_file(reference)
+            else:
+                self.secret_env(reference)
+        except PermissionError as exc:
+            return str(exc)
+        return None
+
+    # -- processors -------------------------------------------------------------------------
+    def processor_problem(self, name: str) -> str | None:
+        """Why ``module:function`` may not run here, or None (it need not exist yet)."""
+        module, _, function = name.partition(":")
+        parts = [*module.split("."), function]
+        if any(part.startswith("_") for part in parts):
+            return (f"processor {name}: a name starting with '_' is private; "
+                    "name a public module and function")
+        if self._spec(module) is None:
+            return (f"processor {name}: module {module.split('.')[0]} is not in the processor "
+                    f"directories of this machine ({self._dirs()}; {_SETTING}: "
+                    "processor_dirs, or $SETL_PROCESSORS_PATH); installed modules cannot be "
+                    "processors. Put the module there")
+        return None
+
+    def load_module(self, name: str) -> ModuleType:
+        """The processor's module, imported only from a processor directory; ImportError
+        (with what to do) otherwise."""
+        problem = self.processor_problem(name)
+        if problem is not None:
+            raise ImportError(problem)
+        module_name = name.partition(":")[0]
+        for directory in self.processor_dirs:
+            if str(directory) not in sys.path:
+                sys.path.append(str(directory))
+        module = importlib.import_module(module_name)
+        origin = Path(getattr(module, "__file__", "") or "").resolve()
+        if not any(origin.is_relative_to(d.resolve()) for d in self.processor_dirs):
+            raise ImportError(f"processor {name}: a module named {module_name.split('.')[0]} "
+                              f"is already loaded from {origin}, outside the processor "
+                              "directories; give your module another name")
+        return module
+
+    def _spec(self, module: str) -> importlib.machinery.ModuleSpec | None:
+        top = module.split(".")[0]
+        return importlib.machinery.PathFinder.find_spec(
+            top, [str(directory) for directory in self.processor_dirs if directory.is_dir()])
+
+    def _dirs(self) -> str:
+        return ", ".join(str(directory) for directory in self.processor_dirs)
+
+
+_current = Confinement(processor_dirs=processor_path_dirs())
+
+
+def confine(rules: Confinement) -> None:
+    """This process's rules from now on (a daemon at start, a Spark worker per job)."""
+    global _current
+    _current = rules
+
+
+def current() -> Confinement:
+    return _current
+
+
+_checking: ContextVar[Confinement | None] = ContextVar("setl_confinement_checking",
+                                                      default=None)
+
+
+@contextmanager
+def checking(rules: Confinement | None) -> Iterator[None]:
+    """While definitions are read (the manager's apply): each password reference and
+    processor is checked against ``rules`` where it is parsed, so an error names its line."""
+    token = _checking.set(rules)
+    try:
+        yield
+    finally:
+        _checking.reset(token)
+
+
+def checked_rules() -> Confinement | None:
+    """The rules definitions being read now are checked against (None: not checked)."""
+    return _checking.get()

@@ -1,0 +1,98 @@
+"""A definition reaches only what the node's operator allows (issue 18), on real servers:
+the manager refuses a definition whose password reference or processor is outside the
+configured directories and stores nothing; a definition written straight into ZooKeeper
+with such a reference makes the node pause the pipeline with the reason, without reading
+the file — which here holds the right password, so a node that read it would replicate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from shared import definitions, zk
+from shared.catalog import Catalog
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from shared.sandbox import Sandbox
+
+TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(20))"
+
+
+def outside_secret(sandbox: Sandbox, tmp_path: Path) -> Path:
+    """A file outside every secret directory holding the sandbox's real password."""
+    folder = tmp_path / "not-a-secret-dir"
+    folder.mkdir()
+    path = folder / "pw"
+    path.write_text(sandbox.password() + "\n")
+    return path
+
+
+def test_apply_refuses_references_and_processors_outside_and_stores_nothing(
+        sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    cluster = Cluster(sandbox, tmp_path, "refused")
+    servers = sandbox.servers()
+    sources = [{"name": "source", "host": "127.0.0.1", "port": servers["source"].port,
+                "user": "setl", "password": f"file:{outside_secret(sandbox, tmp_path)}"},
+               {"name": "target", "host": "127.0.0.1", "port": servers["target"].port,
+                "user": "setl", "password": "${HOME}"}]
+    channel = one_way("refused", schema, ["items"])
+    channel["pipelines"][0]["pairs"][0]["processor"] = "os:getpid"
+    try:
+        cluster.start_manager()
+        errors = cluster.apply_errors([channel], sources)
+        found = {e.split(": ")[1]: e for e in errors}
+        assert sorted(found) == ["channels[0].pipelines[0].pairs[0].processor",
+                                 "sources[0].password", "sources[1].password"], errors
+        assert all(e.startswith("test.yaml:") for e in errors), errors
+        assert "secret_dirs" in found["sources[0].password"]
+        assert "env_prefix" in found["sources[1].password"]
+        assert "processor_dirs" in found["channels[0].pipelines[0].pairs[0].processor"]
+        paths = zk.ZkPaths(cluster.root)
+        assert Catalog(zk_client, paths).source_names() == []
+        assert not zk_client.exists(paths.channels) or not zk_client.get_children(paths.channels)
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_the_node_refuses_a_reference_written_straight_into_zookeeper(
+        sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    cluster = Cluster(sandbox, tmp_path, "bypass")
+    servers = sandbox.servers()
+    secret = outside_secret(sandbox, tmp_path)
+    text = f"""
+sources:
+  - {{name: source, host: 127.0.0.1, port: {servers['source'].port}, user: setl,
+      password: "file:{secret}"}}
+  - {{name: target, host: 127.0.0.1, port: {servers['target'].port}, user: setl,
+      password: "file:{sandbox.secret_file}"}}
+channels:
+  - name: bypass
+    pipelines:
+      - {{name: forward, source: source, target: target,
+          pairs: [{{source: "{schema}.items", target: "{schema}.items"}}]}}
+"""
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        # as someone with ZooKeeper access would: no manager, no check at apply
+        Catalog(zk_client, zk.ZkPaths(cluster.root)).apply(definitions.load_text(text))
+        source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
+        cluster.set_status("bypass", "START")
+        wait_for(lambda: cluster.channel_status("bypass") == "PAUSE", 120,
+                 "the node to pause the channel")
+        error = cluster.pipeline_state("bypass").last_error
+        assert f"password reference file:{secret}: this machine reads password files only " \
+               "under" in error, error
+        assert "secret_dirs" in error
+        assert target.table(schema, "items") == []
+        assert "event=pipeline_paused pipeline=bypass.forward" in node.output()
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()

@@ -1,0 +1,167 @@
+"""What a definition may reach: password files under the secret directories only (after
+``..`` and symlinks), variables with the prefix only, processors from the processor
+directories only — refused with a message that says what to do, before anything is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from node import processors
+from node.changes import ChangeType, RowChange
+from shared import confinement, definitions
+from shared.confinement import Confinement
+from shared.errors import ConfigError, SecretError, TransformError
+from shared.secrets import SecretRef
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A secret directory holding a password, and a file outside it."""
+    inside, outside = tmp_path / "secrets", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    (inside / "db").write_text("inside-pw\n")
+    (outside / "shadow").write_text("outside-pw\n")
+    return inside, outside
+
+
+def test_a_file_in_a_secret_directory_is_read(dirs: tuple[Path, Path]) -> None:
+    inside, _ = dirs
+    assert SecretRef(f"file:{inside}/db").resolve({}, Confinement((inside,))) == "inside-pw"
+
+
+@pytest.mark.parametrize("how", ["absolute", "dot-dot", "symlink"])
+def test_a_file_outside_is_refused_without_being_read(dirs: tuple[Path, Path], how: str) -> None:
+    inside, outside = dirs
+    named = {"absolute": outside / "shadow",
+             "dot-dot": inside / ".." / "elsewhere" / "shadow",
+             "symlink": inside / "link"}[how]
+    if how == "symlink":
+        named.symlink_to(outside / "shadow")
+    with pytest.raises(SecretError) as caught:
+        SecretRef(f"file:{named}").resolve({}, Confinement((inside,)))
+    message = str(caught.value)
+    assert message.startswith(f"password reference file:{named}: this machine reads password "
+                              f"files only under {inside} (its 'security' settings: "
+                              f"secret_dirs); {named} is outside")
+    assert "outside-pw" not in message
+    if how != "absolute":
+        assert f"(it leads to {outside / 'shadow'})" in message
+
+
+def test_a_symlink_within_the_directory_is_fine(dirs: tuple[Path, Path]) -> None:
+    inside, _ = dirs
+    (inside / "current").symlink_to(inside / "db")
+    assert SecretRef(f"file:{inside}/current").resolve({}, Confinement((inside,))) == \
+        "inside-pw"
+
+
+def test_only_variables_with_the_prefix_are_read() -> None:
+    rules = Confinement(env_prefix="SETL_")
+    assert SecretRef("${SETL_PW}").resolve({"SETL_PW": "pw"}, rules) == "pw"
+    with pytest.raises(SecretError) as caught:
+        SecretRef("${HOME}").resolve({"HOME": "/root"}, rules)
+    assert str(caught.value) == (
+        "password reference ${HOME}: this machine reads only environment variables whose "
+        "name starts with SETL_ (its 'security' settings: env_prefix); export the password "
+        "as SETL_HOME and refer to ${SETL_HOME}")
+    assert SecretRef("${ACME_PW}").resolve({"ACME_PW": "a"}, Confinement(env_prefix="ACME_")) \
+        == "a"
+
+
+def test_the_process_rules_apply_by_default(dirs: tuple[Path, Path]) -> None:
+    inside, outside = dirs
+    before = confinement.current()
+    try:
+        confinement.confine(Confinement((inside,)))
+        assert SecretRef(f"file:{inside}/db").resolve({}) == "inside-pw"
+        with pytest.raises(SecretError):
+            SecretRef(f"file:{outside}/shadow").resolve({})
+    finally:
+        confinement.confine(before)
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Confinement:
+    folder = tmp_path / "procs"
+    folder.mkdir()
+    (folder / "cleanup.py").write_text("def upper(change):\n"
+                                       "    after = change['after']\n"
+                                       "    after['name'] = after['name'].upper()\n"
+                                       "    return change\n"
+                                       "def _hidden(change):\n    return None\n")
+    (folder / "json.py").write_text("def loads(change):\n    return change\n")
+    return Confinement(processor_dirs=(folder,))
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("os:getpid", "module os is not in the processor directories"),
+    ("subprocess:run", "module subprocess is not in the processor directories"),
+    ("pymysql.connections:Connection", "module pymysql is not in the processor directories"),
+    ("cleanup:_hidden", "a name starting with '_' is private"),
+    ("_private:f", "a name starting with '_' is private"),
+    ("cleanup._x:f", "a name starting with '_' is private"),
+])
+def test_processors_outside_the_directories_or_private_are_refused(
+        procs: Confinement, name: str, problem: str) -> None:
+    found = procs.processor_problem(name)
+    assert found is not None and found.startswith(f"processor {name}: ") and problem in found
+    with pytest.raises(ImportError):
+        procs.load_module(name)
+
+
+def test_a_processor_in_a_directory_runs(procs: Confinement) -> None:
+    before = confinement.current()
+    try:
+        confinement.confine(procs)
+        change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1, "name": "ann"})
+        [out] = processors.run_processor("cleanup:upper", change, "pipeline p pair s.t")
+        assert out.after == {"id": 1, "name": "ANN"}
+    finally:
+        confinement.confine(before)
+
+
+def test_a_module_named_like_a_loaded_one_is_refused(procs: Confinement) -> None:
+    before = confinement.current()
+    try:
+        confinement.confine(procs)
+        change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1})
+        with pytest.raises(TransformError) as caught:
+            processors.run_processor("json:loads", change, "pipeline p pair s.t")
+        assert "a module named json is already loaded from" in str(caught.value)
+        assert "give your module another name" in str(caught.value)
+    finally:
+        confinement.confine(before)
+
+
+DEFINITION = """\
+sources:
+  - {name: src, host: 127.0.0.1, password: "file:/etc/shadow"}
+  - {name: dst, host: 127.0.0.1, password: "${HOME}"}
+channels:
+  - name: c
+    pipelines:
+      - name: p
+        source: src
+        target: dst
+        pairs:
+          - {source: s.t, target: s.t, processor: "os:getpid"}
+"""
+
+
+def test_apply_names_file_line_and_field_of_each_refused_reference(tmp_path: Path) -> None:
+    rules = Confinement((tmp_path,))
+    with pytest.raises(ConfigError) as caught:
+        definitions.load_text(DEFINITION, "c.yaml", rules=rules)
+    found = [(issue.line, issue.path, issue.message.split(":")[0])
+             for issue in caught.value.issues]
+    assert found == [(2, "sources[0].password", "password reference file"),
+                     (3, "sources[1].password", "password reference ${HOME}"),
+                     (11, "channels[0].pipelines[0].pairs[0].processor", "processor os")]
+    assert "secret_dirs" in caught.value.issues[0].message
+    assert "env_prefix" in caught.value.issues[1].message
+    assert "processor_dirs" in caught.value.issues[2].message
+    # without rules (a file read for its shape only), the same text parses
+    assert definitions.load_text(DEFINITION, "c.yaml").sources[0].name == "src"
