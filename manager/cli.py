@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("show", "start", "pause", "stop", "delete"):
         actions.add_parser(name, help=f"{name} a channel").add_argument("name")
 
+    source = commands.add_parser("source", help="list, show and delete sources")
+    verbs = source.add_subparsers(dest="action", required=True, metavar="ACTION")
+    verbs.add_parser("list", help="every source (password references only)")
+    verbs.add_parser("show", help="one source").add_argument("name")
+    verbs.add_parser("delete", help="a source no channel uses").add_argument("name")
+
     node = commands.add_parser("node", help="registered nodes")
     node.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser("list")
 
@@ -116,6 +122,19 @@ def _channel(args: argparse.Namespace, client: ManagerClient) -> int:
     return 0
 
 
+def _source(args: argparse.Namespace, client: ManagerClient) -> int:
+    if args.action == "list":
+        answer = client.call("ListSources", manager_pb2.ListSourcesRequest())
+        _print(args, answer, render.sources(answer.sources))
+    elif args.action == "show":
+        found = client.call("GetSource", manager_pb2.GetSourceRequest(name=args.name))
+        _print(args, found, render.sources([found]))
+    else:
+        answer = client.call("DeleteSource", manager_pb2.DeleteSourceRequest(name=args.name))
+        _print(args, answer, f"source {answer.name} deleted")
+    return 0
+
+
 def _status(args: argparse.Namespace, client: ManagerClient) -> int:
     while True:
         answer = client.call("Status", manager_pb2.StatusRequest())
@@ -156,14 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "sandbox":
             return _sandbox(args)
-        config = args.config or os.environ.get("SETL_CONFIG") or \
-            (CONF / "node.yaml" if (CONF / "node.yaml").exists() else None)
-        confinement.confine(settings.load_security(config))
+        if args.command in ("backfill", "retl"):  # they open the source themselves
+            config = args.config or os.environ.get("SETL_CONFIG") or \
+                (CONF / "node.yaml" if (CONF / "node.yaml").exists() else None)
+            confinement.confine(settings.load_security(config))
         client = ManagerClient(addresses_from(args.manager))
         if args.command == "apply":
             return _apply(args, client)
         if args.command == "channel":
             return _channel(args, client)
+        if args.command == "source":
+            return _source(args, client)
         if args.command == "backfill":
             run = backfill.status if args.channel == "status" else backfill.backfill
             return run(args, client)

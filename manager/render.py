@@ -97,6 +97,14 @@ def _media(media: model_pb2.DataMedia) -> str:
     return f"{media.datasource}:{media.namespace}.{media.table}"
 
 
+def sources(found: Sequence[model_pb2.DataSource]) -> str:
+    """Sources with their password reference (never a value: only references are stored)."""
+    rows = [(s.name, s.type or "mysql", f"{s.host}:{s.port}", s.user, s.password or "-",
+             s.charset) for s in found]
+    return table(["SOURCE", "TYPE", "ADDRESS", "USER", "PASSWORD REFERENCE", "CHARSET"], rows) \
+        if rows else "no sources; define them under 'sources:' and run: setl apply -f FILE"
+
+
 def nodes(infos: Sequence[manager_pb2.NodeInfo]) -> str:
     rows = [(n.id, n.address, n.host, n.pid, ", ".join(n.candidate_pipelines) or "-",
              ", ".join(n.running_pipelines) or "-") for n in infos]

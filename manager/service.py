@@ -93,6 +93,18 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         return codec.to_proto(self.catalog.source(request.name))
 
     @_rpc
+    def ListSources(self, request: Any, context: Any) -> manager_pb2.ListSourcesResponse:
+        return manager_pb2.ListSourcesResponse(
+            sources=[codec.to_proto(source) for source in self.catalog.sources()])
+
+    @_rpc
+    def DeleteSource(self, request: manager_pb2.DeleteSourceRequest,
+                     context: Any) -> manager_pb2.DeleteSourceResponse:
+        self._require_leader()
+        self.catalog.delete_source(request.name)
+        return manager_pb2.DeleteSourceResponse(name=request.name)
+
+    @_rpc
     def ListChannels(self, request: Any, context: Any) -> manager_pb2.ListChannelsResponse:
         return manager_pb2.ListChannelsResponse(channels=self.views.channels())
 

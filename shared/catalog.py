@@ -76,6 +76,17 @@ def call(what: str, func, *args, **kwargs):  # type: ignore[no-untyped-def]
                                 "Check that ZooKeeper is up and retry") from None
 
 
+def sources_used(channel: Channel) -> set[str]:
+    """Every source a channel names: its pipelines' ends, its pairs' data sources (shard
+    targets among them) and a free door's source."""
+    used = set()
+    for pipeline in channel.pipelines:
+        used |= {pipeline.source, pipeline.target, pipeline.params.free_door_source}
+        for pair in pipeline.pairs:
+            used |= {pair.source.datasource, pair.target.datasource}
+    return used - {""}
+
+
 class Catalog:
     def __init__(self, client: KazooClient, paths: ZkPaths) -> None:
         self.client, self.paths = client, paths
@@ -101,6 +112,40 @@ class Catalog:
         except NoNodeError:
             raise NotFoundError(f"no source named {name!r}; apply a file that defines it") from None
         return codec.from_proto(codec.source_from_bytes(data).source, DataSource)
+
+    def sources(self) -> list[DataSource]:
+        found = []
+        for name in self.source_names():
+            try:
+                found.append(self.source(name))
+            except NotFoundError:
+                continue  # deleted between list and read
+        return found
+
+    def delete_source(self, name: str) -> None:
+        """Delete a source no channel uses. Every channel is checked unchanged in the same
+        transaction, and an apply checks that the sources its channels use still exist, so
+        neither can slip past the other."""
+        self.source(name)  # raises NotFoundError
+        transaction, users = self.client.transaction(), []
+        for channel in self.channel_names():
+            try:
+                data, stat = self._call("read a channel", self.client.get,
+                                        self.paths.channel(channel))
+            except NoNodeError:
+                continue
+            used = sources_used(codec.from_proto(codec.channel_from_bytes(data).channel,
+                                                 Channel))
+            if name in used:
+                users.append(channel)
+            transaction.check(self.paths.channel(channel), stat.version)
+        if users:
+            raise ConflictError(f"source {name!r} is used by channel(s) {', '.join(users)}; "
+                                "delete those channels (or change them to another source) "
+                                "first")
+        transaction.delete(self.paths.source(name))
+        self._commit(transaction, f"delete source {name}")
+        log.info("event=source_deleted source=%s", name)
 
     # -- channels -------------------------------------------------------------------------
     def channel_names(self) -> list[str]:
@@ -173,6 +218,10 @@ class Catalog:
             stored = model_pb2.StoredSource(source=codec.to_proto(source), updated_ms=now)
             changes.append(self._stage(transaction, "source", source.name,
                                        self.paths.source(source.name), stored, stored.source))
+        defined = {source.name for source in definitions.sources}
+        for used in sorted({name for channel in definitions.channels
+                            for name in sources_used(channel)} - defined):
+            transaction.check(self.paths.source(used), -1)  # not deleted meanwhile
         for channel in definitions.channels:
             stored_channel = model_pb2.StoredChannel(channel=codec.to_proto(channel),
                                                      updated_ms=now)

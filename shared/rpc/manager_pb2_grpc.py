@@ -75,6 +75,16 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.GetSourceRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_model__pb2.DataSource.FromString,
                 _registered_method=True)
+        self.ListSources = channel.unary_unary(
+                '/setl.v1.ManagerService/ListSources',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.ListSourcesRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.ListSourcesResponse.FromString,
+                _registered_method=True)
+        self.DeleteSource = channel.unary_unary(
+                '/setl.v1.ManagerService/DeleteSource',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
+                _registered_method=True)
 
 
 class ManagerServiceServicer:
@@ -131,6 +141,19 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSources(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSource(self, request, context):
+        """Refused while a channel uses the source.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +196,16 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.GetSource,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.GetSourceRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_model__pb2.DataSource.SerializeToString,
+            ),
+            'ListSources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSources,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.ListSourcesRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.ListSourcesResponse.SerializeToString,
+            ),
+            'DeleteSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSource,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,6 +424,60 @@ class ManagerService:
             '/setl.v1.ManagerService/GetSource',
             shared_dot_rpc_dot_manager__pb2.GetSourceRequest.SerializeToString,
             shared_dot_rpc_dot_model__pb2.DataSource.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/ListSources',
+            shared_dot_rpc_dot_manager__pb2.ListSourcesRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.ListSourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/DeleteSource',
+            shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -72,12 +72,15 @@ def zk_client(zk_hosts: str, zk_root: str) -> Iterator[KazooClient]:
 
 
 @pytest.fixture
-def daemon_config(tmp_path: Path, zk_hosts: str, zk_root: str) -> Callable[[str], Path]:
-    """Write a manager or node YAML for this test's ZooKeeper root; return its path."""
+def daemon_config(tmp_path: Path, zk_hosts: str, zk_root: str,
+                  sandbox: Sandbox) -> Callable[[str], Path]:
+    """Write a manager or node YAML for this test's ZooKeeper root (reading passwords from
+    the sandbox's file); return its path."""
     def write(kind: str, **extra: object) -> Path:
         body = {"zookeeper": {"hosts": zk_hosts, "root": zk_root,
                               "session_timeout_s": SESSION_TIMEOUT_S, "connect_timeout_s": 5},
-                "log_level": "info", **extra}
+                "log_level": "info",
+                "security": {"secret_dirs": [str(sandbox.secret_file.parent)]}, **extra}
         path = tmp_path / f"{kind}-{uuid.uuid4().hex[:6]}.yaml"
         path.write_text(yaml.safe_dump(body))
         return path

@@ -2,14 +2,19 @@
 the manager refuses a definition whose password reference or processor is outside the
 configured directories and stores nothing; a definition written straight into ZooKeeper
 with such a reference makes the node pause the pipeline with the reason, without reading
-the file — which here holds the right password, so a node that read it would replicate."""
+the file — which here holds the right password, so a node that read it would replicate.
+Sources are managed like channels: listed and shown with their references, deleted only
+when no channel uses them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from kazoo.client import KazooClient
 
+from manager import cli
 from shared import definitions, zk
 from shared.catalog import Catalog
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
@@ -92,6 +97,51 @@ channels:
         assert "secret_dirs" in error
         assert target.table(schema, "items") == []
         assert "event=pipeline_paused pipeline=bypass.forward" in node.output()
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_sources_are_listed_shown_and_deleted_only_when_no_channel_uses_them(
+        sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    cluster = Cluster(sandbox, tmp_path, "sources")
+    servers = sandbox.servers()
+    reference = f"file:{sandbox.secret_file}"
+    sources = [{"name": name, "host": "127.0.0.1", "port": servers[server].port,
+                "user": "setl", "password": reference}
+               for name, server in (("source", "source"), ("target", "target"),
+                                    ("spare", "target"))]
+
+    def setl(*args: str) -> tuple[int, str, str]:
+        code = cli.main(["--manager", cluster.manager_address, *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    try:
+        cluster.start_manager()
+        cluster.apply([one_way("sources", schema, ["items"])], sources)
+        code, out, _ = setl("source", "list")
+        assert code == 0
+        assert [line.split()[0] for line in out.splitlines()[1:]] == ["source", "spare", "target"]
+        assert out.count(reference) == 3 and sandbox.password() not in out
+        code, out, _ = setl("-o", "json", "source", "show", "spare")
+        assert code == 0 and json.loads(out)["password"] == reference
+        # in use: refused, and the channel still runs on it
+        code, _, err = setl("source", "delete", "target")
+        assert code != 0
+        assert "source 'target' is used by channel(s) sources; delete those channels" in err
+        code, out, _ = setl("source", "delete", "spare")
+        assert (code, out.strip()) == (0, "source spare deleted")
+        code, _, err = setl("source", "show", "spare")
+        assert code != 0 and "no source named 'spare'" in err
+        # once the channel is gone, its sources can go too
+        assert setl("channel", "delete", "sources")[0] == 0
+        assert setl("source", "delete", "target")[0] == 0
+        code, out, _ = setl("source", "list")
+        assert [line.split()[0] for line in out.splitlines()[1:]] == ["source"]
     finally:
         cluster.stop()
         source.close()
