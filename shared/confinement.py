@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import ipaddress
 import os
 import re
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +48,34 @@ class Confinement:
     secret_dirs: tuple[Path, ...] = (CONF / "secrets",)
     env_prefix: str = DEFAULT_ENV_PREFIX
     processor_dirs: tuple[Path, ...] = (BUILT_IN_PROCESSORS,)
+    # the database hosts a definition may name: host names and networks; empty: any
+    database_hosts: tuple[str, ...] = ()
+
+    # -- database hosts ---------------------------------------------------------------------
+    def database_problem(self, host: str) -> str | None:
+        """Why a definition may not connect to ``host``, or None. A host name in the list
+        passes as it is; otherwise every address the host has must lie in a listed network."""
+        if not self.database_hosts:
+            return None
+        if host.lower() in (entry.lower() for entry in self.database_hosts):
+            return None
+        networks = []
+        for entry in self.database_hosts:
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                continue
+        try:
+            addresses = {ipaddress.ip_address(info[4][0])
+                         for info in socket.getaddrinfo(host, None)}
+        except (OSError, ValueError):
+            addresses = set()
+        if addresses and networks and all(any(address in network for network in networks)
+                                          for address in addresses):
+            return None
+        return (f"host {host} is not among the database hosts this machine may connect to "
+                f"({', '.join(self.database_hosts)}; {_SETTING}: database_hosts); use "
+                "an allowed host, or have the operator add it")
 
     # -- password references ----------------------------------------------------------------
     def secret_file(self, reference: str) -> Path:

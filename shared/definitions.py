@@ -26,6 +26,7 @@ from shared.model import (
     Pipeline,
     PipelineParams,
     StartupMode,
+    TlsOptions,
 )
 from shared.pairs import read_pair_options
 from shared.patterns import NamePattern, PatternKind
@@ -113,10 +114,27 @@ class _Loader:
         user = entry.get("user", Field.string, "root")
         password = entry.get("password", self._secret, None)
         charset = entry.get("charset", Field.string, "utf8mb4")
+        tls = entry.get("tls", self._tls, None)
         entry.close()
         if MISSING in (name, host):
             return None
-        return DataSource(name, host, port, user, password, kind, charset)
+        return DataSource(name, host, port, user, password, kind, charset, tls)
+
+    def _tls(self, item: Field) -> Any:
+        entry = item.mapping()
+        if entry is None:
+            return MISSING
+        tls = TlsOptions(entry.get("ca", Field.string, ""), entry.get("cert", Field.string, ""),
+                         entry.get("key", Field.string, ""),
+                         entry.get("verify_identity", Field.boolean, False))
+        entry.close()
+        if not tls.ca:
+            return item.fail("tls needs 'ca' (the certificate authority that signed the "
+                             "server's certificate): setl never uses TLS without verifying "
+                             "the server")
+        if bool(tls.cert) != bool(tls.key):
+            return item.fail("give both 'cert' and 'key' for a client certificate, or neither")
+        return tls
 
     def _secret(self, item: Field) -> Any:
         text = item.string()

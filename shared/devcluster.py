@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -290,3 +291,29 @@ def wait_equal(source: Database, target: Database, schema: str, tables: list[str
 
 def dumps(value: Any) -> str:
     return json.dumps(value, default=str)
+
+
+@dataclass(frozen=True)
+class Certificates:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+
+
+def make_certificates(folder: Path, host: str = "127.0.0.1") -> Certificates:
+    """A CA and a server certificate for ``host`` signed by it (openssl), for TLS tests."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = folder / "ca.pem", folder / "ca-key.pem"
+    cert, key, request = folder / "server.pem", folder / "server-key.pem", folder / "server.csr"
+    extensions = folder / "san.cnf"
+    extensions.write_text(f"subjectAltName=IP:{host}\n" if host.replace(".", "").isdigit()
+                          else f"subjectAltName=DNS:{host}\n")
+    for command in (
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+             "/CN=setl test CA", "-keyout", ca_key, "-out", ca],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={host}", "-keyout", key,
+             "-out", request],
+            ["x509", "-req", "-in", request, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+             "-days", "2", "-extfile", extensions, "-out", cert]):
+        subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True)
+    return Certificates(ca, cert, key)

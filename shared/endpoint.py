@@ -1,20 +1,81 @@
-"""Connections to MySQL/MariaDB endpoints, for the node and for CLI tools alike."""
+"""Connections to MySQL/MariaDB endpoints, for the node and for CLI tools alike.
+
+Every connection setl opens to a definition's database is made here, with the same rules:
+the host must be one this machine's configuration allows (``security.database_hosts``); the
+password reference is resolved here and only here; a source with ``tls:`` is reached over
+TLS with the server's certificate verified (no fallback to plain TCP); and the password is
+never sent in clear text — a server that asks for it with the ``mysql_clear_password`` or
+``dialog`` plugin gets it only over verified TLS.
+"""
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import pymysql
+from pymysql.constants import CR
 
-from shared.errors import SourceError
+from shared import confinement
+from shared.errors import SecretError, SourceError
 from shared.model import DataSource
+
+
+class _PasswordInClear:
+    """pymysql's handler for a server asking for the password as it is (the plugins
+    ``mysql_clear_password`` and ``dialog``, which PAM and LDAP set-ups use): answered only
+    over TLS that verified the server, since otherwise anyone on the path — or a server a
+    definition points at — reads it."""
+
+    plugin = ""
+
+    def __init__(self, connection: pymysql.Connection) -> None:
+        self.connection = connection
+
+    def authenticate(self, packet: Any) -> Any:
+        conn = self.connection
+        context = getattr(conn, "ctx", None)
+        if not (conn._secure and context is not None and context.verify_mode == ssl.CERT_REQUIRED):
+            raise pymysql.err.OperationalError(
+                CR.CR_AUTH_PLUGIN_ERR,
+                f"the server at {conn.host}:{conn.port} asked for the password in clear text "
+                f"({self.plugin}) over a connection without verified TLS; setl never sends "
+                "it so. Give this source 'tls: {ca: ...}', or let its user authenticate with "
+                "mysql_native_password, caching_sha2_password or ed25519")
+        if self.plugin == "dialog":
+            packet.read_uint8()  # the prompt's flags; the prompt asks for the password
+        conn.write_packet(conn.password + b"\0")
+        answer = conn._read_packet()
+        answer.check_error()
+        return answer
+
+
+class _ClearPassword(_PasswordInClear):
+    plugin = "mysql_clear_password"
+
+
+class _Dialog(_PasswordInClear):
+    plugin = "dialog"
+
+
+AUTH_PLUGINS = {b"mysql_clear_password": _ClearPassword, b"dialog": _Dialog}
 
 
 def connection_settings(source: DataSource) -> dict[str, Any]:
     """PyMySQL keyword arguments; the password reference is resolved here, and only here."""
-    return {"host": source.host, "port": source.port, "user": source.user,
-            "password": source.password.resolve() if source.password else "",
-            "charset": source.charset, "connect_timeout": 10}
+    problem = confinement.current().database_problem(source.host)
+    if problem is not None:
+        raise SecretError(f"source {source.name}: {problem}")
+    settings = {"host": source.host, "port": source.port, "user": source.user,
+                "password": source.password.resolve() if source.password else "",
+                "charset": source.charset, "connect_timeout": 10,
+                "auth_plugin_map": AUTH_PLUGINS}
+    if source.tls is not None:  # required, and the server verified
+        settings["ssl"] = {"ca": source.tls.ca, "check_hostname": source.tls.verify_identity,
+                           "verify_mode": True,
+                           **({"cert": source.tls.cert, "key": source.tls.key}
+                              if source.tls.cert else {})}
+    return settings
 
 
 def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
@@ -23,3 +84,6 @@ def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
     except pymysql.MySQLError as exc:
         raise SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) as "
                           f"{source.user}: {exc.args[-1] if exc.args else exc}") from None
+    except (OSError, ssl.SSLError) as exc:
+        raise SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) "
+                          f"over TLS: {exc}; check the source's tls: files") from None

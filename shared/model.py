@@ -37,6 +37,17 @@ class ShardAlgorithm(enum.Enum):
 
 
 @dataclass(frozen=True)
+class TlsOptions:
+    """TLS to a database (files on the node's machine). With a CA the server's certificate
+    is verified; ``verify_identity`` also checks that it names the host."""
+
+    ca: str = ""
+    cert: str = ""  # a client certificate and its key, when the server asks for one
+    key: str = ""
+    verify_identity: bool = False
+
+
+@dataclass(frozen=True)
 class DataSource:
     """A database endpoint. The password is a reference, never a clear value."""
 
@@ -47,6 +58,7 @@ class DataSource:
     password: SecretRef | None = None
     type: str = "mysql"
     charset: str = "utf8mb4"
+    tls: TlsOptions | None = None  # None: TLS when the server offers it, unverified
 
 
 @dataclass(frozen=True)

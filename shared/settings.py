@@ -176,15 +176,23 @@ def _security(top: Mapping, path: str | Path | None) -> Confinement:
     ``$SETL_PROCESSORS_PATH``, to which ``processor_dirs`` adds."""
     base = Path(path).resolve().parent if path is not None else CONF
     secret_dirs: tuple[Path, ...] = (base / "secrets",)
-    env_prefix, listed = "SETL_", ()
+    env_prefix, listed, hosts = "SETL_", (), ()
     found = top.field("security")
     entry = found.mapping() if found else None
     if entry is not None:
         secret_dirs = entry.get("secret_dirs", lambda f: _directories(f, base), secret_dirs)
         env_prefix = entry.get("env_prefix", lambda f: f.string(_env_prefix), env_prefix)
         listed = entry.get("processor_dirs", lambda f: _directories(f, base), ())
+        hosts = entry.get("database_hosts", _hosts, ())
         entry.close()
-    return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed))
+    return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed), hosts)
+
+
+def _hosts(item: Field) -> object:
+    if not item.is_list():
+        return item.expected("a list of host names and networks (e.g. 10.0.0.0/8)")
+    found = [entry.string() for entry in item.items()]
+    return MISSING if MISSING in found else tuple(found)
 
 
 def _directories(item: Field, base: Path) -> object:

@@ -48,7 +48,7 @@ SHARD_ALGORITHM_MODULO: ShardAlgorithm
 SHARD_ALGORITHM_QUOTIENT: ShardAlgorithm
 
 class DataSource(_message.Message):
-    __slots__ = ("name", "host", "port", "user", "password", "type", "charset")
+    __slots__ = ("name", "host", "port", "user", "password", "type", "charset", "tls")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +56,7 @@ class DataSource(_message.Message):
     PASSWORD_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     CHARSET_FIELD_NUMBER: _ClassVar[int]
+    TLS_FIELD_NUMBER: _ClassVar[int]
     name: str
     host: str
     port: int
@@ -63,7 +64,20 @@ class DataSource(_message.Message):
     password: str
     type: str
     charset: str
-    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., user: _Optional[str] = ..., password: _Optional[str] = ..., type: _Optional[str] = ..., charset: _Optional[str] = ...) -> None: ...
+    tls: TlsOptions
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., user: _Optional[str] = ..., password: _Optional[str] = ..., type: _Optional[str] = ..., charset: _Optional[str] = ..., tls: _Optional[_Union[TlsOptions, _Mapping]] = ...) -> None: ...
+
+class TlsOptions(_message.Message):
+    __slots__ = ("ca", "cert", "key", "verify_identity")
+    CA_FIELD_NUMBER: _ClassVar[int]
+    CERT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VERIFY_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    ca: str
+    cert: str
+    key: str
+    verify_identity: bool
+    def __init__(self, ca: _Optional[str] = ..., cert: _Optional[str] = ..., key: _Optional[str] = ..., verify_identity: _Optional[bool] = ...) -> None: ...
 
 class DataMedia(_message.Message):
     __slots__ = ("datasource", "namespace", "table")

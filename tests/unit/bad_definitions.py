@@ -44,7 +44,7 @@ BAD = [
     pytest.param(
         "sources:\n  - name: a\n    host: db1\n    colour: red\n",
         "f.yaml:4: sources[0].colour: unknown key; known keys: charset, host, name, password, "
-        "port, type, user",
+        "port, tls, type, user",
         id="unknown-key-known-keys"),
     pytest.param(
         "sources:\n  - name: a\n    host: db1\n    host: db2\n",

@@ -150,11 +150,13 @@ def test_bad_settings_name_file_line_and_field(
 def test_security_dirs_are_relative_to_the_file_and_the_prefix_is_checked(
         tmp_path: Path) -> None:
     path = write(tmp_path, "security:\n  secret_dirs: [keys, /etc/setl]\n"
-                           "  env_prefix: ACME_\n  processor_dirs: [procs]\n")
+                           "  env_prefix: ACME_\n  processor_dirs: [procs]\n"
+                           "  database_hosts: [10.0.0.0/8, db1.internal]\n")
     rules = load_node(path).security
     assert rules.secret_dirs == (tmp_path / "keys", Path("/etc/setl"))
     assert rules.env_prefix == "ACME_"
     assert rules.processor_dirs == (*processor_path_dirs(), tmp_path / "procs")
+    assert rules.database_hosts == ("10.0.0.0/8", "db1.internal")
     bad = write(tmp_path, "security: {secret_dirs: keys, env_prefix: ''}\n")
     assert errors(load_manager, bad) == [
         f'{bad}:1: security.secret_dirs: expected a list of directories, got "keys"',

@@ -1,0 +1,186 @@
+"""A server asking for the password in clear text gets nothing over plain TCP; a source with
+``tls:`` is never reached without TLS; a host outside the allowlist is never reached.
+
+The server here is a small fake speaking the MySQL handshake on 127.0.0.1: it offers no TLS,
+then asks for ``mysql_clear_password`` (or ``dialog``) and records every byte it receives."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+
+import pymysql
+import pytest
+
+from shared import confinement
+from shared.confinement import Confinement
+from shared.devcluster import make_certificates
+from shared.endpoint import connect, connection_settings
+from shared.errors import SecretError, SourceError
+from shared.model import DataSource, TlsOptions
+from shared.secrets import SecretRef
+
+PASSWORD = "pw-that-must-not-travel"
+# CLIENT_LONG_PASSWORD | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION | PLUGIN_AUTH
+CAPABILITIES = 0x1 | 0x200 | 0x2000 | 0x8000 | 0x80000
+
+
+def _packet(seq: int, payload: bytes) -> bytes:
+    return struct.pack("<I", len(payload))[:3] + bytes([seq]) + payload
+
+
+def _read_packet(conn: socket.socket) -> bytes:
+    header = conn.recv(4, socket.MSG_WAITALL)
+    if len(header) < 4:
+        return b""
+    size = int.from_bytes(header[:3], "little")
+    return conn.recv(size, socket.MSG_WAITALL) if size else b""
+
+
+class FakeServer:
+    """One connection: a handshake naming ``first_plugin``, then an auth switch to
+    ``switch_to``; whatever the client sends is kept in ``received``."""
+
+    def __init__(self, first_plugin: bytes, switch_to: bytes) -> None:
+        self.first_plugin, self.switch_to = first_plugin, switch_to
+        self.received = b""
+        self.conn: socket.socket | None = None
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(20)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        self.conn = conn
+        with conn:
+            try:
+                self._converse(conn)
+            except OSError:
+                pass  # the client hung up
+
+    def _converse(self, conn: socket.socket) -> None:
+        conn.settimeout(20)
+        salt = b"abcdefghijklmnopqrst"
+        greeting = (b"\x0a" + b"5.7.99-fake\0" + struct.pack("<I", 7) + salt[:8] + b"\0"
+                    + struct.pack("<H", CAPABILITIES & 0xFFFF) + b"\x21"
+                    + struct.pack("<H", 2) + struct.pack("<H", CAPABILITIES >> 16)
+                    + bytes([len(salt) + 1]) + b"\0" * 10 + salt[8:] + b"\0"
+                    + self.first_plugin + b"\0")
+        conn.sendall(_packet(0, greeting))
+        self.received += _read_packet(conn)
+        switch = b"\xfe" + self.switch_to + b"\0" + \
+            (b"\x04Password: " if self.switch_to == b"dialog" else salt + b"\0")
+        conn.sendall(_packet(2, switch))
+        while data := conn.recv(4096):
+            self.received += data
+
+    def close(self) -> None:
+        """Ends the conversation (the client may have given up without a word)."""
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes an accept() still waiting
+        except OSError:
+            pass
+        self.listener.close()
+        if self.conn is not None:
+            try:
+                self.conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.thread.join(20)
+
+
+@pytest.fixture
+def password_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretRef]:
+    folder = tmp_path_factory.mktemp("secrets")
+    (folder / "pw").write_text(PASSWORD)
+    before = confinement.current()
+    confinement.confine(Confinement((folder,)))
+    yield SecretRef(f"file:{folder / 'pw'}")
+    confinement.confine(before)
+
+
+@pytest.mark.parametrize("first, switch", [
+    (b"mysql_clear_password", b"mysql_clear_password"),
+    (b"mysql_native_password", b"mysql_clear_password"),
+    (b"mysql_native_password", b"dialog"),
+])
+def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: bytes,
+                                            switch: bytes) -> None:
+    server = FakeServer(first, switch)
+    source = DataSource("shady", "127.0.0.1", server.port, "setl", password_file)
+    try:
+        with pytest.raises(SourceError) as caught:
+            connect(source)
+    finally:
+        server.close()
+    assert PASSWORD.encode() not in server.received
+    assert server.received, "the fake server got no handshake answer: the test proves nothing"
+    message = str(caught.value)
+    assert f"asked for the password in clear text ({switch.decode()}) over a connection " \
+           "without verified TLS; setl never sends it so" in message
+    assert "tls: {ca: ...}" in message
+
+
+def test_the_fake_server_does_read_a_password_pymysql_would_send(
+        password_file: SecretRef) -> None:
+    """The control: plain pymysql answers the same server with the password itself."""
+    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+    settings = connection_settings(DataSource("shady", "127.0.0.1", server.port, "setl",
+                                              password_file))
+    settings["auth_plugin_map"] = {}
+    try:
+        with pytest.raises(pymysql.MySQLError):
+            pymysql.connect(**{**settings, "read_timeout": 1})
+    finally:
+        server.close()
+    assert PASSWORD.encode() in server.received
+
+
+def test_a_tls_source_is_never_reached_without_tls(password_file: SecretRef,
+                                                  tmp_path_factory: pytest.TempPathFactory
+                                                  ) -> None:
+    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+    certificates = make_certificates(tmp_path_factory.mktemp("tls"))
+    source = DataSource("tls-only", "127.0.0.1", server.port, "setl", password_file,
+                        tls=TlsOptions(ca=str(certificates.ca)))
+    try:
+        with pytest.raises(SourceError) as caught:
+            connect(source)
+    finally:
+        server.close()
+    assert PASSWORD.encode() not in server.received
+    assert str(caught.value) == (
+        f"cannot connect to tls-only (127.0.0.1:{server.port}) as setl: SSL is required but "
+        "the server doesn't support it")
+
+
+def test_hosts_outside_the_allowlist_are_refused_before_connecting(
+        password_file: SecretRef) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))  # would accept, never gets a client
+    port = listener.getsockname()[1]
+    before = confinement.current()
+    try:
+        for allowed, ok in ((("10.0.0.0/8",), False), (("db.internal",), False),
+                            (("127.0.0.0/8",), True), (("LOCALHOST",), True)):
+            confinement.confine(Confinement(before.secret_dirs, database_hosts=allowed))
+            host = "localhost" if "LOCALHOST" in allowed else "127.0.0.1"
+            source = DataSource("s", host, port, "setl", password_file)
+            if ok:
+                assert connection_settings(source)["host"] == host
+                continue
+            with pytest.raises(SecretError) as caught:
+                connection_settings(source)
+            assert str(caught.value) == (
+                f"source s: host 127.0.0.1 is not among the database hosts this machine may "
+                f"connect to ({allowed[0]}; its 'security' settings: database_hosts); use an "
+                "allowed host, or have the operator add it")
+    finally:
+        confinement.confine(before)
+        listener.close()
