@@ -106,6 +106,17 @@ def password_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretRe
     confinement.confine(before)
 
 
+def refused(server: FakeServer, source: DataSource) -> str:
+    """The error of connecting to the fake server, which must not have got the password."""
+    try:
+        with pytest.raises(SourceError) as caught:
+            connect(source)
+    finally:
+        server.close()
+    assert PASSWORD.encode() not in server.received
+    return str(caught.value)
+
+
 @pytest.mark.parametrize("first, switch", [
     (b"mysql_clear_password", b"mysql_clear_password"),
     (b"mysql_native_password", b"mysql_clear_password"),
@@ -114,15 +125,9 @@ def password_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretRe
 def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: bytes,
                                             switch: bytes) -> None:
     server = FakeServer(first, switch)
-    source = DataSource("shady", "127.0.0.1", server.port, "setl", password_file)
-    try:
-        with pytest.raises(SourceError) as caught:
-            connect(source)
-    finally:
-        server.close()
-    assert PASSWORD.encode() not in server.received
+    message = refused(server, DataSource("shady", "127.0.0.1", server.port, "setl",
+                                         password_file))
     assert server.received, "the fake server got no handshake answer: the test proves nothing"
-    message = str(caught.value)
     assert f"asked for the password in clear text ({switch.decode()}) over a connection " \
            "without verified TLS; setl never sends it so" in message
     assert "tls: {ca: ...}" in message
@@ -150,13 +155,7 @@ def test_a_tls_source_is_never_reached_without_tls(password_file: SecretRef,
     certificates = make_certificates(tmp_path_factory.mktemp("tls"))
     source = DataSource("tls-only", "127.0.0.1", server.port, "setl", password_file,
                         tls=TlsOptions(ca=str(certificates.ca)))
-    try:
-        with pytest.raises(SourceError) as caught:
-            connect(source)
-    finally:
-        server.close()
-    assert PASSWORD.encode() not in server.received
-    assert str(caught.value) == (
+    assert refused(server, source) == (
         f"cannot connect to tls-only (127.0.0.1:{server.port}) as setl: SSL is required but "
         "the server doesn't support it")
 
