@@ -25,7 +25,7 @@ from pymysqlreplication.table import Table
 _FIXED = {FIELD_TYPE.TINY: ("<b", "<B"), FIELD_TYPE.SHORT: ("<h", "<H"),
           FIELD_TYPE.LONG: ("<i", "<I"), FIELD_TYPE.LONGLONG: ("<q", "<Q"),
           FIELD_TYPE.FLOAT: ("<f", "<f"), FIELD_TYPE.DOUBLE: ("<d", "<d")}
-_FIXED_, _TEXT, _LIBRARY = 0, 1, 2  # what a plan does with a column
+FIXED, TEXT, LIBRARY = 0, 1, 2  # what a plan does with a column
 _PLAN = "_setl_plan"  # kept on the library's Table (a name with "_": not in Table.data)
 _DATA = "_setl_data"
 _ORIGINAL = RowsEvent.__dict__["_read_column_data"]
@@ -33,9 +33,12 @@ _read_values = RowsEvent.__dict__["_RowsEvent__read_values_name"]
 
 
 def _plan(event: Any) -> list[tuple[Any, ...]] | None:
+    return table_plan(event.table_map[event.table_id])
+
+
+def table_plan(table: Any) -> list[tuple[Any, ...]] | None:
     """Per column: (name, what, how, column, unsigned); None when the library must read the
     table itself (a column without a name, which it looks up)."""
-    table = event.table_map[event.table_id]
     found = table.__dict__.get(_PLAN, False)
     if found is not False:
         return found  # type: ignore[no-any-return]
@@ -47,24 +50,24 @@ def _plan(event: Any) -> list[tuple[Any, ...]] | None:
         unsigned = bool(column.unsigned)
         if column.type in _FIXED:
             fmt = struct.Struct(_FIXED[column.type][unsigned])
-            plan.append((column.name, _FIXED_, fmt, column, unsigned))
+            plan.append((column.name, FIXED, fmt, column, unsigned))
         elif column.type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
             size = 2 if column.max_length > 255 else 1
-            plan.append((column.name, _TEXT, (size, _encoding(event, column)), column, unsigned))
+            plan.append((column.name, TEXT, (size, _encoding(column)), column, unsigned))
         elif column.type == FIELD_TYPE.BLOB:
-            plan.append((column.name, _TEXT, (column.length_size, _encoding(event, column)),
+            plan.append((column.name, TEXT, (column.length_size, _encoding(column)),
                          column, unsigned))
         else:
-            plan.append((column.name, _LIBRARY, None, column, unsigned))
+            plan.append((column.name, LIBRARY, None, column, unsigned))
     table.__dict__[_PLAN] = plan
     return plan
 
 
-def _encoding(event: Any, column: Any) -> str | None:
-    """The codec of a text column as the library picks it ("" for undecodable: bytes)."""
+def _encoding(column: Any) -> str | None:
+    """The codec of a text column as the library picks it (None for undecodable: bytes)."""
     if column.character_set_name is None:
         return "utf-8"
-    name = event.charset_to_encoding(column.character_set_name)
+    name = RowsEvent.charset_to_encoding(column.character_set_name)
     try:
         codecs.lookup(name)
     except LookupError:
@@ -93,10 +96,10 @@ def read_column_data(event: Any, cols_bitmap: bytes, row_image_type: Any = None)
         if null_bitmap[null_index >> 3] & (1 << (null_index & 7)):
             values[name] = None
             none_sources[name] = NONE_SOURCE.NULL
-        elif what == _FIXED_:
+        elif what == FIXED:
             values[name] = how.unpack_from(data, pos)[0]
             pos += how.size
-        elif what == _TEXT:
+        elif what == TEXT:
             size, encoding = how
             length = int.from_bytes(data[pos:pos + size], "little")
             raw = data[pos + size:pos + size + length]

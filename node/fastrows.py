@@ -1,0 +1,198 @@
+"""Rows events read straight from the packet, without the binlog library's event objects.
+
+For every event python-mysql-replication builds a packet wrapper and an event object
+through several layers of keyword arguments, then reads each row column by column through
+method calls; on ``oltp_write_only`` that was over a third of Select's CPU before a single
+value was decoded. :func:`install` puts a factory in the library's place that looks at the
+event type and table id first: a rows event of a table whose columns are all integers,
+floats or strings (what :mod:`node.rowdecode` already reads from the bytes) becomes a
+:class:`FastRows` that keeps the packet's bytes and decodes them only when Select wants the
+table; a rows event of a schema no pair wants is skipped unread. Every other event, and a
+rows event of any other table, goes to the library as before. ``tests/integration/
+test_rowdecode.py`` reads the schemas corpus' binlog both ways and finds every row change
+equal.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from pymysqlreplication import binlogstream
+from pymysqlreplication.constants import BINLOG
+
+from node import rowdecode
+from shared.retl import SCHEMA as SYSTEM_SCHEMA
+
+_ORIGINAL = binlogstream.BinLogPacketWrapper
+ENABLED = True  # off: every event through the library (the differential test's baseline)
+read_here = 0  # rows events read by this module (for tests and benchmarks)
+_V1 = {BINLOG.WRITE_ROWS_EVENT_V1: "I", BINLOG.UPDATE_ROWS_EVENT_V1: "U",
+       BINLOG.DELETE_ROWS_EVENT_V1: "D"}
+_V2 = {BINLOG.WRITE_ROWS_EVENT_V2: "I", BINLOG.UPDATE_ROWS_EVENT_V2: "U",
+       BINLOG.DELETE_ROWS_EVENT_V2: "D"}
+_KINDS = {**_V1, **_V2}
+_HEADER = struct.Struct("<xIBIIIH")  # OK byte, timestamp, type, server id, size, next pos, flags
+_BODY = 1 + 19  # where the event's body starts in the packet
+_FAST = "_setl_fast_plan"  # on the library's Table: the plan, or None (the library reads it)
+
+
+class FastRows:
+    """A rows event of a table :func:`plan` can read, its rows not yet decoded."""
+
+    kind = ""
+
+    def __init__(self, data: bytes, table: Any, plan: list[tuple[Any, ...]],
+                 timestamp: int, use_checksum: bool, v2: bool) -> None:
+        self.data, self.plan, self.timestamp = data, plan, timestamp
+        self.schema, self.table = table.schema, table.table
+        self.primary_key = table.data["primary_key"]
+        self._end = len(data) - (4 if use_checksum else 0)
+        self._start = _BODY + 8 + (2 if v2 else 0)
+
+    def images(self) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        """(before, after) of each row, values as the library (with setl's readers) gives."""
+        data, plan = self.data, self.plan
+        count, pos = _length(data, self._start)
+        if count != len(plan):
+            raise AssertionError(f"a rows event of {self.schema}.{self.table} has {count} "
+                                 f"columns, its table map {len(plan)}")
+        size = (count + 7) // 8
+        present = data[pos:pos + size]
+        pos += size
+        present_after = present
+        if self.kind == "U":
+            present_after = data[pos:pos + size]
+            pos += size
+        rows: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
+        while pos < self._end:
+            first, pos = _image(data, pos, present, plan, self)
+            if self.kind == "U":
+                after, pos = _image(data, pos, present_after, plan, self)
+                rows.append((first, after))
+            elif self.kind == "I":
+                rows.append((None, first))
+            else:
+                rows.append((first, None))
+        if pos != self._end:
+            raise AssertionError(f"a rows event of {self.schema}.{self.table} ends inside a "
+                                 "row")
+        return rows
+
+
+class FastWrite(FastRows):
+    kind = "I"
+
+
+class FastUpdate(FastRows):
+    kind = "U"
+
+
+class FastDelete(FastRows):
+    kind = "D"
+
+
+EVENTS = (FastWrite, FastUpdate, FastDelete)
+_CLASSES = {"I": FastWrite, "U": FastUpdate, "D": FastDelete}
+
+
+class _Packet:
+    """What the library's fetch loop reads of a packet wrapper, for a rows event read here
+    (``event`` None: skipped, as the library skips an ignored schema's)."""
+
+    def __init__(self, header: tuple[int, ...], event: FastRows | None) -> None:
+        self.timestamp, self.event_type, self.server_id, self.event_size, self.log_pos, \
+            self.flags = header
+        self.event = event
+
+
+def plan(table: Any) -> list[tuple[Any, ...]] | None:
+    """rowdecode's plan for a table whose every column it reads from the bytes, else None."""
+    found = table.__dict__.get(_FAST, False)
+    if found is not False:
+        return found  # type: ignore[no-any-return]
+    made = rowdecode.table_plan(table)
+    if made is not None and any(what == rowdecode.LIBRARY for _, what, *_ in made):
+        made = None
+    table.__dict__[_FAST] = made
+    return made
+
+
+def _wrapper(from_packet: Any, table_map: dict[int, Any], ctl_connection: Any,
+             mysql_version: Any, use_checksum: bool, allowed_events: Any, only_tables: Any,
+             ignored_tables: Any, only_schemas: Any, ignored_schemas: Any, *more: Any,
+             **named: Any) -> Any:
+    """The library's BinLogPacketWrapper, except for rows events read here."""
+    data = from_packet._data
+    kind = _KINDS.get(data[5]) if ENABLED and len(data) > _BODY + 8 else None
+    if kind is not None and FastWrite in allowed_events and from_packet._position == 0 \
+            and only_tables is None and ignored_tables is None and only_schemas is None:
+        table = table_map.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
+        header = _HEADER.unpack_from(data)
+        v2 = data[5] in _V2
+        lengths = named.get("post_header_lengths") if "post_header_lengths" in named \
+            else (more[-1] if more else None)
+        if table is not None and _post_header(lengths, data[5]) == (10 if v2 else 8) and \
+                (not v2 or int.from_bytes(data[_BODY + 8:_BODY + 10], "little") == 2):
+            if ignored_schemas is not None and table.schema in ignored_schemas:
+                return _Packet(header, None)
+            found = plan(table) if table.schema != SYSTEM_SCHEMA else None  # free door: library
+            if found is not None:
+                global read_here
+                read_here += 1
+                return _Packet(header, _CLASSES[kind](data, table, found, header[0],
+                                                      use_checksum, v2))
+    return _ORIGINAL(from_packet, table_map, ctl_connection, mysql_version, use_checksum,
+                     allowed_events, only_tables, ignored_tables, only_schemas,
+                     ignored_schemas, *more, **named)
+
+
+def _post_header(lengths: Any, event_type: int) -> int | None:
+    """The post-header length the server declares for the type (None: the default)."""
+    if not lengths or event_type - 1 >= len(lengths):
+        return 10 if event_type in _V2 else 8
+    return int(lengths[event_type - 1])
+
+
+def _length(data: bytes, pos: int) -> tuple[int, int]:
+    """A length-encoded integer and the position after it."""
+    first = data[pos]
+    if first < 251:
+        return first, pos + 1
+    size = {252: 2, 253: 3, 254: 8}[first]
+    return int.from_bytes(data[pos + 1:pos + 1 + size], "little"), pos + 1 + size
+
+
+def _image(data: bytes, pos: int, present: bytes, plan: list[tuple[Any, ...]],
+           event: FastRows) -> tuple[dict[str, Any], int]:
+    """One row image from ``pos``: as :func:`node.rowdecode.read_column_data` reads it."""
+    count = sum(bin(byte).count("1") for byte in present)
+    nulls = data[pos:pos + (count + 7) // 8]
+    pos += (count + 7) // 8
+    values: dict[str, Any] = {}
+    null_index = 0
+    for i, (name, what, how, _column, _unsigned) in enumerate(plan):
+        if not present[i >> 3] & (1 << (i & 7)):
+            values[name] = None  # not in the image (MINIMAL)
+            continue
+        if nulls[null_index >> 3] & (1 << (null_index & 7)):
+            values[name] = None
+        elif what == rowdecode.FIXED:
+            values[name] = how.unpack_from(data, pos)[0]
+            pos += how.size
+        else:
+            size, encoding = how
+            length = int.from_bytes(data[pos:pos + size], "little")
+            raw = data[pos + size:pos + size + length]
+            if len(raw) != length:
+                raise AssertionError(f"a row of {event.schema}.{event.table} ends inside "
+                                     f"column {name}")
+            pos += size + length
+            values[name] = raw.decode(encoding) if encoding is not None else \
+                raw if raw else ""
+        null_index += 1
+    return values, pos
+
+
+def install() -> None:
+    binlogstream.BinLogPacketWrapper = _wrapper  # type: ignore[misc]
