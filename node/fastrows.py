@@ -58,17 +58,17 @@ class FastRows:
             raise AssertionError(f"a rows event of {self.schema}.{self.table} has {count} "
                                  f"columns, its table map {len(plan)}")
         size = (count + 7) // 8
-        present = data[pos:pos + size]
+        present = _present(data[pos:pos + size], plan)
         pos += size
         present_after = present
         if self.kind == "U":
-            present_after = data[pos:pos + size]
+            present_after = _present(data[pos:pos + size], plan)
             pos += size
         rows: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
         while pos < self._end:
-            first, pos = _image(data, pos, present, plan, self)
+            first, pos = _image(data, pos, present, self)
             if self.kind == "U":
-                after, pos = _image(data, pos, present_after, plan, self)
+                after, pos = _image(data, pos, present_after, self)
                 rows.append((first, after))
             elif self.kind == "I":
                 rows.append((None, first))
@@ -124,6 +124,11 @@ def _wrapper(from_packet: Any, table_map: dict[int, Any], ctl_connection: Any,
              **named: Any) -> Any:
     """The library's BinLogPacketWrapper, except for rows events read here."""
     data = from_packet._data
+    if ENABLED and data[5] == BINLOG.TABLE_MAP_EVENT and more and more[0] is True and \
+            int.from_bytes(data[_BODY:_BODY + 6], "little") in table_map:
+        # a table id already mapped, its schema frozen: the library would parse the header
+        # only to drop the event (TableMapEvent._processed False); drop it unparsed
+        return _Packet(_HEADER.unpack_from(data), None)
     kind = _KINDS.get(data[5]) if ENABLED and len(data) > _BODY + 8 else None
     if kind is not None and FastWrite in allowed_events and from_packet._position == 0 \
             and only_tables is None and ignored_tables is None and only_schemas is None:
@@ -163,18 +168,25 @@ def _length(data: bytes, pos: int) -> tuple[int, int]:
     return int.from_bytes(data[pos + 1:pos + 1 + size], "little"), pos + 1 + size
 
 
-def _image(data: bytes, pos: int, present: bytes, plan: list[tuple[Any, ...]],
+def _present(bitmap: bytes, plan: list[tuple[Any, ...]]
+             ) -> tuple[list[tuple[Any, ...]], tuple[str, ...], int]:
+    """The plan's columns in a row image (by the event's columns-present bitmap); when some
+    are not in it (a MINIMAL image), every column's name, in order, for the image to start
+    from None as the library's does; and the size of each row's NULL bitmap."""
+    inside = [entry for i, entry in enumerate(plan) if bitmap[i >> 3] & (1 << (i & 7))]
+    every = tuple(entry[0] for entry in plan) if len(inside) < len(plan) else ()
+    return inside, every, (len(inside) + 7) // 8
+
+
+def _image(data: bytes, pos: int,
+           present: tuple[list[tuple[Any, ...]], tuple[str, ...], int],
            event: FastRows) -> tuple[dict[str, Any], int]:
     """One row image from ``pos``: as :func:`node.rowdecode.read_column_data` reads it."""
-    count = sum(bin(byte).count("1") for byte in present)
-    nulls = data[pos:pos + (count + 7) // 8]
-    pos += (count + 7) // 8
-    values: dict[str, Any] = {}
-    null_index = 0
-    for i, (name, what, how, _column, _unsigned) in enumerate(plan):
-        if not present[i >> 3] & (1 << (i & 7)):
-            values[name] = None  # not in the image (MINIMAL)
-            continue
+    columns, every, null_size = present
+    nulls = data[pos:pos + null_size]
+    pos += null_size
+    values: dict[str, Any] = dict.fromkeys(every) if every else {}
+    for null_index, (name, what, how, _column, _unsigned) in enumerate(columns):
         if nulls[null_index >> 3] & (1 << (null_index & 7)):
             values[name] = None
         elif what == rowdecode.FIXED:
@@ -190,7 +202,6 @@ def _image(data: bytes, pos: int, present: bytes, plan: list[tuple[Any, ...]],
             pos += size + length
             values[name] = raw.decode(encoding) if encoding is not None else \
                 raw if raw else ""
-        null_index += 1
     return values, pos
 
 
