@@ -4,6 +4,7 @@ directories only — refused with a message that says what to do, before anythin
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,17 +124,74 @@ def test_a_processor_in_a_directory_runs(procs: Confinement) -> None:
         confinement.confine(before)
 
 
-def test_a_module_named_like_a_loaded_one_is_refused(procs: Confinement) -> None:
-    before = confinement.current()
+def test_a_module_named_like_a_standard_one_is_refused(procs: Confinement) -> None:
+    problem = procs.processor_problem("json:loads")
+    assert problem is not None and problem.startswith("processor json:loads: module json (")
+    assert problem.endswith("has the name of a module of Python's standard library; give "
+                            "your module another name")
+    with pytest.raises(TransformError) as caught:
+        processors._load("json:loads", procs)
+    assert problem in str(caught.value)
+    assert not Path(sys.modules["json"].__file__).is_relative_to(procs.processor_dirs[0])
+
+
+def test_an_installed_module_of_the_same_name_is_never_run(
+        procs: Confinement, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A processor named like a module installed elsewhere on sys.path is refused without
+    importing either: the installed one would record that it ran."""
+    site, ran = tmp_path / "site", tmp_path / "ran"
+    site.mkdir()
+    (site / "acmelib.py").write_text(f"open({str(ran)!r}, 'w').close()\ndef f(c):\n    return c\n")
+    folder = procs.processor_dirs[0]
+    (folder / "acmelib.py").write_text("def f(change):\n    return change\n")
+    monkeypatch.syspath_prepend(str(site))
+    problem = procs.processor_problem("acmelib:f")
+    assert problem == (f"processor acmelib:f: module acmelib ({folder / 'acmelib.py'}) has "
+                       f"the name of an installed module ({site / 'acmelib.py'}); give your "
+                       "module another name")
+    with pytest.raises(ImportError):
+        procs.load_module("acmelib:f")
+    assert not ran.exists() and "acmelib" not in sys.modules
+
+
+def test_a_processor_module_runs_from_its_file_not_from_sys_path(
+        procs: Confinement, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = procs.processor_dirs[0]
+    package = folder / "acmeproc"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "rows.py").write_text("import acmehelper\n"
+                                     "def tag(change):\n"
+                                     "    change['after']['tag'] = acmehelper.TAG\n"
+                                     "    return change\n")
+    (folder / "acmehelper.py").write_text("TAG = 'from the processor directory'\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the loader appends the directories
     try:
-        confinement.confine(procs)
-        change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1})
-        with pytest.raises(TransformError) as caught:
-            processors.run_processor("json:loads", change, "pipeline p pair s.t")
-        assert "a module named json is already loaded from" in str(caught.value)
-        assert "give your module another name" in str(caught.value)
+        module = procs.load_module("acmeproc.rows:tag")
+        assert Path(module.__file__).resolve() == (package / "rows.py").resolve()
+        assert module.tag({"after": {}})["after"] == {"tag": "from the processor directory"}
     finally:
-        confinement.confine(before)
+        for name in ("acmeproc", "acmeproc.rows", "acmehelper"):
+            sys.modules.pop(name, None)
+
+
+def test_a_folder_without_init_is_refused(procs: Confinement) -> None:
+    folder = procs.processor_dirs[0]
+    (folder / "loose").mkdir()
+    (folder / "loose" / "rows.py").write_text("def f(change):\n    return change\n")
+    assert procs.processor_problem("loose.rows:f") == (
+        "processor loose.rows:f: loose in the processor directories is a folder without "
+        "__init__.py; add one to make it a package")
+
+
+def test_a_processor_whose_import_fails_says_so(procs: Confinement) -> None:
+    folder = procs.processor_dirs[0]
+    (folder / "acmebroken.py").write_text("raise RuntimeError('no config here')\n")
+    with pytest.raises(TransformError) as caught:
+        processors._load("acmebroken:f", procs)
+    assert str(caught.value) == ("processor acmebroken:f: importing its module failed: "
+                                 "RuntimeError: no config here")
+    assert "acmebroken" not in sys.modules
 
 
 DEFINITION = """\
