@@ -94,6 +94,11 @@ channels:
     pipelines:
       - {{name: forward, source: source, target: target,
           pairs: [{{source: "{schema}.items", target: "{schema}.items"}}]}}
+  - name: code
+    pipelines:
+      - {{name: forward, source: target, target: target,
+          pairs: [{{source: "{schema}.items", target: "{schema}.copy",
+                   virtual_columns: [{{name: pid, processor: "os:getpid"}}]}}]}}
 """
     try:
         cluster.start_manager()
@@ -102,14 +107,21 @@ channels:
         Catalog(zk_client, zk.ZkPaths(cluster.root)).apply(definitions.load_text(text))
         source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
         cluster.set_status("bypass", "START")
-        wait_for(lambda: cluster.channel_status("bypass") == "PAUSE", 120,
-                 "the node to pause the channel")
+        cluster.set_status("code", "START")
+        for channel in ("bypass", "code"):
+            wait_for(lambda name=channel: cluster.channel_status(name) == "PAUSE", 120,
+                     f"the node to pause channel {channel}")
         error = cluster.pipeline_state("bypass").last_error
         assert f"password reference file:{secret}: this machine reads password files only " \
                "under" in error, error
         assert "secret_dirs" in error
         assert target.table(schema, "items") == []
         assert "event=pipeline_paused pipeline=bypass.forward" in node.output()
+        # a processor outside the node's processor directories: refused before any row
+        error = cluster.pipeline_state("code").last_error
+        assert error.startswith("pipeline code.forward: processor os:getpid: module os is not "
+                                "in the processor directories of this machine ("), error
+        assert "event=pipeline_paused pipeline=code.forward" in node.output()
     finally:
         cluster.stop()
         source.close()
