@@ -27,11 +27,12 @@ from shared.devcluster import (
     wait_for,
 )
 from shared.endpoint import connect
-from shared.errors import SourceError
+from shared.errors import ConflictError, SourceError
 from shared.model import DataSource, TlsOptions
 from shared.sandbox import Sandbox, free_port
 from shared.sandbox_servers import MariaDBKind, ServerSpec
 from shared.secrets import SecretRef
+from shared.settings import ZkSettings
 
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(20))"
 
@@ -243,3 +244,48 @@ def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
         cluster.stop()
         server.terminate()
         server.wait(60)
+
+
+def test_a_channel_applied_while_its_source_is_deleted_keeps_the_source(
+        zk_client: KazooClient, zk_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The delete reads every channel, then commits; an apply that creates a channel using
+    the source in between must make the delete fail, not leave a channel whose source is
+    gone. The apply runs on its own ZooKeeper session, exactly between the two steps."""
+    paths = zk.ZkPaths(zk_root)
+    deleting, other = Catalog(zk_client, paths), zk.connect(
+        ZkSettings(zk_client.hosts[0][0] + f":{zk_client.hosts[0][1]}"))
+    assert other is not None
+    text = """
+sources:
+  - {name: a, host: 127.0.0.1, password: "${SETL_PW}"}
+  - {name: b, host: 127.0.0.1, password: "${SETL_PW}"}
+"""
+    deleting.apply(definitions.load_text(text))
+    late = definitions.load_text("""
+channels:
+  - name: late
+    pipelines:
+      - {name: p, source: a, target: b, pairs: [{source: s.t, target: s.t}]}
+""", known_sources=["a", "b"])
+    listed = Catalog.channel_names
+
+    def apply_meanwhile(catalog: Catalog) -> list[str]:
+        names = listed(catalog)
+        if catalog is deleting:
+            Catalog(other, paths).apply(late)  # another manager's apply, committed now
+        return names
+
+    monkeypatch.setattr(Catalog, "channel_names", apply_meanwhile)
+    try:
+        with pytest.raises(ConflictError) as caught:
+            deleting.delete_source("a")
+        assert str(caught.value) == ("definitions changed while trying to delete source a; "
+                                     "try again")
+    finally:
+        zk.close(other)
+    monkeypatch.undo()
+    assert deleting.source_names() == ["a", "b"]
+    assert deleting.channel_names() == ["late"]
+    with pytest.raises(ConflictError) as caught:
+        deleting.delete_source("a")
+    assert "source 'a' is used by channel(s) late" in str(caught.value)
