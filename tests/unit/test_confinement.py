@@ -4,6 +4,9 @@ directories only — refused with a message that says what to do, before anythin
 
 from __future__ import annotations
 
+import dataclasses
+import gc
+import pickle
 import sys
 from pathlib import Path
 
@@ -223,3 +226,36 @@ def test_apply_names_file_line_and_field_of_each_refused_reference(tmp_path: Pat
     assert "processor_dirs" in caught.value.issues[2].message
     # without rules (a file read for its shape only), the same text parses
     assert definitions.load_text(DEFINITION, "c.yaml").sources[0].name == "src"
+
+
+class Shipped:
+    """What a Spark task gets from the driver: the broadcast's value, pickled and loaded."""
+
+    def __init__(self, value: object) -> None:
+        self.value = pickle.loads(pickle.dumps(value))
+
+
+def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: Path) -> None:
+    """A worker process has only the defaults (conf/processors); it must apply the node's
+    rules, which travel in the compiled pipeline, before any processor is loaded."""
+    from node.etl import CompiledPipeline
+    from node.spark import _run_partition
+    from tests.unit.test_etl import pipeline
+
+    job = CompiledPipeline.compile("shop.fwd", 1, pipeline(
+        "{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}"))
+    change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1, "email": "a@b.org"})
+    node_rules = Confinement(processor_dirs=(tmp_path,))  # this node lists only tmp_path
+    before = confinement.current()
+    try:
+        with pytest.raises(TransformError) as caught:
+            list(_run_partition(Shipped(dataclasses.replace(job, rules=node_rules)),
+                                [(1, change)]))
+        assert "processor setl_examples:mask_email: module setl_examples is not in the " \
+               f"processor directories of this machine ({tmp_path};" in str(caught.value)
+        assert confinement.current() == node_rules
+        [out] = _run_partition(Shipped(job), [(1, change)])  # rules that list conf/processors
+        assert out.after["email"].endswith("@b.org") and out.after["email"] != "a@b.org"
+    finally:
+        gc.unfreeze()
+        confinement.confine(before)
