@@ -181,9 +181,18 @@ class Confinement:
             return "a module of Python's standard library"
         elsewhere = [entry for entry in sys.path
                      if not self._inside(Path(entry or ".").resolve())]
-        spec = importlib.machinery.PathFinder.find_spec(top, elsewhere)
-        if spec is not None:
-            return f"an installed module ({spec.origin or spec.submodule_search_locations})"
+        for finder in sys.meta_path:  # e.g. an editable install's finder, beside sys.path
+            try:
+                if finder is importlib.machinery.PathFinder:
+                    spec = finder.find_spec(top, elsewhere)
+                else:
+                    find_spec = getattr(finder, "find_spec", None)
+                    spec = find_spec(top, None) if find_spec is not None else None
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None and not self._inside(Path(spec.origin or "").resolve()):
+                where = spec.origin or ", ".join(spec.submodule_search_locations or ())
+                return f"an installed module ({where})"
         return None
 
     def _inside(self, path: Path) -> bool:

@@ -157,6 +157,20 @@ def test_an_installed_module_of_the_same_name_is_never_run(
     assert not ran.exists() and "acmelib" not in sys.modules
 
 
+def test_a_module_named_like_setl_itself_is_refused(
+        procs: Confinement, monkeypatch: pytest.MonkeyPatch) -> None:
+    """setl's own packages may be found by an editable install's finder rather than through
+    sys.path: those count as installed too."""
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setattr(sys, "path", [entry for entry in sys.path
+                                      if Path(entry or ".").resolve() != root])
+    (procs.processor_dirs[0] / "manager.py").write_text("def f(change):\n    return change\n")
+    problem = procs.processor_problem("manager:f")
+    assert problem is not None and problem.endswith(
+        f"has the name of an installed module ({root / 'manager' / '__init__.py'}); give your "
+        "module another name")
+
+
 def test_a_processor_module_runs_from_its_file_not_from_sys_path(
         procs: Confinement, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = procs.processor_dirs[0]
