@@ -80,7 +80,7 @@ def test_apply_refuses_references_and_processors_outside_and_stores_nothing(
 def test_the_node_refuses_a_reference_written_straight_into_zookeeper(
         sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, TABLE)
+    schema = make_schema(source, target, TABLE, TABLE.replace(".items", ".kept"))
     cluster = Cluster(sandbox, tmp_path, "bypass")
     servers = sandbox.servers()
     secret = outside_secret(sandbox, tmp_path)
@@ -89,6 +89,8 @@ sources:
   - {{name: source, host: 127.0.0.1, port: {servers['source'].port}, user: setl,
       password: "file:{secret}"}}
   - {{name: target, host: 127.0.0.1, port: {servers['target'].port}, user: setl,
+      password: "file:{sandbox.secret_file}"}}
+  - {{name: source-ok, host: 127.0.0.1, port: {servers['source'].port}, user: setl,
       password: "file:{sandbox.secret_file}"}}
 channels:
   - name: bypass
@@ -100,6 +102,11 @@ channels:
       - {{name: forward, source: target, target: target,
           pairs: [{{source: "{schema}.items", target: "{schema}.copy",
                    virtual_columns: [{{name: pid, processor: "os:getpid"}}]}}]}}
+  - name: allowed
+    pipelines:
+      - {{name: forward, source: source-ok, target: target,
+          pairs: [{{source: "{schema}.items", target: "{schema}.kept",
+                   processor: "setl_examples:skip_test_rows"}}]}}
 """
     try:
         cluster.start_manager()
@@ -107,11 +114,16 @@ channels:
         # as someone with ZooKeeper access would: no manager, no check at apply
         Catalog(zk_client, zk.ZkPaths(cluster.root)).apply(definitions.load_text(text))
         source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
-        cluster.set_status("bypass", "START")
-        cluster.set_status("code", "START")
+        for channel in ("bypass", "code", "allowed"):
+            cluster.set_status(channel, "START")
         for channel in ("bypass", "code"):
             wait_for(lambda name=channel: cluster.channel_status(name) == "PAUSE", 120,
                      f"the node to pause channel {channel}")
+        # the control: the same node runs what its rules allow, a processor of conf/processors
+        cluster.wait_running("allowed", 120)
+        source.execute(f"INSERT INTO `{schema}`.items VALUES (2, 'test_dropped'), (3, 'kept')")
+        wait_for(lambda: target.table(schema, "kept") == [(3, "kept")], 120,
+                 "the allowed channel to copy row 3")
         error = cluster.pipeline_state("bypass").last_error
         assert f"password reference file:{secret}: this machine reads password files only " \
                "under" in error, error
