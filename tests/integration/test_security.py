@@ -77,6 +77,77 @@ def test_apply_refuses_references_and_processors_outside_and_stores_nothing(
         target.close()
 
 
+def test_setl_apply_names_file_line_and_field_of_each_escape_and_stores_nothing(
+        sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI a user runs: a secret directory of the manager's own, and a file that leaves
+    it by '..' and by a symlink, a variable without the prefix, a private and a standard
+    processor; one good source beside them. Every refusal is one line with file, line and
+    field; ZooKeeper holds nothing afterwards."""
+    secrets, elsewhere = tmp_path / "secrets", tmp_path / "elsewhere"
+    secrets.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "pw").write_text(sandbox.password() + "\n")
+    (secrets / "pw").write_text(sandbox.password() + "\n")
+    (secrets / "link").symlink_to(elsewhere / "pw")
+    cluster = Cluster(sandbox, tmp_path, "escapes", security={"secret_dirs": [str(secrets)]})
+    definition = tmp_path / "shop.yaml"
+    definition.write_text(f"""\
+sources:
+  - name: good
+    host: 127.0.0.1
+    password: "file:{secrets}/pw"
+  - name: dotdot
+    host: 127.0.0.1
+    password: "file:{secrets}/../elsewhere/pw"
+  - name: symlink
+    host: 127.0.0.1
+    password: "file:{secrets}/link"
+  - name: env
+    host: 127.0.0.1
+    password: "${{PATH}}"
+channels:
+  - name: shop
+    pipelines:
+      - name: forward
+        source: good
+        target: good
+        pairs:
+          - source: shop.orders
+            target: shop_copy.orders
+            processor: "subprocess:run"
+            virtual_columns:
+              - {{name: x, processor: "setl_examples:_private"}}
+""")
+    try:
+        address = cluster.start_manager()
+        code = cli.main(["--manager", address, "apply", "-f", str(definition)])
+        _, err = capsys.readouterr()
+        lines = err.splitlines()
+        assert code != 0 and lines[-1] == f"setl: {definition}: 5 error(s); nothing was stored"
+        where = [line.split(": password reference")[0].split(": processor")[0]
+                 for line in lines[:-1]]
+        assert where == [f"{definition}:7: sources[1].password",
+                         f"{definition}:10: sources[2].password",
+                         f"{definition}:13: sources[3].password",
+                         f"{definition}:23: channels[0].pipelines[0].pairs[0].processor",
+                         f"{definition}:25: channels[0].pipelines[0].pairs[0]"
+                         ".virtual_columns[0].processor"], err
+        assert f"this machine reads password files only under {secrets} (its 'security' " \
+               f"settings: secret_dirs); {secrets}/../elsewhere/pw is outside (it leads to " \
+               f"{elsewhere / 'pw'}). Put the file there" in lines[0]
+        assert f"{secrets}/link is outside (it leads to {elsewhere / 'pw'})" in lines[1]
+        assert "export the password as SETL_PATH and refer to ${SETL_PATH}" in lines[2]
+        assert "module subprocess is not in the processor directories" in lines[3]
+        assert "a name starting with '_' is private" in lines[4]
+        assert sandbox.password() not in err
+        paths = zk.ZkPaths(cluster.root)
+        assert Catalog(zk_client, paths).source_names() == []
+        assert Catalog(zk_client, paths).channel_names() == []
+    finally:
+        cluster.stop()
+
+
 def test_the_node_refuses_a_reference_written_straight_into_zookeeper(
         sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
