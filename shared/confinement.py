@@ -23,6 +23,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -149,20 +150,22 @@ class Confinement:
             raise ImportError(problem)
         module_name = name.partition(":")[0]
         top = module_name.split(".")[0]
-        if top not in sys.modules:
-            spec = self._spec(top)
-            assert spec is not None and spec.loader is not None  # processor_problem found it
-            loaded = importlib.util.module_from_spec(spec)
-            sys.modules[top] = loaded
-            try:
-                spec.loader.exec_module(loaded)
-            except BaseException:
-                del sys.modules[top]
-                raise
-        for directory in self.processor_dirs:  # the modules beside it (at the end: they
-            if str(directory) not in sys.path:  # cannot shadow installed ones)
-                sys.path.append(str(directory))
-        module = sys.modules[top] if module_name == top else importlib.import_module(module_name)
+        with _loading:  # E/T threads of the node: none may see a module half executed
+            if top not in sys.modules:
+                spec = self._spec(top)
+                assert spec is not None and spec.loader is not None  # processor_problem found it
+                loaded = importlib.util.module_from_spec(spec)
+                sys.modules[top] = loaded
+                try:
+                    spec.loader.exec_module(loaded)
+                except BaseException:
+                    del sys.modules[top]
+                    raise
+            for directory in self.processor_dirs:  # the modules beside it (at the end: they
+                if str(directory) not in sys.path:  # cannot shadow installed ones)
+                    sys.path.append(str(directory))
+            module = sys.modules[top] if module_name == top else \
+                importlib.import_module(module_name)
         origin = Path(getattr(module, "__file__", "") or "").resolve()
         if not self._inside(origin):
             raise ImportError(f"processor {name}: a module named {module_name} is already "
@@ -203,6 +206,7 @@ class Confinement:
 
 
 _current = Confinement(processor_dirs=processor_path_dirs())
+_loading = threading.RLock()
 
 
 def confine(rules: Confinement) -> None:

@@ -8,6 +8,8 @@ import dataclasses
 import gc
 import pickle
 import sys
+import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -273,3 +275,34 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
     finally:
         gc.unfreeze()
         confinement.confine(before)
+
+
+def test_threads_loading_one_processor_at_once_all_get_the_whole_module(
+        procs: Confinement) -> None:
+    """The node runs E/T in several threads: one that asks while another still executes the
+    module waits for it instead of finding a module without its functions."""
+    gate = types.ModuleType("acmegate")
+    gate.entered, gate.release = threading.Event(), threading.Event()  # type: ignore[attr-defined]
+    sys.modules["acmegate"] = gate
+    (procs.processor_dirs[0] / "acmeslow.py").write_text(
+        "import acmegate\nacmegate.entered.set()\nacmegate.release.wait(30)\n"
+        "def f(change):\n    return change\n")
+    found: dict[str, object] = {}
+
+    def load(who: str) -> None:
+        found[who] = getattr(procs.load_module("acmeslow:f"), "f", None)
+
+    first = threading.Thread(target=load, args=("first",), daemon=True)
+    second = threading.Thread(target=load, args=("second",), daemon=True)
+    try:
+        first.start()
+        assert gate.entered.wait(30)  # type: ignore[attr-defined]
+        second.start()  # while the module is half executed
+        gate.release.set()  # type: ignore[attr-defined]
+        first.join(30)
+        second.join(30)
+        assert callable(found["first"]) and found["second"] is found["first"]
+    finally:
+        gate.release.set()  # type: ignore[attr-defined]
+        for name in ("acmegate", "acmeslow"):
+            sys.modules.pop(name, None)
