@@ -85,14 +85,22 @@ class Confinement:
         directory); raise PermissionError with what to do otherwise."""
         named = Path(reference[len(_FILE):])
         resolved = named.resolve()
-        if any(resolved.is_relative_to(directory.resolve()) for directory in self.secret_dirs):
+        if self._secret(resolved):
             return resolved
         allowed = ", ".join(str(directory) for directory in self.secret_dirs)
-        followed = "" if resolved == named.absolute() else f" (it leads to {resolved})"
+        # where a symlink leads is said only for one in a secret directory (the operator's
+        # mistake to see); elsewhere it would show whoever applies the machine's links
+        # (/proc/self/cwd, /proc/self/fd/N): then only the '..' are worked out
+        lexical = Path(os.path.normpath(named.absolute()))
+        shown = resolved if self._secret(lexical) else lexical
+        followed = "" if shown == named.absolute() else f" (it leads to {shown})"
         raise PermissionError(
             f"password reference {reference}: this machine reads password files only under "
             f"{allowed} ({_SETTING}: secret_dirs); {named} is outside{followed}. Put the file "
             "there, or have the operator add its directory to secret_dirs")
+
+    def _secret(self, path: Path) -> bool:
+        return any(path.is_relative_to(directory.resolve()) for directory in self.secret_dirs)
 
     def secret_env(self, reference: str) -> str:
         """The variable an ``${ENV}`` reference may be read from; PermissionError if its

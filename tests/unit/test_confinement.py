@@ -306,3 +306,19 @@ def test_threads_loading_one_processor_at_once_all_get_the_whole_module(
         gate.release.set()  # type: ignore[attr-defined]
         for name in ("acmegate", "acmeslow"):
             sys.modules.pop(name, None)
+
+
+def test_a_refusal_does_not_say_where_links_outside_the_secret_directories_lead(
+        dirs: tuple[Path, Path]) -> None:
+    """Whoever applies sees the refusal: it must not map the machine's symlinks for them
+    (/proc/self/cwd would give the daemon's working directory)."""
+    inside, outside = dirs
+    (outside / "cwd").symlink_to(inside)
+    message = Confinement((inside,)).secret_problem(f"file:{outside}/cwd/../x")
+    assert message is not None
+    assert message.endswith(f"{outside}/cwd/../x is outside (it leads to {outside / 'x'}). "
+                            "Put the file there, or have the operator add its directory to "
+                            "secret_dirs")
+    assert str(inside.parent / "x") not in message  # where the link really leads
+    message = Confinement((inside,)).secret_problem("file:/proc/self/cwd")
+    assert message is not None and "leads to" not in message
