@@ -6,12 +6,14 @@ of changes, or None (the change is dropped)::
     {"schema": "shop", "table": "orders", "type": "I" | "U" | "D",
      "keys": ["id"], "before": {...} | None, "after": {...} | None}
 
-Modules are imported only from the processor directories of the node's configuration
-(:mod:`shared.confinement`: ``conf/processors/`` of the installation, the directories in
-``$SETL_PROCESSORS_PATH`` and the node's ``security.processor_dirs``), never any installed
-module, and no name starting with ``_``. A **virtual column** is
-a target column filled by a constant, a safe expression (:mod:`shared.expr`) over the source
-row, or a processor ``module:function(row) -> value``.
+Modules are executed only from their file in the processor directories of the node's
+configuration (:mod:`shared.confinement`: ``conf/processors/`` of the installation, the
+directories in ``$SETL_PROCESSORS_PATH`` and the node's ``security.processor_dirs``), never
+any installed module nor one named like it, and no name starting with ``_``. The node checks
+a pipeline's processors when it starts (``node.etl``) and again where one is loaded, in the
+node and in each Spark task. A **virtual column** is a target column filled by a constant, a
+safe expression (:mod:`shared.expr`) over the source row, or a processor
+``module:function(row) -> value``.
 """
 
 from __future__ import annotations
