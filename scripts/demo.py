@@ -214,9 +214,11 @@ def main() -> None:
     setl("channel", "list")
     setl("channel", "show", "demo")
     setl("node", "list")
-    step("5. an invalid file is refused with every error and stores nothing")
+    step("5. an invalid file is refused with every error and stores nothing (a password file "
+         "outside the node's secret_dirs among them)")
     bad = SANDBOX / "bad-demo.yaml"
-    bad.write_text("channels:\n  - name: Demo\n    pipelines:\n      - name: p\n"
+    bad.write_text("sources:\n  - {name: stolen, host: 127.0.0.1, password: 'file:/etc/shadow'}\n"
+                   "channels:\n  - name: Demo\n    pipelines:\n      - name: p\n"
                    "        source: nowhere\n        target: sandbox-target\n"
                    "        parallelism: five\n        pairs: []\n")
     setl("apply", "-f", str(bad.relative_to(ROOT)), check=False)
