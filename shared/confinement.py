@@ -36,6 +36,7 @@ BUILT_IN_PROCESSORS = CONF / "processors"
 DEFAULT_ENV_PREFIX = "SETL_"
 _ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}")
 _FILE = "file:"
+_PROCESSOR = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 _SETTING = "its 'security' settings"
 
 
@@ -129,6 +130,9 @@ class Confinement:
     def processor_problem(self, name: str) -> str | None:
         """Why ``module:function`` may not run here, or None (it need not exist yet). Nothing
         is imported to find out."""
+        if not _PROCESSOR.fullmatch(name):  # a definition written into ZooKeeper is unchecked
+            return (f"processor {name}: expected module:function made of Python names, "
+                    "e.g. my_processors:clean_row")
         module, _, function = name.partition(":")
         parts = [*module.split("."), function]
         if any(part.startswith("_") for part in parts):

@@ -109,6 +109,9 @@ def procs(tmp_path: Path) -> Confinement:
     ("cleanup:_hidden", "a name starting with '_' is private"),
     ("_private:f", "a name starting with '_' is private"),
     ("cleanup._x:f", "a name starting with '_' is private"),
+    ("x/../../../tmp/evil:f", "expected module:function made of Python names"),
+    ("cleanup:f.g", "expected module:function made of Python names"),
+    ("cleanup.:f", "expected module:function made of Python names"),
 ])
 def test_processors_outside_the_directories_or_private_are_refused(
         procs: Confinement, name: str, problem: str) -> None:
