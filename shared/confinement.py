@@ -173,16 +173,20 @@ class Confinement:
                 except BaseException:
                     del sys.modules[top]
                     raise
+            self._check_loaded(name, sys.modules[top])  # before any submodule runs
             for directory in self.processor_dirs:  # the modules beside it (at the end: they
                 if str(directory) not in sys.path:  # cannot shadow installed ones)
                     sys.path.append(str(directory))
             module = sys.modules[top] if module_name == top else \
                 importlib.import_module(module_name)
-        origin = Path(getattr(module, "__file__", "") or "").resolve()
-        if not self._inside(origin):
-            raise ImportError(f"processor {name}: a module named {module_name} is already "
-                              f"loaded from {origin}, outside the processor directories; "
-                              "give your module another name")
+        return self._check_loaded(name, module)
+
+    def _check_loaded(self, name: str, module: ModuleType) -> ModuleType:
+        file = getattr(module, "__file__", None)
+        if file is None or not self._inside(Path(file).resolve()):
+            raise ImportError(f"processor {name}: a module named {module.__name__} is already "
+                              f"loaded from {file or 'no file'}, outside the processor "
+                              "directories; give your module another name")
         return module
 
     def _spec(self, module: str) -> importlib.machinery.ModuleSpec | None:
@@ -205,9 +209,11 @@ class Confinement:
                     spec = find_spec(top, None) if find_spec is not None else None
             except (ImportError, ValueError):
                 spec = None
-            if spec is not None and not self._inside(Path(spec.origin or "").resolve()):
-                where = spec.origin or ", ".join(spec.submodule_search_locations or ())
-                return f"an installed module ({where})"
+            if spec is None:
+                continue
+            places = [spec.origin] if spec.origin else list(spec.submodule_search_locations or ())
+            if not places or not all(self._inside(Path(place).resolve()) for place in places):
+                return f"an installed module ({', '.join(places) or top})"
         return None
 
     def _inside(self, path: Path) -> bool:

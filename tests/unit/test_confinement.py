@@ -325,3 +325,28 @@ def test_a_refusal_does_not_say_where_links_outside_the_secret_directories_lead(
     assert str(inside.parent / "x") not in message  # where the link really leads
     message = Confinement((inside,)).secret_problem("file:/proc/self/cwd")
     assert message is not None and "leads to" not in message
+
+
+def test_a_package_already_loaded_from_elsewhere_runs_none_of_its_submodules(
+        procs: Confinement, tmp_path: Path) -> None:
+    """A module made at run time (no finder knows it) has the package's name: the processor
+    is refused before 'acmedyn.sub' is looked for in that module's folder and executed."""
+    outside, ran = tmp_path / "outside", tmp_path / "ran"
+    outside.mkdir()
+    (outside / "sub.py").write_text(f"open({str(ran)!r}, 'w').close()\ndef f(c):\n    return c\n")
+    package = procs.processor_dirs[0] / "acmedyn"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "sub.py").write_text("def f(change):\n    return change\n")
+    made = types.ModuleType("acmedyn")
+    made.__path__ = [str(outside)]
+    sys.modules["acmedyn"] = made
+    try:
+        with pytest.raises(ImportError) as caught:
+            procs.load_module("acmedyn.sub:f")
+        assert str(caught.value) == ("processor acmedyn.sub:f: a module named acmedyn is "
+                                     "already loaded from no file, outside the processor "
+                                     "directories; give your module another name")
+        assert not ran.exists() and "acmedyn.sub" not in sys.modules
+    finally:
+        sys.modules.pop("acmedyn", None)
