@@ -3,8 +3,11 @@ the manager refuses a definition whose password reference or processor is outsid
 configured directories and stores nothing; a definition written straight into ZooKeeper
 with such a reference makes the node pause the pipeline with the reason, without reading
 the file — which here holds the right password, so a node that read it would replicate.
-Sources are managed like channels: listed and shown with their references, deleted only
-when no channel uses them. And a whole channel runs over verified TLS."""
+A processor outside the processor directories, written the same way, pauses its pipeline
+at start, while the same node runs a channel whose processor is allowed. Sources are managed
+like channels: listed and shown with their references, deleted only when no channel uses
+them, also when an apply creating such a channel lands in the middle of the delete. And a
+whole channel runs over verified TLS."""
 
 from __future__ import annotations
 
