@@ -156,8 +156,10 @@ def test_a_tls_source_is_never_reached_without_tls(password_file: SecretRef,
     source = DataSource("tls-only", "127.0.0.1", server.port, "setl", password_file,
                         tls=TlsOptions(ca=str(certificates.ca)))
     assert refused(server, source) == (
-        f"cannot connect to tls-only (127.0.0.1:{server.port}) as setl: SSL is required but "
-        "the server doesn't support it")
+        f"source tls-only has tls: but the server at 127.0.0.1:{server.port} offers no TLS, "
+        "so setl did not log in. Enable TLS on the server (ssl_ca, ssl_cert, ssl_key in its "
+        "my.cnf), or point the source at a server that has it")
+    assert server.received == b"", "the client answered the handshake of a server without TLS"
 
 
 def test_hosts_outside_the_allowlist_are_refused_before_connecting(
