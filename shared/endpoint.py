@@ -17,7 +17,7 @@ import pymysql
 from pymysql.constants import CR
 
 from shared import confinement
-from shared.errors import SecretError, SourceError
+from shared.errors import DatabaseHostError, SourceError
 from shared.model import DataSource
 
 
@@ -65,7 +65,7 @@ def connection_settings(source: DataSource) -> dict[str, Any]:
     """PyMySQL keyword arguments; the password reference is resolved here, and only here."""
     problem = confinement.current().database_problem(source.host)
     if problem is not None:
-        raise SecretError(f"source {source.name}: {problem}")
+        raise DatabaseHostError(f"source {source.name}: {problem}")
     settings = {"host": source.host, "port": source.port, "user": source.user,
                 "password": source.password.resolve() if source.password else "",
                 "charset": source.charset, "connect_timeout": 10,

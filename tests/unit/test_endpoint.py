@@ -18,7 +18,7 @@ from shared import confinement
 from shared.confinement import Confinement
 from shared.devcluster import make_certificates
 from shared.endpoint import connect, connection_settings
-from shared.errors import SecretError, SourceError
+from shared.errors import DatabaseHostError, SourceError
 from shared.model import DataSource, TlsOptions
 from shared.secrets import SecretRef
 
@@ -176,7 +176,7 @@ def test_hosts_outside_the_allowlist_are_refused_before_connecting(
             if ok:
                 assert connection_settings(source)["host"] == host
                 continue
-            with pytest.raises(SecretError) as caught:
+            with pytest.raises(DatabaseHostError) as caught:
                 connection_settings(source)
             assert str(caught.value) == (
                 f"source s: host 127.0.0.1 is not among the database hosts this machine may "
