@@ -41,9 +41,10 @@ def _read_packet(conn: socket.socket) -> bytes:
 
 class FakeServer:
     """One connection: a handshake naming ``first_plugin``, then an auth switch to
-    ``switch_to``; whatever the client sends is kept in ``received``."""
+    ``switch_to`` (None: no switch, a packet of more data for the first plugin, as a server
+    sends that stays with it); whatever the client sends is kept in ``received``."""
 
-    def __init__(self, first_plugin: bytes, switch_to: bytes) -> None:
+    def __init__(self, first_plugin: bytes, switch_to: bytes | None) -> None:
         self.first_plugin, self.switch_to = first_plugin, switch_to
         self.received = b""
         self.conn: socket.socket | None = None
@@ -75,9 +76,12 @@ class FakeServer:
                     + self.first_plugin + b"\0")
         conn.sendall(_packet(0, greeting))
         self.received += _read_packet(conn)
-        switch = b"\xfe" + self.switch_to + b"\0" + \
-            (b"\x04Password: " if self.switch_to == b"dialog" else salt + b"\0")
-        conn.sendall(_packet(2, switch))
+        if self.switch_to is None:
+            conn.sendall(_packet(2, b"\x01"))  # more data for the plugin named upfront
+        else:
+            switch = b"\xfe" + self.switch_to + b"\0" + \
+                (b"\x04Password: " if self.switch_to == b"dialog" else salt + b"\0")
+            conn.sendall(_packet(2, switch))
         while data := conn.recv(4096):
             self.received += data
 
@@ -121,15 +125,16 @@ def refused(server: FakeServer, source: DataSource) -> str:
     (b"mysql_clear_password", b"mysql_clear_password"),
     (b"mysql_native_password", b"mysql_clear_password"),
     (b"mysql_native_password", b"dialog"),
+    (b"mysql_clear_password", None),
 ])
 def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: bytes,
-                                            switch: bytes) -> None:
+                                            switch: bytes | None) -> None:
     server = FakeServer(first, switch)
     message = refused(server, DataSource("shady", "127.0.0.1", server.port, "setl",
                                          password_file))
     assert server.received, "the fake server got no handshake answer: the test proves nothing"
-    assert f"asked for the password in clear text ({switch.decode()}) over a connection " \
-           "without verified TLS; setl never sends it so" in message
+    assert f"asked for the password in clear text ({(switch or first).decode()}) over a " \
+           "connection without verified TLS; setl never sends it so" in message
     assert "tls: {ca: ...}" in message
 
 
