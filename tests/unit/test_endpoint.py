@@ -9,17 +9,19 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 
 import pymysql
 import pytest
 
+from node.binlog import BinlogReader
 from shared import confinement
 from shared.confinement import Confinement
 from shared.devcluster import make_certificates
 from shared.endpoint import connect, connection_settings
 from shared.errors import DatabaseHostError, SourceError
-from shared.model import DataSource, TlsOptions
+from shared.model import BinlogPosition, DataSource, TlsOptions
 from shared.secrets import SecretRef
 
 PASSWORD = "pw-that-must-not-travel"
@@ -136,6 +138,29 @@ def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: by
     assert f"asked for the password in clear text ({(switch or first).decode()}) over a " \
            "connection without verified TLS; setl never sends it so" in message
     assert "tls: {ca: ...}" in message
+
+
+def test_the_binlog_stream_gets_no_password_in_clear_either(password_file: SecretRef) -> None:
+    """Select's stream is python-mysql-replication's own pymysql connection: it is made
+    with the same settings, so the same server gets nothing from it."""
+    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+    reader = BinlogReader(DataSource("shady", "127.0.0.1", server.port, "setl", password_file),
+                          1_234_567, BinlogPosition("mysql-bin.000001", 4),
+                          lambda schema, table: True, lambda schema: True, ddl=False)
+    try:
+        reader.begin()
+        with pytest.raises(SourceError) as caught:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                reader.take(0.5)  # raises the error that ended the reader
+    finally:
+        reader.stop()
+        server.close()
+    assert server.received, "the fake server got no handshake answer: the test proves nothing"
+    assert PASSWORD.encode() not in server.received
+    assert str(caught.value).startswith("binlog of shady failed at mysql-bin.000001:4: the "
+                                        f"server at 127.0.0.1:{server.port} asked for the "
+                                        "password in clear text (mysql_clear_password)")
 
 
 def test_the_fake_server_does_read_a_password_pymysql_would_send(
