@@ -75,6 +75,18 @@ class CompiledPair:
         return target.literal
 
 
+def processor_problems(pipeline: Pipeline) -> list[str]:
+    """Why processors and virtual-column functions of ``pipeline`` may not run under this
+    node's rules: checked when the pipeline starts, before a row or a module is touched (a
+    definition written straight into ZooKeeper was never checked by a manager)."""
+    rules = confinement.current()
+    names = [name for pair in pipeline.pairs
+             for name in (pair.processor, *(c.processor for c in pair.virtual_columns))
+             if name is not None]
+    return [problem for name in dict.fromkeys(names)
+            if (problem := rules.processor_problem(name)) is not None]
+
+
 @dataclass(frozen=True)
 class CompiledPipeline:
     """What Extract/Transform needs of a pipeline, built once per definition version."""
@@ -97,6 +109,9 @@ class CompiledPipeline:
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
                 two_way: bool = False, source: DataSource | None = None) -> CompiledPipeline:
+        refused = processor_problems(pipeline)
+        if refused:
+            raise ConfigError(f"pipeline {pipeline_id}: " + "; ".join(refused))
         compiled = []
         shard_routes = routes(pipeline.pairs)
         for index, pair in enumerate(pipeline.pairs):

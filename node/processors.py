@@ -37,11 +37,15 @@ def load(name: str) -> Callable[..., Any]:
 def _load(name: str, rules: confinement.Confinement) -> Callable[..., Any]:
     function = name.partition(":")[2]
     try:
-        found = getattr(rules.load_module(name), function)
+        module = rules.load_module(name)
     except ImportError as exc:
         raise TransformError(f"processor {name}: cannot load it: {exc}") from None
-    except AttributeError:
-        raise TransformError(f"processor {name}: its module has no {function}") from None
+    except Exception as exc:  # the module's own code failed while it was imported
+        raise TransformError(f"processor {name}: importing its module failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+    found = getattr(module, function, None)
+    if found is None:
+        raise TransformError(f"processor {name}: its module has no {function}")
     if not callable(found):
         raise TransformError(f"processor {name} is not callable")
     return found

@@ -124,10 +124,14 @@ class Catalog:
 
     def delete_source(self, name: str) -> None:
         """Delete a source no channel uses. Every channel is checked unchanged in the same
-        transaction, and an apply checks that the sources its channels use still exist, so
+        transaction, and so is the channels folder, whose version every apply that creates a
+        channel bumps; an apply checks that the sources its channels use still exist. So
         neither can slip past the other."""
+        self.ensure_layout()
         self.source(name)  # raises NotFoundError
         transaction, users = self.client.transaction(), []
+        folder = self._call("read the channels folder", self.client.exists, self.paths.channels)
+        transaction.check(self.paths.channels, folder.version if folder else -1)
         for channel in self.channel_names():
             try:
                 data, stat = self._call("read a channel", self.client.get,
@@ -229,6 +233,8 @@ class Catalog:
                                  self.paths.channel(channel.name), stored_channel,
                                  stored_channel.channel)
             if change.action == "created":
+                # a source delete under way sees the folder changed (channels are its children)
+                transaction.set_data(self.paths.channels, b"")
                 transaction.create(self.paths.channel_state(channel.name), b"")
                 transaction.create(self.paths.channel_status(channel.name),
                                    ChannelStatus.STOP.value.encode())
@@ -266,5 +272,5 @@ class Catalog:
             return
         if any(isinstance(failure, BadVersionError | NodeExistsError | NoNodeError)
                for failure in failures):
-            raise ConflictError(f"definitions changed while trying to {what}; apply again")
+            raise ConflictError(f"definitions changed while trying to {what}; try again")
         raise SetlError(f"ZooKeeper refused to {what}: {failures[0]!r}")

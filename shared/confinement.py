@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import importlib.util
 import ipaddress
 import os
 import re
@@ -117,41 +118,76 @@ class Confinement:
 
     # -- processors -------------------------------------------------------------------------
     def processor_problem(self, name: str) -> str | None:
-        """Why ``module:function`` may not run here, or None (it need not exist yet)."""
+        """Why ``module:function`` may not run here, or None (it need not exist yet). Nothing
+        is imported to find out."""
         module, _, function = name.partition(":")
         parts = [*module.split("."), function]
         if any(part.startswith("_") for part in parts):
             return (f"processor {name}: a name starting with '_' is private; "
                     "name a public module and function")
-        if self._spec(module) is None:
-            return (f"processor {name}: module {module.split('.')[0]} is not in the processor "
+        top = module.split(".")[0]
+        spec = self._spec(top)
+        if spec is None:
+            return (f"processor {name}: module {top} is not in the processor "
                     f"directories of this machine ({self._dirs()}; {_SETTING}: "
                     "processor_dirs, or $SETL_PROCESSORS_PATH); installed modules cannot be "
                     "processors. Put the module there")
+        if spec.origin is None:  # a folder without __init__.py: merged with others of its name
+            return (f"processor {name}: {top} in the processor directories is a folder "
+                    "without __init__.py; add one to make it a package")
+        installed = self._installed(top)
+        if installed is not None:
+            return (f"processor {name}: module {top} ({spec.origin}) has the name of "
+                    f"{installed}; give your module another name")
         return None
 
     def load_module(self, name: str) -> ModuleType:
-        """The processor's module, imported only from a processor directory; ImportError
-        (with what to do) otherwise."""
+        """The processor's module, executed only from a file in a processor directory (found
+        there, never through ``sys.path``); ImportError (with what to do) otherwise."""
         problem = self.processor_problem(name)
         if problem is not None:
             raise ImportError(problem)
         module_name = name.partition(":")[0]
-        for directory in self.processor_dirs:
-            if str(directory) not in sys.path:
+        top = module_name.split(".")[0]
+        if top not in sys.modules:
+            spec = self._spec(top)
+            assert spec is not None and spec.loader is not None  # processor_problem found it
+            loaded = importlib.util.module_from_spec(spec)
+            sys.modules[top] = loaded
+            try:
+                spec.loader.exec_module(loaded)
+            except BaseException:
+                del sys.modules[top]
+                raise
+        for directory in self.processor_dirs:  # the modules beside it (at the end: they
+            if str(directory) not in sys.path:  # cannot shadow installed ones)
                 sys.path.append(str(directory))
-        module = importlib.import_module(module_name)
+        module = sys.modules[top] if module_name == top else importlib.import_module(module_name)
         origin = Path(getattr(module, "__file__", "") or "").resolve()
-        if not any(origin.is_relative_to(d.resolve()) for d in self.processor_dirs):
-            raise ImportError(f"processor {name}: a module named {module_name.split('.')[0]} "
-                              f"is already loaded from {origin}, outside the processor "
-                              "directories; give your module another name")
+        if not self._inside(origin):
+            raise ImportError(f"processor {name}: a module named {module_name} is already "
+                              f"loaded from {origin}, outside the processor directories; "
+                              "give your module another name")
         return module
 
     def _spec(self, module: str) -> importlib.machinery.ModuleSpec | None:
         top = module.split(".")[0]
         return importlib.machinery.PathFinder.find_spec(
             top, [str(directory) for directory in self.processor_dirs if directory.is_dir()])
+
+    def _installed(self, top: str) -> str | None:
+        """What else answers to the module name ``top`` in this process, or None."""
+        if top in sys.builtin_module_names or top in sys.stdlib_module_names:
+            return "a module of Python's standard library"
+        elsewhere = [entry for entry in sys.path
+                     if not self._inside(Path(entry or ".").resolve())]
+        spec = importlib.machinery.PathFinder.find_spec(top, elsewhere)
+        if spec is not None:
+            return f"an installed module ({spec.origin or spec.submodule_search_locations})"
+        return None
+
+    def _inside(self, path: Path) -> bool:
+        return any(path.is_relative_to(d.resolve()) for d in self.processor_dirs)
 
     def _dirs(self) -> str:
         return ", ".join(str(directory) for directory in self.processor_dirs)

@@ -33,7 +33,10 @@ from shared.sandbox_servers import SERVER_KINDS, ServerSpec, wait_until
 
 log = logging.getLogger("setl.sandbox")
 STATE_FILE = "state.json"
-SECRET_FILE = "secret"
+# The password alone in its own folder: that folder is what the daemons' secret_dirs list,
+# so a definition can read it and nothing else of the sandbox (data, binlogs, logs).
+SECRETS_DIR, SECRET_FILE = "secrets", "password"
+LEGACY_SECRET = "secret"  # where sandboxes made before kept it, beside everything else
 USER = "setl"
 
 
@@ -97,7 +100,7 @@ class Sandbox:
 
     @property
     def secret_file(self) -> Path:
-        return self.root / SECRET_FILE
+        return self.root / SECRETS_DIR / SECRET_FILE
 
     def password(self) -> str:
         return self.secret_file.read_text().strip()
@@ -107,6 +110,20 @@ class Sandbox:
         benchmarks that open connections themselves; daemons get it in their config)."""
         confinement.confine(dataclasses.replace(confinement.current(),
                                                 secret_dirs=(self.secret_file.parent,)))
+
+    def place_secret(self) -> None:
+        """The MariaDB password in ``secrets/password`` (made once; a sandbox made before
+        keeps its password, moved out of the sandbox's top folder)."""
+        folder = self.secret_file.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.secret_file.exists():
+            return
+        legacy = self.root / LEGACY_SECRET
+        if legacy.is_file():
+            legacy.replace(self.secret_file)
+        else:
+            self.secret_file.write_text(secrets.token_hex(12) + "\n")
+        self.secret_file.chmod(0o600)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -139,9 +156,7 @@ class Sandbox:
            timeout_s: float = 60.0, replica: bool = False) -> dict[str, ServerInfo]:
         """Start what is not running yet; return every server once it answers."""
         with self._locked():
-            if not self.secret_file.exists():
-                self.secret_file.write_text(secrets.token_hex(12) + "\n")
-                self.secret_file.chmod(0o600)
+            self.place_secret()
             servers = self.servers()
             for spec in self.wanted(second_target, replica):
                 known = servers.get(spec.name)

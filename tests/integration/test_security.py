@@ -29,11 +29,12 @@ from shared.devcluster import (
     wait_for,
 )
 from shared.endpoint import connect
-from shared.errors import SourceError
+from shared.errors import ConflictError, SourceError
 from shared.model import DataSource, TlsOptions
 from shared.sandbox import Sandbox, free_port
 from shared.sandbox_servers import MariaDBKind, ServerSpec
 from shared.secrets import SecretRef
+from shared.settings import ZkSettings
 
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(20))"
 
@@ -96,6 +97,11 @@ channels:
     pipelines:
       - {{name: forward, source: source, target: target,
           pairs: [{{source: "{schema}.items", target: "{schema}.items"}}]}}
+  - name: code
+    pipelines:
+      - {{name: forward, source: target, target: target,
+          pairs: [{{source: "{schema}.items", target: "{schema}.copy",
+                   virtual_columns: [{{name: pid, processor: "os:getpid"}}]}}]}}
 """
     try:
         cluster.start_manager()
@@ -104,14 +110,21 @@ channels:
         Catalog(zk_client, zk.ZkPaths(cluster.root)).apply(definitions.load_text(text))
         source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
         cluster.set_status("bypass", "START")
-        wait_for(lambda: cluster.channel_status("bypass") == "PAUSE", 120,
-                 "the node to pause the channel")
+        cluster.set_status("code", "START")
+        for channel in ("bypass", "code"):
+            wait_for(lambda name=channel: cluster.channel_status(name) == "PAUSE", 120,
+                     f"the node to pause channel {channel}")
         error = cluster.pipeline_state("bypass").last_error
         assert f"password reference file:{secret}: this machine reads password files only " \
                "under" in error, error
         assert "secret_dirs" in error
         assert target.table(schema, "items") == []
         assert "event=pipeline_paused pipeline=bypass.forward" in node.output()
+        # a processor outside the node's processor directories: refused before any row
+        error = cluster.pipeline_state("code").last_error
+        assert error.startswith("pipeline code.forward: processor os:getpid: module os is not "
+                                "in the processor directories of this machine ("), error
+        assert "event=pipeline_paused pipeline=code.forward" in node.output()
     finally:
         cluster.stop()
         source.close()
@@ -287,3 +300,48 @@ def test_the_node_refuses_a_host_outside_its_allowlist_and_tls_to_a_server_witho
         faraway.close()
         source.close()
         target.close()
+
+
+def test_a_channel_applied_while_its_source_is_deleted_keeps_the_source(
+        zk_client: KazooClient, zk_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The delete reads every channel, then commits; an apply that creates a channel using
+    the source in between must make the delete fail, not leave a channel whose source is
+    gone. The apply runs on its own ZooKeeper session, exactly between the two steps."""
+    paths = zk.ZkPaths(zk_root)
+    deleting, other = Catalog(zk_client, paths), zk.connect(
+        ZkSettings(zk_client.hosts[0][0] + f":{zk_client.hosts[0][1]}"))
+    assert other is not None
+    text = """
+sources:
+  - {name: a, host: 127.0.0.1, password: "${SETL_PW}"}
+  - {name: b, host: 127.0.0.1, password: "${SETL_PW}"}
+"""
+    deleting.apply(definitions.load_text(text))
+    late = definitions.load_text("""
+channels:
+  - name: late
+    pipelines:
+      - {name: p, source: a, target: b, pairs: [{source: s.t, target: s.t}]}
+""", known_sources=["a", "b"])
+    listed = Catalog.channel_names
+
+    def apply_meanwhile(catalog: Catalog) -> list[str]:
+        names = listed(catalog)
+        if catalog is deleting:
+            Catalog(other, paths).apply(late)  # another manager's apply, committed now
+        return names
+
+    monkeypatch.setattr(Catalog, "channel_names", apply_meanwhile)
+    try:
+        with pytest.raises(ConflictError) as caught:
+            deleting.delete_source("a")
+        assert str(caught.value) == ("definitions changed while trying to delete source a; "
+                                     "try again")
+    finally:
+        zk.close(other)
+    monkeypatch.undo()
+    assert deleting.source_names() == ["a", "b"]
+    assert deleting.channel_names() == ["late"]
+    with pytest.raises(ConflictError) as caught:
+        deleting.delete_source("a")
+    assert "source 'a' is used by channel(s) late" in str(caught.value)

@@ -4,6 +4,10 @@ directories only — refused with a message that says what to do, before anythin
 
 from __future__ import annotations
 
+import dataclasses
+import gc
+import pickle
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,17 +127,74 @@ def test_a_processor_in_a_directory_runs(procs: Confinement) -> None:
         confinement.confine(before)
 
 
-def test_a_module_named_like_a_loaded_one_is_refused(procs: Confinement) -> None:
-    before = confinement.current()
+def test_a_module_named_like_a_standard_one_is_refused(procs: Confinement) -> None:
+    problem = procs.processor_problem("json:loads")
+    assert problem is not None and problem.startswith("processor json:loads: module json (")
+    assert problem.endswith("has the name of a module of Python's standard library; give "
+                            "your module another name")
+    with pytest.raises(TransformError) as caught:
+        processors._load("json:loads", procs)
+    assert problem in str(caught.value)
+    assert not Path(sys.modules["json"].__file__).is_relative_to(procs.processor_dirs[0])
+
+
+def test_an_installed_module_of_the_same_name_is_never_run(
+        procs: Confinement, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A processor named like a module installed elsewhere on sys.path is refused without
+    importing either: the installed one would record that it ran."""
+    site, ran = tmp_path / "site", tmp_path / "ran"
+    site.mkdir()
+    (site / "acmelib.py").write_text(f"open({str(ran)!r}, 'w').close()\ndef f(c):\n    return c\n")
+    folder = procs.processor_dirs[0]
+    (folder / "acmelib.py").write_text("def f(change):\n    return change\n")
+    monkeypatch.syspath_prepend(str(site))
+    problem = procs.processor_problem("acmelib:f")
+    assert problem == (f"processor acmelib:f: module acmelib ({folder / 'acmelib.py'}) has "
+                       f"the name of an installed module ({site / 'acmelib.py'}); give your "
+                       "module another name")
+    with pytest.raises(ImportError):
+        procs.load_module("acmelib:f")
+    assert not ran.exists() and "acmelib" not in sys.modules
+
+
+def test_a_processor_module_runs_from_its_file_not_from_sys_path(
+        procs: Confinement, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = procs.processor_dirs[0]
+    package = folder / "acmeproc"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "rows.py").write_text("import acmehelper\n"
+                                     "def tag(change):\n"
+                                     "    change['after']['tag'] = acmehelper.TAG\n"
+                                     "    return change\n")
+    (folder / "acmehelper.py").write_text("TAG = 'from the processor directory'\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the loader appends the directories
     try:
-        confinement.confine(procs)
-        change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1})
-        with pytest.raises(TransformError) as caught:
-            processors.run_processor("json:loads", change, "pipeline p pair s.t")
-        assert "a module named json is already loaded from" in str(caught.value)
-        assert "give your module another name" in str(caught.value)
+        module = procs.load_module("acmeproc.rows:tag")
+        assert Path(module.__file__).resolve() == (package / "rows.py").resolve()
+        assert module.tag({"after": {}})["after"] == {"tag": "from the processor directory"}
     finally:
-        confinement.confine(before)
+        for name in ("acmeproc", "acmeproc.rows", "acmehelper"):
+            sys.modules.pop(name, None)
+
+
+def test_a_folder_without_init_is_refused(procs: Confinement) -> None:
+    folder = procs.processor_dirs[0]
+    (folder / "loose").mkdir()
+    (folder / "loose" / "rows.py").write_text("def f(change):\n    return change\n")
+    assert procs.processor_problem("loose.rows:f") == (
+        "processor loose.rows:f: loose in the processor directories is a folder without "
+        "__init__.py; add one to make it a package")
+
+
+def test_a_processor_whose_import_fails_says_so(procs: Confinement) -> None:
+    folder = procs.processor_dirs[0]
+    (folder / "acmebroken.py").write_text("raise RuntimeError('no config here')\n")
+    with pytest.raises(TransformError) as caught:
+        processors._load("acmebroken:f", procs)
+    assert str(caught.value) == ("processor acmebroken:f: importing its module failed: "
+                                 "RuntimeError: no config here")
+    assert "acmebroken" not in sys.modules
 
 
 DEFINITION = """\
@@ -165,3 +226,36 @@ def test_apply_names_file_line_and_field_of_each_refused_reference(tmp_path: Pat
     assert "processor_dirs" in caught.value.issues[2].message
     # without rules (a file read for its shape only), the same text parses
     assert definitions.load_text(DEFINITION, "c.yaml").sources[0].name == "src"
+
+
+class Shipped:
+    """What a Spark task gets from the driver: the broadcast's value, pickled and loaded."""
+
+    def __init__(self, value: object) -> None:
+        self.value = pickle.loads(pickle.dumps(value))
+
+
+def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: Path) -> None:
+    """A worker process has only the defaults (conf/processors); it must apply the node's
+    rules, which travel in the compiled pipeline, before any processor is loaded."""
+    from node.etl import CompiledPipeline
+    from node.spark import _run_partition
+    from tests.unit.test_etl import pipeline
+
+    job = CompiledPipeline.compile("shop.fwd", 1, pipeline(
+        "{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}"))
+    change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1, "email": "a@b.org"})
+    node_rules = Confinement(processor_dirs=(tmp_path,))  # this node lists only tmp_path
+    before = confinement.current()
+    try:
+        with pytest.raises(TransformError) as caught:
+            list(_run_partition(Shipped(dataclasses.replace(job, rules=node_rules)),
+                                [(1, change)]))
+        assert "processor setl_examples:mask_email: module setl_examples is not in the " \
+               f"processor directories of this machine ({tmp_path};" in str(caught.value)
+        assert confinement.current() == node_rules
+        [out] = _run_partition(Shipped(job), [(1, change)])  # rules that list conf/processors
+        assert out.after["email"].endswith("@b.org") and out.after["email"] != "a@b.org"
+    finally:
+        gc.unfreeze()
+        confinement.confine(before)

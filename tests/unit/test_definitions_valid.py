@@ -26,7 +26,7 @@ def test_demo_file_loads() -> None:
     assert [s.name for s in loaded.sources] == ["sandbox-source", "sandbox-target"]
     source = loaded.sources[0]
     assert (source.host, source.port, source.user) == ("127.0.0.1", 23306, "setl")
-    assert source.password == SecretRef("file:.sandbox/secret")
+    assert source.password == SecretRef("file:.sandbox/secrets/password")
     (demo,) = loaded.channels
     assert demo.name == "demo"
     assert demo.description == "demo.* on the source to demo_copy.* on the target"

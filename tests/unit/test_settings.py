@@ -10,6 +10,7 @@ import pytest
 
 from shared.confinement import Confinement, processor_path_dirs
 from shared.errors import ConfigError
+from shared.sandbox import Sandbox
 from shared.settings import (
     ManagerSettings,
     NodeSettings,
@@ -20,8 +21,8 @@ from shared.settings import (
 )
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-# the demo reads its password from the sandbox's file
-DEMO_SECURITY = Confinement((CONF / "secrets", CONF.parent / ".sandbox"), "SETL_",
+# the demo reads its password from the sandbox's file, alone in its folder
+DEMO_SECURITY = Confinement((CONF / "secrets", CONF.parent / ".sandbox" / "secrets"), "SETL_",
                             processor_path_dirs())
 LOADERS = [pytest.param(load_manager, id="manager"), pytest.param(load_node, id="node")]
 
@@ -58,6 +59,35 @@ def test_node_conf_loads() -> None:
     assert settings == NodeSettings(
         listen="127.0.0.1:0", zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0),
         spark=SparkSettings("local[*]", "1g", ()), log_level="info", security=DEMO_SECURITY)
+
+
+@pytest.mark.parametrize("load", LOADERS)
+def test_the_demo_reaches_the_sandbox_password_and_nothing_else_of_the_sandbox(
+        load: Callable[[Path], ManagerSettings | NodeSettings]) -> None:
+    rules = load(CONF / f"{load.__name__.removeprefix('load_')}.yaml").security
+    sandbox = Sandbox(CONF.parent / ".sandbox")
+    assert rules.secret_problem(f"file:{sandbox.secret_file}") is None
+    for other in ("logs/node-1.log", "source/mysql/user.MAD", "state.json", "secret"):
+        problem = rules.secret_problem(f"file:{sandbox.root / other}")
+        assert problem is not None and "is outside" in problem, other
+
+
+def test_a_sandbox_keeps_its_password_alone_in_a_private_folder(tmp_path: Path) -> None:
+    fresh = Sandbox(tmp_path / "fresh")
+    fresh.place_secret()
+    assert fresh.secret_file == tmp_path / "fresh" / "secrets" / "password"
+    assert [p.name for p in fresh.secret_file.parent.iterdir()] == ["password"]
+    assert fresh.secret_file.parent.stat().st_mode & 0o777 == 0o700
+    assert fresh.secret_file.stat().st_mode & 0o777 == 0o600
+    made = fresh.password()
+    fresh.place_secret()
+    assert fresh.password() == made and len(made) == 24
+    # a sandbox made before kept 'secret' beside its servers' data: the same password moves
+    older = Sandbox(tmp_path / "older")
+    older.root.mkdir()
+    (older.root / "secret").write_text("kept-password\n")
+    older.place_secret()
+    assert older.password() == "kept-password" and not (older.root / "secret").exists()
 
 
 def test_defaults_without_a_file() -> None:

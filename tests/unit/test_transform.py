@@ -10,7 +10,7 @@ import pytest
 from node.changes import ChangeType, RowChange
 from node.etl import transform
 from shared import expr
-from shared.errors import TransformError
+from shared.errors import ConfigError, TransformError
 from tests.unit.test_etl import compiled, insert
 
 
@@ -87,9 +87,26 @@ def test_a_processor_changes_drops_and_names_its_errors() -> None:
     with pytest.raises(TransformError, match=r"pair src:s.t: processor setl_examples:mask_email "
                                              r"failed on key \(3,\): TypeError"):
         list(transform(compiled(failing), 1, insert("s", "t", {"id": 3, "email": 5})))
-    with pytest.raises(TransformError, match="processor nowhere:fn: cannot load it"):
-        row_of("{source: s.t, target: s2.t, processor: 'nowhere:fn'}",
+    with pytest.raises(TransformError, match="processor setl_examples:nothing: its module "
+                                             "has no nothing"):
+        row_of("{source: s.t, target: s2.t, processor: 'setl_examples:nothing'}",
                insert("s", "t", {"id": 1}))
+
+
+def test_a_pipeline_with_a_processor_outside_the_directories_does_not_compile() -> None:
+    """The node checks its own rules when a pipeline starts, before any row: a definition
+    written straight into ZooKeeper was never checked by a manager."""
+    with pytest.raises(ConfigError) as caught:
+        compiled("{source: s.t, target: s2.t, processor: 'nowhere:fn'}",
+                 "{source: s.u, target: s2.u, virtual_columns: "
+                 "[{name: pid, processor: 'os:getpid'}, {name: x, processor: 'm:_f'}]}")
+    message = str(caught.value)
+    assert message.startswith("pipeline shop.fwd: processor nowhere:fn: module nowhere is "
+                              "not in the processor directories of this machine (")
+    assert "installed modules cannot be processors. Put the module there; processor " \
+           "os:getpid: module os is not in the processor directories" in message
+    assert message.endswith("; processor m:_f: a name starting with '_' is private; name a "
+                            "public module and function")
 
 
 def test_a_processor_may_turn_one_change_into_several() -> None:
