@@ -193,15 +193,7 @@ def _image(data: bytes, pos: int,
             values[name] = how.unpack_from(data, pos)[0]
             pos += how.size
         else:
-            size, encoding = how
-            length = int.from_bytes(data[pos:pos + size], "little")
-            raw = data[pos + size:pos + size + length]
-            if len(raw) != length:
-                raise AssertionError(f"a row of {event.schema}.{event.table} ends inside "
-                                     f"column {name}")
-            pos += size + length
-            values[name] = raw.decode(encoding) if encoding is not None else \
-                raw if raw else ""
+            values[name], pos = rowdecode.read_text(data, pos, how, "strict", event, name)
     return values, pos
 
 

@@ -100,16 +100,7 @@ def read_column_data(event: Any, cols_bitmap: bytes, row_image_type: Any = None)
             values[name] = how.unpack_from(data, pos)[0]
             pos += how.size
         elif what == TEXT:
-            size, encoding = how
-            length = int.from_bytes(data[pos:pos + size], "little")
-            raw = data[pos + size:pos + size + length]
-            if len(raw) != length:
-                raise AssertionError(f"a row of {event.schema}.{event.table} ends inside "
-                                     f"column {name}")
-            pos += size + length
-            # (the library decodes even an undecodable charset's empty value: '', not b'')
-            values[name] = raw.decode(encoding, errors) if encoding is not None else \
-                raw if raw else ""
+            values[name], pos = read_text(data, pos, how, errors, event, name)
         else:  # the library's reader, at the place it expects
             wrapper.read_bytes += pos - start
             packet._position = pos
@@ -122,6 +113,21 @@ def read_column_data(event: Any, cols_bitmap: bytes, row_image_type: Any = None)
     wrapper.read_bytes += pos - start
     packet._position = pos
     return values
+
+
+def read_text(data: bytes, pos: int, how: tuple[int, str | None], errors: str, event: Any,
+              name: str) -> tuple[Any, int]:
+    """A string column's value at ``pos`` (length prefix of ``how[0]`` bytes, decoded by
+    ``how[1]``) and the position after it."""
+    size, encoding = how
+    length = int.from_bytes(data[pos:pos + size], "little")
+    raw = data[pos + size:pos + size + length]
+    if len(raw) != length:
+        raise AssertionError(f"a row of {event.schema}.{event.table} ends inside column "
+                             f"{name}")
+    # (the library decodes even an undecodable charset's empty value: '', not b'')
+    return raw.decode(encoding, errors) if encoding is not None else raw if raw else "", \
+        pos + size + length
 
 
 def _table_data(table: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pymysql
 from pymysql.constants import CR
 
 from shared import confinement
-from shared.errors import SecretError, SourceError
+from shared.errors import DatabaseHostError, SourceError
 from shared.model import DataSource
 
 
@@ -65,7 +65,7 @@ def connection_settings(source: DataSource) -> dict[str, Any]:
     """PyMySQL keyword arguments; the password reference is resolved here, and only here."""
     problem = confinement.current().database_problem(source.host)
     if problem is not None:
-        raise SecretError(f"source {source.name}: {problem}")
+        raise DatabaseHostError(f"source {source.name}: {problem}")
     settings = {"host": source.host, "port": source.port, "user": source.user,
                 "password": source.password.resolve() if source.password else "",
                 "charset": source.charset, "connect_timeout": 10,
@@ -81,9 +81,20 @@ def connection_settings(source: DataSource) -> dict[str, Any]:
 def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
     try:
         return pymysql.connect(**{**connection_settings(source), **extra})
+    except pymysql.err.OperationalError as exc:
+        if source.tls is None or not exc.args or exc.args[0] != CR.CR_SSL_CONNECTION_ERROR:
+            raise _refused(source, exc) from None
+        raise SourceError(f"source {source.name} has tls: but the server at {source.host}:"
+                          f"{source.port} offers no TLS, so setl did not log in. Enable TLS "
+                          "on the server (ssl_ca, ssl_cert, ssl_key in its my.cnf), or point "
+                          "the source at a server that has it") from None
     except pymysql.MySQLError as exc:
-        raise SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) as "
-                          f"{source.user}: {exc.args[-1] if exc.args else exc}") from None
+        raise _refused(source, exc) from None
     except (OSError, ssl.SSLError) as exc:
         raise SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) "
                           f"over TLS: {exc}; check the source's tls: files") from None
+
+
+def _refused(source: DataSource, exc: pymysql.MySQLError) -> SourceError:
+    return SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) as "
+                       f"{source.user}: {exc.args[-1] if exc.args else exc}")

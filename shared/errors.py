@@ -43,6 +43,11 @@ class SecretError(ConfigError):
     """A password reference (``${ENV}`` or ``file:/path``) cannot be resolved."""
 
 
+class DatabaseHostError(ConfigError):
+    """A definition names a database host outside the ``database_hosts`` this machine's
+    security settings allow: refused before any connection."""
+
+
 class CoordinationError(SetlError):
     """ZooKeeper cannot be reached or refused an operation."""
 

@@ -6,12 +6,14 @@ the file — which here holds the right password, so a node that read it would r
 A processor outside the processor directories, written the same way, pauses its pipeline
 at start, while the same node runs a channel whose processor is allowed. Sources are managed
 like channels: listed and shown with their references, deleted only when no channel uses
-them, also when an apply creating such a channel lands in the middle of the delete. And a
-whole channel runs over verified TLS."""
+them, also when an apply creating such a channel lands in the middle of the delete. A whole
+channel runs over verified TLS; the node refuses a source outside its database_hosts, and
+one with tls: whose server offers none."""
 
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pymysql
@@ -330,6 +332,60 @@ def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
         cluster.stop()
         server.terminate()
         server.wait(60)
+
+
+def test_the_node_refuses_a_host_outside_its_allowlist_and_tls_to_a_server_without_it(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """Two channels the manager accepts and the node must refuse: one whose source lies
+    outside the node's database_hosts (a listener there shows nobody connected), one whose
+    source has tls: while its server offers none. Both pause with the reason; no row
+    arrives."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, TABLE)
+    certificates = make_certificates(tmp_path / "tls")
+    faraway = socket.create_server(("127.0.0.2", 0))  # a database the node may not reach
+    servers, secret = sandbox.servers(), f"file:{sandbox.secret_file}"
+    plain_port = servers["source"].port
+    sources = [{"name": "faraway", "host": "127.0.0.2", "port": faraway.getsockname()[1],
+                "user": "setl", "password": secret},
+               {"name": "plain", "host": "127.0.0.1", "port": plain_port, "user": "setl",
+                "password": secret, "tls": {"ca": str(certificates.ca)}},
+               {"name": "target", "host": "127.0.0.1", "port": servers["target"].port,
+                "user": "setl", "password": secret}]
+    channels = {name: one_way(name, schema, ["items"], max_retries=0)
+                for name in ("outside", "notls")}
+    channels["outside"]["pipelines"][0]["source"] = "faraway"
+    channels["notls"]["pipelines"][0]["source"] = "plain"
+    cluster = Cluster(sandbox, tmp_path, "refusals", security={"database_hosts": ["127.0.0.1"]})
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply(list(channels.values()), sources)
+        source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
+        for name in channels:
+            cluster.set_status(name, "START")
+        for name in channels:
+            wait_for(lambda name=name: cluster.channel_status(name) == "PAUSE", 120,
+                     f"the node to pause channel {name}")
+        outside = cluster.pipeline_state("outside").last_error
+        assert "source faraway: host 127.0.0.2 is not among the database hosts this machine " \
+               "may connect to (127.0.0.1; its 'security' settings: database_hosts)" in outside, \
+               outside
+        faraway.setblocking(False)
+        with pytest.raises(BlockingIOError):  # a connection made and closed would be queued
+            faraway.accept()
+        notls = cluster.pipeline_state("notls").last_error
+        assert f"source plain has tls: but the server at 127.0.0.1:{plain_port} offers no " \
+               "TLS, so setl did not log in. Enable TLS on the server" in notls, notls
+        assert target.table(schema, "items") == []
+        log = node.output()
+        assert "event=pipeline_paused pipeline=outside.forward" in log
+        assert "event=pipeline_paused pipeline=notls.forward" in log
+    finally:
+        cluster.stop()
+        faraway.close()
+        source.close()
+        target.close()
 
 
 def test_a_channel_applied_while_its_source_is_deleted_keeps_the_source(

@@ -9,17 +9,19 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 
 import pymysql
 import pytest
 
+from node.binlog import BinlogReader
 from shared import confinement
 from shared.confinement import Confinement
 from shared.devcluster import make_certificates
 from shared.endpoint import connect, connection_settings
-from shared.errors import SecretError, SourceError
-from shared.model import DataSource, TlsOptions
+from shared.errors import DatabaseHostError, SourceError
+from shared.model import BinlogPosition, DataSource, TlsOptions
 from shared.secrets import SecretRef
 
 PASSWORD = "pw-that-must-not-travel"
@@ -41,9 +43,10 @@ def _read_packet(conn: socket.socket) -> bytes:
 
 class FakeServer:
     """One connection: a handshake naming ``first_plugin``, then an auth switch to
-    ``switch_to``; whatever the client sends is kept in ``received``."""
+    ``switch_to`` (None: no switch, a packet of more data for the first plugin, as a server
+    sends that stays with it); whatever the client sends is kept in ``received``."""
 
-    def __init__(self, first_plugin: bytes, switch_to: bytes) -> None:
+    def __init__(self, first_plugin: bytes, switch_to: bytes | None) -> None:
         self.first_plugin, self.switch_to = first_plugin, switch_to
         self.received = b""
         self.conn: socket.socket | None = None
@@ -75,9 +78,12 @@ class FakeServer:
                     + self.first_plugin + b"\0")
         conn.sendall(_packet(0, greeting))
         self.received += _read_packet(conn)
-        switch = b"\xfe" + self.switch_to + b"\0" + \
-            (b"\x04Password: " if self.switch_to == b"dialog" else salt + b"\0")
-        conn.sendall(_packet(2, switch))
+        if self.switch_to is None:
+            conn.sendall(_packet(2, b"\x01"))  # more data for the plugin named upfront
+        else:
+            switch = b"\xfe" + self.switch_to + b"\0" + \
+                (b"\x04Password: " if self.switch_to == b"dialog" else salt + b"\0")
+            conn.sendall(_packet(2, switch))
         while data := conn.recv(4096):
             self.received += data
 
@@ -121,16 +127,40 @@ def refused(server: FakeServer, source: DataSource) -> str:
     (b"mysql_clear_password", b"mysql_clear_password"),
     (b"mysql_native_password", b"mysql_clear_password"),
     (b"mysql_native_password", b"dialog"),
+    (b"mysql_clear_password", None),
 ])
 def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: bytes,
-                                            switch: bytes) -> None:
+                                            switch: bytes | None) -> None:
     server = FakeServer(first, switch)
     message = refused(server, DataSource("shady", "127.0.0.1", server.port, "setl",
                                          password_file))
     assert server.received, "the fake server got no handshake answer: the test proves nothing"
-    assert f"asked for the password in clear text ({switch.decode()}) over a connection " \
-           "without verified TLS; setl never sends it so" in message
+    assert f"asked for the password in clear text ({(switch or first).decode()}) over a " \
+           "connection without verified TLS; setl never sends it so" in message
     assert "tls: {ca: ...}" in message
+
+
+def test_the_binlog_stream_gets_no_password_in_clear_either(password_file: SecretRef) -> None:
+    """Select's stream is python-mysql-replication's own pymysql connection: it is made
+    with the same settings, so the same server gets nothing from it."""
+    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+    reader = BinlogReader(DataSource("shady", "127.0.0.1", server.port, "setl", password_file),
+                          1_234_567, BinlogPosition("mysql-bin.000001", 4),
+                          lambda schema, table: True, lambda schema: True, ddl=False)
+    try:
+        reader.begin()
+        with pytest.raises(SourceError) as caught:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                reader.take(0.5)  # raises the error that ended the reader
+    finally:
+        reader.stop()
+        server.close()
+    assert server.received, "the fake server got no handshake answer: the test proves nothing"
+    assert PASSWORD.encode() not in server.received
+    assert str(caught.value).startswith("binlog of shady failed at mysql-bin.000001:4: the "
+                                        f"server at 127.0.0.1:{server.port} asked for the "
+                                        "password in clear text (mysql_clear_password)")
 
 
 def test_the_fake_server_does_read_a_password_pymysql_would_send(
@@ -156,8 +186,10 @@ def test_a_tls_source_is_never_reached_without_tls(password_file: SecretRef,
     source = DataSource("tls-only", "127.0.0.1", server.port, "setl", password_file,
                         tls=TlsOptions(ca=str(certificates.ca)))
     assert refused(server, source) == (
-        f"cannot connect to tls-only (127.0.0.1:{server.port}) as setl: SSL is required but "
-        "the server doesn't support it")
+        f"source tls-only has tls: but the server at 127.0.0.1:{server.port} offers no TLS, "
+        "so setl did not log in. Enable TLS on the server (ssl_ca, ssl_cert, ssl_key in its "
+        "my.cnf), or point the source at a server that has it")
+    assert server.received == b"", "the client answered the handshake of a server without TLS"
 
 
 def test_hosts_outside_the_allowlist_are_refused_before_connecting(
@@ -174,7 +206,7 @@ def test_hosts_outside_the_allowlist_are_refused_before_connecting(
             if ok:
                 assert connection_settings(source)["host"] == host
                 continue
-            with pytest.raises(SecretError) as caught:
+            with pytest.raises(DatabaseHostError) as caught:
                 connection_settings(source)
             assert str(caught.value) == (
                 f"source s: host 127.0.0.1 is not among the database hosts this machine may "
