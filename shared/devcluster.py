@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -88,6 +90,21 @@ class Daemon:
                 self.kill()
         self.log.close()
 
+
+
+@contextmanager
+def frozen_past_session(daemon: Daemon, exists: Callable[[], object],
+                        timeout_s: float = 60.0) -> Iterator[None]:
+    """Freeze ``daemon`` (SIGSTOP, as a long GC pause or a VM stall would) until ZooKeeper
+    has expired its session, which ``exists`` (the daemon's ephemeral entry) tells; the
+    body runs while it is still frozen; it goes on (SIGCONT) when the body ends."""
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: not exists(), timeout_s, "ZooKeeper to expire the frozen "
+                 "daemon's session")
+        yield
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
 
 
 class ZooKeeperServer:

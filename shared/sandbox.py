@@ -83,6 +83,7 @@ def pid_alive(pid: int) -> bool:
 
 
 DEMO_BASE_PORT = 23300
+PORT_RELEASE_S = 20.0  # how long a restarted server waits for its old port
 PORT_OFFSETS = {"zookeeper": 81, "source": 6, "target": 7, "target2": 8, "replica": 9}
 
 
@@ -200,7 +201,15 @@ class Sandbox:
                 raise SandboxError(f"port {port} for the sandbox {name} is taken by another "
                                    "process; stop it, or run 'setl sandbox down' first")
             return port
-        return known.port if known and _port_free(known.port) else free_port()
+        if known:  # a server started again keeps its address: everything else knows it
+            deadline = time.monotonic() + PORT_RELEASE_S
+            while time.monotonic() < deadline:
+                if _port_free(known.port):
+                    return known.port
+                time.sleep(0.1)  # a killed server's socket goes a moment after its process
+            log.warning("event=sandbox_port_moved server=%s port=%d reason=\"still taken after "
+                        "%g s\"", name, known.port, PORT_RELEASE_S)
+        return free_port()
 
     def down(self, purge: bool = False) -> list[Stopped]:
         """Stop the recorded pids and wait until each has exited (a server that ignores
@@ -237,7 +246,11 @@ class Sandbox:
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now. Probed as servers bind (MariaDB and
+    ZooKeeper set SO_REUSEADDR): connections a killed server left in TIME_WAIT do not keep
+    it from coming back on its port."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

@@ -8,9 +8,7 @@ Tests that stop ZooKeeper run their own server (the sandbox's is shared by the w
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from shared.devcluster import (
     Daemon,
     Database,
     ZooKeeperServer,
+    frozen_past_session,
     make_schema,
     one_way,
     wait_equal,
@@ -253,14 +252,9 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
     node_entry = zk.ZkPaths(cluster.root).node(1)
 
     def expire_session(node: Daemon) -> None:
-        """Freeze the node past its session timeout (as a long GC pause or a VM stall
-        would), so ZooKeeper expires its session; then let it go on."""
-        os.kill(node.pid, signal.SIGSTOP)
-        try:
-            wait_for(lambda: not zk_client.exists(node_entry), SESSION_TIMEOUT_S + 20,
-                     "ZooKeeper to expire the frozen node's session")
-        finally:
-            os.kill(node.pid, signal.SIGCONT)
+        with frozen_past_session(node, lambda: zk_client.exists(node_entry),
+                                 SESSION_TIMEOUT_S + 20):
+            pass
 
     try:
         cluster.start_manager()
