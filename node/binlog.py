@@ -32,13 +32,15 @@ from node import ddlsession, fastrows, rowdecode, rowvalues
 from node.changes import ChangeType, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
+from node.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
-from shared.errors import SetlError, SourceError
+from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.retl import BUFFER_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
+BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
 
 log = logging.getLogger("setl.node.binlog")
 rowvalues.install()  # the library's TIME, date and charset readers, made exact
@@ -247,8 +249,9 @@ class BinlogReader:
             self._read(self._stream)
         except pymysql.MySQLError as exc:
             if not self._stop.is_set():
-                error = SourceError(f"binlog of {self.source.name} failed at "
-                                    f"{self._position()}: {exc.args[-1] if exc.args else exc}")
+                error = self._position_lost(exc) or SourceError(
+                    f"binlog of {self.source.name} failed at {self._position()}: "
+                    f"{exc.args[-1] if exc.args else exc}")
         except SetlError as exc:  # handed to the pipeline, which reports it
             if not self._stop.is_set():
                 error = exc
@@ -259,6 +262,24 @@ class BinlogReader:
         finally:
             self._close()
         self._put(StreamEnded(error))
+
+    def _position_lost(self, exc: pymysql.MySQLError) -> PositionLostError | None:
+        """The server's refusal to send the binlog from the position (error 1236: purged,
+        or a position or GTID it never had) as a pause that says what to do; None for any
+        other error."""
+        if not exc.args or exc.args[0] != BINLOG_POSITION_REFUSED:
+            return None
+        oldest = ""
+        try:
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                cursor.execute("SHOW BINARY LOGS")
+                first = cursor.fetchone()
+                oldest = f"; the oldest binlog it keeps is {first[0]}" if first else ""
+        except pymysql.MySQLError:
+            pass  # the refusal alone still says enough
+        return PositionLostError(
+            f"source {self.source.name} cannot send its binlog from {self._position()}: "
+            f"{exc.args[-1]}{oldest}. {LOST_POSITION_REMEDY}")
 
     def _close(self) -> None:
         stream = self._stream

@@ -38,7 +38,7 @@ from node.window import Window
 from shared import tablekeys
 from shared.catalog import Catalog
 from shared.errors import (
-    DEFINITION_ERRORS,
+    PAUSE_AT_ONCE,
     ConfigError,
     OwnershipLostError,
     SetlError,
@@ -156,7 +156,7 @@ class PipelineRunner:
             try:
                 self._run_once(compiled)
                 break
-            except DEFINITION_ERRORS as exc:  # a definition or user code: no passing failure
+            except PAUSE_AT_ONCE as exc:  # a definition, user code, a lost position: no retry
                 self._fail_for_good(str(exc))
                 return
             except FencedError as exc:

@@ -8,13 +8,19 @@ import zlib
 import pymysql
 
 from shared.endpoint import connect, connection_settings
-from shared.errors import SourceError
+from shared.errors import PositionLostError, SourceError
 from shared.model import BinlogPosition, DataSource
 
 __all__ = ["check_source", "connect", "connection_settings", "current_position",
            "replica_server_id"]
 log = logging.getLogger("setl.node.source")
 REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+
+
+LOST_POSITION_REMEDY = (
+    "The changes since are lost to this pipeline (the binlog was purged, or the position "
+    "was never there): copy the paired tables again, then delete the channel and apply it "
+    "anew (it starts at the latest position, or at its start: setting)")
 
 
 def replica_server_id(pipeline_id: str) -> int:
@@ -53,10 +59,9 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
             cursor.execute("SHOW BINARY LOGS")
             files = [row[0] for row in cursor.fetchall()]
             if start.file not in files:
-                raise SourceError(
+                raise PositionLostError(
                     f"{where}: binlog file {start.file} is not on the source any more "
-                    f"(oldest is {files[0] if files else 'none'}); set a new position with "
-                    "'start:' or back-fill the gap")
+                    f"(oldest is {files[0] if files else 'none'}). {LOST_POSITION_REMEDY}")
 
 
 def current_position(source: DataSource) -> BinlogPosition:

@@ -88,6 +88,11 @@ class SourceError(SetlError):
     """The source database is unreachable or misconfigured for replication."""
 
 
+class PositionLostError(SourceError):
+    """The source no longer has the binlog at the pipeline's position (purged, or never
+    there): retrying cannot help, so the pipeline pauses at once."""
+
+
 class LoadError(SetlError):
     """Writing a batch into a target database failed."""
 
@@ -104,6 +109,8 @@ class ShardError(SetlError):
 
 # Errors of a definition or of user code: retrying cannot help, the pipeline pauses at once.
 DEFINITION_ERRORS = (ConfigError, TransformError, ShardError)
+# what a retry cannot mend: the pipeline pauses at once and says why
+PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError)
 
 
 class SandboxError(SetlError):
