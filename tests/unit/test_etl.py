@@ -382,3 +382,20 @@ def test_a_small_batch_runs_in_the_node_with_the_errors_a_spark_job_gives() -> N
         runner.extract_transform(broken, [insert("s", "t", {"id": 1})])
     assert type(raised.value) is SetlError
     assert runner._session is None  # no Spark was started for any of it
+
+
+def test_a_warm_up_asked_for_after_the_stop_starts_no_spark(caplog) -> None:
+    from node.spark import SparkRunner
+    from shared.errors import SetlError
+    from shared.settings import SparkSettings
+
+    runner = SparkRunner(SparkSettings("local[1]", "512m", ()))
+    runner.stop()  # the node is shutting down while the supervisor still reconciles
+    runner.warm()
+    assert runner._warming is not None
+    runner._warming.join(10)
+    assert runner._session is None
+    assert "event=spark_warm_failed" in caplog.text and "shutting down" in caplog.text
+    runner.warm()  # once only
+    with pytest.raises(SetlError, match="Spark was stopped"):
+        runner.context  # noqa: B018
