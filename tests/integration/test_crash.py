@@ -29,7 +29,7 @@ def test_kill_9_mid_stream_then_restart_leaves_target_equal(sandbox, tmp_path):
             writer = Database(sandbox, "source")
             rng = random.Random(7)
             n = 0
-            while not stop.is_set() and n < 6000:
+            while not stop.is_set() and n < 100_000:  # stop ends it
                 n += 1
                 time.sleep(0.001)  # about 1,000 transactions a second
                 key = rng.randrange(400)
@@ -46,15 +46,21 @@ def test_kill_9_mid_stream_then_restart_leaves_target_equal(sandbox, tmp_path):
         thread.start()
         wait_for(lambda: len(target.table(schema, "ledger")) > 50, 60, "replication under way")
         node.kill()  # no clean-up at all, in the middle of batches
-        time.sleep(1.0)  # the workload goes on while no node runs
-        cluster.start_node(1)
-        time.sleep(2.0)
+        killed_at = len(written)
+        wait_for(lambda: len(written) >= killed_at + 200, 60,
+                 "the workload to go on while no node runs")
+        first_run = len(node.output())
+        restarted = cluster.start_node(1)
+        wait_for(lambda: "event=pipeline_started pipeline=crash.forward"
+                 in restarted.output()[first_run:], 90, "the restarted node to run the pipeline")
+        restarted_at = len(written)
+        wait_for(lambda: len(written) >= restarted_at + 200, 60,
+                 "the workload to go on while the restarted node runs")
         stop.set()
         thread.join(120)
         assert not thread.is_alive(), "the workload did not stop"
         assert len(written) > 1000
         wait_equal(source, target, schema, ["ledger"], timeout_s=120)
-        assert "event=pipeline_started pipeline=crash.forward" in cluster.nodes[1].output()
     finally:
         cluster.stop()
         source.close()

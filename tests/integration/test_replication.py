@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -58,8 +57,8 @@ def test_start_latest_copies_only_later_changes_and_start_position_replays(
     source.execute(f"INSERT INTO {t} (id, name) VALUES (2, 'after the recorded position')")
     start_channel(cluster, "latest", schema, ["items"])
     source.execute(f"INSERT INTO {t} (id, name) VALUES (3, 'after the start')")
+    # batches load in source order: had row 2 been read, it would be there before row 3
     wait_for(lambda: target.table(schema, "items"), 30, "the row written after the start")
-    time.sleep(0.5)
     assert [row[0] for row in target.table(schema, "items")] == [3]
     cluster.set_status("latest", "STOP")
 
@@ -136,9 +135,12 @@ def test_restart_from_cursor_after_a_clean_stop(cluster, source, target):
                      "the first loaded processId in the stats")
     cluster.set_status("resume", "STOP")
     wait_for(lambda: cluster.pipeline_state("resume").state == "not running", 15, "stop")
+    # the runner has ended (it logs so last): nothing written from now on can arrive before
+    # the channel starts again
+    wait_for(lambda: "event=pipeline_stopped pipeline=resume.forward" in
+             cluster.nodes[1].output(), 15, "the runner to end")
     source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (2, 'while stopped')")
     source.execute(f"UPDATE `{schema}`.items SET name = 'changed while stopped' WHERE id = 1")
-    time.sleep(1.5)  # nothing may arrive while the channel is stopped
     assert target.table(schema, "items")[0][1] == "before stop"
     assert len(target.table(schema, "items")) == 1
     cluster.set_status("resume", "START")
@@ -208,8 +210,9 @@ def test_pause_and_start_through_the_cli(cluster, source, target, capsys):
     assert cli.main(["--manager", address, "channel", "pause", "pausing"]) == 0
     wait_for(lambda: cluster.pipeline_state("pausing").state == "not running", 15,
              "the pipeline to stop within seconds of the pause")
+    wait_for(lambda: "event=pipeline_stopped pipeline=pausing.forward" in
+             cluster.nodes[1].output(), 15, "the runner to end")
     source.execute(f"INSERT INTO `{schema}`.items (id, name) VALUES (1, 'paused')")
-    time.sleep(1.5)
     assert target.table(schema, "items") == []
     assert cli.main(["--manager", address, "channel", "start", "pausing"]) == 0
     wait_equal(source, target, schema, ["items"], timeout_s=30)

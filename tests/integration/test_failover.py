@@ -1,0 +1,353 @@
+"""The promises under the failures a production pipeline meets, end to end on real servers:
+the owning node killed (the other candidate takes over), the owner frozen past its ZooKeeper
+session (the other takes over; the stale one must not write when it wakes), a deadlock on
+the target (Load retries), binlog rotation with a restart in between, a start position the
+source has purged (a pause that says what to do), and a source restart.
+
+While writes race the failure, a watcher reads the target in consistent snapshots and
+checks what a reader relies on: a source transaction is seen whole or not at all, and a row
+never goes back. Every test ends with source and target compared equal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
+
+import pymysql
+import pytest
+
+from shared import zk
+from shared.devcluster import (
+    SESSION_TIMEOUT_S,
+    Cluster,
+    Database,
+    frozen_past_session,
+    make_schema,
+    one_way,
+    wait_equal,
+    wait_for,
+)
+from shared.sandbox import Sandbox, pid_alive
+
+ACCOUNTS, OPENING = 20, 100
+BANK = ("CREATE TABLE `{schema}`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL, "
+        "version BIGINT NOT NULL)",
+        "CREATE TABLE `{schema}`.journal (id INT PRIMARY KEY, debit INT NOT NULL, "
+        "credit INT NOT NULL, amount INT NOT NULL)")
+TABLES = ["accounts", "journal"]
+
+
+class Bank:
+    """Transfers on the source, each one transaction over both tables, and a watcher of the
+    target: balances sum to the total and versions to twice the journal's rows in every
+    snapshot (no part of a transaction visible), and no version goes down (no row goes
+    back)."""
+
+    def __init__(self, sandbox: Sandbox, schema: str) -> None:
+        self.sandbox, self.schema = sandbox, schema
+        self.done = threading.Event()
+        self.transfers = 0
+        self.snapshots = 0
+        self.violations: list[str] = []
+        self._versions: dict[int, int] = {}
+        self._threads: list[threading.Thread] = []
+        for server in ("source", "target"):
+            db = Database(sandbox, server)
+            db.execute(f"INSERT INTO `{schema}`.accounts VALUES "
+                       + ", ".join(f"({i}, {OPENING}, 0)" for i in range(ACCOUNTS)))
+            db.close()
+
+    def start(self) -> None:
+        for work in (self._transfer, self._watch):
+            thread = threading.Thread(target=work, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _transfer(self) -> None:
+        db = Database(self.sandbox, "source")
+        t = f"`{self.schema}`"
+        while not self.done.is_set():
+            n = self.transfers + 1
+            debit, credit, amount = n % ACCOUNTS, (n * 7 + 3) % ACCOUNTS, n % 13 + 1
+            if debit == credit:
+                credit = (credit + 1) % ACCOUNTS
+            db.execute("BEGIN")
+            db.execute(f"UPDATE {t}.accounts SET balance = balance - {amount}, version = "
+                       f"version + 1 WHERE id = {debit}")
+            db.execute(f"UPDATE {t}.accounts SET balance = balance + {amount}, version = "
+                       f"version + 1 WHERE id = {credit}")
+            db.execute(f"INSERT INTO {t}.journal VALUES ({n}, {debit}, {credit}, {amount})")
+            db.execute("COMMIT")
+            self.transfers = n
+            self.done.wait(0.004)
+        db.close()
+
+    def _watch(self) -> None:
+        db: Database | None = None
+        t = f"`{self.schema}`"
+        while not self.done.is_set():
+            try:
+                db = db or Database(self.sandbox, "target")
+                db.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                balance, versions = db.rows(f"SELECT SUM(balance), SUM(version) FROM "
+                                            f"{t}.accounts")[0]
+                journal = db.rows(f"SELECT COUNT(*) FROM {t}.journal")[0][0]
+                each = db.rows(f"SELECT id, version FROM {t}.accounts")
+                db.execute("COMMIT")
+            except pymysql.MySQLError:  # the target restarted or dropped us: read again
+                db = None
+                self.done.wait(0.2)
+                continue
+            self.snapshots += 1
+            if balance != ACCOUNTS * OPENING or versions != 2 * journal:
+                self.violations.append(f"part of a transaction: balances {balance}, versions "
+                                       f"{versions}, journal rows {journal}")
+            for account, version in each:
+                if version < self._versions.get(account, 0):
+                    self.violations.append(f"account {account} went back to version {version}")
+                self._versions[account] = max(self._versions.get(account, 0), version)
+            self.done.wait(0.02)
+        if db is not None:
+            db.close()
+
+    def pause(self) -> None:
+        """Stop writing and watching (``start`` goes on)."""
+        self.done.set()
+        for thread in self._threads:
+            thread.join(60)
+            assert not thread.is_alive(), "a workload thread did not stop"
+        self._threads.clear()
+        self.done.clear()
+
+    def wait_transfers(self, count: int) -> None:
+        wait_for(lambda: self.transfers >= count, 120, f"{count} transfers on the source")
+
+    def finish(self, source: Database, target: Database) -> None:
+        """Stop writing, wait for the target to equal the source, and check the watcher saw
+        every promise kept over enough snapshots."""
+        self.done.set()
+        for thread in self._threads:
+            thread.join(60)
+            assert not thread.is_alive(), "a workload thread did not stop"
+        wait_equal(source, target, self.schema, TABLES, timeout_s=120)
+        assert self.violations == []
+        assert self.snapshots > 20, "the watcher hardly read the target"
+
+
+@pytest.fixture
+def pair(sandbox: Sandbox) -> Iterator[tuple[Database, Database]]:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    yield source, target
+    source.close()
+    target.close()
+
+
+def owner(cluster: Cluster, channel: str) -> int:
+    def running_on() -> int:
+        state = cluster.pipeline_state(channel)
+        return state.owner_node if state.state == "running" else 0
+    return wait_for(running_on, 90, f"a node running {channel}")
+
+
+def start_bank(cluster: Cluster, sandbox: Sandbox, source: Database, target: Database,
+               channel: str, nodes: int = 2) -> Bank:
+    schema = make_schema(source, target, *BANK)
+    bank = Bank(sandbox, schema)
+    cluster.start_manager()
+    for node_id in range(1, nodes + 1):
+        cluster.start_node(node_id)
+    cluster.apply([one_way(channel, schema, TABLES, batch_timeout_ms=50)])
+    cluster.set_status(channel, "START")
+    cluster.wait_running(channel)
+    return bank
+
+
+def test_the_owner_killed_mid_stream_the_other_node_takes_over(sandbox, pair, tmp_path):
+    source, target = pair
+    cluster = Cluster(sandbox, tmp_path, "failover")
+    try:
+        bank = start_bank(cluster, sandbox, source, target, "failover")
+        first = owner(cluster, "failover")
+        bank.start()
+        bank.wait_transfers(300)
+        cluster.nodes[first].kill()  # kill -9 in the middle of batches
+        second = wait_for(lambda: owner(cluster, "failover") != first and
+                          owner(cluster, "failover"), 90, "the other node to take over")
+        done = bank.transfers
+        bank.wait_transfers(done + 300)  # written while the second node owns it
+        bank.finish(source, target)
+        assert second != first
+        assert "event=pipeline_started pipeline=failover.forward" in \
+            cluster.nodes[second].output()
+    finally:
+        cluster.stop()
+
+
+def test_a_frozen_owner_is_replaced_and_does_not_write_when_it_wakes(
+        sandbox, pair, tmp_path, zk_client):
+    source, target = pair
+    cluster = Cluster(sandbox, tmp_path, "fence")
+    try:
+        bank = start_bank(cluster, sandbox, source, target, "fence")
+        first = owner(cluster, "fence")
+        frozen = cluster.nodes[first]
+        entry = zk.ZkPaths(cluster.root).node(first)
+        bank.start()
+        bank.wait_transfers(300)
+        other = next(n for n in cluster.nodes if n != first)
+        with frozen_past_session(frozen, lambda: zk_client.exists(entry),
+                                 SESSION_TIMEOUT_S + 30):
+            wait_for(lambda: owner(cluster, "fence") == other, 90,
+                     "the other node to take over")
+            done = bank.transfers
+            bank.wait_transfers(done + 300)
+            wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM `{bank.schema}`.journal")[0][0]
+                     >= done + 300, 90, "rows loaded by the new owner while the old one sleeps")
+        woken = len(frozen.output())
+        wait_for(lambda: re.search(r"event=(zk_session_lost|pipeline_fenced)",
+                                   frozen.output()[woken - 2000:]), 60,
+                 "the woken owner to learn it lost the pipeline")
+        bank.wait_transfers(bank.transfers + 200)
+        bank.finish(source, target)
+        # the position row carries the epoch of the owner that wrote it last: the new one's
+        [(stored,)] = target.rows("SELECT owner_epoch FROM retl.retl_position WHERE "
+                                  "pipeline_id = 'fence.forward'")
+        assigned = {int(node): int(epoch) for node, epoch in re.findall(
+            r"event=pipeline_assigned pipeline=fence.forward node=(\d+) version=\d+ "
+            r"epoch=(\d+)", cluster.nodes[first].output() + cluster.nodes[other].output())}
+        assert stored == assigned[other] > assigned[first]
+        assert owner(cluster, "fence") == other  # the woken node did not take it back
+        assert frozen.alive()
+    finally:
+        cluster.stop()
+
+
+def test_a_deadlock_on_the_target_is_retried_and_nothing_is_lost(sandbox, pair, tmp_path):
+    source, target = pair
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, "
+                         "counter INT NOT NULL)")
+    target.execute(f"CREATE TABLE `{schema}`.ballast (id INT PRIMARY KEY, n INT NOT NULL)")
+    target.execute(f"INSERT INTO `{schema}`.ballast SELECT seq, 0 FROM `{schema}`.seq_1_to_2000")
+    for db in (source, target):
+        db.execute(f"INSERT INTO `{schema}`.ledger VALUES (1, 0), (2, 0)")
+    cluster = Cluster(sandbox, tmp_path, "deadlock")
+    blocker = Database(sandbox, "target")
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([one_way("deadlock", schema, ["ledger"], batch_timeout_ms=20)])
+        cluster.set_status("deadlock", "START")
+        cluster.wait_running("deadlock")
+        # another writer of the target holds row 2 and has done much work (so InnoDB picks
+        # Load's transaction as the deadlock's victim)
+        blocker.execute("BEGIN")
+        blocker.execute(f"UPDATE `{schema}`.ballast SET n = n + 1")
+        blocker.execute(f"UPDATE `{schema}`.ledger SET counter = counter WHERE id = 2")
+        source.execute("BEGIN")
+        source.execute(f"UPDATE `{schema}`.ledger SET counter = 10 WHERE id = 1")
+        source.execute(f"UPDATE `{schema}`.ledger SET counter = 20 WHERE id = 2")
+        source.execute("COMMIT")
+        wait_for(lambda: target.rows("SELECT COUNT(*) FROM information_schema.innodb_trx "
+                                     "WHERE trx_state = 'LOCK WAIT'")[0][0] == 1, 60,
+                 "Load to wait for row 2")
+        blocker.execute(f"UPDATE `{schema}`.ledger SET counter = counter WHERE id = 1")
+        blocker.execute("ROLLBACK")  # the other writer changes nothing in the end
+        wait_equal(source, target, schema, ["ledger"])
+        log = node.output()
+        assert re.search(r"event=load_retry pipeline=deadlock.forward .*Deadlock", log), log[-3000:]
+        assert "event=pipeline_failed pipeline=deadlock.forward" not in log
+    finally:
+        blocker.close()
+        cluster.stop()
+
+
+def test_binlog_rotation_across_a_restart_and_a_purged_start_position(sandbox, pair, tmp_path):
+    source, target = pair
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, "
+                         "counter INT NOT NULL)")
+    t = f"`{schema}`.ledger"
+    cluster = Cluster(sandbox, tmp_path, "rotation")
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([one_way("rotation", schema, ["ledger"], batch_timeout_ms=20)])
+        cluster.set_status("rotation", "START")
+        cluster.wait_running("rotation")
+        first_file = source.rows("SHOW MASTER STATUS")[0][0]
+        for n in range(1, 301):
+            source.execute(f"INSERT INTO {t} VALUES ({n}, 0)")
+            if n % 100 == 0:
+                source.execute("FLUSH BINARY LOGS")  # the binlog moves on to a new file
+            if n == 150:
+                assert node.terminate() == 0  # a clean stop between two rotations
+                node = cluster.start_node(1)
+        wait_equal(source, target, schema, ["ledger"])
+        file = target.rows("SELECT binlog_file FROM retl.retl_position WHERE pipeline_id = "
+                           "'rotation.forward'")[0][0]
+        assert file > first_file, "the position did not follow the rotation"
+        cluster.set_status("rotation", "STOP")
+
+        # a channel asked to start where the source no longer has its binlog
+        gone = source.rows("SHOW MASTER STATUS")[0][:2]
+        source.execute(f"INSERT INTO {t} VALUES (1000, 0)")
+        source.execute("FLUSH BINARY LOGS")
+        current = source.rows("SHOW MASTER STATUS")[0][0]
+
+        def purged() -> bool:  # a file a binlog reader still holds is kept: try again
+            source.execute(f"PURGE BINARY LOGS TO '{current}'")
+            return gone[0] not in [row[0] for row in source.rows("SHOW BINARY LOGS")]
+        wait_for(purged, 60, f"the source to purge {gone[0]}", 0.5)
+        cluster.apply([one_way("purged", schema, ["ledger"],
+                               start={"file": gone[0], "pos": int(gone[1])})])
+        cluster.set_status("purged", "START")
+        wait_for(lambda: cluster.channel_status("purged") == "PAUSE", 90,
+                 "the pipeline to pause")
+        error = cluster.pipeline_state("purged").last_error or node.output()
+        assert f"binlog file {gone[0]} is not on the source any more (oldest is {current})" \
+            in error, error
+        assert "copy the paired tables again" in error
+        assert node.output().count("event=pipeline_failed pipeline=purged.forward") == 0
+
+        # a GTID start whose transactions are in purged files: the server refuses the dump
+        cluster.apply([one_way("purged-gtid", schema, ["ledger"], start={"gtid": "0-11-1"})])
+        cluster.set_status("purged-gtid", "START")
+        wait_for(lambda: cluster.channel_status("purged-gtid") == "PAUSE", 90,
+                 "the GTID pipeline to pause")
+        log = node.output()
+        assert "event=pipeline_failed pipeline=purged-gtid.forward" not in log
+        paused = re.search(r"event=pipeline_paused pipeline=purged-gtid.forward error=(.*)", log)
+        assert paused, log[-3000:]
+        assert "source source cannot send its binlog from" in paused[1]
+        assert f"the oldest binlog it keeps is {current}" in paused[1]
+        assert "copy the paired tables again" in paused[1]
+    finally:
+        cluster.stop()
+
+
+def test_a_source_restart_mid_stream_loses_nothing(sandbox, tmp_path):
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    cluster = Cluster(sandbox, tmp_path, "restart")
+    try:
+        bank = start_bank(cluster, sandbox, source, target, "restart", nodes=1)
+        bank.start()
+        bank.wait_transfers(500)
+        bank.pause()  # the writers stop; the pipeline is still reading behind them
+        pid = sandbox.servers()["source"].pid
+        source.close()
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not pid_alive(pid), 60, "the source to stop")
+        sandbox.up()  # the same port and data
+        source = Database(sandbox, "source")
+        written = bank.transfers
+        bank.start()
+        bank.wait_transfers(written + 300)
+        bank.finish(source, target)
+        assert sandbox.servers()["source"].pid != pid
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
