@@ -7,7 +7,7 @@ PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
 .PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean \
 	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream \
-	bench-decode
+	bench-decode chaos
 
 setup: system-packages $(STAMP)
 
@@ -71,3 +71,8 @@ clean:
 
 demo-down: $(STAMP)
 	$(BIN)/python scripts/demo.py down
+
+# Chaos soak: faults of every kind under load on two nodes; `make chaos MINUTES=10`.
+MINUTES ?= 10
+chaos: setup
+	$(BIN)/python -m bench.chaos --minutes $(MINUTES)

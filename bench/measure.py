@@ -8,6 +8,7 @@ import os
 import platform
 import re
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -85,17 +86,41 @@ def time_split(log_text: str) -> dict[str, float]:
     return {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
 
 
+def pt_table_sync_differences(password: str, source_port: int, copy_port: int, schema: str,
+                              tables: list[str]) -> list[str]:
+    """``pt-table-sync --print`` from the source to a copy: one line per table that differs
+    (what it would change, or its error)."""
+    bad = []
+    dsn = f"h=127.0.0.1,u=setl,p={password}"
+    for table in tables:
+        done = subprocess.run(
+            ["pt-table-sync", "--print", "--no-check-slave",
+             f"{dsn},P={source_port},D={schema},t={table}", f"{dsn},P={copy_port}"],
+            capture_output=True, text=True, check=False)
+        if done.returncode not in (0, 2) or done.stdout.strip():
+            bad.append(f"{schema}.{table}: {(done.stdout or done.stderr).strip()[:200]}")
+    return bad
+
+
+def write_json(directory: Path, name: str, smoke: bool, body: dict[str, Any]
+               ) -> tuple[dict[str, Any], Path]:
+    """``body`` with the machine and the time as ``directory/name-<time>.json`` (or
+    ``name-smoke.json``); return what was written and the path."""
+    path = directory / f"{name}-{'smoke' if smoke else time.strftime('%Y%m%d-%H%M%S')}.json"
+    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **body}
+    directory.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str))
+    return report, path
+
+
 def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
                  results: list[dict[str, Any]], summary: dict[str, Any]
                  ) -> tuple[dict[str, Any], Path]:
     """Print the results as a table and write them as ``directory/name-<time>.json`` (or
     ``name-smoke.json``); return the report and its path."""
-    path = directory / f"{name}-{'smoke' if smoke else time.strftime('%Y%m%d-%H%M%S')}.json"
-    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": args,
-              "results": results, **summary}
-    directory.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str))
+    report, path = write_json(directory, name, smoke,
+                              {"args": args, "results": results, **summary})
     for result in results:
         print(" | ".join(f"{k}={v}" for k, v in result.items() if k != "differences"))
         for difference in result.get("differences", []):

@@ -42,7 +42,15 @@ from typing import Any
 import pymysql
 
 from bench.catchup import catchup_scenario
-from bench.measure import RESULTS, RssSampler, percentile_ms, time_split, tree_cpu_s, write_report
+from bench.measure import (
+    RESULTS,
+    RssSampler,
+    percentile_ms,
+    pt_table_sync_differences,
+    time_split,
+    tree_cpu_s,
+    write_report,
+)
 from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
 
@@ -106,17 +114,8 @@ class Peers:
 
     def differs(self, copy: str, schema: str, tables: list[str]) -> list[str]:
         """pt-table-sync --print from the source to a copy: the tables that differ."""
-        bad = []
-        for table in tables:
-            dsn = f"h=127.0.0.1,u=setl,p={self.password}"
-            done = subprocess.run(
-                ["pt-table-sync", "--print", "--no-check-slave",
-                 f"{dsn},P={self.port('source')},D={schema},t={table}",
-                 f"{dsn},P={self.port(copy)}"],
-                capture_output=True, text=True, check=False)
-            if done.returncode not in (0, 2) or done.stdout.strip():
-                bad.append(f"{schema}.{table}: {(done.stdout or done.stderr).strip()[:200]}")
-        return bad
+        return pt_table_sync_differences(self.password, self.port("source"), self.port(copy),
+                                         schema, tables)
 
     def close(self) -> None:
         self.cluster.stop()

@@ -74,3 +74,17 @@ def test_bench_decode_smoke_run_measures_select_alone(tmp_path: Path) -> None:
     [result] = report["results"]
     assert result["scenario"].startswith("read and decode")
     assert result["rows_per_s"] > 0 and result["cpu_us_per_row"] > 0
+
+
+def test_chaos_soak_one_fault_of_each_kind_ends_with_the_promises_kept(tmp_path: Path) -> None:
+    """``make chaos`` in short: every kind of fault once, under load on two nodes."""
+    from bench.chaos import FAULTS
+
+    report = smoke_run("bench.chaos", tmp_path, "--rounds", "1", "--every", "2", "--seed", "7")
+    assert report["ok"], report
+    assert report["faults"] == dict.fromkeys(FAULTS, 1)
+    assert all(fault["healed_s"] is not None for fault in report["log"])
+    assert report["takeover_s"]["max"] > 0
+    assert report["violation_count"] == 0 and report["divergences"] == []
+    assert report["snapshots_checked"] > 50 and report["transfers"] > 100
+    assert report["rows_compared"] > 4000  # sysbench's two tables and the bank's

@@ -1,0 +1,401 @@
+"""Chaos soak: a channel under load on two candidate nodes while faults hit every part.
+
+``python -m bench.chaos [--minutes M] [--every S] [--seed N] [--faults kind,kind]``
+(``make chaos``) starts its own sandbox (source, target, ZooKeeper), a manager and two nodes
+(both candidates for the pipeline), and two workloads on the source:
+
+- **bank**: transfers between 100 accounts, each one source transaction over two tables
+  (both accounts' balance and version, and a journal row);
+- **sysbench** ``oltp_write_only`` on two tables at a modest rate.
+
+A fault of a random kind comes every ``--every`` seconds, once the previous one has healed:
+
+- ``kill_owner``: kill -9 of the node that runs the pipeline (the other takes over; the
+  killed one is started again afterwards);
+- ``stop_owner``: SIGSTOP of that node for twice the ZooKeeper session, then SIGCONT (the
+  other takes over; fencing must keep the stale owner from writing);
+- ``restart_target``: kill -9 of the target MariaDB, started again on its port;
+- ``restart_zookeeper``: kill -9 of ZooKeeper, started again with its data;
+- ``kill_binlog``: ``KILL`` of the binlog dump connection on the source;
+- ``kill_target_connections``: ``KILL`` of every setl connection on the target.
+
+While it runs, a watcher reads the target many times a second, each time in one consistent
+snapshot, and checks the promises a reader relies on: the balances always sum to the
+total and the versions to twice the journal's rows (a reader never sees part of a source
+transaction), and no account's version ever goes down (a row never goes back). A fault has
+healed when every journal row written on the source before it is on the target; that time
+is reported (for the node faults it is the takeover time). At the end the workloads stop,
+source and target are compared table by table and with ``pt-table-sync --print``, and a
+report (faults by kind, heal times p50/max, snapshots checked, violations, divergences) is
+printed and written to ``bench/results/chaos-<time>.json``. Exit code 0 only when there is
+no violation and no divergence and every fault healed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pymysql
+
+from bench.measure import RESULTS, pt_table_sync_differences, write_json
+from shared.devcluster import SESSION_TIMEOUT_S, Cluster, Database, wait_for
+from shared.sandbox import Sandbox, pid_alive
+
+DB = "chaos"
+CHANNEL = "chaos"
+ACCOUNTS, OPENING = 100, 1000
+TOTAL = ACCOUNTS * OPENING
+TABLES = ["accounts", "journal", "sbtest1", "sbtest2"]
+FAULTS = ("kill_owner", "stop_owner", "restart_target", "restart_zookeeper", "kill_binlog",
+          "kill_target_connections")
+HEAL_LIMIT_S = 180.0  # a fault not healed by then fails the soak
+
+
+@dataclass
+class Watch:
+    """What the watcher saw on the target."""
+
+    snapshots: int = 0
+    errors: int = 0  # reads that failed (the target or its connection was down)
+    violations: list[str] = field(default_factory=list)
+    versions: dict[int, int] = field(default_factory=dict)
+
+
+class Soak:
+    def __init__(self, work: Path, seed: int, log: Any = print) -> None:
+        self.work, self.rng, self.log = work, random.Random(seed), log
+        self.box = Sandbox(work / "sandbox")
+        self.servers = self.box.up(owner_pid=os.getpid())
+        self.box.trust_secret()
+        self.password = self.box.password()
+        self.cluster = Cluster(self.box, work / "cluster", "chaos")
+        self.stop = threading.Event()
+        self.watch = Watch()
+        self.transfers = 0
+        self.threads: list[threading.Thread] = []
+        self.sysbench: subprocess.Popen[bytes] | None = None
+
+    # -- set-up -------------------------------------------------------------------------
+    def prepare(self) -> None:
+        for server in ("source", "target"):
+            db = Database(self.box, server)
+            db.script(f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}",
+                      f"CREATE TABLE {DB}.accounts (id INT PRIMARY KEY, balance BIGINT NOT "
+                      "NULL, version BIGINT NOT NULL)",
+                      f"CREATE TABLE {DB}.journal (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                      "debit INT NOT NULL, credit INT NOT NULL, amount INT NOT NULL)")
+            db.execute(f"INSERT INTO {DB}.accounts VALUES "
+                       + ", ".join(f"({i}, {OPENING}, 0)" for i in range(ACCOUNTS)))
+            db.close()
+        self.cluster.start_manager()
+        self.cluster.start_node(1)
+        self.cluster.start_node(2)
+        self.cluster.apply([{"name": CHANNEL, "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "batch_timeout_ms": 50,
+            "ddl_sync": True,  # sysbench's tables are made on the source and replicated
+            "pairs": [{"source": f"{DB}.{t}", "target": f"{DB}.{t}"} for t in TABLES]}]}])
+        self.cluster.set_status(CHANNEL, "START")
+        self.cluster.wait_running(CHANNEL)
+        self._sysbench("--tables=2", "--table-size=2000", "prepare", port="source")
+
+    def _sysbench(self, *args: str, port: str) -> None:
+        done = subprocess.run(self._sysbench_command(*args, port=port), capture_output=True,
+                              text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
+
+    def _sysbench_command(self, *args: str, port: str) -> list[str]:
+        return ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+                f"--mysql-port={self.servers[port].port}", "--mysql-user=setl",
+                f"--mysql-password={self.password}", f"--mysql-db={DB}", *args]
+
+    # -- workloads and watcher ----------------------------------------------------------
+    def start_workloads(self, seconds: float) -> None:
+        self.sysbench = subprocess.Popen(
+            self._sysbench_command("--tables=2", "--table-size=2000", "--threads=2",
+                                   "--rate=40", f"--time={int(seconds) + 600}", "run",
+                                   port="source"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for target in (self._bank, self._watcher):
+            thread = threading.Thread(target=target, daemon=True, name=target.__name__)
+            thread.start()
+            self.threads.append(thread)
+
+    def _bank(self) -> None:
+        db = Database(self.box, "source")
+        rng = random.Random(self.rng.random())
+        while not self.stop.is_set():
+            debit, credit = rng.sample(range(ACCOUNTS), 2)
+            amount = rng.randrange(1, 50)
+            db.execute("BEGIN")
+            db.execute(f"UPDATE {DB}.accounts SET balance = balance - %s, version = version "
+                       "+ 1 WHERE id = %s", (amount, debit))
+            db.execute(f"UPDATE {DB}.accounts SET balance = balance + %s, version = version "
+                       "+ 1 WHERE id = %s", (amount, credit))
+            db.execute(f"INSERT INTO {DB}.journal (debit, credit, amount) VALUES (%s, %s, %s)",
+                       (debit, credit, amount))
+            db.execute("COMMIT")
+            self.transfers += 1
+            time.sleep(0.01)
+        db.close()
+
+    def _watcher(self) -> None:
+        db: Database | None = None
+        while not self.stop.is_set():
+            try:
+                if db is None:
+                    db = Database(self.box, "target")
+                self._check(db)
+            except pymysql.MySQLError:
+                self.watch.errors += 1
+                if db is not None:
+                    try:
+                        db.close()
+                    except pymysql.MySQLError:
+                        pass
+                db = None
+                self.stop.wait(0.2)
+            self.stop.wait(0.05)
+        if db is not None:
+            db.close()
+
+    def _check(self, db: Database) -> None:
+        db.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        try:
+            balance, versions = db.rows(f"SELECT SUM(balance), SUM(version) FROM "
+                                        f"{DB}.accounts")[0]
+            journal = db.rows(f"SELECT COUNT(*) FROM {DB}.journal")[0][0]
+            each = db.rows(f"SELECT id, version FROM {DB}.accounts")
+        finally:
+            db.execute("COMMIT")
+        self.watch.snapshots += 1
+        if int(balance) != TOTAL or int(versions) != 2 * int(journal):
+            self.watch.violations.append(
+                f"part of a transaction visible: balances sum to {balance} (not {TOTAL}), "
+                f"versions to {versions} with {journal} journal rows")
+        for account, version in each:
+            seen = self.watch.versions.get(account, 0)
+            if version < seen:
+                self.watch.violations.append(f"account {account} went back from version "
+                                             f"{seen} to {version}")
+            self.watch.versions[account] = max(seen, int(version))
+
+    # -- faults -------------------------------------------------------------------------
+    def owner(self) -> int:
+        def found() -> int:
+            state = self.cluster.pipeline_state(CHANNEL)
+            return state.owner_node if state.state == "running" else 0
+        return wait_for(found, HEAL_LIMIT_S, "a node running the pipeline")
+
+    def inject(self, kind: str) -> str:
+        if kind == "kill_owner":
+            owner = self.owner()
+            self.cluster.nodes[owner].kill()
+            return f"node {owner}"
+        if kind == "stop_owner":
+            owner = self.owner()
+            pid = self.cluster.nodes[owner].pid
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(2 * SESSION_TIMEOUT_S + 1)  # past the session: the other takes over
+            os.kill(pid, signal.SIGCONT)
+            return f"node {owner} for {2 * SESSION_TIMEOUT_S + 1} s"
+        if kind in ("restart_target", "restart_zookeeper"):
+            name = kind.removeprefix("restart_")
+            pid = self.box.servers()[name].pid
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not pid_alive(pid), 30, f"{name} to die")
+            self.box.up()
+            return name
+        if kind == "kill_binlog":
+            killed = self._kill("source", "command LIKE 'Binlog Dump%'")
+            return f"{killed} dump connection(s)"
+        if kind == "kill_target_connections":
+            return f"{self._kill('target', 'user = ' + repr('setl'))} connection(s)"
+        raise ValueError(f"unknown fault {kind}; choose from {', '.join(FAULTS)}")
+
+    def _kill(self, server: str, where: str) -> int:
+        db = Database(self.box, server)
+        try:
+            ids = [row[0] for row in db.rows(
+                "SELECT id FROM information_schema.processlist WHERE " + where +
+                " AND id <> CONNECTION_ID()")]
+            for thread in ids:
+                try:
+                    db.execute(f"KILL {int(thread)}")
+                except pymysql.MySQLError:
+                    pass  # it ended by itself
+            return len(ids)
+        finally:
+            db.close()
+
+    def heal(self, started: float) -> float:
+        """Seconds from ``started`` until every journal row the source had then (read now,
+        right after the fault) is on the target."""
+        source = Database(self.box, "source")
+        try:
+            wanted = int(source.rows(f"SELECT COALESCE(MAX(id), 0) FROM {DB}.journal")[0][0])
+        finally:
+            source.close()
+
+        def arrived() -> bool:
+            target = Database(self.box, "target")
+            try:
+                return int(target.rows(f"SELECT COALESCE(MAX(id), 0) FROM {DB}.journal")[0][0]
+                           ) >= wanted
+            finally:
+                target.close()
+        wait_for(arrived, HEAL_LIMIT_S, f"journal row {wanted} on the target", 0.05)
+        return time.monotonic() - started
+
+    def restart_dead_nodes(self) -> None:
+        for node_id, daemon in list(self.cluster.nodes.items()):
+            if not daemon.alive():
+                self.cluster.start_node(node_id)
+
+    # -- the end ------------------------------------------------------------------------
+    def finish(self) -> tuple[list[str], int]:
+        """Stop the workloads; return the tables that differ and the rows compared."""
+        if self.sysbench is not None:
+            self.sysbench.terminate()
+            self.sysbench.wait(30)
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(60)
+        source, target = Database(self.box, "source"), Database(self.box, "target")
+        try:
+            def equal() -> bool:
+                return all(source.table(DB, t) == target.table(DB, t) for t in TABLES)
+            try:
+                wait_for(equal, HEAL_LIMIT_S, "source and target equal", 0.5)
+            except AssertionError:
+                pass  # reported below, table by table
+            rows = sum(len(source.table(DB, t)) for t in TABLES)
+            differ = [t for t in TABLES if source.table(DB, t) != target.table(DB, t)]
+        finally:
+            source.close()
+            target.close()
+        ports = {name: info.port for name, info in self.box.servers().items()}
+        differ += pt_table_sync_differences(self.password, ports["source"], ports["target"],
+                                            DB, TABLES)
+        return differ, rows
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.sysbench is not None and self.sysbench.poll() is None:
+            self.sysbench.kill()
+        self.cluster.stop()
+        self.box.down(purge=True)
+
+
+def soak(minutes: float, every_s: float, seed: int, faults: list[str], work: Path,
+         results: Path = RESULTS, smoke: bool = False, rounds: int = 0) -> dict[str, Any]:
+    run = Soak(work, seed)
+    began = time.monotonic()
+    done: list[dict[str, Any]] = []
+    failure = ""
+    try:
+        run.prepare()
+        run.start_workloads(minutes * 60)
+        deadline = time.monotonic() + minutes * 60
+        order = list(faults)
+        while time.monotonic() < deadline or rounds:
+            run.stop.wait(every_s * run.rng.uniform(0.5, 1.5))
+            if not order:
+                if rounds and len(done) >= rounds * len(faults):
+                    break
+                order = list(faults)
+            kind = order.pop(run.rng.randrange(len(order)))  # every kind before a repeat
+            started = time.monotonic()
+            what = run.inject(kind)
+            try:
+                healed = run.heal(started)
+            except AssertionError as exc:
+                failure = f"{kind} ({what}) did not heal: {exc}"
+                done.append({"kind": kind, "what": what, "healed_s": None})
+                break
+            run.restart_dead_nodes()
+            done.append({"kind": kind, "what": what, "healed_s": round(healed, 2)})
+            print(f"fault {len(done)}: {kind} ({what}) healed in {healed:.1f} s; "
+                  f"{run.watch.snapshots} snapshots, {len(run.watch.violations)} violations",
+                  flush=True)
+        differ, rows = run.finish()
+    finally:
+        run.close()
+    return report(done, run, differ, rows, failure, time.monotonic() - began, minutes, seed,
+                  results, smoke, rounds)
+
+
+def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
+           failure: str, elapsed_s: float, minutes: float, seed: int, results: Path,
+           smoke: bool, rounds: int) -> dict[str, Any]:
+    by_kind: dict[str, list[float]] = {}
+    for fault in done:
+        by_kind.setdefault(fault["kind"], []).append(fault["healed_s"])
+    takeovers = [f["healed_s"] for f in done
+                 if f["kind"] in ("kill_owner", "stop_owner") and f["healed_s"] is not None]
+    result = {
+        "minutes": minutes, "seed": seed, "rounds": rounds, "elapsed_s": round(elapsed_s, 1),
+        "faults": dict(Counter(f["kind"] for f in done)),
+        "heal_s": {kind: {"p50": round(statistics.median(v), 2), "max": max(v)}
+                   for kind, times in by_kind.items()
+                   if (v := [t for t in times if t is not None])},
+        "takeover_s": {"p50": round(statistics.median(takeovers), 2),
+                       "max": max(takeovers)} if takeovers else {},
+        "transfers": run.transfers, "snapshots_checked": run.watch.snapshots,
+        "snapshot_read_errors": run.watch.errors, "rows_compared": rows,
+        "violations": run.watch.violations[:20], "violation_count": len(run.watch.violations),
+        "divergences": differ, "failure": failure, "log": done,
+        "ok": not failure and not differ and not run.watch.violations,
+    }
+    _, path = write_json(results, "chaos", smoke, result)
+    print(f"faults {result['faults']}; heal p50/max by kind {result['heal_s']}; takeover "
+          f"{result['takeover_s']}; {run.transfers} transfers, {run.watch.snapshots} "
+          f"snapshots checked, {len(run.watch.violations)} violations, "
+          f"{len(differ)} divergences over {rows} rows{'; ' + failure if failure else ''}")
+    for line in run.watch.violations[:5] + differ:
+        print(f"  {line}")
+    print(f"written to {path}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--every", type=float, default=8.0, help="seconds between faults")
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--faults", default=",".join(FAULTS),
+                        help=f"kinds to inject, comma-separated (default all: {FAULTS})")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="inject every kind this many times, then stop (instead of "
+                             "--minutes)")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="where the JSON report goes (default bench/results)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="write the result as chaos-smoke.json (the test's short run)")
+    args = parser.parse_args(argv)
+    faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown or not faults:
+        parser.error(f"unknown fault kind(s) {unknown}; choose from {', '.join(FAULTS)}")
+    with tempfile.TemporaryDirectory(prefix="setl-chaos-") as work:
+        result = soak(args.minutes, args.every, args.seed, faults, Path(work), args.results,
+                      args.smoke, args.rounds)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
