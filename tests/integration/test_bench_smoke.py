@@ -11,14 +11,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+RUN_LIMIT_S = 270  # under pytest's own limit (setup.cfg: timeout = 300), so that a run
+# that takes too long fails with its log instead of pytest's thread dump
+
+
 def smoke_run(module: str, tmp_path: Path, *args: str) -> dict:
     """``python -m module --smoke``: its report. Output goes to a file, not a pipe, so that a
     server the run leaves behind cannot keep the test waiting for the pipe to close."""
     results, log = tmp_path / "results", tmp_path / f"{module}.log"
     with log.open("w") as out:
-        done = subprocess.run([sys.executable, "-m", module, "--smoke", *args,
-                               "--results", str(results)], cwd=ROOT, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=600, check=False)
+        try:
+            done = subprocess.run([sys.executable, "-m", module, "--smoke", *args,
+                                   "--results", str(results)], cwd=ROOT, stdout=out,
+                                  stderr=subprocess.STDOUT, timeout=RUN_LIMIT_S, check=False)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{module} still running after {RUN_LIMIT_S} s:\n"
+                                 + log.read_text(errors="replace")[-6000:]) from None
     assert done.returncode == 0, log.read_text(errors="replace")[-6000:]
     return json.loads((results / f"{module.removeprefix('bench.')}-smoke.json").read_text())
 
