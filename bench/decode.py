@@ -13,11 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench.measure import RESULTS, write_report
 from bench.peers import DB, Peers
+from node import fastrows
 from node.binlog import BinlogReader
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
@@ -48,7 +51,7 @@ def read_once(source: DataSource, start: BinlogPosition, end: BinlogPosition,
     return rows, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run(work: Path, seconds: float, repeat: int) -> dict[str, Any]:
+def run(work: Path, seconds: float, repeat: int, ab: bool = False) -> dict[str, Any]:
     peers = Peers(work)
     try:
         peers.source.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
@@ -61,14 +64,36 @@ def run(work: Path, seconds: float, repeat: int) -> dict[str, Any]:
         peers.box.trust_secret()
         source = DataSource("source", "127.0.0.1", server.port, "setl",
                             SecretRef(f"file:{peers.box.secret_file}"))
-        runs = [read_once(source, start, end, 9300 + n) for n in range(repeat)]
+        runs, baseline = [], []
+        for n in range(repeat):
+            runs.append(read_once(source, start, end, 9300 + 2 * n))
+            if ab:  # the same stretch with GTID/XID events read by the library, back to back
+                with _library_boundaries():
+                    baseline.append(read_once(source, start, end, 9301 + 2 * n))
     finally:
         peers.close()
     rows, wall, cpu = min(runs, key=lambda found: found[2])  # the least disturbed
-    return {"scenario": f"read and decode {rows:,} rows of oltp_write_only "
-                        f"({(end.pos - start.pos) / 1e6:.0f} MB of binlog)",
-            "rows_per_s": round(rows / wall), "cpu_us_per_row": round(cpu / rows * 1e6, 1),
-            "runs_cpu_us_per_row": [round(c / r * 1e6, 1) for r, _, c in runs]}
+    result = {"scenario": f"read and decode {rows:,} rows of oltp_write_only "
+                          f"({(end.pos - start.pos) / 1e6:.0f} MB of binlog)",
+              "rows_per_s": round(rows / wall), "cpu_us_per_row": round(cpu / rows * 1e6, 1),
+              "runs_cpu_us_per_row": [round(c / r * 1e6, 1) for r, _, c in runs]}
+    if baseline:
+        rows, wall, cpu = min(baseline, key=lambda found: found[2])
+        result |= {"baseline_rows_per_s": round(rows / wall),
+                   "baseline_cpu_us_per_row": round(cpu / rows * 1e6, 1),
+                   "baseline_runs_cpu_us_per_row": [round(c / r * 1e6, 1)
+                                                    for r, _, c in baseline]}
+    return result
+
+
+@contextmanager
+def _library_boundaries() -> Iterator[None]:
+    saved = fastrows._BOUNDARIES
+    fastrows._BOUNDARIES = ()
+    try:
+        yield
+    finally:
+        fastrows._BOUNDARIES = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,13 +101,16 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--ab", action="store_true",
+                        help="alternate each run with one whose GTID/XID events the library "
+                             "reads (the before of node.fastrows' boundary events)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "decode")
     args = parser.parse_args(argv)
     if args.smoke:
         args.seconds, args.repeat = 2, 1
-    result = run(args.work, args.seconds, args.repeat)
+    result = run(args.work, args.seconds, args.repeat, args.ab)
     write_report(args.results, "decode", args.smoke, {**vars(args), "pid": os.getpid()},
                  [result], {"node_peak_rss_mb": 0, "per_batch_ms": {}})
     return 0

@@ -7,8 +7,11 @@ value was decoded. :func:`install` puts a factory in the library's place that lo
 event type and table id first: a rows event of a table whose columns are all integers,
 floats or strings (what :mod:`node.rowdecode` already reads from the bytes) becomes a
 :class:`FastRows` that keeps the packet's bytes and decodes them only when Select wants the
-table; a rows event of a schema no pair wants is skipped unread. Every other event, and a
-rows event of any other table, goes to the library as before. ``tests/integration/
+table; a rows event of a schema no pair wants is skipped unread; a table map of a table id
+already known is dropped unparsed; a MariaDB GTID or an XID event (two per transaction)
+becomes the library's event class with just the fields Select reads, without the library's
+per-event set-up. Every other event, and a rows event of any other table, goes to the
+library as before. ``tests/integration/
 test_rowdecode.py`` reads the schemas corpus' binlog both ways and finds every row change
 equal.
 """
@@ -20,6 +23,7 @@ from typing import Any
 
 from pymysqlreplication import binlogstream
 from pymysqlreplication.constants import BINLOG
+from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 
 from node import rowdecode
 from shared.retl import SCHEMA as SYSTEM_SCHEMA
@@ -27,6 +31,7 @@ from shared.retl import SCHEMA as SYSTEM_SCHEMA
 _ORIGINAL = binlogstream.BinLogPacketWrapper
 ENABLED = True  # off: every event through the library (the differential test's baseline)
 read_here = 0  # rows events read by this module (for tests and benchmarks)
+boundaries_here = 0  # GTID and XID events read by this module (the same)
 _V1 = {BINLOG.WRITE_ROWS_EVENT_V1: "I", BINLOG.UPDATE_ROWS_EVENT_V1: "U",
        BINLOG.DELETE_ROWS_EVENT_V1: "D"}
 _V2 = {BINLOG.WRITE_ROWS_EVENT_V2: "I", BINLOG.UPDATE_ROWS_EVENT_V2: "U",
@@ -35,6 +40,8 @@ _KINDS = {**_V1, **_V2}
 _HEADER = struct.Struct("<xIBIIIH")  # OK byte, timestamp, type, server id, size, next pos, flags
 _BODY = 1 + 19  # where the event's body starts in the packet
 _FAST = "_setl_fast_plan"  # on the library's Table: the plan, or None (the library reads it)
+_GTID = struct.Struct("<QI")  # a MariaDB GTID event's body: sequence number, domain id
+_XID = struct.Struct("<Q")
 
 
 class FastRows:
@@ -122,8 +129,12 @@ def _wrapper(from_packet: Any, table_map: dict[int, Any], ctl_connection: Any,
              mysql_version: Any, use_checksum: bool, allowed_events: Any, only_tables: Any,
              ignored_tables: Any, only_schemas: Any, ignored_schemas: Any, *more: Any,
              **named: Any) -> Any:
-    """The library's BinLogPacketWrapper, except for rows events read here."""
+    """The library's BinLogPacketWrapper, except for the events read here: rows events of
+    plain tables, table maps already known, GTID and XID events."""
     data = from_packet._data
+    if ENABLED and data[5] in _BOUNDARIES and from_packet._position == 0 and \
+            len(data) >= _BODY + 12:
+        return _Packet(_HEADER.unpack_from(data), _boundary(data, allowed_events))
     if ENABLED and data[5] == BINLOG.TABLE_MAP_EVENT and more and more[0] is True and \
             int.from_bytes(data[_BODY:_BODY + 6], "little") in table_map:
         # a table id already mapped, its schema frozen: the library would parse the header
@@ -150,6 +161,32 @@ def _wrapper(from_packet: Any, table_map: dict[int, Any], ctl_connection: Any,
     return _ORIGINAL(from_packet, table_map, ctl_connection, mysql_version, use_checksum,
                      allowed_events, only_tables, ignored_tables, only_schemas,
                      ignored_schemas, *more, **named)
+
+
+def _boundary(data: bytes, allowed_events: Any) -> Any:
+    """A transaction's start (MariaDB GTID) or commit (XID) as the library's event class
+    with only what Select reads of it (``gtid``, ``xid``, ``timestamp``), built without the
+    library's per-event set-up; None (skipped) when the stream does not ask for it."""
+    global boundaries_here
+    boundaries_here += 1
+    header = _HEADER.unpack_from(data)
+    if data[5] == BINLOG.XID_EVENT:
+        if XidEvent not in allowed_events:
+            return None
+        event: Any = XidEvent.__new__(XidEvent)
+        event.xid = _XID.unpack_from(data, _BODY)[0]
+    else:
+        if MariadbGtidEvent not in allowed_events:
+            return None
+        event = MariadbGtidEvent.__new__(MariadbGtidEvent)
+        event.gtid_seq_no, event.domain_id = _GTID.unpack_from(data, _BODY)
+        event.server_id, event.flags = header[2], data[_BODY + 12]
+        event.gtid = f"{event.domain_id}-{event.server_id}-{event.gtid_seq_no}"
+    event.timestamp, event.event_type, event.event_size = header[0], data[5], header[3]
+    return event
+
+
+_BOUNDARIES = (BINLOG.XID_EVENT, BINLOG.MARIADB_GTID_EVENT)
 
 
 def _post_header(lengths: Any, event_type: int) -> int | None:

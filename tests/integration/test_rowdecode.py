@@ -65,16 +65,18 @@ def test_rows_read_fast_equal_the_librarys(sandbox, monkeypatch) -> None:
         endpoint = DataSource("source", "127.0.0.1", server.port, "setl",
                               SecretRef(f"file:{sandbox.secret_file}"))
         wanted = set(schemas.values())
-        before = fastrows.read_here
+        before, boundaries = fastrows.read_here, fastrows.boundaries_here
         fast = read(endpoint, start, end, wanted, 7101)
         assert fastrows.read_here - before > 50  # many tables have only plain columns
+        assert fastrows.boundaries_here - boundaries > 2 * len(ROWS_CASES)  # GTID and XID
         assert RowsEvent._read_column_data is rowdecode.read_column_data
         monkeypatch.setattr(RowsEvent, "_read_column_data", rowdecode._ORIGINAL)
         monkeypatch.setattr(fastrows, "ENABLED", False)
         library = read(endpoint, start, end, wanted, 7102)
         assert len(fast) == len(library) > len(ROWS_CASES)
         for ours, theirs in zip(fast, library, strict=True):
-            assert ours.end == theirs.end
+            assert ours.end == theirs.end  # file, position and GTID
+            assert ours.commit_ts_ms == theirs.commit_ts_ms
             assert ours.changes == theirs.changes, f"at {ours.end}"
     finally:
         for schema in [*schemas.values(), other]:
