@@ -89,7 +89,7 @@ def run(work: Path, seconds: float, repeat: int, ab: bool = False) -> dict[str, 
 @contextmanager
 def _library_boundaries() -> Iterator[None]:
     saved = fastrows._BOUNDARIES
-    fastrows._BOUNDARIES = ()
+    fastrows._BOUNDARIES = {}
     try:
         yield
     finally:

@@ -303,12 +303,15 @@ class BinlogReader:
             if event is None:
                 raise SourceError(f"the binlog stream of {self.source.name} ended at "
                                   f"{self._position()}")
-            if isinstance(event, MariadbGtidEvent | GtidEvent):
-                gtid, changes = str(event.gtid), []
-            elif isinstance(event, XidEvent):
+            kind = type(event)
+            if kind in _ROW_TYPES:  # the commonest first
+                changes.extend(self._rows(event))
+            elif kind is XidEvent:
                 self._commit(changes, gtid, event.timestamp)
                 changes = []
-            elif isinstance(event, QueryEvent):
+            elif kind is MariadbGtidEvent or kind is GtidEvent:
+                gtid, changes = str(event.gtid), []
+            elif kind is QueryEvent:
                 query = event.query.strip()
                 upper = query.upper()
                 if upper == "BEGIN":
@@ -320,8 +323,6 @@ class BinlogReader:
                     stream.table_map.clear()  # parsed once per table id: none survives DDL
                     self._ddl(event, query, gtid)
                     changes = []
-            elif type(event) in _ROW_TYPES:
-                changes.extend(self._rows(event))
 
     def _rows(self, event: Any) -> list[RowChange]:
         schema, table = event.schema, event.table

@@ -42,6 +42,8 @@ _BODY = 1 + 19  # where the event's body starts in the packet
 _FAST = "_setl_fast_plan"  # on the library's Table: the plan, or None (the library reads it)
 _GTID = struct.Struct("<QI")  # a MariaDB GTID event's body: sequence number, domain id
 _XID = struct.Struct("<Q")
+_PRESENT = "_setl_present"  # on the library's Table: columns-present bitmap -> its columns
+PRESENT_KEPT = 64  # bitmaps kept per table map (a FULL image has one, MINIMAL a few)
 
 
 class FastRows:
@@ -56,6 +58,15 @@ class FastRows:
         self.primary_key = table.data["primary_key"]
         self._end = len(data) - (4 if use_checksum else 0)
         self._start = _BODY + 8 + (2 if v2 else 0)
+        self._seen = table.__dict__.setdefault(_PRESENT, {})  # this table map's bitmaps
+
+    def _present(self, bitmap: bytes) -> tuple[list[tuple[Any, ...]], tuple[str, ...], int]:
+        found = self._seen.get(bitmap)
+        if found is None:
+            found = _present(bitmap, self.plan)
+            if len(self._seen) < PRESENT_KEPT:
+                self._seen[bitmap] = found
+        return found
 
     def images(self) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
         """(before, after) of each row, values as the library (with setl's readers) gives."""
@@ -65,11 +76,11 @@ class FastRows:
             raise AssertionError(f"a rows event of {self.schema}.{self.table} has {count} "
                                  f"columns, its table map {len(plan)}")
         size = (count + 7) // 8
-        present = _present(data[pos:pos + size], plan)
+        present = self._present(data[pos:pos + size])
         pos += size
         present_after = present
         if self.kind == "U":
-            present_after = _present(data[pos:pos + size], plan)
+            present_after = self._present(data[pos:pos + size])
             pos += size
         rows: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
         while pos < self._end:
@@ -132,35 +143,51 @@ def _wrapper(from_packet: Any, table_map: dict[int, Any], ctl_connection: Any,
     """The library's BinLogPacketWrapper, except for the events read here: rows events of
     plain tables, table maps already known, GTID and XID events."""
     data = from_packet._data
-    if ENABLED and data[5] in _BOUNDARIES and from_packet._position == 0 and \
-            len(data) >= _BODY + 12:
-        return _Packet(_HEADER.unpack_from(data), _boundary(data, allowed_events))
-    if ENABLED and data[5] == BINLOG.TABLE_MAP_EVENT and more and more[0] is True and \
-            int.from_bytes(data[_BODY:_BODY + 6], "little") in table_map:
-        # a table id already mapped, its schema frozen: the library would parse the header
-        # only to drop the event (TableMapEvent._processed False); drop it unparsed
-        return _Packet(_HEADER.unpack_from(data), None)
-    kind = _KINDS.get(data[5]) if ENABLED and len(data) > _BODY + 8 else None
-    if kind is not None and FastWrite in allowed_events and from_packet._position == 0 \
-            and only_tables is None and ignored_tables is None and only_schemas is None:
-        table = table_map.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
-        header = _HEADER.unpack_from(data)
-        v2 = data[5] in _V2
-        lengths = named.get("post_header_lengths") if "post_header_lengths" in named \
-            else (more[-1] if more else None)
-        if table is not None and _post_header(lengths, data[5]) == (10 if v2 else 8) and \
-                (not v2 or int.from_bytes(data[_BODY + 8:_BODY + 10], "little") == 2):
-            if ignored_schemas is not None and table.schema in ignored_schemas:
-                return _Packet(header, None)
-            found = plan(table) if table.schema != SYSTEM_SCHEMA else None  # free door: library
+    if ENABLED and from_packet._position == 0:
+        event_type = data[5]
+        kind = _KINDS.get(event_type)
+        if kind is not None:  # the commonest first: a rows event
+            found = _rows(data, event_type, kind, table_map, use_checksum, allowed_events,
+                          only_tables, ignored_tables, only_schemas, ignored_schemas,
+                          named.get("post_header_lengths") if "post_header_lengths" in named
+                          else (more[-1] if more else None))
             if found is not None:
-                global read_here
-                read_here += 1
-                return _Packet(header, _CLASSES[kind](data, table, found, header[0],
-                                                      use_checksum, v2))
+                return found
+        elif event_type in _BOUNDARIES and len(data) >= _BODY + _BOUNDARIES[event_type]:
+            return _Packet(_HEADER.unpack_from(data), _boundary(data, allowed_events))
+        elif event_type == BINLOG.TABLE_MAP_EVENT and more and more[0] is True and \
+                int.from_bytes(data[_BODY:_BODY + 6], "little") in table_map:
+            # a table id already mapped, its schema frozen: the library would parse the
+            # header only to drop the event (TableMapEvent._processed False); drop it unparsed
+            return _Packet(_HEADER.unpack_from(data), None)
     return _ORIGINAL(from_packet, table_map, ctl_connection, mysql_version, use_checksum,
                      allowed_events, only_tables, ignored_tables, only_schemas,
                      ignored_schemas, *more, **named)
+
+
+def _rows(data: bytes, event_type: int, kind: str, table_map: dict[int, Any],
+          use_checksum: bool, allowed_events: Any, only_tables: Any, ignored_tables: Any,
+          only_schemas: Any, ignored_schemas: Any, lengths: Any) -> _Packet | None:
+    """A rows event read here (or skipped, its schema unwanted), or None: the library's."""
+    if len(data) <= _BODY + 8 or FastWrite not in allowed_events or \
+            only_tables is not None or ignored_tables is not None or only_schemas is not None:
+        return None
+    table = table_map.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
+    if table is None:
+        return None
+    v2 = event_type in _V2
+    if _post_header(lengths, event_type) != (10 if v2 else 8) or \
+            (v2 and int.from_bytes(data[_BODY + 8:_BODY + 10], "little") != 2):
+        return None
+    header = _HEADER.unpack_from(data)
+    if ignored_schemas is not None and table.schema in ignored_schemas:
+        return _Packet(header, None)
+    found = plan(table) if table.schema != SYSTEM_SCHEMA else None  # free door: library
+    if found is None:
+        return None
+    global read_here
+    read_here += 1
+    return _Packet(header, _CLASSES[kind](data, table, found, header[0], use_checksum, v2))
 
 
 def _boundary(data: bytes, allowed_events: Any) -> Any:
@@ -186,7 +213,7 @@ def _boundary(data: bytes, allowed_events: Any) -> Any:
     return event
 
 
-_BOUNDARIES = (BINLOG.XID_EVENT, BINLOG.MARIADB_GTID_EVENT)
+_BOUNDARIES = {BINLOG.XID_EVENT: 8, BINLOG.MARIADB_GTID_EVENT: 13}  # type: body bytes read
 
 
 def _post_header(lengths: Any, event_type: int) -> int | None:
