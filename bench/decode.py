@@ -20,8 +20,8 @@ from typing import Any
 
 from bench.measure import RESULTS, write_report
 from bench.peers import DB, Peers
-from node import fastrows
-from node.binlog import BinlogReader
+from node.select import fastrows
+from node.select.binlog import BinlogReader
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--ab", action="store_true",
                         help="alternate each run with one whose GTID/XID events the library "
-                             "reads (the before of node.fastrows' boundary events)")
+                             "reads (the before of node.select.fastrows' boundary events)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "decode")

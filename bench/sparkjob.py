@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.measure import RESULTS, tree_cpu_s, write_report
 from node.changes import ChangeType, RowChange
-from node.etl import CompiledPipeline
+from node.extract.etl import CompiledPipeline
 from node.spark import MICRO_BATCH_DEFAULTS, SparkRunner
 from shared.model import DataMedia, MediaPair, Pipeline
 from shared.patterns import NamePattern

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from node import rowvalues
+from node import charsets
 from node.changes import Session
 from shared.errors import SourceError
 
@@ -109,7 +109,7 @@ def database_defaults(session: Session) -> tuple[str, str] | None:
 
 def codec(charset: str) -> str:
     """The Python codec that reads text in a MySQL charset exactly (LookupError if none)."""
-    name = rowvalues.charset_to_encoding(_ENCODINGS.get(charset, charset))
+    name = charsets.charset_to_encoding(_ENCODINGS.get(charset, charset))
     return codecs.lookup(name).name
 
 
@@ -138,7 +138,8 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
     raw = getattr(event, "query_bytes", None)
     if raw is None:
         raise SourceError(f"{where}: the binlog reader did not keep the statement's bytes; "
-                          "setl's reader patches are not installed (node.rowvalues.install)")
+                          "setl's reader patches are not installed "
+                          "(node.select.rowvalues.install)")
     try:
         text = raw.decode(codec(charset))
     except (LookupError, UnicodeDecodeError) as exc:

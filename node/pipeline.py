@@ -24,16 +24,16 @@ import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from node import freedoor
-from node import source as endpoints
-from node.binlog import BinlogReader
 from node.changes import Batch, TargetChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
-from node.etl import CompiledPipeline
-from node.loader import FencedError, Loader
-from node.selector import Selector
+from node.extract import freedoor
+from node.extract.etl import CompiledPipeline
+from node.load.loader import FencedError, Loader
+from node.load.twoway import LoopGuard
+from node.select import source as endpoints
+from node.select.binlog import BinlogReader
+from node.select.selector import Selector
 from node.spark import SparkRunner, with_context
-from node.twoway import LoopGuard
 from node.window import Window
 from shared import tablekeys
 from shared.catalog import Catalog

@@ -4,7 +4,7 @@ A batch becomes ``parallelize(numbered changes) → mapPartitions(extract_transf
 collect``; the compiled pipeline is broadcast once per definition version. A batch of at
 most ``spark.local_max_rows`` row changes (a caught-up pipeline's) runs the same function in
 the node instead: a Spark job's fixed cost (60-140 ms, ~130 ms of CPU) is more than such a
-batch's rows cost. The stage logic lives in :mod:`node.etl` and runs the same without Spark
+batch's rows cost. The stage logic lives in :mod:`node.extract.etl` and runs the same without Spark
 in unit tests.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from node.changes import RowChange, TargetChange
-from node.etl import CompiledPipeline, extract_transform
+from node.extract.etl import CompiledPipeline, extract_transform
 from shared import confinement, errors
 from shared.errors import SetlError
 from shared.settings import SparkSettings

@@ -8,7 +8,7 @@ import re
 import uuid
 from pathlib import Path
 
-from node.selector import MAX_TRANSACTIONS
+from node.select.selector import MAX_TRANSACTIONS
 from shared.devcluster import Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
-from node.loader import FencedError, Loader
+from node.load.loader import FencedError, Loader
 from shared.devcluster import make_schema, one_way, wait_for
 from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from node.lookup import Lookup
+from node.extract.lookup import Lookup
 from shared.devcluster import make_schema
 from shared.model import DataSource
 from shared.secrets import SecretRef

@@ -1,7 +1,7 @@
-"""Select's row readers (node.fastrows for tables of plain columns, node.rowdecode for the
-others) against the binlog library's own, on the binlog of the schemas corpus' tables (every
-type at its edges, odd names, keyless tables, generated columns): the same row changes,
-value for value."""
+"""Select's row readers (node.select.fastrows for tables of plain columns,
+node.select.rowdecode for the others) against the binlog library's own, on the binlog of the
+schemas corpus' tables (every type at its edges, odd names, keyless tables, generated
+columns): the same row changes, value for value."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import uuid
 import pytest
 from pymysqlreplication.row_event import RowsEvent
 
-from node import fastrows, rowdecode
-from node.binlog import BinlogReader
 from node.changes import ChangeType, Transaction
+from node.select import fastrows, rowdecode
+from node.select.binlog import BinlogReader
 from shared.devcluster import Database
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from node import processors
 from node.changes import ChangeType, RowChange
+from node.extract import processors
 from shared import confinement, definitions
 from shared.confinement import Confinement
 from shared.errors import ConfigError, SecretError, TransformError
@@ -257,7 +257,7 @@ class Shipped:
 def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: Path) -> None:
     """A worker process has only the defaults (conf/processors); it must apply the node's
     rules, which travel in the compiled pipeline, before any processor is loaded."""
-    from node.etl import CompiledPipeline
+    from node.extract.etl import CompiledPipeline
     from node.spark import _run_partition
     from tests.unit.test_etl import pipeline
 

@@ -6,7 +6,7 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.ddl import on_database, parse, transform_ddl
-from node.etl import extract_transform
+from node.extract.etl import extract_transform
 from tests.unit.test_etl import compiled
 
 PAIRS = ("{source: shop.orders, target: copy.orders_v2}",

@@ -200,7 +200,7 @@ def test_sources_only_file_loads() -> None:
 
 @pytest.mark.parametrize("name", ["transform-columns", "transform-tables", "transform-shard"])
 def test_the_transform_examples_load_and_compile(name: str) -> None:
-    from node.etl import CompiledPipeline
+    from node.extract.etl import CompiledPipeline
 
     loaded = load_file(CONF / f"{name}.yaml")
     for defined in loaded.channels:

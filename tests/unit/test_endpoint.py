@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pymysql
 import pytest
 
-from node.binlog import BinlogReader
+from node.select.binlog import BinlogReader
 from shared import confinement
 from shared.confinement import Confinement
 from shared.devcluster import make_certificates

@@ -1,4 +1,4 @@
-"""node/etl.py: compiling a pipeline, picking pairs, mapping names, columns and keys."""
+"""node/extract/etl.py: compiling a pipeline, picking pairs, mapping names, columns and keys."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, RowChange, TargetChange
-from node.etl import CompiledPipeline, extract_transform, transform
+from node.extract.etl import CompiledPipeline, extract_transform, transform
 from shared.definitions import load_text
 from shared.errors import ConfigError
 from shared.model import Pipeline
@@ -351,7 +351,7 @@ def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_th
 
     job = compiled("{source: s.t, target: s2.t}")
     trace = ("py4j.protocol.Py4JJavaError: An error occurred while calling collect.\n"
-             "Traceback (most recent call last):\n  File \"node/etl.py\", line 9, in _map\n"
+             "Traceback (most recent call last):\n  File \"node/extract/etl.py\", line 9, in _map\n"
              "shared.errors.TransformError: pair src:s.t: processor m:f failed on key (1,)\n"
              "\tat org.apache.spark.api.python.BasePythonRunner...\n")
     error = _translate(Exception(trace), job)

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.freedoor import CentralDoor, as_change, is_request, parse
+from node.extract.freedoor import CentralDoor, as_change, is_request, parse
 from shared.errors import FreeDoorRequestError
 from shared.model import DataSource
 from shared.retl import decode_key, encode_key

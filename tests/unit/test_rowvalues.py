@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from node import rowvalues
+from node.select import rowvalues
 
 
 def event(data: bytes) -> SimpleNamespace:

@@ -1,4 +1,4 @@
-"""node/selector.py: batches cut at commits by rows, by transactions spanned and by time,
+"""node/select/selector.py: batches cut at commits by rows, by transactions spanned and by time,
 whether the stream is busy or quiet; fed by a transaction source the test controls."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import collections
 import threading
 
 from node.changes import Batch, ChangeType, RowChange, Transaction
-from node.selector import IDLE_BATCH_INTERVAL_S, MAX_TRANSACTIONS, Selector
+from node.select.selector import IDLE_BATCH_INTERVAL_S, MAX_TRANSACTIONS, Selector
 from node.window import Window
 from shared.model import BinlogPosition, PipelineParams
 
@@ -160,7 +160,7 @@ def test_a_batch_of_two_way_echoes_only_is_marked_so_load_writes_no_position() -
 
 
 def test_a_gtid_start_follows_the_server_kind() -> None:
-    from node.binlog import gtid_start
+    from node.select.binlog import gtid_start
 
     assert gtid_start("10.11.6-MariaDB-0+deb12u1-log", "0-11-42") == {
         "auto_position": "0-11-42", "is_mariadb": True}

@@ -1,11 +1,11 @@
-"""Shard routing (node/shard.py through node/etl.py), without Spark or servers."""
+"""Shard routing (node/extract/shard.py through node/extract/etl.py), without Spark or servers."""
 
 from __future__ import annotations
 
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.etl import transform
+from node.extract.etl import transform
 from shared.errors import ShardError
 from tests.unit.test_etl import compiled, insert
 

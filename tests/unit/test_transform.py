@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.etl import transform
+from node.extract.etl import transform
 from shared import expr
 from shared.errors import ConfigError, TransformError
 from tests.unit.test_etl import compiled, insert

@@ -28,11 +28,12 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from node import ddlsession, fastrows, rowdecode, rowvalues
+from node import charsets, ddlsession
 from node.changes import ChangeType, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
-from node.source import LOST_POSITION_REMEDY
+from node.select import fastrows, rowdecode, rowvalues
+from node.select.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
@@ -42,7 +43,7 @@ from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the l
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
 BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
 
-log = logging.getLogger("setl.node.binlog")
+log = logging.getLogger("setl.node.select.binlog")
 rowvalues.install()  # the library's TIME, date and charset readers, made exact
 rowdecode.install()  # and its row reader, made faster
 fastrows.install()  # and most rows events read without its event objects at all
@@ -88,7 +89,7 @@ class _Special:
                    tuple((c.name, c.character_set_name) for c in columns
                          if c.type == FIELD_TYPE.ENUM),
                    tuple((c.name, tuple(c.set_values or ()), tuple(
-                       rowvalues.member(m, c.character_set_name) for m in c.set_values or ()))
+                       charsets.member(m, c.character_set_name) for m in c.set_values or ()))
                          for c in columns if c.type == FIELD_TYPE.SET))
 
 
@@ -99,7 +100,7 @@ def _image(values: dict[str, Any], none_sources: dict[str, str],
     definition order (the library gives a Python set of members as bytes, which cannot be
     part of a key, and None for the empty set), the zero TIMESTAMP as itself (the library
     gives the epoch, which TIMESTAMP cannot hold). Dates with zero parts and negative TIMEs
-    with a fraction come exact from :mod:`node.rowvalues`. TIMESTAMPs come in UTC; Load
+    with a fraction come exact from :mod:`node.select.rowvalues`. TIMESTAMPs come in UTC; Load
     writes them with time_zone '+00:00'."""
     for name, reason in none_sources.items():
         if values.get(name) is None and reason in _NOT_NULL:
@@ -112,7 +113,7 @@ def _image(values: dict[str, Any], none_sources: dict[str, str],
             values[name] = "0000-00-00 00:00:00"
     for name, charset in special.enums:
         if isinstance(values.get(name), bytes):
-            values[name] = rowvalues.member(values[name], charset)
+            values[name] = charsets.member(values[name], charset)
     for name, members, texts in special.sets:
         value = values.get(name)
         if isinstance(value, set | frozenset):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange, TargetChange
-from node.lookup import Lookup
+from node.extract.lookup import Lookup
 from shared.model import ColumnGroup, DataSource
 
 

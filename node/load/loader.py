@@ -22,20 +22,20 @@ from typing import Any
 
 import pymysql
 
-from node import source as endpoints
 from node.changes import Batch, ChangeType, TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
-from node.merge import TableWrites, merge
-from node.render import Column, Columns, Statement, statements
-from node.twoway import LoopGuard
+from node.extract.merge import TableWrites, merge
+from node.extract.render import Column, Columns, Statement, statements
+from node.load.twoway import LoopGuard
+from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
 from shared.identifiers import quote
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
 
-log = logging.getLogger("setl.node.loader")
+log = logging.getLogger("setl.node.load.loader")
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
@@ -107,7 +107,7 @@ class Loader:
 
     def _ordered_tables(self, changes: list[TargetChange]) -> set[tuple[str, str, str]]:
         """The tables of the batch whose changes are written in source order instead of
-        merged by key (see :mod:`node.merge`): on the target, a unique key besides the one
+        merged by key (see :mod:`node.extract.merge`): on the target, a unique key besides the one
         rows are keyed by, or a foreign key to or from the table."""
         wanted = {(c.datasource, c.schema, c.table): c.keys for c in changes}
         for name, keys in wanted.items():

@@ -5,7 +5,7 @@ through several layers of keyword arguments, then reads each row column by colum
 method calls; on ``oltp_write_only`` that was over a third of Select's CPU before a single
 value was decoded. :func:`install` puts a factory in the library's place that looks at the
 event type and table id first: a rows event of a table whose columns are all integers,
-floats or strings (what :mod:`node.rowdecode` already reads from the bytes) becomes a
+floats or strings (what :mod:`node.select.rowdecode` already reads from the bytes) becomes a
 :class:`FastRows` that keeps the packet's bytes and decodes them only when Select wants the
 table; a rows event of a schema no pair wants is skipped unread; a table map of a table id
 already known is dropped unparsed; a MariaDB GTID or an XID event (two per transaction)
@@ -25,7 +25,7 @@ from pymysqlreplication import binlogstream
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 
-from node import rowdecode
+from node.select import rowdecode
 from shared.retl import SCHEMA as SYSTEM_SCHEMA
 
 _ORIGINAL = binlogstream.BinLogPacketWrapper
@@ -245,7 +245,7 @@ def _present(bitmap: bytes, plan: list[tuple[Any, ...]]
 def _image(data: bytes, pos: int,
            present: tuple[list[tuple[Any, ...]], tuple[str, ...], int],
            event: FastRows) -> tuple[dict[str, Any], int]:
-    """One row image from ``pos``: as :func:`node.rowdecode.read_column_data` reads it."""
+    """One row image from ``pos``: as :func:`node.select.rowdecode.read_column_data` reads it."""
     columns, every, null_size = present
     nulls = data[pos:pos + null_size]
     pos += null_size

@@ -1,6 +1,6 @@
 """Exact row values from the binlog: the readers python-mysql-replication gets wrong, replaced.
 
-Part of the binlog adapter (:mod:`node.binlog`); nothing else touches the library. Its 1.0.x
+Part of the binlog adapter (:mod:`node.select.binlog`); nothing else touches the library. Its 1.0.x
 readers lose or garble values the server holds:
 
 - **TIME with a fraction and a minus sign** (TIME2): the integer part and the fraction are
@@ -30,65 +30,20 @@ stops setl at start with a clear error instead of decoding with the old bugs.
 
 from __future__ import annotations
 
-import codecs
 import datetime
 from typing import Any
 
 from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
+from node.charsets import charset_to_encoding, member  # noqa: F401 - member: binlog's
 from shared.errors import SetlError
 
 _TIMEF_INT_OFS = 0x800000
 _TIMEF_OFS = 0x800000000000
 _DATETIMEF_INT_OFS = 0x8000000000
-_LATIN1 = "setl_mariadb_latin1"
-# The library's name for a column's charset (its Charset.encoding: 'cp1252' for latin1,
-# 'utf8' for utf8mb3/utf8mb4, else the server's name) → the Python codec that decodes it
-# as the server stores it, where the name alone would pick another one
-CODECS = {"cp1252": _LATIN1, "utf16": "utf-16-be", "utf16le": "utf-16-le",
-          "utf32": "utf-32-be", "ucs2": "utf-16-be", "utf8": "utf-8"}
 _REPLACED = ("_RowsEvent__read_time2", "_RowsEvent__read_date", "_RowsEvent__read_datetime",
              "_RowsEvent__read_datetime2", "charset_to_encoding")
-
-
-def _latin1_decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
-    """MariaDB latin1: cp1252, with the five bytes cp1252 leaves undefined kept as is."""
-    return codecs.charmap_decode(data, errors, _LATIN1_TABLE)
-
-
-def _latin1_encode(text: str, errors: str = "strict") -> tuple[bytes, int]:
-    return codecs.charmap_encode(text, errors, _LATIN1_ENCODING)
-
-
-_LATIN1_TABLE = "".join(
-    bytes([byte]).decode("cp1252", errors="ignore") or chr(byte) for byte in range(256))
-_LATIN1_ENCODING = codecs.charmap_build(_LATIN1_TABLE)
-
-
-def _search(name: str) -> codecs.CodecInfo | None:
-    if name != _LATIN1:
-        return None
-    return codecs.CodecInfo(_latin1_encode, _latin1_decode, name=_LATIN1)
-
-
-codecs.register(_search)  # MariaDB's latin1, for rows and for statements (node.ddlsession)
-
-
-def charset_to_encoding(name: str) -> str:
-    """The Python codec for the library's charset name (pymysql's choice where it is right;
-    a name Python does not know leaves the value as bytes, written back byte for byte)."""
-    if name in CODECS:
-        return CODECS[name]
-    return _LIBRARY_ENCODING(name)  # type: ignore[no-any-return]
-
-
-def member(value: bytes, charset: str | None) -> str | bytes:
-    """An ENUM or SET member in its column's charset (bytes for a charset Python lacks)."""
-    try:
-        return value.decode(charset_to_encoding(charset or "utf8"))
-    except LookupError:
-        return value
 
 
 def read_type_values(event: Any, length: int) -> list[list[bytes]] | None:

@@ -12,7 +12,7 @@ it is now, D: delete it on the target) and ``PK_DATA`` (the key, a JSON array; s
   ``free_door_slice`` of them into its next batch.
 
 Either way the request is served *inside the pipeline's ordered stream*: Extract/Transform
-looks the row up (one :class:`~node.lookup.Lookup` per Spark partition, keys batched per
+looks the row up (one :class:`~node.extract.lookup.Lookup` per Spark partition, keys batched per
 table) while it transforms the batch that carries the request, and the result is merged and
 loaded with that batch. Every change the source made after the lookup comes in a later batch
 and is loaded after it, so an old row can never overwrite a newer one. Served buffer rows
@@ -31,14 +31,14 @@ from typing import Any
 import pymysql
 
 from node.changes import ChangeType, RowChange, TargetChange
-from node.lookup import Lookup
-from node.source import connect
+from node.extract.lookup import Lookup
 from shared import identifiers
+from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.model import DataSource
 from shared.retl import BUFFER_TABLE, SOURCE_DDL, decode_key, encode_key
 
-log = logging.getLogger("setl.node.freedoor")
+log = logging.getLogger("setl.node.extract.freedoor")
 COLUMNS = "ID, FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID"
 
 

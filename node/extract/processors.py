@@ -10,7 +10,7 @@ Modules are executed only from their file in the processor directories of the no
 configuration (:mod:`shared.confinement`: ``conf/processors/`` of the installation, the
 directories in ``$SETL_PROCESSORS_PATH`` and the node's ``security.processor_dirs``), never
 any installed module nor one named like it, and no name starting with ``_``. The node checks
-a pipeline's processors when it starts (``node.etl``) and again where one is loaded, in the
+a pipeline's processors when it starts (``node.extract.etl``) and again where one is loaded, in the
 node and in each Spark task. A **virtual column** is a target column filled by a constant, a
 safe expression (:mod:`shared.expr`) over the source row, or a processor
 ``module:function(row) -> value``.

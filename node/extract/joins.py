@@ -2,7 +2,7 @@
 
 Each part is a pair whose key is the wide row's key (``key_columns`` + a rename), listing
 its own columns. ``joins`` add another source table's columns to each row, looked up by key
-(one :class:`~node.lookup.Lookup` per Spark partition, values batched per table); a missing
+(one :class:`~node.extract.lookup.Lookup` per Spark partition, values batched per table); a missing
 row drops the change (``missing: drop``, the default) or keeps it as it is (``keep``). A pair
 with ``merge_part: true`` does not delete the wide row when its source row goes: it clears
 its own columns. The loader writes only the columns a change carries, and the batch merge
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange
-from node.lookup import Lookup
+from node.extract.lookup import Lookup
 from shared.model import DataSource, LookupJoin
 
 # (table, key column) → key value → the looked-up row

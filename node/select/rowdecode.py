@@ -6,7 +6,7 @@ that was a third of Select's CPU. :func:`read_column_data` replaces the library'
 ``RowsEvent._read_column_data`` with a loop over a plan made once per table map (what to do
 with each column) that reads integers, floats and strings straight from the packet's bytes.
 Every other type (decimals, dates and times, BIT, ENUM, SET, JSON, geometry, and the readers
-:mod:`node.rowvalues` corrects) is read by the library's own reader, with the packet
+:mod:`node.select.rowvalues` corrects) is read by the library's own reader, with the packet
 positioned where it expects it; so each value is the one the library (as corrected) gives.
 The schemas corpus (``pytest -m schemas``) checks the result on every type.
 """

@@ -12,14 +12,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from node import freedoor
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
-from node.groups import fill_holes, only_changed
-from node.joins import Joined, add_joined, clear_part, look_up_joins
-from node.lookup import Lookup
-from node.processors import Filler, fill, run_processor
-from node.shard import Route, routes
+from node.extract import freedoor
+from node.extract.groups import fill_holes, only_changed
+from node.extract.joins import Joined, add_joined, clear_part, look_up_joins
+from node.extract.lookup import Lookup
+from node.extract.processors import Filler, fill, run_processor
+from node.extract.shard import Route, routes
 from shared import confinement
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
@@ -221,7 +221,7 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
     pair = entry.pair
     source_keys = change.keys or compiled.table_keys.get((change.schema, change.table), ())
     # a keyless table is written in source order, rows found by their whole before image
-    # (node.render); only the parts of a wide row (joins, merge_part) need a key to meet by
+    # (node.extract.render); only the parts of a wide row (joins, merge_part) need a key to meet by
     keyless = not source_keys and not (pair.joins or pair.merge_part)
     keys = () if keyless else (pair.key_columns or source_keys)
     if not keys and not keyless:

@@ -13,7 +13,7 @@ from shared.model import BinlogPosition, DataSource
 
 __all__ = ["check_source", "connect", "connection_settings", "current_position",
            "replica_server_id"]
-log = logging.getLogger("setl.node.source")
+log = logging.getLogger("setl.node.select.source")
 REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
 
 

@@ -3,7 +3,7 @@
 **Loop mark.** Each load transaction of a two-way channel also touches its pipeline's row in
 ``retl.retl_mark`` on the target. The opposite pipeline reads that server's binlog, sees the
 mark of its own channel in the transaction and drops the whole transaction (see
-:mod:`node.binlog`), so a change goes A → B once and never comes back.
+:mod:`node.select.binlog`), so a change goes A → B once and never comes back.
 
 **Conflicts.** Before writing, the load transaction reads the target's current rows for the
 batch's keys (``SELECT … FOR UPDATE``) and compares each with the image the source had before
@@ -28,7 +28,7 @@ from typing import Any
 from node.changes import Row, TargetChange
 from shared.identifiers import qualified, quote
 
-log = logging.getLogger("setl.node.twoway")
+log = logging.getLogger("setl.node.load.twoway")
 Key = tuple[Any, ...]
 TableName = tuple[str, str, tuple[str, ...]]  # schema, table, key columns
 

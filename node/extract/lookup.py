@@ -16,7 +16,7 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
-from node.source import connect
+from shared.endpoint import connect
 from shared.identifiers import quote
 from shared.model import DataSource
 from shared.tablekeys import row_keys

@@ -1,0 +1,63 @@
+"""Text in the charsets a MariaDB/MySQL server stores, decoded exactly.
+
+Shared by Select (statements, ENUM/SET members), Extract's row decoder and Load's DDL
+replay; it needs nothing of the binlog library:
+
+- MariaDB's ``latin1`` is cp1252 that keeps 0x81, 0x8D, 0x8F, 0x90 and 0x9D (as U+0081 …)
+  where Python's cp1252 fails: registered here as the codec ``setl_mariadb_latin1``;
+- ``utf16``, ``utf32`` and ``ucs2`` are big-endian without a byte-order mark, where
+  Python's ``utf16``/``utf32`` guess little-endian.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+from pymysql.charset import charset_by_name
+
+_LATIN1 = "setl_mariadb_latin1"
+# A column's charset as the binlog library names it (pymysql's Charset.encoding: 'cp1252'
+# for latin1, 'utf8' for utf8mb3/utf8mb4, else the server's name) → the Python codec that
+# decodes it as the server stores it, where the name alone would pick another one
+CODECS = {"cp1252": _LATIN1, "utf16": "utf-16-be", "utf16le": "utf-16-le",
+          "utf32": "utf-32-be", "ucs2": "utf-16-be", "utf8": "utf-8"}
+
+
+def _latin1_decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
+    """MariaDB latin1: cp1252, with the five bytes cp1252 leaves undefined kept as is."""
+    return codecs.charmap_decode(data, errors, _LATIN1_TABLE)
+
+
+def _latin1_encode(text: str, errors: str = "strict") -> tuple[bytes, int]:
+    return codecs.charmap_encode(text, errors, _LATIN1_ENCODING)
+
+
+_LATIN1_TABLE = "".join(
+    bytes([byte]).decode("cp1252", errors="ignore") or chr(byte) for byte in range(256))
+_LATIN1_ENCODING = codecs.charmap_build(_LATIN1_TABLE)
+
+
+def _search(name: str) -> codecs.CodecInfo | None:
+    if name != _LATIN1:
+        return None
+    return codecs.CodecInfo(_latin1_encode, _latin1_decode, name=_LATIN1)
+
+
+codecs.register(_search)  # MariaDB's latin1, for rows and for statements
+
+
+def charset_to_encoding(name: str) -> str:
+    """The Python codec for a charset name (pymysql's choice where it is right; a name
+    Python does not know leaves the value as bytes, written back byte for byte)."""
+    if name in CODECS:
+        return CODECS[name]
+    charset = charset_by_name(name)
+    return charset.encoding if charset else name
+
+
+def member(value: bytes, charset: str | None) -> str | bytes:
+    """An ENUM or SET member in its column's charset (bytes for a charset Python lacks)."""
+    try:
+        return value.decode(charset_to_encoding(charset or "utf8"))
+    except LookupError:
+        return value
