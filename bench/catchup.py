@@ -25,11 +25,12 @@ if TYPE_CHECKING:
 OTHER = "other Python (GC, outside the stages)"
 PROFILE_RATE = 97  # py-spy samples a second (odd, so it does not beat with 10 ms timers)
 # the frame that names a sample's stage, looked for from the top of the stack down
-STAGES = (("select: binlog read and row decode", "BinlogReader._run"),
+STAGES = (("E/T Spark workers (Python)", "pyspark.daemon"),
+          ("select: binlog framing", "BinlogReader._run"),
           ("select: batching", "PipelineRunner._select_loop"),
-          ("E/T driver: to and from Spark", "SparkRunner.extract_transform"),
-          ("E/T Spark workers (Python)", "pyspark.daemon"),
-          ("load: merge, SQL, target round trips", "PipelineRunner._load_loop"),
+          ("E/T in the node (small batches)", "run_part"),
+          ("E/T driver: planning, to and from Spark", "PipelineRunner._job"),
+          ("load: statements to the targets", "PipelineRunner._load_loop"),
           ("coordination (ZooKeeper, stats, cursor)", "kazoo"))
 
 

@@ -5,11 +5,14 @@
 For each candidate set of Spark options (the node's defaults first, then each candidate on
 top of them; ``--bare`` leaves out ``node.spark.MICRO_BATCH_DEFAULTS``) a fresh SparkSession
 (``local[2]``) runs ``--jobs`` near-empty jobs (one change: the latency a caught-up pipeline
-pays per batch) and a few jobs of ``--rows`` insert changes (the per-row cost of a
-catch-up). Reports wall p50/p95 per job and the CPU seconds of the whole process tree
-(driver, JVM, Python workers) per job and per 100k rows.
-The job is the node's own (``SparkRunner.extract_transform`` on a compiled one-pair
-pipeline); results go to ``bench/results/sparkjob-*.json``.
+pays per batch) and a few jobs of ``--rows`` inserts (the per-row cost of a catch-up), and
+the same batches in the node (``local``: what a caught-up pipeline's small batches cost).
+Reports wall p50/p95 per job and the CPU seconds of the whole process tree (driver, JVM,
+Python workers) per job and per 100k rows.
+The job is the node's own (``SparkRunner.run_job``: rows events as bytes in, decoded,
+transformed, merged and rendered as SQL text in the workers) on a compiled one-pair
+pipeline and rows events made by ``bench.rowsevents``; results go to
+``bench/results/sparkjob-*.json``.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import dataclasses
 import os
 import statistics
 import time
+from array import array
 from pathlib import Path
 from typing import Any
 
+from bench import rowsevents
 from bench.measure import RESULTS, tree_cpu_s, write_report
-from node.changes import ChangeType, RowChange
 from node.extract.etl import CompiledPipeline
+from node.extract.job import JobSpec, Part, PartResult
 from node.spark import MICRO_BATCH_DEFAULTS, SparkRunner
 from shared.model import DataMedia, MediaPair, Pipeline
 from shared.patterns import NamePattern
@@ -49,10 +54,22 @@ def _pipeline() -> CompiledPipeline:
         "forward", "source", "target", (pair,)))
 
 
-def _changes(n: int) -> list[RowChange]:
-    return [RowChange("bench", "items", ChangeType.INSERT, ("id",), None,
-                      {"id": i, "name": f"item {i}", "qty": i * 2, "note": "x" * 40})
-            for i in range(n)]
+LAYOUT = rowsevents.schema("items", [("id", rowsevents.INT), ("name", rowsevents.VARCHAR),
+                                     ("qty", rowsevents.INT), ("note", rowsevents.VARCHAR)])
+
+
+def _job(rows: int, partitions: int) -> tuple[JobSpec, list[Part]]:
+    """A batch of ``rows`` inserts cut as the node's Planner cuts one table (one part per
+    table: the rest of the partitions have nothing)."""
+    events = rowsevents.insert_events(LAYOUT, 7, [(i, f"item {i}", i * 2, "x" * 40)
+                                                  for i in range(rows)])
+    part = Part({1: LAYOUT}, b"".join(events), array("I", map(len, events)),
+                array("I", [1] * len(events)), array("I", range(len(events))))
+    return JobSpec(1, True, load_batch_size=1000), [part][:max(partitions, 1)]
+
+
+def _rows(results: list[PartResult]) -> int:
+    return sum(unit.rows for result in results for unit in result.units)
 
 
 def measure(name: str, options: dict[str, str], jobs: int, rows: int,
@@ -61,33 +78,36 @@ def measure(name: str, options: dict[str, str], jobs: int, rows: int,
         options = {**{k: SPARK_DEFAULTS[k] for k, _ in MICRO_BATCH_DEFAULTS}, **options}
     runner = SparkRunner(SparkSettings("local[2]", "512m", tuple(options.items()),
                                        local_max_rows=0))  # every job on Spark
-    compiled, one, many = _pipeline(), _changes(1), _changes(rows)
+    compiled = _pipeline()
+    (one_spec, one), (many_spec, many) = _job(1, 1), _job(rows, 1)
     try:
         for _ in range(10):  # warm: JVM, JIT, Python workers, broadcast
-            runner.extract_transform(compiled, one)
+            runner.run_job(compiled, one_spec, one, local=False)
         pid = os.getpid()
         walls, cpu_before = [], tree_cpu_s(pid)
         for _ in range(jobs):
             started = time.perf_counter()
-            runner.extract_transform(compiled, one)
+            runner.run_job(compiled, one_spec, one, local=False)
             walls.append(time.perf_counter() - started)
         empty_cpu = (tree_cpu_s(pid) - cpu_before) / jobs
-        big_walls, cpu_before = [], tree_cpu_s(pid)
-        for _ in range(3):
-            started = time.perf_counter()
-            out = runner.extract_transform(compiled, many)
-            big_walls.append(time.perf_counter() - started)
-            assert len(out) == rows, f"{name}: {len(out)} changes back for {rows}"
-        big_cpu = (tree_cpu_s(pid) - cpu_before) / 3
+        result: dict[str, Any] = {}
+        for where, local in (("spark", False), ("node", True)):
+            big_walls, cpu_before = [], tree_cpu_s(pid)
+            for _ in range(3):
+                started = time.perf_counter()
+                out = runner.run_job(compiled, many_spec, many, local=local)
+                big_walls.append(time.perf_counter() - started)
+                assert _rows(out) == rows, f"{name}: {_rows(out)} rows rendered for {rows}"
+            big_cpu = (tree_cpu_s(pid) - cpu_before) / 3
+            result[f"{where}_job_{rows}_rows_ms"] = round(statistics.median(big_walls) * 1000)
+            result[f"{where}_cpu_s_per_100k_rows"] = round(big_cpu / rows * 100_000, 2)
     finally:
         runner.stop()
     walls.sort()
     return {"scenario": name, "options": options,
             "empty_job_p50_ms": round(statistics.median(walls) * 1000, 1),
             "empty_job_p95_ms": round(walls[int(len(walls) * 0.95) - 1] * 1000, 1),
-            "empty_job_cpu_ms": round(empty_cpu * 1000, 1),
-            f"job_{rows}_rows_ms": round(statistics.median(big_walls) * 1000),
-            "cpu_s_per_100k_rows": round(big_cpu / rows * 100_000, 2), "equal": True}
+            "empty_job_cpu_ms": round(empty_cpu * 1000, 1), **result, "equal": True}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """The values that flow through a pipeline: row changes, transactions and batches.
 
-Select produces :class:`RowChange` values (never library event classes); Extract/Transform
-turns them into :class:`TargetChange` values, which Load merges and writes.
+Select frames the binlog into :class:`Transaction` values holding raw rows events;
+Extract decodes those into :class:`RowChange` values (never library event classes) and
+Transform turns them into :class:`TargetChange` values, which are merged and rendered as
+SQL for Load.
 """
 
 from __future__ import annotations
@@ -59,15 +61,28 @@ class RowChange(NamedTuple):
         return self.type is ChangeType.UPDATE and self.key(self.before) != self.key(self.after)
 
 
+# A rows event as Select keeps it: (the number Select gave its table map, the packet bytes).
+# Select never decodes rows; Extract does, in Spark workers (node.extract.decode).
+Event = tuple[int, bytes]
+
+
 @dataclass(frozen=True, slots=True)
 class Transaction:
-    """The row changes of one committed source transaction, with the position after it."""
+    """One committed source transaction, with the position after it: its rows events as
+    Select framed them (``events``, bytes), and the few changes Select decodes itself
+    (``changes``: a DDL statement, free-door requests of the source's retl_buffer)."""
 
     changes: tuple[RowChange, ...]
     end: BinlogPosition
     commit_ts_ms: int
     read_at_ms: int
     echo: bool = False  # written by the opposite pipeline of a two-way channel
+    events: tuple[Event, ...] = ()
+    event_rows: int = 0  # the rows its events hold, as estimated from their size
+
+    @property
+    def rows(self) -> int:
+        return len(self.changes) + self.event_rows
 
     @property
     def is_ddl(self) -> bool:
@@ -110,7 +125,8 @@ class Batch:
     start: BinlogPosition = field(default_factory=BinlogPosition)
     spanned: int = 0  # transactions read into the batch, with changes or without
     echoes: int = 0  # of those, written by the opposite pipeline of a two-way channel
-    rows: int = 0
+    rows: int = 0  # row changes: decoded ones, and those its rows events hold (estimated)
+    events: int = 0  # rows events
     has_ddl: bool = False
     commit_ts_ms: int = 0
     _end: BinlogPosition | None = None
@@ -125,9 +141,10 @@ class Batch:
         self.echoes += txn.echo
         self._end = txn.end
         self.commit_ts_ms = txn.commit_ts_ms
-        if txn.changes:
+        if txn.changes or txn.events:
             self.transactions.append(txn)
-            self.rows += len(txn.changes)
+            self.rows += txn.rows
+            self.events += len(txn.events)
             self.has_ddl = self.has_ddl or txn.is_ddl
 
     @property
@@ -141,4 +158,5 @@ class Batch:
         return not self.rows and self.spanned == self.echoes
 
     def changes(self) -> list[RowChange]:
+        """The changes Select decoded (a DDL, free-door requests); rows events are not."""
         return [change for txn in self.transactions for change in txn.changes]

@@ -10,6 +10,7 @@ failures in a row it pauses the channel and leaves the error in the pipeline's s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import queue
 import threading
@@ -24,10 +25,12 @@ import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from node.changes import Batch, TargetChange
+from node.changes import Batch, RowChange, TargetChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
+from node.extract.facts import TargetFacts
+from node.extract.job import JobSpec, Part, PartResult, Planner
 from node.load.loader import FencedError, Loader
 from node.load.twoway import LoopGuard
 from node.select import source as endpoints
@@ -83,6 +86,25 @@ class _Failed:
         self.error = error
 
 
+@dataclass
+class _Done:
+    """A batch's Extract/Transform, done: rendered parts, or target changes (a DDL batch,
+    a two-way batch), with the free-door notes and how to render it again row by row."""
+
+    results: list[PartResult]
+    changes: list[TargetChange] | None
+    et_ms: float
+    redo: Callable[[], list[PartResult]] | None = None
+
+    @property
+    def notes(self) -> list[freedoor.Note]:
+        return [note for result in self.results for note in result.notes]
+
+    @property
+    def rows(self) -> int:
+        return sum(result.rows for result in self.results)
+
+
 class PipelineRunner:
     def __init__(self, context: PipelineContext) -> None:
         self.ctx = context
@@ -110,6 +132,7 @@ class PipelineRunner:
             if context.channel.pipelines[0] is context.pipeline else ()) \
             if params.free_door_source else None
         self._select_stop = threading.Event()
+        self._progress = threading.Event()  # set when a batch is loaded
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
                                         daemon=True)
 
@@ -254,6 +277,8 @@ class PipelineRunner:
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None)
+        planner = Planner(compiled, reader.layouts, TargetFacts(targets),
+                          lambda: reader.checksum, params.load_batch_size)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, busy=lambda: self._et_running >= ET_SATURATION,
@@ -264,7 +289,8 @@ class PipelineRunner:
             select_stop.set()
         executor = ThreadPoolExecutor(params.parallelism, thread_name_prefix="et")
         select_thread = threading.Thread(
-            target=self._select_loop, args=(selector, compiled, executor, handoff, select_stop),
+            target=self._select_loop, args=(selector, compiled, planner, executor, handoff,
+                                            select_stop),
             name=f"select-{self.pipeline_id}", daemon=True)
         log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d",
                  self.pipeline_id, self.cursor.position, self.cursor.process_id + 1, server_id)
@@ -283,22 +309,33 @@ class PipelineRunner:
             _cancel_pending(handoff)
             executor.shutdown(wait=True, cancel_futures=True)
             loader.close()
+            planner.facts.close()
 
-    def _select_loop(self, selector: Selector, compiled: CompiledPipeline,
+    def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
                      stop: threading.Event) -> None:
         attempt = self._central.attempt if self._central is not None else 0
+        after_ddl = 0  # a DDL batch's processId: later batches wait until it is loaded
         try:
             while not stop.is_set() and not self.stop_event.is_set():
                 batch = selector.next_batch(stop)
                 if batch is None:
                     continue
-                changes = batch.changes()
-                if self._central is not None and not batch.has_ddl:  # served in order
-                    changes += self._central.take(batch.process_id, attempt)
                 with self._et_lock:
                     self._et_running += 1
-                future = executor.submit(self._extract_transform, compiled, changes)
+                if batch.has_ddl:
+                    future = executor.submit(self._ddl_job, compiled, batch.changes())
+                    after_ddl = batch.process_id
+                else:
+                    if after_ddl and not self._wait_loaded(after_ddl, stop):
+                        break
+                    if after_ddl:
+                        planner.forget()  # its tables' columns and keys may have changed
+                        after_ddl = 0
+                    requests = batch.changes()
+                    if self._central is not None:  # served in order
+                        requests += self._central.take(batch.process_id, attempt)
+                    future = executor.submit(self._job, compiled, planner, batch, requests)
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
@@ -306,18 +343,45 @@ class PipelineRunner:
         finally:
             handoff.put(None)
 
-    def _extract_transform(self, compiled: CompiledPipeline, changes: list[Any]
-                           ) -> tuple[list[TargetChange], float, list[freedoor.Note]]:
+    def _wait_loaded(self, process_id: int, stop: threading.Event) -> bool:
+        """Wait until batch ``process_id`` is loaded; False when stopped first."""
+        while not stop.is_set() and not self.stop_event.is_set():
+            if self.cursor is not None and self.cursor.process_id >= process_id:
+                return True
+            self._progress.wait(0.1)
+            self._progress.clear()
+        return False
+
+    def _job(self, compiled: CompiledPipeline, planner: Planner, batch: Batch,
+             requests: list[RowChange]) -> _Done:
+        """Cut the batch into parts and run its Extract/Transform (an E/T thread)."""
         started = time.monotonic()
         try:
-            result = self.ctx.spark.extract_transform(compiled, changes)
+            spark = self.ctx.spark
+            local = spark.local(batch.rows + len(requests))
+            parts = planner.parts(batch, requests, 1 if local else spark.partitions)
+            spec = planner.spec(batch, parts, changes_only=self.two_way)
+            results = spark.run_job(compiled, spec, parts, local)
         finally:
             with self._et_lock:
                 self._et_running -= 1
-        notes = [item for item in result if isinstance(item, freedoor.Note)]
-        if notes:
-            result = [item for item in result if not isinstance(item, freedoor.Note)]
-        return result, (time.monotonic() - started) * 1000, notes
+        changes = [c for result in results for c in result.changes] if self.two_way else None
+        return _Done(results, changes, (time.monotonic() - started) * 1000,
+                     functools.partial(self._again_row_by_row, compiled, spec, parts))
+
+    def _again_row_by_row(self, compiled: CompiledPipeline, spec: JobSpec,
+                          parts: list[Part]) -> list[PartResult]:
+        return self.ctx.spark.run_job(compiled, dataclasses.replace(spec, one_by_one=True),
+                                      parts, local=True)
+
+    def _ddl_job(self, compiled: CompiledPipeline, changes: list[RowChange]) -> _Done:
+        started = time.monotonic()
+        try:
+            targets = self.ctx.spark.changes(compiled, changes)
+        finally:
+            with self._et_lock:
+                self._et_running -= 1
+        return _Done([], targets, (time.monotonic() - started) * 1000)
 
     def _publish_failed(self, exc: Exception) -> None:
         log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
@@ -334,26 +398,32 @@ class PipelineRunner:
             batch, future = item
             started = time.monotonic()
             try:
-                changes, et_ms, notes = future.result()
+                done: _Done = future.result()
             except SetlError as exc:  # keeps its class: a definition error pauses at once
                 raise with_context(type(exc), f"stage extract/transform, processId "
                                    f"{batch.process_id}, position {batch.end}: {exc}") from None
             waited = time.monotonic()
-            written = loader.load(batch, changes)
+            if done.changes is not None:
+                written = loader.load(batch, done.changes)
+            else:
+                written = loader.load_units(batch, done.results, done.redo)
+            notes = done.notes
             if notes or self._central is not None:
                 self._requests_loaded(batch.process_id, notes)
             loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
+            self._progress.set()
             publisher.publish(self.cursor)
             window.release()
             self.window_peak = max(self.window_peak, window.peak)
             self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
-            self._loaded.append((time.monotonic(), batch.rows))
+            rows = done.rows if done.changes is None else batch.rows
+            self._loaded.append((time.monotonic(), rows))
             self.batches_loaded += 1
             log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
                       "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
-                      self.pipeline_id, batch.process_id, batch.rows, written, batch.end, et_ms,
-                      (waited - started) * 1000, (loaded - waited) * 1000)
+                      self.pipeline_id, batch.process_id, rows, written, batch.end,
+                      done.et_ms, (waited - started) * 1000, (loaded - waited) * 1000)
 
     def _requests_loaded(self, process_id: int, notes: list[freedoor.Note]) -> None:
         """Count the batch's free-door requests and delete the served buffer rows."""

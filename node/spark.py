@@ -1,11 +1,12 @@
 """The node's one long-lived SparkSession and the per-batch Extract/Transform job.
 
-A batch becomes ``parallelize(numbered changes) → mapPartitions(extract_transform) →
-collect``; the compiled pipeline is broadcast once per definition version. A batch of at
-most ``spark.local_max_rows`` row changes (a caught-up pipeline's) runs the same function in
-the node instead: a Spark job's fixed cost (60-140 ms, ~130 ms of CPU) is more than such a
-batch's rows cost. The stage logic lives in :mod:`node.extract.etl` and runs the same without Spark
-in unit tests.
+A batch's parts (:mod:`node.extract.job`: rows events as bytes) become
+``parallelize(parts, one slice each) → map(run_part) → collect``; what comes back is SQL
+text per target table. The compiled pipeline is broadcast once per definition version. A
+batch of at most ``spark.local_max_rows`` row changes (a caught-up pipeline's) runs the
+same function in the node instead: a Spark job's fixed cost (tens of ms of CPU across
+driver, JVM and worker) is more than such a batch's rows cost. The stage logic lives in
+:mod:`node.extract` and runs the same without Spark in unit tests.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from node.changes import RowChange, TargetChange
 from node.extract.etl import CompiledPipeline, extract_transform
+from node.extract.job import JobSpec, Part, PartResult, run_part
 from shared import confinement, errors
 from shared.errors import SetlError
 from shared.settings import SparkSettings
@@ -40,7 +43,7 @@ MICRO_BATCH_DEFAULTS = (
 )
 
 
-def _run_partition(broadcast: Any, numbered: Any) -> Any:
+def _run_partition(broadcast: Any, spec: JobSpec, parts: Any) -> Any:
     # pyspark's worker runs a full gc.collect() after every task; over the heap a worker holds
     # (pyspark, setl's modules, the compiled pipeline) that was ~40% of the workers' CPU in a
     # catch-up. Whatever lives when a task starts has outlived the previous collect, so it
@@ -48,7 +51,7 @@ def _run_partition(broadcast: Any, numbered: Any) -> Any:
     gc.freeze()
     compiled = broadcast.value
     confinement.confine(compiled.rules)
-    return extract_transform(compiled, numbered)
+    return [run_part(compiled, spec, part) for part in parts]
 
 
 class SparkRunner:
@@ -128,21 +131,34 @@ class SparkRunner:
                 self._broadcasts[key] = found
         return found
 
-    def extract_transform(self, compiled: CompiledPipeline,
-                          changes: list[RowChange]) -> list[TargetChange]:
-        if not changes:
-            return []
-        if len(changes) <= self.settings.local_max_rows:
-            return _in_process(compiled, changes)
+    def local(self, rows: int) -> bool:
+        """Whether a batch of ``rows`` row changes runs in the node instead of on Spark."""
+        return rows <= self.settings.local_max_rows
+
+    @property
+    def partitions(self) -> int:
+        """How many parts a batch on Spark is cut into (the cores Spark has)."""
+        return max(1, int(self.context.defaultParallelism))
+
+    def run_job(self, compiled: CompiledPipeline, spec: JobSpec, parts: list[Part],
+                local: bool) -> list[PartResult]:
+        """A batch's Extract/Transform: its parts in the node (``local``) or on Spark."""
+        if local:
+            return _in_process(compiled, lambda: [run_part(compiled, spec, part)
+                                                  for part in parts])
         context = self.context
         broadcast = self._broadcast(compiled)
-        slices = max(1, min(context.defaultParallelism, len(changes) // ROWS_PER_PARTITION))
-        numbered = list(enumerate(changes))
         try:
-            return context.parallelize(numbered, slices).mapPartitions(
-                functools.partial(_run_partition, broadcast)).collect()
+            return context.parallelize(parts, len(parts)).mapPartitions(
+                functools.partial(_run_partition, broadcast, spec)).collect()
         except Exception as exc:
             raise _translate(exc, compiled) from None
+
+    @staticmethod
+    def changes(compiled: CompiledPipeline, changes: list[RowChange]) -> list[TargetChange]:
+        """Extract/Transform of decoded changes (a DDL batch's) in the node."""
+        return _in_process(compiled, lambda: list(extract_transform(
+            compiled, enumerate(changes))))
 
     def stop(self) -> None:
         with self._lock:
@@ -152,13 +168,12 @@ class SparkRunner:
                 self._session = None
 
 
-def _in_process(compiled: CompiledPipeline, changes: list[RowChange]) -> list[Any]:
-    """A small batch's Extract/Transform in the node (the same function a Spark task runs),
-    with its errors as a Spark job's would be: setl's own keep their class, others say their
-    Python type."""
+def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]]) -> list[Any]:
+    """Extract/Transform in the node (the same function a Spark task runs), with its errors
+    as a Spark job's would be: setl's own keep their class, others say their Python type."""
     prefix = f"pipeline {compiled.pipeline_id}: extract/transform failed: "
     try:
-        return list(extract_transform(compiled, enumerate(changes)))
+        return run()
     except SetlError as exc:
         raise with_context(type(exc), prefix + str(exc)) from None
     except Exception as exc:

@@ -158,7 +158,7 @@ class PipelineParams:
     """Tuning and behaviour of one pipeline; every field has a sane default."""
 
     parallelism: int = 5
-    batch_size: int = 2000
+    batch_size: int = 20_000  # a catch-up's batches: large enough to amortise a Spark job
     batch_timeout_ms: int = 100
     load_batch_size: int = 1000
     ddl_sync: bool = False

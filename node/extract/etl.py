@@ -24,6 +24,7 @@ from shared import confinement
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
+from shared.retl import BUFFER_TABLE
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,16 @@ class CompiledPair:
             self._addresses[(schema, table)] = found
         return found
 
+    @property
+    def simple(self) -> bool:
+        """Whether a change goes through this pair by renames and column choice alone."""
+        pair = self.pair
+        return not (pair.processor or self.route is not None or pair.joins or pair.merge_part
+                    or pair.column_groups or self.fillers)
+
     def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
+        if not (self.renames or self.include or self.exclude):
+            return row  # nothing to rename or leave out: the row goes as it is
         mapped = {}
         for name, value in row.items():
             if name not in keys and (name in self.exclude or
@@ -104,6 +114,8 @@ class CompiledPipeline:
     # a Spark worker runs under the node's rules, not its own defaults
     rules: confinement.Confinement = field(default_factory=confinement.current)
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
+    _plain: dict[tuple[str, str, tuple[str, ...]], tuple[_Plain, ...] | None] = field(
         default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -166,6 +178,17 @@ class CompiledPipeline:
         with Lookup(self.source) as lookup:
             return lookup.database_defaults(schema)
 
+    def targets_of(self, schema: str, table: str) -> list[tuple[str, str, str]]:
+        """(datasource, schema, table) of every table a source table's rows may go to: its
+        pairs' targets, every slot of a shard route."""
+        found: list[tuple[str, str, str]] = []
+        for entry in self.pairs_for(schema, table):
+            if entry.route is not None:
+                found.extend(entry.route.slots)
+            else:
+                found.append(entry.address(schema, table))
+        return list(dict.fromkeys(found))
+
     def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every target a source table is written to."""
         return [entry.address(schema, table) for entry in self.pairs_for(schema, table)]
@@ -198,6 +221,61 @@ class CompiledPipeline:
         for name, value in state.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_plain", {})
+
+    def plain(self, schema: str, table: str, keys: tuple[str, ...]
+              ) -> tuple[_Plain, ...] | None:
+        """How a table's changes map through its pairs when every pair is :attr:`simple`
+        (worked out once per table and key); None when one is not."""
+        found = self._plain.get((schema, table, keys), False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        entries = self.pairs_for(schema, table)
+        made: tuple[_Plain, ...] | None = None
+        if all(entry.simple for entry in entries):
+            source_keys = keys or self.table_keys.get((schema, table), ())
+            made = tuple(_Plain.of(entry, schema, table, source_keys) for entry in entries)
+        self._plain[(schema, table, keys)] = made
+        return made
+
+
+@dataclass(frozen=True)
+class _Plain:
+    """A simple pair's mapping of one source table: target, keys, columns."""
+
+    datasource: str
+    schema: str
+    table: str
+    keys: tuple[str, ...]  # the source columns a row is keyed by (none: keyless)
+    target_keys: tuple[str, ...]
+    keyless: bool
+    push_weight: int
+    entry: CompiledPair
+
+    @classmethod
+    def of(cls, entry: CompiledPair, schema: str, table: str,
+           source_keys: tuple[str, ...]) -> _Plain:
+        keys = entry.pair.key_columns or source_keys
+        return cls(*entry.address(schema, table), keys,
+                   tuple(entry.renames.get(key, key) for key in keys), not source_keys,
+                   entry.pair.push_weight, entry)
+
+    def changes(self, seq: int, change: RowChange, two_way: bool) -> TargetChange:
+        before, after, keys = change.before, change.after, self.keys
+        keyless = self.keyless
+        if keyless:
+            keys = ()
+        mapped_after = self.entry.map_row(after, keys) if after is not None else None
+        mapped_before = self.entry.map_row(before, keys) \
+            if (two_way or keyless) and before is not None else None
+        return _TARGET(TargetChange, (
+            self.datasource, self.schema, self.table, change.type,
+            () if keyless else self.target_keys,
+            tuple([before[k] for k in keys]) if before else None, mapped_after,
+            self.push_weight, seq, "", mapped_before, False, ()))
+
+
+_TARGET = tuple.__new__
 
 
 def transform(compiled: CompiledPipeline, seq: int, change: RowChange,
@@ -254,31 +332,63 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
                            after, pair.push_weight, seq, before=before)
 
 
+def _transformed(compiled: CompiledPipeline, plain: list[tuple[int, RowChange]],
+                 joined: Joined) -> list[TargetChange]:
+    """Every change through its pairs: simple pairs by a mapping worked out once per table,
+    the others through :func:`transform`."""
+    out: list[TargetChange] = []
+    append, two_way, plans = out.append, compiled.two_way, compiled.plain
+    for seq, change in plain:
+        found = plans(change.schema, change.table, change.keys)
+        if found is None:
+            out.extend(transform(compiled, seq, change, joined))
+            continue
+        for mapping in found:
+            append(mapping.changes(seq, change, two_way))
+    return out
+
+
 def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, RowChange]]
                       ) -> Iterator[TargetChange | freedoor.Note]:
     """The per-partition function: numbered source changes in, target changes out (and a
-    note per free-door request, which the driver counts). Lookups (joins, the free door)
-    use one connection per partition, keys batched per table."""
-    requests, plain = [], []
-    for seq, change in numbered:
+    note per free-door request, which the driver counts)."""
+    changes, notes = extract_transform_lists(compiled, numbered)
+    yield from changes
+    yield from notes
+
+
+def extract_transform_lists(compiled: CompiledPipeline,
+                            numbered: Iterable[tuple[int, RowChange]]
+                            ) -> tuple[list[TargetChange], list[freedoor.Note]]:
+    """The target changes of numbered source changes, and a note per free-door request.
+    Lookups (joins, column groups, the free door) use one connection per partition, keys
+    batched per table; a step no pair uses costs nothing."""
+    requests, plain, out = [], [], []
+    for item in numbered:
+        change = item[1]
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
-                yield from transform_ddl(change, seq, compiled.target_tables,
-                                         compiled.database_defaults,
-                                         compiled.target_databases)
-        elif freedoor.is_request(change):
-            requests.append((seq, change))
+                out += transform_ddl(change, item[0], compiled.target_tables,
+                                     compiled.database_defaults, compiled.target_databases)
+        elif change.table == BUFFER_TABLE[1] and freedoor.is_request(change):
+            requests.append(item)
         else:
-            plain.append((seq, change))
+            plain.append(item)
     joined = look_up_joins(compiled.source, [
         (change, entry.pair.joins) for _, change in plain
-        for entry in compiled.pairs_for(change.schema, change.table) if entry.pair.joins])
-    mapped = [target for seq, change in plain
-              for target in transform(compiled, seq, change, joined)]
-    yield from fill_holes(compiled.source, mapped)  # column-group columns to look up
+        for entry in compiled.pairs_for(change.schema, change.table) if entry.pair.joins]) \
+        if any(entry.pair.joins for entry in compiled.pairs) else {}
+    mapped = _transformed(compiled, plain, joined)
+    if any(entry.pair.column_groups for entry in compiled.pairs):
+        mapped = fill_holes(compiled.source, mapped)  # column-group columns to look up
+    out += mapped
+    notes: list[freedoor.Note] = []
     if requests:
         if compiled.source is None:
             raise ConfigError(f"pipeline {compiled.pipeline_id}: free-door requests need the "
                               "source for lookups")
-        yield from freedoor.serve(requests, compiled.source, compiled.wants,
-                                  compiled.configured_keys, functools.partial(transform, compiled))
+        for served in freedoor.serve(requests, compiled.source, compiled.wants,
+                                     compiled.configured_keys,
+                                     functools.partial(transform, compiled)):
+            (notes if isinstance(served, freedoor.Note) else out).append(served)
+    return out, notes

@@ -34,7 +34,8 @@ consecutive deletes or upserts of one run still go out as multi-row statements.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+import operator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,67 +63,82 @@ class TableWrites:
         return len(self.deletes) + len(self.upserts) + len(self.steps) + len(self.changes)
 
 
-@dataclass
-class _KeyState:
-    seq: int
-    row: Row | None  # None: deleted
-    born: bool  # the first change of this key in the batch created it
+# a key's state in the batch: [seq of its last change, its row (None: deleted), whether the
+# key's first change in the batch created it]
+_SEQ, _ROW, _BORN = 0, 1, 2
+_BY_SEQ = operator.attrgetter("seq")
+INSERT, UPDATE, DELETE_ = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELETE
 
 
 def merge(changes: Iterable[TargetChange],
-          ordered: Collection[tuple[str, str, str]] = ()) -> list[TableWrites]:
-    """The batch's writes: one per merged table, and runs of the tables named in ``ordered``
-    (datasource, schema, table) and of keyless tables, which keep source order."""
+          ordered: Collection[tuple[str, str, str]] | Callable[[tuple[str, str, str],
+                                                                tuple[str, ...]], bool] = ()
+          ) -> list[TableWrites]:
+    """The batch's writes: one per merged table, and runs of the tables ``ordered`` names
+    (datasource, schema, table; or a function of the table and its keys, asked once per
+    table) and of keyless tables, which keep source order."""
     tables: dict[tuple[str, str, str], TableWrites] = {}
-    states: dict[tuple[str, str, str], dict[tuple[Any, ...], _KeyState]] = {}
+    states: dict[tuple[str, str, str], dict[tuple[Any, ...], list[Any]]] = {}
     runs: list[TableWrites] = []
-    for change in sorted(changes, key=lambda c: c.seq):
-        name = (change.datasource, change.schema, change.table)
-        if name in ordered or not change.keys:
+    in_order: dict[tuple[str, str, str], bool] = {}
+    asks = callable(ordered)
+    for change in sorted(changes, key=_BY_SEQ):
+        datasource, schema, table, kind, keys, before_key, after, weight, seq = change[:9]
+        name = (datasource, schema, table)
+        kept = in_order.get(name)
+        if kept is None:
+            kept = in_order[name] = not keys or (
+                ordered(name, keys) if asks else name in ordered)  # type: ignore[operator]
+        if kept:
             if not runs or (runs[-1].datasource, runs[-1].schema, runs[-1].table) != name:
-                runs.append(TableWrites(*name, change.keys, change.push_weight, change.seq))
-            if change.keys:
+                runs.append(TableWrites(*name, keys, weight, seq))
+            if keys:
                 runs[-1].steps.extend(_steps(change))
             else:
                 runs[-1].changes.append(change)
             continue
-        if name not in tables:
-            tables[name] = TableWrites(*name, change.keys, change.push_weight, change.seq)
-            states[name] = {}
-        _apply(states[name], change)
+        state = states.get(name)
+        if state is None:
+            tables[name] = TableWrites(*name, keys, weight, seq)
+            state = states[name] = {}
+        if kind is INSERT:
+            _put(state, _key(after, keys), after, True, seq)
+        elif kind is UPDATE:
+            new_key = _key(after, keys)
+            if new_key != before_key:
+                _put(state, before_key, _DELETED, False, seq)
+                _put(state, new_key, after, True, seq)
+            else:
+                _put(state, new_key, after, False, seq)
+        elif kind is DELETE_:
+            assert before_key is not None
+            _put(state, before_key, _DELETED, False, seq)
     for name, writes in tables.items():
-        finals = sorted(states[name].items(), key=lambda item: item[1].seq)
-        writes.deletes = [key for key, state in finals if state.row is _DELETED and not state.born]
-        writes.upserts = [state.row for _, state in finals if state.row is not _DELETED]
+        finals = sorted(states[name].items(), key=lambda item: item[1][_SEQ])
+        writes.deletes = [key for key, state in finals
+                          if state[_ROW] is _DELETED and not state[_BORN]]
+        writes.upserts = [state[_ROW] for _, state in finals if state[_ROW] is not _DELETED]
     return sorted((w for w in [*tables.values(), *runs] if w.rows),
                   key=lambda w: (w.push_weight, w.first_seq))
 
 
-def _apply(state: dict[tuple[Any, ...], _KeyState], change: TargetChange) -> None:
-    def put(key: tuple[Any, ...], row: Row | None, born_if_new: bool) -> None:
-        previous = state.get(key)
-        # only a key's first change says whether it existed before the batch: D + I stays
-        # "existed" (an upsert), I + D + I + D stays "born" (nothing to delete)
-        born = previous.born if previous else born_if_new
-        if row is not None and previous is not None and previous.row is not None:
-            row = {**previous.row, **row}  # I + U → I with merged columns (a partial row
-            # of a wide-row part keeps the columns other parts wrote in this batch)
-        state[key] = _KeyState(change.seq, row, born)
+def _key(row: Row | None, keys: tuple[str, ...]) -> tuple[Any, ...]:
+    assert row is not None
+    return (row[keys[0]],) if len(keys) == 1 else tuple([row[k] for k in keys])
 
-    if change.type is ChangeType.INSERT:
-        assert change.after is not None
-        put(tuple(change.after[k] for k in change.keys), change.after, True)
-    elif change.type is ChangeType.UPDATE:
-        assert change.after is not None and change.before_key is not None
-        new_key = tuple(change.after[k] for k in change.keys)
-        if new_key != change.before_key:
-            put(change.before_key, _DELETED, False)
-            put(new_key, change.after, True)
-        else:
-            put(new_key, change.after, False)
-    elif change.type is ChangeType.DELETE:
-        assert change.before_key is not None
-        put(change.before_key, _DELETED, False)
+
+def _put(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], row: Row | None,
+         born_if_new: bool, seq: int) -> None:
+    previous = state.get(key)
+    if previous is None:
+        state[key] = [seq, row, born_if_new]
+        return
+    # only a key's first change says whether it existed before the batch: D + I stays
+    # "existed" (an upsert), I + D + I + D stays "born" (nothing to delete)
+    if row is not None and previous[_ROW] is not None:
+        row = {**previous[_ROW], **row}  # I + U → I with merged columns (a partial row
+        # of a wide-row part keeps the columns other parts wrote in this batch)
+    previous[_SEQ], previous[_ROW] = seq, row
 
 
 def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:

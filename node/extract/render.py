@@ -72,19 +72,22 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start:start + size]
 
 
-def statements(writes: TableWrites, size: int, columns: Columns | None = None
-               ) -> Iterator[Statement]:
+def statements(writes: TableWrites, size: int, columns: Columns | None = None,
+               big: bool = True) -> Iterator[Statement]:
     """The statements of one table's writes: merged deletes then upserts, the ordered steps
-    with consecutive ones of a kind together, or a keyless table's changes in source order."""
+    with consecutive ones of a kind together, or a keyless table's changes in source order.
+    ``big`` False: the caller knows no value is over ``BIG_VALUE`` (rows read from events
+    smaller than that), so rows are not looked at one by one for it. Multi-row INSERTs
+    carry their values as the rows hold them (see :func:`sql_value`)."""
     columns = columns or {}
     generated = frozenset(name for name, column in columns.items() if column.generated)
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
     yield from _deletes(writes, writes.deletes, size)
-    yield from _upserts(writes, _without(writes.upserts, generated), size, enums)
+    yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == UPSERT:
-            yield from _upserts(writes, _without(items, generated), size, enums)
+            yield from _upserts(writes, _without(items, generated), size, enums, big)
         elif kind == DELETE:
             yield from _deletes(writes, items, size)
         else:
@@ -125,13 +128,14 @@ def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int
 
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
-             enums: frozenset[str] = frozenset()) -> Iterator[Statement]:
+             enums: frozenset[str] = frozenset(), big: bool = True) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
 
     def apart(row: Row) -> bool:  # a row written by statements of its own
-        return any(_big(value) for value in row.values()) or bool(_empty_enums(row, enums))
+        return (big and any(_big(value) for value in row.values())) or \
+            bool(_empty_enums(row, enums))
 
-    if any(apart(row) for row in rows):
+    if (big or enums) and any(apart(row) for row in rows):
         for row in [row for row in rows if apart(row)]:
             alone = {name: value[:0] if _big(value) else value for name, value in row.items()}
             for statement in _upserts(writes, [alone], 1):
@@ -144,9 +148,7 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
                f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
                + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
         for chunk in _chunks(run, size):
-            keys = [tuple(row.get(k) for k in writes.keys) for row in chunk]
-            yield Statement(sql, [[sql_value(row[c]) for c in columns] for row in chunk], True,
-                            keys)
+            yield Statement(sql, [[row[c] for c in columns] for row in chunk], True, chunk)
 
 
 def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
@@ -202,8 +204,8 @@ def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozen
                 sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES "
                        f"({', '.join(['%s'] * len(names))})")
                 for chunk in _chunks(run, size):
-                    yield Statement(sql, [[sql_value(row[c]) for c in names] for row in chunk],
-                                    True, chunk)
+                    yield Statement(sql, [[row[c] for c in names] for row in chunk], True,
+                                    chunk)
             continue
         for change in changes:
             found = _one(table, change, columns, generated)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
@@ -26,8 +28,9 @@ from node.changes import Batch, ChangeType, TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
-from node.extract.merge import TableWrites, merge
-from node.extract.render import Column, Columns, Statement, statements
+from node.extract.facts import TargetFacts
+from node.extract.job import JobSpec, PartResult, Unit, in_order, render
+from node.extract.sqltext import Sql
 from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
@@ -79,8 +82,7 @@ class Loader:
         self.epoch, self.loop = epoch, loop
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
-        self._source_order: dict[tuple[str, str, str], bool] = {}  # not merged by key?
-        self._columns: dict[tuple[str, str, str], Columns] = {}  # of target tables
+        self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
@@ -105,32 +107,6 @@ class Loader:
                 pass
         self._connections.clear()
 
-    def _ordered_tables(self, changes: list[TargetChange]) -> set[tuple[str, str, str]]:
-        """The tables of the batch whose changes are written in source order instead of
-        merged by key (see :mod:`node.extract.merge`): on the target, a unique key besides the one
-        rows are keyed by, or a foreign key to or from the table."""
-        wanted = {(c.datasource, c.schema, c.table): c.keys for c in changes}
-        for name, keys in wanted.items():
-            if name not in self._source_order and name[0] in self.targets:
-                self._source_order[name] = self._needs_source_order(name, keys)
-        return {name for name in wanted if self._source_order.get(name)}
-
-    def _needs_source_order(self, name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
-        conn = self._connection(name[0])
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
-                           "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
-                           "TABLE_NAME = %s AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", name[1:])
-            indexes = cursor.fetchall()
-            cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
-                           "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
-                           "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
-                           "REFERENCED_TABLE_NAME = %s))", name[1:] * 2)
-            foreign_keys = int(cursor.fetchone()[0])
-        conn.commit()
-        return bool(foreign_keys) or any(set(columns.split(",")) != set(keys)
-                                         for _, columns in indexes)
-
     def applied_position(self, name: str) -> BinlogPosition | None:
         conn = self._connection(name)
         with conn.cursor() as cursor:
@@ -141,32 +117,54 @@ class Loader:
         return BinlogPosition(row[0], int(row[1]), row[2]) if row else None
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
-        """Write the batch; return the rows written (0 for an already applied batch)."""
+        """Write a batch given as target changes (a DDL, a two-way channel's batch, whose
+        conflicts are checked against the target's rows first); merged and rendered here.
+        Return the rows written (0 for an already applied batch)."""
         ddl = [change for change in changes if change.type is ChangeType.DDL]
         if ddl:  # Select puts a DDL in a batch of its own
             return self._load_ddl(batch, ddl)
+        by_target: dict[str, list[TargetChange]] = {}
+        for change in changes:
+            by_target.setdefault(self._known(change.datasource, batch), []).append(change)
+        return self._load_all(batch, {name: _Writes(changes=found)
+                                      for name, found in by_target.items()})
+
+    def load_units(self, batch: Batch, results: list[PartResult],
+                   redo: Callable[[], list[PartResult]] | None = None) -> int:
+        """Write a batch as Extract/Transform rendered it (statements per target table);
+        ``redo`` renders it again one statement a row (skip_load_exception's second try).
+        Return the rows written (0 for an already applied batch)."""
+        by_target: dict[str, _Writes] = {}
+        for unit in in_order(results):
+            by_target.setdefault(self._known(unit.datasource, batch), _Writes()).units.append(
+                unit)
+        for unit in in_order(results, requested=True):
+            by_target.setdefault(unit.datasource, _Writes()).requested.append(unit)
+        if redo is not None:
+            for writes in by_target.values():
+                writes.redo = redo
+        return self._load_all(batch, by_target)
+
+    def _known(self, datasource: str, batch: Batch) -> str:
+        if datasource not in self.targets:
+            raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "
+                            f"unknown target data source {datasource}")
+        return datasource
+
+    def _load_all(self, batch: Batch, by_target: dict[str, _Writes]) -> int:
         # A batch with nothing to write (a stretch of tables the pipeline does not replicate)
         # still moves every target's position: a restart then starts after the stretch.
-        if not changes and batch.echo_only:
-            return 0
-        by_target: dict[str, list[TargetChange]] = {} if changes else \
-            {name: [] for name in self.targets}
-        for change in changes:
-            if change.datasource not in self.targets:
-                raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "
-                                f"unknown target data source {change.datasource}")
-            by_target.setdefault(change.datasource, []).append(change)
-        if self.params.dry_run:
-            rows = sum(w.rows for w in merge(changes))
-            if not rows:
+        if not by_target:
+            if batch.echo_only:
                 return 0
-            log.info("event=batch_dry_run pipeline=%s process_id=%d rows=%d position=%s",
-                     self.pipeline_id, batch.process_id, rows, batch.end)
+            by_target = {name: _Writes() for name in self.targets}
+        if self.params.dry_run:
+            rows = sum(writes.rows(self) for writes in by_target.values())
+            if rows:
+                log.info("event=batch_dry_run pipeline=%s process_id=%d rows=%d position=%s",
+                         self.pipeline_id, batch.process_id, rows, batch.end)
             return rows
-        written = 0
-        for name, target_changes in by_target.items():
-            written += self._load_target(name, batch, target_changes)
-        return written
+        return sum(self._load_target(name, batch, writes) for name, writes in by_target.items())
 
     def _load_ddl(self, batch: Batch, ddl: list[TargetChange]) -> int:
         if self.params.dry_run:
@@ -176,15 +174,16 @@ class Loader:
         by_target: dict[str, list[TargetChange]] = {}
         for change in ddl:
             by_target.setdefault(change.datasource, []).append(change)
-        self._source_order.clear()  # tables change shape
-        return sum(self._load_target(name, batch, statements)
-                   for name, statements in by_target.items())
+        self.facts.forget()  # tables change shape
+        return sum(self._load_target(name, batch, _Writes(ddl=found))
+                   for name, found in by_target.items())
 
-    def _load_target(self, name: str, batch: Batch, changes: list[TargetChange]) -> int:
+    def _load_target(self, name: str, batch: Batch, writes: _Writes) -> int:
         one_by_one = False
         for attempt in range(1, 7):
             try:
-                return self._transaction(name, batch, changes, one_by_one)
+                writes.prepare(self)  # facts of its tables, read before the transaction
+                return self._transaction(name, batch, writes, one_by_one)
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
@@ -210,12 +209,10 @@ class Loader:
             except pymysql.MySQLError:
                 pass
 
-    def _transaction(self, name: str, batch: Batch, changes: list[TargetChange],
+    def _transaction(self, name: str, batch: Batch, writes: _Writes,
                      one_by_one: bool = False) -> int:
-        """One target transaction: position check, (two-way) conflicts, the merged rows or
-        the DDL, the loop mark and the position."""
-        ddl = [change for change in changes if change.type is ChangeType.DDL]
-        ordered = self._ordered_tables(changes) if not ddl else set()
+        """One target transaction: position check, (two-way) conflicts, the batch's
+        statements or its DDL, the loop mark and the position."""
         conn = self._connection(name)
         with conn.cursor() as cursor:
             cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch, process_id FROM "
@@ -229,24 +226,20 @@ class Loader:
                     f"target {name} is written by a newer owner (epoch {row[2]} > "
                     f"{self.epoch}); this node lost the pipeline and stops")
             applied = bool(row) and _applied(row, batch)
+            units = writes.for_attempt(self, batch, cursor, applied, one_by_one)
             if applied:
                 # A replay: the target has the batch. Requests a free door put into it now
                 # are new (served ones were deleted) and are still written: a lookup is never
                 # older than what the target has.
-                changes = [change for change in changes if change.requested]
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
                          "reason=already_applied applied=%s:%s requested_rows=%d",
                          self.pipeline_id, batch.process_id, name, row[0], row[1],
-                         len(changes))
-                if not changes:
+                         sum(unit.rows for unit in units))
+                if not units:
                     conn.rollback()
                     return 0
-            if self.loop is not None and not ddl:
-                changes = self.loop.resolve(cursor, changes, batch.process_id)
-            written = 0
-            for writes in merge(changes, ordered) if not ddl else ():
-                written += self._write_table(cursor, writes, batch, one_by_one)
-            for change in ddl:  # DDL commits implicitly: the position follows it
+            written = sum(self._write_unit(cursor, unit, batch, one_by_one) for unit in units)
+            for change in writes.ddl:  # DDL commits implicitly: the position follows it
                 written += self._execute_ddl(cursor, change, batch)
             if self.loop is not None:
                 self.loop.mark(cursor, batch.process_id)
@@ -268,7 +261,7 @@ class Loader:
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
         """Run one DDL; a replay after a crash between the DDL and its position finds it
         done (the table exists, the column is there …): logged and taken as applied."""
-        self._columns.clear()  # tables change shape
+        self.facts.forget()  # tables change shape
         mode = sql_mode(change.session)
         kind = kind_of(change.ddl, mode)
         database = on_database(change.ddl, mode)
@@ -303,78 +296,57 @@ class Loader:
                  change.table, change.ddl)
         return 1
 
-    def _target_columns(self, cursor: Any, writes: TableWrites) -> Columns:
-        """The target table's columns as rendering needs them: generated ones (VIRTUAL,
-        PERSISTENT/STORED) are computed by the target, which refuses a value, so they are
-        never written; charsets make keyless matches exact. Read once per table (again after
-        a DDL); the target's schema decides, so a plain target column fed by a generated
-        source column is written."""
-        name = (writes.datasource, writes.schema, writes.table)
-        found = self._columns.get(name)
-        if found is None:
-            cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
-                           "COALESCE(GENERATION_EXPRESSION, '') <> '' FROM "
-                           "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
-                           "TABLE_NAME = %s", name[1:])
-            found = self._columns[name] = {
-                row[0]: Column(row[1], row[2], bool(row[3])) for row in cursor.fetchall()}
-        return found
-
-    def _write_table(self, cursor: Any, writes: TableWrites, batch: Batch,
-                     one_by_one: bool) -> int:
+    def _write_unit(self, cursor: Any, unit: Unit, batch: Batch, one_by_one: bool) -> int:
         try:
-            return self._write_statements(cursor, writes, batch, one_by_one)
+            return self._write_sqls(cursor, unit, batch, one_by_one)
         except pymysql.MySQLError as exc:  # same class and code (retries go by them), and where
             if len(exc.args) != 2:
                 raise
-            raise type(exc)(exc.args[0], f"table {writes.schema}.{writes.table}: "
+            raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: "
                                          f"{exc.args[1]}") from None
         except SetlError:
             raise
         except Exception as exc:  # a Python error names where it happened, as every error
             raise LoadError(
                 f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
-                f"position {batch.end}, target {writes.datasource}, table "
-                f"{writes.schema}.{writes.table}: {type(exc).__name__}: {exc}") from exc
+                f"position {batch.end}, target {unit.datasource}, table "
+                f"{unit.schema}.{unit.table}: {type(exc).__name__}: {exc}") from exc
 
-    def _write_statements(self, cursor: Any, writes: TableWrites, batch: Batch,
-                          one_by_one: bool) -> int:
+    def _write_sqls(self, cursor: Any, unit: Unit, batch: Batch, one_by_one: bool) -> int:
         written = 0
-        size = 1 if one_by_one else self.params.load_batch_size
-        columns = self._target_columns(cursor, writes)
-        for statement in statements(writes, size, columns):
-            sql, args, many, what, matches_one, _ = statement
+        for sql in unit.sqls:
             try:
-                count = self._lenient(cursor, statement, writes, batch) if statement.lenient \
-                    else (cursor.executemany if many else cursor.execute)(sql, args)
-                written += len(args) if many else len(what)
-                if matches_one and count != 1:
+                count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
+                    else cursor.execute(sql.text)
+                written += sql.rows
+                if sql.matches_one and count != 1:
                     raise LoadError(
                         f"stage load, pipeline {self.pipeline_id}, processId "
-                        f"{batch.process_id}, position {batch.end}, target {writes.datasource}, "
-                        f"table {writes.schema}.{writes.table}: the target has no row equal to "
-                        f"the source's before image {what[0]!r}, so the tables differ; make "
-                        "the target equal to the source (copy the table again), then resume")
+                        f"{batch.process_id}, position {batch.end}, target {unit.datasource}, "
+                        f"table {unit.schema}.{unit.table}: the target has no row equal to "
+                        f"the source's before image{_first(sql.what, ())}, so the tables "
+                        "differ; "
+                        "make the target equal to the source (copy the table again), then "
+                        "resume")
             except pymysql.MySQLError as exc:
                 code = exc.args[0] if exc.args else 0
                 if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
                     raise
                 self.skipped += 1
                 log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
-                            "error=%r row=%r", self.pipeline_id, batch.process_id,
-                            writes.schema, writes.table, what[0], exc.args[-1], args)
+                            "error=%r statement=%r", self.pipeline_id, batch.process_id,
+                            unit.schema, unit.table, _first(sql.what, unit.keys).strip(),
+                            exc.args[-1],
+                            sql.text[:2000])
         return written
 
-
-    def _lenient(self, cursor: Any, statement: Statement, writes: TableWrites,
-                 batch: Batch) -> int:
+    def _lenient(self, cursor: Any, statement: Sql, unit: Unit, batch: Batch) -> int:
         """A one-row statement giving ENUM columns the empty value (which strict mode
         refuses) under a sql_mode without STRICT_ALL_TABLES; any warning but "Data truncated"
         of exactly those columns fails it, so nothing else is let through."""
         cursor.execute("SET SESSION sql_mode = %s", (LENIENT_SQL_MODE,))
         try:
-            count = (cursor.executemany if statement.many else cursor.execute)(
-                statement.sql, statement.args)
+            count = cursor.execute(statement.text)
             cursor.execute("SHOW WARNINGS")
             warnings = [(int(row[1]), str(row[2])) for row in cursor.fetchall()]
         finally:
@@ -384,8 +356,8 @@ class Loader:
         if other:
             raise LoadError(
                 f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
-                f"position {batch.end}, target {writes.datasource}, table "
-                f"{writes.schema}.{writes.table}: a row with an empty ENUM value was refused "
+                f"position {batch.end}, target {unit.datasource}, table "
+                f"{unit.schema}.{unit.table}: a row with an empty ENUM value was refused "
                 f"in more than that: {other}; make the target's columns the source's")
         return int(count)
 
@@ -400,3 +372,70 @@ def _renamed(cursor: Any, change: TargetChange) -> bool:
                    "(TABLE_SCHEMA = %s AND TABLE_NAME = %s) OR (TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s)", (*old.pair, *new.pair))
     return {tuple(row) for row in cursor.fetchall()} == {new.pair}
+
+
+def _first(what: Any, keys: tuple[str, ...]) -> str:
+    """The first key or row a statement writes, for a message (empty when not kept): a
+    row of a keyed table by its key."""
+    if not what:
+        return ""
+    first = what[0]
+    if keys and isinstance(first, dict):
+        first = tuple(first.get(key) for key in keys)
+    return f" {first!r}"
+
+
+@dataclass
+class _Writes:
+    """One target's share of a batch: rendered units, changes to render here (a two-way
+    channel's, or a test's), or DDL."""
+
+    units: list[Unit] = field(default_factory=list)
+    requested: list[Unit] = field(default_factory=list)  # free-door rows alone (a replay)
+    changes: list[TargetChange] | None = None
+    ddl: list[TargetChange] = field(default_factory=list)
+    redo: Callable[[], list[PartResult]] | None = None  # rendered again, a statement a row
+
+    def prepare(self, loader: Loader) -> None:
+        for change in self.changes or ():
+            loader.facts.of((change.datasource, change.schema, change.table))
+
+    def rows(self, loader: Loader) -> int:
+        """The rows it would write (a dry run)."""
+        if self.changes is not None:
+            self.prepare(loader)
+            return sum(unit.rows for unit in render(self.changes, self._spec(loader, False)))
+        return sum(unit.rows for unit in self.units) + len(self.ddl)
+
+    def for_attempt(self, loader: Loader, batch: Batch, cursor: Any, applied: bool,
+                    one_by_one: bool) -> list[Unit]:
+        """The units to write now: a replay writes free-door rows only; a two-way batch
+        leaves out the changes that lose a conflict; a second try writes a row a statement."""
+        if self.ddl:
+            return []
+        if self.changes is not None:
+            changes = [c for c in self.changes if c.requested] if applied else self.changes
+            if loader.loop is not None and changes:
+                changes = loader.loop.resolve(cursor, changes, batch.process_id)
+            try:
+                return render(changes, self._spec(loader, one_by_one))
+            except (SetlError, pymysql.MySQLError):
+                raise
+            except Exception as exc:  # a Python error names where it happened, as every error
+                table = f"{changes[0].schema}.{changes[0].table}" if len(
+                    {(c.schema, c.table) for c in changes}) == 1 else "of the batch"
+                raise LoadError(
+                    f"stage load, pipeline {loader.pipeline_id}, processId {batch.process_id}, "
+                    f"position {batch.end}, target {changes[0].datasource}, table {table}: "
+                    f"{type(exc).__name__}: {exc}") from exc
+        if one_by_one and self.redo is not None:
+            name = (self.units or self.requested)[0].datasource if (
+                self.units or self.requested) else ""
+            return [unit for unit in in_order(self.redo(), requested=applied)
+                    if unit.datasource == name]
+        return self.requested if applied else self.units
+
+    def _spec(self, loader: Loader, one_by_one: bool) -> JobSpec:
+        facts = {(c.datasource, c.schema, c.table): loader.facts.of(
+            (c.datasource, c.schema, c.table)) for c in self.changes or ()}
+        return JobSpec(0, False, facts, loader.params.load_batch_size, one_by_one)

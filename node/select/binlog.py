@@ -1,13 +1,21 @@
-"""The one adapter around python-mysql-replication.
+"""The one adapter around python-mysql-replication: Select's binlog framer.
 
-It reads the binlog from a position in its own thread and hands over whole committed
-transactions (:class:`Transaction` of :class:`RowChange`) through a bounded queue; nothing
-outside this module sees a library event class.
+The library opens the replication stream (connection, registration, checksums, heartbeats,
+a file/position or GTID start) and parses the rare events whose structure matters here:
+table maps (once per table id) and query events (DDL, with their session). Everything else
+is read here straight from the socket (:class:`~node.select.packets.PacketReader`):
+event headers, transaction boundaries (MariaDB GTID, XID), rotations; rows events are only
+looked at for their table id and kept as the packet's bytes. Decoding rows is per-row work
+and belongs to Extract, which runs it in Spark workers (:mod:`node.extract.decode`).
+
+Whole committed transactions go out through a bounded queue (:meth:`BinlogReader.take`).
+Two kinds of rows are decoded here because Select itself needs them: inserts into the free
+door's ``retl.retl_buffer`` (requests, served in order) and, on two-way channels, the loop
+marks of ``retl.retl_mark`` (a transaction the opposite pipeline loaded is dropped whole).
 """
 
 from __future__ import annotations
 
-import datetime
 import logging
 import queue
 import threading
@@ -17,22 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
+from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.event import (
-    GtidEvent,
-    MariadbGtidEvent,
-    QueryEvent,
-    RotateEvent,
-    XidEvent,
-)
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.packet import BinLogPacketWrapper
 
-from node import charsets, ddlsession
-from node.changes import ChangeType, RowChange, Session, Transaction
+from node import ddlsession
+from node.changes import ChangeType, Event, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
-from node.select import fastrows, rowdecode, rowvalues
+from node.extract.decode import TableSchema, decode_rows
+from node.select import rowvalues
+from node.select.packets import PacketReader
 from node.select.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
@@ -42,16 +45,27 @@ from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the l
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
 BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
+STREAM_READ_TIMEOUT_S = 30  # a silent stream (heartbeats come every second) is a dead one
 
-log = logging.getLogger("setl.node.select.binlog")
-rowvalues.install()  # the library's TIME, date and charset readers, made exact
-rowdecode.install()  # and its row reader, made faster
-fastrows.install()  # and most rows events read without its event objects at all
-_EVENTS = [RotateEvent, MariadbGtidEvent, GtidEvent, QueryEvent, XidEvent, WriteRowsEvent,
-           UpdateRowsEvent, DeleteRowsEvent, *fastrows.EVENTS]
-_ROW_TYPES = {WriteRowsEvent: ChangeType.INSERT, UpdateRowsEvent: ChangeType.UPDATE,
-              DeleteRowsEvent: ChangeType.DELETE, fastrows.FastWrite: ChangeType.INSERT,
-              fastrows.FastUpdate: ChangeType.UPDATE, fastrows.FastDelete: ChangeType.DELETE}
+log = logging.getLogger("setl.node.binlog")
+rowvalues.install()  # the library's table-map and query-event readers, made exact
+
+# event types (the packet's byte 5)
+QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
+MYSQL_GTID, MARIADB_GTID = 33, 162
+ROWS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
+        30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE}
+# MariaDB's compressed events (log_bin_compress=ON), MySQL's partial JSON updates: nothing
+# here reads them, and skipping them would lose changes
+UNREADABLE = {165: "a compressed query event (log_bin_compress=ON)",
+              166: "a compressed rows event (log_bin_compress=ON)",
+              167: "a compressed rows event (log_bin_compress=ON)",
+              168: "a compressed rows event (log_bin_compress=ON)",
+              169: "a compressed rows event (log_bin_compress=ON)",
+              170: "a compressed rows event (log_bin_compress=ON)",
+              171: "a compressed rows event (log_bin_compress=ON)",
+              39: "a partial JSON update (binlog_row_value_options=PARTIAL_JSON)"}
+_BODY = 20  # the OK byte and the 19-byte event header
 
 
 class StreamEnded(Exception):  # a signal put on the queue, not raised to users
@@ -62,75 +76,16 @@ class StreamEnded(Exception):  # a signal put on the queue, not raised to users
         self.error = error
 
 
-# Values the library reads as None that are not SQL NULL (its "none sources").
-_NOT_NULL = {"empty set": "", "out of date range": "0000-00-00",
-             "out of datetime range": "0000-00-00 00:00:00",
-             "out of datetime2 range": "0000-00-00 00:00:00"}
+@dataclass(frozen=True, slots=True)
+class MappedTable:
+    """What Select knows of one table id: whether its rows go on, and how to read them."""
 
-
-_EPOCH = datetime.datetime(1970, 1, 1)
-_TIMESTAMPS = (FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2)
-
-
-@dataclass(frozen=True)
-class _Special:
-    """Columns of one rows event whose library values need mending."""
-
-    bits: frozenset[str]
-    timestamps: frozenset[str]
-    enums: tuple[tuple[str, str | None], ...] = ()  # ENUM columns and their charsets
-    sets: tuple[tuple[str, tuple[bytes, ...], tuple[str | bytes, ...]], ...] = ()
-
-    @classmethod
-    def of(cls, event: Any) -> _Special:
-        columns = event.columns
-        return cls(frozenset(c.name for c in columns if c.type == FIELD_TYPE.BIT),
-                   frozenset(c.name for c in columns if c.type in _TIMESTAMPS),
-                   tuple((c.name, c.character_set_name) for c in columns
-                         if c.type == FIELD_TYPE.ENUM),
-                   tuple((c.name, tuple(c.set_values or ()), tuple(
-                       charsets.member(m, c.character_set_name) for m in c.set_values or ()))
-                         for c in columns if c.type == FIELD_TYPE.SET))
-
-
-def _image(values: dict[str, Any], none_sources: dict[str, str],
-           special: _Special) -> dict[str, Any]:
-    """A row image as the server would take it back: BIT as a number (the library gives a
-    string of '0'/'1'), ENUM in its column's charset, SET as its text with the members in
-    definition order (the library gives a Python set of members as bytes, which cannot be
-    part of a key, and None for the empty set), the zero TIMESTAMP as itself (the library
-    gives the epoch, which TIMESTAMP cannot hold). Dates with zero parts and negative TIMEs
-    with a fraction come exact from :mod:`node.select.rowvalues`. TIMESTAMPs come in UTC; Load
-    writes them with time_zone '+00:00'."""
-    for name, reason in none_sources.items():
-        if values.get(name) is None and reason in _NOT_NULL:
-            values[name] = _NOT_NULL[reason]
-    for name in special.bits:
-        if isinstance(values.get(name), str):
-            values[name] = int(values[name], 2)
-    for name in special.timestamps:
-        if values.get(name) == _EPOCH:
-            values[name] = "0000-00-00 00:00:00"
-    for name, charset in special.enums:
-        if isinstance(values.get(name), bytes):
-            values[name] = charsets.member(values[name], charset)
-    for name, members, texts in special.sets:
-        value = values.get(name)
-        if isinstance(value, set | frozenset):
-            chosen = [text for member, text in zip(members, texts, strict=True)
-                      if member in value]
-            values[name] = (b"," if texts and isinstance(texts[0], bytes) else ",").join(
-                chosen)  # type: ignore[arg-type]  # one charset: all bytes or all text
-    return values
-
-
-def _buffer_requests(kind: ChangeType, rows: list[dict[str, Any]]) -> list[RowChange]:
-    """Per-instance free-door requests: inserts without a CHANNEL_ID (rows with one are
-    central requests, served by their pipeline's polling; cleanup deletes are not requests)."""
-    if kind is not ChangeType.INSERT:
-        return []
-    return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(row["values"]))
-            for row in rows if not row["values"].get("CHANNEL_ID")]
+    schema: str
+    table: str
+    number: int  # 0: not wanted (its rows events are dropped unread)
+    layout: TableSchema | None = None
+    row_bytes: int = 64  # a row image's size as estimated from the columns (for batch sizes)
+    system: bool = False  # retl_buffer or retl_mark: decoded here
 
 
 def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:
@@ -139,37 +94,14 @@ def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:
     return {"auto_position": gtid, "is_mariadb": "mariadb" in server_version.lower()}
 
 
-def _keys(primary_key: Any) -> tuple[str, ...]:
-    if not primary_key:
-        return ()
-    return (primary_key,) if isinstance(primary_key, str) else tuple(primary_key)
-
-
-class _UnwantedSchemas:
-    """The library's ``ignored_schemas``, asked ``schema in …`` for every table map and rows
-    event: a schema no pair (and no system table) can want. Its table maps are dropped
-    before their columns are parsed, and its rows events right after their table id."""
-
-    def __init__(self, wants_schema: Callable[[str], bool]) -> None:
-        self._wants = wants_schema
-        self._known: dict[str, bool] = {}
-
-    def __contains__(self, schema: object) -> bool:
-        unwanted = self._known.get(schema)  # type: ignore[call-overload]
-        if unwanted is None:
-            unwanted = self._known[schema] = not (  # type: ignore[index]
-                schema == SYSTEM_SCHEMA or self._wants(str(schema)))
-        return unwanted
-
-
 class BinlogReader:
-    """Reads committed transactions after ``start`` in its own thread; :meth:`take` hands
+    """Frames committed transactions after ``start`` in its own thread; :meth:`take` hands
     them over in binlog order.
 
     Table maps are parsed once per table id (the server gives a table a new id whenever its
-    definition changes, and the cache is cleared on every DDL and binlog rotation), and rows
-    events of schemas no pair wants are dropped before they are parsed: a pipeline crosses a
-    busy neighbour's stretch of the binlog at the speed of reading event headers.
+    definition changes; the ids are forgotten on every DDL and binlog rotation), and only
+    for tables a pair wants: a pipeline crosses a busy neighbour's stretch of the binlog at
+    the speed of reading event headers.
     """
 
     def __init__(self, source: DataSource, server_id: int, start: BinlogPosition,
@@ -179,18 +111,19 @@ class BinlogReader:
         self.source, self.server_id, self.start = source, server_id, start
         self.out: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=queue_size)
         self.ddl = ddl  # DDL statements as changes (ddl_sync); else they only move the position
-        self._unwanted = _UnwantedSchemas(wants_schema)
+        self._wants, self._wants_schema = wants, wants_schema
         # a two-way channel: transactions carrying its own loop mark were loaded by the
         # opposite pipeline and are dropped (else every change would ping-pong for ever)
         self.loop_channel = loop_channel
-        # the free door's per-instance requests (inserts into retl.retl_buffer) come too
-        system = {BUFFER_TABLE} if loop_channel is None else {BUFFER_TABLE, MARK_TABLE}
-        self.wants = lambda schema, table: (schema, table) in system or wants(schema, table)
+        self.layouts: dict[int, TableSchema] = {}  # by table-map number: for Extract
         self._stop = threading.Event()
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._databases: dict[str, tuple[str, str]] = {}  # default (charset, collation)
-        self._specials: dict[int, tuple[Any, _Special]] = {}  # by table id, with its map
+        self._tables: dict[int, MappedTable] = {}  # by table id
+        self._numbers = 0
         self._stream: BinLogStreamReader | None = None
+        self._checksum = False
+        self._file, self._pos = start.file, start.pos
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
 
@@ -202,6 +135,11 @@ class BinlogReader:
     @property
     def backlog(self) -> int:
         return self.out.qsize()
+
+    @property
+    def checksum(self) -> bool:
+        """Whether the source's events end with a CRC32 (known once the stream is open)."""
+        return self._checksum
 
     def take(self, timeout_s: float) -> Transaction | None:
         """The next transaction, or None when none came within ``timeout_s``; raises the
@@ -220,9 +158,11 @@ class BinlogReader:
         self._close()
         self._thread.join(timeout=5)
 
+    # -- the stream ---------------------------------------------------------------------------
     def _open(self) -> BinLogStreamReader:
         settings = connection_settings(self.source)
         settings.pop("connect_timeout")
+        settings["read_timeout"] = STREAM_READ_TIMEOUT_S
         # is_mariadb only with a GTID: with it the library ignores file/pos and starts at the
         # oldest binlog. A file/pos dump works on MariaDB as on MySQL.
         position: dict[str, Any] = {"log_file": self.start.file, "log_pos": self.start.pos}
@@ -230,10 +170,27 @@ class BinlogReader:
             with connect(self.source) as conn, conn.cursor() as cursor:
                 cursor.execute("SELECT VERSION()")
                 position = gtid_start(str(cursor.fetchone()[0]), self.start.gtid)
-        return BinLogStreamReader(
+        stream = BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True,
-            resume_stream=True, only_events=_EVENTS, slave_heartbeat=1, enable_logging=False,
-            freeze_schema=True, ignored_schemas=self._unwanted, **position)
+            resume_stream=True, slave_heartbeat=1, enable_logging=False, freeze_schema=True,
+            **position)
+        stream._BinLogStreamReader__connect_to_stream()  # registration and the dump command
+        stream._BinLogStreamReader__connect_to_ctl()  # the table maps' parser asks it once
+        self._checksum = bool(stream._BinLogStreamReader__use_checksum)
+        return stream
+
+    def _library_event(self, data: bytes) -> Any:
+        """The library's event for a packet (a table map or a query event), parsed whole."""
+        stream = self._stream
+        assert stream is not None
+        private = [getattr(stream, "_BinLogStreamReader__" + name) for name in (
+            "allowed_events_in_packet", "only_tables", "ignored_tables", "only_schemas",
+            "ignored_schemas", "freeze_schema", "ignore_decode_errors", "verify_checksum",
+            "optional_meta_data", "enable_logging", "use_column_name_cache",
+            "post_header_lengths")]
+        wrapper = BinLogPacketWrapper(MysqlPacket(data, "utf8"), {}, stream._ctl_connection,
+                                      stream.mysql_version, self._checksum, *private)
+        return wrapper.event
 
     def _put(self, item: Any) -> None:
         while not self._stop.is_set():
@@ -247,7 +204,7 @@ class BinlogReader:
         error: BaseException | None = None
         try:
             self._stream = self._open()
-            self._read(self._stream)
+            self._read(PacketReader(self._stream._stream_connection))
         except pymysql.MySQLError as exc:
             if not self._stop.is_set():
                 error = self._position_lost(exc) or SourceError(
@@ -291,78 +248,149 @@ class BinlogReader:
                 pass
 
     def _position(self, gtid: str = "") -> BinlogPosition:
-        stream = self._stream
-        if stream is None or not stream.log_file:
+        if not self._file:
             return self.start
-        return BinlogPosition(stream.log_file, int(stream.log_pos or 0), gtid)
+        return BinlogPosition(self._file, self._pos, gtid)
 
-    def _read(self, stream: BinLogStreamReader) -> None:
-        changes: list[RowChange] = []
+    # -- framing ------------------------------------------------------------------------------
+    def _read(self, packets: PacketReader) -> None:
+        events: list[Event] = []
+        decoded: list[RowChange] = []  # free-door requests, loop marks
+        event_rows = 0
         gtid = self.start.gtid
+        tables = self._tables
+        rows_kinds = ROWS
         while not self._stop.is_set():
-            event = stream.fetchone()
-            if event is None:
-                raise SourceError(f"the binlog stream of {self.source.name} ended at "
-                                  f"{self._position()}")
-            kind = type(event)
-            if kind in _ROW_TYPES:  # the commonest first
-                changes.extend(self._rows(event))
-            elif kind is XidEvent:
-                self._commit(changes, gtid, event.timestamp)
-                changes = []
-            elif kind is MariadbGtidEvent or kind is GtidEvent:
-                gtid, changes = str(event.gtid), []
-            elif kind is QueryEvent:
-                query = event.query.strip()
-                upper = query.upper()
-                if upper == "BEGIN":
-                    changes = []
-                elif upper == "COMMIT":
-                    self._commit(changes, gtid, event.timestamp)
-                    changes = []
-                else:
-                    stream.table_map.clear()  # parsed once per table id: none survives DDL
-                    self._ddl(event, query, gtid)
-                    changes = []
+            data = packets.next()
+            kind = data[5]
+            next_pos = int.from_bytes(data[14:18], "little")
+            if kind in rows_kinds:  # the commonest first
+                mapped = tables.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
+                if mapped is None:
+                    raise SourceError(f"binlog of {self.source.name} at {self._position()}: "
+                                      "a rows event of a table id no table map named")
+                if mapped.number:
+                    events.append((mapped.number, data))
+                    size = len(data) - _BODY - 9
+                    event_rows += max(1, size // (mapped.row_bytes * (
+                        2 if rows_kinds[kind] is ChangeType.UPDATE else 1)))
+                elif mapped.system:
+                    decoded += self._system_rows(mapped, data)
+            elif kind == XID:
+                self._pos = next_pos or self._pos
+                self._commit(events, event_rows, decoded, gtid, data)
+                events, decoded, event_rows = [], [], 0
+            elif kind == MARIADB_GTID:
+                sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
+                    int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
+                server = int.from_bytes(data[6:10], "little")
+                gtid, events, decoded, event_rows = f"{domain}-{server}-{sequence}", [], [], 0
+            elif kind == TABLE_MAP:
+                self._table_map(data)
+            elif kind == QUERY:
+                self._pos = next_pos or self._pos
+                if self._query(data, events, event_rows, decoded, gtid):
+                    events, decoded, event_rows = [], [], 0
+                continue
+            elif kind == ROTATE:
+                self._rotate(data)
+                continue
+            elif kind == FORMAT_DESCRIPTION:
+                self._format(data)
+            elif kind == MYSQL_GTID:
+                gtid, events, decoded, event_rows = str(self._library_event(data).gtid), [], \
+                    [], 0
+            elif kind in UNREADABLE:
+                raise SourceError(
+                    f"source {self.source.name} wrote {UNREADABLE[kind]} at "
+                    f"{self._position()}, which setl cannot read; turn it off on the source "
+                    "(SET GLOBAL log_bin_compress=OFF / binlog_row_value_options=''), then "
+                    "copy the changed tables again")
+            if next_pos:
+                self._pos = next_pos
 
-    def _rows(self, event: Any) -> list[RowChange]:
-        schema, table = event.schema, event.table
-        if not self.wants(schema, table):
-            return []
-        kind = _ROW_TYPES[type(event)]
-        keys = _keys(event.primary_key)
-        ts = int(event.timestamp) * 1000
-        if isinstance(event, fastrows.FastRows):  # plain columns: nothing to mend
-            return [RowChange(schema, table, kind, keys, before, after, commit_ts_ms=ts)
-                    for before, after in event.images()]
-        if (schema, table) == BUFFER_TABLE:
-            return _buffer_requests(kind, event.rows)
-        bits = self._special(event)
-        if kind is ChangeType.INSERT:
-            return [RowChange(schema, table, kind, keys, None,
-                              _image(row["values"], row["none_sources"], bits), commit_ts_ms=ts)
-                    for row in event.rows]
-        if kind is ChangeType.DELETE:
-            return [RowChange(schema, table, kind, keys,
-                              _image(row["values"], row["none_sources"], bits), None,
-                              commit_ts_ms=ts) for row in event.rows]
-        return [RowChange(schema, table, kind, keys,
-                          _image(row["before_values"], row["before_none_sources"], bits),
-                          _image(row["after_values"], row["after_none_sources"], bits),
-                          commit_ts_ms=ts) for row in event.rows]
+    def _rotate(self, data: bytes) -> None:
+        """A new binlog file: its name and start; table ids of a rotation the server made
+        (timestamp set: it may have restarted) are forgotten."""
+        size = int.from_bytes(data[10:14], "little") - 19 - (4 if self._checksum else 0)
+        self._pos = int.from_bytes(data[_BODY:_BODY + 8], "little")
+        self._file = data[_BODY + 8:_BODY + size].decode()
+        if data[1:5] != b"\0\0\0\0":
+            self._tables.clear()
 
-    def _special(self, event: Any) -> _Special:
-        """The table's columns that need mending, worked out once per table map (the map of
-        a table id is the same object until a DDL or a rotation replaces it)."""
-        table = event.table_map[event.table_id]
-        found = self._specials.get(event.table_id)
-        if found is None or found[0] is not table:
-            found = self._specials[event.table_id] = (table, _Special.of(event))
-        return found[1]
+    def _format(self, data: bytes) -> None:
+        """The server's format description: its version, and post-header lengths, which
+        must be the standard ones for rows events (Extract reads them at fixed places)."""
+        stream = self._stream
+        event = self._library_event(data)
+        if stream is None or event is None:
+            return
+        stream.mysql_version = event.mysql_version
+        lengths = event.post_header_len
+        stream._BinLogStreamReader__post_header_lengths = lengths
+        for kind in ROWS:
+            declared = lengths[kind - 1] if lengths and kind - 1 < len(lengths) else None
+            if declared is not None and declared != (10 if kind >= 30 else 8):
+                raise SourceError(f"source {self.source.name} declares {declared}-byte rows "
+                                  f"event headers (type {kind}); setl reads the standard "
+                                  "MariaDB/MySQL format only")
 
-    def _ddl(self, event: Any, query: str, gtid: str) -> None:
+    def _table_map(self, data: bytes) -> None:
+        table_id = int.from_bytes(data[_BODY:_BODY + 6], "little")
+        if table_id in self._tables:
+            return  # a table id is one definition for as long as it is known
+        at = _BODY + 8
+        schema = data[at + 1:at + 1 + data[at]].decode()
+        at += 2 + data[at]
+        table = data[at + 1:at + 1 + data[at]].decode()
+        system = schema == SYSTEM_SCHEMA and (
+            (schema, table) == BUFFER_TABLE or
+            ((schema, table) == MARK_TABLE and self.loop_channel is not None))
+        if not system and not (self._wants_schema(schema) and self._wants(schema, table)):
+            self._tables[table_id] = MappedTable(schema, table, 0)
+            return
+        layout = TableSchema.of(self._library_event(data).get_table())
+        number = 0
+        if not system:
+            self._numbers += 1
+            number = self._numbers
+            self.layouts[number] = layout
+        self._tables[table_id] = MappedTable(schema, table, number, layout,
+                                             _row_bytes(layout), system)
+
+    def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:
+        """Rows of retl_buffer (free-door requests: inserts without a CHANNEL_ID; rows with
+        one are central requests, served by their pipeline's polling) and of retl_mark."""
+        assert mapped.layout is not None
+        kind = ROWS[data[5]]
+        images = decode_rows(mapped.layout, data, self._checksum)
+        if (mapped.schema, mapped.table) == BUFFER_TABLE:
+            if kind is not ChangeType.INSERT:
+                return []
+            return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(after))
+                    for _, after in images if after and not after.get("CHANNEL_ID")]
+        return [RowChange(*MARK_TABLE, kind, (), before, after) for before, after in images]
+
+    def _query(self, data: bytes, events: list[Event], event_rows: int,
+               decoded: list[RowChange], gtid: str) -> bool:
+        """BEGIN, COMMIT or a DDL statement; True when it ended a transaction."""
+        event = self._library_event(data)
+        query = event.query.strip()
+        upper = query.upper()
+        if upper == "BEGIN":
+            events.clear()
+            decoded.clear()
+            return True
+        if upper == "COMMIT":
+            self._commit(events, event_rows, decoded, gtid, data)
+            return True
+        self._tables.clear()  # parsed once per table id: none survives DDL
+        self._ddl(event, gtid, data)
+        return True
+
+    def _ddl(self, event: Any, gtid: str, data: bytes) -> None:
         if not self.ddl:
-            self._commit([], gtid, event.timestamp)
+            self._commit([], 0, [], gtid, data)
             return
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
         try:
@@ -373,7 +401,7 @@ class BinlogReader:
         change = RowChange(schema, "", ChangeType.DDL, ddl=statement,
                            commit_ts_ms=int(event.timestamp) * 1000,
                            session=self._database_defaults(statement, schema, session))
-        self._commit([change], gtid, event.timestamp)
+        self._commit([], 0, [change], gtid, data)
 
     def _database_defaults(self, statement: str, schema: str, session: Session) -> Session:
         """Follow CREATE/ALTER DATABASE; a CREATE TABLE carries its database's defaults as
@@ -393,14 +421,35 @@ class BinlogReader:
             if table is not None and table.kind == "CREATE" else None
         return (*session, (ddlsession.DATABASE_DEFAULTS, known)) if known else session
 
-    def _commit(self, changes: list[RowChange], gtid: str, timestamp: int) -> None:
+    def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
+                gtid: str, data: bytes) -> None:
         echo = False
         if self.loop_channel is not None:
-            marks = [c for c in changes if (c.schema, c.table) == MARK_TABLE]
+            marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel
                    for c in marks):
-                changes, echo = [], True  # loaded by the opposite pipeline: position only
+                events, decoded, event_rows, echo = [], [], 0, True  # the other side's: skip
             elif marks:
-                changes = [c for c in changes if (c.schema, c.table) != MARK_TABLE]
-        self._put(Transaction(tuple(changes), self._position(gtid), int(timestamp) * 1000,
-                              int(time.time() * 1000), echo))
+                decoded = [c for c in decoded if (c.schema, c.table) != MARK_TABLE]
+        timestamp = int.from_bytes(data[1:5], "little")
+        self._put(Transaction(tuple(decoded), self._position(gtid), timestamp * 1000,
+                              int(time.time() * 1000), echo, tuple(events), event_rows))
+
+
+_FIXED_SIZES = {1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 8: 8, 9: 3, 13: 1, 10: 3, 18: 5, 17: 4, 19: 3,
+                246: 8, 16: 1}
+
+
+def _row_bytes(layout: TableSchema) -> int:
+    """A row image's size as guessed from its columns: fixed widths as they are, a string
+    at a third of its maximum (at most 64 bytes), anything else 16 bytes."""
+    size = (len(layout.columns) + 7) // 8
+    for column in layout.columns:
+        fixed = _FIXED_SIZES.get(column.type)
+        if fixed is not None:
+            size += fixed
+        elif column.max_length:
+            size += 1 + min(column.max_length // 3, 64)
+        else:
+            size += 16
+    return max(size, 1)

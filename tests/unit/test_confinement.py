@@ -258,6 +258,7 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
     """A worker process has only the defaults (conf/processors); it must apply the node's
     rules, which travel in the compiled pipeline, before any processor is loaded."""
     from node.extract.etl import CompiledPipeline
+    from node.extract.job import JobSpec, Part
     from node.spark import _run_partition
     from tests.unit.test_etl import pipeline
 
@@ -265,15 +266,17 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
         "{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}"))
     change = RowChange("s", "t", ChangeType.INSERT, ("id",), None, {"id": 1, "email": "a@b.org"})
     node_rules = Confinement(processor_dirs=(tmp_path,))  # this node lists only tmp_path
+    spec = JobSpec(1, False, changes_only=True)
     before = confinement.current()
     try:
         with pytest.raises(TransformError) as caught:
-            list(_run_partition(Shipped(dataclasses.replace(job, rules=node_rules)),
-                                [(1, change)]))
+            _run_partition(Shipped(dataclasses.replace(job, rules=node_rules)), spec,
+                           [Part.of_changes([change])])
         assert "processor setl_examples:mask_email: module setl_examples is not in the " \
                f"processor directories of this machine ({tmp_path};" in str(caught.value)
         assert confinement.current() == node_rules
-        [out] = _run_partition(Shipped(job), [(1, change)])  # rules that list conf/processors
+        [result] = _run_partition(Shipped(job), spec, [Part.of_changes([change])])
+        [out] = result.changes  # rules that list conf/processors
         assert out.after["email"].endswith("@b.org") and out.after["email"] != "a@b.org"
     finally:
         gc.unfreeze()

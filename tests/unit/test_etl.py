@@ -365,21 +365,29 @@ def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_th
 
 
 def test_a_small_batch_runs_in_the_node_with_the_errors_a_spark_job_gives() -> None:
+    from node.extract.job import JobSpec, Part
     from node.spark import SparkRunner
     from shared.errors import SetlError, TransformError
     from shared.settings import SparkSettings
 
     runner = SparkRunner(SparkSettings("local[1]", "512m", (), local_max_rows=10))
     job = compiled("{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}")
-    [out] = runner.extract_transform(job, [insert("s", "t", {"id": 1, "email": "a@b.org"})])
+    spec = JobSpec(1, False, changes_only=True)
+
+    def run(pipeline: CompiledPipeline, change: RowChange) -> list[TargetChange]:
+        assert runner.local(1)
+        [result] = runner.run_job(pipeline, spec, [Part.of_changes([change])], local=True)
+        return result.changes
+
+    [out] = run(job, insert("s", "t", {"id": 1, "email": "a@b.org"}))
     assert out.table == "t" and out.after["email"].endswith("@b.org")
     with pytest.raises(TransformError, match=r"extract/transform failed: pipeline shop.fwd pair "
                                              r"src:s.t: processor setl_examples:mask_email failed"):
-        runner.extract_transform(job, [insert("s", "t", {"id": 3, "email": 5})])
+        run(job, insert("s", "t", {"id": 3, "email": 5}))
     broken = compiled("{source: s.t, target: s2.t}")
     object.__setattr__(broken, "pairs", None)  # a Python error inside E/T, not setl's own
     with pytest.raises(SetlError, match="extract/transform failed: TypeError") as raised:
-        runner.extract_transform(broken, [insert("s", "t", {"id": 1})])
+        run(broken, insert("s", "t", {"id": 1}))
     assert type(raised.value) is SetlError
     assert runner._session is None  # no Spark was started for any of it
 

@@ -1,0 +1,115 @@
+"""What merging and rendering need to know of a target table, read from the target.
+
+- its columns (generated ones are never written; charsets make keyless matches exact;
+  ENUM columns may need a lenient write): :class:`~node.extract.render.Column`;
+- whether its changes must keep source order instead of being merged by key (see
+  :mod:`node.extract.merge`): a unique key besides the one rows are keyed by, or a foreign
+  key to or from the table.
+
+The node reads these once per table (again after a DDL) and ships them with each
+Extract/Transform job, so Spark workers never ask a target themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+
+from node.extract.render import Column, Columns
+from shared.endpoint import connect
+from shared.errors import LoadError
+from shared.model import DataSource
+
+Target = tuple[str, str, str]  # datasource, schema, table
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    columns: Columns = field(default_factory=dict)
+    unique: tuple[frozenset[str], ...] = ()  # the columns of each unique index
+    foreign_keys: bool = False  # a foreign key to or from the table
+
+    def ordered(self, keys: tuple[str, ...]) -> bool:
+        """Whether changes keyed by ``keys`` must be written in source order."""
+        return self.foreign_keys or any(index != frozenset(keys) for index in self.unique)
+
+
+def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
+    cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
+                   "COALESCE(GENERATION_EXPRESSION, '') <> '' FROM information_schema.COLUMNS "
+                   "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema, table))
+    columns = {row[0]: Column(row[1], row[2], bool(row[3])) for row in cursor.fetchall()}
+    cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
+                   "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                   "AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", (schema, table))
+    unique = tuple(frozenset(str(row[1]).split(",")) for row in cursor.fetchall())
+    cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
+                   "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
+                   "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
+                   "REFERENCED_TABLE_NAME = %s))", (schema, table, schema, table))
+    return TableFacts(columns, unique, bool(int(cursor.fetchone()[0])))
+
+
+class TargetFacts:
+    """Facts of target tables, read once each until :meth:`forget` (after a DDL).
+
+    ``connection`` gives the connection to a target data source by name (the Loader passes
+    its own); without it, this object opens and keeps its own. Safe to share between
+    threads."""
+
+    def __init__(self, targets: dict[str, DataSource],
+                 connection: Callable[[str], pymysql.Connection] | None = None) -> None:
+        self.targets = targets
+        self._given = connection
+        self._own: dict[str, pymysql.Connection] = {}
+        self._known: dict[Target, TableFacts] = {}
+        self._lock = threading.Lock()
+
+    def of(self, target: Target) -> TableFacts:
+        found = self._known.get(target)
+        if found is not None:
+            return found
+        with self._lock:
+            if target[0] not in self.targets:
+                return TableFacts()  # reported by Load, which knows the batch
+            try:
+                conn = self._connection(target[0])
+                with conn.cursor() as cursor:
+                    found = read_facts(cursor, target[1], target[2])
+                conn.commit()
+            except pymysql.MySQLError as exc:
+                self._drop(target[0])
+                raise LoadError(f"target {target[0]}: cannot read the columns and keys of "
+                                f"{target[1]}.{target[2]}: "
+                                f"{exc.args[-1] if exc.args else exc}") from None
+            self._known[target] = found
+            return found
+
+    def forget(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+    def _connection(self, name: str) -> pymysql.Connection:
+        if self._given is not None:
+            return self._given(name)
+        conn = self._own.get(name)
+        if conn is None or not conn.open:
+            conn = self._own[name] = connect(self.targets[name], autocommit=False)
+        return conn
+
+    def _drop(self, name: str) -> None:
+        conn = self._own.pop(name, None)
+        if conn is not None:
+            try:
+                conn.close()
+            except pymysql.MySQLError:
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            for name in list(self._own):
+                self._drop(name)

@@ -1,0 +1,310 @@
+"""A batch's Extract/Transform as one job: planned in the node, run where Spark puts it.
+
+The node plans (:class:`Planner`): it splits the batch's rows events into parts so that
+every change of one target table lands in one part, in source order — rows events of
+source tables that share a target table go together, and so do all tables linked by
+foreign keys on the target (their statements must interleave in source order) — and packs
+each part into a few flat values (the events' bytes joined, their lengths, table-map
+numbers and places in the batch as arrays). No per-row value is made in the node.
+
+A part runs :func:`run_part`: decode the rows (:mod:`node.extract.decode`), the Extract
+chain and Transform (:mod:`node.extract.etl`), merge per target key
+(:mod:`node.extract.merge`) and render the statements as SQL text
+(:mod:`node.extract.render`, :mod:`node.extract.sqltext`). What comes back is a handful of
+statement texts per target table (:class:`Unit`); Load orders the units of all parts by
+``push_weight`` and first change, as one merge of the whole batch would have.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from node.changes import Batch, ChangeType, RowChange, TargetChange
+from node.extract import freedoor
+from node.extract.decode import TableSchema, decode_rows
+from node.extract.etl import CompiledPipeline, extract_transform_lists
+from node.extract.facts import TableFacts, Target, TargetFacts
+from node.extract.merge import merge
+from node.extract.render import BIG_VALUE, statements
+from node.extract.sqltext import Sql, texts
+from shared import identifiers
+from shared.errors import ConfigError
+
+ROW_BITS = 20  # a change's seq: its event's place in the batch << ROW_BITS | row in event
+_KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
+          30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE}
+ORDERED = 0  # the group of tables linked by foreign keys on the target
+
+
+class Part(NamedTuple):
+    """Rows events (and free-door requests) of one part of a batch, packed flat."""
+
+    layouts: dict[int, TableSchema]  # by table-map number, those its events use
+    events: bytes  # the events' packets, one after the other
+    lengths: array  # each event's length in ``events``
+    numbers: array  # each event's table-map number
+    places: array  # each event's place in the batch
+    # changes Select decoded itself (free-door requests), numbered after the events
+    decoded: list[tuple[int, RowChange]] = []  # noqa: RUF012 - never mutated
+
+    @classmethod
+    def of_changes(cls, changes: list[RowChange]) -> Part:
+        """A part of decoded changes only (tests, tools)."""
+        return cls({}, b"", array("I"), array("I"), array("I"),
+                   [(seq << ROW_BITS, change) for seq, change in enumerate(changes)])
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What every part of one batch's job shares."""
+
+    process_id: int
+    checksum: bool  # the source's events end with a CRC32
+    facts: dict[Target, TableFacts] = field(default_factory=dict)
+    load_batch_size: int = 1000
+    one_by_one: bool = False  # one statement a row (skip_load_exception's second try)
+    changes_only: bool = False  # the target changes come back unrendered (two-way: Load
+    # checks conflicts against the target's rows first)
+
+
+class Unit(NamedTuple):
+    """The statements of one target table (or of one run of an ordered table)."""
+
+    datasource: str
+    schema: str
+    table: str
+    push_weight: int
+    first_seq: int
+    sqls: list[Sql]
+    rows: int
+    keys: tuple[str, ...] = ()  # the columns its rows are keyed by (for messages)
+
+
+class PartResult(NamedTuple):
+    units: list[Unit]
+    requested: list[Unit]  # the free-door rows alone (a replayed batch writes only these)
+    notes: list[freedoor.Note]
+    changes: list[TargetChange]  # changes_only: the target changes themselves
+    rows: int  # source row changes decoded
+
+
+def decoded(part: Part, checksum: bool) -> list[tuple[int, RowChange]]:
+    """The part's row changes, numbered by their place in the batch."""
+    out: list[tuple[int, RowChange]] = []
+    append, events, layouts, at = out.append, part.events, part.layouts, 0
+    for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
+        data = events[at:at + length]
+        at += length
+        layout = layouts[number]
+        kind = _KINDS[data[5]]
+        ts = int.from_bytes(data[1:5], "little") * 1000
+        base = place << ROW_BITS
+        schema, table, keys = layout.schema, layout.table, layout.primary_key
+        for row, (before, after) in enumerate(decode_rows(layout, data, checksum)):
+            append((base + row, RowChange(schema, table, kind, keys, before, after, "", ts)))
+    out.extend(part.decoded)
+    return out
+
+
+def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResult:
+    """Decode, Extract/Transform, merge and render one part (in a Spark worker, or in the
+    node for a small batch)."""
+    numbered = decoded(part, spec.checksum)
+    changes, notes = extract_transform_lists(compiled, numbered)
+    if spec.changes_only:
+        return PartResult([], [], notes, changes, len(numbered))
+    # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
+    # lookup (free door) or a transform that makes values can bring one
+    big = bool(part.decoded) or not all(entry.simple for entry in compiled.pairs) or \
+        max(part.lengths, default=0) > BIG_VALUE // 4
+    units = render(changes, spec, big)
+    requested = render([c for c in changes if c.requested], spec) if part.decoded else []
+    return PartResult(units, requested, notes, [], len(numbered))
+
+
+def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
+    """Merged and rendered statements of the changes, a unit per table (or run)."""
+    facts = spec.facts
+    size = 1 if spec.one_by_one else spec.load_batch_size
+    units = []
+
+    def ordered(name: Target, keys: tuple[str, ...]) -> bool:
+        return facts.get(name, _NO_FACTS).ordered(keys)
+
+    for writes in merge(changes, ordered):
+        name = (writes.datasource, writes.schema, writes.table)
+        columns = facts.get(name, _NO_FACTS).columns
+        sqls = [sql for statement in statements(writes, size, columns, big)
+                for sql in texts(statement, keep_what=spec.one_by_one)]
+        units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
+                          writes.keys))
+    return units
+
+
+_NO_FACTS = TableFacts()
+
+
+def in_order(results: Iterable[PartResult], requested: bool = False) -> list[Unit]:
+    """The units of every part as one merge of the whole batch orders them."""
+    units = [unit for result in results
+             for unit in (result.requested if requested else result.units)]
+    return sorted(units, key=lambda unit: (unit.push_weight, unit.first_seq))
+
+
+class Planner:
+    """Cuts batches into parts (in the node's Select thread)."""
+
+    def __init__(self, compiled: CompiledPipeline, layouts: dict[int, TableSchema],
+                 facts: TargetFacts, checksum: Callable[[], bool],
+                 load_batch_size: int) -> None:
+        self.compiled, self.layouts, self.facts = compiled, layouts, facts
+        self.checksum, self.load_batch_size = checksum, load_batch_size
+        self._group: dict[tuple[str, str], int] = {}  # source table → group
+        self._owner: dict[Target, int] = {}  # target table → group
+        self._parent: dict[int, int] = {}
+        self._targets: dict[tuple[str, str], list[Target]] = {}
+
+    def forget(self) -> None:
+        """After a DDL: tables may have new keys, columns and foreign keys."""
+        self._group.clear()
+        self._owner.clear()
+        self._parent.clear()
+        self.facts.forget()
+
+    def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:
+        facts: dict[Target, TableFacts] = {}
+        for name in self._tables(parts):
+            for target in self._targets_of(name):
+                if target not in facts:
+                    facts[target] = self.facts.of(target)
+        return JobSpec(batch.process_id, self.checksum(), facts, self.load_batch_size,
+                       **options)
+
+    def parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
+        """The batch's events (and the free-door requests it carries) cut into at most
+        ``partitions`` parts."""
+        place = 0
+        if partitions <= 1:
+            datas: list[bytes] = []
+            numbers, places = array("I"), array("I")
+            for txn in batch.transactions:
+                for number, data in txn.events:
+                    datas.append(data)
+                    numbers.append(number)
+                    places.append(place)
+                    place += 1
+            return [self._pack(datas, numbers, places, self._numbered(requests, place))]
+        groups: dict[int, tuple[list[bytes], array, array]] = {}
+        memo: dict[int, int] = {}
+        for txn in batch.transactions:
+            for number, data in txn.events:
+                group = memo.get(number)
+                if group is None:
+                    group = memo[number] = self._find(self._group_of(number))
+                found = groups.get(group)
+                if found is None:
+                    found = groups[group] = ([], array("I"), array("I"))
+                found[0].append(data)
+                found[1].append(number)
+                found[2].append(place)
+                place += 1
+        numbered = self._numbered(requests, place)
+        return self._packed(groups, numbered, partitions)
+
+    def _packed(self, groups: dict[int, tuple[list[bytes], array, array]],
+                numbered: list[tuple[int, RowChange]], partitions: int) -> list[Part]:
+        """Groups packed into parts of about equal size, biggest first; requests go to the
+        part holding their table."""
+        by_size = sorted(groups.items(), key=lambda item: -sum(map(len, item[1][0])))
+        bins: list[list[int]] = [[] for _ in range(min(partitions, max(len(by_size), 1)))]
+        loads = [0] * len(bins)
+        where: dict[int, int] = {}
+        for group, (datas, _, _) in by_size:
+            lightest = loads.index(min(loads))
+            bins[lightest].append(group)
+            loads[lightest] += sum(map(len, datas))
+            where[group] = lightest
+        asked: list[list[tuple[int, RowChange]]] = [[] for _ in bins]
+        for seq, request in numbered:
+            group = self._request_group(request)
+            asked[where.get(group, 0) if group is not None else 0].append((seq, request))
+        parts = []
+        for index, members in enumerate(bins):
+            datas, numbers, places = [], array("I"), array("I")
+            for group in sorted(members, key=lambda g: groups[g][2][0]):
+                datas += groups[group][0]
+                numbers.extend(groups[group][1])
+                places.extend(groups[group][2])
+            if datas or asked[index]:
+                parts.append(self._pack(datas, numbers, places, asked[index]))
+        return parts or [self._pack([], array("I"), array("I"), [])]
+
+    def _pack(self, datas: list[bytes], numbers: array, places: array,
+              requests: list[tuple[int, RowChange]]) -> Part:
+        layouts = {number: self.layouts[number] for number in set(numbers)}
+        return Part(layouts, b"".join(datas), array("I", map(len, datas)), numbers, places,
+                    requests)
+
+    @staticmethod
+    def _numbered(requests: list[RowChange], after: int) -> list[tuple[int, RowChange]]:
+        """Requests come after every change of the batch: their lookup reads the rows as
+        they are now."""
+        return [((after + index) << ROW_BITS, request) for index, request in enumerate(requests)]
+
+    def _tables(self, parts: list[Part]) -> set[tuple[str, str]]:
+        names = {(layout.schema, layout.table) for part in parts
+                 for layout in part.layouts.values()}
+        for part in parts:
+            for _, request in part.decoded:
+                name = _request_table(request)
+                if name is not None:
+                    names.add(name)
+        return names
+
+    def _targets_of(self, name: tuple[str, str]) -> list[Target]:
+        found = self._targets.get(name)
+        if found is None:
+            found = self._targets[name] = self.compiled.targets_of(*name)
+        return found
+
+    def _request_group(self, request: RowChange) -> int | None:
+        name = _request_table(request)
+        return self._find(self._table_group(name)) if name is not None else None
+
+    def _group_of(self, number: int) -> int:
+        layout = self.layouts[number]
+        return self._table_group((layout.schema, layout.table))
+
+    def _table_group(self, name: tuple[str, str]) -> int:
+        group = self._group.get(name)
+        if group is not None:
+            return group
+        targets = self._targets_of(name)
+        if any(self.facts.of(target).foreign_keys for target in targets):
+            group = ORDERED
+        else:
+            joined = {self._find(self._owner[t]) for t in targets if t in self._owner}
+            group = min(joined) if joined else len(self._parent) + 1
+            self._parent.setdefault(group, group)
+            for other in joined:
+                self._parent[other] = group
+        for target in targets:
+            self._owner.setdefault(target, group)
+        self._group[name] = group
+        return group
+
+    def _find(self, group: int) -> int:
+        while self._parent.get(group, group) != group:
+            group = self._parent[group]
+        return group
+
+
+def _request_table(request: RowChange) -> tuple[str, str] | None:
+    try:
+        schema, table = identifiers.split_qualified(str((request.after or {}).get("FULL_NAME")))
+        return identifiers.unquote(schema), identifiers.unquote(table)
+    except (ConfigError, ValueError):
+        return None

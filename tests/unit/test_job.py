@@ -1,0 +1,179 @@
+"""node/extract/job.py and sqltext.py: a batch cut into parts so that every change of a
+target table meets in one part, and statements rendered to the very text PyMySQL sends."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from array import array
+
+import pymysql
+import pytest
+
+from node.changes import Batch, ChangeType, RowChange, TargetChange, Transaction
+from node.extract.decode import TableSchema
+from node.extract.etl import CompiledPipeline
+from node.extract.facts import TableFacts
+from node.extract.job import ROW_BITS, JobSpec, Part, PartResult, Planner, in_order, run_part
+from node.extract.merge import merge
+from node.extract.render import statements
+from node.extract.sqltext import MAX_STATEMENT, Sql, literal, texts
+from shared.model import BinlogPosition
+from tests.unit.test_etl import pipeline
+
+VALUES = [0, -7, 2**63 - 1, 18446744073709551615, None, True, False, "", "plain",
+          "quote ' and \\ backslash \" dq", "nul \0 and \n\r\x1a", "é漢字😀", b"", b"\x00\xff'\\",
+          bytearray(b"ab"), 1.5, -0.0, 1e-300, 3.0, decimal.Decimal("-12.3400"),
+          decimal.Decimal("1E+2"), datetime.date(2024, 2, 29), datetime.datetime(1, 1, 1),
+          datetime.datetime(2024, 1, 2, 3, 4, 5, 60), datetime.timedelta(hours=-1, seconds=1),
+          datetime.timedelta(days=34, microseconds=5), datetime.time(23, 59, 59, 999999),
+          "0000-00-00 00:00:00"]
+
+
+def escape() -> pymysql.connections.Connection:
+    conn = pymysql.connections.Connection(defer_connect=True)
+    conn.server_status = 0  # as Load's sessions: backslash escapes
+    return conn
+
+
+def executemany(sql: str, rows: list[list[object]]) -> list[str]:
+    """The statements PyMySQL's executemany sends for ``rows``."""
+    sent: list[str] = []
+    cursor = pymysql.cursors.Cursor(escape())
+    cursor.execute = lambda query: sent.append(bytes(query).decode()) or 1  # type: ignore
+    cursor.executemany(sql, rows)
+    return sent
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_a_literal_is_what_pymysql_sends(value: object) -> None:
+    assert literal(value) == escape().escape(value)
+
+
+def test_statements_become_the_text_pymysql_would_send_and_long_inserts_split() -> None:
+    conn = escape()
+    sql = ("INSERT INTO `s`.`t` (`id`, `v`) VALUES (%s, %s) "
+           "ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)")
+    rows = [[n, "x" * 1000] for n in range(2500)]
+    found = texts((sql, rows, True, [(n,) for n in range(2500)], False, ()), keep_what=True)
+    assert [s.text for s in found] == executemany(sql, rows)
+    assert len(found) == 3 and sum(s.rows for s in found) == 2500
+    assert all(len(s.text) <= MAX_STATEMENT for s in found)
+    assert found[2].what == [(n,) for n in range(2500 - found[2].rows, 2500)]
+    values = [[n, "it's", b"\xff", None, 1.5] for n in range(3)]
+    five = sql.replace("(`id`, `v`) VALUES (%s, %s)", "(a, b, c, d, e) VALUES (%s,%s,%s,%s,%s)")
+    assert [s.text for s in texts((five, values, True, values, False, ()))] == \
+        executemany(five, values)
+    one = texts(("DELETE FROM `s`.`t` WHERE (`id`) IN ((%s), (%s))", [1, "a'b"], False,
+                 [(1,), ("a'b",)], False, ()))
+    assert one == [Sql("DELETE FROM `s`.`t` WHERE (`id`) IN ((1), ('a\\'b'))", 2)]
+    assert texts(("UPDATE `100%%` SET a = 1", [], False, [(1,)], True, ()))[0].text == \
+        "UPDATE `100%` SET a = 1"
+
+
+def change(table: str, seq: int, kind: ChangeType, row_id: int, value: str = "v",
+           ds: str = "target") -> TargetChange:
+    after = None if kind is ChangeType.DELETE else {"id": row_id, "v": value}
+    before_key = None if kind is ChangeType.INSERT else (row_id,)
+    return TargetChange(ds, "s", table, kind, ("id",), before_key, after, 0, seq)
+
+
+def test_units_of_parts_in_order_equal_one_merge_of_the_whole_batch() -> None:
+    """Parts hold disjoint tables; their units sorted by (push_weight, first seq) are the
+    statements one merge of all changes gives, in the same order."""
+    changes = [change("a", 1, ChangeType.INSERT, 1), change("b", 2, ChangeType.INSERT, 1),
+               change("a", 3, ChangeType.UPDATE, 1, "w"), change("c", 4, ChangeType.DELETE, 9),
+               change("b", 5, ChangeType.INSERT, 2), change("c", 6, ChangeType.INSERT, 3)]
+    spec = JobSpec(1, False, load_batch_size=100)
+    from node.extract.job import render
+
+    parts = [render([c for c in changes if c.table in tables], spec) for tables in ("ac", "b")]
+    merged = [PartResult(units, [], [], [], 0) for units in parts]
+    ours = [sql.text for unit in in_order(merged) for sql in unit.sqls]
+    conn = escape()
+    theirs = [text for writes in merge(changes) for text in _mogrified(conn, writes)]
+    assert ours == theirs
+
+
+def _mogrified(conn: pymysql.connections.Connection, writes: object) -> list[str]:
+    out = []
+    for sql, args, many, *_ in statements(writes, 100):  # type: ignore[arg-type]
+        if many:
+            prefix, _, postfix = sql.partition(" VALUES ")
+            template = postfix[:postfix.index(")") + 1]
+            rows = [template % tuple(conn.escape(a) for a in row) for row in args]
+            out.append(prefix + " VALUES " + ",".join(rows) + postfix[len(template):])
+        else:
+            out.append(sql % tuple(conn.escape(a) for a in args))
+    return out
+
+
+class Facts:
+    """Target facts without a server: tables in ``linked`` have foreign keys."""
+
+    def __init__(self, linked: set[str]) -> None:
+        self.linked, self.asked = linked, []
+
+    def of(self, target: tuple[str, str, str]) -> TableFacts:
+        self.asked.append(target)
+        return TableFacts({}, (frozenset({"id"}),), target[2] in self.linked)
+
+    def forget(self) -> None:
+        pass
+
+
+def layout(table: str) -> TableSchema:
+    return TableSchema("s", table, (), ("id",))
+
+
+def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
+    compiled = CompiledPipeline.compile("c.p", 1, pipeline(
+        "{source: s.a, target: t.ab}", "{source: s.b, target: t.ab}",
+        "{source: s.c, target: t.c}", "{source: s.d, target: t.d}",
+        "{source: s.e, target: t.e}", "{source: s.f, target: t.f}"))
+    layouts = {n: layout(name) for n, name in enumerate("abcdef", start=1)}
+    facts = Facts({"d", "e"})  # t.d and t.e are linked by a foreign key
+    planner = Planner(compiled, layouts, facts, lambda: True, 500)  # type: ignore[arg-type]
+    events = [(n, bytes([n]) * (10 * n)) for n in (1, 3, 2, 4, 6, 5, 1)]
+    txn = Transaction((), BinlogPosition("b.1", 9), 1, 1, events=tuple(events), event_rows=7)
+    request = RowChange("retl", "retl_buffer", ChangeType.INSERT, ("ID",), None,
+                        {"ID": 1, "FULL_NAME": "s.c", "TYPE": "I", "PK_DATA": "[1]"})
+    parts = planner.parts(Batch("c.p", 1, [txn]), [request], partitions=3)
+    tables = [{layouts[n].table for n in part.numbers} for part in parts]
+    for together in ({"a", "b"}, {"d", "e"}):  # a shared target, a foreign key
+        assert [t for t in tables if t & together] == [t for t in tables if together <= t]
+        assert sum(1 for t in tables if together <= t) == 1
+    assert len(parts) == 3 and sum(len(p.numbers) for p in parts) == 7
+    for part in parts:  # each table's events in the batch's order, with their own bytes
+        for number in set(part.numbers):
+            places = [place for n, place in zip(part.numbers, part.places, strict=True)
+                      if n == number]
+            assert places == sorted(places)
+        at = 0
+        for length, number in zip(part.lengths, part.numbers, strict=True):
+            assert part.events[at:at + length] == bytes([number]) * (10 * number)
+            at += length
+    [asked] = [part for part in parts if part.decoded]
+    assert "c" in {layouts[n].table for n in asked.numbers}
+    assert asked.decoded == [(7 << ROW_BITS, request)]  # after every event of the batch
+    one = planner.parts(Batch("c.p", 1, [txn]), [], partitions=1)
+    assert len(one) == 1 and list(one[0].places) == list(range(7))
+    spec = planner.spec(Batch("c.p", 1, [txn]), parts)
+    assert set(spec.facts) == {("dst", "t", name) for name in ("ab", "c", "d", "e", "f")}
+
+
+def test_a_part_of_decoded_changes_is_transformed_merged_and_rendered() -> None:
+    compiled = CompiledPipeline.compile("c.p", 1, pipeline(
+        "{source: s.t, target: s2.t, columns: {exclude: [secret]}}"))
+    rows = [RowChange("s", "t", ChangeType.INSERT, ("id",), None,
+                      {"id": n, "v": f"it's {n}", "secret": "x"}) for n in range(3)]
+    rows.append(RowChange("s", "t", ChangeType.DELETE, ("id",), {"id": 1, "v": "", "secret": ""},
+                          None))
+    result = run_part(compiled, JobSpec(1, False, load_batch_size=2), Part.of_changes(rows))
+    assert result.rows == 4 and not result.changes and not result.requested
+    [unit] = result.units
+    assert (unit.schema, unit.table, unit.rows) == ("s2", "t", 2)
+    assert [sql.text for sql in unit.sqls] == [
+        "INSERT INTO `s2`.`t` (`id`, `v`) VALUES (0, 'it\\'s 0'),(2, 'it\\'s 2') "
+        "ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)"]
+    assert array("I") == Part.of_changes([]).numbers
