@@ -39,21 +39,31 @@ def _clock(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
 
 
+def _span(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def chart(samples: Sequence[Sample], span_s: float, now: float) -> str:
-    """The delay over the last ``span_s`` seconds as an inline SVG line, scaled to its
+    """The delay over the history kept (at most ``span_s`` seconds, from the first sample:
+    a young pipeline's chart fills the width too) as an inline SVG line, scaled to its
     highest point (given in the title)."""
     if not samples:
         return '<svg class="chart" role="img" aria-label="no history yet"></svg>'
+    start = max(samples[0].at, now - span_s)
+    covered = max(now - start, 1e-6)
     top = max(max(sample.delay_ms for sample in samples), 1)
-    points = " ".join(
-        f"{CHART_W * max(0.0, 1 - (now - s.at) / span_s):.1f},"
-        f"{CHART_H - 2 - (CHART_H - 4) * s.delay_ms / top:.1f}" for s in samples)
-    label = (f"delay over the last {span_s / 60:g} min, highest {delay_text(top)}, "
+    points = [(CHART_W * (s.at - start) / covered,
+               CHART_H - 2 - (CHART_H - 4) * s.delay_ms / top) for s in samples]
+    if len(points) == 1:
+        points = [(0.0, points[0][1]), (float(CHART_W), points[0][1])]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    label = (f"delay over the last {_span(covered)}: highest {delay_text(top)}, "
              f"now {delay_text(samples[-1].delay_ms)}")
     return (f'<svg class="chart" viewBox="0 0 {CHART_W} {CHART_H}" width="{CHART_W}" '
             f'height="{CHART_H}" role="img" aria-label="{_e(label)}"><title>{_e(label)}'
-            f'</title><polyline fill="none" stroke="currentColor" stroke-width="1.5" '
-            f'points="{points}"/></svg>')
+            f'</title><rect width="{CHART_W}" height="{CHART_H}" class="frame"/>'
+            f'<polyline fill="none" stroke="currentColor" stroke-width="1.5" '
+            f'points="{line}"/></svg>')
 
 
 def _alarms(alarms: Sequence[manager_pb2.Alarm]) -> str:
@@ -91,7 +101,7 @@ def _pipelines(seen: Observation, history: dict[str, list[Sample]], span_s: floa
                "FILE</code>.</p>"
     return ("<table><thead><tr><th>pipeline</th><th>channel</th><th>state</th><th>owner</th>"
             "<th>position</th><th>delay</th><th>delay, last "
-            f"{span_s / 60:g} min</th><th>rows/s</th><th>window</th><th>last error</th>"
+            f"{_span(span_s)} at most</th><th>rows/s</th><th>window</th><th>last error</th>"
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
@@ -187,7 +197,7 @@ th { font-weight: 600; background: #f3f5f7; }
 td.delay { font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.error { color: #a4161a; max-width: 32em; overflow: hidden; text-overflow: ellipsis;
            white-space: nowrap; }
-.chart { color: #1f6feb; display: block; }
+.chart { color: #1f6feb; display: block; } .chart .frame { fill: #f3f5f7; }
 tr.firing td { background: #fde2e1; } tr.resolved td { color: #57606a; }
 .meta { color: #57606a; } .ok { color: #1a7f37; } .bad { color: #a4161a; font-weight: 600; }
 .problem { background: #fff4ce; padding: .4em .6em; }

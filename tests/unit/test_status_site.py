@@ -69,7 +69,8 @@ def test_the_page_shows_each_pipeline_with_its_delay_and_history() -> None:
     row = found.group(0)
     assert '<td class="delay" data-ms="1234">1234 ms</td>' in row
     assert "mysql-bin.000003:4567" in row and "<td>57</td>" in row and "<td>1/5</td>" in row
-    assert "<polyline" in row and "highest 4000 ms, now 1234 ms" in row
+    assert "<polyline" in row and "delay over the last 2 min: highest 4000 ms, now 1234 ms" in row
+    assert 'points="0.0,34.0 90.0,2.0 180.0,24.1"' in row  # the history fills the width
     assert "&lt;script&gt;" in row and "<script>'" not in row  # an error cannot inject
     assert 'data-node="2"' in text(page) and "127.0.0.1:7321" in text(page)
     assert '<script src="/page.js"></script>' in text(page)  # no inline script: CSP holds
