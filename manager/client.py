@@ -9,6 +9,7 @@ SetlError, so the CLI prints one line and exits non-zero, never a traceback. Wit
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,15 +124,24 @@ class ManagerClient:
                         queue.insert(0, leader)
                         continue
                     raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
-        if any(word in transport.lower() for word in _TLS_WORDS):
-            raise ManagerUnavailableError(
-                f"no TLS connection to a manager at {', '.join(tried)} ({transport}); "
+        raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
+
+
+def _unavailable(tried: list[str], transport: str, tls: bool) -> str:
+    """What to say when no manager could be reached, from the last transport error."""
+    where = ", ".join(tried)
+    if any(word in transport.lower() for word in _TLS_WORDS):
+        found = re.search(r"OPENSSL_internal:(\w+(: [^:]+)?)", transport)
+        reason = found.group(1) if found else transport
+        return (f"no TLS connection to a manager at {where} ({reason}); "
                 + ("check that --ca (or SETL_CA) is the CA that signed the manager's "
-                   "certificate, and give --cert/--key if it asks for a client certificate"
-                   if self.access.tls else "it speaks TLS: give --ca (or SETL_CA), the CA "
+                   "certificate" if tls else "it speaks TLS: give --ca (or SETL_CA), the CA "
                    "that signed its certificate"))
-        hint = " (if the manager uses TLS, give --ca)" if not self.access.tls else \
-            " (if the manager does not use TLS, leave out --ca)"
-        raise ManagerUnavailableError(
-            f"no manager answers at {', '.join(tried)}; start one with 'setl-manager' or point "
-            f"--manager (or SETL_MANAGER) at a running one{hint}")
+    if "socket closed" in transport.lower():  # something listens, and hung up on us
+        return (f"the manager at {where} closed the connection during the TLS handshake; "
+                "if it asks for a client certificate, give --cert and --key (or SETL_CERT "
+                "and SETL_KEY)" if tls else f"the server at {where} closed the connection; "
+                "if it is a manager with TLS, give --ca (or SETL_CA), the CA that signed its "
+                "certificate")
+    return (f"no manager answers at {where}; start one with 'setl-manager' or point --manager "
+            "(or SETL_MANAGER) at a running one")
