@@ -38,6 +38,8 @@ class ManagerMetrics:
             ["reason"], registry=self.registry)
         for outcome in ("sent", "failed"):
             self.notifications.labels(outcome)
+        for reason in ("no_token", "wrong_token"):
+            self.refused.labels(reason)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
 

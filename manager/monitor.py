@@ -102,9 +102,11 @@ class Monitor:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop polling without waiting on ZooKeeper (a poll under way is left to end on its
+        own); notifications still queued get a moment."""
         self._stop.set()
-        self._thread.join(5)
-        self.notifier.stop()
+        self._thread.join(1.0)
+        self.notifier.stop(2.0)
 
     def _run(self) -> None:
         while not self._stop.is_set():
