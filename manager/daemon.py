@@ -66,12 +66,12 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
         if port == 0:
             raise SetlError(f"cannot listen on {config.listen}: the address is taken or "
                             "invalid; choose another with --listen")
+        web.start()  # bound before leading: a taken port ends the manager here
+        servicer.web_url = f"{web.url}/"
         if not _prepare(catalog, shutdown):
             return
         election.start()  # before serving: the first answer already knows who leads
         monitor.start()
-        web.start()
-        servicer.web_url = f"{web.url}/"
         server.start()
         log.info("event=manager_started listen=%s tls=%s token=%s web=%s zk=%s root=%s",
                  config.listen, "yes" if credentials else "no", "yes" if check else "no",

@@ -105,7 +105,8 @@ class Monitor:
         """Stop polling without waiting on ZooKeeper (a poll under way is left to end on its
         own); notifications still queued get a moment."""
         self._stop.set()
-        self._thread.join(1.0)
+        if self._thread.ident is not None:  # started
+            self._thread.join(1.0)
         self.notifier.stop(2.0)
 
     def _run(self) -> None:

@@ -72,6 +72,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    timeout = 30  # a client that sends nothing (or keeps an idle connection) lets go of its thread
 
     def _serve(self) -> None:
         parts = urlsplit(self.path)
