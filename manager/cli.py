@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from manager import backfill, render
-from manager.client import ManagerClient, addresses_from
+from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
 from shared.errors import SetlError
@@ -31,6 +31,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="setl", description="setl admin CLI")
     parser.add_argument("--manager", help="manager host:port, several comma-separated "
                         "(default: $SETL_MANAGER or 127.0.0.1:7310)")
+    parser.add_argument("--token", help="the manager's API token, or file:PATH of a file "
+                        "holding it (default: $SETL_TOKEN)")
+    parser.add_argument("--ca", help="speak TLS, trusting this CA's certificate (PEM) for the "
+                        "manager's (default: $SETL_CA)")
+    parser.add_argument("--cert", help="a client certificate (PEM), when the manager asks "
+                        "for one (default: $SETL_CERT)")
+    parser.add_argument("--key", help="the client certificate's key (default: $SETL_KEY)")
     parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
     parser.add_argument("--config", help="a manager or node configuration whose 'security' "
                         "settings say which password files and variables this CLI may read "
@@ -139,8 +146,11 @@ def _status(args: argparse.Namespace, client: ManagerClient) -> int:
     while True:
         answer = client.call("Status", manager_pb2.StatusRequest())
         role = "leader" if answer.leader else f"standby (leader: {answer.leader_address or '?'})"
-        human = (f"manager {answer.manager_address} ({role}), {len(answer.nodes)} node(s)\n"
-                 + render.pipelines(answer.channels))
+        page = f", page {answer.web_url}" if answer.web_url else ""
+        human = (f"manager {answer.manager_address} ({role}), {len(answer.nodes)} node(s)"
+                 f"{page}\n" + render.pipelines(answer.channels))
+        if answer.alarms:
+            human += "\n\n" + render.alarms(answer.alarms)
         if args.watch and args.output == "table":
             print("\033[2J\033[H" + time.strftime("%H:%M:%S ") + human, flush=True)
         else:
@@ -179,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             config = args.config or os.environ.get("SETL_CONFIG") or \
                 (CONF / "node.yaml" if (CONF / "node.yaml").exists() else None)
             confinement.confine(settings.load_security(config))
-        client = ManagerClient(addresses_from(args.manager))
+        client = ManagerClient(addresses_from(args.manager),
+                               access=access_from(args.token, args.ca, args.cert, args.key))
         if args.command == "apply":
             return _apply(args, client)
         if args.command == "channel":

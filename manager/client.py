@@ -2,12 +2,16 @@
 
 Transport failures move on to the next address; a standby's "not the leader" answer is
 followed to the leader it names. What the manager says is re-raised as the matching
-SetlError, so the CLI prints one line and exits non-zero, never a traceback.
+SetlError, so the CLI prints one line and exits non-zero, never a traceback. With
+:class:`Access` every call carries the API token and goes over TLS.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # no C-core noise on the user's terminal
@@ -15,6 +19,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # no C-core noise on the user's
 import grpc
 
 from shared.errors import (
+    AuthenticationError,
     ConfigError,
     ConflictError,
     ManagerUnavailableError,
@@ -27,7 +32,61 @@ LEADER_TRAILER = "setl-leader"
 DEFAULT_ADDRESS = "127.0.0.1:7310"
 _TRANSPORT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _ERRORS = {grpc.StatusCode.NOT_FOUND: NotFoundError, grpc.StatusCode.ABORTED: ConflictError,
-           grpc.StatusCode.INVALID_ARGUMENT: ConfigError}
+           grpc.StatusCode.INVALID_ARGUMENT: ConfigError,
+           grpc.StatusCode.UNAUTHENTICATED: AuthenticationError}
+_TLS_WORDS = ("ssl", "tls", "handshake", "certificate")
+
+
+@dataclass(frozen=True)
+class Access:
+    """How the CLI reaches a manager that has a token or TLS."""
+
+    token: str = ""  # the token's value
+    ca: bytes | None = None  # the CA that signed the manager's certificate: TLS
+    cert: bytes | None = None  # a client certificate and its key, when the manager asks
+    key: bytes | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.ca is not None or self.cert is not None
+
+    def channel(self, address: str) -> grpc.Channel:
+        if not self.tls:
+            return grpc.insecure_channel(address)
+        return grpc.secure_channel(address, grpc.ssl_channel_credentials(
+            self.ca, self.key, self.cert))
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...] | None:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else None
+
+
+def access_from(token: str | None = None, ca: str | None = None, cert: str | None = None,
+                key: str | None = None) -> Access:
+    """The CLI's options, else ``SETL_TOKEN``, ``SETL_CA``, ``SETL_CERT``, ``SETL_KEY``. A
+    token may be given as ``file:PATH`` (kept out of the process list and shell history)."""
+    env = os.environ.get
+    token = token or env("SETL_TOKEN") or ""
+    if token.startswith("file:"):
+        token = _read(token[len("file:"):], "--token").decode("utf-8", "replace").strip()
+        if not token:
+            raise SetlError("--token file: the file is empty; put the manager's token in it")
+    if bool(cert or env("SETL_CERT")) != bool(key or env("SETL_KEY")):
+        raise SetlError("--cert and --key go together: give the client certificate and its "
+                        "private key")
+    files = [(value, option) for value, option in ((ca or env("SETL_CA"), "--ca"),
+                                                   (cert or env("SETL_CERT"), "--cert"),
+                                                   (key or env("SETL_KEY"), "--key"))]
+    ca_pem, cert_pem, key_pem = (_read(value, option) if value else None
+                                 for value, option in files)
+    return Access(token, ca_pem, cert_pem, key_pem)
+
+
+def _read(path: str, option: str) -> bytes:
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as exc:
+        raise SetlError(f"{option} {path}: cannot read: {exc.strerror}") from None
 
 
 def addresses_from(value: str | None) -> list[str]:
@@ -36,30 +95,53 @@ def addresses_from(value: str | None) -> list[str]:
 
 
 class ManagerClient:
-    def __init__(self, addresses: list[str], timeout_s: float = 10.0) -> None:
+    def __init__(self, addresses: list[str], timeout_s: float = 10.0,
+                 access: Access | None = None) -> None:
         self.addresses, self.timeout_s = list(addresses), timeout_s
+        self.access = access or Access()
 
     def call(self, method: str, request: Any) -> Any:
         tried: list[str] = []
         queue = list(self.addresses)
+        transport = ""
         while queue:
             address = queue.pop(0)
             if address in tried:
                 continue
             tried.append(address)
-            with grpc.insecure_channel(address) as channel:
+            with self.access.channel(address) as channel:
                 stub = manager_pb2_grpc.ManagerServiceStub(channel)
                 try:
-                    return getattr(stub, method)(request, timeout=self.timeout_s)
+                    return getattr(stub, method)(request, timeout=self.timeout_s,
+                                                 metadata=self.access.metadata)
                 except grpc.RpcError as exc:
                     code = exc.code()  # type: ignore[attr-defined]
                     if code in _TRANSPORT:
+                        transport = exc.details() or ""  # type: ignore[attr-defined]
                         continue
                     leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
                     if leader and leader not in tried:
                         queue.insert(0, leader)
                         continue
                     raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
-        raise ManagerUnavailableError(
-            f"no manager answers at {', '.join(tried)}; start one with 'setl-manager' or point "
-            "--manager (or SETL_MANAGER) at a running one")
+        raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
+
+
+def _unavailable(tried: list[str], transport: str, tls: bool) -> str:
+    """What to say when no manager could be reached, from the last transport error."""
+    where = ", ".join(tried)
+    if any(word in transport.lower() for word in _TLS_WORDS):
+        found = re.search(r"OPENSSL_internal:(\w+(: [^:]+)?)", transport)
+        reason = found.group(1) if found else transport
+        return (f"no TLS connection to a manager at {where} ({reason}); "
+                + ("check that --ca (or SETL_CA) is the CA that signed the manager's "
+                   "certificate" if tls else "it speaks TLS: give --ca (or SETL_CA), the CA "
+                   "that signed its certificate"))
+    if "socket closed" in transport.lower():  # something listens, and hung up on us
+        return (f"the manager at {where} closed the connection during the TLS handshake; "
+                "if it asks for a client certificate, give --cert and --key (or SETL_CERT "
+                "and SETL_KEY)" if tls else f"the server at {where} closed the connection; "
+                "if it is a manager with TLS, give --ca (or SETL_CA), the CA that signed its "
+                "certificate")
+    return (f"no manager answers at {where}; start one with 'setl-manager' or point --manager "
+            "(or SETL_MANAGER) at a running one")

@@ -6,17 +6,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import ssl
 import sys
 from concurrent import futures
 
 import grpc
 
+from manager import auth
+from manager.alarms import AlarmEvaluator
 from manager.election import LeaderElection
+from manager.metrics import ManagerMetrics
+from manager.monitor import Monitor
 from manager.service import ManagerServicer
 from manager.views import Views
+from manager.web import StatusSite
+from manager.webhooks import Notifier
 from shared import confinement, logs, settings, zk
 from shared.catalog import Catalog
-from shared.errors import SetlError, ZooKeeperUnavailableError
+from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
+from shared.httpserver import HttpServer
 from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2_grpc
 
@@ -25,6 +33,12 @@ STOP_ZOOKEEPER_S = 2.0  # giving up the leadership on the way out waits at most 
 
 
 def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
+    # everything a reference or a file can get wrong fails here, before ZooKeeper
+    check = auth.resolve_token(config)
+    metrics = ManagerMetrics()
+    notifier = Notifier(config.alarms.webhooks, config.address, config.security,
+                        sent=lambda outcome: metrics.notifications.labels(outcome).inc())
+    credentials = auth.server_credentials(config.api.tls) if config.api.tls else None
     client = zk.client(config.zookeeper)
     if not zk.start(client, config.zookeeper, shutdown.requested):
         log.info("event=manager_stopped listen=%s reason=\"stopped while waiting for "
@@ -32,27 +46,66 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
         return
     paths = zk.ZkPaths(config.zookeeper.root)
     catalog = Catalog(client, paths)
+    views = Views(client, paths, catalog)
     election = LeaderElection(client, paths.leader, config.address)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    manager_pb2_grpc.add_ManagerServiceServicer_to_server(
-        ManagerServicer(catalog, Views(client, paths, catalog), election, config.address), server)
+    monitor = Monitor(client, paths, views, election, AlarmEvaluator(config.alarms.rules),
+                      notifier, config.web)
+    metrics.watch(monitor, lambda: election.is_leader)
+    web = HttpServer(config.web.listen, StatusSite(
+        monitor, metrics, lambda: _role(config, election), check,
+        secure=config.api.tls is not None).handle, "the status page (web.listen)",
+        _web_tls(config.api.tls))
+    interceptors = [auth.TokenInterceptor(
+        check, lambda reason: metrics.refused.labels(reason).inc())] if check else []
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
+    servicer = ManagerServicer(catalog, views, election, config.address, monitor)
+    manager_pb2_grpc.add_ManagerServiceServicer_to_server(servicer, server)
     try:
-        if server.add_insecure_port(config.listen) == 0:
+        port = server.add_secure_port(config.listen, credentials) if credentials else \
+            server.add_insecure_port(config.listen)
+        if port == 0:
             raise SetlError(f"cannot listen on {config.listen}: the address is taken or "
                             "invalid; choose another with --listen")
+        web.start()  # bound before leading: a taken port ends the manager here
+        servicer.web_url = f"{web.url}/"
         if not _prepare(catalog, shutdown):
             return
         election.start()  # before serving: the first answer already knows who leads
+        monitor.start()
         server.start()
-        log.info("event=manager_started listen=%s zk=%s root=%s", config.listen,
-                 config.zookeeper.hosts, config.zookeeper.root)
+        log.info("event=manager_started listen=%s tls=%s token=%s web=%s zk=%s root=%s",
+                 config.listen, "yes" if credentials else "no", "yes" if check else "no",
+                 servicer.web_url, config.zookeeper.hosts, config.zookeeper.root)
         shutdown.wait()
     finally:
         server.stop(grace=2).wait()
+        web.stop()
+        monitor.stop()
         if not run_bounded(election.stop, STOP_ZOOKEEPER_S, "election-stop"):
             log.warning("event=zk_goodbye_skipped waited_s=%g", STOP_ZOOKEEPER_S)
         zk.close(client)
         log.info("event=manager_stopped listen=%s", config.listen)
+
+
+def _role(config: settings.ManagerSettings, election: LeaderElection) -> str:
+    if election.is_leader:
+        return f"manager {config.address} (leader)"
+    return f"manager {config.address} (standby; leader: {election.leader_address() or '?'})"
+
+
+def _web_tls(tls: settings.TlsSettings | None) -> ssl.SSLContext | None:
+    """The page is served over TLS with the API's certificate when the API has one."""
+    if tls is None:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(tls.cert, tls.key)
+        if tls.client_ca is not None:
+            context.load_verify_locations(tls.client_ca)
+            context.verify_mode = ssl.CERT_REQUIRED
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"api.tls: cannot use {tls.cert} and {tls.key}: {exc}") from None
+    return context
 
 
 def _prepare(catalog: Catalog, shutdown: Shutdown) -> bool:
@@ -76,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         config = settings.load_manager(args.config)
         if args.listen:
             config = dataclasses.replace(config, listen=args.listen)
+        problem = auth.exposure_problem(config)
+        if problem:
+            raise ConfigError(problem)
         confinement.confine(config.security)
         logs.setup(config.log_level)
         serve(config, Shutdown().install())

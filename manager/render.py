@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +69,15 @@ def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
     return table(headers, rows) if rows else "no pipelines"
 
 
+def alarms(found: Sequence[manager_pb2.Alarm]) -> str:
+    """Firing alarms, then the latest resolved (as the manager sends them)."""
+    def when(ms: int) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
+    rows = [(a.state.upper(), a.rule, a.subject, when(a.since_ms), when(a.resolved_ms),
+             a.message) for a in found]
+    return table(["ALARM", "RULE", "SUBJECT", "SINCE", "RESOLVED", "MESSAGE"], rows)
+
+
 def channel_detail(info: manager_pb2.ChannelInfo) -> str:
     channel = info.channel
     lines = [f"channel:     {channel.name}", f"status:      {status_name(info.status)}",
@@ -106,7 +116,9 @@ def sources(found: Sequence[model_pb2.DataSource]) -> str:
 
 
 def nodes(infos: Sequence[manager_pb2.NodeInfo]) -> str:
-    rows = [(n.id, n.address, n.host, n.pid, ", ".join(n.candidate_pipelines) or "-",
-             ", ".join(n.running_pipelines) or "-") for n in infos]
-    return table(["NODE", "ADDRESS", "HOST", "PID", "CANDIDATE PIPELINES", "RUNNING"], rows) \
+    rows = [(n.id, n.address, n.host, n.pid, n.metrics_address or "-",
+             ", ".join(n.candidate_pipelines) or "-", ", ".join(n.running_pipelines) or "-")
+            for n in infos]
+    return table(["NODE", "ADDRESS", "HOST", "PID", "METRICS", "CANDIDATE PIPELINES",
+                  "RUNNING"], rows) \
         if rows else "no nodes registered; start one with: setl-node --id 1"

@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 
 from manager.election import LeaderElection
+from manager.monitor import Monitor
 from manager.views import Views
 from shared import codec, confinement, definitions, tablekeys
 from shared.catalog import Catalog
@@ -62,8 +63,10 @@ def _rpc(func: Callable[..., Any]) -> Callable[..., Any]:
 
 class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
     def __init__(self, catalog: Catalog, views: Views, election: LeaderElection,
-                 address: str) -> None:
+                 address: str, monitor: Monitor | None = None) -> None:
         self.catalog, self.views, self.election, self.address = catalog, views, election, address
+        self.monitor = monitor  # alarms, as this manager shows them
+        self.web_url = ""
 
     def _require_leader(self) -> None:
         if not self.election.is_leader:
@@ -135,7 +138,9 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
 
     @_rpc
     def Status(self, request: Any, context: Any) -> manager_pb2.StatusResponse:
+        nodes = self.views.nodes()
         return manager_pb2.StatusResponse(
             manager_address=self.address, leader=self.election.is_leader,
             leader_address=self.election.leader_address() or "",
-            channels=self.views.channels(), nodes=self.views.nodes())
+            channels=self.views.channels(nodes), nodes=nodes,
+            alarms=self.monitor.alarms() if self.monitor else [], web_url=self.web_url)

@@ -73,6 +73,7 @@ class Views:
                                     if pipeline_id in node.candidate_pipelines]
         return state
 
-    def channels(self) -> list[manager_pb2.ChannelInfo]:
-        nodes = self.nodes()
+    def channels(self, nodes: list[manager_pb2.NodeInfo] | None = None
+                 ) -> list[manager_pb2.ChannelInfo]:
+        nodes = self.nodes() if nodes is None else nodes
         return [self.channel(record, nodes) for record in self.catalog.channels()]

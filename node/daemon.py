@@ -17,6 +17,7 @@ import grpc
 from kazoo.exceptions import KazooException
 
 from node.membership import Membership
+from node.metrics import NODE
 from node.service import NodeServicer
 from node.spark import SparkRunner
 from node.supervisor import Supervisor
@@ -24,6 +25,7 @@ from node.watcher import DefinitionWatcher
 from shared import confinement, logs, settings, zk
 from shared.catalog import Catalog, ChannelRecord
 from shared.errors import CoordinationError, SetlError, ZooKeeperUnavailableError
+from shared.httpserver import HttpServer
 from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2, node_pb2_grpc
 
@@ -65,19 +67,31 @@ class Node:
         host = self.config.listen.rpartition(":")[0]
         return server, f"{host}:{port}"
 
+    def _serve_metrics(self) -> HttpServer:
+        metrics = HttpServer(self.config.metrics.listen, NODE.serve(self._states),
+                             f"node {self.node_id}'s metrics (metrics.listen)")
+        metrics.start()
+        log.info("event=metrics_serving node=%d url=%s/metrics", self.node_id, metrics.url)
+        return metrics
+
     def run(self) -> None:
         server, address = self._serve_grpc()
+        metrics = None
         try:
+            metrics = self._serve_metrics()
             if not zk.start(self.client, self.config.zookeeper, self.shutdown.requested):
                 return  # asked to stop while waiting for ZooKeeper
             info = manager_pb2.NodeInfo(id=self.node_id, address=address, pid=os.getpid(),
                                         started_ms=int(time.time() * 1000),
-                                        host=socket.gethostname())
+                                        host=socket.gethostname(),
+                                        metrics_address=metrics.address)
             membership = Membership(self.client, self.paths, info)
             if self._join(membership):
                 self._serve(membership)
         finally:
             server.stop(grace=1).wait()
+            if metrics is not None:
+                metrics.stop()
             zk.close(self.client)
             log.info("event=node_stopped node=%d", self.node_id)
 

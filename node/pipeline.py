@@ -33,6 +33,7 @@ from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, Part, PartResult, Planner
 from node.load.loader import FencedError, Loader
 from node.load.twoway import LoopGuard
+from node.metrics import PipelineMetrics
 from node.select import source as endpoints
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
@@ -124,6 +125,7 @@ class PipelineRunner:
         self._et_lock = threading.Lock()
         self.window_peak = 0
         self.door_stats = freedoor.DoorStats()
+        self.metrics = PipelineMetrics(context.channel.name, context.pipeline.name)
         params = context.pipeline.params
         self._central = freedoor.CentralDoor(
             context.sources[params.free_door_source], context.channel.name,
@@ -201,6 +203,7 @@ class PipelineRunner:
                 if failures > self.ctx.pipeline.params.max_retries:
                     self._fail_for_good(message)
                     return
+                self.metrics.retried()
                 if failures == 1:
                     delays = iter(self.ctx.backoff.delays() + [self.ctx.backoff.max_delay_s] * 100)
                 self.stop_event.wait(next(delays, self.ctx.backoff.max_delay_s))
@@ -212,6 +215,7 @@ class PipelineRunner:
 
     def _fail_for_good(self, message: str) -> None:
         self.state, self.last_error = "failed", message
+        self.metrics.paused()
         log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
                   message.replace("\n", " "))
         try:
@@ -420,6 +424,7 @@ class PipelineRunner:
             rows = done.rows if done.changes is None else batch.rows
             self._loaded.append((time.monotonic(), rows))
             self.batches_loaded += 1
+            self.metrics.batch_loaded(batch.rows, et_ms / 1000, waited - started, loaded - waited)
             log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
                       "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
                       self.pipeline_id, batch.process_id, rows, written, batch.end,

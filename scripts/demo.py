@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,6 +170,22 @@ def workload(seconds: float = 8.0) -> None:
     print(f"wrote {transactions} transactions")
 
 
+def show_metrics() -> None:
+    """A few of the node's Prometheus metrics for the demo pipeline (conf/node.yaml)."""
+    url = "http://127.0.0.1:7321/metrics"
+    print(f"$ curl -s {url} | grep -E '^setl_pipeline_(rows_total|batches_total|delay|"
+          "window_batches)'")
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError as exc:
+        print(f"(the node's metrics did not answer: {exc})")
+        return
+    wanted = ("setl_pipeline_rows_total", "setl_pipeline_batches_total",
+              "setl_pipeline_delay_seconds", "setl_pipeline_window_batches")
+    print("\n".join(line for line in text.splitlines() if line.startswith(wanted)))
+
+
 def compare() -> list[str]:
     """One line per table: equal, or the keys that differ."""
     report = []
@@ -232,8 +249,11 @@ def main() -> None:
     same = wait_equal()
     setl("status")
     print("\nsource and target are EQUAL" if same else "\nsource and target DIFFER")
-    print("\nThe demo keeps running. Try: .venv/bin/setl status --watch"
-          "\nStop it with: make demo-down")
+    step("9. watching it: Prometheus metrics and the status page")
+    show_metrics()
+    print("\nThe demo keeps running. Try: .venv/bin/setl status --watch, the status page at "
+          "http://127.0.0.1:7311/ (metrics of the manager at /metrics there, of the node at "
+          "http://127.0.0.1:7321/metrics)\nStop it with: make demo-down")
     if not same:
         sys.exit(1)
 

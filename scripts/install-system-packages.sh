@@ -12,6 +12,8 @@ command -v mydumper >/dev/null 2>&1 || need+=(mydumper)
 command -v pt-table-sync >/dev/null 2>&1 || need+=(percona-toolkit)
 # TLS tests make their certificates with the openssl command
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# the status page is tested in a real (headless) browser
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

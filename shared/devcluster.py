@@ -141,13 +141,15 @@ class Cluster:
                  env: dict[str, str] | None = None, zk_hosts: str | None = None,
                  zk_settings: dict[str, Any] | None = None,
                  local_max_rows: int | None = None,
-                 security: dict[str, Any] | None = None) -> None:
+                 security: dict[str, Any] | None = None,
+                 manager_settings: dict[str, Any] | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
         self.local_max_rows = local_max_rows  # None: the node's default
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.zk_hosts = zk_hosts  # default: the sandbox's ZooKeeper
         self.zk_settings = zk_settings or {}  # more of the daemons' zookeeper settings
         self.security = security or {}  # the daemons' security settings (over the default)
+        self.manager_settings = manager_settings or {}  # more of the manager's (web, alarms)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
@@ -166,6 +168,8 @@ class Cluster:
                 # the sandbox's password file is where definitions may read passwords from
                 "security": {"secret_dirs": [str(self.sandbox.secret_file.parent)],
                              **self.security}}
+        if kind == "manager":
+            body.update(self.manager_settings)
         if kind == "node":
             body["spark"] = {"master": self.spark_master, "driver_memory": "512m",
                              "options": {"spark.default.parallelism": "2"}}

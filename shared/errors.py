@@ -84,6 +84,10 @@ class ManagerUnavailableError(SetlError):
     """The admin CLI cannot reach any manager."""
 
 
+class AuthenticationError(SetlError):
+    """The manager refused a call: no token, or not the token it was configured with."""
+
+
 class SourceError(SetlError):
     """The source database is unreachable or misconfigured for replication."""
 

@@ -15,6 +15,15 @@ _ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}")
 _FILE = "file:"
 
 
+def reference_problem(value: str) -> str | None:
+    """Why ``value`` (a token or password in a daemon's configuration) is not a reference,
+    or None; a check for the configuration reader."""
+    if _ENV.fullmatch(value) or (value.startswith(_FILE) and len(value) > len(_FILE)):
+        return None
+    return ("expected a reference, ${SETL_NAME} (an environment variable) or file:/path (a "
+            "file holding the secret), not the secret itself")
+
+
 @dataclass(frozen=True)
 class SecretRef:
     """A reference to a secret; ``str()`` shows the reference, never the value."""

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared import yamlreader
+from shared.alarmrules import AlarmSettings, read_alarms
 from shared.confinement import CONF, Confinement, processor_path_dirs
 from shared.errors import ConfigError
+from shared.secrets import reference_problem
 from shared.yamlreader import MISSING, Field, Mapping
 
 
@@ -29,12 +31,51 @@ class ZkSettings:
 
 
 @dataclass(frozen=True)
+class TlsSettings:
+    """The manager API's certificate; with ``client_ca`` every client must present a
+    certificate signed by it."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Who may call the manager's API (and open its status page)."""
+
+    token: str = ""  # a reference (${SETL_...} or file:/path) to the bearer token; "": none
+    tls: TlsSettings | None = None
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """The manager's status page and its /metrics, on one HTTP port."""
+
+    listen: str = "127.0.0.1:0"  # port 0: a free port, shown by 'setl status' and logged
+    poll_s: float = 2.0  # how often the manager reads the pipelines' stats from ZooKeeper
+    history_s: int = 900  # the delay history the page charts, per pipeline
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """The node's Prometheus /metrics."""
+
+    listen: str = "127.0.0.1:0"  # port 0: a free port, logged and shown by 'setl node list'
+
+
+@dataclass(frozen=True)
 class ManagerSettings:
     listen: str = "127.0.0.1:7310"
     advertise: str = ""  # the address others use; defaults to listen
     zookeeper: ZkSettings = field(default_factory=ZkSettings)
     log_level: str = "info"
     security: Confinement = field(default_factory=Confinement)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    web: WebSettings = field(default_factory=WebSettings)
+    alarms: AlarmSettings = field(default_factory=AlarmSettings)
+    # the configuration file read ("" for the defaults), for error messages
+    file: str = field(default="", compare=False)
 
     @property
     def address(self) -> str:
@@ -59,6 +100,7 @@ class NodeSettings:
     spark: SparkSettings = field(default_factory=SparkSettings)
     log_level: str = "info"
     security: Confinement = field(default_factory=Confinement)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
 
 def _address(value: str) -> str | None:
@@ -130,6 +172,10 @@ def load_manager(path: str | Path | None) -> ManagerSettings:
         _zookeeper(top),
         top.get("log_level", _level, defaults.log_level),
         _security(top, path),
+        _api(top, _base(path)),
+        _web(top),
+        read_alarms(top.field("alarms"), _base(path)),
+        str(path) if path is not None else "",
     )
     top.close()
     issues.raise_if_any()
@@ -154,10 +200,68 @@ def load_node(path: str | Path | None) -> NodeSettings:
         _zookeeper(top), spark,
         top.get("log_level", _level, defaults.log_level),
         _security(top, path),
+        _metrics(top),
     )
     top.close()
     issues.raise_if_any()
     return settings
+
+
+def _base(path: str | Path | None) -> Path:
+    """The folder relative paths of a configuration file start from."""
+    return Path(path).resolve().parent if path is not None else CONF
+
+
+def _api(top: Mapping, base: Path) -> ApiSettings:
+    found = top.field("api")
+    entry = found.mapping() if found else None
+    if entry is None:
+        return ApiSettings()
+    token = entry.get("token", lambda f: f.string(reference_problem), "")
+    tls = None
+    found = entry.field("tls")
+    section = found.mapping() if found else None
+    if section is not None:
+        cert = section.get("cert", lambda f: _file(f, base), required=True)
+        key = section.get("key", lambda f: _file(f, base), required=True)
+        client_ca = section.get("client_ca", lambda f: _file(f, base), None)
+        section.close()
+        if cert is not MISSING and key is not MISSING:
+            tls = TlsSettings(cert, key, client_ca)
+    entry.close()
+    return ApiSettings(token, tls)
+
+
+def _web(top: Mapping) -> WebSettings:
+    defaults, found = WebSettings(), top.field("web")
+    entry = found.mapping() if found else None
+    if entry is None:
+        return defaults
+    settings = WebSettings(
+        entry.get("listen", lambda f: f.string(_address), defaults.listen),
+        float(entry.get("poll_s", lambda f: f.integer(1, 60), defaults.poll_s)),
+        entry.get("history_s", lambda f: f.integer(60, 86400), defaults.history_s))
+    entry.close()
+    return settings
+
+
+def _metrics(top: Mapping) -> MetricsSettings:
+    defaults, found = MetricsSettings(), top.field("metrics")
+    entry = found.mapping() if found else None
+    if entry is None:
+        return defaults
+    settings = MetricsSettings(entry.get("listen", lambda f: f.string(_address),
+                                         defaults.listen))
+    entry.close()
+    return settings
+
+
+def _file(item: Field, base: Path) -> object:
+    text = item.string()
+    if text is MISSING:
+        return MISSING
+    path = (base / Path(text).expanduser()).resolve()
+    return path if path.is_file() else item.fail(f"no such file: {path}")
 
 
 def load_security(path: str | Path | None) -> Confinement:
@@ -174,7 +278,7 @@ def _security(top: Mapping, path: str | Path | None) -> Confinement:
     configuration file's folder; by default ``secrets/`` beside it (without a file, the
     installation's ``conf/secrets``) and the processor directories of the installation and
     ``$SETL_PROCESSORS_PATH``, to which ``processor_dirs`` adds."""
-    base = Path(path).resolve().parent if path is not None else CONF
+    base = _base(path)
     secret_dirs: tuple[Path, ...] = (base / "secrets",)
     env_prefix, listed, hosts = "SETL_", (), ()
     found = top.field("security")

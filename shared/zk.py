@@ -7,6 +7,7 @@ Layout under the configurable root (default ``/setl``)::
     channels/{name}/status       START | PAUSE | STOP
     nodes/{id}                   NodeInfo (protobuf), ephemeral
     manager/leader               leader's gRPC address, ephemeral
+    manager/alarms               AlarmBoard (protobuf): firing and recently resolved alarms
     pipelines/{pid}/mainstem     id of the node running Select, ephemeral
     pipelines/{pid}/cursor       last loaded position
     pipelines/{pid}/stats        PipelineState (protobuf)
@@ -82,6 +83,10 @@ class ZkPaths:
     @property
     def leader(self) -> str:
         return self._join("manager", "leader")
+
+    @property
+    def alarms(self) -> str:
+        return self._join("manager", "alarms")
 
     def pipeline(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id)

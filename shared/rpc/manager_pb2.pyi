@@ -164,7 +164,7 @@ class ListNodesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("id", "address", "pid", "started_ms", "candidate_pipelines", "running_pipelines", "host")
+    __slots__ = ("id", "address", "pid", "started_ms", "candidate_pipelines", "running_pipelines", "host", "metrics_address")
     ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +172,7 @@ class NodeInfo(_message.Message):
     CANDIDATE_PIPELINES_FIELD_NUMBER: _ClassVar[int]
     RUNNING_PIPELINES_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
+    METRICS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     id: int
     address: str
     pid: int
@@ -179,7 +180,8 @@ class NodeInfo(_message.Message):
     candidate_pipelines: _containers.RepeatedScalarFieldContainer[str]
     running_pipelines: _containers.RepeatedScalarFieldContainer[str]
     host: str
-    def __init__(self, id: _Optional[int] = ..., address: _Optional[str] = ..., pid: _Optional[int] = ..., started_ms: _Optional[int] = ..., candidate_pipelines: _Optional[_Iterable[str]] = ..., running_pipelines: _Optional[_Iterable[str]] = ..., host: _Optional[str] = ...) -> None: ...
+    metrics_address: str
+    def __init__(self, id: _Optional[int] = ..., address: _Optional[str] = ..., pid: _Optional[int] = ..., started_ms: _Optional[int] = ..., candidate_pipelines: _Optional[_Iterable[str]] = ..., running_pipelines: _Optional[_Iterable[str]] = ..., host: _Optional[str] = ..., metrics_address: _Optional[str] = ...) -> None: ...
 
 class ListNodesResponse(_message.Message):
     __slots__ = ("nodes",)
@@ -192,15 +194,45 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("manager_address", "leader", "leader_address", "channels", "nodes")
+    __slots__ = ("manager_address", "leader", "leader_address", "channels", "nodes", "alarms", "web_url")
     MANAGER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    ALARMS_FIELD_NUMBER: _ClassVar[int]
+    WEB_URL_FIELD_NUMBER: _ClassVar[int]
     manager_address: str
     leader: bool
     leader_address: str
     channels: _containers.RepeatedCompositeFieldContainer[ChannelInfo]
     nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
-    def __init__(self, manager_address: _Optional[str] = ..., leader: _Optional[bool] = ..., leader_address: _Optional[str] = ..., channels: _Optional[_Iterable[_Union[ChannelInfo, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...
+    alarms: _containers.RepeatedCompositeFieldContainer[Alarm]
+    web_url: str
+    def __init__(self, manager_address: _Optional[str] = ..., leader: _Optional[bool] = ..., leader_address: _Optional[str] = ..., channels: _Optional[_Iterable[_Union[ChannelInfo, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ..., alarms: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ..., web_url: _Optional[str] = ...) -> None: ...
+
+class Alarm(_message.Message):
+    __slots__ = ("rule", "when", "subject", "state", "since_ms", "resolved_ms", "message")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    WHEN_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_MS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    rule: str
+    when: str
+    subject: str
+    state: str
+    since_ms: int
+    resolved_ms: int
+    message: str
+    def __init__(self, rule: _Optional[str] = ..., when: _Optional[str] = ..., subject: _Optional[str] = ..., state: _Optional[str] = ..., since_ms: _Optional[int] = ..., resolved_ms: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class AlarmBoard(_message.Message):
+    __slots__ = ("firing", "resolved")
+    FIRING_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    firing: _containers.RepeatedCompositeFieldContainer[Alarm]
+    resolved: _containers.RepeatedCompositeFieldContainer[Alarm]
+    def __init__(self, firing: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ..., resolved: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ...) -> None: ...

@@ -8,13 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from shared.alarmrules import AlarmRule, AlarmSettings, Webhook
 from shared.confinement import Confinement, processor_path_dirs
 from shared.errors import ConfigError
 from shared.sandbox import Sandbox
 from shared.settings import (
+    ApiSettings,
     ManagerSettings,
+    MetricsSettings,
     NodeSettings,
     SparkSettings,
+    TlsSettings,
+    WebSettings,
     ZkSettings,
     load_manager,
     load_node,
@@ -47,10 +52,12 @@ def errors(load: Callable[[Path], object], path: Path) -> list[str]:
 
 def test_manager_conf_loads() -> None:
     settings = load_manager(CONF / "manager.yaml")
-    assert settings == ManagerSettings(
+    assert dataclasses.replace(settings, alarms=AlarmSettings()) == ManagerSettings(
         listen="127.0.0.1:7310", advertise="",
         zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0), log_level="info",
-        security=DEMO_SECURITY)
+        security=DEMO_SECURITY, web=WebSettings("127.0.0.1:7311"))
+    assert [rule.when for rule in settings.alarms.rules] == [
+        "delay", "paused", "node_lost", "free_door_rejects"]
     assert settings.address == "127.0.0.1:7310"
 
 
@@ -58,7 +65,8 @@ def test_node_conf_loads() -> None:
     settings = load_node(CONF / "node.yaml")
     assert settings == NodeSettings(
         listen="127.0.0.1:0", zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0),
-        spark=SparkSettings("local[*]", "1g", ()), log_level="info", security=DEMO_SECURITY)
+        spark=SparkSettings("local[*]", "1g", ()), log_level="info", security=DEMO_SECURITY,
+        metrics=MetricsSettings("127.0.0.1:7321"))
 
 
 @pytest.mark.parametrize("load", LOADERS)
@@ -196,8 +204,8 @@ def test_security_dirs_are_relative_to_the_file_and_the_prefix_is_checked(
 def test_spark_is_unknown_to_the_manager(tmp_path: Path) -> None:
     path = write(tmp_path, "listen: 127.0.0.1:1\nspark: {master: local}\n")
     assert errors(load_manager, path) == [
-        f"{path}:2: spark: unknown key; known keys: advertise, listen, log_level, security, "
-        "zookeeper"]
+        f"{path}:2: spark: unknown key; known keys: advertise, alarms, api, listen, log_level, "
+        "security, web, zookeeper"]
     assert load_node(path).spark.master == "local"
 
 
@@ -249,3 +257,115 @@ def test_small_batches_run_in_the_node_up_to_a_configured_size(tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"settings.yaml:2: spark.local_max_rows: expected a "
                                           r"non-negative integer"):
         load_node(write(tmp_path, "spark:\n  local_max_rows: -1\n"))
+
+
+# -- operating it: metrics, the status page, the API's token and TLS, alarms -------------------
+def test_web_metrics_and_api_default_to_loopback_without_a_token() -> None:
+    manager, node = load_manager(None), load_node(None)
+    assert manager.web == WebSettings("127.0.0.1:0", 2.0, 900)
+    assert node.metrics == MetricsSettings("127.0.0.1:0")
+    assert manager.api == ApiSettings("", None)
+    assert manager.alarms == AlarmSettings()
+
+
+def test_the_demo_configs_serve_metrics_and_the_page_on_fixed_loopback_ports() -> None:
+    assert load_manager(CONF / "manager.yaml").web.listen == "127.0.0.1:7311"
+    assert load_node(CONF / "node.yaml").metrics.listen == "127.0.0.1:7321"
+
+
+def test_api_web_metrics_and_alarms_are_read(tmp_path: Path) -> None:
+    for name in ("api.pem", "api-key.pem", "clients.pem"):
+        (tmp_path / name).write_text("x")
+    path = write(tmp_path, """\
+api:
+  token: file:secrets/api-token
+  tls: {cert: api.pem, key: api-key.pem, client_ca: clients.pem}
+web: {listen: 0.0.0.0:8080, poll_s: 1, history_s: 600}
+alarms:
+  rules:
+    - {name: slow, when: delay, above_ms: 5000, for_s: 30, pipelines: [shop.*]}
+    - {name: paused, when: paused}
+    - {name: failed, when: failed, for_s: 5}
+    - {name: node-gone, when: node_lost, nodes: [1, 2]}
+    - {name: backfill, when: free_door_rejects, above: 10, within_s: 60}
+  webhooks:
+    - url: http://alerts.internal:9093/setl
+    - {url: "https://hooks.example/x", token: "${SETL_HOOK_TOKEN}"}
+""")
+    settings = load_manager(path)
+    assert settings.api == ApiSettings("file:secrets/api-token", TlsSettings(
+        tmp_path / "api.pem", tmp_path / "api-key.pem", tmp_path / "clients.pem"))
+    assert settings.web == WebSettings("0.0.0.0:8080", 1.0, 600)
+    assert settings.alarms.rules == (
+        AlarmRule("slow", "delay", 5000.0, 30.0, pipelines=("shop.*",)),
+        AlarmRule("paused", "paused"), AlarmRule("failed", "failed", for_s=5.0),
+        AlarmRule("node-gone", "node_lost", nodes=(1, 2)),
+        AlarmRule("backfill", "free_door_rejects", 10.0, within_s=60.0))
+    assert settings.alarms.webhooks == (
+        Webhook("http://alerts.internal:9093/setl"),
+        Webhook("https://hooks.example/x", "${SETL_HOOK_TOKEN}"))
+    assert load_node(write(tmp_path, "metrics: {listen: 10.0.0.5:9100}\n")).metrics == \
+        MetricsSettings("10.0.0.5:9100")
+
+
+def test_alarms_may_live_in_a_file_of_their_own_whose_errors_name_it(tmp_path: Path) -> None:
+    rules = tmp_path / "alarms.yaml"
+    rules.write_text("rules:\n  - {name: slow, when: delay, above_ms: 100}\n")
+    path = write(tmp_path, "alarms: alarms.yaml\n")
+    assert load_manager(path).alarms.rules == (AlarmRule("slow", "delay", 100.0),)
+    rules.write_text("rules:\n  - name: slow\n    when: delay\n    above: 100\n")
+    assert errors(load_manager, path) == [
+        f"{rules}:2: rules[0].above_ms: required field is missing",
+        f"{rules}:4: rules[0].above: unknown key; did you mean 'above_ms'?"]
+    missing = write(tmp_path, "alarms: nowhere.yaml\n")
+    assert errors(load_manager, missing) == [
+        f"{missing}:1: alarms: cannot read the alarms file {tmp_path}/nowhere.yaml: "
+        "No such file or directory"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("api: {token: s3cret}\n",
+     ["settings.yaml:1: api.token: expected a reference, ${SETL_NAME} (an environment "
+      "variable) or file:/path (a file holding the secret), not the secret itself"]),
+    ("api:\n  tls: {cert: nowhere.pem}\n",
+     ["settings.yaml:2: api.tls.cert: no such file: {tmp}/nowhere.pem",
+      "settings.yaml:2: api.tls.key: required field is missing"]),
+    ("web:\n  listen: 8080\n", ['settings.yaml:2: web.listen: expected host:port, got "8080"']),
+    ("web: {poll_s: 0}\n",
+     ['settings.yaml:1: web.poll_s: expected an integer from 1 to 60, got "0"']),
+    ("alarms:\n  rules:\n    - {name: a, when: slow}\n",
+     ['settings.yaml:3: alarms.rules[0].when: expected one of delay, paused, failed, '
+      'node_lost, free_door_rejects, got "slow"']),
+    ("alarms:\n  rules:\n    - {name: a, when: delay, above_ms: -1}\n"
+     "    - {name: a, when: paused}\n",
+     ['settings.yaml:3: alarms.rules[0].above_ms: expected a non-negative integer, got "-1"']),
+    ("alarms:\n  rules:\n    - {name: a, when: paused}\n    - {name: a, when: failed}\n",
+     ["settings.yaml:4: alarms.rules[1]: a second rule named 'a'; give each rule its own name"]),
+    ("alarms:\n  rules:\n    - {name: a, when: paused, above_ms: 5}\n",
+     ["settings.yaml:3: alarms.rules[0].above_ms: unknown key; known keys: for_s, name, "
+      "pipelines, when"]),
+    ("alarms:\n  rules:\n    - {when: node_lost, nodes: [0]}\n",
+     ["settings.yaml:3: alarms.rules[0].name: required field is missing",
+      'settings.yaml:3: alarms.rules[0].nodes[0]: expected a positive integer, got "0"']),
+    ("alarms:\n  webhooks:\n    - {url: 'ftp://x/y', token: abc}\n",
+     ['settings.yaml:3: alarms.webhooks[0].url: expected an http:// or https:// URL, got '
+      '"ftp://x/y"',
+      "settings.yaml:3: alarms.webhooks[0].token: expected a reference, ${SETL_NAME} (an "
+      "environment variable) or file:/path (a file holding the secret), not the secret "
+      "itself"]),
+    ("alarms: {rule: []}\n", ["settings.yaml:1: alarms.rule: unknown key; did you mean "
+                              "'rules'?"]),
+], ids=["token-in-clear", "tls-files", "web-listen", "poll-zero", "unknown-kind",
+        "negative-threshold", "duplicate-rule", "key-of-another-kind", "node-ids",
+        "webhook", "unknown-alarms-key"])
+def test_bad_operating_settings_name_file_line_and_field(
+        tmp_path: Path, text: str, expected: list[str]) -> None:
+    path = write(tmp_path, text)
+    assert errors(load_manager, path) == [
+        f"{tmp_path}/{line}".replace("{tmp}", str(tmp_path)) for line in expected]
+
+
+def test_metrics_is_the_nodes_and_web_the_managers(tmp_path: Path) -> None:
+    path = write(tmp_path, "metrics: {listen: 127.0.0.1:1}\nweb: {listen: 127.0.0.1:2}\n")
+    assert [line.split(": ")[1] for line in errors(load_manager, path)] == ["metrics"]
+    assert [line.split(": ")[1] for line in errors(load_node, path)] == ["web"]

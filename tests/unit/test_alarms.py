@@ -1,0 +1,166 @@
+"""Alarm rules evaluated over observations with an injected clock: when each kind fires,
+that a lasting condition is reported once, and that it resolves once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from manager.alarms import FIRING, RESOLVED, Alarm, AlarmEvaluator, Facts, PipelineFact
+from shared.alarmrules import AlarmRule
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def pipeline(pid: str = "shop.forward", **values: object) -> PipelineFact:
+    fields: dict[str, object] = {"channel": pid.split(".")[0], "channel_status": "START",
+                                 "state": "running"}
+    fields.update(values)
+    return PipelineFact(pid, **fields)  # type: ignore[arg-type]
+
+
+def facts(*pipelines: PipelineFact, nodes: tuple[int, ...] = (1,)) -> Facts:
+    return Facts(tuple(pipelines), frozenset(nodes))
+
+
+def changes(found: list[Alarm]) -> list[tuple[str, str, str]]:
+    return [(alarm.rule, alarm.subject, alarm.state) for alarm in found]
+
+
+def test_delay_fires_after_lasting_for_s_once_and_resolves_once() -> None:
+    clock = Clock()
+    rules = [AlarmRule("slow", "delay", above=5000, for_s=30)]
+    alarms = AlarmEvaluator(rules, clock)
+    behind = facts(pipeline(delay_ms=7000))
+    assert alarms.evaluate(behind) == []  # starts the 30 s
+    clock.advance(29)
+    assert alarms.evaluate(behind) == []
+    clock.advance(1)
+    fired = alarms.evaluate(behind)
+    assert changes(fired) == [("slow", "shop.forward", FIRING)]
+    assert fired[0].since_ms == 1_000_000  # when the delay was first seen above
+    assert fired[0].message == ("pipeline shop.forward is 7 s behind the source "
+                                "(above 5 s for 30 s)")
+    for _ in range(10):  # still behind: nothing new, no storm
+        clock.advance(5)
+        assert alarms.evaluate(behind) == []
+    clock.advance(1)
+    resolved = alarms.evaluate(facts(pipeline(delay_ms=5000)))  # at the threshold: not above
+    assert changes(resolved) == [("slow", "shop.forward", RESOLVED)]
+    assert resolved[0].resolved_ms == int(clock.now * 1000)
+    assert alarms.firing == {} and list(alarms.resolved) == resolved
+    assert alarms.evaluate(facts(pipeline(delay_ms=0))) == []
+
+
+def test_a_delay_that_dips_below_restarts_the_wait() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("slow", "delay", above=1000, for_s=10)], clock)
+    alarms.evaluate(facts(pipeline(delay_ms=2000)))
+    clock.advance(8)
+    alarms.evaluate(facts(pipeline(delay_ms=10)))
+    clock.advance(1)
+    assert alarms.evaluate(facts(pipeline(delay_ms=2000))) == []
+    clock.advance(9)
+    assert alarms.evaluate(facts(pipeline(delay_ms=2000))) == []
+    clock.advance(1)
+    assert changes(alarms.evaluate(facts(pipeline(delay_ms=2000)))) == [
+        ("slow", "shop.forward", FIRING)]
+
+
+def test_delay_counts_only_running_pipelines_it_matches() -> None:
+    alarms = AlarmEvaluator([AlarmRule("slow", "delay", above=0, pipelines=("shop.*",))],
+                            Clock())
+    assert changes(alarms.evaluate(facts(
+        pipeline("shop.forward", delay_ms=5), pipeline("shop.back", state="not running",
+                                                       delay_ms=99),
+        pipeline("crm.forward", delay_ms=99)))) == [("slow", "shop.forward", FIRING)]
+
+
+def test_paused_channel_and_failed_pipeline_say_why() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("paused", "paused"), AlarmRule("failed", "failed")],
+                            clock)
+    failed = pipeline(channel_status="PAUSE", state="failed",
+                      last_error="stage load, processId 7: Table 'x' doesn't exist\nmore")
+    found = alarms.evaluate(facts(failed, pipeline("crm.forward", channel_status="PAUSE",
+                                                   state="not running")))
+    assert [(a.rule, a.subject, a.message) for a in found] == [
+        ("paused", "shop", "channel shop is paused: stage load, processId 7: Table 'x' "
+                           "doesn't exist"),
+        ("paused", "crm", "channel crm is paused (by an operator: no pipeline reports an "
+                          "error)"),
+        ("failed", "shop.forward", "pipeline shop.forward failed: stage load, processId 7: "
+                                   "Table 'x' doesn't exist")]
+    clock.advance(60)
+    assert alarms.evaluate(facts(failed, pipeline("crm.forward", channel_status="PAUSE",
+                                                  state="not running"))) == []
+    started = alarms.evaluate(facts(pipeline(), pipeline("crm.forward")))
+    assert changes(started) == [("paused", "shop", RESOLVED), ("paused", "crm", RESOLVED),
+                                ("failed", "shop.forward", RESOLVED)]
+
+
+def test_node_lost_watches_nodes_seen_and_nodes_listed() -> None:
+    clock = Clock()
+    seen = AlarmEvaluator([AlarmRule("lost", "node_lost", for_s=5)], clock)
+    listed = AlarmEvaluator([AlarmRule("lost", "node_lost", nodes=(1, 3))], clock)
+    assert changes(listed.evaluate(facts(nodes=(1, 2)))) == [("lost", "3", FIRING)]
+    assert seen.evaluate(facts(nodes=(1, 2))) == []
+    assert seen.evaluate(facts(nodes=(1,))) == []  # gone, for_s not over yet
+    clock.advance(5)
+    lost = seen.evaluate(facts(nodes=(1,)))
+    assert changes(lost) == [("lost", "2", FIRING)]
+    assert lost[0].message.startswith("node 2 is not registered")
+    assert changes(listed.evaluate(facts(nodes=(1, 3)))) == [("lost", "3", RESOLVED)]
+    assert changes(seen.evaluate(facts(nodes=(1, 2)))) == [("lost", "2", RESOLVED)]
+
+
+def test_free_door_rejects_above_n_within_the_window() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("rejects", "free_door_rejects", above=3,
+                                       within_s=60)], clock)
+    for rejected in (10, 12, 13):  # 10 before the manager looked: not counted
+        assert alarms.evaluate(facts(pipeline(rejected=rejected))) == []
+        clock.advance(10)
+    fired = alarms.evaluate(facts(pipeline(rejected=14)))
+    assert changes(fired) == [("rejects", "shop.forward", FIRING)]
+    assert "rejected 4 free-door request(s) in the last 60 s (above 3)" in fired[0].message
+    clock.advance(10)
+    assert alarms.evaluate(facts(pipeline(rejected=2))) == []  # restarted: 2 more counted
+    clock.advance(61)
+    assert changes(alarms.evaluate(facts(pipeline(rejected=2)))) == [
+        ("rejects", "shop.forward", RESOLVED)]
+
+
+def test_a_new_leader_restores_what_fires_without_sending_it_again() -> None:
+    clock = Clock()
+    rules = [AlarmRule("slow", "delay", above=100), AlarmRule("lost", "node_lost")]
+    first = AlarmEvaluator(rules, clock)
+    fired = first.evaluate(facts(pipeline(delay_ms=500), nodes=(1, 2)))
+    fired += first.evaluate(facts(pipeline(delay_ms=500), nodes=(1,)))
+    assert changes(fired) == [("slow", "shop.forward", FIRING), ("lost", "2", FIRING)]
+    successor = AlarmEvaluator(rules, clock)  # never saw node 2
+    successor.restore(first.firing.values(),
+                      [replace(fired[0], rule="dropped", state=RESOLVED)])
+    assert successor.evaluate(facts(pipeline(delay_ms=900), nodes=(1,))) == []
+    assert changes(successor.evaluate(facts(pipeline(delay_ms=0), nodes=(1, 2)))) == [
+        ("slow", "shop.forward", RESOLVED), ("lost", "2", RESOLVED)]
+    assert [alarm.rule for alarm in successor.resolved] == ["lost", "slow", "dropped"]
+
+
+def test_restore_drops_alarms_of_rules_no_longer_configured() -> None:
+    alarms = AlarmEvaluator([AlarmRule("slow", "delay", above=100)], Clock())
+    alarms.restore([Alarm("gone", "paused", "shop", 1, "x")])
+    assert alarms.firing == {}
+
+
+def test_an_alarm_travels_as_protobuf_unchanged() -> None:
+    alarm = Alarm("slow", "delay", "shop.forward", 123, "behind", RESOLVED, 456)
+    assert Alarm.from_proto(alarm.to_proto()) == alarm
