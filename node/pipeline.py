@@ -424,7 +424,7 @@ class PipelineRunner:
             rows = done.rows if done.changes is None else batch.rows
             self._loaded.append((time.monotonic(), rows))
             self.batches_loaded += 1
-            self.metrics.batch_loaded(batch.rows, et_ms / 1000, waited - started, loaded - waited)
+            self.metrics.batch_loaded(rows, done.et_ms / 1000, waited - started, loaded - waited)
             log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
                       "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
                       self.pipeline_id, batch.process_id, rows, written, batch.end,
