@@ -22,7 +22,7 @@ from typing import Any
 
 from node.extract import decodeplan, decodetypes
 from node.extract.decodeplan import DELETE, INSERT, UPDATE, RowsReader
-from node.extract.decodetypes import ENUM, SET, Undecodable
+from node.extract.decodetypes import ENUM, SET, PastEnd, Undecodable
 from shared.errors import SourceError
 
 Row = dict[str, Any]
@@ -157,13 +157,13 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
                             "header says: the event is truncated")
     end = size - 3 if checksum else size + 1
     try:
-        rows, pos = read(data, pos + width, end)
+        return read(data, pos + width, end)  # type: ignore[no-any-return]
+    except PastEnd as exc:
+        raise decoder.error(data, f"the rows end {exc.args[0]} bytes past the end of the "
+                            "event: the event is truncated or its table map does not match "
+                            "it") from None
     except (Undecodable, ArithmeticError, IndexError, ValueError, struct.error) as exc:
         raise decoder.failed(data, event_type, head, exc) from None
-    if pos != end:
-        raise decoder.error(data, f"a row runs {pos - end} bytes past the end of the event: "
-                            "the event is truncated or its table map does not match it")
-    return rows  # type: ignore[no-any-return]
 
 
 _DECODERS: dict[TableSchema, _Decoder] = {}
@@ -224,14 +224,21 @@ class _Decoder:
 
     def failed(self, data: bytes, event_type: int, head: bytes, exc: Exception
                ) -> SourceError:
-        """The error of a row that failed to decode, naming the column whose line failed."""
+        """The error of a row that failed to decode: past the event's end (read from the
+        failed reader's own positions), else naming the column whose line failed."""
         reader = self.readers[_KINDS[event_type]][head]
-        column = None
+        column, where = None, {}
         trace = exc.__traceback__
         while trace is not None:
             if trace.tb_frame.f_code.co_filename == reader.filename:
                 column = reader.columns_at.get(trace.tb_lineno, column)
+                where = trace.tb_frame.f_locals
             trace = trace.tb_next
+        end = where.get("end", len(data))
+        if isinstance(exc, IndexError | struct.error) or \
+                max(where.get("p", 0), where.get("q", 0)) > end:
+            return self.error(data, "a row runs past the end of the event: the event is "
+                              "truncated or its table map does not match it")
         what = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Undecodable) else str(exc)
         if column is None:
             return self.error(data, f"cannot decode a row: {what}")
@@ -239,7 +246,7 @@ class _Decoder:
         detail = "" if isinstance(exc, Undecodable) else \
             "; the event is damaged or its table map does not match it"
         return self.error(data, f"cannot decode column {spec.name!r} "
-                           f"({decodetypes.type_name(spec)}): {what}{detail}")
+                          f"({decodetypes.type_name(spec)}): {what}{detail}")
 
     def error(self, data: bytes, what: str) -> SourceError:
         return SourceError(f"rows event of {self.where} ending at binlog position "

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from node.extract import decodetypes
-from node.extract.decodetypes import STRUCT_CODES
+from node.extract.decodetypes import STRUCT_CODES, at
 
 if TYPE_CHECKING:
     from node.extract.decode import ColumnSpec, TableSchema
@@ -32,9 +32,9 @@ _LENGTH_CODES = {1: "B", 2: "H", 4: "I"}  # a string's length, read with the num
 @dataclass(frozen=True)
 class RowsReader:
     """A compiled reader of the rows of one kind and bitmap: ``read(data, pos, end)`` gives
-    the (before, after) pairs and the position after the last row."""
+    the (before, after) pairs of the rows from ``pos``, which must end at ``end``."""
 
-    read: Callable[[bytes, int, int], tuple[list[tuple[Any, Any]], int]]
+    read: Callable[[bytes, int, int], list[tuple[Any, Any]]]
     filename: str
     columns_at: dict[int, int]  # generated line number → index of the column it reads
 
@@ -50,10 +50,11 @@ class _Source:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.columns_at: dict[int, int] = {}
+        self.base = 0  # added to every indent
 
     def add(self, indent: int, lines: list[str], column: int = -1) -> None:
         for line in lines:
-            self.lines.append("    " * indent + line)
+            self.lines.append("    " * (indent + self.base) + line)
             if column >= 0:
                 self.columns_at[len(self.lines)] = column
 
@@ -61,21 +62,27 @@ class _Source:
 def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...]) -> RowsReader:
     """The reader of ``kind`` rows (INSERT, UPDATE, DELETE) whose images have ``bitmaps``."""
     columns = schema.columns
-    ns: dict[str, Any] = {}
+    ns: dict[str, Any] = {"PastEnd": decodetypes.PastEnd}
     source = _Source()
-    source.add(0, ["def read(d, p, end):", "    out = []", "    add = out.append",
-                   "    while p < end:"])
-    images = []
-    for prefix, bitmap in zip("ab", bitmaps, strict=False):
-        inside = present(bitmap, len(columns))
-        _image(source, columns, inside, prefix, ns)
-        images.append("{" + ", ".join(
-            f"{column.name!r}: {prefix}{i}" if i in inside else f"{column.name!r}: None"
-            for i, column in enumerate(columns)) + "}")
-    pair = {INSERT: f"(None, {images[0]})", DELETE: f"({images[0]}, None)",
-            UPDATE: f"({images[0]}, {images[-1]})"}[kind]
-    source.add(2, [f"add({pair})"])
-    source.add(1, ["return out, p"])
+    # the first row apart from the loop: most events have one row
+    source.add(0, ["def read(d, p, end):", "    if p >= end:", "        return []"])
+    pair = ""
+    for base, head, tail in ((-1, [], ["out = [{pair}]", "while p < end:"]),
+                             (0, [], ["out.append({pair})"])):
+        source.base = base
+        source.add(2, head)
+        images = []
+        for prefix, bitmap in zip("ab", bitmaps, strict=False):
+            inside = present(bitmap, len(columns))
+            _image(source, columns, inside, prefix, ns)
+            images.append("{" + ", ".join(
+                f"{column.name!r}: {prefix}{i}" if i in inside else f"{column.name!r}: None"
+                for i, column in enumerate(columns)) + "}")
+        pair = {INSERT: f"(None, {images[0]})", DELETE: f"({images[0]}, None)",
+                UPDATE: f"({images[0]}, {images[-1]})"}[kind]
+        source.add(2, [line.format(pair=pair) for line in tail])
+    source.base = 0
+    source.add(1, ["if p != end:", "    raise PastEnd(p - end)", "return out"])
     filename = f"<setl rows reader {schema.schema}.{schema.table} {kind} " \
                f"{b''.join(bitmaps).hex()}>"
     exec(compile("\n".join(source.lines), filename, "exec"), ns)  # our own code, from the schema
@@ -103,23 +110,26 @@ def _image(source: _Source, columns: tuple[ColumnSpec, ...], inside: list[int], 
         read, width = decodetypes.lines(columns[i], i, f"{prefix}{i}", ns)
         source.add(4, read + ([f"p += {width}"] if width else []), i)
     source.add(2, ["else:"])
-    offset = size  # the NULL bitmap; ``p`` moves only past strings, and at the end
+    # without NULLs, positions are the last string's end (``p`` or ``q``, taking turns) plus
+    # a known offset: nothing is stored per column, ``p`` is set once at the end
+    base, offset = "p", size
     for run in _runs(columns, inside):
-        offset = _fast_run(source, columns, run, prefix, ns, offset)
-    if offset:
-        source.add(3, [f"p += {offset}"])
+        base, offset = _fast_run(source, columns, run, prefix, ns, base, offset)
+    if base != "p" or offset:
+        source.add(3, [f"p = {at(base, offset)}" if base != "p" else f"p += {offset}"])
 
 
 def _fast_run(source: _Source, columns: tuple[ColumnSpec, ...], run: list[int], prefix: str,
-              ns: dict[str, Any], o: int) -> int:
-    """Columns read without NULL checks at ``p + o``: a run of fixed-width numbers (and the
-    length of a string after them) in one unpack, then that string; any other column alone.
-    Returns the offset from ``p`` after them."""
+              ns: dict[str, Any], base: str, o: int) -> tuple[str, int]:
+    """Columns read without NULL checks at ``base + o``: a run of fixed-width numbers (and
+    the length of a string after them) in one unpack, then that string; any other column
+    alone. Returns the position after them, as a base and an offset."""
     last = columns[run[-1]]
+    other = "q" if base == "p" else "p"
     if len(run) == 1:
-        read, width = decodetypes.lines(last, run[0], f"{prefix}{run[0]}", ns, o)
+        read, width = decodetypes.lines(last, run[0], f"{prefix}{run[0]}", ns, base, o, other)
         source.add(3, read, run[0])
-        return o + width if width is not None else 0
+        return (base, o + width) if width is not None else (other, 0)
     text = run[-1] if last.type not in STRUCT_CODES else -1
     numbers = run[:-1] if text >= 0 else run
     codes = "".join(STRUCT_CODES[columns[i].type][columns[i].unsigned] for i in numbers)
@@ -129,17 +139,13 @@ def _fast_run(source: _Source, columns: tuple[ColumnSpec, ...], run: list[int], 
         codes += _LENGTH_CODES[decodetypes.prefix_size(last)]
         names.append("n")
     ns[f"S_{codes}"] = decodetypes.struct_reader(codes)
-    source.add(3, [f"{', '.join(names)} = S_{codes}(d, {_at(o)})"], numbers[0])
+    source.add(3, [f"{', '.join(names)} = S_{codes}(d, {at(base, o)})"], numbers[0])
     if text < 0:
-        return o + width
-    start = _at(o + width + decodetypes.prefix_size(last))
-    source.add(3, [f"q = {start} + n", f"{prefix}{text} = "
-                   f"{decodetypes.text_value(last, f'd[{start}:q]', ns)}", "p = q"], text)
-    return 0
-
-
-def _at(o: int) -> str:
-    return f"p + {o}" if o else "p"
+        return base, o + width
+    start = at(base, o + width + decodetypes.prefix_size(last))
+    source.add(3, [f"{other} = {start} + n", f"{prefix}{text} = "
+                   f"{decodetypes.text_value(last, f'd[{start}:{other}]', ns)}"], text)
+    return other, 0
 
 
 def _runs(columns: tuple[ColumnSpec, ...], inside: list[int]) -> list[list[int]]:

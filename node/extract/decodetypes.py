@@ -53,6 +53,10 @@ class Undecodable(Exception):  # translated to SourceError by decode
     """A value of this column cannot be decoded exactly; carries why and what to do."""
 
 
+class PastEnd(Exception):  # translated to SourceError by decode
+    """The rows did not end where the event does; carries by how many bytes."""
+
+
 def type_name(column: ColumnSpec) -> str:
     return TYPE_NAMES.get(column.type, f"type {column.type}")
 
@@ -89,50 +93,55 @@ def text_value(column: ColumnSpec, raw: str, ns: dict[str, Any]) -> str:
         return f"{raw} or ''"
     if codec == "utf-8":
         return f"{raw}.decode()"
-    if codec == _LATIN1:  # the charmap codec straight, not through the codec registry
+    if codec == _LATIN1:  # ASCII is itself in latin1; else the charmap, straight
         ns["charmap_decode"], ns["LATIN1"] = codecs.charmap_decode, _LATIN1_TABLE
-        return f"charmap_decode({raw}, None, LATIN1)[0]"
+        return f"r.decode() if (r := {raw}).isascii() else charmap_decode(r, None, LATIN1)[0]"
     return f"{raw}.decode({codec!r})"
 
 
-def _at(o: int) -> str:
-    return f"p + {o}" if o else "p"
+def at(base: str, o: int) -> str:
+    """The expression of position ``base + o``."""
+    return f"{base} + {o}" if o else base
 
 
-def _text_lines(column: ColumnSpec, v: str, ns: dict[str, Any], o: int) -> list[str]:
+def _text_lines(column: ColumnSpec, v: str, ns: dict[str, Any], base: str, o: int,
+                to: str) -> list[str]:
     prefix = prefix_size(column)
-    length = " | ".join(f"d[{_at(o + k)}] << {8 * k}" if k else f"d[{_at(o)}]"
+    length = " | ".join(f"d[{at(base, o + k)}] << {8 * k}" if k else f"d[{at(base, o)}]"
                         for k in range(prefix)) if prefix <= 3 else \
-        f"int.from_bytes(d[{_at(o)}:{_at(o + prefix)}], 'little')"
-    return [f"q = {_at(o + prefix)} + ({length})",
-            f"{v} = {text_value(column, f'd[{_at(o + prefix)}:q]', ns)}", "p = q"]
+        f"int.from_bytes(d[{at(base, o)}:{at(base, o + prefix)}], 'little')"
+    end = to if to != base else "q"
+    read = [f"{end} = {at(base, o + prefix)} + ({length})",
+            f"{v} = {text_value(column, f'd[{at(base, o + prefix)}:{end}]', ns)}"]
+    return read if end == to else [*read, f"{to} = {end}"]
 
 
-def lines(column: ColumnSpec, i: int, v: str, ns: dict[str, Any], o: int = 0
-          ) -> tuple[list[str], int | None]:
-    """Lines that read column ``i`` (present, not NULL) at ``d[p + o]`` into ``v``, and its
-    size; None for a string, whose lines move ``p`` past it. Helpers go into ``ns``."""
+def lines(column: ColumnSpec, i: int, v: str, ns: dict[str, Any], base: str = "p", o: int = 0,
+          to: str = "p") -> tuple[list[str], int | None]:
+    """Lines that read column ``i`` (present, not NULL) at ``d[base + o]`` into ``v``, and
+    its size; None for a string, whose lines leave the position after it in ``to``.
+    Helpers they call go into ``ns``."""
     kind = column.type
-    at = _at(o)
+    here = at(base, o)
     if kind in STRUCT_CODES:
         if kind == TINY:
             if column.unsigned:
-                return [f"{v} = d[{at}]"], 1
+                return [f"{v} = d[{here}]"], 1
             ns["I8"] = _I8
-            return [f"{v} = I8[d[{at}]]"], 1
+            return [f"{v} = I8[d[{here}]]"], 1
         code = STRUCT_CODES[kind][column.unsigned]
         ns[f"S{code}"] = struct_reader(code)
-        return [f"{v}, = S{code}(d, {at})"], _SIZES[code]
+        return [f"{v}, = S{code}(d, {here})"], _SIZES[code]
     if prefix_size(column):
-        return _text_lines(column, v, ns, o), None
+        return _text_lines(column, v, ns, base, o, to), None
     if kind == INT24:
-        return [f"{v} = int.from_bytes(d[{at}:{_at(o + 3)}], 'little', "
+        return [f"{v} = int.from_bytes(d[{here}:{at(base, o + 3)}], 'little', "
                 f"signed={not column.unsigned})"], 3
     if kind == YEAR:
-        return [f"{v} = d[{at}] + 1900"], 1
+        return [f"{v} = d[{here}] + 1900"], 1
     if kind == BIT and column.bits > 0:
         size = (column.bits + 7) // 8
-        return [f"{v} = int.from_bytes(d[{at}:{_at(o + size)}], 'big') & "
+        return [f"{v} = int.from_bytes(d[{here}:{at(base, o + size)}], 'big') & "
                 f"{(1 << column.bits) - 1}"], size
     made = _READERS.get(kind)
     if made is None:
@@ -140,7 +149,7 @@ def lines(column: ColumnSpec, i: int, v: str, ns: dict[str, Any], o: int = 0
         return [f"U{i}()"], 0
     size, reader = made(column)
     ns[f"R{i}"] = reader
-    return [f"{v} = R{i}(d, {at})"], size
+    return [f"{v} = R{i}(d, {here})"], size
 
 
 def struct_reader(code: str) -> Callable[..., tuple[Any, ...]]:
