@@ -11,12 +11,14 @@ this module never imports the library), the schema travels pickled, and
 The values are the ones Select's reader gives today, value for value and type for type (see
 :mod:`node.extract.decodetypes` for each type); what neither can read exactly raises a
 :class:`~shared.errors.SourceError` naming the table, the column and the event's binlog
-position, never a guess.
+position, never a guess. MariaDB's compressed rows events (``log_bin_compress=ON``), which
+Select's reader skips, are decoded too: their rows are the same after one inflate.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -29,14 +31,16 @@ Row = dict[str, Any]
 # a packet: the OK byte, then the event header (timestamp, type, server id, size, next
 # position, flags), then a rows event's post-header: table id (6 bytes), flags (2)
 _TYPE, _SIZE, _NEXT, _TABLE_ID, _V1_BODY = 5, 10, 14, 20, 28
-_KINDS = {23: INSERT, 24: UPDATE, 25: DELETE, 30: INSERT, 31: UPDATE, 32: DELETE}
-ROWS_EVENT_TYPES = frozenset(_KINDS)  # WRITE/UPDATE/DELETE_ROWS_EVENT V1 (23-25), V2 (30-32)
-_V2 = frozenset((30, 31, 32))
+# WRITE/UPDATE/DELETE_ROWS_EVENT V1 (23-25) and V2 (30-32), and MariaDB's compressed ones
+# (log_bin_compress=ON: 166-168 after V1, 169-171 after V2), whose rows are zlib'd
+_KINDS = {23: INSERT, 24: UPDATE, 25: DELETE, 30: INSERT, 31: UPDATE, 32: DELETE,
+          166: INSERT, 167: UPDATE, 168: DELETE, 169: INSERT, 170: UPDATE, 171: DELETE}
+ROWS_EVENT_TYPES = frozenset(_KINDS)
+_V2 = frozenset((30, 31, 32, 169, 170, 171))  # a post-header with extra data
+COMPRESSED = frozenset(range(166, 172))
 _REFUSED = {
     39: "a MySQL partial JSON update (PARTIAL_UPDATE_ROWS_EVENT), which setl does not decode; "
         "set binlog_row_value_options='' on the source",
-    **dict.fromkeys(range(166, 172), "a MariaDB compressed rows event, which setl does not "
-                    "decode; set log_bin_compress=OFF on the source"),
 }
 _KEPT = 256  # readers kept per schema and kind (a FULL image has one bitmap, MINIMAL a few)
 
@@ -146,8 +150,8 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
         decoder = _decoder(schema)
     try:
         event_type, size = _HEAD(data, _TYPE)
-        readers, width = decoder.by_type[event_type]
-        pos = _V1_BODY if event_type < 30 else _V1_BODY + (data[28] | data[29] << 8)
+        readers, width, v2 = decoder.by_type[event_type]
+        pos = _V1_BODY + (data[28] | data[29] << 8) if v2 else _V1_BODY
     except (struct.error, KeyError, IndexError):
         raise decoder.refused(data) from None
     head = data[pos:pos + width]  # the column count and the columns-present bitmaps
@@ -162,7 +166,8 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
         raise decoder.error(data, f"the rows end {exc.args[0]} bytes past the end of the "
                             "event: the event is truncated or its table map does not match "
                             "it") from None
-    except (Undecodable, ArithmeticError, IndexError, ValueError, struct.error) as exc:
+    except (Undecodable, ArithmeticError, IndexError, ValueError, struct.error,
+            zlib.error) as exc:
         raise decoder.failed(data, event_type, head, exc) from None
 
 
@@ -194,12 +199,13 @@ class _Decoder:
         self.bitmap_size = (self.count + 7) // 8
         counted = 1 if self.count < 251 else 3  # MariaDB and MySQL allow 4096 columns
         self.readers: dict[str, dict[bytes, RowsReader]] = {}
-        self.by_type: dict[int, tuple[dict[bytes, Any], int]] = {}  # the compiled functions
+        # per event type: its compiled functions by count and bitmaps, their width, and
+        # whether the post-header has extra data
+        self.by_type: dict[int, tuple[dict[bytes, Any], int, bool]] = {}
         for event_type, kind in _KINDS.items():
             self.readers.setdefault(kind, {})
             width = counted + self.bitmap_size * (2 if kind == UPDATE else 1)
-            self.by_type[event_type] = (self.by_type.get(event_type - 7, ({}, 0))[0]
-                                        if event_type in _V2 else {}, width)
+            self.by_type[event_type] = ({}, width, event_type in _V2)
 
     def build(self, data: bytes, event_type: int, head: bytes) -> Any:
         """The reader of an event whose count and bitmaps (``head``) are new: checked
@@ -213,14 +219,18 @@ class _Decoder:
         images = (bitmaps[:size], bitmaps[size:]) if kind == UPDATE else (bitmaps,)
         if any(len(image) != size for image in images):
             raise self.error(data, "the event ends inside its columns-present bitmaps")
-        reader = decodeplan.build(self.schema, kind, images)
         kept, functions = self.readers[kind], self.by_type[event_type][0]
-        if len(kept) >= _KEPT:
-            kept.clear()
-            functions.clear()
-        kept[head] = reader
-        functions[head] = reader.read
-        return reader.read
+        reader = kept.get(head)
+        if reader is None:
+            reader = decodeplan.build(self.schema, kind, images)
+            if len(kept) >= _KEPT:
+                kept.clear()
+                for found, _, _ in self.by_type.values():
+                    found.clear()
+            kept[head] = reader
+        read = _inflating(reader.read) if event_type in COMPRESSED else reader.read
+        functions[head] = read
+        return read
 
     def failed(self, data: bytes, event_type: int, head: bytes, exc: Exception
                ) -> SourceError:
@@ -234,6 +244,9 @@ class _Decoder:
                 column = reader.columns_at.get(trace.tb_lineno, column)
                 where = trace.tb_frame.f_locals
             trace = trace.tb_next
+        if isinstance(exc, zlib.error):
+            return self.error(data, f"the compressed rows do not inflate ({exc}): the event is "
+                              "damaged")
         end = where.get("end", len(data))
         if isinstance(exc, IndexError | struct.error) or \
                 max(where.get("p", 0), where.get("q", 0)) > end:
@@ -259,6 +272,25 @@ class _Decoder:
         return self.error(data, _REFUSED.get(kind, f"event type {kind} is not a rows event "
                                                     "setl decodes (WRITE/UPDATE/DELETE_ROWS "
                                                     "V1 or V2)"))
+
+
+def _inflating(read: Any) -> Any:
+    """``read`` for a MariaDB compressed rows event: its rows are one zlib stream after a
+    header byte (0x80, algorithm in bits 4-6, 0 for zlib; bytes of the length in bits 0-2)
+    and the length of the rows inflated (big-endian), as binlog_buf_uncompress reads them."""
+    def inflate(d: bytes, p: int, end: int) -> Any:
+        head = d[p]
+        size = head & 0x07
+        if head & 0xF0 != 0x80 or not 1 <= size <= 4:
+            raise Undecodable(f"a compressed rows event whose header byte {head:#04x} is not "
+                              "zlib's (MariaDB writes 0x80 + the bytes of the length)")
+        length = int.from_bytes(d[p + 1:p + 1 + size], "big")
+        rows = zlib.decompress(d[p + 1 + size:end], bufsize=max(length, 1))
+        if len(rows) != length:
+            raise Undecodable(f"the compressed rows inflate to {len(rows)} bytes, the event "
+                              f"says {length}")
+        return read(rows, 0, length)
+    return inflate
 
 
 def _length(data: bytes, pos: int) -> tuple[int, int]:

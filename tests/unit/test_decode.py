@@ -30,7 +30,7 @@ def packet(event_type: int, body: bytes, checksum: bool = True, extra: bytes = b
     """A rows event as pymysql reads it from the stream: OK byte, header, post-header (V2:
     with ``extra`` data), body and CRC32."""
     post = table.to_bytes(6, "little") + b"\x01\x00"
-    if event_type >= 30:
+    if event_type in (30, 31, 32, 169, 170, 171):
         post += (2 + len(extra)).to_bytes(2, "little") + extra
     size = 19 + len(post) + len(body) + (4 if checksum else 0)
     event = struct.pack("<IBIIIH", 1_700_000_000, event_type, 1, size, NEXT, 0) + post + body
@@ -215,12 +215,38 @@ def test_a_checksum_taken_for_row_bytes_is_caught() -> None:
 
 
 @pytest.mark.parametrize(("event_type", "says"), [
-    (39, "binlog_row_value_options"), (166, "log_bin_compress=OFF"),
-    (169, "log_bin_compress=OFF"), (171, "log_bin_compress=OFF"), (2, "event type 2")])
+    (39, "binlog_row_value_options"), (2, "event type 2"), (165, "event type 165")])
 def test_events_setl_does_not_decode_are_refused_with_what_to_do(event_type: int,
                                                                  says: str) -> None:
     message = errors(SYSBENCH, packet(event_type, rows_body(4, [b"\x0f"], ROW1)))
     assert says in message and "sbtest.sbtest1" in message and f"position {NEXT}" in message
+
+
+def compressed(rows: bytes, size: int = 2, head: int = 0x80) -> bytes:
+    """Rows as MariaDB's log_bin_compress writes them: header byte, length, zlib stream."""
+    return bytes([head | size]) + len(rows).to_bytes(size, "big") + zlib.compress(rows)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_mariadb_compressed_rows_events_are_inflated(size: int) -> None:
+    """log_bin_compress=ON: 166-168 (V1 post-header; what MariaDB writes), 169-171 (V2)."""
+    rows = ROW1 + ROW2
+    for event_type, extra in ((166, b""), (169, b"\x01\x02\x00\x09"), (169, b"")):
+        data = packet(event_type, rows_body(4, [b"\x0f"], compressed(rows, size)), extra=extra)
+        assert decode_rows(SYSBENCH, data, True) == [(None, IMAGE1), (None, IMAGE2)]
+    update = packet(167, rows_body(4, [b"\x0f", b"\x0f"], compressed(rows, size)))
+    assert decode_rows(SYSBENCH, update, True) == [(IMAGE1, IMAGE2)]
+    delete = packet(171, rows_body(4, [b"\x0f"], compressed(ROW2, size)), False)
+    assert decode_rows(SYSBENCH, delete, False) == [(IMAGE2, None)]
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (compressed(ROW1)[:-3], "do not inflate"), (compressed(ROW1, head=0x90), "not zlib's"),
+    (b"\x82\x00\x05" + zlib.compress(ROW1), "inflate to"),
+    (compressed(ROW1[:-2]), "past the end")])
+def test_damaged_compressed_rows_are_refused(body: bytes, says: str) -> None:
+    message = errors(SYSBENCH, packet(166, rows_body(4, [b"\x0f"], body)))
+    assert says in message and f"position {NEXT}" in message and "sbtest.sbtest1" in message
 
 
 def test_a_few_bytes_are_not_an_event() -> None:
