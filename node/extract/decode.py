@@ -46,6 +46,7 @@ _KEPT = 256  # readers kept per schema and kind (a FULL image has one bitmap, MI
 
 
 def event_type(data: bytes) -> int:
+    """The event's type code (rows events: :data:`ROWS_EVENT_TYPES`)."""
     return data[_TYPE]
 
 
@@ -149,13 +150,16 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
     if decoder is None:
         decoder = _decoder(schema)
     try:
-        event_type, size = _HEAD(data, _TYPE)
-        readers, width, v2 = decoder.by_type[event_type]
+        type_code, size = _HEAD(data, _TYPE)
+        readers, width, v2 = decoder.by_type[type_code]
         pos = _V1_BODY + (data[28] | data[29] << 8) if v2 else _V1_BODY
     except (struct.error, KeyError, IndexError):
         raise decoder.refused(data) from None
+    if v2 and pos < _V1_BODY + 2:
+        raise decoder.error(data, f"its extra data is {pos - _V1_BODY} bytes long, fewer "
+                            "than the two of the length itself: the event is damaged")
     head = data[pos:pos + width]  # the column count and the columns-present bitmaps
-    read = readers.get(head) or decoder.build(data, event_type, head)
+    read = readers.get(head) or decoder.build(data, type_code, head)
     if len(data) != size + 1:
         raise decoder.error(data, f"the packet has {len(data) - 1} bytes of the {size} its "
                             "header says: the event is truncated")
@@ -168,7 +172,7 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
                             "it") from None
     except (Undecodable, ArithmeticError, IndexError, ValueError, struct.error,
             zlib.error) as exc:
-        raise decoder.failed(data, event_type, head, exc) from None
+        raise decoder.failed(data, type_code, head, exc) from None
 
 
 _DECODERS: dict[TableSchema, _Decoder] = {}

@@ -249,6 +249,12 @@ def test_damaged_compressed_rows_are_refused(body: bytes, says: str) -> None:
     assert says in message and f"position {NEXT}" in message and "sbtest.sbtest1" in message
 
 
+def test_v2_extra_data_shorter_than_its_length_is_refused() -> None:
+    data = bytearray(packet(30, rows_body(4, [b"\x0f"], ROW1)))
+    data[28:30] = b"\x01\x00"
+    assert "extra data is 1 bytes long" in errors(SYSBENCH, bytes(data))
+
+
 def test_a_few_bytes_are_not_an_event() -> None:
     assert "too short" in errors(SYSBENCH, b"\x00\x01\x02")
 
