@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from node.extract import decodeplan, decodetypes
 from node.extract.decodeplan import DELETE, INSERT, UPDATE, RowsReader
@@ -123,6 +123,7 @@ class TableSchema:
     table: str
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...] = ()
+    _decoder: ClassVar[_Decoder | None] = None  # this instance's, once it has decoded
 
     @classmethod
     def of(cls, table: Any) -> TableSchema:
@@ -146,7 +147,7 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
 
     Per event: one unpack of the header, one slice (column count and bitmaps) and one
     look-up of the reader compiled for them, one call of it for all the rows."""
-    decoder = schema.__dict__.get("_decoder")
+    decoder = schema._decoder
     if decoder is None:
         decoder = _decoder(schema)
     try:
@@ -187,7 +188,7 @@ def _decoder(schema: TableSchema) -> _Decoder:
         if len(_DECODERS) >= 4096:
             _DECODERS.clear()
         found = _DECODERS[schema] = _Decoder(schema)
-    schema.__dict__["_decoder"] = found
+    object.__setattr__(schema, "_decoder", found)  # frozen: set past the dataclass' guard
     return found
 
 

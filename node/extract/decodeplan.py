@@ -95,15 +95,18 @@ def _image(source: _Source, columns: tuple[ColumnSpec, ...], inside: list[int], 
     size = (len(inside) + 7) // 8
     if not size:
         return
+    # the server sets the bitmap's unused high bits (MariaDB: to 1): only the image's count
+    last = (1 << (len(inside) - 8 * (size - 1))) - 1  # the bits of the last byte that count
     if size == 1:
-        any_null, bits = "d[p]", "d[p]"
+        bits = "d[p]"
+        any_null = bits if last == 0xFF else f"d[p] & {last}"
     elif size <= 4:
-        any_null = " or ".join(f"d[p + {k}]" for k in range(size))
         bits = f"int.from_bytes(d[p:p + {size}], 'little')"
+        any_null = " or ".join([*(f"d[p + {k}]" for k in range(size - 1)),
+                                f"d[p + {size - 1}] & {last}"])
     else:
-        ns[f"ZEROS{size}"] = bytes(size)
-        any_null, bits = f"d[p:p + {size}] != ZEROS{size}", \
-            f"int.from_bytes(d[p:p + {size}], 'little')"
+        bits = f"int.from_bytes(d[p:p + {size}], 'little')"
+        any_null = f"{bits} & {(1 << len(inside)) - 1}"
     source.add(2, [f"if {any_null}:", f"    nulls = {bits}", f"    p += {size}"])
     for bit, i in enumerate(inside):
         source.add(3, [f"if nulls & {1 << bit}:", f"    {prefix}{i} = None", "else:"])

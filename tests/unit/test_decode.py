@@ -86,6 +86,17 @@ def test_nulls_and_a_minimal_image_leave_columns_none_in_table_order() -> None:
     assert list(got[0][1]) == ["id", "k", "c", "pad"]
 
 
+@pytest.mark.parametrize("unused", [0x00, 0xF0, 0x50])
+def test_null_bitmap_bits_past_the_columns_are_ignored(unused: int) -> None:
+    """MariaDB sets them to 1: a row without NULLs is still one."""
+    row = bytes([unused]) + ROW1[1:]
+    assert decode_rows(SYSBENCH, packet(WRITE, rows_body(4, [b"\x0f"], row)), True) == [
+        (None, IMAGE1)]
+    nulls = bytes([unused | 0b0100]) + struct.pack("<i", 1) + struct.pack("<i", 10) + b"\x01z"
+    assert decode_rows(SYSBENCH, packet(WRITE, rows_body(4, [b"\x0f"], nulls)), True) == [
+        (None, {"id": 1, "k": 10, "c": None, "pad": "z"})]
+
+
 def test_a_zero_row_event_has_no_rows() -> None:
     assert decode_rows(SYSBENCH, packet(WRITE, rows_body(4, [b"\x0f"])), True) == []
 
