@@ -66,11 +66,10 @@ def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...]) -> RowsRea
     source = _Source()
     # the first row apart from the loop: most events have one row
     source.add(0, ["def read(d, p, end):", "    if p >= end:", "        return []"])
-    pair = ""
-    for base, head, tail in ((-1, [], ["out = [{pair}]", "while p < end:"]),
-                             (0, [], ["out.append({pair})"])):
+    for base, tail in ((-1, ["if p == end:", "    return [{pair}]", "out = [{pair}]",
+                             "while p < end:"]),
+                       (0, ["out.append({pair})"])):
         source.base = base
-        source.add(2, head)
         images = []
         for prefix, bitmap in zip("ab", bitmaps, strict=False):
             inside = present(bitmap, len(columns))
@@ -80,7 +79,7 @@ def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...]) -> RowsRea
                 for i, column in enumerate(columns)) + "}")
         pair = {INSERT: f"(None, {images[0]})", DELETE: f"({images[0]}, None)",
                 UPDATE: f"({images[0]}, {images[-1]})"}[kind]
-        source.add(2, [line.format(pair=pair) for line in tail])
+        source.add(2, [line.replace("{pair}", pair) for line in tail])
     source.base = 0
     source.add(1, ["if p != end:", "    raise PastEnd(p - end)", "return out"])
     filename = f"<setl rows reader {schema.schema}.{schema.table} {kind} " \
