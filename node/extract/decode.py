@@ -145,35 +145,16 @@ def decode_rows(schema: TableSchema, data: bytes, checksum: bool
     (before, None), UPDATE (before, after). ``data`` is the packet as read from the
     replication stream (OK byte, header, post-header, body, and a CRC32 when ``checksum``).
 
-    Per event: one unpack of the header, one slice (column count and bitmaps) and one
-    look-up of the reader compiled for them, one call of it for all the rows."""
+    One call per event: the reader compiled for the bitmaps its type had last time, which
+    checks the header and bitmaps itself; anything else (other bitmaps, a damaged event, a
+    value that fails) goes the checked way, which finds the reader or says what is wrong."""
     decoder = schema._decoder
     if decoder is None:
         decoder = _decoder(schema)
     try:
-        type_code, size = _HEAD(data, _TYPE)
-        readers, width, v2 = decoder.by_type[type_code]
-        pos = _V1_BODY + (data[28] | data[29] << 8) if v2 else _V1_BODY
-    except (struct.error, KeyError, IndexError):
-        raise decoder.refused(data) from None
-    if v2 and pos < _V1_BODY + 2:
-        raise decoder.error(data, f"its extra data is {pos - _V1_BODY} bytes long, fewer "
-                            "than the two of the length itself: the event is damaged")
-    head = data[pos:pos + width]  # the column count and the columns-present bitmaps
-    read = readers.get(head) or decoder.build(data, type_code, head)
-    if len(data) != size + 1:
-        raise decoder.error(data, f"the packet has {len(data) - 1} bytes of the {size} its "
-                            "header says: the event is truncated")
-    end = size - 3 if checksum else size + 1
-    try:
-        return read(data, pos + width, end)  # type: ignore[no-any-return]
-    except PastEnd as exc:
-        raise decoder.error(data, f"the rows end {exc.args[0]} bytes past the end of the "
-                            "event: the event is truncated or its table map does not match "
-                            "it") from None
-    except (Undecodable, ArithmeticError, IndexError, ValueError, struct.error,
-            zlib.error) as exc:
-        raise decoder.failed(data, type_code, head, exc) from None
+        return decoder.guess[data[_TYPE]](data, checksum)  # type: ignore[no-any-return]
+    except Exception:  # read again, checked, to say what is wrong
+        return decoder.checked(data, checksum)
 
 
 _DECODERS: dict[TableSchema, _Decoder] = {}
@@ -195,7 +176,7 @@ def _decoder(schema: TableSchema) -> _Decoder:
 class _Decoder:
     """Reads rows events of one table: a reader compiled per kind and bitmaps when first met,
     found by the bytes from the column count to the end of the bitmaps (the count and the
-    bitmaps are checked when the reader is made)."""
+    bitmaps are checked when the reader is made), and guessed per event type."""
 
     def __init__(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -204,17 +185,49 @@ class _Decoder:
         self.bitmap_size = (self.count + 7) // 8
         counted = 1 if self.count < 251 else 3  # MariaDB and MySQL allow 4096 columns
         self.readers: dict[str, dict[bytes, RowsReader]] = {}
-        # per event type: its compiled functions by count and bitmaps, their width, and
+        # per event type: its compiled (read, event) by count and bitmaps, their width, and
         # whether the post-header has extra data
         self.by_type: dict[int, tuple[dict[bytes, Any], int, bool]] = {}
         for event_type, kind in _KINDS.items():
             self.readers.setdefault(kind, {})
             width = counted + self.bitmap_size * (2 if kind == UPDATE else 1)
             self.by_type[event_type] = ({}, width, event_type in _V2)
+        # per event type: the whole-event reader of the bitmaps it had last (checked first)
+        self.guess: list[Any] = [self.checked] * 256
 
-    def build(self, data: bytes, event_type: int, head: bytes) -> Any:
+    def checked(self, data: bytes, checksum: bool) -> list[tuple[Row | None, Row | None]]:
+        """The event decoded with every check, each failure a SourceError that says what is
+        wrong; the reader found becomes the guess for the next event of its type."""
+        try:
+            type_code, size = _HEAD(data, _TYPE)
+            readers, width, v2 = self.by_type[type_code]
+            pos = _V1_BODY + (data[28] | data[29] << 8) if v2 else _V1_BODY
+        except (struct.error, KeyError, IndexError):
+            raise self.refused(data) from None
+        if v2 and pos < _V1_BODY + 2:
+            raise self.error(data, f"its extra data is {pos - _V1_BODY} bytes long, fewer "
+                             "than the two of the length itself: the event is damaged")
+        head = data[pos:pos + width]  # the column count and the columns-present bitmaps
+        read, event = readers.get(head) or self.build(data, type_code, head)
+        if len(data) != size + 1:
+            raise self.error(data, f"the packet has {len(data) - 1} bytes of the {size} its "
+                             "header says: the event is truncated")
+        end = size - 3 if checksum else size + 1
+        try:
+            found = read(data, pos + width, end)
+        except PastEnd as exc:
+            raise self.error(data, f"the rows end {exc.args[0]} bytes past the end of the "
+                             "event: the event is truncated or its table map does not "
+                             "match it") from None
+        except (Undecodable, ArithmeticError, IndexError, ValueError, struct.error,
+                zlib.error) as exc:
+            raise self.failed(data, type_code, head, exc) from None
+        self.guess[type_code] = event
+        return found  # type: ignore[no-any-return]
+
+    def build(self, data: bytes, event_type: int, head: bytes) -> tuple[Any, Any]:
         """The reader of an event whose count and bitmaps (``head``) are new: checked
-        against the table map, compiled and kept."""
+        against the table map, compiled and kept; its ``read`` and ``event``."""
         count, pos = _length(head, 0) if head else (-1, 0)
         if count != self.count:
             raise self.error(data, f"the event has {count} columns, the table map "
@@ -227,15 +240,17 @@ class _Decoder:
         kept, functions = self.readers[kind], self.by_type[event_type][0]
         reader = kept.get(head)
         if reader is None:
-            reader = decodeplan.build(self.schema, kind, images)
+            reader = decodeplan.build(self.schema, kind, images, head, self.checked)
             if len(kept) >= _KEPT:
                 kept.clear()
                 for found, _, _ in self.by_type.values():
                     found.clear()
             kept[head] = reader
-        read = _inflating(reader.read) if event_type in COMPRESSED else reader.read
-        functions[head] = read
-        return read
+        if event_type in COMPRESSED:  # never guessed: checked, then inflated
+            functions[head] = (_inflating(reader.read), self.checked)
+        else:
+            functions[head] = (reader.read, reader.event)
+        return functions[head]  # type: ignore[no-any-return]
 
     def failed(self, data: bytes, event_type: int, head: bytes, exc: Exception
                ) -> SourceError:

@@ -32,9 +32,11 @@ _LENGTH_CODES = {1: "B", 2: "H", 4: "I"}  # a string's length, read with the num
 @dataclass(frozen=True)
 class RowsReader:
     """A compiled reader of the rows of one kind and bitmap: ``read(data, pos, end)`` gives
-    the (before, after) pairs of the rows from ``pos``, which must end at ``end``."""
+    the (before, after) pairs of the rows from ``pos``, which must end at ``end``;
+    ``event(data, checksum)`` those of a whole event with this kind and bitmap."""
 
     read: Callable[[bytes, int, int], list[tuple[Any, Any]]]
+    event: Callable[[bytes, bool], list[tuple[Any, Any]]]
     filename: str
     columns_at: dict[int, int]  # generated line number → index of the column it reads
 
@@ -59,13 +61,44 @@ class _Source:
                 self.columns_at[len(self.lines)] = column
 
 
-def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...]) -> RowsReader:
-    """The reader of ``kind`` rows (INSERT, UPDATE, DELETE) whose images have ``bitmaps``."""
+def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...], head: bytes,
+          checked: Callable[[bytes, bool], Any]) -> RowsReader:
+    """The reader of ``kind`` rows (INSERT, UPDATE, DELETE) whose images have ``bitmaps``
+    (``head``: the event's column count and bitmaps, as bytes). Besides ``read``, it has
+    ``event(data, checksum)``, the whole event in one call: it checks the header and ``head``
+    itself and hands any other event to ``checked``."""
     columns = schema.columns
-    ns: dict[str, Any] = {"PastEnd": decodetypes.PastEnd}
+    ns: dict[str, Any] = {"PastEnd": decodetypes.PastEnd, "checked": checked,
+                          "SIZE": decodetypes.struct_reader("I")}
     source = _Source()
-    # the first row apart from the loop: most events have one row
     source.add(0, ["def read(d, p, end):", "    if p >= end:", "        return []"])
+    _rows(source, columns, kind, bitmaps, ns)
+    width = len(head)
+    source.add(0, [
+        "def event(d, checksum):",
+        "    if d[5] < 30:",  # V1; V2 (MySQL) has extra data, its length counting itself
+        "        pos = 28",
+        "    else:",
+        "        pos = 28 + (d[28] | d[29] << 8)",
+        "        if pos < 30:",
+        "            return checked(d, checksum)",
+        f"    if d[pos:pos + {width}] != {head!r} or SIZE(d, 10)[0] != len(d) - 1:",
+        "        return checked(d, checksum)",
+        f"    p = pos + {width}",
+        "    end = len(d) - 4 if checksum else len(d)",
+        "    if p >= end:",
+        "        return []"])
+    _rows(source, columns, kind, bitmaps, ns)
+    filename = f"<setl rows reader {schema.schema}.{schema.table} {kind} " \
+               f"{b''.join(bitmaps).hex()}>"
+    exec(compile("\n".join(source.lines), filename, "exec"), ns)  # our own code, from the schema
+    return RowsReader(ns["read"], ns["event"], filename, source.columns_at)
+
+
+def _rows(source: _Source, columns: tuple[ColumnSpec, ...], kind: str,
+          bitmaps: tuple[bytes, ...], ns: dict[str, Any]) -> None:
+    """The rows from ``p`` to ``end``: the first apart from the loop (most events have one
+    row), then the others; they must end at ``end``."""
     for base, tail in ((-1, ["if p == end:", "    return [{pair}]", "out = [{pair}]",
                              "while p < end:"]),
                        (0, ["out.append({pair})"])):
@@ -82,10 +115,6 @@ def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...]) -> RowsRea
         source.add(2, [line.replace("{pair}", pair) for line in tail])
     source.base = 0
     source.add(1, ["if p != end:", "    raise PastEnd(p - end)", "return out"])
-    filename = f"<setl rows reader {schema.schema}.{schema.table} {kind} " \
-               f"{b''.join(bitmaps).hex()}>"
-    exec(compile("\n".join(source.lines), filename, "exec"), ns)  # our own code, from the schema
-    return RowsReader(ns["read"], filename, source.columns_at)
 
 
 def _image(source: _Source, columns: tuple[ColumnSpec, ...], inside: list[int], prefix: str,

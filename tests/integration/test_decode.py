@@ -263,6 +263,8 @@ def test_worker_decoder_equals_selects_reader(sandbox, captured) -> None:
                                (without_checksum(event.data), False)):
             got = decode.decode_rows(schema, data, checksum)
             assert [(exact(b), exact(a)) for b, a in got] == want, where
+            guessed = schema._decoder.guess[data[5]](data, checksum)  # now without fallback
+            assert [(exact(b), exact(a)) for b, a in guessed] == want, where
         image = schema.schema.rsplit("_", 1)[-1].upper()
         by_image[image] += 1
         partial_by_image[image] += partial(event)

@@ -97,6 +97,23 @@ def test_null_bitmap_bits_past_the_columns_are_ignored(unused: int) -> None:
         (None, {"id": 1, "k": 10, "c": None, "pad": "z"})]
 
 
+def test_the_last_bitmaps_reader_is_guessed_and_other_bitmaps_still_decode() -> None:
+    schema = TableSchema("s", "guess", SYSBENCH.columns)
+    full = packet(WRITE, rows_body(4, [b"\x0f"], ROW1))
+    partial = packet(WRITE, rows_body(4, [b"\x05"], b"\x00" + struct.pack("<iH", 1, 1) + b"c"))
+    assert decode_rows(schema, full, True) == [(None, IMAGE1)]
+    decoder = schema._decoder
+    assert decoder is not None
+    guessed = decoder.guess[WRITE]
+    assert guessed(full, True) == [(None, IMAGE1)]  # the whole event in one call
+    assert decode_rows(schema, partial, True) == [
+        (None, {"id": 1, "k": None, "c": "c", "pad": None})]
+    assert decoder.guess[WRITE] is not guessed
+    assert decode_rows(schema, full, True) == [(None, IMAGE1)]
+    assert decoder.guess[WRITE] is guessed and decoder.guess[DELETE] == decoder.checked
+    assert "truncated" in errors(schema, full[:-1])  # the guess checks, the checked way says
+
+
 def test_a_zero_row_event_has_no_rows() -> None:
     assert decode_rows(SYSBENCH, packet(WRITE, rows_body(4, [b"\x0f"])), True) == []
 
