@@ -173,6 +173,9 @@ def runs(case: Case, image: str) -> bool:
     """Whether the case runs under the row image (or ZIP: FULL, log_bin_compress=ON)."""
     if image == "ZIP":
         return case.id in ZIPPED
+    if image == "NOBLOB":  # differs from FULL only where BLOB/TEXT columns are
+        return case.group not in HEAVY and any(
+            word in " ".join(case.setup).upper() for word in ("BLOB", "TEXT", "JSON"))
     return image == "FULL" or case.group not in HEAVY
 
 
