@@ -7,7 +7,7 @@ PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
 .PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean \
 	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream \
-	bench-decode chaos
+	bench-decode bench-decode-worker chaos
 
 setup: system-packages $(STAMP)
 
@@ -63,6 +63,10 @@ bench-stream: setup
 
 bench-decode: setup
 	$(BIN)/python -m bench.decode
+
+# the workers' row decoder (node.extract.decode) alone, against Select's path per row
+bench-decode-worker: setup
+	$(BIN)/python -m bench.decode --worker
 
 
 clean:

@@ -1,11 +1,16 @@
 """What Select's binlog reading and row decoding cost alone, per row.
 
     python -m bench.decode [--seconds 20] [--repeat 2] [--smoke]
+    python -m bench.decode --worker [--seconds 10] [--repeat 5] [--smoke]
 
 On a sandbox of its own, ``sysbench oltp_write_only`` writes ``--seconds`` of transactions
 at full rate; then setl's BinlogReader (the node's Select, every sysbench table wanted) reads
 that stretch ``--repeat`` times in this process, nothing else running in it. Reports rows/s
 and CPU µs per row (the process's CPU time); results go to ``bench/results/decode-*.json``.
+
+``--worker`` times the workers' row decoder (``node.extract.decode``) alone on captured rows
+events against Select's path for the same events (:mod:`bench.workerdecode`); results go to
+``bench/results/decode-worker-*.json``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench import workerdecode
 from bench.measure import RESULTS, write_report
 from bench.peers import DB, Peers
 from node.select import fastrows
@@ -99,20 +105,43 @@ def _library_boundaries() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.decode", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--seconds", type=float, help="of sysbench (default 20; --worker 10)")
+    parser.add_argument("--repeat", type=int, help="reads (default 2; --worker: 5 timings)")
     parser.add_argument("--ab", action="store_true",
                         help="alternate each run with one whose GTID/XID events the library "
                              "reads (the before of node.select.fastrows' boundary events)")
+    parser.add_argument("--worker", action="store_true",
+                        help="time node.extract.decode alone on captured rows events, against "
+                             "node.select.fastrows on the same events")
+    parser.add_argument("--table-size", type=int, default=20000,
+                        help="--worker: rows per sysbench table (multi-row insert events)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "decode")
     args = parser.parse_args(argv)
+    if args.worker:
+        args.seconds, args.repeat = args.seconds or 10, args.repeat or 5
+        return _worker(args)
+    args.seconds, args.repeat = args.seconds or 20, args.repeat or 2
     if args.smoke:
         args.seconds, args.repeat = 2, 1
     result = run(args.work, args.seconds, args.repeat, args.ab)
     write_report(args.results, "decode", args.smoke, {**vars(args), "pid": os.getpid()},
                  [result], {"node_peak_rss_mb": 0, "per_batch_ms": {}})
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    if args.smoke:
+        args.seconds, args.repeat, args.table_size = 2, 1, 500
+    peers = Peers(args.work)
+    try:
+        results = workerdecode.run(peers, args.seconds, args.repeat, args.table_size)
+    finally:
+        peers.close()
+    write_report(args.results, "decode-worker", args.smoke,
+                 {**vars(args), "pid": os.getpid()}, results,
+                 {"node_peak_rss_mb": 0, "per_batch_ms": {}})
     return 0
 
 

@@ -15,8 +15,9 @@ RUN_LIMIT_S = 270  # under pytest's own limit (setup.cfg: timeout = 300), so tha
 # that takes too long fails with its log instead of pytest's thread dump
 
 
-def smoke_run(module: str, tmp_path: Path, *args: str) -> dict:
-    """``python -m module --smoke``: its report. Output goes to a file, not a pipe, so that a
+def smoke_run(module: str, tmp_path: Path, *args: str, report: str = "") -> dict:
+    """``python -m module --smoke``: its report (``report``-smoke.json; by default the
+    module's name). Output goes to a file, not a pipe, so that a
     server the run leaves behind cannot keep the test waiting for the pipe to close."""
     results, log = tmp_path / "results", tmp_path / f"{module}.log"
     with log.open("w") as out:
@@ -28,7 +29,8 @@ def smoke_run(module: str, tmp_path: Path, *args: str) -> dict:
             raise AssertionError(f"{module} still running after {RUN_LIMIT_S} s:\n"
                                  + log.read_text(errors="replace")[-6000:]) from None
     assert done.returncode == 0, log.read_text(errors="replace")[-6000:]
-    return json.loads((results / f"{module.removeprefix('bench.')}-smoke.json").read_text())
+    name = report or module.removeprefix("bench.")
+    return json.loads((results / f"{name}-smoke.json").read_text())
 
 
 def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
@@ -82,6 +84,20 @@ def test_bench_decode_smoke_run_measures_select_alone(tmp_path: Path) -> None:
     [result] = report["results"]
     assert result["scenario"].startswith("read and decode")
     assert result["rows_per_s"] > 0 and result["cpu_us_per_row"] > 0
+
+
+def test_bench_decode_worker_smoke_run_times_the_workers_decoder(tmp_path: Path) -> None:
+    report = smoke_run("bench.decode", tmp_path, "--worker", "--work", str(tmp_path / "work"),
+                       report="decode-worker")
+    kinds = {(r["scenario"].split(" events")[0], r["scenario"][-7:]) for r in report["results"]}
+    assert {kind for kind, _ in kinds} == {"decode insert (prepare)", "decode insert",
+                                           "decode update", "decode delete", "decode all"}
+    assert {charset for _, charset in kinds} == {"utf8mb4", " latin1"}
+    for result in report["results"]:
+        assert result["rows"] >= result["events"] > 0
+        assert result["before_fastrows_images_cpu_us_per_row"] > 0
+        assert result["before_fastrows_path_cpu_us_per_row"] > 0
+        assert result["after_decode_rows_cpu_us_per_row"] > 0
 
 
 def test_chaos_soak_one_fault_of_each_kind_ends_with_the_promises_kept(tmp_path: Path) -> None:
