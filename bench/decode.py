@@ -1,15 +1,16 @@
-"""What Select's binlog reading and row decoding cost alone, per row.
+"""What Select's framing of the binlog costs alone, and what decoding rows costs alone.
 
     python -m bench.decode [--seconds 20] [--repeat 2] [--smoke]
     python -m bench.decode --worker [--seconds 10] [--repeat 5] [--smoke]
 
 On a sandbox of its own, ``sysbench oltp_write_only`` writes ``--seconds`` of transactions
-at full rate; then setl's BinlogReader (the node's Select, every sysbench table wanted) reads
-that stretch ``--repeat`` times in this process, nothing else running in it. Reports rows/s
-and CPU µs per row (the process's CPU time); results go to ``bench/results/decode-*.json``.
+at full rate; then setl's BinlogReader (the node's Select, every sysbench table wanted: it
+frames transactions and keeps rows events as bytes) reads that stretch ``--repeat`` times in
+this process, nothing else running in it. Reports rows/s and CPU µs per row and per event
+(the process's CPU time); results go to ``bench/results/decode-*.json``.
 
-``--worker`` times the workers' row decoder (``node.extract.decode``) alone on captured rows
-events against Select's path for the same events (:mod:`bench.workerdecode`); results go to
+``--worker`` times the workers' row decoder (``node.extract.decode``) alone on the rows
+events Select framed (:mod:`bench.workerdecode`); results go to
 ``bench/results/decode-worker-*.json``.
 """
 
@@ -18,15 +19,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench import workerdecode
 from bench.measure import RESULTS, write_report
 from bench.peers import DB, Peers
-from node.select import fastrows
+from node.extract.decode import decode_rows
 from node.select.binlog import BinlogReader
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
@@ -38,26 +37,30 @@ def _position(peers: Peers) -> BinlogPosition:
 
 
 def read_once(source: DataSource, start: BinlogPosition, end: BinlogPosition,
-              server_id: int) -> tuple[int, float, float]:
-    """(rows, seconds, CPU seconds) of reading start..end."""
+              server_id: int) -> tuple[int, int, float, float]:
+    """(rows, events, seconds, CPU seconds) of framing start..end (rows counted after)."""
     reader = BinlogReader(source, server_id, start, lambda schema, table: schema == DB,
                           lambda schema: schema == DB)
-    rows, wall, cpu = 0, time.perf_counter(), time.process_time()
+    kept: list[tuple[int, bytes]] = []
+    wall, cpu = time.perf_counter(), time.process_time()
     reader.begin()
     try:
         while True:
             txn = reader.take(30.0)
             if txn is None:
                 raise RuntimeError(f"the reader stopped before {end}")
-            rows += len(txn.changes)
+            kept += txn.events
             if (txn.end.file, txn.end.pos) >= (end.file, end.pos):
                 break
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     finally:
         reader.stop()
-    return rows, time.perf_counter() - wall, time.process_time() - cpu
+    rows = sum(len(decode_rows(reader.layouts[number], data, reader.checksum))
+               for number, data in kept)
+    return rows, len(kept), wall, cpu
 
 
-def run(work: Path, seconds: float, repeat: int, ab: bool = False) -> dict[str, Any]:
+def run(work: Path, seconds: float, repeat: int) -> dict[str, Any]:
     peers = Peers(work)
     try:
         peers.source.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
@@ -70,36 +73,15 @@ def run(work: Path, seconds: float, repeat: int, ab: bool = False) -> dict[str, 
         peers.box.trust_secret()
         source = DataSource("source", "127.0.0.1", server.port, "setl",
                             SecretRef(f"file:{peers.box.secret_file}"))
-        runs, baseline = [], []
-        for n in range(repeat):
-            runs.append(read_once(source, start, end, 9300 + 2 * n))
-            if ab:  # the same stretch with GTID/XID events read by the library, back to back
-                with _library_boundaries():
-                    baseline.append(read_once(source, start, end, 9301 + 2 * n))
+        runs = [read_once(source, start, end, 9300 + n) for n in range(repeat)]
     finally:
         peers.close()
-    rows, wall, cpu = min(runs, key=lambda found: found[2])  # the least disturbed
-    result = {"scenario": f"read and decode {rows:,} rows of oltp_write_only "
-                          f"({(end.pos - start.pos) / 1e6:.0f} MB of binlog)",
-              "rows_per_s": round(rows / wall), "cpu_us_per_row": round(cpu / rows * 1e6, 1),
-              "runs_cpu_us_per_row": [round(c / r * 1e6, 1) for r, _, c in runs]}
-    if baseline:
-        rows, wall, cpu = min(baseline, key=lambda found: found[2])
-        result |= {"baseline_rows_per_s": round(rows / wall),
-                   "baseline_cpu_us_per_row": round(cpu / rows * 1e6, 1),
-                   "baseline_runs_cpu_us_per_row": [round(c / r * 1e6, 1)
-                                                    for r, _, c in baseline]}
-    return result
-
-
-@contextmanager
-def _library_boundaries() -> Iterator[None]:
-    saved = fastrows._BOUNDARIES
-    fastrows._BOUNDARIES = {}
-    try:
-        yield
-    finally:
-        fastrows._BOUNDARIES = saved
+    rows, events, wall, cpu = min(runs, key=lambda found: found[3])  # the least disturbed
+    return {"scenario": f"frame {rows:,} rows ({events:,} rows events) of oltp_write_only "
+                        f"({(end.pos - start.pos) / 1e6:.0f} MB of binlog)",
+            "rows_per_s": round(rows / wall), "cpu_us_per_row": round(cpu / rows * 1e6, 2),
+            "cpu_us_per_event": round(cpu / events * 1e6, 2),
+            "runs_cpu_us_per_row": [round(c / r * 1e6, 2) for r, _, _, c in runs]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,12 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, help="of sysbench (default 20; --worker 10)")
     parser.add_argument("--repeat", type=int, help="reads (default 2; --worker: 5 timings)")
-    parser.add_argument("--ab", action="store_true",
-                        help="alternate each run with one whose GTID/XID events the library "
-                             "reads (the before of node.select.fastrows' boundary events)")
     parser.add_argument("--worker", action="store_true",
-                        help="time node.extract.decode alone on captured rows events, against "
-                             "node.select.fastrows on the same events")
+                        help="time node.extract.decode alone on the rows events Select framed")
     parser.add_argument("--table-size", type=int, default=20000,
                         help="--worker: rows per sysbench table (multi-row insert events)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
@@ -125,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args.seconds, args.repeat = args.seconds or 20, args.repeat or 2
     if args.smoke:
         args.seconds, args.repeat = 2, 1
-    result = run(args.work, args.seconds, args.repeat, args.ab)
+    result = run(args.work, args.seconds, args.repeat)
     write_report(args.results, "decode", args.smoke, {**vars(args), "pid": os.getpid()},
                  [result], {"node_peak_rss_mb": 0, "per_batch_ms": {}})
     return 0

@@ -4,11 +4,11 @@
 
 For each candidate set of Spark options (the node's defaults first, then each candidate on
 top of them; ``--bare`` leaves out ``node.spark.MICRO_BATCH_DEFAULTS``) a fresh SparkSession
-(``local[2]``) runs ``--jobs`` near-empty jobs (one change: the latency a caught-up pipeline
-pays per batch) and a few jobs of ``--rows`` inserts (the per-row cost of a catch-up), and
-the same batches in the node (``local``: what a caught-up pipeline's small batches cost).
-Reports wall p50/p95 per job and the CPU seconds of the whole process tree (driver, JVM,
-Python workers) per job and per 100k rows.
+(``local[2]``) starts (wall and CPU), runs 20 near-empty and 10 ``--rows`` jobs while the
+JVM is cold, then ``--jobs`` near-empty jobs (one change: the latency a caught-up pipeline
+pays per batch) and 10 jobs of ``--rows`` inserts (the per-row cost of a catch-up), and the
+same batch in the node (``local``). Reports wall p50 per job and the CPU of the whole process
+tree (driver, JVM, Python workers) per job and per 100k rows.
 The job is the node's own (``SparkRunner.run_job``: rows events as bytes in, decoded,
 transformed, merged and rendered as SQL text in the workers) on a compiled one-pair
 pipeline and rows events made by ``bench.rowsevents``; results go to
@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from array import array
 from pathlib import Path
@@ -45,6 +48,10 @@ CANDIDATES: dict[str, dict[str, str]] = {
     "no reference tracking": {"spark.cleaner.referenceTracking": "false"},
 }
 CANDIDATES["all of them"] = {k: v for options in CANDIDATES.values() for k, v in options.items()}
+# the JVM as it comes (C2 compiler, parallel GC) instead of node.spark.JVM_OPTIONS
+CANDIDATES["jvm as it comes"] = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile="
+                                 f"file:{Path(__file__).resolve().parent.parent}/node/"
+                                 "log4j2.properties"}
 
 
 def _pipeline() -> CompiledPipeline:
@@ -76,38 +83,42 @@ def measure(name: str, options: dict[str, str], jobs: int, rows: int,
             bare: bool = False) -> dict[str, Any]:
     if bare:  # Spark's own defaults under the candidate
         options = {**{k: SPARK_DEFAULTS[k] for k, _ in MICRO_BATCH_DEFAULTS}, **options}
+    pid = os.getpid()
+    cpu_before, started = tree_cpu_s(pid), time.perf_counter()
     runner = SparkRunner(SparkSettings("local[2]", "512m", tuple(options.items()),
                                        local_max_rows=0))  # every job on Spark
     compiled = _pipeline()
     (one_spec, one), (many_spec, many) = _job(1, 1), _job(rows, 1)
+    result: dict[str, Any] = {}
+
+    def run(label: str, spec: JobSpec, parts: list[Part], count: int, local: bool = False,
+            expect: int = 0) -> list[float]:
+        walls, cpu = [], tree_cpu_s(pid)
+        for _ in range(count):
+            began = time.perf_counter()
+            out = runner.run_job(compiled, spec, parts, local=local)
+            walls.append(time.perf_counter() - began)
+            assert not expect or _rows(out) == expect, f"{name}: {_rows(out)} rows for {expect}"
+        result[f"{label}_cpu_ms"] = round((tree_cpu_s(pid) - cpu) / count * 1000, 1)
+        result[f"{label}_p50_ms"] = round(statistics.median(walls) * 1000, 1)
+        return sorted(walls)
+
     try:
-        for _ in range(10):  # warm: JVM, JIT, Python workers, broadcast
-            runner.run_job(compiled, one_spec, one, local=False)
-        pid = os.getpid()
-        walls, cpu_before = [], tree_cpu_s(pid)
-        for _ in range(jobs):
-            started = time.perf_counter()
-            runner.run_job(compiled, one_spec, one, local=False)
-            walls.append(time.perf_counter() - started)
-        empty_cpu = (tree_cpu_s(pid) - cpu_before) / jobs
-        result: dict[str, Any] = {}
-        for where, local in (("spark", False), ("node", True)):
-            big_walls, cpu_before = [], tree_cpu_s(pid)
-            for _ in range(3):
-                started = time.perf_counter()
-                out = runner.run_job(compiled, many_spec, many, local=local)
-                big_walls.append(time.perf_counter() - started)
-                assert _rows(out) == rows, f"{name}: {_rows(out)} rows rendered for {rows}"
-            big_cpu = (tree_cpu_s(pid) - cpu_before) / 3
-            result[f"{where}_job_{rows}_rows_ms"] = round(statistics.median(big_walls) * 1000)
-            result[f"{where}_cpu_s_per_100k_rows"] = round(big_cpu / rows * 100_000, 2)
+        runner.context  # noqa: B018 - starts Spark
+        result["start_s"] = round(time.perf_counter() - started, 1)
+        result["start_cpu_s"] = round(tree_cpu_s(pid) - cpu_before, 1)
+        run("cold_empty_job", one_spec, one, 20)  # the JVM's compiler still at work
+        run(f"cold_job_{rows}_rows", many_spec, many, 10, expect=rows)
+        walls = run("empty_job", one_spec, one, jobs)
+        result["empty_job_p95_ms"] = round(walls[int(len(walls) * 0.95) - 1] * 1000, 1)
+        run(f"job_{rows}_rows", many_spec, many, 10, expect=rows)
+        run(f"node_job_{rows}_rows", many_spec, many, 3, local=True, expect=rows)
     finally:
         runner.stop()
-    walls.sort()
-    return {"scenario": name, "options": options,
-            "empty_job_p50_ms": round(statistics.median(walls) * 1000, 1),
-            "empty_job_p95_ms": round(walls[int(len(walls) * 0.95) - 1] * 1000, 1),
-            "empty_job_cpu_ms": round(empty_cpu * 1000, 1), **result, "equal": True}
+    for where in ("", "node_"):
+        cpu_ms = result[f"{where}job_{rows}_rows_cpu_ms"]
+        result[f"{where}cpu_s_per_100k_rows"] = round(cpu_ms / 1000 / rows * 100_000, 2)
+    return {"scenario": name, "options": options, **result, "equal": True}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,14 +131,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure without node.spark.MICRO_BATCH_DEFAULTS")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child's candidate: JSON out
     args = parser.parse_args(argv)
     if args.smoke:
         args.jobs, args.rows, args.only = 5, 500, "defaults"
-    results = [measure(name, CANDIDATES[name], args.jobs, args.rows, args.bare)
-               for name in args.only.split(",")]  # a name twice measures the drift
+    if args.one:
+        print(json.dumps(measure(args.one, CANDIDATES[args.one], args.jobs, args.rows,
+                                 args.bare)))
+        return 0
+    # each candidate in a process of its own: a JVM's options are fixed when it starts, and
+    # a second session in one process would reuse the first one's JVM
+    results = [_child(name, args) for name in args.only.split(",")]  # twice: the drift
     write_report(args.results, "sparkjob", args.smoke, vars(args), results,
                  {"node_peak_rss_mb": 0, "per_batch_ms": {}})
     return 0
+
+
+def _child(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, "-m", "bench.sparkjob", "--one", name, "--jobs",
+               str(args.jobs), "--rows", str(args.rows), *(["--bare"] if args.bare else [])]
+    done = subprocess.run(command, capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parent.parent)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"bench.sparkjob {name} failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(lines[-1]))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from shared.errors import SetlError
 from shared.settings import SparkSettings
 
 log = logging.getLogger("setl.node.spark")
-ROWS_PER_PARTITION = 2000
 # Settings for micro-batches, applied unless the node's config sets them. Measured with
 # `python -m bench.sparkjob` (local[2], 2 cores, bench/results/sparkjob-20261124-014330.json):
 MICRO_BATCH_DEFAULTS = (
@@ -41,6 +40,13 @@ MICRO_BATCH_DEFAULTS = (
     # near-empty job p50 143 -> 93 ms; both together 59 ms
     ("spark.locality.wait", "0s"),
 )
+# The driver JVM only schedules small jobs and moves bytes: its C2 compiler and parallel
+# GC threads cost more than they give on a node's few cores. C1 only and the serial GC
+# (`python -m bench.sparkjob --only "defaults,jvm as it comes"`, each twice,
+# bench/results/sparkjob-20261125-021945.json): Spark's start 14.5-16.3 -> 7.9-8.4 CPU-s, an
+# empty job while the JVM is cold 376-482 -> 194-240 ms of CPU, warm 101-113 -> 54 ms
+# (p50 54-62 -> 41-44 ms), a warm 20k-row job 406-505 -> 294-396 ms of CPU.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def _run_partition(broadcast: Any, spec: JobSpec, parts: Any) -> Any:
@@ -96,7 +102,7 @@ class SparkRunner:
                    .config("spark.driver.memory", self.settings.driver_memory)
                    .config("spark.python.worker.reuse", "true")
                    .config("spark.driver.extraJavaOptions",
-                           f"-Dlog4j2.configurationFile=file:{log4j}"))
+                           f"{JVM_OPTIONS} -Dlog4j2.configurationFile=file:{log4j}"))
         for key, value in (*MICRO_BATCH_DEFAULTS, *self.settings.options):
             builder = builder.config(key, value)  # the node's config comes last and wins
         try:

@@ -35,7 +35,9 @@ from shared.errors import ConfigError
 
 ROW_BITS = 20  # a change's seq: its event's place in the batch << ROW_BITS | row in event
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
-          30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE}
+          30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
+          166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
+          169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
 ORDERED = 0  # the group of tables linked by foreign keys on the target
 
 

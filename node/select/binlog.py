@@ -53,18 +53,16 @@ rowvalues.install()  # the library's table-map and query-event readers, made exa
 # event types (the packet's byte 5)
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
 MYSQL_GTID, MARIADB_GTID = 33, 162
+# rows events, with MariaDB's compressed ones (log_bin_compress=ON), which Extract inflates
 ROWS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
-        30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE}
-# MariaDB's compressed events (log_bin_compress=ON), MySQL's partial JSON updates: nothing
-# here reads them, and skipping them would lose changes
-UNREADABLE = {165: "a compressed query event (log_bin_compress=ON)",
-              166: "a compressed rows event (log_bin_compress=ON)",
-              167: "a compressed rows event (log_bin_compress=ON)",
-              168: "a compressed rows event (log_bin_compress=ON)",
-              169: "a compressed rows event (log_bin_compress=ON)",
-              170: "a compressed rows event (log_bin_compress=ON)",
-              171: "a compressed rows event (log_bin_compress=ON)",
+        30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
+        166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
+        169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
+# events nothing here reads, and skipping them would lose changes
+UNREADABLE = {165: "a compressed query event (log_bin_compress=ON, a statement longer than "
+                   "log_bin_compress_min_len)",
               39: "a partial JSON update (binlog_row_value_options=PARTIAL_JSON)"}
+_V2 = {30, 31, 32, 169, 170, 171}  # rows events whose post-header has extra data
 _BODY = 20  # the OK byte and the 19-byte event header
 
 
@@ -330,7 +328,7 @@ class BinlogReader:
         stream._BinLogStreamReader__post_header_lengths = lengths
         for kind in ROWS:
             declared = lengths[kind - 1] if lengths and kind - 1 < len(lengths) else None
-            if declared is not None and declared != (10 if kind >= 30 else 8):
+            if declared is not None and declared != (10 if kind in _V2 else 8):
                 raise SourceError(f"source {self.source.name} declares {declared}-byte rows "
                                   f"event headers (type {kind}); setl reads the standard "
                                   "MariaDB/MySQL format only")

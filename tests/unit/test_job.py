@@ -51,7 +51,6 @@ def test_a_literal_is_what_pymysql_sends(value: object) -> None:
 
 
 def test_statements_become_the_text_pymysql_would_send_and_long_inserts_split() -> None:
-    conn = escape()
     sql = ("INSERT INTO `s`.`t` (`id`, `v`) VALUES (%s, %s) "
            "ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)")
     rows = [[n, "x" * 1000] for n in range(2500)]
