@@ -176,3 +176,67 @@ def test_a_part_of_decoded_changes_is_transformed_merged_and_rendered() -> None:
         "INSERT INTO `s2`.`t` (`id`, `v`) VALUES (0, 'it\\'s 0'),(2, 'it\\'s 2') "
         "ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)"]
     assert array("I") == Part.of_changes([]).numbers
+
+
+def ops(results: list[list[object]]) -> list[tuple[str, str, object]]:
+    """Merged writes of several parts in the order Load writes them, as row operations:
+    (table, delete | upsert | move, key or row)."""
+    writes = sorted((w for result in results for w in result),  # type: ignore[attr-defined]
+                    key=lambda w: (w.push_weight, w.first_seq))
+    found: list[tuple[str, str, object]] = []
+    for w in writes:
+        found += [(w.table, "delete", key) for key in w.deletes]
+        found += [(w.table, "upsert", row) for row in w.upserts]
+        found += [(w.table, kind, item) for kind, item in w.steps]
+    return found
+
+
+def test_parts_merged_apart_write_what_one_serial_merge_writes() -> None:
+    """Many changes of few keys (key changes, unique values swapped between rows, deletes
+    and re-inserts) over tables cut into parts as the Planner cuts them — a shared target
+    together, tables linked by foreign keys together — merge into the row operations of one
+    merge of the whole batch: every table's in the same order, and those of tables linked by
+    foreign keys interleaved as in the source (tables with no link may be written one after
+    the other instead of interleaved)."""
+    import random
+
+    targets = {"a": "ab", "b": "ab", "c": "c", "d": "d", "e": "e"}  # source → target table
+    facts = {("t", "s", "c"): TableFacts({}, (frozenset({"id"}),), True),  # c, d: linked
+             ("t", "s", "d"): TableFacts({}, (frozenset({"id"}),), True),
+             ("t", "s", "e"): TableFacts({}, (frozenset({"id"}), frozenset({"code"})), False)}
+
+    def ordered(name: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
+        return facts.get(name, TableFacts()).ordered(keys)
+
+    groups = [{"a", "b"}, {"c", "d"}, {"e"}]
+    for seed in range(300):
+        rng = random.Random(seed)
+        weights = {table: rng.choice((0, 0, 1)) for table in targets.values()}  # a pair's
+        rows: dict[tuple[str, int], dict[str, object]] = {}
+        changes = []
+        for seq in range(rng.randint(1, 60)):
+            table, key = targets[rng.choice("abcde")], rng.randint(1, 4)
+            roll = rng.random()
+            if (table, key) not in rows:
+                after: dict[str, object] | None = {"id": key, "code": rng.randint(1, 3),
+                                                   "v": seq}
+                kind, before_key = ChangeType.INSERT, None
+            elif roll < 0.3:
+                kind, before_key, after = ChangeType.DELETE, (key,), None
+            else:
+                new = rng.randint(1, 4) if roll < 0.5 else key
+                new = key if (table, new) in rows and new != key else new
+                kind, before_key = ChangeType.UPDATE, (key,)
+                after = {"id": new, "code": rng.randint(1, 3), "v": seq}
+            rows.pop((table, key), None)
+            if after is not None:
+                rows[(table, int(after["id"]))] = after  # type: ignore[call-overload]
+            changes.append(TargetChange("t", "s", table, kind, ("id",), before_key, after,
+                                        weights[table], seq))
+        serial = ops([merge(changes, ordered)])
+        apart = ops([merge([c for c in changes if c.table in {targets[s] for s in group}],
+                           ordered) for group in groups])
+        for linked in ({"ab"}, {"c", "d"}, {"e"}):
+            assert [op for op in apart if op[0] in linked] == \
+                [op for op in serial if op[0] in linked], seed
+        assert len(apart) == len(serial), seed
