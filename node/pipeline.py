@@ -282,7 +282,7 @@ class PipelineRunner:
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None)
         planner = Planner(compiled, reader.layouts, TargetFacts(targets),
-                          lambda: reader.checksum, params.load_batch_size)
+                          lambda: reader.checksum, params.load_batch_size, reader.learn)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, busy=lambda: self._et_running >= ET_SATURATION,
@@ -366,6 +366,8 @@ class PipelineRunner:
             parts = planner.parts(batch, requests, 1 if local else spark.partitions)
             spec = planner.spec(batch, parts, changes_only=self.two_way)
             results = spark.run_job(compiled, spec, parts, local)
+            for result in results:
+                planner.learn(result.sizes)  # Select's estimate of a batch's rows
         finally:
             with self._et_lock:
                 self._et_running -= 1

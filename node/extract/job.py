@@ -91,12 +91,17 @@ class PartResult(NamedTuple):
     notes: list[freedoor.Note]
     changes: list[TargetChange]  # changes_only: the target changes themselves
     rows: int  # source row changes decoded
+    sizes: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - by table-map number: (row
+    # changes, bytes of their events), for Select's estimate of a batch's rows
 
 
-def decoded(part: Part, checksum: bool) -> list[tuple[int, RowChange]]:
-    """The part's row changes, numbered by their place in the batch."""
+def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None
+            ) -> list[tuple[int, RowChange]]:
+    """The part's row changes, numbered by their place in the batch; ``sizes`` gets
+    [row changes, event bytes] by table-map number."""
     out: list[tuple[int, RowChange]] = []
     append, events, layouts, at = out.append, part.events, part.layouts, 0
+    sizes = {} if sizes is None else sizes
     for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
         data = events[at:at + length]
         at += length
@@ -105,8 +110,14 @@ def decoded(part: Part, checksum: bool) -> list[tuple[int, RowChange]]:
         ts = int.from_bytes(data[1:5], "little") * 1000
         base = place << ROW_BITS
         schema, table, keys = layout.schema, layout.table, layout.primary_key
-        for row, (before, after) in enumerate(decode_rows(layout, data, checksum)):
+        images = decode_rows(layout, data, checksum)
+        for row, (before, after) in enumerate(images):
             append((base + row, RowChange(schema, table, kind, keys, before, after, "", ts)))
+        size = sizes.get(number)
+        if size is None:
+            size = sizes[number] = [0, 0]
+        size[0] += len(images)
+        size[1] += length
     out.extend(part.decoded)
     return out
 
@@ -114,17 +125,19 @@ def decoded(part: Part, checksum: bool) -> list[tuple[int, RowChange]]:
 def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResult:
     """Decode, Extract/Transform, merge and render one part (in a Spark worker, or in the
     node for a small batch)."""
-    numbered = decoded(part, spec.checksum)
+    counted: dict[int, list[int]] = {}
+    numbered = decoded(part, spec.checksum, counted)
+    sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes, notes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:
-        return PartResult([], [], notes, changes, len(numbered))
+        return PartResult([], [], notes, changes, len(numbered), sizes)
     # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
     # lookup (free door) or a transform that makes values can bring one
     big = bool(part.decoded) or not all(entry.simple for entry in compiled.pairs) or \
         max(part.lengths, default=0) > BIG_VALUE // 4
     units = render(changes, spec, big)
     requested = render([c for c in changes if c.requested], spec) if part.decoded else []
-    return PartResult(units, requested, notes, [], len(numbered))
+    return PartResult(units, requested, notes, [], len(numbered), sizes)
 
 
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
@@ -160,10 +173,12 @@ class Planner:
     """Cuts batches into parts (in the node's Select thread)."""
 
     def __init__(self, compiled: CompiledPipeline, layouts: dict[int, TableSchema],
-                 facts: TargetFacts, checksum: Callable[[], bool],
-                 load_batch_size: int) -> None:
+                 facts: TargetFacts, checksum: Callable[[], bool], load_batch_size: int,
+                 learn: Callable[[dict[int, tuple[int, int]]], None] = lambda sizes: None
+                 ) -> None:
         self.compiled, self.layouts, self.facts = compiled, layouts, facts
         self.checksum, self.load_batch_size = checksum, load_batch_size
+        self.learn = learn  # Select's: the row changes and bytes of each table's events
         self._group: dict[tuple[str, str], int] = {}  # source table → group
         self._owner: dict[Target, int] = {}  # target table → group
         self._parent: dict[int, int] = {}

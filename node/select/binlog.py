@@ -82,7 +82,6 @@ class MappedTable:
     table: str
     number: int  # 0: not wanted (its rows events are dropped unread)
     layout: TableSchema | None = None
-    row_bytes: int = 64  # a row image's size as estimated from the columns (for batch sizes)
     system: bool = False  # retl_buffer or retl_mark: decoded here
 
 
@@ -114,6 +113,9 @@ class BinlogReader:
         # opposite pipeline and are dropped (else every change would ping-pong for ever)
         self.loop_channel = loop_channel
         self.layouts: dict[int, TableSchema] = {}  # by table-map number: for Extract
+        # bytes of rows events per row change, by table-map number: a guess from the
+        # columns, then what Extract found (:meth:`learn`); batches are cut by these rows
+        self.row_bytes: dict[int, float] = {}
         self._stop = threading.Event()
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._databases: dict[str, tuple[str, str]] = {}  # default (charset, collation)
@@ -133,6 +135,12 @@ class BinlogReader:
     @property
     def backlog(self) -> int:
         return self.out.qsize()
+
+    def learn(self, sizes: dict[int, tuple[int, int]]) -> None:
+        """Extract's count of (row changes, event bytes) by table-map number."""
+        for number, (rows, size) in sizes.items():
+            if rows:
+                self.row_bytes[number] = size / rows
 
     @property
     def checksum(self) -> bool:
@@ -256,7 +264,7 @@ class BinlogReader:
         decoded: list[RowChange] = []  # free-door requests, loop marks
         event_rows = 0
         gtid = self.start.gtid
-        tables = self._tables
+        tables, row_bytes = self._tables, self.row_bytes
         rows_kinds = ROWS
         while not self._stop.is_set():
             data = packets.next()
@@ -267,11 +275,10 @@ class BinlogReader:
                 if mapped is None:
                     raise SourceError(f"binlog of {self.source.name} at {self._position()}: "
                                       "a rows event of a table id no table map named")
-                if mapped.number:
-                    events.append((mapped.number, data))
-                    size = len(data) - _BODY - 9
-                    event_rows += max(1, size // (mapped.row_bytes * (
-                        2 if rows_kinds[kind] is ChangeType.UPDATE else 1)))
+                number = mapped.number
+                if number:
+                    events.append((number, data))
+                    event_rows += max(1, int(len(data) / row_bytes[number]))
                 elif mapped.system:
                     decoded += self._system_rows(mapped, data)
             elif kind == XID:
@@ -353,8 +360,8 @@ class BinlogReader:
             self._numbers += 1
             number = self._numbers
             self.layouts[number] = layout
-        self._tables[table_id] = MappedTable(schema, table, number, layout,
-                                             _row_bytes(layout), system)
+            self.row_bytes[number] = _row_bytes(layout)
+        self._tables[table_id] = MappedTable(schema, table, number, layout, system)
 
     def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:
         """Rows of retl_buffer (free-door requests: inserts without a CHANNEL_ID; rows with
@@ -439,9 +446,10 @@ _FIXED_SIZES = {1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 8: 8, 9: 3, 13: 1, 10: 3, 18: 5, 1
 
 
 def _row_bytes(layout: TableSchema) -> int:
-    """A row image's size as guessed from its columns: fixed widths as they are, a string
-    at a third of its maximum (at most 64 bytes), anything else 16 bytes."""
-    size = (len(layout.columns) + 7) // 8
+    """A row change's share of its event as guessed from the columns: fixed widths as they
+    are, a string at a third of its maximum (at most 64 bytes), anything else 16 bytes,
+    and the event's own bytes (header, bitmaps) as a few more."""
+    size = 8 + (len(layout.columns) + 7) // 8
     for column in layout.columns:
         fixed = _FIXED_SIZES.get(column.type)
         if fixed is not None:
