@@ -88,9 +88,10 @@ class SparkSettings:
     driver_memory: str = "1g"
     options: tuple[tuple[str, str], ...] = ()
     # a batch of at most this many row changes runs Extract/Transform in the node itself: a
-    # Spark job costs 60-140 ms and ~130 ms of CPU however small, more than such a batch's
-    # rows; 0 sends every batch to Spark
-    local_max_rows: int = 500
+    # warm Spark job costs ~40 ms and ~50 ms of CPU however small (bench.sparkjob), what the
+    # node spends on ~4,000 rows; a caught-up pipeline's batches (a few hundred rows every
+    # batch_timeout_ms) are its latency. 0 sends every batch to Spark
+    local_max_rows: int = 2000
 
 
 @dataclass(frozen=True)

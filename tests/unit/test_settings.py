@@ -252,7 +252,7 @@ def test_without_env_the_file_wins() -> None:
 
 
 def test_small_batches_run_in_the_node_up_to_a_configured_size(tmp_path: Path) -> None:
-    assert load_node(None).spark.local_max_rows == 500
+    assert load_node(None).spark.local_max_rows == 2000
     assert load_node(write(tmp_path, "spark:\n  local_max_rows: 0\n")).spark.local_max_rows == 0
     with pytest.raises(ConfigError, match=r"settings.yaml:2: spark.local_max_rows: expected a "
                                           r"non-negative integer"):
