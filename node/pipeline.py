@@ -282,7 +282,7 @@ class PipelineRunner:
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None)
         planner = Planner(compiled, reader.layouts, TargetFacts(targets),
-                          lambda: reader.checksum, params.load_batch_size, reader.learn)
+                          lambda: reader.checksum, params, reader.learn)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, busy=lambda: self._et_running >= ET_SATURATION,

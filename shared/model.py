@@ -171,6 +171,9 @@ class PipelineParams:
     # (rows with its CHANNEL_ID/PIPELINE_ID); "" = only the per-instance free door
     free_door_source: str = ""
     free_door_slice: int = 5000  # buffer requests served per batch at most
+    # a merged table's upserts of a batch go as LOAD DATA … REPLACE from this many rows on,
+    # where the table allows it (node.extract.loaddata); 0: always INSERT … ON DUPLICATE KEY
+    load_data_min_rows: int = 500
 
 
 @dataclass(frozen=True)

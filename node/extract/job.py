@@ -17,21 +17,23 @@ statement texts per target table (:class:`Unit`); Load orders the units of all p
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange, TargetChange
-from node.extract import freedoor
+from node.extract import freedoor, loaddata
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.facts import TableFacts, Target, TargetFacts
-from node.extract.merge import merge
+from node.extract.merge import TableWrites, merge
 from node.extract.render import BIG_VALUE, statements
 from node.extract.sqltext import Sql, texts
 from shared import identifiers
 from shared.errors import ConfigError
+from shared.model import PipelineParams
 
 ROW_BITS = 20  # a change's seq: its event's place in the batch << ROW_BITS | row in event
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
@@ -39,6 +41,7 @@ _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
           166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
           169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
 ORDERED = 0  # the group of tables linked by foreign keys on the target
+_CHANGE = tuple.__new__
 
 
 class Part(NamedTuple):
@@ -67,6 +70,8 @@ class JobSpec:
     checksum: bool  # the source's events end with a CRC32
     facts: dict[Target, TableFacts] = field(default_factory=dict)
     load_batch_size: int = 1000
+    # a merged table's upserts go as LOAD DATA … REPLACE from this many rows on (0: never)
+    load_data_min_rows: int = 0
     one_by_one: bool = False  # one statement a row (skip_load_exception's second try)
     changes_only: bool = False  # the target changes come back unrendered (two-way: Load
     # checks conflicts against the target's rows first)
@@ -111,8 +116,9 @@ def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = Non
         base = place << ROW_BITS
         schema, table, keys = layout.schema, layout.table, layout.primary_key
         images = decode_rows(layout, data, checksum)
-        for row, (before, after) in enumerate(images):
-            append((base + row, RowChange(schema, table, kind, keys, before, after, "", ts)))
+        for row, (before, after) in enumerate(images):  # tuple.__new__: no per-row __new__
+            append((base + row, _CHANGE(RowChange, (schema, table, kind, keys, before, after,
+                                                    "", ts, ()))))
         size = sizes.get(number)
         if size is None:
             size = sizes[number] = [0, 0]
@@ -151,12 +157,32 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
 
     for writes in merge(changes, ordered):
         name = (writes.datasource, writes.schema, writes.table)
-        columns = facts.get(name, _NO_FACTS).columns
-        sqls = [sql for statement in statements(writes, size, columns, big)
-                for sql in texts(statement, keep_what=spec.one_by_one)]
+        table = facts.get(name, _NO_FACTS)
+        sqls = _replaced(writes, table, spec) if not big else None
+        if sqls is None:
+            sqls = [sql for statement in statements(writes, size, table.columns, big)
+                    for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
                           writes.keys))
     return units
+
+
+def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql] | None:
+    """A merged table's deletes, then its upserts as LOAD DATA … REPLACE (see
+    :mod:`node.extract.loaddata`); None where they go as INSERTs."""
+    if spec.one_by_one or not spec.load_data_min_rows or writes.steps or writes.changes or \
+            len(writes.upserts) < spec.load_data_min_rows:
+        return None
+    columns = loaddata.plan(table.columns, table.triggers)
+    if columns is None:
+        return None
+    enums = [name for name, column in table.columns.items() if column.data_type == "enum"]
+    replaced = loaddata.statements(writes.schema, writes.table, writes.upserts, columns, enums)
+    if replaced is None:
+        return None
+    deletes = dataclasses.replace(writes, upserts=[])
+    return [sql for statement in statements(deletes, spec.load_batch_size, table.columns)
+            for sql in texts(statement)] + replaced
 
 
 _NO_FACTS = TableFacts()
@@ -173,11 +199,11 @@ class Planner:
     """Cuts batches into parts (in the node's Select thread)."""
 
     def __init__(self, compiled: CompiledPipeline, layouts: dict[int, TableSchema],
-                 facts: TargetFacts, checksum: Callable[[], bool], load_batch_size: int,
+                 facts: TargetFacts, checksum: Callable[[], bool], params: PipelineParams,
                  learn: Callable[[dict[int, tuple[int, int]]], None] = lambda sizes: None
                  ) -> None:
         self.compiled, self.layouts, self.facts = compiled, layouts, facts
-        self.checksum, self.load_batch_size = checksum, load_batch_size
+        self.checksum, self.params = checksum, params
         self.learn = learn  # Select's: the row changes and bytes of each table's events
         self._group: dict[tuple[str, str], int] = {}  # source table → group
         self._owner: dict[Target, int] = {}  # target table → group
@@ -197,8 +223,8 @@ class Planner:
             for target in self._targets_of(name):
                 if target not in facts:
                     facts[target] = self.facts.of(target)
-        return JobSpec(batch.process_id, self.checksum(), facts, self.load_batch_size,
-                       **options)
+        return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
+                       self.params.load_data_min_rows, **options)
 
     def parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
         """The batch's events (and the free-door requests it carries) cut into at most

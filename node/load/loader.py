@@ -28,9 +28,11 @@ from node.changes import Batch, ChangeType, TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
+from node.extract import loaddata
 from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, PartResult, Unit, in_order, render
 from node.extract.sqltext import Sql
+from node.load import localdata
 from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
@@ -39,6 +41,7 @@ from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
 
 log = logging.getLogger("setl.node.load.loader")
+localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
 RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
@@ -89,7 +92,7 @@ class Loader:
         if conn is None or not conn.open:
             # TIMESTAMP values come from the binlog in UTC; every value a source holds is
             # taken as it is (see SQL_MODE)
-            conn = endpoints.connect(self.targets[name], autocommit=False,
+            conn = endpoints.connect(self.targets[name], autocommit=False, local_infile=True,
                                      init_command=f"SET time_zone = '+00:00', "
                                                   f"sql_mode = '{SQL_MODE}'")
             with conn.cursor() as cursor:
@@ -316,8 +319,12 @@ class Loader:
         written = 0
         for sql in unit.sqls:
             try:
-                count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
-                    else cursor.execute(sql.text)
+                if sql.data is not None:  # LOAD DATA: its rows sent from memory
+                    with localdata.serving(loaddata.FILE, sql.data):
+                        count = cursor.execute(sql.text)
+                else:
+                    count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
+                        else cursor.execute(sql.text)
                 written += sql.rows
                 if sql.matches_one and count != 1:
                     raise LoadError(
