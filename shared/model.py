@@ -29,6 +29,7 @@ class StartupMode(enum.Enum):
     LATEST = "LATEST"  # start at the source's current binlog end
     POSITION = "POSITION"  # start at start_position (file/pos)
     GTID = "GTID"  # start at start_position.gtid
+    SNAPSHOT = "SNAPSHOT"  # copy every paired table (lock-free, in the stream), then stream
 
 
 class ShardAlgorithm(enum.Enum):
@@ -174,6 +175,8 @@ class PipelineParams:
     # a merged table's upserts of a batch go as LOAD DATA … REPLACE from this many rows on,
     # where the table allows it (node.extract.loaddata); 0: always INSERT … ON DUPLICATE KEY
     load_data_min_rows: int = 500
+    snapshot_chunk_size: int = 8192  # rows a snapshot reads in one chunk
+    snapshot_parallelism: int = 4  # chunks read at once, in one watermark window
 
 
 @dataclass(frozen=True)

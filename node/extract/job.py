@@ -29,13 +29,13 @@ from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.facts import TableFacts, Target, TargetFacts
 from node.extract.merge import TableWrites, merge
+from node.extract.reads import ROW_BITS, Read, joined
 from node.extract.render import BIG_VALUE, statements
 from node.extract.sqltext import Sql, texts
 from shared import identifiers
 from shared.errors import ConfigError
 from shared.model import PipelineParams
 
-ROW_BITS = 20  # a change's seq: its event's place in the batch << ROW_BITS | row in event
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
           30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
           166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
@@ -54,6 +54,7 @@ class Part(NamedTuple):
     places: array  # each event's place in the batch
     # changes Select decoded itself (free-door requests), numbered after the events
     decoded: list[tuple[int, RowChange]] = []  # noqa: RUF012 - never mutated
+    reads: list[Read] = []  # noqa: RUF012 - rows read in watermark windows (node.snapshot)
 
     @classmethod
     def of_changes(cls, changes: list[RowChange]) -> Part:
@@ -133,16 +134,21 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     node for a small batch)."""
     counted: dict[int, list[int]] = {}
     numbered = decoded(part, spec.checksum, counted)
+    if part.reads:
+        numbered += joined(part.reads, numbered)
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes, notes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:
         return PartResult([], [], notes, changes, len(numbered), sizes)
     # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
     # lookup (free door) or a transform that makes values can bring one
-    big = bool(part.decoded) or not all(entry.simple for entry in compiled.pairs) or \
+    big = bool(part.decoded) or bool(part.reads) or \
+        not all(entry.simple for entry in compiled.pairs) or \
         max(part.lengths, default=0) > BIG_VALUE // 4
     units = render(changes, spec, big)
     requested = render([c for c in changes if c.requested], spec) if part.decoded else []
+    # (rows read in windows are never written by a replay: a replayed batch's windows are
+    # gone with the attempt that opened them)
     return PartResult(units, requested, notes, [], len(numbered), sizes)
 
 
@@ -226,9 +232,25 @@ class Planner:
         return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
                        self.params.load_data_min_rows, **options)
 
-    def parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
-        """The batch's events (and the free-door requests it carries) cut into at most
-        ``partitions`` parts."""
+    def parts(self, batch: Batch, requests: list[RowChange], partitions: int,
+              reads: list[Read] = ()) -> list[Part]:  # type: ignore[assignment]
+        """The batch's events (and the free-door requests it carries, and the rows read in
+        its watermark windows) cut into at most ``partitions`` parts."""
+        made = self._parts(batch, requests, partitions)
+        if reads:
+            windows = {window: (first, end) for window, first, end in batch.windows}
+            for read in reads:
+                first, end = windows[read.window]
+                group = self._find(self._table_group((read.schema, read.table)))
+                index = next((i for i, part in enumerate(made)
+                              if any(self._find(self._group_of(n)) == group
+                                     for n in set(part.numbers))),
+                             0)
+                made[index] = made[index]._replace(
+                    reads=[*made[index].reads, read._replace(first=first, end=end)])
+        return made
+
+    def _parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
         place = 0
         if partitions <= 1:
             datas: list[bytes] = []
@@ -300,6 +322,7 @@ class Planner:
     def _tables(self, parts: list[Part]) -> set[tuple[str, str]]:
         names = {(layout.schema, layout.table) for part in parts
                  for layout in part.layouts.values()}
+        names |= {(read.schema, read.table) for part in parts for read in part.reads}
         for part in parts:
             for _, request in part.decoded:
                 name = _request_table(request)

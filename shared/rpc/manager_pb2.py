@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from shared.rpc import model_pb2 as shared_dot_rpc_dot_model__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18shared/rpc/manager.proto\x12\x07setl.v1\x1a\x16shared/rpc/model.proto\";\n\x0c\x41pplyRequest\x12\x0c\n\x04yaml\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"E\n\x06\x43hange\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x03\"A\n\rApplyResponse\x12\x0e\n\x06\x65rrors\x18\x01 \x03(\t\x12 \n\x07\x63hanges\x18\x02 \x03(\x0b\x32\x0f.setl.v1.Change\" \n\x10GetSourceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12ListSourcesRequest\";\n\x13ListSourcesResponse\x12$\n\x07sources\x18\x01 \x03(\x0b\x32\x13.setl.v1.DataSource\"#\n\x13\x44\x65leteSourceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"$\n\x14\x44\x65leteSourceResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13ListChannelsRequest\"\xc8\x02\n\rPipelineState\x12\x13\n\x0bpipeline_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nowner_node\x18\x03 \x01(\x05\x12)\n\x08position\x18\x04 \x01(\x0b\x32\x17.setl.v1.BinlogPosition\x12\x10\n\x08\x64\x65lay_ms\x18\x05 \x01(\x03\x12\x17\n\x0frows_per_second\x18\x06 \x01(\x01\x12\x13\n\x0bwindow_used\x18\x07 \x01(\x05\x12\x13\n\x0bwindow_size\x18\x08 \x01(\x05\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x12\n\nprocess_id\x18\n \x01(\x03\x12\x17\n\x0f\x63\x61ndidate_nodes\x18\x0b \x03(\x05\x12\x13\n\x0bwindow_peak\x18\x0c \x01(\x05\x12)\n\tfree_door\x18\r \x01(\x0b\x32\x16.setl.v1.FreeDoorStats\"f\n\rFreeDoorStats\x12\x11\n\trequested\x18\x01 \x01(\x03\x12\x0e\n\x06loaded\x18\x02 \x01(\x03\x12\x0f\n\x07missing\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x0f\n\x07pending\x18\x05 \x01(\x03\"\xa8\x01\n\x0b\x43hannelInfo\x12!\n\x07\x63hannel\x18\x01 \x01(\x0b\x32\x10.setl.v1.Channel\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12)\n\tpipelines\x18\x04 \x03(\x0b\x32\x16.setl.v1.PipelineState\x12\x12\n\nupdated_ms\x18\x05 \x01(\x03\">\n\x14ListChannelsResponse\x12&\n\x08\x63hannels\x18\x01 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\"!\n\x11GetChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"O\n\x17SetChannelStatusRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\"$\n\x14\x44\x65leteChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"%\n\x15\x44\x65leteChannelResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x12\n\x10ListNodesRequest\"\xa7\x01\n\x08NodeInfo\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x12\n\nstarted_ms\x18\x04 \x01(\x03\x12\x1b\n\x13\x63\x61ndidate_pipelines\x18\x05 \x03(\t\x12\x19\n\x11running_pipelines\x18\x06 \x03(\t\x12\x0c\n\x04host\x18\x07 \x01(\t\x12\x17\n\x0fmetrics_address\x18\x08 \x01(\t\"5\n\x11ListNodesResponse\x12 \n\x05nodes\x18\x01 \x03(\x0b\x32\x11.setl.v1.NodeInfo\"\x0f\n\rStatusRequest\"\xcc\x01\n\x0eStatusResponse\x12\x17\n\x0fmanager_address\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\x08\x12\x16\n\x0eleader_address\x18\x03 \x01(\t\x12&\n\x08\x63hannels\x18\x04 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\x12 \n\x05nodes\x18\x05 \x03(\x0b\x32\x11.setl.v1.NodeInfo\x12\x1e\n\x06\x61larms\x18\x06 \x03(\x0b\x32\x0e.setl.v1.Alarm\x12\x0f\n\x07web_url\x18\x07 \x01(\t\"{\n\x05\x41larm\x12\x0c\n\x04rule\x18\x01 \x01(\t\x12\x0c\n\x04when\x18\x02 \x01(\t\x12\x0f\n\x07subject\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x10\n\x08since_ms\x18\x05 \x01(\x03\x12\x13\n\x0bresolved_ms\x18\x06 \x01(\x03\x12\x0f\n\x07message\x18\x07 \x01(\t\"N\n\nAlarmBoard\x12\x1e\n\x06\x66iring\x18\x01 \x03(\x0b\x32\x0e.setl.v1.Alarm\x12 \n\x08resolved\x18\x02 \x03(\x0b\x32\x0e.setl.v1.Alarm2\xc4\x05\n\x0eManagerService\x12\x36\n\x05\x41pply\x12\x15.setl.v1.ApplyRequest\x1a\x16.setl.v1.ApplyResponse\x12K\n\x0cListChannels\x12\x1c.setl.v1.ListChannelsRequest\x1a\x1d.setl.v1.ListChannelsResponse\x12>\n\nGetChannel\x12\x1a.setl.v1.GetChannelRequest\x1a\x14.setl.v1.ChannelInfo\x12J\n\x10SetChannelStatus\x12 .setl.v1.SetChannelStatusRequest\x1a\x14.setl.v1.ChannelInfo\x12N\n\rDeleteChannel\x12\x1d.setl.v1.DeleteChannelRequest\x1a\x1e.setl.v1.DeleteChannelResponse\x12\x42\n\tListNodes\x12\x19.setl.v1.ListNodesRequest\x1a\x1a.setl.v1.ListNodesResponse\x12\x39\n\x06Status\x12\x16.setl.v1.StatusRequest\x1a\x17.setl.v1.StatusResponse\x12;\n\tGetSource\x12\x19.setl.v1.GetSourceRequest\x1a\x13.setl.v1.DataSource\x12H\n\x0bListSources\x12\x1b.setl.v1.ListSourcesRequest\x1a\x1c.setl.v1.ListSourcesResponse\x12K\n\x0c\x44\x65leteSource\x12\x1c.setl.v1.DeleteSourceRequest\x1a\x1d.setl.v1.DeleteSourceResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18shared/rpc/manager.proto\x12\x07setl.v1\x1a\x16shared/rpc/model.proto\";\n\x0c\x41pplyRequest\x12\x0c\n\x04yaml\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"E\n\x06\x43hange\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x03\"A\n\rApplyResponse\x12\x0e\n\x06\x65rrors\x18\x01 \x03(\t\x12 \n\x07\x63hanges\x18\x02 \x03(\x0b\x32\x0f.setl.v1.Change\" \n\x10GetSourceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12ListSourcesRequest\";\n\x13ListSourcesResponse\x12$\n\x07sources\x18\x01 \x03(\x0b\x32\x13.setl.v1.DataSource\"#\n\x13\x44\x65leteSourceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"$\n\x14\x44\x65leteSourceResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13ListChannelsRequest\"\xef\x02\n\rPipelineState\x12\x13\n\x0bpipeline_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nowner_node\x18\x03 \x01(\x05\x12)\n\x08position\x18\x04 \x01(\x0b\x32\x17.setl.v1.BinlogPosition\x12\x10\n\x08\x64\x65lay_ms\x18\x05 \x01(\x03\x12\x17\n\x0frows_per_second\x18\x06 \x01(\x01\x12\x13\n\x0bwindow_used\x18\x07 \x01(\x05\x12\x13\n\x0bwindow_size\x18\x08 \x01(\x05\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x12\n\nprocess_id\x18\n \x01(\x03\x12\x17\n\x0f\x63\x61ndidate_nodes\x18\x0b \x03(\x05\x12\x13\n\x0bwindow_peak\x18\x0c \x01(\x05\x12)\n\tfree_door\x18\r \x01(\x0b\x32\x16.setl.v1.FreeDoorStats\x12%\n\tsnapshots\x18\x0e \x03(\x0b\x32\x12.setl.v1.TableCopy\"\xb5\x01\n\tTableCopy\x12\r\n\x05table\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x13\n\x0b\x63hunks_done\x18\x03 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\x05\x12\x0c\n\x04rows\x18\x05 \x01(\x03\x12\x16\n\x0erows_estimated\x18\x06 \x01(\x03\x12\x12\n\nrows_per_s\x18\x07 \x01(\x01\x12\r\n\x05\x65ta_s\x18\x08 \x01(\x01\x12\r\n\x05where\x18\t \x01(\t\x12\r\n\x05\x65rror\x18\n \x01(\t\"f\n\rFreeDoorStats\x12\x11\n\trequested\x18\x01 \x01(\x03\x12\x0e\n\x06loaded\x18\x02 \x01(\x03\x12\x0f\n\x07missing\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x0f\n\x07pending\x18\x05 \x01(\x03\"\xa8\x01\n\x0b\x43hannelInfo\x12!\n\x07\x63hannel\x18\x01 \x01(\x0b\x32\x10.setl.v1.Channel\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12)\n\tpipelines\x18\x04 \x03(\x0b\x32\x16.setl.v1.PipelineState\x12\x12\n\nupdated_ms\x18\x05 \x01(\x03\">\n\x14ListChannelsResponse\x12&\n\x08\x63hannels\x18\x01 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\"!\n\x11GetChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"O\n\x17SetChannelStatusRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x06status\x18\x02 \x01(\x0e\x32\x16.setl.v1.ChannelStatus\"$\n\x14\x44\x65leteChannelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"%\n\x15\x44\x65leteChannelResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x12\n\x10ListNodesRequest\"\xa7\x01\n\x08NodeInfo\x12\n\n\x02id\x18\x01 \x01(\x05\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x12\n\nstarted_ms\x18\x04 \x01(\x03\x12\x1b\n\x13\x63\x61ndidate_pipelines\x18\x05 \x03(\t\x12\x19\n\x11running_pipelines\x18\x06 \x03(\t\x12\x0c\n\x04host\x18\x07 \x01(\t\x12\x17\n\x0fmetrics_address\x18\x08 \x01(\t\"5\n\x11ListNodesResponse\x12 \n\x05nodes\x18\x01 \x03(\x0b\x32\x11.setl.v1.NodeInfo\"\x0f\n\rStatusRequest\"\xcc\x01\n\x0eStatusResponse\x12\x17\n\x0fmanager_address\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\x08\x12\x16\n\x0eleader_address\x18\x03 \x01(\t\x12&\n\x08\x63hannels\x18\x04 \x03(\x0b\x32\x14.setl.v1.ChannelInfo\x12 \n\x05nodes\x18\x05 \x03(\x0b\x32\x11.setl.v1.NodeInfo\x12\x1e\n\x06\x61larms\x18\x06 \x03(\x0b\x32\x0e.setl.v1.Alarm\x12\x0f\n\x07web_url\x18\x07 \x01(\t\"{\n\x05\x41larm\x12\x0c\n\x04rule\x18\x01 \x01(\t\x12\x0c\n\x04when\x18\x02 \x01(\t\x12\x0f\n\x07subject\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x10\n\x08since_ms\x18\x05 \x01(\x03\x12\x13\n\x0bresolved_ms\x18\x06 \x01(\x03\x12\x0f\n\x07message\x18\x07 \x01(\t\"N\n\nAlarmBoard\x12\x1e\n\x06\x66iring\x18\x01 \x03(\x0b\x32\x0e.setl.v1.Alarm\x12 \n\x08resolved\x18\x02 \x03(\x0b\x32\x0e.setl.v1.Alarm2\xc4\x05\n\x0eManagerService\x12\x36\n\x05\x41pply\x12\x15.setl.v1.ApplyRequest\x1a\x16.setl.v1.ApplyResponse\x12K\n\x0cListChannels\x12\x1c.setl.v1.ListChannelsRequest\x1a\x1d.setl.v1.ListChannelsResponse\x12>\n\nGetChannel\x12\x1a.setl.v1.GetChannelRequest\x1a\x14.setl.v1.ChannelInfo\x12J\n\x10SetChannelStatus\x12 .setl.v1.SetChannelStatusRequest\x1a\x14.setl.v1.ChannelInfo\x12N\n\rDeleteChannel\x12\x1d.setl.v1.DeleteChannelRequest\x1a\x1e.setl.v1.DeleteChannelResponse\x12\x42\n\tListNodes\x12\x19.setl.v1.ListNodesRequest\x1a\x1a.setl.v1.ListNodesResponse\x12\x39\n\x06Status\x12\x16.setl.v1.StatusRequest\x1a\x17.setl.v1.StatusResponse\x12;\n\tGetSource\x12\x19.setl.v1.GetSourceRequest\x1a\x13.setl.v1.DataSource\x12H\n\x0bListSources\x12\x1b.setl.v1.ListSourcesRequest\x1a\x1c.setl.v1.ListSourcesResponse\x12K\n\x0c\x44\x65leteSource\x12\x1c.setl.v1.DeleteSourceRequest\x1a\x1d.setl.v1.DeleteSourceResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -51,35 +51,37 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTCHANNELSREQUEST']._serialized_start=452
   _globals['_LISTCHANNELSREQUEST']._serialized_end=473
   _globals['_PIPELINESTATE']._serialized_start=476
-  _globals['_PIPELINESTATE']._serialized_end=804
-  _globals['_FREEDOORSTATS']._serialized_start=806
-  _globals['_FREEDOORSTATS']._serialized_end=908
-  _globals['_CHANNELINFO']._serialized_start=911
-  _globals['_CHANNELINFO']._serialized_end=1079
-  _globals['_LISTCHANNELSRESPONSE']._serialized_start=1081
-  _globals['_LISTCHANNELSRESPONSE']._serialized_end=1143
-  _globals['_GETCHANNELREQUEST']._serialized_start=1145
-  _globals['_GETCHANNELREQUEST']._serialized_end=1178
-  _globals['_SETCHANNELSTATUSREQUEST']._serialized_start=1180
-  _globals['_SETCHANNELSTATUSREQUEST']._serialized_end=1259
-  _globals['_DELETECHANNELREQUEST']._serialized_start=1261
-  _globals['_DELETECHANNELREQUEST']._serialized_end=1297
-  _globals['_DELETECHANNELRESPONSE']._serialized_start=1299
-  _globals['_DELETECHANNELRESPONSE']._serialized_end=1336
-  _globals['_LISTNODESREQUEST']._serialized_start=1338
-  _globals['_LISTNODESREQUEST']._serialized_end=1356
-  _globals['_NODEINFO']._serialized_start=1359
-  _globals['_NODEINFO']._serialized_end=1526
-  _globals['_LISTNODESRESPONSE']._serialized_start=1528
-  _globals['_LISTNODESRESPONSE']._serialized_end=1581
-  _globals['_STATUSREQUEST']._serialized_start=1583
-  _globals['_STATUSREQUEST']._serialized_end=1598
-  _globals['_STATUSRESPONSE']._serialized_start=1601
-  _globals['_STATUSRESPONSE']._serialized_end=1805
-  _globals['_ALARM']._serialized_start=1807
-  _globals['_ALARM']._serialized_end=1930
-  _globals['_ALARMBOARD']._serialized_start=1932
-  _globals['_ALARMBOARD']._serialized_end=2010
-  _globals['_MANAGERSERVICE']._serialized_start=2013
-  _globals['_MANAGERSERVICE']._serialized_end=2721
+  _globals['_PIPELINESTATE']._serialized_end=843
+  _globals['_TABLECOPY']._serialized_start=846
+  _globals['_TABLECOPY']._serialized_end=1027
+  _globals['_FREEDOORSTATS']._serialized_start=1029
+  _globals['_FREEDOORSTATS']._serialized_end=1131
+  _globals['_CHANNELINFO']._serialized_start=1134
+  _globals['_CHANNELINFO']._serialized_end=1302
+  _globals['_LISTCHANNELSRESPONSE']._serialized_start=1304
+  _globals['_LISTCHANNELSRESPONSE']._serialized_end=1366
+  _globals['_GETCHANNELREQUEST']._serialized_start=1368
+  _globals['_GETCHANNELREQUEST']._serialized_end=1401
+  _globals['_SETCHANNELSTATUSREQUEST']._serialized_start=1403
+  _globals['_SETCHANNELSTATUSREQUEST']._serialized_end=1482
+  _globals['_DELETECHANNELREQUEST']._serialized_start=1484
+  _globals['_DELETECHANNELREQUEST']._serialized_end=1520
+  _globals['_DELETECHANNELRESPONSE']._serialized_start=1522
+  _globals['_DELETECHANNELRESPONSE']._serialized_end=1559
+  _globals['_LISTNODESREQUEST']._serialized_start=1561
+  _globals['_LISTNODESREQUEST']._serialized_end=1579
+  _globals['_NODEINFO']._serialized_start=1582
+  _globals['_NODEINFO']._serialized_end=1749
+  _globals['_LISTNODESRESPONSE']._serialized_start=1751
+  _globals['_LISTNODESRESPONSE']._serialized_end=1804
+  _globals['_STATUSREQUEST']._serialized_start=1806
+  _globals['_STATUSREQUEST']._serialized_end=1821
+  _globals['_STATUSRESPONSE']._serialized_start=1824
+  _globals['_STATUSRESPONSE']._serialized_end=2028
+  _globals['_ALARM']._serialized_start=2030
+  _globals['_ALARM']._serialized_end=2153
+  _globals['_ALARMBOARD']._serialized_start=2155
+  _globals['_ALARMBOARD']._serialized_end=2233
+  _globals['_MANAGERSERVICE']._serialized_start=2236
+  _globals['_MANAGERSERVICE']._serialized_end=2944
 # @@protoc_insertion_point(module_scope)
