@@ -4,6 +4,7 @@
     setl channel list | show NAME | start NAME | pause NAME | stop NAME | delete NAME
     setl node list
     setl status [--watch]
+    setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl sandbox up | down | status
 
 Errors go to stderr as one line with a hint, and the exit code is non-zero.
@@ -17,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from manager import backfill, render
+from manager import backfill, render, snapshotcli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--interval", type=float, default=1.0)
 
     backfill.add_commands(commands)
+    snapshotcli.add_commands(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
     box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
@@ -202,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             return run(args, client)
         if args.command == "retl":
             return backfill.retl_init(args, client)
+        if args.command == "snapshot":
+            return snapshotcli.snapshot(args, client, args.output)
         if args.command == "node":
             answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
             _print(args, answer, render.nodes(answer.nodes))

@@ -41,7 +41,6 @@ from shared.retl import SIGNAL_TABLE
 
 log = logging.getLogger("setl.node.snapshot")
 WINDOWS_IN_FLIGHT = 2  # windows read and waiting for their batch at once
-SAVE_EVERY_S = 0.5  # progress written to ZooKeeper at most this often (and when a copy ends)
 RETRY_S = 2.0
 
 
@@ -91,7 +90,6 @@ class Snapshots:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._saved_at = 0.0
         self._rate = _Rate()
         self._columns: dict[tuple[str, str], tuple[ReadColumn, ...]] = {}
         self._thread = threading.Thread(target=self._run, name=f"snapshot-{pipeline_id}",
@@ -146,7 +144,6 @@ class Snapshots:
         """The batch is on the target: its windows' chunks are done."""
         if not batch.windows:
             return
-        ended = False
         with self._lock:
             windows = [self._pending.pop(window_id, None) for window_id, _, _ in batch.windows]
         for window in windows:
@@ -158,15 +155,16 @@ class Snapshots:
                 copy.done.add(work.chunk.index)
                 copy.read_rows += rows.get((_label(work), copy.table), 0)
                 if copy.state == "copying" and len(copy.done) == copy.total:
-                    copy.state, copy.finished, ended = "done", time.time(), True
+                    copy.state, copy.finished = "done", time.time()
                     log.info("event=snapshot_table_done pipeline=%s table=%s.%s rows=%d "
                              "chunks=%d seconds=%.1f", self.pipeline_id, copy.schema,
                              copy.table, copy.read_rows, copy.total,
                              copy.finished - copy.started)
             self._rate.add(sum(read.count for read in window.reads))
         self._wake.set()
-        if ended or self.clock() - self._saved_at >= SAVE_EVERY_S:
-            self._save()
+        # saved at once: a restart reads again only the chunks of windows in flight (a window
+        # is tens of milliseconds or more; one write of a few hundred bytes each)
+        self._save()
 
     def progress(self) -> list[dict[str, object]]:
         """Per table: chunks done of all, rows, rows/s, and an ETA."""
@@ -187,7 +185,9 @@ class Snapshots:
         while not self._stop.is_set():
             try:
                 self._take_requests()
-                if self.store.paused() or not self._queue or \
+                control = self.store.control()
+                self._cancel(control.get("cancelled") or {})
+                if control.get("paused") or not self._queue or \
                         len(self._pending) >= WINDOWS_IN_FLIGHT:
                     self._wake.wait(0.2)
                     self._wake.clear()
@@ -225,6 +225,9 @@ class Snapshots:
         with self._lock:
             window.reads = reads
         self._signal("H", window.id)
+        log.info("event=snapshot_window pipeline=%s window=%d chunks=%s rows=%d",
+                 self.pipeline_id, window.id, ",".join(_label(one) for one in work),
+                 sum(read.count for read in reads))
 
     def _task(self, window_id: int, work: _Work) -> ReadTask:
         copy = work.copy
@@ -253,6 +256,21 @@ class Snapshots:
         except SetlError as exc:
             log.warning("event=snapshot_signal_failed pipeline=%s window=%d error=%s",
                         self.pipeline_id, window_id, exc)
+
+    def _cancel(self, cancelled: dict[str, float]) -> None:
+        """Stop the copies cancelled since they started (the rows copied stay)."""
+        stopped = [copy for copy in self.copies if copy.state == "copying" and max(
+            float(cancelled.get(f"{copy.schema}.{copy.table}", 0)),
+            float(cancelled.get("*", 0))) > copy.started]
+        if not stopped:
+            return
+        for copy in stopped:
+            copy.state, copy.finished = "cancelled", time.time()
+            log.info("event=snapshot_table_cancelled pipeline=%s table=%s.%s chunks_done=%d "
+                     "chunks=%d", self.pipeline_id, copy.schema, copy.table, len(copy.done),
+                     copy.total)
+        self._queue = deque(work for work in self._queue if work.copy.state == "copying")
+        self._save()
 
     # -- tables asked for -----------------------------------------------------------------------
     def _take_requests(self) -> None:
@@ -289,7 +307,6 @@ class Snapshots:
         return TableCopy(copy_id, schema, table, where, plan.key, list(plan.chunks), plan.rows)
 
     def _save(self) -> None:
-        self._saved_at = self.clock()
         try:
             self.store.save(self.copies)
         except Exception as exc:  # ZooKeeper away: progress is saved again with the next

@@ -22,6 +22,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
 from shared.retl import decode_key, encode_key
+from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
 
 
@@ -52,18 +53,26 @@ class TableCopy:
                 "key": asdict(self.key), "rows": self.rows, "read_rows": self.read_rows,
                 "state": self.state, "error": self.error, "started": self.started,
                 "finished": self.finished, "done": _ranges(self.done),
-                "chunks": [[encode_key([c.low]), encode_key([c.high]), c.nulls]
-                           for c in self.chunks]}
+                "chunks": [[_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableCopy:
         key = SplitKey(**{**data["key"], "columns": tuple(data["key"]["columns"])})
-        chunks = [Chunk(index, decode_key(low)[0], decode_key(high)[0], bool(nulls))
+        chunks = [Chunk(index, _unbound(low), _unbound(high), bool(nulls))
                   for index, (low, high, nulls) in enumerate(data["chunks"])]
         return cls(data["id"], data["schema"], data["table"], data["where"], key, chunks,
                    int(data["rows"]), _unranged(data["done"]), int(data["read_rows"]),
                    data["state"], data.get("error", ""), float(data["started"]),
                    float(data["finished"]))
+
+
+def _bound(value: object) -> str | None:
+    """A chunk bound as JSON text (None: unbounded), typed as the free door's keys are."""
+    return None if value is None else encode_key([value])
+
+
+def _unbound(text: str | None) -> object:
+    return None if text is None else decode_key(text)[0]
 
 
 def _ranges(done: set[int]) -> str:
@@ -91,14 +100,12 @@ def _unranged(text: str) -> set[int]:
     return found
 
 
-class SnapshotStore:
-    """The snapshot znodes of one pipeline."""
+class SnapshotStore(SnapshotControl):
+    """The snapshot znodes of one pipeline: the copies' state, the tables asked for."""
 
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
-        self.client, self.pipeline_id = client, pipeline_id
+        super().__init__(client, paths, pipeline_id)
         self.path = paths.snapshot(pipeline_id)
-        self.requests_path = paths.snapshot_requests(pipeline_id)
-        self.control_path = paths.snapshot_control(pipeline_id)
 
     def load(self) -> list[TableCopy]:
         try:
@@ -116,45 +123,3 @@ class SnapshotStore:
                 self.client.create(self.path, data, makepath=True)
             except NodeExistsError:
                 self.client.set(self.path, data)
-
-    def ask(self, schema: str, table: str, where: str = "") -> None:
-        """Ask for a table to be copied (kept until the pipeline's owner takes it)."""
-        self.client.create(f"{self.requests_path}/request-",
-                           json.dumps({"schema": schema, "table": table, "where": where,
-                                       "asked": time.time()}).encode(),
-                           sequence=True, makepath=True)
-
-    def requests(self) -> list[tuple[str, dict[str, Any]]]:
-        """(znode, request) of the tables asked for, oldest first."""
-        try:
-            names = sorted(self.client.get_children(self.requests_path))
-        except NoNodeError:
-            return []
-        found = []
-        for name in names:
-            try:
-                data, _ = self.client.get(f"{self.requests_path}/{name}")
-            except NoNodeError:
-                continue
-            found.append((f"{self.requests_path}/{name}", json.loads(data)))
-        return found
-
-    def taken(self, znode: str) -> None:
-        try:
-            self.client.delete(znode)
-        except NoNodeError:
-            pass
-
-    def paused(self) -> bool:
-        try:
-            data, _ = self.client.get(self.control_path)
-        except NoNodeError:
-            return False
-        return bool(json.loads(data or b"{}").get("paused"))
-
-    def set_paused(self, paused: bool) -> None:
-        data = json.dumps({"paused": paused}).encode()
-        try:
-            self.client.set(self.control_path, data)
-        except NoNodeError:
-            self.client.create(self.control_path, data, makepath=True)

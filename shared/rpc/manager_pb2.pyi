@@ -65,6 +65,32 @@ class DeleteSourceResponse(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class SnapshotRequest(_message.Message):
+    __slots__ = ("channel", "pipeline", "action", "table", "where")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    channel: str
+    pipeline: str
+    action: str
+    table: str
+    where: str
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., action: _Optional[str] = ..., table: _Optional[str] = ..., where: _Optional[str] = ...) -> None: ...
+
+class SnapshotResponse(_message.Message):
+    __slots__ = ("pipeline_id", "copies", "paused", "message")
+    PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    pipeline_id: str
+    copies: _containers.RepeatedCompositeFieldContainer[TableCopy]
+    paused: bool
+    message: str
+    def __init__(self, pipeline_id: _Optional[str] = ..., copies: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ..., paused: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
 class ListChannelsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

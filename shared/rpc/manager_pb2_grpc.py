@@ -85,6 +85,11 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
                 _registered_method=True)
+        self.Snapshot = channel.unary_unary(
+                '/setl.v1.ManagerService/Snapshot',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.SnapshotResponse.FromString,
+                _registered_method=True)
 
 
 class ManagerServiceServicer:
@@ -154,6 +159,13 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Snapshot(self, request, context):
+        """Copy a table in a pipeline's stream (snapshot), or show, pause, resume or cancel copies.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -206,6 +218,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.DeleteSource,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.SerializeToString,
+            ),
+            'Snapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.Snapshot,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -478,6 +495,33 @@ class ManagerService:
             '/setl.v1.ManagerService/DeleteSource',
             shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Snapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/Snapshot',
+            shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.SnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,
