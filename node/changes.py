@@ -105,7 +105,6 @@ class TargetChange(NamedTuple):
     seq: int = 0  # order within the batch
     ddl: str = ""
     before: Row | None = None  # the mapped before image (two-way channels: conflict checks)
-    requested: bool = False  # served for a free-door request (a lookup, not a binlog image)
     session: Session = ()  # DDL: the source session's settings, to run it under
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -39,6 +39,7 @@ from node.select import source as endpoints
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
 from node.snapshot.controller import Snapshots, paired_tables
+from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
 from node.window import Window
@@ -99,10 +100,6 @@ class _Done:
     changes: list[TargetChange] | None
     et_ms: float
     redo: Callable[[], list[PartResult]] | None = None
-
-    @property
-    def notes(self) -> list[freedoor.Note]:
-        return [note for result in self.results for note in result.notes]
 
     @property
     def rows(self) -> int:
@@ -270,12 +267,14 @@ class PipelineRunner:
         self._still_owner("position read")
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
         if self._central is not None:
-            self._central.rewind()  # requests of dropped batches are taken again
+            self._central.rewind()  # requests of windows not loaded are taken again
         server_id = endpoints.replica_server_id(self.pipeline_id)
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
         compiled = _with_table_keys(compiled, source, pipeline)
         freedoor.ensure_buffer(source, self.pipeline_id)
+        if self._central is not None and self._central.buffer is not source:
+            freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)
         self._still_owner("source connect")
         targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                    for pair in pipeline.pairs}
@@ -294,12 +293,12 @@ class PipelineRunner:
                               pipeline_id=self.pipeline_id)
         planner = Planner(compiled, reader.layouts, TargetFacts(targets),
                           lambda: reader.checksum, params, reader.learn)
+        door = DoorQueue(self.pipeline_id, source, compiled, self._central, self._requests_done)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
-                                                self.ctx.spark, self.snapshot_store)
+                                                self.ctx.spark, self.snapshot_store, door)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, busy=lambda: self._et_running >= ET_SATURATION,
-            requests_waiting=self._central.waiting if self._central else lambda: False,
             watermarks=snapshots)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
@@ -334,7 +333,6 @@ class PipelineRunner:
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
                      stop: threading.Event) -> None:
-        attempt = self._central.attempt if self._central is not None else 0
         after_ddl = 0  # a DDL batch's processId: later batches wait until it is loaded
         try:
             while not stop.is_set() and not self.stop_event.is_set():
@@ -352,13 +350,12 @@ class PipelineRunner:
                     if after_ddl:
                         planner.forget()  # its tables' columns and keys may have changed
                         after_ddl = 0
-                    requests = batch.changes()
-                    if self._central is not None:  # served in order
-                        requests += self._central.take(batch.process_id, attempt)
+                    if self._snapshots is not None:  # served in a coming window
+                        self._snapshots.ask([change for change in batch.changes()
+                                             if freedoor.is_request(change)])
                     reads = self._snapshots.reads_for(batch) \
                         if batch.windows and self._snapshots else []
-                    future = executor.submit(self._job, compiled, planner, batch, requests,
-                                             reads)
+                    future = executor.submit(self._job, compiled, planner, batch, reads)
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
@@ -376,13 +373,13 @@ class PipelineRunner:
         return False
 
     def _job(self, compiled: CompiledPipeline, planner: Planner, batch: Batch,
-             requests: list[RowChange], reads: list[Read]) -> _Done:
+             reads: list[Read]) -> _Done:
         """Cut the batch into parts and run its Extract/Transform (an E/T thread)."""
         started = time.monotonic()
         try:
             spark = self.ctx.spark
-            local = spark.local(batch.rows + len(requests) + sum(r.count for r in reads))
-            parts = planner.parts(batch, requests, 1 if local else spark.partitions, reads)
+            local = spark.local(batch.rows + sum(r.count for r in reads))
+            parts = planner.parts(batch, 1 if local else spark.partitions, reads)
             spec = planner.spec(batch, parts, changes_only=self.two_way)
             results = spark.run_job(compiled, spec, parts, local)
             for result in results:
@@ -432,11 +429,8 @@ class PipelineRunner:
                 written = loader.load(batch, done.changes)
             else:
                 written = loader.load_units(batch, done.results, done.redo)
-            notes = done.notes
-            if notes or self._central is not None:
-                self._requests_loaded(batch.process_id, notes)
             if batch.windows and self._snapshots is not None:
-                self._snapshots.loaded(batch)  # its windows' chunks are on the target
+                self._snapshots.loaded(batch)  # its windows' reads are on the target
             loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
             self._progress.set()
@@ -453,8 +447,10 @@ class PipelineRunner:
                       self.pipeline_id, batch.process_id, rows, written, batch.end,
                       done.et_ms, (waited - started) * 1000, (loaded - waited) * 1000)
 
-    def _requests_loaded(self, process_id: int, notes: list[freedoor.Note]) -> None:
-        """Count the batch's free-door requests and delete the served buffer rows."""
+    def _requests_done(self, notes: list[freedoor.Note]) -> None:
+        """Count free-door requests served (their windows loaded) or rejected, and delete
+        their buffer rows."""
+        process_id = self.cursor.process_id if self.cursor is not None else 0
         self.door_stats.count(notes, self.pipeline_id, process_id)
         local = [note.buffer_id for note in notes if not note.central]
         if local:
@@ -462,7 +458,7 @@ class PipelineRunner:
             with endpoints.connect(source, autocommit=True) as conn:
                 freedoor.delete_ids(conn.cursor(), local)
         if self._central is not None:
-            self._central.loaded(process_id)
+            self._central.delete([note.buffer_id for note in notes if note.central])
             self.door_stats.pending = self._central.pending
 
     # -- what status shows ------------------------------------------------------------------

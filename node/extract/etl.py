@@ -7,14 +7,12 @@ source row change through every pair that matches its table into target changes.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
-from node.extract import freedoor
 from node.extract.groups import fill_holes, only_changed
 from node.extract.joins import Joined, add_joined, clear_part, look_up_joins
 from node.extract.lookup import Lookup
@@ -24,7 +22,6 @@ from shared import confinement
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
 from shared.patterns import NamePattern, PatternKind
-from shared.retl import BUFFER_TABLE
 
 
 @dataclass(frozen=True)
@@ -272,7 +269,7 @@ class _Plain:
             self.datasource, self.schema, self.table, change.type,
             () if keyless else self.target_keys,
             tuple([before[k] for k in keys]) if before else None, mapped_after,
-            self.push_weight, seq, "", mapped_before, False, ()))
+            self.push_weight, seq, "", mapped_before, ()))
 
 
 _TARGET = tuple.__new__
@@ -349,29 +346,23 @@ def _transformed(compiled: CompiledPipeline, plain: list[tuple[int, RowChange]],
 
 
 def extract_transform(compiled: CompiledPipeline, numbered: Iterable[tuple[int, RowChange]]
-                      ) -> Iterator[TargetChange | freedoor.Note]:
-    """The per-partition function: numbered source changes in, target changes out (and a
-    note per free-door request, which the driver counts)."""
-    changes, notes = extract_transform_lists(compiled, numbered)
-    yield from changes
-    yield from notes
+                      ) -> Iterator[TargetChange]:
+    """The per-partition function: numbered source changes in, target changes out."""
+    yield from extract_transform_lists(compiled, numbered)
 
 
 def extract_transform_lists(compiled: CompiledPipeline,
-                            numbered: Iterable[tuple[int, RowChange]]
-                            ) -> tuple[list[TargetChange], list[freedoor.Note]]:
-    """The target changes of numbered source changes, and a note per free-door request.
-    Lookups (joins, column groups, the free door) use one connection per partition, keys
-    batched per table; a step no pair uses costs nothing."""
-    requests, plain, out = [], [], []
+                            numbered: Iterable[tuple[int, RowChange]]) -> list[TargetChange]:
+    """The target changes of numbered source changes. Lookups (joins, column groups) use
+    one connection per partition, keys batched per table; a step no pair uses costs
+    nothing."""
+    plain, out = [], []
     for item in numbered:
         change = item[1]
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
                 out += transform_ddl(change, item[0], compiled.target_tables,
                                      compiled.database_defaults, compiled.target_databases)
-        elif change.table == BUFFER_TABLE[1] and freedoor.is_request(change):
-            requests.append(item)
         else:
             plain.append(item)
     joined = look_up_joins(compiled.source, [
@@ -382,13 +373,4 @@ def extract_transform_lists(compiled: CompiledPipeline,
     if any(entry.pair.column_groups for entry in compiled.pairs):
         mapped = fill_holes(compiled.source, mapped)  # column-group columns to look up
     out += mapped
-    notes: list[freedoor.Note] = []
-    if requests:
-        if compiled.source is None:
-            raise ConfigError(f"pipeline {compiled.pipeline_id}: free-door requests need the "
-                              "source for lookups")
-        for served in freedoor.serve(requests, compiled.source, compiled.wants,
-                                     compiled.configured_keys,
-                                     functools.partial(transform, compiled)):
-            (notes if isinstance(served, freedoor.Note) else out).append(served)
-    return out, notes
+    return out

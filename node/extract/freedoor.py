@@ -11,12 +11,13 @@ it is now, D: delete it on the target) and ``PK_DATA`` (the key, a JSON array; s
   ``PIPELINE_ID``. The owning pipeline polls them (:class:`CentralDoor`) and injects at most
   ``free_door_slice`` of them into its next batch.
 
-Either way the request is served *inside the pipeline's ordered stream*: Extract/Transform
-looks the row up (one :class:`~node.extract.lookup.Lookup` per Spark partition, keys batched per
-table) while it transforms the batch that carries the request, and the result is merged and
-loaded with that batch. Every change the source made after the lookup comes in a later batch
-and is loaded after it, so an old row can never overwrite a newer one. Served buffer rows
-are deleted after their batch is loaded.
+Either way the request is served *inside the pipeline's ordered stream*, as a snapshot
+chunk is: its row is read between a low and a high watermark and joins the stream at the
+high one unless the stream changed the key inside the window (:mod:`node.snapshot.door`,
+:mod:`node.extract.reads`). So an old row can never overwrite a newer one, and a reader of
+the target never sees a mix of source states. ``D`` deletes the row on the target where
+the source has no row of that key at the window (where it has one, the row is copied).
+Served buffer rows are deleted after their window's batch is loaded.
 """
 
 from __future__ import annotations
@@ -24,19 +25,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
 
-from node.changes import ChangeType, RowChange, TargetChange
-from node.extract.lookup import Lookup
+from node.changes import ChangeType, RowChange
 from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.model import DataSource
-from shared.retl import BUFFER_TABLE, SOURCE_DDL, SOURCE_TABLES, decode_key, encode_key
+from shared.retl import BUFFER_TABLE, SOURCE_DDL, SOURCE_TABLES, decode_key
 
 log = logging.getLogger("setl.node.extract.freedoor")
 COLUMNS = "ID, FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID"
@@ -88,72 +88,6 @@ def parse(change: RowChange) -> Request:
                    decode_key(str(row.get("PK_DATA") or "")), bool(row.get("central")))
 
 
-def serve(numbered: Iterable[tuple[int, RowChange]], source: DataSource,
-          wants: Callable[[str, str], bool], configured_keys: Callable[[str, str], Any],
-          transform: Callable[[int, RowChange], Iterator[TargetChange]]
-          ) -> Iterator[TargetChange | Note]:
-    """Serve the requests of one partition: look the rows up (batched per table, one
-    connection) and transform them like binlog changes; a Note per request says what became
-    of it."""
-    with Lookup(source) as fetch:
-        parsed: list[tuple[int, Request, tuple[str, ...]]] = []
-        for seq, change in numbered:
-            try:
-                if (change.after or {}).get("reject"):
-                    raise FreeDoorRequestError(str(change.after["reject"]))
-                request = parse(change)
-                parsed.append((seq, request, _check(request, wants, configured_keys, fetch)))
-            except FreeDoorRequestError as exc:
-                row = change.after or {}
-                yield Note("rejected", int(row.get("ID") or 0), bool(row.get("central")),
-                           str(exc))
-        found: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-        for (schema, table), requests in _by_table(parsed).items():
-            keys = requests[0][2]
-            rows = fetch.rows(schema, table, keys, [tuple(r.key) for _, r, _ in requests
-                                                    if r.type != "D"])
-            found[(schema, table)] = {encode_key(key): row for key, row in rows.items()}
-    for seq, request, keys in parsed:
-        if request.type == "D":
-            before = dict(zip(keys, request.key, strict=True))
-            change = RowChange(request.schema, request.table, ChangeType.DELETE, keys,
-                               before, None)
-        else:
-            row = found[(request.schema, request.table)].get(encode_key(request.key))
-            if row is None:
-                yield Note("missing", request.buffer_id, request.central)
-                continue
-            change = RowChange(request.schema, request.table, ChangeType.INSERT, keys,
-                               None, row)
-        for target in transform(seq, change):
-            yield target._replace(requested=True)
-        yield Note("loaded", request.buffer_id, request.central)
-
-
-def _check(request: Request, wants: Callable[[str, str], bool],
-           configured_keys: Callable[[str, str], Any], fetch: Lookup) -> tuple[str, ...]:
-    """The key columns of the request's table; raises for a request that cannot be served."""
-    name = f"{request.schema}.{request.table}"
-    if not wants(request.schema, request.table):
-        raise FreeDoorRequestError(f"table {name} is not replicated by this pipeline")
-    keys = configured_keys(request.schema, request.table) or \
-        fetch.key_columns(request.schema, request.table)
-    if not keys:
-        raise FreeDoorRequestError(f"table {name} does not exist on the source or has no key")
-    if len(keys) != len(request.key):
-        raise FreeDoorRequestError(f"PK_DATA has {len(request.key)} value(s); the key of "
-                                   f"{name} ({', '.join(keys)}) has {len(keys)}")
-    return tuple(keys)
-
-
-def _by_table(parsed: list[tuple[int, Request, tuple[str, ...]]]
-              ) -> dict[tuple[str, str], list[tuple[int, Request, tuple[str, ...]]]]:
-    tables: dict[tuple[str, str], list[tuple[int, Request, tuple[str, ...]]]] = {}
-    for item in parsed:
-        tables.setdefault((item[1].schema, item[1].table), []).append(item)
-    return tables
-
-
 @dataclass
 class DoorStats:
     requested: int = 0
@@ -188,8 +122,6 @@ class CentralDoor:
     _counted_at: float = 0.0
     _asked_at: float = 0.0
     pending: int = 0
-    served: dict[int, list[int]] = field(default_factory=dict)  # processId → buffer ids
-    attempt: int = 0  # bumped by rewind: a select thread of an older attempt gets nothing
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _cursor(self) -> Any:
@@ -199,24 +131,22 @@ class CentralDoor:
                 create_retl(cursor)
         return self._conn.cursor()
 
-    def take(self, process_id: int, attempt: int) -> list[RowChange]:
-        """The next slice of requests for this pipeline, as changes for batch ``process_id``
-        of run ``attempt`` (the channel's first pipeline also takes rows naming no pipeline
-        of the channel, to reject them)."""
+    def take(self, most: int) -> list[RowChange]:
+        """The next requests for this pipeline, at most ``most`` and ``slice`` (the
+        channel's first pipeline also takes rows naming no pipeline of the channel, to
+        reject them)."""
         with self._lock:
-            if attempt != self.attempt:
-                return []  # a batch of a failed attempt: it is never loaded
-            return self._take(process_id)
+            return self._take(min(most, self.slice))
 
-    def _take(self, process_id: int) -> list[RowChange]:
+    def _take(self, most: int) -> list[RowChange]:
         try:
             with self._cursor() as cursor:
                 rows = self._orphans(cursor) if self.siblings else []
                 cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
                                "AND PIPELINE_ID = %s AND ID > %s ORDER BY ID LIMIT %s",
-                               (self.channel, self.pipeline, self._after, self.slice))
+                               (self.channel, self.pipeline, self._after, most))
                 rows += _dicts(cursor)
-                if time.monotonic() - self._counted_at > 5 or len(rows) < self.slice:
+                if time.monotonic() - self._counted_at > 5 or len(rows) < most:
                     cursor.execute("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
                                    "AND PIPELINE_ID = %s AND ID > %s",
                                    (self.channel, self.pipeline, self._after))
@@ -227,7 +157,6 @@ class CentralDoor:
         if rows:
             self._after = max(self._after, *(int(row["ID"]) for row in rows
                                              if row["PIPELINE_ID"] == self.pipeline))
-            self.served[process_id] = [int(row["ID"]) for row in rows]
             self.pending = max(0, self.pending - len(rows))
         return [as_change(row, central=True) for row in rows]
 
@@ -261,14 +190,14 @@ class CentralDoor:
             return True  # take() reports it
 
     def rewind(self) -> None:
-        """After a failure: requests of dropped batches are taken again."""
+        """After a failure: requests of windows not loaded are taken again."""
         with self._lock:
             self._after = self._orphans_after = 0
-            self.served.clear()
-            self.attempt += 1
 
-    def loaded(self, process_id: int) -> None:
-        delete_ids(self._cursor(), self.served.pop(process_id, []))
+    def delete(self, ids: list[int]) -> None:
+        """Served requests' rows (their windows are loaded)."""
+        with self._lock:
+            delete_ids(self._cursor(), ids)
 
     def close(self) -> None:
         if self._conn is not None:

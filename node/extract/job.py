@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange, TargetChange
-from node.extract import freedoor, loaddata
+from node.extract import loaddata
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.facts import TableFacts, Target, TargetFacts
@@ -32,8 +32,6 @@ from node.extract.merge import TableWrites, merge
 from node.extract.reads import ROW_BITS, Read, joined
 from node.extract.render import BIG_VALUE, statements
 from node.extract.sqltext import Sql, texts
-from shared import identifiers
-from shared.errors import ConfigError
 from shared.model import PipelineParams
 
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
@@ -45,14 +43,14 @@ _CHANGE = tuple.__new__
 
 
 class Part(NamedTuple):
-    """Rows events (and free-door requests) of one part of a batch, packed flat."""
+    """Rows events of one part of a batch, packed flat (and the rows read in its windows)."""
 
     layouts: dict[int, TableSchema]  # by table-map number, those its events use
     events: bytes  # the events' packets, one after the other
     lengths: array  # each event's length in ``events``
     numbers: array  # each event's table-map number
     places: array  # each event's place in the batch
-    # changes Select decoded itself (free-door requests), numbered after the events
+    # changes decoded already (tests, tools), numbered after the events
     decoded: list[tuple[int, RowChange]] = []  # noqa: RUF012 - never mutated
     reads: list[Read] = []  # noqa: RUF012 - rows read in watermark windows (node.snapshot)
 
@@ -93,8 +91,6 @@ class Unit(NamedTuple):
 
 class PartResult(NamedTuple):
     units: list[Unit]
-    requested: list[Unit]  # the free-door rows alone (a replayed batch writes only these)
-    notes: list[freedoor.Note]
     changes: list[TargetChange]  # changes_only: the target changes themselves
     rows: int  # source row changes decoded
     sizes: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - by table-map number: (row
@@ -137,19 +133,17 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     if part.reads:
         numbered += joined(part.reads, numbered)
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
-    changes, notes = extract_transform_lists(compiled, numbered)
+    changes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:
-        return PartResult([], [], notes, changes, len(numbered), sizes)
+        return PartResult([], changes, len(numbered), sizes)
     # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
     # lookup (free door) or a transform that makes values can bring one
     big = bool(part.decoded) or bool(part.reads) or \
         not all(entry.simple for entry in compiled.pairs) or \
         max(part.lengths, default=0) > BIG_VALUE // 4
-    units = render(changes, spec, big)
-    requested = render([c for c in changes if c.requested], spec) if part.decoded else []
     # (rows read in windows are never written by a replay: a replayed batch's windows are
     # gone with the attempt that opened them)
-    return PartResult(units, requested, notes, [], len(numbered), sizes)
+    return PartResult(render(changes, spec, big), [], len(numbered), sizes)
 
 
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
@@ -194,10 +188,10 @@ def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql
 _NO_FACTS = TableFacts()
 
 
-def in_order(results: Iterable[PartResult], requested: bool = False) -> list[Unit]:
+def in_order(results: Iterable[PartResult]) -> list[Unit]:
     """The units of every part as one merge of the whole batch orders them."""
     units = [unit for result in results
-             for unit in (result.requested if requested else result.units)]
+             for unit in result.units]
     return sorted(units, key=lambda unit: (unit.push_weight, unit.first_seq))
 
 
@@ -232,11 +226,11 @@ class Planner:
         return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
                        self.params.load_data_min_rows, **options)
 
-    def parts(self, batch: Batch, requests: list[RowChange], partitions: int,
+    def parts(self, batch: Batch, partitions: int,
               reads: list[Read] = ()) -> list[Part]:  # type: ignore[assignment]
-        """The batch's events (and the free-door requests it carries, and the rows read in
-        its watermark windows) cut into at most ``partitions`` parts."""
-        made = self._parts(batch, requests, partitions)
+        """The batch's events (and the rows read in its watermark windows) cut into at most
+        ``partitions`` parts."""
+        made = self._parts(batch, partitions)
         if reads:
             windows = {window: (first, end) for window, first, end in batch.windows}
             for read in reads:
@@ -250,7 +244,7 @@ class Planner:
                     reads=[*made[index].reads, read._replace(first=first, end=end)])
         return made
 
-    def _parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
+    def _parts(self, batch: Batch, partitions: int) -> list[Part]:
         place = 0
         if partitions <= 1:
             datas: list[bytes] = []
@@ -261,7 +255,7 @@ class Planner:
                     numbers.append(number)
                     places.append(place)
                     place += 1
-            return [self._pack(datas, numbers, places, self._numbered(requests, place))]
+            return [self._pack(datas, numbers, places)]
         groups: dict[int, tuple[list[bytes], array, array]] = {}
         memo: dict[int, int] = {}
         for txn in batch.transactions:
@@ -276,58 +270,37 @@ class Planner:
                 found[1].append(number)
                 found[2].append(place)
                 place += 1
-        numbered = self._numbered(requests, place)
-        return self._packed(groups, numbered, partitions)
+        return self._packed(groups, partitions)
 
     def _packed(self, groups: dict[int, tuple[list[bytes], array, array]],
-                numbered: list[tuple[int, RowChange]], partitions: int) -> list[Part]:
-        """Groups packed into parts of about equal size, biggest first; requests go to the
-        part holding their table."""
+                partitions: int) -> list[Part]:
+        """Groups packed into parts of about equal size, biggest first."""
         by_size = sorted(groups.items(), key=lambda item: -sum(map(len, item[1][0])))
         bins: list[list[int]] = [[] for _ in range(min(partitions, max(len(by_size), 1)))]
         loads = [0] * len(bins)
-        where: dict[int, int] = {}
         for group, (datas, _, _) in by_size:
             lightest = loads.index(min(loads))
             bins[lightest].append(group)
             loads[lightest] += sum(map(len, datas))
-            where[group] = lightest
-        asked: list[list[tuple[int, RowChange]]] = [[] for _ in bins]
-        for seq, request in numbered:
-            group = self._request_group(request)
-            asked[where.get(group, 0) if group is not None else 0].append((seq, request))
         parts = []
-        for index, members in enumerate(bins):
+        for members in bins:
             datas, numbers, places = [], array("I"), array("I")
             for group in sorted(members, key=lambda g: groups[g][2][0]):
                 datas += groups[group][0]
                 numbers.extend(groups[group][1])
                 places.extend(groups[group][2])
-            if datas or asked[index]:
-                parts.append(self._pack(datas, numbers, places, asked[index]))
-        return parts or [self._pack([], array("I"), array("I"), [])]
+            if datas:
+                parts.append(self._pack(datas, numbers, places))
+        return parts or [self._pack([], array("I"), array("I"))]
 
-    def _pack(self, datas: list[bytes], numbers: array, places: array,
-              requests: list[tuple[int, RowChange]]) -> Part:
+    def _pack(self, datas: list[bytes], numbers: array, places: array) -> Part:
         layouts = {number: self.layouts[number] for number in set(numbers)}
-        return Part(layouts, b"".join(datas), array("I", map(len, datas)), numbers, places,
-                    requests)
-
-    @staticmethod
-    def _numbered(requests: list[RowChange], after: int) -> list[tuple[int, RowChange]]:
-        """Requests come after every change of the batch: their lookup reads the rows as
-        they are now."""
-        return [((after + index) << ROW_BITS, request) for index, request in enumerate(requests)]
+        return Part(layouts, b"".join(datas), array("I", map(len, datas)), numbers, places)
 
     def _tables(self, parts: list[Part]) -> set[tuple[str, str]]:
         names = {(layout.schema, layout.table) for part in parts
                  for layout in part.layouts.values()}
         names |= {(read.schema, read.table) for part in parts for read in part.reads}
-        for part in parts:
-            for _, request in part.decoded:
-                name = _request_table(request)
-                if name is not None:
-                    names.add(name)
         return names
 
     def _targets_of(self, name: tuple[str, str]) -> list[Target]:
@@ -335,10 +308,6 @@ class Planner:
         if found is None:
             found = self._targets[name] = self.compiled.targets_of(*name)
         return found
-
-    def _request_group(self, request: RowChange) -> int | None:
-        name = _request_table(request)
-        return self._find(self._table_group(name)) if name is not None else None
 
     def _group_of(self, number: int) -> int:
         layout = self.layouts[number]
@@ -367,10 +336,3 @@ class Planner:
             group = self._parent[group]
         return group
 
-
-def _request_table(request: RowChange) -> tuple[str, str] | None:
-    try:
-        schema, table = identifiers.split_qualified(str((request.after or {}).get("FULL_NAME")))
-        return identifiers.unquote(schema), identifiers.unquote(table)
-    except (ConfigError, ValueError):
-        return None

@@ -16,7 +16,10 @@ they were at the high watermark, with everything before it.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import pickle
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -115,6 +118,42 @@ def _key(values: dict[str, Any] | None, keys: tuple[str, ...]) -> tuple[Any, ...
     return tuple(values.get(key) for key in keys)
 
 
+def loose(key: Sequence[Any]) -> tuple[Any, ...]:
+    """A key as a request's JSON and a row's decoded image both give it, compared loosely:
+    numbers by value, text without case and trailing spaces (the collations that match
+    more), bytes as text where they are, dates and times as ISO text. Used only where a
+    false match is safe (a key asked for is found; a delete asked for is left to the
+    stream)."""
+    return tuple(_loose(value) for value in key)
+
+
+def _loose(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float | decimal.Decimal):
+        return decimal.Decimal(str(value)).normalize()
+    if isinstance(value, datetime.timedelta | datetime.date | datetime.time):
+        value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else \
+            value.isoformat() if not isinstance(value, datetime.timedelta) else str(value)
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    if isinstance(value, str):
+        try:
+            return decimal.Decimal(value).normalize()  # a number given as text
+        except decimal.InvalidOperation:
+            pass
+        if _FRACTION.search(value):  # 10:00:00.500000 and 10:00:00.5
+            value = value.rstrip("0").rstrip(".")
+        return value.rstrip(" ").casefold()
+    return value
+
+
+_FRACTION = re.compile(r"\d:\d\d\.\d+$")
+
+
 def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
            ) -> list[tuple[int, RowChange]]:
     """The reads' rows as numbered changes at their windows' ends, without the keys the
@@ -130,18 +169,21 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
                 changed.add(_key(change.after, read.keys))
         base = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
         at = base
+        # deletes first: a key asked deleted that a read row turns out to hold (a match only
+        # the server's collation sees) is written back by the row
+        touched = {loose(key) for key in changed if key is not None} if read.deletes else set()
+        for key in read.deletes:  # the stream's change of the key, if any, is newer
+            if loose(key) in touched:
+                continue
+            before = dict(zip(read.keys, key, strict=True))
+            out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,
+                                      before, None)))
+            at += 1
         for row in pickle.loads(read.rows):
             after = dict(zip(read.columns, row, strict=True))
             if _key(after, read.keys) in changed:
                 continue
             out.append((at, RowChange(read.schema, read.table, ChangeType.INSERT, read.keys,
                                       None, after)))
-            at += 1
-        for key in read.deletes:
-            if key in changed:
-                continue
-            before = dict(zip(read.keys, key, strict=True))
-            out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,
-                                      before, None)))
             at += 1
     return out

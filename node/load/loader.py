@@ -143,8 +143,6 @@ class Loader:
         for unit in in_order(results):
             by_target.setdefault(self._known(unit.datasource, batch), _Writes()).units.append(
                 unit)
-        for unit in in_order(results, requested=True):
-            by_target.setdefault(unit.datasource, _Writes()).requested.append(unit)
         if redo is not None:
             for writes in by_target.values():
                 writes.redo = redo
@@ -240,27 +238,18 @@ class Loader:
                     f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
                     f"target {name} is written by a newer owner (epoch {row[2]} > "
                     f"{self.epoch}); this node lost the pipeline and stops")
-            applied = bool(row) and _applied(row, batch)
-            units = writes.for_attempt(self, batch, cursor, applied, one_by_one)
-            if applied:
-                # A replay: the target has the batch. Requests a free door put into it now
-                # are new (served ones were deleted) and are still written: a lookup is never
-                # older than what the target has.
+            if row and _applied(row, batch):  # a replay: the target has the batch
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
-                         "reason=already_applied applied=%s:%s requested_rows=%d",
-                         self.pipeline_id, batch.process_id, name, row[0], row[1],
-                         sum(unit.rows for unit in units))
-                if not units:
-                    conn.rollback()
-                    return 0
+                         "reason=already_applied applied=%s:%s", self.pipeline_id,
+                         batch.process_id, name, row[0], row[1])
+                conn.rollback()
+                return 0
+            units = writes.for_attempt(self, batch, cursor, one_by_one)
             written = sum(self._write_unit(cursor, unit, batch, one_by_one) for unit in units)
             for change in writes.ddl:  # DDL commits implicitly: the position follows it
                 written += self._execute_ddl(cursor, change, batch)
             if self.loop is not None:
                 self.loop.mark(cursor, batch.process_id)
-            if applied:  # the position stays where it is
-                conn.commit()
-                return written
             end = batch.end
             cursor.execute(
                 "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, "
@@ -410,7 +399,6 @@ class _Writes:
     channel's, or a test's), or DDL."""
 
     units: list[Unit] = field(default_factory=list)
-    requested: list[Unit] = field(default_factory=list)  # free-door rows alone (a replay)
     changes: list[TargetChange] | None = None
     ddl: list[TargetChange] = field(default_factory=list)
     redo: Callable[[], list[PartResult]] | None = None  # rendered again, a statement a row
@@ -426,14 +414,14 @@ class _Writes:
             return sum(unit.rows for unit in render(self.changes, self._spec(loader, False)))
         return sum(unit.rows for unit in self.units) + len(self.ddl)
 
-    def for_attempt(self, loader: Loader, batch: Batch, cursor: Any, applied: bool,
+    def for_attempt(self, loader: Loader, batch: Batch, cursor: Any,
                     one_by_one: bool) -> list[Unit]:
-        """The units to write now: a replay writes free-door rows only; a two-way batch
-        leaves out the changes that lose a conflict; a second try writes a row a statement."""
+        """The units to write now: a two-way batch leaves out the changes that lose a
+        conflict; a second try writes a row a statement."""
         if self.ddl:
             return []
         if self.changes is not None:
-            changes = [c for c in self.changes if c.requested] if applied else self.changes
+            changes = self.changes
             if loader.loop is not None and changes:
                 changes = loader.loop.resolve(cursor, changes, batch.process_id)
             try:
@@ -448,11 +436,9 @@ class _Writes:
                     f"position {batch.end}, target {changes[0].datasource}, table {table}: "
                     f"{type(exc).__name__}: {exc}") from exc
         if one_by_one and self.redo is not None:
-            name = (self.units or self.requested)[0].datasource if (
-                self.units or self.requested) else ""
-            return [unit for unit in in_order(self.redo(), requested=applied)
-                    if unit.datasource == name]
-        return self.requested if applied else self.units
+            name = self.units[0].datasource if self.units else ""
+            return [unit for unit in in_order(self.redo()) if unit.datasource == name]
+        return self.units
 
     def _spec(self, loader: Loader, one_by_one: bool) -> JobSpec:
         facts = {(c.datasource, c.schema, c.table): loader.facts.of(

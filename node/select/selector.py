@@ -76,11 +76,9 @@ class Selector:
                  start: BinlogPosition, next_process_id: int, params: PipelineParams,
                  window: Window, busy: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.monotonic,
-                 requests_waiting: Callable[[], bool] = lambda: False,
                  watermarks: Watermarks | None = None) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
         self.busy = busy
-        self.requests_waiting = requests_waiting  # central free-door requests to carry
         self.watermarks = watermarks or _NoWindows()
         self.next_process_id = next_process_id
         self.position = start
@@ -126,8 +124,6 @@ class Selector:
             if txn is None:
                 self._expire()
                 if first_at is None:
-                    if self.requests_waiting() and not self._open:
-                        return batch  # no binlog rows: a batch for the free-door requests alone
                     continue
             elif txn.is_ddl:
                 self._abandon_all()  # a window's rows may have another shape than the stream's

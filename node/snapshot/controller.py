@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 
 import pymysql
 
-from node.changes import Batch
+from node.changes import Batch, RowChange
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
+from node.extract.freedoor import Note
 from node.extract.reads import Read, ReadColumn, columns_of
+from node.snapshot.door import Asked, DoorQueue
 from node.snapshot.state import SnapshotStore, TableCopy
 from node.snapshot.tasks import ReadTask, run
 from node.spark import SparkRunner
@@ -46,8 +48,11 @@ RETRY_S = 2.0
 
 @dataclass
 class _Work:
-    copy: TableCopy
-    chunk: chunks.Chunk
+    """A read of a window: a chunk of a copy, or free-door requests of one table."""
+
+    copy: TableCopy | None = None
+    chunk: chunks.Chunk | None = None
+    asked: Asked | None = None
 
 
 @dataclass
@@ -80,9 +85,10 @@ class Snapshots:
 
     def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
                  params: PipelineParams, spark: SparkRunner, store: SnapshotStore,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 door: DoorQueue, clock: Callable[[], float] = time.monotonic) -> None:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
         self.params, self.spark, self.store, self.clock = params, spark, store, clock
+        self.door = door
         self.copies: list[TableCopy] = []
         self.error = ""
         self._queue: deque[_Work] = deque()
@@ -102,6 +108,7 @@ class Snapshots:
             if copy.state == "copying":
                 self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks
                                    if chunk.index not in copy.done)
+        self.door.start()
         self._thread.start()
 
     def stop(self) -> None:
@@ -112,7 +119,13 @@ class Snapshots:
 
     @property
     def busy(self) -> bool:
-        return bool(self._queue or self._pending)
+        return bool(self._queue or self._pending or self.door.waiting)
+
+    def ask(self, requests: list[RowChange]) -> None:
+        """Free-door requests the stream carried: served in a coming window."""
+        if requests:
+            self.door.ask(requests)
+            self._wake.set()
 
     # -- what Select asks (node.select.selector.Watermarks) -----------------------------------
     def expects(self, window_id: int) -> bool:
@@ -125,8 +138,12 @@ class Snapshots:
         if window is not None:
             log.warning("event=snapshot_window_abandoned pipeline=%s window=%d chunks=%d",
                         self.pipeline_id, window_id, len(window.work))
-            self._queue.extendleft(reversed(window.work))
+            self._again(window.work)
             self._wake.set()
+
+    def _again(self, work: list[_Work]) -> None:
+        self._queue.extendleft(reversed([one for one in work if one.chunk is not None]))
+        self.door.again([one.asked for one in work if one.asked is not None])
 
     # -- what the runner asks ------------------------------------------------------------------
     def reads_for(self, batch: Batch) -> list[Read]:
@@ -146,21 +163,29 @@ class Snapshots:
             return
         with self._lock:
             windows = [self._pending.pop(window_id, None) for window_id, _, _ in batch.windows]
+        notes: list[Note] = []
         for window in windows:
             if window is None or window.reads is None:
                 continue
-            rows = {(read.label, read.table): read.count for read in window.reads}
-            for work in window.work:
-                copy = work.copy
-                copy.done.add(work.chunk.index)
-                copy.read_rows += rows.get((_label(work), copy.table), 0)
+            for work, read in zip(window.work, window.reads, strict=True):
+                if work.asked is not None:
+                    notes += work.asked.notes(read)
+                    continue
+                copy, chunk = work.copy, work.chunk
+                assert copy is not None and chunk is not None
+                copy.done.add(chunk.index)
+                copy.read_rows += read.count
                 if copy.state == "copying" and len(copy.done) == copy.total:
                     copy.state, copy.finished = "done", time.time()
                     log.info("event=snapshot_table_done pipeline=%s table=%s.%s rows=%d "
                              "chunks=%d seconds=%.1f", self.pipeline_id, copy.schema,
                              copy.table, copy.read_rows, copy.total,
                              copy.finished - copy.started)
-            self._rate.add(sum(read.count for read in window.reads))
+            self._rate.add(sum(read.count for work, read in zip(window.work, window.reads,
+                                                                strict=True)
+                               if work.chunk is not None))
+        if notes:
+            self.door.noted(notes)
         self._wake.set()
         # saved at once: a restart reads again only the chunks of windows in flight (a window
         # is tens of milliseconds or more; one write of a few hundred bytes each)
@@ -187,12 +212,12 @@ class Snapshots:
                 self._take_requests()
                 control = self.store.control()
                 self._cancel(control.get("cancelled") or {})
-                if control.get("paused") or not self._queue or \
-                        len(self._pending) >= WINDOWS_IN_FLIGHT:
+                copying = bool(self._queue) and not control.get("paused")
+                if len(self._pending) >= WINDOWS_IN_FLIGHT or not (
+                        copying or self.door.waiting) or not self._window(copying):
                     self._wake.wait(0.2)
                     self._wake.clear()
                     continue
-                self._window()
                 self.error = ""
             except SetlError as exc:
                 self.error = str(exc)
@@ -203,9 +228,15 @@ class Snapshots:
                 log.exception("event=snapshot_failed pipeline=%s", self.pipeline_id)
                 self._stop.wait(RETRY_S)
 
-    def _window(self) -> None:
-        work = [self._queue.popleft() for _ in range(min(len(self._queue),
-                                                          self.params.snapshot_parallelism))]
+    def _window(self, copying: bool) -> bool:
+        """Read a window (requests first, then chunks); False when there was nothing."""
+        most = self.params.snapshot_parallelism
+        work = [_Work(asked=asked) for asked in self.door.take(most)]
+        if copying:
+            work += [self._queue.popleft() for _ in range(min(len(self._queue),
+                                                              most - len(work)))]
+        if not work:
+            return False
         window = _Window(random.getrandbits(62), work)
         with self._lock:
             self._pending[window.id] = window
@@ -213,13 +244,15 @@ class Snapshots:
             self._signal("L", window.id)
             tasks = [self._task(window.id, one) for one in work]
             local = self.spark.local(sum(one.copy.rows // max(one.copy.total, 1)
+                                         if one.copy is not None else
+                                         len(one.asked.requests) if one.asked else 0
                                          for one in work))
             reads = self.spark.map(run, tasks, local,
                                    f"pipeline {self.pipeline_id}: snapshot read")
         except BaseException:
             with self._lock:
                 self._pending.pop(window.id, None)
-            self._queue.extendleft(reversed(work))
+            self._again(work)
             self._try_signal("A", window.id)
             raise
         with self._lock:
@@ -228,16 +261,22 @@ class Snapshots:
         log.info("event=snapshot_window pipeline=%s window=%d chunks=%s rows=%d",
                  self.pipeline_id, window.id, ",".join(_label(one) for one in work),
                  sum(read.count for read in reads))
+        return True
 
     def _task(self, window_id: int, work: _Work) -> ReadTask:
-        copy = work.copy
-        columns = self._columns.get((copy.schema, copy.table))
+        key = work.copy.key if work.copy is not None else work.asked.key  # type: ignore[union-attr]
+        columns = self._columns.get((key.schema, key.table))
         if columns is None:
             with connect(self.source) as conn, conn.cursor() as cursor:
-                columns = self._columns[(copy.schema, copy.table)] = columns_of(
-                    cursor, copy.schema, copy.table)
-        return ReadTask(window_id, self.source, confinement.current(), copy.key, columns,
-                        copy.where, work.chunk, label=_label(work))
+                columns = self._columns[(key.schema, key.table)] = columns_of(
+                    cursor, key.schema, key.table)
+        if work.asked is not None:
+            return ReadTask(window_id, self.source, confinement.current(), key, columns, "",
+                            keys=work.asked.keys, deletes=work.asked.deletes,
+                            label=_label(work))
+        assert work.copy is not None
+        return ReadTask(window_id, self.source, confinement.current(), key, columns,
+                        work.copy.where, work.chunk, label=_label(work))
 
     def _signal(self, kind: str, window_id: int) -> None:
         try:
@@ -269,7 +308,8 @@ class Snapshots:
             log.info("event=snapshot_table_cancelled pipeline=%s table=%s.%s chunks_done=%d "
                      "chunks=%d", self.pipeline_id, copy.schema, copy.table, len(copy.done),
                      copy.total)
-        self._queue = deque(work for work in self._queue if work.copy.state == "copying")
+        self._queue = deque(work for work in self._queue
+                            if work.copy is not None and work.copy.state == "copying")
         self._save()
 
     # -- tables asked for -----------------------------------------------------------------------
@@ -315,6 +355,10 @@ class Snapshots:
 
 
 def _label(work: _Work) -> str:
+    if work.asked is not None:
+        return f"free door {work.asked.key.schema}.{work.asked.key.table} " \
+               f"({len(work.asked.requests)} request(s))"
+    assert work.copy is not None and work.chunk is not None
     return f"{work.copy.id}#{work.chunk.index}"
 
 

@@ -8,10 +8,11 @@ from typing import Any, NamedTuple
 import pymysql
 
 from node.extract import chunks
-from node.extract.reads import Read, ReadColumn, packed, select
+from node.extract.reads import Read, ReadColumn, loose, packed, select
 from shared import confinement
 from shared.endpoint import connect
 from shared.errors import SourceError
+from shared.identifiers import quote
 from shared.model import DataSource
 
 
@@ -25,8 +26,9 @@ class ReadTask(NamedTuple):
     columns: tuple[ReadColumn, ...]
     where: str  # the user's condition ("" for none)
     chunk: chunks.Chunk | None = None
-    keys: tuple[tuple[Any, ...], ...] = ()  # or: these keys' rows
+    keys: tuple[tuple[Any, ...], ...] = ()  # or: these keys' rows (free-door I/U)
     label: str = ""
+    deletes: tuple[tuple[Any, ...], ...] = ()  # and these, deleted where the source lacks them
 
 
 def run(task: ReadTask) -> Read:
@@ -39,10 +41,11 @@ def run(task: ReadTask) -> Read:
             if task.chunk is not None:
                 condition, params = chunks.condition(key, task.chunk)
             else:
+                asked = task.keys + task.deletes
                 one = "(" + ", ".join(["%s"] * len(key.columns)) + ")"
-                columns = ", ".join(f"`{c.replace('`', '``')}`" for c in key.columns)
-                condition = f"({columns}) IN ({', '.join([one] * len(task.keys))})"
-                params = [value for keys in task.keys for value in keys]
+                columns = ", ".join(quote(column) for column in key.columns)
+                condition = f"({columns}) IN ({', '.join([one] * len(asked))})"
+                params = [value for keys in asked for value in keys]
             if task.where:
                 condition = f"{condition} AND ({chunks.escaped(task.where)})"
             rows = select(cursor, key.schema, key.table, task.columns, condition, params)
@@ -51,9 +54,11 @@ def run(task: ReadTask) -> Read:
                           f"{task.source.name}: {exc.args[-1] if exc.args else exc}") from None
     names = tuple(column.name for column in task.columns)
     missing: tuple[tuple[Any, ...], ...] = ()
-    if task.chunk is None:
+    deletes: tuple[tuple[Any, ...], ...] = ()
+    if task.chunk is None:  # the server matched the keys; which are there, said loosely
         at = [names.index(column) for column in key.columns]
-        found = {tuple(row[i] for i in at) for row in rows}
-        missing = tuple(keys for keys in task.keys if keys not in found)
+        found = {loose([row[i] for i in at]) for row in rows}
+        missing = tuple(keys for keys in task.keys if loose(keys) not in found)
+        deletes = tuple(keys for keys in task.deletes if loose(keys) not in found)
     return Read(task.window, key.schema, key.table, key.columns, names, packed(rows),
-                len(rows), task.label, missing=missing)
+                len(rows), task.label, missing=missing, deletes=deletes)

@@ -8,9 +8,8 @@ from decimal import Decimal
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.extract.freedoor import CentralDoor, as_change, is_request, parse
+from node.extract.freedoor import as_change, is_request, parse
 from shared.errors import FreeDoorRequestError
-from shared.model import DataSource
 from shared.retl import decode_key, encode_key
 
 
@@ -73,11 +72,3 @@ def test_only_buffer_inserts_are_requests() -> None:
     assert not is_request(RowChange("shop", "retl_buffer", ChangeType.INSERT, ("ID",), None,
                                     {"ID": 1}))
 
-
-def test_a_select_thread_of_a_failed_attempt_takes_no_central_requests() -> None:
-    # port 9 (discard) on a closed address: any database access would fail loudly
-    door = CentralDoor(DataSource("buffer", "127.0.0.1", 9, "nobody"), "c", "p", 100)
-    stale = door.attempt
-    door.rewind()  # a new attempt starts after a failure
-    assert door.take(1, stale) == []
-    assert door.served == {}

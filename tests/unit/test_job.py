@@ -14,7 +14,7 @@ from node.changes import Batch, ChangeType, RowChange, TargetChange, Transaction
 from node.extract.decode import TableSchema
 from node.extract.etl import CompiledPipeline
 from node.extract.facts import TableFacts
-from node.extract.job import ROW_BITS, JobSpec, Part, PartResult, Planner, in_order, run_part
+from node.extract.job import JobSpec, Part, PartResult, Planner, in_order, run_part
 from node.extract.merge import merge
 from node.extract.render import statements
 from node.extract.sqltext import MAX_STATEMENT, Sql, literal, texts
@@ -87,7 +87,7 @@ def test_units_of_parts_in_order_equal_one_merge_of_the_whole_batch() -> None:
     from node.extract.job import render
 
     parts = [render([c for c in changes if c.table in tables], spec) for tables in ("ac", "b")]
-    merged = [PartResult(units, [], [], [], 0) for units in parts]
+    merged = [PartResult(units, [], 0) for units in parts]
     ours = [sql.text for unit in in_order(merged) for sql in unit.sqls]
     conn = escape()
     theirs = [text for writes in merge(changes) for text in _mogrified(conn, writes)]
@@ -136,9 +136,7 @@ def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
                       PipelineParams(load_batch_size=500))
     events = [(n, bytes([n]) * (10 * n)) for n in (1, 3, 2, 4, 6, 5, 1)]
     txn = Transaction((), BinlogPosition("b.1", 9), 1, 1, events=tuple(events), event_rows=7)
-    request = RowChange("retl", "retl_buffer", ChangeType.INSERT, ("ID",), None,
-                        {"ID": 1, "FULL_NAME": "s.c", "TYPE": "I", "PK_DATA": "[1]"})
-    parts = planner.parts(Batch("c.p", 1, [txn]), [request], partitions=3)
+    parts = planner.parts(Batch("c.p", 1, [txn]), partitions=3)
     tables = [{layouts[n].table for n in part.numbers} for part in parts]
     for together in ({"a", "b"}, {"d", "e"}):  # a shared target, a foreign key
         assert [t for t in tables if t & together] == [t for t in tables if together <= t]
@@ -153,10 +151,7 @@ def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
         for length, number in zip(part.lengths, part.numbers, strict=True):
             assert part.events[at:at + length] == bytes([number]) * (10 * number)
             at += length
-    [asked] = [part for part in parts if part.decoded]
-    assert "c" in {layouts[n].table for n in asked.numbers}
-    assert asked.decoded == [(7 << ROW_BITS, request)]  # after every event of the batch
-    one = planner.parts(Batch("c.p", 1, [txn]), [], partitions=1)
+    one = planner.parts(Batch("c.p", 1, [txn]), partitions=1)
     assert len(one) == 1 and list(one[0].places) == list(range(7))
     spec = planner.spec(Batch("c.p", 1, [txn]), parts)
     assert set(spec.facts) == {("dst", "t", name) for name in ("ab", "c", "d", "e", "f")}
@@ -170,7 +165,7 @@ def test_a_part_of_decoded_changes_is_transformed_merged_and_rendered() -> None:
     rows.append(RowChange("s", "t", ChangeType.DELETE, ("id",), {"id": 1, "v": "", "secret": ""},
                           None))
     result = run_part(compiled, JobSpec(1, False, load_batch_size=2), Part.of_changes(rows))
-    assert result.rows == 4 and not result.changes and not result.requested
+    assert result.rows == 4 and not result.changes
     [unit] = result.units
     assert (unit.schema, unit.table, unit.rows) == ("s2", "t", 2)
     assert [sql.text for sql in unit.sqls] == [

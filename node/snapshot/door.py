@@ -1,0 +1,191 @@
+"""Free-door requests waiting for a watermark window (:mod:`node.snapshot.controller`).
+
+A request is served like a snapshot chunk: its row is read between a low and a high
+watermark and joins the stream at the high one, unless the stream changed the key inside
+the window (then the stream's change is the newer). So a backfill, an ad-hoc snapshot and
+a repair are one mechanism, and a reader of the target never sees a row older than one it
+saw, nor a mix of source states.
+
+Where the requests come from:
+
+- **per instance**: inserts into the source's ``retl.retl_buffer`` without a
+  ``CHANNEL_ID``, seen in the stream (:meth:`DoorQueue.ask`). The stream's copy of the row
+  is the request, so every pipeline reading the source serves it even after another
+  deleted the buffer row. Rows the stream passed before a restart, whose windows were not
+  loaded, are still in the buffer: at start the queue reads the buffer up to its highest id
+  (pages, as windows free up), and the stream's requests in that range are left to it.
+  A queue grown past ``MOST_QUEUED`` reads the rest from the buffer the same way.
+- **central**: the channel's buffer on any server, polled in slices of ``free_door_slice``
+  (:class:`~node.extract.freedoor.CentralDoor`).
+
+A served request's buffer row is deleted once its window's batch is loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from node.changes import RowChange
+from node.extract import chunks
+from node.extract.etl import CompiledPipeline
+from node.extract.freedoor import COLUMNS, CentralDoor, Note, Request, as_change, parse
+from node.extract.reads import Read
+from shared.endpoint import connect
+from shared.errors import FreeDoorRequestError, SetlError
+from shared.model import DataSource
+from shared.retl import BUFFER_TABLE
+
+log = logging.getLogger("setl.node.snapshot.door")
+MOST_QUEUED = 100_000  # requests kept in memory; more are read from the buffer
+KEYS_PER_READ = 1_000  # keys of one table one read asks for
+PAGE = 5_000  # buffer rows read at once
+
+
+@dataclass
+class Asked:
+    """Requests of one table read together in a window."""
+
+    key: chunks.SplitKey
+    requests: list[Request]
+    rows: list[RowChange]  # the buffer rows they came as
+
+    @property
+    def keys(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(tuple(r.key) for r in self.requests if r.type != "D")
+
+    @property
+    def deletes(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(tuple(r.key) for r in self.requests if r.type == "D")
+
+    def notes(self, read: Read) -> list[Note]:
+        """What became of each request once the read is loaded."""
+        missing = set(read.missing)
+        return [Note("missing" if r.type != "D" and tuple(r.key) in missing else "loaded",
+                     r.buffer_id, r.central) for r in self.requests]
+
+
+class DoorQueue:
+    """The requests of one pipeline (one attempt of its runner) waiting for windows."""
+
+    def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
+                 central: CentralDoor | None, noted: Callable[[list[Note]], None]) -> None:
+        self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
+        self.central, self.noted = central, noted
+        self._rows: deque[RowChange] = deque()
+        self._scan_after = self._scan_until = 0  # buffer ids (after, until] still to read
+        self._keys: dict[tuple[str, str], chunks.SplitKey | None] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Requests left in the buffer by an earlier run are read again."""
+        try:
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                cursor.execute(f"SELECT COALESCE(MAX(ID), 0) FROM {'.'.join(BUFFER_TABLE)} "
+                               "WHERE CHANNEL_ID IS NULL OR CHANNEL_ID = ''")
+                self._scan_until = int(cursor.fetchone()[0])
+        except (pymysql.MySQLError, SetlError) as exc:
+            log.warning("event=free_door_scan_failed pipeline=%s error=%s", self.pipeline_id,
+                        exc.args[-1] if exc.args else exc)
+        if self._scan_until:
+            log.info("event=free_door_resumed pipeline=%s buffer_ids_up_to=%d",
+                     self.pipeline_id, self._scan_until)
+
+    def ask(self, changes: list[RowChange]) -> None:
+        """Requests the stream carried (Select's thread)."""
+        with self._lock:
+            for change in changes:
+                buffer_id = int((change.after or {}).get("ID") or 0)
+                if self._scan_after < buffer_id <= self._scan_until:
+                    continue  # the buffer is read there
+                if len(self._rows) >= MOST_QUEUED:
+                    self._scan_until = max(self._scan_until, buffer_id)
+                else:
+                    self._rows.append(change)
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._rows) or self._scan_after < self._scan_until or (
+            self.central is not None and self.central.waiting())
+
+    def take(self, reads: int) -> list[Asked]:
+        """At most ``reads`` groups of requests to read in the next window; requests that
+        cannot be served are noted as rejected at once."""
+        rows: list[RowChange] = []
+        with self._lock:
+            while self._rows and len(rows) < reads * KEYS_PER_READ:
+                rows.append(self._rows.popleft())
+        if len(rows) < reads * KEYS_PER_READ and self._scan_after < self._scan_until:
+            rows += self._scan(reads * KEYS_PER_READ - len(rows))
+        if len(rows) < reads * KEYS_PER_READ and self.central is not None:
+            rows += self.central.take(reads * KEYS_PER_READ - len(rows))
+        groups: dict[tuple[str, str], list[Asked]] = {}
+        rejected: list[Note] = []
+        for change in rows:
+            try:
+                request, key = self._checked(change)
+            except FreeDoorRequestError as exc:
+                row = change.after or {}
+                rejected.append(Note("rejected", int(row.get("ID") or 0),
+                                     bool(row.get("central")), str(exc)))
+                continue
+            found = groups.setdefault((request.schema, request.table), [])
+            if not found or len(found[-1].requests) >= KEYS_PER_READ:
+                found.append(Asked(key, [], []))
+            found[-1].requests.append(request)
+            found[-1].rows.append(change)
+        if rejected:
+            self.noted(rejected)
+        return [asked for found in groups.values() for asked in found]
+
+    def again(self, asked: list[Asked]) -> None:
+        """Requests of a window that was not loaded wait for the next."""
+        with self._lock:
+            self._rows.extendleft(reversed([row for one in asked for row in one.rows]))
+
+    def _scan(self, most: int) -> list[RowChange]:
+        try:
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                cursor.execute(f"SELECT {COLUMNS} FROM {'.'.join(BUFFER_TABLE)} WHERE ID > %s "
+                               "AND ID <= %s AND (CHANNEL_ID IS NULL OR CHANNEL_ID = '') "
+                               "ORDER BY ID LIMIT %s",
+                               (self._scan_after, self._scan_until, min(most, PAGE)))
+                names = [column[0] for column in cursor.description]
+                found = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        except pymysql.MySQLError as exc:
+            raise SetlError(f"pipeline {self.pipeline_id}: reading the free door's buffer on "
+                            f"{self.source.name}: {exc.args[-1] if exc.args else exc}") from None
+        with self._lock:
+            self._scan_after = int(found[-1]["ID"]) if len(found) == min(most, PAGE) \
+                else self._scan_until
+        return [as_change(row, central=False) for row in found]
+
+    def _checked(self, change: RowChange) -> tuple[Request, chunks.SplitKey]:
+        """The request and its table's key; raises for a request that cannot be served."""
+        if (change.after or {}).get("reject"):
+            raise FreeDoorRequestError(str(change.after["reject"]))  # type: ignore[index]
+        request = parse(change)
+        name = f"{request.schema}.{request.table}"
+        if not self.compiled.wants(request.schema, request.table):
+            raise FreeDoorRequestError(f"table {name} is not replicated by this pipeline")
+        if (request.schema, request.table) not in self._keys:
+            configured = self.compiled.configured_keys(request.schema, request.table) or ()
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                self._keys[(request.schema, request.table)] = chunks.table_key(
+                    cursor, request.schema, request.table, configured)
+        key = self._keys[(request.schema, request.table)]
+        if key is None:
+            raise FreeDoorRequestError(f"table {name} does not exist on the source or has no "
+                                       "key")
+        if len(key.columns) != len(request.key):
+            raise FreeDoorRequestError(f"PK_DATA has {len(request.key)} value(s); the key of "
+                                       f"{name} ({', '.join(key.columns)}) has "
+                                       f"{len(key.columns)}")
+        return request, key
+
