@@ -18,7 +18,7 @@ import pymysql
 
 from shared.endpoint import connect
 from shared.errors import SetlError
-from shared.model import DataSource, Definitions, Pipeline
+from shared.model import DataSource, Definitions, Pipeline, StartupMode
 
 log = logging.getLogger("setl.tablekeys")
 
@@ -75,7 +75,15 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
             if pair.key_columns:
                 break
             if columns is None:
-                if pair.joins or pair.merge_part:
+                if pipeline.params.startup is StartupMode.SNAPSHOT:
+                    problems.append(
+                        f"pipeline {pipeline.name}: table {schema}.{table} (pair "
+                        f"{pair.source}) has no primary key and no unique key over NOT NULL "
+                        "columns, and 'start: snapshot' copies every paired table in chunks "
+                        "by key (a row copied twice would be there twice); give it a primary "
+                        "key, name the columns that identify a row with 'key_columns:' on the "
+                        "pair, or start the pipeline with 'start: latest' and copy it by hand")
+                elif pair.joins or pair.merge_part:
                     problems.append(
                         f"pipeline {pipeline.name}: table {schema}.{table} (pair "
                         f"{pair.source}) has no primary key and no unique key over NOT NULL "
