@@ -6,8 +6,8 @@
 A fresh sandbox: source, setl's target, and a native MariaDB replica of the same source
 (GTID replication, started in the same run). Scenarios:
 
-- **copy**: a ``--copy-rows`` table copied by ``mydumper | myloader`` (setl has no initial
-  snapshot yet: its row says so);
+- **copy**: a ``--copy-rows`` table copied by setl's ``start: snapshot`` (alone, then with
+  sysbench writing 200 tx/s to the same table while it copies) and by ``mydumper | myloader``;
 - **bulk**: ``sysbench oltp_write_only prepare`` writes ``--tables`` × ``--table-size`` rows;
   the time until every row is on setl's target and on the replica;
 - **delay**: ``sysbench oltp_write_only run`` for ``--seconds``, at ``--rate`` tx/s and at
@@ -131,9 +131,15 @@ def count(db: Database, tables: list[str]) -> int:
         return -1
 
 
-def copy_scenario(peers: Peers, rows: int) -> dict[str, Any]:
+def copy_scenario(peers: Peers, rows: int, node_pid: int) -> list[dict[str, Any]]:
+    """A ``rows`` sysbench table copied by setl's snapshot (alone, then racing sysbench
+    writes to the same table) and by ``mydumper | myloader``; each copy checked by
+    pt-table-sync."""
     peers.source.execute("CREATE DATABASE sbcopy")
     peers.sysbench("--tables=1", f"--table-size={rows}", "--mysql-db=sbcopy", "prepare")
+    alone = setl_copy(peers, rows, "copy", node_pid, rate=0)
+    racing = setl_copy(peers, rows, "copywrites", node_pid, rate=200)
+    peers.target.execute("DROP DATABASE IF EXISTS sbcopy")
     dump = Path(tempfile.mkdtemp(prefix="setl-mydumper-"))
     login = ["-h", "127.0.0.1", "-u", "setl", "-p", peers.password, "-t", "2"]
     started = time.monotonic()
@@ -144,9 +150,69 @@ def copy_scenario(peers: Peers, rows: int) -> dict[str, Any]:
     took = time.monotonic() - started
     shutil.rmtree(dump, ignore_errors=True)
     bad = peers.differs("target", "sbcopy", ["sbtest1"])
-    return {"scenario": f"full copy {rows:,} rows", "setl": "not implemented (no snapshot yet)",
-            "mydumper_myloader_rows_per_s": None if bad else round(rows / took),
-            "mydumper_myloader_s": round(took, 2), "equal": not bad, "differences": bad}
+    peers.target.execute("DROP DATABASE IF EXISTS sbcopy")
+    peer = None if bad else rows / took
+    alone["scenario"] = f"full copy {rows:,} rows"
+    alone.update(mydumper_myloader_rows_per_s=None if peer is None else round(peer),
+                 mydumper_myloader_s=round(took, 2),
+                 ratio_setl_mydumper=round(alone["setl_rows_per_s"] / peer, 3)
+                 if peer and alone["setl_rows_per_s"] else None,
+                 equal=alone["equal"] and not bad,
+                 differences=alone["differences"] + bad)
+    return [alone, racing]
+
+
+def setl_copy(peers: Peers, rows: int, channel: str, node_pid: int, rate: int
+              ) -> dict[str, Any]:
+    """setl's ``start: snapshot`` of sbcopy.sbtest1 into an empty table on the target, with
+    sysbench writing ``rate`` tx/s to the same table while it copies (0: none)."""
+    create = peers.source.rows("SHOW CREATE TABLE sbcopy.sbtest1")[0][1]
+    peers.target.script("DROP DATABASE IF EXISTS sbcopy", "CREATE DATABASE sbcopy",
+                        create.replace("CREATE TABLE `sbtest1`", "CREATE TABLE sbcopy.sbtest1"))
+    pair = {"source": "sbcopy.sbtest1", "target": "sbcopy.sbtest1"}
+    peers.cluster.apply([{"name": channel, "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "start": "snapshot",
+        "pairs": [pair]}]}])
+    writer = None
+    if rate:
+        writer = subprocess.Popen(
+            ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+             f"--mysql-port={peers.port('source')}", "--mysql-user=setl",
+             f"--mysql-password={peers.password}", "--mysql-db=sbcopy", "--tables=1",
+             f"--table-size={rows}", "--time=3600", f"--rate={rate}", "--threads=2", "run"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
+    peers.cluster.set_status(channel, "START")
+
+    first: list[float] = []  # when the first copied rows showed (Spark and the pipeline up)
+
+    def copied() -> bool:
+        copies = list(peers.cluster.pipeline_state(channel).snapshots)
+        if not first and any(copy.rows for copy in copies):
+            first.append(time.monotonic())
+        return bool(copies) and all(copy.state == "done" for copy in copies)
+
+    try:
+        wait_for(copied, 3600, f"{channel}: the snapshot", interval_s=0.05)
+        took = time.monotonic() - started
+        cpu = tree_cpu_s(node_pid) - cpu_before
+    finally:
+        if writer is not None:
+            writer.terminate()
+            writer.wait(30)
+    checksum = "CHECKSUM TABLE sbcopy.sbtest1"
+    wait_for(lambda: peers.source.rows(checksum) == peers.target.rows(checksum), 300,
+             f"{channel}: the stream caught up", interval_s=0.2)
+    bad = peers.differs("target", "sbcopy", ["sbtest1"])
+    peers.cluster.set_status(channel, "STOP")
+    wait_for(lambda: peers.cluster.pipeline_state(channel).state == "not running", 60,
+             f"{channel}: stopped")
+    label = f"setl snapshot of {rows:,} rows" + (f" racing sysbench at {rate} tx/s on the "
+                                                  "same table" if rate else "")
+    return {"scenario": label, "setl_rows_per_s": None if bad else round(rows / took),
+            "setl_s": round(took, 2), "setl_cpu_s_per_100k_rows": round(cpu / rows * 1e5, 2),
+            "setl_start_s": round(first[0] - started, 2) if first else None,
+            "equal": not bad, "differences": bad}
 
 
 def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[str, Any]:
@@ -279,7 +345,7 @@ def chart(report: dict[str, Any], path: Path) -> None:
 
     results = {r["scenario"]: r for r in report["results"]}
     fig, axes = plt.subplots(1, 4, figsize=(19, 4.5))
-    bulk = next((r for r in results.values() if "setl_rows_per_s" in r), None)
+    bulk = next((r for r in results.values() if "native_rows_per_s" in r), None)
     if bulk:
         axes[0].bar(["setl", "native replica"], [bulk["setl_rows_per_s"] or 0,
                                                  bulk["native_rows_per_s"] or 0],
@@ -299,8 +365,9 @@ def chart(report: dict[str, Any], path: Path) -> None:
     copy = next((r for r in results.values() if "mydumper_myloader_s" in r), None)
     if copy:
         axes[2].bar(["setl snapshot", "mydumper|myloader"],
-                    [0, copy["mydumper_myloader_rows_per_s"] or 0], color=["#3b7dd8", "#999999"])
-        axes[2].set_title("full copy, rows/s (setl: not implemented)")
+                    [copy["setl_rows_per_s"] or 0, copy["mydumper_myloader_rows_per_s"] or 0],
+                    color=["#3b7dd8", "#999999"])
+        axes[2].set_title("full copy, rows/s")
     else:
         axes[2].axis("off")
     catchup = next((r for r in results.values() if "setl_oltp_rows_per_s" in r), None)
@@ -343,15 +410,15 @@ def main(argv: list[str] | None = None) -> int:
     peers = Peers(args.work)
     results: list[dict[str, Any]] = []
     try:
-        if "copy" in scenarios:
-            results.append(copy_scenario(peers, args.copy_rows))
-        for db in (peers.source, peers.replica):  # the replica starts from here on
-            db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
-        peers.start_replica()
         peers.cluster.start_manager()
         node = peers.cluster.start_node(1)
         sampler = RssSampler(node.pid)
         sampler.start()
+        if "copy" in scenarios:
+            results += copy_scenario(peers, args.copy_rows, node.pid)
+        for db in (peers.source, peers.replica):  # the replica starts from here on
+            db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        peers.start_replica()
         peers.start_setl(args.tables)
         peers.source.execute(BEAT)
         if "bulk" in scenarios or "delay" in scenarios:
