@@ -42,7 +42,7 @@ from typing import Any
 
 import pymysql
 
-from shared.errors import SourceError
+from shared.errors import ConfigError, SourceError
 from shared.identifiers import qualified, quote
 from shared.tablekeys import row_keys
 
@@ -113,6 +113,9 @@ def table_key(cursor: Any, schema: str, table: str,
     data_type, nullable = (found.values() if isinstance(found, dict) else found)
     return SplitKey(schema, table, tuple(columns), str(data_type).lower(), nullable == "YES")
 
+UNORDERED = frozenset({"geometry", "point", "linestring", "polygon", "multipoint",
+                       "multilinestring", "multipolygon", "geometrycollection"})
+
 
 def split(cursor: Any, key: SplitKey, chunk_size: int, where: str = "") -> ChunkPlan:
     """Count the rows (under ``where``, an SQL condition) and find the chunk boundaries.
@@ -121,6 +124,11 @@ def split(cursor: Any, key: SplitKey, chunk_size: int, where: str = "") -> Chunk
     whatever it says."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    if key.data_type in UNORDERED:
+        raise ConfigError(f"{key.schema}.{key.table} cannot be split into chunks by its key "
+                          f"column {key.column} ({key.data_type}: its values have no order "
+                          "to cut ranges by); name other columns that identify a row with "
+                          "'key_columns:' on the pair")
     column, condition = quote(key.column), _and("TRUE", where)
     low, high = _one(cursor, key, f"SELECT MIN({column}), MAX({column}) FROM {key.name} "
                                   f"WHERE {condition}", ())

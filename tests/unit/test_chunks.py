@@ -119,3 +119,13 @@ def test_chunks_and_their_conditions() -> None:
 
 def test_a_guard_stops_a_step_that_never_moves() -> None:
     assert stepped_bounds(1, lambda after: 1, limit=5) == [1] * 5
+
+
+def test_a_key_with_no_order_is_refused_naming_table_and_column() -> None:
+    from node.extract.chunks import split
+    from shared.errors import ConfigError
+
+    spatial = SplitKey("maps", "places", ("spot",), "point")
+    with pytest.raises(ConfigError, match=r"maps\.places cannot be split into chunks by its "
+                                          r"key column spot \(point"):
+        split(None, spatial, 100)  # refused before any query
