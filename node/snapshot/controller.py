@@ -315,8 +315,20 @@ class Snapshots:
     # -- tables asked for -----------------------------------------------------------------------
     def _take_requests(self) -> None:
         for znode, request in self.store.requests():
-            copy = self._plan(str(request["schema"]), str(request["table"]),
-                              str(request.get("where") or ""))
+            schema, table = str(request["schema"]), str(request["table"])
+            where = str(request.get("where") or "")
+            try:
+                copy = self._plan(schema, table, where)
+            except ConfigError as exc:  # the table cannot be copied: said, and not asked again
+                copy = TableCopy(f"{schema}.{table}@{int(time.time() * 1000)}", schema, table,
+                                 where, chunks.SplitKey(schema, table, (), ""), [], 0,
+                                 state="failed", error=str(exc), finished=time.time())
+                log.error("event=snapshot_table_failed pipeline=%s table=%s.%s error=%s",
+                          self.pipeline_id, schema, table, exc)
+                self.copies.append(copy)
+                self._save()
+                self.store.taken(znode)
+                continue
             self.copies.append(copy)
             self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks)
             self._save()
