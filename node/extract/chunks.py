@@ -21,7 +21,8 @@ chunk more for its NULL rows.
 A composite key is split by its first column only: a chunk holds every row whose first
 column is in its range, so many rows sharing one first value make one large chunk.
 
-Values are bound as query parameters, never formatted into SQL. Read a table's chunks in
+Values are bound as query parameters, never formatted into SQL (so every query here has
+parameters, and a ``where`` condition's ``%`` is escaped). Read a table's chunks in
 sessions with the same settings as the split (setl's readers use ``time_zone = '+00:00'``,
 so TIMESTAMP boundaries mean the same instants).
 
@@ -221,7 +222,14 @@ def locate(chunks: Sequence[Chunk], value: Any) -> Chunk:
 
 
 def _and(sql: str, where: str) -> str:
-    return f"{sql} AND ({where})" if where else sql
+    """``sql`` and the user's condition, whose ``%`` (``LIKE 'a%'``) is escaped for the
+    parameter formatting every query here goes through."""
+    return f"{sql} AND ({escaped(where)})" if where else sql
+
+
+def escaped(where: str) -> str:
+    """A condition written by a user, safe in a query that has ``%s`` parameters."""
+    return where.replace("%", "%%")
 
 
 def _run(cursor: Any, key: SplitKey, sql: str, params: Sequence[Any]) -> None:
