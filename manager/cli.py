@@ -4,6 +4,8 @@
     setl channel list | show NAME | start NAME | pause NAME | stop NAME | delete NAME
     setl node list
     setl status [--watch]
+    setl backfill CHANNEL --table schema.table | setl retl init SOURCE
+    setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
     setl sandbox up | down | status
 
 Errors go to stderr as one line with a hint, and the exit code is non-zero.
@@ -17,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from manager import backfill, render
+from manager import backfill, render, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -68,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--interval", type=float, default=1.0)
 
     backfill.add_commands(commands)
+    verifycli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
     box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
@@ -202,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             return run(args, client)
         if args.command == "retl":
             return backfill.retl_init(args, client)
+        if args.command == "verify":
+            return verifycli.run(args, client)
         if args.command == "node":
             answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
             _print(args, answer, render.nodes(answer.nodes))
@@ -209,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args, client)
     except SetlError as exc:
         print(f"setl: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return verifycli.EXIT_ERROR if args.command == "verify" else EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
 

@@ -1,0 +1,233 @@
+"""A chunk checked where Spark runs it (or in the node, for small work): the source's rows of
+the chunk in one consistent snapshot, with its binlog position; the target tables' rows of
+the same key range, each target database in one snapshot with the pipeline's position
+there; compared by hash. Only the keys that differ travel back, with both signatures.
+
+A chunk compared while the target had not yet loaded past the source's snapshot
+(``caught_up`` false) may differ only because its rows were still on their way; the node
+decides about such keys later (:mod:`node.verify.settle`), never here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+
+from node.extract.chunks import Chunk, condition
+from node.extract.etl import CompiledPair, CompiledPipeline
+from node.verify.plan import TablePlan
+from node.verify.readers import (
+    Key,
+    Reader,
+    Side,
+    Signature,
+    SqlReader,
+    differing,
+    position_key,
+    reader_for,
+    signatures,
+    source_snapshot,
+    target_snapshot,
+)
+from shared.endpoint import connect
+from shared.errors import SourceError
+from shared.model import DataSource
+
+SESSION = "SET time_zone = '+00:00'"  # TIMESTAMP in UTC, as the binlog gives it
+
+
+@dataclass(frozen=True)
+class VerifyPipeline(CompiledPipeline):
+    """The pipeline's Extract/Transform without the pairs verify leaves out (those with a
+    processor, unless columns to compare were chosen), so no processor runs for nothing."""
+
+    keep_processors: bool = False
+
+    @classmethod
+    def of(cls, compiled: CompiledPipeline, keep_processors: bool) -> VerifyPipeline:
+        state = compiled.__getstate__()
+        made = cls.__new__(cls)
+        made.__setstate__({**state, "keep_processors": keep_processors})
+        return made
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "keep_processors": self.keep_processors}
+
+    def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
+        found = super().pairs_for(schema, table)
+        if self.keep_processors:
+            return found
+        return tuple(entry for entry in found if not entry.pair.processor)
+
+    @property
+    def broadcast_key(self) -> tuple[str, int, int]:  # never the running pipeline's
+        pipeline_id, version, keys = super().broadcast_key
+        return f"{pipeline_id}#verify{int(self.keep_processors)}", version, keys
+
+
+@dataclass(frozen=True)
+class ChunkGroup:
+    """Chunks of one table checked by one task, with one connection to each database."""
+
+    plan: TablePlan
+    chunks: tuple[Chunk, ...]
+    targets: dict[str, DataSource]
+
+
+@dataclass
+class ChunkResult:
+    table: str
+    chunk: int
+    rows: int
+    at: tuple[str, int]  # the source snapshot's binlog position
+    caught_up: bool  # every target had loaded past ``at`` when read
+    differing: dict[Key, tuple[Signature, Signature]] = field(default_factory=dict)
+
+
+class Sessions:
+    """One connection to the source and to each target database, opened on first use."""
+
+    def __init__(self, source: DataSource, targets: dict[str, DataSource]) -> None:
+        self.sources = {"": source, **targets}
+        self._open: dict[str, Any] = {}
+
+    def cursor(self, name: str = "") -> Any:
+        conn = self._open.get(name)
+        if conn is None:
+            conn = self._open[name] = connect(self.sources[name], autocommit=True,
+                                              init_command=SESSION)
+        return conn.cursor()
+
+    def close(self) -> None:
+        for conn in self._open.values():
+            try:
+                conn.close()
+            except pymysql.MySQLError:
+                pass
+        self._open.clear()
+
+
+class Snapshots:
+    """A consistent snapshot per target database, begun when first needed, with the
+    pipeline's position in it; all ended by :meth:`end`."""
+
+    def __init__(self, sessions: Sessions, pipeline_id: str) -> None:
+        self.sessions, self.pipeline_id = sessions, pipeline_id
+        self.cursors: dict[str, Any] = {}
+        self.positions: dict[str, tuple[str, int] | None] = {}
+
+    def cursor(self, datasource: str) -> Any:
+        found = self.cursors.get(datasource)
+        if found is None:
+            found = self.cursors[datasource] = self.sessions.cursor(datasource)
+            self.positions[datasource] = target_snapshot(found, self.pipeline_id)
+        return found
+
+    def past(self, at: tuple[str, int], datasources: Sequence[str]) -> bool:
+        """Whether every target named had loaded past ``at`` in its snapshot."""
+        for name in datasources:
+            self.cursor(name)
+            found = self.positions.get(name)
+            if found is None or position_key(*found) < position_key(*at):
+                return False
+        return True
+
+    def end(self) -> None:
+        for cursor in self.cursors.values():
+            cursor.execute("COMMIT")
+        self.cursors.clear()
+
+
+def check_group(compiled: CompiledPipeline, group: ChunkGroup) -> list[ChunkResult]:
+    """The task: each chunk of the group checked in turn."""
+    if compiled.source is None:
+        raise SourceError(f"pipeline {compiled.pipeline_id}: verify needs the source")
+    sessions = Sessions(compiled.source, group.targets)
+    try:
+        reader = reader_for(group.plan, compiled)
+        return [check_chunk(reader, sessions, chunk) for chunk in group.chunks]
+    finally:
+        sessions.close()
+
+
+def check_chunk(reader: Reader, sessions: Sessions, chunk: Chunk) -> ChunkResult:
+    plan = reader.plan
+    source = sessions.cursor()
+    at = source_snapshot(source)
+    snapshots = Snapshots(sessions, plan.pipeline_id)
+    try:
+        sql, params = condition(plan.key, chunk)
+        if isinstance(reader, SqlReader) and not plan.where:
+            sums = reader.sums(source, sql, params)
+            if _sums_equal(reader, snapshots, chunk, sums):
+                return ChunkResult(plan.name, chunk.index, int(sums[0]), at,
+                                   snapshots.past(at, plan.datasources))
+        side = reader.source(source, sql, params)
+        source.execute("COMMIT")
+        actual = {}
+        for target in plan.targets:
+            cursor = snapshots.cursor(target.datasource)
+            if target.range_column is not None:
+                actual[target.id] = reader.target(
+                    cursor, target, *condition(plan.key, chunk, target.range_column), side)
+            else:
+                keys = [key for key, tables in side.expected.items() if target.id in tables]
+                actual[target.id] = reader.target_keys(cursor, target, keys, side)
+        return ChunkResult(plan.name, chunk.index, side.rows, at,
+                           snapshots.past(at, plan.datasources), differing(side, actual))
+    finally:
+        source.execute("COMMIT")
+        snapshots.end()
+
+
+def _sums_equal(reader: SqlReader, snapshots: Snapshots, chunk: Chunk,
+                sums: tuple[Any, ...]) -> bool:
+    """Whether each target table's count and XOR of hashes over the chunk are the
+    source's (which hashes each target's columns apart)."""
+    plan = reader.plan
+    for index, target in enumerate(plan.targets):
+        count, xor = reader.target_sums(snapshots.cursor(target.datasource), target,
+                                        *condition(plan.key, chunk, target.range_column))
+        if int(count) != int(sums[0]) or int(xor or 0) != int(sums[index + 1] or 0):
+            return False
+    return True
+
+
+@dataclass
+class Probe:
+    """The node's reads of chosen keys, for re-checks: the source in one snapshot (with
+    its position), then the targets in theirs."""
+
+    compiled: CompiledPipeline
+    plan: TablePlan
+    sessions: Sessions
+    reader: Reader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = reader_for(self.plan, self.compiled)
+
+    def source(self, keys: Sequence[Key]) -> tuple[tuple[str, int], Side]:
+        cursor = self.sessions.cursor()
+        at = source_snapshot(cursor)
+        try:
+            return at, self.reader.source_keys(cursor, keys)
+        finally:
+            cursor.execute("COMMIT")
+
+    def targets(self, keys: Sequence[Key], side: Side
+                ) -> dict[Key, tuple[Signature, Signature]]:
+        snapshots = Snapshots(self.sessions, self.plan.pipeline_id)
+        try:
+            actual = {target.id: self.reader.target_keys(snapshots.cursor(target.datasource),
+                                                         target, keys, side)
+                      for target in self.plan.targets}
+        finally:
+            snapshots.end()
+        found = signatures(side, actual, keys)
+        # a row outside --where that the source still has is none of verify's business
+        return {key: pair for key, pair in found.items()
+                if pair[0] or key not in side.known}
+
