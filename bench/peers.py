@@ -1,7 +1,8 @@
 """setl side by side with what a user would pick instead, in one run on one machine.
 
     python -m bench.peers [--tables 4] [--table-size 100000] [--seconds 60] [--rate 1000]
-                          [--copy-rows 2000000] [--scenarios copy,bulk,delay] [--smoke]
+                          [--copy-rows 2000000] [--corrupt 30] [--scenarios copy,bulk,delay]
+                          [--smoke]
 
 A fresh sandbox: source, setl's target, and a native MariaDB replica of the same source
 (GTID replication, started in the same run). Scenarios:
@@ -17,6 +18,9 @@ A fresh sandbox: source, setl's target, and a native MariaDB replica of the same
   ``--tables`` × ``--table-size`` rows, then ``--seconds`` of ``oltp_write_only`` at full rate),
   then started: rows/s of each part, node CPU per 100k rows; with ``--profile`` µs per row by
   stage (py-spy on the node's process tree; ``make bench-profile``).
+- **verify**: ``setl verify`` of the copy's table next to ``pt-table-checksum``, then the
+  same findings as ``pt-table-sync --print`` on ``--corrupt`` corrupted rows, and
+  ``--repair`` (``bench/verify.py``; it runs the copy first);
 - **noisy**: a noisy neighbour: ``oltp_write_only`` at full rate on another schema of the
   same source (prepared first, not replicated by setl) while 100 tx/s go to a paired table:
   that table's delay on setl and on the replica (which replicates everything).
@@ -51,6 +55,7 @@ from bench.measure import (
     tree_cpu_s,
     write_report,
 )
+from bench.verify import verify_scenario
 from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
 
@@ -329,7 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
-    parser.add_argument("--scenarios", default="copy,bulk,delay,noisy,catchup")
+    parser.add_argument("--corrupt", type=int, default=30, help="target rows the verify "
+                        "scenario corrupts")
+    parser.add_argument("--scenarios", default="copy,verify,bulk,delay,noisy,catchup")
     parser.add_argument("--profile", action="store_true",
                         help="catch-up under py-spy: CPU µs per row by stage")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
@@ -339,11 +346,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.tables, args.table_size, args.seconds, args.rate, args.copy_rows = 2, 500, 2, 50, 2000
+        args.corrupt = 6
     scenarios = args.scenarios.split(",")
     peers = Peers(args.work)
     results: list[dict[str, Any]] = []
     try:
-        if "copy" in scenarios:
+        if "copy" in scenarios or "verify" in scenarios:
             results.append(copy_scenario(peers, args.copy_rows))
         for db in (peers.source, peers.replica):  # the replica starts from here on
             db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
@@ -352,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         node = peers.cluster.start_node(1)
         sampler = RssSampler(node.pid)
         sampler.start()
+        if "verify" in scenarios:
+            results.append(verify_scenario(peers, args.copy_rows, args.corrupt))
         peers.start_setl(args.tables)
         peers.source.execute(BEAT)
         if "bulk" in scenarios or "delay" in scenarios:

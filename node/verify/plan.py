@@ -33,7 +33,7 @@ from typing import Any
 
 from node.extract.chunks import SplitKey, table_key
 from node.extract.etl import CompiledPair, CompiledPipeline
-from node.verify.values import Column, read_columns, select_list
+from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
 from shared.identifiers import short_form, split_qualified, unquote
 
@@ -86,6 +86,7 @@ class TablePlan:
     where: str = ""
     notes: tuple[str, ...] = ()
     datasources: tuple[str, ...] = field(default=())
+    hash: str = "crc"  # sql method: crc or md5 (node.verify.values.sql_hash)
 
     @property
     def name(self) -> str:
@@ -138,6 +139,11 @@ def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str],
     for schema, table in tables:
         made = _plan_table(compiled, cursor, target_cursor, request, schema, table, feeders)
         (plans if isinstance(made, TablePlan) else skipped).append(made)
+    by_sql = {name for p in plans if p.method == "sql" for name in p.datasources}
+    if by_sql:
+        function = hash_function([cursor, *(target_cursor(name) for name in sorted(by_sql))])
+        plans = [dataclasses.replace(p, hash=function) if p.method == "sql" else p
+                 for p in plans]
     return plans, skipped
 
 

@@ -152,7 +152,8 @@ class SqlReader(Reader):
 
     def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
         super().__init__(plan, compiled)
-        self.hashes = [sql_hash(target.source_hashed) for target in plan.targets]
+        self.function = plan.hash
+        self.hashes = [sql_hash(target.source_hashed, plan.hash) for target in plan.targets]
 
     def sums(self, cursor: Any, condition: str, params: Sequence[Any]) -> tuple[Any, ...]:
         xors = ", ".join(f"BIT_XOR({h})" for h in self.hashes)
@@ -162,7 +163,7 @@ class SqlReader(Reader):
     def target_sums(self, cursor: Any, target: Target, condition: str,
                     params: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(_execute(cursor, f"SELECT COUNT(*), BIT_XOR("
-                                      f"{sql_hash(target.target_hashed)}) FROM "
+                                      f"{sql_hash(target.target_hashed, self.function)}) FROM "
                                       f"{qualified(target.schema, target.table)} WHERE "
                                       f"{condition}", params, target.id)[0])
 
@@ -183,7 +184,8 @@ class SqlReader(Reader):
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
                side: Side) -> dict[Key, int]:
         keys = ", ".join(map(quote, target.keys))
-        rows = _execute(cursor, f"SELECT {keys}, {sql_hash(target.target_hashed)} FROM "
+        hashed = sql_hash(target.target_hashed, self.function)
+        rows = _execute(cursor, f"SELECT {keys}, {hashed} FROM "
                                 f"{qualified(target.schema, target.table)} WHERE {condition}",
                         params, target.id)
         width = self.width

@@ -1,12 +1,13 @@
 """One ``setl verify`` of one pipeline, on the node that runs it.
 
 For each table (:mod:`node.verify.plan`): split into chunks (:mod:`node.extract.chunks`),
-check the chunks in waves of Spark jobs, one task per group of chunks (a table of one or two
-chunks in the node: a job's fixed cost is more than such work), throttled to ``rate`` rows a
-second; then re-check the keys found different until each is confirmed or shown equal
-(:mod:`node.verify.settle`, waiting on the pipeline's loaded position); with ``repair``,
-send the confirmed keys through the free door (:mod:`node.verify.repair`), wait until they
-are served and re-check them, at most ``repair_rounds`` times.
+check the chunks in waves of Spark jobs of about a second each, one task per core with its
+share of the wave's chunks (a table of one or two chunks in the node: a job's fixed cost is
+more than such work), throttled to ``rate`` rows a second; then re-check the keys found
+different until each is confirmed or shown equal (:mod:`node.verify.settle`, waiting on
+the pipeline's loaded position); with ``repair``, send the confirmed keys through the free
+door (:mod:`node.verify.repair`), wait until they are served and re-check them, at most
+``repair_rounds`` times.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from shared.retl import encode_key
 
 log = logging.getLogger("setl.node.verify")
 LISTED = 1000  # differing keys listed per table in the report
+WAVE_S = 1.0  # a wave of chunks (one Spark job) takes about this long: progress, and a job's
+# fixed cost spread over a second of work
 
 
 @dataclass(frozen=True)
@@ -177,8 +180,11 @@ class Verification:
         spark, options = self.ctx.spark, self.options
         local = len(chunks.chunks) <= 2
         slots = 1 if local else spark.partitions
-        per_wave = slots * 4 if not options.rate else \
-            max(1, min(slots * 4, options.rate // options.chunk_size))
+        # a wave is one Spark job; it grows until it takes about WAVE_S (a job costs tens
+        # of ms however small), and --rate caps it at about a second of rows
+        ceiling = slots * 64 if not options.rate else \
+            max(1, min(slots * 64, options.rate // options.chunk_size))
+        per_wave = min(slots * 2, ceiling)
         results: list[ChunkResult] = []
         started, rows = time.monotonic(), 0
         todo = list(chunks.chunks)
@@ -189,11 +195,14 @@ class Verification:
             wave, todo = todo[:per_wave], todo[per_wave:]
             groups = [ChunkGroup(table, tuple(wave[i::slots]), self.targets)
                       for i in range(min(slots, len(wave)))]
+            began = time.monotonic()
             done = spark.map_tasks(compiled, check_group, groups, local)
+            took = time.monotonic() - began
             results += done
             rows += sum(result.rows for result in done)
             self._say(table.name, "checking", len(results), len(chunks.chunks), rows,
                       chunks.rows)
+            per_wave = max(slots, min(ceiling, int(len(wave) * WAVE_S / max(took, 0.01))))
             if options.rate:
                 time.sleep(max(0.0, rows / options.rate - (time.monotonic() - started)))
         return results

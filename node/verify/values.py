@@ -16,9 +16,12 @@ The hash is 64 bits of BLAKE2b over the compared columns by name.
 
 **Hashing in SQL** (:func:`sql_hash`, the ``sql`` method, for pairs that only rename and
 choose columns between columns of one type): the database hashes each row itself, as
-pt-table-checksum does: ``MD5`` of the values joined with ``CONCAT_WS`` and a NULL mask,
-cut to 64 bits; a chunk compares by ``COUNT(*)`` and ``BIT_XOR`` of those first, and by row
-only when they differ.
+pt-table-checksum does, over the values joined with ``CONCAT_WS`` and a mask of which are
+NULL; a chunk compares by ``COUNT(*)`` and ``BIT_XOR`` of those first, and by row only when
+they differ. The hash is 64 bits: ``CRC32 * 2654435761`` XOR ``CRC32C << 32`` where the
+server has CRC32C (MariaDB 10.8+; twice as fast as MD5 on sysbench rows), else the first
+64 bits of ``MD5``. A CRC alone is linear: two rows changed by the same bits would cancel
+in the XOR of a chunk (pt-table-checksum's CRC32 has that blind spot); the product does not.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import pymysql
 
 from shared.identifiers import quote
 
@@ -176,10 +181,24 @@ def row_hash(row: dict[str, Any], columns: Iterable[str], kinds: dict[str, str])
     return int.from_bytes(digest.digest(), "little")
 
 
-def sql_hash(columns: Iterable[str]) -> str:
+def sql_hash(columns: Iterable[str], function: str = "crc") -> str:
     """The SQL expression of a row's 64-bit hash over ``columns`` (in this order): the
-    values joined by ``#`` and a mask of which are NULL (``CONCAT_WS`` skips NULLs)."""
+    values joined by ``#`` and a mask of which are NULL (``CONCAT_WS`` skips NULLs), hashed
+    by ``function`` (crc or md5, see above)."""
     names = [quote(name) for name in columns]
     mask = "CONCAT(" + ", ".join(f"ISNULL({name})" for name in names) + ")"
     joined = f"CONCAT_WS('#', {', '.join(names)}, {mask})"
+    if function == "crc":
+        return f"((CRC32({joined}) * 2654435761) ^ (CRC32C({joined}) << 32))"
     return f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
+
+
+def hash_function(cursors: Iterable[Any]) -> str:
+    """crc when every server has CRC32C, else md5 (both sides must hash alike)."""
+    for cursor in cursors:
+        try:
+            cursor.execute("SELECT CRC32C('')")
+            cursor.fetchall()
+        except pymysql.MySQLError:  # "FUNCTION CRC32C does not exist": an older server
+            return "md5"
+    return "crc"
