@@ -155,7 +155,12 @@ class Verification:
         out = TableReport(table.name, table.method, [t.id for t in table.targets],
                           notes=list(table.notes))
         self._say(table.name, "splitting")
-        chunks = split(sessions.cursor(), table.key, self.options.chunk_size, table.where)
+        cursor = sessions.cursor()
+        cursor.execute("START TRANSACTION READ ONLY")  # --where is the user's: it reads only
+        try:
+            chunks = split(cursor, table.key, self.options.chunk_size, table.where)
+        finally:
+            cursor.execute("COMMIT")
         out.chunks = len(chunks.chunks)
         results = self._check(compiled, table, chunks)
         out.rows = sum(result.rows for result in results)

@@ -99,7 +99,13 @@ def test_equal_tables_and_each_kind_of_corrupted_row_found_exactly_then_repaired
     assert repaired[items].get("remaining", "0") == "0"
     wait_equal(source, target, schema, ["items", "parts"], timeout_s=30)
     assert verify(cluster, capsys, "v-kinds")[0] == 0
+    manager = ["--manager", cluster.manager_address, "verify", "v-kinds"]
+    assert cli.main([*manager, "--table", f"{schema}.nope"]) == 2
+    assert f"does not replicate {schema}.nope" in capsys.readouterr().err
     cluster.set_status("v-kinds", "STOP")
+    wait_for(lambda: cluster.pipeline_state("v-kinds").owner_node == 0, 30, "the stop")
+    assert cli.main(manager) == 2
+    assert "is not running on any node: start the channel" in capsys.readouterr().err
 
 
 PEOPLE = ("CREATE TABLE `{schema}`.people (id INT PRIMARY KEY, first VARCHAR(20), "
