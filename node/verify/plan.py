@@ -57,9 +57,15 @@ class Target:
     columns: tuple[Column, ...]  # its non-generated columns, read in this order
     compared: frozenset[str]  # the target columns that are compared
     range_column: str | None  # the split column's name here; None: read by key only
-    extras: bool  # rows in a chunk's range that no source row gives are reported
+    # why rows that no source row gives are not looked for here ("": they are, in each
+    # chunk's key range)
+    blind: str
     source_hashed: tuple[str, ...] = ()  # sql method: source columns hashed, in order
     target_hashed: tuple[str, ...] = ()  # sql method: the same columns as named here
+
+    @property
+    def extras(self) -> bool:
+        return not self.blind
 
     @property
     def id(self) -> str:
@@ -177,14 +183,13 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                 return Skipped(name, f"target table {address[0]}:"
                                      f"{short_form(*address[1:])} does not exist")
             targets.append(_target(entry, address, key, columns, source_columns, request,
-                                   extras=feeders[address] == 1))
+                                   alone=feeders[address] == 1))
     method = "sql" if request.compare != "rows" and all(
         entry.simple for entry in kept) and all(t.source_hashed for t in targets) else "rows"
     if method == "rows":
         targets = [dataclasses.replace(t, source_hashed=(), target_hashed=()) for t in targets]
-    notes += [f"rows on {t.id} that no row of {name} gives are not looked for: "
-              + ("it is fed by other tables too" if t.range_column else
-                 f"it has no column for {key.column}") for t in targets if not t.extras]
+    notes += [f"rows on {t.id} that no row of {name} gives are not looked for: {t.blind}"
+              for t in targets if t.blind]
     return TablePlan(compiled.pipeline_id, key, method, tuple(targets), tuple(source_columns),
                      request.where, tuple(notes),
                      tuple(dict.fromkeys(t.datasource for t in targets)))
@@ -192,7 +197,7 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
 
 def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
             columns: list[Column], source_columns: list[Column], request: Request,
-            extras: bool) -> Target:
+            alone: bool) -> Target:
     renames, pair = entry.renames, entry.pair
     present = {column.name: column for column in columns}
     chosen = {renames.get(c, c) for c in request.columns} | \
@@ -206,12 +211,13 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
               if _written(entry, c.name, key.columns) and renames.get(c.name, c.name) in compared]
     by_name = {c.name: c for c in source_columns}
     same = all(by_name[s].shape == present[t].shape for s, t in hashed)
-    sql_ready = same and bool(hashed) and range_column is not None and extras \
-        and not pair.virtual_columns
+    blind = (f"it has no column for {key.column}" if range_column is None else
+             "it holds wide rows merged from several tables" if pair.joins or pair.merge_part
+             else "it is fed by other tables too" if not alone else "")
+    sql_ready = same and bool(hashed) and not blind and not pair.virtual_columns
     return Target(address[0], address[1], address[2],
                   tuple(renames.get(k, k) for k in key.columns), tuple(columns), compared,
-                  range_column, extras and range_column is not None and not
-                  (pair.joins or pair.merge_part),
+                  range_column, blind,
                   tuple(s for s, _ in hashed) if sql_ready else (),
                   tuple(t for _, t in hashed) if sql_ready else ())
 

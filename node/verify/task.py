@@ -170,7 +170,7 @@ def check_chunk(reader: Reader, sessions: Sessions, chunk: Chunk) -> ChunkResult
         actual = {}
         for target in plan.targets:
             cursor = snapshots.cursor(target.datasource)
-            if target.range_column is not None:
+            if target.extras:  # the key range: rows no source row gives show up too
                 actual[target.id] = reader.target(
                     cursor, target, *condition(plan.key, chunk, target.range_column), side)
             else:

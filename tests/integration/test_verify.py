@@ -283,3 +283,34 @@ def test_repair_while_a_writer_changes_the_same_keys_ends_equal(
         "central buffer on target"
     wait_equal(source, target, schema, ["hot"], timeout_s=30)
     cluster.set_status("v-mend", "STOP")
+
+
+LOG = "CREATE TABLE `{schema}`.{table} (id INT PRIMARY KEY, msg VARCHAR(20))"
+
+
+def test_tables_merged_into_one_target_compare_by_key(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    schema = make_schema(source, target, *(LOG.replace("{table}", t)
+                                           for t in ("log_1", "log_2", "logs_all")))
+    start(cluster, {"name": "v-merged", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": {"namespace": schema, "table": "re:log_\\d"},
+             "target": f"{schema}.logs_all"}]}]})
+    for table, first in (("log_1", 1), ("log_2", 101)):
+        source.execute(f"INSERT INTO `{schema}`.{table} VALUES " + ", ".join(
+            f"({i}, 'm{i}')" for i in range(first, first + 30)))
+    wait_for(lambda: len(target.table(schema, "logs_all")) == 60, 30, "60 merged rows")
+    all_ = f"`{schema}`.logs_all"
+    target.script(f"DELETE FROM {all_} WHERE id = 105", f"UPDATE {all_} SET msg = 'x' WHERE id = 3",
+                  f"INSERT INTO {all_} VALUES (999, 'no source row')")
+    code, report = verify(cluster, capsys, "v-merged")
+    assert code == 1
+    merged = f"{schema}.logs_all"
+    assert found(report, f"{schema}.log_1") == {"missing": set(), "extra": set(),
+                                                "different": {((3,), merged)}}
+    assert found(report, f"{schema}.log_2") == {"missing": {((105,), merged)}, "extra": set(),
+                                                "different": set()}
+    tables = {t["table"]: t for t in report["reports"][0]["tables"]}
+    assert tables[f"{schema}.log_1"]["method"] == "rows"
+    assert "it is fed by other tables too" in tables[f"{schema}.log_1"]["notes"][0]
+    cluster.set_status("v-merged", "STOP")
