@@ -47,6 +47,7 @@ from shared.identifiers import qualified, quote
 from shared.tablekeys import row_keys
 
 DENSE_FACTOR = 2.0  # at most this many possible values per row: integers split by fixed steps
+ESTIMATED_CHUNKS = 100  # a table at least this many chunks large is not counted: estimated
 INTEGER_TYPES = frozenset(("tinyint", "smallint", "mediumint", "int", "integer", "bigint"))
 
 
@@ -87,7 +88,8 @@ class Chunk:
 @dataclass(frozen=True)
 class ChunkPlan:
     """A table's chunks, in key order (the NULL chunk, if any, last), with what the split
-    saw: ``rows`` counted under the same condition, and how the bounds were found."""
+    saw: ``rows`` counted under the same condition (for a large table without one, the
+    estimate of its statistics), and how the bounds were found."""
 
     key: SplitKey
     chunks: tuple[Chunk, ...]
@@ -113,13 +115,22 @@ def table_key(cursor: Any, schema: str, table: str,
 
 
 def split(cursor: Any, key: SplitKey, chunk_size: int, where: str = "") -> ChunkPlan:
-    """Count the rows (under ``where``, an SQL condition) and find the chunk boundaries."""
+    """Count the rows (under ``where``, an SQL condition) and find the chunk boundaries.
+    A table whose statistics say it holds at least ``ESTIMATED_CHUNKS`` chunks of rows is
+    not counted (a full index scan): the estimate only sizes the chunks, every row is in one
+    whatever it says."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
     column, condition = quote(key.column), _and("TRUE", where)
-    rows, low, high = _one(cursor, key, f"SELECT COUNT(*), MIN({column}), MAX({column}) FROM "
-                                   f"{key.name} WHERE {condition}", ())
-    rows = int(rows)
+    low, high = _one(cursor, key, f"SELECT MIN({column}), MAX({column}) FROM {key.name} "
+                                  f"WHERE {condition}", ())
+    rows = 0 if where else int(_one(cursor, key, "SELECT COALESCE(MAX(TABLE_ROWS), 0) FROM "
+                                                 "information_schema.TABLES WHERE "
+                                                 "TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                                    (key.schema, key.table))[0])
+    if rows < ESTIMATED_CHUNKS * chunk_size:
+        rows = int(_one(cursor, key, f"SELECT COUNT(*) FROM {key.name} WHERE {condition}",
+                        ())[0])
     nulls = key.nullable and _one(cursor, key, f"SELECT EXISTS (SELECT 1 FROM {key.name} WHERE "
                                           f"{column} IS NULL AND {condition})", ())[0]
     if low is None or rows <= chunk_size:
@@ -130,7 +141,7 @@ def split(cursor: Any, key: SplitKey, chunk_size: int, where: str = "") -> Chunk
         step = (f"SELECT {column} FROM {key.name} WHERE {column} > %s AND {condition} "
                 f"ORDER BY {column} LIMIT 1 OFFSET {chunk_size - 1}")
         bounds = stepped_bounds(low, lambda after: _value(cursor, key, step, (after,)),
-                                limit=rows // chunk_size + 2)
+                                limit=4 * rows // chunk_size + 10)
         method = "stepped"
     return ChunkPlan(key, chunks_of(bounds, nulls=bool(nulls)), rows, method)
 

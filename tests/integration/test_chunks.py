@@ -96,3 +96,16 @@ def test_a_where_condition_and_a_row_added_after_the_split(source: Database,
     found = [row for chunk in plan.chunks for row in read_chunk(cursor, key, chunk)]
     assert len(found) == 1001 and (5000, 5001) in found
     source.execute(f"DELETE FROM `{schema}`.dense WHERE id = 5000")
+
+
+def test_a_large_table_is_not_counted_its_statistics_size_the_chunks(
+        source: Database, schema: str) -> None:
+    source.execute(f"ANALYZE TABLE `{schema}`.dense")
+    estimate = source.rows("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE "
+                           "TABLE_SCHEMA = %s AND TABLE_NAME = 'dense'", (schema,))[0][0]
+    cursor = source.conn.cursor()
+    key = table_key(cursor, schema, "dense")
+    plan = split(cursor, key, 5)  # 1,000 rows are 200 chunks of 5: past the estimate's 100
+    assert plan.rows == estimate and plan.method == "fixed"
+    found = [row for chunk in plan.chunks for row in read_chunk(cursor, key, chunk)]
+    assert sorted(found) == sorted(source.rows(f"SELECT * FROM `{schema}`.dense"))
