@@ -6,8 +6,10 @@
 - **speed**: each tool twice, alternately (the better run counts, so neither pays alone
   for a cold buffer pool). pt-table-checksum checksums the source only (its replicas
   repeat its queries through replication, here there are none: ``--recursion-method
-  none``); setl verify reads both servers and compares. Rows/s from each tool's own time
-  (pt's TIME column, setl's report), and the command's wall time beside it.
+  none``), while setl verify reads and hashes both servers, so pt-table-checksum is also
+  run on source and target at once (two processes: the same work as setl's, on the same
+  cores). Rows/s from each tool's own time (pt's TIME column, setl's report), and the
+  command's wall time beside it.
 - **findings**: ``--corrupt`` random target rows, a third each deleted, changed, and added
   (keys past the source's); setl verify's differences must be exactly the rows
   ``pt-table-sync --print`` would mend, and both exactly what was corrupted.
@@ -35,12 +37,14 @@ def verify_scenario(peers: Any, rows: int, corrupt: int, seed: int = 7) -> dict[
         "pairs": [{"source": f"{DB}.{TABLE}", "target": f"{DB}.{TABLE}"}]}]}])
     cluster.set_status("check", "START")
     cluster.wait_running("check")
-    setl_runs, pt_runs = [], []
+    setl_runs, pt_runs, both_runs = [], [], []
     for _ in range(2):
         setl_runs.append(setl_verify(cluster.manager_address))
         pt_runs.append(pt_table_checksum(peers))
+        both_runs.append(pt_table_checksum_both(peers))
     setl_best = min(setl_runs, key=lambda run: run["seconds"])
     pt_best = min(pt_runs, key=lambda run: run["seconds"])
+    both_best = min(both_runs, key=lambda run: run["seconds"])
     corrupted = corrupt_target(peers, rows, corrupt, seed)
     after = setl_verify(cluster.manager_address)
     synced = pt_table_sync(peers)
@@ -58,8 +62,12 @@ def verify_scenario(peers: Any, rows: int, corrupt: int, seed: int = 7) -> dict[
             "pt_table_checksum_rows_per_s": round(pt_rate),
             "pt_table_checksum_s": pt_best["seconds"], "pt_table_checksum_wall_s":
                 pt_best["wall_s"], "ratio_setl_pt": round(setl_rate / pt_rate, 2),
+            "pt_table_checksum_both_servers_rows_per_s": round(rows / both_best["seconds"]),
+            "pt_table_checksum_both_servers_s": both_best["seconds"],
+            "ratio_setl_pt_both_servers": round(both_best["seconds"] / setl_best["seconds"], 2),
             "runs_s": {"setl": [r["seconds"] for r in setl_runs],
-                       "pt_table_checksum": [r["seconds"] for r in pt_runs]},
+                       "pt_table_checksum": [r["seconds"] for r in pt_runs],
+                       "pt_table_checksum_both_servers": [r["seconds"] for r in both_runs]},
             "corrupted": {kind: len(keys) for kind, keys in corrupted.items()},
             "setl_found": {kind: len(keys) for kind, keys in after["found"].items()},
             "pt_table_sync_found": {kind: len(keys) for kind, keys in synced.items()},
@@ -91,21 +99,39 @@ def setl_verify(manager: str, *args: str) -> dict[str, Any]:
             "repaired": int(table.get("repaired", 0))}
 
 
-def pt_table_checksum(peers: Any) -> dict[str, Any]:
-    dsn = f"h=127.0.0.1,P={peers.port('source')},u=setl,p={peers.password}"
-    started = time.monotonic()
-    done = subprocess.run(["pt-table-checksum", dsn, "--databases", DB, "--tables", TABLE,
-                           "--no-check-binlog-format", "--recursion-method=none",
-                           "--no-check-replication-filters", "--no-version-check",
-                           "--set-vars", "sql_log_bin=0"],  # no checksum queries replicate
-                          capture_output=True, text=True, check=False)
-    wall = time.monotonic() - started
-    line = next((line for line in done.stdout.splitlines() if line.endswith(f"{DB}.{TABLE}")),
-                None)
+def _pt_command(peers: Any, server: str) -> list[str]:
+    return ["pt-table-checksum", f"h=127.0.0.1,P={peers.port(server)},u=setl,"
+            f"p={peers.password}", "--databases", DB, "--tables", TABLE,
+            "--no-check-binlog-format", "--recursion-method=none",
+            "--no-check-replication-filters", "--no-version-check",
+            "--set-vars", "sql_log_bin=0"]  # no checksum query replicates anywhere
+
+
+def _pt_time(stdout: str, stderr: str) -> tuple[float, int]:
+    line = next((line for line in stdout.splitlines() if line.endswith(f"{DB}.{TABLE}")), None)
     if line is None:
-        raise RuntimeError(f"pt-table-checksum: {(done.stderr or done.stdout).strip()[-500:]}")
+        raise RuntimeError(f"pt-table-checksum: {(stderr or stdout).strip()[-500:]}")
     fields = line.split()  # TS ERRORS DIFFS ROWS DIFF_ROWS CHUNKS SKIPPED TIME TABLE
-    return {"seconds": float(fields[7]), "rows": int(fields[3]), "wall_s": round(wall, 2)}
+    return float(fields[7]), int(fields[3])
+
+
+def pt_table_checksum(peers: Any) -> dict[str, Any]:
+    started = time.monotonic()
+    done = subprocess.run(_pt_command(peers, "source"), capture_output=True, text=True,
+                          check=False)
+    wall = time.monotonic() - started
+    seconds, rows = _pt_time(done.stdout, done.stderr)
+    return {"seconds": seconds, "rows": rows, "wall_s": round(wall, 2)}
+
+
+def pt_table_checksum_both(peers: Any) -> dict[str, Any]:
+    """pt-table-checksum on source and target at once: the longer of the two times."""
+    started = time.monotonic()
+    running = [subprocess.Popen(_pt_command(peers, server), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+               for server in ("source", "target")]
+    times = [_pt_time(*process.communicate())[0] for process in running]
+    return {"seconds": max(times), "wall_s": round(time.monotonic() - started, 2)}
 
 
 def corrupt_target(peers: Any, rows: int, count: int, seed: int) -> dict[str, set[int]]:

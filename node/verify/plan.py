@@ -62,6 +62,7 @@ class Target:
     blind: str
     source_hashed: tuple[str, ...] = ()  # sql method: source columns hashed, in order
     target_hashed: tuple[str, ...] = ()  # sql method: the same columns as named here
+    hashed_nullable: tuple[bool, ...] = ()  # sql method: which admit NULL on either side
 
     @property
     def extras(self) -> bool:
@@ -187,7 +188,8 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
     method = "sql" if request.compare != "rows" and all(
         entry.simple for entry in kept) and all(t.source_hashed for t in targets) else "rows"
     if method == "rows":
-        targets = [dataclasses.replace(t, source_hashed=(), target_hashed=()) for t in targets]
+        targets = [dataclasses.replace(t, source_hashed=(), target_hashed=(), hashed_nullable=())
+                   for t in targets]
     notes += [f"rows on {t.id} that no row of {name} gives are not looked for: {t.blind}"
               for t in targets if t.blind]
     return TablePlan(compiled.pipeline_id, key, method, tuple(targets), tuple(source_columns),
@@ -219,7 +221,9 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
                   tuple(renames.get(k, k) for k in key.columns), tuple(columns), compared,
                   range_column, blind,
                   tuple(s for s, _ in hashed) if sql_ready else (),
-                  tuple(t for _, t in hashed) if sql_ready else ())
+                  tuple(t for _, t in hashed) if sql_ready else (),
+                  tuple(by_name[s].nullable or present[t].nullable for s, t in hashed)
+                  if sql_ready else ())
 
 
 def _written(entry: CompiledPair, column: str, keys: tuple[str, ...]) -> bool:

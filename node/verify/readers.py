@@ -148,28 +148,35 @@ class Reader:
 
 
 class SqlReader(Reader):
-    """The databases hash the rows; chunks compare by count and XOR of the hashes first."""
+    """The databases hash the rows; a chunk compares by count and XOR of narrow hashes
+    first, by row (wide hashes) only where they differ."""
 
     def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
         super().__init__(plan, compiled)
         self.function = plan.hash
-        self.hashes = [sql_hash(target.source_hashed, plan.hash) for target in plan.targets]
+        self.narrow = [sql_hash(t.source_hashed, t.hashed_nullable, wide=False)
+                       for t in plan.targets]
+        self.wide = [sql_hash(t.source_hashed, t.hashed_nullable, True, plan.hash)
+                     for t in plan.targets]
 
-    def sums(self, cursor: Any, condition: str, params: Sequence[Any]) -> tuple[Any, ...]:
-        xors = ", ".join(f"BIT_XOR({h})" for h in self.hashes)
-        return tuple(_execute(cursor, f"SELECT COUNT(*), {xors} FROM {self.source_name} "
-                                      f"WHERE {condition}", params, self.plan.name)[0])
+    def sums(self, cursor: Any, condition: str, params: Sequence[Any]) -> tuple[int, ...]:
+        """(count, XOR of the hashes of each target's columns) of the rows selected."""
+        xors = ", ".join(f"BIT_XOR({h})" for h in self.narrow)
+        row = _execute(cursor, f"SELECT COUNT(*), {xors} FROM {self.source_name} WHERE "
+                               f"{condition}", params, self.plan.name)[0]
+        return tuple(int(value or 0) for value in row)
 
     def target_sums(self, cursor: Any, target: Target, condition: str,
-                    params: Sequence[Any]) -> tuple[Any, ...]:
-        return tuple(_execute(cursor, f"SELECT COUNT(*), BIT_XOR("
-                                      f"{sql_hash(target.target_hashed, self.function)}) FROM "
-                                      f"{qualified(target.schema, target.table)} WHERE "
-                                      f"{condition}", params, target.id)[0])
+                    params: Sequence[Any]) -> tuple[int, int]:
+        xor = sql_hash(target.target_hashed, target.hashed_nullable, wide=False)
+        row = _execute(cursor, f"SELECT COUNT(*), BIT_XOR({xor}) FROM "
+                               f"{qualified(target.schema, target.table)} WHERE {condition}",
+                       params, target.id)[0]
+        return int(row[0]), int(row[1] or 0)
 
     def source(self, cursor: Any, condition: str, params: Sequence[Any]) -> Side:
         side = Side()
-        rows = _execute(cursor, f"SELECT {self.key_list}, {', '.join(self.hashes)} FROM "
+        rows = _execute(cursor, f"SELECT {self.key_list}, {', '.join(self.wide)} FROM "
                                 f"{self.source_name} WHERE {_and(condition, self.plan.where)}",
                         params, self.plan.name)
         ids = [target.id for target in self.plan.targets]
@@ -184,7 +191,7 @@ class SqlReader(Reader):
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
                side: Side) -> dict[Key, int]:
         keys = ", ".join(map(quote, target.keys))
-        hashed = sql_hash(target.target_hashed, self.function)
+        hashed = sql_hash(target.target_hashed, target.hashed_nullable, True, self.function)
         rows = _execute(cursor, f"SELECT {keys}, {hashed} FROM "
                                 f"{qualified(target.schema, target.table)} WHERE {condition}",
                         params, target.id)

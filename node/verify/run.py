@@ -198,8 +198,9 @@ class Verification:
             if self.cancelled():
                 raise VerifyError("verify cancelled")
             wave, todo = todo[:per_wave], todo[per_wave:]
-            groups = [ChunkGroup(table, tuple(wave[i::slots]), self.targets)
-                      for i in range(min(slots, len(wave)))]
+            share = -(-len(wave) // slots)  # each task a run of consecutive chunks
+            groups = [ChunkGroup(table, tuple(wave[i:i + share]), self.targets)
+                      for i in range(0, len(wave), share)]
             began = time.monotonic()
             done = spark.map_tasks(compiled, check_group, groups, local)
             took = time.monotonic() - began

@@ -142,7 +142,7 @@ class Snapshots:
 
 
 def check_group(compiled: CompiledPipeline, group: ChunkGroup) -> list[ChunkResult]:
-    """The task: each chunk of the group checked in turn."""
+    """The task: the group's chunks checked in turn, with one connection to each database."""
     if compiled.source is None:
         raise SourceError(f"pipeline {compiled.pipeline_id}: verify needs the source")
     sessions = Sessions(compiled.source, group.targets)
@@ -154,46 +154,55 @@ def check_group(compiled: CompiledPipeline, group: ChunkGroup) -> list[ChunkResu
 
 
 def check_chunk(reader: Reader, sessions: Sessions, chunk: Chunk) -> ChunkResult:
+    """A chunk compared in one source snapshot and one snapshot per target database: by
+    the sql method (without ``--where``) by sums first, rows only if they differ."""
     plan = reader.plan
     source = sessions.cursor()
     at = source_snapshot(source)
     snapshots = Snapshots(sessions, plan.pipeline_id)
     try:
-        sql, params = condition(plan.key, chunk)
         if isinstance(reader, SqlReader) and not plan.where:
-            sums = reader.sums(source, sql, params)
-            if _sums_equal(reader, snapshots, chunk, sums):
-                return ChunkResult(plan.name, chunk.index, int(sums[0]), at,
+            rows = _equal_sums(reader, source, snapshots, chunk)
+            if rows is not None:
+                return ChunkResult(plan.name, chunk.index, rows, at,
                                    snapshots.past(at, plan.datasources))
-        side = reader.source(source, sql, params)
-        source.execute("COMMIT")
-        actual = {}
-        for target in plan.targets:
-            cursor = snapshots.cursor(target.datasource)
-            if target.extras:  # the key range: rows no source row gives show up too
-                actual[target.id] = reader.target(
-                    cursor, target, *condition(plan.key, chunk, target.range_column), side)
-            else:
-                keys = [key for key, tables in side.expected.items() if target.id in tables]
-                actual[target.id] = reader.target_keys(cursor, target, keys, side)
-        return ChunkResult(plan.name, chunk.index, side.rows, at,
-                           snapshots.past(at, plan.datasources), differing(side, actual))
+        caught_up = snapshots.past(at, plan.datasources)  # the targets' snapshots begin
+        return _compared(reader, source, snapshots, chunk, at, caught_up)
     finally:
         source.execute("COMMIT")
         snapshots.end()
 
 
-def _sums_equal(reader: SqlReader, snapshots: Snapshots, chunk: Chunk,
-                sums: tuple[Any, ...]) -> bool:
-    """Whether each target table's count and XOR of hashes over the chunk are the
-    source's (which hashes each target's columns apart)."""
+def _equal_sums(reader: SqlReader, source: Any, snapshots: Snapshots, chunk: Chunk
+                ) -> int | None:
+    """The chunk's rows if every target table's count and XOR of hashes are the
+    source's (which hashes each target's columns apart), else None."""
     plan = reader.plan
-    for index, target in enumerate(plan.targets):
-        count, xor = reader.target_sums(snapshots.cursor(target.datasource), target,
-                                        *condition(plan.key, chunk, target.range_column))
-        if int(count) != int(sums[0]) or int(xor or 0) != int(sums[index + 1] or 0):
-            return False
-    return True
+    sums = reader.sums(source, *condition(plan.key, chunk))
+    for number, target in enumerate(plan.targets):
+        found = reader.target_sums(snapshots.cursor(target.datasource), target,
+                                   *condition(plan.key, chunk, target.range_column))
+        if found != (sums[0], sums[number + 1]):
+            return None
+    return sums[0]
+
+
+def _compared(reader: Reader, source: Any, snapshots: Snapshots, chunk: Chunk,
+              at: tuple[str, int], caught_up: bool) -> ChunkResult:
+    """A chunk's rows compared (in the snapshots already begun)."""
+    plan = reader.plan
+    side = reader.source(source, *condition(plan.key, chunk))
+    actual = {}
+    for target in plan.targets:
+        cursor = snapshots.cursor(target.datasource)
+        if target.extras:  # the key range: rows no source row gives show up too
+            actual[target.id] = reader.target(
+                cursor, target, *condition(plan.key, chunk, target.range_column), side)
+        else:
+            keys = [key for key, tables in side.expected.items() if target.id in tables]
+            actual[target.id] = reader.target_keys(cursor, target, keys, side)
+    return ChunkResult(plan.name, chunk.index, side.rows, at, caught_up,
+                       differing(side, actual))
 
 
 @dataclass

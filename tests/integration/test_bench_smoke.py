@@ -59,6 +59,7 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     assert "not implemented" in by_kind["full"]["setl"]
     check = by_kind["verify"]  # setl verify and pt-table-checksum, findings as pt-table-sync's
     assert check["setl_verify_rows_per_s"] > 0 and check["pt_table_checksum_rows_per_s"] > 0
+    assert check["pt_table_checksum_both_servers_rows_per_s"] > 0
     assert check["same_findings"] and check["setl_found"] == check["corrupted"]
     assert sum(check["corrupted"].values()) == 6 and check["repair_requests"] == 6
     assert by_kind["full"]["mydumper_myloader_rows_per_s"] > 0

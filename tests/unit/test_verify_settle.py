@@ -94,3 +94,4 @@ def test_kinds_of_a_row_in_the_wrong_shard_and_of_a_missing_and_an_extra_row() -
     assert kinds(moved) == [("extra", "t:b"), ("missing", "t:a")]
     assert kinds(Seen(frozenset(), frozenset({("t:a", 1)}), True)) == [("extra", "t:a")]
     assert kinds(Seen(frozenset({("t:a", 1)}), frozenset(), True)) == [("missing", "t:a")]
+

@@ -61,8 +61,12 @@ def test_what_the_databases_are_asked() -> None:
                Column("b", "bit", "bit(3)"), Column("odd`name", "varchar", "varchar(3)")]
     assert select_list(columns) == ("`id`, CAST(`f` AS DOUBLE) AS `f`, `b` + 0 AS `b`, "
                                     "`odd``name`")
-    joined = "CONCAT_WS('#', `id`, `odd``name`, CONCAT(ISNULL(`id`), ISNULL(`odd``name`)))"
-    assert sql_hash(["id", "odd`name"], "md5") == \
+    joined = "CONCAT_WS('#', `id`, `odd``name`, CONCAT(ISNULL(`odd``name`)))"
+    names, nullable = ["id", "odd`name"], [False, True]
+    assert sql_hash(names, nullable, function="md5") == \
         f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
-    assert sql_hash(["id", "odd`name"]) == \
+    assert sql_hash(names, nullable) == \
         f"((CRC32({joined}) * 2654435761) ^ (CRC32C({joined}) << 32))"
+    assert sql_hash(names, nullable, wide=False) == f"(CRC32({joined}) * 2654435761)"
+    assert sql_hash(["a"], [False]) == \
+        "((CRC32(CONCAT_WS('#', `a`)) * 2654435761) ^ (CRC32C(CONCAT_WS('#', `a`)) << 32))"
