@@ -1,12 +1,12 @@
 """One ``setl verify`` of one pipeline, on the node that runs it.
 
 For each table (:mod:`node.verify.plan`): split into chunks (:mod:`node.extract.chunks`),
-check the chunks in waves of Spark jobs of about a second each, one task per core with its
-share of the wave's chunks (a table of one or two chunks in the node: a job's fixed cost is
-more than such work), throttled to ``rate`` rows a second; then re-check the keys found
-different until each is confirmed or shown equal (:mod:`node.verify.settle`, waiting on
-the pipeline's loaded position); with ``repair``, send the confirmed keys through the free
-door (:mod:`node.verify.repair`), wait until they are served and re-check them, at most
+check the chunks in waves: by the rows method as Spark jobs (one task per core with a run of
+the wave's chunks), by the sql method in threads of the node (the databases do that work),
+throttled to ``rate`` rows a second; then re-check the keys found different until each is
+confirmed or shown equal (:mod:`node.verify.settle`, waiting on the pipeline's loaded
+position); with ``repair``, send the confirmed keys through the free door
+(:mod:`node.verify.repair`), wait until they are served and re-check them, at most
 ``repair_rounds`` times.
 """
 
@@ -26,7 +26,15 @@ from node.verify import repair as mend
 from node.verify.plan import Request, Skipped, TablePlan, plan
 from node.verify.readers import EMPTY, Key, position_key
 from node.verify.settle import Outcome, Seen, kinds, settle
-from node.verify.task import ChunkGroup, ChunkResult, Probe, Sessions, VerifyPipeline, check_group
+from node.verify.task import (
+    ChunkGroup,
+    ChunkResult,
+    Probe,
+    Sessions,
+    Threads,
+    VerifyPipeline,
+    check_group,
+)
 from shared import tablekeys
 from shared.errors import SetlError, SourceError, VerifyError
 from shared.model import BinlogPosition, Channel, DataSource, Pipeline
@@ -34,8 +42,8 @@ from shared.retl import encode_key
 
 log = logging.getLogger("setl.node.verify")
 LISTED = 1000  # differing keys listed per table in the report
-WAVE_S = 1.0  # a wave of chunks (one Spark job) takes about this long: progress, and a job's
-# fixed cost spread over a second of work
+WAVE_S = 2.0  # a wave of chunks (one Spark job) takes about this long: progress, and a job's
+# fixed cost (0.2-0.3 s measured with two local workers) spread over enough work
 
 
 @dataclass(frozen=True)
@@ -182,35 +190,48 @@ class Verification:
 
     def _check(self, compiled: CompiledPipeline, table: TablePlan, chunks: ChunkPlan
                ) -> list[ChunkResult]:
+        """The chunks checked in waves: by the rows method (Python's work: Extract/
+        Transform and hashing) as Spark jobs, one task per core; by the sql method (the
+        databases' work, a few queries a chunk) or a table of one or two chunks in threads
+        of the node, where no job's fixed cost (0.2-0.3 s a wave, seconds while Python
+        workers start) is paid for milliseconds of Python."""
         spark, options = self.ctx.spark, self.options
-        local = len(chunks.chunks) <= 2
-        slots = 1 if local else spark.partitions
-        # a wave is one Spark job; it grows until it takes about WAVE_S (a job costs tens
-        # of ms however small), and --rate caps it at about a second of rows
+        in_node = table.method == "sql" or len(chunks.chunks) <= 2
+        slots = max(2, spark.partitions) if table.method == "sql" else \
+            1 if in_node else spark.partitions
+        # a wave grows until it takes about WAVE_S (progress; a Spark job's fixed cost
+        # spread), and --rate caps it at about a second of rows
         ceiling = slots * 64 if not options.rate else \
             max(1, min(slots * 64, options.rate // options.chunk_size))
-        per_wave = min(slots * 2, ceiling)
+        per_wave = min(slots * 8, ceiling)  # then sized by how long a wave took
         results: list[ChunkResult] = []
         started, rows = time.monotonic(), 0
         todo = list(chunks.chunks)
         self._say(table.name, "checking", 0, len(todo), 0, chunks.rows)
-        while todo:
-            if self.cancelled():
-                raise VerifyError("verify cancelled")
-            wave, todo = todo[:per_wave], todo[per_wave:]
-            share = -(-len(wave) // slots)  # each task a run of consecutive chunks
-            groups = [ChunkGroup(table, tuple(wave[i:i + share]), self.targets)
-                      for i in range(0, len(wave), share)]
-            began = time.monotonic()
-            done = spark.map_tasks(compiled, check_group, groups, local)
-            took = time.monotonic() - began
-            results += done
-            rows += sum(result.rows for result in done)
-            self._say(table.name, "checking", len(results), len(chunks.chunks), rows,
-                      chunks.rows)
-            per_wave = max(slots, min(ceiling, int(len(wave) * WAVE_S / max(took, 0.01))))
-            if options.rate:
-                time.sleep(max(0.0, rows / options.rate - (time.monotonic() - started)))
+        with Threads(compiled, table, self.targets, slots) as threads:
+            while todo:
+                if self.cancelled():
+                    raise VerifyError("verify cancelled")
+                wave, todo = todo[:per_wave], todo[per_wave:]
+                began = time.monotonic()
+                if in_node:
+                    done = threads.check(wave)
+                else:
+                    share = -(-len(wave) // slots)  # each task a run of consecutive chunks
+                    done = spark.map_tasks(compiled, check_group, [
+                        ChunkGroup(table, tuple(wave[i:i + share]), self.targets)
+                        for i in range(0, len(wave), share)], local=False)
+                took = time.monotonic() - began
+                log.debug("event=verify_wave pipeline=%s table=%s chunks=%d rows=%d "
+                          "in_node=%s took_ms=%.0f", self.ctx.pipeline_id, table.name,
+                          len(wave), sum(r.rows for r in done), in_node, took * 1000)
+                results += done
+                rows += sum(result.rows for result in done)
+                self._say(table.name, "checking", len(results), len(chunks.chunks), rows,
+                          chunks.rows)
+                per_wave = max(slots, min(ceiling, int(len(wave) * WAVE_S / max(took, 0.01))))
+                if options.rate:
+                    time.sleep(max(0.0, rows / options.rate - (time.monotonic() - started)))
         return results
 
     def _settle(self, pending: dict[Key, Seen], probe: Probe) -> Outcome:

@@ -10,7 +10,9 @@ decides about such keys later (:mod:`node.verify.settle`), never here.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +153,43 @@ def check_group(compiled: CompiledPipeline, group: ChunkGroup) -> list[ChunkResu
         return [check_chunk(reader, sessions, chunk) for chunk in group.chunks]
     finally:
         sessions.close()
+
+
+class Threads:
+    """Chunks checked by threads of the node, each with its own connections (kept for the
+    table), in chunk order."""
+
+    def __init__(self, compiled: CompiledPipeline, plan: TablePlan,
+                 targets: dict[str, DataSource], count: int) -> None:
+        self.compiled, self.plan, self.targets, self.count = compiled, plan, targets, count
+        self._local = threading.local()
+        self._sessions: list[Sessions] = []
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> Threads:
+        return self
+
+    def check(self, chunks: Sequence[Chunk]) -> list[ChunkResult]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.count, thread_name_prefix="verify")
+        return list(self._pool.map(self._one, chunks))
+
+    def _one(self, chunk: Chunk) -> ChunkResult:
+        found = getattr(self._local, "reader", None)
+        if found is None:
+            assert self.compiled.source is not None
+            sessions = Sessions(self.compiled.source, self.targets)
+            with self._lock:
+                self._sessions.append(sessions)
+            found = self._local.reader = (reader_for(self.plan, self.compiled), sessions)
+        return check_chunk(found[0], found[1], chunk)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        for sessions in self._sessions:
+            sessions.close()
 
 
 def check_chunk(reader: Reader, sessions: Sessions, chunk: Chunk) -> ChunkResult:
