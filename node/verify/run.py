@@ -175,7 +175,7 @@ class Verification:
         pending = {key: Seen(expected, actual, result.caught_up) for result in results
                    for key, (expected, actual) in result.differing.items()}
         out.rechecked = len(pending)
-        self._say(table.name, "rechecking", len(results), len(results), out.rows, chunks.rows)
+        self._say(table.name, "rechecking", out.chunks, out.chunks, out.rows, chunks.rows)
         probe = Probe(compiled, table, sessions)
         outcome = self._settle(pending, probe)
         if self.options.repair and outcome.confirmed:
@@ -227,8 +227,8 @@ class Verification:
                           len(wave), sum(r.rows for r in done), in_node, took * 1000)
                 results += done
                 rows += sum(result.rows for result in done)
-                self._say(table.name, "checking", len(results), len(chunks.chunks), rows,
-                          chunks.rows)
+                self._say(table.name, "checking", sum(r.chunks for r in results),
+                          len(chunks.chunks), rows, chunks.rows)
                 per_wave = max(slots, min(ceiling, int(len(wave) * WAVE_S / max(took, 0.01))))
                 if options.rate:
                     time.sleep(max(0.0, rows / options.rate - (time.monotonic() - started)))

@@ -39,6 +39,7 @@ from shared.errors import SourceError
 from shared.model import DataSource
 
 SESSION = "SET time_zone = '+00:00'"  # TIMESTAMP in UTC, as the binlog gives it
+RUN = 8  # consecutive chunks summed by one query a side first (the sql method)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class ChunkResult:
     at: tuple[str, int]  # the source snapshot's binlog position
     caught_up: bool  # every target had loaded past ``at`` when read
     differing: dict[Key, tuple[Signature, Signature]] = field(default_factory=dict)
+    chunks: int = 1  # consecutive chunks from ``chunk`` on that this result covers
 
 
 class Sessions:
@@ -173,9 +175,10 @@ class Threads:
     def check(self, chunks: Sequence[Chunk]) -> list[ChunkResult]:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.count, thread_name_prefix="verify")
-        return list(self._pool.map(self._one, chunks))
+        return [result for found in self._pool.map(self._one, runs(chunks))
+                for result in found]
 
-    def _one(self, chunk: Chunk) -> ChunkResult:
+    def _one(self, run: list[Chunk]) -> list[ChunkResult]:
         found = getattr(self._local, "reader", None)
         if found is None:
             assert self.compiled.source is not None
@@ -183,7 +186,7 @@ class Threads:
             with self._lock:
                 self._sessions.append(sessions)
             found = self._local.reader = (reader_for(self.plan, self.compiled), sessions)
-        return check_chunk(found[0], found[1], chunk)
+        return check_run(found[0], found[1], run)
 
     def __exit__(self, *exc: object) -> None:
         if self._pool is not None:
@@ -195,27 +198,56 @@ class Threads:
 def check_chunk(reader: Reader, sessions: Sessions, chunk: Chunk) -> ChunkResult:
     """A chunk compared in one source snapshot and one snapshot per target database: by
     the sql method (without ``--where``) by sums first, rows only if they differ."""
+    return check_run(reader, sessions, [chunk])[0]
+
+
+def runs(chunks: Sequence[Chunk], most: int = RUN) -> list[list[Chunk]]:
+    """Consecutive chunks in runs of at most ``most``; the NULL chunk alone."""
+    found: list[list[Chunk]] = []
+    for chunk in chunks:
+        last = found[-1] if found else None
+        if last is not None and len(last) < most and not chunk.nulls and \
+                not last[-1].nulls and last[-1].index + 1 == chunk.index:
+            last.append(chunk)
+        else:
+            found.append([chunk])
+    return found
+
+
+def check_run(reader: Reader, sessions: Sessions, run: list[Chunk]) -> list[ChunkResult]:
+    """Consecutive chunks compared in one source snapshot and one per target database. By
+    the sql method (without ``--where``) the run's sums are compared first (one query a
+    side: a chunk's query costs about as much as its rows), then each chunk's where they
+    differ, then rows where a chunk's differ."""
     plan = reader.plan
     source = sessions.cursor()
     at = source_snapshot(source)
     snapshots = Snapshots(sessions, plan.pipeline_id)
     try:
-        if isinstance(reader, SqlReader) and not plan.where:
-            rows = _equal_sums(reader, source, snapshots, chunk)
+        summed = isinstance(reader, SqlReader) and not plan.where
+        if summed and len(run) > 1:
+            rows = _equal_sums(reader, source, snapshots, Chunk(-1, run[0].low, run[-1].high))
             if rows is not None:
-                return ChunkResult(plan.name, chunk.index, rows, at,
-                                   snapshots.past(at, plan.datasources))
+                return [ChunkResult(plan.name, run[0].index, rows, at,
+                                    snapshots.past(at, plan.datasources), chunks=len(run))]
         caught_up = snapshots.past(at, plan.datasources)  # the targets' snapshots begin
-        return _compared(reader, source, snapshots, chunk, at, caught_up)
+        results = []
+        for chunk in run:
+            rows = _equal_sums(reader, source, snapshots, chunk) if summed else None
+            results.append(ChunkResult(plan.name, chunk.index, rows, at, caught_up)
+                           if rows is not None else
+                           _compared(reader, source, snapshots, chunk, at, caught_up))
+        return results
     finally:
         source.execute("COMMIT")
         snapshots.end()
 
 
-def _equal_sums(reader: SqlReader, source: Any, snapshots: Snapshots, chunk: Chunk
+def _equal_sums(reader: Reader, source: Any, snapshots: Snapshots, chunk: Chunk
                 ) -> int | None:
     """The chunk's rows if every target table's count and XOR of hashes are the
     source's (which hashes each target's columns apart), else None."""
+    assert isinstance(reader, SqlReader)
     plan = reader.plan
     sums = reader.sums(source, *condition(plan.key, chunk))
     for number, target in enumerate(plan.targets):

@@ -95,3 +95,12 @@ def test_kinds_of_a_row_in_the_wrong_shard_and_of_a_missing_and_an_extra_row() -
     assert kinds(Seen(frozenset(), frozenset({("t:a", 1)}), True)) == [("extra", "t:a")]
     assert kinds(Seen(frozenset({("t:a", 1)}), frozenset(), True)) == [("missing", "t:a")]
 
+
+def test_consecutive_chunks_go_in_runs_and_the_null_chunk_alone() -> None:
+    from node.extract.chunks import chunks_of
+    from node.verify.task import runs
+
+    chunks = chunks_of(list(range(10, 130, 10)), nulls=True)  # 13 ranges and the NULL chunk
+    assert [[c.index for c in run] for run in runs(chunks, most=5)] == [
+        [0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12], [13]]
+    assert [[c.index for c in run] for run in runs(chunks[2:4] + chunks[7:9])] == [[2, 3], [7, 8]]
