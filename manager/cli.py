@@ -5,6 +5,7 @@
     setl node list
     setl status [--watch]
     setl backfill CHANNEL --table schema.table | setl retl init SOURCE
+    setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
     setl sandbox up | down | status
 
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from manager import backfill, render, verifycli
+from manager import backfill, render, snapshotcli, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--interval", type=float, default=1.0)
 
     backfill.add_commands(commands)
+    snapshotcli.add_commands(commands)
     verifycli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
@@ -205,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             return run(args, client)
         if args.command == "retl":
             return backfill.retl_init(args, client)
+        if args.command == "snapshot":
+            return snapshotcli.snapshot(args, client, args.output)
         if args.command == "verify":
             return verifycli.run(args, client)
         if args.command == "node":

@@ -66,7 +66,48 @@ def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
                          state.last_error.splitlines()[0] if state.last_error else ""))
     headers = ["PIPELINE", "CHANNEL", "STATE", "OWNER", "POSITION", "DELAY_MS", "ROWS/S",
                "WINDOW", "LAST ERROR"]
-    return table(headers, rows) if rows else "no pipelines"
+    text = table(headers, rows) if rows else "no pipelines"
+    copying = [(state.pipeline_id, copy) for info in infos for state in info.pipelines
+               for copy in state.snapshots if copy.state == "copying"]
+    if copying:  # copies under way, table by table
+        text += "\n\n" + table(
+            ["PIPELINE", "COPYING", "CHUNKS", "ROWS", "ROWS/S", "ETA"],
+            [(pid, c.table, f"{c.chunks_done}/{c.chunks}", f"{c.rows:,}",
+              f"{c.rows_per_s:,.0f}", _duration(c.eta_s) if c.eta_s else "-")
+             for pid, c in copying])
+    return text
+
+
+def copies(pipeline_id: str, found: Sequence[manager_pb2.TableCopy], paused: bool) -> str:
+    """A pipeline's table copies (setl snapshot status)."""
+    if not found:
+        return f"pipeline {pipeline_id}: no table copied yet" + (" (paused)" if paused else "")
+    rows = [(c.table, c.state + (" (paused)" if paused and c.state == "copying" else ""),
+             f"{c.chunks_done}/{c.chunks}", f"{c.rows:,}", f"{c.rows_estimated:,}",
+             f"{c.rows_per_s:,.0f}" if c.state == "copying" else "-",
+             _duration(c.eta_s) if c.state == "copying" and c.eta_s else "-",
+             c.where or "", c.error.splitlines()[0] if c.error else "") for c in found]
+    return f"pipeline {pipeline_id}\n" + table(
+        ["TABLE", "STATE", "CHUNKS", "ROWS", "ESTIMATED", "ROWS/S", "ETA", "WHERE", "ERROR"],
+        rows)
+
+
+def copy_bar(active: Sequence[manager_pb2.TableCopy], width: int = 30) -> str:
+    """One line of progress for the copies under way."""
+    done = sum(c.chunks_done for c in active)
+    total = sum(c.chunks for c in active) or 1
+    filled = int(width * done / total)
+    rate = sum(c.rows_per_s for c in active) / max(len(active), 1)
+    eta = max((c.eta_s for c in active), default=0.0)
+    return (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunks, "
+            f"{sum(c.rows for c in active):,} rows, {rate:,.0f} rows/s, ETA "
+            f"{_duration(eta) if eta else '-'}   ")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def alarms(found: Sequence[manager_pb2.Alarm]) -> str:

@@ -17,6 +17,7 @@ import grpc
 from manager import verify
 from manager.election import LeaderElection
 from manager.monitor import Monitor
+from manager.snapshots import Snapshots
 from manager.views import Views
 from shared import codec, confinement, definitions, tablekeys
 from shared.catalog import Catalog
@@ -75,6 +76,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         self.catalog, self.views, self.election, self.address = catalog, views, election, address
         self.monitor = monitor  # alarms, as this manager shows them
         self.web_url = ""
+        self.snapshots = Snapshots(views.client, views.paths, catalog, views)
 
     def _require_leader(self) -> None:
         if not self.election.is_leader:
@@ -93,7 +95,14 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         if keyless:
             return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
                                                      for problem in keyless])
+        before = {record.channel.name: record.channel for record in self.catalog.channels()}
         changes = self.catalog.apply(parsed, dry_run=request.dry_run)
+        if not request.dry_run:
+            for channel in parsed.channels:  # tables added to a running channel are copied
+                if channel.name in before and before[channel.name] != channel:
+                    for line in self.snapshots.copy_added(before[channel.name], channel):
+                        log.info("event=snapshot_added channel=%s detail=%s", channel.name,
+                                 line)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
             for c in changes])
@@ -114,6 +123,13 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         self._require_leader()
         self.catalog.delete_source(request.name)
         return manager_pb2.DeleteSourceResponse(name=request.name)
+
+    @_rpc
+    def Snapshot(self, request: manager_pb2.SnapshotRequest,
+                 context: Any) -> manager_pb2.SnapshotResponse:
+        if (request.action or "start") != "status":
+            self._require_leader()
+        return self.snapshots.handle(request)
 
     @_rpc
     def ListChannels(self, request: Any, context: Any) -> manager_pb2.ListChannelsResponse:

@@ -79,6 +79,8 @@ class Transaction:
     echo: bool = False  # written by the opposite pipeline of a two-way channel
     events: tuple[Event, ...] = ()
     event_rows: int = 0  # the rows its events hold, as estimated from their size
+    # this pipeline's watermarks in it: ("L" low | "H" high | "A" abandoned, window id)
+    signals: tuple[tuple[str, int], ...] = ()
 
     @property
     def rows(self) -> int:
@@ -129,6 +131,9 @@ class Batch:
     events: int = 0  # rows events
     has_ddl: bool = False
     commit_ts_ms: int = 0
+    # watermark windows closed in it: (window id, place of its first event, of the event
+    # after its last) — the rows read inside each go in at its end (node.snapshot)
+    windows: list[tuple[int, int, int]] = field(default_factory=list)
     _end: BinlogPosition | None = None
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ import codecs
 
 from pymysql.charset import charset_by_name
 
-_LATIN1 = "setl_mariadb_latin1"
+LATIN1 = _LATIN1 = "setl_mariadb_latin1"  # MariaDB's latin1, registered below
 # A column's charset as the binlog library names it (pymysql's Charset.encoding: 'cp1252'
 # for latin1, 'utf8' for utf8mb3/utf8mb4, else the server's name) → the Python codec that
 # decodes it as the server stores it, where the name alone would pick another one

@@ -31,12 +31,15 @@ from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
 from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, Part, PartResult, Planner
+from node.extract.reads import Read
 from node.load.loader import FencedError, Loader
 from node.load.twoway import LoopGuard
 from node.metrics import PipelineMetrics
 from node.select import source as endpoints
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
+from node.snapshot.controller import Snapshots, paired_tables
+from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
 from node.window import Window
 from shared import tablekeys
@@ -112,6 +115,8 @@ class PipelineRunner:
         self.pipeline_id = context.pipeline_id
         self.stop_event = threading.Event()
         self.cursors = CursorStore(context.client, context.paths, self.pipeline_id)
+        self.snapshot_store = SnapshotStore(context.client, context.paths, self.pipeline_id)
+        self._snapshots: Snapshots | None = None
         self.state = "starting"
         self.last_error = ""
         self.cursor: Cursor | None = None
@@ -225,17 +230,22 @@ class PipelineRunner:
             log.error("event=pause_failed pipeline=%s error=%s", self.pipeline_id, exc)
 
     # -- one attempt ------------------------------------------------------------------------
-    def _start_cursor(self) -> Cursor:
+    def _start_cursor(self, compiled: CompiledPipeline) -> Cursor:
         """The stored cursor; on the very first start the configured start, stored at once so
         that a failure of the first batches rewinds to it instead of to a later 'latest'."""
         stored = self.cursors.load()
         if stored is not None:
             return stored
         params = self.ctx.pipeline.params
-        if params.startup is StartupMode.LATEST or params.start_position is None:
-            first = Cursor(endpoints.current_position(self.ctx.sources[self.ctx.pipeline.source]))
+        source = self.ctx.sources[self.ctx.pipeline.source]
+        if params.startup in (StartupMode.LATEST, StartupMode.SNAPSHOT) or \
+                params.start_position is None:
+            first = Cursor(endpoints.current_position(source))
         else:
             first = Cursor(params.start_position)
+        if params.startup is StartupMode.SNAPSHOT:  # every paired table copied in the stream
+            for schema, table in paired_tables(source, compiled):
+                self.snapshot_store.ask(schema, table)
         self.cursors.save(first)
         return first
 
@@ -253,7 +263,7 @@ class PipelineRunner:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
         source = self.ctx.sources[pipeline.source]
         try:
-            self.cursor = self._start_cursor()
+            self.cursor = self._start_cursor(compiled)
         except KazooException as exc:  # no ZooKeeper, no start: the node starts it again later
             raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"
                                      ) from None
@@ -280,13 +290,17 @@ class PipelineRunner:
         window = self._window = Window(params.parallelism)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
-                              loop_channel=self.ctx.channel.name if self.two_way else None)
+                              loop_channel=self.ctx.channel.name if self.two_way else None,
+                              pipeline_id=self.pipeline_id)
         planner = Planner(compiled, reader.layouts, TargetFacts(targets),
-                          lambda: reader.checksum, params.load_batch_size, reader.learn)
+                          lambda: reader.checksum, params, reader.learn)
+        snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
+                                                self.ctx.spark, self.snapshot_store)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, busy=lambda: self._et_running >= ET_SATURATION,
-            requests_waiting=self._central.waiting if self._central else lambda: False)
+            requests_waiting=self._central.waiting if self._central else lambda: False,
+            watermarks=snapshots)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
@@ -300,6 +314,7 @@ class PipelineRunner:
                  self.pipeline_id, self.cursor.position, self.cursor.process_id + 1, server_id)
         selector.begin()
         select_thread.start()
+        snapshots.start()
         self.state = "running"
         publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
         try:
@@ -308,6 +323,7 @@ class PipelineRunner:
             # the last cursor is only a hint: a stop does not wait long on ZooKeeper for it
             publisher.close(STOP_PUBLISH_S if self.stop_event.is_set() else 5.0)
             select_stop.set()
+            snapshots.stop()
             selector.stop()
             select_thread.join(10)
             _cancel_pending(handoff)
@@ -339,7 +355,10 @@ class PipelineRunner:
                     requests = batch.changes()
                     if self._central is not None:  # served in order
                         requests += self._central.take(batch.process_id, attempt)
-                    future = executor.submit(self._job, compiled, planner, batch, requests)
+                    reads = self._snapshots.reads_for(batch) \
+                        if batch.windows and self._snapshots else []
+                    future = executor.submit(self._job, compiled, planner, batch, requests,
+                                             reads)
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
@@ -357,13 +376,13 @@ class PipelineRunner:
         return False
 
     def _job(self, compiled: CompiledPipeline, planner: Planner, batch: Batch,
-             requests: list[RowChange]) -> _Done:
+             requests: list[RowChange], reads: list[Read]) -> _Done:
         """Cut the batch into parts and run its Extract/Transform (an E/T thread)."""
         started = time.monotonic()
         try:
             spark = self.ctx.spark
-            local = spark.local(batch.rows + len(requests))
-            parts = planner.parts(batch, requests, 1 if local else spark.partitions)
+            local = spark.local(batch.rows + len(requests) + sum(r.count for r in reads))
+            parts = planner.parts(batch, requests, 1 if local else spark.partitions, reads)
             spec = planner.spec(batch, parts, changes_only=self.two_way)
             results = spark.run_job(compiled, spec, parts, local)
             for result in results:
@@ -416,6 +435,8 @@ class PipelineRunner:
             notes = done.notes
             if notes or self._central is not None:
                 self._requests_loaded(batch.process_id, notes)
+            if batch.windows and self._snapshots is not None:
+                self._snapshots.loaded(batch)  # its windows' chunks are on the target
             loaded = time.monotonic()
             self.cursor = Cursor(batch.end, batch.process_id)
             self._progress.set()
@@ -466,7 +487,8 @@ class PipelineRunner:
             window_used=in_flight, window_peak=self.window_peak,
             window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
             process_id=self.cursor.process_id if self.cursor else 0,
-            free_door=dataclasses.asdict(self.door_stats))
+            free_door=dataclasses.asdict(self.door_stats),
+            snapshots=self._snapshots.progress() if self._snapshots else [])
 
 
 def _with_table_keys(compiled: CompiledPipeline, source: DataSource,

@@ -214,6 +214,23 @@ class SparkRunner:
         except Exception as exc:
             raise _translate(exc, compiled, what) from None
 
+    def map(self, function: Callable[[Any], Any], items: list[Any], local: bool,
+            where: str) -> list[Any]:
+        """``function`` of each item, one Spark task each (in the node when ``local``); the
+        items carry what the tasks need (``where`` names the work in errors)."""
+        if local or not items:
+            try:
+                return [function(item) for item in items]
+            except SetlError:
+                raise
+            except Exception as exc:
+                raise SetlError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        self._last_job = time.monotonic()
+        try:
+            return self.context.parallelize(items, len(items)).map(function).collect()
+        except Exception as exc:
+            raise _translate_for(exc, where) from None
+
     @staticmethod
     def changes(compiled: CompiledPipeline, changes: list[RowChange]) -> list[TargetChange]:
         """Extract/Transform of decoded changes (a DDL batch's) in the node."""
@@ -247,8 +264,12 @@ def _translate(exc: Exception, compiled: CompiledPipeline,
     """A failed Spark job as one SetlError carrying the Python error from the worker; an
     error of setl's own hierarchy keeps its class (a ConfigError pauses at once, a passing
     failure is retried)."""
+    return _translate_for(exc, f"pipeline {compiled.pipeline_id}: {what}")
+
+
+def _translate_for(exc: Exception, where: str) -> SetlError:
     text = str(exc)
-    prefix = f"pipeline {compiled.pipeline_id}: {what} failed: "
+    prefix = f"{where} failed: "
     for line in reversed(text.splitlines()):
         found = _WORKER_ERROR.match(line.strip())
         if found is None:

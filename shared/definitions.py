@@ -216,6 +216,12 @@ class _Loader:
             "batch_size": entry.get("batch_size", lambda f: f.integer(1), MISSING),
             "batch_timeout_ms": entry.get("batch_timeout_ms", lambda f: f.integer(1), MISSING),
             "load_batch_size": entry.get("load_batch_size", lambda f: f.integer(1), MISSING),
+            "load_data_min_rows": entry.get("load_data_min_rows", lambda f: f.integer(0),
+                                            MISSING),
+            "snapshot_chunk_size": entry.get("snapshot_chunk_size",
+                                             lambda f: f.integer(1, 10_000_000), MISSING),
+            "snapshot_parallelism": entry.get("snapshot_parallelism",
+                                              lambda f: f.integer(1, 64), MISSING),
             "ddl_sync": entry.get("ddl_sync", Field.boolean, MISSING),
             "skip_load_exception": entry.get("skip_load_exception", Field.boolean, MISSING),
             "dry_run": entry.get("dry_run", Field.boolean, MISSING),
@@ -241,7 +247,8 @@ class _Loader:
 
     def _start(self, item: Field, params: PipelineParams) -> PipelineParams:
         if not item.is_mapping():
-            item.choice(["latest"])
+            if item.choice(["latest", "snapshot"]) == "snapshot":
+                return replace(params, startup=StartupMode.SNAPSHOT)
             return params
         entry = item.mapping()
         assert entry is not None

@@ -29,6 +29,7 @@ class StartupMode(enum.Enum):
     LATEST = "LATEST"  # start at the source's current binlog end
     POSITION = "POSITION"  # start at start_position (file/pos)
     GTID = "GTID"  # start at start_position.gtid
+    SNAPSHOT = "SNAPSHOT"  # copy every paired table (lock-free, in the stream), then stream
 
 
 class ShardAlgorithm(enum.Enum):
@@ -171,6 +172,11 @@ class PipelineParams:
     # (rows with its CHANNEL_ID/PIPELINE_ID); "" = only the per-instance free door
     free_door_source: str = ""
     free_door_slice: int = 5000  # buffer requests served per batch at most
+    # a merged table's upserts of a batch go as LOAD DATA … REPLACE from this many rows on,
+    # where the table allows it (node.extract.loaddata); 0: always INSERT … ON DUPLICATE KEY
+    load_data_min_rows: int = 500
+    snapshot_chunk_size: int = 8192  # rows a snapshot reads in one chunk
+    snapshot_parallelism: int = 4  # chunks read at once, in one watermark window
 
 
 @dataclass(frozen=True)

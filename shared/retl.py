@@ -6,6 +6,9 @@
   load transaction; the reverse pipeline's Select drops transactions that carry its channel's
   mark, so changes do not ping-pong.
 - ``retl_buffer`` (sources): the free door's backfill requests (see the README, Free door).
+- ``retl_signal`` (sources): the low and high watermarks a pipeline writes around the rows
+  it reads for a snapshot or a free-door request; they come back to it through the binlog,
+  which places the rows read in its ordered stream (see the README, Snapshots).
 """
 
 from __future__ import annotations
@@ -54,8 +57,18 @@ BUFFER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_buffer (
   KEY by_pipeline (CHANNEL_ID, PIPELINE_ID, ID)
 ) ENGINE=InnoDB"""
 
-SOURCE_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", BUFFER_DDL, MARK_DDL)
+SIGNAL_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_signal (
+  ID BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  PIPELINE_ID VARCHAR(191) NOT NULL,
+  WINDOW_ID BIGINT UNSIGNED NOT NULL,
+  KIND CHAR(1) NOT NULL,
+  GMT_CREATE TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+) ENGINE=InnoDB"""
+
+SOURCE_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", BUFFER_DDL, MARK_DDL, SIGNAL_DDL)
+SOURCE_TABLES = ("retl_buffer", "retl_mark", "retl_signal")
 BUFFER_TABLE = (SCHEMA, "retl_buffer")
+SIGNAL_TABLE = (SCHEMA, "retl_signal")
 
 
 def encode_key(values: tuple[Any, ...] | list[Any]) -> str:

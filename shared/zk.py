@@ -11,6 +11,9 @@ Layout under the configurable root (default ``/setl``)::
     pipelines/{pid}/mainstem     id of the node running Select, ephemeral
     pipelines/{pid}/cursor       last loaded position
     pipelines/{pid}/stats        PipelineState (protobuf)
+    pipelines/{pid}/snapshot     the pipeline's snapshots: tables, chunks, progress (JSON)
+    pipelines/{pid}/snapshot-requests/{n}   tables asked to be copied (JSON), sequential
+    pipelines/{pid}/snapshot-control        {"paused": bool} (JSON)
 """
 
 from __future__ import annotations
@@ -99,6 +102,15 @@ class ZkPaths:
 
     def stats(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "stats")
+
+    def snapshot(self, pipeline_id: str) -> str:
+        return self._join("pipelines", pipeline_id, "snapshot")
+
+    def snapshot_requests(self, pipeline_id: str) -> str:
+        return self._join("pipelines", pipeline_id, "snapshot-requests")
+
+    def snapshot_control(self, pipeline_id: str) -> str:
+        return self._join("pipelines", pipeline_id, "snapshot-control")
 
 
 class _BoundedResult(AsyncResult):

@@ -32,6 +32,7 @@ class TableFacts:
     columns: Columns = field(default_factory=dict)
     unique: tuple[frozenset[str], ...] = ()  # the columns of each unique index
     foreign_keys: bool = False  # a foreign key to or from the table
+    triggers: bool = False  # the table has triggers (rows never go as REPLACE)
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -51,7 +52,10 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
                    "REFERENCED_TABLE_NAME = %s))", (schema, table, schema, table))
-    return TableFacts(columns, unique, bool(int(cursor.fetchone()[0])))
+    foreign_keys = bool(int(cursor.fetchone()[0]))
+    cursor.execute("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
+                   "EVENT_OBJECT_SCHEMA = %s AND EVENT_OBJECT_TABLE = %s", (schema, table))
+    return TableFacts(columns, unique, foreign_keys, bool(int(cursor.fetchone()[0])))
 
 
 class TargetFacts:

@@ -36,7 +36,7 @@ from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.model import DataSource
-from shared.retl import BUFFER_TABLE, SOURCE_DDL, decode_key, encode_key
+from shared.retl import BUFFER_TABLE, SOURCE_DDL, SOURCE_TABLES, decode_key, encode_key
 
 log = logging.getLogger("setl.node.extract.freedoor")
 COLUMNS = "ID, FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID"
@@ -280,8 +280,8 @@ def create_retl(cursor: Any) -> None:
     """The retl schema with retl_buffer and retl_mark, created only where missing (so no
     DDL reaches the binlog when nothing is)."""
     cursor.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                   "'retl' AND TABLE_NAME IN ('retl_buffer', 'retl_mark')")
-    if cursor.fetchone()[0] < 2:
+                   "'retl' AND TABLE_NAME IN %s", (SOURCE_TABLES,))
+    if cursor.fetchone()[0] < len(SOURCE_TABLES):
         for statement in SOURCE_DDL:
             cursor.execute(statement)
 

@@ -17,28 +17,31 @@ statement texts per target table (:class:`Unit`); Load orders the units of all p
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange, TargetChange
-from node.extract import freedoor
+from node.extract import freedoor, loaddata
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.facts import TableFacts, Target, TargetFacts
-from node.extract.merge import merge
+from node.extract.merge import TableWrites, merge
+from node.extract.reads import ROW_BITS, Read, joined
 from node.extract.render import BIG_VALUE, statements
 from node.extract.sqltext import Sql, texts
 from shared import identifiers
 from shared.errors import ConfigError
+from shared.model import PipelineParams
 
-ROW_BITS = 20  # a change's seq: its event's place in the batch << ROW_BITS | row in event
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
           30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
           166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
           169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
 ORDERED = 0  # the group of tables linked by foreign keys on the target
+_CHANGE = tuple.__new__
 
 
 class Part(NamedTuple):
@@ -51,6 +54,7 @@ class Part(NamedTuple):
     places: array  # each event's place in the batch
     # changes Select decoded itself (free-door requests), numbered after the events
     decoded: list[tuple[int, RowChange]] = []  # noqa: RUF012 - never mutated
+    reads: list[Read] = []  # noqa: RUF012 - rows read in watermark windows (node.snapshot)
 
     @classmethod
     def of_changes(cls, changes: list[RowChange]) -> Part:
@@ -67,6 +71,8 @@ class JobSpec:
     checksum: bool  # the source's events end with a CRC32
     facts: dict[Target, TableFacts] = field(default_factory=dict)
     load_batch_size: int = 1000
+    # a merged table's upserts go as LOAD DATA … REPLACE from this many rows on (0: never)
+    load_data_min_rows: int = 0
     one_by_one: bool = False  # one statement a row (skip_load_exception's second try)
     changes_only: bool = False  # the target changes come back unrendered (two-way: Load
     # checks conflicts against the target's rows first)
@@ -111,8 +117,9 @@ def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = Non
         base = place << ROW_BITS
         schema, table, keys = layout.schema, layout.table, layout.primary_key
         images = decode_rows(layout, data, checksum)
-        for row, (before, after) in enumerate(images):
-            append((base + row, RowChange(schema, table, kind, keys, before, after, "", ts)))
+        for row, (before, after) in enumerate(images):  # tuple.__new__: no per-row __new__
+            append((base + row, _CHANGE(RowChange, (schema, table, kind, keys, before, after,
+                                                    "", ts, ()))))
         size = sizes.get(number)
         if size is None:
             size = sizes[number] = [0, 0]
@@ -127,16 +134,21 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     node for a small batch)."""
     counted: dict[int, list[int]] = {}
     numbered = decoded(part, spec.checksum, counted)
+    if part.reads:
+        numbered += joined(part.reads, numbered)
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes, notes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:
         return PartResult([], [], notes, changes, len(numbered), sizes)
     # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
     # lookup (free door) or a transform that makes values can bring one
-    big = bool(part.decoded) or not all(entry.simple for entry in compiled.pairs) or \
+    big = bool(part.decoded) or bool(part.reads) or \
+        not all(entry.simple for entry in compiled.pairs) or \
         max(part.lengths, default=0) > BIG_VALUE // 4
     units = render(changes, spec, big)
     requested = render([c for c in changes if c.requested], spec) if part.decoded else []
+    # (rows read in windows are never written by a replay: a replayed batch's windows are
+    # gone with the attempt that opened them)
     return PartResult(units, requested, notes, [], len(numbered), sizes)
 
 
@@ -151,12 +163,32 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
 
     for writes in merge(changes, ordered):
         name = (writes.datasource, writes.schema, writes.table)
-        columns = facts.get(name, _NO_FACTS).columns
-        sqls = [sql for statement in statements(writes, size, columns, big)
-                for sql in texts(statement, keep_what=spec.one_by_one)]
+        table = facts.get(name, _NO_FACTS)
+        sqls = _replaced(writes, table, spec) if not big else None
+        if sqls is None:
+            sqls = [sql for statement in statements(writes, size, table.columns, big)
+                    for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
                           writes.keys))
     return units
+
+
+def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql] | None:
+    """A merged table's deletes, then its upserts as LOAD DATA … REPLACE (see
+    :mod:`node.extract.loaddata`); None where they go as INSERTs."""
+    if spec.one_by_one or not spec.load_data_min_rows or writes.steps or writes.changes or \
+            len(writes.upserts) < spec.load_data_min_rows:
+        return None
+    columns = loaddata.plan(table.columns, table.triggers)
+    if columns is None:
+        return None
+    enums = [name for name, column in table.columns.items() if column.data_type == "enum"]
+    replaced = loaddata.statements(writes.schema, writes.table, writes.upserts, columns, enums)
+    if replaced is None:
+        return None
+    deletes = dataclasses.replace(writes, upserts=[])
+    return [sql for statement in statements(deletes, spec.load_batch_size, table.columns)
+            for sql in texts(statement)] + replaced
 
 
 _NO_FACTS = TableFacts()
@@ -173,11 +205,11 @@ class Planner:
     """Cuts batches into parts (in the node's Select thread)."""
 
     def __init__(self, compiled: CompiledPipeline, layouts: dict[int, TableSchema],
-                 facts: TargetFacts, checksum: Callable[[], bool], load_batch_size: int,
+                 facts: TargetFacts, checksum: Callable[[], bool], params: PipelineParams,
                  learn: Callable[[dict[int, tuple[int, int]]], None] = lambda sizes: None
                  ) -> None:
         self.compiled, self.layouts, self.facts = compiled, layouts, facts
-        self.checksum, self.load_batch_size = checksum, load_batch_size
+        self.checksum, self.params = checksum, params
         self.learn = learn  # Select's: the row changes and bytes of each table's events
         self._group: dict[tuple[str, str], int] = {}  # source table → group
         self._owner: dict[Target, int] = {}  # target table → group
@@ -197,12 +229,28 @@ class Planner:
             for target in self._targets_of(name):
                 if target not in facts:
                     facts[target] = self.facts.of(target)
-        return JobSpec(batch.process_id, self.checksum(), facts, self.load_batch_size,
-                       **options)
+        return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
+                       self.params.load_data_min_rows, **options)
 
-    def parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
-        """The batch's events (and the free-door requests it carries) cut into at most
-        ``partitions`` parts."""
+    def parts(self, batch: Batch, requests: list[RowChange], partitions: int,
+              reads: list[Read] = ()) -> list[Part]:  # type: ignore[assignment]
+        """The batch's events (and the free-door requests it carries, and the rows read in
+        its watermark windows) cut into at most ``partitions`` parts."""
+        made = self._parts(batch, requests, partitions)
+        if reads:
+            windows = {window: (first, end) for window, first, end in batch.windows}
+            for read in reads:
+                first, end = windows[read.window]
+                group = self._find(self._table_group((read.schema, read.table)))
+                index = next((i for i, part in enumerate(made)
+                              if any(self._find(self._group_of(n)) == group
+                                     for n in set(part.numbers))),
+                             0)
+                made[index] = made[index]._replace(
+                    reads=[*made[index].reads, read._replace(first=first, end=end)])
+        return made
+
+    def _parts(self, batch: Batch, requests: list[RowChange], partitions: int) -> list[Part]:
         place = 0
         if partitions <= 1:
             datas: list[bytes] = []
@@ -274,6 +322,7 @@ class Planner:
     def _tables(self, parts: list[Part]) -> set[tuple[str, str]]:
         names = {(layout.schema, layout.table) for part in parts
                  for layout in part.layouts.values()}
+        names |= {(read.schema, read.table) for part in parts for read in part.reads}
         for part in parts:
             for _, request in part.decoded:
                 name = _request_table(request)

@@ -102,7 +102,11 @@ def merge(changes: Iterable[TargetChange],
             tables[name] = TableWrites(*name, keys, weight, seq)
             state = states[name] = {}
         if kind is INSERT:
-            _put(state, _key(after, keys), after, True, seq)
+            key = (after[keys[0]],) if len(keys) == 1 else _key(after, keys)
+            if key not in state:  # the commonest: a new key
+                state[key] = [seq, after, True]
+            else:
+                _put(state, key, after, True, seq)
         elif kind is UPDATE:
             new_key = _key(after, keys)
             if new_key != before_key:

@@ -33,6 +33,7 @@ class Sql(NamedTuple):
     matches_one: bool = False  # must touch exactly one row (a keyless table's)
     lenient: tuple[str, ...] = ()  # see render.Statement
     what: Any = None  # the keys or rows it writes: kept in one-by-one mode, for the log
+    data: bytes | None = None  # a LOAD DATA LOCAL INFILE's rows (node.extract.loaddata)
 
 
 def literal(value: Any) -> str:
@@ -71,7 +72,10 @@ def texts(statement: Statement, keep_what: bool = False) -> list[Sql]:
     size = len(prefix) + len(postfix)
     first = 0
     for index, row in enumerate(args):
-        one = "(" + ", ".join([literal(arg) for arg in row]) + ")" if plain \
+        # strings and integers inline, as literal() writes them: most values are
+        one = "(" + ", ".join([
+            "'" + arg.translate(_ESCAPE) + "'" if type(arg) is str else
+            str(arg) if type(arg) is int else literal(arg) for arg in row]) + ")" if plain \
             else values % tuple(literal(arg) for arg in row)
         if chunk and size + len(one) + 1 > MAX_STATEMENT:
             out.append(_insert(prefix, chunk, postfix, matches_one, lenient,

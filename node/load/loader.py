@@ -28,9 +28,11 @@ from node.changes import Batch, ChangeType, TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
+from node.extract import loaddata
 from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, PartResult, Unit, in_order, render
 from node.extract.sqltext import Sql
+from node.load import localdata, owners
 from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
@@ -39,7 +41,9 @@ from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
 
 log = logging.getLogger("setl.node.load.loader")
-RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock
+localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
+LOCK_WAIT_TIMEOUT = 1205
+RETRYABLE = {LOCK_WAIT_TIMEOUT, 1213}  # lock wait timeout, deadlock
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
 # missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
@@ -89,12 +93,13 @@ class Loader:
         if conn is None or not conn.open:
             # TIMESTAMP values come from the binlog in UTC; every value a source holds is
             # taken as it is (see SQL_MODE)
-            conn = endpoints.connect(self.targets[name], autocommit=False,
+            conn = endpoints.connect(self.targets[name], autocommit=False, local_infile=True,
                                      init_command=f"SET time_zone = '+00:00', "
                                                   f"sql_mode = '{SQL_MODE}'")
             with conn.cursor() as cursor:
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
+                owners.register(cursor, self.pipeline_id, self.epoch)
             conn.commit()
             self._connections[name] = conn
         return conn
@@ -189,6 +194,8 @@ class Loader:
                 code = exc.args[0] if exc.args else 0
                 where = (f"stage load, pipeline {self.pipeline_id}, processId "
                          f"{batch.process_id}, position {batch.end}, target {name}")
+                if code == LOCK_WAIT_TIMEOUT:  # a stale owner's transaction holds the row?
+                    self._end_stale(name)
                 if code in RETRYABLE and attempt < 5:
                     log.warning("event=load_retry pipeline=%s process_id=%d target=%s "
                                 "attempt=%d error=%r", self.pipeline_id, batch.process_id, name,
@@ -200,6 +207,16 @@ class Loader:
                     continue
                 raise LoadError(f"{where}: {exc.args[-1] if exc.args else exc}") from None
         raise AssertionError("unreachable")
+
+    def _end_stale(self, name: str) -> None:
+        try:
+            conn = self._connection(name)
+            with conn.cursor() as cursor:
+                owners.end_stale(cursor, self.pipeline_id, self.epoch, name)
+            conn.commit()
+        except pymysql.MySQLError as exc:  # the retry reports what stays wrong
+            log.warning("event=stale_owner_check_failed pipeline=%s target=%s error=%r",
+                        self.pipeline_id, name, exc)
 
     def _discard(self, name: str) -> None:
         conn = self._connections.pop(name, None)
@@ -215,9 +232,7 @@ class Loader:
         statements or its DDL, the loop mark and the position."""
         conn = self._connection(name)
         with conn.cursor() as cursor:
-            cursor.execute("SELECT binlog_file, binlog_pos, owner_epoch, process_id FROM "
-                           "retl.retl_position WHERE pipeline_id = %s FOR UPDATE",
-                           (self.pipeline_id,))
+            cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
             row = cursor.fetchone()
             if row and int(row[2]) > self.epoch:
                 conn.rollback()
@@ -316,8 +331,12 @@ class Loader:
         written = 0
         for sql in unit.sqls:
             try:
-                count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
-                    else cursor.execute(sql.text)
+                if sql.data is not None:  # LOAD DATA: its rows sent from memory
+                    with localdata.serving(loaddata.FILE, sql.data):
+                        count = cursor.execute(sql.text)
+                else:
+                    count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
+                        else cursor.execute(sql.text)
                 written += sql.rows
                 if sql.matches_one and count != 1:
                     raise LoadError(

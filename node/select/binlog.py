@@ -40,7 +40,7 @@ from node.select.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.retl import BUFFER_TABLE
+from shared.retl import BUFFER_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
@@ -104,7 +104,7 @@ class BinlogReader:
     def __init__(self, source: DataSource, server_id: int, start: BinlogPosition,
                  wants: Callable[[str, str], bool], wants_schema: Callable[[str], bool],
                  loop_channel: str | None = None, ddl: bool = True,
-                 queue_size: int = 10_000) -> None:
+                 queue_size: int = 10_000, pipeline_id: str = "") -> None:
         self.source, self.server_id, self.start = source, server_id, start
         self.out: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=queue_size)
         self.ddl = ddl  # DDL statements as changes (ddl_sync); else they only move the position
@@ -112,6 +112,7 @@ class BinlogReader:
         # a two-way channel: transactions carrying its own loop mark were loaded by the
         # opposite pipeline and are dropped (else every change would ping-pong for ever)
         self.loop_channel = loop_channel
+        self.pipeline_id = pipeline_id  # whose watermarks (retl_signal rows) to pass on
         self.layouts: dict[int, TableSchema] = {}  # by table-map number: for Extract
         # bytes of rows events per row change, by table-map number: a guess from the
         # columns, then what Extract found (:meth:`learn`); batches are cut by these rows
@@ -349,7 +350,7 @@ class BinlogReader:
         at += 2 + data[at]
         table = data[at + 1:at + 1 + data[at]].decode()
         system = schema == SYSTEM_SCHEMA and (
-            (schema, table) == BUFFER_TABLE or
+            (schema, table) in (BUFFER_TABLE, SIGNAL_TABLE) or
             ((schema, table) == MARK_TABLE and self.loop_channel is not None))
         if not system and not (self._wants_schema(schema) and self._wants(schema, table)):
             self._tables[table_id] = MappedTable(schema, table, 0)
@@ -365,10 +366,16 @@ class BinlogReader:
 
     def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:
         """Rows of retl_buffer (free-door requests: inserts without a CHANNEL_ID; rows with
-        one are central requests, served by their pipeline's polling) and of retl_mark."""
+        one are central requests, served by their pipeline's polling), of retl_signal (this
+        pipeline's watermarks) and of retl_mark."""
         assert mapped.layout is not None
         kind = ROWS[data[5]]
         images = decode_rows(mapped.layout, data, self._checksum)
+        if (mapped.schema, mapped.table) == SIGNAL_TABLE:
+            if kind is not ChangeType.INSERT:
+                return []
+            return [RowChange(*SIGNAL_TABLE, kind, ("ID",), None, after) for _, after in images
+                    if after and after.get("PIPELINE_ID") == self.pipeline_id]
         if (mapped.schema, mapped.table) == BUFFER_TABLE:
             if kind is not ChangeType.INSERT:
                 return []
@@ -436,9 +443,15 @@ class BinlogReader:
                 events, decoded, event_rows, echo = [], [], 0, True  # the other side's: skip
             elif marks:
                 decoded = [c for c in decoded if (c.schema, c.table) != MARK_TABLE]
+        signals: tuple[tuple[str, int], ...] = ()
+        if any(c.table == SIGNAL_TABLE[1] for c in decoded):
+            signals = tuple((str(c.after["KIND"]), int(c.after["WINDOW_ID"]))
+                            for c in decoded if (c.schema, c.table) == SIGNAL_TABLE and c.after)
+            decoded = [c for c in decoded if (c.schema, c.table) != SIGNAL_TABLE]
         timestamp = int.from_bytes(data[1:5], "little")
         self._put(Transaction(tuple(decoded), self._position(gtid), timestamp * 1000,
-                              int(time.time() * 1000), echo, tuple(events), event_rows))
+                              int(time.time() * 1000), echo, tuple(events), event_rows,
+                              signals))
 
 
 _FIXED_SIZES = {1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 8: 8, 9: 3, 13: 1, 10: 3, 18: 5, 17: 4, 19: 3,

@@ -15,6 +15,13 @@ stream is quiet, so a busy stream cuts as surely as an idle one:
 
 A transaction is never split: one larger than ``batch_size`` makes one large batch. DDL
 travels in a batch of its own.
+
+**Watermark windows** (:mod:`node.snapshot`): between a low and a high watermark of this
+pipeline (rows of ``retl.retl_signal``) rows were read from the source for a snapshot chunk
+or a free-door request; the batch is never cut inside such a window, and it is cut right
+after its high watermark, which is where the rows read go into the stream. A window that
+stays open ``WINDOW_TIMEOUT_S`` (its high watermark never came) or meets a DDL is abandoned:
+the batch goes on without it and its rows are read again in a later window.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from node.window import Window
 from shared.model import BinlogPosition, PipelineParams
 
 IDLE_BATCH_INTERVAL_S = 1.0  # batches without rows (position only) at most this often
+WINDOW_TIMEOUT_S = 60.0  # a watermark window open longer is abandoned
 MAX_TRANSACTIONS = 20_000  # transactions one batch spans at most
 POLL_S = 0.1  # the longest wait for a transaction before the cut rules are checked again
 OVERDUE_POLL_S = 0.01  # the same for a batch kept open past its timeout while E/T is busy
@@ -47,19 +55,38 @@ class TransactionSource(Protocol):
     def take(self, timeout_s: float) -> Transaction | None: ...
 
 
+class Watermarks(Protocol):
+    """The windows this pipeline opened (:class:`node.snapshot.controller.Snapshots`)."""
+
+    def expects(self, window_id: int) -> bool: ...
+
+    def abandoned(self, window_id: int) -> None: ...
+
+
+class _NoWindows:
+    def expects(self, window_id: int) -> bool:
+        return False
+
+    def abandoned(self, window_id: int) -> None:
+        pass
+
+
 class Selector:
     def __init__(self, pipeline_id: str, transactions: TransactionSource,
                  start: BinlogPosition, next_process_id: int, params: PipelineParams,
                  window: Window, busy: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.monotonic,
-                 requests_waiting: Callable[[], bool] = lambda: False) -> None:
+                 requests_waiting: Callable[[], bool] = lambda: False,
+                 watermarks: Watermarks | None = None) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
         self.busy = busy
         self.requests_waiting = requests_waiting  # central free-door requests to carry
+        self.watermarks = watermarks or _NoWindows()
         self.next_process_id = next_process_id
         self.position = start
         self.transactions = transactions
         self._held: Transaction | None = None  # a DDL waiting for its own batch
+        self._open: dict[int, tuple[int, float]] = {}  # window → (first place, opened at)
 
     def begin(self) -> None:
         self.transactions.begin()
@@ -94,27 +121,59 @@ class Selector:
         first_at: float | None = None
         while not stop.is_set():
             wait = POLL_S if first_at is None else first_at + self._timeout_s(batch) - self.clock()
-            txn = self._take(min(wait, POLL_S) if wait > 0 else OVERDUE_POLL_S)
+            txn = self._take(POLL_S if self._open else
+                             min(wait, POLL_S) if wait > 0 else OVERDUE_POLL_S)
             if txn is None:
+                self._expire()
                 if first_at is None:
-                    if self.requests_waiting():
+                    if self.requests_waiting() and not self._open:
                         return batch  # no binlog rows: a batch for the free-door requests alone
                     continue
             elif txn.is_ddl:
+                self._abandon_all()  # a window's rows may have another shape than the stream's
                 if batch.rows:
                     self._held = txn
                 else:  # the position-only stretch before it rides along
                     batch.add(txn)
                 return batch
             else:
+                closed = self._signals(batch, txn) if txn.signals else False
                 batch.add(txn)
                 if first_at is None:
                     first_at = self.clock()
+                if closed and not self._open:
+                    return batch  # the rows read in the window go in here, at its end
+                if self._open:
+                    continue  # never cut inside a window
                 if batch.rows >= self.params.batch_size or batch.spanned >= MAX_TRANSACTIONS:
                     return batch
-            if self._due(batch, first_at):
+            if not self._open and self._due(batch, first_at):
                 return batch
         return None
+
+    def _signals(self, batch: Batch, txn: Transaction) -> bool:
+        """Open and close this pipeline's watermark windows; True when one closed."""
+        closed = False
+        for kind, window_id in txn.signals:
+            if kind == "L" and self.watermarks.expects(window_id):
+                self._open[window_id] = (batch.events, self.clock())
+            elif kind == "H" and window_id in self._open:
+                first, _ = self._open.pop(window_id)
+                batch.windows.append((window_id, first, batch.events + len(txn.events)))
+                closed = True
+        return closed
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for window_id, (_, opened) in list(self._open.items()):
+            if now - opened > WINDOW_TIMEOUT_S:
+                del self._open[window_id]
+                self.watermarks.abandoned(window_id)
+
+    def _abandon_all(self) -> None:
+        for window_id in list(self._open):
+            del self._open[window_id]
+            self.watermarks.abandoned(window_id)
 
     def _timeout_s(self, batch: Batch) -> float:
         timeout_s = self.params.batch_timeout_ms / 1000

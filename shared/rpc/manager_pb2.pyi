@@ -65,12 +65,38 @@ class DeleteSourceResponse(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class SnapshotRequest(_message.Message):
+    __slots__ = ("channel", "pipeline", "action", "table", "where")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    channel: str
+    pipeline: str
+    action: str
+    table: str
+    where: str
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., action: _Optional[str] = ..., table: _Optional[str] = ..., where: _Optional[str] = ...) -> None: ...
+
+class SnapshotResponse(_message.Message):
+    __slots__ = ("pipeline_id", "copies", "paused", "message")
+    PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    pipeline_id: str
+    copies: _containers.RepeatedCompositeFieldContainer[TableCopy]
+    paused: bool
+    message: str
+    def __init__(self, pipeline_id: _Optional[str] = ..., copies: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ..., paused: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
 class ListChannelsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class PipelineState(_message.Message):
-    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door")
+    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door", "snapshots")
     PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     OWNER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +110,7 @@ class PipelineState(_message.Message):
     CANDIDATE_NODES_FIELD_NUMBER: _ClassVar[int]
     WINDOW_PEAK_FIELD_NUMBER: _ClassVar[int]
     FREE_DOOR_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
     pipeline_id: str
     state: str
     owner_node: int
@@ -97,7 +124,32 @@ class PipelineState(_message.Message):
     candidate_nodes: _containers.RepeatedScalarFieldContainer[int]
     window_peak: int
     free_door: FreeDoorStats
-    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ...) -> None: ...
+    snapshots: _containers.RepeatedCompositeFieldContainer[TableCopy]
+    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ..., snapshots: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ...) -> None: ...
+
+class TableCopy(_message.Message):
+    __slots__ = ("table", "state", "chunks_done", "chunks", "rows", "rows_estimated", "rows_per_s", "eta_s", "where", "error")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DONE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_ESTIMATED_FIELD_NUMBER: _ClassVar[int]
+    ROWS_PER_S_FIELD_NUMBER: _ClassVar[int]
+    ETA_S_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    state: str
+    chunks_done: int
+    chunks: int
+    rows: int
+    rows_estimated: int
+    rows_per_s: float
+    eta_s: float
+    where: str
+    error: str
+    def __init__(self, table: _Optional[str] = ..., state: _Optional[str] = ..., chunks_done: _Optional[int] = ..., chunks: _Optional[int] = ..., rows: _Optional[int] = ..., rows_estimated: _Optional[int] = ..., rows_per_s: _Optional[float] = ..., eta_s: _Optional[float] = ..., where: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class FreeDoorStats(_message.Message):
     __slots__ = ("requested", "loaded", "missing", "rejected", "pending")

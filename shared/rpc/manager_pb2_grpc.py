@@ -90,6 +90,11 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
                 _registered_method=True)
+        self.Snapshot = channel.unary_unary(
+                '/setl.v1.ManagerService/Snapshot',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.SnapshotResponse.FromString,
+                _registered_method=True)
 
 
 class ManagerServiceServicer:
@@ -168,6 +173,13 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Snapshot(self, request, context):
+        """Copy a table in a pipeline's stream (snapshot), or show, pause, resume or cancel copies.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -225,6 +237,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.Verify,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.SerializeToString,
+            ),
+            'Snapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.Snapshot,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -524,6 +541,33 @@ class ManagerService:
             '/setl.v1.ManagerService/Verify',
             shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Snapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/Snapshot',
+            shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.SnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -112,3 +112,35 @@ def test_dry_run_counts_and_writes_nothing(cluster, source, target):
     assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
                        "'dry.forward'") == [(0,)]
     cluster.set_status("dry", "STOP")
+
+
+def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, source,
+                                                                        target) -> None:
+    """A frozen owner's open load transaction holds the position row; the newer owner kills
+    that connection (registered in retl.retl_owner) and loads, instead of waiting for it."""
+    import pymysql
+
+    schema = make_schema(source, target, ITEMS)
+    server = sandbox.servers()["target"]
+    endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
+                          SecretRef(f"file:{sandbox.secret_file}"))
+    pipeline_id = f"zombie-{schema}.forward"
+    old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
+    new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
+    try:
+        assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
+        frozen = old._connection("target")  # as if the old owner froze mid-transaction
+        with frozen.cursor() as cursor:
+            cursor.execute("SELECT * FROM retl.retl_position WHERE pipeline_id = %s "
+                           "FOR UPDATE", (pipeline_id,))
+            cursor.execute(f"INSERT INTO `{schema}`.items VALUES (2, 'stale')")
+        assert new.load(batch(2, 200), [upsert(schema, 1, "new")]) == 1
+        assert target.table(schema, "items") == [(1, "new")]  # the stale row rolled back
+        with pytest.raises(pymysql.MySQLError):
+            with frozen.cursor() as cursor:  # its connection is gone: it writes nothing
+                cursor.execute("COMMIT")
+        assert target.rows("SELECT owner_epoch FROM retl.retl_position WHERE pipeline_id = %s",
+                           (pipeline_id,)) == [(20,)]
+    finally:
+        old.close()
+        new.close()

@@ -406,7 +406,7 @@ BAD = [
         id="start-pos-below-4"),
     pytest.param(
         channel("        start: earliest\n"),
-        f'f.yaml:10: {P}.start: expected one of latest, got "earliest"',
+        f'f.yaml:10: {P}.start: expected one of latest, snapshot, got "earliest"',
         id="start-unknown-word"),
     pytest.param(
         "sources:\n  - name: a\n    host: db1\n    charset: [utf8]\n",

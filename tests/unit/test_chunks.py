@@ -119,4 +119,3 @@ def test_chunks_and_their_conditions() -> None:
 
 def test_a_guard_stops_a_step_that_never_moves() -> None:
     assert stepped_bounds(1, lambda after: 1, limit=5) == [1] * 5
-

@@ -18,7 +18,7 @@ from node.extract.job import ROW_BITS, JobSpec, Part, PartResult, Planner, in_or
 from node.extract.merge import merge
 from node.extract.render import statements
 from node.extract.sqltext import MAX_STATEMENT, Sql, literal, texts
-from shared.model import BinlogPosition
+from shared.model import BinlogPosition, PipelineParams
 from tests.unit.test_etl import pipeline
 
 VALUES = [0, -7, 2**63 - 1, 18446744073709551615, None, True, False, "", "plain",
@@ -132,7 +132,8 @@ def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
         "{source: s.e, target: t.e}", "{source: s.f, target: t.f}"))
     layouts = {n: layout(name) for n, name in enumerate("abcdef", start=1)}
     facts = Facts({"d", "e"})  # t.d and t.e are linked by a foreign key
-    planner = Planner(compiled, layouts, facts, lambda: True, 500)  # type: ignore[arg-type]
+    planner = Planner(compiled, layouts, facts, lambda: True,  # type: ignore[arg-type]
+                      PipelineParams(load_batch_size=500))
     events = [(n, bytes([n]) * (10 * n)) for n in (1, 3, 2, 4, 6, 5, 1)]
     txn = Transaction((), BinlogPosition("b.1", 9), 1, 1, events=tuple(events), event_rows=7)
     request = RowChange("retl", "retl_buffer", ChangeType.INSERT, ("ID",), None,

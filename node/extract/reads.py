@@ -1,0 +1,147 @@
+"""Rows read from the source inside a watermark window, and how they join the stream.
+
+A snapshot chunk or a free-door request is read by SELECT between a low and a high
+watermark (:mod:`node.snapshot`). The rows are read in the form the binlog decoder gives
+(:mod:`node.extract.decode`) — FLOAT as the double of the stored single, BIT as an integer,
+TIMESTAMP in UTC, BINARY without its zero padding, an empty binary string as ``''`` — so
+that a row read here is written, and compared by key, exactly as its binlog image would be.
+
+A read travels as a :class:`Read`: the rows pickled (the node never unpacks them), the
+window's places in its batch, and its table. In the part that holds the table's changes,
+:func:`joined` drops every row whose key the stream changed inside the window (the
+stream's change is newer, or as new) and puts the rest in at the window's end, as inserts:
+so a read row never overwrites a newer one and a reader of the target sees the rows as
+they were at the high watermark, with everything before it.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from node.changes import ChangeType, RowChange
+from shared.errors import SourceError
+from shared.identifiers import qualified, quote
+
+ROW_BITS = 20  # a change's seq in its batch: its event's place << ROW_BITS | row in the event
+INSIDE = 1 << (ROW_BITS - 1)  # a read's rows go between the window's last event and the next
+
+
+@dataclass(frozen=True)
+class ReadColumn:
+    """A source column as a read selects and mends it."""
+
+    name: str
+    data_type: str
+
+    @property
+    def expression(self) -> str:
+        name = quote(self.name)
+        if self.data_type == "float":
+            return f"CAST({name} AS DOUBLE)"  # its text would be rounded to six digits
+        if self.data_type == "bit":
+            return f"{name} + 0"
+        return name
+
+
+def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:
+    cursor.execute("SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE "
+                   "TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+                   (schema, table))
+    return tuple(ReadColumn(str(name), str(kind).lower()) for name, kind in cursor.fetchall())
+
+
+def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
+         ) -> list[tuple[Any, ...]]:
+    """Rows as the binlog decoder gives them: a BINARY value without the zero bytes that pad
+    it, an empty binary string as ``''``."""
+    binary = [i for i, column in enumerate(columns)
+              if column.data_type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob",
+                                      "longblob")]
+    if not binary:
+        return list(rows)
+    padded = {i for i in binary if columns[i].data_type == "binary"}
+    out = []
+    for row in rows:
+        values = list(row)
+        for i in binary:
+            value = values[i]
+            if isinstance(value, bytes):
+                if i in padded:
+                    value = value.rstrip(b"\0")
+                values[i] = value if value else ""
+        out.append(tuple(values))
+    return out
+
+
+class Read(NamedTuple):
+    """Rows read in one window for one table (a chunk, or keys asked for)."""
+
+    window: int
+    schema: str
+    table: str
+    keys: tuple[str, ...]  # the source key columns
+    columns: tuple[str, ...]
+    rows: bytes  # pickled list of row tuples
+    count: int
+    label: str = ""  # what it was read for (a chunk, requests): for messages and progress
+    first: int = 0  # the window's first event in its batch
+    end: int = 0  # the place after its last event
+    missing: tuple[tuple[Any, ...], ...] = ()  # keys asked for that the source lacks
+    deletes: tuple[tuple[Any, ...], ...] = ()  # keys to delete on the target (free door D)
+
+
+def select(cursor: Any, schema: str, table: str, columns: Sequence[ReadColumn], where: str,
+           params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    sql = (f"SELECT {', '.join(column.expression for column in columns)} FROM "
+           f"{qualified(schema, table)} WHERE {where}")
+    try:
+        cursor.execute(sql, params)
+    except Exception as exc:  # pymysql's errors: said as the table's
+        raise SourceError(f"cannot read {schema}.{table}: "
+                          f"{exc.args[-1] if getattr(exc, 'args', None) else exc}") from None
+    return mend(columns, cursor.fetchall())
+
+
+def packed(rows: list[tuple[Any, ...]]) -> bytes:
+    return pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _key(values: dict[str, Any] | None, keys: tuple[str, ...]) -> tuple[Any, ...] | None:
+    if values is None:
+        return None
+    return tuple(values.get(key) for key in keys)
+
+
+def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
+           ) -> list[tuple[int, RowChange]]:
+    """The reads' rows as numbered changes at their windows' ends, without the keys the
+    stream changed inside the windows."""
+    out: list[tuple[int, RowChange]] = []
+    for read in reads:
+        low, high = read.first << ROW_BITS, read.end << ROW_BITS
+        changed = set()
+        for seq, change in numbered:
+            if low <= seq < high and change.table == read.table and \
+                    change.schema == read.schema:
+                changed.add(_key(change.before, read.keys))
+                changed.add(_key(change.after, read.keys))
+        base = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
+        at = base
+        for row in pickle.loads(read.rows):
+            after = dict(zip(read.columns, row, strict=True))
+            if _key(after, read.keys) in changed:
+                continue
+            out.append((at, RowChange(read.schema, read.table, ChangeType.INSERT, read.keys,
+                                      None, after)))
+            at += 1
+        for key in read.deletes:
+            if key in changed:
+                continue
+            before = dict(zip(read.keys, key, strict=True))
+            out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,
+                                      before, None)))
+            at += 1
+    return out

@@ -1,0 +1,72 @@
+"""A stale owner's open transaction on a target, ended by the owner that replaced it.
+
+A node frozen in the middle of a load transaction (SIGSTOP, a long GC or VM pause) keeps its
+target connection and that transaction open: its lock on the pipeline's position row would
+hold the new owner back until the frozen node wakes, or until the server's ``wait_timeout``
+(hours). So each Load connection registers itself in ``retl.retl_owner`` with the owner
+epoch it writes under, and a load transaction waits for the position row's lock only
+``LOCK_WAIT_S``: when that runs out, the connections registered under an older epoch of the
+pipeline that are still there are killed (the user may kill its own), their transactions
+roll back, and the load is tried again. Fencing is unchanged: the woken stale owner finds
+its connection gone, and its next transaction finds a newer epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger("setl.node.load.owners")
+LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for a zombie
+
+OWNER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_owner (
+  pipeline_id VARCHAR(191) NOT NULL,
+  connection_id BIGINT UNSIGNED NOT NULL,
+  owner_epoch BIGINT NOT NULL,
+  registered_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (pipeline_id, connection_id)
+) ENGINE=InnoDB"""
+
+
+def position_lock(conn: Any) -> str:
+    """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
+    (MariaDB's ``WAIT``, MySQL's hint)."""
+    sql = ("SELECT {hint}binlog_file, binlog_pos, owner_epoch, process_id FROM "
+           "retl.retl_position WHERE pipeline_id = %s FOR UPDATE{wait}")
+    if "mariadb" in str(conn.get_server_info()).lower():
+        return sql.format(hint="", wait=f" WAIT {LOCK_WAIT_S}")
+    return sql.format(hint=f"/*+ SET_VAR(innodb_lock_wait_timeout={LOCK_WAIT_S}) */ ",
+                      wait="")
+
+
+def register(cursor: Any, pipeline_id: str, epoch: int) -> None:
+    """This connection writes ``pipeline_id`` under ``epoch`` (committed by the caller);
+    rows of connections that are gone are cleared."""
+    cursor.execute(OWNER_DDL)
+    cursor.execute("DELETE FROM retl.retl_owner WHERE pipeline_id = %s AND connection_id NOT "
+                   "IN (SELECT ID FROM information_schema.PROCESSLIST)", (pipeline_id,))
+    cursor.execute("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) "
+                   "VALUES (%s, CONNECTION_ID(), %s) ON DUPLICATE KEY UPDATE "
+                   "owner_epoch = VALUES(owner_epoch)", (pipeline_id, epoch))
+
+
+def end_stale(cursor: Any, pipeline_id: str, epoch: int, target: str) -> int:
+    """Kill the connections of owners older than ``epoch`` that are still there (their open
+    transactions roll back); return how many. Run outside a transaction."""
+    cursor.execute("SELECT o.connection_id, o.owner_epoch FROM retl.retl_owner o JOIN "
+                   "information_schema.PROCESSLIST p ON p.ID = o.connection_id WHERE "
+                   "o.pipeline_id = %s AND o.owner_epoch < %s AND o.connection_id <> "
+                   "CONNECTION_ID()", (pipeline_id, epoch))
+    stale = [(int(row[0]), int(row[1])) for row in cursor.fetchall()]
+    killed = 0
+    for connection_id, their_epoch in stale:
+        try:
+            cursor.execute(f"KILL CONNECTION {connection_id}")
+            killed += 1
+            log.warning("event=stale_owner_connection_killed pipeline=%s target=%s "
+                        "connection=%d epoch=%d our_epoch=%d", pipeline_id, target,
+                        connection_id, their_epoch, epoch)
+        except Exception as exc:  # gone meanwhile, or another user's: the wait goes on
+            log.warning("event=stale_owner_kill_failed pipeline=%s target=%s connection=%d "
+                        "error=%r", pipeline_id, target, connection_id, exc)
+    return killed

@@ -1,0 +1,330 @@
+"""Snapshots in the stream (DBLog's watermarks, seed 001): a pipeline copies tables while it
+streams, chunk by chunk, without locks and without pausing the stream.
+
+For each *window* the controller writes a low watermark (a row of ``retl.retl_signal``),
+reads a few chunks — in Spark tasks, in parallel — and writes a high watermark. Both rows
+come back through the binlog; Select keeps the window inside one batch and cuts the batch
+right after the high watermark (:mod:`node.select.selector`). Extract then drops from the
+chunks every key the stream changed between the watermarks (that change is as new or
+newer) and puts the other rows in at the high watermark (:mod:`node.extract.reads`), where
+Load writes them with the batch: one transaction, with the position. So a copied row is the
+row as it was at the high watermark, never older than what the stream wrote before it, and
+a reader of the target sees whole source transactions throughout — rows not copied yet are
+simply not there yet. A chunk is done once its batch is loaded (:mod:`node.snapshot.state`
+keeps that in ZooKeeper), so a restart goes on with the chunks not done.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pymysql
+
+from node.changes import Batch
+from node.extract import chunks
+from node.extract.etl import CompiledPipeline
+from node.extract.reads import Read, ReadColumn, columns_of
+from node.snapshot.state import SnapshotStore, TableCopy
+from node.snapshot.tasks import ReadTask, run
+from node.spark import SparkRunner
+from shared import confinement
+from shared.endpoint import connect
+from shared.errors import ConfigError, SetlError, SourceError
+from shared.model import DataSource, PipelineParams
+from shared.retl import SIGNAL_TABLE
+
+log = logging.getLogger("setl.node.snapshot")
+WINDOWS_IN_FLIGHT = 2  # windows read and waiting for their batch at once
+RETRY_S = 2.0
+
+
+@dataclass
+class _Work:
+    copy: TableCopy
+    chunk: chunks.Chunk
+
+
+@dataclass
+class _Window:
+    id: int
+    work: list[_Work]
+    reads: list[Read] | None = None
+    batch: int = 0  # the processId of the batch that closed it
+
+
+@dataclass
+class _Rate:
+    """Rows a second over the last minute, for progress."""
+
+    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=120))
+
+    def add(self, rows: int) -> None:
+        self.samples.append((time.monotonic(), rows))
+
+    def per_s(self) -> float:
+        now = time.monotonic()
+        recent = [(at, rows) for at, rows in self.samples if now - at <= 60]
+        if len(recent) < 2:
+            return 0.0
+        return sum(rows for _, rows in recent[1:]) / max(now - recent[0][0], 1e-3)
+
+
+class Snapshots:
+    """The copies of one pipeline (one attempt of its runner)."""
+
+    def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
+                 params: PipelineParams, spark: SparkRunner, store: SnapshotStore,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
+        self.params, self.spark, self.store, self.clock = params, spark, store, clock
+        self.copies: list[TableCopy] = []
+        self.error = ""
+        self._queue: deque[_Work] = deque()
+        self._pending: dict[int, _Window] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._rate = _Rate()
+        self._columns: dict[tuple[str, str], tuple[ReadColumn, ...]] = {}
+        self._thread = threading.Thread(target=self._run, name=f"snapshot-{pipeline_id}",
+                                        daemon=True)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.copies = self.store.load()
+        for copy in self.copies:
+            if copy.state == "copying":
+                self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks
+                                   if chunk.index not in copy.done)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.ident is not None:
+            self._thread.join(10)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue or self._pending)
+
+    # -- what Select asks (node.select.selector.Watermarks) -----------------------------------
+    def expects(self, window_id: int) -> bool:
+        with self._lock:
+            return window_id in self._pending
+
+    def abandoned(self, window_id: int) -> None:
+        with self._lock:
+            window = self._pending.pop(window_id, None)
+        if window is not None:
+            log.warning("event=snapshot_window_abandoned pipeline=%s window=%d chunks=%d",
+                        self.pipeline_id, window_id, len(window.work))
+            self._queue.extendleft(reversed(window.work))
+            self._wake.set()
+
+    # -- what the runner asks ------------------------------------------------------------------
+    def reads_for(self, batch: Batch) -> list[Read]:
+        """The rows read in the windows the batch closed."""
+        found: list[Read] = []
+        with self._lock:
+            for window_id, _, _ in batch.windows:
+                window = self._pending.get(window_id)
+                if window is not None and window.reads is not None:
+                    window.batch = batch.process_id
+                    found += window.reads
+        return found
+
+    def loaded(self, batch: Batch) -> None:
+        """The batch is on the target: its windows' chunks are done."""
+        if not batch.windows:
+            return
+        with self._lock:
+            windows = [self._pending.pop(window_id, None) for window_id, _, _ in batch.windows]
+        for window in windows:
+            if window is None or window.reads is None:
+                continue
+            rows = {(read.label, read.table): read.count for read in window.reads}
+            for work in window.work:
+                copy = work.copy
+                copy.done.add(work.chunk.index)
+                copy.read_rows += rows.get((_label(work), copy.table), 0)
+                if copy.state == "copying" and len(copy.done) == copy.total:
+                    copy.state, copy.finished = "done", time.time()
+                    log.info("event=snapshot_table_done pipeline=%s table=%s.%s rows=%d "
+                             "chunks=%d seconds=%.1f", self.pipeline_id, copy.schema,
+                             copy.table, copy.read_rows, copy.total,
+                             copy.finished - copy.started)
+            self._rate.add(sum(read.count for read in window.reads))
+        self._wake.set()
+        # saved at once: a restart reads again only the chunks of windows in flight (a window
+        # is tens of milliseconds or more; one write of a few hundred bytes each)
+        self._save()
+
+    def progress(self) -> list[dict[str, object]]:
+        """Per table: chunks done of all, rows, rows/s, and an ETA."""
+        rate = self._rate.per_s()
+        found = []
+        for copy in self.copies:
+            left = max(copy.rows - copy.read_rows, 0)
+            found.append({"table": f"{copy.schema}.{copy.table}", "state": copy.state,
+                          "chunks_done": len(copy.done), "chunks": copy.total,
+                          "rows": copy.read_rows, "rows_estimated": copy.rows,
+                          "rows_per_s": rate if copy.state == "copying" else 0.0,
+                          "eta_s": left / rate if rate and copy.state == "copying" else 0.0,
+                          "where": copy.where, "error": copy.error})
+        return found
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._take_requests()
+                control = self.store.control()
+                self._cancel(control.get("cancelled") or {})
+                if control.get("paused") or not self._queue or \
+                        len(self._pending) >= WINDOWS_IN_FLIGHT:
+                    self._wake.wait(0.2)
+                    self._wake.clear()
+                    continue
+                self._window()
+                self.error = ""
+            except SetlError as exc:
+                self.error = str(exc)
+                log.error("event=snapshot_failed pipeline=%s error=%s", self.pipeline_id, exc)
+                self._stop.wait(RETRY_S)
+            except Exception as exc:  # a Python error says where it happened, and goes on
+                self.error = f"{type(exc).__name__}: {exc}"
+                log.exception("event=snapshot_failed pipeline=%s", self.pipeline_id)
+                self._stop.wait(RETRY_S)
+
+    def _window(self) -> None:
+        work = [self._queue.popleft() for _ in range(min(len(self._queue),
+                                                          self.params.snapshot_parallelism))]
+        window = _Window(random.getrandbits(62), work)
+        with self._lock:
+            self._pending[window.id] = window
+        try:
+            self._signal("L", window.id)
+            tasks = [self._task(window.id, one) for one in work]
+            local = self.spark.local(sum(one.copy.rows // max(one.copy.total, 1)
+                                         for one in work))
+            reads = self.spark.map(run, tasks, local,
+                                   f"pipeline {self.pipeline_id}: snapshot read")
+        except BaseException:
+            with self._lock:
+                self._pending.pop(window.id, None)
+            self._queue.extendleft(reversed(work))
+            self._try_signal("A", window.id)
+            raise
+        with self._lock:
+            window.reads = reads
+        self._signal("H", window.id)
+        log.info("event=snapshot_window pipeline=%s window=%d chunks=%s rows=%d",
+                 self.pipeline_id, window.id, ",".join(_label(one) for one in work),
+                 sum(read.count for read in reads))
+
+    def _task(self, window_id: int, work: _Work) -> ReadTask:
+        copy = work.copy
+        columns = self._columns.get((copy.schema, copy.table))
+        if columns is None:
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                columns = self._columns[(copy.schema, copy.table)] = columns_of(
+                    cursor, copy.schema, copy.table)
+        return ReadTask(window_id, self.source, confinement.current(), copy.key, columns,
+                        copy.where, work.chunk, label=_label(work))
+
+    def _signal(self, kind: str, window_id: int) -> None:
+        try:
+            with connect(self.source, autocommit=True) as conn, conn.cursor() as cursor:
+                cursor.execute(f"INSERT INTO {'.'.join(SIGNAL_TABLE)} (PIPELINE_ID, WINDOW_ID, "
+                               "KIND) VALUES (%s, %s, %s)", (self.pipeline_id, window_id, kind))
+        except pymysql.MySQLError as exc:
+            raise SourceError(f"pipeline {self.pipeline_id}: cannot write a watermark to "
+                              f"{'.'.join(SIGNAL_TABLE)} on {self.source.name}: "
+                              f"{exc.args[-1] if exc.args else exc}; the pipeline's user needs "
+                              "INSERT on it (setl retl init creates it)") from None
+
+    def _try_signal(self, kind: str, window_id: int) -> None:
+        try:
+            self._signal(kind, window_id)
+        except SetlError as exc:
+            log.warning("event=snapshot_signal_failed pipeline=%s window=%d error=%s",
+                        self.pipeline_id, window_id, exc)
+
+    def _cancel(self, cancelled: dict[str, float]) -> None:
+        """Stop the copies cancelled since they started (the rows copied stay)."""
+        stopped = [copy for copy in self.copies if copy.state == "copying" and max(
+            float(cancelled.get(f"{copy.schema}.{copy.table}", 0)),
+            float(cancelled.get("*", 0))) > copy.started]
+        if not stopped:
+            return
+        for copy in stopped:
+            copy.state, copy.finished = "cancelled", time.time()
+            log.info("event=snapshot_table_cancelled pipeline=%s table=%s.%s chunks_done=%d "
+                     "chunks=%d", self.pipeline_id, copy.schema, copy.table, len(copy.done),
+                     copy.total)
+        self._queue = deque(work for work in self._queue if work.copy.state == "copying")
+        self._save()
+
+    # -- tables asked for -----------------------------------------------------------------------
+    def _take_requests(self) -> None:
+        for znode, request in self.store.requests():
+            copy = self._plan(str(request["schema"]), str(request["table"]),
+                              str(request.get("where") or ""))
+            self.copies.append(copy)
+            self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks)
+            self._save()
+            self.store.taken(znode)
+            log.info("event=snapshot_table_started pipeline=%s table=%s.%s rows=%d chunks=%d "
+                     "method=%s where=%r", self.pipeline_id, copy.schema, copy.table, copy.rows,
+                     copy.total, "split", copy.where)
+
+    def _plan(self, schema: str, table: str, where: str) -> TableCopy:
+        if not self.compiled.wants(schema, table):
+            raise ConfigError(f"pipeline {self.pipeline_id}: table {schema}.{table} is not "
+                              "replicated by this pipeline, so it cannot be copied by it")
+        configured = self.compiled.configured_keys(schema, table)
+        with connect(self.source, init_command="SET time_zone = '+00:00'") as conn, \
+                conn.cursor() as cursor:
+            primary = chunks.table_key(cursor, schema, table)
+            if primary is None:
+                raise ConfigError(
+                    f"pipeline {self.pipeline_id}: table {schema}.{table} has no primary key "
+                    "and no unique key over NOT NULL columns, so it cannot be copied in "
+                    "chunks by key (its rows are written by their whole image, and a row copied "
+                    "twice would be there twice); give it a primary key, or copy it by hand"
+                    + (f" (key_columns {configured} do not make it keyed)" if configured else ""))
+            key = chunks.table_key(cursor, schema, table, configured) if configured else primary
+            assert key is not None
+            plan = chunks.split(cursor, key, self.params.snapshot_chunk_size, where)
+        copy_id = f"{schema}.{table}@{int(time.time() * 1000)}"
+        return TableCopy(copy_id, schema, table, where, plan.key, list(plan.chunks), plan.rows)
+
+    def _save(self) -> None:
+        try:
+            self.store.save(self.copies)
+        except Exception as exc:  # ZooKeeper away: progress is saved again with the next
+            log.warning("event=snapshot_save_failed pipeline=%s error=%r", self.pipeline_id,
+                        exc)
+
+
+def _label(work: _Work) -> str:
+    return f"{work.copy.id}#{work.chunk.index}"
+
+
+def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[str, str]]:
+    """The source's tables some pair of the pipeline takes (a snapshot of all of them)."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                       "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', "
+                       "'information_schema', 'performance_schema', 'sys', 'retl') "
+                       "ORDER BY TABLE_SCHEMA, TABLE_NAME")
+        names = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
+    return [(schema, table) for schema, table in names
+            if compiled.wants_schema(schema) and compiled.wants(schema, table)]

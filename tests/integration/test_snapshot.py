@@ -1,0 +1,156 @@
+"""Snapshots in the stream on real servers: a channel started with ``start: snapshot`` copies
+every paired table chunk by chunk while writes go on, and ends equal to the source."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pymysql
+
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+
+ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
+PEOPLE = ("CREATE TABLE `{schema}`.people (country CHAR(2), code VARCHAR(20), born DATE, "
+          "note VARCHAR(40), PRIMARY KEY (country, code))")
+UNIQUE = "CREATE TABLE `{schema}`.tags (tag VARCHAR(30) NOT NULL, n INT, UNIQUE KEY (tag))"
+
+
+def fill(db: Database, schema: str, rows: int) -> None:
+    db.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
+               f"FROM seq_1_to_{rows}")
+    db.execute(f"INSERT INTO `{schema}`.people SELECT ELT(1 + seq % 3, 'de', 'fr', 'us'), "
+               f"CONCAT('c', seq), '2000-01-01' + INTERVAL seq DAY, 'x' FROM seq_1_to_{rows}")
+    db.execute(f"INSERT INTO `{schema}`.tags SELECT CONCAT('tag', seq), seq FROM "
+               f"seq_1_to_{rows // 10}")
+
+
+def test_start_snapshot_copies_every_table_while_writes_race_it(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = make_schema(source, target, ITEMS, PEOPLE, UNIQUE)
+    source.execute(f"USE `{schema}`")
+    fill(source, schema, 3000)
+    stop = threading.Event()
+
+    def write() -> None:
+        writer = Database(cluster.sandbox, "source")
+        rng = random.Random(7)
+        try:
+            while not stop.is_set():
+                row_id = rng.randint(1, 3200)
+                for statement in (
+                        f"INSERT INTO `{schema}`.items VALUES ({row_id}, 'new', 1) "
+                        "ON DUPLICATE KEY UPDATE qty = qty + 1, name = 'updated'",
+                        f"DELETE FROM `{schema}`.items WHERE id = {rng.randint(1, 3200)}",
+                        f"UPDATE `{schema}`.items SET id = {rng.randint(3201, 90000)} WHERE id "
+                        f"= {rng.randint(1, 3200)}",  # a key moved, maybe into a chunk read
+                        f"UPDATE `{schema}`.tags SET n = n + 1 WHERE tag = "
+                        f"'tag{rng.randint(1, 300)}'"):
+                    try:
+                        writer.execute(statement)
+                    except pymysql.IntegrityError:
+                        pass  # a key moved onto one taken: the source refused it
+                writes.append(1)
+        finally:
+            writer.close()
+
+    writes: list[int] = []
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        cluster.apply([one_way("snap", schema, ["items", "people", "tags"], start="snapshot",
+                               snapshot_chunk_size=500)])
+        cluster.set_status("snap", "START")
+        cluster.wait_running("snap")
+        wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM `{schema}`.people")[0][0] >= 3000,
+                 120, "the people table copied")
+    finally:
+        stop.set()
+        writer.join(30)
+    assert len(writes) > 20  # the copy raced the writes
+    wait_equal(source, target, schema, ["items", "people", "tags"], 120)
+    def done() -> list[object] | None:
+        copies = list(cluster.pipeline_state("snap").snapshots)
+        return copies if len(copies) == 3 and all(c.state == "done" for c in copies) else None
+
+    copies = wait_for(done, 60, "every copy done")
+    assert sorted(c.table for c in copies) == [f"{schema}.{t}" for t in ("items", "people",
+                                                                          "tags")]
+    assert all(c.chunks_done == c.chunks for c in copies)
+    chunked = {c.table: c.chunks for c in copies}
+    assert chunked[f"{schema}.items"] >= 6  # 3,000 rows by 500
+    assert chunked[f"{schema}.people"] >= 3  # split by its key's first column: 3 values
+
+
+def test_a_table_copied_by_hand_and_one_added_to_the_channel_while_the_stream_goes_on(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """setl snapshot --where copies the matching rows only; pausing copies leaves the stream
+    running; a table added to the running channel's pairs is copied by itself."""
+    from manager import cli
+
+    schema = make_schema(source, target, ITEMS, UNIQUE)
+    source.execute(f"USE `{schema}`")
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
+                   "FROM seq_1_to_2000")
+    source.execute(f"INSERT INTO `{schema}`.tags SELECT CONCAT('tag', seq), seq FROM "
+                   "seq_1_to_3000")
+    cluster.apply([one_way("adhoc", schema, ["items"], snapshot_chunk_size=100)])
+    cluster.set_status("adhoc", "START")
+    cluster.wait_running("adhoc")
+    manager = ["--manager", cluster.manager_address]
+    assert cli.main([*manager, "snapshot", "adhoc", "--table", f"{schema}.items", "--where",
+                     "qty < 10", "--wait"]) == 0
+    out = capsys.readouterr()
+    assert "will be copied by pipeline adhoc.forward where qty < 10" in out.err
+    assert f"{schema}.items" in out.out and "done" in out.out
+    assert target.table(schema, "items") == source.rows(
+        f"SELECT * FROM `{schema}`.items WHERE qty < 10 ORDER BY 1")
+    # copies paused: the stream goes on
+    assert cli.main([*manager, "snapshot", "pause", "adhoc"]) == 0
+    cluster.apply([one_way("adhoc", schema, ["items", "tags"], snapshot_chunk_size=100)])
+    wait_for(lambda: [c for c in cluster.pipeline_state("adhoc").snapshots
+                      if c.table == f"{schema}.tags"], 60, "the added table's copy asked")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (5000, 'streamed', 7)")
+    wait_for(lambda: target.rows(f"SELECT name FROM `{schema}`.items WHERE id = 5000"), 60,
+             "a change streamed while copies are paused")
+    [tags] = [c for c in cluster.pipeline_state("adhoc").snapshots
+              if c.table == f"{schema}.tags"]
+    assert tags.state == "copying" and tags.chunks_done == 0 and tags.chunks >= 30
+    assert cli.main([*manager, "snapshot", "resume", "adhoc"]) == 0
+    source.execute(f"UPDATE `{schema}`.tags SET n = -n WHERE n % 7 = 0")  # racing the copy
+    wait_equal(source, target, schema, ["tags"], 120)
+    assert cli.main([*manager, "snapshot", "status", "adhoc", "--wait"]) == 0
+    assert f"{schema}.tags" in capsys.readouterr().out
+
+
+def test_kill_9_in_the_middle_of_a_copy_goes_on_with_the_chunks_not_done(
+        sandbox, tmp_path) -> None:
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, ITEMS)
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
+                   f"FROM `{schema}`.seq_1_to_20000")
+    cluster = Cluster(sandbox, tmp_path, "snapcrash")
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([one_way("snapcrash", schema, ["items"], start="snapshot",
+                               snapshot_chunk_size=200, snapshot_parallelism=1)])
+        cluster.set_status("snapcrash", "START")
+        cluster.wait_running("snapcrash")
+        wait_for(lambda: any(c.chunks_done >= 10 for c in
+                             cluster.pipeline_state("snapcrash").snapshots), 120,
+                 "ten chunks on the target")
+        node.kill()
+        source.execute(f"UPDATE `{schema}`.items SET qty = -1 WHERE id % 1000 = 0")
+        restarted = cluster.start_node(1)
+        wait_equal(source, target, schema, ["items"], 180)
+        wait_for(lambda: all(c.state == "done" for c in
+                             cluster.pipeline_state("snapcrash").snapshots), 60, "copy done")
+        reads = [line.split("chunks=")[1].split()[0]  # both runs: the node's one log file
+                 for line in restarted.output().splitlines() if "event=snapshot_window " in line]
+        [copy] = cluster.pipeline_state("snapcrash").snapshots
+        # every chunk read once, but those of the windows in flight when the node died
+        assert len(reads) <= copy.chunks + 3, (len(reads), copy.chunks)
+        assert len(set(reads)) == copy.chunks == 100
+    finally:
+        cluster.stop()

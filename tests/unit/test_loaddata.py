@@ -1,0 +1,92 @@
+"""node/extract/loaddata.py and node/load/localdata.py: which tables' upserts go as LOAD
+DATA … REPLACE, the bytes of their rows, and a server that asks the node for a file."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pymysql
+import pytest
+
+from node.extract import loaddata
+from node.extract.render import Column
+from node.load import localdata
+
+COLUMNS = {"id": Column("int", None), "name": Column("varchar", "utf8mb4"),
+           "l1": Column("varchar", "latin1"), "blob": Column("blob", None),
+           "dt": Column("datetime", None), "price": Column("decimal", None),
+           "full": Column("varchar", "utf8mb4", generated=True)}
+
+
+def test_a_table_goes_as_replace_only_with_types_and_charsets_written_exactly() -> None:
+    assert loaddata.plan(COLUMNS, triggers=False) == [
+        ("id", None), ("name", "utf-8"), ("l1", "setl_mariadb_latin1"), ("blob", None),
+        ("dt", None), ("price", None)]  # the generated column is the target's to compute
+    assert loaddata.plan(COLUMNS, triggers=True) is None
+    assert loaddata.plan({**COLUMNS, "b": Column("bit", None)}, False) is None
+    assert loaddata.plan({**COLUMNS, "g": Column("varchar", "gbk")}, False) is None
+    assert loaddata.plan({**COLUMNS, "p": Column("point", None)}, False) is None
+    assert loaddata.plan({}, False) is None  # columns unknown: INSERTs
+
+
+def test_rows_are_the_bytes_the_target_stores_with_escapes_and_nulls() -> None:
+    plan = loaddata.plan(COLUMNS, False)
+    assert plan is not None
+    rows = [{"id": 1, "name": "a\tb\nc\\d\0e\rf", "l1": "é€", "blob": b"\x00\xff\t\\",
+             "dt": datetime.datetime(2024, 1, 2, 3, 4, 5, 60), "price": decimal.Decimal("1E+2")},
+            {"id": -2, "name": "\\N", "l1": None, "blob": b"", "dt": "0000-00-00 00:00:00",
+             "price": decimal.Decimal("-0.50")}]
+    [sql] = loaddata.statements("s", "t", rows, plan)
+    assert sql.rows == 2 and sql.text.startswith(
+        "LOAD DATA LOCAL INFILE 'setl-rows' REPLACE INTO TABLE `s`.`t` CHARACTER SET binary")
+    assert sql.text.endswith("(`id`, `name`, `l1`, `blob`, `dt`, `price`)")
+    assert sql.data == (
+        b"1\ta\\tb\\nc\\\\d\\0e\\rf\t\xe9\x80\t\\0\xff\\t\\\\\t2024-01-02 03:04:05.000060\t100\n"
+        b"-2\t\\\\N\t\\N\t\t0000-00-00 00:00:00\t-0.50\n")
+
+
+def test_rows_that_cannot_go_as_replace_go_as_inserts() -> None:
+    plan = loaddata.plan(COLUMNS, False)
+    assert plan is not None
+    row = {"id": 1, "name": "x", "l1": "y", "blob": b"", "dt": None, "price": None}
+    assert loaddata.statements("s", "t", [row], plan) is not None
+    assert loaddata.statements("s", "t", [{**row, "l1": "中"}], plan) is None  # not latin1
+    partial = {k: v for k, v in row.items() if k != "price"}  # a column group's update
+    assert loaddata.statements("s", "t", [row, partial], plan) is None
+    assert loaddata.statements("s", "t", [{**row, "name": ""}], plan, ["name"]) is None
+    assert loaddata.statements("s", "t", [{**row, "dt": {"json": 1}}], plan) is None
+
+
+def test_long_runs_are_cut_into_statements_of_bounded_size(monkeypatch) -> None:
+    monkeypatch.setattr(loaddata, "CHUNK", 100)
+    plan = [("id", None), ("v", "utf-8")]
+    sqls = loaddata.statements("s", "t", [{"id": n, "v": "x" * 30} for n in range(10)], plan)
+    assert sqls is not None and len(sqls) == 4  # 33-byte lines: three fit in 100 bytes
+    assert sum(sql.rows for sql in sqls) == 10
+    assert all(len(sql.data or b"") <= 100 for sql in sqls)
+
+
+class Conn:
+    max_allowed_packet = 16 << 20
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def write_packet(self, data: bytes) -> None:
+        self.sent.append(data)
+
+
+def test_the_node_sends_only_the_rows_of_its_own_statement() -> None:
+    conn = Conn()
+    with pytest.raises(pymysql.err.OperationalError, match="setl sends no file"):
+        localdata._send(b"/etc/passwd", conn)  # a server asking for a file of the node
+    with localdata.serving("setl-rows", b"1\tx\n"):
+        with pytest.raises(pymysql.err.OperationalError, match="/etc/passwd"):
+            localdata._send("/etc/passwd", conn)
+        localdata._send(b"setl-rows", conn)
+    assert conn.sent == [b"1\tx\n"]
+    with pytest.raises(pymysql.err.OperationalError):
+        localdata._send("setl-rows", conn)  # no statement of ours waits for it any more
+    localdata.install()
+    assert pymysql.connections._send_local_file is localdata._send
