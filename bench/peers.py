@@ -1,7 +1,8 @@
 """setl side by side with what a user would pick instead, in one run on one machine.
 
     python -m bench.peers [--tables 4] [--table-size 100000] [--seconds 60] [--rate 1000]
-                          [--copy-rows 2000000] [--scenarios copy,bulk,delay] [--smoke]
+                          [--copy-rows 2000000] [--corrupt 30] [--scenarios copy,bulk,delay]
+                          [--smoke]
 
 A fresh sandbox: source, setl's target, and a native MariaDB replica of the same source
 (GTID replication, started in the same run). Scenarios:
@@ -17,6 +18,9 @@ A fresh sandbox: source, setl's target, and a native MariaDB replica of the same
   ``--tables`` × ``--table-size`` rows, then ``--seconds`` of ``oltp_write_only`` at full rate),
   then started: rows/s of each part, node CPU per 100k rows; with ``--profile`` µs per row by
   stage (py-spy on the node's process tree; ``make bench-profile``).
+- **verify**: ``setl verify`` of the copy's table next to ``pt-table-checksum``, then the
+  same findings as ``pt-table-sync --print`` on ``--corrupt`` corrupted rows, and
+  ``--repair`` (``bench/verify.py``; it runs the copy first);
 - **noisy**: a noisy neighbour: ``oltp_write_only`` at full rate on another schema of the
   same source (prepared first, not replicated by setl) while 100 tx/s go to a paired table:
   that table's delay on setl and on the replica (which replicates everything).
@@ -51,6 +55,7 @@ from bench.measure import (
     tree_cpu_s,
     write_report,
 )
+from bench.verify import verify_scenario
 from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
 
@@ -131,14 +136,17 @@ def count(db: Database, tables: list[str]) -> int:
         return -1
 
 
-def copy_scenario(peers: Peers, rows: int, node_pid: int) -> list[dict[str, Any]]:
+def copy_scenario(peers: Peers, rows: int, node_pid: int, setl: bool = True
+                  ) -> list[dict[str, Any]]:
     """A ``rows`` sysbench table copied by setl's snapshot (alone, then racing sysbench
     writes to the same table) and by ``mydumper | myloader``; each copy checked by
-    pt-table-sync."""
+    pt-table-sync. The target keeps mydumper|myloader's copy (the verify scenario's)."""
     peers.source.execute("CREATE DATABASE sbcopy")
     peers.sysbench("--tables=1", f"--table-size={rows}", "--mysql-db=sbcopy", "prepare")
-    alone = setl_copy(peers, rows, "copy", node_pid, rate=0)
-    racing = setl_copy(peers, rows, "copywrites", node_pid, rate=200)
+    alone = setl_copy(peers, rows, "copy", node_pid, rate=0) if setl else \
+        {"equal": True, "differences": []}
+    # (the racing copy changes the source: mydumper|myloader copies it as it is then)
+    racing = [setl_copy(peers, rows, "copywrites", node_pid, rate=200)] if setl else []
     peers.target.execute("DROP DATABASE IF EXISTS sbcopy")
     dump = Path(tempfile.mkdtemp(prefix="setl-mydumper-"))
     login = ["-h", "127.0.0.1", "-u", "setl", "-p", peers.password, "-t", "2"]
@@ -150,16 +158,15 @@ def copy_scenario(peers: Peers, rows: int, node_pid: int) -> list[dict[str, Any]
     took = time.monotonic() - started
     shutil.rmtree(dump, ignore_errors=True)
     bad = peers.differs("target", "sbcopy", ["sbtest1"])
-    peers.target.execute("DROP DATABASE IF EXISTS sbcopy")
     peer = None if bad else rows / took
     alone["scenario"] = f"full copy {rows:,} rows"
     alone.update(mydumper_myloader_rows_per_s=None if peer is None else round(peer),
                  mydumper_myloader_s=round(took, 2),
                  ratio_setl_mydumper=round(alone["setl_rows_per_s"] / peer, 3)
-                 if peer and alone["setl_rows_per_s"] else None,
+                 if peer and alone.get("setl_rows_per_s") else None,
                  equal=alone["equal"] and not bad,
                  differences=alone["differences"] + bad)
-    return [alone, racing]
+    return [alone, *racing]
 
 
 def setl_copy(peers: Peers, rows: int, channel: str, node_pid: int, rate: int
@@ -396,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
-    parser.add_argument("--scenarios", default="copy,bulk,delay,noisy,catchup")
+    parser.add_argument("--corrupt", type=int, default=30, help="target rows the verify "
+                        "scenario corrupts")
+    parser.add_argument("--scenarios", default="copy,verify,bulk,delay,noisy,catchup")
     parser.add_argument("--profile", action="store_true",
                         help="catch-up under py-spy: CPU µs per row by stage")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
@@ -406,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.tables, args.table_size, args.seconds, args.rate, args.copy_rows = 2, 500, 2, 50, 2000
+        args.corrupt = 6
     scenarios = args.scenarios.split(",")
     peers = Peers(args.work)
     results: list[dict[str, Any]] = []
@@ -414,8 +424,11 @@ def main(argv: list[str] | None = None) -> int:
         node = peers.cluster.start_node(1)
         sampler = RssSampler(node.pid)
         sampler.start()
-        if "copy" in scenarios:
-            results += copy_scenario(peers, args.copy_rows, node.pid)
+        if "copy" in scenarios or "verify" in scenarios:
+            results += copy_scenario(peers, args.copy_rows, node.pid,
+                                     setl="copy" in scenarios)
+        if "verify" in scenarios:  # on the copy mydumper|myloader made
+            results.append(verify_scenario(peers, args.copy_rows, args.corrupt))
         for db in (peers.source, peers.replica):  # the replica starts from here on
             db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         peers.start_replica()

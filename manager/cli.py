@@ -4,7 +4,9 @@
     setl channel list | show NAME | start NAME | pause NAME | stop NAME | delete NAME
     setl node list
     setl status [--watch]
+    setl backfill CHANNEL --table schema.table | setl retl init SOURCE
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
+    setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
     setl sandbox up | down | status
 
 Errors go to stderr as one line with a hint, and the exit code is non-zero.
@@ -18,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from manager import backfill, render, snapshotcli
+from manager import backfill, render, snapshotcli, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -70,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
     backfill.add_commands(commands)
     snapshotcli.add_commands(commands)
+    verifycli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
     box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
@@ -206,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             return backfill.retl_init(args, client)
         if args.command == "snapshot":
             return snapshotcli.snapshot(args, client, args.output)
+        if args.command == "verify":
+            return verifycli.run(args, client)
         if args.command == "node":
             answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
             _print(args, answer, render.nodes(answer.nodes))
@@ -213,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args, client)
     except SetlError as exc:
         print(f"setl: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return verifycli.EXIT_ERROR if args.command == "verify" else EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,46 @@ class ManagerClient:
                         queue.insert(0, leader)
                         continue
                     raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
+        raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
+
+    def stream(self, method: str, request: Any) -> Iterator[Any]:
+        """A server-streaming call, without a deadline (it lasts as long as the work): the
+        managers are tried and the leader followed as in :meth:`call` until the first
+        message; an error after it is raised as the matching SetlError."""
+        tried: list[str] = []
+        queue = list(self.addresses)
+        transport = ""
+        while queue:
+            address = queue.pop(0)
+            if address in tried:
+                continue
+            tried.append(address)
+            with self.access.channel(address) as channel:
+                stub = manager_pb2_grpc.ManagerServiceStub(channel)
+                answers = getattr(stub, method)(request, metadata=self.access.metadata)
+                try:
+                    first = next(answers, None)
+                except grpc.RpcError as exc:
+                    code = exc.code()  # type: ignore[attr-defined]
+                    if code in _TRANSPORT:
+                        transport = exc.details() or ""  # type: ignore[attr-defined]
+                        continue
+                    leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
+                    if leader and leader not in tried:
+                        queue.insert(0, leader)
+                        continue
+                    raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
+                if first is None:
+                    return
+                yield first
+                try:
+                    yield from answers
+                except grpc.RpcError as exc:
+                    code = exc.code()  # type: ignore[attr-defined]
+                    raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
+                finally:
+                    answers.cancel()
+                return
         raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
 
 

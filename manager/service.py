@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
 
+from manager import verify
 from manager.election import LeaderElection
 from manager.monitor import Monitor
 from manager.snapshots import Snapshots
@@ -24,9 +25,11 @@ from shared.errors import (
     ConfigError,
     ConflictError,
     CoordinationError,
+    NodeCallError,
     NotFoundError,
     NotLeaderError,
     SetlError,
+    VerifyError,
 )
 from shared.model import ChannelStatus
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
@@ -40,7 +43,16 @@ _CODES: list[tuple[type[SetlError], grpc.StatusCode]] = [
     (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     # not UNAVAILABLE: to the CLI that means "this manager is down, try another"
     (CoordinationError, grpc.StatusCode.FAILED_PRECONDITION),
+    (VerifyError, grpc.StatusCode.FAILED_PRECONDITION),
 ]
+
+
+def _abort(exc: SetlError, context: grpc.ServicerContext) -> None:
+    code = next((code for kind, code in _CODES if isinstance(exc, kind)),
+                grpc.StatusCode.INTERNAL)
+    if isinstance(exc, NotLeaderError) and exc.leader:
+        context.set_trailing_metadata(((LEADER_TRAILER, exc.leader),))
+    context.abort(code, str(exc))
 
 
 def _rpc(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,11 +62,7 @@ def _rpc(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(self, request, context)
         except SetlError as exc:
-            code = next((code for kind, code in _CODES if isinstance(exc, kind)),
-                        grpc.StatusCode.INTERNAL)
-            if isinstance(exc, NotLeaderError) and exc.leader:
-                context.set_trailing_metadata(((LEADER_TRAILER, exc.leader),))
-            context.abort(code, str(exc))
+            _abort(exc, context)
         except Exception:
             log.exception("event=rpc_failed method=%s", func.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"{func.__name__} failed unexpectedly; "
@@ -160,3 +168,19 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
             leader_address=self.election.leader_address() or "",
             channels=self.views.channels(nodes), nodes=nodes,
             alarms=self.monitor.alarms() if self.monitor else [], web_url=self.web_url)
+
+    def Verify(self, request: manager_pb2.VerifyRequest,
+               context: Any) -> Iterator[manager_pb2.VerifyProgress]:
+        """A stream: errors are translated as they come, also once messages went out."""
+        try:
+            self._require_leader()
+            yield from verify.forward(self.catalog, self.views, self.views.client,
+                                      self.views.paths, request, context)
+        except NodeCallError as exc:  # the node's own answer, as it gave it
+            context.abort(grpc.StatusCode[exc.code], str(exc))
+        except SetlError as exc:
+            _abort(exc, context)
+        except Exception:
+            log.exception("event=rpc_failed method=Verify")
+            context.abort(grpc.StatusCode.INTERNAL, "Verify failed unexpectedly; see the "
+                          "manager's log")

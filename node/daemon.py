@@ -21,6 +21,7 @@ from node.metrics import NODE
 from node.service import NodeServicer
 from node.spark import SparkRunner
 from node.supervisor import Supervisor
+from node.verify import rpc as verify
 from node.watcher import DefinitionWatcher
 from shared import confinement, logs, settings, zk
 from shared.catalog import Catalog, ChannelRecord
@@ -58,7 +59,8 @@ class Node:
     def _serve_grpc(self) -> tuple[grpc.Server, str]:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         node_pb2_grpc.add_NodeServiceServicer_to_server(
-            NodeServicer(self.node_id, self._states), server)
+            NodeServicer(self.node_id, self._states, lambda pipeline_id: verify.context_from(
+                self.supervisor, self.node_id, pipeline_id, self.spark)), server)
         port = server.add_insecure_port(self.config.listen)
         if port == 0:
             raise SetlError(f"node {self.node_id} cannot listen on {self.config.listen}; "

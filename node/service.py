@@ -1,17 +1,31 @@
-"""The gRPC ``NodeService`` of one node: what it runs, for the manager and peers."""
+"""The gRPC ``NodeService`` of one node: what it runs, for the manager and peers, and
+``setl verify`` of the pipelines it runs (:mod:`node.verify.rpc`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import grpc
+
+from node.verify import rpc as verify
+from node.verify.run import Context
 from shared.rpc import manager_pb2, node_pb2, node_pb2_grpc
 
 
 class NodeServicer(node_pb2_grpc.NodeServiceServicer):
     def __init__(self, node_id: int,
-                 pipeline_states: Callable[[], list[manager_pb2.PipelineState]]) -> None:
+                 pipeline_states: Callable[[], list[manager_pb2.PipelineState]],
+                 verify_context: Callable[[str], Context] | None = None) -> None:
         self.node_id, self.pipeline_states = node_id, pipeline_states
+        self.verify_context = verify_context
 
     def Stats(self, request: Any, context: Any) -> node_pb2.StatsResponse:
         return node_pb2.StatsResponse(node_id=self.node_id, pipelines=self.pipeline_states())
+
+    def Verify(self, request: manager_pb2.VerifyRequest,
+               context: Any) -> Iterator[manager_pb2.VerifyProgress]:
+        if self.verify_context is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, f"node {self.node_id} runs no "
+                          "pipelines here: verify is not served")
+        yield from verify.stream(request, context, self.verify_context)

@@ -72,6 +72,13 @@ def _run_partition(broadcast: Any, spec: JobSpec, parts: Any) -> Any:
     return [run_part(compiled, spec, part) for part in parts]
 
 
+def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any) -> Any:
+    gc.freeze()  # as _run_partition: what lives now is not collected again
+    compiled = broadcast.value
+    confinement.confine(compiled.rules)
+    return [found for item in items for found in task(compiled, item)]
+
+
 class SparkRunner:
     """Starts Spark on first use; runs one Extract/Transform job per batch."""
 
@@ -189,6 +196,24 @@ class SparkRunner:
         except Exception as exc:
             raise _translate(exc, compiled) from None
 
+    def map_tasks(self, compiled: CompiledPipeline,
+                  task: Callable[[CompiledPipeline, Any], list[Any]], items: list[Any],
+                  local: bool, what: str = "verify") -> list[Any]:
+        """Independent tasks beside the batches' jobs (verify's chunks): ``task(compiled,
+        item)`` for each item, one Spark task each (``local``: in the node), their results
+        in item order. ``task`` is a module-level function (a worker imports it)."""
+        if local:
+            return _in_process(compiled, lambda: [found for item in items
+                                                  for found in task(compiled, item)], what)
+        context = self.context
+        broadcast = self._broadcast(compiled)
+        self._last_job = time.monotonic()
+        try:
+            return context.parallelize(items, len(items)).mapPartitions(
+                functools.partial(_run_tasks, broadcast, task)).collect()
+        except Exception as exc:
+            raise _translate(exc, compiled, what) from None
+
     def map(self, function: Callable[[Any], Any], items: list[Any], local: bool,
             where: str) -> list[Any]:
         """``function`` of each item, one Spark task each (in the node when ``local``); the
@@ -221,10 +246,11 @@ class SparkRunner:
                 self._session = None
 
 
-def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]]) -> list[Any]:
+def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]],
+                what: str = "extract/transform") -> list[Any]:
     """Extract/Transform in the node (the same function a Spark task runs), with its errors
     as a Spark job's would be: setl's own keep their class, others say their Python type."""
-    prefix = f"pipeline {compiled.pipeline_id}: extract/transform failed: "
+    prefix = f"pipeline {compiled.pipeline_id}: {what} failed: "
     try:
         return run()
     except SetlError as exc:
@@ -233,11 +259,12 @@ def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]]) -> lis
         raise SetlError(f"{prefix}{type(exc).__name__}: {exc}") from exc
 
 
-def _translate(exc: Exception, compiled: CompiledPipeline) -> SetlError:
+def _translate(exc: Exception, compiled: CompiledPipeline,
+               what: str = "extract/transform") -> SetlError:
     """A failed Spark job as one SetlError carrying the Python error from the worker; an
     error of setl's own hierarchy keeps its class (a ConfigError pauses at once, a passing
     failure is retried)."""
-    return _translate_for(exc, f"pipeline {compiled.pipeline_id}: extract/transform")
+    return _translate_for(exc, f"pipeline {compiled.pipeline_id}: {what}")
 
 
 def _translate_for(exc: Exception, where: str) -> SetlError:

@@ -121,6 +121,20 @@ class SandboxError(SetlError):
     """A sandbox server failed to install, start, answer or stop."""
 
 
+class VerifyError(SetlError):
+    """``setl verify`` could not finish: the pipeline stopped or fell behind, a table could
+    not be read, or repair requests were not served in time."""
+
+
+class NodeCallError(SetlError):
+    """A node refused or failed a call the manager forwarded to it (``setl verify``);
+    carries the node's gRPC status code name, which the manager passes on."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
 class FreeDoorRequestError(SetlError):
     """A retl_buffer row setl cannot serve (unknown table, bad PK_DATA, wrong key parts);
     it is logged, counted and skipped, never stops the pipeline."""

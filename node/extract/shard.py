@@ -12,7 +12,9 @@ more on another server. A row goes to slot
   ``table_balance_size`` consecutive values share a slot),
 
 where ``value`` is the row's shard column (an integer). Deletes route by the before image;
-an update that changes the slot moves the row (delete in the old slot, upsert in the new).
+an update that changes the slot moves the row (delete in the old slot, upsert in the new). A
+delete whose image holds only the key (a free-door ``D`` request, which names a key the
+source no longer has) goes to every slot: the row may be in any of them.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ class Route:
         if change.type is ChangeType.INSERT:
             yield self.slot(change.after or {}, where, key), change
         elif change.type is ChangeType.DELETE:
+            if self.rule.column not in (change.before or {}):
+                for slot in dict.fromkeys(self.slots):
+                    yield slot, change
+                return
             yield self.slot(change.before or {}, where, key), change
         else:
             old = self.slot(change.before or {}, where, key)

@@ -288,3 +288,117 @@ class AlarmBoard(_message.Message):
     firing: _containers.RepeatedCompositeFieldContainer[Alarm]
     resolved: _containers.RepeatedCompositeFieldContainer[Alarm]
     def __init__(self, firing: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ..., resolved: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ...) -> None: ...
+
+class VerifyRequest(_message.Message):
+    __slots__ = ("channel", "pipeline", "table", "where", "chunk_size", "rate", "repair", "columns", "compare", "settle_timeout_s")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    REPAIR_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    COMPARE_FIELD_NUMBER: _ClassVar[int]
+    SETTLE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    channel: str
+    pipeline: str
+    table: str
+    where: str
+    chunk_size: int
+    rate: int
+    repair: bool
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    compare: str
+    settle_timeout_s: int
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., table: _Optional[str] = ..., where: _Optional[str] = ..., chunk_size: _Optional[int] = ..., rate: _Optional[int] = ..., repair: _Optional[bool] = ..., columns: _Optional[_Iterable[str]] = ..., compare: _Optional[str] = ..., settle_timeout_s: _Optional[int] = ...) -> None: ...
+
+class VerifyProgress(_message.Message):
+    __slots__ = ("pipeline_id", "table", "phase", "chunks_done", "chunks_total", "rows_done", "rows_total", "report")
+    PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DONE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    ROWS_DONE_FIELD_NUMBER: _ClassVar[int]
+    ROWS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    pipeline_id: str
+    table: str
+    phase: str
+    chunks_done: int
+    chunks_total: int
+    rows_done: int
+    rows_total: int
+    report: VerifyReport
+    def __init__(self, pipeline_id: _Optional[str] = ..., table: _Optional[str] = ..., phase: _Optional[str] = ..., chunks_done: _Optional[int] = ..., chunks_total: _Optional[int] = ..., rows_done: _Optional[int] = ..., rows_total: _Optional[int] = ..., report: _Optional[_Union[VerifyReport, _Mapping]] = ...) -> None: ...
+
+class VerifyReport(_message.Message):
+    __slots__ = ("pipeline_id", "tables", "skipped", "buffer", "seconds")
+    PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    pipeline_id: str
+    tables: _containers.RepeatedCompositeFieldContainer[TableVerdict]
+    skipped: _containers.RepeatedCompositeFieldContainer[SkippedTable]
+    buffer: str
+    seconds: float
+    def __init__(self, pipeline_id: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableVerdict, _Mapping]]] = ..., skipped: _Optional[_Iterable[_Union[SkippedTable, _Mapping]]] = ..., buffer: _Optional[str] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class TableVerdict(_message.Message):
+    __slots__ = ("table", "method", "targets", "rows", "chunks", "missing", "extra", "different", "differing_keys", "unsettled", "seconds", "rows_per_second", "differences", "notes", "repaired", "remaining", "rechecked")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    EXTRA_FIELD_NUMBER: _ClassVar[int]
+    DIFFERENT_FIELD_NUMBER: _ClassVar[int]
+    DIFFERING_KEYS_FIELD_NUMBER: _ClassVar[int]
+    UNSETTLED_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    DIFFERENCES_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    REPAIRED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    RECHECKED_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    method: str
+    targets: _containers.RepeatedScalarFieldContainer[str]
+    rows: int
+    chunks: int
+    missing: int
+    extra: int
+    different: int
+    differing_keys: int
+    unsettled: int
+    seconds: float
+    rows_per_second: float
+    differences: _containers.RepeatedCompositeFieldContainer[KeyDifference]
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    repaired: int
+    remaining: int
+    rechecked: int
+    def __init__(self, table: _Optional[str] = ..., method: _Optional[str] = ..., targets: _Optional[_Iterable[str]] = ..., rows: _Optional[int] = ..., chunks: _Optional[int] = ..., missing: _Optional[int] = ..., extra: _Optional[int] = ..., different: _Optional[int] = ..., differing_keys: _Optional[int] = ..., unsettled: _Optional[int] = ..., seconds: _Optional[float] = ..., rows_per_second: _Optional[float] = ..., differences: _Optional[_Iterable[_Union[KeyDifference, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ..., repaired: _Optional[int] = ..., remaining: _Optional[int] = ..., rechecked: _Optional[int] = ...) -> None: ...
+
+class KeyDifference(_message.Message):
+    __slots__ = ("kind", "key", "target")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    key: str
+    target: str
+    def __init__(self, kind: _Optional[str] = ..., key: _Optional[str] = ..., target: _Optional[str] = ...) -> None: ...
+
+class SkippedTable(_message.Message):
+    __slots__ = ("table", "reason")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    reason: str
+    def __init__(self, table: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...

@@ -85,6 +85,11 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
                 _registered_method=True)
+        self.Verify = channel.unary_stream(
+                '/setl.v1.ManagerService/Verify',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
+                _registered_method=True)
         self.Snapshot = channel.unary_unary(
                 '/setl.v1.ManagerService/Snapshot',
                 request_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
@@ -159,6 +164,15 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Verify(self, request, context):
+        """Compare a channel's source and target tables through its pipelines' mappings (and, with
+        repair, mend them through the free door): the leader forwards it to the node running
+        each pipeline and streams its progress, then one report per pipeline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Snapshot(self, request, context):
         """Copy a table in a pipeline's stream (snapshot), or show, pause, resume or cancel copies.
         """
@@ -218,6 +232,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.DeleteSource,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.SerializeToString,
+            ),
+            'Verify': grpc.unary_stream_rpc_method_handler(
+                    servicer.Verify,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.SerializeToString,
             ),
             'Snapshot': grpc.unary_unary_rpc_method_handler(
                     servicer.Snapshot,
@@ -495,6 +514,33 @@ class ManagerService:
             '/setl.v1.ManagerService/DeleteSource',
             shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Verify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/setl.v1.ManagerService/Verify',
+            shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
 from shared.rpc import node_pb2 as shared_dot_rpc_dot_node__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -39,6 +40,11 @@ class NodeServiceStub:
                 request_serializer=shared_dot_rpc_dot_node__pb2.StatsRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_node__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.Verify = channel.unary_stream(
+                '/setl.v1.NodeService/Verify',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
+                _registered_method=True)
 
 
 class NodeServiceServicer:
@@ -50,6 +56,13 @@ class NodeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Verify(self, request, context):
+        """Verify one pipeline this node runs (the manager forwards setl verify here).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NodeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -57,6 +70,11 @@ def add_NodeServiceServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=shared_dot_rpc_dot_node__pb2.StatsRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_node__pb2.StatsResponse.SerializeToString,
+            ),
+            'Verify': grpc.unary_stream_rpc_method_handler(
+                    servicer.Verify,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -86,6 +104,33 @@ class NodeService:
             '/setl.v1.NodeService/Stats',
             shared_dot_rpc_dot_node__pb2.StatsRequest.SerializeToString,
             shared_dot_rpc_dot_node__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Verify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/setl.v1.NodeService/Verify',
+            shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
             options,
             channel_credentials,
             insecure,

@@ -37,7 +37,7 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     report = smoke_run("bench.peers", tmp_path, "--profile", "--work", str(tmp_path / "work"))
     assert (tmp_path / "results" / "peers-smoke.png").stat().st_size > 10_000
     by_kind = {result["scenario"].split(" ")[0]: result for result in report["results"]}
-    assert set(by_kind) == {"full", "bulk", "oltp_write_only", "noisy", "catch-up:"}
+    assert set(by_kind) == {"full", "verify", "bulk", "oltp_write_only", "noisy", "catch-up:"}
     assert all(result["equal"] and not result["differences"] for result in report["results"])
     bulk = by_kind["bulk"]
     assert bulk["setl_rows_per_s"] > 0 and bulk["native_rows_per_s"] > 0
@@ -57,6 +57,11 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     assert stages["select: binlog framing"] > 0 and sum(stages.values()) > 0
     assert report["node_peak_rss_mb"] > 100
     assert "not implemented" in by_kind["full"]["setl"]
+    check = by_kind["verify"]  # setl verify and pt-table-checksum, findings as pt-table-sync's
+    assert check["setl_verify_rows_per_s"] > 0 and check["pt_table_checksum_rows_per_s"] > 0
+    assert check["pt_table_checksum_both_servers_rows_per_s"] > 0
+    assert check["same_findings"] and check["setl_found"] == check["corrupted"]
+    assert sum(check["corrupted"].values()) == 6 and check["repair_requests"] == 6
     assert by_kind["full"]["mydumper_myloader_rows_per_s"] > 0
 
 

@@ -39,6 +39,11 @@ class Answering(manager_pb2_grpc.ManagerServiceServicer):
         self.calls += 1
         return manager_pb2.StatusResponse(manager_address="answered")
 
+    def Verify(self, request: object, context: object) -> Iterator[manager_pb2.VerifyProgress]:
+        self.calls += 1
+        yield manager_pb2.VerifyProgress(phase="checking")
+        yield manager_pb2.VerifyProgress(phase="done")
+
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, Answering, list[str]]]:
@@ -140,3 +145,14 @@ def test_beyond_loopback_only_with_a_token(listen: str, web: str, token: str,
         assert problem is not None and problem.startswith(
             f"{refused} is reachable from other machines, but no api.token is set")
         assert "Set api.token in conf/manager.yaml" in problem
+
+
+def test_a_streaming_call_is_refused_without_the_token_too(served, monkeypatch) -> None:
+    monkeypatch.delenv("SETL_TOKEN", raising=False)
+    address, service, refused = served
+    request = manager_pb2.VerifyRequest(channel="c")
+    stream = ManagerClient([address], access=access_from(TOKEN)).stream("Verify", request)
+    assert [m.phase for m in stream] == ["checking", "done"]
+    with pytest.raises(AuthenticationError, match="requires a token"):
+        list(ManagerClient([address], access=access_from(None)).stream("Verify", request))
+    assert service.calls == 1 and refused == ["no_token"]

@@ -56,6 +56,18 @@ def test_an_update_changing_the_slot_moves_the_row_and_deletes_route_by_before()
     assert slots((ORDERS,), delete) == [("dst", "shop_1", "orders_2", "D")]
 
 
+def test_a_delete_by_key_alone_goes_to_every_slot() -> None:
+    # a free-door D request (setl verify --repair of a row extra on the target): the key
+    # is all it names, and the row may sit in any slot
+    by_key = RowChange("s", "orders", ChangeType.DELETE, ("id",), {"id": 1}, None)
+    found = slots((ORDERS, SECOND), by_key)
+    assert len(found) == 16 and {slot[3] for slot in found} == {"D"}
+    assert ("other", "shop_3", "orders_3", "D") in found
+    null = RowChange("s", "orders", ChangeType.DELETE, ("id",), {"id": 1, "uid": None}, None)
+    with pytest.raises(ShardError, match="is NULL"):
+        slots((ORDERS,), null)
+
+
 @pytest.mark.parametrize("row, message", [
     ({"id": 4, "uid": None}, r"row \(4,\) cannot be routed: shard column uid is NULL"),
     ({"id": 4}, r"shard column uid is missing"),

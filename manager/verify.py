@@ -1,0 +1,78 @@
+"""The manager's side of ``setl verify``: find the node that runs each pipeline of the
+channel (its ``mainstem`` znode names it, its entry under ``nodes/`` gives its address),
+forward the request there and relay the stream of progress and reports to the CLI.
+
+Verify runs on that node because it needs what only the owner has: the pipeline's loaded
+position as Load confirms it (a key is re-checked once the pipeline has loaded past the
+source's read), its Spark session, and the rights to read its databases.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from manager.views import Views
+from shared.catalog import Catalog, call
+from shared.errors import NodeCallError, NotFoundError, VerifyError
+from shared.rpc import manager_pb2, node_pb2_grpc
+from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.manager.verify")
+
+
+def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
+            request: manager_pb2.VerifyRequest, context: Any
+            ) -> Iterator[manager_pb2.VerifyProgress]:
+    """Each chosen pipeline's verify, on its node, one after the other."""
+    channel = catalog.channel(request.channel).channel
+    pipelines = [p for p in channel.pipelines if not request.pipeline or p.name == request.pipeline]
+    if not pipelines:
+        raise NotFoundError(f"channel {channel.name} has no pipeline {request.pipeline!r} "
+                            f"(it has {', '.join(p.name for p in channel.pipelines)})")
+    for pipeline in pipelines:
+        pipeline_id = channel.pipeline_id(pipeline)
+        address = _owner_address(views, client, paths, pipeline_id, channel.name)
+        one = manager_pb2.VerifyRequest()
+        one.CopyFrom(request)
+        one.pipeline = pipeline.name
+        log.info("event=verify_forwarded pipeline=%s node=%s", pipeline_id, address)
+        yield from _relay(address, one, context, pipeline_id)
+
+
+def _owner_address(views: Views, client: KazooClient, paths: ZkPaths, pipeline_id: str,
+                   channel: str) -> str:
+    try:
+        owner, _ = call("read a pipeline owner", client.get, paths.mainstem(pipeline_id))
+    except NoNodeError:
+        raise VerifyError(f"pipeline {pipeline_id} is not running on any node: start the "
+                          f"channel (setl channel start {channel}); verify runs on the node "
+                          "that runs the pipeline") from None
+    node_id = int(owner.decode() or 0)
+    for node in views.nodes():
+        if node.id == node_id and node.address:
+            return node.address
+    raise VerifyError(f"node {node_id}, which runs pipeline {pipeline_id}, has no address "
+                      "in ZooKeeper; check that it is up (setl node list)")
+
+
+def _relay(address: str, request: manager_pb2.VerifyRequest, context: Any,
+           pipeline_id: str) -> Iterator[manager_pb2.VerifyProgress]:
+    with grpc.insecure_channel(address) as channel:
+        stream = node_pb2_grpc.NodeServiceStub(channel).Verify(request)
+        context.add_callback(stream.cancel)  # the CLI went away: so does the node's run
+        try:
+            yield from stream
+        except grpc.RpcError as exc:
+            code, details = exc.code(), exc.details()  # type: ignore[attr-defined]
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise VerifyError(f"the node running pipeline {pipeline_id} ({address}) "
+                                  f"does not answer: {details}") from None
+            if code == grpc.StatusCode.CANCELLED:
+                return
+            raise NodeCallError(code.name, details) from None

@@ -1,0 +1,235 @@
+"""What ``setl verify`` checks of a pipeline: each source table its pairs take, the target
+tables its rows go to (every shard slot), which columns compare, and how.
+
+A table is **not verified** (and the report says why) when nothing keys its rows, when
+every pair that takes it has a processor (its output is not a function of the row alone)
+and no ``--columns`` names what to compare, or when a target table is missing. A pair with
+a processor beside verified ones is left out with a note; virtual columns filled by a
+processor are not compared.
+
+Two methods:
+
+- ``sql``: every pair only renames and chooses columns (no virtual columns, processor,
+  shard route, join, column group), each compared column has the same type on both sides,
+  and each target table holds this table's rows alone. The databases hash the rows
+  (:func:`node.verify.values.sql_hash`); Python sees chunk checksums, and keys with hashes
+  only where a chunk differs.
+- ``rows``: everything else. Rows are read, go through the pipeline's Extract/Transform as
+  their binlog images would, and are hashed in Python against the target's rows.
+
+Rows on the target that no source row gives (**extra**) are looked for in each chunk's
+key range where the target table is fed by this source table alone and has the split
+column; elsewhere (tables merged into one target, wide rows) only keys the source gives
+are compared, and the report says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from node.extract.chunks import SplitKey, table_key
+from node.extract.etl import CompiledPair, CompiledPipeline
+from node.verify.values import Column, hash_function, read_columns, select_list
+from shared.errors import ConfigError
+from shared.identifiers import short_form, split_qualified, unquote
+
+SYSTEM = ("mysql", "information_schema", "performance_schema", "sys", "retl")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    table: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target table a verified source table is written to."""
+
+    datasource: str
+    schema: str
+    table: str
+    keys: tuple[str, ...]  # the source key, renamed
+    columns: tuple[Column, ...]  # its non-generated columns, read in this order
+    compared: frozenset[str]  # the target columns that are compared
+    range_column: str | None  # the split column's name here; None: read by key only
+    # why rows that no source row gives are not looked for here ("": they are, in each
+    # chunk's key range)
+    blind: str
+    source_hashed: tuple[str, ...] = ()  # sql method: source columns hashed, in order
+    target_hashed: tuple[str, ...] = ()  # sql method: the same columns as named here
+    hashed_nullable: tuple[bool, ...] = ()  # sql method: which admit NULL on either side
+
+    @property
+    def extras(self) -> bool:
+        return not self.blind
+
+    @property
+    def id(self) -> str:
+        return f"{self.datasource}:{short_form(self.schema, self.table)}"
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {column.name: column.kind for column in self.columns}
+
+    @property
+    def read_list(self) -> str:
+        return select_list(self.columns)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """A source table to verify."""
+
+    pipeline_id: str
+    key: SplitKey
+    method: str  # sql | rows
+    targets: tuple[Target, ...]
+    columns: tuple[Column, ...]  # the source table's, read in this order
+    where: str = ""
+    notes: tuple[str, ...] = ()
+    datasources: tuple[str, ...] = field(default=())
+    hash: str = "crc"  # sql method: crc or md5 (node.verify.values.sql_hash)
+
+    @property
+    def name(self) -> str:
+        return short_form(self.key.schema, self.key.table)
+
+    @property
+    def read_list(self) -> str:
+        return select_list(self.columns)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for."""
+
+    table: str = ""  # schema.table; empty: every table the pipeline's pairs take
+    where: str = ""
+    columns: tuple[str, ...] = ()  # source column names; lets processor pairs be compared
+    compare: str = "auto"  # auto | rows
+
+
+def source_tables(cursor: Any, compiled: CompiledPipeline) -> list[tuple[str, str]]:
+    """The source's base tables some pair of the pipeline takes."""
+    marks = ", ".join(["%s"] * len(SYSTEM))
+    cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                   f"TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ({marks}) "
+                   "ORDER BY TABLE_SCHEMA, TABLE_NAME", SYSTEM)
+    return [(schema, table) for schema, table in cursor.fetchall()
+            if compiled.wants(schema, table)]
+
+
+def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
+         request: Request) -> tuple[list[TablePlan], list[Skipped]]:
+    """The tables to verify and those left out (with why); ``target_cursor(datasource)``
+    gives a cursor on a target."""
+    tables = source_tables(cursor, compiled)
+    feeders = Counter(target for schema, table in tables
+                      for target in compiled.targets_of(schema, table))
+    if request.table:
+        try:
+            wanted = tuple(map(unquote, split_qualified(request.table)))
+        except ConfigError:
+            raise ConfigError("give --table as schema.table (a name that holds a dot in "
+                              "backticks: `my-db`.`t.1`)") from None
+        if wanted not in tables:
+            raise ConfigError(f"pipeline {compiled.pipeline_id} does not replicate "
+                              f"{request.table} (no pair takes it, or it is not a table on "
+                              "the source); check --table and --pipeline")
+        tables = [wanted]
+    plans, skipped = [], []
+    for schema, table in tables:
+        made = _plan_table(compiled, cursor, target_cursor, request, schema, table, feeders)
+        (plans if isinstance(made, TablePlan) else skipped).append(made)
+    by_sql = {name for p in plans if p.method == "sql" for name in p.datasources}
+    if by_sql:
+        function = hash_function([cursor, *(target_cursor(name) for name in sorted(by_sql))])
+        plans = [dataclasses.replace(p, hash=function) if p.method == "sql" else p
+                 for p in plans]
+    return plans, skipped
+
+
+def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
+                request: Request, schema: str, table: str, feeders: Counter
+                ) -> TablePlan | Skipped:
+    name = short_form(schema, table)
+    key = table_key(cursor, schema, table, compiled.configured_keys(schema, table))
+    if key is None:
+        return Skipped(name, "no primary key, no unique key over NOT NULL columns and no "
+                             "key_columns on its pair: its rows cannot be told apart by key "
+                             "(give the pair key_columns to verify it)")
+    entries = compiled.pairs_for(schema, table)
+    kept = [e for e in entries if not e.pair.processor or request.columns]
+    notes = [f"pair {e.pair.source} → {e.pair.target} not compared: its processor "
+             f"{e.pair.processor} may make anything of a row; give --columns to compare "
+             "chosen columns" for e in entries if e not in kept]
+    if not kept:
+        return Skipped(name, notes[0].replace(" not compared:", ":"))
+    source_columns = read_columns(cursor, schema, table)
+    missing = [c for c in request.columns if c not in {col.name for col in source_columns}]
+    if missing:
+        raise ConfigError(f"--columns: {', '.join(missing)} not in {name} on the source")
+    targets: list[Target] = []
+    for entry in kept:
+        for address in (entry.route.slots if entry.route is not None
+                        else [entry.address(schema, table)]):
+            columns = [c for c in read_columns(target_cursor(address[0]), *address[1:])
+                       if not c.generated]
+            if not columns:
+                return Skipped(name, f"target table {address[0]}:"
+                                     f"{short_form(*address[1:])} does not exist")
+            targets.append(_target(entry, address, key, columns, source_columns, request,
+                                   alone=feeders[address] == 1))
+    method = "sql" if request.compare != "rows" and all(
+        entry.simple for entry in kept) and all(t.source_hashed for t in targets) else "rows"
+    if method == "rows":
+        targets = [dataclasses.replace(t, source_hashed=(), target_hashed=(), hashed_nullable=())
+                   for t in targets]
+    notes += [f"rows on {t.id} that no row of {name} gives are not looked for: {t.blind}"
+              for t in targets if t.blind]
+    return TablePlan(compiled.pipeline_id, key, method, tuple(targets), tuple(source_columns),
+                     request.where, tuple(notes),
+                     tuple(dict.fromkeys(t.datasource for t in targets)))
+
+
+def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
+            columns: list[Column], source_columns: list[Column], request: Request,
+            alone: bool) -> Target:
+    renames, pair = entry.renames, entry.pair
+    present = {column.name: column for column in columns}
+    chosen = {renames.get(c, c) for c in request.columns} | \
+        {renames.get(k, k) for k in key.columns} if request.columns else set(present)
+    by_processor = {v.name for v in pair.virtual_columns if v.processor}
+    compared = frozenset(name for name in present if name in chosen and name not in by_processor)
+    range_column = renames.get(key.column, key.column)
+    if range_column not in present:
+        range_column = None
+    hashed = [(c.name, renames.get(c.name, c.name)) for c in source_columns
+              if _written(entry, c.name, key.columns) and renames.get(c.name, c.name) in compared]
+    by_name = {c.name: c for c in source_columns}
+    same = all(by_name[s].shape == present[t].shape for s, t in hashed)
+    blind = (f"it has no column for {key.column}" if range_column is None else
+             "it holds wide rows merged from several tables" if pair.joins or pair.merge_part
+             else "it is fed by other tables too" if not alone else "")
+    sql_ready = same and bool(hashed) and not blind and not pair.virtual_columns
+    return Target(address[0], address[1], address[2],
+                  tuple(renames.get(k, k) for k in key.columns), tuple(columns), compared,
+                  range_column, blind,
+                  tuple(s for s, _ in hashed) if sql_ready else (),
+                  tuple(t for _, t in hashed) if sql_ready else (),
+                  tuple(by_name[s].nullable or present[t].nullable for s, t in hashed)
+                  if sql_ready else ())
+
+
+def _written(entry: CompiledPair, column: str, keys: tuple[str, ...]) -> bool:
+    """Whether the pair writes a source column (keys always go)."""
+    if column in keys:
+        return True
+    if entry.exclude and column in entry.exclude:
+        return False
+    return not entry.include or column in entry.include

@@ -1,0 +1,286 @@
+"""Reading one side of a comparison: the source's rows (as the target should hold them) and
+the target's, each in one consistent snapshot with its position.
+
+A row is known by its key (the source's key values, which are the target's key values
+too: pairs rename key columns, never change them) and, per target table, by a 64-bit hash.
+A *signature* of a key is the set of ``(target table, hash)`` it has on one side; a key
+differs when the source's signature is not the target's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+
+from node.changes import ChangeType, RowChange
+from node.extract.chunks import escaped
+from node.extract.etl import CompiledPipeline, extract_transform_lists
+from node.verify.plan import TablePlan, Target
+from node.verify.values import row_hash, sql_hash
+from shared.errors import SourceError
+from shared.identifiers import qualified, quote, short_form
+
+Key = tuple[Any, ...]
+Signature = frozenset[tuple[str, int]]
+EMPTY: Signature = frozenset()
+BATCH = 500  # keys per IN list
+
+
+@dataclass
+class Side:
+    """What the source says the target should hold for some keys."""
+
+    expected: dict[Key, dict[str, int]] = field(default_factory=dict)  # key → table → hash
+    columns: dict[tuple[Key, str], tuple[str, ...]] = field(default_factory=dict)  # rows
+    known: set[Key] = field(default_factory=set)  # keys of rows outside --where
+    rows: int = 0
+
+    def signature(self, key: Key) -> Signature:
+        return frozenset(self.expected.get(key, {}).items())
+
+
+def position_key(file: str, pos: int) -> tuple[int, str, int]:
+    """A binlog position, ordered: file by its number, then offset."""
+    stem, _, number = file.rpartition(".")
+    return (int(number), stem, pos) if number.isdigit() else (0, file, pos)
+
+
+def source_snapshot(cursor: Any) -> tuple[str, int]:
+    """Begin a read-only consistent snapshot; its binlog position (MariaDB names it; other
+    servers: the position just after it began, which is never earlier)."""
+    cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+    cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+    found = {str(name).lower(): value for name, value in cursor.fetchall()}
+    if found.get("binlog_snapshot_file"):
+        return str(found["binlog_snapshot_file"]), int(found["binlog_snapshot_position"])
+    cursor.execute("SHOW MASTER STATUS")
+    row = cursor.fetchone()
+    if row is None:
+        raise SourceError("the source has no binary log: verify needs its position")
+    return str(row[0]), int(row[1])
+
+
+def target_snapshot(cursor: Any, pipeline_id: str) -> tuple[str, int] | None:
+    """Begin a read-only consistent snapshot on a target; the pipeline's position in it
+    (None when it has none yet)."""
+    cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+    try:
+        cursor.execute("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                       "pipeline_id = %s", (pipeline_id,))
+    except pymysql.MySQLError:
+        return None  # no retl schema yet: nothing loaded
+    row = cursor.fetchone()
+    return (str(row[0]), int(row[1])) if row else None
+
+
+def keys_in(columns: Sequence[str], keys: Sequence[Key]) -> tuple[str, list[Any]]:
+    """``(a, b) IN ((%s, %s), …)`` for ``keys`` and its parameters."""
+    if len(columns) == 1:
+        return f"{quote(columns[0])} IN ({', '.join(['%s'] * len(keys))})", \
+            [key[0] for key in keys]
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    return (f"({', '.join(map(quote, columns))}) IN ({', '.join([one] * len(keys))})",
+            [value for key in keys for value in key])
+
+
+def batches(keys: Iterable[Key]) -> Iterable[list[Key]]:
+    items = list(keys)
+    for start in range(0, len(items), BATCH):
+        yield items[start:start + BATCH]
+
+
+def _and(sql: str, where: str) -> str:
+    return f"({sql}) AND ({escaped(where)})" if where else sql
+
+
+def _execute(cursor: Any, sql: str, params: Sequence[Any], where: str) -> list[tuple[Any, ...]]:
+    try:
+        cursor.execute(sql, params)
+    except pymysql.MySQLError as exc:
+        message = exc.args[-1] if exc.args else exc
+        raise SourceError(f"verify read failed on {where}: {message}") from None
+    return list(cursor.fetchall())
+
+
+class Reader:
+    """Reads of one table's rows, for one method (sql or rows); subclasses below."""
+
+    def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
+        self.plan, self.compiled = plan, compiled
+        self.key_list = ", ".join(map(quote, plan.key.columns))
+        self.source_name = qualified(plan.key.schema, plan.key.table)
+        self.width = len(plan.key.columns)
+
+    def known(self, cursor: Any, condition: str, params: Sequence[Any], side: Side) -> None:
+        """Keys of rows outside ``--where``: the target has them too, and is not wrong to."""
+        if self.plan.where:
+            rows = _execute(cursor, f"SELECT {self.key_list} FROM {self.source_name} WHERE "
+                            f"({condition}) AND (({escaped(self.plan.where)}) IS NOT TRUE)", params,
+                            self.plan.name)
+            side.known.update(tuple(row) for row in rows)
+
+    def source(self, cursor: Any, condition: str, params: Sequence[Any]) -> Side:
+        raise NotImplementedError
+
+    def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
+               side: Side) -> dict[Key, int]:
+        raise NotImplementedError
+
+    def target_keys(self, cursor: Any, target: Target, keys: Sequence[Key],
+                    side: Side) -> dict[Key, int]:
+        found: dict[Key, int] = {}
+        for part in batches(keys):
+            found.update(self.target(cursor, target, *keys_in(target.keys, part), side))
+        return found
+
+    def source_keys(self, cursor: Any, keys: Sequence[Key]) -> Side:
+        side = Side()
+        for part in batches(keys):
+            more = self.source(cursor, *keys_in(self.plan.key.columns, part))
+            side.expected.update(more.expected)
+            side.columns.update(more.columns)
+            side.known |= more.known
+            side.rows += more.rows
+        return side
+
+
+class SqlReader(Reader):
+    """The databases hash the rows; a chunk compares by count and XOR of narrow hashes
+    first, by row (wide hashes) only where they differ."""
+
+    def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
+        super().__init__(plan, compiled)
+        self.function = plan.hash
+        self.narrow = [sql_hash(t.source_hashed, t.hashed_nullable, wide=False)
+                       for t in plan.targets]
+        self.wide = [sql_hash(t.source_hashed, t.hashed_nullable, True, plan.hash)
+                     for t in plan.targets]
+
+    def sums(self, cursor: Any, condition: str, params: Sequence[Any]) -> tuple[int, ...]:
+        """(count, XOR of the hashes of each target's columns) of the rows selected."""
+        xors = ", ".join(f"BIT_XOR({h})" for h in self.narrow)
+        row = _execute(cursor, f"SELECT COUNT(*), {xors} FROM {self.source_name} WHERE "
+                               f"{condition}", params, self.plan.name)[0]
+        return tuple(int(value or 0) for value in row)
+
+    def target_sums(self, cursor: Any, target: Target, condition: str,
+                    params: Sequence[Any]) -> tuple[int, int]:
+        xor = sql_hash(target.target_hashed, target.hashed_nullable, wide=False)
+        row = _execute(cursor, f"SELECT COUNT(*), BIT_XOR({xor}) FROM "
+                               f"{qualified(target.schema, target.table)} WHERE {condition}",
+                       params, target.id)[0]
+        return int(row[0]), int(row[1] or 0)
+
+    def source(self, cursor: Any, condition: str, params: Sequence[Any]) -> Side:
+        side = Side()
+        rows = _execute(cursor, f"SELECT {self.key_list}, {', '.join(self.wide)} FROM "
+                                f"{self.source_name} WHERE {_and(condition, self.plan.where)}",
+                        params, self.plan.name)
+        ids = [target.id for target in self.plan.targets]
+        width = self.width
+        for row in rows:
+            side.expected[tuple(row[:width])] = dict(zip(ids, map(int, row[width:]),
+                                                         strict=True))
+        side.rows = len(rows)
+        self.known(cursor, condition, params, side)
+        return side
+
+    def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
+               side: Side) -> dict[Key, int]:
+        keys = ", ".join(map(quote, target.keys))
+        hashed = sql_hash(target.target_hashed, target.hashed_nullable, True, self.function)
+        rows = _execute(cursor, f"SELECT {keys}, {hashed} FROM "
+                                f"{qualified(target.schema, target.table)} WHERE {condition}",
+                        params, target.id)
+        width = self.width
+        return {tuple(row[:width]): int(row[width]) for row in rows}
+
+
+class RowsReader(Reader):
+    """Rows go through the pipeline's Extract/Transform and are hashed here."""
+
+    def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
+        super().__init__(plan, compiled)
+        self.targets = {target.id: target for target in plan.targets}
+        self.kinds = {target.id: target.kinds for target in plan.targets}
+
+    def source(self, cursor: Any, condition: str, params: Sequence[Any]) -> Side:
+        plan, side = self.plan, Side()
+        try:
+            cursor.execute(f"SELECT {plan.read_list} FROM {self.source_name} WHERE "
+                           f"{_and(condition, plan.where)}", params)
+        except pymysql.MySQLError as exc:
+            raise SourceError(f"verify read failed on {plan.name}: "
+                              f"{exc.args[-1] if exc.args else exc}") from None
+        names = [column[0] for column in cursor.description]
+        key_columns, schema, table = plan.key.columns, plan.key.schema, plan.key.table
+        numbered, keys = [], []
+        for seq, values in enumerate(cursor.fetchall()):
+            row = dict(zip(names, values, strict=True))
+            keys.append(tuple(row[name] for name in key_columns))
+            numbered.append((seq, RowChange(schema, table, ChangeType.INSERT, key_columns,
+                                            None, row)))
+        side.rows = len(numbered)
+        changes, _ = extract_transform_lists(self.compiled, numbered)
+        for change in changes:
+            table_id = f"{change.datasource}:{short_form(change.schema, change.table)}"
+            target = self.targets.get(table_id)
+            if target is None or change.after is None or change.type is ChangeType.DELETE:
+                continue
+            key = keys[change.seq]
+            columns = tuple(sorted(name for name in change.after if name in target.compared))
+            side.columns[(key, table_id)] = columns
+            side.expected.setdefault(key, {})[table_id] = row_hash(
+                change.after, columns, self.kinds[table_id])
+        self.known(cursor, condition, params, side)
+        return side
+
+    def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
+               side: Side) -> dict[Key, int]:
+        try:
+            cursor.execute(f"SELECT {target.read_list} FROM "
+                           f"{qualified(target.schema, target.table)} WHERE {condition}",
+                           params)
+        except pymysql.MySQLError as exc:
+            raise SourceError(f"verify read failed on {target.id}: "
+                              f"{exc.args[-1] if exc.args else exc}") from None
+        names = [column[0] for column in cursor.description]
+        kinds, found = self.kinds[target.id], {}
+        own = tuple(sorted(name for name in names if name in target.compared))
+        for values in cursor.fetchall():
+            row = dict(zip(names, values, strict=True))
+            key = tuple(row[name] for name in target.keys)
+            columns = side.columns.get((key, target.id), own)
+            found[key] = row_hash(row, columns, kinds)
+        return found
+
+
+def reader_for(plan: TablePlan, compiled: CompiledPipeline) -> Reader:
+    return SqlReader(plan, compiled) if plan.method == "sql" else RowsReader(plan, compiled)
+
+
+def differing(side: Side, actual: dict[str, dict[Key, int]]
+              ) -> dict[Key, tuple[Signature, Signature]]:
+    """The keys whose signatures differ between the source's side and the target's rows
+    (``actual``: table → key → hash), with both signatures; a key the source has outside
+    ``--where`` is not one."""
+    found: dict[Key, tuple[Signature, Signature]] = {}
+    keys = set(side.expected).union(*actual.values()) if actual else set(side.expected)
+    for key in keys:
+        expected = side.signature(key)
+        present = frozenset((table, hashes[key]) for table, hashes in actual.items()
+                            if key in hashes)
+        if expected != present and not (not expected and key in side.known):
+            found[key] = (expected, present)
+    return found
+
+
+def signatures(side: Side, actual: dict[str, dict[Key, int]], keys: Iterable[Key]
+               ) -> dict[Key, tuple[Signature, Signature]]:
+    """Both signatures of every key asked, equal or not."""
+    return {key: (side.signature(key),
+                  frozenset((table, hashes[key]) for table, hashes in actual.items()
+                            if key in hashes)) for key in keys}

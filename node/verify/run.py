@@ -1,0 +1,320 @@
+"""One ``setl verify`` of one pipeline, on the node that runs it.
+
+For each table (:mod:`node.verify.plan`): split into chunks (:mod:`node.extract.chunks`),
+check the chunks in waves: by the rows method as Spark jobs (one task per core with a run of
+the wave's chunks), by the sql method in threads of the node (the databases do that work),
+throttled to ``rate`` rows a second; then re-check the keys found different until each is
+confirmed or shown equal (:mod:`node.verify.settle`, waiting on the pipeline's loaded
+position); with ``repair``, send the confirmed keys through the free door
+(:mod:`node.verify.repair`), wait until they are served and re-check them, at most
+``repair_rounds`` times.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pymysql
+
+from node.extract.chunks import ChunkPlan, split
+from node.extract.etl import CompiledPipeline
+from node.spark import SparkRunner
+from node.verify import repair as mend
+from node.verify.plan import Request, Skipped, TablePlan, plan
+from node.verify.readers import EMPTY, Key, position_key
+from node.verify.settle import Outcome, Seen, kinds, settle
+from node.verify.task import (
+    ChunkGroup,
+    ChunkResult,
+    Probe,
+    Sessions,
+    Threads,
+    VerifyPipeline,
+    check_group,
+)
+from shared import tablekeys
+from shared.errors import SetlError, SourceError, VerifyError
+from shared.model import BinlogPosition, Channel, DataSource, Pipeline
+from shared.retl import encode_key
+
+log = logging.getLogger("setl.node.verify")
+LISTED = 1000  # differing keys listed per table in the report
+WAVE_S = 2.0  # a wave of chunks (one Spark job) takes about this long: progress, and a job's
+# fixed cost (0.2-0.3 s measured with two local workers) spread over enough work
+
+
+@dataclass(frozen=True)
+class Options:
+    table: str = ""
+    where: str = ""
+    chunk_size: int = 10_000
+    rate: int = 0  # source rows a second, 0: as fast as it goes
+    repair: bool = False
+    columns: tuple[str, ...] = ()
+    compare: str = "auto"  # auto | rows
+    settle_timeout_s: float = 120.0
+    rounds: int = 6
+    repair_rounds: int = 3
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the node gives a verify run."""
+
+    channel: Channel
+    pipeline: Pipeline
+    version: int
+    sources: dict[str, DataSource]
+    spark: SparkRunner
+    # the pipeline's loaded position on this node; raises VerifyError once it stops here
+    applied: Callable[[], BinlogPosition | None]
+
+    @property
+    def pipeline_id(self) -> str:
+        return self.channel.pipeline_id(self.pipeline)
+
+
+@dataclass
+class Progress:
+    pipeline_id: str
+    table: str
+    phase: str  # splitting | checking | rechecking | repairing
+    chunks_done: int = 0
+    chunks_total: int = 0
+    rows_done: int = 0
+    rows_total: int = 0
+
+
+@dataclass
+class TableReport:
+    table: str
+    method: str
+    targets: list[str]
+    rows: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+    differences: list[tuple[str, str, str]] = field(default_factory=list)  # kind, key, table
+    counts: dict[str, int] = field(default_factory=dict)  # kind → keys
+    keys: int = 0  # keys that differ
+    unsettled: int = 0
+    rechecked: int = 0  # candidates read again
+    notes: list[str] = field(default_factory=list)
+    repaired: int = 0  # free-door requests written
+    remaining: int = -1  # keys still different after repair (-1: no repair asked)
+
+
+@dataclass
+class Report:
+    pipeline_id: str
+    tables: list[TableReport] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    buffer: str = ""  # where repair requests went
+    seconds: float = 0.0
+
+
+class Verification:
+    def __init__(self, ctx: Context, options: Options, progress: Callable[[Progress], None],
+                 cancelled: Callable[[], bool] = lambda: False) -> None:
+        self.ctx, self.options, self.progress, self.cancelled = ctx, options, progress, cancelled
+        self.source = ctx.sources[ctx.pipeline.source]
+        self.targets = {pair.target.datasource: ctx.sources[pair.target.datasource]
+                        for pair in ctx.pipeline.pairs}
+
+    def run(self) -> Report:
+        started = time.monotonic()
+        base = self._compiled()  # every pair: the plan says which are left out, and why
+        compiled = VerifyPipeline.of(base, keep_processors=bool(self.options.columns))
+        report = Report(self.ctx.pipeline_id)
+        sessions = Sessions(self.source, self.targets)
+        try:
+            request = Request(self.options.table, self.options.where, self.options.columns,
+                              self.options.compare)
+            plans, report.skipped = plan(base, sessions.cursor(), sessions.cursor, request)
+            for table in plans:
+                report.tables.append(self._table(compiled, table, sessions, report))
+        except pymysql.MySQLError as exc:
+            raise VerifyError(f"pipeline {self.ctx.pipeline_id}: verify failed: "
+                              f"{exc.args[-1] if exc.args else exc}") from None
+        finally:
+            sessions.close()
+        report.seconds = round(time.monotonic() - started, 3)
+        return report
+
+    def _compiled(self) -> CompiledPipeline:
+        ctx = self.ctx
+        compiled = CompiledPipeline.compile(ctx.pipeline_id, ctx.version, ctx.pipeline,
+                                            source=self.source)
+        try:
+            keys = tablekeys.read_keys(self.source)
+        except pymysql.MySQLError as exc:
+            raise SourceError(f"pipeline {ctx.pipeline_id}: cannot read the tables of "
+                              f"{self.source.name}: {exc.args[-1] if exc.args else exc}"
+                              ) from None
+        unique, _ = tablekeys.pipeline_keys(ctx.pipeline, keys)
+        return CompiledPipeline(**{**compiled.__getstate__(), "table_keys": unique})
+
+    # -- one table --------------------------------------------------------------------------
+    def _table(self, compiled: CompiledPipeline, table: TablePlan, sessions: Sessions,
+               report: Report) -> TableReport:
+        started = time.monotonic()
+        out = TableReport(table.name, table.method, [t.id for t in table.targets],
+                          notes=list(table.notes))
+        self._say(table.name, "splitting")
+        cursor = sessions.cursor()
+        cursor.execute("START TRANSACTION READ ONLY")  # --where is the user's: it reads only
+        try:
+            chunks = split(cursor, table.key, self.options.chunk_size, table.where)
+        finally:
+            cursor.execute("COMMIT")
+        out.chunks = len(chunks.chunks)
+        results = self._check(compiled, table, chunks)
+        out.rows = sum(result.rows for result in results)
+        pending = {key: Seen(expected, actual, result.caught_up) for result in results
+                   for key, (expected, actual) in result.differing.items()}
+        out.rechecked = len(pending)
+        self._say(table.name, "rechecking", out.chunks, out.chunks, out.rows, chunks.rows)
+        probe = Probe(compiled, table, sessions)
+        outcome = self._settle(pending, probe)
+        if self.options.repair and outcome.confirmed:
+            outcome = self._repair(table, probe, outcome, out, report)
+        self._fill(out, outcome)
+        out.seconds = round(time.monotonic() - started, 3)
+        log.info("event=verify_table pipeline=%s table=%s method=%s rows=%d chunks=%d "
+                 "rechecked=%d differing=%d unsettled=%d repaired=%d seconds=%.2f",
+                 self.ctx.pipeline_id, table.name, table.method, out.rows, out.chunks,
+                 out.rechecked, out.keys, out.unsettled, out.repaired, out.seconds)
+        return out
+
+    def _check(self, compiled: CompiledPipeline, table: TablePlan, chunks: ChunkPlan
+               ) -> list[ChunkResult]:
+        """The chunks checked in waves: by the rows method (Python's work: Extract/
+        Transform and hashing) as Spark jobs, one task per core; by the sql method (the
+        databases' work, a few queries a chunk) or a table of one or two chunks in threads
+        of the node, where no job's fixed cost (0.2-0.3 s a wave, seconds while Python
+        workers start) is paid for milliseconds of Python."""
+        spark, options = self.ctx.spark, self.options
+        in_node = table.method == "sql" or len(chunks.chunks) <= 2
+        slots = max(2, spark.partitions) if table.method == "sql" else \
+            1 if in_node else spark.partitions
+        # a wave grows until it takes about WAVE_S (progress; a Spark job's fixed cost
+        # spread), and --rate caps it at about a second of rows
+        ceiling = slots * 64 if not options.rate else \
+            max(1, min(slots * 64, options.rate // options.chunk_size))
+        per_wave = min(slots * 8, ceiling)  # then sized by how long a wave took
+        results: list[ChunkResult] = []
+        started, rows = time.monotonic(), 0
+        todo = list(chunks.chunks)
+        self._say(table.name, "checking", 0, len(todo), 0, chunks.rows)
+        with Threads(compiled, table, self.targets, slots) as threads:
+            while todo:
+                if self.cancelled():
+                    raise VerifyError("verify cancelled")
+                wave, todo = todo[:per_wave], todo[per_wave:]
+                began = time.monotonic()
+                if in_node:
+                    done = threads.check(wave)
+                else:
+                    share = -(-len(wave) // slots)  # each task a run of consecutive chunks
+                    done = spark.map_tasks(compiled, check_group, [
+                        ChunkGroup(table, tuple(wave[i:i + share]), self.targets)
+                        for i in range(0, len(wave), share)], local=False)
+                took = time.monotonic() - began
+                log.debug("event=verify_wave pipeline=%s table=%s chunks=%d rows=%d "
+                          "in_node=%s took_ms=%.0f", self.ctx.pipeline_id, table.name,
+                          len(wave), sum(r.rows for r in done), in_node, took * 1000)
+                results += done
+                rows += sum(result.rows for result in done)
+                self._say(table.name, "checking", sum(r.chunks for r in results),
+                          len(chunks.chunks), rows, chunks.rows)
+                per_wave = max(slots, min(ceiling, int(len(wave) * WAVE_S / max(took, 0.01))))
+                if options.rate:
+                    time.sleep(max(0.0, rows / options.rate - (time.monotonic() - started)))
+        return results
+
+    def _settle(self, pending: dict[Key, Seen], probe: Probe) -> Outcome:
+        if not pending:
+            return Outcome()
+        return settle(pending, probe, self._wait_loaded, self.options.rounds)
+
+    def _wait_loaded(self, at: tuple[str, int]) -> None:
+        """Until the pipeline has loaded past the source position ``at``."""
+        deadline = time.monotonic() + self.options.settle_timeout_s
+        while True:
+            applied = self.ctx.applied()
+            if applied is not None and applied.file and \
+                    position_key(applied.file, applied.pos) >= position_key(*at):
+                return
+            if self.cancelled():
+                raise VerifyError("verify cancelled")
+            if time.monotonic() > deadline:
+                raise VerifyError(
+                    f"pipeline {self.ctx.pipeline_id} has not loaded past the source's "
+                    f"position {at[0]}:{at[1]} within {self.options.settle_timeout_s:.0f} s "
+                    f"(it is at {applied or 'no position'}); verify re-checks a key only "
+                    "once the pipeline has loaded what the source had when it read the key. "
+                    "Check setl status for its delay, or give --settle-timeout more time")
+            time.sleep(0.05)
+
+    def _repair(self, table: TablePlan, probe: Probe, outcome: Outcome, out: TableReport,
+                report: Report) -> Outcome:
+        params, ctx = self.ctx.pipeline.params, self.ctx
+        central = params.free_door_source
+        buffer = mend.Buffer(ctx.sources[central], ctx.channel.name, ctx.pipeline.name) \
+            if central else mend.Buffer(self.source, None, None)
+        report.buffer = buffer.name
+        found = outcome
+        for _ in range(self.options.repair_rounds):
+            requests = mend.requests_for(found.confirmed)
+            self._say(table.name, "repairing", rows_done=len(requests))
+            ranges = mend.write(buffer, table.name, requests)
+            out.repaired += len(requests)
+            mend.wait_served(buffer, ranges, self.options.settle_timeout_s, self.cancelled)
+            again = {key: Seen(EMPTY, frozenset({("", 0)}), False) for key in found.confirmed}
+            after = self._settle(again, probe)
+            after.unsettled |= found.unsettled
+            found = after
+            if not found.confirmed:
+                break
+        out.remaining = len(found.confirmed)  # what was found stays in the report
+        return Outcome(outcome.confirmed, found.unsettled, outcome.rounds)
+
+    def _fill(self, out: TableReport, outcome: Outcome) -> None:
+        counts: dict[str, set[Key]] = {"missing": set(), "extra": set(), "different": set()}
+        differences = []
+        for key, seen in sorted(outcome.confirmed.items(), key=lambda item: repr(item[0])):
+            for kind, target in kinds(seen):
+                counts[kind].add(key)
+                differences.append((kind, encode_key(key), target))
+        out.differences = differences[:LISTED]
+        out.counts = {kind: len(keys) for kind, keys in counts.items()}
+        out.keys = len(outcome.confirmed)
+        out.unsettled = len(outcome.unsettled)
+
+    def _say(self, table: str, phase: str, chunks_done: int = 0, chunks_total: int = 0,
+             rows_done: int = 0, rows_total: int = 0) -> None:
+        self.progress(Progress(self.ctx.pipeline_id, table, phase, chunks_done, chunks_total,
+                               rows_done, rows_total))
+
+
+def options_problem(options: Options) -> str | None:
+    """What is wrong with the options, or None."""
+    if options.chunk_size < 1:
+        return f"--chunk-size must be a positive number of rows, got {options.chunk_size}"
+    if options.rate < 0:
+        return f"--rate must be rows a second (0: unthrottled), got {options.rate}"
+    if options.compare not in ("auto", "rows"):
+        return f"--compare must be auto or rows, got {options.compare!r}"
+    if ";" in options.where:
+        return "--where is one SQL condition; it cannot hold ';'"
+    return None
+
+
+def failed(exc: Exception) -> SetlError:
+    """Any error of a run as one SetlError saying what to do."""
+    if isinstance(exc, SetlError):
+        return exc
+    return VerifyError(f"verify failed: {type(exc).__name__}: {exc}")
+

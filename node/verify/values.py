@@ -1,0 +1,215 @@
+"""How verify reads and hashes a row, so that equal rows hash equal on both sides.
+
+**Reading.** Both sides are read with the same select list (:func:`select_list`) in
+sessions with ``time_zone = '+00:00'``, which gives the values in the form the binlog
+decoder (:mod:`node.extract.decode`) gives Extract: FLOAT as the exact double of the
+stored single (``CAST(f AS DOUBLE)``; its text would be rounded to six digits), BIT as an
+integer (``b + 0``), TIMESTAMP in UTC, zero and partial dates as text. So a source row read
+here goes through Extract/Transform exactly as its binlog image would.
+
+**Hashing in Python** (:func:`row_hash`, the ``rows`` method): each compared value is made
+canonical for the *target* column it lands in (:func:`canonical`), as the target would
+store what Load writes: an integer column holds ``7`` whether Transform made ``7``,
+``7.0`` or ``"7"``, a DECIMAL compares by value (``1.5`` = ``1.50``), a FLOAT column by the
+single it stores, a date column's text without a zero fraction; the rest by text or bytes.
+The hash is 64 bits of BLAKE2b over the compared columns by name.
+
+**Hashing in SQL** (:func:`sql_hash`, the ``sql`` method, for pairs that only rename and
+choose columns between columns of one type): the database hashes each row itself, as
+pt-table-checksum does, over the values joined with ``CONCAT_WS`` and a mask of which are
+NULL (for columns that admit it). A chunk compares by ``COUNT(*)`` and ``BIT_XOR`` of
+``CRC32 * 2654435761`` first: 32 bits a row, as pt-table-checksum's CRC32, so a chunk that
+differs passes for equal once in 2^32; a CRC alone is linear and two rows changed by the
+same bits would cancel in the XOR (pt-table-checksum's blind spot), the product does not.
+Rows are compared (in chunks whose sums differ, and in re-checks) by 64 bits:
+``CRC32 * 2654435761`` XOR ``CRC32C << 32`` where the server has CRC32C (MariaDB 10.8+),
+else the first 64 bits of ``MD5``. Measured on sysbench rows, per million rows and server:
+0.5 CPU-s to scan, 1.0 with the narrow hash, 1.6 with the wide one, 2.1 with a NULL mask
+over every column, about 4 with MD5.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import hashlib
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from shared.identifiers import quote
+
+INTEGER = frozenset(("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"))
+TEXT = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
+                  "set", "json"))
+BINARY = frozenset(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob",
+                    "geometry", "point", "linestring", "polygon", "multipoint",
+                    "multilinestring", "multipolygon", "geometrycollection"))
+TEMPORAL = frozenset(("date", "datetime", "timestamp"))
+_COLUMNS = ("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, IS_GENERATED, "
+            "IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+            "TABLE_NAME = %s ORDER BY ORDINAL_POSITION")
+_SINGLE = struct.Struct("<f")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column as information_schema describes it."""
+
+    name: str
+    data_type: str
+    column_type: str
+    charset: str | None = None
+    generated: bool = False
+    nullable: bool = True
+
+    @property
+    def kind(self) -> str:
+        """How its values compare: int, decimal:SCALE, double, single, temporal, time,
+        text, binary, bit or other."""
+        data_type = self.data_type
+        if data_type in INTEGER:
+            return "int"
+        if data_type in ("decimal", "numeric"):
+            scale = self.column_type.partition(",")[2].rstrip(") unsigedzrfl")
+            return f"decimal:{scale or 0}"
+        if data_type == "float":
+            return "single"
+        if data_type in ("double", "real"):
+            return "double"
+        if data_type in TEMPORAL:
+            return "temporal"
+        if data_type == "time":
+            return "time"
+        if data_type == "bit":
+            return "bit"
+        if data_type in BINARY:
+            return "binary"
+        if data_type in TEXT:
+            return "text"
+        return "other"
+
+    @property
+    def shape(self) -> tuple[str, str | None]:
+        """What must match for the database to print two values alike."""
+        return self.column_type.lower(), self.charset
+
+
+def read_columns(cursor: Any, schema: str, table: str) -> list[Column]:
+    """The table's columns in order (empty when the table does not exist)."""
+    cursor.execute(_COLUMNS, (schema, table))
+    found = []
+    for row in cursor.fetchall():
+        name, data_type, column_type, charset, generated, nullable = \
+            row.values() if isinstance(row, dict) else row
+        found.append(Column(name, str(data_type).lower(), str(column_type), charset,
+                            str(generated or "NEVER").upper() != "NEVER", nullable == "YES"))
+    return found
+
+
+def read_expression(column: Column) -> str:
+    """The select-list item reading one column in the binlog decoder's form."""
+    name = quote(column.name)
+    if column.kind == "single":
+        return f"CAST({name} AS DOUBLE) AS {name}"
+    if column.kind == "bit":
+        return f"{name} + 0 AS {name}"
+    return name
+
+
+def select_list(columns: Iterable[Column]) -> str:
+    return ", ".join(read_expression(column) for column in columns)
+
+
+def canonical(value: Any, kind: str) -> bytes:
+    """A value as the bytes it compares by, in a column of ``kind``."""
+    if value is None:
+        return b"\x00"
+    if isinstance(value, bool):
+        value = int(value)
+    try:
+        if kind == "int" and not isinstance(value, bytes | bytearray):
+            number = decimal.Decimal(str(value)).to_integral_value(decimal.ROUND_HALF_UP)
+            return b"i" + str(int(number)).encode()
+        if kind.startswith("decimal") and not isinstance(value, bytes | bytearray):
+            scale = int(kind.partition(":")[2] or 0)
+            number = decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-scale),
+                                                          decimal.ROUND_HALF_UP)
+            return b"n" + format(number.normalize(), "f").encode()
+        if kind == "double" and not isinstance(value, bytes | bytearray):
+            return b"n" + format(decimal.Decimal(float(value)).normalize(), "f").encode()
+        if kind == "single" and not isinstance(value, bytes | bytearray):
+            return b"n" + repr(_SINGLE.unpack(_SINGLE.pack(float(value)))[0]).encode()
+        if kind == "bit":
+            number = int.from_bytes(value, "big") if isinstance(value, bytes | bytearray) \
+                else int(value)
+            return b"i" + str(number).encode()
+    except (ValueError, ArithmeticError, OverflowError, struct.error):
+        pass  # not a number after all: compared as its text below
+    if kind == "temporal" and isinstance(value, str):
+        head, dot, fraction = value.partition(".")
+        return b"t" + (head if not dot or not fraction.strip("0") else value).encode()
+    return b"t" + _text(value)
+
+
+def _text(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(" ").encode()
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat().encode()
+    if isinstance(value, datetime.timedelta):
+        return str(value // datetime.timedelta(microseconds=1)).encode()
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f").encode()
+    if isinstance(value, set | frozenset):
+        return ",".join(sorted(map(str, value))).encode()
+    if isinstance(value, float):
+        return repr(value).encode()
+    return str(value).encode()
+
+
+def row_hash(row: dict[str, Any], columns: Iterable[str], kinds: dict[str, str]) -> int:
+    """64 bits of BLAKE2b over ``columns`` of ``row`` (absent columns as NULL), each value
+    canonical for its target column's kind."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in columns:
+        value = canonical(row.get(name), kinds.get(name, "other"))
+        digest.update(len(name).to_bytes(2, "little") + name.encode("utf-8", "surrogatepass"))
+        digest.update(len(value).to_bytes(4, "little") + value)
+    return int.from_bytes(digest.digest(), "little")
+
+
+def sql_hash(columns: Iterable[str], nullable: Iterable[bool] = (), wide: bool = True,
+             function: str = "crc") -> str:
+    """The SQL expression of a row's hash over ``columns`` (in this order): the values
+    joined by ``#`` and, for the columns ``nullable`` marks (those that admit NULL on either
+    side), which are NULL (``CONCAT_WS`` skips NULLs). ``wide``: 64 bits (CRC32 and CRC32C,
+    or MD5 where ``function`` is md5), for rows; else CRC32 × 2654435761, for a chunk's XOR."""
+    names = [quote(name) for name in columns]
+    marks = list(nullable) or [True] * len(names)
+    masked = [f"ISNULL({name})" for name, mark in zip(names, marks, strict=True) if mark]
+    mask = [f"CONCAT({', '.join(masked)})"] if masked else []
+    joined = f"CONCAT_WS('#', {', '.join([*names, *mask])})"
+    if not wide:
+        return f"(CRC32({joined}) * 2654435761)"
+    if function == "crc":
+        return f"((CRC32({joined}) * 2654435761) ^ (CRC32C({joined}) << 32))"
+    return f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
+
+
+def hash_function(cursors: Iterable[Any]) -> str:
+    """crc when every server has CRC32C, else md5 (both sides must hash alike)."""
+    for cursor in cursors:
+        try:
+            cursor.execute("SELECT CRC32C('')")
+            cursor.fetchall()
+        except pymysql.MySQLError:  # "FUNCTION CRC32C does not exist": an older server
+            return "md5"
+    return "crc"

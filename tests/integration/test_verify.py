@@ -1,0 +1,316 @@
+"""``setl verify`` and ``--repair`` on real servers (MariaDB source and two targets,
+ZooKeeper, a node with Spark): equal tables, each kind of corrupted target row found
+exactly by both methods, verify through renames, excluded and virtual columns and shard
+routing over two targets, writers racing verify without a false difference, and repair of
+rows a writer keeps changing ending equal."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from manager import cli
+from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+
+ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT, "
+         "price DECIMAL(10,2), at TIMESTAMP(3) NULL, f FLOAT, flags SET('a','b','c'), "
+         "bits BIT(5))")
+PARTS = ("CREATE TABLE `{schema}`.parts (a INT, b VARCHAR(10), note VARCHAR(20), "
+         "PRIMARY KEY (a, b))")
+
+
+def verify(cluster: Cluster, capsys: Any, channel: str, *args: str) -> tuple[int, dict]:
+    """``setl -o json verify CHANNEL ARGS``: the exit code and the report."""
+    capsys.readouterr()
+    code = cli.main(["--manager", cluster.manager_address, "-o", "json", "verify", channel,
+                     *args])
+    out = capsys.readouterr()
+    assert code in (0, 1), out.err
+    return code, json.loads(out.out)
+
+
+def found(report: dict, table: str) -> dict[str, set]:
+    """The differences of one table by kind, as sets of (key, target table)."""
+    [verdict] = [t for r in report["reports"] for t in r.get("tables", [])
+                 if t["table"] == table]
+    kinds: dict[str, set] = {"missing": set(), "extra": set(), "different": set()}
+    for difference in verdict.get("differences", []):
+        kinds[difference["kind"]].add((tuple(json.loads(difference["key"])),
+                                       difference["target"].split(":", 1)[1]))
+    return kinds
+
+
+def start(cluster: Cluster, channel: dict) -> None:
+    cluster.apply([channel])
+    cluster.set_status(channel["name"], "START")
+    cluster.wait_running(channel["name"])
+
+
+def fill(source: Database, schema: str, rows: int) -> None:
+    source.execute(f"INSERT INTO `{schema}`.items VALUES " + ", ".join(
+        f"({i}, 'item {i}', {i % 13}, {i}.25, '2024-03-0{1 + i % 9} 10:00:0{i % 10}.125', "
+        f"{i}.1, '{'a,c' if i % 2 else 'b'}', {i % 32})" for i in range(1, rows + 1)))
+
+
+def test_equal_tables_and_each_kind_of_corrupted_row_found_exactly_then_repaired(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    schema = make_schema(source, target, ITEMS, PARTS)
+    start(cluster, one_way("v-kinds", schema, ["items", "parts"]))
+    fill(source, schema, 300)
+    source.execute(f"INSERT INTO `{schema}`.parts VALUES " + ", ".join(
+        f"({a}, 'k{b}', 'n{a}{b}')" for a in range(1, 41) for b in range(5)))
+    wait_equal(source, target, schema, ["items", "parts"])
+    for method in ("auto", "rows"):
+        code, report = verify(cluster, capsys, "v-kinds", "--compare", method)
+        assert code == 0, report
+        tables = {t["table"]: t for t in report["reports"][0]["tables"]}
+        assert tables[f"{schema}.items"]["rows"] == "300"
+        assert tables[f"{schema}.items"]["method"] == ("sql" if method == "auto" else "rows")
+    t = f"`{schema}`"
+    target.script(f"DELETE FROM {t}.items WHERE id = 5",  # missing
+                  f"INSERT INTO {t}.items (id, name) VALUES (9999, 'only here')",  # extra
+                  f"UPDATE {t}.items SET name = 'changed' WHERE id = 7",  # different
+                  f"UPDATE {t}.items SET id = 5011 WHERE id = 11",  # changed key
+                  f"UPDATE {t}.items SET f = f + 0.001 WHERE id = 13",
+                  f"UPDATE {t}.items SET at = at + INTERVAL 1 SECOND WHERE id = 17",
+                  f"UPDATE {t}.items SET bits = 31 WHERE id = 18",
+                  f"DELETE FROM {t}.parts WHERE a = 3 AND b = 'k1'",
+                  f"UPDATE {t}.parts SET note = NULL WHERE a = 4 AND b = 'k2'")
+    items, parts = f"{schema}.items", f"{schema}.parts"
+    for method in ("auto", "rows"):
+        code, report = verify(cluster, capsys, "v-kinds", "--compare", method,
+                              "--chunk-size", "40")
+        assert code == 1
+        assert found(report, items) == {
+            "missing": {((5,), items), ((11,), items)},
+            "extra": {((9999,), items), ((5011,), items)},
+            "different": {((7,), items), ((13,), items), ((17,), items), ((18,), items)}}
+        assert found(report, parts) == {"missing": {((3, "k1"), parts)}, "extra": set(),
+                                         "different": {((4, "k2"), parts)}}
+    code, report = verify(cluster, capsys, "v-kinds", "--repair")
+    assert code == 0, report
+    repaired = {t["table"]: t for t in report["reports"][0]["tables"]}
+    assert repaired[items]["repaired"] == "8"  # deletes of 9999 and 5011, 6 copies
+    assert repaired[items].get("remaining", "0") == "0"
+    wait_equal(source, target, schema, ["items", "parts"], timeout_s=30)
+    assert verify(cluster, capsys, "v-kinds")[0] == 0
+    manager = ["--manager", cluster.manager_address, "verify", "v-kinds"]
+    assert cli.main([*manager, "--table", f"{schema}.nope"]) == 2
+    assert f"does not replicate {schema}.nope" in capsys.readouterr().err
+    cluster.set_status("v-kinds", "STOP")
+    wait_for(lambda: cluster.pipeline_state("v-kinds").owner_node == 0, 30, "the stop")
+    assert cli.main(manager) == 2
+    assert "is not running on any node: start the channel" in capsys.readouterr().err
+
+
+PEOPLE = ("CREATE TABLE `{schema}`.people (id INT PRIMARY KEY, first VARCHAR(20), "
+          "last VARCHAR(20), email VARCHAR(60), secret VARCHAR(20))")
+PEOPLE_COPY = ("CREATE TABLE `{schema}`.people_copy (id INT PRIMARY KEY, given VARCHAR(20), "
+               "last VARCHAR(20), email VARCHAR(60), full_name VARCHAR(41), "
+               "origin VARCHAR(10), secret VARCHAR(20) DEFAULT 'kept')")
+ORDERS = "CREATE TABLE `{schema}`.{table} (id INT PRIMARY KEY, uid INT, note VARCHAR(20))"
+LOGS = "CREATE TABLE `{schema}`.logs (id INT PRIMARY KEY, email VARCHAR(60), note VARCHAR(9))"
+
+
+def test_through_renames_excluded_and_virtual_columns_and_shards_on_two_targets(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    cluster.sandbox.up(second_target=True)
+    target2 = Database(cluster.sandbox, "target2")
+    base = f"t_{uuid.uuid4().hex[:8]}"
+    for db in (source, target):
+        db.execute(f"CREATE DATABASE `{base}`")
+        db.execute(LOGS.format(schema=base))
+    source.execute(PEOPLE.format(schema=base))
+    source.execute(ORDERS.format(schema=base, table="orders"))
+    target.execute(PEOPLE_COPY.format(schema=base))
+    for index in range(4):
+        db = target if index < 2 else target2
+        db.execute(f"CREATE DATABASE `{base}_{index}`")
+        for table in ("orders_0", "orders_1"):
+            db.execute(ORDERS.format(schema=f"{base}_{index}", table=table))
+    servers, secret = cluster.sandbox.servers(), f"file:{cluster.sandbox.secret_file}"
+    sources = [{"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
+                "password": secret} for name in ("source", "target", "target2")]
+    rule = {"column": "uid", "algorithm": "modulo"}
+    cluster.apply([{"name": "v-maps", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{base}.people", "target": f"{base}.people_copy",
+             "columns": {"exclude": ["secret"]},
+             "column_pairs": [{"source": "first", "target": "given"}],
+             "virtual_columns": [
+                 {"name": "full_name", "expression": "concat_ws(' ', first, last)"},
+                 {"name": "origin", "value": "eu-1"}]},
+            {"source": f"{base}.orders", "shard": rule,
+             "target": {"namespace": f"{base}_[0-1]", "table": "orders_[0-1]"}},
+            {"source": f"{base}.orders", "shard": rule, "target": {
+                "datasource": "target2", "namespace": f"{base}_[2-3]", "table": "orders_[0-1]"}},
+            {"source": f"{base}.logs", "target": f"{base}.logs",
+             "processor": "setl_examples:mask_email"}]}]}], sources)
+    cluster.set_status("v-maps", "START")
+    cluster.wait_running("v-maps")
+    source.execute(f"INSERT INTO `{base}`.people VALUES " + ", ".join(
+        f"({i}, 'First{i}', 'Last{i}', 'p{i}@x.org', 's{i}')" for i in range(1, 61)))
+    source.execute(f"INSERT INTO `{base}`.orders VALUES " + ", ".join(
+        f"({i}, {i * 3}, 'n{i}')" for i in range(1, 81)))
+    source.execute(f"INSERT INTO `{base}`.logs VALUES (1, 'a@x.org', 'one'), (2, NULL, 'two')")
+
+    def slot(uid: int) -> tuple[Database, str]:
+        number = uid % 8
+        return (target if number < 4 else target2), f"`{base}_{number // 2}`.orders_{number % 2}"
+
+    wait_for(lambda: len(target.table(base, "people_copy")) == 60, 60, "60 people")
+    wait_for(lambda: sum(db.rows(f"SELECT COUNT(*) FROM {name}")[0][0] for db, name in
+                         (slot(u) for u in range(8))) == 80, 60, "80 orders")
+    code, report = verify(cluster, capsys, "v-maps")
+    assert code == 0, report
+    [result] = report["reports"]
+    assert {t["table"]: t["method"] for t in result["tables"]} == {
+        f"{base}.orders": "rows", f"{base}.people": "rows"}
+    assert [s["table"] for s in result["skipped"]] == [f"{base}.logs"]
+    assert "processor setl_examples:mask_email" in result["skipped"][0]["reason"]
+    copy = f"`{base}`.people_copy"
+    target.script(f"UPDATE {copy} SET full_name = 'wrong' WHERE id = 3",
+                  f"UPDATE {copy} SET given = 'Other' WHERE id = 4",
+                  f"UPDATE {copy} SET secret = 'not compared' WHERE id = 6",  # excluded
+                  f"DELETE FROM {copy} WHERE id = 5")
+    db, here = slot(21)  # order 7 (uid 21) moved to the next slot
+    db.execute(f"DELETE FROM {here} WHERE id = 7")
+    db2, there = slot(22)
+    db2.execute(f"INSERT INTO {there} VALUES (7, 21, 'n7')")
+    db, extra = slot(4)
+    db.execute(f"INSERT INTO {extra} VALUES (999, 4, 'stray')")
+    db, row8 = slot(24)
+    db.execute(f"UPDATE {row8} SET note = 'bad' WHERE id = 8")
+    code, report = verify(cluster, capsys, "v-maps", "--chunk-size", "15")
+    assert code == 1
+    copy_name = f"{base}.people_copy"
+    assert found(report, f"{base}.people") == {
+        "missing": {((5,), copy_name)}, "extra": set(),
+        "different": {((3,), copy_name), ((4,), copy_name)}}
+    name = lambda uid: slot(uid)[1].replace("`", "")  # noqa: E731
+    assert found(report, f"{base}.orders") == {
+        "missing": {((7,), name(21))}, "extra": {((7,), name(22)), ((999,), name(4))},
+        "different": {((8,), name(24))}}
+    code, report = verify(cluster, capsys, "v-maps", "--table", f"{base}.logs",
+                          "--columns", "id,note")
+    assert code == 0 and report["reports"][0]["tables"][0]["rows"] == "2"
+    code, report = verify(cluster, capsys, "v-maps", "--repair")
+    assert code == 0, report
+    assert verify(cluster, capsys, "v-maps")[0] == 0
+    assert target.rows(f"SELECT secret FROM {copy} WHERE id = 6") == [("not compared",)]
+    target2.close()
+    cluster.set_status("v-maps", "STOP")
+
+
+HOT = "CREATE TABLE `{schema}`.hot (id INT PRIMARY KEY, v INT, note VARCHAR(30))"
+
+
+def writer(db: Database, table: str, keys: int, stop: threading.Event, seed: int) -> None:
+    rng = random.Random(seed)
+    while not stop.is_set():
+        key = rng.randint(1, keys)
+        db.execute(rng.choice([
+            f"UPDATE {table} SET v = v + 1, note = 'w{seed}' WHERE id = {key}",
+            f"DELETE FROM {table} WHERE id = {key}",
+            f"INSERT INTO {table} VALUES ({key}, {key}, 'new') ON DUPLICATE KEY UPDATE v = 0"]))
+        stop.wait(0.004)
+
+
+@pytest.mark.parametrize("method", ["auto", "rows"])
+def test_concurrent_writes_give_no_false_difference(
+        cluster: Cluster, source: Database, target: Database, capsys: Any,
+        method: str) -> None:
+    schema = make_schema(source, target, HOT)
+    channel = f"v-race-{method}"
+    start(cluster, one_way(channel, schema, ["hot"]))
+    table = f"`{schema}`.hot"
+    source.execute(f"INSERT INTO {table} VALUES " + ", ".join(
+        f"({i}, {i}, 'cold')" for i in range(1, 2001)))
+    wait_equal(source, target, schema, ["hot"])
+    target.execute(f"UPDATE {table} SET note = 'corrupt' WHERE id = 1900")  # no writer there
+    stop = threading.Event()
+    db = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=writer, args=(db, table, 1500, stop, 7), daemon=True)
+    thread.start()
+    try:
+        # about 2 s of reading (--rate) while ~250 writes a second change the rows
+        code, report = verify(cluster, capsys, channel, "--chunk-size", "100", "--compare",
+                              method, "--rate", "1000")
+    finally:
+        stop.set()
+        thread.join(30)
+        db.close()
+    assert code == 1, report
+    hot = f"{schema}.hot"
+    assert found(report, hot) == {"missing": set(), "extra": set(),
+                                  "different": {((1900,), hot)}}
+    [verdict] = report["reports"][0]["tables"]
+    assert int(verdict["rechecked"]) > 1, "no row changed under verify: the race was not run"
+    assert float(verdict["seconds"]) > 1.5  # --rate held it back
+    cluster.set_status(channel, "STOP")
+
+
+def test_repair_while_a_writer_changes_the_same_keys_ends_equal(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    schema = make_schema(source, target, HOT)
+    start(cluster, one_way("v-mend", schema, ["hot"], free_door={"source": "target"}))
+    table = f"`{schema}`.hot"
+    source.execute(f"INSERT INTO {table} VALUES " + ", ".join(
+        f"({i}, {i}, 'cold')" for i in range(1, 1001)))
+    wait_equal(source, target, schema, ["hot"])
+    target.script(f"DELETE FROM {table} WHERE id % 31 = 0",
+                  f"UPDATE {table} SET v = -1 WHERE id % 23 = 0",
+                  f"INSERT INTO {table} VALUES " + ", ".join(
+                      f"({i}, 0, 'stray')" for i in range(1001, 1031)))
+    stop = threading.Event()
+    db = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=writer, args=(db, table, 1030, stop, 9), daemon=True)
+    thread.start()
+    try:
+        code, report = verify(cluster, capsys, "v-mend", "--repair", "--chunk-size", "200")
+    finally:
+        stop.set()
+        thread.join(30)
+        db.close()
+    [verdict] = report["reports"][0]["tables"]
+    assert code == 0 and verdict.get("remaining", "0") == "0", report
+    assert int(verdict["repaired"]) >= 50 and report["reports"][0]["buffer"] == \
+        "central buffer on target"
+    wait_equal(source, target, schema, ["hot"], timeout_s=30)
+    cluster.set_status("v-mend", "STOP")
+
+
+LOG = "CREATE TABLE `{schema}`.{table} (id INT PRIMARY KEY, msg VARCHAR(20))"
+
+
+def test_tables_merged_into_one_target_compare_by_key(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    schema = make_schema(source, target, *(LOG.replace("{table}", t)
+                                           for t in ("log_1", "log_2", "logs_all")))
+    start(cluster, {"name": "v-merged", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": {"namespace": schema, "table": "re:log_\\d"},
+             "target": f"{schema}.logs_all"}]}]})
+    for table, first in (("log_1", 1), ("log_2", 101)):
+        source.execute(f"INSERT INTO `{schema}`.{table} VALUES " + ", ".join(
+            f"({i}, 'm{i}')" for i in range(first, first + 30)))
+    wait_for(lambda: len(target.table(schema, "logs_all")) == 60, 30, "60 merged rows")
+    all_ = f"`{schema}`.logs_all"
+    target.script(f"DELETE FROM {all_} WHERE id = 105", f"UPDATE {all_} SET msg = 'x' WHERE id = 3",
+                  f"INSERT INTO {all_} VALUES (999, 'no source row')")
+    code, report = verify(cluster, capsys, "v-merged")
+    assert code == 1
+    merged = f"{schema}.logs_all"
+    assert found(report, f"{schema}.log_1") == {"missing": set(), "extra": set(),
+                                                "different": {((3,), merged)}}
+    assert found(report, f"{schema}.log_2") == {"missing": {((105,), merged)}, "extra": set(),
+                                                "different": set()}
+    tables = {t["table"]: t for t in report["reports"][0]["tables"]}
+    assert tables[f"{schema}.log_1"]["method"] == "rows"
+    assert "it is fed by other tables too" in tables[f"{schema}.log_1"]["notes"][0]
+    cluster.set_status("v-merged", "STOP")
