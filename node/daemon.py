@@ -59,7 +59,7 @@ class Node:
     def _serve_grpc(self) -> tuple[grpc.Server, str]:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         node_pb2_grpc.add_NodeServiceServicer_to_server(
-            NodeServicer(self.node_id, self._states, lambda pipeline_id: verify.context_from(
+            NodeServicer(self.node_id, lambda pipeline_id: verify.context_from(
                 self.supervisor, self.node_id, pipeline_id, self.spark)), server)
         port = server.add_insecure_port(self.config.listen)
         if port == 0:

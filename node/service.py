@@ -1,5 +1,5 @@
-"""The gRPC ``NodeService`` of one node: what it runs, for the manager and peers, and
-``setl verify`` of the pipelines it runs (:mod:`node.verify.rpc`)."""
+"""The gRPC ``NodeService`` of one node: ``setl verify`` of the pipelines it runs
+(:mod:`node.verify.rpc`). What a node runs, the manager reads from ZooKeeper."""
 
 from __future__ import annotations
 
@@ -10,18 +10,13 @@ import grpc
 
 from node.verify import rpc as verify
 from node.verify.run import Context
-from shared.rpc import manager_pb2, node_pb2, node_pb2_grpc
+from shared.rpc import manager_pb2, node_pb2_grpc
 
 
 class NodeServicer(node_pb2_grpc.NodeServiceServicer):
     def __init__(self, node_id: int,
-                 pipeline_states: Callable[[], list[manager_pb2.PipelineState]],
                  verify_context: Callable[[str], Context] | None = None) -> None:
-        self.node_id, self.pipeline_states = node_id, pipeline_states
-        self.verify_context = verify_context
-
-    def Stats(self, request: Any, context: Any) -> node_pb2.StatsResponse:
-        return node_pb2.StatsResponse(node_id=self.node_id, pipelines=self.pipeline_states())
+        self.node_id, self.verify_context = node_id, verify_context
 
     def Verify(self, request: manager_pb2.VerifyRequest,
                context: Any) -> Iterator[manager_pb2.VerifyProgress]:

@@ -25,17 +25,13 @@ _sym_db = _symbol_database.Default()
 from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15shared/rpc/node.proto\x12\x07setl.v1\x1a\x18shared/rpc/manager.proto\"\x0e\n\x0cStatsRequest\"K\n\rStatsResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12)\n\tpipelines\x18\x02 \x03(\x0b\x32\x16.setl.v1.PipelineState2\x82\x01\n\x0bNodeService\x12\x36\n\x05Stats\x12\x15.setl.v1.StatsRequest\x1a\x16.setl.v1.StatsResponse\x12;\n\x06Verify\x12\x16.setl.v1.VerifyRequest\x1a\x17.setl.v1.VerifyProgress0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15shared/rpc/node.proto\x12\x07setl.v1\x1a\x18shared/rpc/manager.proto2J\n\x0bNodeService\x12;\n\x06Verify\x12\x16.setl.v1.VerifyRequest\x1a\x17.setl.v1.VerifyProgress0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'shared.rpc.node_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STATSREQUEST']._serialized_start=60
-  _globals['_STATSREQUEST']._serialized_end=74
-  _globals['_STATSRESPONSE']._serialized_start=76
-  _globals['_STATSRESPONSE']._serialized_end=151
-  _globals['_NODESERVICE']._serialized_start=154
-  _globals['_NODESERVICE']._serialized_end=284
+  _globals['_NODESERVICE']._serialized_start=60
+  _globals['_NODESERVICE']._serialized_end=134
 # @@protoc_insertion_point(module_scope)

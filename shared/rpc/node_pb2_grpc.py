@@ -4,7 +4,6 @@ import grpc
 import warnings
 
 from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
-from shared.rpc import node_pb2 as shared_dot_rpc_dot_node__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -35,11 +34,6 @@ class NodeServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.Stats = channel.unary_unary(
-                '/setl.v1.NodeService/Stats',
-                request_serializer=shared_dot_rpc_dot_node__pb2.StatsRequest.SerializeToString,
-                response_deserializer=shared_dot_rpc_dot_node__pb2.StatsResponse.FromString,
-                _registered_method=True)
         self.Verify = channel.unary_stream(
                 '/setl.v1.NodeService/Verify',
                 request_serializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
@@ -49,12 +43,6 @@ class NodeServiceStub:
 
 class NodeServiceServicer:
     """Missing associated documentation comment in .proto file."""
-
-    def Stats(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
 
     def Verify(self, request, context):
         """Verify one pipeline this node runs (the manager forwards setl verify here).
@@ -66,11 +54,6 @@ class NodeServiceServicer:
 
 def add_NodeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'Stats': grpc.unary_unary_rpc_method_handler(
-                    servicer.Stats,
-                    request_deserializer=shared_dot_rpc_dot_node__pb2.StatsRequest.FromString,
-                    response_serializer=shared_dot_rpc_dot_node__pb2.StatsResponse.SerializeToString,
-            ),
             'Verify': grpc.unary_stream_rpc_method_handler(
                     servicer.Verify,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.FromString,
@@ -86,33 +69,6 @@ def add_NodeServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class NodeService:
     """Missing associated documentation comment in .proto file."""
-
-    @staticmethod
-    def Stats(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/setl.v1.NodeService/Stats',
-            shared_dot_rpc_dot_node__pb2.StatsRequest.SerializeToString,
-            shared_dot_rpc_dot_node__pb2.StatsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
     @staticmethod
     def Verify(request,
