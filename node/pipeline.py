@@ -285,7 +285,8 @@ class PipelineRunner:
         loop = LoopGuard(channel.name, self.pipeline_id,
                          wins_conflicts=channel.pipelines[0].name == pipeline.name) \
             if self.two_way else None
-        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop)
+        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop,
+                        stop=self.stop_event)
         window = self._window = Window(params.parallelism)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,

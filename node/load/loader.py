@@ -17,7 +17,7 @@ skipped, the rest and the position commit together.
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +39,7 @@ from shared.errors import LoadError, SetlError
 from shared.identifiers import quote
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL
+from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.load.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
@@ -81,9 +82,12 @@ class Loader:
     """Writes batches of one pipeline; one connection per target data source."""
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
-                 params: PipelineParams, epoch: int = 0, loop: LoopGuard | None = None) -> None:
+                 params: PipelineParams, epoch: int = 0, loop: LoopGuard | None = None,
+                 stop: threading.Event | None = None) -> None:
         self.pipeline_id, self.targets, self.params = pipeline_id, targets, params
         self.epoch, self.loop = epoch, loop
+        self.stop = stop or threading.Event()  # set: a retry's wait ends at once
+        self.retry = RetryPolicy(max_tries=5, delay_s=0.1, max_delay_s=1.0)
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
         self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
@@ -183,6 +187,7 @@ class Loader:
 
     def _load_target(self, name: str, batch: Batch, writes: _Writes) -> int:
         one_by_one = False
+        waits = self.retry.delays()  # lock waits and deadlocks: again, after these
         for attempt in range(1, 7):
             try:
                 writes.prepare(self)  # facts of its tables, read before the transaction
@@ -194,12 +199,12 @@ class Loader:
                          f"{batch.process_id}, position {batch.end}, target {name}")
                 if code == LOCK_WAIT_TIMEOUT:  # a stale owner's transaction holds the row?
                     self._end_stale(name)
-                if code in RETRYABLE and attempt < 5:
+                if code in RETRYABLE and attempt <= len(waits) and not self.stop.is_set():
                     log.warning("event=load_retry pipeline=%s process_id=%d target=%s "
                                 "attempt=%d error=%r", self.pipeline_id, batch.process_id, name,
                                 attempt, exc.args[-1])
-                    time.sleep(0.05 * 2 ** attempt)
-                    continue
+                    if not self.stop.wait(waits[attempt - 1]):
+                        continue
                 if self.params.skip_load_exception and not one_by_one and code < CLIENT_ERRORS:
                     one_by_one = True  # again, row by row, skipping what the target refuses
                     continue
