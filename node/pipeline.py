@@ -60,7 +60,6 @@ from shared.zk import ZkPaths
 log = logging.getLogger("setl.node.pipeline")
 STOP_PUBLISH_S = 1.0
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
-ET_SATURATION = 2  # E/T jobs at once before timed batches wait (local Spark: about the cores)
 
 
 @dataclass(frozen=True)
@@ -123,8 +122,6 @@ class PipelineRunner:
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
         self.batches_loaded = 0
         self.batches_selected = 0
-        self._et_running = 0
-        self._et_lock = threading.Lock()
         self.window_peak = 0
         self.door_stats = freedoor.DoorStats()
         self.metrics = PipelineMetrics(context.channel.name, context.pipeline.name)
@@ -299,7 +296,7 @@ class PipelineRunner:
                                                 self.ctx.spark, self.snapshot_store, door)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
-            params, window, busy=lambda: self._et_running >= ET_SATURATION,
+            params, window,
             watermarks=snapshots)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
@@ -340,8 +337,7 @@ class PipelineRunner:
                 batch = selector.next_batch(stop)
                 if batch is None:
                     continue
-                with self._et_lock:
-                    self._et_running += 1
+                self._window.extracting()  # type: ignore[union-attr]
                 if batch.has_ddl:
                     future = executor.submit(self._ddl_job, compiled, batch.changes())
                     after_ddl = batch.process_id
@@ -386,8 +382,7 @@ class PipelineRunner:
             for result in results:
                 planner.learn(result.sizes)  # Select's estimate of a batch's rows
         finally:
-            with self._et_lock:
-                self._et_running -= 1
+            self._window.extracted()  # type: ignore[union-attr]
         changes = [c for result in results for c in result.changes] if self.two_way else None
         return _Done(results, changes, (time.monotonic() - started) * 1000,
                      functools.partial(self._again_row_by_row, compiled, spec, parts))
@@ -402,8 +397,7 @@ class PipelineRunner:
         try:
             targets = self.ctx.spark.changes(compiled, changes)
         finally:
-            with self._et_lock:
-                self._et_running -= 1
+            self._window.extracted()  # type: ignore[union-attr]
         return _Done([], targets, (time.monotonic() - started) * 1000)
 
     def _publish_failed(self, exc: Exception) -> None:

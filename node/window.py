@@ -1,18 +1,27 @@
-"""The sliding window of one pipeline: at most ``size`` batches between Select and the end
-of Load. Select takes a slot before it cuts a batch and blocks while the window is full;
-Load frees the slot after the batch is committed and its cursor published."""
+"""The backpressure of one pipeline, in one place.
+
+- The sliding window: at most ``size`` batches between Select and the end of Load. Select
+  takes a slot before it cuts a batch and blocks while the window is full; Load frees the
+  slot after the batch is committed and its cursor published.
+- Extract/Transform saturation: while ``saturation`` E/T jobs run at once (with local Spark,
+  about the cores), Select keeps a timed batch open and lets it grow (a Spark job costs the
+  same for few rows as for many), see :mod:`node.select.selector`.
+"""
 
 from __future__ import annotations
 
 import threading
 
+ET_SATURATION = 2  # E/T jobs at once before timed batches wait (local Spark: about the cores)
+
 
 class Window:
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, saturation: int = ET_SATURATION) -> None:
+        self.size, self.saturation = size, saturation
         self._free = threading.Semaphore(size)
         self._lock = threading.Lock()
         self._used = 0
+        self._extracting = 0
         self.peak = 0
 
     def acquire(self, stop: threading.Event, poll_s: float = 0.1) -> bool:
@@ -36,3 +45,17 @@ class Window:
     def used(self) -> int:
         with self._lock:
             return self._used
+
+    def extracting(self) -> None:
+        """A batch's Extract/Transform starts."""
+        with self._lock:
+            self._extracting += 1
+
+    def extracted(self) -> None:
+        """A batch's Extract/Transform ended (done or failed)."""
+        with self._lock:
+            self._extracting -= 1
+
+    def saturated(self) -> bool:
+        """Whether Extract/Transform runs as many jobs as it usefully can."""
+        return self._extracting >= self.saturation

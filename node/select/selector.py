@@ -8,9 +8,9 @@ stream is quiet, so a busy stream cuts as surely as an idle one:
 - it spans ``MAX_TRANSACTIONS`` transactions, with rows or without (a backlog on tables the
   pipeline does not replicate still moves the position, in batches of bounded size);
 - ``batch_timeout_ms`` passed since its first transaction and it has rows. While
-  Extract/Transform is saturated (``busy()``) the timeout waits: each Spark job has a fixed
-  cost, so under load small timed batches would only queue behind each other; batches then
-  grow with the load (up to ``batch_size``);
+  Extract/Transform is saturated (``window.saturated()``) the timeout waits: each Spark job
+  has a fixed cost, so under load small timed batches would only queue behind each other;
+  batches then grow with the load (up to ``batch_size``);
 - it has no rows (a position-only batch) and ``IDLE_BATCH_INTERVAL_S`` passed.
 
 A transaction is never split: one larger than ``batch_size`` makes one large batch. DDL
@@ -74,11 +74,10 @@ class _NoWindows:
 class Selector:
     def __init__(self, pipeline_id: str, transactions: TransactionSource,
                  start: BinlogPosition, next_process_id: int, params: PipelineParams,
-                 window: Window, busy: Callable[[], bool] = lambda: False,
+                 window: Window,
                  clock: Callable[[], float] = time.monotonic,
                  watermarks: Watermarks | None = None) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
-        self.busy = busy
         self.watermarks = watermarks or _NoWindows()
         self.next_process_id = next_process_id
         self.position = start
@@ -178,4 +177,4 @@ class Selector:
     def _due(self, batch: Batch, first_at: float | None) -> bool:
         if first_at is None or self.clock() - first_at < self._timeout_s(batch):
             return False
-        return not (batch.rows and self.busy())
+        return not (batch.rows and self.window.saturated())

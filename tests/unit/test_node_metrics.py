@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -79,6 +81,9 @@ def test_gauges_from_the_runners_snapshots() -> None:
 def test_resident_memory_counts_the_children_too() -> None:
     child = subprocess.Popen(["sleep", "60"])
     try:
+        comm = Path(f"/proc/{child.pid}/comm")
+        while comm.read_text().strip() != "sleep":  # until the fork has become the sleep
+            time.sleep(0.01)
         by_kind = tree_rss_bytes(os.getpid())
         assert by_kind["node"] > 10 * 2**20  # this Python process
         assert by_kind["other"] > 0  # the sleep

@@ -62,7 +62,7 @@ def txn(n: int, rows: int = 0, ddl: bool = False) -> Transaction:
 def selector(source: Source, clock: Clock, busy: bool = False, **params: int) -> Selector:
     settings = PipelineParams(**({"batch_size": 100, "batch_timeout_ms": 100} | params))
     return Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1, settings,
-                    Window(5), busy=lambda: busy, clock=clock)
+                    Window(5, saturation=0 if busy else 99), clock=clock)
 
 
 def cut(select: Selector) -> Batch:
