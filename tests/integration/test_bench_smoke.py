@@ -37,7 +37,8 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     report = smoke_run("bench.peers", tmp_path, "--profile", "--work", str(tmp_path / "work"))
     assert (tmp_path / "results" / "peers-smoke.png").stat().st_size > 10_000
     by_kind = {result["scenario"].split(" ")[0]: result for result in report["results"]}
-    assert set(by_kind) == {"full", "verify", "bulk", "oltp_write_only", "noisy", "catch-up:"}
+    assert set(by_kind) == {"full", "setl", "verify", "bulk", "oltp_write_only", "noisy",
+                            "catch-up:"}
     assert all(result["equal"] and not result["differences"] for result in report["results"])
     bulk = by_kind["bulk"]
     assert bulk["setl_rows_per_s"] > 0 and bulk["native_rows_per_s"] > 0
@@ -56,7 +57,9 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     stages = catchup["setl_cpu_us_per_row_by_stage"]  # py-spy's samples of the node, by stage
     assert stages["select: binlog framing"] > 0 and sum(stages.values()) > 0
     assert report["node_peak_rss_mb"] > 100
-    assert "not implemented" in by_kind["full"]["setl"]
+    copy, racing = by_kind["full"], by_kind["setl"]  # setl's snapshot, alone and racing writes
+    assert copy["setl_rows_per_s"] > 0 and copy["ratio_setl_mydumper"] > 0
+    assert "racing sysbench" in racing["scenario"] and racing["setl_rows_per_s"] > 0
     check = by_kind["verify"]  # setl verify and pt-table-checksum, findings as pt-table-sync's
     assert check["setl_verify_rows_per_s"] > 0 and check["pt_table_checksum_rows_per_s"] > 0
     assert check["pt_table_checksum_both_servers_rows_per_s"] > 0
