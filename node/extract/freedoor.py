@@ -15,8 +15,8 @@ Either way the request is served *inside the pipeline's ordered stream*, as a sn
 chunk is: its row is read between a low and a high watermark and joins the stream at the
 high one unless the stream changed the key inside the window (:mod:`node.snapshot.door`,
 :mod:`node.extract.reads`). So an old row can never overwrite a newer one, and a reader of
-the target never sees a mix of source states. ``D`` deletes the row on the target where
-the source has no row of that key at the window (where it has one, the row is copied).
+the target never sees a mix of source states. ``D`` deletes the row on the target (where
+the source still has a row of that key at the window, it is written right after).
 Served buffer rows are deleted after their window's batch is loaded.
 """
 

@@ -28,7 +28,7 @@ class ReadTask(NamedTuple):
     chunk: chunks.Chunk | None = None
     keys: tuple[tuple[Any, ...], ...] = ()  # or: these keys' rows (free-door I/U)
     label: str = ""
-    deletes: tuple[tuple[Any, ...], ...] = ()  # and these, deleted where the source lacks them
+    deletes: tuple[tuple[Any, ...], ...] = ()  # and these: deleted, then copied if still there
 
 
 def run(task: ReadTask) -> Read:
@@ -59,6 +59,8 @@ def run(task: ReadTask) -> Read:
         at = [names.index(column) for column in key.columns]
         found = {loose([row[i] for i in at]) for row in rows}
         missing = tuple(keys for keys in task.keys if loose(keys) not in found)
-        deletes = tuple(keys for keys in task.deletes if loose(keys) not in found)
+        # every key asked deleted is deleted (on every shard slot its key-only image goes
+        # to); where the source has the row, the row read is written after it, at once
+        deletes = task.deletes
     return Read(task.window, key.schema, key.table, key.columns, names, packed(rows),
                 len(rows), task.label, missing=missing, deletes=deletes)

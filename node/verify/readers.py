@@ -224,7 +224,7 @@ class RowsReader(Reader):
             numbered.append((seq, RowChange(schema, table, ChangeType.INSERT, key_columns,
                                             None, row)))
         side.rows = len(numbered)
-        changes, _ = extract_transform_lists(self.compiled, numbered)
+        changes = extract_transform_lists(self.compiled, numbered)
         for change in changes:
             table_id = f"{change.datasource}:{short_form(change.schema, change.table)}"
             target = self.targets.get(table_id)
