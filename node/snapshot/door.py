@@ -121,10 +121,15 @@ class DoorQueue:
         with self._lock:
             while self._rows and len(rows) < reads * KEYS_PER_READ:
                 rows.append(self._rows.popleft())
-        if len(rows) < reads * KEYS_PER_READ and self._scan_after < self._scan_until:
-            rows += self._scan(reads * KEYS_PER_READ - len(rows))
-        if len(rows) < reads * KEYS_PER_READ and self.central is not None:
-            rows += self.central.take(reads * KEYS_PER_READ - len(rows))
+        try:
+            if len(rows) < reads * KEYS_PER_READ and self._scan_after < self._scan_until:
+                rows += self._scan(reads * KEYS_PER_READ - len(rows))
+            if len(rows) < reads * KEYS_PER_READ and self.central is not None:
+                rows += self.central.take(reads * KEYS_PER_READ - len(rows))
+        except SetlError:  # a buffer away: what was taken waits for the next window
+            with self._lock:
+                self._rows.extendleft(reversed(rows))
+            raise
         groups: dict[tuple[str, str], list[Asked]] = {}
         rejected: list[Note] = []
         for change in rows:
