@@ -105,26 +105,14 @@ class ManagerClient:
         tried: list[str] = []
         queue = list(self.addresses)
         transport = ""
-        while queue:
-            address = queue.pop(0)
-            if address in tried:
-                continue
-            tried.append(address)
+        for address in _in_turn(queue, tried):
             with self.access.channel(address) as channel:
                 stub = manager_pb2_grpc.ManagerServiceStub(channel)
                 try:
                     return getattr(stub, method)(request, timeout=self.timeout_s,
                                                  metadata=self.access.metadata)
                 except grpc.RpcError as exc:
-                    code = exc.code()  # type: ignore[attr-defined]
-                    if code in _TRANSPORT:
-                        transport = exc.details() or ""  # type: ignore[attr-defined]
-                        continue
-                    leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
-                    if leader and leader not in tried:
-                        queue.insert(0, leader)
-                        continue
-                    raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
+                    transport = _rerouted(exc, tried, queue) or transport
         raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
 
     def stream(self, method: str, request: Any) -> Iterator[Any]:
@@ -134,26 +122,15 @@ class ManagerClient:
         tried: list[str] = []
         queue = list(self.addresses)
         transport = ""
-        while queue:
-            address = queue.pop(0)
-            if address in tried:
-                continue
-            tried.append(address)
+        for address in _in_turn(queue, tried):
             with self.access.channel(address) as channel:
                 stub = manager_pb2_grpc.ManagerServiceStub(channel)
                 answers = getattr(stub, method)(request, metadata=self.access.metadata)
                 try:
                     first = next(answers, None)
                 except grpc.RpcError as exc:
-                    code = exc.code()  # type: ignore[attr-defined]
-                    if code in _TRANSPORT:
-                        transport = exc.details() or ""  # type: ignore[attr-defined]
-                        continue
-                    leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
-                    if leader and leader not in tried:
-                        queue.insert(0, leader)
-                        continue
-                    raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
+                    transport = _rerouted(exc, tried, queue) or transport
+                    continue
                 if first is None:
                     return
                 yield first
@@ -166,6 +143,29 @@ class ManagerClient:
                     answers.cancel()
                 return
         raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
+
+
+def _in_turn(queue: list[str], tried: list[str]) -> Iterator[str]:
+    """The addresses of ``queue`` not tried yet, in order (``queue`` may grow meanwhile)."""
+    while queue:
+        address = queue.pop(0)
+        if address not in tried:
+            tried.append(address)
+            yield address
+
+
+def _rerouted(exc: grpc.RpcError, tried: list[str], queue: list[str]) -> str:
+    """After a failed call, what to try next: a manager that could not be reached gives its
+    transport error (the next address is tried); one that is not the leader puts the leader
+    first in ``queue`` (""); any other error is raised as the matching SetlError."""
+    code = exc.code()  # type: ignore[attr-defined]
+    if code in _TRANSPORT:
+        return exc.details() or ""  # type: ignore[attr-defined]
+    leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
+    if leader and leader not in tried:
+        queue.insert(0, leader)
+        return ""
+    raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
 
 
 def _unavailable(tried: list[str], transport: str, tls: bool) -> str:

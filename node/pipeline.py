@@ -291,7 +291,7 @@ class PipelineRunner:
                               pipeline_id=self.pipeline_id)
         planner = Planner(compiled, reader.layouts, TargetFacts(targets),
                           lambda: reader.checksum, params, reader.learn)
-        door = DoorQueue(self.pipeline_id, source, compiled, self._central, self._requests_done)
+        door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
                                                 self.ctx.spark, self.snapshot_store, door)
         selector = self._selector = Selector(
@@ -441,20 +441,6 @@ class PipelineRunner:
                       "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
                       self.pipeline_id, batch.process_id, rows, written, batch.end,
                       done.et_ms, (waited - started) * 1000, (loaded - waited) * 1000)
-
-    def _requests_done(self, notes: list[freedoor.Note]) -> None:
-        """Count free-door requests served (their windows loaded) or rejected, and delete
-        their buffer rows."""
-        process_id = self.cursor.process_id if self.cursor is not None else 0
-        self.door_stats.count(notes, self.pipeline_id, process_id)
-        local = [note.buffer_id for note in notes if not note.central]
-        if local:
-            source = self.ctx.sources[self.ctx.pipeline.source]
-            with endpoints.connect(source, autocommit=True) as conn:
-                freedoor.delete_ids(conn.cursor(), local)
-        if self._central is not None:
-            self._central.delete([note.buffer_id for note in notes if note.central])
-            self.door_stats.pending = self._central.pending
 
     # -- what status shows ------------------------------------------------------------------
     def rows_per_second(self, span_s: float = 5.0) -> float:

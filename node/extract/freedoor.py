@@ -96,20 +96,20 @@ class DoorStats:
     rejected: int = 0
     pending: int = 0
 
-    def count(self, notes: Iterable[Note], pipeline_id: str, process_id: int) -> None:
+    def count(self, notes: Iterable[Note], pipeline_id: str) -> None:
         for note in notes:
             self.requested += 1
             setattr(self, note.outcome, getattr(self, note.outcome) + 1)
             if note.outcome == "rejected":
-                log.warning("event=free_door_rejected pipeline=%s process_id=%d buffer_id=%d "
-                            "central=%s reason=%s", pipeline_id, process_id, note.buffer_id,
-                            note.central, note.detail)
+                log.warning("event=free_door_rejected pipeline=%s buffer_id=%d central=%s "
+                            "reason=%s", pipeline_id, note.buffer_id, note.central,
+                            note.detail)
 
 
 @dataclass
 class CentralDoor:
-    """The requests of a central buffer for one pipeline: polled in slices, injected into
-    batches, deleted once their batch is loaded."""
+    """The requests of a central buffer for one pipeline: polled in slices, read in
+    watermark windows, deleted once their window's batch is loaded."""
 
     buffer: DataSource
     channel: str

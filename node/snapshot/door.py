@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +34,16 @@ import pymysql
 from node.changes import RowChange
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
-from node.extract.freedoor import COLUMNS, CentralDoor, Note, Request, as_change, parse
+from node.extract.freedoor import (
+    COLUMNS,
+    CentralDoor,
+    DoorStats,
+    Note,
+    Request,
+    as_change,
+    delete_ids,
+    parse,
+)
 from node.extract.reads import Read
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
@@ -75,9 +83,9 @@ class DoorQueue:
     """The requests of one pipeline (one attempt of its runner) waiting for windows."""
 
     def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
-                 central: CentralDoor | None, noted: Callable[[list[Note]], None]) -> None:
+                 central: CentralDoor | None, stats: DoorStats) -> None:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
-        self.central, self.noted = central, noted
+        self.central, self.stats = central, stats
         self._rows: deque[RowChange] = deque()
         self._scan_after = self._scan_until = 0  # buffer ids (after, until] still to read
         self._keys: dict[tuple[str, str], chunks.SplitKey | None] = {}
@@ -148,6 +156,18 @@ class DoorQueue:
         if rejected:
             self.noted(rejected)
         return [asked for found in groups.values() for asked in found]
+
+    def noted(self, notes: list[Note]) -> None:
+        """Requests served (their windows loaded) or rejected: counted, and their buffer
+        rows deleted."""
+        self.stats.count(notes, self.pipeline_id)
+        local = [note.buffer_id for note in notes if not note.central]
+        if local:
+            with connect(self.source, autocommit=True) as conn:
+                delete_ids(conn.cursor(), local)
+        if self.central is not None:
+            self.central.delete([note.buffer_id for note in notes if note.central])
+            self.stats.pending = self.central.pending
 
     def again(self, asked: list[Asked]) -> None:
         """Requests of a window that was not loaded wait for the next."""

@@ -9,6 +9,7 @@ differs when the source's signature is not the target's.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,7 +106,7 @@ def _execute(cursor: Any, sql: str, params: Sequence[Any], where: str) -> list[t
     return list(cursor.fetchall())
 
 
-class Reader:
+class Reader(abc.ABC):
     """Reads of one table's rows, for one method (sql or rows); subclasses below."""
 
     def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
@@ -122,12 +123,14 @@ class Reader:
                             self.plan.name)
             side.known.update(tuple(row) for row in rows)
 
+    @abc.abstractmethod
     def source(self, cursor: Any, condition: str, params: Sequence[Any]) -> Side:
-        raise NotImplementedError
+        """The source chunk's rows as the targets should hold them, hashed."""
 
+    @abc.abstractmethod
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
                side: Side) -> dict[Key, int]:
-        raise NotImplementedError
+        """One target table's rows of the chunk, hashed."""
 
     def target_keys(self, cursor: Any, target: Target, keys: Sequence[Key],
                     side: Side) -> dict[Key, int]:

@@ -25,11 +25,15 @@ def upsert(schema: str, row_id: int, name: str) -> TargetChange:
                         {"id": row_id, "name": name})
 
 
+
+def target_endpoint(sandbox) -> DataSource:
+    server = sandbox.servers()["target"]
+    return DataSource("target", "127.0.0.1", server.port, "setl",
+                      SecretRef(f"file:{sandbox.secret_file}"))
+
 def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, source, target):
     schema = make_schema(source, target, ITEMS)
-    server = sandbox.servers()["target"]
-    endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
-                          SecretRef(f"file:{sandbox.secret_file}"))
+    endpoint = target_endpoint(sandbox)
     pipeline_id = f"fence-{schema}.forward"
     old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
     new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
@@ -54,9 +58,7 @@ def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, sourc
 
 def test_a_python_error_in_load_says_where(sandbox, source, target):
     schema = make_schema(source, target, ITEMS)
-    server = sandbox.servers()["target"]
-    endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
-                          SecretRef(f"file:{sandbox.secret_file}"))
+    endpoint = target_endpoint(sandbox)
     loader = Loader(f"where-{schema}.forward", {"target": endpoint}, PipelineParams())
     try:
         for value, error in (({1, "a"}, "TypeError"),  # a value render cannot order
@@ -117,9 +119,7 @@ def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, 
     import pymysql
 
     schema = make_schema(source, target, ITEMS)
-    server = sandbox.servers()["target"]
-    endpoint = DataSource("target", "127.0.0.1", server.port, "setl",
-                          SecretRef(f"file:{sandbox.secret_file}"))
+    endpoint = target_endpoint(sandbox)
     pipeline_id = f"zombie-{schema}.forward"
     old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
     new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
