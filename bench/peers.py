@@ -35,9 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -46,6 +44,7 @@ from typing import Any
 import pymysql
 
 from bench.catchup import catchup_scenario
+from bench.copy import copy_scenario
 from bench.measure import (
     RESULTS,
     RssSampler,
@@ -134,92 +133,6 @@ def count(db: Database, tables: list[str]) -> int:
         return sum(db.rows(f"SELECT COUNT(*) FROM {DB}.{t}")[0][0] for t in tables)
     except pymysql.MySQLError:  # the table is not there yet
         return -1
-
-
-def copy_scenario(peers: Peers, rows: int, node_pid: int, setl: bool = True
-                  ) -> list[dict[str, Any]]:
-    """A ``rows`` sysbench table copied by setl's snapshot (alone, then racing sysbench
-    writes to the same table) and by ``mydumper | myloader``; each copy checked by
-    pt-table-sync. The target keeps mydumper|myloader's copy (the verify scenario's)."""
-    peers.source.execute("CREATE DATABASE sbcopy")
-    peers.sysbench("--tables=1", f"--table-size={rows}", "--mysql-db=sbcopy", "prepare")
-    alone = setl_copy(peers, rows, "copy", node_pid, rate=0) if setl else \
-        {"equal": True, "differences": []}
-    # (the racing copy changes the source: mydumper|myloader copies it as it is then)
-    racing = [setl_copy(peers, rows, "copywrites", node_pid, rate=200)] if setl else []
-    peers.target.execute("DROP DATABASE IF EXISTS sbcopy")
-    dump = Path(tempfile.mkdtemp(prefix="setl-mydumper-"))
-    login = ["-h", "127.0.0.1", "-u", "setl", "-p", peers.password, "-t", "2"]
-    started = time.monotonic()
-    subprocess.run(["mydumper", *login, "-P", str(peers.port("source")), "-B", "sbcopy",
-                    "-o", str(dump)], check=True, capture_output=True)
-    subprocess.run(["myloader", *login, "-P", str(peers.port("target")), "-B", "sbcopy",
-                    "-d", str(dump), "-o"], check=True, capture_output=True)
-    took = time.monotonic() - started
-    shutil.rmtree(dump, ignore_errors=True)
-    bad = peers.differs("target", "sbcopy", ["sbtest1"])
-    peer = None if bad else rows / took
-    alone["scenario"] = f"full copy {rows:,} rows"
-    alone.update(mydumper_myloader_rows_per_s=None if peer is None else round(peer),
-                 mydumper_myloader_s=round(took, 2),
-                 ratio_setl_mydumper=round(alone["setl_rows_per_s"] / peer, 3)
-                 if peer and alone.get("setl_rows_per_s") else None,
-                 equal=alone["equal"] and not bad,
-                 differences=alone["differences"] + bad)
-    return [alone, *racing]
-
-
-def setl_copy(peers: Peers, rows: int, channel: str, node_pid: int, rate: int
-              ) -> dict[str, Any]:
-    """setl's ``start: snapshot`` of sbcopy.sbtest1 into an empty table on the target, with
-    sysbench writing ``rate`` tx/s to the same table while it copies (0: none)."""
-    create = peers.source.rows("SHOW CREATE TABLE sbcopy.sbtest1")[0][1]
-    peers.target.script("DROP DATABASE IF EXISTS sbcopy", "CREATE DATABASE sbcopy",
-                        create.replace("CREATE TABLE `sbtest1`", "CREATE TABLE sbcopy.sbtest1"))
-    pair = {"source": "sbcopy.sbtest1", "target": "sbcopy.sbtest1"}
-    peers.cluster.apply([{"name": channel, "pipelines": [{
-        "name": "forward", "source": "source", "target": "target", "start": "snapshot",
-        "pairs": [pair]}]}])
-    writer = None
-    if rate:
-        writer = subprocess.Popen(
-            ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
-             f"--mysql-port={peers.port('source')}", "--mysql-user=setl",
-             f"--mysql-password={peers.password}", "--mysql-db=sbcopy", "--tables=1",
-             f"--table-size={rows}", "--time=3600", f"--rate={rate}", "--threads=2", "run"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
-    peers.cluster.set_status(channel, "START")
-
-    first: list[float] = []  # when the first copied rows showed (Spark and the pipeline up)
-
-    def copied() -> bool:
-        copies = list(peers.cluster.pipeline_state(channel).snapshots)
-        if not first and any(copy.rows for copy in copies):
-            first.append(time.monotonic())
-        return bool(copies) and all(copy.state == "done" for copy in copies)
-
-    try:
-        wait_for(copied, 3600, f"{channel}: the snapshot", interval_s=0.05)
-        took = time.monotonic() - started
-        cpu = tree_cpu_s(node_pid) - cpu_before
-    finally:
-        if writer is not None:
-            writer.terminate()
-            writer.wait(30)
-    checksum = "CHECKSUM TABLE sbcopy.sbtest1"
-    wait_for(lambda: peers.source.rows(checksum) == peers.target.rows(checksum), 300,
-             f"{channel}: the stream caught up", interval_s=0.2)
-    bad = peers.differs("target", "sbcopy", ["sbtest1"])
-    peers.cluster.set_status(channel, "STOP")
-    wait_for(lambda: peers.cluster.pipeline_state(channel).state == "not running", 60,
-             f"{channel}: stopped")
-    label = f"setl snapshot of {rows:,} rows" + (f" racing sysbench at {rate} tx/s on the "
-                                                  "same table" if rate else "")
-    return {"scenario": label, "setl_rows_per_s": None if bad else round(rows / took),
-            "setl_s": round(took, 2), "setl_cpu_s_per_100k_rows": round(cpu / rows * 1e5, 2),
-            "setl_start_s": round(first[0] - started, 2) if first else None,
-            "equal": not bad, "differences": bad}
 
 
 def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[str, Any]:
