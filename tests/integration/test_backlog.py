@@ -8,8 +8,12 @@ import re
 import uuid
 from pathlib import Path
 
+from kazoo.client import KazooClient
+
+from node.cursor import Cursor
 from node.select.selector import MAX_TRANSACTIONS
 from shared.devcluster import Database, make_schema, one_way, wait_equal, wait_for
+from shared.zk import ZkPaths
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))"
 STARTED = re.compile(r"event=pipeline_started pipeline=stretch\.forward position=(\S+):(\d+)")
@@ -98,9 +102,23 @@ def test_kill_9_in_the_middle_of_the_stretch_resumes_inside_it(cluster, source, 
     cluster.set_status("stretch", "START")
     inside = wait_for(lambda: start < (p := target_position(target, "stretch.forward"))
                       < crossed and p, 120, "the position inside the stretch", 0.02)
-    # a second batch inside the stretch: the first one's cursor is published by then
-    wait_for(lambda: inside < target_position(target, "stretch.forward") < crossed, 60,
-             "a second position inside the stretch", interval_s=0.02)
+    # the cursor a restart begins from (ZooKeeper's, a coalesced hint of the target's
+    # position row) published inside the stretch
+    zk = KazooClient(hosts=cluster.sandbox.servers()["zookeeper"].address)
+    zk.start(timeout=10)
+    try:
+        path = ZkPaths(cluster.root).cursor("stretch.forward")
+
+        def published() -> tuple[str, int] | None:
+            data = zk.get(path)[0] if zk.exists(path) else b""
+            at = Cursor.from_json(data).position if data else None
+            found = (at.file, at.pos) if at else ("", 0)
+            return found if start < found < crossed else None
+
+        inside = wait_for(published, 60, "a cursor inside the stretch", interval_s=0.02)
+    finally:
+        zk.stop()
+        zk.close()
     cluster.nodes[1].kill()  # no clean-up, in the middle of the stretch
     assert target_position(target, "stretch.forward") < crossed
     restarted = cluster.start_node(1)
