@@ -6,25 +6,19 @@ what setl's node spent per row, by stage (``--profile``: py-spy on the node's pr
 
 from __future__ import annotations
 
-import collections
 import re
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from bench.measure import tree_cpu_s
+from bench.measure import Profile, tree_cpu_s
 
 if TYPE_CHECKING:
     from bench.peers import Peers
 
-OTHER = "other Python (GC, outside the stages)"
-PROFILE_RATE = 97  # py-spy samples a second (odd, so it does not beat with 10 ms timers)
-# the frame that names a sample's stage, looked for from the top of the stack down
+# the frame that names a sample's stage, looked for in this order
 STAGES = (("E/T Spark workers (Python)", "pyspark.daemon"),
           ("select: binlog framing", "BinlogReader._run"),
           ("select: batching", "PipelineRunner._select_loop"),
@@ -57,18 +51,6 @@ def _setl_position(peers: Peers) -> tuple[str, int]:
     return (str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)
 
 
-def stage_table(raw: Path, rows: int) -> dict[str, float]:
-    """µs of CPU per source row by stage, from py-spy's raw samples of the node's tree."""
-    samples: collections.Counter[str] = collections.Counter()
-    for line in raw.read_text(errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        stage = next((name for name, frame in STAGES if frame in stack), OTHER)
-        samples[stage] += int(count)
-    return {stage: round(n / PROFILE_RATE / rows * 1e6, 1) for stage, n in samples.most_common()}
-
-
 def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_pid: int,
                      profile: Path | None = None) -> dict[str, Any]:
     from bench.peers import DB
@@ -85,18 +67,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
     oltp_end = _position(peers.source, "SHOW MASTER STATUS")
     writes = re.search(r"write:\s+(\d+)", out)
     oltp_rows = int(writes.group(1)) if writes else 0  # one row per write query in this test
-    spy, spy_bin = None, shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if profile is not None:
-        if not Path(spy_bin).exists():
-            raise RuntimeError("--profile needs py-spy: make setup installs it into .venv")
-        # --gil: only the thread holding the GIL, i.e. running Python, is sampled; without
-        # it py-spy counted threads waiting on a socket or a queue as busy (its idle
-        # detection fails here), and the stages summed to over twice the CPU spent
-        spy = subprocess.Popen([spy_bin, "record", "--subprocesses", "--gil", "--nonblocking",
-                                "-r",
-                                str(PROFILE_RATE), "-f", "raw", "-o", str(profile), "--pid",
-                                str(node_pid)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    spy = Profile(node_pid, profile) if profile is not None else None
     cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
     peers.cluster.set_status("bench", "START")
     peers.replica.execute("START SLAVE")
@@ -114,8 +85,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
         time.sleep(0.05)
     cpu = tree_cpu_s(node_pid) - cpu_before
     if spy is not None:
-        spy.send_signal(2)
-        spy.wait(60)
+        spy.stop()
     bad = peers.differs("target", DB, names) + peers.differs("replica", DB, names)
     rows = tables * size + oltp_rows
     result: dict[str, Any] = {"scenario": f"catch-up: {tables * size:,} rows of sysbench "
@@ -129,8 +99,8 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
             round(oltp_rows / max(total_s - bulk_s, 1e-3))
         result[f"{name}_total_s"] = round(total_s, 1) if total_s else None
     result["setl_cpu_s_per_100k_rows"] = round(cpu / rows * 100_000, 2)
-    if spy is not None and profile is not None and profile.exists():
-        stages = result["setl_cpu_us_per_row_by_stage"] = stage_table(profile, rows)
+    if spy is not None and spy.path.exists():
+        stages = result["setl_cpu_us_per_row_by_stage"] = spy.stages(STAGES, rows)
         # the stages should add up to about the CPU measured from /proc: a check on the table
         result["setl_profiled_us_per_row"] = round(sum(stages.values()), 1)
         result["setl_cpu_us_per_row"] = round(cpu / rows * 1e6, 1)

@@ -11,18 +11,30 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import tree_cpu_s
+from bench.measure import Profile, tree_cpu_s
 from shared.devcluster import wait_for
 
+# the frame that names a sample's stage (``--profile``), looked for in this order
+STAGES = (("read: SELECT, rows parsed and pickled (Spark task)", "snapshot/tasks.py"),
+          ("join: reads into the stream as row changes", "extract/reads.py"),
+          ("transform: the pairs' E/T", "extract/etl.py"),
+          ("render: LOAD DATA text", "extract/loaddata.py"),
+          ("E/T Spark workers, other Python", "pyspark.daemon"),
+          ("select: binlog framing", "BinlogReader._run"),
+          ("select: batching", "PipelineRunner._select_loop"),
+          ("E/T driver: planning, to and from Spark", "PipelineRunner._job"),
+          ("load: statements to the target", "PipelineRunner._load_loop"),
+          ("snapshot driver: windows, watermarks", "node/snapshot/"),
+          ("coordination (ZooKeeper, stats, cursor)", "kazoo"))
 
-def copy_scenario(peers: Any, rows: int, node_pid: int, setl: bool = True
-                  ) -> list[dict[str, Any]]:
+def copy_scenario(peers: Any, rows: int, node_pid: int, setl: bool = True,
+                  profile: Path | None = None) -> list[dict[str, Any]]:
     """A ``rows`` sysbench table copied by setl's snapshot (alone, then racing sysbench
     writes to the same table) and by ``mydumper | myloader``; each copy checked by
     pt-table-sync. The target keeps mydumper|myloader's copy (the verify scenario's)."""
     peers.source.execute("CREATE DATABASE sbcopy")
     peers.sysbench("--tables=1", f"--table-size={rows}", "--mysql-db=sbcopy", "prepare")
-    alone = setl_copy(peers, rows, "copy", node_pid, rate=0) if setl else \
+    alone = setl_copy(peers, rows, "copy", node_pid, rate=0, profile=profile) if setl else \
         {"equal": True, "differences": []}
     # (the racing copy changes the source: mydumper|myloader copies it as it is then)
     racing = [setl_copy(peers, rows, "copywrites", node_pid, rate=200)] if setl else []
@@ -48,8 +60,8 @@ def copy_scenario(peers: Any, rows: int, node_pid: int, setl: bool = True
     return [alone, *racing]
 
 
-def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int
-              ) -> dict[str, Any]:
+def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int,
+              profile: Path | None = None) -> dict[str, Any]:
     """setl's ``start: snapshot`` of sbcopy.sbtest1 into an empty table on the target, with
     sysbench writing ``rate`` tx/s to the same table while it copies (0: none)."""
     create = peers.source.rows("SHOW CREATE TABLE sbcopy.sbtest1")[0][1]
@@ -67,6 +79,7 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int
              f"--mysql-password={peers.password}", "--mysql-db=sbcopy", "--tables=1",
              f"--table-size={rows}", "--time=3600", f"--rate={rate}", "--threads=2", "run"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    spy = Profile(node_pid, profile) if profile is not None else None
     cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
     peers.cluster.set_status(channel, "START")
 
@@ -83,6 +96,8 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int
         took = time.monotonic() - started
         cpu = tree_cpu_s(node_pid) - cpu_before
     finally:
+        if spy is not None:
+            spy.stop()
         if writer is not None:
             writer.terminate()
             writer.wait(30)
@@ -95,7 +110,12 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int
              f"{channel}: stopped")
     label = f"setl snapshot of {rows:,} rows" + (f" racing sysbench at {rate} tx/s on the "
                                                   "same table" if rate else "")
-    return {"scenario": label, "setl_rows_per_s": None if bad else round(rows / took),
-            "setl_s": round(took, 2), "setl_cpu_s_per_100k_rows": round(cpu / rows * 1e5, 2),
-            "setl_start_s": round(first[0] - started, 2) if first else None,
-            "equal": not bad, "differences": bad}
+    result = {"scenario": label, "setl_rows_per_s": None if bad else round(rows / took),
+              "setl_s": round(took, 2), "setl_cpu_s_per_100k_rows": round(cpu / rows * 1e5, 2),
+              "setl_start_s": round(first[0] - started, 2) if first else None,
+              "equal": not bad, "differences": bad}
+    if spy is not None and spy.path.exists():
+        stages = result["setl_cpu_us_per_row_by_stage"] = spy.stages(STAGES, rows)
+        result["setl_profiled_us_per_row"] = round(sum(stages.values()), 1)
+        result["setl_cpu_us_per_row"] = round(cpu / rows * 1e6, 1)
+    return result

@@ -3,12 +3,15 @@ the per-batch time split from the node's log, and the report every run writes.""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PROFILE_RATE = 97  # py-spy samples a second (odd, so it does not beat with 10 ms timers)
+OTHER = "other Python (GC, outside the stages)"
 
 
 def process_tree(pid: int) -> Iterator[int]:
@@ -65,6 +70,41 @@ class RssSampler(threading.Thread):
     def run(self) -> None:
         while not self.done.wait(0.5):
             self.peak_kb = max(self.peak_kb, tree_rss_kb(self.pid))
+
+
+class Profile:
+    """py-spy recording a process tree's Python until :meth:`stop`, in raw form."""
+
+    def __init__(self, pid: int, path: Path) -> None:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not Path(spy).exists():
+            raise RuntimeError("--profile needs py-spy: make setup installs it into .venv")
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # --gil: only the thread holding the GIL, i.e. running Python, is sampled; without
+        # it py-spy counted threads waiting on a socket or a queue as busy (its idle
+        # detection fails here), and the stages summed to over twice the CPU spent
+        self._spy = subprocess.Popen(
+            [spy, "record", "--subprocesses", "--gil", "--nonblocking", "-r", str(PROFILE_RATE),
+             "-f", "raw", "-o", str(path), "--pid", str(pid)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        self._spy.send_signal(2)
+        self._spy.wait(60)
+
+    def stages(self, stages: tuple[tuple[str, str], ...], rows: int) -> dict[str, float]:
+        """µs of CPU per row by stage: a sample's stage is the first of ``stages`` whose
+        frame text is in its stack."""
+        samples: collections.Counter[str] = collections.Counter()
+        for line in self.path.read_text(errors="replace").splitlines():
+            stack, _, count = line.rpartition(" ")
+            if not count.isdigit():
+                continue
+            stage = next((name for name, frame in stages if frame in stack), OTHER)
+            samples[stage] += int(count)
+        return {stage: round(n / PROFILE_RATE / rows * 1e6, 1)
+                for stage, n in samples.most_common()}
 
 
 def percentile_ms(seconds: list[float], p: int) -> float:

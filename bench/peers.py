@@ -338,8 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         sampler = RssSampler(node.pid)
         sampler.start()
         if "copy" in scenarios or "verify" in scenarios:
-            results += copy_scenario(peers, args.copy_rows, node.pid,
-                                     setl="copy" in scenarios)
+            results += copy_scenario(peers, args.copy_rows, node.pid, setl="copy" in scenarios,
+                                     profile=args.work / "copy-profile.txt" if args.profile
+                                     else None)
         if "verify" in scenarios:  # on the copy mydumper|myloader made
             results.append(verify_scenario(peers, args.copy_rows, args.corrupt))
         for db in (peers.source, peers.replica):  # the replica starts from here on

@@ -293,7 +293,8 @@ class PipelineRunner:
                           lambda: reader.checksum, params, reader.learn)
         door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
-                                                self.ctx.spark, self.snapshot_store, door)
+                                                self.ctx.spark, self.snapshot_store, door,
+                                                lines=planner.lines_plan)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window,

@@ -41,9 +41,11 @@ class TableFacts:
 
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
-                   "COALESCE(GENERATION_EXPRESSION, '') <> '' FROM information_schema.COLUMNS "
-                   "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema, table))
-    columns = {row[0]: Column(row[1], row[2], bool(row[3])) for row in cursor.fetchall()}
+                   "COALESCE(GENERATION_EXPRESSION, '') <> '', COLUMN_TYPE FROM "
+                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                   (schema, table))
+    columns = {row[0]: Column(row[1], row[2], bool(row[3]), str(row[4]).lower())
+               for row in cursor.fetchall()}
     cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
                    "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
                    "AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", (schema, table))

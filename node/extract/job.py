@@ -19,19 +19,20 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange, TargetChange
-from node.extract import loaddata
+from node.extract import copylines, loaddata
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.facts import TableFacts, Target, TargetFacts
 from node.extract.merge import TableWrites, merge
-from node.extract.reads import ROW_BITS, Read, joined
+from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
 from node.extract.render import BIG_VALUE, statements
 from node.extract.sqltext import Sql, texts
+from shared.errors import SetlError
 from shared.model import PipelineParams
 
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
@@ -130,20 +131,28 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     node for a small batch)."""
     counted: dict[int, list[int]] = {}
     numbered = decoded(part, spec.checksum, counted)
-    if part.reads:
-        numbered += joined(part.reads, numbered)
+    as_rows = [read for read in part.reads if read.lines is None]
+    as_lines = [read for read in part.reads if read.lines is not None]
+    # lines reads go as the source wrote them, first of their tables' units
+    units = copylines.units(as_lines, lambda read: changed_keys(read, numbered)) \
+        if as_lines else []
+    if as_rows:
+        numbered += joined(as_rows, numbered)
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:
+        if as_lines:  # never planned for a two-way pipeline (copylines.plan)
+            raise SetlError("a two-way pipeline's snapshot read lines")
         return PartResult([], changes, len(numbered), sizes)
     # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
     # lookup (free door) or a transform that makes values can bring one
-    big = bool(part.decoded) or bool(part.reads) or \
+    big = bool(part.decoded) or bool(as_rows) or \
         not all(entry.simple for entry in compiled.pairs) or \
         max(part.lengths, default=0) > BIG_VALUE // 4
     # (rows read in windows are never written by a replay: a replayed batch's windows are
     # gone with the attempt that opened them)
-    return PartResult(render(changes, spec, big), [], len(numbered), sizes)
+    return PartResult(units + render(changes, spec, big), [],
+                      len(numbered) + sum(read.count for read in as_lines), sizes)
 
 
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
@@ -216,6 +225,13 @@ class Planner:
         self._owner.clear()
         self._parent.clear()
         self.facts.forget()
+
+    def lines_plan(self, schema: str, table: str, columns: Sequence[ReadColumn],
+                   keys: Sequence[str]) -> copylines.LinesPlan | None:
+        """How a snapshot reads a table's chunks as LOAD DATA lines; None: as rows."""
+        if not self.params.load_data_min_rows:  # the user keeps LOAD DATA off
+            return None
+        return copylines.plan(self.compiled, self.facts.of, schema, table, columns, keys)
 
     def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:
         facts: dict[Target, TableFacts] = {}

@@ -99,10 +99,27 @@ def statements(schema: str, table: str, rows: list[Row], plan_: list[tuple[str, 
                  for row in rows]
     except (UnicodeEncodeError, ValueError, KeyError, TypeError):
         return None
-    head = (f"LOAD DATA LOCAL INFILE '{FILE}' REPLACE INTO TABLE {qualified(schema, table)} "
+    head_ = head(schema, table, list(map(quote, names)))
+    return [Sql(head_, count, data=data) for count, data in _chunks(lines)]
+
+
+def head(schema: str, table: str, targets: list[str]) -> str:
+    """The statement that loads lines into ``targets`` (columns quoted, or user variables)."""
+    return (f"LOAD DATA LOCAL INFILE '{FILE}' REPLACE INTO TABLE {qualified(schema, table)} "
             "CHARACTER SET binary FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
-            f"LINES TERMINATED BY '\\n' ({', '.join(map(quote, names))})")
-    return [Sql(head, count, data=data) for count, data in _chunks(lines)]
+            f"LINES TERMINATED BY '\\n' ({', '.join(targets)})")
+
+
+def pieces(lines: bytes) -> Iterable[tuple[int, bytes]]:
+    """Lines (each ending in ``\\n``) cut into statements of at most ``CHUNK`` bytes (or one
+    line), with their line counts."""
+    start = 0
+    while start < len(lines):
+        end = lines.rfind(b"\n", start, start + CHUNK)
+        if end < start:  # one line longer than a statement: alone
+            end = lines.index(b"\n", start)
+        yield lines.count(b"\n", start, end + 1), lines[start:end + 1]
+        start = end + 1
 
 
 def _chunks(lines: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, RowChange
+from node.extract.copylines import LinesPlan
 from shared.errors import SourceError
 from shared.identifiers import qualified, quote
 
@@ -38,6 +39,9 @@ class ReadColumn:
 
     name: str
     data_type: str
+    column_type: str = ""  # COLUMN_TYPE: int(10) unsigned, varchar(20), …
+    charset: str | None = None
+    nullable: bool = True
 
     @property
     def expression(self) -> str:
@@ -50,10 +54,13 @@ class ReadColumn:
 
 
 def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:
-    cursor.execute("SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE "
+    cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, "
+                   "IS_NULLABLE = 'YES' FROM information_schema.COLUMNS WHERE "
                    "TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
                    (schema, table))
-    return tuple(ReadColumn(str(name), str(kind).lower()) for name, kind in cursor.fetchall())
+    return tuple(ReadColumn(str(name), str(kind).lower(), str(full).lower(), charset,
+                            bool(nullable))
+                 for name, kind, full, charset, nullable in cursor.fetchall())
 
 
 def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
@@ -87,13 +94,15 @@ class Read(NamedTuple):
     table: str
     keys: tuple[str, ...]  # the source key columns
     columns: tuple[str, ...]
-    rows: bytes  # pickled list of row tuples
+    rows: bytes  # pickled list of row tuples (or the lines, see ``lines``)
     count: int
     label: str = ""  # what it was read for (a chunk, requests): for messages and progress
     first: int = 0  # the window's first event in its batch
     end: int = 0  # the place after its last event
     missing: tuple[tuple[Any, ...], ...] = ()  # keys asked for that the source lacks
     deletes: tuple[tuple[Any, ...], ...] = ()  # keys to delete on the target (free door D)
+    # rows read as the source's LOAD DATA lines (node.extract.copylines): ``rows`` holds them
+    lines: LinesPlan | None = None
 
 
 def select(cursor: Any, schema: str, table: str, columns: Sequence[ReadColumn], where: str,
@@ -160,13 +169,7 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
     stream changed inside the windows."""
     out: list[tuple[int, RowChange]] = []
     for read in reads:
-        low, high = read.first << ROW_BITS, read.end << ROW_BITS
-        changed = set()
-        for seq, change in numbered:
-            if low <= seq < high and change.table == read.table and \
-                    change.schema == read.schema:
-                changed.add(_key(change.before, read.keys))
-                changed.add(_key(change.after, read.keys))
+        changed = changed_keys(read, numbered)
         base = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
         at = base
         # deletes first: a key asked deleted that a read row turns out to hold (a match only
@@ -187,3 +190,15 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
                                       None, after)))
             at += 1
     return out
+
+
+def changed_keys(read: Read, numbered: list[tuple[int, RowChange]]
+                 ) -> set[tuple[Any, ...] | None]:
+    """The keys (in the read's key columns) the stream changed inside the read's window."""
+    low, high = read.first << ROW_BITS, read.end << ROW_BITS
+    changed = set()
+    for seq, change in numbered:
+        if low <= seq < high and change.table == read.table and change.schema == read.schema:
+            changed.add(_key(change.before, read.keys))
+            changed.add(_key(change.after, read.keys))
+    return changed

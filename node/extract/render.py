@@ -38,6 +38,7 @@ class Column:
     data_type: str  # as information_schema.COLUMNS.DATA_TYPE says: varchar, enum, point, …
     charset: str | None  # None for a column without one (numbers, dates, binary, geometry)
     generated: bool = False
+    column_type: str = ""  # information_schema.COLUMNS.COLUMN_TYPE: int(10) unsigned, …
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown

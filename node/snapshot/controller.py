@@ -28,6 +28,7 @@ import pymysql
 
 from node.changes import Batch, RowChange
 from node.extract import chunks
+from node.extract.copylines import LinesPlan
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
 from node.extract.reads import Read, ReadColumn, columns_of
@@ -42,6 +43,8 @@ from shared.model import DataSource, PipelineParams
 from shared.retl import SIGNAL_TABLE
 
 log = logging.getLogger("setl.node.snapshot")
+# (schema, table, its columns, the key a copy reads by) → how chunks go as lines, or None
+LinesPlanner = Callable[[str, str, tuple[ReadColumn, ...], tuple[str, ...]], LinesPlan | None]
 WINDOWS_IN_FLIGHT = 2  # windows read and waiting for their batch at once
 RETRY_S = 2.0
 
@@ -85,10 +88,12 @@ class Snapshots:
 
     def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
                  params: PipelineParams, spark: SparkRunner, store: SnapshotStore,
-                 door: DoorQueue, clock: Callable[[], float] = time.monotonic) -> None:
+                 door: DoorQueue, clock: Callable[[], float] = time.monotonic,
+                 lines: LinesPlanner | None = None) -> None:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
         self.params, self.spark, self.store, self.clock = params, spark, store, clock
         self.door = door
+        self.lines = lines  # how chunks of a table are read as LOAD DATA lines, if they can
         self.copies: list[TableCopy] = []
         self.error = ""
         self._queue: deque[_Work] = deque()
@@ -135,6 +140,8 @@ class Snapshots:
     def abandoned(self, window_id: int) -> None:
         with self._lock:
             window = self._pending.pop(window_id, None)
+        # a DDL abandons the windows open across it: columns are read again for the next
+        self._columns.clear()
         if window is not None:
             log.warning("event=snapshot_window_abandoned pipeline=%s window=%d chunks=%d",
                         self.pipeline_id, window_id, len(window.work))
@@ -258,9 +265,10 @@ class Snapshots:
         with self._lock:
             window.reads = reads
         self._signal("H", window.id)
-        log.info("event=snapshot_window pipeline=%s window=%d chunks=%s rows=%d",
+        log.info("event=snapshot_window pipeline=%s window=%d chunks=%s rows=%d as_lines=%d",
                  self.pipeline_id, window.id, ",".join(_label(one) for one in work),
-                 sum(read.count for read in reads))
+                 sum(read.count for read in reads),
+                 sum(read.lines is not None for read in reads))
         return True
 
     def _task(self, window_id: int, work: _Work) -> ReadTask:
@@ -275,8 +283,10 @@ class Snapshots:
                             keys=work.asked.keys, deletes=work.asked.deletes,
                             label=_label(work))
         assert work.copy is not None
+        lines = self.lines(key.schema, key.table, columns, key.columns) \
+            if self.lines is not None else None
         return ReadTask(window_id, self.source, confinement.current(), key, columns,
-                        work.copy.where, work.chunk, label=_label(work))
+                        work.copy.where, work.chunk, label=_label(work), lines=lines)
 
     def _signal(self, kind: str, window_id: int) -> None:
         try:

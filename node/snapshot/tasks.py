@@ -7,7 +7,8 @@ from typing import Any, NamedTuple
 
 import pymysql
 
-from node.extract import chunks
+from node.extract import chunks, copylines
+from node.extract.copylines import LinesPlan
 from node.extract.reads import Read, ReadColumn, loose, packed, select
 from shared import confinement
 from shared.endpoint import connect
@@ -29,6 +30,7 @@ class ReadTask(NamedTuple):
     keys: tuple[tuple[Any, ...], ...] = ()  # or: these keys' rows (free-door I/U)
     label: str = ""
     deletes: tuple[tuple[Any, ...], ...] = ()  # and these: deleted, then copied if still there
+    lines: LinesPlan | None = None  # a chunk read as LOAD DATA lines (node.extract.copylines)
 
 
 def run(task: ReadTask) -> Read:
@@ -36,18 +38,25 @@ def run(task: ReadTask) -> Read:
     confinement.confine(task.rules)
     key = task.key
     try:
-        with connect(task.source, init_command="SET time_zone = '+00:00'") as conn, \
+        with connect(task.source, init_command="SET time_zone = '+00:00', "
+                     "group_concat_max_len = @@max_allowed_packet") as conn, \
                 conn.cursor() as cursor:
             if task.chunk is not None:
                 condition, params = chunks.condition(key, task.chunk)
+                if task.where:
+                    condition = f"{condition} AND ({chunks.escaped(task.where)})"
+                if task.lines is not None:
+                    read = _lines(cursor, task, condition, params)
+                    if read is not None:
+                        return read
             else:
                 asked = task.keys + task.deletes
                 one = "(" + ", ".join(["%s"] * len(key.columns)) + ")"
                 columns = ", ".join(quote(column) for column in key.columns)
                 condition = f"({columns}) IN ({', '.join([one] * len(asked))})"
                 params = [value for keys in asked for value in keys]
-            if task.where:
-                condition = f"{condition} AND ({chunks.escaped(task.where)})"
+                if task.where:
+                    condition = f"{condition} AND ({chunks.escaped(task.where)})"
             rows = select(cursor, key.schema, key.table, task.columns, condition, params)
     except pymysql.MySQLError as exc:
         raise SourceError(f"reading {key.schema}.{key.table} ({task.label}) from "
@@ -64,3 +73,18 @@ def run(task: ReadTask) -> Read:
         deletes = task.deletes
     return Read(task.window, key.schema, key.table, key.columns, names, packed(rows),
                 len(rows), task.label, missing=missing, deletes=deletes)
+
+
+def _lines(cursor: Any, task: ReadTask, condition: str, params: list[Any]) -> Read | None:
+    """The chunk as the source's LOAD DATA lines; None where it must go as rows (a value
+    past ``group_concat_max_len``, an empty ENUM value)."""
+    plan, key = task.lines, task.key
+    assert plan is not None
+    cursor.execute(copylines.query(plan, key.schema, key.table, condition), params)
+    count, lines, empty_enum = cursor.fetchone()
+    lines = lines or b""
+    if empty_enum or not copylines.complete(int(count), lines):
+        return None
+    return Read(task.window, key.schema, key.table, key.columns,
+                tuple(column.name for column in task.columns), lines, int(count), task.label,
+                lines=plan)

@@ -1,0 +1,231 @@
+"""Snapshot chunks copied as the source's own text: the source writes each row as a line
+of ``LOAD DATA`` fields, the target reads the lines, and no row is ever a Python value.
+
+A chunk read the ordinary way (:mod:`node.extract.reads`) is parsed into Python rows,
+pickled, joined into the stream as row changes, transformed, merged and rendered again as
+text — about 30 µs of CPU per row on the development machine, where the target needs only a
+few. For a table whose pair only renames and chooses columns, into a target table of the
+same column types and charsets, that round trip changes nothing: the read asks the source
+for the chunk as one value (``GROUP_CONCAT`` of the lines, :func:`query`), and Extract
+passes the lines through to a ``LOAD DATA LOCAL INFILE … REPLACE`` (:func:`units`).
+
+What makes that exact:
+
+- **Same bytes.** Each column's text is the source server's own (numbers, dates, DOUBLE in
+  its shortest round-trip form, FLOAT as the double it holds), read back by a target column
+  of the very same ``COLUMN_TYPE``; text columns go as their bytes (``CAST … AS BINARY``) into
+  a column of the same charset (``CHARACTER SET binary`` on the target). Anything else — a
+  type whose text does not read back as the value (:data:`loaddata.TYPES`), another charset
+  or type on the target, a column the target has and the pair does not write, a generated or
+  trigger-fed target, a target merged in source order (another unique key, foreign keys),
+  a two-way pipeline — reads rows the ordinary way (:func:`plan` says None).
+- **Same keys.** Every line starts with its key as a token (a field loaded into a user
+  variable): an integer's digits, a string's bytes in hex. Extract drops the lines whose key
+  the stream changed inside the window, comparing the stream's decoded key values made into
+  the same tokens (:func:`token`); a value it cannot make a token of stops the pipeline with
+  an error rather than copy a row that may be older than the stream's.
+- **Same place.** The lines load before the stream's own changes of the table in the batch:
+  a key the stream changed inside the window was dropped; one it changed before the window
+  holds the same row in both; one it changed after is written again by the stream's newer
+  change. So the end of the batch is the source's state, as with a row-by-row read.
+
+A chunk that cannot go this way after all — a value too large for one result
+(``group_concat_max_len``), or an empty ENUM value (a strict target refuses it in LOAD DATA)
+— is read again the ordinary way by the same task, still inside its window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from node.extract import loaddata
+from node.extract.chunks import INTEGER_TYPES
+from node.extract.facts import TableFacts, Target
+from node.extract.sqltext import Sql
+from shared.errors import SetlError
+from shared.identifiers import qualified, quote
+
+if TYPE_CHECKING:
+    from node.extract.etl import CompiledPipeline
+    from node.extract.reads import Read, ReadColumn
+
+KEY_VARIABLE = "@setl_key"  # where LOAD DATA puts a line's key token (and nothing reads it)
+STRING_KEYS = frozenset(("char", "varchar", "binary", "varbinary"))
+_TEXT = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
+                   "set", "json", "binary", "varbinary", "tinyblob", "blob", "mediumblob",
+                   "longblob"))
+
+
+@dataclass(frozen=True)
+class KeyPart:
+    """A key column and how its values become tokens."""
+
+    name: str
+    kind: str  # int | char | varchar | binary | varbinary
+    codec: str | None = None  # a text column's Python codec
+
+
+@dataclass(frozen=True)
+class LinesPlan:
+    """How one source table's chunks go to one target table as lines."""
+
+    datasource: str
+    schema: str
+    table: str
+    push_weight: int
+    keys: tuple[KeyPart, ...]  # the source key columns, in the read's key order
+    sources: tuple[ReadColumn, ...]  # the source columns a line holds, in order
+    targets: tuple[str, ...]  # the target columns they load into, in the same order
+    enums: tuple[str, ...] = ()  # source ENUM columns (an empty value reads rows instead)
+
+    @property
+    def target(self) -> Target:
+        return (self.datasource, self.schema, self.table)
+
+
+def plan(compiled: CompiledPipeline, facts: Callable[[Target], TableFacts], schema: str,
+         table: str, columns: Sequence[ReadColumn], keys: Sequence[str]
+         ) -> LinesPlan | None:
+    """The lines plan of a source table's chunks keyed by ``keys``; None where its rows
+    must be read as rows (see the module's list)."""
+    if compiled.two_way:
+        return None
+    plains = compiled.plain(schema, table, tuple(keys))
+    if plains is None or len(plains) != 1 or plains[0].keyless:
+        return None
+    mapping = plains[0]
+    target = facts((mapping.datasource, mapping.schema, mapping.table))
+    if target.triggers or target.ordered(mapping.target_keys):
+        return None
+    loaded = loaddata.plan(target.columns, target.triggers)
+    by_name = {column.name: column for column in columns}
+    named = mapping.entry.map_row({name: name for name in by_name}, mapping.keys)
+    if loaded is None or {name for name, _ in loaded} != set(named):
+        return None  # a target column the pair does not write (or the other way round)
+    sources, targets = [], []
+    for name, _ in loaded:
+        source, written = by_name[named[name]], target.columns[name]
+        if source.data_type not in loaddata.TYPES or not source.column_type or \
+                source.column_type != written.column_type or source.charset != written.charset:
+            return None
+        if source.charset and source.charset != "binary" and \
+                source.charset not in loaddata.CODECS:
+            return None
+        sources.append(source)
+        targets.append(name)
+    parts = []
+    for name in keys:
+        column = by_name.get(name)
+        if column is None or column.nullable:
+            return None
+        kind = "int" if column.data_type in INTEGER_TYPES else column.data_type
+        if kind != "int" and kind not in STRING_KEYS:
+            return None
+        codec = loaddata.CODECS.get(column.charset or "") if kind in ("char", "varchar") \
+            else None
+        if kind in ("char", "varchar") and codec is None:
+            return None
+        parts.append(KeyPart(name, kind, codec))
+    return LinesPlan(mapping.datasource, mapping.schema, mapping.table, mapping.push_weight,
+                     tuple(parts), tuple(sources), tuple(targets),
+                     tuple(column.name for column in sources if column.data_type == "enum"))
+
+
+def query(plan_: LinesPlan, schema: str, table: str, condition: str) -> str:
+    """The chunk as one row: its row count, its lines (``\\n`` after each), and whether an
+    ENUM column holds the empty value."""
+    fields = [_key_token(plan_.keys)] + [_field(column) for column in plan_.sources]
+    line = "CONCAT(" + ", '\\t', ".join(fields) + ", '\\n')"
+    empty = " OR ".join(f"{quote(name)} = ''" for name in plan_.enums) or "FALSE"
+    return (f"SELECT COUNT(*), GROUP_CONCAT({line} SEPARATOR ''), "
+            f"COALESCE(MAX({empty}), 0) FROM {qualified(schema, table)} WHERE {condition}")
+
+
+def _key_token(keys: Sequence[KeyPart]) -> str:
+    parts = []
+    for part in keys:
+        name = quote(part.name)
+        if part.kind == "int":
+            parts.append(f"CAST({name} AS BINARY)")
+        elif part.kind == "binary":  # as the binlog gives it: without its zero padding
+            parts.append(f"HEX(TRIM(TRAILING 0x00 FROM CAST({name} AS BINARY)))")
+        else:
+            parts.append(f"HEX(CAST({name} AS BINARY))")
+    return parts[0] if len(parts) == 1 else "CONCAT_WS(':', " + ", ".join(parts) + ")"
+
+
+def _field(column: ReadColumn) -> str:
+    """A column's LOAD DATA field as SQL: its text (bytes), escaped, ``\\N`` for NULL."""
+    value = column.expression if column.data_type == "float" else quote(column.name)
+    value = f"CAST({value} AS BINARY)"
+    if column.data_type in _TEXT:
+        for char, escaped in (("\\\\", "\\\\\\\\"), ("\\t", "\\\\t"), ("\\n", "\\\\n"),
+                              ("\\r", "\\\\r")):
+            value = f"REPLACE({value}, '{char}', '{escaped}')"
+        value = f"REPLACE({value}, CHAR(0), '\\\\0')"
+    return f"IFNULL({value}, '\\\\N')"
+
+
+def complete(count: int, lines: bytes) -> bool:
+    """Whether the lines hold every row counted (``GROUP_CONCAT`` cuts at its limit)."""
+    return lines.count(b"\n") == count and (not lines or lines.endswith(b"\n"))
+
+
+def token(value: Any, part: KeyPart) -> bytes | None:
+    """A decoded key value as the token its line starts with; None for no value."""
+    if value is None:
+        return None
+    if part.kind == "int":
+        if type(value) is int:
+            return str(value).encode()
+    elif part.kind in ("char", "varchar") and isinstance(value, str):
+        if part.kind == "char":
+            value = value.rstrip(" ")  # the server reads CHAR without its padding
+        try:
+            return value.encode(part.codec or "utf-8").hex().upper().encode()
+        except UnicodeEncodeError:
+            pass
+    elif part.kind in ("binary", "varbinary") and isinstance(value, bytes | str):
+        raw = value if isinstance(value, bytes) else value.encode("utf-8")
+        if part.kind == "binary":
+            raw = raw.rstrip(b"\0")
+        return raw.hex().upper().encode()
+    raise SetlError(f"snapshot: cannot compare key column {part.name} ({part.kind}) value "
+                    f"{value!r} with the rows read; a row copied might be older than the "
+                    "stream's. Stop the copy (setl snapshot cancel) and report this")
+
+
+def units(reads: Sequence[Read], changed: Callable[[Read], set[tuple[Any, ...]]]
+          ) -> list[Any]:
+    """The LOAD DATA units of lines reads, without the lines whose key ``changed(read)``
+    holds (keys the stream changed inside the read's window)."""
+    from node.extract.job import Unit  # (job imports this module)
+
+    found = []
+    for read in reads:
+        plan_ = read.lines
+        assert plan_ is not None
+        lines, count = read.rows, read.count
+        tokens = set()
+        for key in changed(read):
+            if key is None:  # (an insert's before image, a delete's after)
+                continue
+            made = [token(value, part) for value, part in zip(key, plan_.keys, strict=True)]
+            if None not in made:
+                tokens.add(b":".join(made))  # type: ignore[arg-type]
+        if tokens and lines:
+            kept = [line for line in lines.split(b"\n")[:-1]
+                    if line[:line.find(b"\t")] not in tokens]
+            lines = b"".join(line + b"\n" for line in kept)
+            count = len(kept)
+        if not count:
+            continue
+        head = loaddata.head(plan_.schema, plan_.table, [KEY_VARIABLE, *map(quote,
+                                                                            plan_.targets)])
+        sqls = [Sql(head, rows, data=data) for rows, data in loaddata.pieces(lines)]
+        # first of the table's units in the batch (see the module's "Same place")
+        found.append(Unit(plan_.datasource, plan_.schema, plan_.table, plan_.push_weight, -1,
+                          sqls, count, tuple(part.name for part in plan_.keys)))
+    return found

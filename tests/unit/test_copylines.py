@@ -1,0 +1,152 @@
+"""Snapshot chunks as the source's LOAD DATA lines (node.extract.copylines): which tables may
+go that way, how keys become the tokens lines start with, and how lines whose key the
+stream changed inside the window are left to the stream."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.changes import ChangeType, RowChange
+from node.extract import copylines, loaddata
+from node.extract.copylines import KeyPart, LinesPlan, token
+from node.extract.facts import TableFacts
+from node.extract.job import JobSpec, Part, run_part
+from node.extract.reads import ROW_BITS, Read, ReadColumn
+from node.extract.render import Column
+from shared.errors import SetlError
+from tests.unit.test_etl import compiled
+
+SOURCE = (ReadColumn("id", "int", "int(11)", None, False),
+          ReadColumn("name", "varchar", "varchar(20)", "utf8mb4", True),
+          ReadColumn("note", "text", "text", "utf8mb4", True))
+
+
+def target(**changed: Column) -> TableFacts:
+    columns = {"id": Column("int", None, column_type="int(11)"),
+               "name": Column("varchar", "utf8mb4", column_type="varchar(20)"),
+               "note": Column("text", "utf8mb4", column_type="text")}
+    return TableFacts({**columns, **changed}, (frozenset({"id"}),))
+
+
+def plan(pair: str = "{source: s.t, target: s2.t}", facts: TableFacts | None = None,
+         columns: tuple[ReadColumn, ...] = SOURCE, keys: tuple[str, ...] = ("id",),
+         options: str = "") -> LinesPlan | None:
+    return copylines.plan(compiled(pair, options=options),
+                          lambda name: facts if facts is not None else target(), "s", "t",
+                          columns, keys)
+
+
+def test_a_pair_that_renames_and_chooses_columns_goes_as_lines() -> None:
+    found = plan("{source: s.t, target: s2.u, columns: {exclude: [note]}, "
+                 "column_pairs: [{source: name, target: title}]}",
+                 TableFacts({"id": Column("int", None, column_type="int(11)"),
+                             "title": Column("varchar", "utf8mb4", column_type="varchar(20)"),
+                             "g": Column("int", None, generated=True)},
+                            (frozenset({"id"}),)))
+    assert found is not None
+    assert (found.datasource, found.schema, found.table) == ("dst", "s2", "u")
+    assert [c.name for c in found.sources] == ["id", "name"] and found.targets == ("id",
+                                                                                    "title")
+    assert found.keys == (KeyPart("id", "int"),)
+
+
+@pytest.mark.parametrize("why, kwargs", [
+    ("another type", {"facts": target(name=Column("varchar", "utf8mb4",
+                                                  column_type="varchar(30)"))}),
+    ("another charset", {"facts": target(name=Column("varchar", "latin1",
+                                                     column_type="varchar(20)"))}),
+    ("a target column the pair does not write", {"facts": target(
+        extra=Column("int", None, column_type="int(11)"))}),
+    ("a trigger", {"facts": TableFacts(target().columns, (frozenset({"id"}),),
+                                       triggers=True)}),
+    ("another unique key", {"facts": TableFacts(target().columns, (
+        frozenset({"id"}), frozenset({"name"})))}),
+    ("a foreign key", {"facts": TableFacts(target().columns, (frozenset({"id"}),),
+                                           foreign_keys=True)}),
+    ("a BIT column", {"columns": (*SOURCE[:2], ReadColumn("note", "bit", "bit(8)")),
+                      "facts": target(note=Column("bit", None, column_type="bit(8)"))}),
+    ("a date key", {"columns": (ReadColumn("id", "date", "date", None, False), *SOURCE[1:]),
+                    "facts": target(id=Column("date", None, column_type="date"))}),
+    ("a key that admits NULL", {"keys": ("name",)}),
+    ("a processor", {"pair": "{source: s.t, target: s2.t, processor: 'setl_examples:mask_email'}"}),
+    ("a shard route", {"pair": '{source: s.t, target: {namespace: "s2", table: "t_[0-1]"}, '
+                               "shard: {column: id}}"}),
+])
+def test_rows_that_would_not_read_back_the_same_go_as_rows(why: str, kwargs: dict) -> None:
+    assert plan(**kwargs) is None, why
+
+
+def test_a_two_way_pipeline_reads_rows() -> None:
+    c = compiled("{source: s.t, target: s2.t}")
+    object.__setattr__(c, "two_way", True)
+    assert copylines.plan(c, lambda name: target(), "s", "t", SOURCE, ("id",)) is None
+
+
+def test_keys_become_the_tokens_the_source_writes() -> None:
+    assert token(-42, KeyPart("id", "int")) == b"-42"
+    assert token("ab ", KeyPart("c", "char", "utf-8")) == b"6162"  # CHAR read unpadded
+    assert token("ab ", KeyPart("c", "varchar", "utf-8")) == b"616220"
+    assert token("ü", KeyPart("c", "varchar", "latin-1")) == b"FC"
+    assert token(b"\x00\x01\x00\x00", KeyPart("b", "binary")) == b"0001"
+    assert token("", KeyPart("b", "binary")) == b""  # the binlog's empty binary string
+    assert token(b"\x00", KeyPart("b", "varbinary")) == b"00"
+    assert token(None, KeyPart("id", "int")) is None
+    with pytest.raises(SetlError, match="cannot compare key column id"):
+        token("7", KeyPart("id", "int"))  # never guessed: a miss would copy an older row
+
+
+LINES_PLAN = LinesPlan("dst", "s2", "t", 0, (KeyPart("id", "int"), KeyPart("c", "varchar",
+                                                                          "utf-8")),
+                       SOURCE[:2], ("id", "name"))
+
+
+def lines_read(lines: bytes, count: int) -> Read:
+    return Read(1, "s", "t", ("id", "c"), ("id", "c", "name"), lines, count, "chunk 1",
+                first=2, end=5, lines=LINES_PLAN)
+
+
+def change(seq: int, before: dict | None, after: dict | None) -> tuple[int, RowChange]:
+    kind = ChangeType.UPDATE if before and after else \
+        ChangeType.INSERT if after else ChangeType.DELETE
+    return seq << ROW_BITS, RowChange("s", "t", kind, ("id", "c"), before, after)
+
+
+def test_lines_whose_key_changed_inside_the_window_are_left_to_the_stream() -> None:
+    lines = b"1:61\t1\ta\n2:61\t2\tb\n3:62\t3\tc\n4:61\t4\t\\N\n"
+    changed = {(2, "a"), (3, "b"), (4, "x"), None}  # 4:'x' is not a line's key; None: no
+    # image (an insert's before)
+    [unit] = copylines.units([lines_read(lines, 4)], lambda read: changed)
+    assert (unit.datasource, unit.schema, unit.table, unit.first_seq, unit.rows) == (
+        "dst", "s2", "t", -1, 2)
+    [sql] = unit.sqls
+    assert sql.data == b"1:61\t1\ta\n4:61\t4\t\\N\n" and sql.rows == 2
+    assert sql.text.startswith("LOAD DATA LOCAL INFILE 'setl-rows' REPLACE INTO TABLE "
+                               "`s2`.`t` CHARACTER SET binary")
+    assert sql.text.endswith("(@setl_key, `id`, `name`)")
+    assert copylines.units([lines_read(lines, 4)], lambda read: changed | {
+        (1, "a"), (4, "a")}) == []  # every line's key changed: nothing to load
+
+
+def test_lines_load_before_the_streams_own_changes_of_the_table() -> None:
+    """Rows the stream changed after the window are written again after the lines."""
+    c = compiled("{source: s.t, target: s2.t}")
+    stream = [change(1, {"id": 1, "c": "a", "name": "old"}, {"id": 1, "c": "a", "name": "z"}),
+              change(7, None, {"id": 3, "c": "b", "name": "after"})]
+    result = run_part(c, JobSpec(1, False), Part(*Part.of_changes([])[:5], decoded=stream,
+                                                   reads=[lines_read(b"3:62\t3\tc\n", 1)]))
+    assert [(unit.first_seq, unit.sqls[0].text.split()[0]) for unit in result.units] == [
+        (-1, "LOAD"), (1 << ROW_BITS, "INSERT")]
+    assert result.rows == 3
+
+
+def test_a_complete_result_holds_every_row_counted() -> None:
+    assert copylines.complete(2, b"1\ta\n2\tb\n")
+    assert not copylines.complete(3, b"1\ta\n2\tb\n")  # cut at group_concat_max_len
+    assert not copylines.complete(2, b"1\ta\n2\tb")
+    assert copylines.complete(0, b"")
+
+
+def test_lines_are_cut_into_statements_at_whole_lines(monkeypatch) -> None:
+    monkeypatch.setattr(loaddata, "CHUNK", 10)
+    assert list(loaddata.pieces(b"aaa\nbbb\nccccccccccccc\nd\n")) == [
+        (2, b"aaa\nbbb\n"), (1, b"ccccccccccccc\n"), (1, b"d\n")]
