@@ -30,7 +30,7 @@ from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
 from node.extract.facts import TargetFacts
-from node.extract.job import JobSpec, Part, PartResult, Planner
+from node.extract.job import JobSpec, Part, PartResult, Planner, with_lines
 from node.extract.reads import Read
 from node.load.loader import FencedError, Loader
 from node.load.twoway import LoopGuard
@@ -376,22 +376,22 @@ class PipelineRunner:
         started = time.monotonic()
         try:
             spark = self.ctx.spark
-            local = spark.local(batch.rows + sum(r.count for r in reads))
+            local = spark.local(batch.rows + sum(r.count for r in reads if r.lines is None))
             parts = planner.parts(batch, 1 if local else spark.partitions, reads)
             spec = planner.spec(batch, parts, changes_only=self.two_way)
-            results = spark.run_job(compiled, spec, parts, local)
+            results = with_lines(spark.run_job(compiled, spec, parts, local), reads)
             for result in results:
                 planner.learn(result.sizes)  # Select's estimate of a batch's rows
         finally:
             self._window.extracted()  # type: ignore[union-attr]
         changes = [c for result in results for c in result.changes] if self.two_way else None
         return _Done(results, changes, (time.monotonic() - started) * 1000,
-                     functools.partial(self._again_row_by_row, compiled, spec, parts))
+                     functools.partial(self._again_row_by_row, compiled, spec, parts, reads))
 
     def _again_row_by_row(self, compiled: CompiledPipeline, spec: JobSpec,
-                          parts: list[Part]) -> list[PartResult]:
-        return self.ctx.spark.run_job(compiled, dataclasses.replace(spec, one_by_one=True),
-                                      parts, local=True)
+                          parts: list[Part], reads: list[Read]) -> list[PartResult]:
+        return with_lines(self.ctx.spark.run_job(
+            compiled, dataclasses.replace(spec, one_by_one=True), parts, local=True), reads)
 
     def _ddl_job(self, compiled: CompiledPipeline, changes: list[RowChange]) -> _Done:
         started = time.monotonic()

@@ -36,7 +36,7 @@ A chunk that cannot go this way after all — a value too large for one result
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -197,27 +197,34 @@ def token(value: Any, part: KeyPart) -> bytes | None:
                     "stream's. Stop the copy (setl snapshot cancel) and report this")
 
 
-def units(reads: Sequence[Read], changed: Callable[[Read], set[tuple[Any, ...]]]
-          ) -> list[Any]:
-    """The LOAD DATA units of lines reads, without the lines whose key ``changed(read)``
-    holds (keys the stream changed inside the read's window)."""
+def tokens(read: Read, changed: Iterable[tuple[Any, ...] | None]) -> frozenset[bytes]:
+    """The tokens of the keys the stream changed inside a lines read's window (in the part
+    that decodes the window's events)."""
+    plan_ = read.lines
+    assert plan_ is not None
+    found = set()
+    for key in changed:
+        if key is None:  # (an insert's before image, a delete's after)
+            continue
+        made = [token(value, part) for value, part in zip(key, plan_.keys, strict=True)]
+        if None not in made:
+            found.add(b":".join(made))  # type: ignore[arg-type]
+    return frozenset(found)
+
+
+def units(reads: Sequence[Read], dropped: Callable[[Read], frozenset[bytes]]) -> list[Any]:
+    """The LOAD DATA units of lines reads (in the node), without the lines whose key token
+    ``dropped(read)`` holds."""
     from node.extract.job import Unit  # (job imports this module)
 
     found = []
     for read in reads:
         plan_ = read.lines
         assert plan_ is not None
-        lines, count = read.rows, read.count
-        tokens = set()
-        for key in changed(read):
-            if key is None:  # (an insert's before image, a delete's after)
-                continue
-            made = [token(value, part) for value, part in zip(key, plan_.keys, strict=True)]
-            if None not in made:
-                tokens.add(b":".join(made))  # type: ignore[arg-type]
-        if tokens and lines:
+        lines, count, left_out = read.rows, read.count, dropped(read)
+        if left_out and lines:
             kept = [line for line in lines.split(b"\n")[:-1]
-                    if line[:line.find(b"\t")] not in tokens]
+                    if line[:line.find(b"\t")] not in left_out]
             lines = b"".join(line + b"\n" for line in kept)
             count = len(kept)
         if not count:

@@ -96,6 +96,8 @@ class PartResult(NamedTuple):
     rows: int  # source row changes decoded
     sizes: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - by table-map number: (row
     # changes, bytes of their events), for Select's estimate of a batch's rows
+    # by a lines read's place: the key tokens the stream changed inside its window
+    dropped: dict[tuple[int, str], frozenset[bytes]] = {}  # noqa: RUF012 - never mutated
 
 
 def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None
@@ -132,16 +134,16 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     counted: dict[int, list[int]] = {}
     numbered = decoded(part, spec.checksum, counted)
     as_rows = [read for read in part.reads if read.lines is None]
-    as_lines = [read for read in part.reads if read.lines is not None]
-    # lines reads go as the source wrote them, first of their tables' units
-    units = copylines.units(as_lines, lambda read: changed_keys(read, numbered)) \
-        if as_lines else []
+    # a lines read comes without its lines (they stay in the node): what the part finds is
+    # which keys the stream changed inside its window
+    dropped = {read.place: copylines.tokens(read, changed_keys(read, numbered))
+               for read in part.reads if read.lines is not None}
     if as_rows:
         numbered += joined(as_rows, numbered)
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:
-        if as_lines:  # never planned for a two-way pipeline (copylines.plan)
+        if dropped:  # never planned for a two-way pipeline (copylines.plan)
             raise SetlError("a two-way pipeline's snapshot read lines")
         return PartResult([], changes, len(numbered), sizes)
     # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
@@ -151,8 +153,7 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
         max(part.lengths, default=0) > BIG_VALUE // 4
     # (rows read in windows are never written by a replay: a replayed batch's windows are
     # gone with the attempt that opened them)
-    return PartResult(units + render(changes, spec, big), [],
-                      len(numbered) + sum(read.count for read in as_lines), sizes)
+    return PartResult(render(changes, spec, big), [], len(numbered), sizes, dropped)
 
 
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
@@ -195,6 +196,17 @@ def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql
 
 
 _NO_FACTS = TableFacts()
+
+
+def with_lines(results: list[PartResult], reads: Sequence[Read]) -> list[PartResult]:
+    """The results with the lines reads' units (made here, in the node) in front: their
+    lines never went to a part, only their windows' places did."""
+    lines = [read for read in reads if read.lines is not None]
+    if not lines:
+        return results
+    dropped = {place: tokens for result in results for place, tokens in result.dropped.items()}
+    units = copylines.units(lines, lambda read: dropped.get(read.place, frozenset()))
+    return [PartResult(units, [], sum(read.count for read in lines)), *results]
 
 
 def in_order(results: Iterable[PartResult]) -> list[Unit]:
@@ -256,8 +268,9 @@ class Planner:
                               if any(self._find(self._group_of(n)) == group
                                      for n in set(part.numbers))),
                              0)
-                made[index] = made[index]._replace(
-                    reads=[*made[index].reads, read._replace(first=first, end=end)])
+                # a lines read goes without its lines: they stay here (with_lines)
+                made[index] = made[index]._replace(reads=[*made[index].reads, read._replace(
+                    first=first, end=end, rows=b"" if read.lines else read.rows)])
         return made
 
     def _parts(self, batch: Batch, partitions: int) -> list[Part]:

@@ -104,6 +104,11 @@ class Read(NamedTuple):
     # rows read as the source's LOAD DATA lines (node.extract.copylines): ``rows`` holds them
     lines: LinesPlan | None = None
 
+    @property
+    def place(self) -> tuple[int, str]:
+        """The read among all of a batch's (its window's, and which chunk it is)."""
+        return self.window, self.label
+
 
 def select(cursor: Any, schema: str, table: str, columns: Sequence[ReadColumn], where: str,
            params: Sequence[Any]) -> list[tuple[Any, ...]]:

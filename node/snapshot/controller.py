@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pymysql
@@ -34,7 +35,7 @@ from node.extract.freedoor import Note
 from node.extract.reads import Read, ReadColumn, columns_of
 from node.snapshot.door import Asked, DoorQueue
 from node.snapshot.state import SnapshotStore, TableCopy
-from node.snapshot.tasks import ReadTask, run
+from node.snapshot.tasks import ReadTask, run, run_lines
 from node.spark import SparkRunner
 from shared import confinement
 from shared.endpoint import connect
@@ -105,6 +106,8 @@ class Snapshots:
         self._columns: dict[tuple[str, str], tuple[ReadColumn, ...]] = {}
         self._thread = threading.Thread(target=self._run, name=f"snapshot-{pipeline_id}",
                                         daemon=True)
+        self._pool = ThreadPoolExecutor(max(1, params.snapshot_parallelism),
+                                        thread_name_prefix=f"snapshot-read-{pipeline_id}")
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -121,6 +124,7 @@ class Snapshots:
         self._wake.set()
         if self._thread.ident is not None:
             self._thread.join(10)
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def busy(self) -> bool:
@@ -249,13 +253,7 @@ class Snapshots:
             self._pending[window.id] = window
         try:
             self._signal("L", window.id)
-            tasks = [self._task(window.id, one) for one in work]
-            local = self.spark.local(sum(one.copy.rows // max(one.copy.total, 1)
-                                         if one.copy is not None else
-                                         len(one.asked.requests) if one.asked else 0
-                                         for one in work))
-            reads = self.spark.map(run, tasks, local,
-                                   f"pipeline {self.pipeline_id}: snapshot read")
+            reads = self._read([self._task(window.id, one) for one in work], work)
         except BaseException:
             with self._lock:
                 self._pending.pop(window.id, None)
@@ -270,6 +268,30 @@ class Snapshots:
                  sum(read.count for read in reads),
                  sum(read.lines is not None for read in reads))
         return True
+
+    def _read(self, tasks: list[ReadTask], work: list[_Work]) -> list[Read]:
+        """The window's reads in task order: chunks that go as lines in the node's threads
+        while the others run as Spark tasks (as do lines that must go as rows after all)."""
+        found: list[Read | None] = [None] * len(tasks)
+        threads = {index: self._pool.submit(run_lines, task)
+                   for index, task in enumerate(tasks) if task.lines is not None}
+        self._as_rows(found, [i for i in range(len(tasks)) if i not in threads], tasks, work)
+        for index, future in threads.items():
+            found[index] = future.result()
+        self._as_rows(found, [i for i in threads if found[i] is None], tasks, work)
+        return found  # type: ignore[return-value]
+
+    def _as_rows(self, found: list[Read | None], indexes: list[int], tasks: list[ReadTask],
+                 work: list[_Work]) -> None:
+        if not indexes:
+            return
+        local = self.spark.local(sum(
+            one.copy.rows // max(one.copy.total, 1) if one.copy is not None else
+            len(one.asked.requests) if one.asked else 0 for one in map(work.__getitem__, indexes)))
+        reads = self.spark.map(run, [tasks[i]._replace(lines=None) for i in indexes], local,
+                               f"pipeline {self.pipeline_id}: snapshot read")
+        for index, read in zip(indexes, reads, strict=True):
+            found[index] = read
 
     def _task(self, window_id: int, work: _Work) -> ReadTask:
         key = work.copy.key if work.copy is not None else work.asked.key  # type: ignore[union-attr]

@@ -1,8 +1,12 @@
-"""What a Spark task does for a snapshot: read one chunk (or keys asked for) from the source,
-in the binlog decoder's form (:mod:`node.extract.reads`), as packed rows for the stream."""
+"""The reads of a snapshot window: one chunk (or keys asked for) from the source, in the
+binlog decoder's form (:mod:`node.extract.reads`) as packed rows for the stream, in a Spark
+task; or a chunk as the source's own LOAD DATA lines (:mod:`node.extract.copylines`), in a
+thread of the node."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import pymysql
@@ -34,33 +38,20 @@ class ReadTask(NamedTuple):
 
 
 def run(task: ReadTask) -> Read:
-    """Read the task's rows (in a Spark worker or in the node)."""
+    """Read the task's rows (in a Spark worker, or in the node)."""
     confinement.confine(task.rules)
     key = task.key
-    try:
-        with connect(task.source, init_command="SET time_zone = '+00:00', "
-                     "group_concat_max_len = @@max_allowed_packet") as conn, \
-                conn.cursor() as cursor:
-            if task.chunk is not None:
-                condition, params = chunks.condition(key, task.chunk)
-                if task.where:
-                    condition = f"{condition} AND ({chunks.escaped(task.where)})"
-                if task.lines is not None:
-                    read = _lines(cursor, task, condition, params)
-                    if read is not None:
-                        return read
-            else:
-                asked = task.keys + task.deletes
-                one = "(" + ", ".join(["%s"] * len(key.columns)) + ")"
-                columns = ", ".join(quote(column) for column in key.columns)
-                condition = f"({columns}) IN ({', '.join([one] * len(asked))})"
-                params = [value for keys in asked for value in keys]
-                if task.where:
-                    condition = f"{condition} AND ({chunks.escaped(task.where)})"
-            rows = select(cursor, key.schema, key.table, task.columns, condition, params)
-    except pymysql.MySQLError as exc:
-        raise SourceError(f"reading {key.schema}.{key.table} ({task.label}) from "
-                          f"{task.source.name}: {exc.args[-1] if exc.args else exc}") from None
+    with _reading(task) as cursor:
+        if task.chunk is not None:
+            condition, params = chunks.condition(key, task.chunk)
+        else:
+            asked = task.keys + task.deletes
+            one = "(" + ", ".join(["%s"] * len(key.columns)) + ")"
+            columns = ", ".join(quote(column) for column in key.columns)
+            condition = f"({columns}) IN ({', '.join([one] * len(asked))})"
+            params = [value for keys in asked for value in keys]
+        rows = select(cursor, key.schema, key.table, task.columns, _where(task, condition),
+                      params)
     names = tuple(column.name for column in task.columns)
     missing: tuple[tuple[Any, ...], ...] = ()
     deletes: tuple[tuple[Any, ...], ...] = ()
@@ -75,16 +66,39 @@ def run(task: ReadTask) -> Read:
                 len(rows), task.label, missing=missing, deletes=deletes)
 
 
-def _lines(cursor: Any, task: ReadTask, condition: str, params: list[Any]) -> Read | None:
-    """The chunk as the source's LOAD DATA lines; None where it must go as rows (a value
-    past ``group_concat_max_len``, an empty ENUM value)."""
+def run_lines(task: ReadTask) -> Read | None:
+    """A chunk read as the source's LOAD DATA lines (in a thread of the node: the source
+    does the work, and the lines go to Load from here); None where it must be read as rows
+    after all (a value past ``group_concat_max_len``, an empty ENUM value)."""
     plan, key = task.lines, task.key
-    assert plan is not None
-    cursor.execute(copylines.query(plan, key.schema, key.table, condition), params)
-    count, lines, empty_enum = cursor.fetchone()
+    assert plan is not None and task.chunk is not None
+    condition, params = chunks.condition(key, task.chunk)
+    with _reading(task) as cursor:
+        cursor.execute(copylines.query(plan, key.schema, key.table, _where(task, condition)),
+                       params)
+        count, lines, empty_enum = cursor.fetchone()
     lines = lines or b""
     if empty_enum or not copylines.complete(int(count), lines):
         return None
     return Read(task.window, key.schema, key.table, key.columns,
                 tuple(column.name for column in task.columns), lines, int(count), task.label,
                 lines=plan)
+
+
+def _where(task: ReadTask, condition: str) -> str:
+    return f"{condition} AND ({chunks.escaped(task.where)})" if task.where else condition
+
+
+@contextmanager
+def _reading(task: ReadTask) -> Iterator[Any]:
+    """A cursor on the source, in the sessions chunks are split in; its errors said as the
+    read's."""
+    key = task.key
+    try:
+        with connect(task.source, init_command="SET time_zone = '+00:00', "
+                     "group_concat_max_len = @@max_allowed_packet") as conn, \
+                conn.cursor() as cursor:
+            yield cursor
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"reading {key.schema}.{key.table} ({task.label}) from "
+                          f"{task.source.name}: {exc.args[-1] if exc.args else exc}") from None

@@ -10,7 +10,7 @@ from node.changes import ChangeType, RowChange
 from node.extract import copylines, loaddata
 from node.extract.copylines import KeyPart, LinesPlan, token
 from node.extract.facts import TableFacts
-from node.extract.job import JobSpec, Part, run_part
+from node.extract.job import JobSpec, Part, in_order, run_part, with_lines
 from node.extract.reads import ROW_BITS, Read, ReadColumn
 from node.extract.render import Column
 from shared.errors import SetlError
@@ -113,9 +113,11 @@ def change(seq: int, before: dict | None, after: dict | None) -> tuple[int, RowC
 
 def test_lines_whose_key_changed_inside_the_window_are_left_to_the_stream() -> None:
     lines = b"1:61\t1\ta\n2:61\t2\tb\n3:62\t3\tc\n4:61\t4\t\\N\n"
-    changed = {(2, "a"), (3, "b"), (4, "x"), None}  # 4:'x' is not a line's key; None: no
-    # image (an insert's before)
-    [unit] = copylines.units([lines_read(lines, 4)], lambda read: changed)
+    read = lines_read(lines, 4)
+    # 4:'x' is not a line's key; None: no image (an insert's before)
+    dropped = copylines.tokens(read, [(2, "a"), (3, "b"), (4, "x"), None])
+    assert dropped == {b"2:61", b"3:62", b"4:78"}
+    [unit] = copylines.units([read], lambda read: dropped)
     assert (unit.datasource, unit.schema, unit.table, unit.first_seq, unit.rows) == (
         "dst", "s2", "t", -1, 2)
     [sql] = unit.sqls
@@ -123,20 +125,24 @@ def test_lines_whose_key_changed_inside_the_window_are_left_to_the_stream() -> N
     assert sql.text.startswith("LOAD DATA LOCAL INFILE 'setl-rows' REPLACE INTO TABLE "
                                "`s2`.`t` CHARACTER SET binary")
     assert sql.text.endswith("(@setl_key, `id`, `name`)")
-    assert copylines.units([lines_read(lines, 4)], lambda read: changed | {
-        (1, "a"), (4, "a")}) == []  # every line's key changed: nothing to load
+    assert copylines.units([read], lambda read: dropped | {b"1:61", b"4:61"}) == []
 
 
-def test_lines_load_before_the_streams_own_changes_of_the_table() -> None:
-    """Rows the stream changed after the window are written again after the lines."""
+def test_lines_stay_in_the_node_and_load_before_the_streams_changes_of_the_table() -> None:
+    """The part sees the window's events and says which keys to leave out; the lines load
+    first, and rows the stream changed after the window are written again after them."""
     c = compiled("{source: s.t, target: s2.t}")
     stream = [change(1, {"id": 1, "c": "a", "name": "old"}, {"id": 1, "c": "a", "name": "z"}),
+              change(3, {"id": 2, "c": "a", "name": "b"}, {"id": 2, "c": "a", "name": "y"}),
               change(7, None, {"id": 3, "c": "b", "name": "after"})]
+    read = lines_read(b"2:61\t2\tb\n3:62\t3\tc\n", 2)
     result = run_part(c, JobSpec(1, False), Part(*Part.of_changes([])[:5], decoded=stream,
-                                                   reads=[lines_read(b"3:62\t3\tc\n", 1)]))
-    assert [(unit.first_seq, unit.sqls[0].text.split()[0]) for unit in result.units] == [
-        (-1, "LOAD"), (1 << ROW_BITS, "INSERT")]
-    assert result.rows == 3
+                                                   reads=[read._replace(rows=b"")]))
+    assert result.dropped == {read.place: frozenset({b"2:61"})}  # changed inside (seq 3)
+    [lines, *results] = with_lines([result], [read])
+    assert [(unit.first_seq, unit.sqls[0].text.split()[0]) for unit in in_order(
+        [lines, *results])] == [(-1, "LOAD"), (1 << ROW_BITS, "INSERT")]
+    assert lines.units[0].sqls[0].data == b"3:62\t3\tc\n" and lines.rows == 2
 
 
 def test_a_complete_result_holds_every_row_counted() -> None:
