@@ -32,7 +32,8 @@ from node.extract.etl import CompiledPipeline
 from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, Part, PartResult, Planner, with_lines
 from node.extract.reads import Read
-from node.load.loader import FencedError, Loader
+from node.load.loader import Loader
+from node.load.owners import FencedError
 from node.load.twoway import LoopGuard
 from node.metrics import PipelineMetrics
 from node.select import source as endpoints

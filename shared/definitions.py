@@ -222,6 +222,7 @@ class _Loader:
                                              lambda f: f.integer(1, 10_000_000), MISSING),
             "snapshot_parallelism": entry.get("snapshot_parallelism",
                                               lambda f: f.integer(1, 64), MISSING),
+            "snapshot_skip_binlog": entry.get("snapshot_skip_binlog", Field.boolean, MISSING),
             "ddl_sync": entry.get("ddl_sync", Field.boolean, MISSING),
             "skip_load_exception": entry.get("skip_load_exception", Field.boolean, MISSING),
             "dry_run": entry.get("dry_run", Field.boolean, MISSING),

@@ -177,6 +177,8 @@ class PipelineParams:
     load_data_min_rows: int = 500
     snapshot_chunk_size: int = 8192  # rows a snapshot reads in one chunk
     snapshot_parallelism: int = 4  # chunks read at once, in one watermark window
+    # copies' rows are not written to the target's binlog (sql_log_bin = 0; node.load.copies)
+    snapshot_skip_binlog: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,16 @@ What makes that exact:
   a two-way pipeline — reads rows the ordinary way (:func:`plan` says None).
 - **Same keys.** Every line starts with its key as a token (a field loaded into a user
   variable): an integer's digits, a string's bytes in hex. Extract drops the lines whose key
-  the stream changed inside the window, comparing the stream's decoded key values made into
+  the batch writes from the window's start on, comparing the decoded key values made into
   the same tokens (:func:`token`); a value it cannot make a token of stops the pipeline with
   an error rather than copy a row that may be older than the stream's.
-- **Same place.** The lines load before the stream's own changes of the table in the batch:
-  a key the stream changed inside the window was dropped; one it changed before the window
-  holds the same row in both; one it changed after is written again by the stream's newer
-  change. So the end of the batch is the source's state, as with a row-by-row read.
+- **Right after the batch.** The lines load once the batch's transaction has committed, each
+  chunk in a transaction of its own, several at once (:mod:`node.load.copies`), before the
+  next batch. Extract left out every key the batch writes from the window's low watermark on
+  (the stream's changes, rows read for the free door): the batch holds a newer state of
+  those. A key the stream changed only before the window holds the same row in the batch and
+  in the line. So a line writes its row as the target holds it at the end of the batch, or a
+  row that was not there yet.
 
 A chunk that cannot go this way after all — a value too large for one result
 (``group_concat_max_len``), or an empty ENUM value (a strict target refuses it in LOAD DATA)
@@ -234,5 +237,5 @@ def units(reads: Sequence[Read], dropped: Callable[[Read], frozenset[bytes]]) ->
         sqls = [Sql(head, rows, data=data) for rows, data in loaddata.pieces(lines)]
         # first of the table's units in the batch (see the module's "Same place")
         found.append(Unit(plan_.datasource, plan_.schema, plan_.table, plan_.push_weight, -1,
-                          sqls, count, tuple(part.name for part in plan_.keys)))
+                          sqls, count, tuple(part.name for part in plan_.keys), apart=True))
     return found

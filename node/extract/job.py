@@ -88,6 +88,7 @@ class Unit(NamedTuple):
     sqls: list[Sql]
     rows: int
     keys: tuple[str, ...] = ()  # the columns its rows are keyed by (for messages)
+    apart: bool = False  # snapshot lines: loaded after the batch's transaction (node.load.copies)
 
 
 class PartResult(NamedTuple):
@@ -134,12 +135,13 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     counted: dict[int, list[int]] = {}
     numbered = decoded(part, spec.checksum, counted)
     as_rows = [read for read in part.reads if read.lines is None]
-    # a lines read comes without its lines (they stay in the node): what the part finds is
-    # which keys the stream changed inside its window
-    dropped = {read.place: copylines.tokens(read, changed_keys(read, numbered))
-               for read in part.reads if read.lines is not None}
     if as_rows:
         numbered += joined(as_rows, numbered)
+    # a lines read comes without its lines (they stay in the node, and load after the
+    # batch's transaction): what the part finds is which keys the batch writes from its
+    # window's low watermark on (the stream's changes, rows read for the free door)
+    dropped = {read.place: copylines.tokens(read, changed_keys(read, numbered, to_end=True))
+               for read in part.reads if read.lines is not None}
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes = extract_transform_lists(compiled, numbered)
     if spec.changes_only:

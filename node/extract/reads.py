@@ -197,10 +197,11 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
     return out
 
 
-def changed_keys(read: Read, numbered: list[tuple[int, RowChange]]
+def changed_keys(read: Read, numbered: list[tuple[int, RowChange]], to_end: bool = False
                  ) -> set[tuple[Any, ...] | None]:
-    """The keys (in the read's key columns) the stream changed inside the read's window."""
-    low, high = read.first << ROW_BITS, read.end << ROW_BITS
+    """The keys (in the read's key columns) the stream changed inside the read's window
+    (``to_end``: from its start to the end of the batch)."""
+    low, high = read.first << ROW_BITS, (1 << 62) if to_end else read.end << ROW_BITS
     changed = set()
     for seq, change in numbered:
         if low <= seq < high and change.table == read.table and change.schema == read.schema:

@@ -33,6 +33,8 @@ from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, PartResult, Unit, in_order, render
 from node.extract.sqltext import Sql
 from node.load import localdata, owners
+from node.load.copies import Copies
+from node.load.owners import FencedError
 from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
@@ -59,6 +61,8 @@ CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's f
 SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
 # for a row whose ENUM holds the empty value (the source's for an invalid one): see _lenient
 LENIENT_SQL_MODE = SQL_MODE.replace("STRICT_ALL_TABLES,", "")
+# TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
+SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
 DATA_TRUNCATED = 1265
 
 
@@ -74,9 +78,6 @@ def _applied(row: tuple[Any, ...], batch: Batch) -> bool:
     return applied > end or (applied == end and int(row[3]) >= batch.process_id)
 
 
-class FencedError(LoadError):
-    """A newer owner writes this pipeline; this (stale) owner must stop."""
-
 
 class Loader:
     """Writes batches of one pipeline; one connection per target data source."""
@@ -91,15 +92,14 @@ class Loader:
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self._connections: dict[str, pymysql.Connection] = {}
         self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
+        # snapshot lines, loaded right after a batch's transaction, several at once
+        self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, SESSION)
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
         if conn is None or not conn.open:
-            # TIMESTAMP values come from the binlog in UTC; every value a source holds is
-            # taken as it is (see SQL_MODE)
             conn = endpoints.connect(self.targets[name], autocommit=False, local_infile=True,
-                                     init_command=f"SET time_zone = '+00:00', "
-                                                  f"sql_mode = '{SQL_MODE}'")
+                                     init_command=SESSION)
             with conn.cursor() as cursor:
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
@@ -109,6 +109,7 @@ class Loader:
         return conn
 
     def close(self) -> None:
+        self.copies.close()
         for conn in self._connections.values():
             try:
                 conn.close()
@@ -144,13 +145,22 @@ class Loader:
         ``redo`` renders it again one statement a row (skip_load_exception's second try).
         Return the rows written (0 for an already applied batch)."""
         by_target: dict[str, _Writes] = {}
+        apart = [unit for result in results for unit in result.units if unit.apart]
         for unit in in_order(results):
-            by_target.setdefault(self._known(unit.datasource, batch), _Writes()).units.append(
-                unit)
+            if not unit.apart:
+                by_target.setdefault(self._known(unit.datasource, batch),
+                                     _Writes()).units.append(unit)
+        for unit in apart:  # the batch's transaction moves the position the copies check
+            by_target.setdefault(self._known(unit.datasource, batch), _Writes())
         if redo is not None:
             for writes in by_target.values():
                 writes.redo = redo
-        return self._load_all(batch, by_target)
+        written = self._load_all(batch, by_target)
+        if not apart:
+            return written
+        if self.params.dry_run:
+            return written + sum(unit.rows for unit in apart)
+        return written + self.copies.load(batch, apart)
 
     def _known(self, datasource: str, batch: Batch) -> str:
         if datasource not in self.targets:
@@ -442,7 +452,8 @@ class _Writes:
                     f"{type(exc).__name__}: {exc}") from exc
         if one_by_one and self.redo is not None:
             name = self.units[0].datasource if self.units else ""
-            return [unit for unit in in_order(self.redo()) if unit.datasource == name]
+            return [unit for unit in in_order(self.redo())
+                    if unit.datasource == name and not unit.apart]
         return self.units
 
     def _spec(self, loader: Loader, one_by_one: bool) -> JobSpec:

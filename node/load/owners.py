@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from shared.errors import LoadError
+
 log = logging.getLogger("setl.node.load.owners")
 LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for a zombie
 
@@ -28,6 +30,10 @@ OWNER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_owner (
 ) ENGINE=InnoDB"""
 
 
+class FencedError(LoadError):
+    """A newer owner writes this pipeline; this (stale) owner must stop."""
+
+
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
     (MariaDB's ``WAIT``, MySQL's hint)."""
@@ -37,6 +43,12 @@ def position_lock(conn: Any) -> str:
         return sql.format(hint="", wait=f" WAIT {LOCK_WAIT_S}")
     return sql.format(hint=f"/*+ SET_VAR(innodb_lock_wait_timeout={LOCK_WAIT_S}) */ ",
                       wait="")
+
+
+def position_share(conn: Any) -> str:
+    """The query that holds the pipeline's position row in share mode (copies beside a
+    batch, :mod:`node.load.copies`): several at once, and never while an owner writes it."""
+    return position_lock(conn).replace("FOR UPDATE", "LOCK IN SHARE MODE")
 
 
 def register(cursor: Any, pipeline_id: str, epoch: int) -> None:

@@ -184,7 +184,7 @@ class BinlogPosition(_message.Message):
     def __init__(self, file: _Optional[str] = ..., pos: _Optional[int] = ..., gtid: _Optional[str] = ...) -> None: ...
 
 class PipelineParams(_message.Message):
-    __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position", "free_door_source", "free_door_slice", "load_data_min_rows", "snapshot_chunk_size", "snapshot_parallelism")
+    __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position", "free_door_source", "free_door_slice", "load_data_min_rows", "snapshot_chunk_size", "snapshot_parallelism", "snapshot_skip_binlog")
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     BATCH_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +200,7 @@ class PipelineParams(_message.Message):
     LOAD_DATA_MIN_ROWS_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_SKIP_BINLOG_FIELD_NUMBER: _ClassVar[int]
     parallelism: int
     batch_size: int
     batch_timeout_ms: int
@@ -215,7 +216,8 @@ class PipelineParams(_message.Message):
     load_data_min_rows: int
     snapshot_chunk_size: int
     snapshot_parallelism: int
-    def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ..., free_door_source: _Optional[str] = ..., free_door_slice: _Optional[int] = ..., load_data_min_rows: _Optional[int] = ..., snapshot_chunk_size: _Optional[int] = ..., snapshot_parallelism: _Optional[int] = ...) -> None: ...
+    snapshot_skip_binlog: bool
+    def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ..., free_door_source: _Optional[str] = ..., free_door_slice: _Optional[int] = ..., load_data_min_rows: _Optional[int] = ..., snapshot_chunk_size: _Optional[int] = ..., snapshot_parallelism: _Optional[int] = ..., snapshot_skip_binlog: _Optional[bool] = ...) -> None: ...
 
 class Pipeline(_message.Message):
     __slots__ = ("name", "source", "target", "pairs", "select_nodes", "load_nodes", "params")

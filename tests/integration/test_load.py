@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
+from node.extract import loaddata
+from node.extract.job import PartResult, Unit
+from node.extract.sqltext import Sql
 from node.load.loader import FencedError, Loader
 from shared.devcluster import make_schema, one_way, wait_for
 from shared.errors import LoadError
@@ -51,6 +54,50 @@ def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, sourc
         assert target.table(schema, "items") == [(1, "new")]
         assert target.rows("SELECT binlog_pos, owner_epoch FROM retl.retl_position "
                            "WHERE pipeline_id = %s", (pipeline_id,)) == [(200, 20)]
+    finally:
+        old.close()
+        new.close()
+
+
+def copy_unit(schema: str, lines: bytes, rows: int) -> Unit:
+    head = loaddata.head(schema, "items", ["@setl_key", "`id`", "`name`"])
+    return Unit("target", schema, "items", 0, -1,
+                [Sql(head, count, data=data) for count, data in loaddata.pieces(lines)], rows,
+                ("id",), apart=True)
+
+
+def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fenced(
+        sandbox, source, target):
+    """Snapshot lines load right after the batch's transaction, in transactions of their own
+    (node.load.copies), each checking the position row is still this batch's under this
+    owner's epoch: a stale owner's late copy is refused and writes nothing."""
+    schema = make_schema(source, target, ITEMS)
+    endpoint = target_endpoint(sandbox)
+    pipeline_id = f"copies-{schema}.forward"
+    params = PipelineParams(snapshot_parallelism=2)
+    old = Loader(pipeline_id, {"target": endpoint}, params, epoch=10)
+    new = Loader(pipeline_id, {"target": endpoint}, params, epoch=20)
+    try:
+        stream = PartResult([Unit("target", schema, "items", 0, 1 << 20, [Sql(
+            f"INSERT INTO `{schema}`.items VALUES (9, 'strm')", 1)], 1)], [], 1)
+        copies = PartResult([copy_unit(schema, b"1\t1\ta\n2\t2\tb\n", 2),
+                             copy_unit(schema, b"3\t3\t\\N\n", 1)], [], 3)
+        assert old.load_units(batch(1, 100), [copies, stream]) == 4
+        assert target.table(schema, "items") == [(1, "a"), (2, "b"), (3, None), (9, "strm")]
+        assert target.rows("SELECT binlog_pos FROM retl.retl_position WHERE pipeline_id = %s",
+                           (pipeline_id,)) == [(100,)]
+        # only copies in a batch: the batch's transaction still moves the position first
+        assert old.load_units(batch(2, 200), [PartResult(
+            [copy_unit(schema, b"4\t4\td\n", 1)], [], 1)]) == 1
+        assert target.rows("SELECT binlog_pos FROM retl.retl_position WHERE pipeline_id = %s",
+                           (pipeline_id,)) == [(200,)]
+        # a newer owner takes over; the old owner's copy of a batch it still thinks is its
+        # own finds another owner's position and epoch, and writes nothing
+        assert new.load(batch(3, 300), [upsert(schema, 1, "new")]) == 1
+        with pytest.raises(FencedError, match=r"another owner has the pipeline"):
+            old.copies.load(batch(2, 200), [copy_unit(schema, b"1\t1\tstale\n", 1)])
+        assert target.table(schema, "items") == [(1, "new"), (2, "b"), (3, None), (4, "d"),
+                                                 (9, "strm")]
     finally:
         old.close()
         new.close()

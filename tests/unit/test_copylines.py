@@ -128,21 +128,24 @@ def test_lines_whose_key_changed_inside_the_window_are_left_to_the_stream() -> N
     assert copylines.units([read], lambda read: dropped | {b"1:61", b"4:61"}) == []
 
 
-def test_lines_stay_in_the_node_and_load_before_the_streams_changes_of_the_table() -> None:
-    """The part sees the window's events and says which keys to leave out; the lines load
-    first, and rows the stream changed after the window are written again after them."""
+def test_lines_stay_in_the_node_and_leave_out_what_the_batch_writes_after_their_start(
+        ) -> None:
+    """The part sees the batch's events and says which keys to leave out: those the batch
+    writes from the window's low watermark on (inside the window, and after it: the lines
+    load after the batch's transaction); a key changed only before the window stays."""
     c = compiled("{source: s.t, target: s2.t}")
     stream = [change(1, {"id": 1, "c": "a", "name": "old"}, {"id": 1, "c": "a", "name": "z"}),
               change(3, {"id": 2, "c": "a", "name": "b"}, {"id": 2, "c": "a", "name": "y"}),
               change(7, None, {"id": 3, "c": "b", "name": "after"})]
-    read = lines_read(b"2:61\t2\tb\n3:62\t3\tc\n", 2)
+    read = lines_read(b"1:61\t1\tz\n2:61\t2\tb\n3:62\t3\tc\n5:61\t5\te\n", 4)
     result = run_part(c, JobSpec(1, False), Part(*Part.of_changes([])[:5], decoded=stream,
                                                    reads=[read._replace(rows=b"")]))
-    assert result.dropped == {read.place: frozenset({b"2:61"})}  # changed inside (seq 3)
+    assert result.dropped == {read.place: frozenset({b"2:61", b"3:62"})}
     [lines, *results] = with_lines([result], [read])
-    assert [(unit.first_seq, unit.sqls[0].text.split()[0]) for unit in in_order(
-        [lines, *results])] == [(-1, "LOAD"), (1 << ROW_BITS, "INSERT")]
-    assert lines.units[0].sqls[0].data == b"3:62\t3\tc\n" and lines.rows == 2
+    [unit] = lines.units
+    assert unit.apart and unit.sqls[0].data == b"1:61\t1\tz\n5:61\t5\te\n"
+    assert lines.rows == 4 and unit.rows == 2
+    assert [u.sqls[0].text.split()[0] for u in in_order(results)] == ["INSERT"]
 
 
 def test_a_complete_result_holds_every_row_counted() -> None:
