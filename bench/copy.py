@@ -29,15 +29,35 @@ STAGES = (("read: SELECT, rows parsed and pickled (Spark task)", "snapshot/tasks
 
 def copy_scenario(peers: Any, rows: int, node_pid: int, setl: bool = True,
                   profile: Path | None = None) -> list[dict[str, Any]]:
-    """A ``rows`` sysbench table copied by setl's snapshot (alone, then racing sysbench
-    writes to the same table) and by ``mydumper | myloader``; each copy checked by
-    pt-table-sync. The target keeps mydumper|myloader's copy (the verify scenario's)."""
+    """A ``rows`` sysbench table copied by setl's snapshot and by ``mydumper | myloader``,
+    like with like: with the target's binlog written (setl's default, myloader
+    ``--enable-binlog``) and without (``snapshot_skip_binlog``, myloader's default); then
+    setl's copy racing sysbench writes to the same table. Each copy checked by pt-table-sync.
+    The target ends equal to the source (the verify scenario starts from it)."""
     peers.source.execute("CREATE DATABASE sbcopy")
     peers.sysbench("--tables=1", f"--table-size={rows}", "--mysql-db=sbcopy", "prepare")
-    alone = setl_copy(peers, rows, "copy", node_pid, rate=0, profile=profile) if setl else \
-        {"equal": True, "differences": []}
-    # (the racing copy changes the source: mydumper|myloader copies it as it is then)
-    racing = [setl_copy(peers, rows, "copywrites", node_pid, rate=200)] if setl else []
+    results = []
+    for binlog in (True, False):
+        mine = setl_copy(peers, rows, "copy" if binlog else "copynobinlog", node_pid, rate=0,
+                         profile=profile if binlog else None, binlog=binlog) if setl else \
+            {"equal": True, "differences": []}
+        theirs = mydumper_myloader(peers, rows, binlog)
+        peer = theirs.pop("rows_per_s")
+        mine["scenario"] = f"full copy {rows:,} rows, target binlog {'on' if binlog else 'off'}"
+        mine.update(mydumper_myloader_rows_per_s=peer, mydumper_myloader_s=theirs["s"],
+                    ratio_setl_mydumper=round(mine["setl_rows_per_s"] / peer, 3)
+                    if peer and mine.get("setl_rows_per_s") else None,
+                    equal=mine["equal"] and theirs["equal"],
+                    differences=mine["differences"] + theirs["differences"])
+        results.append(mine)
+    if setl:  # (it changes the source: the copies above were of the table as prepared)
+        results.append(setl_copy(peers, rows, "copywrites", node_pid, rate=200))
+    return results
+
+
+def mydumper_myloader(peers: Any, rows: int, binlog: bool) -> dict[str, Any]:
+    """``mydumper | myloader`` of sbcopy into an empty target database (myloader writes
+    the target's binlog with ``--enable-binlog`` only)."""
     peers.target.execute("DROP DATABASE IF EXISTS sbcopy")
     dump = Path(tempfile.mkdtemp(prefix="setl-mydumper-"))
     login = ["-h", "127.0.0.1", "-u", "setl", "-p", peers.password, "-t", "2"]
@@ -45,23 +65,17 @@ def copy_scenario(peers: Any, rows: int, node_pid: int, setl: bool = True,
     subprocess.run(["mydumper", *login, "-P", str(peers.port("source")), "-B", "sbcopy",
                     "-o", str(dump)], check=True, capture_output=True)
     subprocess.run(["myloader", *login, "-P", str(peers.port("target")), "-B", "sbcopy",
-                    "-d", str(dump), "-o"], check=True, capture_output=True)
+                    "-d", str(dump), "-o", *(["--enable-binlog"] if binlog else [])],
+                   check=True, capture_output=True)
     took = time.monotonic() - started
     shutil.rmtree(dump, ignore_errors=True)
     bad = peers.differs("target", "sbcopy", ["sbtest1"])
-    peer = None if bad else rows / took
-    alone["scenario"] = f"full copy {rows:,} rows"
-    alone.update(mydumper_myloader_rows_per_s=None if peer is None else round(peer),
-                 mydumper_myloader_s=round(took, 2),
-                 ratio_setl_mydumper=round(alone["setl_rows_per_s"] / peer, 3)
-                 if peer and alone.get("setl_rows_per_s") else None,
-                 equal=alone["equal"] and not bad,
-                 differences=alone["differences"] + bad)
-    return [alone, *racing]
+    return {"rows_per_s": None if bad else round(rows / took), "s": round(took, 2),
+            "equal": not bad, "differences": bad}
 
 
 def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int,
-              profile: Path | None = None) -> dict[str, Any]:
+              profile: Path | None = None, binlog: bool = True) -> dict[str, Any]:
     """setl's ``start: snapshot`` of sbcopy.sbtest1 into an empty table on the target, with
     sysbench writing ``rate`` tx/s to the same table while it copies (0: none)."""
     create = peers.source.rows("SHOW CREATE TABLE sbcopy.sbtest1")[0][1]
@@ -70,7 +84,7 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int,
     pair = {"source": "sbcopy.sbtest1", "target": "sbcopy.sbtest1"}
     peers.cluster.apply([{"name": channel, "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "start": "snapshot",
-        "pairs": [pair]}]}])
+        "snapshot_skip_binlog": not binlog, "pairs": [pair]}]}])
     writer = None
     if rate:
         writer = subprocess.Popen(
