@@ -70,7 +70,9 @@ class Peers:
         self.box = Sandbox(work / "sandbox")
         self.box.down(purge=True)  # a fresh start: nothing left from an interrupted run
         self.servers = self.box.up(owner_pid=os.getpid(), replica=True)
-        self.cluster = Cluster(self.box, work / "cluster", "peers", log_level="debug")
+        # a node as deployed: Spark started as the node starts, not by the first copy
+        self.cluster = Cluster(self.box, work / "cluster", "peers", log_level="debug",
+                               spark_start="boot")
         self.source, self.target, self.replica = (Database(self.box, name) for name in
                                                   ("source", "target", "replica"))
         self.password = self.box.password()

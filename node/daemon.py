@@ -115,6 +115,8 @@ class Node:
 
     def _serve(self, membership: Membership) -> None:
         log.info("event=node_started node=%d address=%s", self.node_id, membership.info.address)
+        if self.config.spark.start == "boot":
+            self.spark.warm()  # in the background: the first pipeline finds it ready
         records: list[ChannelRecord] = []
         try:
             while not self.shutdown.requested.is_set():

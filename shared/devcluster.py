@@ -140,11 +140,13 @@ class Cluster:
                  log_level: str = "info", spark_master: str = "local[2]",
                  env: dict[str, str] | None = None, zk_hosts: str | None = None,
                  zk_settings: dict[str, Any] | None = None,
-                 local_max_rows: int | None = None,
+                 local_max_rows: int | None = None, spark_start: str = "on_demand",
                  security: dict[str, Any] | None = None,
                  manager_settings: dict[str, Any] | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
         self.local_max_rows = local_max_rows  # None: the node's default
+        # tests start many nodes: Spark only where a pipeline needs it (the default is boot)
+        self.spark_start = spark_start
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.zk_hosts = zk_hosts  # default: the sandbox's ZooKeeper
         self.zk_settings = zk_settings or {}  # more of the daemons' zookeeper settings
@@ -172,7 +174,8 @@ class Cluster:
             body.update(self.manager_settings)
         if kind == "node":
             body["spark"] = {"master": self.spark_master, "driver_memory": "512m",
-                             "options": {"spark.default.parallelism": "2"}}
+                             "options": {"spark.default.parallelism": "2"},
+                             "start": self.spark_start}
             if self.local_max_rows is not None:
                 body["spark"]["local_max_rows"] = self.local_max_rows
         path = self.workdir / f"{kind}.yaml"

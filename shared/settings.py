@@ -92,6 +92,9 @@ class SparkSettings:
     # node spends on ~4,000 rows; a caught-up pipeline's batches (a few hundred rows every
     # batch_timeout_ms) are its latency. 0 sends every batch to Spark
     local_max_rows: int = 2000
+    # boot: the node starts Spark in the background as it starts (6-10 s of a first
+    # pipeline's start otherwise: a copy, a takeover); on_demand: when a pipeline needs it
+    start: str = "boot"
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,9 @@ def load_node(path: str | Path | None) -> NodeSettings:
         spark = SparkSettings(entry.get("master", Field.string, spark.master),
                               entry.get("driver_memory", Field.string, spark.driver_memory),
                               options, entry.get("local_max_rows", lambda f: f.integer(low=0),
-                                        spark.local_max_rows))
+                                        spark.local_max_rows),
+                              entry.get("start", lambda f: f.choice(["boot", "on_demand"]),
+                                        spark.start))
         entry.close()
     settings = NodeSettings(
         top.get("listen", lambda f: f.string(_address), defaults.listen),

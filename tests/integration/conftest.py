@@ -81,6 +81,8 @@ def daemon_config(tmp_path: Path, zk_hosts: str, zk_root: str,
                               "session_timeout_s": SESSION_TIMEOUT_S, "connect_timeout_s": 5},
                 "log_level": "info",
                 "security": {"secret_dirs": [str(sandbox.secret_file.parent)]}, **extra}
+        if kind == "node" and "spark" not in extra:  # tests start many nodes: Spark only
+            body["spark"] = {"start": "on_demand"}  # where a pipeline needs it
         path = tmp_path / f"{kind}-{uuid.uuid4().hex[:6]}.yaml"
         path.write_text(yaml.safe_dump(body))
         return path
@@ -115,10 +117,10 @@ def start_manager(daemons: list[Daemon], daemon_config: Callable[..., Path],
 
 @pytest.fixture
 def start_node(daemons: list[Daemon], daemon_config: Callable[..., Path],
-               tmp_path: Path, zk_client: KazooClient, zk_root: str) -> Callable[[int], Daemon]:
-    def start(node_id: int) -> Daemon:
+               tmp_path: Path, zk_client: KazooClient, zk_root: str) -> Callable[..., Daemon]:
+    def start(node_id: int, **config: object) -> Daemon:
         daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
-                         str(daemon_config("node"))], tmp_path / f"node-{node_id}.log")
+                         str(daemon_config("node", **config))], tmp_path / f"node-{node_id}.log")
         daemons.append(daemon)
         paths = zk.ZkPaths(zk_root)
         wait_for(lambda: zk_client.exists(paths.node(node_id)), 30, f"node {node_id} entry")

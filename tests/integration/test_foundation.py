@@ -208,7 +208,12 @@ def test_node_registers_reports_candidates_and_vanishes_when_killed(
 
 
 def test_node_stops_cleanly_on_sigterm(start_node, zk_client, zk_root):
-    node = start_node(4)
+    """With spark.start: boot (the default) the node starts Spark as it starts, before any
+    pipeline asks, and still stops cleanly."""
+    node = start_node(4, spark={"master": "local[1]", "driver_memory": "512m",
+                                "start": "boot"})
+    wait_for(lambda: "event=spark_started" in node.output(), 90, "Spark started at boot")
+    assert "event=pipeline_assigned" not in node.output()
     assert node.terminate() == 0
     assert not zk_client.exists(zk.ZkPaths(zk_root).node(4))
     assert "event=node_stopped node=4" in node.output()

@@ -369,3 +369,10 @@ def test_metrics_is_the_nodes_and_web_the_managers(tmp_path: Path) -> None:
     path = write(tmp_path, "metrics: {listen: 127.0.0.1:1}\nweb: {listen: 127.0.0.1:2}\n")
     assert [line.split(": ")[1] for line in errors(load_manager, path)] == ["metrics"]
     assert [line.split(": ")[1] for line in errors(load_node, path)] == ["web"]
+
+
+def test_spark_starts_at_boot_unless_told_to_wait(tmp_path: Path) -> None:
+    assert load_node(None).spark.start == "boot"
+    assert load_node(write(tmp_path, "spark:\n  start: on_demand\n")).spark.start == "on_demand"
+    with pytest.raises(ConfigError, match=r"settings.yaml:2: spark.start: .*boot.*on_demand"):
+        load_node(write(tmp_path, "spark:\n  start: later\n"))
