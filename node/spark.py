@@ -79,6 +79,10 @@ def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any
     return [found for item in items for found in task(compiled, item)]
 
 
+WARM_TRIES = 3  # starts in the background before a pipeline needs Spark
+WARM_RETRY_S = 2.0
+
+
 class SparkRunner:
     """Starts Spark on first use; runs one Extract/Transform job per batch."""
 
@@ -103,10 +107,15 @@ class SparkRunner:
         self._warming.start()
 
     def _warm(self) -> None:
-        try:
-            self.context  # noqa: B018 - starts the session
-        except SetlError as exc:
-            log.warning("event=spark_warm_failed error=%s", exc)
+        for attempt in range(1, WARM_TRIES + 1):
+            try:
+                self.context  # noqa: B018 - starts the session
+                return
+            except SetlError as exc:  # (a launch racing the node's own start has failed:
+                # the gateway JVM lost its pipe) again, a little later
+                log.warning("event=spark_warm_failed attempt=%d error=%s", attempt, exc)
+            if self._stopping.wait(WARM_RETRY_S):
+                return
 
     def _start(self) -> Any:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
