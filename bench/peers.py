@@ -100,12 +100,12 @@ class Peers:
         status = dict(zip([column[0] for column in cursor.description], row, strict=True))
         return str(status.get("Last_SQL_Error") or status.get("Last_IO_Error") or "")
 
-    def start_setl(self, tables: int) -> None:
+    def start_setl(self, tables: int, **params: object) -> None:
         pairs = [{"source": f"{DB}.sbtest[1-{tables}]", "target": f"{DB}.sbtest[1-{tables}]"},
                  {"source": f"{DB}.beat", "target": f"{DB}.beat"}]
         self.cluster.apply([{"name": "bench", "pipelines": [{
             "name": "forward", "source": "source", "target": "target", "ddl_sync": True,
-            "batch_size": 10000, "load_batch_size": 2000, "pairs": pairs}]}])
+            "batch_size": 10000, "load_batch_size": 2000, **params, "pairs": pairs}]}])
         self.cluster.set_status("bench", "START")
         self.cluster.wait_running("bench")
 
@@ -318,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
+    parser.add_argument("--batch-timeout-ms", type=int, default=0,
+                        help="the stream scenarios' pipeline's batch_timeout_ms (0: setl's "
+                             "default)")
     parser.add_argument("--corrupt", type=int, default=30, help="target rows the verify "
                         "scenario corrupts")
     parser.add_argument("--scenarios", default="copy,verify,bulk,delay,noisy,catchup")
@@ -348,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         for db in (peers.source, peers.replica):  # the replica starts from here on
             db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         peers.start_replica()
-        peers.start_setl(args.tables)
+        peers.start_setl(args.tables, **({"batch_timeout_ms": args.batch_timeout_ms}
+                                         if args.batch_timeout_ms else {}))
         peers.source.execute(BEAT)
         if "bulk" in scenarios or "delay" in scenarios:
             results.append(bulk_scenario(peers, args.tables, args.table_size, node.pid))

@@ -160,7 +160,9 @@ class PipelineParams:
 
     parallelism: int = 5
     batch_size: int = 20_000  # a catch-up's batches: large enough to amortise a Spark job
-    batch_timeout_ms: int = 100
+    # a caught-up pipeline's batches: 100 → 50 ms took the 1,000 tx/s delay p99 from 312 to
+    # 196 ms (bench.peers --scenarios delay, peers-20261125-091854)
+    batch_timeout_ms: int = 50
     load_batch_size: int = 1000
     ddl_sync: bool = False
     skip_load_exception: bool = False

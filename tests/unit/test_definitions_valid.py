@@ -79,7 +79,7 @@ def test_example_full_file_loads_every_option() -> None:
 def test_pipeline_defaults_apply() -> None:
     (pipeline,) = load(channel("")).channels[0].pipelines
     assert pipeline.params == PipelineParams(
-        parallelism=5, batch_size=20_000, batch_timeout_ms=100, load_batch_size=1000,
+        parallelism=5, batch_size=20_000, batch_timeout_ms=50, load_batch_size=1000,
         ddl_sync=False, skip_load_exception=False, dry_run=False, max_retries=5,
         startup=StartupMode.LATEST, start_position=None)
     assert (pipeline.select_nodes, pipeline.load_nodes) == ((), ())
