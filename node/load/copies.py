@@ -38,15 +38,13 @@ from node.changes import Batch
 from node.extract import loaddata
 from node.extract.job import Unit
 from node.load import localdata, owners
-from node.load.owners import FencedError
+from node.load.owners import CLIENT_ERRORS, RETRYABLE, FencedError
 from shared import endpoint as endpoints
 from shared.errors import LoadError
 from shared.model import DataSource, PipelineParams
 from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.load.copies")
-RETRYABLE = {1205, 1213}  # lock wait timeout, deadlock: again
-CLIENT_ERRORS = 2000  # the connection's: again, on a new one
 
 
 class Copies:
@@ -142,7 +140,12 @@ class Copies:
         return conn
 
     def _give(self, name: str, conn: pymysql.Connection) -> None:
-        self._idle[name].put(conn)
+        with self._lock:
+            idle = self._idle.get(name)
+        if idle is None:  # closed meanwhile
+            self._drop(conn)
+        else:
+            idle.put(conn)
 
     def _drop(self, conn: Any) -> None:
         if conn is None:

@@ -20,6 +20,10 @@ from shared.errors import LoadError
 
 log = logging.getLogger("setl.node.load.owners")
 LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for a zombie
+# a target's error codes, as Load and the copies beside it treat them
+LOCK_WAIT_TIMEOUT = 1205
+RETRYABLE = {LOCK_WAIT_TIMEOUT, 1213}  # lock wait timeout, deadlock: again
+CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
 
 OWNER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_owner (
   pipeline_id VARCHAR(191) NOT NULL,

@@ -46,6 +46,17 @@ def printed(db: Database, schema: str, columns: list[tuple[str, str]] = COLUMNS,
     return db.rows(f"SELECT id, {', '.join(exprs)} FROM `{schema}`.{table} ORDER BY id")
 
 
+def assert_same_cells(source: Database, target: Database, schema: str,
+                      columns: list[tuple[str, str]] = COLUMNS, table: str = "alltypes") -> None:
+    want = printed(source, schema, columns, table)
+    got = printed(target, schema, columns, table)
+    assert len(got) == len(want), f"{table}: {len(want)} rows on the source, {len(got)} here"
+    for expected, actual in zip(want, got, strict=True):
+        for (name, _), a, b in zip([("id", ""), *columns], expected, actual, strict=True):
+            assert a == b, f"{table} row {expected[0]} column {name}: source {a!r}, " \
+                           f"target {b!r}"
+
+
 def test_every_type_round_trips_cell_by_cell(cluster, source, target):
     columns = ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS)
     schema = make_schema(source, target, f"CREATE TABLE `{{schema}}`.alltypes (id INT PRIMARY KEY, "
@@ -60,10 +71,7 @@ def test_every_type_round_trips_cell_by_cell(cluster, source, target):
     source.execute(f"INSERT INTO `{schema}`.alltypes (id, dt, dtm, ts) VALUES "  # zero dates
                    "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00')")
     wait_for(lambda: len(target.table(schema, "alltypes")) == 4, 60, "all rows on the target")
-    want, got = printed(source, schema), printed(target, schema)
-    for expected, actual in zip(want, got, strict=True):
-        for (name, _), a, b in zip([("id", ""), *COLUMNS], expected, actual, strict=True):
-            assert a == b, f"row {expected[0]} column {name}: source {a!r}, target {b!r}"
+    assert_same_cells(source, target, schema)
 
 
 # every type LOAD DATA … REPLACE writes (a BIT column keeps a table's rows on INSERTs), and
@@ -73,41 +81,49 @@ REPLACED = [*(column for column in COLUMNS if not column[1].startswith("BIT")),
             ("u3", "VARCHAR(20) CHARACTER SET utf8mb3")]
 
 
-def test_rows_loaded_by_load_data_round_trip_cell_by_cell(cluster, source, target):
-    """The same values, each row a batch's upsert written as LOAD DATA … REPLACE (from one
-    row on): cell by cell equal, escapes and NULLs included; the target counts the loads."""
+def replaced_schema(source: Database, target: Database, table: str) -> str:
+    """A schema with ``alltypes`` and ``table`` (the REPLACED columns) on both servers."""
     columns = ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS)
     replaced = ", ".join(f"`{name}` {kind}" for name, kind in REPLACED)
-    schema = make_schema(
+    return make_schema(
         source, target,
         f"CREATE TABLE `{{schema}}`.alltypes (id INT PRIMARY KEY, {columns}) "
         "DEFAULT CHARSET=utf8mb4",
-        f"CREATE TABLE `{{schema}}`.loaded (id INT PRIMARY KEY, {replaced}) "
+        f"CREATE TABLE `{{schema}}`.{table} (id INT PRIMARY KEY, {replaced}) "
         "DEFAULT CHARSET=utf8mb4")
-    cluster.apply([one_way("loaded", schema, ["loaded"], load_data_min_rows=1)])
-    cluster.set_status("loaded", "START")
-    cluster.wait_running("loaded")
-    loads = int(target.rows("SHOW GLOBAL STATUS LIKE 'Com_load'")[0][1])
+
+
+def fill_replaced(source: Database, schema: str, table: str) -> None:
+    """``alltypes`` gets ROWS; ``table`` their values, escapes in every charset, binary
+    values with backslashes and zero bytes, zero dates and 1,000 rows more."""
     source.execute("SET time_zone = '+00:00'")
     for row in ROWS:
         source.execute(f"INSERT INTO `{schema}`.alltypes VALUES {row}")
     names = ", ".join(f"`{name}`" for name, _ in COLUMNS if name not in ("b1", "b64"))
     source.script(
-        f"INSERT INTO `{schema}`.loaded (id, {names}) SELECT id, {names} FROM "
+        f"INSERT INTO `{schema}`.{table} (id, {names}) SELECT id, {names} FROM "
         f"`{schema}`.alltypes",
-        f"UPDATE `{schema}`.loaded SET l1 = 'é\\t\\n\\\\ \\0 ÿ€', a1 = 'tab\\there', "
-        "u3 = 'ünï\\\\N', vc = '\\\\N', tx = 'line\\nbreak\\r\\t' WHERE id = 1",
-        f"UPDATE `{schema}`.loaded SET id = 4, l1 = '' WHERE id = 3",
-        f"INSERT INTO `{schema}`.loaded (id, dt, dtm, ts) VALUES "
+        f"UPDATE `{schema}`.{table} SET l1 = 'é\\t\\n\\\\ \\0 ÿ€', a1 = 'tab\\there', "
+        "u3 = 'ünï\\\\N', vc = '\\\\N', tx = 'line\\nbreak\\r\\t', vb = x'5c4e000a09', "
+        "bn = x'5c000000' WHERE id = 1",
+        f"UPDATE `{schema}`.{table} SET id = 4, l1 = '' WHERE id = 3",
+        f"INSERT INTO `{schema}`.{table} (id, dt, dtm, ts) VALUES "
         "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00')",
-        f"INSERT INTO `{schema}`.loaded (id, vc) SELECT seq, CONCAT('row ', seq) FROM "
-        "mysql.seq_10_to_1009")
+        f"INSERT INTO `{schema}`.{table} (id, vc, tx) SELECT seq, CONCAT('row ', seq), "
+        "REPEAT('long text ', seq) FROM mysql.seq_10_to_1009")
+
+
+def test_rows_loaded_by_load_data_round_trip_cell_by_cell(cluster, source, target):
+    """The same values, each row a batch's upsert written as LOAD DATA … REPLACE (from one
+    row on): cell by cell equal, escapes and NULLs included; the target counts the loads."""
+    schema = replaced_schema(source, target, "loaded")
+    cluster.apply([one_way("loaded", schema, ["loaded"], load_data_min_rows=1)])
+    cluster.set_status("loaded", "START")
+    cluster.wait_running("loaded")
+    loads = int(target.rows("SHOW GLOBAL STATUS LIKE 'Com_load'")[0][1])
+    fill_replaced(source, schema, "loaded")
     wait_for(lambda: len(target.table(schema, "loaded")) == 1004, 60, "all rows on the target")
-    want = printed(source, schema, REPLACED, "loaded")
-    got = printed(target, schema, REPLACED, "loaded")
-    for expected, actual in zip(want, got, strict=True):
-        for (name, _), a, b in zip([("id", ""), *REPLACED], expected, actual, strict=True):
-            assert a == b, f"row {expected[0]} column {name}: source {a!r}, target {b!r}"
+    assert_same_cells(source, target, schema, REPLACED, "loaded")
     assert int(target.rows("SHOW GLOBAL STATUS LIKE 'Com_load'")[0][1]) > loads
 
 
@@ -117,28 +133,9 @@ def test_every_type_copied_as_the_sources_own_lines_round_trips_cell_by_cell(
     the target has the same column types and charsets: cell by cell equal, escapes, NULLs,
     zero dates and an empty ENUM value (its chunk read as rows) included. A table with a
     BIT column is read as rows, and is equal too."""
-    columns = ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS)
-    replaced = ", ".join(f"`{name}` {kind}" for name, kind in REPLACED)
-    schema = make_schema(
-        source, target,
-        f"CREATE TABLE `{{schema}}`.alltypes (id INT PRIMARY KEY, {columns}) "
-        "DEFAULT CHARSET=utf8mb4",
-        f"CREATE TABLE `{{schema}}`.copied (id INT PRIMARY KEY, {replaced}) "
-        "DEFAULT CHARSET=utf8mb4")
-    source.execute("SET time_zone = '+00:00'")
-    for row in ROWS:
-        source.execute(f"INSERT INTO `{schema}`.alltypes VALUES {row}")
-    names = ", ".join(f"`{name}`" for name, _ in COLUMNS if name not in ("b1", "b64"))
+    schema = replaced_schema(source, target, "copied")
+    fill_replaced(source, schema, "copied")
     source.script(
-        f"INSERT INTO `{schema}`.copied (id, {names}) SELECT id, {names} FROM "
-        f"`{schema}`.alltypes",
-        f"UPDATE `{schema}`.copied SET l1 = 'é\\t\\n\\\\ \\0 ÿ€', a1 = 'tab\\there', "
-        "u3 = 'ünï\\\\N', vc = '\\\\N', tx = 'line\\nbreak\\r\\t', vb = x'5c4e000a09', "
-        "bn = x'5c000000' WHERE id = 1",
-        f"INSERT INTO `{schema}`.copied (id, dt, dtm, ts) VALUES "
-        "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00')",
-        f"INSERT INTO `{schema}`.copied (id, vc, tx) SELECT seq, CONCAT('row ', seq), "
-        "REPEAT('long text ', seq) FROM mysql.seq_10_to_1009",
         "SET SESSION sql_mode = ''",
         f"INSERT INTO `{schema}`.copied (id, en) VALUES (2000, 'not a value')",  # ''
         "SET SESSION sql_mode = DEFAULT")
@@ -156,14 +153,8 @@ def test_every_type_copied_as_the_sources_own_lines_round_trips_cell_by_cell(
 
     for name in ("lines", "asrows"):
         wait_for(lambda name=name: done(name), 120, f"{name}: the copy done")
-    for table, columns_ in (("copied", REPLACED), ("alltypes", COLUMNS)):
-        want = printed(source, schema, columns_, table)
-        got = printed(target, schema, columns_, table)
-        assert len(got) == len(want)
-        for expected, actual in zip(want, got, strict=True):
-            for (name, _), a, b in zip([("id", ""), *columns_], expected, actual, strict=True):
-                assert a == b, f"{table} row {expected[0]} column {name}: source {a!r}, " \
-                               f"target {b!r}"
+    assert_same_cells(source, target, schema, REPLACED, "copied")
+    assert_same_cells(source, target, schema)
     windows = [line for line in log.read_text().splitlines() if "event=snapshot_window " in line]
     as_lines = {name: sum(int(line.rsplit("as_lines=", 1)[1]) for line in windows
                           if f"pipeline={name}.forward " in line) for name in ("lines", "asrows")}
