@@ -210,7 +210,8 @@ def test_through_renames_excluded_and_virtual_columns_and_shards_on_two_targets(
 HOT = "CREATE TABLE `{schema}`.hot (id INT PRIMARY KEY, v INT, note VARCHAR(30))"
 
 
-def writer(db: Database, table: str, keys: int, stop: threading.Event, seed: int) -> None:
+def writer(db: Database, table: str, keys: int, stop: threading.Event, seed: int,
+           began: threading.Event | None = None) -> None:
     rng = random.Random(seed)
     while not stop.is_set():
         key = rng.randint(1, keys)
@@ -218,6 +219,8 @@ def writer(db: Database, table: str, keys: int, stop: threading.Event, seed: int
             f"UPDATE {table} SET v = v + 1, note = 'w{seed}' WHERE id = {key}",
             f"DELETE FROM {table} WHERE id = {key}",
             f"INSERT INTO {table} VALUES ({key}, {key}, 'new') ON DUPLICATE KEY UPDATE v = 0"]))
+        if began is not None:
+            began.set()
         stop.wait(0.004)
 
 
@@ -227,7 +230,9 @@ def test_concurrent_writes_give_no_false_difference(
         method: str) -> None:
     schema = make_schema(source, target, HOT)
     channel = f"v-race-{method}"
-    start(cluster, one_way(channel, schema, ["hot"]))
+    # batches cut only every 0.5 s: the target is always a little behind the writer, so
+    # chunks read under it differ at first and must settle (the race this test is about)
+    start(cluster, one_way(channel, schema, ["hot"], batch_timeout_ms=500))
     table = f"`{schema}`.hot"
     source.execute(f"INSERT INTO {table} VALUES " + ", ".join(
         f"({i}, {i}, 'cold')" for i in range(1, 2001)))
@@ -235,8 +240,11 @@ def test_concurrent_writes_give_no_false_difference(
     target.execute(f"UPDATE {table} SET note = 'corrupt' WHERE id = 1900")  # no writer there
     stop = threading.Event()
     db = Database(cluster.sandbox, "source")
-    thread = threading.Thread(target=writer, args=(db, table, 1500, stop, 7), daemon=True)
+    began = threading.Event()
+    thread = threading.Thread(target=writer, args=(db, table, 1500, stop, 7, began),
+                              daemon=True)
     thread.start()
+    assert began.wait(30), "the writer did not start"
     try:
         # about 2 s of reading (--rate) while ~250 writes a second change the rows
         code, report = verify(cluster, capsys, channel, "--chunk-size", "100", "--compare",
