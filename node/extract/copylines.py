@@ -32,6 +32,13 @@ What makes that exact:
   in the line. So a line writes its row as the target holds it at the end of the batch, or a
   row that was not there yet.
 
+Where the target's ``LOAD DATA`` would take a lock on the whole table (an AUTO_INCREMENT
+column under ``innodb_autoinc_lock_mode`` 1, MariaDB's default: copies on several connections
+then load one after another), each line holds the row as a ``VALUES`` tuple instead — text
+values as ``_binary`` literals of their bytes (:func:`_value`) — and the copy is a multi-row
+``REPLACE``, which takes no such lock (on the development machine, sysbench's table on two
+connections: 72k rows/s by ``LOAD DATA``, 91k by tuples).
+
 A chunk that cannot go this way after all — a value too large for one result
 (``group_concat_max_len``), or an empty ENUM value (a strict target refuses it in LOAD DATA)
 — is read again the ordinary way by the same task, still inside its window.
@@ -54,8 +61,10 @@ if TYPE_CHECKING:
     from node.extract.etl import CompiledPipeline
     from node.extract.reads import Read, ReadColumn
 
+STATEMENT = 1 << 20  # bytes of VALUES tuples in one REPLACE, about (under max_allowed_packet)
 KEY_VARIABLE = "@setl_key"  # where LOAD DATA puts a line's key token (and nothing reads it)
 STRING_KEYS = frozenset(("char", "varchar", "binary", "varbinary"))
+_NUMBERS = INTEGER_TYPES | {"decimal", "float", "double", "year"}
 _TEXT = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
                    "set", "json", "binary", "varbinary", "tinyblob", "blob", "mediumblob",
                    "longblob"))
@@ -82,6 +91,7 @@ class LinesPlan:
     sources: tuple[ReadColumn, ...]  # the source columns a line holds, in order
     targets: tuple[str, ...]  # the target columns they load into, in the same order
     enums: tuple[str, ...] = ()  # source ENUM columns (an empty value reads rows instead)
+    values: bool = False  # lines hold VALUES tuples (the target locks for LOAD DATA)
 
     @property
     def target(self) -> Target:
@@ -133,14 +143,19 @@ def plan(compiled: CompiledPipeline, facts: Callable[[Target], TableFacts], sche
         parts.append(KeyPart(name, kind, codec))
     return LinesPlan(mapping.datasource, mapping.schema, mapping.table, mapping.push_weight,
                      tuple(parts), tuple(sources), tuple(targets),
-                     tuple(column.name for column in sources if column.data_type == "enum"))
+                     tuple(column.name for column in sources if column.data_type == "enum"),
+                     target.bulk_lock)
 
 
 def query(plan_: LinesPlan, schema: str, table: str, condition: str) -> str:
     """The chunk as one row: its row count, its lines (``\\n`` after each), and whether an
     ENUM column holds the empty value."""
-    fields = [_key_token(plan_.keys)] + [_field(column) for column in plan_.sources]
-    line = "CONCAT(" + ", '\\t', ".join(fields) + ", '\\n')"
+    if plan_.values:
+        tuple_ = ", ',', ".join(_value(column) for column in plan_.sources)
+        line = f"CONCAT({_key_token(plan_.keys)}, '\\t(', {tuple_}, ')\\n')"
+    else:
+        fields = [_key_token(plan_.keys)] + [_field(column) for column in plan_.sources]
+        line = "CONCAT(" + ", '\\t', ".join(fields) + ", '\\n')"
     empty = " OR ".join(f"{quote(name)} = ''" for name in plan_.enums) or "FALSE"
     return (f"SELECT COUNT(*), GROUP_CONCAT({line} SEPARATOR ''), "
             f"COALESCE(MAX({empty}), 0) FROM {qualified(schema, table)} WHERE {condition}")
@@ -169,6 +184,20 @@ def _field(column: ReadColumn) -> str:
             value = f"REPLACE({value}, '{char}', '{escaped}')"
         value = f"REPLACE({value}, CHAR(0), '\\\\0')"
     return f"IFNULL({value}, '\\\\N')"
+
+
+def _value(column: ReadColumn) -> str:
+    """A column's value in a VALUES tuple as SQL: numbers as their text, other values
+    quoted (text as ``_binary`` literals of its bytes: any charset, read by a target column
+    of the same one), a line break escaped, ``NULL`` for NULL."""
+    if column.data_type in _NUMBERS:
+        value = column.expression if column.data_type == "float" else quote(column.name)
+        return f"IFNULL(CAST({value} AS BINARY), 'NULL')"
+    quoted = f"QUOTE(CAST({quote(column.name)} AS BINARY))"  # QUOTE(NULL) is NULL's text
+    if column.data_type not in _TEXT:
+        return quoted
+    quoted = f"REPLACE(REPLACE({quoted}, '\\n', '\\\\n'), '\\r', '\\\\r')"
+    return f"IF({quote(column.name)} IS NULL, 'NULL', CONCAT('_binary', {quoted}))"
 
 
 def complete(count: int, lines: bytes) -> bool:
@@ -232,10 +261,30 @@ def units(reads: Sequence[Read], dropped: Callable[[Read], frozenset[bytes]]) ->
             count = len(kept)
         if not count:
             continue
-        head = loaddata.head(plan_.schema, plan_.table, [KEY_VARIABLE, *map(quote,
-                                                                            plan_.targets)])
-        sqls = [Sql(head, rows, data=data) for rows, data in loaddata.pieces(lines)]
+        if plan_.values:
+            sqls = _replaces(plan_, lines)
+        else:
+            head = loaddata.head(plan_.schema, plan_.table,
+                                 [KEY_VARIABLE, *map(quote, plan_.targets)])
+            sqls = [Sql(head, rows, data=data) for rows, data in loaddata.pieces(lines)]
         # first of the table's units in the batch (see the module's "Same place")
         found.append(Unit(plan_.datasource, plan_.schema, plan_.table, plan_.push_weight, -1,
                           sqls, count, tuple(part.name for part in plan_.keys), apart=True))
+    return found
+
+
+def _replaces(plan_: LinesPlan, lines: bytes) -> list[Sql]:
+    """Lines of VALUES tuples as multi-row REPLACE statements of about ``STATEMENT`` bytes."""
+    head = (f"REPLACE INTO {qualified(plan_.schema, plan_.table)} "
+            f"({', '.join(map(quote, plan_.targets))}) VALUES ")
+    found, tuples, size = [], [], 0
+    for line in lines.split(b"\n")[:-1]:
+        tuple_ = line[line.find(b"\t") + 1:]
+        tuples.append(tuple_)
+        size += len(tuple_) + 1
+        if size >= STATEMENT:
+            found.append(Sql(head, len(tuples), data=b",".join(tuples), inline=True))
+            tuples, size = [], 0
+    if tuples:
+        found.append(Sql(head, len(tuples), data=b",".join(tuples), inline=True))
     return found

@@ -4,7 +4,11 @@
   ENUM columns may need a lenient write): :class:`~node.extract.render.Column`;
 - whether its changes must keep source order instead of being merged by key (see
   :mod:`node.extract.merge`): a unique key besides the one rows are keyed by, or a foreign
-  key to or from the table.
+  key to or from the table;
+- whether a bulk load (``LOAD DATA``) takes a lock on the whole table: an AUTO_INCREMENT
+  column while ``innodb_autoinc_lock_mode`` is below 2 (MariaDB's default, 1) — snapshot
+  copies then go as multi-row statements, which take no such lock and load in parallel
+  (:mod:`node.extract.copylines`).
 
 The node reads these once per table (again after a DDL) and ships them with each
 Extract/Transform job, so Spark workers never ask a target themselves.
@@ -33,6 +37,7 @@ class TableFacts:
     unique: tuple[frozenset[str], ...] = ()  # the columns of each unique index
     foreign_keys: bool = False  # a foreign key to or from the table
     triggers: bool = False  # the table has triggers (rows never go as REPLACE)
+    bulk_lock: bool = False  # LOAD DATA into it holds the table's AUTO-INC lock
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -41,11 +46,16 @@ class TableFacts:
 
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
-                   "COALESCE(GENERATION_EXPRESSION, '') <> '', COLUMN_TYPE FROM "
-                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-                   (schema, table))
+                   "COALESCE(GENERATION_EXPRESSION, '') <> '', COLUMN_TYPE, "
+                   "EXTRA LIKE '%%auto_increment%%' FROM information_schema.COLUMNS WHERE "
+                   "TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema, table))
+    found = cursor.fetchall()
     columns = {row[0]: Column(row[1], row[2], bool(row[3]), str(row[4]).lower())
-               for row in cursor.fetchall()}
+               for row in found}
+    bulk_lock = False
+    if any(int(row[5]) for row in found):
+        cursor.execute("SELECT @@innodb_autoinc_lock_mode")
+        bulk_lock = int(cursor.fetchone()[0]) < 2
     cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
                    "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
                    "AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", (schema, table))
@@ -57,7 +67,8 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     foreign_keys = bool(int(cursor.fetchone()[0]))
     cursor.execute("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
                    "EVENT_OBJECT_SCHEMA = %s AND EVENT_OBJECT_TABLE = %s", (schema, table))
-    return TableFacts(columns, unique, foreign_keys, bool(int(cursor.fetchone()[0])))
+    return TableFacts(columns, unique, foreign_keys, bool(int(cursor.fetchone()[0])),
+                      bulk_lock)
 
 
 class TargetFacts:

@@ -34,6 +34,7 @@ class Sql(NamedTuple):
     lenient: tuple[str, ...] = ()  # see render.Statement
     what: Any = None  # the keys or rows it writes: kept in one-by-one mode, for the log
     data: bytes | None = None  # a LOAD DATA LOCAL INFILE's rows (node.extract.loaddata)
+    inline: bool = False  # ``data`` is the statement's end (VALUES tuples), not a file
 
 
 def literal(value: Any) -> str:

@@ -113,8 +113,11 @@ class Copies:
                     "pipeline; this node stops (the copy's chunks are read again)")
             written = 0
             for sql in unit.sqls:
-                with localdata.serving(loaddata.FILE, sql.data or b""):
-                    cursor.execute(sql.text)
+                if sql.inline:  # a multi-row REPLACE: its tuples end the statement
+                    cursor.execute(sql.text.encode() + (sql.data or b""))
+                else:
+                    with localdata.serving(loaddata.FILE, sql.data or b""):
+                        cursor.execute(sql.text)
                 written += sql.rows
         conn.commit()
         return written

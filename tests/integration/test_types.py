@@ -131,8 +131,9 @@ def test_every_type_copied_as_the_sources_own_lines_round_trips_cell_by_cell(
         cluster, source, target):
     """A snapshot reads chunks as the source's LOAD DATA lines (node.extract.copylines) where
     the target has the same column types and charsets: cell by cell equal, escapes, NULLs,
-    zero dates and an empty ENUM value (its chunk read as rows) included. A table with a
-    BIT column is read as rows, and is equal too."""
+    zero dates and an empty ENUM value (its chunk read as rows) included. The same rows in
+    a table with an AUTO_INCREMENT key go as multi-row REPLACE tuples (LOAD DATA would lock
+    that table). A table with a BIT column is read as rows, and is equal too."""
     schema = replaced_schema(source, target, "copied")
     fill_replaced(source, schema, "copied")
     source.script(
@@ -140,22 +141,36 @@ def test_every_type_copied_as_the_sources_own_lines_round_trips_cell_by_cell(
         f"INSERT INTO `{schema}`.copied (id, en) VALUES (2000, 'not a value')",  # ''
         "SET SESSION sql_mode = DEFAULT")
     assert source.rows(f"SELECT en FROM `{schema}`.copied WHERE id = 2000") == [("",)]
+    for db in (source, target):
+        db.script(f"CREATE TABLE `{schema}`.counted LIKE `{schema}`.copied",
+                  f"ALTER TABLE `{schema}`.counted MODIFY id INT NOT NULL AUTO_INCREMENT")
+    source.script("SET SESSION sql_mode = ''",
+                  f"INSERT INTO `{schema}`.counted SELECT * FROM `{schema}`.copied",
+                  "SET SESSION sql_mode = DEFAULT")
+    replaces = int(target.rows("SHOW GLOBAL STATUS LIKE 'Com_replace'")[0][1])
     log = cluster.workdir / "node-1.log"
     cluster.apply([one_way("lines", schema, ["copied"], start="snapshot",
                            snapshot_chunk_size=100),
+                   one_way("tuples", schema, ["counted"], start="snapshot",
+                           snapshot_chunk_size=100),
                    one_way("asrows", schema, ["alltypes"], start="snapshot")])
-    for name in ("lines", "asrows"):
+    for name in ("lines", "tuples", "asrows"):
         cluster.set_status(name, "START")
 
     def done(name: str) -> bool:
         copies = list(cluster.pipeline_state(name).snapshots)
         return bool(copies) and all(copy.state == "done" for copy in copies)
 
-    for name in ("lines", "asrows"):
+    for name in ("lines", "tuples", "asrows"):
         wait_for(lambda name=name: done(name), 120, f"{name}: the copy done")
     assert_same_cells(source, target, schema, REPLACED, "copied")
+    assert_same_cells(source, target, schema, REPLACED, "counted")
     assert_same_cells(source, target, schema)
     windows = [line for line in log.read_text().splitlines() if "event=snapshot_window " in line]
     as_lines = {name: sum(int(line.rsplit("as_lines=", 1)[1]) for line in windows
-                          if f"pipeline={name}.forward " in line) for name in ("lines", "asrows")}
-    assert as_lines["lines"] >= 5 and as_lines["asrows"] == 0, as_lines
+                          if f"pipeline={name}.forward " in line)
+                for name in ("lines", "tuples", "asrows")}
+    assert as_lines["lines"] >= 5 and as_lines["tuples"] >= 5 and as_lines["asrows"] == 0, \
+        as_lines
+    # the tuples went as REPLACE statements (one a chunk at least; nothing else replaces)
+    assert int(target.rows("SHOW GLOBAL STATUS LIKE 'Com_replace'")[0][1]) - replaces >= 5

@@ -159,3 +159,26 @@ def test_lines_are_cut_into_statements_at_whole_lines(monkeypatch) -> None:
     monkeypatch.setattr(loaddata, "CHUNK", 10)
     assert list(loaddata.pieces(b"aaa\nbbb\nccccccccccccc\nd\n")) == [
         (2, b"aaa\nbbb\n"), (1, b"ccccccccccccc\n"), (1, b"d\n")]
+
+
+def test_a_target_that_locks_for_load_data_gets_multi_row_replace_tuples(monkeypatch) -> None:
+    """An AUTO_INCREMENT target under innodb_autoinc_lock_mode 1 (facts.bulk_lock): the
+    source writes each row as a VALUES tuple (text as _binary literals, a line break
+    escaped), and the lines left after the stream's keys become REPLACE statements of about
+    STATEMENT bytes, without their key tokens."""
+    facts = TableFacts(target().columns, (frozenset({"id"}),), bulk_lock=True)
+    found = plan(facts=facts)
+    assert found is not None and found.values
+    assert plan().values is False  # (the same table without the lock: LOAD DATA lines)
+    sql = copylines.query(found, "s", "t", "`id` > 5")
+    assert "IFNULL(CAST(`id` AS BINARY), 'NULL')" in sql  # a number as its text
+    assert "CONCAT('_binary', REPLACE(REPLACE(QUOTE(CAST(`name` AS BINARY))" in sql
+    read = lines_read(b"1\t(1,_binary'a',NULL)\n2\t(2,_binary'b\\n',NULL)\n"
+                      b"3\t(3,NULL,_binary'c')\n", 3)._replace(lines=found)
+    monkeypatch.setattr(copylines, "STATEMENT", 20)
+    [unit] = copylines.units([read], lambda read: frozenset({b"2"}))
+    assert unit.apart and unit.rows == 2
+    [first, second] = unit.sqls
+    assert first.text == "REPLACE INTO `s2`.`t` (`id`, `name`, `note`) VALUES "
+    assert (first.data, first.rows, first.inline) == (b"(1,_binary'a',NULL)", 1, True)
+    assert (second.data, second.rows) == (b"(3,NULL,_binary'c')", 1)
