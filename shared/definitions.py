@@ -187,8 +187,12 @@ class _Loader:
         name = entry.get("name", lambda f: f.string(_name), required=True)
         source = entry.get("source", self._source_ref, required=True)
         target = entry.get("target", self._source_ref, required=True)
-        nodes = {key: tuple(entry.get(key, self._node_ids, ())) for key in ("select_nodes",
-                                                                          "load_nodes")}
+        nodes = tuple(entry.get("nodes", self._node_ids, ()))
+        for old in ("select_nodes", "load_nodes"):  # Otter's; setl's stages share an owner
+            entry.get(old, lambda f: f.fail(
+                "setl has no separate Select and Load nodes: one node owns a pipeline and "
+                "runs all its stages (Spark spreads Extract/Transform over its workers); "
+                "list the nodes that may own it as nodes: [..]"))
         params = self.params(entry)
         pairs_field = entry.field("pairs", required=True)
         read = []
@@ -203,8 +207,7 @@ class _Loader:
         pairs = [pair for _, pair in read]
         if MISSING in (name, source, target) or not pairs:
             return None
-        return Pipeline(name, source, target, tuple(pairs), nodes["select_nodes"],
-                        nodes["load_nodes"], params)
+        return Pipeline(name, source, target, tuple(pairs), nodes, params)
 
     def _node_ids(self, item: Field) -> Any:
         ids = [child.integer(1) for child in item.items()]

@@ -185,20 +185,22 @@ class PipelineParams:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """One direction of a channel: source → target with its pairs and candidate nodes."""
+    """One direction of a channel: source → target with its pairs and candidate nodes.
+
+    One node owns a running pipeline and runs its Select, the driver of its Extract/Transform
+    jobs (Spark spreads their tasks over its workers) and its Load; ``nodes`` are the nodes
+    that may be that owner (the others stand by)."""
 
     name: str
     source: str
     target: str
     pairs: tuple[MediaPair, ...]
-    select_nodes: tuple[int, ...] = ()
-    load_nodes: tuple[int, ...] = ()
+    nodes: tuple[int, ...] = ()
     params: PipelineParams = field(default_factory=PipelineParams)
 
     def is_candidate(self, node_id: int) -> bool:
         """Whether a node may run this pipeline (no list means every node may)."""
-        nodes = set(self.select_nodes) | set(self.load_nodes)
-        return not nodes or node_id in nodes
+        return not self.nodes or node_id in self.nodes
 
 
 @dataclass(frozen=True)

@@ -220,22 +220,20 @@ class PipelineParams(_message.Message):
     def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ..., free_door_source: _Optional[str] = ..., free_door_slice: _Optional[int] = ..., load_data_min_rows: _Optional[int] = ..., snapshot_chunk_size: _Optional[int] = ..., snapshot_parallelism: _Optional[int] = ..., snapshot_skip_binlog: _Optional[bool] = ...) -> None: ...
 
 class Pipeline(_message.Message):
-    __slots__ = ("name", "source", "target", "pairs", "select_nodes", "load_nodes", "params")
+    __slots__ = ("name", "source", "target", "pairs", "nodes", "params")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     PAIRS_FIELD_NUMBER: _ClassVar[int]
-    SELECT_NODES_FIELD_NUMBER: _ClassVar[int]
-    LOAD_NODES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     name: str
     source: str
     target: str
     pairs: _containers.RepeatedCompositeFieldContainer[MediaPair]
-    select_nodes: _containers.RepeatedScalarFieldContainer[int]
-    load_nodes: _containers.RepeatedScalarFieldContainer[int]
+    nodes: _containers.RepeatedScalarFieldContainer[int]
     params: PipelineParams
-    def __init__(self, name: _Optional[str] = ..., source: _Optional[str] = ..., target: _Optional[str] = ..., pairs: _Optional[_Iterable[_Union[MediaPair, _Mapping]]] = ..., select_nodes: _Optional[_Iterable[int]] = ..., load_nodes: _Optional[_Iterable[int]] = ..., params: _Optional[_Union[PipelineParams, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., source: _Optional[str] = ..., target: _Optional[str] = ..., pairs: _Optional[_Iterable[_Union[MediaPair, _Mapping]]] = ..., nodes: _Optional[_Iterable[int]] = ..., params: _Optional[_Union[PipelineParams, _Mapping]] = ...) -> None: ...
 
 class Channel(_message.Message):
     __slots__ = ("name", "pipelines", "description")

@@ -89,9 +89,15 @@ BAD = [
         f'f.yaml:10: {P}.max_retries: expected a non-negative integer, got "-1"',
         id="max-retries-negative"),
     pytest.param(
-        channel("        select_nodes: [1, 0]\n"),
-        f'f.yaml:10: {P}.select_nodes[1]: expected a positive integer, got "0"',
+        channel("        nodes: [1, 0]\n"),
+        f'f.yaml:10: {P}.nodes[1]: expected a positive integer, got "0"',
         id="node-id-zero"),
+    pytest.param(
+        channel("        load_nodes: [3]\n"),
+        f"f.yaml:10: {P}.load_nodes: setl has no separate Select and Load nodes: one node "
+        "owns a pipeline and runs all its stages (Spark spreads Extract/Transform over its "
+        "workers); list the nodes that may own it as nodes: [..]",
+        id="otter-load-nodes"),
     pytest.param(
         "sources:\n  - name: a\n    port: 3306\n",
         "f.yaml:2: sources[0].host: required field is missing", id="missing-host"),

@@ -52,7 +52,7 @@ def test_example_full_file_loads_every_option() -> None:
 
     (shop,) = loaded.channels
     (forward,) = shop.pipelines
-    assert (forward.select_nodes, forward.load_nodes) == ((), ())
+    assert forward.nodes == ()
     assert forward.params == PipelineParams(free_door_source="shop-primary")
     plain, multi, wildcard, sharded = forward.pairs
 
@@ -82,7 +82,7 @@ def test_pipeline_defaults_apply() -> None:
         parallelism=5, batch_size=20_000, batch_timeout_ms=50, load_batch_size=1000,
         ddl_sync=False, skip_load_exception=False, dry_run=False, max_retries=5,
         startup=StartupMode.LATEST, start_position=None)
-    assert (pipeline.select_nodes, pipeline.load_nodes) == ((), ())
+    assert pipeline.nodes == ()
     pair = pipeline.pairs[0]
     assert (pair.push_weight, pair.column_mode, pair.shard) == (0, ColumnMode.INCLUDE, None)
 
@@ -91,11 +91,11 @@ def test_pipeline_params_are_read() -> None:
     text = channel("        parallelism: 64\n        batch_size: 10\n        batch_timeout_ms: 7\n"
                    "        load_batch_size: 3\n        ddl_sync: true\n"
                    "        skip_load_exception: yes\n        dry_run: true\n"
-                   "        max_retries: 0\n        select_nodes: [1, 2]\n"
-                   "        load_nodes: [3]\n")
+                   "        max_retries: 0\n        nodes: [1, 3]\n")
     (pipeline,) = load(text).channels[0].pipelines
     assert pipeline.params == PipelineParams(64, 10, 7, 3, True, True, True, 0)
-    assert (pipeline.select_nodes, pipeline.load_nodes) == ((1, 2), (3,))
+    assert pipeline.nodes == (1, 3)
+    assert pipeline.is_candidate(3) and not pipeline.is_candidate(2)
 
 
 @pytest.mark.parametrize(("start", "mode", "position"), [
