@@ -11,6 +11,10 @@ stream is quiet, so a busy stream cuts as surely as an idle one:
   Extract/Transform is saturated (``window.saturated()``) the timeout waits: each Spark job
   has a fixed cost, so under load small timed batches would only queue behind each other;
   batches then grow with the load (up to ``batch_size``);
+- it has rows, no batch before it is still on its way (the window holds only this one)
+  and no transaction is waiting to be taken: waiting for the timeout would only add delay.
+  So a caught-up pipeline sends each transaction as soon as the last batch is loaded, and a
+  busy one gathers what arrives while a batch is on its way (a group commit);
 - it has no rows (a position-only batch) and ``IDLE_BATCH_INTERVAL_S`` passed.
 
 A transaction is never split: one larger than ``batch_size`` makes one large batch. DDL
@@ -40,6 +44,7 @@ WINDOW_TIMEOUT_S = 60.0  # a watermark window open longer is abandoned
 MAX_TRANSACTIONS = 20_000  # transactions one batch spans at most
 POLL_S = 0.1  # the longest wait for a transaction before the cut rules are checked again
 OVERDUE_POLL_S = 0.01  # the same for a batch kept open past its timeout while E/T is busy
+PENDING_POLL_S = 0.005  # the same for a batch with rows while the one before is on its way
 
 
 class TransactionSource(Protocol):
@@ -118,6 +123,8 @@ class Selector:
         first_at: float | None = None
         while not stop.is_set():
             wait = POLL_S if first_at is None else first_at + self._timeout_s(batch) - self.clock()
+            if batch.rows:  # (the window may empty meanwhile: see _due)
+                wait = min(wait, PENDING_POLL_S)
             txn = self._take(POLL_S if self._open else
                              min(wait, POLL_S) if wait > 0 else OVERDUE_POLL_S)
             if txn is None:
@@ -175,6 +182,10 @@ class Selector:
         return timeout_s if batch.rows else max(timeout_s, IDLE_BATCH_INTERVAL_S)
 
     def _due(self, batch: Batch, first_at: float | None) -> bool:
-        if first_at is None or self.clock() - first_at < self._timeout_s(batch):
+        if first_at is None:
+            return False
+        if batch.rows and self.window.used <= 1 and not self.transactions.backlog:
+            return True  # nothing on its way, nothing waiting: see the module's list
+        if self.clock() - first_at < self._timeout_s(batch):
             return False
         return not (batch.rows and self.window.saturated())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable
 
 from node.changes import Batch, ChangeType, RowChange, Transaction
 from node.select.selector import IDLE_BATCH_INTERVAL_S, MAX_TRANSACTIONS, Selector
@@ -166,3 +167,57 @@ def test_a_gtid_start_follows_the_server_kind() -> None:
         "auto_position": "0-11-42", "is_mariadb": True}
     mysql_set = "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5"
     assert gtid_start("8.0.36", mysql_set) == {"auto_position": mysql_set, "is_mariadb": False}
+
+
+class Arrivals(Source):
+    """Transactions that arrive at given times on the test clock; ``then`` runs once the
+    clock passes a time (e.g. the batch before this one gets loaded)."""
+
+    def __init__(self, clock: Clock, arrivals: list[tuple[float, Transaction]],
+                 then: tuple[float, Callable[[], None]] | None = None) -> None:
+        super().__init__(clock)
+        self.arrivals = collections.deque(arrivals)
+        self.then = then
+
+    @property
+    def backlog(self) -> int:
+        return sum(1 for at, _ in self.arrivals if at <= self.clock.now)
+
+    def take(self, timeout_s: float) -> Transaction | None:
+        self.takes += 1
+        if not self.arrivals or self.arrivals[0][0] > self.clock.now:
+            upto = self.clock.now + timeout_s
+            if self.arrivals and self.arrivals[0][0] <= upto:
+                self.clock.now = self.arrivals[0][0]
+            else:
+                self.clock.now = upto
+        if self.then is not None and self.clock.now >= self.then[0]:
+            self.then[1]()
+            self.then = None
+        if self.arrivals and self.arrivals[0][0] <= self.clock.now:
+            return self.arrivals.popleft()[1]
+        return None
+
+
+def test_a_caught_up_pipeline_sends_a_transaction_at_once() -> None:
+    """Nothing on its way, nothing waiting: no batch timeout is waited for."""
+    clock = Clock()
+    start = clock.now
+    source = Arrivals(clock, [(start + 0.001, txn(1, rows=2)), (start + 0.5, txn(2, rows=1))])
+    batch = cut(selector(source, clock, batch_timeout_ms=100))
+    assert batch.rows == 2 and clock.now - start < 0.002
+
+
+def test_while_a_batch_is_on_its_way_the_next_gathers_until_it_is_loaded() -> None:
+    """A group commit: the next batch takes what arrives until the window is empty again
+    (here the batch before is loaded 35 ms on), well before its 100 ms timeout."""
+    clock = Clock()
+    start = clock.now
+    window = Window(5, saturation=99)
+    assert window.acquire(threading.Event())  # the batch before, on its way
+    source = Arrivals(clock, [(start + n * 0.01, txn(n + 1, rows=1)) for n in range(20)],
+                      then=(start + 0.035, window.release))
+    select = Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1,
+                      PipelineParams(batch_size=100, batch_timeout_ms=100), window, clock=clock)
+    batch = cut(select)
+    assert batch.rows == 4 and clock.now - start < 0.045  # 0, 10, 20, 30 ms; cut at ~35-40
