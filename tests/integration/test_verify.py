@@ -211,14 +211,19 @@ HOT = "CREATE TABLE `{schema}`.hot (id INT PRIMARY KEY, v INT, note VARCHAR(30))
 
 
 def writer(db: Database, table: str, keys: int, stop: threading.Event, seed: int,
-           began: threading.Event | None = None) -> None:
+           began: threading.Event | None = None, burst: int = 1) -> None:
+    """Random updates, deletes and inserts of keys 1..``keys``, ``burst`` a transaction."""
     rng = random.Random(seed)
     while not stop.is_set():
-        key = rng.randint(1, keys)
-        db.execute(rng.choice([
-            f"UPDATE {table} SET v = v + 1, note = 'w{seed}' WHERE id = {key}",
-            f"DELETE FROM {table} WHERE id = {key}",
-            f"INSERT INTO {table} VALUES ({key}, {key}, 'new') ON DUPLICATE KEY UPDATE v = 0"]))
+        statements = []
+        for _ in range(burst):
+            key = rng.randint(1, keys)
+            statements.append(rng.choice([
+                f"UPDATE {table} SET v = v + 1, note = 'w{seed}' WHERE id = {key}",
+                f"DELETE FROM {table} WHERE id = {key}",
+                f"INSERT INTO {table} VALUES ({key}, {key}, 'new') "
+                "ON DUPLICATE KEY UPDATE v = 0"]))
+        db.script(*(["BEGIN", *statements, "COMMIT"] if burst > 1 else statements))
         if began is not None:
             began.set()
         stop.wait(0.004)
@@ -230,9 +235,7 @@ def test_concurrent_writes_give_no_false_difference(
         method: str) -> None:
     schema = make_schema(source, target, HOT)
     channel = f"v-race-{method}"
-    # batches cut only every 0.5 s: the target is always a little behind the writer, so
-    # chunks read under it differ at first and must settle (the race this test is about)
-    start(cluster, one_way(channel, schema, ["hot"], batch_timeout_ms=500))
+    start(cluster, one_way(channel, schema, ["hot"]))
     table = f"`{schema}`.hot"
     source.execute(f"INSERT INTO {table} VALUES " + ", ".join(
         f"({i}, {i}, 'cold')" for i in range(1, 2001)))
@@ -241,12 +244,14 @@ def test_concurrent_writes_give_no_false_difference(
     stop = threading.Event()
     db = Database(cluster.sandbox, "source")
     began = threading.Event()
-    thread = threading.Thread(target=writer, args=(db, table, 1500, stop, 7, began),
+    # transactions of 50 changes: a caught-up pipeline is a few ms behind the source, and
+    # chunks read in those ms must differ at first and settle (the race this test is about)
+    thread = threading.Thread(target=writer, args=(db, table, 1500, stop, 7, began, 50),
                               daemon=True)
     thread.start()
     assert began.wait(30), "the writer did not start"
     try:
-        # about 2 s of reading (--rate) while ~250 writes a second change the rows
+        # about 2 s of reading (--rate) while the writer changes thousands of rows a second
         code, report = verify(cluster, capsys, channel, "--chunk-size", "100", "--compare",
                               method, "--rate", "1000")
     finally:
