@@ -18,7 +18,8 @@ the table's rows go as INSERTs, as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from node import charsets
@@ -38,6 +39,8 @@ CHUNK = 8 << 20  # bytes of data in one LOAD DATA statement at most
 FILE = "setl-rows"  # the name the statement asks for; Load serves the data under it
 _ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"),
             (b"\0", b"\\0"))
+_SPECIALS = "\\\t\n\r\0"  # what a text value's field must escape
+_NONE = type(None)
 
 
 def plan(columns: dict[str, Column], triggers: bool) -> list[tuple[str, str | None]] | None:
@@ -94,13 +97,37 @@ def statements(schema: str, table: str, rows: list[Row], plan_: list[tuple[str, 
         return None
     if any(row[name] == "" for name in enums for row in rows):
         return None
+    if not rows:
+        return []
     try:
-        lines = [b"\t".join([_field(row[name], codec) for name, codec in plan_])
-                 for row in rows]
+        values = [list(map(operator.itemgetter(name), rows)) for name in names]
+        fields = [_column(column, codec) for column, (_, codec) in zip(values, plan_,
+                                                                        strict=True)]
     except (UnicodeEncodeError, ValueError, KeyError, TypeError):
         return None
+    data = b"\n".join(map(b"\t".join, zip(*fields, strict=True))) + b"\n"
     head_ = head(schema, table, list(map(quote, names)))
-    return [Sql(head_, count, data=data) for count, data in _chunks(lines)]
+    return [Sql(head_, count, data=piece) for count, piece in pieces(data)]
+
+
+def _column(values: Sequence[Any], codec: str | None) -> list[bytes]:
+    """One column's fields. The common columns — integers, text without a character to
+    escape — are made in one pass each (a catch-up renders every row of an insert run: the
+    field-by-field way was a quarter of a Spark worker's time); anything else field by
+    field."""
+    kinds = set(map(type, values))
+    if kinds <= {int, _NONE}:
+        return [b"\\N" if value is None else b"%d" % value for value in values]
+    if kinds <= {str, _NONE} and not _special("\x01".join([value for value in values
+                                                             if value])):
+        encoding = codec or "utf-8"
+        return [b"\\N" if value is None else value.encode(encoding) for value in values]
+    return [_field(value, codec) for value in values]
+
+
+def _special(text: str) -> bool:
+    """Whether ``text`` holds a character to escape (five C-speed scans beat one regex)."""
+    return any(char in text for char in _SPECIALS)
 
 
 def head(schema: str, table: str, targets: list[str]) -> str:
@@ -122,14 +149,3 @@ def pieces(lines: bytes) -> Iterable[tuple[int, bytes]]:
         start = end + 1
 
 
-def _chunks(lines: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
-    part: list[bytes] = []
-    size = 0
-    for line in lines:
-        if part and size + len(line) + 1 > CHUNK:
-            yield len(part), b"\n".join(part) + b"\n"
-            part, size = [], 0
-        part.append(line)
-        size += len(line) + 1
-    if part:
-        yield len(part), b"\n".join(part) + b"\n"

@@ -90,3 +90,21 @@ def test_the_node_sends_only_the_rows_of_its_own_statement() -> None:
         localdata._send("setl-rows", conn)  # no statement of ours waits for it any more
     localdata.install()
     assert pymysql.connections._send_local_file is localdata._send
+
+
+@pytest.mark.parametrize("special, escaped", [
+    ("", b""), ("tab\there", b"tab\\there"), ("back\\slash", b"back\\\\slash"),
+    ("nul\0", b"nul\\0"), ("cr\r", b"cr\\r"), ("nl\n", b"nl\\n")])
+def test_columns_made_in_one_pass_are_the_fields_made_one_by_one(special: str,
+                                                                 escaped: bytes) -> None:
+    """Integer and clean text columns are made a column at a time; a column holding one
+    value to escape is made field by field. Both give the same bytes."""
+    plan = [("id", None), ("k", None), ("c", "utf-8"), ("l1", loaddata.CODECS["latin1"])]
+    rows = [{"id": n, "k": None if n % 3 == 0 else -n * 7, "c": None if n % 4 == 0 else
+             f"ü{n}" + (special if n == 5 else ""), "l1": "é" * (n % 3)} for n in range(1, 9)]
+    [sql] = loaddata.statements("s", "t", rows, plan)
+    assert sql.rows == 8
+    assert sql.data == b"".join(
+        b"\t".join(loaddata._field(row[name], codec) for name, codec in plan) + b"\n"
+        for row in rows)
+    assert b"\t\xc3\xbc5" + escaped + b"\t" in sql.data
