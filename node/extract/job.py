@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange, TargetChange
-from node.extract import copylines, loaddata
+from node.extract import copylines, inserts, loaddata
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.facts import TableFacts, Target, TargetFacts
@@ -101,14 +101,18 @@ class PartResult(NamedTuple):
     dropped: dict[tuple[int, str], frozenset[bytes]] = {}  # noqa: RUF012 - never mutated
 
 
-def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None
-            ) -> list[tuple[int, RowChange]]:
+def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None,
+            skip: frozenset[int] = frozenset()) -> list[tuple[int, RowChange]]:
     """The part's row changes, numbered by their place in the batch; ``sizes`` gets
-    [row changes, event bytes] by table-map number."""
+    [row changes, event bytes] by table-map number. Events of the table-map numbers in
+    ``skip`` are left out (:mod:`node.extract.inserts` took them)."""
     out: list[tuple[int, RowChange]] = []
     append, events, layouts, at = out.append, part.events, part.layouts, 0
     sizes = {} if sizes is None else sizes
     for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
+        if skip and number in skip:
+            at += length
+            continue
         data = events[at:at + length]
         at += length
         layout = layouts[number]
@@ -133,8 +137,18 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     """Decode, Extract/Transform, merge and render one part (in a Spark worker, or in the
     node for a small batch)."""
     counted: dict[int, list[int]] = {}
-    numbered = decoded(part, spec.checksum, counted)
     as_rows = [read for read in part.reads if read.lines is None]
+    # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
+    # lookup (free door) or a transform that makes values can bring one
+    big = bool(part.decoded) or bool(as_rows) or \
+        not all(entry.simple for entry in compiled.pairs) or \
+        max(part.lengths, default=0) > BIG_VALUE // 4
+    straight: list[Unit] = []
+    taken, straight_rows = frozenset[int](), 0
+    if not (big or part.reads or spec.one_by_one or spec.changes_only) and \
+            spec.load_data_min_rows:  # runs of inserts go straight to LOAD DATA lines
+        straight, taken, straight_rows = inserts.units(compiled, spec, part, counted)
+    numbered = decoded(part, spec.checksum, counted, taken)
     if as_rows:
         numbered += joined(as_rows, numbered)
     # a lines read comes without its lines (they stay in the node, and load after the
@@ -148,14 +162,10 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
         if dropped:  # never planned for a two-way pipeline (copylines.plan)
             raise SetlError("a two-way pipeline's snapshot read lines")
         return PartResult([], changes, len(numbered), sizes)
-    # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
-    # lookup (free door) or a transform that makes values can bring one
-    big = bool(part.decoded) or bool(as_rows) or \
-        not all(entry.simple for entry in compiled.pairs) or \
-        max(part.lengths, default=0) > BIG_VALUE // 4
     # (rows read in windows are never written by a replay: a replayed batch's windows are
     # gone with the attempt that opened them)
-    return PartResult(render(changes, spec, big), [], len(numbered), sizes, dropped)
+    return PartResult(render(changes, spec, big) + straight, [],
+                      len(numbered) + straight_rows, sizes, dropped)
 
 
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
