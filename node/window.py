@@ -46,6 +46,12 @@ class Window:
         with self._lock:
             return self._used
 
+    def alone(self) -> bool:
+        """Whether at most one batch (the one Select is gathering) holds a slot; read without
+        the lock (a hint checked after every transaction: a stale answer only delays a cut
+        to the next check)."""
+        return self._used <= 1
+
     def extracting(self) -> None:
         """A batch's Extract/Transform starts."""
         with self._lock:

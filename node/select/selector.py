@@ -184,7 +184,7 @@ class Selector:
     def _due(self, batch: Batch, first_at: float | None) -> bool:
         if first_at is None:
             return False
-        if batch.rows and self.window.used <= 1 and not self.transactions.backlog:
+        if batch.rows and self.window.alone() and not self.transactions.backlog:
             return True  # nothing on its way, nothing waiting: see the module's list
         if self.clock() - first_at < self._timeout_s(batch):
             return False
