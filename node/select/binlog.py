@@ -436,7 +436,7 @@ class BinlogReader:
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
                 gtid: str, data: bytes) -> None:
         echo = False
-        if self.loop_channel is not None:
+        if self.loop_channel is not None and decoded:
             marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel
                    for c in marks):
@@ -444,7 +444,7 @@ class BinlogReader:
             elif marks:
                 decoded = [c for c in decoded if (c.schema, c.table) != MARK_TABLE]
         signals: tuple[tuple[str, int], ...] = ()
-        if any(c.table == SIGNAL_TABLE[1] for c in decoded):
+        if decoded and any(c.table == SIGNAL_TABLE[1] for c in decoded):
             signals = tuple((str(c.after["KIND"]), int(c.after["WINDOW_ID"]))
                             for c in decoded if (c.schema, c.table) == SIGNAL_TABLE and c.after)
             decoded = [c for c in decoded if (c.schema, c.table) != SIGNAL_TABLE]
