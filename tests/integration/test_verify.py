@@ -244,17 +244,26 @@ def test_concurrent_writes_give_no_false_difference(
     stop = threading.Event()
     db = Database(cluster.sandbox, "source")
     began = threading.Event()
-    # transactions of 50 changes: a caught-up pipeline is a few ms behind the source, and
-    # chunks read in those ms must differ at first and settle (the race this test is about)
     thread = threading.Thread(target=writer, args=(db, table, 1500, stop, 7, began, 50),
                               daemon=True)
     thread.start()
     assert began.wait(30), "the writer did not start"
+    # Load held back for the first second of verify (the pipeline's position row locked on
+    # the target, which every batch writes): chunks read then find the target behind the
+    # source for the keys the writer changed, and those must settle, not be reported
+    holder = Database(cluster.sandbox, "target")
+    holder.execute("BEGIN")
+    assert holder.rows("SELECT process_id FROM retl.retl_position WHERE pipeline_id = %s "
+                       "FOR UPDATE", (f"{channel}.forward",))
+    release = threading.Timer(1.0, holder.execute, ("COMMIT",))
+    release.start()
     try:
         # about 2 s of reading (--rate) while the writer changes thousands of rows a second
         code, report = verify(cluster, capsys, channel, "--chunk-size", "100", "--compare",
                               method, "--rate", "1000")
     finally:
+        release.join(30)
+        holder.close()
         stop.set()
         thread.join(30)
         db.close()
