@@ -44,20 +44,15 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     found: list[Unit] = []
     taken: set[int] = set()
     count = 0
-    for target, numbers in _candidates(compiled, part).items():
-        plain = compiled.plain(part.layouts[numbers[0]].schema, part.layouts[numbers[0]].table,
-                               part.layouts[numbers[0]].primary_key)
-        assert plain is not None
-        mapping = plain[0]
+    for target, (numbers, mapping) in _candidates(compiled, part).items():
         table = spec.facts.get(target, _NO_FACTS)
-        columns = loaddata.plan(table.columns, table.triggers)
-        if columns is None or table.ordered(mapping.target_keys):
+        if table.ordered(mapping.target_keys) or \
+                loaddata.plan(table.columns, table.triggers) is None:  # (before decoding)
             continue
         first, rows, counted = _rows(spec, part, frozenset(numbers), mapping)
         if len(rows) < spec.load_data_min_rows:
             continue
-        enums = [name for name, column in table.columns.items() if column.data_type == "enum"]
-        sqls = loaddata.statements(target[1], target[2], rows, columns, enums)
+        sqls = loaddata.replaces(target[1], target[2], rows, table.columns, table.triggers)
         if sqls is None:
             continue
         found.append(Unit(*target, mapping.push_weight, first, sqls, len(rows),
@@ -69,9 +64,10 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     return found, frozenset(taken), count
 
 
-def _candidates(compiled: CompiledPipeline, part: Part) -> dict[Target, list[int]]:
+def _candidates(compiled: CompiledPipeline, part: Part
+                ) -> dict[Target, tuple[list[int], Any]]:
     """Target tables fed in this part only by inserts, each through one simple pair from
-    source tables that feed nothing else: their table-map numbers."""
+    source tables that feed nothing else: their table-map numbers and that pair's mapping."""
     inserts: dict[int, bool] = {}
     events, at = part.events, 0
     for length, number in zip(part.lengths, part.numbers, strict=True):
@@ -80,6 +76,7 @@ def _candidates(compiled: CompiledPipeline, part: Part) -> dict[Target, list[int
             inserts[number] = events[at + 5] in INSERTS
         at += length
     by_target: dict[Target, list[int]] = {}
+    mappings: dict[Target, Any] = {}
     refused: set[Target] = set()
     for number, only in inserts.items():
         layout = part.layouts[number]
@@ -89,9 +86,10 @@ def _candidates(compiled: CompiledPipeline, part: Part) -> dict[Target, list[int
         for mapping in plain:
             target = (mapping.datasource, mapping.schema, mapping.table)
             by_target.setdefault(target, []).append(number)
+            mappings[target] = mapping
             if not only or len(plain) != 1 or mapping.keyless:
                 refused.add(target)
-    return {target: numbers for target, numbers in by_target.items()
+    return {target: (numbers, mappings[target]) for target, numbers in by_target.items()
             if target not in refused and len({(part.layouts[n].schema, part.layouts[n].table)
                                                for n in numbers}) == 1}
 

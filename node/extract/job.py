@@ -195,11 +195,8 @@ def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql
     if spec.one_by_one or not spec.load_data_min_rows or writes.steps or writes.changes or \
             len(writes.upserts) < spec.load_data_min_rows:
         return None
-    columns = loaddata.plan(table.columns, table.triggers)
-    if columns is None:
-        return None
-    enums = [name for name, column in table.columns.items() if column.data_type == "enum"]
-    replaced = loaddata.statements(writes.schema, writes.table, writes.upserts, columns, enums)
+    replaced = loaddata.replaces(writes.schema, writes.table, writes.upserts, table.columns,
+                                 table.triggers)
     if replaced is None:
         return None
     deletes = dataclasses.replace(writes, upserts=[])

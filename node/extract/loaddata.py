@@ -110,6 +110,17 @@ def statements(schema: str, table: str, rows: list[Row], plan_: list[tuple[str, 
     return [Sql(head_, count, data=piece) for count, piece in pieces(data)]
 
 
+def replaces(schema: str, table: str, rows: list[Row], columns: dict[str, Column],
+             triggers: bool) -> list[Sql] | None:
+    """The REPLACE statements of whole ``rows`` into a table of ``columns``; None where they
+    go as INSERTs (see :func:`plan` and :func:`statements`)."""
+    plan_ = plan(columns, triggers)
+    if plan_ is None:
+        return None
+    enums = [name for name, column in columns.items() if column.data_type == "enum"]
+    return statements(schema, table, rows, plan_, enums)
+
+
 def _column(values: Sequence[Any], codec: str | None) -> list[bytes]:
     """One column's fields. The common columns — integers, text without a character to
     escape — are made in one pass each (a catch-up renders every row of an insert run: the
