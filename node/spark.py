@@ -52,6 +52,9 @@ JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # start and import setl (1.1 s instead of 0.23 s for a 10k-row job, 4 s under load): while
 # Spark runs, workers idle this long get a tiny job
 KEEP_WARM_S = 40.0
+# the most bytes of rows events a part carries inside its Spark task (the rest of a task is
+# a few KiB): Spark warns of tasks over 1000 KiB
+TASK_EVENTS_MAX = 768 * 1024
 
 
 def _touch(_: int) -> int:
@@ -61,7 +64,8 @@ def _touch(_: int) -> int:
     return os.getpid()
 
 
-def _run_partition(broadcast: Any, spec: JobSpec, parts: Any) -> Any:
+def _run_partition(broadcast: Any, spec: JobSpec, shipped: dict[int, Any], index: int,
+                   parts: Any) -> Any:
     # pyspark's worker runs a full gc.collect() after every task; over the heap a worker holds
     # (pyspark, setl's modules, the compiled pipeline) that was ~40% of the workers' CPU in a
     # catch-up. Whatever lives when a task starts has outlived the previous collect, so it
@@ -69,7 +73,9 @@ def _run_partition(broadcast: Any, spec: JobSpec, parts: Any) -> Any:
     gc.freeze()
     compiled = broadcast.value
     confinement.confine(compiled.rules)
-    return [run_part(compiled, spec, part) for part in parts]
+    events = shipped.get(index)
+    return [run_part(compiled, spec, part if events is None else
+                     part._replace(events=events.value)) for part in parts]
 
 
 def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any) -> Any:
@@ -199,11 +205,21 @@ class SparkRunner:
         context = self.context
         broadcast = self._broadcast(compiled)
         self._last_job = time.monotonic()
+        # a part's events go in its task, unless they are many: Spark serialises a task into
+        # each launch and warns of one over 1000 KiB; those go beside it as a broadcast (a
+        # file the worker reads in local mode, the block manager's torrent on a cluster)
+        shipped = {index: context.broadcast(part.events) for index, part in enumerate(parts)
+                   if len(part.events) > TASK_EVENTS_MAX}
+        sent = [part._replace(events=b"") if index in shipped else part
+                for index, part in enumerate(parts)]
         try:
-            return context.parallelize(parts, len(parts)).mapPartitions(
-                functools.partial(_run_partition, broadcast, spec)).collect()
+            return context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
+                functools.partial(_run_partition, broadcast, spec, shipped)).collect()
         except Exception as exc:
             raise _translate(exc, compiled) from None
+        finally:
+            for events in shipped.values():
+                events.destroy()
 
     def map_tasks(self, compiled: CompiledPipeline,
                   task: Callable[[CompiledPipeline, Any], list[Any]], items: list[Any],
