@@ -33,6 +33,7 @@ PNG chart to ``bench/results/``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -47,6 +48,7 @@ from bench.catchup import catchup_scenario
 from bench.copy import copy_scenario
 from bench.measure import (
     RESULTS,
+    Profile,
     RssSampler,
     percentile_ms,
     pt_table_sync_differences,
@@ -67,6 +69,7 @@ class Peers:
     """The sandbox, setl (manager + node) and the native replica of one run."""
 
     def __init__(self, work: Path) -> None:
+        self.work = work
         self.box = Sandbox(work / "sandbox")
         self.box.down(purge=True)  # a fresh start: nothing left from an interrupted run
         self.servers = self.box.up(owner_pid=os.getpid(), replica=True)
@@ -181,10 +184,13 @@ def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[s
 
 
 def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: int,
-                   db: str = DB, beat_s: float = 0.05) -> dict[str, Any]:
-    """sysbench on schema ``db`` with a heartbeat row every ``beat_s`` in setl's channel."""
+                   node_pid: int, db: str = DB, beat_s: float = 0.05,
+                   profile: Path | None = None) -> dict[str, Any]:
+    """sysbench on schema ``db`` with a heartbeat row every ``beat_s`` in setl's channel
+    (``profile``: py-spy on the node meanwhile, its raw stacks written there)."""
     names = [f"sbtest{i}" for i in range(1, tables + 1)]
     delays: dict[str, list[float]] = {"setl": [], "native": []}
+    beats: dict[str, list[tuple[int, float, float]]] = {"setl": [], "native": []}
     last_seen: dict[str, int] = {"setl": 0, "native": 0}
     seen_at: dict[str, float] = {}  # when each saw the last heartbeat
     stop = threading.Event()
@@ -196,6 +202,7 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
             for beat_id, created in reader.rows(f"SELECT id, created FROM {DB}.beat WHERE "
                                                 "id > %s ORDER BY id", (last_seen[name],)):
                 delays[name].append(now - created.timestamp())
+                beats[name].append((beat_id, created.timestamp(), now))
                 last_seen[name] = beat_id
                 if beat_id >= final:
                     seen_at[name] = time.monotonic()
@@ -218,11 +225,16 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
                threading.Thread(target=beat)]
     for thread in threads:
         thread.start()
+    cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
+    spy = Profile(node_pid, profile) if profile is not None else None
     out = peers.sysbench(f"--tables={tables}", f"--table-size={size}", f"--time={seconds:.0f}",
                          f"--rate={rate}", f"--threads={2 if rate else 4}", f"--mysql-db={db}",
                          "run")
     peers.source.execute(f"INSERT INTO {DB}.beat VALUES ({final}, NOW(6))")
     ended = time.monotonic()
+    if spy is not None:
+        spy.stop()
+    node_cpu = (tree_cpu_s(node_pid) - cpu_before) / (ended - started)
     wait_for(lambda: len(seen_at) == 2, 300, "setl and the replica to drain", interval_s=0.01)
     drains = {name: round(at - ended, 2) for name, at in seen_at.items()}
     stop.set()
@@ -234,11 +246,14 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
         bad += peers.differs("replica", db, names)
     tps = re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out)
     load = f"{f'{rate} tx/s' if rate else 'full rate'}"
+    # each heartbeat's (id, written, seen) on both, beside the node's log, to find a tail
+    (peers.work / f"beats-{db}-{rate or 'full'}.json").write_text(json.dumps(beats))
     scenario = f"oltp_write_only {seconds:.0f}s at {load}" if db == DB else \
         f"noisy neighbour: oltp_write_only {seconds:.0f}s at {load} on another schema, " \
         f"{1 / beat_s:.0f} tx/s on a paired table"
     result: dict[str, Any] = {"scenario": scenario,
-                              "achieved_tx_per_s": float(tps.group(1)) if tps else None}
+                              "achieved_tx_per_s": float(tps.group(1)) if tps else None,
+                              "setl_node_cpu_cores": round(node_cpu, 2)}
     for name, values in delays.items():
         for p in (50, 95, 99):
             result[f"{name}_delay_p{p}_ms"] = None if bad else percentile_ms(values, p)
@@ -246,13 +261,14 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
     return {**result, "equal": not bad, "differences": bad}
 
 
-def noisy_scenario(peers: Peers, tables: int, size: int, seconds: float) -> dict[str, Any]:
+def noisy_scenario(peers: Peers, tables: int, size: int, seconds: float,
+                   node_pid: int) -> dict[str, Any]:
     """A busy schema setl does not replicate beside a quiet one it does."""
     for db in (peers.source, peers.replica):
         db.execute(f"CREATE DATABASE IF NOT EXISTS {NOISY}")
     peers.sysbench(f"--tables={tables}", f"--table-size={size}", f"--mysql-db={NOISY}",
                    "prepare")
-    return delay_scenario(peers, tables, size, seconds, 0, db=NOISY, beat_s=0.01)
+    return delay_scenario(peers, tables, size, seconds, 0, node_pid, db=NOISY, beat_s=0.01)
 
 
 def _short(scenario: str) -> str:
@@ -325,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                         "scenario corrupts")
     parser.add_argument("--scenarios", default="copy,verify,bulk,delay,noisy,catchup")
     parser.add_argument("--profile", action="store_true",
-                        help="catch-up under py-spy: CPU µs per row by stage")
+                        help="catch-up and delay under py-spy: CPU µs per row by stage, raw stacks "
+                        "beside the run's sandbox")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where reports go")
     parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "peers",
@@ -358,10 +375,13 @@ def main(argv: list[str] | None = None) -> int:
             results.append(bulk_scenario(peers, args.tables, args.table_size, node.pid))
         if "delay" in scenarios:
             for rate in (args.rate, 0):
-                results.append(delay_scenario(peers, args.tables, args.table_size,
-                                              args.seconds, rate))
+                results.append(delay_scenario(
+                    peers, args.tables, args.table_size, args.seconds, rate, node.pid,
+                    profile=args.work / f"delay-{rate or 'full'}-profile.txt" if args.profile
+                    else None))
         if "noisy" in scenarios:
-            results.append(noisy_scenario(peers, args.tables, args.table_size, args.seconds))
+            results.append(noisy_scenario(peers, args.tables, args.table_size, args.seconds,
+                                          node.pid))
         if "catchup" in scenarios:
             results.append(catchup_scenario(
                 peers, args.tables, args.table_size, args.seconds, node.pid,

@@ -23,7 +23,7 @@ from node.spark import SparkRunner
 from node.supervisor import Supervisor
 from node.verify import rpc as verify
 from node.watcher import DefinitionWatcher
-from shared import confinement, logs, settings, zk
+from shared import confinement, heap, logs, settings, zk
 from shared.catalog import Catalog, ChannelRecord
 from shared.errors import CoordinationError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer
@@ -89,6 +89,7 @@ class Node:
                                         metrics_address=metrics.address)
             membership = Membership(self.client, self.paths, info)
             if self._join(membership):
+                heap.settle()  # the node's modules, clients and servers, started
                 self._serve(membership)
         finally:
             server.stop(grace=1).wait()
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         config = settings.load_node(args.config)
         confinement.confine(config.security)
         logs.setup(config.log_level)
+        logs.log_gc_pauses()
         Node(args.id, config, Shutdown().install()).run()
     except SetlError as exc:
         print(f"setl-node: {exc}", file=sys.stderr)

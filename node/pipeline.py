@@ -44,7 +44,7 @@ from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
 from node.window import Window
-from shared import tablekeys
+from shared import heap, tablekeys
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
@@ -99,6 +99,7 @@ class _Done:
     results: list[PartResult]
     changes: list[TargetChange] | None
     et_ms: float
+    started_ms: int  # when its E/T began (epoch ms)
     redo: Callable[[], list[PartResult]] | None = None
 
     @property
@@ -315,6 +316,7 @@ class PipelineRunner:
         select_thread.start()
         snapshots.start()
         self.state = "running"
+        heap.settle()  # what the start made lives as long as the pipeline runs
         publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
         try:
             self._load_loop(loader, window, handoff, publisher)
@@ -374,7 +376,7 @@ class PipelineRunner:
     def _job(self, compiled: CompiledPipeline, planner: Planner, batch: Batch,
              reads: list[Read]) -> _Done:
         """Cut the batch into parts and run its Extract/Transform (an E/T thread)."""
-        started = time.monotonic()
+        started, started_ms = time.monotonic(), int(time.time() * 1000)
         try:
             spark = self.ctx.spark
             local = spark.local(batch.rows + sum(r.count for r in reads if r.lines is None))
@@ -386,7 +388,7 @@ class PipelineRunner:
         finally:
             self._window.extracted()  # type: ignore[union-attr]
         changes = [c for result in results for c in result.changes] if self.two_way else None
-        return _Done(results, changes, (time.monotonic() - started) * 1000,
+        return _Done(results, changes, (time.monotonic() - started) * 1000, started_ms,
                      functools.partial(self._again_row_by_row, compiled, spec, parts, reads))
 
     def _again_row_by_row(self, compiled: CompiledPipeline, spec: JobSpec,
@@ -395,12 +397,12 @@ class PipelineRunner:
             compiled, dataclasses.replace(spec, one_by_one=True), parts, local=True), reads)
 
     def _ddl_job(self, compiled: CompiledPipeline, changes: list[RowChange]) -> _Done:
-        started = time.monotonic()
+        started, started_ms = time.monotonic(), int(time.time() * 1000)
         try:
             targets = self.ctx.spark.changes(compiled, changes)
         finally:
             self._window.extracted()  # type: ignore[union-attr]
-        return _Done([], targets, (time.monotonic() - started) * 1000)
+        return _Done([], targets, (time.monotonic() - started) * 1000, started_ms)
 
     def _publish_failed(self, exc: Exception) -> None:
         log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
@@ -439,10 +441,17 @@ class PipelineRunner:
             self._loaded.append((time.monotonic(), rows))
             self.batches_loaded += 1
             self.metrics.batch_loaded(rows, done.et_ms / 1000, waited - started, loaded - waited)
-            log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
-                      "position=%s et_ms=%.1f wait_ms=%.1f load_ms=%.1f",
-                      self.pipeline_id, batch.process_id, rows, written, batch.end,
-                      done.et_ms, (waited - started) * 1000, (loaded - waited) * 1000)
+            if log.isEnabledFor(logging.DEBUG):
+                # where a transaction's time went: read_ms from Select reading the batch's
+                # first transaction to its E/T beginning (the batch open, then queued for a
+                # slot), et_ms, wait_ms (Load waiting for the E/T), load_ms; age_ms all of it
+                first_read = batch.transactions[0].read_at_ms if batch.transactions else 0
+                log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
+                          "position=%s read_ms=%d et_ms=%.1f wait_ms=%.1f load_ms=%.1f "
+                          "age_ms=%d", self.pipeline_id, batch.process_id, rows, written,
+                          batch.end, done.started_ms - first_read if first_read else 0,
+                          done.et_ms, (waited - started) * 1000, (loaded - waited) * 1000,
+                          time.time() * 1000 - first_read if first_read else 0)
 
     # -- what status shows ------------------------------------------------------------------
     def rows_per_second(self, span_s: float = 5.0) -> float:

@@ -26,7 +26,7 @@ from typing import Any
 from node.changes import RowChange, TargetChange
 from node.extract.etl import CompiledPipeline, extract_transform
 from node.extract.job import JobSpec, Part, PartResult, run_part
-from shared import confinement, errors
+from shared import confinement, errors, heap
 from shared.errors import SetlError
 from shared.settings import SparkSettings
 
@@ -149,6 +149,7 @@ class SparkRunner:
         session.sparkContext.setLogLevel("WARN")
         log.info("event=spark_started master=%s version=%s", self.settings.master,
                  session.version)
+        heap.settle()  # pyspark's modules and the py4j gateway live as long as the node
         threading.Thread(target=self._keep_warm, args=(session.sparkContext,),
                          name="spark-keep-warm", daemon=True).start()
         return session
