@@ -121,6 +121,47 @@ def test_a_python_error_in_load_says_where(sandbox, source, target):
         loader.close()
 
 
+def test_a_batch_goes_in_one_query_and_a_failing_statement_names_its_table(
+        sandbox, source, target):
+    """A batch's statements of several tables, its position and its COMMIT go to the target
+    as one multi-statement query; a statement the target refuses in the middle names its
+    own table, and nothing of the batch (the tables before it, the position) is written."""
+    schema = make_schema(source, target, ITEMS, ITEMS.replace(".items", ".other"))
+    endpoint = target_endpoint(sandbox)
+    pipeline_id = f"together-{schema}.forward"
+    loader = Loader(pipeline_id, {"target": endpoint}, PipelineParams())
+
+    def unit(table: str, *sqls: str) -> Unit:
+        return Unit("target", schema, table, 0, 0, [Sql(sql, 1) for sql in sqls], len(sqls))
+
+    try:
+        first = [unit("items", f"INSERT INTO `{schema}`.items VALUES (1, 'a;b')",
+                      f"INSERT INTO `{schema}`.items VALUES (2, 'c')"),
+                 unit("other", f"INSERT INTO `{schema}`.other VALUES (1, 'x')")]
+        assert loader.load_units(batch(1, 100), [PartResult(first, [], 3)]) == 3
+        assert target.table(schema, "items") == [(1, "a;b"), (2, "c")]
+        assert target.table(schema, "other") == [(1, "x")]
+        refused = [unit("items", f"UPDATE `{schema}`.items SET name = 'z' WHERE id = 1"),
+                   unit("other", f"INSERT INTO `{schema}`.other VALUES (2, 'too long')"),
+                   unit("items", f"DELETE FROM `{schema}`.items WHERE id = 2")]
+        with pytest.raises(LoadError) as raised:
+            loader.load_units(batch(2, 200), [PartResult(refused, [], 3)])
+        message = str(raised.value)
+        assert f"table {schema}.other: Data too long for column 'name'" in message, message
+        assert "processId 2" in message and "position binlog.000001:200" in message
+        assert target.table(schema, "items") == [(1, "a;b"), (2, "c")]  # none of batch 2
+        assert target.table(schema, "other") == [(1, "x")]
+        assert target.rows("SELECT binlog_pos FROM retl.retl_position WHERE pipeline_id = %s",
+                           (pipeline_id,)) == [(100,)]
+        # the same batch again (the target fixed meanwhile) goes in whole
+        target.execute(f"ALTER TABLE `{schema}`.other MODIFY name VARCHAR(10)")
+        assert loader.load_units(batch(2, 200), [PartResult(refused, [], 3)]) == 3
+        assert target.table(schema, "items") == [(1, "z")]
+        assert target.table(schema, "other") == [(1, "x"), (2, "too long")]
+    finally:
+        loader.close()
+
+
 def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, target):
     schema = make_schema(source, target, ITEMS)
     source.execute(f"ALTER TABLE `{schema}`.items MODIFY name VARCHAR(50)")  # target: 5
