@@ -20,6 +20,7 @@ class Window:
         self.size, self.saturation = size, saturation
         self._free = threading.Semaphore(size)
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)
         self._used = 0
         self._extracting = 0
         self.peak = 0
@@ -39,6 +40,7 @@ class Window:
             if self._used == 0:
                 raise RuntimeError("window released more often than acquired")
             self._used -= 1
+            self._released.notify_all()
         self._free.release()
 
     @property
@@ -51,6 +53,12 @@ class Window:
         the lock (a hint checked after every transaction: a stale answer only delays a cut
         to the next check)."""
         return self._used <= 1
+
+    def wait_alone(self, timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` until no batch but Select's own holds a slot (the one
+        before it is loaded); whether it is so."""
+        with self._released:
+            return self._released.wait_for(lambda: self._used <= 1, timeout_s)
 
     def extracting(self) -> None:
         """A batch's Extract/Transform starts."""

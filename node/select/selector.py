@@ -14,7 +14,8 @@ stream is quiet, so a busy stream cuts as surely as an idle one:
 - it has rows, no batch before it is still on its way (the window holds only this one)
   and no transaction is waiting to be taken: waiting for the timeout would only add delay.
   So a caught-up pipeline sends each transaction as soon as the last batch is loaded, and a
-  busy one gathers what arrives while a batch is on its way (a group commit);
+  busy one gathers what arrives while a batch is on its way (a group commit). Meanwhile it
+  sleeps on the window, not on each transaction, and takes what queued when it wakes;
 - it has no rows (a position-only batch) and ``IDLE_BATCH_INTERVAL_S`` passed.
 
 A transaction is never split: one larger than ``batch_size`` makes one large batch. DDL
@@ -121,14 +122,27 @@ class Selector:
     def _collect(self, stop: threading.Event) -> Batch | None:
         batch = Batch(self.pipeline_id, self.next_process_id, start=self.position)
         first_at: float | None = None
+        owed = 0  # transactions that queued while it slept on the window: taken before a cut
         while not stop.is_set():
             wait = POLL_S if first_at is None else first_at + self._timeout_s(batch) - self.clock()
+            if batch.rows and wait > 0 and not self._open and self._held is None and \
+                    not self.window.alone() and not self.transactions.backlog:
+                # the batch before is on its way and nothing is waiting: this one is cut
+                # when that one is loaded (or at its timeout), so sleep on the window, not on
+                # each transaction (a wake-up of this thread per transaction, 1,000 a second
+                # at 1,000 tx/s); what arrives meanwhile is taken at once after
+                if not self.window.wait_alone(min(wait, POLL_S)):
+                    owed = self.transactions.backlog
+                elif not self.transactions.backlog:
+                    return batch
+                continue
             if batch.rows:  # (the window may empty meanwhile: see _due)
                 wait = min(wait, PENDING_POLL_S)
             txn = self._take(POLL_S if self._open else
                              min(wait, POLL_S) if wait > 0 else OVERDUE_POLL_S)
             if txn is None:
                 self._expire()
+                owed = 0
                 if first_at is None:
                     continue
             elif txn.is_ddl:
@@ -149,6 +163,9 @@ class Selector:
                     continue  # never cut inside a window
                 if batch.rows >= self.params.batch_size or batch.spanned >= MAX_TRANSACTIONS:
                     return batch
+                owed = max(owed - 1, 0)
+                if owed:
+                    continue
             if not self._open and self._due(batch, first_at):
                 return batch
         return None

@@ -31,6 +31,7 @@ class Source:
         self.clock, self.step_s = clock, step_s
         self.items: collections.deque[Transaction] = collections.deque()
         self.takes = 0
+        self.waits = 0  # sleeps on the window (Arrivals)
 
     def begin(self) -> None:
         pass
@@ -50,6 +51,25 @@ class Source:
         self.clock.now += self.step_s
         return self.items.popleft()
 
+    def wait(self, timeout_s: float) -> None:
+        """Time passing while Select sleeps on the window (nothing arrives here)."""
+        self.waits += 1
+        self.clock.now += timeout_s
+
+
+class ClockWindow(Window):
+    """A window whose waits pass on the test clock, through the source's ``wait``."""
+
+    def __init__(self, size: int, saturation: int = 99) -> None:
+        super().__init__(size, saturation)
+        self.source: Source | None = None
+
+    def wait_alone(self, timeout_s: float) -> bool:
+        assert self.source is not None
+        if not self.alone():
+            self.source.wait(timeout_s)
+        return self.alone()
+
 
 def txn(n: int, rows: int = 0, ddl: bool = False) -> Transaction:
     if ddl:
@@ -62,8 +82,10 @@ def txn(n: int, rows: int = 0, ddl: bool = False) -> Transaction:
 
 def selector(source: Source, clock: Clock, busy: bool = False, **params: int) -> Selector:
     settings = PipelineParams(**({"batch_size": 100, "batch_timeout_ms": 100} | params))
+    window = ClockWindow(5, saturation=0 if busy else 99)
+    window.source = source
     return Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1, settings,
-                    Window(5, saturation=0 if busy else 99), clock=clock)
+                    window, clock=clock)
 
 
 def cut(select: Selector) -> Batch:
@@ -198,6 +220,30 @@ class Arrivals(Source):
             return self.arrivals.popleft()[1]
         return None
 
+    def wait(self, timeout_s: float) -> None:
+        """Time passing while Select sleeps on the window: arrivals only queue, ``then``
+        (the batch before loaded) runs and ends the sleep."""
+        self.waits += 1
+        upto = self.clock.now + timeout_s
+        if self.then is not None and self.then[0] <= upto:
+            self.clock.now = max(self.clock.now, self.then[0])
+            self.then[1]()
+            self.then = None
+        else:
+            self.clock.now = upto
+
+
+def on_its_way(clock: Clock, arrivals: list[tuple[float, Transaction]], loaded_at: float | None,
+               batch_timeout_ms: int = 100) -> tuple[Selector, Arrivals]:
+    """Select with a batch before it on its way, loaded at ``loaded_at`` (None: never)."""
+    window = ClockWindow(5)
+    assert window.acquire(threading.Event())  # the batch before
+    source = window.source = Arrivals(
+        clock, arrivals, then=None if loaded_at is None else (loaded_at, window.release))
+    return Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1,
+                    PipelineParams(batch_size=100, batch_timeout_ms=batch_timeout_ms), window,
+                    clock=clock), source
+
 
 def test_a_caught_up_pipeline_sends_a_transaction_at_once() -> None:
     """Nothing on its way, nothing waiting: no batch timeout is waited for."""
@@ -213,11 +259,34 @@ def test_while_a_batch_is_on_its_way_the_next_gathers_until_it_is_loaded() -> No
     (here the batch before is loaded 35 ms on), well before its 100 ms timeout."""
     clock = Clock()
     start = clock.now
-    window = Window(5, saturation=99)
-    assert window.acquire(threading.Event())  # the batch before, on its way
-    source = Arrivals(clock, [(start + n * 0.01, txn(n + 1, rows=1)) for n in range(20)],
-                      then=(start + 0.035, window.release))
-    select = Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1,
-                      PipelineParams(batch_size=100, batch_timeout_ms=100), window, clock=clock)
+    select, _ = on_its_way(clock, [(start + n * 0.01, txn(n + 1, rows=1)) for n in range(20)],
+                           loaded_at=start + 0.035)
     batch = cut(select)
     assert batch.rows == 4 and clock.now - start < 0.045  # 0, 10, 20, 30 ms; cut at ~35-40
+
+
+def test_while_a_batch_is_on_its_way_select_sleeps_on_the_window_not_per_transaction() -> None:
+    """A transaction a millisecond: Select is not woken by each (it was, 1,000 times a second
+    at 1,000 tx/s); it wakes when the batch before is loaded and takes what queued, at once."""
+    clock = Clock()
+    start = clock.now
+    select, source = on_its_way(
+        clock, [(start + n * 0.001, txn(n + 1, rows=1)) for n in range(100)],
+        loaded_at=start + 0.0355)
+    batch = cut(select)
+    assert batch.rows == 36 and clock.now - start < 0.0356  # 0..35 ms, cut when loaded
+    assert source.waits == 1  # one sleep on the window
+    assert source.takes == batch.rows  # every take found a transaction ready: no waiting
+
+
+def test_a_batch_past_its_timeout_takes_what_queued_while_it_slept() -> None:
+    """The batch before is not loaded by this one's timeout: it is cut then (E/T is not
+    saturated), with what arrived until then, not only the first transaction."""
+    clock = Clock()
+    start = clock.now
+    select, source = on_its_way(
+        clock, [(start + n * 0.01, txn(n + 1, rows=1)) for n in range(30)], loaded_at=None,
+        batch_timeout_ms=100)
+    batch = cut(select)
+    assert batch.rows == 11 and clock.now - start < 0.101  # 0, 10, …, 100 ms
+    assert source.waits == 1

@@ -135,3 +135,17 @@ def test_many_threads_never_exceed_the_size() -> None:
         w.join()
     assert [w.result for w in waiters] == [True] * 5
     assert (window.used, window.peak) == (3, 3)
+
+
+def test_wait_alone_wakes_when_the_batch_before_is_released() -> None:
+    window, stop = Window(3), threading.Event()
+    assert window.acquire(stop, POLL) and window.wait_alone(WAIT)  # Select's own only: at once
+    assert window.acquire(stop, POLL)  # the next batch Select gathers; the first on its way
+    assert window.wait_alone(0.01) is False  # the batch before is not loaded: times out
+    answered: list[bool] = []
+    sleeper = threading.Thread(target=lambda: answered.append(window.wait_alone(WAIT)))
+    began = time.monotonic()
+    sleeper.start()
+    window.release()  # the batch before is loaded
+    sleeper.join(WAIT)
+    assert answered == [True] and time.monotonic() - began < WAIT
