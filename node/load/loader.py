@@ -9,6 +9,10 @@ The row also carries the owner epoch (the czxid of the owner's ``mainstem`` znod
 grows with every new owner). A writer whose epoch is lower than the stored one is a stale
 owner (a zombie after a ZooKeeper session loss): its transaction is refused (fencing).
 
+After the position row is locked, the batch's statements, the position and the COMMIT go
+to the target together as one multi-statement query (:class:`_Together`); a ``LOAD DATA``, a
+statement whose row count is checked or one that needs a lenient sql_mode goes alone.
+
 With ``skip_load_exception`` a batch the target refuses is written again statement by
 statement in one transaction; rows the server refuses are logged (key, error, row) and
 skipped, the rest and the position commit together.
@@ -53,11 +57,6 @@ LENIENT_SQL_MODE = SQL_MODE.replace("STRICT_ALL_TABLES,", "")
 # TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
 SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
 DATA_TRUNCATED = 1265
-POSITION = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, "
-            "gtid, owner_epoch) VALUES (%s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
-            "process_id = VALUES(process_id), binlog_file = VALUES(binlog_file), "
-            "binlog_pos = VALUES(binlog_pos), gtid = VALUES(gtid), "
-            "owner_epoch = VALUES(owner_epoch), updated_at = CURRENT_TIMESTAMP(6)")
 TOGETHER_BYTES = 1 << 20  # a multi-statement query's text at most (a statement may be more)
 
 
@@ -255,75 +254,53 @@ class Loader:
                          batch.process_id, name, row[0], row[1])
                 conn.rollback()
                 return 0
-            units = writes.for_attempt(self, batch, cursor, one_by_one)
-            end = batch.end
-            position = (self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid,
-                        self.epoch)
-            if not (writes.ddl or one_by_one or self.loop is not None):
-                return self._together(cursor, units, batch, cursor.mogrify(POSITION, position))
-            written = sum(self._write_unit(cursor, unit, batch, one_by_one) for unit in units)
+            together, written = _Together(cursor), 0
+            for unit in writes.for_attempt(self, batch, cursor, one_by_one):
+                for sql in unit.sqls:
+                    if one_by_one or sql.data is not None or sql.lenient or sql.matches_one:
+                        together.send()  # what came before, then this one alone
+                        written += self._write_alone(cursor, unit, sql, batch, one_by_one)
+                    else:
+                        together.add(unit, sql.text)
+                        written += sql.rows
+            if writes.ddl or self.loop is not None:
+                together.send()
             for change in writes.ddl:  # DDL commits implicitly: the position follows it
                 written += self._execute_ddl(cursor, change, batch)
             if self.loop is not None:
                 self.loop.mark(cursor, batch.process_id)
-            cursor.execute(POSITION, position)
-        conn.commit()
+            end = batch.end
+            together.add(None, cursor.mogrify(owners.POSITION_WRITE, (
+                self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid, self.epoch)))
+            together.add(None, "COMMIT")
+            together.send()
         return written
-
-    def _together(self, cursor: Any, units: list[Unit], batch: Batch, position: str) -> int:
-        """The batch's statements in as few round trips as they allow: consecutive plain
-        ones go as one multi-statement query (up to ``TOGETHER_BYTES``), the position and
-        the COMMIT with the last of them; a LOAD DATA, a one-row statement whose count is
-        checked and a lenient one go alone. A caught-up batch of a few tables was ~11 round
-        trips, each a wake-up of the node and of the target; now 2."""
-        written, group, size = 0, list[tuple[Unit | None, str]](), 0
-        for unit in units:
-            for sql in unit.sqls:
-                if sql.data is not None or sql.lenient or sql.matches_one:
-                    self._send(cursor, group)
-                    group, size = [], 0
-                    written += self._write_unit(cursor, unit._replace(sqls=[sql]), batch, False)
-                    continue
-                if group and size + len(sql.text) > TOGETHER_BYTES:
-                    self._send(cursor, group)
-                    group, size = [], 0
-                group.append((unit, sql.text))
-                size += len(sql.text)
-                written += sql.rows
-        self._send(cursor, [*group, (None, position), (None, "COMMIT")])
-        return written
-
-    @staticmethod
-    def _send(cursor: Any, group: list[tuple[Unit | None, str]]) -> None:
-        """Statements as one query; an error names the table of the statement that failed
-        (the server runs none after it)."""
-        if not group:
-            return
-        done = 0
-        try:
-            cursor.execute(";\n".join(text for _, text in group))
-            done = 1
-            while cursor.nextset():
-                done += 1
-        except pymysql.MySQLError as exc:  # same class and code (retries go by them)
-            unit = group[min(done, len(group) - 1)][0]
-            if unit is None or len(exc.args) != 2:
-                raise
-            raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: "
-                                         f"{exc.args[1]}") from None
 
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
         self.facts.forget()  # tables change shape
         return apply_ddl(cursor, change, self.pipeline_id, batch.process_id)
 
-    def _write_unit(self, cursor: Any, unit: Unit, batch: Batch, one_by_one: bool) -> int:
+    def _write_alone(self, cursor: Any, unit: Unit, sql: Sql, batch: Batch,
+                     one_by_one: bool) -> int:
+        """One statement on its own: a LOAD DATA, a lenient or a count-checked one, or any
+        in one-by-one mode (where a row the target refuses is logged and skipped)."""
         try:
-            return self._write_sqls(cursor, unit, batch, one_by_one)
-        except pymysql.MySQLError as exc:  # same class and code (retries go by them), and where
-            if len(exc.args) != 2:
-                raise
-            raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: "
-                                         f"{exc.args[1]}") from None
+            if sql.data is not None:  # LOAD DATA: its rows sent from memory
+                with localdata.serving(loaddata.FILE, sql.data):
+                    count = cursor.execute(sql.text)
+            else:
+                count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
+                    else cursor.execute(sql.text)
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args else 0
+            if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
+                raise _in_table(exc, unit) from None
+            self.skipped += 1
+            log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
+                        "error=%r statement=%r", self.pipeline_id, batch.process_id,
+                        unit.schema, unit.table, _first(sql.what, unit.keys).strip(),
+                        exc.args[-1], sql.text[:2000])
+            return 0
         except SetlError:
             raise
         except Exception as exc:  # a Python error names where it happened, as every error
@@ -331,38 +308,14 @@ class Loader:
                 f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
                 f"position {batch.end}, target {unit.datasource}, table "
                 f"{unit.schema}.{unit.table}: {type(exc).__name__}: {exc}") from exc
-
-    def _write_sqls(self, cursor: Any, unit: Unit, batch: Batch, one_by_one: bool) -> int:
-        written = 0
-        for sql in unit.sqls:
-            try:
-                if sql.data is not None:  # LOAD DATA: its rows sent from memory
-                    with localdata.serving(loaddata.FILE, sql.data):
-                        count = cursor.execute(sql.text)
-                else:
-                    count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
-                        else cursor.execute(sql.text)
-                written += sql.rows
-                if sql.matches_one and count != 1:
-                    raise LoadError(
-                        f"stage load, pipeline {self.pipeline_id}, processId "
-                        f"{batch.process_id}, position {batch.end}, target {unit.datasource}, "
-                        f"table {unit.schema}.{unit.table}: the target has no row equal to "
-                        f"the source's before image{_first(sql.what, ())}, so the tables "
-                        "differ; "
-                        "make the target equal to the source (copy the table again), then "
-                        "resume")
-            except pymysql.MySQLError as exc:
-                code = exc.args[0] if exc.args else 0
-                if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
-                    raise
-                self.skipped += 1
-                log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
-                            "error=%r statement=%r", self.pipeline_id, batch.process_id,
-                            unit.schema, unit.table, _first(sql.what, unit.keys).strip(),
-                            exc.args[-1],
-                            sql.text[:2000])
-        return written
+        if sql.matches_one and count != 1:
+            raise LoadError(
+                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
+                f"position {batch.end}, target {unit.datasource}, table "
+                f"{unit.schema}.{unit.table}: the target has no row equal to the source's "
+                f"before image{_first(sql.what, ())}, so the tables differ; make the target "
+                "equal to the source (copy the table again), then resume")
+        return sql.rows
 
     def _lenient(self, cursor: Any, statement: Sql, unit: Unit, batch: Batch) -> int:
         """A one-row statement giving ENUM columns the empty value (which strict mode
@@ -384,6 +337,49 @@ class Loader:
                 f"{unit.schema}.{unit.table}: a row with an empty ENUM value was refused "
                 f"in more than that: {other}; make the target's columns the source's")
         return int(count)
+
+
+class _Together:
+    """Statements of a batch's transaction that go to the target as one multi-statement query
+    (up to ``TOGETHER_BYTES``): a caught-up batch of a few tables was ~11 round trips (lock,
+    a DELETE and an INSERT per table, position, COMMIT), each a wake-up of the node and of
+    the target; now 2 (the lock, then the rest)."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.queued: list[tuple[Unit | None, str]] = []
+        self.size = 0
+
+    def add(self, unit: Unit | None, text: str) -> None:
+        if self.queued and self.size + len(text) > TOGETHER_BYTES:
+            self.send()
+        self.queued.append((unit, text))
+        self.size += len(text)
+
+    def send(self) -> None:
+        """The queued statements as one query; an error names the table of the statement
+        that failed (the server runs none after it)."""
+        queued, self.queued, self.size = self.queued, [], 0
+        if not queued:
+            return
+        done = 0
+        try:
+            self.cursor.execute(";\n".join(text for _, text in queued))
+            done = 1
+            while self.cursor.nextset():
+                done += 1
+        except pymysql.MySQLError as exc:
+            unit = queued[min(done, len(queued) - 1)][0]
+            if unit is None:
+                raise
+            raise _in_table(exc, unit) from None
+
+
+def _in_table(exc: pymysql.MySQLError, unit: Unit) -> pymysql.MySQLError:
+    """The target's error, naming the table: same class and code (retries go by them)."""
+    if len(exc.args) != 2:
+        return exc
+    return type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: {exc.args[1]}")
 
 
 def _first(what: Any, keys: tuple[str, ...]) -> str:

@@ -38,6 +38,15 @@ class FencedError(LoadError):
     """A newer owner writes this pipeline; this (stale) owner must stop."""
 
 
+# the position row of a batch, written in its transaction under this owner's epoch
+POSITION_WRITE = (
+    "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, gtid, "
+    "owner_epoch) VALUES (%s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
+    "process_id = VALUES(process_id), binlog_file = VALUES(binlog_file), "
+    "binlog_pos = VALUES(binlog_pos), gtid = VALUES(gtid), owner_epoch = VALUES(owner_epoch), "
+    "updated_at = CURRENT_TIMESTAMP(6)")
+
+
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
     (MariaDB's ``WAIT``, MySQL's hint)."""

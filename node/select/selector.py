@@ -125,8 +125,8 @@ class Selector:
         owed = 0  # transactions that queued while it slept on the window: taken before a cut
         while not stop.is_set():
             wait = POLL_S if first_at is None else first_at + self._timeout_s(batch) - self.clock()
-            if batch.rows and wait > 0 and not self._open and self._held is None and \
-                    not self.window.alone() and not self.transactions.backlog:
+            if batch.rows and wait > 0 and not self._open and not self.window.alone() and \
+                    not self.transactions.backlog:
                 # the batch before is on its way and nothing is waiting: this one is cut
                 # when that one is loaded (or at its timeout), so sleep on the window, not on
                 # each transaction (a wake-up of this thread per transaction, 1,000 a second
