@@ -1,7 +1,13 @@
-"""The pipeline's cursor in ZooKeeper: the position and processId of the last loaded batch.
+"""Where a pipeline stands: the cursor in ZooKeeper, and where a (re)start resumes.
 
-Published only after Load committed, so a restart resumes at or before the first change
-that is not on the target yet (the target-side position row makes the replay harmless).
+The cursor is the position and processId of the last batch loaded on every target,
+published after Load committed, coalesced: a hint that may lag. The truth is each target's
+position row (``retl.retl_position``), written in the same transaction as the data, at
+source-transaction granularity. A start therefore resumes from the targets' rows
+(:func:`resume`), and Select cuts its batches at every row ahead of the start, so no batch
+straddles a row: a batch is either wholly on a target already (skipped there) or wholly
+not (written). A prefix of a loaded batch is never replayed — a replayed keyless insert is
+a duplicate row, a replayed unique-key swap a conflict.
 """
 
 from __future__ import annotations
@@ -32,6 +38,40 @@ class Cursor:
         raw = json.loads(data)
         return cls(BinlogPosition(raw["file"], int(raw["pos"]), raw.get("gtid", "")),
                    int(raw.get("process_id", 0)))
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where Select begins after a (re)start, and how it cuts the stretch it reads again."""
+
+    start: Cursor  # its position, and the last processId any target or the hint has seen
+    cuts: tuple[BinlogPosition, ...] = ()  # targets' rows past the start, in binlog order
+
+
+def resume(hint: Cursor, rows: dict[str, Cursor | None]) -> Resume:
+    """Resume from ``hint`` (the ZooKeeper cursor) and the targets' position ``rows`` (None,
+    or a row without a file: nothing loaded there yet).
+
+    Every transaction at or before the hint is on every target, so a target is at
+    ``max(row, hint)``; Select starts at the least of those (a re-read never goes further
+    back than the hint, and never starts past a transaction some target lacks), and each
+    row past the start is a cut. A hint without a file (a GTID start) defers to the rows.
+    processIds go on after the highest one any target holds, so a write after a restart
+    never reuses a number already written (two-way marks rely on it)."""
+    written = {name: row for name, row in rows.items() if row is not None and row.position.file}
+    process_id = max([hint.process_id, *(row.process_id for row in written.values())])
+    if not written:
+        return Resume(Cursor(hint.position, process_id))
+    if hint.position.file:
+        at = [max(row.position, hint.position, key=BinlogPosition.order)
+              for row in written.values()]
+        if len(written) < len(rows):  # a target with nothing loaded is at the hint
+            at.append(hint.position)
+    else:
+        at = [row.position for row in written.values()]
+    start = min(at, key=BinlogPosition.order)
+    cuts = {p.order(): p for p in at if p.order() > start.order()}
+    return Resume(Cursor(start, process_id), tuple(cuts[k] for k in sorted(cuts)))
 
 
 class CursorStore:

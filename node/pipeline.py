@@ -25,6 +25,7 @@ import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
+from node import cursor as cursors
 from node.changes import Batch, RowChange, TargetChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
@@ -257,13 +258,37 @@ class PipelineRunner:
 
     def _run_once(self, compiled: CompiledPipeline) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
-        source = self.ctx.sources[pipeline.source]
         try:
-            self.cursor = self._start_cursor(compiled)
+            hint = self._start_cursor(compiled)
         except KazooException as exc:  # no ZooKeeper, no start: the node starts it again later
             raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"
                                      ) from None
         self._still_owner("position read")
+        targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
+                   for pair in pipeline.pairs}
+        channel = self.ctx.channel
+        loop = LoopGuard(channel.name, self.pipeline_id,
+                         wins_conflicts=channel.pipelines[0].name == pipeline.name) \
+            if self.two_way else None
+        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop,
+                        stop=self.stop_event)
+        try:
+            # fenced, then read: where the targets are decides where Select begins
+            resume = cursors.resume(hint, {} if params.dry_run else loader.claim())
+            if resume.cuts or resume.start != hint:
+                log.info("event=pipeline_resumes pipeline=%s hint=%s position=%s "
+                         "process_id=%d cuts=%s", self.pipeline_id, hint.position,
+                         resume.start.position, resume.start.process_id,
+                         ",".join(map(str, resume.cuts)) or "-")
+            self._run_from(compiled, resume, loader)
+        finally:
+            loader.close()
+
+    def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
+                  loader: Loader) -> None:
+        pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
+        source = self.ctx.sources[pipeline.source]
+        self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
@@ -275,17 +300,10 @@ class PipelineRunner:
         if self._central is not None and self._central.buffer is not source:
             freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)
         self._still_owner("source connect")
-        targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
-                   for pair in pipeline.pairs}
+        targets = loader.targets
         self.state = "starting spark"
         self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
         self._still_owner("spark start")
-        channel = self.ctx.channel
-        loop = LoopGuard(channel.name, self.pipeline_id,
-                         wins_conflicts=channel.pipelines[0].name == pipeline.name) \
-            if self.two_way else None
-        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop,
-                        stop=self.stop_event)
         window = self._window = Window(params.parallelism)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
@@ -299,8 +317,7 @@ class PipelineRunner:
                                                 lines=planner.lines_plan)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
-            params, window,
-            watermarks=snapshots)
+            params, window, watermarks=snapshots, cuts=resume.cuts)
         handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
@@ -329,7 +346,6 @@ class PipelineRunner:
             select_thread.join(10)
             _cancel_pending(handoff)
             executor.shutdown(wait=True, cancel_futures=True)
-            loader.close()
             planner.facts.close()
 
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,

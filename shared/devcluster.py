@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -300,16 +301,19 @@ def make_schema(source: Database, target: Database, *ddl: str) -> str:
 
 def wait_equal(source: Database, target: Database, schema: str, tables: list[str],
                timeout_s: float = 60) -> None:
+    """Wait until each table holds the same rows on both sides, compared as multisets (a
+    keyless table's duplicate rows count)."""
     def equal() -> bool:
-        return all(source.table(schema, t) == target.table(schema, t) for t in tables)
+        return all(Counter(source.table(schema, t)) == Counter(target.table(schema, t))
+                   for t in tables)
     try:
         wait_for(equal, timeout_s, f"{schema} {tables} equal on source and target")
     except AssertionError:
         for t in tables:
-            src, dst = source.table(schema, t), target.table(schema, t)
-            print(f"{t}: source {len(src)} rows, target {len(dst)} rows; "
-                  f"only source: {sorted(set(src) - set(dst))[:5]}; "
-                  f"only target: {sorted(set(dst) - set(src))[:5]}")
+            src, dst = Counter(source.table(schema, t)), Counter(target.table(schema, t))
+            print(f"{t}: source {src.total()} rows, target {dst.total()} rows; "
+                  f"only source: {sorted((src - dst).items(), key=repr)[:5]}; "
+                  f"only target: {sorted((dst - src).items(), key=repr)[:5]}")
         raise
 
 

@@ -147,6 +147,12 @@ class BinlogPosition:
     pos: int = 0
     gtid: str = ""
 
+    def order(self) -> tuple[int, str, int]:
+        """The position's place in binlog order: the file by its number (past .999999 the
+        server counts on with more digits), then the offset."""
+        stem, _, number = self.file.rpartition(".")
+        return (int(number), stem, self.pos) if number.isdigit() else (0, self.file, self.pos)
+
     def __str__(self) -> str:
         text = f"{self.file}:{self.pos}" if self.file else ""
         if self.gtid:

@@ -30,6 +30,7 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from node.changes import Batch, ChangeType, TargetChange
+from node.cursor import Cursor
 from node.extract import loaddata
 from node.extract.facts import TargetFacts
 from node.extract.job import JobSpec, PartResult, Unit, in_order, render
@@ -60,17 +61,22 @@ DATA_TRUNCATED = 1265
 TOGETHER_BYTES = 1 << 20  # a multi-statement query's text at most (a statement may be more)
 
 
-def position_key(position: BinlogPosition) -> tuple[str, int]:
-    return position.file, position.pos
-
-
-def _applied(row: tuple[Any, ...], batch: Batch) -> bool:
-    """Whether the target already has the batch: its position is past the batch's end, or at
-    it from this or a later batch (a batch without binlog rows, carrying only free-door
-    requests, ends where the one before it did and still has to be written)."""
-    applied, end = (row[0], int(row[1])), position_key(batch.end)
-    return applied > end or (applied == end and int(row[3]) >= batch.process_id)
-
+def _applied(row: tuple[Any, ...], batch: Batch, where: str) -> bool:
+    """Whether the target already has the batch: its position row is at or past the batch's
+    end. Select cuts batches at every target's row (:func:`node.cursor.resume`), so a row
+    inside a batch means the batch would be partly applied again: that stops the load."""
+    if not row[0]:
+        return False  # claimed by an owner, nothing loaded yet
+    applied = BinlogPosition(str(row[0]), int(row[1])).order()
+    if applied >= batch.end.order():
+        return True
+    if applied > batch.start.order():
+        raise LoadError(
+            f"{where}: the target holds the source's transactions up to {row[0]}:{row[1]}, "
+            f"inside this batch ({batch.start} to {batch.end}); writing it would apply part "
+            "of it twice, so the pipeline stops. Restart it: it resumes from the target's "
+            "position")
+    return False
 
 
 class Loader:
@@ -112,14 +118,45 @@ class Loader:
                 pass
         self._connections.clear()
 
-    def applied_position(self, name: str) -> BinlogPosition | None:
-        conn = self._connection(name)
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT binlog_file, binlog_pos, gtid FROM retl.retl_position "
-                           "WHERE pipeline_id = %s", (self.pipeline_id,))
-            row = cursor.fetchone()
-        conn.commit()
-        return BinlogPosition(row[0], int(row[1]), row[2]) if row else None
+    def claim(self) -> dict[str, Cursor | None]:
+        """Fence every target, then read what it holds: this owner's epoch goes into the
+        pipeline's position row (a row without a position where there is none yet), so an
+        older owner that wakes finds a newer epoch and commits nothing; then the row's
+        position and processId (None where nothing was loaded)."""
+        return {name: self._claim(name) for name in self.targets}
+
+    def _claim(self, name: str) -> Cursor | None:
+        for attempt in range(1, 4):
+            conn = self._connection(name)
+            try:
+                with conn.cursor() as cursor:
+                    cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
+                    row = cursor.fetchone()
+                    if row and int(row[2]) > self.epoch:
+                        conn.rollback()
+                        raise FencedError(
+                            f"pipeline {self.pipeline_id}: target {name} is written by a "
+                            f"newer owner (epoch {row[2]} > {self.epoch}); this node lost "
+                            "the pipeline and stops")
+                    cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch))
+                conn.commit()
+            except pymysql.MySQLError as exc:
+                self._discard(name)
+                code = exc.args[0] if exc.args else 0
+                if code == LOCK_WAIT_TIMEOUT:  # a stale owner's transaction holds the row
+                    self._end_stale(name)
+                if code in RETRYABLE and attempt < 3 and not self.stop.is_set():
+                    continue
+                raise LoadError(f"pipeline {self.pipeline_id}, target {name}: cannot claim "
+                                f"the position row: {exc.args[-1] if exc.args else exc}"
+                                ) from None
+            log.info("event=target_claimed pipeline=%s target=%s epoch=%d position=%s "
+                     "process_id=%s", self.pipeline_id, name, self.epoch,
+                     f"{row[0]}:{row[1]}" if row and row[0] else "-", row[3] if row else "-")
+            if not row or not row[0]:
+                return None
+            return Cursor(BinlogPosition(str(row[0]), int(row[1])), int(row[3]))
+        raise AssertionError("unreachable")
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write a batch given as target changes (a DDL, a two-way channel's batch, whose
@@ -248,7 +285,8 @@ class Loader:
                     f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
                     f"target {name} is written by a newer owner (epoch {row[2]} > "
                     f"{self.epoch}); this node lost the pipeline and stops")
-            if row and _applied(row, batch):  # a replay: the target has the batch
+            if row and _applied(row, batch, f"stage load, pipeline {self.pipeline_id}, "
+                                f"processId {batch.process_id}, target {name}"):
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
                          "reason=already_applied applied=%s:%s", self.pipeline_id,
                          batch.process_id, name, row[0], row[1])

@@ -47,6 +47,13 @@ POSITION_WRITE = (
     "updated_at = CURRENT_TIMESTAMP(6)")
 
 
+# a new owner's fence, written before it reads the row (Loader.claim): its epoch, and a
+# row without a position where nothing was loaded yet
+CLAIM = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, "
+         "owner_epoch) VALUES (%s, 0, '', 0, %s) ON DUPLICATE KEY UPDATE "
+         "owner_epoch = VALUES(owner_epoch)")
+
+
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
     (MariaDB's ``WAIT``, MySQL's hint)."""

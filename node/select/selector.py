@@ -21,6 +21,11 @@ stream is quiet, so a busy stream cuts as surely as an idle one:
 A transaction is never split: one larger than ``batch_size`` makes one large batch. DDL
 travels in a batch of its own.
 
+**Cuts** (:func:`node.cursor.resume`): after a restart, a batch also ends at each target's
+position row ahead of the start, so no batch straddles what a target holds. A transaction
+that ends past a cut without ending at it means the row is not a transaction boundary of
+this binlog (another server's position, a reset binlog): Select stops and says so.
+
 **Watermark windows** (:mod:`node.snapshot`): between a low and a high watermark of this
 pipeline (rows of ``retl.retl_signal``) rows were read from the source for a snapshot chunk
 or a free-door request; the batch is never cut inside such a window, and it is cut right
@@ -38,6 +43,7 @@ from typing import Protocol
 
 from node.changes import Batch, Transaction
 from node.window import Window
+from shared.errors import PositionLostError
 from shared.model import BinlogPosition, PipelineParams
 
 IDLE_BATCH_INTERVAL_S = 1.0  # batches without rows (position only) at most this often
@@ -82,8 +88,10 @@ class Selector:
                  start: BinlogPosition, next_process_id: int, params: PipelineParams,
                  window: Window,
                  clock: Callable[[], float] = time.monotonic,
-                 watermarks: Watermarks | None = None) -> None:
+                 watermarks: Watermarks | None = None,
+                 cuts: tuple[BinlogPosition, ...] = ()) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
+        self._cuts = sorted(cuts, key=BinlogPosition.order)  # targets' rows ahead: cut there
         self.watermarks = watermarks or _NoWindows()
         self.next_process_id = next_process_id
         self.position = start
@@ -151,12 +159,15 @@ class Selector:
                     self._held = txn
                 else:  # the position-only stretch before it rides along
                     batch.add(txn)
+                    self._at_cut(batch)
                 return batch
             else:
                 closed = self._signals(batch, txn) if txn.signals else False
                 batch.add(txn)
                 if first_at is None:
                     first_at = self.clock()
+                if self._cuts and self._at_cut(batch):
+                    return batch  # a target's position row: the batch ends exactly there
                 if closed and not self._open:
                     return batch  # the rows read in the window go in here, at its end
                 if self._open:
@@ -169,6 +180,22 @@ class Selector:
             if not self._open and self._due(batch, first_at):
                 return batch
         return None
+
+    def _at_cut(self, batch: Batch) -> bool:
+        """Whether the batch now ends at the next cut; a batch that passes one without
+        ending at it would straddle a target's row, so that stops the pipeline."""
+        if not self._cuts or batch.end.order() < self._cuts[0].order():
+            return False
+        cut = self._cuts[0]
+        if batch.end.order() > cut.order():
+            raise PositionLostError(
+                f"pipeline {self.pipeline_id}: a target's position row says {cut}, but no "
+                f"transaction of the source's binlog ends there (one ends at {batch.end}): "
+                "the row was written from another server or before the binlog was reset, so "
+                "what the target holds cannot be told: copy the paired tables again, then "
+                "delete the channel and apply it anew")
+        del self._cuts[0]
+        return True
 
     def _signals(self, batch: Batch, txn: Transaction) -> bool:
         """Open and close this pipeline's watermark windows; True when one closed."""

@@ -23,6 +23,7 @@ from node.verify.plan import TablePlan, Target
 from node.verify.values import row_hash, sql_hash
 from shared.errors import SourceError
 from shared.identifiers import qualified, quote, short_form
+from shared.model import BinlogPosition
 
 Key = tuple[Any, ...]
 Signature = frozenset[tuple[str, int]]
@@ -45,8 +46,7 @@ class Side:
 
 def position_key(file: str, pos: int) -> tuple[int, str, int]:
     """A binlog position, ordered: file by its number, then offset."""
-    stem, _, number = file.rpartition(".")
-    return (int(number), stem, pos) if number.isdigit() else (0, file, pos)
+    return BinlogPosition(file, pos).order()
 
 
 def source_snapshot(cursor: Any) -> tuple[str, int]:
@@ -74,7 +74,7 @@ def target_snapshot(cursor: Any, pipeline_id: str) -> tuple[str, int] | None:
     except pymysql.MySQLError:
         return None  # no retl schema yet: nothing loaded
     row = cursor.fetchone()
-    return (str(row[0]), int(row[1])) if row else None
+    return (str(row[0]), int(row[1])) if row and row[0] else None  # '': claimed, not loaded
 
 
 def keys_in(columns: Sequence[str], keys: Sequence[Key]) -> tuple[str, list[Any]]:

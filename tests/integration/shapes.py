@@ -1,0 +1,185 @@
+"""A workload over the table shapes a replay breaks, and a watcher of the target.
+
+Every crash, restart, failover or replay test runs it: primary-key tables alone prove little,
+since a replayed row image of a keyed table changes nothing. So one writer, one source
+transaction at a time, mixes:
+- ``kl``: a keyless table with duplicate rows (two equal rows an insert; updates and deletes
+  of one of several equal rows): a replayed insert is a duplicate row;
+- ``sl``: a unique secondary key whose values are swapped through a free value in one
+  transaction: a replayed swap conflicts with the state the target already has;
+- ``accounts``: transfers that keep the sum of the balances constant (a reader that sees
+  another sum sees part of a transaction), each row's version only grows;
+- ``parent``/``child``: a foreign key with ``ON DELETE CASCADE`` (the cascade is not in the
+  binlog: the target's own key must redo it).
+
+The watcher reads the target in consistent snapshots and notes every broken promise: the
+balances' sum, the unique slots (always a permutation of 1..SLOTS), versions going back.
+At the end every table is compared as a multiset.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pymysql
+
+from shared.devcluster import Database, make_schema, wait_equal, wait_for
+from shared.sandbox import Sandbox
+
+ACCOUNTS, OPENING, SLOTS = 20, 100, 10
+DDL = (
+    "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(20))",
+    "CREATE TABLE `{schema}`.sl (id INT PRIMARY KEY, slot INT NOT NULL, UNIQUE KEY u (slot))",
+    "CREATE TABLE `{schema}`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL, "
+    "version BIGINT NOT NULL)",
+    "CREATE TABLE `{schema}`.parent (id INT PRIMARY KEY, note VARCHAR(20))",
+    "CREATE TABLE `{schema}`.child (id INT PRIMARY KEY, pid INT NOT NULL, "
+    "FOREIGN KEY (pid) REFERENCES `{schema}`.parent (id) ON DELETE CASCADE)",
+)
+TABLES = ["kl", "sl", "accounts", "parent", "child"]
+
+
+class Shapes:
+    def __init__(self, sandbox: Sandbox, source: Database, target: Database,
+                 targets: tuple[str, ...] = ("target",), seed: int = 11) -> None:
+        self.sandbox, self.targets, self.seed = sandbox, targets, seed
+        self.schema = make_schema(source, target, *DDL)
+        for server in targets[1:]:
+            db = Database(sandbox, server)
+            db.execute(f"CREATE DATABASE `{self.schema}`")
+            for statement in DDL:
+                db.execute(statement.format(schema=self.schema))
+            db.close()
+        for server in ("source", *targets):
+            db = Database(sandbox, server)
+            db.execute(f"INSERT INTO `{self.schema}`.accounts VALUES "
+                       + ", ".join(f"({i}, {OPENING}, 0)" for i in range(ACCOUNTS)))
+            db.execute(f"INSERT INTO `{self.schema}`.sl VALUES "
+                       + ", ".join(f"({i}, {i})" for i in range(1, SLOTS + 1)))
+            db.close()
+        self.done = threading.Event()
+        self.transactions = 0
+        self.snapshots = 0
+        self.violations: list[str] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        works = [self._write] + [lambda s=server: self._watch(s) for server in self.targets]
+        for work in works:
+            thread = threading.Thread(target=work, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def wait_transactions(self, count: int, timeout_s: float = 120) -> None:
+        wait_for(lambda: self.transactions >= count, timeout_s,
+                 f"{count} transactions on the source")
+
+    def stop(self) -> None:
+        self.done.set()
+        for thread in self._threads:
+            thread.join(60)
+            assert not thread.is_alive(), "a workload thread did not stop"
+
+    def finish(self, source: Database, timeout_s: float = 180) -> None:
+        """Stop writing, wait for every target to hold the source's rows (as multisets), and
+        check the watcher saw every promise kept."""
+        self.stop()
+        for server in self.targets:
+            target = Database(self.sandbox, server)
+            try:
+                wait_equal(source, target, self.schema, TABLES, timeout_s=timeout_s)
+            finally:
+                target.close()
+        assert self.violations == []
+        assert self.snapshots > 20, "the watcher hardly read the target"
+
+    # -- the writer -------------------------------------------------------------------------
+    def _write(self) -> None:
+        db = Database(self.sandbox, "source")
+        rng = random.Random(self.seed)
+        t = f"`{self.schema}`"
+        parents: list[int] = []
+        try:
+            while not self.done.is_set():
+                n = self.transactions + 1
+                kind = rng.randrange(5)
+                db.execute("BEGIN")
+                if kind == 0:  # keyless: two equal rows, then one of several equal changed
+                    v = rng.randrange(7)
+                    db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'v{v}'), ({v}, 'v{v}')")
+                    if n % 3 == 0:
+                        db.execute(f"UPDATE {t}.kl SET b = 'changed' WHERE a = "
+                                   f"{rng.randrange(7)} LIMIT 1")
+                    if n % 4 == 0:
+                        db.execute(f"DELETE FROM {t}.kl WHERE a = {rng.randrange(7)} LIMIT 1")
+                elif kind == 1:  # unique-key swap through a free value
+                    a, b = rng.sample(range(1, SLOTS + 1), 2)
+                    slots = dict(db.rows(f"SELECT id, slot FROM {t}.sl WHERE id IN ({a}, {b}) "
+                                         "FOR UPDATE"))
+                    db.execute(f"UPDATE {t}.sl SET slot = -1 WHERE id = {a}")
+                    db.execute(f"UPDATE {t}.sl SET slot = {slots[a]} WHERE id = {b}")
+                    db.execute(f"UPDATE {t}.sl SET slot = {slots[b]} WHERE id = {a}")
+                elif kind == 2:  # a transfer: the sum stays
+                    a, b = rng.sample(range(ACCOUNTS), 2)
+                    amount = rng.randint(1, 13)
+                    db.execute(f"UPDATE {t}.accounts SET balance = balance - {amount}, "
+                               f"version = version + 1 WHERE id = {a}")
+                    db.execute(f"UPDATE {t}.accounts SET balance = balance + {amount}, "
+                               f"version = version + 1 WHERE id = {b}")
+                elif kind == 3 or not parents:  # a parent and its children
+                    db.execute(f"INSERT INTO {t}.parent VALUES ({n}, 'p{n}')")
+                    db.execute(f"INSERT INTO {t}.child VALUES ({n * 10}, {n}), "
+                               f"({n * 10 + 1}, {n})")
+                    parents.append(n)
+                else:  # a parent goes, its children by cascade (not in the binlog)
+                    gone = parents.pop(rng.randrange(len(parents)))
+                    db.execute(f"DELETE FROM {t}.parent WHERE id = {gone}")
+                db.execute("COMMIT")
+                self.transactions = n
+                self.done.wait(0.003)
+        finally:
+            db.close()
+
+    # -- the watcher ------------------------------------------------------------------------
+    def _watch(self, server: str) -> None:
+        db: Database | None = None
+        t = f"`{self.schema}`"
+        versions: dict[int, int] = {}
+        while not self.done.is_set():
+            try:
+                db = db or Database(self.sandbox, server)
+                db.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                balance = db.rows(f"SELECT SUM(balance) FROM {t}.accounts")[0][0]
+                each = db.rows(f"SELECT id, version FROM {t}.accounts")
+                slots = sorted(row[0] for row in db.rows(f"SELECT slot FROM {t}.sl"))
+                db.execute("COMMIT")
+            except pymysql.MySQLError:  # the target restarted or dropped us: read again
+                db = None
+                self.done.wait(0.2)
+                continue
+            self.snapshots += 1
+            if balance != ACCOUNTS * OPENING:
+                self.violations.append(f"{server}: part of a transfer: balances sum to "
+                                       f"{balance}")
+            if slots != list(range(1, SLOTS + 1)):
+                self.violations.append(f"{server}: part of a swap: slots {slots}")
+            for account, version in each:
+                if version < versions.get(account, 0):
+                    self.violations.append(f"{server}: account {account} went back to "
+                                           f"version {version}")
+                versions[account] = max(versions.get(account, 0), version)
+            self.done.wait(0.02)
+        if db is not None:
+            db.close()
+
+
+def channel(name: str, schema: str, targets: tuple[str, ...] = ("target",),
+            **params: object) -> dict[str, object]:
+    """A one-way channel of the workload's tables to each of ``targets``."""
+    pairs = [{"source": f"{schema}.{t}", "target": {"datasource": server, "namespace": schema,
+                                                     "table": t}}
+             | ({"fan_out": True} if len(targets) > 1 else {})
+             for server in targets for t in TABLES]
+    return {"name": name, "pipelines": [{"name": "forward", "source": "source",
+                                         "target": targets[0], "pairs": pairs, **params}]}

@@ -1,0 +1,118 @@
+"""Where a (re)start resumes (node/cursor.py ``resume``), how Select cuts the stretch it
+reads again at the targets' rows, and how Load tells an applied batch: together they apply
+each source transaction exactly once on every target, never a prefix of a loaded batch."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from node.changes import Batch
+from node.cursor import Cursor, Resume, resume
+from node.load.loader import _applied
+from node.select.selector import Selector
+from shared.errors import LoadError, PositionLostError
+from shared.model import BinlogPosition, PipelineParams
+from tests.unit.test_selector import Clock, ClockWindow, Source, txn
+
+
+def at(pos: int, file: str = "binlog.000001") -> BinlogPosition:
+    return BinlogPosition(file, pos)
+
+
+def test_nothing_loaded_resumes_at_the_hint() -> None:
+    hint = Cursor(at(500), 7)
+    assert resume(hint, {}) == Resume(hint)
+    assert resume(hint, {"t": None, "u": Cursor(BinlogPosition(), 0)}) == Resume(hint)
+
+
+def test_targets_ahead_of_the_hint_decide_and_each_row_past_the_start_is_a_cut() -> None:
+    hint = Cursor(at(500), 7)
+    got = resume(hint, {"a": Cursor(at(900), 12), "b": Cursor(at(700), 10),
+                        "c": Cursor(at(900), 12)})
+    assert got == Resume(Cursor(at(700), 12), (at(900),))
+
+
+def test_a_target_behind_the_hint_is_at_the_hint() -> None:
+    """Every transaction at or before the hint is on every target (the hint is published
+    after all of them committed): a row behind it is a target that had nothing to write."""
+    got = resume(Cursor(at(500), 7), {"a": Cursor(at(300), 3), "b": Cursor(at(800), 9)})
+    assert got == Resume(Cursor(at(500), 9), (at(800),))
+
+
+def test_a_target_without_a_row_is_at_the_hint() -> None:
+    got = resume(Cursor(at(500), 7), {"a": None, "b": Cursor(at(800), 9)})
+    assert got == Resume(Cursor(at(500), 9), (at(800),))
+
+
+def test_files_are_ordered_by_their_number() -> None:
+    got = resume(Cursor(at(4, "binlog.999999"), 1),
+                 {"a": Cursor(at(4, "binlog.1000000"), 2), "b": Cursor(at(90, "binlog.999999"), 1)})
+    assert got == Resume(Cursor(at(90, "binlog.999999"), 2), (at(4, "binlog.1000000"),))
+
+
+def test_a_gtid_hint_defers_to_the_rows() -> None:
+    hint = Cursor(BinlogPosition(gtid="0-1-5"), 1)
+    got = resume(hint, {"a": Cursor(at(900), 4), "b": Cursor(at(700), 3)})
+    assert got == Resume(Cursor(at(700), 4), (at(900),))
+
+
+def cut_all(select: Selector) -> list[Batch]:
+    batches = []
+    while select.transactions.backlog:
+        batch = select.next_batch(threading.Event())
+        assert batch is not None
+        batches.append(batch)
+        select.window.release()
+    return batches
+
+
+def selector(source: Source, clock: Clock, cuts: tuple[BinlogPosition, ...]) -> Selector:
+    window = ClockWindow(5)
+    window.source = source
+    return Selector("c.p", source, at(1000), 1, PipelineParams(batch_size=1000),
+                    window, clock=clock, cuts=cuts)
+
+
+def test_select_ends_a_batch_at_every_cut() -> None:
+    clock = Clock()
+    source = Source(clock)  # a backlog: without cuts all of it would go in one batch
+    source.items.extend(txn(n, rows=2) for n in range(1, 11))
+    batches = cut_all(selector(source, clock, (at(1003), at(1007))))
+    assert [(b.start.pos, b.end.pos) for b in batches] == [(1000, 1003), (1003, 1007),
+                                                           (1007, 1010)]
+
+
+def test_a_row_no_transaction_ends_at_stops_select() -> None:
+    """A row between two transactions' ends is not a boundary of this binlog (another
+    server's position, a reset binlog): what the target holds cannot be told."""
+    clock = Clock()
+    source = Source(clock)
+    source.items.extend(txn(n, rows=1) for n in range(1, 5))
+    source.items[2] = source.items[2].__class__(source.items[2].changes, at(1004), 3, 3)
+    source.items[3] = source.items[3].__class__(source.items[3].changes, at(1006), 4, 4)
+    with pytest.raises(PositionLostError, match="no transaction of the source's binlog ends"):
+        cut_all(selector(source, clock, (at(1005),)))
+
+
+def row(pos: int, process_id: int = 1, file: str = "binlog.000001") -> tuple[object, ...]:
+    return (file, pos, 5, process_id)
+
+
+def batch(start: int, end: int, process_id: int = 9) -> Batch:
+    made = Batch("c.p", process_id, start=at(start))
+    made.add(txn(end - 1000, rows=1))
+    return made
+
+
+def test_a_batch_at_or_before_the_row_is_applied_whatever_its_process_id() -> None:
+    assert _applied(row(1010, process_id=3), batch(1005, 1010, process_id=9), "here")
+    assert _applied(row(1020), batch(1005, 1010), "here")
+    assert not _applied(row(1005), batch(1005, 1010), "here")
+    assert not _applied(("", 0, 5, 0), batch(1005, 1010), "here")  # claimed, nothing loaded
+
+
+def test_a_row_inside_a_batch_stops_the_load() -> None:
+    with pytest.raises(LoadError, match="apply part of it twice"):
+        _applied(row(1007), batch(1005, 1010), "stage load, pipeline c.p")
