@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -58,10 +59,25 @@ ROWS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
         30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
         166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
         169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
-# events nothing here reads, and skipping them would lose changes
-UNREADABLE = {165: "a compressed query event (log_bin_compress=ON, a statement longer than "
-                   "log_bin_compress_min_len)",
-              39: "a partial JSON update (binlog_row_value_options=PARTIAL_JSON)"}
+# events nothing here reads, and skipping them would lose changes: what wrote them, and
+# the setting that stops it
+UNREADABLE = {165: ("a compressed query event (log_bin_compress=ON, a statement longer than "
+                    "log_bin_compress_min_len)", "SET GLOBAL log_bin_compress=OFF"),
+              39: ("a partial JSON update (binlog_row_value_options=PARTIAL_JSON)",
+                   "SET GLOBAL binlog_row_value_options=''"),
+              40: ("a compressed transaction (binlog_transaction_compression=ON)",
+                   "SET GLOBAL binlog_transaction_compression=OFF"),
+              38: ("an XA PREPARE event (an XA transaction)",
+                   "commit such changes as ordinary transactions")}
+# statements a transaction may hold in the binlog besides its rows: what a savepoint undid
+# is not in the binlog, so they change nothing here (Django's nested atomic(), SQLAlchemy's
+# begin_nested() and Spring's NESTED propagation issue them)
+SAVEPOINT = re.compile(r"(SAVEPOINT|ROLLBACK\s+(WORK\s+)?TO\s+(SAVEPOINT\s+)?|RELEASE\s+"
+                       r"SAVEPOINT)\s", re.IGNORECASE)
+FL_STANDALONE = 1  # a MariaDB GTID event's flag: a statement of its own (DDL), no BEGIN
+# DDL that MariaDB may log inside a transaction's group (CREATE TABLE … SELECT: the statement,
+# then its rows)
+DDL_WORDS = {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"}
 _V2 = {30, 31, 32, 169, 170, 171}  # rows events whose post-header has extra data
 _BODY = 20  # the OK byte and the 19-byte event header
 
@@ -125,6 +141,7 @@ class BinlogReader:
         self._stream: BinLogStreamReader | None = None
         self._checksum = False
         self._file, self._pos = start.file, start.pos
+        self._in_txn = False  # between a transaction's start and its commit
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
 
@@ -285,12 +302,13 @@ class BinlogReader:
             elif kind == XID:
                 self._pos = next_pos or self._pos
                 self._commit(events, event_rows, decoded, gtid, data)
-                events, decoded, event_rows = [], [], 0
+                events, decoded, event_rows, self._in_txn = [], [], 0, False
             elif kind == MARIADB_GTID:
                 sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
                     int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
                 server = int.from_bytes(data[6:10], "little")
                 gtid, events, decoded, event_rows = f"{domain}-{server}-{sequence}", [], [], 0
+                self._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
             elif kind == TABLE_MAP:
                 self._table_map(data)
             elif kind == QUERY:
@@ -306,12 +324,13 @@ class BinlogReader:
             elif kind == MYSQL_GTID:
                 gtid, events, decoded, event_rows = str(self._library_event(data).gtid), [], \
                     [], 0
+                self._in_txn = False  # a BEGIN query follows for a transaction
             elif kind in UNREADABLE:
+                what, remedy = UNREADABLE[kind]
                 raise SourceError(
-                    f"source {self.source.name} wrote {UNREADABLE[kind]} at "
-                    f"{self._position()}, which setl cannot read; turn it off on the source "
-                    "(SET GLOBAL log_bin_compress=OFF / binlog_row_value_options=''), then "
-                    "copy the changed tables again")
+                    f"source {self.source.name} wrote {what} at {self._position()}, which "
+                    f"setl cannot read; on the source: {remedy}; then copy the changed "
+                    "tables again")
             if next_pos:
                 self._pos = next_pos
 
@@ -385,17 +404,34 @@ class BinlogReader:
 
     def _query(self, data: bytes, events: list[Event], event_rows: int,
                decoded: list[RowChange], gtid: str) -> bool:
-        """BEGIN, COMMIT or a DDL statement; True when it ended a transaction."""
+        """BEGIN, COMMIT, a savepoint inside a transaction, or a DDL statement; True when it
+        ended a transaction. Anything else inside a transaction stops the pipeline with its
+        text and position: dropping it, or the rows around it, would lose changes."""
         event = self._library_event(data)
         query = event.query.strip()
         upper = query.upper()
         if upper == "BEGIN":
-            events.clear()
-            decoded.clear()
+            self._in_txn = True
             return True
-        if upper == "COMMIT":
+        if upper in ("COMMIT", "ROLLBACK"):  # a ROLLBACK in the binlog ends a transaction
+            self._in_txn = False  # whose non-transactional changes stay: they are kept
             self._commit(events, event_rows, decoded, gtid, data)
             return True
+        if upper.startswith("XA "):
+            raise SourceError(
+                f"binlog of {self.source.name} at {self._position(gtid)}: an XA transaction "
+                f"({query[:120]!r}); setl does not replicate XA transactions (their prepare "
+                "and commit are apart in the binlog): commit such changes as ordinary "
+                "transactions, then copy the changed tables again")
+        if self._in_txn and upper.split(None, 1)[0] not in DDL_WORDS:
+            if SAVEPOINT.match(query + " "):
+                return False  # part of the transaction: what it undid is not in the binlog
+            raise SourceError(
+                f"binlog of {self.source.name} at {self._position(gtid)}: a statement inside "
+                f"a transaction that setl cannot replicate: {query[:300]!r}; row-based "
+                "replication logs rows, not statements (is a session writing with "
+                "binlog_format=STATEMENT?): write it in ROW format, then copy the changed "
+                "tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
         self._ddl(event, gtid, data)
         return True

@@ -34,7 +34,7 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
                        "('log_bin','binlog_format','binlog_row_image','binlog_row_metadata',"
-                       "'server_id')")
+                       "'server_id','binlog_transaction_compression')")
         variables = {name.lower(): str(value) for name, value in cursor.fetchall()}
         where = f"pipeline {pipeline_id}: source {source.name} ({source.host}:{source.port})"
         if variables.get("log_bin", "OFF").upper() != "ON":
@@ -47,6 +47,10 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
             if actual.upper() != wanted:
                 raise SourceError(f"{where} has {name}={actual}; setl needs {name}={wanted}: "
                                   f"run SET GLOBAL {name}='{wanted}' and put it in my.cnf")
+        if variables.get("binlog_transaction_compression", "OFF").upper() == "ON":
+            raise SourceError(f"{where} has binlog_transaction_compression=ON, whose "
+                              "compressed transactions setl cannot read: run SET GLOBAL "
+                              "binlog_transaction_compression=OFF and put it in my.cnf")
         if int(variables.get("server_id", 0)) == server_id:
             raise SourceError(f"{where} uses server_id {server_id}, the id this pipeline "
                               "replicates with; give the source another server_id")
