@@ -14,8 +14,10 @@ to the target together as one multi-statement query (:class:`_Together`); a ``LO
 statement whose row count is checked or one that needs a lenient sql_mode goes alone.
 
 With ``skip_load_exception`` a batch the target refuses is written again statement by
-statement in one transaction; rows the server refuses are logged (key, error, row) and
-skipped, the rest and the position commit together.
+statement in one transaction; rows the server refuses (``owners.ROW_REFUSED``: duplicate,
+foreign key, bad value, CHECK) are logged (key, error, row) and skipped, the rest and the
+position commit together. Any other error (one that rolls back the whole transaction, or
+interrupts it) is never taken for a bad row: the batch is retried or the pipeline stops.
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ from node.extract.sqltext import Sql
 from node.load import localdata, owners
 from node.load.copies import Copies
 from node.load.ddlapply import apply_ddl
-from node.load.owners import CLIENT_ERRORS, LOCK_WAIT_TIMEOUT, RETRYABLE, FencedError
+from node.load.owners import (
+    LOCK_WAIT_TIMEOUT,
+    RETRYABLE,
+    ROW_REFUSED,
+    FencedError,
+)
 from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
@@ -247,7 +254,7 @@ class Loader:
                                 attempt, exc.args[-1])
                     if not self.stop.wait(waits[attempt - 1]):
                         continue
-                if self.params.skip_load_exception and not one_by_one and code < CLIENT_ERRORS:
+                if self.params.skip_load_exception and not one_by_one and code in ROW_REFUSED:
                     one_by_one = True  # again, row by row, skipping what the target refuses
                     continue
                 raise LoadError(f"{where}: {exc.args[-1] if exc.args else exc}") from None
@@ -331,7 +338,7 @@ class Loader:
                     else cursor.execute(sql.text)
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0
-            if not one_by_one or code in RETRYABLE or code >= CLIENT_ERRORS:
+            if not one_by_one or code not in ROW_REFUSED:  # not the row's fault: never skip
                 raise _in_table(exc, unit) from None
             self.skipped += 1
             log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "

@@ -24,6 +24,19 @@ LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for
 LOCK_WAIT_TIMEOUT = 1205
 RETRYABLE = {LOCK_WAIT_TIMEOUT, 1213}  # lock wait timeout, deadlock: again
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
+# the target's errors that mean "this row is refused" and undo only its statement: the ones
+# skip_load_exception may skip. Any other (1206 lock table full and 1180 commit failures roll
+# back the whole transaction; 1317 KILL QUERY and 1969 max_statement_time interrupt it; an
+# unknown table or column refuses every row) is retried or stops the pipeline.
+ROW_REFUSED = {
+    1048,  # column cannot be null
+    1062, 1169,  # duplicate entry, unique constraint
+    1216, 1217, 1451, 1452,  # foreign key: no parent, a child remains
+    1264, 1265, 1292, 1366, 1406, 1411,  # out of range, truncated, incorrect or too long values
+    1364,  # no default value
+    1644,  # a trigger's SIGNAL of its own (SQLSTATE 45000)
+    3819, 4025,  # CHECK constraint (MySQL, MariaDB)
+}
 
 OWNER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_owner (
   pipeline_id VARCHAR(191) NOT NULL,

@@ -41,9 +41,12 @@ class LoopGuard:
     conflicts: int = 0
 
     def mark(self, cursor: Any, process_id: int) -> None:
+        # the row changes on every write, so the transaction always carries a row event
+        # of the mark (an update to the value it has writes nothing to the binlog)
         cursor.execute("INSERT INTO retl.retl_mark (CHANNEL_ID, PIPELINE_ID, PROCESS_ID) "
-                       "VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE "
-                       "PROCESS_ID = VALUES(PROCESS_ID)",
+                       "VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE PROCESS_ID = "
+                       "IF(PROCESS_ID = VALUES(PROCESS_ID), -VALUES(PROCESS_ID), "
+                       "VALUES(PROCESS_ID))",
                        (self.channel, self.pipeline_id, process_id))
 
     def resolve(self, cursor: Any, changes: list[TargetChange],

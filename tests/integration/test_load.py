@@ -10,7 +10,7 @@ from node.extract import loaddata
 from node.extract.job import PartResult, Unit
 from node.extract.sqltext import Sql
 from node.load.loader import FencedError, Loader
-from shared.devcluster import make_schema, one_way, wait_for
+from shared.devcluster import make_schema, one_way, wait_equal, wait_for
 from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.secrets import SecretRef
@@ -19,8 +19,11 @@ ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(5))"
 
 
 def batch(process_id: int, pos: int) -> Batch:
+    """Batch ``process_id`` of one transaction ending at ``pos``, after the one ending 100
+    bytes before (batches follow each other in these tests)."""
     end = BinlogPosition("binlog.000001", pos)
-    return Batch("fence.forward", process_id, [Transaction((), end, 0, 0)])
+    return Batch("fence.forward", process_id, [Transaction((), end, 0, 0)],
+                 start=BinlogPosition("binlog.000001", pos - 100))
 
 
 def upsert(schema: str, row_id: int, name: str) -> TargetChange:
@@ -181,6 +184,35 @@ def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, tar
     assert len(skipped) == 1
     assert f"table={schema}.items key=(2,)" in skipped[0] and "Data too long" in skipped[0]
     cluster.set_status("skipping", "STOP")
+
+
+def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
+        cluster, source, target):
+    """An error that is not the row's fault (here a trigger on the target raising 1317,
+    "query execution was interrupted", as KILL QUERY does; 1206 and 1969 alike) stops the
+    pipeline with nothing of the transaction written: skipping the row would tear it."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    target.execute(f"CREATE TRIGGER `{schema}`.interrupt BEFORE INSERT ON {t} FOR EACH ROW "
+                   "IF NEW.name = 'stop' THEN SIGNAL SQLSTATE '70100' SET "
+                   "MYSQL_ERRNO = 1317, MESSAGE_TEXT = 'Query execution was interrupted'; "
+                   "END IF")
+    cluster.apply([one_way("interrupted", schema, ["items"], skip_load_exception=True,
+                           max_retries=0)])
+    cluster.set_status("interrupted", "START")
+    cluster.wait_running("interrupted")
+    source.execute("BEGIN")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'ok'), (2, 'stop'), (3, 'fine')")
+    source.execute("COMMIT")
+    wait_for(lambda: cluster.channel_status("interrupted") == "PAUSE", 60, "the pause")
+    assert "interrupted" in cluster.pipeline_state("interrupted").last_error
+    assert target.table(schema, "items") == []
+    target.execute(f"DROP TRIGGER `{schema}`.interrupt")
+    cluster.set_status("interrupted", "START")
+    wait_equal(source, target, schema, ["items"])
+    assert not [line for line in cluster.nodes[1].output().splitlines()
+                if "event=row_skipped pipeline=interrupted" in line]
+    cluster.set_status("interrupted", "STOP")
 
 
 def test_dry_run_counts_and_writes_nothing(cluster, source, target):
