@@ -6,6 +6,10 @@
 
 - **bank**: transfers between 100 accounts, each one source transaction over two tables
   (both accounts' balance and version, and a journal row);
+- **shapes**: a keyless table with duplicate rows (``kl``: two equal rows an insert, one of
+  several equal rows changed or deleted) and a unique key whose values are swapped through
+  a free value in one transaction (``sl``): a replayed insert there is a duplicate row, a
+  replayed swap a conflict;
 - **sysbench** ``oltp_write_only`` on two tables at a modest rate.
 
 A fault of a random kind comes every ``--every`` seconds, once the previous one has healed:
@@ -22,11 +26,13 @@ A fault of a random kind comes every ``--every`` seconds, once the previous one 
 While it runs, a watcher reads the target many times a second, each time in one consistent
 snapshot, and checks the promises a reader relies on: the balances always sum to the
 total and the versions to twice the journal's rows (a reader never sees part of a source
-transaction), and no account's version ever goes down (a row never goes back). A fault has
+transaction), the swapped slots are always a permutation of 1..N, and no account's version
+ever goes down (a row never goes back). A fault has
 healed when every journal row written on the source before it is on the target; that time
 is reported (for the node faults it is the takeover time). At the end the workloads stop,
-source and target are compared table by table and with ``pt-table-sync --print``, and a
-report (faults by kind, heal times p50/max, snapshots checked, violations, divergences) is
+source and target are compared table by table as multisets (rows on each side, per table)
+and the keyed tables with ``pt-table-sync --print``, and a report (faults by kind, heal
+times p50/max, snapshots checked, violations, divergences, tables) is
 printed and written to ``bench/results/chaos-<time>.json``. Exit code 0 only when there is
 no violation and no divergence and every fault healed.
 """
@@ -58,7 +64,9 @@ DB = "chaos"
 CHANNEL = "chaos"
 ACCOUNTS, OPENING = 100, 1000
 TOTAL = ACCOUNTS * OPENING
-TABLES = ["accounts", "journal", "sbtest1", "sbtest2"]
+TABLES = ["accounts", "journal", "kl", "sl", "sbtest1", "sbtest2"]
+KEYLESS = ["kl"]  # pt-table-sync needs a key: compared as multisets only
+SLOTS = 20
 FAULTS = ("kill_owner", "stop_owner", "restart_target", "restart_zookeeper", "kill_binlog",
           "kill_target_connections")
 HEAL_LIMIT_S = 180.0  # a fault not healed by then fails the soak
@@ -96,9 +104,14 @@ class Soak:
                       f"CREATE TABLE {DB}.accounts (id INT PRIMARY KEY, balance BIGINT NOT "
                       "NULL, version BIGINT NOT NULL)",
                       f"CREATE TABLE {DB}.journal (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
-                      "debit INT NOT NULL, credit INT NOT NULL, amount INT NOT NULL)")
+                      "debit INT NOT NULL, credit INT NOT NULL, amount INT NOT NULL)",
+                      f"CREATE TABLE {DB}.kl (a INT, b VARCHAR(20))",
+                      f"CREATE TABLE {DB}.sl (id INT PRIMARY KEY, slot INT NOT NULL, "
+                      "UNIQUE KEY u (slot))")
             db.execute(f"INSERT INTO {DB}.accounts VALUES "
                        + ", ".join(f"({i}, {OPENING}, 0)" for i in range(ACCOUNTS)))
+            db.execute(f"INSERT INTO {DB}.sl VALUES "
+                       + ", ".join(f"({i}, {i})" for i in range(1, SLOTS + 1)))
             db.close()
         self.cluster.start_manager()
         self.cluster.start_node(1)
@@ -129,7 +142,7 @@ class Soak:
                                    "--rate=40", f"--time={int(seconds) + 600}", "run",
                                    port="source"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for target in (self._bank, self._watcher):
+        for target in (self._bank, self._shapes, self._watcher):
             thread = threading.Thread(target=target, daemon=True, name=target.__name__)
             thread.start()
             self.threads.append(thread)
@@ -149,6 +162,34 @@ class Soak:
                        (debit, credit, amount))
             db.execute("COMMIT")
             self.transfers += 1
+            time.sleep(0.01)
+        db.close()
+
+    def _shapes(self) -> None:
+        """Keyless inserts, updates and deletes among duplicates, and unique-key swaps."""
+        db = Database(self.box, "source")
+        rng = random.Random(self.rng.random())
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            db.execute("BEGIN")
+            if n % 2:
+                v = rng.randrange(7)
+                db.execute(f"INSERT INTO {DB}.kl VALUES (%s, %s), (%s, %s)",
+                           (v, f"v{v}", v, f"v{v}"))
+                if n % 3 == 0:
+                    db.execute(f"UPDATE {DB}.kl SET b = 'changed' WHERE a = %s LIMIT 1",
+                               (rng.randrange(7),))
+                if n % 5 == 0:
+                    db.execute(f"DELETE FROM {DB}.kl WHERE a = %s LIMIT 1", (rng.randrange(7),))
+            else:
+                a, b = rng.sample(range(1, SLOTS + 1), 2)
+                slots = dict(db.rows(f"SELECT id, slot FROM {DB}.sl WHERE id IN (%s, %s) FOR "
+                                     "UPDATE", (a, b)))
+                db.execute(f"UPDATE {DB}.sl SET slot = -1 WHERE id = %s", (a,))
+                db.execute(f"UPDATE {DB}.sl SET slot = %s WHERE id = %s", (slots[a], b))
+                db.execute(f"UPDATE {DB}.sl SET slot = %s WHERE id = %s", (slots[b], a))
+            db.execute("COMMIT")
             time.sleep(0.01)
         db.close()
 
@@ -179,9 +220,12 @@ class Soak:
                                         f"{DB}.accounts")[0]
             journal = db.rows(f"SELECT COUNT(*) FROM {DB}.journal")[0][0]
             each = db.rows(f"SELECT id, version FROM {DB}.accounts")
+            slots = sorted(row[0] for row in db.rows(f"SELECT slot FROM {DB}.sl"))
         finally:
             db.execute("COMMIT")
         self.watch.snapshots += 1
+        if slots != list(range(1, SLOTS + 1)):
+            self.watch.violations.append(f"part of a unique-key swap visible: slots {slots}")
         if int(balance) != TOTAL or int(versions) != 2 * int(journal):
             self.watch.violations.append(
                 f"part of a transaction visible: balances sum to {balance} (not {TOTAL}), "
@@ -266,8 +310,9 @@ class Soak:
                 self.cluster.start_node(node_id)
 
     # -- the end ------------------------------------------------------------------------
-    def finish(self) -> tuple[list[str], int]:
-        """Stop the workloads; return the tables that differ and the rows compared."""
+    def finish(self) -> tuple[list[str], int, dict[str, dict[str, Any]]]:
+        """Stop the workloads; return the tables that differ, the rows compared and each
+        table's rows on both sides (compared as multisets: duplicates count)."""
         if self.sysbench is not None:
             self.sysbench.terminate()
             self.sysbench.wait(30)
@@ -277,20 +322,27 @@ class Soak:
         source, target = Database(self.box, "source"), Database(self.box, "target")
         try:
             def equal() -> bool:
-                return all(source.table(DB, t) == target.table(DB, t) for t in TABLES)
+                return all(Counter(source.table(DB, t)) == Counter(target.table(DB, t))
+                           for t in TABLES)
             try:
                 wait_for(equal, HEAL_LIMIT_S, "source and target equal", 0.5)
             except AssertionError:
                 pass  # reported below, table by table
-            rows = sum(len(source.table(DB, t)) for t in TABLES)
-            differ = [t for t in TABLES if source.table(DB, t) != target.table(DB, t)]
+            tables: dict[str, dict[str, Any]] = {}
+            for t in TABLES:
+                src, dst = Counter(source.table(DB, t)), Counter(target.table(DB, t))
+                tables[t] = {"source_rows": src.total(), "target_rows": dst.total(),
+                             "only_source": (src - dst).total(),
+                             "only_target": (dst - src).total(), "equal": src == dst}
+            rows = sum(table["source_rows"] for table in tables.values())
+            differ = [t for t, table in tables.items() if not table["equal"]]
         finally:
             source.close()
             target.close()
         ports = {name: info.port for name, info in self.box.servers().items()}
         differ += pt_table_sync_differences(self.password, ports["source"], ports["target"],
-                                            DB, TABLES)
-        return differ, rows
+                                            DB, [t for t in TABLES if t not in KEYLESS])
+        return differ, rows, tables
 
     def close(self) -> None:
         self.stop.set()
@@ -331,16 +383,17 @@ def soak(minutes: float, every_s: float, seed: int, faults: list[str], work: Pat
             print(f"fault {len(done)}: {kind} ({what}) healed in {healed:.1f} s; "
                   f"{run.watch.snapshots} snapshots, {len(run.watch.violations)} violations",
                   flush=True)
-        differ, rows = run.finish()
+        differ, rows, tables = run.finish()
     finally:
         run.close()
-    return report(done, run, differ, rows, failure, time.monotonic() - began, minutes, seed,
-                  results, smoke, rounds)
+    return report(done, run, differ, rows, tables, failure, time.monotonic() - began, minutes,
+                  seed, results, smoke, rounds)
 
 
 def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
-           failure: str, elapsed_s: float, minutes: float, seed: int, results: Path,
-           smoke: bool, rounds: int) -> dict[str, Any]:
+           tables: dict[str, dict[str, Any]], failure: str, elapsed_s: float,
+           minutes: float, seed: int, results: Path, smoke: bool, rounds: int
+           ) -> dict[str, Any]:
     by_kind: dict[str, list[float]] = {}
     for fault in done:
         by_kind.setdefault(fault["kind"], []).append(fault["healed_s"])
@@ -357,7 +410,7 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
         "transfers": run.transfers, "snapshots_checked": run.watch.snapshots,
         "snapshot_read_errors": run.watch.errors, "rows_compared": rows,
         "violations": run.watch.violations[:20], "violation_count": len(run.watch.violations),
-        "divergences": differ, "failure": failure, "log": done,
+        "divergences": differ, "tables": tables, "failure": failure, "log": done,
         "ok": not failure and not differ and not run.watch.violations,
     }
     _, path = write_json(results, "chaos", smoke, result)
@@ -365,6 +418,9 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
           f"{result['takeover_s']}; {run.transfers} transfers, {run.watch.snapshots} "
           f"snapshots checked, {len(run.watch.violations)} violations, "
           f"{len(differ)} divergences over {rows} rows{'; ' + failure if failure else ''}")
+    for name, table in tables.items():
+        print(f"  {name}: source {table['source_rows']} rows, target {table['target_rows']}, "
+              f"only source {table['only_source']}, only target {table['only_target']}")
     for line in run.watch.violations[:5] + differ:
         print(f"  {line}")
     print(f"written to {path}")

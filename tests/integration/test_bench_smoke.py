@@ -120,3 +120,6 @@ def test_chaos_soak_one_fault_of_each_kind_ends_with_the_promises_kept(tmp_path:
     assert report["violation_count"] == 0 and report["divergences"] == []
     assert report["snapshots_checked"] > 50 and report["transfers"] > 100
     assert report["rows_compared"] > 4000  # sysbench's two tables and the bank's
+    # a keyless table with duplicates and a unique-key swap table, compared per table
+    assert report["tables"]["kl"]["source_rows"] > 20 and report["tables"]["sl"]["equal"]
+    assert all(table["equal"] for table in report["tables"].values()), report["tables"]
