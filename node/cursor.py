@@ -12,7 +12,6 @@ a duplicate row, a replayed unique-key swap a conflict.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,24 +19,12 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from shared import positions
 from shared.model import BinlogPosition
+from shared.positions import Cursor
 from shared.zk import ZkPaths
 
-
-@dataclass(frozen=True)
-class Cursor:
-    position: BinlogPosition
-    process_id: int = 0
-
-    def to_json(self) -> bytes:
-        return json.dumps({"file": self.position.file, "pos": self.position.pos,
-                           "gtid": self.position.gtid, "process_id": self.process_id}).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> Cursor:
-        raw = json.loads(data)
-        return cls(BinlogPosition(raw["file"], int(raw["pos"]), raw.get("gtid", "")),
-                   int(raw.get("process_id", 0)))
+__all__ = ["Cursor", "CursorPublisher", "CursorStore", "Resume", "resume"]
 
 
 @dataclass(frozen=True)
@@ -79,11 +66,7 @@ class CursorStore:
         self.client, self.path = client, paths.cursor(pipeline_id)
 
     def load(self) -> Cursor | None:
-        try:
-            data, _ = self.client.get(self.path)
-        except NoNodeError:
-            return None
-        return Cursor.from_json(data) if data else None
+        return positions.load(self.client, self.path)
 
     def save(self, cursor: Cursor) -> None:
         data = cursor.to_json()

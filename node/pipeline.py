@@ -45,7 +45,7 @@ from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
 from node.window import Window
-from shared import heap, tablekeys
+from shared import heap, positions, tablekeys
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
@@ -228,21 +228,20 @@ class PipelineRunner:
 
     # -- one attempt ------------------------------------------------------------------------
     def _start_cursor(self, compiled: CompiledPipeline) -> Cursor:
-        """The stored cursor; on the very first start the configured start, stored at once so
-        that a failure of the first batches rewinds to it instead of to a later 'latest'."""
+        """The stored cursor. The manager fixes a pipeline's first one when the user starts
+        the channel (``start: latest`` is that moment, not when a runner gets going); a
+        pipeline started otherwise takes its start now, stored at once so that a failure of
+        the first batches rewinds to it instead of to a later 'latest'. On a first start a
+        snapshot's tables are asked for."""
         stored = self.cursors.load()
-        if stored is not None:
+        if stored is not None and not stored.first:
             return stored
-        params = self.ctx.pipeline.params
         source = self.ctx.sources[self.ctx.pipeline.source]
-        if params.startup in (StartupMode.LATEST, StartupMode.SNAPSHOT) or \
-                params.start_position is None:
-            first = Cursor(endpoints.current_position(source))
-        else:
-            first = Cursor(params.start_position)
-        if params.startup is StartupMode.SNAPSHOT:  # every paired table copied in the stream
-            for schema, table in paired_tables(source, compiled):
+        first = stored or positions.first_cursor(self.ctx.pipeline, source)
+        if self.ctx.pipeline.params.startup is StartupMode.SNAPSHOT:  # every paired table
+            for schema, table in paired_tables(source, compiled):  # copied in the stream
                 self.snapshot_store.ask(schema, table)
+        first = dataclasses.replace(first, first=False)
         self.cursors.save(first)
         return first
 

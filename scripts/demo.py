@@ -128,7 +128,7 @@ def wait_running() -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         line = status_line()
-        if " running " in line:
+        if line.split()[2:3] == ["running"]:  # the state column ("not running" is not)
             print(line)
             return
         print(f"waiting for the pipeline (Spark starts once per node): {line.split()[2:3]}",

@@ -23,7 +23,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 
-from shared import codec
+from shared import codec, positions
 from shared.errors import (
     ConflictError,
     CoordinationError,
@@ -186,7 +186,9 @@ class Catalog:
         return ChannelStatus(data.decode())
 
     def set_status(self, name: str, status: ChannelStatus) -> ChannelRecord:
-        self.channel(name)  # raises NotFoundError
+        record = self.channel(name)  # raises NotFoundError
+        if status is ChannelStatus.START:
+            self.fix_starts(record.channel)
         path = self.paths.channel_status(name)
         try:
             self._call("set a channel status", self.client.set, path, status.value.encode())
@@ -195,6 +197,18 @@ class Catalog:
                        makepath=True)
         log.info("event=channel_status channel=%s status=%s", name, status.value)
         return self.channel(name)
+
+    def fix_starts(self, channel: Channel) -> None:
+        """Each pipeline that has no cursor yet gets its first one now, before the channel's
+        status says START (``start: latest`` is this moment: see :mod:`shared.positions`)."""
+        for pipeline in channel.pipelines:
+            pipeline_id = channel.pipeline_id(pipeline)
+            fixed = self._call("fix a pipeline's start", positions.fix_start, self.client,
+                               self.paths.cursor(pipeline_id), pipeline,
+                               self.source(pipeline.source))
+            if fixed is not None:
+                log.info("event=pipeline_start_fixed pipeline=%s position=%s startup=%s",
+                         pipeline_id, fixed.position, pipeline.params.startup.value.lower())
 
     def delete_channel(self, name: str) -> None:
         record = self.channel(name)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 import zlib
 
-import pymysql
-
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SourceError
 from shared.model import BinlogPosition, DataSource
+from shared.positions import current_position
 
 __all__ = ["check_source", "connect", "connection_settings", "current_position",
            "replica_server_id"]
@@ -66,18 +65,3 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
                 raise PositionLostError(
                     f"{where}: binlog file {start.file} is not on the source any more "
                     f"(oldest is {files[0] if files else 'none'}). {LOST_POSITION_REMEDY}")
-
-
-def current_position(source: DataSource) -> BinlogPosition:
-    with connect(source) as conn, conn.cursor() as cursor:
-        cursor.execute("SHOW MASTER STATUS")
-        row = cursor.fetchone()
-        if not row:
-            raise SourceError(f"source {source.name}: SHOW MASTER STATUS is empty; is log_bin on?")
-        gtid = ""
-        try:
-            cursor.execute("SELECT @@gtid_binlog_pos")
-            gtid = str(cursor.fetchone()[0] or "")
-        except pymysql.MySQLError:
-            pass  # MySQL has no gtid_binlog_pos
-        return BinlogPosition(row[0], int(row[1]), gtid)

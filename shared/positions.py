@@ -1,0 +1,97 @@
+"""A pipeline's stored cursor (``pipelines/{pid}/cursor`` in ZooKeeper) and where a pipeline
+that has none begins, shared by the manager (which fixes it when the user starts the
+channel) and the node (which resumes from it).
+
+``start: latest`` (and ``snapshot``) means the source's position at the moment the user
+started the pipeline: the manager reads it and stores the cursor before it sets the
+channel's status, so a row committed after ``setl channel start`` returned is always
+replicated, however long a node takes to get going (or when none runs yet).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pymysql
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from shared.endpoint import connect
+from shared.errors import SourceError
+from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
+
+
+@dataclass(frozen=True)
+class Cursor:
+    position: BinlogPosition
+    process_id: int = 0
+    # fixed at the channel's start, before any runner: the node does a first start's work
+    # (a snapshot's table requests) and stores it again without the mark
+    first: bool = False
+
+    def to_json(self) -> bytes:
+        body = {"file": self.position.file, "pos": self.position.pos,
+                "gtid": self.position.gtid, "process_id": self.process_id}
+        if self.first:
+            body["first"] = True
+        return json.dumps(body).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Cursor:
+        raw = json.loads(data)
+        return cls(BinlogPosition(raw["file"], int(raw["pos"]), raw.get("gtid", "")),
+                   int(raw.get("process_id", 0)), bool(raw.get("first", False)))
+
+
+def current_position(source: DataSource) -> BinlogPosition:
+    """The source's binlog end now (file/pos, with MariaDB's GTID position)."""
+    try:
+        with connect(source) as conn, conn.cursor() as cursor:
+            cursor.execute("SHOW MASTER STATUS")
+            row = cursor.fetchone()
+            if not row:
+                raise SourceError(f"source {source.name}: SHOW MASTER STATUS is empty; is "
+                                  "log_bin on?")
+            gtid = ""
+            try:
+                cursor.execute("SELECT @@gtid_binlog_pos")
+                gtid = str(cursor.fetchone()[0] or "")
+            except pymysql.MySQLError:
+                pass  # MySQL has no gtid_binlog_pos
+            return BinlogPosition(row[0], int(row[1]), gtid)
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"source {source.name}: cannot read its binlog position: "
+                          f"{exc.args[-1] if exc.args else exc}") from None
+
+
+def first_cursor(pipeline: Pipeline, source: DataSource) -> Cursor:
+    """Where a pipeline without a cursor begins: the source's position now for ``latest``
+    and ``snapshot``, else its configured ``start:``."""
+    params = pipeline.params
+    if params.startup in (StartupMode.LATEST, StartupMode.SNAPSHOT) or \
+            params.start_position is None:
+        return Cursor(current_position(source), first=True)
+    return Cursor(params.start_position, first=True)
+
+
+def fix_start(client: KazooClient, path: str, pipeline: Pipeline,
+              source: DataSource) -> Cursor | None:
+    """Store the pipeline's first cursor at ``path`` unless it has one; the cursor stored
+    now, or None when there was one already."""
+    if client.exists(path):
+        return None
+    cursor = first_cursor(pipeline, source)
+    try:
+        client.create(path, cursor.to_json(), makepath=True)
+    except NodeExistsError:
+        return None  # a runner stored one meanwhile: it stands
+    return cursor
+
+
+def load(client: KazooClient, path: str) -> Cursor | None:
+    try:
+        data, _ = client.get(path)
+    except NoNodeError:
+        return None
+    return Cursor.from_json(data) if data else None
