@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from shared import positions
+from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
 from shared.zk import ZkPaths
@@ -33,9 +34,10 @@ class Resume:
 
     start: Cursor  # its position, and the last processId any target or the hint has seen
     cuts: tuple[BinlogPosition, ...] = ()  # targets' rows past the start, in binlog order
+    behind: tuple[str, ...] = ()  # targets whose row is behind where the cursor saw them
 
 
-def resume(hint: Cursor, rows: dict[str, Cursor | None]) -> Resume:
+def resume(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None]) -> Resume:
     """Resume from ``hint`` (the ZooKeeper cursor) and the targets' position ``rows`` (None,
     or a row without a file: nothing loaded there yet).
 
@@ -44,21 +46,56 @@ def resume(hint: Cursor, rows: dict[str, Cursor | None]) -> Resume:
     back than the hint, and never starts past a transaction some target lacks), and each
     row past the start is a cut. A hint without a file (a GTID start) defers to the rows.
     processIds go on after the highest one any target holds, so a write after a restart
-    never reuses a number already written (two-way marks rely on it)."""
+    never reuses a number already written (two-way marks rely on it).
+
+    A row behind where the hint saw that target (it lost committed transactions: restored,
+    failed over to a lagging replica) is replayed from (never a gap); a row of another life
+    of the pipeline, or a target that lost its row, refuses the start."""
     written = {name: row for name, row in rows.items() if row is not None and row.position.file}
+    _refuse_foreign(pipeline_id, hint, rows, written)
     process_id = max([hint.process_id, *(row.process_id for row in written.values())])
     if not written:
-        return Resume(Cursor(hint.position, process_id))
+        return Resume(Cursor(hint.position, process_id, run=hint.run))
+    behind = tuple(sorted(name for name, row in written.items() if name in hint.targets
+                          and row.position.order() < hint.targets[name].order()))
     if hint.position.file:
-        at = [max(row.position, hint.position, key=BinlogPosition.order)
-              for row in written.values()]
+        at = [row.position if name in behind else
+              max(row.position, hint.position, key=BinlogPosition.order)
+              for name, row in written.items()]
         if len(written) < len(rows):  # a target with nothing loaded is at the hint
             at.append(hint.position)
     else:
         at = [row.position for row in written.values()]
     start = min(at, key=BinlogPosition.order)
     cuts = {p.order(): p for p in at if p.order() > start.order()}
-    return Resume(Cursor(start, process_id), tuple(cuts[k] for k in sorted(cuts)))
+    return Resume(Cursor(start, process_id, run=hint.run),
+                  tuple(cuts[k] for k in sorted(cuts)), behind)
+
+
+def _refuse_foreign(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None],
+                    written: dict[str, Cursor]) -> None:
+    for name, row in rows.items():
+        held = hint.targets.get(name)
+        if held is not None and name not in written:
+            raise PositionConflictError(
+                f"pipeline {pipeline_id}: target {name} has no position row for it, though "
+                f"it held the source's transactions up to {held} (restored from an older "
+                "backup, or its retl schema dropped?): what it holds cannot be told. Copy "
+                "the paired tables to it again (setl snapshot), then restart the channel")
+        if row is None or name not in written or not hint.run or not row.run or \
+                row.run == hint.run:
+            continue
+        if (row.position.file, row.position.pos) == (hint.position.file, hint.position.pos):
+            continue  # started exactly where the target is: nothing skipped, nothing again
+        raise PositionConflictError(
+            f"pipeline {pipeline_id}: target {name} holds the source's transactions up to "
+            f"{row.position} for an earlier life of this pipeline (the channel was deleted "
+            "and made again, or ZooKeeper lost its data), and this one starts at "
+            f"{hint.position}: going on would skip or repeat rows. To go on from where the "
+            f"target is, set start: {{file: {row.position.file}, pos: {row.position.pos}}} "
+            "in the pipeline, delete the channel and apply it again; to start at "
+            f"{hint.position} instead, delete the target's row first (on {name}: DELETE FROM "
+            f"retl.retl_position WHERE pipeline_id = '{pipeline_id}')")
 
 
 class CursorStore:

@@ -273,7 +273,12 @@ class PipelineRunner:
                         stop=self.stop_event)
         try:
             # fenced, then read: where the targets are decides where Select begins
-            resume = cursors.resume(hint, {} if params.dry_run else loader.claim())
+            loader.run = hint.run
+            resume = cursors.resume(self.pipeline_id, hint,
+                                    {} if params.dry_run else loader.claim())
+            if resume.behind:
+                log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
+                            self.pipeline_id, ",".join(resume.behind), hint.position)
             if resume.cuts or resume.start != hint:
                 log.info("event=pipeline_resumes pipeline=%s hint=%s position=%s "
                          "process_id=%d cuts=%s", self.pipeline_id, hint.position,
@@ -446,7 +451,8 @@ class PipelineRunner:
             if batch.windows and self._snapshots is not None:
                 self._snapshots.loaded(batch)  # its windows' reads are on the target
             loaded = time.monotonic()
-            self.cursor = Cursor(batch.end, batch.process_id)
+            self.cursor = Cursor(batch.end, batch.process_id, run=loader.run,
+                                 targets=dict(loader.written))
             self._progress.set()
             publisher.publish(self.cursor)
             window.release()

@@ -97,6 +97,12 @@ class PositionLostError(SourceError):
     there): retrying cannot help, so the pipeline pauses at once."""
 
 
+class PositionConflictError(SourceError):
+    """A target's position row for the pipeline does not fit where the pipeline stands (a row
+    of an earlier life of it, or a target that lost its row): going on would skip or repeat
+    rows silently, so the pipeline pauses at once and says what to do."""
+
+
 class LoadError(SetlError):
     """Writing a batch into a target database failed."""
 
@@ -114,7 +120,7 @@ class ShardError(SetlError):
 # Errors of a definition or of user code: retrying cannot help, the pipeline pauses at once.
 DEFINITION_ERRORS = (ConfigError, TransformError, ShardError)
 # what a retry cannot mend: the pipeline pauses at once and says why
-PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError)
+PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError, PositionConflictError)
 
 
 class SandboxError(SetlError):

@@ -11,7 +11,8 @@ replicated, however long a node takes to get going (or when none runs yet).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 
 import pymysql
 from kazoo.client import KazooClient
@@ -29,19 +30,33 @@ class Cursor:
     # fixed at the channel's start, before any runner: the node does a first start's work
     # (a snapshot's table requests) and stores it again without the mark
     first: bool = False
+    # this life of the pipeline (made with its first cursor, written into every target's
+    # position row): a row of another life — a channel deleted and made again under the
+    # same name, a ZooKeeper that lost its data — is never taken for this one's
+    run: str = ""
+    # where each target was when this cursor was published (its position row then): a row
+    # found behind it later means the target lost committed transactions
+    targets: dict[str, BinlogPosition] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> bytes:
-        body = {"file": self.position.file, "pos": self.position.pos,
-                "gtid": self.position.gtid, "process_id": self.process_id}
+        body: dict[str, object] = {"file": self.position.file, "pos": self.position.pos,
+                                   "gtid": self.position.gtid, "process_id": self.process_id}
         if self.first:
             body["first"] = True
+        if self.run:
+            body["run"] = self.run
+        if self.targets:
+            body["targets"] = {name: [p.file, p.pos] for name, p in self.targets.items()}
         return json.dumps(body).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Cursor:
         raw = json.loads(data)
         return cls(BinlogPosition(raw["file"], int(raw["pos"]), raw.get("gtid", "")),
-                   int(raw.get("process_id", 0)), bool(raw.get("first", False)))
+                   int(raw.get("process_id", 0)), bool(raw.get("first", False)),
+                   str(raw.get("run", "")),
+                   {name: BinlogPosition(str(at[0]), int(at[1]))
+                    for name, at in raw.get("targets", {}).items()})
 
 
 def current_position(source: DataSource) -> BinlogPosition:
@@ -69,10 +84,11 @@ def first_cursor(pipeline: Pipeline, source: DataSource) -> Cursor:
     """Where a pipeline without a cursor begins: the source's position now for ``latest``
     and ``snapshot``, else its configured ``start:``."""
     params = pipeline.params
+    run = uuid.uuid4().hex
     if params.startup in (StartupMode.LATEST, StartupMode.SNAPSHOT) or \
             params.start_position is None:
-        return Cursor(current_position(source), first=True)
-    return Cursor(params.start_position, first=True)
+        return Cursor(current_position(source), first=True, run=run)
+    return Cursor(params.start_position, first=True, run=run)
 
 
 def fix_start(client: KazooClient, path: str, pipeline: Pipeline,

@@ -30,8 +30,13 @@ POSITION_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_position (
   binlog_pos BIGINT NOT NULL,
   gtid VARCHAR(1024) NOT NULL DEFAULT '',
   owner_epoch BIGINT NOT NULL DEFAULT 0,
-  updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+  updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  run VARCHAR(64) NOT NULL DEFAULT ''
 ) ENGINE=InnoDB"""
+# a position row made before rows carried the pipeline's run gets the column ('' = unknown)
+POSITION_RUN = ("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'retl' "
+                "AND TABLE_NAME = 'retl_position' AND COLUMN_NAME = 'run'",
+                "ALTER TABLE retl.retl_position ADD COLUMN run VARCHAR(64) NOT NULL DEFAULT ''")
 
 MARK_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_mark (
   CHANNEL_ID VARCHAR(191) NOT NULL,

@@ -50,7 +50,7 @@ from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
 from shared.model import BinlogPosition, DataSource, PipelineParams
-from shared.retl import TARGET_DDL
+from shared.retl import POSITION_RUN, TARGET_DDL
 from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.load.loader")
@@ -97,6 +97,8 @@ class Loader:
         self.stop = stop or threading.Event()  # set: a retry's wait ends at once
         self.retry = RetryPolicy(max_tries=5, delay_s=0.1, max_delay_s=1.0)
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
+        self.run = ""  # the pipeline's life, written into every position row
+        self.written: dict[str, BinlogPosition] = {}  # each target's position row, as written
         self._connections: dict[str, pymysql.Connection] = {}
         self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
@@ -111,6 +113,9 @@ class Loader:
             with conn.cursor() as cursor:
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
+                cursor.execute(POSITION_RUN[0])
+                if not int(cursor.fetchone()[0]):
+                    cursor.execute(POSITION_RUN[1])
                 owners.register(cursor, self.pipeline_id, self.epoch)
             conn.commit()
             self._connections[name] = conn
@@ -145,7 +150,7 @@ class Loader:
                             f"pipeline {self.pipeline_id}: target {name} is written by a "
                             f"newer owner (epoch {row[2]} > {self.epoch}); this node lost "
                             "the pipeline and stops")
-                    cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch))
+                    cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch, self.run))
                 conn.commit()
             except pymysql.MySQLError as exc:
                 self._discard(name)
@@ -162,7 +167,10 @@ class Loader:
                      f"{row[0]}:{row[1]}" if row and row[0] else "-", row[3] if row else "-")
             if not row or not row[0]:
                 return None
-            return Cursor(BinlogPosition(str(row[0]), int(row[1])), int(row[3]))
+            found = Cursor(BinlogPosition(str(row[0]), int(row[1])), int(row[3]),
+                           run=str(row[4] or ""))
+            self.written[name] = found.position
+            return found
         raise AssertionError("unreachable")
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
@@ -316,9 +324,11 @@ class Loader:
                 self.loop.mark(cursor, batch.process_id)
             end = batch.end
             together.add(None, cursor.mogrify(owners.POSITION_WRITE, (
-                self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid, self.epoch)))
+                self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid, self.epoch,
+                self.run)))
             together.add(None, "COMMIT")
             together.send()
+        self.written[name] = end
         return written
 
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:

@@ -54,23 +54,23 @@ class FencedError(LoadError):
 # the position row of a batch, written in its transaction under this owner's epoch
 POSITION_WRITE = (
     "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, gtid, "
-    "owner_epoch) VALUES (%s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
+    "owner_epoch, run) VALUES (%s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
     "process_id = VALUES(process_id), binlog_file = VALUES(binlog_file), "
     "binlog_pos = VALUES(binlog_pos), gtid = VALUES(gtid), owner_epoch = VALUES(owner_epoch), "
-    "updated_at = CURRENT_TIMESTAMP(6)")
+    "run = VALUES(run), updated_at = CURRENT_TIMESTAMP(6)")
 
 
 # a new owner's fence, written before it reads the row (Loader.claim): its epoch, and a
-# row without a position where nothing was loaded yet
+# row without a position (of this run) where nothing was loaded yet
 CLAIM = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, "
-         "owner_epoch) VALUES (%s, 0, '', 0, %s) ON DUPLICATE KEY UPDATE "
+         "owner_epoch, run) VALUES (%s, 0, '', 0, %s, %s) ON DUPLICATE KEY UPDATE "
          "owner_epoch = VALUES(owner_epoch)")
 
 
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
     (MariaDB's ``WAIT``, MySQL's hint)."""
-    sql = ("SELECT {hint}binlog_file, binlog_pos, owner_epoch, process_id FROM "
+    sql = ("SELECT {hint}binlog_file, binlog_pos, owner_epoch, process_id, run FROM "
            "retl.retl_position WHERE pipeline_id = %s FOR UPDATE{wait}")
     if "mariadb" in str(conn.get_server_info()).lower():
         return sql.format(hint="", wait=f" WAIT {LOCK_WAIT_S}")

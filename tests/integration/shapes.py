@@ -10,7 +10,10 @@ transaction at a time, mixes:
 - ``accounts``: transfers that keep the sum of the balances constant (a reader that sees
   another sum sees part of a transaction), each row's version only grows;
 - ``parent``/``child``: a foreign key with ``ON DELETE CASCADE`` (the cascade is not in the
-  binlog: the target's own key must redo it).
+  binlog: the target's own key must redo it);
+- ``accounts.doubled``: a generated column (never written on the target), and ``audit``: rows
+  a trigger on the source's ``parent`` writes (the target has no trigger: they come from the
+  binlog).
 
 The watcher reads the target in consistent snapshots and notes every broken promise: the
 balances' sum, the unique slots (always a permutation of 1..SLOTS), versions going back.
@@ -32,12 +35,15 @@ DDL = (
     "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(20))",
     "CREATE TABLE `{schema}`.sl (id INT PRIMARY KEY, slot INT NOT NULL, UNIQUE KEY u (slot))",
     "CREATE TABLE `{schema}`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL, "
-    "version BIGINT NOT NULL)",
+    "version BIGINT NOT NULL, doubled BIGINT AS (balance * 2) PERSISTENT)",
     "CREATE TABLE `{schema}`.parent (id INT PRIMARY KEY, note VARCHAR(20))",
     "CREATE TABLE `{schema}`.child (id INT PRIMARY KEY, pid INT NOT NULL, "
     "FOREIGN KEY (pid) REFERENCES `{schema}`.parent (id) ON DELETE CASCADE)",
+    "CREATE TABLE `{schema}`.audit (id INT PRIMARY KEY, what VARCHAR(20))",
 )
-TABLES = ["kl", "sl", "accounts", "parent", "child"]
+TRIGGER = ("CREATE TRIGGER `{schema}`.born AFTER INSERT ON `{schema}`.parent FOR EACH ROW "
+           "INSERT INTO `{schema}`.audit VALUES (NEW.id, CONCAT('born ', NEW.note))")
+TABLES = ["kl", "sl", "accounts", "parent", "child", "audit"]
 
 
 class Shapes:
@@ -45,6 +51,7 @@ class Shapes:
                  targets: tuple[str, ...] = ("target",), seed: int = 11) -> None:
         self.sandbox, self.targets, self.seed = sandbox, targets, seed
         self.schema = make_schema(source, target, *DDL)
+        source.execute(TRIGGER.format(schema=self.schema))  # the source's alone
         for server in targets[1:]:
             db = Database(sandbox, server)
             db.execute(f"CREATE DATABASE `{self.schema}`")
@@ -53,7 +60,7 @@ class Shapes:
             db.close()
         for server in ("source", *targets):
             db = Database(sandbox, server)
-            db.execute(f"INSERT INTO `{self.schema}`.accounts VALUES "
+            db.execute(f"INSERT INTO `{self.schema}`.accounts (id, balance, version) VALUES "
                        + ", ".join(f"({i}, {OPENING}, 0)" for i in range(ACCOUNTS)))
             db.execute(f"INSERT INTO `{self.schema}`.sl VALUES "
                        + ", ".join(f"({i}, {i})" for i in range(1, SLOTS + 1)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.positions import Cursor
+from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
 
@@ -40,6 +41,92 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
             cluster.manager.output() if cluster.manager else False
         wait_for(lambda: "event=pipeline_started pipeline=latest.forward" in node.output(), 10,
                  "the node's start line")
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def start(cluster: Cluster, name: str, schema: str, **params: object) -> None:
+    cluster.apply([one_way(name, schema, ["kl"], **params)])
+    cluster.set_status(name, "START")
+
+
+def stop(cluster: Cluster, name: str) -> None:
+    cluster.set_status(name, "STOP")
+    wait_for(lambda: cluster.pipeline_state(name).state == "not running", 60, f"{name} stopped")
+
+
+def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbox, tmp_path):
+    """Deleted and made again under the same name, with an earlier start: (to copy again into
+    truncated tables): the target's row of the earlier life would make every batch up to it
+    look applied, a silent skip. The start is refused naming both positions; after the
+    remedy it names (the target's row deleted) every row loads again."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    cluster = Cluster(sandbox, tmp_path, "again")
+    kl = f"`{schema}`.kl"
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+        start(cluster, "again", schema)
+        cluster.wait_running("again")
+        for n in range(20):
+            source.execute(f"INSERT INTO {kl} VALUES ({n % 4}, 'dup'), ({n % 4}, 'dup')")
+        wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "again")
+        cluster.call("DeleteChannel", manager_pb2.DeleteChannelRequest(name="again"))
+        target.execute(f"DELETE FROM {kl}")
+        start(cluster, "again", schema, start={"file": file, "pos": int(pos)})
+        wait_for(lambda: cluster.channel_status("again") == "PAUSE", 90, "the refusal")
+        error = cluster.pipeline_state("again").last_error
+        assert f"starts at {file}:{pos}" in error and "earlier life" in error, error
+        assert target.table(schema, "kl") == []
+        target.execute("DELETE FROM retl.retl_position WHERE pipeline_id = 'again.forward'")
+        cluster.set_status("again", "START")
+        wait_equal(source, target, schema, ["kl"])
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_gap(
+        sandbox, tmp_path):
+    """The target restored from a backup older than where the cursor saw it (or failed over
+    to a lagging replica): its row is behind; the restart reads again from it."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    cluster = Cluster(sandbox, tmp_path, "behind")
+    kl = f"`{schema}`.kl"
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        start(cluster, "behind", schema)
+        cluster.wait_running("behind")
+        for n in range(10):
+            source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'first'), ({n % 3}, 'first')")
+        wait_equal(source, target, schema, ["kl"])
+        [(file, pos, process_id)] = target.rows(
+            "SELECT binlog_file, binlog_pos, process_id FROM retl.retl_position WHERE "
+            "pipeline_id = 'behind.forward'")
+        backup = target.table(schema, "kl")
+        for n in range(10):
+            source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'later'), ({n % 3}, 'later')")
+        wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "behind")
+        target.execute("BEGIN")  # the backup taken at (file, pos) comes back
+        target.execute(f"DELETE FROM {kl}")
+        target.execute(f"INSERT INTO {kl} VALUES " + ", ".join(
+            f"({a}, '{b}')" for a, b in backup))
+        target.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = %s, "
+                       "process_id = %s WHERE pipeline_id = 'behind.forward'",
+                       (file, pos, process_id))
+        target.execute("COMMIT")
+        cluster.set_status("behind", "START")
+        wait_equal(source, target, schema, ["kl"])
+        assert "event=target_behind pipeline=behind.forward targets=target" in node.output()
     finally:
         cluster.stop()
         source.close()

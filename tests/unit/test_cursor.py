@@ -15,11 +15,14 @@ from shared.model import BinlogPosition
     Cursor(BinlogPosition("mysql-bin.000001", 4)),
     Cursor(BinlogPosition(gtid="3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5"), 7),
     Cursor(BinlogPosition()),
+    Cursor(BinlogPosition("binlog.000002", 99), 3, first=True, run="abc",
+           targets={"t": BinlogPosition("binlog.000002", 50)}),
 ])
 def test_round_trip(cursor: Cursor) -> None:
     data = cursor.to_json()
     assert isinstance(data, bytes)
     assert Cursor.from_json(data) == cursor
+    assert Cursor.from_json(data).targets == cursor.targets
 
 
 def test_to_json_fields() -> None:

@@ -4,6 +4,7 @@ each source transaction exactly once on every target, never a prefix of a loaded
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -12,7 +13,7 @@ from node.changes import Batch
 from node.cursor import Cursor, Resume, resume
 from node.load.loader import _applied
 from node.select.selector import Selector
-from shared.errors import LoadError, PositionLostError
+from shared.errors import LoadError, PositionConflictError, PositionLostError
 from shared.model import BinlogPosition, PipelineParams
 from tests.unit.test_selector import Clock, ClockWindow, Source, txn
 
@@ -23,13 +24,13 @@ def at(pos: int, file: str = "binlog.000001") -> BinlogPosition:
 
 def test_nothing_loaded_resumes_at_the_hint() -> None:
     hint = Cursor(at(500), 7)
-    assert resume(hint, {}) == Resume(hint)
-    assert resume(hint, {"t": None, "u": Cursor(BinlogPosition(), 0)}) == Resume(hint)
+    assert resume("c.p", hint, {}) == Resume(hint)
+    assert resume("c.p", hint, {"t": None, "u": Cursor(BinlogPosition(), 0)}) == Resume(hint)
 
 
 def test_targets_ahead_of_the_hint_decide_and_each_row_past_the_start_is_a_cut() -> None:
     hint = Cursor(at(500), 7)
-    got = resume(hint, {"a": Cursor(at(900), 12), "b": Cursor(at(700), 10),
+    got = resume("c.p", hint, {"a": Cursor(at(900), 12), "b": Cursor(at(700), 10),
                         "c": Cursor(at(900), 12)})
     assert got == Resume(Cursor(at(700), 12), (at(900),))
 
@@ -37,25 +38,65 @@ def test_targets_ahead_of_the_hint_decide_and_each_row_past_the_start_is_a_cut()
 def test_a_target_behind_the_hint_is_at_the_hint() -> None:
     """Every transaction at or before the hint is on every target (the hint is published
     after all of them committed): a row behind it is a target that had nothing to write."""
-    got = resume(Cursor(at(500), 7), {"a": Cursor(at(300), 3), "b": Cursor(at(800), 9)})
+    got = resume("c.p", Cursor(at(500), 7), {"a": Cursor(at(300), 3), "b": Cursor(at(800), 9)})
     assert got == Resume(Cursor(at(500), 9), (at(800),))
 
 
 def test_a_target_without_a_row_is_at_the_hint() -> None:
-    got = resume(Cursor(at(500), 7), {"a": None, "b": Cursor(at(800), 9)})
+    got = resume("c.p", Cursor(at(500), 7), {"a": None, "b": Cursor(at(800), 9)})
     assert got == Resume(Cursor(at(500), 9), (at(800),))
 
 
 def test_files_are_ordered_by_their_number() -> None:
-    got = resume(Cursor(at(4, "binlog.999999"), 1),
+    got = resume("c.p", Cursor(at(4, "binlog.999999"), 1),
                  {"a": Cursor(at(4, "binlog.1000000"), 2), "b": Cursor(at(90, "binlog.999999"), 1)})
     assert got == Resume(Cursor(at(90, "binlog.999999"), 2), (at(4, "binlog.1000000"),))
 
 
 def test_a_gtid_hint_defers_to_the_rows() -> None:
     hint = Cursor(BinlogPosition(gtid="0-1-5"), 1)
-    got = resume(hint, {"a": Cursor(at(900), 4), "b": Cursor(at(700), 3)})
+    got = resume("c.p", hint, {"a": Cursor(at(900), 4), "b": Cursor(at(700), 3)})
     assert got == Resume(Cursor(at(700), 4), (at(900),))
+
+
+def test_a_row_of_another_life_of_the_pipeline_refuses_the_start() -> None:
+    """The channel deleted and made again under the same name (or ZooKeeper lost its data):
+    the target's row belongs to an earlier run; going on would skip or repeat rows."""
+    hint = Cursor(at(500), 0, run="new")
+    with pytest.raises(PositionConflictError, match=r"target t .* up to binlog.000001:900 "
+                       r"for an earlier life .* starts at binlog.000001:500"):
+        resume("c.p", hint, {"t": Cursor(at(900), 12, run="old")})
+    with pytest.raises(PositionConflictError, match=re.escape(
+            "DELETE FROM retl.retl_position WHERE pipeline_id = 'c.p'")):
+        resume("c.p", hint, {"t": Cursor(at(300), 12, run="old")})  # a gap the other way
+
+
+def test_a_start_exactly_at_an_earlier_lifes_row_goes_on_from_it() -> None:
+    got = resume("c.p", Cursor(at(900), 0, run="new"), {"t": Cursor(at(900), 12, run="old")})
+    assert got == Resume(Cursor(at(900), 12, run="new"))
+
+
+def test_rows_and_cursors_without_a_run_are_taken_as_this_lifes() -> None:
+    """Rows written before rows carried a run (and cursors of then) are not refused."""
+    assert resume("c.p", Cursor(at(500), 3), {"t": Cursor(at(900), 12, run="old")}).start == \
+        Cursor(at(900), 12)
+    assert resume("c.p", Cursor(at(500), 3, run="r"), {"t": Cursor(at(900), 12)}).start == \
+        Cursor(at(900), 12, run="r")
+
+
+def test_a_target_behind_where_the_cursor_saw_it_is_replayed_from_its_row() -> None:
+    """It lost committed transactions (restored, failed over to a lagging replica): the
+    restart reads again from its row (never a gap); the other target is cut at its own."""
+    hint = Cursor(at(800), 9, run="r", targets={"a": at(800), "b": at(800)})
+    got = resume("c.p", hint, {"a": Cursor(at(600), 7, run="r"), "b": Cursor(at(800), 9,
+                                                                             run="r")})
+    assert got == Resume(Cursor(at(600), 9, run="r"), (at(800),), ("a",))
+
+
+def test_a_target_that_lost_its_row_refuses_the_start() -> None:
+    hint = Cursor(at(800), 9, run="r", targets={"a": at(800)})
+    with pytest.raises(PositionConflictError, match="target a has no position row"):
+        resume("c.p", hint, {"a": None})
 
 
 def cut_all(select: Selector) -> list[Batch]:
