@@ -51,6 +51,7 @@ from shared.errors import (
     PAUSE_AT_ONCE,
     ConfigError,
     OwnershipLostError,
+    PositionConflictError,
     SetlError,
     SourceError,
 )
@@ -275,7 +276,7 @@ class PipelineRunner:
             # fenced, then read: where the targets are decides where Select begins
             loader.run = hint.run
             resume = cursors.resume(self.pipeline_id, hint,
-                                    {} if params.dry_run else loader.claim())
+                                    {} if params.dry_run else self._claim(loader))
             if resume.behind:
                 log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
                             self.pipeline_id, ",".join(resume.behind), hint.position)
@@ -287,6 +288,23 @@ class PipelineRunner:
             self._run_from(compiled, resume, loader)
         finally:
             loader.close()
+
+    def _claim(self, loader: Loader) -> dict[str, Cursor | None]:
+        """Fence the targets and read where they are. A newer epoch on a target while this
+        node still holds the pipeline's mainstem is no newer owner: ZooKeeper's history went
+        back (restored from a backup, or rebuilt), and every load would be refused for ever."""
+        try:
+            return loader.claim()
+        except FencedError as exc:
+            if not self.ctx.owns():
+                raise
+            raise PositionConflictError(
+                f"{exc.args[0].split(';')[0]}, yet this node holds the pipeline in ZooKeeper "
+                f"(epoch {self.ctx.epoch}): ZooKeeper's history went back (restored from a "
+                "backup, or rebuilt?). Once no other setl node runs this pipeline, reset the "
+                "row's epoch on that target (UPDATE retl.retl_position SET owner_epoch = 0 "
+                f"WHERE pipeline_id = '{self.pipeline_id}') and start the channel again"
+                ) from None
 
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
                   loader: Loader) -> None:

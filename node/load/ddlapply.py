@@ -1,9 +1,21 @@
 """A replicated DDL run on a target, inside Load's batch transaction (it commits
-implicitly: the position follows it). A replay after a crash between the DDL and its
-position finds it done — the table exists, the column is there — and takes it as applied."""
+implicitly: the position follows it, after the position row is locked and its epoch
+checked again).
+
+A DDL and the position row after it cannot commit together, so before it runs, an *intent*
+is committed on the target (``retl.retl_ddl``: the DDL's binlog position and a fingerprint
+of the tables it acts on as the target has them: each one's SHOW CREATE TABLE and InnoDB
+table id, or its absence). A replay after a crash in between reads the target's schema: a
+fingerprint that moved since the intent means the DDL ran (taken as applied, whatever its
+kind: a renamed column, an unnamed index, a table swap by RENAME, a cut-over of an online
+schema change); the same fingerprint means it did not, and it runs. On a first try, an
+error that proves the effect is already there (a CREATE of a table that exists, …) is
+still taken as applied, as before."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from typing import Any
 
@@ -13,7 +25,8 @@ from node.changes import TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
-from shared.identifiers import quote
+from shared.identifiers import qualified, quote
+from shared.model import BinlogPosition
 
 log = logging.getLogger("setl.node.load.loader")
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
@@ -22,11 +35,81 @@ log = logging.getLogger("setl.node.load.loader")
 DDL_ALREADY_APPLIED = {"CREATE": {1007, 1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
 MISSING_TABLE = 1146
 RENAME_ERRORS = {1050, MISSING_TABLE}  # a replayed RENAME: applied if the target shows it
+INTENT_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_ddl (
+  pipeline_id VARCHAR(191) NOT NULL,
+  binlog_file VARCHAR(255) NOT NULL,
+  binlog_pos BIGINT NOT NULL,
+  seq INT NOT NULL,
+  fingerprint CHAR(64) NOT NULL,
+  ddl MEDIUMTEXT NOT NULL,
+  PRIMARY KEY (pipeline_id, binlog_file, binlog_pos, seq)
+) ENGINE=InnoDB"""
+INTENTS_DONE = "DELETE FROM retl.retl_ddl WHERE pipeline_id = %s"
 
 
-def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: int) -> int:
-    """Run one DDL; a replay after a crash between the DDL and its position finds it
-    done (the table exists, the column is there …): logged and taken as applied."""
+def tables_of(change: TargetChange) -> list[tuple[str, str]]:
+    """The target tables a DDL acts on (a RENAME's both sides)."""
+    parsed = parse_ddl(change.ddl, change.schema, sql_mode(change.session))
+    if parsed is None:
+        return [(change.schema, change.table)] if change.table else []
+    found = [name.pair for name in parsed.names]
+    found += [name.pair for pair in parsed.renames for name in pair]
+    return sorted(set(found))
+
+
+def fingerprint(cursor: Any, tables: list[tuple[str, str]]) -> str:
+    """What the target's schema says of ``tables`` now: each one's definition and InnoDB
+    table id (which follows a table through a RENAME), or that it is not there."""
+    seen = []
+    for schema, table in tables:
+        try:
+            cursor.execute(f"SHOW CREATE TABLE {qualified(schema, table)}")
+            definition = str(cursor.fetchone()[1])
+        except pymysql.MySQLError:
+            definition = None
+        seen.append([schema, table, definition, _table_id(cursor, schema, table)])
+    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
+
+
+def _table_id(cursor: Any, schema: str, table: str) -> int | None:
+    for view in ("INNODB_SYS_TABLES", "INNODB_TABLES"):  # MariaDB's, MySQL 8's
+        try:
+            cursor.execute(f"SELECT TABLE_ID FROM information_schema.{view} WHERE NAME = %s",
+                           (f"{schema}/{table}",))
+        except pymysql.MySQLError:
+            continue
+        row = cursor.fetchone()
+        return int(row[0]) if row else None
+    return None
+
+
+def ran_before(cursor: Any, change: TargetChange, pipeline_id: str, at: BinlogPosition,
+               seq: int) -> bool:
+    """Whether an earlier try ran this DDL (its intent is there and the schema moved since);
+    else its intent is committed now, before it runs."""
+    now = fingerprint(cursor, tables_of(change))
+    cursor.execute(INTENT_DDL)
+    cursor.execute("SELECT fingerprint FROM retl.retl_ddl WHERE pipeline_id = %s AND "
+                   "binlog_file = %s AND binlog_pos = %s AND seq = %s",
+                   (pipeline_id, at.file, at.pos, seq))
+    row = cursor.fetchone()
+    if row is not None:
+        return str(row[0]) != now
+    cursor.execute("INSERT INTO retl.retl_ddl VALUES (%s, %s, %s, %s, %s, %s)",
+                   (pipeline_id, at.file, at.pos, seq, now, change.ddl))
+    cursor.execute("COMMIT")
+    return False
+
+
+def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: int,
+              at: BinlogPosition, seq: int) -> int:
+    """Run one DDL (the ``seq``-th of the batch ending at ``at``) unless an earlier try ran
+    it (the target's schema tells: see the module's text)."""
+    if ran_before(cursor, change, pipeline_id, at, seq):
+        log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s ddl=%r "
+                    "reason=schema_moved_since_intent", pipeline_id, process_id,
+                    change.datasource, change.ddl)
+        return 0
     mode = sql_mode(change.session)
     kind = kind_of(change.ddl, mode)
     database = on_database(change.ddl, mode)

@@ -39,7 +39,7 @@ from node.extract.job import JobSpec, PartResult, Unit, in_order, render
 from node.extract.sqltext import Sql
 from node.load import localdata, owners
 from node.load.copies import Copies
-from node.load.ddlapply import apply_ddl
+from node.load.ddlapply import INTENTS_DONE, apply_ddl
 from node.load.owners import (
     LOCK_WAIT_TIMEOUT,
     RETRYABLE,
@@ -144,7 +144,10 @@ class Loader:
                 with conn.cursor() as cursor:
                     cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
                     row = cursor.fetchone()
-                    if row and int(row[2]) > self.epoch:
+                    # a row of another life of the pipeline (its run differs) has an epoch
+                    # of a ZooKeeper history that may be gone: not a fence of this life
+                    ours = not row or not row[4] or not self.run or row[4] == self.run
+                    if row and ours and int(row[2]) > self.epoch:
                         conn.rollback()
                         raise FencedError(
                             f"pipeline {self.pipeline_id}: target {name} is written by a "
@@ -292,14 +295,7 @@ class Loader:
         statements or its DDL, the loop mark and the position."""
         conn = self._connection(name)
         with conn.cursor() as cursor:
-            cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
-            row = cursor.fetchone()
-            if row and int(row[2]) > self.epoch:
-                conn.rollback()
-                raise FencedError(
-                    f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
-                    f"target {name} is written by a newer owner (epoch {row[2]} > "
-                    f"{self.epoch}); this node lost the pipeline and stops")
+            row = self._locked(conn, cursor, name, batch)
             if row and _applied(row, batch, f"stage load, pipeline {self.pipeline_id}, "
                                 f"processId {batch.process_id}, target {name}"):
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
@@ -318,8 +314,11 @@ class Loader:
                         written += sql.rows
             if writes.ddl or self.loop is not None:
                 together.send()
-            for change in writes.ddl:  # DDL commits implicitly: the position follows it
-                written += self._execute_ddl(cursor, change, batch)
+            for seq, change in enumerate(writes.ddl):  # DDL commits implicitly
+                written += self._execute_ddl(cursor, change, batch, seq)
+            if writes.ddl:  # the position follows it, under the lock and the fence again
+                self._locked(conn, cursor, name, batch)
+                cursor.execute(INTENTS_DONE, (self.pipeline_id,))
             if self.loop is not None:
                 self.loop.mark(cursor, batch.process_id)
             end = batch.end
@@ -331,9 +330,21 @@ class Loader:
         self.written[name] = end
         return written
 
-    def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch) -> int:
+    def _locked(self, conn: Any, cursor: Any, name: str, batch: Batch) -> Any:
+        """Lock the pipeline's position row and check no newer owner wrote it; the row."""
+        cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
+        row = cursor.fetchone()
+        if row and int(row[2]) > self.epoch:
+            conn.rollback()
+            raise FencedError(
+                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
+                f"target {name} is written by a newer owner (epoch {row[2]} > "
+                f"{self.epoch}); this node lost the pipeline and stops")
+        return row
+
+    def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch, seq: int) -> int:
         self.facts.forget()  # tables change shape
-        return apply_ddl(cursor, change, self.pipeline_id, batch.process_id)
+        return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq)
 
     def _write_alone(self, cursor: Any, unit: Unit, sql: Sql, batch: Batch,
                      one_by_one: bool) -> int:

@@ -66,7 +66,6 @@ CLAIM = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, 
          "owner_epoch, run) VALUES (%s, 0, '', 0, %s, %s) ON DUPLICATE KEY UPDATE "
          "owner_epoch = VALUES(owner_epoch)")
 
-
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
     (MariaDB's ``WAIT``, MySQL's hint)."""

@@ -3,7 +3,15 @@ pairs, schema changes mid-stream with rows before and after, and DDL filtered wh
 
 from __future__ import annotations
 
+import pymysql
+import pytest
+
+from node.changes import Batch, ChangeType, TargetChange, Transaction
+from node.load.ddlapply import apply_ddl, ran_before
+from node.load.loader import Loader
 from shared.devcluster import Cluster, Database, make_schema, wait_for
+from shared.model import BinlogPosition, PipelineParams
+from tests.integration.test_load import target_endpoint
 
 
 def columns(db: Database, schema: str, table: str) -> list[tuple[str, str]]:
@@ -85,3 +93,68 @@ def test_ddl_is_filtered_when_ddl_sync_is_off(
     assert tables(target, copy) == ["items_copy"]
     assert columns(target, copy, "items_copy") == [("id", "int(11)"), ("name", "varchar(10)")]
     cluster.set_status("ddl-off", "STOP")
+
+
+def ddl_change(schema: str, table: str, statement: str) -> TargetChange:
+    return TargetChange("target", schema, table, ChangeType.DDL, (), None, None, ddl=statement)
+
+
+def ddl_batch(process_id: int, pos: int) -> Batch:
+    end = BinlogPosition("binlog.000001", pos)
+    return Batch("ddl.forward", process_id, [Transaction((), end, 0, 0)],
+                 start=BinlogPosition("binlog.000001", pos - 100))
+
+
+@pytest.mark.parametrize("statement,check", [
+    ("ALTER TABLE {t}.a CHANGE x x2 INT", "SHOW COLUMNS FROM {t}.a"),
+    ("ALTER TABLE {t}.a ADD INDEX (y)", "SHOW INDEX FROM {t}.a"),
+    ("ALTER TABLE {t}.a ADD PRIMARY KEY (x)", "SHOW INDEX FROM {t}.a"),
+    ("RENAME TABLE {t}.a TO {t}.tmp, {t}.b TO {t}.a, {t}.tmp TO {t}.b",
+     "SELECT * FROM {t}.a"),
+], ids=["change-column", "unnamed-index", "primary-key", "swap"])
+def test_a_ddl_that_ran_before_a_crash_is_not_run_again(sandbox, source, target, statement,
+                                                         check):
+    """kill -9 between a DDL and its position: the restart finds the target's schema moved
+    since the DDL's intent and takes it as applied, whatever its kind (a replay of these
+    stalled the pipeline, made a second index, or swapped the tables back)."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)",
+                         "CREATE TABLE `{schema}`.b (x INT NOT NULL, y INT)")
+    target.execute(f"INSERT INTO `{schema}`.a VALUES (1, 1)")
+    target.execute(f"INSERT INTO `{schema}`.b VALUES (2, 2)")
+    pipeline_id = f"ddl-{schema}.forward"
+    change = ddl_change(schema, "a", statement.format(t=f"`{schema}`"))
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    conn = pymysql.connect(**sandbox.connection("target"), autocommit=False)
+    try:
+        assert loader.load(ddl_batch(1, 100), []) == 0  # the pipeline's position row
+        with conn.cursor() as cursor:  # the first owner ran it, then died before the position
+            apply_ddl(cursor, change, pipeline_id, 2, ddl_batch(2, 200).end, 0)
+        expected = target.rows(check.format(t=f"`{schema}`"))
+        assert loader.load(ddl_batch(3, 200), [change]) == 0  # the new owner's replay
+        assert target.rows(check.format(t=f"`{schema}`")) == expected
+        assert target.rows("SELECT binlog_pos FROM retl.retl_position WHERE pipeline_id = %s",
+                           (pipeline_id,)) == [(200,)]
+        assert target.rows("SELECT COUNT(*) FROM retl.retl_ddl WHERE pipeline_id = %s",
+                           (pipeline_id,)) == [(0,)]
+    finally:
+        conn.close()
+        loader.close()
+
+
+def test_a_ddl_whose_intent_was_written_but_that_never_ran_runs_on_the_replay(
+        sandbox, source, target):
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
+    pipeline_id = f"ddl2-{schema}.forward"
+    change = ddl_change(schema, "a", f"ALTER TABLE `{schema}`.a CHANGE x x2 INT")
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    conn = pymysql.connect(**sandbox.connection("target"), autocommit=False)
+    try:
+        with conn.cursor() as cursor:  # the intent committed, then the node died
+            assert not ran_before(cursor, change, pipeline_id, ddl_batch(1, 100).end, 0)
+        assert loader.load(ddl_batch(1, 100), [change]) == 1
+        assert [c for c, _ in columns(target, schema, "a")] == ["x2", "y"]
+    finally:
+        conn.close()
+        loader.close()

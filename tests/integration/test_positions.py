@@ -131,3 +131,47 @@ def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_g
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner(
+        sandbox, tmp_path, zk_client):
+    """ZooKeeper restored from a backup (epochs, its czxids, lower than the targets hold)
+    pauses with what to do instead of fencing every load for ever; ZooKeeper rebuilt empty
+    (the cursor gone: a new life starting at latest) is refused as a gap, naming both
+    positions."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    cluster = Cluster(sandbox, tmp_path, "history")
+    kl = f"`{schema}`.kl"
+    row = "WHERE pipeline_id = 'history.forward'"
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        start(cluster, "history", schema)
+        cluster.wait_running("history")
+        source.execute(f"INSERT INTO {kl} VALUES (1, 'a'), (1, 'a')")
+        wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "history")
+        target.execute(f"UPDATE retl.retl_position SET owner_epoch = 1000000000000 {row}")
+        cluster.set_status("history", "START")
+        wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the pause")
+        error = cluster.pipeline_state("history").last_error
+        assert "history went back" in error and "SET owner_epoch = 0" in error, error
+        target.execute(f"UPDATE retl.retl_position SET owner_epoch = 0 {row}")
+        cluster.set_status("history", "START")
+        cluster.wait_running("history")
+        source.execute(f"INSERT INTO {kl} VALUES (2, 'b'), (2, 'b')")
+        wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "history")
+        # rebuilt empty: the pipeline's state in ZooKeeper is gone, rows come meanwhile
+        zk_client.delete(ZkPaths(cluster.root).pipeline("history.forward"), recursive=True)
+        source.execute(f"INSERT INTO {kl} VALUES (3, 'in the gap')")
+        cluster.set_status("history", "START")
+        wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the refusal")
+        error = cluster.pipeline_state("history").last_error
+        assert "earlier life" in error and "start: {file:" in error, error
+        assert (3, "in the gap") not in target.table(schema, "kl")
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
