@@ -1,7 +1,7 @@
 """``setl``: the admin CLI.
 
     setl apply -f FILE [--dry-run]
-    setl channel list | show NAME | start NAME | pause NAME | stop NAME | delete NAME
+    setl channel list | show NAME | start|pause|stop NAME [--wait] | delete NAME
     setl node list
     setl status [--watch]
     setl backfill CHANNEL --table schema.table | setl retl init SOURCE
@@ -54,8 +54,16 @@ def _parser() -> argparse.ArgumentParser:
     channel = commands.add_parser("channel", help="list, show and control channels")
     actions = channel.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("list", help="every channel with its status")
-    for name in ("show", "start", "pause", "stop", "delete"):
+    for name in ("show", "delete"):
         actions.add_parser(name, help=f"{name} a channel").add_argument("name")
+    for name, until in (("start", "every pipeline runs"), ("pause", "every runner stopped"),
+                        ("stop", "every runner stopped")):
+        action = actions.add_parser(name, help=f"{name} a channel")
+        action.add_argument("name")
+        action.add_argument("--wait", action="store_true", help=f"return once {until} (or "
+                            "say which did not, and why)")
+        action.add_argument("--timeout", type=float, default=120.0,
+                            help="seconds --wait waits at most (default 120)")
 
     source = commands.add_parser("source", help="list, show and delete sources")
     verbs = source.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -130,8 +138,45 @@ def _channel(args: argparse.Namespace, client: ManagerClient) -> int:
         status = model_pb2.ChannelStatus.Value(_STATUS[args.action])
         info = client.call("SetChannelStatus",
                            manager_pb2.SetChannelStatusRequest(name=args.name, status=status))
-        _print(args, info, f"channel {args.name} is {render.status_name(info.status)}")
+        human = f"channel {args.name} is {render.status_name(info.status)}"
+        if args.action == "start":  # where each pipeline begins (fixed now) or resumes
+            human += "".join(f"\n  {p.pipeline_id}: from {render.position_text(p.position)}"
+                             for p in info.pipelines)
+        if args.wait:
+            info = _wait(client, args.name, args.action, args.timeout)
+            human += "\n" + render.pipelines([info])
+        _print(args, info, human)
     return 0
+
+
+def _wait(client: ManagerClient, name: str, action: str, timeout_s: float
+          ) -> manager_pb2.ChannelInfo:
+    """The channel once every pipeline runs (start) or no runner is left (pause, stop);
+    raises, naming each pipeline that did not and why, at a failure or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
+        states = {p.pipeline_id: p for p in info.pipelines}
+        if action == "start":
+            failed = [p for p in states.values() if p.state == "failed"]
+            if failed:
+                raise SetlError("; ".join(f"pipeline {p.pipeline_id} failed: {p.last_error}"
+                                          for p in failed))
+            late = [p for p in states.values() if p.state != "running"]
+        else:
+            late = [p for p in states.values() if p.owner_node and p.state not in (
+                "not running", "stopped", "failed")]
+        if not late:
+            return info
+        if time.monotonic() >= deadline:
+            raise SetlError(f"channel {name}: after {timeout_s:g} s " + "; ".join(
+                f"pipeline {p.pipeline_id} is {p.state or 'not running'}"
+                + (f" ({p.last_error})" if p.last_error else "")
+                + ("" if p.owner_node or action != "start" else
+                   " and no node runs it" + ("" if p.candidate_nodes else
+                                            ": no live node is a candidate for it"))
+                for p in late) + "; see setl status and the nodes' logs")
+        time.sleep(0.5)
 
 
 def _source(args: argparse.Namespace, client: ManagerClient) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from shared import codec
+from shared import codec, positions
 from shared.catalog import Catalog, ChannelRecord, call
 from shared.model import Channel
 from shared.rpc import manager_pb2, model_pb2
@@ -71,6 +71,13 @@ class Views:
                 state.state = "not running"
         state.candidate_nodes[:] = [node.id for node in nodes
                                     if pipeline_id in node.candidate_pipelines]
+        if not state.position.file and not state.position.gtid:  # where it (re)starts
+            stored = call("read a pipeline cursor", positions.load, self.client,
+                          self.paths.cursor(pipeline_id))
+            if stored is not None:
+                state.position.file, state.position.pos = stored.position.file, \
+                    stored.position.pos
+                state.position.gtid = stored.position.gtid
         return state
 
     def channels(self, nodes: list[manager_pb2.NodeInfo] | None = None

@@ -4,6 +4,7 @@ however long a node takes to get going (here: no node at all for a while)."""
 
 from __future__ import annotations
 
+from manager import cli
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.positions import Cursor
 from shared.rpc import manager_pb2
@@ -11,7 +12,7 @@ from shared.zk import ZkPaths
 
 
 def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tmp_path,
-                                                                    zk_client):
+                                                                    zk_client, capsys):
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
                          "note VARBINARY(40))", "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
@@ -22,7 +23,9 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
         source.execute(f"INSERT INTO {t}.items VALUES (0, 'before the start')")
         cluster.apply([one_way("latest", schema, ["items", "kl"])])
         before = source.rows("SHOW MASTER STATUS")[0][:2]
-        cluster.set_status("latest", "START")
+        setl = ["--manager", cluster.manager_address, "channel"]
+        assert cli.main([*setl, "start", "latest"]) == 0
+        assert f"latest.forward: from {before[0]}:{before[1]}" in capsys.readouterr().out
         for n in range(1, 201):  # at once, while no node runs
             source.execute("BEGIN")
             source.execute(f"INSERT INTO {t}.items VALUES ({n}, UNHEX(MD5({n})))")
@@ -31,8 +34,12 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
         stored = Cursor.from_json(zk_client.get(ZkPaths(cluster.root).cursor(
             "latest.forward"))[0])
         assert (stored.position.file, stored.position.pos) == (before[0], int(before[1]))
+        assert cli.main([*setl, "start", "latest", "--wait", "--timeout", "1"]) == 1
+        assert "pipeline latest.forward is not running and no node runs it: no live node is " \
+            "a candidate" in capsys.readouterr().err
         node = cluster.start_node(1)
-        cluster.wait_running("latest")
+        assert cli.main([*setl, "start", "latest", "--wait", "--timeout", "90"]) == 0
+        assert cluster.pipeline_state("latest").state == "running"
         target.execute(f"INSERT INTO {t}.items VALUES (0, 'before the start')")
         wait_equal(source, target, schema, ["items", "kl"])
         hexed = f"SELECT id, HEX(note) FROM {t}.items ORDER BY id"
@@ -41,6 +48,8 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
             cluster.manager.output() if cluster.manager else False
         wait_for(lambda: "event=pipeline_started pipeline=latest.forward" in node.output(), 10,
                  "the node's start line")
+        assert cli.main([*setl, "stop", "latest", "--wait", "--timeout", "60"]) == 0
+        assert cluster.pipeline_state("latest").owner_node == 0
     finally:
         cluster.stop()
         source.close()
