@@ -88,6 +88,12 @@ class Shapes:
             thread.join(60)
             assert not thread.is_alive(), "a workload thread did not stop"
 
+    def pause(self) -> None:
+        """Stop writing and watching (``start`` goes on)."""
+        self.stop()
+        self._threads.clear()
+        self.done.clear()
+
     def finish(self, source: Database, timeout_s: float = 180) -> None:
         """Stop writing, wait for every target to hold the source's rows (as multisets), and
         check the watcher saw every promise kept."""
