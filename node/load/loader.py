@@ -10,8 +10,9 @@ grows with every new owner). A writer whose epoch is lower than the stored one i
 owner (a zombie after a ZooKeeper session loss): its transaction is refused (fencing).
 
 After the position row is locked, the batch's statements, the position and the COMMIT go
-to the target together as one multi-statement query (:class:`_Together`); a ``LOAD DATA``, a
-statement whose row count is checked or one that needs a lenient sql_mode goes alone.
+to the target together as one multi-statement query (:mod:`node.load.together`); a ``LOAD
+DATA``, a statement whose row count is checked or one that needs a lenient sql_mode goes
+alone.
 
 With ``skip_load_exception`` a batch the target refuses is written again statement by
 statement in one transaction; rows the server refuses (``owners.ROW_REFUSED``: duplicate,
@@ -46,6 +47,7 @@ from node.load.owners import (
     ROW_REFUSED,
     FencedError,
 )
+from node.load.together import Together, first, in_table
 from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
@@ -65,25 +67,6 @@ LENIENT_SQL_MODE = SQL_MODE.replace("STRICT_ALL_TABLES,", "")
 # TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
 SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
 DATA_TRUNCATED = 1265
-TOGETHER_BYTES = 1 << 20  # a multi-statement query's text at most (a statement may be more)
-
-
-def _applied(row: tuple[Any, ...], batch: Batch, where: str) -> bool:
-    """Whether the target already has the batch: its position row is at or past the batch's
-    end. Select cuts batches at every target's row (:func:`node.cursor.resume`), so a row
-    inside a batch means the batch would be partly applied again: that stops the load."""
-    if not row[0]:
-        return False  # claimed by an owner, nothing loaded yet
-    applied = BinlogPosition(str(row[0]), int(row[1])).order()
-    if applied >= batch.end.order():
-        return True
-    if applied > batch.start.order():
-        raise LoadError(
-            f"{where}: the target holds the source's transactions up to {row[0]}:{row[1]}, "
-            f"inside this batch ({batch.start} to {batch.end}); writing it would apply part "
-            "of it twice, so the pipeline stops. Restart it: it resumes from the target's "
-            "position")
-    return False
 
 
 class Loader:
@@ -296,14 +279,14 @@ class Loader:
         conn = self._connection(name)
         with conn.cursor() as cursor:
             row = self._locked(conn, cursor, name, batch)
-            if row and _applied(row, batch, f"stage load, pipeline {self.pipeline_id}, "
+            if row and owners.applied(row, batch, f"stage load, pipeline {self.pipeline_id}, "
                                 f"processId {batch.process_id}, target {name}"):
                 log.info("event=batch_skipped pipeline=%s process_id=%d target=%s "
                          "reason=already_applied applied=%s:%s", self.pipeline_id,
                          batch.process_id, name, row[0], row[1])
                 conn.rollback()
                 return 0
-            together, written = _Together(cursor), 0
+            together, written = Together(cursor), 0
             for unit in writes.for_attempt(self, batch, cursor, one_by_one):
                 for sql in unit.sqls:
                     if one_by_one or sql.data is not None or sql.lenient or sql.matches_one:
@@ -360,11 +343,11 @@ class Loader:
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0
             if not one_by_one or code not in ROW_REFUSED:  # not the row's fault: never skip
-                raise _in_table(exc, unit) from None
+                raise in_table(exc, unit) from None
             self.skipped += 1
             log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
                         "error=%r statement=%r", self.pipeline_id, batch.process_id,
-                        unit.schema, unit.table, _first(sql.what, unit.keys).strip(),
+                        unit.schema, unit.table, first(sql.what, unit.keys).strip(),
                         exc.args[-1], sql.text[:2000])
             return 0
         except SetlError:
@@ -379,7 +362,7 @@ class Loader:
                 f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
                 f"position {batch.end}, target {unit.datasource}, table "
                 f"{unit.schema}.{unit.table}: the target has no row equal to the source's "
-                f"before image{_first(sql.what, ())}, so the tables differ; make the target "
+                f"before image{first(sql.what, ())}, so the tables differ; make the target "
                 "equal to the source (copy the table again), then resume")
         return sql.rows
 
@@ -403,60 +386,6 @@ class Loader:
                 f"{unit.schema}.{unit.table}: a row with an empty ENUM value was refused "
                 f"in more than that: {other}; make the target's columns the source's")
         return int(count)
-
-
-class _Together:
-    """Statements of a batch's transaction that go to the target as one multi-statement query
-    (up to ``TOGETHER_BYTES``): a caught-up batch of a few tables was ~11 round trips (lock,
-    a DELETE and an INSERT per table, position, COMMIT), each a wake-up of the node and of
-    the target; now 2 (the lock, then the rest)."""
-
-    def __init__(self, cursor: Any) -> None:
-        self.cursor = cursor
-        self.queued: list[tuple[Unit | None, str]] = []
-        self.size = 0
-
-    def add(self, unit: Unit | None, text: str) -> None:
-        if self.queued and self.size + len(text) > TOGETHER_BYTES:
-            self.send()
-        self.queued.append((unit, text))
-        self.size += len(text)
-
-    def send(self) -> None:
-        """The queued statements as one query; an error names the table of the statement
-        that failed (the server runs none after it)."""
-        queued, self.queued, self.size = self.queued, [], 0
-        if not queued:
-            return
-        done = 0
-        try:
-            self.cursor.execute(";\n".join(text for _, text in queued))
-            done = 1
-            while self.cursor.nextset():
-                done += 1
-        except pymysql.MySQLError as exc:
-            unit = queued[min(done, len(queued) - 1)][0]
-            if unit is None:
-                raise
-            raise _in_table(exc, unit) from None
-
-
-def _in_table(exc: pymysql.MySQLError, unit: Unit) -> pymysql.MySQLError:
-    """The target's error, naming the table: same class and code (retries go by them)."""
-    if len(exc.args) != 2:
-        return exc
-    return type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: {exc.args[1]}")
-
-
-def _first(what: Any, keys: tuple[str, ...]) -> str:
-    """The first key or row a statement writes, for a message (empty when not kept): a
-    row of a keyed table by its key."""
-    if not what:
-        return ""
-    first = what[0]
-    if keys and isinstance(first, dict):
-        first = tuple(first.get(key) for key in keys)
-    return f" {first!r}"
 
 
 @dataclass

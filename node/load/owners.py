@@ -1,4 +1,6 @@
-"""A stale owner's open transaction on a target, ended by the owner that replaced it.
+"""The pipeline's position row on a target and the owners that write it: the row's SQL
+(lock, claim, write), whether a batch is applied, and a stale owner's open transaction
+ended by the owner that replaced it.
 
 A node frozen in the middle of a load transaction (SIGSTOP, a long GC or VM pause) keeps its
 target connection and that transaction open: its lock on the pipeline's position row would
@@ -16,7 +18,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from node.changes import Batch
 from shared.errors import LoadError
+from shared.model import BinlogPosition
 
 log = logging.getLogger("setl.node.load.owners")
 LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for a zombie
@@ -114,3 +118,21 @@ def end_stale(cursor: Any, pipeline_id: str, epoch: int, target: str) -> int:
             log.warning("event=stale_owner_kill_failed pipeline=%s target=%s connection=%d "
                         "error=%r", pipeline_id, target, connection_id, exc)
     return killed
+
+
+def applied(row: tuple[Any, ...], batch: Batch, where: str) -> bool:
+    """Whether the target already has the batch: its position row is at or past the batch's
+    end. Select cuts batches at every target's row (:func:`node.cursor.resume`), so a row
+    inside a batch means the batch would be partly applied again: that stops the load."""
+    if not row[0]:
+        return False  # claimed by an owner, nothing loaded yet
+    applied = BinlogPosition(str(row[0]), int(row[1])).order()
+    if applied >= batch.end.order():
+        return True
+    if applied > batch.start.order():
+        raise LoadError(
+            f"{where}: the target holds the source's transactions up to {row[0]}:{row[1]}, "
+            f"inside this batch ({batch.start} to {batch.end}); writing it would apply part "
+            "of it twice, so the pipeline stops. Restart it: it resumes from the target's "
+            "position")
+    return False

@@ -11,7 +11,7 @@ import pytest
 
 from node.changes import Batch
 from node.cursor import Cursor, Resume, resume
-from node.load.loader import _applied
+from node.load.owners import applied as _applied
 from node.select.selector import Selector
 from shared.errors import LoadError, PositionConflictError, PositionLostError
 from shared.model import BinlogPosition, PipelineParams
