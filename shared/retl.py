@@ -48,6 +48,13 @@ MARK_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_mark (
 
 TARGET_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", POSITION_DDL, MARK_DDL)
 
+
+def loop_comment(channel: str) -> str:
+    """What a two-way channel's DDL carries at its start when setl runs it on a target: a
+    DDL commits on its own, so no ``retl_mark`` row can share its transaction; the opposite
+    pipeline knows its own channel's DDL by this comment (kept in the binlog) and drops it."""
+    return f"/* setl-loop {json.dumps(channel)} */ "
+
 BUFFER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_buffer (
   ID BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   TABLE_ID INT NOT NULL DEFAULT 0,

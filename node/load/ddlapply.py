@@ -102,9 +102,10 @@ def ran_before(cursor: Any, change: TargetChange, pipeline_id: str, at: BinlogPo
 
 
 def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: int,
-              at: BinlogPosition, seq: int) -> int:
+              at: BinlogPosition, seq: int, mark: str = "") -> int:
     """Run one DDL (the ``seq``-th of the batch ending at ``at``) unless an earlier try ran
-    it (the target's schema tells: see the module's text)."""
+    it (the target's schema tells: see the module's text); ``mark`` goes before its text (a
+    two-way channel's loop comment)."""
     if ran_before(cursor, change, pipeline_id, at, seq):
         log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s ddl=%r "
                     "reason=schema_moved_since_intent", pipeline_id, process_id,
@@ -120,7 +121,7 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
             if kind == "CREATE":
                 cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
             cursor.execute(f"USE {quote(change.schema)}")
-        run_under(cursor, change.session, change.ddl)  # as the source's session ran it
+        run_under(cursor, change.session, mark + change.ddl)  # as the source's session ran it
     except pymysql.MySQLError as exc:
         code = exc.args[0] if exc.args else 0
         done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (

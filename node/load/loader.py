@@ -52,7 +52,7 @@ from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
 from shared.model import BinlogPosition, DataSource, PipelineParams
-from shared.retl import POSITION_RUN, TARGET_DDL
+from shared.retl import POSITION_RUN, TARGET_DDL, loop_comment
 from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.load.loader")
@@ -327,7 +327,9 @@ class Loader:
 
     def _execute_ddl(self, cursor: Any, change: TargetChange, batch: Batch, seq: int) -> int:
         self.facts.forget()  # tables change shape
-        return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq)
+        mark = loop_comment(self.loop.channel) if self.loop is not None else ""
+        return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq,
+                         mark)
 
     def _write_alone(self, cursor: Any, unit: Unit, sql: Sql, batch: Batch,
                      one_by_one: bool) -> int:

@@ -41,7 +41,7 @@ from node.select.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.retl import BUFFER_TABLE, SIGNAL_TABLE
+from shared.retl import BUFFER_TABLE, SIGNAL_TABLE, loop_comment
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
@@ -433,6 +433,9 @@ class BinlogReader:
                 "binlog_format=STATEMENT?): write it in ROW format, then copy the changed "
                 "tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
+        if self.loop_channel is not None and query.startswith(loop_comment(self.loop_channel)):
+            self._commit([], 0, [], gtid, data, echo=True)  # the opposite pipeline's DDL
+            return True
         self._ddl(event, gtid, data)
         return True
 
@@ -470,8 +473,7 @@ class BinlogReader:
         return (*session, (ddlsession.DATABASE_DEFAULTS, known)) if known else session
 
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
-                gtid: str, data: bytes) -> None:
-        echo = False
+                gtid: str, data: bytes, echo: bool = False) -> None:
         if self.loop_channel is not None and decoded:
             marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel

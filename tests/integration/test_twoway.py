@@ -106,3 +106,32 @@ def test_a_key_written_on_both_sides_is_reported_and_the_first_pipeline_wins(
     assert any("resolution=target_kept" in line and "key=(3,)" in line for line in conflicts)
     assert not any("key=(2,)" in line for line in conflicts)
     cluster.set_status("conflicts", "STOP")
+
+
+def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Database,
+                                                   target: Database) -> None:
+    """A DDL commits on its own, so no loop mark can share its transaction: setl's DDL
+    carries the channel's loop comment and the opposite pipeline drops it. An unnamed index
+    that bounced would be added again on each crossing."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("ddl-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+    cluster.apply([channel])
+    start(cluster, "ddl-both")
+    t = f"`{schema}`.items"
+
+    def qty_indexes(db: Database) -> list[str]:
+        return sorted({row[2] for row in db.rows(f"SHOW INDEX FROM {t}") if row[4] == "qty"})
+
+    source.execute(f"ALTER TABLE {t} ADD INDEX (qty)")
+    wait_for(lambda: qty_indexes(target) == ["qty"], 60, "the index on the target")
+    target.execute(f"INSERT INTO {t} VALUES (1, 'after the DDL on the target', 0)")
+    wait_for(lambda: source.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 1")[0][0], 60,
+             "the target's row after the DDL to cross back")  # the DDL's place passed too
+    source.execute(f"INSERT INTO {t} VALUES (2, 'after that on the source', 0)")
+    wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 2")[0][0], 60,
+             "the source's row to cross")
+    assert qty_indexes(source) == ["qty"] and qty_indexes(target) == ["qty"]
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "ddl-both", "STOP", "not running")
