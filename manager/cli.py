@@ -4,6 +4,7 @@
     setl channel list | show NAME | start|pause|stop NAME [--wait] | delete NAME
     setl node list
     setl status [--watch]
+    setl position show CHANNEL[/PIPELINE] | set CHANNEL/PIPELINE --file F --pos P|--gtid G|--latest
     setl backfill CHANNEL --table schema.table | setl retl init SOURCE
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
@@ -77,6 +78,20 @@ def _parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="pipelines: state, owner, position, delay")
     status.add_argument("--watch", action="store_true", help="refresh every --interval seconds")
     status.add_argument("--interval", type=float, default=1.0)
+
+    position = commands.add_parser("position", help="where pipelines stand; set where one "
+                                   "starts from")
+    moves = position.add_subparsers(dest="action", required=True, metavar="ACTION")
+    moves.add_parser("show", help="cursor, each target's position row, the source's end"
+                     ).add_argument("pipeline", help="CHANNEL or CHANNEL/PIPELINE")
+    move = moves.add_parser("set", help="where a stopped pipeline starts from")
+    move.add_argument("pipeline", help="CHANNEL/PIPELINE (or CHANNEL of one pipeline)")
+    move.add_argument("--file", help="a binlog file of the source")
+    move.add_argument("--pos", type=int, default=0, help="a position in --file")
+    move.add_argument("--gtid", help="a GTID position instead")
+    move.add_argument("--latest", action="store_true", help="the source's position now")
+    move.add_argument("--replay", action="store_true", help="earlier than a target holds: "
+                      "load it again from there (the target's position row follows)")
 
     backfill.add_commands(commands)
     snapshotcli.add_commands(commands)
@@ -179,6 +194,19 @@ def _wait(client: ManagerClient, name: str, action: str, timeout_s: float
         time.sleep(0.5)
 
 
+def _position(args: argparse.Namespace, client: ManagerClient) -> int:
+    channel, _, pipeline = args.pipeline.partition("/")
+    request = manager_pb2.PositionsRequest(channel=channel, pipeline=pipeline,
+                                           action=args.action)
+    if args.action == "set":
+        request.to.file, request.to.pos = args.file or "", args.pos
+        request.to.gtid = args.gtid or ""
+        request.latest, request.replay = args.latest, args.replay
+    answer = client.call("Positions", request)
+    _print(args, answer, render.positions(answer.pipelines))
+    return 0
+
+
 def _source(args: argparse.Namespace, client: ManagerClient) -> int:
     if args.action == "list":
         answer = client.call("ListSources", manager_pb2.ListSourcesRequest())
@@ -247,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             return _channel(args, client)
         if args.command == "source":
             return _source(args, client)
+        if args.command == "position":
+            return _position(args, client)
         if args.command == "backfill":
             run = backfill.status if args.channel == "status" else backfill.backfill
             return run(args, client)

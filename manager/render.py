@@ -46,6 +46,22 @@ def position_text(position: model_pb2.BinlogPosition) -> str:
     return f"{text} {position.gtid}".strip()
 
 
+def positions(found: Sequence[manager_pb2.PipelinePositions]) -> str:
+    """Per pipeline: the cursor, the source's end and how far behind, each target's row."""
+    rows = []
+    for pipeline in found:
+        behind = f"{pipeline.behind_bytes} bytes" if pipeline.behind_bytes >= 0 else "?"
+        rows.append((pipeline.pipeline_id, "cursor (ZooKeeper)",
+                     position_text(pipeline.cursor), pipeline.process_id or "-",
+                     f"source end {position_text(pipeline.source_end)}, {behind} behind"
+                     if not pipeline.source_error else pipeline.source_error))
+        for target in pipeline.targets:
+            rows.append((pipeline.pipeline_id, f"target {target.target}",
+                         position_text(target.position), target.process_id or "-",
+                         target.error or f"owner epoch {target.owner_epoch}"))
+    return table(["PIPELINE", "WHERE", "POSITION", "PROCESS_ID", "NOTE"], rows)
+
+
 def channels(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
     rows = [(info.channel.name, status_name(info.status), info.version,
              ", ".join(f"{p.name} ({p.source}->{p.target})" for p in info.channel.pipelines))

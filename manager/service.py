@@ -17,6 +17,7 @@ import grpc
 from manager import verify
 from manager.election import LeaderElection
 from manager.monitor import Monitor
+from manager.positions import Positions
 from manager.snapshots import Snapshots
 from manager.views import Views
 from shared import codec, confinement, definitions, tablekeys
@@ -77,6 +78,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         self.monitor = monitor  # alarms, as this manager shows them
         self.web_url = ""
         self.snapshots = Snapshots(views.client, views.paths, catalog, views)
+        self.positions = Positions(views.client, views.paths, catalog)
 
     def _require_leader(self) -> None:
         if not self.election.is_leader:
@@ -130,6 +132,13 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         if (request.action or "start") != "status":
             self._require_leader()
         return self.snapshots.handle(request)
+
+    @_rpc
+    def Positions(self, request: manager_pb2.PositionsRequest,
+                  context: Any) -> manager_pb2.PositionsResponse:
+        if (request.action or "show") != "show":
+            self._require_leader()
+        return self.positions.handle(request)
 
     @_rpc
     def ListChannels(self, request: Any, context: Any) -> manager_pb2.ListChannelsResponse:

@@ -7,6 +7,60 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class PositionsRequest(_message.Message):
+    __slots__ = ("channel", "pipeline", "action", "to", "latest", "replay")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    LATEST_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_FIELD_NUMBER: _ClassVar[int]
+    channel: str
+    pipeline: str
+    action: str
+    to: _model_pb2.BinlogPosition
+    latest: bool
+    replay: bool
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., action: _Optional[str] = ..., to: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., latest: _Optional[bool] = ..., replay: _Optional[bool] = ...) -> None: ...
+
+class TargetPosition(_message.Message):
+    __slots__ = ("target", "position", "process_id", "owner_epoch", "error")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
+    OWNER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    position: _model_pb2.BinlogPosition
+    process_id: int
+    owner_epoch: int
+    error: str
+    def __init__(self, target: _Optional[str] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., process_id: _Optional[int] = ..., owner_epoch: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class PipelinePositions(_message.Message):
+    __slots__ = ("pipeline_id", "cursor", "process_id", "source_end", "behind_bytes", "targets", "source_error")
+    PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_END_FIELD_NUMBER: _ClassVar[int]
+    BEHIND_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    pipeline_id: str
+    cursor: _model_pb2.BinlogPosition
+    process_id: int
+    source_end: _model_pb2.BinlogPosition
+    behind_bytes: int
+    targets: _containers.RepeatedCompositeFieldContainer[TargetPosition]
+    source_error: str
+    def __init__(self, pipeline_id: _Optional[str] = ..., cursor: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., process_id: _Optional[int] = ..., source_end: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., behind_bytes: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[TargetPosition, _Mapping]]] = ..., source_error: _Optional[str] = ...) -> None: ...
+
+class PositionsResponse(_message.Message):
+    __slots__ = ("pipelines",)
+    PIPELINES_FIELD_NUMBER: _ClassVar[int]
+    pipelines: _containers.RepeatedCompositeFieldContainer[PipelinePositions]
+    def __init__(self, pipelines: _Optional[_Iterable[_Union[PipelinePositions, _Mapping]]] = ...) -> None: ...
+
 class ApplyRequest(_message.Message):
     __slots__ = ("yaml", "file", "dry_run")
     YAML_FIELD_NUMBER: _ClassVar[int]

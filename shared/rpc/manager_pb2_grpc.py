@@ -95,6 +95,11 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.SnapshotResponse.FromString,
                 _registered_method=True)
+        self.Positions = channel.unary_unary(
+                '/setl.v1.ManagerService/Positions',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.PositionsRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.PositionsResponse.FromString,
+                _registered_method=True)
 
 
 class ManagerServiceServicer:
@@ -180,6 +185,14 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Positions(self, request, context):
+        """Where a channel's pipelines stand (cursor, each target's position row, the source's
+        end), or a new place for a stopped pipeline to start from.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -242,6 +255,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.Snapshot,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.SnapshotRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.SnapshotResponse.SerializeToString,
+            ),
+            'Positions': grpc.unary_unary_rpc_method_handler(
+                    servicer.Positions,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.PositionsRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.PositionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -568,6 +586,33 @@ class ManagerService:
             '/setl.v1.ManagerService/Snapshot',
             shared_dot_rpc_dot_manager__pb2.SnapshotRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.SnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Positions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/Positions',
+            shared_dot_rpc_dot_manager__pb2.PositionsRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.PositionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

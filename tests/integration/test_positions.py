@@ -184,3 +184,54 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
+    """setl position show names the cursor, the source's end and each target's row; set is
+    refused while the pipeline runs, for a binlog the source lacks, and earlier than a
+    target holds unless --replay (then that target loads again from there)."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    cluster = Cluster(sandbox, tmp_path, "moves")
+    kl = f"`{schema}`.kl"
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        position = ["--manager", cluster.manager_address, "position"]
+        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+        start(cluster, "moves", schema)
+        cluster.wait_running("moves")
+        for n in range(10):
+            source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'dup'), ({n % 3}, 'dup')")
+        wait_equal(source, target, schema, ["kl"])
+        [(row_file, row_pos)] = target.rows("SELECT binlog_file, binlog_pos FROM "
+                                            "retl.retl_position WHERE pipeline_id = "
+                                            "'moves.forward'")
+        capsys.readouterr()
+        assert cli.main([*position, "show", "moves"]) == 0
+        shown = capsys.readouterr().out
+        assert "cursor (ZooKeeper)" in shown and f"{row_file}:{row_pos}" in shown, shown
+        assert "target target" in shown and "source end" in shown
+        assert cli.main([*position, "set", "moves/forward", "--latest"]) == 1
+        assert "is not stopped" in capsys.readouterr().err
+        assert cli.main(["--manager", cluster.manager_address, "channel", "stop", "moves",
+                         "--wait"]) == 0
+        assert cli.main([*position, "set", "moves/forward", "--file", "binlog.999999",
+                         "--pos", "4"]) == 1
+        assert "has no binlog file binlog.999999" in capsys.readouterr().err
+        assert cli.main([*position, "set", "moves/forward", "--file", file, "--pos",
+                         str(pos)]) == 1
+        refused = capsys.readouterr().err
+        assert f"holds pipeline moves.forward's transactions up to {row_file}:{row_pos}" in \
+            refused and "--replay" in refused, refused
+        target.execute(f"DELETE FROM {kl}")  # to load again from the start
+        assert cli.main([*position, "set", "moves/forward", "--file", file, "--pos",
+                         str(pos), "--replay"]) == 0
+        assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = 'moves.forward'") == [(file, int(pos))]
+        cluster.set_status("moves", "START")
+        wait_equal(source, target, schema, ["kl"])
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()

@@ -1,0 +1,210 @@
+"""``setl position show|set``: where a channel's pipelines stand, and a new place for a
+stopped pipeline to start from.
+
+A pipeline's truth is each target's position row (``retl.retl_position``); the ZooKeeper
+cursor is a restart hint, and a (re)start resumes where the targets are (see the README,
+Restarts). So a new start earlier than what a target holds is refused unless the user asks
+for a replay, which moves that target's row with it: never a silent skip. A start later
+than the targets skips the binlog in between, as asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import pymysql
+from kazoo.client import KazooClient
+
+from shared import positions
+from shared.catalog import Catalog, call
+from shared.endpoint import connect
+from shared.errors import ConflictError, NotFoundError, PositionLostError, SourceError
+from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
+from shared.retl import POSITION_RUN
+from shared.rpc import manager_pb2
+from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.manager.positions")
+Row = tuple[BinlogPosition, int, int]  # a target's position row: position, processId, epoch
+
+
+class Positions:
+    def __init__(self, client: KazooClient, paths: ZkPaths, catalog: Catalog) -> None:
+        self.client, self.paths, self.catalog = client, paths, catalog
+
+    def handle(self, request: manager_pb2.PositionsRequest) -> manager_pb2.PositionsResponse:
+        channel = self.catalog.channel(request.channel).channel
+        chosen = [p for p in channel.pipelines if request.pipeline in ("", p.name)]
+        if not chosen:
+            raise NotFoundError(f"channel {channel.name} has no pipeline {request.pipeline!r} "
+                                f"(it has {', '.join(p.name for p in channel.pipelines)})")
+        if (request.action or "show") == "set":
+            if not request.pipeline and len(channel.pipelines) > 1:
+                raise ConflictError(f"channel {channel.name} has several pipelines: name one "
+                                    f"(setl position set {channel.name}/PIPELINE …)")
+            self._set(channel, chosen[0], request)
+        elif request.action not in ("", "show"):
+            raise ConflictError(f"unknown position action {request.action!r}: show or set")
+        return manager_pb2.PositionsResponse(
+            pipelines=[self._show(channel, pipeline) for pipeline in chosen])
+
+    # -- show -------------------------------------------------------------------------------
+    def _show(self, channel: Channel, pipeline: Pipeline) -> manager_pb2.PipelinePositions:
+        pipeline_id = channel.pipeline_id(pipeline)
+        found = manager_pb2.PipelinePositions(pipeline_id=pipeline_id, behind_bytes=-1)
+        cursor = call("read a pipeline cursor", positions.load, self.client,
+                      self.paths.cursor(pipeline_id))
+        if cursor is not None:
+            _fill(found.cursor, cursor.position)
+            found.process_id = cursor.process_id
+        source = self.catalog.source(pipeline.source)
+        try:
+            end, files = _binlog(source)
+            _fill(found.source_end, end)
+            if cursor is not None:
+                found.behind_bytes = _bytes_between(files, cursor.position, end)
+        except SourceError as exc:
+            found.source_error = str(exc)
+        for name in _targets(pipeline):
+            target = manager_pb2.TargetPosition(target=name)
+            try:
+                row = _read_row(self.catalog.source(name), pipeline_id)
+            except SourceError as exc:
+                target.error = str(exc)
+            else:
+                if row is not None:
+                    _fill(target.position, row[0])
+                    target.process_id, target.owner_epoch = row[1], row[2]
+            found.targets.append(target)
+        return found
+
+    # -- set --------------------------------------------------------------------------------
+    def _set(self, channel: Channel, pipeline: Pipeline,
+             request: manager_pb2.PositionsRequest) -> None:
+        pipeline_id = channel.pipeline_id(pipeline)
+        record = self.catalog.channel(channel.name)
+        if record.status is not ChannelStatus.STOP or \
+                call("look for a runner", self.client.exists, self.paths.mainstem(pipeline_id)):
+            raise ConflictError(f"pipeline {pipeline_id} is not stopped: run setl channel stop "
+                                f"{channel.name} --wait first, then set its position")
+        source = self.catalog.source(pipeline.source)
+        to = request.to
+        if request.latest:
+            position = positions.current_position(source)
+        elif to.file and to.pos > 0:
+            position = BinlogPosition(to.file, int(to.pos))
+        elif to.gtid and not to.file:
+            position = BinlogPosition(gtid=to.gtid)
+        else:
+            raise ConflictError("say where: --file F --pos P, --gtid G or --latest")
+        if position.file:
+            _, files = _binlog(source)
+            if position.file not in dict(files):
+                raise PositionLostError(
+                    f"source {source.name} has no binlog file {position.file} (it keeps "
+                    f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
+        rows = {name: _read_row(self.catalog.source(name), pipeline_id)
+                for name in _targets(pipeline)}
+        ahead = {name: row for name, row in rows.items() if row is not None and (
+            not position.file or row[0].order() > position.order())}
+        if ahead and not request.replay:
+            name, row = next(iter(ahead.items()))
+            raise ConflictError(
+                f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
+                f"a start at {position} would go on from there for it. Add --replay to load "
+                f"again from {position} (its position row follows), or choose a later place")
+        old = call("read a pipeline cursor", positions.load, self.client,
+                   self.paths.cursor(pipeline_id))
+        run = old.run if old is not None and old.run else uuid.uuid4().hex
+        process_id = max([old.process_id if old else 0,
+                          *(row[1] for row in rows.values() if row is not None)])
+        for name, row in rows.items():
+            if row is not None:
+                _move_row(self.catalog.source(name), pipeline_id, run,
+                          position if name in ahead else None)
+        cursor = positions.Cursor(position, process_id, run=run)
+        path = self.paths.cursor(pipeline_id)
+        if call("look for a cursor", self.client.exists, path):
+            call("set a pipeline cursor", self.client.set, path, cursor.to_json())
+        else:
+            call("set a pipeline cursor", self.client.create, path, cursor.to_json(),
+                 makepath=True)
+        log.info("event=position_set pipeline=%s position=%s replay=%s targets_moved=%s",
+                 pipeline_id, position, request.replay, ",".join(ahead) or "-")
+
+
+def _fill(message: Any, position: BinlogPosition) -> None:
+    message.file, message.pos, message.gtid = position.file, position.pos, position.gtid
+
+
+def _targets(pipeline: Pipeline) -> list[str]:
+    return sorted({pair.target.datasource for pair in pipeline.pairs})
+
+
+def _binlog(source: DataSource) -> tuple[BinlogPosition, list[tuple[str, int]]]:
+    """The source's end now and its binlog files with their sizes."""
+    end = positions.current_position(source)
+    try:
+        with connect(source) as conn, conn.cursor() as cursor:
+            cursor.execute("SHOW BINARY LOGS")
+            files = [(str(row[0]), int(row[1])) for row in cursor.fetchall()]
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"source {source.name}: cannot list its binlogs: "
+                          f"{exc.args[-1] if exc.args else exc}") from None
+    return end, files
+
+
+def _bytes_between(files: list[tuple[str, int]], start: BinlogPosition,
+                   end: BinlogPosition) -> int:
+    names = [name for name, _ in files]
+    if start.file not in names or end.file not in names:
+        return -1
+    first, last = names.index(start.file), names.index(end.file)
+    between = sum(size for _, size in files[first:last])
+    return max(between - start.pos + end.pos, 0)
+
+
+def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
+    """The pipeline's position row on ``target`` (None: no row, or no position yet)."""
+    try:
+        with connect(target) as conn, conn.cursor() as cursor:
+            try:
+                cursor.execute("SELECT binlog_file, binlog_pos, process_id, owner_epoch FROM "
+                               "retl.retl_position WHERE pipeline_id = %s", (pipeline_id,))
+            except pymysql.MySQLError as exc:
+                if exc.args and exc.args[0] in (1049, 1146):  # no retl schema: nothing loaded
+                    return None
+                raise
+            row = cursor.fetchone()
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"target {target.name}: cannot read its position row: "
+                          f"{exc.args[-1] if exc.args else exc}") from None
+    if row is None or not row[0]:
+        return None
+    return BinlogPosition(str(row[0]), int(row[1])), int(row[2]), int(row[3])
+
+
+def _move_row(target: DataSource, pipeline_id: str, run: str,
+              to: BinlogPosition | None) -> None:
+    """The row becomes this run's; with ``to``, it moves there (a replay), or goes when
+    ``to`` has no file (a GTID start: the target then holds nothing of it)."""
+    where = "WHERE pipeline_id = %s"
+    try:
+        with connect(target, autocommit=True) as conn, conn.cursor() as cursor:
+            cursor.execute(POSITION_RUN[0])  # a row of before runs were kept: no column yet
+            if not int(cursor.fetchone()[0]):
+                cursor.execute(POSITION_RUN[1])
+            if to is None:
+                cursor.execute(f"UPDATE retl.retl_position SET run = %s {where}",
+                               (run, pipeline_id))
+            elif not to.file:
+                cursor.execute(f"DELETE FROM retl.retl_position {where}", (pipeline_id,))
+            else:
+                cursor.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = "
+                               f"%s, gtid = '', run = %s {where}",
+                               (to.file, to.pos, run, pipeline_id))
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"target {target.name}: cannot move the position row of "
+                          f"{pipeline_id}: {exc.args[-1] if exc.args else exc}") from None
