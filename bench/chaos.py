@@ -7,9 +7,9 @@
 - **bank**: transfers between 100 accounts, each one source transaction over two tables
   (both accounts' balance and version, and a journal row);
 - **shapes**: a keyless table with duplicate rows (``kl``: two equal rows an insert, one of
-  several equal rows changed or deleted) and a unique key whose values are swapped through
-  a free value in one transaction (``sl``): a replayed insert there is a duplicate row, a
-  replayed swap a conflict;
+  several equal rows changed or deleted, a savepoint rolled back after the insert) and a
+  unique key whose values are swapped through a free value in one transaction (``sl``): a
+  replayed insert there is a duplicate row, a replayed swap a conflict;
 - **sysbench** ``oltp_write_only`` on two tables at a modest rate.
 
 A fault of a random kind comes every ``--every`` seconds, once the previous one has healed:
@@ -177,6 +177,10 @@ class Soak:
                 v = rng.randrange(7)
                 db.execute(f"INSERT INTO {DB}.kl VALUES (%s, %s), (%s, %s)",
                            (v, f"v{v}", v, f"v{v}"))
+                if n % 4 == 1:  # a savepoint (an ORM's nested transaction) undone
+                    db.execute("SAVEPOINT nested")
+                    db.execute(f"INSERT INTO {DB}.kl VALUES (%s, 'undone')", (v,))
+                    db.execute("ROLLBACK TO SAVEPOINT nested")
                 if n % 3 == 0:
                     db.execute(f"UPDATE {DB}.kl SET b = 'changed' WHERE a = %s LIMIT 1",
                                (rng.randrange(7),))

@@ -4,7 +4,8 @@ Every crash, restart, failover or replay test runs it: primary-key tables alone 
 since a replayed row image of a keyed table changes nothing. So one writer, one source
 transaction at a time, mixes:
 - ``kl``: a keyless table with duplicate rows (two equal rows an insert; updates and deletes
-  of one of several equal rows): a replayed insert is a duplicate row;
+  of one of several equal rows; a savepoint rolled back after the insert): a replayed insert
+  is a duplicate row;
 - ``sl``: a unique secondary key whose values are swapped through a free value in one
   transaction: a replayed swap conflicts with the state the target already has;
 - ``accounts``: transfers that keep the sum of the balances constant (a reader that sees
@@ -121,6 +122,10 @@ class Shapes:
                 if kind == 0:  # keyless: two equal rows, then one of several equal changed
                     v = rng.randrange(7)
                     db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'v{v}'), ({v}, 'v{v}')")
+                    if n % 2:  # a savepoint (an ORM's nested transaction) undone
+                        db.execute("SAVEPOINT nested")
+                        db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'undone')")
+                        db.execute("ROLLBACK TO SAVEPOINT nested")
                     if n % 3 == 0:
                         db.execute(f"UPDATE {t}.kl SET b = 'changed' WHERE a = "
                                    f"{rng.randrange(7)} LIMIT 1")
