@@ -55,8 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     channel = commands.add_parser("channel", help="list, show and control channels")
     actions = channel.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("list", help="every channel with its status")
-    for name in ("show", "delete"):
-        actions.add_parser(name, help=f"{name} a channel").add_argument("name")
+    actions.add_parser("show", help="show a channel").add_argument("name")
+    delete = actions.add_parser("delete", help="delete a stopped channel (its targets keep "
+                                "their position rows: a channel made again under the same "
+                                "name is told of them)")
+    delete.add_argument("name")
+    delete.add_argument("--purge-positions", action="store_true",
+                        help="also delete its pipelines' position rows on the targets")
     for name, until in (("start", "every pipeline runs"), ("pause", "every runner stopped"),
                         ("stop", "every runner stopped")):
         action = actions.add_parser(name, help=f"{name} a channel")
@@ -147,8 +152,13 @@ def _channel(args: argparse.Namespace, client: ManagerClient) -> int:
         info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.name))
         _print(args, info, render.channel_detail(info))
     elif args.action == "delete":
-        answer = client.call("DeleteChannel", manager_pb2.DeleteChannelRequest(name=args.name))
-        _print(args, answer, f"channel {answer.name} deleted")
+        answer = client.call("DeleteChannel", manager_pb2.DeleteChannelRequest(
+            name=args.name, purge_positions=args.purge_positions))
+        hint = "" if args.purge_positions or not answer.positions else (
+            "\n(a channel made again under this name is refused while these rows are there "
+            "and do not fit its start: --purge-positions deletes them)")
+        _print(args, answer, "\n".join([f"channel {answer.name} deleted",
+                                        *answer.positions]) + hint)
     else:
         status = model_pb2.ChannelStatus.Value(_STATUS[args.action])
         info = client.call("SetChannelStatus",

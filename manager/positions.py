@@ -135,6 +135,25 @@ class Positions:
                  pipeline_id, position, request.replay, ",".join(ahead) or "-")
 
 
+def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
+    """The position rows a channel's pipelines have on their targets (deleted with
+    ``purge``), as lines: a channel made again under the same name finds them (see
+    node.cursor.resume), so a delete says what it leaves."""
+    lines = []
+    for pipeline in channel.pipelines:
+        pipeline_id = channel.pipeline_id(pipeline)
+        for name in _targets(pipeline):
+            target = catalog.source(name)
+            row = _read_row(target, pipeline_id)
+            if row is None:
+                continue
+            if purge:
+                _move_row(target, pipeline_id, "", BinlogPosition())
+            lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
+                         + (" deleted" if purge else " kept"))
+    return lines
+
+
 def _fill(message: Any, position: BinlogPosition) -> None:
     message.file, message.pos, message.gtid = position.file, position.pos, position.gtid
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from manager import verify
+from manager import positions, verify
 from manager.election import LeaderElection
 from manager.monitor import Monitor
 from manager.positions import Positions
@@ -162,8 +162,13 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
     def DeleteChannel(self, request: manager_pb2.DeleteChannelRequest,
                       context: Any) -> manager_pb2.DeleteChannelResponse:
         self._require_leader()
+        channel = self.catalog.channel(request.name).channel
         self.catalog.delete_channel(request.name)
-        return manager_pb2.DeleteChannelResponse(name=request.name)
+        try:
+            left = positions.on_targets(self.catalog, channel, request.purge_positions)
+        except SetlError as exc:  # deleted all the same: say what could not be looked at
+            left = [f"position rows on its targets not looked at: {exc}"]
+        return manager_pb2.DeleteChannelResponse(name=request.name, positions=left)
 
     @_rpc
     def ListNodes(self, request: Any, context: Any) -> manager_pb2.ListNodesResponse:

@@ -254,16 +254,20 @@ class SetChannelStatusRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., status: _Optional[_Union[_model_pb2.ChannelStatus, str]] = ...) -> None: ...
 
 class DeleteChannelRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "purge_positions")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PURGE_POSITIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    purge_positions: bool
+    def __init__(self, name: _Optional[str] = ..., purge_positions: _Optional[bool] = ...) -> None: ...
 
 class DeleteChannelResponse(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "positions")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    POSITIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    positions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., positions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
     __slots__ = ()

@@ -7,7 +7,6 @@ from __future__ import annotations
 from manager import cli
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.positions import Cursor
-from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
 
@@ -66,7 +65,8 @@ def stop(cluster: Cluster, name: str) -> None:
     wait_for(lambda: cluster.pipeline_state(name).state == "not running", 60, f"{name} stopped")
 
 
-def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbox, tmp_path):
+def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbox, tmp_path,
+                                                                         capsys):
     """Deleted and made again under the same name, with an earlier start: (to copy again into
     truncated tables): the target's row of the earlier life would make every batch up to it
     look applied, a silent skip. The start is refused naming both positions; after the
@@ -85,7 +85,12 @@ def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbo
             source.execute(f"INSERT INTO {kl} VALUES ({n % 4}, 'dup'), ({n % 4}, 'dup')")
         wait_equal(source, target, schema, ["kl"])
         stop(cluster, "again")
-        cluster.call("DeleteChannel", manager_pb2.DeleteChannelRequest(name="again"))
+        channel = ["--manager", cluster.manager_address, "channel"]
+        capsys.readouterr()
+        assert cli.main([*channel, "delete", "again"]) == 0
+        said = capsys.readouterr().out
+        assert "target target: position row of again.forward at binlog." in said and \
+            " kept" in said and "--purge-positions" in said, said
         target.execute(f"DELETE FROM {kl}")
         start(cluster, "again", schema, start={"file": file, "pos": int(pos)})
         wait_for(lambda: cluster.channel_status("again") == "PAUSE", 90, "the refusal")
@@ -95,6 +100,11 @@ def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbo
         target.execute("DELETE FROM retl.retl_position WHERE pipeline_id = 'again.forward'")
         cluster.set_status("again", "START")
         wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "again")
+        assert cli.main([*channel, "delete", "again", "--purge-positions"]) == 0
+        assert " deleted" in capsys.readouterr().out.splitlines()[1]
+        assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
+                           "'again.forward'") == [(0,)]
     finally:
         cluster.stop()
         source.close()
