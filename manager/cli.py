@@ -136,7 +136,8 @@ def _apply(args: argparse.Namespace, client: ManagerClient) -> int:
         return EXIT_INVALID
     suffix = " (dry run: nothing stored)" if args.dry_run else ""
     rows = [(c.kind, c.name, c.action, c.version) for c in answer.changes]
-    _print(args, answer, render.table(["KIND", "NAME", "ACTION", "VERSION"], rows) + suffix)
+    _print(args, answer, render.table(["KIND", "NAME", "ACTION", "VERSION"], rows) + suffix
+           + "".join(f"\nnote: {note}" for note in answer.notes))
     return 0
 
 

@@ -21,7 +21,8 @@ from manager.positions import Positions
 from manager.snapshots import Snapshots
 from manager.views import Views
 from shared import codec, confinement, definitions, tablekeys
-from shared.catalog import Catalog
+from shared import positions as positions_of
+from shared.catalog import Catalog, call
 from shared.errors import (
     ConfigError,
     ConflictError,
@@ -32,7 +33,7 @@ from shared.errors import (
     SetlError,
     VerifyError,
 )
-from shared.model import ChannelStatus
+from shared.model import Channel, ChannelStatus
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 
 log = logging.getLogger("setl.manager.service")
@@ -107,7 +108,30 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                                  line)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
-            for c in changes])
+            for c in changes], notes=self._starts_ignored(before, parsed.channels))
+
+    def _starts_ignored(self, before: dict[str, Channel], channels: list[Channel]
+                        ) -> list[str]:
+        """An edited start: of a pipeline that already has a cursor does not move it."""
+        notes = []
+        for channel in channels:
+            old = {p.name: p for p in before[channel.name].pipelines} \
+                if channel.name in before else {}
+            for pipeline in channel.pipelines:
+                was = old.get(pipeline.name)
+                if was is None or (was.params.startup, was.params.start_position) == \
+                        (pipeline.params.startup, pipeline.params.start_position):
+                    continue
+                pipeline_id = channel.pipeline_id(pipeline)
+                stored = call("read a pipeline cursor", positions_of.load,
+                              self.views.client, self.views.paths.cursor(pipeline_id))
+                if stored is not None:
+                    notes.append(
+                        f"pipeline {pipeline_id}: the new start: does not move it, it goes "
+                        f"on from {stored.position}; to start elsewhere: setl channel stop "
+                        f"{channel.name} --wait, then setl position set {channel.name}/"
+                        f"{pipeline.name} --file F --pos P (or --gtid G, --latest)")
+        return notes
 
     @_rpc
     def GetSource(self, request: manager_pb2.GetSourceRequest,

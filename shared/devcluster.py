@@ -229,13 +229,17 @@ class Cluster:
     def apply_errors(self, channels: list[dict[str, Any]],
                      sources: list[dict[str, Any]] | None = None) -> list[str]:
         """Apply; return the manager's errors (empty when the definitions were stored)."""
+        return list(self.apply_answer(channels, sources).errors)
+
+    def apply_answer(self, channels: list[dict[str, Any]],
+                     sources: list[dict[str, Any]] | None = None) -> manager_pb2.ApplyResponse:
+        """Apply; the manager's whole answer (errors, changes, notes)."""
         secret = f"file:{self.sandbox.secret_file}"
         servers = self.sandbox.servers()
         base = [{"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
                  "password": secret} for name in ("source", "target")]
         text = yaml.safe_dump({"sources": sources or base, "channels": channels})
-        answer = self.call("Apply", manager_pb2.ApplyRequest(yaml=text, file="test.yaml"))
-        return list(answer.errors)
+        return self.call("Apply", manager_pb2.ApplyRequest(yaml=text, file="test.yaml"))
 
     def set_status(self, channel: str, status: str) -> None:
         self.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(

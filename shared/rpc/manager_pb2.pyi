@@ -84,12 +84,14 @@ class Change(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., action: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
 
 class ApplyResponse(_message.Message):
-    __slots__ = ("errors", "changes")
+    __slots__ = ("errors", "changes", "notes")
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     CHANGES_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
     errors: _containers.RepeatedScalarFieldContainer[str]
     changes: _containers.RepeatedCompositeFieldContainer[Change]
-    def __init__(self, errors: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ...) -> None: ...
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, errors: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetSourceRequest(_message.Message):
     __slots__ = ("name",)

@@ -224,6 +224,11 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         assert "target target" in shown and "source end" in shown
         assert cli.main([*position, "set", "moves/forward", "--latest"]) == 1
         assert "is not stopped" in capsys.readouterr().err
+        answer = cluster.apply_answer([one_way("moves", schema, ["kl"], start={
+            "file": file, "pos": int(pos)})])  # an edited start: does not move a cursor
+        assert [c.action for c in answer.changes if c.kind == "channel"] == ["updated"]
+        assert "pipeline moves.forward: the new start: does not move it" in answer.notes[0]
+        assert "setl position set moves/forward" in answer.notes[0]
         assert cli.main(["--manager", cluster.manager_address, "channel", "stop", "moves",
                          "--wait"]) == 0
         assert cli.main([*position, "set", "moves/forward", "--file", "binlog.999999",
