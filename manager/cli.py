@@ -16,6 +16,7 @@ Errors go to stderr as one line with a hint, and the exit code is non-zero.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 import time
@@ -31,22 +32,52 @@ from shared.rpc import manager_pb2, model_pb2
 EXIT_ERROR, EXIT_INVALID = 1, 2
 
 
+def _globals(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """The options every command takes, before or after its name (``setl channel list -o
+    json`` as ``setl -o json channel list``)."""
+    def given(value: object) -> object:
+        return default if default is argparse.SUPPRESS else value
+
+    parser.add_argument("--manager", default=given(None), help="manager host:port, several "
+                        "comma-separated (default: $SETL_MANAGER or 127.0.0.1:7310)")
+    parser.add_argument("--token", default=given(None), help="the manager's API token, or "
+                        "file:PATH of a file holding it (default: $SETL_TOKEN)")
+    parser.add_argument("--ca", default=given(None), help="speak TLS, trusting this CA's "
+                        "certificate (PEM) for the manager's (default: $SETL_CA)")
+    parser.add_argument("--cert", default=given(None), help="a client certificate (PEM), "
+                        "when the manager asks for one (default: $SETL_CERT)")
+    parser.add_argument("--key", default=given(None),
+                        help="the client certificate's key (default: $SETL_KEY)")
+    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"],
+                        default=given("table"), help="how answers are printed")
+    parser.add_argument("--config", default=given(None), help="a manager or node "
+                        "configuration whose 'security' settings say which password files "
+                        "and variables this CLI may read (backfill, retl init; default: "
+                        "$SETL_CONFIG, else conf/node.yaml)")
+
+
+def _everywhere(parser: argparse.ArgumentParser) -> None:
+    """The global options on every subcommand too (their defaults left to the top)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _globals(sub, argparse.SUPPRESS)
+                _everywhere(sub)
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("setl")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="setl", description="setl admin CLI")
-    parser.add_argument("--manager", help="manager host:port, several comma-separated "
-                        "(default: $SETL_MANAGER or 127.0.0.1:7310)")
-    parser.add_argument("--token", help="the manager's API token, or file:PATH of a file "
-                        "holding it (default: $SETL_TOKEN)")
-    parser.add_argument("--ca", help="speak TLS, trusting this CA's certificate (PEM) for the "
-                        "manager's (default: $SETL_CA)")
-    parser.add_argument("--cert", help="a client certificate (PEM), when the manager asks "
-                        "for one (default: $SETL_CERT)")
-    parser.add_argument("--key", help="the client certificate's key (default: $SETL_KEY)")
-    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
-    parser.add_argument("--config", help="a manager or node configuration whose 'security' "
-                        "settings say which password files and variables this CLI may read "
-                        "(backfill, retl init; default: $SETL_CONFIG, else conf/node.yaml)")
+    _globals(parser)
+    parser.add_argument("--version", action="version", version=f"setl {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("version", help="this CLI's version")
 
     apply = commands.add_parser("apply", help="validate and store definitions from YAML")
     apply.add_argument("-f", "--file", required=True, help="YAML file with sources/channels")
@@ -113,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     box_actions.add_parser("down", help="stop what 'up' started").add_argument(
         "--purge", action="store_true", help="also delete the data")
     box_actions.add_parser("status", help="connection settings")
+    _everywhere(parser)
     return parser
 
 
@@ -272,6 +304,9 @@ def _sandbox(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "version":
+            print(f"setl {version()}")
+            return 0
         if args.command == "sandbox":
             return _sandbox(args)
         if args.command in ("backfill", "retl"):  # they open the source themselves

@@ -1,0 +1,33 @@
+"""manager/cli.py: the global options go before or after a command's name, and the CLI
+tells its version (parsing only: no manager is asked)."""
+
+from __future__ import annotations
+
+import pytest
+
+from manager import cli
+
+
+@pytest.mark.parametrize("argv", [
+    ["-o", "json", "--manager", "127.0.0.1:7399", "channel", "list"],
+    ["channel", "-o", "json", "list", "--manager", "127.0.0.1:7399"],
+    ["channel", "list", "-o", "json", "--manager", "127.0.0.1:7399"],
+])
+def test_global_options_go_anywhere(argv: list[str]) -> None:
+    args = cli._parser().parse_args(argv)
+    assert (args.output, args.manager, args.command, args.action) == (
+        "json", "127.0.0.1:7399", "channel", "list")
+
+
+def test_global_options_keep_their_defaults_when_not_given() -> None:
+    args = cli._parser().parse_args(["position", "show", "demo"])
+    assert (args.output, args.manager, args.token) == ("table", None, None)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["version"]) == 0
+    assert capsys.readouterr().out.startswith("setl ")
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"setl {cli.version()}"
