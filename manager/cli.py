@@ -215,8 +215,9 @@ def _wait(client: ManagerClient, name: str, action: str, timeout_s: float
     while True:
         info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
         states = {p.pipeline_id: p for p in info.pipelines}
-        if action == "start":
-            failed = [p for p in states.values() if p.state == "failed"]
+        if action == "start":  # a pipeline failing for good pauses the channel
+            failed = [p for p in states.values() if p.state == "failed"] \
+                if render.status_name(info.status) == "PAUSE" else []
             if failed:
                 raise SetlError("; ".join(f"pipeline {p.pipeline_id} failed: {p.last_error}"
                                           for p in failed))

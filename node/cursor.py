@@ -87,14 +87,16 @@ def _refuse_foreign(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | Non
             continue
         if (row.position.file, row.position.pos) == (hint.position.file, hint.position.pos):
             continue  # started exactly where the target is: nothing skipped, nothing again
+        where = pipeline_id.replace(".", "/")
         raise PositionConflictError(
             f"pipeline {pipeline_id}: target {name} holds the source's transactions up to "
             f"{row.position} for an earlier life of this pipeline (the channel was deleted "
             "and made again, or ZooKeeper lost its data), and this one starts at "
-            f"{hint.position}: going on would skip or repeat rows. To go on from where the "
-            f"target is, set start: {{file: {row.position.file}, pos: {row.position.pos}}} "
-            "in the pipeline, delete the channel and apply it again; to start at "
-            f"{hint.position} instead, delete the target's row first (on {name}: DELETE FROM "
+            f"{hint.position}: going on would skip or repeat rows. Stop the channel, then "
+            f"to go on from where the target is: setl position set {where} --file "
+            f"{row.position.file} --pos {row.position.pos}; to start at {hint.position} "
+            f"instead: setl position set {where} --file {hint.position.file} --pos "
+            f"{hint.position.pos} --replay (or delete the target's row: DELETE FROM "
             f"retl.retl_position WHERE pipeline_id = '{pipeline_id}')")
 
 

@@ -315,6 +315,7 @@ class PipelineRunner:
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
         server_id = endpoints.replica_server_id(self.pipeline_id)
+        _within_binlog(self.pipeline_id, resume, positions.current_position(source))
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
         compiled = _with_table_keys(compiled, source, pipeline)
@@ -516,6 +517,19 @@ class PipelineRunner:
             process_id=self.cursor.process_id if self.cursor else 0,
             free_door=dataclasses.asdict(self.door_stats),
             snapshots=self._snapshots.progress() if self._snapshots else [])
+
+
+def _within_binlog(pipeline_id: str, resume: cursors.Resume, end: BinlogPosition) -> None:
+    """Refuse a start past the source's binlog end: the targets' rows (or the cursor) were
+    written from another server's binlog, or before the source's was reset (RESET MASTER),
+    so what they hold cannot be told from this binlog's positions."""
+    start = resume.start.position
+    if start.file and end.file and start.order() > end.order():
+        raise PositionConflictError(
+            f"pipeline {pipeline_id}: it would start at {start}, past source's binlog end "
+            f"{end}: the targets' position rows were written from another server's binlog, "
+            "or before the source's binlog was reset (RESET MASTER). Copy the paired tables "
+            "again, then set where it starts (setl position set … --latest --replay)")
 
 
 def _with_table_keys(compiled: CompiledPipeline, source: DataSource,

@@ -193,7 +193,8 @@ class Selector:
                 f"transaction of the source's binlog ends there (one ends at {batch.end}): "
                 "the row was written from another server or before the binlog was reset, so "
                 "what the target holds cannot be told: copy the paired tables again, then "
-                "delete the channel and apply it anew")
+                "set where the pipeline starts (setl position set "
+                f"{self.pipeline_id.replace('.', '/')} --latest --replay)")
         del self._cuts[0]
         return True
 

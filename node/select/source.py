@@ -18,8 +18,9 @@ REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_meta
 
 LOST_POSITION_REMEDY = (
     "The changes since are lost to this pipeline (the binlog was purged, or the position "
-    "was never there): copy the paired tables again, then delete the channel and apply it "
-    "anew (it starts at the latest position, or at its start: setting)")
+    "was never there): copy the paired tables again, then set where the pipeline starts "
+    "(setl channel stop CHANNEL --wait; setl position set CHANNEL/PIPELINE --latest "
+    "--replay)")
 
 
 def replica_server_id(pipeline_id: str) -> int:

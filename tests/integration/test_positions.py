@@ -62,7 +62,8 @@ def start(cluster: Cluster, name: str, schema: str, **params: object) -> None:
 
 def stop(cluster: Cluster, name: str) -> None:
     cluster.set_status(name, "STOP")
-    wait_for(lambda: cluster.pipeline_state(name).state == "not running", 60, f"{name} stopped")
+    wait_for(lambda: cluster.pipeline_state(name).owner_node == 0 and cluster.pipeline_state(
+        name).state in ("not running", "failed"), 60, f"{name} stopped")
 
 
 def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbox, tmp_path,
@@ -188,7 +189,8 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         cluster.set_status("history", "START")
         wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the refusal")
         error = cluster.pipeline_state("history").last_error
-        assert "earlier life" in error and "start: {file:" in error, error
+        assert "earlier life" in error, error
+        assert "setl position set history/forward --file" in error, error
         assert (3, "in the gap") not in target.table(schema, "kl")
     finally:
         cluster.stop()
@@ -245,6 +247,20 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
                            "pipeline_id = 'moves.forward'") == [(file, int(pos))]
         cluster.set_status("moves", "START")
+        wait_equal(source, target, schema, ["kl"])
+        # a row past the source's end (the source's binlog reset, or another server's)
+        stop(cluster, "moves")
+        target.execute("UPDATE retl.retl_position SET binlog_file = 'binlog.000099', "
+                       "binlog_pos = 4 WHERE pipeline_id = 'moves.forward'")
+        cluster.set_status("moves", "START")
+        wait_for(lambda: cluster.channel_status("moves") == "PAUSE", 90, "the refusal")
+        error = cluster.pipeline_state("moves").last_error
+        assert "binlog.000099:4, past source's binlog end" in error, error
+        stop(cluster, "moves")
+        assert cli.main([*position, "set", "moves/forward", "--latest", "--replay"]) == 0
+        assert cli.main(["--manager", cluster.manager_address, "channel", "start", "moves",
+                         "--wait"]) == 0
+        source.execute(f"INSERT INTO {kl} VALUES (9, 'after the reset')")
         wait_equal(source, target, schema, ["kl"])
     finally:
         cluster.stop()
