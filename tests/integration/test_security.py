@@ -16,6 +16,7 @@ import json
 import socket
 from pathlib import Path
 
+import grpc
 import pymysql
 import pytest
 from kazoo.client import KazooClient
@@ -190,8 +191,13 @@ channels:
         # as someone with ZooKeeper access would: no manager, no check at apply
         Catalog(zk_client, zk.ZkPaths(cluster.root)).apply(definitions.load_text(text))
         source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
-        for channel in ("bypass", "code", "allowed"):
+        for channel in ("code", "allowed"):
             cluster.set_status(channel, "START")
+        # the manager, which fixes where a pipeline starts, refuses the source's password
+        # file itself; started straight in ZooKeeper, the node must refuse it too
+        with pytest.raises(grpc.RpcError, match="this machine reads password files only"):
+            cluster.set_status("bypass", "START")
+        start_past_the_manager(zk_client, cluster, "bypass")
         for channel in ("bypass", "code"):
             wait_for(lambda name=channel: cluster.channel_status(name) == "PAUSE", 120,
                      f"the node to pause channel {channel}")
@@ -334,8 +340,13 @@ def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
         server.wait(60)
 
 
+def start_past_the_manager(zk_client: KazooClient, cluster: Cluster, channel: str) -> None:
+    """Set a channel's status to START in ZooKeeper, as someone with access to it could."""
+    zk_client.set(zk.ZkPaths(cluster.root).channel_status(channel), b"START")
+
+
 def test_the_node_refuses_a_host_outside_its_allowlist_and_tls_to_a_server_without_it(
-        sandbox: Sandbox, tmp_path: Path) -> None:
+        sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
     """Two channels the manager accepts and the node must refuse: one whose source lies
     outside the node's database_hosts (a listener there shows nobody connected), one whose
     source has tls: while its server offers none. Both pause with the reason; no row
@@ -362,8 +373,12 @@ def test_the_node_refuses_a_host_outside_its_allowlist_and_tls_to_a_server_witho
         node = cluster.start_node(1)
         cluster.apply(list(channels.values()), sources)
         source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'must not arrive')")
-        for name in channels:
-            cluster.set_status(name, "START")
+        refusals = {"outside": "host 127.0.0.2 is not among the database hosts",
+                    "notls": "offers no TLS"}
+        for name, refusal in refusals.items():  # the manager, reading where to start, refuses
+            with pytest.raises(grpc.RpcError, match=refusal):
+                cluster.set_status(name, "START")
+            start_past_the_manager(zk_client, cluster, name)  # and the node must, too
         for name in channels:
             wait_for(lambda name=name: cluster.channel_status(name) == "PAUSE", 120,
                      f"the node to pause channel {name}")
