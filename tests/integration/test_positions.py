@@ -15,40 +15,40 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
                          "note VARBINARY(40))", "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
-    cluster = Cluster(sandbox, tmp_path, "latest")
+    cluster = Cluster(sandbox, tmp_path, "startfix")
     t = f"`{schema}`"
     try:
         cluster.start_manager()
         source.execute(f"INSERT INTO {t}.items VALUES (0, 'before the start')")
-        cluster.apply([one_way("latest", schema, ["items", "kl"])])
+        cluster.apply([one_way("startfix", schema, ["items", "kl"])])
         before = source.rows("SHOW MASTER STATUS")[0][:2]
         setl = ["--manager", cluster.manager_address, "channel"]
-        assert cli.main([*setl, "start", "latest"]) == 0
-        assert f"latest.forward: from {before[0]}:{before[1]}" in capsys.readouterr().out
+        assert cli.main([*setl, "start", "startfix"]) == 0
+        assert f"startfix.forward: from {before[0]}:{before[1]}" in capsys.readouterr().out
         for n in range(1, 201):  # at once, while no node runs
             source.execute("BEGIN")
             source.execute(f"INSERT INTO {t}.items VALUES ({n}, UNHEX(MD5({n})))")
             source.execute(f"INSERT INTO {t}.kl VALUES ({n % 3}, 'dup'), ({n % 3}, 'dup')")
             source.execute("COMMIT")
         stored = Cursor.from_json(zk_client.get(ZkPaths(cluster.root).cursor(
-            "latest.forward"))[0])
+            "startfix.forward"))[0])
         assert (stored.position.file, stored.position.pos) == (before[0], int(before[1]))
-        assert cli.main([*setl, "start", "latest", "--wait", "--timeout", "1"]) == 1
-        assert "pipeline latest.forward is not running and no node runs it: no live node is " \
+        assert cli.main([*setl, "start", "startfix", "--wait", "--timeout", "1"]) == 1
+        assert "pipeline startfix.forward is not running and no node runs it: no live node is " \
             "a candidate" in capsys.readouterr().err
         node = cluster.start_node(1)
-        assert cli.main([*setl, "start", "latest", "--wait", "--timeout", "90"]) == 0
-        assert cluster.pipeline_state("latest").state == "running"
+        assert cli.main([*setl, "start", "startfix", "--wait", "--timeout", "90"]) == 0
+        assert cluster.pipeline_state("startfix").state == "running"
         target.execute(f"INSERT INTO {t}.items VALUES (0, 'before the start')")
         wait_equal(source, target, schema, ["items", "kl"])
         hexed = f"SELECT id, HEX(note) FROM {t}.items ORDER BY id"
         assert source.rows(hexed) == target.rows(hexed)
-        assert "event=pipeline_start_fixed pipeline=latest.forward" in \
+        assert "event=pipeline_start_fixed pipeline=startfix.forward" in \
             cluster.manager.output() if cluster.manager else False
-        wait_for(lambda: "event=pipeline_started pipeline=latest.forward" in node.output(), 10,
+        wait_for(lambda: "event=pipeline_started pipeline=startfix.forward" in node.output(), 10,
                  "the node's start line")
-        assert cli.main([*setl, "stop", "latest", "--wait", "--timeout", "60"]) == 0
-        assert cluster.pipeline_state("latest").owner_node == 0
+        assert cli.main([*setl, "stop", "startfix", "--wait", "--timeout", "60"]) == 0
+        assert cluster.pipeline_state("startfix").owner_node == 0
     finally:
         cluster.stop()
         source.close()
