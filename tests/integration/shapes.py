@@ -28,7 +28,7 @@ import threading
 
 import pymysql
 
-from shared.devcluster import Database, make_schema, wait_equal, wait_for
+from shared.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 from shared.sandbox import Sandbox
 
 ACCOUNTS, OPENING, SLOTS = 20, 100, 10
@@ -201,3 +201,15 @@ def channel(name: str, schema: str, targets: tuple[str, ...] = ("target",),
              for server in targets for t in TABLES]
     return {"name": name, "pipelines": [{"name": "forward", "source": "source",
                                          "target": targets[0], "pairs": pairs, **params}]}
+
+
+def start_channel(cluster: Cluster, shapes: Shapes, name: str, nodes: int = 1,
+                  **params: object) -> None:
+    """A manager, ``nodes`` nodes (candidates all) and a running channel of the workload's
+    tables."""
+    cluster.start_manager()
+    for node_id in range(1, nodes + 1):
+        cluster.start_node(node_id)
+    cluster.apply([channel(name, shapes.schema, **params)])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)

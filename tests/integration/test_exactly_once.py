@@ -20,7 +20,7 @@ from shared.devcluster import (
     wait_equal,
     wait_for,
 )
-from tests.integration.shapes import Shapes, channel
+from tests.integration.shapes import Shapes, start_channel
 
 RESTARTS = 20
 
@@ -38,11 +38,8 @@ def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_pat
     cluster = Cluster(sandbox, tmp_path, "kills")
     rng = random.Random(3)
     try:
-        cluster.start_manager()
-        node = cluster.start_node(1)
-        cluster.apply([channel("kills", shapes.schema, batch_timeout_ms=20)])
-        cluster.set_status("kills", "START")
-        cluster.wait_running("kills")
+        start_channel(cluster, shapes, "kills", batch_timeout_ms=20)
+        node = cluster.nodes[1]
         shapes.start()
         for restart in range(RESTARTS):
             wait_for(lambda n=node, r=restart: started(n.output(), "kills.forward") > r, 90,
@@ -75,12 +72,7 @@ def test_a_woken_stale_owner_commits_nothing(sandbox, tmp_path, zk_client):
     shapes = Shapes(sandbox, source, target, seed=17)
     cluster = Cluster(sandbox, tmp_path, "stale")
     try:
-        cluster.start_manager()
-        for node_id in (1, 2):
-            cluster.start_node(node_id)
-        cluster.apply([channel("stale", shapes.schema, batch_timeout_ms=20)])
-        cluster.set_status("stale", "START")
-        cluster.wait_running("stale")
+        start_channel(cluster, shapes, "stale", nodes=2, batch_timeout_ms=20)
         first = cluster.pipeline_state("stale").owner_node
         frozen, other = cluster.nodes[first], 3 - first
         entry = zk.ZkPaths(cluster.root).node(first)

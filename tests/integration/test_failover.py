@@ -27,8 +27,7 @@ from shared.devcluster import (
     wait_for,
 )
 from shared.sandbox import Sandbox, pid_alive
-from tests.integration.shapes import Shapes
-from tests.integration.shapes import channel as shapes_channel
+from tests.integration.shapes import Shapes, start_channel
 
 
 @pytest.fixture
@@ -53,11 +52,7 @@ def test_the_owner_killed_mid_stream_the_other_node_takes_over(sandbox, pair, tm
     shapes = Shapes(sandbox, source, target, seed=23)
     cluster = Cluster(sandbox, tmp_path, "failover")
     try:
-        cluster.start_manager()
-        for node_id in (1, 2):
-            cluster.start_node(node_id)
-        cluster.apply([shapes_channel("failover", shapes.schema, batch_timeout_ms=50)])
-        cluster.set_status("failover", "START")
+        start_channel(cluster, shapes, "failover", nodes=2, batch_timeout_ms=50)
         first = owner(cluster, "failover")
         shapes.start()
         shapes.wait_transactions(300)
@@ -182,11 +177,7 @@ def test_a_source_restart_mid_stream_loses_nothing(sandbox, tmp_path):
     shapes = Shapes(sandbox, source, target, seed=29)
     cluster = Cluster(sandbox, tmp_path, "restart")
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([shapes_channel("restart", shapes.schema, batch_timeout_ms=50)])
-        cluster.set_status("restart", "START")
-        cluster.wait_running("restart")
+        start_channel(cluster, shapes, "restart", batch_timeout_ms=50)
         shapes.start()
         shapes.wait_transactions(500)
         shapes.pause()  # the writer stops; the pipeline is still reading behind it

@@ -4,9 +4,21 @@ however long a node takes to get going (here: no node at all for a while)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 from manager import cli
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from shared.devcluster import (
+    Cluster,
+    Database,
+    make_schema,
+    one_way,
+    wait_equal,
+    wait_for,
+)
 from shared.positions import Cursor
+from shared.sandbox import Sandbox
 from shared.zk import ZkPaths
 
 
@@ -55,6 +67,24 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
         target.close()
 
 
+@contextmanager
+def keyless(sandbox: Sandbox, tmp_path: Path, name: str
+            ) -> Iterator[tuple[Cluster, Database, Database, str]]:
+    """A manager and a node of their own (``cluster.nodes[1]``), over a keyless table
+    ``kl`` of a new schema."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    cluster = Cluster(sandbox, tmp_path, name)
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        yield cluster, source, target, schema
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
+
+
 def start(cluster: Cluster, name: str, schema: str, **params: object) -> None:
     cluster.apply([one_way(name, schema, ["kl"], **params)])
     cluster.set_status(name, "START")
@@ -72,13 +102,8 @@ def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbo
     truncated tables): the target's row of the earlier life would make every batch up to it
     look applied, a silent skip. The start is refused naming both positions; after the
     remedy it names (the target's row deleted) every row loads again."""
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
-    cluster = Cluster(sandbox, tmp_path, "again")
-    kl = f"`{schema}`.kl"
-    try:
-        cluster.start_manager()
-        cluster.start_node(1)
+    with keyless(sandbox, tmp_path, "again") as (cluster, source, target, schema):
+        kl = f"`{schema}`.kl"
         file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
         start(cluster, "again", schema)
         cluster.wait_running("again")
@@ -106,23 +131,14 @@ def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbo
         assert " deleted" in capsys.readouterr().out.splitlines()[1]
         assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
                            "'again.forward'") == [(0,)]
-    finally:
-        cluster.stop()
-        source.close()
-        target.close()
 
 
 def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_gap(
         sandbox, tmp_path):
     """The target restored from a backup older than where the cursor saw it (or failed over
     to a lagging replica): its row is behind; the restart reads again from it."""
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
-    cluster = Cluster(sandbox, tmp_path, "behind")
-    kl = f"`{schema}`.kl"
-    try:
-        cluster.start_manager()
-        node = cluster.start_node(1)
+    with keyless(sandbox, tmp_path, "behind") as (cluster, source, target, schema):
+        kl, node = f"`{schema}`.kl", cluster.nodes[1]
         start(cluster, "behind", schema)
         cluster.wait_running("behind")
         for n in range(10):
@@ -147,10 +163,6 @@ def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_g
         cluster.set_status("behind", "START")
         wait_equal(source, target, schema, ["kl"])
         assert "event=target_behind pipeline=behind.forward targets=target" in node.output()
-    finally:
-        cluster.stop()
-        source.close()
-        target.close()
 
 
 def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner(
@@ -159,14 +171,9 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
     pauses with what to do instead of fencing every load for ever; ZooKeeper rebuilt empty
     (the cursor gone: a new life starting at latest) is refused as a gap, naming both
     positions."""
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
-    cluster = Cluster(sandbox, tmp_path, "history")
-    kl = f"`{schema}`.kl"
-    row = "WHERE pipeline_id = 'history.forward'"
-    try:
-        cluster.start_manager()
-        cluster.start_node(1)
+    with keyless(sandbox, tmp_path, "history") as (cluster, source, target, schema):
+        kl = f"`{schema}`.kl"
+        row = "WHERE pipeline_id = 'history.forward'"
         start(cluster, "history", schema)
         cluster.wait_running("history")
         source.execute(f"INSERT INTO {kl} VALUES (1, 'a'), (1, 'a')")
@@ -192,23 +199,14 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         assert "earlier life" in error, error
         assert "setl position set history/forward --file" in error, error
         assert (3, "in the gap") not in target.table(schema, "kl")
-    finally:
-        cluster.stop()
-        source.close()
-        target.close()
 
 
 def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
     """setl position show names the cursor, the source's end and each target's row; set is
     refused while the pipeline runs, for a binlog the source lacks, and earlier than a
     target holds unless --replay (then that target loads again from there)."""
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
-    cluster = Cluster(sandbox, tmp_path, "moves")
-    kl = f"`{schema}`.kl"
-    try:
-        cluster.start_manager()
-        cluster.start_node(1)
+    with keyless(sandbox, tmp_path, "moves") as (cluster, source, target, schema):
+        kl = f"`{schema}`.kl"
         position = ["--manager", cluster.manager_address, "position"]
         file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
         start(cluster, "moves", schema)
@@ -262,7 +260,3 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
                          "--wait"]) == 0
         source.execute(f"INSERT INTO {kl} VALUES (9, 'after the reset')")
         wait_equal(source, target, schema, ["kl"])
-    finally:
-        cluster.stop()
-        source.close()
-        target.close()
