@@ -80,8 +80,10 @@ def _refuse_foreign(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | Non
             raise PositionConflictError(
                 f"pipeline {pipeline_id}: target {name} has no position row for it, though "
                 f"it held the source's transactions up to {held} (restored from an older "
-                "backup, or its retl schema dropped?): what it holds cannot be told. Copy "
-                "the paired tables to it again (setl snapshot), then restart the channel")
+                "backup, or its retl schema dropped?): what it holds cannot be told. Stop "
+                f"the channel, set where it goes on (setl position set "
+                f"{pipeline_id.replace('.', '/')} --latest), start it, then copy the paired "
+                "tables to that target again (setl snapshot)")
         if row is None or name not in written or not hint.run or not row.run or \
                 row.run == hint.run:
             continue
