@@ -21,11 +21,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from node import cursor as cursors
+from node import start
 from node.changes import Batch, RowChange, TargetChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
@@ -40,22 +40,20 @@ from node.metrics import PipelineMetrics
 from node.select import source as endpoints
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
-from node.snapshot.controller import Snapshots, paired_tables
+from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
 from node.window import Window
-from shared import heap, positions, tablekeys
+from shared import heap, positions
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
     ConfigError,
     OwnershipLostError,
-    PositionConflictError,
     SetlError,
-    SourceError,
 )
-from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline, StartupMode
+from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
@@ -229,22 +227,8 @@ class PipelineRunner:
 
     # -- one attempt ------------------------------------------------------------------------
     def _start_cursor(self, compiled: CompiledPipeline) -> Cursor:
-        """The stored cursor. The manager fixes a pipeline's first one when the user starts
-        the channel (``start: latest`` is that moment, not when a runner gets going); a
-        pipeline started otherwise takes its start now, stored at once so that a failure of
-        the first batches rewinds to it instead of to a later 'latest'. On a first start a
-        snapshot's tables are asked for."""
-        stored = self.cursors.load()
-        if stored is not None and not stored.first:
-            return stored
-        source = self.ctx.sources[self.ctx.pipeline.source]
-        first = stored or positions.first_cursor(self.ctx.pipeline, source)
-        if self.ctx.pipeline.params.startup is StartupMode.SNAPSHOT:  # every paired table
-            for schema, table in paired_tables(source, compiled):  # copied in the stream
-                self.snapshot_store.ask(schema, table)
-        first = dataclasses.replace(first, first=False)
-        self.cursors.save(first)
-        return first
+        return start.first_or_stored(self.cursors, self.snapshot_store, self.ctx.pipeline,
+                                     self.ctx.sources[self.ctx.pipeline.source], compiled)
 
     def _still_owner(self, step: str) -> None:
         """Go on only while this runner should run: a stop or a lost ZooKeeper session while
@@ -290,21 +274,7 @@ class PipelineRunner:
             loader.close()
 
     def _claim(self, loader: Loader) -> dict[str, Cursor | None]:
-        """Fence the targets and read where they are. A newer epoch on a target while this
-        node still holds the pipeline's mainstem is no newer owner: ZooKeeper's history went
-        back (restored from a backup, or rebuilt), and every load would be refused for ever."""
-        try:
-            return loader.claim()
-        except FencedError as exc:
-            if not self.ctx.owns():
-                raise
-            raise PositionConflictError(
-                f"{exc.args[0].split(';')[0]}, yet this node holds the pipeline in ZooKeeper "
-                f"(epoch {self.ctx.epoch}): ZooKeeper's history went back (restored from a "
-                "backup, or rebuilt?). Once no other setl node runs this pipeline, reset the "
-                "row's epoch on that target (UPDATE retl.retl_position SET owner_epoch = 0 "
-                f"WHERE pipeline_id = '{self.pipeline_id}') and start the channel again"
-                ) from None
+        return start.claim(loader, self.ctx.owns, self.ctx.epoch, self.pipeline_id)
 
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
                   loader: Loader) -> None:
@@ -315,10 +285,10 @@ class PipelineRunner:
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
         server_id = endpoints.replica_server_id(self.pipeline_id)
-        _within_binlog(self.pipeline_id, resume, positions.current_position(source))
+        start.within_binlog(self.pipeline_id, resume, positions.current_position(source))
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
-        compiled = _with_table_keys(compiled, source, pipeline)
+        compiled = start.with_table_keys(compiled, source, pipeline)
         freedoor.ensure_buffer(source, self.pipeline_id)
         if self._central is not None and self._central.buffer is not source:
             freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)
@@ -517,34 +487,6 @@ class PipelineRunner:
             process_id=self.cursor.process_id if self.cursor else 0,
             free_door=dataclasses.asdict(self.door_stats),
             snapshots=self._snapshots.progress() if self._snapshots else [])
-
-
-def _within_binlog(pipeline_id: str, resume: cursors.Resume, end: BinlogPosition) -> None:
-    """Refuse a start past the source's binlog end: the targets' rows (or the cursor) were
-    written from another server's binlog, or before the source's was reset (RESET MASTER),
-    so what they hold cannot be told from this binlog's positions."""
-    start = resume.start.position
-    if start.file and end.file and start.order() > end.order():
-        raise PositionConflictError(
-            f"pipeline {pipeline_id}: it would start at {start}, past source's binlog end "
-            f"{end}: the targets' position rows were written from another server's binlog, "
-            "or before the source's binlog was reset (RESET MASTER). Copy the paired tables "
-            "again, then set where it starts (setl position set … --latest --replay)")
-
-
-def _with_table_keys(compiled: CompiledPipeline, source: DataSource,
-                     pipeline: Pipeline) -> CompiledPipeline:
-    """The compiled pipeline with the unique keys of its tables that have no primary key;
-    a table nothing keys refuses the start."""
-    try:
-        keys = tablekeys.read_keys(source)
-    except pymysql.MySQLError as exc:
-        raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
-                          f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
-    unique, problems = tablekeys.pipeline_keys(pipeline, keys)
-    if problems:
-        raise ConfigError("; ".join(problems))
-    return dataclasses.replace(compiled, table_keys=unique)
 
 
 def _cancel_pending(handoff: queue.Queue[Any]) -> None:
