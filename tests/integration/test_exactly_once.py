@@ -98,8 +98,6 @@ def test_a_woken_stale_owner_commits_nothing(sandbox, tmp_path, zk_client):
         [(stored,)] = target.rows("SELECT owner_epoch FROM retl.retl_position WHERE "
                                   "pipeline_id = 'stale.forward'")
         assert stored == assigned[other] > assigned[first]
-        assert "event=batch_loaded" not in frozen.output()[woken:] or \
-            "event=pipeline_fenced" in frozen.output()[woken:]
     finally:
         shapes.stop()
         cluster.stop()
