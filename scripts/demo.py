@@ -124,11 +124,17 @@ def status_line() -> str:
     return lines[0] if lines else done.stdout.strip()
 
 
+def running(line: str) -> bool:
+    """Whether a pipeline's line of ``setl status`` says it runs: its state column is
+    exactly ``running`` (``not running`` and ``starting spark`` are not)."""
+    return line.split()[2:3] == ["running"]
+
+
 def wait_running() -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         line = status_line()
-        if line.split()[2:3] == ["running"]:  # the state column ("not running" is not)
+        if running(line):
             print(line)
             return
         print(f"waiting for the pipeline (Spark starts once per node): {line.split()[2:3]}",
