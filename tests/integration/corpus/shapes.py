@@ -50,7 +50,8 @@ _NULLS = "(NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL)"
 
 def _keyless_work(t: str) -> tuple[str, ...]:
     """Duplicates, NULLs, values that only an exact match tells apart ('a', 'A', 'a '; a FLOAT
-    0.1), changed one at a time (LIMIT 1) and several in one transaction."""
+    0.1), changed one at a time (LIMIT 1) and several in one transaction, with savepoints
+    rolled back to and released inside it."""
     table = f"{{s}}.{t}"
     return (
         "SET time_zone = '+00:00'",
@@ -64,10 +65,15 @@ def _keyless_work(t: str) -> tuple[str, ...]:
         f"UPDATE {table} SET f = f * 2, l = 'b' WHERE a = 2 AND l = BINARY 'a '",
         f"DELETE FROM {table} WHERE a = 2 AND l = BINARY 'A'",
         f"DELETE FROM {table} WHERE a = 3",
-        "BEGIN",
+        "BEGIN",  # with savepoints (an ORM's nested transactions): what survived arrives
         f"INSERT INTO {table} VALUES {_NULLS}",
+        "SAVEPOINT before_update",
+        f"UPDATE {table} SET b = 'undone' WHERE a IS NULL LIMIT 1",
+        "ROLLBACK TO SAVEPOINT before_update",
         f"UPDATE {table} SET b = 'null' WHERE a IS NULL LIMIT 1",
+        "SAVEPOINT kept",
         f"DELETE FROM {table} WHERE b = 'null'",
+        "RELEASE SAVEPOINT kept",
         f"UPDATE {table} SET e = 'y', tm = '-00:00:00.01' WHERE a = 1",
         "COMMIT")
 
@@ -108,6 +114,8 @@ FOREIGN_KEYS = [
         "INSERT INTO {s}.parent VALUES (1, 'p1'), (2, 'p2')",
         "INSERT INTO {s}.child VALUES (10, 1, 'c10'), (20, 2, 'c20')",
         "BEGIN", "INSERT INTO {s}.child VALUES (11, 1, 'c11')",
+        "SAVEPOINT nested", "INSERT INTO {s}.parent VALUES (5, 'gone')",
+        "ROLLBACK TO SAVEPOINT nested",  # the parent 5 was never there
         "INSERT INTO {s}.parent VALUES (3, 'p3')", "INSERT INTO {s}.child VALUES (30, 3, 'c30')",
         "COMMIT",
         "DELETE FROM {s}.parent WHERE id = 2",  # child 20 goes by cascade, not in the binlog
