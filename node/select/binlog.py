@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -35,13 +34,13 @@ from node.changes import ChangeType, Event, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
 from node.extract.decode import TableSchema, decode_rows
-from node.select import rowvalues
+from node.select import rowvalues, statements
 from node.select.packets import PacketReader
 from node.select.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.retl import BUFFER_TABLE, SIGNAL_TABLE, loop_comment
+from shared.retl import BUFFER_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
@@ -69,15 +68,7 @@ UNREADABLE = {165: ("a compressed query event (log_bin_compress=ON, a statement 
                    "SET GLOBAL binlog_transaction_compression=OFF"),
               38: ("an XA PREPARE event (an XA transaction)",
                    "commit such changes as ordinary transactions")}
-# statements a transaction may hold in the binlog besides its rows: what a savepoint undid
-# is not in the binlog, so they change nothing here (Django's nested atomic(), SQLAlchemy's
-# begin_nested() and Spring's NESTED propagation issue them)
-SAVEPOINT = re.compile(r"(SAVEPOINT|ROLLBACK\s+(WORK\s+)?TO\s+(SAVEPOINT\s+)?|RELEASE\s+"
-                       r"SAVEPOINT)\s", re.IGNORECASE)
 FL_STANDALONE = 1  # a MariaDB GTID event's flag: a statement of its own (DDL), no BEGIN
-# DDL that MariaDB may log inside a transaction's group (CREATE TABLE … SELECT: the statement,
-# then its rows)
-DDL_WORDS = {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"}
 _V2 = {30, 31, 32, 169, 170, 171}  # rows events whose post-header has extra data
 _BODY = 20  # the OK byte and the 19-byte event header
 
@@ -409,31 +400,30 @@ class BinlogReader:
         text and position: dropping it, or the rows around it, would lose changes."""
         event = self._library_event(data)
         query = event.query.strip()
-        upper = query.upper()
-        if upper == "BEGIN":
+        found = statements.kind(query, self._in_txn, self.loop_channel)
+        if found == statements.SAVEPOINT:
+            return False  # part of the transaction: what it undid is not in the binlog
+        if found == statements.BEGIN:
             self._in_txn = True
             return True
-        if upper in ("COMMIT", "ROLLBACK"):  # a ROLLBACK in the binlog ends a transaction
-            self._in_txn = False  # whose non-transactional changes stay: they are kept
+        if found == statements.END:
+            self._in_txn = False
             self._commit(events, event_rows, decoded, gtid, data)
             return True
-        if upper.startswith("XA "):
+        where = f"binlog of {self.source.name} at {self._position(gtid)}"
+        if found == statements.XA:
             raise SourceError(
-                f"binlog of {self.source.name} at {self._position(gtid)}: an XA transaction "
-                f"({query[:120]!r}); setl does not replicate XA transactions (their prepare "
-                "and commit are apart in the binlog): commit such changes as ordinary "
-                "transactions, then copy the changed tables again")
-        if self._in_txn and upper.split(None, 1)[0] not in DDL_WORDS:
-            if SAVEPOINT.match(query + " "):
-                return False  # part of the transaction: what it undid is not in the binlog
+                f"{where}: an XA transaction ({query[:120]!r}); setl does not replicate XA "
+                "transactions (their prepare and commit are apart in the binlog): commit such "
+                "changes as ordinary transactions, then copy the changed tables again")
+        if found == statements.INSIDE:
             raise SourceError(
-                f"binlog of {self.source.name} at {self._position(gtid)}: a statement inside "
-                f"a transaction that setl cannot replicate: {query[:300]!r}; row-based "
-                "replication logs rows, not statements (is a session writing with "
-                "binlog_format=STATEMENT?): write it in ROW format, then copy the changed "
-                "tables again")
+                f"{where}: a statement inside a transaction that setl cannot replicate: "
+                f"{query[:300]!r}; row-based replication logs rows, not statements (is a "
+                "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
+                "copy the changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
-        if self.loop_channel is not None and query.startswith(loop_comment(self.loop_channel)):
+        if found == statements.ECHO:
             self._commit([], 0, [], gtid, data, echo=True)  # the opposite pipeline's DDL
             return True
         self._ddl(event, gtid, data)
