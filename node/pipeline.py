@@ -255,10 +255,9 @@ class PipelineRunner:
                          wins_conflicts=channel.pipelines[0].name == pipeline.name) \
             if self.two_way else None
         loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop,
-                        stop=self.stop_event)
+                        stop=self.stop_event, run=hint.run)
         try:
             # fenced, then read: where the targets are decides where Select begins
-            loader.run = hint.run
             resume = cursors.resume(self.pipeline_id, hint,
                                     {} if params.dry_run else self._claim(loader))
             if resume.behind:

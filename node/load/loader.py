@@ -74,13 +74,13 @@ class Loader:
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
                  params: PipelineParams, epoch: int = 0, loop: LoopGuard | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, run: str = "") -> None:
         self.pipeline_id, self.targets, self.params = pipeline_id, targets, params
         self.epoch, self.loop = epoch, loop
         self.stop = stop or threading.Event()  # set: a retry's wait ends at once
         self.retry = RetryPolicy(max_tries=5, delay_s=0.1, max_delay_s=1.0)
         self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
-        self.run = ""  # the pipeline's life, written into every position row
+        self.run = run  # the pipeline's life, written into every position row
         self.written: dict[str, BinlogPosition] = {}  # each target's position row, as written
         self._connections: dict[str, pymysql.Connection] = {}
         self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
