@@ -15,10 +15,13 @@ import ssl
 from typing import Any
 
 import pymysql
+import pymysql.cursors
 from pymysql.constants import CR
+from pymysql.cursors import RE_INSERT_VALUES
 
 from shared import confinement
 from shared.errors import DatabaseHostError, SourceError
+from shared.identifiers import template
 from shared.model import DataSource
 
 
@@ -79,6 +82,28 @@ def connection_settings(source: DataSource) -> dict[str, Any]:
     return settings
 
 
+class _Names:
+    """A cursor whose statements with parameters keep their quoted names whole: a ``%`` in
+    a name is not taken for a placeholder (:func:`shared.identifiers.template`)."""
+
+    def execute(self, query: str, args: Any = None) -> int:
+        return super().execute(template(query) if args is not None else query,  # type: ignore[misc]
+                               args)
+
+    def executemany(self, query: str, args: Any) -> int | None:
+        # the multi-row INSERT path formats by itself; any other runs execute() per row
+        many = RE_INSERT_VALUES.match(query) is not None
+        return super().executemany(template(query) if many else query, args)  # type: ignore[misc]
+
+
+class Cursor(_Names, pymysql.cursors.Cursor):
+    """The cursor of every connection setl makes."""
+
+
+class DictCursor(_Names, pymysql.cursors.DictCursor):
+    """Rows as dicts, names kept whole as :class:`Cursor` keeps them."""
+
+
 class _Connection(pymysql.Connection):
     """PyMySQL's connection, with the TLS context of its "preferred" mode (a source without
     ``tls:``: TLS if the server offers it, unverified) made once, not per connection:
@@ -101,7 +126,7 @@ def _preferred() -> ssl.SSLContext:
 
 def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
     try:
-        return _Connection(**{**connection_settings(source), **extra})
+        return _Connection(**{"cursorclass": Cursor, **connection_settings(source), **extra})
     except pymysql.err.OperationalError as exc:
         if source.tls is None or not exc.args or exc.args[0] != CR.CR_SSL_CONNECTION_ERROR:
             raise _refused(source, exc) from None

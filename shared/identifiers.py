@@ -7,6 +7,8 @@ splits it with :func:`split_qualified`, where backticks quote a name holding a d
 
 from __future__ import annotations
 
+import re
+
 from shared.errors import ConfigError
 
 MAX_LENGTH = 64
@@ -19,6 +21,29 @@ def quote(name: str) -> str:
 
 def qualified(schema: str, table: str) -> str:
     return f"{quote(schema)}.{quote(table)}"
+
+
+# a quoted name, a string literal (backslash escapes, doubled quotes) or anything else
+_PARTS = re.compile(r"(`(?:[^`]|``)*`)|('(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\")"
+                    r"|([^`'\"]+|.)", re.S)
+
+
+def template(sql: str) -> str:
+    """``sql`` as a ``%``-format template (PyMySQL's parameters) whose quoted names mean
+    what they say: a ``%`` inside a name doubled, so `` `t%%x` `` still names ``t%%x`` and
+    `` `100%` `` formats at all. Placeholders and ``%%`` outside names stay as written. The
+    one step between a statement with names and the formatting of its parameters: every
+    connection's cursor (shared.endpoint) and Load's statement texts take it."""
+    if "%" not in sql or "`" not in sql:
+        return sql
+    return _PARTS.sub(lambda m: m.group().replace("%", "%%") if m.group(1) else m.group(), sql)
+
+
+def condition(where: str) -> str:
+    """A condition a user wrote, to put into a template: its ``%`` (``LIKE 'a%'``) doubled
+    outside quoted names (:func:`template` doubles those when the statement runs)."""
+    return _PARTS.sub(lambda m: m.group() if m.group(1) else m.group().replace("%", "%%"),
+                      where)
 
 
 def is_quoted(text: str) -> bool:
@@ -80,6 +105,6 @@ def short_form(schema: str, table: str) -> str:
     """``schema.table`` as :func:`split_qualified` reads it back: a part is quoted only when
     it needs to be."""
     def part(name: str) -> str:
-        return quote(name) if any(c in name for c in ".`[]") or name.startswith("re:") \
+        return quote(name) if any(c in name for c in ".`[]{}") or name.startswith("re:") \
             else name
     return f"{part(schema)}.{part(table)}"

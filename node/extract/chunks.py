@@ -42,6 +42,7 @@ from typing import Any
 
 import pymysql
 
+from shared import identifiers
 from shared.errors import ConfigError, SourceError
 from shared.identifiers import qualified, quote
 from shared.tablekeys import row_keys
@@ -248,7 +249,7 @@ def _and(sql: str, where: str) -> str:
 
 def escaped(where: str) -> str:
     """A condition written by a user, safe in a query that has ``%s`` parameters."""
-    return where.replace("%", "%%")
+    return identifiers.condition(where)
 
 
 def _run(cursor: Any, key: SplitKey, sql: str, params: Sequence[Any]) -> None:

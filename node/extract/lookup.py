@@ -16,7 +16,7 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
-from shared.endpoint import connect
+from shared.endpoint import DictCursor, connect
 from shared.identifiers import quote
 from shared.model import DataSource
 from shared.tablekeys import row_keys
@@ -38,7 +38,7 @@ class Lookup:
         if self._conn is None:
             # TIMESTAMP in UTC, as the binlog gives it and Load writes it
             self._conn = connect(self.source, autocommit=True,
-                                 cursorclass=pymysql.cursors.DictCursor,
+                                 cursorclass=DictCursor,
                                  init_command="SET time_zone = '+00:00'")
         return self._conn.cursor()
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from pymysql import converters
 
 from node.extract.render import Statement, sql_value
+from shared.identifiers import template
 
 MAX_STATEMENT = 1_024_000  # as pymysql.cursors.Cursor.max_stmt_length
 _ESCAPE = converters._escape_table  # backslash escapes, as converters.escape_string
@@ -59,14 +60,18 @@ def literal(value: Any) -> str:
 def texts(statement: Statement, keep_what: bool = False) -> list[Sql]:
     """The SQL texts of one statement (several for a long multi-row INSERT)."""
     sql, args, many, what, matches_one, lenient = statement
+    if args is None:
+        return [Sql(sql, len(what), matches_one, lenient, what if keep_what else None)]
+    sql = template(sql)  # a % in a name is no placeholder
     if not many:
-        text = sql % tuple(literal(arg) for arg in args) if args is not None else sql
+        text = sql % tuple(literal(arg) for arg in args)
         return [Sql(text, len(what), matches_one, lenient, what if keep_what else None)]
     found = _INSERT.match(sql)
     if found is None:  # not an INSERT: one statement a row, as executemany runs it
         return [Sql(sql % tuple(literal(arg) for arg in row), 1, matches_one, lenient,
                     [one] if keep_what else None) for row, one in zip(args, what, strict=False)]
-    prefix, values, postfix = found.group(1) % (), found.group(2).rstrip(), found.group(3) or ""
+    prefix, values = found.group(1) % (), found.group(2).rstrip()
+    postfix = (found.group(3) or "") % ()
     plain = values == "(" + ", ".join(["%s"] * len(args[0])) + ")" if args else False
     out: list[Sql] = []
     chunk: list[str] = []

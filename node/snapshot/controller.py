@@ -144,8 +144,6 @@ class Snapshots:
     def abandoned(self, window_id: int) -> None:
         with self._lock:
             window = self._pending.pop(window_id, None)
-        # a DDL abandons the windows open across it: columns are read again for the next
-        self._columns.clear()
         if window is not None:
             log.warning("event=snapshot_window_abandoned pipeline=%s window=%d chunks=%d",
                         self.pipeline_id, window_id, len(window.work))
@@ -253,6 +251,9 @@ class Snapshots:
             self._pending[window.id] = window
         try:
             self._signal("L", window.id)
+            # columns read after the low watermark: a DDL before it is in them, one after it
+            # abandons the window (a cache kept across windows missed an ALTER between them)
+            self._columns.clear()
             reads = self._read([self._task(window.id, one) for one in work], work)
         except BaseException:
             with self._lock:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from shared import identifiers
+from shared.endpoint import Cursor
 from shared.errors import ConfigError
+from shared.identifiers import condition, qualified, quote, template
 from shared.patterns import PatternKind
 from tests.unit.yaml_cases import load, pairs
 
@@ -57,3 +59,48 @@ def test_pairs_name_any_legal_table_in_both_forms() -> None:
                      ("topic-name.sanitization-it", "a|b@c", "x", "y"),
                      ("dbz5743中文", "t[1]", "naïve", "re:t")]
     assert all(p.source.table.kind is PatternKind.SINGLE for p in pipeline.pairs)
+
+
+@pytest.mark.parametrize("name", ["t%x", "t%%x", "100%", "%s", "%(a)s", "{}", "a`%`b", "'%'"])
+def test_a_name_in_a_template_formats_back_to_itself(name: str) -> None:
+    sql = f"SELECT {quote(name)} FROM {qualified(name, name)} WHERE x = %s AND y LIKE 'a%%'"
+    assert template(sql) % ("1",) == (f"SELECT {quote(name)} FROM {qualified(name, name)} "
+                                       "WHERE x = 1 AND y LIKE 'a%'")
+
+
+def test_a_users_condition_keeps_its_percent_signs_and_names() -> None:
+    where = "v LIKE 'a%' AND `p%` = 1 AND `q` = '`%'"
+    assert template(f"SELECT 1 FROM t WHERE id > %s AND ({condition(where)})") % (5,) == \
+        f"SELECT 1 FROM t WHERE id > 5 AND ({where})"
+
+
+def test_every_cursor_keeps_names_whole() -> None:
+    sent: list[str] = []
+
+    class Connection:  # what a cursor asks of its connection to format parameters
+        encoding = "utf8"
+
+        def literal(self, value: object) -> str:
+            return repr(value)
+
+        def escape(self, value: object, mapping: object = None) -> str:
+            return repr(value)
+
+        def query(self, sql: str | bytes | bytearray, unbuffered: bool = False) -> int:
+            sent.append(sql if isinstance(sql, str) else bytes(sql).decode())
+            return 0
+
+        def _get_result(self) -> None:  # pragma: no cover - not reached
+            return None
+
+        def next_result(self) -> None:  # pragma: no cover - not reached
+            return None
+
+    cursor = Cursor(Connection())  # type: ignore[arg-type]
+    cursor._do_get_result = lambda: None  # type: ignore[method-assign]
+    cursor.execute("SELECT * FROM `t%x` WHERE `100%` = %s", (1,))
+    cursor.execute("SELECT * FROM `t%x`")  # no parameters: not formatted at all
+    cursor.executemany("INSERT INTO `t%s` (`%`) VALUES (%s)", [(1,), (2,)])
+    cursor.executemany("UPDATE `t%s` SET `%` = %s", [(3,)])
+    assert sent == ["SELECT * FROM `t%x` WHERE `100%` = 1", "SELECT * FROM `t%x`",
+                    "INSERT INTO `t%s` (`%`) VALUES (1),(2)", "UPDATE `t%s` SET `%` = 3"]

@@ -66,8 +66,15 @@ def test_statements_become_the_text_pymysql_would_send_and_long_inserts_split() 
     one = texts(("DELETE FROM `s`.`t` WHERE (`id`) IN ((%s), (%s))", [1, "a'b"], False,
                  [(1,), ("a'b",)], False, ()))
     assert one == [Sql("DELETE FROM `s`.`t` WHERE (`id`) IN ((1), ('a\\'b'))", 2)]
-    assert texts(("UPDATE `100%%` SET a = 1", [], False, [(1,)], True, ()))[0].text == \
+    # names are as written: a % in one is no placeholder, %% is two percent signs
+    assert texts(("UPDATE `100%` SET a = 1", [], False, [(1,)], True, ()))[0].text == \
         "UPDATE `100%` SET a = 1"
+    assert texts(("UPDATE `t%%x` SET `%s` = %s WHERE b LIKE 'a%%'", ["v"], False, [(1,)],
+                  True, ()))[0].text == "UPDATE `t%%x` SET `%s` = 'v' WHERE b LIKE 'a%'"
+    assert [s.text for s in texts(("INSERT INTO `{}`.`t%s` (`%`) VALUES (%s) ON DUPLICATE KEY "
+                                   "UPDATE `%` = VALUES(`%`)", [[1], [2]], True, [(1,), (2,)],
+                                   False, ()))] == \
+        ["INSERT INTO `{}`.`t%s` (`%`) VALUES (1),(2) ON DUPLICATE KEY UPDATE `%` = VALUES(`%`)"]
 
 
 def change(table: str, seq: int, kind: ChangeType, row_id: int, value: str = "v",

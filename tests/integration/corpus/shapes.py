@@ -38,6 +38,22 @@ NAMES = [
         (*crud("`t[1]`", ["(1,'a')", "(2,'b')", "(3,'c')"], "v = 'z'"),
          *crud("`re:t`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`[x]` = 'z'")),
         schema="x.[0-1]"),
+    # a % or braces in a name is no placeholder: `t%%x` is not `t%x`
+    Case("name-percent", "values", ("t%x", "t%%x", "%s", "{}", "k%"), (
+        "CREATE TABLE {s}.`t%x` (id INT PRIMARY KEY, `100%` VARCHAR(5))",
+        "CREATE TABLE {s}.`t%%x` (id INT PRIMARY KEY, `%s` VARCHAR(5))",
+        "CREATE TABLE {s}.`%s` (`%(id)s` INT PRIMARY KEY, `{}` VARCHAR(5), `{0}` INT)",
+        "CREATE TABLE {s}.`{}` (id INT PRIMARY KEY, `%%` VARCHAR(5))",
+        "CREATE TABLE {s}.`k%` (`a%` INT, `b%s` VARCHAR(5))"),
+        (*crud("`t%x`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`100%` = '%z'"),
+         *crud("`t%%x`", ["(1,'d')", "(2,'e')", "(3,'f')"], "`%s` = '%s'"),
+         *crud("`%s`", ["(1,'a',1)", "(2,'b',2)", "(3,'c',3)"], "`{}` = '{}', `{0}` = 9",
+               "`%(id)s`"),
+         *crud("`{}`", ["(1,'a')", "(2,'b')", "(3,'c')"], "`%%` = '%%'"),
+         "INSERT INTO {s}.`k%` VALUES (1,'%'), (1,'%'), (2,'%s'), (NULL,NULL)",
+         "UPDATE {s}.`k%` SET `b%s` = '%%' WHERE `a%` = 1 LIMIT 1",
+         "DELETE FROM {s}.`k%` WHERE `a%` = 2 LIMIT 1"),
+        schema="p%s{}"),
 ]
 
 _DUPS = ("CREATE TABLE {s}.{t} (a INT, b VARCHAR(10), l VARCHAR(10) CHARACTER SET latin1, "
