@@ -20,7 +20,7 @@ import pymysql
 
 from manager import render
 from manager.client import ManagerClient
-from shared import codec
+from shared import codec, identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, SetlError
 from shared.identifiers import qualified, quote, short_form, split_qualified, unquote
@@ -121,7 +121,8 @@ def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, 
             done, last, started = 0, None, time.monotonic()
             while True:
                 after = f" AND ({columns}) > ({', '.join(['%s'] * len(keys))})" if last else ""
-                cursor.execute(f"SELECT {columns} FROM {name} WHERE {condition}{after} "
+                cursor.execute(f"SELECT {columns} FROM {name} WHERE "
+                               f"{identifiers.condition(condition)}{after} "
                                f"ORDER BY {columns} LIMIT %s", (*(last or ()), args.batch))
                 page = cursor.fetchall()
                 if not page:

@@ -71,6 +71,14 @@ def test_percent_and_brace_names_reach_their_own_tables_in_every_phase(
         [(short_form(schema, "t%x"), encode_key((500,))),
          (short_form(schema, "t%%x"), encode_key((500,)))])
     wait_equal(source, target, schema, list(TABLES))
+    # and by `setl backfill`, with a condition holding % in a name and in a pattern
+    source.execute("SET SESSION sql_log_bin = 0")
+    source.script(f"UPDATE {tt} SET `{{}}` = -`{{}}` WHERE `%s` LIKE '%s1%'")
+    source.execute("SET SESSION sql_log_bin = 1")
+    assert cli.main(["--manager", cluster.manager_address, "--config",
+                     str(cluster.workdir / "node.yaml"), "backfill", name, "--table",
+                     short_form(schema, "t%%x"), "--where", "`%s` LIKE '%s1%'"]) == 0
+    wait_equal(source, target, schema, list(TABLES))
 
     # verify finds a difference in `t%%x` only, and repair mends it
     target.execute(f"UPDATE {tt} SET `%s` = 'wrong' WHERE id = 7")
