@@ -6,6 +6,7 @@
   load transaction; the reverse pipeline's Select drops transactions that carry its channel's
   mark, so changes do not ping-pong.
 - ``retl_buffer`` (sources): the free door's backfill requests (see the README, Free door).
+- ``retl_pending`` (sources): per-instance requests each pipeline saw and has not served yet.
 - ``retl_signal`` (sources): the low and high watermarks a pipeline writes around the rows
   it reads for a snapshot or a free-door request; they come back to it through the binlog,
   which places the rows read in its ordered stream (see the README, Snapshots).
@@ -77,10 +78,27 @@ SIGNAL_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_signal (
   GMT_CREATE TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
 ) ENGINE=InnoDB"""
 
-SOURCE_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", BUFFER_DDL, MARK_DDL, SIGNAL_DDL)
-SOURCE_TABLES = ("retl_buffer", "retl_mark", "retl_signal")
+# per-instance requests a pipeline has seen in its stream and not yet served, copied before
+# the batch that carried them can load: another pipeline of the same source may serve a
+# request and delete its buffer row first, and a restart must still find it (SEQ: the order
+# the pipeline saw them in)
+PENDING_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_pending (
+  SEQ BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  PIPELINE_ID VARCHAR(191) NOT NULL,
+  ID BIGINT UNSIGNED NOT NULL,
+  FULL_NAME VARCHAR(512) NOT NULL,
+  TYPE CHAR(1) NOT NULL,
+  PK_DATA TEXT NOT NULL,
+  UNIQUE KEY by_request (PIPELINE_ID, ID),
+  KEY by_pipeline (PIPELINE_ID, SEQ)
+) ENGINE=InnoDB"""
+
+SOURCE_DDL = (f"CREATE DATABASE IF NOT EXISTS {SCHEMA}", BUFFER_DDL, MARK_DDL, SIGNAL_DDL,
+              PENDING_DDL)
+SOURCE_TABLES = ("retl_buffer", "retl_mark", "retl_signal", "retl_pending")
 BUFFER_TABLE = (SCHEMA, "retl_buffer")
 SIGNAL_TABLE = (SCHEMA, "retl_signal")
+PENDING_TABLE = (SCHEMA, "retl_pending")
 
 
 def encode_key(values: tuple[Any, ...] | list[Any]) -> str:

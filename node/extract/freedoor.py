@@ -231,10 +231,14 @@ def _dicts(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def delete_ids(cursor: Any, ids: list[int]) -> None:
-    """Served buffer rows are deleted (in chunks) so the buffer does not grow."""
+def delete_ids(cursor: Any, ids: list[int], pending: str | None = None) -> None:
+    """Served buffer rows are deleted (in chunks) so the buffer does not grow; with
+    ``pending``, that pipeline's copies of them in ``retl_pending`` instead."""
+    table, only = ("retl.retl_pending", "PIPELINE_ID = %s AND ") if pending is not None \
+        else ("retl.retl_buffer", "")
     with cursor:
         for start in range(0, len(ids), 1000):
             part = ids[start:start + 1000]
-            cursor.execute(f"DELETE FROM retl.retl_buffer WHERE ID IN "
-                           f"({', '.join(['%s'] * len(part))})", part)
+            cursor.execute(f"DELETE FROM {table} WHERE {only}ID IN "
+                           f"({', '.join(['%s'] * len(part))})",
+                           [pending, *part] if pending is not None else part)

@@ -40,7 +40,7 @@ from node.select.source import LOST_POSITION_REMEDY
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.retl import BUFFER_TABLE, SIGNAL_TABLE
+from shared.retl import BUFFER_TABLE, PENDING_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
@@ -362,7 +362,8 @@ class BinlogReader:
         system = schema == SYSTEM_SCHEMA and (
             (schema, table) in (BUFFER_TABLE, SIGNAL_TABLE) or
             ((schema, table) == MARK_TABLE and self.loop_channel is not None))
-        if not system and not (self._wants_schema(schema) and self._wants(schema, table)):
+        if not system and ((schema, table) == PENDING_TABLE or not (
+                self._wants_schema(schema) and self._wants(schema, table))):
             self._tables[table_id] = MappedTable(schema, table, 0)
             return
         layout = TableSchema.of(self._library_event(data).get_table())

@@ -11,10 +11,12 @@ Where the requests come from:
 - **per instance**: inserts into the source's ``retl.retl_buffer`` without a
   ``CHANNEL_ID``, seen in the stream (:meth:`DoorQueue.ask`). The stream's copy of the row
   is the request, so every pipeline reading the source serves it even after another
-  deleted the buffer row. Rows the stream passed before a restart, whose windows were not
-  loaded, are still in the buffer: at start the queue reads the buffer up to its highest id
-  (pages, as windows free up), and the stream's requests in that range are left to it.
-  A queue grown past ``MOST_QUEUED`` reads the rest from the buffer the same way.
+  deleted the buffer row. Before the batch that carried them can load, the pipeline copies
+  its requests into ``retl.retl_pending`` (one multi-row insert), and serves them from there
+  in the order it saw them, in pages as windows free up; a served request's copy is
+  deleted with its buffer row. So a restart — whose stream begins after those requests —
+  finds every one it had not served, however many other pipelines of the source served
+  (and deleted) the buffer row meanwhile.
 - **central**: the channel's buffer on any server, polled in slices of ``free_door_slice``
   (:class:`~node.extract.freedoor.CentralDoor`).
 
@@ -35,7 +37,6 @@ from node.changes import RowChange
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import (
-    COLUMNS,
     CentralDoor,
     DoorStats,
     Note,
@@ -48,12 +49,12 @@ from node.extract.reads import Read
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
 from shared.model import DataSource
-from shared.retl import BUFFER_TABLE
+from shared.retl import PENDING_TABLE
 
 log = logging.getLogger("setl.node.snapshot.door")
-MOST_QUEUED = 100_000  # requests kept in memory; more are read from the buffer
+COLUMNS_PENDING = "ID, FULL_NAME, TYPE, PK_DATA"
 KEYS_PER_READ = 1_000  # keys of one table one read asks for
-PAGE = 5_000  # buffer rows read at once
+PAGE = 5_000  # pending requests read at once
 
 
 @dataclass
@@ -86,36 +87,53 @@ class DoorQueue:
                  central: CentralDoor | None, stats: DoorStats) -> None:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
         self.central, self.stats = central, stats
-        self._rows: deque[RowChange] = deque()
-        self._scan_after = self._scan_until = 0  # buffer ids (after, until] still to read
+        self._rows: deque[RowChange] = deque()  # requests of windows that were not loaded
+        self._scan_after = self._scan_until = 0  # pending SEQs (after, until] still to read
         self._keys: dict[tuple[str, str], chunks.SplitKey | None] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Requests left in the buffer by an earlier run are read again."""
+        """Requests an earlier run saw and did not serve are read again."""
         try:
             with connect(self.source) as conn, conn.cursor() as cursor:
-                cursor.execute(f"SELECT COALESCE(MAX(ID), 0) FROM {'.'.join(BUFFER_TABLE)} "
-                               "WHERE CHANNEL_ID IS NULL OR CHANNEL_ID = ''")
-                self._scan_until = int(cursor.fetchone()[0])
+                self._scan_until = self._last(cursor)
         except (pymysql.MySQLError, SetlError) as exc:
             log.warning("event=free_door_scan_failed pipeline=%s error=%s", self.pipeline_id,
                         exc.args[-1] if exc.args else exc)
         if self._scan_until:
-            log.info("event=free_door_resumed pipeline=%s buffer_ids_up_to=%d",
+            log.info("event=free_door_resumed pipeline=%s pending_up_to=%d",
                      self.pipeline_id, self._scan_until)
 
     def ask(self, changes: list[RowChange]) -> None:
-        """Requests the stream carried (Select's thread)."""
+        """Requests the stream carried, copied to ``retl_pending`` before their batch can
+        load (the runner's thread, before it hands the batch on). A request seen again (a
+        replay) is kept once."""
+        if not changes:
+            return
+        rows = [(self.pipeline_id, int(row.get("ID") or 0), str(row.get("FULL_NAME") or ""),
+                 str(row.get("TYPE") or ""), str(row.get("PK_DATA") or ""))
+                for row in (change.after or {} for change in changes)]
+        try:
+            with connect(self.source, autocommit=True) as conn, conn.cursor() as cursor:
+                for start in range(0, len(rows), PAGE):
+                    part = rows[start:start + PAGE]
+                    cursor.execute(f"INSERT IGNORE INTO {'.'.join(PENDING_TABLE)} (PIPELINE_ID, "
+                                   "ID, FULL_NAME, TYPE, PK_DATA) VALUES "
+                                   + ", ".join(["(%s, %s, %s, %s, %s)"] * len(part)),
+                                   [value for row in part for value in row])
+                last = self._last(cursor)
+        except pymysql.MySQLError as exc:
+            raise SetlError(f"pipeline {self.pipeline_id}: keeping {len(rows)} free-door "
+                            f"request(s) in {'.'.join(PENDING_TABLE)} on {self.source.name}: "
+                            f"{exc.args[-1] if exc.args else exc}; run 'setl retl init "
+                            f"{self.source.name}' if the table is missing") from None
         with self._lock:
-            for change in changes:
-                buffer_id = int((change.after or {}).get("ID") or 0)
-                if self._scan_after < buffer_id <= self._scan_until:
-                    continue  # the buffer is read there
-                if len(self._rows) >= MOST_QUEUED:
-                    self._scan_until = max(self._scan_until, buffer_id)
-                else:
-                    self._rows.append(change)
+            self._scan_until = max(self._scan_until, last)
+
+    def _last(self, cursor: Any) -> int:
+        cursor.execute(f"SELECT COALESCE(MAX(SEQ), 0) FROM {'.'.join(PENDING_TABLE)} "
+                       "WHERE PIPELINE_ID = %s", (self.pipeline_id,))
+        return int(cursor.fetchone()[0])
 
     @property
     def waiting(self) -> bool:
@@ -165,6 +183,7 @@ class DoorQueue:
         if local:
             with connect(self.source, autocommit=True) as conn:
                 delete_ids(conn.cursor(), local)
+                delete_ids(conn.cursor(), local, self.pipeline_id)
         if self.central is not None:
             self.central.delete([note.buffer_id for note in notes if note.central])
             self.stats.pending = self.central.pending
@@ -175,21 +194,23 @@ class DoorQueue:
             self._rows.extendleft(reversed([row for one in asked for row in one.rows]))
 
     def _scan(self, most: int) -> list[RowChange]:
+        with self._lock:  # (ask() may raise the end meanwhile: what it adds is read next)
+            after, until = self._scan_after, self._scan_until
         try:
             with connect(self.source) as conn, conn.cursor() as cursor:
-                cursor.execute(f"SELECT {COLUMNS} FROM {'.'.join(BUFFER_TABLE)} WHERE ID > %s "
-                               "AND ID <= %s AND (CHANNEL_ID IS NULL OR CHANNEL_ID = '') "
-                               "ORDER BY ID LIMIT %s",
-                               (self._scan_after, self._scan_until, min(most, PAGE)))
+                cursor.execute(f"SELECT SEQ, {COLUMNS_PENDING} FROM {'.'.join(PENDING_TABLE)} "
+                               "WHERE PIPELINE_ID = %s AND SEQ > %s AND SEQ <= %s ORDER BY SEQ "
+                               "LIMIT %s", (self.pipeline_id, after, until, min(most, PAGE)))
                 names = [column[0] for column in cursor.description]
                 found = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
         except pymysql.MySQLError as exc:
-            raise SetlError(f"pipeline {self.pipeline_id}: reading the free door's buffer on "
+            raise SetlError(f"pipeline {self.pipeline_id}: reading its free-door requests on "
                             f"{self.source.name}: {exc.args[-1] if exc.args else exc}") from None
         with self._lock:
-            self._scan_after = int(found[-1]["ID"]) if len(found) == min(most, PAGE) \
-                else self._scan_until
-        return [as_change(row, central=False) for row in found]
+            self._scan_after = int(found[-1]["SEQ"]) if len(found) == min(most, PAGE) \
+                else until
+        return [as_change({name: value for name, value in row.items() if name != "SEQ"},
+                          central=False) for row in found]
 
     def _checked(self, change: RowChange) -> tuple[Request, chunks.SplitKey]:
         """The request and its table's key; raises for a request that cannot be served."""

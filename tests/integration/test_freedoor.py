@@ -8,7 +8,9 @@ import random
 import threading
 
 from manager import cli
+from shared import zk
 from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from shared.positions import Cursor
 from shared.retl import encode_key
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
@@ -164,3 +166,64 @@ def test_the_cli_writes_requests_and_shows_the_counters(
     assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.nope"]) != 0
     assert "no pipeline replicates" in capsys.readouterr().err
     cluster.set_status("door-cli", "STOP")
+
+
+def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
+        sandbox, tmp_path, zk_client) -> None:
+    """Two pipelines read one source. A serves a per-instance request and deletes its buffer
+    row while B has loaded the batch that carried the request but cannot load the window
+    that serves it (its target refuses the write, so B retries); then B's node is killed.
+    Once the target takes writes again, B serves the request from its own copy of it, not
+    from the buffer row that is gone."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    cluster = Cluster(sandbox, tmp_path, "door-pending")
+    try:
+        schema = make_schema(source, target, ITEMS)
+        other = f"{schema}_b"  # B's copy, on the same target server
+        target.script(f"CREATE DATABASE `{other}`", ITEMS.format(schema=other))
+        without_binlog(source, f"INSERT INTO `{schema}`.items VALUES (1, 'served', 7)")
+        target.execute(f"INSERT INTO `{other}`.items VALUES (1, 'stale', 0)")
+        refusals = [f"CREATE TRIGGER `{other}`.no_{kind} BEFORE {kind} ON `{other}`.items "
+                    "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'not now'"
+                    for kind in ("INSERT", "UPDATE", "DELETE")]
+        target.script(*refusals)
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([one_way("dp-a", schema, ["items"]), {
+            "name": "dp-b", "pipelines": [{
+                "name": "forward", "source": "source", "target": "target", "max_retries": 1000,
+                "pairs": [{"source": f"{schema}.items", "target": f"{other}.items"}]}]}])
+        for channel in ("dp-a", "dp-b"):
+            cluster.set_status(channel, "START")
+            cluster.wait_running(channel)
+        request_rows(source, f"{schema}.items", [(1,)])
+        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+        wait_equal(source, target, schema, ["items"])  # A served it...
+        wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME "
+                                     "= %s", (f"{schema}.items",)) == [(0,)], 30,
+                 "A to delete the buffer row")
+
+        def b_passed_the_request() -> bool:  # ...and B loaded the batch that carried it
+            rows = target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position "
+                               "WHERE pipeline_id = 'dp-b.forward'")
+            return bool(rows) and (rows[0][0], rows[0][1]) >= (file, pos)
+
+        wait_for(b_passed_the_request, 30, "B's position past the request")
+        cursor = zk.ZkPaths(cluster.root).cursor("dp-b.forward")  # (no replay re-reads it)
+        wait_for(lambda: (lambda at: (at.position.file, at.position.pos) >= (file, pos))(
+            Cursor.from_json(zk_client.get(cursor)[0])), 30, "B's cursor past the request")
+        wait_for(lambda: "not now" in cluster.nodes[1].output(), 30, "B's window refused")
+        cluster.nodes[1].kill()
+        target.script(*(f"DROP TRIGGER `{other}`.no_{kind}"
+                        for kind in ("INSERT", "UPDATE", "DELETE")))
+        assert target.table(other, "items") == [(1, "stale", 0)]
+        cluster.start_node(1)
+        wait_for(lambda: target.table(other, "items") == [(1, "served", 7)], 90,
+                 "B to serve the request after its restart")
+        wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_pending WHERE "
+                                     "PIPELINE_ID IN ('dp-a.forward', 'dp-b.forward')")
+                 == [(0,)], 30, "the pending copies deleted once served")
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
