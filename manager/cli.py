@@ -5,6 +5,7 @@
     setl node list
     setl status [--watch]
     setl position show CHANNEL[/PIPELINE] | set CHANNEL/PIPELINE --file F --pos P|--gtid G|--latest
+    setl position reset CHANNEL[/PIPELINE]
     setl backfill CHANNEL --table schema.table | setl retl init SOURCE
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
@@ -128,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     move.add_argument("--latest", action="store_true", help="the source's position now")
     move.add_argument("--replay", action="store_true", help="earlier than a target holds: "
                       "load it again from there (the target's position row follows)")
+    moves.add_parser("reset", help="forget where stopped pipelines stand (cursor, position "
+                     "rows, snapshot progress): the next start begins again at start: and "
+                     "loads everything from there").add_argument(
+        "pipeline", help="CHANNEL or CHANNEL/PIPELINE")
 
     backfill.add_commands(commands)
     snapshotcli.add_commands(commands)

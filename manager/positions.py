@@ -45,8 +45,14 @@ class Positions:
                 raise ConflictError(f"channel {channel.name} has several pipelines: name one "
                                     f"(setl position set {channel.name}/PIPELINE …)")
             self._set(channel, chosen[0], request)
+        elif request.action == "reset":
+            for pipeline in chosen:
+                self._stopped(channel, pipeline, "reset")
+            for pipeline in chosen:
+                self._reset(channel, pipeline)
         elif request.action not in ("", "show"):
-            raise ConflictError(f"unknown position action {request.action!r}: show or set")
+            raise ConflictError(f"unknown position action {request.action!r}: show, set or "
+                                "reset")
         return manager_pb2.PositionsResponse(
             pipelines=[self._show(channel, pipeline) for pipeline in chosen])
 
@@ -83,12 +89,7 @@ class Positions:
     # -- set --------------------------------------------------------------------------------
     def _set(self, channel: Channel, pipeline: Pipeline,
              request: manager_pb2.PositionsRequest) -> None:
-        pipeline_id = channel.pipeline_id(pipeline)
-        record = self.catalog.channel(channel.name)
-        if record.status is not ChannelStatus.STOP or \
-                call("look for a runner", self.client.exists, self.paths.mainstem(pipeline_id)):
-            raise ConflictError(f"pipeline {pipeline_id} is not stopped: run setl channel stop "
-                                f"{channel.name} --wait first, then set its position")
+        pipeline_id = self._stopped(channel, pipeline, "set")
         source = self.catalog.source(pipeline.source)
         to = request.to
         if request.latest:
@@ -133,6 +134,37 @@ class Positions:
                  makepath=True)
         log.info("event=position_set pipeline=%s position=%s replay=%s targets_moved=%s",
                  pipeline_id, position, request.replay, ",".join(ahead) or "-")
+
+
+    def _stopped(self, channel: Channel, pipeline: Pipeline, action: str) -> str:
+        """The pipeline's id; raises unless its channel is stopped and no runner is left."""
+        pipeline_id = channel.pipeline_id(pipeline)
+        record = self.catalog.channel(channel.name)
+        if record.status is not ChannelStatus.STOP or \
+                call("look for a runner", self.client.exists, self.paths.mainstem(pipeline_id)):
+            raise ConflictError(f"pipeline {pipeline_id} is not stopped: run setl channel stop "
+                                f"{channel.name} --wait first, then {action} its position")
+        return pipeline_id
+
+    # -- reset ------------------------------------------------------------------------------
+    def _reset(self, channel: Channel, pipeline: Pipeline) -> None:
+        """Forget where the pipeline stands: its position rows on the targets, its cursor, its
+        snapshot progress and its last run's figures go, so the next start begins again at
+        the definition's ``start:`` and loads everything from there (a replay, asked for)."""
+        pipeline_id = channel.pipeline_id(pipeline)
+        removed = []
+        for name in _targets(pipeline):
+            target = self.catalog.source(name)
+            row = _read_row(target, pipeline_id)
+            if row is not None:
+                _move_row(target, pipeline_id, "", BinlogPosition())
+                removed.append(f"{name}@{row[0]}")
+        for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
+                     self.paths.stats(pipeline_id)):
+            if call("look for a pipeline's state", self.client.exists, path):
+                call("delete a pipeline's state", self.client.delete, path, recursive=True)
+        log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",
+                 pipeline_id, pipeline.params.startup.value.lower(), ",".join(removed) or "-")
 
 
 def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:

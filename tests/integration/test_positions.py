@@ -204,7 +204,8 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
 def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
     """setl position show names the cursor, the source's end and each target's row; set is
     refused while the pipeline runs, for a binlog the source lacks, and earlier than a
-    target holds unless --replay (then that target loads again from there)."""
+    target holds unless --replay (then that target loads again from there); reset makes the
+    next start begin again at start:."""
     with keyless(sandbox, tmp_path, "moves") as (cluster, source, target, schema):
         kl = f"`{schema}`.kl"
         position = ["--manager", cluster.manager_address, "position"]
@@ -259,4 +260,20 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         assert cli.main(["--manager", cluster.manager_address, "channel", "start", "moves",
                          "--wait"]) == 0
         source.execute(f"INSERT INTO {kl} VALUES (9, 'after the reset')")
+        wait_equal(source, target, schema, ["kl"])
+        # reset: forgotten (cursor, the target's row), the next start begins again at the
+        # definition's start: (file/pos since the edit above) and loads every row again
+        capsys.readouterr()
+        assert cli.main([*position, "reset", "moves"]) == 1
+        assert "is not stopped" in capsys.readouterr().err
+        assert cli.main(["--manager", cluster.manager_address, "channel", "stop", "moves",
+                         "--wait"]) == 0
+        target.execute(f"DELETE FROM {kl}")
+        assert cli.main([*position, "reset", "moves"]) == 0
+        assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
+                           "'moves.forward'") == [(0,)]
+        capsys.readouterr()
+        assert cli.main(["--manager", cluster.manager_address, "channel", "start", "moves",
+                         "--wait"]) == 0
+        assert f"from {file}:{pos}" in capsys.readouterr().out
         wait_equal(source, target, schema, ["kl"])
