@@ -35,7 +35,8 @@ INSERT = ("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, P
 
 def add_commands(commands: Any) -> None:
     backfill = commands.add_parser("backfill", help="copy rows through the free door")
-    backfill.add_argument("channel", help="the channel, or 'status' for the counters")
+    backfill.add_argument("channel", help="the channel, or 'status' for the counters (a "
+                                          "channel named status: give --table)")
     backfill.add_argument("--table", help="schema.table on the pipeline's source")
     backfill.add_argument("--where", default="", help="an SQL condition on the table's rows")
     backfill.add_argument("--batch", type=int, default=10_000, help="keys per page")
@@ -44,7 +45,8 @@ def add_commands(commands: Any) -> None:
                                              "take the table)")
     retl = commands.add_parser("retl", help="the retl system schema")
     init = retl.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser(
-        "init", help="create retl.retl_buffer and retl.retl_mark on a source (idempotent)")
+        "init", help="create retl.retl_buffer, retl_mark, retl_signal and retl_pending on a "
+                     "source (idempotent)")
     init.add_argument("source", help="a source name from the definitions")
 
 

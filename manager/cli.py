@@ -330,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "position":
             return _position(args, client)
         if args.command == "backfill":
-            run = backfill.status if args.channel == "status" else backfill.backfill
+            # "status" without --table is the counters; a channel named status gives --table
+            run = backfill.status if args.channel == "status" and not args.table \
+                else backfill.backfill
             return run(args, client)
         if args.command == "retl":
             return backfill.retl_init(args, client)

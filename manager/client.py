@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +26,14 @@ from shared.errors import (
     ConflictError,
     ManagerUnavailableError,
     NotFoundError,
+    NotLeaderError,
     SetlError,
 )
 from shared.rpc import manager_pb2_grpc
 
 LEADER_TRAILER = "setl-leader"
+LEADER_WAIT_S = 15.0  # how long a change waits while no manager leads
+STANDBY = "this manager is a standby"  # how NotLeaderError's message begins
 DEFAULT_ADDRESS = "127.0.0.1:7310"
 _TRANSPORT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _ERRORS = {grpc.StatusCode.NOT_FOUND: NotFoundError, grpc.StatusCode.ABORTED: ConflictError,
@@ -102,18 +106,29 @@ class ManagerClient:
         self.access = access or Access()
 
     def call(self, method: str, request: Any) -> Any:
-        tried: list[str] = []
-        queue = list(self.addresses)
-        transport = ""
-        for address in _in_turn(queue, tried):
-            with self.access.channel(address) as channel:
-                stub = manager_pb2_grpc.ManagerServiceStub(channel)
-                try:
-                    return getattr(stub, method)(request, timeout=self.timeout_s,
-                                                 metadata=self.access.metadata)
-                except grpc.RpcError as exc:
-                    transport = _rerouted(exc, tried, queue) or transport
-        raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
+        """The answer of the leader (for a change) or the first manager that answers; while
+        no manager leads (an election under way), tried again for up to
+        ``LEADER_WAIT_S``."""
+        deadline = time.monotonic() + LEADER_WAIT_S
+        while True:
+            tried: list[str] = []
+            queue = list(self.addresses)
+            transport = ""
+            try:
+                for address in _in_turn(queue, tried):
+                    with self.access.channel(address) as channel:
+                        stub = manager_pb2_grpc.ManagerServiceStub(channel)
+                        try:
+                            return getattr(stub, method)(request, timeout=self.timeout_s,
+                                                         metadata=self.access.metadata)
+                        except grpc.RpcError as exc:
+                            transport = _rerouted(exc, tried, queue) or transport
+            except NotLeaderError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+                continue
+            raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
 
     def stream(self, method: str, request: Any) -> Iterator[Any]:
         """A server-streaming call, without a deadline (it lasts as long as the work): the
@@ -157,15 +172,23 @@ def _in_turn(queue: list[str], tried: list[str]) -> Iterator[str]:
 def _rerouted(exc: grpc.RpcError, tried: list[str], queue: list[str]) -> str:
     """After a failed call, what to try next: a manager that could not be reached gives its
     transport error (the next address is tried); one that is not the leader puts the leader
-    first in ``queue`` (""); any other error is raised as the matching SetlError."""
+    first in ``queue`` ("") or, with no leader to follow, raises NotLeaderError; any other
+    error is raised as the matching SetlError."""
     code = exc.code()  # type: ignore[attr-defined]
     if code in _TRANSPORT:
         return exc.details() or ""  # type: ignore[attr-defined]
-    leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
-    if leader and leader not in tried:
-        queue.insert(0, leader)
-        return ""
-    raise _ERRORS.get(code, SetlError)(exc.details()) from None  # type: ignore[attr-defined]
+    details = exc.details() or ""  # type: ignore[attr-defined]
+    if code == grpc.StatusCode.FAILED_PRECONDITION and details.startswith(STANDBY):
+        leader = dict(exc.trailing_metadata() or ()).get(LEADER_TRAILER)  # type: ignore[attr-defined]
+        if leader and leader not in tried:
+            queue.insert(0, leader)
+            return ""
+        if queue:
+            return ""  # another address may lead
+        # no leader, or one that names itself (a stale entry) or cannot be reached: the
+        # caller waits for the election
+        raise NotLeaderError(None) from None
+    raise _ERRORS.get(code, SetlError)(details) from None
 
 
 def _unavailable(tried: list[str], transport: str, tls: bool) -> str:

@@ -54,27 +54,52 @@ class LeaderElection:
 
     def _try(self) -> None:
         with self._lock:
-            if self._stopped:
-                return
-            try:
-                self.client.create(self.path, self.address.encode(), ephemeral=True,
-                                   makepath=True)
-                self._become(True)
-                return
-            except NodeExistsError:
-                pass
-            except KazooException as exc:
-                self._failed(exc)
-                return
-            try:
-                stat = self.client.exists(self.path, watch=self._on_event)
-            except KazooException as exc:
-                self._failed(exc)
-                return
-            if stat is None:
-                self.client.handler.spawn(self._try)
-                return
-            self._become(stat.ephemeralOwner == self.client.client_id[0])
+            for _ in range(3):  # an entry gone meanwhile, or a stale one removed: again
+                if self._stopped:
+                    return
+                try:
+                    self.client.create(self.path, self.address.encode(), ephemeral=True,
+                                       makepath=True)
+                    self._become(True)
+                    return
+                except NodeExistsError:
+                    pass
+                except KazooException as exc:
+                    self._failed(exc)
+                    return
+                try:
+                    stat = self.client.exists(self.path, watch=self._on_event)
+                except KazooException as exc:
+                    self._failed(exc)
+                    return
+                if stat is None:
+                    continue
+                ours = stat.ephemeralOwner == self.client.client_id[0]
+                if ours or not self._stale(stat):
+                    self._become(ours)
+                    return
+            self.client.handler.spawn(self._try_later)
+
+    def _stale(self, stat: object) -> bool:
+        """A leader entry naming this manager's own address but another session is an
+        earlier life of this manager (it died, with ZooKeeper away, before its session
+        ended): no other manager can listen there, so the entry is deleted, not obeyed —
+        else this manager would name itself as the leader to follow until the old session
+        expires."""
+        try:
+            data, now = self.client.get(self.path)
+        except (NoNodeError, KazooException):
+            return False
+        if data.decode() != self.address or now.ephemeralOwner != getattr(
+                stat, "ephemeralOwner", None):
+            return False
+        try:
+            self.client.delete(self.path, version=now.version)
+        except (NoNodeError, KazooException):
+            return False
+        log.warning("event=stale_leader_entry_removed address=%s session=%#x", self.address,
+                    now.ephemeralOwner)
+        return True
 
     def _failed(self, exc: Exception) -> None:
         """ZooKeeper did not answer: stand by, and try again in a second."""

@@ -99,13 +99,13 @@ def daemons(tmp_path: Path) -> Iterator[list[Daemon]]:
 
 @pytest.fixture
 def start_manager(daemons: list[Daemon], daemon_config: Callable[..., Path],
-                  tmp_path: Path) -> Callable[[], tuple[Daemon, str]]:
+                  tmp_path: Path) -> Callable[..., tuple[Daemon, str]]:
     """Start a setl-manager on a free port; return it with its address once it serves."""
     from manager.client import ManagerClient
     from shared.rpc import manager_pb2
 
-    def start() -> tuple[Daemon, str]:
-        address = f"127.0.0.1:{free_port()}"
+    def start(address: str = "") -> tuple[Daemon, str]:
+        address = address or f"127.0.0.1:{free_port()}"
         daemon = Daemon([str(BIN / "setl-manager"), "--config", str(daemon_config("manager")),
                          "--listen", address], tmp_path / f"manager-{address[10:]}.log")
         daemons.append(daemon)

@@ -12,6 +12,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from manager import cli
+from manager.client import ManagerClient
 from shared import codec, zk
 from shared.devcluster import BIN, SESSION_TIMEOUT_S, wait_for
 from shared.model import Channel
@@ -181,6 +182,23 @@ def test_standby_manager_takes_over_when_the_leader_dies(start_manager, zk_clien
     assert code == 0, err
     assert zk_client.exists(zk.ZkPaths(zk_root).channel("two"))
     print(f"standby took over {took_s:.1f}s after kill -9 (session timeout {SESSION_TIMEOUT_S}s)")
+
+
+def test_a_manager_restarted_at_once_after_kill_9_leads_past_its_own_stale_entry(
+        zk_client, zk_root, start_manager, channel_file, capsys):
+    """Killed while it leads, its leader entry outlives it until its ZooKeeper session
+    expires. Started again at the same address, it must not name itself as the leader to
+    follow: the entry is an earlier life of its own, and a change is taken at once."""
+    first, address = start_manager()
+    leader = zk.ZkPaths(zk_root).leader
+    old_session = zk_client.exists(leader).ephemeralOwner
+    first.kill()
+    start_manager(address)  # (well within the old session's timeout)
+    assert ManagerClient([address], timeout_s=2).call("Status", manager_pb2.StatusRequest()).leader
+    code, _, err = run_cli(capsys, address, "apply", "-f", str(channel_file("again")))
+    assert code == 0, err
+    assert zk_client.exists(zk.ZkPaths(zk_root).channel("again"))
+    assert zk_client.exists(leader).ephemeralOwner != old_session
 
 
 def test_node_registers_reports_candidates_and_vanishes_when_killed(
