@@ -188,7 +188,7 @@ def _channel(args: argparse.Namespace, client: ManagerClient) -> int:
         _print(args, answer, render.channels(answer.channels))
     elif args.action == "show":
         info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.name))
-        _print(args, info, render.channel_detail(info))
+        _print(args, render.channel_document(info), render.channel_detail(info))
     elif args.action == "delete":
         answer = client.call("DeleteChannel", manager_pb2.DeleteChannelRequest(
             name=args.name, purge_positions=args.purge_positions))

@@ -2,24 +2,52 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import yaml
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from shared.rpc import manager_pb2, model_pb2
 
 
 def as_data(message: Message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    """The message as JSON/YAML data, spelled as the definitions are: numbers as numbers
+    (protobuf's JSON writes 64-bit integers as strings), enum values by their name without
+    the enum's prefix (``START``, not ``CHANNEL_STATUS_START``); fields at their default
+    left out."""
+    return {field.name: _field_data(field, value) for field, value in message.ListFields()}
 
 
-def structured(message: Message, fmt: str) -> str:
-    data = as_data(message)
+def _field_data(field: FieldDescriptor, value: Any) -> Any:
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        entry = field.message_type.fields_by_name["value"]
+        return {key: _one(entry, item) for key, item in value.items()}
+    if field.is_repeated:
+        return [_one(field, item) for item in value]
+    return _one(field, value)
+
+
+def _one(field: FieldDescriptor, value: Any) -> Any:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return as_data(value)
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        name = field.enum_type.values_by_number[value].name if \
+            value in field.enum_type.values_by_number else str(value)
+        prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", field.enum_type.name).upper() + "_"
+        return name.removeprefix(prefix)
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    return value
+
+
+def structured(message: Message | dict[str, Any], fmt: str) -> str:
+    data = as_data(message) if isinstance(message, Message) else message
     if fmt == "json":
         return json.dumps(data, indent=2, sort_keys=True)
     return yaml.safe_dump(data, sort_keys=False).rstrip()
@@ -133,6 +161,22 @@ def alarms(found: Sequence[manager_pb2.Alarm]) -> str:
     rows = [(a.state.upper(), a.rule, a.subject, when(a.since_ms), when(a.resolved_ms),
              a.message) for a in found]
     return table(["ALARM", "RULE", "SUBJECT", "SINCE", "RESOLVED", "MESSAGE"], rows)
+
+
+def channel_document(info: manager_pb2.ChannelInfo) -> dict[str, Any]:
+    """A channel as a definitions file (``channels:``, as its YAML said it: ``setl apply``
+    takes it again) with what setl reports of it under ``status:`` (apply passes it over),
+    as kubectl's ``get -o yaml`` does."""
+    state = as_data(info)
+    state.pop("channel", None)
+    state["status"] = status_name(info.status)
+    document: dict[str, Any] = {}
+    if info.channel.definition:
+        document["channels"] = [json.loads(info.channel.definition)]
+    else:  # stored by a setl that did not keep it
+        state["note"] = "the definition as written was not kept: apply it again to keep it"
+    document["status"] = state
+    return document
 
 
 def channel_detail(info: manager_pb2.ChannelInfo) -> str:

@@ -7,6 +7,7 @@ A file holds ``sources:`` and ``channels:``. Errors read
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -82,6 +83,7 @@ class _Loader:
         sources = self._unique(top.field("sources"), self.source, "source")
         self.sources |= {source.name for source in sources}
         channels = self._unique(top.field("channels"), self.channel, "channel")
+        top.field("status")  # what `setl channel show -o yaml` reports beside: not applied
         top.close()
         if not top.has("sources") and not top.has("channels"):
             self.issues.add(top.node, "", "nothing defined: expected 'sources:' and/or 'channels:'")
@@ -178,7 +180,8 @@ class _Loader:
                     f"(got {first.source}->{first.target} and {second.source}->{second.target})")
         if name is MISSING or not pipelines:
             return None
-        return Channel(name, tuple(pipelines), description)
+        return Channel(name, tuple(pipelines), description,
+                       json.dumps(yamlreader.plain(item.node), ensure_ascii=False))
 
     def pipeline(self, item: Field) -> Pipeline | None:
         entry = item.mapping()

@@ -216,6 +216,9 @@ class Channel:
     name: str
     pipelines: tuple[Pipeline, ...]
     description: str = ""
+    # the channel's entry as its YAML wrote it, as JSON: `setl channel show -o yaml` gives it
+    # back, so the output applies again as it is
+    definition: str = ""
 
     def pipeline(self, name: str) -> Pipeline:
         for pipeline in self.pipelines:

@@ -77,6 +77,16 @@ def scalar(node: yaml.Node) -> Any:
         return node.value
 
 
+def plain(node: yaml.Node) -> Any:
+    """The node as plain data (dicts, lists, scalars; dates as their text), for JSON."""
+    if isinstance(node, yaml.MappingNode):
+        return {str(scalar(key)): plain(value) for key, value in node.value}
+    if isinstance(node, yaml.SequenceNode):
+        return [plain(item) for item in node.value]
+    value = scalar(node)
+    return value if value is None or isinstance(value, bool | int | float | str) else node.value
+
+
 class Field:
     """One value in the document, with its path; conversions report into ``issues``."""
 

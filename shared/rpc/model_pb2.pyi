@@ -236,14 +236,16 @@ class Pipeline(_message.Message):
     def __init__(self, name: _Optional[str] = ..., source: _Optional[str] = ..., target: _Optional[str] = ..., pairs: _Optional[_Iterable[_Union[MediaPair, _Mapping]]] = ..., nodes: _Optional[_Iterable[int]] = ..., params: _Optional[_Union[PipelineParams, _Mapping]] = ...) -> None: ...
 
 class Channel(_message.Message):
-    __slots__ = ("name", "pipelines", "description")
+    __slots__ = ("name", "pipelines", "description", "definition")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PIPELINES_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
     name: str
     pipelines: _containers.RepeatedCompositeFieldContainer[Pipeline]
     description: str
-    def __init__(self, name: _Optional[str] = ..., pipelines: _Optional[_Iterable[_Union[Pipeline, _Mapping]]] = ..., description: _Optional[str] = ...) -> None: ...
+    definition: str
+    def __init__(self, name: _Optional[str] = ..., pipelines: _Optional[_Iterable[_Union[Pipeline, _Mapping]]] = ..., description: _Optional[str] = ..., definition: _Optional[str] = ...) -> None: ...
 
 class StoredChannel(_message.Message):
     __slots__ = ("channel", "version", "updated_ms")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from kazoo.client import KazooClient
 
 from manager import cli
@@ -89,7 +90,7 @@ def test_apply_list_show_start_delete(start_manager, zk_client, zk_root, channel
     code, out, _ = run_cli(capsys, address, "-o", "json", "channel", "list")
     listed = json.loads(out)["channels"]
     assert [c["channel"]["name"] for c in listed] == ["orders"]
-    assert listed[0]["status"] == "CHANNEL_STATUS_STOP"
+    assert listed[0]["status"] == "STOP"
 
     code, out, _ = run_cli(capsys, address, "channel", "show", "orders")
     assert code == 0 and "pair: src:shop.orders -> dst:shop_copy.orders" in out
@@ -109,6 +110,34 @@ def test_apply_list_show_start_delete(start_manager, zk_client, zk_root, channel
     assert code == 1 and "no channel named 'orders'" in err
 
 
+def test_channel_show_as_yaml_applies_again(start_manager, channel_file, tmp_path, capsys):
+    """``channel show -o yaml`` is a definitions file (the channel as its YAML said it, what
+    setl reports under status:): applied again it changes nothing; edited, the edit is taken.
+    Enum values and numbers are spelled as in the definitions."""
+    _, address = start_manager()
+    assert run_cli(capsys, address, "apply", "-f", str(channel_file(parallelism=3)))[0] == 0
+    code, out, _ = run_cli(capsys, address, "-o", "yaml", "channel", "show", "orders")
+    shown = yaml.safe_load(out)
+    assert shown["status"]["status"] == "STOP" and shown["status"]["version"] == 1
+    assert shown["channels"] == [{
+        "name": "orders", "description": "test channel", "pipelines": [{
+            "name": "forward", "source": "src", "target": "dst", "parallelism": 3,
+            "pairs": [{"source": "shop.orders", "target": "shop_copy.orders"}]}]}]
+    path = tmp_path / "shown.yaml"
+    path.write_text(out)
+    code, out, err = run_cli(capsys, address, "-o", "json", "apply", "--dry-run", "-f",
+                             str(path))
+    assert code == 0, err
+    assert [(c["name"], c["action"]) for c in json.loads(out)["changes"]] == \
+        [("orders", "unchanged")]
+    shown["channels"][0]["pipelines"][0]["parallelism"] = 4
+    path.write_text(yaml.safe_dump(shown))
+    code, out, err = run_cli(capsys, address, "-o", "json", "apply", "-f", str(path))
+    assert code == 0, err
+    assert [(c["name"], c["action"], c["version"]) for c in json.loads(out)["changes"]] == \
+        [("orders", "updated", 2)]
+
+
 def test_apply_twice_changes_nothing_and_a_change_bumps_the_version(
         start_manager, zk_client, zk_root, channel_file, capsys):
     _, address = start_manager()
@@ -124,7 +153,7 @@ def test_apply_twice_changes_nothing_and_a_change_bumps_the_version(
     code, out, _ = run_cli(capsys, address, "-o", "json", "apply", "-f",
                            str(channel_file(parallelism=3)))
     changes = {c["name"]: (c["action"], c.get("version")) for c in json.loads(out)["changes"]}
-    assert changes["orders"] == ("updated", "2")
+    assert changes["orders"] == ("updated", 2)
     stored = codec.channel_from_bytes(zk_client.get(paths.channel("orders"))[0])
     assert stored.version == 2 and stored.channel.pipelines[0].params.parallelism == 3
 

@@ -69,7 +69,7 @@ def test_equal_tables_and_each_kind_of_corrupted_row_found_exactly_then_repaired
         code, report = verify(cluster, capsys, "v-kinds", "--compare", method)
         assert code == 0, report
         tables = {t["table"]: t for t in report["reports"][0]["tables"]}
-        assert tables[f"{schema}.items"]["rows"] == "300"
+        assert tables[f"{schema}.items"]["rows"] == 300
         assert tables[f"{schema}.items"]["method"] == ("sql" if method == "auto" else "rows")
     t = f"`{schema}`"
     target.script(f"DELETE FROM {t}.items WHERE id = 5",  # missing
@@ -95,8 +95,8 @@ def test_equal_tables_and_each_kind_of_corrupted_row_found_exactly_then_repaired
     code, report = verify(cluster, capsys, "v-kinds", "--repair")
     assert code == 0, report
     repaired = {t["table"]: t for t in report["reports"][0]["tables"]}
-    assert repaired[items]["repaired"] == "8"  # deletes of 9999 and 5011, 6 copies
-    assert repaired[items].get("remaining", "0") == "0"
+    assert repaired[items]["repaired"] == 8  # deletes of 9999 and 5011, 6 copies
+    assert repaired[items].get("remaining", 0) == 0
     wait_equal(source, target, schema, ["items", "parts"], timeout_s=30)
     assert verify(cluster, capsys, "v-kinds")[0] == 0
     manager = ["--manager", cluster.manager_address, "verify", "v-kinds"]
@@ -198,7 +198,7 @@ def test_through_renames_excluded_and_virtual_columns_and_shards_on_two_targets(
         "different": {((8,), name(24))}}
     code, report = verify(cluster, capsys, "v-maps", "--table", f"{base}.logs",
                           "--columns", "id,note")
-    assert code == 0 and report["reports"][0]["tables"][0]["rows"] == "2"
+    assert code == 0 and report["reports"][0]["tables"][0]["rows"] == 2
     code, report = verify(cluster, capsys, "v-maps", "--repair")
     assert code == 0, report
     assert verify(cluster, capsys, "v-maps")[0] == 0
@@ -300,7 +300,7 @@ def test_repair_while_a_writer_changes_the_same_keys_ends_equal(
         thread.join(30)
         db.close()
     [verdict] = report["reports"][0]["tables"]
-    assert code == 0 and verdict.get("remaining", "0") == "0", report
+    assert code == 0 and verdict.get("remaining", 0) == 0, report
     assert int(verdict["repaired"]) >= 50 and report["reports"][0]["buffer"] == \
         "central buffer on target"
     wait_equal(source, target, schema, ["hot"], timeout_s=30)
