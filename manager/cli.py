@@ -87,17 +87,18 @@ def _parser() -> argparse.ArgumentParser:
     channel = commands.add_parser("channel", help="list, show and control channels")
     actions = channel.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("list", help="every channel with its status")
-    actions.add_parser("show", help="show a channel").add_argument("name")
+    actions.add_parser("show", help="show a channel").add_argument(
+        "name", help="the channel")
     delete = actions.add_parser("delete", help="delete a stopped channel (its targets keep "
                                 "their position rows: a channel made again under the same "
                                 "name is told of them)")
-    delete.add_argument("name")
+    delete.add_argument("name", help="the channel (stopped)")
     delete.add_argument("--purge-positions", action="store_true",
                         help="also delete its pipelines' position rows on the targets")
     for name, until in (("start", "every pipeline runs"), ("pause", "every runner stopped"),
                         ("stop", "every runner stopped")):
         action = actions.add_parser(name, help=f"{name} a channel")
-        action.add_argument("name")
+        action.add_argument("name", help="the channel")
         action.add_argument("--wait", action="store_true", help=f"return once {until} (or "
                             "say which did not, and why)")
         action.add_argument("--timeout", type=float, default=120.0,
@@ -106,15 +107,18 @@ def _parser() -> argparse.ArgumentParser:
     source = commands.add_parser("source", help="list, show and delete sources")
     verbs = source.add_subparsers(dest="action", required=True, metavar="ACTION")
     verbs.add_parser("list", help="every source (password references only)")
-    verbs.add_parser("show", help="one source").add_argument("name")
-    verbs.add_parser("delete", help="a source no channel uses").add_argument("name")
+    verbs.add_parser("show", help="one source").add_argument(
+        "name", help="the source")
+    verbs.add_parser("delete", help="a source no channel uses").add_argument(
+        "name", help="the source")
 
     node = commands.add_parser("node", help="registered nodes")
     node.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser("list")
 
     status = commands.add_parser("status", help="pipelines: state, owner, position, delay")
     status.add_argument("--watch", action="store_true", help="refresh every --interval seconds")
-    status.add_argument("--interval", type=float, default=1.0)
+    status.add_argument("--interval", type=float, default=1.0,
+                        help="seconds between refreshes with --watch")
 
     position = commands.add_parser("position", help="where pipelines stand; set where one "
                                    "starts from")

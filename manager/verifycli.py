@@ -34,7 +34,7 @@ def add_command(commands: Any) -> None:
         "chunk by chunk, through the pipeline's own Extract/Transform; rows that change "
         "while it runs are re-checked once the pipeline has loaded them, never reported as "
         "differences. Exit code 0: equal, 1: differences remain, 2: error.")
-    verify.add_argument("channel")
+    verify.add_argument("channel", help="the channel whose targets to compare")
     verify.add_argument("--pipeline", default="", help="one pipeline (default: every one)")
     verify.add_argument("--table", default="", help="schema.table on the source (default: "
                         "every table the pipeline's pairs take)")

@@ -3,6 +3,8 @@ tells its version (parsing only: no manager is asked)."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from manager import cli
@@ -31,3 +33,17 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == f"setl {cli.version()}"
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    def without(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += without(sub, f"{path} {name}")
+            elif not action.help and action.dest != "help":
+                found.append(f"{path} {action.option_strings or action.dest}")
+        return found
+
+    assert without(cli._parser(), "setl") == []
