@@ -19,6 +19,7 @@ safe expression (:mod:`shared.expr`) over the source row, or a processor
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,9 +49,22 @@ def _load(name: str, rules: confinement.Confinement) -> Callable[..., Any]:
     found = getattr(module, function, None)
     if found is None:
         raise TransformError(f"processor {name}: its module has no {function}")
-    if not callable(found):
-        raise TransformError(f"processor {name} is not callable")
+    # only a function the module itself defines: not one it imported (`from subprocess
+    # import getoutput` would make tools:getoutput run a shell command built from row data),
+    # nor a class, a builtin or another callable object
+    if not inspect.isfunction(found) or found.__module__ != module.__name__:
+        raise TransformError(
+            f"processor {name}: {function} is not a function defined in {module.__name__} "
+            f"(it is {_what(found)}); a processor must be a 'def {function}(change)' of that "
+            "module")
     return found
+
+
+def _what(found: Any) -> str:
+    origin = getattr(found, "__module__", None)
+    kind = "a function" if inspect.isfunction(found) else "a class" if inspect.isclass(found) \
+        else "a builtin" if inspect.isbuiltin(found) else f"a {type(found).__name__}"
+    return f"{kind} from {origin}" if origin else kind
 
 
 def as_dict(change: RowChange) -> dict[str, Any]:

@@ -353,3 +353,26 @@ def test_a_package_already_loaded_from_elsewhere_runs_none_of_its_submodules(
         assert not ran.exists() and "acmedyn.sub" not in sys.modules
     finally:
         sys.modules.pop("acmedyn", None)
+
+
+def test_only_a_function_the_module_defines_is_a_processor(procs: Confinement) -> None:
+    (procs.processor_dirs[0] / "rowtools.py").write_text(
+        "from os import system\nfrom os.path import join as joined\nfrom pathlib import Path\n"
+        "from subprocess import getoutput\n\n\nclass Tool:\n    pass\n\n\n"
+        "def tidy(change):\n    return change\n")
+    before = confinement.current()
+    try:
+        confinement.confine(procs)
+        for name, what in (("getoutput", "a function from subprocess"),
+                           ("joined", "a function from posixpath"),
+                           ("Path", "a class from pathlib"),
+                           ("system", "a builtin from posix"),
+                           ("Tool", "a class from rowtools")):
+            with pytest.raises(TransformError) as refused:
+                processors.load(f"rowtools:{name}")
+            assert f"is not a function defined in rowtools (it is {what})" in \
+                str(refused.value), name
+        assert processors.load("rowtools:tidy").__name__ == "tidy"
+    finally:
+        confinement.confine(before)
+        sys.modules.pop("rowtools", None)
