@@ -100,6 +100,21 @@ class Confinement:
             f"{allowed} ({_SETTING}: secret_dirs); {named} is outside{followed}. Put the file "
             "there, or have the operator add its directory to secret_dirs")
 
+    def tls_file_problem(self, what: str, path: str) -> str | None:
+        """Why a ``tls:`` file (``ca``, ``cert``, ``key``) may not be read here, or None: it
+        must lie in a secret directory, as a password file does — a CA chosen by whoever
+        writes definitions would make any server "verified". Whether the file exists is not
+        said."""
+        if "\x00" in path:
+            return f"tls {what}: the path holds the character U+0000; name a file"
+        named = Path(path)
+        if named.is_absolute() and self._secret(named.resolve()):
+            return None
+        allowed = ", ".join(str(directory) for directory in self.secret_dirs)
+        return (f"tls {what} {path}: this machine reads TLS files only under {allowed} "
+                f"({_SETTING}: secret_dirs), by absolute path; put the file there, or have "
+                "the operator add its directory to secret_dirs")
+
     def _secret(self, path: Path) -> bool:
         return any(path.is_relative_to(directory.resolve()) for directory in self.secret_dirs)
 

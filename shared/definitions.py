@@ -129,7 +129,16 @@ class _Loader:
         tls = TlsOptions(entry.get("ca", Field.string, ""), entry.get("cert", Field.string, ""),
                          entry.get("key", Field.string, ""),
                          entry.get("verify_identity", Field.boolean, False))
+        rules = confinement.checked_rules()
+        problems = {what: rules.tls_file_problem(what, getattr(tls, what))
+                    for what in ("ca", "cert", "key")
+                    if rules is not None and getattr(tls, what)}
+        for what, problem in problems.items():
+            if problem is not None:
+                entry.field(what).fail(problem)  # type: ignore[union-attr]
         entry.close()
+        if any(problems.values()):
+            return MISSING
         if not tls.ca:
             return item.fail("tls needs 'ca' (the certificate authority that signed the "
                              "server's certificate): setl never uses TLS without verifying "

@@ -15,14 +15,87 @@ import ssl
 from typing import Any
 
 import pymysql
+import pymysql._auth
 import pymysql.cursors
 from pymysql.constants import CR
 from pymysql.cursors import RE_INSERT_VALUES
 
 from shared import confinement
-from shared.errors import DatabaseHostError, SourceError
+from shared.errors import ConfigError, DatabaseHostError, SourceError
 from shared.identifiers import template
 from shared.model import DataSource
+
+
+def _verified(conn: pymysql.Connection) -> bool:
+    """Whether the connection runs over TLS that verified the server (a source's ``tls:``)."""
+    context = getattr(conn, "ctx", None)
+    return bool(conn._secure and context is not None and context.verify_mode == ssl.CERT_REQUIRED)
+
+
+def _round_trip(conn: pymysql.Connection, data: bytes) -> Any:
+    conn.write_packet(data)
+    packet = conn._read_packet()
+    packet.check_error()
+    return packet
+
+
+def _revealing(conn: pymysql.Connection, what: str) -> pymysql.err.OperationalError:
+    return pymysql.err.OperationalError(
+        CR.CR_AUTH_PLUGIN_ERR,
+        f"the server at {conn.host}:{conn.port} asked for {what}, which gives it the "
+        "password itself, over a connection without verified TLS; setl never sends it so "
+        "(a server it should not trust, or anyone on the path, would read it). Give this "
+        "source 'tls: {ca: ...}' (a CA file the operator keeps in a secret directory), or let "
+        "its user authenticate with mysql_native_password or ed25519, or have the server "
+        "cache the caching_sha2_password login (one login over verified TLS does)")
+
+
+class _Sha256Password:
+    """``sha256_password`` sends the password, in clear over TLS or encrypted with a public
+    key the server hands out: either way the server reads it. Only over verified TLS."""
+
+    def __init__(self, connection: pymysql.Connection) -> None:
+        self.connection = connection
+
+    def authenticate(self, packet: Any) -> Any:
+        conn = self.connection
+        if not conn.password:
+            return _round_trip(conn, b"\0")
+        if not _verified(conn):
+            raise _revealing(conn, "sha256_password")
+        return _round_trip(conn, conn.password + b"\0")
+
+
+class _CachingSha2Password:
+    """``caching_sha2_password``: the scramble of its fast path proves the password without
+    sending it; its full authentication sends the password itself (in clear over TLS, or
+    encrypted with the server's key): only over verified TLS."""
+
+    def __init__(self, connection: pymysql.Connection) -> None:
+        self.connection = connection
+
+    def authenticate(self, packet: Any) -> Any:
+        conn = self.connection
+        if not conn.password:
+            return _round_trip(conn, b"")
+        if packet.is_auth_switch_request():  # a new salt: the fast path's scramble for it
+            conn.salt = packet.read_all().removesuffix(b"\0")
+            packet = _round_trip(conn, pymysql._auth.scramble_caching_sha2(conn.password,
+                                                                           conn.salt))
+        if not packet.is_extra_auth_data():
+            return packet  # OK (or an error already raised)
+        packet.advance(1)
+        step = packet.read_uint8()
+        if step == 3:  # fast authentication succeeded: the OK follows
+            answer = conn._read_packet()
+            answer.check_error()
+            return answer
+        if step != 4:
+            raise pymysql.err.OperationalError(
+                CR.CR_AUTH_PLUGIN_ERR, f"caching_sha2_password: unknown step {step}")
+        if not _verified(conn):
+            raise _revealing(conn, "caching_sha2_password's full authentication")
+        return _round_trip(conn, conn.password + b"\0")
 
 
 class _PasswordInClear:
@@ -62,7 +135,9 @@ class _Dialog(_PasswordInClear):
     plugin = "dialog"
 
 
-AUTH_PLUGINS = {b"mysql_clear_password": _ClearPassword, b"dialog": _Dialog}
+AUTH_PLUGINS = {b"mysql_clear_password": _ClearPassword, b"dialog": _Dialog,
+                b"sha256_password": _Sha256Password,
+                b"caching_sha2_password": _CachingSha2Password}
 
 
 def connection_settings(source: DataSource) -> dict[str, Any]:
@@ -75,6 +150,11 @@ def connection_settings(source: DataSource) -> dict[str, Any]:
                 "charset": source.charset, "connect_timeout": 10,
                 "auth_plugin_map": AUTH_PLUGINS}
     if source.tls is not None:  # required, and the server verified
+        for what in ("ca", "cert", "key"):
+            path = getattr(source.tls, what)
+            problem = confinement.current().tls_file_problem(what, path) if path else None
+            if problem is not None:
+                raise ConfigError(f"source {source.name}: {problem}")
         settings["ssl"] = {"ca": source.tls.ca, "check_hostname": source.tls.verify_identity,
                            "verify_mode": True,
                            **({"cert": source.tls.cert, "key": source.tls.key}
@@ -104,11 +184,21 @@ class DictCursor(_Names, pymysql.cursors.DictCursor):
     """Rows as dicts, names kept whole as :class:`Cursor` keeps them."""
 
 
-class _Connection(pymysql.Connection):
+class Connection(pymysql.Connection):
     """PyMySQL's connection, with the TLS context of its "preferred" mode (a source without
     ``tls:``: TLS if the server offers it, unverified) made once, not per connection:
     PyMySQL's own reads the system's CA bundle every time, 20-30 ms of CPU — more than a
     snapshot's chunk read costs."""
+
+    def _request_authentication(self) -> None:
+        # a server whose first plugin is sha256_password gets, over TLS, the password in the
+        # very first answer: without verified TLS it gets a scramble, and a switch to that
+        # plugin meets _Sha256Password
+        context = getattr(self, "ctx", None)
+        if self._auth_plugin_name == "sha256_password" and self.password and not (
+                context is not None and context.verify_mode == ssl.CERT_REQUIRED):
+            self._auth_plugin_name = "mysql_native_password"
+        super()._request_authentication()
 
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         if sslp:  # tls: given: its files, verified
@@ -126,7 +216,7 @@ def _preferred() -> ssl.SSLContext:
 
 def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
     try:
-        return _Connection(**{"cursorclass": Cursor, **connection_settings(source), **extra})
+        return Connection(**{"cursorclass": Cursor, **connection_settings(source), **extra})
     except pymysql.err.OperationalError as exc:
         if source.tls is None or not exc.args or exc.args[0] != CR.CR_SSL_CONNECTION_ERROR:
             raise _refused(source, exc) from None

@@ -37,7 +37,7 @@ from node.extract.decode import TableSchema, decode_rows
 from node.select import rowvalues, statements
 from node.select.packets import PacketReader
 from node.select.source import LOST_POSITION_REMEDY
-from shared.endpoint import connect, connection_settings
+from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.retl import BUFFER_TABLE, PENDING_TABLE, SIGNAL_TABLE
@@ -188,6 +188,7 @@ class BinlogReader:
         stream = BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True,
             resume_stream=True, slave_heartbeat=1, enable_logging=False, freeze_schema=True,
+            pymysql_wrapper=Connection,  # setl's: what it sends to log in, its TLS
             **position)
         stream._BinLogStreamReader__connect_to_stream()  # registration and the dump command
         stream._BinLogStreamReader__connect_to_ctl()  # the table maps' parser asks it once

@@ -196,8 +196,10 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         for channel in ("dp-a", "dp-b"):
             cluster.set_status(channel, "START")
             cluster.wait_running(channel)
-        request_rows(source, f"{schema}.items", [(1,)])
+        # where the request begins: a position past it is past the request (the first
+        # transaction after it; A's watermarks may follow at once, so not its end)
         file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+        request_rows(source, f"{schema}.items", [(1,)])
         wait_equal(source, target, schema, ["items"])  # A served it...
         wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME "
                                      "= %s", (f"{schema}.items",)) == [(0,)], 30,
@@ -206,11 +208,11 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         def b_passed_the_request() -> bool:  # ...and B loaded the batch that carried it
             rows = target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position "
                                "WHERE pipeline_id = 'dp-b.forward'")
-            return bool(rows) and (rows[0][0], rows[0][1]) >= (file, pos)
+            return bool(rows) and (rows[0][0], rows[0][1]) > (file, pos)
 
         wait_for(b_passed_the_request, 30, "B's position past the request")
         cursor = zk.ZkPaths(cluster.root).cursor("dp-b.forward")  # (no replay re-reads it)
-        wait_for(lambda: (lambda at: (at.position.file, at.position.pos) >= (file, pos))(
+        wait_for(lambda: (lambda at: (at.position.file, at.position.pos) > (file, pos))(
             Cursor.from_json(zk_client.get(cursor)[0])), 30, "B's cursor past the request")
         wait_for(lambda: "not now" in cluster.nodes[1].output(), 30, "B's window refused")
         cluster.nodes[1].kill()

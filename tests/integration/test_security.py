@@ -12,6 +12,7 @@ one with tls: whose server offers none."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from manager import cli
-from shared import definitions, zk
+from shared import confinement, definitions, zk
 from shared.catalog import Catalog
 from shared.devcluster import (
     Cluster,
@@ -278,7 +279,9 @@ def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
         f"--ssl-ca={certificates.ca}", f"--ssl-cert={certificates.server_cert}",
         f"--ssl-key={certificates.server_key}"))
     server = kind.start(spec, datadir, port, sandbox.password(), "setl")
-    cluster = Cluster(sandbox, tmp_path, "tls")
+    # tls: files are read only from secret directories: the certificates' folder is one
+    cluster = Cluster(sandbox, tmp_path, "tls", security={"secret_dirs": [
+        str(sandbox.secret_file.parent), str(certificates.ca.parent)]})
     try:
         wait_for(lambda: kind.answers(port), 60, "the TLS MariaDB to answer")
         kind.prepare(datadir, port, sandbox.password(), "setl")
@@ -329,10 +332,16 @@ def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
                                 password=sandbox.password(), ssl_disabled=True)
         # and the server's certificate is checked: another CA's trust is not enough
         stranger = make_certificates(tmp_path / "other-ca")
-        with pytest.raises(SourceError) as caught:
-            connect(DataSource("source", "127.0.0.1", port, "setl",
-                               SecretRef(f"file:{sandbox.secret_file}"),
-                               tls=TlsOptions(ca=str(stranger.ca))))
+        before = confinement.current()  # (its folder a secret directory, as an operator's)
+        confinement.confine(dataclasses.replace(
+            before, secret_dirs=(*before.secret_dirs, stranger.ca.parent)))
+        try:
+            with pytest.raises(SourceError) as caught:
+                connect(DataSource("source", "127.0.0.1", port, "setl",
+                                   SecretRef(f"file:{sandbox.secret_file}"),
+                                   tls=TlsOptions(ca=str(stranger.ca))))
+        finally:
+            confinement.confine(before)
         assert "certificate verify failed" in str(caught.value)
     finally:
         cluster.stop()
@@ -367,7 +376,9 @@ def test_the_node_refuses_a_host_outside_its_allowlist_and_tls_to_a_server_witho
                 for name in ("outside", "notls")}
     channels["outside"]["pipelines"][0]["source"] = "faraway"
     channels["notls"]["pipelines"][0]["source"] = "plain"
-    cluster = Cluster(sandbox, tmp_path, "refusals", security={"database_hosts": ["127.0.0.1"]})
+    cluster = Cluster(sandbox, tmp_path, "refusals", security={
+        "database_hosts": ["127.0.0.1"],
+        "secret_dirs": [str(sandbox.secret_file.parent), str(certificates.ca.parent)]})
     try:
         cluster.start_manager()
         node = cluster.start_node(1)

@@ -247,6 +247,19 @@ def test_apply_names_file_line_and_field_of_each_refused_reference(tmp_path: Pat
     assert definitions.load_text(DEFINITION, "c.yaml").sources[0].name == "src"
 
 
+def test_apply_refuses_tls_files_outside_the_secret_directories(tmp_path: Path) -> None:
+    inside = tmp_path / "secrets"
+    text = ("sources:\n"
+            f"  - {{name: a, host: h, tls: {{ca: {inside}/ca.pem, cert: /etc/ssl/c.pem, "
+            f"key: {inside}/../k.pem}}}}\n"
+            f"  - {{name: b, host: h, tls: {{ca: ca.pem}}}}\n")
+    with pytest.raises(ConfigError) as caught:
+        definitions.load_text(text, "t.yaml", rules=Confinement((inside,)))
+    assert [(issue.line, issue.path) for issue in caught.value.issues] == [
+        (2, "sources[0].tls.cert"), (2, "sources[0].tls.key"), (3, "sources[1].tls.ca")]
+    assert all("reads TLS files only under" in issue.message for issue in caught.value.issues)
+
+
 class Shipped:
     """What a Spark task gets from the driver: the broadcast's value, pickled and loaded."""
 

@@ -7,10 +7,12 @@ then asks for ``mysql_clear_password`` (or ``dialog``) and records every byte it
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pymysql
 import pytest
@@ -18,15 +20,16 @@ import pytest
 from node.select.binlog import BinlogReader
 from shared import confinement
 from shared.confinement import Confinement
-from shared.devcluster import make_certificates
+from shared.devcluster import Certificates, make_certificates
 from shared.endpoint import connect, connection_settings
-from shared.errors import DatabaseHostError, SourceError
+from shared.errors import ConfigError, DatabaseHostError, SourceError
 from shared.model import BinlogPosition, DataSource, TlsOptions
 from shared.secrets import SecretRef
 
 PASSWORD = "pw-that-must-not-travel"
 # CLIENT_LONG_PASSWORD | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION | PLUGIN_AUTH
 CAPABILITIES = 0x1 | 0x200 | 0x2000 | 0x8000 | 0x80000
+CLIENT_SSL = 0x800
 
 
 def _packet(seq: int, payload: bytes) -> bytes:
@@ -34,11 +37,17 @@ def _packet(seq: int, payload: bytes) -> bytes:
 
 
 def _read_packet(conn: socket.socket) -> bytes:
-    header = conn.recv(4, socket.MSG_WAITALL)
+    header = _exactly(conn, 4)
     if len(header) < 4:
         return b""
-    size = int.from_bytes(header[:3], "little")
-    return conn.recv(size, socket.MSG_WAITALL) if size else b""
+    return _exactly(conn, int.from_bytes(header[:3], "little"))
+
+
+def _exactly(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size and (part := conn.recv(size - len(data))):  # (TLS: no flags)
+        data += part
+    return data
 
 
 class FakeServer:
@@ -46,8 +55,10 @@ class FakeServer:
     ``switch_to`` (None: no switch, a packet of more data for the first plugin, as a server
     sends that stays with it); whatever the client sends is kept in ``received``."""
 
-    def __init__(self, first_plugin: bytes, switch_to: bytes | None) -> None:
+    def __init__(self, first_plugin: bytes, switch_to: bytes | None,
+                 tls: Certificates | None = None, more: bytes = b"\x01") -> None:
         self.first_plugin, self.switch_to = first_plugin, switch_to
+        self.tls, self.more = tls, more  # TLS offered (with this certificate); extra data
         self.received = b""
         self.conn: socket.socket | None = None
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -71,19 +82,27 @@ class FakeServer:
     def _converse(self, conn: socket.socket) -> None:
         conn.settimeout(20)
         salt = b"abcdefghijklmnopqrst"
+        capabilities = CAPABILITIES | (CLIENT_SSL if self.tls else 0)
         greeting = (b"\x0a" + b"5.7.99-fake\0" + struct.pack("<I", 7) + salt[:8] + b"\0"
-                    + struct.pack("<H", CAPABILITIES & 0xFFFF) + b"\x21"
-                    + struct.pack("<H", 2) + struct.pack("<H", CAPABILITIES >> 16)
+                    + struct.pack("<H", capabilities & 0xFFFF) + b"\x21"
+                    + struct.pack("<H", 2) + struct.pack("<H", capabilities >> 16)
                     + bytes([len(salt) + 1]) + b"\0" * 10 + salt[8:] + b"\0"
                     + self.first_plugin + b"\0")
         conn.sendall(_packet(0, greeting))
-        self.received += _read_packet(conn)
+        answer = _read_packet(conn)
+        seq = 2
+        if self.tls is not None and len(answer) == 32:  # an SSL request: TLS, then the answer
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(self.tls.server_cert, self.tls.server_key)
+            conn = context.wrap_socket(conn, server_side=True)
+            answer, seq = _read_packet(conn), 3
+        self.received += answer
         if self.switch_to is None:
-            conn.sendall(_packet(2, b"\x01"))  # more data for the plugin named upfront
+            conn.sendall(_packet(seq, self.more))  # more data for the plugin named upfront
         else:
             switch = b"\xfe" + self.switch_to + b"\0" + \
                 (b"\x04Password: " if self.switch_to == b"dialog" else salt + b"\0")
-            conn.sendall(_packet(2, switch))
+            conn.sendall(_packet(seq, switch))
         while data := conn.recv(4096):
             self.received += data
 
@@ -102,12 +121,19 @@ class FakeServer:
         self.thread.join(20)
 
 
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    return make_certificates(tmp_path_factory.mktemp("tls"))
+
+
 @pytest.fixture
-def password_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretRef]:
+def password_file(tmp_path_factory: pytest.TempPathFactory,
+                  certificates: Certificates) -> Iterator[SecretRef]:
     folder = tmp_path_factory.mktemp("secrets")
     (folder / "pw").write_text(PASSWORD)
     before = confinement.current()
-    confinement.confine(Confinement((folder,)))
+    # the certificates' folder is a secret directory too: tls: files are read only there
+    confinement.confine(Confinement((folder, certificates.ca.parent)))
     yield SecretRef(f"file:{folder / 'pw'}")
     confinement.confine(before)
 
@@ -179,10 +205,8 @@ def test_the_fake_server_does_read_a_password_pymysql_would_send(
 
 
 def test_a_tls_source_is_never_reached_without_tls(password_file: SecretRef,
-                                                  tmp_path_factory: pytest.TempPathFactory
-                                                  ) -> None:
+                                                  certificates: Certificates) -> None:
     server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
-    certificates = make_certificates(tmp_path_factory.mktemp("tls"))
     source = DataSource("tls-only", "127.0.0.1", server.port, "setl", password_file,
                         tls=TlsOptions(ca=str(certificates.ca)))
     assert refused(server, source) == (
@@ -215,3 +239,84 @@ def test_hosts_outside_the_allowlist_are_refused_before_connecting(
     finally:
         confinement.confine(before)
         listener.close()
+
+
+@pytest.mark.parametrize("first, switch, more, tls", [
+    # the password in the first answer, over TLS the client did not verify (a scramble goes
+    # instead, and the server switches to the plugin it named)
+    (b"sha256_password", b"sha256_password", b"", True),
+    # asked for after a switch: in clear over TLS, else encrypted with the server's key
+    (b"mysql_native_password", b"sha256_password", b"", True),
+    (b"mysql_native_password", b"sha256_password", b"", False),
+    # caching_sha2_password's full authentication, the fast path's scramble refused
+    (b"caching_sha2_password", None, b"\x01\x04", True),
+    (b"caching_sha2_password", None, b"\x01\x04", False),
+])
+def test_no_password_to_a_server_not_verified_whatever_plugin_it_asks_for(
+        password_file: SecretRef, certificates: Certificates, first: bytes,
+        switch: bytes | None, more: bytes, tls: bool) -> None:
+    server = FakeServer(first, switch, certificates if tls else None, more)
+    message = refused(server, DataSource("shady", "127.0.0.1", server.port, "setl",
+                                         password_file))
+    assert server.received, "the fake server got no handshake answer: the test proves nothing"
+    assert "which gives it the password itself, over a connection without verified TLS" in \
+        message, message
+
+
+@pytest.mark.parametrize("first, switch, more", [
+    (b"sha256_password", None, b"\x01"),
+    (b"caching_sha2_password", None, b"\x01\x04"),
+])
+def test_over_verified_tls_the_server_gets_the_password_it_asks_for(
+        password_file: SecretRef, certificates: Certificates, first: bytes,
+        switch: bytes | None, more: bytes) -> None:
+    """The control: with the source's tls: CA verifying the server, the same server does get
+    the password (so the refusals above are the verification's doing)."""
+    server = FakeServer(first, switch, certificates, more)
+    source = DataSource("trusted", "127.0.0.1", server.port, "setl", password_file,
+                        tls=TlsOptions(ca=str(certificates.ca)))
+    try:
+        with pytest.raises(SourceError):  # the fake server never says OK
+            connect(source, read_timeout=2)
+    finally:
+        server.close()
+    assert PASSWORD.encode() in server.received
+
+
+def test_the_binlog_stream_sends_no_sha256_password_over_unverified_tls(
+        password_file: SecretRef, certificates: Certificates) -> None:
+    """Select's stream logs in through setl's connection class too: a server that names
+    sha256_password first and offers TLS gets a scramble, not the password."""
+    server = FakeServer(b"sha256_password", b"sha256_password", certificates, b"")
+    reader = BinlogReader(DataSource("shady", "127.0.0.1", server.port, "setl", password_file),
+                          1_234_567, BinlogPosition("mysql-bin.000001", 4),
+                          lambda schema, table: True, lambda schema: True, ddl=False)
+    try:
+        reader.begin()
+        with pytest.raises(SourceError) as caught:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                reader.take(0.5)
+    finally:
+        reader.stop()
+        server.close()
+    assert server.received and PASSWORD.encode() not in server.received
+    assert "asked for sha256_password, which gives it the password itself" in str(caught.value)
+
+
+def test_tls_files_outside_the_secret_directories_are_not_read(
+        password_file: SecretRef, tmp_path: Path) -> None:
+    """A CA the definition's author chose would make any server "verified": tls: files are
+    read only from the operator's secret directories, and the refusal does not say whether
+    the file exists."""
+    for path in (tmp_path / "ca.pem", tmp_path / "missing.pem"):
+        source = DataSource("chosen", "127.0.0.1", 3306, "setl", password_file,
+                            tls=TlsOptions(ca=str(path)))
+        with pytest.raises(ConfigError) as refused:
+            connection_settings(source)
+        assert str(refused.value) == (
+            f"source chosen: tls ca {path}: this machine reads TLS files only under "
+            f"{', '.join(str(d) for d in confinement.current().secret_dirs)} (its 'security' "
+            "settings: secret_dirs), by absolute path; put the file there, or have the "
+            "operator add its directory to secret_dirs")
+        (tmp_path / "ca.pem").write_text("not read")
