@@ -15,6 +15,7 @@ with the compiled pipeline. Without a configuration the defaults are the safe on
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import importlib.machinery
 import importlib.util
@@ -46,6 +47,56 @@ def processor_path_dirs() -> tuple[Path, ...]:
     return (BUILT_IN_PROCESSORS, *extra)
 
 
+# what setl reads itself (the CLI's and daemons' own settings): never a definition's password
+RESERVED_ENV = ("SETL_TOKEN", "SETL_API_TOKEN", "SETL_CA", "SETL_CERT", "SETL_KEY",
+                "SETL_MANAGER", "SETL_CONFIG", "SETL_ZK_HOSTS", "SETL_ZK_ROOT",
+                "SETL_PROCESSORS_PATH")
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def resolve(host: str) -> tuple[Address, ...]:
+    """Every address of ``host``, resolved once: the check and the connection use these
+    (a name resolved again could answer otherwise: DNS rebinding)."""
+    try:
+        return (ipaddress.ip_address(host),)
+    except ValueError:
+        pass
+    try:
+        found = dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0])
+                              for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM))
+    except (OSError, ValueError):
+        return ()
+    return tuple(found)
+
+
+def _allows(entries: tuple[str, ...], host: str, addresses: tuple[Address, ...]) -> bool:
+    """A host name listed as it is, or every address in a listed network."""
+    if host.lower() in (entry.lower() for entry in entries):
+        return True
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            continue
+    return bool(addresses and networks) and all(
+        any(address in network for network in networks) for address in addresses)
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Where the password a reference names may be sent (the operator's ``credentials``)."""
+
+    secret: str  # a reference, or a glob over references (file:/etc/setl/secrets/shop-*)
+    hosts: tuple[str, ...]  # host names and networks
+    ports: tuple[int, ...] = ()  # empty: any
+
+    def __str__(self) -> str:
+        ports = f" port {', '.join(map(str, self.ports))}" if self.ports else ""
+        return f"{', '.join(self.hosts)}{ports}"
+
+
 @dataclass(frozen=True)
 class Confinement:
     secret_dirs: tuple[Path, ...] = (CONF / "secrets",)
@@ -53,32 +104,50 @@ class Confinement:
     processor_dirs: tuple[Path, ...] = (BUILT_IN_PROCESSORS,)
     # the database hosts a definition may name: host names and networks; empty: any
     database_hosts: tuple[str, ...] = ()
+    # where each password may be sent; empty: anywhere database_hosts allows
+    credentials: tuple[Credential, ...] = ()
+    # references of the daemon's own secrets (its API token, webhook tokens): never a
+    # definition's
+    reserved: tuple[str, ...] = ()
 
     # -- database hosts ---------------------------------------------------------------------
-    def database_problem(self, host: str) -> str | None:
-        """Why a definition may not connect to ``host``, or None. A host name in the list
-        passes as it is; otherwise every address the host has must lie in a listed network."""
+    def database_problem(self, host: str, addresses: tuple[Address, ...] | None = None
+                         ) -> str | None:
+        """Why a definition may not connect to ``host`` (at ``addresses``, resolved once),
+        or None. A host name in the list passes as it is; otherwise every address the host
+        has must lie in a listed network."""
         if not self.database_hosts:
             return None
-        if host.lower() in (entry.lower() for entry in self.database_hosts):
-            return None
-        networks = []
-        for entry in self.database_hosts:
-            try:
-                networks.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                continue
-        try:
-            addresses = {ipaddress.ip_address(info[4][0])
-                         for info in socket.getaddrinfo(host, None)}
-        except (OSError, ValueError):
-            addresses = set()
-        if addresses and networks and all(any(address in network for network in networks)
-                                          for address in addresses):
+        if _allows(self.database_hosts, host, resolve(host) if addresses is None
+                   else addresses):
             return None
         return (f"host {host} is not among the database hosts this machine may connect to "
                 f"({', '.join(self.database_hosts)}; {_SETTING}: database_hosts); use "
                 "an allowed host, or have the operator add it")
+
+    def credential_problem(self, reference: str, host: str, port: int,
+                           addresses: tuple[Address, ...] | None = None) -> str | None:
+        """Why the password ``reference`` names may not be sent to ``host:port``, or None.
+        With ``credentials`` configured, every reference must be bound to the endpoint."""
+        if not self.credentials:
+            return None
+        forms = {reference}
+        if reference.startswith(_FILE):
+            forms.add(_FILE + str(Path(reference[len(_FILE):]).resolve()))
+        bound = [credential for credential in self.credentials
+                 if any(fnmatch.fnmatchcase(form, credential.secret) for form in forms)]
+        if not bound:
+            return (f"password reference {reference} is bound to no database endpoint "
+                    f"({_SETTING}: credentials); have the operator bind it to the servers "
+                    "it belongs to")
+        addresses = resolve(host) if addresses is None else addresses
+        if any(_allows(credential.hosts, host, addresses) and
+               (not credential.ports or port in credential.ports) for credential in bound):
+            return None
+        return (f"password reference {reference} may be sent only to "
+                f"{'; '.join(map(str, bound))} ({_SETTING}: credentials), not to "
+                f"{host}:{port}; use the credentials of that server, or have the operator "
+                "bind this one to it")
 
     # -- password references ----------------------------------------------------------------
     def secret_file(self, reference: str) -> Path:
@@ -115,6 +184,16 @@ class Confinement:
                 f"({_SETTING}: secret_dirs), by absolute path; put the file there, or have "
                 "the operator add its directory to secret_dirs")
 
+    def _reserved(self, reference: str) -> bool:
+        found = _ENV.fullmatch(reference)
+        if found and found["name"] in RESERVED_ENV:
+            return True
+        if reference.startswith(_FILE):
+            path = Path(reference[len(_FILE):]).resolve()
+            return any(own.startswith(_FILE) and Path(own[len(_FILE):]).resolve() == path
+                       for own in self.reserved)
+        return reference in self.reserved
+
     def _secret(self, path: Path) -> bool:
         return any(path.is_relative_to(directory.resolve()) for directory in self.secret_dirs)
 
@@ -132,6 +211,9 @@ class Confinement:
 
     def secret_problem(self, reference: str) -> str | None:
         """Why a reference may not be read here, or None."""
+        if self._reserved(reference):
+            return (f"password reference {reference} names one of setl's own secrets (a "
+                    "token of its API, its webhooks or its CLI); a definition cannot use it")
         try:
             if reference.startswith(_FILE):
                 self.secret_file(reference)

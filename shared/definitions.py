@@ -117,6 +117,12 @@ class _Loader:
         password = entry.get("password", self._secret, None)
         charset = entry.get("charset", Field.string, "utf8mb4")
         tls = entry.get("tls", self._tls, None)
+        rules = confinement.checked_rules()
+        if rules is not None and isinstance(password, SecretRef) and \
+                MISSING not in (host, port):
+            problem = rules.credential_problem(password.text, host, port)
+            if problem is not None:
+                entry.field("password").fail(problem)  # type: ignore[union-attr]
         entry.close()
         if MISSING in (name, host):
             return None

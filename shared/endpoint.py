@@ -11,6 +11,7 @@ never sent in clear text — a server that asks for it with the ``mysql_clear_pa
 from __future__ import annotations
 
 import functools
+import socket
 import ssl
 from typing import Any
 
@@ -142,13 +143,21 @@ AUTH_PLUGINS = {b"mysql_clear_password": _ClearPassword, b"dialog": _Dialog,
 
 def connection_settings(source: DataSource) -> dict[str, Any]:
     """PyMySQL keyword arguments; the password reference is resolved here, and only here."""
-    problem = confinement.current().database_problem(source.host)
+    rules = confinement.current()
+    # resolved once: the address checked is the address connected to (no second lookup a
+    # DNS answer with TTL 0 could point elsewhere); TLS still checks the name
+    addresses = confinement.resolve(source.host)
+    problem = rules.database_problem(source.host, addresses)
+    if problem is None and source.password:
+        problem = rules.secret_problem(source.password.text) or rules.credential_problem(
+            source.password.text, source.host, source.port, addresses)
     if problem is not None:
         raise DatabaseHostError(f"source {source.name}: {problem}")
     settings = {"host": source.host, "port": source.port, "user": source.user,
                 "password": source.password.resolve() if source.password else "",
                 "charset": source.charset, "connect_timeout": 10,
-                "auth_plugin_map": AUTH_PLUGINS}
+                "auth_plugin_map": AUTH_PLUGINS,
+                "pinned": tuple(map(str, addresses))}
     if source.tls is not None:  # required, and the server verified
         for what in ("ca", "cert", "key"):
             path = getattr(source.tls, what)
@@ -189,6 +198,33 @@ class Connection(pymysql.Connection):
     ``tls:``: TLS if the server offers it, unverified) made once, not per connection:
     PyMySQL's own reads the system's CA bundle every time, 20-30 ms of CPU — more than a
     snapshot's chunk read costs."""
+
+    def __init__(self, *args: Any, pinned: tuple[str, ...] = (), **kwargs: Any) -> None:
+        self.pinned = pinned  # the addresses the name resolved to when it was checked
+        super().__init__(*args, **kwargs)
+
+    def connect(self, sock: Any = None) -> None:
+        if sock is None and self.pinned and not self.unix_socket:
+            sock = self._pinned_socket()
+        super().connect(sock)
+
+    def _pinned_socket(self) -> socket.socket:
+        """A connection to the first of the checked addresses that answers (as
+        socket.create_connection tries a name's addresses, without resolving it again)."""
+        failure: OSError | None = None
+        for address in self.pinned:
+            try:
+                sock = socket.create_connection((address, self.port), self.connect_timeout)
+            except OSError as exc:
+                failure = exc
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            self.host_info = f"socket {self.host}:{self.port} ({address})"
+            return sock
+        raise pymysql.err.OperationalError(
+            CR.CR_CONN_HOST_ERROR, f"Can't connect to MySQL server on {self.host!r} "
+            f"({', '.join(self.pinned)}): {failure}")
 
     def _request_authentication(self) -> None:
         # a server whose first plugin is sha256_password gets, over TLS, the password in the

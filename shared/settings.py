@@ -14,7 +14,7 @@ from pathlib import Path
 
 from shared import yamlreader
 from shared.alarmrules import AlarmSettings, read_alarms
-from shared.confinement import CONF, Confinement, processor_path_dirs
+from shared.confinement import CONF, Confinement, Credential, processor_path_dirs
 from shared.errors import ConfigError
 from shared.secrets import reference_problem
 from shared.yamlreader import MISSING, Field, Mapping
@@ -170,15 +170,20 @@ def _level(item: Field) -> object:
 def load_manager(path: str | Path | None) -> ManagerSettings:
     top, issues = _read(path)
     defaults = ManagerSettings()
+    api, alarms = _api(top, _base(path)), read_alarms(top.field("alarms"), _base(path))
+    # the manager's own secrets are never a definition's password
+    security = dataclasses.replace(_security(top, path), reserved=tuple(
+        _absolute(reference, _base(path))
+        for reference in (api.token, *(hook.token for hook in alarms.webhooks)) if reference))
     settings = ManagerSettings(
         top.get("listen", lambda f: f.string(_address), defaults.listen),
         top.get("advertise", lambda f: f.string(_address), ""),
         _zookeeper(top),
         top.get("log_level", _level, defaults.log_level),
-        _security(top, path),
-        _api(top, _base(path)),
+        security,
+        api,
         _web(top),
-        read_alarms(top.field("alarms"), _base(path)),
+        alarms,
         str(path) if path is not None else "",
     )
     top.close()
@@ -294,8 +299,49 @@ def _security(top: Mapping, path: str | Path | None) -> Confinement:
         env_prefix = entry.get("env_prefix", lambda f: f.string(_env_prefix), env_prefix)
         listed = entry.get("processor_dirs", lambda f: _directories(f, base), ())
         hosts = entry.get("database_hosts", _hosts, ())
+        credentials = entry.get("credentials", lambda f: _credentials(f, base), ())
         entry.close()
-    return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed), hosts)
+    else:
+        credentials = ()
+    return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed), hosts,
+                       credentials)
+
+
+def _absolute(reference: str, base: Path) -> str:
+    """A ``file:`` reference with a relative path, as the configuration's folder makes it."""
+    if reference.startswith("file:") and not Path(reference[5:]).expanduser().is_absolute():
+        return f"file:{base / Path(reference[5:]).expanduser()}"
+    return reference
+
+
+def _credentials(item: Field, base: Path) -> object:
+    """``credentials``: where each password may be sent — ``{secret: REFERENCE-OR-GLOB,
+    hosts: [NAMES-OR-NETWORKS], ports: [...]}`` each (a relative ``file:`` path is taken
+    from the configuration's folder)."""
+    if not item.is_list():
+        return item.expected("a list of {secret, hosts, ports}")
+    found = []
+    for element in item.items():
+        entry = element.mapping()
+        if entry is None:
+            found.append(MISSING)
+            continue
+        secret = entry.get("secret", Field.string, required=True)
+        hosts = entry.get("hosts", _hosts, required=True)
+        ports = entry.get("ports", _ports, ())
+        entry.close()
+        if MISSING in (secret, hosts, ports):
+            found.append(MISSING)
+            continue
+        found.append(Credential(_absolute(secret, base), hosts, ports))
+    return MISSING if MISSING in found else tuple(found)
+
+
+def _ports(item: Field) -> object:
+    if not item.is_list():
+        return item.expected("a list of port numbers")
+    found = [entry.integer(1, 65535) for entry in item.items()]
+    return MISSING if MISSING in found else tuple(found)
 
 
 def _hosts(item: Field) -> object:

@@ -19,7 +19,7 @@ import pytest
 
 from node.select.binlog import BinlogReader
 from shared import confinement
-from shared.confinement import Confinement
+from shared.confinement import Confinement, Credential
 from shared.devcluster import Certificates, make_certificates
 from shared.endpoint import connect, connection_settings
 from shared.errors import ConfigError, DatabaseHostError, SourceError
@@ -196,6 +196,7 @@ def test_the_fake_server_does_read_a_password_pymysql_would_send(
     settings = connection_settings(DataSource("shady", "127.0.0.1", server.port, "setl",
                                               password_file))
     settings["auth_plugin_map"] = {}
+    settings.pop("pinned")  # (setl's connection class takes it; PyMySQL's does not)
     try:
         with pytest.raises(pymysql.MySQLError):
             pymysql.connect(**{**settings, "read_timeout": 1})
@@ -320,3 +321,66 @@ def test_tls_files_outside_the_secret_directories_are_not_read(
             "settings: secret_dirs), by absolute path; put the file there, or have the "
             "operator add its directory to secret_dirs")
         (tmp_path / "ca.pem").write_text("not read")
+
+
+def test_a_password_goes_only_to_the_endpoints_it_is_bound_to(password_file: SecretRef,
+                                                               tmp_path: Path) -> None:
+    """With credentials configured, a reference is sent only to the hosts and ports bound to
+    it; any other endpoint (a definition's author's own host, say) is refused before a
+    connection is made, as is a reference bound to nothing."""
+    before = confinement.current()
+    bound = Credential(f"file:{Path(password_file.text[5:]).parent}/*", ("127.0.0.0/8",),
+                       (3306,))
+    try:
+        confinement.confine(Confinement(before.secret_dirs, credentials=(bound,)))
+        assert connection_settings(DataSource("ok", "127.0.0.1", 3306, "setl",
+                                              password_file))["pinned"] == ("127.0.0.1",)
+        for host, port in (("127.0.0.1", 3307), ("10.1.2.3", 3306)):
+            with pytest.raises(DatabaseHostError) as caught:
+                connection_settings(DataSource("elsewhere", host, port, "setl", password_file))
+            assert str(caught.value) == (
+                f"source elsewhere: password reference {password_file.text} may be sent only "
+                f"to 127.0.0.0/8 port 3306 (its 'security' settings: credentials), not to "
+                f"{host}:{port}; use the credentials of that server, or have the operator "
+                "bind this one to it")
+        other = tmp_path / "other"
+        confinement.confine(Confinement((*before.secret_dirs, tmp_path), credentials=(bound,)))
+        with pytest.raises(DatabaseHostError) as caught:
+            connection_settings(DataSource("x", "127.0.0.1", 3306, "setl",
+                                           SecretRef(f"file:{other}")))
+        assert f"password reference file:{other} is bound to no database endpoint" in \
+            str(caught.value)
+    finally:
+        confinement.confine(before)
+
+
+def test_the_address_checked_is_the_address_connected_to(
+        password_file: SecretRef, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS rebinding: a name that answers an allowed address for the check and another for
+    the connection. setl resolves once and connects to the address it checked."""
+    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+    answers = iter(["127.0.0.1"] + ["127.0.0.2"] * 10)  # then a loopback nobody listens on
+    real = socket.getaddrinfo
+
+    def rebinding(host: str, *args: object, **kwargs: object) -> list:
+        if host != "db.rebind.test":
+            return real(host, *args, **kwargs)  # type: ignore[arg-type]
+        address = next(answers)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    before = confinement.current()
+    confinement.confine(Confinement(before.secret_dirs, database_hosts=("127.0.0.1/32",)))
+    try:
+        message = refused(server, DataSource("rebind", "db.rebind.test", server.port, "setl",
+                                             password_file))
+    finally:
+        confinement.confine(before)
+    assert server.received, "the connection went elsewhere than the address checked"
+    assert "asked for the password in clear text" in message
+
+
+@pytest.mark.parametrize("reference", ["${SETL_API_TOKEN}", "${SETL_TOKEN}"])
+def test_setls_own_tokens_are_no_definitions_password(reference: str) -> None:
+    problem = Confinement(env_prefix="SETL_").secret_problem(reference)
+    assert problem is not None and "names one of setl's own secrets" in problem

@@ -376,3 +376,36 @@ def test_spark_starts_at_boot_unless_told_to_wait(tmp_path: Path) -> None:
     assert load_node(write(tmp_path, "spark:\n  start: on_demand\n")).spark.start == "on_demand"
     with pytest.raises(ConfigError, match=r"settings.yaml:2: spark.start: .*boot.*on_demand"):
         load_node(write(tmp_path, "spark:\n  start: later\n"))
+
+
+def test_credentials_bind_passwords_to_endpoints_and_own_tokens_are_reserved(
+        tmp_path: Path) -> None:
+    from shared import definitions
+
+    (tmp_path / "secrets").mkdir()
+    config = tmp_path / "manager.yaml"
+    config.write_text(
+        "api: {token: 'file:secrets/api-token'}\n"
+        "security:\n"
+        "  credentials:\n"
+        "    - {secret: 'file:secrets/shop*', hosts: [db1.internal, 10.1.0.0/16], "
+        "ports: [3306]}\n")
+    rules = load_manager(config).security
+    [bound] = rules.credentials
+    assert bound.secret == f"file:{tmp_path}/secrets/shop*" and bound.ports == (3306,)
+    assert rules.reserved == (f"file:{tmp_path}/secrets/api-token",)
+    problem = rules.secret_problem(f"file:{tmp_path}/secrets/../secrets/api-token")
+    assert problem is not None and "names one of setl's own secrets" in problem
+    text = ("sources:\n"
+            f"  - {{name: a, host: db1.internal, password: 'file:{tmp_path}/secrets/shop'}}\n"
+            f"  - {{name: b, host: evil.example, password: 'file:{tmp_path}/secrets/shop'}}\n"
+            f"  - {{name: c, host: db1.internal, password: 'file:{tmp_path}/secrets/other'}}\n")
+    with pytest.raises(ConfigError) as caught:
+        definitions.load_text(text, "d.yaml", rules=rules)
+    assert [(issue.line, issue.path, issue.message.split(";")[0])
+            for issue in caught.value.issues] == [
+        (3, "sources[1].password", f"password reference file:{tmp_path}/secrets/shop may be "
+         "sent only to db1.internal, 10.1.0.0/16 port 3306 (its 'security' settings: "
+         "credentials), not to evil.example:3306"),
+        (4, "sources[2].password", f"password reference file:{tmp_path}/secrets/other is "
+         "bound to no database endpoint (its 'security' settings: credentials)")]
