@@ -8,60 +8,28 @@ it) and resolved under the manager's own ``security`` rules; its value is never 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
-from collections.abc import Callable
-from typing import Any
 
-import grpc
-
+from manager.client import Access
 from shared.errors import ConfigError
 from shared.httpserver import is_loopback
+from shared.rpcauth import (
+    MESSAGES,
+    NO_TOKEN,
+    WRONG_TOKEN,
+    TokenCheck,
+    TokenInterceptor,
+    server_credentials,
+)
 from shared.secrets import SecretRef
-from shared.settings import ManagerSettings, TlsSettings
+from shared.settings import ManagerSettings
+
+__all__ = ["MESSAGES", "NO_TOKEN", "SESSION_COOKIE", "WRONG_TOKEN", "TokenCheck",
+           "TokenInterceptor", "exposure_problem", "node_access", "resolve_token",
+           "server_credentials"]
 
 log = logging.getLogger("setl.manager.auth")
-NO_TOKEN, WRONG_TOKEN = "no_token", "wrong_token"
-MESSAGES = {
-    NO_TOKEN: "this manager requires a token: pass --token or set SETL_TOKEN (the value, or "
-              "file:PATH of a file holding it) to the token its operator configured "
-              "(api.token)",
-    WRONG_TOKEN: "this manager refused the token given (--token or SETL_TOKEN); ask its "
-                 "operator for the one configured in api.token",
-}
 SESSION_COOKIE = "setl_session"
-
-
-class TokenCheck:
-    """Compares what a caller presents with the configured token in constant time."""
-
-    def __init__(self, token: str) -> None:
-        if not token:
-            raise ConfigError("api.token resolved to an empty value; put the token in the "
-                              "file or variable it names")
-        self._token = token.encode()
-
-    def problem(self, authorization: str | None) -> str | None:
-        """None if ``authorization`` (an HTTP/gRPC header value) carries the token, else
-        NO_TOKEN or WRONG_TOKEN."""
-        if not authorization:
-            return NO_TOKEN
-        scheme, _, presented = authorization.partition(" ")
-        if scheme.lower() != "bearer" or \
-                not hmac.compare_digest(presented.strip().encode(), self._token):
-            return WRONG_TOKEN
-        return None
-
-    @property
-    def session(self) -> str:
-        """The web page's session cookie: derived from the token (changing the token logs
-        every browser out), never the token itself."""
-        return hmac.new(self._token, b"setl-web-session", hashlib.sha256).hexdigest()
-
-    def session_problem(self, cookie: str) -> str | None:
-        return None if hmac.compare_digest(cookie.encode(), self.session.encode()) else \
-            WRONG_TOKEN
 
 
 def resolve_token(settings: ManagerSettings) -> TokenCheck | None:
@@ -73,6 +41,27 @@ def resolve_token(settings: ManagerSettings) -> TokenCheck | None:
         return TokenCheck(SecretRef(settings.api.token).resolve(rules=settings.security))
     except ConfigError as exc:
         raise ConfigError(f"{settings.file or 'configuration'}: api.token: {exc}") from None
+
+
+def node_access(settings: ManagerSettings) -> Access:
+    """How verify reaches the nodes: their token (``nodes.token``, resolved under the
+    manager's rules) and the CA of their certificates (``nodes.ca``); ConfigError naming
+    the field when either cannot be read."""
+    token = ""
+    if settings.nodes.token:
+        try:
+            token = SecretRef(settings.nodes.token).resolve(rules=settings.security)
+        except ConfigError as exc:
+            raise ConfigError(f"{settings.file or 'configuration'}: nodes.token: {exc}") \
+                from None
+    ca = None
+    if settings.nodes.ca is not None:
+        try:
+            ca = settings.nodes.ca.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"{settings.file or 'configuration'}: nodes.ca: cannot read "
+                              f"{exc.filename}: {exc.strerror}") from None
+    return Access(token, ca)
 
 
 def exposure_problem(settings: ManagerSettings) -> str | None:
@@ -90,36 +79,3 @@ def exposure_problem(settings: ManagerSettings) -> str | None:
     return None
 
 
-class TokenInterceptor(grpc.ServerInterceptor):
-    """Refuses every RPC without the token (UNAUTHENTICATED, with what to do) before the
-    service sees it."""
-
-    def __init__(self, check: TokenCheck, refused: Callable[[str], None] = lambda r: None
-                 ) -> None:
-        self.check, self.refused = check, refused
-
-    def intercept_service(self, continuation: Callable[[Any], Any],
-                          details: grpc.HandlerCallDetails) -> Any:
-        metadata = dict(details.invocation_metadata or ())
-        reason = self.check.problem(metadata.get("authorization"))
-        if reason is None:
-            return continuation(details)
-        self.refused(reason)
-        method = details.method
-
-        def deny(request: Any, context: grpc.ServicerContext) -> Any:
-            log.warning("event=rpc_refused method=%s reason=%s peer=%s", method, reason,
-                        context.peer())
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, MESSAGES[reason])
-        return grpc.unary_unary_rpc_method_handler(deny)
-
-
-def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
-    """The API's certificate; with ``client_ca`` a client must present one it signed."""
-    try:
-        pair = (tls.key.read_bytes(), tls.cert.read_bytes())
-        client_ca = tls.client_ca.read_bytes() if tls.client_ca else None
-    except OSError as exc:
-        raise ConfigError(f"api.tls: cannot read {exc.filename}: {exc.strerror}") from None
-    return grpc.ssl_server_credentials([pair], root_certificates=client_ca,
-                                       require_client_auth=client_ca is not None)

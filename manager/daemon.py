@@ -39,6 +39,7 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
     notifier = Notifier(config.alarms.webhooks, config.address, config.security,
                         sent=lambda outcome: metrics.notifications.labels(outcome).inc())
     credentials = auth.server_credentials(config.api.tls) if config.api.tls else None
+    node_access = auth.node_access(config)
     client = zk.client(config.zookeeper)
     if not zk.start(client, config.zookeeper, shutdown.requested):
         log.info("event=manager_stopped listen=%s reason=\"stopped while waiting for "
@@ -58,7 +59,7 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
     interceptors = [auth.TokenInterceptor(
         check, lambda reason: metrics.refused.labels(reason).inc())] if check else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
-    servicer = ManagerServicer(catalog, views, election, config.address, monitor)
+    servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access)
     manager_pb2_grpc.add_ManagerServiceServicer_to_server(servicer, server)
     try:
         port = server.add_secure_port(config.listen, credentials) if credentials else \

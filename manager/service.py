@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 
 from manager import positions, verify
+from manager.client import Access
 from manager.election import LeaderElection
 from manager.monitor import Monitor
 from manager.positions import Positions
@@ -74,8 +75,10 @@ def _rpc(func: Callable[..., Any]) -> Callable[..., Any]:
 
 class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
     def __init__(self, catalog: Catalog, views: Views, election: LeaderElection,
-                 address: str, monitor: Monitor | None = None) -> None:
+                 address: str, monitor: Monitor | None = None,
+                 node_access: Access | None = None) -> None:
         self.catalog, self.views, self.election, self.address = catalog, views, election, address
+        self.node_access = node_access or Access()  # how verify reaches the nodes
         self.monitor = monitor  # alarms, as this manager shows them
         self.web_url = ""
         self.snapshots = Snapshots(views.client, views.paths, catalog, views)
@@ -213,7 +216,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         try:
             self._require_leader()
             yield from verify.forward(self.catalog, self.views, self.views.client,
-                                      self.views.paths, request, context)
+                                      self.views.paths, request, context, self.node_access)
         except NodeCallError as exc:  # the node's own answer, as it gave it
             context.abort(grpc.StatusCode[exc.code], str(exc))
         except SetlError as exc:

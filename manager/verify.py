@@ -17,6 +17,7 @@ import grpc
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from manager.client import Access
 from manager.views import Views
 from shared.catalog import Catalog, call
 from shared.errors import NodeCallError, NotFoundError, VerifyError
@@ -27,7 +28,7 @@ log = logging.getLogger("setl.manager.verify")
 
 
 def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
-            request: manager_pb2.VerifyRequest, context: Any
+            request: manager_pb2.VerifyRequest, context: Any, access: Access | None = None
             ) -> Iterator[manager_pb2.VerifyProgress]:
     """Each chosen pipeline's verify, on its node, one after the other."""
     channel = catalog.channel(request.channel).channel
@@ -42,7 +43,7 @@ def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
         one.CopyFrom(request)
         one.pipeline = pipeline.name
         log.info("event=verify_forwarded pipeline=%s node=%s", pipeline_id, address)
-        yield from _relay(address, one, context, pipeline_id)
+        yield from _relay(address, one, context, pipeline_id, access or Access())
 
 
 def _owner_address(views: Views, client: KazooClient, paths: ZkPaths, pipeline_id: str,
@@ -62,9 +63,12 @@ def _owner_address(views: Views, client: KazooClient, paths: ZkPaths, pipeline_i
 
 
 def _relay(address: str, request: manager_pb2.VerifyRequest, context: Any,
-           pipeline_id: str) -> Iterator[manager_pb2.VerifyProgress]:
-    with grpc.insecure_channel(address) as channel:
-        stream = node_pb2_grpc.NodeServiceStub(channel).Verify(request)
+           pipeline_id: str, access: Access) -> Iterator[manager_pb2.VerifyProgress]:
+    """The node's answer, asked with the nodes' token and over their TLS (nodes.token,
+    nodes.ca in the manager's configuration) when they have them."""
+    with access.channel(address) as channel:
+        stream = node_pb2_grpc.NodeServiceStub(channel).Verify(request,
+                                                               metadata=access.metadata)
         context.add_callback(stream.cancel)  # the CLI went away: so does the node's run
         try:
             yield from stream

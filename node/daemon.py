@@ -23,12 +23,13 @@ from node.spark import SparkRunner
 from node.supervisor import Supervisor
 from node.verify import rpc as verify
 from node.watcher import DefinitionWatcher
-from shared import confinement, heap, logs, settings, zk
+from shared import confinement, heap, logs, rpcauth, settings, zk
 from shared.catalog import Catalog, ChannelRecord
-from shared.errors import CoordinationError, SetlError, ZooKeeperUnavailableError
-from shared.httpserver import HttpServer
+from shared.errors import ConfigError, CoordinationError, SetlError, ZooKeeperUnavailableError
+from shared.httpserver import HttpServer, is_loopback
 from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2, node_pb2_grpc
+from shared.secrets import SecretRef
 
 log = logging.getLogger("setl.node")
 
@@ -40,6 +41,36 @@ STOP_RUNNERS_S = 8.0  # in-flight batches load, then every runner ends
 STOP_ZOOKEEPER_S = 2.0  # final stats, mainstems and the node's entry given up
 STOP_SPARK_S = 4.0
 ZK_UNAVAILABLE_LOG_S = 10.0  # while ZooKeeper is away, the main loop says so this often
+
+
+NODE_MESSAGES = {
+    rpcauth.NO_TOKEN: "this node requires a token: give the manager the nodes' api.token as "
+                      "nodes.token in its configuration",
+    rpcauth.WRONG_TOKEN: "this node refused the token given: the manager's nodes.token must "
+                         "name the nodes' api.token",
+}
+
+
+def rpc_access(config: settings.NodeSettings
+               ) -> tuple[rpcauth.TokenCheck | None, grpc.ServerCredentials | None]:
+    """The node RPC's token check and TLS; ConfigError when it would listen beyond this
+    machine without a token (anyone reaching it could read the sources through verify)."""
+    where = config.file or "the node's configuration"
+    if not config.api.token and not is_loopback(config.listen):
+        raise ConfigError(f"listen {config.listen} is reachable from other machines, but no "
+                          "api.token is set, so anyone reaching it could run verify against "
+                          f"the sources. Set api.token in {where} (a ${{SETL_...}} or file: "
+                          "reference to the token; the manager passes it as nodes.token), "
+                          "or listen on 127.0.0.1")
+    check = None
+    if config.api.token:
+        try:
+            check = rpcauth.TokenCheck(SecretRef(config.api.token).resolve(
+                rules=config.security))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: api.token: {exc}") from None
+    credentials = rpcauth.server_credentials(config.api.tls) if config.api.tls else None
+    return check, credentials
 
 
 class Node:
@@ -57,11 +88,16 @@ class Node:
         self._unavailable_said = 0.0
 
     def _serve_grpc(self) -> tuple[grpc.Server, str]:
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        check, credentials = rpc_access(self.config)
+        interceptors = [rpcauth.TokenInterceptor(check, messages=NODE_MESSAGES)] if check \
+            else []
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                             interceptors=interceptors)
         node_pb2_grpc.add_NodeServiceServicer_to_server(
             NodeServicer(self.node_id, lambda pipeline_id: verify.context_from(
                 self.supervisor, self.node_id, pipeline_id, self.spark)), server)
-        port = server.add_insecure_port(self.config.listen)
+        port = server.add_secure_port(self.config.listen, credentials) if credentials else \
+            server.add_insecure_port(self.config.listen)
         if port == 0:
             raise SetlError(f"node {self.node_id} cannot listen on {self.config.listen}; "
                             "choose another 'listen' address")

@@ -84,3 +84,34 @@ def identifier(token: Token) -> str | None:
     if token.kind == WORD:
         return token.text
     return None
+
+
+# what a row condition (verify's and a snapshot's --where) may not hold: another statement,
+# a query of other tables, a file, a pause or a lock, a variable
+_NOT_IN_CONDITIONS = frozenset({
+    "SELECT", "UNION", "INTO", "OUTFILE", "DUMPFILE", "LOAD_FILE", "SLEEP", "BENCHMARK",
+    "GET_LOCK", "RELEASE_LOCK", "IS_FREE_LOCK", "IS_USED_LOCK", "MASTER_POS_WAIT",
+    "MASTER_GTID_WAIT", "SET", "CALL", "EXECUTE", "PREPARE", "HANDLER", "DO", "VALUES",
+    "TABLE", "WITH", "LOCK", "FOR"})
+
+
+def condition_problem(where: str) -> str | None:
+    """Why ``where`` is not one condition on a table's own rows, or None: no second
+    statement, comment, subquery, variable, file, sleep or lock — the node runs it against
+    the source with its own rights, so it must not read beyond the table's rows."""
+    depth = 0
+    for token in tokens(where):
+        if token.kind in (COMMENT, MARK):
+            return f"--where cannot hold a comment ({token.text[:20]!r})"
+        if token.kind == SYMBOL:
+            if token.text == ";":
+                return "--where is one SQL condition; it cannot hold ';'"
+            if token.text == "@":
+                return "--where cannot use variables (@)"
+            depth += {"(": 1, ")": -1}.get(token.text, 0)
+            if depth < 0:
+                return "--where has a ')' without its '('"
+        if token.kind == WORD and token.text.upper() in _NOT_IN_CONDITIONS:
+            return (f"--where cannot use {token.text.upper()}: it is one condition on the "
+                    "table's own columns (no subquery, file, sleep, lock or statement)")
+    return "--where has a '(' without its ')'" if depth else None

@@ -143,7 +143,8 @@ class Cluster:
                  zk_settings: dict[str, Any] | None = None,
                  local_max_rows: int | None = None, spark_start: str = "on_demand",
                  security: dict[str, Any] | None = None,
-                 manager_settings: dict[str, Any] | None = None) -> None:
+                 manager_settings: dict[str, Any] | None = None,
+                 node_settings: dict[str, Any] | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
         self.local_max_rows = local_max_rows  # None: the node's default
         # tests start many nodes: Spark only where a pipeline needs it (the default is boot)
@@ -153,6 +154,7 @@ class Cluster:
         self.zk_settings = zk_settings or {}  # more of the daemons' zookeeper settings
         self.security = security or {}  # the daemons' security settings (over the default)
         self.manager_settings = manager_settings or {}  # more of the manager's (web, alarms)
+        self.node_settings = node_settings or {}  # more of the nodes' (api)
         self.sandbox, self.workdir = sandbox, workdir
         self.root = f"/setl-dev/{name}-{uuid.uuid4().hex[:8]}"
         self.daemons: list[Daemon] = []
@@ -179,6 +181,7 @@ class Cluster:
                              "start": self.spark_start}
             if self.local_max_rows is not None:
                 body["spark"]["local_max_rows"] = self.local_max_rows
+            body.update(self.node_settings)
         path = self.workdir / f"{kind}.yaml"
         path.write_text(yaml.safe_dump(body))
         return path

@@ -65,6 +65,15 @@ class MetricsSettings:
 
 
 @dataclass(frozen=True)
+class NodeAccess:
+    """How the manager reaches the nodes' RPC (verify): their api.token and the CA that
+    signed their certificate, when they have them."""
+
+    token: str = ""  # a reference to the nodes' token; "": none
+    ca: Path | None = None
+
+
+@dataclass(frozen=True)
 class ManagerSettings:
     listen: str = "127.0.0.1:7310"
     advertise: str = ""  # the address others use; defaults to listen
@@ -76,6 +85,7 @@ class ManagerSettings:
     alarms: AlarmSettings = field(default_factory=AlarmSettings)
     # the configuration file read ("" for the defaults), for error messages
     file: str = field(default="", compare=False)
+    nodes: NodeAccess = field(default_factory=NodeAccess)
 
     @property
     def address(self) -> str:
@@ -105,6 +115,8 @@ class NodeSettings:
     log_level: str = "info"
     security: Confinement = field(default_factory=Confinement)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)  # the node's RPC: token, TLS
+    file: str = field(default="", compare=False)
 
 
 def _address(value: str) -> str | None:
@@ -171,10 +183,11 @@ def load_manager(path: str | Path | None) -> ManagerSettings:
     top, issues = _read(path)
     defaults = ManagerSettings()
     api, alarms = _api(top, _base(path)), read_alarms(top.field("alarms"), _base(path))
+    nodes = _nodes(top, _base(path))
     # the manager's own secrets are never a definition's password
     security = dataclasses.replace(_security(top, path), reserved=tuple(
-        _absolute(reference, _base(path))
-        for reference in (api.token, *(hook.token for hook in alarms.webhooks)) if reference))
+        reference for reference in (
+            api.token, nodes.token, *(hook.token for hook in alarms.webhooks)) if reference))
     settings = ManagerSettings(
         top.get("listen", lambda f: f.string(_address), defaults.listen),
         top.get("advertise", lambda f: f.string(_address), ""),
@@ -185,6 +198,7 @@ def load_manager(path: str | Path | None) -> ManagerSettings:
         _web(top),
         alarms,
         str(path) if path is not None else "",
+        nodes,
     )
     top.close()
     issues.raise_if_any()
@@ -206,12 +220,16 @@ def load_node(path: str | Path | None) -> NodeSettings:
                               entry.get("start", lambda f: f.choice(["boot", "on_demand"]),
                                         spark.start))
         entry.close()
+    api = _api(top, _base(path))
     settings = NodeSettings(
         top.get("listen", lambda f: f.string(_address), defaults.listen),
         _zookeeper(top), spark,
         top.get("log_level", _level, defaults.log_level),
-        _security(top, path),
+        # the node's own token is never a definition's password
+        dataclasses.replace(_security(top, path), reserved=(api.token,) if api.token else ()),
         _metrics(top),
+        api,
+        str(path) if path is not None else "",
     )
     top.close()
     issues.raise_if_any()
@@ -221,6 +239,17 @@ def load_node(path: str | Path | None) -> NodeSettings:
 def _base(path: str | Path | None) -> Path:
     """The folder relative paths of a configuration file start from."""
     return Path(path).resolve().parent if path is not None else CONF
+
+
+def _nodes(top: Mapping, base: Path) -> NodeAccess:
+    found = top.field("nodes")
+    entry = found.mapping() if found else None
+    if entry is None:
+        return NodeAccess()
+    token = entry.get("token", lambda f: f.string(reference_problem), "")
+    ca = entry.get("ca", lambda f: _file(f, base), None)
+    entry.close()
+    return NodeAccess(token, ca if ca is not MISSING else None)
 
 
 def _api(top: Mapping, base: Path) -> ApiSettings:
@@ -299,7 +328,7 @@ def _security(top: Mapping, path: str | Path | None) -> Confinement:
         env_prefix = entry.get("env_prefix", lambda f: f.string(_env_prefix), env_prefix)
         listed = entry.get("processor_dirs", lambda f: _directories(f, base), ())
         hosts = entry.get("database_hosts", _hosts, ())
-        credentials = entry.get("credentials", lambda f: _credentials(f, base), ())
+        credentials = entry.get("credentials", _credentials, ())
         entry.close()
     else:
         credentials = ()
@@ -307,17 +336,10 @@ def _security(top: Mapping, path: str | Path | None) -> Confinement:
                        credentials)
 
 
-def _absolute(reference: str, base: Path) -> str:
-    """A ``file:`` reference with a relative path, as the configuration's folder makes it."""
-    if reference.startswith("file:") and not Path(reference[5:]).expanduser().is_absolute():
-        return f"file:{base / Path(reference[5:]).expanduser()}"
-    return reference
-
-
-def _credentials(item: Field, base: Path) -> object:
+def _credentials(item: Field) -> object:
     """``credentials``: where each password may be sent — ``{secret: REFERENCE-OR-GLOB,
-    hosts: [NAMES-OR-NETWORKS], ports: [...]}`` each (a relative ``file:`` path is taken
-    from the configuration's folder)."""
+    hosts: [NAMES-OR-NETWORKS], ports: [...]}`` each (a ``file:`` reference matches as
+    written or as the file's resolved path)."""
     if not item.is_list():
         return item.expected("a list of {secret, hosts, ports}")
     found = []
@@ -333,7 +355,7 @@ def _credentials(item: Field, base: Path) -> object:
         if MISSING in (secret, hosts, ports):
             found.append(MISSING)
             continue
-        found.append(Credential(_absolute(secret, base), hosts, ports))
+        found.append(Credential(secret, hosts, ports))
     return MISSING if MISSING in found else tuple(found)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+from node import sqllex
 from node.changes import Batch, RowChange
 from node.extract import chunks
 from node.extract.copylines import LinesPlan
@@ -371,6 +372,9 @@ class Snapshots:
                      copy.total, "split", copy.where)
 
     def _plan(self, schema: str, table: str, where: str) -> TableCopy:
+        problem = sqllex.condition_problem(where) if where else None
+        if problem is not None:
+            raise ConfigError(f"pipeline {self.pipeline_id}: {problem}")
         if not self.compiled.wants(schema, table):
             raise ConfigError(f"pipeline {self.pipeline_id}: table {schema}.{table} is not "
                               "replicated by this pipeline, so it cannot be copied by it")

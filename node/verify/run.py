@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+from node import sqllex
 from node.extract.chunks import ChunkPlan, split
 from node.extract.etl import CompiledPipeline
 from node.spark import SparkRunner
@@ -307,9 +308,7 @@ def options_problem(options: Options) -> str | None:
         return f"--rate must be rows a second (0: unthrottled), got {options.rate}"
     if options.compare not in ("auto", "rows"):
         return f"--compare must be auto or rows, got {options.compare!r}"
-    if ";" in options.where:
-        return "--where is one SQL condition; it cannot hold ';'"
-    return None
+    return sqllex.condition_problem(options.where)
 
 
 def failed(exc: Exception) -> SetlError:

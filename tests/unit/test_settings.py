@@ -205,7 +205,7 @@ def test_spark_is_unknown_to_the_manager(tmp_path: Path) -> None:
     path = write(tmp_path, "listen: 127.0.0.1:1\nspark: {master: local}\n")
     assert errors(load_manager, path) == [
         f"{path}:2: spark: unknown key; known keys: advertise, alarms, api, listen, log_level, "
-        "security, web, zookeeper"]
+        "nodes, security, web, zookeeper"]
     assert load_node(path).spark.master == "local"
 
 
@@ -385,10 +385,10 @@ def test_credentials_bind_passwords_to_endpoints_and_own_tokens_are_reserved(
     (tmp_path / "secrets").mkdir()
     config = tmp_path / "manager.yaml"
     config.write_text(
-        "api: {token: 'file:secrets/api-token'}\n"
+        f"api: {{token: 'file:{tmp_path}/secrets/api-token'}}\n"
         "security:\n"
         "  credentials:\n"
-        "    - {secret: 'file:secrets/shop*', hosts: [db1.internal, 10.1.0.0/16], "
+        f"    - {{secret: 'file:{tmp_path}/secrets/shop*', hosts: [db1.internal, 10.1.0.0/16], "
         "ports: [3306]}\n")
     rules = load_manager(config).security
     [bound] = rules.credentials
@@ -409,3 +409,21 @@ def test_credentials_bind_passwords_to_endpoints_and_own_tokens_are_reserved(
          "credentials), not to evil.example:3306"),
         (4, "sources[2].password", f"password reference file:{tmp_path}/secrets/other is "
          "bound to no database endpoint (its 'security' settings: credentials)")]
+
+
+def test_a_node_reachable_from_other_machines_needs_a_token(tmp_path: Path) -> None:
+    from node.daemon import rpc_access
+
+    config = tmp_path / "node.yaml"
+    config.write_text("listen: 0.0.0.0:7400\n")
+    with pytest.raises(ConfigError) as refused:
+        rpc_access(load_node(config))
+    assert "listen 0.0.0.0:7400 is reachable from other machines, but no api.token is set" \
+        in str(refused.value)
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "node-token").write_text("t0ken\n")
+    config.write_text("listen: 0.0.0.0:7400\n"
+                      f"api: {{token: 'file:{tmp_path}/secrets/node-token'}}\n")
+    check, credentials = rpc_access(load_node(config))
+    assert check is not None and check.problem("Bearer t0ken") is None and credentials is None
+    assert rpc_access(load_node(None)) == (None, None)  # loopback: no token needed

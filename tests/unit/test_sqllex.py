@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from node import sqllex
 from node.sqllex import (
     ANSI_QUOTES,
     COMMENT,
@@ -79,3 +80,21 @@ def test_session_codecs_read_the_bytes_the_server_stored() -> None:
         codec("no-such-charset")
     assert sql_mode((("sql_mode", ANSI_QUOTES), ("time_zone", "+09:00"))) == ANSI_QUOTES
     assert sql_mode(()) == 0
+
+
+@pytest.mark.parametrize("where, problem", [
+    ("id > 5 AND name LIKE 'a%'", None),
+    ("(a = 1 OR b IN (1, 2)) AND `select` = 'SELECT; --'", None),
+    ("id IN (SELECT id FROM mysql.user)", "cannot use SELECT"),
+    ("id = 1; DROP TABLE t", "cannot hold ';'"),
+    ("id = 1 /* x */", "cannot hold a comment"),
+    ("id = 1 -- x", "cannot hold a comment"),
+    ("IF(SLEEP(5), 1, 1)", "cannot use SLEEP"),
+    ("LOAD_FILE('/etc/passwd') IS NOT NULL", "cannot use LOAD_FILE"),
+    ("@x := 1", "cannot use variables"),
+    ("(id = 1", "'(' without its ')'"),
+    ("id = 1)", "')' without its '('"),
+])
+def test_a_row_condition_holds_nothing_but_a_condition(where: str, problem: str | None) -> None:
+    found = sqllex.condition_problem(where)
+    assert (found is None) if problem is None else (found is not None and problem in found)
