@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import re
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 from manager import backfill, render, snapshotcli, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
@@ -311,7 +313,39 @@ def _sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Printable:
+    """A text stream that shows control characters (an ESC of a terminal sequence, say)
+    escaped: what the CLI prints comes partly from definitions and servers (descriptions,
+    error texts), and must not drive the user's terminal (OSC 52 writes the clipboard)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (but newline, tab, carriage return) escaped."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def main(argv: list[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(out), _Printable(err)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "version":

@@ -29,6 +29,17 @@ log = logging.getLogger("setl.manager.webhooks")
 TIMEOUT_S = 5.0
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: urllib would send the Authorization header along to
+    wherever the answer points."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 class WebhookError(SetlError):
     """A webhook did not accept a notification (no answer, or a status other than 2xx)."""
 
@@ -100,9 +111,15 @@ class Notifier:
             headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(hook.url, body, headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
+            with _OPENER.open(request, timeout=TIMEOUT_S) as answer:
                 answer.read()
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                raise WebhookError(
+                    f"{shown(hook.url)} answered HTTP {exc.code}, a redirect to "
+                    f"{shown(exc.headers.get('Location') or '?')}; setl does not follow "
+                    "redirects (the webhook's token would go along, maybe to another host): "
+                    "configure the final URL") from None
             raise WebhookError(f"{shown(hook.url)} answered HTTP {exc.code}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)

@@ -153,6 +153,9 @@ class Confinement:
     def secret_file(self, reference: str) -> Path:
         """The file a ``file:`` reference may be read from (resolved, inside a secret
         directory); raise PermissionError with what to do otherwise."""
+        if "\x00" in reference:
+            raise PermissionError(f"password reference {reference[:40]!r}: the path holds the "
+                                  "character U+0000; name a file")
         named = Path(reference[len(_FILE):])
         resolved = named.resolve()
         if self._secret(resolved):
@@ -211,6 +214,9 @@ class Confinement:
 
     def secret_problem(self, reference: str) -> str | None:
         """Why a reference may not be read here, or None."""
+        if "\x00" in reference:
+            return (f"password reference {reference[:40]!r} holds the character U+0000; name "
+                    "a file (file:/path) or a variable (${NAME})")
         if self._reserved(reference):
             return (f"password reference {reference} names one of setl's own secrets (a "
                     "token of its API, its webhooks or its CLI); a definition cannot use it")

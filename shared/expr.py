@@ -11,20 +11,50 @@ and evaluated by walking the tree here — nothing from YAML is ever given to ``
   ``split_part(address, ',', 0)`` …).
 
 No attributes, subscripts, comprehensions, lambdas or keyword arguments.
+
+Bounded: an expression is at most ``MAX_TEXT`` characters and ``MAX_DEPTH`` levels deep; no
+value it makes is longer than ``MAX_VALUE`` (``'a' * 300000000`` is refused before it is
+made); regular expressions run on RE2, whose time is linear in the text (``(a+)+$`` cannot
+backtrack), and a pattern written in the expression is compiled when the definitions load.
 """
 
 from __future__ import annotations
 
 import ast
 import operator
-import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+import re2
+
+MAX_TEXT = 4096  # characters of an expression
+MAX_DEPTH = 40  # levels of nesting
+MAX_VALUE = 16 * 1024 * 1024  # characters (or items) of any value an expression makes
+
 
 def _concat_ws(separator: str, *parts: Any) -> str:
     return str(separator).join(str(p) for p in parts if p is not None)
+
+
+class ExpressionError(ValueError):
+    """An expression outside the language, or one that failed on a row."""
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str | bytes | tuple | list) and len(value) > MAX_VALUE:
+        raise ExpressionError(f"a value of {len(value):,} characters is longer than "
+                              f"expressions may make ({MAX_VALUE:,})")
+    return value
+
+
+def _replace(text: Any, old: str, new: str) -> str:
+    text, old, new = str(text), str(old), str(new)
+    grows = (text.count(old) if old else len(text) + 1) * max(len(new) - len(old), 0)
+    if len(text) + grows > MAX_VALUE:
+        raise ExpressionError(f"replace would make {len(text) + grows:,} characters, more than "
+                              f"expressions may make ({MAX_VALUE:,})")
+    return text.replace(old, new)
 
 
 def _split_part(text: Any, separator: str, index: int) -> str | None:
@@ -34,8 +64,22 @@ def _split_part(text: Any, separator: str, index: int) -> str | None:
     return parts[index] if -len(parts) <= index < len(parts) else None
 
 
+def _regex(pattern: Any) -> Any:
+    try:
+        return re2.compile(str(pattern), _QUIET)
+    except re2.error as exc:
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(
+            exc.args[0], bytes) else str(exc)
+        raise ExpressionError(f"regular expression {str(pattern)!r}: {reason} (RE2 syntax: "
+                              "no backreferences or lookaround)") from None
+
+
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # said in the ExpressionError, not on the process's stderr
+
+
 def _regex_group(text: Any, pattern: str, group: int = 1) -> str | None:
-    found = None if text is None else re.search(pattern, str(text))
+    found = None if text is None else _regex(pattern).search(str(text))
     return found.group(group) if found else None
 
 
@@ -52,7 +96,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "upper": _none_safe(lambda s: str(s).upper()),
     "lower": _none_safe(lambda s: str(s).lower()),
     "trim": _none_safe(lambda s: str(s).strip()),
-    "replace": _none_safe(lambda s, old, new: str(s).replace(old, new)),
+    "replace": _none_safe(_replace),
     "substr": _none_safe(lambda s, start, length=None: str(s)[start - 1:None if length is None
                                                              else start - 1 + length]),
     "length": _none_safe(lambda s: len(str(s))),
@@ -72,21 +116,42 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.Is: operator.is_, ast.IsNot: operator.is_not}
 
 
-class ExpressionError(ValueError):
-    """An expression outside the language, or one that failed on a row."""
-
-
 def parse(text: str) -> ast.expr:
     """The checked tree of an expression; raises :class:`ExpressionError`."""
+    if len(text) > MAX_TEXT:
+        raise ExpressionError(f"an expression of {len(text):,} characters is longer than "
+                              f"{MAX_TEXT:,}; move the logic into a processor")
+    if "\x00" in text:
+        raise ExpressionError("an expression cannot hold the character U+0000")
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError as exc:
-        raise ExpressionError(f"invalid expression {text!r}: {exc.msg}") from None
+        raise ExpressionError(f"invalid expression {text[:200]!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"invalid expression {text[:60]!r}…: nested too deeply "
+                              f"(at most {MAX_DEPTH} levels)") from None
+    if _depth(tree) > MAX_DEPTH:
+        raise ExpressionError(f"invalid expression {text[:60]!r}: nested too deeply (at most "
+                              f"{MAX_DEPTH} levels)")
     for node in ast.walk(tree):
         problem = _problem(node)
         if problem:
-            raise ExpressionError(f"invalid expression {text!r}: {problem}")
+            raise ExpressionError(f"invalid expression {text[:200]!r}: {problem}")
+        if isinstance(node, ast.Call) and node.func.id == "regex_group" and \
+                len(node.args) > 1 and isinstance(node.args[1], ast.Constant):  # type: ignore[attr-defined]
+            _regex(node.args[1].value)
     return tree
+
+
+def _depth(tree: ast.AST) -> int:
+    """The tree's depth, without recursion (a deep tree is what is being measured)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH:
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _problem(node: ast.AST) -> str | None:
@@ -126,7 +191,14 @@ def evaluate(tree: ast.expr, row: Mapping[str, Any]) -> Any:
             if a is None or b is None:
                 return None  # as in SQL: NULL in, NULL out
             if isinstance(op, ast.Add) and (isinstance(a, str) or isinstance(b, str)):
-                return f"{a}{b}"
+                return _bounded(f"{a}{b}")
+            if isinstance(op, ast.Mult) and ((isinstance(a, int) and isinstance(
+                    b, str | bytes | tuple | list)) or (isinstance(b, int) and isinstance(
+                    a, str | bytes | tuple | list))):
+                size = len(a if isinstance(b, int) else b) * (b if isinstance(b, int) else a)
+                if size > MAX_VALUE:
+                    raise ExpressionError(f"a value of {size:,} characters is longer than "
+                                          f"expressions may make ({MAX_VALUE:,})")
             return _BINARY[type(op)](a, b)
         case ast.UnaryOp(op=op, operand=operand):
             value = evaluate(operand, row)
@@ -151,7 +223,7 @@ def evaluate(tree: ast.expr, row: Mapping[str, Any]) -> Any:
         case ast.IfExp(test=test, body=body, orelse=orelse):
             return evaluate(body if evaluate(test, row) else orelse, row)
         case ast.Call(func=ast.Name(id=name), args=args):
-            return FUNCTIONS[name](*(evaluate(arg, row) for arg in args))
+            return _bounded(FUNCTIONS[name](*(evaluate(arg, row) for arg in args)))
         case ast.Tuple(elts=items) | ast.List(elts=items):
             return tuple(evaluate(item, row) for item in items)
     raise ExpressionError(f"cannot evaluate {ast.dump(tree)}")

@@ -40,7 +40,13 @@ def parse(text: str, file: str) -> tuple[yaml.Node | None, Issues]:
     """Compose ``text`` into a node tree; a syntax error becomes an issue with its line."""
     issues = Issues(file)
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader), issues
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        repeated = _repeated(root)
+        if repeated is not None:  # an alias: read once per use, n levels give ~n^k work
+            issues.add(repeated, "", "YAML aliases (*name) are not allowed here; write the "
+                       "value out (or use a second file)")
+            return None, issues
+        return root, issues
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
@@ -52,6 +58,22 @@ def parse(text: str, file: str) -> tuple[yaml.Node | None, Issues]:
         issues.items.append(ConfigIssue(file, line, "", f"not valid YAML: character #x{code:04x} "
                                         "is not allowed; remove it"))
     return None, issues
+
+
+def _repeated(root: yaml.Node | None) -> yaml.Node | None:
+    """A node reached twice (what an alias makes), found without following it twice."""
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            return node
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None
 
 
 def describe(node: yaml.Node) -> str:

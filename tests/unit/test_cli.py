@@ -47,3 +47,14 @@ def test_every_argument_of_every_command_has_help() -> None:
         return found
 
     assert without(cli._parser(), "setl") == []
+
+
+def test_control_characters_reach_the_terminal_escaped(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """A description or a server's error text may hold terminal sequences (OSC 52 sets the
+    clipboard): the CLI shows them escaped, newlines and tabs kept."""
+    assert cli.printable("a\x1b]52;c;ZXZpbA==\x07b\n\tc\x9bd") == \
+        "a\\x1b]52;c;ZXZpbA==\\x07b\n\tc\\x9bd"
+    code = cli.main(["--manager", "127.0.0.1:1\x1b[2J", "channel", "show", "x"])
+    err = capsys.readouterr().err
+    assert code != 0 and "127.0.0.1:1\\x1b[2J" in err and "\x1b" not in err, err
