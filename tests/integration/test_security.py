@@ -461,46 +461,56 @@ channels:
     assert "source 'a' is used by channel(s) late" in str(caught.value)
 
 
+@pytest.mark.parametrize("tls", [False, True])
 def test_the_nodes_rpc_takes_only_the_managers_token_and_one_row_condition(
-        sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str], tls: bool) -> None:
     """A node with api.token refuses an RPC without it (its verify reads the sources); the
-    manager passes it (nodes.token) and verify runs; a --where that would read beyond the
-    table's rows (a subquery) is refused by the node."""
+    manager passes it (nodes.token; over the node's TLS, verified with nodes.ca) and verify
+    runs; a --where that would read beyond the table's rows (a subquery) is refused by the
+    node."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, TABLE)
     tokens = tmp_path / "tokens"
     tokens.mkdir()
     (tokens / "node").write_text("node-token-123\n")
     reference = f"file:{tokens / 'node'}"
-    cluster = Cluster(sandbox, tmp_path, "nodetoken",
+    api: dict[str, object] = {"token": reference}
+    nodes: dict[str, object] = {"token": reference}
+    if tls:
+        certificates = make_certificates(tmp_path / "node-tls")
+        api["tls"] = {"cert": str(certificates.server_cert), "key": str(certificates.server_key)}
+        nodes["ca"] = str(certificates.ca)
+    name = f"nodetoken{'-tls' if tls else ''}"
+    cluster = Cluster(sandbox, tmp_path, name,
                       security={"secret_dirs": [str(sandbox.secret_file.parent), str(tokens)]},
-                      manager_settings={"nodes": {"token": reference}},
-                      node_settings={"api": {"token": reference}})
+                      manager_settings={"nodes": nodes}, node_settings={"api": api})
     try:
         cluster.start_manager()
         cluster.start_node(1)
-        cluster.apply([one_way("nodetoken", schema, ["items"])])
-        cluster.set_status("nodetoken", "START")
-        cluster.wait_running("nodetoken")
+        cluster.apply([one_way(name, schema, ["items"])])
+        cluster.set_status(name, "START")
+        cluster.wait_running(name)
         source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'a'), (2, 'b')")
         wait_equal(source, target, schema, ["items"])
-        setl = ["--manager", cluster.manager_address, "verify", "nodetoken"]
+        setl = ["--manager", cluster.manager_address, "verify", name]
         assert cli.main(setl) == 0
         capsys.readouterr()
         assert cli.main([*setl, "--where", "id IN (SELECT 1 FROM mysql.user)"]) == 2
         assert "--where cannot use SELECT" in capsys.readouterr().err
         [node] = cluster.call("ListNodes", manager_pb2.ListNodesRequest()).nodes
-        with grpc.insecure_channel(node.address) as channel:
+        with (grpc.secure_channel(node.address, grpc.ssl_channel_credentials(
+                certificates.ca.read_bytes())) if tls else grpc.insecure_channel(
+                node.address)) as channel:
             stream = node_pb2_grpc.NodeServiceStub(channel).Verify(
-                manager_pb2.VerifyRequest(channel="nodetoken", pipeline="forward"))
+                manager_pb2.VerifyRequest(channel=name, pipeline="forward"))
             with pytest.raises(grpc.RpcError) as refused:
                 list(stream)
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert "this node requires a token" in (refused.value.details() or "")
         # the node's own token is no definition's password
         errors = cluster.apply_errors([], [
-            {"name": "stolen", "host": "127.0.0.1", "port": sandbox.servers()["source"].port,
-             "user": "setl", "password": reference}])
+            {"name": f"stolen{'-tls' if tls else ''}", "host": "127.0.0.1",
+             "port": sandbox.servers()["source"].port, "user": "setl", "password": reference}])
         assert any("names one of setl's own secrets" in error for error in errors), errors
     finally:
         cluster.stop()
