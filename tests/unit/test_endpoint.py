@@ -166,10 +166,9 @@ def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: by
     assert "tls: {ca: ...}" in message
 
 
-def test_the_binlog_stream_gets_no_password_in_clear_either(password_file: SecretRef) -> None:
-    """Select's stream is python-mysql-replication's own pymysql connection: it is made
-    with the same settings, so the same server gets nothing from it."""
-    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+def stream_refused(server: FakeServer, password_file: SecretRef) -> str:
+    """The error that ends Select's binlog stream to the fake server, which must have been
+    answered and must not have got the password."""
     reader = BinlogReader(DataSource("shady", "127.0.0.1", server.port, "setl", password_file),
                           1_234_567, BinlogPosition("mysql-bin.000001", 4),
                           lambda schema, table: True, lambda schema: True, ddl=False)
@@ -184,7 +183,15 @@ def test_the_binlog_stream_gets_no_password_in_clear_either(password_file: Secre
         server.close()
     assert server.received, "the fake server got no handshake answer: the test proves nothing"
     assert PASSWORD.encode() not in server.received
-    assert str(caught.value).startswith("binlog of shady failed at mysql-bin.000001:4: the "
+    return str(caught.value)
+
+
+def test_the_binlog_stream_gets_no_password_in_clear_either(password_file: SecretRef) -> None:
+    """Select's stream is python-mysql-replication's own pymysql connection: it is made
+    with the same settings, so the same server gets nothing from it."""
+    server = FakeServer(b"mysql_native_password", b"mysql_clear_password")
+    message = stream_refused(server, password_file)
+    assert message.startswith("binlog of shady failed at mysql-bin.000001:4: the "
                                         f"server at 127.0.0.1:{server.port} asked for the "
                                         "password in clear text (mysql_clear_password)")
 
@@ -289,20 +296,8 @@ def test_the_binlog_stream_sends_no_sha256_password_over_unverified_tls(
     """Select's stream logs in through setl's connection class too: a server that names
     sha256_password first and offers TLS gets a scramble, not the password."""
     server = FakeServer(b"sha256_password", b"sha256_password", certificates, b"")
-    reader = BinlogReader(DataSource("shady", "127.0.0.1", server.port, "setl", password_file),
-                          1_234_567, BinlogPosition("mysql-bin.000001", 4),
-                          lambda schema, table: True, lambda schema: True, ddl=False)
-    try:
-        reader.begin()
-        with pytest.raises(SourceError) as caught:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                reader.take(0.5)
-    finally:
-        reader.stop()
-        server.close()
-    assert server.received and PASSWORD.encode() not in server.received
-    assert "asked for sha256_password, which gives it the password itself" in str(caught.value)
+    assert "asked for sha256_password, which gives it the password itself" in \
+        stream_refused(server, password_file)
 
 
 def test_tls_files_outside_the_secret_directories_are_not_read(
