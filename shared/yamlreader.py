@@ -36,15 +36,18 @@ class Issues:
             raise ConfigError(sorted(self.items, key=lambda issue: issue.line))
 
 
+MAX_EXPANDED = 200_000  # values a document may hold with its aliases written out
+
+
 def parse(text: str, file: str) -> tuple[yaml.Node | None, Issues]:
     """Compose ``text`` into a node tree; a syntax error becomes an issue with its line."""
     issues = Issues(file)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
-        repeated = _repeated(root)
-        if repeated is not None:  # an alias: read once per use, n levels give ~n^k work
-            issues.add(repeated, "", "YAML aliases (*name) are not allowed here; write the "
-                       "value out (or use a second file)")
+        size = _expanded(root)
+        if size > MAX_EXPANDED:  # aliases of aliases: read once per use, ~n^k work
+            issues.add(root, "", f"its YAML aliases (*name) expand to {size:,} values, more "
+                       f"than {MAX_EXPANDED:,}; write the values out")
             return None, issues
         return root, issues
     except yaml.MarkedYAMLError as exc:
@@ -60,20 +63,26 @@ def parse(text: str, file: str) -> tuple[yaml.Node | None, Issues]:
     return None, issues
 
 
-def _repeated(root: yaml.Node | None) -> yaml.Node | None:
-    """A node reached twice (what an alias makes), found without following it twice."""
-    seen: set[int] = set()
-    stack = [root] if root is not None else []
+def _expanded(root: yaml.Node | None) -> int:
+    """How many values the document holds with every alias (``*name``) written out, counted
+    without writing them out (each node's size once)."""
+    if root is None:
+        return 0
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            return node
-        seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            stack.extend(part for pair in node.value for part in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-    return None
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = [part for pair in node.value for part in pair] \
+            if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if children_done or not children:
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
 
 
 def describe(node: yaml.Node) -> str:

@@ -22,7 +22,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from node import charsets
 from node.changes import ChangeType, RowChange
 from node.select import rowvalues
-from shared.endpoint import connection_settings
+from shared.endpoint import Connection, connection_settings
 from shared.model import BinlogPosition, DataSource
 
 rowvalues.install()
@@ -115,6 +115,7 @@ def read(source: DataSource, start: BinlogPosition, end: BinlogPosition,
     stream = BinLogStreamReader(
         connection_settings=settings, server_id=server_id, blocking=True, resume_stream=True,
         log_file=start.file, log_pos=start.pos, freeze_schema=True, enable_logging=False,
+        pymysql_wrapper=Connection,  # setl's (it takes the settings' pinned addresses)
         only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
                      MariadbGtidEvent, RotateEvent])
     found: list[Read] = []
