@@ -49,9 +49,6 @@ class LeaderElection:
                 pass
         self._leader.clear()
 
-    def wait_leader(self, timeout_s: float) -> bool:
-        return self._leader.wait(timeout_s)
-
     def _try(self) -> None:
         with self._lock:
             for _ in range(3):  # an entry gone meanwhile, or a stale one removed: again

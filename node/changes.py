@@ -56,10 +56,6 @@ class RowChange(NamedTuple):
                                                  else self.before)
         return tuple(image[name] for name in self.keys) if image else ()
 
-    @property
-    def key_changed(self) -> bool:
-        return self.type is ChangeType.UPDATE and self.key(self.before) != self.key(self.after)
-
 
 # A rows event as Select keeps it: (the number Select gave its table map, the packet bytes).
 # Select never decodes rows; Extract does, in Spark workers (node.extract.decode).
