@@ -2,8 +2,8 @@
 interceptor) and on every page of its web port, the API's TLS, and the rule that a manager
 reachable from other machines must have a token.
 
-The token is configured as a reference (``${SETL_...}`` or ``file:/path``, README: Operating
-it) and resolved under the manager's own ``security`` rules; its value is never logged.
+The token is configured as a reference (``${SETL_...}`` or ``file:/path``, docs/security.md)
+and resolved under the manager's own ``security`` rules; its value is never logged.
 """
 
 from __future__ import annotations

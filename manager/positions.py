@@ -1,9 +1,9 @@
-"""``setl position show|set``: where a channel's pipelines stand, and a new place for a
+"""``setl position show|set|reset``: where a channel's pipelines stand, and a new place for a
 stopped pipeline to start from.
 
 A pipeline's truth is each target's position row (``retl.retl_position``); the ZooKeeper
-cursor is a restart hint, and a (re)start resumes where the targets are (see the README,
-Restarts). So a new start earlier than what a target holds is refused unless the user asks
+cursor is a restart hint, and a (re)start resumes where the targets are (docs/architecture.md,
+restarts). So a new start earlier than what a target holds is refused unless the user asks
 for a replay, which moves that target's row with it: never a silent skip. A start later
 than the targets skips the binlog in between, as asked.
 """

@@ -1,4 +1,4 @@
-"""What a node tells Prometheus (``/metrics``, README: Operating it).
+"""What a node tells Prometheus (``/metrics``, docs/operating.md).
 
 Two sources, and only these, so that the data path can change beneath them:
 

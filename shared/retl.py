@@ -5,11 +5,11 @@
 - ``retl_mark`` (both sides of a two-way channel): one row per pipeline, touched inside every
   load transaction; the reverse pipeline's Select drops transactions that carry its channel's
   mark, so changes do not ping-pong.
-- ``retl_buffer`` (sources): the free door's backfill requests (see the README, Free door).
+- ``retl_buffer`` (sources): the free door's backfill requests (docs/free-door-and-snapshots.md).
 - ``retl_pending`` (sources): per-instance requests each pipeline saw and has not served yet.
 - ``retl_signal`` (sources): the low and high watermarks a pipeline writes around the rows
   it reads for a snapshot or a free-door request; they come back to it through the binlog,
-  which places the rows read in its ordered stream (see the README, Snapshots).
+  which places the rows read in its ordered stream (docs/free-door-and-snapshots.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A source table split into key-range chunks of about ``chunk_size`` rows (DESIGN §5).
+"""A source table split into key-range chunks of about ``chunk_size`` rows (see
+docs/free-door-and-snapshots.md).
 
 Shared by ``setl verify`` and the initial snapshot: pure functions on a DB-API cursor,
 nothing of either. A table is split by the *first* column of its key (the primary key; else

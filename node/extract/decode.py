@@ -1,4 +1,4 @@
-"""Rows events decoded from their raw bytes, in Spark workers (DESIGN §4, Extract).
+"""Rows events decoded from their raw bytes, in Spark workers (docs/architecture.md, Extract).
 
 Select only frames the binlog: it keeps each rows event's packet as bytes with the table
 map it needs. A worker turns those bytes into row images here, without
