@@ -7,6 +7,7 @@
     setl position show CHANNEL[/PIPELINE] | set CHANNEL/PIPELINE --file F --pos P|--gtid G|--latest
     setl position reset CHANNEL[/PIPELINE]
     setl backfill CHANNEL --table schema.table | setl retl init SOURCE
+    setl check source|target NAME
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
     setl sandbox up | down | status
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from manager import backfill, render, snapshotcli, verifycli
+from manager import backfill, checkcli, render, snapshotcli, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -55,7 +56,7 @@ def _globals(parser: argparse.ArgumentParser, default: object = None) -> None:
                         default=given("table"), help="how answers are printed")
     parser.add_argument("--config", default=given(None), help="a manager or node "
                         "configuration whose 'security' settings say which password files "
-                        "and variables this CLI may read (backfill, retl init; default: "
+                        "and variables this CLI may read (backfill, retl init, check; default: "
                         "$SETL_CONFIG, else conf/node.yaml)")
 
 
@@ -141,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
         "pipeline", help="CHANNEL or CHANNEL/PIPELINE")
 
     backfill.add_commands(commands)
+    checkcli.add_command(commands)
     snapshotcli.add_commands(commands)
     verifycli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
@@ -353,7 +355,7 @@ def _main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "sandbox":
             return _sandbox(args)
-        if args.command in ("backfill", "retl"):  # they open the source themselves
+        if args.command in ("backfill", "retl", "check"):  # they open the database themselves
             config = args.config or os.environ.get("SETL_CONFIG") or \
                 (CONF / "node.yaml" if (CONF / "node.yaml").exists() else None)
             confinement.confine(settings.load_security(config))
@@ -374,6 +376,8 @@ def _main(argv: list[str] | None = None) -> int:
             return run(args, client)
         if args.command == "retl":
             return backfill.retl_init(args, client)
+        if args.command == "check":
+            return checkcli.run(args, client)
         if args.command == "snapshot":
             return snapshotcli.snapshot(args, client, args.output)
         if args.command == "verify":

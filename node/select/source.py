@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import logging
-import zlib
 
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.positions import current_position
+from shared.preflight import REQUIRED, replica_server_id
 
 __all__ = ["check_source", "connect", "connection_settings", "current_position",
            "replica_server_id"]
 log = logging.getLogger("setl.node.select.source")
-REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
 
 
 LOST_POSITION_REMEDY = (
@@ -21,11 +20,6 @@ LOST_POSITION_REMEDY = (
     "was never there): copy the paired tables again, then set where the pipeline starts "
     "(setl channel stop CHANNEL --wait; setl position set CHANNEL/PIPELINE --latest "
     "--replay)")
-
-
-def replica_server_id(pipeline_id: str) -> int:
-    """A stable server_id for the pipeline's binlog connection, away from usual small ids."""
-    return 1_000_000 + zlib.crc32(pipeline_id.encode()) % 1_000_000_000
 
 
 def check_source(source: DataSource, pipeline_id: str, server_id: int,

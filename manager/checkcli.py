@@ -1,0 +1,68 @@
+"""``setl check source|target NAME``: connects to a database as a node would (the CLI's own
+``security`` rules, as for ``setl backfill``) and lists every problem with its fix; exit 0
+when nothing would stop a pipeline, 1 when something would."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from manager import render
+from manager.client import ManagerClient
+from shared import codec
+from shared.endpoint import connect
+from shared.model import Channel, DataSource
+from shared.patterns import PatternKind
+from shared.preflight import Finding, replica_server_id, source_findings, target_findings
+from shared.rpc import manager_pb2
+
+
+def add_command(commands: Any) -> None:
+    check = commands.add_parser("check", help="is a database ready to be a source or a "
+                                              "target? every problem with its fix")
+    check.add_argument("role", choices=["source", "target"],
+                       help="what the database is in the channels")
+    check.add_argument("name", help="the source's name in the definitions")
+
+
+def run(args: argparse.Namespace, client: ManagerClient) -> int:
+    source = codec.from_proto(client.call("GetSource", manager_pb2.GetSourceRequest(
+        name=args.name)), DataSource)
+    channels = [codec.from_proto(info.channel, Channel) for info in client.call(
+        "ListChannels", manager_pb2.ListChannelsRequest()).channels]
+    with connect(source) as conn, conn.cursor() as cursor:
+        if args.role == "source":
+            pipelines = [(channel, p) for channel in channels for p in channel.pipelines
+                         if p.source == source.name]
+            schemas = {pair.source.namespace.literal for _, p in pipelines for pair in p.pairs
+                       if pair.source.namespace.kind is PatternKind.SINGLE}
+            found = source_findings(cursor, schemas, [
+                replica_server_id(channel.pipeline_id(p)) for channel, p in pipelines])
+        else:
+            pipelines = [p for channel in channels for p in channel.pipelines
+                         if p.target == source.name or any(
+                             pair.target.datasource == source.name for pair in p.pairs)]
+            schemas = {pair.target.namespace.literal for p in pipelines for pair in p.pairs
+                       if pair.target.datasource == source.name
+                       and pair.target.namespace.kind is PatternKind.SINGLE}
+            found = target_findings(cursor, schemas, any(p.params.ddl_sync for p in pipelines))
+    errors = sum(finding.severity == "error" for finding in found)
+    if args.output != "table":
+        print(render.structured({"source": source.name, "role": args.role,
+                                 "errors": errors,
+                                 "findings": [dataclasses.asdict(f) for f in found]},
+                                args.output))
+    else:
+        print(_table(source, args.role, found, errors))
+    return 1 if errors else 0
+
+
+def _table(source: DataSource, role: str, found: list[Finding], errors: int) -> str:
+    where = f"{source.name} ({source.host}:{source.port}) as a {role}"
+    if not found:
+        return f"{where}: ready, nothing to fix"
+    rows = [(f.severity.upper(), f.what, f.problem, f.fix) for f in found]
+    verdict = f"{errors} problem(s) would stop a pipeline" if errors else \
+        "nothing would stop a pipeline"
+    return f"{where}: {verdict}\n" + render.table(["", "WHAT", "PROBLEM", "FIX"], rows)
