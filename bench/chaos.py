@@ -57,8 +57,8 @@ from typing import Any
 import pymysql
 
 from bench.measure import RESULTS, pt_table_sync_differences, write_json
-from shared.devcluster import SESSION_TIMEOUT_S, Cluster, Database, wait_for
 from shared.sandbox import Sandbox, pid_alive
+from tests.devcluster import SESSION_TIMEOUT_S, Cluster, Database, wait_for
 
 DB = "chaos"
 CHANNEL = "chaos"

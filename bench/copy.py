@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import Profile, tree_cpu_s
-from shared.devcluster import wait_for
+from tests.devcluster import wait_for
 
 # the frame that names a sample's stage (``--profile``), looked for in this order
 STAGES = (("read: SELECT, rows parsed and pickled (Spark task)", "snapshot/tasks.py"),

@@ -57,8 +57,8 @@ from bench.measure import (
     write_report,
 )
 from bench.verify import verify_scenario
-from shared.devcluster import Cluster, Database, wait_for
 from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, wait_for
 
 DB = "sbtest"
 NOISY = "sbnoisy"  # the noisy neighbour's schema: on the source, not in setl's channel

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import RESULTS, RssSampler, percentile_ms, time_split, write_report
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_for
 from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
 
 BULK = ("CREATE TABLE `{schema}`.sbtest (id INT PRIMARY KEY, k INT NOT NULL, "
         "c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)")

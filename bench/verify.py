@@ -25,7 +25,7 @@ import subprocess
 import time
 from typing import Any
 
-from shared.devcluster import BIN, Database
+from tests.devcluster import BIN, Database
 
 DB, TABLE = "sbcopy", "sbtest1"
 

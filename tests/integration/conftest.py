@@ -15,9 +15,9 @@ import yaml
 from kazoo.client import KazooClient
 
 from shared import zk
-from shared.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
 from shared.sandbox import Sandbox, free_port
 from shared.settings import ZkSettings
+from tests.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
 
 NOTEWORTHY = re.compile(r" (WARNING|ERROR|CRITICAL) |event=pipeline_(started|stopped|failed)")
 

@@ -28,8 +28,8 @@ import threading
 
 import pymysql
 
-from shared.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 
 ACCOUNTS, OPENING, SLOTS = 20, 100, 10
 DDL = (

@@ -19,8 +19,8 @@ from kazoo.client import KazooClient
 
 from manager import cli
 from shared import zk
-from shared.devcluster import BIN, Certificates, Daemon, make_certificates, wait_for
 from shared.sandbox import Sandbox, free_port
+from tests.devcluster import BIN, Certificates, Daemon, make_certificates, wait_for
 
 TOKEN = "s3cret-api-token-for-tests"
 CHANNEL = """

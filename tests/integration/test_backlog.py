@@ -12,8 +12,8 @@ from kazoo.client import KazooClient
 
 from node.cursor import Cursor
 from node.select.selector import MAX_TRANSACTIONS
-from shared.devcluster import Database, make_schema, one_way, wait_equal, wait_for
 from shared.zk import ZkPaths
+from tests.devcluster import Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))"
 STARTED = re.compile(r"event=pipeline_started pipeline=stretch\.forward position=(\S+):(\d+)")

@@ -9,8 +9,8 @@ import uuid
 from typing import Any
 
 from manager import cli
-from shared.devcluster import Cluster, Database, make_schema, one_way
 from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, make_schema, one_way
 
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY)"
 

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from node.extract.chunks import read_chunk, split, table_key
-from shared.devcluster import Database
+from tests.devcluster import Database
 
 TABLES = {
     "dense": "CREATE TABLE `{schema}`.dense (id INT PRIMARY KEY, v INT)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 SLOTS, ACCOUNTS, OPENING = 10, 20, 1000
 SHAPES = ("CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, counter INT NOT NULL, "

@@ -9,8 +9,8 @@ import pytest
 from node.changes import Batch, ChangeType, TargetChange, Transaction
 from node.load.ddlapply import apply_ddl, ran_before
 from node.load.loader import Loader
-from shared.devcluster import Cluster, Database, make_schema, wait_for
 from shared.model import BinlogPosition, PipelineParams
+from tests.devcluster import Cluster, Database, make_schema, wait_for
 from tests.integration.test_load import target_endpoint
 
 

@@ -30,10 +30,10 @@ from pymysqlreplication import binlogstream
 from node.changes import RowChange
 from node.extract import decode
 from node.extract.decodeplan import present
-from shared.devcluster import Database
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
 from tests import libreader
+from tests.devcluster import Database
 from tests.integration import test_types
 from tests.integration.corpus import CASES, GROUPS, Case
 from tests.integration.test_schemas import fill, q

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 from shared import zk
-from shared.devcluster import (
+from tests.devcluster import (
     SESSION_TIMEOUT_S,
     Cluster,
     Database,

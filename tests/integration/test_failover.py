@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.devcluster import (
+from shared.sandbox import Sandbox, pid_alive
+from tests.devcluster import (
     Cluster,
     Database,
     make_schema,
@@ -26,7 +27,6 @@ from shared.devcluster import (
     wait_equal,
     wait_for,
 )
-from shared.sandbox import Sandbox, pid_alive
 from tests.integration.shapes import Shapes, start_channel
 
 

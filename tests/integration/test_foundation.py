@@ -15,10 +15,10 @@ from kazoo.client import KazooClient
 from manager import cli
 from manager.client import ManagerClient
 from shared import codec, zk
-from shared.devcluster import BIN, SESSION_TIMEOUT_S, wait_for
 from shared.model import Channel
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox, free_port
+from tests.devcluster import BIN, SESSION_TIMEOUT_S, wait_for
 
 CHANNEL_YAML = """
 sources:

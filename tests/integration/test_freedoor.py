@@ -9,9 +9,9 @@ import threading
 
 from manager import cli
 from shared import zk
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.positions import Cursor
 from shared.retl import encode_key
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
 MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d DATE, "

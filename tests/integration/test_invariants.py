@@ -11,8 +11,8 @@ import threading
 
 import pymysql
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.retl import encode_key
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ACCOUNTS = ("CREATE TABLE `{schema}`.accounts (id INT PRIMARY KEY, balance INT NOT NULL, "
             "version INT NOT NULL)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 LOGS = "CREATE TABLE `{schema}`.logs (at INT, message VARCHAR(50))"
 CODES = ("CREATE TABLE `{schema}`.codes (code VARCHAR(10) NOT NULL, label VARCHAR(20), "

@@ -10,10 +10,10 @@ from node.extract import loaddata
 from node.extract.job import PartResult, Unit
 from node.extract.sqltext import Sql
 from node.load.loader import FencedError, Loader
-from shared.devcluster import make_schema, one_way, wait_equal, wait_for
 from shared.errors import LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.secrets import SecretRef
+from tests.devcluster import make_schema, one_way, wait_equal, wait_for
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(5))"
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from node.extract.lookup import Lookup
-from shared.devcluster import make_schema
 from shared.model import DataSource
 from shared.secrets import SecretRef
+from tests.devcluster import make_schema
 
 
 def source_of(sandbox) -> DataSource:

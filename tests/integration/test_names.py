@@ -9,9 +9,9 @@ import uuid
 from typing import Any
 
 from manager import cli
-from shared.devcluster import Cluster, Database, wait_equal
 from shared.identifiers import qualified, quote, short_form
 from shared.retl import encode_key
+from tests.devcluster import Cluster, Database, wait_equal
 
 TABLES = {
     "t%x": "(id INT PRIMARY KEY, `100%` VARCHAR(10))",

@@ -22,10 +22,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from manager import cli
-from shared.devcluster import ROOT, Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from shared.httpserver import HttpServer, Request, Response
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
+from tests.devcluster import ROOT, Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))"
 HOOK_TOKEN = "hook-secret-7"

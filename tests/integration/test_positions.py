@@ -9,7 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from manager import cli
-from shared.devcluster import (
+from shared.positions import Cursor
+from shared.sandbox import Sandbox
+from shared.zk import ZkPaths
+from tests.devcluster import (
     Cluster,
     Database,
     make_schema,
@@ -17,9 +20,6 @@ from shared.devcluster import (
     wait_equal,
     wait_for,
 )
-from shared.positions import Cursor
-from shared.sandbox import Sandbox
-from shared.zk import ZkPaths
 
 
 def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tmp_path,

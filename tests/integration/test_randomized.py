@@ -12,7 +12,7 @@ import random
 import pymysql
 import pytest
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, code INT NULL, name VARCHAR(20), "
          "qty INT, UNIQUE KEY by_code (code))")

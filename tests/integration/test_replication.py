@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from manager import cli
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(50), "
          "price DECIMAL(10,2), note TEXT, updated DATETIME(6))")

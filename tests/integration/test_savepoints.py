@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 TABLES = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, note VARCHAR(40))",
           "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(20))")

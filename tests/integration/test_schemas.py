@@ -21,10 +21,10 @@ from typing import Any
 import pymysql
 import pytest
 
-from shared.devcluster import Cluster, Database, wait_for
 from shared.identifiers import quote as q
 from shared.identifiers import short_form
 from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, wait_for
 from tests.integration.corpus import CASES, GROUPS, OTHER_SETUP, Case, Group
 
 pytestmark = [pytest.mark.schemas]

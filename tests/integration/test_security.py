@@ -25,15 +25,6 @@ from kazoo.client import KazooClient
 from manager import cli
 from shared import confinement, definitions, zk
 from shared.catalog import Catalog
-from shared.devcluster import (
-    Cluster,
-    Database,
-    make_certificates,
-    make_schema,
-    one_way,
-    wait_equal,
-    wait_for,
-)
 from shared.endpoint import connect
 from shared.errors import ConflictError, SourceError
 from shared.model import DataSource, TlsOptions
@@ -42,6 +33,15 @@ from shared.sandbox import Sandbox, free_port
 from shared.sandbox_servers import MariaDBKind, ServerSpec
 from shared.secrets import SecretRef
 from shared.settings import ZkSettings
+from tests.devcluster import (
+    Cluster,
+    Database,
+    make_certificates,
+    make_schema,
+    one_way,
+    wait_equal,
+    wait_for,
+)
 
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(20))"
 

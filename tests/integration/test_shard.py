@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from shared.devcluster import Cluster, Database, wait_for
+from tests.devcluster import Cluster, Database, wait_for
 
 ORDERS = "CREATE TABLE `{schema}`.{table} (id INT PRIMARY KEY, uid INT, note VARCHAR(20))"
 

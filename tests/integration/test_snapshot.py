@@ -8,7 +8,7 @@ import threading
 
 import pymysql
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
 PEOPLE = ("CREATE TABLE `{schema}`.people (country CHAR(2), code VARCHAR(20), born DATE, "

@@ -4,8 +4,8 @@ Extract/Transform ran in the workers' executors, not in the node."""
 
 from __future__ import annotations
 
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal
-from shared.sparkstandalone import SparkStandalone
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal
+from tests.sparkstandalone import SparkStandalone
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), "
          "qty DECIMAL(10,2), at DATETIME(6), note TEXT)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.devcluster import Cluster, Database, make_schema, wait_for
+from tests.devcluster import Cluster, Database, make_schema, wait_for
 
 PEOPLE = ("CREATE TABLE `{schema}`.people (id INT PRIMARY KEY, first VARCHAR(20), "
           "last VARCHAR(20), address VARCHAR(60), email VARCHAR(60), name VARCHAR(20))")

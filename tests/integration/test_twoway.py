@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
-from shared.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 from shared.rpc import manager_pb2
+from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(30), "
          "qty INT NOT NULL DEFAULT 0)")

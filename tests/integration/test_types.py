@@ -3,7 +3,7 @@ it (so a Python conversion cannot hide a difference)."""
 
 from __future__ import annotations
 
-from shared.devcluster import Database, make_schema, one_way, wait_for
+from tests.devcluster import Database, make_schema, one_way, wait_for
 
 COLUMNS = [
     ("ti", "TINYINT"), ("tiu", "TINYINT UNSIGNED"), ("si", "SMALLINT"),

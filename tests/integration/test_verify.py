@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from manager import cli
-from shared.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT, "
          "price DECIMAL(10,2), at TIMESTAMP(3) NULL, f FLOAT, flags SET('a','b','c'), "

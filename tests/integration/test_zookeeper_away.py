@@ -18,7 +18,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from shared import zk
-from shared.devcluster import (
+from shared.sandbox import Sandbox
+from tests.devcluster import (
     SESSION_TIMEOUT_S,
     Cluster,
     Daemon,
@@ -30,7 +31,6 @@ from shared.devcluster import (
     wait_equal,
     wait_for,
 )
-from shared.sandbox import Sandbox
 
 STOP_BOUND_S = 20  # "within a few seconds", with room for a busy 2-core machine
 TABLE = "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, counter INT NOT NULL)"

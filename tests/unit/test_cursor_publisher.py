@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 from node.cursor import Cursor, CursorPublisher
-from shared.devcluster import wait_for
 from shared.model import BinlogPosition
+from tests.devcluster import wait_for
 
 
 class Store:

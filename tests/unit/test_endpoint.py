@@ -20,11 +20,11 @@ import pytest
 from node.select.binlog import BinlogReader
 from shared import confinement
 from shared.confinement import Confinement, Credential
-from shared.devcluster import Certificates, make_certificates
 from shared.endpoint import connect, connection_settings
 from shared.errors import ConfigError, DatabaseHostError, SourceError
 from shared.model import BinlogPosition, DataSource, TlsOptions
 from shared.secrets import SecretRef
+from tests.devcluster import Certificates, make_certificates
 
 PASSWORD = "pw-that-must-not-travel"
 # CLIENT_LONG_PASSWORD | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION | PLUGIN_AUTH
