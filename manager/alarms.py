@@ -15,7 +15,15 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from shared.alarmrules import DELAY, FAILED, FREE_DOOR_REJECTS, NODE_LOST, PAUSED, AlarmRule
+from shared.alarmrules import (
+    DELAY,
+    FAILED,
+    FREE_DOOR_REJECTS,
+    NODE_LOST,
+    PAUSED,
+    SOURCE_SWITCH,
+    AlarmRule,
+)
 from shared.rpc import manager_pb2, model_pb2
 
 FIRING, RESOLVED = "firing", "resolved"
@@ -31,6 +39,8 @@ class PipelineFact:
     delay_ms: int = 0
     rejected: int = 0  # free-door requests rejected since the pipeline started on its node
     last_error: str = ""
+    switched: str = ""  # its source's last switch ('' none), and when
+    switched_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,8 @@ def facts_from(channels: Iterable[manager_pb2.ChannelInfo],
         for state in info.pipelines:
             pipelines.append(PipelineFact(
                 state.pipeline_id, info.channel.name, status, state.state or "not running",
-                state.delay_ms, state.free_door.rejected, state.last_error))
+                state.delay_ms, state.free_door.rejected, state.last_error, state.switched,
+                state.switched_ms))
     return Facts(tuple(pipelines), frozenset(node.id for node in nodes))
 
 
@@ -156,6 +167,14 @@ class AlarmEvaluator:
                     if fact.state == "running" and fact.delay_ms > rule.above}
         if rule.when == FREE_DOOR_REJECTS:
             return self._rejects_over(rule, chosen, now)
+        if rule.when == SOURCE_SWITCH:
+            switching = {fact.pipeline_id: f"pipeline {fact.pipeline_id}: "
+                         f"{fact.last_error.splitlines()[0]}" for fact in chosen
+                         if fact.state == "switching" and fact.last_error}
+            return switching | {
+                fact.pipeline_id: f"pipeline {fact.pipeline_id}: its source {fact.switched}"
+                for fact in chosen if fact.switched_ms and fact.pipeline_id not in switching
+                and now - fact.switched_ms / 1000 <= rule.within_s}
         return {}
 
     def _rejects_over(self, rule: AlarmRule, chosen: list[PipelineFact],

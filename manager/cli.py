@@ -107,13 +107,19 @@ def _parser() -> argparse.ArgumentParser:
         action.add_argument("--timeout", type=float, default=120.0,
                             help="seconds --wait waits at most (default 120)")
 
-    source = commands.add_parser("source", help="list, show and delete sources")
+    source = commands.add_parser("source", help="list, show, switch and delete sources")
     verbs = source.add_subparsers(dest="action", required=True, metavar="ACTION")
     verbs.add_parser("list", help="every source (password references only)")
     verbs.add_parser("show", help="one source").add_argument(
         "name", help="the source")
     verbs.add_parser("delete", help="a source no channel uses").add_argument(
         "name", help="the source")
+    switch = verbs.add_parser("switch", help="make another member of a replica-set source "
+                              "its primary (a planned switchover): its pipelines load what "
+                              "they read, then go on there by GTID")
+    switch.add_argument("name", help="the source (one that names hosts:)")
+    switch.add_argument("--to", required=True, metavar="HOST:PORT",
+                        help="the member that is the primary now (promoted, writable)")
 
     node = commands.add_parser("node", help="registered nodes")
     node.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser("list")
@@ -271,6 +277,12 @@ def _source(args: argparse.Namespace, client: ManagerClient) -> int:
     elif args.action == "show":
         found = client.call("GetSource", manager_pb2.GetSourceRequest(name=args.name))
         _print(args, found, render.sources([found]))
+    elif args.action == "switch":
+        answer = client.call("SwitchSource", manager_pb2.SwitchSourceRequest(
+            name=args.name, to=args.to))
+        _print(args, answer, f"source {answer.name}: primary {answer.member} (was "
+               f"{answer.previous or '?'}), at GTID {answer.gtid or '?'}; its pipelines go on "
+               "there once they have loaded what they read")
     else:
         answer = client.call("DeleteSource", manager_pb2.DeleteSourceRequest(name=args.name))
         _print(args, answer, f"source {answer.name} deleted")

@@ -17,15 +17,22 @@ from typing import Any
 import pymysql
 from kazoo.client import KazooClient
 
-from shared import positions
+from shared import gtid, positions
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
-from shared.errors import ConflictError, NotFoundError, PositionLostError, SourceError
+from shared.errors import (
+    ConflictError,
+    NotFoundError,
+    PositionConflictError,
+    PositionLostError,
+    SourceError,
+)
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
-from shared.retl import POSITION_RUN
+from shared.retl import upgrade_position_table
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
+BAD_FIELD = 1054  # an unknown column
 log = logging.getLogger("setl.manager.positions")
 Row = tuple[BinlogPosition, int, int]  # a target's position row: position, processId, epoch
 
@@ -94,8 +101,8 @@ class Positions:
         to = request.to
         if request.latest:
             position = positions.current_position(source)
-        elif to.file and to.pos > 0:
-            position = BinlogPosition(to.file, int(to.pos))
+        elif to.file and to.pos > 0:  # of the source's server (its primary): its GTID there
+            position = positions.position_at(source, to.file, int(to.pos))
         elif to.gtid and not to.file:
             position = BinlogPosition(gtid=to.gtid)
         else:
@@ -108,8 +115,8 @@ class Positions:
                     f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
         rows = {name: _read_row(self.catalog.source(name), pipeline_id)
                 for name in _targets(pipeline)}
-        ahead = {name: row for name, row in rows.items() if row is not None and (
-            not position.file or row[0].order() > position.order())}
+        ahead = {name: row for name, row in rows.items()
+                 if row is not None and _ahead(row[0], position)}
         if ahead and not request.replay:
             name, row = next(iter(ahead.items()))
             raise ConflictError(
@@ -217,24 +224,41 @@ def _bytes_between(files: list[tuple[str, int]], start: BinlogPosition,
     return max(between - start.pos + end.pos, 0)
 
 
+def _ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
+    """Whether a target's row is past ``position`` (or cannot be told from it: then a move
+    must be asked for with --replay too)."""
+    if not position.file:
+        return True
+    try:
+        return gtid.compare(row, position) > 0
+    except PositionConflictError:
+        return True
+
+
 def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
     """The pipeline's position row on ``target`` (None: no row, or no position yet)."""
     try:
         with connect(target) as conn, conn.cursor() as cursor:
             try:
-                cursor.execute("SELECT binlog_file, binlog_pos, process_id, owner_epoch FROM "
-                               "retl.retl_position WHERE pipeline_id = %s", (pipeline_id,))
+                cursor.execute("SELECT binlog_file, binlog_pos, process_id, owner_epoch, gtid, "
+                               "source_server FROM retl.retl_position WHERE pipeline_id = %s",
+                               (pipeline_id,))
             except pymysql.MySQLError as exc:
                 if exc.args and exc.args[0] in (1049, 1146):  # no retl schema: nothing loaded
                     return None
-                raise
+                if not exc.args or exc.args[0] != BAD_FIELD:
+                    raise
+                cursor.execute("SELECT binlog_file, binlog_pos, process_id, owner_epoch, gtid, "
+                               "'' FROM retl.retl_position WHERE pipeline_id = %s",
+                               (pipeline_id,))  # a table of an older version
             row = cursor.fetchone()
     except pymysql.MySQLError as exc:
         raise SourceError(f"target {target.name}: cannot read its position row: "
                           f"{exc.args[-1] if exc.args else exc}") from None
     if row is None or not row[0]:
         return None
-    return BinlogPosition(str(row[0]), int(row[1])), int(row[2]), int(row[3])
+    return BinlogPosition(str(row[0]), int(row[1]), str(row[4] or ""), str(row[5] or "")), \
+        int(row[2]), int(row[3])
 
 
 def _move_row(target: DataSource, pipeline_id: str, run: str,
@@ -244,9 +268,7 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
     where = "WHERE pipeline_id = %s"
     try:
         with connect(target, autocommit=True) as conn, conn.cursor() as cursor:
-            cursor.execute(POSITION_RUN[0])  # a row of before runs were kept: no column yet
-            if not int(cursor.fetchone()[0]):
-                cursor.execute(POSITION_RUN[1])
+            upgrade_position_table(cursor)  # a row of an older version: no column yet
             if to is None:
                 cursor.execute(f"UPDATE retl.retl_position SET run = %s {where}",
                                (run, pipeline_id))
@@ -254,8 +276,8 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
                 cursor.execute(f"DELETE FROM retl.retl_position {where}", (pipeline_id,))
             else:
                 cursor.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = "
-                               f"%s, gtid = '', run = %s {where}",
-                               (to.file, to.pos, run, pipeline_id))
+                               f"%s, gtid = %s, source_server = %s, run = %s {where}",
+                               (to.file, to.pos, to.gtid, to.server, run, pipeline_id))
     except pymysql.MySQLError as exc:
         raise SourceError(f"target {target.name}: cannot move the position row of "
                           f"{pipeline_id}: {exc.args[-1] if exc.args else exc}") from None

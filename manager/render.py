@@ -111,6 +111,10 @@ def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
     headers = ["PIPELINE", "CHANNEL", "STATE", "OWNER", "POSITION", "DELAY_MS", "ROWS/S",
                "WINDOW", "LAST ERROR"]
     text = table(headers, rows) if rows else "no pipelines"
+    switched = [(state.pipeline_id, state.source, state.switched) for info in infos
+                for state in info.pipelines if state.switched]
+    if switched:  # replica-set sources: the member read, and the last switch
+        text += "\n\n" + table(["PIPELINE", "READS", "LAST SOURCE SWITCH"], switched)
     copying = [(state.pipeline_id, copy) for info in infos for state in info.pipelines
                for copy in state.snapshots if copy.state == "copying"]
     if copying:  # copies under way, table by table
@@ -210,7 +214,8 @@ def _media(media: model_pb2.DataMedia) -> str:
 
 def sources(found: Sequence[model_pb2.DataSource]) -> str:
     """Sources with their password reference (never a value: only references are stored)."""
-    rows = [(s.name, s.type or "mysql", f"{s.host}:{s.port}", s.user, s.password or "-",
+    rows = [(s.name, s.type or "mysql", f"{s.host}:{s.port}" + (
+        f" (primary of {', '.join(s.hosts)})" if s.hosts else ""), s.user, s.password or "-",
              s.charset) for s in found]
     return table(["SOURCE", "TYPE", "ADDRESS", "USER", "PASSWORD REFERENCE", "CHARSET"], rows) \
         if rows else "no sources; define them under 'sources:' and run: setl apply -f FILE"

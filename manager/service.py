@@ -20,6 +20,7 @@ from manager.election import LeaderElection
 from manager.monitor import Monitor
 from manager.positions import Positions
 from manager.snapshots import Snapshots
+from manager.switch import switch_source
 from manager.views import Views
 from shared import codec, confinement, definitions, tablekeys
 from shared import positions as positions_of
@@ -152,6 +153,14 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         self._require_leader()
         self.catalog.delete_source(request.name)
         return manager_pb2.DeleteSourceResponse(name=request.name)
+
+    @_rpc
+    def SwitchSource(self, request: manager_pb2.SwitchSourceRequest,
+                     context: Any) -> manager_pb2.SwitchSourceResponse:
+        self._require_leader()
+        record = switch_source(self.catalog, request.name, request.to)
+        return manager_pb2.SwitchSourceResponse(name=request.name, member=record.member,
+                                                previous=record.previous, gtid=record.gtid)
 
     @_rpc
     def Snapshot(self, request: manager_pb2.SnapshotRequest,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from shared import positions
+from shared import gtid, positions
 from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
@@ -57,19 +57,21 @@ def resume(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None]) -> Re
     if not written:
         return Resume(Cursor(hint.position, process_id, run=hint.run))
     behind = tuple(sorted(name for name, row in written.items() if name in hint.targets
-                          and row.position.order() < hint.targets[name].order()))
+                          and gtid.compare(row.position, hint.targets[name]) < 0))
     if hint.position.file:
         at = [row.position if name in behind else
-              max(row.position, hint.position, key=BinlogPosition.order)
-              for name, row in written.items()]
+              gtid.latest((row.position, hint.position)) for name, row in written.items()]
         if len(written) < len(rows):  # a target with nothing loaded is at the hint
             at.append(hint.position)
     else:
         at = [row.position for row in written.values()]
-    start = min(at, key=BinlogPosition.order)
-    cuts = {p.order(): p for p in at if p.order() > start.order()}
-    return Resume(Cursor(start, process_id, run=hint.run),
-                  tuple(cuts[k] for k in sorted(cuts)), behind)
+    start = gtid.earliest(at)
+    cuts: list[BinlogPosition] = []
+    for position in sorted(at, key=gtid.order_key):
+        if gtid.compare(position, start) > 0 and \
+                not (cuts and gtid.compare(position, cuts[-1]) == 0):
+            cuts.append(position)
+    return Resume(Cursor(start, process_id, run=hint.run), tuple(cuts), behind)
 
 
 def _refuse_foreign(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None],
@@ -87,7 +89,8 @@ def _refuse_foreign(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | Non
         if row is None or name not in written or not hint.run or not row.run or \
                 row.run == hint.run:
             continue
-        if (row.position.file, row.position.pos) == (hint.position.file, hint.position.pos):
+        if (row.position.file, row.position.pos) == (hint.position.file, hint.position.pos) \
+                and gtid.same_server(row.position, hint.position):
             continue  # started exactly where the target is: nothing skipped, nothing again
         where = pipeline_id.replace(".", "/")
         raise PositionConflictError(

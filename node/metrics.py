@@ -37,7 +37,8 @@ disable_created_metrics()  # no *_created series beside each counter and histogr
 LABELS = ("channel", "pipeline")
 # seconds: a caught-up batch's stages take milliseconds, a catch-up's seconds
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-STATES = ("starting", "starting spark", "running", "retrying", "failed", "fenced", "stopped")
+STATES = ("starting", "starting spark", "running", "retrying", "failed", "fenced", "stopped",
+          "switching")
 FREE_DOOR_OUTCOMES = ("requested", "loaded", "missing", "rejected")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -149,6 +150,9 @@ def pipeline_families(states: list[manager_pb2.PipelineState]) -> Iterator[Metri
                                labels=[*LABELS, "outcome"])
     pending = _gauge("setl_free_door_pending_requests", "Central free-door requests for "
                      "this pipeline not served yet")
+    switches = CounterMetricFamily("setl_pipeline_source_switches", "Times the pipeline "
+                                   "went on at another member of its source (a new primary) "
+                                   "since it started on this node", labels=LABELS)
     running = GaugeMetricFamily("setl_node_pipelines_running", "Pipelines running on this "
                                 "node")
     count = 0
@@ -164,9 +168,10 @@ def pipeline_families(states: list[manager_pb2.PipelineState]) -> Iterator[Metri
         for outcome in FREE_DOOR_OUTCOMES:
             door.add_metric([*labels, outcome], getattr(found.free_door, outcome))
         pending.add_metric(labels, found.free_door.pending)
+        switches.add_metric(labels, found.source_switches)
         count += found.state == "running"
     running.add_metric([], count)
-    yield from (delay, rate, used, size, peak, state, door, pending, running)
+    yield from (delay, rate, used, size, peak, state, door, pending, switches, running)
 
 
 def spark_families() -> Iterator[Metric]:

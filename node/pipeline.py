@@ -25,7 +25,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from node import cursor as cursors
-from node import start
+from node import primary, start
 from node.changes import Batch, RowChange, TargetChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
@@ -37,6 +37,7 @@ from node.load.loader import Loader
 from node.load.owners import FencedError
 from node.load.twoway import LoopGuard
 from node.metrics import PipelineMetrics
+from node.primary import Primary, SwitchPending, check_held
 from node.select import source as endpoints
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
@@ -45,7 +46,7 @@ from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
 from node.window import Window
-from shared import heap, positions
+from shared import heap, members, positions
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
@@ -53,6 +54,7 @@ from shared.errors import (
     OwnershipLostError,
     SetlError,
 )
+from shared.members import PrimaryRecord
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
@@ -60,6 +62,7 @@ from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
 STOP_PUBLISH_S = 1.0
+SWITCH_POLL_S = 1.0  # how often a lost primary is looked at again
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 
 
@@ -136,6 +139,10 @@ class PipelineRunner:
             if params.free_door_source else None
         self._select_stop = threading.Event()
         self._progress = threading.Event()  # set when a batch is loaded
+        # the member of the source read now, and switching when it is lost or moved
+        self.primary = Primary(Catalog(context.client, context.paths), context.pipeline.source,
+                               self.pipeline_id)
+        self._switch = threading.Event()  # the source's primary was moved: start again there
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
                                         daemon=True)
 
@@ -181,7 +188,17 @@ class PipelineRunner:
             loaded_before = self.batches_loaded
             try:
                 self._run_once(compiled)
+                if self._switch.is_set() and not self.stop_event.is_set():
+                    self._switch.clear()  # stopped at a batch boundary: go on at the new one
+                    continue
                 break
+            except SwitchPending as exc:  # waits that are no failure: not counted
+                if self.state != "switching" or exc.args[0] != self.last_error:
+                    log.warning("event=source_switch_pending pipeline=%s reason=%s",
+                                self.pipeline_id, exc)
+                self.state, self.last_error = "switching", str(exc)
+                self.stop_event.wait(SWITCH_POLL_S)
+                continue
             except PAUSE_AT_ONCE as exc:  # a definition, user code, a lost position: no retry
                 self._fail_for_good(str(exc))
                 return
@@ -226,9 +243,9 @@ class PipelineRunner:
             log.error("event=pause_failed pipeline=%s error=%s", self.pipeline_id, exc)
 
     # -- one attempt ------------------------------------------------------------------------
-    def _start_cursor(self, compiled: CompiledPipeline) -> Cursor:
+    def _start_cursor(self, compiled: CompiledPipeline, source: DataSource) -> Cursor:
         return start.first_or_stored(self.cursors, self.snapshot_store, self.ctx.pipeline,
-                                     self.ctx.sources[self.ctx.pipeline.source], compiled)
+                                     source, compiled)
 
     def _still_owner(self, step: str) -> None:
         """Go on only while this runner should run: a stop or a lost ZooKeeper session while
@@ -243,7 +260,9 @@ class PipelineRunner:
     def _run_once(self, compiled: CompiledPipeline) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
         try:
-            hint = self._start_cursor(compiled)
+            known = self.cursor or self.cursors.load()  # where it is: the switch's GTID
+            source = self.primary.resolve(known.position if known else None)
+            hint = self._start_cursor(compiled, source)
         except KazooException as exc:  # no ZooKeeper, no start: the node starts it again later
             raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"
                                      ) from None
@@ -258,8 +277,12 @@ class PipelineRunner:
                         stop=self.stop_event, run=hint.run)
         try:
             # fenced, then read: where the targets are decides where Select begins
-            resume = cursors.resume(self.pipeline_id, hint,
-                                    {} if params.dry_run else self._claim(loader))
+            rows = {} if params.dry_run else self._claim(loader)
+            # on this server: nothing the targets hold may be missing from it, and a start
+            # of another server's binlog is found by its GTID state
+            server = check_held(self.pipeline_id, source, hint, rows).server
+            resume = primary.on_server(self.pipeline_id,
+                                       cursors.resume(self.pipeline_id, hint, rows), server)
             if resume.behind:
                 log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
                             self.pipeline_id, ",".join(resume.behind), hint.position)
@@ -268,7 +291,7 @@ class PipelineRunner:
                          "process_id=%d cuts=%s", self.pipeline_id, hint.position,
                          resume.start.position, resume.start.process_id,
                          ",".join(map(str, resume.cuts)) or "-")
-            self._run_from(compiled, resume, loader)
+            self._run_from(compiled, resume, loader, source)
         finally:
             loader.close()
 
@@ -276,9 +299,8 @@ class PipelineRunner:
         return start.claim(loader, self.ctx.owns, self.ctx.epoch, self.pipeline_id)
 
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
-                  loader: Loader) -> None:
+                  loader: Loader, source: DataSource) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
-        source = self.ctx.sources[pipeline.source]
         self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
         if self._central is not None:
@@ -319,8 +341,11 @@ class PipelineRunner:
             target=self._select_loop, args=(selector, compiled, planner, executor, handoff,
                                             select_stop),
             name=f"select-{self.pipeline_id}", daemon=True)
-        log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d",
-                 self.pipeline_id, self.cursor.position, self.cursor.process_id + 1, server_id)
+        log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d "
+                 "source=%s", self.pipeline_id, self.cursor.position,
+                 self.cursor.process_id + 1, server_id, members.address(source))
+        if source.hosts:  # a switch stored by an operator (or another node): go there
+            self._watch_primary(select_stop)
         selector.begin()
         select_thread.start()
         snapshots.start()
@@ -339,6 +364,23 @@ class PipelineRunner:
             _cancel_pending(handoff)
             executor.shutdown(wait=True, cancel_futures=True)
             planner.facts.close()
+
+    def _watch_primary(self, select_stop: threading.Event) -> None:
+        """When the source's stored primary moves to another member, stop selecting: what
+        was selected is loaded, then the runner starts again on the new primary."""
+        def changed(data: bytes | None, stat: object) -> bool:
+            if select_stop.is_set():
+                return False  # this run is over: the watch ends
+            if data:
+                member = PrimaryRecord.from_json(data).member
+                if member != self.primary.in_use:
+                    log.warning("event=source_primary_moved pipeline=%s from=%s to=%s",
+                                self.pipeline_id, self.primary.in_use, member)
+                    self._switch.set()
+                    select_stop.set()
+                    return False
+            return True
+        self.ctx.client.DataWatch(self.ctx.paths.primary(self.ctx.pipeline.source), changed)
 
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
@@ -479,13 +521,17 @@ class PipelineRunner:
         position = self.cursor.position if self.cursor else BinlogPosition()
         return manager_pb2.PipelineState(
             pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
-            position={"file": position.file, "pos": position.pos, "gtid": position.gtid},
+            position={"file": position.file, "pos": position.pos, "gtid": position.gtid,
+                      "server": position.server},
             delay_ms=delay, rows_per_second=self.rows_per_second(),
             window_used=in_flight, window_peak=self.window_peak,
             window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
             process_id=self.cursor.process_id if self.cursor else 0,
             free_door=dataclasses.asdict(self.door_stats),
-            snapshots=self._snapshots.progress() if self._snapshots else [])
+            snapshots=self._snapshots.progress() if self._snapshots else [],
+            source=self.primary.in_use, switched=self.primary.describe(),
+            switched_ms=self.primary.record.at_ms if self.primary.record else 0,
+            source_switches=self.primary.switches)
 
 
 def _cancel_pending(handoff: queue.Queue[Any]) -> None:

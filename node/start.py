@@ -15,7 +15,7 @@ from node.load.loader import Loader
 from node.load.owners import FencedError
 from node.snapshot.controller import paired_tables
 from node.snapshot.state import SnapshotStore
-from shared import positions, tablekeys
+from shared import gtid, positions, tablekeys
 from shared.errors import ConfigError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
 
@@ -62,7 +62,7 @@ def within_binlog(pipeline_id: str, resume: Resume, end: BinlogPosition) -> None
     written from another server's binlog, or before the source's was reset (RESET MASTER),
     so what they hold cannot be told from this binlog's positions."""
     start = resume.start.position
-    if start.file and end.file and start.order() > end.order():
+    if gtid.same_server(start, end) and start.order() > end.order():
         raise PositionConflictError(
             f"pipeline {pipeline_id}: it would start at {start}, past source's binlog end "
             f"{end}: the targets' position rows were written from another server's binlog, "

@@ -14,9 +14,9 @@ from shared import yamlreader
 from shared.secrets import reference_problem
 from shared.yamlreader import MISSING, Field
 
-DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS = (
-    "delay", "paused", "failed", "node_lost", "free_door_rejects")
-KINDS = (DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS)
+DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH = (
+    "delay", "paused", "failed", "node_lost", "free_door_rejects", "source_switch")
+KINDS = (DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -30,7 +30,9 @@ class AlarmRule:
     - ``failed``: a pipeline whose node reports it failed (its channel was paused);
     - ``node_lost``: a node that was registered (or is listed in ``nodes``) is gone;
     - ``free_door_rejects``: more than ``above`` free-door requests rejected by one pipeline
-      within ``within_s`` seconds.
+      within ``within_s`` seconds;
+    - ``source_switch``: a pipeline whose source's primary is lost (it waits to switch), or
+      whose source switched to another member within ``within_s`` seconds.
     """
 
     name: str
@@ -114,7 +116,9 @@ def _rule(item: Field) -> AlarmRule | None:
     elif when == FREE_DOOR_REJECTS:
         above = entry.get("above", lambda f: f.integer(0), MISSING, required=True)
         within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
-    if when in (DELAY, PAUSED, FAILED, FREE_DOOR_REJECTS):
+    elif when == SOURCE_SWITCH:
+        within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
+    if when in (DELAY, PAUSED, FAILED, FREE_DOOR_REJECTS, SOURCE_SWITCH):
         pipelines = entry.get("pipelines", _patterns, ())
     if when == NODE_LOST:
         nodes = entry.get("nodes", _node_ids, ())

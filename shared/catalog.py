@@ -23,7 +23,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 
-from shared import codec, positions
+from shared import codec, members, positions
 from shared.errors import (
     ConflictError,
     CoordinationError,
@@ -31,6 +31,7 @@ from shared.errors import (
     SetlError,
     ZooKeeperUnavailableError,
 )
+from shared.members import PrimaryRecord
 from shared.model import Channel, ChannelStatus, DataSource, Definitions
 from shared.rpc import model_pb2
 from shared.zk import ZkPaths
@@ -111,7 +112,38 @@ class Catalog:
             data, _ = self._call("read a source", self.client.get, self.paths.source(name))
         except NoNodeError:
             raise NotFoundError(f"no source named {name!r}; apply a file that defines it") from None
-        return codec.from_proto(codec.source_from_bytes(data).source, DataSource)
+        source = codec.from_proto(codec.source_from_bytes(data).source, DataSource)
+        if source.hosts:  # a replica set: the member that is its primary now
+            record, _ = self.primary(name)
+            if record is not None and record.member in source.hosts:
+                source = members.at(source, record.member)
+        return source
+
+    def primary(self, name: str) -> tuple[PrimaryRecord | None, int]:
+        """Where a replica-set source switched to last (None: never), with the record's
+        version (-1 when there is none) for :meth:`set_primary`."""
+        try:
+            data, stat = self._call("read a source's primary", self.client.get,
+                                    self.paths.primary(name))
+        except NoNodeError:
+            return None, -1
+        return PrimaryRecord.from_json(data), stat.version
+
+    def set_primary(self, name: str, record: PrimaryRecord, version: int) -> bool:
+        """Store the source's new primary unless someone stored another since ``version``
+        was read; whether it was stored."""
+        try:
+            if version < 0:
+                self._call("store a source's primary", self.client.create,
+                           self.paths.primary(name), record.to_json(), makepath=True)
+            else:
+                self._call("store a source's primary", self.client.set,
+                           self.paths.primary(name), record.to_json(), version=version)
+        except (NodeExistsError, BadVersionError):
+            return False
+        log.info("event=source_primary_stored source=%s member=%s from=%s by=%s gtid=%s",
+                 name, record.member, record.previous or "-", record.by, record.gtid or "-")
+        return True
 
     def sources(self) -> list[DataSource]:
         found = []

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from shared import confinement, identifiers, yamlreader
+from shared import confinement, identifiers, members, yamlreader
 from shared.confinement import Confinement
 from shared.errors import ConfigError
 from shared.model import (
@@ -111,8 +111,19 @@ class _Loader:
         if name is not MISSING:  # known even if broken: no "unknown source" for its users
             self.sources.add(name)
         kind = entry.get("type", lambda f: f.choice(["mysql", "mariadb"]), "mysql")
-        host = entry.get("host", Field.string, required=True)
+        # a replica set (hosts) or one host; the set's first member is the one used at first
+        replica_set = entry.has("hosts")
+        if replica_set and (entry.has("host") or entry.has("port")):
+            entry.field("hosts").fail(  # type: ignore[union-attr]
+                "give either 'host' (and 'port') or 'hosts' (a replica set's members, "
+                "host:port each), not both")
+        hosts = entry.get("hosts", self._members, ())
+        host = entry.get("host", Field.string, required=not replica_set)
         port = entry.get("port", lambda f: f.integer(1, 65535), 3306)
+        if replica_set:
+            host, port = members.split(hosts[0]) if hosts else (MISSING, MISSING)
+        primary = entry.get("primary", lambda f: f.choice(list(members.FINDERS)), "read_only")
+        switch_after_s = entry.get("switch_after_s", lambda f: f.integer(1, 86_400), 10)
         user = entry.get("user", Field.string, "root")
         password = entry.get("password", self._secret, None)
         charset = entry.get("charset", Field.string, "utf8mb4")
@@ -120,13 +131,35 @@ class _Loader:
         rules = confinement.checked_rules()
         if rules is not None and isinstance(password, SecretRef) and \
                 MISSING not in (host, port):
-            problem = rules.credential_problem(password.text, host, port)
-            if problem is not None:
-                entry.field("password").fail(problem)  # type: ignore[union-attr]
+            for member_host, member_port in [members.split(m) for m in hosts] or [(host, port)]:
+                problem = rules.credential_problem(password.text, member_host, member_port)
+                if problem is not None:
+                    entry.field("password").fail(problem)  # type: ignore[union-attr]
+                    break
         entry.close()
         if MISSING in (name, host):
             return None
-        return DataSource(name, host, port, user, password, kind, charset, tls)
+        return DataSource(name, host, port, user, password, kind, charset, tls, hosts,
+                          primary, switch_after_s)
+
+    def _members(self, item: Field) -> Any:
+        if not item.is_list():
+            return item.expected("a list of host:port")
+        found: list[str] = []
+        for child in item.items():
+            text = child.string()
+            if text is MISSING:
+                continue
+            problem = members.problem(text)
+            if problem is not None:
+                child.fail(problem)
+            elif members.normal(text) in found:
+                child.fail(f"{text} is named twice")
+            else:
+                found.append(members.normal(text))
+        if not found:
+            return item.fail("a replica set needs at least one member (host:port)")
+        return tuple(found)
 
     def _tls(self, item: Field) -> Any:
         entry = item.mapping()

@@ -60,6 +60,12 @@ class DataSource:
     type: str = "mysql"
     charset: str = "utf8mb4"
     tls: TlsOptions | None = None  # None: TLS when the server offers it, unverified
+    # a replica set: its members as host:port (host/port is the one in use, at first the
+    # first member); the primary is the writable member (read_only) or the first that
+    # answers (order); a lost primary is waited for switch_after_s before setl switches
+    hosts: tuple[str, ...] = ()
+    primary: str = "read_only"
+    switch_after_s: int = 10
 
 
 @dataclass(frozen=True)
@@ -141,11 +147,15 @@ class MediaPair:
 
 @dataclass(frozen=True)
 class BinlogPosition:
-    """A binlog position: file/pos, with the GTID recorded when known."""
+    """A binlog position: file/pos of the server ``server`` names, with the GTID state after
+    its transaction when known (MariaDB's per-domain position: what any member of a replica
+    set can resume from). ``server`` is ``server_id@hostname:port`` of the binlog's writer
+    ("" unknown: the source's). How two compare: :func:`shared.gtid.compare`."""
 
     file: str = ""
     pos: int = 0
     gtid: str = ""
+    server: str = ""
 
     def order(self) -> tuple[int, str, int]:
         """The position's place in binlog order: the file by its number (past .999999 the

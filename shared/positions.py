@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import pymysql
 from kazoo.client import KazooClient
@@ -41,26 +42,50 @@ class Cursor:
     def to_json(self) -> bytes:
         body: dict[str, object] = {"file": self.position.file, "pos": self.position.pos,
                                    "gtid": self.position.gtid, "process_id": self.process_id}
+        if self.position.server:
+            body["server"] = self.position.server
         if self.first:
             body["first"] = True
         if self.run:
             body["run"] = self.run
         if self.targets:
-            body["targets"] = {name: [p.file, p.pos] for name, p in self.targets.items()}
+            body["targets"] = {name: [p.file, p.pos, p.gtid, p.server]
+                               for name, p in self.targets.items()}
         return json.dumps(body).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Cursor:
         raw = json.loads(data)
-        return cls(BinlogPosition(raw["file"], int(raw["pos"]), raw.get("gtid", "")),
+        return cls(BinlogPosition(raw["file"], int(raw["pos"]), raw.get("gtid", ""),
+                                  str(raw.get("server", ""))),
                    int(raw.get("process_id", 0)), bool(raw.get("first", False)),
                    str(raw.get("run", "")),
-                   {name: BinlogPosition(str(at[0]), int(at[1]))
+                   {name: BinlogPosition(str(at[0]), int(at[1]), *map(str, at[2:4]))
                     for name, at in raw.get("targets", {}).items()})
 
 
+def server_identity(cursor: Any) -> str:
+    """Which server a connection reached, as positions name it: ``server_id@hostname:port``
+    (MariaDB has no server uuid; members of a replica set differ in server_id, unrelated
+    servers in where they run)."""
+    cursor.execute("SELECT @@server_id, @@hostname, @@port")
+    server_id, hostname, port = cursor.fetchone()
+    return f"{server_id}@{hostname}:{port}"
+
+
+def gtid_at(cursor: Any, position: BinlogPosition) -> str:
+    """MariaDB's GTID state at ``position`` of the connected server's binlog ('' where the
+    server has none: MySQL, or a position that is not an event boundary)."""
+    try:
+        cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
+        return str(cursor.fetchone()[0] or "")
+    except pymysql.MySQLError:
+        return ""  # MySQL has no BINLOG_GTID_POS
+
+
 def current_position(source: DataSource) -> BinlogPosition:
-    """The source's binlog end now (file/pos, with MariaDB's GTID position)."""
+    """The source's binlog end now: file/pos, the GTID state there (MariaDB) and which
+    server it is."""
     try:
         with connect(source) as conn, conn.cursor() as cursor:
             cursor.execute("SHOW MASTER STATUS")
@@ -68,15 +93,22 @@ def current_position(source: DataSource) -> BinlogPosition:
             if not row:
                 raise SourceError(f"source {source.name}: SHOW MASTER STATUS is empty; is "
                                   "log_bin on?")
-            gtid = ""
-            try:
-                cursor.execute("SELECT @@gtid_binlog_pos")
-                gtid = str(cursor.fetchone()[0] or "")
-            except pymysql.MySQLError:
-                pass  # MySQL has no gtid_binlog_pos
-            return BinlogPosition(row[0], int(row[1]), gtid)
+            end = BinlogPosition(row[0], int(row[1]))
+            return BinlogPosition(end.file, end.pos, gtid_at(cursor, end),
+                                  server_identity(cursor))
     except pymysql.MySQLError as exc:
         raise SourceError(f"source {source.name}: cannot read its binlog position: "
+                          f"{exc.args[-1] if exc.args else exc}") from None
+
+
+def position_at(source: DataSource, file: str, pos: int) -> BinlogPosition:
+    """``file``/``pos`` of the source's server, with its GTID state there and its identity."""
+    at = BinlogPosition(file, pos)
+    try:
+        with connect(source) as conn, conn.cursor() as cursor:
+            return BinlogPosition(file, pos, gtid_at(cursor, at), server_identity(cursor))
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"source {source.name}: cannot read where {at} is: "
                           f"{exc.args[-1] if exc.args else exc}") from None
 
 

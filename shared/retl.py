@@ -32,12 +32,23 @@ POSITION_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_position (
   gtid VARCHAR(1024) NOT NULL DEFAULT '',
   owner_epoch BIGINT NOT NULL DEFAULT 0,
   updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  run VARCHAR(64) NOT NULL DEFAULT ''
+  run VARCHAR(64) NOT NULL DEFAULT '',
+  source_server VARCHAR(255) NOT NULL DEFAULT ''
 ) ENGINE=InnoDB"""
-# a position row made before rows carried the pipeline's run gets the column ('' = unknown)
-POSITION_RUN = ("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'retl' "
-                "AND TABLE_NAME = 'retl_position' AND COLUMN_NAME = 'run'",
-                "ALTER TABLE retl.retl_position ADD COLUMN run VARCHAR(64) NOT NULL DEFAULT ''")
+# columns position rows made by older versions lack ('' = unknown): the pipeline's run,
+# the server whose binlog file/pos the row names
+POSITION_COLUMNS = {"run": "VARCHAR(64) NOT NULL DEFAULT ''",
+                    "source_server": "VARCHAR(255) NOT NULL DEFAULT ''"}
+
+
+def upgrade_position_table(cursor: Any) -> None:
+    """Add the columns an older ``retl_position`` lacks (DDL: commits on its own)."""
+    cursor.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                   "'retl' AND TABLE_NAME = 'retl_position'")
+    have = {str(row[0]).lower() for row in cursor.fetchall()}
+    for name, kind in POSITION_COLUMNS.items():
+        if name not in have:
+            cursor.execute(f"ALTER TABLE retl.retl_position ADD COLUMN {name} {kind}")
 
 MARK_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_mark (
   CHANNEL_ID VARCHAR(191) NOT NULL,

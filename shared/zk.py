@@ -59,6 +59,11 @@ class ZkPaths:
     def source(self, name: str) -> str:
         return self._join("config", "sources", name)
 
+    def primary(self, source: str) -> str:
+        """Which member of a replica-set source is its primary now (JSON: member, from,
+        at_ms, gtid, by): written when it switched, read by the manager and every node."""
+        return self._join("primaries", source)
+
     @property
     def channels(self) -> str:
         return self._join("config", "channels")

@@ -52,7 +52,7 @@ from node.load.twoway import LoopGuard
 from shared import endpoint as endpoints
 from shared.errors import LoadError, SetlError
 from shared.model import BinlogPosition, DataSource, PipelineParams
-from shared.retl import POSITION_RUN, TARGET_DDL, loop_comment
+from shared.retl import TARGET_DDL, loop_comment, upgrade_position_table
 from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.load.loader")
@@ -96,9 +96,7 @@ class Loader:
             with conn.cursor() as cursor:
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
-                cursor.execute(POSITION_RUN[0])
-                if not int(cursor.fetchone()[0]):
-                    cursor.execute(POSITION_RUN[1])
+                upgrade_position_table(cursor)
                 owners.register(cursor, self.pipeline_id, self.epoch)
             conn.commit()
             self._connections[name] = conn
@@ -153,8 +151,7 @@ class Loader:
                      f"{row[0]}:{row[1]}" if row and row[0] else "-", row[3] if row else "-")
             if not row or not row[0]:
                 return None
-            found = Cursor(BinlogPosition(str(row[0]), int(row[1])), int(row[3]),
-                           run=str(row[4] or ""))
+            found = Cursor(owners.row_position(row), int(row[3]), run=str(row[4] or ""))
             self.written[name] = found.position
             return found
         raise AssertionError("unreachable")
@@ -307,7 +304,7 @@ class Loader:
             end = batch.end
             together.add(None, cursor.mogrify(owners.POSITION_WRITE, (
                 self.pipeline_id, batch.process_id, end.file, end.pos, end.gtid, self.epoch,
-                self.run)))
+                self.run, end.server)))
             together.add(None, "COMMIT")
             together.send()
         self.written[name] = end

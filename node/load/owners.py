@@ -19,7 +19,8 @@ import logging
 from typing import Any
 
 from node.changes import Batch
-from shared.errors import LoadError
+from shared import gtid
+from shared.errors import LoadError, PositionConflictError
 from shared.model import BinlogPosition
 
 log = logging.getLogger("setl.node.load.owners")
@@ -58,10 +59,11 @@ class FencedError(LoadError):
 # the position row of a batch, written in its transaction under this owner's epoch
 POSITION_WRITE = (
     "INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, gtid, "
-    "owner_epoch, run) VALUES (%s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
-    "process_id = VALUES(process_id), binlog_file = VALUES(binlog_file), "
+    "owner_epoch, run, source_server) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE "
+    "KEY UPDATE process_id = VALUES(process_id), binlog_file = VALUES(binlog_file), "
     "binlog_pos = VALUES(binlog_pos), gtid = VALUES(gtid), owner_epoch = VALUES(owner_epoch), "
-    "run = VALUES(run), updated_at = CURRENT_TIMESTAMP(6)")
+    "run = VALUES(run), source_server = VALUES(source_server), "
+    "updated_at = CURRENT_TIMESTAMP(6)")
 
 
 # a new owner's fence, written before it reads the row (Loader.claim): its epoch, and a
@@ -73,8 +75,8 @@ CLAIM = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, 
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most
     (MariaDB's ``WAIT``, MySQL's hint)."""
-    sql = ("SELECT {hint}binlog_file, binlog_pos, owner_epoch, process_id, run FROM "
-           "retl.retl_position WHERE pipeline_id = %s FOR UPDATE{wait}")
+    sql = ("SELECT {hint}binlog_file, binlog_pos, owner_epoch, process_id, run, gtid, "
+           "source_server FROM retl.retl_position WHERE pipeline_id = %s FOR UPDATE{wait}")
     if "mariadb" in str(conn.get_server_info()).lower():
         return sql.format(hint="", wait=f" WAIT {LOCK_WAIT_S}")
     return sql.format(hint=f"/*+ SET_VAR(innodb_lock_wait_timeout={LOCK_WAIT_S}) */ ",
@@ -120,19 +122,31 @@ def end_stale(cursor: Any, pipeline_id: str, epoch: int, target: str) -> int:
     return killed
 
 
+def row_position(row: tuple[Any, ...]) -> BinlogPosition:
+    """The position a row of :func:`position_lock` holds."""
+    return BinlogPosition(str(row[0]), int(row[1]), str(row[5] or ""), str(row[6] or ""))
+
+
 def applied(row: tuple[Any, ...], batch: Batch, where: str) -> bool:
     """Whether the target already has the batch: its position row is at or past the batch's
-    end. Select cuts batches at every target's row (:func:`node.cursor.resume`), so a row
-    inside a batch means the batch would be partly applied again: that stops the load."""
+    end (compared by GTID when the row names another server: a switched source). Select
+    cuts batches at every target's row (:func:`node.cursor.resume`), so a row inside a batch
+    means the batch would be partly applied again: that stops the load."""
     if not row[0]:
         return False  # claimed by an owner, nothing loaded yet
-    applied = BinlogPosition(str(row[0]), int(row[1])).order()
-    if applied >= batch.end.order():
-        return True
-    if applied > batch.start.order():
+    held = row_position(row)
+    try:
+        if gtid.compare(held, batch.end) >= 0:
+            return True
+        inside = gtid.compare(held, batch.start) > 0 if batch.start.file or \
+            batch.start.gtid else False
+    except PositionConflictError as exc:
+        raise LoadError(f"{where}: the target's position row ({held}) and this batch "
+                        f"({batch.start} to {batch.end}) cannot be compared: {exc}; the "
+                        "pipeline stops rather than guess") from None
+    if inside:
         raise LoadError(
-            f"{where}: the target holds the source's transactions up to {row[0]}:{row[1]}, "
-            f"inside this batch ({batch.start} to {batch.end}); writing it would apply part "
-            "of it twice, so the pipeline stops. Restart it: it resumes from the target's "
-            "position")
+            f"{where}: the target holds the source's transactions up to {held}, inside "
+            f"this batch ({batch.start} to {batch.end}); writing it would apply part of it "
+            "twice, so the pipeline stops. Restart it: it resumes from the target's position")
     return False

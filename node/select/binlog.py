@@ -37,9 +37,11 @@ from node.extract.decode import TableSchema, decode_rows
 from node.select import rowvalues, statements
 from node.select.packets import PacketReader
 from node.select.source import LOST_POSITION_REMEDY
+from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
+from shared.positions import gtid_at, server_identity
 from shared.retl import BUFFER_TABLE, PENDING_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
@@ -132,6 +134,10 @@ class BinlogReader:
         self._stream: BinLogStreamReader | None = None
         self._checksum = False
         self._file, self._pos = start.file, start.pos
+        # which server's binlog this is, and the GTID state (MariaDB: the last GTID of each
+        # domain) after each transaction: positions any member of a replica set resumes from
+        self.server = ""
+        self._domains: dict[int, str] = {}
         self._in_txn = False  # between a transaction's start and its commit
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
@@ -193,6 +199,12 @@ class BinlogReader:
         stream._BinLogStreamReader__connect_to_stream()  # registration and the dump command
         stream._BinLogStreamReader__connect_to_ctl()  # the table maps' parser asks it once
         self._checksum = bool(stream._BinLogStreamReader__use_checksum)
+        with connect(self.source) as conn, conn.cursor() as cursor:
+            self.server = server_identity(cursor)
+            state = gtid_at(cursor, self.start) if self.start.file else self.start.gtid
+            if state and "mariadb" in str(conn.get_server_info()).lower():
+                self._domains = {domain: f"{domain}-{server}-{sequence}" for domain, (
+                    server, sequence) in gtid.parse(state).items()}
         return stream
 
     def _library_event(self, data: bytes) -> Any:
@@ -263,17 +275,18 @@ class BinlogReader:
             except Exception:  # closing a broken or already closed socket; we are leaving
                 pass
 
-    def _position(self, gtid: str = "") -> BinlogPosition:
+    def _position(self, state: str = "") -> BinlogPosition:
         if not self._file:
             return self.start
-        return BinlogPosition(self._file, self._pos, gtid)
+        return BinlogPosition(self._file, self._pos, state, self.server)
 
     # -- framing ------------------------------------------------------------------------------
     def _read(self, packets: PacketReader) -> None:
         events: list[Event] = []
         decoded: list[RowChange] = []  # free-door requests, loop marks
         event_rows = 0
-        gtid = self.start.gtid
+        domains = self._domains
+        state = self.start.gtid if not domains else ",".join(domains[d] for d in sorted(domains))
         tables, row_bytes = self._tables, self.row_bytes
         rows_kinds = ROWS
         while not self._stop.is_set():
@@ -293,19 +306,22 @@ class BinlogReader:
                     decoded += self._system_rows(mapped, data)
             elif kind == XID:
                 self._pos = next_pos or self._pos
-                self._commit(events, event_rows, decoded, gtid, data)
+                self._commit(events, event_rows, decoded, state, data)
                 events, decoded, event_rows, self._in_txn = [], [], 0, False
             elif kind == MARIADB_GTID:
                 sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
                     int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
                 server = int.from_bytes(data[6:10], "little")
-                gtid, events, decoded, event_rows = f"{domain}-{server}-{sequence}", [], [], 0
+                domains[domain] = f"{domain}-{server}-{sequence}"
+                state = next(iter(domains.values())) if len(domains) == 1 else \
+                    ",".join(domains[d] for d in sorted(domains))
+                events, decoded, event_rows = [], [], 0
                 self._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
             elif kind == TABLE_MAP:
                 self._table_map(data)
             elif kind == QUERY:
                 self._pos = next_pos or self._pos
-                if self._query(data, events, event_rows, decoded, gtid):
+                if self._query(data, events, event_rows, decoded, state):
                     events, decoded, event_rows = [], [], 0
                 continue
             elif kind == ROTATE:
@@ -314,8 +330,8 @@ class BinlogReader:
             elif kind == FORMAT_DESCRIPTION:
                 self._format(data)
             elif kind == MYSQL_GTID:
-                gtid, events, decoded, event_rows = str(self._library_event(data).gtid), [], \
-                    [], 0
+                state, events, decoded, event_rows = str(self._library_event(data).gtid), [], \
+                    [], 0  # MySQL: the transaction's GTID (its sets are not followed)
                 self._in_txn = False  # a BEGIN query follows for a transaction
             elif kind in UNREADABLE:
                 what, remedy = UNREADABLE[kind]
@@ -396,7 +412,7 @@ class BinlogReader:
         return [RowChange(*MARK_TABLE, kind, (), before, after) for before, after in images]
 
     def _query(self, data: bytes, events: list[Event], event_rows: int,
-               decoded: list[RowChange], gtid: str) -> bool:
+               decoded: list[RowChange], state: str) -> bool:
         """BEGIN, COMMIT, a savepoint inside a transaction, or a DDL statement; True when it
         ended a transaction. Anything else inside a transaction stops the pipeline with its
         text and position: dropping it, or the rows around it, would lose changes."""
@@ -410,9 +426,9 @@ class BinlogReader:
             return True
         if found == statements.END:
             self._in_txn = False
-            self._commit(events, event_rows, decoded, gtid, data)
+            self._commit(events, event_rows, decoded, state, data)
             return True
-        where = f"binlog of {self.source.name} at {self._position(gtid)}"
+        where = f"binlog of {self.source.name} at {self._position(state)}"
         if found == statements.XA:
             raise SourceError(
                 f"{where}: an XA transaction ({query[:120]!r}); setl does not replicate XA "
@@ -426,25 +442,25 @@ class BinlogReader:
                 "copy the changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
         if found == statements.ECHO:
-            self._commit([], 0, [], gtid, data, echo=True)  # the opposite pipeline's DDL
+            self._commit([], 0, [], state, data, echo=True)  # the opposite pipeline's DDL
             return True
-        self._ddl(event, gtid, data)
+        self._ddl(event, state, data)
         return True
 
-    def _ddl(self, event: Any, gtid: str, data: bytes) -> None:
+    def _ddl(self, event: Any, state: str, data: bytes) -> None:
         if not self.ddl:
-            self._commit([], 0, [], gtid, data)
+            self._commit([], 0, [], state, data)
             return
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
         try:
             statement, session = ddlsession.of_event(event, self._facts)
         except SourceError as exc:
-            raise SourceError(f"binlog of {self.source.name} at {self._position(gtid)}: "
+            raise SourceError(f"binlog of {self.source.name} at {self._position(state)}: "
                               f"{exc}") from None
         change = RowChange(schema, "", ChangeType.DDL, ddl=statement,
                            commit_ts_ms=int(event.timestamp) * 1000,
                            session=self._database_defaults(statement, schema, session))
-        self._commit([], 0, [change], gtid, data)
+        self._commit([], 0, [change], state, data)
 
     def _database_defaults(self, statement: str, schema: str, session: Session) -> Session:
         """Follow CREATE/ALTER DATABASE; a CREATE TABLE carries its database's defaults as
@@ -465,7 +481,7 @@ class BinlogReader:
         return (*session, (ddlsession.DATABASE_DEFAULTS, known)) if known else session
 
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
-                gtid: str, data: bytes, echo: bool = False) -> None:
+                state: str, data: bytes, echo: bool = False) -> None:
         if self.loop_channel is not None and decoded:
             marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel
@@ -479,7 +495,7 @@ class BinlogReader:
                             for c in decoded if (c.schema, c.table) == SIGNAL_TABLE and c.after)
             decoded = [c for c in decoded if (c.schema, c.table) != SIGNAL_TABLE]
         timestamp = int.from_bytes(data[1:5], "little")
-        self._put(Transaction(tuple(decoded), self._position(gtid), timestamp * 1000,
+        self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
 

@@ -43,6 +43,7 @@ from typing import Protocol
 
 from node.changes import Batch, Transaction
 from node.window import Window
+from shared import gtid
 from shared.errors import PositionLostError
 from shared.model import BinlogPosition, PipelineParams
 
@@ -91,7 +92,7 @@ class Selector:
                  watermarks: Watermarks | None = None,
                  cuts: tuple[BinlogPosition, ...] = ()) -> None:
         self.pipeline_id, self.params, self.window, self.clock = pipeline_id, params, window, clock
-        self._cuts = sorted(cuts, key=BinlogPosition.order)  # targets' rows ahead: cut there
+        self._cuts = sorted(cuts, key=gtid.order_key)  # targets' rows ahead: cut there
         self.watermarks = watermarks or _NoWindows()
         self.next_process_id = next_process_id
         self.position = start
@@ -184,10 +185,10 @@ class Selector:
     def _at_cut(self, batch: Batch) -> bool:
         """Whether the batch now ends at the next cut; a batch that passes one without
         ending at it would straddle a target's row, so that stops the pipeline."""
-        if not self._cuts or batch.end.order() < self._cuts[0].order():
+        if not self._cuts or gtid.compare(batch.end, self._cuts[0]) < 0:
             return False
         cut = self._cuts[0]
-        if batch.end.order() > cut.order():
+        if gtid.compare(batch.end, cut) > 0:
             raise PositionLostError(
                 f"pipeline {self.pipeline_id}: a target's position row says {cut}, but no "
                 f"transaction of the source's binlog ends there (one ends at {batch.end}): "

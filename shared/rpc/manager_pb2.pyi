@@ -121,6 +121,26 @@ class DeleteSourceResponse(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class SwitchSourceRequest(_message.Message):
+    __slots__ = ("name", "to")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    to: str
+    def __init__(self, name: _Optional[str] = ..., to: _Optional[str] = ...) -> None: ...
+
+class SwitchSourceResponse(_message.Message):
+    __slots__ = ("name", "member", "previous", "gtid")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    GTID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    member: str
+    previous: str
+    gtid: str
+    def __init__(self, name: _Optional[str] = ..., member: _Optional[str] = ..., previous: _Optional[str] = ..., gtid: _Optional[str] = ...) -> None: ...
+
 class SnapshotRequest(_message.Message):
     __slots__ = ("channel", "pipeline", "action", "table", "where")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
@@ -152,7 +172,7 @@ class ListChannelsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PipelineState(_message.Message):
-    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door", "snapshots")
+    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door", "snapshots", "source", "switched", "switched_ms", "source_switches")
     PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     OWNER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -167,6 +187,10 @@ class PipelineState(_message.Message):
     WINDOW_PEAK_FIELD_NUMBER: _ClassVar[int]
     FREE_DOOR_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SWITCHED_FIELD_NUMBER: _ClassVar[int]
+    SWITCHED_MS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SWITCHES_FIELD_NUMBER: _ClassVar[int]
     pipeline_id: str
     state: str
     owner_node: int
@@ -181,7 +205,11 @@ class PipelineState(_message.Message):
     window_peak: int
     free_door: FreeDoorStats
     snapshots: _containers.RepeatedCompositeFieldContainer[TableCopy]
-    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ..., snapshots: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ...) -> None: ...
+    source: str
+    switched: str
+    switched_ms: int
+    source_switches: int
+    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ..., snapshots: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ..., source: _Optional[str] = ..., switched: _Optional[str] = ..., switched_ms: _Optional[int] = ..., source_switches: _Optional[int] = ...) -> None: ...
 
 class TableCopy(_message.Message):
     __slots__ = ("table", "state", "chunks_done", "chunks", "rows", "rows_estimated", "rows_per_s", "eta_s", "where", "error")

@@ -85,6 +85,11 @@ class ManagerServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
                 _registered_method=True)
+        self.SwitchSource = channel.unary_unary(
+                '/setl.v1.ManagerService/SwitchSource',
+                request_serializer=shared_dot_rpc_dot_manager__pb2.SwitchSourceRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_manager__pb2.SwitchSourceResponse.FromString,
+                _registered_method=True)
         self.Verify = channel.unary_stream(
                 '/setl.v1.ManagerService/Verify',
                 request_serializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
@@ -169,6 +174,13 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SwitchSource(self, request, context):
+        """a replica-set source's primary moved by the operator (a planned switchover)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Verify(self, request, context):
         """Compare a channel's source and target tables through its pipelines' mappings (and, with
         repair, mend them through the free door): the leader forwards it to the node running
@@ -245,6 +257,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.DeleteSource,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.SerializeToString,
+            ),
+            'SwitchSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.SwitchSource,
+                    request_deserializer=shared_dot_rpc_dot_manager__pb2.SwitchSourceRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_manager__pb2.SwitchSourceResponse.SerializeToString,
             ),
             'Verify': grpc.unary_stream_rpc_method_handler(
                     servicer.Verify,
@@ -532,6 +549,33 @@ class ManagerService:
             '/setl.v1.ManagerService/DeleteSource',
             shared_dot_rpc_dot_manager__pb2.DeleteSourceRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.DeleteSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SwitchSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/setl.v1.ManagerService/SwitchSource',
+            shared_dot_rpc_dot_manager__pb2.SwitchSourceRequest.SerializeToString,
+            shared_dot_rpc_dot_manager__pb2.SwitchSourceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -24,49 +24,49 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16shared/rpc/model.proto\x12\x07setl.v1\"\xb6\x01\n\nDataSource\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0c\n\x04user\x18\x04 \x01(\t\x12\x15\n\x08password\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x0c\n\x04type\x18\x06 \x01(\t\x12\x0f\n\x07\x63harset\x18\x07 \x01(\t\x12%\n\x03tls\x18\x08 \x01(\x0b\x32\x13.setl.v1.TlsOptionsH\x01\x88\x01\x01\x42\x0b\n\t_passwordB\x06\n\x04_tls\"L\n\nTlsOptions\x12\n\n\x02\x63\x61\x18\x01 \x01(\t\x12\x0c\n\x04\x63\x65rt\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x17\n\x0fverify_identity\x18\x04 \x01(\x08\"A\n\tDataMedia\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05table\x18\x03 \x01(\t\",\n\nColumnPair\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\"\x1e\n\x0b\x43olumnGroup\x12\x0f\n\x07\x63olumns\x18\x01 \x03(\t\"\x89\x01\n\rVirtualColumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\x05value\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nexpression\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x16\n\tprocessor\x18\x04 \x01(\tH\x02\x88\x01\x01\x42\x08\n\x06_valueB\r\n\x0b_expressionB\x0c\n\n_processor\"c\n\tShardRule\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12*\n\talgorithm\x18\x02 \x01(\x0e\x32\x17.setl.v1.ShardAlgorithm\x12\x1a\n\x12table_balance_size\x18\x03 \x01(\x05\"V\n\nLookupJoin\x12\r\n\x05table\x18\x01 \x01(\t\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\x0f\n\x07missing\x18\x05 \x01(\t\"\xe2\x03\n\tMediaPair\x12\"\n\x06source\x18\x01 \x01(\x0b\x32\x12.setl.v1.DataMedia\x12\"\n\x06target\x18\x02 \x01(\x0b\x32\x12.setl.v1.DataMedia\x12\x13\n\x0bpush_weight\x18\x03 \x01(\x05\x12(\n\x0b\x63olumn_mode\x18\x04 \x01(\x0e\x32\x13.setl.v1.ColumnMode\x12\x0f\n\x07\x63olumns\x18\x05 \x03(\t\x12)\n\x0c\x63olumn_pairs\x18\x06 \x03(\x0b\x32\x13.setl.v1.ColumnPair\x12+\n\rcolumn_groups\x18\x07 \x03(\x0b\x32\x14.setl.v1.ColumnGroup\x12\x16\n\tprocessor\x18\x08 \x01(\tH\x00\x88\x01\x01\x12/\n\x0fvirtual_columns\x18\t \x03(\x0b\x32\x16.setl.v1.VirtualColumn\x12&\n\x05shard\x18\n \x01(\x0b\x32\x12.setl.v1.ShardRuleH\x01\x88\x01\x01\x12\x13\n\x0bkey_columns\x18\x0b \x03(\t\x12\x0f\n\x07\x66\x61n_out\x18\x0c \x01(\x08\x12\"\n\x05joins\x18\r \x03(\x0b\x32\x13.setl.v1.LookupJoin\x12\x12\n\nmerge_part\x18\x0e \x01(\x08\x42\x0c\n\n_processorB\x08\n\x06_shard\"9\n\x0e\x42inlogPosition\x12\x0c\n\x04\x66ile\x18\x01 \x01(\t\x12\x0b\n\x03pos\x18\x02 \x01(\x03\x12\x0c\n\x04gtid\x18\x03 \x01(\t\"\xd9\x03\n\x0ePipelineParams\x12\x13\n\x0bparallelism\x18\x01 \x01(\x05\x12\x12\n\nbatch_size\x18\x02 \x01(\x05\x12\x18\n\x10\x62\x61tch_timeout_ms\x18\x03 \x01(\x05\x12\x17\n\x0fload_batch_size\x18\x04 \x01(\x05\x12\x10\n\x08\x64\x64l_sync\x18\x05 \x01(\x08\x12\x1b\n\x13skip_load_exception\x18\x06 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x07 \x01(\x08\x12\x13\n\x0bmax_retries\x18\x08 \x01(\x05\x12%\n\x07startup\x18\t \x01(\x0e\x32\x14.setl.v1.StartupMode\x12\x34\n\x0estart_position\x18\n \x01(\x0b\x32\x17.setl.v1.BinlogPositionH\x00\x88\x01\x01\x12\x18\n\x10\x66ree_door_source\x18\x0b \x01(\t\x12\x17\n\x0f\x66ree_door_slice\x18\x0c \x01(\x05\x12\x1a\n\x12load_data_min_rows\x18\r \x01(\x05\x12\x1b\n\x13snapshot_chunk_size\x18\x0e \x01(\x05\x12\x1c\n\x14snapshot_parallelism\x18\x0f \x01(\x05\x12\x1c\n\x14snapshot_skip_binlog\x18\x10 \x01(\x08\x42\x11\n\x0f_start_position\"\xa5\x01\n\x08Pipeline\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12!\n\x05pairs\x18\x04 \x03(\x0b\x32\x12.setl.v1.MediaPair\x12\r\n\x05nodes\x18\x05 \x03(\x05\x12\'\n\x06params\x18\x07 \x01(\x0b\x32\x17.setl.v1.PipelineParamsJ\x04\x08\x06\x10\x07R\nload_nodes\"f\n\x07\x43hannel\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\tpipelines\x18\x02 \x03(\x0b\x32\x11.setl.v1.Pipeline\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x12\n\ndefinition\x18\x04 \x01(\t\"W\n\rStoredChannel\x12!\n\x07\x63hannel\x18\x01 \x01(\x0b\x32\x10.setl.v1.Channel\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x12\n\nupdated_ms\x18\x03 \x01(\x03\"X\n\x0cStoredSource\x12#\n\x06source\x18\x01 \x01(\x0b\x32\x13.setl.v1.DataSource\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x12\n\nupdated_ms\x18\x03 \x01(\x03*|\n\rChannelStatus\x12\x1e\n\x1a\x43HANNEL_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x43HANNEL_STATUS_START\x10\x01\x12\x18\n\x14\x43HANNEL_STATUS_PAUSE\x10\x02\x12\x17\n\x13\x43HANNEL_STATUS_STOP\x10\x03*[\n\nColumnMode\x12\x1b\n\x17\x43OLUMN_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43OLUMN_MODE_INCLUDE\x10\x01\x12\x17\n\x13\x43OLUMN_MODE_EXCLUDE\x10\x02*\x91\x01\n\x0bStartupMode\x12\x1c\n\x18STARTUP_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13STARTUP_MODE_LATEST\x10\x01\x12\x19\n\x15STARTUP_MODE_POSITION\x10\x02\x12\x15\n\x11STARTUP_MODE_GTID\x10\x03\x12\x19\n\x15STARTUP_MODE_SNAPSHOT\x10\x04*k\n\x0eShardAlgorithm\x12\x1f\n\x1bSHARD_ALGORITHM_UNSPECIFIED\x10\x00\x12\x1a\n\x16SHARD_ALGORITHM_MODULO\x10\x01\x12\x1c\n\x18SHARD_ALGORITHM_QUOTIENT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16shared/rpc/model.proto\x12\x07setl.v1\"\xee\x01\n\nDataSource\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0c\n\x04user\x18\x04 \x01(\t\x12\x15\n\x08password\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x0c\n\x04type\x18\x06 \x01(\t\x12\x0f\n\x07\x63harset\x18\x07 \x01(\t\x12%\n\x03tls\x18\x08 \x01(\x0b\x32\x13.setl.v1.TlsOptionsH\x01\x88\x01\x01\x12\r\n\x05hosts\x18\t \x03(\t\x12\x0f\n\x07primary\x18\n \x01(\t\x12\x16\n\x0eswitch_after_s\x18\x0b \x01(\x05\x42\x0b\n\t_passwordB\x06\n\x04_tls\"L\n\nTlsOptions\x12\n\n\x02\x63\x61\x18\x01 \x01(\t\x12\x0c\n\x04\x63\x65rt\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x17\n\x0fverify_identity\x18\x04 \x01(\x08\"A\n\tDataMedia\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05table\x18\x03 \x01(\t\",\n\nColumnPair\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\"\x1e\n\x0b\x43olumnGroup\x12\x0f\n\x07\x63olumns\x18\x01 \x03(\t\"\x89\x01\n\rVirtualColumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\x05value\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nexpression\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x16\n\tprocessor\x18\x04 \x01(\tH\x02\x88\x01\x01\x42\x08\n\x06_valueB\r\n\x0b_expressionB\x0c\n\n_processor\"c\n\tShardRule\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12*\n\talgorithm\x18\x02 \x01(\x0e\x32\x17.setl.v1.ShardAlgorithm\x12\x1a\n\x12table_balance_size\x18\x03 \x01(\x05\"V\n\nLookupJoin\x12\r\n\x05table\x18\x01 \x01(\t\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x04 \x03(\t\x12\x0f\n\x07missing\x18\x05 \x01(\t\"\xe2\x03\n\tMediaPair\x12\"\n\x06source\x18\x01 \x01(\x0b\x32\x12.setl.v1.DataMedia\x12\"\n\x06target\x18\x02 \x01(\x0b\x32\x12.setl.v1.DataMedia\x12\x13\n\x0bpush_weight\x18\x03 \x01(\x05\x12(\n\x0b\x63olumn_mode\x18\x04 \x01(\x0e\x32\x13.setl.v1.ColumnMode\x12\x0f\n\x07\x63olumns\x18\x05 \x03(\t\x12)\n\x0c\x63olumn_pairs\x18\x06 \x03(\x0b\x32\x13.setl.v1.ColumnPair\x12+\n\rcolumn_groups\x18\x07 \x03(\x0b\x32\x14.setl.v1.ColumnGroup\x12\x16\n\tprocessor\x18\x08 \x01(\tH\x00\x88\x01\x01\x12/\n\x0fvirtual_columns\x18\t \x03(\x0b\x32\x16.setl.v1.VirtualColumn\x12&\n\x05shard\x18\n \x01(\x0b\x32\x12.setl.v1.ShardRuleH\x01\x88\x01\x01\x12\x13\n\x0bkey_columns\x18\x0b \x03(\t\x12\x0f\n\x07\x66\x61n_out\x18\x0c \x01(\x08\x12\"\n\x05joins\x18\r \x03(\x0b\x32\x13.setl.v1.LookupJoin\x12\x12\n\nmerge_part\x18\x0e \x01(\x08\x42\x0c\n\n_processorB\x08\n\x06_shard\"I\n\x0e\x42inlogPosition\x12\x0c\n\x04\x66ile\x18\x01 \x01(\t\x12\x0b\n\x03pos\x18\x02 \x01(\x03\x12\x0c\n\x04gtid\x18\x03 \x01(\t\x12\x0e\n\x06server\x18\x04 \x01(\t\"\xd9\x03\n\x0ePipelineParams\x12\x13\n\x0bparallelism\x18\x01 \x01(\x05\x12\x12\n\nbatch_size\x18\x02 \x01(\x05\x12\x18\n\x10\x62\x61tch_timeout_ms\x18\x03 \x01(\x05\x12\x17\n\x0fload_batch_size\x18\x04 \x01(\x05\x12\x10\n\x08\x64\x64l_sync\x18\x05 \x01(\x08\x12\x1b\n\x13skip_load_exception\x18\x06 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x07 \x01(\x08\x12\x13\n\x0bmax_retries\x18\x08 \x01(\x05\x12%\n\x07startup\x18\t \x01(\x0e\x32\x14.setl.v1.StartupMode\x12\x34\n\x0estart_position\x18\n \x01(\x0b\x32\x17.setl.v1.BinlogPositionH\x00\x88\x01\x01\x12\x18\n\x10\x66ree_door_source\x18\x0b \x01(\t\x12\x17\n\x0f\x66ree_door_slice\x18\x0c \x01(\x05\x12\x1a\n\x12load_data_min_rows\x18\r \x01(\x05\x12\x1b\n\x13snapshot_chunk_size\x18\x0e \x01(\x05\x12\x1c\n\x14snapshot_parallelism\x18\x0f \x01(\x05\x12\x1c\n\x14snapshot_skip_binlog\x18\x10 \x01(\x08\x42\x11\n\x0f_start_position\"\xa5\x01\n\x08Pipeline\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12!\n\x05pairs\x18\x04 \x03(\x0b\x32\x12.setl.v1.MediaPair\x12\r\n\x05nodes\x18\x05 \x03(\x05\x12\'\n\x06params\x18\x07 \x01(\x0b\x32\x17.setl.v1.PipelineParamsJ\x04\x08\x06\x10\x07R\nload_nodes\"f\n\x07\x43hannel\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\tpipelines\x18\x02 \x03(\x0b\x32\x11.setl.v1.Pipeline\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x12\n\ndefinition\x18\x04 \x01(\t\"W\n\rStoredChannel\x12!\n\x07\x63hannel\x18\x01 \x01(\x0b\x32\x10.setl.v1.Channel\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x12\n\nupdated_ms\x18\x03 \x01(\x03\"X\n\x0cStoredSource\x12#\n\x06source\x18\x01 \x01(\x0b\x32\x13.setl.v1.DataSource\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x12\n\nupdated_ms\x18\x03 \x01(\x03*|\n\rChannelStatus\x12\x1e\n\x1a\x43HANNEL_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x43HANNEL_STATUS_START\x10\x01\x12\x18\n\x14\x43HANNEL_STATUS_PAUSE\x10\x02\x12\x17\n\x13\x43HANNEL_STATUS_STOP\x10\x03*[\n\nColumnMode\x12\x1b\n\x17\x43OLUMN_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43OLUMN_MODE_INCLUDE\x10\x01\x12\x17\n\x13\x43OLUMN_MODE_EXCLUDE\x10\x02*\x91\x01\n\x0bStartupMode\x12\x1c\n\x18STARTUP_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13STARTUP_MODE_LATEST\x10\x01\x12\x19\n\x15STARTUP_MODE_POSITION\x10\x02\x12\x15\n\x11STARTUP_MODE_GTID\x10\x03\x12\x19\n\x15STARTUP_MODE_SNAPSHOT\x10\x04*k\n\x0eShardAlgorithm\x12\x1f\n\x1bSHARD_ALGORITHM_UNSPECIFIED\x10\x00\x12\x1a\n\x16SHARD_ALGORITHM_MODULO\x10\x01\x12\x1c\n\x18SHARD_ALGORITHM_QUOTIENT\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'shared.rpc.model_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CHANNELSTATUS']._serialized_start=2243
-  _globals['_CHANNELSTATUS']._serialized_end=2367
-  _globals['_COLUMNMODE']._serialized_start=2369
-  _globals['_COLUMNMODE']._serialized_end=2460
-  _globals['_STARTUPMODE']._serialized_start=2463
-  _globals['_STARTUPMODE']._serialized_end=2608
-  _globals['_SHARDALGORITHM']._serialized_start=2610
-  _globals['_SHARDALGORITHM']._serialized_end=2717
+  _globals['_CHANNELSTATUS']._serialized_start=2315
+  _globals['_CHANNELSTATUS']._serialized_end=2439
+  _globals['_COLUMNMODE']._serialized_start=2441
+  _globals['_COLUMNMODE']._serialized_end=2532
+  _globals['_STARTUPMODE']._serialized_start=2535
+  _globals['_STARTUPMODE']._serialized_end=2680
+  _globals['_SHARDALGORITHM']._serialized_start=2682
+  _globals['_SHARDALGORITHM']._serialized_end=2789
   _globals['_DATASOURCE']._serialized_start=36
-  _globals['_DATASOURCE']._serialized_end=218
-  _globals['_TLSOPTIONS']._serialized_start=220
-  _globals['_TLSOPTIONS']._serialized_end=296
-  _globals['_DATAMEDIA']._serialized_start=298
-  _globals['_DATAMEDIA']._serialized_end=363
-  _globals['_COLUMNPAIR']._serialized_start=365
-  _globals['_COLUMNPAIR']._serialized_end=409
-  _globals['_COLUMNGROUP']._serialized_start=411
-  _globals['_COLUMNGROUP']._serialized_end=441
-  _globals['_VIRTUALCOLUMN']._serialized_start=444
-  _globals['_VIRTUALCOLUMN']._serialized_end=581
-  _globals['_SHARDRULE']._serialized_start=583
-  _globals['_SHARDRULE']._serialized_end=682
-  _globals['_LOOKUPJOIN']._serialized_start=684
-  _globals['_LOOKUPJOIN']._serialized_end=770
-  _globals['_MEDIAPAIR']._serialized_start=773
-  _globals['_MEDIAPAIR']._serialized_end=1255
-  _globals['_BINLOGPOSITION']._serialized_start=1257
-  _globals['_BINLOGPOSITION']._serialized_end=1314
-  _globals['_PIPELINEPARAMS']._serialized_start=1317
-  _globals['_PIPELINEPARAMS']._serialized_end=1790
-  _globals['_PIPELINE']._serialized_start=1793
-  _globals['_PIPELINE']._serialized_end=1958
-  _globals['_CHANNEL']._serialized_start=1960
-  _globals['_CHANNEL']._serialized_end=2062
-  _globals['_STOREDCHANNEL']._serialized_start=2064
-  _globals['_STOREDCHANNEL']._serialized_end=2151
-  _globals['_STOREDSOURCE']._serialized_start=2153
-  _globals['_STOREDSOURCE']._serialized_end=2241
+  _globals['_DATASOURCE']._serialized_end=274
+  _globals['_TLSOPTIONS']._serialized_start=276
+  _globals['_TLSOPTIONS']._serialized_end=352
+  _globals['_DATAMEDIA']._serialized_start=354
+  _globals['_DATAMEDIA']._serialized_end=419
+  _globals['_COLUMNPAIR']._serialized_start=421
+  _globals['_COLUMNPAIR']._serialized_end=465
+  _globals['_COLUMNGROUP']._serialized_start=467
+  _globals['_COLUMNGROUP']._serialized_end=497
+  _globals['_VIRTUALCOLUMN']._serialized_start=500
+  _globals['_VIRTUALCOLUMN']._serialized_end=637
+  _globals['_SHARDRULE']._serialized_start=639
+  _globals['_SHARDRULE']._serialized_end=738
+  _globals['_LOOKUPJOIN']._serialized_start=740
+  _globals['_LOOKUPJOIN']._serialized_end=826
+  _globals['_MEDIAPAIR']._serialized_start=829
+  _globals['_MEDIAPAIR']._serialized_end=1311
+  _globals['_BINLOGPOSITION']._serialized_start=1313
+  _globals['_BINLOGPOSITION']._serialized_end=1386
+  _globals['_PIPELINEPARAMS']._serialized_start=1389
+  _globals['_PIPELINEPARAMS']._serialized_end=1862
+  _globals['_PIPELINE']._serialized_start=1865
+  _globals['_PIPELINE']._serialized_end=2030
+  _globals['_CHANNEL']._serialized_start=2032
+  _globals['_CHANNEL']._serialized_end=2134
+  _globals['_STOREDCHANNEL']._serialized_start=2136
+  _globals['_STOREDCHANNEL']._serialized_end=2223
+  _globals['_STOREDSOURCE']._serialized_start=2225
+  _globals['_STOREDSOURCE']._serialized_end=2313
 # @@protoc_insertion_point(module_scope)

@@ -50,7 +50,7 @@ SHARD_ALGORITHM_MODULO: ShardAlgorithm
 SHARD_ALGORITHM_QUOTIENT: ShardAlgorithm
 
 class DataSource(_message.Message):
-    __slots__ = ("name", "host", "port", "user", "password", "type", "charset", "tls")
+    __slots__ = ("name", "host", "port", "user", "password", "type", "charset", "tls", "hosts", "primary", "switch_after_s")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -59,6 +59,9 @@ class DataSource(_message.Message):
     TYPE_FIELD_NUMBER: _ClassVar[int]
     CHARSET_FIELD_NUMBER: _ClassVar[int]
     TLS_FIELD_NUMBER: _ClassVar[int]
+    HOSTS_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_FIELD_NUMBER: _ClassVar[int]
+    SWITCH_AFTER_S_FIELD_NUMBER: _ClassVar[int]
     name: str
     host: str
     port: int
@@ -67,7 +70,10 @@ class DataSource(_message.Message):
     type: str
     charset: str
     tls: TlsOptions
-    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., user: _Optional[str] = ..., password: _Optional[str] = ..., type: _Optional[str] = ..., charset: _Optional[str] = ..., tls: _Optional[_Union[TlsOptions, _Mapping]] = ...) -> None: ...
+    hosts: _containers.RepeatedScalarFieldContainer[str]
+    primary: str
+    switch_after_s: int
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., user: _Optional[str] = ..., password: _Optional[str] = ..., type: _Optional[str] = ..., charset: _Optional[str] = ..., tls: _Optional[_Union[TlsOptions, _Mapping]] = ..., hosts: _Optional[_Iterable[str]] = ..., primary: _Optional[str] = ..., switch_after_s: _Optional[int] = ...) -> None: ...
 
 class TlsOptions(_message.Message):
     __slots__ = ("ca", "cert", "key", "verify_identity")
@@ -174,14 +180,16 @@ class MediaPair(_message.Message):
     def __init__(self, source: _Optional[_Union[DataMedia, _Mapping]] = ..., target: _Optional[_Union[DataMedia, _Mapping]] = ..., push_weight: _Optional[int] = ..., column_mode: _Optional[_Union[ColumnMode, str]] = ..., columns: _Optional[_Iterable[str]] = ..., column_pairs: _Optional[_Iterable[_Union[ColumnPair, _Mapping]]] = ..., column_groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., processor: _Optional[str] = ..., virtual_columns: _Optional[_Iterable[_Union[VirtualColumn, _Mapping]]] = ..., shard: _Optional[_Union[ShardRule, _Mapping]] = ..., key_columns: _Optional[_Iterable[str]] = ..., fan_out: _Optional[bool] = ..., joins: _Optional[_Iterable[_Union[LookupJoin, _Mapping]]] = ..., merge_part: _Optional[bool] = ...) -> None: ...
 
 class BinlogPosition(_message.Message):
-    __slots__ = ("file", "pos", "gtid")
+    __slots__ = ("file", "pos", "gtid", "server")
     FILE_FIELD_NUMBER: _ClassVar[int]
     POS_FIELD_NUMBER: _ClassVar[int]
     GTID_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
     file: str
     pos: int
     gtid: str
-    def __init__(self, file: _Optional[str] = ..., pos: _Optional[int] = ..., gtid: _Optional[str] = ...) -> None: ...
+    server: str
+    def __init__(self, file: _Optional[str] = ..., pos: _Optional[int] = ..., gtid: _Optional[str] = ..., server: _Optional[str] = ...) -> None: ...
 
 class PipelineParams(_message.Message):
     __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position", "free_door_source", "free_door_slice", "load_data_min_rows", "snapshot_chunk_size", "snapshot_parallelism", "snapshot_skip_binlog")

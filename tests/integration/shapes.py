@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 
 import pymysql
 
@@ -49,8 +50,13 @@ TABLES = ["kl", "sl", "accounts", "parent", "child", "audit"]
 
 class Shapes:
     def __init__(self, sandbox: Sandbox, source: Database, target: Database,
-                 targets: tuple[str, ...] = ("target",), seed: int = 11) -> None:
+                 targets: tuple[str, ...] = ("target",), seed: int = 11,
+                 writer: Callable[[], Database] | None = None) -> None:
+        """``writer`` connects to the server written to (the sandbox's source by default;
+        a replica set's primary of the moment): the writer reconnects through it when its
+        connection breaks, and a transaction whose COMMIT got no answer counts as lost."""
         self.sandbox, self.targets, self.seed = sandbox, targets, seed
+        self.writer = writer or (lambda: Database(sandbox, "source"))
         self.schema = make_schema(source, target, *DDL)
         source.execute(TRIGGER.format(schema=self.schema))  # the source's alone
         for server in targets[1:]:
@@ -60,12 +66,14 @@ class Shapes:
                 db.execute(statement.format(schema=self.schema))
             db.close()
         for server in ("source", *targets):
-            db = Database(sandbox, server)
+            db = source if server == "source" else Database(sandbox, server)
             db.execute(f"INSERT INTO `{self.schema}`.accounts (id, balance, version) VALUES "
                        + ", ".join(f"({i}, {OPENING}, 0)" for i in range(ACCOUNTS)))
             db.execute(f"INSERT INTO `{self.schema}`.sl VALUES "
                        + ", ".join(f"({i}, {i})" for i in range(1, SLOTS + 1)))
-            db.close()
+            if db is not source:
+                db.close()
+        self.broken = 0  # transactions cut by a lost connection (written or not)
         self.done = threading.Event()
         self.transactions = 0
         self.snapshots = 0
@@ -110,54 +118,71 @@ class Shapes:
 
     # -- the writer -------------------------------------------------------------------------
     def _write(self) -> None:
-        db = Database(self.sandbox, "source")
+        db: Database | None = None
         rng = random.Random(self.seed)
         t = f"`{self.schema}`"
         parents: list[int] = []
         try:
             while not self.done.is_set():
-                n = self.transactions + 1
-                kind = rng.randrange(5)
-                db.execute("BEGIN")
-                if kind == 0:  # keyless: two equal rows, then one of several equal changed
-                    v = rng.randrange(7)
-                    db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'v{v}'), ({v}, 'v{v}')")
-                    if n % 2:  # a savepoint (an ORM's nested transaction) undone
-                        db.execute("SAVEPOINT nested")
-                        db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'undone')")
-                        db.execute("ROLLBACK TO SAVEPOINT nested")
-                    if n % 3 == 0:
-                        db.execute(f"UPDATE {t}.kl SET b = 'changed' WHERE a = "
-                                   f"{rng.randrange(7)} LIMIT 1")
-                    if n % 4 == 0:
-                        db.execute(f"DELETE FROM {t}.kl WHERE a = {rng.randrange(7)} LIMIT 1")
-                elif kind == 1:  # unique-key swap through a free value
-                    a, b = rng.sample(range(1, SLOTS + 1), 2)
-                    slots = dict(db.rows(f"SELECT id, slot FROM {t}.sl WHERE id IN ({a}, {b}) "
-                                         "FOR UPDATE"))
-                    db.execute(f"UPDATE {t}.sl SET slot = -1 WHERE id = {a}")
-                    db.execute(f"UPDATE {t}.sl SET slot = {slots[a]} WHERE id = {b}")
-                    db.execute(f"UPDATE {t}.sl SET slot = {slots[b]} WHERE id = {a}")
-                elif kind == 2:  # a transfer: the sum stays
-                    a, b = rng.sample(range(ACCOUNTS), 2)
-                    amount = rng.randint(1, 13)
-                    db.execute(f"UPDATE {t}.accounts SET balance = balance - {amount}, "
-                               f"version = version + 1 WHERE id = {a}")
-                    db.execute(f"UPDATE {t}.accounts SET balance = balance + {amount}, "
-                               f"version = version + 1 WHERE id = {b}")
-                elif kind == 3 or not parents:  # a parent and its children
-                    db.execute(f"INSERT INTO {t}.parent VALUES ({n}, 'p{n}')")
-                    db.execute(f"INSERT INTO {t}.child VALUES ({n * 10}, {n}), "
-                               f"({n * 10 + 1}, {n})")
-                    parents.append(n)
-                else:  # a parent goes, its children by cascade (not in the binlog)
-                    gone = parents.pop(rng.randrange(len(parents)))
-                    db.execute(f"DELETE FROM {t}.parent WHERE id = {gone}")
-                db.execute("COMMIT")
-                self.transactions = n
-                self.done.wait(0.003)
+                if db is None:
+                    try:
+                        db = self.writer()
+                    except pymysql.MySQLError:  # the server is down: until it is back
+                        self.done.wait(0.2)
+                        continue
+                try:
+                    self._transaction(db, rng, t, parents)
+                except pymysql.MySQLError:  # the server went away in the middle
+                    self.broken += 1
+                    self.transactions += 1  # its numbers may be taken: never used again
+                    db.close()
+                    db = None
         finally:
-            db.close()
+            if db is not None:
+                db.close()
+
+    def _transaction(self, db: Database, rng: random.Random, t: str,
+                     parents: list[int]) -> None:
+        n = self.transactions + 1
+        kind = rng.randrange(5)
+        db.execute("BEGIN")
+        if kind == 0:  # keyless: two equal rows, then one of several equal changed
+            v = rng.randrange(7)
+            db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'v{v}'), ({v}, 'v{v}')")
+            if n % 2:  # a savepoint (an ORM's nested transaction) undone
+                db.execute("SAVEPOINT nested")
+                db.execute(f"INSERT INTO {t}.kl VALUES ({v}, 'undone')")
+                db.execute("ROLLBACK TO SAVEPOINT nested")
+            if n % 3 == 0:
+                db.execute(f"UPDATE {t}.kl SET b = 'changed' WHERE a = "
+                           f"{rng.randrange(7)} LIMIT 1")
+            if n % 4 == 0:
+                db.execute(f"DELETE FROM {t}.kl WHERE a = {rng.randrange(7)} LIMIT 1")
+        elif kind == 1:  # unique-key swap through a free value
+            a, b = rng.sample(range(1, SLOTS + 1), 2)
+            slots = dict(db.rows(f"SELECT id, slot FROM {t}.sl WHERE id IN ({a}, {b}) "
+                                 "FOR UPDATE"))
+            db.execute(f"UPDATE {t}.sl SET slot = -1 WHERE id = {a}")
+            db.execute(f"UPDATE {t}.sl SET slot = {slots[a]} WHERE id = {b}")
+            db.execute(f"UPDATE {t}.sl SET slot = {slots[b]} WHERE id = {a}")
+        elif kind == 2:  # a transfer: the sum stays
+            a, b = rng.sample(range(ACCOUNTS), 2)
+            amount = rng.randint(1, 13)
+            db.execute(f"UPDATE {t}.accounts SET balance = balance - {amount}, "
+                       f"version = version + 1 WHERE id = {a}")
+            db.execute(f"UPDATE {t}.accounts SET balance = balance + {amount}, "
+                       f"version = version + 1 WHERE id = {b}")
+        elif kind == 3 or not parents:  # a parent and its children
+            db.execute(f"INSERT INTO {t}.parent VALUES ({n}, 'p{n}')")
+            db.execute(f"INSERT INTO {t}.child VALUES ({n * 10}, {n}), "
+                       f"({n * 10 + 1}, {n})")
+            parents.append(n)
+        else:  # a parent goes, its children by cascade (not in the binlog)
+            gone = parents.pop(rng.randrange(len(parents)))
+            db.execute(f"DELETE FROM {t}.parent WHERE id = {gone}")
+        db.execute("COMMIT")
+        self.transactions = n
+        self.done.wait(0.003)
 
     # -- the watcher ------------------------------------------------------------------------
     def _watch(self, server: str) -> None:

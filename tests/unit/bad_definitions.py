@@ -42,9 +42,23 @@ BAD = [
         "f.yaml:4: sources[0].prot: unknown key; did you mean 'port'?",
         id="unknown-key-did-you-mean"),
     pytest.param(
+        "sources:\n  - name: a\n    hosts: [db1:3306, 'db2:x']\n",
+        "f.yaml:3: sources[0].hosts[1]: 'db2:x': the port must be between 1 and 65535",
+        id="replica-set-bad-member"),
+    pytest.param(
+        "sources:\n  - name: a\n    host: db0\n    hosts: [db1, db2]\n",
+        "f.yaml:4: sources[0].hosts: give either 'host' (and 'port') or 'hosts' (a replica "
+        "set's members, host:port each), not both",
+        id="replica-set-and-host"),
+    pytest.param(
+        "sources:\n  - name: a\n    hosts: [db1, 'db1:3306']\n    primary: first\n",
+        ["f.yaml:3: sources[0].hosts[1]: db1:3306 is named twice",
+         "f.yaml:4: sources[0].primary: expected one of read_only, order, got \"first\""],
+        id="replica-set-twice-and-bad-finder"),
+    pytest.param(
         "sources:\n  - name: a\n    host: db1\n    colour: red\n",
-        "f.yaml:4: sources[0].colour: unknown key; known keys: charset, host, name, password, "
-        "port, tls, type, user",
+        "f.yaml:4: sources[0].colour: unknown key; known keys: charset, host, hosts, name, "
+        "password, port, primary, switch_after_s, tls, type, user",
         id="unknown-key-known-keys"),
     pytest.param(
         "sources:\n  - name: a\n    host: db1\n    host: db2\n",

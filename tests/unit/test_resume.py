@@ -138,7 +138,7 @@ def test_a_row_no_transaction_ends_at_stops_select() -> None:
 
 
 def row(pos: int, process_id: int = 1, file: str = "binlog.000001") -> tuple[object, ...]:
-    return (file, pos, 5, process_id)
+    return (file, pos, 5, process_id, "", "", "")
 
 
 def batch(start: int, end: int, process_id: int = 9) -> Batch:
@@ -151,7 +151,8 @@ def test_a_batch_at_or_before_the_row_is_applied_whatever_its_process_id() -> No
     assert _applied(row(1010, process_id=3), batch(1005, 1010, process_id=9), "here")
     assert _applied(row(1020), batch(1005, 1010), "here")
     assert not _applied(row(1005), batch(1005, 1010), "here")
-    assert not _applied(("", 0, 5, 0), batch(1005, 1010), "here")  # claimed, nothing loaded
+    # claimed, nothing loaded
+    assert not _applied(("", 0, 5, 0, "", "", ""), batch(1005, 1010), "here")
 
 
 def test_a_row_inside_a_batch_stops_the_load() -> None:

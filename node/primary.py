@@ -1,0 +1,157 @@
+"""Which server a pipeline reads: its source's primary, followed across a switchover.
+
+A source that names a replica set (``hosts:``) is read from its primary, the member stored
+in ZooKeeper (:meth:`shared.catalog.Catalog.primary`; the first member until a switch).
+When the runner (re)starts and that member does not answer, or answers read-only, for
+``switch_after_s``, it finds the new primary (:func:`shared.members.find_primary`), stores
+it, and goes on there; until then the start is retried without counting as a failure.
+
+On any server the pipeline resumes from the GTID state its positions carry
+(:mod:`shared.gtid`), never from file/pos of another server; and before it does, the
+targets' positions are checked against what the server holds: a target that holds
+transactions the server never had (a failover that lost the old primary's last
+transactions) pauses the pipeline with the GTIDs and the choices — going on would leave
+those rows on the target and the server's own transactions of the same numbers unsent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+
+from node.cursor import Cursor, Resume
+from shared import gtid, members
+from shared.catalog import Catalog
+from shared.errors import PositionLostError, SourceError
+from shared.members import PrimaryRecord, Probe
+from shared.model import BinlogPosition, DataSource
+
+log = logging.getLogger("setl.node.primary")
+
+
+class SwitchPending(SourceError):
+    """The source's primary is lost and setl waits before it switches (or for a member to
+    become the primary, or to catch up): the start is tried again, not counted as failed."""
+
+
+class Primary:
+    """The member a runner reads, and the switches it made or saw."""
+
+    def __init__(self, catalog: Catalog, name: str, pipeline_id: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.catalog, self.name, self.pipeline_id, self.clock = catalog, name, pipeline_id, clock
+        self.in_use = ""  # host:port of the member read now ("" before the first start)
+        self.record: PrimaryRecord | None = None
+        self.switches = 0
+        self._lost_since: float | None = None
+
+    def resolve(self, at: BinlogPosition | None) -> DataSource:
+        """The source as the member to read now; raises :class:`SwitchPending` while the
+        primary is lost and the wait is not over, or no member can take its place."""
+        for _ in range(3):  # a switch stored by another node meanwhile is taken
+            source = self.catalog.source(self.name)
+            if not source.hosts:
+                self.in_use = members.address(source)
+                return source
+            self.record, version = self.catalog.primary(self.name)
+            current = members.address(source)
+            found = members.probe(source)
+            if members.usable(source, found):
+                self._lost_since = None
+                self._note(current)
+                return source
+            now = self.clock()
+            since = self._lost_since = self._lost_since if self._lost_since is not None else now
+            why = found.error or "is read-only (read_only = ON)"
+            if now - since < source.switch_after_s:
+                raise SwitchPending(
+                    f"pipeline {self.pipeline_id}: source {self.name}'s primary {current} "
+                    f"{why}; setl switches to the member that is the primary if it stays so "
+                    f"{source.switch_after_s - (now - since):.0f} s more")
+            new, probes = members.find_primary(source)
+            if new is None or members.address(new) == current:
+                raise SwitchPending(
+                    f"pipeline {self.pipeline_id}: source {self.name}'s primary {current} "
+                    f"{why}, and no other member can take its place ({members.said(probes)});"
+                    " waiting for one (promote a replica: STOP SLAVE; RESET SLAVE ALL; SET "
+                    "GLOBAL read_only = OFF)")
+            record = PrimaryRecord(members.address(new), current, int(time.time() * 1000),
+                                   at.gtid if at else "", "auto")
+            if self.catalog.set_primary(self.name, record, version):
+                log.warning("event=source_switched pipeline=%s source=%s from=%s to=%s gtid=%s "
+                            "by=auto reason=%r", self.pipeline_id, self.name, current,
+                            record.member, record.gtid or "-", why)
+                self.record, self._lost_since = record, None
+                self._note(record.member)
+                return new
+        raise SwitchPending(f"pipeline {self.pipeline_id}: source {self.name}'s primary "
+                            "changed three times while this node looked: trying again")
+
+    def _note(self, member: str) -> None:
+        if self.in_use and member != self.in_use:
+            self.switches += 1
+        self.in_use = member
+
+    def describe(self) -> str:
+        """What status shows of the last switch ('' when none)."""
+        return self.record.describe() if self.record is not None else ""
+
+
+def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
+               rows: dict[str, Cursor | None]) -> Probe:
+    """Refuse to go on from the server ``source`` names when the pipeline's cursor or a
+    target holds transactions it never had; the server's probe otherwise."""
+    found = members.probe(source)
+    if not found.answers:
+        raise SourceError(f"pipeline {pipeline_id}: source {source.name} "
+                          f"({members.address(source)}) does not answer: {found.error}")
+    if not found.gtid_state:
+        return found  # MySQL, or a server without GTIDs: positions stay file/pos
+    held = {"the cursor": hint.position,
+            **{f"target {name}": row.position for name, row in rows.items()
+               if row is not None and row.position.file}}
+    lost = {}
+    for who, position in held.items():
+        if position.gtid and not position.gtid.count(":"):  # a MariaDB state
+            gaps = gtid.missing(position.gtid, found.gtid_state)
+            if gaps:
+                lost[who] = gaps
+    if not lost:
+        return found
+    where = members.address(source)
+    if found.replicating:
+        raise SwitchPending(f"pipeline {pipeline_id}: {where} (source {source.name}) does "
+                            f"not hold {', '.join(next(iter(lost.values())))} yet and is "
+                            "still replicating: waiting for it to catch up")
+    listed = "; ".join(f"{who} holds {', '.join(gaps)}" for who, gaps in lost.items())
+    step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+    raise PositionLostError(
+        f"pipeline {pipeline_id}: source {source.name}'s server {where} ({found.server}) "
+        f"never had transactions the pipeline already replicated: {listed} (its GTID state "
+        f"is {found.gtid_state}). They were lost when the old primary failed before its "
+        "replica got them; going on would keep them on the targets and send this server's "
+        "own transactions of the same numbers over them. Either apply them to this server "
+        "(mariadb-binlog of the old primary from those GTIDs) and start the channel again, "
+        f"or accept the loss: setl channel stop {channel} --wait; setl position set "
+        f"{step} --latest --replay; setl channel start {channel}; then setl verify "
+        f"{channel} --repair")
+
+
+def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
+    """The resume with its start as the server ``server`` can read it: a start of another
+    server's binlog becomes its GTID state (MariaDB finds the place in its own binlog)."""
+    start = resume.start.position
+    if not start.server or not server or start.server == server or not start.file:
+        return resume
+    if not start.gtid:
+        raise PositionLostError(
+            f"pipeline {pipeline_id}: it goes on at {start} of server {start.server}, but "
+            f"reads {server} now, and that position has no GTID state to find its place by. "
+            f"Set where it goes on (setl position set {pipeline_id.replace('.', '/')} --gtid "
+            "STATE) once you know which transactions the targets hold")
+    log.info("event=resume_by_gtid pipeline=%s from_server=%s server=%s gtid=%s",
+             pipeline_id, start.server, server, start.gtid)
+    return dataclasses.replace(resume, start=dataclasses.replace(
+        resume.start, position=BinlogPosition(gtid=start.gtid)))

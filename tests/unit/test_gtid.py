@@ -1,0 +1,61 @@
+"""GTID states and positions compared across the servers of a replica set."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.cursor import Cursor, Resume, resume
+from shared import gtid
+from shared.errors import PositionConflictError
+from shared.model import BinlogPosition
+
+OLD, NEW = "41@db:3306", "42@db:3307"
+
+
+def test_states_compare_domain_by_domain() -> None:
+    assert gtid.compare_states("0-41-5", "0-41-7") == -1
+    assert gtid.compare_states("0-42-9,1-41-3", "0-41-7,1-41-3") == 1
+    assert gtid.compare_states("0-41-5", "0-41-5") == 0
+    assert gtid.compare_states("", "0-41-1") == -1
+    with pytest.raises(PositionConflictError, match="two histories"):
+        gtid.compare_states("0-41-5,1-41-9", "0-41-7,1-41-3")
+    with pytest.raises(PositionConflictError, match="same number"):
+        gtid.compare_states("0-41-5", "0-42-5")  # a failover that lost 0-41-5
+
+
+def test_file_positions_of_one_server_and_states_of_two() -> None:
+    a = BinlogPosition("binlog.000002", 900, "0-41-10", OLD)
+    b = BinlogPosition("binlog.000001", 4000, "0-41-12", NEW)  # a replica's own files
+    assert gtid.compare(a, b) == -1  # by GTID: the file/pos are of other binlogs
+    assert gtid.compare(a, BinlogPosition("binlog.000002", 100, "0-41-1", OLD)) == 1
+    # rows written before positions named their server: the source's own binlog
+    assert gtid.compare(a, BinlogPosition("binlog.000003", 4)) == -1
+    with pytest.raises(PositionConflictError, match="cannot be compared"):
+        gtid.compare(a, BinlogPosition("binlog.000001", 4, "", NEW))
+
+
+def test_advance_and_text() -> None:
+    assert gtid.advance("0-41-5,1-41-2", "0-42-6") == "0-42-6,1-41-2"
+    assert gtid.text(gtid.parse(" 1-2-3 ,0-1-9")) == "0-1-9,1-2-3"
+    with pytest.raises(PositionConflictError, match="not a MariaDB GTID"):
+        gtid.parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:23")
+
+
+def test_missing_names_what_the_new_primary_never_had() -> None:
+    # the new primary replicated 0-41-… up to 103, then wrote 104.. itself
+    assert gtid.missing("0-41-105", "0-41-103,0-42-110") == ["0-41-104..0-41-105"]
+    assert gtid.missing("0-41-105", "0-41-105,0-42-110") == []
+    assert gtid.missing("0-41-105,1-41-7", "0-41-105,1-41-6") == ["1-41-7"]
+    assert gtid.missing("0-41-3", "") == ["0-41-1..0-41-3"]
+
+
+def test_resume_after_a_switch_starts_at_the_earliest_target_by_gtid() -> None:
+    """The hint and the rows name the old primary's binlog; the new primary's files mean
+    nothing to them, so the start and the cuts are GTID states."""
+    hint = Cursor(BinlogPosition("binlog.000009", 500, "0-41-50", OLD), 7, run="r")
+    got = resume("c.p", hint, {
+        "a": Cursor(BinlogPosition("binlog.000009", 900, "0-41-60", OLD), 9, run="r"),
+        "b": Cursor(BinlogPosition("binlog.000001", 300, "0-41-55", NEW), 8, run="r")})
+    assert got == Resume(Cursor(BinlogPosition("binlog.000001", 300, "0-41-55", NEW), 9,
+                                run="r"),
+                         (BinlogPosition("binlog.000009", 900, "0-41-60", OLD),))
