@@ -10,8 +10,9 @@ from typing import Any
 
 from manager import render
 from manager.client import ManagerClient
-from shared import codec
+from shared import codec, members
 from shared.endpoint import connect
+from shared.errors import SourceError
 from shared.model import Channel, DataSource
 from shared.patterns import PatternKind
 from shared.preflight import Finding, replica_server_id, source_findings, target_findings
@@ -31,35 +32,56 @@ def run(args: argparse.Namespace, client: ManagerClient) -> int:
         name=args.name)), DataSource)
     channels = [codec.from_proto(info.channel, Channel) for info in client.call(
         "ListChannels", manager_pb2.ListChannelsRequest()).channels]
-    with connect(source) as conn, conn.cursor() as cursor:
-        if args.role == "source":
+    # a replica set: every member, since setl may read any of them after a switch
+    each = members.each(source) if args.role == "source" else (source,)
+    results = [(member, _findings(args.role, member, channels, bool(source.hosts)))
+               for member in each]
+    errors = sum(finding.severity == "error" for _, found in results for finding in found)
+    if args.output != "table":
+        print(render.structured({"source": source.name, "role": args.role,
+                                 "errors": errors,
+                                 "findings": [dataclasses.asdict(f) for _, found in results
+                                              for f in found],
+                                 "members": [{"member": members.address(member),
+                                              "findings": [dataclasses.asdict(f)
+                                                           for f in found]}
+                                             for member, found in results]},
+                                args.output))
+    else:
+        print("\n\n".join(_table(member, args.role, found) for member, found in results))
+    return 1 if errors else 0
+
+
+def _findings(role: str, source: DataSource, channels: list[Channel],
+              replica_set: bool) -> list[Finding]:
+    try:
+        conn = connect(source)
+    except SourceError as exc:
+        if not replica_set:
+            raise
+        return [Finding("connection", str(exc), "start the member, or take it out of the "
+                        "source's hosts")]
+    with conn, conn.cursor() as cursor:
+        if role == "source":
             pipelines = [(channel, p) for channel in channels for p in channel.pipelines
                          if p.source == source.name]
             schemas = {pair.source.namespace.literal for _, p in pipelines for pair in p.pairs
                        if pair.source.namespace.kind is PatternKind.SINGLE}
-            found = source_findings(cursor, schemas, [
-                replica_server_id(channel.pipeline_id(p)) for channel, p in pipelines])
-        else:
-            pipelines = [p for channel in channels for p in channel.pipelines
-                         if p.target == source.name or any(
-                             pair.target.datasource == source.name for pair in p.pairs)]
-            schemas = {pair.target.namespace.literal for p in pipelines for pair in p.pairs
-                       if pair.target.datasource == source.name
-                       and pair.target.namespace.kind is PatternKind.SINGLE}
-            found = target_findings(cursor, schemas, any(p.params.ddl_sync for p in pipelines))
+            return source_findings(cursor, schemas, [
+                replica_server_id(channel.pipeline_id(p)) for channel, p in pipelines],
+                replica_set)
+        pipelines = [p for channel in channels for p in channel.pipelines
+                     if p.target == source.name or any(
+                         pair.target.datasource == source.name for pair in p.pairs)]
+        schemas = {pair.target.namespace.literal for p in pipelines for pair in p.pairs
+                   if pair.target.datasource == source.name
+                   and pair.target.namespace.kind is PatternKind.SINGLE}
+        return target_findings(cursor, schemas, any(p.params.ddl_sync for p in pipelines))
+
+
+def _table(source: DataSource, role: str, found: list[Finding]) -> str:
     errors = sum(finding.severity == "error" for finding in found)
-    if args.output != "table":
-        print(render.structured({"source": source.name, "role": args.role,
-                                 "errors": errors,
-                                 "findings": [dataclasses.asdict(f) for f in found]},
-                                args.output))
-    else:
-        print(_table(source, args.role, found, errors))
-    return 1 if errors else 0
-
-
-def _table(source: DataSource, role: str, found: list[Finding], errors: int) -> str:
-    where = f"{source.name} ({source.host}:{source.port}) as a {role}"
+    where = f"{source.name} ({members.address(source)}) as a {role}"
     if not found:
         return f"{where}: ready, nothing to fix"
     rows = [(f.severity.upper(), f.what, f.problem, f.fix) for f in found]

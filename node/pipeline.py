@@ -143,6 +143,7 @@ class PipelineRunner:
         self.primary = Primary(Catalog(context.client, context.paths), context.pipeline.source,
                                self.pipeline_id)
         self._switch = threading.Event()  # the source's primary was moved: start again there
+        self.source: DataSource | None = None  # the source as the member read now
         self._thread = threading.Thread(target=self.run, name=f"pipeline-{self.pipeline_id}",
                                         daemon=True)
 
@@ -301,10 +302,13 @@ class PipelineRunner:
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
                   loader: Loader, source: DataSource) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
+        self.source = source
         self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
+            if params.free_door_source == pipeline.source:  # its buffer: on the primary read
+                self._central.use(source)
         server_id = endpoints.replica_server_id(self.pipeline_id)
         start.within_binlog(self.pipeline_id, resume, positions.current_position(source))
         endpoints.check_source(source, self.pipeline_id, server_id,

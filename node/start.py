@@ -5,6 +5,7 @@ or that the source's tables cannot take. Where it resumes is :func:`node.cursor.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 
 import pymysql
@@ -18,6 +19,8 @@ from node.snapshot.state import SnapshotStore
 from shared import gtid, positions, tablekeys
 from shared.errors import ConfigError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
+
+log = logging.getLogger("setl.node.start")
 
 
 def first_or_stored(cursors: CursorStore, snapshots: SnapshotStore, pipeline: Pipeline,
@@ -41,20 +44,35 @@ def first_or_stored(cursors: CursorStore, snapshots: SnapshotStore, pipeline: Pi
 
 def claim(loader: Loader, owns: Callable[[], bool], epoch: int,
           pipeline_id: str) -> dict[str, Cursor | None]:
-    """Fence the targets and read where they are. A newer epoch on a target while this
-    node still holds the pipeline's mainstem is no newer owner: ZooKeeper's history went
-    back (restored from a backup, or rebuilt), and every load would be refused for ever."""
-    try:
-        return loader.claim()
-    except FencedError as exc:
-        if not owns():
-            raise
-        raise PositionConflictError(
-            f"{exc.args[0].split(';')[0]}, yet this node holds the pipeline in ZooKeeper "
-            f"(epoch {epoch}): ZooKeeper's history went back (restored from a backup, or "
-            "rebuilt?). Once no other setl node runs this pipeline, reset the row's epoch on "
-            "that target (UPDATE retl.retl_position SET owner_epoch = 0 WHERE pipeline_id = "
-            f"'{pipeline_id}') and start the channel again") from None
+    """Fence the targets and read where they are.
+
+    A newer epoch on a target (of this life of the pipeline) while this node still holds
+    the pipeline's mainstem is no newer owner: ZooKeeper's history went back (restored from
+    a backup, or rebuilt), its czxids count again from lower numbers. When no connection
+    registered under that epoch is still there, nobody writes with it: this owner takes the
+    next epoch above it and goes on (a writer of the old epoch that comes back is fenced).
+    When one is there, another setl — one on another ZooKeeper — writes the pipeline: that
+    pauses with what to do, never two writers."""
+    for _ in range(len(loader.targets) + 2):
+        try:
+            return loader.claim()
+        except FencedError as exc:
+            if not owns():
+                raise
+            live = loader.live_writers(exc.target, exc.found)
+            if live:
+                raise PositionConflictError(
+                    f"{exc.args[0].split(';')[0]}, yet this node holds the pipeline in "
+                    f"ZooKeeper (epoch {epoch}), and connections {live} of that owner are "
+                    "still connected: another setl (one on another ZooKeeper?) runs this "
+                    "pipeline. Stop it; once they are gone, start the channel again") from None
+            log.warning("event=epoch_adopted pipeline=%s target=%s found=%d zk_epoch=%d "
+                        "epoch=%d reason=\"ZooKeeper's history went back; no writer of the "
+                        "newer epoch is connected\"", pipeline_id, exc.target, exc.found,
+                        epoch, exc.found + 1)
+            loader.adopt(exc.found + 1)
+    raise PositionConflictError(f"pipeline {pipeline_id}: its targets' owner epochs kept "
+                                "moving while this node claimed them; start it again")
 
 
 def within_binlog(pipeline_id: str, resume: Resume, end: BinlogPosition) -> None:

@@ -44,15 +44,16 @@ def variables(cursor: Any, names: Iterable[str]) -> dict[str, str]:
     return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
-def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[int]
-                    ) -> list[Finding]:
+def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[int],
+                    replica_set: bool = False) -> list[Finding]:
     """What keeps the source from being replicated exactly (``schemas``: the replicated
-    ones; ``replica_ids``: the server_ids its pipelines replicate with)."""
+    ones; ``replica_ids``: the server_ids its pipelines replicate with); with
+    ``replica_set``, of one member of a source setl follows across switchovers by GTID."""
     found: list[Finding] = []
     seen = variables(cursor, ["log_bin", *REQUIRED, "server_id",
                               "binlog_transaction_compression", "expire_logs_days",
                               "binlog_expire_logs_seconds", "max_allowed_packet", "gtid_mode",
-                              "gtid_strict_mode", "version"])
+                              "gtid_strict_mode", "version", "log_slave_updates"])
     if seen.get("log_bin", "OFF").upper() != "ON":
         found.append(Finding("log_bin", "the binary log is off", "set log_bin = binlog in "
                              "my.cnf and restart the server"))
@@ -80,11 +81,21 @@ def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[i
                              "binlog_expire_logs_seconds = 604800; (a week) and in my.cnf",
                              "warning"))
     found += _packet(seen)
-    if "mariadb" in seen.get("version", "").lower() and \
-            seen.get("gtid_strict_mode", "OFF").upper() != "ON":
+    mariadb = "mariadb" in seen.get("version", "").lower()
+    if mariadb and seen.get("gtid_strict_mode", "OFF").upper() != "ON":
         found.append(Finding("gtid_strict_mode", "is OFF: GTIDs are not kept in order, which a "
                              "switch to another server by GTID relies on", "SET GLOBAL "
-                             "gtid_strict_mode = ON; and in my.cnf", "warning"))
+                             "gtid_strict_mode = ON; and in my.cnf",
+                             "error" if replica_set else "warning"))
+    if replica_set and not mariadb:
+        found.append(Finding("GTID", "setl follows a replica set by MariaDB GTIDs "
+                             "(domain-server-sequence); MySQL's GTID sets are not followed",
+                             "name one host (host:, port:) for a MySQL source"))
+    if replica_set and seen.get("log_slave_updates", "OFF").upper() != "ON":
+        found.append(Finding("log_slave_updates", "is OFF: as a replica this member does not "
+                             "write what it replicates to its binlog, so after a switch to it "
+                             "setl would not find the transactions it resumes after",
+                             "log_slave_updates = ON in my.cnf (restart)"))
     rights = _rights(cursor)
     if not rights.has_global("REPLICATION SLAVE"):
         found.append(Finding("REPLICATION SLAVE", "setl's user cannot read the binlog",

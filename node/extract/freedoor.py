@@ -124,6 +124,13 @@ class CentralDoor:
     pending: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def use(self, buffer: DataSource) -> None:
+        """Read the buffer at ``buffer`` from now on (a replica-set source's new primary)."""
+        with self._lock:
+            if buffer != self.buffer:
+                self.buffer = buffer
+                self.close()
+
     def _cursor(self) -> Any:
         if self._conn is None or not self._conn.open:
             self._conn = connect(self.buffer, autocommit=True)
@@ -201,7 +208,10 @@ class CentralDoor:
 
     def close(self) -> None:
         if self._conn is not None:
-            self._conn.close()
+            try:
+                self._conn.close()
+            except Exception:  # a broken connection (its server gone): nothing to end
+                pass
             self._conn = None
 
 

@@ -133,7 +133,7 @@ class Loader:
                         raise FencedError(
                             f"pipeline {self.pipeline_id}: target {name} is written by a "
                             f"newer owner (epoch {row[2]} > {self.epoch}); this node lost "
-                            "the pipeline and stops")
+                            "the pipeline and stops", name, int(row[2]))
                     cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch, self.run))
                 conn.commit()
             except pymysql.MySQLError as exc:
@@ -155,6 +155,24 @@ class Loader:
             self.written[name] = found.position
             return found
         raise AssertionError("unreachable")
+
+    def live_writers(self, name: str, epoch: int) -> list[int]:
+        """Connections on target ``name`` registered as owners of this pipeline under
+        ``epoch`` or newer that are still there."""
+        conn = self._connection(name)
+        with conn.cursor() as cursor:
+            found = owners.live_writers(cursor, self.pipeline_id, epoch)
+        conn.commit()
+        return found
+
+    def adopt(self, epoch: int) -> None:
+        """Write under ``epoch`` from now on (a newer one than the targets hold, where the
+        ZooKeeper czxid this owner got is older: a restored or rebuilt ZooKeeper)."""
+        self.epoch = self.copies.epoch = epoch
+        for conn in self._connections.values():
+            with conn.cursor() as cursor:
+                owners.register(cursor, self.pipeline_id, epoch)
+            conn.commit()
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write a batch given as target changes (a DDL, a two-way channel's batch, whose

@@ -55,6 +55,20 @@ OWNER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_owner (
 class FencedError(LoadError):
     """A newer owner writes this pipeline; this (stale) owner must stop."""
 
+    def __init__(self, message: str, target: str = "", found: int = 0) -> None:
+        super().__init__(message)
+        self.target, self.found = target, found  # where, and the epoch found there
+
+
+def live_writers(cursor: Any, pipeline_id: str, epoch: int) -> list[int]:
+    """The connections registered as owners of ``pipeline_id`` under ``epoch`` or a newer
+    one that are still connected (other than this one)."""
+    cursor.execute("SELECT o.connection_id FROM retl.retl_owner o JOIN "
+                   "information_schema.PROCESSLIST p ON p.ID = o.connection_id WHERE "
+                   "o.pipeline_id = %s AND o.owner_epoch >= %s AND o.connection_id <> "
+                   "CONNECTION_ID()", (pipeline_id, epoch))
+    return sorted(int(row[0]) for row in cursor.fetchall())
+
 
 # the position row of a batch, written in its transaction under this owner's epoch
 POSITION_WRITE = (

@@ -21,9 +21,11 @@ from node.extract.chunks import escaped
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.verify.plan import TablePlan, Target
 from node.verify.values import row_hash, sql_hash
-from shared.errors import SourceError
+from shared import gtid
+from shared.errors import PositionConflictError, SourceError
 from shared.identifiers import qualified, quote, short_form
 from shared.model import BinlogPosition
+from shared.positions import gtid_at, server_identity
 
 Key = tuple[Any, ...]
 Signature = frozenset[tuple[str, int]]
@@ -44,37 +46,50 @@ class Side:
         return frozenset(self.expected.get(key, {}).items())
 
 
-def position_key(file: str, pos: int) -> tuple[int, str, int]:
-    """A binlog position, ordered: file by its number, then offset."""
-    return BinlogPosition(file, pos).order()
+def loaded_past(applied: BinlogPosition | None, at: BinlogPosition) -> bool:
+    """Whether a target at ``applied`` holds every source transaction up to ``at`` (by GTID
+    when the two are of different servers: a switched source; not yet, when they cannot be
+    compared — the pipeline's next batch makes them comparable)."""
+    if applied is None or not applied.file:
+        return False
+    try:
+        return gtid.compare(applied, at) >= 0
+    except PositionConflictError:
+        return False
 
 
-def source_snapshot(cursor: Any) -> tuple[str, int]:
+def source_snapshot(cursor: Any) -> BinlogPosition:
     """Begin a read-only consistent snapshot; its binlog position (MariaDB names it; other
-    servers: the position just after it began, which is never earlier)."""
+    servers: the position just after it began, which is never earlier), with the GTID
+    state there and the server's identity."""
     cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
     cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
     found = {str(name).lower(): value for name, value in cursor.fetchall()}
     if found.get("binlog_snapshot_file"):
-        return str(found["binlog_snapshot_file"]), int(found["binlog_snapshot_position"])
-    cursor.execute("SHOW MASTER STATUS")
-    row = cursor.fetchone()
-    if row is None:
-        raise SourceError("the source has no binary log: verify needs its position")
-    return str(row[0]), int(row[1])
+        at = BinlogPosition(str(found["binlog_snapshot_file"]),
+                            int(found["binlog_snapshot_position"]))
+    else:
+        cursor.execute("SHOW MASTER STATUS")
+        row = cursor.fetchone()
+        if row is None:
+            raise SourceError("the source has no binary log: verify needs its position")
+        at = BinlogPosition(str(row[0]), int(row[1]))
+    return BinlogPosition(at.file, at.pos, gtid_at(cursor, at), server_identity(cursor))
 
 
-def target_snapshot(cursor: Any, pipeline_id: str) -> tuple[str, int] | None:
+def target_snapshot(cursor: Any, pipeline_id: str) -> BinlogPosition | None:
     """Begin a read-only consistent snapshot on a target; the pipeline's position in it
     (None when it has none yet)."""
     cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
     try:
-        cursor.execute("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
-                       "pipeline_id = %s", (pipeline_id,))
+        cursor.execute("SELECT binlog_file, binlog_pos, gtid, source_server FROM "
+                       "retl.retl_position WHERE pipeline_id = %s", (pipeline_id,))
     except pymysql.MySQLError:
-        return None  # no retl schema yet: nothing loaded
+        return None  # no retl schema (or none of this version) yet: nothing loaded
     row = cursor.fetchone()
-    return (str(row[0]), int(row[1])) if row and row[0] else None  # '': claimed, not loaded
+    if not row or not row[0]:
+        return None  # '': claimed, not loaded
+    return BinlogPosition(str(row[0]), int(row[1]), str(row[2] or ""), str(row[3] or ""))
 
 
 def keys_in(columns: Sequence[str], keys: Sequence[Key]) -> tuple[str, list[Any]]:

@@ -51,7 +51,9 @@ def context_from(supervisor: Supervisor, node_id: int, pipeline_id: str,
                               "verify ran; run verify again once it runs")
         return runner.cursor.position if runner.cursor is not None else None
     ctx = runner.ctx
-    return Context(ctx.channel, ctx.pipeline, ctx.version, ctx.sources, spark, applied)
+    sources = ctx.sources if runner.source is None else \
+        {**ctx.sources, ctx.pipeline.source: runner.source}  # a replica set's primary now
+    return Context(ctx.channel, ctx.pipeline, ctx.version, sources, spark, applied)
 
 
 def stream(request: manager_pb2.VerifyRequest, context: Any,

@@ -25,7 +25,7 @@ from node.extract.etl import CompiledPipeline
 from node.spark import SparkRunner
 from node.verify import repair as mend
 from node.verify.plan import Request, Skipped, TablePlan, plan
-from node.verify.readers import EMPTY, Key, position_key
+from node.verify.readers import EMPTY, Key, loaded_past
 from node.verify.settle import Outcome, Seen, kinds, settle
 from node.verify.task import (
     ChunkGroup,
@@ -240,20 +240,19 @@ class Verification:
             return Outcome()
         return settle(pending, probe, self._wait_loaded, self.options.rounds)
 
-    def _wait_loaded(self, at: tuple[str, int]) -> None:
+    def _wait_loaded(self, at: BinlogPosition) -> None:
         """Until the pipeline has loaded past the source position ``at``."""
         deadline = time.monotonic() + self.options.settle_timeout_s
         while True:
             applied = self.ctx.applied()
-            if applied is not None and applied.file and \
-                    position_key(applied.file, applied.pos) >= position_key(*at):
+            if loaded_past(applied, at):
                 return
             if self.cancelled():
                 raise VerifyError("verify cancelled")
             if time.monotonic() > deadline:
                 raise VerifyError(
                     f"pipeline {self.ctx.pipeline_id} has not loaded past the source's "
-                    f"position {at[0]}:{at[1]} within {self.options.settle_timeout_s:.0f} s "
+                    f"position {at} within {self.options.settle_timeout_s:.0f} s "
                     f"(it is at {applied or 'no position'}); verify re-checks a key only "
                     "once the pipeline has loaded what the source had when it read the key. "
                     "Check setl status for its delay, or give --settle-timeout more time")

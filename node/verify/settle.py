@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from node.verify.readers import Key, Side, Signature
+from shared.model import BinlogPosition
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Seen:
 
 
 class Reads(Protocol):
-    def source(self, keys: Sequence[Key]) -> tuple[tuple[str, int], Side]: ...
+    def source(self, keys: Sequence[Key]) -> tuple[BinlogPosition, Side]: ...
 
     def targets(self, keys: Sequence[Key], side: Side
                 ) -> dict[Key, tuple[Signature, Signature]]: ...
@@ -53,7 +54,7 @@ class Outcome:
 
 
 def settle(pending: dict[Key, Seen], reads: Reads,
-           wait_loaded: Callable[[tuple[str, int]], None], rounds: int = 6) -> Outcome:
+           wait_loaded: Callable[[BinlogPosition], None], rounds: int = 6) -> Outcome:
     """Re-check ``pending`` (candidates with their first observation) until each is
     confirmed or equal, for at most ``rounds`` source reads."""
     outcome = Outcome()

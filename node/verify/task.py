@@ -28,7 +28,7 @@ from node.verify.readers import (
     Signature,
     SqlReader,
     differing,
-    position_key,
+    loaded_past,
     reader_for,
     signatures,
     source_snapshot,
@@ -36,7 +36,7 @@ from node.verify.readers import (
 )
 from shared.endpoint import connect
 from shared.errors import SourceError
-from shared.model import DataSource
+from shared.model import BinlogPosition, DataSource
 
 SESSION = "SET time_zone = '+00:00'"  # TIMESTAMP in UTC, as the binlog gives it
 RUN = 8  # consecutive chunks summed by one query a side first (the sql method)
@@ -85,7 +85,7 @@ class ChunkResult:
     table: str
     chunk: int
     rows: int
-    at: tuple[str, int]  # the source snapshot's binlog position
+    at: BinlogPosition  # the source snapshot's binlog position
     caught_up: bool  # every target had loaded past ``at`` when read
     differing: dict[Key, tuple[Signature, Signature]] = field(default_factory=dict)
     chunks: int = 1  # consecutive chunks from ``chunk`` on that this result covers
@@ -121,7 +121,7 @@ class Snapshots:
     def __init__(self, sessions: Sessions, pipeline_id: str) -> None:
         self.sessions, self.pipeline_id = sessions, pipeline_id
         self.cursors: dict[str, Any] = {}
-        self.positions: dict[str, tuple[str, int] | None] = {}
+        self.positions: dict[str, BinlogPosition | None] = {}
 
     def cursor(self, datasource: str) -> Any:
         found = self.cursors.get(datasource)
@@ -130,12 +130,11 @@ class Snapshots:
             self.positions[datasource] = target_snapshot(found, self.pipeline_id)
         return found
 
-    def past(self, at: tuple[str, int], datasources: Sequence[str]) -> bool:
+    def past(self, at: BinlogPosition, datasources: Sequence[str]) -> bool:
         """Whether every target named had loaded past ``at`` in its snapshot."""
         for name in datasources:
             self.cursor(name)
-            found = self.positions.get(name)
-            if found is None or position_key(*found) < position_key(*at):
+            if not loaded_past(self.positions.get(name), at):
                 return False
         return True
 
@@ -259,7 +258,7 @@ def _equal_sums(reader: Reader, source: Any, snapshots: Snapshots, chunk: Chunk
 
 
 def _compared(reader: Reader, source: Any, snapshots: Snapshots, chunk: Chunk,
-              at: tuple[str, int], caught_up: bool) -> ChunkResult:
+              at: BinlogPosition, caught_up: bool) -> ChunkResult:
     """A chunk's rows compared (in the snapshots already begun)."""
     plan = reader.plan
     side = reader.source(source, *condition(plan.key, chunk))
@@ -289,7 +288,7 @@ class Probe:
     def __post_init__(self) -> None:
         self.reader = reader_for(self.plan, self.compiled)
 
-    def source(self, keys: Sequence[Key]) -> tuple[tuple[str, int], Side]:
+    def source(self, keys: Sequence[Key]) -> tuple[BinlogPosition, Side]:
         cursor = self.sessions.cursor()
         at = source_snapshot(cursor)
         try:

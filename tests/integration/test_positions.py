@@ -167,10 +167,11 @@ def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_g
 
 def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner(
         sandbox, tmp_path, zk_client):
-    """ZooKeeper restored from a backup (epochs, its czxids, lower than the targets hold)
-    pauses with what to do instead of fencing every load for ever; ZooKeeper rebuilt empty
-    (the cursor gone: a new life starting at latest) is refused as a gap, naming both
-    positions."""
+    """ZooKeeper restored from a backup (epochs, its czxids, lower than the targets hold):
+    with no writer of the newer epoch connected, the owner takes the next epoch above it
+    and goes on; with one connected (another setl on another ZooKeeper), it pauses rather
+    than write beside it. ZooKeeper rebuilt empty (the cursor gone: a new life starting at
+    latest) is refused as a gap, naming both positions."""
     with keyless(sandbox, tmp_path, "history") as (cluster, source, target, schema):
         kl = f"`{schema}`.kl"
         row = "WHERE pipeline_id = 'history.forward'"
@@ -181,13 +182,25 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         stop(cluster, "history")
         target.execute(f"UPDATE retl.retl_position SET owner_epoch = 1000000000000 {row}")
         cluster.set_status("history", "START")
-        wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the pause")
-        error = cluster.pipeline_state("history").last_error
-        assert "history went back" in error and "SET owner_epoch = 0" in error, error
-        target.execute(f"UPDATE retl.retl_position SET owner_epoch = 0 {row}")
-        cluster.set_status("history", "START")
         cluster.wait_running("history")
         source.execute(f"INSERT INTO {kl} VALUES (2, 'b'), (2, 'b')")
+        wait_equal(source, target, schema, ["kl"])
+        assert target.rows(f"SELECT owner_epoch FROM retl.retl_position {row}") == \
+            [(1000000000001,)]
+        assert "event=epoch_adopted pipeline=history.forward" in cluster.nodes[1].output()
+        stop(cluster, "history")
+        other = Database(sandbox, "target")  # another setl's owner, still connected
+        other.execute("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) "
+                      "VALUES ('history.forward', CONNECTION_ID(), 2000000000000)")
+        target.execute(f"UPDATE retl.retl_position SET owner_epoch = 2000000000000 {row}")
+        cluster.set_status("history", "START")
+        wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the pause")
+        error = cluster.pipeline_state("history").last_error
+        assert "another setl" in error and "still connected" in error, error
+        other.close()
+        cluster.set_status("history", "START")
+        cluster.wait_running("history")
+        source.execute(f"INSERT INTO {kl} VALUES (4, 'd'), (4, 'd')")
         wait_equal(source, target, schema, ["kl"])
         stop(cluster, "history")
         # rebuilt empty: the pipeline's state in ZooKeeper is gone, rows come meanwhile
@@ -254,7 +267,8 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         cluster.set_status("moves", "START")
         wait_for(lambda: cluster.channel_status("moves") == "PAUSE", 90, "the refusal")
         error = cluster.pipeline_state("moves").last_error
-        assert "binlog.000099:4, past source's binlog end" in error, error
+        assert "start at binlog.000099:4 " in error and "past source's binlog end" in error, \
+            error
         stop(cluster, "moves")
         assert cli.main([*position, "set", "moves/forward", "--latest", "--replay"]) == 0
         assert cli.main(["--manager", cluster.manager_address, "channel", "start", "moves",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 from tests.integration.shapes import Shapes, channel
+from tests.integration.test_check import check
 from tests.replicaset import ReplicaSet
 
 SWITCH_AFTER_S = 2
@@ -101,7 +103,7 @@ def test_a_crashed_primary_is_followed_to_the_promoted_replica_through_a_node_ki
 
 
 def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
-        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path) -> None:
+        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path, capsys: Any) -> None:
     """setl source switch: the old primary stays up (read-only), the pipeline loads what it
     selected there and goes on at the promoted replica; a member that is not promoted, or
     no member at all, is refused with what to do."""
@@ -110,6 +112,9 @@ def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
     cluster = Cluster(sandbox, tmp_path / "cluster", "switch-planned")
     try:
         start(cluster, sandbox, rs, shapes, "switchplanned")
+        code, report = check(cluster, capsys, "source", "source")  # every member: ready
+        assert code == 0 and [m["member"] for m in report["members"]] == \
+            [m.address for m in rs.members], report
         shapes.start()
         shapes.wait_transactions(150)
         with pytest.raises(Exception, match="is read-only; promote it first"):
@@ -147,7 +152,7 @@ def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
 
 
 def test_transactions_the_promoted_replica_never_got_are_reported(
-        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path) -> None:
+        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path, capsys: Any) -> None:
     """The replica stops replicating; the primary commits more (setl loads them), then
     crashes; the replica is promoted and writes its own transactions under the same GTID
     numbers. Going on would leave the lost rows on the target: the pipeline pauses and names
@@ -178,6 +183,9 @@ def test_transactions_the_promoted_replica_never_got_are_reported(
         assert "never had transactions the pipeline already replicated" in error, error
         assert f"0-41-{int(last) - 2}..0-41-{last}" in error, (lost, error)
         assert target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 2000")[0][0] == 0
+        code, report = check(cluster, capsys, "source", "source")  # the dead member said
+        assert code == 1 and [f["what"] for f in report["members"][0]["findings"]] == \
+            ["connection"] and report["members"][1]["findings"] == [], report
     finally:
         cluster.stop()
         target.close()
