@@ -117,7 +117,12 @@ class Node:
         metrics = None
         try:
             metrics = self._serve_metrics()
+            if self.config.spark.start == "boot":
+                # in the background: warm while ZooKeeper connects and a restarted node waits
+                # for its previous life's session to end, so its pipelines find it ready
+                self.spark.warm()
             if not zk.start(self.client, self.config.zookeeper, self.shutdown.requested):
+                run_bounded(self.spark.stop, STOP_SPARK_S, "spark-stop")
                 return  # asked to stop while waiting for ZooKeeper
             info = manager_pb2.NodeInfo(id=self.node_id, address=address, pid=os.getpid(),
                                         started_ms=int(time.time() * 1000),
@@ -127,6 +132,8 @@ class Node:
             if self._join(membership):
                 heap.settle()  # the node's modules, clients and servers, started
                 self._serve(membership)
+            else:  # asked to stop before it joined: a Spark warming up goes too
+                run_bounded(self.spark.stop, STOP_SPARK_S, "spark-stop")
         finally:
             server.stop(grace=1).wait()
             if metrics is not None:
@@ -152,8 +159,6 @@ class Node:
 
     def _serve(self, membership: Membership) -> None:
         log.info("event=node_started node=%d address=%s", self.node_id, membership.info.address)
-        if self.config.spark.start == "boot":
-            self.spark.warm()  # in the background: the first pipeline finds it ready
         records: list[ChannelRecord] = []
         try:
             while not self.shutdown.requested.is_set():
