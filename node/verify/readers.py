@@ -10,7 +10,7 @@ differs when the source's signature is not the target's.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,22 @@ def source_snapshot(cursor: Any) -> BinlogPosition:
     return BinlogPosition(at.file, at.pos, gtid_at(cursor, at), server_identity(cursor))
 
 
+def source_held(cursor: Any, hold: Callable[[], None]) -> BinlogPosition:
+    """Begin a transaction in which ``hold`` locks rows on the source; the binlog position
+    then: every change of the held rows is at or before it (a writer's binlog is written
+    before its locks go), and none comes after it while the transaction lasts."""
+    cursor.execute(f"SET SESSION innodb_lock_wait_timeout = {HOLD_LOCK_WAIT_S}")
+    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    cursor.execute("START TRANSACTION")
+    hold()
+    cursor.execute("SHOW MASTER STATUS")
+    row = cursor.fetchone()
+    if row is None:
+        raise SourceError("the source has no binary log: verify needs its position")
+    at = BinlogPosition(str(row[0]), int(row[1]))
+    return BinlogPosition(at.file, at.pos, gtid_at(cursor, at), server_identity(cursor))
+
+
 def target_snapshot(cursor: Any, pipeline_id: str) -> BinlogPosition | None:
     """Begin a read-only consistent snapshot on a target; the pipeline's position in it
     (None when it has none yet)."""
@@ -100,6 +116,9 @@ def keys_in(columns: Sequence[str], keys: Sequence[Key]) -> tuple[str, list[Any]
     one = "(" + ", ".join(["%s"] * len(columns)) + ")"
     return (f"({', '.join(map(quote, columns))}) IN ({', '.join([one] * len(keys))})",
             [value for key in keys for value in key])
+
+
+HOLD_LOCK_WAIT_S = 5  # how long holding keys waits for a writer's lock
 
 
 def batches(keys: Iterable[Key]) -> Iterable[list[Key]]:
@@ -153,6 +172,15 @@ class Reader(abc.ABC):
         for part in batches(keys):
             found.update(self.target(cursor, target, *keys_in(target.keys, part), side))
         return found
+
+    def hold(self, cursor: Any, keys: Sequence[Key]) -> None:
+        """Hold ``keys`` still on the source for the open transaction: share locks on their
+        rows, and on the gaps where rows are missing (REPEATABLE READ), so no writer changes,
+        deletes or inserts them until it ends."""
+        for part in batches(keys):
+            condition, params = keys_in(self.plan.key.columns, part)
+            cursor.execute(f"SELECT 1 FROM {self.source_name} WHERE {condition} "
+                           "LOCK IN SHARE MODE", params)  # a deadlock: the caller's to take
 
     def source_keys(self, cursor: Any, keys: Sequence[Key]) -> Side:
         side = Side()

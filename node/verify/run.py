@@ -240,15 +240,19 @@ class Verification:
             return Outcome()
         return settle(pending, probe, self._wait_loaded, self.options.rounds)
 
-    def _wait_loaded(self, at: BinlogPosition) -> None:
-        """Until the pipeline has loaded past the source position ``at``."""
+    def _wait_loaded(self, at: BinlogPosition, limit_s: float | None = None) -> bool:
+        """Whether the pipeline loaded past the source position ``at`` within ``limit_s``
+        (None: within the settle timeout, else VerifyError)."""
         deadline = time.monotonic() + self.options.settle_timeout_s
+        limit = time.monotonic() + limit_s if limit_s is not None else None
         while True:
             applied = self.ctx.applied()
             if loaded_past(applied, at):
-                return
+                return True
             if self.cancelled():
                 raise VerifyError("verify cancelled")
+            if limit is not None and time.monotonic() > limit:
+                return False
             if time.monotonic() > deadline:
                 raise VerifyError(
                     f"pipeline {self.ctx.pipeline_id} has not loaded past the source's "

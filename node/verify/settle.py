@@ -3,18 +3,21 @@ that changed while verify read it.
 
 A chunk reads the source at binlog position ``S`` and the target a moment later, when the
 pipeline may not have loaded ``S`` yet (the row is on its way) or may have loaded later
-changes (the target is ahead). So a key found different is only a *candidate*. Each round:
+changes (the target is ahead). So a key found different is only a *candidate*. Each round
+holds the candidates still on the source and compares both sides in the same state:
 
-1. read the candidates on the source in one consistent snapshot at ``S_r``;
-2. a candidate whose previous observation was made with the target loaded past that
-   observation's source position, and whose source signature is still the same now, is
-   **confirmed**: the source did not change between ``S_{r-1}`` and ``S_r``, the target
-   was read at a position ``P_{r-1}`` between them (``S_{r-1} <= P_{r-1}``, and ``S_r``
-   was read later), so it held the source's rows of ``P_{r-1}`` — and they differed;
-3. wait until the pipeline has loaded past ``S_r``, read the rest on the targets: equal
-   now → not a difference (it was in flight); still different → observed again.
+1. lock the candidates' rows on the source (share locks, and gap locks where a row is
+   missing: no writer changes, deletes or inserts them meanwhile), read them, and take the
+   binlog position ``S`` (every change of theirs is at or before it);
+2. wait until the pipeline has loaded past ``S`` — at most ``HOLD_S`` while holding the
+   locks — and read the targets: equal → not a difference (it was in flight); different →
+   **confirmed**: both sides were read with the keys unchanged since ``S``;
+3. release the locks. A pipeline that did not load ``S`` in time is waited for without them
+   (as long as verify's settle timeout allows), and the keys are tried again.
 
-A key that changes in every round is *unsettled*: reported apart, never as a difference.
+Comparing signatures of two source reads is not enough: a row deleted and inserted again
+the same, or changed and changed back, between them looks unchanged (ABA). A key not
+settled within the rounds is *unsettled*: reported apart, never as a difference.
 The functions here take the reads as arguments (:class:`Reads`), so the rule is tested
 without servers.
 """
@@ -28,6 +31,8 @@ from typing import Protocol
 from node.verify.readers import Key, Side, Signature
 from shared.model import BinlogPosition
 
+HOLD_S = 5.0  # how long source rows are held locked while the pipeline catches up
+
 
 @dataclass(frozen=True)
 class Seen:
@@ -40,7 +45,9 @@ class Seen:
 
 
 class Reads(Protocol):
-    def source(self, keys: Sequence[Key]) -> tuple[BinlogPosition, Side]: ...
+    def source(self, keys: Sequence[Key]) -> tuple[BinlogPosition, Side] | None: ...
+
+    def release(self) -> None: ...
 
     def targets(self, keys: Sequence[Key], side: Side
                 ) -> dict[Key, tuple[Signature, Signature]]: ...
@@ -54,32 +61,33 @@ class Outcome:
 
 
 def settle(pending: dict[Key, Seen], reads: Reads,
-           wait_loaded: Callable[[BinlogPosition], None], rounds: int = 6) -> Outcome:
+           wait_loaded: Callable[[BinlogPosition, float | None], bool],
+           rounds: int = 6) -> Outcome:
     """Re-check ``pending`` (candidates with their first observation) until each is
-    confirmed or equal, for at most ``rounds`` source reads."""
+    confirmed or equal, for at most ``rounds`` locked source reads. ``wait_loaded(at,
+    limit_s)`` says whether the pipeline loaded past ``at`` within ``limit_s`` (None: as
+    long as verify may wait; it raises when that runs out)."""
     outcome = Outcome()
     pending = dict(pending)
     while pending and outcome.rounds < rounds:
         outcome.rounds += 1
         keys = list(pending)
-        at, side = reads.source(keys)
-        rest = []
+        held = reads.source(keys)  # held still until released
+        if held is None:
+            continue  # a writer had them (deadlock, lock wait): another round
+        at, side = held
+        try:
+            observed = reads.targets(keys, side) if wait_loaded(at, HOLD_S) else None
+        finally:
+            reads.release()
+        if observed is None:
+            wait_loaded(at, None)  # without the locks, then again
+            continue
         for key in keys:
-            seen = pending[key]
-            if seen.caught_up and side.signature(key) == seen.expected:
-                outcome.confirmed[key] = pending.pop(key)
-            else:
-                rest.append(key)
-        if not rest or outcome.rounds == rounds:
-            break
-        wait_loaded(at)
-        observed = reads.targets(rest, side)
-        for key in rest:
             expected, actual = observed.get(key, (side.signature(key), side.signature(key)))
-            if expected == actual:
-                del pending[key]  # it was in flight: equal once loaded
-            else:
-                pending[key] = Seen(expected, actual, True)
+            del pending[key]
+            if expected != actual:
+                outcome.confirmed[key] = Seen(expected, actual, True)
     outcome.unsettled = set(pending)
     return outcome
 

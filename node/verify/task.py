@@ -31,6 +31,7 @@ from node.verify.readers import (
     loaded_past,
     reader_for,
     signatures,
+    source_held,
     source_snapshot,
     target_snapshot,
 )
@@ -89,6 +90,9 @@ class ChunkResult:
     caught_up: bool  # every target had loaded past ``at`` when read
     differing: dict[Key, tuple[Signature, Signature]] = field(default_factory=dict)
     chunks: int = 1  # consecutive chunks from ``chunk`` on that this result covers
+
+
+CONTENDED = {1205, 1213}  # lock wait timeout, deadlock: a writer had the keys
 
 
 class Sessions:
@@ -288,13 +292,25 @@ class Probe:
     def __post_init__(self) -> None:
         self.reader = reader_for(self.plan, self.compiled)
 
-    def source(self, keys: Sequence[Key]) -> tuple[BinlogPosition, Side]:
+    def source(self, keys: Sequence[Key]) -> tuple[BinlogPosition, Side] | None:
+        """The keys' rows on the source, held still (locked) until :meth:`release`; None
+        when a writer's locks kept them (a deadlock, a lock wait timeout): try again."""
         cursor = self.sessions.cursor()
-        at = source_snapshot(cursor)
         try:
+            at = source_held(cursor, lambda: self.reader.hold(cursor, keys))
             return at, self.reader.source_keys(cursor, keys)
-        finally:
-            cursor.execute("COMMIT")
+        except pymysql.MySQLError as exc:
+            cursor.execute("ROLLBACK")
+            if exc.args and exc.args[0] in CONTENDED:
+                return None
+            raise SourceError(f"verify read failed on {self.plan.name}: "
+                              f"{exc.args[-1] if exc.args else exc}") from None
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+
+    def release(self) -> None:
+        self.sessions.cursor().execute("COMMIT")
 
     def targets(self, keys: Sequence[Key], side: Side
                 ) -> dict[Key, tuple[Signature, Signature]]:

@@ -18,12 +18,14 @@ import pytest
 
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
-from tests.devcluster import Cluster, Database, wait_for
+from tests.devcluster import Cluster, Database, wait_equal, wait_for
 from tests.integration.shapes import Shapes, channel
 from tests.integration.test_check import check
+from tests.integration.test_verify import verify
 from tests.replicaset import ReplicaSet
 
 SWITCH_AFTER_S = 2
+ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))"
 
 
 @pytest.fixture
@@ -45,10 +47,14 @@ def sources(sandbox: Sandbox, rs: ReplicaSet) -> list[dict[str, object]]:
 
 
 def start(cluster: Cluster, sandbox: Sandbox, rs: ReplicaSet, shapes: Shapes,
-          name: str) -> None:
+          name: str, *more: str, **params: object) -> None:
+    """A manager, node 1, and the workload's channel (with the tables ``more``)."""
     cluster.start_manager()
     cluster.start_node(1)
-    cluster.apply([channel(name, shapes.schema)], sources(sandbox, rs))
+    definition = channel(name, shapes.schema, **params)
+    definition["pipelines"][0]["pairs"] += [  # type: ignore[index]
+        {"source": f"{shapes.schema}.{t}", "target": f"{shapes.schema}.{t}"} for t in more]
+    cluster.apply([definition], sources(sandbox, rs))
     cluster.set_status(name, "START")
     cluster.wait_running(name)
 
@@ -63,17 +69,47 @@ def shapes_on(sandbox: Sandbox, rs: ReplicaSet, target: Database) -> Shapes:
         primary.close()
 
 
+def finished_on_the_new_primary(cluster: Cluster, rs: ReplicaSet, shapes: Shapes,
+                                name: str) -> manager_pb2.PipelineState:
+    """More writes on the promoted rs1, then the workload's end: the target equals rs1 as
+    multisets and no reader saw a broken promise; the pipeline runs there, as status says."""
+    shapes.wait_transactions(shapes.transactions + 150)
+    new_primary = rs.members[1].database()
+    try:
+        shapes.finish(new_primary)
+    finally:
+        new_primary.close()
+    wait_for(lambda: cluster.pipeline_state(name).position.server.startswith("42@"), 30,
+             "the status to show the new primary's position")
+    state = cluster.pipeline_state(name)
+    assert (state.state, state.source) == ("running", rs.members[1].address)
+    return state
+
+
 def test_a_crashed_primary_is_followed_to_the_promoted_replica_through_a_node_kill(
         sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path) -> None:
-    """The primary is killed; the node, waiting out switch_after_s, is killed -9 too; the
-    replica is promoted and the writes go on there; a new node finds the new primary by
-    itself and goes on from the GTID state the target holds."""
+    """The primary is killed in the middle of a table copy; the node, waiting out
+    switch_after_s, is killed -9 too; the replica is promoted and the writes go on there; a
+    new node finds the new primary by itself, goes on from the GTID state the target holds,
+    and the copy goes on there with the chunks not done."""
     rs, target = replica_set, Database(sandbox, "target")
     shapes = shapes_on(sandbox, rs, target)
+    primary = rs.members[0].database()
+    for db in (primary, target):
+        db.execute(ITEMS.format(schema=shapes.schema))
+    primary.execute(f"INSERT INTO `{shapes.schema}`.items SELECT seq, CONCAT('item ', seq) "
+                    f"FROM `{shapes.schema}`.seq_1_to_20000")
+    primary.close()
     cluster = Cluster(sandbox, tmp_path / "cluster", "switch-auto")
     try:
-        start(cluster, sandbox, rs, shapes, "switchauto")
+        start(cluster, sandbox, rs, shapes, "switchauto", "items", snapshot_chunk_size=200,
+              snapshot_parallelism=1)
         shapes.start()
+        cluster.call("Snapshot", manager_pb2.SnapshotRequest(
+            channel="switchauto", pipeline="forward", table=f"{shapes.schema}.items"))
+        wait_for(lambda: any(c.chunks_done >= 10 for c in
+                             cluster.pipeline_state("switchauto").snapshots), 120,
+                 "ten chunks of the copy on the target")
         shapes.wait_transactions(150)
         shapes.pause()  # the replica gets all: nothing is lost in this crash
         rs.wait_caught_up(1)
@@ -84,18 +120,16 @@ def test_a_crashed_primary_is_followed_to_the_promoted_replica_through_a_node_ki
         cluster.nodes[1].kill()  # in the middle of the switch
         rs.promote(1)
         cluster.start_node(2)
-        shapes.wait_transactions(shapes.transactions + 150)
-        new_primary = rs.members[1].database()
-        try:
-            shapes.finish(new_primary)
-        finally:
-            new_primary.close()
-        wait_for(lambda: cluster.pipeline_state("switchauto").position.server.startswith(
-            "42@"), 30, "the status to show the new primary's position")
-        state = cluster.pipeline_state("switchauto")
-        assert (state.state, state.source) == ("running", rs.members[1].address)
+        state = finished_on_the_new_primary(cluster, rs, shapes, "switchauto")
         assert f"to {rs.members[1].address} (auto) at GTID 0-41-" in state.switched, \
             state.switched
+        new_primary = rs.members[1].database()
+        try:
+            wait_equal(new_primary, target, shapes.schema, ["items"], 120)
+        finally:
+            new_primary.close()
+        wait_for(lambda: [c.state for c in cluster.pipeline_state("switchauto").snapshots]
+                 == ["done"], 60, "the copy done")
     finally:
         shapes.stop()
         cluster.stop()
@@ -134,17 +168,13 @@ def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
         assert (answer.member, answer.previous) == (rs.members[1].address,
                                                     rs.members[0].address)
         shapes.start()
-        shapes.wait_transactions(shapes.transactions + 150)
-        new_primary = rs.members[1].database()
-        try:
-            shapes.finish(new_primary)
-        finally:
-            new_primary.close()
-        wait_for(lambda: cluster.pipeline_state("switchplanned").position.server.startswith(
-            "42@"), 30, "the status to show the new primary's position")
-        state = cluster.pipeline_state("switchplanned")
-        assert (state.state, state.source) == ("running", rs.members[1].address)
+        state = finished_on_the_new_primary(cluster, rs, shapes, "switchplanned")
         assert "(manual)" in state.switched, state.switched
+        # verify reads the new primary and waits on positions of its binlog
+        code, report = verify(cluster, capsys, "switchplanned", "--table",
+                              f"{shapes.schema}.accounts")
+        [verdict] = [t for r in report["reports"] for t in r.get("tables", [])]
+        assert code == 0 and verdict["rows"] == 20, report
     finally:
         shapes.stop()
         cluster.stop()

@@ -164,3 +164,20 @@ def test_restore_drops_alarms_of_rules_no_longer_configured() -> None:
 def test_an_alarm_travels_as_protobuf_unchanged() -> None:
     alarm = Alarm("slow", "delay", "shop.forward", 123, "behind", RESOLVED, 456)
     assert Alarm.from_proto(alarm.to_proto()) == alarm
+
+
+def test_source_switch_fires_while_the_primary_is_lost_and_after_a_switch() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("moved", "source_switch", within_s=300)], clock)
+    waiting = pipeline(state="switching", last_error="pipeline shop.forward: source shop's "
+                       "primary db1:3306 does not answer; setl switches ... 8 s more")
+    fired = alarms.evaluate(facts(waiting))
+    assert changes(fired) == [("moved", "shop.forward", FIRING)]
+    assert "does not answer" in fired[0].message
+    clock.advance(10)
+    switched = pipeline(switched="switched from db1:3306 to db2:3306 (auto) at GTID 0-1-9",
+                        switched_ms=int(clock.now * 1000))
+    assert alarms.evaluate(facts(switched)) == []  # still firing: the switch is its news
+    clock.advance(301)
+    assert changes(alarms.evaluate(facts(switched))) == [("moved", "shop.forward", RESOLVED)]
+    assert alarms.evaluate(facts(pipeline())) == []  # never switched: nothing
