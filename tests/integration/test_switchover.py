@@ -9,6 +9,7 @@ Each test has its own replica set (primary rs0, GTID replica rs1, gtid_strict_mo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +17,11 @@ from typing import Any
 
 import pytest
 
+from shared import members
+from shared.model import DataSource
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
+from shared.secrets import SecretRef
 from tests.devcluster import Cluster, Database, wait_equal, wait_for
 from tests.integration.shapes import Shapes, channel
 from tests.integration.test_check import check
@@ -44,6 +48,12 @@ def sources(sandbox: Sandbox, rs: ReplicaSet) -> list[dict[str, object]]:
              "password": secret, "switch_after_s": SWITCH_AFTER_S},
             {"name": "target", "host": "127.0.0.1", "port": sandbox.servers()["target"].port,
              "user": "setl", "password": secret}]
+
+
+def replica_set_source(sandbox: Sandbox, rs: ReplicaSet) -> DataSource:
+    return DataSource("source", "127.0.0.1", rs.members[0].port, "setl",
+                      SecretRef(f"file:{sandbox.secret_file}"),
+                      hosts=tuple(m.address for m in rs.members))
 
 
 def start(cluster: Cluster, sandbox: Sandbox, rs: ReplicaSet, shapes: Shapes,
@@ -149,6 +159,13 @@ def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
         code, report = check(cluster, capsys, "source", "source")  # every member: ready
         assert code == 0 and [m["member"] for m in report["members"]] == \
             [m.address for m in rs.members], report
+        replica = rs.members[1].database()
+        replica.execute("SET GLOBAL gtid_strict_mode = OFF")  # a member setl cannot follow
+        code, report = check(cluster, capsys, "source", "source")
+        replica.execute("SET GLOBAL gtid_strict_mode = ON")
+        replica.close()
+        assert code == 1 and [f["what"] for f in report["members"][1]["findings"]
+                              if f["severity"] == "error"] == ["gtid_strict_mode"], report
         shapes.start()
         shapes.wait_transactions(150)
         with pytest.raises(Exception, match="is read-only; promote it first"):
@@ -163,6 +180,11 @@ def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
         old.close()
         rs.wait_caught_up(1)
         rs.promote(1)
+        # who the primary is: the writable member, or the first that answers (order)
+        defined = replica_set_source(sandbox, rs)
+        assert members.address(members.find_primary(defined)[0]) == rs.members[1].address
+        ordered = dataclasses.replace(defined, primary="order")
+        assert members.address(members.find_primary(ordered)[0]) == rs.members[0].address
         answer = cluster.call("SwitchSource", manager_pb2.SwitchSourceRequest(
             name="source", to=rs.members[1].address))
         assert (answer.member, answer.previous) == (rs.members[1].address,
