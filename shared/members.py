@@ -135,11 +135,15 @@ def probe(source: DataSource) -> Probe:
                 state, pos = (str(value or "") for value in cursor.fetchone())
             except pymysql.MySQLError:
                 pass  # MySQL
-            cursor.execute("SHOW SLAVE STATUS")
-            rows = cursor.fetchall()
-            columns = [column[0] for column in cursor.description or ()]
-            replicating = any(dict(zip(columns, row, strict=False)).get("Slave_IO_Running")
-                              in ("Yes", "Connecting") for row in rows)
+            replicating = False
+            try:
+                cursor.execute("SHOW SLAVE STATUS")
+                rows = cursor.fetchall()
+                columns = [column[0] for column in cursor.description or ()]
+                replicating = any(dict(zip(columns, row, strict=False)).get(
+                    "Slave_IO_Running") in ("Yes", "Connecting") for row in rows)
+            except pymysql.MySQLError:
+                pass  # no SLAVE MONITOR / REPLICATION CLIENT right: not known, not waited on
             return Probe(address(source), "", read_only, server, state, pos, replicating)
     except (pymysql.MySQLError, OSError, SourceError) as exc:
         reason = exc.args[-1] if isinstance(exc, pymysql.MySQLError) and exc.args else exc
