@@ -281,9 +281,10 @@ class PipelineRunner:
             rows = {} if params.dry_run else self._claim(loader)
             # on this server: nothing the targets hold may be missing from it, and a start
             # of another server's binlog is found by its GTID state
-            server = check_held(self.pipeline_id, source, hint, rows).server
+            found, hint, rows = check_held(self.pipeline_id, source, hint, rows)
             resume = primary.on_server(self.pipeline_id,
-                                       cursors.resume(self.pipeline_id, hint, rows), server)
+                                       cursors.resume(self.pipeline_id, hint, rows),
+                                       found.server)
             if resume.behind:
                 log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
                             self.pipeline_id, ",".join(resume.behind), hint.position)
@@ -377,7 +378,8 @@ class PipelineRunner:
                 return False  # this run is over: the watch ends
             if data:
                 member = PrimaryRecord.from_json(data).member
-                if member != self.primary.in_use:
+                hosts = self.source.hosts if self.source is not None else ()
+                if member != self.primary.in_use and member in hosts:
                     log.warning("event=source_primary_moved pipeline=%s from=%s to=%s",
                                 self.pipeline_id, self.primary.in_use, member)
                     self._switch.set()

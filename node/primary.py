@@ -24,6 +24,7 @@ from collections.abc import Callable
 from node.cursor import Cursor, Resume
 from shared import gtid, members
 from shared.catalog import Catalog
+from shared.endpoint import connect
 from shared.errors import PositionLostError, SourceError
 from shared.members import PrimaryRecord, Probe
 from shared.model import BinlogPosition, DataSource
@@ -99,16 +100,29 @@ class Primary:
         return self.record.describe() if self.record is not None else ""
 
 
+Held = tuple[Probe, Cursor, dict[str, Cursor | None]]
+
+
 def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
-               rows: dict[str, Cursor | None]) -> Probe:
+               rows: dict[str, Cursor | None]) -> Held:
     """Refuse to go on from the server ``source`` names when the pipeline's cursor or a
-    target holds transactions it never had; the server's probe otherwise."""
+    target holds transactions it never had; else the server's probe, with the cursor and
+    rows as this server's (positions written before positions named their server are
+    found in its binlog, or refused)."""
     found = members.probe(source)
     if not found.answers:
         raise SourceError(f"pipeline {pipeline_id}: source {source.name} "
                           f"({members.address(source)}) does not answer: {found.error}")
     if not found.gtid_state:
-        return found  # MySQL, or a server without GTIDs: positions stay file/pos
+        return found, hint, rows  # MySQL, or no GTIDs: positions stay file/pos
+    identify = _Identify(pipeline_id, source, found)
+    hint = dataclasses.replace(
+        hint, position=identify(hint.position, "the cursor"),
+        targets={name: at for name, at in ((name, identify(at, "", must=False))
+                                           for name, at in hint.targets.items()) if at})
+    rows = {name: row if row is None or not row.position.file else dataclasses.replace(
+        row, position=identify(row.position, f"target {name}'s position row"))
+        for name, row in rows.items()}
     held = {"the cursor": hint.position,
             **{f"target {name}": row.position for name, row in rows.items()
                if row is not None and row.position.file}}
@@ -119,7 +133,7 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
             if gaps:
                 lost[who] = gaps
     if not lost:
-        return found
+        return found, hint, rows
     where = members.address(source)
     if found.replicating:
         raise SwitchPending(f"pipeline {pipeline_id}: {where} (source {source.name}) does "
@@ -139,13 +153,46 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
         f"{channel} --repair")
 
 
+class _Identify:
+    """A position without its server (written by an older setl, or a start: file/pos) is
+    this server's when this server's binlog has a transaction boundary there with the
+    position's GTIDs; it is then named so, with the whole GTID state there. Else it is
+    another server's: refused (``must``) or dropped."""
+
+    def __init__(self, pipeline_id: str, source: DataSource, found: Probe) -> None:
+        self.pipeline_id, self.source, self.found = pipeline_id, source, found
+
+    def __call__(self, position: BinlogPosition, who: str,
+                 must: bool = True) -> BinlogPosition | None:
+        if position.server or not position.file:
+            return position
+        with connect(self.source) as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
+            found = cursor.fetchone()[0]  # NULL: no such file, or not an event boundary
+        state = "" if found is None else str(found)
+        parts = set(state.split(","))
+        if found is not None and all(part in parts for part in position.gtid.split(",")
+                                     if part):
+            return BinlogPosition(position.file, position.pos, state, self.found.server)
+        if not must:
+            return None
+        raise PositionLostError(
+            f"pipeline {self.pipeline_id}: {who} is at {position}, written before positions "
+            f"named their server, and {members.address(self.source)}'s binlog has no "
+            f"transaction boundary there with those GTIDs ({state or 'none'}): it is "
+            "another server's position (the source switched, or was pointed elsewhere). Set "
+            f"where the pipeline goes on: setl position set "
+            f"{self.pipeline_id.replace('.', '/')} --gtid STATE (the GTID state the targets "
+            "hold)")
+
+
 def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
     """The resume with its start as the server ``server`` can read it: a start of another
     server's binlog becomes its GTID state (MariaDB finds the place in its own binlog)."""
     start = resume.start.position
     if not start.server or not server or start.server == server or not start.file:
         return resume
-    if not start.gtid:
+    if not start.gtid or ":" in start.gtid:  # none, or MySQL's (its sets are not followed)
         raise PositionLostError(
             f"pipeline {pipeline_id}: it goes on at {start} of server {start.server}, but "
             f"reads {server} now, and that position has no GTID state to find its place by. "

@@ -59,18 +59,18 @@ def claim(loader: Loader, owns: Callable[[], bool], epoch: int,
         except FencedError as exc:
             if not owns():
                 raise
-            live = loader.live_writers(exc.target, exc.found)
-            if live:
+            live = loader.take_over(exc.target, exc.found)
+            if live is None:
+                log.warning("event=epoch_adopted pipeline=%s target=%s found=%d zk_epoch=%d "
+                            "epoch=%d reason=\"ZooKeeper's history went back; no writer of "
+                            "the newer epoch is connected\"", pipeline_id, exc.target,
+                            exc.found, epoch, exc.found + 1)
+            elif live:
                 raise PositionConflictError(
                     f"{exc.args[0].split(';')[0]}, yet this node holds the pipeline in "
                     f"ZooKeeper (epoch {epoch}), and connections {live} of that owner are "
                     "still connected: another setl (one on another ZooKeeper?) runs this "
                     "pipeline. Stop it; once they are gone, start the channel again") from None
-            log.warning("event=epoch_adopted pipeline=%s target=%s found=%d zk_epoch=%d "
-                        "epoch=%d reason=\"ZooKeeper's history went back; no writer of the "
-                        "newer epoch is connected\"", pipeline_id, exc.target, exc.found,
-                        epoch, exc.found + 1)
-            loader.adopt(exc.found + 1)
     raise PositionConflictError(f"pipeline {pipeline_id}: its targets' owner epochs kept "
                                 "moving while this node claimed them; start it again")
 

@@ -111,8 +111,8 @@ def earliest(positions: Iterable[BinlogPosition]) -> BinlogPosition:
 
 
 def missing(held: str, server_state: str) -> list[str]:
-    """The GTIDs of state ``held`` (what a target holds) that a server whose
-    ``@@gtid_binlog_state`` is ``server_state`` never had, as ranges (``0-41-104..0-41-105``).
+    """The last GTIDs of state ``held`` (what a target holds) that a server whose
+    ``@@gtid_binlog_state`` is ``server_state`` never had, each with how far the server got.
     A domain's last GTID is on the server when the server holds that originating server's
     transactions up to its sequence; else those after the ones it holds are missing."""
     have: dict[tuple[int, int], int] = {}
@@ -126,7 +126,8 @@ def missing(held: str, server_state: str) -> list[str]:
         got = have.get((domain, server), 0)
         if got >= sequence:
             continue
-        first = got + 1  # of that originating server, in this domain
-        gaps.append(f"{domain}-{server}-{first}" if first == sequence else
-                    f"{domain}-{server}-{first}..{domain}-{server}-{sequence}")
+        gaps.append(f"{domain}-{server}-{sequence} (it has server {server}'s transactions of "
+                    f"domain {domain} up to {domain}-{server}-{got})" if got else
+                    f"{domain}-{server}-{sequence} (it has none of server {server}'s in domain "
+                    f"{domain})")
     return gaps

@@ -65,9 +65,14 @@ class Cursor:
 
 
 def server_identity(cursor: Any) -> str:
-    """Which server a connection reached, as positions name it: ``server_id@hostname:port``
-    (MariaDB has no server uuid; members of a replica set differ in server_id, unrelated
-    servers in where they run)."""
+    """Which server a connection reached, as positions name it: MySQL's ``server_uuid``, or
+    ``server_id@hostname:port`` (MariaDB has no server uuid; members of a replica set differ
+    in server_id, unrelated servers in where they run)."""
+    try:
+        cursor.execute("SELECT @@server_uuid")  # MySQL: made with its data, kept across hosts
+        return str(cursor.fetchone()[0])
+    except pymysql.MySQLError:
+        pass
     cursor.execute("SELECT @@server_id, @@hostname, @@port")
     server_id, hostname, port = cursor.fetchone()
     return f"{server_id}@{hostname}:{port}"

@@ -156,23 +156,39 @@ class Loader:
             return found
         raise AssertionError("unreachable")
 
-    def live_writers(self, name: str, epoch: int) -> list[int]:
-        """Connections on target ``name`` registered as owners of this pipeline under
-        ``epoch`` or newer that are still there."""
-        conn = self._connection(name)
-        with conn.cursor() as cursor:
-            found = owners.live_writers(cursor, self.pipeline_id, epoch)
-        conn.commit()
-        return found
-
-    def adopt(self, epoch: int) -> None:
-        """Write under ``epoch`` from now on (a newer one than the targets hold, where the
-        ZooKeeper czxid this owner got is older: a restored or rebuilt ZooKeeper)."""
-        self.epoch = self.copies.epoch = epoch
-        for conn in self._connections.values():
+    def take_over(self, name: str, found: int) -> list[int] | None:
+        """Under target ``name``'s position row lock: when the row's epoch is still
+        ``found`` and no connection registered under it (or a newer one) is connected,
+        move the row to ``found + 1`` with this connection registered under it, and write
+        under that epoch from now on (None). Else the live connections ([]: the row moved
+        meanwhile). A second owner doing the same waits for the lock, then finds this
+        owner's epoch and connection: it never adopts beside it."""
+        conn, epoch = self._connection(name), found + 1
+        try:
             with conn.cursor() as cursor:
-                owners.register(cursor, self.pipeline_id, epoch)
+                cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
+                row = cursor.fetchone()
+                live = [] if not row or int(row[2]) != found else \
+                    owners.live_writers(cursor, self.pipeline_id, found)
+                if not row or int(row[2]) != found or live:
+                    conn.rollback()
+                    return live
+                cursor.execute(owners.REGISTER, (self.pipeline_id, epoch))
+                cursor.execute("UPDATE retl.retl_position SET owner_epoch = %s WHERE "
+                               "pipeline_id = %s AND owner_epoch = %s",
+                               (epoch, self.pipeline_id, found))
             conn.commit()
+        except pymysql.MySQLError as exc:
+            self._discard(name)
+            raise LoadError(f"pipeline {self.pipeline_id}, target {name}: cannot take the "
+                            f"position row over: {exc.args[-1] if exc.args else exc}"
+                            ) from None
+        self.epoch = self.copies.epoch = epoch
+        for other in self._connections.values():
+            with other.cursor() as cursor:
+                owners.register(cursor, self.pipeline_id, epoch)
+            other.commit()
+        return None
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write a batch given as target changes (a DDL, a two-way channel's batch, whose

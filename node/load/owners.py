@@ -109,9 +109,13 @@ def register(cursor: Any, pipeline_id: str, epoch: int) -> None:
     cursor.execute(OWNER_DDL)
     cursor.execute("DELETE FROM retl.retl_owner WHERE pipeline_id = %s AND connection_id NOT "
                    "IN (SELECT ID FROM information_schema.PROCESSLIST)", (pipeline_id,))
-    cursor.execute("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) "
-                   "VALUES (%s, CONNECTION_ID(), %s) ON DUPLICATE KEY UPDATE "
-                   "owner_epoch = VALUES(owner_epoch)", (pipeline_id, epoch))
+    cursor.execute(REGISTER, (pipeline_id, epoch))
+
+
+# this connection as an owner of the pipeline under an epoch (no DDL: inside a transaction)
+REGISTER = ("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) VALUES "
+            "(%s, CONNECTION_ID(), %s) ON DUPLICATE KEY UPDATE owner_epoch = "
+            "VALUES(owner_epoch)")
 
 
 def end_stale(cursor: Any, pipeline_id: str, epoch: int, target: str) -> int:

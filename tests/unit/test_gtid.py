@@ -43,10 +43,12 @@ def test_advance_and_text() -> None:
 
 def test_missing_names_what_the_new_primary_never_had() -> None:
     # the new primary replicated 0-41-… up to 103, then wrote 104.. itself
-    assert gtid.missing("0-41-105", "0-41-103,0-42-110") == ["0-41-104..0-41-105"]
+    assert gtid.missing("0-41-105", "0-41-103,0-42-110") == [
+        "0-41-105 (it has server 41's transactions of domain 0 up to 0-41-103)"]
     assert gtid.missing("0-41-105", "0-41-105,0-42-110") == []
-    assert gtid.missing("0-41-105,1-41-7", "0-41-105,1-41-6") == ["1-41-7"]
-    assert gtid.missing("0-41-3", "") == ["0-41-1..0-41-3"]
+    assert gtid.missing("0-41-105,1-41-7", "0-41-105,1-41-6") == [
+        "1-41-7 (it has server 41's transactions of domain 1 up to 1-41-6)"]
+    assert gtid.missing("0-41-3", "") == ["0-41-3 (it has none of server 41's in domain 0)"]
 
 
 def test_resume_after_a_switch_starts_at_the_earliest_target_by_gtid() -> None:
