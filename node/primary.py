@@ -169,6 +169,10 @@ class _Identify:
         with connect(self.source) as conn, conn.cursor() as cursor:
             cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
             found = cursor.fetchone()[0]  # NULL: no such file, or not an event boundary
+            if found is None:
+                cursor.execute("SHOW BINARY LOGS")
+                if position.file not in {str(row[0]) for row in cursor.fetchall()}:
+                    return position  # purged (or never here): the start's checks say so
         state = "" if found is None else str(found)
         parts = set(state.split(","))
         if found is not None and all(part in parts for part in position.gtid.split(",")
