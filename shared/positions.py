@@ -88,19 +88,26 @@ def gtid_at(cursor: Any, position: BinlogPosition) -> str:
         return ""  # MySQL has no BINLOG_GTID_POS
 
 
+def named(cursor: Any, at: BinlogPosition) -> BinlogPosition:
+    """``at`` of the connected server, with its GTID state there and the server's name."""
+    return BinlogPosition(at.file, at.pos, gtid_at(cursor, at), server_identity(cursor))
+
+
+def binlog_end(cursor: Any, name: str) -> BinlogPosition:
+    """The connected server's binlog end now, named (``name``: the source, for errors)."""
+    cursor.execute("SHOW MASTER STATUS")
+    row = cursor.fetchone()
+    if not row:
+        raise SourceError(f"source {name}: SHOW MASTER STATUS is empty; is log_bin on?")
+    return named(cursor, BinlogPosition(str(row[0]), int(row[1])))
+
+
 def current_position(source: DataSource) -> BinlogPosition:
     """The source's binlog end now: file/pos, the GTID state there (MariaDB) and which
     server it is."""
     try:
         with connect(source) as conn, conn.cursor() as cursor:
-            cursor.execute("SHOW MASTER STATUS")
-            row = cursor.fetchone()
-            if not row:
-                raise SourceError(f"source {source.name}: SHOW MASTER STATUS is empty; is "
-                                  "log_bin on?")
-            end = BinlogPosition(row[0], int(row[1]))
-            return BinlogPosition(end.file, end.pos, gtid_at(cursor, end),
-                                  server_identity(cursor))
+            return binlog_end(cursor, source.name)
     except pymysql.MySQLError as exc:
         raise SourceError(f"source {source.name}: cannot read its binlog position: "
                           f"{exc.args[-1] if exc.args else exc}") from None

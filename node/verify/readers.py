@@ -25,7 +25,7 @@ from shared import gtid
 from shared.errors import PositionConflictError, SourceError
 from shared.identifiers import qualified, quote, short_form
 from shared.model import BinlogPosition
-from shared.positions import gtid_at, server_identity
+from shared.positions import binlog_end, named
 
 Key = tuple[Any, ...]
 Signature = frozenset[tuple[str, int]]
@@ -70,15 +70,9 @@ def source_snapshot(cursor: Any) -> BinlogPosition:
     cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
     found = {str(name).lower(): value for name, value in cursor.fetchall()}
     if found.get("binlog_snapshot_file"):
-        at = BinlogPosition(str(found["binlog_snapshot_file"]),
-                            int(found["binlog_snapshot_position"]))
-    else:
-        cursor.execute("SHOW MASTER STATUS")
-        row = cursor.fetchone()
-        if row is None:
-            raise SourceError("the source has no binary log: verify needs its position")
-        at = BinlogPosition(str(row[0]), int(row[1]))
-    return BinlogPosition(at.file, at.pos, gtid_at(cursor, at), server_identity(cursor))
+        return named(cursor, BinlogPosition(str(found["binlog_snapshot_file"]),
+                                            int(found["binlog_snapshot_position"])))
+    return binlog_end(cursor, "of verify")
 
 
 def source_held(cursor: Any, hold: Callable[[], None]) -> BinlogPosition:
@@ -89,12 +83,7 @@ def source_held(cursor: Any, hold: Callable[[], None]) -> BinlogPosition:
     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     cursor.execute("START TRANSACTION")
     hold()
-    cursor.execute("SHOW MASTER STATUS")
-    row = cursor.fetchone()
-    if row is None:
-        raise SourceError("the source has no binary log: verify needs its position")
-    at = BinlogPosition(str(row[0]), int(row[1]))
-    return BinlogPosition(at.file, at.pos, gtid_at(cursor, at), server_identity(cursor))
+    return binlog_end(cursor, "of verify")
 
 
 def target_snapshot(cursor: Any, pipeline_id: str) -> BinlogPosition | None:
