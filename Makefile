@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-done
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
-.PHONY: setup system-packages demo demo-down test proto check-proto lint unit integration clean \
+.PHONY: setup system-packages demo demo-down test proto reference check-proto lint unit integration clean \
 	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream \
 	bench-decode bench-decode-worker chaos
 
@@ -46,6 +46,10 @@ test: setup check-proto lint
 
 demo: setup
 	$(BIN)/python scripts/demo.py
+
+# docs/reference/ from the code (a unit test fails when it is not current)
+reference: $(STAMP)
+	$(BIN)/python scripts/reference.py
 
 # Benchmarks (not part of `make test`; a smoke run of the same code is): setl side by side
 # with a native MariaDB replica and mydumper|myloader; results in bench/results/.

@@ -18,7 +18,6 @@ Errors go to stderr as one line with a hint, and the exit code is non-zero.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import re
 import sys
@@ -32,6 +31,7 @@ from shared import confinement, sandbox, settings
 from shared.confinement import CONF
 from shared.errors import SetlError
 from shared.rpc import manager_pb2, model_pb2
+from shared.version import version
 
 EXIT_ERROR, EXIT_INVALID = 1, 2
 
@@ -67,13 +67,6 @@ def _everywhere(parser: argparse.ArgumentParser) -> None:
             for sub in set(action.choices.values()):
                 _globals(sub, argparse.SUPPRESS)
                 _everywhere(sub)
-
-
-def version() -> str:
-    try:
-        return importlib.metadata.version("setl")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer
 from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2_grpc
+from shared.version import version
 
 log = logging.getLogger("setl.manager")
 STOP_ZOOKEEPER_S = 2.0  # giving up the leadership on the way out waits at most this long
@@ -121,11 +122,16 @@ def _prepare(catalog: Catalog, shutdown: Shutdown) -> bool:
     return False
 
 
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="setl-manager", description=__doc__)
+    found.add_argument("--version", action="version", version=f"setl-manager {version()}")
+    found.add_argument("--config", help="manager YAML (default: built-in defaults)")
+    found.add_argument("--listen", help="host:port for the gRPC API (overrides the config)")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="setl-manager", description=__doc__)
-    parser.add_argument("--config", help="manager YAML (default: built-in defaults)")
-    parser.add_argument("--listen", help="host:port for the gRPC API (overrides the config)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         config = settings.load_manager(args.config)
         if args.listen:

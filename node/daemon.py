@@ -30,6 +30,7 @@ from shared.httpserver import HttpServer, is_loopback
 from shared.lifecycle import Shutdown, run_bounded
 from shared.rpc import manager_pb2, node_pb2_grpc
 from shared.secrets import SecretRef
+from shared.version import version
 
 log = logging.getLogger("setl.node")
 
@@ -218,13 +219,18 @@ class Node:
             membership.update(candidates, running)
 
 
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="setl-node", description=__doc__)
+    found.add_argument("--version", action="version", version=f"setl-node {version()}")
+    found.add_argument("--id", type=int, required=True, help="this node's id (a positive integer)")
+    found.add_argument("--config", help="node YAML (default: built-in defaults)")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="setl-node", description=__doc__)
-    parser.add_argument("--id", type=int, required=True, help="this node's id (a positive integer)")
-    parser.add_argument("--config", help="node YAML (default: built-in defaults)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     if args.id < 1:
-        parser.error("--id must be a positive integer")
+        parser().error("--id must be a positive integer")
     try:
         config = settings.load_node(args.config)
         confinement.confine(config.security)

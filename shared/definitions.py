@@ -265,24 +265,22 @@ class _Loader:
         return MISSING if MISSING in ids else ids
 
     def params(self, entry: Mapping) -> PipelineParams:
-        values = {
-            "parallelism": entry.get("parallelism", lambda f: f.integer(1, 64), MISSING),
-            "batch_size": entry.get("batch_size", lambda f: f.integer(1), MISSING),
-            "batch_timeout_ms": entry.get("batch_timeout_ms", lambda f: f.integer(1), MISSING),
-            "load_batch_size": entry.get("load_batch_size", lambda f: f.integer(1), MISSING),
-            "load_data_min_rows": entry.get("load_data_min_rows", lambda f: f.integer(0),
-                                            MISSING),
-            "snapshot_chunk_size": entry.get("snapshot_chunk_size",
-                                             lambda f: f.integer(1, 10_000_000), MISSING),
-            "snapshot_parallelism": entry.get("snapshot_parallelism",
-                                              lambda f: f.integer(1, 64), MISSING),
-            "snapshot_skip_binlog": entry.get("snapshot_skip_binlog", Field.boolean, MISSING),
-            "ddl_sync": entry.get("ddl_sync", Field.boolean, MISSING),
-            "skip_load_exception": entry.get("skip_load_exception", Field.boolean, MISSING),
-            "dry_run": entry.get("dry_run", Field.boolean, MISSING),
-            "max_retries": entry.get("max_retries", lambda f: f.integer(0), MISSING),
+        readers = {
+            "parallelism": lambda f: f.integer(1, 64),
+            "batch_size": lambda f: f.integer(1),
+            "batch_timeout_ms": lambda f: f.integer(1),
+            "load_batch_size": lambda f: f.integer(1),
+            "load_data_min_rows": lambda f: f.integer(0),
+            "snapshot_chunk_size": lambda f: f.integer(1, 10_000_000),
+            "snapshot_parallelism": lambda f: f.integer(1, 64),
+            "snapshot_skip_binlog": Field.boolean,
+            "ddl_sync": Field.boolean,
+            "skip_load_exception": Field.boolean,
+            "dry_run": Field.boolean,
+            "max_retries": lambda f: f.integer(0),
         }
-        params = replace(DEFAULTS, **{k: v for k, v in values.items() if v is not MISSING})
+        params = replace(DEFAULTS, **{key: entry.get(key, read, getattr(DEFAULTS, key))
+                                      for key, read in readers.items()})
         free_door = entry.field("free_door")
         if free_door:
             params = self._free_door(free_door, params)

@@ -9,7 +9,9 @@ and keys nobody asked for are reported as unknown when a mapping is closed.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import yaml
@@ -85,6 +87,54 @@ def _expanded(root: yaml.Node | None) -> int:
     return sizes[id(root)]
 
 
+class Observer:
+    """What a reader asks of the documents it reads while observed: every key (its path with
+    list indexes as ``[]``), whether it is required, its default, and the kinds its values
+    were read as. The configuration reference is generated from it (``scripts/reference.py``):
+    the keys, kinds and defaults are the readers' own."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, dict[str, Any]] = {}
+
+    def key(self, path: str, required: bool = False, default: Any = MISSING) -> None:
+        entry = self.keys.setdefault(_pattern(path), {"required": False, "defaults": [],
+                                                      "kinds": [], "items": []})
+        entry["required"] |= required
+        if default is not MISSING and default not in entry["defaults"]:
+            entry["defaults"].append(default)
+
+    def kind(self, path: str, kind: str) -> None:
+        pattern = _pattern(path)
+        entry, kinds = self.keys.get(pattern), "kinds"
+        if entry is None and pattern.endswith("[]"):  # an element: the list's items' kind
+            entry, kinds = self.keys.get(pattern[:-2]), "items"
+        if entry is not None and kind not in entry[kinds]:
+            entry[kinds].append(kind)
+
+
+_observer: Observer | None = None
+
+
+@contextmanager
+def observed() -> Iterator[Observer]:
+    """Observe every document read in the block (one at a time: the reference generator)."""
+    global _observer
+    _observer = Observer()
+    try:
+        yield _observer
+    finally:
+        _observer = None
+
+
+def _pattern(path: str) -> str:
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def _seen(path: str, kind: str) -> None:
+    if _observer is not None:
+        _observer.kind(path, kind)
+
+
 def describe(node: yaml.Node) -> str:
     """How an unexpected value is shown: a scalar as written, a collection by its kind."""
     if isinstance(node, yaml.MappingNode):
@@ -136,6 +186,7 @@ class Field:
 
     def string(self, check: Callable[[str], str | None] | None = None,
                empty: bool = False) -> Any:
+        _seen(self.path, "text")
         value = self._scalar()
         if value is not None and value is not MISSING and not isinstance(value, str):
             value = self.node.value  # a bare number, yes/no or a date is fine text as written
@@ -147,6 +198,7 @@ class Field:
     def integer(self, low: int | None = None, high: int | None = None) -> Any:
         value = self._scalar()
         wanted = _integer_phrase(low, high)
+        _seen(self.path, wanted)
         if not isinstance(value, int) or isinstance(value, bool):
             return self.expected(wanted)
         if (low is not None and value < low) or (high is not None and value > high):
@@ -154,10 +206,12 @@ class Field:
         return value
 
     def boolean(self) -> Any:
+        _seen(self.path, "true or false")
         value = self._scalar()
         return value if isinstance(value, bool) else self.expected("true or false")
 
     def choice(self, options: list[str]) -> Any:
+        _seen(self.path, "one of " + ", ".join(options))
         value = self._scalar()
         if isinstance(value, str) and value.lower() in options:
             return value.lower()
@@ -165,6 +219,7 @@ class Field:
 
     def items(self) -> Iterator[Field]:
         """The elements of a list (an error, and nothing, when this is not a list)."""
+        _seen(self.path, "a list")
         if not isinstance(self.node, yaml.SequenceNode):
             self.expected("a list")
             return
@@ -172,6 +227,7 @@ class Field:
             yield Field(child, f"{self.path}[{index}]", self.issues)
 
     def mapping(self) -> Mapping | None:
+        _seen(self.path, "a mapping")
         if not isinstance(self.node, yaml.MappingNode):
             self.expected("a mapping")
             return None
@@ -218,6 +274,8 @@ class Mapping:
     def field(self, key: str, required: bool = False) -> Field | None:
         """The field at ``key``; None (and an issue if required) when absent or null."""
         self.used.add(key)
+        if _observer is not None:
+            _observer.key(self._child(key), required)
         if not self.has(key):
             if required:
                 self.issues.add(self.node, self._child(key), "required field is missing")
@@ -228,6 +286,8 @@ class Mapping:
             required: bool = False) -> T:
         """Read ``key`` with ``read`` (e.g. ``Field.string``); ``default`` when absent."""
         found = self.field(key, required=required)
+        if _observer is not None and not required:
+            _observer.key(self._child(key), default=default)
         if found is None:
             return default
         value = read(found)

@@ -8,6 +8,7 @@ import argparse
 import pytest
 
 from manager import cli
+from shared.version import version
 
 
 @pytest.mark.parametrize("argv", [
@@ -32,7 +33,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         cli.main(["--version"])
     assert done.value.code == 0
-    assert capsys.readouterr().out.strip() == f"setl {cli.version()}"
+    assert capsys.readouterr().out.strip() == f"setl {version()}"
 
 
 def test_every_argument_of_every_command_has_help() -> None:

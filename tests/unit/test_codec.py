@@ -38,7 +38,7 @@ def test_every_channel_round_trips(full: Definitions) -> None:
 
 
 def test_every_source_round_trips(full: Definitions) -> None:
-    assert len(full.sources) == 2
+    assert len(full.sources) == 3
     for source in full.sources:
         assert codec.from_proto(codec.to_proto(source), DataSource) == source
 

@@ -43,14 +43,20 @@ def test_demo_file_loads() -> None:
 
 def test_example_full_file_loads_every_option() -> None:
     loaded = load_file(CONF / "example-full.yaml")
-    primary, replica = loaded.sources
+    primary, cluster, replica = loaded.sources
     assert primary.name == "shop-primary" and primary.type == "mysql"
     assert primary.password == SecretRef("${SETL_SHOP_DB_PASSWORD}")
     assert (primary.port, primary.user, primary.charset) == (3306, "root", "utf8mb4")
     assert (replica.port, replica.user) == (3307, "setl")
     assert replica.password == SecretRef("file:/etc/setl/replica.secret")
 
-    (shop,) = loaded.channels
+    assert cluster.hosts == ("db1.example.com:3306", "db2.example.com:3306")
+    assert (cluster.host, cluster.primary, cluster.switch_after_s) == ("db1.example.com",
+                                                                       "read_only", 10)
+    assert cluster.tls is not None and cluster.tls.ca == "/etc/setl/tls/ca.pem"
+    shop, archive, history = loaded.channels
+    assert archive.pipelines[0].params.start_position == BinlogPosition(gtid="0-11-100")
+    assert history.pipelines[0].params.start_position == BinlogPosition("mysql-bin.000003", 4)
     (forward,) = shop.pipelines
     assert forward.nodes == ()
     assert forward.params == PipelineParams(free_door_source="shop-primary")
