@@ -14,8 +14,17 @@ from shared import codec, members
 from shared.endpoint import connect
 from shared.errors import SourceError
 from shared.model import Channel, DataSource
-from shared.patterns import PatternKind
-from shared.preflight import Finding, replica_server_id, source_findings, target_findings
+from shared.preflight import (
+    Finding,
+    Zone,
+    replica_server_id,
+    source_findings,
+    source_schemas,
+    target_findings,
+    target_schemas,
+    zone,
+    zone_findings,
+)
 from shared.rpc import manager_pb2
 
 
@@ -34,7 +43,7 @@ def run(args: argparse.Namespace, client: ManagerClient) -> int:
         "ListChannels", manager_pb2.ListChannelsRequest()).channels]
     # a replica set: every member, since setl may read any of them after a switch
     each = members.each(source) if args.role == "source" else (source,)
-    results = [(member, _findings(args.role, member, channels, bool(source.hosts)))
+    results = [(member, _findings(args.role, member, channels, bool(source.hosts), client))
                for member in each]
     errors = sum(finding.severity == "error" for _, found in results for finding in found)
     if args.output != "table":
@@ -53,7 +62,7 @@ def run(args: argparse.Namespace, client: ManagerClient) -> int:
 
 
 def _findings(role: str, source: DataSource, channels: list[Channel],
-              replica_set: bool) -> list[Finding]:
+              replica_set: bool, client: ManagerClient) -> list[Finding]:
     try:
         conn = connect(source)
     except SourceError as exc:
@@ -65,18 +74,32 @@ def _findings(role: str, source: DataSource, channels: list[Channel],
         if role == "source":
             pipelines = [(channel, p) for channel in channels for p in channel.pipelines
                          if p.source == source.name]
-            schemas = {pair.source.namespace.literal for _, p in pipelines for pair in p.pairs
-                       if pair.source.namespace.kind is PatternKind.SINGLE}
-            return source_findings(cursor, schemas, [
+            return source_findings(cursor, source_schemas(p for _, p in pipelines), [
                 replica_server_id(channel.pipeline_id(p)) for channel, p in pipelines],
                 replica_set)
         pipelines = [p for channel in channels for p in channel.pipelines
                      if p.target == source.name or any(
                          pair.target.datasource == source.name for pair in p.pairs)]
-        schemas = {pair.target.namespace.literal for p in pipelines for pair in p.pairs
-                   if pair.target.datasource == source.name
-                   and pair.target.namespace.kind is PatternKind.SINGLE}
-        return target_findings(cursor, schemas, any(p.params.ddl_sync for p in pipelines))
+        ddl = any(p.params.ddl_sync for p in pipelines)
+        found = target_findings(cursor, target_schemas(pipelines, source.name), ddl)
+        here = zone(cursor)
+    for name in sorted({p.source for p in pipelines}):  # what readers see of TIMESTAMPs
+        there = _zone(codec.from_proto(client.call("GetSource", manager_pb2.GetSourceRequest(
+            name=name)), DataSource))
+        if there is not None:
+            found += [finding for finding in zone_findings(there, here, ddl)
+                      if finding not in found]
+    return found
+
+
+def _zone(source: DataSource) -> Zone | None:
+    """A source's time zone, or None when it does not answer (its own check says why)."""
+    try:
+        conn = connect(source, connect_timeout=5)
+    except SourceError:
+        return None
+    with conn, conn.cursor() as cursor:
+        return zone(cursor)
 
 
 def _table(source: DataSource, role: str, found: list[Finding]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from manager import positions, verify
+from manager import positions, startcheck, verify
 from manager.client import Access
 from manager.election import LeaderElection
 from manager.monitor import Monitor
@@ -33,6 +33,7 @@ from shared.errors import (
     NotFoundError,
     NotLeaderError,
     SetlError,
+    StartRefusedError,
     VerifyError,
 )
 from shared.model import Channel, ChannelStatus
@@ -44,6 +45,7 @@ _CODES: list[tuple[type[SetlError], grpc.StatusCode]] = [
     (NotFoundError, grpc.StatusCode.NOT_FOUND),
     (ConflictError, grpc.StatusCode.ABORTED),
     (NotLeaderError, grpc.StatusCode.FAILED_PRECONDITION),
+    (StartRefusedError, grpc.StatusCode.FAILED_PRECONDITION),
     (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     # not UNAVAILABLE: to the CLI that means "this manager is down, try another"
     (CoordinationError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -192,6 +194,8 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         name = model_pb2.ChannelStatus.Name(request.status).removeprefix("CHANNEL_STATUS_")
         if name not in ChannelStatus.__members__:
             raise ConfigError(f"unknown channel status {request.status}; use START, PAUSE or STOP")
+        if name == "START":  # the checks of setl check: a broken database is said now
+            startcheck.refuse_broken(self.catalog, self.catalog.channel(request.name).channel)
         return self.views.channel(self.catalog.set_status(request.name, ChannelStatus[name]))
 
     @_rpc

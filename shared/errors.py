@@ -62,6 +62,11 @@ class OwnershipLostError(CoordinationError):
     the pipeline is being stopped): the runner ends without touching source or target."""
 
 
+class StartRefusedError(SetlError):
+    """``setl channel start``: the channel's source or target shows a problem that would stop
+    its pipelines (the checks of ``setl check``); the channel is not started."""
+
+
 class NotFoundError(SetlError):
     """A named channel, pipeline, source or node does not exist."""
 

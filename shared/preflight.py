@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.identifiers import quote
+from shared.model import Pipeline
+from shared.patterns import PatternKind
 
 # what the binlog must say of a row for setl to replicate it exactly
 REQUIRED = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
@@ -36,6 +38,69 @@ class Finding:
     problem: str
     fix: str
     severity: str = "error"  # error | warning
+
+
+def source_schemas(pipelines: Iterable[Pipeline]) -> set[str]:
+    """The schemas ``pipelines`` read (those named literally)."""
+    return {pair.source.namespace.literal for p in pipelines for pair in p.pairs
+            if pair.source.namespace.kind is PatternKind.SINGLE}
+
+
+def target_schemas(pipelines: Iterable[Pipeline], target: str) -> set[str]:
+    """The schemas ``pipelines`` write on the database named ``target``."""
+    return {pair.target.namespace.literal for p in pipelines for pair in p.pairs
+            if pair.target.datasource == target and pair.target.namespace.kind is
+            PatternKind.SINGLE}
+
+
+@dataclass(frozen=True)
+class Zone:
+    """A server's time zone: its global setting, what SYSTEM is there, its offset from UTC
+    now (minutes), and whether it knows named zones (its time zone tables are loaded)."""
+
+    setting: str
+    system: str
+    offset_min: int
+    named: bool
+
+    @property
+    def name(self) -> str:
+        return self.system if self.setting.upper() == "SYSTEM" else self.setting
+
+    def __str__(self) -> str:
+        shown = f"SYSTEM ({self.system})" if self.setting.upper() == "SYSTEM" else self.setting
+        hours, minutes = divmod(abs(self.offset_min), 60)
+        return f"{shown}, UTC{'-' if self.offset_min < 0 else '+'}{hours:02d}:{minutes:02d} now"
+
+
+def zone(cursor: Any) -> Zone:
+    cursor.execute("SELECT @@global.time_zone, @@system_time_zone, "
+                   "TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), "
+                   "CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', @@global.time_zone)), "
+                   "CONVERT_TZ('2000-01-01 00:00:00', '+00:00', 'Europe/London') IS NOT NULL")
+    setting, system, offset, named = cursor.fetchone()
+    return Zone(str(setting), str(system), int(offset or 0), bool(named))
+
+
+def zone_findings(source: Zone, target: Zone, ddl: bool) -> list[Finding]:
+    """Time zones of a source and a target: TIMESTAMP is copied as the instant (setl reads
+    and writes it in UTC) and DATETIME as written, whatever the zones; what differs is what
+    readers see, and a replayed DDL statement needs the source's named zone on the target."""
+    found = []
+    if source.offset_min != target.offset_min:
+        found.append(Finding("time_zone", f"the source's is {source}, the target's {target}: "
+                             "TIMESTAMP columns hold the same instants but readers see them "
+                             "in each server's zone (DATETIME is copied as written)",
+                             f"SET GLOBAL time_zone = '{source.name}'; "
+                             "on the target (and default_time_zone in its my.cnf) if its "
+                             "readers should see the source's wall clock", "warning"))
+    if ddl and not target.named:
+        found.append(Finding("time zone tables", "the target knows no named time zones: a "
+                             "DDL statement replayed in the session zone of the source (SET "
+                             "time_zone = 'Europe/Berlin') fails there", "mysql_tzinfo_to_sql "
+                             "/usr/share/zoneinfo | mysql -u root mysql (on the target)",
+                             "warning"))
+    return found
 
 
 def variables(cursor: Any, names: Iterable[str]) -> dict[str, str]:

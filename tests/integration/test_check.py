@@ -41,7 +41,7 @@ def test_check_names_each_problem_and_its_fix(cluster: Cluster, source: Database
     secret.write_text("chk-pass-1\n")
     before = {name: value for name, value in source.rows(
         "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_format', 'binlog_row_image')")}
-    packet = target.rows("SELECT @@GLOBAL.max_allowed_packet")[0][0]
+    packet, zone = target.rows("SELECT @@GLOBAL.max_allowed_packet, @@GLOBAL.time_zone")[0]
     try:
         source.script("SET GLOBAL binlog_format = 'MIXED'",
                       "SET GLOBAL binlog_row_image = 'MINIMAL'")
@@ -50,6 +50,21 @@ def test_check_names_each_problem_and_its_fix(cluster: Cluster, source: Database
         assert whats(report)["binlog_format"] == "SET GLOBAL binlog_format = 'ROW'; and " \
                                                  "binlog_format = ROW in my.cnf"
         assert "binlog_row_image" in whats(report)
+        capsys.readouterr()  # channel start runs the same checks: refused, with the fixes
+        assert cli.main(["--manager", cluster.manager_address, "channel", "start",
+                         "checked"]) == 1
+        refused = capsys.readouterr().err
+        assert "channel checked was not started: 2 problem(s) would stop its pipelines" in \
+            refused
+        assert "binlog_format is MIXED; setl needs ROW; fix: SET GLOBAL binlog_format = " \
+            "'ROW'" in refused
+        assert cluster.channel_status("checked") == "STOP"
+        # readers of the target see TIMESTAMPs in its own zone: said, not an error
+        target.execute("SET GLOBAL time_zone = '+05:00'")
+        code, report = check(cluster, capsys, "target", "target")
+        assert code == 0, report
+        assert whats(report, "warning")["time_zone"].startswith("SET GLOBAL time_zone = '"), \
+            report
         target.execute("SET GLOBAL max_allowed_packet = 1048576")
         code, report = check(cluster, capsys, "target", "target")
         assert "max_allowed_packet" in whats(report, "warning"), report
@@ -73,5 +88,8 @@ def test_check_names_each_problem_and_its_fix(cluster: Cluster, source: Database
     finally:
         source.script(*(f"SET GLOBAL {name} = '{value}'" for name, value in before.items()))
         target.execute(f"SET GLOBAL max_allowed_packet = {packet}")
+        target.execute(f"SET GLOBAL time_zone = '{zone}'")
         source.execute(f"DROP USER IF EXISTS '{user}'@'%'")
         secret.unlink()
+    cluster.set_status("checked", "START")  # set right again: it starts
+    cluster.set_status("checked", "STOP")

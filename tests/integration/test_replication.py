@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import threading
 
+import grpc
 import pytest
 
 from manager import cli
+from node.select.source import check_source, replica_server_id
+from shared import codec
+from shared.errors import SourceError
+from shared.model import DataSource
+from shared.rpc import manager_pb2
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(50), "
@@ -153,18 +159,33 @@ def test_restart_from_cursor_after_a_clean_stop(cluster, source, target):
 
 
 def test_statement_binlog_format_is_refused_with_the_fix(cluster, source, target):
+    """`channel start` refuses a source that would garble changes, naming the fix; the node
+    checks again when a pipeline starts (the setting may change after the channel started)."""
     schema = make_schema(source, target, ITEMS)
+    cluster.apply([one_way("stmt", schema, ["items"], max_retries=0)])
     source.execute("SET GLOBAL binlog_format = 'STATEMENT'")
     try:
-        cluster.apply([one_way("stmt", schema, ["items"], max_retries=0)])
-        cluster.set_status("stmt", "START")
-        wait_for(lambda: cluster.channel_status("stmt") == "PAUSE", 60, "the channel to pause")
+        with pytest.raises(grpc.RpcError) as refused:
+            cluster.set_status("stmt", "START")
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        message = refused.value.details()
+        assert "channel stmt was not started: 1 problem(s) would stop its pipelines" in message
+        assert "pipeline stmt.forward: source source (127.0.0.1:" in message
+        assert "binlog_format is STATEMENT; setl needs ROW; fix: SET GLOBAL binlog_format = " \
+               "'ROW'" in message
+        assert cluster.channel_status("stmt") == "STOP"
+        with pytest.raises(SourceError) as at_start:  # the node's own check
+            check_source(codec.from_proto(cluster.call("GetSource", manager_pb2.GetSourceRequest(
+                name="source")), DataSource), "stmt.forward", replica_server_id("stmt.forward"),
+                None)
     finally:
         source.execute("SET GLOBAL binlog_format = 'ROW'")
-    error = wait_for(lambda: cluster.pipeline_state("stmt").last_error, 10, "the error")
     assert "has binlog_format=STATEMENT; setl needs binlog_format=ROW: run SET GLOBAL " \
-           "binlog_format='ROW'" in error
-    assert "pipeline stmt.forward: source source (127.0.0.1:" in error
+           "binlog_format='ROW'" in str(at_start.value)
+    assert "pipeline stmt.forward: source source (127.0.0.1:" in str(at_start.value)
+    cluster.set_status("stmt", "START")  # fixed: it starts
+    cluster.wait_running("stmt")
+    cluster.set_status("stmt", "STOP")
 
 
 def test_a_load_error_pauses_the_channel_and_shows_stage_and_process_id(

@@ -1,0 +1,103 @@
+"""The checks of ``setl check`` at ``setl channel start``: a channel whose source or target
+would stop its pipelines (binlog settings, grants, packet size, …) is not started; the
+answer lists every problem with its fix. Warnings (retention, time zones, speed) are logged.
+
+A database that does not answer, or that this manager may not reach under its own
+``security`` settings, is left to the node: it checks the source again when a pipeline starts
+and pauses the channel with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pymysql
+
+from shared import members
+from shared.catalog import Catalog
+from shared.endpoint import connect
+from shared.errors import SetlError, StartRefusedError
+from shared.model import Channel, DataSource, Pipeline
+from shared.preflight import (
+    Finding,
+    Zone,
+    replica_server_id,
+    source_findings,
+    source_schemas,
+    target_findings,
+    target_schemas,
+    zone,
+    zone_findings,
+)
+
+log = logging.getLogger("setl.manager.startcheck")
+
+
+def refuse_broken(catalog: Catalog, channel: Channel) -> None:
+    """Raise StartRefusedError naming every error the channel's databases show; log the
+    warnings."""
+    errors: list[str] = []
+    for pipeline in channel.pipelines:
+        pipeline_id = channel.pipeline_id(pipeline)
+        for where, finding in findings(catalog, channel, pipeline):
+            if finding.severity == "error":
+                errors.append(f"pipeline {pipeline_id}: {where}: {finding.what} "
+                              f"{finding.problem}; fix: {finding.fix}")
+            else:
+                log.warning("event=start_check_warning channel=%s pipeline=%s where=%r "
+                            "what=%r problem=%r fix=%r", channel.name, pipeline_id, where,
+                            finding.what, finding.problem, finding.fix)
+    if errors:
+        raise StartRefusedError("\n".join([
+            f"channel {channel.name} was not started: {len(errors)} problem(s) would stop "
+            "its pipelines", *errors, "fix them (setl check source|target NAME lists every "
+            "check), then start the channel again"]))
+
+
+def findings(catalog: Catalog, channel: Channel, pipeline: Pipeline
+             ) -> list[tuple[str, Finding]]:
+    """(where, finding) for the pipeline's source (the member it reads now) and every
+    database it writes."""
+    pipeline_id = channel.pipeline_id(pipeline)
+    source = catalog.source(pipeline.source)
+    found: list[tuple[str, Finding]] = []
+    source_zone = _checked(pipeline_id, source, "source", found, lambda cursor: source_findings(
+        cursor, source_schemas([pipeline]), [replica_server_id(pipeline_id)],
+        bool(source.hosts)))
+    names = {pipeline.target} | {pair.target.datasource for pair in pipeline.pairs}
+    for name in sorted(names):
+        target = catalog.source(name)
+        target_zone = _checked(pipeline_id, target, "target", found, lambda cursor, n=name:
+                               target_findings(cursor, target_schemas([pipeline], n),
+                                               pipeline.params.ddl_sync))
+        if source_zone is not None and target_zone is not None:
+            where = f"target {_named(target)}"
+            found += [(where, finding) for finding in
+                      zone_findings(source_zone, target_zone, pipeline.params.ddl_sync)]
+    return found
+
+
+def _checked(pipeline_id: str, database: DataSource, role: str,
+             found: list[tuple[str, Finding]], check: Callable[[Any], list[Finding]]
+             ) -> Zone | None:
+    """Run ``check`` on the database; its time zone, or None when it was not looked at."""
+    try:
+        conn = connect(database, connect_timeout=3)
+    except SetlError as exc:
+        log.info("event=start_check_skipped pipeline=%s %s=%s reason=%r", pipeline_id, role,
+                 database.name, str(exc))
+        return None
+    with conn, conn.cursor() as cursor:
+        try:
+            found += [(f"{role} {_named(database)}", finding) for finding in check(cursor)]
+            return zone(cursor)
+        except pymysql.MySQLError as exc:
+            log.info("event=start_check_skipped pipeline=%s %s=%s reason=%r", pipeline_id,
+                     role, database.name, str(exc))
+            return None
+
+
+def _named(database: DataSource) -> str:
+    return f"{database.name} ({members.address(database)})"
