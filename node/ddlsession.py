@@ -139,7 +139,7 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
     if raw is None:
         raise SourceError(f"{where}: the binlog reader did not keep the statement's bytes; "
                           "setl's reader patches are not installed "
-                          "(node.select.rowvalues.install)")
+                          "(node.select.libevents.install)")
     try:
         text = raw.decode(codec(charset))
     except (LookupError, UnicodeDecodeError) as exc:

@@ -1,5 +1,5 @@
 """The reference the workers' row decoder is held against: python-mysql-replication's own
-reading of rows events, with setl's corrections (:mod:`node.select.rowvalues` for TIME,
+reading of rows events, with setl's corrections (``tests/librows.py`` for TIME,
 dates and charsets; the mending below for BIT, ENUM, SET, the zero TIMESTAMP and the values
 the library reads as None that are not NULL).
 
@@ -21,11 +21,11 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from node import charsets
 from node.changes import ChangeType, RowChange
-from node.select import rowvalues
 from shared.endpoint import Connection, connection_settings
 from shared.model import BinlogPosition, DataSource
+from tests import librows
 
-rowvalues.install()
+librows.install()
 KINDS = {WriteRowsEvent: ChangeType.INSERT, UpdateRowsEvent: ChangeType.UPDATE,
          DeleteRowsEvent: ChangeType.DELETE}
 # Values the library reads as None that are not SQL NULL (its "none sources").

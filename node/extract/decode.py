@@ -111,7 +111,7 @@ def _members(values: Any, where: str, name: str, enum: bool = False
     if not all(isinstance(member, bytes) for member in found):
         raise SourceError(f"the members of {where}.{name} were decoded as text when the table "
                           "map was read; read table maps with setl's readers installed "
-                          "(node.select.rowvalues.install), which keep them as bytes")
+                          "(node.select.libevents.install), which keep them as bytes")
     return tuple(found)
 
 

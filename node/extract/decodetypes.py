@@ -4,7 +4,7 @@
 columns-present bitmap. Integers, floats and strings are read inline; the other types call a
 reader made here once per column (a decimal of its precision, a TIME of its fractional
 digits, an ENUM's members already decoded). Every value is the one Select's reader gives
-today (python-mysql-replication 1.0.x as :mod:`node.select.rowvalues` corrects it and
+today (python-mysql-replication 1.0.x as ``tests/librows.py`` corrects it and
 :mod:`node.select.binlog` mends it): the differential test ``tests/integration/
 test_decode.py`` holds the two side by side. Types that reader cannot read exactly either
 (MySQL's binary JSON, the old DECIMAL, a negative pre-5.6 TIME) fail with :class:`Undecodable`

@@ -3,7 +3,7 @@ and SET. Each is made once per column (its precision, fractional digits or membe
 out then) and returns ``(size in the row, reader(data, pos))``.
 
 They give what Select's reader gives (python-mysql-replication 1.0.x with
-:mod:`node.select.rowvalues`' corrections and :mod:`node.select.binlog`'s mending), which
+``tests/librows.py``' corrections and :mod:`node.select.binlog`'s mending), which
 this module may not import: the code of the corrected readers is repeated here, and
 ``tests/integration/test_decode.py`` holds the two side by side.
 """

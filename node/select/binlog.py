@@ -34,7 +34,7 @@ from node.changes import ChangeType, Event, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
 from node.extract.decode import TableSchema, decode_rows
-from node.select import rowvalues, statements
+from node.select import libevents, statements
 from node.select.packets import PacketReader
 from node.select.source import LOST_POSITION_REMEDY
 from shared import gtid
@@ -50,7 +50,7 @@ BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
 STREAM_READ_TIMEOUT_S = 30  # a silent stream (heartbeats come every second) is a dead one
 
 log = logging.getLogger("setl.node.binlog")
-rowvalues.install()  # the library's table-map and query-event readers, made exact
+libevents.install()  # the library's table-map and query-event readers, made exact
 
 # event types (the packet's byte 5)
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from node.select import rowvalues
+from node.charsets import charset_to_encoding
+from tests import librows
 
 
 def event(data: bytes) -> SimpleNamespace:
@@ -46,7 +47,7 @@ def test_time2_reads_every_sign_and_fraction_as_the_server_wrote_it(text: str, f
     hour, minute, second = (int(part) for part in hms.split(":"))
     want = datetime.timedelta(hours=hour, minutes=minute, seconds=second,
                               microseconds=int((frac + "000000")[:6]))
-    got = rowvalues.read_time2(event(time2_bytes(text, fsp)), SimpleNamespace(fsp=fsp))
+    got = librows.read_time2(event(time2_bytes(text, fsp)), SimpleNamespace(fsp=fsp))
     assert got == (-want if negative else want)
 
 
@@ -68,7 +69,7 @@ def datetime2_bytes(year: int, month: int, day: int, hour: int, minute: int, sec
     ((1, 0, 0), "0001-00-00"), ((2020, 5, 0), "2020-05-00"), ((2021, 2, 31), "2021-02-31")])
 def test_a_date_python_cannot_hold_comes_as_the_text_the_server_prints(
         parts: tuple[int, int, int], want: object) -> None:
-    assert rowvalues.read_date(event(date_bytes(*parts))) == want
+    assert librows.read_date(event(date_bytes(*parts))) == want
 
 
 @pytest.mark.parametrize(("parts", "fsp", "want"), [
@@ -80,20 +81,20 @@ def test_a_date_python_cannot_hold_comes_as_the_text_the_server_prints(
 def test_a_datetime_keeps_its_time_of_day_and_fraction_whatever_its_date(
         parts: tuple[int, ...], fsp: int, want: object) -> None:
     data = datetime2_bytes(*parts, fsp=fsp)
-    assert rowvalues.read_datetime2(event(data), SimpleNamespace(fsp=fsp)) == want
+    assert librows.read_datetime2(event(data), SimpleNamespace(fsp=fsp)) == want
 
 
 def test_the_old_datetime_format_keeps_zero_parts() -> None:
-    assert rowvalues.read_datetime(event((20200015010203).to_bytes(8, "little"))) == \
+    assert librows.read_datetime(event((20200015010203).to_bytes(8, "little"))) == \
         "2020-00-15 01:02:03"
-    assert rowvalues.read_datetime(event((20200102030405).to_bytes(8, "little"))) == \
+    assert librows.read_datetime(event((20200102030405).to_bytes(8, "little"))) == \
         datetime.datetime(2020, 1, 2, 3, 4, 5)
 
 
 def test_mariadb_latin1_round_trips_every_byte() -> None:
-    rowvalues.install()
+    librows.install()
     every = bytes(range(256))
-    codec = rowvalues.charset_to_encoding("cp1252")  # what the library calls latin1
+    codec = charset_to_encoding("cp1252")  # what the library calls latin1
     text = every.decode(codec)
     assert text[0x80] == "€" and text[0x81] == "\x81" and text[0xE9] == "é"
     assert text.encode(codec) == every
@@ -105,5 +106,5 @@ def test_mariadb_latin1_round_trips_every_byte() -> None:
     ("utf8", "é中".encode()), ("gbk", "中文".encode("gbk"))])
 def test_wide_charsets_are_big_endian_as_the_server_stores_them(charset: str,
                                                                 data: bytes) -> None:
-    rowvalues.install()
-    assert data.decode(rowvalues.charset_to_encoding(charset)) in ("é中😀", "é中", "中文")
+    librows.install()
+    assert data.decode(charset_to_encoding(charset)) in ("é中😀", "é中", "中文")

@@ -1,0 +1,86 @@
+"""The library's readers of table maps and query events that setl uses, made exact.
+
+Part of the binlog adapter (:mod:`node.select.binlog`); nothing else touches the library.
+Select reads rows events as bytes (the Spark workers decode them), but it takes table maps and
+query events from python-mysql-replication 1.0.x, whose readers lose what setl needs:
+
+- **ENUM and SET members** in a table map were decoded as UTF-8 whatever their column's
+  charset (a latin1 ``'é'`` became ``''``): they stay bytes here, and
+  :func:`node.charsets.member` decodes them with their column's charset.
+- **Statements in a client charset other than UTF-8** (query events): the text was decoded
+  as UTF-8 with backslash escapes for other bytes, so a latin1 ``DEFAULT 'é'`` became
+  ``'\\xe9'``. The statement's bytes are kept (``query_bytes``) for :mod:`node.ddlsession`
+  to decode in the session's charset.
+
+:func:`install` puts these readers on the library's classes; it checks that what it replaces
+exists, so a library upgrade that renames it stops setl at start with a clear error instead
+of reading with the old bugs. (The library's row readers, which setl does not use, are
+corrected for the tests' reference reader in ``tests/librows.py``.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymysqlreplication.event import BinLogEvent, QueryEvent
+from pymysqlreplication.row_event import TableMapEvent
+
+from shared.errors import SetlError
+
+
+def read_type_values(event: Any, length: int) -> list[list[bytes]] | None:
+    """The members of each ENUM or SET column of a table map, as bytes."""
+    packet = event.packet
+    result = []
+    end = packet.read_bytes + length
+    while packet.read_bytes < end:
+        count = packet.read_length_coded_binary()
+        result.append([packet.read_variable_length_string() for _ in range(count)])
+    return result or None
+
+
+def read_query_event(event: Any, from_packet: Any, event_size: int, table_map: Any,
+                     ctl_connection: Any, **kwargs: Any) -> None:
+    """A query event (the library's ``QueryEvent.__init__``, keeping the statement's bytes):
+    post-header, status variables (the session: the library's reader of each), schema,
+    statement."""
+    BinLogEvent.__init__(event, from_packet, event_size, table_map, ctl_connection, **kwargs)
+    packet = event.packet
+    event.slave_proxy_id = packet.read_uint32()
+    event.execution_time = packet.read_uint32()
+    event.schema_length = packet.read_uint8()
+    event.error_code = packet.read_uint16()
+    event.status_vars_length = packet.read_uint16()
+    post_header = event._advance_to_payload(13)
+    end = packet.read_bytes + event.status_vars_length
+    while packet.read_bytes < end:
+        event._read_status_vars_value_for_key(packet.read_uint8())
+    event.schema = packet.read(event.schema_length)
+    packet.advance(1)
+    length = event_size - post_header - event.status_vars_length - event.schema_length - 1
+    if length < 0:
+        raise SetlError(f"a query event of {event_size} bytes is shorter than its headers say "
+                        f"({post_header} + {event.status_vars_length} + {event.schema_length})")
+    event.query_bytes = packet.read(length)
+    # as the library has it, for BEGIN/COMMIT and logs; a DDL is decoded by node.ddlsession
+    event.query = event.query_bytes.decode("utf-8", errors="backslashreplace")
+
+
+_installed = False
+
+
+def install() -> None:
+    """Replace the library's readers (idempotent); refuse a library that lacks them."""
+    global _installed
+    if _installed:
+        return
+    missing = [] if "_read_type_values" in TableMapEvent.__dict__ else ["_read_type_values"]
+    missing += [name for name in ("_advance_to_payload", "_read_status_vars_value_for_key")
+                if not hasattr(QueryEvent, name)]
+    if missing:
+        raise SetlError(
+            f"the installed python-mysql-replication has no {', '.join(missing)} to replace; "
+            "setl needs mysql-replication 1.0.x (pip install 'mysql-replication>=1.0.9,<1.1')")
+    _installed = True
+    TableMapEvent._read_type_values = read_type_values  # type: ignore[method-assign]
+    QueryEvent.__init__ = read_query_event  # type: ignore[method-assign]
