@@ -266,10 +266,11 @@ def _position(args: argparse.Namespace, client: ManagerClient) -> int:
 def _source(args: argparse.Namespace, client: ManagerClient) -> int:
     if args.action == "list":
         answer = client.call("ListSources", manager_pb2.ListSourcesRequest())
-        _print(args, answer, render.sources(answer.sources))
+        _print(args, {"sources": [render.source_data(s) for s in answer.sources]},
+               render.sources(answer.sources))
     elif args.action == "show":
         found = client.call("GetSource", manager_pb2.GetSourceRequest(name=args.name))
-        _print(args, found, render.sources([found]))
+        _print(args, render.source_data(found), render.sources([found]))
     elif args.action == "switch":
         answer = client.call("SwitchSource", manager_pb2.SwitchSourceRequest(
             name=args.name, to=args.to))

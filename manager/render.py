@@ -212,6 +212,16 @@ def _media(media: model_pb2.DataMedia) -> str:
     return f"{media.datasource}:{media.namespace}.{media.table}"
 
 
+def source_data(source: model_pb2.DataSource) -> dict[str, Any]:
+    """A source as its definition spells it: a replica set by its hosts only (the member read
+    now is in the ZooKeeper record, not the definition), so the output applies again."""
+    data = as_data(source)
+    if data.get("hosts"):
+        data.pop("host", None)
+        data.pop("port", None)
+    return data
+
+
 def sources(found: Sequence[model_pb2.DataSource]) -> str:
     """Sources with their password reference (never a value: only references are stored)."""
     rows = [(s.name, s.type or "mysql", f"{s.host}:{s.port}" + (

@@ -7,8 +7,9 @@ different targets. Names are found with a SQL lexer (:mod:`node.sqllex`) and rep
 they stand; every other byte is kept as the source ran it — strings holding ``#`` or ``--``,
 comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1 */``. The table of
 ``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair copies it to the same
-target. Other statements (CREATE DATABASE, GRANT, views, temporary tables, …) and statements
-on tables no pair matches are not replayed. A column a pair renames or excludes is not
+target. CREATE/ALTER DATABASE of a source database that pairs read is replayed on each
+target database it maps to. Other statements (GRANT, views, temporary tables, …) and
+statements on tables no pair matches are not replayed. A column a pair renames or excludes is not
 renamed in the DDL: give such tables their target DDL by hand (``ddl_sync: false``, the
 default, filters every DDL).
 

@@ -3,8 +3,9 @@
 Select runs in its own thread and submits each batch's E/T job as soon as the batch is cut,
 so several batches are in E/T at once; Load (this runner's thread) takes them strictly in
 processId order. Any error of batch n stops Select, drops n and every later batch, and the
-runner starts again from the last loaded cursor after a backoff; after ``max_retries``
-failures in a row it pauses the channel and leaves the error in the pipeline's stats.
+runner starts again, after a backoff, from where the targets' position rows stand; after
+``max_retries`` failures in a row it pauses the channel and leaves the error in the
+pipeline's stats.
 """
 
 from __future__ import annotations

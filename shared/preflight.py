@@ -24,7 +24,7 @@ MIN_PACKET = 64 * 1024 * 1024  # a row image or a multi-row statement as large a
 MIN_RETENTION_S = 24 * 3600  # a pipeline stopped longer than the binlog is kept loses its place
 SCHEMA_RIGHTS = ("SELECT", "INSERT", "UPDATE", "DELETE")
 DDL_RIGHTS = ("CREATE", "ALTER", "DROP", "INDEX")
-RETL_RIGHTS = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE")
+RETL_RIGHTS = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "ALTER")  # ALTER: upgrades
 
 
 def replica_server_id(pipeline_id: str) -> int:

@@ -7,7 +7,10 @@ import argparse
 
 import pytest
 
-from manager import cli
+from manager import cli, render
+from shared import codec, definitions
+from shared.model import DataSource
+from shared.secrets import SecretRef
 from shared.version import version
 
 
@@ -59,3 +62,16 @@ def test_control_characters_reach_the_terminal_escaped(capsys: pytest.CaptureFix
     code = cli.main(["--manager", "127.0.0.1:1\x1b[2J", "channel", "show", "x"])
     err = capsys.readouterr().err
     assert code != 0 and "127.0.0.1:1\\x1b[2J" in err and "\x1b" not in err, err
+
+
+def test_a_replica_set_source_shown_as_yaml_applies_again() -> None:
+    """``setl source list -o yaml`` spells a replica set by its hosts (the member read now is
+    the ZooKeeper record's, not the definition's): the output is a definitions file."""
+    source = DataSource("shop", "db2", 3307, "setl", SecretRef("${SETL_SHOP}"),
+                        hosts=("db1:3306", "db2:3307"))
+    one = DataSource("copy", "db3", 3306, "setl", SecretRef("${SETL_COPY}"))
+    text = render.structured({"sources": [render.source_data(codec.to_proto(s))
+                                          for s in (source, one)]}, "yaml")
+    loaded = definitions.load_text(text)
+    assert [s.hosts for s in loaded.sources] == [("db1:3306", "db2:3307"), ()]
+    assert (loaded.sources[1].host, loaded.sources[1].port) == ("db3", 3306)
