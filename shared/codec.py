@@ -82,15 +82,21 @@ def _scalar_to_proto(value: Any) -> Any:
 
 
 def from_proto(message: Message, cls: type[T]) -> T:
-    """The dataclass ``cls`` built from ``message``; absent optional fields become None."""
+    """The dataclass ``cls`` built from ``message``; absent optional fields become None, and
+    absent fields with presence (``optional`` in proto/) their dataclass default."""
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         hint, optional = _unwrap_optional(hints[field.name])
         descriptor = message.DESCRIPTOR.fields_by_name[field.name]
-        if optional and descriptor.has_presence and not message.HasField(field.name):
-            kwargs[field.name] = None
-            continue
+        if descriptor.has_presence and not message.HasField(field.name):
+            if optional:
+                kwargs[field.name] = None
+                continue
+            if not _is_message(hint) and field.default is not dataclasses.MISSING:
+                # a field added after the record was stored: its default, not the zero value
+                kwargs[field.name] = field.default
+                continue
         raw = getattr(message, field.name)
         if typing.get_origin(hint) is tuple:
             element = typing.get_args(hint)[0]

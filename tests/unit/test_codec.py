@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,18 @@ def test_node_lists_round_trip(full: Definitions) -> None:
     back = codec.from_proto(codec.to_proto(with_nodes), Pipeline)
     assert back.nodes == (1, 3)
     assert back == with_nodes
+
+
+def test_a_record_stored_before_a_field_existed_reads_as_its_default() -> None:
+    """A definition stored by an older setl lacks the fields added since: they read as their
+    defaults (4 snapshot chunks at once), not as zero (none at all)."""
+    older = model_pb2.PipelineParams(parallelism=3, batch_size=100)
+    params = codec.from_proto(older, PipelineParams)
+    assert (params.parallelism, params.batch_size) == (3, 100)
+    assert params.snapshot_parallelism == PipelineParams().snapshot_parallelism == 4
+    assert params.snapshot_chunk_size == PipelineParams().snapshot_chunk_size
+    source = codec.from_proto(model_pb2.DataSource(name="old", host="db1"), DataSource)
+    assert (source.port, source.primary, source.switch_after_s) == (3306, "read_only", 10)
+    zero = codec.from_proto(codec.to_proto(replace(PipelineParams(), load_data_min_rows=0)),
+                            PipelineParams)
+    assert zero.load_data_min_rows == 0  # a zero given is kept
