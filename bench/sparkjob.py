@@ -32,7 +32,8 @@ from typing import Any
 from bench import rowsevents
 from bench.measure import RESULTS, tree_cpu_s, write_report
 from node.extract.etl import CompiledPipeline
-from node.extract.job import JobSpec, Part, PartResult
+from node.extract.job import Part
+from node.jobs import JobSpec, PartResult
 from node.spark import MICRO_BATCH_DEFAULTS, SparkRunner
 from shared.model import DataMedia, MediaPair, Pipeline
 from shared.patterns import NamePattern

@@ -31,12 +31,9 @@ from node.changes import Batch, RowChange, TargetChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
-from node.extract.facts import TargetFacts
-from node.extract.job import JobSpec, Part, PartResult, Planner, with_lines
+from node.extract.job import Part, Planner, with_lines
 from node.extract.reads import Read
-from node.load.loader import Loader
-from node.load.owners import FencedError
-from node.load.twoway import LoopGuard
+from node.jobs import JobSpec, PartResult
 from node.metrics import PipelineMetrics
 from node.primary import Primary, SwitchPending, check_held
 from node.select import source as endpoints
@@ -46,12 +43,15 @@ from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner, with_context
+from node.target import kinds
+from node.target.base import TargetLoader
 from node.window import Window
 from shared import heap, members, positions
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
     ConfigError,
+    FencedError,
     OwnershipLostError,
     SetlError,
 )
@@ -272,11 +272,11 @@ class PipelineRunner:
         targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                    for pair in pipeline.pairs}
         channel = self.ctx.channel
-        loop = LoopGuard(channel.name, self.pipeline_id,
-                         wins_conflicts=channel.pipelines[0].name == pipeline.name) \
-            if self.two_way else None
-        loader = Loader(self.pipeline_id, targets, params, self.ctx.epoch, loop,
-                        stop=self.stop_event, run=hint.run)
+        self.target_kind = kinds.kind_of(self.pipeline_id, targets)
+        loader = kinds.loader(self.target_kind, self.pipeline_id, targets, params=params,
+                              epoch=self.ctx.epoch, stop=self.stop_event, run=hint.run,
+                              two_way=(channel.name, channel.pipelines[0].name ==
+                                       pipeline.name) if self.two_way else None)
         try:
             # fenced, then read: where the targets are decides where Select begins
             rows = {} if params.dry_run else self._claim(loader)
@@ -298,11 +298,11 @@ class PipelineRunner:
         finally:
             loader.close()
 
-    def _claim(self, loader: Loader) -> dict[str, Cursor | None]:
+    def _claim(self, loader: TargetLoader) -> dict[str, Cursor | None]:
         return start.claim(loader, self.ctx.owns, self.ctx.epoch, self.pipeline_id)
 
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
-                  loader: Loader, source: DataSource) -> None:
+                  loader: TargetLoader, source: DataSource) -> None:
         pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
         self.source = source
         self.cursor = resume.start
@@ -329,8 +329,9 @@ class PipelineRunner:
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,
                               pipeline_id=self.pipeline_id)
-        planner = Planner(compiled, reader.layouts, TargetFacts(targets),
-                          lambda: reader.checksum, params, reader.learn)
+        planner = Planner(compiled, reader.layouts, kinds.tables(self.target_kind, targets),
+                          lambda: reader.checksum, params, reader.learn,
+                          target=self.target_kind)
         door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
                                                 self.ctx.spark, self.snapshot_store, door,
@@ -465,7 +466,7 @@ class PipelineRunner:
         log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
                     self.pipeline_id, self.cursor.position if self.cursor else "-", exc)
 
-    def _load_loop(self, loader: Loader, window: Window, handoff: queue.Queue[Any],
+    def _load_loop(self, loader: TargetLoader, window: Window, handoff: queue.Queue[Any],
                    publisher: CursorPublisher) -> None:
         while True:
             item = handoff.get()

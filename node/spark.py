@@ -25,7 +25,8 @@ from typing import Any
 
 from node.changes import RowChange, TargetChange
 from node.extract.etl import CompiledPipeline, extract_transform
-from node.extract.job import JobSpec, Part, PartResult, run_part
+from node.extract.job import Part, run_part
+from node.jobs import JobSpec, PartResult
 from shared import confinement, errors, heap
 from shared.errors import SetlError
 from shared.settings import SparkSettings

@@ -12,12 +12,11 @@ import pymysql
 
 from node.cursor import Cursor, CursorStore, Resume
 from node.extract.etl import CompiledPipeline
-from node.load.loader import Loader
-from node.load.owners import FencedError
 from node.snapshot.controller import paired_tables
 from node.snapshot.state import SnapshotStore
+from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
-from shared.errors import ConfigError, PositionConflictError, SourceError
+from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
 
 log = logging.getLogger("setl.node.start")
@@ -42,7 +41,7 @@ def first_or_stored(cursors: CursorStore, snapshots: SnapshotStore, pipeline: Pi
     return first
 
 
-def claim(loader: Loader, owns: Callable[[], bool], epoch: int,
+def claim(loader: TargetLoader, owns: Callable[[], bool], epoch: int,
           pipeline_id: str) -> dict[str, Cursor | None]:
     """Fence the targets and read where they are.
 

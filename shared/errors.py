@@ -112,6 +112,14 @@ class LoadError(SetlError):
     """Writing a batch into a target database failed."""
 
 
+class FencedError(LoadError):
+    """A newer owner writes this pipeline on a target; this (stale) owner must stop."""
+
+    def __init__(self, message: str, target: str = "", found: int = 0) -> None:
+        super().__init__(message)
+        self.target, self.found = target, found  # where, and the owner epoch found there
+
+
 class TransformError(SetlError):
     """User code (a processor) or an expression failed on a row: the same row fails again,
     so the pipeline pauses at once instead of retrying."""

@@ -191,11 +191,12 @@ class PipelineParams:
     free_door_source: str = ""
     free_door_slice: int = 5000  # buffer requests served per batch at most
     # a merged table's upserts of a batch go as LOAD DATA … REPLACE from this many rows on,
-    # where the table allows it (node.extract.loaddata); 0: always INSERT … ON DUPLICATE KEY
+    # where the table allows it (node.target.mysql.loaddata); 0: always INSERT … ON DUPLICATE KEY
     load_data_min_rows: int = 500
     snapshot_chunk_size: int = 8192  # rows a snapshot reads in one chunk
     snapshot_parallelism: int = 4  # chunks read at once, in one watermark window
-    # copies' rows are not written to the target's binlog (sql_log_bin = 0; node.load.copies)
+    # copies' rows are not written to the target's binlog (sql_log_bin = 0;
+    # node.target.mysql.copies)
     snapshot_skip_binlog: bool = False
 
 

@@ -3,7 +3,7 @@
 A row is keyed by its primary key; a table without one by its first unique key whose columns
 are all NOT NULL (a unique key over nullable columns admits several NULL rows, so it does
 not identify one). A table with none of them is keyless: it replicates in source order, each
-row found by its whole before image (``node.extract.render``), so it needs no configuration
+row found by its whole before image (``node.target.mysql.render``), so it needs no configuration
 — unless its pair joins or merges parts of a wide row, which meet by key: such a pair needs
 ``key_columns``. Both the manager (at ``setl apply``) and the node (when a pipeline starts)
 ask this."""

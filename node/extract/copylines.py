@@ -25,7 +25,7 @@ What makes that exact:
   the same tokens (:func:`token`); a value it cannot make a token of stops the pipeline with
   an error rather than copy a row that may be older than the stream's.
 - **Right after the batch.** The lines load once the batch's transaction has committed, each
-  chunk in a transaction of its own, several at once (:mod:`node.load.copies`), before the
+  chunk in a transaction of its own, several at once (:mod:`node.target.mysql.copies`), before the
   next batch. Extract left out every key the batch writes from the window's low watermark on
   (the stream's changes, rows read for the free door): the batch holds a newer state of
   those. A key the stream changed only before the window holds the same row in the batch and
@@ -50,10 +50,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from node.extract import loaddata
 from node.extract.chunks import INTEGER_TYPES
-from node.extract.facts import TableFacts, Target
-from node.extract.sqltext import Sql
+from node.jobs import Unit
+from node.target.mysql import loaddata
+from node.target.mysql.facts import TableFacts, Target
+from node.target.mysql.sqltext import Sql
 from shared.errors import SetlError
 from shared.identifiers import qualified, quote
 
@@ -247,7 +248,6 @@ def tokens(read: Read, changed: Iterable[tuple[Any, ...] | None]) -> frozenset[b
 def units(reads: Sequence[Read], dropped: Callable[[Read], frozenset[bytes]]) -> list[Any]:
     """The LOAD DATA units of lines reads (in the node), without the lines whose key token
     ``dropped(read)`` holds."""
-    from node.extract.job import Unit  # (job imports this module)
 
     found = []
     for read in reads:

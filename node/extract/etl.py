@@ -296,7 +296,8 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
     pair = entry.pair
     source_keys = change.keys or compiled.table_keys.get((change.schema, change.table), ())
     # a keyless table is written in source order, rows found by their whole before image
-    # (node.extract.render); only the parts of a wide row (joins, merge_part) need a key to meet by
+    # (node.target.mysql.render); only the parts of a wide row (joins, merge_part) need a
+    # key to meet by
     keyless = not source_keys and not (pair.joins or pair.merge_part)
     keys = () if keyless else (pair.key_columns or source_keys)
     if not keys and not keyless:

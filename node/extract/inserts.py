@@ -21,14 +21,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from node.extract import loaddata
 from node.extract.decode import decode_rows
-from node.extract.facts import TableFacts, Target
 from node.extract.reads import ROW_BITS
+from node.jobs import JobSpec, Unit
+from node.target.mysql import loaddata
+from node.target.mysql.facts import TableFacts, Target
 
 if TYPE_CHECKING:
     from node.extract.etl import CompiledPipeline
-    from node.extract.job import JobSpec, Part, Unit
+    from node.extract.job import Part
 
 INSERTS = frozenset({23, 30, 166, 169})  # WRITE_ROWS event types (v0, v1/v2, MariaDB's)
 _NO_FACTS = TableFacts()
@@ -39,7 +40,6 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     """The units of the part's insert-only target tables, the table-map numbers whose events
     they took (the general path leaves those out), and the rows they hold. ``sizes`` gets
     [row changes, event bytes] of those numbers as :func:`node.extract.job.decoded` counts."""
-    from node.extract.job import Unit  # (job imports this module)
 
     found: list[Unit] = []
     taken: set[int] = set()

@@ -9,29 +9,27 @@ numbers and places in the batch as arrays). No per-row value is made in the node
 
 A part runs :func:`run_part`: decode the rows (:mod:`node.extract.decode`), the Extract
 chain and Transform (:mod:`node.extract.etl`), merge per target key
-(:mod:`node.extract.merge`) and render the statements as SQL text
-(:mod:`node.extract.render`, :mod:`node.extract.sqltext`). What comes back is a handful of
+(:mod:`node.merge`) and render the statements as SQL text
+(:mod:`node.target.mysql.render`, :mod:`node.target.mysql.sqltext`). What comes back is a handful of
 statement texts per target table (:class:`Unit`); Load orders the units of all parts by
 ``push_weight`` and first change, as one merge of the whole batch would have.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from array import array
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from node.changes import Batch, ChangeType, RowChange, TargetChange
-from node.extract import copylines, inserts, loaddata
+from node.changes import Batch, ChangeType, RowChange
+from node.extract import copylines, inserts
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
-from node.extract.facts import TableFacts, Target, TargetFacts
-from node.extract.merge import TableWrites, merge
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
-from node.extract.render import BIG_VALUE, statements
-from node.extract.sqltext import Sql, texts
+from node.jobs import JobSpec, PartResult, Unit
+from node.target.mysql.facts import TableFacts, Target, TargetFacts
+from node.target.mysql.render import BIG_VALUE
+from node.target.renderers import render
 from shared.errors import SetlError
 from shared.model import PipelineParams
 
@@ -60,45 +58,6 @@ class Part(NamedTuple):
         """A part of decoded changes only (tests, tools)."""
         return cls({}, b"", array("I"), array("I"), array("I"),
                    [(seq << ROW_BITS, change) for seq, change in enumerate(changes)])
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """What every part of one batch's job shares."""
-
-    process_id: int
-    checksum: bool  # the source's events end with a CRC32
-    facts: dict[Target, TableFacts] = field(default_factory=dict)
-    load_batch_size: int = 1000
-    # a merged table's upserts go as LOAD DATA … REPLACE from this many rows on (0: never)
-    load_data_min_rows: int = 0
-    one_by_one: bool = False  # one statement a row (skip_load_exception's second try)
-    changes_only: bool = False  # the target changes come back unrendered (two-way: Load
-    # checks conflicts against the target's rows first)
-
-
-class Unit(NamedTuple):
-    """The statements of one target table (or of one run of an ordered table)."""
-
-    datasource: str
-    schema: str
-    table: str
-    push_weight: int
-    first_seq: int
-    sqls: list[Sql]
-    rows: int
-    keys: tuple[str, ...] = ()  # the columns its rows are keyed by (for messages)
-    apart: bool = False  # snapshot lines: loaded after the batch's transaction (node.load.copies)
-
-
-class PartResult(NamedTuple):
-    units: list[Unit]
-    changes: list[TargetChange]  # changes_only: the target changes themselves
-    rows: int  # source row changes decoded
-    sizes: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - by table-map number: (row
-    # changes, bytes of their events), for Select's estimate of a batch's rows
-    # by a lines read's place: the key tokens the stream changed inside its window
-    dropped: dict[tuple[int, str], frozenset[bytes]] = {}  # noqa: RUF012 - never mutated
 
 
 def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None,
@@ -168,45 +127,6 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
                       len(numbered) + straight_rows, sizes, dropped)
 
 
-def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
-    """Merged and rendered statements of the changes, a unit per table (or run)."""
-    facts = spec.facts
-    size = 1 if spec.one_by_one else spec.load_batch_size
-    units = []
-
-    def ordered(name: Target, keys: tuple[str, ...]) -> bool:
-        return facts.get(name, _NO_FACTS).ordered(keys)
-
-    for writes in merge(changes, ordered):
-        name = (writes.datasource, writes.schema, writes.table)
-        table = facts.get(name, _NO_FACTS)
-        sqls = _replaced(writes, table, spec) if not big else None
-        if sqls is None:
-            sqls = [sql for statement in statements(writes, size, table.columns, big)
-                    for sql in texts(statement, keep_what=spec.one_by_one)]
-        units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
-                          writes.keys))
-    return units
-
-
-def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql] | None:
-    """A merged table's deletes, then its upserts as LOAD DATA … REPLACE (see
-    :mod:`node.extract.loaddata`); None where they go as INSERTs."""
-    if spec.one_by_one or not spec.load_data_min_rows or writes.steps or writes.changes or \
-            len(writes.upserts) < spec.load_data_min_rows:
-        return None
-    replaced = loaddata.replaces(writes.schema, writes.table, writes.upserts, table.columns,
-                                 table.triggers)
-    if replaced is None:
-        return None
-    deletes = dataclasses.replace(writes, upserts=[])
-    return [sql for statement in statements(deletes, spec.load_batch_size, table.columns)
-            for sql in texts(statement)] + replaced
-
-
-_NO_FACTS = TableFacts()
-
-
 def with_lines(results: list[PartResult], reads: Sequence[Read]) -> list[PartResult]:
     """The results with the lines reads' units (made here, in the node) in front: their
     lines never went to a part, only their windows' places did."""
@@ -218,23 +138,17 @@ def with_lines(results: list[PartResult], reads: Sequence[Read]) -> list[PartRes
     return [PartResult(units, [], sum(read.count for read in lines)), *results]
 
 
-def in_order(results: Iterable[PartResult]) -> list[Unit]:
-    """The units of every part as one merge of the whole batch orders them."""
-    units = [unit for result in results
-             for unit in result.units]
-    return sorted(units, key=lambda unit: (unit.push_weight, unit.first_seq))
-
-
 class Planner:
     """Cuts batches into parts (in the node's Select thread)."""
 
     def __init__(self, compiled: CompiledPipeline, layouts: dict[int, TableSchema],
                  facts: TargetFacts, checksum: Callable[[], bool], params: PipelineParams,
-                 learn: Callable[[dict[int, tuple[int, int]]], None] = lambda sizes: None
-                 ) -> None:
+                 learn: Callable[[dict[int, tuple[int, int]]], None] = lambda sizes: None,
+                 target: str = "mysql") -> None:
         self.compiled, self.layouts, self.facts = compiled, layouts, facts
         self.checksum, self.params = checksum, params
         self.learn = learn  # Select's: the row changes and bytes of each table's events
+        self.target = target  # the kind of target the workers render for
         self._group: dict[tuple[str, str], int] = {}  # source table → group
         self._owner: dict[Target, int] = {}  # target table → group
         self._parent: dict[int, int] = {}
@@ -261,7 +175,7 @@ class Planner:
                 if target not in facts:
                     facts[target] = self.facts.of(target)
         return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
-                       self.params.load_data_min_rows, **options)
+                       self.params.load_data_min_rows, target=self.target, **options)
 
     def parts(self, batch: Batch, partitions: int,
               reads: list[Read] = ()) -> list[Part]:  # type: ignore[assignment]

@@ -7,8 +7,8 @@ import pymysql
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
-from node.load.ddlapply import apply_ddl, ran_before
-from node.load.loader import Loader
+from node.target.mysql.ddlapply import apply_ddl, ran_before
+from node.target.mysql.loader import Loader
 from shared.model import BinlogPosition, PipelineParams
 from tests.devcluster import Cluster, Database, make_schema, wait_for
 from tests.integration.test_load import target_endpoint

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
-from node.extract import loaddata
-from node.extract.job import PartResult, Unit
-from node.extract.sqltext import Sql
-from node.load.loader import FencedError, Loader
-from shared.errors import LoadError
+from node.jobs import PartResult, Unit
+from node.target.mysql import loaddata
+from node.target.mysql.loader import Loader
+from node.target.mysql.sqltext import Sql
+from shared.errors import FencedError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.secrets import SecretRef
 from tests.devcluster import make_schema, one_way, wait_equal, wait_for
@@ -72,7 +72,7 @@ def copy_unit(schema: str, lines: bytes, rows: int) -> Unit:
 def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fenced(
         sandbox, source, target):
     """Snapshot lines load right after the batch's transaction, in transactions of their own
-    (node.load.copies), each checking the position row is still this batch's under this
+    (node.target.mysql.copies), each checking the position row is still this batch's under this
     owner's epoch: a stale owner's late copy is refused and writes nothing."""
     schema = make_schema(source, target, ITEMS)
     endpoint = target_endpoint(sandbox)

@@ -271,7 +271,8 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
     """A worker process has only the defaults (conf/processors); it must apply the node's
     rules, which travel in the compiled pipeline, before any processor is loaded."""
     from node.extract.etl import CompiledPipeline
-    from node.extract.job import JobSpec, Part
+    from node.extract.job import Part
+    from node.jobs import JobSpec
     from node.spark import _run_partition
     from tests.unit.test_etl import pipeline
 

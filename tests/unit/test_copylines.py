@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.extract import copylines, loaddata
+from node.extract import copylines
 from node.extract.copylines import KeyPart, LinesPlan, token
-from node.extract.facts import TableFacts
-from node.extract.job import JobSpec, Part, in_order, run_part, with_lines
+from node.extract.job import Part, run_part, with_lines
 from node.extract.reads import ROW_BITS, Read, ReadColumn
-from node.extract.render import Column
+from node.jobs import JobSpec, in_order
+from node.target.mysql import loaddata
+from node.target.mysql.facts import TableFacts
+from node.target.mysql.render import Column
 from shared.errors import SetlError
 from tests.unit.test_etl import compiled
 

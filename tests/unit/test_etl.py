@@ -365,7 +365,8 @@ def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_th
 
 
 def test_a_small_batch_runs_in_the_node_with_the_errors_a_spark_job_gives() -> None:
-    from node.extract.job import JobSpec, Part
+    from node.extract.job import Part
+    from node.jobs import JobSpec
     from node.spark import SparkRunner
     from shared.errors import SetlError, TransformError
     from shared.settings import SparkSettings

@@ -10,9 +10,10 @@ from array import array
 import pytest
 
 from node.extract import inserts, job
-from node.extract.facts import TableFacts
-from node.extract.job import JobSpec, Part, run_part
-from node.extract.render import Column
+from node.extract.job import Part, run_part
+from node.jobs import JobSpec
+from node.target.mysql.facts import TableFacts
+from node.target.mysql.render import Column
 from tests.unit.test_decode import (
     ROW1,
     ROW2,

@@ -1,5 +1,6 @@
-"""node/extract/job.py and sqltext.py: a batch cut into parts so that every change of a
-target table meets in one part, and statements rendered to the very text PyMySQL sends."""
+"""node/extract/job.py and node/target/mysql/sqltext.py: a batch cut into parts so that every
+change of a target table meets in one part, and statements rendered to the very text PyMySQL
+sends."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import pytest
 from node.changes import Batch, ChangeType, RowChange, TargetChange, Transaction
 from node.extract.decode import TableSchema
 from node.extract.etl import CompiledPipeline
-from node.extract.facts import TableFacts
-from node.extract.job import JobSpec, Part, PartResult, Planner, in_order, run_part
-from node.extract.merge import merge
-from node.extract.render import statements
-from node.extract.sqltext import MAX_STATEMENT, Sql, literal, texts
+from node.extract.job import Part, Planner, run_part
+from node.jobs import JobSpec, PartResult, in_order
+from node.merge import merge
+from node.target.mysql.facts import TableFacts
+from node.target.mysql.render import statements
+from node.target.mysql.sqltext import MAX_STATEMENT, Sql, literal, texts
 from shared.model import BinlogPosition, PipelineParams
 from tests.unit.test_etl import pipeline
 
@@ -91,7 +93,7 @@ def test_units_of_parts_in_order_equal_one_merge_of_the_whole_batch() -> None:
                change("a", 3, ChangeType.UPDATE, 1, "w"), change("c", 4, ChangeType.DELETE, 9),
                change("b", 5, ChangeType.INSERT, 2), change("c", 6, ChangeType.INSERT, 3)]
     spec = JobSpec(1, False, load_batch_size=100)
-    from node.extract.job import render
+    from node.target.mysql.units import render
 
     parts = [render([c for c in changes if c.table in tables], spec) for tables in ("ac", "b")]
     merged = [PartResult(units, [], 0) for units in parts]

@@ -1,4 +1,4 @@
-"""node/extract/loaddata.py and node/load/localdata.py: which tables' upserts go as LOAD
+"""node/target/mysql/loaddata.py and localdata.py: which tables' upserts go as LOAD
 DATA … REPLACE, the bytes of their rows, and a server that asks the node for a file."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import decimal
 import pymysql
 import pytest
 
-from node.extract import loaddata
-from node.extract.render import Column
-from node.load import localdata
+from node.target.mysql import loaddata, localdata
+from node.target.mysql.render import Column
 
 COLUMNS = {"id": Column("int", None), "name": Column("varchar", "utf8mb4"),
            "l1": Column("varchar", "latin1"), "blob": Column("blob", None),

@@ -1,4 +1,4 @@
-"""node/extract/merge.py: Otter's per-key merge rules, one by one, and a randomized replay check."""
+"""node/merge.py: Otter's per-key merge rules, one by one, and a randomized replay check."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, Row, TargetChange
-from node.extract.merge import DELETE, MOVE, UPSERT, TableWrites, merge
+from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
 
 
 def ins(seq: int, row: Row, table: str = "t", keys: tuple[str, ...] = ("id",),

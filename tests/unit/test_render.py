@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.extract.merge import DELETE, MOVE, UPSERT, TableWrites, merge
-from node.extract.render import BIG_VALUE, Column, statements
+from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
+from node.target.mysql.render import BIG_VALUE, Column, statements
 
 GENERATED = {"id": Column("int", None), "price": Column("int", None),
              "total_v": Column("int", None, generated=True),

@@ -11,8 +11,8 @@ import pytest
 
 from node.changes import Batch
 from node.cursor import Cursor, Resume, resume
-from node.load.owners import applied as _applied
 from node.select.selector import Selector
+from node.target.mysql.owners import applied as _applied
 from shared.errors import LoadError, PositionConflictError, PositionLostError
 from shared.model import BinlogPosition, PipelineParams
 from tests.unit.test_selector import Clock, ClockWindow, Source, txn

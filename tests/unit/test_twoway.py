@@ -1,5 +1,5 @@
-"""node/load/twoway.py: the images a conflict check compares, and value comparison across the
-binlog's and a SELECT's types."""
+"""node/target/mysql/twoway.py: the images a conflict check compares, and value comparison
+across the binlog's and a SELECT's types."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime
 from decimal import Decimal
 
 from node.changes import ChangeType, TargetChange
-from node.load.twoway import first_images, same_row
+from node.target.mysql.twoway import first_images, same_row
 
 
 def change(seq: int, kind: ChangeType, before_key: tuple | None, before: dict | None,

@@ -1,6 +1,6 @@
 """Statements rendered to the SQL text Load sends, in Spark workers.
 
-A rendered :class:`~node.extract.render.Statement` has ``%s`` placeholders and arguments;
+A rendered :class:`~node.target.mysql.render.Statement` has ``%s`` placeholders and arguments;
 here they become the very text PyMySQL would send for them (its escaping, as on a target
 session without ``NO_BACKSLASH_ESCAPES``, which Load's sessions never set), so that only a
 few statement texts per table travel back to the node, not rows. A multi-row INSERT is
@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from pymysql import converters
 
-from node.extract.render import Statement, sql_value
+from node.target.mysql.render import Statement, sql_value
 from shared.identifiers import template
 
 MAX_STATEMENT = 1_024_000  # as pymysql.cursors.Cursor.max_stmt_length
@@ -34,13 +34,13 @@ class Sql(NamedTuple):
     matches_one: bool = False  # must touch exactly one row (a keyless table's)
     lenient: tuple[str, ...] = ()  # see render.Statement
     what: Any = None  # the keys or rows it writes: kept in one-by-one mode, for the log
-    data: bytes | None = None  # a LOAD DATA LOCAL INFILE's rows (node.extract.loaddata)
+    data: bytes | None = None  # a LOAD DATA LOCAL INFILE's rows (node.target.mysql.loaddata)
     inline: bool = False  # ``data`` is the statement's end (VALUES tuples), not a file
 
 
 def literal(value: Any) -> str:
     """``value`` as PyMySQL's Connection.escape writes it (a SET, JSON document first made
-    what :func:`~node.extract.render.sql_value` makes of it)."""
+    what :func:`~node.target.mysql.render.sql_value` makes of it)."""
     kind = type(value)
     if kind is str:
         return "'" + value.translate(_ESCAPE) + "'"

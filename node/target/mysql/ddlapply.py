@@ -28,7 +28,7 @@ from node.ddlsession import run_under, sql_mode
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
 
-log = logging.getLogger("setl.node.load.loader")
+log = logging.getLogger("setl.node.target.mysql.loader")
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
 # missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.

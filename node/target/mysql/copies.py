@@ -35,16 +35,15 @@ from typing import Any
 import pymysql
 
 from node.changes import Batch
-from node.extract import loaddata
-from node.extract.job import Unit
-from node.load import localdata, owners
-from node.load.owners import CLIENT_ERRORS, RETRYABLE, FencedError
+from node.jobs import Unit
+from node.target.mysql import loaddata, localdata, owners
+from node.target.mysql.owners import CLIENT_ERRORS, RETRYABLE
 from shared import endpoint as endpoints
-from shared.errors import LoadError
+from shared.errors import FencedError, LoadError
 from shared.model import DataSource, PipelineParams
 from shared.retry import RetryPolicy
 
-log = logging.getLogger("setl.node.load.copies")
+log = logging.getLogger("setl.node.target.mysql.copies")
 
 
 class Copies:

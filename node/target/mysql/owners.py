@@ -23,7 +23,7 @@ from shared import gtid
 from shared.errors import LoadError, PositionConflictError
 from shared.model import BinlogPosition
 
-log = logging.getLogger("setl.node.load.owners")
+log = logging.getLogger("setl.node.target.mysql.owners")
 LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for a zombie
 # a target's error codes, as Load and the copies beside it treat them
 LOCK_WAIT_TIMEOUT = 1205
@@ -50,14 +50,6 @@ OWNER_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_owner (
   registered_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   PRIMARY KEY (pipeline_id, connection_id)
 ) ENGINE=InnoDB"""
-
-
-class FencedError(LoadError):
-    """A newer owner writes this pipeline; this (stale) owner must stop."""
-
-    def __init__(self, message: str, target: str = "", found: int = 0) -> None:
-        super().__init__(message)
-        self.target, self.found = target, found  # where, and the epoch found there
 
 
 def live_writers(cursor: Any, pipeline_id: str, epoch: int) -> list[int]:
@@ -99,7 +91,7 @@ def position_lock(conn: Any) -> str:
 
 def position_share(conn: Any) -> str:
     """The query that holds the pipeline's position row in share mode (copies beside a
-    batch, :mod:`node.load.copies`): several at once, and never while an owner writes it."""
+    batch, :mod:`node.target.mysql.copies`): several at once, and never while an owner writes it."""
     return position_lock(conn).replace("FOR UPDATE", "LOCK IN SHARE MODE")
 
 

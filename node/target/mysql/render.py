@@ -2,7 +2,7 @@
 
 - A keyed table's merged writes: multi-row ``DELETE … WHERE (key) IN (…)`` and
   ``INSERT … ON DUPLICATE KEY UPDATE``, or the steps of an ordered table (see
-  :mod:`node.extract.merge`), where a key change is an ``UPDATE … WHERE (key) = (old)`` so that the
+  :mod:`node.merge`), where a key change is an ``UPDATE … WHERE (key) = (old)`` so that the
   target's ``ON UPDATE CASCADE`` fires.
 - A **keyless** table (no primary key, no unique key over NOT NULL columns): every change in
   source order, as native row replication applies it. Consecutive inserts are one multi-row
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange
-from node.extract.merge import DELETE, MOVE, UPSERT, TableWrites
+from node.merge import DELETE, MOVE, UPSERT, TableWrites
 from shared.identifiers import qualified, quote
 
 

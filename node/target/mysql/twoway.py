@@ -28,7 +28,7 @@ from typing import Any
 from node.changes import Row, TargetChange
 from shared.identifiers import qualified, quote
 
-log = logging.getLogger("setl.node.load.twoway")
+log = logging.getLogger("setl.node.target.mysql.twoway")
 Key = tuple[Any, ...]
 TableName = tuple[str, str, tuple[str, ...]]  # schema, table, key columns
 

@@ -1,13 +1,13 @@
 """A merged table's upserts as ``LOAD DATA LOCAL INFILE … REPLACE`` instead of multi-row
 ``INSERT … ON DUPLICATE KEY UPDATE``: the target parses rows of tab-separated values much
 faster than SQL (on the development machine 59k → 91k rows/s inserting sysbench rows, 67k
-→ 116k overwriting them). Load sends the data from memory (:mod:`node.load.localdata`); it
+→ 116k overwriting them). Load sends the data from memory (:mod:`node.target.mysql.localdata`); it
 runs in the batch's transaction like any statement, so exactly-once is unchanged.
 
 ``REPLACE`` deletes a row with the same key and inserts the new one. That is the upsert of
 a whole row only where nothing else sees the difference, so it is used only for a table that
 is merged by key (no foreign key to or from it, no other unique key: see
-:mod:`node.extract.merge`), has no triggers, and whose every upserted row carries every
+:mod:`node.merge`), has no triggers, and whose every upserted row carries every
 column the target writes (a column-group or wide-row part writes some columns only). Values
 go as the bytes the target stores (``CHARACTER SET binary``): text encoded in its column's
 charset here, only for charsets decoded exactly (utf8mb4/utf8mb3, MariaDB's latin1, ascii),
@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from node import charsets
-from node.extract.render import Column, Row
-from node.extract.sqltext import Sql, literal
+from node.target.mysql.render import Column, Row
+from node.target.mysql.sqltext import Sql, literal
 from shared.identifiers import qualified, quote
 
 # information_schema DATA_TYPE values whose text form LOAD DATA reads back as the value

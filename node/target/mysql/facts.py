@@ -1,9 +1,9 @@
 """What merging and rendering need to know of a target table, read from the target.
 
 - its columns (generated ones are never written; charsets make keyless matches exact;
-  ENUM columns may need a lenient write): :class:`~node.extract.render.Column`;
+  ENUM columns may need a lenient write): :class:`~node.target.mysql.render.Column`;
 - whether its changes must keep source order instead of being merged by key (see
-  :mod:`node.extract.merge`): a unique key besides the one rows are keyed by, or a foreign
+  :mod:`node.merge`): a unique key besides the one rows are keyed by, or a foreign
   key to or from the table;
 - whether a bulk load (``LOAD DATA``) takes a lock on the whole table: an AUTO_INCREMENT
   column while ``innodb_autoinc_lock_mode`` is below 2 (MariaDB's default, 1) — snapshot
@@ -23,7 +23,7 @@ from typing import Any
 
 import pymysql
 
-from node.extract.render import Column, Columns
+from node.target.mysql.render import Column, Columns
 from shared.endpoint import connect
 from shared.errors import LoadError
 from shared.model import DataSource

@@ -25,7 +25,7 @@ proven valid:
   fire it come in source order — merging "insert P, insert C, delete P" into "insert C" would
   fail, or with checks off leave C behind. A key change is an UPDATE (``MOVE``), so an
   ``ON UPDATE CASCADE`` fires on the target as on the source;
-- a keyless table (no key): nothing to merge by (see :mod:`node.extract.render`).
+- a keyless table (no key): nothing to merge by (see :mod:`node.target.mysql.render`).
 
 Their changes are ``steps`` (or a keyless table's ``changes``) in runs: the changes of all
 ordered tables interleave in source order, a new run whenever the table changes, and

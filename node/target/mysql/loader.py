@@ -10,7 +10,7 @@ grows with every new owner). A writer whose epoch is lower than the stored one i
 owner (a zombie after a ZooKeeper session loss): its transaction is refused (fencing).
 
 After the position row is locked, the batch's statements, the position and the COMMIT go
-to the target together as one multi-statement query (:mod:`node.load.together`); a ``LOAD
+to the target together as one multi-statement query (:mod:`node.target.mysql.together`); a ``LOAD
 DATA``, a statement whose row count is checked or one that needs a lenient sql_mode goes
 alone.
 
@@ -34,28 +34,27 @@ from pymysql.constants import CLIENT
 
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
-from node.extract import loaddata
-from node.extract.facts import TargetFacts
-from node.extract.job import JobSpec, PartResult, Unit, in_order, render
-from node.extract.sqltext import Sql
-from node.load import localdata, owners
-from node.load.copies import Copies
-from node.load.ddlapply import INTENTS_DONE, apply_ddl
-from node.load.owners import (
+from node.jobs import JobSpec, PartResult, Unit, in_order
+from node.target.mysql import loaddata, localdata, owners
+from node.target.mysql.copies import Copies
+from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
+from node.target.mysql.facts import TargetFacts
+from node.target.mysql.owners import (
     LOCK_WAIT_TIMEOUT,
     RETRYABLE,
     ROW_REFUSED,
-    FencedError,
 )
-from node.load.together import Together, first, in_table
-from node.load.twoway import LoopGuard
+from node.target.mysql.sqltext import Sql
+from node.target.mysql.together import Together, first, in_table
+from node.target.mysql.twoway import LoopGuard
+from node.target.mysql.units import render
 from shared import endpoint as endpoints
-from shared.errors import LoadError, SetlError
+from shared.errors import FencedError, LoadError, SetlError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL, loop_comment, upgrade_position_table
 from shared.retry import RetryPolicy
 
-log = logging.getLogger("setl.node.load.loader")
+log = logging.getLogger("setl.node.target.mysql.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
 # The target session writes what the source holds, whatever the target's own sql_mode: a row
 # with AUTO_INCREMENT 0 keeps 0 (a source with NO_AUTO_VALUE_ON_ZERO), an impossible date

@@ -7,7 +7,7 @@ from typing import Any
 
 import pymysql
 
-from node.extract.job import Unit
+from node.jobs import Unit
 
 TOGETHER_BYTES = 1 << 20  # a multi-statement query's text at most (a statement may be more)
 

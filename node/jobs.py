@@ -1,0 +1,68 @@
+"""What a batch's Extract/Transform job is given and gives back: the contract between the
+node's planner (:class:`node.extract.job.Planner`), the Spark workers
+(:func:`node.extract.job.run_part`) and the target that loads the result
+(:mod:`node.target`).
+
+A job's parts share a :class:`JobSpec`; each part gives a :class:`PartResult` whose
+:class:`Unit` s are one target table's writes in the target's own form (for MySQL/MariaDB:
+statement texts). Load orders the units of all parts with :func:`in_order`, as one merge of
+the whole batch would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from node.changes import TargetChange
+from node.target.mysql.facts import TableFacts, Target
+from node.target.mysql.sqltext import Sql
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What every part of one batch's job shares."""
+
+    process_id: int
+    checksum: bool  # the source's events end with a CRC32
+    facts: dict[Target, TableFacts] = field(default_factory=dict)
+    load_batch_size: int = 1000
+    # a merged table's upserts go as LOAD DATA … REPLACE from this many rows on (0: never)
+    load_data_min_rows: int = 0
+    one_by_one: bool = False  # one statement a row (skip_load_exception's second try)
+    changes_only: bool = False  # the target changes come back unrendered (two-way: Load
+    # checks conflicts against the target's rows first)
+    target: str = "mysql"  # the kind of target whose form the workers render (node.target)
+
+
+class Unit(NamedTuple):
+    """The statements of one target table (or of one run of an ordered table)."""
+
+    datasource: str
+    schema: str
+    table: str
+    push_weight: int
+    first_seq: int
+    sqls: list[Sql]
+    rows: int
+    keys: tuple[str, ...] = ()  # the columns its rows are keyed by (for messages)
+    # snapshot lines: loaded after the batch's transaction (node.target.mysql.copies)
+    apart: bool = False
+
+
+class PartResult(NamedTuple):
+    units: list[Unit]
+    changes: list[TargetChange]  # changes_only: the target changes themselves
+    rows: int  # source row changes decoded
+    sizes: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - by table-map number: (row
+    # changes, bytes of their events), for Select's estimate of a batch's rows
+    # by a lines read's place: the key tokens the stream changed inside its window
+    dropped: dict[tuple[int, str], frozenset[bytes]] = {}  # noqa: RUF012 - never mutated
+
+
+def in_order(results: Iterable[PartResult]) -> list[Unit]:
+    """The units of every part as one merge of the whole batch orders them."""
+    units = [unit for result in results
+             for unit in result.units]
+    return sorted(units, key=lambda unit: (unit.push_weight, unit.first_seq))

@@ -1,0 +1,46 @@
+"""The load side of each kind of target, chosen by the target's ``type`` (its source
+definition's): MySQL and MariaDB are one kind."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from node.target.base import TargetLoader, TargetTables
+from node.target.mysql.facts import TargetFacts
+from node.target.mysql.loader import Loader
+from node.target.mysql.twoway import LoopGuard
+from shared.errors import ConfigError
+from shared.model import DataSource, PipelineParams
+
+KINDS = {"mysql": "mysql", "mariadb": "mysql"}  # a DataSource's type → its kind of target
+
+
+def kind_of(pipeline_id: str, targets: Mapping[str, DataSource]) -> str:
+    """The one kind of target a pipeline writes (a pipeline's pairs write one kind)."""
+    found = {name: KINDS.get(target.type or "mysql") for name, target in targets.items()}
+    unknown = sorted(name for name, kind in found.items() if kind is None)
+    if unknown:
+        raise ConfigError(f"pipeline {pipeline_id}: target {unknown[0]} has type "
+                          f"{targets[unknown[0]].type!r}; setl writes "
+                          f"{', '.join(sorted(KINDS))}")
+    if len(set(found.values())) > 1:
+        raise ConfigError(f"pipeline {pipeline_id} writes targets of different kinds "
+                          f"({', '.join(f'{n}: {k}' for n, k in sorted(found.items()))}); "
+                          "give each kind its own pipeline")
+    return next(iter(found.values()), "mysql")
+
+
+def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
+           params: PipelineParams, epoch: int, stop: threading.Event, run: str,
+           two_way: tuple[str, bool] | None = None) -> TargetLoader:
+    """The load side for one running pipeline; ``two_way``: the channel's name and whether
+    this pipeline wins conflicts."""
+    assert kind == "mysql", kind
+    loop = LoopGuard(two_way[0], pipeline_id, wins_conflicts=two_way[1]) if two_way else None
+    return Loader(pipeline_id, targets, params, epoch, loop, stop=stop, run=run)
+
+
+def tables(kind: str, targets: dict[str, DataSource]) -> TargetTables:
+    assert kind == "mysql", kind
+    return TargetFacts(targets)
