@@ -55,7 +55,6 @@ from shared.errors import (
     OwnershipLostError,
     SetlError,
 )
-from shared.members import PrimaryRecord
 from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
 from shared.rpc import manager_pb2
@@ -375,20 +374,13 @@ class PipelineRunner:
     def _watch_primary(self, select_stop: threading.Event) -> None:
         """When the source's stored primary moves to another member, stop selecting: what
         was selected is loaded, then the runner starts again on the new primary."""
-        def changed(data: bytes | None, stat: object) -> bool:
-            if select_stop.is_set():
-                return False  # this run is over: the watch ends
-            if data:
-                member = PrimaryRecord.from_json(data).member
-                hosts = self.source.hosts if self.source is not None else ()
-                if member != self.primary.in_use and member in hosts:
-                    log.warning("event=source_primary_moved pipeline=%s from=%s to=%s",
-                                self.pipeline_id, self.primary.in_use, member)
-                    self._switch.set()
-                    select_stop.set()
-                    return False
-            return True
-        self.ctx.client.DataWatch(self.ctx.paths.primary(self.ctx.pipeline.source), changed)
+        def moved() -> None:
+            self._switch.set()
+            select_stop.set()
+        primary.watch_moves(self.ctx.client, self.ctx.paths.primary(self.ctx.pipeline.source),
+                            self.pipeline_id, self.primary.in_use,
+                            self.source.hosts if self.source is not None else (), select_stop,
+                            moved)
 
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable
+
+from kazoo.client import KazooClient
 
 from node.cursor import Cursor, Resume
 from shared import gtid, members
@@ -206,3 +209,22 @@ def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
              pipeline_id, start.server, server, start.gtid)
     return dataclasses.replace(resume, start=dataclasses.replace(
         resume.start, position=BinlogPosition(gtid=start.gtid)))
+
+
+def watch_moves(client: KazooClient, path: str, pipeline_id: str, in_use: str,
+                hosts: tuple[str, ...], stop: threading.Event,
+                moved: Callable[[], None]) -> None:
+    """Call ``moved`` once when the source's stored primary (``path``) names another of its
+    ``hosts`` than ``in_use``; the watch ends then, or when ``stop`` is set."""
+    def changed(data: bytes | None, stat: object) -> bool:
+        if stop.is_set():
+            return False  # the run it watched for is over
+        if data:
+            member = PrimaryRecord.from_json(data).member
+            if member != in_use and member in hosts:
+                log.warning("event=source_primary_moved pipeline=%s from=%s to=%s",
+                            pipeline_id, in_use, member)
+                moved()
+                return False
+        return True
+    client.DataWatch(path, changed)

@@ -15,9 +15,14 @@ class TargetTables(Protocol):
     """What merging and rendering need to know of the target's tables (read once per table
     in the node, again after a DDL)."""
 
-    def of(self, target: tuple[str, str, str]) -> Any: ...
+    def of(self, target: tuple[str, str, str]) -> Any:
+        """What is known of one target table (read on first use)."""
 
-    def forget(self) -> None: ...
+    def forget(self) -> None:
+        """After a DDL: every table is read again on its next use."""
+
+    def close(self) -> None:
+        """The connections it read with."""
 
 
 class TargetLoader(Protocol):
