@@ -16,8 +16,9 @@ from shared.errors import SourceError
 from shared.model import Channel, DataSource
 from shared.preflight import (
     Finding,
-    Zone,
+    Server,
     replica_server_id,
+    server,
     source_findings,
     source_schemas,
     target_findings,
@@ -81,25 +82,28 @@ def _findings(role: str, source: DataSource, channels: list[Channel],
                      if p.target == source.name or any(
                          pair.target.datasource == source.name for pair in p.pairs)]
         ddl = any(p.params.ddl_sync for p in pipelines)
-        found = target_findings(cursor, target_schemas(pipelines, source.name), ddl)
+        # what readers see of TIMESTAMPs, and packets as large as a source's
+        sources = [there for there in (_server(codec.from_proto(client.call(
+            "GetSource", manager_pb2.GetSourceRequest(name=name)), DataSource))
+            for name in sorted({p.source for p in pipelines})) if there is not None]
+        found = target_findings(cursor, target_schemas(pipelines, source.name), ddl,
+                                max((s.packet for s in sources), default=None))
         here = zone(cursor)
-    for name in sorted({p.source for p in pipelines}):  # what readers see of TIMESTAMPs
-        there = _zone(codec.from_proto(client.call("GetSource", manager_pb2.GetSourceRequest(
-            name=name)), DataSource))
-        if there is not None:
-            found += [finding for finding in zone_findings(there, here, ddl)
-                      if finding not in found]
+    for there in sources:
+        found += [finding for finding in zone_findings(there.zone, here, ddl)
+                  if finding not in found]
     return found
 
 
-def _zone(source: DataSource) -> Zone | None:
-    """A source's time zone, or None when it does not answer (its own check says why)."""
+def _server(source: DataSource) -> Server | None:
+    """A source's time zone and packet size, or None when it does not answer (its own check
+    says why)."""
     try:
         conn = connect(source, connect_timeout=5)
     except SourceError:
         return None
     with conn, conn.cursor() as cursor:
-        return zone(cursor)
+        return server(cursor)
 
 
 def _table(source: DataSource, role: str, found: list[Finding]) -> str:

@@ -22,13 +22,13 @@ from shared.errors import SetlError, StartRefusedError
 from shared.model import Channel, DataSource, Pipeline
 from shared.preflight import (
     Finding,
-    Zone,
+    Server,
     replica_server_id,
+    server,
     source_findings,
     source_schemas,
     target_findings,
     target_schemas,
-    zone,
     zone_findings,
 )
 
@@ -63,26 +63,28 @@ def findings(catalog: Catalog, channel: Channel, pipeline: Pipeline
     pipeline_id = channel.pipeline_id(pipeline)
     source = catalog.source(pipeline.source)
     found: list[tuple[str, Finding]] = []
-    source_zone = _checked(pipeline_id, source, "source", found, lambda cursor: source_findings(
+    read = _checked(pipeline_id, source, "source", found, lambda cursor: source_findings(
         cursor, source_schemas([pipeline]), [replica_server_id(pipeline_id)],
         bool(source.hosts)))
     names = {pipeline.target} | {pair.target.datasource for pair in pipeline.pairs}
     for name in sorted(names):
         target = catalog.source(name)
-        target_zone = _checked(pipeline_id, target, "target", found, lambda cursor, n=name:
-                               target_findings(cursor, target_schemas([pipeline], n),
-                                               pipeline.params.ddl_sync))
-        if source_zone is not None and target_zone is not None:
+        written = _checked(pipeline_id, target, "target", found, lambda cursor, n=name:
+                           target_findings(cursor, target_schemas([pipeline], n),
+                                           pipeline.params.ddl_sync,
+                                           read.packet if read is not None else None))
+        if read is not None and written is not None:
             where = f"target {_named(target)}"
             found += [(where, finding) for finding in
-                      zone_findings(source_zone, target_zone, pipeline.params.ddl_sync)]
+                      zone_findings(read.zone, written.zone, pipeline.params.ddl_sync)]
     return found
 
 
 def _checked(pipeline_id: str, database: DataSource, role: str,
              found: list[tuple[str, Finding]], check: Callable[[Any], list[Finding]]
-             ) -> Zone | None:
-    """Run ``check`` on the database; its time zone, or None when it was not looked at."""
+             ) -> Server | None:
+    """Run ``check`` on the database; what the other side's check compares with, or None
+    when it was not looked at."""
     try:
         conn = connect(database, connect_timeout=3)
     except SetlError as exc:
@@ -92,7 +94,7 @@ def _checked(pipeline_id: str, database: DataSource, role: str,
     with conn, conn.cursor() as cursor:
         try:
             found += [(f"{role} {_named(database)}", finding) for finding in check(cursor)]
-            return zone(cursor)
+            return server(cursor)
         except pymysql.MySQLError as exc:
             log.info("event=start_check_skipped pipeline=%s %s=%s reason=%r", pipeline_id,
                      role, database.name, str(exc))

@@ -73,6 +73,20 @@ class Zone:
         return f"{shown}, UTC{'-' if self.offset_min < 0 else '+'}{hours:02d}:{minutes:02d} now"
 
 
+@dataclass(frozen=True)
+class Server:
+    """What a check of one database compares with the other side's."""
+
+    zone: Zone
+    packet: int  # max_allowed_packet
+
+
+def server(cursor: Any) -> Server:
+    cursor.execute("SELECT @@global.max_allowed_packet")
+    packet = int(cursor.fetchone()[0])
+    return Server(zone(cursor), packet)
+
+
 def zone(cursor: Any) -> Zone:
     cursor.execute("SELECT @@global.time_zone, @@system_time_zone, "
                    "TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), "
