@@ -4,17 +4,21 @@
                           [--copy-rows 2000000] [--corrupt 30] [--scenarios copy,bulk,delay]
                           [--smoke]
 
-A fresh sandbox: source, setl's target, and a native MariaDB replica of the same source
-(GTID replication, started in the same run). Scenarios:
+A fresh sandbox: source, setl's target, and two native MariaDB replicas of the same source
+(GTID replication, started in the same run): a serial one, as installed, and a parallel one
+as a DBA sets it for catch-up (``slave_parallel_threads`` = 4, ``slave_parallel_mode`` =
+optimistic: ``shared.sandbox.PARALLEL_REPLICA``); both are measured beside setl in every
+scenario that streams (bulk, delay, noisy, catchup), and the report says how each was tuned,
+as the servers report it. Scenarios:
 
 - **copy**: a ``--copy-rows`` table copied by setl's ``start: snapshot`` (alone, then with
   sysbench writing 200 tx/s to the same table while it copies) and by ``mydumper | myloader``;
 - **bulk**: ``sysbench oltp_write_only prepare`` writes ``--tables`` × ``--table-size`` rows;
-  the time until every row is on setl's target and on the replica;
+  the time until every row is on setl's target and on each replica;
 - **delay**: ``sysbench oltp_write_only run`` for ``--seconds``, at ``--rate`` tx/s and at
-  full rate, with a heartbeat row every 50 ms: delay p50/p95/p99 on both, and the drain
+  full rate, with a heartbeat row every 50 ms: delay p50/p95/p99 on each, and the drain
   time after the load stops.
-- **catchup**: setl and the replica stopped while a backlog is written (``prepare`` of
+- **catchup**: setl and the replicas stopped while a backlog is written (``prepare`` of
   ``--tables`` × ``--table-size`` rows, then ``--seconds`` of ``oltp_write_only`` at full rate),
   then started: rows/s of each part, node CPU per 100k rows; with ``--profile`` µs per row by
   stage (py-spy on the node's process tree; ``make bench-profile``).
@@ -23,7 +27,7 @@ A fresh sandbox: source, setl's target, and a native MariaDB replica of the same
   ``--repair`` (``bench/verify.py``; it runs the copy first);
 - **noisy**: a noisy neighbour: ``oltp_write_only`` at full rate on another schema of the
   same source (prepared first, not replicated by setl) while 100 tx/s go to a paired table:
-  that table's delay on setl and on the replica (which replicates everything).
+  that table's delay on setl and on the replicas (which replicate everything).
 
 After every scenario ``pt-table-sync --print`` compares each table on source and copy; a
 copy that differs is reported as failed, not as a number. Prints a table, writes JSON and a
@@ -57,16 +61,23 @@ from bench.measure import (
     write_report,
 )
 from bench.verify import verify_scenario
-from shared.sandbox import Sandbox
+from shared.sandbox import PARALLEL_REPLICA, Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 
 DB = "sbtest"
 NOISY = "sbnoisy"  # the noisy neighbour's schema: on the source, not in setl's channel
 BEAT = f"CREATE TABLE {DB}.beat (id BIGINT PRIMARY KEY, created DATETIME(6) NOT NULL)"
+# the native replicas measured beside setl: the name their figures carry -> sandbox server
+NATIVES = {"native": "replica", "native_parallel": "replica_parallel"}
+COPIES = {"setl": "target", **NATIVES}  # every copy measured, setl's first
+LABELS = {"setl": "setl", "native": "native replica (serial)",
+          "native_parallel": "native parallel ({slave_parallel_threads} threads, "
+                             "{slave_parallel_mode})".format(**PARALLEL_REPLICA)}
+COLORS = {"setl": "#3b7dd8", "native": "#999999", "native_parallel": "#555555"}
 
 
 class Peers:
-    """The sandbox, setl (manager + node) and the native replica of one run."""
+    """The sandbox, setl (manager + node) and the native replicas of one run."""
 
     def __init__(self, work: Path) -> None:
         self.work = work
@@ -76,31 +87,50 @@ class Peers:
         # a node as deployed: Spark started as the node starts, not by the first copy
         self.cluster = Cluster(self.box, work / "cluster", "peers", log_level="debug",
                                spark_start="boot")
-        self.source, self.target, self.replica = (Database(self.box, name) for name in
-                                                  ("source", "target", "replica"))
+        self.source, self.target = (Database(self.box, name) for name in ("source", "target"))
+        self.natives = {name: Database(self.box, server) for name, server in NATIVES.items()}
         self.password = self.box.password()
 
     def port(self, name: str) -> int:
         return self.servers[name].port
 
-    def start_replica(self) -> None:
+    def start_replicas(self) -> None:
+        """Every native replica from the source's binlog end now, by GTID."""
         gtid = self.source.rows("SELECT @@gtid_binlog_pos")[0][0]
-        self.replica.script("STOP SLAVE", "RESET SLAVE ALL",
-                            f"SET GLOBAL gtid_slave_pos = '{gtid}'")
-        self.replica.execute(
-            "CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = "
-            "'setl', MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
-            (self.port("source"), self.password))
-        self.replica.execute("START SLAVE")
+        for replica in self.natives.values():
+            replica.script("STOP SLAVE", "RESET SLAVE ALL", f"SET GLOBAL gtid_slave_pos = '{gtid}'")
+            replica.execute(
+                "CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = "
+                "'setl', MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
+                (self.port("source"), self.password))
+            replica.execute("START SLAVE")
+        # figures labelled parallel from a replica that is not would be worse than none
+        if (found := self.tuning()[LABELS["native_parallel"]]) != PARALLEL_REPLICA:
+            raise RuntimeError(f"the parallel replica runs with {found}, not {PARALLEL_REPLICA}")
 
-    def replica_error(self) -> str:
-        """The native replica's replication error, if it stopped on one."""
-        cursor = self.replica.conn.cursor()
+    def tuning(self) -> dict[str, dict[str, Any]]:
+        """How each native replica applies what it receives, as the server says."""
+        query = "SELECT " + ", ".join(f"@@{setting}" for setting in PARALLEL_REPLICA)
+        return {LABELS[name]: dict(zip(PARALLEL_REPLICA, db.rows(query)[0], strict=True))
+                for name, db in self.natives.items()}
+
+    def slave_status(self, name: str = "native") -> dict[str, Any]:
+        """SHOW SLAVE STATUS of a native replica (empty: it is not replicating). On that
+        replica's own connection: call it for one replica from one thread only."""
+        cursor = self.natives[name].conn.cursor()
         cursor.execute("SHOW SLAVE STATUS")
         row = cursor.fetchone()
-        if row is None:
-            return "the replica is not replicating"
-        status = dict(zip([column[0] for column in cursor.description], row, strict=True))
+        return {} if row is None else \
+            dict(zip([column[0] for column in cursor.description], row, strict=True))
+
+    def replica_error(self, name: str = "native") -> str:
+        """A native replica's replication error, if it stopped on one (not one it retries:
+        an I/O thread reconnecting shows its last error while it runs on)."""
+        status = self.slave_status(name)
+        if not status:
+            return f"the {LABELS[name]} is not replicating"
+        if "No" not in (status.get("Slave_SQL_Running"), status.get("Slave_IO_Running")):
+            return ""
         return str(status.get("Last_SQL_Error") or status.get("Last_IO_Error") or "")
 
     def start_setl(self, tables: int, **params: object) -> None:
@@ -126,9 +156,15 @@ class Peers:
         return pt_table_sync_differences(self.password, self.port("source"), self.port(copy),
                                          schema, tables)
 
+    def copies_differ(self, schema: str, tables: list[str], setl: bool = True) -> list[str]:
+        """:meth:`differs` on every native replica, and on setl's target with ``setl``."""
+        copies = [server for name, server in COPIES.items() if setl or name != "setl"]
+        return [f"{copy}: {line}" for copy in copies for line in self.differs(copy, schema,
+                                                                                tables)]
+
     def close(self) -> None:
         self.cluster.stop()
-        for db in (self.source, self.target, self.replica):
+        for db in (self.source, self.target, *self.natives.values()):
             db.close()
         self.box.down(purge=True)
 
@@ -150,7 +186,7 @@ def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[s
         db, deadline = Database(peers.box, server), time.monotonic() + 1800
         try:
             while count(db, names) != rows:
-                error = peers.replica_error() if name == "native" else ""
+                error = peers.replica_error(name) if name in NATIVES else ""
                 if error or time.monotonic() > deadline:
                     failures.append(f"{name}: {error or f'no {rows} rows after 30 min'}")
                     return
@@ -160,8 +196,7 @@ def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[s
             db.close()
 
     cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
-    watchers = [threading.Thread(target=watch, args=("setl", "target")),
-                threading.Thread(target=watch, args=("native", "replica"))]
+    watchers = [threading.Thread(target=watch, args=item) for item in COPIES.items()]
     for watcher in watchers:
         watcher.start()
     peers.sysbench(f"--tables={tables}", f"--table-size={size}", "prepare")
@@ -171,15 +206,15 @@ def bulk_scenario(peers: Peers, tables: int, size: int, node_pid: int) -> dict[s
     cpu = tree_cpu_s(node_pid) - cpu_before
     if failures:
         raise RuntimeError(f"bulk scenario: {'; '.join(failures)}")
-    bad = peers.differs("target", DB, names) + peers.differs("replica", DB, names)
-    setl_rate = rows / (done["setl"] - started)
-    native_rate = rows / (done["native"] - started)
-    return {"scenario": f"bulk insert {rows:,} rows ({tables} sysbench tables)",
-            "source_rows_per_s": round(rows / (written - started)),
-            "setl_rows_per_s": None if bad else round(setl_rate),
-            "native_rows_per_s": None if bad else round(native_rate),
-            "ratio_setl_native": None if bad else round(setl_rate / native_rate, 3),
-            "setl_cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
+    bad = peers.copies_differ(DB, names)
+    rates = {name: rows / (done[name] - started) for name in COPIES}
+    result: dict[str, Any] = {"scenario": f"bulk insert {rows:,} rows ({tables} sysbench tables)",
+                              "source_rows_per_s": round(rows / (written - started))}
+    for name, rate in rates.items():
+        result[f"{name}_rows_per_s"] = None if bad else round(rate)
+    for name in NATIVES:
+        result[f"ratio_setl_{name}"] = None if bad else round(rates["setl"] / rates[name], 3)
+    return {**result, "setl_cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
             "equal": not bad, "differences": bad}
 
 
@@ -189,9 +224,8 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
     """sysbench on schema ``db`` with a heartbeat row every ``beat_s`` in setl's channel
     (``profile``: py-spy on the node meanwhile, its raw stacks written there)."""
     names = [f"sbtest{i}" for i in range(1, tables + 1)]
-    delays: dict[str, list[float]] = {"setl": [], "native": []}
-    beats: dict[str, list[tuple[int, float, float]]] = {"setl": [], "native": []}
-    last_seen: dict[str, int] = {"setl": 0, "native": 0}
+    delays: dict[str, list[float]] = {name: [] for name in COPIES}
+    beats: dict[str, list[tuple[int, float, float]]] = {name: [] for name in COPIES}
     seen_at: dict[str, float] = {}  # when each saw the last heartbeat
     stop = threading.Event()
 
@@ -218,10 +252,9 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
         writer.close()
 
     beat_base = peers.source.rows(f"SELECT COALESCE(MAX(id), 0) FROM {DB}.beat")[0][0]
-    last_seen.update(setl=beat_base, native=beat_base)
+    last_seen = dict.fromkeys(COPIES, beat_base)
     final = beat_base + 10**9  # the last heartbeat, after the load stops
-    threads = [threading.Thread(target=watch, args=("setl", "target")),
-               threading.Thread(target=watch, args=("native", "replica")),
+    threads = [*(threading.Thread(target=watch, args=item) for item in COPIES.items()),
                threading.Thread(target=beat)]
     for thread in threads:
         thread.start()
@@ -235,18 +268,19 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
     if spy is not None:
         spy.stop()
     node_cpu = (tree_cpu_s(node_pid) - cpu_before) / (ended - started)
-    wait_for(lambda: len(seen_at) == 2, 300, "setl and the replica to drain", interval_s=0.01)
+    wait_for(lambda: len(seen_at) == len(COPIES), 300, "setl and the replicas to drain",
+             interval_s=0.01)
     drains = {name: round(at - ended, 2) for name, at in seen_at.items()}
     stop.set()
     for thread in threads:
         thread.join()
     copied = [*names, "beat"] if db == DB else ["beat"]  # setl's target has its channel only
-    bad = peers.differs("target", DB, copied) + peers.differs("replica", DB, copied)
-    if db != DB:
-        bad += peers.differs("replica", db, names)
+    bad = peers.copies_differ(DB, copied)
+    if db != DB:  # the busy schema: on the replicas only
+        bad += peers.copies_differ(db, names, setl=False)
     tps = re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out)
     load = f"{f'{rate} tx/s' if rate else 'full rate'}"
-    # each heartbeat's (id, written, seen) on both, beside the node's log, to find a tail
+    # each heartbeat's (id, written, seen) on each copy, beside the node's log, to find a tail
     (peers.work / f"beats-{db}-{rate or 'full'}.json").write_text(json.dumps(beats))
     scenario = f"oltp_write_only {seconds:.0f}s at {load}" if db == DB else \
         f"noisy neighbour: oltp_write_only {seconds:.0f}s at {load} on another schema, " \
@@ -264,15 +298,20 @@ def delay_scenario(peers: Peers, tables: int, size: int, seconds: float, rate: i
 def noisy_scenario(peers: Peers, tables: int, size: int, seconds: float,
                    node_pid: int) -> dict[str, Any]:
     """A busy schema setl does not replicate beside a quiet one it does."""
-    for db in (peers.source, peers.replica):
-        db.execute(f"CREATE DATABASE IF NOT EXISTS {NOISY}")
+    for server in (peers.source, *peers.natives.values()):
+        server.execute(f"CREATE DATABASE IF NOT EXISTS {NOISY}")
     peers.sysbench(f"--tables={tables}", f"--table-size={size}", f"--mysql-db={NOISY}",
                    "prepare")
     return delay_scenario(peers, tables, size, seconds, 0, node_pid, db=NOISY, beat_s=0.01)
 
 
 def _short(scenario: str) -> str:
-    return "noisy" if scenario.startswith("noisy") else "1k" if "1000" in scenario else "full"
+    """A delay scenario's name under its bars: noisy, full, or its rate (1k, 50)."""
+    if scenario.startswith("noisy"):
+        return "noisy"
+    if not (rate := re.search(r"at (\d+) tx/s", scenario)):
+        return "full"
+    return f"{int(rate.group(1)) / 1000:g}k" if int(rate.group(1)) >= 1000 else rate.group(1)
 
 
 def chart(report: dict[str, Any], path: Path) -> None:
@@ -283,23 +322,27 @@ def chart(report: dict[str, Any], path: Path) -> None:
 
     results = {r["scenario"]: r for r in report["results"]}
     fig, axes = plt.subplots(1, 4, figsize=(19, 4.5))
+    streams = tuple(COPIES)  # one bar each, side by side
+    step = len(streams) + 1  # a gap between groups of bars
     bulk = next((r for r in results.values() if "native_rows_per_s" in r), None)
     if bulk:
-        axes[0].bar(["setl", "native replica"], [bulk["setl_rows_per_s"] or 0,
-                                                 bulk["native_rows_per_s"] or 0],
-                    color=["#3b7dd8", "#999999"])
+        axes[0].bar([LABELS[name].replace(" (", "\n(") for name in streams],
+                    [bulk.get(f"{name}_rows_per_s") or 0 for name in streams],
+                    color=[COLORS[name] for name in streams])
+        axes[0].tick_params(axis="x", labelsize=8)
         axes[0].set_title("bulk insert, rows/s")
     delays = [r for r in results.values() if "setl_delay_p99_ms" in r]
-    for offset, (name, color) in enumerate((("setl", "#3b7dd8"), ("native", "#999999"))):
-        values = [r[f"{name}_delay_p{p}_ms"] or 0 for r in delays for p in (50, 95, 99)]
-        axes[1].bar([i * 3 + offset for i in range(len(values))], values, color=color,
-                    label=name)
-    axes[1].set_xticks([i * 3 + 0.5 for i in range(len(delays) * 3)],
+    for offset, name in enumerate(streams):
+        values = [r.get(f"{name}_delay_p{p}_ms") or 0 for r in delays for p in (50, 95, 99)]
+        axes[1].bar([i * step + offset for i in range(len(values))], values,
+                    color=COLORS[name], label=LABELS[name])
+    axes[1].set_xticks([i * step + (len(streams) - 1) / 2 for i in range(len(delays) * 3)],
                        [f"{_short(r['scenario'])} p{p}"
-                        for r in delays for p in (50, 95, 99)], fontsize=7)
+                        for r in delays for p in (50, 95, 99)], fontsize=7, rotation=45)
     axes[1].set_yscale("symlog")
+    axes[1].set_ylim(0, axes[1].get_ylim()[1] * 10)  # room for the legend above the bars
     axes[1].set_title("delay, ms (log scale)")
-    axes[1].legend()
+    axes[1].legend(fontsize=7)
     copy = next((r for r in results.values() if "mydumper_myloader_s" in r), None)
     if copy:
         axes[2].bar(["setl snapshot", "mydumper|myloader"],
@@ -310,13 +353,14 @@ def chart(report: dict[str, Any], path: Path) -> None:
         axes[2].axis("off")
     catchup = next((r for r in results.values() if "setl_oltp_rows_per_s" in r), None)
     if catchup:
-        for offset, (name, color) in enumerate((("setl", "#3b7dd8"), ("native", "#999999"))):
-            axes[3].bar([offset, 3 + offset], [catchup[f"{name}_bulk_rows_per_s"] or 0,
-                                               catchup[f"{name}_oltp_rows_per_s"] or 0],
-                        color=color, label=name)
-        axes[3].set_xticks([0.5, 3.5], ["bulk part", "oltp_write_only part"])
+        for offset, name in enumerate(streams):
+            axes[3].bar([offset, step + offset], [catchup.get(f"{name}_bulk_rows_per_s") or 0,
+                                                  catchup.get(f"{name}_oltp_rows_per_s") or 0],
+                        color=COLORS[name], label=LABELS[name])
+        middle = (len(streams) - 1) / 2
+        axes[3].set_xticks([middle, step + middle], ["bulk part", "oltp_write_only part"])
         axes[3].set_title("catch-up of a backlog, rows/s")
-        axes[3].legend()
+        axes[3].legend(fontsize=7)
     else:
         axes[3].axis("off")
     fig.suptitle(f"setl vs native MariaDB replication — {report['when']}, "
@@ -365,9 +409,9 @@ def main(argv: list[str] | None = None) -> int:
                                      else None)
         if "verify" in scenarios:  # on the copy mydumper|myloader made
             results.append(verify_scenario(peers, args.copy_rows, args.corrupt))
-        for db in (peers.source, peers.replica):  # the replica starts from here on
+        for db in (peers.source, *peers.natives.values()):  # the replicas start from here on
             db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
-        peers.start_replica()
+        peers.start_replicas()
         peers.start_setl(args.tables, **({"batch_timeout_ms": args.batch_timeout_ms}
                                          if args.batch_timeout_ms else {}))
         peers.source.execute(BEAT)
@@ -387,10 +431,15 @@ def main(argv: list[str] | None = None) -> int:
                 peers, args.tables, args.table_size, args.seconds, node.pid,
                 args.work / "catchup-profile.txt" if args.profile else None))
         sampler.done.set()
+        # how each native peer was tuned, as its server says (the serial one has MariaDB's
+        # defaults: 0 threads, which leaves the mode unused)
+        tuning = peers.tuning()
         summary = {"node_peak_rss_mb": round(sampler.peak_kb / 1024),
-                   "per_batch_ms": time_split(node.output())}
+                   "per_batch_ms": time_split(node.output()), "native_tuning": tuning}
     finally:
         peers.close()
+    for label, settings in tuning.items():
+        print(f"{label}: {', '.join(f'{key} = {value}' for key, value in settings.items())}")
     report, path = write_report(args.results, "peers", args.smoke, vars(args), results, summary)
     chart(report, path.with_suffix(".png"))
     return 0 if all(result["equal"] for result in results) else 1

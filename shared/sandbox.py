@@ -2,7 +2,8 @@
 
 ``setl sandbox up`` starts, under one folder (default ``.sandbox/``): ZooKeeper, a *source*
 MariaDB (binlog on, ROW/FULL/FULL, its own server_id), a *target* MariaDB and, on request,
-a second target. Everything binds to 127.0.0.1 on free ports. ``up`` is idempotent and waits
+a second target (the benchmarks also ask for two native replicas of the source, one serial,
+one parallel). Everything binds to 127.0.0.1 on free ports. ``up`` is idempotent and waits
 until each server answers; ``down`` stops exactly the pids ``up`` recorded. With
 ``owner_pid`` a watchdog stops the sandbox when that process dies, so servers started by a
 test run never outlive it.
@@ -84,7 +85,12 @@ def pid_alive(pid: int) -> bool:
 
 DEMO_BASE_PORT = 23300
 PORT_RELEASE_S = 20.0  # how long a restarted server waits for its old port
-PORT_OFFSETS = {"zookeeper": 81, "source": 6, "target": 7, "target2": 8, "replica": 9}
+PORT_OFFSETS = {"zookeeper": 81, "source": 6, "target": 7, "target2": 8, "replica": 9,
+                "replica_parallel": 10}
+# How a DBA sets a replica up to catch up: 4 applier threads, transactions of one GTID domain
+# run speculatively in parallel (rolled back and retried on a conflict) and committed in
+# binlog order. The benchmarks' second native replica runs with these; the first stays serial.
+PARALLEL_REPLICA = {"slave_parallel_threads": 4, "slave_parallel_mode": "optimistic"}
 
 
 class Sandbox:
@@ -149,8 +155,12 @@ class Sandbox:
                  ServerSpec("target", "mariadb", 21)]
         if second_target:
             specs.append(ServerSpec("target2", "mariadb", 22))
-        if replica:  # a native MariaDB replica, for the benchmarks' side-by-side runs
+        if replica:  # native MariaDB replicas, serial and parallel, for the benchmarks' runs
             specs.append(ServerSpec("replica", "mariadb", 31))
+            # set at start: slave_parallel_threads changes only while the slave is stopped
+            parallel = tuple(f"--{key.replace('_', '-')}={value}"
+                             for key, value in PARALLEL_REPLICA.items())
+            specs.append(ServerSpec("replica_parallel", "mariadb", 32, parallel))
         return specs
 
     def up(self, second_target: bool = False, owner_pid: int | None = None,
