@@ -12,6 +12,8 @@ from shared import zk
 from shared.positions import Cursor
 from shared.retl import encode_key
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes
+from tests.integration.shapes import channel as shapes_channel
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
 MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d DATE, "
@@ -174,8 +176,10 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
     row while B has loaded the batch that carried the request but cannot load the window
     that serves it (its target refuses the write, so B retries); then B's node is killed.
     Once the target takes writes again, B serves the request from its own copy of it, not
-    from the buffer row that is gone."""
+    from the buffer row that is gone. A third channel on the same node streams the
+    keyless, unique-swap and sum tables through the kill: equal as multisets at the end."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    shapes = Shapes(sandbox, source, target, seed=23)
     cluster = Cluster(sandbox, tmp_path, "door-pending")
     try:
         schema = make_schema(source, target, ITEMS)
@@ -192,10 +196,12 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         cluster.apply([one_way("dp-a", schema, ["items"]), {
             "name": "dp-b", "pipelines": [{
                 "name": "forward", "source": "source", "target": "target", "max_retries": 1000,
-                "pairs": [{"source": f"{schema}.items", "target": f"{other}.items"}]}]}])
-        for channel in ("dp-a", "dp-b"):
+                "pairs": [{"source": f"{schema}.items", "target": f"{other}.items"}]}]},
+            shapes_channel("dp-shapes", shapes.schema, batch_timeout_ms=20)])
+        for channel in ("dp-a", "dp-b", "dp-shapes"):
             cluster.set_status(channel, "START")
             cluster.wait_running(channel)
+        shapes.start()
         # where the request begins: a position past it is past the request (the first
         # transaction after it; A's watermarks may follow at once, so not its end)
         file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
@@ -215,6 +221,7 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         wait_for(lambda: (lambda at: (at.position.file, at.position.pos) > (file, pos))(
             Cursor.from_json(zk_client.get(cursor)[0])), 30, "B's cursor past the request")
         wait_for(lambda: "not now" in cluster.nodes[1].output(), 30, "B's window refused")
+        shapes.wait_transactions(shapes.transactions + 50)
         cluster.nodes[1].kill()
         target.script(*(f"DROP TRIGGER `{other}`.no_{kind}"
                         for kind in ("INSERT", "UPDATE", "DELETE")))
@@ -225,7 +232,10 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_pending WHERE "
                                      "PIPELINE_ID IN ('dp-a.forward', 'dp-b.forward')")
                  == [(0,)], 30, "the pending copies deleted once served")
+        shapes.wait_transactions(shapes.transactions + 50)
+        shapes.finish(source)
     finally:
+        shapes.stop()
         cluster.stop()
         source.close()
         target.close()

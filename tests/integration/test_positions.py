@@ -20,6 +20,8 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
+from tests.integration.shapes import Shapes
+from tests.integration.shapes import channel as shapes_channel
 
 
 def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tmp_path,
@@ -171,47 +173,58 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
     with no writer of the newer epoch connected, the owner takes the next epoch above it
     and goes on; with one connected (another setl on another ZooKeeper), it pauses rather
     than write beside it. ZooKeeper rebuilt empty (the cursor gone: a new life starting at
-    latest) is refused as a gap, naming both positions."""
+    latest) is refused as a gap, naming both positions. The keyless, unique-swap and sum
+    tables stream through every adoption and refusal: equal as multisets, promises kept."""
     with keyless(sandbox, tmp_path, "history") as (cluster, source, target, schema):
         kl = f"`{schema}`.kl"
         row = "WHERE pipeline_id = 'history.forward'"
-        start(cluster, "history", schema)
-        cluster.wait_running("history")
-        source.execute(f"INSERT INTO {kl} VALUES (1, 'a'), (1, 'a')")
-        wait_equal(source, target, schema, ["kl"])
-        stop(cluster, "history")
-        target.execute(f"UPDATE retl.retl_position SET owner_epoch = 1000000000000 {row}")
-        cluster.set_status("history", "START")
-        cluster.wait_running("history")
-        source.execute(f"INSERT INTO {kl} VALUES (2, 'b'), (2, 'b')")
-        wait_equal(source, target, schema, ["kl"])
-        assert target.rows(f"SELECT owner_epoch FROM retl.retl_position {row}") == \
-            [(1000000000001,)]
-        assert "event=epoch_adopted pipeline=history.forward" in cluster.nodes[1].output()
-        stop(cluster, "history")
-        other = Database(sandbox, "target")  # another setl's owner, still connected
-        other.execute("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) "
-                      "VALUES ('history.forward', CONNECTION_ID(), 2000000000000)")
-        target.execute(f"UPDATE retl.retl_position SET owner_epoch = 2000000000000 {row}")
-        cluster.set_status("history", "START")
-        wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the pause")
-        error = cluster.pipeline_state("history").last_error
-        assert "another setl" in error and "still connected" in error, error
-        other.close()
-        cluster.set_status("history", "START")
-        cluster.wait_running("history")
-        source.execute(f"INSERT INTO {kl} VALUES (4, 'd'), (4, 'd')")
-        wait_equal(source, target, schema, ["kl"])
-        stop(cluster, "history")
-        # rebuilt empty: the pipeline's state in ZooKeeper is gone, rows come meanwhile
-        zk_client.delete(ZkPaths(cluster.root).pipeline("history.forward"), recursive=True)
-        source.execute(f"INSERT INTO {kl} VALUES (3, 'in the gap')")
-        cluster.set_status("history", "START")
-        wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the refusal")
-        error = cluster.pipeline_state("history").last_error
-        assert "earlier life" in error, error
-        assert "setl position set history/forward --file" in error, error
-        assert (3, "in the gap") not in target.table(schema, "kl")
+        shapes = Shapes(sandbox, source, target, seed=29)
+        try:
+            definition = one_way("history", schema, ["kl"])
+            definition["pipelines"][0]["pairs"] += shapes_channel(  # type: ignore[index]
+                "history", shapes.schema)["pipelines"][0]["pairs"]  # type: ignore[index]
+            cluster.apply([definition])
+            cluster.set_status("history", "START")
+            cluster.wait_running("history")
+            shapes.start()
+            source.execute(f"INSERT INTO {kl} VALUES (1, 'a'), (1, 'a')")
+            wait_equal(source, target, schema, ["kl"])
+            stop(cluster, "history")
+            target.execute(f"UPDATE retl.retl_position SET owner_epoch = 1000000000000 {row}")
+            cluster.set_status("history", "START")
+            cluster.wait_running("history")
+            source.execute(f"INSERT INTO {kl} VALUES (2, 'b'), (2, 'b')")
+            wait_equal(source, target, schema, ["kl"])
+            assert target.rows(f"SELECT owner_epoch FROM retl.retl_position {row}") == \
+                [(1000000000001,)]
+            assert "event=epoch_adopted pipeline=history.forward" in cluster.nodes[1].output()
+            stop(cluster, "history")
+            other = Database(sandbox, "target")  # another setl's owner, still connected
+            other.execute("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) "
+                          "VALUES ('history.forward', CONNECTION_ID(), 2000000000000)")
+            target.execute(f"UPDATE retl.retl_position SET owner_epoch = 2000000000000 {row}")
+            cluster.set_status("history", "START")
+            wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the pause")
+            error = cluster.pipeline_state("history").last_error
+            assert "another setl" in error and "still connected" in error, error
+            other.close()
+            cluster.set_status("history", "START")
+            cluster.wait_running("history")
+            source.execute(f"INSERT INTO {kl} VALUES (4, 'd'), (4, 'd')")
+            wait_equal(source, target, schema, ["kl"])
+            shapes.finish(source)
+            stop(cluster, "history")
+            # rebuilt empty: the pipeline's state in ZooKeeper is gone, rows come meanwhile
+            zk_client.delete(ZkPaths(cluster.root).pipeline("history.forward"), recursive=True)
+            source.execute(f"INSERT INTO {kl} VALUES (3, 'in the gap')")
+            cluster.set_status("history", "START")
+            wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the refusal")
+            error = cluster.pipeline_state("history").last_error
+            assert "earlier life" in error, error
+            assert "setl position set history/forward --file" in error, error
+            assert (3, "in the gap") not in target.table(schema, "kl")
+        finally:
+            shapes.stop()
 
 
 def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
