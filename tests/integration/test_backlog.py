@@ -14,6 +14,8 @@ from node.cursor import Cursor
 from node.select.selector import MAX_TRANSACTIONS
 from shared.zk import ZkPaths
 from tests.devcluster import Database, make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes
+from tests.integration.shapes import channel as shapes_channel
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))"
 STARTED = re.compile(r"event=pipeline_started pipeline=stretch\.forward position=(\S+):(\d+)")
@@ -94,6 +96,21 @@ def test_a_backlog_on_tables_not_replicated_is_crossed(cluster, source, target):
 
 
 def test_kill_9_in_the_middle_of_the_stretch_resumes_inside_it(cluster, source, target):
+    # the keyless, unique-swap and sum tables stream through the kill beside it
+    shapes = Shapes(cluster.sandbox, source, target, seed=41)
+    cluster.apply([shapes_channel("stretch-shapes", shapes.schema)])
+    cluster.set_status("stretch-shapes", "START")
+    cluster.wait_running("stretch-shapes")
+    shapes.start()
+    try:
+        kill_in_the_stretch(cluster, source, target)
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+        cluster.set_status("stretch-shapes", "STOP")
+
+
+def kill_in_the_stretch(cluster, source, target) -> None:
     schema, noisy, start = channel_from_here(cluster, source, target, "stretch")
     source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'before the backlog')")
     source.execute(f"CALL `{noisy}`.fill(100000)")

@@ -31,6 +31,8 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
+from tests.integration.shapes import Shapes
+from tests.integration.shapes import channel as shapes_channel
 
 STOP_BOUND_S = 20  # "within a few seconds", with room for a busy 2-core machine
 TABLE = "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, counter INT NOT NULL)"
@@ -248,6 +250,7 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
         sandbox: Sandbox, tmp_path: Path, zk_client: KazooClient) -> None:
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, TABLE)
+    shapes = Shapes(sandbox, source, target, seed=31)  # through both losses, in the pipeline
     cluster = Cluster(sandbox, tmp_path, "expiry")
     node_entry = zk.ZkPaths(cluster.root).node(1)
 
@@ -259,8 +262,12 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
     try:
         cluster.start_manager()
         node = cluster.start_node(1)
-        cluster.apply([one_way("expiry", schema, ["ledger"], batch_timeout_ms=50)])
+        definition = one_way("expiry", schema, ["ledger"], batch_timeout_ms=50)
+        definition["pipelines"][0]["pairs"] += shapes_channel(  # type: ignore[index]
+            "expiry", shapes.schema)["pipelines"][0]["pairs"]  # type: ignore[index]
+        cluster.apply([definition])
         cluster.set_status("expiry", "START")
+        shapes.start()
         # 1. while the runner waits for Spark to start
         wait_for(lambda: cluster.pipeline_state("expiry").state == "starting spark", 60,
                  "the pipeline to be starting Spark")
@@ -285,12 +292,14 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
                  .count("started") >= 2, 60, "a runner of the new session")
         write_rows(source, schema, 501, 50)
         wait_equal(source, target, schema, ["ledger"])
+        shapes.finish(source)
 
         log = node.output()
         one_runner_at_a_time(log, "expiry.forward")
         assert "same server_uuid/server_id" not in log
         assert node.alive()
     finally:
+        shapes.stop()
         cluster.stop()
         source.close()
         target.close()
