@@ -52,12 +52,15 @@ class SparkStandalone:
         self.wait_registered(timeout_s)
 
     def wait_registered(self, timeout_s: float) -> None:
-        """Until the master's log shows every worker registered."""
+        """Until every worker's log says the master took its registration. (The master's
+        own "Registering worker" line is not enough: a worker that registers before the
+        master is elected leader gets no answer and tries again only seconds later, so an
+        application started meanwhile gets one worker.)"""
         deadline = time.monotonic() + timeout_s
-        log = self.workdir / "master.log"
+        logs = [self.workdir / f"worker-{n}.log" for n in range(1, self.workers + 1)]
         while time.monotonic() < deadline:
-            text = log.read_text(errors="replace") if log.exists() else ""
-            if text.count("Registering worker") >= self.workers:
+            if all(log.exists() and "Successfully registered with master" in
+                   log.read_text(errors="replace") for log in logs):
                 return
             if any(p.poll() is not None for p in self._processes):
                 break
