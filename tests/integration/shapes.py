@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pymysql
 
@@ -226,6 +227,14 @@ def channel(name: str, schema: str, targets: tuple[str, ...] = ("target",),
              for server in targets for t in TABLES]
     return {"name": name, "pipelines": [{"name": "forward", "source": "source",
                                          "target": targets[0], "pairs": pairs, **params}]}
+
+
+def beside(definition: dict[str, Any], schema: str) -> dict[str, Any]:
+    """``definition`` (one channel of one pipeline) with the workload's tables as more pairs
+    of its pipeline, so that they go through whatever happens to it."""
+    pipeline = definition["pipelines"][0]
+    extra = channel(definition["name"], schema, (pipeline["target"],))["pipelines"][0]["pairs"]
+    return {**definition, "pipelines": [{**pipeline, "pairs": [*pipeline["pairs"], *extra]}]}
 
 
 def start_channel(cluster: Cluster, shapes: Shapes, name: str, nodes: int = 1,

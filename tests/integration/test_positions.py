@@ -20,8 +20,7 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
-from tests.integration.shapes import Shapes
-from tests.integration.shapes import channel as shapes_channel
+from tests.integration.shapes import Shapes, beside
 
 
 def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tmp_path,
@@ -181,9 +180,7 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         shapes = Shapes(sandbox, source, target, seed=29)
         try:
             definition = one_way("history", schema, ["kl"])
-            definition["pipelines"][0]["pairs"] += shapes_channel(  # type: ignore[index]
-                "history", shapes.schema)["pipelines"][0]["pairs"]  # type: ignore[index]
-            cluster.apply([definition])
+            cluster.apply([beside(definition, shapes.schema)])
             cluster.set_status("history", "START")
             cluster.wait_running("history")
             shapes.start()

@@ -14,8 +14,7 @@ from shared.errors import SourceError
 from shared.model import DataSource
 from shared.rpc import manager_pb2
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
-from tests.integration.shapes import Shapes
-from tests.integration.shapes import channel as shapes_channel
+from tests.integration.shapes import Shapes, beside
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(50), "
          "price DECIMAL(10,2), note TEXT, updated DATETIME(6))")
@@ -139,9 +138,7 @@ def test_restart_from_cursor_after_a_clean_stop(cluster, source, target):
     schema = make_schema(source, target, ITEMS)
     shapes = Shapes(cluster.sandbox, source, target, seed=43)
     definition = one_way("resume", schema, ["items"])
-    definition["pipelines"][0]["pairs"] += shapes_channel(  # type: ignore[index]
-        "resume", shapes.schema)["pipelines"][0]["pairs"]  # type: ignore[index]
-    cluster.apply([definition])
+    cluster.apply([beside(definition, shapes.schema)])
     cluster.set_status("resume", "START")
     cluster.wait_running("resume")
     shapes.start()

@@ -31,8 +31,7 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
-from tests.integration.shapes import Shapes
-from tests.integration.shapes import channel as shapes_channel
+from tests.integration.shapes import Shapes, beside
 
 STOP_BOUND_S = 20  # "within a few seconds", with room for a busy 2-core machine
 TABLE = "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, counter INT NOT NULL)"
@@ -263,9 +262,7 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
         cluster.start_manager()
         node = cluster.start_node(1)
         definition = one_way("expiry", schema, ["ledger"], batch_timeout_ms=50)
-        definition["pipelines"][0]["pairs"] += shapes_channel(  # type: ignore[index]
-            "expiry", shapes.schema)["pipelines"][0]["pairs"]  # type: ignore[index]
-        cluster.apply([definition])
+        cluster.apply([beside(definition, shapes.schema)])
         cluster.set_status("expiry", "START")
         shapes.start()
         # 1. while the runner waits for Spark to start
