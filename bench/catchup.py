@@ -24,7 +24,7 @@ STAGES = (("E/T Spark workers (Python)", "pyspark.daemon"),
           ("select: binlog framing", "BinlogReader._run"),
           ("select: batching", "PipelineRunner._select_loop"),
           ("E/T in the node (small batches)", "run_part"),
-          ("E/T driver: planning, to and from Spark", "PipelineRunner._job"),
+          ("E/T driver: planning, to and from Spark", "etjob.py"),
           ("load: statements to the targets", "PipelineRunner._load_loop"),
           ("coordination (ZooKeeper, stats, cursor)", "kazoo"))
 

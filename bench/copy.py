@@ -22,7 +22,7 @@ STAGES = (("read: SELECT, rows parsed and pickled (Spark task)", "snapshot/tasks
           ("E/T Spark workers, other Python", "pyspark.daemon"),
           ("select: binlog framing", "BinlogReader._run"),
           ("select: batching", "PipelineRunner._select_loop"),
-          ("E/T driver: planning, to and from Spark", "PipelineRunner._job"),
+          ("E/T driver: planning, to and from Spark", "etjob.py"),
           ("load: statements to the target", "PipelineRunner._load_loop"),
           ("snapshot driver: windows, watermarks", "node/snapshot/"),
           ("coordination (ZooKeeper, stats, cursor)", "kazoo"))

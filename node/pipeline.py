@@ -11,7 +11,6 @@ pipeline's stats.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import queue
 import threading
@@ -26,14 +25,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from node import cursor as cursors
-from node import primary, start
-from node.changes import Batch, RowChange, TargetChange
+from node import etjob, primary, start
+from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
-from node.extract.job import Part, Planner, with_lines
-from node.extract.reads import Read
-from node.jobs import JobSpec, PartResult
+from node.extract.job import Planner
 from node.metrics import PipelineMetrics
 from node.primary import Primary, SwitchPending, check_held
 from node.select import source as endpoints
@@ -87,27 +84,6 @@ class PipelineContext:
     @property
     def pipeline_id(self) -> str:
         return self.channel.pipeline_id(self.pipeline)
-
-
-class _Failed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-@dataclass
-class _Done:
-    """A batch's Extract/Transform, done: rendered parts, or target changes (a DDL batch,
-    a two-way batch), with the free-door notes and how to render it again row by row."""
-
-    results: list[PartResult]
-    changes: list[TargetChange] | None
-    et_ms: float
-    started_ms: int  # when its E/T began (epoch ms)
-    redo: Callable[[], list[PartResult]] | None = None
-
-    @property
-    def rows(self) -> int:
-        return sum(result.rows for result in self.results)
 
 
 class PipelineRunner:
@@ -338,7 +314,7 @@ class PipelineRunner:
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, watermarks=snapshots, cuts=resume.cuts)
-        handoff: queue.Queue[tuple[Batch, Future[Any]] | _Failed | None] = queue.Queue()
+        handoff: queue.Queue[tuple[Batch, Future[Any]] | etjob.Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
             select_stop.set()
@@ -393,7 +369,8 @@ class PipelineRunner:
                     continue
                 self._window.extracting()  # type: ignore[union-attr]
                 if batch.has_ddl:
-                    future = executor.submit(self._ddl_job, compiled, batch.changes())
+                    future = executor.submit(etjob.run_ddl, self.ctx.spark, self._window,
+                                             compiled, batch.changes())
                     after_ddl = batch.process_id
                 else:
                     if after_ddl and not self._wait_loaded(after_ddl, stop):
@@ -406,11 +383,12 @@ class PipelineRunner:
                                              if freedoor.is_request(change)])
                     reads = self._snapshots.reads_for(batch) \
                         if batch.windows and self._snapshots else []
-                    future = executor.submit(self._job, compiled, planner, batch, reads)
+                    future = executor.submit(etjob.run, self.ctx.spark, self._window,
+                                             compiled, planner, batch, reads, self.two_way)
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
-            handoff.put(_Failed(exc))
+            handoff.put(etjob.Failed(exc))
         finally:
             handoff.put(None)
 
@@ -423,37 +401,6 @@ class PipelineRunner:
             self._progress.clear()
         return False
 
-    def _job(self, compiled: CompiledPipeline, planner: Planner, batch: Batch,
-             reads: list[Read]) -> _Done:
-        """Cut the batch into parts and run its Extract/Transform (an E/T thread)."""
-        started, started_ms = time.monotonic(), int(time.time() * 1000)
-        try:
-            spark = self.ctx.spark
-            local = spark.local(batch.rows + sum(r.count for r in reads if r.lines is None))
-            parts = planner.parts(batch, 1 if local else spark.partitions, reads)
-            spec = planner.spec(batch, parts, changes_only=self.two_way)
-            results = with_lines(spark.run_job(compiled, spec, parts, local), reads)
-            for result in results:
-                planner.learn(result.sizes)  # Select's estimate of a batch's rows
-        finally:
-            self._window.extracted()  # type: ignore[union-attr]
-        changes = [c for result in results for c in result.changes] if self.two_way else None
-        return _Done(results, changes, (time.monotonic() - started) * 1000, started_ms,
-                     functools.partial(self._again_row_by_row, compiled, spec, parts, reads))
-
-    def _again_row_by_row(self, compiled: CompiledPipeline, spec: JobSpec,
-                          parts: list[Part], reads: list[Read]) -> list[PartResult]:
-        return with_lines(self.ctx.spark.run_job(
-            compiled, dataclasses.replace(spec, one_by_one=True), parts, local=True), reads)
-
-    def _ddl_job(self, compiled: CompiledPipeline, changes: list[RowChange]) -> _Done:
-        started, started_ms = time.monotonic(), int(time.time() * 1000)
-        try:
-            targets = self.ctx.spark.changes(compiled, changes)
-        finally:
-            self._window.extracted()  # type: ignore[union-attr]
-        return _Done([], targets, (time.monotonic() - started) * 1000, started_ms)
-
     def _publish_failed(self, exc: Exception) -> None:
         log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
                     self.pipeline_id, self.cursor.position if self.cursor else "-", exc)
@@ -464,12 +411,12 @@ class PipelineRunner:
             item = handoff.get()
             if item is None:
                 return  # Select stopped (the pipeline is stopping)
-            if isinstance(item, _Failed):
+            if isinstance(item, etjob.Failed):
                 raise item.error
             batch, future = item
             started = time.monotonic()
             try:
-                done: _Done = future.result()
+                done: etjob.Done = future.result()
             except SetlError as exc:  # keeps its class: a definition error pauses at once
                 raise with_context(type(exc), f"stage extract/transform, processId "
                                    f"{batch.process_id}, position {batch.end}: {exc}") from None

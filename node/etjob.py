@@ -1,0 +1,78 @@
+"""A batch's Extract/Transform, run in one of a pipeline's E/T threads: the batch cut into
+parts and sent to Spark (or run in the node when small), or a DDL batch turned into target
+changes; what Load gets back (:class:`Done`), and how to render it again row by row
+(``skip_load_exception``'s second try)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from node.changes import Batch, RowChange, TargetChange
+from node.extract.etl import CompiledPipeline
+from node.extract.job import Part, Planner, with_lines
+from node.extract.reads import Read
+from node.jobs import JobSpec, PartResult
+from node.spark import SparkRunner
+from node.window import Window
+
+
+class Failed:
+    """Select's error, handed to Load in batch order."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+@dataclass
+class Done:
+    """A batch's Extract/Transform, done: rendered parts, or target changes (a DDL batch,
+    a two-way batch), and how to render it again row by row."""
+
+    results: list[PartResult]
+    changes: list[TargetChange] | None
+    et_ms: float
+    started_ms: int  # when its E/T began (epoch ms)
+    redo: Callable[[], list[PartResult]] | None = None
+
+    @property
+    def rows(self) -> int:
+        return sum(result.rows for result in self.results)
+
+
+def run(spark: SparkRunner, window: Window, compiled: CompiledPipeline, planner: Planner,
+        batch: Batch, reads: list[Read], two_way: bool) -> Done:
+    """Cut the batch into parts and run its Extract/Transform."""
+    started, started_ms = time.monotonic(), int(time.time() * 1000)
+    try:
+        local = spark.local(batch.rows + sum(r.count for r in reads if r.lines is None))
+        parts = planner.parts(batch, 1 if local else spark.partitions, reads)
+        spec = planner.spec(batch, parts, changes_only=two_way)
+        results = with_lines(spark.run_job(compiled, spec, parts, local), reads)
+        for result in results:
+            planner.learn(result.sizes)  # Select's estimate of a batch's rows
+    finally:
+        window.extracted()
+    changes = [c for result in results for c in result.changes] if two_way else None
+    return Done(results, changes, (time.monotonic() - started) * 1000, started_ms,
+                functools.partial(_row_by_row, spark, compiled, spec, parts, reads))
+
+
+def _row_by_row(spark: SparkRunner, compiled: CompiledPipeline, spec: JobSpec,
+                parts: list[Part], reads: list[Read]) -> list[PartResult]:
+    return with_lines(spark.run_job(compiled, dataclasses.replace(spec, one_by_one=True),
+                                    parts, local=True), reads)
+
+
+def run_ddl(spark: SparkRunner, window: Window, compiled: CompiledPipeline,
+            changes: list[RowChange]) -> Done:
+    """A DDL batch's target changes (run in the node)."""
+    started, started_ms = time.monotonic(), int(time.time() * 1000)
+    try:
+        targets = spark.changes(compiled, changes)
+    finally:
+        window.extracted()
+    return Done([], targets, (time.monotonic() - started) * 1000, started_ms)
