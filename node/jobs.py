@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from node.changes import TargetChange
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.sqltext import Sql
+
+ROW_BITS = 20  # a change's seq in its batch: its event's place << ROW_BITS | row in the event
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class JobSpec:
 
     process_id: int
     checksum: bool  # the source's events end with a CRC32
-    facts: dict[Target, TableFacts] = field(default_factory=dict)
+    facts: dict[Target, TableFacts | Any] = field(default_factory=dict)  # the kind's facts
     load_batch_size: int = 1000
     # a merged table's upserts go as LOAD DATA … REPLACE from this many rows on (0: never)
     load_data_min_rows: int = 0
@@ -34,6 +36,9 @@ class JobSpec:
     changes_only: bool = False  # the target changes come back unrendered (two-way: Load
     # checks conflicts against the target's rows first)
     target: str = "mysql"  # the kind of target whose form the workers render (node.target)
+    # a lake's changelog: each transaction of the batch as (its first event's place, its
+    # end position, GTID, commit time in ms), in batch order
+    transactions: tuple[tuple[int, str, str, int], ...] = ()
 
 
 class Unit(NamedTuple):
@@ -49,6 +54,7 @@ class Unit(NamedTuple):
     keys: tuple[str, ...] = ()  # the columns its rows are keyed by (for messages)
     # snapshot lines: loaded after the batch's transaction (node.target.mysql.copies)
     apart: bool = False
+    data: bytes = b""  # a lake table's rows: an Arrow IPC stream (node.target.delta.units)
 
 
 class PartResult(NamedTuple):

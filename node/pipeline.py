@@ -304,7 +304,8 @@ class PipelineRunner:
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,
                               pipeline_id=self.pipeline_id)
-        planner = Planner(compiled, reader.layouts, kinds.tables(self.target_kind, targets),
+        planner = Planner(compiled, reader.layouts,
+                          kinds.tables(self.target_kind, targets, compiled),
                           lambda: reader.checksum, params, reader.learn,
                           target=self.target_kind)
         door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats)

@@ -109,6 +109,8 @@ class Confinement:
     # references of the daemon's own secrets (its API token, webhook tokens): never a
     # definition's
     reserved: tuple[str, ...] = ()
+    # the lake locations a definition may write (directories or URL prefixes); empty: any
+    lake_locations: tuple[str, ...] = ()
 
     # -- database hosts ---------------------------------------------------------------------
     def database_problem(self, host: str, addresses: tuple[Address, ...] | None = None
@@ -148,6 +150,24 @@ class Confinement:
                 f"{'; '.join(map(str, bound))} ({_SETTING}: credentials), not to "
                 f"{host}:{port}; use the credentials of that server, or have the operator "
                 "bind this one to it")
+
+    def lake_problem(self, location: str) -> str | None:
+        """Why a definition may not write a lake at ``location``, or None: with
+        ``lake_locations`` set, it must lie under one of them (a directory by its resolved
+        path, a URL by its prefix)."""
+        if not self.lake_locations:
+            return None
+        if location.startswith("/"):
+            resolved = Path(location).resolve()
+            if any(resolved.is_relative_to(Path(root).resolve())
+                   for root in self.lake_locations if root.startswith("/")):
+                return None
+        elif any(location.rstrip("/").startswith(root.rstrip("/") + "/")
+                 for root in self.lake_locations if not root.startswith("/")):
+            return None
+        return (f"location {location} is not under the lake locations this machine may write "
+                f"({', '.join(self.lake_locations)}; {_SETTING}: lake_locations); use one of "
+                "them, or have the operator add it")
 
     # -- password references ----------------------------------------------------------------
     def secret_file(self, reference: str) -> Path:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from shared import confinement, identifiers, members, yamlreader
+from shared import confinement, identifiers, lakes, members, yamlreader
 from shared.confinement import Confinement
 from shared.errors import ConfigError
 from shared.model import (
@@ -110,7 +110,9 @@ class _Loader:
         name = entry.get("name", lambda f: f.string(_name), required=True)
         if name is not MISSING:  # known even if broken: no "unknown source" for its users
             self.sources.add(name)
-        kind = entry.get("type", lambda f: f.choice(["mysql", "mariadb"]), "mysql")
+        kind = entry.get("type", lambda f: f.choice(["mysql", "mariadb", "delta"]), "mysql")
+        if kind == "delta":
+            return self._lake(entry, name)
         # a replica set (hosts) or one host; the set's first member is the one used at first
         replica_set = entry.has("hosts")
         if replica_set and (entry.has("host") or entry.has("port")):
@@ -141,6 +143,42 @@ class _Loader:
             return None
         return DataSource(name, host, port, user, password, kind, charset, tls, hosts,
                           primary, switch_after_s)
+
+    def _lake(self, entry: Mapping, name: Any) -> DataSource | None:
+        """A lake target (``type: delta``): its tables under ``location``, the object
+        store's options in ``storage`` (a credential among them by reference)."""
+        location = entry.get("location", lambda f: f.string(lakes.location_problem),
+                             required=True)
+        storage = entry.get("storage", self._storage, ())
+        rules = confinement.checked_rules()
+        if rules is not None and isinstance(location, str):
+            problem = rules.lake_problem(location)
+            if problem is not None:
+                entry.field("location").fail(problem)  # type: ignore[union-attr]
+        entry.close()
+        if MISSING in (name, location, storage):
+            return None
+        return DataSource(name, "", 0, "", None, "delta", location=location, storage=storage)
+
+    def _storage(self, item: Field) -> Any:
+        entry = item.mapping()
+        if entry is None:
+            return MISSING
+        found = []
+        for key in list(entry.entries):
+            value = entry.get(key, Field.string, required=True)
+            if value is MISSING:
+                continue
+            problem = lakes.storage_problem(key, value)
+            rules = confinement.checked_rules()
+            if problem is None and rules is not None and lakes.is_secret(key):
+                problem = rules.secret_problem(value)
+            if problem is not None:
+                entry.field(key).fail(problem)  # type: ignore[union-attr]
+                continue
+            found.append(f"{key}={value}")
+        entry.close()
+        return tuple(found)
 
     def _members(self, item: Field) -> Any:
         if not item.is_list():

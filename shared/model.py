@@ -66,6 +66,11 @@ class DataSource:
     hosts: tuple[str, ...] = ()
     primary: str = "read_only"
     switch_after_s: int = 10
+    # a lake target (type delta): where its tables are (a directory, or an object-store URL
+    # delta-rs takes), a table per target schema.table under it; ``storage``: the object
+    # store's options as key=value, each value a secret reference or plain text
+    location: str = ""
+    storage: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,10 @@ class MediaPair:
     fan_out: bool = False
     joins: tuple[LookupJoin, ...] = ()
     merge_part: bool = False  # writes only its columns of a wide row: a delete clears them
+    # a lake target's table: "mirror" (the source's current rows) or "changelog" (every
+    # change appended), and the columns it is partitioned by
+    mode: str = ""
+    partition_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

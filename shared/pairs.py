@@ -66,6 +66,9 @@ def read_pair_options(entry: Mapping) -> dict[str, Any] | None:
         "shard": entry.get("shard", _shard, None),
         "joins": entry.get("joins", _joins, ()),
         "merge_part": entry.get("merge_part", Field.boolean, False),
+        # a lake target's table (shared.lakes): how it holds the changes, its partitions
+        "mode": entry.get("mode", lambda f: f.choice(["mirror", "changelog"]), ""),
+        "partition_by": entry.get("partition_by", _columns, ()),
     }
     columns = entry.field("columns")
     if columns is not None:

@@ -16,6 +16,7 @@ from shared import yamlreader
 from shared.alarmrules import AlarmSettings, read_alarms
 from shared.confinement import CONF, Confinement, Credential, processor_path_dirs
 from shared.errors import ConfigError
+from shared.lakes import location_problem
 from shared.secrets import reference_problem
 from shared.yamlreader import MISSING, Field, Mapping
 
@@ -329,11 +330,26 @@ def _security(top: Mapping, path: str | Path | None) -> Confinement:
         listed = entry.get("processor_dirs", lambda f: _directories(f, base), ())
         hosts = entry.get("database_hosts", _hosts, ())
         credentials = entry.get("credentials", _credentials, ())
+        lakes = entry.get("lake_locations", _lake_locations, ())
         entry.close()
     else:
-        credentials = ()
+        credentials, lakes = (), ()
     return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed), hosts,
-                       credentials)
+                       credentials, lake_locations=lakes)
+
+
+def _lake_locations(item: Field) -> object:
+    """``lake_locations``: the directories and object-store URL prefixes a definition's lake
+    target may write under."""
+    if not item.is_list():
+        return item.expected("a list of directories or URL prefixes")
+    found = []
+    for element in item.items():
+        text = element.string(location_problem)
+        if text is MISSING:
+            return MISSING
+        found.append(text)
+    return tuple(found)
 
 
 def _credentials(item: Field) -> object:

@@ -106,6 +106,7 @@ class CompiledPipeline:
     table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     ddl_sync: bool = False
     two_way: bool = False  # keep before images for the conflict check
+    before_images: bool = False  # keep them for a changelog (a lake table's mode)
     source: DataSource | None = None  # for lookups (the free door)
     # what the node's configuration lets a definition reach (password files, processors):
     # a Spark worker runs under the node's rules, not its own defaults
@@ -134,7 +135,8 @@ class CompiledPipeline:
             compiled.append(CompiledPair(pair, renames, include, exclude, fillers, route,
                                          not first, f"pipeline {pipeline_id} pair {pair.source}"))
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
-                   two_way=two_way, source=source)
+                   two_way=two_way, source=source,
+                   before_images=any(pair.mode == "changelog" for pair in pipeline.pairs))
 
     def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
         """The pairs a table feeds: the most specific match, or every fan-out pair."""
@@ -325,7 +327,8 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
             if after is None:
                 continue  # a joined row is missing and the join drops the change
         before = entry.map_row(one.before, keys) \
-            if (compiled.two_way or keyless) and one.before is not None else None
+            if (compiled.two_way or compiled.before_images or keyless) and \
+            one.before is not None else None
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
                            after, pair.push_weight, seq, before=before)
 
@@ -335,7 +338,8 @@ def _transformed(compiled: CompiledPipeline, plain: list[tuple[int, RowChange]],
     """Every change through its pairs: simple pairs by a mapping worked out once per table,
     the others through :func:`transform`."""
     out: list[TargetChange] = []
-    append, two_way, plans = out.append, compiled.two_way, compiled.plain
+    append, plans = out.append, compiled.plain
+    two_way = compiled.two_way or compiled.before_images  # before images wanted
     for seq, change in plain:
         found = plans(change.schema, change.table, change.keys)
         if found is None:

@@ -27,7 +27,7 @@ from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
 from node.jobs import JobSpec, PartResult, Unit
-from node.target.mysql.facts import TableFacts, Target, TargetFacts
+from node.target.mysql.facts import Target, TargetFacts
 from node.target.mysql.render import BIG_VALUE
 from node.target.renderers import render
 from shared.errors import SetlError
@@ -127,6 +127,16 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
                       len(numbered) + straight_rows, sizes, dropped)
 
 
+def transactions(batch: Batch) -> tuple[tuple[int, str, str, int], ...]:
+    """Each transaction of the batch with changes: the place of its first event (as
+    :meth:`Planner.parts` numbers them), its end position, GTID and commit time."""
+    found, place = [], 0
+    for txn in batch.transactions:
+        found.append((place, f"{txn.end.file}:{txn.end.pos}", txn.end.gtid, txn.commit_ts_ms))
+        place += len(txn.events)
+    return tuple(found)
+
+
 def with_lines(results: list[PartResult], reads: Sequence[Read]) -> list[PartResult]:
     """The results with the lines reads' units (made here, in the node) in front: their
     lines never went to a part, only their windows' places did."""
@@ -169,13 +179,18 @@ class Planner:
         return copylines.plan(self.compiled, self.facts.of, schema, table, columns, keys)
 
     def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:
-        facts: dict[Target, TableFacts] = {}
+        facts: dict[Target, Any] = {}
+        layouts = {(layout.schema, layout.table): layout for part in parts
+                   for layout in part.layouts.values()}
         for name in self._tables(parts):
             for target in self._targets_of(name):
                 if target not in facts:
-                    facts[target] = self.facts.of(target)
+                    facts[target] = self.facts.of(target, layouts.get(name))
+        if self.target != "mysql":  # a lake's changelog tells each change's transaction
+            options.setdefault("transactions", transactions(batch))
         return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
-                       self.params.load_data_min_rows, target=self.target, **options)
+                       self.params.load_data_min_rows if self.target == "mysql" else 0,
+                       target=self.target, **options)
 
     def parts(self, batch: Batch, partitions: int,
               reads: list[Read] = ()) -> list[Part]:  # type: ignore[assignment]

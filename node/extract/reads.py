@@ -26,10 +26,10 @@ from typing import Any, NamedTuple
 
 from node.changes import ChangeType, RowChange
 from node.extract.copylines import LinesPlan
+from node.jobs import ROW_BITS
 from shared.errors import SourceError
 from shared.identifiers import qualified, quote
 
-ROW_BITS = 20  # a change's seq in its batch: its event's place << ROW_BITS | row in the event
 INSIDE = 1 << (ROW_BITS - 1)  # a read's rows go between the window's last event and the next
 
 

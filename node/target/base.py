@@ -15,8 +15,9 @@ class TargetTables(Protocol):
     """What merging and rendering need to know of the target's tables (read once per table
     in the node, again after a DDL)."""
 
-    def of(self, target: tuple[str, str, str]) -> Any:
-        """What is known of one target table (read on first use)."""
+    def of(self, target: tuple[str, str, str], layout: Any = None) -> Any:
+        """What is known of one target table (read on first use); ``layout``: the table map
+        of a source table written to it, when there is one (a lake's types come from it)."""
 
     def forget(self) -> None:
         """After a DDL: every table is read again on its next use."""

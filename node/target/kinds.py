@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 from node.target.base import TargetLoader, TargetTables
+from node.target.delta.loader import LakeLoader
+from node.target.delta.tables import LakeTables
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
 from node.target.mysql.twoway import LoopGuard
 from shared.errors import ConfigError
 from shared.model import DataSource, PipelineParams
 
-KINDS = {"mysql": "mysql", "mariadb": "mysql"}  # a DataSource's type → its kind of target
+# a DataSource's type → its kind of target
+KINDS = {"mysql": "mysql", "mariadb": "mysql", "delta": "delta"}
 
 
 def kind_of(pipeline_id: str, targets: Mapping[str, DataSource]) -> str:
@@ -36,11 +40,18 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
            two_way: tuple[str, bool] | None = None) -> TargetLoader:
     """The load side for one running pipeline; ``two_way``: the channel's name and whether
     this pipeline wins conflicts."""
-    assert kind == "mysql", kind
+    if kind == "delta":
+        if two_way:
+            raise ConfigError(f"pipeline {pipeline_id}: a two-way channel cannot write a "
+                              "lake; give the lake a one-way channel")
+        return LakeLoader(pipeline_id, targets, params, epoch, stop=stop, run=run)
     loop = LoopGuard(two_way[0], pipeline_id, wins_conflicts=two_way[1]) if two_way else None
     return Loader(pipeline_id, targets, params, epoch, loop, stop=stop, run=run)
 
 
-def tables(kind: str, targets: dict[str, DataSource]) -> TargetTables:
-    assert kind == "mysql", kind
+def tables(kind: str, targets: dict[str, DataSource], compiled: Any = None) -> TargetTables:
+    """What a kind of target's rendering needs to know of its tables; a lake's come from
+    the pairs of ``compiled`` (the pipeline's CompiledPipeline) and the source's table maps."""
+    if kind == "delta":
+        return LakeTables(compiled)
     return TargetFacts(targets)

@@ -11,10 +11,12 @@ from collections.abc import Callable
 
 from node.changes import TargetChange
 from node.jobs import JobSpec, Unit
+from node.target.delta import units as delta
 from node.target.mysql import units as mysql
 
 RENDERERS: dict[str, Callable[[list[TargetChange], JobSpec, bool], list[Unit]]] = {
     "mysql": mysql.render,
+    "delta": delta.render,
 }
 
 

@@ -50,7 +50,7 @@ SHARD_ALGORITHM_MODULO: ShardAlgorithm
 SHARD_ALGORITHM_QUOTIENT: ShardAlgorithm
 
 class DataSource(_message.Message):
-    __slots__ = ("name", "host", "port", "user", "password", "type", "charset", "tls", "hosts", "primary", "switch_after_s")
+    __slots__ = ("name", "host", "port", "user", "password", "type", "charset", "tls", "hosts", "primary", "switch_after_s", "location", "storage")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -62,6 +62,8 @@ class DataSource(_message.Message):
     HOSTS_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_FIELD_NUMBER: _ClassVar[int]
     SWITCH_AFTER_S_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FIELD_NUMBER: _ClassVar[int]
     name: str
     host: str
     port: int
@@ -73,7 +75,9 @@ class DataSource(_message.Message):
     hosts: _containers.RepeatedScalarFieldContainer[str]
     primary: str
     switch_after_s: int
-    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., user: _Optional[str] = ..., password: _Optional[str] = ..., type: _Optional[str] = ..., charset: _Optional[str] = ..., tls: _Optional[_Union[TlsOptions, _Mapping]] = ..., hosts: _Optional[_Iterable[str]] = ..., primary: _Optional[str] = ..., switch_after_s: _Optional[int] = ...) -> None: ...
+    location: str
+    storage: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., user: _Optional[str] = ..., password: _Optional[str] = ..., type: _Optional[str] = ..., charset: _Optional[str] = ..., tls: _Optional[_Union[TlsOptions, _Mapping]] = ..., hosts: _Optional[_Iterable[str]] = ..., primary: _Optional[str] = ..., switch_after_s: _Optional[int] = ..., location: _Optional[str] = ..., storage: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TlsOptions(_message.Message):
     __slots__ = ("ca", "cert", "key", "verify_identity")
@@ -148,7 +152,7 @@ class LookupJoin(_message.Message):
     def __init__(self, table: _Optional[str] = ..., by: _Optional[str] = ..., key: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., missing: _Optional[str] = ...) -> None: ...
 
 class MediaPair(_message.Message):
-    __slots__ = ("source", "target", "push_weight", "column_mode", "columns", "column_pairs", "column_groups", "processor", "virtual_columns", "shard", "key_columns", "fan_out", "joins", "merge_part")
+    __slots__ = ("source", "target", "push_weight", "column_mode", "columns", "column_pairs", "column_groups", "processor", "virtual_columns", "shard", "key_columns", "fan_out", "joins", "merge_part", "mode", "partition_by")
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     PUSH_WEIGHT_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +167,8 @@ class MediaPair(_message.Message):
     FAN_OUT_FIELD_NUMBER: _ClassVar[int]
     JOINS_FIELD_NUMBER: _ClassVar[int]
     MERGE_PART_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_BY_FIELD_NUMBER: _ClassVar[int]
     source: DataMedia
     target: DataMedia
     push_weight: int
@@ -177,7 +183,9 @@ class MediaPair(_message.Message):
     fan_out: bool
     joins: _containers.RepeatedCompositeFieldContainer[LookupJoin]
     merge_part: bool
-    def __init__(self, source: _Optional[_Union[DataMedia, _Mapping]] = ..., target: _Optional[_Union[DataMedia, _Mapping]] = ..., push_weight: _Optional[int] = ..., column_mode: _Optional[_Union[ColumnMode, str]] = ..., columns: _Optional[_Iterable[str]] = ..., column_pairs: _Optional[_Iterable[_Union[ColumnPair, _Mapping]]] = ..., column_groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., processor: _Optional[str] = ..., virtual_columns: _Optional[_Iterable[_Union[VirtualColumn, _Mapping]]] = ..., shard: _Optional[_Union[ShardRule, _Mapping]] = ..., key_columns: _Optional[_Iterable[str]] = ..., fan_out: _Optional[bool] = ..., joins: _Optional[_Iterable[_Union[LookupJoin, _Mapping]]] = ..., merge_part: _Optional[bool] = ...) -> None: ...
+    mode: str
+    partition_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, source: _Optional[_Union[DataMedia, _Mapping]] = ..., target: _Optional[_Union[DataMedia, _Mapping]] = ..., push_weight: _Optional[int] = ..., column_mode: _Optional[_Union[ColumnMode, str]] = ..., columns: _Optional[_Iterable[str]] = ..., column_pairs: _Optional[_Iterable[_Union[ColumnPair, _Mapping]]] = ..., column_groups: _Optional[_Iterable[_Union[ColumnGroup, _Mapping]]] = ..., processor: _Optional[str] = ..., virtual_columns: _Optional[_Iterable[_Union[VirtualColumn, _Mapping]]] = ..., shard: _Optional[_Union[ShardRule, _Mapping]] = ..., key_columns: _Optional[_Iterable[str]] = ..., fan_out: _Optional[bool] = ..., joins: _Optional[_Iterable[_Union[LookupJoin, _Mapping]]] = ..., merge_part: _Optional[bool] = ..., mode: _Optional[str] = ..., partition_by: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BinlogPosition(_message.Message):
     __slots__ = ("file", "pos", "gtid", "server")

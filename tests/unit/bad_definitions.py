@@ -137,8 +137,18 @@ BAD = [
         id="bad-name"),
     pytest.param(
         "sources:\n  - {name: a, host: db1, type: postgres}\n",
-        'f.yaml:2: sources[0].type: expected one of mysql, mariadb, got "postgres"',
+        'f.yaml:2: sources[0].type: expected one of mysql, mariadb, delta, got "postgres"',
         id="bad-source-type"),
+    pytest.param(
+        "sources:\n  - {name: a, type: delta, location: lake, "
+        "storage: {AWS_SECRET_ACCESS_KEY: s3cr3t}}\n",
+        ["f.yaml:2: sources[0].location: location 'lake' is neither an absolute directory nor "
+         "an object-store URL (s3://, s3a://, gs://, az://, abfs://, abfss://, file://); write "
+         "/var/lib/lake or s3://bucket/path",
+         "f.yaml:2: sources[0].storage.AWS_SECRET_ACCESS_KEY: AWS_SECRET_ACCESS_KEY is a "
+         "credential: write a reference, ${SETL_NAME} (an environment variable) or file:/path "
+         "(a file holding it), never the value itself"],
+        id="bad-lake"),
     pytest.param(
         "sources:\n  - {name: a, host: db1}\n  - {name: b, host: db2}\n  - {name: a, host: db3}\n",
         "f.yaml:4: sources[2]: duplicate source name 'a'", id="duplicate-source"),

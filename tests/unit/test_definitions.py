@@ -53,7 +53,8 @@ def test_every_error_is_reported_at_once_in_line_order() -> None:
         f'f.yaml:14: {P}.parallelism: expected an integer from 1 to 64, got "five"',
         f'f.yaml:18: {P}.pairs[0].fan_out: expected true or false, got "perhaps"',
         f"f.yaml:19: {P}.pairs[0].speed: unknown key; known keys: column_groups, column_pairs, "
-        "columns, fan_out, joins, key_columns, merge_part, processor, push_weight, shard, "
+        "columns, fan_out, joins, key_columns, merge_part, mode, partition_by, processor, "
+        "push_weight, shard, "
         "source, target, virtual_columns",
     ]
 

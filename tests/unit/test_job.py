@@ -122,7 +122,7 @@ class Facts:
     def __init__(self, linked: set[str]) -> None:
         self.linked, self.asked = linked, []
 
-    def of(self, target: tuple[str, str, str]) -> TableFacts:
+    def of(self, target: tuple[str, str, str], layout: object = None) -> TableFacts:
         self.asked.append(target)
         return TableFacts({}, (frozenset({"id"}),), target[2] in self.linked)
 

@@ -86,7 +86,7 @@ class TargetFacts:
         self._known: dict[Target, TableFacts] = {}
         self._lock = threading.Lock()
 
-    def of(self, target: Target) -> TableFacts:
+    def of(self, target: Target, layout: Any = None) -> TableFacts:
         found = self._known.get(target)
         if found is not None:
             return found

@@ -1,0 +1,170 @@
+"""MySQL/MariaDB column types as Delta (Arrow) types, and the values to match.
+
+The type of a target column comes from the source column it is copied from, as the binlog's
+table map describes it (``binlog_row_metadata=FULL``: signedness, precision, fractional
+digits, charset), so it is the type the row was written with:
+
+==========================  =========================================================
+source                      Delta (Arrow)
+==========================  =========================================================
+TINYINT / SMALLINT / INT    byte / short / integer (unsigned: the next wider type)
+MEDIUMINT                   integer
+BIGINT                      long; BIGINT UNSIGNED: decimal(20,0)
+FLOAT / DOUBLE              float / double
+DECIMAL(p,s), p ≤ 38        decimal(p,s)
+DECIMAL(p,s), p > 38        string: the exact digits (Delta's decimals stop at 38)
+YEAR                        short
+DATE                        date
+DATETIME                    timestamp_ntz (µs; as written, no time zone)
+TIMESTAMP                   timestamp (µs, UTC)
+TIME                        string [-]HH:MM:SS[.f…] (Delta has no time of day past 24 h)
+BIT(n)                      long (n < 64); decimal(20,0) (n = 64)
+CHAR, VARCHAR, TEXT         string (decoded from the column's charset)
+ENUM, SET, JSON             string: the member, the members joined by ',', the document
+BINARY, VARBINARY, BLOB     binary
+GEOMETRY                    binary (MySQL's internal form: SRID, then WKB)
+==========================  =========================================================
+
+A zero or partial date (``0000-00-00``, ``2024-02-00``) has no Delta value: the batch
+stops with the column and what to do, never writing NULL in its place. A column a
+transform makes (virtual columns, joined columns) is a string.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any, NamedTuple
+
+META_PREFIX = "_setl_"  # the columns setl adds (a source column may not start so)
+
+
+class LakeColumn(NamedTuple):
+    name: str
+    kind: str  # see ARROW
+    precision: int = 0
+    scale: int = 0  # decimals; TIME: fractional digits
+
+
+class t:
+    TINY, SHORT, LONG, FLOAT, DOUBLE, TIMESTAMP, LONGLONG, INT24 = 1, 2, 3, 4, 5, 7, 8, 9
+    DATE, TIME, DATETIME, YEAR, NEWDATE, VARCHAR, BIT = 10, 11, 12, 13, 14, 15, 16
+    TIMESTAMP2, DATETIME2, TIME2 = 17, 18, 19
+    JSON, NEWDECIMAL, ENUM, SET, BLOB, VAR_STRING, STRING, GEOMETRY = \
+        245, 246, 247, 248, 252, 253, 254, 255
+
+
+_INTS = {t.TINY: ("int8", "int16"), t.SHORT: ("int16", "int32"), t.INT24: ("int32", "int32"),
+         t.LONG: ("int32", "int64"), t.LONGLONG: ("int64", "uint64")}
+_TEXTS = (t.VARCHAR, t.VAR_STRING, t.STRING, t.BLOB)
+
+
+def of_spec(column: Any, name: str) -> LakeColumn:
+    """The lake column for a source column (a table map's column: type code, signedness,
+    precision…) copied to ``name``."""
+    kind = column.type
+    if kind in _INTS:
+        return LakeColumn(name, _INTS[kind][column.unsigned])
+    if kind in (t.FLOAT, t.DOUBLE):
+        return LakeColumn(name, "float32" if kind == t.FLOAT else "float64")
+    if kind == t.NEWDECIMAL:
+        if column.precision <= 38:
+            return LakeColumn(name, "decimal", column.precision, column.decimals)
+        return LakeColumn(name, "decimal_text", column.precision, column.decimals)
+    if kind == t.YEAR:
+        return LakeColumn(name, "int16")
+    if kind in (t.DATE, t.NEWDATE):
+        return LakeColumn(name, "date")
+    if kind in (t.DATETIME, t.DATETIME2):
+        return LakeColumn(name, "datetime")
+    if kind in (t.TIMESTAMP, t.TIMESTAMP2):
+        return LakeColumn(name, "timestamp")
+    if kind in (t.TIME, t.TIME2):
+        return LakeColumn(name, "time", 0, column.fsp)
+    if kind == t.BIT:
+        return LakeColumn(name, "int64" if column.bits < 64 else "uint64")
+    if kind == t.GEOMETRY:
+        return LakeColumn(name, "binary")
+    if kind in (t.ENUM, t.SET, t.JSON):
+        return LakeColumn(name, "string")
+    if kind in _TEXTS:
+        binary = column.charset in (None, "binary")
+        return LakeColumn(name, "binary" if binary else "string")
+    return LakeColumn(name, "string")
+
+
+def table_columns(layout: Any, map_name: Any) -> list[LakeColumn]:
+    """The lake columns of a source table's columns that a pair copies: ``map_name`` gives
+    a source column's target name, or None when the pair leaves it out."""
+    found = []
+    for column in layout.columns:
+        name = map_name(column.name)
+        if name is not None:
+            found.append(of_spec(column, name))
+    return found
+
+
+def arrow_type(column: LakeColumn) -> Any:
+    import pyarrow as pa  # in the worker and the node only when a lake is written
+
+    kind = column.kind
+    if kind == "decimal":
+        return pa.decimal128(column.precision, column.scale)
+    if kind == "uint64":
+        return pa.decimal128(20, 0)
+    return {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
+            "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64(),
+            "date": pa.date32(), "datetime": pa.timestamp("us"),
+            "timestamp": pa.timestamp("us", tz="UTC"), "binary": pa.binary(),
+            }.get(kind, pa.string())
+
+
+def converter(column: LakeColumn) -> Any:
+    """What a value needs before Arrow takes it (None: nothing)."""
+    kind = column.kind
+    if kind == "uint64":
+        return _unsigned
+    if kind == "decimal_text":
+        return _decimal_text
+    if kind == "time":
+        fsp = column.scale
+        return lambda value: time_text(value, fsp)
+    if kind == "string":
+        return _text
+    if kind == "binary":
+        return _binary
+    return None
+
+
+def _unsigned(value: Any) -> Any:
+    return None if value is None else decimal.Decimal(int(value))
+
+
+def _decimal_text(value: Any) -> Any:
+    return None if value is None else format(value, "f")
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8")  # an undecodable value fails the batch, named
+    if isinstance(value, set | frozenset):
+        return ",".join(sorted(value))
+    return value
+
+
+def _binary(value: Any) -> Any:
+    return value.encode("utf-8") if isinstance(value, str) else value
+
+
+def time_text(value: Any, fsp: int) -> Any:
+    """A TIME as MySQL shows it: [-]HH:MM:SS with ``fsp`` fractional digits."""
+    if not isinstance(value, datetime.timedelta):
+        return value
+    micro = value.days * 86_400_000_000 + value.seconds * 1_000_000 + value.microseconds
+    sign = "-" if micro < 0 else ""
+    micro = abs(micro)
+    seconds, fraction = divmod(micro, 1_000_000)
+    text = f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    if fsp:
+        text += "." + f"{fraction:06d}"[:fsp]
+    return text

@@ -1,0 +1,228 @@
+"""Load into a lake: each table's part of a batch in one Delta commit with the batch's
+position (see :mod:`node.target.delta`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from node.changes import Batch, ChangeType, TargetChange
+from node.cursor import Cursor
+from node.jobs import PartResult, Unit, in_order
+from node.target.delta import commits, units
+from node.target.delta.commits import Stamp
+from shared import gtid, lakes
+from shared.errors import ConfigError, FencedError, LoadError
+from shared.model import BinlogPosition, DataSource, PipelineParams
+
+log = logging.getLogger("setl.node.target.delta")
+COMPACT_EVERY = 100  # a table's commits by this loader between two compactions
+# DDL a lake takes: new tables and new columns come with the rows that have them
+_TAKEN = re.compile(r"\s*(CREATE\s+(TABLE|DATABASE|SCHEMA)|ALTER\s+TABLE\s+\S+\s+ADD\s+"
+                    r"(?!(UNIQUE|INDEX|KEY|PRIMARY|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|"
+                    r"PARTITION)\b)[^,]*$)", re.IGNORECASE | re.DOTALL)
+
+
+def table_key(datasource: str, schema: str, table: str) -> str:
+    """A lake table's name among a pipeline's targets (each table keeps its own position)."""
+    return f"{datasource}:{schema}.{table}"
+
+
+class LakeLoader:
+    """Writes batches of one pipeline into lake tables; a commit per table per batch."""
+
+    def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
+                 params: PipelineParams, epoch: int = 0,
+                 stop: threading.Event | None = None, run: str = "") -> None:
+        self.pipeline_id, self.targets, self.params = pipeline_id, targets, params
+        self.epoch, self.run = epoch, run
+        self.stop = stop or threading.Event()
+        self.written: dict[str, BinlogPosition] = {}
+        self._tables: dict[str, Any] = {}  # table key → its DeltaTable, as last read
+        self._commits: dict[str, int] = {}  # table key → commits since its compaction
+        for name, target in targets.items():
+            if not target.location.startswith("/"):
+                raise ConfigError(f"pipeline {pipeline_id}: lake target {name} is at "
+                                  f"{target.location}; this version of setl writes lakes in "
+                                  "local directories only (an absolute path)")
+
+    def close(self) -> None:
+        self._tables.clear()
+
+    # -- start --------------------------------------------------------------------------
+    def claim(self) -> dict[str, Cursor | None]:
+        """Fence every table of the pipeline's lakes with an empty commit of this owner's
+        epoch, then read back the position each holds."""
+        found: dict[str, Cursor | None] = {}
+        for name, target in self.targets.items():
+            for schema, table in _tables_under(target.location):
+                key = table_key(name, schema, table)
+                found[key] = self._claim(key, lakes.table_uri(target.location, schema, table))
+        return found
+
+    def _claim(self, key: str, uri: str) -> Cursor | None:
+        from deltalake import DeltaTable
+
+        table = self._tables[key] = DeltaTable(uri)
+        stamp = commits.last_stamp(table, self.pipeline_id)
+        if stamp is None:
+            return None  # a table of the location this pipeline never wrote
+        ours = not stamp.run or not self.run or stamp.run == self.run
+        if ours and stamp.epoch > self.epoch:
+            raise FencedError(f"pipeline {self.pipeline_id}: lake table {key} is written by "
+                              f"a newer owner (epoch {stamp.epoch} > {self.epoch}); this node "
+                              "lost the pipeline and stops", key, stamp.epoch)
+        fence = Stamp(self.pipeline_id, self.run or stamp.run, self.epoch, stamp.process_id,
+                      stamp.position)
+        self._write(key, fence, lambda props: _append(table, None, props))
+        log.info("event=target_claimed pipeline=%s target=%s epoch=%d position=%s "
+                 "process_id=%d", self.pipeline_id, key, self.epoch, stamp.position,
+                 stamp.process_id)
+        cursor = stamp.cursor()
+        if cursor is not None:
+            self.written[key] = cursor.position
+        return cursor
+
+    def take_over(self, name: str, found: int) -> list[int] | None:
+        """A lake keeps no connections to ask: a newer epoch on a table while this node holds
+        the pipeline is a ZooKeeper whose history went back; write above it (every commit
+        stays conditional on the version read, so two writers never both commit)."""
+        self.epoch = found + 1
+        return None
+
+    # -- batches --------------------------------------------------------------------------
+    def load(self, batch: Batch, changes: list[TargetChange]) -> int:
+        """A DDL batch: new tables and columns are taken (they arrive with their rows); any
+        other statement on a lake table stops with what to do."""
+        for change in changes:
+            if change.type is not ChangeType.DDL:
+                raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
+                                  "write a lake; give the lake a one-way channel")
+            if not _TAKEN.match(change.ddl):
+                raise LoadError(
+                    f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
+                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
+                    f"{change.schema}.{change.table}; a lake table takes new tables and "
+                    "ADD COLUMN only. Change the Delta table to match by hand (or copy the "
+                    "table again into an empty location), then move the pipeline past this "
+                    f"statement: setl position set {self.pipeline_id.replace('.', '/')} "
+                    "--file … --pos … (the next transaction's position), and resume")
+        return 0
+
+    def load_units(self, batch: Batch, results: list[PartResult],
+                   redo: Callable[[], list[PartResult]] | None = None) -> int:
+        """Each table's unit committed with the batch's position; a table that holds the
+        batch already (its position is at or past the batch's end) is left as it is."""
+        written = 0
+        for unit in in_order(results):
+            target = self.targets.get(unit.datasource)
+            if target is None:
+                raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "
+                                f"unknown target data source {unit.datasource}")
+            key = table_key(unit.datasource, unit.schema, unit.table)
+            held = self.written.get(key)
+            if held is not None and gtid.compare(held, batch.end) >= 0:
+                continue
+            if self.params.dry_run:
+                written += unit.rows
+                continue
+            written += self._apply(key, target, unit, batch)
+        return written
+
+    def _apply(self, key: str, target: DataSource, unit: Unit, batch: Batch) -> int:
+        rows = units.read_ipc(unit.data)
+        stamp = Stamp(self.pipeline_id, self.run, self.epoch, batch.process_id, batch.end)
+        table = self._table(key, target, unit, rows)
+        if units.DELETE_FLAG in rows.column_names:
+            self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
+        else:
+            self._write(key, stamp, lambda props: _append(table, rows, props))
+        self.written[key] = batch.end
+        count = self._commits[key] = self._commits.get(key, 0) + 1
+        if count >= COMPACT_EVERY:
+            self._compact(key, table, stamp)
+        return unit.rows
+
+    def _table(self, key: str, target: DataSource, unit: Unit, rows: Any) -> Any:
+        """The table's DeltaTable, made on its first rows (partitioned as its pair says)."""
+        found = self._tables.get(key)
+        if found is not None:
+            return found
+        from deltalake import DeltaTable
+
+        uri = lakes.table_uri(target.location, unit.schema, unit.table)
+        if DeltaTable.is_deltatable(uri):
+            found = DeltaTable(uri)
+        else:
+            schema = rows.schema
+            if units.DELETE_FLAG in schema.names:
+                schema = schema.remove(schema.get_field_index(units.DELETE_FLAG))
+            partitions = units.partition_by(rows) or None
+            found = DeltaTable.create(uri, schema, mode="ignore", partition_by=partitions,
+                                      name=f"{unit.schema}.{unit.table}")
+            log.info("event=lake_table_created pipeline=%s table=%s uri=%s", self.pipeline_id,
+                     key, uri)
+        self._tables[key] = found
+        return found
+
+    def _write(self, key: str, stamp: Stamp, write: Callable[[Any], None]) -> None:
+        try:
+            commits.commit(self._tables[key], key, stamp, write)
+        except (ConfigError, LoadError, FencedError):
+            raise
+        except Exception as exc:  # delta-rs' and Arrow's errors: the batch stops, named
+            raise LoadError(f"pipeline {self.pipeline_id} processId {stamp.process_id}, "
+                            f"position {stamp.position}: lake table {key}: {exc}") from exc
+
+    def _compact(self, key: str, table: Any, stamp: Stamp) -> None:
+        """Small files of a streamed table bin-packed into large ones (one commit, carrying
+        the table's position as every commit of setl's does)."""
+        self._write(key, stamp, lambda props: table.optimize.compact(commit_properties=props))
+        self._commits[key] = 0
+        log.info("event=lake_table_compacted pipeline=%s table=%s version=%d",
+                 self.pipeline_id, key, table.version())
+
+
+def _append(table: Any, rows: Any, properties: Any) -> None:
+    from deltalake import write_deltalake
+
+    if rows is None:
+        import pyarrow as pa
+
+        rows = pa.schema(table.schema().to_arrow()).empty_table()
+    write_deltalake(table, rows, mode="append", schema_mode="merge",
+                    commit_properties=properties)
+
+
+def _merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> None:
+    on = " AND ".join(f"t.{_quoted(key)} = s.{_quoted(key)}" for key in keys)
+    flag = f"s.{_quoted(units.DELETE_FLAG)}"
+    (table.merge(rows, on, source_alias="s", target_alias="t", merge_schema=True,
+                 commit_properties=properties)
+     .when_matched_delete(predicate=flag)
+     .when_matched_update_all(predicate=f"NOT {flag}", except_cols=[units.DELETE_FLAG])
+     .when_not_matched_insert_all(predicate=f"NOT {flag}", except_cols=[units.DELETE_FLAG])
+     .execute())
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _tables_under(location: str) -> list[tuple[str, str]]:
+    """The (schema, table) of every Delta table under a local lake location."""
+    found = []
+    if not os.path.isdir(location):
+        return found
+    for schema in sorted(os.listdir(location)):
+        folder = os.path.join(location, schema)
+        if not os.path.isdir(folder) or schema.startswith("_"):
+            continue
+        for table in sorted(os.listdir(folder)):
+            if os.path.isdir(os.path.join(folder, table, "_delta_log")):
+                found.append((schema, table))
+    return found

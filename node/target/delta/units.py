@@ -1,0 +1,204 @@
+"""A part's target changes as Arrow, a unit per lake table: the Delta target's form, made
+in the Spark worker that ran Extract/Transform (bytes in, Arrow IPC bytes out).
+
+- ``mirror``: the changes merged per key — each key ends the batch holding its last image,
+  or deleted (an update that changes the key deletes the old one) — as rows with a
+  ``_setl_delete`` flag; Load applies them with one MERGE.
+- ``changelog``: every change in source order, with ``_setl_op`` (I, U, D),
+  ``_setl_position`` and ``_setl_gtid`` (its transaction's end), ``_setl_commit_ts``,
+  ``_setl_txn`` (the transaction's id: its end position), ``_setl_seq`` (its order in the
+  transaction), the row (a delete: the row it removed) and ``_setl_before`` (an update's or
+  delete's before image).
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from node.changes import ChangeType, Row, TargetChange
+from node.jobs import ROW_BITS, JobSpec, Unit
+from node.target.delta.columns import LakeColumn, arrow_type, converter
+from node.target.delta.tables import CHANGELOG, LakeFacts
+from shared.errors import ConfigError, LoadError
+
+DELETE_FLAG = "_setl_delete"
+CHANGELOG_META = ("_setl_op", "_setl_position", "_setl_gtid", "_setl_commit_ts", "_setl_txn",
+                  "_setl_seq")
+BEFORE = "_setl_before"
+PARTITION_KEY = "setl.partition_by"
+_OPS = {ChangeType.INSERT: "I", ChangeType.UPDATE: "U", ChangeType.DELETE: "D"}
+
+
+def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
+    """The changes of each lake table as one Arrow IPC stream."""
+    tables: dict[tuple[str, str, str], list[TargetChange]] = {}
+    for change in sorted(changes, key=_seq):
+        tables.setdefault((change.datasource, change.schema, change.table), []).append(change)
+    units = []
+    for name, group in tables.items():
+        facts = spec.facts.get(name) or LakeFacts()
+        where = f"{name[1]}.{name[2]}"
+        if facts.mode == CHANGELOG:
+            table = changelog(group, facts, spec.transactions, where)
+        else:
+            table = mirror(group, facts, where)
+        first = group[0]
+        units.append(Unit(*name, first.push_weight, first.seq, [], len(group), facts.keys,
+                          data=ipc(table, facts.partition_by)))
+    return units
+
+
+def _seq(change: TargetChange) -> int:
+    return change.seq
+
+
+def mirror(changes: Sequence[TargetChange], facts: LakeFacts, where: str) -> Any:
+    """Each key's last image, or its delete, as rows flagged ``_setl_delete``."""
+    state: dict[tuple[Any, ...], Row | None] = {}
+    for change in changes:
+        keys = change.keys
+        if not keys:
+            raise ConfigError(f"lake table {where} has no key to mirror its rows by; give its "
+                              "pair 'mode: changelog' or 'key_columns'")
+        if change.type is ChangeType.DELETE:
+            state[change.before_key] = None  # type: ignore[index]
+            continue
+        after = change.after or {}
+        key = tuple(after[name] for name in keys)
+        if change.before_key is not None and change.before_key != key:
+            state[change.before_key] = None
+        state[key] = after
+    keys = changes[0].keys if changes else facts.keys
+    rows: list[Row] = []
+    deleted: list[bool] = []
+    for key, row in state.items():
+        rows.append(row if row is not None else dict(zip(keys, key, strict=True)))
+        deleted.append(row is None)
+    import pyarrow as pa
+
+    columns = _columns(facts, rows)
+    arrays = [_array(column, [row.get(column.name) for row in rows], where)
+              for column in columns]
+    names = [column.name for column in columns]
+    return pa.Table.from_arrays([*arrays, pa.array(deleted, pa.bool_())],
+                                names=[*names, DELETE_FLAG])
+
+
+def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
+              transactions: Sequence[tuple[int, str, str, int]], where: str) -> Any:
+    """Every change in source order with where it came from."""
+    import pyarrow as pa
+
+    starts = [txn[0] for txn in transactions]
+    ops, positions, gtids, stamps, txns, seqs = [], [], [], [], [], []
+    rows: list[Row] = []
+    befores: list[Row | None] = []
+    for change in changes:
+        place = change.seq >> ROW_BITS
+        index = bisect.bisect_right(starts, place) - 1
+        first, end, gtid, ts_ms = transactions[index] if index >= 0 else (0, "", "", 0)
+        ops.append(_OPS[change.type])
+        positions.append(end)
+        gtids.append(gtid)
+        stamps.append(datetime.datetime.fromtimestamp(ts_ms / 1000, datetime.UTC)
+                      if ts_ms else None)
+        txns.append(end)
+        seqs.append(change.seq - (first << ROW_BITS))
+        before = change.before
+        if before is None and change.before_key is not None:
+            before = dict(zip(change.keys, change.before_key, strict=True))
+        rows.append(change.after if change.after is not None else before or {})
+        befores.append(before if change.type is not ChangeType.INSERT else None)
+    columns = _columns(facts, rows)
+    arrays = [_array(column, [row.get(column.name) for row in rows], where)
+              for column in columns]
+    names = [column.name for column in columns]
+    present = [before is not None for before in befores]
+    fields = [pa.field(column.name, array.type) for column, array in zip(columns, arrays,
+                                                                           strict=True)]
+    before_arrays = [_array(column, [(b or {}).get(column.name) for b in befores], where)
+                     for column in columns]
+    before = pa.StructArray.from_arrays(before_arrays, fields=fields,
+                                        mask=pa.array([not p for p in present], pa.bool_()))
+    meta = [pa.array(ops, pa.string()), pa.array(positions, pa.string()),
+            pa.array(gtids, pa.string()), pa.array(stamps, pa.timestamp("us", tz="UTC")),
+            pa.array(txns, pa.string()), pa.array(seqs, pa.int64())]
+    return pa.Table.from_arrays([*meta, *arrays, before],
+                                names=[*CHANGELOG_META, *names, BEFORE])
+
+
+def _columns(facts: LakeFacts, rows: list[Row]) -> list[LakeColumn]:
+    """The table's columns, and after them any a row has that its facts do not know (a
+    transform's: strings)."""
+    columns = list(facts.columns)
+    known = {column.name for column in columns}
+    for row in rows:
+        if len(row) > len(known) or not known.issuperset(row):
+            for name in row:
+                if name not in known:
+                    known.add(name)
+                    columns.append(LakeColumn(name, "string"))
+    return columns
+
+
+def _array(column: LakeColumn, values: list[Any], where: str) -> Any:
+    import pyarrow as pa
+
+    convert = converter(column)
+    if convert is not None:
+        values = [convert(value) for value in values]
+    try:
+        return pa.array(values, arrow_type(column))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+        bad = next((value for value in values if value is not None and
+                    not _fits(value, column)), None)
+        raise LoadError(_refusal(column, bad, where, exc)) from None
+
+
+def _fits(value: Any, column: LakeColumn) -> bool:
+    import pyarrow as pa
+
+    try:
+        pa.array([value], arrow_type(column))
+        return True
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return False
+
+
+def _refusal(column: LakeColumn, value: Any, where: str, exc: Exception) -> str:
+    if isinstance(value, str) and column.kind in ("date", "datetime", "timestamp"):
+        return (f"lake table {where}, column {column.name}: the source holds {value!r}, a "
+                "zero or partial date that a Delta date or timestamp cannot hold (setl never "
+                "writes NULL in its place); fix the rows on the source (UPDATE … SET "
+                f"{column.name} = NULL WHERE {column.name} = '{value}'), or leave the column "
+                "out of the pair (columns: {exclude: [...]}), then resume the channel")
+    return (f"lake table {where}, column {column.name} ({column.kind}): value {value!r} "
+            f"does not fit ({exc}); leave the column out of the pair or fix the row on the "
+            "source, then resume the channel")
+
+
+def ipc(table: Any, partition_by: Sequence[str] = ()) -> bytes:
+    """The rows as an Arrow IPC stream; the table's partition columns ride in the schema's
+    metadata (the loader makes the table on its first rows)."""
+    import pyarrow as pa
+
+    if partition_by:
+        table = table.replace_schema_metadata({PARTITION_KEY: ",".join(partition_by)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def partition_by(rows: Any) -> list[str]:
+    found = (rows.schema.metadata or {}).get(PARTITION_KEY.encode(), b"").decode()
+    return [name for name in found.split(",") if name]
+
+
+def read_ipc(data: bytes) -> Any:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(data).read_all()
