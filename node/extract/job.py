@@ -174,8 +174,8 @@ class Planner:
     def lines_plan(self, schema: str, table: str, columns: Sequence[ReadColumn],
                    keys: Sequence[str]) -> copylines.LinesPlan | None:
         """How a snapshot reads a table's chunks as LOAD DATA lines; None: as rows."""
-        if not self.params.load_data_min_rows:  # the user keeps LOAD DATA off
-            return None
+        if not self.params.load_data_min_rows or self.target != "mysql":  # LOAD DATA off,
+            return None  # or a target that takes no LOAD DATA (a lake)
         return copylines.plan(self.compiled, self.facts.of, schema, table, columns, keys)
 
     def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:

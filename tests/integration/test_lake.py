@@ -248,3 +248,47 @@ def test_every_type_lands_as_documented(sandbox, tmp_path):
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_snapshot_into_an_empty_lake_while_writes_race_it(sandbox, tmp_path):
+    """``start: snapshot`` copies the tables' rows into an empty lake (small chunks, so many
+    watermark windows) while the workload writes: the mirrors end equal to the source, the
+    changelog replays to the source's rows, and no version shows part of a transaction."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    shapes = Shapes(sandbox, source, target, targets=(), kinds=3, seed=9)
+    source.execute(f"INSERT INTO `{shapes.schema}`.kl VALUES " +
+                   ", ".join(f"({i % 5}, 'old')" for i in range(300)))
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-snapshot")
+    watcher = LakeWatcher(location, shapes.schema)
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        shapes.start()
+        shapes.wait_transactions(30)
+        cluster.apply([lake_channel("ls", shapes.schema, SHAPES, batch_timeout_ms=20,
+                                    start="snapshot", snapshot_chunk_size=4)],
+                      lake_sources(cluster, location))
+        cluster.set_status("ls", "START")
+        watcher.start()
+        cluster.wait_running("ls")
+        shapes.wait_transactions(shapes.transactions + 200)
+        shapes.stop()
+        for name, columns in (("sl", ["id", "slot"]), ("accounts", ["id", "balance",
+                                                                    "version"])):
+            expected = Counter(source.rows(f"SELECT {', '.join(columns)} FROM "
+                                           f"`{shapes.schema}`.{name}"))
+            wait_for(lambda n=name, c=columns, e=expected: rows(
+                location, shapes.schema, n, c) == e, 120, f"lake {name} equal to the source")
+        expected = Counter(source.rows(f"SELECT a, b FROM `{shapes.schema}`.kl"))
+        wait_for(lambda: replayed(location, shapes.schema, "kl", ["a", "b"]) == expected, 120,
+                 "the changelog of kl replayed equal to the source")
+        watcher.stop()
+        assert watcher.violations == []
+        assert watcher.versions_read > 5, "the watcher hardly read the lake"
+    finally:
+        shapes.stop()
+        watcher.stop()
+        cluster.stop()
+        source.close()
+        target.close()

@@ -14,13 +14,13 @@ from deltalake import DeltaTable
 from node.changes import Batch, ChangeType, TargetChange, Transaction
 from node.jobs import JobSpec, PartResult
 from node.target.delta import units
-from node.target.delta.columns import LakeColumn, time_text
+from node.target.delta.columns import LakeColumn, TextColumn, of_text, time_text
 from node.target.delta.loader import LakeLoader
 from node.target.delta.tables import LakeFacts
 from shared.errors import FencedError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
-I, U, D = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELETE
+INS, UPD, DEL = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELETE
 MIRROR, LOG = ("lake", "s", "m"), ("lake", "s", "c")
 COLUMNS = (LakeColumn("id", "int32"), LakeColumn("v", "string"))
 SPEC = JobSpec(7, False, {MIRROR: LakeFacts(COLUMNS, ("id",)),
@@ -52,11 +52,11 @@ def read(location: Path, name: str) -> list[dict]:
 
 
 def test_mirror_merges_each_key_to_its_last_image_or_its_delete() -> None:
-    changes = [change(MIRROR, I, 0, {"id": 1, "v": "a"}),
-               change(MIRROR, U, 1, {"id": 1, "v": "b"}, (1,)),
-               change(MIRROR, I, 2, {"id": 2, "v": "x"}),
-               change(MIRROR, U, 3, {"id": 3, "v": "x"}, (2,)),  # a key change
-               change(MIRROR, D, 4, None, (5,))]
+    changes = [change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
+               change(MIRROR, UPD, 1, {"id": 1, "v": "b"}, (1,)),
+               change(MIRROR, INS, 2, {"id": 2, "v": "x"}),
+               change(MIRROR, UPD, 3, {"id": 3, "v": "x"}, (2,)),  # a key change
+               change(MIRROR, DEL, 4, None, (5,))]
     [unit] = units.render(changes, SPEC)
     rows = units.read_ipc(unit.data).to_pylist()
     assert rows == [{"id": 1, "v": "b", "_setl_delete": False},
@@ -66,9 +66,9 @@ def test_mirror_merges_each_key_to_its_last_image_or_its_delete() -> None:
 
 
 def test_changelog_keeps_every_change_with_its_transaction() -> None:
-    changes = [change(LOG, I, 1 << 20, {"id": 1, "v": "x"}),
-               change(LOG, I, 3 << 20, {"id": 1, "v": "x"}),
-               change(LOG, D, (4 << 20) + 1, None, before={"id": 1, "v": "x"})]
+    changes = [change(LOG, INS, 1 << 20, {"id": 1, "v": "x"}),
+               change(LOG, INS, 3 << 20, {"id": 1, "v": "x"}),
+               change(LOG, DEL, (4 << 20) + 1, None, before={"id": 1, "v": "x"})]
     [unit] = units.render(changes, SPEC)
     rows = units.read_ipc(unit.data).to_pylist()
     assert [(r["_setl_op"], r["_setl_txn"], r["_setl_gtid"], r["id"], r["_setl_before"])
@@ -84,7 +84,7 @@ def test_a_zero_date_stops_with_the_column_and_what_to_do() -> None:
     facts = LakeFacts((LakeColumn("id", "int32"), LakeColumn("d", "date")), ("id",))
     spec = JobSpec(1, False, {MIRROR: facts}, target="delta")
     with pytest.raises(LoadError, match=r"column d: the source holds '0000-00-00', a zero "):
-        units.render([change(MIRROR, I, 0, {"id": 1, "d": "0000-00-00"})], spec)
+        units.render([change(MIRROR, INS, 0, {"id": 1, "d": "0000-00-00"})], spec)
 
 
 def test_times_read_as_mysql_shows_them() -> None:
@@ -99,7 +99,7 @@ def test_types_without_a_delta_twin_keep_every_digit() -> None:
                        LakeColumn("w", "decimal_text", 65, 30)), ("id",))
     spec = JobSpec(1, False, {MIRROR: facts}, target="delta")
     wide = decimal.Decimal("-" + "1" * 35 + "." + "9" * 30)
-    [unit] = units.render([change(MIRROR, I, 0, {"id": 1, "u": 2**64 - 1, "w": wide})], spec)
+    [unit] = units.render([change(MIRROR, INS, 0, {"id": 1, "u": 2**64 - 1, "w": wide})], spec)
     row = units.read_ipc(unit.data).to_pylist()[0]
     assert (row["u"], row["w"]) == (decimal.Decimal(2**64 - 1), format(wide, "f"))
 
@@ -108,12 +108,12 @@ def test_a_new_owner_fences_the_old_and_a_replay_writes_only_what_a_table_lacks(
         tmp_path: Path) -> None:
     first = loader(tmp_path, epoch=3)
     assert first.claim() == {}
-    done = units.render([change(MIRROR, I, 0, {"id": 1, "v": "a"}),
-                         change(LOG, I, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+    done = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
+                         change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
     assert first.load_units(batch(7, 300), [PartResult(done, [], 2)]) == 2
     # the next batch reaches the mirror, then the node dies before the changelog's commit
-    later = units.render([change(MIRROR, I, 0, {"id": 2, "v": "b"}),
-                          change(LOG, I, 3 << 20, {"id": 2, "v": "b"})], SPEC)
+    later = units.render([change(MIRROR, INS, 0, {"id": 2, "v": "b"}),
+                          change(LOG, INS, 3 << 20, {"id": 2, "v": "b"})], SPEC)
     first.load_units(batch(8, 400), [PartResult(later[:1], [], 1)])
     second = loader(tmp_path, epoch=4)
     claimed = second.claim()
@@ -127,3 +127,21 @@ def test_a_new_owner_fences_the_old_and_a_replay_writes_only_what_a_table_lacks(
     assert [row["id"] for row in read(tmp_path, "m")] == [1, 2]
     assert [row["id"] for row in read(tmp_path, "c")] == [1, 2]
     assert DeltaTable(str(tmp_path / "s" / "m")).transaction_version("setl:c.p") == 8
+
+
+@pytest.mark.parametrize(("data_type", "column_type", "charset", "expected"), [
+    ("int", "int(10) unsigned", None, LakeColumn("c", "int64")),
+    ("bigint", "bigint(20) unsigned", None, LakeColumn("c", "uint64")),
+    ("decimal", "decimal(65,30)", None, LakeColumn("c", "decimal_text", 65, 30)),
+    ("decimal", "decimal(10,2)", None, LakeColumn("c", "decimal", 10, 2)),
+    ("time", "time(3)", None, LakeColumn("c", "time", 0, 3)),
+    ("bit", "bit(64)", None, LakeColumn("c", "uint64")),
+    ("varchar", "varchar(10)", "latin1", LakeColumn("c", "string")),
+    ("varbinary", "varbinary(10)", None, LakeColumn("c", "binary")),
+    ("enum", "enum('a','b(1)')", "utf8mb4", LakeColumn("c", "string")),
+    ("point", "point", None, LakeColumn("c", "binary")),
+    ("timestamp", "timestamp(6)", None, LakeColumn("c", "timestamp")),
+])
+def test_information_schema_types_map_as_table_map_types_do(
+        data_type: str, column_type: str, charset: str | None, expected: LakeColumn) -> None:
+    assert of_text(TextColumn("x", data_type, column_type, charset), "c") == expected

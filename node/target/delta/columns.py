@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 META_PREFIX = "_setl_"  # the columns setl adds (a source column may not start so)
@@ -93,6 +95,46 @@ def of_spec(column: Any, name: str) -> LakeColumn:
     return LakeColumn(name, "string")
 
 
+class TextColumn(NamedTuple):
+    """A source column as information_schema.COLUMNS describes it (a table no table map of
+    which was seen yet: a snapshot's)."""
+
+    name: str
+    data_type: str  # DATA_TYPE: int, varchar, …
+    column_type: str  # COLUMN_TYPE: int(10) unsigned, decimal(65,30), time(3), …
+    charset: str | None
+
+
+_TEXT_INTS = {"tinyint": t.TINY, "smallint": t.SHORT, "mediumint": t.INT24, "int": t.LONG,
+              "integer": t.LONG, "bigint": t.LONGLONG}
+_TEXT_TYPES = {"float": t.FLOAT, "double": t.DOUBLE, "real": t.DOUBLE, "year": t.YEAR,
+               "date": t.DATE, "datetime": t.DATETIME2, "timestamp": t.TIMESTAMP2,
+               "time": t.TIME2, "bit": t.BIT, "json": t.JSON, "enum": t.ENUM, "set": t.SET,
+               "decimal": t.NEWDECIMAL, "numeric": t.NEWDECIMAL}
+_GEOMETRY = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+             "multipolygon", "geometrycollection"}
+
+
+def of_text(column: TextColumn, name: str) -> LakeColumn:
+    """The lake column for a source column as information_schema gives it (the same as
+    :func:`of_spec` gives for its table map's column)."""
+    data_type, full = column.data_type.lower(), column.column_type.lower()
+    numbers = [int(n) for n in re.findall(r"\d+", full.partition(")")[0])] \
+        if "(" in full and data_type not in ("enum", "set") else []
+    kind = _TEXT_INTS.get(data_type) or _TEXT_TYPES.get(data_type)
+    if data_type in _GEOMETRY:
+        kind = t.GEOMETRY
+    if kind is None:
+        kind = t.BLOB  # char, varchar, binary, the texts and blobs
+    spec = SimpleNamespace(
+        type=kind, unsigned="unsigned" in full, charset=column.charset,
+        precision=numbers[0] if kind == t.NEWDECIMAL and numbers else 10,
+        decimals=numbers[1] if kind == t.NEWDECIMAL and len(numbers) > 1 else 0,
+        fsp=numbers[0] if kind in (t.TIME2, t.DATETIME2, t.TIMESTAMP2) and numbers else 0,
+        bits=numbers[0] if kind == t.BIT and numbers else 1)
+    return of_spec(spec, name)
+
+
 def table_columns(layout: Any, map_name: Any) -> list[LakeColumn]:
     """The lake columns of a source table's columns that a pair copies: ``map_name`` gives
     a source column's target name, or None when the pair leaves it out."""
@@ -100,7 +142,8 @@ def table_columns(layout: Any, map_name: Any) -> list[LakeColumn]:
     for column in layout.columns:
         name = map_name(column.name)
         if name is not None:
-            found.append(of_spec(column, name))
+            found.append(of_text(column, name) if isinstance(column, TextColumn)
+                         else of_spec(column, name))
     return found
 
 

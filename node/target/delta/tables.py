@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
-from node.target.delta.columns import META_PREFIX, LakeColumn, table_columns
+from node.target.delta.columns import META_PREFIX, LakeColumn, TextColumn, table_columns
+from shared.endpoint import connect
 from shared.errors import ConfigError
+from shared.patterns import PatternKind
 
 Target = tuple[str, str, str]  # datasource, schema, table
 MIRROR, CHANGELOG = "mirror", "changelog"
@@ -38,12 +41,39 @@ class LakeTables:
         self._lock = threading.Lock()
 
     def of(self, target: Target, layout: Any = None) -> LakeFacts:
+        """The facts of a target table, from ``layout`` (a source table's table map) or,
+        where none came with the batch (a snapshot's read of a table not written since the
+        node started), from the source's information_schema."""
         found = self._known.get(target)
-        if found is not None or layout is None:
-            return found or LakeFacts()
+        if found is not None:
+            return found
+        if layout is None:
+            layout = self._described(target)
+            if layout is None:
+                return LakeFacts()
         with self._lock:
             facts = self._known[target] = self._facts(target, layout)
         return facts
+
+    def _described(self, target: Target) -> Any:
+        """The source table that the pipeline's pairs write to ``target``, as the source's
+        information_schema describes it (None: no such table, or no source to ask)."""
+        source = getattr(self.compiled, "source", None)
+        if source is None:
+            return None
+        with connect(source) as conn, conn.cursor() as cursor:
+            for entry in self.compiled.pairs:
+                media = entry.pair.source
+                single = media.namespace.kind is PatternKind.SINGLE
+                cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                               "WHERE TABLE_TYPE = 'BASE TABLE'" + (
+                                   " AND TABLE_SCHEMA = %s" if single else ""),
+                               (media.namespace.literal,) if single else ())
+                for schema, table in cursor.fetchall():
+                    if media.namespace.matches(schema) and media.table.matches(table) and \
+                            entry.address(schema, table) == target:
+                        return _layout(cursor, schema, table)
+        return None
 
     def forget(self) -> None:
         with self._lock:
@@ -92,3 +122,16 @@ class LakeTables:
             raise ConfigError(f"{entry.where}: partition_by names {missing[0]}, which "
                               f"{target[1]}.{target[2]} does not have")
         return LakeFacts(tuple(columns), keys, mode, tuple(pair.partition_by))
+
+
+def _layout(cursor: Any, schema: str, table: str) -> Any:
+    cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME FROM "
+                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                   "ORDER BY ORDINAL_POSITION", (schema, table))
+    columns = tuple(TextColumn(str(name), str(kind), str(full), charset)
+                    for name, kind, full, charset in cursor.fetchall())
+    cursor.execute("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE "
+                   "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND INDEX_NAME = 'PRIMARY' "
+                   "ORDER BY SEQ_IN_INDEX", (schema, table))
+    keys = tuple(str(row[0]) for row in cursor.fetchall())
+    return SimpleNamespace(schema=schema, table=table, columns=columns, primary_key=keys)
