@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from manager import backfill, checkcli, render, snapshotcli, verifycli
+from manager import backfill, checkcli, lakecli, render, snapshotcli, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -144,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     checkcli.add_command(commands)
     snapshotcli.add_commands(commands)
     verifycli.add_command(commands)
+    lakecli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
     box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
@@ -361,6 +362,8 @@ def _main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "sandbox":
             return _sandbox(args)
+        if args.command == "lake":  # on the files themselves: no manager
+            return lakecli.run(args)
         if args.command in ("backfill", "retl", "check"):  # they open the database themselves
             config = args.config or os.environ.get("SETL_CONFIG") or \
                 (CONF / "node.yaml" if (CONF / "node.yaml").exists() else None)

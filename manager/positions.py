@@ -11,13 +11,15 @@ than the targets skips the binlog in between, as asked.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pymysql
 from kazoo.client import KazooClient
 
-from shared import gtid, positions
+from shared import gtid, lakes, positions
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
@@ -31,6 +33,8 @@ from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pip
 from shared.retl import upgrade_position_table
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
+
+T = TypeVar("T")
 
 BAD_FIELD = 1054  # an unknown column
 log = logging.getLogger("setl.manager.positions")
@@ -236,7 +240,10 @@ def _ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
 
 
 def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
-    """The pipeline's position row on ``target`` (None: no row, or no position yet)."""
+    """The pipeline's position row on ``target`` (None: no row, or no position yet); of a
+    lake, the earliest position of its tables."""
+    if target.type == "delta":
+        return _lake(target, lambda: lakes.position_of(target.location, pipeline_id))
     try:
         with connect(target) as conn, conn.cursor() as cursor:
             try:
@@ -266,6 +273,14 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
     """The row becomes this run's; with ``to``, it moves there (a replay), or goes when
     ``to`` has no file (a GTID start: the target then holds nothing of it)."""
     where = "WHERE pipeline_id = %s"
+    if target.type == "delta":
+        if to is not None and to.file:
+            raise ConflictError(f"target {target.name} is a lake: its tables cannot be moved "
+                                "back to an earlier position (their files hold what they "
+                                "hold). Move the lake's directory away and copy the tables "
+                                "again (start: snapshot), or choose a later place")
+        _lake(target, lambda: lakes.restamp(target.location, pipeline_id, run, to))
+        return
     try:
         with connect(target, autocommit=True) as conn, conn.cursor() as cursor:
             upgrade_position_table(cursor)  # a row of an older version: no column yet
@@ -281,3 +296,16 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
     except pymysql.MySQLError as exc:
         raise SourceError(f"target {target.name}: cannot move the position row of "
                           f"{pipeline_id}: {exc.args[-1] if exc.args else exc}") from None
+
+
+def _lake(target: DataSource, read: Callable[[], T]) -> T:
+    """``read`` on a lake's tables, which must be reachable from the manager's machine."""
+    if not target.location.startswith("/"):
+        raise SourceError(f"target {target.name}: {target.location} is not a directory")
+    if not os.path.isdir(target.location):
+        return None  # type: ignore[return-value] - nothing was ever written there
+    try:
+        return read()
+    except OSError as exc:
+        raise SourceError(f"target {target.name}: cannot read the lake at "
+                          f"{target.location}: {exc}") from None

@@ -224,9 +224,9 @@ def source_data(source: model_pb2.DataSource) -> dict[str, Any]:
 
 def sources(found: Sequence[model_pb2.DataSource]) -> str:
     """Sources with their password reference (never a value: only references are stored)."""
-    rows = [(s.name, s.type or "mysql", f"{s.host}:{s.port}" + (
-        f" (primary of {', '.join(s.hosts)})" if s.hosts else ""), s.user, s.password or "-",
-             s.charset) for s in found]
+    rows = [(s.name, s.type or "mysql", s.location if s.type == "delta" else
+             f"{s.host}:{s.port}" + (f" (primary of {', '.join(s.hosts)})" if s.hosts else ""),
+             s.user or "-", s.password or "-", s.charset or "-") for s in found]
     return table(["SOURCE", "TYPE", "ADDRESS", "USER", "PASSWORD REFERENCE", "CHARSET"], rows) \
         if rows else "no sources; define them under 'sources:' and run: setl apply -f FILE"
 

@@ -291,6 +291,7 @@ class PipelineRunner:
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
         compiled = start.with_table_keys(compiled, source, pipeline)
+        kinds.check_source(self.target_kind, compiled, source)
         freedoor.ensure_buffer(source, self.pipeline_id)
         if self._central is not None and self._central.buffer is not source:
             freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)

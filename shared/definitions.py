@@ -312,6 +312,8 @@ class _Loader:
             "snapshot_chunk_size": lambda f: f.integer(1, 10_000_000),
             "snapshot_parallelism": lambda f: f.integer(1, 64),
             "snapshot_skip_binlog": Field.boolean,
+            "lake_compact_every": lambda f: f.integer(0),
+            "lake_retain_hours": lambda f: f.integer(0),
             "ddl_sync": Field.boolean,
             "skip_load_exception": Field.boolean,
             "dry_run": Field.boolean,

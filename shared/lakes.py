@@ -9,11 +9,17 @@ is a secret reference (``${SETL_…}`` or ``file:…``), resolved only in the no
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
+from shared.model import BinlogPosition
 from shared.secrets import SecretRef
 
+PREFIX = "setl."  # setl's commit metadata on a lake table
 SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "file://")
 # options whose value is a credential: never written in a definition in clear
 _SECRET = re.compile(r"(SECRET|PASSWORD|TOKEN|CREDENTIAL|SAS|ACCESS_KEY|ACCOUNT_KEY|"
@@ -62,3 +68,109 @@ def options(storage: Iterable[str]) -> dict[str, str]:
 def table_uri(location: str, schema: str, table: str) -> str:
     """Where a target table's Delta table is under its location."""
     return f"{location.rstrip('/')}/{schema}/{table}"
+
+
+def maintain(table: Any, retain_hours: int, properties: Any = None) -> dict[str, Any]:
+    """Compact a table's small files, then vacuum what was removed over ``retain_hours``
+    ago; what each did."""
+    done = dict(table.optimize.compact(commit_properties=properties))
+    done["vacuumed"] = len(table.vacuum(retention_hours=retain_hours, dry_run=False,
+                                        enforce_retention_duration=False,
+                                        commit_properties=properties))
+    return done
+
+
+def tables_under(location: str) -> list[tuple[str, str]]:
+    """The (schema, table) of every Delta table under a local lake location."""
+    found = []
+    if not os.path.isdir(location):
+        return found
+    for schema in sorted(os.listdir(location)):
+        folder = os.path.join(location, schema)
+        if not os.path.isdir(folder) or schema.startswith("_"):
+            continue
+        for table in sorted(os.listdir(folder)):
+            if os.path.isdir(os.path.join(folder, table, "_delta_log")):
+                found.append((schema, table))
+    return found
+
+
+@dataclass
+class Stamp:
+    """What a commit of setl's says of itself (``setl.*`` commit metadata)."""
+
+    pipeline: str
+    run: str
+    epoch: int
+    process_id: int
+    position: BinlogPosition
+
+    def metadata(self) -> dict[str, str]:
+        where = self.position
+        return {PREFIX + "pipeline": self.pipeline, PREFIX + "run": self.run,
+                PREFIX + "epoch": str(self.epoch), PREFIX + "process_id": str(self.process_id),
+                PREFIX + "position": json.dumps({"file": where.file, "pos": where.pos,
+                                                 "gtid": where.gtid, "server": where.server})}
+
+    @classmethod
+    def of(cls, commit: dict[str, Any]) -> Stamp | None:
+        if PREFIX + "position" not in commit:
+            return None
+        where = json.loads(commit[PREFIX + "position"])
+        return cls(str(commit[PREFIX + "pipeline"]), str(commit.get(PREFIX + "run", "")),
+                   int(commit[PREFIX + "epoch"]), int(commit[PREFIX + "process_id"]),
+                   BinlogPosition(where["file"], int(where["pos"]), where.get("gtid", ""),
+                                  where.get("server", "")))
+
+
+def app_id(pipeline_id: str) -> str:
+    return f"setl:{pipeline_id}"
+
+
+def last_stamp(table: Any, pipeline_id: str, depth: int = 1000) -> Stamp | None:
+    """The newest commit of setl's for the pipeline in the table's history (None: none)."""
+    for commit in table.history(depth):
+        stamp = Stamp.of(commit)
+        if stamp is not None and stamp.pipeline == pipeline_id:
+            return stamp
+    return None
+
+
+def restamp(location: str, pipeline_id: str, run: str, position: BinlogPosition | None
+            ) -> list[str]:
+    """Every table of a stopped pipeline under a lake location given another run, and with
+    ``position`` a new position (an empty one: nothing loaded, so the next start loads
+    from the pipeline's start again): an empty commit each. The tables changed."""
+    import pyarrow as pa
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+    changed = []
+    for schema, table in tables_under(location):
+        delta = DeltaTable(table_uri(location, schema, table))
+        found = last_stamp(delta, pipeline_id)
+        if found is None:
+            continue
+        stamp = Stamp(pipeline_id, run, found.epoch, found.process_id,
+                      found.position if position is None else position)
+        write_deltalake(delta, pa.schema(delta.schema().to_arrow()).empty_table(),
+                        mode="append", commit_properties=CommitProperties(
+                            custom_metadata=stamp.metadata()))
+        changed.append(f"{schema}.{table}")
+    return changed
+
+
+def position_of(location: str, pipeline_id: str) -> tuple[BinlogPosition, int, int] | None:
+    """Where a lake stands for a pipeline: the earliest position of its tables (each holds
+    every transaction up to it), the highest processId and owner epoch; None: no table
+    holds any."""
+    from deltalake import DeltaTable
+
+    from shared import gtid
+
+    stamps = [stamp for schema, table in tables_under(location)
+              if (stamp := last_stamp(DeltaTable(table_uri(location, schema, table)),
+                                      pipeline_id)) is not None and stamp.position.file]
+    if not stamps:
+        return None
+    earliest = gtid.earliest([stamp.position for stamp in stamps])
+    return earliest, max(s.process_id for s in stamps), max(s.epoch for s in stamps)

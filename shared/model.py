@@ -207,6 +207,10 @@ class PipelineParams:
     # copies' rows are not written to the target's binlog (sql_log_bin = 0;
     # node.target.mysql.copies)
     snapshot_skip_binlog: bool = False
+    # a lake table is compacted (small files bin-packed) after this many commits, then its
+    # files removed longer ago than lake_retain_hours are vacuumed (0: never)
+    lake_compact_every: int = 100
+    lake_retain_hours: int = 168
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from node.target.base import TargetLoader, TargetTables
 from node.target.delta.loader import LakeLoader
-from node.target.delta.tables import LakeTables
+from node.target.delta.tables import LakeTables, refuse_cascades
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
 from node.target.mysql.twoway import LoopGuard
@@ -47,6 +47,12 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
         return LakeLoader(pipeline_id, targets, params, epoch, stop=stop, run=run)
     loop = LoopGuard(two_way[0], pipeline_id, wins_conflicts=two_way[1]) if two_way else None
     return Loader(pipeline_id, targets, params, epoch, loop, stop=stop, run=run)
+
+
+def check_source(kind: str, compiled: Any, source: DataSource) -> None:
+    """What the source must not hold for this kind of target (checked at each start)."""
+    if kind == "delta":
+        refuse_cascades(compiled, source)
 
 
 def tables(kind: str, targets: dict[str, DataSource], compiled: Any = None) -> TargetTables:

@@ -292,3 +292,28 @@ def test_snapshot_into_an_empty_lake_while_writes_race_it(sandbox, tmp_path):
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_a_cascading_foreign_key_into_a_lake_is_refused_with_the_reason(sandbox, tmp_path):
+    """Rows an ON DELETE CASCADE removes are not in the binlog and a lake cannot redo the
+    cascade: a pipeline replicating both ends of one stops at start and says so."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.parent (id INT PRIMARY KEY)",
+                         "CREATE TABLE `{schema}`.child (id INT PRIMARY KEY, pid INT, FOREIGN "
+                         "KEY fk_parent (pid) REFERENCES `{schema}`.parent (id) "
+                         "ON DELETE CASCADE)")
+    cluster = Cluster(sandbox, tmp_path, "lake-cascade")
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([lake_channel("lc", schema, [{"table": "parent"}, {"table": "child"}])],
+                      lake_sources(cluster, tmp_path / "lake"))
+        cluster.set_status("lc", "START")
+        wait_for(lambda: "has foreign key fk_parent" in cluster.pipeline_state("lc").last_error,
+                 60, "the pipeline to refuse the cascade")
+        assert "ON DELETE CASCADE" in cluster.pipeline_state("lc").last_error
+        assert not (tmp_path / "lake").exists()
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()

@@ -145,3 +145,52 @@ def test_a_new_owner_fences_the_old_and_a_replay_writes_only_what_a_table_lacks(
 def test_information_schema_types_map_as_table_map_types_do(
         data_type: str, column_type: str, charset: str | None, expected: LakeColumn) -> None:
     assert of_text(TextColumn("x", data_type, column_type, charset), "c") == expected
+
+
+def test_a_table_is_compacted_every_n_commits_and_keeps_its_position(tmp_path: Path) -> None:
+    writer = LakeLoader("c.p", {"lake": DataSource("lake", "", type="delta",
+                                                   location=str(tmp_path))},
+                        PipelineParams(lake_compact_every=3, lake_retain_hours=0), epoch=1,
+                        run="r1")
+    writer.claim()
+    for n in range(1, 5):
+        done = units.render([change(MIRROR, INS, 0, {"id": n, "v": "a"})], SPEC)
+        writer.load_units(batch(n, 100 * n), [PartResult(done, [], 1)])
+    table = DeltaTable(str(tmp_path / "s" / "m"))
+    assert len(table.file_uris()) == 2  # three compacted into one, and the fourth
+    assert len(list((tmp_path / "s" / "m").glob("*.parquet"))) == 2  # vacuumed at once
+    assert [row["id"] for row in read(tmp_path, "m")] == [1, 2, 3, 4]
+    again = loader(tmp_path, epoch=2).claim()
+    assert again["lake:s.m"].position.pos == 400
+
+
+def test_setl_lake_optimize_compacts_every_table_by_hand(tmp_path: Path, capsys) -> None:
+    from manager import cli
+
+    writer = loader(tmp_path, epoch=1)
+    for n in range(1, 4):
+        done = units.render([change(MIRROR, INS, 0, {"id": n, "v": "a"}),
+                             change(LOG, INS, 3 << 20, {"id": n, "v": "a"})], SPEC)
+        writer.load_units(batch(n, 100 * n), [PartResult(done, [], 2)])
+    assert cli.main(["lake", "optimize", str(tmp_path), "--retain-hours", "0"]) == 0
+    assert "s.m: 3 files compacted into 1" in capsys.readouterr().out
+    assert len(DeltaTable(str(tmp_path / "s" / "c")).file_uris()) == 1
+    assert cli.main(["lake", "optimize", str(tmp_path), "--table", "s.nope"]) == 1
+    assert "has no Delta table s.nope" in capsys.readouterr().err
+
+
+def test_the_manager_reads_where_a_lake_stands_and_gives_it_another_run(tmp_path: Path) -> None:
+    from shared import lakes
+
+    writer = loader(tmp_path, epoch=1)
+    both = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
+                         change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+    writer.load_units(batch(1, 100), [PartResult(both, [], 2)])
+    writer.load_units(batch(2, 200), [PartResult(both[:1], [], 1)])
+    assert lakes.position_of(str(tmp_path), "c.p") == (BinlogPosition("bin.000001", 100), 2, 1)
+    assert lakes.position_of(str(tmp_path), "other.p") is None
+    assert lakes.restamp(str(tmp_path), "c.p", "r2", None) == ["s.c", "s.m"]
+    claimed = loader(tmp_path, epoch=2).claim()
+    assert {row.run for row in claimed.values()} == {"r2"}
+    lakes.restamp(str(tmp_path), "c.p", "r3", BinlogPosition())  # reset: nothing loaded
+    assert loader(tmp_path, epoch=3).claim() == {"lake:s.c": None, "lake:s.m": None}

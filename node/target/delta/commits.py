@@ -3,78 +3,42 @@ writer last read (see :mod:`node.target.delta`)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from node.cursor import Cursor
 from shared.errors import FencedError, LoadError
-from shared.model import BinlogPosition
+from shared.lakes import Stamp, app_id, last_stamp
+
+__all__ = ["Stamp", "app_id", "commit", "cursor", "last_stamp"]
 
 log = logging.getLogger("setl.node.target.delta")
-PREFIX = "setl."
 TRIES = 5  # a commit that lost to a writer of the same epoch (another tool) is made again
 
 
-@dataclass
-class Stamp:
-    """What a commit of setl's says of itself (``setl.*`` commit metadata)."""
-
-    pipeline: str
-    run: str
-    epoch: int
-    process_id: int
-    position: BinlogPosition
-
-    def metadata(self) -> dict[str, str]:
-        where = self.position
-        return {PREFIX + "pipeline": self.pipeline, PREFIX + "run": self.run,
-                PREFIX + "epoch": str(self.epoch), PREFIX + "process_id": str(self.process_id),
-                PREFIX + "position": json.dumps({"file": where.file, "pos": where.pos,
-                                                 "gtid": where.gtid, "server": where.server})}
-
-    @classmethod
-    def of(cls, commit: dict[str, Any]) -> Stamp | None:
-        if PREFIX + "position" not in commit:
-            return None
-        where = json.loads(commit[PREFIX + "position"])
-        return cls(str(commit[PREFIX + "pipeline"]), str(commit.get(PREFIX + "run", "")),
-                   int(commit[PREFIX + "epoch"]), int(commit[PREFIX + "process_id"]),
-                   BinlogPosition(where["file"], int(where["pos"]), where.get("gtid", ""),
-                                  where.get("server", "")))
-
-    def cursor(self) -> Cursor | None:
-        if not self.position.file:
-            return None
-        return Cursor(self.position, self.process_id, run=self.run)
+def cursor(stamp: Stamp) -> Cursor | None:
+    """Where a table's stamp says it stands (None: nothing loaded)."""
+    if not stamp.position.file:
+        return None
+    return Cursor(stamp.position, stamp.process_id, run=stamp.run)
 
 
-def app_id(pipeline_id: str) -> str:
-    return f"setl:{pipeline_id}"
-
-
-def last_stamp(table: Any, pipeline_id: str, depth: int = 1000) -> Stamp | None:
-    """The newest commit of setl's for the pipeline in the table's history (None: none)."""
-    for commit in table.history(depth):
-        stamp = Stamp.of(commit)
-        if stamp is not None and stamp.pipeline == pipeline_id:
-            return stamp
-    return None
-
-
-def commit(table: Any, name: str, stamp: Stamp, write: Callable[[Any], None]) -> None:
+def commit(table: Any, name: str, stamp: Stamp | Callable[[], Stamp],
+           write: Callable[[Any], None]) -> None:
     """Make one commit with ``write(properties)`` on the version ``table`` was read at.
 
     A commit that finds a newer version fails (no retry inside delta-rs): the table is read
     again, and when a newer owner's commit is there this writer is fenced; else (another
     tool committed: an OPTIMIZE, a reader's maintenance) it is made again on the new
-    version."""
+    version. A callable ``stamp`` (a fence, which keeps the table's position) is asked again
+    for each attempt, after the table was read again."""
     from deltalake import CommitProperties, Transaction
     from deltalake.exceptions import CommitFailedError
 
+    made = stamp
     for attempt in range(1, TRIES + 1):
+        stamp = made() if callable(made) else made
         properties = CommitProperties(
             custom_metadata=stamp.metadata(), max_commit_retries=0,
             app_transactions=[Transaction(app_id(stamp.pipeline), max(stamp.process_id, 0))])
@@ -92,5 +56,5 @@ def commit(table: Any, name: str, stamp: Stamp, write: Callable[[Any], None]) ->
                                   found.epoch) from None
             log.info("event=lake_commit_lost pipeline=%s table=%s attempt=%d reason=%r",
                      stamp.pipeline, name, attempt, str(exc))
-    raise LoadError(f"pipeline {stamp.pipeline}: lake table {name}: {TRIES} commits in a row "
+    raise LoadError(f"lake table {name}: {TRIES} commits in a row "
                     "lost to other writers; stop what else writes the table, then resume")

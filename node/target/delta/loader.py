@@ -4,7 +4,6 @@ position (see :mod:`node.target.delta`)."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -16,11 +15,10 @@ from node.jobs import PartResult, Unit, in_order
 from node.target.delta import commits, units
 from node.target.delta.commits import Stamp
 from shared import gtid, lakes
-from shared.errors import ConfigError, FencedError, LoadError
+from shared.errors import ConfigError, FencedError, LoadError, PositionConflictError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.target.delta")
-COMPACT_EVERY = 100  # a table's commits by this loader between two compactions
 # DDL a lake takes: new tables and new columns come with the rows that have them
 _TAKEN = re.compile(r"\s*(CREATE\s+(TABLE|DATABASE|SCHEMA)|ALTER\s+TABLE\s+\S+\s+ADD\s+"
                     r"(?!(UNIQUE|INDEX|KEY|PRIMARY|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|"
@@ -59,7 +57,7 @@ class LakeLoader:
         epoch, then read back the position each holds."""
         found: dict[str, Cursor | None] = {}
         for name, target in self.targets.items():
-            for schema, table in _tables_under(target.location):
+            for schema, table in lakes.tables_under(target.location):
                 key = table_key(name, schema, table)
                 found[key] = self._claim(key, lakes.table_uri(target.location, schema, table))
         return found
@@ -70,22 +68,39 @@ class LakeLoader:
         table = self._tables[key] = DeltaTable(uri)
         stamp = commits.last_stamp(table, self.pipeline_id)
         if stamp is None:
+            if table.transaction_version(commits.app_id(self.pipeline_id)) is not None:
+                raise PositionConflictError(
+                    f"pipeline {self.pipeline_id}: lake table {key} holds batches of this "
+                    "pipeline, but the commits saying up to which position are gone from its "
+                    "log (over 1,000 commits of other writers since, or its log was cleaned): "
+                    "what it holds cannot be told. Stop the channel, move this table away, "
+                    "and copy it again (setl snapshot)")
             return None  # a table of the location this pipeline never wrote
-        ours = not stamp.run or not self.run or stamp.run == self.run
-        if ours and stamp.epoch > self.epoch:
-            raise FencedError(f"pipeline {self.pipeline_id}: lake table {key} is written by "
-                              f"a newer owner (epoch {stamp.epoch} > {self.epoch}); this node "
-                              "lost the pipeline and stops", key, stamp.epoch)
-        fence = Stamp(self.pipeline_id, self.run or stamp.run, self.epoch, stamp.process_id,
-                      stamp.position)
-        self._write(key, fence, lambda props: _append(table, None, props))
+        stamp = self._fence(key, table, stamp)
         log.info("event=target_claimed pipeline=%s target=%s epoch=%d position=%s "
                  "process_id=%d", self.pipeline_id, key, self.epoch, stamp.position,
                  stamp.process_id)
-        cursor = stamp.cursor()
+        cursor = commits.cursor(stamp)
         if cursor is not None:
             self.written[key] = cursor.position
         return cursor
+
+    def _fence(self, key: str, table: Any, found: Stamp) -> Stamp:
+        """An empty commit of this owner's epoch that keeps the table's position and run (an
+        older owner's commit after it fails), made on the table's newest stamp: that stamp."""
+        fenced = [found]
+
+        def fence() -> Stamp:
+            latest = fenced[0] = commits.last_stamp(table, self.pipeline_id) or found
+            ours = not latest.run or not self.run or latest.run == self.run
+            if ours and latest.epoch > self.epoch:
+                raise FencedError(f"pipeline {self.pipeline_id}: lake table {key} is written "
+                                  f"by a newer owner (epoch {latest.epoch} > {self.epoch}); "
+                                  "this node lost the pipeline and stops", key, latest.epoch)
+            return Stamp(self.pipeline_id, latest.run, self.epoch, latest.process_id,
+                         latest.position)
+        self._write(key, fence, lambda props: _append(table, None, props))
+        return fenced[0]
 
     def take_over(self, name: str, found: int) -> list[int] | None:
         """A lake keeps no connections to ask: a newer epoch on a table while this node holds
@@ -143,7 +158,7 @@ class LakeLoader:
             self._write(key, stamp, lambda props: _append(table, rows, props))
         self.written[key] = batch.end
         count = self._commits[key] = self._commits.get(key, 0) + 1
-        if count >= COMPACT_EVERY:
+        if self.params.lake_compact_every and count >= self.params.lake_compact_every:
             self._compact(key, table, stamp)
         return unit.rows
 
@@ -169,22 +184,30 @@ class LakeLoader:
         self._tables[key] = found
         return found
 
-    def _write(self, key: str, stamp: Stamp, write: Callable[[Any], None]) -> None:
+    def _write(self, key: str, stamp: Stamp | Callable[[], Stamp],
+               write: Callable[[Any], None]) -> None:
         try:
             commits.commit(self._tables[key], key, stamp, write)
         except (ConfigError, LoadError, FencedError):
             raise
         except Exception as exc:  # delta-rs' and Arrow's errors: the batch stops, named
-            raise LoadError(f"pipeline {self.pipeline_id} processId {stamp.process_id}, "
-                            f"position {stamp.position}: lake table {key}: {exc}") from exc
+            where = f"processId {stamp.process_id}, position {stamp.position}, " \
+                if isinstance(stamp, Stamp) else ""
+            raise LoadError(f"pipeline {self.pipeline_id} {where}lake table {key}: {exc}"
+                            ) from exc
 
     def _compact(self, key: str, table: Any, stamp: Stamp) -> None:
-        """Small files of a streamed table bin-packed into large ones (one commit, carrying
-        the table's position as every commit of setl's does)."""
-        self._write(key, stamp, lambda props: table.optimize.compact(commit_properties=props))
+        """Small files of a streamed table bin-packed into large ones, then the files
+        removed longer ago than ``lake_retain_hours`` deleted (each a commit carrying the
+        table's position, as every commit of setl's does)."""
+        found: dict[str, Any] = {}
+        self._write(key, stamp, lambda props: found.update(lakes.maintain(
+            table, self.params.lake_retain_hours, props)))
         self._commits[key] = 0
-        log.info("event=lake_table_compacted pipeline=%s table=%s version=%d",
-                 self.pipeline_id, key, table.version())
+        log.info("event=lake_table_compacted pipeline=%s table=%s version=%d "
+                 "files_added=%s files_removed=%s vacuumed=%s", self.pipeline_id, key,
+                 table.version(), found.get("numFilesAdded", 0),
+                 found.get("numFilesRemoved", 0), found.get("vacuumed", 0))
 
 
 def _append(table: Any, rows: Any, properties: Any) -> None:
@@ -211,18 +234,3 @@ def _merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> Non
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _tables_under(location: str) -> list[tuple[str, str]]:
-    """The (schema, table) of every Delta table under a local lake location."""
-    found = []
-    if not os.path.isdir(location):
-        return found
-    for schema in sorted(os.listdir(location)):
-        folder = os.path.join(location, schema)
-        if not os.path.isdir(folder) or schema.startswith("_"):
-            continue
-        for table in sorted(os.listdir(folder)):
-            if os.path.isdir(os.path.join(folder, table, "_delta_log")):
-                found.append((schema, table))
-    return found

@@ -135,3 +135,33 @@ def _layout(cursor: Any, schema: str, table: str) -> Any:
                    "ORDER BY SEQ_IN_INDEX", (schema, table))
     keys = tuple(str(row[0]) for row in cursor.fetchall())
     return SimpleNamespace(schema=schema, table=table, columns=columns, primary_key=keys)
+
+
+CASCADES = ("SELECT k.CONSTRAINT_SCHEMA, k.TABLE_NAME, k.REFERENCED_TABLE_SCHEMA, "
+            "k.REFERENCED_TABLE_NAME, r.DELETE_RULE, r.UPDATE_RULE, k.CONSTRAINT_NAME "
+            "FROM information_schema.REFERENTIAL_CONSTRAINTS r JOIN "
+            "information_schema.KEY_COLUMN_USAGE k ON k.CONSTRAINT_SCHEMA = "
+            "r.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = r.CONSTRAINT_NAME AND k.TABLE_NAME = "
+            "r.TABLE_NAME WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND (r.DELETE_RULE <> "
+            "'RESTRICT' AND r.DELETE_RULE <> 'NO ACTION' OR r.UPDATE_RULE <> 'RESTRICT' AND "
+            "r.UPDATE_RULE <> 'NO ACTION')")
+
+
+def refuse_cascades(compiled: Any, source: Any) -> None:
+    """Refuse a pipeline into a lake that replicates both ends of a cascading foreign key:
+    the rows a cascade changes are not in the binlog, and a lake has no foreign key to redo
+    it, so its table would keep rows the source no longer has."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute(CASCADES)
+        found = cursor.fetchall()
+    for schema, child, parent_schema, parent, on_delete, on_update, name in found:
+        if compiled.pairs_for(schema, child) and compiled.pairs_for(parent_schema, parent):
+            rule = f"ON DELETE {on_delete}" if on_delete not in ("RESTRICT", "NO ACTION") \
+                else f"ON UPDATE {on_update}"
+            raise ConfigError(
+                f"pipeline {compiled.pipeline_id}: {schema}.{child} has foreign key {name} to "
+                f"{parent_schema}.{parent} with {rule}; the rows the cascade changes are not "
+                "in the binlog and a lake table cannot redo it, so the lake would keep rows "
+                f"the source no longer has. Leave one of the two tables out of the pipeline, "
+                "replicate them into a database target, or make the key ON DELETE/ON UPDATE "
+                "RESTRICT on the source")

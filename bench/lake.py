@@ -1,0 +1,294 @@
+"""The lake benchmark: the same sysbench backlog caught up into MariaDB, into Delta tables
+mirrored and into Delta change logs (one target at a time, each alone on the machine), and
+the physical limit — ``deltalake.write_deltalake`` of the same rows from Arrow in one
+process, in commits of the same size. Then a stream at ``--rate`` tx/s into a mirrored lake:
+delay p50/p99 (a beat row's commit on the source to its Delta commit), and the files a table
+has after the stream with and without compaction. Every figure counts only when the copy
+equals the source at the end.
+
+    python -m bench.lake [--tables 4 --table-size 100000 --seconds 30 --stream-seconds 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.measure import tree_cpu_s, write_report
+from shared import gtid
+from shared.model import BinlogPosition
+from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, wait_for
+
+RESULTS = Path(__file__).parent / "results"
+DB = "sbtest"
+COLUMNS = ["id", "k", "c", "pad"]
+BEAT = f"CREATE TABLE {DB}.beat (id BIGINT PRIMARY KEY, created BIGINT NOT NULL)"
+
+
+class Lake:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.box = Sandbox(work / "sandbox")
+        self.box.down(purge=True)
+        self.servers = self.box.up(owner_pid=os.getpid())
+        self.cluster = Cluster(self.box, work / "cluster", "lake", spark_start="boot")
+        self.source, self.target = Database(self.box, "source"), Database(self.box, "target")
+        self.password = self.box.password()
+        self.location = work / "lake"
+
+    def sources(self) -> list[dict[str, Any]]:
+        secret = f"file:{self.box.secret_file}"
+        return [*({"name": name, "host": "127.0.0.1", "port": self.servers[name].port,
+                   "user": "setl", "password": secret} for name in ("source", "target")),
+                {"name": "lake", "type": "delta", "location": str(self.location)}]
+
+    def channel(self, name: str, target: str, tables: int, start: BinlogPosition,
+                mode: str = "", **params: Any) -> dict[str, Any]:
+        names = [f"sbtest{i}" for i in range(1, tables + 1)] + ["beat"]
+        pairs = [{"source": f"{DB}.{t}", "target": f"{DB}.{t}", **({"mode": mode} if mode
+                                                                   else {})} for t in names]
+        return {"name": name, "pipelines": [{
+            "name": "forward", "source": "source", "target": target, "batch_size": 10000,
+            "load_batch_size": 2000, "start": {"file": start.file, "pos": start.pos},
+            **params, "pairs": pairs}]}
+
+    def sysbench(self, *args: str) -> str:
+        command = ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+                   f"--mysql-port={self.servers['source'].port}", "--mysql-user=setl",
+                   f"--mysql-password={self.password}", f"--mysql-db={DB}", *args]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
+        return done.stdout
+
+    def end(self) -> BinlogPosition:
+        file, pos = self.source.rows("SHOW MASTER STATUS")[0][:2]
+        return BinlogPosition(str(file), int(pos))
+
+    def close(self) -> None:
+        self.cluster.stop()
+        self.source.close()
+        self.target.close()
+        self.box.down(purge=True)
+
+
+def at_least(state: Any, end: BinlogPosition) -> bool:
+    where = state.position
+    return bool(where.file) and gtid.compare(BinlogPosition(where.file, where.pos), end) >= 0
+
+
+def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int
+            ) -> dict[str, float]:
+    """One channel started alone on the backlog: seconds to its end, rows/s, node CPU."""
+    cpu, started = tree_cpu_s(node_pid), time.monotonic()
+    lake.cluster.set_status(name, "START")
+    wait_for(lambda: at_least(lake.cluster.pipeline_state(name), end), 3600, f"{name} caught up")
+    seconds = time.monotonic() - started
+    cpu = tree_cpu_s(node_pid) - cpu
+    lake.cluster.set_status(name, "STOP")
+    return {"seconds": round(seconds, 1), "rows_per_s": round(rows / seconds),
+            "cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2)}
+
+
+def source_rows(lake: Lake, table: str) -> Counter:
+    return Counter(lake.source.rows(f"SELECT {', '.join(COLUMNS)} FROM {DB}.{table}"))
+
+
+def mirror_equal(lake: Lake, tables: list[str]) -> list[str]:
+    from deltalake import DeltaTable
+
+    bad = []
+    for table in tables:
+        found = DeltaTable(str(lake.location / DB / table)).to_pyarrow_table(columns=COLUMNS)
+        if Counter(tuple(row[c] for c in COLUMNS) for row in found.to_pylist()) != \
+                source_rows(lake, table):
+            bad.append(f"lake mirror {table}")
+    return bad
+
+
+def changelog_equal(lake: Lake, schema_dir: Path, tables: list[str]) -> list[str]:
+    """Each key's last change in the log, applied: the source's rows."""
+    from deltalake import DeltaTable
+
+    bad = []
+    for table in tables:
+        log = DeltaTable(str(schema_dir / table)).to_pyarrow_table().to_pylist()
+
+        def order(change: dict[str, Any]) -> tuple[int, int, int]:
+            file, _, pos = change["_setl_position"].rpartition(":")
+            return int(file.rpartition(".")[2]), int(pos), change["_setl_seq"]
+        state: dict[Any, tuple[Any, ...] | None] = {}
+        for change in sorted(log, key=order):
+            if change["_setl_op"] in ("U", "D"):
+                state[change["_setl_before"]["id"]] = None
+            if change["_setl_op"] in ("I", "U"):
+                state[change["id"]] = tuple(change[c] for c in COLUMNS)
+        if Counter(row for row in state.values() if row is not None) != source_rows(lake, table):
+            bad.append(f"lake changelog {table}")
+    return bad
+
+
+def write_limit(lake: Lake, tables: list[str], batch_rows: int) -> dict[str, Any]:
+    """The same rows from Arrow written by ``write_deltalake`` in one process, in commits of
+    ``batch_rows`` (setl's batch size): the rate no lake writer on this machine beats."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    arrays = {}
+    for table in tables:
+        found = lake.source.rows(f"SELECT {', '.join(COLUMNS)} FROM {DB}.{table}")
+        arrays[table] = pa.table({c: [row[i] for row in found] for i, c in
+                                  enumerate(COLUMNS)})
+    rows = sum(t.num_rows for t in arrays.values())
+    out = lake.work / "limit"
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.monotonic()
+    for table, data in arrays.items():
+        for offset in range(0, data.num_rows, batch_rows):
+            write_deltalake(str(out / table), data.slice(offset, batch_rows), mode="append")
+    seconds = time.monotonic() - started
+    return {"rows": rows, "seconds": round(seconds, 1), "rows_per_s": round(rows / seconds)}
+
+
+def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int) -> dict[str, Any]:
+    """``rate`` tx/s for ``seconds`` into a running mirrored lake, with a beat row every
+    100 ms: each beat's delay from its source commit to the Delta commit holding it, and the
+    files of each table at the end."""
+    from deltalake import DeltaTable
+
+    caught_up = lake.end()  # the backlog first: the stream's delay is measured caught up
+    lake.cluster.set_status(name, "START")
+    wait_for(lambda: at_least(lake.cluster.pipeline_state(name), caught_up), 3600,
+             f"{name} caught up before the stream")
+    delays: list[float] = []
+    done = threading.Event()
+    beats: dict[int, float] = {}
+
+    def beat() -> None:
+        n = int(time.time() * 1000) * 10
+        while not done.wait(0.1):
+            n += 1
+            lake.source.execute(f"INSERT INTO {DB}.beat VALUES ({n}, 0)")
+            beats[n] = time.time()
+
+    def watch() -> None:
+        path, seen = lake.location / DB / "beat", set()
+        while not done.is_set() or len(seen) < len(beats):
+            if (path / "_delta_log").exists():
+                table = DeltaTable(str(path))
+                now = time.time()
+                for n in table.to_pyarrow_table(columns=["id"]).column("id").to_pylist():
+                    if n not in seen and n in beats:
+                        seen.add(n)
+                        delays.append((now - beats[n]) * 1000)
+            if done.is_set() and time.time() > deadline:
+                return
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=beat, daemon=True),
+               threading.Thread(target=watch, daemon=True)]
+    deadline = time.time() + seconds + 60
+    for thread in threads:
+        thread.start()
+    lake.sysbench(f"--tables={tables}", f"--time={seconds:.0f}", f"--rate={rate}",
+                  "--threads=4", "run")
+    done.set()
+    for thread in threads:
+        thread.join(90)
+    lake.cluster.set_status(name, "STOP")
+    delays.sort()
+    files = {t: len(DeltaTable(str(lake.location / DB / t)).file_uris())
+             for t in (f"sbtest{i}" for i in range(1, tables + 1))}
+    pick = (lambda q: round(delays[min(len(delays) - 1, int(len(delays) * q))], 1)) \
+        if delays else (lambda q: None)
+    return {"beats": len(delays), "delay_p50_ms": pick(0.5), "delay_p99_ms": pick(0.99),
+            "files_per_table": max(files.values())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.lake", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=4)
+    parser.add_argument("--table-size", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=30, help="the backlog's OLTP part")
+    parser.add_argument("--stream-seconds", type=float, default=120)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "lake")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.tables, args.table_size, args.seconds, args.stream_seconds, args.rate = \
+            2, 500, 2, 3, 50
+    lake = Lake(args.work)
+    tables = [f"sbtest{i}" for i in range(1, args.tables + 1)]
+    results: list[dict[str, Any]] = []
+    try:
+        lake.cluster.start_manager()
+        node = lake.cluster.start_node(1)
+        lake.source.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        lake.target.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        start = lake.end()
+        lake.source.execute(BEAT)
+        lake.target.execute(BEAT)
+        lake.sysbench(f"--tables={args.tables}", f"--table-size={args.table_size}", "prepare")
+        for i in range(1, args.tables + 1):  # the MariaDB target gets the tables' DDL
+            lake.target.execute(lake.source.rows(f"SHOW CREATE TABLE {DB}.sbtest{i}")[0][1]
+                                .replace("CREATE TABLE `", f"CREATE TABLE `{DB}`.`", 1))
+        out = lake.sysbench(f"--tables={args.tables}", f"--table-size={args.table_size}",
+                            f"--time={args.seconds:.0f}", "--rate=0", "--threads=4", "run")
+        end = lake.end()
+        oltp = int(out.split("write:")[1].split()[0]) if "write:" in out else 0
+        rows = args.tables * args.table_size + oltp
+        channels = {"maria": ("target", ""), "mirror": ("lake", "mirror"),
+                    "changelog": ("lake", "changelog")}
+        lake.cluster.apply([lake.channel(name, target, args.tables, start, mode,
+                                         lake_compact_every=0)
+                            for name, (target, mode) in channels.items() if name != "changelog"],
+                           lake.sources())
+        figures: dict[str, Any] = {}
+        figures["maria"] = catchup(lake, "maria", node.pid, end, rows)
+        figures["mirror"] = catchup(lake, "mirror", node.pid, end, rows)
+        bad = mirror_equal(lake, tables)
+        # the change log into a lake of its own (a pipeline's tables are its own)
+        shutil.move(str(lake.location), str(args.work / "lake-mirror"))
+        lake.cluster.apply([lake.channel("changelog", "lake", args.tables, start, "changelog",
+                                         lake_compact_every=0)], lake.sources())
+        figures["changelog"] = catchup(lake, "changelog", node.pid, end, rows)
+        bad += changelog_equal(lake, lake.location / DB, tables)
+        limit = write_limit(lake, tables, 10_000)
+        result = {"scenario": f"lake catch-up: {args.tables * args.table_size:,} rows of "
+                  f"sysbench prepare then {args.seconds:.0f}s of oltp_write_only ({oltp:,} "
+                  "rows), each target alone", "rows": rows, "write_deltalake_limit": limit}
+        for name, found in figures.items():
+            result.update({f"{name}_{key}": value for key, value in found.items()})
+        result["changelog_of_limit"] = round(figures["changelog"]["rows_per_s"] /
+                                             limit["rows_per_s"], 2)
+        results.append({**result, "equal": not bad, "differences": bad})
+        for compact in (0, 100):
+            shutil.rmtree(lake.location, ignore_errors=True)
+            name = f"stream{compact}"
+            lake.cluster.apply([lake.channel(name, "lake", args.tables, start, "mirror",
+                                             lake_compact_every=compact,
+                                             lake_retain_hours=0)], lake.sources())
+            found = stream(lake, name, args.stream_seconds, args.rate, args.tables)
+            bad = mirror_equal(lake, tables)
+            results.append({"scenario": f"lake stream: {args.rate} tx/s for "
+                            f"{args.stream_seconds:.0f}s, compaction every {compact or 'never'}"
+                            " commits", **found, "equal": not bad, "differences": bad})
+    finally:
+        lake.close()
+    write_report(args.results, "lake", args.smoke, vars(args), results, {})
+    return 0 if all(result["equal"] for result in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
