@@ -65,9 +65,50 @@ def options(storage: Iterable[str]) -> dict[str, str]:
     return found
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9_$-][A-Za-z0-9_$.-]*")
+
+
+def path_name(name: str) -> str:
+    """A schema or table name as one directory name: as it is when it is plain, else each
+    character outside ``[A-Za-z0-9_$.-]`` (and a leading dot) as ``@`` and its four hex
+    digits, as MariaDB names its own files (``a/b`` → ``a@002fb``). An ``@`` is encoded too,
+    so every name has one directory and back."""
+    if _PLAIN.fullmatch(name):
+        return name
+    return "".join(char if ((char.isascii() and (char.isalnum() or char in "_$-")) or
+                            (char == "." and at)) else
+                   "".join(f"@{unit:04x}" for unit in _units(char))
+                   for at, char in enumerate(name))
+
+
+def _units(char: str) -> list[int]:
+    data = char.encode("utf-16-be")
+    return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def name_of(directory: str) -> str:
+    """The schema or table name a directory of :func:`path_name` holds."""
+    if "@" not in directory:
+        return directory
+    units, out, at = bytearray(), [], 0
+    while at < len(directory):
+        if directory[at] == "@":
+            units += bytes.fromhex(directory[at + 1:at + 5])
+            at += 5
+            continue
+        if units:
+            out.append(units.decode("utf-16-be"))
+            units = bytearray()
+        out.append(directory[at])
+        at += 1
+    if units:
+        out.append(units.decode("utf-16-be"))
+    return "".join(out)
+
+
 def table_uri(location: str, schema: str, table: str) -> str:
     """Where a target table's Delta table is under its location."""
-    return f"{location.rstrip('/')}/{schema}/{table}"
+    return f"{location.rstrip('/')}/{path_name(schema)}/{path_name(table)}"
 
 
 def maintain(table: Any, retain_hours: int, properties: Any = None) -> dict[str, Any]:
@@ -87,11 +128,11 @@ def tables_under(location: str) -> list[tuple[str, str]]:
         return found
     for schema in sorted(os.listdir(location)):
         folder = os.path.join(location, schema)
-        if not os.path.isdir(folder) or schema.startswith("_"):
+        if not os.path.isdir(folder):
             continue
         for table in sorted(os.listdir(folder)):
             if os.path.isdir(os.path.join(folder, table, "_delta_log")):
-                found.append((schema, table))
+                found.append((name_of(schema), name_of(table)))
     return found
 
 

@@ -138,6 +138,7 @@ def test_a_new_owner_fences_the_old_and_a_replay_writes_only_what_a_table_lacks(
     ("bit", "bit(64)", None, LakeColumn("c", "uint64")),
     ("varchar", "varchar(10)", "latin1", LakeColumn("c", "string")),
     ("varbinary", "varbinary(10)", None, LakeColumn("c", "binary")),
+    ("binary", "binary(4)", None, LakeColumn("c", "binary_fixed", 4)),
     ("enum", "enum('a','b(1)')", "utf8mb4", LakeColumn("c", "string")),
     ("point", "point", None, LakeColumn("c", "binary")),
     ("timestamp", "timestamp(6)", None, LakeColumn("c", "timestamp")),
@@ -194,3 +195,26 @@ def test_the_manager_reads_where_a_lake_stands_and_gives_it_another_run(tmp_path
     assert {row.run for row in claimed.values()} == {"r2"}
     lakes.restamp(str(tmp_path), "c.p", "r3", BinlogPosition())  # reset: nothing loaded
     assert loader(tmp_path, epoch=3).claim() == {"lake:s.c": None, "lake:s.m": None}
+
+
+@pytest.mark.parametrize("name", ["orders", "a/b", ".hidden", "my db", "t.1", "é", "🙂x",
+                                  "a@b", "%_x", "..", "_private"])
+def test_every_name_has_one_directory_and_back(name: str) -> None:
+    from shared import lakes
+
+    directory = lakes.path_name(name)
+    assert "/" not in directory and not directory.startswith(".")
+    assert lakes.name_of(directory) == name
+
+
+def test_a_table_is_made_with_its_pairs_partitions(tmp_path: Path) -> None:
+    facts = LakeFacts((LakeColumn("id", "int32"), LakeColumn("region", "string")), ("id",),
+                      partition_by=("region",))
+    spec = JobSpec(1, False, {MIRROR: facts}, target="delta")
+    done = units.render([change(MIRROR, INS, 0, {"id": 1, "region": "eu"}),
+                         change(MIRROR, INS, 1, {"id": 2, "region": "us"})], spec)
+    loader(tmp_path, epoch=1).load_units(batch(1, 100), [PartResult(done, [], 2)])
+    table = DeltaTable(str(tmp_path / "s" / "m"))
+    assert table.metadata().partition_columns == ["region"]
+    assert sorted(path.name for path in (tmp_path / "s" / "m").iterdir()) == \
+        ["_delta_log", "region=eu", "region=us"]

@@ -21,7 +21,8 @@ TIME                        string [-]HH:MM:SS[.f…] (Delta has no time of day 
 BIT(n)                      long (n < 64); decimal(20,0) (n = 64)
 CHAR, VARCHAR, TEXT         string (decoded from the column's charset)
 ENUM, SET, JSON             string: the member, the members joined by ',', the document
-BINARY, VARBINARY, BLOB     binary
+BINARY(n)                   binary: n bytes (the zeros the binlog drops put back)
+VARBINARY, BLOB             binary
 GEOMETRY                    binary (MySQL's internal form: SRID, then WKB)
 ==========================  =========================================================
 
@@ -90,8 +91,11 @@ def of_spec(column: Any, name: str) -> LakeColumn:
     if kind in (t.ENUM, t.SET, t.JSON):
         return LakeColumn(name, "string")
     if kind in _TEXTS:
-        binary = column.charset in (None, "binary")
-        return LakeColumn(name, "binary" if binary else "string")
+        if column.charset not in (None, "binary"):
+            return LakeColumn(name, "string")
+        if kind == t.STRING and column.max_length:  # BINARY(n): the binlog drops its
+            return LakeColumn(name, "binary_fixed", column.max_length)  # trailing zeros
+        return LakeColumn(name, "binary")
     return LakeColumn(name, "string")
 
 
@@ -124,14 +128,15 @@ def of_text(column: TextColumn, name: str) -> LakeColumn:
     kind = _TEXT_INTS.get(data_type) or _TEXT_TYPES.get(data_type)
     if data_type in _GEOMETRY:
         kind = t.GEOMETRY
-    if kind is None:
-        kind = t.BLOB  # char, varchar, binary, the texts and blobs
+    if kind is None:  # char, varchar, binary, the texts and blobs
+        kind = t.STRING if data_type == "binary" else t.BLOB
     spec = SimpleNamespace(
         type=kind, unsigned="unsigned" in full, charset=column.charset,
         precision=numbers[0] if kind == t.NEWDECIMAL and numbers else 10,
         decimals=numbers[1] if kind == t.NEWDECIMAL and len(numbers) > 1 else 0,
         fsp=numbers[0] if kind in (t.TIME2, t.DATETIME2, t.TIMESTAMP2) and numbers else 0,
-        bits=numbers[0] if kind == t.BIT and numbers else 1)
+        bits=numbers[0] if kind == t.BIT and numbers else 1,
+        max_length=numbers[0] if data_type == "binary" and numbers else 0)
     return of_spec(spec, name)
 
 
@@ -159,6 +164,7 @@ def arrow_type(column: LakeColumn) -> Any:
             "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64(),
             "date": pa.date32(), "datetime": pa.timestamp("us"),
             "timestamp": pa.timestamp("us", tz="UTC"), "binary": pa.binary(),
+            "binary_fixed": pa.binary(),
             }.get(kind, pa.string())
 
 
@@ -176,6 +182,9 @@ def converter(column: LakeColumn) -> Any:
         return _text
     if kind == "binary":
         return _binary
+    if kind == "binary_fixed":
+        size = column.precision
+        return lambda value: None if value is None else _binary(value).ljust(size, b"\0")
     return None
 
 

@@ -90,8 +90,13 @@ class LakeTables:
         if entry is None:
             return LakeFacts()
         pair = entry.pair
-        source_keys = pair.key_columns or layout.primary_key or \
-            self.compiled.table_keys.get((layout.schema, layout.table), ())
+        # as Transform keys its changes: a table without a key of its own stays keyless
+        # whatever key_columns says (they speed a database target's matches up, and need
+        # not be unique)
+        own = layout.primary_key or self.compiled.table_keys.get((layout.schema, layout.table),
+                                                                 ())
+        keyless = not own and not (pair.joins or pair.merge_part)
+        source_keys = () if keyless else (pair.key_columns or own)
 
         def map_name(name: str) -> str | None:
             if name not in source_keys and (name in entry.exclude or
@@ -113,9 +118,16 @@ class LakeTables:
         keys = tuple(entry.renames.get(key, key) for key in source_keys)
         if mode == MIRROR and not keys:
             raise ConfigError(
-                f"{entry.where}: {where} has no key, and a mirrored lake table merges rows "
-                "by key (a Delta MERGE cannot remove one of two equal rows); give the pair "
-                "'mode: changelog' (every change appended) or 'key_columns'")
+                f"{entry.where}: {where} has no primary key nor a unique key over NOT NULL "
+                "columns, and a mirrored lake table merges rows by key (a Delta MERGE cannot "
+                "remove one of two equal rows; key_columns need not be unique); give the pair "
+                "'mode: changelog' (every change appended)")
+        ticked = [column.name for column in columns if "`" in column.name]
+        if mode == MIRROR and ticked:
+            raise ConfigError(
+                f"{entry.where}: column {ticked[0]!r} of {where} holds a backtick, which "
+                "delta-rs cannot name in the MERGE a mirrored lake table is written with; "
+                "rename it with column_pairs, or give the pair 'mode: changelog'")
         missing = [name for name in pair.partition_by if name not in
                    {column.name for column in columns}]
         if missing:

@@ -61,8 +61,9 @@ def mirror(changes: Sequence[TargetChange], facts: LakeFacts, where: str) -> Any
     for change in changes:
         keys = change.keys
         if not keys:
-            raise ConfigError(f"lake table {where} has no key to mirror its rows by; give its "
-                              "pair 'mode: changelog' or 'key_columns'")
+            raise ConfigError(f"lake table {where} has no key to mirror its rows by (a "
+                              "primary key, or a unique key over NOT NULL columns); give its "
+                              "pair 'mode: changelog'")
         if change.type is ChangeType.DELETE:
             state[change.before_key] = None  # type: ignore[index]
             continue
@@ -172,9 +173,9 @@ def _refusal(column: LakeColumn, value: Any, where: str, exc: Exception) -> str:
     if isinstance(value, str) and column.kind in ("date", "datetime", "timestamp"):
         return (f"lake table {where}, column {column.name}: the source holds {value!r}, a "
                 "zero or partial date that a Delta date or timestamp cannot hold (setl never "
-                "writes NULL in its place); fix the rows on the source (UPDATE … SET "
-                f"{column.name} = NULL WHERE {column.name} = '{value}'), or leave the column "
-                "out of the pair (columns: {exclude: [...]}), then resume the channel")
+                "writes NULL in its place). Leave the column out of the pair (columns: "
+                f"{{exclude: [{column.name}]}}) and apply the definition, or write the table "
+                "into a database target: the pipeline stays at this transaction until then")
     return (f"lake table {where}, column {column.name} ({column.kind}): value {value!r} "
             f"does not fit ({exc}); leave the column out of the pair or fix the row on the "
             "source, then resume the channel")
