@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.measure import tree_cpu_s, write_report
+from bench.measure import RssSampler, tree_cpu_s, write_report
 from shared import gtid
 from shared.model import BinlogPosition
 from shared.sandbox import Sandbox
@@ -38,6 +38,8 @@ class Lake:
         self.work = work
         self.box = Sandbox(work / "sandbox")
         self.box.down(purge=True)
+        for left in ("lake", "lake-mirror", "limit", "cluster"):  # an earlier run's
+            shutil.rmtree(work / left, ignore_errors=True)
         self.servers = self.box.up(owner_pid=os.getpid())
         self.cluster = Cluster(self.box, work / "cluster", "lake", spark_start="boot")
         self.source, self.target = Database(self.box, "source"), Database(self.box, "target")
@@ -137,16 +139,13 @@ def changelog_equal(lake: Lake, schema_dir: Path, tables: list[str]) -> list[str
 
 
 def write_limit(lake: Lake, tables: list[str], batch_rows: int) -> dict[str, Any]:
-    """The same rows from Arrow written by ``write_deltalake`` in one process, in commits of
-    ``batch_rows`` (setl's batch size): the rate no lake writer on this machine beats."""
-    import pyarrow as pa
-    from deltalake import write_deltalake
+    """The rows setl's change log holds (every change, as Arrow) written again by
+    ``write_deltalake`` in one process, in commits of ``batch_rows`` (setl's batch size):
+    the rate no lake writer of these rows on this machine beats."""
+    from deltalake import DeltaTable, write_deltalake
 
-    arrays = {}
-    for table in tables:
-        found = lake.source.rows(f"SELECT {', '.join(COLUMNS)} FROM {DB}.{table}")
-        arrays[table] = pa.table({c: [row[i] for row in found] for i, c in
-                                  enumerate(COLUMNS)})
+    arrays = {table: DeltaTable(str(lake.location / DB / table)).to_pyarrow_table()
+              for table in tables}
     rows = sum(t.num_rows for t in arrays.values())
     out = lake.work / "limit"
     shutil.rmtree(out, ignore_errors=True)
@@ -229,11 +228,14 @@ def main(argv: list[str] | None = None) -> int:
         args.tables, args.table_size, args.seconds, args.stream_seconds, args.rate = \
             2, 500, 2, 3, 50
     lake = Lake(args.work)
+    sampler: RssSampler | None = None
     tables = [f"sbtest{i}" for i in range(1, args.tables + 1)]
     results: list[dict[str, Any]] = []
     try:
         lake.cluster.start_manager()
         node = lake.cluster.start_node(1)
+        sampler = RssSampler(node.pid)
+        sampler.start()
         lake.source.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         lake.target.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         start = lake.end()
@@ -285,8 +287,11 @@ def main(argv: list[str] | None = None) -> int:
                             f"{args.stream_seconds:.0f}s, compaction every {compact or 'never'}"
                             " commits", **found, "equal": not bad, "differences": bad})
     finally:
+        if sampler is not None:
+            sampler.done.set()
         lake.close()
-    write_report(args.results, "lake", args.smoke, vars(args), results, {})
+    write_report(args.results, "lake", args.smoke, vars(args), results,
+                 {"node_peak_rss_mb": round(sampler.peak_kb / 1024) if sampler else None})
     return 0 if all(result["equal"] for result in results) else 1
 
 

@@ -165,6 +165,8 @@ def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
         print(" | ".join(f"{k}={v}" for k, v in result.items() if k != "differences"))
         for difference in result.get("differences", []):
             print(f"  DIFFERS: {difference}")
-    print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch {summary['per_batch_ms']}")
+    if "node_peak_rss_mb" in summary:
+        print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch "
+              f"{summary.get('per_batch_ms', '-')}")
     print(f"written to {path}")
     return report, path

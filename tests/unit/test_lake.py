@@ -218,3 +218,22 @@ def test_a_table_is_made_with_its_pairs_partitions(tmp_path: Path) -> None:
     assert table.metadata().partition_columns == ["region"]
     assert sorted(path.name for path in (tmp_path / "s" / "m").iterdir()) == \
         ["_delta_log", "region=eu", "region=us"]
+
+
+@pytest.mark.parametrize(("ddl", "taken"), [
+    ("ALTER TABLE t ADD COLUMN c DECIMAL(10,2)", True),
+    ("ALTER TABLE `d`.`t` ADD c INT, ADD COLUMN e ENUM('a,b','c')", True),
+    ("ALTER TABLE IF EXISTS d.t ADD INDEX i (a, b)", True),
+    ("CREATE TABLE x (a INT)", True),
+    ("CREATE INDEX i ON t (a)", True),
+    ("ALTER TABLE t DROP COLUMN c", False),
+    ("ALTER TABLE t ADD c INT, DROP COLUMN d", False),
+    ("ALTER TABLE t MODIFY c BIGINT", False),
+    ("DROP TABLE t", False),
+    ("TRUNCATE t", False),
+    ("RENAME TABLE a TO b", False),
+])
+def test_a_lake_takes_new_tables_columns_and_indexes_only(ddl: str, taken: bool) -> None:
+    from node.target.delta.loader import taken as takes
+
+    assert takes(ddl) is taken

@@ -4,11 +4,11 @@ position (see :mod:`node.target.delta`)."""
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from node import sqllex
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
 from node.jobs import PartResult, Unit, in_order
@@ -19,10 +19,6 @@ from shared.errors import ConfigError, FencedError, LoadError, PositionConflictE
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.target.delta")
-# DDL a lake takes: new tables and new columns come with the rows that have them
-_TAKEN = re.compile(r"\s*(CREATE\s+(TABLE|DATABASE|SCHEMA)|ALTER\s+TABLE\s+\S+\s+ADD\s+"
-                    r"(?!(UNIQUE|INDEX|KEY|PRIMARY|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|"
-                    r"PARTITION)\b)[^,]*$)", re.IGNORECASE | re.DOTALL)
 
 
 def table_key(datasource: str, schema: str, table: str) -> str:
@@ -117,7 +113,7 @@ class LakeLoader:
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "write a lake; give the lake a one-way channel")
-            if not _TAKEN.match(change.ddl):
+            if not taken(change.ddl):
                 raise LoadError(
                     f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
                     f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
@@ -234,3 +230,48 @@ def _merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> Non
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def taken(ddl: str) -> bool:
+    """Whether a lake takes a DDL statement as it is: a new table or schema (made with its
+    first rows), ``ALTER TABLE … ADD [COLUMN]`` clauses (a column added with the first row
+    that has it), and index changes (nothing to a lake). Anything else changes what rows
+    the table holds, or how: the pipeline stops."""
+    words = sqllex.code(ddl)
+    head = [token.text.upper() for token in words[:2]]
+    if head[:1] == ["CREATE"] and (words[1].is_word("TABLE", "DATABASE", "SCHEMA", "INDEX",
+                                                    "UNIQUE", "FULLTEXT", "SPATIAL")
+                                   if len(words) > 1 else False):
+        return True
+    if head == ["DROP", "INDEX"]:
+        return True
+    if head != ["ALTER", "TABLE"] or len(words) < 4:
+        return False
+    at = 2
+    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
+        at += 2
+    at += 1  # the table's name, schema-qualified or not
+    while at + 1 < len(words) and words[at].text == "." and words[at].kind == sqllex.SYMBOL:
+        at += 2
+    clauses, depth, current = [], 0, []
+    for token in words[at:]:
+        if token.text in "(" and token.kind == sqllex.SYMBOL:
+            depth += 1
+        elif token.text == ")" and token.kind == sqllex.SYMBOL:
+            depth -= 1
+        elif token.text == "," and token.kind == sqllex.SYMBOL and depth == 0:
+            clauses.append(current)
+            current = []
+            continue
+        current.append(token)
+    clauses.append(current)
+    return all(_taken_clause(clause) for clause in clauses)
+
+
+def _taken_clause(clause: list[sqllex.Token]) -> bool:
+    if len(clause) < 2:
+        return False
+    verb, what = clause[0], clause[1]
+    if verb.is_word("ADD"):
+        return True  # ADD [COLUMN] c …, ADD INDEX/KEY/UNIQUE/… (nothing to a lake)
+    return verb.is_word("DROP") and what.is_word("INDEX", "KEY")
