@@ -14,20 +14,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.measure import RssSampler, tree_cpu_s, write_report
+from bench.measure import RESULTS, RssSampler, sysbench, tree_cpu_s, write_report
 from shared import gtid
 from shared.model import BinlogPosition
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 
-RESULTS = Path(__file__).parent / "results"
 DB = "sbtest"
 COLUMNS = ["id", "k", "c", "pad"]
 BEAT = f"CREATE TABLE {DB}.beat (id BIGINT PRIMARY KEY, created BIGINT NOT NULL)"
@@ -63,13 +61,7 @@ class Lake:
             **params, "pairs": pairs}]}
 
     def sysbench(self, *args: str) -> str:
-        command = ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
-                   f"--mysql-port={self.servers['source'].port}", "--mysql-user=setl",
-                   f"--mysql-password={self.password}", f"--mysql-db={DB}", *args]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
-        return done.stdout
+        return sysbench(self.servers["source"].port, self.password, DB, *args)
 
     def end(self) -> BinlogPosition:
         file, pos = self.source.rows("SHOW MASTER STATUS")[0][:2]

@@ -170,3 +170,14 @@ def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
               f"{summary.get('per_batch_ms', '-')}")
     print(f"written to {path}")
     return report, path
+
+
+def sysbench(port: int, password: str, db: str, *args: str) -> str:
+    """``sysbench oltp_write_only`` against the sandbox server on ``port``; its output."""
+    command = ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+               f"--mysql-port={port}", "--mysql-user=setl", f"--mysql-password={password}",
+               f"--mysql-db={db}", *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
+    return done.stdout

@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -56,6 +55,7 @@ from bench.measure import (
     RssSampler,
     percentile_ms,
     pt_table_sync_differences,
+    sysbench,
     time_split,
     tree_cpu_s,
     write_report,
@@ -143,13 +143,7 @@ class Peers:
         self.cluster.wait_running("bench")
 
     def sysbench(self, *args: str, port: str = "source") -> str:
-        command = ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
-                   f"--mysql-port={self.port(port)}", "--mysql-user=setl",
-                   f"--mysql-password={self.password}", f"--mysql-db={DB}", *args]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
-        return done.stdout
+        return sysbench(self.port(port), self.password, DB, *args)
 
     def differs(self, copy: str, schema: str, tables: list[str]) -> list[str]:
         """pt-table-sync --print from the source to a copy: the tables that differ."""

@@ -128,6 +128,24 @@ class LakeWatcher:
 SHAPES = [{"table": "kl", "mode": "changelog"}, {"table": "sl"}, {"table": "accounts"}]
 
 
+def finish(shapes: Shapes, source: Database, location: Path, watcher: LakeWatcher,
+           versions: int) -> None:
+    """Stop writing; wait for the mirrors to equal the source and the change log of ``kl``
+    to replay to its rows (multisets); the watcher saw every promise kept."""
+    shapes.stop()
+    for name, columns in (("sl", ["id", "slot"]), ("accounts", ["id", "balance", "version"])):
+        expected = Counter(source.rows(f"SELECT {', '.join(columns)} FROM "
+                                       f"`{shapes.schema}`.{name}"))
+        wait_for(lambda n=name, c=columns, e=expected: rows(
+            location, shapes.schema, n, c) == e, 120, f"lake {name} equal to the source")
+    expected = Counter(source.rows(f"SELECT a, b FROM `{shapes.schema}`.kl"))
+    wait_for(lambda: replayed(location, shapes.schema, "kl", ["a", "b"]) == expected, 120,
+             "the changelog of kl replayed equal to the source")
+    watcher.stop()
+    assert watcher.violations == []
+    assert watcher.versions_read > versions, "the watcher hardly read the lake"
+
+
 def test_kill_9_while_streaming_into_a_lake_loses_and_repeats_nothing(sandbox, tmp_path):
     """The node killed 3 times at random points of a stream into Delta tables (while
     writing files, between a table's commit and the next table's, before the cursor moved):
@@ -159,19 +177,7 @@ def test_kill_9_while_streaming_into_a_lake_loses_and_repeats_nothing(sandbox, t
             node.kill()
             node = cluster.start_node(1)
         shapes.wait_transactions(shapes.transactions + 100)
-        shapes.stop()
-        for name, columns in (("sl", ["id", "slot"]), ("accounts", ["id", "balance",
-                                                                    "version"])):
-            expected = Counter(source.rows(f"SELECT {', '.join(columns)} FROM "
-                                           f"`{shapes.schema}`.{name}"))
-            wait_for(lambda n=name, c=columns, e=expected: rows(
-                location, shapes.schema, n, c) == e, 120, f"lake {name} equal to the source")
-        expected = Counter(source.rows(f"SELECT a, b FROM `{shapes.schema}`.kl"))
-        wait_for(lambda: replayed(location, shapes.schema, "kl", ["a", "b"]) == expected, 120,
-                 "the changelog of kl replayed equal to the source")
-        watcher.stop()
-        assert watcher.violations == []
-        assert watcher.versions_read > 20, "the watcher hardly read the lake"
+        finish(shapes, source, location, watcher, versions=20)
         log = node.output()
         assert "event=pipeline_paused" not in log and "event=pipeline_failed" not in log
         # a fenced old owner and a replay were met, and skipped what the tables held
@@ -283,19 +289,7 @@ def test_copies_into_a_lake_while_writes_race_them(sandbox, tmp_path):
                              f"{shapes.schema}.{name}"]) == 0
         assert cli.main([*manager, "snapshot", "status", "ls", "--wait"]) == 0
         shapes.wait_transactions(shapes.transactions + 100)
-        shapes.stop()
-        for name, columns in (("sl", ["id", "slot"]), ("accounts", ["id", "balance",
-                                                                    "version"])):
-            expected = Counter(source.rows(f"SELECT {', '.join(columns)} FROM "
-                                           f"`{shapes.schema}`.{name}"))
-            wait_for(lambda n=name, c=columns, e=expected: rows(
-                location, shapes.schema, n, c) == e, 120, f"lake {name} equal to the source")
-        expected = Counter(source.rows(f"SELECT a, b FROM `{shapes.schema}`.kl"))
-        wait_for(lambda: replayed(location, shapes.schema, "kl", ["a", "b"]) == expected, 120,
-                 "the changelog of kl replayed equal to the source")
-        watcher.stop()
-        assert watcher.violations == []
-        assert watcher.versions_read > 5, "the watcher hardly read the lake"
+        finish(shapes, source, location, watcher, versions=5)
     finally:
         shapes.stop()
         watcher.stop()
