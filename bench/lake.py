@@ -173,13 +173,16 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int) -> dic
     def watch() -> None:
         path, seen = lake.location / DB / "beat", set()
         while not done.is_set() or len(seen) < len(beats):
-            if (path / "_delta_log").exists():
-                table = DeltaTable(str(path))
-                now = time.time()
-                for n in table.to_pyarrow_table(columns=["id"]).column("id").to_pylist():
-                    if n not in seen and n in beats:
-                        seen.add(n)
-                        delays.append((now - beats[n]) * 1000)
+            try:
+                if (path / "_delta_log").exists():
+                    ids = DeltaTable(str(path)).to_pyarrow_table(columns=["id"])
+                    now = time.time()
+                    for n in ids.column("id").to_pylist():
+                        if n not in seen and n in beats:
+                            seen.add(n)
+                            delays.append((now - beats[n]) * 1000)
+            except OSError:  # a file a vacuum removed between listing and reading it
+                pass
             if done.is_set() and time.time() > deadline:
                 return
             time.sleep(0.01)
@@ -194,6 +197,9 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int) -> dic
     done.set()
     for thread in threads:
         thread.join(90)
+    end = lake.end()
+    wait_for(lambda: at_least(lake.cluster.pipeline_state(name), end), 600,
+             f"{name} loaded the stream")
     lake.cluster.set_status(name, "STOP")
     delays.sort()
     files = {t: len(DeltaTable(str(lake.location / DB / t)).file_uris())

@@ -10,6 +10,7 @@ pipeline's stats.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import queue
@@ -59,6 +60,9 @@ from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
 STOP_PUBLISH_S = 1.0
+# batches whose E/T is done that a target able to (a lake) loads in one commit per table:
+# its commits, not its rows, are what a lake's Load spends its time on
+COALESCE = 8
 SWITCH_POLL_S = 1.0  # how often a lost primary is looked at again
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 
@@ -409,49 +413,78 @@ class PipelineRunner:
 
     def _load_loop(self, loader: TargetLoader, window: Window, handoff: queue.Queue[Any],
                    publisher: CursorPublisher) -> None:
+        held: collections.deque[Any] = collections.deque()  # taken from handoff, not loaded
+        many = getattr(loader, "load_many", None)  # a target whose commits coalesce batches
         while True:
-            item = handoff.get()
+            item = held.popleft() if held else handoff.get()
             if item is None:
                 return  # Select stopped (the pipeline is stopping)
             if isinstance(item, etjob.Failed):
                 raise item.error
-            batch, future = item
             started = time.monotonic()
-            try:
-                done: etjob.Done = future.result()
-            except SetlError as exc:  # keeps its class: a definition error pauses at once
-                raise with_context(type(exc), f"stage extract/transform, processId "
-                                   f"{batch.process_id}, position {batch.end}: {exc}") from None
+            group = [(item[0], self._extracted(*item))]
             waited = time.monotonic()
-            if done.changes is not None:
-                written = loader.load(batch, done.changes)
-            else:
-                written = loader.load_units(batch, done.results, done.redo)
-            if batch.windows and self._snapshots is not None:
-                self._snapshots.loaded(batch)  # its windows' reads are on the target
+            if group[0][1].changes is not None:
+                written = loader.load(group[0][0], group[0][1].changes)
+            elif many is None:
+                written = loader.load_units(group[0][0], group[0][1].results, group[0][1].redo)
+            else:  # every batch whose E/T is done already joins this commit
+                while not held and len(group) < COALESCE:
+                    try:
+                        following = handoff.get_nowait()
+                    except queue.Empty:
+                        break
+                    if following is None or isinstance(following, etjob.Failed) or \
+                            not following[1].done():
+                        held.append(following)
+                        break
+                    done = self._extracted(*following)
+                    if done.changes is not None:
+                        held.append((following[0], _Ready(done)))
+                        break
+                    group.append((following[0], done))
+                written = many([(batch, done.results) for batch, done in group])
             loaded = time.monotonic()
-            self.cursor = Cursor(batch.end, batch.process_id, run=loader.run,
-                                 targets=dict(loader.written))
-            self._progress.set()
-            publisher.publish(self.cursor)
-            window.release()
-            self.window_peak = max(self.window_peak, window.peak)
-            self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
-            rows = done.rows if done.changes is None else batch.rows
-            self._loaded.append((time.monotonic(), rows))
-            self.batches_loaded += 1
-            self.metrics.batch_loaded(rows, done.et_ms / 1000, waited - started, loaded - waited)
-            if log.isEnabledFor(logging.DEBUG):
-                # where a transaction's time went: read_ms from Select reading the batch's
-                # first transaction to its E/T beginning (the batch open, then queued for a
-                # slot), et_ms, wait_ms (Load waiting for the E/T), load_ms; age_ms all of it
-                first_read = batch.transactions[0].read_at_ms if batch.transactions else 0
-                log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
-                          "position=%s read_ms=%d et_ms=%.1f wait_ms=%.1f load_ms=%.1f "
-                          "age_ms=%d", self.pipeline_id, batch.process_id, rows, written,
-                          batch.end, done.started_ms - first_read if first_read else 0,
-                          done.et_ms, (waited - started) * 1000, (loaded - waited) * 1000,
-                          time.time() * 1000 - first_read if first_read else 0)
+            for batch, done in group:
+                self._loaded_one(loader, window, publisher, batch, done, written,
+                                 (waited - started) / len(group), (loaded - waited) / len(group))
+
+    def _extracted(self, batch: Batch, future: Any) -> etjob.Done:
+        try:
+            return future.result()
+        except SetlError as exc:  # keeps its class: a definition error pauses at once
+            raise with_context(type(exc), f"stage extract/transform, processId "
+                               f"{batch.process_id}, position {batch.end}: {exc}") from None
+
+    def _loaded_one(self, loader: TargetLoader, window: Window, publisher: CursorPublisher,
+                    batch: Batch, done: etjob.Done, written: int, wait_s: float,
+                    load_s: float) -> None:
+        """A batch is on the targets: its windows' reads done, the cursor past it, its window
+        slot free, its figures counted."""
+        if batch.windows and self._snapshots is not None:
+            self._snapshots.loaded(batch)  # its windows' reads are on the target
+        self.cursor = Cursor(batch.end, batch.process_id, run=loader.run,
+                             targets=dict(loader.written))
+        self._progress.set()
+        publisher.publish(self.cursor)
+        window.release()
+        self.window_peak = max(self.window_peak, window.peak)
+        self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
+        rows = done.rows if done.changes is None else batch.rows
+        self._loaded.append((time.monotonic(), rows))
+        self.batches_loaded += 1
+        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s)
+        if log.isEnabledFor(logging.DEBUG):
+            # where a transaction's time went: read_ms from Select reading the batch's first
+            # transaction to its E/T beginning (the batch open, then queued for a slot),
+            # et_ms, wait_ms (Load waiting for the E/T), load_ms; age_ms all of it
+            first_read = batch.transactions[0].read_at_ms if batch.transactions else 0
+            log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
+                      "position=%s read_ms=%d et_ms=%.1f wait_ms=%.1f load_ms=%.1f "
+                      "age_ms=%d", self.pipeline_id, batch.process_id, rows, written,
+                      batch.end, done.started_ms - first_read if first_read else 0,
+                      done.et_ms, wait_s * 1000, load_s * 1000,
+                      time.time() * 1000 - first_read if first_read else 0)
 
     # -- what status shows ------------------------------------------------------------------
     def rows_per_second(self, span_s: float = 5.0) -> float:
@@ -481,6 +514,19 @@ class PipelineRunner:
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
             source_switches=self.primary.switches)
+
+
+class _Ready:
+    """A finished E/T result put back in front of the queue (a future already done)."""
+
+    def __init__(self, done: etjob.Done) -> None:
+        self._done = done
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> etjob.Done:
+        return self._done
 
 
 def _cancel_pending(handoff: queue.Queue[Any]) -> None:

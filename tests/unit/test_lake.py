@@ -237,3 +237,34 @@ def test_a_lake_takes_new_tables_columns_and_indexes_only(ddl: str, taken: bool)
     from node.target.delta.loader import taken as takes
 
     assert takes(ddl) is taken
+
+
+def test_batches_loaded_together_make_one_commit_per_table_as_each_alone_would(
+        tmp_path: Path) -> None:
+    first = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
+                          change(MIRROR, INS, 1, {"id": 2, "v": "b"}),
+                          change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+    second = units.render([change(MIRROR, DEL, 0, None, (1,)),
+                           change(MIRROR, UPD, 1, {"id": 3, "v": "b"}, (2,)),
+                           change(LOG, DEL, 3 << 20, None, before={"id": 1, "v": "a"})], SPEC)
+    writer = loader(tmp_path, epoch=1)
+    assert writer.load_many([(batch(1, 100), [PartResult(first, [], 3)]),
+                             (batch(2, 200), [PartResult(second, [], 3)])]) == 6
+    assert [(row["id"], row["v"]) for row in read(tmp_path, "m")] == [(3, "b")]
+    assert [row["_setl_op"] for row in sorted(DeltaTable(str(tmp_path / "s" / "c"))
+            .to_pyarrow_table().to_pylist(), key=lambda row: row["_setl_position"])] == \
+        ["I", "D"]
+    for name in ("m", "c"):  # one commit each (after the table's making), at the last batch
+        history = DeltaTable(str(tmp_path / "s" / name)).history()
+        assert [commit["setl.process_id"] for commit in history if "setl.process_id" in
+                commit] == ["2"]
+    # a table that holds the first batch already gets only the second
+    again = tmp_path / "again"
+    writer = loader(again, epoch=1)
+    writer.load_many([(batch(1, 100), [PartResult(first[:1], [], 2)])])
+    assert writer.load_many([(batch(1, 100), [PartResult(first, [], 3)]),
+                             (batch(2, 200), [PartResult(second, [], 3)])]) == 4
+    assert [row["_setl_op"] for row in sorted(DeltaTable(str(again / "s" / "c"))
+            .to_pyarrow_table().to_pylist(), key=lambda row: row["_setl_position"])] == \
+        ["I", "D"]
+    assert [(row["id"], row["v"]) for row in read(again, "m")] == [(3, "b")]

@@ -128,35 +128,45 @@ class LakeLoader:
                    redo: Callable[[], list[PartResult]] | None = None) -> int:
         """Each table's unit committed with the batch's position; a table that holds the
         batch already (its position is at or past the batch's end) is left as it is."""
+        return self.load_many([(batch, results)])
+
+    def load_many(self, batches: list[tuple[Batch, list[PartResult]]]) -> int:
+        """Consecutive batches in one commit per table, with the last one's position (a
+        mirror's rows merged across them, a change log's appended in order): under load a
+        lake spends its time on commits, not rows. A table that holds a batch already is
+        given only the batches past its position."""
+        by_table: dict[str, list[tuple[Batch, Unit]]] = {}
+        for batch, results in batches:
+            for unit in in_order(results):
+                if unit.datasource not in self.targets:
+                    raise LoadError(f"pipeline {self.pipeline_id} processId "
+                                    f"{batch.process_id}: unknown target data source "
+                                    f"{unit.datasource}")
+                key = table_key(unit.datasource, unit.schema, unit.table)
+                held = self.written.get(key)
+                if held is None or gtid.compare(held, batch.end) < 0:
+                    by_table.setdefault(key, []).append((batch, unit))
         written = 0
-        for unit in in_order(results):
-            target = self.targets.get(unit.datasource)
-            if target is None:
-                raise LoadError(f"pipeline {self.pipeline_id} processId {batch.process_id}: "
-                                f"unknown target data source {unit.datasource}")
-            key = table_key(unit.datasource, unit.schema, unit.table)
-            held = self.written.get(key)
-            if held is not None and gtid.compare(held, batch.end) >= 0:
-                continue
-            if self.params.dry_run:
-                written += unit.rows
-                continue
-            written += self._apply(key, target, unit, batch)
+        for key, found in by_table.items():
+            rows = sum(unit.rows for _, unit in found)
+            if not self.params.dry_run:
+                self._apply(key, self.targets[found[0][1].datasource], found)
+            written += rows
         return written
 
-    def _apply(self, key: str, target: DataSource, unit: Unit, batch: Batch) -> int:
-        rows = units.read_ipc(unit.data)
-        stamp = Stamp(self.pipeline_id, self.run, self.epoch, batch.process_id, batch.end)
+    def _apply(self, key: str, target: DataSource, found: list[tuple[Batch, Unit]]) -> None:
+        last, unit = found[-1][0], found[0][1]
+        rows = units.joined([units.read_ipc(unit.data) for _, unit in found], unit.keys)
+        stamp = Stamp(self.pipeline_id, self.run, self.epoch, last.process_id, last.end)
         table = self._table(key, target, unit, rows)
         if units.DELETE_FLAG in rows.column_names:
             self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
         else:
             self._write(key, stamp, lambda props: _append(table, rows, props))
-        self.written[key] = batch.end
+        self.written[key] = last.end
         count = self._commits[key] = self._commits.get(key, 0) + 1
         if self.params.lake_compact_every and count >= self.params.lake_compact_every:
             self._compact(key, table, stamp)
-        return unit.rows
 
     def _table(self, key: str, target: DataSource, unit: Unit, rows: Any) -> Any:
         """The table's DeltaTable, made on its first rows (partitioned as its pair says)."""

@@ -131,6 +131,25 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
                                 names=[*CHANGELOG_META, *names, BEFORE])
 
 
+def joined(tables: list[Any], keys: Sequence[str]) -> Any:
+    """Several batches' rows of one table as one: a change log's one after the other; a
+    mirror's merged again, each key's row of the latest batch kept (each batch's rows are
+    merged per key already, so the last one says how the key ends)."""
+    if len(tables) == 1:
+        return tables[0]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = pa.concat_tables(tables, promote_options="default")
+    if DELETE_FLAG not in rows.column_names:
+        return rows.combine_chunks()  # one chunk: written as one file
+    order = "_setl_order"
+    numbered = rows.append_column(order, pa.array(range(rows.num_rows), pa.int64()))
+    kept = numbered.group_by(list(keys), use_threads=False).aggregate(
+        [(order, "max")])[f"{order}_max"]
+    return rows.take(pc.take(kept, pc.sort_indices(kept)))  # in the order they came
+
+
 def _columns(facts: LakeFacts, rows: list[Row]) -> list[LakeColumn]:
     """The table's columns, and after them any a row has that its facts do not know (a
     transform's: strings)."""
