@@ -29,7 +29,8 @@ def started(daemon_output: str, pipeline: str) -> int:
     return daemon_output.count(f"event=pipeline_started pipeline={pipeline} ")
 
 
-def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_path):
+def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_path,
+                                                            zk_client):
     """The node killed 20 times at random points of a stream (inside Load's transaction,
     between a commit and the cursor's publish, in the middle of E/T): no duplicate, no
     conflict, no pause, and no reader of the target sees part of a transaction."""
@@ -42,12 +43,19 @@ def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_pat
     try:
         start_channel(cluster, shapes, "kills", batch_timeout_ms=20)
         node = cluster.nodes[1]
+        cursor, early = zk.ZkPaths(cluster.root).cursor("kills.forward"), b""
         shapes.start()
         for restart in range(RESTARTS):
             wait_for(lambda n=node, r=restart: started(n.output(), "kills.forward") > r, 90,
                      f"the pipeline to run again (restart {restart})")
             shapes.wait_transactions(shapes.transactions + rng.randint(20, 120))
             node.kill()  # kill -9, wherever the pipeline is
+            if restart == RESTARTS // 4:
+                early, _ = zk_client.get(cursor)
+            elif restart == RESTARTS // 2:
+                # a kill between commits and the cursor's publish, made certain: the cursor
+                # lags the target by hundreds of transactions, which the restart must skip
+                zk_client.set(cursor, early)
             node = cluster.start_node(1)
         wait_for(lambda: started(node.output(), "kills.forward") > RESTARTS, 90,
                  "the pipeline to run after the last restart")
@@ -57,8 +65,8 @@ def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_pat
         assert "event=pipeline_paused" not in log and "event=pipeline_failed" not in log
         assert cluster.channel_status("kills") == "START"
         assert cluster.pipeline_state("kills").state == "running"
-        # restarts began ahead of the lagging cursor, where the target was
-        assert "event=pipeline_resumes pipeline=kills.forward" in log
+        # a restart began ahead of the lagging cursor, where the target was
+        assert "event=pipeline_resumes pipeline=kills.forward" in log, log[-3000:]
     finally:
         shapes.stop()
         cluster.stop()
