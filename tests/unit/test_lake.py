@@ -220,6 +220,30 @@ def test_a_table_is_made_with_its_pairs_partitions(tmp_path: Path) -> None:
         ["_delta_log", "region=eu", "region=us"]
 
 
+def test_a_filter_finds_decimals_delta_rs_cannot_keep_in_file_statistics(
+        tmp_path: Path) -> None:
+    """delta-rs writes a decimal's min/max as a 64-bit integer or a float: a reader that
+    skips files by them misses BIGINT UNSIGNED above 2^63 and 16-digit decimals. Tables
+    setl makes keep no statistics for such columns (and do for the rest)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    facts = LakeFacts((LakeColumn("id", "int32"), LakeColumn("ub", "uint64"),
+                       LakeColumn("d", "decimal", 18, 4), LakeColumn("c", "decimal", 10, 2)),
+                      ("id",))
+    spec = JobSpec(1, False, {MIRROR: facts}, target="delta")
+    big, wide = 18446744073709551615, decimal.Decimal("99999999999999.9000")
+    done = units.render([change(MIRROR, INS, 0, {"id": 1, "ub": big, "d": wide, "c": 1})], spec)
+    loader(tmp_path, epoch=1).load_units(batch(1, 100), [PartResult(done, [], 1)])
+    table = DeltaTable(str(tmp_path / "s" / "m"))
+    assert table.metadata().configuration["delta.dataSkippingStatsColumns"] == "`id`,`c`"
+    data = table.to_pyarrow_dataset()
+    for name, value in (("ub", decimal.Decimal(big)), ("d", wide)):
+        assert data.to_table(filter=pc.field(name) == pa.scalar(
+            value, data.schema.field(name).type)).num_rows == 1, name
+    assert data.to_table(filter=pc.field("id") == 2).num_rows == 0
+
+
 @pytest.mark.parametrize(("ddl", "taken"), [
     ("ALTER TABLE t ADD COLUMN c DECIMAL(10,2)", True),
     ("ALTER TABLE `d`.`t` ADD c INT, ADD COLUMN e ENUM('a,b','c')", True),

@@ -168,6 +168,32 @@ def arrow_type(column: LakeColumn) -> Any:
             }.get(kind, pa.string())
 
 
+STATS = "delta.dataSkippingStatsColumns"
+
+
+def table_properties(schema: Any) -> dict[str, str]:
+    """A new table's properties: file statistics only for the columns whose statistics
+    delta-rs writes exactly. It writes a decimal's min/max as a 64-bit integer (scale 0;
+    one past it becomes 9223372036854775807) or as a float (a 16th digit is rounded), and a
+    reader that skips files by them (Spark, DataFusion, pyarrow through delta-rs) would
+    skip files holding the rows it asks for: BIGINT UNSIGNED above 2^63, DECIMAL(18,4)
+    99999999999999.9. So no statistics for a decimal of more than 15 digits (18 with no
+    fraction), a struct (a change log's before image) or a name with a backtick."""
+    import pyarrow as pa
+
+    kept = []
+    for field in schema:
+        kind = field.type
+        if pa.types.is_decimal(kind) and kind.precision > (18 if kind.scale == 0 else 15):
+            continue
+        if pa.types.is_struct(kind) or "`" in field.name:
+            continue
+        kept.append(f"`{field.name}`")
+    if not kept:
+        return {"delta.dataSkippingNumIndexedCols": "0"}
+    return {STATS: ",".join(kept)}
+
+
 def converter(column: LakeColumn) -> Any:
     """What a value needs before Arrow takes it (None: nothing)."""
     kind = column.kind

@@ -12,7 +12,7 @@ from node import sqllex
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
 from node.jobs import PartResult, Unit, in_order
-from node.target.delta import commits, units
+from node.target.delta import columns, commits, units
 from node.target.delta.commits import Stamp
 from shared import gtid, lakes
 from shared.errors import ConfigError, FencedError, LoadError, PositionConflictError
@@ -184,7 +184,8 @@ class LakeLoader:
                 schema = schema.remove(schema.get_field_index(units.DELETE_FLAG))
             partitions = units.partition_by(rows) or None
             found = DeltaTable.create(uri, schema, mode="ignore", partition_by=partitions,
-                                      name=f"{unit.schema}.{unit.table}")
+                                      name=f"{unit.schema}.{unit.table}",
+                                      configuration=columns.table_properties(schema))
             log.info("event=lake_table_created pipeline=%s table=%s uri=%s", self.pipeline_id,
                      key, uri)
         self._tables[key] = found
