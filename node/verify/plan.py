@@ -29,10 +29,11 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from node.extract.chunks import SplitKey, table_key
 from node.extract.etl import CompiledPair, CompiledPipeline
+from node.target.delta.columns import LakeColumn
 from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
 from shared.identifiers import short_form, split_qualified, unquote
@@ -63,6 +64,7 @@ class Target:
     source_hashed: tuple[str, ...] = ()  # sql method: source columns hashed, in order
     target_hashed: tuple[str, ...] = ()  # sql method: the same columns as named here
     hashed_nullable: tuple[bool, ...] = ()  # sql method: which admit NULL on either side
+    lake: tuple[LakeColumn, ...] = ()  # a lake table: its columns as Load types them
 
     @property
     def extras(self) -> bool:
@@ -124,10 +126,22 @@ def source_tables(cursor: Any, compiled: CompiledPipeline) -> list[tuple[str, st
             if compiled.wants(schema, table)]
 
 
+class Lakes(Protocol):
+    """The pipeline's lake targets (:class:`node.verify.lake.LakePlanner`)."""
+
+    def __contains__(self, datasource: object) -> bool: ...
+
+    def describe(self, address: tuple[str, str, str]
+                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str: ...
+
+    def blind(self, target: Target) -> str: ...
+
+
 def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
-         request: Request) -> tuple[list[TablePlan], list[Skipped]]:
+         request: Request, lakes: Lakes | None = None
+         ) -> tuple[list[TablePlan], list[Skipped]]:
     """The tables to verify and those left out (with why); ``target_cursor(datasource)``
-    gives a cursor on a target."""
+    gives a cursor on a database target, ``lakes`` describes the lake ones."""
     tables = source_tables(cursor, compiled)
     feeders = Counter(target for schema, table in tables
                       for target in compiled.targets_of(schema, table))
@@ -144,7 +158,8 @@ def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str],
         tables = [wanted]
     plans, skipped = [], []
     for schema, table in tables:
-        made = _plan_table(compiled, cursor, target_cursor, request, schema, table, feeders)
+        made = _plan_table(compiled, cursor, target_cursor, request, schema, table, feeders,
+                           lakes)
         (plans if isinstance(made, TablePlan) else skipped).append(made)
     by_sql = {name for p in plans if p.method == "sql" for name in p.datasources}
     if by_sql:
@@ -155,8 +170,8 @@ def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str],
 
 
 def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
-                request: Request, schema: str, table: str, feeders: Counter
-                ) -> TablePlan | Skipped:
+                request: Request, schema: str, table: str, feeders: Counter,
+                lakes: Lakes | None) -> TablePlan | Skipped:
     name = short_form(schema, table)
     key = table_key(cursor, schema, table, compiled.configured_keys(schema, table))
     if key is None:
@@ -178,14 +193,26 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
     for entry in kept:
         for address in (entry.route.slots if entry.route is not None
                         else [entry.address(schema, table)]):
-            columns = [c for c in read_columns(target_cursor(address[0]), *address[1:])
-                       if not c.generated]
+            lake: tuple[LakeColumn, ...] = ()
+            if lakes is not None and address[0] in lakes:
+                described = lakes.describe(address)
+                if isinstance(described, str):
+                    return Skipped(name, described)
+                columns, lake = described
+            else:
+                columns = [c for c in read_columns(target_cursor(address[0]), *address[1:])
+                           if not c.generated]
             if not columns:
                 return Skipped(name, f"target table {address[0]}:"
                                      f"{short_form(*address[1:])} does not exist")
-            targets.append(_target(entry, address, key, columns, source_columns, request,
-                                   alone=feeders[address] == 1))
-    method = "sql" if request.compare != "rows" and all(
+            made = _target(entry, address, key, columns, source_columns, request,
+                           alone=feeders[address] == 1)
+            if lake:  # compared as the lake holds it, by the rows method
+                made = dataclasses.replace(made, lake=lake)
+                assert lakes is not None
+                made = dataclasses.replace(made, blind=made.blind or lakes.blind(made))
+            targets.append(made)
+    method = "sql" if request.compare != "rows" and not any(t.lake for t in targets) and all(
         entry.simple for entry in kept) and all(t.source_hashed for t in targets) else "rows"
     if method == "rows":
         targets = [dataclasses.replace(t, source_hashed=(), target_hashed=(), hashed_nullable=())

@@ -19,6 +19,7 @@ import pymysql
 from node.changes import ChangeType, RowChange
 from node.extract.chunks import escaped
 from node.extract.etl import CompiledPipeline, extract_transform_lists
+from node.verify import lake
 from node.verify.plan import TablePlan, Target
 from node.verify.values import row_hash, sql_hash
 from shared import gtid
@@ -161,6 +162,10 @@ class Reader(abc.ABC):
 
     def target_keys(self, cursor: Any, target: Target, keys: Sequence[Key],
                     side: Side) -> dict[Key, int]:
+        """The rows of ``keys`` in a target table, hashed (``cursor``: a database's, or
+        the lake's :class:`node.verify.lake.LakeView` for a lake table)."""
+        if target.lake:
+            return lake.key_rows(cursor, target, keys, side)
         found: dict[Key, int] = {}
         for part in batches(keys):
             found.update(self.target(cursor, target, *keys_in(target.keys, part), side))
@@ -264,16 +269,22 @@ class RowsReader(Reader):
                                             None, row)))
         side.rows = len(numbered)
         changes = extract_transform_lists(self.compiled, numbered)
+        lake_rows: dict[str, list[tuple[Key, dict[str, Any]]]] = {}
         for change in changes:
             table_id = f"{change.datasource}:{short_form(change.schema, change.table)}"
             target = self.targets.get(table_id)
             if target is None or change.after is None or change.type is ChangeType.DELETE:
                 continue
             key = keys[change.seq]
+            if target.lake:  # hashed as the lake holds them, all at once
+                lake_rows.setdefault(table_id, []).append((key, change.after))
+                continue
             columns = tuple(sorted(name for name in change.after if name in target.compared))
             side.columns[(key, table_id)] = columns
             side.expected.setdefault(key, {})[table_id] = row_hash(
                 change.after, columns, self.kinds[table_id])
+        for table_id, found in lake_rows.items():
+            lake.expected(self.targets[table_id], found, side)
         self.known(cursor, condition, params, side)
         return side
 

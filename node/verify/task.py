@@ -20,7 +20,9 @@ import pymysql
 
 from node.extract.chunks import Chunk, condition
 from node.extract.etl import CompiledPair, CompiledPipeline
-from node.verify.plan import TablePlan
+from node.verify import lake
+from node.verify.lake import LakeView
+from node.verify.plan import TablePlan, Target
 from node.verify.readers import (
     Key,
     Reader,
@@ -120,12 +122,14 @@ class Sessions:
 
 class Snapshots:
     """A consistent snapshot per target database, begun when first needed, with the
-    pipeline's position in it; all ended by :meth:`end`."""
+    pipeline's position in it; a lake's tables each at one version, with theirs
+    (:class:`node.verify.lake.LakeView`); all ended by :meth:`end`."""
 
     def __init__(self, sessions: Sessions, pipeline_id: str) -> None:
         self.sessions, self.pipeline_id = sessions, pipeline_id
         self.cursors: dict[str, Any] = {}
         self.positions: dict[str, BinlogPosition | None] = {}
+        self.lakes: dict[str, LakeView] = {}
 
     def cursor(self, datasource: str) -> Any:
         found = self.cursors.get(datasource)
@@ -134,11 +138,23 @@ class Snapshots:
             self.positions[datasource] = target_snapshot(found, self.pipeline_id)
         return found
 
-    def past(self, at: BinlogPosition, datasources: Sequence[str]) -> bool:
-        """Whether every target named had loaded past ``at`` in its snapshot."""
-        for name in datasources:
-            self.cursor(name)
-            if not loaded_past(self.positions.get(name), at):
+    def of(self, target: Target) -> Any:
+        """What reads ``target``: its database's cursor, or its lake's view."""
+        if not target.lake:
+            return self.cursor(target.datasource)
+        found = self.lakes.get(target.datasource)
+        if found is None:
+            found = self.lakes[target.datasource] = LakeView(
+                self.sessions.sources[target.datasource], self.pipeline_id)
+        return found
+
+    def past(self, at: BinlogPosition, targets: Sequence[Target]) -> bool:
+        """Whether every target table had loaded past ``at`` in its snapshot."""
+        for target in targets:
+            view = self.of(target)
+            position = view.position(target.schema, target.table) if target.lake else \
+                self.positions.get(target.datasource)
+            if not loaded_past(position, at):
                 return False
         return True
 
@@ -146,6 +162,7 @@ class Snapshots:
         for cursor in self.cursors.values():
             cursor.execute("COMMIT")
         self.cursors.clear()
+        self.lakes.clear()
 
 
 def check_group(compiled: CompiledPipeline, group: ChunkGroup) -> list[ChunkResult]:
@@ -232,8 +249,8 @@ def check_run(reader: Reader, sessions: Sessions, run: list[Chunk]) -> list[Chun
             rows = _equal_sums(reader, source, snapshots, Chunk(-1, run[0].low, run[-1].high))
             if rows is not None:
                 return [ChunkResult(plan.name, run[0].index, rows, at,
-                                    snapshots.past(at, plan.datasources), chunks=len(run))]
-        caught_up = snapshots.past(at, plan.datasources)  # the targets' snapshots begin
+                                    snapshots.past(at, plan.targets), chunks=len(run))]
+        caught_up = snapshots.past(at, plan.targets)  # the targets' snapshots begin
         results = []
         for chunk in run:
             rows = _equal_sums(reader, source, snapshots, chunk) if summed else None
@@ -268,8 +285,10 @@ def _compared(reader: Reader, source: Any, snapshots: Snapshots, chunk: Chunk,
     side = reader.source(source, *condition(plan.key, chunk))
     actual = {}
     for target in plan.targets:
-        cursor = snapshots.cursor(target.datasource)
-        if target.extras:  # the key range: rows no source row gives show up too
+        cursor = snapshots.of(target)
+        if target.extras and target.lake:
+            actual[target.id] = lake.chunk_rows(cursor, plan.key, chunk, target, side)
+        elif target.extras:  # the key range: rows no source row gives show up too
             actual[target.id] = reader.target(
                 cursor, target, *condition(plan.key, chunk, target.range_column), side)
         else:
@@ -316,8 +335,8 @@ class Probe:
                 ) -> dict[Key, tuple[Signature, Signature]]:
         snapshots = Snapshots(self.sessions, self.plan.pipeline_id)
         try:
-            actual = {target.id: self.reader.target_keys(snapshots.cursor(target.datasource),
-                                                         target, keys, side)
+            actual = {target.id: self.reader.target_keys(snapshots.of(target), target, keys,
+                                                         side)
                       for target in self.plan.targets}
         finally:
             snapshots.end()

@@ -195,6 +195,12 @@ TYPES = ("CREATE TABLE `{schema}`.types (id INT PRIMARY KEY, d65 DECIMAL(65,30),
          "db DOUBLE, bits BIT(10), j JSON, e ENUM('a','b'), s SET('x','y','z'), "
          "g GEOMETRY, bin VARBINARY(8), lat VARCHAR(10) CHARACTER SET latin1, "
          "dt DATETIME(6), ts TIMESTAMP(3) NULL, dd DATE, y YEAR)")
+TYPE_ROWS = ("(1, '-12345678901234567890123456789012345.123456789012345678901234567891', "
+             "12.50, 18446744073709551615, 255, '-838:59:58.5', 1.5, 2.25, b'1010101010', "
+             "'{\"k\": [1, 2]}', 'b', 'x,z', ST_GeomFromText('POINT(1 2)'), x'00ff10', "
+             "'caf\u00e9', '2024-02-29 23:59:59.123456', '2030-01-01 00:00:00.5', '1000-01-01', "
+             "2155), (2, NULL, NULL, 0, 0, '00:00:00', NULL, NULL, b'0', NULL, NULL, '', NULL, "
+             "NULL, NULL, NULL, NULL, NULL, NULL)")
 
 
 def test_every_type_lands_as_documented(sandbox, tmp_path):
@@ -212,13 +218,7 @@ def test_every_type_lands_as_documented(sandbox, tmp_path):
                       lake_sources(cluster, location))
         cluster.set_status("ty", "START")
         cluster.wait_running("ty")
-        source.execute(
-            f"INSERT INTO `{schema}`.types VALUES (1, '-12345678901234567890123456789012345.1"
-            "23456789012345678901234567891', 12.50, 18446744073709551615, 255, '-838:59:58.5', "
-            "1.5, 2.25, b'1010101010', '{\"k\": [1, 2]}', 'b', 'x,z', ST_GeomFromText("
-            "'POINT(1 2)'), x'00ff10', 'caf\u00e9', '2024-02-29 23:59:59.123456', "
-            "'2030-01-01 00:00:00.5', '1000-01-01', 2155), (2, NULL, NULL, 0, 0, '00:00:00', "
-            "NULL, NULL, b'0', NULL, NULL, '', NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
+        source.execute(f"INSERT INTO `{schema}`.types VALUES {TYPE_ROWS}")
         wait_for(lambda: len(rows(location, schema, "types", ["id"])) == 2, 60, "two rows")
         got = {row["id"]: row for row in table(location, schema, "types")
                .to_pyarrow_table().to_pylist()}

@@ -80,12 +80,17 @@ def mirror(changes: Sequence[TargetChange], facts: LakeFacts, where: str) -> Any
         deleted.append(row is None)
     import pyarrow as pa
 
+    return as_arrow(facts, rows, where).append_column(DELETE_FLAG, pa.array(deleted, pa.bool_()))
+
+
+def as_arrow(facts: LakeFacts, rows: list[Row], where: str) -> Any:
+    """Rows as the lake table holds them: each value in its column's Delta type."""
+    import pyarrow as pa
+
     columns = _columns(facts, rows)
-    arrays = [_array(column, [row.get(column.name) for row in rows], where)
-              for column in columns]
-    names = [column.name for column in columns]
-    return pa.Table.from_arrays([*arrays, pa.array(deleted, pa.bool_())],
-                                names=[*names, DELETE_FLAG])
+    return pa.Table.from_arrays([_array(column, [row.get(column.name) for row in rows], where)
+                                 for column in columns],
+                                names=[column.name for column in columns])
 
 
 def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
