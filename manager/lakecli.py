@@ -19,7 +19,12 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     actions = lake.add_subparsers(dest="action", required=True, metavar="ACTION")
     optimize = actions.add_parser("optimize", help="compact each table's small files, then "
                                   "delete files removed longer ago than --retain-hours")
-    optimize.add_argument("location", help="the lake target's location (a directory)")
+    optimize.add_argument("location", help="the lake target's location (a directory, or "
+                          "s3://bucket/path)")
+    optimize.add_argument("--storage", action="append", default=[], metavar="KEY=VALUE",
+                          help="an object store option, as the target's storage gives it (a "
+                          "credential by reference: ${SETL_NAME} or file:/path); again for "
+                          "more")
     optimize.add_argument("--table", action="append", default=[], metavar="SCHEMA.TABLE",
                           help="only this table (again for more); default: every table")
     optimize.add_argument("--retain-hours", type=int, default=168,
@@ -27,10 +32,14 @@ def add_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from deltalake import DeltaTable
-
-    location = str(Path(args.location).absolute())
-    found = lakes.tables_under(location)
+    location = args.location if "://" in args.location else str(Path(args.location).absolute())
+    for option in args.storage:
+        key, _, value = option.partition("=")
+        problem = lakes.storage_problem(key, value) if value else f"{option!r}: write KEY=VALUE"
+        if problem is not None:
+            raise ConfigError(f"--storage {problem}")
+    lake = lakes.Lake(location, args.storage)
+    found = lake.tables()
     wanted = {tuple(name.split(".", 1)) for name in args.table}
     unknown = wanted - set(found)
     if unknown:
@@ -39,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     for schema, table in found:
         if wanted and (schema, table) not in wanted:
             continue
-        delta = DeltaTable(lakes.table_uri(location, schema, table))
+        delta = lake.table(schema, table)
         done = lakes.maintain(delta, args.retain_hours)
         print(f"{schema}.{table}: {done.get('numFilesRemoved', 0)} files compacted into "
               f"{done.get('numFilesAdded', 0)}, {done['vacuumed']} removed files deleted; "

@@ -243,7 +243,7 @@ def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
     """The pipeline's position row on ``target`` (None: no row, or no position yet); of a
     lake, the earliest position of its tables."""
     if target.type == "delta":
-        return _lake(target, lambda: lakes.position_of(target.location, pipeline_id))
+        return _lake(target, lambda: lakes.position_of(lakes.Lake.of(target), pipeline_id))
     try:
         with connect(target) as conn, conn.cursor() as cursor:
             try:
@@ -279,7 +279,7 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
                                 "back to an earlier position (their files hold what they "
                                 "hold). Move the lake's directory away and copy the tables "
                                 "again (start: snapshot), or choose a later place")
-        _lake(target, lambda: lakes.restamp(target.location, pipeline_id, run, to))
+        _lake(target, lambda: lakes.restamp(lakes.Lake.of(target), pipeline_id, run, to))
         return
     try:
         with connect(target, autocommit=True) as conn, conn.cursor() as cursor:
@@ -299,10 +299,9 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
 
 
 def _lake(target: DataSource, read: Callable[[], T]) -> T:
-    """``read`` on a lake's tables, which must be reachable from the manager's machine."""
-    if not target.location.startswith("/"):
-        raise SourceError(f"target {target.name}: {target.location} is not a directory")
-    if not os.path.isdir(target.location):
+    """``read`` on a lake's tables, which must be reachable from the manager's machine (a
+    directory it sees, or the object store with the credentials its rules give)."""
+    if target.location.startswith("/") and not os.path.isdir(target.location):
         return None  # type: ignore[return-value] - nothing was ever written there
     try:
         return read()

@@ -147,7 +147,8 @@ class _Loader:
     def _lake(self, entry: Mapping, name: Any) -> DataSource | None:
         """A lake target (``type: delta``): its tables under ``location``, the object
         store's options in ``storage`` (a credential among them by reference)."""
-        location = entry.get("location", lambda f: f.string(lakes.location_problem),
+        location = entry.get("location", lambda f: f.string(
+            lambda text: lakes.location_problem(text) or lakes.support_problem(text)),
                              required=True)
         storage = entry.get("storage", self._storage, ())
         rules = confinement.checked_rules()
@@ -155,6 +156,15 @@ class _Loader:
             problem = rules.lake_problem(location)
             if problem is not None:
                 entry.field("location").fail(problem)  # type: ignore[union-attr]
+            elif isinstance(storage, tuple):  # a credential goes to the store's endpoint only
+                found = dict(option.partition("=")[::2] for option in storage)
+                host, port = lakes.endpoint(location, found)
+                for key, value in found.items():
+                    problem = rules.credential_problem(value, host, port) \
+                        if lakes.is_secret(key) else None
+                    if problem is not None:
+                        entry.field("storage").fail(problem)  # type: ignore[union-attr]
+                        break
         entry.close()
         if MISSING in (name, location, storage):
             return None

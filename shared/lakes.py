@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from shared.errors import ConfigError, DatabaseHostError, SourceError
 from shared.model import BinlogPosition
 from shared.secrets import SecretRef
 
@@ -55,13 +57,21 @@ def storage_problem(key: str, value: str) -> str | None:
     return None
 
 
-def options(storage: Iterable[str]) -> dict[str, str]:
-    """The object store's options with each credential's reference resolved (in the node
-    that writes, under its confinement)."""
-    found = {}
-    for entry in storage:
-        key, _, value = entry.partition("=")
-        found[key] = SecretRef.parse(value).resolve() if is_secret(key) else value
+def options(storage: Iterable[str], location: str = "", name: str = "") -> dict[str, str]:
+    """The object store's options with each credential's reference resolved, under this
+    machine's rules: a reference it may read, bound (with ``security.credentials``) to the
+    store's endpoint."""
+    from shared import confinement
+
+    found = dict(entry.partition("=")[::2] for entry in storage)
+    rules = confinement.current()
+    host, port = endpoint(location, found)
+    for key, value in found.items():
+        if is_secret(key):
+            problem = rules.secret_problem(value) or rules.credential_problem(value, host, port)
+            if problem is not None:
+                raise DatabaseHostError(f"lake target {name or location}: {problem}")
+            found[key] = SecretRef.parse(value).resolve()
     return found
 
 
@@ -121,8 +131,114 @@ def maintain(table: Any, retain_hours: int, properties: Any = None) -> dict[str,
     return done
 
 
-def tables_under(location: str) -> list[tuple[str, str]]:
-    """The (schema, table) of every Delta table under a local lake location."""
+OBJECT_STORES = ("s3://", "s3a://")  # the object stores this version writes
+_ENDPOINT = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT", "ENDPOINT", "ENDPOINT_URL")
+
+
+def support_problem(location: str) -> str | None:
+    """Why this version of setl cannot write a lake at ``location``, or None."""
+    if location.startswith("/") or location.startswith(("file://", *OBJECT_STORES)):
+        return None
+    return (f"lake location {location}: this version writes lakes in local directories "
+            "(an absolute path) and in S3 or an S3-compatible store (s3://bucket/path, with "
+            "AWS_ENDPOINT_URL for MinIO, Ceph, R2…); use one of them")
+
+
+def endpoint(location: str, options: dict[str, str]) -> tuple[str, int]:
+    """The host and port an object store's requests (and their signatures) go to."""
+    upper = {key.upper(): value for key, value in options.items()}
+    url = next((upper[key] for key in _ENDPOINT if upper.get(key)), "")
+    if not url:
+        region = upper.get("AWS_REGION") or upper.get("AWS_DEFAULT_REGION") or "us-east-1"
+        return f"s3.{region}.amazonaws.com", 443
+    parts = urllib.parse.urlsplit(url if "://" in url else f"https://{url}")
+    return parts.hostname or "", parts.port or (80 if parts.scheme == "http" else 443)
+
+
+class Lake:
+    """A lake target's location with its object store's options, resolved where the lake is
+    read or written: each credential's reference only if the machine's rules let it go to
+    the store's endpoint (``security.credentials``), as a database password to its host."""
+
+    def __init__(self, location: str, storage: Iterable[str] = (), name: str = "") -> None:
+        problem = support_problem(location)
+        if problem is not None:
+            raise ConfigError(f"{'lake target ' + name + ': ' if name else ''}{problem}")
+        self.location = location[len("file://"):] if location.startswith("file://") \
+            else location
+        self.local = self.location.startswith("/")
+        self.storage = tuple(storage)
+        self.options = options(self.storage, location, name) if self.storage else {}
+
+    @classmethod
+    def of(cls, source: Any) -> Lake:
+        """The lake of a ``type: delta`` data source."""
+        return cls(source.location, source.storage, source.name)
+
+    def uri(self, schema: str, table: str) -> str:
+        return table_uri(self.location, schema, table)
+
+    def table(self, schema: str, table: str, version: int | None = None) -> Any:
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.uri(schema, table), version=version,
+                          storage_options=self.options or None)
+
+    def exists(self, schema: str, table: str) -> bool:
+        from deltalake import DeltaTable
+
+        return DeltaTable.is_deltatable(self.uri(schema, table),
+                                        storage_options=self.options or None)
+
+    def create(self, schema: str, table: str, arrow_schema: Any, **kwargs: Any) -> Any:
+        from deltalake import DeltaTable
+
+        return DeltaTable.create(self.uri(schema, table), arrow_schema, mode="ignore",
+                                 storage_options=self.options or None, **kwargs)
+
+    def tables(self) -> list[tuple[str, str]]:
+        """The (schema, table) of every Delta table under the location."""
+        if self.local:
+            return _local_tables(self.location)
+        return self._store_tables()
+
+    def _store_tables(self) -> list[tuple[str, str]]:
+        from pyarrow import fs
+
+        store, root = self._filesystem(), self.location.split("://", 1)[1].rstrip("/")
+        found = []
+        try:
+            for schema in store.get_file_info(fs.FileSelector(root, allow_not_found=True)):
+                if schema.type != fs.FileType.Directory:
+                    continue
+                for table in store.get_file_info(fs.FileSelector(schema.path)):
+                    if table.type == fs.FileType.Directory and store.get_file_info(
+                            f"{table.path}/_delta_log").type != fs.FileType.NotFound:
+                        found.append((name_of(schema.base_name), name_of(table.base_name)))
+        except OSError as exc:
+            raise SourceError(f"cannot list the tables of lake {self.location}: {exc}"
+                              ) from None
+        return sorted(found)
+
+    def _filesystem(self) -> Any:
+        """pyarrow's S3 filesystem with the options delta-rs is given."""
+        from pyarrow import fs
+
+        upper = {key.upper(): value for key, value in self.options.items()}
+        settings: dict[str, Any] = {}
+        url = next((upper[key] for key in _ENDPOINT if upper.get(key)), "")
+        if url:
+            parts = urllib.parse.urlsplit(url if "://" in url else f"https://{url}")
+            settings.update(endpoint_override=parts.netloc, scheme=parts.scheme or "https")
+        for key, name in (("AWS_ACCESS_KEY_ID", "access_key"),
+                          ("AWS_SECRET_ACCESS_KEY", "secret_key"),
+                          ("AWS_SESSION_TOKEN", "session_token"), ("AWS_REGION", "region")):
+            if upper.get(key):
+                settings[name] = upper[key]
+        return fs.S3FileSystem(**settings)
+
+
+def _local_tables(location: str) -> list[tuple[str, str]]:
     found = []
     if not os.path.isdir(location):
         return found
@@ -177,17 +293,17 @@ def last_stamp(table: Any, pipeline_id: str, depth: int = 1000) -> Stamp | None:
     return None
 
 
-def restamp(location: str, pipeline_id: str, run: str, position: BinlogPosition | None
+def restamp(lake: Lake, pipeline_id: str, run: str, position: BinlogPosition | None
             ) -> list[str]:
     """Every table of a stopped pipeline under a lake location given another run, and with
     ``position`` a new position (an empty one: nothing loaded, so the next start loads
     from the pipeline's start again): an empty commit each. The tables changed."""
     import pyarrow as pa
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import CommitProperties, write_deltalake
 
     changed = []
-    for schema, table in tables_under(location):
-        delta = DeltaTable(table_uri(location, schema, table))
+    for schema, table in lake.tables():
+        delta = lake.table(schema, table)
         found = last_stamp(delta, pipeline_id)
         if found is None:
             continue
@@ -200,17 +316,15 @@ def restamp(location: str, pipeline_id: str, run: str, position: BinlogPosition 
     return changed
 
 
-def position_of(location: str, pipeline_id: str) -> tuple[BinlogPosition, int, int] | None:
+def position_of(lake: Lake, pipeline_id: str) -> tuple[BinlogPosition, int, int] | None:
     """Where a lake stands for a pipeline: the earliest position of its tables (each holds
     every transaction up to it), the highest processId and owner epoch; None: no table
     holds any."""
-    from deltalake import DeltaTable
-
     from shared import gtid
 
-    stamps = [stamp for schema, table in tables_under(location)
-              if (stamp := last_stamp(DeltaTable(table_uri(location, schema, table)),
-                                      pipeline_id)) is not None and stamp.position.file]
+    stamps = [stamp for schema, table in lake.tables()
+              if (stamp := last_stamp(lake.table(schema, table), pipeline_id)) is not None
+              and stamp.position.file]
     if not stamps:
         return None
     earliest = gtid.earliest([stamp.position for stamp in stamps])

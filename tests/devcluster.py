@@ -93,6 +93,25 @@ class Daemon:
 
 
 
+class LaggingCursor:
+    """A restart made to begin behind its targets, as when a kill falls between their
+    commits and the cursor's publish: the pipeline's cursor saved while the node is dead
+    (:meth:`save`), and put back at a later restart (:meth:`put_back`)."""
+
+    def __init__(self, client: Any, root: str, pipeline_id: str) -> None:
+        from shared.zk import ZkPaths
+
+        self.client, self.path = client, ZkPaths(root).cursor(pipeline_id)
+        self.saved = b""
+
+    def save(self) -> None:
+        self.saved, _ = self.client.get(self.path)
+
+    def put_back(self) -> None:
+        assert self.saved, "no cursor was saved"
+        self.client.set(self.path, self.saved)
+
+
 @contextmanager
 def frozen_past_session(daemon: Daemon, exists: Callable[[], object],
                         timeout_s: float = 60.0) -> Iterator[None]:

@@ -48,6 +48,7 @@ class LakeView:
 
     def __init__(self, source: DataSource, pipeline_id: str) -> None:
         self.source, self.pipeline_id = source, pipeline_id
+        self.lake = lakes.Lake.of(source)
         self._tables: dict[tuple[str, str], tuple[Any, BinlogPosition | None]] = {}
 
     def position(self, schema: str, table: str) -> BinlogPosition | None:
@@ -65,12 +66,9 @@ class LakeView:
     def _open(self, schema: str, table: str) -> tuple[Any, BinlogPosition | None]:
         found = self._tables.get((schema, table))
         if found is None:
-            from deltalake import DeltaTable
-
-            uri = lakes.table_uri(self.source.location, schema, table)
+            uri = self.lake.uri(schema, table)
             try:
-                delta = DeltaTable(uri, storage_options=lakes.options(self.source.storage)
-                                   or None)
+                delta = self.lake.table(schema, table)
                 stamp = lakes.last_stamp(delta, self.pipeline_id)  # first: the rows hold it
                 delta.update_incremental()
                 dataset = delta.to_pyarrow_dataset()
@@ -98,8 +96,6 @@ class LakePlanner:
                  ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str:
         """The lake table's columns (setl's own left out) and their Load types, or why the
         table is not compared."""
-        from deltalake import DeltaTable
-
         assert self.tables is not None
         datasource, schema, table = address
         where = f"{datasource}:{schema}.{table}"
@@ -107,12 +103,11 @@ class LakePlanner:
         if facts.mode == CHANGELOG:
             return (f"target table {where} is a change log (every change appended, not the "
                     "current rows); read it with Spark or deltalake (docs/lake.md)")
-        source = self.sources[datasource]
-        uri = lakes.table_uri(source.location, schema, table)
-        options = lakes.options(source.storage) or None
-        if not DeltaTable.is_deltatable(uri, storage_options=options):
-            return f"target table {where} does not exist (no Delta table at {uri})"
-        fields = DeltaTable(uri, storage_options=options).schema().to_arrow()
+        lake = lakes.Lake.of(self.sources[datasource])
+        if not lake.exists(schema, table):
+            return (f"target table {where} does not exist (no Delta table at "
+                    f"{lake.uri(schema, table)})")
+        fields = lake.table(schema, table).schema().to_arrow()
         columns = [Column(field.name, "lake", str(field.type)) for field in fields
                    if not field.name.startswith(META_PREFIX)]
         return columns, facts.columns

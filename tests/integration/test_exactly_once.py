@@ -15,6 +15,7 @@ from tests.devcluster import (
     SESSION_TIMEOUT_S,
     Cluster,
     Database,
+    LaggingCursor,
     frozen_past_session,
     make_schema,
     wait_equal,
@@ -43,7 +44,7 @@ def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_pat
     try:
         start_channel(cluster, shapes, "kills", batch_timeout_ms=20)
         node = cluster.nodes[1]
-        cursor, early = zk.ZkPaths(cluster.root).cursor("kills.forward"), b""
+        lagging = LaggingCursor(zk_client, cluster.root, "kills.forward")
         shapes.start()
         for restart in range(RESTARTS):
             wait_for(lambda n=node, r=restart: started(n.output(), "kills.forward") > r, 90,
@@ -51,11 +52,9 @@ def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_pat
             shapes.wait_transactions(shapes.transactions + rng.randint(20, 120))
             node.kill()  # kill -9, wherever the pipeline is
             if restart == RESTARTS // 4:
-                early, _ = zk_client.get(cursor)
-            elif restart == RESTARTS // 2:
-                # a kill between commits and the cursor's publish, made certain: the cursor
-                # lags the target by hundreds of transactions, which the restart must skip
-                zk_client.set(cursor, early)
+                lagging.save()
+            elif restart == RESTARTS // 2:  # certain: the restart skips what the target holds
+                lagging.put_back()
             node = cluster.start_node(1)
         wait_for(lambda: started(node.output(), "kills.forward") > RESTARTS, 90,
                  "the pipeline to run after the last restart")

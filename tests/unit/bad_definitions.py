@@ -150,6 +150,12 @@ BAD = [
          "(a file holding it), never the value itself"],
         id="bad-lake"),
     pytest.param(
+        "sources:\n  - {name: a, type: delta, location: 'gs://b/x'}\n",
+        "f.yaml:2: sources[0].location: lake location gs://b/x: this version writes lakes in "
+        "local directories (an absolute path) and in S3 or an S3-compatible store "
+        "(s3://bucket/path, with AWS_ENDPOINT_URL for MinIO, Ceph, R2…); use one of them",
+        id="lake-store-not-written"),
+    pytest.param(
         "sources:\n  - {name: a, host: db1}\n  - {name: b, host: db2}\n  - {name: a, host: db3}\n",
         "f.yaml:4: sources[2]: duplicate source name 'a'", id="duplicate-source"),
     pytest.param(

@@ -18,7 +18,7 @@ import pymysql
 import pytest
 
 from node.select.binlog import BinlogReader
-from shared import confinement
+from shared import confinement, lakes
 from shared.confinement import Confinement, Credential
 from shared.endpoint import connect, connection_settings
 from shared.errors import ConfigError, DatabaseHostError, SourceError
@@ -345,6 +345,30 @@ def test_a_password_goes_only_to_the_endpoints_it_is_bound_to(password_file: Sec
                                            SecretRef(f"file:{other}")))
         assert f"password reference file:{other} is bound to no database endpoint" in \
             str(caught.value)
+    finally:
+        confinement.confine(before)
+
+
+def test_a_lake_credential_goes_only_to_the_store_it_is_bound_to(
+        password_file: SecretRef) -> None:
+    """An object store's credential is bound as a password is: to the store's endpoint (its
+    AWS_ENDPOINT_URL, else AWS), so a definition cannot send the key to a store of its
+    choosing; a store this version does not write is refused by name."""
+    before = confinement.current()
+    bound = Credential(password_file.text, ("127.0.0.0/8",), (9000,))
+    secret = f"AWS_SECRET_ACCESS_KEY={password_file.text}"
+    try:
+        confinement.confine(Confinement(before.secret_dirs, credentials=(bound,)))
+        lake = lakes.Lake("s3://b/x", ["AWS_ENDPOINT_URL=http://127.0.0.1:9000", secret])
+        assert lake.options["AWS_SECRET_ACCESS_KEY"] == password_file.resolve()
+        for storage in (["AWS_ENDPOINT_URL=https://evil.example:9000", secret], [secret]):
+            with pytest.raises(DatabaseHostError) as caught:
+                lakes.Lake("s3://b/x", storage, "lake")
+            assert str(caught.value).startswith(
+                f"lake target lake: password reference {password_file.text} may be sent only "
+                "to 127.0.0.0/8 port 9000")
+        with pytest.raises(ConfigError, match="writes lakes in local directories"):
+            lakes.Lake("gs://b/x")
     finally:
         confinement.confine(before)
 

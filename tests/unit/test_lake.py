@@ -188,12 +188,13 @@ def test_the_manager_reads_where_a_lake_stands_and_gives_it_another_run(tmp_path
                          change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
     writer.load_units(batch(1, 100), [PartResult(both, [], 2)])
     writer.load_units(batch(2, 200), [PartResult(both[:1], [], 1)])
-    assert lakes.position_of(str(tmp_path), "c.p") == (BinlogPosition("bin.000001", 100), 2, 1)
-    assert lakes.position_of(str(tmp_path), "other.p") is None
-    assert lakes.restamp(str(tmp_path), "c.p", "r2", None) == ["s.c", "s.m"]
+    lake = lakes.Lake(str(tmp_path))
+    assert lakes.position_of(lake, "c.p") == (BinlogPosition("bin.000001", 100), 2, 1)
+    assert lakes.position_of(lake, "other.p") is None
+    assert lakes.restamp(lake, "c.p", "r2", None) == ["s.c", "s.m"]
     claimed = loader(tmp_path, epoch=2).claim()
     assert {row.run for row in claimed.values()} == {"r2"}
-    lakes.restamp(str(tmp_path), "c.p", "r3", BinlogPosition())  # reset: nothing loaded
+    lakes.restamp(lake, "c.p", "r3", BinlogPosition())  # reset: nothing loaded
     assert loader(tmp_path, epoch=3).claim() == {"lake:s.c": None, "lake:s.m": None}
 
 

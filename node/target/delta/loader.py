@@ -38,11 +38,9 @@ class LakeLoader:
         self.written: dict[str, BinlogPosition] = {}
         self._tables: dict[str, Any] = {}  # table key → its DeltaTable, as last read
         self._commits: dict[str, int] = {}  # table key → commits since its compaction
-        for name, target in targets.items():
-            if not target.location.startswith("/"):
-                raise ConfigError(f"pipeline {pipeline_id}: lake target {name} is at "
-                                  f"{target.location}; this version of setl writes lakes in "
-                                  "local directories only (an absolute path)")
+        # each target's location and resolved options (a refused location or credential
+        # stops the start, saying why)
+        self.lakes = {name: lakes.Lake.of(target) for name, target in targets.items()}
 
     def close(self) -> None:
         self._tables.clear()
@@ -52,16 +50,14 @@ class LakeLoader:
         """Fence every table of the pipeline's lakes with an empty commit of this owner's
         epoch, then read back the position each holds."""
         found: dict[str, Cursor | None] = {}
-        for name, target in self.targets.items():
-            for schema, table in lakes.tables_under(target.location):
+        for name, lake in self.lakes.items():
+            for schema, table in lake.tables():
                 key = table_key(name, schema, table)
-                found[key] = self._claim(key, lakes.table_uri(target.location, schema, table))
+                found[key] = self._claim(key, lake.table(schema, table))
         return found
 
-    def _claim(self, key: str, uri: str) -> Cursor | None:
-        from deltalake import DeltaTable
-
-        table = self._tables[key] = DeltaTable(uri)
+    def _claim(self, key: str, table: Any) -> Cursor | None:
+        self._tables[key] = table
         stamp = commits.last_stamp(table, self.pipeline_id)
         if stamp is None:
             if table.transaction_version(commits.app_id(self.pipeline_id)) is not None:
@@ -173,21 +169,19 @@ class LakeLoader:
         found = self._tables.get(key)
         if found is not None:
             return found
-        from deltalake import DeltaTable
-
-        uri = lakes.table_uri(target.location, unit.schema, unit.table)
-        if DeltaTable.is_deltatable(uri):
-            found = DeltaTable(uri)
+        lake = self.lakes[unit.datasource]
+        if lake.exists(unit.schema, unit.table):
+            found = lake.table(unit.schema, unit.table)
         else:
             schema = rows.schema
             if units.DELETE_FLAG in schema.names:
                 schema = schema.remove(schema.get_field_index(units.DELETE_FLAG))
-            partitions = units.partition_by(rows) or None
-            found = DeltaTable.create(uri, schema, mode="ignore", partition_by=partitions,
-                                      name=f"{unit.schema}.{unit.table}",
-                                      configuration=columns.table_properties(schema))
+            found = lake.create(unit.schema, unit.table, schema,
+                                partition_by=units.partition_by(rows) or None,
+                                name=f"{unit.schema}.{unit.table}",
+                                configuration=columns.table_properties(schema))
             log.info("event=lake_table_created pipeline=%s table=%s uri=%s", self.pipeline_id,
-                     key, uri)
+                     key, lake.uri(unit.schema, unit.table))
         self._tables[key] = found
         return found
 
