@@ -168,6 +168,8 @@ class Sandbox:
         """Start what is not running yet; return every server once it answers."""
         with self._locked():
             self.place_secret()
+            if owner_pid:  # first: servers started before one that fails stop with the owner
+                self._start_watchdog(owner_pid)
             servers = self.servers()
             for spec in self.wanted(second_target, replica):
                 known = servers.get(spec.name)
@@ -176,8 +178,6 @@ class Sandbox:
                     continue
                 servers[spec.name] = self._start(spec, known, timeout_s)
                 self._save(servers)
-            if owner_pid:
-                self._start_watchdog(owner_pid)
             return servers
 
     def _start(self, spec: ServerSpec, known: ServerInfo | None, timeout_s: float) -> ServerInfo:
