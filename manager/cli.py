@@ -29,7 +29,7 @@ from manager import backfill, checkcli, lakecli, render, snapshotcli, verifycli
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
-from shared.errors import SetlError
+from shared.errors import ManagerUnavailableError, SetlError
 from shared.rpc import manager_pb2, model_pb2
 from shared.version import version
 
@@ -226,7 +226,13 @@ def _wait(client: ManagerClient, name: str, action: str, timeout_s: float
     raises, naming each pipeline that did not and why, at a failure or after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
-        info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
+        try:
+            info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
+        except ManagerUnavailableError:  # a manager failing over, or one busy for a moment
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+            continue
         states = {p.pipeline_id: p for p in info.pipelines}
         if action == "start":  # a pipeline failing for good pauses the channel
             failed = [p for p in states.values() if p.state == "failed"] \

@@ -9,7 +9,9 @@ import pytest
 
 from manager import cli, render
 from shared import codec, definitions
+from shared.errors import ManagerUnavailableError
 from shared.model import DataSource
+from shared.rpc import manager_pb2
 from shared.secrets import SecretRef
 from shared.version import version
 
@@ -75,3 +77,27 @@ def test_a_replica_set_source_shown_as_yaml_applies_again() -> None:
     loaded = definitions.load_text(text)
     assert [s.hosts for s in loaded.sources] == [("db1:3306", "db2:3307"), ()]
     assert (loaded.sources[1].host, loaded.sources[1].port) == ("db3", 3306)
+
+
+def test_wait_goes_on_through_a_manager_that_does_not_answer_for_a_moment() -> None:
+    """``--wait`` waits through a manager failing over (or too busy to answer one poll)
+    until its timeout; after it, the manager's absence is the error."""
+    running = manager_pb2.ChannelInfo(pipelines=[
+        manager_pb2.PipelineState(pipeline_id="c.p", state="running", owner_node=1)])
+
+    class Flaky:
+        def __init__(self, answers: list[object]) -> None:
+            self.answers, self.calls = answers, 0
+
+        def call(self, method: str, request: object) -> object:
+            self.calls += 1
+            answer = self.answers.pop(0) if self.answers else ManagerUnavailableError("gone")
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    flaky = Flaky([ManagerUnavailableError("gone"), ManagerUnavailableError("gone"), running])
+    assert cli._wait(flaky, "c", "start", 10) is running  # type: ignore[arg-type]
+    assert flaky.calls == 3
+    with pytest.raises(ManagerUnavailableError):
+        cli._wait(Flaky([]), "c", "start", 0.6)  # type: ignore[arg-type]
