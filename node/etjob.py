@@ -8,39 +8,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from node.changes import Batch, RowChange, TargetChange
+from node.changes import Batch, RowChange
 from node.extract.etl import CompiledPipeline
 from node.extract.job import Part, Planner, with_lines
 from node.extract.reads import Read
-from node.jobs import JobSpec, PartResult
+from node.jobs import Done, JobSpec, PartResult
 from node.spark import SparkRunner
 from node.window import Window
-
-
-class Failed:
-    """Select's error, handed to Load in batch order."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-@dataclass
-class Done:
-    """A batch's Extract/Transform, done: rendered parts, or target changes (a DDL batch,
-    a two-way batch), and how to render it again row by row."""
-
-    results: list[PartResult]
-    changes: list[TargetChange] | None
-    et_ms: float
-    started_ms: int  # when its E/T began (epoch ms)
-    redo: Callable[[], list[PartResult]] | None = None
-
-    @property
-    def rows(self) -> int:
-        return sum(result.rows for result in self.results)
 
 
 def run(spark: SparkRunner, window: Window, compiled: CompiledPipeline, planner: Planner,

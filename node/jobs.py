@@ -11,7 +11,7 @@ the whole batch would have.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -72,3 +72,26 @@ def in_order(results: Iterable[PartResult]) -> list[Unit]:
     units = [unit for result in results
              for unit in result.units]
     return sorted(units, key=lambda unit: (unit.push_weight, unit.first_seq))
+
+
+class Failed:
+    """Select's error, handed to Load in batch order."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+@dataclass
+class Done:
+    """A batch's Extract/Transform, done: rendered parts, or target changes (a DDL batch,
+    a two-way batch), and how to render it again row by row."""
+
+    results: list[PartResult]
+    changes: list[TargetChange] | None
+    et_ms: float
+    started_ms: int  # when its E/T began (epoch ms)
+    redo: Callable[[], list[PartResult]] | None = None
+
+    @property
+    def rows(self) -> int:
+        return sum(result.rows for result in self.results)

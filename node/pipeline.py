@@ -10,7 +10,6 @@ pipeline's stats.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import queue
@@ -32,6 +31,8 @@ from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
 from node.extract.job import Planner
+from node.jobs import Done, Failed
+from node.load import loop as load
 from node.metrics import PipelineMetrics
 from node.primary import Primary, SwitchPending, check_held
 from node.select import source as endpoints
@@ -40,7 +41,7 @@ from node.select.selector import Selector
 from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
-from node.spark import SparkRunner, with_context
+from node.spark import SparkRunner
 from node.target import kinds
 from node.target.base import TargetLoader
 from node.window import Window
@@ -62,7 +63,6 @@ log = logging.getLogger("setl.node.pipeline")
 STOP_PUBLISH_S = 1.0
 # batches whose E/T is done that a target able to (a lake) loads in one commit per table:
 # its commits, not its rows, are what a lake's Load spends its time on
-COALESCE = 8
 SWITCH_POLL_S = 1.0  # how often a lost primary is looked at again
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 
@@ -320,7 +320,7 @@ class PipelineRunner:
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,
             params, window, watermarks=snapshots, cuts=resume.cuts)
-        handoff: queue.Queue[tuple[Batch, Future[Any]] | etjob.Failed | None] = queue.Queue()
+        handoff: queue.Queue[tuple[Batch, Future[Any]] | Failed | None] = queue.Queue()
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
             select_stop.set()
@@ -341,7 +341,9 @@ class PipelineRunner:
         heap.settle()  # what the start made lives as long as the pipeline runs
         publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
         try:
-            self._load_loop(loader, window, handoff, publisher)
+            load.run(loader, handoff, lambda batch, done, written, wait_s, load_s:
+                     self._loaded_one(loader, window, publisher, batch, done, written, wait_s,
+                                      load_s))
         finally:
             # the last cursor is only a hint: a stop does not wait long on ZooKeeper for it
             publisher.close(STOP_PUBLISH_S if self.stop_event.is_set() else 5.0)
@@ -349,7 +351,7 @@ class PipelineRunner:
             snapshots.stop()
             selector.stop()
             select_thread.join(10)
-            _cancel_pending(handoff)
+            load.cancel_pending(handoff)
             executor.shutdown(wait=True, cancel_futures=True)
             planner.facts.close()
 
@@ -394,7 +396,7 @@ class PipelineRunner:
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
-            handoff.put(etjob.Failed(exc))
+            handoff.put(Failed(exc))
         finally:
             handoff.put(None)
 
@@ -411,53 +413,8 @@ class PipelineRunner:
         log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",
                     self.pipeline_id, self.cursor.position if self.cursor else "-", exc)
 
-    def _load_loop(self, loader: TargetLoader, window: Window, handoff: queue.Queue[Any],
-                   publisher: CursorPublisher) -> None:
-        held: collections.deque[Any] = collections.deque()  # taken from handoff, not loaded
-        many = getattr(loader, "load_many", None)  # a target whose commits coalesce batches
-        while True:
-            item = held.popleft() if held else handoff.get()
-            if item is None:
-                return  # Select stopped (the pipeline is stopping)
-            if isinstance(item, etjob.Failed):
-                raise item.error
-            started = time.monotonic()
-            group = [(item[0], self._extracted(*item))]
-            waited = time.monotonic()
-            if group[0][1].changes is not None:
-                written = loader.load(group[0][0], group[0][1].changes)
-            elif many is None:
-                written = loader.load_units(group[0][0], group[0][1].results, group[0][1].redo)
-            else:  # every batch whose E/T is done already joins this commit
-                while not held and len(group) < COALESCE:
-                    try:
-                        following = handoff.get_nowait()
-                    except queue.Empty:
-                        break
-                    if following is None or isinstance(following, etjob.Failed) or \
-                            not following[1].done():
-                        held.append(following)
-                        break
-                    done = self._extracted(*following)
-                    if done.changes is not None:
-                        held.append((following[0], _Ready(done)))
-                        break
-                    group.append((following[0], done))
-                written = many([(batch, done.results) for batch, done in group])
-            loaded = time.monotonic()
-            for batch, done in group:
-                self._loaded_one(loader, window, publisher, batch, done, written,
-                                 (waited - started) / len(group), (loaded - waited) / len(group))
-
-    def _extracted(self, batch: Batch, future: Any) -> etjob.Done:
-        try:
-            return future.result()
-        except SetlError as exc:  # keeps its class: a definition error pauses at once
-            raise with_context(type(exc), f"stage extract/transform, processId "
-                               f"{batch.process_id}, position {batch.end}: {exc}") from None
-
     def _loaded_one(self, loader: TargetLoader, window: Window, publisher: CursorPublisher,
-                    batch: Batch, done: etjob.Done, written: int, wait_s: float,
+                    batch: Batch, done: Done, written: int, wait_s: float,
                     load_s: float) -> None:
         """A batch is on the targets: its windows' reads done, the cursor past it, its window
         slot free, its figures counted."""
@@ -514,26 +471,3 @@ class PipelineRunner:
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
             source_switches=self.primary.switches)
-
-
-class _Ready:
-    """A finished E/T result put back in front of the queue (a future already done)."""
-
-    def __init__(self, done: etjob.Done) -> None:
-        self._done = done
-
-    def done(self) -> bool:
-        return True
-
-    def result(self) -> etjob.Done:
-        return self._done
-
-
-def _cancel_pending(handoff: queue.Queue[Any]) -> None:
-    while True:
-        try:
-            item = handoff.get_nowait()
-        except queue.Empty:
-            return
-        if isinstance(item, tuple):
-            item[1].cancel()

@@ -28,7 +28,7 @@ from node.extract.etl import CompiledPipeline, extract_transform
 from node.extract.job import Part, run_part
 from node.jobs import JobSpec, PartResult
 from shared import confinement, errors, heap
-from shared.errors import SetlError
+from shared.errors import SetlError, with_context
 from shared.settings import SparkSettings
 
 log = logging.getLogger("setl.node.spark")
@@ -308,14 +308,6 @@ def _translate_for(exc: Exception, where: str) -> SetlError:
             return with_context(cls, prefix + message)
         return SetlError(prefix + line.strip())
     return SetlError(prefix + (text.splitlines()[0] if text else type(exc).__name__))
-
-
-def with_context(cls: type[SetlError], message: str) -> SetlError:
-    """``cls(message)``, or a plain SetlError for a class that takes other arguments."""
-    try:
-        return cls(message)
-    except TypeError:
-        return SetlError(message)
 
 
 # the last line of a Python traceback: "module.Class: message" (builtins without a module)

@@ -157,3 +157,11 @@ class NodeCallError(SetlError):
 class FreeDoorRequestError(SetlError):
     """A retl_buffer row setl cannot serve (unknown table, bad PK_DATA, wrong key parts);
     it is logged, counted and skipped, never stops the pipeline."""
+
+
+def with_context(cls: type[SetlError], message: str) -> SetlError:
+    """``cls(message)``, or a plain SetlError for a class that takes other arguments."""
+    try:
+        return cls(message)
+    except TypeError:
+        return SetlError(message)
