@@ -1,10 +1,12 @@
 """Lake targets' locations and object-store options, as definitions give them.
 
 A lake target (``type: delta``) names a ``location``: a local directory (an absolute path)
-or an object-store URL delta-rs writes (``s3://``, ``gs://``, ``az://``, ``abfss://``). Its
-tables are ``<location>/<schema>/<table>``. ``storage`` holds the object store's options
-(delta-rs' names: ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``…); an option that is a credential
-is a secret reference (``${SETL_…}`` or ``file:…``), resolved only in the node that writes.
+or an S3 URL (``s3://``, also an S3-compatible store; other object stores are refused by
+name). Its tables are ``<location>/<schema>/<table>``. ``storage`` holds the object store's
+options (delta-rs' names: ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``…); an option that is a
+credential is a secret reference (``${SETL_…}`` or ``file:…``), resolved by :class:`Lake`
+where the lake is read or written, and only for the store's endpoint the machine's rules
+bind it to. A table's commits carry setl's stamp (:class:`Stamp`): where it stands.
 """
 
 from __future__ import annotations
@@ -144,14 +146,20 @@ def support_problem(location: str) -> str | None:
             "AWS_ENDPOINT_URL for MinIO, Ceph, R2…); use one of them")
 
 
-def endpoint(location: str, options: dict[str, str]) -> tuple[str, int]:
-    """The host and port an object store's requests (and their signatures) go to."""
+def _endpoint_url(options: dict[str, str]) -> urllib.parse.SplitResult | None:
+    """The endpoint the options name (None: AWS's own)."""
     upper = {key.upper(): value for key, value in options.items()}
     url = next((upper[key] for key in _ENDPOINT if upper.get(key)), "")
-    if not url:
+    return urllib.parse.urlsplit(url if "://" in url else f"https://{url}") if url else None
+
+
+def endpoint(location: str, options: dict[str, str]) -> tuple[str, int]:
+    """The host and port an object store's requests (and their signatures) go to."""
+    parts = _endpoint_url(options)
+    if parts is None:
+        upper = {key.upper(): value for key, value in options.items()}
         region = upper.get("AWS_REGION") or upper.get("AWS_DEFAULT_REGION") or "us-east-1"
         return f"s3.{region}.amazonaws.com", 443
-    parts = urllib.parse.urlsplit(url if "://" in url else f"https://{url}")
     return parts.hostname or "", parts.port or (80 if parts.scheme == "http" else 443)
 
 
@@ -178,11 +186,10 @@ class Lake:
     def uri(self, schema: str, table: str) -> str:
         return table_uri(self.location, schema, table)
 
-    def table(self, schema: str, table: str, version: int | None = None) -> Any:
+    def table(self, schema: str, table: str) -> Any:
         from deltalake import DeltaTable
 
-        return DeltaTable(self.uri(schema, table), version=version,
-                          storage_options=self.options or None)
+        return DeltaTable(self.uri(schema, table), storage_options=self.options or None)
 
     def exists(self, schema: str, table: str) -> bool:
         from deltalake import DeltaTable
@@ -226,9 +233,8 @@ class Lake:
 
         upper = {key.upper(): value for key, value in self.options.items()}
         settings: dict[str, Any] = {}
-        url = next((upper[key] for key in _ENDPOINT if upper.get(key)), "")
-        if url:
-            parts = urllib.parse.urlsplit(url if "://" in url else f"https://{url}")
+        parts = _endpoint_url(self.options)
+        if parts is not None:
             settings.update(endpoint_override=parts.netloc, scheme=parts.scheme or "https")
         for key, name in (("AWS_ACCESS_KEY_ID", "access_key"),
                           ("AWS_SECRET_ACCESS_KEY", "secret_key"),

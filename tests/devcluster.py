@@ -101,7 +101,8 @@ class LaggingCursor:
     def __init__(self, client: Any, root: str, pipeline_id: str) -> None:
         from shared.zk import ZkPaths
 
-        self.client, self.path = client, ZkPaths(root).cursor(pipeline_id)
+        self.client, self.pipeline_id = client, pipeline_id
+        self.path = ZkPaths(root).cursor(pipeline_id)
         self.saved = b""
 
     def save(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import random
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -17,7 +18,14 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from tests.devcluster import Cluster, Database, LaggingCursor, make_schema, wait_for
+from shared import lakes
+from tests.devcluster import (
+    Cluster,
+    Database,
+    LaggingCursor,
+    make_schema,
+    wait_for,
+)
 from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
 
 pytestmark = pytest.mark.integration
@@ -94,6 +102,13 @@ def replayed(location: Path | Store, schema: str, name: str, columns: list[str])
     return +state
 
 
+def ended(*parts: Any) -> None:
+    """Each part of a test stopped (a workload, a watcher, a cluster) or closed (a
+    connection), in this order."""
+    for part in parts:
+        (part.stop if hasattr(part, "stop") else part.close)()
+
+
 class LakeWatcher:
     """Reads every new version of the mirrored tables: the balances' sum and the unique
     slots must hold in each (a reader of one table never sees part of a transaction), and
@@ -162,6 +177,44 @@ def finish(shapes: Shapes, source: Database, location: Path | Store, watcher: La
     assert watcher.versions_read > versions, "the watcher hardly read the lake"
 
 
+def streamed_with_kills(cluster: Cluster, shapes: Shapes, source: Database,
+                        channel: dict[str, Any], sources: list[dict[str, Any]],
+                        watcher: LakeWatcher, zk_client: Any, restarts: int,
+                        rng: random.Random, versions: int) -> None:
+    """The workload streamed into a lake by ``channel`` while node 1 is killed ``restarts``
+    times, a random number of transactions apart, the second restart behind its tables (the
+    cursor put back to where the first left it): the lake ends equal to the source, the
+    watcher saw every promise kept, nothing paused, and the restart behind skipped what the
+    tables held."""
+    name = channel["name"]
+    pipeline = f"{name}.forward"
+    cluster.start_manager()
+    cluster.start_node(1)
+    cluster.apply([channel], sources)
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+    shapes.start()
+    watcher.start()
+    lagging = LaggingCursor(zk_client, cluster.root, pipeline)
+    node = cluster.nodes[1]
+    for restart in range(restarts):
+        wait_for(lambda n=node, r=restart: n.output().count(
+            f"event=pipeline_started pipeline={pipeline} ") > r, 90,
+            f"the pipeline to run again (restart {restart})")
+        shapes.wait_transactions(shapes.transactions + rng.randint(30, 120))
+        node.kill()
+        if restart == 0:
+            lagging.save()
+        elif restart == 1:  # the restart re-reads what every table holds: skipped
+            lagging.put_back()
+        node = cluster.start_node(1)
+    shapes.wait_transactions(shapes.transactions + 60)
+    finish(shapes, source, watcher.location, watcher, versions)
+    log = node.output()
+    assert "event=pipeline_paused" not in log and "event=pipeline_failed" not in log
+    assert f"event=pipeline_resumes pipeline={pipeline}" in log, log[-3000:]
+
+
 def test_kill_9_while_streaming_into_a_lake_loses_and_repeats_nothing(sandbox, tmp_path,
                                                                      zk_client):
     """The node killed 3 times at random points of a stream into Delta tables (while
@@ -174,41 +227,13 @@ def test_kill_9_while_streaming_into_a_lake_loses_and_repeats_nothing(sandbox, t
     location = tmp_path / "lake"
     cluster = Cluster(sandbox, tmp_path, "lake-kills", spark_start="boot")
     watcher = LakeWatcher(location, shapes.schema)
-    rng = random.Random(8)
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lk", shapes.schema, SHAPES, batch_timeout_ms=20,
-                                    start={"file": file, "pos": pos})],
-                      lake_sources(cluster, location))
-        cluster.set_status("lk", "START")
-        cluster.wait_running("lk")
-        shapes.start()
-        watcher.start()
-        node = cluster.nodes[1]
-        lagging = LaggingCursor(zk_client, cluster.root, "lk.forward")
-        for restart in range(3):
-            wait_for(lambda n=node, r=restart: n.output().count(
-                "event=pipeline_started pipeline=lk.forward ") > r, 90,
-                f"the pipeline to run again (restart {restart})")
-            shapes.wait_transactions(shapes.transactions + rng.randint(30, 150))
-            node.kill()
-            if restart == 0:
-                lagging.save()
-            elif restart == 1:  # the restart re-reads what every table holds: skipped
-                lagging.put_back()
-            node = cluster.start_node(1)
-        shapes.wait_transactions(shapes.transactions + 100)
-        finish(shapes, source, location, watcher, versions=20)
-        log = node.output()
-        assert "event=pipeline_paused" not in log and "event=pipeline_failed" not in log
-        assert "event=pipeline_resumes pipeline=lk.forward" in log, log[-3000:]
+        streamed_with_kills(cluster, shapes, source, lake_channel(
+            "lk", shapes.schema, SHAPES, batch_timeout_ms=20, start={"file": file, "pos": pos}),
+                            lake_sources(cluster, location), watcher, zk_client, 3,
+                            random.Random(8), versions=20)
     finally:
-        shapes.stop()
-        watcher.stop()
-        cluster.stop()
-        source.close()
-        target.close()
+        ended(shapes, watcher, cluster, source, target)
 
 
 TYPES = ("CREATE TABLE `{schema}`.types (id INT PRIMARY KEY, d65 DECIMAL(65,30), "
@@ -273,9 +298,7 @@ def test_every_type_lands_as_documented(sandbox, tmp_path):
                  90, "the pipeline to stop on the zero date")
         assert rows(location, schema, "types", ["id"]).get((4,)) is None
     finally:
-        cluster.stop()
-        source.close()
-        target.close()
+        ended(cluster, source, target)
 
 
 def test_copies_into_a_lake_while_writes_race_them(sandbox, tmp_path):
@@ -312,11 +335,7 @@ def test_copies_into_a_lake_while_writes_race_them(sandbox, tmp_path):
         shapes.wait_transactions(shapes.transactions + 100)
         finish(shapes, source, location, watcher, versions=5)
     finally:
-        shapes.stop()
-        watcher.stop()
-        cluster.stop()
-        source.close()
-        target.close()
+        ended(shapes, watcher, cluster, source, target)
 
 
 def test_a_cascading_foreign_key_into_a_lake_is_refused_with_the_reason(sandbox, tmp_path):
@@ -339,9 +358,7 @@ def test_a_cascading_foreign_key_into_a_lake_is_refused_with_the_reason(sandbox,
         assert "ON DELETE CASCADE" in cluster.pipeline_state("lc").last_error
         assert not (tmp_path / "lake").exists()
     finally:
-        cluster.stop()
-        source.close()
-        target.close()
+        ended(cluster, source, target)
 
 
 def test_with_ddl_sync_a_lake_takes_added_columns_and_stops_on_the_rest(sandbox, tmp_path):
@@ -368,6 +385,124 @@ def test_with_ddl_sync_a_lake_takes_added_columns_and_stops_on_the_rest(sandbox,
         assert "setl position set" in cluster.pipeline_state("ld").last_error
         assert rows(location, schema, "t", ["id"]).get((3,)) is None
     finally:
-        cluster.stop()
-        source.close()
-        target.close()
+        ended(cluster, source, target)
+
+
+def test_the_owner_killed_the_other_node_takes_over_the_lake(sandbox, tmp_path):
+    """Two nodes; the one running the pipeline killed mid-stream: the other fences every
+    table with its epoch and goes on where each table stands; nothing lost or repeated,
+    and the watcher saw no table version with part of a transaction."""
+    from tests.integration.test_failover import owner
+
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+    shapes = Shapes(sandbox, source, target, targets=(), kinds=3, seed=31)
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-failover")
+    watcher = LakeWatcher(location, shapes.schema)
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.start_node(2)
+        cluster.apply([lake_channel("lf", shapes.schema, SHAPES, batch_timeout_ms=20,
+                                    start={"file": file, "pos": pos})],
+                      lake_sources(cluster, location))
+        cluster.set_status("lf", "START")
+        first = owner(cluster, "lf")
+        shapes.start()
+        watcher.start()
+        shapes.wait_transactions(200)
+        cluster.nodes[first].kill()
+        second = wait_for(lambda: owner(cluster, "lf") != first and owner(cluster, "lf"), 120,
+                          "the other node to take over")
+        shapes.wait_transactions(shapes.transactions + 200)
+        finish(shapes, source, location, watcher, versions=10)
+        log = cluster.nodes[second].output()
+        assert "event=pipeline_failed" not in log
+        assert "event=target_claimed pipeline=lf.forward target=lake:" in log
+        stamps = [lakes.last_stamp(table(location, shapes.schema, name), "lf.forward")
+                  for name in ("kl", "sl", "accounts")]
+        claimed = int(re.search(r"event=pipeline_assigned pipeline=lf\.forward node=\d+ "
+                                r"version=\d+ epoch=(\d+)", log).group(1))
+        assert {stamp.epoch for stamp in stamps if stamp} == {claimed}  # every table fenced
+    finally:
+        ended(shapes, watcher, cluster, source, target)
+
+
+def test_a_backfill_into_a_lake_racing_writes_never_takes_a_row_back(sandbox, tmp_path):
+    """Rows only the free door can bring (written without the binlog), requested while a
+    writer updates and deletes them: the lake ends equal to the source, and no version of
+    the table shows a row older than one an earlier version showed, or a deleted row back."""
+    from tests.integration.test_freedoor import door, without_binlog
+
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "name VARCHAR(20), version INT NOT NULL)")
+    count, t = 4000, f"`{schema}`.items"
+    without_binlog(source, f"INSERT INTO {t} SELECT seq, 'cold', 0 FROM "
+                           f"`{schema}`.seq_1_to_{count}")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-door")
+    stop, writing = threading.Event(), threading.Event()  # set: stop watching, writing
+    violations: list[str] = []
+    versions_read = [0]
+
+    def watch() -> None:  # every version of the lake table, in order
+        seen, gone, read = -1, set(), {}
+        while not stop.wait(0.05):
+            found = table(location, schema, "items")
+            if found is None:
+                continue
+            for version in range(seen + 1, found.version() + 1):
+                found.load_as_version(version)
+                now = {row["id"]: row["version"] for row in
+                       found.to_pyarrow_table(columns=["id", "version"]).to_pylist()}
+                versions_read[0] += 1
+                for key, value in now.items():
+                    if key in gone or value < read.get(key, value):
+                        violations.append(f"v{version}: row {key} went back "
+                                          f"({read.get(key)} → {value}, gone: {key in gone})")
+                gone |= set(read) - set(now)
+                read = now
+            seen = found.version()
+
+    def churn() -> None:  # updates move a row's version up; a deleted row never returns
+        writer, rng = Database(sandbox, "source"), random.Random(12)
+        try:
+            while not writing.wait(0.003):
+                key = rng.randint(1, count)
+                writer.execute(f"DELETE FROM {t} WHERE id = {key}" if rng.random() < 0.2 else
+                               f"UPDATE {t} SET version = version + 1, name = 'hot' "
+                               f"WHERE id = {key}")
+        finally:
+            writer.close()
+
+    threads = [threading.Thread(target=watch, daemon=True),
+               threading.Thread(target=churn, daemon=True)]
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([lake_channel("lb", schema, [{"table": "items"}], batch_timeout_ms=20)],
+                      lake_sources(cluster, location))
+        cluster.set_status("lb", "START")
+        cluster.wait_running("lb")
+        for thread in threads:
+            thread.start()
+        source.execute(f"INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) SELECT "
+                       f"'{schema}.items', 'I', CONCAT('[', id, ']') FROM {t}")
+        wait_for(lambda: door(cluster, "lb").requested >= count, 180, "the backfill")
+        writing.set()
+        threads[1].join(30)
+        expected = Counter(source.rows(f"SELECT id, name, version FROM {t}"))
+        wait_for(lambda: rows(location, schema, "items", ["id", "name", "version"]) ==
+                 expected, 120, "the lake equal to the source")
+        stop.set()
+        threads[0].join(30)
+        assert violations == [], violations[:5]
+        assert versions_read[0] > 5, "the watcher hardly read the lake"
+        names = Counter(name for _, name, _ in expected)
+        assert names["cold"] > count // 10 and names["hot"] > 50  # both kinds of row came
+    finally:
+        stop.set()
+        writing.set()
+        ended(cluster, source, target)

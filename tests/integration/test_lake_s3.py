@@ -19,15 +19,16 @@ import pytest
 
 from manager import cli
 from shared.sandbox import dying_with_parent, free_port
-from tests.devcluster import Cluster, Database, LaggingCursor, wait_for
+from tests.devcluster import Cluster, Database, wait_for
 from tests.integration.shapes import Shapes
 from tests.integration.test_lake import (
     SHAPES,
     LakeWatcher,
     Store,
-    finish,
+    ended,
     lake_channel,
     lake_sources,
+    streamed_with_kills,
 )
 
 pytestmark = pytest.mark.integration
@@ -76,33 +77,10 @@ def test_a_lake_in_s3_takes_a_kill_9_verify_and_positions(sandbox, tmp_path, zk_
             "AWS_SECRET_ACCESS_KEY": "${SETL_S3_SECRET}"}}
         watcher = LakeWatcher(store, shapes.schema)
         try:
-            cluster.start_manager()
-            cluster.start_node(1)
-            cluster.apply([lake_channel("l3", shapes.schema, SHAPES, batch_timeout_ms=20,
-                                        start={"file": file, "pos": pos})], sources)
-            cluster.set_status("l3", "START")
-            cluster.wait_running("l3")
-            shapes.start()
-            watcher.start()
-            node = cluster.nodes[1]
-            lagging = LaggingCursor(zk_client, cluster.root, "l3.forward")
-            for restart in range(2):
-                wait_for(lambda n=node, r=restart: n.output().count(
-                    "event=pipeline_started pipeline=l3.forward ") > r, 90,
-                    f"the pipeline to run again (restart {restart})")
-                shapes.wait_transactions(shapes.transactions + rng.randint(30, 100))
-                node.kill()
-                if restart == 0:
-                    lagging.save()
-                else:  # the restart re-reads what the tables hold: skipped, table by table
-                    lagging.put_back()
-                node = cluster.start_node(1)
-            shapes.wait_transactions(shapes.transactions + 60)
-            finish(shapes, source, store, watcher, versions=5)
-            log = node.output()
-            assert "event=pipeline_failed" not in log and "event=pipeline_paused" not in log
-            assert "event=pipeline_resumes pipeline=l3.forward" in log, log[-3000:]
-
+            streamed_with_kills(cluster, shapes, source, lake_channel(
+                "l3", shapes.schema, SHAPES, batch_timeout_ms=20,
+                start={"file": file, "pos": pos}), sources, watcher, zk_client, 2, rng,
+                                versions=5)
             capsys.readouterr()
             manager = ["--manager", cluster.manager_address]
             code = cli.main([*manager, "-o", "json", "verify", "l3"])
@@ -114,8 +92,4 @@ def test_a_lake_in_s3_takes_a_kill_9_verify_and_positions(sandbox, tmp_path, zk_
             shown = capsys.readouterr().out
             assert "lake" in shown and "binlog" in shown, shown
         finally:
-            shapes.stop()
-            watcher.stop()
-            cluster.stop()
-            source.close()
-            target.close()
+            ended(shapes, watcher, cluster, source, target)

@@ -16,7 +16,14 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.devcluster import Cluster, Database, make_schema, wait_for
-from tests.integration.test_lake import TYPE_ROWS, TYPES, lake_channel, lake_sources, rows
+from tests.integration.test_lake import (
+    TYPE_ROWS,
+    TYPES,
+    ended,
+    lake_channel,
+    lake_sources,
+    rows,
+)
 from tests.integration.test_verify import found, verify
 
 pytestmark = pytest.mark.integration
@@ -125,6 +132,4 @@ def test_verify_finds_each_kind_of_corrupted_lake_row_and_repair_mends_it(
         equal(source, location, schema, "parts", ["a", "b", "note"])
         assert verify(cluster, capsys, "lv")[0] == 0
     finally:
-        cluster.stop()
-        source.close()
-        target.close()
+        ended(cluster, source, target)
