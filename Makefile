@@ -41,7 +41,7 @@ integration: setup
 	$(BIN)/python -m pytest tests/integration -q
 
 # The whole run has a ceiling: past it, SIGABRT makes faulthandler print every thread's stack.
-# The unit tests run beside the integration tests (scripts/runtests.py).
+# The unit tests and the quiet integration modules run beside the rest (scripts/runtests.py).
 test: setup check-proto lint
 	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python scripts/runtests.py
 

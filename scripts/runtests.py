@@ -1,7 +1,9 @@
-"""``make test``'s run: the unit tests (CPU-bound, about 25 s) beside the integration tests
-(mostly waiting on real servers), so the whole run takes about as long as the integration
-tests alone. The integration run prints as it goes; the unit run's output follows it. The
-exit status is the first failure's (0 when both pass)."""
+"""``make test``'s run: the unit tests (CPU-bound, about 25 s) and the quiet integration
+modules (correctness on real servers, no fault and no timing in them: about 3 minutes, on a
+sandbox of their own) beside the rest of the integration tests (kills, failovers, races,
+mostly waiting on real servers), so the whole run takes about as long as the last alone.
+The main integration run prints as it goes; the others' output follows it. The exit status
+is the first failure's (0 when all pass)."""
 
 from __future__ import annotations
 
@@ -14,25 +16,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# integration modules without faults, kills or timing (a new module runs in the main run)
+QUIET = ("check", "chunks", "ddl", "decode", "foundation", "keys", "lake_schemas", "lookup",
+         "names", "schemas", "transform", "types")
+
+
 def main() -> int:
-    pytest = [sys.executable, "-m", "pytest", "-q"]
-    with tempfile.TemporaryFile("w+") as unit_out:
-        unit = subprocess.Popen([*pytest, "tests/unit"], cwd=ROOT, stdout=unit_out,
-                                stderr=subprocess.STDOUT, text=True)
-        integration = subprocess.Popen([*pytest, "tests/integration"], cwd=ROOT)
+    pytest = [sys.executable, "-m", "pytest", "-q", "--durations=40"]
+    quiet = [f"tests/integration/test_{name}.py" for name in QUIET]
+    with tempfile.TemporaryFile("w+") as unit_out, tempfile.TemporaryFile("w+") as quiet_out:
+        beside = {"tests/unit": subprocess.Popen([*pytest, "tests/unit"], cwd=ROOT,
+                                                 stdout=unit_out, stderr=subprocess.STDOUT,
+                                                 text=True),
+                  "quiet integration modules": subprocess.Popen(
+                      [*pytest, *quiet], cwd=ROOT, stdout=quiet_out,
+                      stderr=subprocess.STDOUT, text=True)}
+        integration = subprocess.Popen(
+            [*pytest, "tests/integration", *(f"--ignore={path}" for path in quiet)],
+            cwd=ROOT)
+        runs = [integration, *beside.values()]
 
         def forward(signum: int, _frame: object) -> None:  # the ceiling's SIGABRT, a ^C:
-            for run in (unit, integration):  # each pytest prints its threads' stacks
+            for run in runs:  # each pytest prints its threads' stacks
                 if run.poll() is None:
                     run.send_signal(signum)
         for signum in (signal.SIGABRT, signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, forward)
-        integration.wait()
-        unit.wait()
-        unit_out.seek(0)
-        print("\n---- tests/unit ----", flush=True)
-        sys.stdout.write(unit_out.read())
-    return integration.returncode or unit.returncode
+        for run in runs:
+            run.wait()
+        for name, out in zip(beside, (unit_out, quiet_out), strict=True):
+            out.seek(0)
+            print(f"\n---- {name} ----", flush=True)
+            sys.stdout.write(out.read())
+    return next((run.returncode for run in runs if run.returncode), 0)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from tests.devcluster import (
 )
 from tests.integration.shapes import Shapes, start_channel
 
-RESTARTS = 20
+RESTARTS = 14
 
 
 def started(daemon_output: str, pipeline: str) -> int:
@@ -32,7 +32,7 @@ def started(daemon_output: str, pipeline: str) -> int:
 
 def test_kill_9_at_random_points_applies_every_transaction_once(sandbox, tmp_path,
                                                             zk_client):
-    """The node killed 20 times at random points of a stream (inside Load's transaction,
+    """The node killed 14 times at random points of a stream (inside Load's transaction,
     between a commit and the cursor's publish, in the middle of E/T): no duplicate, no
     conflict, no pause, and no reader of the target sees part of a transaction."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
