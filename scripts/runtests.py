@@ -1,7 +1,8 @@
 """``make test``'s run: the unit tests (CPU-bound, about 25 s) and the quiet integration
-modules (correctness on real servers, no fault and no timing in them: about 3 minutes, on a
-sandbox of their own) beside the rest of the integration tests (kills, failovers, races,
-mostly waiting on real servers), so the whole run takes about as long as the last alone.
+modules (correctness on real servers and the benchmarks' smoke runs, no fault and no timing
+in them: about 7 minutes, on a sandbox of their own) beside the rest of the integration
+tests (kills, failovers, races, mostly waiting on real servers), so the whole run takes
+about as long as the last alone.
 The main integration run prints as it goes; the others' output follows it. The exit status
 is the first failure's (0 when all pass)."""
 
@@ -16,9 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# integration modules without faults, kills or timing (a new module runs in the main run)
-QUIET = ("check", "chunks", "ddl", "decode", "foundation", "keys", "lake_schemas", "lookup",
-         "names", "schemas", "transform", "types")
+# integration modules without faults, kills or timing (a new module runs in the main run);
+# the benchmarks' smoke runs each start a sandbox of their own
+QUIET = ("api_security", "bench_smoke", "check", "chunks", "ddl", "decode", "foundation",
+         "keys", "lake_schemas", "lake_verify", "lookup", "names", "schemas", "security",
+         "transform", "types")
 
 
 def main() -> int:

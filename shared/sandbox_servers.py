@@ -121,8 +121,13 @@ class MariaDBKind:
             if done.returncode != 0:
                 raise SandboxError(f"mariadb-install-db failed for {spec.name}: "
                                    f"{done.stderr.strip()[-500:]}")
+        # temporary tables of its own: in a shared /tmp, another server that starts (a
+        # second sandbox's) removes the #sql files it finds there, a running query's too
+        tmpdir = datadir / "tmp"
+        tmpdir.mkdir(parents=True, exist_ok=True)
         command = [
             server, "--no-defaults", f"--datadir={data}", f"--socket={self.socket_path(datadir)}",
+            f"--tmpdir={tmpdir}",
             f"--port={port}", "--bind-address=127.0.0.1", *self._user_args(),
             f"--pid-file={datadir / 'mysqld.pid'}", f"--log-error={self.log_file(datadir)}",
             f"--log-bin={data / 'binlog'}", f"--server-id={spec.server_id}",

@@ -491,6 +491,8 @@ def test_a_backfill_into_a_lake_racing_writes_never_takes_a_row_back(sandbox, tm
         source.execute(f"INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) SELECT "
                        f"'{schema}.items', 'I', CONCAT('[', id, ']') FROM {t}")
         wait_for(lambda: door(cluster, "lb").requested >= count, 180, "the backfill")
+        # the writer goes on until the watcher has read the race in many versions
+        wait_for(lambda: versions_read[0] >= 20, 120, "20 versions of the lake table")
         writing.set()
         threads[1].join(30)
         expected = Counter(source.rows(f"SELECT id, name, version FROM {t}"))
@@ -499,7 +501,6 @@ def test_a_backfill_into_a_lake_racing_writes_never_takes_a_row_back(sandbox, tm
         stop.set()
         threads[0].join(30)
         assert violations == [], violations[:5]
-        assert versions_read[0] > 5, "the watcher hardly read the lake"
         names = Counter(name for _, name, _ in expected)
         assert names["cold"] > count // 10 and names["hot"] > 50  # both kinds of row came
     finally:
