@@ -121,8 +121,8 @@ class MariaDBKind:
             if done.returncode != 0:
                 raise SandboxError(f"mariadb-install-db failed for {spec.name}: "
                                    f"{done.stderr.strip()[-500:]}")
-        # temporary tables of its own: in a shared /tmp, another server that starts (a
-        # second sandbox's) removes the #sql files it finds there, a running query's too
+        # temporary tables in a directory of its own: with two sandboxes running, a query's
+        # #sql file in the shared /tmp was found removed under it (one server per tmpdir)
         tmpdir = datadir / "tmp"
         tmpdir.mkdir(parents=True, exist_ok=True)
         command = [
