@@ -111,20 +111,22 @@ class MariaDBKind:
               user: str) -> subprocess.Popen[bytes]:
         server = _require("mariadbd", "mariadb-server")
         data = datadir / "data"
+        # temporary tables in a directory of its own: a server (and the bootstrap of
+        # mariadb-install-db) removes at its start every #sql file in its tmpdir, taken for
+        # leftovers of its own last run — in a shared /tmp, another sandbox's running query's
+        tmpdir = datadir / "tmp"
+        tmpdir.mkdir(parents=True, exist_ok=True)
         if not (data / "mysql").exists():
             install = _require("mariadb-install-db", "mariadb-server")
             data.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
                 [install, "--no-defaults", f"--datadir={data}", "--skip-test-db",
-                 "--auth-root-authentication-method=normal", *self._user_args()],
+                 "--auth-root-authentication-method=normal", *self._user_args(),
+                 f"--tmpdir={tmpdir}"],
                 capture_output=True, text=True)
             if done.returncode != 0:
                 raise SandboxError(f"mariadb-install-db failed for {spec.name}: "
                                    f"{done.stderr.strip()[-500:]}")
-        # temporary tables in a directory of its own: with two sandboxes running, a query's
-        # #sql file in the shared /tmp was found removed under it (one server per tmpdir)
-        tmpdir = datadir / "tmp"
-        tmpdir.mkdir(parents=True, exist_ok=True)
         command = [
             server, "--no-defaults", f"--datadir={data}", f"--socket={self.socket_path(datadir)}",
             f"--tmpdir={tmpdir}",
