@@ -113,15 +113,15 @@ class LakePlanner:
         return columns, facts.columns
 
 
-    def blind(self, target: Target) -> str:
-        """Why rows no source row gives are not looked for in the lake table ("": they are,
-        in each chunk's key range: its split column orders as on the source)."""
-        kinds = {column.name: column.kind for column in target.lake}
-        column = target.range_column
-        if column is None or kinds.get(column) in ORDERED:
-            return ""
-        return (f"its split column {column} is {kinds.get(column, 'text')} in the lake, "
-                "ordered by bytes there and by its collation on the source")
+def blind(target: Target) -> str:
+    """Why rows no source row gives are not looked for in a lake table ("": they are, in
+    each chunk's key range: its split column orders as on the source)."""
+    kinds = {column.name: column.kind for column in target.lake}
+    column = target.range_column
+    if column is None or kinds.get(column) in ORDERED:
+        return ""
+    return (f"its split column {column} is {kinds.get(column, 'text')} in the lake, "
+            "ordered by bytes there and by its collation on the source")
 
 
 def lake_hash(row: dict[str, Any], columns: Sequence[str]) -> int:

@@ -82,9 +82,8 @@ def test_keys_are_matched_in_their_delta_form(tmp_path: Path) -> None:
     assert set(found) == set(keys[:3])
     assert all(found[key] == side.expected[key][where.id] for key in found)
     by_time = target(keys=("t",), range_column="t")
-    assert lake.LakePlanner.blind(None, by_time).startswith(  # type: ignore[arg-type]
-        "its split column t is time in the lake")
-    assert lake.LakePlanner.blind(None, where) == ""  # type: ignore[arg-type]
+    assert lake.blind(by_time).startswith("its split column t is time in the lake")
+    assert lake.blind(where) == ""
 
 
 def test_the_position_is_setl_s_newest_commit_and_a_null_chunk_reads_nulls(
