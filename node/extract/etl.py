@@ -209,7 +209,8 @@ class CompiledPipeline:
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
-                "two_way": self.two_way, "source": self.source, "rules": self.rules}
+                "two_way": self.two_way, "before_images": self.before_images,
+                "source": self.source, "rules": self.rules}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:
