@@ -10,6 +10,7 @@
     setl check source|target NAME
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
+    setl subscribe CHANNEL[/PIPELINE] [-o json] [--table PATTERN] [--count N] [--from P]
     setl sandbox up | down | status
 
 Errors go to stderr as one line with a hint, and the exit code is non-zero.
@@ -25,7 +26,15 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from manager import backfill, checkcli, lakecli, render, snapshotcli, verifycli
+from manager import (
+    backfill,
+    checkcli,
+    lakecli,
+    render,
+    snapshotcli,
+    subscribecli,
+    verifycli,
+)
 from manager.client import ManagerClient, access_from, addresses_from
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
@@ -144,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     checkcli.add_command(commands)
     snapshotcli.add_commands(commands)
     verifycli.add_command(commands)
+    subscribecli.add_command(commands)
     lakecli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
@@ -397,6 +407,8 @@ def _main(argv: list[str] | None = None) -> int:
             return snapshotcli.snapshot(args, client, args.output)
         if args.command == "verify":
             return verifycli.run(args, client)
+        if args.command == "subscribe":
+            return subscribecli.run(args, client, _wait)
         if args.command == "node":
             answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
             _print(args, answer, render.nodes(answer.nodes))

@@ -12,7 +12,7 @@ from concurrent import futures
 
 import grpc
 
-from manager import auth
+from manager import auth, service
 from manager.alarms import AlarmEvaluator
 from manager.election import LeaderElection
 from manager.metrics import ManagerMetrics
@@ -26,7 +26,6 @@ from shared.catalog import Catalog
 from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer
 from shared.lifecycle import Shutdown, run_bounded
-from shared.rpc import manager_pb2_grpc
 from shared.version import version
 
 log = logging.getLogger("setl.manager")
@@ -59,9 +58,10 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
         _web_tls(config.api.tls))
     interceptors = [auth.TokenInterceptor(
         check, lambda reason: metrics.refused.labels(reason).inc())] if check else []
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
+    # (a subscription's reader holds a thread while it reads)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), interceptors=interceptors)
     servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access)
-    manager_pb2_grpc.add_ManagerServiceServicer_to_server(servicer, server)
+    service.add(servicer, server)
     try:
         port = server.add_secure_port(config.listen, credentials) if credentials else \
             server.add_insecure_port(config.listen)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pymysql
 from kazoo.client import KazooClient
 
-from shared import gtid, lakes, positions
+from shared import acks, gtid, lakes, positions
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
@@ -87,7 +87,7 @@ class Positions:
         for name in _targets(pipeline):
             target = manager_pb2.TargetPosition(target=name)
             try:
-                row = _read_row(self.catalog.source(name), pipeline_id)
+                row = self._row(self.catalog.source(name), pipeline_id)
             except SourceError as exc:
                 target.error = str(exc)
             else:
@@ -117,7 +117,7 @@ class Positions:
                 raise PositionLostError(
                     f"source {source.name} has no binlog file {position.file} (it keeps "
                     f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
-        rows = {name: _read_row(self.catalog.source(name), pipeline_id)
+        rows = {name: self._row(self.catalog.source(name), pipeline_id)
                 for name in _targets(pipeline)}
         ahead = {name: row for name, row in rows.items()
                  if row is not None and _ahead(row[0], position)}
@@ -134,8 +134,8 @@ class Positions:
                           *(row[1] for row in rows.values() if row is not None)])
         for name, row in rows.items():
             if row is not None:
-                _move_row(self.catalog.source(name), pipeline_id, run,
-                          position if name in ahead else None)
+                self._move(self.catalog.source(name), pipeline_id, run,
+                           position if name in ahead else None)
         cursor = positions.Cursor(position, process_id, run=run)
         path = self.paths.cursor(pipeline_id)
         if call("look for a cursor", self.client.exists, path):
@@ -157,6 +157,24 @@ class Positions:
                                 f"{channel.name} --wait first, then {action} its position")
         return pipeline_id
 
+    def _row(self, target: DataSource, pipeline_id: str) -> Row | None:
+        """A target's position row; a subscription's is what its reader acknowledged."""
+        if target.type != "subscription":
+            return _read_row(target, pipeline_id)
+        found = call("read a subscription's position", acks.read, self.client,
+                     self.paths.acked(pipeline_id))
+        if found is None or not found[0].position.file:
+            return None
+        return found[0].position, found[0].process_id, found[0].epoch
+
+    def _move(self, target: DataSource, pipeline_id: str, run: str,
+              to: BinlogPosition | None) -> None:
+        if target.type != "subscription":
+            _move_row(target, pipeline_id, run, to)
+            return
+        call("move a subscription's position", acks.move, self.client,
+             self.paths.acked(pipeline_id), run, to)
+
     # -- reset ------------------------------------------------------------------------------
     def _reset(self, channel: Channel, pipeline: Pipeline) -> None:
         """Forget where the pipeline stands: its position rows on the targets, its cursor, its
@@ -166,9 +184,9 @@ class Positions:
         removed = []
         for name in _targets(pipeline):
             target = self.catalog.source(name)
-            row = _read_row(target, pipeline_id)
+            row = self._row(target, pipeline_id)
             if row is not None:
-                _move_row(target, pipeline_id, "", BinlogPosition())
+                self._move(target, pipeline_id, "", BinlogPosition())
                 removed.append(f"{name}@{row[0]}")
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
                      self.paths.stats(pipeline_id)):
@@ -187,6 +205,8 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
         pipeline_id = channel.pipeline_id(pipeline)
         for name in _targets(pipeline):
             target = catalog.source(name)
+            if target.type == "subscription":  # its position went with the pipeline's state
+                continue
             row = _read_row(target, pipeline_id)
             if row is None:
                 continue

@@ -225,6 +225,7 @@ def source_data(source: model_pb2.DataSource) -> dict[str, Any]:
 def sources(found: Sequence[model_pb2.DataSource]) -> str:
     """Sources with their password reference (never a value: only references are stored)."""
     rows = [(s.name, s.type or "mysql", s.location if s.type == "delta" else
+             "setl subscribe" if s.type == "subscription" else
              f"{s.host}:{s.port}" + (f" (primary of {', '.join(s.hosts)})" if s.hosts else ""),
              s.user or "-", s.password or "-", s.charset or "-") for s in found]
     return table(["SOURCE", "TYPE", "ADDRESS", "USER", "PASSWORD REFERENCE", "CHARSET"], rows) \

@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from manager import positions, startcheck, verify
+from manager import positions, startcheck, subscribe, verify
 from manager.client import Access
 from manager.election import LeaderElection
 from manager.monitor import Monitor
@@ -22,7 +22,7 @@ from manager.positions import Positions
 from manager.snapshots import Snapshots
 from manager.switch import switch_source
 from manager.views import Views
-from shared import codec, confinement, definitions, tablekeys
+from shared import codec, confinement, definitions, rawstreams, tablekeys
 from shared import positions as positions_of
 from shared.catalog import Catalog, call
 from shared.errors import (
@@ -34,10 +34,11 @@ from shared.errors import (
     NotLeaderError,
     SetlError,
     StartRefusedError,
+    SubscriptionMovedError,
     VerifyError,
 )
 from shared.model import Channel, ChannelStatus
-from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
+from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2, subscription_pb2
 
 log = logging.getLogger("setl.manager.service")
 LEADER_TRAILER = "setl-leader"
@@ -50,6 +51,7 @@ _CODES: list[tuple[type[SetlError], grpc.StatusCode]] = [
     # not UNAVAILABLE: to the CLI that means "this manager is down, try another"
     (CoordinationError, grpc.StatusCode.FAILED_PRECONDITION),
     (VerifyError, grpc.StatusCode.FAILED_PRECONDITION),
+    (SubscriptionMovedError, grpc.StatusCode.ABORTED),  # a reader connects again
 ]
 
 
@@ -238,3 +240,26 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
             log.exception("event=rpc_failed method=Verify")
             context.abort(grpc.StatusCode.INTERNAL, "Verify failed unexpectedly; see the "
                           "manager's log")
+
+    def Subscribe(self, requests: Iterator[subscription_pb2.SubscribeRequest],
+                  context: Any) -> Iterator[bytes]:
+        """A subscription's batches from the node that runs it, as the bytes it sent (the
+        method is served raw: :func:`add`)."""
+        try:
+            self._require_leader()
+            yield from subscribe.relay(self.catalog, self.views, self.views.client,
+                                       self.views.paths, requests, context, self.node_access)
+        except NodeCallError as exc:
+            context.abort(grpc.StatusCode[exc.code], str(exc))
+        except SetlError as exc:
+            _abort(exc, context)
+        except Exception:
+            log.exception("event=rpc_failed method=Subscribe")
+            context.abort(grpc.StatusCode.INTERNAL, "Subscribe failed unexpectedly; see the "
+                          "manager's log")
+
+
+def add(servicer: ManagerServicer, server: grpc.Server) -> None:
+    """The service on ``server``; Subscribe relays its batches' bytes unchanged."""
+    rawstreams.add(manager_pb2_grpc.add_ManagerServiceServicer_to_server, servicer, server,
+                   {"Subscribe"})

@@ -69,7 +69,8 @@ def findings(catalog: Catalog, channel: Channel, pipeline: Pipeline
     names = {pipeline.target} | {pair.target.datasource for pair in pipeline.pairs}
     for name in sorted(names):
         target = catalog.source(name)
-        if target.type == "delta":  # a lake: no server to ask (the node checks its tables)
+        if target.type in ("delta", "subscription"):  # no server to ask (a lake: the node
+            # checks its tables)
             continue
         written = _checked(pipeline_id, target, "target", found, lambda cursor, n=name:
                            target_findings(cursor, target_schemas([pipeline], n),

@@ -15,11 +15,11 @@ from typing import Any
 
 import grpc
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
+from manager import owners
 from manager.client import Access
 from manager.views import Views
-from shared.catalog import Catalog, call
+from shared.catalog import Catalog
 from shared.errors import NodeCallError, NotFoundError, VerifyError
 from shared.rpc import manager_pb2, node_pb2_grpc
 from shared.zk import ZkPaths
@@ -38,28 +38,13 @@ def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
                             f"(it has {', '.join(p.name for p in channel.pipelines)})")
     for pipeline in pipelines:
         pipeline_id = channel.pipeline_id(pipeline)
-        address = _owner_address(views, client, paths, pipeline_id, channel.name)
+        address = owners.address(views, client, paths, pipeline_id, channel.name, VerifyError,
+                                 "verify runs on the node that runs the pipeline")
         one = manager_pb2.VerifyRequest()
         one.CopyFrom(request)
         one.pipeline = pipeline.name
         log.info("event=verify_forwarded pipeline=%s node=%s", pipeline_id, address)
         yield from _relay(address, one, context, pipeline_id, access or Access())
-
-
-def _owner_address(views: Views, client: KazooClient, paths: ZkPaths, pipeline_id: str,
-                   channel: str) -> str:
-    try:
-        owner, _ = call("read a pipeline owner", client.get, paths.mainstem(pipeline_id))
-    except NoNodeError:
-        raise VerifyError(f"pipeline {pipeline_id} is not running on any node: start the "
-                          f"channel (setl channel start {channel}); verify runs on the node "
-                          "that runs the pipeline") from None
-    node_id = int(owner.decode() or 0)
-    for node in views.nodes():
-        if node.id == node_id and node.address:
-            return node.address
-    raise VerifyError(f"node {node_id}, which runs pipeline {pipeline_id}, has no address "
-                      "in ZooKeeper; check that it is up (setl node list)")
 
 
 def _relay(address: str, request: manager_pb2.VerifyRequest, context: Any,

@@ -16,6 +16,7 @@ from concurrent import futures
 import grpc
 from kazoo.exceptions import KazooException
 
+from node import service
 from node.membership import Membership
 from node.metrics import NODE
 from node.service import NodeServicer
@@ -28,7 +29,7 @@ from shared.catalog import Catalog, ChannelRecord
 from shared.errors import ConfigError, CoordinationError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer, is_loopback
 from shared.lifecycle import Shutdown, run_bounded
-from shared.rpc import manager_pb2, node_pb2_grpc
+from shared.rpc import manager_pb2
 from shared.secrets import SecretRef
 from shared.version import version
 
@@ -92,9 +93,10 @@ class Node:
         check, credentials = rpc_access(self.config)
         interceptors = [rpcauth.TokenInterceptor(check, messages=NODE_MESSAGES)] if check \
             else []
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+        # a subscription's reader holds a thread while it reads
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
                              interceptors=interceptors)
-        node_pb2_grpc.add_NodeServiceServicer_to_server(
+        service.add(
             NodeServicer(self.node_id, lambda pipeline_id: verify.context_from(
                 self.supervisor, self.node_id, pipeline_id, self.spark)), server)
         port = server.add_secure_port(self.config.listen, credentials) if credentials else \

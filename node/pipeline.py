@@ -159,9 +159,12 @@ class PipelineRunner:
         failures = 0
         delays = iter(())
         try:
+            targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
+                       for pair in self.ctx.pipeline.pairs}
             compiled = CompiledPipeline.compile(
                 self.pipeline_id, self.ctx.version, self.ctx.pipeline, two_way=self.two_way,
-                source=self.ctx.sources[self.ctx.pipeline.source])
+                source=self.ctx.sources[self.ctx.pipeline.source],
+                before_images=kinds.kind_of(self.pipeline_id, targets) == "subscription")
         except ConfigError as exc:
             self._fail_for_good(str(exc))
             return
@@ -255,7 +258,8 @@ class PipelineRunner:
         loader = kinds.loader(self.target_kind, self.pipeline_id, targets, params=params,
                               epoch=self.ctx.epoch, stop=self.stop_event, run=hint.run,
                               two_way=(channel.name, channel.pipelines[0].name ==
-                                       pipeline.name) if self.two_way else None)
+                                       pipeline.name) if self.two_way else None,
+                              zk=(self.ctx.client, self.ctx.paths))
         try:
             # fenced, then read: where the targets are decides where Select begins
             rows = {} if params.dry_run else self._claim(loader)
@@ -423,7 +427,8 @@ class PipelineRunner:
         self.cursor = Cursor(batch.end, batch.process_id, run=loader.run,
                              targets=dict(loader.written))
         self._progress.set()
-        publisher.publish(self.cursor)
+        if getattr(loader, "durable", True):  # (a subscription's position is its reader's
+            publisher.publish(self.cursor)  # acknowledgement: no hint goes ahead of it)
         window.release()
         self.window_peak = max(self.window_peak, window.peak)
         self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms

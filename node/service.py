@@ -1,5 +1,7 @@
 """The gRPC ``NodeService`` of one node: ``setl verify`` of the pipelines it runs
-(:mod:`node.verify.rpc`). What a node runs, the manager reads from ZooKeeper."""
+(:mod:`node.verify.rpc`) and the readers of its subscriptions
+(:mod:`node.target.subscription.outbox`). What a node runs, the manager reads from
+ZooKeeper."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ from typing import Any
 
 import grpc
 
+from node.target.subscription import outbox
 from node.verify import rpc as verify
 from node.verify.run import Context
-from shared.rpc import manager_pb2, node_pb2_grpc
+from shared import rawstreams
+from shared.rpc import manager_pb2, node_pb2_grpc, subscription_pb2
 
 
 class NodeServicer(node_pb2_grpc.NodeServiceServicer):
@@ -24,3 +28,18 @@ class NodeServicer(node_pb2_grpc.NodeServiceServicer):
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"node {self.node_id} runs no "
                           "pipelines here: verify is not served")
         yield from verify.stream(request, context, self.verify_context)
+
+    def Subscribe(self, requests: Iterator[subscription_pb2.SubscribeRequest],
+                  context: Any) -> Iterator[bytes]:
+        """Serialized ChangeBatch messages, sent as they are (:func:`add`)."""
+        first = next(requests, None)
+        if first is None or first.WhichOneof("kind") != "start":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a subscription stream begins with "
+                          "a start (channel, pipeline)")
+        yield from outbox.serve(first.start, requests, context)
+
+
+def add(servicer: NodeServicer, server: grpc.Server) -> None:
+    """The service on ``server``; Subscribe sends its batches' bytes unchanged."""
+    rawstreams.add(node_pb2_grpc.add_NodeServiceServicer_to_server, servicer, server,
+                   {"Subscribe"})

@@ -78,6 +78,7 @@ class _Loader:
     def __init__(self, issues: Issues, known_sources: set[str]) -> None:
         self.issues = issues
         self.sources = set(known_sources)
+        self.targets_only: dict[str, str] = {}  # a lake's or a subscription's name → its type
 
     def definitions(self, top: Mapping) -> Definitions:
         sources = self._unique(top.field("sources"), self.source, "source")
@@ -110,9 +111,15 @@ class _Loader:
         name = entry.get("name", lambda f: f.string(_name), required=True)
         if name is not MISSING:  # known even if broken: no "unknown source" for its users
             self.sources.add(name)
-        kind = entry.get("type", lambda f: f.choice(["mysql", "mariadb", "delta"]), "mysql")
+        kind = entry.get("type", lambda f: f.choice(["mysql", "mariadb", "delta",
+                                                     "subscription"]), "mysql")
+        if kind in ("delta", "subscription") and name is not MISSING:
+            self.targets_only[name] = kind
         if kind == "delta":
             return self._lake(entry, name)
+        if kind == "subscription":  # read by applications (setl subscribe): nothing to reach
+            entry.close()
+            return None if name is MISSING else DataSource(name, "", 0, "", None, kind)
         # a replica set (hosts) or one host; the set's first member is the one used at first
         replica_set = entry.has("hosts")
         if replica_set and (entry.has("host") or entry.has("port")):
@@ -254,6 +261,16 @@ class _Loader:
                              "define it under 'sources:'")
         return name
 
+    def _read_ref(self, item: Field) -> Any:
+        """A pipeline's source: a database (a lake or a subscription is only written)."""
+        name = self._source_ref(item)
+        kind = self.targets_only.get(name) if isinstance(name, str) else None
+        if kind is not None:
+            return item.fail(f"source {name!r} is a {'lake' if kind == 'delta' else kind}, "
+                             "which a pipeline can only write (its target:); a pipeline "
+                             "reads a MySQL or MariaDB source")
+        return name
+
     def channel(self, item: Field) -> Channel | None:
         entry = item.mapping()
         if entry is None:
@@ -284,7 +301,7 @@ class _Loader:
         if entry is None:
             return None
         name = entry.get("name", lambda f: f.string(_name), required=True)
-        source = entry.get("source", self._source_ref, required=True)
+        source = entry.get("source", self._read_ref, required=True)
         target = entry.get("target", self._source_ref, required=True)
         nodes = tuple(entry.get("nodes", self._node_ids, ()))
         for old in ("select_nodes", "load_nodes"):  # Otter's; setl's stages share an owner

@@ -145,6 +145,11 @@ class VerifyError(SetlError):
     not be read, or repair requests were not served in time."""
 
 
+class SubscriptionMovedError(SetlError):
+    """A subscription's pipeline runs on no node just now (starting, retrying, failing
+    over): its reader connects again and resumes from what it acknowledged."""
+
+
 class NodeCallError(SetlError):
     """A node refused or failed a call the manager forwarded to it (``setl verify``);
     carries the node's gRPC status code name, which the manager passes on."""

@@ -62,6 +62,8 @@ def problem(text: str) -> str | None:
 def address(source: DataSource) -> str:
     if source.type == "delta":
         return source.location  # a lake: where its tables are
+    if source.type == "subscription":
+        return "(read with setl subscribe)"
     host = source.host
     return f"[{host}]:{source.port}" if ":" in host else f"{host}:{source.port}"
 

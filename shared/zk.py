@@ -11,6 +11,7 @@ Layout under the configurable root (default ``/setl``)::
     pipelines/{pid}/mainstem     id of the node running Select, ephemeral
     pipelines/{pid}/cursor       last loaded position
     pipelines/{pid}/stats        PipelineState (protobuf)
+    pipelines/{pid}/acked        a subscription's acknowledged position, owner epoch (JSON)
     pipelines/{pid}/snapshot     the pipeline's snapshots: tables, chunks, progress (JSON)
     pipelines/{pid}/snapshot-requests/{n}   tables asked to be copied (JSON), sequential
     pipelines/{pid}/snapshot-control        {"paused": bool} (JSON)
@@ -104,6 +105,9 @@ class ZkPaths:
 
     def cursor(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "cursor")
+
+    def acked(self, pipeline_id: str) -> str:
+        return self._join("pipelines", pipeline_id, "acked")
 
     def stats(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "stats")

@@ -106,7 +106,8 @@ class CompiledPipeline:
     table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     ddl_sync: bool = False
     two_way: bool = False  # keep before images for the conflict check
-    before_images: bool = False  # keep them for a changelog (a lake table's mode)
+    before_images: bool = False  # keep them for a changelog (a lake table's mode), a
+    # subscription
     source: DataSource | None = None  # for lookups (the free door)
     # what the node's configuration lets a definition reach (password files, processors):
     # a Spark worker runs under the node's rules, not its own defaults
@@ -118,7 +119,10 @@ class CompiledPipeline:
 
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
-                two_way: bool = False, source: DataSource | None = None) -> CompiledPipeline:
+                two_way: bool = False, source: DataSource | None = None,
+                before_images: bool = False) -> CompiledPipeline:
+        """``before_images``: every change keeps its whole before image (a subscription's
+        reader gets it), as a changelog pair's does."""
         refused = processor_problems(pipeline)
         if refused:
             raise ConfigError(f"pipeline {pipeline_id}: " + "; ".join(refused))
@@ -136,7 +140,8 @@ class CompiledPipeline:
                                          not first, f"pipeline {pipeline_id} pair {pair.source}"))
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
                    two_way=two_way, source=source,
-                   before_images=any(pair.mode == "changelog" for pair in pipeline.pairs))
+                   before_images=before_images or
+                   any(pair.mode == "changelog" for pair in pipeline.pairs))
 
     def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
         """The pairs a table feeds: the most specific match, or every fan-out pair."""

@@ -30,7 +30,7 @@ from node.jobs import JobSpec, PartResult, Unit
 from node.target.mysql.facts import Target, TargetFacts
 from node.target.mysql.render import BIG_VALUE
 from node.target.renderers import render
-from shared.errors import SetlError
+from shared.errors import ConfigError, SetlError
 from shared.model import PipelineParams
 
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
@@ -196,6 +196,14 @@ class Planner:
               reads: list[Read] = ()) -> list[Part]:  # type: ignore[assignment]
         """The batch's events (and the rows read in its watermark windows) cut into at most
         ``partitions`` parts."""
+        if self.target == "subscription":  # whole transactions, in binlog order
+            if reads:
+                raise ConfigError(
+                    f"pipeline {self.compiled.pipeline_id}: a subscription takes no snapshot, "
+                    "backfill or verify repair (rows read from the tables): its reader gets "
+                    "the binlog's changes only. Cancel the request (setl snapshot cancel, or "
+                    "delete the retl.retl_buffer rows) and resume the channel")
+            return self._in_order(batch, partitions)
         made = self._parts(batch, partitions)
         if reads:
             windows = {window: (first, end) for window, first, end in batch.windows}
@@ -238,6 +246,29 @@ class Planner:
                 found[2].append(place)
                 place += 1
         return self._packed(groups, partitions)
+
+    def _in_order(self, batch: Batch, partitions: int) -> list[Part]:
+        """Runs of whole transactions of about equal size, in binlog order (a part's changes
+        are delivered as they are, one part after the other)."""
+        total = sum(len(data) for txn in batch.transactions for _, data in txn.events)
+        share = total / max(partitions, 1)
+        parts: list[Part] = []
+        datas: list[bytes] = []
+        numbers, places = array("I"), array("I")
+        place = size = 0
+        for txn in batch.transactions:
+            for number, data in txn.events:
+                datas.append(data)
+                numbers.append(number)
+                places.append(place)
+                place += 1
+                size += len(data)
+            if size >= share * (len(parts) + 1) and len(parts) < partitions - 1:
+                parts.append(self._pack(datas, numbers, places))
+                datas, numbers, places = [], array("I"), array("I")
+        if datas or not parts:
+            parts.append(self._pack(datas, numbers, places))
+        return parts
 
     def _packed(self, groups: dict[int, tuple[list[bytes], array, array]],
                 partitions: int) -> list[Part]:

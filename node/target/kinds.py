@@ -7,17 +7,22 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from kazoo.client import KazooClient
+
 from node.target.base import TargetLoader, TargetTables
 from node.target.delta.loader import LakeLoader
-from node.target.delta.tables import LakeTables, refuse_cascades
+from node.target.delta.tables import CHANGELOG, LakeTables, refuse_cascades
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
 from node.target.mysql.twoway import LoopGuard
+from node.target.subscription.loader import SubscriptionLoader
 from shared.errors import ConfigError
 from shared.model import DataSource, PipelineParams
+from shared.zk import ZkPaths
 
 # a DataSource's type → its kind of target
-KINDS = {"mysql": "mysql", "mariadb": "mysql", "delta": "delta"}
+KINDS = {"mysql": "mysql", "mariadb": "mysql", "delta": "delta",
+         "subscription": "subscription"}
 
 
 def kind_of(pipeline_id: str, targets: Mapping[str, DataSource]) -> str:
@@ -37,9 +42,15 @@ def kind_of(pipeline_id: str, targets: Mapping[str, DataSource]) -> str:
 
 def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
            params: PipelineParams, epoch: int, stop: threading.Event, run: str,
-           two_way: tuple[str, bool] | None = None) -> TargetLoader:
+           two_way: tuple[str, bool] | None = None,
+           zk: tuple[KazooClient, ZkPaths] | None = None) -> TargetLoader:
     """The load side for one running pipeline; ``two_way``: the channel's name and whether
-    this pipeline wins conflicts."""
+    this pipeline wins conflicts; ``zk``: where a subscription keeps its position."""
+    if kind == "subscription":
+        if two_way or zk is None:
+            raise ConfigError(f"pipeline {pipeline_id}: a two-way channel cannot feed a "
+                              "subscription; give it a one-way channel")
+        return SubscriptionLoader(pipeline_id, targets, params, epoch, stop, run, *zk)
     if kind == "delta":
         if two_way:
             raise ConfigError(f"pipeline {pipeline_id}: a two-way channel cannot write a "
@@ -60,4 +71,6 @@ def tables(kind: str, targets: dict[str, DataSource], compiled: Any = None) -> T
     the pairs of ``compiled`` (the pipeline's CompiledPipeline) and the source's table maps."""
     if kind == "delta":
         return LakeTables(compiled)
+    if kind == "subscription":  # the columns' types, as a lake's; any table, keyed or not
+        return LakeTables(compiled, mode=CHANGELOG)
     return TargetFacts(targets)

@@ -13,10 +13,12 @@ from node.changes import TargetChange
 from node.jobs import JobSpec, Unit
 from node.target.delta import units as delta
 from node.target.mysql import units as mysql
+from node.target.subscription import units as subscription
 
 RENDERERS: dict[str, Callable[[list[TargetChange], JobSpec, bool], list[Unit]]] = {
     "mysql": mysql.render,
     "delta": delta.render,
+    "subscription": subscription.render,
 }
 
 

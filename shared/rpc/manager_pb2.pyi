@@ -1,4 +1,5 @@
 from shared.rpc import model_pb2 as _model_pb2
+from shared.rpc import subscription_pb2 as _subscription_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

@@ -5,6 +5,7 @@ import warnings
 
 from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
 from shared.rpc import model_pb2 as shared_dot_rpc_dot_model__pb2
+from shared.rpc import subscription_pb2 as shared_dot_rpc_dot_subscription__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -104,6 +105,11 @@ class ManagerServiceStub:
                 '/setl.v1.ManagerService/Positions',
                 request_serializer=shared_dot_rpc_dot_manager__pb2.PositionsRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.PositionsResponse.FromString,
+                _registered_method=True)
+        self.Subscribe = channel.stream_stream(
+                '/setl.v1.ManagerService/Subscribe',
+                request_serializer=shared_dot_rpc_dot_subscription__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_subscription__pb2.ChangeBatch.FromString,
                 _registered_method=True)
 
 
@@ -205,6 +211,14 @@ class ManagerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Subscribe(self, request_iterator, context):
+        """Read a subscription channel's transactions, acknowledging them (the leader relays the
+        stream to the node running the pipeline).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -277,6 +291,11 @@ def add_ManagerServiceServicer_to_server(servicer, server):
                     servicer.Positions,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.PositionsRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.PositionsResponse.SerializeToString,
+            ),
+            'Subscribe': grpc.stream_stream_rpc_method_handler(
+                    servicer.Subscribe,
+                    request_deserializer=shared_dot_rpc_dot_subscription__pb2.SubscribeRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_subscription__pb2.ChangeBatch.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -657,6 +676,33 @@ class ManagerService:
             '/setl.v1.ManagerService/Positions',
             shared_dot_rpc_dot_manager__pb2.PositionsRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.PositionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Subscribe(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/setl.v1.ManagerService/Subscribe',
+            shared_dot_rpc_dot_subscription__pb2.SubscribeRequest.SerializeToString,
+            shared_dot_rpc_dot_subscription__pb2.ChangeBatch.FromString,
             options,
             channel_credentials,
             insecure,

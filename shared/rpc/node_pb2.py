@@ -23,15 +23,16 @@ _sym_db = _symbol_database.Default()
 
 
 from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
+from shared.rpc import subscription_pb2 as shared_dot_rpc_dot_subscription__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15shared/rpc/node.proto\x12\x07setl.v1\x1a\x18shared/rpc/manager.proto2J\n\x0bNodeService\x12;\n\x06Verify\x12\x16.setl.v1.VerifyRequest\x1a\x17.setl.v1.VerifyProgress0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15shared/rpc/node.proto\x12\x07setl.v1\x1a\x18shared/rpc/manager.proto\x1a\x1dshared/rpc/subscription.proto2\x8c\x01\n\x0bNodeService\x12;\n\x06Verify\x12\x16.setl.v1.VerifyRequest\x1a\x17.setl.v1.VerifyProgress0\x01\x12@\n\tSubscribe\x12\x19.setl.v1.SubscribeRequest\x1a\x14.setl.v1.ChangeBatch(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'shared.rpc.node_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_NODESERVICE']._serialized_start=60
-  _globals['_NODESERVICE']._serialized_end=134
+  _globals['_NODESERVICE']._serialized_start=92
+  _globals['_NODESERVICE']._serialized_end=232
 # @@protoc_insertion_point(module_scope)

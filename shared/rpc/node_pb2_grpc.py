@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from shared.rpc import manager_pb2 as shared_dot_rpc_dot_manager__pb2
+from shared.rpc import subscription_pb2 as shared_dot_rpc_dot_subscription__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -39,6 +40,11 @@ class NodeServiceStub:
                 request_serializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
                 response_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
                 _registered_method=True)
+        self.Subscribe = channel.stream_stream(
+                '/setl.v1.NodeService/Subscribe',
+                request_serializer=shared_dot_rpc_dot_subscription__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=shared_dot_rpc_dot_subscription__pb2.ChangeBatch.FromString,
+                _registered_method=True)
 
 
 class NodeServiceServicer:
@@ -51,6 +57,13 @@ class NodeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Subscribe(self, request_iterator, context):
+        """Read a subscription pipeline this node runs (the manager relays setl subscribe here).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NodeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -58,6 +71,11 @@ def add_NodeServiceServicer_to_server(servicer, server):
                     servicer.Verify,
                     request_deserializer=shared_dot_rpc_dot_manager__pb2.VerifyRequest.FromString,
                     response_serializer=shared_dot_rpc_dot_manager__pb2.VerifyProgress.SerializeToString,
+            ),
+            'Subscribe': grpc.stream_stream_rpc_method_handler(
+                    servicer.Subscribe,
+                    request_deserializer=shared_dot_rpc_dot_subscription__pb2.SubscribeRequest.FromString,
+                    response_serializer=shared_dot_rpc_dot_subscription__pb2.ChangeBatch.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -87,6 +105,33 @@ class NodeService:
             '/setl.v1.NodeService/Verify',
             shared_dot_rpc_dot_manager__pb2.VerifyRequest.SerializeToString,
             shared_dot_rpc_dot_manager__pb2.VerifyProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Subscribe(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/setl.v1.NodeService/Subscribe',
+            shared_dot_rpc_dot_subscription__pb2.SubscribeRequest.SerializeToString,
+            shared_dot_rpc_dot_subscription__pb2.ChangeBatch.FromString,
             options,
             channel_credentials,
             insecure,

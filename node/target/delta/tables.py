@@ -35,8 +35,9 @@ class LakeTables:
     :class:`node.extract.etl.CompiledPipeline`, used by its attributes only: a target never
     imports Extract)."""
 
-    def __init__(self, compiled: Any) -> None:
+    def __init__(self, compiled: Any, mode: str = MIRROR) -> None:
         self.compiled = compiled
+        self.mode = mode  # a pair's mode when it gives none
         self._known: dict[Target, LakeFacts] = {}
         self._lock = threading.Lock()
 
@@ -114,7 +115,7 @@ class LakeTables:
             raise ConfigError(f"{entry.where}: column {clash[0]} of {where} starts with "
                               f"{META_PREFIX!r}, which a lake table keeps for setl's own "
                               "columns; rename it with column_pairs")
-        mode = pair.mode or MIRROR
+        mode = pair.mode or self.mode
         keys = tuple(entry.renames.get(key, key) for key in source_keys)
         if mode == MIRROR and not keys:
             raise ConfigError(

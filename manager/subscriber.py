@@ -1,0 +1,199 @@
+"""A Python client of a subscription: an application reads a subscription channel's source
+transactions, whole and in commit order, and acknowledges what it has handled.
+
+    from manager.subscriber import Subscriber
+
+    with Subscriber("orders-feed", managers="10.0.0.5:7310") as feed:
+        for batch in feed:                      # a ChangeBatch (shared/rpc/subscription.proto)
+            for txn in batch.transactions:
+                for change in txn.changes:
+                    handle(txn.id, change.index, change)   # (txn.id, index): a change's id
+            feed.ack(batch)                     # everything up to this batch is handled
+
+Delivery is at least once: what was not acknowledged comes again after a reconnect (a
+restart of the reader, a failover of the node running the subscription), with the same
+change ids; a reader that stores ``(txn.id, index)`` of what it applied with its own
+writes applies each change exactly once. The client reconnects by itself when the
+subscription moves or a manager fails over, and gives up after ``give_up_s`` without one.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from manager.client import (
+    _ERRORS,
+    LEADER_TRAILER,
+    STANDBY,
+    Access,
+    addresses_from,
+)
+from shared.errors import ManagerUnavailableError, SetlError
+from shared.rpc import manager_pb2_grpc, subscription_pb2
+
+CLOSE_WAIT_S = 5.0  # how long a closing reader waits for its acknowledgements to be stored
+_AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
+          grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class Subscriber:
+    def __init__(self, channel: str, pipeline: str = "",
+                 managers: str | list[str] | None = None, access: Access | None = None,
+                 retry_s: float = 1.0, give_up_s: float = 120.0) -> None:
+        self.channel, self.pipeline = channel, pipeline
+        self.addresses = addresses_from(managers) if not isinstance(managers, list) \
+            else list(managers)
+        self.access = access or Access()
+        self.retry_s, self.give_up_s = retry_s, give_up_s
+        self.connects = 0  # connections made (a reconnect re-sends what was not acked)
+        self._lock = threading.Lock()
+        self._requests: queue.Queue[subscription_pb2.SubscribeRequest | None] | None = None
+        self._received: list[int] = []  # batch ids received on this connection, not acked
+        self._call: Any = None
+        self._closed = False
+        self._reading = 0  # the thread reading the batches
+
+    def __enter__(self) -> Subscriber:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[subscription_pb2.ChangeBatch]:
+        return self.batches()
+
+    def batches(self) -> Iterator[subscription_pb2.ChangeBatch]:
+        """Every batch of the subscription from its acknowledged position on, for ever
+        (until :meth:`close`); a lost connection is made again and what was not
+        acknowledged comes again."""
+        self._reading = threading.get_ident()
+        last_ok = time.monotonic()
+        problem = ""
+        while not self._closed:
+            for address in self._order():
+                try:
+                    for batch in self._read(address):
+                        last_ok = time.monotonic()
+                        try:
+                            yield batch
+                        except GeneratorExit:  # the reader is done: its acks stored first
+                            self._closed = True
+                            self._goodbye(CLOSE_WAIT_S)
+                            raise
+                    problem = "the stream ended"
+                except grpc.RpcError as exc:
+                    code, details = exc.code(), exc.details() or ""  # type: ignore[attr-defined]
+                    if self._closed:
+                        return
+                    if code == grpc.StatusCode.FAILED_PRECONDITION and \
+                            details.startswith(STANDBY):
+                        leader = dict(exc.trailing_metadata() or ()).get(  # type: ignore[attr-defined]
+                            LEADER_TRAILER)
+                        if leader and leader not in self.addresses:
+                            self.addresses.insert(0, leader)
+                        problem = details
+                        continue
+                    if code not in _AGAIN:
+                        raise _ERRORS.get(code, SetlError)(details) from None
+                    problem = details
+                finally:
+                    self._disconnect()
+                break
+            if self._closed:
+                return
+            if time.monotonic() - last_ok > self.give_up_s:
+                raise ManagerUnavailableError(
+                    f"subscription {self.channel}: no batch for {self.give_up_s:.0f} s and "
+                    f"no connection ({problem or 'no manager answers'}) at "
+                    f"{', '.join(self.addresses)}")
+            time.sleep(self.retry_s)
+
+    def ack(self, batch: subscription_pb2.ChangeBatch | int) -> None:
+        """Everything up to ``batch`` is handled: the subscription's position moves past it.
+        A batch of an earlier connection is not acknowledged (it comes again)."""
+        batch_id = batch if isinstance(batch, int) else batch.batch_id
+        with self._lock:
+            if self._requests is None or batch_id not in self._received:
+                return
+            self._received = [n for n in self._received if n > batch_id]
+            self._requests.put(subscription_pb2.SubscribeRequest(
+                ack=subscription_pb2.SubscribeAck(batch_id=batch_id)))
+
+    def rollback(self) -> None:
+        """Every batch not acknowledged comes again, from the first."""
+        with self._lock:
+            if self._requests is not None:
+                self._received = []
+                self._requests.put(subscription_pb2.SubscribeRequest(
+                    rollback=subscription_pb2.SubscribeRollback()))
+
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """End the subscription's stream. Called by the reading thread (or at the end of a
+        ``with``), it first waits up to ``wait_s`` for the acknowledgements sent to be
+        stored; from another thread it cuts the stream at once."""
+        self._closed = True
+        if threading.get_ident() == self._reading:
+            self._goodbye(wait_s)
+        self._disconnect()
+
+    def _goodbye(self, wait_s: float) -> None:
+        with self._lock:
+            requests, call = self._requests, self._call
+            self._requests = None
+        if requests is None or call is None:
+            return
+        requests.put(None)  # our side closed: the server stores what came before, then ends
+        timer = threading.Timer(wait_s, call.cancel)
+        timer.start()
+        try:
+            for _ in call:
+                pass
+        except grpc.RpcError:
+            pass
+        finally:
+            timer.cancel()
+
+    # -- one connection ---------------------------------------------------------------------
+    def _order(self) -> list[str]:
+        return list(self.addresses)
+
+    def _read(self, address: str) -> Iterator[subscription_pb2.ChangeBatch]:
+        requests: queue.Queue[subscription_pb2.SubscribeRequest | None] = queue.Queue()
+        requests.put(subscription_pb2.SubscribeRequest(start=subscription_pb2.SubscribeStart(
+            channel=self.channel, pipeline=self.pipeline)))
+        with self.access.channel(address) as channel:
+            call = manager_pb2_grpc.ManagerServiceStub(channel).Subscribe(
+                _drain(requests), metadata=self.access.metadata)
+            with self._lock:
+                self._requests, self._received, self._call = requests, [], call
+                self.connects += 1
+            for batch in call:
+                with self._lock:
+                    self._received.append(batch.batch_id)
+                yield batch
+
+    def _disconnect(self) -> None:
+        with self._lock:
+            requests, call = self._requests, self._call
+            self._requests, self._call, self._received = None, None, []
+        if requests is not None:
+            requests.put(None)
+        if call is not None:
+            call.cancel()
+
+
+def _drain(requests: queue.Queue[subscription_pb2.SubscribeRequest | None]
+           ) -> Iterator[subscription_pb2.SubscribeRequest]:
+    while True:
+        request = requests.get()
+        if request is None:
+            return
+        yield request

@@ -1,0 +1,111 @@
+"""Load into a subscription: each batch handed to the pipeline's outbox for its reader; the
+subscription's position is what the reader acknowledged (see
+:mod:`node.target.subscription`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+
+from node.changes import Batch, ChangeType, TargetChange
+from node.cursor import Cursor
+from node.jobs import PartResult
+from node.target.subscription import units
+from node.target.subscription.outbox import OUTBOXES, Outbox, Outboxes, Parcel
+from shared.acks import Acked, AckStore
+from shared.errors import ConfigError, OwnershipLostError
+from shared.model import BinlogPosition, DataSource, PipelineParams
+from shared.rpc import model_pb2, subscription_pb2
+from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.node.target.subscription")
+
+
+class SubscriptionLoader:
+    """Hands one pipeline's batches to its reader and stores what the reader acknowledged."""
+
+    # what Load hands over is held by nobody until it is acknowledged: the runner publishes
+    # no restart hint ahead of it (a start resumes from the acknowledged position)
+    durable = False
+
+    def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
+                 params: PipelineParams, epoch: int, stop: threading.Event, run: str,
+                 client: KazooClient, paths: ZkPaths, boxes: Outboxes = OUTBOXES) -> None:
+        if len(targets) != 1:
+            raise ConfigError(f"pipeline {pipeline_id} writes {len(targets)} subscriptions "
+                              f"({', '.join(sorted(targets))}); a pipeline feeds one "
+                              "subscription: give each its own pipeline")
+        self.pipeline_id, self.targets, self.run, self.stop = pipeline_id, targets, run, stop
+        self.name = next(iter(targets))
+        self.written: dict[str, BinlogPosition] = {}
+        self.store = AckStore(client, paths.acked(pipeline_id), self.name, epoch)
+        self.outbox = Outbox(pipeline_id, params.parallelism, self._acked)
+        self.boxes = boxes
+        boxes.add(self.outbox)
+
+    # -- start --------------------------------------------------------------------------
+    def claim(self) -> dict[str, Cursor | None]:
+        acked = self.store.claim(self.run)
+        if acked is None:
+            return {self.name: None}
+        self.written[self.name] = acked.position
+        log.info("event=target_claimed pipeline=%s target=%s epoch=%d position=%s "
+                 "process_id=%d", self.pipeline_id, self.name, self.store.epoch,
+                 acked.position, acked.process_id)
+        return {self.name: Cursor(acked.position, acked.process_id, run=acked.run)}
+
+    def take_over(self, name: str, found: int) -> list[int] | None:
+        """No connections to ask: a newer epoch while this node holds the pipeline is a
+        ZooKeeper whose history went back; write above it (every write stays conditional
+        on the version read)."""
+        self.store.take_over(found)
+        return None
+
+    # -- batches --------------------------------------------------------------------------
+    def load(self, batch: Batch, changes: list[TargetChange]) -> int:
+        """A DDL batch: its statements go to the reader as transactions of their own."""
+        data = []
+        last = batch.transactions[-1] if batch.transactions else None
+        for change in changes:
+            if change.type is not ChangeType.DDL:
+                raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
+                                  "feed a subscription; give it a one-way channel")
+            end = batch.end
+            data.append(units.ddl_transaction(change, f"{end.file}:{end.pos}", end.gtid,
+                                              last.commit_ts_ms if last else 0))
+        self._hand_over(batch, data, len(data))
+        return 0
+
+    def load_units(self, batch: Batch, results: list[PartResult],
+                   redo: Callable[[], list[PartResult]] | None = None) -> int:
+        """The batch's parts, one after the other (each holds whole transactions in binlog
+        order), behind the batch's own fields."""
+        data = [unit.data for result in results for unit in result.units]
+        rows = sum(unit.rows for result in results for unit in result.units)
+        self._hand_over(batch, data, len(batch.transactions))
+        return rows
+
+    def _hand_over(self, batch: Batch, data: list[bytes], transactions: int) -> None:
+        end = batch.end
+        head = subscription_pb2.ChangeBatch(
+            batch_id=batch.process_id, run=self.run,
+            end=model_pb2.BinlogPosition(file=end.file, pos=end.pos, gtid=end.gtid,
+                                         server=end.server))
+        parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),
+                        transactions)
+        if not self.outbox.put(parcel, self.stop):
+            raise OwnershipLostError(f"stopping with batch {batch.process_id} not handed to "
+                                     "the subscription's reader")
+
+    def _acked(self, parcel: Parcel) -> None:
+        self.store.write(Acked(parcel.end, parcel.batch_id, 0, self.run))
+        self.written[self.name] = parcel.end
+        log.debug("event=subscription_acked pipeline=%s process_id=%d position=%s",
+                  self.pipeline_id, parcel.batch_id, parcel.end)
+
+    def close(self) -> None:
+        self.outbox.close(f"pipeline {self.pipeline_id} stopped on this node")
+        self.boxes.remove(self.outbox)

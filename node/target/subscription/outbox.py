@@ -1,0 +1,216 @@
+"""A running subscription's batches on their way to its reader, and the reader's session.
+
+The outbox holds the batches Load handed over that the reader has not acknowledged, at
+most ``capacity`` of them: Load waits for room (so a slow reader holds back its own
+pipeline's window only, and the node's memory stays bounded). One reader at a time: a new
+one takes the subscription over (a client that restarts need not wait for the server to
+notice its old connection died) and gets every batch not acknowledged, from the first, as
+``rollback`` does. An acknowledgement is cumulative (every batch up to its id).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import grpc
+
+from shared.errors import FencedError
+from shared.model import BinlogPosition
+from shared.rpc import subscription_pb2
+
+log = logging.getLogger("setl.node.subscription")
+POLL_S = 0.5  # how often a waiting stream looks whether its reader is still there
+
+
+class Parcel(NamedTuple):
+    batch_id: int
+    end: BinlogPosition
+    data: bytes  # a serialized ChangeBatch
+    transactions: int
+
+
+class Detached(Exception):
+    """The reader's session ended: another reader took over, or the outbox closed."""
+
+
+class Outbox:
+    def __init__(self, pipeline_id: str, capacity: int,
+                 acked: Callable[[Parcel], None]) -> None:
+        self.pipeline_id, self.capacity, self._acked = pipeline_id, max(capacity, 1), acked
+        self._cond = threading.Condition()
+        self._pending: collections.deque[Parcel] = collections.deque()
+        self._sent = 0  # of the pending batches, how many went to the current reader
+        self._reader = 0
+        self._readers = itertools.count(1)
+        self._closed = ""  # why the outbox closed (the pipeline stopped, fenced)
+        self.peer = ""  # who reads it now
+
+    # -- Load's side --------------------------------------------------------------------------
+    def put(self, parcel: Parcel, stop: threading.Event) -> bool:
+        """Hand a batch over once there is room; False when the pipeline stopped first."""
+        with self._cond:
+            while len(self._pending) >= self.capacity and not stop.is_set() and \
+                    not self._closed:
+                self._cond.wait(POLL_S)
+            if stop.is_set() or self._closed:
+                return False
+            self._pending.append(parcel)
+            self._cond.notify_all()
+            return True
+
+    def close(self, why: str) -> None:
+        with self._cond:
+            self._closed = why
+            self._cond.notify_all()
+
+    @property
+    def waiting(self) -> int:
+        """Batches handed over and not acknowledged."""
+        return len(self._pending)
+
+    # -- the reader's side --------------------------------------------------------------------
+    def attach(self, peer: str) -> int:
+        """A new reader (the one before it is detached); it gets every batch not
+        acknowledged."""
+        with self._cond:
+            if self._closed:
+                raise Detached(self._closed)
+            self._reader = next(self._readers)
+            self._sent, self.peer = 0, peer
+            self._cond.notify_all()
+            return self._reader
+
+    def take(self, reader: int) -> Parcel | None:
+        """The reader's next batch; None when there is none yet (it asks again)."""
+        with self._cond:
+            self._check(reader)
+            if self._sent >= len(self._pending):
+                self._cond.wait(POLL_S)
+                self._check(reader)
+                if self._sent >= len(self._pending):
+                    return None
+            parcel = self._pending[self._sent]
+            self._sent += 1
+            return parcel
+
+    def ack(self, reader: int, batch_id: int) -> None:
+        """Every batch up to ``batch_id`` is handled: its position is stored, then room
+        made. An id not sent to this reader is refused (ValueError)."""
+        with self._cond:
+            self._check(reader)
+            sent = list(itertools.islice(self._pending, self._sent))
+            if not any(parcel.batch_id == batch_id for parcel in sent):
+                raise ValueError(
+                    f"batch {batch_id} was not sent on this stream (sent and not acknowledged: "
+                    f"{', '.join(str(p.batch_id) for p in sent) or 'none'})")
+            done = [parcel for parcel in sent if parcel.batch_id <= batch_id]
+        self._acked(done[-1])  # stored first: a crash after it re-sends nothing acknowledged
+        with self._cond:
+            for _ in done:
+                if self._pending and self._pending[0].batch_id <= batch_id:
+                    self._pending.popleft()
+                    self._sent = max(self._sent - 1, 0)
+            self._cond.notify_all()
+
+    def rollback(self, reader: int) -> None:
+        with self._cond:
+            self._check(reader)
+            self._sent = 0
+            self._cond.notify_all()
+
+    def detach(self, reader: int) -> None:
+        with self._cond:
+            if self._reader == reader:
+                self._reader, self._sent, self.peer = 0, 0, ""
+                self._cond.notify_all()
+
+    def _check(self, reader: int) -> None:
+        if self._closed:
+            raise Detached(self._closed)
+        if reader != self._reader:
+            raise Detached("another reader took this subscription over")
+
+
+class Outboxes:
+    """The outboxes of the subscriptions this node runs, by pipeline id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._boxes: dict[str, Outbox] = {}
+
+    def add(self, box: Outbox) -> None:
+        with self._lock:
+            self._boxes[box.pipeline_id] = box
+
+    def remove(self, box: Outbox) -> None:
+        with self._lock:
+            if self._boxes.get(box.pipeline_id) is box:
+                del self._boxes[box.pipeline_id]
+
+    def get(self, pipeline_id: str) -> Outbox | None:
+        with self._lock:
+            return self._boxes.get(pipeline_id)
+
+
+OUTBOXES = Outboxes()
+
+
+def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
+          context: Any, boxes: Outboxes = OUTBOXES) -> Iterator[bytes]:
+    """One reader's stream: batches out (serialized ChangeBatch messages), acks and
+    rollbacks in (read by a thread of their own)."""
+    pipeline_id = f"{first.channel}.{first.pipeline}"
+    box = boxes.get(pipeline_id)
+    if box is None:
+        context.abort(grpc.StatusCode.UNAVAILABLE, f"pipeline {pipeline_id} is not running on "
+                      "this node (starting, or moved to another node): connect again")
+    assert box is not None
+    try:
+        reader = box.attach(context.peer())
+    except Detached as exc:
+        context.abort(grpc.StatusCode.UNAVAILABLE, f"pipeline {pipeline_id}: {exc}")
+    log.info("event=subscriber_attached pipeline=%s peer=%s waiting=%d", pipeline_id,
+             context.peer(), box.waiting)
+    failed: list[str] = []
+    closed = threading.Event()  # the reader closed its side: every ack of it is stored
+
+    def listen() -> None:
+        try:
+            for request in requests:
+                kind = request.WhichOneof("kind")
+                if kind == "ack":
+                    box.ack(reader, request.ack.batch_id)
+                elif kind == "rollback":
+                    box.rollback(reader)
+            closed.set()
+        except (ValueError, FencedError) as exc:
+            failed.append(str(exc))
+            log.warning("event=subscriber_refused pipeline=%s peer=%s error=%s", pipeline_id,
+                        context.peer(), exc)
+        except (Detached, grpc.RpcError):
+            pass
+        finally:
+            box.detach(reader)
+
+    thread = threading.Thread(target=listen, name=f"subscriber-{pipeline_id}", daemon=True)
+    thread.start()
+    try:
+        while context.is_active():
+            try:
+                parcel = box.take(reader)
+            except Detached as exc:
+                if closed.is_set():
+                    return  # the reader said goodbye: the stream ends well
+                if failed:
+                    context.abort(grpc.StatusCode.FAILED_PRECONDITION, failed[0])
+                context.abort(grpc.StatusCode.ABORTED, f"pipeline {pipeline_id}: {exc}")
+            if parcel is not None:
+                yield parcel.data
+    finally:
+        box.detach(reader)
+        log.info("event=subscriber_detached pipeline=%s peer=%s", pipeline_id, context.peer())

@@ -1,0 +1,209 @@
+"""A part's changes as a subscription's protobuf transactions, made in the Spark worker that
+ran Extract/Transform: every change, in source order, with its transaction's id and
+position, and each value typed as the source holds it (the column's type comes from the
+binlog's table map, as a lake's does: :mod:`node.target.delta.columns`).
+
+A part of a subscription's batch holds whole transactions (the planner cuts them so), and
+its bytes are the ``transactions`` entries of a ``ChangeBatch``: the node joins the parts'
+bytes behind the batch's own fields (protobuf concatenation merges messages).
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+import decimal
+from collections.abc import Callable
+from typing import Any
+
+from node.changes import ChangeType, Row, TargetChange
+from node.jobs import ROW_BITS, JobSpec, Unit
+from node.target.delta.columns import LakeColumn, time_text
+from node.target.delta.tables import LakeFacts
+from shared.errors import LoadError
+from shared.rpc import model_pb2, subscription_pb2
+
+_OPS = {ChangeType.INSERT: "I", ChangeType.UPDATE: "U", ChangeType.DELETE: "D"}
+Setter = Callable[[Any, Any], None]  # (a Value message, a decoded value)
+
+
+def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
+    """The part's changes as one unit: its transactions' serialized entries."""
+    if not changes:
+        return []
+    ordered = sorted(changes, key=_seq)
+    batch = subscription_pb2.ChangeBatch()
+    starts = [txn[0] for txn in spec.transactions]
+    setters: dict[tuple[str, str, str], dict[str, Setter]] = {}
+    current, first_place = None, -1
+    for change in ordered:
+        place = change.seq >> ROW_BITS
+        index = bisect.bisect_right(starts, place) - 1
+        if index < 0:
+            raise LoadError(f"batch {spec.process_id}: a change of {change.schema}."
+                            f"{change.table} is in no transaction of the batch")
+        if current is None or spec.transactions[index][0] != first_place:
+            first_place, end, gtid, ts_ms = spec.transactions[index]
+            current = batch.transactions.add(id=end, commit_ts_ms=ts_ms)
+            file, _, pos = end.rpartition(":")
+            current.position.CopyFrom(model_pb2.BinlogPosition(file=file, pos=int(pos or 0),
+                                                               gtid=gtid))
+        name = (change.datasource, change.schema, change.table)
+        typed = setters.get(name)
+        if typed is None:
+            typed = setters[name] = _setters(spec.facts.get(name) or LakeFacts())
+        out = current.changes.add(op=_OPS[change.type], schema=change.schema,
+                                  table=change.table, index=len(current.changes),
+                                  keys=change.keys)
+        before = change.before
+        if before is None and change.before_key is not None:
+            before = dict(zip(change.keys, change.before_key, strict=True))
+        if change.type is not ChangeType.INSERT and before is not None:
+            _fill(out.before, before, typed, change)
+        if change.after is not None:
+            _fill(out.after, change.after, typed, change)
+    return [Unit(ordered[0].datasource, "", "", 0, ordered[0].seq, [], len(ordered),
+                 data=batch.SerializeToString())]
+
+
+def _seq(change: TargetChange) -> int:
+    return change.seq
+
+
+def _fill(fields: Any, row: Row, typed: dict[str, Setter], change: TargetChange) -> None:
+    for name, value in row.items():
+        field = fields.add(name=name)
+        if value is None:
+            field.value.null = True
+            continue
+        setter = typed.get(name) or _by_value
+        try:
+            setter(field.value, value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise LoadError(f"subscription table {change.schema}.{change.table}, column "
+                            f"{name}: value {value!r} does not fit its type ({exc})") from None
+
+
+def _setters(facts: LakeFacts) -> dict[str, Setter]:
+    return {column.name: _setter(column) for column in facts.columns}
+
+
+def _setter(column: LakeColumn) -> Setter:
+    kind = column.kind
+    if kind in ("int8", "int16", "int32", "int64"):
+        return _int
+    if kind == "uint64":
+        return _uint
+    if kind in ("decimal", "decimal_text"):
+        return _decimal
+    if kind == "float32":
+        return _float
+    if kind == "float64":
+        return _double
+    if kind == "date":
+        return _date
+    if kind == "datetime":
+        return _datetime
+    if kind == "timestamp":
+        return _timestamp
+    if kind == "time":
+        fsp = column.scale
+        return lambda message, value: setattr(message, "time", time_text(value, fsp))
+    if kind == "binary":
+        return _binary
+    if kind == "binary_fixed":
+        size = column.precision
+        return lambda message, value: setattr(message, "binary",
+                                              _bytes(value).ljust(size, b"\0"))
+    return _text
+
+
+def _int(message: Any, value: Any) -> None:
+    message.int = int(value)
+
+
+def _uint(message: Any, value: Any) -> None:
+    message.uint = int(value)
+
+
+def _decimal(message: Any, value: Any) -> None:
+    message.decimal = format(value, "f") if isinstance(value, decimal.Decimal) else str(value)
+
+
+def _float(message: Any, value: Any) -> None:
+    message.float = float(value)
+
+
+def _double(message: Any, value: Any) -> None:
+    message.double = float(value)
+
+
+def _date(message: Any, value: Any) -> None:
+    message.date = value.isoformat() if isinstance(value, datetime.date) else str(value)
+
+
+def _datetime(message: Any, value: Any) -> None:
+    message.datetime = _moment(value)
+
+
+def _timestamp(message: Any, value: Any) -> None:
+    message.timestamp = _moment(value)
+
+
+def _moment(value: Any) -> str:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    return str(value)  # a zero or partial date, as written
+
+
+def _binary(message: Any, value: Any) -> None:
+    message.binary = _bytes(value)
+
+
+def _bytes(value: Any) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _text(message: Any, value: Any) -> None:
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8")
+    elif isinstance(value, set | frozenset):
+        value = ",".join(sorted(value))
+    message.text = value if isinstance(value, str) else str(value)
+
+
+def _by_value(message: Any, value: Any) -> None:
+    """A column its facts do not know (a transform's): by the value's own type."""
+    if isinstance(value, bool):
+        message.int = int(value)
+    elif isinstance(value, int):
+        if value >= 1 << 63:
+            message.uint = value
+        else:
+            message.int = value
+    elif isinstance(value, decimal.Decimal):
+        _decimal(message, value)
+    elif isinstance(value, float):
+        message.double = value
+    elif isinstance(value, bytes | bytearray):
+        message.binary = bytes(value)
+    elif isinstance(value, datetime.datetime):
+        message.datetime = _moment(value)
+    elif isinstance(value, datetime.date):
+        message.date = value.isoformat()
+    elif isinstance(value, datetime.timedelta):
+        message.time = time_text(value, 6 if value.microseconds else 0)
+    else:
+        _text(message, value)
+
+
+def ddl_transaction(change: TargetChange, end: str, gtid: str, ts_ms: int) -> bytes:
+    """A DDL batch's one transaction (made in the node: DDL is rare)."""
+    batch = subscription_pb2.ChangeBatch()
+    file, _, pos = end.rpartition(":")
+    batch.transactions.add(id=end, commit_ts_ms=ts_ms, ddl=change.ddl,
+                           ddl_schema=change.schema,
+                           position=model_pb2.BinlogPosition(file=file, pos=int(pos or 0),
+                                                             gtid=gtid))
+    return batch.SerializeToString()
+

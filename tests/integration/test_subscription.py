@@ -1,0 +1,297 @@
+"""A change subscription on real servers: an application reads a subscription channel over
+the manager's gRPC (manager.subscriber), applying each change to its own copy of the
+tables. The workload carries a keyless table with duplicate rows, a unique-key swap and
+transfers under a sum invariant; the reader checks after every transaction that it holds a
+state the source had (whole transactions, in commit order) and at the end compares its
+copy with the source as multisets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from manager.subscribecli import value
+from manager.subscriber import Subscriber
+from shared.sandbox import Sandbox
+from tests.devcluster import BIN, Cluster, Database, make_schema, wait_for
+from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
+
+pytestmark = pytest.mark.integration
+COLUMNS = {"kl": ("a", "b"), "sl": ("id", "slot"), "accounts": ("id", "balance", "version")}
+
+
+def sources(cluster: Cluster, *feeds: str) -> list[dict[str, Any]]:
+    servers = cluster.sandbox.servers()
+    return [{"name": "source", "host": "127.0.0.1", "port": servers["source"].port,
+             "user": "setl", "password": f"file:{cluster.sandbox.secret_file}"},
+            *({"name": feed, "type": "subscription"} for feed in feeds)]
+
+
+def feed_channel(name: str, feed: str, schema: str, tables: list[str],
+                 **params: Any) -> dict[str, Any]:
+    return {"name": name, "pipelines": [{
+        "name": "forward", "source": "source", "target": feed,
+        "pairs": [{"source": f"{schema}.{t}", "target": f"{schema}.{t}"} for t in tables],
+        **params}]}
+
+
+def order(txn: Any) -> tuple[int, int]:
+    return int(txn.position.file.rpartition(".")[2]), txn.position.pos
+
+
+class Reader:
+    """Applies a subscription's changes to multisets of images, each change once (by its id),
+    checking the promises after every transaction."""
+
+    def __init__(self, cluster: Cluster, channel: str, schema: str) -> None:
+        self.cluster, self.channel, self.schema = cluster, channel, schema
+        self.state: dict[str, Counter] = {name: Counter() for name in COLUMNS}
+        self.done: set[str] = set()  # transactions applied whole
+        self.last: tuple[int, int] = (0, 0)
+        self.transactions = self.again = self.batches = 0
+        self.violations: list[str] = []
+        self.hold = threading.Event()  # set: read nothing more (a slow reader)
+        self.stopped = threading.Event()
+        self.feed: Subscriber | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self, opening: bool = True) -> Reader:
+        if opening:  # the rows the workload starts from (written before the channel ran)
+            self.state["accounts"].update((i, OPENING, 0) for i in range(ACCOUNTS))
+            self.state["sl"].update((i, i) for i in range(1, SLOTS + 1))
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.feed is not None:
+            self.feed.close()
+        self.thread.join(30)
+
+    def _run(self) -> None:
+        try:
+            self._read()
+        except Exception as exc:  # said at the end (a thread's error is seen nowhere else)
+            self.violations.append(f"the reader failed: {exc!r}")
+
+    def _read(self) -> None:
+        with Subscriber(self.channel, managers=self.cluster.manager_address,
+                        retry_s=0.2) as feed:
+            self.feed = feed
+            for batch in feed:
+                if self.stopped.is_set():
+                    return
+                while self.hold.is_set() and not self.stopped.is_set():
+                    self.stopped.wait(0.05)
+                for txn in batch.transactions:
+                    self.apply(txn)
+                self.batches += 1
+                feed.ack(batch)
+
+    def apply(self, txn: Any) -> None:
+        if txn.id in self.done:
+            self.again += 1  # sent again after a reconnect: applied once already
+            return
+        if order(txn) <= self.last:
+            self.violations.append(f"transaction {txn.id} after {self.last}: out of order")
+        self.last = order(txn)
+        for change in txn.changes:
+            if change.schema != self.schema or change.table not in COLUMNS:
+                continue
+            state, columns = self.state[change.table], COLUMNS[change.table]
+            if change.op in ("U", "D"):
+                before = self._image(change.before, columns)
+                if state[before] <= 0:
+                    self.violations.append(f"{txn.id}#{change.index}: {change.op} of a row "
+                                           f"the reader never had: {before}")
+                state[before] -= 1
+            if change.op in ("I", "U"):
+                state[self._image(change.after, columns)] += 1
+        self.done.add(txn.id)
+        self.transactions += 1
+        balances = sum(row[1] * n for row, n in self.state["accounts"].items() if n > 0)
+        if balances != ACCOUNTS * OPENING:
+            self.violations.append(f"after {txn.id}: balances sum to {balances}")
+        slots = sorted(row[1] for row, n in self.state["sl"].items() for _ in range(n))
+        if slots != list(range(1, SLOTS + 1)):
+            self.violations.append(f"after {txn.id}: slots {slots}")
+
+    @staticmethod
+    def _image(fields: Any, columns: tuple[str, ...]) -> tuple[Any, ...]:
+        found = {field.name: value(field.value) for field in fields}
+        return tuple(found[column] for column in columns)
+
+    def rows(self, table: str) -> Counter:
+        return +self.state[table]
+
+    def equal(self, source: Database) -> bool:
+        return all(self.rows(name) == Counter(source.rows(
+            f"SELECT {', '.join(columns)} FROM `{self.schema}`.{name}"))
+            for name, columns in COLUMNS.items())
+
+
+def finish(shapes: Shapes, source: Database, *readers: Reader) -> None:
+    shapes.stop()
+    for reader in readers:
+        wait_for(lambda r=reader: r.violations or r.equal(source), 120,
+                 f"{reader.channel}'s reader equal to the source")
+        reader.stop()
+        assert reader.violations == []
+
+
+def test_a_reader_gets_every_transaction_whole_in_order_and_again_unacked(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A mixed workload (keyless duplicates, unique swaps, transfers) read through the
+    manager: whole transactions in commit order, equal to the source; a reader that goes
+    away without acknowledging gets the same transactions again, and `setl position show`
+    says what was acknowledged."""
+    shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3)
+    cluster.apply([feed_channel("feed", "feed-a", shapes.schema, list(COLUMNS))],
+                  sources(cluster, "feed-a"))
+    cluster.set_status("feed", "START")
+    cluster.wait_running("feed")
+    shapes.start()
+    shapes.wait_transactions(40)
+    # a reader that takes two batches and acknowledges neither, then goes
+    unacked: list[str] = []
+    with Subscriber("feed", managers=cluster.manager_address) as feed:
+        for number, batch in enumerate(feed):
+            unacked += [txn.id for txn in batch.transactions]
+            if number == 1:
+                break
+    assert unacked
+    reader = Reader(cluster, "feed", shapes.schema).start()
+    wait_for(lambda: len(reader.done) >= len(unacked), 60, "the reader to read")
+    assert set(unacked) <= reader.done  # given again: nothing was acknowledged
+    shapes.wait_transactions(shapes.transactions + 100)
+    finish(shapes, source, reader)
+    assert reader.transactions >= 140 and reader.again == 0
+
+
+def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Database,
+                                               target: Database) -> None:
+    """Every type a reader may get wrong, as `setl subscribe -o json` prints it (before
+    and after images); a run acknowledges what it printed, so the next one goes on after
+    it; --no-ack moves nothing."""
+    schema = make_schema(source, target, (
+        "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, ub BIGINT UNSIGNED, "
+        "d DECIMAL(65,30), tm TIME(3), zd DATE, dt DATETIME(6), ts TIMESTAMP NULL, "
+        "bn BINARY(4), vb VARBINARY(8), js JSON, en ENUM('x','y'), st SET('a','b','c'), "
+        "bt BIT(5), f FLOAT, db DOUBLE, yr YEAR, tx VARCHAR(20) CHARACTER SET utf8mb4, "
+        "l1 VARCHAR(20) CHARACTER SET latin1)"))
+    cluster.apply([feed_channel("typed", "feed-t", schema, ["t"])],
+                  sources(cluster, "feed-t"))
+    cluster.set_status("typed", "START")
+    cluster.wait_running("typed")
+    source.execute("SET SESSION sql_mode = ''")
+    source.execute(
+        f"INSERT INTO `{schema}`.t VALUES (1, 18446744073709551615, "
+        "-12345678901234567890123456789012345.123456789012345678901234567890, "
+        "'-838:59:58.5', '0000-00-00', '2024-02-29 23:59:59.000001', "
+        "'2038-01-19 03:14:07', x'0102', x'00ff', '{\"k\": [1, 2.5]}', 'y', 'a,c', "
+        "b'10101', 1.5, 2.25, 2155, 'żółw 🐢', 'café')")
+    first = _subscribe(cluster, "typed", "--count", "1")
+    assert [txn["changes"][0]["op"] for txn in first] == ["I"]
+    after = first[0]["changes"][0]["after"]
+    assert after == {
+        "id": 1, "ub": 18446744073709551615,
+        "d": "-12345678901234567890123456789012345.123456789012345678901234567890",
+        "tm": "-838:59:58.500", "zd": "0000-00-00", "dt": "2024-02-29 23:59:59.000001",
+        "ts": "2038-01-19 03:14:07", "bn": "01020000", "vb": "00FF",
+        "js": '{"k": [1, 2.5]}', "en": "y", "st": "a,c", "bt": 21, "f": 1.5, "db": 2.25,
+        "yr": 2155, "tx": "żółw 🐢", "l1": "café"}, after
+    # printed and acknowledged: the next reader begins after it
+    source.execute(f"UPDATE `{schema}`.t SET ub = 0, tx = NULL WHERE id = 1")
+    source.execute(f"DELETE FROM `{schema}`.t WHERE id = 1")
+    rest = _subscribe(cluster, "typed", "--count", "2")
+    assert [txn["changes"][0]["op"] for txn in rest] == ["U", "D"]
+    update, delete = rest[0]["changes"][0], rest[1]["changes"][0]
+    assert update["before"]["ub"] == 18446744073709551615 and update["after"]["ub"] == 0
+    assert update["before"]["tx"] == "żółw 🐢" and update["after"]["tx"] is None
+    assert update["keys"] == ["id"] and delete["before"]["d"] == after["d"]
+    assert first[0]["id"] < rest[0]["id"] < rest[1]["id"]
+    # --no-ack moves nothing: the same transaction comes again
+    source.execute(f"INSERT INTO `{schema}`.t (id) VALUES (2)")
+    peek = _subscribe(cluster, "typed", "--count", "1", "--no-ack")
+    again = _subscribe(cluster, "typed", "--count", "1")
+    assert peek == again and peek[0]["changes"][0]["after"]["id"] == 2
+
+
+def _subscribe(cluster: Cluster, channel: str, *args: str) -> list[dict[str, Any]]:
+    done = subprocess.run([str(BIN / "setl"), "--manager", cluster.manager_address,
+                           "subscribe", channel, "-o", "json", *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_two_subscriptions_of_one_source_go_at_their_own_speed(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Two subscriptions read the same tables: one reader holds still with its window full
+    while the other reads the whole workload; then it goes on and catches up."""
+    shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3, seed=5)
+    cluster.apply([feed_channel(name, f"feed-{name}", shapes.schema, list(COLUMNS),
+                                parallelism=2, batch_size=20)
+                   for name in ("fast", "slow")], sources(cluster, "feed-fast", "feed-slow"))
+    for name in ("fast", "slow"):
+        cluster.set_status(name, "START")
+        cluster.wait_running(name)
+    slow = Reader(cluster, "slow", shapes.schema)
+    slow.hold.set()
+    fast = Reader(cluster, "fast", shapes.schema).start()
+    slow.start()
+    shapes.start()
+    shapes.wait_transactions(300)
+    shapes.stop()
+    wait_for(lambda: fast.equal(source), 120, "the fast reader equal to the source")
+    assert slow.transactions == 0 and not slow.equal(source)
+    state = cluster.pipeline_state("slow")
+    assert state.window_used >= 1  # held back by its reader, not lost
+    slow.hold.clear()
+    finish(shapes, source, fast, slow)
+
+
+def test_a_reader_resumes_on_another_node_after_kill(sandbox: Sandbox, tmp_path: Path,
+                                                     source: Database,
+                                                     target: Database) -> None:
+    """Node 1 runs the subscription and is killed twice while the reader reads and the
+    workload writes: node 2 (then 1 again) takes over from what was acknowledged; the reader
+    (reconnecting by itself) ends equal to the source, every transaction whole and in order."""
+    cluster = Cluster(sandbox, tmp_path, "subfail")
+    try:
+        _resumes(cluster, source, target)
+    finally:
+        cluster.stop()
+
+
+def _resumes(cluster: Cluster, source: Database, target: Database) -> None:
+    cluster.start_manager()
+    cluster.start_node(1)
+    shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3, seed=9)
+    cluster.apply([feed_channel("moving", "feed-m", shapes.schema, list(COLUMNS),
+                                nodes=[1, 2])], sources(cluster, "feed-m"))
+    cluster.set_status("moving", "START")
+    cluster.wait_running("moving")
+    cluster.start_node(2)
+    reader = Reader(cluster, "moving", shapes.schema).start()
+    shapes.start()
+    for _ in range(2):  # the owner killed, the other node takes over, the owner restarts
+        shapes.wait_transactions(shapes.transactions + 80)
+        owner = cluster.pipeline_state("moving").owner_node
+        other = 3 - owner
+        before = reader.transactions
+        cluster.nodes[owner].kill()
+        wait_for(lambda o=other: cluster.pipeline_state("moving").owner_node == o and
+                 cluster.pipeline_state("moving").state == "running", 90,
+                 f"node {other} to take the subscription over")
+        wait_for(lambda b=before: reader.transactions > b + 20, 120,
+                 "the reader to go on after the kill")
+        cluster.start_node(owner)
+    finish(shapes, source, reader)
+    assert reader.feed is not None and reader.feed.connects >= 2

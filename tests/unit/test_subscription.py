@@ -1,0 +1,137 @@
+"""A subscription's worker side (changes → typed protobuf transactions), its outbox (window,
+cumulative acks, rollback, a reader taking over) and the definitions that make one."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import pickle
+import threading
+
+import pytest
+
+from manager.subscribecli import transaction, value
+from node.changes import ChangeType, TargetChange
+from node.extract.etl import CompiledPipeline
+from node.jobs import ROW_BITS, JobSpec
+from node.target.delta.columns import LakeColumn
+from node.target.delta.tables import LakeFacts
+from node.target.subscription import units
+from node.target.subscription.outbox import Detached, Outbox, Parcel
+from shared.definitions import load_text
+from shared.errors import ConfigError
+from shared.model import BinlogPosition
+from shared.rpc import subscription_pb2
+from tests.unit.test_etl import pipeline
+
+T = ("feed", "s", "t")
+COLUMNS = (LakeColumn("id", "int32"), LakeColumn("ub", "uint64"),
+           LakeColumn("d", "decimal_text", 65, 30), LakeColumn("tm", "time", 0, 3),
+           LakeColumn("zd", "date"), LakeColumn("ts", "timestamp"),
+           LakeColumn("bn", "binary_fixed", 4), LakeColumn("st", "string"),
+           LakeColumn("f", "float32"))
+SPEC = JobSpec(7, False, {T: LakeFacts(COLUMNS, ("id",), "changelog")}, target="subscription",
+               transactions=((0, "bin.000001:100", "0-1-5", 1_700_000_000_000),
+                             (2, "bin.000001:200", "0-1-6", 1_700_000_001_000)))
+ROW = {"id": 1, "ub": 18446744073709551615,
+       "d": decimal.Decimal("-1234567890123456789012345678901234.123456789012345678901234567890"),
+       "tm": datetime.timedelta(hours=-838, minutes=-59, seconds=-58, microseconds=-500000),
+       "zd": "0000-00-00", "ts": datetime.datetime(2038, 1, 19, 3, 14, 7),
+       "bn": b"\x01\x02", "st": {"c", "a"}, "f": 1.5}
+
+
+def change(kind: ChangeType, place: int, row: int, after: dict | None,
+           before: dict | None = None) -> TargetChange:
+    return TargetChange(*T, kind, ("id",), (1,) if kind is not ChangeType.INSERT else None,
+                        after, seq=place << ROW_BITS | row, before=before)
+
+
+def test_changes_become_whole_transactions_with_values_as_the_source_holds_them() -> None:
+    changes = [change(ChangeType.DELETE, 2, 0, None, ROW),
+               change(ChangeType.UPDATE, 1, 0, {**ROW, "ub": 0}, ROW),
+               change(ChangeType.INSERT, 0, 0, ROW)]
+    [unit] = units.render(changes, SPEC)
+    batch = subscription_pb2.ChangeBatch.FromString(unit.data)
+    assert [(txn.id, [c.op for c in txn.changes]) for txn in batch.transactions] == [
+        ("bin.000001:100", ["I", "U"]), ("bin.000001:200", ["D"])]
+    first = batch.transactions[0]
+    assert (first.position.file, first.position.pos, first.position.gtid,
+            first.commit_ts_ms) == ("bin.000001", 100, "0-1-5", 1_700_000_000_000)
+    assert [c.index for c in first.changes] == [0, 1]
+    found = transaction(first)["changes"]
+    assert found[0]["after"] == {
+        "id": 1, "ub": 18446744073709551615,
+        "d": "-1234567890123456789012345678901234.123456789012345678901234567890",
+        "tm": "-838:59:58.500", "zd": "0000-00-00", "ts": "2038-01-19 03:14:07",
+        "bn": "01020000", "st": "a,c", "f": 1.5}
+    assert found[1]["before"]["ub"] == 18446744073709551615 and found[1]["after"]["ub"] == 0
+    assert transaction(batch.transactions[1])["changes"][0]["before"]["id"] == 1
+
+
+def test_a_value_of_a_column_it_does_not_know_goes_by_its_own_type() -> None:
+    message = subscription_pb2.Value()
+    units._by_value(message, 1 << 63)
+    assert message.WhichOneof("kind") == "uint" and value(message) == 1 << 63
+    units._by_value(message, datetime.timedelta(seconds=-1))
+    assert value(message) == "-00:00:01"
+
+
+def test_parts_joined_are_one_batch() -> None:
+    """A batch's message is its parts' bytes one after the other behind its own fields."""
+    first = units.render([change(ChangeType.INSERT, 0, 0, ROW)], SPEC)[0].data
+    second = units.render([change(ChangeType.DELETE, 2, 0, None, ROW)], SPEC)[0].data
+    head = subscription_pb2.ChangeBatch(batch_id=7, run="r").SerializeToString()
+    joined = subscription_pb2.ChangeBatch.FromString(head + first + second)
+    assert joined.batch_id == 7 and [t.id for t in joined.transactions] == [
+        "bin.000001:100", "bin.000001:200"]
+
+
+def parcel(batch_id: int) -> Parcel:
+    return Parcel(batch_id, BinlogPosition("bin.000001", batch_id * 100), b"x", 1)
+
+
+def test_the_outbox_holds_a_window_acks_are_cumulative_and_rollback_sends_again() -> None:
+    acked: list[int] = []
+    box = Outbox("c.p", 2, lambda p: acked.append(p.batch_id))
+    stop = threading.Event()
+    assert box.put(parcel(1), stop) and box.put(parcel(2), stop)
+    third = threading.Thread(target=box.put, args=(parcel(3), stop))
+    third.start()
+    third.join(0.3)
+    assert third.is_alive()  # the window is full: Load waits for the reader
+    reader = box.attach("r")
+    assert [box.take(reader).batch_id for _ in range(2)] == [1, 2]
+    box.rollback(reader)
+    assert box.take(reader).batch_id == 1
+    with pytest.raises(ValueError, match="not sent on this stream"):
+        box.ack(reader, 2)
+    assert box.take(reader).batch_id == 2
+    box.ack(reader, 2)  # both: cumulative
+    assert acked == [2]
+    third.join(5)
+    assert not third.is_alive() and box.take(reader).batch_id == 3
+    newer = box.attach("r2")  # a reader taking over gets what is not acknowledged
+    with pytest.raises(Detached):
+        box.take(reader)
+    assert box.take(newer).batch_id == 3
+    box.close("stopped")
+    assert not box.put(parcel(4), stop)
+
+
+def test_before_images_reach_the_spark_workers() -> None:
+    """A subscription's (and a change log's) before images are kept in the workers too."""
+    compiled = CompiledPipeline.compile("shop.fwd", 1, pipeline("{source: a.t, target: a.t}"),
+                                        before_images=True)
+    assert pickle.loads(pickle.dumps(compiled)).before_images
+
+
+def test_a_subscription_is_a_target_only() -> None:
+    text = ("sources:\n  - {name: src, host: h}\n  - {name: feed, type: subscription}\n"
+            "channels:\n  - name: c\n    pipelines:\n      - name: p\n        source: feed\n"
+            "        target: src\n        pairs: [{source: a.t, target: a.t}]\n")
+    with pytest.raises(ConfigError, match="is a subscription, which a pipeline can only "
+                       "write"):
+        load_text(text, "f.yaml")
+    made = load_text(text.replace("source: feed\n        target: src",
+                                  "source: src\n        target: feed"), "f.yaml")
+    assert [s.type for s in made.sources] == ["mysql", "subscription"]
