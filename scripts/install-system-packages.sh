@@ -10,6 +10,8 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v mydumper >/dev/null 2>&1 || need+=(mydumper)
 command -v pt-table-sync >/dev/null 2>&1 || need+=(percona-toolkit)
+# the change-subscription example keeps a Redis cache (conf/examples/redis_cache.py)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # TLS tests make their certificates with the openssl command
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # the status page is tested in a real (headless) browser

@@ -137,7 +137,8 @@ BAD = [
         id="bad-name"),
     pytest.param(
         "sources:\n  - {name: a, host: db1, type: postgres}\n",
-        'f.yaml:2: sources[0].type: expected one of mysql, mariadb, delta, subscription, got "postgres"',
+        'f.yaml:2: sources[0].type: expected one of mysql, mariadb, delta, subscription, '
+        'got "postgres"',
         id="bad-source-type"),
     pytest.param(
         "sources:\n  - {name: a, type: delta, location: lake, "
