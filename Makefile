@@ -7,7 +7,7 @@ PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
 .PHONY: setup system-packages demo demo-down test proto reference check-proto lint unit integration clean \
 	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream \
-	bench-decode bench-decode-worker bench-lake chaos
+	bench-decode bench-decode-worker bench-lake bench-subscribe chaos
 
 setup: system-packages $(STAMP)
 
@@ -57,12 +57,16 @@ reference: $(STAMP)
 bench: setup
 	$(BIN)/python -m bench.peers
 	$(BIN)/python -m bench.lake
+	$(BIN)/python -m bench.subscribe
 
 bench-copy bench-bulk bench-delay bench-noisy bench-catchup: setup
 	$(BIN)/python -m bench.peers --scenarios $(@:bench-%=%)
 
 bench-lake: setup
 	$(BIN)/python -m bench.lake
+
+bench-subscribe: setup
+	$(BIN)/python -m bench.subscribe
 
 bench-profile: setup
 	$(BIN)/python -m bench.peers --scenarios catchup --profile

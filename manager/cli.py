@@ -11,6 +11,7 @@
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
     setl verify CHANNEL [--table schema.table] [--where COND] [--repair]
     setl subscribe CHANNEL[/PIPELINE] [-o json] [--table PATTERN] [--count N] [--from P]
+    setl subscription list | show NAME | delete NAME
     setl sandbox up | down | status
 
 Errors go to stderr as one line with a hint, and the exit code is non-zero.
@@ -154,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     snapshotcli.add_commands(commands)
     verifycli.add_command(commands)
     subscribecli.add_command(commands)
+    subscribecli.add_admin(commands)
     lakecli.add_command(commands)
     box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
@@ -409,6 +411,8 @@ def _main(argv: list[str] | None = None) -> int:
             return verifycli.run(args, client)
         if args.command == "subscribe":
             return subscribecli.run(args, client, _wait)
+        if args.command == "subscription":
+            return subscribecli.admin(args, client)
         if args.command == "node":
             answer = client.call("ListNodes", manager_pb2.ListNodesRequest())
             _print(args, answer, render.nodes(answer.nodes))

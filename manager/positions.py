@@ -77,6 +77,7 @@ class Positions:
             _fill(found.cursor, cursor.position)
             found.process_id = cursor.process_id
         source = self.catalog.source(pipeline.source)
+        end, files = BinlogPosition(), []
         try:
             end, files = _binlog(source)
             _fill(found.source_end, end)
@@ -95,6 +96,12 @@ class Positions:
                     _fill(target.position, row[0])
                     target.process_id, target.owner_epoch = row[1], row[2]
             found.targets.append(target)
+        rows = [t.position for t in found.targets if t.position.file]
+        if rows and all(self.catalog.source(t.target).type == "subscription"
+                        for t in found.targets) and found.source_end.file:
+            # a subscription publishes no cursor: what its reader acknowledged is where it is
+            found.behind_bytes = _bytes_between(files, BinlogPosition(rows[0].file,
+                                                                      rows[0].pos), end)
         return found
 
     # -- set --------------------------------------------------------------------------------

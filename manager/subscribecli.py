@@ -20,9 +20,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from manager import render
 from manager.client import ManagerClient
 from manager.subscriber import Subscriber
-from shared.errors import ConfigError
+from shared.errors import ConfigError, NotFoundError
 from shared.rpc import manager_pb2, model_pb2, subscription_pb2
 
 
@@ -45,6 +46,63 @@ def add_command(commands: Any) -> None:
                            "(stops and starts its channel)")
     subscribe.add_argument("--timeout", type=float, default=60.0,
                            help="--from: seconds to wait for the channel to stop and start")
+
+
+def add_admin(commands: Any) -> None:
+    subscription = commands.add_parser(
+        "subscription", help="list, show and delete subscriptions (their readers, lag)")
+    verbs = subscription.add_subparsers(dest="action", required=True, metavar="ACTION")
+    verbs.add_parser("list", help="every subscription: its reader, what it has not "
+                     "acknowledged, how far behind the source it is")
+    verbs.add_parser("show", help="one subscription").add_argument("name", help="CHANNEL")
+    verbs.add_parser("delete", help="a stopped subscription (its channel and position)"
+                     ).add_argument("name", help="CHANNEL")
+
+
+def admin(args: argparse.Namespace, client: ManagerClient) -> int:
+    """``setl subscription list|show|delete``."""
+    if args.action == "delete":
+        found = _subscriptions(client, args.name)
+        client.call("DeleteChannel", manager_pb2.DeleteChannelRequest(name=found[0][0]
+                                                                      .channel.name))
+        print(f"subscription {args.name} deleted (its channel and acknowledged position)")
+        return 0
+    rows = []
+    for info, positions in _subscriptions(client, args.name if args.action == "show" else ""):
+        for state, where in zip(info.pipelines, positions.pipelines, strict=False):
+            acked = where.targets[0].position if where.targets else None
+            rows.append({
+                "subscription": info.channel.name, "pipeline": state.pipeline_id,
+                "status": render.status_name(info.status), "state": state.state or "-",
+                "node": state.owner_node or "-", "reader": state.subscriber or "-",
+                "unacked": state.unacked,
+                "acked": render.position_text(acked) if acked and acked.file else "-",
+                "behind": f"{where.behind_bytes} bytes" if where.behind_bytes >= 0 else "?",
+                "delay_ms": state.delay_ms})
+    if args.output == "json":
+        print(json.dumps(rows, indent=2))
+    elif rows:
+        print(render.table([key.upper() for key in rows[0]], [list(r.values()) for r in rows]))
+    else:
+        print("no subscriptions; define a source of type: subscription and a channel that "
+              "writes it (docs/subscriptions.md)")
+    return 0
+
+
+def _subscriptions(client: ManagerClient, name: str
+                   ) -> list[tuple[manager_pb2.ChannelInfo, manager_pb2.PositionsResponse]]:
+    feeds = {source.name for source in client.call(
+        "ListSources", manager_pb2.ListSourcesRequest()).sources
+        if source.type == "subscription"}
+    infos = [info for info in client.call("ListChannels",
+                                          manager_pb2.ListChannelsRequest()).channels
+             if any(p.target in feeds for p in info.channel.pipelines)
+             and name in ("", info.channel.name)]
+    if name and not infos:
+        raise NotFoundError(f"no subscription {name!r}: a channel whose pipeline writes a "
+                            "source of type: subscription (setl subscription list)")
+    return [(info, client.call("Positions", manager_pb2.PositionsRequest(
+        channel=info.channel.name))) for info in infos]
 
 
 def run(args: argparse.Namespace, client: ManagerClient,

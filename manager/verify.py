@@ -37,6 +37,10 @@ def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
         raise NotFoundError(f"channel {channel.name} has no pipeline {request.pipeline!r} "
                             f"(it has {', '.join(p.name for p in channel.pipelines)})")
     for pipeline in pipelines:
+        if catalog.source(pipeline.target).type == "subscription":
+            raise VerifyError(f"pipeline {channel.pipeline_id(pipeline)} feeds a subscription, "
+                              "which holds no rows to compare: its reader keeps them (the "
+                              "reader can compare its copy with the source itself)")
         pipeline_id = channel.pipeline_id(pipeline)
         address = owners.address(views, client, paths, pipeline_id, channel.name, VerifyError,
                                  "verify runs on the node that runs the pipeline")

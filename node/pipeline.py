@@ -44,6 +44,7 @@ from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
 from node.target import kinds
 from node.target.base import TargetLoader
+from node.target.subscription.outbox import OUTBOXES
 from node.window import Window
 from shared import heap, members, positions
 from shared.catalog import Catalog
@@ -475,4 +476,10 @@ class PipelineRunner:
             snapshots=self._snapshots.progress() if self._snapshots else [],
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
-            source_switches=self.primary.switches)
+            source_switches=self.primary.switches,
+            **self._subscription())
+
+    def _subscription(self) -> dict[str, Any]:
+        """A subscription's reader and what it has not acknowledged."""
+        box = OUTBOXES.get(self.pipeline_id)
+        return {"subscriber": box.peer, "unacked": box.waiting} if box is not None else {}

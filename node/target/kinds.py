@@ -62,8 +62,9 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
 
 def check_source(kind: str, compiled: Any, source: DataSource) -> None:
     """What the source must not hold for this kind of target (checked at each start)."""
-    if kind == "delta":
-        refuse_cascades(compiled, source)
+    if kind in ("delta", "subscription"):
+        refuse_cascades(compiled, source, "a lake table" if kind == "delta" else
+                        "a subscription's reader")
 
 
 def tables(kind: str, targets: dict[str, DataSource], compiled: Any = None) -> TargetTables:

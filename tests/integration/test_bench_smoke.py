@@ -86,6 +86,17 @@ def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
     assert 0 < steady["delay_p50_ms"] <= steady["delay_p99_ms"] <= steady["delay_max_ms"]
 
 
+def test_bench_subscribe_smoke_run_reads_every_change_equal(tmp_path: Path) -> None:
+    report = smoke_run("bench.subscribe", tmp_path, "--work", str(tmp_path / "work"))
+    catchup, stream = report["results"]
+    assert catchup["equal"] and stream["equal"]  # each reader's copy equal to the source
+    # setl's readers and the anchor read the same row changes
+    assert catchup["cli_changes"] == catchup["client_changes"] == catchup["anchor_changes"] > 0
+    assert catchup["client_of_anchor"] > 0 and catchup["cli_changes_per_s"] > 0
+    assert stream["beats"] == stream["beats_written"] > 0
+    assert 0 <= stream["delay_p50_ms"] <= stream["delay_p99_ms"]
+
+
 def test_bench_sparkjob_smoke_run_measures_the_nodes_spark_job(tmp_path: Path) -> None:
     report = smoke_run("bench.sparkjob", tmp_path)
     [result] = report["results"]

@@ -224,11 +224,15 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
 
 
 def _subscribe(cluster: Cluster, channel: str, *args: str) -> list[dict[str, Any]]:
-    done = subprocess.run([str(BIN / "setl"), "--manager", cluster.manager_address,
-                           "subscribe", channel, "-o", "json", *args],
+    out = _cli(cluster, "subscribe", channel, "-o", "json", *args)
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _cli(cluster: Cluster, *args: str) -> str:
+    done = subprocess.run([str(BIN / "setl"), "--manager", cluster.manager_address, *args],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    return done.stdout
 
 
 def test_two_subscriptions_of_one_source_go_at_their_own_speed(
@@ -253,6 +257,10 @@ def test_two_subscriptions_of_one_source_go_at_their_own_speed(
     assert slow.transactions == 0 and not slow.equal(source)
     state = cluster.pipeline_state("slow")
     assert state.window_used >= 1  # held back by its reader, not lost
+    listed = {found["subscription"]: found for found in json.loads(
+        _cli(cluster, "subscription", "list", "-o", "json"))}
+    assert listed["slow"]["reader"] != "-" and listed["slow"]["unacked"] >= 1
+    assert listed["fast"]["behind"] == "0 bytes" != listed["slow"]["behind"]
     slow.hold.clear()
     finish(shapes, source, fast, slow)
 

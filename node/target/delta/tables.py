@@ -160,10 +160,10 @@ CASCADES = ("SELECT k.CONSTRAINT_SCHEMA, k.TABLE_NAME, k.REFERENCED_TABLE_SCHEMA
             "r.UPDATE_RULE <> 'NO ACTION')")
 
 
-def refuse_cascades(compiled: Any, source: Any) -> None:
-    """Refuse a pipeline into a lake that replicates both ends of a cascading foreign key:
-    the rows a cascade changes are not in the binlog, and a lake has no foreign key to redo
-    it, so its table would keep rows the source no longer has."""
+def refuse_cascades(compiled: Any, source: Any, what: str = "a lake table") -> None:
+    """Refuse a pipeline into a lake (or a subscription) that replicates both ends of a
+    cascading foreign key: the rows a cascade changes are not in the binlog, and ``what``
+    has no foreign key to redo it, so it would keep rows the source no longer has."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute(CASCADES)
         found = cursor.fetchall()
@@ -174,7 +174,7 @@ def refuse_cascades(compiled: Any, source: Any) -> None:
             raise ConfigError(
                 f"pipeline {compiled.pipeline_id}: {schema}.{child} has foreign key {name} to "
                 f"{parent_schema}.{parent} with {rule}; the rows the cascade changes are not "
-                "in the binlog and a lake table cannot redo it, so the lake would keep rows "
+                f"in the binlog and {what} cannot redo it, so it would keep rows "
                 f"the source no longer has. Leave one of the two tables out of the pipeline, "
                 "replicate them into a database target, or make the key ON DELETE/ON UPDATE "
                 "RESTRICT on the source")

@@ -96,9 +96,10 @@ class SubscriptionLoader:
                                          server=end.server))
         parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),
                         transactions)
-        if not self.outbox.put(parcel, self.stop):
-            raise OwnershipLostError(f"stopping with batch {batch.process_id} not handed to "
-                                     "the subscription's reader")
+        if not self.outbox.put(parcel, self.stop) and not self.stop.is_set():
+            raise OwnershipLostError(f"batch {batch.process_id} not handed to the "
+                                     "subscription's reader: its outbox closed")
+        # (stopping: the batch is dropped, unacknowledged, so the next start sends it)
 
     def _acked(self, parcel: Parcel) -> None:
         self.store.write(Acked(parcel.end, parcel.batch_id, 0, self.run))
