@@ -178,7 +178,7 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
                                                target: Database) -> None:
     """Every type a reader may get wrong, as `setl subscribe -o json` prints it (before
     and after images); a run acknowledges what it printed, so the next one goes on after
-    it; --no-ack moves nothing."""
+    it; --no-ack moves nothing; --from moves it back."""
     schema = make_schema(source, target, (
         "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, ub BIGINT UNSIGNED, "
         "d DECIMAL(65,30), tm TIME(3), zd DATE, dt DATETIME(6), ts TIMESTAMP NULL, "
@@ -190,6 +190,7 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
     cluster.set_status("typed", "START")
     cluster.wait_running("typed")
     source.execute("SET SESSION sql_mode = ''")
+    file, pos = source.rows("SHOW MASTER STATUS")[0][:2]  # before the first insert
     source.execute(
         f"INSERT INTO `{schema}`.t VALUES (1, 18446744073709551615, "
         "-12345678901234567890123456789012345.123456789012345678901234567890, "
@@ -221,6 +222,11 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
     peek = _subscribe(cluster, "typed", "--count", "1", "--no-ack")
     again = _subscribe(cluster, "typed", "--count", "1")
     assert peek == again and peek[0]["changes"][0]["after"]["id"] == 2
+    # --from moves the subscription back (stop, position set, start): all of it again
+    replayed = _subscribe(cluster, "typed", "--from", f"{file}:{pos}", "--count", "4")
+    assert [txn["id"] for txn in replayed] == [first[0]["id"], rest[0]["id"], rest[1]["id"],
+                                                again[0]["id"]]
+    assert cluster.channel_status("typed") == "START"
 
 
 def _subscribe(cluster: Cluster, channel: str, *args: str) -> list[dict[str, Any]]:
