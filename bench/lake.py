@@ -11,7 +11,6 @@ equals the source at the end.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import threading
@@ -20,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.measure import RESULTS, RssSampler, sysbench, tree_cpu_s, write_report
+from bench.measure import RssSampler, backlog_arguments, sysbench, tree_cpu_s, write_report
 from shared import gtid
 from shared.model import BinlogPosition
 from shared.sandbox import Sandbox
@@ -211,20 +210,7 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.lake", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tables", type=int, default=4)
-    parser.add_argument("--table-size", type=int, default=100_000)
-    parser.add_argument("--seconds", type=float, default=30, help="the backlog's OLTP part")
-    parser.add_argument("--stream-seconds", type=float, default=120)
-    parser.add_argument("--rate", type=int, default=1000)
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "lake")
-    args = parser.parse_args(argv)
-    if args.smoke:
-        args.tables, args.table_size, args.seconds, args.stream_seconds, args.rate = \
-            2, 500, 2, 3, 50
+    args = backlog_arguments("bench.lake", __doc__, "lake", 120, argv)
     lake = Lake(args.work)
     sampler: RssSampler | None = None
     tables = [f"sbtest{i}" for i in range(1, args.tables + 1)]

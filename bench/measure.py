@@ -3,6 +3,7 @@ the per-batch time split from the node's log, and the report every run writes.""
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import os
@@ -181,3 +182,24 @@ def sysbench(port: int, password: str, db: str, *args: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"sysbench {' '.join(args)}: {done.stderr or done.stdout}")
     return done.stdout
+
+
+def backlog_arguments(prog: str, doc: str | None, work: str, stream_seconds: float,
+                      argv: list[str] | None) -> argparse.Namespace:
+    """The options of a benchmark of a sysbench backlog then a stream (bench.lake,
+    bench.subscribe), parsed; ``--smoke`` sets tiny sizes, for the test suite."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=4)
+    parser.add_argument("--table-size", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=30, help="the backlog's OLTP part")
+    parser.add_argument("--stream-seconds", type=float, default=stream_seconds)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / work)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.tables, args.table_size, args.seconds, args.stream_seconds, args.rate = \
+            2, 500, 2, 3, 50
+    return args

@@ -12,7 +12,6 @@ applied to the tables' rows) equals the source at the end.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.lake import BEAT, DB
-from bench.measure import RESULTS, sysbench, tree_cpu_s, write_report
+from bench.measure import backlog_arguments, sysbench, tree_cpu_s, write_report
 from manager.subscribecli import row
 from manager.subscriber import Subscriber
 from shared import gtid
@@ -245,20 +244,7 @@ def delay(bench: Bench, name: str, seconds: float, rate: int, tables: int) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.subscribe", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tables", type=int, default=4)
-    parser.add_argument("--table-size", type=int, default=100_000)
-    parser.add_argument("--seconds", type=float, default=30, help="the backlog's OLTP part")
-    parser.add_argument("--stream-seconds", type=float, default=60)
-    parser.add_argument("--rate", type=int, default=1000)
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "subscribe")
-    args = parser.parse_args(argv)
-    if args.smoke:
-        args.tables, args.table_size, args.seconds, args.stream_seconds, args.rate = \
-            2, 500, 2, 3, 50
+    args = backlog_arguments("bench.subscribe", __doc__, "subscribe", 60, argv)
     bench = Bench(args.work)
     results: list[dict[str, Any]] = []
     try:

@@ -227,37 +227,34 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
 
     def Verify(self, request: manager_pb2.VerifyRequest,
                context: Any) -> Iterator[manager_pb2.VerifyProgress]:
-        """A stream: errors are translated as they come, also once messages went out."""
-        try:
-            self._require_leader()
-            yield from verify.forward(self.catalog, self.views, self.views.client,
-                                      self.views.paths, request, context, self.node_access)
-        except NodeCallError as exc:  # the node's own answer, as it gave it
-            context.abort(grpc.StatusCode[exc.code], str(exc))
-        except SetlError as exc:
-            _abort(exc, context)
-        except Exception:
-            log.exception("event=rpc_failed method=Verify")
-            context.abort(grpc.StatusCode.INTERNAL, "Verify failed unexpectedly; see the "
-                          "manager's log")
+        """The progress and reports of the node running each pipeline."""
+        yield from self._forwarded("Verify", context, lambda: verify.forward(
+            self.catalog, self.views, self.views.client, self.views.paths, request, context,
+            self.node_access))
 
     def Subscribe(self, requests: Iterator[subscription_pb2.SubscribeRequest],
                   context: Any) -> Iterator[bytes]:
         """A subscription's batches from the node that runs it, as the bytes it sent (the
         method is served raw: :func:`add`)."""
+        yield from self._forwarded("Subscribe", context, lambda: subscribe.relay(
+            self.catalog, self.views, self.views.client, self.views.paths, requests, context,
+            self.node_access))
+
+    def _forwarded(self, method: str, context: Any,
+                   stream: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+        """A stream the leader relays from a node: errors are translated as they come, also
+        once messages went out."""
         try:
             self._require_leader()
-            yield from subscribe.relay(self.catalog, self.views, self.views.client,
-                                       self.views.paths, requests, context, self.node_access)
-        except NodeCallError as exc:
+            yield from stream()
+        except NodeCallError as exc:  # the node's own answer, as it gave it
             context.abort(grpc.StatusCode[exc.code], str(exc))
         except SetlError as exc:
             _abort(exc, context)
         except Exception:
-            log.exception("event=rpc_failed method=Subscribe")
-            context.abort(grpc.StatusCode.INTERNAL, "Subscribe failed unexpectedly; see the "
+            log.exception("event=rpc_failed method=%s", method)
+            context.abort(grpc.StatusCode.INTERNAL, f"{method} failed unexpectedly; see the "
                           "manager's log")
-
 
 def add(servicer: ManagerServicer, server: grpc.Server) -> None:
     """The service on ``server``; Subscribe relays its batches' bytes unchanged."""

@@ -220,17 +220,9 @@ class Planner:
         return made
 
     def _parts(self, batch: Batch, partitions: int) -> list[Part]:
-        place = 0
         if partitions <= 1:
-            datas: list[bytes] = []
-            numbers, places = array("I"), array("I")
-            for txn in batch.transactions:
-                for number, data in txn.events:
-                    datas.append(data)
-                    numbers.append(number)
-                    places.append(place)
-                    place += 1
-            return [self._pack(datas, numbers, places)]
+            return [self._whole(batch.transactions)]
+        place = 0
         groups: dict[int, tuple[list[bytes], array, array]] = {}
         memo: dict[int, int] = {}
         for txn in batch.transactions:
@@ -247,27 +239,35 @@ class Planner:
                 place += 1
         return self._packed(groups, partitions)
 
-    def _in_order(self, batch: Batch, partitions: int) -> list[Part]:
-        """Runs of whole transactions of about equal size, in binlog order (a part's changes
-        are delivered as they are, one part after the other)."""
-        total = sum(len(data) for txn in batch.transactions for _, data in txn.events)
-        share = total / max(partitions, 1)
-        parts: list[Part] = []
+    def _whole(self, transactions: Sequence[Any], place: int = 0) -> Part:
+        """Transactions as one part, their events numbered from ``place`` on."""
         datas: list[bytes] = []
         numbers, places = array("I"), array("I")
-        place = size = 0
-        for txn in batch.transactions:
+        for txn in transactions:
             for number, data in txn.events:
                 datas.append(data)
                 numbers.append(number)
                 places.append(place)
                 place += 1
-                size += len(data)
+        return self._pack(datas, numbers, places)
+
+    def _in_order(self, batch: Batch, partitions: int) -> list[Part]:
+        """Runs of whole transactions of about equal size, in binlog order (a part's changes
+        are delivered as they are, one part after the other)."""
+        if partitions <= 1:
+            return [self._whole(batch.transactions)]
+        sizes = [sum(len(data) for _, data in txn.events) for txn in batch.transactions]
+        share = sum(sizes) / partitions
+        parts: list[Part] = []
+        first = place = size = 0
+        for index, txn_size in enumerate(sizes):
+            size += txn_size
             if size >= share * (len(parts) + 1) and len(parts) < partitions - 1:
-                parts.append(self._pack(datas, numbers, places))
-                datas, numbers, places = [], array("I"), array("I")
-        if datas or not parts:
-            parts.append(self._pack(datas, numbers, places))
+                parts.append(self._whole(batch.transactions[first:index + 1], place))
+                place += sum(len(t.events) for t in batch.transactions[first:index + 1])
+                first = index + 1
+        if first < len(batch.transactions) or not parts:
+            parts.append(self._whole(batch.transactions[first:], place))
         return parts
 
     def _packed(self, groups: dict[int, tuple[list[bytes], array, array]],

@@ -166,6 +166,24 @@ def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
     assert set(spec.facts) == {("dst", "t", name) for name in ("ab", "c", "d", "e", "f")}
 
 
+def test_a_subscriptions_parts_are_runs_of_whole_transactions_in_binlog_order() -> None:
+    """Its parts' changes are delivered one part after the other: in binlog order."""
+    compiled = CompiledPipeline.compile("c.p", 1, pipeline(
+        "{source: s.a, target: t.a}", "{source: s.b, target: t.b}"))
+    layouts = {1: layout("a"), 2: layout("b")}
+    planner = Planner(compiled, layouts, Facts(set()), lambda: True,  # type: ignore[arg-type]
+                      PipelineParams(), target="subscription")
+    txns = [Transaction((), BinlogPosition("b.1", 10 * i), 1, 1,
+                        events=((1, b"a" * 10), (2, b"b" * 10)), event_rows=2)
+            for i in range(1, 6)]
+    parts = planner.parts(Batch("c.p", 1, txns), partitions=2)
+    assert len(parts) == 2
+    assert [list(part.places) for part in parts] == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9]]
+    assert [list(part.numbers) for part in parts] == [[1, 2] * 3, [1, 2] * 2]
+    [one] = planner.parts(Batch("c.p", 1, txns), partitions=1)
+    assert list(one.places) == list(range(10))
+
+
 def test_a_part_of_decoded_changes_is_transformed_merged_and_rendered() -> None:
     compiled = CompiledPipeline.compile("c.p", 1, pipeline(
         "{source: s.t, target: s2.t, columns: {exclude: [secret]}}"))
