@@ -155,6 +155,9 @@ def pipeline_families(states: list[manager_pb2.PipelineState]) -> Iterator[Metri
                                    "since it started on this node", labels=LABELS)
     running = GaugeMetricFamily("setl_node_pipelines_running", "Pipelines running on this "
                                 "node")
+    unacked = _gauge("setl_subscription_unacked_batches", "A subscription's batches sent to "
+                     "its reader or waiting for it, not acknowledged")
+    readers = _gauge("setl_subscription_readers", "1 while a reader reads the subscription")
     count = 0
     for found in states:
         labels = list(found.pipeline_id.partition(".")[::2])  # names hold no dots
@@ -169,9 +172,13 @@ def pipeline_families(states: list[manager_pb2.PipelineState]) -> Iterator[Metri
             door.add_metric([*labels, outcome], getattr(found.free_door, outcome))
         pending.add_metric(labels, found.free_door.pending)
         switches.add_metric(labels, found.source_switches)
+        if found.HasField("subscriber"):  # a subscription
+            unacked.add_metric(labels, found.unacked)
+            readers.add_metric(labels, 1.0 if found.subscriber else 0.0)
         count += found.state == "running"
     running.add_metric([], count)
-    yield from (delay, rate, used, size, peak, state, door, pending, switches, running)
+    yield from (delay, rate, used, size, peak, state, door, pending, switches, running,
+                unacked, readers)
 
 
 def spark_families() -> Iterator[Metric]:

@@ -76,6 +76,16 @@ def test_gauges_from_the_runners_snapshots() -> None:
     assert found[("setl_free_door_pending_requests", LABELS)] == 7
     assert found[("setl_node_pipelines_running", ())] == 0
     assert found[("setl_node_spark_jobs_total", ())] == 0  # Spark never started here
+    assert ("setl_subscription_unacked_batches", LABELS) not in found  # no subscription
+
+
+def test_a_subscriptions_reader_and_what_it_has_not_acknowledged() -> None:
+    state = manager_pb2.PipelineState(pipeline_id="shop.forward", subscriber="", unacked=4)
+    found = samples(scrape(NodeMetrics(), [state]))
+    assert found[("setl_subscription_unacked_batches", LABELS)] == 4
+    assert found[("setl_subscription_readers", LABELS)] == 0
+    state.subscriber = "ipv4:10.0.0.7:51234"
+    assert samples(scrape(NodeMetrics(), [state]))[("setl_subscription_readers", LABELS)] == 1
 
 
 def test_resident_memory_counts_the_children_too() -> None:
