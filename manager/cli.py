@@ -36,10 +36,10 @@ from manager import (
     subscribecli,
     verifycli,
 )
-from manager.client import ManagerClient, access_from, addresses_from
+from manager.client import ManagerClient, access_from, addresses_from, wait_channel
 from shared import confinement, sandbox, settings
 from shared.confinement import CONF
-from shared.errors import ManagerUnavailableError, SetlError
+from shared.errors import SetlError
 from shared.rpc import manager_pb2, model_pb2
 from shared.version import version
 
@@ -226,47 +226,10 @@ def _channel(args: argparse.Namespace, client: ManagerClient) -> int:
             human += "".join(f"\n  {p.pipeline_id}: from {render.position_text(p.position)}"
                              for p in info.pipelines)
         if args.wait:
-            info = _wait(client, args.name, args.action, args.timeout)
+            info = wait_channel(client, args.name, args.action, args.timeout)
             human += "\n" + render.pipelines([info])
         _print(args, info, human)
     return 0
-
-
-def _wait(client: ManagerClient, name: str, action: str, timeout_s: float
-          ) -> manager_pb2.ChannelInfo:
-    """The channel once every pipeline runs (start) or no runner is left (pause, stop);
-    raises, naming each pipeline that did not and why, at a failure or after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
-        except ManagerUnavailableError:  # a manager failing over, or one busy for a moment
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.5)
-            continue
-        states = {p.pipeline_id: p for p in info.pipelines}
-        if action == "start":  # a pipeline failing for good pauses the channel
-            failed = [p for p in states.values() if p.state == "failed"] \
-                if render.status_name(info.status) == "PAUSE" else []
-            if failed:
-                raise SetlError("; ".join(f"pipeline {p.pipeline_id} failed: {p.last_error}"
-                                          for p in failed))
-            late = [p for p in states.values() if p.state != "running"]
-        else:
-            late = [p for p in states.values() if p.owner_node and p.state not in (
-                "not running", "stopped", "failed")]
-        if not late:
-            return info
-        if time.monotonic() >= deadline:
-            raise SetlError(f"channel {name}: after {timeout_s:g} s " + "; ".join(
-                f"pipeline {p.pipeline_id} is {p.state or 'not running'}"
-                + (f" ({p.last_error})" if p.last_error else "")
-                + ("" if p.owner_node or action != "start" else
-                   " and no node runs it" + ("" if p.candidate_nodes else
-                                            ": no live node is a candidate for it"))
-                for p in late) + "; see setl status and the nodes' logs")
-        time.sleep(0.5)
 
 
 def _position(args: argparse.Namespace, client: ManagerClient) -> int:
@@ -410,7 +373,7 @@ def _main(argv: list[str] | None = None) -> int:
         if args.command == "verify":
             return verifycli.run(args, client)
         if args.command == "subscribe":
-            return subscribecli.run(args, client, _wait)
+            return subscribecli.run(args, client)
         if args.command == "subscription":
             return subscribecli.admin(args, client)
         if args.command == "node":

@@ -29,7 +29,7 @@ from shared.errors import (
     NotLeaderError,
     SetlError,
 )
-from shared.rpc import manager_pb2_grpc
+from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 
 LEADER_TRAILER = "setl-leader"
 LEADER_WAIT_S = 15.0  # how long a change waits while no manager leads
@@ -158,6 +158,43 @@ class ManagerClient:
                     answers.cancel()
                 return
         raise ManagerUnavailableError(_unavailable(tried, transport, self.access.tls))
+
+
+def wait_channel(client: ManagerClient, name: str, action: str, timeout_s: float
+                 ) -> manager_pb2.ChannelInfo:
+    """The channel once every pipeline runs (start) or no runner is left (pause, stop);
+    raises, naming each pipeline that did not and why, at a failure or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=name))
+        except ManagerUnavailableError:  # a manager failing over, or one busy for a moment
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+            continue
+        states = {p.pipeline_id: p for p in info.pipelines}
+        if action == "start":  # a pipeline failing for good pauses the channel
+            failed = [p for p in states.values() if p.state == "failed"] \
+                if info.status == model_pb2.CHANNEL_STATUS_PAUSE else []
+            if failed:
+                raise SetlError("; ".join(f"pipeline {p.pipeline_id} failed: {p.last_error}"
+                                          for p in failed))
+            late = [p for p in states.values() if p.state != "running"]
+        else:
+            late = [p for p in states.values() if p.owner_node and p.state not in (
+                "not running", "stopped", "failed")]
+        if not late:
+            return info
+        if time.monotonic() >= deadline:
+            raise SetlError(f"channel {name}: after {timeout_s:g} s " + "; ".join(
+                f"pipeline {p.pipeline_id} is {p.state or 'not running'}"
+                + (f" ({p.last_error})" if p.last_error else "")
+                + ("" if p.owner_node or action != "start" else
+                   " and no node runs it" + ("" if p.candidate_nodes else
+                                            ": no live node is a candidate for it"))
+                for p in late) + "; see setl status and the nodes' logs")
+        time.sleep(0.5)
 
 
 def _in_turn(queue: list[str], tried: list[str]) -> Iterator[str]:

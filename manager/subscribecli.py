@@ -17,14 +17,13 @@ import argparse
 import fnmatch
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from manager import render
 from manager.client import ManagerClient
-from manager.subscriber import Subscriber
-from shared.errors import ConfigError, NotFoundError
-from shared.rpc import manager_pb2, model_pb2, subscription_pb2
+from manager.subscriber import Subscriber, move
+from shared.errors import NotFoundError
+from shared.rpc import manager_pb2, subscription_pb2
 
 
 def add_command(commands: Any) -> None:
@@ -105,11 +104,10 @@ def _subscriptions(client: ManagerClient, name: str
         channel=info.channel.name))) for info in infos]
 
 
-def run(args: argparse.Namespace, client: ManagerClient,
-        wait: Callable[[ManagerClient, str, str, float], Any]) -> int:
+def run(args: argparse.Namespace, client: ManagerClient) -> int:
     channel, _, pipeline = args.pipeline.partition("/")
     if args.start:
-        _move(client, channel, pipeline, args.start, args.timeout, wait)
+        move(client, channel, pipeline, args.start, args.timeout)
     printed = 0
     json_lines = args.output == "json"
     with Subscriber(channel, pipeline, client.addresses, client.access) as feed:
@@ -129,30 +127,6 @@ def run(args: argparse.Namespace, client: ManagerClient,
             if args.count and printed >= args.count:
                 return 0
     return 0
-
-
-def _move(client: ManagerClient, channel: str, pipeline: str, start: str, timeout_s: float,
-          wait: Callable[[ManagerClient, str, str, float], Any]) -> None:
-    request = manager_pb2.PositionsRequest(channel=channel, pipeline=pipeline, action="set",
-                                           replay=True)
-    file, colon, pos = start.rpartition(":")
-    if start == "latest":
-        request.latest = True
-    elif colon and pos.isdigit() and "-" not in file:
-        request.to.file, request.to.pos = file, int(pos)
-    elif start.replace("-", "").replace(",", "").isdigit() or "-" in start:
-        request.to.gtid = start
-    else:
-        raise ConfigError(f"--from {start!r}: give latest, FILE:POS (mysql-bin.000003:4) or "
-                          "a GTID position (0-1-100)")
-    status = model_pb2.ChannelStatus.Value
-    client.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
-        name=channel, status=status("CHANNEL_STATUS_STOP")))
-    wait(client, channel, "stop", timeout_s)
-    client.call("Positions", request)
-    client.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
-        name=channel, status=status("CHANNEL_STATUS_START")))
-    wait(client, channel, "start", timeout_s)
 
 
 def _lines(txn: subscription_pb2.Transaction, tables: list[str], json_lines: bool

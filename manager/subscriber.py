@@ -33,10 +33,12 @@ from manager.client import (
     LEADER_TRAILER,
     STANDBY,
     Access,
+    ManagerClient,
     addresses_from,
+    wait_channel,
 )
-from shared.errors import ManagerUnavailableError, SetlError
-from shared.rpc import manager_pb2_grpc, subscription_pb2
+from shared.errors import ConfigError, ManagerUnavailableError, SetlError
+from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2, subscription_pb2
 
 CLOSE_WAIT_S = 5.0  # how long a closing reader waits for its acknowledgements to be stored
 _AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
@@ -46,8 +48,11 @@ _AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
 class Subscriber:
     def __init__(self, channel: str, pipeline: str = "",
                  managers: str | list[str] | None = None, access: Access | None = None,
-                 retry_s: float = 1.0, give_up_s: float = 120.0) -> None:
-        self.channel, self.pipeline = channel, pipeline
+                 retry_s: float = 1.0, give_up_s: float = 120.0, start: str = "") -> None:
+        """``start``: move the subscription first to ``latest``, ``FILE:POS`` or a GTID
+        (:func:`move`: its channel is stopped and started again); by default it goes on
+        after what was acknowledged."""
+        self.channel, self.pipeline, self.start = channel, pipeline, start
         self.addresses = addresses_from(managers) if not isinstance(managers, list) \
             else list(managers)
         self.access = access or Access()
@@ -75,6 +80,10 @@ class Subscriber:
         (until :meth:`close`); a lost connection is made again and what was not
         acknowledged comes again."""
         self._reading = threading.get_ident()
+        if self.start:
+            move(ManagerClient(self.addresses, access=self.access), self.channel,
+                 self.pipeline, self.start)
+            self.start = ""
         last_ok = time.monotonic()
         problem = ""
         while not self._closed:
@@ -97,13 +106,17 @@ class Subscriber:
                             details.startswith(STANDBY):
                         leader = dict(exc.trailing_metadata() or ()).get(  # type: ignore[attr-defined]
                             LEADER_TRAILER)
-                        if leader and leader not in self.addresses:
+                        if leader:  # asked first from now on
+                            if leader in self.addresses:
+                                self.addresses.remove(leader)
                             self.addresses.insert(0, leader)
                         problem = details
                         continue
                     if code not in _AGAIN:
                         raise _ERRORS.get(code, SetlError)(details) from None
                     problem = details
+                    if code != grpc.StatusCode.ABORTED:
+                        continue  # no answer from this manager: the next one
                 finally:
                     self._disconnect()
                 break
@@ -197,3 +210,28 @@ def _drain(requests: queue.Queue[subscription_pb2.SubscribeRequest | None]
         if request is None:
             return
         yield request
+
+
+def move(client: ManagerClient, channel: str, pipeline: str, start: str,
+         timeout_s: float = 60.0) -> None:
+    """Move a subscription to ``start`` (``latest``, ``FILE:POS`` or a GTID): its channel
+    stopped, its position set there (what was acknowledged past it comes again), started."""
+    request = manager_pb2.PositionsRequest(channel=channel, pipeline=pipeline, action="set",
+                                           replay=True)
+    file, colon, pos = start.rpartition(":")
+    if start == "latest":
+        request.latest = True
+    elif colon and pos.isdigit() and "-" not in file:
+        request.to.file, request.to.pos = file, int(pos)
+    elif "-" in start and start.replace("-", "").replace(",", "").isdigit():
+        request.to.gtid = start
+    else:
+        raise ConfigError(f"start {start!r}: give latest, FILE:POS (mysql-bin.000003:4) or a "
+                          "GTID position (0-1-100)")
+    client.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
+        name=channel, status=model_pb2.CHANNEL_STATUS_STOP))
+    wait_channel(client, channel, "stop", timeout_s)
+    client.call("Positions", request)
+    client.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
+        name=channel, status=model_pb2.CHANNEL_STATUS_START))
+    wait_channel(client, channel, "start", timeout_s)

@@ -19,7 +19,7 @@ import pytest
 from manager.subscribecli import value
 from manager.subscriber import Subscriber
 from shared.sandbox import Sandbox
-from tests.devcluster import BIN, Cluster, Database, make_schema, wait_for
+from tests.devcluster import BIN, Cluster, Database, wait_for
 from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
 
 pytestmark = pytest.mark.integration
@@ -49,8 +49,13 @@ class Reader:
     """Applies a subscription's changes to multisets of images, each change once (by its id),
     checking the promises after every transaction."""
 
-    def __init__(self, cluster: Cluster, channel: str, schema: str) -> None:
+    def __init__(self, cluster: Cluster, channel: str, schema: str,
+                 managers: str = "", rollback_at: int = 0) -> None:
         self.cluster, self.channel, self.schema = cluster, channel, schema
+        self.rollback_at = rollback_at  # this batch is not acknowledged: rolled back
+        self.rolled_back: set[str] = set()  # its transactions
+        self.seen_again: set[str] = set()  # transactions that came again
+        self.managers = managers or cluster.manager_address
         self.state: dict[str, Counter] = {name: Counter() for name in COLUMNS}
         self.done: set[str] = set()  # transactions applied whole
         self.last: tuple[int, int] = (0, 0)
@@ -81,8 +86,7 @@ class Reader:
             self.violations.append(f"the reader failed: {exc!r}")
 
     def _read(self) -> None:
-        with Subscriber(self.channel, managers=self.cluster.manager_address,
-                        retry_s=0.2) as feed:
+        with Subscriber(self.channel, managers=self.managers, retry_s=0.2) as feed:
             self.feed = feed
             for batch in feed:
                 if self.stopped.is_set():
@@ -92,11 +96,16 @@ class Reader:
                 for txn in batch.transactions:
                     self.apply(txn)
                 self.batches += 1
+                if self.batches == self.rollback_at and batch.transactions:
+                    self.rolled_back = {txn.id for txn in batch.transactions}
+                    feed.rollback()  # every batch not acknowledged comes again
+                    continue
                 feed.ack(batch)
 
     def apply(self, txn: Any) -> None:
         if txn.id in self.done:
             self.again += 1  # sent again after a reconnect: applied once already
+            self.seen_again.add(txn.id)
             return
         if order(txn) <= self.last:
             self.violations.append(f"transaction {txn.id} after {self.last}: out of order")
@@ -149,8 +158,8 @@ def test_a_reader_gets_every_transaction_whole_in_order_and_again_unacked(
         cluster: Cluster, source: Database, target: Database) -> None:
     """A mixed workload (keyless duplicates, unique swaps, transfers) read through the
     manager: whole transactions in commit order, equal to the source; a reader that goes
-    away without acknowledging gets the same transactions again, and `setl position show`
-    says what was acknowledged."""
+    away without acknowledging gets the same transactions again, and a rollback sends what
+    was not acknowledged again."""
     shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3)
     cluster.apply([feed_channel("feed", "feed-a", shapes.schema, list(COLUMNS))],
                   sources(cluster, "feed-a"))
@@ -166,67 +175,14 @@ def test_a_reader_gets_every_transaction_whole_in_order_and_again_unacked(
             if number == 1:
                 break
     assert unacked
-    reader = Reader(cluster, "feed", shapes.schema).start()
+    reader = Reader(cluster, "feed", shapes.schema, rollback_at=3).start()
     wait_for(lambda: len(reader.done) >= len(unacked), 60, "the reader to read")
     assert set(unacked) <= reader.done  # given again: nothing was acknowledged
     shapes.wait_transactions(shapes.transactions + 100)
     finish(shapes, source, reader)
-    assert reader.transactions >= 140 and reader.again == 0
-
-
-def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Database,
-                                               target: Database) -> None:
-    """Every type a reader may get wrong, as `setl subscribe -o json` prints it (before
-    and after images); a run acknowledges what it printed, so the next one goes on after
-    it; --no-ack moves nothing; --from moves it back."""
-    schema = make_schema(source, target, (
-        "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, ub BIGINT UNSIGNED, "
-        "d DECIMAL(65,30), tm TIME(3), zd DATE, dt DATETIME(6), ts TIMESTAMP NULL, "
-        "bn BINARY(4), vb VARBINARY(8), js JSON, en ENUM('x','y'), st SET('a','b','c'), "
-        "bt BIT(5), f FLOAT, db DOUBLE, yr YEAR, tx VARCHAR(20) CHARACTER SET utf8mb4, "
-        "l1 VARCHAR(20) CHARACTER SET latin1)"))
-    cluster.apply([feed_channel("typed", "feed-t", schema, ["t"])],
-                  sources(cluster, "feed-t"))
-    cluster.set_status("typed", "START")
-    cluster.wait_running("typed")
-    source.execute("SET SESSION sql_mode = ''")
-    file, pos = source.rows("SHOW MASTER STATUS")[0][:2]  # before the first insert
-    source.execute(
-        f"INSERT INTO `{schema}`.t VALUES (1, 18446744073709551615, "
-        "-12345678901234567890123456789012345.123456789012345678901234567890, "
-        "'-838:59:58.5', '0000-00-00', '2024-02-29 23:59:59.000001', "
-        "'2038-01-19 03:14:07', x'0102', x'00ff', '{\"k\": [1, 2.5]}', 'y', 'a,c', "
-        "b'10101', 1.5, 2.25, 2155, 'żółw 🐢', 'café')")
-    first = _subscribe(cluster, "typed", "--count", "1")
-    assert [txn["changes"][0]["op"] for txn in first] == ["I"]
-    after = first[0]["changes"][0]["after"]
-    assert after == {
-        "id": 1, "ub": 18446744073709551615,
-        "d": "-12345678901234567890123456789012345.123456789012345678901234567890",
-        "tm": "-838:59:58.500", "zd": "0000-00-00", "dt": "2024-02-29 23:59:59.000001",
-        "ts": "2038-01-19 03:14:07", "bn": "01020000", "vb": "00FF",
-        "js": '{"k": [1, 2.5]}', "en": "y", "st": "a,c", "bt": 21, "f": 1.5, "db": 2.25,
-        "yr": 2155, "tx": "żółw 🐢", "l1": "café"}, after
-    # printed and acknowledged: the next reader begins after it
-    source.execute(f"UPDATE `{schema}`.t SET ub = 0, tx = NULL WHERE id = 1")
-    source.execute(f"DELETE FROM `{schema}`.t WHERE id = 1")
-    rest = _subscribe(cluster, "typed", "--count", "2")
-    assert [txn["changes"][0]["op"] for txn in rest] == ["U", "D"]
-    update, delete = rest[0]["changes"][0], rest[1]["changes"][0]
-    assert update["before"]["ub"] == 18446744073709551615 and update["after"]["ub"] == 0
-    assert update["before"]["tx"] == "żółw 🐢" and update["after"]["tx"] is None
-    assert update["keys"] == ["id"] and delete["before"]["d"] == after["d"]
-    assert first[0]["id"] < rest[0]["id"] < rest[1]["id"]
-    # --no-ack moves nothing: the same transaction comes again
-    source.execute(f"INSERT INTO `{schema}`.t (id) VALUES (2)")
-    peek = _subscribe(cluster, "typed", "--count", "1", "--no-ack")
-    again = _subscribe(cluster, "typed", "--count", "1")
-    assert peek == again and peek[0]["changes"][0]["after"]["id"] == 2
-    # --from moves the subscription back (stop, position set, start): all of it again
-    replayed = _subscribe(cluster, "typed", "--from", f"{file}:{pos}", "--count", "4")
-    assert [txn["id"] for txn in replayed] == [first[0]["id"], rest[0]["id"], rest[1]["id"],
-                                                again[0]["id"]]
-    assert cluster.channel_status("typed") == "START"
+    assert reader.transactions >= 140
+    # a rollback sent its batch again (and what followed it unacknowledged)
+    assert reader.rolled_back and reader.rolled_back <= reader.seen_again
 
 
 def _subscribe(cluster: Cluster, channel: str, *args: str) -> list[dict[str, Any]]:
@@ -309,3 +265,35 @@ def _resumes(cluster: Cluster, source: Database, target: Database) -> None:
         cluster.start_node(owner)
     finish(shapes, source, reader)
     assert reader.feed is not None and reader.feed.connects >= 2
+
+
+def test_a_reader_follows_the_managers_new_leader(sandbox: Sandbox, tmp_path: Path,
+                                                  source: Database, target: Database) -> None:
+    """The reader knows two managers; the leader it reads through is killed (kill -9): it
+    goes on through the new leader, every transaction once, whole and in order."""
+    cluster = Cluster(sandbox, tmp_path, "submgr")
+    try:
+        first = cluster.start_manager()
+        leader = cluster.manager
+        second = cluster.start_manager()
+        cluster.manager_address = first  # changes go to the leader
+        cluster.start_node(1)
+        shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3, seed=21)
+        cluster.apply([feed_channel("led", "feed-l", shapes.schema, list(COLUMNS))],
+                      sources(cluster, "feed-l"))
+        cluster.set_status("led", "START")
+        cluster.wait_running("led")
+        reader = Reader(cluster, "led", shapes.schema, managers=f"{first},{second}").start()
+        shapes.start()
+        shapes.wait_transactions(80)
+        wait_for(lambda: reader.transactions > 20, 60, "the reader to read")
+        assert leader is not None
+        leader.kill()
+        cluster.manager_address = second
+        before = reader.transactions
+        wait_for(lambda: reader.transactions > before + 40, 120,
+                 "the reader to go on through the new leader")
+        finish(shapes, source, reader)
+        assert reader.feed is not None and reader.feed.connects >= 2
+    finally:
+        cluster.stop()

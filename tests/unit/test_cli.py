@@ -8,6 +8,7 @@ import argparse
 import pytest
 
 from manager import cli, render
+from manager.client import wait_channel
 from shared import codec, definitions
 from shared.errors import ManagerUnavailableError
 from shared.model import DataSource
@@ -97,7 +98,7 @@ def test_wait_goes_on_through_a_manager_that_does_not_answer_for_a_moment() -> N
             return answer
 
     flaky = Flaky([ManagerUnavailableError("gone"), ManagerUnavailableError("gone"), running])
-    assert cli._wait(flaky, "c", "start", 10) is running  # type: ignore[arg-type]
+    assert wait_channel(flaky, "c", "start", 10) is running  # type: ignore[arg-type]
     assert flaky.calls == 3
     with pytest.raises(ManagerUnavailableError):
-        cli._wait(Flaky([]), "c", "start", 0.6)  # type: ignore[arg-type]
+        wait_channel(Flaky([]), "c", "start", 0.6)  # type: ignore[arg-type]

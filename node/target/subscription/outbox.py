@@ -45,6 +45,7 @@ class Outbox:
         self._cond = threading.Condition()
         self._pending: collections.deque[Parcel] = collections.deque()
         self._sent = 0  # of the pending batches, how many went to the current reader
+        self._highest = 0  # the highest batch id the current reader was sent
         self._reader = 0
         self._readers = itertools.count(1)
         self._closed = ""  # why the outbox closed (the pipeline stopped, fenced)
@@ -81,7 +82,7 @@ class Outbox:
             if self._closed:
                 raise Detached(self._closed)
             self._reader = next(self._readers)
-            self._sent, self.peer = 0, peer
+            self._sent, self._highest, self.peer = 0, 0, peer
             self._cond.notify_all()
             return self._reader
 
@@ -96,25 +97,26 @@ class Outbox:
                     return None
             parcel = self._pending[self._sent]
             self._sent += 1
+            self._highest = max(self._highest, parcel.batch_id)
             return parcel
 
     def ack(self, reader: int, batch_id: int) -> None:
         """Every batch up to ``batch_id`` is handled: its position is stored, then room
-        made. An id not sent to this reader is refused (ValueError)."""
+        made. An id acknowledged already is nothing new (a batch sent again after a
+        rollback); one never sent to this reader is refused (ValueError)."""
         with self._cond:
             self._check(reader)
-            sent = list(itertools.islice(self._pending, self._sent))
-            if not any(parcel.batch_id == batch_id for parcel in sent):
-                raise ValueError(
-                    f"batch {batch_id} was not sent on this stream (sent and not acknowledged: "
-                    f"{', '.join(str(p.batch_id) for p in sent) or 'none'})")
-            done = [parcel for parcel in sent if parcel.batch_id <= batch_id]
+            if batch_id > self._highest:
+                raise ValueError(f"batch {batch_id} was not sent on this stream (the last "
+                                 f"one sent is {self._highest or 'none'})")
+            done = [parcel for parcel in self._pending if parcel.batch_id <= batch_id]
+            if not done:
+                return
         self._acked(done[-1])  # stored first: a crash after it re-sends nothing acknowledged
         with self._cond:
-            for _ in done:
-                if self._pending and self._pending[0].batch_id <= batch_id:
-                    self._pending.popleft()
-                    self._sent = max(self._sent - 1, 0)
+            while self._pending and self._pending[0].batch_id <= batch_id:
+                self._pending.popleft()
+                self._sent = max(self._sent - 1, 0)
             self._cond.notify_all()
 
     def rollback(self, reader: int) -> None:
