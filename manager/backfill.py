@@ -93,6 +93,11 @@ def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
                         "`my-db`.`t.1`)") from None
     info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.channel))
     pipeline = _pipeline(codec.from_proto(info.channel, Channel), schema, table, args.pipeline)
+    if client.call("GetSource", manager_pb2.GetSourceRequest(name=pipeline.target)).type == \
+            "subscription":
+        raise ConfigError(f"channel {args.channel} feeds a subscription, which carries the "
+                          "binlog's changes only: nothing is backfilled into it (its reader "
+                          "reads the table itself if it needs the rows)")
     central = pipeline.params.free_door_source
     source = _source(client, pipeline.source)
     buffer = _source(client, central) if central else source

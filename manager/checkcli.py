@@ -12,7 +12,7 @@ from manager import render
 from manager.client import ManagerClient
 from shared import codec, members
 from shared.endpoint import connect
-from shared.errors import SourceError
+from shared.errors import ConfigError, SourceError
 from shared.model import Channel, DataSource
 from shared.preflight import (
     Finding,
@@ -40,6 +40,10 @@ def add_command(commands: Any) -> None:
 def run(args: argparse.Namespace, client: ManagerClient) -> int:
     source = codec.from_proto(client.call("GetSource", manager_pb2.GetSourceRequest(
         name=args.name)), DataSource)
+    if source.type in ("delta", "subscription"):
+        kind = "lake" if source.type == "delta" else "subscription"
+        raise ConfigError(f"{source.name} is a {kind}, not a database: there is no server "
+                          "to check (setl check takes a MySQL or MariaDB source or target)")
     channels = [codec.from_proto(info.channel, Channel) for info in client.call(
         "ListChannels", manager_pb2.ListChannelsRequest()).channels]
     # a replica set: every member, since setl may read any of them after a switch

@@ -35,6 +35,10 @@ LEADER_TRAILER = "setl-leader"
 LEADER_WAIT_S = 15.0  # how long a change waits while no manager leads
 STANDBY = "this manager is a standby"  # how NotLeaderError's message begins
 DEFAULT_ADDRESS = "127.0.0.1:7310"
+# a subscription's batch holds whole transactions: no cap on what a message may hold (gRPC's
+# default of 4 MiB would stop a subscription at its first large transaction for good)
+CHANNEL_OPTIONS = (("grpc.max_receive_message_length", -1),
+                   ("grpc.max_send_message_length", -1))
 _TRANSPORT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _ERRORS = {grpc.StatusCode.NOT_FOUND: NotFoundError, grpc.StatusCode.ABORTED: ConflictError,
            grpc.StatusCode.INVALID_ARGUMENT: ConfigError,
@@ -57,9 +61,9 @@ class Access:
 
     def channel(self, address: str) -> grpc.Channel:
         if not self.tls:
-            return grpc.insecure_channel(address)
+            return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         return grpc.secure_channel(address, grpc.ssl_channel_credentials(
-            self.ca, self.key, self.cert))
+            self.ca, self.key, self.cert), options=CHANNEL_OPTIONS)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...] | None:

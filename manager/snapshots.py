@@ -31,6 +31,10 @@ class Snapshots:
         channel = record.channel
         pipeline = self._pipeline(channel, request.pipeline, request.table)
         pipeline_id = channel.pipeline_id(pipeline)
+        if action == "start" and self.catalog.source(pipeline.target).type == "subscription":
+            raise ConfigError(f"pipeline {pipeline_id} feeds a subscription, which carries "
+                              "the binlog's changes only: nothing is copied into it (its "
+                              "reader reads the table itself if it needs the rows)")
         control = SnapshotControl(self.client, self.paths, pipeline_id)
         message = ""
         if action == "start":
@@ -99,8 +103,9 @@ class Snapshots:
         for pipeline in after.pipelines:
             previous = old.get(pipeline.name)
             pipeline_id = after.pipeline_id(pipeline)
-            if previous is None or not self.client.exists(self.paths.cursor(pipeline_id)):
-                continue
+            if previous is None or not self.client.exists(self.paths.cursor(pipeline_id)) or \
+                    self.catalog.source(pipeline.target).type == "subscription":
+                continue  # (a subscription carries the binlog's changes only)
             try:
                 keys = tablekeys.read_keys(self.catalog.source(pipeline.source))
             except Exception as exc:  # the node copies nothing then; said in the log

@@ -115,8 +115,9 @@ def run(args: argparse.Namespace, client: ManagerClient) -> int:
             whole = True  # every transaction of the batch printed
             for place, txn in enumerate(batch.transactions):
                 lines = _lines(txn, args.table, json_lines)
-                if lines:
-                    sys.stdout.write("".join(line + "\n" for line in lines))
+                if not lines:
+                    continue  # (a transaction left out by --table is acknowledged with its batch)
+                sys.stdout.write("".join(line + "\n" for line in lines))
                 printed += 1
                 if args.count and printed >= args.count:
                     whole = place == len(batch.transactions) - 1

@@ -84,13 +84,15 @@ class Subscriber:
             move(ManagerClient(self.addresses, access=self.access), self.channel,
                  self.pipeline, self.start)
             self.start = ""
-        last_ok = time.monotonic()
+        failing_since: float | None = None  # no connection since then
         problem = ""
         while not self._closed:
             for address in self._order():
                 try:
                     for batch in self._read(address):
-                        last_ok = time.monotonic()
+                        failing_since = None
+                        if not batch.batch_id:
+                            continue  # the server's hello: the stream is up
                         try:
                             yield batch
                         except GeneratorExit:  # the reader is done: its acks stored first
@@ -122,11 +124,11 @@ class Subscriber:
                 break
             if self._closed:
                 return
-            if time.monotonic() - last_ok > self.give_up_s:
+            failing_since = failing_since or time.monotonic()
+            if time.monotonic() - failing_since > self.give_up_s:
                 raise ManagerUnavailableError(
-                    f"subscription {self.channel}: no batch for {self.give_up_s:.0f} s and "
-                    f"no connection ({problem or 'no manager answers'}) at "
-                    f"{', '.join(self.addresses)}")
+                    f"subscription {self.channel}: no connection for {self.give_up_s:.0f} s "
+                    f"({problem or 'no manager answers'}) at {', '.join(self.addresses)}")
             time.sleep(self.retry_s)
 
     def ack(self, batch: subscription_pb2.ChangeBatch | int) -> None:

@@ -310,6 +310,16 @@ class _Loader:
                 "runs all its stages (Spark spreads Extract/Transform over its workers); "
                 "list the nodes that may own it as nodes: [..]"))
         params = self.params(entry)
+        if self.targets_only.get(target) == "subscription" and params is not None:
+            if params.startup is StartupMode.SNAPSHOT:
+                entry.field("start").fail(  # type: ignore[union-attr]
+                    f"target {target} is a subscription, which carries the binlog's changes "
+                    "only: nothing is copied into it; start it at latest, a position or a "
+                    "GTID (its reader reads the tables itself if it needs their rows)")
+            if params.dry_run:
+                entry.field("dry_run").fail(  # type: ignore[union-attr]
+                    f"target {target} is a subscription: its reader's acknowledgements are "
+                    "its position, so a dry run would move it; leave dry_run out")
         pairs_field = entry.field("pairs", required=True)
         read = []
         for pair_item in pairs_field.items() if pairs_field else ():

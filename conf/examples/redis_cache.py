@@ -10,7 +10,9 @@ JSON, value: how many such rows), so duplicate rows survive. Values are as
 ``setl subscribe -o json`` prints them, as text.
 
 Exactly once: a batch's writes and the position of its last transaction
-(``{prefix}position``) go in one MULTI/EXEC, and a transaction at or before the stored
+(``{prefix}position``: its GTID position, each domain's sequence number — it holds across a
+switch of the source to a promoted replica; without GTIDs, binlog file and position, which
+hold on one server only) go in one MULTI/EXEC, and a transaction at or before the stored
 position is skipped. So a kill of this process at any point — before the EXEC (nothing
 written: the batch comes again), after it and before the acknowledgement (it comes again and
 is skipped) — neither loses nor repeats a change; so does a failover of the node serving the
@@ -33,9 +35,28 @@ from manager.subscribecli import row
 from manager.subscriber import Subscriber
 
 
-def order(txn: Any) -> list[int]:
-    """Where a transaction ends, comparable: [binlog file number, position]."""
-    return [int(txn.position.file.rpartition(".")[2] or 0), txn.position.pos]
+def where(txn: Any) -> dict[str, int]:
+    """Where a transaction ends: each GTID domain's sequence number ("0-1-100,1-2-7"), or
+    without GTIDs its binlog file's number and position."""
+    if txn.position.gtid:
+        return {domain: int(seq) for domain, _, seq in
+                (part.strip().split("-") for part in txn.position.gtid.split(","))}
+    return {"file": int(txn.position.file.rpartition(".")[2] or 0), "pos": txn.position.pos}
+
+
+def applied(txn: Any, done: dict[str, int]) -> bool:
+    """Whether the stored position holds the transaction already."""
+    found = where(txn)
+    if "file" in found:
+        return (found["file"], found["pos"]) <= (done.get("file", 0), done.get("pos", 0))
+    return all(seq <= done.get(domain, 0) for domain, seq in found.items())
+
+
+def moved(done: dict[str, int], txn: Any) -> dict[str, int]:
+    found = where(txn)
+    if "file" in found:
+        return {**done, **found}
+    return {**done, **{d: max(seq, done.get(d, 0)) for d, seq in found.items()}}
 
 
 def apply(pipe: Any, prefix: str, change: Any) -> None:
@@ -73,16 +94,16 @@ def run(channel: str, client: Any, prefix: str = "cache:",
         managers: str | None = None) -> None:
     position_key = f"{prefix}position"
     stored = client.get(position_key)
-    done = json.loads(stored) if stored else [0, 0]
+    done: dict[str, int] = json.loads(stored) if stored else {}
     with Subscriber(channel, managers=managers) as feed:
         for batch in feed:
             pipe = client.pipeline(transaction=True)  # MULTI … EXEC
             for txn in batch.transactions:
-                if order(txn) <= done:
+                if applied(txn, done):
                     continue  # applied before (sent again after a restart)
                 for change in txn.changes:
                     apply(pipe, prefix, change)
-                done = order(txn)
+                done = moved(done, txn)
             pipe.set(position_key, json.dumps(done))
             pipe.execute()
             feed.ack(batch)

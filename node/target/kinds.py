@@ -47,6 +47,10 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
     """The load side for one running pipeline; ``two_way``: the channel's name and whether
     this pipeline wins conflicts; ``zk``: where a subscription keeps its position."""
     if kind == "subscription":
+        if params.dry_run:
+            raise ConfigError(f"pipeline {pipeline_id} feeds a subscription: its reader's "
+                              "acknowledgements are its position, so a dry run would move "
+                              "it; leave dry_run out of the pipeline")
         if two_way or zk is None:
             raise ConfigError(f"pipeline {pipeline_id}: a two-way channel cannot feed a "
                               "subscription; give it a one-way channel")

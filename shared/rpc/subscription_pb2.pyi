@@ -18,14 +18,12 @@ class SubscribeRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[SubscribeStart, _Mapping]] = ..., ack: _Optional[_Union[SubscribeAck, _Mapping]] = ..., rollback: _Optional[_Union[SubscribeRollback, _Mapping]] = ...) -> None: ...
 
 class SubscribeStart(_message.Message):
-    __slots__ = ("channel", "pipeline", "tables")
+    __slots__ = ("channel", "pipeline")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
-    TABLES_FIELD_NUMBER: _ClassVar[int]
     channel: str
     pipeline: str
-    tables: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., tables: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ...) -> None: ...
 
 class SubscribeAck(_message.Message):
     __slots__ = ("batch_id",)

@@ -3,6 +3,8 @@ how far a run of it moves the subscription (--count, --no-ack, --from)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.devcluster import Cluster, Database, make_schema
@@ -64,3 +66,9 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
     assert [txn["id"] for txn in replayed] == [first[0]["id"], rest[0]["id"], rest[1]["id"],
                                                 again[0]["id"]]
     assert cluster.channel_status("typed") == "START"
+    # one transaction far larger than gRPC's default message (4 MiB) comes whole
+    source.execute(f"INSERT INTO `{schema}`.t (id, d, js) SELECT seq, seq, "
+                   "JSON_OBJECT('pad', REPEAT('x', 150)) FROM mysql.seq_1000_to_30999")
+    [big] = _subscribe(cluster, "typed", "--count", "1")
+    assert len(big["changes"]) == 30000 and big["changes"][-1]["after"]["id"] == 30999
+    assert len(json.dumps(big)) > 6_000_000

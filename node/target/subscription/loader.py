@@ -16,7 +16,7 @@ from node.jobs import PartResult
 from node.target.subscription import units
 from node.target.subscription.outbox import OUTBOXES, Outbox, Outboxes, Parcel
 from shared.acks import Acked, AckStore
-from shared.errors import ConfigError, OwnershipLostError
+from shared.errors import ConfigError, FencedError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.rpc import model_pb2, subscription_pb2
 from shared.zk import ZkPaths
@@ -69,12 +69,14 @@ class SubscriptionLoader:
         """A DDL batch: its statements go to the reader as transactions of their own."""
         data = []
         last = batch.transactions[-1] if batch.transactions else None
-        for change in changes:
+        end = batch.end
+        for number, change in enumerate(changes):
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "feed a subscription; give it a one-way channel")
-            end = batch.end
-            data.append(units.ddl_transaction(change, f"{end.file}:{end.pos}", end.gtid,
+            # (a statement mapped to several schemas: an id each, the first one plain)
+            name = f"{end.file}:{end.pos}" + (f"/{number}" if number else "")
+            data.append(units.ddl_transaction(change, name, end.gtid,
                                               last.commit_ts_ms if last else 0))
         self._hand_over(batch, data, len(data))
         return 0
@@ -97,8 +99,9 @@ class SubscriptionLoader:
         parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),
                         transactions)
         if not self.outbox.put(parcel, self.stop) and not self.stop.is_set():
-            raise OwnershipLostError(f"batch {batch.process_id} not handed to the "
-                                     "subscription's reader: its outbox closed")
+            raise FencedError(f"pipeline {self.pipeline_id}: batch {batch.process_id} not "
+                              f"handed to the subscription's reader: {self.outbox.closed}",
+                              self.name)
         # (stopping: the batch is dropped, unacknowledged, so the next start sends it)
 
     def _acked(self, parcel: Parcel) -> None:

@@ -25,6 +25,7 @@ from shared.rpc import subscription_pb2
 
 log = logging.getLogger("setl.node.subscription")
 POLL_S = 0.5  # how often a waiting stream looks whether its reader is still there
+HELLO = subscription_pb2.ChangeBatch().SerializeToString()  # batch 0: the stream is up
 
 
 class Parcel(NamedTuple):
@@ -49,6 +50,8 @@ class Outbox:
         self._reader = 0
         self._readers = itertools.count(1)
         self._closed = ""  # why the outbox closed (the pipeline stopped, fenced)
+        self._storing = threading.Lock()  # one acknowledgement stored at a time
+        self._stored = 0  # the batch id last stored
         self.peer = ""  # who reads it now
 
     # -- Load's side --------------------------------------------------------------------------
@@ -68,6 +71,10 @@ class Outbox:
         with self._cond:
             self._closed = why
             self._cond.notify_all()
+
+    @property
+    def closed(self) -> str:
+        return self._closed
 
     @property
     def waiting(self) -> int:
@@ -104,20 +111,26 @@ class Outbox:
         """Every batch up to ``batch_id`` is handled: its position is stored, then room
         made. An id acknowledged already is nothing new (a batch sent again after a
         rollback); one never sent to this reader is refused (ValueError)."""
-        with self._cond:
-            self._check(reader)
-            if batch_id > self._highest:
-                raise ValueError(f"batch {batch_id} was not sent on this stream (the last "
-                                 f"one sent is {self._highest or 'none'})")
-            done = [parcel for parcel in self._pending if parcel.batch_id <= batch_id]
-            if not done:
-                return
-        self._acked(done[-1])  # stored first: a crash after it re-sends nothing acknowledged
-        with self._cond:
-            while self._pending and self._pending[0].batch_id <= batch_id:
-                self._pending.popleft()
-                self._sent = max(self._sent - 1, 0)
-            self._cond.notify_all()
+        with self._storing:  # (a reader taking over may ack while the old one's is stored)
+            with self._cond:
+                self._check(reader)
+                if batch_id > self._highest:
+                    raise ValueError(f"batch {batch_id} was not sent on this stream (the last "
+                                     f"one sent is {self._highest or 'none'})")
+                done = [parcel for parcel in self._pending if parcel.batch_id <= batch_id]
+                if not done or done[-1].batch_id <= self._stored:
+                    return
+            try:  # stored first: a crash after it re-sends nothing acknowledged
+                self._acked(done[-1])
+            except FencedError as exc:  # a newer owner: Load stops, the reader goes there
+                self.close(str(exc))
+                raise
+            self._stored = done[-1].batch_id
+            with self._cond:
+                while self._pending and self._pending[0].batch_id <= batch_id:
+                    self._pending.popleft()
+                    self._sent = max(self._sent - 1, 0)
+                self._cond.notify_all()
 
     def rollback(self, reader: int) -> None:
         with self._cond:
@@ -179,6 +192,7 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
     log.info("event=subscriber_attached pipeline=%s peer=%s waiting=%d", pipeline_id,
              context.peer(), box.waiting)
     failed: list[str] = []
+    moved: list[bool] = []  # the reader should connect again (a store failed)
     closed = threading.Event()  # the reader closed its side: every ack of it is stored
 
     def listen() -> None:
@@ -190,17 +204,23 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
                 elif kind == "rollback":
                     box.rollback(reader)
             closed.set()
-        except (ValueError, FencedError) as exc:
+        except ValueError as exc:
             failed.append(str(exc))
             log.warning("event=subscriber_refused pipeline=%s peer=%s error=%s", pipeline_id,
                         context.peer(), exc)
-        except (Detached, grpc.RpcError):
-            pass
+        except (Detached, grpc.RpcError, FencedError):
+            pass  # (fenced: the outbox is closed, the reader is told so below)
+        except Exception as exc:  # ZooKeeper did not store the acknowledgement
+            failed.append(f"its acknowledgement could not be stored: {exc!r}")
+            moved.append(True)
+            log.warning("event=subscriber_ack_failed pipeline=%s peer=%s error=%r",
+                        pipeline_id, context.peer(), exc)
         finally:
             box.detach(reader)
 
     thread = threading.Thread(target=listen, name=f"subscriber-{pipeline_id}", daemon=True)
     thread.start()
+    yield HELLO  # the stream is up (a reader of an idle source hears nothing else)
     try:
         while context.is_active():
             try:
@@ -208,9 +228,10 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
             except Detached as exc:
                 if closed.is_set():
                     return  # the reader said goodbye: the stream ends well
-                if failed:
+                if failed and not moved:
                     context.abort(grpc.StatusCode.FAILED_PRECONDITION, failed[0])
-                context.abort(grpc.StatusCode.ABORTED, f"pipeline {pipeline_id}: {exc}")
+                context.abort(grpc.StatusCode.ABORTED, f"pipeline {pipeline_id}: "
+                              f"{failed[0] if failed else exc}; connect again")
             if parcel is not None:
                 yield parcel.data
     finally:

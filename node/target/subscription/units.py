@@ -197,11 +197,12 @@ def _by_value(message: Any, value: Any) -> None:
         _text(message, value)
 
 
-def ddl_transaction(change: TargetChange, end: str, gtid: str, ts_ms: int) -> bytes:
-    """A DDL batch's one transaction (made in the node: DDL is rare)."""
+def ddl_transaction(change: TargetChange, name: str, gtid: str, ts_ms: int) -> bytes:
+    """A DDL statement as a transaction of its own (made in the node: DDL is rare); ``name``
+    its id (``file:pos``, where it ends)."""
     batch = subscription_pb2.ChangeBatch()
-    file, _, pos = end.rpartition(":")
-    batch.transactions.add(id=end, commit_ts_ms=ts_ms, ddl=change.ddl,
+    file, _, pos = name.partition("/")[0].rpartition(":")
+    batch.transactions.add(id=name, commit_ts_ms=ts_ms, ddl=change.ddl,
                            ddl_schema=change.schema,
                            position=model_pb2.BinlogPosition(file=file, pos=int(pos or 0),
                                                              gtid=gtid))
