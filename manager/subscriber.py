@@ -64,6 +64,7 @@ class Subscriber:
         self._call: Any = None
         self._closed = False
         self._reading = 0  # the thread reading the batches
+        self._epoch = 0  # the owner serving this connection (its batch ids)
 
     def __enter__(self) -> Subscriber:
         return self
@@ -92,7 +93,8 @@ class Subscriber:
                     for batch in self._read(address):
                         failing_since = None
                         if not batch.batch_id:
-                            continue  # the server's hello: the stream is up
+                            self._epoch = batch.epoch  # the server's hello: whose stream
+                            continue
                         try:
                             yield batch
                         except GeneratorExit:  # the reader is done: its acks stored first
@@ -136,8 +138,9 @@ class Subscriber:
         A batch of an earlier connection is not acknowledged (it comes again)."""
         batch_id = batch if isinstance(batch, int) else batch.batch_id
         with self._lock:
-            if self._requests is None or batch_id not in self._received:
-                return
+            if self._requests is None or batch_id not in self._received or \
+                    (not isinstance(batch, int) and batch.epoch != self._epoch):
+                return  # a batch of another stream: it comes again on this one
             self._received = [n for n in self._received if n > batch_id]
             self._requests.put(subscription_pb2.SubscribeRequest(
                 ack=subscription_pb2.SubscribeAck(batch_id=batch_id)))

@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # integration modules without faults, kills or timing (a new module runs in the main run);
 # the benchmarks' smoke runs each start a sandbox of their own
 QUIET = ("api_security", "bench_smoke", "check", "chunks", "ddl", "decode", "foundation",
-         "keys", "lake_schemas", "lake_verify", "lookup", "names", "randomized", "replication",
-         "savepoints", "schemas", "security", "shard", "subscription_types", "transform",
-         "types", "verify")
+         "keys", "lake_schemas", "lake_verify", "lookup", "names", "randomized", "savepoints",
+         "schemas", "security", "shard", "subscription_types", "transform", "types", "verify")
 
 
 def main() -> int:

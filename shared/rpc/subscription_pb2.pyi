@@ -106,13 +106,15 @@ class Transaction(_message.Message):
     def __init__(self, id: _Optional[str] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., commit_ts_ms: _Optional[int] = ..., changes: _Optional[_Iterable[_Union[RowChange, _Mapping]]] = ..., ddl: _Optional[str] = ..., ddl_schema: _Optional[str] = ...) -> None: ...
 
 class ChangeBatch(_message.Message):
-    __slots__ = ("batch_id", "end", "transactions", "run")
+    __slots__ = ("batch_id", "end", "transactions", "run", "epoch")
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     batch_id: int
     end: _model_pb2.BinlogPosition
     transactions: _containers.RepeatedCompositeFieldContainer[Transaction]
     run: str
-    def __init__(self, batch_id: _Optional[int] = ..., end: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., transactions: _Optional[_Iterable[_Union[Transaction, _Mapping]]] = ..., run: _Optional[str] = ...) -> None: ...
+    epoch: int
+    def __init__(self, batch_id: _Optional[int] = ..., end: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., transactions: _Optional[_Iterable[_Union[Transaction, _Mapping]]] = ..., run: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...

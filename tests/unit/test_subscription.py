@@ -7,6 +7,7 @@ import datetime
 import decimal
 import importlib.util
 import pickle
+import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from manager.subscribecli import transaction, value
+from manager.subscriber import Subscriber
 from node.changes import ChangeType, TargetChange
 from node.extract.etl import CompiledPipeline
 from node.jobs import ROW_BITS, JobSpec
@@ -177,3 +179,14 @@ def test_the_redis_example_skips_what_its_position_holds_by_gtid_or_file() -> No
     by_file = example.moved({}, txn("", "bin.000002", 10))
     assert example.applied(txn("", "bin.000002", 10), by_file)
     assert not example.applied(txn("", "bin.000003", 4), by_file)
+
+
+def test_the_client_acks_only_batches_of_the_stream_it_reads() -> None:
+    """After a failover the next owner numbers its batches from the acknowledged one again:
+    a batch of the old owner's stream is not acknowledged by its id on the new one."""
+    feed = Subscriber("c")
+    feed._requests, feed._received, feed._epoch = queue.Queue(), [3, 4], 7
+    feed.ack(subscription_pb2.ChangeBatch(batch_id=3, epoch=6))  # the old owner's batch 3
+    assert feed._requests.empty()
+    feed.ack(subscription_pb2.ChangeBatch(batch_id=3, epoch=7))
+    assert feed._requests.get_nowait().ack.batch_id == 3 and feed._received == [4]

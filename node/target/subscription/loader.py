@@ -42,7 +42,7 @@ class SubscriptionLoader:
         self.name = next(iter(targets))
         self.written: dict[str, BinlogPosition] = {}
         self.store = AckStore(client, paths.acked(pipeline_id), self.name, epoch)
-        self.outbox = Outbox(pipeline_id, params.parallelism, self._acked)
+        self.outbox = Outbox(pipeline_id, params.parallelism, self._acked, epoch)
         self.boxes = boxes
         boxes.add(self.outbox)
 
@@ -62,6 +62,7 @@ class SubscriptionLoader:
         ZooKeeper whose history went back; write above it (every write stays conditional
         on the version read)."""
         self.store.take_over(found)
+        self.outbox.epoch = self.store.epoch
         return None
 
     # -- batches --------------------------------------------------------------------------
@@ -93,7 +94,7 @@ class SubscriptionLoader:
     def _hand_over(self, batch: Batch, data: list[bytes], transactions: int) -> None:
         end = batch.end
         head = subscription_pb2.ChangeBatch(
-            batch_id=batch.process_id, run=self.run,
+            batch_id=batch.process_id, run=self.run, epoch=self.store.epoch,
             end=model_pb2.BinlogPosition(file=end.file, pos=end.pos, gtid=end.gtid,
                                          server=end.server))
         parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),

@@ -25,7 +25,6 @@ from shared.rpc import subscription_pb2
 
 log = logging.getLogger("setl.node.subscription")
 POLL_S = 0.5  # how often a waiting stream looks whether its reader is still there
-HELLO = subscription_pb2.ChangeBatch().SerializeToString()  # batch 0: the stream is up
 
 
 class Parcel(NamedTuple):
@@ -41,8 +40,9 @@ class Detached(Exception):
 
 class Outbox:
     def __init__(self, pipeline_id: str, capacity: int,
-                 acked: Callable[[Parcel], None]) -> None:
+                 acked: Callable[[Parcel], None], epoch: int = 0) -> None:
         self.pipeline_id, self.capacity, self._acked = pipeline_id, max(capacity, 1), acked
+        self.epoch = epoch  # the owner's: its batches carry it
         self._cond = threading.Condition()
         self._pending: collections.deque[Parcel] = collections.deque()
         self._sent = 0  # of the pending batches, how many went to the current reader
@@ -220,7 +220,8 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
 
     thread = threading.Thread(target=listen, name=f"subscriber-{pipeline_id}", daemon=True)
     thread.start()
-    yield HELLO  # the stream is up (a reader of an idle source hears nothing else)
+    # batch 0: the stream is up (a reader of an idle source hears nothing else), and whose
+    yield subscription_pb2.ChangeBatch(epoch=box.epoch).SerializeToString()
     try:
         while context.is_active():
             try:
