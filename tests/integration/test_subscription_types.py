@@ -4,11 +4,12 @@ how far a run of it moves the subscription (--count, --no-ack, --from)."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
-from tests.devcluster import Cluster, Database, make_schema
-from tests.integration.test_subscription import _subscribe, feed_channel, sources
+from tests.devcluster import BIN, Cluster, Database, make_schema
+from tests.integration.test_subscription import _cli, _subscribe, feed_channel, sources
 
 pytestmark = pytest.mark.integration
 
@@ -72,3 +73,15 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
     [big] = _subscribe(cluster, "typed", "--count", "1")
     assert len(big["changes"]) == 30000 and big["changes"][-1]["after"]["id"] == 30999
     assert len(json.dumps(big)) > 6_000_000
+    # shown with what it acknowledged; a running subscription is not deleted, a stopped one
+    # goes with its position
+    [shown] = json.loads(_cli(cluster, "subscription", "show", "typed", "-o", "json"))
+    assert shown["acked"] == f"{big['file']}:{big['pos']}" or big["file"] in shown["acked"]
+    running = subprocess.run([str(BIN / "setl"), "--manager", cluster.manager_address,
+                              "subscription", "delete", "typed"], capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert running.returncode != 0 and "stop it first" in running.stderr
+    cluster.set_status("typed", "STOP")
+    _cli(cluster, "subscription", "delete", "typed")
+    assert "typed" not in [found["subscription"] for found in
+                           json.loads(_cli(cluster, "subscription", "list", "-o", "json"))]
