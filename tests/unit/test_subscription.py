@@ -92,7 +92,7 @@ def test_parts_joined_are_one_batch() -> None:
 
 
 def parcel(batch_id: int) -> Parcel:
-    return Parcel(batch_id, BinlogPosition("bin.000001", batch_id * 100), b"x", 1)
+    return Parcel(batch_id, BinlogPosition("bin.000001", batch_id * 100), b"x")
 
 
 def test_the_outbox_holds_a_window_acks_are_cumulative_and_rollback_sends_again() -> None:

@@ -79,7 +79,7 @@ class SubscriptionLoader:
             name = f"{end.file}:{end.pos}" + (f"/{number}" if number else "")
             data.append(units.ddl_transaction(change, name, end.gtid,
                                               last.commit_ts_ms if last else 0))
-        self._hand_over(batch, data, len(data))
+        self._hand_over(batch, data)
         return 0
 
     def load_units(self, batch: Batch, results: list[PartResult],
@@ -88,17 +88,16 @@ class SubscriptionLoader:
         order), behind the batch's own fields."""
         data = [unit.data for result in results for unit in result.units]
         rows = sum(unit.rows for result in results for unit in result.units)
-        self._hand_over(batch, data, len(batch.transactions))
+        self._hand_over(batch, data)
         return rows
 
-    def _hand_over(self, batch: Batch, data: list[bytes], transactions: int) -> None:
+    def _hand_over(self, batch: Batch, data: list[bytes]) -> None:
         end = batch.end
         head = subscription_pb2.ChangeBatch(
             batch_id=batch.process_id, run=self.run, epoch=self.store.epoch,
             end=model_pb2.BinlogPosition(file=end.file, pos=end.pos, gtid=end.gtid,
                                          server=end.server))
-        parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),
-                        transactions)
+        parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data))
         if not self.outbox.put(parcel, self.stop) and not self.stop.is_set():
             raise FencedError(f"pipeline {self.pipeline_id}: batch {batch.process_id} not "
                               f"handed to the subscription's reader: {self.outbox.closed}",

@@ -31,7 +31,6 @@ class Parcel(NamedTuple):
     batch_id: int
     end: BinlogPosition
     data: bytes  # a serialized ChangeBatch
-    transactions: int
 
 
 class Detached(Exception):
