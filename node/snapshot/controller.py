@@ -35,7 +35,7 @@ from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
 from node.extract.reads import Read, ReadColumn, columns_of
 from node.snapshot.door import Asked, DoorQueue
-from node.snapshot.state import SnapshotStore, TableCopy
+from node.snapshot.state import SnapshotStore, TableCopy, progress
 from node.snapshot.tasks import ReadTask, run, run_lines
 from node.spark import SparkRunner
 from shared import confinement
@@ -97,6 +97,7 @@ class Snapshots:
         self.door = door
         self.lines = lines  # how chunks of a table are read as LOAD DATA lines, if they can
         self.copies: list[TableCopy] = []
+        self.started = False  # the copies loaded: until then the store says where they are
         self.error = ""
         self._queue: deque[_Work] = deque()
         self._pending: dict[int, _Window] = {}
@@ -117,6 +118,7 @@ class Snapshots:
             if copy.state == "copying":
                 self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks
                                    if chunk.index not in copy.done)
+        self.started = True
         self.door.start()
         self._thread.start()
 
@@ -203,17 +205,7 @@ class Snapshots:
 
     def progress(self) -> list[dict[str, object]]:
         """Per table: chunks done of all, rows, rows/s, and an ETA."""
-        rate = self._rate.per_s()
-        found = []
-        for copy in self.copies:
-            left = max(copy.rows - copy.read_rows, 0)
-            found.append({"table": f"{copy.schema}.{copy.table}", "state": copy.state,
-                          "chunks_done": len(copy.done), "chunks": copy.total,
-                          "rows": copy.read_rows, "rows_estimated": copy.rows,
-                          "rows_per_s": rate if copy.state == "copying" else 0.0,
-                          "eta_s": left / rate if rate and copy.state == "copying" else 0.0,
-                          "where": copy.where, "error": copy.error})
-        return found
+        return progress(self.copies, self._rate.per_s())
 
     # -- the loop ------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -421,3 +413,4 @@ def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[
         names = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
     return [(schema, table) for schema, table in names
             if compiled.wants_schema(schema) and compiled.wants(schema, table)]
+

@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
 from shared.retl import decode_key, encode_key
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
+
+STORED_EVERY_S = 2.0  # how stale the progress of copies not running may be
 
 
 @dataclass
@@ -106,6 +108,21 @@ class SnapshotStore(SnapshotControl):
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
         super().__init__(client, paths, pipeline_id)
         self.path = paths.snapshot(pipeline_id)
+        self._stored: tuple[float, list[dict[str, object]]] = (-STORED_EVERY_S, [])
+
+    def stored_progress(self) -> list[dict[str, object]]:
+        """The copies' progress as last saved, for a runner whose copies are not running
+        (it is starting, or starting again): read at most every :data:`STORED_EVERY_S`, the
+        last reading kept while ZooKeeper does not answer."""
+        at, found = self._stored
+        now = time.monotonic()
+        if now - at >= STORED_EVERY_S:
+            try:
+                found = progress(self.load())
+            except KazooException:
+                pass
+            self._stored = (now, found)
+        return found
 
     def load(self) -> list[TableCopy]:
         try:
@@ -123,3 +140,17 @@ class SnapshotStore(SnapshotControl):
                 self.client.create(self.path, data, makepath=True)
             except NodeExistsError:
                 self.client.set(self.path, data)
+
+
+def progress(copies: list[TableCopy], rate: float = 0.0) -> list[dict[str, object]]:
+    """Per table of ``copies``: chunks done of all, rows, rows/s (``rate``), and an ETA."""
+    found: list[dict[str, object]] = []
+    for copy in copies:
+        left = max(copy.rows - copy.read_rows, 0)
+        found.append({"table": f"{copy.schema}.{copy.table}", "state": copy.state,
+                      "chunks_done": len(copy.done), "chunks": copy.total,
+                      "rows": copy.read_rows, "rows_estimated": copy.rows,
+                      "rows_per_s": rate if copy.state == "copying" else 0.0,
+                      "eta_s": left / rate if rate and copy.state == "copying" else 0.0,
+                      "where": copy.where, "error": copy.error})
+    return found

@@ -151,9 +151,14 @@ def test_kill_9_in_the_middle_of_a_copy_goes_on_with_the_chunks_not_done(
         node.kill()
         source.execute(f"UPDATE `{schema}`.items SET qty = -1 WHERE id % 1000 = 0")
         restarted = cluster.start_node(1)
-        wait_equal(source, target, schema, ["items"], 180)
-        wait_for(lambda: all(c.state == "done" for c in
-                             cluster.pipeline_state("snapcrash").snapshots), 60, "copy done")
+        shown: list[list[str]] = []  # the copy as status shows it, while the node starts again
+
+        def done() -> bool:
+            shown.append([c.state for c in cluster.pipeline_state("snapcrash").snapshots])
+            return shown[-1] == ["done"]
+        wait_for(done, 180, "copy done", interval_s=0.05)
+        assert all(len(states) == 1 for states in shown), shown  # never a copy gone from view
+        wait_equal(source, target, schema, ["items"], 60)
         reads = [line.split("chunks=")[1].split()[0]  # both runs: the node's one log file
                  for line in restarted.output().splitlines() if "event=snapshot_window " in line]
         [copy] = cluster.pipeline_state("snapcrash").snapshots
