@@ -10,6 +10,7 @@ PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 	bench-decode bench-decode-worker bench-lake bench-subscribe chaos
 
 setup: system-packages $(STAMP)
+	@$(BIN)/python scripts/compile.py
 
 system-packages:
 	@scripts/install-system-packages.sh

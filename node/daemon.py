@@ -16,7 +16,7 @@ from concurrent import futures
 import grpc
 from kazoo.exceptions import KazooException
 
-from node import service
+from node import compiled, service
 from node.membership import Membership
 from node.metrics import NODE
 from node.service import NodeServicer
@@ -161,7 +161,11 @@ class Node:
         return False
 
     def _serve(self, membership: Membership) -> None:
-        log.info("event=node_started node=%d address=%s", self.node_id, membership.info.address)
+        modules = compiled.status()  # the stream path's compiled modules, or why not
+        pure = [state for state in modules.values() if state != "compiled"]
+        log.info("event=node_started node=%d address=%s compiled=%d/%d%s", self.node_id,
+                 membership.info.address, len(modules) - len(pure), len(modules),
+                 f" hint=\"{pure[0]}\"" if pure else "")
         records: list[ChannelRecord] = []
         try:
             while not self.shutdown.requested.is_set():

@@ -14,6 +14,11 @@ command -v pt-table-sync >/dev/null 2>&1 || need+=(percona-toolkit)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # TLS tests make their certificates with the openssl command
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# the stream path's hot modules are compiled with Cython (scripts/compile.py): gcc and the
+# headers of the Python the venv is made with
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+[ -f "$(${PYTHON:-python3} -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
+  || need+=(python3-dev)
 # the status page is tested in a real (headless) browser
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
