@@ -1,0 +1,53 @@
+"""bench/guard.py: a benchmark run flags each of setl's figures more than 20% worse than the
+last run's of the same scenario."""
+
+from __future__ import annotations
+
+import json
+
+from bench import guard
+from bench.measure import write_report
+
+CATCHUP = "catch-up: 400,000 rows of sysbench prepare then 60s of oltp_write_only ({} rows)"
+
+
+def catchup(rows: int, setl: float, p99: float, cpu: float, native: float) -> dict[str, object]:
+    return {"scenario": CATCHUP.format(f"{rows:,}"), "setl_bulk_rows_per_s": setl,
+            "setl_delay_p99_ms": p99, "setl_cpu_s_per_100k_rows": cpu,
+            "native_bulk_rows_per_s": native, "rows": rows, "equal": True}
+
+
+def test_what_got_worse_by_more_than_a_fifth_is_flagged_and_nothing_else() -> None:
+    last = [catchup(1_000_000, 50_000, 30.0, 2.0, 60_000)]
+    # other row counts, the same scenario; the rate 30% lower, the p99 and CPU higher
+    found = guard.worse(last, [catchup(1_100_000, 35_000, 40.0, 2.6, 30_000)])
+    scenario = guard.scenario_key(CATCHUP.format(1)) + ": "
+    assert [line.removeprefix(scenario).split(":")[0] for line in found] == [
+        "setl_bulk_rows_per_s 50000 → 35000 (-30%); the peers in the same runs",
+        "setl_delay_p99_ms 30.0 → 40.0 (+33%); the peers in the same runs",
+        "setl_cpu_s_per_100k_rows 2.0 → 2.6 (+30%); the peers in the same runs"]
+    assert all(line.endswith("native_bulk_rows_per_s -50%") for line in found)
+    # better, or worse by less than a fifth: nothing; the peers' figures are never flagged
+    assert guard.worse(last, [catchup(1, 70_000, 24.5, 1.7, 10_000)]) == []
+    assert guard.worse(last, [catchup(1, 41_000, 35.9, 2.39, 60_000)]) == []
+    # delays below 5 ms in both runs are noise; another scenario is not compared
+    assert guard.worse([catchup(1, 1, 1.0, 1, 1)], [catchup(1, 1, 4.0, 1, 1)]) == []
+    assert guard.worse(last, [{**catchup(1, 1, 99.0, 9, 1), "scenario": "catch-up at 2x"}]) \
+        == []
+
+
+def test_a_report_says_what_got_worse_than_the_last_run(tmp_path, capsys) -> None:
+    (tmp_path / "peers-20261101-000000.json").write_text(json.dumps({"results": [
+        catchup(1_000_000, 50_000, 30.0, 2.0, 60_000)]}))
+    (tmp_path / "peers-20261102-000000.json").write_text(json.dumps({"results": [
+        catchup(1_000_000, 50_000, 10.0, 2.0, 60_000)]}))  # the last one
+    (tmp_path / "peers-smoke.json").write_text(json.dumps({"results": []}))
+    report, path = write_report(tmp_path, "peers", False, {}, [
+        catchup(900_000, 48_000, 30.0, 2.0, 60_000)], {})
+    assert report["against_last"]["last_run"] == "peers-20261102-000000.json"
+    [line] = report["against_last"]["worse"]
+    assert "setl_delay_p99_ms 10.0 → 30.0 (+200%)" in line
+    assert f"WORSE than peers-20261102-000000.json: {line}" in capsys.readouterr().out
+    assert json.loads(path.read_text())["against_last"] == report["against_last"]
+    smoke, _ = write_report(tmp_path, "peers", True, {}, [], {})
+    assert "against_last" not in smoke
