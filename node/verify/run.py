@@ -181,6 +181,8 @@ class Verification:
         self._say(table.name, "rechecking", out.chunks, out.chunks, out.rows, chunks.rows)
         probe = Probe(compiled, table, sessions)
         outcome = self._settle(pending, probe)
+        if self.options.repair:  # nothing confirmed: nothing remains (-1: no repair asked)
+            out.remaining = 0
         if self.options.repair and outcome.confirmed:
             outcome = self._repair(table, probe, outcome, out, report)
         self._fill(out, outcome)
