@@ -11,12 +11,11 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 from shared.identifiers import quote as q
 from tests.devcluster import ROOT, Database
-from tests.integration.test_decode import EXTRA, ROWS_CASES, master, run_cases, runs
+from tests.integration.test_decode import EXTRA, ROWS_CASES, master, run_cases, schemas_of
 
 IMAGES = ("FULL", "MINIMAL", "NOBLOB")
 
@@ -32,11 +31,8 @@ def twin(request: Path, out: Path, pure: bool) -> list[str]:
 
 def test_compiled_modules_make_what_their_pure_twins_make(sandbox, tmp_path) -> None:
     source = Database(sandbox, "source")
-    run = uuid.uuid4().hex[:6]
     cases = [case for case in [*ROWS_CASES, *EXTRA] if not case.pauses and not case.xfail]
-    schemas = {(case.id, image): f"tw{run}_{case.id.replace('-', '_')}_{image.lower()}"
-               for case in cases for image in IMAGES if runs(case, image)}
-    other = f"tw{run}_other"
+    schemas, other = schemas_of("tw", cases, IMAGES)
     try:
         source.execute(f"CREATE DATABASE {q(other)}")
         start = master(source)

@@ -224,13 +224,19 @@ def compressed_equal_their_twins(captured: list[Captured]) -> int:
     return zipped
 
 
+def schemas_of(prefix: str, cases: list[Case], images: tuple[str, ...]
+               ) -> tuple[dict[tuple[str, str], str], str]:
+    """A schema per case and row image it runs under, and the other schema, named uniquely
+    after ``prefix``."""
+    run = f"{prefix}{uuid.uuid4().hex[:6]}"
+    return ({(case.id, image): f"{run}_{case.id.replace('-', '_')}_{image.lower()}"
+             for case in cases for image in images if runs(case, image)}, f"{run}_other")
+
+
 def test_worker_decoder_equals_the_librarys_reading(sandbox, captured) -> None:
     source = Database(sandbox, "source")
-    run = uuid.uuid4().hex[:6]
     cases = [*ROWS_CASES, *EXTRA]
-    schemas = {(case.id, image): f"dc{run}_{case.id.replace('-', '_')}_{image.lower()}"
-               for case in cases for image in (*IMAGES, "ZIP") if runs(case, image)}
-    other = f"dc{run}_other"
+    schemas, other = schemas_of("dc", cases, (*IMAGES, "ZIP"))
     try:
         source.execute(f"CREATE DATABASE {q(other)}")
         start = master(source)

@@ -68,19 +68,26 @@ def watch(cluster: Cluster, schema: str, stop: threading.Event, seen: list[str],
         db.close()
 
 
-def test_backfills_and_snapshots_racing_transfers_never_show_a_mixed_state(
-        cluster: Cluster, source: Database, target: Database) -> None:
+def running(cluster: Cluster, source: Database, target: Database, channel: str,
+            **params: object) -> str:
+    """The accounts, equal on both sides, and a running channel copying them; the schema."""
     schema = make_schema(source, target, ACCOUNTS)
     rows = ", ".join(f"({i}, 1000, 1)" for i in range(1, ROWS + 1))
     for db in (source, target):  # equal before the channel starts, outside the binlog
         db.execute("SET SESSION sql_log_bin = 0")
         db.execute(f"INSERT INTO `{schema}`.accounts VALUES {rows}")
         db.execute("SET SESSION sql_log_bin = 1")
-    channel = "invariant"
-    cluster.apply([one_way(channel, schema, ["accounts"], snapshot_chunk_size=50,
-                           free_door={"source": "target", "slice": 100})])
+    cluster.apply([one_way(channel, schema, ["accounts"], **params)])
     cluster.set_status(channel, "START")
     cluster.wait_running(channel)
+    return schema
+
+
+def test_backfills_and_snapshots_racing_transfers_never_show_a_mixed_state(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    channel = "invariant"
+    schema = running(cluster, source, target, channel, snapshot_chunk_size=50,
+                     free_door={"source": "target", "slice": 100})
     from manager import cli
     manager = ["--manager", cluster.manager_address]
 
@@ -129,16 +136,8 @@ def test_a_repair_racing_transfers_never_shows_a_mixed_state(
     """``setl verify --repair`` mends target rows (through the central free door) while
     transfers change the same rows: the watcher sees the sum kept and no row go back, then
     verify finds the two sides equal."""
-    schema = make_schema(source, target, ACCOUNTS)
-    rows = ", ".join(f"({i}, 1000, 1)" for i in range(1, ROWS + 1))
-    for db in (source, target):  # equal before the channel starts, outside the binlog
-        db.execute("SET SESSION sql_log_bin = 0")
-        db.execute(f"INSERT INTO `{schema}`.accounts VALUES {rows}")
-        db.execute("SET SESSION sql_log_bin = 1")
     channel = "mend"
-    cluster.apply([one_way(channel, schema, ["accounts"], free_door={"source": "target"})])
-    cluster.set_status(channel, "START")
-    cluster.wait_running(channel)
+    schema = running(cluster, source, target, channel, free_door={"source": "target"})
     from manager import cli
     manager = ["--manager", cluster.manager_address, "-o", "json"]
     stop, moved, broken, reads = threading.Event(), [], [], []
