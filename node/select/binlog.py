@@ -36,7 +36,7 @@ from node.ddl import parse as parse_ddl
 from node.extract.decode import TableSchema, decode_rows
 from node.select import libevents, statements
 from node.select.packets import PacketReader
-from node.select.source import LOST_POSITION_REMEDY
+from node.select.source import LOST_POSITION_REMEDY, gtid_start
 from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import PositionLostError, SetlError, SourceError
@@ -92,12 +92,6 @@ class MappedTable:
     number: int  # 0: not wanted (its rows events are dropped unread)
     layout: TableSchema | None = None
     system: bool = False  # retl_buffer or retl_mark: decoded here
-
-
-def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:
-    """The library's arguments for a dump from ``gtid``: MariaDB's domain-server-sequence
-    position or MySQL's executed GTID set, told apart by the server's version string."""
-    return {"auto_position": gtid, "is_mariadb": "mariadb" in server_version.lower()}
 
 
 class BinlogReader:
@@ -389,7 +383,7 @@ class BinlogReader:
             self._numbers += 1
             number = self._numbers
             self.layouts[number] = layout
-            self.row_bytes[number] = _row_bytes(layout)
+            self.row_bytes[number] = layout.row_bytes()
         self._tables[table_id] = MappedTable(schema, table, number, layout, system)
 
     def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:
@@ -499,22 +493,3 @@ class BinlogReader:
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
 
-
-_FIXED_SIZES = {1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 8: 8, 9: 3, 13: 1, 10: 3, 18: 5, 17: 4, 19: 3,
-                246: 8, 16: 1}
-
-
-def _row_bytes(layout: TableSchema) -> int:
-    """A row change's share of its event as guessed from the columns: fixed widths as they
-    are, a string at a third of its maximum (at most 64 bytes), anything else 16 bytes,
-    and the event's own bytes (header, bitmaps) as a few more."""
-    size = 8 + (len(layout.columns) + 7) // 8
-    for column in layout.columns:
-        fixed = _FIXED_SIZES.get(column.type)
-        if fixed is not None:
-            size += fixed
-        elif column.max_length:
-            size += 1 + min(column.max_length // 3, 64)
-        else:
-            size += 16
-    return max(size, 1)

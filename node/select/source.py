@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from shared.endpoint import connect, connection_settings
 from shared.errors import PositionLostError, SourceError
@@ -60,3 +61,9 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
                 raise PositionLostError(
                     f"{where}: binlog file {start.file} is not on the source any more "
                     f"(oldest is {files[0] if files else 'none'}). {LOST_POSITION_REMEDY}")
+
+
+def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:
+    """The library's arguments for a dump from ``gtid``: MariaDB's domain-server-sequence
+    position or MySQL's executed GTID set, told apart by the server's version string."""
+    return {"auto_position": gtid, "is_mariadb": "mariadb" in server_version.lower()}

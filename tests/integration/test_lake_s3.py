@@ -20,8 +20,7 @@ import pytest
 from manager import cli
 from shared.sandbox import dying_with_parent, free_port
 from tests.devcluster import Cluster, Database, wait_for
-from tests.integration.shapes import Shapes
-from tests.integration.test_lake import (
+from tests.integration.lakes import (
     SHAPES,
     LakeWatcher,
     Store,
@@ -30,6 +29,7 @@ from tests.integration.test_lake import (
     lake_sources,
     streamed_with_kills,
 )
+from tests.integration.shapes import Shapes
 
 pytestmark = pytest.mark.integration
 KEY, SECRET = "setl-test-key", "setl-test-secret"

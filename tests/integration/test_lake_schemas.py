@@ -29,7 +29,7 @@ from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 from tests.integration.corpus import CASES, OTHER_SETUP, Case
 from tests.integration.corpus.shapes import FOREIGN_KEYS
-from tests.integration.test_lake import lake_sources
+from tests.integration.lakes import lake_sources
 from tests.integration.test_schemas import fill, schema_of
 
 pytestmark = [pytest.mark.schemas]

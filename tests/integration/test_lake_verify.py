@@ -16,7 +16,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.devcluster import Cluster, Database, make_schema, wait_for
-from tests.integration.test_lake import (
+from tests.integration.lakes import (
     TYPE_ROWS,
     TYPES,
     ended,

@@ -6,32 +6,26 @@ the file — which here holds the right password, so a node that read it would r
 A processor outside the processor directories, written the same way, pauses its pipeline
 at start, while the same node runs a channel whose processor is allowed. Sources are managed
 like channels: listed and shown with their references, deleted only when no channel uses
-them, also when an apply creating such a channel lands in the middle of the delete. A whole
-channel runs over verified TLS; the node refuses a source outside its database_hosts, and
-one with tls: whose server offers none."""
+them, also when an apply creating such a channel lands in the middle of the delete. The node
+refuses a source outside its database_hosts, and one with tls: whose server offers none (a
+whole channel over verified TLS: test_tls.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import socket
 from pathlib import Path
 
 import grpc
-import pymysql
 import pytest
 from kazoo.client import KazooClient
 
 from manager import cli
-from shared import confinement, definitions, zk
+from shared import definitions, zk
 from shared.catalog import Catalog
-from shared.endpoint import connect
-from shared.errors import ConflictError, SourceError
-from shared.model import DataSource, TlsOptions
+from shared.errors import ConflictError
 from shared.rpc import manager_pb2, node_pb2_grpc
-from shared.sandbox import Sandbox, free_port
-from shared.sandbox_servers import MariaDBKind, ServerSpec
-from shared.secrets import SecretRef
+from shared.sandbox import Sandbox
 from shared.settings import ZkSettings
 from tests.devcluster import (
     Cluster,
@@ -269,86 +263,6 @@ def test_sources_are_listed_shown_and_deleted_only_when_no_channel_uses_them(
         cluster.stop()
         source.close()
         target.close()
-
-
-def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
-        sandbox: Sandbox, tmp_path: Path) -> None:
-    """Select (binlog and table reads) and Load both reach a MariaDB whose user must use
-    TLS; the rows arrive only if every connection verified the server's certificate."""
-    certificates = make_certificates(tmp_path / "tls")
-    kind, datadir, port = MariaDBKind(), tmp_path / "tlsdb", free_port()
-    spec = ServerSpec("tlsdb", "mariadb", 41, extra_args=(
-        f"--ssl-ca={certificates.ca}", f"--ssl-cert={certificates.server_cert}",
-        f"--ssl-key={certificates.server_key}"))
-    server = kind.start(spec, datadir, port, sandbox.password(), "setl")
-    # tls: files are read only from secret directories: the certificates' folder is one
-    cluster = Cluster(sandbox, tmp_path, "tls", security={"secret_dirs": [
-        str(sandbox.secret_file.parent), str(certificates.ca.parent)]})
-    try:
-        wait_for(lambda: kind.answers(port), 60, "the TLS MariaDB to answer")
-        kind.prepare(datadir, port, sandbox.password(), "setl")
-        root = pymysql.connect(unix_socket=str(kind.socket_path(datadir)), user="root",
-                               autocommit=True)
-        with root, root.cursor() as cursor:
-            for host in ("127.0.0.1", "localhost"):
-                cursor.execute(f"ALTER USER 'setl'@'{host}' REQUIRE SSL")
-            cursor.execute("CREATE DATABASE shop")
-            cursor.execute("CREATE DATABASE shop_copy")
-            cursor.execute(TABLE.format(schema="shop"))
-            cursor.execute(TABLE.format(schema="shop_copy"))
-        tls = {"ca": str(certificates.ca), "verify_identity": True}
-        sources = [{"name": name, "host": "127.0.0.1", "port": port, "user": "setl",
-                    "password": f"file:{sandbox.secret_file}", "tls": tls}
-                   for name in ("source", "target")]
-        channel = {"name": "tls", "pipelines": [{
-            "name": "forward", "source": "source", "target": "target", "batch_timeout_ms": 50,
-            "pairs": [{"source": "shop.items", "target": "shop_copy.items"}]}]}
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([channel], sources)
-        cluster.set_status("tls", "START")
-        cluster.wait_running("tls", 120)
-        secured = pymysql.connect(host="127.0.0.1", port=port, user="setl",
-                                  password=sandbox.password(), autocommit=True,
-                                  ssl={"ca": str(certificates.ca)})
-        with secured, secured.cursor() as cursor:
-            cursor.execute("SHOW STATUS LIKE 'Ssl_cipher'")
-            assert cursor.fetchone()[1]  # this session is TLS
-            for n in range(1, 51):
-                cursor.execute("INSERT INTO shop.items VALUES (%s, %s)", (n, f"item {n}"))
-            cursor.execute("UPDATE shop.items SET name = 'changed' WHERE id <= 10")
-            cursor.execute("DELETE FROM shop.items WHERE id > 45")
-
-            def copied() -> bool:
-                cursor.execute("SELECT * FROM shop.items ORDER BY id")
-                wanted = cursor.fetchall()
-                cursor.execute("SELECT * FROM shop_copy.items ORDER BY id")
-                return cursor.fetchall() == wanted
-
-            wait_for(copied, 120, "the rows to arrive over TLS")
-            cursor.execute("SELECT COUNT(*) FROM shop_copy.items")
-            assert cursor.fetchone()[0] == 45
-            # without TLS the setl user is turned away: the copy above used TLS throughout
-            with pytest.raises(pymysql.err.OperationalError):
-                pymysql.connect(host="127.0.0.1", port=port, user="setl",
-                                password=sandbox.password(), ssl_disabled=True)
-        # and the server's certificate is checked: another CA's trust is not enough
-        stranger = make_certificates(tmp_path / "other-ca")
-        before = confinement.current()  # (its folder a secret directory, as an operator's)
-        confinement.confine(dataclasses.replace(
-            before, secret_dirs=(*before.secret_dirs, stranger.ca.parent)))
-        try:
-            with pytest.raises(SourceError) as caught:
-                connect(DataSource("source", "127.0.0.1", port, "setl",
-                                   SecretRef(f"file:{sandbox.secret_file}"),
-                                   tls=TlsOptions(ca=str(stranger.ca))))
-        finally:
-            confinement.confine(before)
-        assert "certificate verify failed" in str(caught.value)
-    finally:
-        cluster.stop()
-        server.terminate()
-        server.wait(60)
 
 
 def start_past_the_manager(zk_client: KazooClient, cluster: Cluster, channel: str) -> None:

@@ -183,7 +183,7 @@ def test_a_batch_of_two_way_echoes_only_is_marked_so_load_writes_no_position() -
 
 
 def test_a_gtid_start_follows_the_server_kind() -> None:
-    from node.select.binlog import gtid_start
+    from node.select.source import gtid_start
 
     assert gtid_start("10.11.6-MariaDB-0+deb12u1-log", "0-11-42") == {
         "auto_position": "0-11-42", "is_mariadb": True}
