@@ -100,6 +100,7 @@ class Positions:
         if rows and all(self.catalog.source(t.target).type == "subscription"
                         for t in found.targets) and found.source_end.file:
             # a subscription publishes no cursor: what its reader acknowledged is where it is
+            found.cursor.CopyFrom(rows[0])
             found.behind_bytes = _bytes_between(files, BinlogPosition(rows[0].file,
                                                                       rows[0].pos), end)
         return found

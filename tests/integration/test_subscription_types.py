@@ -77,6 +77,9 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
     # goes with its position
     [shown] = json.loads(_cli(cluster, "subscription", "show", "typed", "-o", "json"))
     assert shown["acked"] == f"{big['file']}:{big['pos']}" or big["file"] in shown["acked"]
+    [where] = json.loads(_cli(cluster, "-o", "json", "position", "show", "typed"))["pipelines"]
+    assert where["cursor"] == where["targets"][0]["position"], where  # no stale cursor
+    assert where["cursor"]["file"] == big["file"]
     running = subprocess.run([str(BIN / "setl"), "--manager", cluster.manager_address,
                               "subscription", "delete", "typed"], capture_output=True,
                              text=True, timeout=60, check=False)
