@@ -133,12 +133,12 @@ class Peers:
             return ""
         return str(status.get("Last_SQL_Error") or status.get("Last_IO_Error") or "")
 
-    def start_setl(self, tables: int, **params: object) -> None:
+    def start_setl(self, tables: int, batch_size: int = 10000, **params: object) -> None:
         pairs = [{"source": f"{DB}.sbtest[1-{tables}]", "target": f"{DB}.sbtest[1-{tables}]"},
                  {"source": f"{DB}.beat", "target": f"{DB}.beat"}]
         self.cluster.apply([{"name": "bench", "pipelines": [{
             "name": "forward", "source": "source", "target": "target", "ddl_sync": True,
-            "batch_size": 10000, "load_batch_size": 2000, **params, "pairs": pairs}]}])
+            "batch_size": batch_size, "load_batch_size": 2000, **params, "pairs": pairs}]}])
         self.cluster.set_status("bench", "START")
         self.cluster.wait_running("bench")
 
@@ -372,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
+    parser.add_argument("--batch-size", type=int, default=10000,
+                        help="the pipeline's batch_size: the rows of a catch-up's batches "
+                        "(10000 in every run so far; setl's default is 20000)")
     parser.add_argument("--batch-timeout-ms", type=int, default=0,
                         help="the stream scenarios' pipeline's batch_timeout_ms (0: setl's "
                              "default)")
@@ -406,8 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         for db in (peers.source, *peers.natives.values()):  # the replicas start from here on
             db.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         peers.start_replicas()
-        peers.start_setl(args.tables, **({"batch_timeout_ms": args.batch_timeout_ms}
-                                         if args.batch_timeout_ms else {}))
+        peers.start_setl(args.tables, batch_size=args.batch_size,
+                         **({"batch_timeout_ms": args.batch_timeout_ms}
+                            if args.batch_timeout_ms else {}))
         peers.source.execute(BEAT)
         if "bulk" in scenarios or "delay" in scenarios:
             results.append(bulk_scenario(peers, args.tables, args.table_size, node.pid))
