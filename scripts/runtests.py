@@ -24,9 +24,9 @@ PURE = "SETL_PURE_PYTHON"  # node.compiled: the modules' pure-Python twins
 # integration modules without faults, kills or timing (a new module runs in the main run);
 # the benchmarks' smoke runs each start a sandbox of their own
 QUIET = ("api_security", "bench_smoke", "check", "chunks", "compiled", "ddl", "decode",
-         "foundation", "keys", "lake_schemas", "lake_verify", "lookup", "names", "randomized",
-         "savepoints", "schemas", "security", "shard", "subscription_types", "tls", "transform",
-         "types", "verify")
+         "foundation", "invariants", "keys", "lake_schemas", "lake_verify", "lookup", "names",
+         "randomized", "savepoints", "schemas", "security", "shard", "subscription_types",
+         "tls", "transform", "twoway", "types", "verify")
 
 
 def main() -> int:
