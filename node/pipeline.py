@@ -473,8 +473,8 @@ class PipelineRunner:
             window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
             process_id=self.cursor.process_id if self.cursor else 0,
             free_door=dataclasses.asdict(self.door_stats),
-            snapshots=self._snapshots.progress() if self._snapshots and \
-            self._snapshots.started else self.snapshot_store.stored_progress(),
+            snapshots=(self._snapshots.progress() if self._snapshots and self._snapshots.started
+                       else self.snapshot_store.stored_progress()),  # starting: as last saved
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
             source_switches=self.primary.switches,

@@ -181,10 +181,10 @@ class Verification:
         self._say(table.name, "rechecking", out.chunks, out.chunks, out.rows, chunks.rows)
         probe = Probe(compiled, table, sessions)
         outcome = self._settle(pending, probe)
-        if self.options.repair:  # nothing confirmed: nothing remains (-1: no repair asked)
-            out.remaining = 0
-        if self.options.repair and outcome.confirmed:
-            outcome = self._repair(table, probe, outcome, out, report)
+        if self.options.repair:
+            out.remaining = 0  # nothing confirmed, nothing remains (-1: no repair asked)
+            if outcome.confirmed:
+                outcome = self._repair(table, probe, outcome, out, report)
         self._fill(out, outcome)
         out.seconds = round(time.monotonic() - started, 3)
         log.info("event=verify_table pipeline=%s table=%s method=%s rows=%d chunks=%d "
