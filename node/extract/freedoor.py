@@ -159,6 +159,7 @@ class CentralDoor:
                                    (self.channel, self.pipeline, self._after))
                     self.pending, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
         except pymysql.MySQLError as exc:
+            self.close()  # a query cut off midway leaves the connection unusable
             raise SetlError(f"central free door on {self.buffer.name}: "
                             f"{exc.args[-1] if exc.args else exc}") from None
         if rows:
@@ -182,19 +183,23 @@ class CentralDoor:
         return rows
 
     def waiting(self) -> bool:
-        """Whether requests wait (asked at most every 0.2 s; errors surface in take)."""
+        """Whether requests wait (asked at most every 0.2 s; errors surface in take).
+        Select asks while Load deletes served requests: the connection is used under the
+        lock, one query at a time."""
         now = time.monotonic()
         if now - self._asked_at < 0.2:
             return False
         self._asked_at = now
-        try:
-            with self._cursor() as cursor:
-                cursor.execute("SELECT 1 FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
-                               "PIPELINE_ID = %s AND ID > %s LIMIT 1",
-                               (self.channel, self.pipeline, self._after))
-                return cursor.fetchone() is not None
-        except pymysql.MySQLError:
-            return True  # take() reports it
+        with self._lock:
+            try:
+                with self._cursor() as cursor:
+                    cursor.execute("SELECT 1 FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
+                                   "PIPELINE_ID = %s AND ID > %s LIMIT 1",
+                                   (self.channel, self.pipeline, self._after))
+                    return cursor.fetchone() is not None
+            except pymysql.MySQLError:
+                self.close()
+                return True  # take() reports it
 
     def rewind(self) -> None:
         """After a failure: requests of windows not loaded are taken again."""
@@ -204,9 +209,15 @@ class CentralDoor:
     def delete(self, ids: list[int]) -> None:
         """Served requests' rows (their windows are loaded)."""
         with self._lock:
-            delete_ids(self._cursor(), ids)
+            try:
+                with self._cursor() as cursor:
+                    delete_ids(cursor, ids)
+            except pymysql.MySQLError:
+                self.close()
+                raise
 
     def close(self) -> None:
+        """(Called with the lock held, or when no other thread uses the door any more.)"""
         if self._conn is not None:
             try:
                 self._conn.close()

@@ -239,3 +239,42 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_the_central_doors_connection_serves_one_thread_at_a_time(sandbox, target) -> None:
+    """Select asks whether central requests wait while Load deletes the served ones, on the
+    door's one connection: each query whole (two at once broke a pipeline with 'Packet
+    sequence number wrong'); every request is taken once and deleted."""
+    from node.extract.freedoor import CentralDoor
+    from tests.integration.test_load import target_endpoint
+    channel, requests = f"race{random.randrange(10**9)}", 3000
+    door = CentralDoor(target_endpoint(sandbox), channel, "forward", slice=40)
+    door.take(1)  # the retl schema where missing
+    request_rows(target, "s.t", [(i,) for i in range(requests)], channel=channel,
+                 pipeline="forward")
+    done, asked, failures = threading.Event(), [], []
+
+    def ask() -> None:
+        while not done.is_set():
+            door._asked_at = 0.0  # ask every time, not every 0.2 s
+            try:
+                asked.append(door.waiting())
+            except Exception as exc:  # the test reports whatever broke
+                failures.append(repr(exc))
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    taken: list[int] = []
+    try:
+        while batch := door.take(40):
+            ids = [int(change.after["ID"]) for change in batch]
+            taken += ids
+            door.delete(ids)
+    finally:
+        done.set()
+        asker.join(30)
+        door.close()
+    assert failures == [] and len(asked) > 100, (len(asked), failures[:3])
+    assert len(taken) == len(set(taken)) == requests
+    assert target.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s",
+                       (channel,)) == [(0,)]
