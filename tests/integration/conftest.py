@@ -20,6 +20,22 @@ from shared.settings import ZkSettings
 from tests.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
 
 NOTEWORTHY = re.compile(r" (WARNING|ERROR|CRITICAL) |event=pipeline_(started|stopped|failed)")
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT")
+
+
+def noteworthy(lines: list[str]) -> list[str]:
+    """The warnings, errors and pipeline starts and stops, each error with its traceback
+    (the lines after it that carry no timestamp of their own)."""
+    kept, tail = [], False
+    for line in lines:
+        if NOTEWORTHY.search(line):
+            kept.append(line)
+            tail = " ERROR " in line or " CRITICAL " in line
+        elif tail and not TIMESTAMP.match(line):
+            kept.append(line)
+        else:
+            tail = False
+    return kept
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -36,10 +52,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         daemons += running.daemons
     for daemon in daemons:
         try:
-            lines = [line for line in daemon.output().splitlines() if NOTEWORTHY.search(line)]
+            lines = noteworthy(daemon.output().splitlines())
         except OSError:
             continue
-        report.sections.append((f"setl log {daemon.log_path.name}", "\n".join(lines[-80:])))
+        report.sections.append((f"setl log {daemon.log_path.name}", "\n".join(lines[-150:])))
 
 
 @pytest.fixture(scope="session")
