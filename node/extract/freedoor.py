@@ -129,7 +129,7 @@ class CentralDoor:
         with self._lock:
             if buffer != self.buffer:
                 self.buffer = buffer
-                self.close()
+                self._drop()
 
     def _cursor(self) -> Any:
         if self._conn is None or not self._conn.open:
@@ -159,7 +159,7 @@ class CentralDoor:
                                    (self.channel, self.pipeline, self._after))
                     self.pending, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
         except pymysql.MySQLError as exc:
-            self.close()  # a query cut off midway leaves the connection unusable
+            self._drop()  # a query cut off midway leaves the connection unusable
             raise SetlError(f"central free door on {self.buffer.name}: "
                             f"{exc.args[-1] if exc.args else exc}") from None
         if rows:
@@ -198,7 +198,7 @@ class CentralDoor:
                                    (self.channel, self.pipeline, self._after))
                     return cursor.fetchone() is not None
             except pymysql.MySQLError:
-                self.close()
+                self._drop()
                 return True  # take() reports it
 
     def rewind(self) -> None:
@@ -213,11 +213,15 @@ class CentralDoor:
                 with self._cursor() as cursor:
                     delete_ids(cursor, ids)
             except pymysql.MySQLError:
-                self.close()
+                self._drop()
                 raise
 
     def close(self) -> None:
-        """(Called with the lock held, or when no other thread uses the door any more.)"""
+        """The connection closed (after a query another thread runs on it, if any)."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
         if self._conn is not None:
             try:
                 self._conn.close()
