@@ -270,3 +270,18 @@ def connect(source: DataSource, **extra: Any) -> pymysql.Connection:
 def _refused(source: DataSource, exc: pymysql.MySQLError) -> SourceError:
     return SourceError(f"cannot connect to {source.name} ({source.host}:{source.port}) as "
                        f"{source.user}: {exc.args[-1] if exc.args else exc}")
+
+
+# server errors after which the server closes the connection: shutting down, killed,
+# disconnected an idle client (MySQL)
+CONNECTION_ENDED = frozenset({1053, 1927, 4031})
+
+
+def server_answered(exc: pymysql.MySQLError) -> bool:
+    """Whether the server answered a statement with an error (an unknown variable, a missing
+    right: the connection stays usable), as against the connection failing (a client error,
+    2000-2999: lost, timed out; a protocol error without a code: out of step; the server
+    ending it), which no later statement on it survives."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    return not isinstance(exc, pymysql.err.InterfaceError) and code >= 1000 and \
+        not 2000 <= code < 3000 and code not in CONNECTION_ENDED

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from shared.endpoint import connect
+from shared.endpoint import connect, server_answered
 from shared.errors import SourceError
 from shared.model import DataSource
 from shared.positions import server_identity
@@ -137,8 +137,9 @@ def probe(source: DataSource) -> Probe:
             try:
                 cursor.execute("SELECT @@gtid_binlog_state, @@gtid_binlog_pos")
                 state, pos = (str(value or "") for value in cursor.fetchone())
-            except pymysql.MySQLError:
-                pass  # MySQL
+            except pymysql.MySQLError as exc:
+                if not server_answered(exc):
+                    raise  # lost (a timeout): no answer; MySQL answers that it has no GTIDs
             replicating = False
             try:
                 cursor.execute("SHOW SLAVE STATUS")
@@ -146,8 +147,10 @@ def probe(source: DataSource) -> Probe:
                 columns = [column[0] for column in cursor.description or ()]
                 replicating = any(dict(zip(columns, row, strict=False)).get(
                     "Slave_IO_Running") in ("Yes", "Connecting") for row in rows)
-            except pymysql.MySQLError:
-                pass  # no SLAVE MONITOR / REPLICATION CLIENT right: not known, not waited on
+            except pymysql.MySQLError as exc:
+                if not server_answered(exc):
+                    raise
+                # no SLAVE MONITOR / REPLICATION CLIENT right: not known, not waited on
             return Probe(address(source), "", read_only, server, state, pos, replicating)
     except (pymysql.MySQLError, OSError, SourceError) as exc:
         reason = exc.args[-1] if isinstance(exc, pymysql.MySQLError) and exc.args else exc

@@ -19,7 +19,7 @@ import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from shared.endpoint import connect
+from shared.endpoint import connect, server_answered
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
 
@@ -71,8 +71,9 @@ def server_identity(cursor: Any) -> str:
     try:
         cursor.execute("SELECT @@server_uuid")  # MySQL: made with its data, kept across hosts
         return str(cursor.fetchone()[0])
-    except pymysql.MySQLError:
-        pass
+    except pymysql.MySQLError as exc:
+        if not server_answered(exc):
+            raise
     cursor.execute("SELECT @@server_id, @@hostname, @@port")
     server_id, hostname, port = cursor.fetchone()
     return f"{server_id}@{hostname}:{port}"
@@ -84,7 +85,9 @@ def gtid_at(cursor: Any, position: BinlogPosition) -> str:
     try:
         cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
         return str(cursor.fetchone()[0] or "")
-    except pymysql.MySQLError:
+    except pymysql.MySQLError as exc:
+        if not server_answered(exc):
+            raise  # a lost connection is no answer: the position must not lose its GTIDs
         return ""  # MySQL has no BINLOG_GTID_POS
 
 

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from manager import cli
 from shared.positions import Cursor
 from shared.sandbox import Sandbox
@@ -301,3 +303,22 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
                          "--wait"]) == 0
         assert f"from {file}:{pos}" in capsys.readouterr().out
         wait_equal(source, target, schema, ["kl"])
+
+
+def test_a_lost_connection_is_no_answer_without_gtids(sandbox, source) -> None:
+    """A position's GTID state read on a connection that is gone raises: '' (what MySQL
+    answers) would give the position no GTIDs and a later switch by GTID nothing to go by."""
+    import pymysql
+
+    from shared.endpoint import connect
+    from shared.model import BinlogPosition
+    from shared.positions import gtid_at, server_identity
+    from tests.integration.test_lookup import source_of
+
+    with connect(source_of(sandbox)) as conn, conn.cursor() as cursor:
+        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+        at = BinlogPosition(str(file), int(pos))
+        assert gtid_at(cursor, at) and "@" in server_identity(cursor)  # MariaDB answers
+        source.execute(f"KILL {conn.thread_id()}")
+        with pytest.raises(pymysql.MySQLError):
+            gtid_at(cursor, at)

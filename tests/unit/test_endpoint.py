@@ -403,3 +403,17 @@ def test_the_address_checked_is_the_address_connected_to(
 def test_setls_own_tokens_are_no_definitions_password(reference: str) -> None:
     problem = Confinement(env_prefix="SETL_").secret_problem(reference)
     assert problem is not None and "names one of setl's own secrets" in problem
+
+
+@pytest.mark.parametrize(("error", "answered"), [
+    (pymysql.err.OperationalError(1193, "Unknown system variable 'gtid_binlog_state'"), True),
+    (pymysql.err.OperationalError(1227, "Access denied; you need SLAVE MONITOR"), True),
+    (pymysql.err.OperationalError(1142, "SELECT command denied to user"), True),
+    (pymysql.err.OperationalError(4031, "The client was disconnected by the server"), False),
+    (pymysql.err.OperationalError(2013, "Lost connection to server during query"), False),
+    (pymysql.err.InternalError("Packet sequence number wrong - got 1 expected 6"), False),
+    (pymysql.err.InterfaceError(0, ""), False),
+])
+def test_a_server_error_is_told_from_a_lost_connection(error, answered) -> None:
+    from shared.endpoint import server_answered
+    assert server_answered(error) is answered
