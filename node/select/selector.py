@@ -8,9 +8,10 @@ stream is quiet, so a busy stream cuts as surely as an idle one:
 - it spans ``MAX_TRANSACTIONS`` transactions, with rows or without (a backlog on tables the
   pipeline does not replicate still moves the position, in batches of bounded size);
 - ``batch_timeout_ms`` passed since its first transaction and it has rows. While
-  Extract/Transform is saturated (``window.saturated()``) the timeout waits: each Spark job
-  has a fixed cost, so under load small timed batches would only queue behind each other;
-  batches then grow with the load (up to ``batch_size``);
+  Extract/Transform is saturated (``window.saturated()``) or transactions already read wait
+  to be taken (a backlog: a catch-up) the timeout waits: each Spark job has a fixed cost, so
+  under load small timed batches would only queue behind each other; batches then grow with
+  the load (up to ``batch_size``);
 - it has rows, no batch before it is still on its way (the window holds only this one)
   and no transaction is waiting to be taken: waiting for the timeout would only add delay.
   So a caught-up pipeline sends each transaction as soon as the last batch is loaded, and a
@@ -234,4 +235,4 @@ class Selector:
             return True  # nothing on its way, nothing waiting: see the module's list
         if self.clock() - first_at < self._timeout_s(batch):
             return False
-        return not (batch.rows and self.window.saturated())
+        return not (batch.rows and (self.window.saturated() or self.transactions.backlog))

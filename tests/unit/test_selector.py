@@ -116,12 +116,15 @@ def test_empty_transactions_of_a_steady_stream_are_cut_by_time() -> None:
     assert batch.spanned == IDLE_BATCH_INTERVAL_S * 64 + 1
 
 
-def test_rows_are_cut_by_time_while_the_stream_never_pauses() -> None:
+def test_a_backlog_lets_a_batch_grow_past_its_timeout() -> None:
+    """A catch-up: transactions already read wait, so the timeout waits too (each Spark job
+    has a fixed cost) and the batch is cut by size."""
     clock = Clock()
     source = Source(clock, step_s=1 / 64)
     source.items.extend(txn(n, rows=1) for n in range(1, 500))
-    batch = cut(selector(source, clock, batch_size=10_000, batch_timeout_ms=125))
-    assert batch.rows == batch.spanned == 9  # cut 125 ms after the first, not at the end
+    batch = cut(selector(source, clock, batch_size=40, batch_timeout_ms=125))
+    assert batch.rows == batch.spanned == 40
+    assert clock.now - 1000.0 > 0.125 * 4  # well past the timeout
 
 
 def test_rows_are_cut_by_size_and_transactions_stay_whole() -> None:
