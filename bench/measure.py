@@ -118,15 +118,18 @@ def percentile_ms(seconds: list[float], p: int) -> float:
 
 def time_split(log_text: str) -> dict[str, float]:
     """Mean per-batch milliseconds of E/T, waiting for E/T and load (the cursor is published
-    off the load path)."""
-    fields: dict[str, list[float]] = {"et_ms": [], "wait_ms": [], "load_ms": []}
+    off the load path), the mean rows of a batch and how many batches had rows."""
+    fields: dict[str, list[float]] = {"et_ms": [], "wait_ms": [], "load_ms": [], "rows": []}
     for line in log_text.splitlines():
         if "event=batch_loaded" in line and " rows=0 " not in line:
             for name, values in fields.items():
-                found = re.search(rf"{name}=([\d.]+)", line)
+                found = re.search(rf" {name}=([\d.]+)", line)
                 if found:
                     values.append(float(found.group(1)))
-    return {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
+    split = {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
+    if fields["rows"]:
+        split["batches"] = len(fields["rows"])
+    return split
 
 
 def pt_table_sync_differences(password: str, source_port: int, copy_port: int, schema: str,
