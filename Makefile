@@ -6,7 +6,7 @@ STAMP := $(VENV)/.setup-done
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Ishared/rpc=proto
 
 .PHONY: setup system-packages demo demo-down test proto reference check-proto lint unit integration clean \
-	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-profile bench-stream \
+	bench bench-copy bench-bulk bench-delay bench-noisy bench-catchup bench-catchup-alone bench-profile bench-stream \
 	bench-decode bench-decode-worker bench-lake bench-subscribe chaos
 
 setup: system-packages $(STAMP)
@@ -62,6 +62,10 @@ bench: setup
 
 bench-copy bench-bulk bench-delay bench-noisy bench-catchup: setup
 	$(BIN)/python -m bench.peers --scenarios $(@:bench-%=%)
+
+# the catch-up with each copy crossing the backlog alone (the machine to itself)
+bench-catchup-alone: setup
+	$(BIN)/python -m bench.peers --scenarios catchup --catchup-alone
 
 bench-lake: setup
 	$(BIN)/python -m bench.lake

@@ -2,7 +2,8 @@
 all stopped while a backlog is written (``sysbench prepare``, then ``oltp_write_only`` at full
 rate), then all started together: how long each takes to cross the bulk part and the OLTP
 part, in source rows/s, and what setl's node spent per row, by stage (``--profile``: py-spy on
-the node's process tree).
+the node's process tree). ``--catchup-alone``: each copy crosses the same backlog by
+itself, one after the other, with the machine to itself.
 """
 
 from __future__ import annotations
@@ -56,9 +57,38 @@ def _position_of(peers: Peers, name: str) -> tuple[str, int]:
     return _setl_position(peers) if name == "setl" else _replica_position(peers, name)
 
 
+def _start(peers: Peers, name: str) -> None:
+    if name == "setl":
+        peers.cluster.set_status("bench", "START")
+    else:
+        peers.natives[name].execute("START SLAVE")
+
+
+def _cross(peers: Peers, crossed: dict[str, dict[str, float]], started: float,
+           bulk_end: tuple[str, int], oltp_end: tuple[str, int]) -> None:
+    """Wait until each copy of ``crossed`` has applied past both marks, noting when (seconds
+    from ``started``)."""
+    from bench.peers import LABELS, NATIVES
+
+    deadline = started + 3600
+    while any(len(marks) < 2 for marks in crossed.values()) and time.monotonic() < deadline:
+        for name, marks in crossed.items():
+            at = _position_of(peers, name)
+            for mark, end in (("bulk", bulk_end), ("oltp", oltp_end)):
+                if mark not in marks and at >= end:
+                    marks[mark] = time.monotonic() - started
+        for name in NATIVES:  # one that stopped on an error would never get there
+            if name in crossed and len(crossed[name]) < 2 and \
+                    (error := peers.replica_error(name)):
+                raise RuntimeError(f"catch-up: the {LABELS[name]} stopped: {error}")
+        time.sleep(0.05)
+
+
 def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_pid: int,
-                     profile: Path | None = None) -> dict[str, Any]:
-    from bench.peers import COPIES, DB, LABELS, NATIVES
+                     profile: Path | None = None, alone: bool = False) -> dict[str, Any]:
+    """``alone``: each copy crosses the backlog by itself, one after the other (setl first),
+    the others stopped: what each does with the whole machine, instead of sharing it."""
+    from bench.peers import COPIES, DB
 
     names = [f"sbtest{i}" for i in range(1, tables + 1)]
     peers.cluster.set_status("bench", "STOP")
@@ -74,31 +104,32 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
     writes = re.search(r"write:\s+(\d+)", out)
     oltp_rows = int(writes.group(1)) if writes else 0  # one row per write query in this test
     spy = Profile(node_pid, profile) if profile is not None else None
-    cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
-    peers.cluster.set_status("bench", "START")
-    for replica in peers.natives.values():
-        replica.execute("START SLAVE")
-    # all three catch up at once, as they streamed in the other scenarios: on a small machine
-    # they share its cores, so each figure is lower than it would be alone
     crossed: dict[str, dict[str, float]] = {name: {} for name in COPIES}
-    deadline = started + 3600
-    while any(len(marks) < 2 for marks in crossed.values()) and time.monotonic() < deadline:
-        for name, marks in crossed.items():
-            at = _position_of(peers, name)
-            for mark, end in (("bulk", bulk_end), ("oltp", oltp_end)):
-                if mark not in marks and at >= end:
-                    marks[mark] = time.monotonic() - started
-        for name in NATIVES:  # one that stopped on an error would never get there
-            if len(crossed[name]) < 2 and (error := peers.replica_error(name)):
-                raise RuntimeError(f"catch-up: the {LABELS[name]} stopped: {error}")
-        time.sleep(0.05)
-    cpu = tree_cpu_s(node_pid) - cpu_before
-    if spy is not None:
-        spy.stop()
+    cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
+    if alone:
+        cpu = 0.0
+        for name in COPIES:
+            started = time.monotonic()
+            _start(peers, name)
+            _cross(peers, {name: crossed[name]}, started, bulk_end, oltp_end)
+            if name == "setl":
+                cpu = tree_cpu_s(node_pid) - cpu_before
+                if spy is not None:
+                    spy.stop()
+    else:
+        # all three catch up at once, as they streamed in the other scenarios: on a small
+        # machine they share its cores, so each figure is lower than it would be alone
+        for name in COPIES:
+            _start(peers, name)
+        _cross(peers, crossed, started, bulk_end, oltp_end)
+        cpu = tree_cpu_s(node_pid) - cpu_before
+        if spy is not None:
+            spy.stop()
     bad = peers.copies_differ(DB, names)
     rows = tables * size + oltp_rows
-    result: dict[str, Any] = {"scenario": f"catch-up: {tables * size:,} rows of sysbench "
-                              f"prepare then {seconds:.0f}s of oltp_write_only at full rate "
+    result: dict[str, Any] = {"scenario": f"catch-up{' (each alone)' if alone else ''}: "
+                              f"{tables * size:,} rows of sysbench prepare then "
+                              f"{seconds:.0f}s of oltp_write_only at full rate "
                               f"({oltp_rows:,} rows)"}
     for name, marks in crossed.items():
         bulk_s, total_s = marks.get("bulk"), marks.get("oltp")

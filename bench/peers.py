@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -61,6 +62,7 @@ from bench.measure import (
     write_report,
 )
 from bench.verify import verify_scenario
+from shared.model import PipelineParams
 from shared.sandbox import PARALLEL_REPLICA, Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 
@@ -70,6 +72,7 @@ BEAT = f"CREATE TABLE {DB}.beat (id BIGINT PRIMARY KEY, created DATETIME(6) NOT 
 # the native replicas measured beside setl: the name their figures carry -> sandbox server
 NATIVES = {"native": "replica", "native_parallel": "replica_parallel"}
 COPIES = {"setl": "target", **NATIVES}  # every copy measured, setl's first
+DEFAULTS = PipelineParams()  # the pipeline as a user gets it, but where a scenario says
 LABELS = {"setl": "setl", "native": "native replica (serial)",
           "native_parallel": "native parallel ({slave_parallel_threads} threads, "
                              "{slave_parallel_mode})".format(**PARALLEL_REPLICA)}
@@ -83,6 +86,7 @@ class Peers:
         self.work = work
         self.box = Sandbox(work / "sandbox")
         self.box.down(purge=True)  # a fresh start: nothing left from an interrupted run
+        shutil.rmtree(work / "cluster", ignore_errors=True)  # nor the last run's daemon logs
         self.servers = self.box.up(owner_pid=os.getpid(), replica=True)
         # a node as deployed: Spark started as the node starts, not by the first copy
         self.cluster = Cluster(self.box, work / "cluster", "peers", log_level="debug",
@@ -133,7 +137,8 @@ class Peers:
             return ""
         return str(status.get("Last_SQL_Error") or status.get("Last_IO_Error") or "")
 
-    def start_setl(self, tables: int, batch_size: int = 10000, **params: object) -> None:
+    def start_setl(self, tables: int, batch_size: int = DEFAULTS.batch_size,
+                   **params: object) -> None:
         pairs = [{"source": f"{DB}.sbtest[1-{tables}]", "target": f"{DB}.sbtest[1-{tables}]"},
                  {"source": f"{DB}.beat", "target": f"{DB}.beat"}]
         self.cluster.apply([{"name": "bench", "pipelines": [{
@@ -372,15 +377,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--copy-rows", type=int, default=2_000_000)
-    parser.add_argument("--batch-size", type=int, default=10000,
+    parser.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size,
                         help="the pipeline's batch_size: the rows of a catch-up's batches "
-                        "(10000 in every run so far; setl's default is 20000)")
+                        f"(setl's default, {DEFAULTS.batch_size}; runs before 2026-11-28 16:10 "
+                        "used 10000)")
     parser.add_argument("--batch-timeout-ms", type=int, default=0,
                         help="the stream scenarios' pipeline's batch_timeout_ms (0: setl's "
                              "default)")
     parser.add_argument("--corrupt", type=int, default=30, help="target rows the verify "
                         "scenario corrupts")
     parser.add_argument("--scenarios", default="copy,verify,bulk,delay,noisy,catchup")
+    parser.add_argument("--catchup-alone", action="store_true",
+                        help="the catch-up's copies cross the backlog one after the other, "
+                             "each with the machine to itself (default: all at once)")
     parser.add_argument("--profile", action="store_true",
                         help="catch-up and delay under py-spy: CPU µs per row by stage, raw stacks "
                         "beside the run's sandbox")
@@ -427,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         if "catchup" in scenarios:
             results.append(catchup_scenario(
                 peers, args.tables, args.table_size, args.seconds, node.pid,
-                args.work / "catchup-profile.txt" if args.profile else None))
+                args.work / "catchup-profile.txt" if args.profile else None,
+                alone=args.catchup_alone))
         sampler.done.set()
         # how each native peer was tuned, as its server says (the serial one has MariaDB's
         # defaults: 0 threads, which leaves the mode unused)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     work = RESULTS.parent / ".work"
     box = Sandbox(work / "sandbox")
     box.up(owner_pid=os.getpid())
+    shutil.rmtree(work / "cluster", ignore_errors=True)  # the per-batch split reads its log
     cluster = Cluster(box, work / "cluster", "bench", log_level="debug")
     source, target = Database(box, "source"), Database(box, "target")
     results: list[dict[str, Any]] = []
