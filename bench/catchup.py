@@ -140,6 +140,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
         result[f"{name}_total_s"] = round(total_s, 1) if total_s else None
     result["setl_cpu_s_per_100k_rows"] = round(cpu / rows * 100_000, 2)
     if spy is not None and spy.path.exists():
+        result["setl_build"] = "pure Python (profiled)"
         stages = result["setl_cpu_us_per_row_by_stage"] = spy.stages(STAGES, rows)
         # the stages should add up to about the CPU measured from /proc: a check on the table
         result["setl_profiled_us_per_row"] = round(sum(stages.values()), 1)

@@ -82,7 +82,9 @@ COLORS = {"setl": "#3b7dd8", "native": "#999999", "native_parallel": "#555555"}
 class Peers:
     """The sandbox, setl (manager + node) and the native replicas of one run."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, pure: bool = False) -> None:
+        """``pure``: setl's node on its pure-Python path (a profile's stages: py-spy cannot
+        see into the compiled modules)."""
         self.work = work
         self.box = Sandbox(work / "sandbox")
         self.box.down(purge=True)  # a fresh start: nothing left from an interrupted run
@@ -90,7 +92,8 @@ class Peers:
         self.servers = self.box.up(owner_pid=os.getpid(), replica=True)
         # a node as deployed: Spark started as the node starts, not by the first copy
         self.cluster = Cluster(self.box, work / "cluster", "peers", log_level="debug",
-                               spark_start="boot")
+                               spark_start="boot",
+                               env={"SETL_PURE_PYTHON": "1"} if pure else None)
         self.source, self.target = (Database(self.box, name) for name in ("source", "target"))
         self.natives = {name: Database(self.box, server) for name, server in NATIVES.items()}
         self.password = self.box.password()
@@ -392,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
                              "each with the machine to itself (default: all at once)")
     parser.add_argument("--profile", action="store_true",
                         help="catch-up and delay under py-spy: CPU µs per row by stage, raw stacks "
-                        "beside the run's sandbox")
+                        "beside the run's sandbox (the node runs its pure-Python path: py-spy "
+                        "cannot see into the compiled modules)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where reports go")
     parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / "peers",
@@ -402,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tables, args.table_size, args.seconds, args.rate, args.copy_rows = 2, 500, 2, 50, 2000
         args.corrupt = 6
     scenarios = args.scenarios.split(",")
-    peers = Peers(args.work)
+    peers = Peers(args.work, pure=args.profile)
     results: list[dict[str, Any]] = []
     try:
         peers.cluster.start_manager()
