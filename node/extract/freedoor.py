@@ -184,8 +184,8 @@ class CentralDoor:
 
     def waiting(self) -> bool:
         """Whether requests wait (asked at most every 0.2 s; errors surface in take).
-        Select asks while Load deletes served requests: the connection is used under the
-        lock, one query at a time."""
+        The snapshot controller asks while Load deletes served requests: the connection
+        is used under the lock, one query at a time."""
         now = time.monotonic()
         if now - self._asked_at < 0.2:
             return False

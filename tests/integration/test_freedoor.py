@@ -242,9 +242,10 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
 
 
 def test_the_central_doors_connection_serves_one_thread_at_a_time(sandbox, target) -> None:
-    """Select asks whether central requests wait while Load deletes the served ones, on the
-    door's one connection: each query whole (two at once broke a pipeline with 'Packet
-    sequence number wrong'); every request is taken once and deleted."""
+    """The snapshot controller asks whether central requests wait while Load deletes the
+    served ones, on the door's one connection: each query whole (two at once broke a
+    pipeline with 'Packet sequence number wrong'); every request is taken once and
+    deleted."""
     from node.extract.freedoor import CentralDoor
     from tests.integration.test_load import target_endpoint
     channel, requests = f"race{random.randrange(10**9)}", 3000
