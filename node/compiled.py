@@ -3,8 +3,10 @@
 ``make setup`` compiles :data:`MODULES` in place (``scripts/compile.py``): each module's
 extension (``binlog.cpython-311-….so``) sits beside its ``.py``, and Python imports the
 extension first. The source stays the one truth — the extension is the same file compiled,
-no ``.pyx`` to keep in step — and the build writes ``node/compiled.json``: each module's
-source hash at the time it was compiled.
+no ``.pyx`` to keep in step; where a ``.pxd`` sits beside a module (Select's packet reader
+and framing loop) it types named values in the compiled build only — and the build writes
+``node/compiled.json``: each module's source hash (``.py`` and ``.pxd``) at the time it
+was compiled.
 
 This module, imported by ``node/__init__.py`` before any of them, makes a module load from
 its ``.py`` instead when
@@ -52,8 +54,13 @@ def source_of(module: str) -> Path:
     return ROOT.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def digest(module: str) -> str:
+    """The hash of what a module is compiled from: its ``.py``, and the ``.pxd`` of C types
+    beside it where there is one."""
+    source = source_of(module)
+    types = source.with_suffix(".pxd")
+    return hashlib.sha256(source.read_bytes() + (
+        b"\0" + types.read_bytes() if types.exists() else b"")).hexdigest()
 
 
 def pure_requested() -> bool:
@@ -87,7 +94,7 @@ def status() -> dict[str, str]:
             found[module] = f"pure ({PURE_ENV} is set)"
         elif extension_of(module) is None or module not in hashes:
             found[module] = "pure (not compiled: make setup compiles it)"
-        elif hashes[module] != digest(source_of(module)):
+        elif hashes[module] != digest(module):
             found[module] = "pure (its source changed since it was compiled: make setup)"
         else:
             found[module] = "compiled"

@@ -3,8 +3,9 @@
     python scripts/compile.py [--clean]
 
 Each module of ``node.compiled.MODULES`` becomes an extension beside its ``.py`` (the same
-source compiled: annotations are not taken as C types, so it behaves as the ``.py`` does),
-then ``node/compiled.json`` records each source's hash. Only modules whose source changed
+source compiled: annotations are not taken as C types, so it behaves as the ``.py`` does;
+a ``.pxd`` beside a module gives C types to the values it names, only where they fit),
+then ``node/compiled.json`` records each source's hash (``.py`` and ``.pxd``). Only modules whose source changed
 since (or that have no extension) are compiled again: with nothing changed it does nothing.
 Without Cython or a C compiler it says so and leaves the pure-Python modules in use (exit
 0): setl runs the same, slower.
@@ -52,7 +53,7 @@ def build() -> int:
               file=sys.stderr)
         return 0
     started = time.monotonic()
-    hashes = {module: compiled.digest(compiled.source_of(module)) for module in compiled.MODULES}
+    hashes = {module: compiled.digest(module) for module in compiled.MODULES}
     before = compiled.built()
     stale = [module for module in compiled.MODULES if before.get(module) != hashes[module]
              or compiled.extension_of(module) is None]

@@ -60,6 +60,7 @@ ROWS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
         30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
         166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
         169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
+assert set(ROWS) == {*range(23, 26), *range(30, 33), *range(166, 172)}  # frame()'s ranges
 # events nothing here reads, and skipping them would lose changes: what wrote them, and
 # the setting that stops it
 UNREADABLE = {165: ("a compressed query event (log_bin_compress=ON, a statement longer than "
@@ -276,65 +277,7 @@ class BinlogReader:
 
     # -- framing ------------------------------------------------------------------------------
     def _read(self, packets: PacketReader) -> None:
-        events: list[Event] = []
-        decoded: list[RowChange] = []  # free-door requests, loop marks
-        event_rows = 0
-        domains = self._domains
-        state = self.start.gtid if not domains else ",".join(domains[d] for d in sorted(domains))
-        tables, row_bytes = self._tables, self.row_bytes
-        rows_kinds = ROWS
-        while not self._stop.is_set():
-            data = packets.next()
-            kind = data[5]
-            next_pos = int.from_bytes(data[14:18], "little")
-            if kind in rows_kinds:  # the commonest first
-                mapped = tables.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
-                if mapped is None:
-                    raise SourceError(f"binlog of {self.source.name} at {self._position()}: "
-                                      "a rows event of a table id no table map named")
-                number = mapped.number
-                if number:
-                    events.append((number, data))
-                    event_rows += max(1, int(len(data) / row_bytes[number]))
-                elif mapped.system:
-                    decoded += self._system_rows(mapped, data)
-            elif kind == XID:
-                self._pos = next_pos or self._pos
-                self._commit(events, event_rows, decoded, state, data)
-                events, decoded, event_rows, self._in_txn = [], [], 0, False
-            elif kind == MARIADB_GTID:
-                sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
-                    int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
-                server = int.from_bytes(data[6:10], "little")
-                domains[domain] = f"{domain}-{server}-{sequence}"
-                state = next(iter(domains.values())) if len(domains) == 1 else \
-                    ",".join(domains[d] for d in sorted(domains))
-                events, decoded, event_rows = [], [], 0
-                self._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
-            elif kind == TABLE_MAP:
-                self._table_map(data)
-            elif kind == QUERY:
-                self._pos = next_pos or self._pos
-                if self._query(data, events, event_rows, decoded, state):
-                    events, decoded, event_rows = [], [], 0
-                continue
-            elif kind == ROTATE:
-                self._rotate(data)
-                continue
-            elif kind == FORMAT_DESCRIPTION:
-                self._format(data)
-            elif kind == MYSQL_GTID:
-                state, events, decoded, event_rows = str(self._library_event(data).gtid), [], \
-                    [], 0  # MySQL: the transaction's GTID (its sets are not followed)
-                self._in_txn = False  # a BEGIN query follows for a transaction
-            elif kind in UNREADABLE:
-                what, remedy = UNREADABLE[kind]
-                raise SourceError(
-                    f"source {self.source.name} wrote {what} at {self._position()}, which "
-                    f"setl cannot read; on the source: {remedy}; then copy the changed "
-                    "tables again")
-            if next_pos:
-                self._pos = next_pos
+        frame(self, packets)
 
     def _rotate(self, data: bytes) -> None:
         """A new binlog file: its name and start; table ids of a rotation the server made
@@ -493,3 +436,75 @@ class BinlogReader:
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
 
+
+def frame(reader: BinlogReader, packets: PacketReader) -> None:
+    """The reader's loop over the stream's events until it stops: rows events of wanted
+    tables kept as bytes with their table-map number, transactions cut at their commits.
+    A module function (not a method) so that the compiled build types its locals
+    (``binlog.pxd``): the event's kind and the row count are C values there."""
+    events: list[Event] = []
+    decoded: list[RowChange] = []  # free-door requests, loop marks
+    event_rows = 0
+    domains = reader._domains
+    state = reader.start.gtid if not domains else _state(domains)
+    tables, row_bytes = reader._tables, reader.row_bytes
+    stop = reader._stop
+    while not stop.is_set():
+        data = packets.next()
+        kind = data[5]
+        next_pos = int.from_bytes(data[14:18], "little")
+        if 23 <= kind <= 25 or 30 <= kind <= 32 or 166 <= kind <= 171:  # ROWS, commonest
+            mapped = tables.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
+            if mapped is None:
+                raise SourceError(f"binlog of {reader.source.name} at {reader._position()}: "
+                                  "a rows event of a table id no table map named")
+            number = mapped.number
+            if number:
+                events.append((number, data))
+                per_row = row_bytes[number]
+                event_rows += max(1, int(len(data) / per_row))
+            elif mapped.system:
+                decoded += reader._system_rows(mapped, data)
+        elif kind == XID:
+            reader._pos = next_pos or reader._pos
+            reader._commit(events, event_rows, decoded, state, data)
+            events, decoded, event_rows, reader._in_txn = [], [], 0, False
+        elif kind == MARIADB_GTID:
+            sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
+                int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
+            server = int.from_bytes(data[6:10], "little")
+            domains[domain] = f"{domain}-{server}-{sequence}"
+            state = _state(domains)
+            events, decoded, event_rows = [], [], 0
+            reader._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
+        elif kind == TABLE_MAP:
+            reader._table_map(data)
+        elif kind == QUERY:
+            reader._pos = next_pos or reader._pos
+            if reader._query(data, events, event_rows, decoded, state):
+                events, decoded, event_rows = [], [], 0
+            continue
+        elif kind == ROTATE:
+            reader._rotate(data)
+            continue
+        elif kind == FORMAT_DESCRIPTION:
+            reader._format(data)
+        elif kind == MYSQL_GTID:
+            state, events, decoded, event_rows = str(reader._library_event(data).gtid), [], \
+                [], 0  # MySQL: the transaction's GTID (its sets are not followed)
+            reader._in_txn = False  # a BEGIN query follows for a transaction
+        elif kind in UNREADABLE:
+            what, remedy = UNREADABLE[kind]
+            raise SourceError(
+                f"source {reader.source.name} wrote {what} at {reader._position()}, which "
+                f"setl cannot read; on the source: {remedy}; then copy the changed tables "
+                "again")
+        if next_pos:
+            reader._pos = next_pos
+
+
+def _state(domains: dict[int, str]) -> str:
+    """The GTID state: the last GTID of each domain, in domain order."""
+    if len(domains) == 1:
+        return next(iter(domains.values()))
+    return ",".join(domains[d] for d in sorted(domains))

@@ -68,3 +68,16 @@ def test_a_stale_extension_loads_its_source() -> None:
                           env={**os.environ, compiled.PURE_ENV: "0"}, capture_output=True)
     merge, changes = done.stdout.split()
     assert merge.endswith("node/merge.py") and changes.endswith(".so")
+
+
+def test_a_modules_c_types_are_part_of_what_it_was_compiled_from() -> None:
+    """The ``.pxd`` beside a module types its compiled build: a change to it makes the
+    extension stale as a change to the ``.py`` does."""
+    import hashlib
+
+    typed = [m for m in compiled.MODULES if compiled.source_of(m).with_suffix(".pxd").exists()]
+    assert {"node.select.packets", "node.select.binlog"} <= set(typed)
+    for module in typed:
+        source = compiled.source_of(module)
+        assert compiled.digest(module) == hashlib.sha256(
+            source.read_bytes() + b"\0" + source.with_suffix(".pxd").read_bytes()).hexdigest()
