@@ -46,7 +46,7 @@ from node.target import kinds
 from node.target.base import TargetLoader
 from node.target.subscription.outbox import OUTBOXES
 from node.window import Window
-from shared import heap, members, positions
+from shared import heap, members, positions, zk
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
@@ -216,8 +216,18 @@ class PipelineRunner:
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
 
+    def publish(self) -> None:
+        """What status shows of this pipeline, to ZooKeeper (the node's refresh does it
+        every few seconds; a pause at once, so the reason is there with the PAUSE)."""
+        try:
+            zk.put(self.ctx.client, self.ctx.paths.stats(self.pipeline_id),
+                   self.snapshot().SerializeToString())
+        except KazooException as exc:
+            log.debug("event=stats_failed pipeline=%s error=%r", self.pipeline_id, exc)
+
     def _fail_for_good(self, message: str) -> None:
         self.state, self.last_error = "failed", message
+        self.publish()
         self.metrics.paused()
         log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
                   message.replace("\n", " "))

@@ -12,7 +12,7 @@ import threading
 import time
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError
 
 from node.pipeline import LOST_OWNERSHIP, PipelineContext, PipelineRunner
 from node.spark import SparkRunner
@@ -191,17 +191,7 @@ class Supervisor:
             pass
 
     def publish(self, runner: PipelineRunner) -> None:
-        data = runner.snapshot().SerializeToString()
-        path = self.paths.stats(runner.pipeline_id)
-        try:
-            self.client.set(path, data)
-        except NoNodeError:
-            try:
-                self.client.create(path, data, makepath=True)
-            except KazooException:
-                pass
-        except KazooException as exc:
-            log.debug("event=stats_failed pipeline=%s error=%r", runner.pipeline_id, exc)
+        runner.publish()
 
     def publish_all(self) -> None:
         if not self.client.connected:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import OperationTimeoutError
+from kazoo.exceptions import NodeExistsError, NoNodeError, OperationTimeoutError
 from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
@@ -150,6 +150,17 @@ class BoundedHandler(SequentialThreadingHandler):
 
     def async_result(self) -> _BoundedResult:
         return _BoundedResult(self, self.call_timeout_s)
+
+
+def put(zk: KazooClient, path: str, data: bytes) -> None:
+    """``data`` at ``path``, the node made (with its parents) where missing."""
+    try:
+        zk.set(path, data)
+    except NoNodeError:
+        try:
+            zk.create(path, data, makepath=True)
+        except NodeExistsError:  # made meanwhile by another writer: ours goes over it
+            zk.set(path, data)
 
 
 def client(settings: ZkSettings) -> KazooClient:
