@@ -39,6 +39,10 @@ REFUSED = {"date-edges": DATES, "zero-in-date": DATES, "sql-mode-lenient": DATES
            "dates-invalid": DATES, "keyless-duplicates-nulls": DATES,
            "key-columns-duplicates-nulls": DATES,
            "name-backtick": "holds a backtick, which delta-rs cannot name in the MERGE"}
+# refused cases whose refused values are all deleted again: a batch that holds the insert
+# and the delete writes neither (a mirror holds the source's current rows), so whether the
+# channel stops depends on where the batches were cut; landed, they must be equal
+GONE_AGAIN = {"date-edges"}
 LAKE_CASES = [case for case in CASES if case.group == "values" and case not in FOREIGN_KEYS
               and not case.pauses]
 
@@ -106,7 +110,7 @@ def lake(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
         def settled(name: str) -> bool:
             state = cluster.pipeline_state(name)
-            return cluster.channel_status(name) == "PAUSE" or (
+            return (cluster.channel_status(name) == "PAUSE" and bool(state.last_error)) or (
                 (state.position.file, state.position.pos) >= tuple(written))
         for name in channels:
             wait_for(lambda n=name: settled(n), 120, f"{name} to load everything or stop")
@@ -180,7 +184,7 @@ def lake_picture(location: str, schema: str, table: str, names: list[str]) -> Co
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in LAKE_CASES])
 def test_case_lands_in_the_lake_exactly(lake: Lake, case: Case) -> None:
-    if case.id in REFUSED:
+    if case.id in REFUSED and (lake.errors[case.id] or case.id not in GONE_AGAIN):
         assert REFUSED[case.id] in lake.errors[case.id], lake.errors[case.id]
         return
     schema = lake.schemas[case.id]
