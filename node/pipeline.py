@@ -10,7 +10,6 @@ pipeline's stats.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 import threading
@@ -42,11 +41,11 @@ from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
+from node.status import RunnerStatus
 from node.target import kinds
 from node.target.base import TargetLoader
-from node.target.subscription.outbox import OUTBOXES
 from node.window import Window
-from shared import heap, members, positions, zk
+from shared import heap, members, positions
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
@@ -55,9 +54,8 @@ from shared.errors import (
     OwnershipLostError,
     SetlError,
 )
-from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
+from shared.model import Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
-from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
@@ -91,7 +89,7 @@ class PipelineContext:
         return self.channel.pipeline_id(self.pipeline)
 
 
-class PipelineRunner:
+class PipelineRunner(RunnerStatus):
     def __init__(self, context: PipelineContext) -> None:
         self.ctx = context
         self.pipeline_id = context.pipeline_id
@@ -215,15 +213,6 @@ class PipelineRunner:
         self.state = "stopped"
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
-
-    def publish(self) -> None:
-        """What status shows of this pipeline, to ZooKeeper (the node's refresh does it
-        every few seconds; a pause at once, so the reason is there with the PAUSE)."""
-        try:
-            zk.put(self.ctx.client, self.ctx.paths.stats(self.pipeline_id),
-                   self.snapshot().SerializeToString())
-        except KazooException as exc:
-            log.debug("event=stats_failed pipeline=%s error=%r", self.pipeline_id, exc)
 
     def _fail_for_good(self, message: str) -> None:
         self.state, self.last_error = "failed", message
@@ -458,39 +447,3 @@ class PipelineRunner:
                       batch.end, done.started_ms - first_read if first_read else 0,
                       done.et_ms, wait_s * 1000, load_s * 1000,
                       time.time() * 1000 - first_read if first_read else 0)
-
-    # -- what status shows ------------------------------------------------------------------
-    def rows_per_second(self, span_s: float = 5.0) -> float:
-        now = time.monotonic()
-        recent = [rows for at, rows in self._loaded if now - at <= span_s]
-        return sum(recent) / span_s
-
-    def snapshot(self) -> manager_pb2.PipelineState:
-        selector = self._selector
-        in_flight = self.batches_selected - self.batches_loaded
-        busy = in_flight > 0 or bool(selector and selector.backlog)
-        # The binlog keeps commit times in whole seconds: the middle of that second is the
-        # unbiased estimate (±500 ms); the benchmarks measure delay exactly with heartbeats.
-        delay = max(0, int(time.time() * 1000) - self.last_commit_ts_ms - 500) \
-            if busy and self.last_commit_ts_ms else 0
-        position = self.cursor.position if self.cursor else BinlogPosition()
-        return manager_pb2.PipelineState(
-            pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
-            position={"file": position.file, "pos": position.pos, "gtid": position.gtid,
-                      "server": position.server},
-            delay_ms=delay, rows_per_second=self.rows_per_second(),
-            window_used=in_flight, window_peak=self.window_peak,
-            window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
-            process_id=self.cursor.process_id if self.cursor else 0,
-            free_door=dataclasses.asdict(self.door_stats),
-            snapshots=(self._snapshots.progress() if self._snapshots and self._snapshots.started
-                       else self.snapshot_store.stored_progress()),  # starting: as last saved
-            source=self.primary.in_use, switched=self.primary.describe(),
-            switched_ms=self.primary.record.at_ms if self.primary.record else 0,
-            source_switches=self.primary.switches,
-            **self._subscription())
-
-    def _subscription(self) -> dict[str, Any]:
-        """A subscription's reader and what it has not acknowledged."""
-        box = OUTBOXES.get(self.pipeline_id)
-        return {"subscriber": box.peer, "unacked": box.waiting} if box is not None else {}

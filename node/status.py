@@ -1,0 +1,72 @@
+"""What status shows of a pipeline runner: the state it publishes to ZooKeeper (the node's
+refresh every few seconds, a pause at once) and what the manager, ``setl status`` and the
+metrics read there."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any
+
+from kazoo.exceptions import KazooException
+
+from node.target.subscription.outbox import OUTBOXES
+from shared import zk
+from shared.model import BinlogPosition
+from shared.rpc import manager_pb2
+
+log = logging.getLogger("setl.node.pipeline")
+
+
+class RunnerStatus:
+    """The status half of :class:`node.pipeline.PipelineRunner` (its attributes are the
+    runner's)."""
+
+    pipeline_id: str
+    ctx: Any
+    _loaded: Any
+
+    def publish(self) -> None:
+        """What status shows of this pipeline, to ZooKeeper (the node's refresh does it
+        every few seconds; a pause at once, so the reason is there with the PAUSE)."""
+        try:
+            zk.put(self.ctx.client, self.ctx.paths.stats(self.pipeline_id),
+                   self.snapshot().SerializeToString())
+        except KazooException as exc:
+            log.debug("event=stats_failed pipeline=%s error=%r", self.pipeline_id, exc)
+
+    def rows_per_second(self, span_s: float = 5.0) -> float:
+        now = time.monotonic()
+        recent = [rows for at, rows in self._loaded if now - at <= span_s]
+        return sum(recent) / span_s
+
+    def snapshot(self) -> manager_pb2.PipelineState:
+        selector = self._selector
+        in_flight = self.batches_selected - self.batches_loaded
+        busy = in_flight > 0 or bool(selector and selector.backlog)
+        # The binlog keeps commit times in whole seconds: the middle of that second is the
+        # unbiased estimate (±500 ms); the benchmarks measure delay exactly with heartbeats.
+        delay = max(0, int(time.time() * 1000) - self.last_commit_ts_ms - 500) \
+            if busy and self.last_commit_ts_ms else 0
+        position = self.cursor.position if self.cursor else BinlogPosition()
+        return manager_pb2.PipelineState(
+            pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
+            position={"file": position.file, "pos": position.pos, "gtid": position.gtid,
+                      "server": position.server},
+            delay_ms=delay, rows_per_second=self.rows_per_second(),
+            window_used=in_flight, window_peak=self.window_peak,
+            window_size=self.ctx.pipeline.params.parallelism, last_error=self.last_error,
+            process_id=self.cursor.process_id if self.cursor else 0,
+            free_door=dataclasses.asdict(self.door_stats),
+            snapshots=(self._snapshots.progress() if self._snapshots and self._snapshots.started
+                       else self.snapshot_store.stored_progress()),  # starting: as last saved
+            source=self.primary.in_use, switched=self.primary.describe(),
+            switched_ms=self.primary.record.at_ms if self.primary.record else 0,
+            source_switches=self.primary.switches,
+            **self._subscription())
+
+    def _subscription(self) -> dict[str, Any]:
+        """A subscription's reader and what it has not acknowledged."""
+        box = OUTBOXES.get(self.pipeline_id)
+        return {"subscriber": box.peer, "unacked": box.waiting} if box is not None else {}
