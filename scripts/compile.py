@@ -5,8 +5,9 @@
 Each module of ``node.compiled.MODULES`` becomes an extension beside its ``.py`` (the same
 source compiled: annotations are not taken as C types, so it behaves as the ``.py`` does;
 a ``.pxd`` beside a module gives C types to the values it names, only where they fit),
-then ``node/compiled.json`` records each source's hash (``.py`` and ``.pxd``). Only modules whose source changed
-since (or that have no extension) are compiled again: with nothing changed it does nothing.
+then ``node/compiled.json`` records each source's hash (``.py`` and ``.pxd``). Only
+modules whose source changed since (or that have no extension) are compiled again: with
+nothing changed it does nothing.
 Without Cython or a C compiler it says so and leaves the pure-Python modules in use (exit
 0): setl runs the same, slower.
 ``--clean`` removes the extensions and the record.
