@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
-from shared import gtid, positions
+from shared import gtid, positions, zk
 from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
@@ -113,11 +112,7 @@ class CursorStore:
         return positions.load(self.client, self.path)
 
     def save(self, cursor: Cursor) -> None:
-        data = cursor.to_json()
-        try:
-            self.client.set(self.path, data)
-        except NoNodeError:
-            self.client.create(self.path, data, makepath=True)
+        zk.put(self.client, self.path, cursor.to_json())
 
 
 class CursorPublisher:

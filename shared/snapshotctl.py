@@ -14,8 +14,9 @@ import time
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 
+from shared import zk
 from shared.zk import ZkPaths
 
 
@@ -77,11 +78,4 @@ class SnapshotControl:
                                               table: time.time()}})
 
     def _write(self, control: dict[str, Any]) -> None:
-        data = json.dumps(control).encode()
-        try:
-            self.client.set(self.control_path, data)
-        except NoNodeError:
-            try:
-                self.client.create(self.control_path, data, makepath=True)
-            except NodeExistsError:
-                self.client.set(self.control_path, data)
+        zk.put(self.client, self.control_path, json.dumps(control).encode())

@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
+from shared import zk
 from shared.retl import decode_key, encode_key
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
@@ -132,14 +133,7 @@ class SnapshotStore(SnapshotControl):
         return [TableCopy.from_json(item) for item in json.loads(data or b"[]")]
 
     def save(self, copies: list[TableCopy]) -> None:
-        data = json.dumps([copy.to_json() for copy in copies]).encode()
-        try:
-            self.client.set(self.path, data)
-        except NoNodeError:
-            try:
-                self.client.create(self.path, data, makepath=True)
-            except NodeExistsError:
-                self.client.set(self.path, data)
+        zk.put(self.client, self.path, json.dumps([copy.to_json() for copy in copies]).encode())
 
 
 def progress(copies: list[TableCopy], rate: float = 0.0) -> list[dict[str, object]]:
