@@ -42,6 +42,7 @@ MODULES = (
     "node.changes",
     "node.merge",
     "node.select.binlog",
+    "node.select.framing",
     "node.select.packets",
     "node.select.selector",
     "node.extract.job",

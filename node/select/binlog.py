@@ -35,6 +35,12 @@ from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
 from node.extract.decode import TableSchema, decode_rows
 from node.select import libevents, statements
+from node.select.framing import (
+    _BODY,
+    _V2,
+    ROWS,
+    frame,
+)
 from node.select.packets import PacketReader
 from node.select.source import LOST_POSITION_REMEDY, gtid_start
 from shared import gtid
@@ -52,28 +58,6 @@ STREAM_READ_TIMEOUT_S = 30  # a silent stream (heartbeats come every second) is 
 log = logging.getLogger("setl.node.binlog")
 libevents.install()  # the library's table-map and query-event readers, made exact
 
-# event types (the packet's byte 5)
-QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
-MYSQL_GTID, MARIADB_GTID = 33, 162
-# rows events, with MariaDB's compressed ones (log_bin_compress=ON), which Extract inflates
-ROWS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
-        30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
-        166: ChangeType.INSERT, 167: ChangeType.UPDATE, 168: ChangeType.DELETE,
-        169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
-assert set(ROWS) == {*range(23, 26), *range(30, 33), *range(166, 172)}  # frame()'s ranges
-# events nothing here reads, and skipping them would lose changes: what wrote them, and
-# the setting that stops it
-UNREADABLE = {165: ("a compressed query event (log_bin_compress=ON, a statement longer than "
-                    "log_bin_compress_min_len)", "SET GLOBAL log_bin_compress=OFF"),
-              39: ("a partial JSON update (binlog_row_value_options=PARTIAL_JSON)",
-                   "SET GLOBAL binlog_row_value_options=''"),
-              40: ("a compressed transaction (binlog_transaction_compression=ON)",
-                   "SET GLOBAL binlog_transaction_compression=OFF"),
-              38: ("an XA PREPARE event (an XA transaction)",
-                   "commit such changes as ordinary transactions")}
-FL_STANDALONE = 1  # a MariaDB GTID event's flag: a statement of its own (DDL), no BEGIN
-_V2 = {30, 31, 32, 169, 170, 171}  # rows events whose post-header has extra data
-_BODY = 20  # the OK byte and the 19-byte event header
 
 
 class StreamEnded(Exception):  # a signal put on the queue, not raised to users
@@ -435,76 +419,3 @@ class BinlogReader:
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
-
-
-def frame(reader: BinlogReader, packets: PacketReader) -> None:
-    """The reader's loop over the stream's events until it stops: rows events of wanted
-    tables kept as bytes with their table-map number, transactions cut at their commits.
-    A module function (not a method) so that the compiled build types its locals
-    (``binlog.pxd``): the event's kind and the row count are C values there."""
-    events: list[Event] = []
-    decoded: list[RowChange] = []  # free-door requests, loop marks
-    event_rows = 0
-    domains = reader._domains
-    state = reader.start.gtid if not domains else _state(domains)
-    tables, row_bytes = reader._tables, reader.row_bytes
-    stop = reader._stop
-    while not stop.is_set():
-        data = packets.next()
-        kind = data[5]
-        next_pos = int.from_bytes(data[14:18], "little")
-        if 23 <= kind <= 25 or 30 <= kind <= 32 or 166 <= kind <= 171:  # ROWS, commonest
-            mapped = tables.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
-            if mapped is None:
-                raise SourceError(f"binlog of {reader.source.name} at {reader._position()}: "
-                                  "a rows event of a table id no table map named")
-            number = mapped.number
-            if number:
-                events.append((number, data))
-                per_row = row_bytes[number]
-                event_rows += max(1, int(len(data) / per_row))
-            elif mapped.system:
-                decoded += reader._system_rows(mapped, data)
-        elif kind == XID:
-            reader._pos = next_pos or reader._pos
-            reader._commit(events, event_rows, decoded, state, data)
-            events, decoded, event_rows, reader._in_txn = [], [], 0, False
-        elif kind == MARIADB_GTID:
-            sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
-                int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
-            server = int.from_bytes(data[6:10], "little")
-            domains[domain] = f"{domain}-{server}-{sequence}"
-            state = _state(domains)
-            events, decoded, event_rows = [], [], 0
-            reader._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
-        elif kind == TABLE_MAP:
-            reader._table_map(data)
-        elif kind == QUERY:
-            reader._pos = next_pos or reader._pos
-            if reader._query(data, events, event_rows, decoded, state):
-                events, decoded, event_rows = [], [], 0
-            continue
-        elif kind == ROTATE:
-            reader._rotate(data)
-            continue
-        elif kind == FORMAT_DESCRIPTION:
-            reader._format(data)
-        elif kind == MYSQL_GTID:
-            state, events, decoded, event_rows = str(reader._library_event(data).gtid), [], \
-                [], 0  # MySQL: the transaction's GTID (its sets are not followed)
-            reader._in_txn = False  # a BEGIN query follows for a transaction
-        elif kind in UNREADABLE:
-            what, remedy = UNREADABLE[kind]
-            raise SourceError(
-                f"source {reader.source.name} wrote {what} at {reader._position()}, which "
-                f"setl cannot read; on the source: {remedy}; then copy the changed tables "
-                "again")
-        if next_pos:
-            reader._pos = next_pos
-
-
-def _state(domains: dict[int, str]) -> str:
-    """The GTID state: the last GTID of each domain, in domain order."""
-    if len(domains) == 1:
-        return next(iter(domains.values()))
-    return ",".join(domains[d] for d in sorted(domains))

@@ -1,4 +1,4 @@
-# Types for the compiled framing loop (Cython reads this beside binlog.py; the .py stays the
+# Types for the compiled framing loop (Cython reads this beside framing.py; the .py stays the
 # source, and runs as it is without a build). Only values that fit their C type are typed:
 # an event's kind is a byte, a batch's row count and a table-map number are sizes; offsets
 # and table ids stay Python integers.
