@@ -2,7 +2,8 @@
 the node (counters, stage histograms, delay, window, Spark jobs, the process tree's memory)
 and of the manager; the status page loaded in headless Chromium, its pipeline row and delay
 present and its script refreshing it; an alarm that fires once and resolves once at a
-webhook receiver, shown by 'setl status' and the page meanwhile."""
+webhook receiver, shown by 'setl status' and the page meanwhile; the delay alarm of a
+change subscription whose reader lags."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from manager import cli
+from manager.subscriber import Subscriber
 from shared.httpserver import HttpServer, Request, Response
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
@@ -66,7 +68,9 @@ def operated(sandbox: Sandbox, receiver: Receiver,
                       local_max_rows=0, env={"SETL_HOOK_TOKEN": HOOK_TOKEN},
                       manager_settings={"web": {"poll_s": 1}, "alarms": {
                           "rules": [{"name": "paused", "when": "paused",
-                                     "pipelines": ["ops-alarm.*"]}],
+                                     "pipelines": ["ops-alarm.*"]},
+                                    {"name": "lag", "when": "delay", "above_ms": 1500,
+                                     "pipelines": ["ops-lag.*"]}],
                           "webhooks": [{"url": f"{receiver.server.url}/hook",
                                         "token": "${SETL_HOOK_TOKEN}"}]}})
     running.start_manager()
@@ -257,3 +261,46 @@ def test_an_alarm_fires_once_and_resolves_once_at_the_webhook(
                           log)) == 1
     assert HOOK_TOKEN not in log
     operated.set_status("ops-alarm", "STOP")
+
+
+def test_a_subscription_whose_reader_lags_raises_the_delay_alarm(
+        operated: Cluster, receiver: Receiver, source: Database, target: Database) -> None:
+    """A subscription nobody reads: its batches wait for a reader, its window fills and
+    its delay grows past the rule's 1.5 s (firing); a reader takes everything and
+    acknowledges it (resolved)."""
+    schema = make_schema(source, target, ITEMS)
+    servers = operated.sandbox.servers()
+    operated.apply([{"name": "ops-lag", "pipelines": [{
+        "name": "forward", "source": "source", "target": "ops-feed", "parallelism": 1,
+        "batch_timeout_ms": 100,
+        "pairs": [{"source": f"{schema}.items", "target": f"{schema}.items"}]}]}],
+        [{"name": "source", "host": "127.0.0.1", "port": servers["source"].port,
+          "user": "setl", "password": f"file:{operated.sandbox.secret_file}"},
+         {"name": "ops-feed", "type": "subscription"}])
+    operated.set_status("ops-lag", "START")
+    operated.wait_running("ops-lag")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (0, 'unread')")
+    wait_for(lambda: operated.pipeline_state("ops-lag").unacked >= 1, 30,
+             "the first batch waiting for a reader")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'unread')")  # in the window
+    written = 2
+    wait_for(lambda: receiver.about("lag", "ops-lag.forward"), 30, "the delay alarm")
+    firing = receiver.about("lag", "ops-lag.forward")[0]
+    assert (firing["state"], firing["when"]) == ("firing", "delay")
+    assert operated.pipeline_state("ops-lag").window_used >= 1  # held for its reader
+
+    read: set[int] = set()
+    with Subscriber("ops-lag", managers=operated.manager_address, retry_s=0.2) as feed:
+        for batch in feed:
+            read.update(int(field.value.int) for txn in batch.transactions
+                        for change in txn.changes for field in change.after
+                        if field.name == "id")
+            feed.ack(batch)
+            if len(read) == written:
+                break
+        wait_for(lambda: len(receiver.about("lag", "ops-lag.forward")) >= 2, 30,
+                 "the delay alarm resolved once the reader caught up")
+    assert read == set(range(written))
+    assert [item["state"] for item in receiver.about("lag", "ops-lag.forward")] == [
+        "firing", "resolved"]
+    operated.set_status("ops-lag", "STOP")
