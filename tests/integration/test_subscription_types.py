@@ -18,7 +18,7 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
                                                target: Database) -> None:
     """Every type a reader may get wrong, as `setl subscribe -o json` prints it (before
     and after images); a run acknowledges what it printed, so the next one goes on after
-    it; --no-ack moves nothing; --from moves it back."""
+    it; --no-ack moves nothing; --from moves it back (to a file position or a GTID)."""
     schema = make_schema(source, target, (
         "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, ub BIGINT UNSIGNED, "
         "d DECIMAL(65,30), tm TIME(3), zd DATE, dt DATETIME(6), ts TIMESTAMP NULL, "
@@ -67,6 +67,10 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
     assert [txn["id"] for txn in replayed] == [first[0]["id"], rest[0]["id"], rest[1]["id"],
                                                 again[0]["id"]]
     assert cluster.channel_status("typed") == "START"
+    # --from a GTID position: what committed after the first transaction
+    assert first[0]["gtid"]
+    by_gtid = _subscribe(cluster, "typed", "--from", first[0]["gtid"], "--count", "3")
+    assert [txn["id"] for txn in by_gtid] == [rest[0]["id"], rest[1]["id"], again[0]["id"]]
     # one transaction far larger than gRPC's default message (4 MiB) comes whole
     source.execute(f"INSERT INTO `{schema}`.t (id, d, js) SELECT seq, seq, "
                    "JSON_OBJECT('pad', REPEAT('x', 150)) FROM mysql.seq_1000_to_30999")
