@@ -51,7 +51,7 @@ def chart(report: dict[str, Any], path: Path) -> None:
     copy = next((r for r in results.values() if "mydumper_myloader_s" in r), None)
     if copy:
         axes[2].bar(["setl snapshot", "mydumper|myloader"],
-                    [copy["setl_rows_per_s"] or 0, copy["mydumper_myloader_rows_per_s"] or 0],
+                    [copy.get("setl_rows_per_s") or 0, copy["mydumper_myloader_rows_per_s"] or 0],
                     color=["#3b7dd8", "#999999"])
         axes[2].set_title("full copy, rows/s")
     else:

@@ -46,6 +46,9 @@ log = logging.getLogger("setl.node.verify")
 LISTED = 1000  # differing keys listed per table in the report
 WAVE_S = 2.0  # a wave of chunks (one Spark job) takes about this long: progress, and a job's
 # fixed cost (0.2-0.3 s measured with two local workers) spread over enough work
+SQL_THREADS_PER_CORE = 3  # the sql method: each thread waits on the source, then on the
+# targets, so both servers have queries to run (2M rows, 2 cores: 2.4 s with one thread a
+# core, 1.6-1.9 s with three)
 
 
 @dataclass(frozen=True)
@@ -202,8 +205,8 @@ class Verification:
         workers start) is paid for milliseconds of Python."""
         spark, options = self.ctx.spark, self.options
         in_node = table.method == "sql" or len(chunks.chunks) <= 2
-        slots = max(2, spark.partitions) if table.method == "sql" else \
-            1 if in_node else spark.partitions
+        slots = SQL_THREADS_PER_CORE * max(2, spark.partitions) if table.method == "sql" \
+            else 1 if in_node else spark.partitions
         # a wave grows until it takes about WAVE_S (progress; a Spark job's fixed cost
         # spread), and --rate caps it at about a second of rows
         ceiling = slots * 64 if not options.rate else \
