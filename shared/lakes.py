@@ -127,10 +127,18 @@ def maintain(table: Any, retain_hours: int, properties: Any = None) -> dict[str,
     """Compact a table's small files, then vacuum what was removed over ``retain_hours``
     ago; what each did."""
     done = dict(table.optimize.compact(commit_properties=properties))
-    done["vacuumed"] = len(table.vacuum(retention_hours=retain_hours, dry_run=False,
-                                        enforce_retention_duration=False,
-                                        commit_properties=properties))
+    done["vacuumed"] = len(vacuum(table, retain_hours, properties))
     return done
+
+
+def vacuum(table: Any, retain_hours: int, properties: Any = None, full: bool = False
+           ) -> list[str]:
+    """Delete the files the table removed over ``retain_hours`` ago; their names. ``full``:
+    also files no commit names (a commit that failed left them) — only where nothing
+    writes the table meanwhile: a file being written is one no commit names yet."""
+    return table.vacuum(retention_hours=retain_hours, dry_run=False,
+                        enforce_retention_duration=False, commit_properties=properties,
+                        full=full)
 
 
 OBJECT_STORES = ("s3://", "s3a://")  # the object stores this version writes

@@ -14,6 +14,7 @@ from node.cursor import Cursor
 from node.jobs import PartResult, Unit, in_order
 from node.target.delta import columns, commits, units
 from node.target.delta.commits import Stamp
+from node.target.delta.compaction import Compactor
 from shared import gtid, lakes
 from shared.errors import ConfigError, FencedError, LoadError, PositionConflictError
 from shared.model import BinlogPosition, DataSource, PipelineParams
@@ -38,11 +39,14 @@ class LakeLoader:
         self.written: dict[str, BinlogPosition] = {}
         self._tables: dict[str, Any] = {}  # table key → its DeltaTable, as last read
         self._commits: dict[str, int] = {}  # table key → commits since its compaction
+        self._writing = threading.Lock()  # held while a table is written (or vacuumed)
+        self.compactor = Compactor(pipeline_id, params.lake_retain_hours, self._writing)
         # each target's location and resolved options (a refused location or credential
         # stops the start, saying why)
         self.lakes = {name: lakes.Lake.of(target) for name, target in targets.items()}
 
     def close(self) -> None:
+        self.compactor.close()
         self._tables.clear()
 
     # -- start --------------------------------------------------------------------------
@@ -162,7 +166,23 @@ class LakeLoader:
         self.written[key] = last.end
         count = self._commits[key] = self._commits.get(key, 0) + 1
         if self.params.lake_compact_every and count >= self.params.lake_compact_every:
-            self._compact(key, table, stamp)
+            self._commits[key] = 0
+            lake = self.lakes[unit.datasource]
+            if self.compactor.lost(key):
+                self._compact(key, table, stamp)
+            else:
+                self.compactor.ask(key, lambda: lake.table(unit.schema, unit.table))
+
+    def _compact(self, key: str, table: Any, stamp: Stamp) -> None:
+        """Compaction and vacuum in Load's path (each a commit carrying the table's
+        position, as every commit of setl's does)."""
+        found: dict[str, Any] = {}
+        self._write(key, stamp, lambda props: found.update(lakes.maintain(
+            table, self.params.lake_retain_hours, props)))
+        log.info("event=lake_table_compacted pipeline=%s table=%s version=%d in_load=true "
+                 "files_added=%s files_removed=%s vacuumed=%s", self.pipeline_id, key,
+                 table.version(), found.get("numFilesAdded", 0),
+                 found.get("numFilesRemoved", 0), found.get("vacuumed", 0))
 
     def _table(self, key: str, target: DataSource, unit: Unit, rows: Any) -> Any:
         """The table's DeltaTable, made on its first rows (partitioned as its pair says)."""
@@ -188,7 +208,11 @@ class LakeLoader:
     def _write(self, key: str, stamp: Stamp | Callable[[], Stamp],
                write: Callable[[Any], None]) -> None:
         try:
-            commits.commit(self._tables[key], key, stamp, write)
+            with self._writing:
+                table = self._tables[key]
+                if self.compactor.compacted(key):  # its vacuum may have deleted files the
+                    table.update_incremental()  # version held here reads
+                commits.commit(table, key, stamp, write)
         except (ConfigError, LoadError, FencedError):
             raise
         except Exception as exc:  # delta-rs' and Arrow's errors: the batch stops, named
@@ -196,19 +220,6 @@ class LakeLoader:
                 if isinstance(stamp, Stamp) else ""
             raise LoadError(f"pipeline {self.pipeline_id} {where}lake table {key}: {exc}"
                             ) from exc
-
-    def _compact(self, key: str, table: Any, stamp: Stamp) -> None:
-        """Small files of a streamed table bin-packed into large ones, then the files
-        removed longer ago than ``lake_retain_hours`` deleted (each a commit carrying the
-        table's position, as every commit of setl's does)."""
-        found: dict[str, Any] = {}
-        self._write(key, stamp, lambda props: found.update(lakes.maintain(
-            table, self.params.lake_retain_hours, props)))
-        self._commits[key] = 0
-        log.info("event=lake_table_compacted pipeline=%s table=%s version=%d "
-                 "files_added=%s files_removed=%s vacuumed=%s", self.pipeline_id, key,
-                 table.version(), found.get("numFilesAdded", 0),
-                 found.get("numFilesRemoved", 0), found.get("vacuumed", 0))
 
 
 def _append(table: Any, rows: Any, properties: Any) -> None:
