@@ -157,7 +157,7 @@ def test_a_table_is_compacted_every_n_commits_and_keeps_its_position(tmp_path: P
     for n in range(1, 5):
         done = units.render([change(MIRROR, INS, 0, {"id": n, "v": "a"})], SPEC)
         writer.load_units(batch(n, 100 * n), [PartResult(done, [], 1)])
-    assert writer.compactor.wait()  # on a thread of its own: Load does not wait for it
+        assert writer.compactor.wait()  # on a thread of its own: Load does not wait for it
     table = DeltaTable(str(tmp_path / "s" / "m"))
     assert len(table.file_uris()) == 2  # three compacted into one, and the fourth
     assert len(list((tmp_path / "s" / "m").glob("*.parquet"))) == 2  # vacuumed at once

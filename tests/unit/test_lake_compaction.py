@@ -18,10 +18,10 @@ from shared.model import DataSource, PipelineParams
 from tests.unit.test_lake import INS, LOG, MIRROR, SPEC, UPD, batch, change, loader, read
 
 
-def writer(location: Path, every: int) -> LakeLoader:
+def writer(location: Path, every: int, retain: int = 0) -> LakeLoader:
     found = LakeLoader("c.p", {"lake": DataSource("lake", "", type="delta",
                                                   location=str(location))},
-                       PipelineParams(lake_compact_every=every, lake_retain_hours=0),
+                       PipelineParams(lake_compact_every=every, lake_retain_hours=retain),
                        epoch=1, run="r1")
     found.claim()
     return found

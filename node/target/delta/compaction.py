@@ -12,9 +12,10 @@ on the new version (:func:`node.target.delta.commits.commit`).
 
 Vacuum deletes files; Load must never read a table version whose files are gone, nor lose a
 file it is writing. So it runs under ``writing`` (the lock Load holds while it writes a
-table), and the table Load holds is read again before its next write. It is a full vacuum:
-the files of a commit of Load's that lost to the compaction (and was made again) are named
-by no commit, and go too once older than ``lake_retain_hours``.
+table), and the table Load holds is read again before its next write; none runs once the
+loader closed. With ``lake_retain_hours`` of 1 or more it is a full vacuum: the files of a
+commit of Load's that lost to the compaction (and was made again) are named by no commit,
+and go too once that old.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from shared import lakes
 
 log = logging.getLogger("setl.node.target.delta")
 CLOSE_WAIT_S = 30.0  # how long a stopping pipeline lets a compaction under way finish
+# files no commit names are deleted only when older than this: a file being written (by
+# this node, or by a new owner while a fenced one still runs) is never that old
+FULL_AFTER_H = 1
 
 
 class Compactor:
@@ -41,6 +45,7 @@ class Compactor:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._idle = threading.Condition(self._lock)
+        self._closed = False  # the loader stopped: another may write the table now
 
     def ask(self, key: str, open_table: Callable[[], Any]) -> None:
         """Compact ``key`` (``open_table()`` reads it: its own DeltaTable, not Load's)."""
@@ -76,6 +81,8 @@ class Compactor:
             return self._idle.wait_for(lambda: not self._pending, timeout_s)
 
     def close(self) -> None:
+        with self.writing:  # a compaction under way makes no vacuum after this
+            self._closed = True
         self._asked.put(None)
         if self._thread is not None:
             self._thread.join(CLOSE_WAIT_S)
@@ -102,9 +109,11 @@ class Compactor:
                                                        self.pipeline_id})
         found = dict(table.optimize.compact(commit_properties=properties))
         with self.writing:  # no write of Load's reads (or is writing) what vacuum deletes
+            if self._closed:
+                return
             table.update_incremental()  # a full vacuum deletes what *this* version lacks
             found["vacuumed"] = len(lakes.vacuum(table, self.retain_hours, properties,
-                                                 full=True))
+                                                 full=self.retain_hours >= FULL_AFTER_H))
             with self._lock:
                 self._done.add(key)
         log.info("event=lake_table_compacted pipeline=%s table=%s version=%d "
