@@ -115,6 +115,12 @@ def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
                 for state in info.pipelines if state.switched]
     if switched:  # replica-set sources: the member read, and the last switch
         text += "\n\n" + table(["PIPELINE", "READS", "LAST SOURCE SWITCH"], switched)
+    reading = [(state.pipeline_id, state.subscriber or "-", state.unacked, state.delay_ms)
+               for info in infos for state in info.pipelines
+               if state.subscriber or state.unacked]
+    if reading:  # change subscriptions: who reads them, and what waits for their acks
+        text += "\n\n" + table(["SUBSCRIPTION", "READER", "UNACKED BATCHES", "DELAY_MS"],
+                                reading)
     copying = [(state.pipeline_id, copy) for info in infos for state in info.pipelines
                for copy in state.snapshots if copy.state == "copying"]
     if copying:  # copies under way, table by table

@@ -8,6 +8,7 @@ copy with the source as multisets."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 from collections import Counter
@@ -223,6 +224,8 @@ def test_two_subscriptions_of_one_source_go_at_their_own_speed(
         _cli(cluster, "subscription", "list", "-o", "json"))}
     assert listed["slow"]["reader"] != "-" and listed["slow"]["unacked"] >= 1
     assert listed["fast"]["behind"] == "0 bytes" != listed["slow"]["behind"]
+    shown = re.search(r"^slow\.forward\s+(\S+)\s+(\d+)\s", _cli(cluster, "status"), re.M)
+    assert shown and shown[1] == listed["slow"]["reader"] and int(shown[2]) >= 1, shown
     slow.hold.clear()
     finish(shapes, source, fast, slow)
 
