@@ -83,3 +83,24 @@ def test_a_compaction_that_failed_is_made_by_load_the_next_time(
                for commit in newest)  # a commit of Load's carries the position
     assert [row["id"] for row in read(tmp_path, "c")] == list(range(1, 7))
     lake.close()
+
+
+def test_a_compaction_that_read_a_file_a_merge_rewrote_gives_way(tmp_path: Path) -> None:
+    """The compaction reads the table, a batch's MERGE then rewrites one of its files: the
+    compaction must not commit (it would bring the old rows back); Load compacts next time."""
+    lake = writer(tmp_path, every=0)  # compactions asked by hand here
+    for n in range(1, 5):  # four files of two keys each
+        done = units.render([change(MIRROR, INS, 0, {"id": 10 * n + 1, "v": "a"}),
+                             change(MIRROR, INS, 1, {"id": 10 * n + 2, "v": "a"})], SPEC)
+        lake.load_units(batch(n, 100 * n), [PartResult(done, [], 1)])
+    read_before = DeltaTable(str(tmp_path / "s" / "m"))  # what the compaction packs
+    done = units.render([change(MIRROR, UPD, 0, {"id": 11, "v": "new"}, (11,))], SPEC)
+    lake.load_units(batch(5, 500), [PartResult(done, [], 1)])
+    lake.compactor.ask("lake:s.m", lambda: read_before)
+    assert lake.compactor.wait()
+    assert lake.compactor.lost("lake:s.m")
+    table = DeltaTable(str(tmp_path / "s" / "m"))
+    assert not any(commit.get("operation") == "OPTIMIZE" for commit in table.history())
+    assert read(tmp_path, "m") == [{"id": 10 * n + k, "v": "new" if (n, k) == (1, 1) else "a"}
+                                   for n in range(1, 5) for k in (1, 2)]
+    lake.close()
