@@ -11,8 +11,8 @@ only writer, as before). Load's next commit after a compaction loses once and is
 on the new version (:func:`node.target.delta.commits.commit`).
 
 Vacuum deletes files; Load must never read a table version whose files are gone, nor lose a
-file it is writing. So it runs under ``writing`` (the lock Load holds while it writes a
-table), and the table Load holds is read again before its next write; none runs once the
+file it is writing. So it runs under ``writing(key)`` (the lock Load holds while it writes
+the table), and the table Load holds is read again before its next write; none runs once the
 loader closed. With ``lake_retain_hours`` of 1 or more it is a full vacuum: the files of a
 commit of Load's that lost to the compaction (and was made again) are named by no commit,
 and go too once that old.
@@ -36,8 +36,10 @@ FULL_AFTER_H = 1
 
 
 class Compactor:
-    def __init__(self, pipeline_id: str, retain_hours: int, writing: threading.Lock) -> None:
+    def __init__(self, pipeline_id: str, retain_hours: int,
+                 writing: Callable[[str], threading.Lock]) -> None:
         self.pipeline_id, self.retain_hours, self.writing = pipeline_id, retain_hours, writing
+        self._vacuuming = threading.Lock()  # held by a vacuum, and by close()
         self._asked: queue.Queue[tuple[str, Callable[[], Any]] | None] = queue.Queue()
         self._pending: set[str] = set()  # keys asked and not done
         self._done: set[str] = set()  # keys compacted since Load last read the table
@@ -81,7 +83,7 @@ class Compactor:
             return self._idle.wait_for(lambda: not self._pending, timeout_s)
 
     def close(self) -> None:
-        with self.writing:  # a compaction under way makes no vacuum after this
+        with self._vacuuming:  # a compaction under way makes no vacuum after this
             self._closed = True
         self._asked.put(None)
         if self._thread is not None:
@@ -108,7 +110,8 @@ class Compactor:
         properties = CommitProperties(custom_metadata={lakes.PREFIX + "pipeline":
                                                        self.pipeline_id})
         found = dict(table.optimize.compact(commit_properties=properties))
-        with self.writing:  # no write of Load's reads (or is writing) what vacuum deletes
+        # no write of Load's reads (or is writing) what vacuum deletes
+        with self._vacuuming, self.writing(key):
             if self._closed:
                 return
             table.update_incremental()  # a full vacuum deletes what *this* version lacks

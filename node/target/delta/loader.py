@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from node import sqllex
@@ -20,6 +21,7 @@ from shared.errors import ConfigError, FencedError, LoadError, PositionConflictE
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.target.delta")
+COMMIT_THREADS = 4  # tables of a batch committed at once
 
 
 def table_key(datasource: str, schema: str, table: str) -> str:
@@ -39,15 +41,27 @@ class LakeLoader:
         self.written: dict[str, BinlogPosition] = {}
         self._tables: dict[str, Any] = {}  # table key → its DeltaTable, as last read
         self._commits: dict[str, int] = {}  # table key → commits since its compaction
-        self._writing = threading.Lock()  # held while a table is written (or vacuumed)
-        self.compactor = Compactor(pipeline_id, params.lake_retain_hours, self._writing)
+        self._writing: dict[str, threading.Lock] = {}  # table key → held while it is written
+        self._guard = threading.Lock()  # (or vacuumed)
+        self._pool: ThreadPoolExecutor | None = None  # a batch's tables committed at once
+        self.compactor = Compactor(pipeline_id, params.lake_retain_hours, self.writing)
         # each target's location and resolved options (a refused location or credential
         # stops the start, saying why)
         self.lakes = {name: lakes.Lake.of(target) for name, target in targets.items()}
 
     def close(self) -> None:
         self.compactor.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self._tables.clear()
+
+    def writing(self, key: str) -> threading.Lock:
+        """The lock held while table ``key`` is written, or vacuumed."""
+        with self._guard:
+            found = self._writing.get(key)
+            if found is None:
+                found = self._writing[key] = threading.Lock()
+            return found
 
     # -- start --------------------------------------------------------------------------
     def claim(self) -> dict[str, Cursor | None]:
@@ -146,13 +160,28 @@ class LakeLoader:
                 held = self.written.get(key)
                 if held is None or gtid.compare(held, batch.end) < 0:
                     by_table.setdefault(key, []).append((batch, unit))
-        written = 0
-        for key, found in by_table.items():
-            rows = sum(unit.rows for _, unit in found)
-            if not self.params.dry_run:
-                self._apply(key, self.targets[found[0][1].datasource], found)
-            written += rows
-        return written
+        if not self.params.dry_run:
+            self._apply_all(by_table)
+        return sum(unit.rows for found in by_table.values() for _, unit in found)
+
+    def _apply_all(self, by_table: dict[str, list[tuple[Batch, Unit]]]) -> None:
+        """Each table's commit, several tables at once (each is a Delta table of its own,
+        with its own position; delta-rs works outside the GIL): a batch of four tables' MERGEs
+        one after the other left a core idle. An error stops the batch once every table's
+        commit has ended (made or not: none goes on behind a retry), as a kill between two
+        tables' commits would."""
+        if len(by_table) == 1:
+            [(key, found)] = by_table.items()
+            self._apply(key, self.targets[found[0][1].datasource], found)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(COMMIT_THREADS,
+                                            thread_name_prefix=f"lake-{self.pipeline_id}")
+        done = [self._pool.submit(self._apply, key, self.targets[found[0][1].datasource],
+                                  found) for key, found in by_table.items()]
+        errors = [error for future in done if (error := future.exception()) is not None]
+        if errors:
+            raise errors[0]
 
     def _apply(self, key: str, target: DataSource, found: list[tuple[Batch, Unit]]) -> None:
         last, unit = found[-1][0], found[0][1]
@@ -208,7 +237,7 @@ class LakeLoader:
     def _write(self, key: str, stamp: Stamp | Callable[[], Stamp],
                write: Callable[[Any], None]) -> None:
         try:
-            with self._writing:
+            with self.writing(key):
                 table = self._tables[key]
                 if self.compactor.compacted(key):  # its vacuum may have deleted files the
                     table.update_incremental()  # version held here reads
