@@ -25,8 +25,9 @@ PURE = "SETL_PURE_PYTHON"  # node.compiled: the modules' pure-Python twins
 # the benchmarks' smoke runs each start a sandbox of their own
 QUIET = ("api_security", "bench_smoke", "check", "chunks", "compiled", "ddl", "decode",
          "foundation", "invariants", "keys", "lake_schemas", "lake_verify", "lookup", "names",
-         "randomized", "savepoints", "schemas", "security", "shard", "subscription_types",
-         "tls", "transform", "twoway", "types", "verify")
+         "operating", "randomized", "savepoints", "schemas", "security", "shard",
+         "spark_cluster", "subscription_types", "tls", "transform", "twoway", "types",
+         "verify")
 
 
 def main() -> int:
