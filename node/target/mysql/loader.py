@@ -12,7 +12,7 @@ owner (a zombie after a ZooKeeper session loss): its transaction is refused (fen
 After the position row is locked, the batch's statements, the position and the COMMIT go
 to the target together as one multi-statement query (:mod:`node.target.mysql.together`); a ``LOAD
 DATA``, a statement whose row count is checked or one that needs a lenient sql_mode goes
-alone.
+alone (:mod:`node.target.mysql.alone`).
 
 With ``skip_load_exception`` a batch the target refuses is written again statement by
 statement in one transaction; rows the server refuses (``owners.ROW_REFUSED``: duplicate,
@@ -35,7 +35,8 @@ from pymysql.constants import CLIENT
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
 from node.jobs import JobSpec, PartResult, Unit, in_order
-from node.target.mysql import loaddata, localdata, owners
+from node.target.mysql import alone, localdata, owners
+from node.target.mysql.alone import SQL_MODE
 from node.target.mysql.copies import Copies
 from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
 from node.target.mysql.facts import TargetFacts
@@ -44,8 +45,7 @@ from node.target.mysql.owners import (
     RETRYABLE,
     ROW_REFUSED,
 )
-from node.target.mysql.sqltext import Sql
-from node.target.mysql.together import Together, first, in_table
+from node.target.mysql.together import Together
 from node.target.mysql.twoway import LoopGuard
 from node.target.mysql.units import render
 from shared import endpoint as endpoints
@@ -56,16 +56,8 @@ from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.target.mysql.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
-# The target session writes what the source holds, whatever the target's own sql_mode: a row
-# with AUTO_INCREMENT 0 keeps 0 (a source with NO_AUTO_VALUE_ON_ZERO), an impossible date
-# (ALLOW_INVALID_DATES) and zero dates go in as they are, and a value that does not fit the
-# target's column is an error, never silently cut (strict).
-SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
-# for a row whose ENUM holds the empty value (the source's for an invalid one): see _lenient
-LENIENT_SQL_MODE = SQL_MODE.replace("STRICT_ALL_TABLES,", "")
 # TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
 SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
-DATA_TRUNCATED = 1265
 
 
 class Loader:
@@ -78,7 +70,6 @@ class Loader:
         self.epoch, self.loop = epoch, loop
         self.stop = stop or threading.Event()  # set: a retry's wait ends at once
         self.retry = RetryPolicy(max_tries=5, delay_s=0.1, max_delay_s=1.0)
-        self.skipped = 0  # rows refused by a target and skipped (skip_load_exception)
         self.run = run  # the pipeline's life, written into every position row
         self.written: dict[str, BinlogPosition] = {}  # each target's position row, as written
         self._connections: dict[str, pymysql.Connection] = {}
@@ -321,7 +312,8 @@ class Loader:
                 for sql in unit.sqls:
                     if one_by_one or sql.data is not None or sql.lenient or sql.matches_one:
                         together.send()  # what came before, then this one alone
-                        written += self._write_alone(cursor, unit, sql, batch, one_by_one)
+                        written += alone.write(cursor, unit, sql, batch, self.pipeline_id,
+                                               one_by_one)
                     else:
                         together.add(unit, sql.text)
                         written += sql.rows
@@ -360,65 +352,6 @@ class Loader:
         mark = loop_comment(self.loop.channel) if self.loop is not None else ""
         return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq,
                          mark)
-
-    def _write_alone(self, cursor: Any, unit: Unit, sql: Sql, batch: Batch,
-                     one_by_one: bool) -> int:
-        """One statement on its own: a LOAD DATA, a lenient or a count-checked one, or any
-        in one-by-one mode (where a row the target refuses is logged and skipped)."""
-        try:
-            if sql.data is not None:  # LOAD DATA: its rows sent from memory
-                with localdata.serving(loaddata.FILE, sql.data):
-                    count = cursor.execute(sql.text)
-            else:
-                count = self._lenient(cursor, sql, unit, batch) if sql.lenient \
-                    else cursor.execute(sql.text)
-        except pymysql.MySQLError as exc:
-            code = exc.args[0] if exc.args else 0
-            if not one_by_one or code not in ROW_REFUSED:  # not the row's fault: never skip
-                raise in_table(exc, unit) from None
-            self.skipped += 1
-            log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
-                        "error=%r statement=%r", self.pipeline_id, batch.process_id,
-                        unit.schema, unit.table, first(sql.what, unit.keys).strip(),
-                        exc.args[-1], sql.text[:2000])
-            return 0
-        except SetlError:
-            raise
-        except Exception as exc:  # a Python error names where it happened, as every error
-            raise LoadError(
-                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
-                f"position {batch.end}, target {unit.datasource}, table "
-                f"{unit.schema}.{unit.table}: {type(exc).__name__}: {exc}") from exc
-        if sql.matches_one and count != 1:
-            raise LoadError(
-                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
-                f"position {batch.end}, target {unit.datasource}, table "
-                f"{unit.schema}.{unit.table}: the target has no row equal to the source's "
-                f"before image{first(sql.what, ())}, so the tables differ; make the target "
-                "equal to the source (copy the table again), then resume")
-        return sql.rows
-
-    def _lenient(self, cursor: Any, statement: Sql, unit: Unit, batch: Batch) -> int:
-        """A one-row statement giving ENUM columns the empty value (which strict mode
-        refuses) under a sql_mode without STRICT_ALL_TABLES; any warning but "Data truncated"
-        of exactly those columns fails it, so nothing else is let through."""
-        cursor.execute("SET SESSION sql_mode = %s", (LENIENT_SQL_MODE,))
-        try:
-            count = cursor.execute(statement.text)
-            cursor.execute("SHOW WARNINGS")
-            warnings = [(int(row[1]), str(row[2])) for row in cursor.fetchall()]
-        finally:
-            cursor.execute("SET SESSION sql_mode = %s", (SQL_MODE,))
-        allowed = {f"Data truncated for column '{name}' at row 1" for name in statement.lenient}
-        other = [w for w in warnings if w[0] != DATA_TRUNCATED or w[1] not in allowed]
-        if other:
-            raise LoadError(
-                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}, "
-                f"position {batch.end}, target {unit.datasource}, table "
-                f"{unit.schema}.{unit.table}: a row with an empty ENUM value was refused "
-                f"in more than that: {other}; make the target's columns the source's")
-        return int(count)
-
 
 @dataclass
 class _Writes:
