@@ -65,16 +65,16 @@ class Compactor:
         """Whether ``key``'s last compaction here failed (a table whose every batch rewrites
         the files a compaction reads, e.g. a mirror of random updates: Load compacts it in
         its own path, as the only writer, and then tries here again)."""
-        with self._lock:
-            found = key in self._lost
-            self._lost.discard(key)
-            return found
+        return self._taken(self._lost, key)
 
     def compacted(self, key: str) -> bool:
         """Whether ``key`` was compacted since this was last asked (Load reads it again)."""
+        return self._taken(self._done, key)
+
+    def _taken(self, keys: set[str], key: str) -> bool:
         with self._lock:
-            found = key in self._done
-            self._done.discard(key)
+            found = key in keys
+            keys.discard(key)
             return found
 
     def wait(self, timeout_s: float = CLOSE_WAIT_S) -> bool:
