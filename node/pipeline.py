@@ -308,7 +308,7 @@ class PipelineRunner(RunnerStatus):
         self.state = "starting spark"
         self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
         self._still_owner("spark start")
-        window = self._window = Window(params.parallelism)
+        window = self._window = Window(load.window_size(params.parallelism, loader))
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,

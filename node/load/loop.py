@@ -21,8 +21,18 @@ from node.jobs import Done, Failed
 from node.target.base import TargetLoader
 from shared.errors import SetlError, with_context
 
-COALESCE = 8  # batches whose E/T is done joined in one commit of a coalescing target
+# batches whose E/T is done joined in one commit of a coalescing target: a lake mirror's
+# MERGE costs about its table's size whatever the rows (Delta rewrites every file a key it
+# touches is in), so under a backlog fewer, larger commits are what makes it fast
+COALESCE = 16
 Loaded = Callable[[Batch, Done, int, float, float], None]
+
+
+def window_size(parallelism: int, loader: TargetLoader) -> int:
+    """The batches a pipeline holds between Select and the end of Load: its parallelism,
+    and for a target whose commits coalesce batches room for one more commit's worth (E/T
+    keeps going while the target commits, and the next commit takes all it did)."""
+    return parallelism + (COALESCE if hasattr(loader, "load_many") else 0)
 
 
 def run(loader: TargetLoader, handoff: queue.Queue[Any], loaded: Loaded) -> None:
