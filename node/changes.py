@@ -124,6 +124,7 @@ class Batch:
     echoes: int = 0  # of those, written by the opposite pipeline of a two-way channel
     rows: int = 0  # row changes: decoded ones, and those its rows events hold (estimated)
     events: int = 0  # rows events
+    size: int = 0  # the bytes of its rows events
     has_ddl: bool = False
     commit_ts_ms: int = 0
     # watermark windows closed in it: (window id, place of its first event, of the event
@@ -145,6 +146,7 @@ class Batch:
             self.transactions.append(txn)
             self.rows += txn.rows
             self.events += len(txn.events)
+            self.size += sum(len(event) for _, event in txn.events)
             self.has_ddl = self.has_ddl or txn.is_ddl
 
     @property

@@ -308,7 +308,7 @@ class PipelineRunner(RunnerStatus):
         self.state = "starting spark"
         self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
         self._still_owner("spark start")
-        window = self._window = Window(load.window_size(params.parallelism, loader))
+        window = self._window = load.window(params.parallelism, loader)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,
@@ -429,7 +429,7 @@ class PipelineRunner(RunnerStatus):
         self._progress.set()
         if getattr(loader, "durable", True):  # (a subscription's position is its reader's
             publisher.publish(self.cursor)  # acknowledgement: no hint goes ahead of it)
-        window.release()
+        window.release(batch.size)
         self.window_peak = max(self.window_peak, window.peak)
         self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
         rows = done.rows if done.changes is None else batch.rows

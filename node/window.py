@@ -2,7 +2,10 @@
 
 - The sliding window: at most ``size`` batches between Select and the end of Load. Select
   takes a slot before it cuts a batch and blocks while the window is full; Load frees the
-  slot after the batch is committed and its cursor published.
+  slot after the batch is committed and its cursor published. A target whose commits join
+  several batches (a lake) gets ``extra`` slots more, taken only while the batches held
+  carry less than ``extra_bytes`` of rows events (the window's memory stays bounded however
+  wide the rows).
 - Extract/Transform saturation: while ``saturation`` E/T jobs run at once (with local Spark,
   about the cores), Select keeps a timed batch open and lets it grow (a Spark job costs the
   same for few rows as for many), see :mod:`node.select.selector`.
@@ -13,35 +16,46 @@ from __future__ import annotations
 import threading
 
 ET_SATURATION = 2  # E/T jobs at once before timed batches wait (local Spark: about the cores)
+EXTRA_BYTES = 128 * 1024 * 1024  # rows events held past which the extra slots wait
 
 
 class Window:
-    def __init__(self, size: int, saturation: int = ET_SATURATION) -> None:
-        self.size, self.saturation = size, saturation
-        self._free = threading.Semaphore(size)
+    def __init__(self, size: int, saturation: int = ET_SATURATION, extra: int = 0,
+                 extra_bytes: int = EXTRA_BYTES) -> None:
+        self.base, self.size, self.saturation = size, size + extra, saturation
+        self.extra_bytes = extra_bytes
         self._lock = threading.Lock()
         self._released = threading.Condition(self._lock)
         self._used = 0
+        self._bytes = 0  # rows events of the batches held (those Select cut)
         self._extracting = 0
         self.peak = 0
 
     def acquire(self, stop: threading.Event, poll_s: float = 0.1) -> bool:
         """Take a slot; False when ``stop`` is set first."""
-        while not stop.is_set():
-            if self._free.acquire(timeout=poll_s):
-                with self._lock:
+        with self._released:
+            while not stop.is_set():
+                if self._used < self.base or (self._used < self.size and
+                                              self._bytes < self.extra_bytes):
                     self._used += 1
                     self.peak = max(self.peak, self._used)
-                return True
+                    return True
+                self._released.wait(poll_s)
         return False
 
-    def release(self) -> None:
+    def hold(self, size: int) -> None:
+        """A slot's batch is cut: it holds ``size`` bytes of rows events."""
+        with self._lock:
+            self._bytes += size
+
+    def release(self, size: int = 0) -> None:
+        """A slot is free again; its batch held ``size`` bytes (as :meth:`hold` was told)."""
         with self._lock:
             if self._used == 0:
                 raise RuntimeError("window released more often than acquired")
             self._used -= 1
+            self._bytes -= size
             self._released.notify_all()
-        self._free.release()
 
     @property
     def used(self) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from node.changes import Batch
 from node.jobs import Done, Failed
 from node.target.base import TargetLoader
+from node.window import Window
 from shared.errors import SetlError, with_context
 
 # batches whose E/T is done joined in one commit of a coalescing target: a lake mirror's
@@ -28,11 +29,11 @@ COALESCE = 16
 Loaded = Callable[[Batch, Done, int, float, float], None]
 
 
-def window_size(parallelism: int, loader: TargetLoader) -> int:
-    """The batches a pipeline holds between Select and the end of Load: its parallelism,
-    and for a target whose commits coalesce batches room for one more commit's worth (E/T
-    keeps going while the target commits, and the next commit takes all it did)."""
-    return parallelism + (COALESCE if hasattr(loader, "load_many") else 0)
+def window(parallelism: int, loader: TargetLoader) -> Window:
+    """The window of batches between Select and the end of Load: its parallelism, and for a
+    target whose commits coalesce batches room for one more commit's worth (E/T keeps going
+    while the target commits, and the next commit takes all it did)."""
+    return Window(parallelism, extra=COALESCE if hasattr(loader, "load_many") else 0)
 
 
 def run(loader: TargetLoader, handoff: queue.Queue[Any], loaded: Loaded) -> None:

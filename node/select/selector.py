@@ -119,6 +119,7 @@ class Selector:
         if batch is None:
             self.window.release()
             return None
+        self.window.hold(batch.size)
         self.next_process_id += 1
         self.position = batch.end
         return batch

@@ -79,5 +79,5 @@ def test_a_failure_in_its_place_stops_load_before_what_follows() -> None:
 
 
 def test_a_coalescing_target_gets_room_in_the_window_for_one_more_commit() -> None:
-    assert loop.window_size(5, OneByOne()) == 5  # type: ignore[arg-type]
-    assert loop.window_size(5, Coalescing()) == 5 + loop.COALESCE  # type: ignore[arg-type]
+    assert loop.window(5, OneByOne()).size == 5  # type: ignore[arg-type]
+    assert loop.window(5, Coalescing()).size == 5 + loop.COALESCE  # type: ignore[arg-type]

@@ -293,3 +293,13 @@ def test_a_batch_past_its_timeout_takes_what_queued_while_it_slept() -> None:
     batch = cut(select)
     assert batch.rows == 11 and clock.now - start < 0.101  # 0, 10, …, 100 ms
     assert source.waits == 1
+
+
+def test_a_batch_counts_the_bytes_of_its_rows_events_for_the_window() -> None:
+    events = ((1, b"x" * 300), (2, b"y" * 50))
+    batch = Batch("c.p", 1)
+    batch.add(Transaction((), BinlogPosition("binlog.000001", 1001), 1, 1, events=events,
+                          event_rows=3))
+    batch.add(Transaction((), BinlogPosition("binlog.000001", 1002), 2, 2,
+                          events=events[:1], event_rows=1))
+    assert (batch.size, batch.events, batch.rows) == (650, 3, 4)

@@ -149,3 +149,29 @@ def test_wait_alone_wakes_when_the_batch_before_is_released() -> None:
     window.release()  # the batch before is loaded
     sleeper.join(WAIT)
     assert answered == [True] and time.monotonic() - began < WAIT
+
+
+def test_extra_slots_are_taken_only_while_the_batches_held_carry_few_bytes() -> None:
+    window, stop = Window(2, extra=3, extra_bytes=1000), threading.Event()
+    for size in (600, 600):  # the base slots whatever their batches hold
+        assert window.acquire(stop, POLL)
+        window.hold(size)
+    waiter = Acquirer(window, stop)  # an extra slot, but 1,200 bytes are held
+    assert not waiter.done.wait(0.1)
+    window.release(600)
+    assert waiter.done.wait(WAIT)  # a base slot came free
+    waiter.join()
+    window.hold(100)  # 700 held
+    assert window.acquire(stop, POLL)  # extra, 700 < 1,000
+    window.hold(200)
+    assert window.acquire(stop, POLL)  # extra, 900 < 1,000
+    window.hold(200)
+    assert (window.used, window.size) == (4, 5)
+    assert_blocked_until_stopped(window, stop)  # 1,100 held: the fifth slot waits
+
+
+def test_extra_slots_never_go_past_the_size() -> None:
+    window, stop = Window(1, extra=1), threading.Event()
+    assert window.acquire(stop, POLL) and window.acquire(stop, POLL)
+    assert_blocked_until_stopped(window, stop)
+    assert window.used == 2
