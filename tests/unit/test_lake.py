@@ -4,6 +4,7 @@ fencing, a replayed batch skipped per table)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 from pathlib import Path
@@ -78,6 +79,20 @@ def test_changelog_keeps_every_change_with_its_transaction() -> None:
     assert rows[1]["_setl_seq"] < rows[2]["_setl_seq"]
     assert rows[2]["_setl_commit_ts"] == datetime.datetime(2023, 11, 14, 22, 13, 21,
                                                            tzinfo=datetime.UTC)
+
+
+def test_changelog_of_inserts_only_names_each_ones_transaction_and_order() -> None:
+    changes = [change(LOG, INS, (1 << 20) + i, {"id": i, "v": b"caf\xc3\xa9"}) for i in range(2)]
+    changes += [change(LOG, INS, (5 << 20) + 7, {"id": 9, "v": None})]
+    [unit] = units.render(changes, SPEC)
+    rows = units.read_ipc(unit.data).to_pylist()
+    assert [(r["_setl_txn"], r["_setl_seq"], r["id"], r["v"], r["_setl_before"])
+            for r in rows] == [("bin.000001:100", (1 << 20), 0, "café", None),
+                               ("bin.000001:100", (1 << 20) + 1, 1, "café", None),
+                               ("bin.000001:200", (2 << 20) + 7, 9, None, None)]
+    [unit] = units.render(changes, dataclasses.replace(SPEC, transactions=()))
+    assert {(r["_setl_txn"], r["_setl_gtid"], r["_setl_commit_ts"])  # none known
+            for r in units.read_ipc(unit.data).to_pylist()} == {("", "", None)}
 
 
 def test_a_zero_date_stops_with_the_column_and_what_to_do() -> None:

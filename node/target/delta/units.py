@@ -99,20 +99,19 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
     import pyarrow as pa
 
     starts = [txn[0] for txn in transactions]
-    ops, positions, gtids, stamps, txns, seqs = [], [], [], [], [], []
+    none = len(transactions)  # (a change before the first transaction: none known)
+    at, first, following = none, 0, starts[0] if starts else _NEVER
+    of_txn, seqs = [], []
     rows: list[Row] = []
     befores: list[Row | None] = []
-    for change in changes:
-        place = change.seq >> ROW_BITS
-        index = bisect.bisect_right(starts, place) - 1
-        first, end, gtid, ts_ms = transactions[index] if index >= 0 else (0, "", "", 0)
-        ops.append(_OPS[change.type])
-        positions.append(end)
-        gtids.append(gtid)
-        stamps.append(datetime.datetime.fromtimestamp(ts_ms / 1000, datetime.UTC)
-                      if ts_ms else None)
-        txns.append(end)
-        seqs.append(change.seq - (first << ROW_BITS))
+    for change in changes:  # in seq order: each transaction's changes one run
+        seq = change.seq
+        if seq >> ROW_BITS >= following:
+            at = bisect.bisect_right(starts, seq >> ROW_BITS) - 1
+            first = starts[at]
+            following = starts[at + 1] if at + 1 < none else _NEVER
+        of_txn.append(at)
+        seqs.append(seq - (first << ROW_BITS))
         before = change.before
         if before is None and change.before_key is not None:
             before = dict(zip(change.keys, change.before_key, strict=True))
@@ -122,18 +121,31 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
     arrays = [_array(column, [row.get(column.name) for row in rows], where)
               for column in columns]
     names = [column.name for column in columns]
-    present = [before is not None for before in befores]
     fields = [pa.field(column.name, array.type) for column, array in zip(columns, arrays,
                                                                            strict=True)]
-    before_arrays = [_array(column, [(b or {}).get(column.name) for b in befores], where)
-                     for column in columns]
-    before = pa.StructArray.from_arrays(before_arrays, fields=fields,
-                                        mask=pa.array([not p for p in present], pa.bool_()))
-    meta = [pa.array(ops, pa.string()), pa.array(positions, pa.string()),
-            pa.array(gtids, pa.string()), pa.array(stamps, pa.timestamp("us", tz="UTC")),
-            pa.array(txns, pa.string()), pa.array(seqs, pa.int64())]
+    absent = pa.array([before is None for before in befores], pa.bool_())
+    if absent.true_count == len(befores):  # inserts only: no before image
+        before_arrays = [pa.nulls(len(befores), field.type) for field in fields]
+    else:
+        before_arrays = [_array(column, [(b or {}).get(column.name) for b in befores], where)
+                         for column in columns]
+    before = pa.StructArray.from_arrays(before_arrays, fields=fields, mask=absent)
+    index = pa.array(of_txn, pa.int32())
+    ends = pa.array([txn[1] for txn in transactions] + [""], pa.string()).take(index)
+    meta = [pa.array([_OPS[change.type] for change in changes], pa.string()), ends,
+            pa.array([txn[2] for txn in transactions] + [""], pa.string()).take(index),
+            pa.array([_stamp(txn[3]) for txn in transactions] + [None],
+                     pa.timestamp("us", tz="UTC")).take(index),
+            ends, pa.array(seqs, pa.int64())]
     return pa.Table.from_arrays([*meta, *arrays, before],
                                 names=[*CHANGELOG_META, *names, BEFORE])
+
+
+_NEVER = 1 << 62  # past every place
+
+
+def _stamp(ts_ms: int) -> datetime.datetime | None:
+    return datetime.datetime.fromtimestamp(ts_ms / 1000, datetime.UTC) if ts_ms else None
 
 
 def joined(tables: list[Any], keys: Sequence[str]) -> Any:
@@ -172,6 +184,11 @@ def _columns(facts: LakeFacts, rows: list[Row]) -> list[LakeColumn]:
 def _array(column: LakeColumn, values: list[Any], where: str) -> Any:
     import pyarrow as pa
 
+    if column.kind == "string":  # text as the source's bytes: checked as UTF-8 by Arrow at
+        try:  # once (a value Arrow does not take, a SET's members, goes the way below)
+            return pa.array(values, pa.binary()).cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
     convert = converter(column)
     if convert is not None:
         values = [convert(value) for value in values]
