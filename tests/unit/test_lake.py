@@ -144,6 +144,27 @@ def test_a_new_owner_fences_the_old_and_a_replay_writes_only_what_a_table_lacks(
     assert DeltaTable(str(tmp_path / "s" / "m")).transaction_version("setl:c.p") == 8
 
 
+@pytest.mark.parametrize(("kind", "keys"), [
+    ("datetime", [datetime.datetime(2024, 1, 1, 0, 0, 0, us) for us in (1000, 1999, 5000)]),
+    ("string", ["x" * 40 + "a", "x" * 40 + "b", "x" * 40 + "z" * 30]),
+])
+def test_a_mirror_finds_keys_that_file_statistics_cut_short(tmp_path: Path, kind: str,
+                                                              keys: list) -> None:
+    """delta-rs writes a DATETIME(6)'s statistics in milliseconds and a long text's cut: a
+    MERGE that skipped files by them would add a key the table holds instead of updating it."""
+    facts = LakeFacts((LakeColumn("id", kind), LakeColumn("v", "string")), ("id",))
+    spec = JobSpec(1, False, {MIRROR: facts}, target="delta")
+    writer = loader(tmp_path, epoch=1)
+    writer.claim()
+    for pos, group in ((100, keys[:2]), (200, keys[2:])):  # a file each
+        rows = [change(MIRROR, INS, i, {"id": key, "v": "old"}) for i, key in enumerate(group)]
+        writer.load_units(batch(pos // 100, pos), [PartResult(units.render(rows, spec), [], 2)])
+    update = change(MIRROR, UPD, 0, {"id": keys[1], "v": "new"}, (keys[1],))
+    writer.load_units(batch(3, 300), [PartResult(units.render([update], spec), [], 1)])
+    assert [(row["id"], row["v"]) for row in read(tmp_path, "m")] == \
+        [(keys[0], "old"), (keys[1], "new"), (keys[2], "old")]
+
+
 @pytest.mark.parametrize(("data_type", "column_type", "charset", "expected"), [
     ("int", "int(10) unsigned", None, LakeColumn("c", "int64")),
     ("bigint", "bigint(20) unsigned", None, LakeColumn("c", "uint64")),
