@@ -185,9 +185,9 @@ def wait_channel(client: ManagerClient, name: str, action: str, timeout_s: float
                 raise SetlError("; ".join(f"pipeline {p.pipeline_id} failed: {p.last_error}"
                                           for p in failed))
             late = [p for p in states.values() if p.state != "running"]
-        else:
-            late = [p for p in states.values() if p.owner_node and p.state not in (
-                "not running", "stopped", "failed")]
+        else:  # a runner publishes "stopped" just before its node gives the pipeline up:
+            # none is left once no pipeline has an owner (a failed one keeps it until then)
+            late = [p for p in states.values() if p.owner_node and p.state != "failed"]
         if not late:
             return info
         if time.monotonic() >= deadline:

@@ -80,6 +80,29 @@ def test_a_replica_set_source_shown_as_yaml_applies_again() -> None:
     assert (loaded.sources[1].host, loaded.sources[1].port) == ("db3", 3306)
 
 
+def test_a_wait_for_a_stop_ends_once_no_node_owns_the_pipeline() -> None:
+    """A runner publishes "stopped" just before its node gives the pipeline up; what follows
+    a stop (setl position set) needs it given up, so --wait waits for that."""
+    def state(name: str, owner: int) -> manager_pb2.ChannelInfo:
+        return manager_pb2.ChannelInfo(pipelines=[
+            manager_pb2.PipelineState(pipeline_id="c.p", state=name, owner_node=owner)])
+
+    class Scripted:
+        def __init__(self, answers: list[manager_pb2.ChannelInfo]) -> None:
+            self.answers, self.calls = answers, 0
+
+        def call(self, method: str, request: object) -> object:
+            self.calls += 1
+            return self.answers.pop(0)
+
+    gone = state("not running", 0)
+    client = Scripted([state("running", 1), state("stopped", 1), gone])
+    assert wait_channel(client, "c", "stop", 10) is gone  # type: ignore[arg-type]
+    assert client.calls == 3
+    failed = state("failed", 1)
+    assert wait_channel(Scripted([failed]), "c", "pause", 10) is failed  # type: ignore[arg-type]
+
+
 def test_wait_goes_on_through_a_manager_that_does_not_answer_for_a_moment() -> None:
     """``--wait`` waits through a manager failing over (or too busy to answer one poll)
     until its timeout; after it, the manager's absence is the error."""
