@@ -112,6 +112,12 @@ class LaggingCursor:
         assert self.saved, "no cursor was saved"
         self.client.set(self.path, self.saved)
 
+    def moved(self) -> bool:
+        """Whether the pipeline loaded past the saved cursor (putting it back then makes a
+        restart behind its targets)."""
+        assert self.saved, "no cursor was saved"
+        return self.client.get(self.path)[0] != self.saved
+
 
 @contextmanager
 def frozen_past_session(daemon: Daemon, exists: Callable[[], object],

@@ -192,6 +192,8 @@ def streamed_with_kills(cluster: Cluster, shapes: Shapes, source: Database,
             f"event=pipeline_started pipeline={pipeline} ") > r, 90,
             f"the pipeline to run again (restart {restart})")
         shapes.wait_transactions(shapes.transactions + rng.randint(30, 120))
+        if restart == 1:  # (on a slow machine the run may not have loaded anything yet)
+            wait_for(lagging.moved, 90, "the pipeline to load past the first kill's cursor")
         node.kill()
         if restart == 0:
             lagging.save()
