@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from bench.measure import Profile, tree_cpu_s
+from bench.measure import Profile, tree_cpu_by_process, tree_cpu_s
 
 if TYPE_CHECKING:
     from bench.peers import Peers
@@ -106,6 +106,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
     spy = Profile(node_pid, profile) if profile is not None else None
     crossed: dict[str, dict[str, float]] = {name: {} for name in COPIES}
     cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
+    split_before, split = tree_cpu_by_process(node_pid), {}
     if alone:
         cpu = 0.0
         for name in COPIES:
@@ -114,6 +115,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
             _cross(peers, {name: crossed[name]}, started, bulk_end, oltp_end)
             if name == "setl":
                 cpu = tree_cpu_s(node_pid) - cpu_before
+                split = tree_cpu_by_process(node_pid)
                 if spy is not None:
                     spy.stop()
     else:
@@ -123,6 +125,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
             _start(peers, name)
         _cross(peers, crossed, started, bulk_end, oltp_end)
         cpu = tree_cpu_s(node_pid) - cpu_before
+        split = tree_cpu_by_process(node_pid)
         if spy is not None:
             spy.stop()
     bad = peers.copies_differ(DB, names)
@@ -139,6 +142,10 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
             round(oltp_rows / max(total_s - bulk_s, 1e-3))
         result[f"{name}_total_s"] = round(total_s, 1) if total_s else None
     result["setl_cpu_s_per_100k_rows"] = round(cpu / rows * 100_000, 2)
+    # which of the node's processes spent it: its own Python, Spark's JVM, the Python workers
+    result["setl_cpu_s_per_100k_rows_by_process"] = {
+        kind: round((used - split_before[kind]) / rows * 100_000, 2)
+        for kind, used in split.items()}
     if spy is not None and spy.path.exists():
         result["setl_build"] = "pure Python (profiled)"
         stages = result["setl_cpu_us_per_row_by_stage"] = spy.stages(STAGES, rows)

@@ -39,6 +39,23 @@ def process_tree(pid: int) -> Iterator[int]:
             continue
 
 
+def tree_cpu_by_process(pid: int) -> dict[str, float]:
+    """CPU seconds so far of a node's process tree split as the node's own process ("node"),
+    Spark's JVM ("jvm") and everything under it, its Python workers ("workers")."""
+    found = {"node": 0.0, "jvm": 0.0, "workers": 0.0}
+    tick = os.sysconf("SC_CLK_TCK")
+    for current in process_tree(pid):
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text()
+            name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1]
+            used = sum(int(value) for value in fields.split()[11:13]) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+        kind = "node" if current == pid else "jvm" if name == "java" else "workers"
+        found[kind] += used
+    return found
+
+
 def tree_rss_kb(pid: int) -> int:
     """Resident memory of a process and all its descendants."""
     total = 0
