@@ -8,7 +8,9 @@ top of them; ``--bare`` leaves out ``node.spark.MICRO_BATCH_DEFAULTS``) a fresh 
 JVM is cold, then ``--jobs`` near-empty jobs (one change: the latency a caught-up pipeline
 pays per batch) and 10 jobs of ``--rows`` inserts (the per-row cost of a catch-up), and the
 same batch in the node (``local``). Reports wall p50 per job and the CPU of the whole process
-tree (driver, JVM, Python workers) per job and per 100k rows.
+tree (driver, JVM, Python workers) per job and per 100k rows, and the JVM's alone per job
+(``bytes through spark``: a local master's rows events and results through Spark, as on a
+cluster, instead of ``node.handoff.Handoff``'s files).
 The job is the node's own (``SparkRunner.run_job``: rows events as bytes in, decoded,
 transformed, merged and rendered as SQL text in the workers) on a compiled one-pair
 pipeline and rows events made by ``bench.rowsevents``; results go to
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import rowsevents
-from bench.measure import RESULTS, tree_cpu_s, write_report
+from bench.measure import RESULTS, tree_cpu_by_process, tree_cpu_s, write_report
 from node.extract.etl import CompiledPipeline
 from node.extract.job import Part
 from node.jobs import JobSpec, PartResult
@@ -53,6 +55,10 @@ CANDIDATES["all of them"] = {k: v for options in CANDIDATES.values() for k, v in
 CANDIDATES["jvm as it comes"] = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile="
                                  f"file:{Path(__file__).resolve().parent.parent}/node/"
                                  "log4j2.properties"}
+# the node's defaults with a local master's bytes sent through Spark (node.handoff.Handoff off:
+# what a cluster does, and what a local master did before it)
+THROUGH_SPARK = "bytes through spark"
+CANDIDATES[THROUGH_SPARK] = {}
 
 
 def _pipeline() -> CompiledPipeline:
@@ -94,18 +100,22 @@ def measure(name: str, options: dict[str, str], jobs: int, rows: int,
 
     def run(label: str, spec: JobSpec, parts: list[Part], count: int, local: bool = False,
             expect: int = 0) -> list[float]:
-        walls, cpu = [], tree_cpu_s(pid)
+        walls, cpu, split = [], tree_cpu_s(pid), tree_cpu_by_process(pid)
         for _ in range(count):
             began = time.perf_counter()
             out = runner.run_job(compiled, spec, parts, local=local)
             walls.append(time.perf_counter() - began)
             assert not expect or _rows(out) == expect, f"{name}: {_rows(out)} rows for {expect}"
         result[f"{label}_cpu_ms"] = round((tree_cpu_s(pid) - cpu) / count * 1000, 1)
+        result[f"{label}_jvm_cpu_ms"] = round(
+            (tree_cpu_by_process(pid)["jvm"] - split["jvm"]) / count * 1000, 1)
         result[f"{label}_p50_ms"] = round(statistics.median(walls) * 1000, 1)
         return sorted(walls)
 
     try:
         runner.context  # noqa: B018 - starts Spark
+        if name == THROUGH_SPARK:
+            runner._handoff = None
         result["start_s"] = round(time.perf_counter() - started, 1)
         result["start_cpu_s"] = round(tree_cpu_s(pid) - cpu_before, 1)
         run("cold_empty_job", one_spec, one, 20)  # the JVM's compiler still at work

@@ -2,11 +2,12 @@
 
 A batch's parts (:mod:`node.extract.job`: rows events as bytes) become
 ``parallelize(parts, one slice each) → map(run_part) → collect``; what comes back is SQL
-text per target table. The compiled pipeline is broadcast once per definition version. A
-batch of at most ``spark.local_max_rows`` row changes (a caught-up pipeline's) runs the
-same function in the node instead: a Spark job's fixed cost (tens of ms of CPU across
-driver, JVM and worker) is more than such a batch's rows cost. The stage logic lives in
-:mod:`node.extract` and runs the same without Spark in unit tests.
+text per target table. On a local master the parts' events and the results go as files
+(:class:`Handoff`), not through the JVM. The compiled pipeline is broadcast once per
+definition version. A batch of at most ``spark.local_max_rows`` row changes (a caught-up
+pipeline's) runs the same function in the node instead: a Spark job's fixed cost (tens of
+ms of CPU across driver, JVM and worker) is more than such a batch's rows cost. The stage
+logic lives in :mod:`node.extract` and runs the same without Spark in unit tests.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from node.changes import RowChange, TargetChange
 from node.extract.etl import CompiledPipeline, extract_transform
 from node.extract.job import Part, run_part
+from node.handoff import Handoff
 from node.jobs import JobSpec, PartResult
 from shared import confinement, errors, heap
 from shared.errors import SetlError, with_context
@@ -65,8 +67,8 @@ def _touch(_: int) -> int:
     return os.getpid()
 
 
-def _run_partition(broadcast: Any, spec: JobSpec, shipped: dict[int, Any], index: int,
-                   parts: Any) -> Any:
+def _run_partition(broadcast: Any, spec: JobSpec, shipped: dict[int, Any], out: str,
+                   index: int, parts: Any) -> Any:
     # pyspark's worker runs a full gc.collect() after every task; over the heap a worker holds
     # (pyspark, setl's modules, the compiled pipeline) that was ~40% of the workers' CPU in a
     # catch-up. Whatever lives when a task starts has outlived the previous collect, so it
@@ -75,8 +77,18 @@ def _run_partition(broadcast: Any, spec: JobSpec, shipped: dict[int, Any], index
     compiled = broadcast.value
     confinement.confine(compiled.rules)
     events = shipped.get(index)
-    return [run_part(compiled, spec, part if events is None else
-                     part._replace(events=events.value)) for part in parts]
+    if isinstance(events, str):  # a handoff file (a local master)
+        events = Path(events).read_bytes()
+    elif events is not None:
+        events = events.value
+    results = [run_part(compiled, spec, part if events is None else
+                        part._replace(events=events)) for part in parts]
+    if not out:
+        return results
+    try:
+        return [Handoff.put(f"{out}-{index}", results)]
+    except OSError:  # no room in the handoff folder: the results come back through Spark
+        return results
 
 
 def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any) -> Any:
@@ -102,6 +114,7 @@ class SparkRunner:
         self._stopped = False
         self._stopping = threading.Event()
         self._last_job = 0.0  # when a job last ran on the workers (0: never)
+        self._handoff: Handoff | None = None  # a local master's files (started with Spark)
 
     def warm(self) -> None:
         """Start Spark in the background, once: a standby node that may take a pipeline over
@@ -150,6 +163,10 @@ class SparkRunner:
         session.sparkContext.setLogLevel("WARN")
         log.info("event=spark_started master=%s version=%s", self.settings.master,
                  session.version)
+        if self.settings.master.startswith("local"):
+            self._handoff = Handoff()
+            for left in self._handoff.left:
+                log.info("event=spark_handoff_swept folder=%s", left)
         heap.settle()  # pyspark's modules and the py4j gateway live as long as the node
         threading.Thread(target=self._keep_warm, args=(session.sparkContext,),
                          name="spark-keep-warm", daemon=True).start()
@@ -207,21 +224,54 @@ class SparkRunner:
         context = self.context
         broadcast = self._broadcast(compiled)
         self._last_job = time.monotonic()
+        handoff = self._handoff
+        if handoff is not None:  # a local master: the bytes go as files (Handoff)
+            return self._handed_off(handoff, context, broadcast, compiled, spec, parts)
         # a part's events go in its task, unless they are many: Spark serialises a task into
-        # each launch and warns of one over 1000 KiB; those go beside it as a broadcast (a
-        # file the worker reads in local mode, the block manager's torrent on a cluster)
+        # each launch and warns of one over 1000 KiB; those go beside it as a broadcast (the
+        # block manager's torrent on a cluster)
         shipped = {index: context.broadcast(part.events) for index, part in enumerate(parts)
                    if len(part.events) > TASK_EVENTS_MAX}
         sent = [part._replace(events=b"") if index in shipped else part
                 for index, part in enumerate(parts)]
         try:
             return context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
-                functools.partial(_run_partition, broadcast, spec, shipped)).collect()
+                functools.partial(_run_partition, broadcast, spec, shipped, "")).collect()
         except Exception as exc:
             raise _translate(exc, compiled) from None
         finally:
             for events in shipped.values():
                 events.destroy()
+
+    @staticmethod
+    def _handed_off(handoff: Handoff, context: Any, broadcast: Any,
+                    compiled: CompiledPipeline, spec: JobSpec,
+                    parts: list[Part]) -> list[PartResult]:
+        job = handoff.job()
+        shipped: dict[int, Any] = {}
+        try:
+            for index, part in enumerate(parts):
+                if part.events:
+                    path = shipped[index] = f"{job}-{index}.events"
+                    with open(path, "wb") as file:
+                        file.write(part.events)
+        except OSError as exc:  # no room: this job's events go in its tasks
+            log.warning("event=spark_handoff_full pipeline=%s processId=%d folder=%s "
+                        "error=%r", compiled.pipeline_id, spec.process_id, handoff.root, exc)
+            handoff.drop(job)
+            shipped = {}
+        sent = [part._replace(events=b"") if index in shipped else part
+                for index, part in enumerate(parts)]
+        try:
+            found = context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
+                functools.partial(_run_partition, broadcast, spec, shipped, job)).collect()
+            # a file's name, or (no room for the file) the part's result itself
+            return [result for item in found
+                    for result in (Handoff.take(item) if isinstance(item, str) else [item])]
+        except Exception as exc:
+            raise _translate(exc, compiled) from None
+        finally:
+            handoff.drop(job)
 
     def map_tasks(self, compiled: CompiledPipeline,
                   task: Callable[[CompiledPipeline, Any], list[Any]], items: list[Any],
@@ -271,6 +321,9 @@ class SparkRunner:
             if self._session is not None:
                 self._session.stop()
                 self._session = None
+            if self._handoff is not None:
+                self._handoff.close()
+                self._handoff = None
 
 
 def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]],

@@ -26,8 +26,8 @@ PURE = "SETL_PURE_PYTHON"  # node.compiled: the modules' pure-Python twins
 QUIET = ("api_security", "bench_smoke", "check", "chunks", "compiled", "ddl", "decode",
          "foundation", "invariants", "keys", "lake_schemas", "lake_verify", "lookup", "names",
          "operating", "randomized", "savepoints", "schemas", "security", "shard",
-         "spark_cluster", "subscription_types", "tls", "transform", "twoway", "types",
-         "verify")
+         "spark_cluster", "spark_jobs", "subscription_types", "tls", "transform", "twoway",
+         "types", "verify")
 
 
 def main() -> int:
