@@ -146,6 +146,11 @@ def time_split(log_text: str) -> dict[str, float]:
     split = {name: round(statistics.mean(v), 1) for name, v in fields.items() if v}
     if fields["rows"]:
         split["batches"] = len(fields["rows"])
+    # batches that went to Spark in a job with others (node.jobqueue), and those jobs
+    gathered = [found.group(1).count(",") + 1 for found in
+                re.finditer(r"event=spark_job_gathered .*?processIds=([\d,]+)", log_text)]
+    if gathered:
+        split["gathered_batches"], split["gathered_jobs"] = sum(gathered), len(gathered)
     return split
 
 

@@ -28,6 +28,7 @@ from node.changes import RowChange, TargetChange
 from node.extract.etl import CompiledPipeline, extract_transform
 from node.extract.job import Part, run_part
 from node.handoff import Handoff
+from node.jobqueue import JobQueue
 from node.jobs import JobSpec, PartResult
 from shared import confinement, errors, heap
 from shared.errors import SetlError, with_context
@@ -67,7 +68,7 @@ def _touch(_: int) -> int:
     return os.getpid()
 
 
-def _run_partition(broadcast: Any, spec: JobSpec, shipped: dict[int, Any], out: str,
+def _run_partition(broadcast: Any, specs: list[JobSpec], shipped: dict[int, Any], out: str,
                    index: int, parts: Any) -> Any:
     # pyspark's worker runs a full gc.collect() after every task; over the heap a worker holds
     # (pyspark, setl's modules, the compiled pipeline) that was ~40% of the workers' CPU in a
@@ -81,6 +82,7 @@ def _run_partition(broadcast: Any, spec: JobSpec, shipped: dict[int, Any], out: 
         events = Path(events).read_bytes()
     elif events is not None:
         events = events.value
+    spec = specs[index]  # its batch's (a job may carry several batches: node.jobqueue)
     results = [run_part(compiled, spec, part if events is None else
                         part._replace(events=events)) for part in parts]
     if not out:
@@ -115,6 +117,7 @@ class SparkRunner:
         self._stopping = threading.Event()
         self._last_job = 0.0  # when a job last ran on the workers (0: never)
         self._handoff: Handoff | None = None  # a local master's files (started with Spark)
+        self._queue = JobQueue(self._run_jobs)  # batches' jobs, gathered while others run
 
     def warm(self) -> None:
         """Start Spark in the background, once: a standby node that may take a pipeline over
@@ -221,12 +224,37 @@ class SparkRunner:
         if local:
             return _in_process(compiled, lambda: [run_part(compiled, spec, part)
                                                   for part in parts])
+        # while other batches are on Spark, this one waits to go with those of its pipeline
+        # that wait too (node.jobqueue): one job for them all
+        return self._queue.submit(compiled.broadcast_key, (compiled, spec, parts))
+
+    def _run_jobs(self, batches: list[tuple[CompiledPipeline, JobSpec, list[Part]]]
+                  ) -> list[list[PartResult]]:
+        """One Spark job for batches of one pipeline (one definition version): each part its
+        own task, with its batch's spec; each batch's results."""
+        compiled = batches[0][0]
+        if len(batches) > 1:
+            log.debug("event=spark_job_gathered pipeline=%s processIds=%s", compiled.pipeline_id,
+                     ",".join(str(spec.process_id) for _, spec, _ in batches))
+        parts = [part for _, _, batch_parts in batches for part in batch_parts]
+        specs = [spec for _, spec, batch_parts in batches for _ in batch_parts]
         context = self.context
         broadcast = self._broadcast(compiled)
         self._last_job = time.monotonic()
         handoff = self._handoff
         if handoff is not None:  # a local master: the bytes go as files (Handoff)
-            return self._handed_off(handoff, context, broadcast, compiled, spec, parts)
+            found = self._handed_off(handoff, context, broadcast, compiled, specs, parts)
+        else:
+            found = self._through_spark(context, broadcast, compiled, specs, parts)
+        results, at = [], 0
+        for _, _, batch_parts in batches:
+            results.append(found[at:at + len(batch_parts)])
+            at += len(batch_parts)
+        return results
+
+    @staticmethod
+    def _through_spark(context: Any, broadcast: Any, compiled: CompiledPipeline,
+                       specs: list[JobSpec], parts: list[Part]) -> list[PartResult]:
         # a part's events go in its task, unless they are many: Spark serialises a task into
         # each launch and warns of one over 1000 KiB; those go beside it as a broadcast (the
         # block manager's torrent on a cluster)
@@ -236,7 +264,7 @@ class SparkRunner:
                 for index, part in enumerate(parts)]
         try:
             return context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
-                functools.partial(_run_partition, broadcast, spec, shipped, "")).collect()
+                functools.partial(_run_partition, broadcast, specs, shipped, "")).collect()
         except Exception as exc:
             raise _translate(exc, compiled) from None
         finally:
@@ -245,7 +273,7 @@ class SparkRunner:
 
     @staticmethod
     def _handed_off(handoff: Handoff, context: Any, broadcast: Any,
-                    compiled: CompiledPipeline, spec: JobSpec,
+                    compiled: CompiledPipeline, specs: list[JobSpec],
                     parts: list[Part]) -> list[PartResult]:
         job = handoff.job()
         shipped: dict[int, Any] = {}
@@ -257,14 +285,15 @@ class SparkRunner:
                         file.write(part.events)
         except OSError as exc:  # no room: this job's events go in its tasks
             log.warning("event=spark_handoff_full pipeline=%s processId=%d folder=%s "
-                        "error=%r", compiled.pipeline_id, spec.process_id, handoff.root, exc)
+                        "error=%r", compiled.pipeline_id, specs[0].process_id, handoff.root,
+                        exc)
             handoff.drop(job)
             shipped = {}
         sent = [part._replace(events=b"") if index in shipped else part
                 for index, part in enumerate(parts)]
         try:
             found = context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
-                functools.partial(_run_partition, broadcast, spec, shipped, job)).collect()
+                functools.partial(_run_partition, broadcast, specs, shipped, job)).collect()
             # a file's name, or (no room for the file) the part's result itself
             return [result for item in found
                     for result in (Handoff.take(item) if isinstance(item, str) else [item])]

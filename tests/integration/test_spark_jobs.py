@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +81,50 @@ def test_a_failed_job_says_why_and_leaves_no_files(runner) -> None:
     # and the next job runs as ever
     [done] = runner.run_job(_compiled(), JobSpec(3, True), [_part(0, 10, 1)], local=False)
     assert done.rows == 10
+
+
+def _at_once(runner: SparkRunner, jobs: list[tuple[JobSpec, list[Part]]]) -> list[Any]:
+    """The batches' jobs sent from threads at the same moment, as a pipeline's E/T threads
+    send them under a backlog; each one's results, or its error."""
+    start = threading.Barrier(len(jobs), timeout=30)
+
+    def send(spec: JobSpec, parts: list[Part]) -> Any:
+        start.wait()
+        try:
+            return runner.run_job(_compiled(), spec, parts, local=False)
+        except SetlError as exc:
+            return exc
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        return list(pool.map(lambda job: send(*job), jobs))
+
+
+def test_batches_sent_at_once_share_jobs_and_each_gets_its_own_results(runner) -> None:
+    jobs = [(JobSpec(10 + n, True, load_batch_size=1000), [_part(n * 10_000, 2_000 + n, 20),
+                                                            _part(900_000 + n * 10, 3, 1)])
+            for n in range(6)]
+    runs = runner._queue.runs
+    found = _at_once(runner, jobs)
+    # two jobs go at once; the four batches that came meanwhile wait and go together
+    assert runner._queue.runs - runs < len(jobs)
+    for (spec, parts), results in zip(jobs, found, strict=True):
+        assert _statements(results) == _statements(runner.run_job(_compiled(), spec, parts,
+                                                                  local=True))
+        assert [result.rows for result in results] == [2_000 + spec.process_id - 10, 3]
+
+
+def test_a_batch_that_fails_beside_others_fails_alone(runner) -> None:
+    bad = _part(0, 2_000, 10)
+    jobs = [(JobSpec(20, True), [_part(0, 3_000, 10)]),
+            (JobSpec(21, True), [bad._replace(events=bad.events[:len(bad.events) // 2])]),
+            (JobSpec(22, True), [_part(5_000, 3_000, 10)]),
+            (JobSpec(23, True), [_part(9_000, 3_000, 10)])]
+    found = _at_once(runner, jobs)
+    assert isinstance(found[1], SetlError)
+    assert "pipeline test.forward: extract/transform failed" in str(found[1])
+    assert [[result.rows for result in results] for results in found[0:1] + found[2:]] == \
+        [[3_000], [3_000], [3_000]]
+    assert list(runner._handoff.root.iterdir()) == []
 
 
 def test_a_job_without_room_for_its_files_goes_through_spark(runner, caplog) -> None:

@@ -51,3 +51,16 @@ def test_a_report_says_what_got_worse_than_the_last_run(tmp_path, capsys) -> Non
     assert json.loads(path.read_text())["against_last"] == report["against_last"]
     smoke, _ = write_report(tmp_path, "peers", True, {}, [], {})
     assert "against_last" not in smoke
+
+
+def test_a_node_log_gives_the_batches_split_and_the_jobs_they_shared() -> None:
+    from bench.measure import time_split
+
+    log = "\n".join([
+        "event=batch_loaded pipeline=p process_id=1 rows=100 et_ms=10.0 wait_ms=1.0 load_ms=4.0",
+        "event=batch_loaded pipeline=p process_id=2 rows=0 et_ms=99.0 wait_ms=9.0 load_ms=9.0",
+        "event=spark_job_gathered pipeline=p processIds=3,4,5",
+        "event=batch_loaded pipeline=p process_id=3 rows=300 et_ms=30.0 wait_ms=3.0 load_ms=2.0",
+        "event=spark_job_gathered pipeline=p processIds=6,7"])
+    assert time_split(log) == {"et_ms": 20.0, "wait_ms": 2.0, "load_ms": 3.0, "rows": 200.0,
+                               "batches": 2, "gathered_batches": 5, "gathered_jobs": 2}

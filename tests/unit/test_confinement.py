@@ -284,12 +284,12 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
     before = confinement.current()
     try:
         with pytest.raises(TransformError) as caught:
-            _run_partition(Shipped(dataclasses.replace(job, rules=node_rules)), spec, {}, "", 0,
+            _run_partition(Shipped(dataclasses.replace(job, rules=node_rules)), [spec], {}, "", 0,
                            [Part.of_changes([change])])
         assert "processor setl_examples:mask_email: module setl_examples is not in the " \
                f"processor directories of this machine ({tmp_path};" in str(caught.value)
         assert confinement.current() == node_rules
-        [result] = _run_partition(Shipped(job), spec, {}, "", 0, [Part.of_changes([change])])
+        [result] = _run_partition(Shipped(job), [spec], {}, "", 0, [Part.of_changes([change])])
         [out] = result.changes  # rules that list conf/processors
         assert out.after["email"].endswith("@b.org") and out.after["email"] != "a@b.org"
     finally:
