@@ -20,10 +20,11 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
-# one pipeline's jobs on Spark at a time: one, so that a backlog's batches gather (a catch-up
-# with two at once: the JVM 0.56 s of CPU per 100k rows, with one 0.41, its rate the same);
-# other pipelines' jobs go beside it
-JOBS_AT_ONCE = 1
+# one pipeline's jobs on Spark at a time: two, one running while the next is made (a
+# catch-up's JVM: 0.56 s of CPU per 100k rows with two, 0.41 with one; but with one a lake's
+# stream at 1,000 tx/s had its p99 10.3 s against 7.3 with two and 7.7 without gathering:
+# bench.lake, docs/performance.md); other pipelines' jobs go beside them
+JOBS_AT_ONCE = 2
 BATCHES_A_JOB = 4  # batches one job carries at most
 
 
