@@ -260,13 +260,8 @@ class SparkRunner:
         # block manager's torrent on a cluster)
         shipped = {index: context.broadcast(part.events) for index, part in enumerate(parts)
                    if len(part.events) > TASK_EVENTS_MAX}
-        sent = [part._replace(events=b"") if index in shipped else part
-                for index, part in enumerate(parts)]
         try:
-            return context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
-                functools.partial(_run_partition, broadcast, specs, shipped, "")).collect()
-        except Exception as exc:
-            raise _translate(exc, compiled) from None
+            return _collect(context, broadcast, compiled, specs, parts, shipped, "")
         finally:
             for events in shipped.values():
                 events.destroy()
@@ -289,18 +284,17 @@ class SparkRunner:
                         exc)
             handoff.drop(job)
             shipped = {}
-        sent = [part._replace(events=b"") if index in shipped else part
-                for index, part in enumerate(parts)]
         try:
-            found = context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
-                functools.partial(_run_partition, broadcast, specs, shipped, job)).collect()
+            found = _collect(context, broadcast, compiled, specs, parts, shipped, job)
             # a file's name, or (no room for the file) the part's result itself
             return [result for item in found
                     for result in (Handoff.take(item) if isinstance(item, str) else [item])]
-        except Exception as exc:
-            raise _translate(exc, compiled) from None
+        except BaseException:
+            handoff.drop(job)  # what a failed job's tasks left
+            raise
         finally:
-            handoff.drop(job)
+            for path in shipped.values():
+                Path(path).unlink(missing_ok=True)
 
     def map_tasks(self, compiled: CompiledPipeline,
                   task: Callable[[CompiledPipeline, Any], list[Any]], items: list[Any],
@@ -353,6 +347,20 @@ class SparkRunner:
             if self._handoff is not None:
                 self._handoff.close()
                 self._handoff = None
+
+
+def _collect(context: Any, broadcast: Any, compiled: CompiledPipeline, specs: list[JobSpec],
+             parts: list[Part], shipped: dict[int, Any], out: str) -> list[Any]:
+    """The job itself: a task per part, the parts ``shipped`` beside their tasks (a
+    broadcast, or a handoff file) sent without their events; ``out``: the handoff prefix
+    the tasks write their results under ("": they return them)."""
+    sent = [part._replace(events=b"") if index in shipped else part
+            for index, part in enumerate(parts)]
+    try:
+        return context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
+            functools.partial(_run_partition, broadcast, specs, shipped, out)).collect()
+    except Exception as exc:
+        raise _translate(exc, compiled) from None
 
 
 def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]],
