@@ -48,7 +48,6 @@ class JobQueue:
         self._cv = threading.Condition()
         self._queue: list[_Request] = []
         self._running: dict[Hashable, int] = {}  # jobs on Spark by key
-        self.runs = 0  # run calls made (for status and tests)
 
     def submit(self, key: Hashable, item: Any) -> Any:
         request = _Request(key, item)
@@ -84,7 +83,6 @@ class JobQueue:
             found.taken = True
             self._queue.remove(found)
         self._running[key] = self._running.get(key, 0) + 1
-        self.runs += 1
         self._cv.notify_all()  # the next oldest may lead while a slot is free
         return group
 
