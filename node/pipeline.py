@@ -53,6 +53,7 @@ from shared.errors import (
     FencedError,
     OwnershipLostError,
     SetlError,
+    SparkStartError,
 )
 from shared.model import Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
@@ -197,7 +198,10 @@ class PipelineRunner(RunnerStatus):
             except Exception as exc:  # every failure is retried, then paused
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
                 self.last_error, self.state = message, "retrying"
-                failures = 1 if self.batches_loaded > loaded_before else failures + 1
+                # a Spark that cannot start is no progress, whatever ran in the node meanwhile
+                loaded = self.batches_loaded > loaded_before and \
+                    not isinstance(exc, SparkStartError)
+                failures = 1 if loaded else failures + 1
                 log.error("event=pipeline_failed pipeline=%s failures=%d error=%s",
                           self.pipeline_id, failures, message.replace("\n", " "),
                           exc_info=not isinstance(exc, SetlError))
@@ -305,9 +309,6 @@ class PipelineRunner(RunnerStatus):
             freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)
         self._still_owner("source connect")
         targets = loader.targets
-        self.state = "starting spark"
-        self.ctx.spark.context  # noqa: B018 - start Spark now, so "running" means ready
-        self._still_owner("spark start")
         window = self._window = load.window(params.parallelism, loader)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
@@ -328,6 +329,8 @@ class PipelineRunner(RunnerStatus):
         select_stop = self._select_stop = threading.Event()
         if self.stop_event.is_set():
             select_stop.set()
+        threading.Thread(target=self._await_spark, args=(handoff, select_stop),
+                         name=f"spark-wait-{self.pipeline_id}", daemon=True).start()
         executor = ThreadPoolExecutor(params.parallelism, thread_name_prefix="et")
         select_thread = threading.Thread(
             target=self._select_loop, args=(selector, compiled, planner, executor, handoff,
@@ -358,6 +361,17 @@ class PipelineRunner(RunnerStatus):
             load.cancel_pending(handoff)
             executor.shutdown(wait=True, cancel_futures=True)
             planner.facts.close()
+
+    def _await_spark(self, handoff: queue.Queue[Any], stop: threading.Event) -> None:
+        """Spark starts beside the stream, not before it: meanwhile a batch of at most
+        ``spark.local_max_rows`` row changes runs in the node and a larger one waits for
+        Spark. A Spark that cannot start fails the pipeline (after what was loaded before),
+        as a start that waited for it did."""
+        try:
+            self.ctx.spark.context  # noqa: B018 - starts Spark, or waits for its start
+        except SetlError as exc:
+            if not stop.is_set() and not self.stop_event.is_set():
+                handoff.put(Failed(exc))
 
     def _watch_primary(self, select_stop: threading.Event) -> None:
         """When the source's stored primary moves to another member, stop selecting: what

@@ -31,7 +31,7 @@ from node.handoff import Handoff
 from node.jobqueue import JobQueue
 from node.jobs import JobSpec, PartResult
 from shared import confinement, errors, heap
-from shared.errors import SetlError, with_context
+from shared.errors import SetlError, SparkStartError, with_context
 from shared.settings import SparkSettings
 
 log = logging.getLogger("setl.node.spark")
@@ -146,6 +146,7 @@ class SparkRunner:
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         from pyspark.sql import SparkSession  # imported late: a node without pipelines needs none
 
+        log.info("event=spark_starting master=%s", self.settings.master)
         log4j = Path(__file__).with_name("log4j2.properties")
         builder = (SparkSession.builder.master(self.settings.master).appName("setl-node")
                    .config("spark.ui.enabled", "false")
@@ -161,7 +162,7 @@ class SparkRunner:
         try:
             session = builder.getOrCreate()
         except Exception as exc:  # py4j/JVM start errors: translate once, here
-            raise SetlError(f"Spark did not start (master {self.settings.master}): {exc}; "
+            raise SparkStartError(f"Spark did not start (master {self.settings.master}): {exc}; "
                             "check Java 17 and the 'spark' section of the node config") from None
         session.sparkContext.setLogLevel("WARN")
         log.info("event=spark_started master=%s version=%s", self.settings.master,

@@ -126,7 +126,7 @@ def status_line() -> str:
 
 def running(line: str) -> bool:
     """Whether a pipeline's line of ``setl status`` says it runs: its state column is
-    exactly ``running`` (``not running`` and ``starting spark`` are not)."""
+    exactly ``running`` (``not running`` is not)."""
     return line.split()[2:3] == ["running"]
 
 

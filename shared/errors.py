@@ -136,6 +136,12 @@ DEFINITION_ERRORS = (ConfigError, TransformError, ShardError)
 PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError, PositionConflictError)
 
 
+class SparkStartError(SetlError):
+    """The node's Spark session did not start (Java, the ``spark`` section of the node
+    config). A pipeline streams its small batches in the node meanwhile, but its failures
+    count towards ``max_retries`` even when batches loaded: it pauses and says why."""
+
+
 class SandboxError(SetlError):
     """A sandbox server failed to install, start, answer or stop."""
 

@@ -193,9 +193,12 @@ def test_daemons_wait_for_zookeeper_at_start_and_stop_within_seconds_while_it_is
         write_rows(source, schema, 201, 100)
         own_zookeeper.start()
         cluster.start_manager()
+        earlier = node.output()  # (every life of node 1 writes one log)
         starting = cluster.start_node(1)
-        wait_for(lambda: cluster.pipeline_state("zkaway").state == "starting spark", 60,
-                 "the pipeline to be starting Spark")
+        wait_for(lambda: starting.output().count("event=spark_starting") >
+                 earlier.count("event=spark_starting"), 60, "Spark to be starting")
+        assert starting.output().count("event=spark_started") == \
+            earlier.count("event=spark_started")
         assert terminate_within(starting) == 0
         cluster.start_node(1)
         cluster.wait_running("zkaway")
@@ -265,9 +268,9 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
         cluster.apply([beside(definition, shapes.schema)])
         cluster.set_status("expiry", "START")
         shapes.start()
-        # 1. while the runner waits for Spark to start
-        wait_for(lambda: cluster.pipeline_state("expiry").state == "starting spark", 60,
-                 "the pipeline to be starting Spark")
+        # 1. as the runner starts, Spark still starting beside it
+        wait_for(lambda: "event=pipeline_started pipeline=expiry.forward" in node.output(), 60,
+                 "the runner to start")
         expire_session(node)
         wait_for(lambda: node.output().count("event=zk_session_lost") == 1, 30,
                  "the node to see its session lost")

@@ -22,7 +22,7 @@ def status_line(state: str) -> str:
 
 
 @pytest.mark.parametrize("state,runs", [("running", True), ("not running", False),
-                                        ("starting spark", False), ("starting", False),
+                                        ("starting", False),
                                         ("retrying", False)])
 def test_only_the_state_running_counts(state: str, runs: bool) -> None:
     assert demo.running(status_line(state)) is runs

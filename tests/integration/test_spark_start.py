@@ -1,0 +1,48 @@
+"""Spark starts beside the stream, not before it: a pipeline's small batches run in the node
+while Spark starts, and a Spark that cannot start still stops the pipeline with the reason."""
+
+from __future__ import annotations
+
+from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, wait_for
+from tests.integration.shapes import Shapes, channel
+
+
+def test_a_pipeline_streams_while_spark_cannot_start_then_pauses_saying_why(
+        sandbox: Sandbox, tmp_path) -> None:
+    """No Spark at all (a master it cannot parse): the workload's transactions still reach
+    the target, in the node; each attempt fails once Spark's start has failed, and after
+    ``max_retries`` the channel pauses with Spark's error however many batches loaded. A node
+    with a working Spark then goes on from the targets' positions: every table equal as a
+    multiset, no reader of the target ever saw part of a transaction."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    shapes = Shapes(sandbox, source, target, seed=43)
+    cluster = Cluster(sandbox, tmp_path, "nospark", spark_master="no-such-master")
+    accounts = f"`{shapes.schema}`.accounts"
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([channel("nospark", shapes.schema, max_retries=1)])
+        cluster.set_status("nospark", "START")
+        shapes.start()
+        wait_for(lambda: target.rows(f"SELECT SUM(version) FROM {accounts}")[0][0] > 0, 60,
+                 "a transfer on the target, loaded without Spark")
+        wait_for(lambda: cluster.channel_status("nospark") == "PAUSE", 120,
+                 "the channel to pause")
+        state = cluster.pipeline_state("nospark")
+        assert state.state == "failed"
+        assert "Spark did not start (master no-such-master)" in state.last_error
+        assert "check Java 17 and the 'spark' section of the node config" in state.last_error
+        assert "event=spark_started" not in node.output()
+
+        assert node.terminate() == 0
+        cluster.spark_master = "local[2]"
+        cluster.start_node(1)
+        cluster.set_status("nospark", "START")
+        cluster.wait_running("nospark")
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+        cluster.stop()
+        source.close()
+        target.close()
