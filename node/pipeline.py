@@ -366,7 +366,10 @@ class PipelineRunner(RunnerStatus):
         """Spark starts beside the stream, not before it: meanwhile a batch of at most
         ``spark.local_max_rows`` row changes runs in the node and a larger one waits for
         Spark. A Spark that cannot start fails the pipeline (after what was loaded before),
-        as a start that waited for it did."""
+        as a start that waited for it did. ``spark.start: on_demand``: Spark starts when a
+        job first needs it, and that job says so when it cannot."""
+        if self.ctx.spark.on_demand:
+            return
         try:
             self.ctx.spark.context  # noqa: B018 - starts Spark, or waits for its start
         except SetlError as exc:

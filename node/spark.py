@@ -210,6 +210,11 @@ class SparkRunner:
                 self._broadcasts[key] = found
         return found
 
+    @property
+    def on_demand(self) -> bool:
+        """Whether Spark starts only when a job needs it (``spark.start: on_demand``)."""
+        return self.settings.start == "on_demand"
+
     def local(self, rows: int) -> bool:
         """Whether a batch of ``rows`` row changes runs in the node instead of on Spark."""
         return rows <= self.settings.local_max_rows

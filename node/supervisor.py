@@ -47,8 +47,6 @@ class Supervisor:
             for pipeline in record.channel.pipelines:
                 if pipeline.is_candidate(self.node_id):
                     desired[record.channel.pipeline_id(pipeline)] = (record, pipeline)
-        if desired and not self.closing.is_set():
-            self.spark.warm()  # a standby takes over without waiting for Spark to start
         with self._lock:
             current = dict(self.runners)
         for pid, (runner, version) in current.items():

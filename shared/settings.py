@@ -103,9 +103,9 @@ class SparkSettings:
     # node spends on ~4,000 rows; a caught-up pipeline's batches (a few hundred rows every
     # batch_timeout_ms) are its latency. 0 sends every batch to Spark
     local_max_rows: int = 2000
-    # boot: the node starts Spark in the background as it starts (else the first batch over
-    # local_max_rows waits 6-12 s for it: a copy, a takeover's backlog); on_demand: when the
-    # node is first given a pipeline. A pipeline runs while Spark starts either way
+    # boot: the node starts Spark in the background as it starts; on_demand: when a job first
+    # needs it (the first batch over local_max_rows, a snapshot, a verify: it waits 6-12 s
+    # for the start). A pipeline runs while Spark starts either way
     start: str = "boot"
 
 

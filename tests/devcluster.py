@@ -173,7 +173,7 @@ class Cluster:
                  node_settings: dict[str, Any] | None = None) -> None:
         self.log_level, self.spark_master = log_level, spark_master
         self.local_max_rows = local_max_rows  # None: the node's default
-        # tests start many nodes: Spark only where a pipeline needs it (the default is boot)
+        # tests start many nodes: Spark only where a job needs it (the default is boot)
         self.spark_start = spark_start
         self.env = env  # extra environment of the daemons (e.g. TZ of the node)
         self.zk_hosts = zk_hosts  # default: the sandbox's ZooKeeper

@@ -4,8 +4,38 @@ while Spark starts, and a Spark that cannot start still stops the pipeline with 
 from __future__ import annotations
 
 from shared.sandbox import Sandbox
-from tests.devcluster import Cluster, Database, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, channel
+
+LEDGER = "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, note VARCHAR(40))"
+
+
+def test_on_demand_spark_starts_with_the_first_batch_that_needs_it(
+        sandbox: Sandbox, tmp_path) -> None:
+    """``spark.start: on_demand``: a caught-up stream's small batches run in the node and
+    start no Spark; the first batch over ``local_max_rows`` starts it and waits for it."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, LEDGER)
+    cluster = Cluster(sandbox, tmp_path, "ondemand", local_max_rows=1000)
+    ledger = f"`{schema}`.ledger"
+    try:
+        cluster.start_manager()
+        node = cluster.start_node(1)
+        cluster.apply([one_way("ondemand", schema, ["ledger"])])
+        cluster.set_status("ondemand", "START")
+        cluster.wait_running("ondemand")
+        for row in range(1, 51):
+            source.execute(f"INSERT INTO {ledger} VALUES ({row}, 'one by one')")
+        wait_equal(source, target, schema, ["ledger"])
+        assert "event=spark_starting" not in node.output()
+
+        source.execute(f"INSERT INTO {ledger} SELECT seq, 'at once' FROM `{schema}`.seq_51_to_5050")
+        wait_equal(source, target, schema, ["ledger"])
+        assert "event=spark_started" in node.output()
+    finally:
+        cluster.stop()
+        source.close()
+        target.close()
 
 
 def test_a_pipeline_streams_while_spark_cannot_start_then_pauses_saying_why(
@@ -17,7 +47,8 @@ def test_a_pipeline_streams_while_spark_cannot_start_then_pauses_saying_why(
     multiset, no reader of the target ever saw part of a transaction."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     shapes = Shapes(sandbox, source, target, seed=43)
-    cluster = Cluster(sandbox, tmp_path, "nospark", spark_master="no-such-master")
+    cluster = Cluster(sandbox, tmp_path, "nospark", spark_master="no-such-master",
+                      spark_start="boot")
     accounts = f"`{shapes.schema}`.accounts"
     try:
         cluster.start_manager()

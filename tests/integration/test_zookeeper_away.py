@@ -164,7 +164,7 @@ def test_daemons_wait_for_zookeeper_at_start_and_stop_within_seconds_while_it_is
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, TABLE)
     cluster = Cluster(sandbox, tmp_path, "zkaway", zk_hosts=own_zookeeper.address,
-                      zk_settings={"connect_timeout_s": 1})
+                      zk_settings={"connect_timeout_s": 1}, spark_start="boot")
     try:
         # 1. manager and node started before ZooKeeper: they wait and say so, then serve
         cluster.start_manager(wait=False)
@@ -253,7 +253,7 @@ def test_a_session_lost_while_the_pipeline_starts_or_runs_leaves_one_runner(
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, TABLE)
     shapes = Shapes(sandbox, source, target, seed=31)  # through both losses, in the pipeline
-    cluster = Cluster(sandbox, tmp_path, "expiry")
+    cluster = Cluster(sandbox, tmp_path, "expiry", spark_start="boot")
     node_entry = zk.ZkPaths(cluster.root).node(1)
 
     def expire_session(node: Daemon) -> None:
