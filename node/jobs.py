@@ -62,7 +62,7 @@ class PartResult(NamedTuple):
     changes: list[TargetChange]  # changes_only: the target changes themselves
     rows: int  # source row changes decoded
     sizes: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - by table-map number: (row
-    # changes, bytes of their events), for Select's estimate of a batch's rows
+    # changes, their events' bytes less the heads), for Select's estimate of a batch's rows
     # by a lines read's place: the key tokens the stream changed inside its window
     dropped: dict[tuple[int, str], frozenset[bytes]] = {}  # noqa: RUF012 - never mutated
 

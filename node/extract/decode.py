@@ -142,11 +142,10 @@ class TableSchema:
         return {field.name: getattr(self, field.name) for field in fields(self)}
 
     def row_bytes(self) -> int:
-        """A row change's share of its event as guessed from the columns (Select cuts
-        batches by rows before Extract counts them): fixed widths as they are, a string at a
-        third of its maximum (at most 64 bytes), anything else 16 bytes, and the event's own
-        bytes (header, bitmaps) as a few more."""
-        size = 8 + (len(self.columns) + 7) // 8
+        """A row change's bytes in its event as guessed from the columns (Select cuts batches
+        by rows before Extract counts them): its NULL bitmap, fixed widths as they are, a
+        string at a third of its maximum (at most 64 bytes), anything else 16 bytes."""
+        size = (len(self.columns) + 7) // 8
         for column in self.columns:
             fixed = _FIXED_SIZES.get(column.type)
             if fixed is not None:
@@ -156,6 +155,15 @@ class TableSchema:
             else:
                 size += 16
         return max(size, 1)
+
+    def event_head(self) -> int:
+        """A rows event's bytes that are not its rows: the OK byte, the header, the
+        post-header, the column count, one columns-present bitmap and the checksum (an
+        estimate's part: a V2 event's extra data and an update's second bitmap are left to
+        the rows' share). Select takes it off an event's size before it divides by
+        :meth:`row_bytes` (or what Extract learned), so a one-row event's head does not make
+        a bulk event's rows look larger than they are."""
+        return _V1_BODY + 1 + (len(self.columns) + 7) // 8 + 4
 
 
 def decode_rows(schema: TableSchema, data: bytes, checksum: bool

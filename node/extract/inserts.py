@@ -97,7 +97,7 @@ def _candidates(compiled: CompiledPipeline, part: Part
 def _rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any
           ) -> tuple[int, list[dict[str, Any]], dict[int, tuple[int, int]]]:
     """The first row's place, the rows as the target takes them (in source order) and the
-    [row changes, bytes] of each number."""
+    [row changes, their bytes] of each number (as :func:`node.extract.job.decoded`)."""
     rows: list[dict[str, Any]] = []
     first = -1
     counted: dict[int, tuple[int, int]] = {}
@@ -110,6 +110,7 @@ def _rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any
                 first = place << ROW_BITS
             rows += [map_row(after, keys) for _, after in images]
             had = counted.get(number, (0, 0))
-            counted[number] = (had[0] + len(images), had[1] + length)
+            counted[number] = (had[0] + len(images),
+                               had[1] + length - layouts[number].event_head())
         at += length
     return first, rows, counted

@@ -87,7 +87,7 @@ def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = Non
         if size is None:
             size = sizes[number] = [0, 0]
         size[0] += len(images)
-        size[1] += length
+        size[1] += length - layout.event_head()
     out.extend(part.decoded)
     return out
 

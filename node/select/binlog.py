@@ -102,9 +102,10 @@ class BinlogReader:
         self.loop_channel = loop_channel
         self.pipeline_id = pipeline_id  # whose watermarks (retl_signal rows) to pass on
         self.layouts: dict[int, TableSchema] = {}  # by table-map number: for Extract
-        # bytes of rows events per row change, by table-map number: a guess from the
-        # columns, then what Extract found (:meth:`learn`); batches are cut by these rows
-        self.row_bytes: dict[int, float] = {}
+        # by table-map number, a rows event's head and bytes per row change: a guess from
+        # the columns, then what Extract found (:meth:`learn`); batches are cut by the rows
+        # they give (framing.estimate)
+        self.row_bytes: dict[int, tuple[int, float]] = {}
         self._stop = threading.Event()
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._databases: dict[str, tuple[str, str]] = {}  # default (charset, collation)
@@ -131,10 +132,11 @@ class BinlogReader:
         return self.out.qsize()
 
     def learn(self, sizes: dict[int, tuple[int, int]]) -> None:
-        """Extract's count of (row changes, event bytes) by table-map number."""
+        """Extract's count of (row changes, their bytes) by table-map number."""
         for number, (rows, size) in sizes.items():
-            if rows:
-                self.row_bytes[number] = size / rows
+            guess = self.row_bytes.get(number)
+            if rows and guess is not None:
+                self.row_bytes[number] = (guess[0], max(size / rows, 1.0))
 
     @property
     def checksum(self) -> bool:
@@ -310,7 +312,7 @@ class BinlogReader:
             self._numbers += 1
             number = self._numbers
             self.layouts[number] = layout
-            self.row_bytes[number] = layout.row_bytes()
+            self.row_bytes[number] = (layout.event_head(), float(layout.row_bytes()))
         self._tables[table_id] = MappedTable(schema, table, number, layout, system)
 
     def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:

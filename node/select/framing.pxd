@@ -5,6 +5,9 @@
 cimport cython
 
 
+@cython.locals(head=Py_ssize_t, per_row=cython.double)
+cpdef Py_ssize_t estimate(Py_ssize_t size, tuple guess)
+
 @cython.locals(data=bytes, kind=cython.int, events=list, decoded=list, event_rows=Py_ssize_t,
-               tables=dict, row_bytes=dict, number=Py_ssize_t, per_row=cython.double)
+               tables=dict, row_bytes=dict, number=Py_ssize_t)
 cpdef frame(reader, packets)

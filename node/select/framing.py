@@ -39,6 +39,13 @@ _BODY = 20  # the OK byte and the 19-byte event header
 
 
 
+def estimate(size: int, guess: tuple[int, float]) -> int:
+    """The row changes of a rows event of ``size`` bytes, by its table's (event head, bytes
+    per row change): at least one."""
+    head, per_row = guess
+    return max(1, int((size - head) / per_row))
+
+
 def frame(reader: BinlogReader, packets: PacketReader) -> None:
     """The reader's loop over the stream's events until it stops: rows events of wanted
     tables kept as bytes with their table-map number, transactions cut at their commits."""
@@ -61,8 +68,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             number = mapped.number
             if number:
                 events.append((number, data))
-                per_row = row_bytes[number]
-                event_rows += max(1, int(len(data) / per_row))
+                event_rows += estimate(len(data), row_bytes[number])
             elif mapped.system:
                 decoded += reader._system_rows(mapped, data)
         elif kind == XID:

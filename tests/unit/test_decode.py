@@ -335,3 +335,29 @@ def test_pre_5_6_temporals_decode_as_select_reads_them() -> None:
                 "dt": "2020-00-15 01:02:03", "ts": datetime.datetime(1970, 1, 1, 0, 0, 1)}),
         (None, {"t": datetime.timedelta(0), "dt": "0000-00-00 00:00:00",
                 "ts": "0000-00-00 00:00:00"})]
+
+
+def test_a_bulk_events_rows_are_estimated_from_what_one_row_events_taught() -> None:
+    """Select counts a batch's rows from its events' sizes and what Extract learned from the
+    last ones: a stream of one-row events must not make a 500-row event look like fewer
+    rows (each one-row event's head — header, bitmap, checksum — is not a row's)."""
+    from array import array
+
+    from node.extract.job import Part, decoded
+    from node.select.binlog import BinlogReader
+    from node.select.framing import estimate
+
+    row = sysbench_row(2, 20, b"c" * 20, b"p" * 10)
+    singles = [packet(WRITE, rows_body(4, [b"\x0f"], row)) for _ in range(50)]
+    part = Part({1: SYSBENCH}, b"".join(singles), array("I", map(len, singles)),
+                array("I", [1] * 50), array("I", range(50)))
+    sizes: dict[int, list[int]] = {}
+    assert len(decoded(part, True, sizes)) == 50
+    reader = SimpleNamespace(row_bytes={1: (SYSBENCH.event_head(), float(SYSBENCH.row_bytes()))})
+    BinlogReader.learn(reader, {1: (sizes[1][0], sizes[1][1])})  # type: ignore[arg-type]
+    learned = reader.row_bytes[1]
+    assert estimate(len(singles[0]), learned) == 1
+    bulk = packet(WRITE, rows_body(4, [b"\x0f"], *[row] * 500))
+    assert len(decode_rows(SYSBENCH, bulk, True)) == 500
+    assert 475 <= estimate(len(bulk), learned) <= 525
+    assert estimate(10, learned) == 1  # never less than one row
