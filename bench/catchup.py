@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from bench.measure import Profile, tree_cpu_by_process, tree_cpu_s
+from bench.wall import bulk_wall
 
 if TYPE_CHECKING:
     from bench.peers import Peers
@@ -85,9 +86,12 @@ def _cross(peers: Peers, crossed: dict[str, dict[str, float]], started: float,
 
 
 def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_pid: int,
-                     profile: Path | None = None, alone: bool = False) -> dict[str, Any]:
+                     profile: Path | None = None, alone: bool = False,
+                     batch_size: int | None = None) -> dict[str, Any]:
     """``alone``: each copy crosses the backlog by itself, one after the other (setl first),
-    the others stopped: what each does with the whole machine, instead of sharing it."""
+    the others stopped: what each does with the whole machine, instead of sharing it.
+    ``batch_size`` (setl's): then the bulk part's rows are also replayed straight into the
+    target as setl's batches, the target's wall (:mod:`bench.wall`)."""
     from bench.peers import COPIES, DB
 
     names = [f"sbtest{i}" for i in range(1, tables + 1)]
@@ -133,7 +137,7 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
     result: dict[str, Any] = {"scenario": f"catch-up{' (each alone)' if alone else ''}: "
                               f"{tables * size:,} rows of sysbench prepare then "
                               f"{seconds:.0f}s of oltp_write_only at full rate "
-                              f"({oltp_rows:,} rows)"}
+                              f"({oltp_rows:,} rows)", "bulk_rows": tables * size}
     for name, marks in crossed.items():
         bulk_s, total_s = marks.get("bulk"), marks.get("oltp")
         result[f"{name}_bulk_rows_per_s"] = None if bad or not bulk_s else \
@@ -152,4 +156,8 @@ def catchup_scenario(peers: Peers, tables: int, size: int, seconds: float, node_
         # the stages should add up to about the CPU measured from /proc: a check on the table
         result["setl_profiled_us_per_row"] = round(sum(stages.values()), 1)
         result["setl_cpu_us_per_row"] = round(cpu / rows * 1e6, 1)
+    if batch_size and not bad and result.get("setl_bulk_rows_per_s"):
+        result.update(bulk_wall(peers, DB, names, size, batch_size))
+        result["setl_bulk_of_target_wall"] = round(
+            result["setl_bulk_rows_per_s"] / result["target_wall_bulk_rows_per_s"], 2)
     return {**result, "equal": not bad, "differences": bad}

@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(catchup_scenario(
                 peers, args.tables, args.table_size, args.seconds, node.pid,
                 args.work / "catchup-profile.txt" if args.profile else None,
-                alone=args.catchup_alone))
+                alone=args.catchup_alone, batch_size=args.batch_size))
         sampler.done.set()
         # how each native peer was tuned, as its server says (the serial one has MariaDB's
         # defaults: 0 threads, which leaves the mode unused)

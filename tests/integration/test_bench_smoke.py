@@ -61,6 +61,11 @@ def test_bench_peers_smoke_run_reports_every_scenario(tmp_path: Path) -> None:
     for name in STREAMS:
         assert catchup[f"{name}_bulk_rows_per_s"] > 0 and catchup[f"{name}_oltp_rows_per_s"] > 0
         assert catchup[f"{name}_total_s"] > 0
+    # the bulk part's rows replayed straight into the target as setl's batches: its wall
+    assert 0 < catchup["target_wall_bulk_rows"] <= catchup["bulk_rows"]
+    assert catchup["target_wall_bulk_rows_per_s"] > 0 and catchup["target_wall_bulk_batches"] > 0
+    assert catchup["setl_bulk_of_target_wall"] == round(
+        catchup["setl_bulk_rows_per_s"] / catchup["target_wall_bulk_rows_per_s"], 2)
     stages = catchup["setl_cpu_us_per_row_by_stage"]  # py-spy's samples of the node, by stage
     assert stages["select: binlog framing"] > 0 and sum(stages.values()) > 0
     assert report["node_peak_rss_mb"] > 100
