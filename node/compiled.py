@@ -48,6 +48,7 @@ MODULES = (
     "node.extract.job",
     "node.extract.etl",
     "node.target.mysql.loaddata",
+    "node.extract.insertlines",
 )
 
 

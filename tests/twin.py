@@ -40,9 +40,12 @@ def canonical(value: Any) -> Any:
     return f"{type(value).__name__}:{value!r}"
 
 
-def run(request: dict[str, Any], out: Any) -> None:
+def run(request: dict[str, Any], out: Any) -> int:
+    """Writes each stage's output; returns the rows events whose insert lines were read
+    straight from their bytes (node.extract.insertlines: the compiled build only)."""
     from node import compiled
     from node.changes import Batch
+    from node.extract import insertlines
     from node.extract.etl import CompiledPipeline
     from node.extract.job import Planner, run_part
     from node.select.binlog import BinlogReader
@@ -54,6 +57,14 @@ def run(request: dict[str, Any], out: Any) -> None:
     from shared.secrets import SecretRef
 
     out.write(json.dumps(compiled.status()) + "\n")
+    lined, straight = [0], insertlines.lines
+
+    def counting(*args: Any) -> int:
+        found: int = straight(*args)
+        lined[0] += found >= 0
+        return found
+
+    insertlines.lines = counting  # as inserts calls it
     secret = Path(request["secret_file"])  # the sandbox's, which this process may read
     confinement.confine(dataclasses.replace(confinement.current(), secret_dirs=(secret.parent,)))
     source = DataSource("source", "127.0.0.1", request["port"], "setl",
@@ -95,7 +106,7 @@ def run(request: dict[str, Any], out: Any) -> None:
                               + "\n")
                 txns = []
             if done:
-                return
+                return lined[0]
     finally:
         reader.stop()
         facts.close()
@@ -104,7 +115,8 @@ def run(request: dict[str, Any], out: Any) -> None:
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text())
     with open(argv[1], "w") as out:
-        run(request, out)
+        lined = run(request, out)
+        out.write(json.dumps(["lined", lined]) + "\n")
     return 0
 
 

@@ -15,17 +15,24 @@ inserted row in the steps this one leaves out.
 Everything else — another kind of change to the table in the part, a pair that is not
 simple, a target merged in source order, too few rows for ``LOAD DATA`` or a value it cannot
 take — goes the general way, and the result is the same.
+
+In the compiled build, a run whose columns are integers and ASCII text, through a pair that
+neither renames nor chooses columns, does not even decode: :mod:`node.extract.insertlines`
+reads the lines straight from the events' bytes (the same bytes; anything it cannot read
+exactly goes the decoded way).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from node.extract import insertlines
 from node.extract.decode import decode_rows
 from node.extract.reads import ROW_BITS
 from node.jobs import JobSpec, Unit
 from node.target.mysql import loaddata
 from node.target.mysql.facts import TableFacts, Target
+from node.target.mysql.sqltext import Sql
 
 if TYPE_CHECKING:
     from node.extract.etl import CompiledPipeline
@@ -49,16 +56,17 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
         if table.ordered(mapping.target_keys) or \
                 loaddata.plan(table.columns, table.triggers) is None:  # (before decoding)
             continue
-        first, rows, counted = _rows(spec, part, frozenset(numbers), mapping)
-        if len(rows) < spec.load_data_min_rows:
+        made = _lines(spec, part, frozenset(numbers), mapping, table) \
+            if insertlines.COMPILED else None  # straight from the events' bytes
+        if made is None:
+            made = _decoded(spec, part, frozenset(numbers), mapping, table)
+        first, rows, counted, sqls = made
+        if sqls is None:  # too few rows for LOAD DATA, or a value it cannot take
             continue
-        sqls = loaddata.replaces(target[1], target[2], rows, table.columns, table.triggers)
-        if sqls is None:
-            continue
-        found.append(Unit(*target, mapping.push_weight, first, sqls, len(rows),
+        found.append(Unit(*target, mapping.push_weight, first, sqls, rows,
                           mapping.target_keys))
         taken.update(numbers)
-        count += len(rows)
+        count += rows
         for number, (rows_of, size) in counted.items():
             sizes[number] = [rows_of, size]
     return found, frozenset(taken), count
@@ -92,6 +100,60 @@ def _candidates(compiled: CompiledPipeline, part: Part
     return {target: (numbers, mappings[target]) for target, numbers in by_target.items()
             if target not in refused and len({(part.layouts[n].schema, part.layouts[n].table)
                                                for n in numbers}) == 1}
+
+
+Made = tuple[int, int, dict[int, tuple[int, int]], list[Sql] | None]
+
+
+def _decoded(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
+             table: TableFacts) -> Made:
+    """The first row's place, the rows, their [row changes, bytes] by number and their
+    statements (None: too few rows for LOAD DATA, or a value it cannot take), decoded."""
+    first, rows, counted = _rows(spec, part, numbers, mapping)
+    sqls = loaddata.replaces(mapping.schema, mapping.table, rows, table.columns,
+                             table.triggers) if len(rows) >= spec.load_data_min_rows else None
+    return first, len(rows), counted, sqls
+
+
+def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
+           table: TableFacts) -> Made | None:
+    """As :func:`_decoded`, but the rows' LOAD DATA lines read straight from the events'
+    bytes (:mod:`node.extract.insertlines`); None where a table, a column or an event cannot
+    go that way (the decoded path then gives the same lines, or says what is wrong)."""
+    entry = mapping.entry
+    plan = loaddata.plan(table.columns, table.triggers)
+    if plan is None or entry.renames or entry.include or entry.exclude or \
+            any(table.columns[name].data_type == "enum" for name, _ in plan):
+        return None  # renamed or chosen columns, or an ENUM's empty value to refuse
+    ways: dict[int, tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
+    out: list[bytes] = []
+    first = -1
+    counted: dict[int, tuple[int, int]] = {}
+    events, layouts, at, rows = part.events, part.layouts, 0, 0
+    for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
+        if number in numbers:
+            if number not in ways:
+                layout = layouts[number]
+                kinds, order = insertlines.kinds(layout), insertlines.order(layout, plan)
+                ways[number] = (kinds, order) if kinds is not None and order is not None \
+                    else None
+            way = ways[number]
+            if way is None:
+                return None
+            found = insertlines.lines(events[at:at + length], spec.checksum, *way, out)
+            if found < 0:
+                return None
+            if first < 0:
+                first = place << ROW_BITS
+            rows += found
+            had = counted.get(number, (0, 0))
+            counted[number] = (had[0] + found,
+                               had[1] + length - layouts[number].event_head())
+        at += length
+    names = [name for name, _ in plan]
+    return first, rows, counted, loaddata.from_lines(
+        mapping.schema, mapping.table, names, b"".join(out)) \
+        if rows >= spec.load_data_min_rows else None
 
 
 def _rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any

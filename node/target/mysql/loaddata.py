@@ -106,6 +106,12 @@ def statements(schema: str, table: str, rows: list[Row], plan_: list[tuple[str, 
     except (UnicodeEncodeError, ValueError, KeyError, TypeError):
         return None
     data = b"\n".join(map(b"\t".join, zip(*fields, strict=True))) + b"\n"
+    return from_lines(schema, table, names, data)
+
+
+def from_lines(schema: str, table: str, names: list[str], data: bytes) -> list[Sql]:
+    """The statements that load ``data``, lines of ``names``' fields (each ending in a
+    newline), cut at :data:`CHUNK` bytes."""
     head_ = head(schema, table, list(map(quote, names)))
     return [Sql(head_, count, data=piece) for count, piece in pieces(data)]
 

@@ -1,0 +1,151 @@
+"""A run of inserts read from the rows events' bytes straight into ``LOAD DATA`` lines.
+
+:mod:`node.extract.inserts` takes a part's insert-only tables out of the general path: their
+rows are decoded into dicts, then rendered column by column into tab-separated lines. For the
+common columns that is two conversions that cancel out — an integer's bytes to a Python int
+to its digits, an ASCII string's bytes to ``str`` and back to the same bytes. Here the rows
+go from the event to the line in one pass: integers as their digits, text as its bytes with
+LOAD DATA's escapes, NULL as ``\\N``, each row's fields in the target's column order.
+
+Only what gives the bytes the decoded path gives is taken: events whose every column is
+present, integer columns (TINYINT to BIGINT, signed or not) and text columns (CHAR, VARCHAR,
+TEXT) in a charset that reads ASCII as itself (utf8mb4/utf8mb3, latin1, ascii) holding only
+ASCII. Anything else — another type, a byte over 0x7f, an event that does not end where its
+rows do — makes :func:`lines` return None, and the caller takes the decoded path, which
+gives the same lines or says what is wrong with the event.
+
+Compiled (``node.compiled``, with ``insertlines.pxd``'s C types) it is the fast path; as
+plain Python it is slower than the decoded path, so :mod:`node.extract.inserts` uses it only
+compiled (:data:`COMPILED`). The tests run both against the decoded path, byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from node import charsets
+from node.extract import decodetypes as types
+
+if TYPE_CHECKING:
+    from node.extract.decode import TableSchema
+
+COMPILED = not __file__.endswith(".py")  # an extension module (node.compiled picks it)
+# a column's kind: integers by width and sign, text by the bytes of its length
+_INTEGERS = {types.TINY: 1, types.SHORT: 2, types.INT24: 3, types.LONG: 4, types.LONGLONG: 8}
+TEXT = 16  # + the length's bytes (1 to 4)
+_TEXTS = (types.VARCHAR, types.STRING, types.BLOB)  # CHAR, VARCHAR, TEXT (and binary ones)
+_ASCII_READERS = ("utf-8", charsets.LATIN1, "ascii")  # source codecs that read ASCII as itself
+_ASCII_WRITERS = (None, "utf-8", charsets.LATIN1, "ascii")  # the target's (loaddata.plan)
+_V1_BODY = 28
+_INSERTS = (23, 30)  # WRITE_ROWS_EVENT V1 and V2 (not the compressed ones)
+
+
+def kinds(schema: TableSchema) -> tuple[int, ...] | None:
+    """Each column's kind (an integer's width, negative when unsigned; :data:`TEXT` + the
+    length's bytes), or None when a column is of another type."""
+    found = []
+    for column in schema.columns:
+        width = _INTEGERS.get(column.type)
+        if width is not None:
+            found.append(-width if column.unsigned else width)
+        elif column.type in _TEXTS and types.encoding(column) in _ASCII_READERS and \
+                1 <= types.prefix_size(column) <= 4:
+            found.append(TEXT + types.prefix_size(column))
+        else:
+            return None
+    return tuple(found)
+
+
+def order(schema: TableSchema, plan: list[tuple[str, str | None]]) -> tuple[int, ...] | None:
+    """The source column of each planned target column (the same names, every one), or None
+    when they differ or a target column's charset does not write ASCII as itself."""
+    names = [column.name for column in schema.columns]
+    planned = [name for name, _ in plan]
+    if sorted(names) != sorted(planned) or len(set(names)) != len(names) or \
+            any(codec not in _ASCII_WRITERS for _, codec in plan):
+        return None
+    return tuple(names.index(name) for name in planned)
+
+
+def lines(event: bytes, checksum: bool, kinds_: tuple[int, ...], order_: tuple[int, ...],
+          out: list[bytes]) -> int:
+    """Appends the lines of one WRITE_ROWS event's rows to ``out`` (fields, tabs and
+    newlines: ``b"".join(out)`` is the data); the rows it held, or -1 when it cannot go this
+    way (then ``out`` may hold part of it: the caller drops it)."""
+    if len(event) < _V1_BODY + 3 or event[5] not in _INSERTS or \
+            int.from_bytes(event[10:14], "little") != len(event) - 1:
+        return -1
+    pos = _V1_BODY
+    if event[5] == 30:  # V2: extra data, its length counting itself
+        pos += event[28] | event[29] << 8
+        if pos < _V1_BODY + 2:
+            return -1
+    count = len(kinds_)
+    size = (count + 7) >> 3
+    if count >= 251 or pos + 1 + size > len(event) or event[pos] != count:
+        return -1
+    present = int.from_bytes(event[pos + 1:pos + 1 + size], "little")
+    if present & ((1 << count) - 1) != (1 << count) - 1:
+        return -1  # a column left out of the image: the decoded path gives it as NULL
+    end = len(event) - 4 if checksum else len(event)
+    return rows(event, pos + 1 + size, end, kinds_, order_, out)
+
+
+def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int, ...],
+         out: list[bytes]) -> int:
+    """The rows from ``d[p]`` to ``d[end]`` (each a NULL bitmap, then its values) as lines."""
+    count = len(kinds_)
+    size = (count + 7) >> 3
+    found = 0
+    ones = 0xFFFFFFFFFFFFFFFF
+    view = d  # compiled: the bytes' own buffer, read without a check (positions are checked)
+    fields: list[bytes] = [b""] * count
+    while p < end:
+        if p + size > end:
+            return -1
+        nulls = p  # the row's NULL bitmap
+        p += size
+        for i in range(count):
+            byte = view[nulls + (i >> 3)]
+            if byte >> (i & 7) & 1:
+                fields[i] = b"\\N"
+                continue
+            kind = kinds_[i]
+            width = kind - TEXT if kind >= TEXT else (kind if kind > 0 else -kind)
+            if p + width > end:
+                return -1
+            number = 0  # the little-endian number at p: a length, or an integer's bits
+            for k in range(width):
+                byte = view[p + k]
+                number |= byte << (8 * k)
+            p += width
+            if kind >= TEXT:
+                length = number
+                if length > end - p:
+                    return -1
+                escape = 0
+                for k in range(p, p + length):
+                    byte = view[k]
+                    if byte > 0x7F:
+                        return -1
+                    if byte == 92 or byte == 9 or byte == 10 or byte == 13 or byte == 0:
+                        escape = 1
+                fields[i] = _escaped(d[p:p + length]) if escape else d[p:p + length]
+                p += length
+            elif kind > 0 and number >> (8 * width - 1):  # negative: its magnitude
+                magnitude = (ones >> (64 - 8 * width)) - number + 1
+                fields[i] = b"-%d" % magnitude
+            else:
+                fields[i] = b"%d" % number
+        for i in order_:
+            out.append(fields[i])
+            out.append(b"\t")
+        out[-1] = b"\n"
+        found += 1
+    return found if p == end else -1
+
+
+def _escaped(value: bytes) -> bytes:
+    """A text field with LOAD DATA's escapes (as :func:`node.target.mysql.loaddata._field`)."""
+    return value.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(
+        b"\n", b"\\n").replace(b"\r", b"\\r").replace(b"\0", b"\\0")

@@ -1,0 +1,166 @@
+"""Insert lines straight from the events' bytes (node.extract.insertlines), compiled and as
+its pure-Python twin, against the decoded path (decode, then loaddata's rendering) on rows
+events built by hand: every integer width at its edges, NULLs, text to escape, one- to
+four-byte lengths; and what it must leave to the decoded path (it says -1, never a guess)."""
+
+from __future__ import annotations
+
+import importlib.util
+from array import array
+from types import ModuleType
+
+import pytest
+
+from node.extract import insertlines, inserts
+from node.extract.decode import ColumnSpec, TableSchema, decode_rows
+from node.extract.job import Part
+from node.jobs import JobSpec
+from node.target.mysql import loaddata
+from node.target.mysql.facts import TableFacts
+from node.target.mysql.render import Column
+from tests.unit.test_decode import WRITE, packet, rows_body
+from tests.unit.test_etl import compiled
+
+# (binlog type, unsigned, size in bytes, the target's DATA_TYPE)
+INTEGERS = [(1, False, 1, "tinyint"), (1, True, 1, "tinyint"), (2, False, 2, "smallint"),
+            (2, True, 2, "smallint"), (9, False, 3, "mediumint"), (9, True, 3, "mediumint"),
+            (3, False, 4, "int"), (3, True, 4, "int"), (8, False, 8, "bigint"),
+            (8, True, 8, "bigint")]
+WIDE = TableSchema("t", "wide", (
+    *(ColumnSpec(f"i{n}", kind, unsigned) for n, (kind, unsigned, _, _) in enumerate(INTEGERS)),
+    ColumnSpec("v", 15, charset="utf8", max_length=1020),  # VARCHAR(255) utf8mb4: 2 bytes
+    ColumnSpec("ch", 254, charset="cp1252", max_length=10),  # CHAR(10) latin1: 1 byte
+    ColumnSpec("tx", 252, charset="utf8", length_size=2),  # TEXT
+    ColumnSpec("lt", 252, charset="utf8", length_size=4)), ("i0",))  # LONGTEXT
+TARGET = {**{f"i{n}": Column(data_type, None, column_type=data_type)
+             for n, (_, _, _, data_type) in enumerate(INTEGERS)},
+          "v": Column("varchar", "utf8mb4", column_type="varchar(255)"),
+          "ch": Column("char", "latin1", column_type="char(10)"),
+          "tx": Column("text", "utf8mb4", column_type="text"),
+          "lt": Column("longtext", "utf8mb4", column_type="longtext")}
+
+
+def twins() -> list[ModuleType]:
+    """The module as node imports it (compiled after make setup) and its .py, loaded apart."""
+    spec = importlib.util.spec_from_file_location("insertlines_twin",
+                                                  insertlines.__file__.split(".")[0] + ".py")
+    assert spec is not None and spec.loader is not None
+    pure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pure)
+    assert not pure.COMPILED
+    return [insertlines, pure]
+
+
+def integer(value: int, size: int, unsigned: bool) -> bytes:
+    return value.to_bytes(size, "little", signed=not unsigned)
+
+
+def edges(size: int, unsigned: bool) -> list[int]:
+    if unsigned:
+        return [0, 1, 2 ** (8 * size) - 1, 2 ** (8 * size - 1)]
+    low, high = -2 ** (8 * size - 1), 2 ** (8 * size - 1) - 1
+    return [0, -1, low, high, low + 1]
+
+
+def text(value: bytes, size: int) -> bytes:
+    return len(value).to_bytes(size, "little") + value
+
+
+def row(n: int, texts: tuple[bytes, bytes, bytes, bytes], nulls: int = 0) -> bytes:
+    """Row ``n`` of WIDE: each integer column at its n-th edge (round), the texts given; the
+    columns whose bit ``nulls`` has are NULL (and take no bytes)."""
+    out = bytearray(nulls.to_bytes(2, "little"))
+    for i, (_, unsigned, size, _) in enumerate(INTEGERS):
+        if not nulls >> i & 1:
+            values = edges(size, unsigned)
+            out += integer(values[n % len(values)], size, unsigned)
+    for i, (value, size) in enumerate(zip(texts, (2, 1, 2, 4), strict=True), len(INTEGERS)):
+        if not nulls >> i & 1:
+            out += text(value, size)
+    return bytes(out)
+
+
+ROWS = [row(n, (b"plain %d" % n, b"c", b"", b"x" * 300)) for n in range(5)] + [
+    row(5, (b"tab\there", b"new\nline", b"back\\slash", b"nul\0 cr\r"), 0),
+    row(6, (b"", b"", b"", b""), nulls=0b10000000000001),  # i0 and lt NULL
+    row(7, (b"v", b"c", b"t", b"l"), nulls=0b01111111111110)]
+
+
+def decoded_lines(event: bytes, checksum: bool) -> bytes:
+    images = [after for _, after in decode_rows(WIDE, event, checksum)]
+    sqls = loaddata.replaces("t", WIDE.table, images, TARGET, False)
+    assert sqls is not None
+    return b"".join(sql.data or b"" for sql in sqls)
+
+
+@pytest.mark.parametrize("module", twins(), ids=["as imported", "pure"])
+@pytest.mark.parametrize("version, checksum", [(WRITE, True), (WRITE, False), (30, True)])
+def test_lines_are_the_decoded_paths_lines_byte_for_byte(module: ModuleType, version: int,
+                                                        checksum: bool) -> None:
+    event = packet(version, rows_body(14, [b"\xff\x3f"], *ROWS), checksum)
+    kinds, order = module.kinds(WIDE), module.order(WIDE, loaddata.plan(TARGET, False))
+    assert kinds is not None and order is not None
+    out: list[bytes] = []
+    assert module.lines(event, checksum, kinds, order, out) == len(ROWS)
+    expected = decoded_lines(event, checksum)
+    assert b"".join(out) == expected
+    assert b"-9223372036854775808" in expected and b"18446744073709551615" in expected
+
+
+def test_the_target_column_order_is_the_plans() -> None:
+    reordered = dict(reversed(TARGET.items()))
+    order = insertlines.order(WIDE, loaddata.plan(reordered, False))
+    assert order == tuple(range(len(WIDE.columns) - 1, -1, -1))
+    assert insertlines.order(WIDE, loaddata.plan({**TARGET, "more": TARGET["v"]}, False)) is None
+    plan = loaddata.plan(TARGET, False) or []
+    utf16 = [(name, "utf-16-be" if name == "v" else codec) for name, codec in plan]
+    assert insertlines.order(WIDE, utf16) is None  # ASCII is not itself in UTF-16
+
+
+LEFT = [
+    ("a byte over 0x7f", packet(WRITE, rows_body(14, [b"\xff\x3f"], row(
+        1, (b"caf\xc3\xa9", b"c", b"", b""))))),
+    ("a column left out of the image", packet(WRITE, rows_body(14, [b"\xff\x1f"], ROWS[0]))),
+    ("rows past the event's end", packet(WRITE, rows_body(14, [b"\xff\x3f"], ROWS[0][:-3]))),
+    ("bytes after the last row", packet(WRITE, rows_body(14, [b"\xff\x3f"], ROWS[0] + b"\0"))),
+    ("another column count", packet(WRITE, rows_body(13, [b"\xff\x3f"], ROWS[0]))),
+    ("an update", packet(24, rows_body(14, [b"\xff\x3f", b"\xff\x3f"], ROWS[0], ROWS[1]))),
+    ("a truncated packet", packet(WRITE, rows_body(14, [b"\xff\x3f"], ROWS[0]))[:-9])]
+
+
+@pytest.mark.parametrize("module", twins(), ids=["as imported", "pure"])
+@pytest.mark.parametrize("why, event", LEFT, ids=[why for why, _ in LEFT])
+def test_what_it_cannot_read_exactly_it_leaves_to_the_decoded_path(module: ModuleType, why: str,
+                                                                   event: bytes) -> None:
+    kinds, order = module.kinds(WIDE), module.order(WIDE, loaddata.plan(TARGET, False))
+    assert module.lines(event, True, kinds, order, []) == -1, why
+
+
+def test_other_column_types_are_not_taken() -> None:
+    for column in (ColumnSpec("d", 18, fsp=0), ColumnSpec("n", 246, precision=10, decimals=2),
+                   ColumnSpec("e", 247, size=1, enum_values=(b"a",)), ColumnSpec("f", 4),
+                   ColumnSpec("b", 252, charset="binary", length_size=2)):
+        assert insertlines.kinds(TableSchema("t", "x", (ColumnSpec("id", 3), column))) is None
+
+
+@pytest.mark.skipif(not insertlines.COMPILED, reason="the straight path runs compiled only")
+def test_a_run_of_inserts_goes_the_straight_way_and_loads_what_the_decoded_way_loads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    events = [packet(WRITE, rows_body(14, [b"\xff\x3f"], *ROWS[:4])),
+              packet(WRITE, rows_body(14, [b"\xff\x3f"], *ROWS[4:]))]
+    made = Part({1: WIDE}, b"".join(events), array("I", map(len, events)), array("I", [1, 1]),
+                array("I", [3, 4]))
+    spec = JobSpec(7, True, {("dst", "t", "wide"): TableFacts(TARGET, (frozenset({"i0"}),))},
+                   load_data_min_rows=2)
+    pipeline = compiled("{source: t.wide, target: t.wide}")
+    calls: list[int] = []
+    real = insertlines.lines
+    monkeypatch.setattr(insertlines, "lines", lambda *args: calls.append(1) or real(*args))
+    straight_sizes: dict[int, list[int]] = {}
+    straight = inserts.units(pipeline, spec, made, straight_sizes)
+    assert len(calls) == 2 and straight[2] == len(ROWS)
+    monkeypatch.setattr(insertlines, "COMPILED", False)
+    decoded_sizes: dict[int, list[int]] = {}
+    assert inserts.units(pipeline, spec, made, decoded_sizes) == straight
+    assert straight_sizes == decoded_sizes
+
