@@ -9,10 +9,12 @@ LOAD DATA's escapes, NULL as ``\\N``, each row's fields in the target's column o
 
 Only what gives the bytes the decoded path gives is taken: events whose every column is
 present, integer columns (TINYINT to BIGINT, signed or not) and text columns (CHAR, VARCHAR,
-TEXT) in a charset that reads ASCII as itself (utf8mb4/utf8mb3, latin1, ascii) holding only
-ASCII. Anything else — another type, a byte over 0x7f, an event that does not end where its
-rows do — makes :func:`lines` return None, and the caller takes the decoded path, which
-gives the same lines or says what is wrong with the event.
+TEXT) whose bytes decode and encode back to themselves (:func:`way`): ASCII in
+utf8mb4/utf8mb3, latin1 or ascii; well-formed UTF-8 from a UTF-8 column into a UTF-8 one;
+any byte from latin1 into latin1. Anything else — another type, a value of another charset,
+a malformed one, an event that does not end where its rows do — makes :func:`lines` return
+-1, and the caller takes the decoded path, which gives the same lines or says what is
+wrong with the event.
 
 Compiled (``node.compiled``, with ``insertlines.pxd``'s C types) it is the fast path; as
 plain Python it is slower than the decoded path, so :mod:`node.extract.inserts` uses it only
@@ -30,41 +32,48 @@ if TYPE_CHECKING:
     from node.extract.decode import TableSchema
 
 COMPILED = not __file__.endswith(".py")  # an extension module (node.compiled picks it)
-# a column's kind: integers by width and sign, text by the bytes of its length
+# a column's kind: integers by width (negative: unsigned), text by how its bytes are checked
+# plus the bytes of its length (1 to 4)
 _INTEGERS = {types.TINY: 1, types.SHORT: 2, types.INT24: 3, types.LONG: 4, types.LONGLONG: 8}
-TEXT = 16  # + the length's bytes (1 to 4)
+ASCII, UTF8, ANY = 16, 32, 48  # text: ASCII only; well-formed UTF-8; any byte
 _TEXTS = (types.VARCHAR, types.STRING, types.BLOB)  # CHAR, VARCHAR, TEXT (and binary ones)
-_ASCII_READERS = ("utf-8", charsets.LATIN1, "ascii")  # source codecs that read ASCII as itself
-_ASCII_WRITERS = (None, "utf-8", charsets.LATIN1, "ascii")  # the target's (loaddata.plan)
+_READERS = ("utf-8", charsets.LATIN1, "ascii")  # the source's codecs that read ASCII as itself
+_WRITERS = (None, "utf-8", charsets.LATIN1, "ascii")  # the target's (loaddata.plan) likewise
 _V1_BODY = 28
 _INSERTS = (23, 30)  # WRITE_ROWS_EVENT V1 and V2 (not the compressed ones)
 
 
-def kinds(schema: TableSchema) -> tuple[int, ...] | None:
-    """Each column's kind (an integer's width, negative when unsigned; :data:`TEXT` + the
-    length's bytes), or None when a column is of another type."""
-    found = []
+def way(schema: TableSchema, plan: list[tuple[str, str | None]]
+        ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Each source column's kind, and the source column of each planned target column (the
+    same names, every one); None when a column is of another type, the names differ, or a
+    charset does not keep ASCII as itself.
+
+    A text value's bytes are the target's when they decode and encode back to themselves:
+    ASCII in any of these charsets, well-formed UTF-8 from a UTF-8 column into a UTF-8 (or
+    binary) one, any byte from latin1 into latin1 (MariaDB's latin1 reads every byte)."""
+    names = [column.name for column in schema.columns]
+    codecs = dict(plan)
+    if sorted(names) != sorted(codecs) or len(codecs) != len(plan):
+        return None
+    kinds = []
     for column in schema.columns:
         width = _INTEGERS.get(column.type)
         if width is not None:
-            found.append(-width if column.unsigned else width)
-        elif column.type in _TEXTS and types.encoding(column) in _ASCII_READERS and \
-                1 <= types.prefix_size(column) <= 4:
-            found.append(TEXT + types.prefix_size(column))
-        else:
+            kinds.append(-width if column.unsigned else width)
+            continue
+        source, target = types.encoding(column), codecs[column.name]
+        length = types.prefix_size(column)
+        if column.type not in _TEXTS or source not in _READERS or target not in _WRITERS \
+                or not 1 <= length <= 4:
             return None
-    return tuple(found)
-
-
-def order(schema: TableSchema, plan: list[tuple[str, str | None]]) -> tuple[int, ...] | None:
-    """The source column of each planned target column (the same names, every one), or None
-    when they differ or a target column's charset does not write ASCII as itself."""
-    names = [column.name for column in schema.columns]
-    planned = [name for name, _ in plan]
-    if sorted(names) != sorted(planned) or len(set(names)) != len(names) or \
-            any(codec not in _ASCII_WRITERS for _, codec in plan):
-        return None
-    return tuple(names.index(name) for name in planned)
+        if source == "utf-8" and target in (None, "utf-8"):
+            kinds.append(UTF8 + length)
+        elif source == charsets.LATIN1 == target:
+            kinds.append(ANY + length)
+        else:
+            kinds.append(ASCII + length)
+    return tuple(kinds), tuple(names.index(name) for name, _ in plan)
 
 
 def lines(event: bytes, checksum: bool, kinds_: tuple[int, ...], order_: tuple[int, ...],
@@ -111,7 +120,8 @@ def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int,
                 fields[i] = b"\\N"
                 continue
             kind = kinds_[i]
-            width = kind - TEXT if kind >= TEXT else (kind if kind > 0 else -kind)
+            check = 0 if kind < 0 else kind & ~15  # text: ASCII, UTF8 or ANY; integers: 0
+            width = -kind if kind < 0 else kind - check
             if p + width > end:
                 return -1
             number = 0  # the little-endian number at p: a length, or an integer's bits
@@ -119,19 +129,29 @@ def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int,
                 byte = view[p + k]
                 number |= byte << (8 * k)
             p += width
-            if kind >= TEXT:
+            if check:
                 length = number
                 if length > end - p:
                     return -1
                 escape = 0
-                for k in range(p, p + length):
+                k = p
+                stop = p + length
+                while k < stop:
                     byte = view[k]
-                    if byte > 0x7F:
+                    if byte < 0x80:
+                        if byte == 92 or byte == 9 or byte == 10 or byte == 13 or byte == 0:
+                            escape = 1
+                        k += 1
+                    elif check == ANY:
+                        k += 1
+                    elif check == ASCII:
                         return -1
-                    if byte == 92 or byte == 9 or byte == 10 or byte == 13 or byte == 0:
-                        escape = 1
-                fields[i] = _escaped(d[p:p + length]) if escape else d[p:p + length]
-                p += length
+                    else:
+                        k = _utf8(view, k, stop)
+                        if k < 0:
+                            return -1
+                fields[i] = _escaped(d[p:stop]) if escape else d[p:stop]
+                p = stop
             elif kind > 0 and number >> (8 * width - 1):  # negative: its magnitude
                 magnitude = (ones >> (64 - 8 * width)) - number + 1
                 fields[i] = b"-%d" % magnitude
@@ -143,6 +163,35 @@ def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int,
         out[-1] = b"\n"
         found += 1
     return found if p == end else -1
+
+
+def _utf8(view: bytes, k: int, stop: int) -> int:
+    """The position after the UTF-8 sequence whose lead byte (over 0x7f) is at ``k``, or -1
+    when it is not one Python's strict decoder takes (overlong, a surrogate, over U+10FFFF,
+    cut short)."""
+    lead = view[k]
+    if 0xC2 <= lead <= 0xDF:
+        size, low, high = 2, 0x80, 0xBF
+    elif 0xE0 <= lead <= 0xEF:
+        size = 3
+        low = 0xA0 if lead == 0xE0 else 0x80
+        high = 0x9F if lead == 0xED else 0xBF
+    elif 0xF0 <= lead <= 0xF4:
+        size = 4
+        low = 0x90 if lead == 0xF0 else 0x80
+        high = 0x8F if lead == 0xF4 else 0xBF
+    else:
+        return -1
+    if k + size > stop:
+        return -1
+    second = view[k + 1]
+    if second < low or second > high:
+        return -1
+    for j in range(k + 2, k + size):
+        follow = view[j]
+        if follow < 0x80 or follow > 0xBF:
+            return -1
+    return k + size
 
 
 def _escaped(value: bytes) -> bytes:

@@ -133,10 +133,7 @@ def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
     for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
         if number in numbers:
             if number not in ways:
-                layout = layouts[number]
-                kinds, order = insertlines.kinds(layout), insertlines.order(layout, plan)
-                ways[number] = (kinds, order) if kinds is not None and order is not None \
-                    else None
+                ways[number] = insertlines.way(layouts[number], plan)
             way = ways[number]
             if way is None:
                 return None

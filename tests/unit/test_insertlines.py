@@ -83,7 +83,9 @@ def row(n: int, texts: tuple[bytes, bytes, bytes, bytes], nulls: int = 0) -> byt
 ROWS = [row(n, (b"plain %d" % n, b"c", b"", b"x" * 300)) for n in range(5)] + [
     row(5, (b"tab\there", b"new\nline", b"back\\slash", b"nul\0 cr\r"), 0),
     row(6, (b"", b"", b"", b""), nulls=0b10000000000001),  # i0 and lt NULL
-    row(7, (b"v", b"c", b"t", b"l"), nulls=0b01111111111110)]
+    row(7, (b"v", b"c", b"t", b"l"), nulls=0b01111111111110),
+    # UTF-8 of every length into UTF-8 columns; latin1's every byte (0x81: cp1252 has none)
+    row(8, ("café €𝄞 中".encode(), b"\xe9\x81\xff\x80", "ü\t".encode(), "日本".encode()))]
 
 
 def decoded_lines(event: bytes, checksum: bool) -> bytes:
@@ -98,8 +100,7 @@ def decoded_lines(event: bytes, checksum: bool) -> bytes:
 def test_lines_are_the_decoded_paths_lines_byte_for_byte(module: ModuleType, version: int,
                                                         checksum: bool) -> None:
     event = packet(version, rows_body(14, [b"\xff\x3f"], *ROWS), checksum)
-    kinds, order = module.kinds(WIDE), module.order(WIDE, loaddata.plan(TARGET, False))
-    assert kinds is not None and order is not None
+    kinds, order = way(module, TARGET)
     out: list[bytes] = []
     assert module.lines(event, checksum, kinds, order, out) == len(ROWS)
     expected = decoded_lines(event, checksum)
@@ -107,19 +108,31 @@ def test_lines_are_the_decoded_paths_lines_byte_for_byte(module: ModuleType, ver
     assert b"-9223372036854775808" in expected and b"18446744073709551615" in expected
 
 
-def test_the_target_column_order_is_the_plans() -> None:
-    reordered = dict(reversed(TARGET.items()))
-    order = insertlines.order(WIDE, loaddata.plan(reordered, False))
+def way(module: ModuleType, target: dict[str, Column], schema: TableSchema = WIDE
+        ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    found = module.way(schema, loaddata.plan(target, False))
+    assert found is not None
+    return found
+
+
+def test_the_target_column_order_is_the_plans_and_each_text_is_checked_as_it_must_be() -> None:
+    kinds, order = way(insertlines, dict(reversed(TARGET.items())))
     assert order == tuple(range(len(WIDE.columns) - 1, -1, -1))
-    assert insertlines.order(WIDE, loaddata.plan({**TARGET, "more": TARGET["v"]}, False)) is None
+    assert kinds[len(INTEGERS):] == (insertlines.UTF8 + 2, insertlines.ANY + 1,
+                                     insertlines.UTF8 + 2, insertlines.UTF8 + 4)
+    # UTF-8 into latin1, latin1 into UTF-8: the bytes change unless they are ASCII
+    swapped = {**TARGET, "v": TARGET["ch"], "ch": TARGET["v"]}
+    assert way(insertlines, swapped)[0][len(INTEGERS):][:2] == (insertlines.ASCII + 2,
+                                                               insertlines.ASCII + 1)
+    assert insertlines.way(WIDE, loaddata.plan({**TARGET, "more": TARGET["v"]}, False)) is None
     plan = loaddata.plan(TARGET, False) or []
     utf16 = [(name, "utf-16-be" if name == "v" else codec) for name, codec in plan]
-    assert insertlines.order(WIDE, utf16) is None  # ASCII is not itself in UTF-16
+    assert insertlines.way(WIDE, utf16) is None  # ASCII is not itself in UTF-16
 
 
 LEFT = [
-    ("a byte over 0x7f", packet(WRITE, rows_body(14, [b"\xff\x3f"], row(
-        1, (b"caf\xc3\xa9", b"c", b"", b""))))),
+    ("malformed UTF-8", packet(WRITE, rows_body(14, [b"\xff\x3f"], row(
+        1, (b"caf\xc3", b"c", b"", b""))))),
     ("a column left out of the image", packet(WRITE, rows_body(14, [b"\xff\x1f"], ROWS[0]))),
     ("rows past the event's end", packet(WRITE, rows_body(14, [b"\xff\x3f"], ROWS[0][:-3]))),
     ("bytes after the last row", packet(WRITE, rows_body(14, [b"\xff\x3f"], ROWS[0] + b"\0"))),
@@ -132,15 +145,39 @@ LEFT = [
 @pytest.mark.parametrize("why, event", LEFT, ids=[why for why, _ in LEFT])
 def test_what_it_cannot_read_exactly_it_leaves_to_the_decoded_path(module: ModuleType, why: str,
                                                                    event: bytes) -> None:
-    kinds, order = module.kinds(WIDE), module.order(WIDE, loaddata.plan(TARGET, False))
-    assert module.lines(event, True, kinds, order, []) == -1, why
+    assert module.lines(event, True, *way(module, TARGET), []) == -1, why
+
+
+@pytest.mark.parametrize("module", twins(), ids=["as imported", "pure"])
+def test_text_is_taken_exactly_when_the_decoded_path_would_keep_its_bytes(
+        module: ModuleType) -> None:
+    """Every lead byte over 0x7f with a range of second bytes, in sequences of two to four
+    bytes: taken as UTF-8 exactly when Python's strict decoder takes them; into a latin1
+    column, none is (its bytes would change)."""
+    one = TableSchema("t", "u", (ColumnSpec("v", 15, charset="utf8", max_length=1020),))
+    utf8 = way(module, {"v": TARGET["v"]}, one)
+    into_latin1 = way(module, {"v": TARGET["ch"]}, one)
+    for lead in range(0x80, 0x100):
+        for second in range(0x70, 0xC8, 3 if module is not insertlines else 1):
+            for size in (2, 3, 4):
+                value = bytes([lead, second, 0x80, 0x80])[:size]
+                event = packet(WRITE, rows_body(1, [b"\x01"], b"\0" + text(value, 2)))
+                try:
+                    value.decode()
+                    expected = 1
+                except UnicodeDecodeError:
+                    expected = -1
+                assert module.lines(event, True, *utf8, []) == expected, value
+                assert module.lines(event, True, *into_latin1, []) == -1, value
 
 
 def test_other_column_types_are_not_taken() -> None:
     for column in (ColumnSpec("d", 18, fsp=0), ColumnSpec("n", 246, precision=10, decimals=2),
                    ColumnSpec("e", 247, size=1, enum_values=(b"a",)), ColumnSpec("f", 4),
                    ColumnSpec("b", 252, charset="binary", length_size=2)):
-        assert insertlines.kinds(TableSchema("t", "x", (ColumnSpec("id", 3), column))) is None
+        schema = TableSchema("t", "x", (ColumnSpec("id", 3), column))
+        target = {"id": TARGET["i0"], column.name: TARGET["v"]}
+        assert insertlines.way(schema, loaddata.plan(target, False)) is None
 
 
 @pytest.mark.skipif(not insertlines.COMPILED, reason="the straight path runs compiled only")
