@@ -16,10 +16,10 @@ Everything else — another kind of change to the table in the part, a pair that
 simple, a target merged in source order, too few rows for ``LOAD DATA`` or a value it cannot
 take — goes the general way, and the result is the same.
 
-In the compiled build, a run whose columns are integers and ASCII text, through a pair that
-neither renames nor chooses columns, does not even decode: :mod:`node.extract.insertlines`
-reads the lines straight from the events' bytes (the same bytes; anything it cannot read
-exactly goes the decoded way).
+In the compiled build, a run whose columns are integers and text (whose bytes the target
+takes as they are), through a pair that neither renames nor chooses columns, does not even
+decode: :mod:`node.extract.insertlines` reads the lines straight from the events' bytes
+(the same bytes; anything it cannot read exactly goes the decoded way).
 """
 
 from __future__ import annotations
