@@ -1,6 +1,7 @@
-"""A run's figures against the last run of the same benchmark in ``bench/results/``: any of
-setl's figures more than 20% worse is flagged (printed as ``WORSE``, and kept in the report's
-``against_last``), so a change that slows a scenario is seen in the run that shows it.
+"""A run's figures against the last run of the same benchmark in ``bench/results/``, each
+scenario against the newest report that ran it: any of setl's figures more than 20% worse
+is flagged (printed as ``WORSE``, and kept in the report's ``against_last``), so a change
+that slows a scenario is seen in the run that shows it.
 
 Scenarios are matched by their text without the row counts a run happens to reach ("(1,155,388
 rows)"): a scenario run with other options (another rate, other seconds) has another text and
@@ -47,8 +48,32 @@ def direction(name: str) -> int:
 
 def last_run(directory: Path, name: str) -> Path | None:
     """The newest report of benchmark ``name`` (smoke runs are not reports)."""
-    found = sorted(directory.glob(f"{name}-[0-9]*-[0-9]*.json"))
+    found = runs(directory, name)
     return found[-1] if found else None
+
+
+def runs(directory: Path, name: str) -> list[Path]:
+    """The reports of benchmark ``name``, oldest first (their names carry the time)."""
+    return sorted(directory.glob(f"{name}-[0-9]*-[0-9]*.json"))
+
+
+def last_of_each(directory: Path, name: str, scenarios: set[str]
+                 ) -> dict[str, tuple[str, dict[str, Any]]]:
+    """For each scenario key, the newest report that ran it: its file name and the result
+    (a run of some scenarios only is no report of the others)."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in reversed(runs(directory, name)):
+        if len(found) == len(scenarios):
+            break
+        try:
+            results = json.loads(path.read_text()).get("results", [])
+        except (OSError, ValueError):
+            continue
+        for result in results:
+            key = scenario_key(str(result.get("scenario", "")))
+            if key in scenarios and key not in found:
+                found[key] = (path.name, result)
+    return found
 
 
 def worse(last: list[dict[str, Any]], now: list[dict[str, Any]],
@@ -85,15 +110,18 @@ def _peers(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 def against_last(directory: Path, name: str, results: list[dict[str, Any]]
                  ) -> dict[str, Any]:
-    """What the report keeps: the last run it was compared with, and what got worse."""
-    path = last_run(directory, name)
-    if path is None:
-        return {"last_run": None, "worse": []}
-    try:
-        last = json.loads(path.read_text()).get("results", [])
-    except (OSError, ValueError):
-        return {"last_run": path.name, "worse": [], "error": "unreadable"}
-    return {"last_run": path.name, "worse": worse(last, results)}
+    """What the report keeps: the runs it was compared with (each scenario with the newest
+    report that ran it), and what got worse, each line naming the run it is worse than."""
+    keys = [scenario_key(str(result.get("scenario", ""))) for result in results]
+    last = last_of_each(directory, name, set(keys))
+    newest = last_run(directory, name)
+    lines = []
+    for key, result in zip(keys, results, strict=True):
+        if key in last:
+            run, old = last[key]
+            lines += [f"{line} (than {run})" for line in worse([old], [result])]
+    return {"last_run": newest.name if newest else None,
+            "compared_with": {key: run for key, (run, _) in last.items()}, "worse": lines}
 
 
 def _number(value: Any) -> bool:

@@ -186,8 +186,8 @@ def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
                  results: list[dict[str, Any]], summary: dict[str, Any]
                  ) -> tuple[dict[str, Any], Path]:
     """Print the results as a table and write them as ``directory/name-<time>.json`` (or
-    ``name-smoke.json``); return the report and its path. A real run is compared with the
-    last one of the same benchmark (:mod:`bench.guard`): what got worse is printed and kept."""
+    ``name-smoke.json``); return the report and its path. A real run's scenarios are compared
+    with the last run of each (:mod:`bench.guard`): what got worse is printed and kept."""
     compared = {} if smoke else {"against_last": guard.against_last(directory, name, results)}
     report, path = write_json(directory, name, smoke,
                               {"args": args, "results": results, **summary, **compared})
@@ -196,7 +196,7 @@ def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
         for difference in result.get("differences", []):
             print(f"  DIFFERS: {difference}")
     for line in compared.get("against_last", {}).get("worse", []):
-        print(f"  WORSE than {compared['against_last']['last_run']}: {line}")
+        print(f"  WORSE: {line}")
     if "node_peak_rss_mb" in summary:
         print(f"node peak RSS {summary['node_peak_rss_mb']} MB; per batch "
               f"{summary.get('per_batch_ms', '-')}")

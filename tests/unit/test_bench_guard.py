@@ -47,7 +47,8 @@ def test_a_report_says_what_got_worse_than_the_last_run(tmp_path, capsys) -> Non
     assert report["against_last"]["last_run"] == "peers-20261102-000000.json"
     [line] = report["against_last"]["worse"]
     assert "setl_delay_p99_ms 10.0 → 30.0 (+200%)" in line
-    assert f"WORSE than peers-20261102-000000.json: {line}" in capsys.readouterr().out
+    assert line.endswith(" (than peers-20261102-000000.json)")
+    assert f"WORSE: {line}" in capsys.readouterr().out
     assert json.loads(path.read_text())["against_last"] == report["against_last"]
     smoke, _ = write_report(tmp_path, "peers", True, {}, [], {})
     assert "against_last" not in smoke
@@ -64,3 +65,23 @@ def test_a_node_log_gives_the_batches_split_and_the_jobs_they_shared() -> None:
         "event=spark_job_gathered pipeline=p processIds=6,7"])
     assert time_split(log) == {"et_ms": 20.0, "wait_ms": 2.0, "load_ms": 3.0, "rows": 200.0,
                                "batches": 2, "gathered_batches": 5, "gathered_jobs": 2}
+
+
+def test_each_scenario_is_compared_with_the_newest_run_that_ran_it(tmp_path) -> None:
+    """A run of other scenarios since (a verify alone) is no report of the catch-up."""
+    (tmp_path / "peers-20261101-000000.json").write_text(json.dumps({"results": [
+        catchup(1_000_000, 50_000, 10.0, 2.0, 60_000)]}))
+    (tmp_path / "peers-20261102-000000.json").write_text(json.dumps({"results": [
+        {"scenario": "verify 2,000,000 rows", "setl_verify_rows_per_s": 900_000}]}))
+    (tmp_path / "peers-20261103-000000.json").write_text("not json")  # skipped
+    found = guard.against_last(tmp_path, "peers", [
+        catchup(1_000_000, 30_000, 10.0, 2.0, 60_000),
+        {"scenario": "verify 2,000,000 rows", "setl_verify_rows_per_s": 600_000},
+        {"scenario": "never run before", "setl_rows_per_s": 1}])
+    assert found["last_run"] == "peers-20261103-000000.json"
+    assert found["compared_with"] == {
+        guard.scenario_key(CATCHUP.format(1)): "peers-20261101-000000.json",
+        "verify 2,000,000 rows": "peers-20261102-000000.json"}
+    assert [line.split(" (than ")[-1] for line in found["worse"]] == [
+        "peers-20261101-000000.json)", "peers-20261102-000000.json)"]
+    assert "setl_bulk_rows_per_s 50000 → 30000 (-40%)" in found["worse"][0]
