@@ -58,6 +58,15 @@ def event_timestamp(data: bytes) -> int:
     return int.from_bytes(data[1:5], "little")
 
 
+def rows_start(data: bytes) -> int:
+    """Where a rows event's column count is: after its post-header and, in a V2 event, the
+    extra data whose length (two bytes) counts itself; -1 when that length is under two."""
+    if data[_TYPE] not in _V2:
+        return _V1_BODY
+    extra = data[28] | data[29] << 8
+    return _V1_BODY + extra if extra >= 2 else -1
+
+
 def next_position(data: bytes) -> int:
     """The binlog position after this event (the header's next-position)."""
     return int.from_bytes(data[_NEXT:_NEXT + 4], "little")
@@ -212,13 +221,12 @@ class _Decoder:
         self.bitmap_size = (self.count + 7) // 8
         counted = 1 if self.count < 251 else 3  # MariaDB and MySQL allow 4096 columns
         self.readers: dict[str, dict[bytes, RowsReader]] = {}
-        # per event type: its compiled (read, event) by count and bitmaps, their width, and
-        # whether the post-header has extra data
-        self.by_type: dict[int, tuple[dict[bytes, Any], int, bool]] = {}
+        # per event type: its compiled (read, event) by count and bitmaps, and their width
+        self.by_type: dict[int, tuple[dict[bytes, Any], int]] = {}
         for event_type, kind in _KINDS.items():
             self.readers.setdefault(kind, {})
             width = counted + self.bitmap_size * (2 if kind == UPDATE else 1)
-            self.by_type[event_type] = ({}, width, event_type in _V2)
+            self.by_type[event_type] = ({}, width)
         # per event type: the whole-event reader of the bitmaps it had last (checked first)
         self.guess: list[Any] = [self.checked] * 256
 
@@ -227,13 +235,13 @@ class _Decoder:
         wrong; the reader found becomes the guess for the next event of its type."""
         try:
             type_code, size = _HEAD(data, _TYPE)
-            readers, width, v2 = self.by_type[type_code]
-            pos = _V1_BODY + (data[28] | data[29] << 8) if v2 else _V1_BODY
+            readers, width = self.by_type[type_code]
+            pos = rows_start(data)
         except (struct.error, KeyError, IndexError):
             raise self.refused(data) from None
-        if v2 and pos < _V1_BODY + 2:
-            raise self.error(data, f"its extra data is {pos - _V1_BODY} bytes long, fewer "
-                             "than the two of the length itself: the event is damaged")
+        if pos < 0:
+            raise self.error(data, f"its extra data is {data[28] | data[29] << 8} bytes long, "
+                             "fewer than the two of the length itself: the event is damaged")
         head = data[pos:pos + width]  # the column count and the columns-present bitmaps
         read, event = readers.get(head) or self.build(data, type_code, head)
         if len(data) != size + 1:
@@ -270,7 +278,7 @@ class _Decoder:
             reader = decodeplan.build(self.schema, kind, images, head, self.checked)
             if len(kept) >= _KEPT:
                 kept.clear()
-                for found, _, _ in self.by_type.values():
+                for found, _ in self.by_type.values():
                     found.clear()
             kept[head] = reader
         if event_type in COMPRESSED:  # never guessed: checked, then inflated

@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from node import charsets
+from node.extract import decode
 from node.extract import decodetypes as types
+from node.target.mysql import loaddata
 
 if TYPE_CHECKING:
     from node.extract.decode import TableSchema
@@ -39,7 +41,6 @@ ASCII, UTF8, ANY = 16, 32, 48  # text: ASCII only; well-formed UTF-8; any byte
 _TEXTS = (types.VARCHAR, types.STRING, types.BLOB)  # CHAR, VARCHAR, TEXT (and binary ones)
 _READERS = ("utf-8", charsets.LATIN1, "ascii")  # the source's codecs that read ASCII as itself
 _WRITERS = (None, "utf-8", charsets.LATIN1, "ascii")  # the target's (loaddata.plan) likewise
-_V1_BODY = 28
 _INSERTS = (23, 30)  # WRITE_ROWS_EVENT V1 and V2 (not the compressed ones)
 
 
@@ -81,14 +82,12 @@ def lines(event: bytes, checksum: bool, kinds_: tuple[int, ...], order_: tuple[i
     """Appends the lines of one WRITE_ROWS event's rows to ``out`` (fields, tabs and
     newlines: ``b"".join(out)`` is the data); the rows it held, or -1 when it cannot go this
     way (then ``out`` may hold part of it: the caller drops it)."""
-    if len(event) < _V1_BODY + 3 or event[5] not in _INSERTS or \
+    if len(event) < 30 or event[5] not in _INSERTS or \
             int.from_bytes(event[10:14], "little") != len(event) - 1:
         return -1
-    pos = _V1_BODY
-    if event[5] == 30:  # V2: extra data, its length counting itself
-        pos += event[28] | event[29] << 8
-        if pos < _V1_BODY + 2:
-            return -1
+    pos = decode.rows_start(event)
+    if pos < 0:
+        return -1
     count = len(kinds_)
     size = (count + 7) >> 3
     if count >= 251 or pos + 1 + size > len(event) or event[pos] != count:
@@ -150,7 +149,7 @@ def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int,
                         k = _utf8(view, k, stop)
                         if k < 0:
                             return -1
-                fields[i] = _escaped(d[p:stop]) if escape else d[p:stop]
+                fields[i] = loaddata.escaped(d[p:stop]) if escape else d[p:stop]
                 p = stop
             elif kind > 0 and number >> (8 * width - 1):  # negative: its magnitude
                 magnitude = (ones >> (64 - 8 * width)) - number + 1
@@ -193,8 +192,3 @@ def _utf8(view: bytes, k: int, stop: int) -> int:
             return -1
     return k + size
 
-
-def _escaped(value: bytes) -> bytes:
-    """A text field with LOAD DATA's escapes (as :func:`node.target.mysql.loaddata._field`)."""
-    return value.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(
-        b"\n", b"\\n").replace(b"\r", b"\\r").replace(b"\0", b"\\0")

@@ -53,10 +53,10 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     count = 0
     for target, (numbers, mapping) in _candidates(compiled, part).items():
         table = spec.facts.get(target, _NO_FACTS)
-        if table.ordered(mapping.target_keys) or \
-                loaddata.plan(table.columns, table.triggers) is None:  # (before decoding)
+        plan = loaddata.plan(table.columns, table.triggers)
+        if table.ordered(mapping.target_keys) or plan is None:  # (before decoding)
             continue
-        made = _lines(spec, part, frozenset(numbers), mapping, table) \
+        made = _lines(spec, part, frozenset(numbers), mapping, table, plan) \
             if insertlines.COMPILED else None  # straight from the events' bytes
         if made is None:
             made = _decoded(spec, part, frozenset(numbers), mapping, table)
@@ -116,16 +116,16 @@ def _decoded(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
 
 
 def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
-           table: TableFacts) -> Made | None:
+           table: TableFacts, plan: list[tuple[str, str | None]]) -> Made | None:
     """As :func:`_decoded`, but the rows' LOAD DATA lines read straight from the events'
     bytes (:mod:`node.extract.insertlines`); None where a table, a column or an event cannot
     go that way (the decoded path then gives the same lines, or says what is wrong)."""
     entry = mapping.entry
-    plan = loaddata.plan(table.columns, table.triggers)
-    if plan is None or entry.renames or entry.include or entry.exclude or \
+    if entry.renames or entry.include or entry.exclude or \
             any(table.columns[name].data_type == "enum" for name, _ in plan):
         return None  # renamed or chosen columns, or an ENUM's empty value to refuse
-    ways: dict[int, tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
+    # per number: its columns' kinds and order (None: not this way), and its events' head
+    ways: dict[int, tuple[Any, int]] = {}
     out: list[bytes] = []
     first = -1
     counted: dict[int, tuple[int, int]] = {}
@@ -133,8 +133,9 @@ def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
     for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
         if number in numbers:
             if number not in ways:
-                ways[number] = insertlines.way(layouts[number], plan)
-            way = ways[number]
+                layout = layouts[number]
+                ways[number] = (insertlines.way(layout, plan), layout.event_head())
+            way, head = ways[number]
             if way is None:
                 return None
             found = insertlines.lines(events[at:at + length], spec.checksum, *way, out)
@@ -144,8 +145,7 @@ def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
                 first = place << ROW_BITS
             rows += found
             had = counted.get(number, (0, 0))
-            counted[number] = (had[0] + found,
-                               had[1] + length - layouts[number].event_head())
+            counted[number] = (had[0] + found, had[1] + length - head)
         at += length
     names = [name for name, _ in plan]
     return first, rows, counted, loaddata.from_lines(

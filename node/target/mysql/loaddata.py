@@ -80,6 +80,11 @@ def _field(value: Any, codec: str | None) -> bytes:
                 raise ValueError("a SET or JSON value goes as an INSERT")
             text = text[1:-1]
         return text.encode()
+    return escaped(raw)
+
+
+def escaped(raw: bytes) -> bytes:
+    """A field's bytes with LOAD DATA's escapes (backslash, tab, newline, CR, NUL)."""
     for char, escape in _ESCAPES:
         if char in raw:
             raw = raw.replace(char, escape)
