@@ -30,7 +30,7 @@ from pathlib import Path
 
 from shared import confinement
 from shared.errors import SandboxError
-from shared.sandbox_servers import SERVER_KINDS, ServerSpec, wait_until
+from shared.sandbox_servers import SERVER_KINDS, ServerSpec, launch
 
 log = logging.getLogger("setl.sandbox")
 STATE_FILE = "state.json"
@@ -182,27 +182,16 @@ class Sandbox:
 
     def _start(self, spec: ServerSpec, known: ServerInfo | None, timeout_s: float) -> ServerInfo:
         kind = SERVER_KINDS[spec.kind]
-        datadir = self.root / spec.name
-        last_error = ""
-        for _ in range(3):  # a free port can be taken between probe and bind: try another
-            port = self._port_for(spec.name, known)
-            process = kind.start(spec, datadir, port, self.password(), USER)
-            log.info("event=sandbox_start server=%s port=%d pid=%d", spec.name, port, process.pid)
-            def settled(port: int = port, process: subprocess.Popen[bytes] = process) -> bool:
-                return kind.answers(port) or process.poll() is not None
 
-            try:
-                wait_until(settled, timeout_s, f"{spec.name} to answer on 127.0.0.1:{port}")
-            except SandboxError as exc:
-                stop_pid(process.pid)
-                raise SandboxError(f"{exc}; see {kind.log_file(datadir)}") from None
-            if process.poll() is None:
-                kind.prepare(datadir, port, self.password(), USER)
-                return ServerInfo(spec.name, spec.kind, port, process.pid, str(datadir),
-                                  spec.server_id)
-            last_error = kind.tail_log(datadir)
-            known = None
-        raise SandboxError(f"{spec.name} did not start: {last_error}")
+        def port_for(attempt: int) -> int:
+            port = self._port_for(spec.name, known if attempt == 0 else None)
+            log.info("event=sandbox_start server=%s port=%d", spec.name, port)
+            return port
+
+        process, port = launch(kind, spec, self.root / spec.name, self.password(), USER,
+                               port_for, timeout_s)
+        return ServerInfo(spec.name, spec.kind, port, process.pid, str(self.root / spec.name),
+                          spec.server_id)
 
     def _port_for(self, name: str, known: ServerInfo | None) -> int:
         if self.base_port is not None:

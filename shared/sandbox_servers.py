@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pymysql
 
@@ -36,6 +37,59 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
     raise SandboxError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself holds the listening socket on 127.0.0.1:``port``
+    (Linux's /proc): a server that answers there may be another one that took the port
+    between our probe and our bind, while ours is still starting, about to fail."""
+    wanted = {f"0100007F:{port:04X}",  # and as Java binds it, an IPv4-mapped IPv6 socket
+              f"0000000000000000FFFF00000100007F:{port:04X}"}
+    inodes = set()
+    try:
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(name) as table:
+                for line in table.readlines()[1:]:
+                    fields = line.split()
+                    if fields[1] in wanted and fields[3] == "0A":  # 0A: LISTEN
+                        inodes.add(f"socket:[{fields[9]}]")
+        fds = Path(f"/proc/{pid}/fd")
+        return any(os.readlink(fd) in inodes for fd in fds.iterdir()) if inodes else False
+    except OSError:
+        return False
+
+
+def launch(kind: ServerKind, spec: ServerSpec, datadir: Path, password: str, user: str,
+           port_for: Callable[[int], int], timeout_s: float
+           ) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a ``kind`` server and wait until it answers on its own port, then prepare it.
+    ``port_for(attempt)`` gives the port of each try: a free port can be taken between the
+    probe and the server's bind (by another test's server, or a client's local port), and then
+    the server dies or another one answers there: try another, three times."""
+    last_error = ""
+    for attempt in range(3):
+        port = port_for(attempt)
+        process = kind.start(spec, datadir, port, password, user)
+
+        def settled(port: int = port, process: subprocess.Popen[bytes] = process) -> bool:
+            return process.poll() is not None or (
+                kind.answers(port) and listens(process.pid, port))
+
+        try:
+            wait_until(settled, timeout_s, f"{spec.name} to answer on 127.0.0.1:{port}")
+        except SandboxError as exc:
+            _stop(process)
+            raise SandboxError(f"{exc}; see {kind.log_file(datadir)}") from None
+        if process.poll() is None:
+            kind.prepare(datadir, port, password, user)
+            return process, port
+        last_error = kind.tail_log(datadir)
+    raise SandboxError(f"{spec.name} did not start: {last_error}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait(30)
+
+
 def _require(binary: str, package: str) -> str:
     path = shutil.which(binary) or (binary if os.path.exists(binary) else None)
     if not path:
@@ -49,6 +103,15 @@ def _tail(path: Path, lines: int = 5) -> str:
         return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return f"(no log at {path})"
+
+
+class ServerKind(Protocol):
+    def log_file(self, datadir: Path) -> Path: ...
+    def tail_log(self, datadir: Path) -> str: ...
+    def start(self, spec: ServerSpec, datadir: Path, port: int, password: str,
+              user: str) -> subprocess.Popen[bytes]: ...
+    def answers(self, port: int) -> bool: ...
+    def prepare(self, datadir: Path, port: int, password: str, user: str) -> None: ...
 
 
 class ZooKeeperKind:
@@ -175,4 +238,4 @@ class MariaDBKind:
                                "WITH GRANT OPTION")
 
 
-SERVER_KINDS = {"zookeeper": ZooKeeperKind(), "mariadb": MariaDBKind()}
+SERVER_KINDS: dict[str, ServerKind] = {"zookeeper": ZooKeeperKind(), "mariadb": MariaDBKind()}

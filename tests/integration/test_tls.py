@@ -15,7 +15,7 @@ from shared.endpoint import connect
 from shared.errors import SourceError
 from shared.model import DataSource, TlsOptions
 from shared.sandbox import Sandbox, free_port
-from shared.sandbox_servers import MariaDBKind, ServerSpec
+from shared.sandbox_servers import MariaDBKind, ServerSpec, launch
 from shared.secrets import SecretRef
 from tests.devcluster import (
     Cluster,
@@ -31,17 +31,16 @@ def test_a_whole_channel_runs_over_tls_to_a_server_that_requires_it(
     """Select (binlog and table reads) and Load both reach a MariaDB whose user must use
     TLS; the rows arrive only if every connection verified the server's certificate."""
     certificates = make_certificates(tmp_path / "tls")
-    kind, datadir, port = MariaDBKind(), tmp_path / "tlsdb", free_port()
+    kind, datadir = MariaDBKind(), tmp_path / "tlsdb"
     spec = ServerSpec("tlsdb", "mariadb", 41, extra_args=(
         f"--ssl-ca={certificates.ca}", f"--ssl-cert={certificates.server_cert}",
         f"--ssl-key={certificates.server_key}"))
-    server = kind.start(spec, datadir, port, sandbox.password(), "setl")
+    server, port = launch(kind, spec, datadir, sandbox.password(), "setl",
+                          lambda attempt: free_port(), 60)
     # tls: files are read only from secret directories: the certificates' folder is one
     cluster = Cluster(sandbox, tmp_path, "tls", security={"secret_dirs": [
         str(sandbox.secret_file.parent), str(certificates.ca.parent)]})
     try:
-        wait_for(lambda: kind.answers(port), 60, "the TLS MariaDB to answer")
-        kind.prepare(datadir, port, sandbox.password(), "setl")
         root = pymysql.connect(unix_socket=str(kind.socket_path(datadir)), user="root",
                                autocommit=True)
         with root, root.cursor() as cursor:

@@ -1,0 +1,72 @@
+"""A sandbox server whose free port was taken between the probe and its bind starts on
+another port, and is never taken for the server that answers on the first one."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from shared.sandbox import Sandbox, free_port
+from shared.sandbox_servers import MariaDBKind, ServerSpec, launch, listens
+
+
+@pytest.fixture
+def imposter() -> Iterator[int]:
+    """A listener on 127.0.0.1 that greets every client as a MySQL server does first."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def greet() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"\x0a\x00\x00\x00imposter")
+    thread = threading.Thread(target=greet, daemon=True)
+    thread.start()
+    yield int(server.getsockname()[1])
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def test_listens_tells_whose_socket_listens_on_a_port(imposter: int) -> None:
+    assert listens(os.getpid(), imposter)
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not listens(child.pid, imposter)
+    finally:
+        child.kill()
+        child.wait()
+    assert not listens(os.getpid(), free_port())
+
+
+def test_a_taken_port_is_left_for_another_and_the_server_there_is_not_ours(
+        sandbox: Sandbox, tmp_path: Path, imposter: int) -> None:
+    ports = [imposter, free_port()]
+    kind, datadir = MariaDBKind(), tmp_path / "db"
+    server, port = launch(kind, ServerSpec("db", "mariadb", 51), datadir, sandbox.password(),
+                          "setl", lambda attempt: ports[attempt], 60)
+    try:
+        assert port == ports[1]
+        # the first try found the port taken, and said so
+        assert "Address already in use" in kind.log_file(datadir).read_text()
+        with pymysql.connect(host="127.0.0.1", port=port, user="setl",
+                             password=sandbox.password()) as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT @@port")
+            assert cursor.fetchone()[0] == port
+    finally:
+        server.terminate()
+        server.wait(60)
