@@ -61,8 +61,6 @@ from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.pipeline")
 STOP_PUBLISH_S = 1.0
-# batches whose E/T is done that a target able to (a lake) loads in one commit per table:
-# its commits, not its rows, are what a lake's Load spends its time on
 SWITCH_POLL_S = 1.0  # how often a lost primary is looked at again
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 

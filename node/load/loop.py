@@ -1,8 +1,9 @@
 """The serial, ordered Load loop: batches taken from Select's handoff in processId order,
 each applied to the pipeline's targets with its position once its Extract/Transform is
-done (a target whose commits coalesce batches — a lake — takes every batch whose E/T is
-already done in one go). What follows a batch's load (the cursor, the window slot, the
-figures) is the runner's, told through ``loaded``.
+done (a target whose commits coalesce batches — a lake — takes in one go every batch Select
+had handed off when the commit began, each once its E/T is done, and those done since).
+What follows a batch's load (the cursor, the window slot, the figures) is the runner's,
+told through ``loaded``.
 
 A failure of Select or of a batch's E/T arrives in order, as the item in its place: Load
 raises it when it gets there, so nothing after it is applied.
@@ -22,9 +23,9 @@ from node.target.base import TargetLoader
 from node.window import Window
 from shared.errors import SetlError, with_context
 
-# batches whose E/T is done joined in one commit of a coalescing target: a lake mirror's
-# MERGE costs about its table's size whatever the rows (Delta rewrites every file a key it
-# touches is in), so under a backlog fewer, larger commits are what makes it fast
+# the batches handed off joined in one commit of a coalescing target: a lake mirror's MERGE
+# costs about its table's size whatever the rows (Delta rewrites every file a key it touches
+# is in), so under a backlog fewer, larger commits are what makes it fast
 COALESCE = 16
 Loaded = Callable[[Batch, Done, int, float, float], None]
 
@@ -54,16 +55,21 @@ def run(loader: TargetLoader, handoff: queue.Queue[Any], loaded: Loaded) -> None
             written = loader.load(group[0][0], group[0][1].changes)
         elif many is None:
             written = loader.load_units(group[0][0], group[0][1].results, group[0][1].redo)
-        else:  # every batch whose E/T is done already joins this commit
+        else:  # the batches handed off before it, and those done since, join this commit
+            cut = handoff.qsize()
             while not held and len(group) < COALESCE:
                 try:
                     following = handoff.get_nowait()
                 except queue.Empty:
                     break
                 if following is None or isinstance(following, Failed) or \
-                        not following[1].done():
+                        (len(group) > cut and not following[1].done()):
                     held.append(following)
                     break
+                # a batch cut before the commit began is a backlog: its E/T is done or on its
+                # way, and one commit for both costs the table's size once, not twice (a
+                # batch cut since waits for the next one: a stream's commit waits for no
+                # batch that is not there yet)
                 done = extracted(*following)
                 if done.changes is not None:
                     held.append((following[0], _Ready(done)))

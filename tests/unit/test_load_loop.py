@@ -56,17 +56,49 @@ def test_a_coalescing_target_commits_every_done_batch_at_once_up_to_the_cap() ->
     assert loaded == list(range(1, count + 1))  # each batch told, in order
 
 
-def test_a_batch_whose_et_is_not_done_starts_the_next_commit() -> None:
-    handoff, target = handed(range(1, 6), pending=frozenset({3})), Coalescing()
-    handoff.put(None)
-    waiting = next(item for item in list(handoff.queue) if item and item[0].process_id == 3)
+class Running:
+    """A batch's E/T still running when Load finds it: done only once Load waits for it
+    (``then`` runs meanwhile: Select goes on cutting)."""
+
+    def __init__(self, then: Any = None) -> None:
+        self.waited, self.then = False, then
+
+    def done(self) -> bool:
+        return self.waited
+
+    def result(self) -> Done:
+        self.waited = True
+        if self.then is not None:
+            self.then()
+        return Done([], None, 1.0, 0)
+
+
+def test_the_batches_handed_off_join_the_commit_once_their_et_is_done() -> None:
+    handoff, target = handed(range(1, 3)), Coalescing()
+
+    def cut_more() -> None:  # while the commit waits, Select cuts 5, its E/T under way
+        handoff.put((Batch("c.p", 5), Running()))
+        handoff.put(None)
+    third = Running()
+    handoff.put((Batch("c.p", 3), third))
+    handoff.put((Batch("c.p", 4), Running(then=cut_more)))
+    loop.run(target, handoff, lambda *_: None)
+    # a backlog: one commit for the four, not one a batch; the one cut since goes next
+    assert target.commits == [[1, 2, 3, 4], [5]]
+    assert third.waited
+
+
+def test_a_commit_waits_for_no_batch_select_has_not_cut() -> None:
+    handoff, target = handed(range(1, 3)), Coalescing()
 
     def loaded(batch: Batch, *_: Any) -> None:
-        if batch.process_id == 2:  # E/T of batch 3 ends while 1 and 2 commit
-            waiting[1].set_result(Done([], None, 1.0, 0))
+        if batch.process_id == 2:  # Select cuts batch 3 after 1 and 2 committed
+            for item in list(handed(range(3, 4)).queue):
+                handoff.put(item)
+            handoff.put(None)
 
     loop.run(target, handoff, loaded)
-    assert target.commits == [[1, 2], [3, 4, 5]]
+    assert target.commits == [[1, 2], [3]]
 
 
 def test_a_failure_in_its_place_stops_load_before_what_follows() -> None:
