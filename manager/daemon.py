@@ -8,9 +8,6 @@ import dataclasses
 import logging
 import ssl
 import sys
-from concurrent import futures
-
-import grpc
 
 from manager import auth, service
 from manager.alarms import AlarmEvaluator
@@ -21,7 +18,7 @@ from manager.service import ManagerServicer
 from manager.views import Views
 from manager.web import StatusSite
 from manager.webhooks import Notifier
-from shared import confinement, logs, settings, zk
+from shared import confinement, logs, rpcserver, settings, zk
 from shared.catalog import Catalog
 from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer
@@ -59,15 +56,11 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
     interceptors = [auth.TokenInterceptor(
         check, lambda reason: metrics.refused.labels(reason).inc())] if check else []
     # (a subscription's reader holds a thread while it reads)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), interceptors=interceptors)
+    server = rpcserver.server(32, interceptors)
     servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access)
     service.add(servicer, server)
     try:
-        port = server.add_secure_port(config.listen, credentials) if credentials else \
-            server.add_insecure_port(config.listen)
-        if port == 0:
-            raise SetlError(f"cannot listen on {config.listen}: the address is taken or "
-                            "invalid; choose another with --listen")
+        rpcserver.listen(server, config.listen, credentials, "choose another with --listen")
         web.start()  # bound before leading: a taken port ends the manager here
         servicer.web_url = f"{web.url}/"
         if not _prepare(catalog, shutdown):

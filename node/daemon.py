@@ -11,7 +11,6 @@ import os
 import socket
 import sys
 import time
-from concurrent import futures
 
 import grpc
 from kazoo.exceptions import KazooException
@@ -24,7 +23,7 @@ from node.spark import SparkRunner
 from node.supervisor import Supervisor
 from node.verify import rpc as verify
 from node.watcher import DefinitionWatcher
-from shared import confinement, heap, logs, rpcauth, settings, zk
+from shared import confinement, heap, logs, rpcauth, rpcserver, settings, zk
 from shared.catalog import Catalog, ChannelRecord
 from shared.errors import ConfigError, CoordinationError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer, is_loopback
@@ -94,16 +93,12 @@ class Node:
         interceptors = [rpcauth.TokenInterceptor(check, messages=NODE_MESSAGES)] if check \
             else []
         # a subscription's reader holds a thread while it reads
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
-                             interceptors=interceptors)
+        server = rpcserver.server(16, interceptors)
         service.add(
             NodeServicer(self.node_id, lambda pipeline_id: verify.context_from(
                 self.supervisor, self.node_id, pipeline_id, self.spark)), server)
-        port = server.add_secure_port(self.config.listen, credentials) if credentials else \
-            server.add_insecure_port(self.config.listen)
-        if port == 0:
-            raise SetlError(f"node {self.node_id} cannot listen on {self.config.listen}; "
-                            "choose another 'listen' address")
+        port = rpcserver.listen(server, self.config.listen, credentials,
+                                f"choose another 'listen' address for node {self.node_id}")
         server.start()
         host = self.config.listen.rpartition(":")[0]
         return server, f"{host}:{port}"

@@ -25,7 +25,7 @@ import yaml
 from shared.identifiers import qualified
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 from shared.sandbox import Sandbox, dying_with_parent, free_port
-from shared.sandbox_servers import ZooKeeperKind
+from shared.sandbox_servers import ZooKeeperKind, listens
 
 SESSION_TIMEOUT_S = 4
 T = TypeVar("T")
@@ -213,18 +213,35 @@ class Cluster:
         return path
 
     def start_manager(self, wait: bool = True) -> str:
-        self.manager_address = f"127.0.0.1:{free_port()}"
-        daemon = Daemon([str(BIN / "setl-manager"), "--config", str(self._config("manager")),
-                         "--listen", self.manager_address], self.workdir / "manager.log",
-                        self.env)
-        self.daemons.append(daemon)
-        self.manager = daemon
-        if wait:
-            self.wait_manager()
-        return self.manager_address
+        """Start the manager on a free port; with ``wait``, until it answers there on a socket
+        of its own. A free port can be taken between the probe and the manager's bind (by
+        another test's daemon, which would then answer this test's calls): the manager fails
+        to bind and exits, and it is started again on another port, three times in all."""
+        for _ in range(3):
+            port = free_port()
+            self.manager_address = f"127.0.0.1:{port}"
+            config = self._config("manager")
+            daemon = Daemon([str(BIN / "setl-manager"), "--config", str(config), "--listen",
+                             self.manager_address], self.workdir / "manager.log", self.env)
+            self.daemons.append(daemon)
+            self.manager = daemon
+            if not wait:
+                return self.manager_address
+            self.wait_manager(port=port)
+            if daemon.alive():
+                return self.manager_address
+        raise RuntimeError(f"the manager did not start: see {self.workdir / 'manager.log'}")
 
-    def wait_manager(self, timeout_s: float = 30) -> None:
-        wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), timeout_s, "manager")
+    def wait_manager(self, timeout_s: float = 30, port: int | None = None) -> None:
+        """Wait until the manager answers; with ``port``, the one just started answers there
+        on its own socket, or it has died (the caller tells which)."""
+        manager = self.manager
+        if port is None or manager is None:
+            wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), timeout_s,
+                     "manager")
+            return
+        wait_for(lambda: not manager.alive() or (listens(manager.pid, port) and self.call(
+            "Status", manager_pb2.StatusRequest())), timeout_s, f"manager on port {port}")
 
     def start_node(self, node_id: int = 1, wait: bool = True) -> Daemon:
         daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",
