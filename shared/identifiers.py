@@ -7,6 +7,7 @@ splits it with :func:`split_qualified`, where backticks quote a name holding a d
 
 from __future__ import annotations
 
+import functools
 import re
 
 from shared.errors import ConfigError
@@ -28,12 +29,17 @@ _PARTS = re.compile(r"(`(?:[^`]|``)*`)|('(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"
                     r"|([^`'\"]+|.)", re.S)
 
 
+@functools.lru_cache(maxsize=512)
 def template(sql: str) -> str:
     """``sql`` as a ``%``-format template (PyMySQL's parameters) whose quoted names mean
     what they say: a ``%`` inside a name doubled, so `` `t%%x` `` still names ``t%%x`` and
     `` `100%` `` formats at all. Placeholders and ``%%`` outside names stay as written. The
     one step between a statement with names and the formatting of its parameters: every
-    connection's cursor (shared.endpoint) and Load's statement texts take it."""
+    connection's cursor (shared.endpoint) and Load's statement texts take it.
+
+    Remembered for the last 512 texts: a pipeline renders the same few statements of each
+    table for every batch, and scanning their names was a third of rendering a caught-up
+    batch (``tests/unit/test_identifiers.py`` checks the cached answer is the scan's)."""
     if "%" not in sql or "`" not in sql:
         return sql
     return _PARTS.sub(lambda m: m.group().replace("%", "%%") if m.group(1) else m.group(), sql)

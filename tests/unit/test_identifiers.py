@@ -68,6 +68,15 @@ def test_a_name_in_a_template_formats_back_to_itself(name: str) -> None:
                                        "WHERE x = 1 AND y LIKE 'a%'")
 
 
+def test_a_remembered_template_is_the_scans_answer_for_its_own_text() -> None:
+    texts = [f"SELECT {quote(name)} FROM t WHERE x = %s" for name in ("t%x", "tx", "100%")]
+    scanned = [template.__wrapped__(sql) for sql in texts]
+    for _ in range(2):
+        assert [template(sql) for sql in texts] == scanned
+    assert scanned == ["SELECT `t%%x` FROM t WHERE x = %s", texts[1],
+                       "SELECT `100%%` FROM t WHERE x = %s"]
+
+
 def test_a_users_condition_keeps_its_percent_signs_and_names() -> None:
     where = "v LIKE 'a%' AND `p%` = 1 AND `q` = '`%'"
     assert template(f"SELECT 1 FROM t WHERE id > %s AND ({condition(where)})") % (5,) == \

@@ -47,6 +47,26 @@ def test_any_name_is_quoted_with_backticks_doubled() -> None:
     assert upsert.sql.startswith("INSERT INTO `my-db.x`.`t``1 表` (`a b`, `c``d`) VALUES")
 
 
+def test_each_upsert_names_its_own_table_columns_and_key_however_often_rendered() -> None:
+    # the statement heads are remembered (render._upsert): by table, columns and key
+    cases = [(writes(table="a", upserts=[{"id": 1, "x": 2}]),
+              "INSERT INTO `s`.`a` (`id`, `x`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+              "`x` = VALUES(`x`)"),
+             (writes(table="b", upserts=[{"id": 1, "x": 2}]),
+              "INSERT INTO `s`.`b` (`id`, `x`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+              "`x` = VALUES(`x`)"),
+             (writes(table="a", upserts=[{"id": 1, "y": 2}]),
+              "INSERT INTO `s`.`a` (`id`, `y`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+              "`y` = VALUES(`y`)"),
+             (writes(table="a", keys=("x",), upserts=[{"id": 1, "x": 2}]),
+              "INSERT INTO `s`.`a` (`id`, `x`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+              "`id` = VALUES(`id`)")]
+    for _ in range(2):
+        for table_writes, sql in cases:
+            (upsert,) = statements(table_writes, 10)
+            assert upsert.sql == sql
+
+
 def change(kind: ChangeType, before: dict[str, Any] | None, after: dict[str, Any] | None,
            seq: int) -> TargetChange:
     return TargetChange("t", "s", "logs", kind, (), () if before else None, after, seq=seq,

@@ -20,6 +20,7 @@ appended a piece at a time (``CONCAT``), all in the batch's transaction.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterator
@@ -144,12 +145,19 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
             yield from _appends(writes, row)
         rows = [row for row in rows if not apart(row)]
     for columns, run in _runs(rows):
-        update = [c for c in columns if c not in writes.keys] or [columns[0]]
-        sql = (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
-               f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
-               + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
+        sql = _upsert(table, columns, writes.keys)
         for chunk in _chunks(run, size):
             yield Statement(sql, [[row[c] for c in columns] for row in chunk], True, chunk)
+
+
+@functools.lru_cache(maxsize=256)
+def _upsert(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
+    """A table's multi-row upsert of ``columns`` (remembered: every batch writes the same
+    few tables with the same columns)."""
+    update = [c for c in columns if c not in keys] or [columns[0]]
+    return (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
+            f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
+            + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
 
 
 def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:

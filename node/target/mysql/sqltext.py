@@ -9,6 +9,7 @@ split where PyMySQL's ``executemany`` would split it (statements of at most abou
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -66,13 +67,11 @@ def texts(statement: Statement, keep_what: bool = False) -> list[Sql]:
     if not many:
         text = sql % tuple(literal(arg) for arg in args)
         return [Sql(text, len(what), matches_one, lenient, what if keep_what else None)]
-    found = _INSERT.match(sql)
-    if found is None:  # not an INSERT: one statement a row, as executemany runs it
+    parts = _parts(sql, len(args[0]) if args else -1)
+    if parts is None:  # not an INSERT: one statement a row, as executemany runs it
         return [Sql(sql % tuple(literal(arg) for arg in row), 1, matches_one, lenient,
                     [one] if keep_what else None) for row, one in zip(args, what, strict=False)]
-    prefix, values = found.group(1) % (), found.group(2).rstrip()
-    postfix = (found.group(3) or "") % ()
-    plain = values == "(" + ", ".join(["%s"] * len(args[0])) + ")" if args else False
+    prefix, values, postfix, plain = parts
     out: list[Sql] = []
     chunk: list[str] = []
     size = len(prefix) + len(postfix)
@@ -93,6 +92,19 @@ def texts(statement: Statement, keep_what: bool = False) -> list[Sql]:
         out.append(_insert(prefix, chunk, postfix, matches_one, lenient,
                            what[first:] if keep_what else None))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _parts(sql: str, width: int) -> tuple[str, str, str, bool] | None:
+    """A multi-row INSERT template's text before its VALUES tuple, the tuple and the text
+    after it, and whether the tuple is ``width`` bare ``%s``; None for another statement
+    (remembered: every batch renders the same few templates)."""
+    found = _INSERT.match(sql)
+    if found is None:
+        return None
+    values = found.group(2).rstrip()
+    plain = values == "(" + ", ".join(["%s"] * width) + ")" if width >= 0 else False
+    return found.group(1) % (), values, (found.group(3) or "") % (), plain
 
 
 def _insert(prefix: str, rows: list[str], postfix: str, matches_one: bool,
