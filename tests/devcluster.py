@@ -50,6 +50,28 @@ def wait_for(check: Callable[[], T], timeout_s: float = 20.0, what: str = "condi
                          + (f" (last error: {last_error!r})" if last_error else ""))
 
 
+def serve(start: Callable[[int], Daemon], ready: Callable[[int], object], name: str,
+          timeout_s: float = 30, port_for: Callable[[int], int] = lambda attempt: free_port()
+          ) -> tuple[Daemon, int]:
+    """Start a test's server on a free port (``start(port)``) and wait until it answers there
+    (``ready(port)``) on a socket of its own. A free port can be taken between the probe and
+    the server's bind, by another test's server, which would then answer this test's calls:
+    the server fails to bind and exits, and it is started again on another port
+    (``port_for(attempt)``), three times in all."""
+    for attempt in range(3):
+        port = port_for(attempt)
+        daemon = start(port)
+
+        def settled(daemon: Daemon = daemon, port: int = port) -> object:
+            return not daemon.alive() or (listens(daemon.pid, port) and ready(port))
+
+        wait_for(settled, timeout_s, f"{name} on 127.0.0.1:{port}")
+        if daemon.alive():
+            return daemon, port
+        daemon.stop()
+    raise RuntimeError(f"{name} did not start: see {daemon.log_path}")
+
+
 class Daemon:
     """A setl-manager or setl-node subprocess with its log file."""
 
@@ -214,34 +236,25 @@ class Cluster:
 
     def start_manager(self, wait: bool = True) -> str:
         """Start the manager on a free port; with ``wait``, until it answers there on a socket
-        of its own. A free port can be taken between the probe and the manager's bind (by
-        another test's daemon, which would then answer this test's calls): the manager fails
-        to bind and exits, and it is started again on another port, three times in all."""
-        for _ in range(3):
-            port = free_port()
+        of its own (``serve``: a port taken meanwhile is a retry on another)."""
+        def start(port: int) -> Daemon:
             self.manager_address = f"127.0.0.1:{port}"
-            config = self._config("manager")
-            daemon = Daemon([str(BIN / "setl-manager"), "--config", str(config), "--listen",
-                             self.manager_address], self.workdir / "manager.log", self.env)
+            daemon = Daemon([str(BIN / "setl-manager"), "--config", str(self._config("manager")),
+                             "--listen", self.manager_address], self.workdir / "manager.log",
+                            self.env)
             self.daemons.append(daemon)
             self.manager = daemon
-            if not wait:
-                return self.manager_address
-            self.wait_manager(port=port)
-            if daemon.alive():
-                return self.manager_address
-        raise RuntimeError(f"the manager did not start: see {self.workdir / 'manager.log'}")
+            return daemon
 
-    def wait_manager(self, timeout_s: float = 30, port: int | None = None) -> None:
-        """Wait until the manager answers; with ``port``, the one just started answers there
-        on its own socket, or it has died (the caller tells which)."""
-        manager = self.manager
-        if port is None or manager is None:
-            wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), timeout_s,
-                     "manager")
-            return
-        wait_for(lambda: not manager.alive() or (listens(manager.pid, port) and self.call(
-            "Status", manager_pb2.StatusRequest())), timeout_s, f"manager on port {port}")
+        if not wait:
+            start(free_port())
+        else:
+            serve(start, lambda port: self.call("Status", manager_pb2.StatusRequest()),
+                  "the manager")
+        return self.manager_address
+
+    def wait_manager(self, timeout_s: float = 30) -> None:
+        wait_for(lambda: self.call("Status", manager_pb2.StatusRequest()), timeout_s, "manager")
 
     def start_node(self, node_id: int = 1, wait: bool = True) -> Daemon:
         daemon = Daemon([str(BIN / "setl-node"), "--id", str(node_id), "--config",

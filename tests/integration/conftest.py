@@ -15,9 +15,9 @@ import yaml
 from kazoo.client import KazooClient
 
 from shared import zk
-from shared.sandbox import Sandbox, free_port
+from shared.sandbox import Sandbox
 from shared.settings import ZkSettings
-from tests.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, wait_for
+from tests.devcluster import BIN, SESSION_TIMEOUT_S, Cluster, Daemon, Database, serve, wait_for
 
 NOTEWORTHY = re.compile(r" (WARNING|ERROR|CRITICAL) |event=pipeline_(started|stopped|failed)")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT")
@@ -116,18 +116,28 @@ def daemons(tmp_path: Path) -> Iterator[list[Daemon]]:
 @pytest.fixture
 def start_manager(daemons: list[Daemon], daemon_config: Callable[..., Path],
                   tmp_path: Path) -> Callable[..., tuple[Daemon, str]]:
-    """Start a setl-manager on a free port; return it with its address once it serves."""
+    """Start a setl-manager on a free port (``serve``: a port taken meanwhile is a retry on
+    another), or on ``address``; return it with its address once it serves."""
     from manager.client import ManagerClient
     from shared.rpc import manager_pb2
 
-    def start(address: str = "") -> tuple[Daemon, str]:
-        address = address or f"127.0.0.1:{free_port()}"
+    def status(address: str) -> object:
+        return ManagerClient([address], timeout_s=1).call("Status", manager_pb2.StatusRequest())
+
+    def launch(address: str) -> Daemon:
         daemon = Daemon([str(BIN / "setl-manager"), "--config", str(daemon_config("manager")),
                          "--listen", address], tmp_path / f"manager-{address[10:]}.log")
         daemons.append(daemon)
-        wait_for(lambda: ManagerClient([address], timeout_s=1).call(
-            "Status", manager_pb2.StatusRequest()), 30, f"manager at {address}")
-        return daemon, address
+        return daemon
+
+    def start(address: str = "") -> tuple[Daemon, str]:
+        if address:
+            daemon = launch(address)
+            wait_for(lambda: status(address), 30, f"manager at {address}")
+            return daemon, address
+        daemon, port = serve(lambda port: launch(f"127.0.0.1:{port}"),
+                             lambda port: status(f"127.0.0.1:{port}"), "the manager")
+        return daemon, f"127.0.0.1:{port}"
     return start
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +17,7 @@ from typing import Any
 import pytest
 
 from manager import cli
-from shared.sandbox import dying_with_parent, free_port
-from tests.devcluster import Cluster, Database, wait_for
+from tests.devcluster import Cluster, Daemon, Database, serve
 from tests.integration.lakes import (
     SHAPES,
     LakeWatcher,
@@ -42,20 +40,19 @@ def s3_server(log: Path) -> Iterator[str]:
     the test, with a bucket ``lake``; its endpoint."""
     import boto3
 
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    with open(log, "ab") as out:
-        server = subprocess.Popen(dying_with_parent(
-            [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p",
-             str(port)]), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    def ready(port: int) -> object:
+        client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}",
+                              aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                              region_name="us-east-1")
+        return client.create_bucket(Bucket="lake")
+
+    server, port = serve(lambda port: Daemon(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        log), ready, "moto's S3 server")
     try:
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY,
-                              aws_secret_access_key=SECRET, region_name="us-east-1")
-        wait_for(lambda: client.create_bucket(Bucket="lake"), 30, "moto's S3 server")
-        yield endpoint
+        yield f"http://127.0.0.1:{port}"
     finally:
-        server.kill()
-        server.wait(10)
+        server.stop()
 
 
 def test_a_lake_in_s3_takes_a_kill_9_verify_and_positions(sandbox, tmp_path, zk_client,

@@ -1,5 +1,6 @@
-"""A sandbox server whose free port was taken between the probe and its bind starts on
-another port, and is never taken for the server that answers on the first one."""
+"""A sandbox server, or a test's own server (``tests.devcluster.serve``), whose free port was
+taken between the probe and its bind starts on another port, and is never taken for the
+server that answers on the first one."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from shared.sandbox import Sandbox, free_port
 from shared.sandbox_servers import MariaDBKind, ServerSpec, launch, listens
+from tests.devcluster import Daemon, serve
 
 
 @pytest.fixture
@@ -70,3 +72,23 @@ def test_a_taken_port_is_left_for_another_and_the_server_there_is_not_ours(
     finally:
         server.terminate()
         server.wait(60)
+
+
+def test_a_test_server_leaves_a_taken_port_though_something_answers_there(
+        tmp_path: Path, imposter: int) -> None:
+    """``ready`` passes for whatever answers on the port, as a manager's Status call passes
+    on another test's manager: only the listening socket tells the servers apart."""
+    ports = [imposter, free_port()]
+    log = tmp_path / "redis.log"
+    server, port = serve(lambda port: Daemon(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(tmp_path)], log),
+        lambda port: True, "redis-server", port_for=lambda attempt: ports[attempt])
+    try:
+        assert port == ports[1]
+        assert "Address already in use" in log.read_text()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"PING\r\n")
+            assert conn.recv(16) == b"+PONG\r\n"
+    finally:
+        server.stop()

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import redis
 
-from shared.sandbox import Sandbox, free_port
-from tests.devcluster import ROOT, Cluster, Daemon, Database, wait_for
+from shared.sandbox import Sandbox
+from tests.devcluster import ROOT, Cluster, Daemon, Database, serve, wait_for
 from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
 from tests.integration.test_subscription import COLUMNS, feed_channel, sources
 
@@ -28,16 +28,13 @@ EXAMPLE = ROOT / "conf" / "examples" / "redis_cache.py"
 
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    server = Daemon(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                     "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-                    tmp_path / "redis.log")
-    client = redis.Redis(port=port)
+    server, port = serve(lambda port: Daemon(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(tmp_path)], tmp_path / "redis.log"),
+        lambda port: redis.Redis(port=port).ping(), "redis-server")
     try:
-        wait_for(client.ping, 30, "redis-server")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        client.close()
         server.stop()
 
 
