@@ -6,8 +6,9 @@ text per target table. On a local master the parts' events and the results go as
 (:class:`Handoff`), not through the JVM. The compiled pipeline is broadcast once per
 definition version. A batch of at most ``spark.local_max_rows`` row changes (a caught-up
 pipeline's) runs the same function in the node instead: a Spark job's fixed cost (tens of
-ms of CPU across driver, JVM and worker) is more than such a batch's rows cost. The stage
-logic lives in :mod:`node.extract` and runs the same without Spark in unit tests.
+ms of CPU across driver, JVM and worker) is more than such a batch's rows cost. While Spark
+starts, every batch runs in the node. The stage logic lives in :mod:`node.extract` and runs
+the same without Spark in unit tests.
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any
 
 WARM_TRIES = 3  # starts in the background before a pipeline needs Spark
 WARM_RETRY_S = 2.0
+# a gateway JVM that exits before it says its port (pyspark's JAVA_GATEWAY_EXITED; seen with
+# no output of its own on busy 2-core machines, while another node's JVM starts or dies) is
+# launched again, so that a passing launch failure does not fail a pipeline
+LAUNCH_TRIES = 3
 
 
 class SparkRunner:
@@ -116,6 +121,7 @@ class SparkRunner:
         self._stopped = False
         self._stopping = threading.Event()
         self._last_job = 0.0  # when a job last ran on the workers (0: never)
+        self._ready = threading.Event()  # Spark started and its first job (the workers) run
         self._handoff: Handoff | None = None  # a local master's files (started with Spark)
         self._queue = JobQueue(self._run_jobs)  # batches' jobs, gathered while others run
 
@@ -159,11 +165,19 @@ class SparkRunner:
                            f"{JVM_OPTIONS} -Dlog4j2.configurationFile=file:{log4j}"))
         for key, value in (*MICRO_BATCH_DEFAULTS, *self.settings.options):
             builder = builder.config(key, value)  # the node's config comes last and wins
-        try:
-            session = builder.getOrCreate()
-        except Exception as exc:  # py4j/JVM start errors: translate once, here
-            raise SparkStartError(f"Spark did not start (master {self.settings.master}): {exc}; "
-                            "check Java 17 and the 'spark' section of the node config") from None
+        for attempt in range(1, LAUNCH_TRIES + 1):
+            try:
+                session = builder.getOrCreate()
+                break
+            except Exception as exc:  # py4j/JVM start errors: translate once, here
+                if "JAVA_GATEWAY_EXITED" in str(exc) and attempt < LAUNCH_TRIES and \
+                        not self._stopping.wait(WARM_RETRY_S * (attempt - 1)):
+                    log.warning("event=spark_launch_retry master=%s attempt=%d error=%s",
+                                self.settings.master, attempt, exc)
+                    continue
+                raise SparkStartError(f"Spark did not start (master {self.settings.master}): "
+                                      f"{exc}; check Java 17 and the 'spark' section of the "
+                                      "node config") from None
         session.sparkContext.setLogLevel("WARN")
         log.info("event=spark_started master=%s version=%s", self.settings.master,
                  session.version)
@@ -186,6 +200,7 @@ class SparkRunner:
                     context.parallelize(range(slices), slices).map(_touch).collect()
                 except Exception as exc:  # stopping, or Spark broke: the next job says so
                     log.debug("event=spark_keep_warm_failed error=%r", exc)
+                self._ready.set()
             self._stopping.wait(KEEP_WARM_S / 4)
 
     @property
@@ -216,8 +231,16 @@ class SparkRunner:
         return self.settings.start == "on_demand"
 
     def local(self, rows: int) -> bool:
-        """Whether a batch of ``rows`` row changes runs in the node instead of on Spark."""
-        return rows <= self.settings.local_max_rows
+        """Whether a batch of ``rows`` row changes runs in the node instead of on Spark: one
+        of at most ``local_max_rows``, and while Spark starts in the background (``start:
+        boot``) any batch. Waiting for the start (6-12 s on 2 busy cores, its first job's
+        workers included) would stall the stream behind the batch: a bulk insert streamed
+        right after a node's start reached the target at 0.58x the replicas' rate, all of
+        the gap that wait. ``local_max_rows: 0`` sends every batch to Spark, waiting."""
+        if rows <= self.settings.local_max_rows:
+            return True
+        return self.settings.local_max_rows > 0 and not self.on_demand and \
+            not self._ready.is_set()
 
     @property
     def partitions(self) -> int:
