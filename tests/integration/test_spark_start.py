@@ -4,6 +4,7 @@ Spark starts, and a Spark that cannot start still stops the pipeline with the re
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pyspark
@@ -86,56 +87,67 @@ def test_a_pipeline_streams_while_spark_cannot_start_then_pauses_saying_why(
         target.close()
 
 
-def test_a_batch_over_local_max_rows_runs_in_the_node_while_spark_starts(
-        sandbox: Sandbox, tmp_path) -> None:
-    """Spark still starting (``start: boot`` on a standalone master that takes the connection
-    and never answers: Spark gives up only after its registration retries, a minute): no
-    batch waits for it. A 5,000-row insert, far over ``local_max_rows``, reaches the target
-    through Extract/Transform in the node, beside the workload's transactions (the keyless,
-    unique-swap and sum tables equal as multisets, no reader saw part of a transaction),
-    and Spark has not started. (Before, the large batch, and every batch after it, waited
-    for the start and failed with it.)"""
+def large_insert_beside_shapes(sandbox: Sandbox, seed: int, make: Callable[[], Cluster],
+                               name: str, timeout_s: float) -> str:
+    """The workload's tables and a ledger in one channel of a cluster ``make`` gives: while
+    the workload runs, a 5,000-row insert into the ledger (one batch far over the cluster's
+    ``local_max_rows``); every table equal at the end as multisets, no reader of the target
+    saw part of a transaction. The node's log."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    shapes = Shapes(sandbox, source, target, seed=47)
+    shapes = Shapes(sandbox, source, target, seed=seed)
     for db in (source, target):
         db.execute(LEDGER.format(schema=shapes.schema))
-    silent = socket.socket()  # a master that accepts (the kernel's backlog) and says nothing
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)
-    cluster = Cluster(sandbox, tmp_path, "slowspark", local_max_rows=100, spark_start="boot",
-                      spark_master=f"spark://127.0.0.1:{silent.getsockname()[1]}")
-    ledger = f"`{shapes.schema}`.ledger"
+    cluster = make()
     try:
         cluster.start_manager()
         node = cluster.start_node(1)
-        cluster.apply([beside(one_way("slowspark", shapes.schema, ["ledger"]), shapes.schema)])
-        cluster.set_status("slowspark", "START")
-        cluster.wait_running("slowspark")
+        cluster.apply([beside(one_way(name, shapes.schema, ["ledger"]), shapes.schema)])
+        cluster.set_status(name, "START")
+        cluster.wait_running(name)
         shapes.start()
         shapes.wait_transactions(20)
-        source.execute(f"INSERT INTO {ledger} SELECT seq, 'at once' "
+        source.execute(f"INSERT INTO `{shapes.schema}`.ledger SELECT seq, 'at once' "
                        f"FROM `{shapes.schema}`.seq_1_to_5000")
-        wait_equal(source, target, shapes.schema, ["ledger"], timeout_s=40)
+        wait_equal(source, target, shapes.schema, ["ledger"], timeout_s=timeout_s)
         shapes.wait_transactions(shapes.transactions + 20)
-        shapes.finish(source, timeout_s=40)
-        assert "event=spark_starting master=spark://127.0.0.1:" in node.output()
-        assert "event=spark_started" not in node.output()
-        assert "event=pipeline_failed" not in node.output()
+        wait_for(lambda: shapes.snapshots > 20, timeout_s, "the watcher's reads of the target")
+        shapes.finish(source, timeout_s=timeout_s)
+        return node.output()
     finally:
         shapes.stop()
         cluster.stop()
-        silent.close()
         source.close()
         target.close()
+
+
+def test_a_batch_over_local_max_rows_runs_in_the_node_while_spark_starts(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """Spark still starting (``start: boot`` on a standalone master that takes the connection
+    and never answers: Spark gives up only after its registration retries, a minute): no
+    batch waits for it. A 5,000-row insert, far over ``local_max_rows``, reaches the target
+    through Extract/Transform in the node, beside the workload's transactions, and Spark has
+    not started. (Before, the large batch, and every batch after it, waited for the start
+    and failed with it.)"""
+    silent = socket.socket()  # a master that accepts (the kernel's backlog) and says nothing
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        log = large_insert_beside_shapes(sandbox, 47, lambda: Cluster(
+            sandbox, tmp_path, "slowspark", local_max_rows=100, spark_start="boot",
+            spark_master=f"spark://127.0.0.1:{silent.getsockname()[1]}"), "slowspark", 40)
+    finally:
+        silent.close()
+    assert "event=spark_starting master=spark://127.0.0.1:" in log
+    assert "event=spark_started" not in log
+    assert "event=pipeline_failed" not in log
 
 
 def test_a_gateway_that_exits_at_launch_is_launched_again(sandbox: Sandbox,
                                                           tmp_path: Path) -> None:
     """The first launch of Spark's gateway JVM exits at once with nothing said (pyspark's
     JAVA_GATEWAY_EXITED, seen on busy machines): the node launches it again, and the batch
-    that started Spark (``start: on_demand``, a 5,000-row insert) waits for the second
-    launch instead of failing the pipeline. The workload's keyless, unique-swap and sum
-    tables stay equal as multisets beside it."""
+    that started Spark (``start: on_demand``, the large insert) waits for the second launch
+    instead of failing the pipeline."""
     real = Path(pyspark.__file__).parent
     home, once = tmp_path / "spark-home", tmp_path / "launched-once"
     (home / "bin").mkdir(parents=True)
@@ -143,31 +155,10 @@ def test_a_gateway_that_exits_at_launch_is_launched_again(sandbox: Sandbox,
     submit.write_text(f"#!/bin/sh\nif [ ! -e {once} ]; then touch {once}; exit 1; fi\n"
                       f"SPARK_HOME={real} exec {real}/bin/spark-submit \"$@\"\n")
     submit.chmod(0o755)
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    shapes = Shapes(sandbox, source, target, seed=53)
-    for db in (source, target):
-        db.execute(LEDGER.format(schema=shapes.schema))
-    cluster = Cluster(sandbox, tmp_path, "relaunch", local_max_rows=100,
-                      env={"SPARK_HOME": str(home)})
-    ledger = f"`{shapes.schema}`.ledger"
-    try:
-        cluster.start_manager()
-        node = cluster.start_node(1)
-        cluster.apply([beside(one_way("relaunch", shapes.schema, ["ledger"]), shapes.schema)])
-        cluster.set_status("relaunch", "START")
-        cluster.wait_running("relaunch")
-        shapes.start()
-        source.execute(f"INSERT INTO {ledger} SELECT seq, 'at once' "
-                       f"FROM `{shapes.schema}`.seq_1_to_5000")
-        wait_equal(source, target, shapes.schema, ["ledger"], timeout_s=120)
-        shapes.wait_transactions(shapes.transactions + 20)
-        shapes.finish(source)
-        assert "event=pipeline_failed" not in node.output()
-        assert once.exists()
-        assert "event=spark_launch_retry master=local[2] attempt=1" in node.output()
-        assert "event=spark_started" in node.output()
-    finally:
-        shapes.stop()
-        cluster.stop()
-        source.close()
-        target.close()
+    log = large_insert_beside_shapes(sandbox, 53, lambda: Cluster(
+        sandbox, tmp_path, "relaunch", local_max_rows=100, env={"SPARK_HOME": str(home)}),
+        "relaunch", 120)
+    assert "event=pipeline_failed" not in log
+    assert once.exists()
+    assert "event=spark_launch_retry master=local[2] attempt=1" in log
+    assert "event=spark_started" in log
