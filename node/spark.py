@@ -101,12 +101,15 @@ def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any
     return [found for item in items for found in task(compiled, item)]
 
 
-WARM_TRIES = 3  # starts in the background before a pipeline needs Spark
+WARM_TRIES = 2  # starts in the background before a pipeline needs Spark
 WARM_RETRY_S = 2.0
 # a gateway JVM that exits before it says its port (pyspark's JAVA_GATEWAY_EXITED; seen with
 # no output of its own on busy 2-core machines, while another node's JVM starts or dies) is
-# launched again, so that a passing launch failure does not fail a pipeline
-LAUNCH_TRIES = 3
+# launched once more, so that a passing launch failure does not fail a pipeline. A launch
+# that always fails (no Java, a master spark-submit refuses) fails the same way: each try
+# more adds a JVM's start (~1 s) to every report of it
+LAUNCH_TRIES = 2
+LAUNCH_RETRY_S = 0.5
 
 
 class SparkRunner:
@@ -122,6 +125,7 @@ class SparkRunner:
         self._stopping = threading.Event()
         self._last_job = 0.0  # when a job last ran on the workers (0: never)
         self._ready = threading.Event()  # Spark started and its first job (the workers) run
+        self._in_node_told = False  # the log says once that large batches run in the node
         self._handoff: Handoff | None = None  # a local master's files (started with Spark)
         self._queue = JobQueue(self._run_jobs)  # batches' jobs, gathered while others run
 
@@ -140,8 +144,7 @@ class SparkRunner:
             try:
                 self.context  # noqa: B018 - starts the session
                 return
-            except SetlError as exc:  # (a launch racing the node's own start has failed:
-                # the gateway JVM lost its pipe) again, a little later
+            except SetlError as exc:  # again, a little later
                 log.warning("event=spark_warm_failed attempt=%d error=%s", attempt, exc)
             if self._stopping.wait(WARM_RETRY_S):
                 return
@@ -171,7 +174,7 @@ class SparkRunner:
                 break
             except Exception as exc:  # py4j/JVM start errors: translate once, here
                 if "JAVA_GATEWAY_EXITED" in str(exc) and attempt < LAUNCH_TRIES and \
-                        not self._stopping.wait(WARM_RETRY_S * (attempt - 1)):
+                        not self._stopping.wait(LAUNCH_RETRY_S):
                     log.warning("event=spark_launch_retry master=%s attempt=%d error=%s",
                                 self.settings.master, attempt, exc)
                     continue
@@ -200,7 +203,10 @@ class SparkRunner:
                     context.parallelize(range(slices), slices).map(_touch).collect()
                 except Exception as exc:  # stopping, or Spark broke: the next job says so
                     log.debug("event=spark_keep_warm_failed error=%r", exc)
-                self._ready.set()
+                if not self._ready.is_set():
+                    log.info("event=spark_ready master=%s slots=%s", self.settings.master,
+                             context.defaultParallelism)
+                    self._ready.set()
             self._stopping.wait(KEEP_WARM_S / 4)
 
     @property
@@ -239,8 +245,13 @@ class SparkRunner:
         the gap that wait. ``local_max_rows: 0`` sends every batch to Spark, waiting."""
         if rows <= self.settings.local_max_rows:
             return True
-        return self.settings.local_max_rows > 0 and not self.on_demand and \
-            not self._ready.is_set()
+        if self.settings.local_max_rows == 0 or self.on_demand or self._ready.is_set():
+            return False
+        if not self._in_node_told:  # once: until Spark is ready (a cluster without
+            self._in_node_told = True  # workers never is) large batches run here
+            log.info("event=spark_not_ready_batches_in_node master=%s rows=%d local_max_rows=%d",
+                     self.settings.master, rows, self.settings.local_max_rows)
+        return True
 
     @property
     def partitions(self) -> int:

@@ -138,6 +138,7 @@ def test_a_batch_over_local_max_rows_runs_in_the_node_while_spark_starts(
     finally:
         silent.close()
     assert "event=spark_starting master=spark://127.0.0.1:" in log
+    assert "event=spark_not_ready_batches_in_node master=spark://127.0.0.1:" in log
     assert "event=spark_started" not in log
     assert "event=pipeline_failed" not in log
 
