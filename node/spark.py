@@ -110,6 +110,10 @@ WARM_RETRY_S = 2.0
 # more adds a JVM's start (~1 s) to every report of it
 LAUNCH_TRIES = 2
 LAUNCH_RETRY_S = 0.5
+# while Spark starts, a batch of up to this many row changes runs in the node; a larger one
+# (one large transaction's) waits for Spark, as before: its rows would all be Python objects
+# in the node at once, where Spark's workers take them a part each
+STARTING_MAX_ROWS = 100_000
 
 
 class SparkRunner:
@@ -239,13 +243,15 @@ class SparkRunner:
     def local(self, rows: int) -> bool:
         """Whether a batch of ``rows`` row changes runs in the node instead of on Spark: one
         of at most ``local_max_rows``, and while Spark starts in the background (``start:
-        boot``) any batch. Waiting for the start (6-12 s on 2 busy cores, its first job's
-        workers included) would stall the stream behind the batch: a bulk insert streamed
-        right after a node's start reached the target at 0.58x the replicas' rate, all of
-        the gap that wait. ``local_max_rows: 0`` sends every batch to Spark, waiting."""
+        boot``) one of at most ``STARTING_MAX_ROWS``. Waiting for the start (6-12 s on 2
+        busy cores, its first job's workers included) would stall the stream behind the
+        batch: a bulk insert streamed right after a node's start reached the target at
+        0.58x the replicas' rate, all of the gap that wait. ``local_max_rows: 0`` sends
+        every batch to Spark, waiting."""
         if rows <= self.settings.local_max_rows:
             return True
-        if self.settings.local_max_rows == 0 or self.on_demand or self._ready.is_set():
+        if self.settings.local_max_rows == 0 or self.on_demand or self._ready.is_set() or \
+                rows > STARTING_MAX_ROWS:
             return False
         if not self._in_node_told:  # once: until Spark is ready (a cluster without
             self._in_node_told = True  # workers never is) large batches run here

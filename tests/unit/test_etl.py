@@ -412,15 +412,16 @@ def test_a_warm_up_asked_for_after_the_stop_starts_no_spark(caplog) -> None:
 
 def test_while_spark_starts_at_boot_a_batch_of_any_size_runs_in_the_node() -> None:
     """Until Spark has started and run its first job, ``start: boot`` runs every batch in
-    the node; ``on_demand`` (the batch starts Spark) and ``local_max_rows: 0`` (every batch
-    on Spark) wait for it, as they say."""
-    from node.spark import SparkRunner
+    the node but one transaction's too large for it; ``on_demand`` (the batch starts Spark)
+    and ``local_max_rows: 0`` (every batch on Spark) wait for it, as they say."""
+    from node.spark import STARTING_MAX_ROWS, SparkRunner
     from shared.settings import SparkSettings
 
     def runner(**settings: object) -> SparkRunner:
         return SparkRunner(SparkSettings("local[1]", "512m", (), **settings))  # type: ignore[arg-type]
 
-    assert runner(local_max_rows=10, start="boot").local(1_000_000)
+    assert runner(local_max_rows=10, start="boot").local(STARTING_MAX_ROWS)
+    assert not runner(local_max_rows=10, start="boot").local(STARTING_MAX_ROWS + 1)
     assert not runner(local_max_rows=10, start="on_demand").local(11)
     assert runner(local_max_rows=10, start="on_demand").local(10)
     assert not runner(local_max_rows=0, start="boot").local(1)
