@@ -5,6 +5,7 @@ spark://…`` run on. The processes die with their parent."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -30,20 +31,45 @@ class SparkStandalone:
         self.master_url = f"spark://127.0.0.1:{self.port}"
         self._processes: list[subprocess.Popen[bytes]] = []
 
-    def _start(self, name: str, *args: str) -> None:
+    def _start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         self.workdir.mkdir(parents=True, exist_ok=True)
         home = spark_home()
         env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
                "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(self.workdir / name),
-               "SPARK_LOG_DIR": str(self.workdir)}
+               "SPARK_LOG_DIR": str(self.workdir),
+               # no REST submission server (it listens on 6066, not a free port)
+               "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
         log = open(self.workdir / f"{name}.log", "ab")
-        self._processes.append(subprocess.Popen(
+        process = subprocess.Popen(
             dying_with_parent([str(home / "bin" / "spark-class"), *args]), stdout=log,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env))
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        self._processes.append(process)
+        return process
+
+    def _start_master(self, timeout_s: float) -> None:
+        """The master on a free port. A free port can be taken between the probe and the
+        bind, and Spark then binds the next one up: the master is started again on another
+        port (three tries), so that no worker registers with whatever holds ours."""
+        log = self.workdir / "master.log"
+        for _ in range(3):
+            said = log.stat().st_size if log.exists() else 0
+            master = self._start("master", "org.apache.spark.deploy.master.Master", "--host",
+                                 "127.0.0.1", "--port", str(self.port), "--webui-port",
+                                 str(free_port()))
+            deadline, found = time.monotonic() + timeout_s, None
+            while found is None and master.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+                text = log.read_bytes()[said:].decode(errors="replace") if log.exists() else ""
+                found = re.search(r"Starting Spark master at spark://127\.0\.0\.1:(\d+)", text)
+            if found is not None and int(found.group(1)) == self.port:
+                return
+            self.stop()
+            self.port = free_port()
+            self.master_url = f"spark://127.0.0.1:{self.port}"
+        raise SetlError(f"the Spark standalone master did not start on a free port; see {log}")
 
     def start(self, timeout_s: float = 90.0) -> None:
-        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                    "--port", str(self.port), "--webui-port", str(free_port()))
+        self._start_master(timeout_s)
         for n in range(1, self.workers + 1):
             self._start(f"worker-{n}", "org.apache.spark.deploy.worker.Worker",
                         self.master_url, "--host", "127.0.0.1", "--cores", str(self.cores),

@@ -5,6 +5,7 @@ server that answers on the first one."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -92,3 +93,25 @@ def test_a_test_server_leaves_a_taken_port_though_something_answers_there(
             assert conn.recv(16) == b"+PONG\r\n"
     finally:
         server.stop()
+
+
+def test_a_spark_master_on_a_taken_port_is_started_again_on_another(imposter: int,
+                                                                     tmp_path: Path) -> None:
+    """Spark binds the next port up when its own is taken, so workers given the first one
+    would register with whatever holds it: the test cluster's master is started again on
+    another port, the one its workers are then given."""
+    from tests.sparkstandalone import SparkStandalone
+
+    spark = SparkStandalone(tmp_path, workers=0)
+    spark.port, spark.master_url = imposter, f"spark://127.0.0.1:{imposter}"
+    try:
+        spark.start(timeout_s=60)
+        assert spark.port != imposter
+        assert spark.master_url == f"spark://127.0.0.1:{spark.port}"
+        started = re.findall(r"Starting Spark master at spark://127\.0\.0\.1:(\d+)",
+                             (tmp_path / "master.log").read_text())
+        # the first try moved up from the taken port, and was stopped; the last is ours
+        assert len(started) >= 2 and int(started[0]) not in (imposter, spark.port)
+        assert int(started[-1]) == spark.port
+    finally:
+        spark.stop()
