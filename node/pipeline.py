@@ -361,11 +361,11 @@ class PipelineRunner(RunnerStatus):
             planner.facts.close()
 
     def _await_spark(self, handoff: queue.Queue[Any], stop: threading.Event) -> None:
-        """Spark starts beside the stream, not before it: meanwhile every batch runs in the
-        node (:meth:`SparkRunner.local`). A Spark that cannot start fails the pipeline
-        (after what was loaded before), as a start that waited for it did. ``spark.start:
-        on_demand``: Spark starts when a job first needs it, and that job says so when it
-        cannot."""
+        """Spark starts beside the stream, not before it: meanwhile every batch but one
+        large transaction's runs in the node (:meth:`SparkRunner.local`). A Spark that
+        cannot start fails the pipeline (after what was loaded before), as a start that
+        waited for it did. ``spark.start: on_demand``: Spark starts when a job first needs
+        it, and that job says so when it cannot."""
         if self.ctx.spark.on_demand:
             return
         try:

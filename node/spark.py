@@ -7,8 +7,8 @@ text per target table. On a local master the parts' events and the results go as
 definition version. A batch of at most ``spark.local_max_rows`` row changes (a caught-up
 pipeline's) runs the same function in the node instead: a Spark job's fixed cost (tens of
 ms of CPU across driver, JVM and worker) is more than such a batch's rows cost. While Spark
-starts, every batch runs in the node. The stage logic lives in :mod:`node.extract` and runs
-the same without Spark in unit tests.
+starts, every batch but one large transaction's runs in the node. The stage logic lives in
+:mod:`node.extract` and runs the same without Spark in unit tests.
 """
 
 from __future__ import annotations

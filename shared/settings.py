@@ -101,8 +101,8 @@ class SparkSettings:
     # a batch of at most this many row changes runs Extract/Transform in the node itself: a
     # warm Spark job costs ~40 ms and ~50 ms of CPU however small (bench.sparkjob), what the
     # node spends on ~4,000 rows; a caught-up pipeline's batches (a few hundred rows every
-    # batch_timeout_ms) are its latency. While Spark starts at boot every batch runs in the
-    # node. 0 sends every batch to Spark, waiting for its start
+    # batch_timeout_ms) are its latency. While Spark starts at boot every batch of up to
+    # 100,000 runs in the node. 0 sends every batch to Spark, waiting for its start
     local_max_rows: int = 2000
     # boot: the node starts Spark in the background as it starts; on_demand: when a job first
     # needs it (the first batch over local_max_rows, a snapshot, a verify: it waits 6-12 s
