@@ -88,11 +88,12 @@ def test_a_pipeline_streams_while_spark_cannot_start_then_pauses_saying_why(
 
 
 def large_insert_beside_shapes(sandbox: Sandbox, seed: int, make: Callable[[], Cluster],
-                               name: str, timeout_s: float) -> str:
+                               name: str, timeout_s: float, kill: bool = False) -> str:
     """The workload's tables and a ledger in one channel of a cluster ``make`` gives: while
     the workload runs, a 5,000-row insert into the ledger (one batch far over the cluster's
-    ``local_max_rows``); every table equal at the end as multisets, no reader of the target
-    saw part of a transaction. The node's log."""
+    ``local_max_rows``; with ``kill``, the node is killed -9 as soon as it is written and
+    started again, and a second one follows); every table equal at the end as multisets,
+    no reader of the target saw part of a transaction. The node's log."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     shapes = Shapes(sandbox, source, target, seed=seed)
     for db in (source, target):
@@ -108,6 +109,11 @@ def large_insert_beside_shapes(sandbox: Sandbox, seed: int, make: Callable[[], C
         shapes.wait_transactions(20)
         source.execute(f"INSERT INTO `{shapes.schema}`.ledger SELECT seq, 'at once' "
                        f"FROM `{shapes.schema}`.seq_1_to_5000")
+        if kill:  # wherever that batch is: read, in E/T, in Load's transaction, loaded
+            node.kill()
+            node = cluster.start_node(1)
+            source.execute(f"INSERT INTO `{shapes.schema}`.ledger SELECT seq, 'again' "
+                           f"FROM `{shapes.schema}`.seq_5001_to_10000")
         wait_equal(source, target, shapes.schema, ["ledger"], timeout_s=timeout_s)
         shapes.wait_transactions(shapes.transactions + 20)
         wait_for(lambda: shapes.snapshots > 20, timeout_s, "the watcher's reads of the target")
@@ -126,19 +132,23 @@ def test_a_batch_over_local_max_rows_runs_in_the_node_while_spark_starts(
     and never answers: Spark gives up only after its registration retries, a minute): no
     batch waits for it. A 5,000-row insert, far over ``local_max_rows``, reaches the target
     through Extract/Transform in the node, beside the workload's transactions, and Spark has
-    not started. (Before, the large batch, and every batch after it, waited for the start
-    and failed with it.)"""
+    not started. The node is killed -9 right after that insert and started again (Spark
+    starting again, as slowly): the restart's batches, a second large insert among them,
+    run in the node too, and nothing is lost or applied twice. (Before, the large batch, and
+    every batch after it, waited for the start and failed with it.)"""
     silent = socket.socket()  # a master that accepts (the kernel's backlog) and says nothing
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
     try:
         log = large_insert_beside_shapes(sandbox, 47, lambda: Cluster(
             sandbox, tmp_path, "slowspark", local_max_rows=100, spark_start="boot",
-            spark_master=f"spark://127.0.0.1:{silent.getsockname()[1]}"), "slowspark", 40)
+            spark_master=f"spark://127.0.0.1:{silent.getsockname()[1]}"), "slowspark", 50,
+            kill=True)
     finally:
         silent.close()
     assert "event=spark_starting master=spark://127.0.0.1:" in log
     assert "event=spark_not_ready_batches_in_node master=spark://127.0.0.1:" in log
+    assert log.count("event=node_started node=1") == 2  # the log file holds both runs
     assert "event=spark_started" not in log
     assert "event=pipeline_failed" not in log
 

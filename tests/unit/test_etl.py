@@ -410,7 +410,7 @@ def test_a_warm_up_asked_for_after_the_stop_starts_no_spark(caplog) -> None:
         runner.context  # noqa: B018
 
 
-def test_while_spark_starts_at_boot_a_batch_of_any_size_runs_in_the_node() -> None:
+def test_while_spark_starts_at_boot_a_large_batch_runs_in_the_node() -> None:
     """Until Spark has started and run its first job, ``start: boot`` runs every batch in
     the node but one transaction's too large for it; ``on_demand`` (the batch starts Spark)
     and ``local_max_rows: 0`` (every batch on Spark) wait for it, as they say."""
