@@ -19,7 +19,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.measure import RssSampler, backlog_arguments, sysbench, tree_cpu_s, write_report
+from bench.measure import (
+    RssSampler,
+    backlog_arguments,
+    sysbench,
+    tree_cpu_by_process,
+    tree_cpu_s,
+    write_report,
+)
 from shared import gtid
 from shared.model import BinlogPosition
 from shared.sandbox import Sandbox
@@ -80,15 +87,20 @@ def at_least(state: Any, end: BinlogPosition) -> bool:
 
 def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int
             ) -> dict[str, float]:
-    """One channel started alone on the backlog: seconds to its end, rows/s, node CPU."""
+    """One channel started alone on the backlog: seconds to its end, rows/s, node CPU (and
+    its split: the node's process, Spark's JVM, its Python workers)."""
     cpu, started = tree_cpu_s(node_pid), time.monotonic()
+    split = tree_cpu_by_process(node_pid)
     lake.cluster.set_status(name, "START")
     wait_for(lambda: at_least(lake.cluster.pipeline_state(name), end), 3600, f"{name} caught up")
     seconds = time.monotonic() - started
     cpu = tree_cpu_s(node_pid) - cpu
+    split = {kind: used - split[kind] for kind, used in tree_cpu_by_process(node_pid).items()}
     lake.cluster.set_status(name, "STOP")
     return {"seconds": round(seconds, 1), "rows_per_s": round(rows / seconds),
-            "cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2)}
+            "cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
+            "cpu_s_per_100k_rows_by_process": {
+                kind: round(used / rows * 100_000, 2) for kind, used in split.items()}}
 
 
 def source_rows(lake: Lake, table: str) -> Counter:

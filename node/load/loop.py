@@ -26,7 +26,7 @@ from shared.errors import SetlError, with_context
 # the batches handed off joined in one commit of a coalescing target: a lake mirror's MERGE
 # costs about its table's size whatever the rows (Delta rewrites every file a key it touches
 # is in), so under a backlog fewer, larger commits are what makes it fast
-COALESCE = 16
+COALESCE = 64
 Loaded = Callable[[Batch, Done, int, float, float], None]
 
 

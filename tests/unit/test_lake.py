@@ -330,3 +330,55 @@ def test_batches_loaded_together_make_one_commit_per_table_as_each_alone_would(
             .to_pyarrow_table().to_pylist(), key=lambda row: row["_setl_position"])] == \
         ["I", "D"]
     assert [(row["id"], row["v"]) for row in read(again, "m")] == [(3, "b")]
+
+
+def test_a_mirror_appends_rows_of_new_keys_and_merges_the_rest(tmp_path: Path) -> None:
+    """Rows whose keys lie past every file's (the first copy, new auto-increment keys) are
+    appended; rows among the table's keys, a delete, or a file without statistics of its key
+    are merged, and every table holds what a MERGE of each would."""
+    writer = loader(tmp_path, epoch=1)
+    writer.claim()
+    steps = [  # the batch's changes, whether they are appended
+        ([change(MIRROR, INS, i, {"id": key, "v": "a"}) for i, key in enumerate((5, 6))], True),
+        ([change(MIRROR, INS, 0, {"id": 9, "v": "a"})], True),  # above the table's keys
+        ([change(MIRROR, INS, 0, {"id": 1, "v": "a"})], True),  # below them
+        ([change(MIRROR, UPD, 0, {"id": 6, "v": "b"}, (6,))], False),  # a key it holds
+        ([change(MIRROR, INS, 0, {"id": 7, "v": "a"})], False),  # between its keys
+        ([change(MIRROR, INS, 0, {"id": 2, "v": "a"}),  # between them too, on one side
+          change(MIRROR, INS, 1, {"id": 12, "v": "a"})], False),
+        ([change(MIRROR, INS, 0, {"id": 20, "v": "a"}),
+          change(MIRROR, DEL, 1, None, (9,))], False),  # a delete
+    ]
+    for process_id, (changes, appended) in enumerate(steps, start=1):
+        writer.load_units(batch(process_id, process_id * 100),
+                          [PartResult(units.render(changes, SPEC), [], len(changes))])
+        operation = DeltaTable(str(tmp_path / "s" / "m")).history(1)[0]["operation"]
+        assert operation == ("WRITE" if appended else "MERGE"), (process_id, operation)
+    assert [(row["id"], row["v"]) for row in read(tmp_path, "m")] == \
+        [(1, "a"), (2, "a"), (5, "a"), (6, "b"), (7, "a"), (12, "a"), (20, "a")]
+    assert DeltaTable(str(tmp_path / "s" / "m")).transaction_version("setl:c.p") == len(steps)
+
+
+def test_a_key_without_exact_file_statistics_is_always_merged(tmp_path: Path) -> None:
+    """Text keys (delta-rs cuts their statistics short), a column whose type the table holds
+    otherwise (a MERGE casts it) and a file without statistics never take the append."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from node.target.delta.loader import new_keys_only
+
+    write_deltalake(str(tmp_path / "t"), pa.table({"id": pa.array(["b"]), "n": [1]}))
+    table = DeltaTable(str(tmp_path / "t"))
+    text = pa.table({"id": ["z"], "n": [2], units.DELETE_FLAG: [False]})
+    assert not new_keys_only(table, text, ("id",))
+    assert new_keys_only(table, text, ("n",))  # an integer key above the table's
+    wider = pa.table({"id": ["z"], "n": pa.array([2], pa.int32()), units.DELETE_FLAG: [False]})
+    assert not new_keys_only(table, wider, ("n",))  # int32 rows, an int64 column
+    write_deltalake(str(tmp_path / "e"), pa.table({"n": pa.array([], pa.int64())}))
+    empty = DeltaTable(str(tmp_path / "e"))
+    assert new_keys_only(empty, pa.table({"n": [1], units.DELETE_FLAG: [False]}), ("n",))
+    assert not new_keys_only(empty, pa.table({"n": [1], units.DELETE_FLAG: [True]}), ("n",))
+    write_deltalake(str(tmp_path / "u"), pa.table({"n": [5]}),  # a file without statistics
+                    configuration={"delta.dataSkippingNumIndexedCols": "0"})
+    unknown = DeltaTable(str(tmp_path / "u"))
+    assert not new_keys_only(unknown, pa.table({"n": [9], units.DELETE_FLAG: [False]}), ("n",))
