@@ -1,10 +1,11 @@
 """The lake benchmark: the same sysbench backlog caught up into MariaDB, into Delta tables
 mirrored and into Delta change logs (one target at a time, each alone on the machine), and
 the physical limit — ``deltalake.write_deltalake`` of the same rows from Arrow in one
-process, in commits of the same size. Then a stream at ``--rate`` tx/s into a mirrored lake:
-delay p50/p99 (a beat row's commit on the source to its Delta commit), and the files a table
-has after the stream with and without compaction. Every figure counts only when the copy
-equals the source at the end.
+process, in commits of the same size. Then streams at ``--rate`` tx/s into a mirrored lake
+(``oltp_write_only``'s random updates with and without compaction, then ``oltp_insert``'s new
+rows): delay p50/p99 (a beat row's commit on the source to its Delta commit), and the files
+a table has after the stream. Every figure counts only when the copy equals the source at
+the end.
 
     python -m bench.lake [--tables 4 --table-size 100000 --seconds 30 --stream-seconds 120]
 """
@@ -66,8 +67,8 @@ class Lake:
             "load_batch_size": 2000, "start": {"file": start.file, "pos": start.pos},
             **params, "pairs": pairs}]}
 
-    def sysbench(self, *args: str) -> str:
-        return sysbench(self.servers["source"].port, self.password, DB, *args)
+    def sysbench(self, *args: str, script: str = "oltp_write_only") -> str:
+        return sysbench(self.servers["source"].port, self.password, DB, *args, script=script)
 
     def end(self) -> BinlogPosition:
         file, pos = self.source.rows("SHOW MASTER STATUS")[0][:2]
@@ -160,10 +161,11 @@ def write_limit(lake: Lake, tables: list[str], batch_rows: int) -> dict[str, Any
     return {"rows": rows, "seconds": round(seconds, 1), "rows_per_s": round(rows / seconds)}
 
 
-def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int) -> dict[str, Any]:
-    """``rate`` tx/s for ``seconds`` into a running mirrored lake, with a beat row every
-    100 ms: each beat's delay from its source commit to the Delta commit holding it, and the
-    files of each table at the end."""
+def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int,
+           script: str = "oltp_write_only") -> dict[str, Any]:
+    """``rate`` tx/s of sysbench ``script`` for ``seconds`` into a running mirrored lake,
+    with a beat row every 100 ms: each beat's delay from its source commit to the Delta
+    commit holding it, and the files of each table at the end."""
     from deltalake import DeltaTable
 
     caught_up = lake.end()  # the backlog first: the stream's delay is measured caught up
@@ -204,7 +206,7 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int) -> dic
     for thread in threads:
         thread.start()
     lake.sysbench(f"--tables={tables}", f"--time={seconds:.0f}", f"--rate={rate}",
-                  "--threads=4", "run")
+                  "--threads=4", "run", script=script)
     done.set()
     for thread in threads:
         thread.join(90)
@@ -271,15 +273,19 @@ def main(argv: list[str] | None = None) -> int:
         result["changelog_of_limit"] = round(figures["changelog"]["rows_per_s"] /
                                              limit["rows_per_s"], 2)
         results.append({**result, "equal": not bad, "differences": bad})
-        for compact in (0, 100):
+        # random updates (oltp_write_only), with and without compaction; then new rows only
+        # (oltp_insert: auto-increment keys, as an order or event table takes them)
+        for script, compact in (("oltp_write_only", 0), ("oltp_write_only", 100),
+                                ("oltp_insert", 0)):
             shutil.rmtree(lake.location, ignore_errors=True)
-            name = f"stream{compact}"
+            name = f"stream{compact}{'' if script == 'oltp_write_only' else 'insert'}"
             lake.cluster.apply([lake.channel(name, "lake", args.tables, start, "mirror",
                                              lake_compact_every=compact,
                                              lake_retain_hours=0)], lake.sources())
-            found = stream(lake, name, args.stream_seconds, args.rate, args.tables)
+            found = stream(lake, name, args.stream_seconds, args.rate, args.tables, script)
             bad = mirror_equal(lake, tables)
-            results.append({"scenario": f"lake stream: {args.rate} tx/s for "
+            what = "" if script == "oltp_write_only" else f" of {script}"
+            results.append({"scenario": f"lake stream: {args.rate} tx/s{what} for "
                             f"{args.stream_seconds:.0f}s, compaction every {compact or 'never'}"
                             " commits", **found, "equal": not bad, "differences": bad})
     finally:

@@ -204,9 +204,10 @@ def write_report(directory: Path, name: str, smoke: bool, args: dict[str, Any],
     return report, path
 
 
-def sysbench(port: int, password: str, db: str, *args: str) -> str:
-    """``sysbench oltp_write_only`` against the sandbox server on ``port``; its output."""
-    command = ["sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+def sysbench(port: int, password: str, db: str, *args: str,
+             script: str = "oltp_write_only") -> str:
+    """``sysbench`` ``script`` against the sandbox server on ``port``; its output."""
+    command = ["sysbench", script, "--db-driver=mysql", "--mysql-host=127.0.0.1",
                f"--mysql-port={port}", "--mysql-user=setl", f"--mysql-password={password}",
                f"--mysql-db={db}", *args]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
