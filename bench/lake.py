@@ -89,7 +89,8 @@ def at_least(state: Any, end: BinlogPosition) -> bool:
 def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int
             ) -> dict[str, float]:
     """One channel started alone on the backlog: seconds to its end, rows/s, node CPU (and
-    its split: the node's process, Spark's JVM, its Python workers)."""
+    its split: the node's process, Spark's JVM, its Python workers), and the most batches
+    its window held (of how many it may)."""
     cpu, started = tree_cpu_s(node_pid), time.monotonic()
     split = tree_cpu_by_process(node_pid)
     lake.cluster.set_status(name, "START")
@@ -97,11 +98,13 @@ def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int
     seconds = time.monotonic() - started
     cpu = tree_cpu_s(node_pid) - cpu
     split = {kind: used - split[kind] for kind, used in tree_cpu_by_process(node_pid).items()}
+    state = lake.cluster.pipeline_state(name)
     lake.cluster.set_status(name, "STOP")
     return {"seconds": round(seconds, 1), "rows_per_s": round(rows / seconds),
             "cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
             "cpu_s_per_100k_rows_by_process": {
-                kind: round(used / rows * 100_000, 2) for kind, used in split.items()}}
+                kind: round(used / rows * 100_000, 2) for kind, used in split.items()},
+            "window_peak_batches": f"{state.window_peak} of {state.window_size}"}
 
 
 def source_rows(lake: Lake, table: str) -> Counter:
