@@ -105,10 +105,9 @@ WARM_TRIES = 2  # starts in the background before a pipeline needs Spark
 WARM_RETRY_S = 2.0
 # a gateway JVM that exits before it says its port (pyspark's JAVA_GATEWAY_EXITED; seen with
 # no output of its own on busy 2-core machines, while another node's JVM starts or dies) is
-# launched up to twice more, so that a passing launch failure does not fail a pipeline (one
-# more was not enough: a CI run saw a second silent exit 0.14 s after the first). A launch
-# that always fails (no Java, a master spark-submit refuses) fails the same way: each try
-# more adds a JVM's start (~1 s) to every report of it
+# launched up to twice more (a CI run saw two in a row), so that a passing launch failure
+# does not fail a pipeline. A launch that always fails (no Java, a master spark-submit
+# refuses) fails the same way: each try more adds a JVM's start (~1 s) to every report of it
 LAUNCH_TRIES = 3
 LAUNCH_RETRY_S = 0.5
 # while Spark starts, a batch of up to this many row changes runs in the node; a larger one
