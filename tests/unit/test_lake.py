@@ -18,7 +18,7 @@ from node.target.delta import units
 from node.target.delta.columns import LakeColumn, TextColumn, of_text, time_text
 from node.target.delta.loader import LakeLoader
 from node.target.delta.tables import LakeFacts
-from shared.errors import FencedError, LoadError
+from shared.errors import ConfigError, FencedError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
 INS, UPD, DEL = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELETE
@@ -357,6 +357,41 @@ def test_a_mirror_appends_rows_of_new_keys_and_merges_the_rest(tmp_path: Path) -
     assert [(row["id"], row["v"]) for row in read(tmp_path, "m")] == \
         [(1, "a"), (2, "a"), (5, "a"), (6, "b"), (7, "a"), (12, "a"), (20, "a")]
     assert DeltaTable(str(tmp_path / "s" / "m")).transaction_version("setl:c.p") == len(steps)
+
+
+def test_a_null_key_in_a_mirror_stops_the_pipeline_and_writes_nothing(tmp_path: Path) -> None:
+    """A mirror merges by key, and a NULL key matches nothing: such a row could never be
+    updated or deleted in the lake, so the batch stops, naming the column, and the table
+    keeps what it had (key_columns on a NULL-admitting column is the way to get here)."""
+    writer = loader(tmp_path, epoch=1)
+    writer.claim()
+    writer.load_units(batch(1, 100), [PartResult(units.render(
+        [change(MIRROR, INS, 0, {"id": 1, "v": "a"})], SPEC), [], 1)])
+    for rows in ([{"id": None, "v": "b"}], [{"id": 2, "v": "b"}, {"id": None, "v": "c"}]):
+        changes = [change(MIRROR, INS, i, row) for i, row in enumerate(rows)]
+        with pytest.raises(ConfigError, match=r"key column id is NULL.*mode: changelog"):
+            writer.load_units(batch(2, 200), [PartResult(units.render(changes, SPEC), [],
+                                                         len(changes))])
+    assert [(row["id"], row["v"]) for row in read(tmp_path, "m")] == [(1, "a")]
+    assert DeltaTable(str(tmp_path / "s" / "m")).transaction_version("setl:c.p") == 1
+
+
+def test_new_keys_only_takes_null_keys_as_matching_nothing(tmp_path: Path) -> None:
+    """NULLs are left out of the rows' key range (a NULL key matches no row in a MERGE
+    either); rows whose key column is all NULL decide nothing by it."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from node.target.delta.loader import new_keys_only
+
+    write_deltalake(str(tmp_path / "t"), pa.table({"id": [5], "n": [5]}))
+    table = DeltaTable(str(tmp_path / "t"))
+    flag = {units.DELETE_FLAG: [False, False]}
+    assert not new_keys_only(table, pa.table({"id": pa.array([None, None], pa.int64()),
+                                              "n": [5, 6], **flag}), ("id", "n"))
+    assert new_keys_only(table, pa.table({"id": pa.array([None, None], pa.int64()),
+                                          "n": [6, 7], **flag}), ("id", "n"))
+    assert new_keys_only(table, pa.table({"id": [None, 9], "n": [5, 5], **flag}), ("id",))
 
 
 def test_a_key_without_exact_file_statistics_is_always_merged(tmp_path: Path) -> None:

@@ -189,6 +189,14 @@ class LakeLoader:
         stamp = Stamp(self.pipeline_id, self.run, self.epoch, last.process_id, last.end)
         table = self._table(key, target, unit, rows)
         if units.DELETE_FLAG in rows.column_names:
+            empty = null_key(rows, unit.keys)
+            if empty:  # never matched again: its updates would add rows, its delete none
+                raise ConfigError(
+                    f"pipeline {self.pipeline_id} processId {last.process_id}, position "
+                    f"{last.end}, lake table {key}: a row's key column {empty} is NULL, and a "
+                    f"mirror merges rows by key ({', '.join(unit.keys)}): a NULL key never "
+                    "matches, so the row could never be updated or deleted there. Give the "
+                    "pair key_columns that are NOT NULL, or 'mode: changelog'")
             self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
         else:
             self._write(key, stamp, lambda props: _append(table, rows, props))
@@ -282,6 +290,11 @@ def _merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> Non
      .execute())
 
 
+def null_key(rows: Any, keys: tuple[str, ...]) -> str:
+    """The first key column in which one of a mirror's rows is NULL ('' when none is)."""
+    return next((key for key in keys if rows.column(key).null_count), "")
+
+
 def new_keys_only(table: Any, rows: Any, keys: tuple[str, ...]) -> bool:
     """Whether a mirror's rows are inserts of keys the table cannot hold, so that appending
     them is what the MERGE would do: no row deletes, and the table has no file, or the rows'
@@ -310,7 +323,9 @@ def new_keys_only(table: Any, rows: Any, keys: tuple[str, ...]) -> bool:
         lows, highs = files.column(low), files.column(high)
         if lows.null_count or highs.null_count or not pa.types.is_integer(lows.type):
             continue  # a file without statistics of the key: it may hold any
-        found = pc.min_max(column)
+        found = pc.min_max(column)  # (NULLs left out: a NULL key matches no row either)
+        if found["min"].as_py() is None:
+            continue
         if found["min"].as_py() > pc.max(highs).as_py() or \
                 found["max"].as_py() < pc.min(lows).as_py():
             return True
