@@ -78,6 +78,7 @@ class Watch:
 
     snapshots: int = 0
     errors: int = 0  # reads that failed (the target or its connection was down)
+    stopped: str = ""  # why the watcher stopped before the end (then the soak fails)
     violations: list[str] = field(default_factory=list)
     versions: dict[int, int] = field(default_factory=dict)
 
@@ -198,6 +199,13 @@ class Soak:
         db.close()
 
     def _watcher(self) -> None:
+        try:
+            self._watch()
+        except Exception as exc:  # the promises went unwatched from here: the soak fails
+            self.watch.stopped = f"the watcher stopped: {type(exc).__name__}: {exc}"
+            raise
+
+    def _watch(self) -> None:
         db: Database | None = None
         while not self.stop.is_set():
             try:
@@ -415,7 +423,8 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
         "snapshot_read_errors": run.watch.errors, "rows_compared": rows,
         "violations": run.watch.violations[:20], "violation_count": len(run.watch.violations),
         "divergences": differ, "tables": tables, "failure": failure, "log": done,
-        "ok": not failure and not differ and not run.watch.violations,
+        "watcher_stopped": run.watch.stopped,
+        "ok": not failure and not differ and not run.watch.violations and not run.watch.stopped,
     }
     _, path = write_json(results, "chaos", smoke, result)
     print(f"faults {result['faults']}; heal p50/max by kind {result['heal_s']}; takeover "
@@ -425,7 +434,7 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
     for name, table in tables.items():
         print(f"  {name}: source {table['source_rows']} rows, target {table['target_rows']}, "
               f"only source {table['only_source']}, only target {table['only_target']}")
-    for line in run.watch.violations[:5] + differ:
+    for line in [run.watch.stopped] * bool(run.watch.stopped) + run.watch.violations[:5] + differ:
         print(f"  {line}")
     print(f"written to {path}")
     return result

@@ -147,8 +147,12 @@ class Sandbox:
         return {name: ServerInfo(**info) for name, info in raw.items()}
 
     def _save(self, servers: dict[str, ServerInfo]) -> None:
+        """The servers' state, replaced whole: a reader never finds the file half written
+        (a rewrite in place showed a reader of a restart no servers at all)."""
         path = self.root / STATE_FILE
-        path.write_text(json.dumps({n: asdict(s) for n, s in servers.items()}, indent=2))
+        written = path.with_name(f".{STATE_FILE}.{os.getpid()}")
+        written.write_text(json.dumps({n: asdict(s) for n, s in servers.items()}, indent=2))
+        os.replace(written, path)
 
     def wanted(self, second_target: bool, replica: bool = False) -> list[ServerSpec]:
         specs = [ServerSpec("zookeeper", "zookeeper"), ServerSpec("source", "mariadb", 11),
