@@ -43,7 +43,8 @@ def resume(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None]) -> Re
     Every transaction at or before the hint is on every target, so a target is at
     ``max(row, hint)``; Select starts at the least of those (a re-read never goes further
     back than the hint, and never starts past a transaction some target lacks), and each
-    row past the start is a cut. A hint without a file (a GTID start) defers to the rows.
+    row past the start is a cut. A hint without a file (a GTID start) defers to the rows
+    of the targets that have one; a target with nothing loaded is at the hint all the same.
     processIds go on after the highest one any target holds, so a write after a restart
     never reuses a number already written (two-way marks rely on it).
 
@@ -64,6 +65,8 @@ def resume(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None]) -> Re
             at.append(hint.position)
     else:
         at = [row.position for row in written.values()]
+        if len(written) < len(rows) and hint.position.gtid:  # (the GTID start, by state)
+            at.append(hint.position)  # a target with nothing loaded is at the hint
     start = gtid.earliest(at)
     cuts: list[BinlogPosition] = []
     for position in sorted(at, key=gtid.order_key):

@@ -322,3 +322,49 @@ def test_a_lost_connection_is_no_answer_without_gtids(sandbox, source) -> None:
         source.execute(f"KILL {conn.thread_id()}")
         with pytest.raises(pymysql.MySQLError):
             gtid_at(cursor, at)
+
+
+@pytest.mark.timeout(400)
+def test_a_gtid_start_refused_by_one_target_writes_that_target_on_the_retry(sandbox, tmp_path):
+    """``start: {gtid}``, two target servers: the first batch commits on one and the other
+    refuses it once (a trigger, while a flag row is there). The retry resumes from the
+    first target's row, and must still write the batch to the second, which had nothing:
+    its keyless table, duplicate rows and all, ends as the source's."""
+    sandbox.up(second_target=True)
+    source, target, target2 = (Database(sandbox, n) for n in ("source", "target", "target2"))
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(20))")
+    kl = f"`{schema}`.kl"
+    target2.script(f"CREATE DATABASE `{schema}`", f"CREATE TABLE {kl} (a INT, b VARCHAR(20))",
+                   f"CREATE TABLE `{schema}`.flag (x INT)",
+                   f"INSERT INTO `{schema}`.flag VALUES (1)",
+                   f"CREATE TRIGGER `{schema}`.refuse BEFORE INSERT ON {kl} FOR EACH ROW "
+                   f"IF (SELECT COUNT(*) FROM `{schema}`.flag) > 0 THEN "
+                   "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused for now'; END IF")
+    servers = sandbox.servers()
+    sources = [{"name": n, "host": "127.0.0.1", "port": servers[n].port, "user": "setl",
+                "password": f"file:{sandbox.secret_file}"} for n in ("source", "target", "target2")]
+    pairs = [{"source": f"{schema}.kl", "fan_out": True, "target": {
+        "datasource": name, "namespace": schema, "table": "kl"}} for name in ("target", "target2")]
+    [(gtid,)] = source.rows("SELECT @@gtid_binlog_pos")
+    cluster = Cluster(sandbox, tmp_path, "gtidstart")
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([{"name": "gs", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "pairs": pairs,
+            "start": {"gtid": gtid}, "batch_timeout_ms": 200, "max_retries": 50}]}], sources)
+        source.script("BEGIN", f"INSERT INTO {kl} VALUES (1, 'first'), (1, 'first')", "COMMIT")
+        cluster.set_status("gs", "START")
+        wait_for(lambda: "refused for now" in cluster.pipeline_state("gs").last_error, 90,
+                 "the second target's refusal")
+        assert sorted(target.table(schema, "kl")) == [(1, "first"), (1, "first")]
+        target2.execute(f"DELETE FROM `{schema}`.flag")  # the refusal is over
+        source.execute(f"INSERT INTO {kl} VALUES (2, 'after the retry')")
+        wait_for(lambda: (2, "after the retry") in target2.table(schema, "kl"), 120,
+                 "the row after the retry on the second target")
+        for copy in (target, target2):
+            assert sorted(copy.table(schema, "kl")) == sorted(source.table(schema, "kl"))
+    finally:
+        cluster.stop()
+        for db in (source, target, target2):
+            db.close()

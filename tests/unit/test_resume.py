@@ -59,6 +59,17 @@ def test_a_gtid_hint_defers_to_the_rows() -> None:
     assert got == Resume(Cursor(at(700), 4), (at(900),))
 
 
+def test_a_target_with_nothing_loaded_keeps_a_gtid_start_at_the_hint() -> None:
+    """A GTID start (``start: {gtid}``, ``position set --gtid``), two targets, the first
+    batch committed on one and refused by the other: the retry starts at the hint for the
+    target that has nothing yet, and cuts at the other's row (the stretch in between was
+    skipped for that target before)."""
+    hint = Cursor(BinlogPosition(gtid="0-11-8"), 0)
+    loaded = BinlogPosition("binlog.000001", 4079, "0-11-14")
+    got = resume("c.p", hint, {"target": Cursor(loaded, 1), "target2": None})
+    assert got == Resume(Cursor(BinlogPosition(gtid="0-11-8"), 1), (loaded,))
+
+
 def test_a_row_of_another_life_of_the_pipeline_refuses_the_start() -> None:
     """The channel deleted and made again under the same name (or ZooKeeper lost its data):
     the target's row belongs to an earlier run; going on would skip or repeat rows."""
