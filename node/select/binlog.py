@@ -39,9 +39,11 @@ from node.select.framing import (
     _BODY,
     _V2,
     ROWS,
+    estimate,
     frame,
 )
 from node.select.packets import PacketReader
+from node.select.rollbacks import Rollbacks, transactional
 from node.select.source import LOST_POSITION_REMEDY, gtid_start
 from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
@@ -119,6 +121,8 @@ class BinlogReader:
         self.server = ""
         self._domains: dict[int, str] = {}
         self._in_txn = False  # between a transaction's start and its commit
+        # its savepoints, and what rollbacks undo
+        self._rollbacks = Rollbacks(transactional(lambda: connect(source)))
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
                                         daemon=True)
 
@@ -342,13 +346,21 @@ class BinlogReader:
         event = self._library_event(data)
         query = event.query.strip()
         found = statements.kind(query, self._in_txn, self.loop_channel)
-        if found == statements.SAVEPOINT:
-            return False  # part of the transaction: what it undid is not in the binlog
+        if found == statements.SAVEPOINT:  # what it undid is mostly not in the binlog
+            self._rollbacks.statement(query, events, decoded, self.layouts,
+                                      f"binlog of {self.source.name} at {self._position(state)}")
+            return False
         if found == statements.BEGIN:
             self._in_txn = True
+            self._rollbacks.clear()
             return True
         if found == statements.END:
             self._in_txn = False
+            if query.upper() == "ROLLBACK":  # a non-transactional table's rows stay
+                self._rollbacks.undo(events, decoded, (0, 0), self.layouts,
+                                     f"binlog of {self.source.name} at {self._position(state)}")
+                event_rows = sum(estimate(len(event), self.row_bytes[number])
+                                 for number, event in events)
             self._commit(events, event_rows, decoded, state, data)
             return True
         where = f"binlog of {self.source.name} at {self._position(state)}"
@@ -405,6 +417,7 @@ class BinlogReader:
 
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
                 state: str, data: bytes, echo: bool = False) -> None:
+        self._rollbacks.clear()
         if self.loop_channel is not None and decoded:
             marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel

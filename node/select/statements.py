@@ -11,9 +11,9 @@ from shared.retl import loop_comment
 
 BEGIN, END, SAVEPOINT, XA, INSIDE, ECHO, DDL = (
     "begin", "end", "savepoint", "xa", "inside", "echo", "ddl")
-# statements a transaction may hold in the binlog besides its rows: what a savepoint undid
-# is not in the binlog, so they change nothing here (Django's nested atomic(), SQLAlchemy's
-# begin_nested() and Spring's NESTED propagation issue them)
+# statements a transaction may hold in the binlog besides its rows (Django's nested atomic(),
+# SQLAlchemy's begin_nested() and Spring's NESTED propagation issue them): what a rollback to
+# a savepoint undid is mostly not in the binlog; where it is, node.select.rollbacks drops it
 _SAVEPOINT = re.compile(r"(SAVEPOINT|ROLLBACK\s+(WORK\s+)?TO|RELEASE\s+SAVEPOINT)\s",
                         re.IGNORECASE)
 # DDL that MariaDB may log inside a transaction's group (CREATE TABLE … SELECT: the statement,
@@ -23,8 +23,8 @@ _DDL_WORDS = {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"}
 
 def kind(query: str, in_transaction: bool, loop_channel: str | None) -> str:
     """The kind of a query event's (stripped) text, read inside a transaction or not; a
-    ROLLBACK that ends a binlog transaction ends it like a COMMIT (its non-transactional
-    changes stay)."""
+    ROLLBACK that ends a binlog transaction ends it like a COMMIT, its transactional rows
+    dropped (node.select.rollbacks: its non-transactional changes stay)."""
     upper = query.upper()
     if upper == "BEGIN":
         return BEGIN

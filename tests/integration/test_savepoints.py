@@ -52,6 +52,50 @@ def test_savepoints_keep_every_row_of_their_transaction(cluster, source, target,
     cluster.set_status(name, "STOP")
 
 
+def test_what_a_rollback_undid_goes_though_a_temporary_or_myisam_table_kept_it_in_the_binlog(
+        cluster, source, target):
+    """A transaction that also wrote a temporary or a non-transactional (MyISAM) table keeps
+    the rows a ROLLBACK TO SAVEPOINT or a ROLLBACK undid in the binlog, then the statement:
+    the undone rows of transactional tables never reach the target, the MyISAM rows (which
+    the source kept) do, a keyless table's duplicates included."""
+    schema = make_schema(source, target, *TABLES,
+                         "CREATE TABLE `{schema}`.mlog (id INT PRIMARY KEY) ENGINE=MyISAM")
+    t, kl, m = (f"`{schema}`.{name}" for name in ("items", "kl", "mlog"))
+    cluster.apply([one_way("undone", schema, ["items", "kl", "mlog"])])
+    cluster.set_status("undone", "START")
+    cluster.wait_running("undone")
+    source.script(
+        "BEGIN", f"INSERT INTO {t} VALUES (10, 'undone by ROLLBACK')",
+        f"INSERT INTO {kl} VALUES (10, 'undone'), (10, 'undone')",
+        f"CREATE TEMPORARY TABLE `{schema}`.tmpy (a INT)", "ROLLBACK",
+        f"DROP TEMPORARY TABLE IF EXISTS `{schema}`.tmpy")
+    source.script(
+        "BEGIN", f"INSERT INTO {t} VALUES (20, 'keep')",
+        f"CREATE TEMPORARY TABLE `{schema}`.tmpx (a INT)", "SAVEPOINT s",
+        f"INSERT INTO {t} VALUES (21, 'undone by ROLLBACK TO')",
+        f"INSERT INTO {kl} VALUES (21, 'undone')", "ROLLBACK TO SAVEPOINT s",
+        f"INSERT INTO {t} VALUES (22, 'keep')", "COMMIT",
+        f"DROP TEMPORARY TABLE `{schema}`.tmpx")
+    source.script(
+        "BEGIN", f"INSERT INTO {t} VALUES (30, 'keep')",
+        f"INSERT INTO {kl} VALUES (30, 'keep'), (30, 'keep')", f"INSERT INTO {m} VALUES (1)",
+        "SAVEPOINT `a savepoint`", f"INSERT INTO {t} VALUES (31, 'undone by ROLLBACK TO')",
+        f"UPDATE {kl} SET b = 'undone' WHERE a = 30 LIMIT 1", f"INSERT INTO {m} VALUES (2)",
+        "ROLLBACK TO SAVEPOINT `a savepoint`", "COMMIT")
+    source.script("BEGIN", f"INSERT INTO {t} VALUES (40, 'undone by ROLLBACK')",
+                  f"INSERT INTO {m} VALUES (3)", "ROLLBACK")
+    source.execute(f"INSERT INTO {t} VALUES (99, 'last')")
+    wait_for(lambda: (99, "last") in target.table(schema, "items"), 90, "the last row")
+    assert target.table(schema, "items") == [(20, "keep"), (22, "keep"), (30, "keep"),
+                                             (99, "last")]
+    assert sorted(target.table(schema, "kl")) == [(30, "keep"), (30, "keep")]
+    assert target.table(schema, "mlog") == [(1,), (2,), (3,)]  # MyISAM: the source kept them
+    wait_equal(source, target, schema, ["items", "kl", "mlog"])
+    state = cluster.pipeline_state("undone")
+    assert (state.state, state.last_error) == ("running", "")
+    cluster.set_status("undone", "STOP")
+
+
 def test_an_xa_transaction_stops_the_pipeline_with_its_position(sandbox, tmp_path):
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, *TABLES)
