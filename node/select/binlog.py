@@ -20,6 +20,7 @@ import logging
 import queue
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +115,8 @@ class BinlogReader:
         self._tables: dict[int, MappedTable] = {}  # by table id
         self._numbers = 0
         self._stream: BinLogStreamReader | None = None
-        self._checksum = False
+        self._checksum = False  # the stream's: whether its rows events end with a CRC32
+        self._file_checksum = False  # the binlog file's now read (its format description)
         self._file, self._pos = start.file, start.pos
         # which server's binlog this is, and the GTID state (MariaDB: the last GTID of each
         # domain) after each transaction: positions any member of a replica set resumes from
@@ -169,6 +171,10 @@ class BinlogReader:
         settings = connection_settings(self.source)
         settings.pop("connect_timeout")
         settings["read_timeout"] = STREAM_READ_TIMEOUT_S
+        # the server sends a file written with checksums only to a replica that says it
+        # reads them, whatever binlog_checksum is now (the library says so only when it is
+        # not NONE): files of either setting are read, each by its own (:meth:`_format`)
+        settings["init_command"] = "SET @master_binlog_checksum = @@global.binlog_checksum"
         # is_mariadb only with a GTID: with it the library ignores file/pos and starts at the
         # oldest binlog. A file/pos dump works on MariaDB as on MySQL.
         position: dict[str, Any] = {"log_file": self.start.file, "log_pos": self.start.pos}
@@ -183,7 +189,7 @@ class BinlogReader:
             **position)
         stream._BinLogStreamReader__connect_to_stream()  # registration and the dump command
         stream._BinLogStreamReader__connect_to_ctl()  # the table maps' parser asks it once
-        self._checksum = bool(stream._BinLogStreamReader__use_checksum)
+        self._checksum = self._file_checksum = bool(stream._BinLogStreamReader__use_checksum)
         with connect(self.source) as conn, conn.cursor() as cursor:
             self.server = server_identity(cursor)
             state = gtid_at(cursor, self.start) if self.start.file else self.start.gtid
@@ -202,7 +208,7 @@ class BinlogReader:
             "optional_meta_data", "enable_logging", "use_column_name_cache",
             "post_header_lengths")]
         wrapper = BinLogPacketWrapper(MysqlPacket(data, "utf8"), {}, stream._ctl_connection,
-                                      stream.mysql_version, self._checksum, *private)
+                                      stream.mysql_version, self._file_checksum, *private)
         return wrapper.event
 
     def _put(self, item: Any) -> None:
@@ -271,8 +277,10 @@ class BinlogReader:
 
     def _rotate(self, data: bytes) -> None:
         """A new binlog file: its name and start; table ids of a rotation the server made
-        (timestamp set: it may have restarted) are forgotten."""
-        size = int.from_bytes(data[10:14], "little") - 19 - (4 if self._checksum else 0)
+        (timestamp set: it may have restarted) are forgotten. Whether it ends with a CRC32 is
+        read from the event itself: the one the server makes at the stream's start comes
+        before any format description, in the setting of the file it starts in."""
+        size = int.from_bytes(data[10:14], "little") - 19 - (4 if _has_crc(data) else 0)
         self._pos = int.from_bytes(data[_BODY:_BODY + 8], "little")
         self._file = data[_BODY + 8:_BODY + size].decode()
         if data[1:5] != b"\0\0\0\0":
@@ -280,7 +288,12 @@ class BinlogReader:
 
     def _format(self, data: bytes) -> None:
         """The server's format description: its version, and post-header lengths, which
-        must be the standard ones for rows events (Extract reads them at fixed places)."""
+        must be the standard ones for rows events (Extract reads them at fixed places); and
+        whether the file's events end with a CRC32 (binlog_checksum when it was written: a
+        file of another setting than the stream's is read by its own, and its rows events
+        are made as the stream's, :meth:`as_stream`). The description always ends with its
+        checksum algorithm and four bytes."""
+        self._file_checksum = data[-5] == 1
         stream = self._stream
         event = self._library_event(data)
         if stream is None or event is None:
@@ -294,6 +307,18 @@ class BinlogReader:
                 raise SourceError(f"source {self.source.name} declares {declared}-byte rows "
                                   f"event headers (type {kind}); setl reads the standard "
                                   "MariaDB/MySQL format only")
+
+    @property
+    def foreign_file(self) -> bool:
+        """Whether the file now read has another checksum setting than the stream's."""
+        return self._file_checksum != self._checksum
+
+    def as_stream(self, data: bytes) -> bytes:
+        """A rows event of a file of another checksum setting made as the stream's: its
+        CRC32 taken off, or four bytes added for one (nothing reads them), and the event's
+        size in its header changed to match (Extract checks it)."""
+        body = data + b"\0\0\0\0" if self._checksum else data[:-4]
+        return body[:10] + (len(body) - 1).to_bytes(4, "little") + body[14:]
 
     def _table_map(self, data: bytes) -> None:
         table_id = int.from_bytes(data[_BODY:_BODY + 6], "little")
@@ -325,7 +350,7 @@ class BinlogReader:
         pipeline's watermarks) and of retl_mark."""
         assert mapped.layout is not None
         kind = ROWS[data[5]]
-        images = decode_rows(mapped.layout, data, self._checksum)
+        images = decode_rows(mapped.layout, data, self._file_checksum)
         if (mapped.schema, mapped.table) == SIGNAL_TABLE:
             if kind is not ChangeType.INSERT:
                 return []
@@ -434,3 +459,8 @@ class BinlogReader:
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
+
+
+def _has_crc(data: bytes) -> bool:
+    """Whether an event (after the packet's OK byte) ends with the CRC32 of the rest."""
+    return len(data) > 24 and zlib.crc32(data[1:-4]) == int.from_bytes(data[-4:], "little")

@@ -56,6 +56,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
     state = reader.start.gtid if not domains else _state(domains)
     tables, row_bytes = reader._tables, reader.row_bytes
     stop = reader._stop
+    foreign = False  # a file of another binlog_checksum than the stream's
     while not stop.is_set():
         data = packets.next()
         kind = data[5]
@@ -67,6 +68,8 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
                                   "a rows event of a table id no table map named")
             number = mapped.number
             if number:
+                if foreign:
+                    data = reader.as_stream(data)
                 events.append((number, data))
                 event_rows += estimate(len(data), row_bytes[number])
             elif mapped.system:
@@ -95,6 +98,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             continue
         elif kind == FORMAT_DESCRIPTION:
             reader._format(data)
+            foreign = reader.foreign_file
         elif kind == MYSQL_GTID:
             state, events, decoded, event_rows = str(reader._library_event(data).gtid), [], \
                 [], 0  # MySQL: the transaction's GTID (its sets are not followed)
