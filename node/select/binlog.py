@@ -377,7 +377,6 @@ class BinlogReader:
             return False
         if found == statements.BEGIN:
             self._in_txn = True
-            self._rollbacks.clear()
             return True
         if found == statements.END:
             self._in_txn = False
@@ -442,7 +441,6 @@ class BinlogReader:
 
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
                 state: str, data: bytes, echo: bool = False) -> None:
-        self._rollbacks.clear()
         if self.loop_channel is not None and decoded:
             marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel

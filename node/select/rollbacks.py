@@ -34,11 +34,15 @@ class Rollbacks:
         self._transactional = transactional
         self._known: dict[tuple[str, str], bool] = {}
         self._marks: dict[str, Mark] = {}
+        self._events: list[Event] | None = None  # the transaction the marks are of
 
-    def clear(self) -> None:
-        """A transaction ended: its savepoints with it."""
-        if self._marks:
-            self._marks = {}
+    def _of(self, events: list[Event]) -> dict[str, Mark]:
+        """The savepoints of the transaction whose events are ``events`` (Select gathers
+        each transaction's in a list of its own): none yet for a new one. Nothing is done
+        per transaction that has no savepoint."""
+        if events is not self._events:
+            self._events, self._marks = events, {}
+        return self._marks
 
     def statement(self, query: str, events: list[Event], decoded: list[RowChange],
                   layouts: dict[int, TableSchema], where: str) -> None:
@@ -49,13 +53,14 @@ class Rollbacks:
             raise SourceError(f"{where}: a savepoint statement setl cannot read: "
                               f"{query[:200]!r}; copy the changed tables again once it is "
                               "fixed")
-        verb, name = found.group(1).split()[0].upper(), _name(found.group(2))
+        verb, name, marks = found.group(1).split()[0].upper(), _name(found.group(2)), \
+            self._of(events)
         if verb == "SAVEPOINT":
-            self._marks[name] = (len(events), len(decoded))
+            marks[name] = (len(events), len(decoded))
         elif verb == "RELEASE":
-            self._marks.pop(name, None)
+            marks.pop(name, None)
         else:
-            mark = self._marks.get(name)
+            mark = marks.get(name)
             if mark is None:
                 raise SourceError(
                     f"{where}: {query[:200]!r} rolls back to a savepoint the transaction's "
@@ -63,7 +68,7 @@ class Rollbacks:
                     "told; the pipeline stops rather than guess: copy the changed tables "
                     "again, then set where the pipeline goes on (setl position set)")
             self.undo(events, decoded, mark, layouts, where)
-            self._marks = {key: at for key, at in self._marks.items() if at <= mark}
+            self._marks = {key: at for key, at in marks.items() if at <= mark}
 
     def undo(self, events: list[Event], decoded: list[RowChange], mark: Mark,
              layouts: dict[int, TableSchema], where: str) -> None:

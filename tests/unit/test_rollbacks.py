@@ -77,8 +77,8 @@ def test_a_table_the_source_no_longer_has_stops_rather_than_guess() -> None:
 
 
 def test_a_new_transaction_forgets_the_savepoints_of_the_last() -> None:
+    """Each transaction's events are a list of their own (Select's framing)."""
     rollbacks, _ = reading()
     say(rollbacks, "SAVEPOINT s", [], [])
-    rollbacks.clear()
     with pytest.raises(SourceError, match="never set"):
         say(rollbacks, "ROLLBACK TO s", [(1, b"x")], [])
