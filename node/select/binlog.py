@@ -20,7 +20,6 @@ import logging
 import queue
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from node.changes import ChangeType, Event, RowChange, Session, Transaction
 from node.ddl import database_options, parse_database
 from node.ddl import parse as parse_ddl
 from node.extract.decode import TableSchema, decode_rows
-from node.select import libevents, statements
+from node.select import checksums, libevents, statements
 from node.select.framing import (
     _BODY,
     _V2,
@@ -280,7 +279,7 @@ class BinlogReader:
         (timestamp set: it may have restarted) are forgotten. Whether it ends with a CRC32 is
         read from the event itself: the one the server makes at the stream's start comes
         before any format description, in the setting of the file it starts in."""
-        size = int.from_bytes(data[10:14], "little") - 19 - (4 if _has_crc(data) else 0)
+        size = int.from_bytes(data[10:14], "little") - 19 - (4 if checksums.has_crc(data) else 0)
         self._pos = int.from_bytes(data[_BODY:_BODY + 8], "little")
         self._file = data[_BODY + 8:_BODY + size].decode()
         if data[1:5] != b"\0\0\0\0":
@@ -291,9 +290,8 @@ class BinlogReader:
         must be the standard ones for rows events (Extract reads them at fixed places); and
         whether the file's events end with a CRC32 (binlog_checksum when it was written: a
         file of another setting than the stream's is read by its own, and its rows events
-        are made as the stream's, :meth:`as_stream`). The description always ends with its
-        checksum algorithm and four bytes."""
-        self._file_checksum = data[-5] == 1
+        are made as the stream's: :mod:`node.select.checksums`)."""
+        self._file_checksum = checksums.described(data)
         stream = self._stream
         event = self._library_event(data)
         if stream is None or event is None:
@@ -307,18 +305,6 @@ class BinlogReader:
                 raise SourceError(f"source {self.source.name} declares {declared}-byte rows "
                                   f"event headers (type {kind}); setl reads the standard "
                                   "MariaDB/MySQL format only")
-
-    @property
-    def foreign_file(self) -> bool:
-        """Whether the file now read has another checksum setting than the stream's."""
-        return self._file_checksum != self._checksum
-
-    def as_stream(self, data: bytes) -> bytes:
-        """A rows event of a file of another checksum setting made as the stream's: its
-        CRC32 taken off, or four bytes added for one (nothing reads them), and the event's
-        size in its header changed to match (Extract checks it)."""
-        body = data + b"\0\0\0\0" if self._checksum else data[:-4]
-        return body[:10] + (len(body) - 1).to_bytes(4, "little") + body[14:]
 
     def _table_map(self, data: bytes) -> None:
         table_id = int.from_bytes(data[_BODY:_BODY + 6], "little")
@@ -457,8 +443,3 @@ class BinlogReader:
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
-
-
-def _has_crc(data: bytes) -> bool:
-    """Whether an event (after the packet's OK byte) ends with the CRC32 of the rest."""
-    return len(data) > 24 and zlib.crc32(data[1:-4]) == int.from_bytes(data[-4:], "little")

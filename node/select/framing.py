@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from node.changes import ChangeType, Event, RowChange
+from node.select.checksums import as_stream
 from shared.errors import SourceError
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             number = mapped.number
             if number:
                 if foreign:
-                    data = reader.as_stream(data)
+                    data = as_stream(data, reader._checksum)
                 events.append((number, data))
                 event_rows += estimate(len(data), row_bytes[number])
             elif mapped.system:
@@ -98,7 +99,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             continue
         elif kind == FORMAT_DESCRIPTION:
             reader._format(data)
-            foreign = reader.foreign_file
+            foreign = reader._file_checksum != reader._checksum
         elif kind == MYSQL_GTID:
             state, events, decoded, event_rows = str(reader._library_event(data).gtid), [], \
                 [], 0  # MySQL: the transaction's GTID (its sets are not followed)
