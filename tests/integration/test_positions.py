@@ -22,7 +22,7 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
-from tests.integration.shapes import Shapes, beside
+from tests.integration.shapes import Shapes, beside, channel
 
 
 def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tmp_path,
@@ -329,7 +329,8 @@ def test_a_gtid_start_refused_by_one_target_writes_that_target_on_the_retry(sand
     """``start: {gtid}``, two target servers: the first batch commits on one and the other
     refuses it once (a trigger, while a flag row is there). The retry resumes from the
     first target's row, and must still write the batch to the second, which had nothing:
-    its keyless table, duplicate rows and all, ends as the source's."""
+    its keyless table, duplicate rows and all, ends as the source's, and so do the keyless,
+    unique-swap and sum tables streaming to both through the refusal and the retries."""
     sandbox.up(second_target=True)
     source, target, target2 = (Database(sandbox, n) for n in ("source", "target", "target2"))
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(20))")
@@ -345,6 +346,8 @@ def test_a_gtid_start_refused_by_one_target_writes_that_target_on_the_retry(sand
                 "password": f"file:{sandbox.secret_file}"} for n in ("source", "target", "target2")]
     pairs = [{"source": f"{schema}.kl", "fan_out": True, "target": {
         "datasource": name, "namespace": schema, "table": "kl"}} for name in ("target", "target2")]
+    shapes = Shapes(sandbox, source, target, targets=("target", "target2"), seed=37, kinds=3)
+    pairs += channel("gs", shapes.schema, ("target", "target2"))["pipelines"][0]["pairs"]
     [(gtid,)] = source.rows("SELECT @@gtid_binlog_pos")
     cluster = Cluster(sandbox, tmp_path, "gtidstart")
     try:
@@ -354,6 +357,7 @@ def test_a_gtid_start_refused_by_one_target_writes_that_target_on_the_retry(sand
             "name": "forward", "source": "source", "target": "target", "pairs": pairs,
             "start": {"gtid": gtid}, "batch_timeout_ms": 200, "max_retries": 50}]}], sources)
         source.script("BEGIN", f"INSERT INTO {kl} VALUES (1, 'first'), (1, 'first')", "COMMIT")
+        shapes.start()
         cluster.set_status("gs", "START")
         wait_for(lambda: "refused for now" in cluster.pipeline_state("gs").last_error, 90,
                  "the second target's refusal")
@@ -364,7 +368,9 @@ def test_a_gtid_start_refused_by_one_target_writes_that_target_on_the_retry(sand
                  "the row after the retry on the second target")
         for copy in (target, target2):
             assert sorted(copy.table(schema, "kl")) == sorted(source.table(schema, "kl"))
+        shapes.finish(source)
     finally:
+        shapes.stop()
         cluster.stop()
         for db in (source, target, target2):
             db.close()
@@ -377,12 +383,13 @@ def test_binlog_files_of_another_checksum_setting_are_read_by_their_own(sandbox,
     (a new file of another setting than its stream's): every row arrives once, a keyless
     table's duplicates included. Read by the stream's setting, the rotate at the end of a
     file without checksums gave a file name cut short, and every later batch was skipped as
-    already applied."""
+    already applied. The keyless, unique-swap and sum tables stream through every change."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(20))",
                          "CREATE TABLE `{schema}`.other (id INT PRIMARY KEY)")
     kl = f"`{schema}`.kl"
     cluster = Cluster(sandbox, tmp_path, "checksums")
+    shapes = Shapes(sandbox, source, target, seed=31)
 
     def rows(a: int, note: str) -> None:
         source.execute(f"INSERT INTO {kl} VALUES ({a}, '{note}'), ({a}, '{note}')")
@@ -405,9 +412,11 @@ def test_binlog_files_of_another_checksum_setting_are_read_by_their_own(sandbox,
         source.execute("SET GLOBAL binlog_checksum = NONE")
         cluster.start_manager()
         cluster.start_node(1)
-        cluster.apply([one_way("ck", schema, ["kl"], batch_timeout_ms=100)])
+        cluster.apply([beside(one_way("ck", schema, ["kl"], batch_timeout_ms=100),
+                              shapes.schema)])
         cluster.set_status("ck", "START")
         cluster.wait_running("ck")
+        shapes.start()
         rows(1, "none")
         arrived(1)
         restart("CRC32", 2)  # the rest of a NONE file read under CRC32
@@ -417,10 +426,12 @@ def test_binlog_files_of_another_checksum_setting_are_read_by_their_own(sandbox,
         arrived(6)
         rows(7, "last")
         arrived(7)
+        shapes.finish(source)
         assert sorted(target.table(schema, "kl")) == sorted(source.table(schema, "kl"))
         cluster.wait_running("ck")
         assert cluster.pipeline_state("ck").last_error == ""
     finally:
+        shapes.stop()
         source.execute("SET GLOBAL binlog_checksum = CRC32")
         cluster.stop()
         source.close()
