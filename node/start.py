@@ -93,10 +93,11 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     a table nothing keys refuses the start."""
     try:
         keys = tablekeys.read_keys(source)
+        nullable = tablekeys.read_nullable(source, [pipeline])
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
-    unique, problems = tablekeys.pipeline_keys(pipeline, keys)
+    unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable)
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique)

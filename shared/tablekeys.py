@@ -11,7 +11,7 @@ ask this."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import pymysql
@@ -39,6 +39,11 @@ SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN
       ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl') {only}
 """
+_NULLABLE = """
+SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS
+WHERE IS_NULLABLE = 'YES' AND COLUMN_NAME IN ({names}) AND TABLE_SCHEMA NOT IN
+      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')
+"""
 
 
 def row_keys(cursor: Any, only: tuple[str, str] | None = None
@@ -61,11 +66,13 @@ def _tuples(rows: Any) -> list[tuple[Any, ...]]:
     return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
 
 
-def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None]
+def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None],
+                  nullable: Collection[tuple[str, str, str]] = ()
                   ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
     """For the tables the pipeline's pairs match: the unique keys to use where a table has
     no primary key, and a problem line for each keyless table whose pair needs a key (it
-    joins or merges parts of a wide row) and has no 'key_columns'."""
+    joins or merges parts of a wide row) and has no 'key_columns', and for each pair whose
+    'key_columns' find rows by a column in ``nullable`` (see :func:`read_nullable`)."""
     unique: dict[tuple[str, str], tuple[str, ...]] = {}
     problems = []
     for (schema, table), columns in sorted(keys.items()):
@@ -73,6 +80,18 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
             if not (pair.source.namespace.matches(schema) and pair.source.table.matches(table)):
                 continue
             if pair.key_columns:
+                # rows are found by these columns when the table is keyed, or the pair
+                # meets parts of a wide row by them; a keyless table's rows by their image
+                found_by = columns is not None or pair.joins or pair.merge_part
+                loose = [name for name in pair.key_columns
+                         if (schema, table, name.lower()) in nullable]
+                if loose and found_by and pair.mode != "changelog":
+                    problems.append(
+                        f"pipeline {pipeline.name}: table {schema}.{table} (pair "
+                        f"{pair.source}) has key_columns {', '.join(loose)} that admit NULL, "
+                        "and rows are found by them: a NULL key matches no row, so its "
+                        "updates and deletes would be lost and two NULL-keyed rows taken for "
+                        "one; name NOT NULL columns in 'key_columns' (or make these NOT NULL)")
                 break
             if columns is None:
                 if pipeline.params.startup is StartupMode.SNAPSHOT:
@@ -101,22 +120,41 @@ def read_keys(source: DataSource) -> dict[tuple[str, str], tuple[str, ...] | Non
         return row_keys(cursor)
 
 
+def read_nullable(source: DataSource, pipelines: Iterable[Pipeline]
+                  ) -> frozenset[tuple[str, str, str]]:
+    """(schema, table, column) of the source's columns that admit NULL among those the
+    pipelines' pairs name in 'key_columns' (raises ``SetlError``, ``pymysql.MySQLError``)."""
+    names = sorted({name for pipeline in pipelines for pair in pipeline.pairs
+                    for name in pair.key_columns})
+    if not names:
+        return frozenset()
+    with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
+        cursor.execute(_NULLABLE.format(names=", ".join(["%s"] * len(names))), names)
+        return frozenset((schema, table, column.lower())
+                         for schema, table, column in _tuples(cursor.fetchall()))
+
+
 def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]) -> list[str]:
     """Problems of keyless tables whose pairs need a key (see :func:`pipeline_keys`). A
     source that cannot be reached is skipped here (logged); the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
     problems: list[str] = []
     keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}
+    nullable: dict[str, frozenset[tuple[str, str, str]]] = {}
     for channel in definitions.channels:
         for pipeline in channel.pipelines:
             if pipeline.source not in keys_by_source:
                 try:
                     source = sources.get(pipeline.source) or stored(pipeline.source)
                     keys_by_source[pipeline.source] = read_keys(source)
+                    nullable[pipeline.source] = read_nullable(source, [
+                        other for each in definitions.channels for other in each.pipelines
+                        if other.source == pipeline.source])
                 except (SetlError, pymysql.MySQLError) as exc:
                     log.warning("event=key_check_skipped channel=%s source=%s error=%s",
                                 channel.name, pipeline.source, exc)
                     keys_by_source[pipeline.source] = {}
-            _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source])
+            _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source],
+                                     nullable.get(pipeline.source, frozenset()))
             problems += [f"channel {channel.name} {problem}" for problem in found]
     return problems

@@ -65,6 +65,37 @@ def test_a_table_with_a_not_null_unique_key_replicates_by_it(
     cluster.set_status("unique-key", "STOP")
 
 
+def test_key_columns_that_admit_null_are_refused_where_rows_are_found_by_them(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    # codes is keyed by code; a pair that finds its rows by alias (NULL in two rows) would
+    # take them for one row and never match their deletes
+    schema = make_schema(source, target, CODES)
+    by_alias = one_way("by-alias", schema, ["codes"])
+    by_alias["pipelines"][0]["pairs"][0]["key_columns"] = ["ALIAS"]
+    [error] = cluster.apply_errors([by_alias])
+    assert f"table {schema}.codes" in error and "key_columns ALIAS that admit NULL" in error
+    by_code = one_way("by-code", schema, ["codes"])
+    by_code["pipelines"][0]["pairs"][0]["key_columns"] = ["code"]
+    cluster.apply([by_code])
+    cluster.set_status("by-code", "START")
+    cluster.wait_running("by-code")
+    t = f"`{schema}`.codes"
+    source.script(f"INSERT INTO {t} VALUES ('a', 'first', NULL), ('b', 'second', NULL)",
+                  f"DELETE FROM {t} WHERE code = 'a'")
+    wait_equal(source, target, schema, ["codes"])
+    assert target.table(schema, "codes") == [("b", "second", None)]
+    cluster.set_status("by-code", "STOP")
+    wait_for(lambda: cluster.pipeline_state("by-code").state == "not running", 15, "stop")
+    # a key column made NULL-admitting after the apply, the table keyed by a new primary
+    # key: the node refuses the start
+    source.execute(f"ALTER TABLE {t} ADD n INT AUTO_INCREMENT PRIMARY KEY, "
+                   "MODIFY code VARCHAR(10) NULL")
+    cluster.set_status("by-code", "START")
+    wait_for(lambda: "key_columns code that admit NULL" in
+             cluster.pipeline_state("by-code").last_error, 60, "the start refused")
+    cluster.set_status("by-code", "STOP")
+
+
 def test_a_keyless_table_created_after_the_start_replicates_from_its_first_row(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, LOGS)
