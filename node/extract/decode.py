@@ -329,6 +329,9 @@ class _Decoder:
                                                     "V1 or V2)"))
 
 
+_DEFLATE_RATIO = 1032  # deflate's most: 258 bytes from a code of two bits
+
+
 def _inflating(read: Any) -> Any:
     """``read`` for a MariaDB compressed rows event: its rows are one zlib stream after a
     header byte (0x80, algorithm in bits 4-6, 0 for zlib; bytes of the length in bits 0-2)
@@ -340,6 +343,10 @@ def _inflating(read: Any) -> Any:
             raise Undecodable(f"a compressed rows event whose header byte {head:#04x} is not "
                               "zlib's (MariaDB writes 0x80 + the bytes of the length)")
         length = int.from_bytes(d[p + 1:p + 1 + size], "big")
+        if length > _DEFLATE_RATIO * (end - p):
+            raise Undecodable(f"the compressed rows say they inflate to {length} bytes, more "
+                              f"than zlib can make of {end - p - 1 - size}: the event is "
+                              "damaged")
         rows = zlib.decompress(d[p + 1 + size:end], bufsize=max(length, 1))
         if len(rows) != length:
             raise Undecodable(f"the compressed rows inflate to {len(rows)} bytes, the event "

@@ -71,6 +71,7 @@ def build(schema: TableSchema, kind: str, bitmaps: tuple[bytes, ...], head: byte
     itself and hands any other event to ``checked``."""
     columns = schema.columns
     ns: dict[str, Any] = {"PastEnd": decodetypes.PastEnd, "checked": checked,
+                          "Undecodable": decodetypes.Undecodable,
                           "SIZE": decodetypes.struct_reader("I")}
     source = _Source()
     source.add(0, ["def read(d, p, end):", "    if p >= end:", "        return []"])
@@ -101,6 +102,12 @@ def _rows(source: _Source, columns: tuple[ColumnSpec, ...], kind: str,
           bitmaps: tuple[bytes, ...], ns: dict[str, Any]) -> None:
     """The rows from ``p`` to ``end``: the first apart from the loop (most events have one
     row), then the others; they must end at ``end``."""
+    if not any(present(bitmap, len(columns)) for bitmap in bitmaps):
+        # rows of no column take no bytes: a sound server never writes them, and a loop
+        # over them would never reach ``end``
+        source.add(1, ["raise Undecodable('a rows event whose columns-present bitmaps "
+                       "name no column')"])
+        return
     for base, tail in ((-1, ["if p == end:", "    return [{pair}]", "out = [{pair}]",
                              "while p < end:"]),
                        (0, ["out.append({pair})"])):

@@ -271,10 +271,19 @@ def test_mariadb_compressed_rows_events_are_inflated(size: int) -> None:
 @pytest.mark.parametrize(("body", "says"), [
     (compressed(ROW1)[:-3], "do not inflate"), (compressed(ROW1, head=0x90), "not zlib's"),
     (b"\x82\x00\x05" + zlib.compress(ROW1), "inflate to"),
-    (compressed(ROW1[:-2]), "past the end")])
+    (compressed(ROW1[:-2]), "past the end"),
+    (b"\x84\xff\xff\xff\xf0" + zlib.compress(ROW1), "more than zlib can make")])
 def test_damaged_compressed_rows_are_refused(body: bytes, says: str) -> None:
     message = errors(SYSBENCH, packet(166, rows_body(4, [b"\x0f"], body)))
     assert says in message and f"position {NEXT}" in message and "sbtest.sbtest1" in message
+
+
+@pytest.mark.parametrize("kind", [WRITE, 31, 32])
+def test_rows_whose_bitmaps_name_no_column_are_refused_not_read_forever(kind: int) -> None:
+    """Rows of no column take no bytes: read as rows, the event would never end."""
+    bitmaps = [b"\x00"] * (2 if kind == 31 else 1)
+    message = errors(SYSBENCH, packet(kind, rows_body(4, bitmaps, b"\x00\x00\x00")))
+    assert "name no column" in message and f"position {NEXT}" in message
 
 
 def test_v2_extra_data_shorter_than_its_length_is_refused() -> None:
