@@ -350,10 +350,12 @@ class BinlogReader:
         return [RowChange(*MARK_TABLE, kind, (), before, after) for before, after in images]
 
     def _query(self, data: bytes, events: list[Event], event_rows: int,
-               decoded: list[RowChange], state: str) -> bool:
+               decoded: list[RowChange], state: str, before: str = "") -> bool:
         """BEGIN, COMMIT, a savepoint inside a transaction, or a DDL statement; True when it
         ended a transaction. Anything else inside a transaction stops the pipeline with its
-        text and position: dropping it, or the rows around it, would lose changes."""
+        text and position: dropping it, or the rows around it, would lose changes. A DDL
+        statement inside a group (CREATE TABLE … SELECT, its rows follow) is at ``before``,
+        the GTID state before the group: a resume by GTID after it must read the rows."""
         event = self._library_event(data)
         query = event.query.strip()
         found = statements.kind(query, self._in_txn, self.loop_channel)
@@ -386,6 +388,8 @@ class BinlogReader:
                 "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
                 "copy the changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
+        if self._in_txn:
+            state = before  # a file/pos resume on this server reads the group's GTID there
         if found == statements.ECHO:
             self._commit([], 0, [], state, data, echo=True)  # the opposite pipeline's DDL
             return True

@@ -55,6 +55,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
     event_rows = 0
     domains = reader._domains
     state = reader.start.gtid if not domains else _state(domains)
+    before = state  # the state before this group: a DDL inside a group is not all of it
     tables, row_bytes = reader._tables, reader.row_bytes
     stop = reader._stop
     foreign = False  # a file of another binlog_checksum than the stream's
@@ -84,14 +85,14 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
                 int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
             server = int.from_bytes(data[6:10], "little")
             domains[domain] = f"{domain}-{server}-{sequence}"
-            state = _state(domains)
+            before, state = state, _state(domains)
             events, decoded, event_rows = [], [], 0
             reader._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
         elif kind == TABLE_MAP:
             reader._table_map(data)
         elif kind == QUERY:
             reader._pos = next_pos or reader._pos
-            if reader._query(data, events, event_rows, decoded, state):
+            if reader._query(data, events, event_rows, decoded, state, before):
                 events, decoded, event_rows = [], [], 0
             continue
         elif kind == ROTATE:
@@ -101,8 +102,9 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             reader._format(data)
             foreign = reader._file_checksum != reader._checksum
         elif kind == MYSQL_GTID:
-            state, events, decoded, event_rows = str(reader._library_event(data).gtid), [], \
-                [], 0  # MySQL: the transaction's GTID (its sets are not followed)
+            before, state, events, decoded, event_rows = state, \
+                str(reader._library_event(data).gtid), [], [], 0  # MySQL: the transaction's
+            # GTID (its sets are not followed)
             reader._in_txn = False  # a BEGIN query follows for a transaction
         elif kind in UNREADABLE:
             what, remedy = UNREADABLE[kind]

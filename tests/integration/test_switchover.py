@@ -243,3 +243,51 @@ def test_transactions_the_promoted_replica_never_got_are_reported(
     finally:
         cluster.stop()
         target.close()
+
+
+def test_a_create_select_whose_rows_were_not_loaded_is_read_again_on_the_promoted_replica(
+        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path) -> None:
+    """CREATE TABLE … SELECT is one GTID group: the statement, then its rows. The target
+    takes the statement and refuses the rows (a CHECK, for the while); the node is killed,
+    the primary crashes and the replica is promoted. The target's position after the
+    statement is before the group by GTID, so the new primary's stream gives the rows again."""
+    rs, target = replica_set, Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    s = shapes.schema
+    primary = rs.members[0].database()
+    primary.execute(ITEMS.format(schema=s))
+    primary.execute(f"INSERT INTO `{s}`.items VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+    primary.close()
+    target.execute(f"CREATE TABLE `{s}`.copied (id INT PRIMARY KEY, name VARCHAR(40), "
+                   "CONSTRAINT not_yet CHECK (id < 0))")
+    cluster = Cluster(sandbox, tmp_path / "cluster", "switch-ctas")
+    try:
+        start(cluster, sandbox, rs, shapes, "switchctas", "copied", ddl_sync=True)
+        shapes.start()
+        shapes.wait_transactions(50)
+        writer = rs.members[0].database()
+        writer.execute(f"CREATE TABLE `{s}`.copied (PRIMARY KEY (id)) "
+                       f"SELECT id, name FROM `{s}`.items")
+        writer.close()
+        wait_for(lambda: "not_yet" in cluster.pipeline_state("switchctas").last_error, 90,
+                 "the target to refuse the copied rows")
+        cluster.nodes[1].kill()
+        shapes.pause()
+        rs.wait_caught_up(1)
+        rs.kill(0)
+        rs.promote(1)
+        target.execute(f"ALTER TABLE `{s}`.copied DROP CONSTRAINT not_yet")
+        shapes.start()
+        cluster.start_node(2)
+        if cluster.channel_status("switchctas") == "PAUSE":
+            cluster.set_status("switchctas", "START")
+        finished_on_the_new_primary(cluster, rs, shapes, "switchctas")
+        new_primary = rs.members[1].database()
+        try:
+            wait_equal(new_primary, target, s, ["copied"], 60)
+        finally:
+            new_primary.close()
+    finally:
+        shapes.stop()
+        cluster.stop()
+        target.close()
