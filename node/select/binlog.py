@@ -388,6 +388,7 @@ class BinlogReader:
                 "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
                 "copy the changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
+        self._rollbacks.forget()
         if self._in_txn:
             state = before  # a file/pos resume on this server reads the group's GTID there
         if found == statements.ECHO:

@@ -36,6 +36,10 @@ class Rollbacks:
         self._marks: dict[str, Mark] = {}
         self._events: list[Event] | None = None  # the transaction the marks are of
 
+    def forget(self) -> None:
+        """Ask again what engines tables have: after DDL (an ALTER TABLE … ENGINE=)."""
+        self._known.clear()
+
     def _of(self, events: list[Event]) -> dict[str, Mark]:
         """The savepoints of the transaction whose events are ``events`` (Select gathers
         each transaction's in a list of its own): none yet for a new one. Nothing is done

@@ -67,6 +67,19 @@ def test_a_whole_rollback_keeps_only_the_non_transactional_rows() -> None:
     assert events == [(2, b"m1")] and decoded == []
 
 
+def test_engines_are_asked_again_after_ddl() -> None:
+    rollbacks, asked = reading()
+    rollbacks.undo([(2, b"m1")], [], (0, 0), LAYOUTS, "here")
+    ENGINES[("s", "mlog")] = True  # ALTER TABLE mlog ENGINE=InnoDB
+    try:
+        rollbacks.forget()
+        events: list = [(2, b"m2")]
+        rollbacks.undo(events, [], (0, 0), LAYOUTS, "here")
+        assert events == [] and asked == [("s", "mlog"), ("s", "mlog")]
+    finally:
+        ENGINES[("s", "mlog")] = False
+
+
 def test_a_table_the_source_no_longer_has_stops_rather_than_guess() -> None:
     rollbacks, _ = reading()
     events: list = []
