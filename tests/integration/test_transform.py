@@ -72,8 +72,8 @@ def test_a_failing_virtual_column_pauses_the_channel_with_the_row_named(
 
 
 CUSTOMERS = "CREATE TABLE `{schema}`.customers (id INT PRIMARY KEY, name VARCHAR(20))"
-PROFILES = ("CREATE TABLE `{schema}`.profiles (pid INT PRIMARY KEY, customer_id INT NOT NULL UNIQUE, "
-            "city VARCHAR(20), tier VARCHAR(10))")
+PROFILES = ("CREATE TABLE `{schema}`.profiles (pid INT PRIMARY KEY, "
+            "customer_id INT NOT NULL UNIQUE, city VARCHAR(20), tier VARCHAR(10))")
 WIDE = ("CREATE TABLE `{schema}`.customer_wide (id INT PRIMARY KEY, name VARCHAR(20), "
         "city VARCHAR(20), tier VARCHAR(10))")
 
