@@ -33,11 +33,14 @@ class Hole:
 def only_changed(change: RowChange, groups: tuple[ColumnGroup, ...],
                  keys: tuple[str, ...]) -> RowChange:
     """An update reduced to key + changed columns + whole groups of changed columns (an
-    insert keeps every column); a hole stands for a group column the change does not carry."""
+    insert, and an update that moves the row to another key, keep every column: the row
+    under its new key is a new one on the target); a hole stands for a group column the
+    change does not carry."""
     if change.after is None:
         return change
     before, after = change.before or {}, change.after
-    changed = set(after) if change.type is ChangeType.INSERT else {
+    changed = set(after) if change.type is ChangeType.INSERT or any(
+        name not in before or before[name] != after.get(name) for name in keys) else {
         name for name, value in after.items() if name not in before or before[name] != value}
     wanted = set(keys) | changed
     for group in groups:
