@@ -84,19 +84,47 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     columns = columns or {}
     generated = frozenset(name for name, column in columns.items() if column.generated)
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
-    yield from _deletes(writes, writes.deletes, size)
-    yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big)
+    found = _by_key(writes.keys, columns)
+    yield from _deletes(writes, writes.deletes, size, found)
+    yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == UPSERT:
-            yield from _upserts(writes, _without(items, generated), size, enums, big)
+            yield from _upserts(writes, _without(items, generated), size, enums, big, found)
         elif kind == DELETE:
-            yield from _deletes(writes, items, size)
+            yield from _deletes(writes, items, size, found)
         else:
             assert kind == MOVE
-            yield from (_move(writes, old, row, generated)._replace(
+            yield from (_move(writes, found(old), row, generated)._replace(
                 lenient=_empty_enums(row, enums)) for old, row in items)
     yield from _keyless(writes, size, columns, generated)
+
+
+def _widths(columns: Columns) -> dict[str, int]:
+    """The BINARY(n) columns' widths: the binlog gives their values without the zero bytes
+    that pad them (``'ab'`` for ``'ab\\0\\0'``), and a comparison needs every byte."""
+    return {name: int(column.column_type[7:-1]) for name, column in columns.items()
+            if column.data_type == "binary" and column.column_type.startswith("binary(")}
+
+
+def _padded(value: Any, width: int) -> Any:
+    return (value or b"").ljust(width, b"\0") if isinstance(value, bytes) or value == "" \
+        else value
+
+
+def _by_key(keys: tuple[str, ...], columns: Columns) -> Any:
+    """How a key's values are compared on the target: as they are, or with the BINARY
+    columns padded again (an insert pads them itself)."""
+    widths = _widths(columns)
+    if not any(name in widths for name in keys):
+        return _same
+    padding = [widths.get(name, 0) for name in keys]
+    return lambda key: tuple(_padded(value, width) if width else value
+                             for value, width in zip(key, padding, strict=True))
+
+
+def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return key
 
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str]
@@ -119,18 +147,21 @@ def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:
             for row in rows]
 
 
-def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int
-             ) -> Iterator[Statement]:
+def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
+             found: Any = _same) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
     one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
     columns = ", ".join(map(quote, writes.keys))
+    if found is not _same:
+        keys = [found(key) for key in keys]
     for chunk in _chunks(keys, size):
         sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
         yield Statement(sql, [sql_value(v) for key in chunk for v in key], False, chunk)
 
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
-             enums: frozenset[str] = frozenset(), big: bool = True) -> Iterator[Statement]:
+             enums: frozenset[str] = frozenset(), big: bool = True, found: Any = _same
+             ) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
 
     def apart(row: Row) -> bool:  # a row written by statements of its own
@@ -142,7 +173,7 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
             alone = {name: value[:0] if _big(value) else value for name, value in row.items()}
             for statement in _upserts(writes, [alone], 1):
                 yield statement._replace(lenient=_empty_enums(row, enums))
-            yield from _appends(writes, row)
+            yield from _appends(writes, row, found)
         rows = [row for row in rows if not apart(row)]
     for columns, run in _runs(rows):
         sql = _upsert(table, columns, writes.keys)
@@ -173,10 +204,10 @@ def _big(value: Any) -> bool:
     return isinstance(value, bytes | str) and len(value) > _piece(value)
 
 
-def _appends(writes: TableWrites, row: Row) -> Iterator[Statement]:
+def _appends(writes: TableWrites, row: Row, found: Any = _same) -> Iterator[Statement]:
     """A row's big values, appended a piece a statement (whole characters for text)."""
     table = qualified(writes.schema, writes.table)
-    key = tuple(row[k] for k in writes.keys)
+    key = found(tuple(row[k] for k in writes.keys))
     where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
     for name, value in row.items():
         if _big(value):
@@ -205,6 +236,7 @@ def _runs(rows: list[Row]) -> Iterator[tuple[tuple[str, ...], list[Row]]]:
 def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozenset[str]
              ) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
+    widths = _widths(columns) if writes.changes else {}
     for kind, group in itertools.groupby(writes.changes, key=lambda change: change.type):
         changes = list(group)
         if kind is ChangeType.INSERT:
@@ -217,20 +249,20 @@ def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozen
                                     chunk)
             continue
         for change in changes:
-            found = _one(table, change, columns, generated)
+            found = _one(table, change, columns, generated, widths)
             if found is not None:
                 yield found
 
 
-def _one(table: str, change: TargetChange, columns: Columns, generated: frozenset[str]
-         ) -> Statement | None:
+def _one(table: str, change: TargetChange, columns: Columns, generated: frozenset[str],
+         widths: dict[str, int]) -> Statement | None:
     """The UPDATE or DELETE of one keyless row, found by its before image (None: an update
     that changes none of the target's columns)."""
     before = {name: value for name, value in (change.before or {}).items()
               if name not in generated}
     if not before:
         raise ValueError(f"a {change.type.name} of keyless table {table} has no before image")
-    where, args = _match(before, columns)
+    where, args = _match(before, columns, widths)
     if change.type is ChangeType.DELETE:
         return Statement(f"DELETE FROM {table} WHERE {where} LIMIT 1", args, False,
                          [change.before], True)
@@ -244,14 +276,17 @@ def _one(table: str, change: TargetChange, columns: Columns, generated: frozense
                      [change.after], True)
 
 
-def _match(image: Row, columns: Columns) -> tuple[str, list[Any]]:
-    """A WHERE clause true for exactly the rows equal to ``image`` byte for byte."""
+def _match(image: Row, columns: Columns, widths: dict[str, int]) -> tuple[str, list[Any]]:
+    """A WHERE clause true for exactly the rows equal to ``image`` byte for byte (``widths``:
+    see :func:`_widths`)."""
     parts, args = [], []
     for name, value in image.items():
         column, expr = columns.get(name), quote(name)
         if value is None:
             parts.append(f"{expr} IS NULL")
             continue
+        if name in widths:
+            value = _padded(value, widths[name])
         if isinstance(value, bytes):  # binary strings, geometry, text of an unknown codec
             parts.append(f"CAST({expr} AS BINARY) = %s")
         elif column is not None and column.charset and isinstance(value, str):
