@@ -111,7 +111,8 @@ def plan(compiled: CompiledPipeline, facts: Callable[[Target], TableFacts], sche
         return None
     mapping = plains[0]
     target = facts((mapping.datasource, mapping.schema, mapping.table))
-    if target.triggers or target.ordered(mapping.target_keys):
+    if target.triggers or target.ordered(mapping.target_keys) or \
+            target.unkeyed(mapping.target_keys):
         return None
     loaded = loaddata.plan(target.columns, target.triggers)
     by_name = {column.name: column for column in columns}

@@ -54,7 +54,8 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     for target, (numbers, mapping) in _candidates(compiled, part).items():
         table = spec.facts.get(target, _NO_FACTS)
         plan = loaddata.plan(table.columns, table.triggers)
-        if table.ordered(mapping.target_keys) or plan is None:  # (before decoding)
+        if table.ordered(mapping.target_keys) or plan is None or \
+                table.unkeyed(mapping.target_keys):  # (before decoding)
             continue
         made = _lines(spec, part, frozenset(numbers), mapping, table, plan) \
             if insertlines.COMPILED else None  # straight from the events' bytes

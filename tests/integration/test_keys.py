@@ -138,3 +138,23 @@ def test_binary_keys_ending_in_zero_bytes_are_found_on_the_target(
     assert sorted(target.table(schema, "bk")) == [
         (b"\x00\x00\x00\x00", 5), (b"\x01\x00\x00\x01", 4), (b"gh\x00\x00", 2)]
     cluster.set_status("binary-keys", "STOP")
+
+
+def test_a_target_table_without_a_key_to_meet_in_stops_the_pipeline_naming_it(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The source's rows are keyed by id; the target table has no unique index on it: an
+    update written as an upsert would add a row beside the old one."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kt (id INT PRIMARY KEY, "
+                         "v INT)")
+    target.execute(f"DROP TABLE `{schema}`.kt")
+    target.execute(f"CREATE TABLE `{schema}`.kt (n INT AUTO_INCREMENT PRIMARY KEY, id INT, "
+                   "v INT)")
+    cluster.apply([one_way("unkeyed-target", schema, ["kt"])])
+    cluster.set_status("unkeyed-target", "START")
+    cluster.wait_running("unkeyed-target")
+    source.script(f"INSERT INTO `{schema}`.kt VALUES (1, 0)",
+                  f"UPDATE `{schema}`.kt SET v = 1 WHERE id = 1")
+    wait_for(lambda: "has no primary key or unique key over (id)" in
+             cluster.pipeline_state("unkeyed-target").last_error, 90, "the pipeline stopped")
+    assert target.rows(f"SELECT id, v FROM `{schema}`.kt") == []
+    cluster.set_status("unkeyed-target", "STOP")

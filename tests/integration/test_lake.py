@@ -314,7 +314,8 @@ def test_a_backfill_into_a_lake_racing_writes_never_takes_a_row_back(sandbox, tm
         threads[0].join(30)
         assert violations == [], violations[:5]
         names = Counter(name for _, name, _ in expected)
-        assert names["cold"] > count // 10 and names["hot"] > 50  # both kinds of row came
+        # both kinds of row came (how many stayed cold is how long the writer had to run)
+        assert names["cold"] > 50 and names["hot"] > 50
     finally:
         stop.set()
         writing.set()

@@ -43,6 +43,12 @@ class TableFacts:
         """Whether changes keyed by ``keys`` must be written in source order."""
         return self.foreign_keys or any(index != frozenset(keys) for index in self.unique)
 
+    def unkeyed(self, keys: tuple[str, ...]) -> bool:
+        """Whether rows keyed by ``keys`` have no unique index of the table to meet in (an
+        upsert of a changed row would add one beside it); False for a table not known."""
+        return bool(keys and self.columns) and not any(index <= frozenset(keys)
+                                                       for index in self.unique)
+
 
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "

@@ -14,6 +14,7 @@ from node.target.mysql import loaddata
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.render import statements
 from node.target.mysql.sqltext import Sql, texts
+from shared.errors import ConfigError
 
 
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
@@ -28,6 +29,13 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     for writes in merge(changes, ordered):
         name = (writes.datasource, writes.schema, writes.table)
         table = facts.get(name, _NO_FACTS)
+        if table.unkeyed(writes.keys):
+            raise ConfigError(
+                f"target {name[0]}: table {name[1]}.{name[2]} has no primary key or unique "
+                f"key over ({', '.join(writes.keys)}), the columns its rows are found by: "
+                "each update would add a row beside the old one. Give the target table a "
+                "primary key on those columns (or a unique key over NOT NULL columns among "
+                "them), then resume the channel")
         sqls = _replaced(writes, table, spec) if not big else None
         if sqls is None:
             sqls = [sql for statement in statements(writes, size, table.columns, big)
