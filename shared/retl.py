@@ -152,5 +152,15 @@ def _plain(value: Any) -> Any:
         return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) \
             else value.isoformat()
     if isinstance(value, datetime.timedelta):
-        return str(value)
+        return time_text(value)
     return value
+
+
+def time_text(value: datetime.timedelta) -> str:
+    """A TIME value as MariaDB reads it back, ``[-]HH:MM:SS[.ffffff]`` with hours past 24
+    (``str()`` gives ``1 day, 2:00:00`` and ``-1 day, 23:00:00``, which it reads as others)."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    sign, micros = ("-" if micros < 0 else ""), abs(micros)
+    seconds, fraction = divmod(micros, 1_000_000)
+    text = f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    return f"{text}.{fraction:06d}" if fraction else text

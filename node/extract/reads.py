@@ -29,6 +29,7 @@ from node.extract.copylines import LinesPlan
 from node.jobs import ROW_BITS
 from shared.errors import SourceError
 from shared.identifiers import qualified, quote
+from shared.retl import time_text
 
 INSIDE = 1 << (ROW_BITS - 1)  # a read's rows go between the window's last event and the next
 
@@ -149,7 +150,8 @@ def _loose(value: Any) -> Any:
         return decimal.Decimal(str(value)).normalize()
     if isinstance(value, datetime.timedelta | datetime.date | datetime.time):
         value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else \
-            value.isoformat() if not isinstance(value, datetime.timedelta) else str(value)
+            value.isoformat() if not isinstance(value, datetime.timedelta) else \
+            time_text(value)
     if isinstance(value, bytes):
         value = value.rstrip(b"\0")  # a BINARY(n) value as the binlog gives it (see mend)
         try:

@@ -9,6 +9,7 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.extract.freedoor import as_change, is_request, parse
+from node.extract.reads import loose
 from shared.errors import FreeDoorRequestError
 from shared.retl import decode_key, encode_key
 
@@ -25,6 +26,16 @@ def test_keys_of_every_kind_round_trip_through_pk_data() -> None:
     text = encode_key(key)
     assert decode_key(text) == [42, -1, "ü😀,|'\"", b"\x00\xff\n", "1.50", "2020-01-02",
                                 "2020-01-02 03:04:05.000006"]
+
+
+def test_time_keys_are_written_as_mariadb_reads_them() -> None:
+    """Past 24 hours and below zero: ``str()`` of a timedelta is no TIME literal."""
+    key = (datetime.timedelta(days=1, hours=2), datetime.timedelta(hours=-1),
+           datetime.timedelta(minutes=-30, microseconds=-500000),
+           -datetime.timedelta(hours=838, minutes=59, seconds=59))
+    assert decode_key(encode_key(key)) == ["26:00:00", "-01:00:00", "-00:30:00.500000",
+                                           "-838:59:59"]
+    assert loose(key[:1]) == loose(["26:00:00"])
 
 
 @pytest.mark.parametrize("text, message", [
