@@ -303,3 +303,41 @@ def test_a_batch_counts_the_bytes_of_its_rows_events_for_the_window() -> None:
     batch.add(Transaction((), BinlogPosition("binlog.000001", 1002), 2, 2,
                           events=events[:1], event_rows=1))
     assert (batch.size, batch.events, batch.rows) == (650, 3, 4)
+
+
+class Windows:
+    """Windows 1 (reading db.t) and 2 (reading db.u), opened and closed by signals."""
+
+    def __init__(self) -> None:
+        self.abandoned_ids: list[int] = []
+
+    def expects(self, window_id: int) -> bool:
+        return window_id in (1, 2) and window_id not in self.abandoned_ids
+
+    def abandoned(self, window_id: int) -> None:
+        self.abandoned_ids.append(window_id)
+
+    def reads(self, window_id: int) -> frozenset[tuple[str, str]]:
+        return frozenset({("db", "t" if window_id == 1 else "u")})
+
+
+def test_an_echo_of_a_table_a_window_reads_abandons_that_window() -> None:
+    """A two-way channel's opposite pipeline wrote db.t inside window 1: its rows are left
+    out of the stream, so the window cannot leave its keys to it; window 2 reads db.u."""
+    clock, windows = Clock(), Windows()
+    source = Source(clock)
+    opened = Transaction((), BinlogPosition("binlog.000001", 1001), 1, 1,
+                         signals=(("L", 1), ("L", 2)))
+    echo = Transaction((), BinlogPosition("binlog.000001", 1002), 2, 2, echo=True,
+                       echoed=frozenset({("db", "t")}))
+    closed = Transaction((), BinlogPosition("binlog.000001", 1003), 3, 3,
+                         signals=(("H", 1), ("H", 2)))
+    source.items.extend([opened, echo, closed, txn(4, rows=1)])
+    window = ClockWindow(5)
+    window.source = source
+    select = Selector("c.p", source, BinlogPosition("binlog.000001", 1000), 1,
+                      PipelineParams(batch_size=100, batch_timeout_ms=100), window,
+                      clock=clock, watermarks=windows)
+    batch = cut(select)
+    assert windows.abandoned_ids == [1]
+    assert [window_id for window_id, _, _ in batch.windows] == [2]
