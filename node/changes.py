@@ -77,8 +77,6 @@ class Transaction:
     event_rows: int = 0  # the rows its events hold, as estimated from their size
     # this pipeline's watermarks in it: ("L" low | "H" high | "A" abandoned, window id)
     signals: tuple[tuple[str, int], ...] = ()
-    # the tables an echo wrote (its rows are left out): a window reading one is read again
-    echoed: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def rows(self) -> int:

@@ -57,7 +57,6 @@ MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
 BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
 STREAM_READ_TIMEOUT_S = 30  # a silent stream (heartbeats come every second) is a dead one
 
-_NONE: frozenset[tuple[str, str]] = frozenset()  # no table an echo wrote
 log = logging.getLogger("setl.node.binlog")
 libevents.install()  # the library's table-map and query-event readers, made exact
 
@@ -433,13 +432,10 @@ class BinlogReader:
 
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
                 state: str, data: bytes, echo: bool = False) -> None:
-        echoed = _NONE
         if self.loop_channel is not None and decoded:
             marks = [c for c in decoded if (c.schema, c.table) == MARK_TABLE]
             if any((c.after or c.before or {}).get("CHANNEL_ID") == self.loop_channel
                    for c in marks):
-                echoed = frozenset((self.layouts[number].schema, self.layouts[number].table)
-                                   for number, _ in events)
                 events, decoded, event_rows, echo = [], [], 0, True  # the other side's: skip
             elif marks:
                 decoded = [c for c in decoded if (c.schema, c.table) != MARK_TABLE]
@@ -451,4 +447,4 @@ class BinlogReader:
         timestamp = int.from_bytes(data[1:5], "little")
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
-                              signals, echoed))
+                              signals))

@@ -76,8 +76,6 @@ class Watermarks(Protocol):
 
     def abandoned(self, window_id: int) -> None: ...
 
-    def reads(self, window_id: int) -> frozenset[tuple[str, str]]: ...
-
 
 class _NoWindows:
     def expects(self, window_id: int) -> bool:
@@ -85,9 +83,6 @@ class _NoWindows:
 
     def abandoned(self, window_id: int) -> None:
         pass
-
-    def reads(self, window_id: int) -> frozenset[tuple[str, str]]:
-        return frozenset()
 
 
 class Selector:
@@ -170,8 +165,6 @@ class Selector:
                     self._at_cut(batch)
                 return batch
             else:
-                if txn.echoed and self._open:
-                    self._abandon_reading(txn.echoed)
                 closed = self._signals(batch, txn) if txn.signals else False
                 batch.add(txn)
                 if first_at is None:
@@ -224,15 +217,6 @@ class Selector:
         now = self.clock()
         for window_id, (_, opened) in list(self._open.items()):
             if now - opened > WINDOW_TIMEOUT_S:
-                del self._open[window_id]
-                self.watermarks.abandoned(window_id)
-
-    def _abandon_reading(self, tables: frozenset[tuple[str, str]]) -> None:
-        """Abandon the open windows that read one of ``tables``: the opposite pipeline of a
-        two-way channel wrote them, and its rows are left out of the stream, so the window
-        could not tell its keys from the rows it read (an older row would win)."""
-        for window_id in list(self._open):
-            if self.watermarks.reads(window_id) & tables:
                 del self._open[window_id]
                 self.watermarks.abandoned(window_id)
 

@@ -144,16 +144,6 @@ class Snapshots:
         with self._lock:
             return window_id in self._pending
 
-    def reads(self, window_id: int) -> frozenset[tuple[str, str]]:
-        """The tables the window reads."""
-        with self._lock:
-            window = self._pending.get(window_id)
-        if window is None:
-            return frozenset()
-        return frozenset((key.schema, key.table) for key in (
-            work.copy.key if work.copy is not None else work.asked.key  # type: ignore[union-attr]
-            for work in window.work))
-
     def abandoned(self, window_id: int) -> None:
         with self._lock:
             window = self._pending.pop(window_id, None)
