@@ -10,7 +10,7 @@ from manager.views import Views
 from shared import identifiers, tablekeys
 from shared.catalog import Catalog
 from shared.errors import ConfigError, NotFoundError, SourceError
-from shared.model import Channel, Pipeline
+from shared.model import TWO_WAY_COPY, Channel, Pipeline
 from shared.rpc import manager_pb2
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
@@ -35,6 +35,8 @@ class Snapshots:
             raise ConfigError(f"pipeline {pipeline_id} feeds a subscription, which carries "
                               "the binlog's changes only: nothing is copied into it (its "
                               "reader reads the table itself if it needs the rows)")
+        if action == "start" and len(channel.pipelines) == 2:
+            raise ConfigError(f"pipeline {pipeline_id}: {TWO_WAY_COPY}")
         control = SnapshotControl(self.client, self.paths, pipeline_id)
         message = ""
         if action == "start":
@@ -106,6 +108,10 @@ class Snapshots:
             if previous is None or not self.client.exists(self.paths.cursor(pipeline_id)) or \
                     self.catalog.source(pipeline.target).type == "subscription":
                 continue  # (a subscription carries the binlog's changes only)
+            if len(after.pipelines) == 2:
+                asked.append(f"pipeline {pipeline_id}: tables added to its pairs are not "
+                             f"copied: {TWO_WAY_COPY}")
+                continue
             try:
                 keys = tablekeys.read_keys(self.catalog.source(pipeline.source))
             except Exception as exc:  # the node copies nothing then; said in the log

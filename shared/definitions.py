@@ -17,6 +17,7 @@ from shared import confinement, identifiers, yamlreader
 from shared.confinement import Confinement
 from shared.errors import ConfigError
 from shared.model import (
+    TWO_WAY_COPY,
     BinlogPosition,
     Channel,
     DataMedia,
@@ -61,6 +62,7 @@ def load_text(text: str, file: str = "<definitions>", known_sources: Iterable[st
         issues.add(None, "", "the file is empty; expected 'sources:' and/or 'channels:'")
     issues.raise_if_any()
     return definitions
+
 
 
 class _Loader(SourceFields):
@@ -131,6 +133,9 @@ class _Loader(SourceFields):
                 pipelines_field.fail(  # type: ignore[union-attr]
                     "the two pipelines of a two-way channel must run in opposite directions "
                     f"(got {first.source}->{first.target} and {second.source}->{second.target})")
+            elif any(p.params.startup is StartupMode.SNAPSHOT for p in pipelines):
+                pipelines_field.fail(  # type: ignore[union-attr]
+                    f"'start: snapshot' on a two-way channel: {TWO_WAY_COPY}")
         if name is MISSING or not pipelines:
             return None
         return Channel(name, tuple(pipelines), description,

@@ -37,6 +37,13 @@ class ShardAlgorithm(enum.Enum):
     QUOTIENT = "QUOTIENT"  # slot = value // table_balance_size % slots
 
 
+# why a two-way channel copies no rows (start: snapshot, setl snapshot, backfill, repair)
+TWO_WAY_COPY = (
+    "a copy into one side of a two-way channel cannot tell the rows it read from that "
+    "side's own newer writes that have not come over yet, and would write the older rows "
+    "over them. Copy with a one-way channel while the other side takes no writes, then "
+    "start the two-way channel at the copy's end (setl position set)")
+
 @dataclass(frozen=True)
 class TlsOptions:
     """TLS to a database (files on the node's machine). With a CA the server's certificate

@@ -31,7 +31,7 @@ from node.target.mysql.facts import Target, TargetFacts
 from node.target.mysql.render import BIG_VALUE
 from node.target.renderers import render
 from shared.errors import ConfigError, SetlError
-from shared.model import PipelineParams
+from shared.model import TWO_WAY_COPY, PipelineParams
 
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
           30: ChangeType.INSERT, 31: ChangeType.UPDATE, 32: ChangeType.DELETE,
@@ -204,6 +204,12 @@ class Planner:
                     "the binlog's changes only. Cancel the request (setl snapshot cancel, or "
                     "delete the retl.retl_buffer rows) and resume the channel")
             return self._in_order(batch, partitions)
+        if reads and self.compiled.two_way:
+            raise ConfigError(
+                f"pipeline {self.compiled.pipeline_id} takes no snapshot, backfill or verify "
+                f"repair (rows read from the tables): {TWO_WAY_COPY}. Cancel the request "
+                "(setl snapshot cancel, or delete the retl.retl_buffer rows) and resume the "
+                "channel")
         made = self._parts(batch, partitions)
         if reads:
             windows = {window: (first, end) for window, first, end in batch.windows}

@@ -7,6 +7,9 @@ from __future__ import annotations
 import threading
 import time
 
+import grpc
+import pytest
+
 from shared.rpc import manager_pb2
 from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 
@@ -135,3 +138,36 @@ def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Da
     assert qty_indexes(source) == ["qty"] and qty_indexes(target) == ["qty"]
     wait_equal(source, target, schema, ["items"])
     set_and_wait(cluster, "ddl-both", "STOP", "not running")
+
+
+
+def test_a_two_way_channel_copies_no_rows_and_says_why(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A copy into one side cannot tell its rows from that side's newer writes not come
+    over yet: start: snapshot, setl snapshot and a backfill request are refused, the last by
+    pausing the channel before anything is written; the channel goes on once it is gone."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    copying = two_way("copy-both", schema)
+    copying["pipelines"][0]["start"] = "snapshot"
+    [error] = cluster.apply_errors([copying])
+    assert "'start: snapshot' on a two-way channel" in error and "one-way channel" in error
+    cluster.apply([two_way("copy-both", schema)])
+    start(cluster, "copy-both")
+    with pytest.raises(grpc.RpcError, match="cannot tell the rows it read"):
+        cluster.call("Snapshot", manager_pb2.SnapshotRequest(
+            channel="copy-both", pipeline="forward", table=f"{schema}.items"))
+    source.execute("SET SESSION sql_log_bin = 0")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'only on the source', 0)")
+    source.execute("SET SESSION sql_log_bin = 1")
+    source.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES "
+                   f"('{schema}.items', 'I', '[1]')")
+    wait_for(lambda: "takes no snapshot, backfill or verify repair" in
+             cluster.pipeline_state("copy-both").last_error, 90, "the request refused")
+    assert target.table(schema, "items") == []
+    source.execute(f"DELETE FROM retl.retl_buffer WHERE FULL_NAME = '{schema}.items'")
+    cluster.set_status("copy-both", "STOP")
+    start(cluster, "copy-both")
+    target.execute(f"INSERT INTO {t} VALUES (2, 'from the target', 0)")
+    wait_for(lambda: source.rows(f"SELECT name FROM {t} WHERE id = 2"), 60, "the stream")
+    cluster.set_status("copy-both", "STOP")
