@@ -39,7 +39,7 @@ from node.verify.task import (
 )
 from shared import tablekeys
 from shared.errors import SetlError, SourceError, VerifyError
-from shared.model import BinlogPosition, Channel, DataSource, Pipeline
+from shared.model import TWO_WAY_COPY, BinlogPosition, Channel, DataSource, Pipeline
 from shared.retl import encode_key
 
 log = logging.getLogger("setl.node.verify")
@@ -130,6 +130,10 @@ class Verification:
 
     def run(self) -> Report:
         started = time.monotonic()
+        if self.options.repair and len(self.ctx.channel.pipelines) == 2:
+            raise VerifyError(f"pipeline {self.ctx.pipeline_id}: a two-way channel takes no "
+                              f"repair: {TWO_WAY_COPY}; verify without --repair says what "
+                              "differs")
         base = self._compiled()  # every pair: the plan says which are left out, and why
         compiled = VerifyPipeline.of(base, keep_processors=bool(self.options.columns))
         report = Report(self.ctx.pipeline_id)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import grpc
 import pytest
 
+from manager import cli
 from shared.rpc import manager_pb2
 from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 
@@ -142,7 +144,7 @@ def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Da
 
 
 def test_a_two_way_channel_copies_no_rows_and_says_why(
-        cluster: Cluster, source: Database, target: Database) -> None:
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
     """A copy into one side cannot tell its rows from that side's newer writes not come
     over yet: start: snapshot, setl snapshot and a backfill request are refused, the last by
     pausing the channel before anything is written; the channel goes on once it is gone."""
@@ -157,6 +159,10 @@ def test_a_two_way_channel_copies_no_rows_and_says_why(
     with pytest.raises(grpc.RpcError, match="cannot tell the rows it read"):
         cluster.call("Snapshot", manager_pb2.SnapshotRequest(
             channel="copy-both", pipeline="forward", table=f"{schema}.items"))
+    capsys.readouterr()
+    assert cli.main(["--manager", cluster.manager_address, "verify", "copy-both",
+                     "--repair"]) != 0
+    assert "a two-way channel takes no repair" in capsys.readouterr().err
     source.execute("SET SESSION sql_log_bin = 0")
     source.execute(f"INSERT INTO {t} VALUES (1, 'only on the source', 0)")
     source.execute("SET SESSION sql_log_bin = 1")
