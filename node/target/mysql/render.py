@@ -169,12 +169,18 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
             bool(_empty_enums(row, enums))
 
     if (big or enums) and any(apart(row) for row in rows):
-        for row in [row for row in rows if apart(row)]:
+        together: list[Row] = []  # in source order: an ordered table's rows may share a key
+        for row in rows:
+            if not apart(row):
+                together.append(row)
+                continue
+            yield from _upserts(writes, together, size, found=found)
+            together = []
             alone = {name: value[:0] if _big(value) else value for name, value in row.items()}
             for statement in _upserts(writes, [alone], 1):
                 yield statement._replace(lenient=_empty_enums(row, enums))
             yield from _appends(writes, row, found)
-        rows = [row for row in rows if not apart(row)]
+        rows = together
     for columns, run in _runs(rows):
         sql = _upsert(table, columns, writes.keys)
         for chunk in _chunks(run, size):
