@@ -126,7 +126,7 @@ def lines(column: ColumnSpec, i: int, v: str, ns: dict[str, Any], base: str = "p
         return [f"{v} = int.from_bytes(d[{here}:{at(base, o + 3)}], 'little', "
                 f"signed={not column.unsigned})"], 3
     if kind == YEAR:
-        return [f"{v} = d[{here}] + 1900"], 1
+        return [f"{v} = y + 1900 if (y := d[{here}]) else 0"], 1  # 0: the year 0000
     if kind == BIT and column.bits > 0:
         size = (column.bits + 7) // 8
         return [f"{v} = int.from_bytes(d[{here}:{at(base, o + size)}], 'big') & "

@@ -68,9 +68,12 @@ def test_every_type_round_trips_cell_by_cell(cluster, source, target):
     for row in ROWS:
         source.execute(f"INSERT INTO `{schema}`.alltypes VALUES {row}")
     source.execute(f"UPDATE `{schema}`.alltypes SET id = 4 WHERE id = 3")  # all NULLs updated
-    source.execute(f"INSERT INTO `{schema}`.alltypes (id, dt, dtm, ts) VALUES "  # zero dates
-                   "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00')")
+    source.execute(f"INSERT INTO `{schema}`.alltypes (id, dt, dtm, ts, yr) VALUES "  # zeros
+                   "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00', 0000)")
+    source.execute(f"UPDATE `{schema}`.alltypes SET yr = 0 WHERE id = 1")  # found by its key
     wait_for(lambda: len(target.table(schema, "alltypes")) == 4, 60, "all rows on the target")
+    wait_for(lambda: target.rows(f"SELECT yr FROM `{schema}`.alltypes WHERE id = 1") == [(0,)],
+             60, "the year 0000")
     assert_same_cells(source, target, schema)
 
 

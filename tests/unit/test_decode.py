@@ -286,6 +286,15 @@ def test_rows_whose_bitmaps_name_no_column_are_refused_not_read_forever(kind: in
     assert "name no column" in message and f"position {NEXT}" in message
 
 
+def test_the_year_0000_is_0_and_others_count_from_1900() -> None:
+    schema = TableSchema("s", "t", (ColumnSpec("id", 3), ColumnSpec("y", 13)))
+    rows = b"".join(b"\x00" + struct.pack("<iB", n, stored)
+                    for n, stored in ((1, 0), (2, 1), (3, 255)))
+    assert [after for _, after in decode_rows(schema, packet(WRITE, rows_body(2, [b"\x03"],
+                                                                             rows)), True)] \
+        == [{"id": 1, "y": 0}, {"id": 2, "y": 1901}, {"id": 3, "y": 2155}]
+
+
 def test_v2_extra_data_shorter_than_its_length_is_refused() -> None:
     data = bytearray(packet(30, rows_body(4, [b"\x0f"], ROW1)))
     data[28:30] = b"\x01\x00"
