@@ -243,6 +243,10 @@ class Planner:
                 found[1].append(number)
                 found[2].append(place)
                 place += 1
+        if any(self._find(group) != group for group in groups):
+            # a table first met in this batch joined groups whose events were placed
+            # already: place them again, by the groups as they are now (met: no joins)
+            return self._parts(batch, partitions)
         return self._packed(groups, partitions)
 
     def _whole(self, transactions: Sequence[Any], place: int = 0) -> Part:

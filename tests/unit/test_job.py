@@ -166,6 +166,22 @@ def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
     assert set(spec.facts) == {("dst", "t", name) for name in ("ab", "c", "d", "e", "f")}
 
 
+def test_a_table_that_joins_two_groups_mid_batch_brings_their_events_together() -> None:
+    """s.a writes t.x and s.b t.y, each a group; s.c, first met after them in the batch,
+    writes both: every event of the three is in one part (in two, the parts' writes of a
+    shared target table would not keep the source's order)."""
+    compiled = CompiledPipeline.compile("c.p", 1, pipeline(
+        "{source: s.a, target: t.x}", "{source: s.b, target: t.y}",
+        "{source: s.c, target: t.x, fan_out: true}", "{source: s.c, target: t.y, fan_out: true}"))
+    layouts = {n: layout(name) for n, name in enumerate("abc", start=1)}
+    planner = Planner(compiled, layouts, Facts(set()), lambda: True,  # type: ignore[arg-type]
+                      PipelineParams())
+    events = [(n, bytes([n]) * 10) for n in (1, 2, 3, 2, 1)]
+    txn = Transaction((), BinlogPosition("b.1", 9), 1, 1, events=tuple(events), event_rows=5)
+    [part] = planner.parts(Batch("c.p", 1, [txn]), partitions=3)
+    assert list(part.numbers) == [1, 2, 3, 2, 1] and list(part.places) == [0, 1, 2, 3, 4]
+
+
 def test_a_subscriptions_parts_are_runs_of_whole_transactions_in_binlog_order() -> None:
     """Its parts' changes are delivered one part after the other: in binlog order."""
     compiled = CompiledPipeline.compile("c.p", 1, pipeline(
