@@ -9,6 +9,7 @@ SQL for Load.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -162,3 +163,10 @@ class Batch:
     def changes(self) -> list[RowChange]:
         """The changes Select decoded (a DDL, free-door requests); rows events are not."""
         return [change for txn in self.transactions for change in txn.changes]
+
+
+def differs(before: Any, after: Any) -> bool:
+    """Whether a column's value changed as the server sees it: ``-0.0`` is not ``0.0`` (a
+    DOUBLE stores its sign), though Python finds them equal."""
+    return before != after or (type(before) is float and type(after) is float
+                               and math.copysign(1.0, before) != math.copysign(1.0, after))

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from node.changes import ChangeType, Row, RowChange, TargetChange
+from node.changes import ChangeType, Row, RowChange, TargetChange, differs
 from node.extract.lookup import Lookup
 from shared.model import ColumnGroup, DataSource
 
@@ -41,7 +41,8 @@ def only_changed(change: RowChange, groups: tuple[ColumnGroup, ...],
     before, after = change.before or {}, change.after
     changed = set(after) if change.type is ChangeType.INSERT or any(
         name not in before or before[name] != after.get(name) for name in keys) else {
-        name for name, value in after.items() if name not in before or before[name] != value}
+        name for name, value in after.items() if name not in before or
+        differs(before[name], value)}
     wanted = set(keys) | changed
     for group in groups:
         if changed & set(group.columns):

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from node.changes import ChangeType, Row, TargetChange
+from node.changes import ChangeType, Row, TargetChange, differs
 from node.merge import DELETE, MOVE, UPSERT, TableWrites
 from shared.identifiers import qualified, quote
 
@@ -273,7 +273,7 @@ def _one(table: str, change: TargetChange, columns: Columns, generated: frozense
         return Statement(f"DELETE FROM {table} WHERE {where} LIMIT 1", args, False,
                          [change.before], True)
     changed = {name: value for name, value in (change.after or {}).items()
-               if name not in generated and (name not in before or before[name] != value)}
+               if name not in generated and (name not in before or differs(before[name], value))}
     if not changed:
         return None
     assignments = ", ".join(f"{quote(name)} = %s" for name in changed)
