@@ -63,7 +63,7 @@ class SourceFields:
         switch_after_s = entry.get("switch_after_s", lambda f: f.integer(1, 86_400), 10)
         user = entry.get("user", Field.string, "root")
         password = entry.get("password", self._secret, None)
-        charset = entry.get("charset", Field.string, "utf8mb4")
+        charset = entry.get("charset", lambda f: f.string(_charset_problem), "utf8mb4")
         tls = entry.get("tls", self._tls, None)
         rules = confinement.checked_rules()
         if rules is not None and isinstance(password, SecretRef) and \
@@ -180,3 +180,13 @@ class SourceFields:
         rules = confinement.checked_rules()
         problem = rules.secret_problem(text) if rules is not None else None
         return item.fail(problem) if problem else ref
+
+
+def _charset_problem(value: str) -> str | None:
+    """A connection's character set other than utf8mb4 turns the characters it lacks into
+    '?' in every row read for a copy (the stream reads the binlog's bytes)."""
+    if value.lower() == "utf8mb4":
+        return None
+    return (f"charset {value}: setl reads and writes text as utf8mb4 (the rows it reads "
+            f"for copies through a {value} connection would lose the characters {value} "
+            "lacks, as '?'); leave charset out or give utf8mb4")

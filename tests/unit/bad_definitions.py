@@ -446,6 +446,12 @@ BAD = [
         f'f.yaml:10: {P}.start: expected one of latest, snapshot, got "earliest"',
         id="start-unknown-word"),
     pytest.param(
+        "sources:\n  - name: a\n    host: db1\n    charset: utf8\n",
+        "f.yaml:4: sources[0].charset: charset utf8: setl reads and writes text as utf8mb4 "
+        "(the rows it reads for copies through a utf8 connection would lose the characters "
+        "utf8 lacks, as '?'); leave charset out or give utf8mb4",
+        id="charset-not-utf8mb4"),
+    pytest.param(
         "sources:\n  - name: a\n    host: db1\n    charset: [utf8]\n",
         "f.yaml:4: sources[0].charset: expected a non-empty string, got a list",
         id="list-where-string"),

@@ -85,9 +85,9 @@ def test_a_bad_expression_is_not_also_reported_as_a_missing_filler() -> None:
 
 
 def test_unknown_yaml_tag_and_impossible_date_are_text() -> None:
-    loaded = load("sources:\n  - {name: a, host: !custom db1, charset: 2024-13-45}\n")
+    loaded = load("sources:\n  - {name: a, host: !custom db1, user: 2024-13-45}\n")
     assert loaded.sources[0].host == "db1"
-    assert loaded.sources[0].charset == "2024-13-45"
+    assert loaded.sources[0].user == "2024-13-45"
 
 
 def test_known_sources_make_a_reference_valid() -> None:

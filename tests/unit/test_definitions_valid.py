@@ -121,7 +121,7 @@ def test_start_sets_the_startup_mode(start: str, mode: StartupMode,
 def test_numbers_and_yaml_words_are_fine_names() -> None:
     text = """\
         sources:
-          - {name: a, host: 127.0.0.1, user: 1234, charset: 10}
+          - {name: a, host: 127.0.0.1, user: 1234, charset: UTF8MB4}
           - {name: b, host: 10.5, user: yes, password: "${PW}"}
           - {name: c, host: 0x1F, type: MariaDB}
         channels:
@@ -138,7 +138,7 @@ def test_numbers_and_yaml_words_are_fine_names() -> None:
         """
     loaded = load(text)
     a, b, c = loaded.sources
-    assert (a.host, a.user, a.charset) == ("127.0.0.1", "1234", "10")
+    assert (a.host, a.user, a.charset) == ("127.0.0.1", "1234", "UTF8MB4")
     assert (b.host, b.user, str(b.password)) == ("10.5", "yes", "${PW}")
     assert (c.host, c.type) == ("0x1F", "mariadb")
     (pair,) = loaded.channels[0].pipelines[0].pairs
