@@ -45,6 +45,7 @@ from node.target.mysql.owners import (
     RETRYABLE,
     ROW_REFUSED,
 )
+from node.target.mysql.render import key_padding
 from node.target.mysql.together import Together
 from node.target.mysql.twoway import LoopGuard
 from node.target.mysql.units import render
@@ -383,7 +384,11 @@ class _Writes:
         if self.changes is not None:
             changes = self.changes
             if loader.loop is not None and changes:
-                changes = loader.loop.resolve(cursor, changes, batch.process_id)
+                target = changes[0].datasource
+                changes = loader.loop.resolve(
+                    cursor, changes, batch.process_id,
+                    lambda schema, table, keys: key_padding(
+                        keys, loader.facts.of((target, schema, table)).columns))
             try:
                 return render(changes, self._spec(loader, one_by_one))
             except (SetlError, pymysql.MySQLError):

@@ -84,7 +84,7 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     columns = columns or {}
     generated = frozenset(name for name, column in columns.items() if column.generated)
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
-    found = _by_key(writes.keys, columns)
+    found = key_padding(writes.keys, columns)
     yield from _deletes(writes, writes.deletes, size, found)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
@@ -112,7 +112,7 @@ def _padded(value: Any, width: int) -> Any:
         else value
 
 
-def _by_key(keys: tuple[str, ...], columns: Columns) -> Any:
+def key_padding(keys: tuple[str, ...], columns: Columns) -> Any:
     """How a key's values are compared on the target: as they are, or with the BINARY
     columns padded again (an insert pads them itself)."""
     widths = _widths(columns)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -49,13 +49,18 @@ class LoopGuard:
                        "VALUES(PROCESS_ID))",
                        (self.channel, self.pipeline_id, process_id))
 
-    def resolve(self, cursor: Any, changes: list[TargetChange],
-                process_id: int) -> list[TargetChange]:
+    def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
+                padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
+                = None) -> list[TargetChange]:
         """The changes to write: all of them on the winning side; on the other side those of
-        keys the target changed concurrently are left out. Conflicts are logged."""
+        keys the target changed concurrently are left out. Conflicts are logged.
+        ``padding(schema, table, keys)``: how a key is compared on the target (BINARY
+        columns padded again: see :func:`node.target.mysql.render.key_padding`)."""
         losing: set[tuple[str, str, Key]] = set()
         for (schema, table, keys), expected in first_images(changes).items():
-            current = current_rows(cursor, schema, table, keys, list(expected))
+            pad = padding(schema, table, keys) if padding is not None else None
+            wanted = [pad(key) for key in expected] if pad is not None else list(expected)
+            current = current_rows(cursor, schema, table, keys, wanted)
             for key, (before, incoming) in expected.items():
                 now = current.get(tuple(_plain(v) for v in key))
                 if same_row(before, now):
@@ -120,7 +125,10 @@ def same_row(before: Row | None, now: Row | None) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """A value from the binlog or from a SELECT in one comparable form."""
+    """A value from the binlog or from a SELECT in one comparable form (a BINARY value
+    without the zero bytes that pad it, as the binlog gives it)."""
+    if isinstance(value, bytes):
+        return value.rstrip(b"\0") or ""
     if isinstance(value, set | frozenset):
         return ",".join(sorted(value))
     if isinstance(value, dict | list):
