@@ -108,10 +108,6 @@ class Snapshots:
             if previous is None or not self.client.exists(self.paths.cursor(pipeline_id)) or \
                     self.catalog.source(pipeline.target).type == "subscription":
                 continue  # (a subscription carries the binlog's changes only)
-            if len(after.pipelines) == 2:
-                asked.append(f"pipeline {pipeline_id}: tables added to its pairs are not "
-                             f"copied: {TWO_WAY_COPY}")
-                continue
             try:
                 keys = tablekeys.read_keys(self.catalog.source(pipeline.source))
             except Exception as exc:  # the node copies nothing then; said in the log
@@ -125,6 +121,10 @@ class Snapshots:
                     if not key:
                         asked.append(f"pipeline {pipeline_id}: {schema}.{table} is not copied: "
                                      "it has no key (its changes replicate from now on)")
+                        continue
+                    if len(after.pipelines) == 2:
+                        asked.append(f"pipeline {pipeline_id}: {schema}.{table} is not copied "
+                                     f"(its changes replicate from now on): {TWO_WAY_COPY}")
                         continue
                     control.ask(schema, table)
                     asked.append(f"pipeline {pipeline_id}: {schema}.{table} will be copied")

@@ -210,6 +210,8 @@ class Planner:
                 f"repair (rows read from the tables): {TWO_WAY_COPY}. Cancel the request "
                 "(setl snapshot cancel, or delete the retl.retl_buffer rows) and resume the "
                 "channel")
+        for read in reads:  # a table met only by a read may join groups: before placing
+            self._table_group((read.schema, read.table))
         made = self._parts(batch, partitions)
         if reads:
             windows = {window: (first, end) for window, first, end in batch.windows}

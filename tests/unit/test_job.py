@@ -15,6 +15,7 @@ from node.changes import Batch, ChangeType, RowChange, TargetChange, Transaction
 from node.extract.decode import TableSchema
 from node.extract.etl import CompiledPipeline
 from node.extract.job import Part, Planner, run_part
+from node.extract.reads import Read, packed
 from node.jobs import JobSpec, PartResult, in_order
 from node.merge import merge
 from node.target.mysql.facts import TableFacts
@@ -180,6 +181,16 @@ def test_a_table_that_joins_two_groups_mid_batch_brings_their_events_together() 
     txn = Transaction((), BinlogPosition("b.1", 9), 1, 1, events=tuple(events), event_rows=5)
     [part] = planner.parts(Batch("c.p", 1, [txn]), partitions=3)
     assert list(part.numbers) == [1, 2, 3, 2, 1] and list(part.places) == [0, 1, 2, 3, 4]
+    # s.c met only by a rows read (a snapshot chunk) in a batch of a's and b's events
+    planner = Planner(compiled, layouts, Facts(set()), lambda: True,  # type: ignore[arg-type]
+                      PipelineParams())
+    txn = Transaction((), BinlogPosition("b.1", 9), 1, 1, events=tuple(
+        (n, bytes([n]) * 10) for n in (1, 2, 1, 2)), event_rows=4)
+    batch = Batch("c.p", 1, [txn])
+    batch.windows.append((1, 0, 4))
+    read = Read(1, "s", "c", ("id",), ("id",), packed([(1,)]), 1, first=0, end=4)
+    [part] = planner.parts(batch, partitions=3, reads=[read])
+    assert list(part.numbers) == [1, 2, 1, 2] and len(part.reads) == 1
 
 
 def test_a_subscriptions_parts_are_runs_of_whole_transactions_in_binlog_order() -> None:

@@ -46,8 +46,10 @@ class TableFacts:
     def unkeyed(self, keys: tuple[str, ...]) -> bool:
         """Whether rows keyed by ``keys`` have no unique index of the table to meet in (an
         upsert of a changed row would add one beside it); False for a table not known."""
-        return bool(keys and self.columns) and not any(index <= frozenset(keys)
-                                                       for index in self.unique)
+        if not (keys and self.columns):
+            return False
+        named = frozenset(key.lower() for key in keys)  # column names ignore case
+        return not any(frozenset(c.lower() for c in index) <= named for index in self.unique)
 
 
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:

@@ -35,7 +35,8 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
                 f"key over ({', '.join(writes.keys)}), the columns its rows are found by: "
                 "each update would add a row beside the old one. Give the target table a "
                 "primary key on those columns (or a unique key over NOT NULL columns among "
-                "them), then resume the channel")
+                "them), or name the target key's columns in the pair's 'key_columns' (a "
+                "wider key, as a partitioned table's), then resume the channel")
         sqls = _replaced(writes, table, spec) if not big else None
         if sqls is None:
             sqls = [sql for statement in statements(writes, size, table.columns, big)
