@@ -136,8 +136,7 @@ def _key(values: dict[str, Any] | None, keys: tuple[str, ...]) -> tuple[Any, ...
 def loose(key: Sequence[Any]) -> tuple[Any, ...]:
     """A key as a request's JSON and a row's decoded image both give it, compared loosely:
     numbers by value, text without case and trailing spaces (the collations that match
-    more), bytes without the zero bytes that pad a BINARY and as text where they are, dates
-    and times as ISO text. Used only where a
+    more), bytes as text where they are, dates and times as ISO text. Used only where a
     false match is safe (a key asked for is found; a delete asked for is left to the
     stream)."""
     return tuple(_loose(value) for value in key)
@@ -153,7 +152,6 @@ def _loose(value: Any) -> Any:
             value.isoformat() if not isinstance(value, datetime.timedelta) else \
             time_text(value)
     if isinstance(value, bytes):
-        value = value.rstrip(b"\0")  # a BINARY(n) value as the binlog gives it (see mend)
         try:
             value = value.decode("utf-8")
         except UnicodeDecodeError:

@@ -13,7 +13,7 @@ import pymysql
 
 from node.extract import chunks, copylines
 from node.extract.copylines import LinesPlan
-from node.extract.reads import Read, ReadColumn, loose, packed, select
+from node.extract.reads import Read, ReadColumn, loose, mend, packed, select
 from shared import confinement
 from shared.endpoint import connect
 from shared.errors import SourceError
@@ -60,8 +60,11 @@ def run(task: ReadTask) -> Read:
         found = {loose([row[i] for i in at]) for row in rows}
         missing = tuple(keys for keys in task.keys if loose(keys) not in found)
         # every key asked deleted is deleted (on every shard slot its key-only image goes
-        # to); where the source has the row, the row read is written after it, at once
-        deletes = task.deletes
+        # to); where the source has the row, the row read is written after it, at once.
+        # Its key as the binlog gives it (a BINARY without its padding), as the stream's are
+        by_name = {column.name: column for column in task.columns}
+        deletes = tuple(mend([by_name[c] for c in key.columns], task.deletes)) \
+            if all(c in by_name for c in key.columns) else task.deletes
     return Read(task.window, key.schema, key.table, key.columns, names, packed(rows),
                 len(rows), task.label, missing=missing, deletes=deletes)
 
