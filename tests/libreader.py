@@ -1,7 +1,7 @@
 """The reference the workers' row decoder is held against: python-mysql-replication's own
 reading of rows events, with setl's corrections (``tests/librows.py`` for TIME,
-dates and charsets; the mending below for BIT, ENUM, SET, the zero TIMESTAMP and the values
-the library reads as None that are not NULL).
+dates and charsets; the mending below for BIT, ENUM, SET, the zero TIMESTAMP, the year 0000
+and the values the library reads as None that are not NULL).
 
 This was Select's reader until Select stopped decoding rows (issue 11); it stays, for tests
 only, as the second opinion on every value.
@@ -48,7 +48,8 @@ class Read:
 
 def _special(event: Any) -> tuple[Any, ...]:
     columns = event.columns
-    return (frozenset(c.name for c in columns if c.type == FIELD_TYPE.BIT),
+    return (frozenset(c.name for c in columns if c.type == FIELD_TYPE.YEAR),
+            frozenset(c.name for c in columns if c.type == FIELD_TYPE.BIT),
             frozenset(c.name for c in columns if c.type in _TIMESTAMPS),
             tuple((c.name, c.character_set_name) for c in columns
                   if c.type == FIELD_TYPE.ENUM),
@@ -61,8 +62,12 @@ def image(values: dict[str, Any], none_sources: dict[str, str],
           special: tuple[Any, ...]) -> dict[str, Any]:
     """A row image as the server would take it back: BIT as a number (the library gives a
     string of '0'/'1'), ENUM in its column's charset, SET as its text with the members in
-    definition order, the zero TIMESTAMP as itself (the library gives the epoch)."""
-    bits, timestamps, enums, sets = special
+    definition order, the zero TIMESTAMP as itself (the library gives the epoch), the year
+    0000 as 0 (the library adds 1900 to the stored 0; no YEAR holds 1900)."""
+    years, bits, timestamps, enums, sets = special
+    for name in years:
+        if values.get(name) == 1900:
+            values[name] = 0
     for name, reason in none_sources.items():
         if values.get(name) is None and reason in _NOT_NULL:
             values[name] = _NOT_NULL[reason]
