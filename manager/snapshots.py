@@ -35,7 +35,7 @@ class Snapshots:
             raise ConfigError(f"pipeline {pipeline_id} feeds a subscription, which carries "
                               "the binlog's changes only: nothing is copied into it (its "
                               "reader reads the table itself if it needs the rows)")
-        if action == "start" and len(channel.pipelines) == 2:
+        if action == "start" and channel.two_way:
             raise ConfigError(f"pipeline {pipeline_id}: {TWO_WAY_COPY}")
         control = SnapshotControl(self.client, self.paths, pipeline_id)
         message = ""
@@ -122,7 +122,7 @@ class Snapshots:
                         asked.append(f"pipeline {pipeline_id}: {schema}.{table} is not copied: "
                                      "it has no key (its changes replicate from now on)")
                         continue
-                    if len(after.pipelines) == 2:
+                    if after.two_way:
                         asked.append(f"pipeline {pipeline_id}: {schema}.{table} is not copied "
                                      f"(its changes replicate from now on): {TWO_WAY_COPY}")
                         continue

@@ -127,7 +127,7 @@ class PipelineRunner(RunnerStatus):
 
     @property
     def two_way(self) -> bool:
-        return len(self.ctx.channel.pipelines) == 2
+        return self.ctx.channel.two_way
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:

@@ -251,6 +251,10 @@ class Channel:
     # back, so the output applies again as it is
     definition: str = ""
 
+    @property
+    def two_way(self) -> bool:
+        return len(self.pipelines) == 2
+
     def pipeline(self, name: str) -> Pipeline:
         for pipeline in self.pipelines:
             if pipeline.name == name:

@@ -130,7 +130,7 @@ class Verification:
 
     def run(self) -> Report:
         started = time.monotonic()
-        if self.options.repair and len(self.ctx.channel.pipelines) == 2:
+        if self.options.repair and self.ctx.channel.two_way:
             raise VerifyError(f"pipeline {self.ctx.pipeline_id}: a two-way channel takes no "
                               f"repair: {TWO_WAY_COPY}; verify without --repair says what "
                               "differs")
