@@ -11,7 +11,8 @@ window's places in its batch, and its table. In the part that holds the table's 
 :func:`joined` drops every row whose key the stream changed inside the window (the
 stream's change is newer, or as new) and puts the rest in at the window's end, as inserts:
 so a read row never overwrites a newer one and a reader of the target sees the rows as
-they were at the high watermark, with everything before it.
+they were at the high watermark, with everything before it. Keys asked deleted (a free-door
+``D``) are deleted at the window's start, before the stream's changes inside it.
 """
 
 from __future__ import annotations
@@ -87,6 +88,56 @@ def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
     return out
 
 
+def typed(columns: Sequence[ReadColumn], keys: Iterable[Sequence[Any]]
+          ) -> tuple[tuple[Any, ...], ...]:
+    """Keys asked for (a request's JSON values: ``7``, ``"7"``, ``"2020-01-02"``) in the types
+    the binlog decoder gives their columns, so that a key the stream also changes in the
+    batch is one key to the merge: an integer as ``int``, a DECIMAL as ``Decimal``, a date,
+    a datetime or a time as ``date``, ``datetime`` or ``timedelta``, text as ``str``. A value
+    that does not convert (a zero date, ``"abc"`` for a number) stays as it was given."""
+    return tuple(tuple(_typed(column.data_type, value)
+                       for column, value in zip(columns, key, strict=True)) for key in keys)
+
+
+def _typed(data_type: str, value: Any) -> Any:
+    if isinstance(value, bytes) or value is None or isinstance(value, bool):
+        return value
+    try:
+        if data_type in _INTEGERS:
+            number = decimal.Decimal(str(value))
+            return int(number) if number == number.to_integral_value() else value
+        if data_type == "decimal":
+            return decimal.Decimal(str(value))
+        if data_type in ("float", "double"):
+            return float(value)
+        if data_type == "date":
+            return datetime.date.fromisoformat(str(value))
+        if data_type in ("datetime", "timestamp"):
+            return datetime.datetime.fromisoformat(str(value))
+        if data_type == "time":
+            return _timedelta(str(value))
+    except (ValueError, ArithmeticError):
+        return value
+    return str(value) if data_type in _TEXTS else value
+
+
+_INTEGERS = frozenset(("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year",
+                       "bit"))
+_TEXTS = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
+                    "set"))
+_TIME = re.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+def _timedelta(text: str) -> datetime.timedelta:
+    found = _TIME.fullmatch(text.strip())
+    if found is None:
+        raise ValueError(text)
+    sign, hours, minutes, seconds, fraction = found.groups()
+    value = datetime.timedelta(hours=int(hours), minutes=int(minutes), seconds=int(seconds),
+                               microseconds=int((fraction or "0").ljust(6, "0")))
+    return -value if sign else value
+
+
 class Read(NamedTuple):
     """Rows read in one window for one table (a chunk, or keys asked for)."""
 
@@ -136,9 +187,8 @@ def _key(values: dict[str, Any] | None, keys: tuple[str, ...]) -> tuple[Any, ...
 def loose(key: Sequence[Any]) -> tuple[Any, ...]:
     """A key as a request's JSON and a row's decoded image both give it, compared loosely:
     numbers by value, text without case and trailing spaces (the collations that match
-    more), bytes as text where they are, dates and times as ISO text. Used only where a
-    false match is safe (a key asked for is found; a delete asked for is left to the
-    stream)."""
+    more), bytes as text where they are, dates and times as ISO text. Used only to say
+    which keys asked for were found (a request's note), never to choose what is written."""
     return tuple(_loose(value) for value in key)
 
 
@@ -173,22 +223,21 @@ _FRACTION = re.compile(r"\d:\d\d\.\d+$")
 def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
            ) -> list[tuple[int, RowChange]]:
     """The reads' rows as numbered changes at their windows' ends, without the keys the
-    stream changed inside the windows."""
+    stream changed inside the windows; the deletes asked for at the windows' starts."""
     out: list[tuple[int, RowChange]] = []
     for read in reads:
-        changed = changed_keys(read, numbered)
-        base = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
-        at = base
-        # deletes first: a key asked deleted that a read row turns out to hold (a match only
-        # the server's collation sees) is written back by the row
-        touched = {loose(key) for key in changed if key is not None} if read.deletes else set()
-        for key in read.deletes:  # the stream's change of the key, if any, is newer
-            if loose(key) in touched:
-                continue
+        # A key asked deleted goes at the window's start, before every change the stream made
+        # inside it: whatever the stream did to that row (or to one the table's collation takes
+        # for it: 'e' and 'é', 'a' and 'A ') follows, as it did on the source, and the row
+        # read (the source's, if it has one) goes in at the end. No key is compared here, so
+        # none can be matched wrongly ('007' and '7' in a VARCHAR are two rows).
+        start = (read.first << ROW_BITS) - len(read.deletes)
+        for at, key in enumerate(read.deletes, start):
             before = dict(zip(read.keys, key, strict=True))
             out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,
                                       before, None)))
-            at += 1
+        changed = changed_keys(read, numbered)
+        at = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
         for row in pickle.loads(read.rows):
             after = dict(zip(read.columns, row, strict=True))
             if _key(after, read.keys) in changed:

@@ -13,7 +13,7 @@ import pymysql
 
 from node.extract import chunks, copylines
 from node.extract.copylines import LinesPlan
-from node.extract.reads import Read, ReadColumn, loose, mend, packed, select
+from node.extract.reads import Read, ReadColumn, loose, mend, packed, select, typed
 from shared import confinement
 from shared.endpoint import connect
 from shared.errors import SourceError
@@ -61,10 +61,14 @@ def run(task: ReadTask) -> Read:
         missing = tuple(keys for keys in task.keys if loose(keys) not in found)
         # every key asked deleted is deleted (on every shard slot its key-only image goes
         # to); where the source has the row, the row read is written after it, at once.
-        # Its key as the binlog gives it (a BINARY without its padding), as the stream's are
+        # Its key as the binlog gives it (a BINARY without its padding, a number as a
+        # number), as the stream's are
         by_name = {column.name: column for column in task.columns}
-        deletes = tuple(mend([by_name[c] for c in key.columns], task.deletes)) \
-            if all(c in by_name for c in key.columns) else task.deletes
+        if all(c in by_name for c in key.columns):
+            asked = [by_name[c] for c in key.columns]
+            deletes = typed(asked, mend(asked, task.deletes))
+        else:
+            deletes = task.deletes
     return Read(task.window, key.schema, key.table, key.columns, names, packed(rows),
                 len(rows), task.label, missing=missing, deletes=deletes)
 

@@ -18,6 +18,7 @@ from tests.integration.shapes import channel as shapes_channel
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
 MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d DATE, "
          "v VARCHAR(20), PRIMARY KEY (a, b, c, d))")
+CODES = "CREATE TABLE `{schema}`.codes (code VARCHAR(20) PRIMARY KEY, n INT)"
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
 
 
@@ -141,6 +142,46 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
     assert sum(name.startswith("cold") for name in names) > rows // 10
     assert sum(name in ("hot", "reborn") for name in names) > 100
     cluster.set_status("door-race", "STOP")
+
+
+def test_deletes_asked_are_loaded_while_the_stream_changes_a_key_that_looks_alike(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Rows only the target has ('07', '007', …) are asked deleted, one window each, while
+    the source updates the row '7' without pause: '7' and '007' are two rows of a VARCHAR
+    key, so no delete may be taken for the stream's change of '7' (each was skipped, and the
+    target kept the row, when the stream changed '7' inside its window)."""
+    schema = make_schema(source, target, CODES)
+    t = f"`{schema}`.codes"
+    without_binlog(source, f"INSERT INTO {t} VALUES ('7', 0)")
+    stale = ["0" * zeros + "7" for zeros in range(1, 20)]
+    target.execute(f"INSERT INTO {t} VALUES ('7', 0), "
+                   + ", ".join(f"('{code}', -1)" for code in stale))
+    start(cluster, "door-alike", schema, ["codes"])
+    stop = threading.Event()
+
+    def churn(db: Database) -> None:
+        while not stop.is_set():
+            db.execute(f"UPDATE {t} SET n = n + 1 WHERE code = '7'")
+            stop.wait(0.002)
+
+    writer = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=churn, args=(writer,), daemon=True)
+    thread.start()
+    try:
+        for asked, code in enumerate(stale, 1):  # one request a window
+            request_rows(source, f"{schema}.codes", [(code,)], kind="D")
+            wait_for(lambda n=asked: door(cluster, "door-alike").requested >= n, 60,
+                     f"the delete of {code!r} served")
+    finally:
+        stop.set()
+        thread.join(60)
+        writer.close()
+    assert not thread.is_alive(), "the racing writer did not stop"
+    assert door(cluster, "door-alike").loaded == len(stale)
+    wait_equal(source, target, schema, ["codes"])
+    assert target.rows(f"SELECT code FROM {t}") == [("7",)]
+    assert source.rows(f"SELECT n > 20 FROM {t}") == [(1,)]  # the writer raced the requests
+    cluster.set_status("door-alike", "STOP")
 
 
 def test_the_cli_writes_requests_and_shows_the_counters(

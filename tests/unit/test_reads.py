@@ -1,6 +1,8 @@
 """Rows read in a watermark window joining the stream (node.extract.reads): keys the stream
-changed inside the window are left to the stream, deletes asked for come before the rows
-read, and keys given as a request's JSON match the decoded rows loosely."""
+changed inside the window are left to the stream, deletes asked for come at the window's
+start (before the stream's changes inside it and the rows read), keys asked for are typed
+as the decoder types their columns, and a request's keys match the decoded rows loosely for
+its note."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ import datetime
 import decimal
 
 from node.changes import ChangeType, RowChange
-from node.extract.reads import INSIDE, ROW_BITS, Read, ReadColumn, joined, loose, mend, packed
+from node.extract.reads import (
+    INSIDE,
+    ROW_BITS,
+    Read,
+    ReadColumn,
+    joined,
+    loose,
+    mend,
+    packed,
+    typed,
+)
 
 
 def read(rows: list[tuple], deletes: tuple = ()) -> Read:
@@ -24,10 +36,13 @@ def test_keys_changed_inside_the_window_are_left_to_the_stream() -> None:
     out = joined([read([(1, "a"), (2, "b"), (3, "c")], deletes=((2,), (4,)))],
                  [before, inside])
     assert [(change.type, change.before or change.after) for _, change in out] == [
-        (ChangeType.DELETE, {"id": 4}),  # deletes first; key 2 is the stream's
+        (ChangeType.DELETE, {"id": 2}), (ChangeType.DELETE, {"id": 4}),  # at the start
         (ChangeType.INSERT, {"id": 1, "v": "a"}), (ChangeType.INSERT, {"id": 3, "v": "c"})]
     seqs = [seq for seq, _ in out]
-    assert seqs == sorted(seqs) and seqs[0] == (4 << ROW_BITS) + INSIDE  # at the window's end
+    assert seqs == sorted(seqs)
+    assert seqs[:2] == [(2 << ROW_BITS) - 2, (2 << ROW_BITS) - 1]  # before the window's events
+    assert before[0] < seqs[0] and seqs[1] < inside[0]  # so the stream's update follows them
+    assert seqs[2] == (4 << ROW_BITS) + INSIDE  # the rows at the window's end
 
 
 def test_request_keys_match_decoded_keys_loosely() -> None:
@@ -37,14 +52,43 @@ def test_request_keys_match_decoded_keys_loosely() -> None:
     assert loose([b"\x00\xff"]) == loose([b"\x00\xff"]) and loose([1]) != loose([2])
 
 
-def test_a_delete_asked_with_a_padded_binary_key_is_left_to_the_stream_that_changed_it(
+def test_a_delete_asked_with_a_padded_binary_key_comes_before_the_streams_change_of_it(
         ) -> None:
     """A BINARY(4) key as a request gives it (padded) and as the binlog gives it (not): the
-    stream's update in the window is newer, so no delete follows it."""
+    delete goes first, by the key as the binlog gives it, and the stream's update follows."""
     inside = (3 << ROW_BITS, RowChange("s", "t", ChangeType.UPDATE, ("id",),
                                        {"id": b"\x01\x02", "v": 0}, {"id": b"\x01\x02", "v": 9}))
     asked = mend([ReadColumn("id", "binary", "binary(4)")],  # as node.snapshot.tasks does
                  [(b"\x01\x02\x00\x00",), (b"\x03\x00",)])
     out = joined([read([], deletes=tuple(asked))], [inside])
-    assert [change.before for _, change in out] == [{"id": b"\x03"}]
+    assert [change.before for _, change in out] == [{"id": b"\x01\x02"}, {"id": b"\x03"}]
+    assert all(seq < inside[0] for seq, _ in out)
     assert loose([b"a\x00"]) != loose([b"a"])  # a VARBINARY's zero bytes are its own
+
+
+def test_a_delete_asked_is_never_matched_to_another_key_the_stream_changed() -> None:
+    """'007' and '7' are two rows of a VARCHAR key (the loose match of a request's note takes
+    them for one): the delete of '007' is not skipped because the stream changed '7'. And 'e'
+    asked deleted while the stream inserts 'é' (one key to utf8mb4_unicode_ci): the delete
+    comes first, so the target's collation cannot make it remove the row the stream wrote."""
+    changes = [(3 << ROW_BITS, RowChange("s", "t", ChangeType.UPDATE, ("id",),
+                                         {"id": "7", "v": 0}, {"id": "7", "v": 1})),
+               (4 << ROW_BITS, RowChange("s", "t", ChangeType.INSERT, ("id",), None,
+                                         {"id": "é", "v": 2}))]
+    out = joined([read([], deletes=(("007",), ("e",)))], changes)
+    assert [change.before for _, change in out] == [{"id": "007"}, {"id": "e"}]
+    assert max(seq for seq, _ in out) < min(seq for seq, _ in changes)
+
+
+def test_keys_asked_are_typed_as_the_decoder_types_their_columns() -> None:
+    columns = [ReadColumn("i", "int"), ReadColumn("d", "decimal"), ReadColumn("day", "date"),
+               ReadColumn("at", "datetime"), ReadColumn("t", "time"),
+               ReadColumn("s", "varchar"), ReadColumn("b", "varbinary")]
+    assert typed(columns, [("007", "1.50", "2020-01-02", "2020-01-02 03:04:05.5", "-26:00:01.25",
+                            7, b"\x00")]) == ((
+        7, decimal.Decimal("1.50"), datetime.date(2020, 1, 2),
+        datetime.datetime(2020, 1, 2, 3, 4, 5, 500000),
+        -datetime.timedelta(hours=26, seconds=1, microseconds=250000), "7", b"\x00"),)
+    # what does not convert stays as given: a zero date, text for a number, a fraction
+    assert typed(columns[:3], [("abc", "x", "0000-00-00")]) == (("abc", "x", "0000-00-00"),)
+    assert typed(columns[:1], [("7.5",)]) == (("7.5",),)
