@@ -26,6 +26,13 @@ from shared.errors import ConfigError, DatabaseHostError, SourceError
 from shared.identifiers import template
 from shared.model import DataSource
 
+# The session setl reads rows in (copies, free door, lookups, verify): TIMESTAMP in UTC and
+# CHAR without the spaces that pad it, as the binlog gives both. A server whose sql_mode has
+# PAD_CHAR_TO_FULL_LENGTH would pad them: such a key never matched the stream's, and a CHAR
+# copied into a VARCHAR kept the spaces.
+READING = ("SET time_zone = '+00:00', "
+           "sql_mode = REPLACE(@@sql_mode, 'PAD_CHAR_TO_FULL_LENGTH', '')")
+
 
 def _verified(conn: pymysql.Connection) -> bool:
     """Whether the connection runs over TLS that verified the server (a source's ``tls:``)."""

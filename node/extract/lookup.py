@@ -16,7 +16,7 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
-from shared.endpoint import DictCursor, connect
+from shared.endpoint import READING, DictCursor, connect
 from shared.identifiers import quote
 from shared.model import DataSource
 from shared.tablekeys import row_keys
@@ -39,7 +39,7 @@ class Lookup:
             # TIMESTAMP in UTC, as the binlog gives it and Load writes it
             self._conn = connect(self.source, autocommit=True,
                                  cursorclass=DictCursor,
-                                 init_command="SET time_zone = '+00:00'")
+                                 init_command=READING)
         return self._conn.cursor()
 
     def rows(self, schema: str, table: str, keys: tuple[str, ...],

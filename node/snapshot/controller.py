@@ -39,7 +39,7 @@ from node.snapshot.state import SnapshotStore, TableCopy, progress
 from node.snapshot.tasks import ReadTask, run, run_lines
 from node.spark import SparkRunner
 from shared import confinement
-from shared.endpoint import connect
+from shared.endpoint import READING, connect
 from shared.errors import ConfigError, SetlError, SourceError
 from shared.model import DataSource, PipelineParams
 from shared.retl import SIGNAL_TABLE
@@ -371,7 +371,7 @@ class Snapshots:
             raise ConfigError(f"pipeline {self.pipeline_id}: table {schema}.{table} is not "
                               "replicated by this pipeline, so it cannot be copied by it")
         configured = self.compiled.configured_keys(schema, table)
-        with connect(self.source, init_command="SET time_zone = '+00:00'") as conn, \
+        with connect(self.source, init_command=READING) as conn, \
                 conn.cursor() as cursor:
             primary = chunks.table_key(cursor, schema, table)
             if primary is None:

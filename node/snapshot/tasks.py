@@ -15,7 +15,7 @@ from node.extract import chunks, copylines
 from node.extract.copylines import LinesPlan
 from node.extract.reads import Read, ReadColumn, loose, mend, packed, select, typed
 from shared import confinement
-from shared.endpoint import connect
+from shared.endpoint import READING, connect
 from shared.errors import SourceError
 from shared.identifiers import quote
 from shared.model import DataSource
@@ -102,8 +102,8 @@ def _reading(task: ReadTask) -> Iterator[Any]:
     read's."""
     key = task.key
     try:
-        with connect(task.source, init_command="SET time_zone = '+00:00', "
-                     "group_concat_max_len = @@max_allowed_packet") as conn, \
+        with connect(task.source, init_command=READING + ", group_concat_max_len = "
+                     "@@max_allowed_packet") as conn, \
                 conn.cursor() as cursor:
             yield cursor
     except pymysql.MySQLError as exc:

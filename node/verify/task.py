@@ -37,11 +37,11 @@ from node.verify.readers import (
     source_snapshot,
     target_snapshot,
 )
-from shared.endpoint import connect
+from shared.endpoint import READING, connect
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 
-SESSION = "SET time_zone = '+00:00'"  # TIMESTAMP in UTC, as the binlog gives it
+SESSION = READING  # TIMESTAMP in UTC, CHAR unpadded: as the binlog gives them
 RUN = 8  # consecutive chunks summed by one query a side first (the sql method)
 
 

@@ -19,6 +19,7 @@ ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qt
 MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d DATE, "
          "v VARCHAR(20), PRIMARY KEY (a, b, c, d))")
 CODES = "CREATE TABLE `{schema}`.codes (code VARCHAR(20) PRIMARY KEY, n INT)"
+PADS = "CREATE TABLE `{schema}`.pads (k CHAR(4) PRIMARY KEY, c CHAR(6))"
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
 
 
@@ -182,6 +183,33 @@ def test_deletes_asked_are_loaded_while_the_stream_changes_a_key_that_looks_alik
     assert target.rows(f"SELECT code FROM {t}") == [("7",)]
     assert source.rows(f"SELECT n > 20 FROM {t}") == [(1,)]  # the writer raced the requests
     cluster.set_status("door-alike", "STOP")
+
+
+def test_char_values_are_read_unpadded_whatever_the_sources_sql_mode(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A source whose global sql_mode pads CHAR values when read (PAD_CHAR_TO_FULL_LENGTH):
+    rows backfilled into the target's VARCHAR columns hold no spaces the binlog does not
+    give, and the stream's update finds its row by the key as the binlog gives it."""
+    schema = make_schema(source, target, PADS)
+    t = f"`{schema}`.pads"
+    target.execute(f"ALTER TABLE {t} MODIFY k VARCHAR(4), MODIFY c VARCHAR(6)")
+    without_binlog(source, f"INSERT INTO {t} VALUES ('ab', 'x'), ('cd', NULL), ('e', 'long')")
+    (mode,), = source.rows("SELECT @@global.sql_mode")
+    source.execute("SET GLOBAL sql_mode = CONCAT(@@global.sql_mode, ',PAD_CHAR_TO_FULL_LENGTH')")
+    try:
+        padded = Database(cluster.sandbox, "source")  # a session as the node's readers get
+        assert padded.rows(f"SELECT k FROM {t} WHERE k = 'ab'") == [("ab  ",)]
+        padded.close()
+        start(cluster, "door-pads", schema, ["pads"])
+        request_rows(source, f"{schema}.pads", [("ab",), ("cd",), ("e",)])
+        wait_for(lambda: door(cluster, "door-pads").loaded == 3, 60, "the backfill loaded")
+        source.execute(f"UPDATE {t} SET c = 'y' WHERE k = 'ab'")
+        wait_equal(source, target, schema, ["pads"])
+    finally:
+        source.execute("SET GLOBAL sql_mode = %s", (mode,))
+    assert target.rows(f"SELECT k, c FROM {t} ORDER BY k") == [
+        ("ab", "y"), ("cd", None), ("e", "long")]
+    cluster.set_status("door-pads", "STOP")
 
 
 def test_the_cli_writes_requests_and_shows_the_counters(
