@@ -6,7 +6,9 @@ own mappings? With ``--repair``, differing rows are sent through the free door.
 
 A progress bar goes to stderr while it runs; the result is a table per pipeline (or
 ``-o json``). Exit code 0 when every table verified is equal, 1 when differences remain,
-2 on an error (nothing could be verified, a database or the pipeline failed).
+2 on an error (nothing could be verified, a database or the pipeline failed), 3 when no
+difference was found but some keys could not be compared (*unsettled*: the pipeline stayed
+behind, or writers kept the rows busy, through every re-check): not proven equal.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from manager import render
 from manager.client import ManagerClient
 from shared.rpc import manager_pb2
 
-EXIT_EQUAL, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+EXIT_EQUAL, EXIT_DIFFERENT, EXIT_ERROR, EXIT_UNSETTLED = 0, 1, 2, 3
 SHOWN = 20  # differing keys listed per table in the human output
 
 
@@ -33,7 +35,8 @@ def add_command(commands: Any) -> None:
         description="Compare each table a channel's pipelines replicate with its targets, "
         "chunk by chunk, through the pipeline's own Extract/Transform; rows that change "
         "while it runs are re-checked once the pipeline has loaded them, never reported as "
-        "differences. Exit code 0: equal, 1: differences remain, 2: error.")
+        "differences. Exit code 0: equal, 1: differences remain, 2: error, 3: no difference "
+        "found but some keys could not be compared in time (run it again).")
     verify.add_argument("channel", help="the channel whose targets to compare")
     verify.add_argument("--pipeline", default="", help="one pipeline (default: every one)")
     verify.add_argument("--table", default="", help="schema.table on the source (default: "
@@ -85,7 +88,10 @@ def exit_code(reports: list[manager_pb2.VerifyReport]) -> int:
     if not tables:
         return EXIT_ERROR  # nothing was verified (the report says why)
     left = [t.remaining if t.remaining >= 0 else t.differing_keys for t in tables]
-    return EXIT_DIFFERENT if any(left) else EXIT_EQUAL
+    if any(left):
+        return EXIT_DIFFERENT
+    # a key never compared in time may differ: not "equal"
+    return EXIT_UNSETTLED if any(t.unsettled for t in tables) else EXIT_EQUAL
 
 
 def human(reports: list[manager_pb2.VerifyReport]) -> str:
@@ -105,8 +111,9 @@ def human(reports: list[manager_pb2.VerifyReport]) -> str:
                 lines.append(f"  … {t.differing_keys} differing key(s) in {t.table} "
                              "(all of them with -o json, up to 1,000)")
             if t.unsettled:
-                lines.append(f"  {t.table}: {t.unsettled} key(s) changed in every re-check "
-                             "(busy rows, not differences)")
+                lines.append(f"  {t.table}: {t.unsettled} key(s) not compared in time (the "
+                             "pipeline stayed behind, or writers kept the rows busy, in every "
+                             "re-check): run verify again when it has caught up")
             lines += [f"  note: {t.table}: {note}" for note in t.notes]
             if t.remaining >= 0:
                 lines.append(f"  repair: {t.table}: {t.repaired} free-door request(s) to the "
@@ -114,7 +121,8 @@ def human(reports: list[manager_pb2.VerifyReport]) -> str:
         lines += [f"  not verified: {s.table}: {s.reason}" for s in report.skipped]
     code = exit_code(reports)
     verdict = {EXIT_EQUAL: "equal", EXIT_ERROR: "nothing verified",
-               EXIT_DIFFERENT: "differences remain"}[code]
+               EXIT_DIFFERENT: "differences remain",
+               EXIT_UNSETTLED: "no difference found, but not proven equal: unsettled keys"}[code]
     return "\n".join(out + lines + [verdict])
 
 
