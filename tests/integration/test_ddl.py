@@ -158,3 +158,47 @@ def test_a_ddl_whose_intent_was_written_but_that_never_ran_runs_on_the_replay(
     finally:
         conn.close()
         loader.close()
+
+
+def test_a_ddl_whose_intent_was_written_runs_on_the_replay_though_rows_came_meanwhile(
+        sandbox, source, target):
+    """Another writer's row moves the table's AUTO_INCREMENT counter after the intent: the
+    schema did not move, so the DDL did not run, and the replay runs it."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (id INT AUTO_INCREMENT "
+                         "PRIMARY KEY, x INT)")
+    pipeline_id = f"ddl3-{schema}.forward"
+    change = ddl_change(schema, "a", f"ALTER TABLE `{schema}`.a CHANGE x x2 INT")
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    conn = pymysql.connect(**sandbox.connection("target"), autocommit=False)
+    try:
+        assert loader.load(ddl_batch(1, 100), []) == 0  # the pipeline's position row
+        with conn.cursor() as cursor:  # the intent committed, then the node died
+            assert not ran_before(cursor, change, pipeline_id, ddl_batch(2, 200).end, 0)
+        target.execute(f"INSERT INTO `{schema}`.a (x) VALUES (1), (2)")  # another writer
+        assert loader.load(ddl_batch(2, 200), [change]) == 1
+        assert [c for c, _ in columns(target, schema, "a")] == ["id", "x2"]
+    finally:
+        conn.close()
+        loader.close()
+
+
+def test_an_alter_with_a_clause_already_on_the_target_stops_rather_than_skip_the_others(
+        sandbox, source, target):
+    """The target has the column the ALTER adds: the ALTER fails as a whole, so its other
+    clause never ran; taking it as applied left the column's type behind."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
+    target.execute(f"ALTER TABLE `{schema}`.a ADD note TEXT")
+    pipeline_id = f"ddl4-{schema}.forward"
+    change = ddl_change(schema, "a", f"ALTER TABLE `{schema}`.a ADD note TEXT, "
+                        "MODIFY y BIGINT")
+    single = ddl_change(schema, "a", f"ALTER TABLE `{schema}`.a ALGORITHM=COPY, ADD note TEXT")
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    try:
+        with pytest.raises(Exception, match="part of it is there already"):
+            loader.load(ddl_batch(1, 100), [change])
+        assert dict(columns(target, schema, "a"))["y"] == "int(11)"
+        assert loader.load(ddl_batch(2, 200), [single]) == 0  # one clause: taken as applied
+    finally:
+        loader.close()

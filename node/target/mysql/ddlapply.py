@@ -10,13 +10,17 @@ fingerprint that moved since the intent means the DDL ran (taken as applied, wha
 kind: a renamed column, an unnamed index, a table swap by RENAME, a cut-over of an online
 schema change); the same fingerprint means it did not, and it runs. On a first try, an
 error that proves the effect is already there (a CREATE of a table that exists, …) is
-still taken as applied, as before."""
+still taken as applied, as before — for an ALTER only when it has one clause: a failed
+ALTER changes nothing, so a column already there must not hide the clauses beside it.
+The fingerprint leaves out the table's ``AUTO_INCREMENT`` counter, which any other writer
+moves (the DDL did not run because a row came)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import re
 from typing import Any
 
 import pymysql
@@ -25,6 +29,7 @@ from node.changes import TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import run_under, sql_mode
+from node.sqllex import SYMBOL, Token, code
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
 
@@ -45,6 +50,8 @@ INTENT_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_ddl (
   PRIMARY KEY (pipeline_id, binlog_file, binlog_pos, seq)
 ) ENGINE=InnoDB"""
 INTENTS_DONE = "DELETE FROM retl.retl_ddl WHERE pipeline_id = %s"
+_COUNTER = re.compile(r" AUTO_INCREMENT=\d+")  # SHOW CREATE TABLE's table option
+_OPTIONS = frozenset(("ALGORITHM", "LOCK"))  # clauses that change nothing
 
 
 def tables_of(change: TargetChange) -> list[tuple[str, str]]:
@@ -57,6 +64,29 @@ def tables_of(change: TargetChange) -> list[tuple[str, str]]:
     return sorted(set(found))
 
 
+def clauses(statement: str, mode: int = 0) -> int:
+    """How many clauses an ALTER TABLE has that change something (``ALGORITHM=…``,
+    ``LOCK=…`` do not): the parts between its top-level commas."""
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for token in code(statement, mode):
+        if token.kind == SYMBOL and token.text in "()":
+            depth += 1 if token.text == "(" else -1
+        if token.kind == SYMBOL and token.text == "," and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return max(sum(not _option(part) for part in parts), 1)
+
+
+def _option(part: list[Token]) -> bool:
+    """Whether a clause ends as ``ALGORITHM [=] x`` or ``LOCK [=] x`` (the first clause
+    begins with ``ALTER TABLE t``)."""
+    if len(part) >= 3 and part[-2].text == "=":
+        return part[-3].is_word(*_OPTIONS)
+    return len(part) >= 2 and part[-2].is_word(*_OPTIONS)
+
+
 def fingerprint(cursor: Any, tables: list[tuple[str, str]]) -> str:
     """What the target's schema says of ``tables`` now: each one's definition and InnoDB
     table id (which follows a table through a RENAME), or that it is not there."""
@@ -64,7 +94,7 @@ def fingerprint(cursor: Any, tables: list[tuple[str, str]]) -> str:
     for schema, table in tables:
         try:
             cursor.execute(f"SHOW CREATE TABLE {qualified(schema, table)}")
-            definition = str(cursor.fetchone()[1])
+            definition = _COUNTER.sub("", str(cursor.fetchone()[1]))
         except pymysql.MySQLError:
             definition = None
         seen.append([schema, table, definition, _table_id(cursor, schema, table)])
@@ -126,6 +156,14 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
         code = exc.args[0] if exc.args else 0
         done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (
             kind == "RENAME" and code in RENAME_ERRORS and _renamed(cursor, change))
+        if done and kind == "ALTER" and clauses(change.ddl, mode) > 1:
+            raise type(exc)(code, (
+                f"{change.ddl!r} failed on target {change.datasource} ({exc.args[-1]}): part "
+                "of it is there already, and a failed ALTER runs none of its other clauses. "
+                f"Make {change.schema}.{change.table} on the target match the source's "
+                "(SHOW CREATE TABLE on both), then move the pipeline past this statement: "
+                f"setl position set {pipeline_id.replace('.', '/')} --file … --pos … (the "
+                "next transaction's position), and resume")) from None
         if not done and kind == "CREATE" and code == MISSING_TABLE:
             raise type(exc)(code, (
                 f"{change.ddl!r} needs a table target {change.datasource} does not have "
