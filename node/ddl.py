@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlsession import database_defaults, sql_mode
 from node.sqllex import NAME, WORD, Token, code, identifier
+from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
 
 # the target of one source table: (datasource, schema, table) for every pair that maps it
@@ -32,6 +33,8 @@ Mapper = Callable[[str, str], list[tuple[str, str, str]]]
 DatabaseMapper = Callable[[str], list[tuple[str, str]]]
 # a source database's default charset and collation, ("", "") when unknown
 DatabaseDefaults = Callable[[str], tuple[str, str]]
+# whether a source table's targets may hold other source tables' rows too
+Gathered = Callable[[str, str], bool]
 
 
 @dataclass(frozen=True)
@@ -248,12 +251,25 @@ def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str,
         head = text[:ddl.renames[0][0].start]
         for old, new in ddl.renames:
             between = text[old.end:new.start]
-            for (source, schema, table), (new_source, new_schema, new_table) in zip(
-                    mapper(*old.pair), mapper(*new.pair), strict=False):
-                if source == new_source:
-                    yield source, schema, table, (
-                        f"{head}{qualified(schema, table)}{between}"
-                        f"{qualified(new_schema, new_table)}")
+            olds, news = mapper(*old.pair), mapper(*new.pair)
+            if not olds and not news:
+                continue  # neither name is replicated
+            if len(olds) != len(news) or any(
+                    a[0] != b[0] for a, b in zip(olds, news, strict=True)):
+                raise ConfigError(
+                    f"the source ran {text.strip()[:200]!r}: it renames "
+                    f"{qualified(*old.pair)} to {qualified(*new.pair)}, and only one of the "
+                    "two is replicated (or they go to different targets), so the target "
+                    "cannot follow: a table swap would leave the target with the old rows, "
+                    "or with rows never replicated. Make the target's table match the "
+                    "source's by hand (copy it: setl snapshot), then move the pipeline past "
+                    "this statement: setl position set CHANNEL/PIPELINE --file … --pos … "
+                    "(the next transaction's position), and resume")
+            for (source, schema, table), (_, new_schema, new_table) in zip(
+                    olds, news, strict=True):
+                yield source, schema, table, (
+                    f"{head}{qualified(schema, table)}{between}"
+                    f"{qualified(new_schema, new_table)}")
         return
     first, last = ddl.names[0], ddl.names[-1]
     for name in ddl.names:
@@ -271,11 +287,13 @@ def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str,
 
 def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
                   defaults: DatabaseDefaults | None = None,
-                  databases: DatabaseMapper | None = None) -> Iterator[TargetChange]:
+                  databases: DatabaseMapper | None = None,
+                  gathered: Gathered | None = None) -> Iterator[TargetChange]:
     """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
     a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
     source database's default charset and collation, so that columns which inherit them hold
-    the same bytes as on the source."""
+    the same bytes as on the source. A DROP or TRUNCATE of a table whose target holds other
+    source tables' rows too (shards into one table) is refused: it would remove theirs."""
     mode = sql_mode(change.session)
     ddl = parse(change.ddl, change.schema, mode)
     if ddl is None:
@@ -283,6 +301,17 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
         if database is not None and databases is not None:
             yield from _database_statements(database, change, seq, databases)
         return
+    if ddl.kind in ("DROP", "TRUNCATE") and gathered is not None:
+        for name in ddl.names:
+            if mapper(*name.pair) and gathered(*name.pair):
+                targets = ", ".join(qualified(*t[1:]) for t in mapper(*name.pair))
+                raise ConfigError(
+                    f"the source ran {change.ddl.strip()[:200]!r}, but {targets} also takes "
+                    f"rows of other source tables than {qualified(*name.pair)}: setl does "
+                    "not run it there, it would remove theirs too. Delete that table's rows "
+                    "from the target by hand if they should go, then move the pipeline past "
+                    "this statement: setl position set CHANNEL/PIPELINE --file … --pos … (the "
+                    "next transaction's position), and resume")
     made: set[tuple[str, str]] = set()
     for source, schema, table, statement in target_statements(ddl, mapper):
         if ddl.kind == "CREATE" and defaults is not None and (source, schema) not in made:

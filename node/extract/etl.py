@@ -82,6 +82,20 @@ class CompiledPair:
         return target.literal
 
 
+def _gathers(pair: MediaPair) -> bool:
+    """Whether several source tables can land in one target table by ``pair``."""
+    source, target = pair.source, pair.target
+
+    def follows(mine: NamePattern, theirs: NamePattern, placeholder: str) -> bool:
+        return mine.kind is PatternKind.SINGLE or \
+            mine.kind is theirs.kind is PatternKind.MULTI or \
+            any(name.kind is PatternKind.TEMPLATE and placeholder in name.text
+                for name in (target.namespace, target.table))
+
+    return not (follows(source.table, target.table, "{table}")
+                and follows(source.namespace, target.namespace, "{schema}"))
+
+
 def processor_problems(pipeline: Pipeline) -> list[str]:
     """Why processors and virtual-column functions of ``pipeline`` may not run under this
     node's rules: checked when the pipeline starts, before a row or a module is touched (a
@@ -196,6 +210,20 @@ class CompiledPipeline:
     def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every target a source table is written to."""
         return [entry.address(schema, table) for entry in self.pairs_for(schema, table)]
+
+    def gathered(self, schema: str, table: str) -> bool:
+        """Whether a target of a source table may also hold rows of other source tables: its
+        pair takes a pattern of tables into a name that does not follow them (shards into
+        one table), or another pair names the same target."""
+        mine = self.pairs_for(schema, table)
+        if any(_gathers(entry.pair) for entry in mine):
+            return True
+        targets = {entry.address(schema, table) for entry in mine}
+        return any(
+            (p.target.datasource, p.target.namespace.literal, p.target.table.literal) in targets
+            for entry in self.pairs if entry not in mine
+            for p in (entry.pair,)
+            if p.target.namespace.kind is p.target.table.kind is PatternKind.SINGLE)
 
     def target_databases(self, schema: str) -> list[tuple[str, str]]:
         """(datasource, schema) of every target database a source database's tables go to by
@@ -373,7 +401,8 @@ def extract_transform_lists(compiled: CompiledPipeline,
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
                 out += transform_ddl(change, item[0], compiled.target_tables,
-                                     compiled.database_defaults, compiled.target_databases)
+                                     compiled.database_defaults, compiled.target_databases,
+                                     compiled.gathered)
         else:
             plain.append(item)
     joined = look_up_joins(compiled.source, [

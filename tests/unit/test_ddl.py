@@ -7,6 +7,7 @@ import pytest
 from node.changes import ChangeType, RowChange
 from node.ddl import on_database, parse, transform_ddl
 from node.extract.etl import extract_transform
+from shared.errors import ConfigError
 from tests.unit.test_etl import compiled
 
 PAIRS = ("{source: shop.orders, target: copy.orders_v2}",
@@ -59,8 +60,42 @@ def test_drop_of_several_tables_is_one_statement_per_target_and_skips_unmatched(
 
 
 def test_rename_maps_both_names_and_needs_both_on_one_target() -> None:
-    found = ddl_targets("RENAME TABLE part_1 TO part_2, orders TO gone")
+    found = ddl_targets("RENAME TABLE part_1 TO part_2, elsewhere TO gone")
     assert found == [("dst", "copy", "p_1", "RENAME TABLE `copy`.`p_1` TO `copy`.`p_2`")]
+
+
+@pytest.mark.parametrize("statement", [
+    "RENAME TABLE part_1 TO part_2, orders TO gone",  # a replicated table renamed away
+    "RENAME TABLE orders TO _orders_del, _orders_gho TO orders",  # an online change's cut-over
+    "RENAME TABLE orders TO users",  # two targets on two datasources
+])
+def test_a_rename_the_target_cannot_follow_stops_the_pipeline(statement: str) -> None:
+    """One side replicated and the other not: the target's table would keep the old rows,
+    or miss rows never replicated (they were dropped without a word before)."""
+    with pytest.raises(ConfigError, match="only one of the two is replicated"):
+        ddl_targets(statement)
+
+
+SHARDS = ("{source: {namespace: shop, table: 'orders_[0-3]'}, target: {namespace: copy, "
+          "table: orders_all}}",
+          "{source: {namespace: shop, table: 're:log_.*'}, target: {namespace: copy, "
+          "table: '{table}'}}",
+          "{source: shop.a, target: copy.ab}", "{source: shop.b, target: copy.ab}")
+
+
+@pytest.mark.parametrize("statement", [
+    "TRUNCATE TABLE orders_2", "DROP TABLE IF EXISTS orders_1", "TRUNCATE a", "DROP TABLE b"])
+def test_drop_or_truncate_of_one_of_the_tables_a_target_gathers_stops_the_pipeline(
+        statement: str) -> None:
+    """A target that takes rows of several source tables (shards into one table, two pairs
+    into one) is not emptied for one of them: that removed the others' rows."""
+    c = compiled(*SHARDS, options="ddl_sync: true")
+    change = RowChange("shop", "", ChangeType.DDL, ddl=statement)
+    with pytest.raises(ConfigError, match="also takes rows of other source tables"):
+        list(extract_transform(c, [(4, change)]))
+    assert c.gathered("shop", "orders_0") and not c.gathered("shop", "log_x")
+    other = RowChange("shop", "", ChangeType.DDL, ddl="TRUNCATE TABLE log_x")
+    assert [t.ddl for t in extract_transform(c, [(4, other)])] == ["TRUNCATE TABLE `copy`.`log_x`"]
 
 
 def test_other_statements_unmatched_tables_and_sync_off_give_nothing() -> None:
