@@ -64,6 +64,7 @@ class Target:
     source_hashed: tuple[str, ...] = ()  # sql method: source columns hashed, in order
     target_hashed: tuple[str, ...] = ()  # sql method: the same columns as named here
     hashed_nullable: tuple[bool, ...] = ()  # sql method: which admit NULL on either side
+    hashed_kinds: tuple[str, ...] = ()  # sql method: how each compares (Column.kind)
     lake: tuple[LakeColumn, ...] = ()  # a lake table: its columns as Load types them
 
     @property
@@ -186,6 +187,11 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
     if not kept:
         return Skipped(name, notes[0].replace(" not compared:", ":"))
     source_columns = read_columns(cursor, schema, table)
+    nullable = [c.name for c in source_columns if c.nullable and c.name in key.columns]
+    if nullable:  # WHERE (k) IN ((NULL)) finds no row on either side: a difference hides
+        return Skipped(name, f"its key_columns {', '.join(nullable)} admit NULL: a row with "
+                             "NULL there cannot be found by its key, on either side; give "
+                             "the pair key_columns over NOT NULL columns to verify it")
     missing = [c for c in request.columns if c not in {col.name for col in source_columns}]
     if missing:
         raise ConfigError(f"--columns: {', '.join(missing)} not in {name} on the source")
@@ -214,7 +220,8 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
     method = "sql" if request.compare != "rows" and not any(t.lake for t in targets) and all(
         entry.simple for entry in kept) and all(t.source_hashed for t in targets) else "rows"
     if method == "rows":
-        targets = [dataclasses.replace(t, source_hashed=(), target_hashed=(), hashed_nullable=())
+        targets = [dataclasses.replace(t, source_hashed=(), target_hashed=(), hashed_nullable=(),
+                                       hashed_kinds=())
                    for t in targets]
     notes += [f"rows on {t.id} that no row of {name} gives are not looked for: {t.blind}"
               for t in targets if t.blind]
@@ -249,7 +256,8 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
                   tuple(s for s, _ in hashed) if sql_ready else (),
                   tuple(t for _, t in hashed) if sql_ready else (),
                   tuple(by_name[s].nullable or present[t].nullable for s, t in hashed)
-                  if sql_ready else ())
+                  if sql_ready else (),
+                  tuple(by_name[s].kind for s, _ in hashed) if sql_ready else ())
 
 
 def _written(entry: CompiledPair, column: str, keys: tuple[str, ...]) -> bool:

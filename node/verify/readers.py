@@ -203,10 +203,10 @@ class SqlReader(Reader):
     def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
         super().__init__(plan, compiled)
         self.function = plan.hash
-        self.narrow = [sql_hash(t.source_hashed, t.hashed_nullable, wide=False)
-                       for t in plan.targets]
-        self.wide = [sql_hash(t.source_hashed, t.hashed_nullable, True, plan.hash)
-                     for t in plan.targets]
+        self.narrow = [sql_hash(t.source_hashed, t.hashed_nullable, False,
+                                kinds=t.hashed_kinds) for t in plan.targets]
+        self.wide = [sql_hash(t.source_hashed, t.hashed_nullable, True, plan.hash,
+                              t.hashed_kinds) for t in plan.targets]
 
     def sums(self, cursor: Any, condition: str, params: Sequence[Any]) -> tuple[int, ...]:
         """(count, XOR of the hashes of each target's columns) of the rows selected."""
@@ -217,7 +217,8 @@ class SqlReader(Reader):
 
     def target_sums(self, cursor: Any, target: Target, condition: str,
                     params: Sequence[Any]) -> tuple[int, int]:
-        xor = sql_hash(target.target_hashed, target.hashed_nullable, wide=False)
+        xor = sql_hash(target.target_hashed, target.hashed_nullable, False,
+                       kinds=target.hashed_kinds)
         row = _execute(cursor, f"SELECT COUNT(*), BIT_XOR({xor}) FROM "
                                f"{qualified(target.schema, target.table)} WHERE {condition}",
                        params, target.id)[0]
@@ -240,7 +241,8 @@ class SqlReader(Reader):
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
                side: Side) -> dict[Key, int]:
         keys = ", ".join(map(quote, target.keys))
-        hashed = sql_hash(target.target_hashed, target.hashed_nullable, True, self.function)
+        hashed = sql_hash(target.target_hashed, target.hashed_nullable, True, self.function,
+                          target.hashed_kinds)
         rows = _execute(cursor, f"SELECT {keys}, {hashed} FROM "
                                 f"{qualified(target.schema, target.table)} WHERE {condition}",
                         params, target.id)

@@ -187,21 +187,34 @@ def row_hash(row: dict[str, Any], columns: Iterable[str], kinds: dict[str, str])
 
 
 def sql_hash(columns: Iterable[str], nullable: Iterable[bool] = (), wide: bool = True,
-             function: str = "crc") -> str:
+             function: str = "crc", kinds: Iterable[str] = ()) -> str:
     """The SQL expression of a row's hash over ``columns`` (in this order): the values
     joined by ``#`` and, for the columns ``nullable`` marks (those that admit NULL on either
-    side), which are NULL (``CONCAT_WS`` skips NULLs). ``wide``: 64 bits (CRC32 and CRC32C,
-    or MD5 where ``function`` is md5), for rows; else CRC32 × 2654435761, for a chunk's XOR."""
+    side), which are NULL (``CONCAT_WS`` skips NULLs). ``kinds`` (:attr:`Column.kind` of
+    each) says how a value is printed: a FLOAT as the double it holds (its own text keeps six
+    digits: 1234567 and 1234568 print alike), and the byte lengths of the text and binary
+    values but the last go after them, so a ``#`` inside one cannot pass for the separator
+    (``'a#', 'b'`` and ``'a', '#b'``). ``wide``: 64 bits (CRC32 and CRC32C, or MD5 where
+    ``function`` is md5), for rows; else CRC32 × 2654435761, for a chunk's XOR."""
     names = [quote(name) for name in columns]
+    kinds = list(kinds) or ["other"] * len(names)
     marks = list(nullable) or [True] * len(names)
+    values = [f"CAST({name} AS DOUBLE)" if kind == "single" else name
+              for name, kind in zip(names, kinds, strict=True)]
+    texts = [name for name, kind in zip(names, kinds, strict=True) if kind in _FREE]
+    lengths = [f"CONCAT_WS(',', {', '.join(f'LENGTH({name})' for name in texts[:-1])})"] \
+        if len(texts) > 1 else []
     masked = [f"ISNULL({name})" for name, mark in zip(names, marks, strict=True) if mark]
     mask = [f"CONCAT({', '.join(masked)})"] if masked else []
-    joined = f"CONCAT_WS('#', {', '.join([*names, *mask])})"
+    joined = f"CONCAT_WS('#', {', '.join([*values, *mask, *lengths])})"
     if not wide:
         return f"(CRC32({joined}) * 2654435761)"
     if function == "crc":
         return f"((CRC32({joined}) * 2654435761) ^ (CRC32C({joined}) << 32))"
     return f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
+
+
+_FREE = frozenset(("text", "binary", "other"))  # kinds whose values may hold a "#"
 
 
 def hash_function(cursors: Iterable[Any]) -> str:

@@ -108,6 +108,55 @@ def test_equal_tables_and_each_kind_of_corrupted_row_found_exactly_then_repaired
     assert "is not running on any node: start the channel" in capsys.readouterr().err
 
 
+ALIKE = "CREATE TABLE `{schema}`.alike (id INT PRIMARY KEY, f FLOAT, a VARCHAR(9), b BLOB)"
+
+
+def test_rows_that_would_print_alike_are_told_apart_by_the_databases_hash(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """The sql method hashed the values as the server prints them: FLOAT with six digits
+    (1234567 and 1234568 both print 1.23457e+06), and text joined by '#' ('a#', 'b' and
+    'a', '#b'); both target rows passed for equal."""
+    schema = make_schema(source, target, ALIKE)
+    start(cluster, one_way("v-alike", schema, ["alike"]))
+    t = f"`{schema}`.alike"
+    source.execute(f"INSERT INTO {t} VALUES (1, 1234567, 'x', 'y'), (2, 1, 'a#', 'b'), "
+                   "(3, 2, 'c', 'd')")
+    wait_equal(source, target, schema, ["alike"])
+    target.script(f"UPDATE {t} SET f = 1234568 WHERE id = 1",
+                  f"UPDATE {t} SET a = 'a', b = '#b' WHERE id = 2")
+    assert target.rows(f"SELECT CONCAT_WS('#', f, a, b) FROM {t} WHERE id < 3") == \
+        source.rows(f"SELECT CONCAT_WS('#', f, a, b) FROM {t} WHERE id < 3")  # print alike
+    code, report = verify(cluster, capsys, "v-alike")
+    assert report["reports"][0]["tables"][0]["method"] == "sql"
+    table = f"{schema}.alike"
+    assert code == 1 and found(report, table) == {
+        "missing": set(), "extra": set(), "different": {((1,), table), ((2,), table)}}
+    cluster.set_status("v-alike", "STOP")
+
+
+def test_a_table_keyed_by_columns_that_admit_null_is_not_passed_for_equal(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """key_columns (a, b) of a keyless table where b admits NULL: a row with b NULL cannot
+    be found by its key on either side, so its difference hid and the table passed for
+    equal. It is now not verified, and says why."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.loose (a INT NOT NULL, "
+                         "b INT NULL, v VARCHAR(9))")
+    channel = one_way("v-loose", schema, ["loose"])
+    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["a", "b"]
+    start(cluster, channel)
+    t = f"`{schema}`.loose"
+    source.execute(f"INSERT INTO {t} VALUES (1, NULL, 'x'), (2, 2, 'y')")
+    wait_equal(source, target, schema, ["loose"])
+    target.execute(f"UPDATE {t} SET v = 'changed' WHERE a = 1")
+    capsys.readouterr()
+    code = cli.main(["--manager", cluster.manager_address, "-o", "json", "verify", "v-loose"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2, report  # nothing verified: never "equal"
+    [skipped] = report["reports"][0]["skipped"]
+    assert "key_columns b admit NULL" in skipped["reason"]
+    cluster.set_status("v-loose", "STOP")
+
+
 PEOPLE = ("CREATE TABLE `{schema}`.people (id INT PRIMARY KEY, first VARCHAR(20), "
           "last VARCHAR(20), email VARCHAR(60), secret VARCHAR(20))")
 PEOPLE_COPY = ("CREATE TABLE `{schema}`.people_copy (id INT PRIMARY KEY, given VARCHAR(20), "

@@ -62,11 +62,17 @@ def test_what_the_databases_are_asked() -> None:
     assert select_list(columns) == ("`id`, CAST(`f` AS DOUBLE) AS `f`, `b` + 0 AS `b`, "
                                     "`odd``name`")
     joined = "CONCAT_WS('#', `id`, `odd``name`, CONCAT(ISNULL(`odd``name`)))"
-    names, nullable = ["id", "odd`name"], [False, True]
-    assert sql_hash(names, nullable, function="md5") == \
+    names, nullable, kinds = ["id", "odd`name"], [False, True], ["int", "text"]
+    assert sql_hash(names, nullable, function="md5", kinds=kinds) == \
         f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
-    assert sql_hash(names, nullable) == \
+    assert sql_hash(names, nullable, kinds=kinds) == \
         f"((CRC32({joined}) * 2654435761) ^ (CRC32C({joined}) << 32))"
-    assert sql_hash(names, nullable, wide=False) == f"(CRC32({joined}) * 2654435761)"
+    assert sql_hash(names, nullable, wide=False, kinds=kinds) == \
+        f"(CRC32({joined}) * 2654435761)"
     assert sql_hash(["a"], [False]) == \
         "((CRC32(CONCAT_WS('#', `a`)) * 2654435761) ^ (CRC32C(CONCAT_WS('#', `a`)) << 32))"
+    # a FLOAT as its double; the lengths of the text values but the last after the values
+    assert sql_hash(["f", "s", "t", "n"], [False] * 4, False,
+                    kinds=["single", "text", "binary", "int"]) == \
+        "(CRC32(CONCAT_WS('#', CAST(`f` AS DOUBLE), `s`, `t`, `n`, " \
+        "CONCAT_WS(',', LENGTH(`s`)))) * 2654435761)"
