@@ -272,6 +272,16 @@ class _Decoder:
         images = (bitmaps[:size], bitmaps[size:]) if kind == UPDATE else (bitmaps,)
         if any(len(image) != size for image in images):
             raise self.error(data, "the event ends inside its columns-present bitmaps")
+        missing = sorted({i for image in images for i in range(count)
+                          if not image[i >> 3] & (1 << (i & 7))})
+        if missing:  # a column not in an image would be written as NULL
+            names = ", ".join(self.schema.columns[i].name for i in missing[:5])
+            raise self.error(data, f"its row images lack column(s) {names}: the source logs "
+                             "partial images (binlog_row_image = MINIMAL or NOBLOB, set "
+                             "globally or by a session), and a column not logged cannot be "
+                             "copied. Set binlog_row_image = FULL on the source (SET GLOBAL, "
+                             "and in its my.cnf), copy the table again (setl snapshot), and "
+                             "move the pipeline past this event (setl position set)")
         kept, functions = self.readers[kind], self.by_type[event_type][0]
         reader = kept.get(head)
         if reader is None:

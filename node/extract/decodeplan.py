@@ -5,10 +5,12 @@ the rows whose body reads each present column in order from the bytes, with no p
 dispatch, method call or look-up left. Each row image has two paths: when none of its
 columns is NULL (the common case) they are read without NULL checks, runs of fixed-width
 numbers (and the length of the string after them) with one ``struct`` unpack and positions
-as offsets known in advance; otherwise every column checks its NULL bit first. Columns the
-image leaves out (a MINIMAL or NOBLOB image) are None in the dict, as
-python-mysql-replication has them. The same rows code is also wrapped in a function that
-takes a whole event and checks its header and bitmaps itself: one call per event.
+as offsets known in advance; otherwise every column checks its NULL bit first. Only full
+images reach a reader: :mod:`node.extract.decode` refuses an event whose images leave a
+column out (``binlog_row_image`` MINIMAL or NOBLOB), which would be written as NULL (here
+such a column would be None, as python-mysql-replication has it). The same rows code is
+also wrapped in a function that takes a whole event and checks its header and bitmaps
+itself: one call per event.
 
 Generated code knows which column each of its lines reads (:attr:`RowsReader.columns_at`),
 so an error names the column without costing the loop anything.
