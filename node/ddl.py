@@ -1,17 +1,17 @@
 """DDL sync: table DDL from the source's binlog, with its table names mapped through the pairs.
 
-With ``ddl_sync: true`` CREATE/ALTER/DROP/RENAME/TRUNCATE TABLE on a table a pair matches is
-replayed on the pair's target, the names replaced by the target's (fully qualified), one
-statement per target table: ``DROP TABLE a, b`` becomes two statements when a and b map to
-different targets. Names are found with a SQL lexer (:mod:`node.sqllex`) and replaced where
-they stand; every other byte is kept as the source ran it — strings holding ``#`` or ``--``,
-comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1 */``. The table of
-``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair copies it to the same
-target. CREATE/ALTER DATABASE of a source database that pairs read is replayed on each
-target database it maps to. Other statements (GRANT, views, temporary tables, …) and
-statements on tables no pair matches are not replayed. A column a pair renames or excludes is not
-renamed in the DDL: give such tables their target DDL by hand (``ddl_sync: false``, the
-default, filters every DDL).
+With ``ddl_sync: true`` CREATE/ALTER/DROP/RENAME/TRUNCATE TABLE and CREATE/DROP INDEX on a
+table a pair matches are replayed on the pair's target, the names replaced by the target's
+(fully qualified), one statement per target table: ``DROP TABLE a, b`` becomes two statements
+when a and b map to different targets. Names are found with a SQL lexer (:mod:`node.sqllex`)
+and replaced where they stand; every other byte is kept as the source ran it — strings holding
+``#`` or ``--``, comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1
+*/``. The table of ``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair
+copies it to the same target. CREATE/ALTER DATABASE of a source database that pairs read is
+replayed on each target database it maps to. Other statements (GRANT, views, temporary tables,
+…) and statements on tables no pair matches are not replayed. A column a pair renames or
+excludes is not renamed in the DDL: give such tables their target DDL by hand (``ddl_sync:
+false``, the default, filters every DDL).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -141,6 +141,10 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
     if read.word("CREATE"):
         if read.word("OR") and not read.word("REPLACE"):
             return None
+        read.word("ONLINE", "OFFLINE")
+        read.word("UNIQUE", "FULLTEXT", "SPATIAL")
+        if read.word("INDEX"):
+            return _index(read, statement)
         if read.word("TEMPORARY") or not read.word("TABLE"):
             return None
         if read.word("IF"):
@@ -163,6 +167,9 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
         name = read.name()
         return TableDdl("ALTER", statement, (name,), others=read.references()) if name else None
     if read.word("DROP"):
+        read.word("ONLINE", "OFFLINE")
+        if read.word("INDEX"):
+            return _index(read, statement)
         if read.word("TEMPORARY") or not read.word("TABLE"):
             return None
         if read.word("IF"):
@@ -188,6 +195,14 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
                 break
         return TableDdl("RENAME", statement, (), tuple(renames)) if renames else None
     return None
+
+
+def _index(read: _Reader, statement: str) -> TableDdl | None:
+    """``CREATE … INDEX i … ON t …`` and ``DROP INDEX i ON t``: the table after ``ON``."""
+    while read.at < len(read.tokens) and not read.word("ON"):
+        read.at += 1
+    name = read.name()
+    return TableDdl("INDEX", statement, (name,)) if name else None
 
 
 def parse_database(statement: str, default_schema: str, sql_mode: int = 0

@@ -39,6 +39,12 @@ def ddl_targets(statement: str, sync: bool = True, schema: str = "shop") -> list
      "/*!40101 CREATE TABLE*/ /*M!100100 IF NOT EXISTS */ `copy`.`orders_v2` (id INT)"),
     ("CREATE TABLE part_2 LIKE part_1", "CREATE TABLE `copy`.`p_2` LIKE `copy`.`p_1`"),
     ("CREATE TABLE part_2 (LIKE elsewhere.t)", "CREATE TABLE `copy`.`p_2` (LIKE elsewhere.t)"),
+    ("CREATE UNIQUE INDEX uk_email ON orders (email)",
+     "CREATE UNIQUE INDEX uk_email ON `copy`.`orders_v2` (email)"),
+    ("create index if not exists `on` using btree on shop.orders (a, b) algorithm=inplace",
+     "create index if not exists `on` using btree on `copy`.`orders_v2` (a, b) "
+     "algorithm=inplace"),
+    ("DROP INDEX uk_email ON orders", "DROP INDEX uk_email ON `copy`.`orders_v2`"),
     ("ALTER TABLE orders ADD FOREIGN KEY (p) REFERENCES part_1 (id), ADD FOREIGN KEY (q) "
      "REFERENCES users (id)", "ALTER TABLE `copy`.`orders_v2` ADD FOREIGN KEY (p) REFERENCES "
      "`copy`.`p_1` (id), ADD FOREIGN KEY (q) REFERENCES users (id)"),

@@ -37,7 +37,8 @@ log = logging.getLogger("setl.node.target.mysql.loader")
 # Errors that prove a replayed DDL's effect is already there, by statement: the table
 # exists, the table is gone, the column or index is there (or gone). Any other error — a
 # missing table behind CREATE … LIKE, a missing table to ALTER — is a failure, not proof.
-DDL_ALREADY_APPLIED = {"CREATE": {1007, 1050}, "DROP": {1051}, "ALTER": {1060, 1061, 1091}}
+DDL_ALREADY_APPLIED = {"CREATE": {1007, 1050, 1061}, "DROP": {1051, 1091},
+                       "ALTER": {1060, 1061, 1091}}  # 1061, 1091: CREATE/DROP INDEX
 MISSING_TABLE = 1146
 RENAME_ERRORS = {1050, MISSING_TABLE}  # a replayed RENAME: applied if the target shows it
 INTENT_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_ddl (
