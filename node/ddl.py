@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
-from node.ddlsession import database_defaults, sql_mode
+from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
 from node.sqllex import NAME, WORD, Token, code, identifier
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
@@ -328,17 +328,20 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
                     "this statement: setl position set CHANNEL/PIPELINE --file … --pos … (the "
                     "next transaction's position), and resume")
     made: set[tuple[str, str]] = set()
+    session = change.session
+    known = database_defaults(session)
+    if ddl.kind == "CREATE" and defaults is not None and known is None:
+        known = defaults(ddl.names[0].schema)
+        if known[0]:  # the target's CREATE TABLE runs under them (ddlapply)
+            session = (*session, (DATABASE_DEFAULTS, known))
     for source, schema, table, statement in target_statements(ddl, mapper):
-        if ddl.kind == "CREATE" and defaults is not None and (source, schema) not in made:
+        if ddl.kind == "CREATE" and known and known[0] and (source, schema) not in made:
             made.add((source, schema))
-            charset, collation = database_defaults(change.session) or \
-                defaults(ddl.names[0].schema)
-            if charset:
-                yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None,
-                                   seq=seq, ddl=f"CREATE DATABASE IF NOT EXISTS {quote(schema)} "
-                                   f"CHARACTER SET {charset} COLLATE {collation}")
+            yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None,
+                               seq=seq, ddl=f"CREATE DATABASE IF NOT EXISTS {quote(schema)} "
+                               f"CHARACTER SET {known[0]} COLLATE {known[1]}")
         yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None, seq=seq,
-                           ddl=statement, session=change.session)
+                           ddl=statement, session=session)
 
 
 def _database_statements(ddl: DatabaseDdl, change: RowChange, seq: int,

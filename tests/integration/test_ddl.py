@@ -82,6 +82,33 @@ def test_ddl_sync_replays_mapped_ddl_and_mid_stream_schema_changes(
     cluster.set_status("ddl-on", "STOP")
 
 
+def test_a_table_created_in_a_target_database_of_other_defaults_takes_the_sources(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The target database was made by hand with utf8mb4_general_ci, the source's is
+    utf8mb4_bin: a replayed CREATE TABLE gave its columns the target's collation, so 'Bob'
+    and 'bob' were one key there and the second row was written over the first."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY)")
+    source.execute(f"ALTER DATABASE `{schema}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    copy = f"{schema}_copy"
+    target.execute(f"CREATE DATABASE `{copy}` CHARACTER SET utf8mb4 "
+                   "COLLATE utf8mb4_general_ci")
+    cluster.apply([channel("ddl-collation", schema, copy, True)])
+    cluster.set_status("ddl-collation", "START")
+    cluster.wait_running("ddl-collation")
+    s = f"`{schema}`"
+    source.script(f"CREATE TABLE {s}.t_1 (id INT PRIMARY KEY, login VARCHAR(20), "
+                  "UNIQUE KEY (login))",
+                  f"INSERT INTO {s}.t_1 VALUES (1, 'Bob'), (2, 'bob')")
+    wait_for(lambda: len(target.table(copy, "t_1")) == 2, 30, "both rows on the target")
+    assert target.table(copy, "t_1") == source.table(schema, "t_1")
+    assert target.rows("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE "
+                       "TABLE_SCHEMA = %s AND TABLE_NAME = 't_1' AND COLUMN_NAME = 'login'",
+                       (copy,)) == [("utf8mb4_bin",)]
+    assert target.rows("SELECT DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
+                       "WHERE SCHEMA_NAME = %s", (copy,)) == [("utf8mb4_general_ci",)]
+    cluster.set_status("ddl-collation", "STOP")
+
+
 def test_ddl_is_filtered_when_ddl_sync_is_off(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target,

@@ -17,10 +17,12 @@ moves (the DDL did not run because a row came)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pymysql
@@ -28,7 +30,7 @@ import pymysql
 from node.changes import TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
-from node.ddlsession import run_under, sql_mode
+from node.ddlsession import database_defaults, run_under, sql_mode
 from node.sqllex import SYMBOL, Token, code
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
@@ -152,7 +154,8 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
             if kind == "CREATE":
                 cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
             cursor.execute(f"USE {quote(change.schema)}")
-        run_under(cursor, change.session, mark + change.ddl)  # as the source's session ran it
+        with _source_defaults(cursor, change, kind, database):
+            run_under(cursor, change.session, mark + change.ddl)  # as the source's ran it
     except pymysql.MySQLError as exc:
         code = exc.args[0] if exc.args else 0
         done = code in DDL_ALREADY_APPLIED.get(kind, ()) or (
@@ -183,6 +186,32 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
              pipeline_id, process_id, change.datasource, change.schema,
              change.table, change.ddl)
     return 1
+
+
+@contextlib.contextmanager
+def _source_defaults(cursor: Any, change: TargetChange, kind: str, database: str
+                     ) -> Iterator[None]:
+    """A CREATE TABLE runs while its target database has the source database's default
+    charset and collation, which its columns without their own take (a target database made
+    by hand with other defaults gave them its own: utf8mb4_general_ci where the source's was
+    utf8mb4_bin, and 'Bob' and 'bob' became one key); the database's own come back after."""
+    wanted = database_defaults(change.session)
+    if kind != "CREATE" or database or not wanted or not wanted[0]:
+        yield
+        return
+    cursor.execute("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                   "information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (change.schema,))
+    found = cursor.fetchone()
+    own = (str(found[0]), str(found[1])) if found else wanted
+    if own == tuple(wanted):
+        yield
+        return
+    name = quote(change.schema)
+    cursor.execute(f"ALTER DATABASE {name} CHARACTER SET {wanted[0]} COLLATE {wanted[1]}")
+    try:
+        yield
+    finally:
+        cursor.execute(f"ALTER DATABASE {name} CHARACTER SET {own[0]} COLLATE {own[1]}")
 
 
 def _renamed(cursor: Any, change: TargetChange) -> bool:
