@@ -212,7 +212,7 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                 return Skipped(name, f"target table {address[0]}:"
                                      f"{short_form(*address[1:])} does not exist")
             made = _target(entry, address, key, columns, source_columns, request,
-                           alone=feeders[address] == 1)
+                           alone=feeders[address] == 1 and not compiled.gathered(schema, table))
             if lake:  # compared as the lake holds it, by the rows method
                 made = dataclasses.replace(made, lake=lake)
                 made = dataclasses.replace(made, blind=made.blind or lake_blind(made))

@@ -384,4 +384,16 @@ def test_tables_merged_into_one_target_compare_by_key(
     tables = {t["table"]: t for t in report["reports"][0]["tables"]}
     assert tables[f"{schema}.log_1"]["method"] == "rows"
     assert "it is fed by other tables too" in tables[f"{schema}.log_1"]["notes"][0]
+    # log_2 dropped on the source, its rows kept on the target (old months into one table):
+    # log_1 alone now feeds logs_all, but the pair gathers tables into it, so log_2's rows
+    # are not "extra" (a repair deleted them)
+    source.execute("SET SESSION sql_log_bin = 0")
+    source.execute(f"DROP TABLE `{schema}`.log_2")
+    source.execute("SET SESSION sql_log_bin = 1")
+    code, report = verify(cluster, capsys, "v-merged", "--repair")
+    [verdict] = report["reports"][0]["tables"]
+    assert code == 0 and verdict["repaired"] == 1, report  # row 3
+    wait_for(lambda: len(target.rows(f"SELECT id FROM {all_} WHERE id > 100")) == 30, 30,
+             "log_2's rows (and 999) left on the target")
+    assert target.rows(f"SELECT msg FROM {all_} WHERE id = 3") == [("m3",)]
     cluster.set_status("v-merged", "STOP")
