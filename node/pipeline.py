@@ -404,6 +404,7 @@ class PipelineRunner(RunnerStatus):
                         break
                     if after_ddl:
                         planner.forget()  # its tables' columns and keys may have changed
+                        start.keys_again(compiled, self.source, self.ctx.pipeline)
                         after_ddl = 0
                     if self._snapshots is not None:  # served in a coming window
                         self._snapshots.ask([change for change in batch.changes()

@@ -101,3 +101,13 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique)
+
+
+def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline) -> None:
+    """After a DDL is loaded: the unique keys of the tables without a primary key are read
+    again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
+    NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
+    fresh = with_table_keys(compiled, source, pipeline).table_keys
+    if fresh != compiled.table_keys:
+        compiled.table_keys.clear()  # the planner, the door and the copies hold this one
+        compiled.table_keys.update(fresh)

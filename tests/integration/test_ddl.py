@@ -109,6 +109,29 @@ def test_a_table_created_in_a_target_database_of_other_defaults_takes_the_source
     cluster.set_status("ddl-collation", "STOP")
 
 
+def test_keys_are_read_again_after_a_ddl_lets_them_take_null(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A table without a primary key, keyed by a unique key over a NOT NULL column (read at
+    the start): an ALTER lets the column take NULL, and two rows with NULL there follow.
+    With the start's key they were merged as one key, and one was lost."""
+    ddl = "CREATE TABLE `{schema}`.t_1 (code INT NOT NULL, v INT, UNIQUE KEY (code))"
+    schema = make_schema(source, target, ddl)
+    copy = f"{schema}_copy"
+    target.execute(f"CREATE DATABASE `{copy}`")
+    target.execute(ddl.format(schema=copy))
+    cluster.apply([channel("ddl-keys", schema, copy, True)])
+    cluster.set_status("ddl-keys", "START")
+    cluster.wait_running("ddl-keys")
+    s = f"`{schema}`"
+    source.script(f"INSERT INTO {s}.t_1 VALUES (1, 1)",
+                  f"ALTER TABLE {s}.t_1 MODIFY code INT NULL",
+                  f"INSERT INTO {s}.t_1 VALUES (NULL, 1), (NULL, 2)",
+                  f"UPDATE {s}.t_1 SET v = 3 WHERE code IS NULL AND v = 2")
+    wait_for(lambda: sorted(target.table(copy, "t_1"), key=str) ==
+             sorted(source.table(schema, "t_1"), key=str), 30, "the three rows on the target")
+    cluster.set_status("ddl-keys", "STOP")
+
+
 def test_ddl_is_filtered_when_ddl_sync_is_off(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target,
