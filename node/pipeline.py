@@ -311,7 +311,8 @@ class PipelineRunner(RunnerStatus):
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,
-                              pipeline_id=self.pipeline_id)
+                              pipeline_id=self.pipeline_id,
+                              layout_problem=compiled.layout_problem)
         planner = Planner(compiled, reader.layouts,
                           kinds.tables(self.target_kind, targets, compiled),
                           lambda: reader.checksum, params, reader.learn,

@@ -211,6 +211,19 @@ class CompiledPipeline:
         """(datasource, schema, table) of every target a source table is written to."""
         return [entry.address(schema, table) for entry in self.pairs_for(schema, table)]
 
+    def layout_problem(self, schema: str, table: str, columns: tuple[str, ...]) -> str | None:
+        """Why a table's columns (a new table map's) do not fit its pairs: a column a pair
+        includes is gone (renamed or dropped), and its values would stop being copied."""
+        for entry in self.pairs_for(schema, table):
+            missing = sorted(entry.include.difference(columns))
+            if missing:
+                return (f"pipeline {self.pipeline_id}: pair {entry.pair.source} → "
+                        f"{entry.pair.target} includes column(s) {', '.join(missing)}, which "
+                        f"{schema}.{table} no longer has (renamed or dropped on the source, or "
+                        "named in another case): their values would stop being copied. Name "
+                        "the table's columns in the pair (setl apply), then resume")
+        return None
+
     def gathered(self, schema: str, table: str) -> bool:
         """Whether a target of a source table may also hold rows of other source tables: its
         pair takes a pattern of tables into a name that does not follow them (shards into

@@ -47,7 +47,7 @@ from node.select.rollbacks import Rollbacks, transactional
 from node.select.source import LOST_POSITION_REMEDY, gtid_start
 from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
-from shared.errors import PositionLostError, SetlError, SourceError
+from shared.errors import ConfigError, PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.positions import gtid_at, server_identity
 from shared.retl import BUFFER_TABLE, PENDING_TABLE, SIGNAL_TABLE
@@ -94,8 +94,12 @@ class BinlogReader:
     def __init__(self, source: DataSource, server_id: int, start: BinlogPosition,
                  wants: Callable[[str, str], bool], wants_schema: Callable[[str], bool],
                  loop_channel: str | None = None, ddl: bool = True,
-                 queue_size: int = 10_000, pipeline_id: str = "") -> None:
+                 queue_size: int = 10_000, pipeline_id: str = "",
+                 layout_problem: Callable[[str, str, tuple[str, ...]], str | None] | None = None
+                 ) -> None:
         self.source, self.server_id, self.start = source, server_id, start
+        # why a table's new columns do not fit its pairs (a column a pair includes is gone)
+        self._layout_problem = layout_problem
         self.out: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=queue_size)
         self.ddl = ddl  # DDL statements as changes (ddl_sync); else they only move the position
         self._wants, self._wants_schema = wants, wants_schema
@@ -324,6 +328,10 @@ class BinlogReader:
         layout = TableSchema.of(self._library_event(data).get_table())
         number = 0
         if not system:
+            problem = self._layout_problem and self._layout_problem(
+                schema, table, tuple(column.name for column in layout.columns))
+            if problem:
+                raise ConfigError(problem)
             self._numbers += 1
             number = self._numbers
             self.layouts[number] = layout

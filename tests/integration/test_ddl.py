@@ -132,6 +132,28 @@ def test_keys_are_read_again_after_a_ddl_lets_them_take_null(
     cluster.set_status("ddl-keys", "STOP")
 
 
+def test_a_column_a_pair_includes_renamed_on_the_source_stops_the_pipeline(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The pair includes (id, price); the source renames price: the rows after it had no
+    price, and the target's price was never written again, without a word."""
+    ddl = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, price INT, note VARCHAR(9))"
+    schema = make_schema(source, target, ddl)
+    cluster.apply([{"name": "ddl-include", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target",
+        "pairs": [{"source": f"{schema}.items", "target": f"{schema}.items",
+                   "columns": {"include": ["id", "price"]}}]}]}])
+    cluster.set_status("ddl-include", "START")
+    cluster.wait_running("ddl-include")
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 10, 'a')",
+                  f"ALTER TABLE {s} RENAME COLUMN price TO unit_price",
+                  f"UPDATE {s} SET unit_price = 11 WHERE id = 1")
+    wait_for(lambda: "includes column(s) price, which" in
+             cluster.pipeline_state("ddl-include").last_error, 60, "the pipeline's stop")
+    assert target.table(schema, "items") == [(1, 10, None)]  # the row before the rename
+    cluster.set_status("ddl-include", "STOP")
+
+
 def test_ddl_is_filtered_when_ddl_sync_is_off(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target,
