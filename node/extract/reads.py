@@ -93,7 +93,8 @@ def typed(columns: Sequence[ReadColumn], keys: Iterable[Sequence[Any]]
     """Keys asked for (a request's JSON values: ``7``, ``"7"``, ``"2020-01-02"``) in the types
     the binlog decoder gives their columns, so that a key the stream also changes in the
     batch is one key to the merge: an integer as ``int``, a DECIMAL as ``Decimal``, a date,
-    a datetime or a time as ``date``, ``datetime`` or ``timedelta``, text as ``str``. A value
+    a datetime or a time as ``date``, ``datetime`` or ``timedelta``, text as ``str`` (a CHAR
+    without trailing spaces). A value
     that does not convert (a zero date, ``"abc"`` for a number) stays as it was given."""
     return tuple(tuple(_typed(column.data_type, value)
                        for column, value in zip(columns, key, strict=True)) for key in keys)
@@ -118,6 +119,8 @@ def _typed(data_type: str, value: Any) -> Any:
             return _timedelta(str(value))
     except (ValueError, ArithmeticError):
         return value
+    if data_type == "char":  # the binlog gives a CHAR without the spaces that pad it
+        return str(value).rstrip(" ")
     return str(value) if data_type in _TEXTS else value
 
 

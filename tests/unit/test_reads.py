@@ -92,3 +92,4 @@ def test_keys_asked_are_typed_as_the_decoder_types_their_columns() -> None:
     # what does not convert stays as given: a zero date, text for a number, a fraction
     assert typed(columns[:3], [("abc", "x", "0000-00-00")]) == (("abc", "x", "0000-00-00"),)
     assert typed(columns[:1], [("7.5",)]) == (("7.5",),)
+    assert typed([ReadColumn("c", "char")], [("ab  ",)]) == (("ab",),)
