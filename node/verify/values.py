@@ -16,7 +16,8 @@ The hash is 64 bits of BLAKE2b over the compared columns by name.
 
 **Hashing in SQL** (:func:`sql_hash`, the ``sql`` method, for pairs that only rename and
 choose columns between columns of one type): the database hashes each row itself, as
-pt-table-checksum does, over the values joined with ``CONCAT_WS`` and a mask of which are
+pt-table-checksum does, over the values joined with ``CONCAT_WS`` (by ``SEPARATOR``, not
+pt-table-checksum's ``#``, which text holds) and a mask of which are
 NULL (for columns that admit it). A chunk compares by ``COUNT(*)`` and ``BIT_XOR`` of
 ``CRC32 * 2654435761`` first: 32 bits a row, as pt-table-checksum's CRC32, so a chunk that
 differs passes for equal once in 2^32; a CRC alone is linear and two rows changed by the
@@ -189,24 +190,24 @@ def row_hash(row: dict[str, Any], columns: Iterable[str], kinds: dict[str, str])
 def sql_hash(columns: Iterable[str], nullable: Iterable[bool] = (), wide: bool = True,
              function: str = "crc", kinds: Iterable[str] = ()) -> str:
     """The SQL expression of a row's hash over ``columns`` (in this order): the values
-    joined by ``#`` and, for the columns ``nullable`` marks (those that admit NULL on either
-    side), which are NULL (``CONCAT_WS`` skips NULLs). ``kinds`` (:attr:`Column.kind` of
-    each) says how a value is printed: a FLOAT as the double it holds (its own text keeps six
-    digits: 1234567 and 1234568 print alike), and the byte lengths of the text and binary
-    values but the last go after them, so a ``#`` inside one cannot pass for the separator
-    (``'a#', 'b'`` and ``'a', '#b'``). ``wide``: 64 bits (CRC32 and CRC32C, or MD5 where
-    ``function`` is md5), for rows; else CRC32 × 2654435761, for a chunk's XOR."""
+    joined by ``SEPARATOR`` and, for the columns ``nullable`` marks (those that admit NULL on
+    either side), which are NULL (``CONCAT_WS`` skips NULLs). ``kinds`` (:attr:`Column.kind`
+    of each) says how a value is printed: a FLOAT as the double it holds (its own text keeps
+    six digits: 1234567 and 1234568 print alike); the byte lengths of the binary values but
+    the last go after the rest, so bytes that hold the separator cannot pass for it
+    (``'a#', 'b'`` and ``'a', '#b'`` joined by ``#``, pt-table-checksum's separator, are one
+    text). ``wide``: 64 bits (CRC32 and CRC32C, or MD5 where ``function`` is md5), for rows;
+    else CRC32 × 2654435761, for a chunk's XOR."""
     names = [quote(name) for name in columns]
     kinds = list(kinds) or ["other"] * len(names)
     marks = list(nullable) or [True] * len(names)
     values = [f"CAST({name} AS DOUBLE)" if kind == "single" else name
               for name, kind in zip(names, kinds, strict=True)]
-    texts = [name for name, kind in zip(names, kinds, strict=True) if kind in _FREE]
-    lengths = [f"CONCAT_WS(',', {', '.join(f'LENGTH({name})' for name in texts[:-1])})"] \
-        if len(texts) > 1 else []
+    free = [name for name, kind in zip(names, kinds, strict=True) if kind in _FREE]
+    lengths = [f"LENGTH({name})" for name in free[:-1]]
     masked = [f"ISNULL({name})" for name, mark in zip(names, marks, strict=True) if mark]
     mask = [f"CONCAT({', '.join(masked)})"] if masked else []
-    joined = f"CONCAT_WS('#', {', '.join([*values, *mask, *lengths])})"
+    joined = f"CONCAT_WS('{SEPARATOR}', {', '.join([*values, *mask, *lengths])})"
     if not wide:
         return f"(CRC32({joined}) * 2654435761)"
     if function == "crc":
@@ -214,7 +215,11 @@ def sql_hash(columns: Iterable[str], nullable: Iterable[bool] = (), wide: bool =
     return f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
 
 
-_FREE = frozenset(("text", "binary", "other"))  # kinds whose values may hold a "#"
+# joins a row's values: ASCII's unit separator, which text does not hold (a value that
+# held it, beside another's change that moved it, could pass; binary values, which may hold
+# any byte, carry their lengths); one byte in every charset, so it costs what '#' cost
+SEPARATOR = "\x1f"
+_FREE = frozenset(("binary", "other"))  # kinds whose values may hold any byte
 
 
 def hash_function(cursors: Iterable[Any]) -> str:

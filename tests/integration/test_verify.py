@@ -108,29 +108,34 @@ def test_equal_tables_and_each_kind_of_corrupted_row_found_exactly_then_repaired
     assert "is not running on any node: start the channel" in capsys.readouterr().err
 
 
-ALIKE = "CREATE TABLE `{schema}`.alike (id INT PRIMARY KEY, f FLOAT, a VARCHAR(9), b BLOB)"
+ALIKE = ("CREATE TABLE `{schema}`.alike (id INT PRIMARY KEY, f FLOAT, a VARCHAR(9), b BLOB, "
+         "c BLOB)")
 
 
 def test_rows_that_would_print_alike_are_told_apart_by_the_databases_hash(
         cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
-    """The sql method hashed the values as the server prints them: FLOAT with six digits
-    (1234567 and 1234568 both print 1.23457e+06), and text joined by '#' ('a#', 'b' and
-    'a', '#b'); both target rows passed for equal."""
+    """The sql method hashed the values as the server prints them, joined by '#': FLOAT with
+    six digits (1234567 and 1234568 both print 1.23457e+06), and 'a#', 'b' joined as 'a',
+    '#b'; bytes holding the separator that moved between two binary columns too. Each of
+    these target rows passed for equal."""
     schema = make_schema(source, target, ALIKE)
     start(cluster, one_way("v-alike", schema, ["alike"]))
     t = f"`{schema}`.alike"
-    source.execute(f"INSERT INTO {t} VALUES (1, 1234567, 'x', 'y'), (2, 1, 'a#', 'b'), "
-                   "(3, 2, 'c', 'd')")
+    source.execute(f"INSERT INTO {t} VALUES (1, 1234567, 'x', 'y', ''), (2, 1, 'a#', 'b', ''), "
+                   "(3, 2, 'c', X'781F', 'y'), (4, 3, 'd', 'e', 'f')")
     wait_equal(source, target, schema, ["alike"])
     target.script(f"UPDATE {t} SET f = 1234568 WHERE id = 1",
-                  f"UPDATE {t} SET a = 'a', b = '#b' WHERE id = 2")
-    assert target.rows(f"SELECT CONCAT_WS('#', f, a, b) FROM {t} WHERE id < 3") == \
-        source.rows(f"SELECT CONCAT_WS('#', f, a, b) FROM {t} WHERE id < 3")  # print alike
+                  f"UPDATE {t} SET a = 'a', b = '#b' WHERE id = 2",
+                  f"UPDATE {t} SET b = 'x', c = X'1F79' WHERE id = 3")
+    for joined in (f"SELECT CONCAT_WS('#', f, a, b) FROM {t} WHERE id < 3",
+                   f"SELECT CONCAT_WS(CHAR(31), b, c) FROM {t} WHERE id = 3"):
+        assert target.rows(joined) == source.rows(joined)  # print alike
     code, report = verify(cluster, capsys, "v-alike")
     assert report["reports"][0]["tables"][0]["method"] == "sql"
     table = f"{schema}.alike"
     assert code == 1 and found(report, table) == {
-        "missing": set(), "extra": set(), "different": {((1,), table), ((2,), table)}}
+        "missing": set(), "extra": set(),
+        "different": {((1,), table), ((2,), table), ((3,), table)}}
     cluster.set_status("v-alike", "STOP")
 
 

@@ -61,7 +61,7 @@ def test_what_the_databases_are_asked() -> None:
                Column("b", "bit", "bit(3)"), Column("odd`name", "varchar", "varchar(3)")]
     assert select_list(columns) == ("`id`, CAST(`f` AS DOUBLE) AS `f`, `b` + 0 AS `b`, "
                                     "`odd``name`")
-    joined = "CONCAT_WS('#', `id`, `odd``name`, CONCAT(ISNULL(`odd``name`)))"
+    joined = "CONCAT_WS('\x1f', `id`, `odd``name`, CONCAT(ISNULL(`odd``name`)))"
     names, nullable, kinds = ["id", "odd`name"], [False, True], ["int", "text"]
     assert sql_hash(names, nullable, function="md5", kinds=kinds) == \
         f"CAST(CONV(LEFT(MD5({joined}), 16), 16, 10) AS UNSIGNED)"
@@ -70,9 +70,10 @@ def test_what_the_databases_are_asked() -> None:
     assert sql_hash(names, nullable, wide=False, kinds=kinds) == \
         f"(CRC32({joined}) * 2654435761)"
     assert sql_hash(["a"], [False]) == \
-        "((CRC32(CONCAT_WS('#', `a`)) * 2654435761) ^ (CRC32C(CONCAT_WS('#', `a`)) << 32))"
-    # a FLOAT as its double; the lengths of the text values but the last after the values
-    assert sql_hash(["f", "s", "t", "n"], [False] * 4, False,
-                    kinds=["single", "text", "binary", "int"]) == \
-        "(CRC32(CONCAT_WS('#', CAST(`f` AS DOUBLE), `s`, `t`, `n`, " \
-        "CONCAT_WS(',', LENGTH(`s`)))) * 2654435761)"
+        "((CRC32(CONCAT_WS('\x1f', `a`)) * 2654435761) ^ " \
+        "(CRC32C(CONCAT_WS('\x1f', `a`)) << 32))"
+    # a FLOAT as its double; the lengths of the binary values but the last after the rest
+    assert sql_hash(["f", "s", "t", "u", "n"], [False] * 5, False,
+                    kinds=["single", "text", "binary", "binary", "int"]) == \
+        "(CRC32(CONCAT_WS('\x1f', CAST(`f` AS DOUBLE), `s`, `t`, `u`, `n`, " \
+        "LENGTH(`t`))) * 2654435761)"
