@@ -21,6 +21,8 @@ from manager.client import Access
 from manager.views import Views
 from shared.catalog import Catalog
 from shared.errors import NodeCallError, NotFoundError, VerifyError
+from shared.model import MediaPair, Pipeline
+from shared.patterns import PatternKind
 from shared.rpc import manager_pb2, node_pb2_grpc
 from shared.zk import ZkPaths
 
@@ -47,8 +49,29 @@ def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
         one = manager_pb2.VerifyRequest()
         one.CopyFrom(request)
         one.pipeline = pipeline.name
+        one.shared_targets[:] = shared_targets(catalog, pipeline_id, pipeline)
         log.info("event=verify_forwarded pipeline=%s node=%s", pipeline_id, address)
         yield from _relay(address, one, context, pipeline_id, access or Access())
+
+
+def shared_targets(catalog: Catalog, pipeline_id: str, pipeline: Pipeline) -> list[str]:
+    """The tables ``pipeline`` writes that another pipeline (of any channel) names as a
+    target too, as datasource:schema.table: shards of several sources into one table. Rows
+    there that this pipeline's source does not give are another's, not extra."""
+    theirs = {_target(pair) for record in catalog.channels()
+              for other in record.channel.pipelines
+              if record.channel.pipeline_id(other) != pipeline_id for pair in other.pairs}
+    return sorted(name for name in {_target(pair) for pair in pipeline.pairs}
+                  if name is not None and name in theirs)
+
+
+def _target(pair: MediaPair) -> str | None:
+    """A pair's target as datasource:schema.table, when it names one table."""
+    target = pair.target
+    if target.namespace.kind is not PatternKind.SINGLE or \
+            target.table.kind is not PatternKind.SINGLE:
+        return None
+    return f"{target.datasource}:{target.namespace.literal}.{target.table.literal}"
 
 
 def _relay(address: str, request: manager_pb2.VerifyRequest, context: Any,

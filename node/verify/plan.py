@@ -115,6 +115,8 @@ class Request:
     where: str = ""
     columns: tuple[str, ...] = ()  # source column names; lets processor pairs be compared
     compare: str = "auto"  # auto | rows
+    # datasource:schema.table that other pipelines write too (the manager says which)
+    shared_targets: frozenset[str] = frozenset()
 
 
 def source_tables(cursor: Any, compiled: CompiledPipeline) -> list[tuple[str, str]]:
@@ -212,7 +214,9 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                 return Skipped(name, f"target table {address[0]}:"
                                      f"{short_form(*address[1:])} does not exist")
             made = _target(entry, address, key, columns, source_columns, request,
-                           alone=feeders[address] == 1 and not compiled.gathered(schema, table))
+                           alone=feeders[address] == 1 and not compiled.gathered(schema, table)
+                           and f"{address[0]}:{address[1]}.{address[2]}" not in
+                           request.shared_targets)
             if lake:  # compared as the lake holds it, by the rows method
                 made = dataclasses.replace(made, lake=lake)
                 made = dataclasses.replace(made, blind=made.blind or lake_blind(made))

@@ -31,7 +31,8 @@ def options_of(request: manager_pb2.VerifyRequest) -> Options:
                    chunk_size=request.chunk_size or 10_000, rate=request.rate,
                    repair=request.repair, columns=tuple(request.columns),
                    compare=request.compare or "auto",
-                   settle_timeout_s=float(request.settle_timeout_s or 120))
+                   settle_timeout_s=float(request.settle_timeout_s or 120),
+                   shared_targets=frozenset(request.shared_targets))
 
 
 def context_from(supervisor: Supervisor, node_id: int, pipeline_id: str,

@@ -61,6 +61,7 @@ class Options:
     columns: tuple[str, ...] = ()
     compare: str = "auto"  # auto | rows
     settle_timeout_s: float = 120.0
+    shared_targets: frozenset[str] = frozenset()  # datasource:schema.table others write too
     rounds: int = 6
     repair_rounds: int = 3
 
@@ -140,7 +141,7 @@ class Verification:
         sessions = Sessions(self.source, self.targets)
         try:
             request = Request(self.options.table, self.options.where, self.options.columns,
-                              self.options.compare)
+                              self.options.compare, self.options.shared_targets)
             plans, report.skipped = plan(base, sessions.cursor(), sessions.cursor, request,
                                          LakePlanner(base, self.targets))
             for table in plans:

@@ -402,3 +402,30 @@ def test_tables_merged_into_one_target_compare_by_key(
              "log_2's rows (and 999) left on the target")
     assert target.rows(f"SELECT msg FROM {all_} WHERE id = 3") == [("m3",)]
     cluster.set_status("v-merged", "STOP")
+
+
+def test_rows_another_channel_writes_into_the_same_table_are_not_extra(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """Two channels merge two source tables into one target table (shards of two sources,
+    as Otter merges them). Verifying one counted the other's rows as extra, and --repair
+    deleted them."""
+    schema = make_schema(source, target, *(LOG.replace("{table}", t)
+                                           for t in ("log_a", "log_b", "logs_ab")))
+    for name, table in (("v-shard-a", "log_a"), ("v-shard-b", "log_b")):
+        start(cluster, {"name": name, "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "pairs": [
+                {"source": f"{schema}.{table}", "target": f"{schema}.logs_ab"}]}]})
+    for table, first in (("log_a", 1), ("log_b", 101)):
+        source.execute(f"INSERT INTO `{schema}`.{table} VALUES " + ", ".join(
+            f"({i}, 'm{i}')" for i in range(first, first + 20)))
+    wait_for(lambda: len(target.table(schema, "logs_ab")) == 40, 30, "40 merged rows")
+    target.execute(f"UPDATE `{schema}`.logs_ab SET msg = 'x' WHERE id = 3")
+    code, report = verify(cluster, capsys, "v-shard-a", "--repair")
+    [verdict] = report["reports"][0]["tables"]
+    assert code == 0 and verdict["repaired"] == 1, report  # row 3 only
+    assert "it is fed by other tables too" in verdict["notes"][0]
+    assert len(target.rows(f"SELECT id FROM `{schema}`.logs_ab WHERE id > 100")) == 20
+    assert target.rows(f"SELECT msg FROM `{schema}`.logs_ab WHERE id = 3") == [("m3",)]
+    for name in ("v-shard-a", "v-shard-b"):
+        cluster.set_status(name, "STOP")
+
