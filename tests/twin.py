@@ -52,6 +52,7 @@ def run(request: dict[str, Any], out: Any) -> int:
     from node.target.mysql.facts import TargetFacts
     from shared import confinement
     from shared.definitions import load_text
+    from shared.errors import SourceError
     from shared.identifiers import short_form
     from shared.model import BinlogPosition, DataSource, PipelineParams
     from shared.secrets import SecretRef
@@ -102,8 +103,11 @@ def run(request: dict[str, Any], out: Any) -> int:
                 parts = planner.parts(batch, 2)
                 spec = planner.spec(batch, parts)
                 for part in parts:
-                    out.write(json.dumps(["part", canonical(run_part(program, spec, part))])
-                              + "\n")
+                    try:
+                        made = canonical(run_part(program, spec, part))
+                    except SourceError as exc:  # a partial row image: refused by both alike
+                        made = ["refused", str(exc)]
+                    out.write(json.dumps(["part", made]) + "\n")
                 txns = []
             if done:
                 return lined[0]

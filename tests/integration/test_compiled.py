@@ -3,7 +3,8 @@ the schemas corpus: every type at its edges, odd names, keyless tables, under bi
 FULL, MINIMAL and NOBLOB. The same stretch of the binlog goes through Select's framing and a
 worker's decode, Extract/Transform, merge and rendering once with the compiled modules and
 once with the ``.py`` files (``tests/twin.py`` in two processes): the outputs must be
-byte-equal, and the compiled run must really have run compiled (``make setup`` builds it)."""
+byte-equal (a part with a partial image is refused by both, with the same words), and the
+compiled run must really have run compiled (``make setup`` builds it)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,4 @@ def test_compiled_modules_make_what_their_pure_twins_make(sandbox, tmp_path) -> 
     assert sum(line.startswith('["select"') for line in compiled) > 300
     assert body.count('"Sql"') > 300 and "LOAD DATA LOCAL INFILE" in body
     assert "DELETE FROM" in body and "ON DUPLICATE KEY UPDATE" in body
+    assert '["part", ["refused", ' in body and "binlog_row_image = FULL" in body
