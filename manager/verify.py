@@ -55,14 +55,21 @@ def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
 
 
 def shared_targets(catalog: Catalog, pipeline_id: str, pipeline: Pipeline) -> list[str]:
-    """The tables ``pipeline`` writes that another pipeline (of any channel) names as a
-    target too, as datasource:schema.table: shards of several sources into one table. Rows
-    there that this pipeline's source does not give are another's, not extra."""
-    theirs = {_target(pair) for record in catalog.channels()
-              for other in record.channel.pipelines
-              if record.channel.pipeline_id(other) != pipeline_id for pair in other.pairs}
-    return sorted(name for name in {_target(pair) for pair in pipeline.pairs}
-                  if name is not None and name in theirs)
+    """The tables ``pipeline`` writes that another pipeline (of any channel) writes rows of
+    another source table into, as datasource:schema.table: shards of several sources merged
+    into one table. Rows there that this pipeline's source does not give are another's, not
+    extra. (Another channel copying the same source table there, as a copy made before,
+    writes the same rows.)"""
+    mine: dict[str, set[str | None]] = {}
+    for pair in pipeline.pairs:
+        if (target := _target(pair)) is not None:
+            mine.setdefault(target, set()).add(_source(pipeline, pair))
+    return sorted({target for record in catalog.channels()
+                   for other in record.channel.pipelines
+                   if record.channel.pipeline_id(other) != pipeline_id
+                   for pair in other.pairs
+                   if (target := _target(pair)) in mine and
+                   _source(other, pair) not in mine[target]})
 
 
 def _target(pair: MediaPair) -> str | None:
@@ -72,6 +79,16 @@ def _target(pair: MediaPair) -> str | None:
             target.table.kind is not PatternKind.SINGLE:
         return None
     return f"{target.datasource}:{target.namespace.literal}.{target.table.literal}"
+
+
+def _source(pipeline: Pipeline, pair: MediaPair) -> str | None:
+    """A pair's source table as datasource:schema.table, when it names one (None: a
+    pattern, which may be any)."""
+    source = pair.source
+    if source.namespace.kind is not PatternKind.SINGLE or \
+            source.table.kind is not PatternKind.SINGLE:
+        return None
+    return f"{pipeline.source}:{source.namespace.literal}.{source.table.literal}"
 
 
 def _relay(address: str, request: manager_pb2.VerifyRequest, context: Any,
