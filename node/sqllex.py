@@ -86,6 +86,21 @@ def identifier(token: Token) -> str | None:
     return None
 
 
+def parts(words: list[Token]) -> list[list[Token]]:
+    """``words`` split at their top-level commas (none inside parentheses): an ALTER
+    TABLE's clauses, a list's items."""
+    found: list[list[Token]] = [[]]
+    depth = 0
+    for token in words:
+        if token.kind == SYMBOL and token.text in "()":
+            depth += 1 if token.text == "(" else -1
+        if token.kind == SYMBOL and token.text == "," and depth == 0:
+            found.append([])
+        else:
+            found[-1].append(token)
+    return found
+
+
 # what a row condition (verify's and a snapshot's --where) may not hold: another statement,
 # a query of other tables, a file, a pause or a lock, a variable
 _NOT_IN_CONDITIONS = frozenset({

@@ -357,19 +357,7 @@ def taken(ddl: str) -> bool:
     at += 1  # the table's name, schema-qualified or not
     while at + 1 < len(words) and words[at].text == "." and words[at].kind == sqllex.SYMBOL:
         at += 2
-    clauses, depth, current = [], 0, []
-    for token in words[at:]:
-        if token.text in "(" and token.kind == sqllex.SYMBOL:
-            depth += 1
-        elif token.text == ")" and token.kind == sqllex.SYMBOL:
-            depth -= 1
-        elif token.text == "," and token.kind == sqllex.SYMBOL and depth == 0:
-            clauses.append(current)
-            current = []
-            continue
-        current.append(token)
-    clauses.append(current)
-    return all(_taken_clause(clause) for clause in clauses)
+    return all(_taken_clause(clause) for clause in sqllex.parts(words[at:]))
 
 
 def _taken_clause(clause: list[sqllex.Token]) -> bool:

@@ -31,7 +31,7 @@ from node.changes import TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import database_defaults, run_under, sql_mode
-from node.sqllex import SYMBOL, Token, code
+from node.sqllex import Token, code, parts
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
 
@@ -70,16 +70,7 @@ def tables_of(change: TargetChange) -> list[tuple[str, str]]:
 def clauses(statement: str, mode: int = 0) -> int:
     """How many clauses an ALTER TABLE has that change something (``ALGORITHM=…``,
     ``LOCK=…`` do not): the parts between its top-level commas."""
-    parts: list[list[Token]] = [[]]
-    depth = 0
-    for token in code(statement, mode):
-        if token.kind == SYMBOL and token.text in "()":
-            depth += 1 if token.text == "(" else -1
-        if token.kind == SYMBOL and token.text == "," and depth == 0:
-            parts.append([])
-        else:
-            parts[-1].append(token)
-    return max(sum(not _option(part) for part in parts), 1)
+    return max(sum(not _option(part) for part in parts(code(statement, mode))), 1)
 
 
 def _option(part: list[Token]) -> bool:
