@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from node.changes import ChangeType, RowChange
 from node.extract.copylines import LinesPlan
 from node.jobs import ROW_BITS
+from shared import datatypes
 from shared.errors import SourceError
 from shared.identifiers import qualified, quote
 from shared.retl import time_text
@@ -121,13 +122,10 @@ def _typed(data_type: str, value: Any) -> Any:
         return value
     if data_type == "char":  # the binlog gives a CHAR without the spaces that pad it
         return str(value).rstrip(" ")
-    return str(value) if data_type in _TEXTS else value
+    return str(value) if data_type in datatypes.TEXT else value
 
 
-_INTEGERS = frozenset(("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year",
-                       "bit"))
-_TEXTS = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
-                    "set"))
+_INTEGERS = datatypes.INTEGER | {"bit"}  # the decoder gives a BIT as a number
 _TIME = re.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 
 

@@ -41,15 +41,11 @@ from typing import Any
 
 import pymysql
 
+from shared import datatypes
+from shared.datatypes import BINARY, INTEGER, TEMPORAL
 from shared.identifiers import quote
 
-INTEGER = frozenset(("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"))
-TEXT = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
-                  "set", "json"))
-BINARY = frozenset(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob",
-                    "geometry", "point", "linestring", "polygon", "multipoint",
-                    "multilinestring", "multipolygon", "geometrycollection"))
-TEMPORAL = frozenset(("date", "datetime", "timestamp"))
+TEXT = datatypes.TEXT | {"json"}  # a JSON value hashes as its text
 _COLUMNS = ("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, IS_GENERATED, "
             "IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
             "TABLE_NAME = %s ORDER BY ORDINAL_POSITION")
