@@ -22,7 +22,6 @@ from manager.views import Views
 from shared.catalog import Catalog
 from shared.errors import NodeCallError, NotFoundError, VerifyError
 from shared.model import MediaPair, Pipeline
-from shared.patterns import PatternKind
 from shared.rpc import manager_pb2, node_pb2_grpc
 from shared.zk import ZkPaths
 
@@ -74,21 +73,18 @@ def shared_targets(catalog: Catalog, pipeline_id: str, pipeline: Pipeline) -> li
 
 def _target(pair: MediaPair) -> str | None:
     """A pair's target as datasource:schema.table, when it names one table."""
-    target = pair.target
-    if target.namespace.kind is not PatternKind.SINGLE or \
-            target.table.kind is not PatternKind.SINGLE:
-        return None
-    return f"{target.datasource}:{target.namespace.literal}.{target.table.literal}"
+    return _named(pair.target.one_table)
 
 
 def _source(pipeline: Pipeline, pair: MediaPair) -> str | None:
     """A pair's source table as datasource:schema.table, when it names one (None: a
     pattern, which may be any)."""
-    source = pair.source
-    if source.namespace.kind is not PatternKind.SINGLE or \
-            source.table.kind is not PatternKind.SINGLE:
-        return None
-    return f"{pipeline.source}:{source.namespace.literal}.{source.table.literal}"
+    one = pair.source.one_table
+    return None if one is None else _named((pipeline.source, one[1], one[2]))
+
+
+def _named(table: tuple[str, str, str] | None) -> str | None:
+    return None if table is None else f"{table[0]}:{table[1]}.{table[2]}"
 
 
 def _relay(address: str, request: manager_pb2.VerifyRequest, context: Any,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from shared.patterns import NamePattern
+from shared.patterns import NamePattern, PatternKind
 from shared.secrets import SecretRef
 
 
@@ -90,6 +90,14 @@ class DataMedia:
 
     def __str__(self) -> str:
         return f"{self.datasource}:{self.namespace}.{self.table}"
+
+    @property
+    def one_table(self) -> tuple[str, str, str] | None:
+        """(datasource, schema, table) when the patterns name one table, else None."""
+        if self.namespace.kind is not PatternKind.SINGLE or \
+                self.table.kind is not PatternKind.SINGLE:
+            return None
+        return self.datasource, self.namespace.literal, self.table.literal
 
 
 @dataclass(frozen=True)

@@ -232,11 +232,8 @@ class CompiledPipeline:
         if any(_gathers(entry.pair) for entry in mine):
             return True
         targets = {entry.address(schema, table) for entry in mine}
-        return any(
-            (p.target.datasource, p.target.namespace.literal, p.target.table.literal) in targets
-            for entry in self.pairs if entry not in mine
-            for p in (entry.pair,)
-            if p.target.namespace.kind is p.target.table.kind is PatternKind.SINGLE)
+        return any(entry.pair.target.one_table in targets
+                   for entry in self.pairs if entry not in mine)
 
     def target_databases(self, schema: str) -> list[tuple[str, str]]:
         """(datasource, schema) of every target database a source database's tables go to by
