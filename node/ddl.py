@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
-from node.sqllex import NAME, WORD, Token, code, identifier
+from node.sqllex import NAME, WORD, Token, code, identifier, parts
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
 
@@ -165,7 +165,11 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
         if read.word("IF"):
             read.word("EXISTS")
         name = read.name()
-        return TableDdl("ALTER", statement, (name,), others=read.references()) if name else None
+        if name is None:
+            return None
+        renamed = _renamed_to(read.tokens[read.at:], read.default_schema)
+        return TableDdl("ALTER", statement, (name,), () if renamed is None else
+                        ((name, renamed),), others=read.references())
     if read.word("DROP"):
         read.word("ONLINE", "OFFLINE")
         if read.word("INDEX"):
@@ -194,6 +198,19 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
             if not read.symbol(","):
                 break
         return TableDdl("RENAME", statement, (), tuple(renames)) if renames else None
+    return None
+
+
+def _renamed_to(rest: list[Token], default_schema: str) -> Name | None:
+    """The new name an ALTER TABLE's ``RENAME [TO|AS|=] x`` clause gives the table (not a
+    ``RENAME COLUMN``, ``INDEX`` or ``KEY``), or None."""
+    for clause in parts(rest):
+        if clause and clause[0].is_word("RENAME") and not (
+                len(clause) > 1 and clause[1].is_word("COLUMN", "INDEX", "KEY")):
+            read = _Reader(clause[1:], default_schema)
+            if not read.word("TO", "AS"):
+                read.symbol("=")
+            return read.name()
     return None
 
 
@@ -266,38 +283,56 @@ def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str,
         head = text[:ddl.renames[0][0].start]
         for old, new in ddl.renames:
             between = text[old.end:new.start]
-            olds, news = mapper(*old.pair), mapper(*new.pair)
-            if not olds and not news:
-                continue  # neither name is replicated
-            if len(olds) != len(news) or any(
-                    a[0] != b[0] for a, b in zip(olds, news, strict=True)):
-                raise ConfigError(
-                    f"the source ran {text.strip()[:200]!r}: it renames "
-                    f"{qualified(*old.pair)} to {qualified(*new.pair)}, and only one of the "
-                    "two is replicated (or they go to different targets), so the target "
-                    "cannot follow: a table swap would leave the target with the old rows, "
-                    "or with rows never replicated. Make the target's table match the "
-                    "source's by hand (copy it: setl snapshot), then move the pipeline past "
-                    "this statement: setl position set CHANNEL/PIPELINE --file … --pos … "
-                    "(the next transaction's position), and resume")
-            for (source, schema, table), (_, new_schema, new_table) in zip(
-                    olds, news, strict=True):
+            for (source, schema, table), (_, new_schema, new_table) in _renamed_targets(
+                    text, old, new, mapper):
                 yield source, schema, table, (
                     f"{head}{qualified(schema, table)}{between}"
                     f"{qualified(new_schema, new_table)}")
         return
+    if ddl.renames:  # ALTER TABLE t …, RENAME TO x
+        old, new = ddl.renames[0]
+        for (source, schema, table), (_, new_schema, new_table) in _renamed_targets(
+                text, old, new, mapper):
+            yield source, schema, table, _replaced(text, [
+                (old.start, old.end, qualified(schema, table)),
+                (new.start, new.end, qualified(new_schema, new_table)),
+                *_others(ddl, mapper, source)])
+        return
     first, last = ddl.names[0], ddl.names[-1]
     for name in ddl.names:
         for source, schema, table in mapper(*name.pair):
-            others = [(other.start, other.end, qualified(*target[1:]))
-                      for other in ddl.others
-                      for target in mapper(*other.pair)[:1] if target[0] == source]
             if len(ddl.names) == 1:
                 yield source, schema, table, _replaced(
-                    text, [(name.start, name.end, qualified(schema, table)), *others])
+                    text, [(name.start, name.end, qualified(schema, table)),
+                           *_others(ddl, mapper, source)])
             else:  # DROP TABLE a, b: one statement per table
                 yield source, schema, table, (
                     f"{text[:first.start]}{qualified(schema, table)}{text[last.end:]}")
+
+
+def _others(ddl: TableDdl, mapper: Mapper, source: str) -> list[tuple[int, int, str]]:
+    """Where the tables of ``LIKE`` and ``REFERENCES`` stand, with their names on the
+    ``source`` datasource when a pair copies them there (as written otherwise)."""
+    return [(other.start, other.end, qualified(*target[1:])) for other in ddl.others
+            for target in mapper(*other.pair)[:1] if target[0] == source]
+
+
+def _renamed_targets(text: str, old: Name, new: Name, mapper: Mapper
+                     ) -> list[tuple[tuple[str, str, str], tuple[str, str, str]]]:
+    """The targets of a renamed table before and after, paired (none when neither name is
+    replicated); a rename the targets cannot follow stops the pipeline."""
+    olds, news = mapper(*old.pair), mapper(*new.pair)
+    if len(olds) != len(news) or any(a[0] != b[0] for a, b in zip(olds, news, strict=True)):
+        raise ConfigError(
+            f"the source ran {text.strip()[:200]!r}: it renames "
+            f"{qualified(*old.pair)} to {qualified(*new.pair)}, and only one of the "
+            "two is replicated (or they go to different targets), so the target "
+            "cannot follow: a table swap would leave the target with the old rows, "
+            "or with rows never replicated. Make the target's table match the "
+            "source's by hand (copy it: setl snapshot), then move the pipeline past "
+            "this statement: setl position set CHANNEL/PIPELINE --file … --pos … "
+            "(the next transaction's position), and resume")
+    return list(zip(olds, news, strict=True))
 
 
 def transform_ddl(change: RowChange, seq: int, mapper: Mapper,

@@ -70,7 +70,26 @@ def test_rename_maps_both_names_and_needs_both_on_one_target() -> None:
     assert found == [("dst", "copy", "p_1", "RENAME TABLE `copy`.`p_1` TO `copy`.`p_2`")]
 
 
+@pytest.mark.parametrize("statement, expected", [
+    ("ALTER TABLE part_1 RENAME TO part_2", "ALTER TABLE `copy`.`p_1` RENAME TO `copy`.`p_2`"),
+    ("alter table shop.part_1 add column n int, rename as `part_2`, algorithm=copy",
+     "alter table `copy`.`p_1` add column n int, rename as `copy`.`p_2`, algorithm=copy"),
+    ("ALTER TABLE part_1 RENAME = shop.part_2", "ALTER TABLE `copy`.`p_1` RENAME = `copy`.`p_2`"),
+    ("ALTER TABLE orders RENAME COLUMN a TO b", "ALTER TABLE `copy`.`orders_v2` RENAME COLUMN a "
+     "TO b"),
+    ("ALTER TABLE orders RENAME INDEX a TO b", "ALTER TABLE `copy`.`orders_v2` RENAME INDEX a TO "
+     "b"),
+])
+def test_an_alter_that_renames_the_table_maps_the_new_name_too(statement: str,
+                                                                expected: str) -> None:
+    [(_, _, _, ddl)] = ddl_targets(statement)
+    assert ddl == expected
+
+
 @pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders RENAME TO orders_old",  # a replicated table renamed away
+    "ALTER TABLE orders ADD COLUMN n INT, RENAME TO gone",
+    "ALTER TABLE elsewhere RENAME orders",  # another table takes a replicated one's name
     "RENAME TABLE part_1 TO part_2, orders TO gone",  # a replicated table renamed away
     "RENAME TABLE orders TO _orders_del, _orders_gho TO orders",  # an online change's cut-over
     "RENAME TABLE orders TO users",  # two targets on two datasources
