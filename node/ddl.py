@@ -6,10 +6,11 @@ table a pair matches are replayed on the pair's target, the names replaced by th
 when a and b map to different targets. Names are found with a SQL lexer (:mod:`node.sqllex`)
 and replaced where they stand; every other byte is kept as the source ran it — strings holding
 ``#`` or ``--``, comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1
-*/``. The table of ``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair
-copies it to the same target. CREATE/ALTER DATABASE of a source database that pairs read is
-replayed on each target database it maps to. Other statements (GRANT, views, temporary tables,
-…) and statements on tables no pair matches are not replayed. A column a pair renames or
+*/``, a ``SET STATEMENT … FOR`` before the DDL. The table of ``CREATE TABLE … LIKE`` and of
+``REFERENCES`` is mapped too when a pair copies it to the same target. CREATE/ALTER DATABASE
+of a source database that pairs read is replayed on each target database it maps to. Other
+statements (GRANT, views, temporary tables, …) and statements on tables no pair matches are
+not replayed. A column a pair renames or
 excludes is not renamed in the DDL: give such tables their target DDL by hand (``ddl_sync:
 false``, the default, filters every DDL).
 
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
-from node.sqllex import NAME, WORD, Token, code, identifier, parts
+from node.sqllex import NAME, WORD, Token, identifier, parts
+from node.sqllex import statement_code as code
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
 

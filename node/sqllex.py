@@ -76,6 +76,21 @@ def code(text: str, sql_mode: int = 0) -> list[Token]:
     return [token for token in tokens(text, sql_mode) if token.kind not in TRIVIA]
 
 
+def statement_code(text: str, sql_mode: int = 0) -> list[Token]:
+    """The meaningful tokens of the statement ``text`` runs: without MariaDB's ``SET
+    STATEMENT var = value, … FOR`` before it (``SET STATEMENT lock_wait_timeout = 5 FOR ALTER
+    TABLE …``, how DBAs bound an online DDL's wait), which is kept in the text."""
+    words = code(text, sql_mode)
+    if len(words) > 1 and words[0].is_word("SET") and words[1].is_word("STATEMENT"):
+        depth = 0
+        for at, token in enumerate(words):
+            if token.kind == SYMBOL and token.text in "()":
+                depth += 1 if token.text == "(" else -1
+            elif depth == 0 and token.is_word("FOR"):
+                return words[at + 1:]
+    return words
+
+
 def identifier(token: Token) -> str | None:
     """The name a token stands for, when it can be one."""
     if token.kind == NAME:

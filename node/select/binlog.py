@@ -406,7 +406,10 @@ class BinlogReader:
         return True
 
     def _ddl(self, event: Any, state: str, data: bytes) -> None:
-        if not self.ddl:
+        # a two-phase ALTER runs at its commit: at its start it may yet fail (and be rolled
+        # back: replayed then, the target kept what the source undid)
+        if not self.ddl or event.alter_phase & (libevents.ALTER_STARTED |
+                                                libevents.ALTER_ROLLED_BACK):
             self._commit([], 0, [], state, data)
             return
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)

@@ -7,6 +7,10 @@ query events from python-mysql-replication 1.0.x, whose readers lose what setl n
 - **ENUM and SET members** in a table map were decoded as UTF-8 whatever their column's
   charset (a latin1 ``'é'`` became ``''``): they stay bytes here, and
   :func:`node.charsets.member` decodes them with their column's charset.
+- **Two-phase ALTERs** (MariaDB's ``binlog_alter_two_phase``): their query events carry a
+  status variable the library does not know (``Q_GTID_FLAGS3``), and it stopped at the first
+  ALTER. It is read here, and says which part of the ALTER the event is
+  (``alter_phase``).
 - **Statements in a client charset other than UTF-8** (query events): the text was decoded
   as UTF-8 with backslash escapes for other bytes, so a latin1 ``DEFAULT 'é'`` became
   ``'\\xe9'``. The statement's bytes are kept (``query_bytes``) for :mod:`node.ddlsession`
@@ -26,6 +30,11 @@ from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.row_event import TableMapEvent
 
 from shared.errors import SetlError
+
+# a query event's status variable (MariaDB 10.8+): the parts of a two-phase ALTER, logged at
+# its start and again at its commit or rollback (then with the start's sequence number)
+Q_GTID_FLAGS3 = 130
+ALTER_STARTED, ALTER_COMMITTED, ALTER_ROLLED_BACK = 2, 4, 8
 
 
 def read_type_values(event: Any, length: int) -> list[list[bytes]] | None:
@@ -53,8 +62,16 @@ def read_query_event(event: Any, from_packet: Any, event_size: int, table_map: A
     event.status_vars_length = packet.read_uint16()
     post_header = event._advance_to_payload(13)
     end = packet.read_bytes + event.status_vars_length
+    event.alter_phase = 0
     while packet.read_bytes < end:
-        event._read_status_vars_value_for_key(packet.read_uint8())
+        key = packet.read_uint8()
+        if key != Q_GTID_FLAGS3:
+            event._read_status_vars_value_for_key(key)
+            continue
+        event.alter_phase = packet.read_uint8() & (ALTER_STARTED | ALTER_COMMITTED |
+                                                  ALTER_ROLLED_BACK)
+        if event.alter_phase & (ALTER_COMMITTED | ALTER_ROLLED_BACK):
+            packet.advance(8)  # the start's sequence number
     event.schema = packet.read(event.schema_length)
     packet.advance(1)
     length = event_size - post_header - event.status_vars_length - event.schema_length - 1

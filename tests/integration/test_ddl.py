@@ -153,6 +153,50 @@ def test_a_column_a_pair_includes_renamed_on_the_source_stops_the_pipeline(
     cluster.set_status("ddl-include", "STOP")
 
 
+def test_a_two_phase_alter_runs_once_at_its_commit_and_not_when_rolled_back(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """With ``binlog_alter_two_phase`` MariaDB logs an ALTER at its start and again at its
+    commit or rollback. Replayed at its start, an ALTER the source then rolled back (here:
+    past max_statement_time) stayed on the target — a unique key the source does not have,
+    so a later row took another row's place — and a committed ALTER of two clauses ran
+    twice, the second time stopping the pipeline. An ALTER under ``SET STATEMENT … FOR``
+    (how DBAs bound an online DDL's wait) was not replayed at all."""
+    schema = make_schema(source, target,
+                         "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(9))",
+                         "CREATE TABLE `{schema}`.big (id INT PRIMARY KEY, w INT)",
+                         "INSERT INTO `{schema}`.big SELECT seq, seq "
+                         "FROM `{schema}`.seq_1_to_200000")
+    running(cluster, {"name": "ddl-two-phase", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "ddl_sync": True,
+        "pairs": [{"source": f"{schema}.{t}", "target": f"{schema}.{t}"}
+                  for t in ("items", "big")]}]})
+    s = f"`{schema}`"
+    try:
+        source.script("SET SESSION binlog_alter_two_phase = 1",
+                      f"ALTER TABLE {s}.items ADD COLUMN z INT, ADD INDEX (z)",
+                      f"INSERT INTO {s}.items VALUES (1, 'a', 1)",
+                      "SET SESSION max_statement_time = 0.01")
+        with pytest.raises(pymysql.OperationalError, match="max_statement_time"):
+            source.execute(f"ALTER TABLE {s}.big ADD UNIQUE (w), ALGORITHM=COPY")
+    finally:
+        source.script("SET SESSION max_statement_time = 0",
+                      "SET SESSION binlog_alter_two_phase = 0")
+    source.script(f"SET STATEMENT lock_wait_timeout = 30 FOR ALTER TABLE {s}.items "
+                  "ADD COLUMN q INT",
+                  f"INSERT INTO {s}.big VALUES (200001, 5)",  # w as row 5's
+                  f"INSERT INTO {s}.items VALUES (2, 'b', 2, 3)")
+    wait_for(lambda: target.table(schema, "items") == source.table(schema, "items"), 60,
+             "the items on the target, with both columns added")
+    assert columns(target, schema, "items") == columns(source, schema, "items")
+    totals = "SELECT COUNT(*), SUM(id), SUM(w) FROM `{}`.big"
+    wait_for(lambda: target.rows(totals.format(schema)) == source.rows(totals.format(schema)),
+             60, "big's rows on the target")
+    assert target.rows(f"SELECT * FROM {s}.big WHERE w = 5 ORDER BY id") == [(5, 5),
+                                                                            (200001, 5)]
+    assert {row[2] for row in target.rows(f"SHOW INDEX FROM {s}.big")} == {"PRIMARY"}
+    cluster.set_status("ddl-two-phase", "STOP")
+
+
 def test_ddl_is_filtered_when_ddl_sync_is_off(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target,

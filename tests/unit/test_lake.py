@@ -294,6 +294,9 @@ def test_a_filter_finds_decimals_delta_rs_cannot_keep_in_file_statistics(
     ("DROP TABLE t", False),
     ("TRUNCATE t", False),
     ("RENAME TABLE a TO b", False),
+    ("ALTER TABLE a ADD c INT, RENAME TO b", False),
+    ("SET STATEMENT lock_wait_timeout=5, sql_mode='' FOR ALTER TABLE t ADD c INT", True),
+    ("SET STATEMENT lock_wait_timeout=5 FOR ALTER TABLE t DROP c", False),
 ])
 def test_a_lake_takes_new_tables_columns_and_indexes_only(ddl: str, taken: bool) -> None:
     from node.target.delta.loader import taken as takes

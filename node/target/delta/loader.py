@@ -341,7 +341,7 @@ def taken(ddl: str) -> bool:
     first rows), ``ALTER TABLE … ADD [COLUMN]`` clauses (a column added with the first row
     that has it), and index changes (nothing to a lake). Anything else changes what rows
     the table holds, or how: the pipeline stops."""
-    words = sqllex.code(ddl)
+    words = sqllex.statement_code(ddl)
     head = [token.text.upper() for token in words[:2]]
     if head[:1] == ["CREATE"] and (words[1].is_word("TABLE", "DATABASE", "SCHEMA", "INDEX",
                                                     "UNIQUE", "FULLTEXT", "SPATIAL")

@@ -31,7 +31,8 @@ from node.changes import TargetChange
 from node.ddl import kind_of, on_database
 from node.ddl import parse as parse_ddl
 from node.ddlsession import database_defaults, run_under, sql_mode
-from node.sqllex import Token, code, parts
+from node.sqllex import Token, parts
+from node.sqllex import statement_code as code
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
 
