@@ -7,7 +7,7 @@ import pymysql
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
-from node.target.mysql.ddlapply import apply_ddl, ran_before
+from node.target.mysql.ddlapply import INTENT_DDL, apply_ddl, fingerprint, ran_before, tables_of
 from node.target.mysql.loader import Loader
 from shared.model import BinlogPosition, PipelineParams
 from tests.devcluster import Cluster, Database, make_schema, wait_for
@@ -266,15 +266,19 @@ def test_a_ddl_that_ran_before_a_crash_is_not_run_again(sandbox, source, target,
         loader.close()
 
 
-@pytest.mark.parametrize("table,writer", [
-    ("(x INT NOT NULL, y INT)", ""),
-    ("(id INT AUTO_INCREMENT PRIMARY KEY, x INT)", "INSERT INTO {t} (x) VALUES (1), (2)"),
-], ids=["alone", "rows-came-meanwhile"])
+@pytest.mark.parametrize("table,writer,older", [
+    ("(x INT NOT NULL, y INT)", "", False),
+    ("(id INT AUTO_INCREMENT PRIMARY KEY, x INT)", "INSERT INTO {t} (x) VALUES (1), (2)",
+     False),
+    ("(id INT AUTO_INCREMENT PRIMARY KEY, x INT)", "", True),
+], ids=["alone", "rows-came-meanwhile", "intent-of-an-older-build"])
 def test_a_ddl_whose_intent_was_written_but_that_never_ran_runs_on_the_replay(
-        sandbox, source, target, table, writer):
+        sandbox, source, target, table, writer, older):
     """The intent committed, then the node died before the DDL ran: the replay runs it —
     also when another writer's row moved the table's AUTO_INCREMENT counter meanwhile (the
-    schema did not move; the counter was taken for a sign that the DDL ran)."""
+    schema did not move; the counter was taken for a sign that the DDL ran), and when the
+    intent is an older build's, whose fingerprint counted the counter (an upgrade between
+    the intent and the replay took it for run)."""
     schema = make_schema(source, target, f"CREATE TABLE `{{schema}}`.a {table}")
     t = f"`{schema}`.a"
     pipeline_id = f"ddl2-{schema}.forward"
@@ -285,7 +289,15 @@ def test_a_ddl_whose_intent_was_written_but_that_never_ran_runs_on_the_replay(
     try:
         assert loader.load(ddl_batch(1, 100), []) == 0  # the pipeline's position row
         with conn.cursor() as cursor:  # the intent committed, then the node died
-            assert not ran_before(cursor, change, pipeline_id, ddl_batch(2, 200).end, 0)
+            if older:
+                target.execute(f"INSERT INTO {t} (x) VALUES (1)")  # AUTO_INCREMENT=2
+                cursor.execute(INTENT_DDL)
+                cursor.execute("INSERT INTO retl.retl_ddl VALUES (%s, %s, %s, 0, %s, %s)",
+                               (pipeline_id, "binlog.000001", 200, fingerprint(
+                                   cursor, tables_of(change), counters=True), change.ddl))
+                cursor.execute("COMMIT")
+            else:
+                assert not ran_before(cursor, change, pipeline_id, ddl_batch(2, 200).end, 0)
         if writer:
             target.execute(writer.format(t=t))
         assert loader.load(ddl_batch(2, 200), [change]) == 1

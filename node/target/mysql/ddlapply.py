@@ -82,14 +82,17 @@ def _option(part: list[Token]) -> bool:
     return len(part) >= 2 and part[-2].is_word(*_OPTIONS)
 
 
-def fingerprint(cursor: Any, tables: list[tuple[str, str]]) -> str:
+def fingerprint(cursor: Any, tables: list[tuple[str, str]], counters: bool = False) -> str:
     """What the target's schema says of ``tables`` now: each one's definition and InnoDB
-    table id (which follows a table through a RENAME), or that it is not there."""
+    table id (which follows a table through a RENAME), or that it is not there. Its
+    AUTO_INCREMENT counter is left out (another writer's row moves it) unless ``counters``
+    (how builds before 2026-12-05 wrote their intents)."""
     seen = []
     for schema, table in tables:
         try:
             cursor.execute(f"SHOW CREATE TABLE {qualified(schema, table)}")
-            definition = _COUNTER.sub("", str(cursor.fetchone()[1]))
+            definition = str(cursor.fetchone()[1])
+            definition = definition if counters else _COUNTER.sub("", definition)
         except pymysql.MySQLError:
             definition = None
         seen.append([schema, table, definition, _table_id(cursor, schema, table)])
@@ -118,8 +121,9 @@ def ran_before(cursor: Any, change: TargetChange, pipeline_id: str, at: BinlogPo
                    "binlog_file = %s AND binlog_pos = %s AND seq = %s",
                    (pipeline_id, at.file, at.pos, seq))
     row = cursor.fetchone()
-    if row is not None:
-        return str(row[0]) != now
+    if row is not None:  # an intent an older build wrote counted the AUTO_INCREMENT counter
+        tables = tables_of(change)
+        return str(row[0]) != now and str(row[0]) != fingerprint(cursor, tables, True)
     cursor.execute("INSERT INTO retl.retl_ddl VALUES (%s, %s, %s, %s, %s, %s)",
                    (pipeline_id, at.file, at.pos, seq, now, change.ddl))
     cursor.execute("COMMIT")
