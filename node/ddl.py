@@ -203,6 +203,17 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
     return None
 
 
+def tables_named(statement: str, default_schema: str, sql_mode: int = 0
+                 ) -> list[tuple[str, str]]:
+    """The (schema, table) a table DDL acts on, both sides of a rename; none for any other
+    statement."""
+    ddl = parse(statement, default_schema, sql_mode)
+    if ddl is None:
+        return []
+    return [name.pair for name in ddl.names] + \
+        [name.pair for pair in ddl.renames for name in pair]
+
+
 def _renamed_to(rest: list[Token], default_schema: str) -> Name | None:
     """The new name an ALTER TABLE's ``RENAME [TO|AS|=] x`` clause gives the table (not a
     ``RENAME COLUMN``, ``INDEX`` or ``KEY``), or None."""

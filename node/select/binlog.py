@@ -31,7 +31,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 
 from node import ddlsession
 from node.changes import ChangeType, Event, RowChange, Session, Transaction
-from node.ddl import database_options, parse_database
+from node.ddl import database_options, parse_database, tables_named
 from node.ddl import parse as parse_ddl
 from node.extract.decode import TableSchema, decode_rows
 from node.select import checksums, libevents, statements
@@ -408,11 +408,17 @@ class BinlogReader:
     def _ddl(self, event: Any, state: str, data: bytes) -> None:
         # a two-phase ALTER runs at its commit: at its start it may yet fail (and be rolled
         # back: replayed then, the target kept what the source undid)
-        if not self.ddl or event.alter_phase & (libevents.ALTER_STARTED |
-                                                libevents.ALTER_ROLLED_BACK):
-            self._commit([], 0, [], state, data)
-            return
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
+        later = event.alter_phase & (libevents.ALTER_STARTED | libevents.ALTER_ROLLED_BACK)
+        if not self.ddl or later:
+            # not replayed (ddl_sync off); one on a replicated table still cuts a batch of its
+            # own, after which the pipeline reads the tables' keys again (an ALTER may have
+            # changed them); Extract drops it
+            changes = [RowChange(schema, "", ChangeType.DDL, ddl=event.query)] if not later \
+                and any(self._wants(*table) for table in tables_named(event.query, schema)) \
+                else []
+            self._commit([], 0, changes, state, data)
+            return
         try:
             statement, session = ddlsession.of_event(event, self._facts)
         except SourceError as exc:

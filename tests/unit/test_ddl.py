@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.ddl import kind_of, on_database, parse, transform_ddl
+from node.ddl import kind_of, on_database, parse, tables_named, transform_ddl
 from node.extract.etl import extract_transform
 from node.target.mysql.ddlapply import clauses
 from shared.errors import ConfigError
@@ -186,3 +186,15 @@ def test_a_ddl_under_set_statement_is_known_by_what_it_runs(statement: str, kind
                                                             count: int) -> None:
     assert kind_of(statement) == kind
     assert clauses(statement) == count
+
+
+@pytest.mark.parametrize("statement, tables", [
+    ("ALTER TABLE orders ADD n INT", [("shop", "orders")]),
+    ("RENAME TABLE a TO x.b, c TO d", [("shop", "a"), ("x", "b"), ("shop", "c"), ("shop", "d")]),
+    ("ALTER TABLE a RENAME TO b", [("shop", "a"), ("shop", "a"), ("shop", "b")]),
+    ("DROP TABLE a, x.b", [("shop", "a"), ("x", "b")]),
+    ("CREATE DATABASE x", []),
+    ("GRANT SELECT ON *.* TO u", []),
+])
+def test_the_tables_a_ddl_acts_on_are_named(statement: str, tables: list) -> None:
+    assert tables_named(statement, "shop") == tables

@@ -28,7 +28,7 @@ from typing import Any
 import pymysql
 
 from node.changes import TargetChange
-from node.ddl import kind_of, on_database
+from node.ddl import kind_of, on_database, tables_named
 from node.ddl import parse as parse_ddl
 from node.ddlsession import database_defaults, run_under, sql_mode
 from node.sqllex import Token, parts
@@ -60,11 +60,9 @@ _OPTIONS = frozenset(("ALGORITHM", "LOCK"))  # clauses that change nothing
 
 def tables_of(change: TargetChange) -> list[tuple[str, str]]:
     """The target tables a DDL acts on (a RENAME's both sides)."""
-    parsed = parse_ddl(change.ddl, change.schema, sql_mode(change.session))
-    if parsed is None:
+    found = tables_named(change.ddl, change.schema, sql_mode(change.session))
+    if not found:
         return [(change.schema, change.table)] if change.table else []
-    found = [name.pair for name in parsed.names]
-    found += [name.pair for pair in parsed.renames for name in pair]
     return sorted(set(found))
 
 
