@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from pymysqlreplication.event import BinLogEvent, QueryEvent
+from pymysqlreplication.exceptions import StatusVariableMismatch
 from pymysqlreplication.row_event import TableMapEvent
 
 from shared.errors import SetlError
@@ -66,7 +67,14 @@ def read_query_event(event: Any, from_packet: Any, event_size: int, table_map: A
     while packet.read_bytes < end:
         key = packet.read_uint8()
         if key != Q_GTID_FLAGS3:
-            event._read_status_vars_value_for_key(key)
+            try:
+                event._read_status_vars_value_for_key(key)
+            except StatusVariableMismatch:
+                raise SetlError(
+                    f"a query event carries a session variable setl cannot read (status key "
+                    f"{key}: written by a server version newer than this build knows); "
+                    "upgrade setl, or replicate from a server version it is tested with "
+                    "(MariaDB 10.11)") from None
             continue
         event.alter_phase = packet.read_uint8() & (ALTER_STARTED | ALTER_COMMITTED |
                                                   ALTER_ROLLED_BACK)
