@@ -314,6 +314,12 @@ class _Loader(SourceFields):
                 earlier = seen[key][0].path.rpartition(".")[2]
                 item.fail(f"{earlier} already reads {pair.source}; mark both 'fan_out: true' to "
                           "split one source table into several targets")
+            elif both and pair.shard is not None and (apart := pair.settings_apart(both[1])):
+                earlier = seen[key][0].path.rpartition(".")[2]
+                item.fail(f"{earlier} also shards {pair.source}, with other {', '.join(apart)}: "
+                          "the pairs of one shard route share its settings (only the first's "
+                          "would be used for every slot); give them the same settings, their "
+                          "targets aside")
             seen[key] = item, pair
 
 

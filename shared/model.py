@@ -7,6 +7,7 @@ The protobuf messages in ``proto/model.proto`` mirror these field for field.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -167,6 +168,12 @@ class MediaPair:
     # change appended), and the columns it is partitioned by
     mode: str = ""
     partition_by: tuple[str, ...] = ()
+
+    def settings_apart(self, other: MediaPair) -> list[str]:
+        """The settings in which two pairs differ, their targets aside (the pairs of one
+        shard route must agree: the route runs the first one's for every slot)."""
+        return [f.name for f in dataclasses.fields(self)
+                if f.name != "target" and getattr(self, f.name) != getattr(other, f.name)]
 
 
 @dataclass(frozen=True)

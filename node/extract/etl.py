@@ -58,7 +58,9 @@ class CompiledPair:
 
     def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
         if not (self.renames or self.include or self.exclude):
-            return row  # nothing to rename or leave out: the row goes as it is
+            # nothing to rename or leave out: the row goes as it is, or as a copy when this
+            # pair adds to it (a fan-out's other pairs get the same row)
+            return row if not (self.fillers or self.pair.joins) else dict(row)
         mapped = {}
         for name, value in row.items():
             if name not in keys and (name in self.exclude or
@@ -80,6 +82,30 @@ class CompiledPair:
             assert index is not None, f"{name} does not match {source}"
             return target.name_at(target.low + index - source.low)
         return target.literal
+
+
+def _addresses_of(entry: CompiledPair, table: str, schema: str) -> list[tuple[str, str, str]]:
+    """Where a pair may write a source table named ``table`` of any schema it reads (their
+    slots for a shard route; ``schema`` stands in for a pattern of schemas whose target
+    database does not follow the schema's name)."""
+    if entry.route is not None:
+        return list(entry.route.slots)
+    one = entry.pair.target.one_table
+    if one is not None:
+        return [one]
+    source = entry.pair.source
+    if not source.table.matches(table):
+        return []
+    names = source.namespace
+    if names.kind is PatternKind.SINGLE:
+        schemas: tuple[str, ...] = (names.literal,)
+    elif names.kind is PatternKind.MULTI:
+        schemas = tuple(names.names())
+    elif "{schema}" in entry.pair.target.namespace.text:
+        return []  # another schema's table goes to another database
+    else:
+        schemas = (schema,)
+    return [entry.address(each, table) for each in schemas]
 
 
 def _gathers(pair: MediaPair) -> bool:
@@ -207,9 +233,6 @@ class CompiledPipeline:
                 found.append(entry.address(schema, table))
         return list(dict.fromkeys(found))
 
-    def target_tables(self, schema: str, table: str) -> list[tuple[str, str, str]]:
-        """(datasource, schema, table) of every target a source table is written to."""
-        return [entry.address(schema, table) for entry in self.pairs_for(schema, table)]
 
     def layout_problem(self, schema: str, table: str, columns: tuple[str, ...]) -> str | None:
         """Why a table's columns (a new table map's) do not fit its pairs: a column a pair
@@ -231,9 +254,11 @@ class CompiledPipeline:
         mine = self.pairs_for(schema, table)
         if any(_gathers(entry.pair) for entry in mine):
             return True
-        targets = {entry.address(schema, table) for entry in mine}
-        return any(entry.pair.target.one_table in targets
-                   for entry in self.pairs if entry not in mine)
+        targets = set(self.targets_of(schema, table))
+        routes = {id(entry.route) for entry in mine if entry.route is not None}
+        return any(address in targets for entry in self.pairs
+                   if entry not in mine and id(entry.route) not in routes
+                   for address in _addresses_of(entry, table, schema))
 
     def target_databases(self, schema: str) -> list[tuple[str, str]]:
         """(datasource, schema) of every target database a source database's tables go to by
@@ -410,7 +435,7 @@ def extract_transform_lists(compiled: CompiledPipeline,
         change = item[1]
         if change.type is ChangeType.DDL:
             if compiled.ddl_sync:  # else filtered
-                out += transform_ddl(change, item[0], compiled.target_tables,
+                out += transform_ddl(change, item[0], compiled.targets_of,
                                      compiled.database_defaults, compiled.target_databases,
                                      compiled.gathered)
         else:

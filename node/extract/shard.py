@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.changes import ChangeType, Row, RowChange
-from shared.errors import ShardError
+from shared.errors import ConfigError, ShardError
 from shared.model import MediaPair, ShardAlgorithm, ShardRule
 
 Slot = tuple[str, str, str]  # datasource, schema, table
@@ -98,6 +98,13 @@ def routes(pairs: tuple[MediaPair, ...]) -> dict[int, tuple[Route, bool]]:
                               []).append(index)
     found = {}
     for indexes in groups.values():
+        for other in indexes[1:]:  # a definition written straight into ZooKeeper
+            apart = pairs[other].settings_apart(pairs[indexes[0]])
+            if apart:
+                raise ConfigError(
+                    f"the pairs that shard {pairs[other].source} differ in {', '.join(apart)}: "
+                    "the pairs of one shard route share its settings, their targets aside; "
+                    "give them the same (setl apply), then start the channel again")
         route = Route.of([pairs[i] for i in indexes])
         found.update({i: (route, i == indexes[0]) for i in indexes})
     return found

@@ -150,7 +150,7 @@ def test_a_create_table_first_makes_its_target_database_with_the_source_defaults
     c = compiled(*PAIRS, options="ddl_sync: true")
     change = RowChange("shop", "", ChangeType.DDL, ddl="CREATE TABLE orders (id INT)")
     found = [(t.schema, t.ddl) for t in transform_ddl(
-        change, 4, c.target_tables, lambda schema: ("latin1", "latin1_swedish_ci"))]
+        change, 4, c.targets_of, lambda schema: ("latin1", "latin1_swedish_ci"))]
     assert found == [
         ("copy", "CREATE DATABASE IF NOT EXISTS `copy` CHARACTER SET latin1 COLLATE "
                  "latin1_swedish_ci"),
@@ -198,3 +198,32 @@ def test_a_ddl_under_set_statement_is_known_by_what_it_runs(statement: str, kind
 ])
 def test_the_tables_a_ddl_acts_on_are_named(statement: str, tables: list) -> None:
     assert tables_named(statement, "shop") == tables
+
+
+def test_ddl_of_a_sharded_table_runs_on_every_slot() -> None:
+    """It ran on the route's first slot alone: a TRUNCATE left the other slots' rows."""
+    c = compiled("{source: shop.orders, target: {namespace: 's_[0-1]', table: 'o_[0-1]'}, "
+                 "shard: {column: uid}}", options="ddl_sync: true")
+    change = RowChange("shop", "", ChangeType.DDL, ddl="TRUNCATE orders")
+    assert [t.ddl for t in extract_transform(c, [(4, change)])] == [
+        f"TRUNCATE `s_{s}`.`o_{t}`" for s in (0, 1) for t in (0, 1)]
+
+
+@pytest.mark.parametrize("pairs", [
+    ("{source: {namespace: eu, table: 're:.*'}, target: {namespace: dw, table: '{table}'}}",
+     "{source: {namespace: us, table: 're:.*'}, target: {namespace: dw, table: '{table}'}}"),
+    ("{source: eu.orders, target: dw.orders}",
+     "{source: {namespace: us, table: 're:.*'}, target: {namespace: dw, table: '{table}'}}"),
+    ("{source: {namespace: eu, table: 're:.*'}, target: {namespace: dw, table: '{table}'}}",
+     "{source: {namespace: 're:u.*', table: 're:.*'}, target: {namespace: dw, "
+     "table: '{table}'}}"),
+])
+def test_a_target_two_template_pairs_write_is_not_truncated_for_one(pairs: tuple) -> None:
+    c = compiled(*pairs, options="ddl_sync: true")
+    for schema in ("eu", "us"):
+        change = RowChange(schema, "", ChangeType.DDL, ddl="TRUNCATE orders")
+        with pytest.raises(ConfigError, match="also takes rows of other source tables"):
+            list(extract_transform(c, [(4, change)]))
+    other = compiled(pairs[0], "{source: {namespace: us, table: 're:.*'}, target: "
+                     "{namespace: '{schema}_dw', table: '{table}'}}", options="ddl_sync: true")
+    assert not other.gathered("eu", "orders")

@@ -139,3 +139,21 @@ def test_a_plain_config_error_prints_just_its_message(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- good files
+
+
+def test_the_pairs_of_one_shard_route_must_share_their_settings() -> None:
+    """Only a route's first pair's columns, virtual columns and keys were used for every
+    slot: a column the second pair excludes was copied to its slots without a word."""
+    assert errors(pairs("""\
+        - {source: s.t, target: 's2.t_[0-1]', shard: {column: uid}}
+        - {source: s.t, target: {datasource: src, namespace: s3, table: 't_[0-1]'},
+           shard: {column: uid}, columns: {exclude: [secret]}}
+        """)) == [f"f.yaml:12: {P}.pairs[1]: pairs[0] also shards src:s.t, with other "
+                  "column_mode, columns: the pairs of one shard route share its settings (only "
+                  "the first's would be used for every slot); give them the same settings, "
+                  "their targets aside"]
+    load(pairs("""\
+        - {source: s.t, target: 's2.t_[0-1]', shard: {column: uid}}
+        - {source: s.t, target: {datasource: src, namespace: s3, table: 't_[0-1]'},
+           shard: {column: uid}}
+        """))

@@ -123,6 +123,18 @@ def test_fan_out_pairs_all_apply() -> None:
     assert targets(c, "s", "z") == ["dst:a.z"]
 
 
+def test_a_fan_out_pairs_virtual_columns_stay_in_its_own_target() -> None:
+    """Pairs that neither rename nor choose columns passed the source's row on as it was,
+    and one pair's virtual columns were written into it: the next pair's target got them."""
+    c = compiled('{source: s.t, target: a.t, fan_out: true, push_weight: 2, virtual_columns: '
+                 '[{name: v, expression: "v * 10"}, {name: extra, value: "1"}]}',
+                 "{source: s.t, target: b.t, fan_out: true, push_weight: 1}")
+    change = insert("s", "t", {"id": 1, "v": 2})
+    found = [t.after for t in transform(c, 9, change)]
+    assert found == [{"id": 1, "v": 20, "extra": "1"}, {"id": 1, "v": 2}]
+    assert change.after == {"id": 1, "v": 2}
+
+
 def test_pairs_for_caches_its_answer() -> None:
     c = compiled("{source: s.t, target: s2.t}")
     first = c.pairs_for("s", "t")
@@ -342,7 +354,7 @@ def test_templates_copy_a_family_of_databases_under_the_same_or_derived_names() 
                  "target: {namespace: ods, table: 'crm_{table}'}}")
     change = one(c, insert("shop_7", "new-table", {"id": 1}))
     assert (change.schema, change.table) == ("shop_7", "new-table")
-    assert c.target_tables("crm", "leads") == [("dst", "ods", "crm_leads")]
+    assert c.targets_of("crm", "leads") == [("dst", "ods", "crm_leads")]
 
 
 def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_they_were() -> None:

@@ -6,7 +6,8 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.extract.etl import transform
-from shared.errors import ShardError
+from node.extract.shard import routes
+from shared.errors import ConfigError, ShardError
 from tests.unit.test_etl import compiled, insert
 
 ORDERS = ('{source: s.orders, target: {namespace: "shop_[0-1]", table: "orders_[0-3]"}, '
@@ -77,3 +78,17 @@ def test_a_delete_by_key_alone_goes_to_every_slot() -> None:
 def test_an_unroutable_row_is_a_clear_error(row: dict, message: str) -> None:
     with pytest.raises(ShardError, match=message):
         slots((ORDERS,), insert("s", "orders", row))
+
+
+def test_a_route_whose_pairs_differ_in_settings_refuses_to_start() -> None:
+    """Only the first pair's settings ran for every slot (a definition written straight into
+    ZooKeeper; setl apply refuses it)."""
+    import dataclasses
+
+    from shared.model import ColumnMode
+
+    pipeline = compiled(ORDERS, SECOND).pairs
+    changed = dataclasses.replace(pipeline[1].pair, column_mode=ColumnMode.EXCLUDE,
+                                  columns=("secret",))
+    with pytest.raises(ConfigError, match="differ in column_mode, columns"):
+        routes((pipeline[0].pair, changed))
