@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from pymysql.constants import FIELD_TYPE
+
 from node.changes import Row, TargetChange
 from shared.identifiers import qualified, quote
 
@@ -106,15 +108,34 @@ def first_images(changes: Iterable[TargetChange]
 
 def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
                  wanted: list[Key]) -> dict[Key, Row]:
-    """The target's rows for the keys, locked until the load transaction ends."""
+    """The target's rows for the keys, locked until the load transaction ends, with values
+    as the binlog gives them: a FLOAT as the single-precision value it holds (a SELECT
+    prints six digits: 1234.57 for 1234.567), a BIT as its number (a SELECT gives bytes) —
+    else every row holding one looked changed on the target, and the second pipeline left
+    out all of their updates."""
     quoted = ", ".join(map(quote, keys))
     one = "(" + ", ".join(["%s"] * len(keys)) + ")"
-    cursor.execute(f"SELECT * FROM {qualified(schema, table)} WHERE ({quoted}) IN "
-                   f"({', '.join([one] * len(wanted))}) FOR UPDATE",
-                   [value for key in wanted for value in key])
+    where = f"FROM {qualified(schema, table)} WHERE ({quoted}) IN " \
+            f"({', '.join([one] * len(wanted))})"
+    values = [value for key in wanted for value in key]
+    cursor.execute(f"SELECT * {where} FOR UPDATE", values)
     names = [column[0] for column in cursor.description]
+    floats = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.FLOAT]
+    bits = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.BIT]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    return {tuple(_plain(row[k]) for k in keys): row for row in rows}
+    for row in rows:
+        for name in bits:
+            if isinstance(row[name], bytes):
+                row[name] = int.from_bytes(row[name], "big")
+    found = {tuple(_plain(row[k]) for k in keys): row for row in rows}
+    if floats and rows:  # a table with FLOAT columns: their values read again, exactly
+        exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
+        cursor.execute(f"SELECT {quoted}, {exact} {where}", values)
+        for row in cursor.fetchall():
+            known = found.get(tuple(_plain(v) for v in row[:len(keys)]))
+            if known is not None:
+                known.update(zip(floats, row[len(keys):], strict=True))
+    return found
 
 
 def same_row(before: Row | None, now: Row | None) -> bool:
