@@ -50,7 +50,7 @@ from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import ConfigError, PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.positions import gtid_at, server_identity
-from shared.retl import BUFFER_TABLE, PENDING_TABLE, SIGNAL_TABLE
+from shared.retl import BUFFER_TABLE, INTENT_TABLE, PENDING_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
@@ -126,6 +126,7 @@ class BinlogReader:
         self.server = ""
         self._domains: dict[int, str] = {}
         self._in_txn = False  # between a transaction's start and its commit
+        self._echoes = statements.DropEchoes(loop_channel or "", pipeline_id)
         # its savepoints, and what rollbacks undo
         self._rollbacks = Rollbacks(transactional(lambda: connect(source)))
         self._thread = threading.Thread(target=self._run, name=f"binlog-{source.name}",
@@ -320,7 +321,7 @@ class BinlogReader:
         table = data[at + 1:at + 1 + data[at]].decode()
         system = schema == SYSTEM_SCHEMA and (
             (schema, table) in (BUFFER_TABLE, SIGNAL_TABLE) or
-            ((schema, table) == MARK_TABLE and self.loop_channel is not None))
+            ((schema, table) in (MARK_TABLE, INTENT_TABLE) and self.loop_channel is not None))
         if not system and ((schema, table) == PENDING_TABLE or not (
                 self._wants_schema(schema) and self._wants(schema, table))):
             self._tables[table_id] = MappedTable(schema, table, 0)
@@ -355,6 +356,11 @@ class BinlogReader:
                 return []
             return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(after))
                     for _, after in images if after and not after.get("CHANNEL_ID")]
+        if (mapped.schema, mapped.table) == INTENT_TABLE:
+            for _, after in images:
+                if after and kind is ChangeType.INSERT:
+                    self._echoes.intent(after)
+            return []
         return [RowChange(*MARK_TABLE, kind, (), before, after) for before, after in images]
 
     def _query(self, data: bytes, events: list[Event], event_rows: int,
@@ -399,7 +405,7 @@ class BinlogReader:
         self._rollbacks.forget()
         if self._in_txn:
             state = before  # a file/pos resume on this server reads the group's GTID there
-        if found == statements.ECHO:
+        if found == statements.ECHO or self._echoes.echo(query, _schema(event)):
             self._commit([], 0, [], state, data, echo=True)  # the opposite pipeline's DDL
             return True
         self._ddl(event, state, data)
@@ -408,7 +414,7 @@ class BinlogReader:
     def _ddl(self, event: Any, state: str, data: bytes) -> None:
         # a two-phase ALTER runs at its commit: at its start it may yet fail (and be rolled
         # back: replayed then, the target kept what the source undid)
-        schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
+        schema = _schema(event)
         later = event.alter_phase & (libevents.ALTER_STARTED | libevents.ALTER_ROLLED_BACK)
         if not self.ddl or later:
             # not replayed (ddl_sync off); one on a replicated table still cuts a batch of its
@@ -465,3 +471,8 @@ class BinlogReader:
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals))
+
+
+def _schema(event: Any) -> str:
+    """A query event's default database."""
+    return event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)

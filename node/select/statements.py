@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from node.ddl import kind_of, tables_named
 from shared.retl import loop_comment
 
 BEGIN, END, SAVEPOINT, XA, INSIDE, ECHO, DDL = (
@@ -37,3 +38,38 @@ def kind(query: str, in_transaction: bool, loop_channel: str | None) -> str:
     if loop_channel is not None and query.startswith(loop_comment(loop_channel)):
         return ECHO
     return DDL
+
+
+class DropEchoes:
+    """A two-way channel's own DROP TABLE on this server, known by its intent. The server
+    writes a DROP TABLE to the binlog as text of its own (``DROP TABLE `s`.`t` /* generated
+    by server */``), without the loop comment setl put before it, so the opposite pipeline
+    took it for the users' and ran it back on the first side: a table made again there
+    meanwhile was dropped, and a ``DROP TABLE IF EXISTS`` went back and forth for ever.
+    Before a DDL, the loader commits its intent on this server (``retl.retl_ddl``, in the
+    binlog just before the DDL): a DROP of the same tables after the intent of this channel's
+    other pipeline is its echo."""
+
+    KEEP = 64  # intents of DROPs not seen yet (one that never ran is forgotten in time)
+
+    def __init__(self, channel: str, pipeline_id: str) -> None:
+        self._prefix, self._mine = f"{channel}.", pipeline_id
+        self._pending: list[frozenset[tuple[str, str]]] = []
+
+    def intent(self, row: dict[str, object]) -> None:
+        """An intent row the binlog holds."""
+        pipeline, ddl = str(row.get("pipeline_id") or ""), row.get("ddl")
+        if pipeline.startswith(self._prefix) and pipeline != self._mine and \
+                isinstance(ddl, str) and kind_of(ddl) == "DROP":
+            self._pending = [*self._pending[-(self.KEEP - 1):],
+                             frozenset(tables_named(ddl, ""))]
+
+    def echo(self, query: str, schema: str) -> bool:
+        """Whether a DDL statement is the echo of a DROP an intent announced (taken once)."""
+        if not self._pending or kind_of(query) != "DROP":
+            return False
+        names = frozenset(tables_named(query, schema))
+        if names not in self._pending:
+            return False
+        self._pending.remove(names)
+        return True

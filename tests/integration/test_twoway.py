@@ -139,6 +139,18 @@ def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Da
              "the source's row to cross")
     assert qty_indexes(source) == ["qty"] and qty_indexes(target) == ["qty"]
     wait_equal(source, target, schema, ["items"])
+    # the server writes a DROP TABLE as text of its own, without the loop comment: its echo
+    # dropped the table made again meanwhile (and IF EXISTS went back and forth for ever)
+    source.script(f"DROP TABLE IF EXISTS {t}", ITEMS.format(schema=schema),
+                  f"INSERT INTO {t} VALUES (3, 'after the table came again', 0)")
+    wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 3")[0][0] if
+             "items" in [r[0] for r in target.rows(f"SHOW TABLES FROM `{schema}`")] else 0,
+             60, "the table made again, with its row, on the target")
+    target.execute(f"INSERT INTO {t} VALUES (4, 'after that on the target', 0)")
+    wait_for(lambda: source.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 4")[0][0], 60,
+             "the target's row after the DROP to cross back")
+    wait_equal(source, target, schema, ["items"])
+    assert [row[0] for row in source.table(schema, "items")] == [3, 4]
     set_and_wait(cluster, "ddl-both", "STOP", "not running")
 
 
