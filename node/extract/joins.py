@@ -39,8 +39,7 @@ def look_up_joins(source: DataSource | None,
     with Lookup(source) as fetch:
         for (table, key), keys in values.items():
             schema, _, name = table.partition(".")
-            rows = fetch.rows(schema, name, (key,), [(value,) for value in keys])
-            found[(table, key)] = {found_key[0]: row for found_key, row in rows.items()}
+            found[(table, key)] = fetch.matched(schema, name, key, keys)
     return found
 
 

@@ -22,6 +22,7 @@ from shared.model import DataSource
 from shared.tablekeys import row_keys
 
 CHUNK = 500
+_ASKED = "setl asked"  # the asked value's place, beside a matched row's columns
 
 
 class Lookup:
@@ -60,6 +61,27 @@ class Lookup:
                 self.queries += 1
                 for row in cursor.fetchall():
                     found[tuple(row[name] for name in keys)] = row
+        return found
+
+    def matched(self, schema: str, table: str, column: str, values: Iterable[Any]
+                ) -> dict[Any, Row]:
+        """The row each value finds by ``column = value`` as the server compares them (the
+        column's collation: ``'ABC'`` finds ``'abc'`` under a ``_ci`` one; ``42`` finds
+        ``'42'``), by the value asked — matched again in Python, such a value found no row.
+        A value that finds several rows (a column that is not a key) finds the last."""
+        wanted = list(dict.fromkeys(values))
+        found: dict[Any, Row] = {}
+        with self._cursor() as cursor:
+            for start in range(0, len(wanted), self.chunk):
+                part = wanted[start:start + self.chunk]
+                asked = " UNION ALL ".join(
+                    [f"SELECT {index} AS i, %s AS v" for index in range(len(part))])
+                cursor.execute(f"SELECT a.i AS `{_ASKED}`, t.* FROM ({asked}) a JOIN "
+                               f"{quote(schema)}.{quote(table)} t ON t.{quote(column)} = a.v",
+                               part)
+                self.queries += 1
+                for row in cursor.fetchall():
+                    found[part[row.pop(_ASKED)]] = row
         return found
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...] | None:

@@ -111,6 +111,36 @@ def test_table_merge_n_to_1_builds_one_wide_row(
     cluster.set_status("wide", "STOP")
 
 
+def test_a_join_finds_its_row_as_the_server_compares_the_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Looked-up rows were matched again in Python by the value the server returned: a key
+    the column's collation takes for the asked one ('abc' for 'ABC'), or a number asked of
+    a text key (42 for '42'), found no row, and the change was dropped without a word."""
+    schema = make_schema(
+        source, target,
+        "CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, code VARCHAR(9), ref INT)",
+        "CREATE TABLE `{schema}`.labels (k VARCHAR(9) COLLATE utf8mb4_general_ci PRIMARY "
+        "KEY, label VARCHAR(20))",
+        "CREATE TABLE `{schema}`.notes (r VARCHAR(9) PRIMARY KEY, note VARCHAR(20))")
+    target.execute(f"CREATE TABLE `{schema}`.orders_wide (id INT PRIMARY KEY, code VARCHAR(9), "
+                   "ref INT, label VARCHAR(20), note VARCHAR(20))")
+    source.script(f"INSERT INTO `{schema}`.labels VALUES ('abc', 'Alpha')",
+                  f"INSERT INTO `{schema}`.notes VALUES ('42', 'forty-two')")
+    cluster.apply([{"name": "joined", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.orders", "target": f"{schema}.orders_wide",
+             "joins": [{"table": f"{schema}.labels", "by": "code", "key": "k",
+                        "columns": ["label"]},
+                       {"table": f"{schema}.notes", "by": "ref", "key": "r",
+                        "columns": ["note"]}]}]}]}])
+    cluster.set_status("joined", "START")
+    cluster.wait_running("joined")
+    source.execute(f"INSERT INTO `{schema}`.orders VALUES (1, 'ABC', 42), (2, 'x', 1)")
+    wait_for(lambda: target.table(schema, "orders_wide") == [
+        (1, "ABC", 42, "Alpha", "forty-two")], 30, "the order with both joins")
+    cluster.set_status("joined", "STOP")
+
+
 def test_table_split_1_to_n_gives_each_target_its_columns(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, PEOPLE)
