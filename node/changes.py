@@ -88,6 +88,11 @@ class Transaction:
         return any(change.type is ChangeType.DDL for change in self.changes)
 
 
+# what ``TargetChange.ddl`` holds on an UPDATE that clears a wide row's part (a
+# ``merge_part`` pair's source row went): the row is updated where it is, never made
+CLEAR = "-- clear a part"
+
+
 class TargetChange(NamedTuple):
     """A change addressed to one target table, after Extract/Transform."""
 

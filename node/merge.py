@@ -39,10 +39,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from node.changes import ChangeType, Row, TargetChange
+from node.changes import CLEAR, ChangeType, Row, TargetChange
 
 _DELETED = None
-UPSERT, DELETE, MOVE = "upsert", "delete", "move"  # step kinds: row, key, (old key, row)
+UPSERT, DELETE, MOVE, CLEAR_ = "upsert", "delete", "move", "clear"  # step kinds: row, key,
+# (old key, row), (key, row: a wide row's part cleared where the row is)
 
 
 @dataclass
@@ -57,10 +58,12 @@ class TableWrites:
     upserts: list[Row] = field(default_factory=list)
     steps: list[tuple[str, Any]] = field(default_factory=list)  # (step kind, its item)
     changes: list[TargetChange] = field(default_factory=list)  # a keyless table's, in order
+    clears: list[Row] = field(default_factory=list)  # parts cleared where their row is
 
     @property
     def rows(self) -> int:
-        return len(self.deletes) + len(self.upserts) + len(self.steps) + len(self.changes)
+        return len(self.deletes) + len(self.upserts) + len(self.steps) + len(self.changes) + \
+            len(self.clears)
 
 
 # a key's state in the batch: [seq of its last change, its row (None: deleted), whether the
@@ -81,6 +84,7 @@ def merge(changes: Iterable[TargetChange],
     states: dict[tuple[str, str, str], dict[tuple[Any, ...], list[Any]]] = {}
     runs: list[TableWrites] = []
     in_order: dict[tuple[str, str, str], bool] = {}
+    cleared: dict[tuple[str, str, str], set[tuple[Any, ...]]] = {}  # keys a clear left last
     asks = callable(ordered)
     for change in sorted(changes, key=_BY_SEQ):
         datasource, schema, table, kind, keys, before_key, after, weight, seq = change[:9]
@@ -101,6 +105,11 @@ def merge(changes: Iterable[TargetChange],
         if state is None:
             tables[name] = TableWrites(*name, keys, weight, seq)
             state = states[name] = {}
+        if change[9] == CLEAR:
+            _clear(state, cleared.setdefault(name, set()), _key(after, keys), after, seq)
+            continue
+        if cleared and name in cleared:  # a write after a clear: the row as it makes it
+            cleared[name].difference_update((before_key, _key(after, keys) if after else None))
         if kind is INSERT:
             key = (after[keys[0]],) if len(keys) == 1 else _key(after, keys)
             if key not in state:  # the commonest: a new key
@@ -122,6 +131,12 @@ def merge(changes: Iterable[TargetChange],
         writes.deletes = [key for key, state in finals
                           if state[_ROW] is _DELETED and not state[_BORN]]
         writes.upserts = [state[_ROW] for _, state in finals if state[_ROW] is not _DELETED]
+        if cleared.get(name):
+            keep = cleared[name]
+            writes.upserts = [state[_ROW] for key, state in finals
+                              if state[_ROW] is not _DELETED and key not in keep]
+            writes.clears = [state[_ROW] for key, state in finals
+                             if state[_ROW] is not _DELETED and key in keep]
     return sorted((w for w in [*tables.values(), *runs] if w.rows),
                   key=lambda w: (w.push_weight, w.first_seq))
 
@@ -145,9 +160,25 @@ def _put(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], row: Row
     previous[_SEQ], previous[_ROW] = seq, row
 
 
+def _clear(state: dict[tuple[Any, ...], list[Any]], cleared: set[tuple[Any, ...]],
+           key: tuple[Any, ...], row: Row, seq: int) -> None:
+    """A wide row's part cleared: nothing to a key deleted in the batch, its columns over a
+    row the batch writes, else an update of the row where it is (``cleared``)."""
+    previous = state.get(key)
+    if previous is None:
+        state[key] = [seq, row, False]
+        cleared.add(key)
+    elif previous[_ROW] is not _DELETED:
+        previous[_SEQ], previous[_ROW] = seq, {**previous[_ROW], **row}
+
+
 def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:
-    """One change as an ordered step: a delete, an upsert, or the move of a row to a new
-    key."""
+    """One change as an ordered step: a delete, an upsert, the move of a row to a new key,
+    or a part cleared."""
+    if change.ddl == CLEAR:
+        assert change.after is not None
+        yield CLEAR_, (tuple(change.after[k] for k in change.keys), change.after)
+        return
     if change.type is ChangeType.DELETE:
         yield DELETE, change.before_key
         return

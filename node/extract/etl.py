@@ -11,10 +11,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from node.changes import ChangeType, Row, RowChange, TargetChange
+from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
 from node.extract.groups import fill_holes, only_changed
-from node.extract.joins import Joined, add_joined, clear_part, look_up_joins
+from node.extract.joins import Joined, add_joined, look_up_joins, part_changes
 from node.extract.lookup import Lookup
 from node.extract.processors import Filler, fill, run_processor
 from node.extract.shard import Route, routes
@@ -383,9 +383,10 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         name = named_by or change  # the target is the pair's, whatever a processor renamed
         addressed = [(entry.address(name.schema, name.table), change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
-    for (datasource, schema, table), one in addressed:
-        if pair.merge_part and one.type is ChangeType.DELETE:
-            one = clear_part(one, keys)  # the wide row stays; this part's columns go
+    for (datasource, schema, table), one, clears in (
+            (address, part, clears) for address, change in addressed
+            for part, clears in (part_changes(change, keys) if pair.merge_part else
+                                 ((change, False),))):
         before_key = tuple(one.before[key] for key in keys) if one.before else None
         written = only_changed(one, pair.column_groups, keys) if pair.column_groups else one
         after = entry.map_row(written.after, keys) if written.after is not None else None
@@ -399,7 +400,7 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
             if (compiled.two_way or compiled.before_images or keyless) and \
             one.before is not None else None
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
-                           after, pair.push_weight, seq, before=before)
+                           after, pair.push_weight, seq, CLEAR if clears else "", before)
 
 
 def _transformed(compiled: CompiledPipeline, plain: list[tuple[int, RowChange]],

@@ -5,8 +5,10 @@ its own columns. ``joins`` add another source table's columns to each row, looke
 (one :class:`~node.extract.lookup.Lookup` per Spark partition, values batched per table); a missing
 row drops the change (``missing: drop``, the default) or keeps it as it is (``keep``). A pair
 with ``merge_part: true`` does not delete the wide row when its source row goes: it clears
-its own columns. The loader writes only the columns a change carries, and the batch merge
-combines the parts of one key, so the parts never overwrite each other.
+its own columns where the wide row is (an UPDATE that never makes the row; a change of its
+key clears the old key's and writes the new one's). The loader writes only the columns a
+change carries, and the batch merge combines the parts of one key, so the parts never
+overwrite each other.
 """
 
 from __future__ import annotations
@@ -55,6 +57,24 @@ def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
         for column in join.columns or [c for c in row if c != join.key]:
             target_row[renames.get(column, column)] = row[column]
     return target_row
+
+
+def part_changes(change: RowChange, keys: tuple[str, ...]) -> list[tuple[RowChange, bool]]:
+    """A ``merge_part`` pair's change as the wide row takes it, each with whether it clears
+    the part: a delete clears the part's columns (the wide row stays, and is not made when it
+    is not there); a change of the key clears the part at the old key and writes it at the
+    new one (the wide row of the old key is another part's too: it was deleted whole)."""
+    if change.type is ChangeType.DELETE:
+        return [(clear_part(change, keys), True)]
+    if change.type is ChangeType.UPDATE and change.before is not None and \
+            change.after is not None and \
+            any(change.before.get(key) != change.after.get(key) for key in keys):
+        gone = RowChange(change.schema, change.table, ChangeType.DELETE, keys, change.before,
+                         None, commit_ts_ms=change.commit_ts_ms)
+        moved = RowChange(change.schema, change.table, ChangeType.INSERT, keys, None,
+                          change.after, commit_ts_ms=change.commit_ts_ms)
+        return [(clear_part(gone, keys), True), (moved, False)]
+    return [(change, False)]
 
 
 def clear_part(change: RowChange, keys: tuple[str, ...]) -> RowChange:

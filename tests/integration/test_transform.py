@@ -108,6 +108,26 @@ def test_table_merge_n_to_1_builds_one_wide_row(
     source.execute(f"DELETE FROM {p} WHERE pid = 100")  # a part goes: its columns clear
     wait_for(lambda: target.table(schema, "customer_wide")[0] == (1, "Ann", None, None), 30,
              "the cleared part")
+    # a customer and its profile deleted together: the clear kept the wide row, half
+    source.script("BEGIN", f"DELETE FROM {c} WHERE id = 2", f"DELETE FROM {p} WHERE pid = 200",
+                  "COMMIT")
+    wait_for(lambda: [r[0] for r in target.table(schema, "customer_wide")] == [1, 3], 30,
+             "customer 2 gone whole")
+    # a profile moved to another customer: the old customer's wide row was deleted whole
+    source.execute(f"INSERT INTO {p} VALUES (101, 1, 'Bergen', 'bronze')")
+    wait_for(lambda: target.table(schema, "customer_wide")[0] == (1, "Ann", "Bergen",
+                                                                    "bronze"), 30, "a profile")
+    source.execute(f"UPDATE {p} SET customer_id = 3 WHERE pid = 101")
+    wait_for(lambda: target.table(schema, "customer_wide") == [
+        (1, "Ann", None, None), (3, "cy", "Bergen", "bronze")], 30, "the profile moved")
+    # a part cleared after its customer went (another batch): the clear made the row again
+    source.execute(f"DELETE FROM {c} WHERE id = 3")
+    wait_for(lambda: [r[0] for r in target.table(schema, "customer_wide")] == [1], 30,
+             "customer 3 gone")
+    source.execute(f"DELETE FROM {p} WHERE pid = 101")
+    source.execute(f"UPDATE {c} SET name = 'ANN' WHERE id = 1")  # after it in the binlog
+    wait_for(lambda: target.table(schema, "customer_wide")[0][1] == "ANN", 30, "the rename")
+    assert target.table(schema, "customer_wide") == [(1, "ANN", None, None)]
     cluster.set_status("wide", "STOP")
 
 

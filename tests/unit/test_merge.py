@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from node.changes import ChangeType, Row, TargetChange
-from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
+from node.changes import CLEAR, ChangeType, Row, TargetChange
+from node.merge import CLEAR_, DELETE, MOVE, UPSERT, TableWrites, merge
 
 
 def ins(seq: int, row: Row, table: str = "t", keys: tuple[str, ...] = ("id",),
@@ -371,3 +371,33 @@ def test_replaying_the_merge_reproduces_the_source(seed: int) -> None:
             assert row == final[w.table][key]  # the last row wins
             rows[key] = row
     assert replayed == final
+
+
+# --- a wide row's part cleared (merge_part): the row updated where it is, never made --------
+
+def clear(seq: int, key: int, columns: Row) -> TargetChange:
+    return upd(seq, (key,), {"id": key, **columns})._replace(ddl=CLEAR)
+
+
+def test_a_clear_after_its_rows_delete_writes_only_the_delete() -> None:
+    w = only(merge([dele(1, (1,)), clear(2, 1, {"city": None})]))
+    assert (w.deletes, w.upserts, w.clears) == ([(1,)], [], [])
+
+
+def test_a_clear_alone_updates_the_row_where_it_is() -> None:
+    w = only(merge([ins(1, {"id": 2, "name": "b"}), clear(2, 1, {"city": None})]))
+    assert (w.deletes, w.upserts, w.clears) == ([], [{"id": 2, "name": "b"}],
+                                                [{"id": 1, "city": None}])
+
+
+def test_a_clear_over_a_row_the_batch_writes_goes_into_it_and_a_write_after_it_upserts() -> None:
+    w = only(merge([upd(1, (1,), {"id": 1, "city": "Oslo", "name": "a"}),
+                    clear(2, 1, {"city": None}), clear(3, 2, {"city": None}),
+                    upd(4, (2,), {"id": 2, "city": "Rome"})]))
+    assert (w.deletes, w.clears) == ([], [])
+    assert w.upserts == [{"id": 1, "city": None, "name": "a"}, {"id": 2, "city": "Rome"}]
+
+
+def test_a_clear_of_an_ordered_table_is_a_step_of_its_own() -> None:
+    w = only(merge([ins(1, {"id": 2}), clear(2, 1, {"city": None})], ordered={("dst", "s", "t")}))
+    assert w.steps == [(UPSERT, {"id": 2}), (CLEAR_, ((1,), {"id": 1, "city": None}))]

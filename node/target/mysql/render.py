@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange, differs
-from node.merge import DELETE, MOVE, UPSERT, TableWrites
+from node.merge import CLEAR_, DELETE, MOVE, UPSERT, TableWrites
 from shared.identifiers import qualified, quote
 
 
@@ -87,9 +87,13 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     found = key_padding(writes.keys, columns)
     yield from _deletes(writes, writes.deletes, size, found)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found)
+    yield from (_clear(writes, found(tuple(row[k] for k in writes.keys)), row)
+                for row in writes.clears)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
-        if kind == UPSERT:
+        if kind == CLEAR_:
+            yield from (_clear(writes, found(key), row) for key, row in items)
+        elif kind == UPSERT:
             yield from _upserts(writes, _without(items, generated), size, enums, big, found)
         elif kind == DELETE:
             yield from _deletes(writes, items, size, found)
@@ -138,6 +142,18 @@ def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: fr
                      + f" WHERE ({keys}) = ({one})",
                      [sql_value(v) for v in values.values()] + [sql_value(v) for v in old_key],
                      False, [old_key], True)
+
+
+def _clear(writes: TableWrites, key: tuple[Any, ...], row: Row) -> Statement:
+    """A wide row's part cleared: its columns set where the row is (no row: nothing)."""
+    values = {name: value for name, value in row.items() if name not in writes.keys}
+    keys = ", ".join(map(quote, writes.keys))
+    one = ", ".join(["%s"] * len(writes.keys))
+    return Statement(f"UPDATE {qualified(writes.schema, writes.table)} SET "
+                     + ", ".join(f"{quote(name)} = %s" for name in values)
+                     + f" WHERE ({keys}) = ({one})",
+                     [sql_value(v) for v in values.values()] + [sql_value(v) for v in key],
+                     False, [key])
 
 
 def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:
