@@ -14,8 +14,9 @@ Delivery is at least once: what was not acknowledged comes again after a reconne
 restart of the reader, a failover of the node running the subscription), with the same
 change ids (from one source server: ``txn.id`` is the binlog file:pos; across a switch of
 the source to a promoted replica, compare ``txn.position.gtid``); a reader that stores what
-it applied with its own writes applies each change exactly once. The client reconnects by itself when the
-subscription moves or a manager fails over, and gives up after ``give_up_s`` without one.
+it applied with its own writes applies each change exactly once. The client reconnects by
+itself when the subscription moves or a manager fails over, and gives up after
+``give_up_s`` without one.
 """
 
 from __future__ import annotations
