@@ -110,6 +110,7 @@ SOURCE_TABLES = ("retl_buffer", "retl_mark", "retl_signal", "retl_pending")
 BUFFER_TABLE = (SCHEMA, "retl_buffer")
 SIGNAL_TABLE = (SCHEMA, "retl_signal")
 PENDING_TABLE = (SCHEMA, "retl_pending")
+MARK_TABLE = (SCHEMA, "retl_mark")
 INTENT_TABLE = (SCHEMA, "retl_ddl")  # a target's DDL intents (node/target/mysql/ddlapply.py)
 
 

@@ -30,11 +30,11 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.packet import BinLogPacketWrapper
 
 from node import ddlsession
-from node.changes import ChangeType, Event, RowChange, Session, Transaction
-from node.ddl import database_options, parse_database, tables_named
-from node.ddl import parse as parse_ddl
-from node.extract.decode import TableSchema, decode_rows
+from node.changes import ChangeType, Event, RowChange, Transaction
+from node.ddl import tables_named
+from node.extract.decode import TableSchema
 from node.select import checksums, libevents, statements
+from node.select.databases import SourceDatabases
 from node.select.framing import (
     _BODY,
     _V2,
@@ -45,15 +45,15 @@ from node.select.framing import (
 from node.select.packets import PacketReader
 from node.select.rollbacks import Rollbacks, transactional
 from node.select.source import LOST_POSITION_REMEDY, gtid_start
+from node.select.systemrows import system_rows
 from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import ConfigError, PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
 from shared.positions import gtid_at, server_identity
-from shared.retl import BUFFER_TABLE, INTENT_TABLE, PENDING_TABLE, SIGNAL_TABLE
+from shared.retl import BUFFER_TABLE, INTENT_TABLE, MARK_TABLE, PENDING_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
-MARK_TABLE = (SYSTEM_SCHEMA, "retl_mark")
 BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
 STREAM_READ_TIMEOUT_S = 30  # a silent stream (heartbeats come every second) is a dead one
 
@@ -114,7 +114,7 @@ class BinlogReader:
         self.row_bytes: dict[int, tuple[int, float]] = {}
         self._stop = threading.Event()
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
-        self._databases: dict[str, tuple[str, str]] = {}  # default (charset, collation)
+        self._databases = SourceDatabases(self._facts)
         self._tables: dict[int, MappedTable] = {}  # by table id
         self._numbers = 0
         self._stream: BinLogStreamReader | None = None
@@ -133,8 +133,8 @@ class BinlogReader:
                                         daemon=True)
 
     def begin(self) -> None:
-        if self.ddl:  # databases' defaults where the reader starts; DDL keeps them up to date
-            self._databases = self._facts.databases()
+        if self.ddl:
+            self._databases.read()
         self._thread.start()
 
     @property
@@ -340,28 +340,9 @@ class BinlogReader:
         self._tables[table_id] = MappedTable(schema, table, number, layout, system)
 
     def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:
-        """Rows of retl_buffer (free-door requests: inserts without a CHANNEL_ID; rows with
-        one are central requests, served by their pipeline's polling), of retl_signal (this
-        pipeline's watermarks) and of retl_mark."""
         assert mapped.layout is not None
-        kind = ROWS[data[5]]
-        images = decode_rows(mapped.layout, data, self._file_checksum)
-        if (mapped.schema, mapped.table) == SIGNAL_TABLE:
-            if kind is not ChangeType.INSERT:
-                return []
-            return [RowChange(*SIGNAL_TABLE, kind, ("ID",), None, after) for _, after in images
-                    if after and after.get("PIPELINE_ID") == self.pipeline_id]
-        if (mapped.schema, mapped.table) == BUFFER_TABLE:
-            if kind is not ChangeType.INSERT:
-                return []
-            return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(after))
-                    for _, after in images if after and not after.get("CHANNEL_ID")]
-        if (mapped.schema, mapped.table) == INTENT_TABLE:
-            for _, after in images:
-                if after and kind is ChangeType.INSERT:
-                    self._echoes.intent(after)
-            return []
-        return [RowChange(*MARK_TABLE, kind, (), before, after) for before, after in images]
+        return system_rows((mapped.schema, mapped.table), mapped.layout, data,
+                           self._file_checksum, self.pipeline_id, self._echoes)
 
     def _query(self, data: bytes, events: list[Event], event_rows: int,
                decoded: list[RowChange], state: str, before: str = "") -> bool:
@@ -432,26 +413,8 @@ class BinlogReader:
                               f"{exc}") from None
         change = RowChange(schema, "", ChangeType.DDL, ddl=statement,
                            commit_ts_ms=int(event.timestamp) * 1000,
-                           session=self._database_defaults(statement, schema, session))
+                           session=self._databases.follow(statement, schema, session))
         self._commit([], 0, [change], state, data)
-
-    def _database_defaults(self, statement: str, schema: str, session: Session) -> Session:
-        """Follow CREATE/ALTER DATABASE; a CREATE TABLE carries its database's defaults as
-        they are at this point of the binlog (its target database is made with them)."""
-        mode = ddlsession.sql_mode(session)
-        database = parse_database(statement, schema, mode)
-        if database is not None:
-            found = self._facts.defaults(*database_options(statement, mode))
-            server = dict(session).get("collation_server")
-            if found is None and database.kind == "CREATE" and server:
-                found = self._facts.defaults(None, server)
-            if found is not None:
-                self._databases[database.schema] = found
-            return session
-        table = parse_ddl(statement, schema, mode)
-        known = self._databases.get(table.names[0].schema) \
-            if table is not None and table.kind == "CREATE" else None
-        return (*session, (ddlsession.DATABASE_DEFAULTS, known)) if known else session
 
     def _commit(self, events: list[Event], event_rows: int, decoded: list[RowChange],
                 state: str, data: bytes, echo: bool = False) -> None:
