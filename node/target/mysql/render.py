@@ -134,26 +134,25 @@ def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str]
           ) -> Statement:
     """A row's key change as the UPDATE the source ran: one row, found by its old key."""
-    values = {name: value for name, value in row.items() if name not in generated}
-    keys = ", ".join(map(quote, writes.keys))
-    one = ", ".join(["%s"] * len(writes.keys))
-    return Statement(f"UPDATE {qualified(writes.schema, writes.table)} SET "
-                     + ", ".join(f"{quote(name)} = %s" for name in values)
-                     + f" WHERE ({keys}) = ({one})",
-                     [sql_value(v) for v in values.values()] + [sql_value(v) for v in old_key],
-                     False, [old_key], True)
+    return _update(writes, old_key, {name: value for name, value in row.items()
+                                     if name not in generated}, True)
 
 
 def _clear(writes: TableWrites, key: tuple[Any, ...], row: Row) -> Statement:
     """A wide row's part cleared: its columns set where the row is (no row: nothing)."""
-    values = {name: value for name, value in row.items() if name not in writes.keys}
+    return _update(writes, key, {name: value for name, value in row.items()
+                                 if name not in writes.keys}, False)
+
+
+def _update(writes: TableWrites, key: tuple[Any, ...], values: Row, matches_one: bool
+            ) -> Statement:
     keys = ", ".join(map(quote, writes.keys))
     one = ", ".join(["%s"] * len(writes.keys))
     return Statement(f"UPDATE {qualified(writes.schema, writes.table)} SET "
                      + ", ".join(f"{quote(name)} = %s" for name in values)
                      + f" WHERE ({keys}) = ({one})",
                      [sql_value(v) for v in values.values()] + [sql_value(v) for v in key],
-                     False, [key])
+                     False, [key], matches_one)
 
 
 def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:
