@@ -16,6 +16,7 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
+from node.extract.reads import ReadColumn, columns_of, mend
 from shared.endpoint import READING, DictCursor, connect
 from shared.identifiers import quote
 from shared.model import DataSource
@@ -34,6 +35,7 @@ class Lookup:
         self._conn: pymysql.Connection | None = None
         self.queries = 0
         self._keys: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        self._columns: dict[tuple[str, str], tuple[ReadColumn, ...]] = {}
 
     def _cursor(self) -> Any:
         if self._conn is None:
@@ -55,11 +57,9 @@ class Lookup:
         with self._cursor() as cursor:
             for start in range(0, len(wanted), self.chunk):
                 part = wanted[start:start + self.chunk]
-                sql = (f"SELECT * FROM {quote(schema)}.{quote(table)} "
-                       f"WHERE ({columns}) IN ({', '.join([one] * len(part))})")
-                cursor.execute(sql, [item for value in part for item in value])
-                self.queries += 1
-                for row in cursor.fetchall():
+                for row in self._select(cursor, schema, table, "", (
+                        f"WHERE ({columns}) IN ({', '.join([one] * len(part))})",
+                        [item for value in part for item in value])):
                     found[tuple(row[name] for name in keys)] = row
         return found
 
@@ -68,21 +68,52 @@ class Lookup:
         """The row each value finds by ``column = value`` as the server compares them (the
         column's collation: ``'ABC'`` finds ``'abc'`` under a ``_ci`` one; ``42`` finds
         ``'42'``), by the value asked — matched again in Python, such a value found no row.
-        A value that finds several rows (a column that is not a key) finds the last."""
-        wanted = list(dict.fromkeys(values))
+        A value that finds several rows (a column that is not a key) finds one of them."""
+        left = list(dict.fromkeys(values))
         found: dict[Any, Row] = {}
+        name = quote(column)
         with self._cursor() as cursor:
-            for start in range(0, len(wanted), self.chunk):
-                part = wanted[start:start + self.chunk]
-                asked = " UNION ALL ".join(
-                    [f"SELECT {index} AS i, %s AS v" for index in range(len(part))])
-                cursor.execute(f"SELECT a.i AS `{_ASKED}`, t.* FROM ({asked}) a JOIN "
-                               f"{quote(schema)}.{quote(table)} t ON t.{quote(column)} = a.v",
-                               part)
-                self.queries += 1
-                for row in cursor.fetchall():
-                    found[part[row.pop(_ASKED)]] = row
+            while left:
+                part, left = left[:self.chunk], left[self.chunk:]
+                while part:  # two values the collation takes for one: the next pass
+                    cases = " ".join(f"WHEN {name} = %s THEN {i}" for i in range(len(part)))
+                    rows = self._select(cursor, schema, table, f"CASE {cases} END", (
+                        f"WHERE {name} IN ({', '.join(['%s'] * len(part))})", part + part))
+                    hits = {row.pop(_ASKED): row for row in rows}
+                    found.update((part[i], row) for i, row in hits.items())
+                    part = [value for i, value in enumerate(part) if i not in hits] \
+                        if hits else []
         return found
+
+    def _select(self, cursor: Any, schema: str, table: str, asked: str,
+                where: tuple[str, list[Any]]) -> list[Row]:
+        """Rows of a table as the binlog gives them (:mod:`node.extract.reads`: a FLOAT as
+        the double it holds, not its six printed digits; a BIT as a number; a BINARY value
+        without its padding), with ``asked`` beside them when given."""
+        columns = self._columns.get((schema, table))
+        if columns is None:
+            assert self._conn is not None
+            with self._conn.cursor(pymysql.cursors.Cursor) as plain:
+                columns = self._columns[(schema, table)] = columns_of(plain, schema, table)
+        chosen = ", ".join(column.expression + (f" AS {quote(column.name)}" if
+                                                column.expression != quote(column.name) else "")
+                           for column in columns) or "*"
+        extra = f", {asked} AS `{_ASKED}`" if asked else ""
+        cursor.execute(f"SELECT {chosen}{extra} FROM {quote(schema)}.{quote(table)} {where[0]}",
+                       where[1])
+        self.queries += 1
+        rows = list(cursor.fetchall())
+        if not columns:
+            return rows
+        names = [column.name for column in columns]
+        mended = mend(columns, [tuple(row[name] for name in names) for row in rows])
+        out = []
+        for row, values in zip(rows, mended, strict=True):
+            fixed = dict(zip(names, values, strict=True))
+            if asked:
+                fixed[_ASKED] = row[_ASKED]
+            out.append(fixed)
+        return out
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...] | None:
         """The columns that key the table's rows (primary key, else a NOT NULL unique key);

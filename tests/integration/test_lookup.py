@@ -24,3 +24,21 @@ def test_rows_by_composite_key_in_chunks(sandbox, source, target):
         assert lookup.queries == 3  # 601 keys in chunks of 250
     assert len(found) == 600 and (5000, b"\x00") not in found
     assert found[(7, b"\x07\x00\xff")] == {"a": 7, "b": b"\x07\x00\xff", "v": "v7"}
+
+
+def test_rows_come_as_the_binlog_gives_them_and_match_as_the_server_compares(sandbox, source,
+                                                                             target):
+    """A looked-up FLOAT was written with the six digits a SELECT prints (1234.57); a join's
+    value the key's collation takes for another ('ABC' for 'abc') found no row; a join on a
+    latin1 key must still work (matched by the server, not by Python)."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.t (k VARCHAR(9) CHARACTER "
+                         "SET latin1 PRIMARY KEY, f FLOAT, b BIT(3), bin BINARY(4))")
+    source.execute(f"INSERT INTO `{schema}`.t VALUES ('abc', 1234.567, b'101', X'6100'), "
+                   "('é', 16777216, b'0', X'00')")
+    with Lookup(source_of(sandbox)) as lookup:
+        found = lookup.matched(schema, "t", "k", ["ABC", "abc", "É", "zz"])
+        rows = lookup.rows(schema, "t", ("k",), [("abc",)])
+    assert found["ABC"] == found["abc"] == rows[("abc",)] == {
+        "k": "abc", "f": 1234.5670166015625, "b": 5, "bin": b"a"}
+    assert found["É"] == {"k": "é", "f": 16777216.0, "b": 0, "bin": ""}
+    assert "zz" not in found
