@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.merge import DELETE, MOVE, UPSERT, TableWrites, merge
+from node.merge import CLEAR_, DELETE, MOVE, UPSERT, TableWrites, merge
 from node.target.mysql.render import BIG_VALUE, Column, statements
 
 GENERATED = {"id": Column("int", None), "price": Column("int", None),
@@ -37,6 +37,25 @@ def test_generated_columns_are_left_out_of_upserts_in_merged_and_ordered_writes(
     assert (ordered[2].sql, ordered[2].args, ordered[2].matches_one) == (
         "UPDATE `s`.`gen` SET `id` = %s, `price` = %s, `total_p` = %s WHERE (`id`) = (%s)",
         [2, 2, 4, 1], True)
+
+
+def test_parts_cleared_update_their_rows_where_they_are_before_the_upserts() -> None:
+    """A clear never makes a row; clears of the same columns go as one UPDATE; a clear of
+    key columns only (its part's columns were NULL already) writes nothing; generated
+    columns are left out."""
+    cleared = {"id": 1, "price": None, "total_v": None}
+    w = writes(deletes=[(9,)], upserts=[{"id": 3, "price": 5}],
+               clears=[cleared, {**cleared, "id": 2}, {"id": 4}, {"id": 5, "price": 7}])
+    found = [(s.sql, s.args, s.matches_one) for s in statements(w, 100, GENERATED)]
+    assert found == [
+        ("DELETE FROM `s`.`gen` WHERE (`id`) IN ((%s))", [9], False),
+        ("UPDATE `s`.`gen` SET `price` = %s WHERE (`id`) = (%s)", [7, 5], False),
+        ("UPDATE `s`.`gen` SET `price` = NULL WHERE (`id`) IN ((%s), (%s))", [1, 2], False),
+        ("INSERT INTO `s`.`gen` (`id`, `price`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+         "`price` = VALUES(`price`)", [[3, 5]], False)]
+    ordered = list(statements(writes(steps=[(CLEAR_, ((1,), cleared))]), 100, GENERATED))
+    assert [s.sql for s in ordered] == [
+        "UPDATE `s`.`gen` SET `price` = NULL WHERE (`id`) IN ((%s))"]
 
 
 def test_any_name_is_quoted_with_backticks_doubled() -> None:

@@ -86,13 +86,13 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
     found = key_padding(writes.keys, columns)
     yield from _deletes(writes, writes.deletes, size, found)
+    yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
+                                for row in writes.clears], size, generated, found)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found)
-    yield from (_clear(writes, found(tuple(row[k] for k in writes.keys)), row)
-                for row in writes.clears)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == CLEAR_:
-            yield from (_clear(writes, found(key), row) for key, row in items)
+            yield from _clears(writes, items, size, generated, found)
         elif kind == UPSERT:
             yield from _upserts(writes, _without(items, generated), size, enums, big, found)
         elif kind == DELETE:
@@ -138,10 +138,29 @@ def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: fr
                                      if name not in generated}, True)
 
 
-def _clear(writes: TableWrites, key: tuple[Any, ...], row: Row) -> Statement:
-    """A wide row's part cleared: its columns set where the row is (no row: nothing)."""
-    return _update(writes, key, {name: value for name, value in row.items()
-                                 if name not in writes.keys}, False)
+def _clears(writes: TableWrites, items: list[tuple[tuple[Any, ...], Row]], size: int,
+            generated: frozenset[str], found: Any) -> Iterator[Statement]:
+    """Wide rows' parts cleared: their columns set to NULL where the rows are (no row:
+    nothing), one UPDATE per chunk of rows that clear the same columns. They go before the
+    table's upserts: a key the target's collation takes for a cleared one ('Bob' for 'bob',
+    a part's key changed in case) gets its columns after the clear."""
+    by_columns: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for key, row in items:
+        columns = tuple(name for name in row if name not in writes.keys and
+                        name not in generated)
+        if columns and all(row[name] is None for name in columns):
+            by_columns.setdefault(columns, []).append(found(key))
+        elif columns:  # a clear merged with values of its own: one row
+            yield _update(writes, found(key), {name: row[name] for name in columns}, False)
+    table = qualified(writes.schema, writes.table)
+    one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
+    keys = ", ".join(map(quote, writes.keys))
+    for columns, keys_of in by_columns.items():
+        cleared = ", ".join(f"{quote(name)} = NULL" for name in columns)
+        for chunk in _chunks(keys_of, size):
+            yield Statement(f"UPDATE {table} SET {cleared} WHERE ({keys}) IN "
+                            f"({', '.join([one] * len(chunk))})",
+                            [sql_value(v) for key in chunk for v in key], False, chunk)
 
 
 def _update(writes: TableWrites, key: tuple[Any, ...], values: Row, matches_one: bool
