@@ -6,13 +6,13 @@ table a pair matches are replayed on the pair's target, the names replaced by th
 when a and b map to different targets. Names are found with a SQL lexer (:mod:`node.sqllex`)
 and replaced where they stand; every other byte is kept as the source ran it — strings holding
 ``#`` or ``--``, comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1
-*/``, a ``SET STATEMENT … FOR`` before the DDL. The table of ``CREATE TABLE … LIKE`` and of
-``REFERENCES`` is mapped too when a pair copies it to the same target. CREATE/ALTER DATABASE
-of a source database that pairs read is replayed on each target database it maps to. Other
-statements (GRANT, views, temporary tables, …) and statements on tables no pair matches are
-not replayed. A column a pair renames or
-excludes is not renamed in the DDL: give such tables their target DDL by hand (``ddl_sync:
-false``, the default, filters every DDL).
+*/``, a ``SET STATEMENT … FOR`` before the DDL (less its time bounds). The table of
+``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair copies it to the same
+target. CREATE/ALTER DATABASE of a source database that pairs read is replayed on each target
+database it maps to. Other statements (GRANT, views, temporary tables, …) and statements on
+tables no pair matches are not replayed. A column a pair renames or excludes is not renamed
+in the DDL: give such tables their target DDL by hand (``ddl_sync: false``, the default,
+filters every DDL).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
-from node.sqllex import NAME, WORD, Token, identifier, parts
+from node.sqllex import NAME, WORD, Token, identifier, parts, without_time_bounds
 from node.sqllex import statement_code as code
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
@@ -383,6 +383,10 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
         if known[0]:  # the target's CREATE TABLE runs under them (ddlapply)
             session = (*session, (DATABASE_DEFAULTS, known))
     for source, schema, table, statement in target_statements(ddl, mapper):
+        # a SET STATEMENT … FOR before the DDL may bound the source's run (max_statement_time,
+        # lock_wait_timeout): a replica does not keep that (MariaDB's own ignore
+        # max_statement_time), else a slower target fails the DDL on every try
+        statement = without_time_bounds(statement, mode)
         if ddl.kind == "CREATE" and known and known[0] and (source, schema) not in made:
             made.add((source, schema))
             yield TargetChange(source, schema, table, ChangeType.DDL, (), None, None,

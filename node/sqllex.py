@@ -79,7 +79,7 @@ def code(text: str, sql_mode: int = 0) -> list[Token]:
 def statement_code(text: str, sql_mode: int = 0) -> list[Token]:
     """The meaningful tokens of the statement ``text`` runs: without MariaDB's ``SET
     STATEMENT var = value, … FOR`` before it (``SET STATEMENT lock_wait_timeout = 5 FOR ALTER
-    TABLE …``, how DBAs bound an online DDL's wait), which is kept in the text."""
+    TABLE …``, how DBAs bound an online DDL's wait)."""
     words = code(text, sql_mode)
     if len(words) > 1 and words[0].is_word("SET") and words[1].is_word("STATEMENT"):
         depth = 0
@@ -89,6 +89,30 @@ def statement_code(text: str, sql_mode: int = 0) -> list[Token]:
             elif depth == 0 and token.is_word("FOR"):
                 return words[at + 1:]
     return words
+
+
+# SET STATEMENT settings that only bound how long a statement may run or wait
+TIME_BOUNDS = ("MAX_STATEMENT_TIME", "LOCK_WAIT_TIMEOUT", "INNODB_LOCK_WAIT_TIMEOUT")
+
+
+def without_time_bounds(text: str, sql_mode: int = 0) -> str:
+    """``text`` without the time bounds of a ``SET STATEMENT … FOR`` before it (the whole
+    prefix when it holds nothing else); other settings there (an engine, a sql_mode) stay."""
+    words = code(text, sql_mode)
+    if not (len(words) > 1 and words[0].is_word("SET") and words[1].is_word("STATEMENT")):
+        return text
+    proper = statement_code(text, sql_mode)
+    if len(proper) == len(words) or not proper:
+        return text
+    settings = parts(words[2:len(words) - len(proper) - 1])
+    kept = [part for part in settings if part and not part[0].is_word(*TIME_BOUNDS)]
+    if len(kept) == len(settings):
+        return text
+    rest = text[proper[0].start:]
+    if not kept:
+        return rest
+    return ("SET STATEMENT " + ", ".join(text[part[0].start:part[-1].end] for part in kept)
+            + " FOR " + rest)
 
 
 def identifier(token: Token) -> str | None:

@@ -170,10 +170,11 @@ class MediaPair:
     partition_by: tuple[str, ...] = ()
 
     def settings_apart(self, other: MediaPair) -> list[str]:
-        """The settings in which two pairs differ, their targets aside (the pairs of one
-        shard route must agree: the route runs the first one's for every slot)."""
-        return [f.name for f in dataclasses.fields(self)
-                if f.name != "target" and getattr(self, f.name) != getattr(other, f.name)]
+        """The settings in which two pairs differ, their targets (and the order they are
+        written in) aside: the pairs of one shard route must agree, the route runs the first
+        one's for every slot."""
+        return [f.name for f in dataclasses.fields(self) if f.name not in (
+            "target", "push_weight") and getattr(self, f.name) != getattr(other, f.name)]
 
 
 @dataclass(frozen=True)

@@ -402,7 +402,8 @@ class BinlogReader:
             # own, after which the pipeline reads the tables' keys again (an ALTER may have
             # changed them); Extract drops it
             changes = [RowChange(schema, "", ChangeType.DDL, ddl=event.query)] if not later \
-                and any(self._wants(*table) for table in tables_named(event.query, schema)) \
+                and any(self._wants(*table) for table in tables_named(
+                    event.query, schema, getattr(event, "sql_mode", 0) or 0)) \
                 else []
             self._commit([], 0, changes, state, data)
             return

@@ -132,7 +132,9 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
         exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
         cursor.execute(f"SELECT {quoted}, {exact} {where}", values)
         for row in cursor.fetchall():
-            known = found.get(tuple(_plain(v) for v in row[:len(keys)]))
+            key = [int.from_bytes(v, "big") if name in bits and isinstance(v, bytes) else v
+                   for name, v in zip(keys, row, strict=False)]
+            known = found.get(tuple(_plain(v) for v in key))
             if known is not None:
                 known.update(zip(floats, row[len(keys):], strict=True))
     return found
