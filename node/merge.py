@@ -87,7 +87,8 @@ def merge(changes: Iterable[TargetChange],
     cleared: dict[tuple[str, str, str], set[tuple[Any, ...]]] = {}  # keys a clear left last
     asks = callable(ordered)
     for change in sorted(changes, key=_BY_SEQ):
-        datasource, schema, table, kind, keys, before_key, after, weight, seq = change[:9]
+        datasource, schema, table, kind, keys, before_key, after, weight, seq, ddl = \
+            change[:10]
         name = (datasource, schema, table)
         kept = in_order.get(name)
         if kept is None:
@@ -105,7 +106,7 @@ def merge(changes: Iterable[TargetChange],
         if state is None:
             tables[name] = TableWrites(*name, keys, weight, seq)
             state = states[name] = {}
-        if change[9] == CLEAR:
+        if ddl and ddl == CLEAR:
             _clear(state, cleared.setdefault(name, set()), _key(after, keys), after, seq)
             continue
         if cleared and name in cleared:  # a write after a clear: the row as it makes it
