@@ -66,7 +66,9 @@ def test_a_pipeline_streams_while_spark_cannot_start_then_pauses_saying_why(
         shapes.start()
         wait_for(lambda: target.rows(f"SELECT SUM(version) FROM {accounts}")[0][0] > 0, 60,
                  "a transfer on the target, loaded without Spark")
-        wait_for(lambda: cluster.channel_status("nospark") == "PAUSE", 120,
+        # two attempts, each launching a JVM that fails: on 2 cores shared with the other
+        # test groups that took over 120 s in CI
+        wait_for(lambda: cluster.channel_status("nospark") == "PAUSE", 300,
                  "the channel to pause")
         state = cluster.pipeline_state("nospark")
         assert state.state == "failed"
