@@ -131,13 +131,13 @@ def merge(changes: Iterable[TargetChange],
         finals = sorted(states[name].items(), key=lambda item: item[1][_SEQ])
         writes.deletes = [key for key, state in finals
                           if state[_ROW] is _DELETED and not state[_BORN]]
-        writes.upserts = [state[_ROW] for _, state in finals if state[_ROW] is not _DELETED]
-        if cleared.get(name):
-            keep = cleared[name]
-            writes.upserts = [state[_ROW] for key, state in finals
-                              if state[_ROW] is not _DELETED and key not in keep]
-            writes.clears = [state[_ROW] for key, state in finals
-                             if state[_ROW] is not _DELETED and key in keep]
+        keep = cleared.get(name)
+        if not keep:
+            writes.upserts = [state[_ROW] for _, state in finals if state[_ROW] is not _DELETED]
+            continue
+        for key, state in finals:  # a key a clear left last is updated where its row is
+            if state[_ROW] is not _DELETED:
+                (writes.clears if key in keep else writes.upserts).append(state[_ROW])
     return sorted((w for w in [*tables.values(), *runs] if w.rows),
                   key=lambda w: (w.push_weight, w.first_seq))
 
