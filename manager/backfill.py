@@ -78,7 +78,7 @@ def _pipeline(channel: Channel, schema: str, table: str, wanted: str | None) -> 
     for pipeline in channel.pipelines:
         if wanted and pipeline.name != wanted:
             continue
-        if any(p.source.namespace.matches(schema) and p.source.table.matches(table)
+        if any(p.source.namespace.matches_schema(schema) and p.source.table.matches(table)
                for p in pipeline.pairs):
             return pipeline
     raise SetlError(f"channel {channel.name}: no pipeline{' ' + wanted if wanted else ''} "

@@ -137,5 +137,5 @@ def _split(text: str) -> tuple[str, str]:
 
 
 def _pairs_take(pipeline: Pipeline, schema: str, table: str) -> bool:
-    return any(pair.source.namespace.matches(schema) and pair.source.table.matches(table)
+    return any(pair.source.namespace.matches_schema(schema) and pair.source.table.matches(table)
                for pair in pipeline.pairs)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from shared import confinement, identifiers, yamlreader
+from shared import confinement, identifiers, retl, yamlreader
 from shared.confinement import Confinement
 from shared.errors import ConfigError
 from shared.model import (
@@ -332,6 +332,9 @@ def _pair_problem(pair: MediaPair) -> str | None:
     if PatternKind.TEMPLATE in (source.namespace.kind, source.table.kind):
         return ("a source name cannot be a template: {schema} and {table} stand for the "
                 "source's names in target names")
+    if retl.SCHEMA in (source.namespace.literal, target.namespace.literal):
+        return (f"{retl.SCHEMA} is setl's own schema (positions, the free door, loop marks): "
+                "no pair copies it or into it; name the databases to copy")
     if (source.datasource, source.namespace.literal, source.table.literal) == \
             (target.datasource, target.namespace.literal, target.table.literal):
         return f"the pair would copy {source} onto itself"

@@ -26,6 +26,8 @@ _MULTI = re.compile(
     r"(?P<prefix>[^\[\]`]*)\[(?P<low>\d+)-(?P<high>\d+)\](?P<suffix>[^\[\]`]*)")
 WILDCARD_PREFIX = "re:"
 TEMPLATE_FIELDS = ("schema", "table")
+# the server's own schemas and setl's: a family or an expression never takes them
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys", "retl")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
@@ -156,6 +158,14 @@ class NamePattern:
         if self.kind is PatternKind.MULTI:
             return self.index_of(name) is not None
         return re.fullmatch(self.text[len(WILDCARD_PREFIX):], name) is not None
+
+    def matches_schema(self, name: str) -> bool:
+        """Whether a namespace pattern takes schema ``name``: the server's own schemas and
+        setl's ``retl`` only when named (``re:.*`` would otherwise copy a source's
+        ``retl.retl_position`` rows over the target's positions)."""
+        if name in SYSTEM_SCHEMAS and self.kind is not PatternKind.SINGLE:
+            return False
+        return self.matches(name)
 
     @property
     def size(self) -> int | None:

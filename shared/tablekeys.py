@@ -19,9 +19,11 @@ import pymysql
 from shared.endpoint import connect
 from shared.errors import SetlError
 from shared.model import DataSource, Definitions, Pipeline, StartupMode
+from shared.patterns import SYSTEM_SCHEMAS
 
 log = logging.getLogger("setl.tablekeys")
 
+_SYSTEM = "(" + ", ".join(f"'{name}'" for name in SYSTEM_SCHEMAS) + ")"
 _KEYS = """
 SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME,
        GROUP_CONCAT(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX),
@@ -30,19 +32,19 @@ FROM information_schema.STATISTICS s
 JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA
      AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
 WHERE s.NON_UNIQUE = 0 AND s.TABLE_SCHEMA NOT IN
-      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl') {only}
+      {system} {only}
 GROUP BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME
 ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.INDEX_NAME
 """
 _TABLES = """
 SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN
-      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl') {only}
+      {system} {only}
 """
 _NULLABLE = """
 SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS
 WHERE IS_NULLABLE = 'YES' AND COLUMN_NAME IN ({names}) AND TABLE_SCHEMA NOT IN
-      ('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')
+      {system}
 """
 
 
@@ -51,10 +53,10 @@ def row_keys(cursor: Any, only: tuple[str, str] | None = None
     """Every user table (or only the one named) with the columns that key its rows (None:
     nothing does)."""
     where = "AND TABLE_SCHEMA = %s AND TABLE_NAME = %s" if only else ""
-    cursor.execute(_TABLES.format(only=where), only)
+    cursor.execute(_TABLES.format(only=where, system=_SYSTEM), only)
     found: dict[tuple[str, str], tuple[str, ...] | None] = {
         (row[0], row[1]): None for row in _tuples(cursor.fetchall())}
-    cursor.execute(_KEYS.format(only=where.replace("TABLE_", "s.TABLE_")), only)
+    cursor.execute(_KEYS.format(only=where.replace("TABLE_", "s.TABLE_"), system=_SYSTEM), only)
     for schema, table, index, columns, nullable in _tuples(cursor.fetchall()):
         if found.get((schema, table)) is None and (index == "PRIMARY" or not int(nullable)):
             found[(schema, table)] = tuple(columns.split(","))
@@ -77,7 +79,8 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
     problems = []
     for (schema, table), columns in sorted(keys.items()):
         for pair in pipeline.pairs:
-            if not (pair.source.namespace.matches(schema) and pair.source.table.matches(table)):
+            if not (pair.source.namespace.matches_schema(schema) and
+                    pair.source.table.matches(table)):
                 continue
             if pair.key_columns:
                 # rows are found by these columns when the table is keyed, or the pair
@@ -129,7 +132,8 @@ def read_nullable(source: DataSource, pipelines: Iterable[Pipeline]
     if not names:
         return frozenset()
     with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
-        cursor.execute(_NULLABLE.format(names=", ".join(["%s"] * len(names))), names)
+        cursor.execute(_NULLABLE.format(names=", ".join(["%s"] * len(names)), system=_SYSTEM),
+                       names)
         return frozenset((schema, table, column.lower())
                          for schema, table, column in _tuples(cursor.fetchall()))
 

@@ -188,7 +188,7 @@ class CompiledPipeline:
         found = self._cache.get((schema, table))
         if found is not None:
             return found
-        matching = [c for c in self.pairs if c.pair.source.namespace.matches(schema)
+        matching = [c for c in self.pairs if c.pair.source.namespace.matches_schema(schema)
                     and c.pair.source.table.matches(table) and not c.routes_for_others]
         fan_out = tuple(c for c in matching if c.pair.fan_out)
         if fan_out:
@@ -207,7 +207,7 @@ class CompiledPipeline:
 
     def wants_schema(self, schema: str) -> bool:
         """Whether any pair may want a table of ``schema`` (Select drops the rest unparsed)."""
-        return any(c.pair.source.namespace.matches(schema) for c in self.pairs)
+        return any(c.pair.source.namespace.matches_schema(schema) for c in self.pairs)
 
     def configured_keys(self, schema: str, table: str) -> tuple[str, ...]:
         """Key columns known without asking the source: the pair's, or read at start."""
@@ -268,7 +268,8 @@ class CompiledPipeline:
         for entry in self.pairs:
             source, target = entry.pair.source, entry.pair.target
             if entry.route is not None or entry.routes_for_others or \
-                    not source.namespace.matches(schema) or "{table}" in target.namespace.text:
+                    not source.namespace.matches_schema(schema) or \
+                    "{table}" in target.namespace.text:
                 continue
             name = entry.target_name(source.namespace, target.namespace, schema, (schema, ""))
             found[(target.datasource, name)] = None

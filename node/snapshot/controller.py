@@ -42,6 +42,7 @@ from shared import confinement
 from shared.endpoint import READING, connect
 from shared.errors import ConfigError, SetlError, SourceError
 from shared.model import DataSource, PipelineParams
+from shared.patterns import SYSTEM_SCHEMAS
 from shared.retl import SIGNAL_TABLE
 
 log = logging.getLogger("setl.node.snapshot")
@@ -407,9 +408,9 @@ def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[
     """The source's tables some pair of the pipeline takes (a snapshot of all of them)."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
-                       "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', "
-                       "'information_schema', 'performance_schema', 'sys', 'retl') "
-                       "ORDER BY TABLE_SCHEMA, TABLE_NAME")
+                       "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
+                       f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) "
+                       "ORDER BY TABLE_SCHEMA, TABLE_NAME", SYSTEM_SCHEMAS)
         names = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
     return [(schema, table) for schema, table in names
             if compiled.wants_schema(schema) and compiled.wants(schema, table)]

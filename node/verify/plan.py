@@ -37,8 +37,9 @@ from node.target.delta.columns import LakeColumn
 from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
 from shared.identifiers import short_form, split_qualified, unquote
+from shared.patterns import SYSTEM_SCHEMAS
 
-SYSTEM = ("mysql", "information_schema", "performance_schema", "sys", "retl")
+SYSTEM = SYSTEM_SCHEMAS
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,13 @@ def test_the_pairs_of_one_shard_route_must_share_their_settings() -> None:
         - {source: s.t, target: {datasource: src, namespace: s3, table: 't_[0-1]'},
            shard: {column: uid}}
         """))
+
+
+@pytest.mark.parametrize(("pair", "line"), [
+    ("- {source: 'retl.retl_position', target: s2.t}", "source"),
+    ("- {source: s.t, target: 'retl.t'}", "target"),
+], ids=["from-retl", "into-retl"])
+def test_no_pair_copies_setl_s_own_schema(pair: str, line: str) -> None:
+    assert errors(pairs(pair + "\n")) == [
+        f"f.yaml:11: {P}.pairs[0]: retl is setl's own schema (positions, the free door, loop "
+        "marks): no pair copies it or into it; name the databases to copy"]

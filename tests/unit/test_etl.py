@@ -94,6 +94,17 @@ def test_pairs_for_prefers_single_over_multi_over_wildcard(order: tuple[int, ...
     assert c.wants("s", "items") is False
 
 
+def test_an_expression_of_every_schema_leaves_the_servers_and_setl_s_own_out() -> None:
+    c = compiled('{source: {namespace: "re:.*", table: "re:.*"}, '
+                 'target: {namespace: "{schema}", table: "{table}"}}')
+    assert targets(c, "shop", "orders") == ["dst:{schema}.{table}"]
+    for schema, table in (("retl", "retl_position"), ("retl", "retl_owner"),
+                          ("mysql", "user"), ("sys", "sys_config")):
+        assert targets(c, schema, table) == []
+        assert not c.wants_schema(schema)
+    assert c.target_databases("retl") == [] and c.target_databases("shop") == [("dst", "shop")]
+
+
 def test_pairs_for_breaks_table_ties_by_namespace_specificity() -> None:
     c = compiled('{source: {namespace: "db_[0-1]", table: t}, target: a.x}',
                  "{source: db_0.t, target: b.x}")

@@ -200,3 +200,17 @@ def test_patterns_are_values() -> None:
     assert parse("orders_[0-3]") == parse("orders_[0-3]")
     assert parse("orders_[0-3]") != parse("orders_[00-03]")
     assert len({parse("a"), parse("a"), parse("b")}) == 2
+
+
+@pytest.mark.parametrize(("text", "ordinary"), [
+    ("re:.*", "shop_1"), ("re:[a-z]+", "shop"), ("shop_[0-3]", "shop_1")])
+def test_a_family_or_an_expression_never_takes_a_system_schema(text: str, ordinary: str
+                                                                ) -> None:
+    pattern = NamePattern.parse(text)
+    assert pattern.matches_schema(ordinary)
+    for schema in ("mysql", "retl", "sys", "performance_schema", "information_schema"):
+        assert not pattern.matches_schema(schema)
+
+
+def test_a_system_schema_named_is_taken() -> None:
+    assert NamePattern.parse("mysql").matches_schema("mysql")

@@ -71,7 +71,7 @@ class LakeTables:
                                    " AND TABLE_SCHEMA = %s" if single else ""),
                                (media.namespace.literal,) if single else ())
                 for schema, table in cursor.fetchall():
-                    if media.namespace.matches(schema) and media.table.matches(table) and \
+                    if media.namespace.matches_schema(schema) and media.table.matches(table) and \
                             entry.address(schema, table) == target:
                         return _layout(cursor, schema, table)
         return None
