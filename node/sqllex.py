@@ -76,6 +76,20 @@ def code(text: str, sql_mode: int = 0) -> list[Token]:
     return [token for token in tokens(text, sql_mode) if token.kind not in TRIVIA]
 
 
+def second_statement(text: str, sql_mode: int = 0) -> str:
+    """What follows a ``;`` that ends ``text``'s statement ('' when nothing does): the server
+    that runs it splits there (a load connection takes several statements), also inside an
+    executable comment the source skipped, e.g. ``/*M!110400 ; DROP DATABASE retl */`` from
+    a server older than the target."""
+    found = tokens(text, sql_mode)
+    for at, token in enumerate(found):
+        if token.kind == SYMBOL and token.text == ";":
+            rest = [t for t in found[at + 1:] if t.kind not in TRIVIA]
+            if rest:
+                return text[rest[0].start:].strip()
+    return ""
+
+
 def statement_code(text: str, sql_mode: int = 0) -> list[Token]:
     """The meaningful tokens of the statement ``text`` runs: without MariaDB's ``SET
     STATEMENT var = value, … FOR`` before it (``SET STATEMENT lock_wait_timeout = 5 FOR ALTER
@@ -152,9 +166,20 @@ _NOT_IN_CONDITIONS = frozenset({
 def condition_problem(where: str) -> str | None:
     """Why ``where`` is not one condition on a table's own rows, or None: no second
     statement, comment, subquery, variable, file, sleep or lock — the node runs it against
-    the source with its own rights, so it must not read beyond the table's rows."""
+    the source with its own rights, so it must not read beyond the table's rows. It is read
+    under every quoting the server's sql_mode may give it: ``'\\' OR SLEEP(5) OR '\\'`` is one
+    string to a server with backslash escapes and a condition to one with
+    ``NO_BACKSLASH_ESCAPES``."""
+    for mode in (0, NO_BACKSLASH_ESCAPES, ANSI_QUOTES, ANSI_QUOTES | NO_BACKSLASH_ESCAPES):
+        found = _condition_problem(where, mode)
+        if found:
+            return found
+    return None
+
+
+def _condition_problem(where: str, sql_mode: int) -> str | None:
     depth = 0
-    for token in tokens(where):
+    for token in tokens(where, sql_mode):
         if token.kind in (COMMENT, MARK):
             return f"--where cannot hold a comment ({token.text[:20]!r})"
         if token.kind == SYMBOL:

@@ -94,6 +94,10 @@ def test_session_codecs_read_the_bytes_the_server_stored() -> None:
     ("@x := 1", "cannot use variables"),
     ("(id = 1", "'(' without its ')'"),
     ("id = 1)", "')' without its '('"),
+    # one string with backslash escapes, a condition under NO_BACKSLASH_ESCAPES
+    ("id = '\\' OR SLEEP(5) OR '\\'", "cannot use SLEEP"),
+    ("id = '\\' OR (SELECT COUNT(*) FROM mysql.user) > 0 OR '\\'", "cannot use SELECT"),
+    ("name = 'C:\\\\' AND note = 'it''s'", None),
 ])
 def test_a_row_condition_holds_nothing_but_a_condition(where: str, problem: str | None) -> None:
     found = sqllex.condition_problem(where)
