@@ -228,3 +228,21 @@ def test_a_target_two_template_pairs_write_is_not_truncated_for_one(pairs: tuple
     other = compiled(pairs[0], "{source: {namespace: us, table: 're:.*'}, target: "
                      "{namespace: '{schema}_dw', table: '{table}'}}", options="ddl_sync: true")
     assert not other.gathered("eu", "orders")
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders COMMENT 'x' /*M!110400 ; DROP DATABASE retl; SELECT 1 /* */",
+    "ALTER TABLE orders ADD c INT /*!99999 ; GRANT ALL ON *.* TO x */",
+    "TRUNCATE orders; DROP DATABASE retl",
+])
+def test_a_ddl_whose_text_holds_a_second_statement_is_not_run(statement: str) -> None:
+    with pytest.raises(ConfigError, match="holds a second statement after a ';'"):
+        ddl_targets(statement)
+
+
+@pytest.mark.parametrize("statement", [
+    "TRUNCATE orders;", "TRUNCATE orders; -- done", "ALTER TABLE orders COMMENT 'a; b'",
+    "ALTER TABLE orders ADD c INT /* x; y */"])
+def test_a_semicolon_that_ends_the_statement_or_sits_in_a_string_is_kept(statement: str
+                                                                         ) -> None:
+    assert [t[1:3] for t in ddl_targets(statement)] == [("copy", "orders_v2")]
