@@ -158,3 +158,23 @@ def test_a_target_table_without_a_key_to_meet_in_stops_the_pipeline_naming_it(
              cluster.pipeline_state("unkeyed-target").last_error, 90, "the pipeline stopped")
     assert target.rows(f"SELECT id, v FROM `{schema}`.kt") == []
     cluster.set_status("unkeyed-target", "STOP")
+
+
+def test_a_keyless_update_keeps_a_column_the_target_would_stamp_on_update(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A keyless row's update sets every column: one left out because it did not change
+    would take the target's own time from ON UPDATE CURRENT_TIMESTAMP."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.stamps (n INT, at "
+                         "TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE "
+                         "CURRENT_TIMESTAMP(6))")
+    cluster.apply([one_way("keyless-stamps", schema, ["stamps"])])
+    cluster.set_status("keyless-stamps", "START")
+    cluster.wait_running("keyless-stamps")
+    t = f"`{schema}`.stamps"
+    source.script(f"INSERT INTO {t} VALUES (1, '2020-01-01 00:00:00'), "
+                  "(1, '2020-01-01 00:00:00')",
+                  f"UPDATE {t} SET n = 2, at = at LIMIT 1")
+    wait_for(lambda: sorted(row[0] for row in target.table(schema, "stamps")) == [1, 2], 60,
+             "the update on the target")
+    assert Counter(target.table(schema, "stamps")) == Counter(source.table(schema, "stamps"))
+    cluster.set_status("keyless-stamps", "STOP")

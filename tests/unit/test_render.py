@@ -113,13 +113,16 @@ def test_a_keyless_table_is_written_in_source_order_and_matched_by_its_whole_bef
              "`f` = %s AND CAST(`g` AS BINARY) = %s")
     assert [(s.sql, s.many, s.matches_one) for s in written] == [
         ("INSERT INTO `s`.`logs` (`a`, `b`, `f`, `g`) VALUES (%s, %s, %s, %s)", True, False),
-        (f"UPDATE `s`.`logs` SET `b` = %s WHERE {where} LIMIT 1", False, True),
+        # every column set: one the target updates ON UPDATE would otherwise take its time
+        (f"UPDATE `s`.`logs` SET `a` = %s, `b` = %s, `f` = %s, `g` = %s WHERE {where} LIMIT 1",
+         False, True),
         ("DELETE FROM `s`.`logs` WHERE `a` IS NULL AND `b` IS NULL AND `f` IS NULL AND "
          "`g` IS NULL LIMIT 1", False, True),
         ("INSERT INTO `s`.`logs` (`a`, `b`, `f`, `g`) VALUES (%s, %s, %s, %s)", True, False)]
     assert written[0].args == [[1, "x", 0.10000000149011612, b"\x00\x01"]] * 2 + [
         [None, None, None, None]]
-    assert written[1].args == ["X", 1, "x", 0.10000000149011612, b"\x00\x01"]
+    assert written[1].args == [1, "X", 0.10000000149011612, b"\x00\x01",
+                               1, "x", 0.10000000149011612, b"\x00\x01"]
 
 
 def test_a_keyless_update_or_delete_without_a_before_image_is_refused() -> None:

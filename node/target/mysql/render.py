@@ -306,13 +306,16 @@ def _one(table: str, change: TargetChange, columns: Columns, generated: frozense
     if change.type is ChangeType.DELETE:
         return Statement(f"DELETE FROM {table} WHERE {where} LIMIT 1", args, False,
                          [change.before], True)
-    changed = {name: value for name, value in (change.after or {}).items()
-               if name not in generated and (name not in before or differs(before[name], value))}
-    if not changed:
+    after = {name: value for name, value in (change.after or {}).items()
+             if name not in generated}
+    if not any(name not in before or differs(before[name], value)
+               for name, value in after.items()):
         return None
-    assignments = ", ".join(f"{quote(name)} = %s" for name in changed)
+    # every column set, the unchanged ones too: a target column ON UPDATE CURRENT_TIMESTAMP
+    # (a table's first TIMESTAMP before MariaDB 10.10) left out would take the target's time
+    assignments = ", ".join(f"{quote(name)} = %s" for name in after)
     return Statement(f"UPDATE {table} SET {assignments} WHERE {where} LIMIT 1",
-                     [sql_value(value) for value in changed.values()] + args, False,
+                     [sql_value(value) for value in after.values()] + args, False,
                      [change.after], True)
 
 
