@@ -342,7 +342,10 @@ class PipelineRunner(RunnerStatus):
             self._watch_primary(select_stop)
         selector.begin()
         select_thread.start()
-        snapshots.start()
+        if params.dry_run:  # nothing a later run relies on moves: no copy, no request served
+            log.info("event=dry_run_leaves_copies_and_requests pipeline=%s", self.pipeline_id)
+        else:
+            snapshots.start()
         self.state = "running"
         heap.settle()  # what the start made lives as long as the pipeline runs
         publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
@@ -444,8 +447,10 @@ class PipelineRunner(RunnerStatus):
         self.cursor = Cursor(batch.end, batch.process_id, run=loader.run,
                              targets=dict(loader.written))
         self._progress.set()
-        if getattr(loader, "durable", True):  # (a subscription's position is its reader's
-            publisher.publish(self.cursor)  # acknowledgement: no hint goes ahead of it)
+        # no hint goes ahead of the targets: a subscription's position is its reader's
+        # acknowledgement, and a dry run wrote nothing (the run after it starts where they are)
+        if getattr(loader, "durable", True) and not self.ctx.pipeline.params.dry_run:
+            publisher.publish(self.cursor)
         window.release(batch.size)
         self.window_peak = max(self.window_peak, window.peak)
         self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
