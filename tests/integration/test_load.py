@@ -269,3 +269,27 @@ def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, 
     finally:
         old.close()
         new.close()
+
+
+def test_two_target_datasources_on_one_server_are_refused_naming_them(cluster, source, target):
+    """They would share the pipeline's position row: the second to load a batch found it
+    loaded by the first and wrote nothing."""
+    schema = make_schema(source, target, ITEMS, ITEMS.replace(".items", ".others"))
+    servers = cluster.sandbox.servers()
+    sources = [{"name": name, "host": host, "port": servers[server].port, "user": "setl",
+                "password": f"file:{cluster.sandbox.secret_file}"}
+               for name, host, server in (("source", "127.0.0.1", "source"),
+                                          ("target", "127.0.0.1", "target"),
+                                          ("target_too", "localhost", "target"))]
+    channel = one_way("one-server", schema, ["items"])
+    channel["pipelines"][0]["pairs"].append(
+        {"source": f"{schema}.others",
+         "target": {"datasource": "target_too", "namespace": schema, "table": "others"}})
+    cluster.apply([channel], sources)
+    cluster.set_status("one-server", "START")
+    wait_for(lambda: "are one server" in cluster.pipeline_state("one-server").last_error, 90,
+             "the refusal")
+    error = cluster.pipeline_state("one-server").last_error
+    assert "targets target and target_too are one server" in error or \
+        "targets target_too and target are one server" in error
+    cluster.set_status("one-server", "STOP")

@@ -107,7 +107,10 @@ class Loader:
         pipeline's position row (a row without a position where there is none yet), so an
         older owner that wakes finds a newer epoch and commits nothing; then the row's
         position and processId (None where nothing was loaded)."""
-        return {name: self._claim(name) for name in self.targets}
+        found = {name: self._claim(name) for name in self.targets}
+        owners.one_server(self.pipeline_id, {name: self._connection(name)
+                                             for name in self.targets})
+        return found
 
     def _claim(self, name: str) -> Cursor | None:
         for attempt in range(1, 4):

@@ -16,11 +16,12 @@ its connection gone, and its next transaction finds a newer epoch.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from node.changes import Batch
 from shared import gtid
-from shared.errors import LoadError, PositionConflictError
+from shared.errors import ConfigError, LoadError, PositionConflictError
 from shared.model import BinlogPosition
 
 log = logging.getLogger("setl.node.target.mysql.owners")
@@ -160,3 +161,37 @@ def applied(row: tuple[Any, ...], batch: Batch, where: str) -> bool:
             f"this batch ({batch.start} to {batch.end}); writing it would apply part of it "
             "twice, so the pipeline stops. Restart it: it resumes from the target's position")
     return False
+
+
+def one_server(pipeline_id: str, connections: dict[str, Any]) -> None:
+    """Refuse two target datasources that are one server (two names, or ``localhost`` and
+    ``127.0.0.1``): they would share the pipeline's position row, and the second to load a
+    batch would find it loaded by the first and write nothing. Each takes a lock of its own
+    name; a lock another one sees taken is on its server."""
+    if len(connections) < 2:
+        return
+    names = {name: f"setl:{uuid.uuid4().hex}" for name in connections}
+    try:
+        for name, conn in connections.items():
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT GET_LOCK(%s, 0)", (names[name],))
+        for name, conn in connections.items():
+            others = [other for other in connections if other != name]
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT " + ", ".join(["IS_USED_LOCK(%s)"] * len(others)),
+                               [names[other] for other in others])
+                seen = cursor.fetchone()
+            same = next((other for other, held in zip(others, seen, strict=True)
+                         if held is not None), None)
+            if same is not None:
+                raise ConfigError(
+                    f"pipeline {pipeline_id}: targets {same} and {name} are one server, so "
+                    "they would share the pipeline's position row in retl.retl_position and "
+                    "one of them would be skipped as loaded; give the pipeline one "
+                    "datasource per target server (pairs name their databases), or put "
+                    "one of them in a pipeline of its own")
+    finally:
+        for name, conn in connections.items():
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT RELEASE_LOCK(%s)", (names[name],))
+            conn.commit()
