@@ -40,10 +40,11 @@ def resume(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None]) -> Re
     """Resume from ``hint`` (the ZooKeeper cursor) and the targets' position ``rows`` (None,
     or a row without a file: nothing loaded there yet).
 
-    Every transaction at or before the hint is on every target, so a target is at
-    ``max(row, hint)``; Select starts at the least of those (a re-read never goes further
-    back than the hint, and never starts past a transaction some target lacks), and each
-    row past the start is a cut. A hint without a file (a GTID start) defers to the rows
+    Every transaction at or before the hint is on every target it names (every target when
+    it names none: an older hint, or one an operator set), so such a target is at
+    ``max(row, hint)``, and one it does not name at its row; Select starts at the least of
+    those (never past a transaction some target lacks), and each row past the start is a
+    cut. A hint without a file (a GTID start) defers to the rows
     of the targets that have one; a target with nothing loaded is at the hint all the same.
     processIds go on after the highest one any target holds, so a write after a restart
     never reuses a number already written (two-way marks rely on it).
@@ -59,8 +60,10 @@ def resume(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | None]) -> Re
     behind = tuple(sorted(name for name, row in written.items() if name in hint.targets
                           and gtid.compare(row.position, hint.targets[name]) < 0))
     if hint.position.file:
-        at = [row.position if name in behind else
-              gtid.latest((row.position, hint.position)) for name, row in written.items()]
+        # a hint that names its targets vouches for those only: one it does not name (left
+        # out of the pipeline for a while, or no batch of its reached it) is where its row is
+        at = [row.position if name in behind or (hint.targets and name not in hint.targets)
+              else gtid.latest((row.position, hint.position)) for name, row in written.items()]
         if len(written) < len(rows):  # a target with nothing loaded is at the hint
             at.append(hint.position)
     else:

@@ -42,6 +42,17 @@ def test_a_target_behind_the_hint_is_at_the_hint() -> None:
     assert got == Resume(Cursor(at(500), 9), (at(800),))
 
 
+def test_a_hint_that_names_its_targets_vouches_for_those_only() -> None:
+    """A target the hint does not name (left out of the pipeline while it went on, or a dry
+    run's) is where its own row is: what came after it is loaded there again."""
+    hint = Cursor(at(500), 7, targets={"a": at(500)})
+    got = resume("c.p", hint, {"a": Cursor(at(500), 7), "b": Cursor(at(200), 2)})
+    assert got == Resume(Cursor(at(200), 7), (at(500),))
+    # a hint naming none (older, or set by an operator) vouches for every target
+    assert resume("c.p", Cursor(at(500), 7), {"b": Cursor(at(200), 2)}) == \
+        Resume(Cursor(at(500), 7))
+
+
 def test_a_target_without_a_row_is_at_the_hint() -> None:
     got = resume("c.p", Cursor(at(500), 7), {"a": None, "b": Cursor(at(800), 9)})
     assert got == Resume(Cursor(at(500), 9), (at(800),))
