@@ -109,7 +109,12 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
         changes = self.catalog.apply(parsed, dry_run=request.dry_run)
         if not request.dry_run:
-            for channel in parsed.channels:  # tables added to a running channel are copied
+            for channel in parsed.channels:
+                if self.catalog.status(channel.name) is not ChannelStatus.STOP:
+                    # a pipeline added to a running channel starts now ('start: latest' is
+                    # the apply), not when a node gets to it
+                    self.catalog.fix_starts(channel)
+                # tables added to a running channel are copied
                 if channel.name in before and before[channel.name] != channel:
                     for line in self.snapshots.copy_added(before[channel.name], channel):
                         log.info("event=snapshot_added channel=%s detail=%s", channel.name,
