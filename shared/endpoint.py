@@ -35,9 +35,17 @@ READING = ("SET time_zone = '+00:00', "
 
 
 def _verified(conn: pymysql.Connection) -> bool:
-    """Whether the connection runs over TLS that verified the server (a source's ``tls:``)."""
+    """Whether the connection runs over TLS that verified the server, its name included (a
+    source's ``tls:`` with ``verify_identity: true``): a certificate the CA signed for any
+    other host (a public CA's, for one) would otherwise do."""
+    return bool(getattr(conn, "_secure", False) and _verifying(conn))
+
+
+def _verifying(conn: pymysql.Connection) -> bool:
+    """Whether the connection's TLS (once it is up) verifies the server and its name."""
     context = getattr(conn, "ctx", None)
-    return bool(conn._secure and context is not None and context.verify_mode == ssl.CERT_REQUIRED)
+    return bool(context is not None and context.verify_mode == ssl.CERT_REQUIRED and
+                context.check_hostname)
 
 
 def _round_trip(conn: pymysql.Connection, data: bytes) -> Any:
@@ -53,7 +61,8 @@ def _revealing(conn: pymysql.Connection, what: str) -> pymysql.err.OperationalEr
         f"the server at {conn.host}:{conn.port} asked for {what}, which gives it the "
         "password itself, over a connection without verified TLS; setl never sends it so "
         "(a server it should not trust, or anyone on the path, would read it). Give this "
-        "source 'tls: {ca: ...}' (a CA file the operator keeps in a secret directory), or let "
+        "source 'tls: {ca: ..., verify_identity: true}' (a CA file the operator keeps in a "
+        "secret directory, and a certificate naming the host), or let "
         "its user authenticate with mysql_native_password or ed25519, or have the server "
         "cache the caching_sha2_password login (one login over verified TLS does)")
 
@@ -119,14 +128,14 @@ class _PasswordInClear:
 
     def authenticate(self, packet: Any) -> Any:
         conn = self.connection
-        context = getattr(conn, "ctx", None)
-        if not (conn._secure and context is not None and context.verify_mode == ssl.CERT_REQUIRED):
+        if not _verified(conn):
             raise pymysql.err.OperationalError(
                 CR.CR_AUTH_PLUGIN_ERR,
                 f"the server at {conn.host}:{conn.port} asked for the password in clear text "
                 f"({self.plugin}) over a connection without verified TLS; setl never sends "
-                "it so. Give this source 'tls: {ca: ...}', or let its user authenticate with "
-                "mysql_native_password, caching_sha2_password or ed25519")
+                "it so. Give this source 'tls: {ca: ..., verify_identity: true}', or let its "
+                "user authenticate with mysql_native_password, caching_sha2_password or "
+                "ed25519")
         if self.plugin == "dialog":
             packet.read_uint8()  # the prompt's flags; the prompt asks for the password
         conn.write_packet(conn.password + b"\0")
@@ -237,9 +246,8 @@ class Connection(pymysql.Connection):
         # a server whose first plugin is sha256_password gets, over TLS, the password in the
         # very first answer: without verified TLS it gets a scramble, and a switch to that
         # plugin meets _Sha256Password
-        context = getattr(self, "ctx", None)
-        if self._auth_plugin_name == "sha256_password" and self.password and not (
-                context is not None and context.verify_mode == ssl.CERT_REQUIRED):
+        if self._auth_plugin_name == "sha256_password" and self.password and \
+                not _verifying(self):
             self._auth_plugin_name = "mysql_native_password"
         super()._request_authentication()
 

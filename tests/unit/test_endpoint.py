@@ -163,7 +163,7 @@ def test_no_password_in_clear_over_plain_tcp(password_file: SecretRef, first: by
     assert server.received, "the fake server got no handshake answer: the test proves nothing"
     assert f"asked for the password in clear text ({(switch or first).decode()}) over a " \
            "connection without verified TLS; setl never sends it so" in message
-    assert "tls: {ca: ...}" in message
+    assert "tls: {ca: ..., verify_identity: true}" in message
 
 
 def stream_refused(server: FakeServer, password_file: SecretRef) -> str:
@@ -282,13 +282,29 @@ def test_over_verified_tls_the_server_gets_the_password_it_asks_for(
     the password (so the refusals above are the verification's doing)."""
     server = FakeServer(first, switch, certificates, more)
     source = DataSource("trusted", "127.0.0.1", server.port, "setl", password_file,
-                        tls=TlsOptions(ca=str(certificates.ca)))
+                        tls=TlsOptions(ca=str(certificates.ca), verify_identity=True))
     try:
         with pytest.raises(SourceError):  # the fake server never says OK
             connect(source, read_timeout=2)
     finally:
         server.close()
     assert PASSWORD.encode() in server.received
+
+
+@pytest.mark.parametrize("first, switch, more, said", [
+    (b"sha256_password", None, b"\x01", "mysql_native_password"),  # a scramble answered
+    (b"caching_sha2_password", None, b"\x01\x04", "verify_identity: true"),
+])
+def test_a_certificate_the_ca_signed_for_any_host_is_not_enough_for_the_password(
+        password_file: SecretRef, certificates: Certificates, first: bytes,
+        switch: bytes | None, more: bytes, said: str) -> None:
+    """Without verify_identity a certificate the CA signed for another host would pass (a
+    public CA signs anyone's): the password itself goes only where the name is checked."""
+    server = FakeServer(first, switch, certificates, more)
+    message = refused(server, DataSource("named-not", "127.0.0.1", server.port, "setl",
+                                         password_file, tls=TlsOptions(ca=str(certificates.ca))))
+    assert server.received and PASSWORD.encode() not in server.received
+    assert said in message, message
 
 
 def test_the_binlog_stream_sends_no_sha256_password_over_unverified_tls(
