@@ -25,16 +25,13 @@ log = logging.getLogger("setl.tablekeys")
 
 _SYSTEM = "(" + ", ".join(f"'{name}'" for name in SYSTEM_SCHEMAS) + ")"
 _KEYS = """
-SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME,
-       GROUP_CONCAT(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX),
-       SUM(c.IS_NULLABLE = 'YES')
+SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, c.IS_NULLABLE = 'YES'
 FROM information_schema.STATISTICS s
 JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA
      AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
 WHERE s.NON_UNIQUE = 0 AND s.TABLE_SCHEMA NOT IN
       {system} {only}
-GROUP BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME
-ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.INDEX_NAME
+ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.INDEX_NAME, s.SEQ_IN_INDEX
 """
 _TABLES = """
 SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
@@ -57,9 +54,13 @@ def row_keys(cursor: Any, only: tuple[str, str] | None = None
     found: dict[tuple[str, str], tuple[str, ...] | None] = {
         (row[0], row[1]): None for row in _tuples(cursor.fetchall())}
     cursor.execute(_KEYS.format(only=where.replace("TABLE_", "s.TABLE_"), system=_SYSTEM), only)
-    for schema, table, index, columns, nullable in _tuples(cursor.fetchall()):
-        if found.get((schema, table)) is None and (index == "PRIMARY" or not int(nullable)):
-            found[(schema, table)] = tuple(columns.split(","))
+    indexes: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}  # in the order wanted
+    for schema, table, index, column, nullable in _tuples(cursor.fetchall()):
+        indexes.setdefault((schema, table, index), []).append((column, bool(int(nullable))))
+    for (schema, table, index), columns in indexes.items():  # a column per row: its name
+        if found.get((schema, table)) is None and (  # may hold a comma
+                index == "PRIMARY" or not any(nullable for _, nullable in columns)):
+            found[(schema, table)] = tuple(column for column, _ in columns)
     return found
 
 

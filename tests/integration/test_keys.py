@@ -178,3 +178,21 @@ def test_a_keyless_update_keeps_a_column_the_target_would_stamp_on_update(
              "the update on the target")
     assert Counter(target.table(schema, "stamps")) == Counter(source.table(schema, "stamps"))
     cluster.set_status("keyless-stamps", "STOP")
+
+
+def test_a_key_column_whose_name_holds_a_comma_is_one_column(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Index columns are read one per row: a name joined with others by commas and split
+    again became two columns that do not exist."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.commas (`a,b` INT NOT NULL, "
+                         "v INT, UNIQUE KEY by_ab (`a,b`))")
+    cluster.apply([one_way("comma-key", schema, ["commas"])])
+    cluster.set_status("comma-key", "START")
+    cluster.wait_running("comma-key")
+    t = f"`{schema}`.commas"
+    source.script(f"INSERT INTO {t} VALUES (1, 10), (2, 20), (3, 30)",
+                  f"UPDATE {t} SET `a,b` = 4 WHERE `a,b` = 1",
+                  f"UPDATE {t} SET v = 21 WHERE `a,b` = 2", f"DELETE FROM {t} WHERE `a,b` = 3")
+    wait_equal(source, target, schema, ["commas"])
+    assert sorted(target.table(schema, "commas")) == [(2, 21), (4, 10)]
+    cluster.set_status("comma-key", "STOP")

@@ -64,10 +64,12 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     if any(int(row[5]) for row in found):
         cursor.execute("SELECT @@innodb_autoinc_lock_mode")
         bulk_lock = int(cursor.fetchone()[0]) < 2
-    cursor.execute("SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME) FROM "
-                   "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-                   "AND NON_UNIQUE = 0 GROUP BY INDEX_NAME", (schema, table))
-    unique = tuple(frozenset(str(row[1]).split(",")) for row in cursor.fetchall())
+    cursor.execute("SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE "
+                   "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0", (schema, table))
+    indexes: dict[str, set[str]] = {}  # a column per row: its name may hold a comma
+    for index, column in cursor.fetchall():
+        indexes.setdefault(str(index), set()).add(str(column))
+    unique = tuple(frozenset(columns) for columns in indexes.values())
     cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
                    "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
