@@ -271,6 +271,30 @@ def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, 
         new.close()
 
 
+def test_a_new_owner_ends_the_older_owners_connections_when_it_claims(sandbox, source,
+                                                                     target) -> None:
+    """An older owner frozen between its DDL's intent and the DDL holds no row lock a load
+    would wait on: its connections are ended at the claim, so it never runs the DDL after
+    the new owner replayed it."""
+    import pymysql
+
+    schema = make_schema(source, target, ITEMS)
+    endpoint = target_endpoint(sandbox)
+    pipeline_id = f"claim-ends-{schema}.forward"
+    old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
+    new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
+    try:
+        assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
+        frozen = old._connection("target")
+        new.claim()
+        with pytest.raises(pymysql.MySQLError), frozen.cursor() as cursor:
+            cursor.execute(f"TRUNCATE `{schema}`.items")  # as the frozen owner wakes
+        assert target.table(schema, "items") == [(1, "old")]
+    finally:
+        old.close()
+        new.close()
+
+
 def test_two_target_datasources_on_one_server_are_refused_naming_them(cluster, source, target):
     """They would share the pipeline's position row: the second to load a batch found it
     loaded by the first and wrote nothing."""

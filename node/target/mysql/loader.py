@@ -130,6 +130,9 @@ class Loader:
                             "the pipeline and stops", name, int(row[2]))
                     cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch, self.run))
                 conn.commit()
+                # an older owner still connected is ended now, not when it blocks a load: it
+                # may be about to run a DDL, which no row lock holds back
+                self._end_stale(name)
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
