@@ -134,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(problem)
         confinement.confine(config.security)
         logs.setup(config.log_level)
+        if not config.security.credentials:  # the operator's choice, said once at start
+            log.warning("event=credentials_unbound detail=security.credentials is empty: a "
+                        "definition may send any password reference it may read to any "
+                        "database host; bind each to its hosts (docs/security.md)")
         serve(config, Shutdown().install())
     except SetlError as exc:
         print(f"setl-manager: {exc}", file=sys.stderr)
