@@ -388,6 +388,8 @@ class PipelineRunner(RunnerStatus):
                             self.pipeline_id, self.primary.in_use,
                             self.source.hosts if self.source is not None else (), select_stop,
                             moved)
+        if self.source is not None:
+            primary.watch_demotion(self.source, self.pipeline_id, select_stop, moved)
 
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],

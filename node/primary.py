@@ -228,3 +228,40 @@ def watch_moves(client: KazooClient, path: str, pipeline_id: str, in_use: str,
                 return False
         return True
     client.DataWatch(path, changed)
+
+
+DEMOTION_PROBE_S = 5.0  # at most this often a running pipeline asks its member if it is primary
+
+
+def watch_demotion(source: DataSource, pipeline_id: str, stop: threading.Event,
+                   moved: Callable[[], None]) -> None:
+    """Call ``moved`` once when the member read answers read-only while another member is
+    the primary: an HA tool failed over and left the old primary up (isolated, or demoted
+    and not pointed at the new one). Its binlog connection does not break, so nothing else
+    would tell: the stream would stay on it, idle and green, and the new primary's writes
+    would never come. A member that does not answer is the binlog connection's to find."""
+    if not source.hosts or source.primary == "order":
+        return
+
+    def probe() -> None:
+        every, seen = max(DEMOTION_PROBE_S, float(source.switch_after_s)), 0
+        while not stop.wait(every):
+            found = members.probe(source)
+            if not (found.answers and found.read_only):
+                seen = 0
+                continue
+            try:
+                new, _ = members.find_primary(source)
+            except SourceError:  # two writable members: the runner's start says it
+                new = None
+            if new is None or members.address(new) == members.address(source):
+                seen = 0
+                continue
+            seen += 1  # twice in a row: a planned switch ('setl source switch') goes first
+            if seen >= 2:
+                log.warning("event=source_primary_demoted pipeline=%s member=%s primary=%s",
+                            pipeline_id, members.address(source), members.address(new))
+                moved()
+                return
+
+    threading.Thread(target=probe, name=f"demotion-{pipeline_id}", daemon=True).start()

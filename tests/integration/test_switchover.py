@@ -151,6 +151,33 @@ def test_a_crashed_primary_is_followed_to_the_promoted_replica_through_a_node_ki
         target.close()
 
 
+def test_a_demoted_primary_left_up_is_left_for_the_promoted_replica(
+        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path) -> None:
+    """An HA tool fails over and leaves the old primary up, read-only, with no 'setl source
+    switch': the binlog connection never breaks, yet the pipeline goes on at the promoted
+    replica by itself (the writes there would never come otherwise, with status green)."""
+    rs, target = replica_set, Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    cluster = Cluster(sandbox, tmp_path / "cluster", "switch-demoted")
+    try:
+        start(cluster, sandbox, rs, shapes, "switchdemoted")
+        shapes.start()
+        shapes.wait_transactions(150)
+        shapes.pause()
+        old = rs.members[0].database()
+        old.execute("SET GLOBAL read_only = ON")  # demoted, and still up
+        old.close()
+        rs.wait_caught_up(1)
+        rs.promote(1)
+        shapes.start()
+        state = finished_on_the_new_primary(cluster, rs, shapes, "switchdemoted")
+        assert f"to {rs.members[1].address} (auto)" in state.switched, state.switched
+    finally:
+        shapes.stop()
+        cluster.stop()
+        target.close()
+
+
 def test_a_planned_switch_moves_the_pipeline_once_it_loaded_what_it_read(
         sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path, capsys: Any) -> None:
     """setl source switch: the old primary stays up (read-only), the pipeline loads what it
