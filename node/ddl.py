@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
-from node.sqllex import NAME, WORD, Token, identifier, parts, without_time_bounds
+from node.sqllex import NAME, WORD, Token, identifier, parts, second_statement, without_time_bounds
 from node.sqllex import statement_code as code
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
@@ -358,6 +358,15 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
     the same bytes as on the source. A DROP or TRUNCATE of a table whose target holds other
     source tables' rows too (shards into one table) is refused: it would remove theirs."""
     mode = sql_mode(change.session)
+    more = second_statement(change.ddl, mode)
+    if more:
+        raise ConfigError(
+            f"the source ran {change.ddl.strip()[:200]!r}, whose text holds a second "
+            f"statement after a ';' ({more[:80]!r}; the source may have taken it for a "
+            "comment): setl does not run it on the target, which may not. Run what the "
+            "target should run by hand, then move the pipeline past this statement: setl "
+            "position set CHANNEL/PIPELINE --file … --pos … (the next transaction's "
+            "position), and resume")
     ddl = parse(change.ddl, change.schema, mode)
     if ddl is None:
         database = parse_database(change.ddl, change.schema, mode)
