@@ -50,6 +50,7 @@ from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
 from shared.model import DataSource
 from shared.retl import PENDING_TABLE
+from shared.tablekeys import door_key
 
 log = logging.getLogger("setl.node.snapshot.door")
 COLUMNS_PENDING = "ID, FULL_NAME, TYPE, PK_DATA"
@@ -89,7 +90,7 @@ class DoorQueue:
         self.central, self.stats = central, stats
         self._rows: deque[RowChange] = deque()  # requests of windows that were not loaded
         self._scan_after = self._scan_until = 0  # pending SEQs (after, until] still to read
-        self._keys: dict[tuple[str, str], chunks.SplitKey | None] = {}
+        self._keys: dict[tuple[str, str], chunks.SplitKey | str] = {}  # str: why none
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -220,18 +221,26 @@ class DoorQueue:
         name = f"{request.schema}.{request.table}"
         if not self.compiled.wants(request.schema, request.table):
             raise FreeDoorRequestError(f"table {name} is not replicated by this pipeline")
-        if (request.schema, request.table) not in self._keys:
-            configured = self.compiled.configured_keys(request.schema, request.table) or ()
-            with connect(self.source) as conn, conn.cursor() as cursor:
-                self._keys[(request.schema, request.table)] = chunks.table_key(
-                    cursor, request.schema, request.table, configured)
-        key = self._keys[(request.schema, request.table)]
+        key = self._keys.get((request.schema, request.table))
         if key is None:
-            raise FreeDoorRequestError(f"table {name} does not exist on the source or has no "
-                                       "key")
+            key = self._keys[(request.schema, request.table)] = self._key(request)
+        if isinstance(key, str):
+            raise FreeDoorRequestError(key)
         if len(key.columns) != len(request.key):
             raise FreeDoorRequestError(f"PK_DATA has {len(request.key)} value(s); the key of "
                                        f"{name} ({', '.join(key.columns)}) has "
                                        f"{len(key.columns)}")
         return request, key
+
+    def _key(self, request: Request) -> chunks.SplitKey | str:
+        """The key a table's requests are read by, or why it has none to serve them by."""
+        schema, table = request.schema, request.table
+        with connect(self.source) as conn, conn.cursor() as cursor:
+            try:
+                columns = door_key(cursor, schema, table,
+                                   self.compiled.key_columns(schema, table))
+            except FreeDoorRequestError as exc:
+                return str(exc)
+            key = chunks.table_key(cursor, schema, table, columns)
+        return key or f"table {schema}.{table} does not exist on the source"
 

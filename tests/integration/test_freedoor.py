@@ -20,6 +20,7 @@ MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d
          "v VARCHAR(20), PRIMARY KEY (a, b, c, d))")
 CODES = "CREATE TABLE `{schema}`.codes (code VARCHAR(20) PRIMARY KEY, n INT)"
 PADS = "CREATE TABLE `{schema}`.pads (k CHAR(4) PRIMARY KEY, c CHAR(6))"
+KEYLESS = "CREATE TABLE `{schema}`.kl (a INT NOT NULL, v VARCHAR(20))"
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
 
 
@@ -79,6 +80,32 @@ def test_per_instance_backfill_with_composite_binary_keys_and_bad_requests(
     assert "event=free_door_rejected" in log and f"table {schema}.nope is not replicated" in log
     assert "PK_DATA has 2 value(s); the key of" in log and "PK_DATA is not JSON" in log
     cluster.set_status("door-local", "STOP")
+
+
+def test_requests_for_a_keyless_table_are_refused_whatever_its_key_columns(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A table with no key of its own replicates by its whole image; key_columns on its pair
+    do not make the target keyed. A request read by them was upserted, which on the keyless
+    target inserted the row beside its old copy: such requests are rejected, saying why."""
+    schema = make_schema(source, target, KEYLESS)
+    without_binlog(source, f"INSERT INTO `{schema}`.kl VALUES (1, 'one'), (2, 'two')")
+    target.execute(f"INSERT INTO `{schema}`.kl VALUES (1, 'old'), (2, 'two')")
+    channel = one_way("door-keyless", schema, ["kl"])
+    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["a"]
+    cluster.apply([channel])
+    cluster.set_status("door-keyless", "START")
+    cluster.wait_running("door-keyless")
+    request_rows(source, f"{schema}.kl", [(1,)])
+    request_rows(source, f"{schema}.kl", [(2,)], kind="D")
+    wait_for(lambda: door(cluster, "door-keyless").requested == 2, 30, "the requests counted")
+    assert door(cluster, "door-keyless").rejected == 2
+    source.execute(f"INSERT INTO `{schema}`.kl VALUES (3, 'streamed')")  # the stream goes on
+    wait_for(lambda: (3, "streamed") in target.table(schema, "kl"), 30, "the streamed row")
+    assert sorted(target.table(schema, "kl")) == [(1, "old"), (2, "two"), (3, "streamed")]
+    assert f"table {schema}.kl has no primary key and no unique key over NOT NULL columns, " \
+        "so the free door cannot copy its rows" in cluster.nodes[1].output()
+    assert "its pair's key_columns a do not make it keyed" in cluster.nodes[1].output()
+    cluster.set_status("door-keyless", "STOP")
 
 
 def test_central_backfill_is_served_by_the_owning_pipeline(
