@@ -21,6 +21,8 @@ MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d
 CODES = "CREATE TABLE `{schema}`.codes (code VARCHAR(20) PRIMARY KEY, n INT)"
 PADS = "CREATE TABLE `{schema}`.pads (k CHAR(4) PRIMARY KEY, c CHAR(6))"
 KEYLESS = "CREATE TABLE `{schema}`.kl (a INT NOT NULL, v VARCHAR(20))"
+TAGGED = ("CREATE TABLE `{schema}`.tagged (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, "
+          "n INT, UNIQUE KEY (code))")
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
 
 
@@ -264,6 +266,37 @@ def test_the_cli_writes_requests_and_shows_the_counters(
     assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.nope"]) != 0
     assert "no pipeline replicates" in capsys.readouterr().err
     cluster.set_status("door-cli", "STOP")
+
+
+def test_the_cli_names_the_key_the_node_reads_by_and_refuses_a_keyless_table(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """A pair's key_columns (code) are not the table's primary key (id): the CLI wrote ids,
+    which the node looked up as codes and found missing. A keyless table is refused before
+    a request is written."""
+    schema = make_schema(source, target, TAGGED, KEYLESS)
+    without_binlog(source, f"INSERT INTO `{schema}`.tagged VALUES "
+                   + ", ".join(f"({i}, 'c{51 - i}', {i})" for i in range(1, 51)),
+                   f"INSERT INTO `{schema}`.kl VALUES (1, 'one')")
+    channel = one_way("door-cli-keys", schema, ["tagged", "kl"])
+    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["code"]
+    channel["pipelines"][0]["pairs"][1]["key_columns"] = ["a"]
+    cluster.apply([channel])
+    cluster.set_status("door-cli-keys", "START")
+    cluster.wait_running("door-cli-keys")
+    manager = ["--manager", cluster.manager_address, "--config", str(cluster.workdir / "node.yaml")]
+    assert cli.main([*manager, "backfill", "door-cli-keys", "--table", f"{schema}.tagged",
+                     "--batch", "20"]) == 0
+    wait_equal(source, target, schema, ["tagged"])
+    wait_for(lambda: door(cluster, "door-cli-keys").loaded == 50, 10, "the counters")
+    capsys.readouterr()
+    assert cli.main([*manager, "backfill", "door-cli-keys", "--table", f"{schema}.kl"]) != 0
+    assert f"setl: channel door-cli-keys pipeline forward: table {schema}.kl has no primary " \
+        "key and no unique key over NOT NULL columns, so the free door cannot copy its rows" \
+        in capsys.readouterr().err
+    assert source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME = %s",
+                       (f"{schema}.kl",)) == [(0,)]
+    assert target.table(schema, "kl") == []
+    cluster.set_status("door-cli-keys", "STOP")
 
 
 def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
