@@ -21,6 +21,8 @@ MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d
 CODES = "CREATE TABLE `{schema}`.codes (code VARCHAR(20) PRIMARY KEY, n INT)"
 PADS = "CREATE TABLE `{schema}`.pads (k CHAR(4) PRIMARY KEY, c CHAR(6))"
 KEYLESS = "CREATE TABLE `{schema}`.kl (a INT NOT NULL, v VARCHAR(20))"
+MOVED = ("CREATE TABLE `{schema}`.moved (id INT NOT NULL, code INT NOT NULL, v VARCHAR(20), "
+         "PRIMARY KEY (id))")
 TAGGED = ("CREATE TABLE `{schema}`.tagged (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, "
           "n INT, UNIQUE KEY (code))")
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
@@ -108,6 +110,30 @@ def test_requests_for_a_keyless_table_are_refused_whatever_its_key_columns(
         "so the free door cannot copy its rows" in cluster.nodes[1].output()
     assert "its pair's key_columns a do not make it keyed" in cluster.nodes[1].output()
     cluster.set_status("door-keyless", "STOP")
+
+
+def test_requests_after_an_alter_of_the_key_are_read_by_the_new_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The door kept a table's key for the life of the pipeline's run: after the source's
+    primary key gained a column, a request naming the new key was rejected for the old
+    key's arity (and a request read by an old key could take a stream row of the same
+    values for its own in the merge). Keys are read in each window, after its low
+    watermark."""
+    schema = make_schema(source, target, MOVED)
+    t = f"`{schema}`.moved"
+    without_binlog(source, f"INSERT INTO {t} VALUES (1, 10, 'one'), (2, 20, 'two')")
+    start(cluster, "door-rekey", schema, ["moved"])
+    request_rows(source, f"{schema}.moved", [(1,)])
+    wait_for(lambda: target.table(schema, "moved") == [(1, 10, "one")], 30, "the first request")
+    source.execute(f"ALTER TABLE {t} DROP PRIMARY KEY, ADD PRIMARY KEY (id, code)")
+    request_rows(source, f"{schema}.moved", [(2, 20)])
+    wait_for(lambda: door(cluster, "door-rekey").requested == 2, 30, "the second request")
+    assert door(cluster, "door-rekey").rejected == 0
+    wait_equal(source, target, schema, ["moved"])
+    source.execute(f"UPDATE {t} SET v = 'streamed' WHERE id = 2")
+    wait_for(lambda: target.table(schema, "moved") == [(1, 10, "one"), (2, 20, "streamed")], 30,
+             "the stream's update by the new key")
+    cluster.set_status("door-rekey", "STOP")
 
 
 def test_central_backfill_is_served_by_the_owning_pipeline(
