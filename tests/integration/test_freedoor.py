@@ -157,6 +157,33 @@ def test_central_backfill_is_served_by_the_owning_pipeline(
     cluster.set_status("door-central", "STOP")
 
 
+def test_a_central_request_committed_after_a_higher_one_was_served_is_served(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The central door polled ids above the highest it had taken: a request whose
+    transaction committed after a higher id was served (a long verify --repair beside a
+    backfill) was not served until the pipeline restarted, and pending said 0."""
+    schema = make_schema(source, target, ITEMS)
+    without_binlog(source, f"INSERT INTO `{schema}`.items VALUES (1, 'early', 1), "
+                   "(2, 'late', 2)")
+    start(cluster, "door-order", schema, ["items"], free_door={"source": "target"})
+    slow = Database(cluster.sandbox, "target")
+    try:
+        slow.execute("BEGIN")  # takes the lower id, commits last
+        request_rows(slow, f"{schema}.items", [(1,)], channel="door-order", pipeline="forward")
+        request_rows(target, f"{schema}.items", [(2,)], channel="door-order",
+                     pipeline="forward")
+        wait_for(lambda: door(cluster, "door-order").loaded == 1, 30, "the higher id served")
+        wait_for(lambda: target.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID "
+                                     "= 'door-order'") == [(0,)], 30, "its buffer row deleted")
+        assert target.table(schema, "items") == [(2, "late", 2)]
+        slow.execute("COMMIT")
+    finally:
+        slow.close()
+    wait_equal(source, target, schema, ["items"])
+    wait_for(lambda: door(cluster, "door-order").loaded == 2, 10, "the counters")
+    cluster.set_status("door-order", "STOP")
+
+
 def test_backfill_racing_updates_and_deletes_ends_equal(
         cluster: Cluster, source: Database, target: Database) -> None:
     rows = 20_000
