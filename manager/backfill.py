@@ -1,12 +1,14 @@
 """``setl backfill`` and ``setl retl init``: the free door from the command line.
 
 ``setl backfill CHANNEL --table schema.table [--where SQL] [--batch N] [--rate N]`` reads the
-table's keys on the pipeline's source in key order (keyset pages of ``--batch`` keys) and
-writes one ``retl.retl_buffer`` request per row: into the source's own buffer (per-instance
-free door) or, when the pipeline names a ``free_door`` source, into that central buffer with
-the pipeline's CHANNEL_ID/PIPELINE_ID. It is throttled to ``--rate`` requests a second and
-shows rows done / total, rate and ETA. The node serves the requests in bounded slices
-between normal batches, so live replication goes on.
+table's keys (the ones the node reads requests by: the pair's ``key_columns``, else the
+table's own key; a table with no key of its own is refused) on the pipeline's source in key
+order (keyset pages of ``--batch`` keys) and writes one ``retl.retl_buffer`` request per row:
+into the source's own buffer (per-instance free door) or, when the pipeline names a
+``free_door`` source, into that central buffer with the pipeline's CHANNEL_ID/PIPELINE_ID.
+It is throttled to ``--rate`` requests a second and shows rows done / total, rate and ETA.
+The node serves the requests in bounded slices between normal batches, so live replication
+goes on.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from manager import render
 from manager.client import ManagerClient
 from shared import codec, identifiers
 from shared.endpoint import connect
-from shared.errors import ConfigError, SetlError
+from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.identifiers import qualified, quote, short_form, split_qualified, unquote
 from shared.model import Channel, DataSource, Pipeline
 from shared.retl import SOURCE_DDL, encode_key
 from shared.rpc import manager_pb2
-from shared.tablekeys import row_keys
+from shared.tablekeys import door_key
 
 INSERT = ("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
           "VALUES (%s, 'I', %s, %s, %s)")
@@ -103,17 +105,30 @@ def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
     buffer = _source(client, central) if central else source
     channel_id, pipeline_id = (args.channel, pipeline.name) if central else (None, None)
     with connect(source) as reader, connect(buffer, autocommit=True) as writer:
+        keys = _keys(reader, args.channel, pipeline, schema, table)
         with writer.cursor() as cursor:
             for statement in SOURCE_DDL:
                 cursor.execute(statement)
-        keys = row_keys(reader.cursor(), (schema, table)).get((schema, table))
-        if not keys:
-            raise SetlError(f"{schema}.{table} does not exist on {source.name} or has no key")
         done = _copy_keys(args, reader, writer, schema, table, keys, (channel_id, pipeline_id))
     where = f"central buffer on {buffer.name}" if central else f"retl_buffer on {source.name}"
     print(f"{done} request(s) for {schema}.{table} written to the {where} "
           f"(channel {args.channel}, pipeline {pipeline.name}); follow: setl backfill status")
     return 0
+
+
+def _keys(reader: Any, channel: str, pipeline: Pipeline, schema: str, table: str
+          ) -> tuple[str, ...]:
+    """The columns the requests name, the ones the node reads them by: the pair's
+    key_columns, else the table's own key; a table with no key of its own is refused."""
+    try:
+        with reader.cursor() as cursor:
+            return door_key(cursor, schema, table, pipeline.key_columns(schema, table))
+    except FreeDoorRequestError as exc:
+        raise SetlError(f"channel {channel} pipeline {pipeline.name}: {exc}; no request was "
+                        "written") from None
+    except pymysql.MySQLError as exc:
+        raise SetlError(f"backfill of {schema}.{table}: {exc.args[-1] if exc.args else exc}"
+                        ) from None
 
 
 def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, table: str,

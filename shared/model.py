@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from shared.patterns import NamePattern, PatternKind
 from shared.secrets import SecretRef
@@ -254,6 +256,29 @@ class Pipeline:
     def is_candidate(self, node_id: int) -> bool:
         """Whether a node may run this pipeline (no list means every node may)."""
         return not self.nodes or node_id in self.nodes
+
+    def key_columns(self, schema: str, table: str) -> tuple[str, ...]:
+        """The ``key_columns`` of the pair that takes a source table (of its first pair when
+        several fan out), as the node reads them; () for none."""
+        found = pairs_taking(self.pairs, schema, table, lambda pair: pair)
+        return found[0].key_columns if found else ()
+
+
+Item = TypeVar("Item")
+
+
+def pairs_taking(items: Iterable[Item], schema: str, table: str,
+                 pair: Callable[[Item], MediaPair]) -> tuple[Item, ...]:
+    """The pairs a source table feeds: every fan-out pair that matches it, else the most
+    specific match (by its table's pattern, then its schema's; the first of equals).
+    ``pair`` is how an item gives its pair (a compiled pair's)."""
+    matching = [item for item in items if pair(item).source.namespace.matches_schema(schema)
+                and pair(item).source.table.matches(table)]
+    fan_out = tuple(item for item in matching if pair(item).fan_out)
+    if fan_out or not matching:
+        return fan_out
+    return (max(matching, key=lambda item: (pair(item).source.table.specificity,
+                                            pair(item).source.namespace.specificity)),)
 
 
 @dataclass(frozen=True)

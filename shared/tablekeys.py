@@ -11,13 +11,13 @@ ask this."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import pymysql
 
 from shared.endpoint import connect
-from shared.errors import SetlError
+from shared.errors import FreeDoorRequestError, SetlError
 from shared.model import DataSource, Definitions, Pipeline, StartupMode
 from shared.patterns import SYSTEM_SCHEMAS
 
@@ -62,6 +62,28 @@ def row_keys(cursor: Any, only: tuple[str, str] | None = None
                 index == "PRIMARY" or not any(nullable for _, nullable in columns)):
             found[(schema, table)] = tuple(column for column, _ in columns)
     return found
+
+
+def door_key(cursor: Any, schema: str, table: str, key_columns: Sequence[str] = ()
+             ) -> tuple[str, ...]:
+    """The columns the free door finds a table's rows by, as the table is now: the pair's
+    ``key_columns``, else the table's own key. A table with no key of its own is refused
+    (:class:`FreeDoorRequestError`): its rows replicate by their whole image, so a row read
+    and written by ``key_columns`` would be inserted beside the target's copy, not over it."""
+    found = row_keys(cursor, (schema, table))
+    name = f"{schema}.{table}"
+    if (schema, table) not in found:
+        raise FreeDoorRequestError(f"table {name} does not exist on the source")
+    own = found[(schema, table)]
+    if own is None:
+        raise FreeDoorRequestError(
+            f"table {name} has no primary key and no unique key over NOT NULL columns, so the "
+            "free door cannot copy its rows: they replicate by their whole image, and a row "
+            "copied by key would be written beside the target's copy, not over it"
+            + (f" (its pair's key_columns {', '.join(key_columns)} do not make it keyed)"
+               if key_columns else "")
+            + "; give the table a primary key, or copy its rows by hand")
+    return tuple(key_columns) or own
 
 
 def _tuples(rows: Any) -> list[tuple[Any, ...]]:

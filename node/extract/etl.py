@@ -20,7 +20,7 @@ from node.extract.processors import Filler, fill, run_processor
 from node.extract.shard import Route, routes
 from shared import confinement
 from shared.errors import ConfigError
-from shared.model import ColumnMode, DataSource, MediaPair, Pipeline
+from shared.model import ColumnMode, DataSource, MediaPair, Pipeline, pairs_taking
 from shared.patterns import NamePattern, PatternKind
 
 
@@ -188,17 +188,8 @@ class CompiledPipeline:
         found = self._cache.get((schema, table))
         if found is not None:
             return found
-        matching = [c for c in self.pairs if c.pair.source.namespace.matches_schema(schema)
-                    and c.pair.source.table.matches(table) and not c.routes_for_others]
-        fan_out = tuple(c for c in matching if c.pair.fan_out)
-        if fan_out:
-            found = fan_out
-        elif matching:
-            best = max(matching, key=lambda c: (c.pair.source.table.specificity,
-                                                c.pair.source.namespace.specificity))
-            found = (best,)
-        else:
-            found = ()
+        found = pairs_taking((c for c in self.pairs if not c.routes_for_others), schema, table,
+                             lambda c: c.pair)
         self._cache[(schema, table)] = found
         return found
 
@@ -209,10 +200,15 @@ class CompiledPipeline:
         """Whether any pair may want a table of ``schema`` (Select drops the rest unparsed)."""
         return any(c.pair.source.namespace.matches_schema(schema) for c in self.pairs)
 
+    def key_columns(self, schema: str, table: str) -> tuple[str, ...]:
+        """The ``key_columns`` of the pair that takes a table (its first, when several fan
+        out); () for none."""
+        pairs = self.pairs_for(schema, table)
+        return pairs[0].pair.key_columns if pairs else ()
+
     def configured_keys(self, schema: str, table: str) -> tuple[str, ...]:
         """Key columns known without asking the source: the pair's, or read at start."""
-        pairs = self.pairs_for(schema, table)
-        return (pairs[0].pair.key_columns if pairs else ()) or \
+        return self.key_columns(schema, table) or \
             self.table_keys.get((schema, table), ())
 
     def database_defaults(self, schema: str) -> tuple[str, str]:

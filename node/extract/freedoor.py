@@ -116,8 +116,10 @@ class CentralDoor:
     pipeline: str
     slice: int
     siblings: tuple[str, ...] = ()  # the channel's pipelines, given to its first pipeline
-    _after: int = 0  # the highest id handed out (in flight or served)
-    _orphans_after: int = 0
+    # ids handed out and not deleted yet (in flight): a poll takes the lowest others, so a
+    # request whose transaction commits after higher ids were taken is still found
+    _taken: set[int] = field(default_factory=set)
+    _orphans: set[int] = field(default_factory=set)  # rows naming no pipeline, the same
     _conn: Any = None
     _counted_at: float = 0.0
     _asked_at: float = 0.0
@@ -148,35 +150,40 @@ class CentralDoor:
     def _take(self, most: int) -> list[RowChange]:
         try:
             with self._cursor() as cursor:
-                rows = self._orphans(cursor) if self.siblings else []
-                cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
-                               "AND PIPELINE_ID = %s AND ID > %s ORDER BY ID LIMIT %s",
-                               (self.channel, self.pipeline, self._after, most))
-                rows += _dicts(cursor)
-                if time.monotonic() - self._counted_at > 5 or len(rows) < most:
+                rows = self._orphan_rows(cursor) if self.siblings else []
+                # the ids on the index alone, past those in flight; then the rows of the first
+                cursor.execute("SELECT ID FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
+                               "PIPELINE_ID = %s ORDER BY ID LIMIT %s",
+                               (self.channel, self.pipeline, len(self._taken) + most))
+                ids = [int(row[0]) for row in cursor.fetchall()
+                       if int(row[0]) not in self._taken][:most]
+                if ids:
+                    cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE ID IN "
+                                   f"({', '.join(['%s'] * len(ids))}) ORDER BY ID", ids)
+                    rows += _dicts(cursor)
+                counted = None
+                if time.monotonic() - self._counted_at > 5 or len(ids) < most:
                     cursor.execute("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
-                                   "AND PIPELINE_ID = %s AND ID > %s",
-                                   (self.channel, self.pipeline, self._after))
-                    self.pending, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
+                                   "AND PIPELINE_ID = %s", (self.channel, self.pipeline))
+                    counted, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
         except pymysql.MySQLError as exc:
             self._drop()  # a query cut off midway leaves the connection unusable
             raise SetlError(f"central free door on {self.buffer.name}: "
                             f"{exc.args[-1] if exc.args else exc}") from None
-        if rows:
-            self._after = max(self._after, *(int(row["ID"]) for row in rows
-                                             if row["PIPELINE_ID"] == self.pipeline))
-            self.pending = max(0, self.pending - len(rows))
+        mine = [int(row["ID"]) for row in rows if "reject" not in row]
+        self._taken.update(mine)
+        self.pending = max(0, counted - len(self._taken) if counted is not None
+                           else self.pending - len(mine))
         return [as_change(row, central=True) for row in rows]
 
-    def _orphans(self, cursor: Any) -> list[dict[str, Any]]:
+    def _orphan_rows(self, cursor: Any) -> list[dict[str, Any]]:
         marks = ", ".join(["%s"] * len(self.siblings))
         cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
-                       f"(PIPELINE_ID IS NULL OR PIPELINE_ID NOT IN ({marks})) AND ID > %s "
-                       "ORDER BY ID LIMIT 1000",
-                       (self.channel, *self.siblings, self._orphans_after))
-        rows = _dicts(cursor)
-        if rows:
-            self._orphans_after = int(rows[-1]["ID"])
+                       f"(PIPELINE_ID IS NULL OR PIPELINE_ID NOT IN ({marks})) "
+                       "ORDER BY ID LIMIT %s",
+                       (self.channel, *self.siblings, len(self._orphans) + 1000))
+        rows = [row for row in _dicts(cursor) if int(row["ID"]) not in self._orphans][:1000]
+        self._orphans.update(int(row["ID"]) for row in rows)
         for row in rows:
             row["reject"] = (f"channel {self.channel} has no pipeline "
                              f"{row['PIPELINE_ID']!r} (it has {', '.join(self.siblings)})")
@@ -192,11 +199,11 @@ class CentralDoor:
         self._asked_at = now
         with self._lock:
             try:
-                with self._cursor() as cursor:
-                    cursor.execute("SELECT 1 FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
-                                   "PIPELINE_ID = %s AND ID > %s LIMIT 1",
-                                   (self.channel, self.pipeline, self._after))
-                    return cursor.fetchone() is not None
+                with self._cursor() as cursor:  # more rows than in flight: one waits
+                    cursor.execute("SELECT COUNT(*) FROM (SELECT 1 FROM retl.retl_buffer WHERE "
+                                   "CHANNEL_ID = %s AND PIPELINE_ID = %s LIMIT %s) AS mine",
+                                   (self.channel, self.pipeline, len(self._taken) + 1))
+                    return int(cursor.fetchone()[0]) > len(self._taken)
             except pymysql.MySQLError:
                 self._drop()
                 return True  # take() reports it
@@ -204,7 +211,8 @@ class CentralDoor:
     def rewind(self) -> None:
         """After a failure: requests of windows not loaded are taken again."""
         with self._lock:
-            self._after = self._orphans_after = 0
+            self._taken.clear()
+            self._orphans.clear()
 
     def delete(self, ids: list[int]) -> None:
         """Served requests' rows (their windows are loaded)."""
@@ -215,6 +223,8 @@ class CentralDoor:
             except pymysql.MySQLError:
                 self._drop()
                 raise
+            self._taken.difference_update(ids)
+            self._orphans.difference_update(ids)
 
     def close(self) -> None:
         """The connection closed (after a query another thread runs on it, if any)."""

@@ -245,9 +245,14 @@ class Snapshots:
             self._pending[window.id] = window
         try:
             self._signal("L", window.id)
-            # columns read after the low watermark: a DDL before it is in them, one after it
-            # abandons the window (a cache kept across windows missed an ALTER between them)
+            # columns and keys read after the low watermark: a DDL before it is in them, one
+            # after it abandons the window (a cache kept across windows missed an ALTER
+            # between them)
             self._columns.clear()
+            self.door.keyed([one.asked for one in work if one.asked is not None])
+            work = [one for one in work if one.asked is None or one.asked.requests]
+            with self._lock:  # (none left: the window closes empty)
+                window.work = work
             reads = self._read([self._task(window.id, one) for one in work], work)
         except BaseException:
             with self._lock:
@@ -290,6 +295,7 @@ class Snapshots:
 
     def _task(self, window_id: int, work: _Work) -> ReadTask:
         key = work.copy.key if work.copy is not None else work.asked.key  # type: ignore[union-attr]
+        assert key is not None  # (a request's: keyed after the low watermark)
         columns = self._columns.get((key.schema, key.table))
         if columns is None:
             with connect(self.source) as conn, conn.cursor() as cursor:
@@ -398,7 +404,7 @@ class Snapshots:
 
 def _label(work: _Work) -> str:
     if work.asked is not None:
-        return f"free door {work.asked.key.schema}.{work.asked.key.table} " \
+        return f"free door {work.asked.schema}.{work.asked.table} " \
                f"({len(work.asked.requests)} request(s))"
     assert work.copy is not None and work.chunk is not None
     return f"{work.copy.id}#{work.chunk.index}"

@@ -50,6 +50,7 @@ from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
 from shared.model import DataSource
 from shared.retl import PENDING_TABLE
+from shared.tablekeys import door_key
 
 log = logging.getLogger("setl.node.snapshot.door")
 COLUMNS_PENDING = "ID, FULL_NAME, TYPE, PK_DATA"
@@ -61,9 +62,11 @@ PAGE = 5_000  # pending requests read at once
 class Asked:
     """Requests of one table read together in a window."""
 
-    key: chunks.SplitKey
+    schema: str
+    table: str
     requests: list[Request]
     rows: list[RowChange]  # the buffer rows they came as
+    key: chunks.SplitKey | None = None  # read after the window's low watermark (keyed)
 
     @property
     def keys(self) -> tuple[tuple[Any, ...], ...]:
@@ -89,7 +92,6 @@ class DoorQueue:
         self.central, self.stats = central, stats
         self._rows: deque[RowChange] = deque()  # requests of windows that were not loaded
         self._scan_after = self._scan_until = 0  # pending SEQs (after, until] still to read
-        self._keys: dict[tuple[str, str], chunks.SplitKey | None] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -141,8 +143,9 @@ class DoorQueue:
             self.central is not None and self.central.waiting())
 
     def take(self, reads: int) -> list[Asked]:
-        """At most ``reads`` groups of requests to read in the next window; requests that
-        cannot be served are noted as rejected at once."""
+        """At most ``reads`` groups of requests to read in the next window (:meth:`keyed`
+        once its low watermark is written); requests that cannot be served are noted as
+        rejected at once."""
         rows: list[RowChange] = []
         with self._lock:
             while self._rows and len(rows) < reads * KEYS_PER_READ:
@@ -160,7 +163,7 @@ class DoorQueue:
         rejected: list[Note] = []
         for change in rows:
             try:
-                request, key = self._checked(change)
+                request = self._checked(change)
             except FreeDoorRequestError as exc:
                 row = change.after or {}
                 rejected.append(Note("rejected", int(row.get("ID") or 0),
@@ -168,12 +171,44 @@ class DoorQueue:
                 continue
             found = groups.setdefault((request.schema, request.table), [])
             if not found or len(found[-1].requests) >= KEYS_PER_READ:
-                found.append(Asked(key, [], []))
+                found.append(Asked(request.schema, request.table, [], []))
             found[-1].requests.append(request)
             found[-1].rows.append(change)
         if rejected:
             self.noted(rejected)
         return [asked for found in groups.values() for asked in found]
+
+    def keyed(self, asked: list[Asked]) -> None:
+        """Each group's key, read as its table is when the window's low watermark is written
+        (an ALTER before it is in the key, as it is in the stream's changes; one after it
+        abandons the window); requests that cannot be read by it are noted as rejected and
+        left out of their group."""
+        if not asked:
+            return
+        names = list(dict.fromkeys((one.schema, one.table) for one in asked))
+        try:
+            with connect(self.source) as conn, conn.cursor() as cursor:
+                keys = {(schema, table): _key(cursor, schema, table,
+                                              self.compiled.key_columns(schema, table))
+                        for schema, table in names}
+        except pymysql.MySQLError as exc:
+            raise SetlError(f"pipeline {self.pipeline_id}: reading the keys of the tables its "
+                            f"free-door requests name on {self.source.name}: "
+                            f"{exc.args[-1] if exc.args else exc}") from None
+        rejected: list[Note] = []
+        for one in asked:
+            key, kept = keys[(one.schema, one.table)], []
+            for request, row in zip(one.requests, one.rows, strict=True):
+                problem = key if isinstance(key, str) else _misfit(request, key)
+                if problem:
+                    rejected.append(Note("rejected", request.buffer_id, request.central,
+                                         problem))
+                else:
+                    kept.append((request, row))
+            one.requests, one.rows = [r for r, _ in kept], [row for _, row in kept]
+            one.key = None if isinstance(key, str) else key
+        if rejected:
+            self.noted(rejected)
 
     def noted(self, notes: list[Note]) -> None:
         """Requests served (their windows loaded) or rejected: counted, and their buffer
@@ -212,26 +247,31 @@ class DoorQueue:
         return [as_change({name: value for name, value in row.items() if name != "SEQ"},
                           central=False) for row in found]
 
-    def _checked(self, change: RowChange) -> tuple[Request, chunks.SplitKey]:
-        """The request and its table's key; raises for a request that cannot be served."""
+    def _checked(self, change: RowChange) -> Request:
+        """The request; raises for one that cannot be served whatever its table's key."""
         if (change.after or {}).get("reject"):
             raise FreeDoorRequestError(str(change.after["reject"]))  # type: ignore[index]
         request = parse(change)
-        name = f"{request.schema}.{request.table}"
         if not self.compiled.wants(request.schema, request.table):
-            raise FreeDoorRequestError(f"table {name} is not replicated by this pipeline")
-        if (request.schema, request.table) not in self._keys:
-            configured = self.compiled.configured_keys(request.schema, request.table) or ()
-            with connect(self.source) as conn, conn.cursor() as cursor:
-                self._keys[(request.schema, request.table)] = chunks.table_key(
-                    cursor, request.schema, request.table, configured)
-        key = self._keys[(request.schema, request.table)]
-        if key is None:
-            raise FreeDoorRequestError(f"table {name} does not exist on the source or has no "
-                                       "key")
-        if len(key.columns) != len(request.key):
-            raise FreeDoorRequestError(f"PK_DATA has {len(request.key)} value(s); the key of "
-                                       f"{name} ({', '.join(key.columns)}) has "
-                                       f"{len(key.columns)}")
-        return request, key
+            raise FreeDoorRequestError(f"table {request.schema}.{request.table} is not "
+                                       "replicated by this pipeline")
+        return request
 
+
+def _key(cursor: Any, schema: str, table: str, key_columns: tuple[str, ...]
+         ) -> chunks.SplitKey | str:
+    """The key a table's requests are read by, or why it has none to serve them by."""
+    try:
+        columns = door_key(cursor, schema, table, key_columns)
+    except FreeDoorRequestError as exc:
+        return str(exc)
+    return chunks.table_key(cursor, schema, table, columns) or \
+        f"table {schema}.{table} does not exist on the source"
+
+
+def _misfit(request: Request, key: chunks.SplitKey) -> str:
+    """Why a request's key does not fit its table's ("" where it does)."""
+    if len(key.columns) == len(request.key):
+        return ""
+    return (f"PK_DATA has {len(request.key)} value(s); the key of {request.schema}."
+            f"{request.table} ({', '.join(key.columns)}) has {len(key.columns)}")

@@ -8,6 +8,10 @@ race it and put an old row over a newer one).
   target by key (on every slot of a shard route). Written before the ``I`` requests, so a
   row in the wrong slot is deleted there and then written in its own.
 
+A table with no key of its own (no primary key, no unique key over NOT NULL columns) is not
+repaired, whatever its pair's ``key_columns``: the free door refuses it (its rows replicate
+by their whole image, and a row copied by key would be written beside the target's copy).
+
 Requests go to the central buffer when the pipeline has ``free_door:``, else to the
 source's own ``retl.retl_buffer``; they are served when their rows have left the buffer
 (deleted once their batch is loaded).
@@ -21,13 +25,15 @@ from dataclasses import dataclass
 
 import pymysql
 
+from node.extract.chunks import SplitKey
 from node.extract.freedoor import create_retl
 from node.verify.readers import Key
 from node.verify.settle import Seen, kinds
 from shared.endpoint import connect
-from shared.errors import SetlError, VerifyError
+from shared.errors import FreeDoorRequestError, SetlError, VerifyError
 from shared.model import DataSource
 from shared.retl import encode_key
+from shared.tablekeys import door_key
 
 INSERT = ("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
           "VALUES ")
@@ -54,6 +60,25 @@ def requests_for(confirmed: dict[Key, Seen]) -> list[tuple[str, Key]]:
                if any(kind == "extra" for kind, _ in kinds(seen))]
     copies = [key for key, seen in confirmed.items() if seen.expected]
     return [("D", key) for key in deletes] + [("I", key) for key in copies]
+
+
+def refusal(source: DataSource, key_columns: tuple[str, ...], table: SplitKey) -> str | None:
+    """Why the free door cannot mend a table's rows by the key verify compared them by
+    (``key_columns``: its pair's): the table has no key of its own, or its key changed
+    since (a request would name other columns than the node reads it by)."""
+    try:
+        with connect(source) as conn, conn.cursor() as cursor:
+            columns = door_key(cursor, table.schema, table.table, key_columns)
+    except FreeDoorRequestError as exc:
+        return str(exc)
+    except pymysql.MySQLError as exc:
+        raise VerifyError(f"repair of {table.name}: cannot read its key on {source.name}: "
+                          f"{exc.args[-1] if exc.args else exc}") from None
+    if columns != table.columns:
+        return (f"its rows were compared by ({', '.join(table.columns)}), and the free door "
+                f"reads them by ({', '.join(columns)}) now (its key changed meanwhile); run "
+                "verify again")
+    return None
 
 
 def write(buffer: Buffer, full_name: str, requests: list[tuple[str, Key]]) -> list[range]:

@@ -281,6 +281,12 @@ class Verification:
         buffer = mend.Buffer(ctx.sources[central], ctx.channel.name, ctx.pipeline.name) \
             if central else mend.Buffer(self.source, None, None)
         report.buffer = buffer.name
+        refused = mend.refusal(self.source, ctx.pipeline.key_columns(table.key.schema,
+                                                                     table.key.table), table.key)
+        if refused:  # nothing written: the keys stay as found
+            out.notes.append(f"not repaired: {refused}")
+            out.remaining = len(outcome.confirmed)
+            return outcome
         found = outcome
         for _ in range(self.options.repair_rounds):
             requests = mend.requests_for(found.confirmed)

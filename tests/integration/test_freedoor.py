@@ -20,6 +20,11 @@ MIXED = ("CREATE TABLE `{schema}`.mixed (a INT, b VARCHAR(20), c VARBINARY(8), d
          "v VARCHAR(20), PRIMARY KEY (a, b, c, d))")
 CODES = "CREATE TABLE `{schema}`.codes (code VARCHAR(20) PRIMARY KEY, n INT)"
 PADS = "CREATE TABLE `{schema}`.pads (k CHAR(4) PRIMARY KEY, c CHAR(6))"
+KEYLESS = "CREATE TABLE `{schema}`.kl (a INT NOT NULL, v VARCHAR(20))"
+MOVED = ("CREATE TABLE `{schema}`.moved (id INT NOT NULL, code INT NOT NULL, v VARCHAR(20), "
+         "PRIMARY KEY (id))")
+TAGGED = ("CREATE TABLE `{schema}`.tagged (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, "
+          "n INT, UNIQUE KEY (code))")
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
 
 
@@ -81,6 +86,56 @@ def test_per_instance_backfill_with_composite_binary_keys_and_bad_requests(
     cluster.set_status("door-local", "STOP")
 
 
+def test_requests_for_a_keyless_table_are_refused_whatever_its_key_columns(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A table with no key of its own replicates by its whole image; key_columns on its pair
+    do not make the target keyed. A request read by them was upserted, which on the keyless
+    target inserted the row beside its old copy: such requests are rejected, saying why."""
+    schema = make_schema(source, target, KEYLESS)
+    without_binlog(source, f"INSERT INTO `{schema}`.kl VALUES (1, 'one'), (2, 'two')")
+    target.execute(f"INSERT INTO `{schema}`.kl VALUES (1, 'old'), (2, 'two')")
+    channel = one_way("door-keyless", schema, ["kl"])
+    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["a"]
+    cluster.apply([channel])
+    cluster.set_status("door-keyless", "START")
+    cluster.wait_running("door-keyless")
+    request_rows(source, f"{schema}.kl", [(1,)])
+    request_rows(source, f"{schema}.kl", [(2,)], kind="D")
+    wait_for(lambda: door(cluster, "door-keyless").requested == 2, 30, "the requests counted")
+    assert door(cluster, "door-keyless").rejected == 2
+    source.execute(f"INSERT INTO `{schema}`.kl VALUES (3, 'streamed')")  # the stream goes on
+    wait_for(lambda: (3, "streamed") in target.table(schema, "kl"), 30, "the streamed row")
+    assert sorted(target.table(schema, "kl")) == [(1, "old"), (2, "two"), (3, "streamed")]
+    assert f"table {schema}.kl has no primary key and no unique key over NOT NULL columns, " \
+        "so the free door cannot copy its rows" in cluster.nodes[1].output()
+    assert "its pair's key_columns a do not make it keyed" in cluster.nodes[1].output()
+    cluster.set_status("door-keyless", "STOP")
+
+
+def test_requests_after_an_alter_of_the_key_are_read_by_the_new_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The door kept a table's key for the life of the pipeline's run: after the source's
+    primary key gained a column, a request naming the new key was rejected for the old
+    key's arity (and a request read by an old key could take a stream row of the same
+    values for its own in the merge). Keys are read in each window, after its low
+    watermark."""
+    schema = make_schema(source, target, MOVED)
+    t = f"`{schema}`.moved"
+    without_binlog(source, f"INSERT INTO {t} VALUES (1, 10, 'one'), (2, 20, 'two')")
+    start(cluster, "door-rekey", schema, ["moved"])
+    request_rows(source, f"{schema}.moved", [(1,)])
+    wait_for(lambda: target.table(schema, "moved") == [(1, 10, "one")], 30, "the first request")
+    source.execute(f"ALTER TABLE {t} DROP PRIMARY KEY, ADD PRIMARY KEY (id, code)")
+    request_rows(source, f"{schema}.moved", [(2, 20)])
+    wait_for(lambda: door(cluster, "door-rekey").requested == 2, 30, "the second request")
+    assert door(cluster, "door-rekey").rejected == 0
+    wait_equal(source, target, schema, ["moved"])
+    source.execute(f"UPDATE {t} SET v = 'streamed' WHERE id = 2")
+    wait_for(lambda: target.table(schema, "moved") == [(1, 10, "one"), (2, 20, "streamed")], 30,
+             "the stream's update by the new key")
+    cluster.set_status("door-rekey", "STOP")
+
+
 def test_central_backfill_is_served_by_the_owning_pipeline(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, ITEMS)
@@ -100,6 +155,33 @@ def test_central_backfill_is_served_by_the_owning_pipeline(
     assert "channel door-central has no pipeline 'nobody' (it has forward)" in \
         cluster.nodes[1].output()
     cluster.set_status("door-central", "STOP")
+
+
+def test_a_central_request_committed_after_a_higher_one_was_served_is_served(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The central door polled ids above the highest it had taken: a request whose
+    transaction committed after a higher id was served (a long verify --repair beside a
+    backfill) was not served until the pipeline restarted, and pending said 0."""
+    schema = make_schema(source, target, ITEMS)
+    without_binlog(source, f"INSERT INTO `{schema}`.items VALUES (1, 'early', 1), "
+                   "(2, 'late', 2)")
+    start(cluster, "door-order", schema, ["items"], free_door={"source": "target"})
+    slow = Database(cluster.sandbox, "target")
+    try:
+        slow.execute("BEGIN")  # takes the lower id, commits last
+        request_rows(slow, f"{schema}.items", [(1,)], channel="door-order", pipeline="forward")
+        request_rows(target, f"{schema}.items", [(2,)], channel="door-order",
+                     pipeline="forward")
+        wait_for(lambda: door(cluster, "door-order").loaded == 1, 30, "the higher id served")
+        wait_for(lambda: target.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID "
+                                     "= 'door-order'") == [(0,)], 30, "its buffer row deleted")
+        assert target.table(schema, "items") == [(2, "late", 2)]
+        slow.execute("COMMIT")
+    finally:
+        slow.close()
+    wait_equal(source, target, schema, ["items"])
+    wait_for(lambda: door(cluster, "door-order").loaded == 2, 10, "the counters")
+    cluster.set_status("door-order", "STOP")
 
 
 def test_backfill_racing_updates_and_deletes_ends_equal(
@@ -237,6 +319,37 @@ def test_the_cli_writes_requests_and_shows_the_counters(
     assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.nope"]) != 0
     assert "no pipeline replicates" in capsys.readouterr().err
     cluster.set_status("door-cli", "STOP")
+
+
+def test_the_cli_names_the_key_the_node_reads_by_and_refuses_a_keyless_table(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """A pair's key_columns (code) are not the table's primary key (id): the CLI wrote ids,
+    which the node looked up as codes and found missing. A keyless table is refused before
+    a request is written."""
+    schema = make_schema(source, target, TAGGED, KEYLESS)
+    without_binlog(source, f"INSERT INTO `{schema}`.tagged VALUES "
+                   + ", ".join(f"({i}, 'c{51 - i}', {i})" for i in range(1, 51)),
+                   f"INSERT INTO `{schema}`.kl VALUES (1, 'one')")
+    channel = one_way("door-cli-keys", schema, ["tagged", "kl"])
+    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["code"]
+    channel["pipelines"][0]["pairs"][1]["key_columns"] = ["a"]
+    cluster.apply([channel])
+    cluster.set_status("door-cli-keys", "START")
+    cluster.wait_running("door-cli-keys")
+    manager = ["--manager", cluster.manager_address, "--config", str(cluster.workdir / "node.yaml")]
+    assert cli.main([*manager, "backfill", "door-cli-keys", "--table", f"{schema}.tagged",
+                     "--batch", "20"]) == 0
+    wait_equal(source, target, schema, ["tagged"])
+    wait_for(lambda: door(cluster, "door-cli-keys").loaded == 50, 10, "the counters")
+    capsys.readouterr()
+    assert cli.main([*manager, "backfill", "door-cli-keys", "--table", f"{schema}.kl"]) != 0
+    assert f"setl: channel door-cli-keys pipeline forward: table {schema}.kl has no primary " \
+        "key and no unique key over NOT NULL columns, so the free door cannot copy its rows" \
+        in capsys.readouterr().err
+    assert source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME = %s",
+                       (f"{schema}.kl",)) == [(0,)]
+    assert target.table(schema, "kl") == []
+    cluster.set_status("door-cli-keys", "STOP")
 
 
 def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(

@@ -162,6 +162,33 @@ def test_a_table_keyed_by_columns_that_admit_null_is_not_passed_for_equal(
     cluster.set_status("v-loose", "STOP")
 
 
+def test_a_keyless_table_is_compared_by_key_columns_but_not_repaired(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """A keyless table replicates by its whole image: a repair request read by its pair's
+    key_columns was upserted into the keyless target, beside the row it was to mend. Verify
+    still says what differs; repair writes nothing and says why."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT NOT NULL, "
+                         "v VARCHAR(9))")
+    channel = one_way("v-keyless", schema, ["kl"])
+    channel["pipelines"][0]["pairs"][0]["key_columns"] = ["a"]
+    start(cluster, channel)
+    t = f"`{schema}`.kl"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'x'), (2, 'y')")
+    wait_equal(source, target, schema, ["kl"])
+    target.execute(f"UPDATE {t} SET v = 'changed' WHERE a = 1")
+    code, report = verify(cluster, capsys, "v-keyless", "--repair")
+    table = f"{schema}.kl"
+    [verdict] = report["reports"][0]["tables"]
+    assert code == 1 and found(report, table)["different"] == {((1,), table)}, report
+    assert verdict.get("repaired", 0) == 0 and verdict["remaining"] == 1, verdict
+    assert any(note.startswith(f"not repaired: table {table} has no primary key and no unique "
+                               "key over NOT NULL columns") for note in verdict["notes"]), verdict
+    assert source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME = %s",
+                       (table,)) == [(0,)]
+    assert sorted(target.table(schema, "kl")) == [(1, "changed"), (2, "y")]
+    cluster.set_status("v-keyless", "STOP")
+
+
 PEOPLE = ("CREATE TABLE `{schema}`.people (id INT PRIMARY KEY, first VARCHAR(20), "
           "last VARCHAR(20), email VARCHAR(60), secret VARCHAR(20))")
 PEOPLE_COPY = ("CREATE TABLE `{schema}`.people_copy (id INT PRIMARY KEY, given VARCHAR(20), "
