@@ -13,6 +13,13 @@ CODES = ("CREATE TABLE `{schema}`.codes (code VARCHAR(10) NOT NULL, label VARCHA
          "alias INT NULL, UNIQUE KEY (alias), UNIQUE KEY by_code (code))")
 
 
+def running(cluster: Cluster, name: str, schema: str, tables: list[str]) -> None:
+    """A one-way channel of ``tables`` applied, started and running."""
+    cluster.apply([one_way(name, schema, tables)])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+
+
 def same_rows(source: Database, target: Database, schema: str, table: str) -> bool:
     return Counter(source.table(schema, table)) == Counter(target.table(schema, table))
 
@@ -51,9 +58,7 @@ def test_a_keyless_table_replicates_with_duplicates_and_nulls_without_configurat
 def test_a_table_with_a_not_null_unique_key_replicates_by_it(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, CODES)
-    cluster.apply([one_way("unique-key", schema, ["codes"])])
-    cluster.set_status("unique-key", "START")
-    cluster.wait_running("unique-key")
+    running(cluster, "unique-key", schema, ["codes"])
     t = f"`{schema}`.codes"
     source.script(f"INSERT INTO {t} VALUES ('a', 'first', NULL), ('b', 'second', 2), "
                   "('c', 'third', NULL)",
@@ -121,9 +126,7 @@ def test_binary_keys_ending_in_zero_bytes_are_found_on_the_target(
     schema = make_schema(source, target,
                          "CREATE TABLE `{schema}`.bk (k BINARY(4) PRIMARY KEY, v INT)",
                          "CREATE TABLE `{schema}`.bl (k BINARY(4), v INT)")  # keyless
-    cluster.apply([one_way("binary-keys", schema, ["bk", "bl"])])
-    cluster.set_status("binary-keys", "START")
-    cluster.wait_running("binary-keys")
+    running(cluster, "binary-keys", schema, ["bk", "bl"])
     rows = "(X'61620000', 1), (X'65660000', 2), (X'00000000', 3), (X'01000001', 4)"
     source.script(f"INSERT INTO `{schema}`.bk VALUES {rows}",
                   f"INSERT INTO `{schema}`.bl VALUES {rows}, {rows}")
@@ -149,9 +152,7 @@ def test_a_target_table_without_a_key_to_meet_in_stops_the_pipeline_naming_it(
     target.execute(f"DROP TABLE `{schema}`.kt")
     target.execute(f"CREATE TABLE `{schema}`.kt (n INT AUTO_INCREMENT PRIMARY KEY, id INT, "
                    "v INT)")
-    cluster.apply([one_way("unkeyed-target", schema, ["kt"])])
-    cluster.set_status("unkeyed-target", "START")
-    cluster.wait_running("unkeyed-target")
+    running(cluster, "unkeyed-target", schema, ["kt"])
     source.script(f"INSERT INTO `{schema}`.kt VALUES (1, 0)",
                   f"UPDATE `{schema}`.kt SET v = 1 WHERE id = 1")
     wait_for(lambda: "has no primary key or unique key over (id)" in
@@ -167,9 +168,7 @@ def test_a_keyless_update_keeps_a_column_the_target_would_stamp_on_update(
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.stamps (n INT, at "
                          "TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE "
                          "CURRENT_TIMESTAMP(6))")
-    cluster.apply([one_way("keyless-stamps", schema, ["stamps"])])
-    cluster.set_status("keyless-stamps", "START")
-    cluster.wait_running("keyless-stamps")
+    running(cluster, "keyless-stamps", schema, ["stamps"])
     t = f"`{schema}`.stamps"
     source.script(f"INSERT INTO {t} VALUES (1, '2020-01-01 00:00:00'), "
                   "(1, '2020-01-01 00:00:00')",
@@ -186,9 +185,7 @@ def test_a_key_column_whose_name_holds_a_comma_is_one_column(
     again became two columns that do not exist."""
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.commas (`a,b` INT NOT NULL, "
                          "v INT, UNIQUE KEY by_ab (`a,b`))")
-    cluster.apply([one_way("comma-key", schema, ["commas"])])
-    cluster.set_status("comma-key", "START")
-    cluster.wait_running("comma-key")
+    running(cluster, "comma-key", schema, ["commas"])
     t = f"`{schema}`.commas"
     source.script(f"INSERT INTO {t} VALUES (1, 10), (2, 20), (3, 30)",
                   f"UPDATE {t} SET `a,b` = 4 WHERE `a,b` = 1",

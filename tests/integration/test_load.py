@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
@@ -37,13 +40,24 @@ def target_endpoint(sandbox) -> DataSource:
     return DataSource("target", "127.0.0.1", server.port, "setl",
                       SecretRef(f"file:{sandbox.secret_file}"))
 
+@contextmanager
+def owners(sandbox, pipeline_id: str, params: PipelineParams | None = None
+           ) -> Iterator[tuple[str, Loader, Loader]]:
+    """Two Loaders of one pipeline on the target: an older owner (epoch 10) and a newer one
+    (epoch 20)."""
+    endpoint = target_endpoint(sandbox)
+    old = Loader(pipeline_id, {"target": endpoint}, params or PipelineParams(), epoch=10)
+    new = Loader(pipeline_id, {"target": endpoint}, params or PipelineParams(), epoch=20)
+    try:
+        yield pipeline_id, old, new
+    finally:
+        old.close()
+        new.close()
+
+
 def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, source, target):
     schema = make_schema(source, target, ITEMS)
-    endpoint = target_endpoint(sandbox)
-    pipeline_id = f"fence-{schema}.forward"
-    old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
-    new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
-    try:
+    with owners(sandbox, f"fence-{schema}.forward") as (pipeline_id, old, new):
         assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
         # a replay of the same batch (crash between commit and cursor publish): skipped
         assert old.load(batch(1, 100), [upsert(schema, 1, "again")]) == 0
@@ -57,9 +71,6 @@ def test_replayed_batches_are_skipped_and_a_stale_owner_is_fenced(sandbox, sourc
         assert target.table(schema, "items") == [(1, "new")]
         assert target.rows("SELECT binlog_pos, owner_epoch FROM retl.retl_position "
                            "WHERE pipeline_id = %s", (pipeline_id,)) == [(200, 20)]
-    finally:
-        old.close()
-        new.close()
 
 
 def copy_unit(schema: str, lines: bytes, rows: int) -> Unit:
@@ -75,12 +86,8 @@ def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fen
     (node.target.mysql.copies), each checking the position row is still this batch's under this
     owner's epoch: a stale owner's late copy is refused and writes nothing."""
     schema = make_schema(source, target, ITEMS)
-    endpoint = target_endpoint(sandbox)
-    pipeline_id = f"copies-{schema}.forward"
     params = PipelineParams(snapshot_parallelism=2)
-    old = Loader(pipeline_id, {"target": endpoint}, params, epoch=10)
-    new = Loader(pipeline_id, {"target": endpoint}, params, epoch=20)
-    try:
+    with owners(sandbox, f"copies-{schema}.forward", params) as (pipeline_id, old, new):
         stream = PartResult([Unit("target", schema, "items", 0, 1 << 20, [Sql(
             f"INSERT INTO `{schema}`.items VALUES (9, 'strm')", 1)], 1)], [], 1)
         copies = PartResult([copy_unit(schema, b"1\t1\ta\n2\t2\tb\n", 2),
@@ -101,9 +108,6 @@ def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fen
             old.copies.load(batch(2, 200), [copy_unit(schema, b"1\t1\tstale\n", 1)])
         assert target.table(schema, "items") == [(1, "new"), (2, "b"), (3, None), (4, "d"),
                                                  (9, "strm")]
-    finally:
-        old.close()
-        new.close()
 
 
 def test_a_python_error_in_load_says_where(sandbox, source, target):
@@ -248,11 +252,7 @@ def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, 
     import pymysql
 
     schema = make_schema(source, target, ITEMS)
-    endpoint = target_endpoint(sandbox)
-    pipeline_id = f"zombie-{schema}.forward"
-    old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
-    new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
-    try:
+    with owners(sandbox, f"zombie-{schema}.forward") as (pipeline_id, old, new):
         assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
         frozen = old._connection("target")  # as if the old owner froze mid-transaction
         with frozen.cursor() as cursor:
@@ -266,9 +266,6 @@ def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, 
                 cursor.execute("COMMIT")
         assert target.rows("SELECT owner_epoch FROM retl.retl_position WHERE pipeline_id = %s",
                            (pipeline_id,)) == [(20,)]
-    finally:
-        old.close()
-        new.close()
 
 
 def test_a_new_owner_ends_the_older_owners_connections_when_it_claims(sandbox, source,
@@ -279,20 +276,13 @@ def test_a_new_owner_ends_the_older_owners_connections_when_it_claims(sandbox, s
     import pymysql
 
     schema = make_schema(source, target, ITEMS)
-    endpoint = target_endpoint(sandbox)
-    pipeline_id = f"claim-ends-{schema}.forward"
-    old = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=10)
-    new = Loader(pipeline_id, {"target": endpoint}, PipelineParams(), epoch=20)
-    try:
+    with owners(sandbox, f"claim-ends-{schema}.forward") as (_, old, new):
         assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
         frozen = old._connection("target")
         new.claim()
         with pytest.raises(pymysql.MySQLError), frozen.cursor() as cursor:
             cursor.execute(f"TRUNCATE `{schema}`.items")  # as the frozen owner wakes
         assert target.table(schema, "items") == [(1, "old")]
-    finally:
-        old.close()
-        new.close()
 
 
 def test_two_target_datasources_on_one_server_are_refused_naming_them(cluster, source, target):
