@@ -127,15 +127,25 @@ class LakeLoader:
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "write a lake; give the lake a one-way channel")
-            if not taken(change.ddl):
+            if taken(change.ddl):
+                continue
+            past = (f"move the pipeline past this statement: setl position set "
+                    f"{self.pipeline_id.replace('.', '/')} --file … --pos … (the next "
+                    "transaction's position), and resume")
+            ran = (f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
+                   f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
+                   f"{change.schema}.{change.table}")
+            if cascades(sqllex.statement_code(change.ddl)):
                 raise LoadError(
-                    f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
-                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
-                    f"{change.schema}.{change.table}; a lake table takes new tables and "
-                    "ADD COLUMN only. Change the Delta table to match by hand (or copy the "
-                    "table again into an empty location), then move the pipeline past this "
-                    f"statement: setl position set {self.pipeline_id.replace('.', '/')} "
-                    "--file … --pos … (the next transaction's position), and resume")
+                    f"{ran}, a foreign key whose ON DELETE or ON UPDATE changes the rows of "
+                    "its table: those changes are not in the binlog and a lake table cannot "
+                    "redo them, so it would keep rows the source no longer has. Make the key "
+                    "RESTRICT on the source, or leave the table or its parent out of the "
+                    f"pipeline (if its parent is not in it, nothing is lost); then {past}")
+            raise LoadError(
+                f"{ran}; a lake table takes new tables and ADD COLUMN only. Change the Delta "
+                "table to match by hand (or copy the table again into an empty location), "
+                f"then {past}")
         return 0
 
     def load_units(self, batch: Batch, results: list[PartResult],
@@ -340,8 +350,11 @@ def taken(ddl: str) -> bool:
     """Whether a lake takes a DDL statement as it is: a new table or schema (made with its
     first rows), ``ALTER TABLE … ADD [COLUMN]`` clauses (a column added with the first row
     that has it), and index changes (nothing to a lake). Anything else changes what rows
-    the table holds, or how: the pipeline stops."""
+    the table holds, or how: the pipeline stops. So does a foreign key whose action
+    changes rows (:func:`cascades`), in any statement."""
     words = sqllex.statement_code(ddl)
+    if cascades(words):
+        return False
     head = [token.text.upper() for token in words[:2]]
     if head[:1] == ["CREATE"] and (words[1].is_word("TABLE", "DATABASE", "SCHEMA", "INDEX",
                                                     "UNIQUE", "FULLTEXT", "SPATIAL")
@@ -367,3 +380,11 @@ def _taken_clause(clause: list[sqllex.Token]) -> bool:
     if verb.is_word("ADD"):
         return True  # ADD [COLUMN] c …, ADD INDEX/KEY/UNIQUE/… (nothing to a lake)
     return verb.is_word("DROP") and what.is_word("INDEX", "KEY")
+
+
+def cascades(words: list[sqllex.Token]) -> bool:
+    """Whether a statement gives a foreign key an action that changes its table's rows (ON
+    DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT): the rows it changes are not in the
+    binlog (the start refuses such keys: :func:`node.target.delta.tables.refuse_cascades`)."""
+    return any(words[at].is_word("ON") and words[at + 1].is_word("DELETE", "UPDATE") and
+               words[at + 2].is_word("CASCADE", "SET") for at in range(len(words) - 2))
