@@ -11,7 +11,12 @@ from kazoo.client import KazooClient
 
 from node.target.base import TargetLoader, TargetTables
 from node.target.delta.loader import LakeLoader
-from node.target.delta.tables import CHANGELOG, LakeTables, refuse_cascades
+from node.target.delta.tables import (
+    CHANGELOG,
+    LakeTables,
+    refuse_cascades,
+    refuse_undecodable,
+)
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
 from node.target.mysql.twoway import LoopGuard
@@ -69,6 +74,8 @@ def check_source(kind: str, compiled: Any, source: DataSource) -> None:
     if kind in ("delta", "subscription"):
         refuse_cascades(compiled, source, "a lake table" if kind == "delta" else
                         "a subscription's reader")
+    if kind == "delta":
+        refuse_undecodable(compiled, source)
 
 
 def tables(kind: str, targets: dict[str, DataSource], compiled: Any = None) -> TargetTables:

@@ -4,13 +4,19 @@ a foreign key that cascades, text in a charset setl cannot decode."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
+from node.jobs import JobSpec
+from node.target.delta import tables, units
+from node.target.delta.columns import LakeColumn, TextColumn
 from node.target.delta.loader import LakeLoader
-from shared.errors import LoadError
+from node.target.delta.tables import LakeFacts, LakeTables
+from shared.errors import ConfigError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
+from tests.unit.test_etl import compiled as etl
 
 
 def loader(location: Path) -> LakeLoader:
@@ -40,3 +46,71 @@ def test_a_foreign_key_added_with_a_cascade_stops_the_pipeline_saying_what_to_do
     assert "setl position set c/p" in message
     assert writer.load(*ddl_batch("ALTER TABLE child ADD CONSTRAINT fk FOREIGN KEY (pid) "
                                   "REFERENCES parent (id) ON DELETE RESTRICT")) == 0
+
+
+SWE7 = SimpleNamespace(schema="shop", table="names", primary_key=("id",), columns=(
+    TextColumn("id", "int", "int(11)", None), TextColumn("name", "varchar", "varchar(9)", "swe7"),
+    TextColumn("note", "varchar", "varchar(9)", "utf8mb4")))
+
+
+def test_text_that_is_not_utf_8_stops_the_batch_naming_the_column() -> None:
+    """Bytes of a charset setl cannot decode (swe7's 'KÄra' is K, 0x5b, r, a): ones that
+    are not UTF-8 stop the batch with the column and what to do, never a bare
+    UnicodeDecodeError."""
+    facts = LakeFacts((LakeColumn("id", "int32"), LakeColumn("name", "string")), ("id",))
+    spec = JobSpec(1, False, {("lake", "shop", "names"): facts}, target="delta")
+    change = TargetChange("lake", "shop", "names", ChangeType.INSERT, ("id",), None,
+                          {"id": 1, "name": b"K\xe4ra"}, seq=0)
+    with pytest.raises(LoadError, match=r"lake table shop.names, column name: the source "
+                                        r"gives the bytes b'K\\xe4ra', which are not UTF-8 "
+                                        r"text .*columns: \{exclude: \[name\]\}"):
+        units.render([change], spec)
+
+
+def test_a_text_column_setl_cannot_decode_is_refused_for_a_lake() -> None:
+    compiled = etl("{source: shop.names, target: shop.names}")
+    with pytest.raises(ConfigError, match=r"pipeline shop.fwd pair src:shop.names: column name "
+                                          r"of shop.names is text in swe7, a charset setl "
+                                          r"cannot decode.*exclude: \[name\]"):
+        LakeTables(compiled).of(("dst", "shop", "names"), SWE7)
+    left_out = etl("{source: shop.names, target: shop.names, columns: {exclude: [name]}}")
+    facts = LakeTables(left_out).of(("dst", "shop", "names"), SWE7)
+    assert [column.name for column in facts.columns] == ["id", "note"]
+
+
+class Server:
+    """A source's information_schema as refuse_undecodable asks it."""
+
+    def __init__(self, columns: list[tuple[str, str, str, str]]) -> None:
+        self.columns, self.asked = columns, []
+
+    def __call__(self, source: object) -> Server:
+        return self
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def cursor(self) -> Server:
+        return self
+
+    def execute(self, query: str, params: object = ()) -> None:
+        self.asked.append(params)
+        self.rows = [("utf8mb4",), ("swe7",), ("latin1",), ("keybcs2",)] \
+            if "CHARACTER_SETS" in query else self.columns
+
+    def fetchall(self) -> list[tuple]:
+        return self.rows
+
+
+def test_the_start_refuses_a_paired_column_setl_cannot_decode(monkeypatch) -> None:
+    server = Server([("shop", "names", "name", "swe7"), ("other", "t", "c", "keybcs2")])
+    monkeypatch.setattr(tables, "connect", server)
+    with pytest.raises(ConfigError, match=r"column name of shop.names is text in swe7"):
+        tables.refuse_undecodable(etl("{source: shop.names, target: shop.names}"), None)
+    assert server.asked[1] == ["swe7", "keybcs2"]  # only the charsets Python lacks
+    tables.refuse_undecodable(etl("{source: shop.names, target: shop.names, columns: "
+                                  "{include: [id]}}"), None)  # left out: fine
+    tables.refuse_undecodable(etl("{source: shop.orders, target: shop.orders}"), None)

@@ -19,7 +19,8 @@ DATETIME                    timestamp_ntz (µs; as written, no time zone)
 TIMESTAMP                   timestamp (µs, UTC)
 TIME                        string [-]HH:MM:SS[.f…] (Delta has no time of day past 24 h)
 BIT(n)                      long (n < 64); decimal(20,0) (n = 64)
-CHAR, VARCHAR, TEXT         string (decoded from the column's charset)
+CHAR, VARCHAR, TEXT         string (decoded from the column's charset; one Python has
+                            no codec for is refused: node.target.delta.tables)
 ENUM, SET, JSON             string: the member, the members joined by ',', the document
 BINARY(n)                   binary: n bytes (the zeros the binlog drops put back)
 VARBINARY, BLOB             binary

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from node import charsets
 from node.target.delta.columns import META_PREFIX, LakeColumn, TextColumn, table_columns
 from shared.endpoint import connect
 from shared.errors import ConfigError
@@ -106,6 +107,11 @@ class LakeTables:
             return entry.renames.get(name, name)
 
         columns = table_columns(layout, map_name)
+        raw = next((column for column in layout.columns if map_name(column.name) is not None
+                    and not charsets.decodable(column.charset)), None)
+        if raw is not None:
+            raise ConfigError(undecodable(entry.where, layout.schema, layout.table,
+                                          raw.name, raw.charset))
         named = {column.name for column in columns}
         extra = [filler.name for filler in entry.fillers] + \
             [column for join in pair.joins for column in join.columns]
@@ -178,3 +184,39 @@ def refuse_cascades(compiled: Any, source: Any, what: str = "a lake table") -> N
                 f"the source no longer has. Leave one of the two tables out of the pipeline, "
                 "replicate them into a database target, or make the key ON DELETE/ON UPDATE "
                 "RESTRICT on the source")
+
+
+SYSTEM = "('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')"
+
+
+def refuse_undecodable(compiled: Any, source: Any) -> None:
+    """Refuse a pipeline into a lake that copies a text column of a charset setl cannot
+    decode (:func:`node.charsets.decodable`): its values would reach the lake as their
+    bytes taken for UTF-8 (swe7's 'KÄra' as 'K[ra'), or stop the batch."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS")
+        names = [str(row[0]) for row in cursor.fetchall()
+                 if not charsets.decodable(str(row[0]))]
+        if not names:
+            return
+        cursor.execute("SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, "
+                       "c.CHARACTER_SET_NAME FROM information_schema.COLUMNS c JOIN "
+                       "information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND "
+                       "t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE' WHERE "
+                       f"c.CHARACTER_SET_NAME IN ({', '.join(['%s'] * len(names))}) AND "
+                       f"c.TABLE_SCHEMA NOT IN {SYSTEM} ORDER BY 1, 2, c.ORDINAL_POSITION",
+                       names)
+        found = cursor.fetchall()
+    for schema, table, column, charset in found:
+        for entry in compiled.pairs_for(schema, table):
+            if column not in entry.exclude and not (entry.include and
+                                                    column not in entry.include):
+                raise ConfigError(undecodable(entry.where, schema, table, column, charset))
+
+
+def undecodable(where: str, schema: str, table: str, column: str, charset: str) -> str:
+    return (f"{where}: column {column} of {schema}.{table} is text in {charset}, a charset "
+            "setl cannot decode: it would reach the lake table as its bytes taken for "
+            "UTF-8. Leave the column out of the pair (columns: {exclude: "
+            f"[{column}]}}), or convert it on the source (ALTER TABLE … MODIFY {column} … "
+            "CHARACTER SET utf8mb4), then start the channel again")

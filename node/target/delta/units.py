@@ -190,10 +190,9 @@ def _array(column: LakeColumn, values: list[Any], where: str) -> Any:
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
             pass
     convert = converter(column)
-    if convert is not None:
-        values = [convert(value) for value in values]
-    try:
-        return pa.array(values, arrow_type(column))
+    try:  # (a conversion's error too: bytes that are not UTF-8 text, named below)
+        return pa.array(values if convert is None else [convert(value) for value in values],
+                        arrow_type(column))
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
         bad = next((value for value in values if value is not None and
                     not _fits(value, column)), None)
@@ -203,8 +202,9 @@ def _array(column: LakeColumn, values: list[Any], where: str) -> Any:
 def _fits(value: Any, column: LakeColumn) -> bool:
     import pyarrow as pa
 
+    convert = converter(column)
     try:
-        pa.array([value], arrow_type(column))
+        pa.array([value if convert is None else convert(value)], arrow_type(column))
         return True
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         return False
@@ -217,6 +217,13 @@ def _refusal(column: LakeColumn, value: Any, where: str, exc: Exception) -> str:
                 "writes NULL in its place). Leave the column out of the pair (columns: "
                 f"{{exclude: [{column.name}]}}) and apply the definition, or write the table "
                 "into a database target: the pipeline stays at this transaction until then")
+    if isinstance(value, bytes | bytearray) and column.kind == "string":
+        return (f"lake table {where}, column {column.name}: the source gives the bytes "
+                f"{bytes(value)[:40]!r}, which are not UTF-8 text (a charset setl cannot "
+                "decode); leave the column out of the pair (columns: {exclude: "
+                f"[{column.name}]}}) and apply the definition, or convert it on the source "
+                "(ALTER TABLE … MODIFY … CHARACTER SET utf8mb4): the pipeline stays at this "
+                "transaction until then")
     return (f"lake table {where}, column {column.name} ({column.kind}): value {value!r} "
             f"does not fit ({exc}); leave the column out of the pair or fix the row on the "
             "source, then resume the channel")
