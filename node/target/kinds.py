@@ -15,6 +15,7 @@ from node.target.delta.tables import (
     CHANGELOG,
     LakeTables,
     refuse_cascades,
+    refuse_partial_rows,
     refuse_undecodable,
 )
 from node.target.mysql.facts import TargetFacts
@@ -70,7 +71,10 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
 
 
 def check_source(kind: str, compiled: Any, source: DataSource) -> None:
-    """What the source must not hold for this kind of target (checked at each start)."""
+    """What the source and the pairs must not hold for this kind of target (checked at each
+    start)."""
+    if kind == "delta":
+        refuse_partial_rows(compiled)
     if kind in ("delta", "subscription"):
         refuse_cascades(compiled, source, "a lake table" if kind == "delta" else
                         "a subscription's reader")

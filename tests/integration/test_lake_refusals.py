@@ -4,8 +4,14 @@ holds nothing the source does not."""
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
+from typing import Any
 
+import pytest
+import yaml
+
+from shared import definitions, zk
+from shared.catalog import Catalog
 from tests.devcluster import Cluster, Database, make_schema, wait_for
 from tests.integration.lakes import ended, lake_channel, lake_sources, rows
 
@@ -39,5 +45,52 @@ def test_a_text_column_setl_cannot_decode_is_refused_at_start(sandbox, tmp_path)
         source.execute(f"INSERT INTO `{schema}`.names VALUES (1, 'K\u00c4ra', 'ok')")
         wait_for(lambda: rows(location, schema, "names", ["id", "note"]).get((1, "ok")), 60,
                  "the row without its swe7 column")
+    finally:
+        ended(cluster, source, target)
+
+
+def written_straight(zk_client: Any, cluster: Cluster, channel: dict[str, Any],
+                     sources: list[dict[str, Any]], **options: Any) -> None:
+    """``channel`` stored in ZooKeeper with ``options`` on its pairs, as someone with
+    ZooKeeper access would: no manager, no check at apply."""
+    parsed = definitions.load_text(yaml.safe_dump({"sources": sources, "channels": [channel]}))
+    [stored] = parsed.channels
+    pipelines = tuple(dataclasses.replace(pipeline, pairs=tuple(
+        dataclasses.replace(pair, **options) for pair in pipeline.pairs))
+        for pipeline in stored.pipelines)
+    Catalog(zk_client, zk.ZkPaths(cluster.root)).apply(dataclasses.replace(
+        parsed, channels=(dataclasses.replace(stored, pipelines=pipelines),)))
+
+
+def test_a_lake_pair_that_writes_part_of_a_row_is_refused_at_apply_and_at_start(
+        sandbox, tmp_path, zk_client):
+    """column_groups and merge_part make rows that carry some of their columns; a Delta row
+    is written whole, so the lake would get NULL in the others. setl apply refuses them (a
+    lake stored by an earlier apply too); written straight into ZooKeeper, the start does."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, "
+                         "a INT, b INT)")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-parts")
+    sources = lake_sources(cluster, location)
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([], sources)  # the lake stored first: the channel names it only
+        errors = cluster.apply_errors([lake_channel("lp", schema, [
+            {"table": "t", "column_groups": [["a", "b"]]}])], sources[:1])
+        [error] = errors
+        assert error.startswith("test.yaml:") and error.split(":", 2)[2].startswith(
+            " channels[0].pipelines[0].pairs[0].column_groups: target lake is a lake, whose "
+            "rows are written whole"), error
+        written_straight(zk_client, cluster, lake_channel("lp", schema, [{"table": "t"}]),
+                         sources, key_columns=("id",), merge_part=True)
+        source.execute(f"INSERT INTO `{schema}`.t VALUES (1, 1, 1)")
+        cluster.set_status("lp", "START")
+        wait_for(lambda: cluster.channel_status("lp") == "PAUSE", 60, "the start to refuse")
+        error = cluster.pipeline_state("lp").last_error
+        assert error.startswith(f"pipeline lp.forward pair source:{schema}.t: merge_part: "
+                                "target lake is a lake, whose rows are written whole"), error
+        assert not location.exists()
     finally:
         ended(cluster, source, target)

@@ -1,5 +1,6 @@
 """What a lake target refuses, and why, before it could hold other rows than the source's:
-a foreign key that cascades, text in a charset setl cannot decode."""
+a foreign key that cascades, text in a charset setl cannot decode, a pair whose rows carry
+only some of their columns."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from node.target.delta.tables import LakeFacts, LakeTables
 from shared.errors import ConfigError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from tests.unit.test_etl import compiled as etl
+from tests.unit.yaml_cases import errors, load
 
 
 def loader(location: Path) -> LakeLoader:
@@ -114,3 +116,50 @@ def test_the_start_refuses_a_paired_column_setl_cannot_decode(monkeypatch) -> No
     tables.refuse_undecodable(etl("{source: shop.names, target: shop.names, columns: "
                                   "{include: [id]}}"), None)  # left out: fine
     tables.refuse_undecodable(etl("{source: shop.orders, target: shop.orders}"), None)
+
+
+LAKE = """\
+sources:
+  - {name: src, host: db1}
+  - {name: lake, type: delta, location: /var/lib/lake}
+"""
+CHANNEL = """\
+channels:
+  - name: c
+    pipelines:
+      - name: p
+        source: src
+        target: lake
+        pairs:
+          - {source: s.a, target: s.a, column_groups: [[x, y]]}
+          - {source: s.b, target: s.wide, key_columns: [id], merge_part: true}
+          - {source: s.c, target: s.c, mode: changelog, column_groups: [[x, y]]}
+"""
+
+
+def test_a_lake_pair_that_writes_part_of_a_row_is_refused_at_apply() -> None:
+    """A Delta row is written whole: a pair whose rows carry only some columns (groups of
+    changed columns, one part of a wide row) would write NULL over the others."""
+    found = errors(LAKE + CHANNEL)
+    where = "channels[0].pipelines[0].pairs"
+    assert [line.split(": target lake is a lake")[0] for line in found] == [
+        f"f.yaml:11: {where}[0].column_groups", f"f.yaml:12: {where}[1].merge_part",
+        f"f.yaml:13: {where}[2].column_groups"]
+    assert "leave column_groups out of the pair" in found[0]
+    assert "give each part its own lake table" in found[1]
+    # a lake stored by an earlier apply, named with its type: the same
+    stored = errors(CHANNEL, known_sources={"src": "mysql", "lake": "delta"})
+    assert [line.split(":", 2) for line in stored] == [
+        ["f.yaml", str(int(line.split(":")[1]) - 3), line.split(":", 2)[2]] for line in found]
+    # into a database, both are what they are for
+    assert load(CHANNEL, known_sources={"src": "mysql", "lake": "mariadb"}).channels
+
+
+def test_a_lake_pair_that_writes_part_of_a_row_is_refused_at_start() -> None:
+    """A definition written straight into ZooKeeper was never applied: the start refuses."""
+    compiled = etl("{source: s.a, target: s.a, key_columns: [id], merge_part: true}")
+    with pytest.raises(ConfigError, match=r"^pipeline shop.fwd pair src:s.a: merge_part: "
+                                          r"target dst is a lake, whose rows are written "
+                                          r"whole"):
+        tables.refuse_partial_rows(compiled)
+    tables.refuse_partial_rows(etl("{source: s.a, target: s.a}"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from node import charsets
 from node.target.delta.columns import META_PREFIX, LakeColumn, TextColumn, table_columns
+from shared.definitions import lake_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError
 from shared.patterns import PatternKind
@@ -154,6 +155,15 @@ def _layout(cursor: Any, schema: str, table: str) -> Any:
                    "ORDER BY SEQ_IN_INDEX", (schema, table))
     keys = tuple(str(row[0]) for row in cursor.fetchall())
     return SimpleNamespace(schema=schema, table=table, columns=columns, primary_key=keys)
+
+
+def refuse_partial_rows(compiled: Any) -> None:
+    """Refuse a lake pair whose rows would carry only some of their columns (column_groups,
+    merge_part: :func:`shared.definitions.lake_pair_problems`): ``setl apply`` refuses them
+    already; a definition written straight into ZooKeeper meets this at start."""
+    for entry in compiled.pairs:
+        for key, problem in lake_pair_problems(entry.pair, entry.pair.target.datasource):
+            raise ConfigError(f"{entry.where}: {key}: {problem}")
 
 
 CASCADES = ("SELECT k.CONSTRAINT_SCHEMA, k.TABLE_NAME, k.REFERENCED_TABLE_SCHEMA, "
