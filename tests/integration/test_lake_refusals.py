@@ -5,6 +5,7 @@ holds nothing the source does not."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -92,5 +93,46 @@ def test_a_lake_pair_that_writes_part_of_a_row_is_refused_at_apply_and_at_start(
         assert error.startswith(f"pipeline lp.forward pair source:{schema}.t: merge_part: "
                                 "target lake is a lake, whose rows are written whole"), error
         assert not location.exists()
+    finally:
+        ended(cluster, source, target)
+
+
+def test_key_columns_that_leave_out_the_tables_key_are_refused_for_a_lake_mirror(
+        sandbox, tmp_path, zk_client):
+    """A Delta table has no unique key: a MERGE by key_columns [customer_id] of a table keyed
+    by id took two customers' orders for one lake row. setl apply refuses them (it reads the
+    source's keys), the start refuses them when written straight into ZooKeeper, and
+    key_columns that hold the key keep every row."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, "
+                         "customer_id INT NOT NULL, amount INT)")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-keys")
+    sources = lake_sources(cluster, location)
+    narrow = lake_channel("lk", schema, [{"table": "orders", "key_columns": ["customer_id"]}])
+    refusal = (f"table {schema}.orders (pair source:{schema}.orders) is mirrored into a lake "
+               "by key_columns customer_id, which leave out id of its own key (id)")
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        [error] = cluster.apply_errors([narrow], sources)
+        assert error.startswith("test.yaml: channel lk pipeline forward: ") and refusal in \
+            error, error
+        written_straight(zk_client, cluster, lake_channel("lk", schema, [{"table": "orders"}]),
+                         sources, key_columns=("customer_id",))
+        cluster.set_status("lk", "START")
+        wait_for(lambda: cluster.channel_status("lk") == "PAUSE", 60, "the start to refuse")
+        assert refusal in cluster.pipeline_state("lk").last_error
+        cluster.apply([lake_channel("lk", schema, [
+            {"table": "orders", "key_columns": ["customer_id", "id"]}])], sources)
+        cluster.set_status("lk", "START")
+        cluster.wait_running("lk")
+        source.execute(f"INSERT INTO `{schema}`.orders VALUES (1, 7, 10), (2, 7, 20), "
+                       "(3, 8, 30)")
+        source.execute(f"UPDATE `{schema}`.orders SET amount = 21 WHERE id = 2")
+        expected = Counter(source.rows(f"SELECT id, customer_id, amount FROM "
+                                       f"`{schema}`.orders"))
+        wait_for(lambda: rows(location, schema, "orders", ["id", "customer_id", "amount"]) ==
+                 expected, 60, "every order in the lake")
     finally:
         ended(cluster, source, target)

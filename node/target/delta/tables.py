@@ -15,6 +15,7 @@ from shared.definitions import lake_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError
 from shared.patterns import PatternKind
+from shared.tablekeys import lake_key_problem
 
 Target = tuple[str, str, str]  # datasource, schema, table
 MIRROR, CHANGELOG = "mirror", "changelog"
@@ -100,6 +101,11 @@ class LakeTables:
                                                                  ())
         keyless = not own and not (pair.joins or pair.merge_part)
         source_keys = () if keyless else (pair.key_columns or own)
+        mode = pair.mode or self.mode
+        if mode == MIRROR and pair.key_columns:  # (refused at start already: a table made
+            problem = lake_key_problem(pair.key_columns, own or None)  # since, or its key)
+            if problem:
+                raise ConfigError(f"{entry.where}: {where} {problem}")
 
         def map_name(name: str) -> str | None:
             if name not in source_keys and (name in entry.exclude or
@@ -122,7 +128,6 @@ class LakeTables:
             raise ConfigError(f"{entry.where}: column {clash[0]} of {where} starts with "
                               f"{META_PREFIX!r}, which a lake table keeps for setl's own "
                               "columns; rename it with column_pairs")
-        mode = pair.mode or self.mode
         keys = tuple(entry.renames.get(key, key) for key in source_keys)
         if mode == MIRROR and not keys:
             raise ConfigError(
