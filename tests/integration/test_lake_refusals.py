@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -134,5 +135,44 @@ def test_key_columns_that_leave_out_the_tables_key_are_refused_for_a_lake_mirror
                                        f"`{schema}`.orders"))
         wait_for(lambda: rows(location, schema, "orders", ["id", "customer_id", "amount"]) ==
                  expected, 60, "every order in the lake")
+    finally:
+        ended(cluster, source, target)
+
+
+def test_a_column_whose_type_changed_on_the_source_stops_before_its_values_change(
+        sandbox, tmp_path):
+    """Without ddl_sync, ALTER TABLE … MODIFY is not followed: the lake's column keeps its
+    type. Values it holds exactly still land (an INT made BIGINT, a wider DECIMAL); a DOUBLE
+    into its integer column (6.75 merged as 6) stops the pipeline, naming the column, both
+    types and what to do."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, "
+                         "n INT, p DECIMAL(6,2))")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-types-changed")
+    t = f"`{schema}`.t"
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([lake_channel("lt", schema, [{"table": "t"}])],
+                      lake_sources(cluster, location))
+        cluster.set_status("lt", "START")
+        cluster.wait_running("lt")
+        source.execute(f"INSERT INTO {t} VALUES (1, 5, 1.25)")
+        wait_for(lambda: rows(location, schema, "t", ["id"]), 60, "the first row")
+        source.script(f"ALTER TABLE {t} MODIFY n BIGINT", f"ALTER TABLE {t} MODIFY p "
+                      "DECIMAL(9,3)", f"INSERT INTO {t} VALUES (2, 7, 2.5)",
+                      f"UPDATE {t} SET n = 6 WHERE id = 1")
+        wait_for(lambda: rows(location, schema, "t", ["id", "n", "p"]) == Counter(
+            {(1, 6, Decimal("1.25")): 1, (2, 7, Decimal("2.50")): 1}), 60,
+            "the rows of the wider types")
+        source.script(f"ALTER TABLE {t} MODIFY n DOUBLE", f"INSERT INTO {t} VALUES (3, 6.75, 1)")
+        wait_for(lambda: "its type changed on the source" in
+                 cluster.pipeline_state("lt").last_error, 60, "the pipeline to stop")
+        error = cluster.pipeline_state("lt").last_error
+        assert f"lake table lake:{schema}.t: column n is int32 in the lake table, and the " \
+               "source gives double now" in error, error
+        assert "columns: {exclude: [n]}" in error
+        assert rows(location, schema, "t", ["id", "n"]) == Counter({(1, 6): 1, (2, 7): 1})
     finally:
         ended(cluster, source, target)

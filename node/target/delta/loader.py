@@ -198,6 +198,17 @@ class LakeLoader:
         rows = units.joined([units.read_ipc(unit.data) for _, unit in found], unit.keys)
         stamp = Stamp(self.pipeline_id, self.run, self.epoch, last.process_id, last.end)
         table = self._table(key, target, unit, rows)
+        rows, column, why = columns.conformed(rows, held_schema(table))
+        if column:
+            raise LoadError(
+                f"pipeline {self.pipeline_id} processId {last.process_id}, position "
+                f"{last.end}, lake table {key}: column {column} is {why} (its type changed "
+                "on the source). A Delta column keeps its type, and delta-rs would cast the "
+                "values into it, changing them. Recreate the lake table with the new type "
+                "(stop the channel, move the table's directory away, start it and copy the "
+                "table: setl snapshot), or leave the column out of the pair (columns: "
+                f"{{exclude: [{column}]}}) and apply the definition: the pipeline stays at "
+                "this batch until then")
         if units.DELETE_FLAG in rows.column_names:
             empty = null_key(rows, unit.keys)
             if empty:  # never matched again: its updates would add rows, its delete none
@@ -300,6 +311,13 @@ def _merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> Non
      .execute())
 
 
+def held_schema(table: Any) -> Any:
+    """The Arrow schema of the columns a Delta table holds."""
+    import pyarrow as pa
+
+    return pa.schema(table.schema().to_arrow())
+
+
 def null_key(rows: Any, keys: tuple[str, ...]) -> str:
     """The first key column in which one of a mirror's rows is NULL ('' when none is)."""
     return next((key for key in keys if rows.column(key).null_count), "")
@@ -318,7 +336,7 @@ def new_keys_only(table: Any, rows: Any, keys: tuple[str, ...]) -> bool:
 
     if rows.num_rows == 0 or pc.any(rows.column(units.DELETE_FLAG)).as_py():
         return False
-    held = pa.schema(table.schema().to_arrow())
+    held = held_schema(table)
     if any(held.field(field.name).type != field.type for field in rows.schema
            if field.name in held.names):  # a MERGE casts a column of another type
         return False
