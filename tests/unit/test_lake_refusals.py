@@ -163,3 +163,31 @@ def test_a_lake_pair_that_writes_part_of_a_row_is_refused_at_start() -> None:
                                           r"whole"):
         tables.refuse_partial_rows(compiled)
     tables.refuse_partial_rows(etl("{source: s.a, target: s.a}"))
+
+
+def layout(table: str, *names: str) -> SimpleNamespace:
+    return SimpleNamespace(schema="s", table=table, primary_key=("id",), columns=tuple(
+        TextColumn(name, "int", "int(11)", None) for name in ("id", *names)))
+
+
+def test_source_tables_of_other_columns_into_one_mirrored_lake_table_are_refused() -> None:
+    """A wide row merged from several tables (N:1, keyed alike): each table's rows carry its
+    own columns, and a Delta row is written whole, so one's rows would write NULL into the
+    other's columns. Shards of one shape merge into one table as before."""
+    wide = etl("{source: s.a, target: s.w}", "{source: s.b, target: s.w}")
+    found = LakeTables(wide)
+    assert [c.name for c in found.of(("dst", "s", "w"), layout("a", "x")).columns] == \
+        ["id", "x"]
+    with pytest.raises(ConfigError, match=r"^pipeline shop.fwd: lake table s.w gets the rows "
+                                          r"of s.a and of s.b, whose columns differ \(x, y\)"):
+        found.of(("dst", "s", "w"), layout("b", "y"))
+    assert found.of(("dst", "s", "w"), layout("a", "x")).keys == ("id",)  # (a again: fine)
+    shards = etl("{source: {namespace: s, table: 're:t_[0-9]'}, target: s.t}")
+    found = LakeTables(shards)
+    for table in ("t_0", "t_1", "t_2"):
+        assert [c.name for c in found.of(("dst", "s", "t"), layout(table, "x")).columns] == \
+            ["id", "x"]
+    logged = LakeTables(etl("{source: s.a, target: s.w, mode: changelog}",
+                            "{source: s.b, target: s.w, mode: changelog}"))
+    logged.of(("dst", "s", "w"), layout("a", "x"))
+    logged.of(("dst", "s", "w"), layout("b", "y"))  # each change its own row: no overwrite

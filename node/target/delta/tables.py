@@ -42,6 +42,7 @@ class LakeTables:
         self.compiled = compiled
         self.mode = mode  # a pair's mode when it gives none
         self._known: dict[Target, LakeFacts] = {}
+        self._from: dict[Target, set[tuple[str, str]]] = {}  # the source tables seen
         self._lock = threading.Lock()
 
     def of(self, target: Target, layout: Any = None) -> LakeFacts:
@@ -50,14 +51,38 @@ class LakeTables:
         node started), from the source's information_schema."""
         found = self._known.get(target)
         if found is not None:
+            if layout is not None and found.mode == MIRROR and \
+                    (layout.schema, layout.table) not in self._from[target]:
+                self._alike(target, layout, found)
             return found
         if layout is None:
             layout = self._described(target)
             if layout is None:
                 return LakeFacts()
         with self._lock:
-            facts = self._known[target] = self._facts(target, layout)
+            facts = self._facts(target, layout)
+            self._from[target] = {(layout.schema, layout.table)}
+            self._known[target] = facts  # (known once where it came from is)
         return facts
+
+    def _alike(self, target: Target, layout: Any, facts: LakeFacts) -> None:
+        """Another source table into a mirrored lake table (shards merged into one, parts of
+        a wide row): a row is written whole, so its columns must be the table's, or its
+        rows would write NULL into the columns only the others have."""
+        other = {column.name for column in self._facts(target, layout).columns}
+        held = {column.name for column in facts.columns}
+        if other != held:
+            first = "{}.{}".format(*sorted(self._from[target])[0])
+            apart = sorted(other ^ held)
+            raise ConfigError(
+                f"pipeline {self.compiled.pipeline_id}: lake table {target[1]}.{target[2]} "
+                f"gets the rows of {first} and of {layout.schema}.{layout.table}, whose "
+                f"columns differ ({', '.join(apart[:5])}): a mirrored lake row is written "
+                "whole, so the rows of one would write NULL into the columns only the other "
+                "has. Give each source table its own lake table (joined when read), give "
+                "them the same columns, or write the wide table into a database target")
+        with self._lock:
+            self._from[target].add((layout.schema, layout.table))
 
     def _described(self, target: Target) -> Any:
         """The source table that the pipeline's pairs write to ``target``, as the source's
@@ -82,6 +107,7 @@ class LakeTables:
     def forget(self) -> None:
         with self._lock:
             self._known.clear()
+            self._from.clear()
 
     def close(self) -> None:
         pass
