@@ -408,6 +408,8 @@ class PipelineRunner(RunnerStatus):
                         planner.forget()  # its tables' columns and keys may have changed
                         start.keys_again(compiled, self.source, self.ctx.pipeline,
                                          self.target_kind == "delta")
+                        # what the start refuses (a cascading key added unseen: ddl_sync off)
+                        kinds.check_source(self.target_kind, compiled, self.source)
                         after_ddl = 0
                     if self._snapshots is not None:  # served in a coming window
                         self._snapshots.ask([change for change in batch.changes()

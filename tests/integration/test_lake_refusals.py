@@ -176,3 +176,31 @@ def test_a_column_whose_type_changed_on_the_source_stops_before_its_values_chang
         assert rows(location, schema, "t", ["id", "n"]) == Counter({(1, 6): 1, (2, 7): 1})
     finally:
         ended(cluster, source, target)
+
+
+def test_a_cascading_foreign_key_added_without_ddl_sync_stops_the_pipeline(sandbox, tmp_path):
+    """Without ddl_sync Load never sees the ALTER: the pipeline checks what its start
+    refuses again after a DDL on a replicated table, before the rows that follow it."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.parent (id INT PRIMARY KEY)",
+                         "CREATE TABLE `{schema}`.child (id INT PRIMARY KEY, pid INT)")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-cascade-later")
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([lake_channel("lc", schema, [{"table": "parent"}, {"table": "child"}])],
+                      lake_sources(cluster, location))
+        cluster.set_status("lc", "START")
+        cluster.wait_running("lc")
+        source.script(f"INSERT INTO `{schema}`.parent VALUES (1)",
+                      f"INSERT INTO `{schema}`.child VALUES (1, 1)")
+        wait_for(lambda: rows(location, schema, "child", ["id"]), 60, "the child row")
+        source.script(f"ALTER TABLE `{schema}`.child ADD CONSTRAINT fk_parent FOREIGN KEY "
+                      f"(pid) REFERENCES `{schema}`.parent (id) ON DELETE CASCADE",
+                      f"DELETE FROM `{schema}`.parent WHERE id = 1")
+        wait_for(lambda: "has foreign key fk_parent" in cluster.pipeline_state("lc").last_error,
+                 60, "the pipeline to stop on the cascade")
+        assert rows(location, schema, "parent", ["id"]) == Counter({(1,): 1})  # not past it
+    finally:
+        ended(cluster, source, target)
