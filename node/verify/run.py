@@ -164,7 +164,8 @@ class Verification:
             raise SourceError(f"pipeline {ctx.pipeline_id}: cannot read the tables of "
                               f"{self.source.name}: {exc.args[-1] if exc.args else exc}"
                               ) from None
-        unique, _ = tablekeys.pipeline_keys(ctx.pipeline, keys)
+        unique, _ = tablekeys.pipeline_keys(ctx.pipeline, keys, lake=any(
+            target.type == "delta" for target in self.targets.values()))  # keyed as loaded
         return CompiledPipeline(**{**compiled.__getstate__(), "table_keys": unique})
 
     # -- one table --------------------------------------------------------------------------

@@ -177,3 +177,31 @@ def test_a_key_the_lake_holds_twice_is_a_difference_and_repair_leaves_one_row(
         assert verify(cluster, capsys, "lt")[0] == 0
     finally:
         ended(cluster, source, target)
+
+
+def test_a_table_keyed_by_a_unique_key_and_key_columns_holding_it_is_verified(
+        sandbox, tmp_path, capsys: Any) -> None:
+    """key_columns that hold a table's unique NOT NULL key (it has no primary key) merge its
+    rows into a lake by them; verify keys the table as its pipeline does."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.seats (row_no INT NOT NULL, "
+                         "seat INT NOT NULL, holder VARCHAR(20), UNIQUE KEY (row_no, seat))")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-verify-unique")
+    try:
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([lake_channel("lu", schema, [
+            {"table": "seats", "key_columns": ["seat", "row_no"]}])],
+                      lake_sources(cluster, location))
+        cluster.set_status("lu", "START")
+        cluster.wait_running("lu")
+        source.execute(f"INSERT INTO `{schema}`.seats VALUES " + ", ".join(
+            f"({r}, {s}, 'h{r}{s}')" for r in range(1, 4) for s in range(1, 4)))
+        source.execute(f"UPDATE `{schema}`.seats SET holder = 'new' WHERE row_no = 2")
+        equal(source, location, schema, "seats", ["row_no", "seat", "holder"])
+        code, report = verify(cluster, capsys, "lu")
+        assert code == 0, report
+        assert report["reports"][0]["tables"][0]["rows"] == 9
+    finally:
+        ended(cluster, source, target)
