@@ -98,8 +98,9 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         if not request.dry_run:
             self._require_leader()
         try:
-            parsed = definitions.load_text(request.yaml, request.file or "<apply>",
-                                           self.catalog.source_names(), confinement.current())
+            known = {source.name: source.type or "mysql" for source in self.catalog.sources()}
+            parsed = definitions.load_text(request.yaml, request.file or "<apply>", known,
+                                           confinement.current())
         except ConfigError as exc:
             return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
         keyless = tablekeys.keyless_tables(parsed, self.catalog.source)

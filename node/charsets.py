@@ -55,6 +55,19 @@ def charset_to_encoding(name: str) -> str:
     return charset.encoding if charset else name
 
 
+def decodable(name: str | None) -> bool:
+    """Whether text of a charset (a server's name or the library's) is decoded: not for
+    the few Python has no codec for (swe7, dec8, hp8, keybcs2, macce, armscii8, geostd8,
+    eucjpms), whose values stay bytes. None and binary: bytes, nothing to decode."""
+    if name in (None, "binary"):
+        return True
+    try:
+        codecs.lookup(charset_to_encoding(name))  # type: ignore[arg-type]
+    except LookupError:
+        return False
+    return True
+
+
 def member(value: bytes, charset: str | None) -> str | bytes:
     """An ENUM or SET member in its column's charset (bytes for a charset Python lacks)."""
     try:

@@ -300,7 +300,8 @@ class PipelineRunner(RunnerStatus):
         start.within_binlog(self.pipeline_id, resume, positions.current_position(source))
         endpoints.check_source(source, self.pipeline_id, server_id,
                                self.cursor.position if self.cursor.position.file else None)
-        compiled = start.with_table_keys(compiled, source, pipeline)
+        compiled = start.with_table_keys(compiled, source, pipeline,
+                                         self.target_kind == "delta")
         kinds.check_source(self.target_kind, compiled, source)
         freedoor.ensure_buffer(source, self.pipeline_id)
         if self._central is not None and self._central.buffer is not source:
@@ -410,7 +411,10 @@ class PipelineRunner(RunnerStatus):
                         break
                     if after_ddl:
                         planner.forget()  # its tables' columns and keys may have changed
-                        start.keys_again(compiled, self.source, self.ctx.pipeline)
+                        start.keys_again(compiled, self.source, self.ctx.pipeline,
+                                         self.target_kind == "delta")
+                        # what the start refuses (a cascading key added unseen: ddl_sync off)
+                        kinds.check_source(self.target_kind, compiled, self.source)
                         after_ddl = 0
                     if self._snapshots is not None:  # served in a coming window
                         self._snapshots.ask([change for change in batch.changes()

@@ -88,26 +88,28 @@ def within_binlog(pipeline_id: str, resume: Resume, end: BinlogPosition) -> None
 
 
 def with_table_keys(compiled: CompiledPipeline, source: DataSource,
-                    pipeline: Pipeline) -> CompiledPipeline:
+                    pipeline: Pipeline, lake: bool = False) -> CompiledPipeline:
     """The compiled pipeline with the unique keys of its tables that have no primary key;
-    a table nothing keys refuses the start."""
+    a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
+    by (:func:`shared.tablekeys.lake_key_problem`)."""
     try:
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
-    unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable)
+    unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable, lake)
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique)
 
 
-def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline) -> None:
+def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,
+               lake: bool = False) -> None:
     """After a DDL is loaded: the unique keys of the tables without a primary key are read
     again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
     NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
-    fresh = with_table_keys(compiled, source, pipeline).table_keys
+    fresh = with_table_keys(compiled, source, pipeline, lake).table_keys
     if fresh != compiled.table_keys:
         compiled.table_keys.clear()  # the planner, the door and the copies hold this one
         compiled.table_keys.update(fresh)

@@ -2,7 +2,8 @@
 
 A file holds ``sources:`` and ``channels:``. Errors read
 ``file:line: channels[0].pipelines[1].parallelism: expected a positive integer, got "five"``.
-``known_sources`` lets a file refer to sources already stored by an earlier apply.
+``known_sources`` lets a file refer to sources already stored by an earlier apply (given
+with their types, a pair into a stored lake is checked as one into a lake of the file).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def load_file(path: str | Path, known_sources: Iterable[str] = ()) -> Definition
     return load_text(text, str(path), known_sources)
 
 
-def load_text(text: str, file: str = "<definitions>", known_sources: Iterable[str] = (),
+def load_text(text: str, file: str = "<definitions>",
+              known_sources: Iterable[str] | dict[str, str] = (),
               rules: Confinement | None = None) -> Definitions:
     """Parse and validate; raise ConfigError listing every issue, or return the model.
     With ``rules`` (the manager's apply), every password reference and processor must be
@@ -57,7 +59,7 @@ def load_text(text: str, file: str = "<definitions>", known_sources: Iterable[st
         top = Field(root, "", issues).mapping()
         if top is not None:
             with confinement.checking(rules):
-                definitions = _Loader(issues, set(known_sources)).definitions(top)
+                definitions = _Loader(issues, known_sources).definitions(top)
     elif not issues.items:
         issues.add(None, "", "the file is empty; expected 'sources:' and/or 'channels:'")
     issues.raise_if_any()
@@ -66,10 +68,13 @@ def load_text(text: str, file: str = "<definitions>", known_sources: Iterable[st
 
 
 class _Loader(SourceFields):
-    def __init__(self, issues: Issues, known_sources: set[str]) -> None:
+    def __init__(self, issues: Issues, known_sources: Iterable[str] | dict[str, str]) -> None:
         self.issues = issues
         self.sources = set(known_sources)
-        self.targets_only: dict[str, str] = {}  # a lake's or a subscription's name → its type
+        # a lake's or a subscription's name → its type (a stored one's, when known)
+        self.targets_only: dict[str, str] = {
+            name: kind for name, kind in known_sources.items()
+            if kind in ("delta", "subscription")} if isinstance(known_sources, dict) else {}
 
     def definitions(self, top: Mapping) -> Definitions:
         sources = self._unique(top.field("sources"), self.source, "source")
@@ -295,6 +300,9 @@ class _Loader(SourceFields):
         if problem:
             item.fail(problem)
             return None
+        if self.targets_only.get(target_media.datasource) == "delta":
+            for key, problem in lake_pair_problems(pair, target_media.datasource):
+                entry.field(key).fail(problem)  # type: ignore[union-attr]
         return pair
 
     def _media_at(self, entry: Mapping, key: str, default_source: Any) -> DataMedia | None:
@@ -321,6 +329,27 @@ class _Loader(SourceFields):
                           "would be used for every slot); give them the same settings, their "
                           "targets aside")
             seen[key] = item, pair
+
+
+def lake_pair_problems(pair: MediaPair, lake: str) -> list[tuple[str, str]]:
+    """(option, why) of a pair's options that would make a lake table hold other rows than
+    the source's: a Delta table's row is written whole (a MERGE sets every column), so a row
+    that carries some of its columns would write NULL over the others. Checked at apply,
+    and again when the pipeline starts (node.target.delta.tables)."""
+    found = []
+    if pair.column_groups:
+        found.append(("column_groups", (
+            f"target {lake} is a lake, whose rows are written whole: with column_groups an "
+            "update carries only the changed columns and their groups, and the lake would "
+            "get NULL in every other column; leave column_groups out of the pair (a lake "
+            "table is written every column anyway)")))
+    if pair.merge_part:
+        found.append(("merge_part", (
+            f"target {lake} is a lake, whose rows are written whole: a merge_part pair's row "
+            "carries only its own part's columns, and the lake would get NULL in the other "
+            "parts' columns; give each part its own lake table (joined when read), or write "
+            "the wide table into a database target")))
+    return found
 
 
 def _pair_problem(pair: MediaPair) -> str | None:

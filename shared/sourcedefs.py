@@ -43,6 +43,8 @@ class SourceFields:
                                                      "subscription"]), "mysql")
         if kind in ("delta", "subscription") and name is not MISSING:
             self.targets_only[name] = kind
+        elif name is not MISSING:  # (a stored lake defined again as a database)
+            self.targets_only.pop(name, None)
         if kind == "delta":
             return self._lake(entry, name)
         if kind == "subscription":  # read by applications (setl subscribe): nothing to reach

@@ -92,12 +92,14 @@ def _tuples(rows: Any) -> list[tuple[Any, ...]]:
 
 
 def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None],
-                  nullable: Collection[tuple[str, str, str]] = ()
+                  nullable: Collection[tuple[str, str, str]] = (), lake: bool = False
                   ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
     """For the tables the pipeline's pairs match: the unique keys to use where a table has
     no primary key, and a problem line for each keyless table whose pair needs a key (it
-    joins or merges parts of a wide row) and has no 'key_columns', and for each pair whose
-    'key_columns' find rows by a column in ``nullable`` (see :func:`read_nullable`)."""
+    joins or merges parts of a wide row) and has no 'key_columns', for each pair whose
+    'key_columns' find rows by a column in ``nullable`` (see :func:`read_nullable`), and,
+    when the pipeline writes a ``lake``, for each mirrored pair whose 'key_columns' may not
+    identify one row (:func:`lake_key_problem`)."""
     unique: dict[tuple[str, str], tuple[str, ...]] = {}
     problems = []
     for (schema, table), columns in sorted(keys.items()):
@@ -118,6 +120,13 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
                         "and rows are found by them: a NULL key matches no row, so its "
                         "updates and deletes would be lost and two NULL-keyed rows taken for "
                         "one; name NOT NULL columns in 'key_columns' (or make these NOT NULL)")
+                if lake and pair.mode != "changelog":
+                    problem = lake_key_problem(pair.key_columns, columns)
+                    if problem:
+                        problems.append(f"pipeline {pipeline.name}: table {schema}.{table} "
+                                        f"(pair {pair.source}) {problem}")
+                    elif columns is not None:  # a MERGE by key_columns: they hold the key
+                        unique[(schema, table)] = columns
                 break
             if columns is None:
                 if pipeline.params.startup is StartupMode.SNAPSHOT:
@@ -138,6 +147,29 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
                 unique[(schema, table)] = columns
             break
     return unique, problems
+
+
+def lake_key_problem(key_columns: Sequence[str], own: Sequence[str] | None) -> str:
+    """Why a mirrored lake table may not merge a source table's rows by ``key_columns`` (""
+    when it may): a MERGE by columns that do not hold the table's own key (``own``: its
+    primary key, or the unique NOT NULL key it is keyed by; None: it has none) would take
+    two source rows for one lake row. A database target refuses that itself (its table
+    needs a unique key over them); a Delta table has no unique keys."""
+    named = {name.lower() for name in key_columns}
+    if own is None:
+        return (f"is mirrored into a lake by key_columns {', '.join(key_columns)}, and has no "
+                "primary key nor a unique key over NOT NULL columns: nothing says they "
+                "identify one row, and a MERGE by them would keep one lake row for several "
+                "source rows. Give the pair 'mode: changelog' (every change appended), or "
+                "give the table a key")
+    missing = [name for name in own if name.lower() not in named]
+    if not missing:
+        return ""
+    return (f"is mirrored into a lake by key_columns {', '.join(key_columns)}, which leave "
+            f"out {', '.join(missing)} of its own key ({', '.join(own)}): a MERGE by them "
+            "would take two source rows for one lake row and keep only one. Leave "
+            "key_columns out of the pair (its own key is used), name every column of its "
+            "key in them, or give the pair 'mode: changelog' (every change appended)")
 
 
 def read_keys(source: DataSource) -> dict[tuple[str, str], tuple[str, ...] | None]:
@@ -162,9 +194,16 @@ def read_nullable(source: DataSource, pipelines: Iterable[Pipeline]
 
 
 def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]) -> list[str]:
-    """Problems of keyless tables whose pairs need a key (see :func:`pipeline_keys`). A
-    source that cannot be reached is skipped here (logged); the node checks again at start."""
+    """Problems of keyless tables whose pairs need a key, and of keys a lake cannot merge by
+    (see :func:`pipeline_keys`). A source that cannot be reached is skipped here (logged);
+    the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
+
+    def is_lake(name: str) -> bool:
+        try:
+            return (sources.get(name) or stored(name)).type == "delta"
+        except SetlError:
+            return False
     problems: list[str] = []
     keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}
     nullable: dict[str, frozenset[tuple[str, str, str]]] = {}
@@ -182,6 +221,7 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
                                 channel.name, pipeline.source, exc)
                     keys_by_source[pipeline.source] = {}
             _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source],
-                                     nullable.get(pipeline.source, frozenset()))
+                                     nullable.get(pipeline.source, frozenset()),
+                                     is_lake(pipeline.target))
             problems += [f"channel {channel.name} {problem}" for problem in found]
     return problems

@@ -11,7 +11,13 @@ from kazoo.client import KazooClient
 
 from node.target.base import TargetLoader, TargetTables
 from node.target.delta.loader import LakeLoader
-from node.target.delta.tables import CHANGELOG, LakeTables, refuse_cascades
+from node.target.delta.tables import (
+    CHANGELOG,
+    LakeTables,
+    refuse_cascades,
+    refuse_partial_rows,
+    refuse_undecodable,
+)
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
 from node.target.mysql.twoway import LoopGuard
@@ -65,10 +71,15 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
 
 
 def check_source(kind: str, compiled: Any, source: DataSource) -> None:
-    """What the source must not hold for this kind of target (checked at each start)."""
+    """What the source and the pairs must not hold for this kind of target (checked at each
+    start)."""
+    if kind == "delta":
+        refuse_partial_rows(compiled)
     if kind in ("delta", "subscription"):
         refuse_cascades(compiled, source, "a lake table" if kind == "delta" else
                         "a subscription's reader")
+    if kind == "delta":
+        refuse_undecodable(compiled, source)
 
 
 def tables(kind: str, targets: dict[str, DataSource], compiled: Any = None) -> TargetTables:

@@ -13,6 +13,9 @@ is that of setl's newest commit to it, read *before* the version is loaded, so t
 read hold at least every transaction up to it (a table that no batch touched for a while
 has an older position: its differences are simply re-checked, :mod:`node.verify.settle`).
 
+**A key held twice** (a Delta table has no unique key) is a difference, reported as the
+others are; ``--repair`` deletes every row of it and writes the source's row again.
+
 **Extra rows** (in the lake, given by no source row) are looked for in each chunk's key
 range where the split column's Delta type orders as the source does (numbers, dates and
 times); a text or binary split column is ordered by its collation on the source and by
@@ -38,6 +41,8 @@ from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 
 Key = tuple[Any, ...]
+TWICE = -1  # the hash of a key the lake holds more than once: no row's (a Delta table has no
+# unique key; another writer, or a MERGE by other columns, can leave two rows of one key)
 ORDERED = frozenset(("int8", "int16", "int32", "int64", "uint64", "decimal", "float32",
                      "float64", "date", "datetime", "timestamp"))
 
@@ -197,8 +202,8 @@ def keys_filter(target: Target, keys: Sequence[Key]) -> Any:
 def read(view: LakeView, target: Target, condition: Any, aliases: dict[Key, Key],
          side: Any, only: set[Key] | None = None) -> dict[Key, int]:
     """The lake rows ``condition`` selects, hashed, by source key (``aliases``: Delta form
-    → source key; a row no source key has keeps its Delta key); ``only``: just these
-    Delta keys."""
+    → source key; a row no source key has keeps its Delta key; a key of several rows:
+    :data:`TWICE`, a difference whatever the rows hold); ``only``: just these Delta keys."""
     names = list(dict.fromkeys([*target.keys, *sorted(target.compared)]))
     own = tuple(sorted(target.compared))
     found: dict[Key, int] = {}
@@ -207,7 +212,8 @@ def read(view: LakeView, target: Target, condition: Any, aliases: dict[Key, Key]
         if only is not None and lake_key not in only:
             continue
         key = aliases.get(lake_key, lake_key)
-        found[key] = lake_hash(row, side.columns.get((key, target.id), own))
+        found[key] = TWICE if key in found else \
+            lake_hash(row, side.columns.get((key, target.id), own))
     return found
 
 

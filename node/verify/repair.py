@@ -7,6 +7,8 @@ race it and put an old row over a newer one).
 - A key with a row on a target where the source gives none (extra): ``D`` — deleted on the
   target by key (on every slot of a shard route). Written before the ``I`` requests, so a
   row in the wrong slot is deleted there and then written in its own.
+- A key a lake table holds more than once: ``D`` and ``I`` — every row of the key deleted,
+  then the source's written (an ``I`` alone would update each of them).
 
 A table with no key of its own (no primary key, no unique key over NOT NULL columns) is not
 repaired, whatever its pair's ``key_columns``: the free door refuses it (its rows replicate
@@ -27,6 +29,7 @@ import pymysql
 
 from node.extract.chunks import SplitKey
 from node.extract.freedoor import create_retl
+from node.verify.lake import TWICE
 from node.verify.readers import Key
 from node.verify.settle import Seen, kinds
 from shared.endpoint import connect
@@ -57,7 +60,7 @@ class Buffer:
 def requests_for(confirmed: dict[Key, Seen]) -> list[tuple[str, Key]]:
     """The requests that mend confirmed keys: deletes first, then copies."""
     deletes = [key for key, seen in confirmed.items()
-               if any(kind == "extra" for kind, _ in kinds(seen))]
+               if any(kind == "extra" for kind, _ in kinds(seen)) or twice(seen)]
     copies = [key for key, seen in confirmed.items() if seen.expected]
     return [("D", key) for key in deletes] + [("I", key) for key in copies]
 
@@ -79,6 +82,11 @@ def refusal(source: DataSource, key_columns: tuple[str, ...], table: SplitKey) -
                 f"reads them by ({', '.join(columns)}) now (its key changed meanwhile); run "
                 "verify again")
     return None
+
+
+def twice(seen: Seen) -> bool:
+    """Whether a lake table holds the key more than once."""
+    return any(value == TWICE for _, value in seen.actual)
 
 
 def write(buffer: Buffer, full_name: str, requests: list[tuple[str, Key]]) -> list[range]:

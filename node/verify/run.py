@@ -164,7 +164,8 @@ class Verification:
             raise SourceError(f"pipeline {ctx.pipeline_id}: cannot read the tables of "
                               f"{self.source.name}: {exc.args[-1] if exc.args else exc}"
                               ) from None
-        unique, _ = tablekeys.pipeline_keys(ctx.pipeline, keys)
+        unique, _ = tablekeys.pipeline_keys(ctx.pipeline, keys, lake=any(
+            target.type == "delta" for target in self.targets.values()))  # keyed as loaded
         return CompiledPipeline(**{**compiled.__getstate__(), "table_keys": unique})
 
     # -- one table --------------------------------------------------------------------------
@@ -312,6 +313,14 @@ class Verification:
                 differences.append((kind, encode_key(key), target))
         out.differences = differences[:LISTED]
         out.counts = {kind: len(keys) for kind, keys in counts.items()}
+        held = sorted({table for seen in outcome.confirmed.values() if mend.twice(seen)
+                       for table, value in seen.actual if value == mend.TWICE})
+        if held:
+            doubled = sum(mend.twice(seen) for seen in outcome.confirmed.values())
+            out.notes.append(f"{doubled} key(s) held by more than one row in lake table "
+                             f"{', '.join(held)} (a Delta table has no unique key): reported "
+                             "as different or extra; --repair deletes every row of such a "
+                             "key and writes the source's row again")
         out.keys = len(outcome.confirmed)
         out.unsettled = len(outcome.unsettled)
 

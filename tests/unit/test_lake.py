@@ -297,6 +297,16 @@ def test_a_filter_finds_decimals_delta_rs_cannot_keep_in_file_statistics(
     ("ALTER TABLE a ADD c INT, RENAME TO b", False),
     ("SET STATEMENT lock_wait_timeout=5, sql_mode='' FOR ALTER TABLE t ADD c INT", True),
     ("SET STATEMENT lock_wait_timeout=5 FOR ALTER TABLE t DROP c", False),
+    # a foreign key whose action changes rows the binlog never shows
+    ("ALTER TABLE c ADD CONSTRAINT fk FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE",
+     False),
+    ("ALTER TABLE c ADD FOREIGN KEY (p) REFERENCES p (id) ON UPDATE SET NULL", False),
+    ("ALTER TABLE c ADD x INT, ADD FOREIGN KEY (x) REFERENCES p (id) ON DELETE SET DEFAULT",
+     False),
+    ("CREATE TABLE c (p INT, FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE)", False),
+    ("ALTER TABLE c ADD FOREIGN KEY (p) REFERENCES p (id) ON DELETE RESTRICT ON UPDATE "
+     "NO ACTION", True),
+    ("ALTER TABLE c ADD t TIMESTAMP NULL ON UPDATE CURRENT_TIMESTAMP", True),
 ])
 def test_a_lake_takes_new_tables_columns_and_indexes_only(ddl: str, taken: bool) -> None:
     from node.target.delta.loader import taken as takes

@@ -4,6 +4,8 @@ where they are not (a keyless table, found by its whole image; a lake changelog)
 
 from __future__ import annotations
 
+import pytest
+
 from shared.tablekeys import pipeline_keys
 from tests.unit.test_etl import pipeline
 
@@ -28,3 +30,49 @@ def test_nullable_key_columns_of_a_keyless_table_are_allowed_unless_parts_meet_b
                       "merge_part: true}")
     [problem] = pipeline_keys(merged, KEYS, LOOSE)[1]
     assert "key_columns ref that admit NULL" in problem
+
+
+ORDERS = {("shop", "orders"): ("id",), ("shop", "logs"): None,
+          ("shop", "slots"): ("day", "slot")}
+
+
+def test_a_lake_merges_by_key_columns_only_when_they_hold_the_tables_own_key() -> None:
+    """A Delta table has no unique key to refuse a second row of one key: key_columns that
+    leave out the table's key would merge two source rows into one lake row."""
+    narrower = pipeline("{source: shop.orders, target: shop.orders, "
+                        "key_columns: [customer_id]}")
+    assert pipeline_keys(narrower, ORDERS) == ({}, [])  # a database refuses it itself
+    [problem] = pipeline_keys(narrower, ORDERS, lake=True)[1]
+    assert problem.startswith("pipeline fwd: table shop.orders (pair src:shop.orders) is "
+                              "mirrored into a lake by key_columns customer_id, which leave "
+                              "out id of its own key (id)")
+    assert "Leave key_columns out of the pair" in problem and "mode: changelog" in problem
+    wider = pipeline("{source: shop.slots, target: shop.slots, key_columns: [SLOT, day, x]}")
+    assert pipeline_keys(wider, ORDERS, lake=True) == ({("shop", "slots"): ("day", "slot")}, [])
+    keyless = pipeline("{source: shop.logs, target: shop.logs, key_columns: [ref], "
+                       "joins: [{table: shop.refs, by: id, key: ref}]}")
+    [problem] = pipeline_keys(keyless, ORDERS, lake=True)[1]
+    assert "has no primary key nor a unique key over NOT NULL columns" in problem
+    logged = pipeline("{source: shop.orders, target: shop.orders, key_columns: [customer_id], "
+                      "mode: changelog}")
+    assert pipeline_keys(logged, ORDERS, lake=True) == ({}, [])  # nothing merged by them
+
+
+def test_a_lake_table_met_after_the_start_is_refused_the_same() -> None:
+    from types import SimpleNamespace
+
+    from node.target.delta.columns import TextColumn
+    from node.target.delta.tables import LakeTables
+    from shared.errors import ConfigError
+    from tests.unit.test_etl import compiled
+
+    layout = SimpleNamespace(schema="shop", table="orders", primary_key=("id",), columns=(
+        TextColumn("id", "int", "int(11)", None),
+        TextColumn("customer_id", "int", "int(11)", None)))
+    narrower = compiled("{source: shop.orders, target: shop.orders, key_columns: [customer_id]}")
+    with pytest.raises(ConfigError, match=r"^pipeline shop.fwd pair src:shop.orders: shop.orders "
+                                          r"→ shop.orders is mirrored into a lake by "
+                                          r"key_columns customer_id, which leave out id"):
+        LakeTables(narrower).of(("dst", "shop", "orders"), layout)
+    wider = compiled("{source: shop.orders, target: shop.orders, key_columns: [customer_id, id]}")
+    assert LakeTables(wider).of(("dst", "shop", "orders"), layout).keys == ("customer_id", "id")

@@ -98,3 +98,24 @@ def test_the_position_is_setl_s_newest_commit_and_a_null_chunk_reads_nulls(
                                                      Chunk(9, nulls=True), where),
                       {}, side)
     assert list(found) == [(None,)]
+
+
+def test_a_key_the_lake_holds_twice_differs_and_repair_deletes_it_first(tmp_path: Path) -> None:
+    """A lake holding ids [1, 2, 2] for two source rows, the rows alike: key 2 differs (a
+    Delta table has no unique key to keep it once), by its chunk and by its key, and
+    repair asks its delete before its copy (a copy alone would update both rows)."""
+    from node.verify.repair import requests_for
+    from node.verify.settle import Seen, kinds
+
+    rows = [source_row(1), source_row(2)]
+    view = written(tmp_path, [*rows, rows[1]])
+    where = target()
+    side = expected(rows, where)
+    found = lake.chunk_rows(view, SplitKey("s", "items", ("id",)), Chunk(0, 1, 3), where, side)
+    assert found[(1,)] == side.expected[(1,)][where.id]
+    assert found[(2,)] == lake.TWICE != side.expected[(2,)][where.id]
+    assert lake.key_rows(view, where, [(2,)], side) == {(2,): lake.TWICE}
+    seen = {key: Seen(side.signature(key), frozenset({(where.id, found[key])}), True)
+            for key in [(2,)]}
+    assert kinds(seen[(2,)]) == [("different", where.id)]
+    assert requests_for(seen) == [("D", (2,)), ("I", (2,))]

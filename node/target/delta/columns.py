@@ -19,7 +19,8 @@ DATETIME                    timestamp_ntz (µs; as written, no time zone)
 TIMESTAMP                   timestamp (µs, UTC)
 TIME                        string [-]HH:MM:SS[.f…] (Delta has no time of day past 24 h)
 BIT(n)                      long (n < 64); decimal(20,0) (n = 64)
-CHAR, VARCHAR, TEXT         string (decoded from the column's charset)
+CHAR, VARCHAR, TEXT         string (decoded from the column's charset; one Python has
+                            no codec for is refused: node.target.delta.tables)
 ENUM, SET, JSON             string: the member, the members joined by ',', the document
 BINARY(n)                   binary: n bytes (the zeros the binlog drops put back)
 VARBINARY, BLOB             binary
@@ -166,6 +167,58 @@ def arrow_type(column: LakeColumn) -> Any:
             "timestamp": pa.timestamp("us", tz="UTC"), "binary": pa.binary(),
             "binary_fixed": pa.binary(),
             }.get(kind, pa.string())
+
+
+def conformed(rows: Any, held: Any) -> tuple[Any, str, str]:
+    """``rows`` with each column in the type the Delta table ``held`` (an Arrow schema)
+    holds it in, "" and "" — or the rows, the name of a column that cannot be and why: its
+    source column's
+    type changed (``ALTER TABLE … MODIFY`` without ddl_sync) and a Delta column keeps its
+    type, while delta-rs casts what it writes into it without a word (6.75 into an integer
+    column is 6). A column is cast where no value changes: an integer or a decimal whose
+    values all fit the held type (checked value by value), a FLOAT into a double; any other
+    change (a number becoming a double, text, a date…) is refused."""
+    import pyarrow as pa
+
+    for index, field in enumerate(rows.schema):
+        if field.name not in held.names or field.type == held.field(field.name).type:
+            continue
+        want = _castable(field.type, held.field(field.name).type)
+        was = f"{held.field(field.name).type} in the lake table, and the source gives " \
+            f"{field.type} now"
+        if want is None:
+            return rows, field.name, was
+        try:
+            cast = rows.column(index).cast(want, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            return rows, field.name, f"{was}, with a value the lake's type cannot hold ({exc})"
+        rows = rows.set_column(index, pa.field(field.name, want), cast)
+    return rows, "", ""
+
+
+def _castable(found: Any, held: Any) -> Any:
+    """The type to cast a column of type ``found`` to for a table that holds ``held`` (a
+    struct: a change log's before image, field by field), or None: no cast keeps it."""
+    import pyarrow as pa
+
+    if found == held:
+        return held
+    types = pa.types
+    if (types.is_integer(found) and types.is_integer(held)) or \
+            (types.is_decimal(found) and types.is_decimal(held)) or \
+            (types.is_float32(found) and types.is_float64(held)):
+        return held  # (a cast with safe=True refuses a value that does not fit)
+    if types.is_struct(found) and types.is_struct(held):
+        inside = {field.name: field.type for field in held}
+        fields = []
+        for field in found:
+            want = _castable(field.type, inside[field.name]) if field.name in inside \
+                else field.type
+            if want is None:
+                return None
+            fields.append(pa.field(field.name, want))
+        return pa.struct(fields)
+    return None
 
 
 STATS = "delta.dataSkippingStatsColumns"

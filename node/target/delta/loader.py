@@ -127,15 +127,25 @@ class LakeLoader:
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "write a lake; give the lake a one-way channel")
-            if not taken(change.ddl):
+            if taken(change.ddl):
+                continue
+            past = (f"move the pipeline past this statement: setl position set "
+                    f"{self.pipeline_id.replace('.', '/')} --file … --pos … (the next "
+                    "transaction's position), and resume")
+            ran = (f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
+                   f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
+                   f"{change.schema}.{change.table}")
+            if cascades(sqllex.statement_code(change.ddl)):
                 raise LoadError(
-                    f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
-                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
-                    f"{change.schema}.{change.table}; a lake table takes new tables and "
-                    "ADD COLUMN only. Change the Delta table to match by hand (or copy the "
-                    "table again into an empty location), then move the pipeline past this "
-                    f"statement: setl position set {self.pipeline_id.replace('.', '/')} "
-                    "--file … --pos … (the next transaction's position), and resume")
+                    f"{ran}, a foreign key whose ON DELETE or ON UPDATE changes the rows of "
+                    "its table: those changes are not in the binlog and a lake table cannot "
+                    "redo them, so it would keep rows the source no longer has. Make the key "
+                    "RESTRICT on the source, or leave the table or its parent out of the "
+                    f"pipeline (if its parent is not in it, nothing is lost); then {past}")
+            raise LoadError(
+                f"{ran}; a lake table takes new tables and ADD COLUMN only. Change the Delta "
+                "table to match by hand (or copy the table again into an empty location), "
+                f"then {past}")
         return 0
 
     def load_units(self, batch: Batch, results: list[PartResult],
@@ -188,6 +198,17 @@ class LakeLoader:
         rows = units.joined([units.read_ipc(unit.data) for _, unit in found], unit.keys)
         stamp = Stamp(self.pipeline_id, self.run, self.epoch, last.process_id, last.end)
         table = self._table(key, target, unit, rows)
+        rows, column, why = columns.conformed(rows, held_schema(table))
+        if column:
+            raise LoadError(
+                f"pipeline {self.pipeline_id} processId {last.process_id}, position "
+                f"{last.end}, lake table {key}: column {column} is {why} (its type changed "
+                "on the source). A Delta column keeps its type, and delta-rs would cast the "
+                "values into it, changing them. Recreate the lake table with the new type "
+                "(stop the channel, move the table's directory away, start it and copy the "
+                "table: setl snapshot), or leave the column out of the pair (columns: "
+                f"{{exclude: [{column}]}}) and apply the definition: the pipeline stays at "
+                "this batch until then")
         if units.DELETE_FLAG in rows.column_names:
             empty = null_key(rows, unit.keys)
             if empty:  # never matched again: its updates would add rows, its delete none
@@ -272,22 +293,34 @@ def _append(table: Any, rows: Any, properties: Any) -> None:
 
 def _merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> None:
     """One MERGE of a batch's rows by key, or an append where the rows are new keys only
-    (:func:`new_keys_only`). The rows are in memory already, so delta-rs takes
-    them as they are (``streamed_exec=False``) and reads their keys' range first: files whose
-    statistics lie outside it are not read (streamed, every file is scanned; a file is only
-    rewritten where a key matched, either way). Updates of recent rows: 0.099 → 0.037 CPU-s
-    a MERGE into 100k rows; of random keys: 0.266 → 0.234."""
+    (:func:`new_keys_only`). The rows are in memory already, so delta-rs takes them as they
+    are (``streamed_exec=False``) and reads their keys' range first: files whose statistics
+    lie outside it are not read (streamed, every file is scanned; a file is only rewritten
+    where a key matched, either way). Updates of recent rows: 0.099 → 0.037 CPU-s a MERGE
+    into 100k rows; of random keys: 0.266 → 0.234. A row flagged NULL (written after its
+    key's delete) matches none and is inserted: its key's delete removes every row of the
+    key, a duplicate too."""
     if new_keys_only(table, rows, keys):
         _append(table, rows.drop_columns([units.DELETE_FLAG]), properties)
         return
     on = " AND ".join(f"t.{_quoted(key)} = s.{_quoted(key)}" for key in keys)
     flag = f"s.{_quoted(units.DELETE_FLAG)}"
+    insert = f"NOT {flag}"
+    if rows.column(units.DELETE_FLAG).null_count:  # rows written after their key's delete
+        on, insert = f"{on} AND {flag} IS NOT NULL", f"({flag} IS NULL OR NOT {flag})"
     (table.merge(rows, on, source_alias="s", target_alias="t", merge_schema=True,
                  streamed_exec=False, commit_properties=properties)
      .when_matched_delete(predicate=flag)
      .when_matched_update_all(predicate=f"NOT {flag}", except_cols=[units.DELETE_FLAG])
-     .when_not_matched_insert_all(predicate=f"NOT {flag}", except_cols=[units.DELETE_FLAG])
+     .when_not_matched_insert_all(predicate=insert, except_cols=[units.DELETE_FLAG])
      .execute())
+
+
+def held_schema(table: Any) -> Any:
+    """The Arrow schema of the columns a Delta table holds."""
+    import pyarrow as pa
+
+    return pa.schema(table.schema().to_arrow())
 
 
 def null_key(rows: Any, keys: tuple[str, ...]) -> str:
@@ -308,7 +341,7 @@ def new_keys_only(table: Any, rows: Any, keys: tuple[str, ...]) -> bool:
 
     if rows.num_rows == 0 or pc.any(rows.column(units.DELETE_FLAG)).as_py():
         return False
-    held = pa.schema(table.schema().to_arrow())
+    held = held_schema(table)
     if any(held.field(field.name).type != field.type for field in rows.schema
            if field.name in held.names):  # a MERGE casts a column of another type
         return False
@@ -340,8 +373,11 @@ def taken(ddl: str) -> bool:
     """Whether a lake takes a DDL statement as it is: a new table or schema (made with its
     first rows), ``ALTER TABLE … ADD [COLUMN]`` clauses (a column added with the first row
     that has it), and index changes (nothing to a lake). Anything else changes what rows
-    the table holds, or how: the pipeline stops."""
+    the table holds, or how: the pipeline stops. So does a foreign key whose action
+    changes rows (:func:`cascades`), in any statement."""
     words = sqllex.statement_code(ddl)
+    if cascades(words):
+        return False
     head = [token.text.upper() for token in words[:2]]
     if head[:1] == ["CREATE"] and (words[1].is_word("TABLE", "DATABASE", "SCHEMA", "INDEX",
                                                     "UNIQUE", "FULLTEXT", "SPATIAL")
@@ -367,3 +403,11 @@ def _taken_clause(clause: list[sqllex.Token]) -> bool:
     if verb.is_word("ADD"):
         return True  # ADD [COLUMN] c …, ADD INDEX/KEY/UNIQUE/… (nothing to a lake)
     return verb.is_word("DROP") and what.is_word("INDEX", "KEY")
+
+
+def cascades(words: list[sqllex.Token]) -> bool:
+    """Whether a statement gives a foreign key an action that changes its table's rows (ON
+    DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT): the rows it changes are not in the
+    binlog (the start refuses such keys: :func:`node.target.delta.tables.refuse_cascades`)."""
+    return any(words[at].is_word("ON") and words[at + 1].is_word("DELETE", "UPDATE") and
+               words[at + 2].is_word("CASCADE", "SET") for at in range(len(words) - 2))

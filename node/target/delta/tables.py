@@ -9,10 +9,13 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from node import charsets
 from node.target.delta.columns import META_PREFIX, LakeColumn, TextColumn, table_columns
+from shared.definitions import lake_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError
 from shared.patterns import PatternKind
+from shared.tablekeys import lake_key_problem
 
 Target = tuple[str, str, str]  # datasource, schema, table
 MIRROR, CHANGELOG = "mirror", "changelog"
@@ -39,6 +42,7 @@ class LakeTables:
         self.compiled = compiled
         self.mode = mode  # a pair's mode when it gives none
         self._known: dict[Target, LakeFacts] = {}
+        self._from: dict[Target, set[tuple[str, str]]] = {}  # the source tables seen
         self._lock = threading.Lock()
 
     def of(self, target: Target, layout: Any = None) -> LakeFacts:
@@ -47,14 +51,38 @@ class LakeTables:
         node started), from the source's information_schema."""
         found = self._known.get(target)
         if found is not None:
+            if layout is not None and found.mode == MIRROR and \
+                    (layout.schema, layout.table) not in self._from[target]:
+                self._alike(target, layout, found)
             return found
         if layout is None:
             layout = self._described(target)
             if layout is None:
                 return LakeFacts()
         with self._lock:
-            facts = self._known[target] = self._facts(target, layout)
+            facts = self._facts(target, layout)
+            self._from[target] = {(layout.schema, layout.table)}
+            self._known[target] = facts  # (known once where it came from is)
         return facts
+
+    def _alike(self, target: Target, layout: Any, facts: LakeFacts) -> None:
+        """Another source table into a mirrored lake table (shards merged into one, parts of
+        a wide row): a row is written whole, so its columns must be the table's, or its
+        rows would write NULL into the columns only the others have."""
+        other = {column.name for column in self._facts(target, layout).columns}
+        held = {column.name for column in facts.columns}
+        if other != held:
+            first = "{}.{}".format(*sorted(self._from[target])[0])
+            apart = sorted(other ^ held)
+            raise ConfigError(
+                f"pipeline {self.compiled.pipeline_id}: lake table {target[1]}.{target[2]} "
+                f"gets the rows of {first} and of {layout.schema}.{layout.table}, whose "
+                f"columns differ ({', '.join(apart[:5])}): a mirrored lake row is written "
+                "whole, so the rows of one would write NULL into the columns only the other "
+                "has. Give each source table its own lake table (joined when read), give "
+                "them the same columns, or write the wide table into a database target")
+        with self._lock:
+            self._from[target].add((layout.schema, layout.table))
 
     def _described(self, target: Target) -> Any:
         """The source table that the pipeline's pairs write to ``target``, as the source's
@@ -79,6 +107,7 @@ class LakeTables:
     def forget(self) -> None:
         with self._lock:
             self._known.clear()
+            self._from.clear()
 
     def close(self) -> None:
         pass
@@ -98,6 +127,11 @@ class LakeTables:
                                                                  ())
         keyless = not own and not (pair.joins or pair.merge_part)
         source_keys = () if keyless else (pair.key_columns or own)
+        mode = pair.mode or self.mode
+        if mode == MIRROR and pair.key_columns:  # (refused at start already: a table made
+            problem = lake_key_problem(pair.key_columns, own or None)  # since, or its key)
+            if problem:
+                raise ConfigError(f"{entry.where}: {where} {problem}")
 
         def map_name(name: str) -> str | None:
             if name not in source_keys and (name in entry.exclude or
@@ -106,6 +140,11 @@ class LakeTables:
             return entry.renames.get(name, name)
 
         columns = table_columns(layout, map_name)
+        raw = next((column for column in layout.columns if map_name(column.name) is not None
+                    and not charsets.decodable(column.charset)), None)
+        if raw is not None:
+            raise ConfigError(undecodable(entry.where, layout.schema, layout.table,
+                                          raw.name, raw.charset))
         named = {column.name for column in columns}
         extra = [filler.name for filler in entry.fillers] + \
             [column for join in pair.joins for column in join.columns]
@@ -115,7 +154,6 @@ class LakeTables:
             raise ConfigError(f"{entry.where}: column {clash[0]} of {where} starts with "
                               f"{META_PREFIX!r}, which a lake table keeps for setl's own "
                               "columns; rename it with column_pairs")
-        mode = pair.mode or self.mode
         keys = tuple(entry.renames.get(key, key) for key in source_keys)
         if mode == MIRROR and not keys:
             raise ConfigError(
@@ -150,6 +188,15 @@ def _layout(cursor: Any, schema: str, table: str) -> Any:
     return SimpleNamespace(schema=schema, table=table, columns=columns, primary_key=keys)
 
 
+def refuse_partial_rows(compiled: Any) -> None:
+    """Refuse a lake pair whose rows would carry only some of their columns (column_groups,
+    merge_part: :func:`shared.definitions.lake_pair_problems`): ``setl apply`` refuses them
+    already; a definition written straight into ZooKeeper meets this at start."""
+    for entry in compiled.pairs:
+        for key, problem in lake_pair_problems(entry.pair, entry.pair.target.datasource):
+            raise ConfigError(f"{entry.where}: {key}: {problem}")
+
+
 CASCADES = ("SELECT k.CONSTRAINT_SCHEMA, k.TABLE_NAME, k.REFERENCED_TABLE_SCHEMA, "
             "k.REFERENCED_TABLE_NAME, r.DELETE_RULE, r.UPDATE_RULE, k.CONSTRAINT_NAME "
             "FROM information_schema.REFERENTIAL_CONSTRAINTS r JOIN "
@@ -178,3 +225,39 @@ def refuse_cascades(compiled: Any, source: Any, what: str = "a lake table") -> N
                 f"the source no longer has. Leave one of the two tables out of the pipeline, "
                 "replicate them into a database target, or make the key ON DELETE/ON UPDATE "
                 "RESTRICT on the source")
+
+
+SYSTEM = "('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')"
+
+
+def refuse_undecodable(compiled: Any, source: Any) -> None:
+    """Refuse a pipeline into a lake that copies a text column of a charset setl cannot
+    decode (:func:`node.charsets.decodable`): its values would reach the lake as their
+    bytes taken for UTF-8 (swe7's 'KÄra' as 'K[ra'), or stop the batch."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS")
+        names = [str(row[0]) for row in cursor.fetchall()
+                 if not charsets.decodable(str(row[0]))]
+        if not names:
+            return
+        cursor.execute("SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, "
+                       "c.CHARACTER_SET_NAME FROM information_schema.COLUMNS c JOIN "
+                       "information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND "
+                       "t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE' WHERE "
+                       f"c.CHARACTER_SET_NAME IN ({', '.join(['%s'] * len(names))}) AND "
+                       f"c.TABLE_SCHEMA NOT IN {SYSTEM} ORDER BY 1, 2, c.ORDINAL_POSITION",
+                       names)
+        found = cursor.fetchall()
+    for schema, table, column, charset in found:
+        for entry in compiled.pairs_for(schema, table):
+            if column not in entry.exclude and not (entry.include and
+                                                    column not in entry.include):
+                raise ConfigError(undecodable(entry.where, schema, table, column, charset))
+
+
+def undecodable(where: str, schema: str, table: str, column: str, charset: str) -> str:
+    return (f"{where}: column {column} of {schema}.{table} is text in {charset}, a charset "
+            "setl cannot decode: it would reach the lake table as its bytes taken for "
+            "UTF-8. Leave the column out of the pair (columns: {exclude: "
+            f"[{column}]}}), or convert it on the source (ALTER TABLE … MODIFY {column} … "
+            "CHARACTER SET utf8mb4), then start the channel again")

@@ -3,7 +3,10 @@ in the Spark worker that ran Extract/Transform (bytes in, Arrow IPC bytes out).
 
 - ``mirror``: the changes merged per key — each key ends the batch holding its last image,
   or deleted (an update that changes the key deletes the old one) — as rows with a
-  ``_setl_delete`` flag; Load applies them with one MERGE.
+  ``_setl_delete`` flag; Load applies them with one MERGE. A key deleted and then written
+  again in the batch (a free-door ``D`` request, verify's repair) goes as its delete (every
+  lake row of the key removed, a duplicate too) and its row with the flag NULL: inserted,
+  matching none.
 - ``changelog``: every change in source order, with ``_setl_op`` (I, U, D),
   ``_setl_position`` and ``_setl_gtid`` (its transaction's end), ``_setl_commit_ts``,
   ``_setl_txn`` (the transaction's id: its end position), ``_setl_seq`` (its order in the
@@ -56,8 +59,10 @@ def _seq(change: TargetChange) -> int:
 
 
 def mirror(changes: Sequence[TargetChange], facts: LakeFacts, where: str) -> Any:
-    """Each key's last image, or its delete, as rows flagged ``_setl_delete``."""
+    """Each key's last image, or its delete, as rows flagged ``_setl_delete`` (a key deleted
+    before its last image: its delete, then its image flagged NULL)."""
     state: dict[tuple[Any, ...], Row | None] = {}
+    cleared: set[tuple[Any, ...]] = set()  # keys deleted, then written again
     for change in changes:
         keys = change.keys
         if not keys:
@@ -71,13 +76,19 @@ def mirror(changes: Sequence[TargetChange], facts: LakeFacts, where: str) -> Any
         key = tuple(after[name] for name in keys)
         if change.before_key is not None and change.before_key != key:
             state[change.before_key] = None
+        if key in state and state[key] is None:
+            cleared.add(key)
         state[key] = after
     keys = changes[0].keys if changes else facts.keys
     rows: list[Row] = []
-    deleted: list[bool] = []
+    deleted: list[bool | None] = []
     for key, row in state.items():
-        rows.append(row if row is not None else dict(zip(keys, key, strict=True)))
-        deleted.append(row is None)
+        if row is None or key in cleared:
+            rows.append(dict(zip(keys, key, strict=True)))
+            deleted.append(True)
+        if row is not None:
+            rows.append(row)
+            deleted.append(None if key in cleared else False)
     import pyarrow as pa
 
     return as_arrow(facts, rows, where).append_column(DELETE_FLAG, pa.array(deleted, pa.bool_()))
@@ -151,7 +162,8 @@ def _stamp(ts_ms: int) -> datetime.datetime | None:
 def joined(tables: list[Any], keys: Sequence[str]) -> Any:
     """Several batches' rows of one table as one: a change log's one after the other; a
     mirror's merged again, each key's row of the latest batch kept (each batch's rows are
-    merged per key already, so the last one says how the key ends)."""
+    merged per key already, so the last one says how the key ends) — after its key's delete
+    (flagged NULL, as :func:`mirror` makes them) where an earlier row deleted the key."""
     if len(tables) == 1:
         return tables[0]
     import pyarrow as pa
@@ -160,11 +172,24 @@ def joined(tables: list[Any], keys: Sequence[str]) -> Any:
     rows = pa.concat_tables(tables, promote_options="default")
     if DELETE_FLAG not in rows.column_names:
         return rows.combine_chunks()  # one chunk: written as one file
-    order = "_setl_order"
-    numbered = rows.append_column(order, pa.array(range(rows.num_rows), pa.int64()))
-    kept = numbered.group_by(list(keys), use_threads=False).aggregate(
-        [(order, "max")])[f"{order}_max"]
-    return rows.take(pc.take(kept, pc.sort_indices(kept)))  # in the order they came
+    order, cleared = "_setl_order", "_setl_cleared"
+    places = pa.array(range(rows.num_rows), pa.int64())
+    flag = rows.column(DELETE_FLAG)
+    numbered = rows.append_column(order, places).append_column(cleared, pc.if_else(
+        pc.fill_null(flag, False), places, pa.scalar(None, pa.int64())))
+    found = numbered.group_by(list(keys), use_threads=False).aggregate(
+        [(order, "max"), (cleared, "max")])
+    last, deleted = found[f"{order}_max"], found[f"{cleared}_max"]
+    again = pc.fill_null(pc.less(deleted, last), False)  # deleted, then written again
+    picks = pa.concat_arrays([last.combine_chunks(),
+                              pc.filter(deleted, again).combine_chunks()])
+    marks = pa.concat_arrays([again.combine_chunks(),
+                              pa.array([False] * (len(picks) - len(last)), pa.bool_())])
+    ordering = pc.sort_indices(picks)  # in the order they came
+    picked = rows.take(pc.take(picks, ordering))
+    written = pc.if_else(pc.take(marks, ordering), pa.scalar(None, pa.bool_()),
+                         picked.column(DELETE_FLAG))
+    return picked.set_column(picked.schema.get_field_index(DELETE_FLAG), DELETE_FLAG, written)
 
 
 def _columns(facts: LakeFacts, rows: list[Row]) -> list[LakeColumn]:
@@ -190,10 +215,9 @@ def _array(column: LakeColumn, values: list[Any], where: str) -> Any:
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
             pass
     convert = converter(column)
-    if convert is not None:
-        values = [convert(value) for value in values]
-    try:
-        return pa.array(values, arrow_type(column))
+    try:  # (a conversion's error too: bytes that are not UTF-8 text, named below)
+        return pa.array(values if convert is None else [convert(value) for value in values],
+                        arrow_type(column))
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
         bad = next((value for value in values if value is not None and
                     not _fits(value, column)), None)
@@ -203,8 +227,9 @@ def _array(column: LakeColumn, values: list[Any], where: str) -> Any:
 def _fits(value: Any, column: LakeColumn) -> bool:
     import pyarrow as pa
 
+    convert = converter(column)
     try:
-        pa.array([value], arrow_type(column))
+        pa.array([value if convert is None else convert(value)], arrow_type(column))
         return True
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         return False
@@ -217,6 +242,13 @@ def _refusal(column: LakeColumn, value: Any, where: str, exc: Exception) -> str:
                 "writes NULL in its place). Leave the column out of the pair (columns: "
                 f"{{exclude: [{column.name}]}}) and apply the definition, or write the table "
                 "into a database target: the pipeline stays at this transaction until then")
+    if isinstance(value, bytes | bytearray) and column.kind == "string":
+        return (f"lake table {where}, column {column.name}: the source gives the bytes "
+                f"{bytes(value)[:40]!r}, which are not UTF-8 text (a charset setl cannot "
+                "decode); leave the column out of the pair (columns: {exclude: "
+                f"[{column.name}]}}) and apply the definition, or convert it on the source "
+                "(ALTER TABLE … MODIFY … CHARACTER SET utf8mb4): the pipeline stays at this "
+                "transaction until then")
     return (f"lake table {where}, column {column.name} ({column.kind}): value {value!r} "
             f"does not fit ({exc}); leave the column out of the pair or fix the row on the "
             "source, then resume the channel")
