@@ -13,8 +13,10 @@ resident memory of the node's process tree (Python, the Spark JVM, Spark's Pytho
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -30,6 +32,8 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from node.changes import Batch
+from node.jobs import Done
 from shared.httpserver import Request, Response
 from shared.rpc import manager_pb2
 
@@ -109,6 +113,20 @@ class PipelineMetrics:
 
     def paused(self) -> None:
         self._pauses.inc()
+
+
+def log_timings(pipeline_id: str, batch: Batch, done: Done, rows: int, written: int,
+                wait_s: float, load_s: float) -> None:
+    """Where a loaded batch's time went (the node's ``log_level: debug``): read_ms from
+    Select reading its first transaction to its E/T beginning (the batch open, then queued
+    for a slot), et_ms, wait_ms (Load waiting for the E/T), load_ms; age_ms all of it."""
+    first_read = batch.transactions[0].read_at_ms if batch.transactions else 0
+    logging.getLogger("setl.node.pipeline").debug(
+        "event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d position=%s "
+        "read_ms=%d et_ms=%.1f wait_ms=%.1f load_ms=%.1f age_ms=%d", pipeline_id,
+        batch.process_id, rows, written, batch.end,
+        done.started_ms - first_read if first_read else 0, done.et_ms, wait_s * 1000,
+        load_s * 1000, time.time() * 1000 - first_read if first_read else 0)
 
 
 class NodeCollector(Collector):

@@ -32,7 +32,7 @@ from node.extract.etl import CompiledPipeline
 from node.extract.job import Planner
 from node.jobs import Done, Failed
 from node.load import loop as load
-from node.metrics import PipelineMetrics
+from node.metrics import PipelineMetrics, log_timings
 from node.primary import Primary, SwitchPending, check_held
 from node.select import source as endpoints
 from node.select.binlog import BinlogReader
@@ -339,8 +339,12 @@ class PipelineRunner(RunnerStatus):
         log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d "
                  "source=%s", self.pipeline_id, self.cursor.position,
                  self.cursor.process_id + 1, server_id, members.address(source))
-        if source.hosts:  # a switch stored by an operator (or another node): go there
-            self._watch_primary(select_stop)
+        if source.hosts:  # a switch stored (an operator, another node), or a demoted member
+            def moved() -> None:  # what was selected is loaded, then the runner starts again
+                self._switch.set()
+                select_stop.set()
+            self.primary.watch(self.ctx.client, self.ctx.paths.primary(pipeline.source), source,
+                               select_stop, moved)
         selector.begin()
         select_thread.start()
         if params.dry_run:  # nothing a later run relies on moves: no copy, no request served
@@ -378,19 +382,6 @@ class PipelineRunner(RunnerStatus):
         except SetlError as exc:
             if not stop.is_set() and not self.stop_event.is_set():
                 handoff.put(Failed(exc))
-
-    def _watch_primary(self, select_stop: threading.Event) -> None:
-        """When the source's stored primary moves to another member, stop selecting: what
-        was selected is loaded, then the runner starts again on the new primary."""
-        def moved() -> None:
-            self._switch.set()
-            select_stop.set()
-        primary.watch_moves(self.ctx.client, self.ctx.paths.primary(self.ctx.pipeline.source),
-                            self.pipeline_id, self.primary.in_use,
-                            self.source.hosts if self.source is not None else (), select_stop,
-                            moved)
-        if self.source is not None:
-            primary.watch_demotion(self.source, self.pipeline_id, select_stop, moved)
 
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
@@ -465,13 +456,4 @@ class PipelineRunner(RunnerStatus):
         self.batches_loaded += 1
         self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s)
         if log.isEnabledFor(logging.DEBUG):
-            # where a transaction's time went: read_ms from Select reading the batch's first
-            # transaction to its E/T beginning (the batch open, then queued for a slot),
-            # et_ms, wait_ms (Load waiting for the E/T), load_ms; age_ms all of it
-            first_read = batch.transactions[0].read_at_ms if batch.transactions else 0
-            log.debug("event=batch_loaded pipeline=%s process_id=%d rows=%d written=%d "
-                      "position=%s read_ms=%d et_ms=%.1f wait_ms=%.1f load_ms=%.1f "
-                      "age_ms=%d", self.pipeline_id, batch.process_id, rows, written,
-                      batch.end, done.started_ms - first_read if first_read else 0,
-                      done.et_ms, wait_s * 1000, load_s * 1000,
-                      time.time() * 1000 - first_read if first_read else 0)
+            log_timings(self.pipeline_id, batch, done, rows, written, wait_s, load_s)

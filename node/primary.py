@@ -98,6 +98,13 @@ class Primary:
             self.switches += 1
         self.in_use = member
 
+    def watch(self, client: KazooClient, path: str, source: DataSource,
+              stop: threading.Event, moved: Callable[[], None]) -> None:
+        """Call ``moved`` once when the member read stops being the primary while the runner
+        runs: the stored primary moved (``path``), or the member was demoted and left up."""
+        watch_moves(client, path, self.pipeline_id, self.in_use, source.hosts, stop, moved)
+        watch_demotion(source, self.pipeline_id, stop, moved)
+
     def describe(self) -> str:
         """What status shows of the last switch ('' when none)."""
         return self.record.describe() if self.record is not None else ""
