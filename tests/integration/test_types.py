@@ -177,3 +177,32 @@ def test_every_type_copied_as_the_sources_own_lines_round_trips_cell_by_cell(
         as_lines
     # the tuples went as REPLACE statements (one a chunk at least; nothing else replaces)
     assert int(target.rows("SHOW GLOBAL STATUS LIKE 'Com_replace'")[0][1]) - replaces >= 5
+
+
+def test_mariadb_uuid_and_inet6_columns_are_refused_until_left_out(cluster, source, target):
+    """MariaDB's UUID and INET6 types: a binlog carries the bytes they store, a SELECT (a
+    copy, verify) their text, and the two do not meet on a target (a UUID's bytes stopped the
+    load as no UUID's text): such a column is refused at the start, naming it, and a pair
+    that leaves it out runs."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.ids (id INT PRIMARY KEY, "
+                         "a INET6, u UUID, n INT)")
+    t = f"`{schema}`.ids"
+    cluster.apply([one_way("uuids", schema, ["ids"])])
+    cluster.set_status("uuids", "START")
+    wait_for(lambda: "is MariaDB's INET6" in cluster.pipeline_state("uuids").last_error, 60,
+             "the refusal")
+    assert f"column a of {schema}.ids is MariaDB's INET6, which setl does not replicate yet" \
+        in cluster.pipeline_state("uuids").last_error
+    cluster.set_status("uuids", "STOP")
+    wait_for(lambda: cluster.pipeline_state("uuids").state != "running", 30, "the stop")
+    left_out = one_way("uuids", schema, ["ids"])
+    left_out["pipelines"][0]["pairs"][0]["columns"] = {"exclude": ["a", "u"]}
+    target.execute(f"ALTER TABLE {t} DROP COLUMN a, DROP COLUMN u")
+    cluster.apply([left_out])
+    cluster.set_status("uuids", "START")
+    cluster.wait_running("uuids")
+    source.execute(f"INSERT INTO {t} VALUES (1, '2001:db8::1', UUID(), 10), (2, '::', "
+                   "'00000000-0000-0000-0000-000000000000', 20)")
+    wait_for(lambda: sorted(target.table(schema, "ids")) == [(1, 10), (2, 20)], 60,
+             "the rows without the columns left out")
+    cluster.set_status("uuids", "STOP")
