@@ -351,14 +351,12 @@ def _renamed_targets(text: str, old: Name, new: Name, mapper: Mapper
 def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
                   defaults: DatabaseDefaults | None = None,
                   databases: DatabaseMapper | None = None,
-                  gathered: Gathered | None = None) -> Iterator[TargetChange]:
-    """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
-    a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
-    source database's default charset and collation, so that columns which inherit them hold
-    the same bytes as on the source. A DROP or TRUNCATE of a table whose target holds other
-    source tables' rows too (shards into one table) is refused: it would remove theirs."""
-    mode = sql_mode(change.session)
-    more = second_statement(change.ddl, mode)
+                  gathered: Gathered | None = None) -> list[TargetChange]:
+    """The target DDL a source DDL maps to; a statement that would run on a target whose
+    text holds a second statement after a ';' pauses (a stored routine's or a trigger's body
+    has them, and is never run on a target)."""
+    found = list(_target_ddl(change, seq, mapper, defaults, databases, gathered))
+    more = second_statement(change.ddl, sql_mode(change.session)) if found else ""
     if more:
         raise ConfigError(
             f"the source ran {change.ddl.strip()[:200]!r}, whose text holds a second "
@@ -367,6 +365,19 @@ def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
             "target should run by hand, then move the pipeline past this statement: setl "
             "position set CHANNEL/PIPELINE --file … --pos … (the next transaction's "
             "position), and resume")
+    return found
+
+
+def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
+                defaults: DatabaseDefaults | None = None,
+                databases: DatabaseMapper | None = None,
+                gathered: Gathered | None = None) -> Iterator[TargetChange]:
+    """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
+    a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
+    source database's default charset and collation, so that columns which inherit them hold
+    the same bytes as on the source. A DROP or TRUNCATE of a table whose target holds other
+    source tables' rows too (shards into one table) is refused: it would remove theirs."""
+    mode = sql_mode(change.session)
     ddl = parse(change.ddl, change.schema, mode)
     if ddl is None:
         database = parse_database(change.ddl, change.schema, mode)
