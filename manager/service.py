@@ -110,19 +110,27 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
         changes = self.catalog.apply(parsed, dry_run=request.dry_run)
         if not request.dry_run:
-            for channel in parsed.channels:
-                if self.catalog.status(channel.name) is not ChannelStatus.STOP:
-                    # a pipeline added to a running channel starts now ('start: latest' is
-                    # the apply), not when a node gets to it
-                    self.catalog.fix_starts(channel)
-                # tables added to a running channel are copied
+            for channel in parsed.channels:  # tables added to a running channel are copied
                 if channel.name in before and before[channel.name] != channel:
                     for line in self.snapshots.copy_added(before[channel.name], channel):
                         log.info("event=snapshot_added channel=%s detail=%s", channel.name,
                                  line)
+            for channel in parsed.channels:
+                if self.catalog.status(channel.name) is not ChannelStatus.STOP:
+                    self._fix_starts(channel)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
             for c in changes], notes=self._starts_ignored(before, parsed.channels))
+
+    def _fix_starts(self, channel: Channel) -> None:
+        """A pipeline added to a running channel starts at this apply ('start: latest'), not
+        when a node gets to it; a source the manager cannot reach now leaves that to the
+        node's start, as before."""
+        try:
+            self.catalog.fix_starts(channel)
+        except SetlError as exc:
+            log.warning("event=pipeline_start_not_fixed channel=%s error=%r", channel.name,
+                        str(exc))
 
     def _starts_ignored(self, before: dict[str, Channel], channels: list[Channel]
                         ) -> list[str]:
