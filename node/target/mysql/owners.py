@@ -19,6 +19,8 @@ import logging
 import uuid
 from typing import Any
 
+import pymysql
+
 from node.changes import Batch
 from shared import gtid
 from shared.errors import ConfigError, LoadError, PositionConflictError
@@ -171,10 +173,19 @@ def one_server(pipeline_id: str, connections: dict[str, Any]) -> None:
     if len(connections) < 2:
         return
     names = {name: f"setl:{uuid.uuid4().hex}" for name in connections}
+    taken: list[str] = []
     try:
-        for name, conn in connections.items():
-            with conn.cursor() as cursor:
-                cursor.execute("SELECT GET_LOCK(%s, 0)", (names[name],))
+        try:
+            for name, conn in connections.items():
+                with conn.cursor() as cursor:
+                    cursor.execute("SELECT GET_LOCK(%s, 0)", (names[name],))
+                taken.append(name)
+        except pymysql.MySQLError as exc:
+            if (exc.args[0] if exc.args else 0) != NOT_SUPPORTED:
+                raise
+            # a Galera node before MDEV-31325 takes no GET_LOCK: the servers say who they are
+            _one_by_identity(pipeline_id, connections)
+            return
         for name, conn in connections.items():
             others = [other for other in connections if other != name]
             with conn.cursor() as cursor:
@@ -184,14 +195,31 @@ def one_server(pipeline_id: str, connections: dict[str, Any]) -> None:
             same = next((other for other, held in zip(others, seen, strict=True)
                          if held is not None), None)
             if same is not None:
-                raise ConfigError(
-                    f"pipeline {pipeline_id}: targets {same} and {name} are one server, so "
-                    "they would share the pipeline's position row in retl.retl_position and "
-                    "one of them would be skipped as loaded; give the pipeline one "
-                    "datasource per target server (pairs name their databases), or put "
-                    "one of them in a pipeline of its own")
+                raise ConfigError(_shared(pipeline_id, same, name))
     finally:
-        for name, conn in connections.items():
-            with conn.cursor() as cursor:
+        for name in taken:
+            with connections[name].cursor() as cursor:
                 cursor.execute("SELECT RELEASE_LOCK(%s)", (names[name],))
+        for conn in connections.values():
             conn.commit()
+
+
+NOT_SUPPORTED = 1235  # ER_NOT_SUPPORTED_YET
+
+
+def _one_by_identity(pipeline_id: str, connections: dict[str, Any]) -> None:
+    seen: dict[tuple[Any, ...], str] = {}
+    for name, conn in connections.items():
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT @@hostname, @@port, @@datadir, @@server_id")
+            identity = tuple(cursor.fetchone())
+        if identity in seen:
+            raise ConfigError(_shared(pipeline_id, seen[identity], name))
+        seen[identity] = name
+
+
+def _shared(pipeline_id: str, one: str, other: str) -> str:
+    return (f"pipeline {pipeline_id}: targets {one} and {other} are one server, so they "
+            "would share the pipeline's position row in retl.retl_position and one of them "
+            "would be skipped as loaded; give the pipeline one datasource per target server "
+            "(pairs name their databases), or put one of them in a pipeline of its own")
