@@ -339,12 +339,6 @@ class PipelineRunner(RunnerStatus):
         log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d "
                  "source=%s", self.pipeline_id, self.cursor.position,
                  self.cursor.process_id + 1, server_id, members.address(source))
-        if source.hosts:  # a switch stored (an operator, another node), or a demoted member
-            def moved() -> None:  # what was selected is loaded, then the runner starts again
-                self._switch.set()
-                select_stop.set()
-            self.primary.watch(self.ctx.client, self.ctx.paths.primary(pipeline.source), source,
-                               select_stop, moved)
         selector.begin()
         select_thread.start()
         if params.dry_run:  # nothing a later run relies on moves: no copy, no request served
@@ -354,6 +348,14 @@ class PipelineRunner(RunnerStatus):
         self.state = "running"
         heap.settle()  # what the start made lives as long as the pipeline runs
         publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
+        # watched from here, where the finally below ends the watch (a stored switch made
+        # since the start is seen at once: the watch reads the record first)
+        if source.hosts:  # a switch stored (an operator, another node), or a demoted member
+            def moved() -> None:  # what was selected is loaded, then the runner starts again
+                self._switch.set()
+                select_stop.set()
+            self.primary.watch(self.ctx.client, self.ctx.paths.primary(pipeline.source), source,
+                               select_stop, moved)
         try:
             load.run(loader, handoff, lambda batch, done, written, wait_s, load_s:
                      self._loaded_one(loader, window, publisher, batch, done, written, wait_s,
@@ -405,7 +407,8 @@ class PipelineRunner(RunnerStatus):
                         start.keys_again(compiled, self.source, self.ctx.pipeline,
                                          self.target_kind == "delta")
                         # what the start refuses (a cascading key added unseen: ddl_sync off)
-                        kinds.check_source(self.target_kind, compiled, self.source)
+                        kinds.check_source(self.target_kind, compiled, self.source,
+                                           after_ddl=True)
                         after_ddl = 0
                     if self._snapshots is not None:  # served in a coming window
                         self._snapshots.ask([change for change in batch.changes()

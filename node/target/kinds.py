@@ -72,9 +72,12 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
     return Loader(pipeline_id, targets, params, epoch, loop, stop=stop, run=run)
 
 
-def check_source(kind: str, compiled: Any, source: DataSource) -> None:
+def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool = False
+                 ) -> None:
     """What the source and the pairs must not hold for this kind of target (checked at each
-    start)."""
+    start, and after a DDL where a load would go on silently: a lake's, a subscription's)."""
+    if after_ddl and kind == "mysql":
+        return  # (a MariaDB UUID column added later stops the load, loudly)
     if kind == "delta":
         refuse_partial_rows(compiled)
     if kind in ("delta", "subscription"):
@@ -95,11 +98,16 @@ def refuse_stored_types(compiled: Any, source: DataSource) -> None:
     the load (a UUID's bytes are no UUID's text) or, in a lake, hold bytes where a copy
     wrote text."""
     with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+        schemas = [str(row[0]) for row in cursor.fetchall()
+                   if str(row[0]) not in SYSTEM_SCHEMAS and compiled.wants_schema(str(row[0]))]
+        if not schemas:  # (the columns of the schemas the pipeline reads only: a server's
+            return  # information_schema.COLUMNS can be slow to read whole)
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM "
                        "information_schema.COLUMNS WHERE DATA_TYPE IN "
-                       f"({', '.join(['%s'] * len(STORED_TYPES))}) AND TABLE_SCHEMA NOT IN "
-                       f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) ORDER BY 1, 2, "
-                       "ORDINAL_POSITION", (*STORED_TYPES, *SYSTEM_SCHEMAS))
+                       f"({', '.join(['%s'] * len(STORED_TYPES))}) AND TABLE_SCHEMA IN "
+                       f"({', '.join(['%s'] * len(schemas))}) ORDER BY 1, 2, "
+                       "ORDINAL_POSITION", (*STORED_TYPES, *schemas))
         found = cursor.fetchall()
     for schema, table, column, data_type in found:
         keys = compiled.configured_keys(schema, table)  # a key is copied, excluded or not
