@@ -191,3 +191,22 @@ def test_source_tables_of_other_columns_into_one_mirrored_lake_table_are_refused
                             "{source: s.b, target: s.w, mode: changelog}"))
     logged.of(("dst", "s", "w"), layout("a", "x"))
     logged.of(("dst", "s", "w"), layout("b", "y"))  # each change its own row: no overwrite
+
+
+def test_shards_of_one_family_altered_one_at_a_time_write_the_union_of_their_columns() -> None:
+    """ALTER TABLE … ADD COLUMN rolled out over a family of shards, one at a time: each
+    shard's rows write the columns it has (one it lacks is not there for its rows), and the
+    lake table's columns are the union; a column the shards type differently is refused."""
+    shards = etl("{source: {namespace: s, table: 're:t_[0-9]'}, target: s.t}")
+    found = LakeTables(shards)
+    assert [c.name for c in found.of(("dst", "s", "t"), layout("t_0", "x")).columns] == \
+        ["id", "x"]
+    assert [c.name for c in found.of(("dst", "s", "t"), layout("t_1", "x", "note")).columns] \
+        == ["id", "x", "note"]
+    assert [c.name for c in found.of(("dst", "s", "t"), layout("t_0", "x")).columns] == \
+        ["id", "x", "note"]
+    typed = SimpleNamespace(schema="s", table="t_2", primary_key=("id",), columns=(
+        TextColumn("id", "int", "int(11)", None), TextColumn("x", "varchar", "varchar(9)",
+                                                             "utf8mb4")))
+    with pytest.raises(ConfigError, match=r"whose columns differ"):
+        found.of(("dst", "s", "t"), typed)

@@ -4,6 +4,7 @@ node from the source's table map and the pair, and shipped with each job."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -53,7 +54,7 @@ class LakeTables:
         if found is not None:
             if layout is not None and found.mode == MIRROR and \
                     (layout.schema, layout.table) not in self._from[target]:
-                self._alike(target, layout, found)
+                found = self._alike(target, layout, found)
             return found
         if layout is None:
             layout = self._described(target)
@@ -65,15 +66,27 @@ class LakeTables:
             self._known[target] = facts  # (known once where it came from is)
         return facts
 
-    def _alike(self, target: Target, layout: Any, facts: LakeFacts) -> None:
-        """Another source table into a mirrored lake table (shards merged into one, parts of
-        a wide row): a row is written whole, so its columns must be the table's, or its
-        rows would write NULL into the columns only the others have."""
-        other = {column.name for column in self._facts(target, layout).columns}
-        held = {column.name for column in facts.columns}
-        if other != held:
-            first = "{}.{}".format(*sorted(self._from[target])[0])
-            apart = sorted(other ^ held)
+    def _alike(self, target: Target, layout: Any, facts: LakeFacts) -> LakeFacts:
+        """Another source table into a mirrored lake table: a row is written whole, so the
+        rows of tables of different pairs (parts of a wide row) must have the table's
+        columns, or they would write NULL into the columns only the others have. Tables of
+        one pair's family (shards; one ALTERed before the others) write theirs: a column
+        a shard lacks is not there for its rows, and the table's columns are the union."""
+        theirs = self._facts(target, layout)
+        other = {column.name: column for column in theirs.columns}
+        held = {column.name: column for column in facts.columns}
+        first_seen = sorted(self._from[target])[0]
+        if other.keys() != held.keys() and self._one_pair(first_seen, layout) and all(
+                other[name] == held[name] for name in other.keys() & held.keys()):
+            facts = dataclasses.replace(facts, columns=facts.columns + tuple(
+                column for column in theirs.columns if column.name not in held))
+            with self._lock:
+                self._known[target] = facts
+                self._from[target].add((layout.schema, layout.table))
+            return facts
+        if other.keys() != held.keys():
+            first = "{}.{}".format(*first_seen)
+            apart = sorted(other.keys() ^ held.keys())
             raise ConfigError(
                 f"pipeline {self.compiled.pipeline_id}: lake table {target[1]}.{target[2]} "
                 f"gets the rows of {first} and of {layout.schema}.{layout.table}, whose "
@@ -83,6 +96,13 @@ class LakeTables:
                 "them the same columns, or write the wide table into a database target")
         with self._lock:
             self._from[target].add((layout.schema, layout.table))
+        return facts
+
+    def _one_pair(self, seen: tuple[str, str], layout: Any) -> bool:
+        """Whether one pair takes both source tables (a family: shards)."""
+        ours = self.compiled.pairs_for(*seen)
+        return bool(ours) and [id(entry) for entry in ours] == [
+            id(entry) for entry in self.compiled.pairs_for(layout.schema, layout.table)]
 
     def _described(self, target: Target) -> Any:
         """The source table that the pipeline's pairs write to ``target``, as the source's
