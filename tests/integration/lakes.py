@@ -37,6 +37,18 @@ def lake_channel(name: str, schema: str, pairs: list[dict[str, Any]],
         **params}]}
 
 
+def started(cluster: Cluster, location: Path, name: str, schema: str,
+            pairs: list[dict[str, Any]], running: bool = True, **params: Any) -> None:
+    """A manager and node 1 up, and a lake channel of ``pairs`` into ``location`` applied
+    and started (running, unless ``running`` is False: a start that is refused)."""
+    cluster.start_manager()
+    cluster.start_node(1)
+    cluster.apply([lake_channel(name, schema, pairs, **params)], lake_sources(cluster, location))
+    cluster.set_status(name, "START")
+    if running:
+        cluster.wait_running(name)
+
+
 class Store:
     """A lake in an object store (the moto S3 server of tests/integration/s3.py): its URL
     and the options that reach it."""

@@ -32,6 +32,7 @@ from tests.integration.lakes import (
     lake_channel,
     lake_sources,
     rows,
+    started,
     streamed_with_kills,
     table,
 )
@@ -70,12 +71,7 @@ def test_every_type_lands_as_documented(sandbox, tmp_path):
     location = tmp_path / "lake"
     cluster = Cluster(sandbox, tmp_path, "lake-types")
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("ty", schema, [{"table": "types"}])],
-                      lake_sources(cluster, location))
-        cluster.set_status("ty", "START")
-        cluster.wait_running("ty")
+        started(cluster, location, "ty", schema, [{"table": "types"}])
         source.execute(f"INSERT INTO `{schema}`.types VALUES {TYPE_ROWS}")
         wait_for(lambda: len(rows(location, schema, "types", ["id"])) == 2, 60, "two rows")
         got = {row["id"]: row for row in table(location, schema, "types")
@@ -179,12 +175,7 @@ def test_with_ddl_sync_a_lake_takes_added_columns_and_stops_on_the_rest(sandbox,
     location = tmp_path / "lake"
     cluster = Cluster(sandbox, tmp_path, "lake-ddl")
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("ld", schema, [{"table": "t"}], ddl_sync=True)],
-                      lake_sources(cluster, location))
-        cluster.set_status("ld", "START")
-        cluster.wait_running("ld")
+        started(cluster, location, "ld", schema, [{"table": "t"}], ddl_sync=True)
         source.execute(f"INSERT INTO `{schema}`.t VALUES (1)")
         source.execute(f"ALTER TABLE `{schema}`.t ADD COLUMN a VARCHAR(5), ADD INDEX ia (a)")
         source.execute(f"INSERT INTO `{schema}`.t VALUES (2, 'two')")
@@ -292,12 +283,7 @@ def test_a_backfill_into_a_lake_racing_writes_never_takes_a_row_back(sandbox, tm
     threads = [threading.Thread(target=watch, daemon=True),
                threading.Thread(target=churn, daemon=True)]
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lb", schema, [{"table": "items"}], batch_timeout_ms=20)],
-                      lake_sources(cluster, location))
-        cluster.set_status("lb", "START")
-        cluster.wait_running("lb")
+        started(cluster, location, "lb", schema, [{"table": "items"}], batch_timeout_ms=20)
         for thread in threads:
             thread.start()
         source.execute(f"INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) SELECT "

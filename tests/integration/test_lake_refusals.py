@@ -15,7 +15,7 @@ import yaml
 from shared import definitions, zk
 from shared.catalog import Catalog
 from tests.devcluster import Cluster, Database, make_schema, wait_for
-from tests.integration.lakes import ended, lake_channel, lake_sources, rows
+from tests.integration.lakes import ended, lake_channel, lake_sources, rows, started
 
 pytestmark = pytest.mark.integration
 
@@ -28,11 +28,7 @@ def test_a_text_column_setl_cannot_decode_is_refused_at_start(sandbox, tmp_path)
     location = tmp_path / "lake"
     cluster = Cluster(sandbox, tmp_path, "lake-swe7")
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lw", schema, [{"table": "names"}])],
-                      lake_sources(cluster, location))
-        cluster.set_status("lw", "START")
+        started(cluster, location, "lw", schema, [{"table": "names"}], running=False)
         wait_for(lambda: "a charset setl cannot decode" in
                  cluster.pipeline_state("lw").last_error, 60, "the pipeline to refuse swe7")
         error = cluster.pipeline_state("lw").last_error
@@ -152,12 +148,7 @@ def test_a_column_whose_type_changed_on_the_source_stops_before_its_values_chang
     cluster = Cluster(sandbox, tmp_path, "lake-types-changed")
     t = f"`{schema}`.t"
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lt", schema, [{"table": "t"}])],
-                      lake_sources(cluster, location))
-        cluster.set_status("lt", "START")
-        cluster.wait_running("lt")
+        started(cluster, location, "lt", schema, [{"table": "t"}])
         source.execute(f"INSERT INTO {t} VALUES (1, 5, 1.25)")
         wait_for(lambda: rows(location, schema, "t", ["id"]), 60, "the first row")
         source.script(f"ALTER TABLE {t} MODIFY n BIGINT", f"ALTER TABLE {t} MODIFY p "
@@ -187,12 +178,7 @@ def test_a_cascading_foreign_key_added_without_ddl_sync_stops_the_pipeline(sandb
     location = tmp_path / "lake"
     cluster = Cluster(sandbox, tmp_path, "lake-cascade-later")
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lc", schema, [{"table": "parent"}, {"table": "child"}])],
-                      lake_sources(cluster, location))
-        cluster.set_status("lc", "START")
-        cluster.wait_running("lc")
+        started(cluster, location, "lc", schema, [{"table": "parent"}, {"table": "child"}])
         source.script(f"INSERT INTO `{schema}`.parent VALUES (1)",
                       f"INSERT INTO `{schema}`.child VALUES (1, 1)")
         wait_for(lambda: rows(location, schema, "child", ["id"]), 60, "the child row")

@@ -23,6 +23,7 @@ from tests.integration.lakes import (
     lake_channel,
     lake_sources,
     rows,
+    started,
 )
 from tests.integration.test_verify import found, verify
 
@@ -147,12 +148,7 @@ def test_a_key_the_lake_holds_twice_is_a_difference_and_repair_leaves_one_row(
     cluster = Cluster(sandbox, tmp_path, "lake-verify-twice")
     items = f"{schema}.items"
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lt", schema, [{"table": "items"}], batch_timeout_ms=20)],
-                      lake_sources(cluster, location))
-        cluster.set_status("lt", "START")
-        cluster.wait_running("lt")
+        started(cluster, location, "lt", schema, [{"table": "items"}], batch_timeout_ms=20)
         source.execute(f"INSERT INTO `{schema}`.items VALUES " + ", ".join(
             f"({i}, 'item {i}', {i})" for i in range(1, 41)))
         equal(source, location, schema, "items", ["id", "name", "qty"])
@@ -189,13 +185,8 @@ def test_a_table_keyed_by_a_unique_key_and_key_columns_holding_it_is_verified(
     location = tmp_path / "lake"
     cluster = Cluster(sandbox, tmp_path, "lake-verify-unique")
     try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        cluster.apply([lake_channel("lu", schema, [
-            {"table": "seats", "key_columns": ["seat", "row_no"]}])],
-                      lake_sources(cluster, location))
-        cluster.set_status("lu", "START")
-        cluster.wait_running("lu")
+        started(cluster, location, "lu", schema, [
+            {"table": "seats", "key_columns": ["seat", "row_no"]}])
         source.execute(f"INSERT INTO `{schema}`.seats VALUES " + ", ".join(
             f"({r}, {s}, 'h{r}{s}')" for r in range(1, 4) for s in range(1, 4)))
         source.execute(f"UPDATE `{schema}`.seats SET holder = 'new' WHERE row_no = 2")
