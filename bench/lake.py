@@ -20,7 +20,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.catchup import STAGES
 from bench.measure import (
+    Profile,
     RssSampler,
     backlog_arguments,
     sysbench,
@@ -86,11 +88,20 @@ def at_least(state: Any, end: BinlogPosition) -> bool:
     return bool(where.file) and gtid.compare(BinlogPosition(where.file, where.pos), end) >= 0
 
 
-def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int
-            ) -> dict[str, float]:
+# a lake's load by step (py-spy samples only Python holding the GIL: delta-rs's own work in
+# Rust is in the CPU split by process, not here), then the stages every catch-up has
+LAKE_STAGES = (("lake: type check (conformed)", "conformed"),
+               ("lake: Arrow batches joined", "joined"),
+               ("lake: MERGE / append commit", "_write"),
+               ("lake: other load work", "node/target/delta"), *STAGES)
+
+
+def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int,
+            profile: Path | None = None) -> dict[str, Any]:
     """One channel started alone on the backlog: seconds to its end, rows/s, node CPU (and
     its split: the node's process, Spark's JVM, its Python workers), and the most batches
-    its window held (of how many it may)."""
+    its window held (of how many it may); with ``profile``, µs of Python per row by stage."""
+    spy = Profile(node_pid, profile / f"{name}.raw") if profile is not None else None
     cpu, started = tree_cpu_s(node_pid), time.monotonic()
     split = tree_cpu_by_process(node_pid)
     lake.cluster.set_status(name, "START")
@@ -100,11 +111,16 @@ def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int
     split = {kind: used - split[kind] for kind, used in tree_cpu_by_process(node_pid).items()}
     state = lake.cluster.pipeline_state(name)
     lake.cluster.set_status(name, "STOP")
-    return {"seconds": round(seconds, 1), "rows_per_s": round(rows / seconds),
-            "cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
-            "cpu_s_per_100k_rows_by_process": {
-                kind: round(used / rows * 100_000, 2) for kind, used in split.items()},
-            "window_peak_batches": f"{state.window_peak} of {state.window_size}"}
+    found: dict[str, Any] = {
+        "seconds": round(seconds, 1), "rows_per_s": round(rows / seconds),
+        "cpu_s_per_100k_rows": round(cpu / rows * 100_000, 2),
+        "cpu_s_per_100k_rows_by_process": {
+            kind: round(used / rows * 100_000, 2) for kind, used in split.items()},
+        "window_peak_batches": f"{state.window_peak} of {state.window_size}"}
+    if spy is not None:
+        spy.stop()
+        found["python_us_per_row_by_stage"] = spy.stages(LAKE_STAGES, rows)
+    return found
 
 
 def source_rows(lake: Lake, table: str) -> Counter:
@@ -258,14 +274,14 @@ def main(argv: list[str] | None = None) -> int:
                             for name, (target, mode) in channels.items() if name != "changelog"],
                            lake.sources())
         figures: dict[str, Any] = {}
-        figures["maria"] = catchup(lake, "maria", node.pid, end, rows)
-        figures["mirror"] = catchup(lake, "mirror", node.pid, end, rows)
+        figures["maria"] = catchup(lake, "maria", node.pid, end, rows, args.profile)
+        figures["mirror"] = catchup(lake, "mirror", node.pid, end, rows, args.profile)
         bad = mirror_equal(lake, tables)
         # the change log into a lake of its own (a pipeline's tables are its own)
         shutil.move(str(lake.location), str(args.work / "lake-mirror"))
         lake.cluster.apply([lake.channel("changelog", "lake", args.tables, start, "changelog",
                                          lake_compact_every=0)], lake.sources())
-        figures["changelog"] = catchup(lake, "changelog", node.pid, end, rows)
+        figures["changelog"] = catchup(lake, "changelog", node.pid, end, rows, args.profile)
         bad += changelog_equal(lake, lake.location / DB, tables)
         limit = write_limit(lake, tables, 10_000)
         result = {"scenario": f"lake catch-up: {args.tables * args.table_size:,} rows of "

@@ -230,6 +230,8 @@ def backlog_arguments(prog: str, doc: str | None, work: str, stream_seconds: flo
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--work", type=Path, default=RESULTS.parent / ".work" / work)
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="py-spy each catch-up into DIR/<channel>.raw (slows it)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.tables, args.table_size, args.seconds, args.stream_seconds, args.rate = \
