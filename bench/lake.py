@@ -93,6 +93,7 @@ def at_least(state: Any, end: BinlogPosition) -> bool:
 LAKE_STAGES = (("lake: type check (conformed)", "conformed"),
                ("lake: Arrow batches joined", "joined"),
                ("lake: MERGE / append commit", "_write"),
+               ("lake: rows to Arrow (in the Spark workers)", "node/target/delta/units.py"),
                ("lake: other load work", "node/target/delta"), *STAGES)
 
 
