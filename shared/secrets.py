@@ -4,15 +4,20 @@ logged; the value is resolved where a connection is opened, and only what this m
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from shared import confinement
 from shared.errors import ConfigError, SecretError
 
 _ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}")
 _FILE = "file:"
+log = logging.getLogger("setl.secrets")
+_warned: set[Path] = set()  # each open file said once per process, not per connection
 
 
 def reference_problem(value: str) -> str | None:
@@ -54,6 +59,7 @@ class SecretRef:
                                   "is not set; export it where this process runs")
             return environ[name]
         try:
+            _say_if_open(path)
             return path.read_text(encoding="utf-8").rstrip("\n")
         except OSError as exc:
             raise SecretError(f"password reference {self.text}: cannot read {path}: "
@@ -67,3 +73,14 @@ class SecretRef:
 
     def __repr__(self) -> str:
         return f"SecretRef({self.text!r})"
+
+
+def _say_if_open(path: Path) -> None:
+    """A warning, once, when every user of the machine may read a secret file (as ssh says
+    of an open key): the password is as safe as the file."""
+    mode = path.stat().st_mode
+    if mode & stat.S_IROTH and path not in _warned:
+        _warned.add(path)
+        log.warning("event=secret_file_open path=%s mode=%s: every user of this machine can "
+                    "read this password; chmod 600 (or 640 with a group of setl's own)",
+                    path, oct(stat.S_IMODE(mode)))

@@ -55,6 +55,23 @@ def test_file_reference_without_newline(tmp_path: Path) -> None:
     assert SecretRef.parse(f"file:{secret}").resolve({}, Confinement((tmp_path,))) == "exact"
 
 
+def test_a_file_every_user_may_read_is_said_once_and_a_closed_one_not(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    open_file, closed = tmp_path / "open", tmp_path / "closed"
+    for secret, mode in ((open_file, 0o644), (closed, 0o640)):
+        secret.write_text("pw\n")
+        secret.chmod(mode)
+    rules = Confinement((tmp_path,))
+    with caplog.at_level("WARNING", logger="setl.secrets"):
+        for _ in range(2):
+            assert SecretRef.parse(f"file:{open_file}").resolve({}, rules) == "pw"
+            assert SecretRef.parse(f"file:{closed}").resolve({}, rules) == "pw"
+    said = [record.getMessage() for record in caplog.records]
+    assert said == [f"event=secret_file_open path={open_file} mode=0o644: every user of this "
+                    "machine can read this password; chmod 600 (or 640 with a group of setl's "
+                    "own)"]
+
+
 def test_missing_file_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "absent"
     with pytest.raises(SecretError) as caught:
