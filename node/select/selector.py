@@ -30,9 +30,13 @@ this binlog (another server's position, a reset binlog): Select stops and says s
 **Watermark windows** (:mod:`node.snapshot`): between a low and a high watermark of this
 pipeline (rows of ``retl.retl_signal``) rows were read from the source for a snapshot chunk
 or a free-door request; the batch is never cut inside such a window, and it is cut right
-after its high watermark, which is where the rows read go into the stream. A window that
-stays open ``WINDOW_TIMEOUT_S`` (its high watermark never came) or meets a DDL is abandoned:
-the batch goes on without it and its rows are read again in a later window.
+after its high watermark, which is where the rows read go into the stream. A window is
+abandoned — the batch goes on without it and its rows are read again in a later window — when
+its abandon mark comes (``A``: the snapshot's read failed after its low watermark), when it
+meets a DDL, when it stays open ``WINDOW_TIMEOUT_S`` (its high watermark never came: checked
+as transactions keep coming, so a busy source does not keep it open), or when the batch it
+holds open reaches ``WINDOW_BATCH_FACTOR`` times ``batch_size`` rows or ``MAX_TRANSACTIONS``
+transactions (a batch never grows without bound).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from shared.model import BinlogPosition, PipelineParams
 IDLE_BATCH_INTERVAL_S = 1.0  # batches without rows (position only) at most this often
 WINDOW_TIMEOUT_S = 60.0  # a watermark window open longer is abandoned
 MAX_TRANSACTIONS = 20_000  # transactions one batch spans at most
+WINDOW_BATCH_FACTOR = 10  # a batch a window holds open grows to this many batch_size at most
 POLL_S = 0.1  # the longest wait for a transaction before the cut rules are checked again
 OVERDUE_POLL_S = 0.01  # the same for a batch kept open past its timeout while E/T is busy
 PENDING_POLL_S = 0.005  # the same for a batch with rows while the one before is on its way
@@ -173,8 +178,14 @@ class Selector:
                     return batch  # a target's position row: the batch ends exactly there
                 if closed and not self._open:
                     return batch  # the rows read in the window go in here, at its end
+                if self._open:  # never cut inside a window, while it is one
+                    self._expire()
                 if self._open:
-                    continue  # never cut inside a window
+                    if batch.rows < self.params.batch_size * WINDOW_BATCH_FACTOR and \
+                            batch.spanned < MAX_TRANSACTIONS:
+                        continue
+                    self._abandon_all()  # its rows are read again in a later window
+                    return batch
                 if batch.rows >= self.params.batch_size or batch.spanned >= MAX_TRANSACTIONS:
                     return batch
                 owed = max(owed - 1, 0)
@@ -211,6 +222,9 @@ class Selector:
                 first, _ = self._open.pop(window_id)
                 batch.windows.append((window_id, first, batch.events + len(txn.events)))
                 closed = True
+            elif kind == "A" and window_id in self._open:  # its read failed
+                del self._open[window_id]
+                self.watermarks.abandoned(window_id)
         return closed
 
     def _expire(self) -> None:
