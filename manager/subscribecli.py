@@ -41,8 +41,11 @@ def add_command(commands: Any) -> None:
     subscribe.add_argument("--no-ack", action="store_true",
                            help="acknowledge nothing (a look that moves nothing)")
     subscribe.add_argument("--from", dest="start", default="",
-                           help="move the subscription first: latest, FILE:POS or a GTID "
-                           "(stops and starts its channel)")
+                           help="move the subscription first: latest, FILE:POS "
+                           "(mysql-bin.000003:4), a MariaDB GTID position (0-1-100) or a "
+                           "MySQL GTID set (uuid:1-23; uuid:23 means uuid:1-23); stops and "
+                           "starts its channel, which runs on where it was when the position "
+                           "cannot be set")
     subscribe.add_argument("--timeout", type=float, default=60.0,
                            help="--from: seconds to wait for the channel to stop and start")
 
