@@ -203,8 +203,9 @@ def targets(client: ManagerClient, channel: str, pipeline: str) -> list[Target]:
 def _written(pair: MediaPair) -> set[Target]:
     source, target = pair.source, pair.target
 
-    def known(name: NamePattern) -> list[str | None]:
-        return name.names() if name.size else [None]  # type: ignore[return-value]
+    def known(name: NamePattern) -> list[str | None]:  # None: what a regex matches
+        found: list[str | None] = [*name.names()] if name.size else [None]
+        return found
 
     def names(name: NamePattern, schema: str | None, table: str | None
               ) -> list[tuple[str, str]]:  # (shell pattern, as shown)
@@ -254,8 +255,8 @@ def check_tables(tables: list[Pattern], texts: list[str], written: list[Target],
 
 
 def _overlap(first: str, second: str) -> bool:
-    """Whether a name exists that both shell patterns match (a class is taken as any
-    character when compared with another class or ?)."""
+    """Whether a name exists that both shell patterns match (a class spanning more than
+    4096 characters is taken as any character)."""
     a, b = _tokens(first), _tokens(second)
     seen: dict[tuple[int, int], bool] = {}
 
