@@ -22,6 +22,7 @@ itself when the subscription moves or a manager fails over, and gives up after
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -219,26 +220,83 @@ def _drain(requests: queue.Queue[subscription_pb2.SubscribeRequest | None]
         yield request
 
 
-def move(client: ManagerClient, channel: str, pipeline: str, start: str,
-         timeout_s: float = 60.0) -> None:
-    """Move a subscription to ``start`` (``latest``, ``FILE:POS`` or a GTID): its channel
-    stopped, its position set there (what was acknowledged past it comes again), started."""
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_INTERVAL = r"\d+(?:-\d+)?"
+_TAGGED = rf"(?:[A-Za-z_][A-Za-z0-9_]{{0,31}}:{_INTERVAL}(?::{_INTERVAL})*)"
+# a MySQL GTID set: uuid:interval[:interval…] (8.4: uuid:tag:interval…), comma-separated
+_MYSQL_GTIDS = re.compile(rf"{_UUID}(?::{_INTERVAL}|:{_TAGGED})+(?:\s*,\s*{_UUID}"
+                          rf"(?::{_INTERVAL}|:{_TAGGED})+)*")
+_MARIADB_GTIDS = re.compile(r"\d+-\d+-\d+(?:\s*,\s*\d+-\d+-\d+)*")
+_FILE_POS = re.compile(r"(?P<file>[^\s:]+):(?P<pos>\d+)")
+
+
+def start_request(channel: str, pipeline: str, start: str) -> manager_pb2.PositionsRequest:
+    """The request that sets a subscription's position to ``start``: ``latest``, a binlog
+    ``FILE:POS`` (``mysql-bin.000003:4``), a MariaDB GTID position (``0-1-100``, one GTID
+    per domain, comma-separated) or a MySQL GTID set (``uuid:1-23``). A MySQL GTID of one
+    transaction (``uuid:23``, as a transaction's ``position.gtid`` names it) stands for
+    everything up to it (``uuid:1-23``): MySQL reads a set as the transactions a reader
+    holds, and ``uuid:23`` alone would send 1 to 22 again."""
     request = manager_pb2.PositionsRequest(channel=channel, pipeline=pipeline, action="set",
                                            replay=True)
-    file, colon, pos = start.rpartition(":")
-    if start == "latest":
+    text = start.strip()
+    if text == "latest":
         request.latest = True
-    elif colon and pos.isdigit() and "-" not in file:
-        request.to.file, request.to.pos = file, int(pos)
-    elif "-" in start and start.replace("-", "").replace(",", "").isdigit():
-        request.to.gtid = start
+    elif _MYSQL_GTIDS.fullmatch(text):
+        request.to.gtid = ",".join(_up_to(part.strip()) for part in text.split(","))
+    elif _MARIADB_GTIDS.fullmatch(text):
+        request.to.gtid = ",".join(part.strip() for part in text.split(","))
+    elif (found := _FILE_POS.fullmatch(text)) and int(found["pos"]) > 0:
+        request.to.file, request.to.pos = found["file"], int(found["pos"])
     else:
-        raise ConfigError(f"start {start!r}: give latest, FILE:POS (mysql-bin.000003:4) or a "
-                          "GTID position (0-1-100)")
+        raise ConfigError(f"start {start!r} is not a position: give latest, FILE:POS "
+                          "(mysql-bin.000003:4), a MariaDB GTID position (0-1-100, one per "
+                          "domain: 0-1-100,1-2-7) or a MySQL GTID set "
+                          "(3e11fa47-71ca-11e1-9e33-c80aa9429562:1-23)")
+    return request
+
+
+def _up_to(part: str) -> str:
+    """One uuid's MySQL GTIDs, a lone transaction number N (of the uuid, or of one of its
+    tags) written as 1-N."""
+    pieces = part.split(":")
+    groups: list[list[str]] = [[pieces[0]]]  # the uuid, then each tag, with their intervals
+    for piece in pieces[1:]:
+        if piece[0].isdigit():
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    return ":".join(":".join([group[0], f"1-{group[1]}"] if len(group) == 2 and
+                             group[1].isdigit() else group) for group in groups)
+
+
+def move(client: ManagerClient, channel: str, pipeline: str, start: str,
+         timeout_s: float = 60.0) -> None:
+    """Move a subscription to ``start`` (:func:`start_request`): its channel stopped, its
+    position set there (what was acknowledged past it comes again), started. When the
+    position cannot be set (a binlog file the source purged, a pipeline it does not have),
+    the channel is started again where it was and the error raised."""
+    request = start_request(channel, pipeline, start)
     client.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
         name=channel, status=model_pb2.CHANNEL_STATUS_STOP))
     wait_channel(client, channel, "stop", timeout_s)
-    client.call("Positions", request)
+    try:
+        client.call("Positions", request)
+    except Exception as exc:
+        try:
+            _start(client, channel, timeout_s)
+        except Exception as again:
+            raise SetlError(f"subscription {channel} not moved to {start}: {exc}; and its "
+                            f"channel, stopped for the move, did not start again ({again}): "
+                            f"start it with setl channel start {channel}") from exc
+        if isinstance(exc, SetlError):  # the same error, saying what became of the channel
+            exc.args = (f"subscription {channel} not moved to {start}: {exc} (its channel "
+                        "was started again and goes on from where it was)",)
+        raise
+    _start(client, channel, timeout_s)
+
+
+def _start(client: ManagerClient, channel: str, timeout_s: float) -> None:
     client.call("SetChannelStatus", manager_pb2.SetChannelStatusRequest(
         name=channel, status=model_pb2.CHANNEL_STATUS_START))
     wait_channel(client, channel, "start", timeout_s)

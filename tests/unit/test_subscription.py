@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import importlib.util
 import pickle
 import queue
 import threading
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -153,32 +150,6 @@ def test_a_subscription_takes_no_snapshot_and_no_dry_run() -> None:
     assert "f.yaml:10: channels[0].pipelines[0].start: target feed is a subscription" in \
         str(found.value)
     assert "dry_run: target feed is a subscription" in str(found.value)
-
-
-def _example() -> Any:
-    path = Path(__file__).resolve().parents[2] / "conf" / "examples" / "redis_cache.py"
-    spec = importlib.util.spec_from_file_location("redis_cache", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_redis_example_skips_what_its_position_holds_by_gtid_or_file() -> None:
-    example = _example()
-
-    def txn(gtid: str, file: str = "bin.000002", pos: int = 10) -> Any:
-        return subscription_pb2.Transaction(position={"file": file, "pos": pos, "gtid": gtid})
-
-    done = example.moved({}, txn("0-1-7,1-2-3"))
-    assert done == {"0": 7, "1": 3}
-    assert example.applied(txn("0-1-7,1-2-3"), done)
-    assert not example.applied(txn("0-1-8,1-2-3"), done)
-    # on a promoted replica the binlog coordinates start again; the GTIDs go on
-    assert not example.applied(txn("0-1-8,1-2-3", "bin.000001", 4), done)
-    by_file = example.moved({}, txn("", "bin.000002", 10))
-    assert example.applied(txn("", "bin.000002", 10), by_file)
-    assert not example.applied(txn("", "bin.000003", 4), by_file)
 
 
 def test_the_client_acks_only_batches_of_the_stream_it_reads() -> None:
