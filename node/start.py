@@ -35,7 +35,7 @@ def first_or_stored(cursors: CursorStore, snapshots: SnapshotStore, pipeline: Pi
     first = stored or positions.first_cursor(pipeline, source)
     if pipeline.params.startup is StartupMode.SNAPSHOT:  # every paired table copied
         for schema, table in paired_tables(source, compiled):  # in the stream
-            snapshots.ask(schema, table)
+            snapshots.ask(schema, table, version=compiled.version)
     first = dataclasses.replace(first, first=False)
     cursors.save(first)
     return first
