@@ -180,6 +180,37 @@ def test_a_new_target_of_a_replicated_table_is_copied_while_writes_race_it(
              Counter(source.table(schema, "items")), 60, "the new target equal to the source")
 
 
+def test_a_copy_that_fails_on_the_node_is_the_pipelines_last_error_in_status(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """A copy the node refuses (here: a keyless table, asked straight in ZooKeeper as an
+    older manager could) is no longer only in the node's log: setl status shows it."""
+    from kazoo.client import KazooClient
+
+    from manager import cli
+    from shared.snapshotctl import SnapshotControl
+    from shared.zk import ZkPaths
+
+    schema = make_schema(source, target, ITEMS, "CREATE TABLE `{schema}`.kl (a INT, b INT)")
+    cluster.apply([one_way("failing", schema, ["items", "kl"])])
+    cluster.set_status("failing", "START")
+    cluster.wait_running("failing")
+    zk = KazooClient(hosts=cluster.sandbox.servers()["zookeeper"].address)
+    zk.start()
+    try:
+        SnapshotControl(zk, ZkPaths(cluster.root), "failing.forward").ask(schema, "kl")
+    finally:
+        zk.stop()
+        zk.close()
+    state = wait_for(lambda: (lambda s: s if s.last_error else None)(
+        cluster.pipeline_state("failing")), 60, "the failed copy in the pipeline's state")
+    assert state.last_error.startswith(f"pipeline failing.forward: the copy of {schema}.kl "
+                                       f"failed: table {schema}.kl has no primary key")
+    assert [c.state for c in state.snapshots] == ["failed"]
+    assert cli.main(["--manager", cluster.manager_address, "status"]) == 0
+    out = capsys.readouterr().out
+    assert any(f"{schema}.kl" in line and "failed" in line for line in out.splitlines()), out
+
+
 def test_kill_9_in_the_middle_of_a_copy_goes_on_with_the_chunks_not_done(
         sandbox, tmp_path) -> None:
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
