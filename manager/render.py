@@ -122,14 +122,26 @@ def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
         text += "\n\n" + table(["SUBSCRIPTION", "READER", "UNACKED BATCHES", "DELAY_MS"],
                                 reading)
     copying = [(state.pipeline_id, copy) for info in infos for state in info.pipelines
-               for copy in state.snapshots if copy.state == "copying"]
-    if copying:  # copies under way, table by table
+               for copy in _shown_copies(state.snapshots)]
+    if copying:  # copies under way, and failed ones, table by table
         text += "\n\n" + table(
-            ["PIPELINE", "COPYING", "CHUNKS", "ROWS", "ROWS/S", "ETA"],
-            [(pid, c.table, f"{c.chunks_done}/{c.chunks}", f"{c.rows:,}",
-              f"{c.rows_per_s:,.0f}", _duration(c.eta_s) if c.eta_s else "-")
-             for pid, c in copying])
+            ["PIPELINE", "COPY", "STATE", "CHUNKS", "ROWS", "ROWS/S", "ETA", "ERROR"],
+            [(pid, c.table, c.state, f"{c.chunks_done}/{c.chunks}", f"{c.rows:,}",
+              f"{c.rows_per_s:,.0f}" if c.state == "copying" else "-",
+              _duration(c.eta_s) if c.eta_s else "-",
+              c.error.splitlines()[0] if c.error else "") for pid, c in copying])
     return text
+
+
+def _shown_copies(found: Sequence[manager_pb2.TableCopy]) -> list[manager_pb2.TableCopy]:
+    """The copies status lists: those under way, and those that failed and whose table was
+    not copied again since (``setl snapshot status`` lists them all)."""
+    shown = []
+    for index, copy in enumerate(found):
+        later = {other.table for other in found[index + 1:]}
+        if copy.state == "copying" or (copy.state == "failed" and copy.table not in later):
+            shown.append(copy)
+    return shown
 
 
 def copies(pipeline_id: str, found: Sequence[manager_pb2.TableCopy], paused: bool) -> str:

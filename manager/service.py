@@ -109,18 +109,22 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                                                      for problem in keyless])
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
         changes = self.catalog.apply(parsed, dry_run=request.dry_run)
+        notes: list[str] = []
         if not request.dry_run:
-            for channel in parsed.channels:  # tables added to a running channel are copied
+            versions = {c.name: c.version for c in changes if c.kind == "channel"}
+            for channel in parsed.channels:  # tables written to new targets are copied
                 if channel.name in before and before[channel.name] != channel:
-                    for line in self.snapshots.copy_added(before[channel.name], channel):
+                    for line in self.snapshots.copy_added(before[channel.name], channel,
+                                                          versions.get(channel.name, 0)):
                         log.info("event=snapshot_added channel=%s detail=%s", channel.name,
                                  line)
+                        notes.append(line)
             for channel in parsed.channels:
                 if self.catalog.status(channel.name) is not ChannelStatus.STOP:
                     self._fix_starts(channel)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
-            for c in changes], notes=self._starts_ignored(before, parsed.channels))
+            for c in changes], notes=notes + self._starts_ignored(before, parsed.channels))
 
     def _fix_starts(self, channel: Channel) -> None:
         """A pipeline added to a running channel starts at this apply ('start: latest'), not

@@ -10,7 +10,8 @@ from manager.views import Views
 from shared import identifiers, tablekeys
 from shared.catalog import Catalog
 from shared.errors import ConfigError, NotFoundError, SourceError
-from shared.model import TWO_WAY_COPY, Channel, Pipeline
+from shared.model import TWO_WAY_COPY, Channel, Pipeline, pairs_taking
+from shared.patterns import NamePattern, PatternKind
 from shared.rpc import manager_pb2
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
@@ -41,7 +42,7 @@ class Snapshots:
         message = ""
         if action == "start":
             schema, table = self._table(channel, pipeline, request.table)
-            control.ask(schema, table, request.where)
+            control.ask(schema, table, request.where, version=record.version)
             message = (f"{schema}.{table} will be copied by pipeline {pipeline_id}"
                        + (f" where {request.where}" if request.where else ""))
         elif action in ("pause", "resume"):
@@ -96,10 +97,18 @@ class Snapshots:
         return schema, table
 
 
-    def copy_added(self, before: Channel, after: Channel) -> list[str]:
-        """Ask for a copy of each table a changed definition pairs that it did not pair
-        before, in pipelines that have run (a pipeline that never ran starts as its start:
-        says); returns what was asked, as lines for the log."""
+    def copy_added(self, before: Channel, after: Channel, version: int = 0) -> list[str]:
+        """Ask for a copy of each source table a changed definition writes somewhere it did
+        not write before (a table newly paired, or a new target of one already paired: a
+        fan-out, a split, a shard), in pipelines that have run (a pipeline that never ran
+        starts as its start: says); ``version``: the channel's new definition version, which
+        the requests carry (a runner of an older one leaves them to the new one). Returns
+        what was asked and what was not, and why, as lines for the user.
+
+        A copy reads the source table and its rows go through every pair that takes it, so
+        its targets already written get the rows again too: at each window's high watermark,
+        as ``setl snapshot`` of a replicated table writes them (never older than what the
+        stream wrote); the line says so."""
         asked = []
         old = {pipeline.name: pipeline for pipeline in before.pipelines}
         for pipeline in after.pipelines:
@@ -108,27 +117,85 @@ class Snapshots:
             if previous is None or not self.client.exists(self.paths.cursor(pipeline_id)) or \
                     self.catalog.source(pipeline.target).type == "subscription":
                 continue  # (a subscription carries the binlog's changes only)
+            if pipeline.pairs == previous.pairs:
+                continue  # the same pairs: every table goes where it went
             try:
                 keys = tablekeys.read_keys(self.catalog.source(pipeline.source))
-            except Exception as exc:  # the node copies nothing then; said in the log
-                asked.append(f"pipeline {pipeline_id}: tables added to its pairs are not "
-                             f"copied: cannot read source {pipeline.source}: {exc}")
+            except Exception as exc:  # nothing asked: said, with what to do
+                asked.append(
+                    f"pipeline {pipeline_id}: tables its changed pairs write to new targets are "
+                    f"NOT copied (only their changes from now on replicate there): cannot read "
+                    f"the tables of source {pipeline.source}: {exc}; once it answers, copy "
+                    f"each with: setl snapshot {after.name} --pipeline {pipeline.name} "
+                    "--table SCHEMA.TABLE")
                 continue
             control = SnapshotControl(self.client, self.paths, pipeline_id)
             for (schema, table), key in sorted(keys.items()):
-                if _pairs_take(pipeline, schema, table) and \
-                        not _pairs_take(previous, schema, table):
-                    if not key:
-                        asked.append(f"pipeline {pipeline_id}: {schema}.{table} is not copied: "
-                                     "it has no key (its changes replicate from now on)")
-                        continue
-                    if after.two_way:
-                        asked.append(f"pipeline {pipeline_id}: {schema}.{table} is not copied "
-                                     f"(its changes replicate from now on): {TWO_WAY_COPY}")
-                        continue
-                    control.ask(schema, table)
-                    asked.append(f"pipeline {pipeline_id}: {schema}.{table} will be copied")
+                now = target_addresses(pipeline, schema, table)
+                was = target_addresses(previous, schema, table)
+                new = sorted(now - was)
+                if not new:
+                    continue
+                into = ", ".join(map(_address, new))
+                if not key:
+                    asked.append(f"pipeline {pipeline_id}: {schema}.{table} is NOT copied into "
+                                 f"{into}: it has no primary key and no unique key over NOT "
+                                 "NULL columns (its changes replicate from now on); give it "
+                                 "one and copy it with setl snapshot, or copy it by hand")
+                    continue
+                if after.two_way:
+                    asked.append(f"pipeline {pipeline_id}: {schema}.{table} is NOT copied into "
+                                 f"{into} (its changes replicate from now on): {TWO_WAY_COPY}")
+                    continue
+                control.ask(schema, table, version=version)
+                also = sorted(now & was)
+                asked.append(f"pipeline {pipeline_id}: {schema}.{table} will be copied into "
+                             f"{into}" + (
+                                 f" (and again into {', '.join(map(_address, also))}, "
+                                 "at the copy's watermarks, as setl snapshot does)"
+                                 if also else ""))
         return asked
+
+
+def target_addresses(pipeline: Pipeline, schema: str, table: str
+                     ) -> frozenset[tuple[str, str, str]]:
+    """(datasource, schema, table) of every table the pipeline writes a source table's rows
+    to: the targets of the pairs that take it (every fan-out pair, else the most specific
+    match, as the node picks them) and every slot of the shard routes it feeds. A name a
+    pattern cannot list stands as the pattern's text (a new one is a new target still)."""
+    found: set[tuple[str, str, str]] = set()
+    taking = [pair for pair in pipeline.pairs if pair.shard is None]
+    sharded = [pair for pair in pipeline.pairs if pair.shard is not None and
+               pair.source.namespace.matches_schema(schema) and pair.source.table.matches(table)]
+    for pair in sharded:
+        target = pair.target
+        try:
+            found.update((target.datasource, each, name) for each in target.namespace.names()
+                         for name in target.table.names())
+        except ValueError:
+            found.add((target.datasource, target.namespace.text, target.table.text))
+    for pair in pairs_taking(taking, schema, table, lambda pair: pair):
+        found.add((pair.target.datasource,
+                   _target_name(pair.source.namespace, pair.target.namespace, schema,
+                                (schema, table)),
+                   _target_name(pair.source.table, pair.target.table, table,
+                                (schema, table))))
+    return frozenset(found)
+
+
+def _address(address: tuple[str, str, str]) -> str:
+    return f"{address[0]}:{address[1]}.{address[2]}"
+
+
+def _target_name(source: NamePattern, target: NamePattern, name: str,
+                 matched: tuple[str, str]) -> str:
+    """The target's name for the source's ``name`` (as node.extract.etl works it out)."""
+    if target.kind is PatternKind.TEMPLATE:
+        return target.render(*matched)
+    if target.kind is PatternKind.MULTI:
+        index = source.index_of(name) if source.kind is PatternKind.MULTI else None
+        return target.name_at(target.low if index is None else target.low + index - source.low)
+    return target.literal
 
 
 def _split(text: str) -> tuple[str, str]:

@@ -142,6 +142,8 @@ class PipelineRunner(RunnerStatus):
         """Stop selecting and load what was selected; a start under way goes no further."""
         self.stop_event.set()
         self._select_stop.set()
+        if self._snapshots is not None:  # a request now may be for the runner replacing it
+            self._snapshots.halt()
 
     def join(self, wait_s: float) -> bool:
         """Wait at most ``wait_s`` for the runner to end; True if it ended."""

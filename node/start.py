@@ -12,12 +12,13 @@ import pymysql
 
 from node.cursor import Cursor, CursorStore, Resume
 from node.extract.etl import CompiledPipeline
-from node.snapshot.controller import paired_tables
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
+from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
+from shared.patterns import SYSTEM_SCHEMAS
 
 log = logging.getLogger("setl.node.start")
 
@@ -35,7 +36,7 @@ def first_or_stored(cursors: CursorStore, snapshots: SnapshotStore, pipeline: Pi
     first = stored or positions.first_cursor(pipeline, source)
     if pipeline.params.startup is StartupMode.SNAPSHOT:  # every paired table copied
         for schema, table in paired_tables(source, compiled):  # in the stream
-            snapshots.ask(schema, table)
+            snapshots.ask(schema, table, version=compiled.version)
     first = dataclasses.replace(first, first=False)
     cursors.save(first)
     return first
@@ -113,3 +114,16 @@ def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipelin
     if fresh != compiled.table_keys:
         compiled.table_keys.clear()  # the planner, the door and the copies hold this one
         compiled.table_keys.update(fresh)
+
+
+def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[str, str]]:
+    """The source's tables some pair of the pipeline takes (a snapshot of all of them)."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                       "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
+                       f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) "
+                       "ORDER BY TABLE_SCHEMA, TABLE_NAME", SYSTEM_SCHEMAS)
+        names = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
+    return [(schema, table) for schema, table in names
+            if compiled.wants_schema(schema) and compiled.wants(schema, table)]
+

@@ -57,7 +57,10 @@ class RunnerStatus:
             delay_ms=delay, rows_per_second=self.rows_per_second(),
             window_used=in_flight, window_peak=self.window_peak,
             window_size=(self._window.size if self._window else
-                         self.ctx.pipeline.params.parallelism), last_error=self.last_error,
+                         self.ctx.pipeline.params.parallelism),
+            # the copies' problems while it runs (a stopped runner's are not why it stopped)
+            last_error=self.last_error or (self._snapshots.problem() if self._snapshots and
+                                           self.state == "running" else ""),
             process_id=self.cursor.process_id if self.cursor else 0,
             free_door=dataclasses.asdict(self.door_stats),
             snapshots=(self._snapshots.progress() if self._snapshots and self._snapshots.started

@@ -2,7 +2,8 @@
 shared by the manager (``setl snapshot``) and the node that runs the pipeline.
 
 - ``pipelines/{pid}/snapshot-requests/request-N``: a table to copy (JSON: schema, table,
-  where), kept until the pipeline's owner takes it;
+  where, asked, version — the channel's definition version it is for), kept until the
+  pipeline's runner of that version (or a later one) took it and saved its copy;
 - ``pipelines/{pid}/snapshot-control``: ``{"paused": bool, "cancelled": {"schema.table":
   when}}`` — copies of the table started before ``when`` stop (``*``: every table).
 """
@@ -26,11 +27,12 @@ class SnapshotControl:
         self.requests_path = paths.snapshot_requests(pipeline_id)
         self.control_path = paths.snapshot_control(pipeline_id)
 
-    def ask(self, schema: str, table: str, where: str = "") -> None:
-        """Ask for a table to be copied."""
+    def ask(self, schema: str, table: str, where: str = "", version: int = 0) -> None:
+        """Ask for a table to be copied; ``version``: the channel's definition version the
+        request is for (a runner of an older one leaves it to the runner of this one)."""
         self.client.create(f"{self.requests_path}/request-",
                            json.dumps({"schema": schema, "table": table, "where": where,
-                                       "asked": time.time()}).encode(),
+                                       "asked": time.time(), "version": version}).encode(),
                            sequence=True, makepath=True)
 
     def requests(self) -> list[tuple[str, dict[str, Any]]]:

@@ -18,7 +18,7 @@ import pymysql
 
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
-from shared.model import DataSource, Definitions, Pipeline, StartupMode
+from shared.model import DataSource, Definitions, MediaPair, Pipeline, StartupMode
 from shared.patterns import SYSTEM_SCHEMAS
 
 log = logging.getLogger("setl.tablekeys")
@@ -91,6 +91,19 @@ def _tuples(rows: Any) -> list[tuple[Any, ...]]:
     return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
 
 
+def _keyless_copy(pipeline: Pipeline, schema: str, table: str, pair: MediaPair) -> str:
+    """Why 'start: snapshot' cannot copy a keyless table (the node's copy says the same:
+    ``key_columns`` find rows for the stream, they do not make the table keyed for chunks)."""
+    return (f"pipeline {pipeline.name}: table {schema}.{table} (pair {pair.source}) has no "
+            "primary key and no unique key over NOT NULL columns, so 'start: snapshot' cannot "
+            "copy it in chunks by key (its rows are written by their whole image, and a row "
+            "copied twice would be there twice)"
+            + (f"; its key_columns {', '.join(pair.key_columns)} do not make it keyed"
+               if pair.key_columns else "")
+            + "; give it a primary key, or start the pipeline with 'start: latest' and copy it "
+            "by hand")
+
+
 def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None],
                   nullable: Collection[tuple[str, str, str]] = (), lake: bool = False
                   ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
@@ -127,16 +140,12 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
                                         f"(pair {pair.source}) {problem}")
                     elif columns is not None:  # a MERGE by key_columns: they hold the key
                         unique[(schema, table)] = columns
+                if columns is None and pipeline.params.startup is StartupMode.SNAPSHOT:
+                    problems.append(_keyless_copy(pipeline, schema, table, pair))
                 break
             if columns is None:
                 if pipeline.params.startup is StartupMode.SNAPSHOT:
-                    problems.append(
-                        f"pipeline {pipeline.name}: table {schema}.{table} (pair "
-                        f"{pair.source}) has no primary key and no unique key over NOT NULL "
-                        "columns, and 'start: snapshot' copies every paired table in chunks "
-                        "by key (a row copied twice would be there twice); give it a primary "
-                        "key, name the columns that identify a row with 'key_columns:' on the "
-                        "pair, or start the pipeline with 'start: latest' and copy it by hand")
+                    problems.append(_keyless_copy(pipeline, schema, table, pair))
                 elif pair.joins or pair.merge_part:
                     problems.append(
                         f"pipeline {pipeline.name}: table {schema}.{table} (pair "

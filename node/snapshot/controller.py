@@ -35,14 +35,13 @@ from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
 from node.extract.reads import Read, ReadColumn, columns_of
 from node.snapshot.door import Asked, DoorQueue
-from node.snapshot.state import SnapshotStore, TableCopy, progress
+from node.snapshot.state import SnapshotStore, TableCopy, failed_problem, progress, pruned
 from node.snapshot.tasks import ReadTask, run, run_lines
 from node.spark import SparkRunner
 from shared import confinement
 from shared.endpoint import READING, connect
-from shared.errors import ConfigError, SetlError, SourceError
+from shared.errors import ConfigError, CoordinationError, SetlError, SourceError
 from shared.model import DataSource, PipelineParams
-from shared.patterns import SYSTEM_SCHEMAS
 from shared.retl import SIGNAL_TABLE
 
 log = logging.getLogger("setl.node.snapshot")
@@ -99,7 +98,8 @@ class Snapshots:
         self.lines = lines  # how chunks of a table are read as LOAD DATA lines, if they can
         self.copies: list[TableCopy] = []
         self.started = False  # the copies loaded: until then the store says where they are
-        self.error = ""
+        self.error = ""  # the loop's last failure, until a turn of it goes through
+        self.save_error = ""  # the copies' state could not be saved (ZooKeeper), until it is
         self._queue: deque[_Work] = deque()
         self._pending: dict[int, _Window] = {}
         self._lock = threading.Lock()
@@ -123,9 +123,15 @@ class Snapshots:
         self.door.start()
         self._thread.start()
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Take no request and open no window from now on (at once, without waiting): the
+        runner is stopping, and a request it would take may be for the definition that
+        replaces it. Windows open go on to their end; :meth:`stop` waits for the thread."""
         self._stop.set()
         self._wake.set()
+
+    def stop(self) -> None:
+        self.halt()
         if self._thread.ident is not None:
             self._thread.join(10)
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -208,6 +214,12 @@ class Snapshots:
         """Per table: chunks done of all, rows, rows/s, and an ETA."""
         return progress(self.copies, self._rate.per_s())
 
+    def problem(self) -> str:
+        """What is wrong with the copies, for the pipeline's last error in status ("" for
+        nothing): a state not saved, the loop failing, a copy that failed."""
+        return self.save_error or self.error or failed_problem(self.pipeline_id, self.copies,
+                                                               time.time())
+
     # -- the loop ------------------------------------------------------------------------------
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -218,6 +230,7 @@ class Snapshots:
                 copying = bool(self._queue) and not control.get("paused")
                 if len(self._pending) >= WINDOWS_IN_FLIGHT or not (
                         copying or self.door.waiting) or not self._window(copying):
+                    self.error = ""
                     self._wake.wait(0.2)
                     self._wake.clear()
                     continue
@@ -347,9 +360,18 @@ class Snapshots:
 
     # -- tables asked for -----------------------------------------------------------------------
     def _take_requests(self) -> None:
+        """Start the copies asked for. A request is deleted only once its copy is saved (a
+        restart finds it again otherwise); one for a newer definition than this runner's is
+        left to the runner of that one (this one is being replaced)."""
         for znode, request in self.store.requests():
+            if int(request.get("version") or 0) > self.compiled.version:
+                continue
             schema, table = str(request["schema"]), str(request["table"])
             where = str(request.get("where") or "")
+            asked = f"{znode}@{request.get('asked')}"
+            if any(copy.request == asked for copy in self.copies):
+                self.store.taken(znode)  # its copy saved before, the delete failed
+                continue
             try:
                 copy = self._plan(schema, table, where)
             except ConfigError as exc:  # the table cannot be copied: said, and not asked again
@@ -358,14 +380,18 @@ class Snapshots:
                                  state="failed", error=str(exc), finished=time.time())
                 log.error("event=snapshot_table_failed pipeline=%s table=%s.%s error=%s",
                           self.pipeline_id, schema, table, exc)
-                self.copies.append(copy)
-                self._save()
-                self.store.taken(znode)
-                continue
+            copy.request = asked
             self.copies.append(copy)
-            self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks)
-            self._save()
+            if not self._save():
+                self.copies.remove(copy)
+                raise CoordinationError(
+                    f"pipeline {self.pipeline_id}: the copy of {schema}.{table} waits: its "
+                    f"state cannot be saved to ZooKeeper ({self.save_error}); it starts once "
+                    "ZooKeeper takes it (the request is kept)")
             self.store.taken(znode)
+            if copy.state != "copying":
+                continue
+            self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks)
             log.info("event=snapshot_table_started pipeline=%s table=%s.%s rows=%d chunks=%d "
                      "method=%s where=%r", self.pipeline_id, copy.schema, copy.table, copy.rows,
                      copy.total, "split", copy.where)
@@ -394,12 +420,22 @@ class Snapshots:
         copy_id = f"{schema}.{table}@{int(time.time() * 1000)}"
         return TableCopy(copy_id, schema, table, where, plan.key, list(plan.chunks), plan.rows)
 
-    def _save(self) -> None:
+    def _save(self) -> bool:
+        """Save the copies' state (finished copies kept only as long as :func:`pruned`
+        says); False when it could not be saved, which status shows until a save goes
+        through (progress is saved again with the next chunk done)."""
+        self.copies = pruned(self.copies, time.time())
         try:
             self.store.save(self.copies)
-        except Exception as exc:  # ZooKeeper away: progress is saved again with the next
+        except Exception as exc:  # ZooKeeper away, or the document past its size
+            self.save_error = (f"pipeline {self.pipeline_id}: the table copies' state cannot "
+                               f"be saved to ZooKeeper: {type(exc).__name__}: {exc}; a restart "
+                               "now would read again the chunks done since the last save")
             log.warning("event=snapshot_save_failed pipeline=%s error=%r", self.pipeline_id,
                         exc)
+            return False
+        self.save_error = ""
+        return True
 
 
 def _label(work: _Work) -> str:
@@ -408,16 +444,3 @@ def _label(work: _Work) -> str:
                f"({len(work.asked.requests)} request(s))"
     assert work.copy is not None and work.chunk is not None
     return f"{work.copy.id}#{work.chunk.index}"
-
-
-def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[str, str]]:
-    """The source's tables some pair of the pipeline takes (a snapshot of all of them)."""
-    with connect(source) as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
-                       "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
-                       f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) "
-                       "ORDER BY TABLE_SCHEMA, TABLE_NAME", SYSTEM_SCHEMAS)
-        names = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
-    return [(schema, table) for schema, table in names
-            if compiled.wants_schema(schema) and compiled.wants(schema, table)]
-

@@ -27,6 +27,10 @@ from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
 
 STORED_EVERY_S = 2.0  # how stale the progress of copies not running may be
+KEPT_S = 7 * 86_400  # a finished copy stays in the saved state (and status) this long
+KEPT_FINISHED = 50  # and only the newest ones this many
+FAILED_SHOWN_S = 86_400  # a failed copy is the pipeline's last error this long (or until
+# the table is copied again)
 
 
 @dataclass
@@ -46,17 +50,24 @@ class TableCopy:
     error: str = ""
     started: float = field(default_factory=time.time)
     finished: float = 0.0
+    request: str = ""  # the request it was started for (znode@asked): taken once only
+    chunk_count: int = 0  # of a finished copy saved without its chunks' bounds
 
     @property
     def total(self) -> int:
-        return len(self.chunks)
+        return len(self.chunks) or self.chunk_count
 
     def to_json(self) -> dict[str, Any]:
+        """A finished copy goes without its chunks' bounds (status needs only how many):
+        the state of a pipeline that copied many tables stays small."""
+        copying = self.state == "copying"
         return {"id": self.id, "schema": self.schema, "table": self.table, "where": self.where,
                 "key": asdict(self.key), "rows": self.rows, "read_rows": self.read_rows,
                 "state": self.state, "error": self.error, "started": self.started,
                 "finished": self.finished, "done": _ranges(self.done),
-                "chunks": [[_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]}
+                "request": self.request, "total": self.total,
+                "chunks": [[_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]
+                if copying else []}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableCopy:
@@ -66,7 +77,38 @@ class TableCopy:
         return cls(data["id"], data["schema"], data["table"], data["where"], key, chunks,
                    int(data["rows"]), _unranged(data["done"]), int(data["read_rows"]),
                    data["state"], data.get("error", ""), float(data["started"]),
-                   float(data["finished"]))
+                   float(data["finished"]), str(data.get("request", "")),
+                   0 if chunks else int(data.get("total", 0)))
+
+
+def pruned(copies: list[TableCopy], now: float) -> list[TableCopy]:
+    """The copies to keep: every copy under way, and the finished ones of the last
+    :data:`KEPT_S`, at most the newest :data:`KEPT_FINISHED` (what ``setl snapshot status``
+    shows; the logs keep the rest)."""
+    finished = sorted((copy for copy in copies if copy.state != "copying"
+                       and now - copy.finished <= KEPT_S),
+                      key=lambda copy: copy.finished, reverse=True)[:KEPT_FINISHED]
+    kept = {id(copy) for copy in finished}
+    return [copy for copy in copies if copy.state == "copying" or id(copy) in kept]
+
+
+def failed_problem(pipeline_id: str, copies: list[TableCopy], now: float) -> str:
+    """The pipeline's last error for copies that failed in the last :data:`FAILED_SHOWN_S`
+    and whose table was not copied again since ("" for none)."""
+    failed = [copy for copy in copies if copy.state == "failed"
+              and now - copy.finished <= FAILED_SHOWN_S
+              and not any(other.started > copy.started and (other.schema, other.table) ==
+                          (copy.schema, copy.table) for other in copies)]
+    if not failed:
+        return ""
+    channel = pipeline_id.partition(".")[0]
+    last = failed[-1]
+    why = last.error.removeprefix(f"pipeline {pipeline_id}: ")
+    return (f"pipeline {pipeline_id}: the copy of {last.schema}.{last.table} failed: "
+            f"{why}" + (f" (and {len(failed) - 1} more failed copies)"
+                               if len(failed) > 1 else "")
+            + f"; see setl snapshot status {channel}; once fixed, copy it again: setl "
+            f"snapshot {channel} --table {last.schema}.{last.table}")
 
 
 def _bound(value: object) -> str | None:

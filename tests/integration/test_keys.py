@@ -30,10 +30,15 @@ def test_a_keyless_table_replicates_with_duplicates_and_nulls_without_configurat
     # a copy by key of a keyless table is refused at apply, with the fix
     [error] = cluster.apply_errors([one_way("keyless-copy", schema, ["logs"],
                                             start="snapshot")])
-    assert f"table {schema}.logs" in error and "'start: snapshot' copies every paired " \
-        "table in chunks by key" in error and "'key_columns:'" in error
+    assert f"table {schema}.logs" in error and "'start: snapshot' cannot copy it in chunks " \
+        "by key" in error and "give it a primary key" in error
     keyed = one_way("keyed-by-config", schema, ["logs"])
     keyed["pipelines"][0]["pairs"][0]["key_columns"] = ["at"]  # repeated and NULL: no harm
+    # key_columns do not make it copyable: the node's copy would refuse it after the start
+    keyed_copy = one_way("keyless-copy", schema, ["logs"], start="snapshot")
+    keyed_copy["pipelines"][0]["pairs"][0]["key_columns"] = ["at"]
+    [error] = cluster.apply_errors([keyed_copy])
+    assert f"table {schema}.logs" in error and "key_columns at do not make it keyed" in error
     for channel in (one_way("keyless", schema, ["logs"]), keyed):
         name = channel["name"]
         target.execute(f"DELETE FROM `{schema}`.logs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections import Counter
 
 import pymysql
 
@@ -123,6 +124,91 @@ def test_a_table_copied_by_hand_and_one_added_to_the_channel_while_the_stream_go
     wait_equal(source, target, schema, ["tags"], 120)
     assert cli.main([*manager, "snapshot", "status", "adhoc", "--wait"]) == 0
     assert f"{schema}.tags" in capsys.readouterr().out
+
+
+def test_a_new_target_of_a_replicated_table_is_copied_while_writes_race_it(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A fan-out pair added beside a running one: the new target gets every row (a copy,
+    asked by the apply and said in its notes), not only the rows changed after it; the old
+    target, written again through the copy's watermarks, stays equal to the source."""
+    schema = make_schema(source, target, ITEMS)
+    target.execute(ITEMS.format(schema=schema).replace(".items", ".archive"))
+    source.execute(f"USE `{schema}`")
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
+                   "FROM seq_1_to_3000")
+    cluster.apply([one_way("fan", schema, ["items"], start="snapshot", snapshot_chunk_size=200)])
+    cluster.set_status("fan", "START")
+    cluster.wait_running("fan")
+    wait_equal(source, target, schema, ["items"], 60)
+    stop = threading.Event()
+    writes: list[int] = []
+
+    def write() -> None:
+        writer = Database(cluster.sandbox, "source")
+        rng = random.Random(11)
+        try:
+            while not stop.is_set():
+                writer.execute(f"UPDATE `{schema}`.items SET qty = qty + 1, name = 'updated' "
+                               f"WHERE id = {rng.randint(1, 3000)}")
+                writer.execute(f"DELETE FROM `{schema}`.items WHERE id = {rng.randint(1, 3000)}")
+                writes.append(1)
+        finally:
+            writer.close()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    fanned = one_way("fan", schema, ["items"], start="snapshot", snapshot_chunk_size=200)
+    fanned["pipelines"][0]["pairs"] = [
+        {"source": f"{schema}.items", "target": f"{schema}.items", "fan_out": True},
+        {"source": f"{schema}.items", "target": f"{schema}.archive", "fan_out": True}]
+    try:
+        answer = cluster.apply_answer([fanned])
+        assert not answer.errors, answer.errors
+        [note] = [n for n in answer.notes if "will be copied" in n]
+        assert note.startswith(f"pipeline fan.forward: {schema}.items will be copied into "
+                               f"target:{schema}.archive (and again into target:{schema}.items"
+                               ), note
+        wait_for(lambda: len([c for c in cluster.pipeline_state("fan").snapshots
+                              if c.state == "done"]) == 2, 120,
+                 "the copy into the new target done")
+    finally:
+        stop.set()
+        writer.join(30)
+    assert len(writes) > 20  # the copy raced the writes
+    wait_equal(source, target, schema, ["items"], 60)
+    wait_for(lambda: Counter(target.table(schema, "archive")) ==
+             Counter(source.table(schema, "items")), 60, "the new target equal to the source")
+
+
+def test_a_copy_that_fails_on_the_node_is_the_pipelines_last_error_in_status(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """A copy the node refuses (here: a keyless table, asked straight in ZooKeeper as an
+    older manager could) is no longer only in the node's log: setl status shows it."""
+    from kazoo.client import KazooClient
+
+    from manager import cli
+    from shared.snapshotctl import SnapshotControl
+    from shared.zk import ZkPaths
+
+    schema = make_schema(source, target, ITEMS, "CREATE TABLE `{schema}`.kl (a INT, b INT)")
+    cluster.apply([one_way("failing", schema, ["items", "kl"])])
+    cluster.set_status("failing", "START")
+    cluster.wait_running("failing")
+    zk = KazooClient(hosts=cluster.sandbox.servers()["zookeeper"].address)
+    zk.start()
+    try:
+        SnapshotControl(zk, ZkPaths(cluster.root), "failing.forward").ask(schema, "kl")
+    finally:
+        zk.stop()
+        zk.close()
+    state = wait_for(lambda: (lambda s: s if s.last_error else None)(
+        cluster.pipeline_state("failing")), 60, "the failed copy in the pipeline's state")
+    assert state.last_error.startswith(f"pipeline failing.forward: the copy of {schema}.kl "
+                                       f"failed: table {schema}.kl has no primary key")
+    assert [c.state for c in state.snapshots] == ["failed"]
+    assert cli.main(["--manager", cluster.manager_address, "status"]) == 0
+    out = capsys.readouterr().out
+    assert any(f"{schema}.kl" in line and "failed" in line for line in out.splitlines()), out
 
 
 def test_kill_9_in_the_middle_of_a_copy_goes_on_with_the_chunks_not_done(

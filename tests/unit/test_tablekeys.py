@@ -76,3 +76,20 @@ def test_a_lake_table_met_after_the_start_is_refused_the_same() -> None:
         LakeTables(narrower).of(("dst", "shop", "orders"), layout)
     wider = compiled("{source: shop.orders, target: shop.orders, key_columns: [customer_id, id]}")
     assert LakeTables(wider).of(("dst", "shop", "orders"), layout).keys == ("customer_id", "id")
+
+
+def test_start_snapshot_of_a_keyless_table_is_refused_with_key_columns_too() -> None:
+    """The node copies in chunks by the table's own key: key_columns do not make a keyless
+    table copyable, so apply refuses it as the node's copy would (not a copy that fails
+    unseen after the start)."""
+    for pair in ("{source: shop.logs, target: shop.logs}",
+                 "{source: shop.logs, target: shop.logs, key_columns: [ref]}"):
+        [problem] = pipeline_keys(pipeline(pair, options="start: snapshot"), KEYS)[1]
+        assert problem.startswith("pipeline fwd: table shop.logs (pair src:shop.logs) has no "
+                                  "primary key"), problem
+        assert "'start: snapshot' cannot copy it in chunks by key" in problem
+        assert ("key_columns ref do not make it keyed" in problem) == ("ref" in pair)
+        assert "'key_columns:'" not in problem  # no advice that leads into the same refusal
+    keyed = pipeline("{source: shop.orders, target: shop.orders, key_columns: [id]}",
+                     options="start: snapshot")
+    assert pipeline_keys(keyed, KEYS)[1] == []

@@ -1,0 +1,123 @@
+"""Which tables a changed definition of a running channel has copied (``setl apply``): every
+source table written somewhere it was not before — newly paired, or a new target beside its
+old one (a fan-out, a split) — and what is not copied is said to the user, with why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from manager import snapshots
+from shared.confinement import current
+from shared.definitions import load_text
+from shared.model import Channel
+
+KEYS: dict[tuple[str, str], tuple[str, ...] | None] = {
+    ("shop", "orders"): ("id",), ("shop", "items"): ("id",), ("shop", "logs"): None}
+
+
+def channel(*pairs: str, two_way: bool = False) -> Channel:
+    lines = ["sources:", "  - {name: s, host: h1}", "  - {name: t, host: h2}", "channels:",
+             "  - name: c", "    pipelines:", "      - name: forward", "        source: s",
+             "        target: t", "        pairs:", *(f"          - {pair}" for pair in pairs)]
+    if two_way:
+        lines += ["      - name: back", "        source: t", "        target: s",
+                  "        pairs:", "          - {source: shop.other, target: shop.other}"]
+    return load_text("\n".join(lines) + "\n", "c.yaml", {}, current()).channels[0]
+
+
+class _Client:
+    def exists(self, path: str) -> bool:
+        return True  # every pipeline has run
+
+
+class _Paths:
+    def cursor(self, pipeline_id: str) -> str:
+        return f"/cursor/{pipeline_id}"
+
+
+class _Source:
+    type = "mysql"
+
+
+class _Catalog:
+    def source(self, name: str) -> _Source:
+        return _Source()
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    found: list[tuple[Any, ...]] = []
+
+    class Control:
+        def __init__(self, client: Any, paths: Any, pipeline_id: str) -> None:
+            self.pipeline_id = pipeline_id
+
+        def ask(self, schema: str, table: str, where: str = "", version: int = 0) -> None:
+            found.append((self.pipeline_id, schema, table, version))
+
+    monkeypatch.setattr(snapshots, "SnapshotControl", Control)
+    monkeypatch.setattr(snapshots.tablekeys, "read_keys", lambda source: KEYS)
+    return found
+
+
+def added(before: Channel, after: Channel) -> list[str]:
+    return snapshots.Snapshots(_Client(), _Paths(), _Catalog(), None).copy_added(  # type: ignore[arg-type]
+        before, after, 7)
+
+
+def test_a_new_target_of_a_table_already_replicated_is_copied(asked: list[Any]) -> None:
+    before = channel("{source: shop.orders, target: shop.orders, fan_out: true}")
+    after = channel("{source: shop.orders, target: shop.orders, fan_out: true}",
+                    "{source: shop.orders, target: archive.orders, fan_out: true}",
+                    "{source: shop.items, target: shop.items}")
+    lines = added(before, after)
+    assert asked == [("c.forward", "shop", "items", 7), ("c.forward", "shop", "orders", 7)]
+    assert "pipeline c.forward: shop.items will be copied into t:shop.items" in lines
+    [orders] = [line for line in lines if "shop.orders will" in line]
+    assert orders.startswith("pipeline c.forward: shop.orders will be copied into "
+                             "t:archive.orders (and again into t:shop.orders, at the copy's "
+                             "watermarks")
+    assert added(after, after) == [] and len(asked) == 2  # nothing new: nothing asked
+
+
+def test_a_table_moved_to_another_target_is_copied_and_the_same_targets_are_not(
+        asked: list[Any]) -> None:
+    every = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: shop, table: " \
+        "'{table}'}}"
+    before = channel(every)
+    assert added(before, channel(every,
+                                 "{source: shop.orders, target: shop.orders, push_weight: 3}")
+                 ) == []  # another pair, the same target: no copy
+    lines = added(before, channel(every,
+                                  "{source: shop.orders, target: shop2.orders}"))
+    assert asked == [("c.forward", "shop", "orders", 7)]
+    assert lines == ["pipeline c.forward: shop.orders will be copied into t:shop2.orders"]
+
+
+def test_what_is_not_copied_is_said_with_why(asked: list[Any],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    before = channel("{source: shop.orders, target: shop.orders}")
+    after = channel("{source: shop.orders, target: shop.orders}",
+                    "{source: shop.logs, target: shop.logs}")
+    [line] = added(before, after)
+    assert line.startswith("pipeline c.forward: shop.logs is NOT copied into t:shop.logs: it "
+                           "has no primary key")
+    [line] = added(channel("{source: shop.orders, target: shop.orders}", two_way=True),
+                   channel("{source: shop.orders, target: shop.orders}",
+                           "{source: shop.items, target: shop.items}", two_way=True))
+    assert line.startswith("pipeline c.forward: shop.items is NOT copied into t:shop.items "
+                           "(its changes replicate from now on)")
+
+    def away(source: Any) -> None:
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(snapshots.tablekeys, "read_keys", away)
+    lines = added(before, after)
+    assert asked == [] and len(lines) == 1
+    assert lines[0].startswith("pipeline c.forward: tables its changed pairs write to new "
+                               "targets are NOT copied")
+    assert "cannot read the tables of source s: connection refused" in lines[0]
+    assert "setl snapshot c --pipeline forward --table SCHEMA.TABLE" in lines[0]
+    assert added(before, before) == []  # the same pairs: the source is not even asked
