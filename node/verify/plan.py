@@ -38,6 +38,7 @@ from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
 from shared.identifiers import short_form, split_qualified, unquote
 from shared.patterns import SYSTEM_SCHEMAS
+from shared.tablekeys import row_keys
 
 SYSTEM = SYSTEM_SCHEMAS
 
@@ -98,6 +99,8 @@ class TablePlan:
     notes: tuple[str, ...] = ()
     datasources: tuple[str, ...] = field(default=())
     hash: str = "crc"  # sql method: crc or md5 (node.verify.values.sql_hash)
+    unique: bool = True  # the key is the table's own (False: key_columns of a keyless table,
+    # or ones that leave out part of its key: a key may have several rows)
 
     @property
     def name(self) -> str:
@@ -230,9 +233,11 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                    for t in targets]
     notes += [f"rows on {t.id} that no row of {name} gives are not looked for: {t.blind}"
               for t in targets if t.blind]
+    own = row_keys(cursor, (schema, table)).get((schema, table))
+    unique = own is not None and {c.lower() for c in own} <= {c.lower() for c in key.columns}
     return TablePlan(compiled.pipeline_id, key, method, tuple(targets), tuple(source_columns),
                      request.where, tuple(notes),
-                     tuple(dict.fromkeys(t.datasource for t in targets)))
+                     tuple(dict.fromkeys(t.datasource for t in targets)), unique=unique)
 
 
 def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
