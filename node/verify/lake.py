@@ -97,9 +97,9 @@ class LakePlanner:
         return datasource in self.sources
 
     def describe(self, address: tuple[str, str, str]
-                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str:
-        """The lake table's columns (setl's own left out) and their Load types, or why the
-        table is not compared."""
+                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str | None:
+        """The lake table's columns (setl's own left out) and their Load types, why the
+        table is not compared, or None when it does not exist (every row is missing)."""
         assert self.tables is not None
         datasource, schema, table = address
         where = f"{datasource}:{schema}.{table}"
@@ -108,9 +108,8 @@ class LakePlanner:
             return (f"target table {where} is a change log (every change appended, not the "
                     "current rows); read it with Spark or deltalake (docs/lake.md)")
         lake = lakes.Lake.of(self.sources[datasource])
-        if not lake.exists(schema, table):
-            return (f"target table {where} does not exist (no Delta table at "
-                    f"{lake.uri(schema, table)})")
+        if not lake.exists(schema, table):  # no Delta table at lake.uri(schema, table)
+            return None
         fields = lake.table(schema, table).schema().to_arrow()
         columns = [Column(field.name, "lake", str(field.type)) for field in fields
                    if not field.name.startswith(META_PREFIX)]

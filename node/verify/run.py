@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import pymysql
 
 from node import sqllex
-from node.extract.chunks import ChunkPlan, split
+from node.extract.chunks import ChunkPlan, escaped, split
 from node.extract.etl import CompiledPipeline
 from node.spark import SparkRunner
 from node.verify import repair as mend
 from node.verify.lake import LakePlanner
-from node.verify.plan import Request, Skipped, TablePlan, plan
+from node.verify.plan import Absent, Request, Skipped, TablePlan, plan
 from node.verify.readers import EMPTY, Key, loaded_past
 from node.verify.settle import Outcome, Seen, kinds, settle
 from node.verify.task import (
@@ -145,7 +145,8 @@ class Verification:
             plans, report.skipped = plan(base, sessions.cursor(), sessions.cursor, request,
                                          LakePlanner(base, self.targets))
             for table in plans:
-                report.tables.append(self._table(compiled, table, sessions, report))
+                report.tables.append(self._absent(table, sessions) if isinstance(table, Absent)
+                                     else self._table(compiled, table, sessions, report))
         except pymysql.MySQLError as exc:
             raise VerifyError(f"pipeline {self.ctx.pipeline_id}: verify failed: "
                               f"{exc.args[-1] if exc.args else exc}") from None
@@ -169,6 +170,34 @@ class Verification:
         return CompiledPipeline(**{**compiled.__getstate__(), "table_keys": unique})
 
     # -- one table --------------------------------------------------------------------------
+    def _absent(self, table: Absent, sessions: Sessions) -> TableReport:
+        """A table whose target table does not exist: every row of it is missing there (a
+        difference, counted; the keys are not listed, nor other targets compared)."""
+        out = TableReport(table.name, "none", [table.target])
+        cursor = sessions.cursor()
+        cursor.execute("START TRANSACTION READ ONLY")  # --where is the user's: it reads only
+        try:
+            where = f" WHERE {escaped(table.where)}" if table.where else ""
+            cursor.execute(f"SELECT COUNT(*) FROM {table.key.name}{where}", ())
+            out.rows = int(cursor.fetchone()[0])
+        finally:
+            cursor.execute("COMMIT")
+        out.keys = out.rows
+        out.counts = {"missing": out.rows, "extra": 0, "different": 0}
+        out.notes.append(f"target table {table.target} does not exist: every row of "
+                         f"{table.name} ({out.rows:,}) is missing there, and its other target "
+                         "tables were not compared; create it (with the pipeline's DDL or by "
+                         "hand) and verify again")
+        if self.options.repair:
+            out.remaining = out.keys
+            if out.keys:
+                out.notes.append(f"not repaired: target table {table.target} does not exist "
+                                 "(the free door writes rows into a table, it does not create "
+                                 "one)")
+        log.info("event=verify_table pipeline=%s table=%s target_missing=%s rows=%d",
+                 self.ctx.pipeline_id, table.name, table.target, out.rows)
+        return out
+
     def _table(self, compiled: CompiledPipeline, table: TablePlan, sessions: Sessions,
                report: Report) -> TableReport:
         started = time.monotonic()

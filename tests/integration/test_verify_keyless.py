@@ -1,7 +1,7 @@
 """``setl verify`` on real servers where a verdict of "equal" was false: a keyless table
 compared by its pair's ``key_columns`` (which need not be unique) whose target holds a row
 too many or too few beside rows of the same key — the very trace of a replayed keyless
-insert."""
+insert; a target table that does not exist; and tables left out of the comparison."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal
 from tests.integration.test_verify import found, start
 
 KEYLESS = "CREATE TABLE `{schema}`.kl (a INT NOT NULL, v VARCHAR(9))"
+ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(20))"
 
 
 def verify(cluster: Cluster, capsys: Any, channel: str, *args: str) -> tuple[int, dict]:
@@ -21,7 +22,7 @@ def verify(cluster: Cluster, capsys: Any, channel: str, *args: str) -> tuple[int
     code = cli.main(["--manager", cluster.manager_address, "-o", "json", "verify", channel,
                      *args])
     out = capsys.readouterr()
-    assert code in (0, 1), out.err
+    assert code in (0, 1, 4), out.err
     return code, json.loads(out.out)
 
 
@@ -67,3 +68,37 @@ def test_a_keyless_table_with_a_row_too_many_or_too_few_beside_alike_rows_differ
     assert source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE FULL_NAME = %s",
                        (table,)) == [(0,)]
     cluster.set_status("v-dups", "STOP")
+
+
+def test_a_missing_target_table_differs_and_a_table_left_out_is_not_equal(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """A table verify leaves out (keyless, no key_columns) was listed as "not verified"
+    above the verdict "equal", exit 0; a target table that does not exist was such a table
+    too, though every source row is missing there."""
+    schema = make_schema(source, target, KEYLESS, ITEMS)
+    start(cluster, one_way("v-left", schema, ["kl", "items"]))
+    source.execute(f"INSERT INTO `{schema}`.kl VALUES (1, 'x'), (1, 'x')")
+    source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    wait_equal(source, target, schema, ["kl", "items"])
+    code, report = verify(cluster, capsys, "v-left")
+    [result] = report["reports"]
+    assert code == 4 and report["exit_code"] == 4, report
+    assert [t["table"] for t in result["tables"]] == [f"{schema}.items"]
+    assert [s["table"] for s in result["skipped"]] == [f"{schema}.kl"]
+    capsys.readouterr()
+    assert cli.main(["--manager", cluster.manager_address, "verify", "v-left"]) == 4
+    assert capsys.readouterr().out.rstrip().endswith(
+        "no difference found in the tables verified, but not proven equal: 1 table(s) not "
+        "verified")
+    code, report = verify(cluster, capsys, "v-left", "--table", f"{schema}.items")
+    assert code == 0, report
+    target.execute(f"DROP TABLE `{schema}`.items")
+    for args in ((), ("--repair",)):
+        code, report = verify(cluster, capsys, "v-left", "--table", f"{schema}.items", *args)
+        [verdict] = report["reports"][0]["tables"]
+        assert code == 1, report
+        assert (verdict["missing"], verdict["differing_keys"], verdict["rows"]) == (3, 3, 3)
+        assert verdict["notes"][0].startswith(f"target table target:{schema}.items does not "
+                                              "exist: every row"), verdict
+    assert verdict["remaining"] == 3 and verdict["notes"][1].startswith("not repaired: ")
+    cluster.set_status("v-left", "STOP")
