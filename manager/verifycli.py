@@ -5,10 +5,13 @@ own mappings? With ``--repair``, differing rows are sent through the free door.
                      [--chunk-size 10000] [--rate 50000] [--columns a,b] [--repair]
 
 A progress bar goes to stderr while it runs; the result is a table per pipeline (or
-``-o json``). Exit code 0 when every table verified is equal, 1 when differences remain,
-2 on an error (nothing could be verified, a database or the pipeline failed), 3 when no
-difference was found but some keys could not be compared (*unsettled*: the pipeline stayed
-behind, or writers kept the rows busy, through every re-check): not proven equal.
+``-o json``). Exit code 0 when every table is verified and equal, 1 when differences remain
+(a target table that does not exist is one: every source row is missing there), 2 on an
+error (nothing could be verified, a database or the pipeline failed), 3 when no difference
+was found but some keys could not be compared (*unsettled*: the pipeline stayed behind, or
+writers kept the rows busy, through every re-check), 4 when no difference was found in the
+tables verified but some tables were not verified (*incomplete*: the report says which and
+why). 3 and 4 are not proven equal.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from manager import render
 from manager.client import ManagerClient
 from shared.rpc import manager_pb2
 
-EXIT_EQUAL, EXIT_DIFFERENT, EXIT_ERROR, EXIT_UNSETTLED = 0, 1, 2, 3
+EXIT_EQUAL, EXIT_DIFFERENT, EXIT_ERROR, EXIT_UNSETTLED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 SHOWN = 20  # differing keys listed per table in the human output
 
 
@@ -35,8 +38,10 @@ def add_command(commands: Any) -> None:
         description="Compare each table a channel's pipelines replicate with its targets, "
         "chunk by chunk, through the pipeline's own Extract/Transform; rows that change "
         "while it runs are re-checked once the pipeline has loaded them, never reported as "
-        "differences. Exit code 0: equal, 1: differences remain, 2: error, 3: no difference "
-        "found but some keys could not be compared in time (run it again).")
+        "differences. Exit code 0: every table verified and equal, 1: differences remain "
+        "(a missing target table is one), 2: error, 3: no difference found but some keys "
+        "could not be compared in time (run it again), 4: no difference found but some "
+        "tables were not verified (the report says why).")
     verify.add_argument("channel", help="the channel whose targets to compare")
     verify.add_argument("--pipeline", default="", help="one pipeline (default: every one)")
     verify.add_argument("--table", default="", help="schema.table on the source (default: "
@@ -90,8 +95,10 @@ def exit_code(reports: list[manager_pb2.VerifyReport]) -> int:
     left = [t.remaining if t.remaining >= 0 else t.differing_keys for t in tables]
     if any(left):
         return EXIT_DIFFERENT
-    # a key never compared in time may differ: not "equal"
-    return EXIT_UNSETTLED if any(t.unsettled for t in tables) else EXIT_EQUAL
+    if any(t.unsettled for t in tables):  # a key never compared in time may differ
+        return EXIT_UNSETTLED
+    # a table left out (no key, only processor pairs, a change log) may differ: not "equal"
+    return EXIT_INCOMPLETE if any(report.skipped for report in reports) else EXIT_EQUAL
 
 
 def human(reports: list[manager_pb2.VerifyReport]) -> str:
@@ -107,7 +114,8 @@ def human(reports: list[manager_pb2.VerifyReport]) -> str:
         for t in report.tables:
             for d in t.differences[:SHOWN]:
                 lines.append(f"  {d.kind:<9} {t.table} key {d.key} on {d.target}")
-            if len(t.differences) > SHOWN or t.differing_keys > len(t.differences):
+            listed = len(t.differences)  # none: a missing target table (its note says)
+            if listed > SHOWN or 0 < listed < t.differing_keys:
                 lines.append(f"  … {t.differing_keys} differing key(s) in {t.table} "
                              "(all of them with -o json, up to 1,000)")
             if t.unsettled:
@@ -120,9 +128,12 @@ def human(reports: list[manager_pb2.VerifyReport]) -> str:
                              f"{report.buffer}; {t.remaining} key(s) still differ after it")
         lines += [f"  not verified: {s.table}: {s.reason}" for s in report.skipped]
     code = exit_code(reports)
+    skipped = sum(len(report.skipped) for report in reports)
     verdict = {EXIT_EQUAL: "equal", EXIT_ERROR: "nothing verified",
                EXIT_DIFFERENT: "differences remain",
-               EXIT_UNSETTLED: "no difference found, but not proven equal: unsettled keys"}[code]
+               EXIT_UNSETTLED: "no difference found, but not proven equal: unsettled keys",
+               EXIT_INCOMPLETE: f"no difference found in the tables verified, but not proven "
+                                f"equal: {skipped} table(s) not verified"}[code]
     return "\n".join(out + lines + [verdict])
 
 

@@ -13,8 +13,9 @@ is that of setl's newest commit to it, read *before* the version is loaded, so t
 read hold at least every transaction up to it (a table that no batch touched for a while
 has an older position: its differences are simply re-checked, :mod:`node.verify.settle`).
 
-**A key held twice** (a Delta table has no unique key) is a difference, reported as the
-others are; ``--repair`` deletes every row of it and writes the source's row again.
+**A key held twice** (a Delta table has no unique key) is a difference (its rows are
+compared as a multiset, :data:`node.verify.readers.Rows`), reported as the others are;
+``--repair`` deletes every row of it and writes the source's row again.
 
 **Extra rows** (in the lake, given by no source row) are looked for in each chunk's key
 range where the split column's Delta type orders as the source does (numbers, dates and
@@ -35,14 +36,12 @@ from node.target.delta.columns import META_PREFIX, LakeColumn
 from node.target.delta.tables import CHANGELOG, LakeFacts, LakeTables
 from node.target.delta.units import as_arrow
 from node.verify.plan import Target
-from node.verify.values import Column
+from node.verify.values import Column, Rows, add_row
 from shared import lakes
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 
 Key = tuple[Any, ...]
-TWICE = -1  # the hash of a key the lake holds more than once: no row's (a Delta table has no
-# unique key; another writer, or a MERGE by other columns, can leave two rows of one key)
 ORDERED = frozenset(("int8", "int16", "int32", "int64", "uint64", "decimal", "float32",
                      "float64", "date", "datetime", "timestamp"))
 
@@ -98,9 +97,9 @@ class LakePlanner:
         return datasource in self.sources
 
     def describe(self, address: tuple[str, str, str]
-                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str:
-        """The lake table's columns (setl's own left out) and their Load types, or why the
-        table is not compared."""
+                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str | None:
+        """The lake table's columns (setl's own left out) and their Load types, why the
+        table is not compared, or None when it does not exist (every row is missing)."""
         assert self.tables is not None
         datasource, schema, table = address
         where = f"{datasource}:{schema}.{table}"
@@ -109,9 +108,8 @@ class LakePlanner:
             return (f"target table {where} is a change log (every change appended, not the "
                     "current rows); read it with Spark or deltalake (docs/lake.md)")
         lake = lakes.Lake.of(self.sources[datasource])
-        if not lake.exists(schema, table):
-            return (f"target table {where} does not exist (no Delta table at "
-                    f"{lake.uri(schema, table)})")
+        if not lake.exists(schema, table):  # no Delta table at lake.uri(schema, table)
+            return None
         fields = lake.table(schema, table).schema().to_arrow()
         columns = [Column(field.name, "lake", str(field.type)) for field in fields
                    if not field.name.startswith(META_PREFIX)]
@@ -149,7 +147,7 @@ def expected(target: Target, found: list[tuple[Key, dict[str, Any]]],
     for (key, _), row in zip(found, made, strict=True):
         columns = tuple(sorted(name for name in row if name in target.compared))
         side.columns[(key, target.id)] = columns
-        side.expected.setdefault(key, {})[target.id] = lake_hash(row, columns)
+        add_row(side.expected.setdefault(key, {}), target.id, lake_hash(row, columns))
 
 
 def _key_columns(target: Target) -> list[LakeColumn]:
@@ -200,25 +198,26 @@ def keys_filter(target: Target, keys: Sequence[Key]) -> Any:
 
 
 def read(view: LakeView, target: Target, condition: Any, aliases: dict[Key, Key],
-         side: Any, only: set[Key] | None = None) -> dict[Key, int]:
+         side: Any, only: set[Key] | None = None) -> dict[Key, Rows]:
     """The lake rows ``condition`` selects, hashed, by source key (``aliases``: Delta form
-    → source key; a row no source key has keeps its Delta key; a key of several rows:
-    :data:`TWICE`, a difference whatever the rows hold); ``only``: just these Delta keys."""
+    → source key; a row no source key has keeps its Delta key; a key of several rows has
+    each row's hash, a difference from the source's one row whatever they hold: a Delta
+    table has no unique key, and another writer can leave a key twice); ``only``: just
+    these Delta keys."""
     names = list(dict.fromkeys([*target.keys, *sorted(target.compared)]))
     own = tuple(sorted(target.compared))
-    found: dict[Key, int] = {}
+    found: dict[Key, Rows] = {}
     for row in view.rows(target.schema, target.table, names, condition):
         lake_key = tuple(row[name] for name in target.keys)
         if only is not None and lake_key not in only:
             continue
         key = aliases.get(lake_key, lake_key)
-        found[key] = TWICE if key in found else \
-            lake_hash(row, side.columns.get((key, target.id), own))
+        add_row(found, key, lake_hash(row, side.columns.get((key, target.id), own)))
     return found
 
 
 def chunk_rows(view: LakeView, key: SplitKey, chunk: Chunk, target: Target,
-               side: Any) -> dict[Key, int]:
+               side: Any) -> dict[Key, Rows]:
     """A chunk's rows in the lake table, every row of its key range."""
     keys = [found for found, tables in side.expected.items() if target.id in tables]
     aliases = dict(zip(lake_keys(target, keys), keys, strict=True))
@@ -226,9 +225,9 @@ def chunk_rows(view: LakeView, key: SplitKey, chunk: Chunk, target: Target,
 
 
 def key_rows(view: LakeView, target: Target, keys: Sequence[Key], side: Any
-             ) -> dict[Key, int]:
+             ) -> dict[Key, Rows]:
     """The rows of ``keys`` (source keys, or Delta keys of rows only the lake has)."""
-    found: dict[Key, int] = {}
+    found: dict[Key, Rows] = {}
     for start in range(0, len(keys), 500):
         part = list(keys[start:start + 500])
         forms = lake_keys(target, part)

@@ -1,11 +1,16 @@
 """What ``setl verify`` checks of a pipeline: each source table its pairs take, the target
 tables its rows go to (every shard slot), which columns compare, and how.
 
-A table is **not verified** (and the report says why) when nothing keys its rows, when
+A table is **not verified** (and the report says why) when nothing keys its rows, or when
 every pair that takes it has a processor (its output is not a function of the row alone)
-and no ``--columns`` names what to compare, or when a target table is missing. A pair with
-a processor beside verified ones is left out with a note; virtual columns filled by a
-processor are not compared.
+and no ``--columns`` names what to compare. A pair with a processor beside verified ones is
+left out with a note; virtual columns filled by a processor are not compared. A target
+table that does not exist is a difference (:class:`Absent`: every source row is missing
+there), not a table left out.
+
+A keyless table is compared by its pair's ``key_columns``, which need not be unique: a key
+may have several rows on either side, compared as a multiset (``TablePlan.unique`` false:
+:mod:`node.verify.readers`).
 
 Two methods:
 
@@ -38,6 +43,7 @@ from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
 from shared.identifiers import short_form, split_qualified, unquote
 from shared.patterns import SYSTEM_SCHEMAS
+from shared.tablekeys import row_keys
 
 SYSTEM = SYSTEM_SCHEMAS
 
@@ -46,6 +52,20 @@ SYSTEM = SYSTEM_SCHEMAS
 class Skipped:
     table: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A source table one of whose target tables does not exist: every row of it (under
+    ``--where``) is missing there."""
+
+    key: SplitKey
+    target: str  # datasource:schema.table
+    where: str = ""
+
+    @property
+    def name(self) -> str:
+        return short_form(self.key.schema, self.key.table)
 
 
 @dataclass(frozen=True)
@@ -98,6 +118,8 @@ class TablePlan:
     notes: tuple[str, ...] = ()
     datasources: tuple[str, ...] = field(default=())
     hash: str = "crc"  # sql method: crc or md5 (node.verify.values.sql_hash)
+    unique: bool = True  # the key is the table's own (False: key_columns of a keyless table,
+    # or ones that leave out part of its key: a key may have several rows)
 
     @property
     def name(self) -> str:
@@ -136,14 +158,15 @@ class Lakes(Protocol):
     def __contains__(self, datasource: object) -> bool: ...
 
     def describe(self, address: tuple[str, str, str]
-                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str: ...
+                 ) -> tuple[list[Column], tuple[LakeColumn, ...]] | str | None: ...
 
 
 def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
          request: Request, lakes: Lakes | None = None
-         ) -> tuple[list[TablePlan], list[Skipped]]:
-    """The tables to verify and those left out (with why); ``target_cursor(datasource)``
-    gives a cursor on a database target, ``lakes`` describes the lake ones."""
+         ) -> tuple[list[TablePlan | Absent], list[Skipped]]:
+    """The tables to verify (or whose target table is missing) and those left out (with
+    why); ``target_cursor(datasource)`` gives a cursor on a database target, ``lakes``
+    describes the lake ones (None: the lake table does not exist)."""
     tables = source_tables(cursor, compiled)
     feeders = Counter(target for schema, table in tables
                       for target in compiled.targets_of(schema, table))
@@ -158,22 +181,27 @@ def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str],
                               f"{request.table} (no pair takes it, or it is not a table on "
                               "the source); check --table and --pipeline")
         tables = [wanted]
-    plans, skipped = [], []
+    plans: list[TablePlan | Absent] = []
+    skipped: list[Skipped] = []
     for schema, table in tables:
         made = _plan_table(compiled, cursor, target_cursor, request, schema, table, feeders,
                            lakes)
-        (plans if isinstance(made, TablePlan) else skipped).append(made)
-    by_sql = {name for p in plans if p.method == "sql" for name in p.datasources}
+        if isinstance(made, Skipped):
+            skipped.append(made)
+        else:
+            plans.append(made)
+    by_sql = {name for p in plans if isinstance(p, TablePlan) and p.method == "sql"
+              for name in p.datasources}
     if by_sql:
         function = hash_function([cursor, *(target_cursor(name) for name in sorted(by_sql))])
-        plans = [dataclasses.replace(p, hash=function) if p.method == "sql" else p
-                 for p in plans]
+        plans = [dataclasses.replace(p, hash=function)
+                 if isinstance(p, TablePlan) and p.method == "sql" else p for p in plans]
     return plans, skipped
 
 
 def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
                 request: Request, schema: str, table: str, feeders: Counter,
-                lakes: Lakes | None) -> TablePlan | Skipped:
+                lakes: Lakes | None) -> TablePlan | Absent | Skipped:
     from node.verify.lake import blind as lake_blind  # (it reads this module's Target)
 
     name = short_form(schema, table)
@@ -207,13 +235,12 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                 described = lakes.describe(address)
                 if isinstance(described, str):
                     return Skipped(name, described)
-                columns, lake = described
+                columns, lake = described or ([], ())
             else:
                 columns = [c for c in read_columns(target_cursor(address[0]), *address[1:])
                            if not c.generated]
-            if not columns:
-                return Skipped(name, f"target table {address[0]}:"
-                                     f"{short_form(*address[1:])} does not exist")
+            if not columns:  # every row is missing there: a difference, not a skip
+                return Absent(key, f"{address[0]}:{short_form(*address[1:])}", request.where)
             made = _target(entry, address, key, columns, source_columns, request,
                            alone=feeders[address] == 1 and not compiled.gathered(schema, table)
                            and f"{address[0]}:{address[1]}.{address[2]}" not in
@@ -230,9 +257,11 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                    for t in targets]
     notes += [f"rows on {t.id} that no row of {name} gives are not looked for: {t.blind}"
               for t in targets if t.blind]
+    own = row_keys(cursor, (schema, table)).get((schema, table))
+    unique = own is not None and {c.lower() for c in own} <= {c.lower() for c in key.columns}
     return TablePlan(compiled.pipeline_id, key, method, tuple(targets), tuple(source_columns),
                      request.where, tuple(notes),
-                     tuple(dict.fromkeys(t.datasource for t in targets)))
+                     tuple(dict.fromkeys(t.datasource for t in targets)), unique=unique)
 
 
 def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,

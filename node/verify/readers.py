@@ -3,8 +3,12 @@ the target's, each in one consistent snapshot with its position.
 
 A row is known by its key (the source's key values, which are the target's key values
 too: pairs rename key columns, never change them) and, per target table, by a 64-bit hash.
-A *signature* of a key is the set of ``(target table, hash)`` it has on one side; a key
-differs when the source's signature is not the target's.
+A key's rows in one table are the sorted tuple of their hashes (:data:`Rows`): one for a
+table keyed by its own key, any number for a keyless table compared by its pair's
+``key_columns`` (which need not be unique) or a lake table holding a key twice, so a row
+held twice, or lost beside a row alike, differs. A *signature* of a key is the set of
+``(target table, rows)`` it has on one side; a key differs when the source's signature is
+not the target's.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from node.extract.chunks import escaped
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.verify import lake
 from node.verify.plan import TablePlan, Target
-from node.verify.values import row_hash, sql_hash
+from node.verify.values import Rows, add_row, row_hash, sql_hash
 from shared import gtid
 from shared.errors import PositionConflictError, SourceError
 from shared.identifiers import qualified, quote, short_form
@@ -29,7 +33,7 @@ from shared.model import BinlogPosition
 from shared.positions import binlog_end, server_identity
 
 Key = tuple[Any, ...]
-Signature = frozenset[tuple[str, int]]
+Signature = frozenset[tuple[str, Rows]]
 EMPTY: Signature = frozenset()
 BATCH = 500  # keys per IN list
 
@@ -38,7 +42,7 @@ BATCH = 500  # keys per IN list
 class Side:
     """What the source says the target should hold for some keys."""
 
-    expected: dict[Key, dict[str, int]] = field(default_factory=dict)  # key → table → hash
+    expected: dict[Key, dict[str, Rows]] = field(default_factory=dict)  # key → table → rows
     columns: dict[tuple[Key, str], tuple[str, ...]] = field(default_factory=dict)  # rows
     known: set[Key] = field(default_factory=set)  # keys of rows outside --where
     rows: int = 0
@@ -162,17 +166,17 @@ class Reader(abc.ABC):
 
     @abc.abstractmethod
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
-               side: Side) -> dict[Key, int]:
+               side: Side) -> dict[Key, Rows]:
         """One target table's rows of the chunk, hashed."""
 
     def target_keys(self, cursor: Any, target: Target, keys: Sequence[Key],
-                    side: Side) -> dict[Key, int]:
+                    side: Side) -> dict[Key, Rows]:
         """The rows of ``keys`` in a target table, hashed (``cursor``: a database's, or
         the lake's :class:`node.verify.lake.LakeView` for a lake table)."""
         if target.lake:
             return lake.key_rows(cursor, target, keys, side)
-        found: dict[Key, int] = {}
-        for part in batches(keys):
+        found: dict[Key, Rows] = {}
+        for part in batches(keys):  # a key's rows all come in its batch
             found.update(self.target(cursor, target, *keys_in(target.keys, part), side))
         return found
 
@@ -189,7 +193,7 @@ class Reader(abc.ABC):
         side = Side()
         for part in batches(keys):
             more = self.source(cursor, *keys_in(self.plan.key.columns, part))
-            side.expected.update(more.expected)
+            side.expected.update(more.expected)  # a key's rows all come in its batch
             side.columns.update(more.columns)
             side.known |= more.known
             side.rows += more.rows
@@ -198,19 +202,24 @@ class Reader(abc.ABC):
 
 class SqlReader(Reader):
     """The databases hash the rows; a chunk compares by count and XOR of narrow hashes
-    first, by row (wide hashes) only where they differ."""
+    first, by row (wide hashes) only where they differ. A table whose key need not be
+    unique (a keyless table's ``key_columns``) sums the hashes instead: two rows alike
+    cancel out in an XOR, so a row held twice beside another held twice (``{a, a}`` for
+    ``{b, b}``) would pass."""
 
     def __init__(self, plan: TablePlan, compiled: CompiledPipeline) -> None:
         super().__init__(plan, compiled)
         self.function = plan.hash
         self.narrow = [sql_hash(t.source_hashed, t.hashed_nullable, False,
                                 kinds=t.hashed_kinds) for t in plan.targets]
+        self.aggregate = "BIT_XOR" if plan.unique else "SUM"
         self.wide = [sql_hash(t.source_hashed, t.hashed_nullable, True, plan.hash,
                               t.hashed_kinds) for t in plan.targets]
 
     def sums(self, cursor: Any, condition: str, params: Sequence[Any]) -> tuple[int, ...]:
-        """(count, XOR of the hashes of each target's columns) of the rows selected."""
-        xors = ", ".join(f"BIT_XOR({h})" for h in self.narrow)
+        """(count, XOR of the hashes of each target's columns) of the rows selected (their
+        sum where the key need not be unique)."""
+        xors = ", ".join(f"{self.aggregate}({h})" for h in self.narrow)
         row = _execute(cursor, f"SELECT COUNT(*), {xors} FROM {self.source_name} WHERE "
                                f"{condition}", params, self.plan.name)[0]
         return tuple(int(value or 0) for value in row)
@@ -219,7 +228,7 @@ class SqlReader(Reader):
                     params: Sequence[Any]) -> tuple[int, int]:
         xor = sql_hash(target.target_hashed, target.hashed_nullable, False,
                        kinds=target.hashed_kinds)
-        row = _execute(cursor, f"SELECT COUNT(*), BIT_XOR({xor}) FROM "
+        row = _execute(cursor, f"SELECT COUNT(*), {self.aggregate}({xor}) FROM "
                                f"{qualified(target.schema, target.table)} WHERE {condition}",
                        params, target.id)[0]
         return int(row[0]), int(row[1] or 0)
@@ -232,14 +241,20 @@ class SqlReader(Reader):
         ids = [target.id for target in self.plan.targets]
         width = self.width
         for row in rows:
-            side.expected[tuple(row[:width])] = dict(zip(ids, map(int, row[width:]),
-                                                         strict=True))
+            key = tuple(row[:width])
+            held = side.expected.get(key)
+            if held is None:
+                side.expected[key] = {name: (int(value),)
+                                      for name, value in zip(ids, row[width:], strict=True)}
+            else:  # a key_columns key of several rows
+                for name, value in zip(ids, row[width:], strict=True):
+                    add_row(held, name, int(value))
         side.rows = len(rows)
         self.known(cursor, condition, params, side)
         return side
 
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
-               side: Side) -> dict[Key, int]:
+               side: Side) -> dict[Key, Rows]:
         keys = ", ".join(map(quote, target.keys))
         hashed = sql_hash(target.target_hashed, target.hashed_nullable, True, self.function,
                           target.hashed_kinds)
@@ -247,7 +262,10 @@ class SqlReader(Reader):
                                 f"{qualified(target.schema, target.table)} WHERE {condition}",
                         params, target.id)
         width = self.width
-        return {tuple(row[:width]): int(row[width]) for row in rows}
+        found: dict[Key, Rows] = {}
+        for row in rows:
+            add_row(found, tuple(row[:width]), int(row[width]))
+        return found
 
 
 class RowsReader(Reader):
@@ -288,15 +306,15 @@ class RowsReader(Reader):
                 continue
             columns = tuple(sorted(name for name in change.after if name in target.compared))
             side.columns[(key, table_id)] = columns
-            side.expected.setdefault(key, {})[table_id] = row_hash(
-                change.after, columns, self.kinds[table_id])
+            add_row(side.expected.setdefault(key, {}), table_id,
+                row_hash(change.after, columns, self.kinds[table_id]))
         for table_id, found in lake_rows.items():
             lake.expected(self.targets[table_id], found, side)
         self.known(cursor, condition, params, side)
         return side
 
     def target(self, cursor: Any, target: Target, condition: str, params: Sequence[Any],
-               side: Side) -> dict[Key, int]:
+               side: Side) -> dict[Key, Rows]:
         try:
             cursor.execute(f"SELECT {target.read_list} FROM "
                            f"{qualified(target.schema, target.table)} WHERE {condition}",
@@ -305,13 +323,14 @@ class RowsReader(Reader):
             raise SourceError(f"verify read failed on {target.id}: "
                               f"{exc.args[-1] if exc.args else exc}") from None
         names = [column[0] for column in cursor.description]
-        kinds, found = self.kinds[target.id], {}
+        kinds = self.kinds[target.id]
+        found: dict[Key, Rows] = {}
         own = tuple(sorted(name for name in names if name in target.compared))
         for values in cursor.fetchall():
             row = dict(zip(names, values, strict=True))
             key = tuple(row[name] for name in target.keys)
             columns = side.columns.get((key, target.id), own)
-            found[key] = row_hash(row, columns, kinds)
+            add_row(found, key, row_hash(row, columns, kinds))
         return found
 
 
@@ -319,10 +338,10 @@ def reader_for(plan: TablePlan, compiled: CompiledPipeline) -> Reader:
     return SqlReader(plan, compiled) if plan.method == "sql" else RowsReader(plan, compiled)
 
 
-def differing(side: Side, actual: dict[str, dict[Key, int]]
+def differing(side: Side, actual: dict[str, dict[Key, Rows]]
               ) -> dict[Key, tuple[Signature, Signature]]:
     """The keys whose signatures differ between the source's side and the target's rows
-    (``actual``: table → key → hash), with both signatures; a key the source has outside
+    (``actual``: table → key → rows), with both signatures; a key the source has outside
     ``--where`` is not one."""
     found: dict[Key, tuple[Signature, Signature]] = {}
     keys = set(side.expected).union(*actual.values()) if actual else set(side.expected)
@@ -335,7 +354,7 @@ def differing(side: Side, actual: dict[str, dict[Key, int]]
     return found
 
 
-def signatures(side: Side, actual: dict[str, dict[Key, int]], keys: Iterable[Key]
+def signatures(side: Side, actual: dict[str, dict[Key, Rows]], keys: Iterable[Key]
                ) -> dict[Key, tuple[Signature, Signature]]:
     """Both signatures of every key asked, equal or not."""
     return {key: (side.signature(key),

@@ -7,8 +7,9 @@ race it and put an old row over a newer one).
 - A key with a row on a target where the source gives none (extra): ``D`` — deleted on the
   target by key (on every slot of a shard route). Written before the ``I`` requests, so a
   row in the wrong slot is deleted there and then written in its own.
-- A key a lake table holds more than once: ``D`` and ``I`` — every row of the key deleted,
-  then the source's written (an ``I`` alone would update each of them).
+- A key a target table holds more than once (a lake table, which has no unique key): ``D``
+  and ``I`` — every row of the key deleted, then the source's written (an ``I`` alone would
+  update each of them).
 
 A table with no key of its own (no primary key, no unique key over NOT NULL columns) is not
 repaired, whatever its pair's ``key_columns``: the free door refuses it (its rows replicate
@@ -29,7 +30,6 @@ import pymysql
 
 from node.extract.chunks import SplitKey
 from node.extract.freedoor import create_retl
-from node.verify.lake import TWICE
 from node.verify.readers import Key
 from node.verify.settle import Seen, kinds
 from shared.endpoint import connect
@@ -85,8 +85,8 @@ def refusal(source: DataSource, key_columns: tuple[str, ...], table: SplitKey) -
 
 
 def twice(seen: Seen) -> bool:
-    """Whether a lake table holds the key more than once."""
-    return any(value == TWICE for _, value in seen.actual)
+    """Whether a target table holds the key more than once."""
+    return any(len(rows) > 1 for _, rows in seen.actual)
 
 
 def write(buffer: Buffer, full_name: str, requests: list[tuple[str, Key]]) -> list[range]:

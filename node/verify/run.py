@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import pymysql
 
 from node import sqllex
-from node.extract.chunks import ChunkPlan, split
+from node.extract.chunks import ChunkPlan, escaped, split
 from node.extract.etl import CompiledPipeline
 from node.spark import SparkRunner
 from node.verify import repair as mend
 from node.verify.lake import LakePlanner
-from node.verify.plan import Request, Skipped, TablePlan, plan
+from node.verify.plan import Absent, Request, Skipped, TablePlan, plan
 from node.verify.readers import EMPTY, Key, loaded_past
 from node.verify.settle import Outcome, Seen, kinds, settle
 from node.verify.task import (
@@ -145,7 +145,8 @@ class Verification:
             plans, report.skipped = plan(base, sessions.cursor(), sessions.cursor, request,
                                          LakePlanner(base, self.targets))
             for table in plans:
-                report.tables.append(self._table(compiled, table, sessions, report))
+                report.tables.append(self._absent(table, sessions) if isinstance(table, Absent)
+                                     else self._table(compiled, table, sessions, report))
         except pymysql.MySQLError as exc:
             raise VerifyError(f"pipeline {self.ctx.pipeline_id}: verify failed: "
                               f"{exc.args[-1] if exc.args else exc}") from None
@@ -169,6 +170,34 @@ class Verification:
         return CompiledPipeline(**{**compiled.__getstate__(), "table_keys": unique})
 
     # -- one table --------------------------------------------------------------------------
+    def _absent(self, table: Absent, sessions: Sessions) -> TableReport:
+        """A table whose target table does not exist: every row of it is missing there (a
+        difference, counted; the keys are not listed, nor other targets compared)."""
+        out = TableReport(table.name, "none", [table.target])
+        cursor = sessions.cursor()
+        cursor.execute("START TRANSACTION READ ONLY")  # --where is the user's: it reads only
+        try:
+            where = f" WHERE {escaped(table.where)}" if table.where else ""
+            cursor.execute(f"SELECT COUNT(*) FROM {table.key.name}{where}", ())
+            out.rows = int(cursor.fetchone()[0])
+        finally:
+            cursor.execute("COMMIT")
+        out.keys = out.rows
+        out.counts = {"missing": out.rows, "extra": 0, "different": 0}
+        out.notes.append(f"target table {table.target} does not exist: every row of "
+                         f"{table.name} ({out.rows:,}) is missing there, and its other target "
+                         "tables were not compared; create it (with the pipeline's DDL or by "
+                         "hand) and verify again")
+        if self.options.repair:
+            out.remaining = out.keys
+            if out.keys:
+                out.notes.append(f"not repaired: target table {table.target} does not exist "
+                                 "(the free door writes rows into a table, it does not create "
+                                 "one)")
+        log.info("event=verify_table pipeline=%s table=%s target_missing=%s rows=%d",
+                 self.ctx.pipeline_id, table.name, table.target, out.rows)
+        return out
+
     def _table(self, compiled: CompiledPipeline, table: TablePlan, sessions: Sessions,
                report: Report) -> TableReport:
         started = time.monotonic()
@@ -194,7 +223,7 @@ class Verification:
             out.remaining = 0  # nothing confirmed, nothing remains (-1: no repair asked)
             if outcome.confirmed:
                 outcome = self._repair(table, probe, outcome, out, report)
-        self._fill(out, outcome)
+        self._fill(out, outcome, table)
         out.seconds = round(time.monotonic() - started, 3)
         log.info("event=verify_table pipeline=%s table=%s method=%s rows=%d chunks=%d "
                  "rechecked=%d differing=%d unsettled=%d repaired=%d seconds=%.2f",
@@ -295,7 +324,7 @@ class Verification:
             ranges = mend.write(buffer, table.name, requests)
             out.repaired += len(requests)
             mend.wait_served(buffer, ranges, self.options.settle_timeout_s, self.cancelled)
-            again = {key: Seen(EMPTY, frozenset({("", 0)}), False) for key in found.confirmed}
+            again = {key: Seen(EMPTY, frozenset({("", ())}), False) for key in found.confirmed}
             after = self._settle(again, probe)
             after.unsettled |= found.unsettled
             found = after
@@ -304,7 +333,7 @@ class Verification:
         out.remaining = len(found.confirmed)  # what was found stays in the report
         return Outcome(outcome.confirmed, found.unsettled, outcome.rounds)
 
-    def _fill(self, out: TableReport, outcome: Outcome) -> None:
+    def _fill(self, out: TableReport, outcome: Outcome, table: TablePlan) -> None:
         counts: dict[str, set[Key]] = {"missing": set(), "extra": set(), "different": set()}
         differences = []
         for key, seen in sorted(outcome.confirmed.items(), key=lambda item: repr(item[0])):
@@ -313,14 +342,23 @@ class Verification:
                 differences.append((kind, encode_key(key), target))
         out.differences = differences[:LISTED]
         out.counts = {kind: len(keys) for kind, keys in counts.items()}
-        held = sorted({table for seen in outcome.confirmed.values() if mend.twice(seen)
-                       for table, value in seen.actual if value == mend.TWICE})
+        lakes = {target.id for target in table.targets if target.lake}
+        doubled = [{name for name, rows in seen.actual if len(rows) > 1 and name in lakes}
+                   for seen in outcome.confirmed.values()]
+        held = sorted(set().union(*doubled))
         if held:
-            doubled = sum(mend.twice(seen) for seen in outcome.confirmed.values())
-            out.notes.append(f"{doubled} key(s) held by more than one row in lake table "
-                             f"{', '.join(held)} (a Delta table has no unique key): reported "
-                             "as different or extra; --repair deletes every row of such a "
-                             "key and writes the source's row again")
+            out.notes.append(f"{sum(map(bool, doubled))} key(s) held by more than one row in "
+                             f"lake table {', '.join(held)} (a Delta table has no unique key): "
+                             "reported as different or extra; --repair deletes every row of "
+                             "such a key and writes the source's row again")
+        if not table.unique:
+            counted = sum(1 for seen in outcome.confirmed.values() if _counts_differ(seen))
+            if counted:
+                out.notes.append(
+                    f"{counted} key(s) of ({', '.join(table.key.columns)}) have another number "
+                    f"of rows on a target than on the source: rows duplicated or lost (these "
+                    f"columns need not identify one row of {table.name}); reported as "
+                    "different, or missing or extra where a side has none")
         out.keys = len(outcome.confirmed)
         out.unsettled = len(outcome.unsettled)
 
@@ -328,6 +366,13 @@ class Verification:
              rows_done: int = 0, rows_total: int = 0) -> None:
         self.progress(Progress(self.ctx.pipeline_id, table, phase, chunks_done, chunks_total,
                                rows_done, rows_total))
+
+
+def _counts_differ(seen: Seen) -> bool:
+    """Whether a key has another number of rows on some target than the source gives."""
+    expected, actual = dict(seen.expected), dict(seen.actual)
+    return any(len(rows) != len(actual[name]) for name, rows in expected.items()
+               if name in actual)
 
 
 def options_problem(options: Options) -> str | None:

@@ -172,6 +172,15 @@ def _text(value: Any) -> bytes:
     return str(value).encode()
 
 
+Rows = tuple[int, ...]  # the hashes of a key's rows in one table, sorted: a multiset
+
+
+def add_row(found: dict[Any, Rows], name: Any, value: int) -> None:
+    """One more row hashed ``value`` under ``name`` (a key, or a target table of a key)."""
+    held = found.get(name)
+    found[name] = (value,) if held is None else tuple(sorted((*held, value)))
+
+
 def row_hash(row: dict[str, Any], columns: Iterable[str], kinds: dict[str, str]) -> int:
     """64 bits of BLAKE2b over ``columns`` of ``row`` (absent columns as NULL), each value
     canonical for its target column's kind."""

@@ -30,7 +30,7 @@ def verify(cluster: Cluster, capsys: Any, channel: str, *args: str) -> tuple[int
     code = cli.main(["--manager", cluster.manager_address, "-o", "json", "verify", channel,
                      *args])
     out = capsys.readouterr()
-    assert code in (0, 1), out.err
+    assert code in (0, 1, 4), out.err  # 4: equal, but some tables not verified
     return code, json.loads(out.out)
 
 
@@ -248,7 +248,7 @@ def test_through_renames_excluded_and_virtual_columns_and_shards_on_two_targets(
     wait_for(lambda: sum(db.rows(f"SELECT COUNT(*) FROM {name}")[0][0] for db, name in
                          (slot(u) for u in range(8))) == 80, 60, "80 orders")
     code, report = verify(cluster, capsys, "v-maps")
-    assert code == 0, report
+    assert code == 4, report  # equal, but logs (a processor's) not verified
     [result] = report["reports"]
     assert {t["table"]: t["method"] for t in result["tables"]} == {
         f"{base}.orders": "rows", f"{base}.people": "rows"}
@@ -281,8 +281,8 @@ def test_through_renames_excluded_and_virtual_columns_and_shards_on_two_targets(
                           "--columns", "id,note")
     assert code == 0 and report["reports"][0]["tables"][0]["rows"] == 2
     code, report = verify(cluster, capsys, "v-maps", "--repair")
-    assert code == 0, report
-    assert verify(cluster, capsys, "v-maps")[0] == 0
+    assert code == 4, report
+    assert verify(cluster, capsys, "v-maps")[0] == 4
     assert target.rows(f"SELECT secret FROM {copy} WHERE id = 6") == [("not compared",)]
     target2.close()
     cluster.set_status("v-maps", "STOP")
