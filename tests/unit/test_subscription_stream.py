@@ -1,7 +1,7 @@
 """A subscription's stream end to end without a network: the real Outbox, serve() and
 Subscriber, gRPC replaced by a thread and queues (which buffer what the server sent ahead of
 the reader, as gRPC does). Rollback generations, one reader at a time, a look, a stream of an
-earlier run."""
+earlier run, and ZooKeeper not answering the manager."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from typing import Any
 import grpc
 import pytest
 
-from manager import subscriber
+from manager import service, subscriber
 from manager.subscriber import Subscriber
 from node.target.subscription.outbox import Outbox, Outboxes, Parcel, serve
-from shared.errors import ConfigError, SetlError
+from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
 from shared.model import BinlogPosition
 from shared.rpc import subscription_pb2 as pb
 
@@ -283,3 +283,19 @@ def test_a_batch_of_an_earlier_run_is_not_acknowledged_on_the_next(network: Netw
         list(received)
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION and acked == []
 
+
+def test_zookeeper_not_answering_the_manager_is_retried_by_the_reader(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def relay(*args: Any) -> Iterator[bytes]:
+        raise ZooKeeperUnavailableError("ZooKeeper did not answer to read a pipeline owner")
+        yield b""
+
+    monkeypatch.setattr(service.subscribe, "relay", relay)
+    servicer = object.__new__(service.ManagerServicer)
+    servicer.election = type("Leader", (), {"is_leader": True})()  # type: ignore[assignment]
+    servicer.catalog = servicer.views = servicer.node_access = None  # type: ignore[assignment]
+    servicer.views = type("Views", (), {"client": None, "paths": None})()  # type: ignore[assignment]
+    with pytest.raises(Status) as found:
+        list(servicer.Subscribe(iter(()), Context("r")))
+    assert found.value.code() == grpc.StatusCode.UNAVAILABLE  # in subscriber._AGAIN
+    assert "connects again" in found.value.details()
