@@ -36,6 +36,7 @@ from shared.errors import (
     StartRefusedError,
     SubscriptionMovedError,
     VerifyError,
+    ZooKeeperUnavailableError,
 )
 from shared.model import Channel, ChannelStatus
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2, subscription_pb2
@@ -253,20 +254,23 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
     def Subscribe(self, requests: Iterator[subscription_pb2.SubscribeRequest],
                   context: Any) -> Iterator[bytes]:
         """A subscription's batches from the node that runs it, as the bytes it sent (the
-        method is served raw: :func:`add`)."""
+        method is served raw: :func:`add`). ZooKeeper not answering the manager is
+        UNAVAILABLE here: the reader connects again (and gives up after its give_up_s)."""
         yield from self._forwarded("Subscribe", context, lambda: subscribe.relay(
             self.catalog, self.views, self.views.client, self.views.paths, requests, context,
-            self.node_access))
+            self.node_access), again=(ZooKeeperUnavailableError,))
 
-    def _forwarded(self, method: str, context: Any,
-                   stream: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    def _forwarded(self, method: str, context: Any, stream: Callable[[], Iterator[Any]],
+                   again: tuple[type[SetlError], ...] = ()) -> Iterator[Any]:
         """A stream the leader relays from a node: errors are translated as they come, also
-        once messages went out."""
+        once messages went out; those of ``again`` become UNAVAILABLE (worth another try)."""
         try:
             self._require_leader()
             yield from stream()
         except NodeCallError as exc:  # the node's own answer, as it gave it
             context.abort(grpc.StatusCode[exc.code], str(exc))
+        except again as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"{exc} (the reader connects again)")
         except SetlError as exc:
             _abort(exc, context)
         except Exception:

@@ -49,7 +49,7 @@ def relay(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
     address = owners.address(views, client, paths, pipeline_id, channel.name,
                              SubscriptionMovedError, "its reader connects again then")
     forwarded = subscription_pb2.SubscribeRequest(start=subscription_pb2.SubscribeStart(
-        channel=channel.name, pipeline=pipeline.name))
+        channel=channel.name, pipeline=pipeline.name, look=start.look))
     log.info("event=subscription_relayed pipeline=%s node=%s peer=%s", pipeline_id, address,
              context.peer())
 

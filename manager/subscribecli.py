@@ -62,7 +62,8 @@ def add_command(commands: Any) -> None:
     subscribe.add_argument("--count", type=int, default=0,
                            help="stop after this many transactions (default: never)")
     subscribe.add_argument("--no-ack", action="store_true",
-                           help="acknowledge nothing (a look that moves nothing)")
+                           help="acknowledge nothing (a look that moves nothing; refused while the "
+                           "subscription has a reader)")
     subscribe.add_argument("--from", dest="start", default="",
                            help="move the subscription first: latest, FILE:POS "
                            "(mysql-bin.000003:4), a MariaDB GTID position (0-1-100) or a "
@@ -147,7 +148,9 @@ def run(args: argparse.Namespace, client: ManagerClient) -> int:
               file=sys.stderr)
     printed = 0
     json_lines = args.output == "json"
-    with Subscriber(channel, pipeline, client.addresses, client.access) as feed:
+    # a run that acknowledges nothing is a look: it never takes the subscription's reader's place
+    with Subscriber(channel, pipeline, client.addresses, client.access,
+                    look=not acking) as feed:
         for batch in feed:
             whole = True  # every transaction of the batch printed (or left out by --table)
             for place, txn in enumerate(batch.transactions):

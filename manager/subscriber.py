@@ -16,7 +16,11 @@ change ids (from one source server: ``txn.id`` is the binlog file:pos; across a 
 the source to a promoted replica, compare ``txn.position.gtid``); a reader that stores what
 it applied with its own writes applies each change exactly once. The client reconnects by
 itself when the subscription moves or a manager fails over, and gives up after
-``give_up_s`` without one.
+``give_up_s`` without one. After :meth:`Subscriber.rollback` no batch sent before it is
+handed on: every batch not acknowledged comes again, in order, first. A subscription has
+one reader at a time: a reader taken over by another one raises (it does not come back);
+``look=True`` reads without acknowledging and without taking a reader's place (refused
+while one reads).
 """
 
 from __future__ import annotations
@@ -51,15 +55,18 @@ _AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
 class Subscriber:
     def __init__(self, channel: str, pipeline: str = "",
                  managers: str | list[str] | None = None, access: Access | None = None,
-                 retry_s: float = 1.0, give_up_s: float = 120.0, start: str = "") -> None:
+                 retry_s: float = 1.0, give_up_s: float = 120.0, start: str = "",
+                 look: bool = False) -> None:
         """``start``: move the subscription first to ``latest``, ``FILE:POS`` or a GTID
         (:func:`move`: its channel is stopped and started again); by default it goes on
-        after what was acknowledged."""
+        after what was acknowledged. ``look``: read what is not acknowledged without
+        acknowledging anything and without taking the subscription over from its reader
+        (refused, raising SetlError, while one reads)."""
         self.channel, self.pipeline, self.start = channel, pipeline, start
         self.addresses = addresses_from(managers) if not isinstance(managers, list) \
             else list(managers)
         self.access = access or Access()
-        self.retry_s, self.give_up_s = retry_s, give_up_s
+        self.retry_s, self.give_up_s, self.look = retry_s, give_up_s, look
         self.connects = 0  # connections made (a reconnect re-sends what was not acked)
         self._lock = threading.Lock()
         self._requests: queue.Queue[subscription_pb2.SubscribeRequest | None] | None = None
@@ -68,6 +75,8 @@ class Subscriber:
         self._closed = False
         self._reading = 0  # the thread reading the batches
         self._epoch = 0  # the owner serving this connection (its batch ids)
+        self._stream = 0  # this connection's stream on the node (its batch 0 says which)
+        self._generation = 0  # its rollbacks: a batch sent before the last one is dropped
 
     def __enter__(self) -> Subscriber:
         return self
@@ -96,8 +105,7 @@ class Subscriber:
                     for batch in self._read(address):
                         failing_since = None
                         if not batch.batch_id:
-                            self._epoch = batch.epoch  # the server's hello: whose stream
-                            continue
+                            continue  # the server's hello (read by _read)
                         try:
                             yield batch
                         except GeneratorExit:  # the reader is done: its acks stored first
@@ -138,21 +146,32 @@ class Subscriber:
 
     def ack(self, batch: subscription_pb2.ChangeBatch | int) -> None:
         """Everything up to ``batch`` is handled: the subscription's position moves past it.
-        A batch of an earlier connection is not acknowledged (it comes again)."""
+        A batch of an earlier connection, or one received before a :meth:`rollback`, is not
+        acknowledged (it comes again). An int names a batch of the current connection since
+        the last rollback: pass the batch itself where it may be older (its stream is
+        checked)."""
+        if self.look:
+            raise ConfigError(f"subscription {self.channel} is read with look=True, which "
+                              "acknowledges nothing: read without look to move it")
         batch_id = batch if isinstance(batch, int) else batch.batch_id
         with self._lock:
             if self._requests is None or batch_id not in self._received or \
-                    (not isinstance(batch, int) and batch.epoch != self._epoch):
-                return  # a batch of another stream: it comes again on this one
+                    (not isinstance(batch, int) and
+                     (batch.epoch, batch.stream, batch.generation) !=
+                     (self._epoch, self._stream, self._generation)):
+                return  # a batch of another stream or generation: it comes again
             self._received = [n for n in self._received if n > batch_id]
             self._requests.put(subscription_pb2.SubscribeRequest(
-                ack=subscription_pb2.SubscribeAck(batch_id=batch_id)))
+                ack=subscription_pb2.SubscribeAck(batch_id=batch_id, stream=self._stream,
+                                                  generation=self._generation)))
 
     def rollback(self) -> None:
-        """Every batch not acknowledged comes again, from the first."""
+        """Every batch not acknowledged comes again, from the first, before anything else:
+        batches received after this call that were sent before it are dropped here."""
         with self._lock:
             if self._requests is not None:
                 self._received = []
+                self._generation += 1  # the node counts the same
                 self._requests.put(subscription_pb2.SubscribeRequest(
                     rollback=subscription_pb2.SubscribeRollback()))
 
@@ -189,16 +208,22 @@ class Subscriber:
     def _read(self, address: str) -> Iterator[subscription_pb2.ChangeBatch]:
         requests: queue.Queue[subscription_pb2.SubscribeRequest | None] = queue.Queue()
         requests.put(subscription_pb2.SubscribeRequest(start=subscription_pb2.SubscribeStart(
-            channel=self.channel, pipeline=self.pipeline)))
+            channel=self.channel, pipeline=self.pipeline, look=self.look)))
         with self.access.channel(address) as channel:
             call = manager_pb2_grpc.ManagerServiceStub(channel).Subscribe(
                 _drain(requests), metadata=self.access.metadata)
             with self._lock:
                 self._requests, self._received, self._call = requests, [], call
+                self._generation = 0  # (a rollback on this stream counts from here)
                 self.connects += 1
             for batch in call:
                 with self._lock:
-                    self._received.append(batch.batch_id)
+                    if not batch.batch_id:  # the node's hello: whose stream this is
+                        self._epoch, self._stream = batch.epoch, batch.stream
+                    elif batch.generation != self._generation:
+                        continue  # sent before a rollback: it comes again after it
+                    else:
+                        self._received.append(batch.batch_id)
                 yield batch
 
     def _disconnect(self) -> None:

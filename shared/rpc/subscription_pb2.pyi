@@ -18,18 +18,24 @@ class SubscribeRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[SubscribeStart, _Mapping]] = ..., ack: _Optional[_Union[SubscribeAck, _Mapping]] = ..., rollback: _Optional[_Union[SubscribeRollback, _Mapping]] = ...) -> None: ...
 
 class SubscribeStart(_message.Message):
-    __slots__ = ("channel", "pipeline")
+    __slots__ = ("channel", "pipeline", "look")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    LOOK_FIELD_NUMBER: _ClassVar[int]
     channel: str
     pipeline: str
-    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ...) -> None: ...
+    look: bool
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., look: _Optional[bool] = ...) -> None: ...
 
 class SubscribeAck(_message.Message):
-    __slots__ = ("batch_id",)
+    __slots__ = ("batch_id", "stream", "generation")
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
     batch_id: int
-    def __init__(self, batch_id: _Optional[int] = ...) -> None: ...
+    stream: int
+    generation: int
+    def __init__(self, batch_id: _Optional[int] = ..., stream: _Optional[int] = ..., generation: _Optional[int] = ...) -> None: ...
 
 class SubscribeRollback(_message.Message):
     __slots__ = ()
@@ -106,15 +112,19 @@ class Transaction(_message.Message):
     def __init__(self, id: _Optional[str] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., commit_ts_ms: _Optional[int] = ..., changes: _Optional[_Iterable[_Union[RowChange, _Mapping]]] = ..., ddl: _Optional[str] = ..., ddl_schema: _Optional[str] = ...) -> None: ...
 
 class ChangeBatch(_message.Message):
-    __slots__ = ("batch_id", "end", "transactions", "run", "epoch")
+    __slots__ = ("batch_id", "end", "transactions", "run", "epoch", "stream", "generation")
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
     batch_id: int
     end: _model_pb2.BinlogPosition
     transactions: _containers.RepeatedCompositeFieldContainer[Transaction]
     run: str
     epoch: int
-    def __init__(self, batch_id: _Optional[int] = ..., end: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., transactions: _Optional[_Iterable[_Union[Transaction, _Mapping]]] = ..., run: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    stream: int
+    generation: int
+    def __init__(self, batch_id: _Optional[int] = ..., end: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., transactions: _Optional[_Iterable[_Union[Transaction, _Mapping]]] = ..., run: _Optional[str] = ..., epoch: _Optional[int] = ..., stream: _Optional[int] = ..., generation: _Optional[int] = ...) -> None: ...

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from manager.subscribecli import value
 from manager.subscriber import Subscriber
+from shared.errors import SetlError
 from shared.sandbox import Sandbox
 from tests.devcluster import BIN, Cluster, Database, wait_for
 from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
@@ -184,6 +186,35 @@ def test_a_reader_gets_every_transaction_whole_in_order_and_again_unacked(
     assert reader.transactions >= 140
     # a rollback sent its batch again (and what followed it unacknowledged)
     assert reader.rolled_back and reader.rolled_back <= reader.seen_again
+
+
+def test_a_subscription_has_one_reader_at_a_time(cluster: Cluster, source: Database,
+                                                target: Database) -> None:
+    """A look is refused while a reader reads; a second reader takes the subscription over
+    and the first one raises instead of taking it back (two readers would split the stream
+    between them); the second gets everything, whole and in order."""
+    shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3, seed=13)
+    cluster.apply([feed_channel("single", "feed-one", shapes.schema, list(COLUMNS))],
+                  sources(cluster, "feed-one"))
+    cluster.set_status("single", "START")
+    cluster.wait_running("single")
+    shapes.start()
+    shapes.wait_transactions(40)
+    with Subscriber("single", managers=cluster.manager_address, retry_s=0.2) as first:
+        batches = iter(first)
+        assert next(batches).transactions  # it reads (and acknowledges nothing)
+        with Subscriber("single", managers=cluster.manager_address, look=True) as look, \
+                pytest.raises(SetlError, match="a look never takes a reader's place"):
+            next(iter(look))
+        reader = Reader(cluster, "single", shapes.schema).start()  # a second application
+        deadline = time.monotonic() + 60
+        with pytest.raises(SetlError, match=r"took this subscription over at .* one reader "
+                           "at a time"):
+            for _ in batches:  # what was sent to it before, then the error
+                assert time.monotonic() < deadline, "the first reader was not told"
+    shapes.wait_transactions(shapes.transactions + 60)
+    finish(shapes, source, reader)
+    assert reader.feed is not None and reader.feed.connects == 1  # never taken back
 
 
 def _subscribe(cluster: Cluster, channel: str, *args: str) -> list[dict[str, Any]]:

@@ -105,9 +105,10 @@ class Feed:
 
     acked: ClassVar[list[int]] = []
     batches: ClassVar[list[subscription_pb2.ChangeBatch]] = []
+    look: ClassVar[bool | None] = None
 
-    def __init__(self, *args: Any) -> None:
-        Feed.acked = []
+    def __init__(self, *args: Any, look: bool = False) -> None:
+        Feed.acked, Feed.look = [], look
 
     def __enter__(self) -> Feed:
         return self
@@ -186,10 +187,13 @@ def test_a_table_pattern_is_a_view_that_acknowledges_nothing_unless_told(
         "bin.000001:200 #0 I my.db.t[1]", "bin.000001:300 #0 I logs.orders_1",
         "bin.000001:400 DDL my.db: ALTER TABLE x"]
     assert Feed.acked == [] and "--table is a view: nothing is acknowledged" in printed.err
+    assert Feed.look  # a view never takes the subscription from its reader
     assert subscribe("--table", "audit.ods_ev_*", "--ack-filtered") == 0
     assert capsys.readouterr().out.startswith("bin.000001:500 #0 I audit.ods_ev_7")
-    assert Feed.acked == [1, 2]
+    assert Feed.acked == [1, 2] and Feed.look is False
     assert subscribe() == 0 and Feed.acked == [1, 2]  # without --table: every batch
+    assert Feed.look is False
+    assert subscribe("--no-ack") == 0 and Feed.acked == [] and Feed.look
     with pytest.raises(ConfigError, match="give it with --table, and without --no-ack"):
         subscribe("--ack-filtered")
 

@@ -19,7 +19,7 @@ from node.jobs import ROW_BITS, JobSpec
 from node.target.delta.columns import LakeColumn
 from node.target.delta.tables import LakeFacts
 from node.target.subscription import units
-from node.target.subscription.outbox import Detached, Outbox, Parcel
+from node.target.subscription.outbox import Outbox, Parcel, TakenOver
 from shared.definitions import load_text
 from shared.errors import ConfigError
 from shared.model import BinlogPosition
@@ -89,7 +89,13 @@ def test_parts_joined_are_one_batch() -> None:
 
 
 def parcel(batch_id: int) -> Parcel:
-    return Parcel(batch_id, BinlogPosition("bin.000001", batch_id * 100), b"x")
+    data = subscription_pb2.ChangeBatch(batch_id=batch_id).SerializeToString()
+    return Parcel(batch_id, BinlogPosition("bin.000001", batch_id * 100), data)
+
+
+def sent(parcel: Parcel | None) -> subscription_pb2.ChangeBatch:
+    assert parcel is not None
+    return subscription_pb2.ChangeBatch.FromString(parcel.data)
 
 
 def test_the_outbox_holds_a_window_acks_are_cumulative_and_rollback_sends_again() -> None:
@@ -102,21 +108,27 @@ def test_the_outbox_holds_a_window_acks_are_cumulative_and_rollback_sends_again(
     third.join(0.3)
     assert third.is_alive()  # the window is full: Load waits for the reader
     reader = box.attach("r")
-    assert [box.take(reader).batch_id for _ in range(2)] == [1, 2]
+    first = [sent(box.take(reader)) for _ in range(2)]
+    assert [(b.batch_id, b.stream, b.generation) for b in first] == [(1, reader, 0),
+                                                                      (2, reader, 0)]
     box.rollback(reader)
-    assert box.take(reader).batch_id == 1
-    with pytest.raises(ValueError, match="not sent on this stream"):
-        box.ack(reader, 3)  # not sent yet
-    box.ack(reader, 2)  # both, the second sent before the rollback: cumulative
-    assert acked == [2]
-    box.ack(reader, 1)  # acknowledged already (a copy sent again): nothing new
-    assert acked == [2]
+    again = sent(box.take(reader))
+    assert (again.batch_id, again.generation) == (1, 1)
+    with pytest.raises(ValueError, match="not sent on this stream since its last rollback"):
+        box.ack(reader, 2, 1)  # its copy of generation 0 was sent, this one not yet
+    box.ack(reader, 2, 0)  # sent before the rollback (an ack in flight): ignored
+    assert acked == []
+    box.ack(reader, 1, 1)
+    assert acked == [1] and sent(box.take(reader)).batch_id == 2
+    box.ack(reader, 2, 1)
+    box.ack(reader, 1, 1)  # acknowledged already: nothing new
+    assert acked == [1, 2]
     third.join(5)
-    assert not third.is_alive() and box.take(reader).batch_id == 3
+    assert not third.is_alive() and sent(box.take(reader)).batch_id == 3
     newer = box.attach("r2")  # a reader taking over gets what is not acknowledged
-    with pytest.raises(Detached):
+    with pytest.raises(TakenOver, match="reader r2 took this subscription over at 20"):
         box.take(reader)
-    assert box.take(newer).batch_id == 3
+    assert sent(box.take(newer)).batch_id == 3
     box.close("stopped")
     assert not box.put(parcel(4), stop)
 
