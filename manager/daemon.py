@@ -27,6 +27,7 @@ from shared.version import version
 
 log = logging.getLogger("setl.manager")
 STOP_ZOOKEEPER_S = 2.0  # giving up the leadership on the way out waits at most this long
+MANAGER_THREADS = 32  # the API's gRPC threads: 8 kept from subscription readers for the rest
 
 
 def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
@@ -55,9 +56,10 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
         _web_tls(config.api.tls))
     interceptors = [auth.TokenInterceptor(
         check, lambda reason: metrics.refused.labels(reason).inc())] if check else []
-    # (a subscription's reader holds a thread while it reads)
-    server = rpcserver.server(32, interceptors)
-    servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access)
+    # (a subscription's reader holds a thread while it reads: see rpcserver.Readers)
+    server = rpcserver.server(MANAGER_THREADS, interceptors)
+    servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access,
+                               rpcserver.Readers(MANAGER_THREADS - 8, "this manager"))
     service.add(servicer, server)
     try:
         rpcserver.listen(server, config.listen, credentials, "choose another with --listen")

@@ -22,7 +22,7 @@ from manager.positions import Positions
 from manager.snapshots import Snapshots
 from manager.switch import switch_source
 from manager.views import Views
-from shared import codec, confinement, definitions, rawstreams, tablekeys
+from shared import codec, confinement, definitions, rawstreams, rpcserver, tablekeys
 from shared import positions as positions_of
 from shared.catalog import Catalog, call
 from shared.errors import (
@@ -82,8 +82,10 @@ def _rpc(func: Callable[..., Any]) -> Callable[..., Any]:
 class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
     def __init__(self, catalog: Catalog, views: Views, election: LeaderElection,
                  address: str, monitor: Monitor | None = None,
-                 node_access: Access | None = None) -> None:
+                 node_access: Access | None = None,
+                 readers: rpcserver.Readers | None = None) -> None:
         self.catalog, self.views, self.election, self.address = catalog, views, election, address
+        self.readers = readers or rpcserver.Readers(24, "this manager")
         self.node_access = node_access or Access()  # how verify reaches the nodes
         self.monitor = monitor  # alarms, as this manager shows them
         self.web_url = ""
@@ -256,9 +258,10 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         """A subscription's batches from the node that runs it, as the bytes it sent (the
         method is served raw: :func:`add`). ZooKeeper not answering the manager is
         UNAVAILABLE here: the reader connects again (and gives up after its give_up_s)."""
-        yield from self._forwarded("Subscribe", context, lambda: subscribe.relay(
-            self.catalog, self.views, self.views.client, self.views.paths, requests, context,
-            self.node_access), again=(ZooKeeperUnavailableError,))
+        with self.readers.held(context):
+            yield from self._forwarded("Subscribe", context, lambda: subscribe.relay(
+                self.catalog, self.views, self.views.client, self.views.paths, requests,
+                context, self.node_access), again=(ZooKeeperUnavailableError,))
 
     def _forwarded(self, method: str, context: Any, stream: Callable[[], Iterator[Any]],
                    again: tuple[type[SetlError], ...] = ()) -> Iterator[Any]:

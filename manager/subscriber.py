@@ -49,7 +49,8 @@ from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2, subscription_pb
 
 CLOSE_WAIT_S = 5.0  # how long a closing reader waits for its acknowledgements to be stored
 _AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
-          grpc.StatusCode.DEADLINE_EXCEEDED)
+          grpc.StatusCode.DEADLINE_EXCEEDED,
+          grpc.StatusCode.RESOURCE_EXHAUSTED)  # (a server at its readers: until give_up_s)
 
 
 class Subscriber:

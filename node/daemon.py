@@ -92,8 +92,8 @@ class Node:
         check, credentials = rpc_access(self.config)
         interceptors = [rpcauth.TokenInterceptor(check, messages=NODE_MESSAGES)] if check \
             else []
-        # a subscription's reader holds a thread while it reads
-        server = rpcserver.server(16, interceptors)
+        # a subscription's reader holds a thread while it reads (service.THREADS - 4 at most)
+        server = rpcserver.server(service.THREADS, interceptors)
         service.add(
             NodeServicer(self.node_id, lambda pipeline_id: verify.context_from(
                 self.supervisor, self.node_id, pipeline_id, self.spark)), server)

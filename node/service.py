@@ -13,14 +13,18 @@ import grpc
 from node.target.subscription import outbox
 from node.verify import rpc as verify
 from node.verify.run import Context
-from shared import rawstreams
+from shared import rawstreams, rpcserver
 from shared.rpc import manager_pb2, node_pb2_grpc, subscription_pb2
+
+THREADS = 16  # the node's gRPC threads: 4 kept from subscription readers for verify
 
 
 class NodeServicer(node_pb2_grpc.NodeServiceServicer):
     def __init__(self, node_id: int,
-                 verify_context: Callable[[str], Context] | None = None) -> None:
+                 verify_context: Callable[[str], Context] | None = None,
+                 readers: rpcserver.Readers | None = None) -> None:
         self.node_id, self.verify_context = node_id, verify_context
+        self.readers = readers or rpcserver.Readers(THREADS - 4, f"node {node_id}")
 
     def Verify(self, request: manager_pb2.VerifyRequest,
                context: Any) -> Iterator[manager_pb2.VerifyProgress]:
@@ -36,7 +40,8 @@ class NodeServicer(node_pb2_grpc.NodeServiceServicer):
         if first is None or first.WhichOneof("kind") != "start":
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a subscription stream begins with "
                           "a start (channel, pipeline)")
-        yield from outbox.serve(first.start, requests, context)
+        with self.readers.held(context):
+            yield from outbox.serve(first.start, requests, context)
 
 
 def add(servicer: NodeServicer, server: grpc.Server) -> None:

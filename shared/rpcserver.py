@@ -9,8 +9,11 @@ off, so a taken port is an error at start that names the address.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent import futures
+from contextlib import contextmanager
+from typing import Any
 
 import grpc
 
@@ -37,3 +40,29 @@ def listen(rpc: grpc.Server, address: str, credentials: grpc.ServerCredentials |
     if port == 0:
         raise SetlError(f"cannot listen on {address}: the address is taken or invalid; {fix}")
     return port
+
+
+class Readers:
+    """The subscription readers a server streams to at once. Each holds one of the server's
+    threads for as long as it reads, and gRPC queues a call that finds every thread taken
+    without a word: past the threads, a new reader would wait for ever, and so would every
+    other call (``setl status``, a stop). So at most ``most`` readers, fewer than the
+    threads, and the next one is refused (RESOURCE_EXHAUSTED: it tries again until its
+    give_up_s) with what to do."""
+
+    def __init__(self, most: int, server: str) -> None:
+        self.most, self.server = most, server
+        self._free = threading.BoundedSemaphore(most)
+
+    @contextmanager
+    def held(self, context: Any) -> Iterator[None]:
+        if not self._free.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"{self.server} streams to at most {self.most} subscription readers "
+                          "at once, and that many read now: stop a reader that is not needed, "
+                          "or spread the subscriptions over more nodes (the manager relays "
+                          "each reader: run the readers of one manager under its limit)")
+        try:
+            yield
+        finally:
+            self._free.release()
