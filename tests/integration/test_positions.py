@@ -68,26 +68,33 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
 def test_a_pipeline_added_to_a_started_channel_starts_at_the_apply(sandbox, tmp_path,
                                                                     zk_client):
     """A renamed pipeline is a new one: its 'start: latest' is the apply that brought it,
-    fixed by the manager before the apply returns, not the moment a node gets to it."""
+    fixed by the manager before the apply returns, not the moment a node gets to it. The
+    keyless, unique-swap and sum tables in the same pipeline are written from the apply on,
+    while no node runs and as one starts: equal as multisets, promises kept."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    shapes = Shapes(sandbox, source, target, seed=71)
     cluster = Cluster(sandbox, tmp_path, "added")
     t = f"`{schema}`.kl"
     try:
         cluster.start_manager()
-        cluster.apply([one_way("added", schema, ["kl"])])
+        cluster.apply([beside(one_way("added", schema, ["kl"]), shapes.schema)])
         cluster.set_status("added", "START")
-        renamed = one_way("added", schema, ["kl"])
+        renamed = beside(one_way("added", schema, ["kl"]), shapes.schema)
         renamed["pipelines"][0]["name"] = "again"
         before = source.rows("SHOW MASTER STATUS")[0][:2]
         cluster.apply([renamed])
         stored = Cursor.from_json(zk_client.get(ZkPaths(cluster.root).cursor("added.again"))[0])
         assert (stored.position.file, stored.position.pos) == (before[0], int(before[1]))
+        shapes.start()
         source.script(*(f"INSERT INTO {t} VALUES ({n % 2}, 'dup'), ({n % 2}, 'dup')"
                         for n in range(50)))  # while no node runs
         cluster.start_node(1)
         wait_equal(source, target, schema, ["kl"])
+        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.finish(source)
     finally:
+        shapes.stop()
         cluster.stop()
         source.close()
         target.close()
