@@ -94,6 +94,14 @@ class Shapes:
         wait_for(lambda: self.transactions >= count, timeout_s,
                  f"{count} transactions on the source")
 
+    def keep_on(self, transactions: int = 100, reads: int = 25, timeout_s: float = 120) -> None:
+        """Go on a while, racing what the test just did: ``transactions`` more written and
+        ``reads`` more snapshots of the targets (the watcher may be slow on a busy machine:
+        ``finish`` wants more than 20)."""
+        written, read = self.transactions + transactions, self.snapshots + reads
+        self.wait_transactions(written, timeout_s)
+        wait_for(lambda: self.snapshots >= read, timeout_s, f"{reads} more reads of the targets")
+
     def stop(self) -> None:
         self.done.set()
         for thread in self._threads:

@@ -105,7 +105,7 @@ def test_a_deadlock_on_the_target_is_retried_and_nothing_is_lost(sandbox, pair, 
         blocker.execute(f"UPDATE `{schema}`.ledger SET counter = counter WHERE id = 1")
         blocker.execute("ROLLBACK")  # the other writer changes nothing in the end
         wait_equal(source, target, schema, ["ledger"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
         log = node.output()
         assert re.search(r"event=load_retry pipeline=deadlock.forward .*Deadlock", log), log[-3000:]
@@ -143,7 +143,7 @@ def test_binlog_rotation_across_a_restart_and_a_purged_start_position(sandbox, p
                 assert node.terminate() == 0  # a clean stop between two rotations
                 node = cluster.start_node(1)
         wait_equal(source, target, schema, ["ledger"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
         file = target.rows("SELECT binlog_file FROM retl.retl_position WHERE pipeline_id = "
                            "'rotation.forward'")[0][0]

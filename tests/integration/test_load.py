@@ -222,6 +222,7 @@ def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
         target.execute(f"DROP TRIGGER `{schema}`.interrupt")
         cluster.set_status("interrupted", "START")
         wait_equal(source, target, schema, ["items"])
+        shapes.keep_on()
         shapes.finish(source)
     finally:
         shapes.stop()
@@ -272,6 +273,7 @@ def test_dry_run_counts_and_writes_nothing(cluster, source, target):
             cluster.set_status(name, "START")
         wait_equal(source, target, schema, ["items"])
         assert sorted(target.table(schema, "items")) == [(1, "a"), (2, "b"), (3, "c")]
+        shapes.keep_on()
         shapes.finish(source)
     finally:
         shapes.stop()

@@ -91,7 +91,7 @@ def test_a_pipeline_added_to_a_started_channel_starts_at_the_apply(sandbox, tmp_
                         for n in range(50)))  # while no node runs
         cluster.start_node(1)
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
     finally:
         shapes.stop()

@@ -75,7 +75,7 @@ def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbo
         for n in range(20):
             source.execute(f"INSERT INTO {kl} VALUES ({n % 4}, 'dup'), ({n % 4}, 'dup')")
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.settle(source)
         stop(cluster, "again")
         channel = ["--manager", cluster.manager_address, "channel"]
@@ -96,7 +96,7 @@ def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbo
         target.execute("DELETE FROM retl.retl_position WHERE pipeline_id = 'again.forward'")
         cluster.set_status("again", "START")
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
         stop(cluster, "again")
         assert cli.main([*channel, "delete", "again", "--purge-positions"]) == 0
@@ -143,7 +143,7 @@ def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_g
         cluster.set_status("behind", "START")
         shapes.start()
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
         assert "event=target_behind pipeline=behind.forward targets=target" in node.output()
 
@@ -188,6 +188,7 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         cluster.wait_running("history")
         source.execute(f"INSERT INTO {kl} VALUES (4, 'd'), (4, 'd')")
         wait_equal(source, target, schema, ["kl"])
+        shapes.keep_on()
         shapes.finish(source)
         stop(cluster, "history")
         # rebuilt empty: the pipeline's state in ZooKeeper is gone, rows come meanwhile
@@ -218,7 +219,7 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         for n in range(10):
             source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'dup'), ({n % 3}, 'dup')")
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.settle(source)  # the row stays where it is shown and set
         [(row_file, row_pos)] = target.rows("SELECT binlog_file, binlog_pos FROM "
                                             "retl.retl_position WHERE pipeline_id = "
@@ -254,7 +255,7 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         cluster.set_status("moves", "START")
         shapes.start()
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.settle(source)  # (--latest below skips what comes while it is stopped)
         # a row past the source's end (the source's binlog reset, or another server's)
         stop(cluster, "moves")
@@ -289,5 +290,5 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         shapes.start()
         assert f"from {file}:{pos}" in capsys.readouterr().out
         wait_equal(source, target, schema, ["kl"])
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)

@@ -87,7 +87,7 @@ def test_start_latest_copies_only_later_changes_and_start_position_replays(
         shapes.start()
         wait_for(lambda: len(target.table(schema, "items")) == 2, 30, "rows 2 and 3")
         assert [row[0] for row in target.table(schema, "items")] == [2, 3]
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
     finally:
         shapes.stop()
@@ -268,7 +268,7 @@ def test_pause_and_start_through_the_cli(cluster, source, target, capsys):
     shapes.start()
     try:
         pause_and_start(cluster, source, target, schema)
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
     finally:
         shapes.stop()

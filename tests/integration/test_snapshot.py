@@ -104,7 +104,7 @@ def test_a_table_copied_by_hand_and_one_added_to_the_channel_while_the_stream_go
     shapes.start()
     try:
         copy_by_hand_and_add_a_table(cluster, source, target, schema, shapes, capsys)
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.finish(source)
     finally:
         shapes.stop()

@@ -276,7 +276,7 @@ def test_transactions_the_promoted_replica_never_got_are_reported(
         assert f"target target holds 0-41-{last} (it has server 41's transactions of " \
             f"domain 0 up to 0-41-{int(last) - 3})" in error, (lost, error)
         assert target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 2000")[0][0] == 0
-        shapes.wait_transactions(shapes.transactions + 100)
+        shapes.keep_on()
         shapes.stop()
         assert {name: Counter(target.table(shapes.schema, name)) for name in TABLES} == held
         assert shapes.violations == [] and shapes.snapshots > 20, shapes.violations
