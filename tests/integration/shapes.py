@@ -47,6 +47,7 @@ DDL = (
 TRIGGER = ("CREATE TRIGGER `{schema}`.born AFTER INSERT ON `{schema}`.parent FOR EACH ROW "
            "INSERT INTO `{schema}`.audit VALUES (NEW.id, CONCAT('born ', NEW.note))")
 TABLES = ["kl", "sl", "accounts", "parent", "child", "audit"]
+WRITTEN = {"accounts": "id, balance, version"}  # the columns a copy writes (not generated)
 
 
 class Shapes:
@@ -93,6 +94,14 @@ class Shapes:
         wait_for(lambda: self.transactions >= count, timeout_s,
                  f"{count} transactions on the source")
 
+    def keep_on(self, transactions: int = 100, reads: int = 25, timeout_s: float = 120) -> None:
+        """Go on a while, racing what the test just did: ``transactions`` more written and
+        ``reads`` more snapshots of the targets (the watcher may be slow on a busy machine:
+        ``finish`` wants more than 20)."""
+        written, read = self.transactions + transactions, self.snapshots + reads
+        self.wait_transactions(written, timeout_s)
+        wait_for(lambda: self.snapshots >= read, timeout_s, f"{reads} more reads of the targets")
+
     def stop(self) -> None:
         self.done.set()
         for thread in self._threads:
@@ -109,6 +118,9 @@ class Shapes:
         """Stop writing, wait for every target to hold the source's rows (as multisets), and
         check the watcher saw every promise kept."""
         self.stop()
+        self._check(source, timeout_s)
+
+    def _check(self, source: Database, timeout_s: float) -> None:
         for server in self.targets:
             target = Database(self.sandbox, server)
             try:
@@ -117,6 +129,40 @@ class Shapes:
                 target.close()
         assert self.violations == []
         assert self.snapshots > 20, "the watcher hardly read the target"
+
+    def settle(self, source: Database, timeout_s: float = 180) -> None:
+        """``finish``, ready to ``start`` again: writes stop and the targets catch up, so a
+        test may read or move positions that stay put, then write again through its next
+        fault."""
+        self.pause()
+        self._check(source, timeout_s)
+
+    def rows(self, db: Database) -> dict[str, list[tuple[Any, ...]]]:
+        """Every table's rows on ``db`` (read in the caller's transaction, if one is open:
+        a backup taken with the position row beside them), for ``put_back``."""
+        return {name: db.rows(f"SELECT {WRITTEN.get(name, '*')} FROM `{self.schema}`.{name}")
+                for name in TABLES}
+
+    def opening(self) -> dict[str, list[tuple[Any, ...]]]:
+        """The tables' rows before the first transaction (what a target holds again to load
+        every transaction once more from where the workload began)."""
+        return {name: [] for name in TABLES} | {
+            "sl": [(i, i) for i in range(1, SLOTS + 1)],
+            "accounts": [(i, OPENING, 0) for i in range(ACCOUNTS)]}
+
+    def put_back(self, db: Database, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+        """``db``'s tables made to hold ``rows``, in the caller's transaction (a target
+        restored from a backup). Pause first: a watcher would see versions go back."""
+        t = f"`{self.schema}`"
+        for name in reversed(TABLES):  # children before their parents
+            db.execute(f"DELETE FROM {t}.{name}")
+        for name in TABLES:
+            if rows[name]:
+                columns = f" ({WRITTEN[name]})" if name in WRITTEN else ""
+                marks = ", ".join(["%s"] * len(rows[name][0]))
+                with db.conn.cursor() as cursor:
+                    cursor.executemany(f"INSERT INTO {t}.{name}{columns} VALUES ({marks})",
+                                       rows[name])
 
     # -- the writer -------------------------------------------------------------------------
     def _write(self) -> None:

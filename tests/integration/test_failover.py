@@ -27,7 +27,7 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
-from tests.integration.shapes import Shapes, start_channel
+from tests.integration.shapes import Shapes, beside, start_channel
 
 
 @pytest.fixture
@@ -70,6 +70,8 @@ def test_the_owner_killed_mid_stream_the_other_node_takes_over(sandbox, pair, tm
 
 
 def test_a_deadlock_on_the_target_is_retried_and_nothing_is_lost(sandbox, pair, tmp_path):
+    """The retry loads the batch again: with the keyless, unique-swap and sum tables in the
+    same pipeline, written all along, equal as multisets at the end."""
     source, target = pair
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, "
                          "counter INT NOT NULL)")
@@ -77,14 +79,17 @@ def test_a_deadlock_on_the_target_is_retried_and_nothing_is_lost(sandbox, pair, 
     target.execute(f"INSERT INTO `{schema}`.ballast SELECT seq, 0 FROM `{schema}`.seq_1_to_2000")
     for db in (source, target):
         db.execute(f"INSERT INTO `{schema}`.ledger VALUES (1, 0), (2, 0)")
+    shapes = Shapes(sandbox, source, target, seed=83)
     cluster = Cluster(sandbox, tmp_path, "deadlock")
     blocker = Database(sandbox, "target")
     try:
         cluster.start_manager()
         node = cluster.start_node(1)
-        cluster.apply([one_way("deadlock", schema, ["ledger"], batch_timeout_ms=20)])
+        cluster.apply([beside(one_way("deadlock", schema, ["ledger"], batch_timeout_ms=20),
+                              shapes.schema)])
         cluster.set_status("deadlock", "START")
         cluster.wait_running("deadlock")
+        shapes.start()
         # another writer of the target holds row 2 and has done much work (so InnoDB picks
         # Load's transaction as the deadlock's victim)
         blocker.execute("BEGIN")
@@ -100,27 +105,35 @@ def test_a_deadlock_on_the_target_is_retried_and_nothing_is_lost(sandbox, pair, 
         blocker.execute(f"UPDATE `{schema}`.ledger SET counter = counter WHERE id = 1")
         blocker.execute("ROLLBACK")  # the other writer changes nothing in the end
         wait_equal(source, target, schema, ["ledger"])
+        shapes.keep_on()
+        shapes.finish(source)
         log = node.output()
         assert re.search(r"event=load_retry pipeline=deadlock.forward .*Deadlock", log), log[-3000:]
         assert "event=pipeline_failed pipeline=deadlock.forward" not in log
     finally:
+        shapes.stop()
         blocker.close()
         cluster.stop()
 
 
 def test_binlog_rotation_across_a_restart_and_a_purged_start_position(sandbox, pair, tmp_path):
-    """Over a keyless table with duplicate rows: a restart that replayed rows would show."""
+    """Over a keyless table with duplicate rows: a restart that replayed rows would show. The
+    keyless, unique-swap and sum tables in the same pipeline are written all along, through
+    the rotations and the restart: equal as multisets."""
     source, target = pair
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.ledger (id INT, "
                          "counter INT NOT NULL)")
     t = f"`{schema}`.ledger"
+    shapes = Shapes(sandbox, source, target, seed=89)
     cluster = Cluster(sandbox, tmp_path, "rotation")
     try:
         cluster.start_manager()
         node = cluster.start_node(1)
-        cluster.apply([one_way("rotation", schema, ["ledger"], batch_timeout_ms=20)])
+        cluster.apply([beside(one_way("rotation", schema, ["ledger"], batch_timeout_ms=20),
+                              shapes.schema)])
         cluster.set_status("rotation", "START")
         cluster.wait_running("rotation")
+        shapes.start()
         first_file = source.rows("SHOW MASTER STATUS")[0][0]
         for n in range(1, 301):
             source.execute(f"INSERT INTO {t} VALUES ({n % 7}, 0), ({n % 7}, 0)")
@@ -130,6 +143,8 @@ def test_binlog_rotation_across_a_restart_and_a_purged_start_position(sandbox, p
                 assert node.terminate() == 0  # a clean stop between two rotations
                 node = cluster.start_node(1)
         wait_equal(source, target, schema, ["ledger"])
+        shapes.keep_on()
+        shapes.finish(source)
         file = target.rows("SELECT binlog_file FROM retl.retl_position WHERE pipeline_id = "
                            "'rotation.forward'")[0][0]
         assert file > first_file, "the position did not follow the rotation"
@@ -169,6 +184,7 @@ def test_binlog_rotation_across_a_restart_and_a_purged_start_position(sandbox, p
         assert f"the oldest binlog it keeps is {current}" in paused[1]
         assert "copy the paired tables again" in paused[1]
     finally:
+        shapes.stop()
         cluster.stop()
 
 

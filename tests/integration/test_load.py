@@ -17,6 +17,8 @@ from shared.errors import FencedError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.secrets import SecretRef
 from tests.devcluster import make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes, beside
+from tests.integration.shapes import channel as shapes_channel
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(5))"
 
@@ -194,55 +196,89 @@ def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
         cluster, source, target):
     """An error that is not the row's fault (here a trigger on the target raising 1317,
     "query execution was interrupted", as KILL QUERY does; 1206 and 1969 alike) stops the
-    pipeline with nothing of the transaction written: skipping the row would tear it."""
+    pipeline with nothing of the transaction written: skipping the row would tear it. The
+    start after the pause loads the batch again, with the keyless, unique-swap and sum
+    tables of the same pipeline written all along (equal as multisets, none skipped)."""
     schema = make_schema(source, target, ITEMS)
     t = f"`{schema}`.items"
     target.execute(f"CREATE TRIGGER `{schema}`.interrupt BEFORE INSERT ON {t} FOR EACH ROW "
                    "IF NEW.name = 'stop' THEN SIGNAL SQLSTATE '70100' SET "
                    "MYSQL_ERRNO = 1317, MESSAGE_TEXT = 'Query execution was interrupted'; "
                    "END IF")
-    cluster.apply([one_way("interrupted", schema, ["items"], skip_load_exception=True,
-                           max_retries=0)])
+    shapes = Shapes(cluster.sandbox, source, target, seed=47)
+    cluster.apply([beside(one_way("interrupted", schema, ["items"], skip_load_exception=True,
+                                  max_retries=0), shapes.schema)])
     cluster.set_status("interrupted", "START")
     cluster.wait_running("interrupted")
-    source.execute("BEGIN")
-    source.execute(f"INSERT INTO {t} VALUES (1, 'ok'), (2, 'stop'), (3, 'fine')")
-    source.execute("COMMIT")
-    wait_for(lambda: cluster.channel_status("interrupted") == "PAUSE", 60, "the pause")
-    assert "interrupted" in cluster.pipeline_state("interrupted").last_error
-    assert target.table(schema, "items") == []
-    target.execute(f"DROP TRIGGER `{schema}`.interrupt")
-    cluster.set_status("interrupted", "START")
-    wait_equal(source, target, schema, ["items"])
+    shapes.start()
+    try:
+        shapes.wait_transactions(50)
+        source.execute("BEGIN")
+        source.execute(f"INSERT INTO {t} VALUES (1, 'ok'), (2, 'stop'), (3, 'fine')")
+        source.execute("COMMIT")
+        wait_for(lambda: cluster.channel_status("interrupted") == "PAUSE", 60, "the pause")
+        assert "interrupted" in cluster.pipeline_state("interrupted").last_error
+        assert target.table(schema, "items") == []
+        target.execute(f"DROP TRIGGER `{schema}`.interrupt")
+        cluster.set_status("interrupted", "START")
+        wait_equal(source, target, schema, ["items"])
+        shapes.keep_on()
+        shapes.finish(source)
+    finally:
+        shapes.stop()
     assert not [line for line in cluster.nodes[1].output().splitlines()
                 if "event=row_skipped pipeline=interrupted" in line]
     cluster.set_status("interrupted", "STOP")
 
 
 def test_dry_run_counts_and_writes_nothing(cluster, source, target):
+    """A dry run counts and writes nothing; the run after it starts where the target is.
+    The keyless, unique-swap and sum tables go through the same in a channel of their own
+    (the dry run's counts stay this table's), written all along: untouched by the dry run,
+    then equal as multisets."""
     schema = make_schema(source, target, ITEMS)
-    cluster.apply([one_way("dry", schema, ["items"], dry_run=True)])
-    cluster.set_status("dry", "START")
-    cluster.wait_running("dry")
-    source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-    wait_for(lambda: "event=batch_dry_run pipeline=dry.forward" in cluster.nodes[1].output(),
-             30, "the dry-run count")
-    line = next(line for line in cluster.nodes[1].output().splitlines()
-                if "event=batch_dry_run pipeline=dry.forward" in line)
-    assert " rows=3 " in line
-    assert target.table(schema, "items") == []
-    made = target.rows("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                       "'retl' AND TABLE_NAME = 'retl_position'") == [(1,)]
-    assert not made or target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE "
-                                   "pipeline_id = 'dry.forward'") == [(0,)]
-    # the run after it starts where the target is: what the dry run read is loaded then
-    cluster.set_status("dry", "STOP")
-    wait_for(lambda: cluster.pipeline_state("dry").state == "not running", 30, "the stop")
-    cluster.apply([one_way("dry", schema, ["items"])])
-    cluster.set_status("dry", "START")
-    wait_equal(source, target, schema, ["items"])
-    assert sorted(target.table(schema, "items")) == [(1, "a"), (2, "b"), (3, "c")]
-    cluster.set_status("dry", "STOP")
+    shapes = Shapes(cluster.sandbox, source, target, seed=53)
+    channels = ("dry", "dry-shapes")
+    cluster.apply([one_way("dry", schema, ["items"], dry_run=True),
+                   shapes_channel("dry-shapes", shapes.schema, dry_run=True)])
+    for name in channels:
+        cluster.set_status(name, "START")
+    for name in channels:
+        cluster.wait_running(name)
+    shapes.start()
+    try:
+        source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        for name in channels:
+            wait_for(lambda n=name: f"event=batch_dry_run pipeline={n}.forward" in
+                     cluster.nodes[1].output(), 30, f"the dry-run count of {name}")
+        line = next(line for line in cluster.nodes[1].output().splitlines()
+                    if "event=batch_dry_run pipeline=dry.forward" in line)
+        assert " rows=3 " in line
+        assert target.table(schema, "items") == []
+        assert shapes.rows(target) == shapes.opening()  # nothing of what was counted
+        made = target.rows("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                           "TABLE_SCHEMA = 'retl' AND TABLE_NAME = 'retl_position'") == [(1,)]
+        assert not made or target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE "
+                                       "pipeline_id IN ('dry.forward', 'dry-shapes.forward')"
+                                       ) == [(0,)]
+        # the run after it starts where the target is: what the dry run read is loaded then
+        for name in channels:
+            cluster.set_status(name, "STOP")
+        for name in channels:
+            wait_for(lambda n=name: cluster.pipeline_state(n).state == "not running", 30,
+                     f"the stop of {name}")
+        cluster.apply([one_way("dry", schema, ["items"]),
+                       shapes_channel("dry-shapes", shapes.schema)])
+        for name in channels:
+            cluster.set_status(name, "START")
+        wait_equal(source, target, schema, ["items"])
+        assert sorted(target.table(schema, "items")) == [(1, "a"), (2, "b"), (3, "c")]
+        shapes.keep_on()
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+    for name in channels:
+        cluster.set_status(name, "STOP")
 
 
 def test_a_stale_owner_frozen_in_a_transaction_is_ended_by_the_new_one(sandbox, source,

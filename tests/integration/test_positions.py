@@ -4,15 +4,10 @@ however long a node takes to get going (here: no node at all for a while)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-
 import pytest
 
 from manager import cli
 from shared.positions import Cursor
-from shared.sandbox import Sandbox
 from shared.zk import ZkPaths
 from tests.devcluster import (
     Cluster,
@@ -73,264 +68,36 @@ def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tm
 def test_a_pipeline_added_to_a_started_channel_starts_at_the_apply(sandbox, tmp_path,
                                                                     zk_client):
     """A renamed pipeline is a new one: its 'start: latest' is the apply that brought it,
-    fixed by the manager before the apply returns, not the moment a node gets to it."""
+    fixed by the manager before the apply returns, not the moment a node gets to it. The
+    keyless, unique-swap and sum tables in the same pipeline are written from the apply on,
+    while no node runs and as one starts: equal as multisets, promises kept."""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    shapes = Shapes(sandbox, source, target, seed=71)
     cluster = Cluster(sandbox, tmp_path, "added")
     t = f"`{schema}`.kl"
     try:
         cluster.start_manager()
-        cluster.apply([one_way("added", schema, ["kl"])])
+        cluster.apply([beside(one_way("added", schema, ["kl"]), shapes.schema)])
         cluster.set_status("added", "START")
-        renamed = one_way("added", schema, ["kl"])
+        renamed = beside(one_way("added", schema, ["kl"]), shapes.schema)
         renamed["pipelines"][0]["name"] = "again"
         before = source.rows("SHOW MASTER STATUS")[0][:2]
         cluster.apply([renamed])
         stored = Cursor.from_json(zk_client.get(ZkPaths(cluster.root).cursor("added.again"))[0])
         assert (stored.position.file, stored.position.pos) == (before[0], int(before[1]))
+        shapes.start()
         source.script(*(f"INSERT INTO {t} VALUES ({n % 2}, 'dup'), ({n % 2}, 'dup')"
                         for n in range(50)))  # while no node runs
         cluster.start_node(1)
         wait_equal(source, target, schema, ["kl"])
+        shapes.keep_on()
+        shapes.finish(source)
     finally:
+        shapes.stop()
         cluster.stop()
         source.close()
         target.close()
-
-
-@contextmanager
-def keyless(sandbox: Sandbox, tmp_path: Path, name: str
-            ) -> Iterator[tuple[Cluster, Database, Database, str]]:
-    """A manager and a node of their own (``cluster.nodes[1]``), over a keyless table
-    ``kl`` of a new schema."""
-    source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
-    cluster = Cluster(sandbox, tmp_path, name)
-    try:
-        cluster.start_manager()
-        cluster.start_node(1)
-        yield cluster, source, target, schema
-    finally:
-        cluster.stop()
-        source.close()
-        target.close()
-
-
-def start(cluster: Cluster, name: str, schema: str, **params: object) -> None:
-    cluster.apply([one_way(name, schema, ["kl"], **params)])
-    cluster.set_status(name, "START")
-
-
-def stop(cluster: Cluster, name: str) -> None:
-    cluster.set_status(name, "STOP")
-    wait_for(lambda: cluster.pipeline_state(name).owner_node == 0 and cluster.pipeline_state(
-        name).state in ("not running", "failed"), 60, f"{name} stopped")
-
-
-def test_a_channel_made_again_with_an_earlier_start_is_refused_until_told(sandbox, tmp_path,
-                                                                         capsys):
-    """Deleted and made again under the same name, with an earlier start: (to copy again into
-    truncated tables): the target's row of the earlier life would make every batch up to it
-    look applied, a silent skip. The start is refused naming both positions; after the
-    remedy it names (the target's row deleted) every row loads again."""
-    with keyless(sandbox, tmp_path, "again") as (cluster, source, target, schema):
-        kl = f"`{schema}`.kl"
-        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
-        start(cluster, "again", schema)
-        cluster.wait_running("again")
-        for n in range(20):
-            source.execute(f"INSERT INTO {kl} VALUES ({n % 4}, 'dup'), ({n % 4}, 'dup')")
-        wait_equal(source, target, schema, ["kl"])
-        stop(cluster, "again")
-        channel = ["--manager", cluster.manager_address, "channel"]
-        capsys.readouterr()
-        assert cli.main([*channel, "delete", "again"]) == 0
-        said = capsys.readouterr().out
-        assert "target target: position row of again.forward at binlog." in said and \
-            " kept" in said and "--purge-positions" in said, said
-        target.execute(f"DELETE FROM {kl}")
-        start(cluster, "again", schema, start={"file": file, "pos": int(pos)})
-        wait_for(lambda: cluster.channel_status("again") == "PAUSE", 90, "the refusal")
-        error = cluster.pipeline_state("again").last_error
-        assert f"starts at {file}:{pos}" in error and "earlier life" in error, error
-        assert target.table(schema, "kl") == []
-        target.execute("DELETE FROM retl.retl_position WHERE pipeline_id = 'again.forward'")
-        cluster.set_status("again", "START")
-        wait_equal(source, target, schema, ["kl"])
-        stop(cluster, "again")
-        assert cli.main([*channel, "delete", "again", "--purge-positions"]) == 0
-        assert " deleted" in capsys.readouterr().out.splitlines()[1]
-        assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
-                           "'again.forward'") == [(0,)]
-
-
-def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_gap(
-        sandbox, tmp_path):
-    """The target restored from a backup older than where the cursor saw it (or failed over
-    to a lagging replica): its row is behind; the restart reads again from it."""
-    with keyless(sandbox, tmp_path, "behind") as (cluster, source, target, schema):
-        kl, node = f"`{schema}`.kl", cluster.nodes[1]
-        start(cluster, "behind", schema)
-        cluster.wait_running("behind")
-        for n in range(10):
-            source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'first'), ({n % 3}, 'first')")
-        wait_equal(source, target, schema, ["kl"])
-        [(file, pos, process_id)] = target.rows(
-            "SELECT binlog_file, binlog_pos, process_id FROM retl.retl_position WHERE "
-            "pipeline_id = 'behind.forward'")
-        backup = target.table(schema, "kl")
-        for n in range(10):
-            source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'later'), ({n % 3}, 'later')")
-        wait_equal(source, target, schema, ["kl"])
-        stop(cluster, "behind")
-        target.execute("BEGIN")  # the backup taken at (file, pos) comes back
-        target.execute(f"DELETE FROM {kl}")
-        target.execute(f"INSERT INTO {kl} VALUES " + ", ".join(
-            f"({a}, '{b}')" for a, b in backup))
-        target.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = %s, "
-                       "process_id = %s WHERE pipeline_id = 'behind.forward'",
-                       (file, pos, process_id))
-        target.execute("COMMIT")
-        cluster.set_status("behind", "START")
-        wait_equal(source, target, schema, ["kl"])
-        assert "event=target_behind pipeline=behind.forward targets=target" in node.output()
-
-
-def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner(
-        sandbox, tmp_path, zk_client):
-    """ZooKeeper restored from a backup (epochs, its czxids, lower than the targets hold):
-    with no writer of the newer epoch connected, the owner takes the next epoch above it
-    and goes on; with one connected (another setl on another ZooKeeper), it pauses rather
-    than write beside it. ZooKeeper rebuilt empty (the cursor gone: a new life starting at
-    latest) is refused as a gap, naming both positions. The keyless, unique-swap and sum
-    tables stream through every adoption and refusal: equal as multisets, promises kept."""
-    with keyless(sandbox, tmp_path, "history") as (cluster, source, target, schema):
-        kl = f"`{schema}`.kl"
-        row = "WHERE pipeline_id = 'history.forward'"
-        shapes = Shapes(sandbox, source, target, seed=29)
-        try:
-            definition = one_way("history", schema, ["kl"])
-            cluster.apply([beside(definition, shapes.schema)])
-            cluster.set_status("history", "START")
-            cluster.wait_running("history")
-            shapes.start()
-            source.execute(f"INSERT INTO {kl} VALUES (1, 'a'), (1, 'a')")
-            wait_equal(source, target, schema, ["kl"])
-            stop(cluster, "history")
-            target.execute(f"UPDATE retl.retl_position SET owner_epoch = 1000000000000 {row}")
-            cluster.set_status("history", "START")
-            cluster.wait_running("history")
-            source.execute(f"INSERT INTO {kl} VALUES (2, 'b'), (2, 'b')")
-            wait_equal(source, target, schema, ["kl"])
-            assert target.rows(f"SELECT owner_epoch FROM retl.retl_position {row}") == \
-                [(1000000000001,)]
-            assert "event=epoch_adopted pipeline=history.forward" in cluster.nodes[1].output()
-            stop(cluster, "history")
-            other = Database(sandbox, "target")  # another setl's owner, still connected
-            other.execute("INSERT INTO retl.retl_owner (pipeline_id, connection_id, owner_epoch) "
-                          "VALUES ('history.forward', CONNECTION_ID(), 2000000000000)")
-            target.execute(f"UPDATE retl.retl_position SET owner_epoch = 2000000000000 {row}")
-            cluster.set_status("history", "START")
-            wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the pause")
-            error = cluster.pipeline_state("history").last_error
-            assert "another setl" in error and "still connected" in error, error
-            other.close()
-            cluster.set_status("history", "START")
-            cluster.wait_running("history")
-            source.execute(f"INSERT INTO {kl} VALUES (4, 'd'), (4, 'd')")
-            wait_equal(source, target, schema, ["kl"])
-            shapes.finish(source)
-            stop(cluster, "history")
-            # rebuilt empty: the pipeline's state in ZooKeeper is gone, rows come meanwhile
-            zk_client.delete(ZkPaths(cluster.root).pipeline("history.forward"), recursive=True)
-            source.execute(f"INSERT INTO {kl} VALUES (3, 'in the gap')")
-            cluster.set_status("history", "START")
-            wait_for(lambda: cluster.channel_status("history") == "PAUSE", 90, "the refusal")
-            error = cluster.pipeline_state("history").last_error
-            assert "earlier life" in error, error
-            assert "setl position set history/forward --file" in error, error
-            assert (3, "in the gap") not in target.table(schema, "kl")
-        finally:
-            shapes.stop()
-
-
-def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
-    """setl position show names the cursor, the source's end and each target's row; set is
-    refused while the pipeline runs, for a binlog the source lacks, and earlier than a
-    target holds unless --replay (then that target loads again from there); reset makes the
-    next start begin again at start:."""
-    with keyless(sandbox, tmp_path, "moves") as (cluster, source, target, schema):
-        kl = f"`{schema}`.kl"
-        position = ["--manager", cluster.manager_address, "position"]
-        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
-        start(cluster, "moves", schema)
-        cluster.wait_running("moves")
-        for n in range(10):
-            source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'dup'), ({n % 3}, 'dup')")
-        wait_equal(source, target, schema, ["kl"])
-        [(row_file, row_pos)] = target.rows("SELECT binlog_file, binlog_pos FROM "
-                                            "retl.retl_position WHERE pipeline_id = "
-                                            "'moves.forward'")
-        capsys.readouterr()
-        assert cli.main([*position, "show", "moves"]) == 0
-        shown = capsys.readouterr().out
-        assert "cursor (ZooKeeper)" in shown and f"{row_file}:{row_pos}" in shown, shown
-        assert "target target" in shown and "source end" in shown
-        assert cli.main([*position, "set", "moves/forward", "--latest"]) == 1
-        assert "is not stopped" in capsys.readouterr().err
-        answer = cluster.apply_answer([one_way("moves", schema, ["kl"], start={
-            "file": file, "pos": int(pos)})])  # an edited start: does not move a cursor
-        assert [c.action for c in answer.changes if c.kind == "channel"] == ["updated"]
-        assert "pipeline moves.forward: the new start: does not move it" in answer.notes[0]
-        assert "setl position set moves/forward" in answer.notes[0]
-        assert cli.main(["--manager", cluster.manager_address, "channel", "stop", "moves",
-                         "--wait"]) == 0
-        assert cli.main([*position, "set", "moves/forward", "--file", "binlog.999999",
-                         "--pos", "4"]) == 1
-        assert "has no binlog file binlog.999999" in capsys.readouterr().err
-        assert cli.main([*position, "set", "moves/forward", "--file", file, "--pos",
-                         str(pos)]) == 1
-        refused = capsys.readouterr().err
-        assert f"holds pipeline moves.forward's transactions up to {row_file}:{row_pos}" in \
-            refused and "--replay" in refused, refused
-        target.execute(f"DELETE FROM {kl}")  # to load again from the start
-        assert cli.main([*position, "set", "moves/forward", "--file", file, "--pos",
-                         str(pos), "--replay"]) == 0
-        assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
-                           "pipeline_id = 'moves.forward'") == [(file, int(pos))]
-        cluster.set_status("moves", "START")
-        wait_equal(source, target, schema, ["kl"])
-        # a row past the source's end (the source's binlog reset, or another server's)
-        stop(cluster, "moves")
-        target.execute("UPDATE retl.retl_position SET binlog_file = 'binlog.000099', "
-                       "binlog_pos = 4 WHERE pipeline_id = 'moves.forward'")
-        cluster.set_status("moves", "START")
-        wait_for(lambda: cluster.channel_status("moves") == "PAUSE", 90, "the refusal")
-        error = cluster.pipeline_state("moves").last_error
-        assert "start at binlog.000099:4 " in error and "past source's binlog end" in error, \
-            error
-        stop(cluster, "moves")
-        assert cli.main([*position, "set", "moves/forward", "--latest", "--replay"]) == 0
-        assert cli.main(["--manager", cluster.manager_address, "channel", "start", "moves",
-                         "--wait"]) == 0
-        source.execute(f"INSERT INTO {kl} VALUES (9, 'after the reset')")
-        wait_equal(source, target, schema, ["kl"])
-        # reset: forgotten (cursor, the target's row), the next start begins again at the
-        # definition's start: (file/pos since the edit above) and loads every row again
-        capsys.readouterr()
-        assert cli.main([*position, "reset", "moves"]) == 1
-        assert "is not stopped" in capsys.readouterr().err
-        assert cli.main(["--manager", cluster.manager_address, "channel", "stop", "moves",
-                         "--wait"]) == 0
-        target.execute(f"DELETE FROM {kl}")
-        assert cli.main([*position, "reset", "moves"]) == 0
-        assert target.rows("SELECT COUNT(*) FROM retl.retl_position WHERE pipeline_id = "
-                           "'moves.forward'") == [(0,)]
-        capsys.readouterr()
-        assert cli.main(["--manager", cluster.manager_address, "channel", "start", "moves",
-                         "--wait"]) == 0
-        assert f"from {file}:{pos}" in capsys.readouterr().out
-        wait_equal(source, target, schema, ["kl"])
 
 
 def test_a_lost_connection_is_no_answer_without_gtids(sandbox, source) -> None:

@@ -10,7 +10,7 @@ from collections import Counter
 import pymysql
 
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
-from tests.integration.shapes import Shapes
+from tests.integration.shapes import Shapes, beside
 from tests.integration.shapes import channel as shapes_channel
 
 ITEMS = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40), qty INT)"
@@ -88,18 +88,33 @@ def test_start_snapshot_copies_every_table_while_writes_race_it(
 def test_a_table_copied_by_hand_and_one_added_to_the_channel_while_the_stream_goes_on(
         cluster: Cluster, source: Database, target: Database, capsys) -> None:
     """setl snapshot --where copies the matching rows only; pausing copies leaves the stream
-    running; a table added to the running channel's pairs is copied by itself."""
-    from manager import cli
-
+    running; a table added to the running channel's pairs is copied by itself. The pipeline
+    restarts with its new pairs while the keyless, unique-swap and sum tables of the same
+    pipeline are written: equal as multisets at the end."""
     schema = make_schema(source, target, ITEMS, UNIQUE)
+    shapes = Shapes(cluster.sandbox, source, target, seed=107)
     source.execute(f"USE `{schema}`")
     source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
                    "FROM seq_1_to_2000")
     source.execute(f"INSERT INTO `{schema}`.tags SELECT CONCAT('tag', seq), seq FROM "
                    "seq_1_to_3000")
-    cluster.apply([one_way("adhoc", schema, ["items"], snapshot_chunk_size=100)])
+    cluster.apply([beside(one_way("adhoc", schema, ["items"], snapshot_chunk_size=100),
+                          shapes.schema)])
     cluster.set_status("adhoc", "START")
     cluster.wait_running("adhoc")
+    shapes.start()
+    try:
+        copy_by_hand_and_add_a_table(cluster, source, target, schema, shapes, capsys)
+        shapes.keep_on()
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+
+
+def copy_by_hand_and_add_a_table(cluster: Cluster, source: Database, target: Database,
+                                 schema: str, shapes: Shapes, capsys) -> None:
+    from manager import cli
+
     manager = ["--manager", cluster.manager_address]
     assert cli.main([*manager, "snapshot", "adhoc", "--table", f"{schema}.items", "--where",
                      "qty < 10", "--wait"]) == 0
@@ -110,7 +125,8 @@ def test_a_table_copied_by_hand_and_one_added_to_the_channel_while_the_stream_go
         f"SELECT * FROM `{schema}`.items WHERE qty < 10 ORDER BY 1")
     # copies paused: the stream goes on
     assert cli.main([*manager, "snapshot", "pause", "adhoc"]) == 0
-    cluster.apply([one_way("adhoc", schema, ["items", "tags"], snapshot_chunk_size=100)])
+    added = one_way("adhoc", schema, ["items", "tags"], snapshot_chunk_size=100)
+    cluster.apply([beside(added, shapes.schema)])  # the pipeline restarts with its new pairs
     wait_for(lambda: [c for c in cluster.pipeline_state("adhoc").snapshots
                       if c.table == f"{schema}.tags"], 60, "the added table's copy asked")
     source.execute(f"INSERT INTO `{schema}`.items VALUES (5000, 'streamed', 7)")

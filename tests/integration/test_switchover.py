@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
 from shared.secrets import SecretRef
 from tests.devcluster import Cluster, Database, wait_equal, wait_for
-from tests.integration.shapes import Shapes, channel
+from tests.integration.shapes import TABLES, Shapes, channel
 from tests.integration.test_check import check
 from tests.integration.test_verify import verify
 from tests.replicaset import ReplicaSet
@@ -240,23 +241,30 @@ def test_transactions_the_promoted_replica_never_got_are_reported(
     """The replica stops replicating; the primary commits more (setl loads them), then
     crashes; the replica is promoted and writes its own transactions under the same GTID
     numbers. Going on would leave the lost rows on the target: the pipeline pauses and names
-    the GTIDs the new primary lacks."""
+    the GTIDs the new primary lacks. The workload runs on the old primary (equal on the
+    target as multisets before the crash) and goes on at the promoted one, racing the pause:
+    the target keeps the old primary's rows, none of the new one's, its promises kept."""
     rs, target = replica_set, Database(sandbox, "target")
     shapes = shapes_on(sandbox, rs, target)
     cluster = Cluster(sandbox, tmp_path / "cluster", "switch-lost")
     t = f"`{shapes.schema}`.kl"
     try:
         start(cluster, sandbox, rs, shapes, "switchlost")
+        shapes.start()
+        shapes.wait_transactions(150)
+        shapes.pause()  # the replica gets these: the lost ones are the three below alone
+        rs.wait_caught_up(1)
         rs.pause_replication(1)
         old = rs.members[0].database()
         for n in range(3):
             old.execute(f"INSERT INTO {t} VALUES (1000, 'lost {n}')")
         lost = old.rows("SELECT @@gtid_binlog_pos")[0][0]
+        wait_equal(old, target, shapes.schema, TABLES)
         old.close()
-        wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 1000")[0][0] == 3,
-                 60, "the old primary's last transactions on the target")
+        held = {name: Counter(target.table(shapes.schema, name)) for name in TABLES}
         rs.kill(0)
         rs.promote(1)
+        shapes.start()  # on the promoted replica
         new = rs.members[1].database()
         new.execute(f"INSERT INTO {t} VALUES (2000, 'its own')")
         new.close()
@@ -268,11 +276,16 @@ def test_transactions_the_promoted_replica_never_got_are_reported(
         assert f"target target holds 0-41-{last} (it has server 41's transactions of " \
             f"domain 0 up to 0-41-{int(last) - 3})" in error, (lost, error)
         assert target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 2000")[0][0] == 0
+        shapes.keep_on()
+        shapes.stop()
+        assert {name: Counter(target.table(shapes.schema, name)) for name in TABLES} == held
+        assert shapes.violations == [] and shapes.snapshots > 20, shapes.violations
         code, report = check(cluster, capsys, "source", "source")  # the dead member said
         errors = [[f["what"] for f in member["findings"] if f["severity"] == "error"]
                   for member in report["members"]]
         assert code == 1 and errors == [["connection"], []], report
     finally:
+        shapes.stop()
         cluster.stop()
         target.close()
 
