@@ -370,6 +370,7 @@ class PipelineRunner(RunnerStatus):
             selector.stop()
             select_thread.join(10)
             load.cancel_pending(handoff)
+            planner.facts.close()  # a worker reading a silent target's facts ends at once
             executor.shutdown(wait=True, cancel_futures=True)
             planner.facts.close()
 

@@ -16,6 +16,7 @@ Extract/Transform job, so Spark workers never ask a target themselves.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,6 +82,9 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                       bulk_lock)
 
 
+READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error
+
+
 class TargetFacts:
     """Facts of target tables, read once each until :meth:`forget` (after a DDL).
 
@@ -125,7 +129,9 @@ class TargetFacts:
             return self._given(name)
         conn = self._own.get(name)
         if conn is None or not conn.open:
-            conn = self._own[name] = connect(self.targets[name], autocommit=False)
+            # (a target that stops answering fails a read here, not holds it for ever)
+            conn = self._own[name] = connect(self.targets[name], autocommit=False,
+                                             read_timeout=READ_TIMEOUT_S)
         return conn
 
     def _drop(self, name: str) -> None:
@@ -137,6 +143,17 @@ class TargetFacts:
                 pass
 
     def close(self) -> None:
+        """Its connections closed; a read in flight on another thread (an E/T worker, and
+        a target that does not answer) is ended first, its socket shut so that it fails at
+        once: it held the lock, and the node's stop waited on it for as long as the target
+        stayed silent."""
+        for conn in list(self._own.values()):
+            sock = getattr(conn, "_sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:  # (closed meanwhile)
+                    pass
         with self._lock:
             for name in list(self._own):
                 self._drop(name)
