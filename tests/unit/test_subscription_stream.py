@@ -18,6 +18,7 @@ import pytest
 from manager import service, subscriber
 from manager.subscriber import Subscriber
 from node.target.subscription.outbox import Outbox, Outboxes, Parcel, serve
+from shared import rpcserver
 from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
 from shared.model import BinlogPosition
 from shared.rpc import subscription_pb2 as pb
@@ -295,6 +296,7 @@ def test_zookeeper_not_answering_the_manager_is_retried_by_the_reader(
     servicer.election = type("Leader", (), {"is_leader": True})()  # type: ignore[assignment]
     servicer.catalog = servicer.views = servicer.node_access = None  # type: ignore[assignment]
     servicer.views = type("Views", (), {"client": None, "paths": None})()  # type: ignore[assignment]
+    servicer.readers = rpcserver.Readers(1, "this manager")
     with pytest.raises(Status) as found:
         list(servicer.Subscribe(iter(()), Context("r")))
     assert found.value.code() == grpc.StatusCode.UNAVAILABLE  # in subscriber._AGAIN
