@@ -12,7 +12,15 @@ changed there meanwhile by its own users: both sides wrote the key concurrently.
 conflict is logged (``event=conflict`` with table, key, the target's current row and the
 incoming change) and counted. The rule: **the channel's first pipeline wins**. Its changes
 overwrite the target; the second pipeline skips the changes of a conflicting key, so the
-row keeps the first side's value, and both sides converge to it.
+row keeps the first side's value, and both sides converge to it. Each key is resolved alone:
+an update that moves a row to another key is, on the second side, a delete at the old key and
+a write at the new one, and only the part whose key conflicts is left out (leaving the whole
+move out kept the old key on one side while the first side, whose own change named only the
+new key, never removed it on the other). The rule holds for whole rows: a pair that writes
+only some of a row's columns (``column_groups``, ``joins``, ``merge_part``, several pairs into
+one table) or a table with no key is refused on a two-way channel (at ``setl apply`` and when
+the pipeline starts), and so is a target table whose engine does not roll back (its rows
+would reach the binlog without the loop mark).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import Any
 
 from pymysql.constants import FIELD_TYPE
 
-from node.changes import Row, TargetChange
+from node.changes import ChangeType, Row, TargetChange
 from shared.identifiers import qualified, quote
 
 log = logging.getLogger("setl.node.target.mysql.twoway")
@@ -76,18 +84,25 @@ class LoopGuard:
                     losing.add((schema, table, key))
         if not losing:
             return changes
-        return [c for c in changes if not _touches(c, losing)]
+        return [part for change in changes for part in kept_parts(change, losing)]
 
 
-def _keys_of(change: TargetChange) -> list[Key]:
-    keys = [change.before_key] if change.before_key is not None else []
-    if change.after is not None:
-        keys.append(tuple(change.after[k] for k in change.keys))
-    return keys
-
-
-def _touches(change: TargetChange, losing: set[tuple[str, str, Key]]) -> bool:
-    return any((change.schema, change.table, key) in losing for key in _keys_of(change))
+def kept_parts(change: TargetChange, losing: set[tuple[str, str, Key]]
+               ) -> list[TargetChange]:
+    """What the losing side writes of a change: nothing when its key conflicts; an update
+    that moves the row to another key as a delete at the old key and an insert at the new
+    one, each left out alone when its own key conflicts."""
+    old = change.before_key
+    new = tuple(change.after[k] for k in change.keys) if change.after is not None else None
+    old_lost = old is not None and (change.schema, change.table, old) in losing
+    new_lost = new is not None and (change.schema, change.table, new) in losing
+    if not (old_lost or new_lost):
+        return [change]
+    if change.type is not ChangeType.UPDATE or old == new or (old_lost and new_lost):
+        return []
+    if old_lost:  # the row moves here: it is written at the new key, the old one kept
+        return [change._replace(type=ChangeType.INSERT, before_key=None, before=None)]
+    return [change._replace(type=ChangeType.DELETE, after=None)]  # the old key goes
 
 
 def first_images(changes: Iterable[TargetChange]
