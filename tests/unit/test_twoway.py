@@ -80,3 +80,78 @@ def test_a_key_change_on_the_losing_side_is_resolved_key_by_key(
     assert resolved(monkeypatch, on_a, True, [move, later]) == [
         (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"}),
         (ChangeType.UPDATE, (2,), {"id": 2, "v": "b"})]
+
+
+TWO_WAY = """sources:
+  - {name: a, host: h1}
+  - {name: b, host: h2}
+channels:
+  - name: c
+    pipelines:
+      - name: forward
+        source: a
+        target: b
+        pairs:
+%s
+      - name: back
+        source: b
+        target: a
+        pairs:
+          - {source: s.t, target: s.t}
+"""
+
+
+@pytest.mark.parametrize(("pairs", "expected"), [
+    (["{source: s.t, target: s.t, column_groups: [[x, y]]}"],
+     "pipeline forward pair a:s.t → b:s.t has column_groups: on a two-way channel a key both "
+     "sides wrote is settled by the first pipeline's change overwriting the other side's row, "
+     "and with column groups an update carries only its changed columns and their groups, so "
+     "the two sides would keep different values in the other columns; leave column_groups "
+     "out of the pair, or give these tables a one-way channel"),
+    (["{source: s.t, target: s.t, key_columns: [id], merge_part: true}"],
+     "pipeline forward pair a:s.t → b:s.t has merge_part: "),
+    (["{source: s.t, target: s.t, joins: [{table: s.u, by: id, key: uid, columns: [x]}]}"],
+     "pipeline forward pair a:s.t → b:s.t has joins: "),
+    (["{source: s.t, target: s.w, key_columns: [id]}",
+      "{source: s.u, target: s.w, key_columns: [id]}"],
+     "pipeline forward: pairs a:s.t and a:s.u both write b:s.w: "),
+])
+def test_pairs_that_write_part_of_a_row_are_refused_on_a_two_way_channel(
+        pairs: list[str], expected: str) -> None:
+    """The first pipeline's change overwrites the other side's row: only a change carrying
+    the whole row makes the two sides alike."""
+    from shared.definitions import load_text, two_way_pair_problems
+    from shared.errors import ConfigError
+
+    text = TWO_WAY % "\n".join(f"          - {pair}" for pair in pairs)
+    with pytest.raises(ConfigError) as refused:
+        load_text(text, "f.yaml")
+    assert f"f.yaml:7: channels[0].pipelines: {expected}" in str(refused.value)
+    one_way = text.split("      - name: back")[0]
+    [pipeline] = load_text(one_way, "f.yaml").channels[0].pipelines  # one-way: fine
+    assert two_way_pair_problems(pipeline)[0].startswith(expected)  # the node's start says it
+
+
+def test_the_start_of_a_two_way_pipeline_refuses_keyless_tables_and_partial_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A definition written straight into ZooKeeper was never applied: the node's start
+    checks it the same."""
+    from node import start
+    from shared.definitions import load_text
+    from shared.errors import ConfigError
+    from tests.unit.test_etl import compiled
+
+    monkeypatch.setattr(start.tablekeys, "read_keys", lambda source: {
+        ("s", "t"): ("id",), ("s", "logs"): None})
+    monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
+    one_way = (TWO_WAY % "          - {source: s.t, target: s.t, column_groups: [[x, y]]}\n"
+               "          - {source: s.logs, target: s.logs}").split("      - name: back")[0]
+    [pipeline] = load_text(one_way, "f.yaml").channels[0].pipelines
+    made = compiled("{source: s.t, target: s.t}")
+    start.with_table_keys(made, None, pipeline)  # type: ignore[arg-type]  # one-way: fine
+    made = made.__class__.compile("c.forward", 1, pipeline, two_way=True)
+    with pytest.raises(ConfigError) as refused:
+        start.with_table_keys(made, None, pipeline)  # type: ignore[arg-type]
+    assert "pipeline forward: table s.logs (pair a:s.logs) has no primary key" in \
+        str(refused.value)
+    assert "pipeline forward pair a:s.t → b:s.t has column_groups" in str(refused.value)
