@@ -155,3 +155,39 @@ def test_the_start_of_a_two_way_pipeline_refuses_keyless_tables_and_partial_rows
     assert "pipeline forward: table s.logs (pair a:s.logs) has no primary key" in \
         str(refused.value)
     assert "pipeline forward pair a:s.t → b:s.t has column_groups" in str(refused.value)
+
+
+def test_every_statement_a_ddl_brings_on_a_two_way_target_carries_the_loop_mark(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CREATE TABLE runs under the source database's defaults: ALTER DATABASE before it
+    and after it. Without the mark the opposite pipeline took them for that server's own
+    DDL and replayed them on the origin, flipping its database's default charset."""
+    from node.ddlsession import DATABASE_DEFAULTS
+    from node.select import statements
+    from node.target.mysql import ddlapply
+    from shared.model import BinlogPosition
+    from shared.retl import loop_comment
+
+    class Cursor:
+        def __init__(self) -> None:
+            self.ran: list[str] = []
+
+        def execute(self, statement: str, args: Any = None) -> None:
+            self.ran.append(statement)
+
+        def fetchone(self) -> tuple[str, str]:
+            return "latin1", "latin1_swedish_ci"  # the target database's own defaults
+
+    monkeypatch.setattr(ddlapply, "ran_before", lambda *args: False)
+    create = TargetChange("dst", "s", "t", ChangeType.DDL, (), None, None,
+                          ddl="CREATE TABLE t (id INT PRIMARY KEY)",
+                          session=((DATABASE_DEFAULTS, ("utf8mb4", "utf8mb4_bin")),))
+    cursor = Cursor()
+    mark = loop_comment("c")
+    ddlapply.apply_ddl(cursor, create, "c.forward", 1, BinlogPosition("b.1", 4), 0, mark)
+    written = [s for s in cursor.ran if not s.startswith(("SELECT", "USE"))]
+    assert [s.removeprefix(mark).split(" CHARACTER")[0] for s in written] == [
+        "CREATE DATABASE IF NOT EXISTS `s`", "ALTER DATABASE `s`",
+        "CREATE TABLE t (id INT PRIMARY KEY)", "ALTER DATABASE `s`"]
+    assert written[-1].endswith("CHARACTER SET latin1 COLLATE latin1_swedish_ci")
+    assert all(statements.kind(s, False, "c") == statements.ECHO for s in written), written
