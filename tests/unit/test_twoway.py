@@ -191,3 +191,58 @@ def test_every_statement_a_ddl_brings_on_a_two_way_target_carries_the_loop_mark(
         "CREATE TABLE t (id INT PRIMARY KEY)", "ALTER DATABASE `s`"]
     assert written[-1].endswith("CHARACTER SET latin1 COLLATE latin1_swedish_ci")
     assert all(statements.kind(s, False, "c") == statements.ECHO for s in written), written
+
+
+def test_a_target_table_whose_engine_does_not_roll_back_is_refused_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MyISAM/Aria write reaches the binlog as a group of its own, without the loop mark:
+    the opposite pipeline would send it back. Refused at the start (the target tables of
+    the source's paired tables), and before a batch writes a table met later."""
+    from node.target.mysql.facts import TableFacts
+    from shared.errors import ConfigError
+    from shared.model import DataSource
+    from tests.unit.test_etl import compiled
+
+    asked: list[tuple[str, Any]] = []
+    answers = {"h1": [("s", "t"), ("s", "u"), ("other", "x")],
+               "h2": [("s2", "t", "MyISAM")]}
+
+    class Conn:
+        def __init__(self, source: DataSource) -> None:
+            self.host = source.host
+
+        def __enter__(self) -> Conn:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+        def cursor(self) -> Conn:
+            return self
+
+        def execute(self, statement: str, args: Any = None) -> None:
+            asked.append((self.host, args))
+
+        def fetchall(self) -> list[tuple[str, ...]]:
+            return answers[self.host]
+
+    monkeypatch.setattr(twoway, "connect", Conn)
+    made = compiled("{source: s.t, target: s2.t}", "{source: s.u, target: s2.u}")
+    source, target = DataSource("src", host="h1"), DataSource("dst", host="h2")
+    with pytest.raises(ConfigError) as refused:
+        twoway.refuse_non_transactional("c.forward", made, source, {"dst": target})
+    assert str(refused.value).startswith(
+        "pipeline c.forward (two-way): target table s2.t on dst has engine MyISAM, which does "
+        "not roll back: its rows reach the binlog as a group of their own, without the loop "
+        "mark")
+    assert "ALTER TABLE `s2`.`t` ENGINE=InnoDB" in str(refused.value)
+    assert asked[-1] == ("h2", ["s2", "t", "s2", "u"])  # the paired tables' targets only
+    answers["h2"] = []
+    twoway.refuse_non_transactional("c.forward", made, source, {"dst": target})
+
+    guard = LoopGuard("c", "c.forward", wins_conflicts=True)
+    rows = [change(1, ChangeType.INSERT, None, None, {"id": 1})]
+    guard.refuse_engines(lambda target: TableFacts(engine="InnoDB"), rows)
+    with pytest.raises(ConfigError, match=r"target table s.t on dst has engine Aria, which "):
+        guard.refuse_engines(lambda target: TableFacts(engine="Aria", transactional=False),
+                             rows)

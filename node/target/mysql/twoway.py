@@ -36,7 +36,11 @@ from typing import Any
 from pymysql.constants import FIELD_TYPE
 
 from node.changes import ChangeType, Row, TargetChange
+from node.target.mysql.facts import TableFacts, Target
+from shared.endpoint import connect
+from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
+from shared.model import DataSource
 
 log = logging.getLogger("setl.node.target.mysql.twoway")
 Key = tuple[Any, ...]
@@ -58,6 +62,15 @@ class LoopGuard:
                        "IF(PROCESS_ID = VALUES(PROCESS_ID), -VALUES(PROCESS_ID), "
                        "VALUES(PROCESS_ID))",
                        (self.channel, self.pipeline_id, process_id))
+
+    def refuse_engines(self, facts: Callable[[Target], TableFacts],
+                       changes: list[TargetChange]) -> None:
+        """Stop before writing into a table whose engine does not roll back: a found
+        after the start (made or altered by a replicated DDL)."""
+        for target in dict.fromkeys((c.datasource, c.schema, c.table) for c in changes):
+            found = facts(target)
+            if not found.transactional:
+                raise ConfigError(engine_problem(self.pipeline_id, target, found.engine))
 
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
                 padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
@@ -85,6 +98,49 @@ class LoopGuard:
         if not losing:
             return changes
         return [part for change in changes for part in kept_parts(change, losing)]
+
+
+def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
+    """Why a two-way pipeline cannot write a table of an engine that does not roll back."""
+    name = f"{target[1]}.{target[2]}"
+    return (f"pipeline {pipeline_id} (two-way): target table {name} on {target[0]} has "
+            f"engine {engine or '(unknown)'}, which does not roll back: its rows reach the binlog "
+            "as a group of their own, without the loop mark of the load's transaction, so "
+            "the opposite pipeline would take them for that server's own writes and send "
+            f"them back. Make it InnoDB (ALTER TABLE {qualified(*target[1:])} "
+            "ENGINE=InnoDB), or replicate it with a one-way channel, then start the channel "
+            "again")
+
+
+def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource,
+                             targets: dict[str, DataSource]) -> None:
+    """At the start of a two-way pipeline: refuse if a target table of a source table it
+    replicates has an engine that does not roll back (:func:`engine_problem`)."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                       "WHERE TABLE_TYPE = 'BASE TABLE'")
+        tables = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for schema, table in tables:
+        if compiled.wants_schema(schema) and compiled.wants(schema, table):
+            for datasource, name, target in compiled.targets_of(schema, table):
+                wanted.setdefault(datasource, []).append((name, target))
+    for datasource, names in sorted(wanted.items()):
+        if datasource not in targets:
+            continue
+        one = "(%s, %s)"
+        with connect(targets[datasource]) as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE FROM "
+                           "information_schema.TABLES t LEFT JOIN information_schema.ENGINES "
+                           "e ON e.ENGINE = t.ENGINE WHERE t.TABLE_TYPE = 'BASE TABLE' AND "
+                           "COALESCE(e.TRANSACTIONS, 'NO') <> 'YES' AND (t.TABLE_SCHEMA, "
+                           f"t.TABLE_NAME) IN ({', '.join([one] * len(names))})",
+                           [part for name in names for part in name])
+            found = cursor.fetchall()
+        if found:
+            schema, table, engine = found[0]
+            raise ConfigError(engine_problem(pipeline_id, (datasource, str(schema),
+                                                           str(table)), str(engine or "")))
 
 
 def kept_parts(change: TargetChange, losing: set[tuple[str, str, Key]]
