@@ -65,7 +65,7 @@ class LoopGuard:
 
     def refuse_engines(self, facts: Callable[[Target], TableFacts],
                        changes: list[TargetChange]) -> None:
-        """Stop before writing into a table whose engine does not roll back: a found
+        """Stop before writing into a table whose engine does not roll back: one found
         after the start (made or altered by a replicated DDL)."""
         for target in dict.fromkeys((c.datasource, c.schema, c.table) for c in changes):
             found = facts(target)
