@@ -113,6 +113,59 @@ def test_a_key_written_on_both_sides_is_reported_and_the_first_pipeline_wins(
     cluster.set_status("conflicts", "STOP")
 
 
+def test_a_key_moved_on_one_side_while_the_other_writes_a_key_converges(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The losing side (the target, B) moves a row to another key: each key is settled
+    alone. Leaving the whole move out kept the old key on the source for good (A {1, 2},
+    B {2}): the winner's change named only the new key."""
+    schema = make_schema(source, target, ITEMS)
+    cluster.apply([two_way("moves", schema)])
+    start(cluster, "moves")
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'original', 1), (11, 'original', 11)")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "moves", "STOP", "not running")
+    target.execute(f"UPDATE {t} SET id = 2 WHERE id = 1")  # B moves 1 → 2, A inserts 2
+    source.execute(f"INSERT INTO {t} VALUES (2, 'source insert', 2)")
+    target.execute(f"UPDATE {t} SET id = 12 WHERE id = 11")  # B moves 11 → 12, A updates 11
+    source.execute(f"UPDATE {t} SET name = 'source update' WHERE id = 11")
+    start(cluster, "moves")
+    wait_equal(source, target, schema, ["items"])
+    time.sleep(1.0)  # (equal on the way there would not be the end)
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [
+        (2, "source insert", 2), (11, "source update", 11), (12, "original", 11)]
+    set_and_wait(cluster, "moves", "STOP", "not running")
+
+
+def test_what_a_two_way_channel_cannot_keep_alike_is_refused_saying_why(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A pair writing part of a row and a keyless table are refused at apply; a MyISAM
+    target table (its rows reach the binlog without the loop mark) when the channel
+    starts, naming it."""
+    schema = make_schema(source, target, ITEMS, "CREATE TABLE `{schema}`.logs (v INT)")
+    channel = two_way("refused-both", schema)
+    channel["pipelines"][0]["pairs"] = [{"source": f"{schema}.items",
+                                         "target": f"{schema}.items",
+                                         "column_groups": [["name", "qty"]]}]
+    [error] = cluster.apply_errors([channel])
+    assert "pipeline forward pair source:" in error and "has column_groups" in error, error
+    channel = two_way("refused-both", schema)
+    channel["pipelines"][1]["pairs"] = [{"source": f"{schema}.logs",
+                                         "target": f"{schema}.logs"}]
+    [error] = cluster.apply_errors([channel])
+    assert f"table {schema}.logs (pair target:{schema}.logs) has no primary key" in error, error
+    assert "the channel is two-way" in error
+    target.execute(f"ALTER TABLE `{schema}`.items ENGINE=MyISAM")
+    cluster.apply([two_way("refused-both", schema)])
+    cluster.set_status("refused-both", "START")
+    wait_for(lambda: "has engine MyISAM, which does not roll back" in
+             cluster.pipeline_state("refused-both").last_error, 90, "the start refused")
+    assert f"target table {schema}.items on target" in \
+        cluster.pipeline_state("refused-both").last_error
+    cluster.set_status("refused-both", "STOP")
+
+
 def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Database,
                                                    target: Database) -> None:
     """A DDL commits on its own, so no loop mark can share its transaction: setl's DDL
