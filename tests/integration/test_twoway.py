@@ -208,6 +208,37 @@ def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Da
 
 
 
+def test_a_create_table_under_the_source_databases_defaults_leaves_both_databases_as_they_are(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A CREATE TABLE runs on the target between two ALTER DATABASE that give it the source
+    database's defaults and put the target's back: without the loop mark the opposite
+    pipeline replayed them on the source, whose database took the target's defaults."""
+    schema = make_schema(source, target, ITEMS)
+    source.execute(f"ALTER DATABASE `{schema}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    target.execute(f"ALTER DATABASE `{schema}` CHARACTER SET latin1 COLLATE latin1_swedish_ci")
+    channel = two_way("defaults-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+    cluster.apply([channel])
+    start(cluster, "defaults-both")
+    t = f"`{schema}`.items"
+    source.script(f"DROP TABLE {t}", ITEMS.format(schema=schema))
+    wait_for(lambda: "items" in [r[0] for r in target.rows(f"SHOW TABLES FROM `{schema}`")]
+             and target.rows("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE "
+                             "TABLE_SCHEMA = %s AND TABLE_NAME = 'items'", (schema,))
+             == [("utf8mb4_bin",)], 60, "the table made on the target")
+    target.execute(f"INSERT INTO {t} VALUES (1, 'after the DDL on the target', 0)")
+    wait_for(lambda: source.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 1")[0][0], 60,
+             "the target's row after the DDL to cross back")  # its ALTERs read by then
+
+    def defaults(db: Database) -> list[tuple]:
+        return db.rows("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                       "information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (schema,))
+    assert defaults(source) == [("utf8mb4", "utf8mb4_bin")]
+    assert defaults(target) == [("latin1", "latin1_swedish_ci")]
+    set_and_wait(cluster, "defaults-both", "STOP", "not running")
+
+
 def test_a_two_way_channel_copies_no_rows_and_says_why(
         cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
     """A copy into one side cannot tell its rows from that side's newer writes not come
