@@ -106,11 +106,13 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                                            confinement.current())
         except ConfigError as exc:
             return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
-        keyless = tablekeys.keyless_tables(parsed, self.catalog.source)
-        if keyless:
-            return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
-                                                     for problem in keyless])
+        refused = tablekeys.keyless_tables(parsed, self.catalog.source)
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
+        refused += [problem for channel in parsed.channels if channel.name in before
+                    for problem in self.snapshots.moved_shards(before[channel.name], channel)]
+        if refused:
+            return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
+                                                     for problem in refused])
         changes = self.catalog.apply(parsed, dry_run=request.dry_run)
         notes: list[str] = []
         if not request.dry_run:

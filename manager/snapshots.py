@@ -4,13 +4,16 @@ resume and cancel."""
 
 from __future__ import annotations
 
+import enum
+from typing import Any
+
 from kazoo.client import KazooClient
 
 from manager.views import Views
 from shared import identifiers, tablekeys
 from shared.catalog import Catalog
 from shared.errors import ConfigError, NotFoundError, SourceError
-from shared.model import TWO_WAY_COPY, Channel, Pipeline, pairs_taking
+from shared.model import TWO_WAY_COPY, Channel, Pipeline, ShardRule, pairs_taking
 from shared.patterns import NamePattern, PatternKind
 from shared.rpc import manager_pb2
 from shared.snapshotctl import SnapshotControl
@@ -157,6 +160,68 @@ class Snapshots:
         return asked
 
 
+    def moved_shards(self, before: Channel, after: Channel) -> list[str]:
+        """Why a changed definition is refused: a shard route of a pipeline that has run
+        whose rule or slots change while it keeps slots it has written. Its rows stay in
+        the slots the old rule gave them; the new rule would look for them elsewhere (a
+        copy of the old row left behind for good, its updates and deletes written to
+        another slot), and nothing would say so until a verify."""
+        problems = []
+        old = {pipeline.name: pipeline for pipeline in before.pipelines}
+        for pipeline in after.pipelines:
+            previous = old.get(pipeline.name)
+            pipeline_id = after.pipeline_id(pipeline)
+            if previous is None or not self.client.exists(self.paths.cursor(pipeline_id)):
+                continue  # nothing written yet: any route goes
+            was = shard_routes(previous)
+            for source, (rule, slots) in sorted(shard_routes(pipeline).items()):
+                old_rule, old_slots = was.get(source, (rule, slots))
+                kept = [slot for slot in old_slots if slot in slots]
+                if (old_rule, old_slots) == (rule, slots) or not kept:
+                    continue
+                changed = [f"{name} {_plain(getattr(old_rule, name))} → "
+                           f"{_plain(getattr(rule, name))}"
+                           for name in ("column", "algorithm", "table_balance_size")
+                           if getattr(old_rule, name) != getattr(rule, name)]
+                if old_slots != slots:
+                    changed.append(f"{len(old_slots)} slots → {len(slots)}"
+                                   if len(old_slots) != len(slots) else "the slots' order")
+                problems.append(
+                    f"channel {after.name} pipeline {pipeline.name}: the shard route of "
+                    f"{'.'.join(source[1:])} changes ({', '.join(changed)}) and keeps slots "
+                    f"it has written ({', '.join(map(_address, kept[:3]))}"
+                    f"{', …' if len(kept) > 3 else ''}): the rows there stay in the slots "
+                    "the old rule gave them, and the new one would write and delete them "
+                    "elsewhere (old copies left for good). Route into new, empty tables "
+                    "(slot names the route did not have: setl apply copies the table into "
+                    "them), or take the pair out (setl apply), empty its slots, then put it "
+                    "back with the new rule (setl apply copies the table into them)")
+        return problems
+
+
+Address = tuple[str, str, str]  # datasource, schema, table
+
+
+def shard_routes(pipeline: Pipeline) -> dict[Address, tuple[ShardRule, tuple[Address, ...]]]:
+    """Per source table a pipeline shards: the route's rule and its slots in order, as the
+    node makes them (node.extract.shard.Route)."""
+    found: dict[Address, tuple[ShardRule, tuple[Address, ...]]] = {}
+    for pair in pipeline.pairs:
+        if pair.shard is None:
+            continue
+        source = (pair.source.datasource, pair.source.namespace.literal,
+                  pair.source.table.literal)
+        target = pair.target
+        try:
+            slots = tuple((target.datasource, each, name) for each in target.namespace.names()
+                          for name in target.table.names())
+        except ValueError:
+            slots = ((target.datasource, target.namespace.text, target.table.text),)
+        rule, earlier = found.get(source, (pair.shard, ()))
+        found[source] = rule, earlier + slots
+    return found
+
+
 def target_addresses(pipeline: Pipeline, schema: str, table: str
                      ) -> frozenset[tuple[str, str, str]]:
     """(datasource, schema, table) of every table the pipeline writes a source table's rows
@@ -181,6 +246,10 @@ def target_addresses(pipeline: Pipeline, schema: str, table: str
                    _target_name(pair.source.table, pair.target.table, table,
                                 (schema, table))))
     return frozenset(found)
+
+
+def _plain(value: Any) -> Any:
+    return str(value.value).lower() if isinstance(value, enum.Enum) else value
 
 
 def _address(address: tuple[str, str, str]) -> str:

@@ -304,7 +304,8 @@ class PipelineRunner(RunnerStatus):
                                self.cursor.position if self.cursor.position.file else None)
         compiled = start.with_table_keys(compiled, source, pipeline,
                                          self.target_kind == "delta")
-        kinds.check_source(self.target_kind, compiled, source)
+        kinds.check_source(self.target_kind, compiled, source,
+                           two_way=loader.targets if self.two_way else None)
         freedoor.ensure_buffer(source, self.pipeline_id)
         if self._central is not None and self._central.buffer is not source:
             freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)

@@ -15,6 +15,7 @@ from node.extract.etl import CompiledPipeline
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
+from shared.definitions import two_way_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
@@ -92,14 +93,18 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                     pipeline: Pipeline, lake: bool = False) -> CompiledPipeline:
     """The compiled pipeline with the unique keys of its tables that have no primary key;
     a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
-    by (:func:`shared.tablekeys.lake_key_problem`)."""
+    by (:func:`shared.tablekeys.lake_key_problem`) and, on a two-way channel, a keyless
+    table or a pair that writes part of a row (:func:`two_way_pair_problems`)."""
     try:
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
-    unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable, lake)
+    unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable, lake,
+                                               compiled.two_way)
+    if compiled.two_way:  # (a definition written straight into ZooKeeper was never applied)
+        problems += two_way_pair_problems(pipeline)
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique)

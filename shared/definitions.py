@@ -141,6 +141,9 @@ class _Loader(SourceFields):
             elif any(p.params.startup is StartupMode.SNAPSHOT for p in pipelines):
                 pipelines_field.fail(  # type: ignore[union-attr]
                     f"'start: snapshot' on a two-way channel: {TWO_WAY_COPY}")
+            for pipeline in pipelines:
+                for problem in two_way_pair_problems(pipeline):
+                    pipelines_field.fail(problem)  # type: ignore[union-attr]
         if name is MISSING or not pipelines:
             return None
         return Channel(name, tuple(pipelines), description,
@@ -349,6 +352,44 @@ def lake_pair_problems(pair: MediaPair, lake: str) -> list[tuple[str, str]]:
             "carries only its own part's columns, and the lake would get NULL in the other "
             "parts' columns; give each part its own lake table (joined when read), or write "
             "the wide table into a database target")))
+    return found
+
+
+def two_way_pair_problems(pipeline: Pipeline) -> list[str]:
+    """Why pairs of a two-way channel's pipeline cannot keep both sides alike: when both
+    sides write a key, the first pipeline's change overwrites the other side's row
+    (node.target.mysql.twoway), which makes them alike only when the change carries the
+    whole row. Checked at apply, and again when the pipeline starts."""
+    found = []
+    why = ("on a two-way channel a key both sides wrote is settled by the first pipeline's "
+           "change overwriting the other side's row, and {what}, so the two sides would keep "
+           "different values in the other columns; {fix}, or give these tables a one-way "
+           "channel")
+    for pair in pipeline.pairs:
+        where = f"pipeline {pipeline.name} pair {pair.source} → {pair.target}"
+        if pair.column_groups:
+            found.append(f"{where} has column_groups: " + why.format(
+                what="with column groups an update carries only its changed columns and "
+                "their groups", fix="leave column_groups out of the pair"))
+        if pair.merge_part or pair.joins:
+            option = "merge_part" if pair.merge_part else "joins"
+            found.append(f"{where} has {option}: " + why.format(
+                what="its change carries only its part of a wide row" if pair.merge_part
+                else "its rows carry columns looked up in another table, which the other "
+                "direction does not write back", fix=f"leave {option} out of the pair"))
+    into: dict[tuple[str, str, str], MediaPair] = {}
+    for pair in pipeline.pairs:
+        target = pair.target
+        if pair.shard is not None or target.namespace.kind is not PatternKind.SINGLE or \
+                target.table.kind is not PatternKind.SINGLE:
+            continue
+        name = (target.datasource, target.namespace.literal, target.table.literal)
+        other = into.setdefault(name, pair)
+        if other is not pair:
+            found.append(f"pipeline {pipeline.name}: pairs {other.source} and {pair.source} "
+                         f"both write {target}: " + why.format(
+                             what="each source table's change carries only its own part of "
+                             "the row", fix="give each source table its own target table"))
     return found
 
 

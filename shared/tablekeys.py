@@ -104,12 +104,25 @@ def _keyless_copy(pipeline: Pipeline, schema: str, table: str, pair: MediaPair) 
             "by hand")
 
 
+def _keyless_two_way(pipeline: Pipeline, schema: str, table: str, pair: MediaPair) -> str:
+    """Why a two-way channel cannot replicate a keyless table."""
+    return (f"pipeline {pipeline.name}: table {schema}.{table} (pair {pair.source}) has no "
+            "primary key and no unique key over NOT NULL columns, and the channel is "
+            "two-way: a row both sides write is found and settled by its key, and this "
+            "table's rows have none"
+            + (f" (key_columns {', '.join(pair.key_columns)} do not make it keyed)"
+               if pair.key_columns else "")
+            + "; give the table a primary key, or replicate it with a one-way channel")
+
+
 def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None],
-                  nullable: Collection[tuple[str, str, str]] = (), lake: bool = False
+                  nullable: Collection[tuple[str, str, str]] = (), lake: bool = False,
+                  two_way: bool = False
                   ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
     """For the tables the pipeline's pairs match: the unique keys to use where a table has
     no primary key, and a problem line for each keyless table whose pair needs a key (it
-    joins or merges parts of a wide row) and has no 'key_columns', for each pair whose
+    joins or merges parts of a wide row) and has no 'key_columns', for each keyless table
+    of a ``two_way`` channel (conflicts are found and settled by key), for each pair whose
     'key_columns' find rows by a column in ``nullable`` (see :func:`read_nullable`), and,
     when the pipeline writes a ``lake``, for each mirrored pair whose 'key_columns' may not
     identify one row (:func:`lake_key_problem`)."""
@@ -120,6 +133,9 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
             if not (pair.source.namespace.matches_schema(schema) and
                     pair.source.table.matches(table)):
                 continue
+            if columns is None and two_way:
+                problems.append(_keyless_two_way(pipeline, schema, table, pair))
+                break
             if pair.key_columns:
                 # rows are found by these columns when the table is keyed, or the pair
                 # meets parts of a wide row by them; a keyless table's rows by their image
@@ -231,6 +247,6 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
                     keys_by_source[pipeline.source] = {}
             _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source],
                                      nullable.get(pipeline.source, frozenset()),
-                                     is_lake(pipeline.target))
+                                     is_lake(pipeline.target), channel.two_way)
             problems += [f"channel {channel.name} {problem}" for problem in found]
     return problems

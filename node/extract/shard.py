@@ -14,7 +14,11 @@ more on another server. A row goes to slot
 where ``value`` is the row's shard column (an integer). Deletes route by the before image;
 an update that changes the slot moves the row (delete in the old slot, upsert in the new). A
 delete whose image holds only the key (a free-door ``D`` request, which names a key the
-source no longer has) goes to every slot: the row may be in any of them.
+source no longer has) goes to every slot, whether the key holds the shard column or not: the
+row may be in any of them (a copy left in a wrong slot is deleted too).
+
+A route's rule and slots cannot change on a channel that has run (``setl apply`` refuses
+it): rows already written stay in the slots the old rule gave them.
 """
 
 from __future__ import annotations
@@ -61,7 +65,10 @@ class Route:
         if change.type is ChangeType.INSERT:
             yield self.slot(change.after or {}, where, key), change
         elif change.type is ChangeType.DELETE:
-            if self.rule.column not in (change.before or {}):
+            before = change.before or {}
+            if self.rule.column not in before or before.keys() <= set(change.keys):
+                # a key alone (a free-door or verify --repair D): the row may be in any slot,
+                # also a wrong one, the shard column in the key or not
                 for slot in dict.fromkeys(self.slots):
                     yield slot, change
                 return

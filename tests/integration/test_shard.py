@@ -27,13 +27,17 @@ def test_rows_are_routed_over_two_servers_and_move_with_their_shard_value(
     sources = [{"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
                 "password": secret} for name in ("source", "target", "target2")]
     rule = {"column": "uid", "algorithm": "modulo"}
-    cluster.apply([{"name": "sharded", "pipelines": [{
-        "name": "forward", "source": "source", "target": "target", "pairs": [
-            {"source": f"{base}.orders", "shard": rule,
-             "target": {"namespace": f"{base}_[0-1]", "table": "orders_[0-1]"}},
-            {"source": f"{base}.orders", "shard": rule, "target": {
-                "datasource": "target2", "namespace": f"{base}_[2-3]",
-                "table": "orders_[0-1]"}}]}]}], sources)
+    pairs = [{"source": f"{base}.orders", "shard": rule,
+              "target": {"namespace": f"{base}_[0-1]", "table": "orders_[0-1]"}},
+             {"source": f"{base}.orders", "shard": rule, "target": {
+                 "datasource": "target2", "namespace": f"{base}_[2-3]",
+                 "table": "orders_[0-1]"}}]
+
+    def sharded(pairs: list[dict]) -> list[dict]:
+        return [{"name": "sharded", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "pairs": pairs}]}]
+
+    cluster.apply(sharded(pairs), sources)
     cluster.set_status("sharded", "START")
     cluster.wait_running("sharded")
     t = f"`{base}`.orders"
@@ -58,5 +62,13 @@ def test_rows_are_routed_over_two_servers_and_move_with_their_shard_value(
     expected[1] = (5, "n1")
     expected[2] = (6, "same slot")
     assert placed() == expected
+    # the written rows would stay where the old rule put them: a new rule is refused
+    quotient = {"column": "uid", "algorithm": "quotient", "table_balance_size": 10}
+    [error] = cluster.apply_errors(sharded([{**pair, "shard": quotient} for pair in pairs]),
+                                   sources)
+    assert f"the shard route of {base}.orders changes (algorithm modulo → quotient, " \
+        "table_balance_size 1 → 10) and keeps slots it has written" in error, error
+    [error] = cluster.apply_errors(sharded(pairs[:1]), sources)
+    assert "(8 slots → 4)" in error, error
     target2.close()
     cluster.set_status("sharded", "STOP")

@@ -113,6 +113,59 @@ def test_a_key_written_on_both_sides_is_reported_and_the_first_pipeline_wins(
     cluster.set_status("conflicts", "STOP")
 
 
+def test_a_key_moved_on_one_side_while_the_other_writes_a_key_converges(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The losing side (the target, B) moves a row to another key: each key is settled
+    alone. Leaving the whole move out kept the old key on the source for good (A {1, 2},
+    B {2}): the winner's change named only the new key."""
+    schema = make_schema(source, target, ITEMS)
+    cluster.apply([two_way("moves", schema)])
+    start(cluster, "moves")
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'original', 1), (11, 'original', 11)")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "moves", "STOP", "not running")
+    target.execute(f"UPDATE {t} SET id = 2 WHERE id = 1")  # B moves 1 → 2, A inserts 2
+    source.execute(f"INSERT INTO {t} VALUES (2, 'source insert', 2)")
+    target.execute(f"UPDATE {t} SET id = 12 WHERE id = 11")  # B moves 11 → 12, A updates 11
+    source.execute(f"UPDATE {t} SET name = 'source update' WHERE id = 11")
+    start(cluster, "moves")
+    wait_equal(source, target, schema, ["items"])
+    time.sleep(1.0)  # (equal on the way there would not be the end)
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [
+        (2, "source insert", 2), (11, "source update", 11), (12, "original", 11)]
+    set_and_wait(cluster, "moves", "STOP", "not running")
+
+
+def test_what_a_two_way_channel_cannot_keep_alike_is_refused_saying_why(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A pair writing part of a row and a keyless table are refused at apply; a MyISAM
+    target table (its rows reach the binlog without the loop mark) when the channel
+    starts, naming it."""
+    schema = make_schema(source, target, ITEMS, "CREATE TABLE `{schema}`.logs (v INT)")
+    channel = two_way("refused-both", schema)
+    channel["pipelines"][0]["pairs"] = [{"source": f"{schema}.items",
+                                         "target": f"{schema}.items",
+                                         "column_groups": [["name", "qty"]]}]
+    [error] = cluster.apply_errors([channel])
+    assert "pipeline forward pair source:" in error and "has column_groups" in error, error
+    channel = two_way("refused-both", schema)
+    channel["pipelines"][1]["pairs"] = [{"source": f"{schema}.logs",
+                                         "target": f"{schema}.logs"}]
+    [error] = cluster.apply_errors([channel])
+    assert f"table {schema}.logs (pair target:{schema}.logs) has no primary key" in error, error
+    assert "the channel is two-way" in error
+    target.execute(f"ALTER TABLE `{schema}`.items ENGINE=MyISAM")
+    cluster.apply([two_way("refused-both", schema)])
+    cluster.set_status("refused-both", "START")
+    wait_for(lambda: "has engine MyISAM, which does not roll back" in
+             cluster.pipeline_state("refused-both").last_error, 90, "the start refused")
+    assert f"target table {schema}.items on target" in \
+        cluster.pipeline_state("refused-both").last_error
+    cluster.set_status("refused-both", "STOP")
+
+
 def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Database,
                                                    target: Database) -> None:
     """A DDL commits on its own, so no loop mark can share its transaction: setl's DDL
@@ -153,6 +206,37 @@ def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Da
     assert [row[0] for row in source.table(schema, "items")] == [3, 4]
     set_and_wait(cluster, "ddl-both", "STOP", "not running")
 
+
+
+def test_a_create_table_under_the_source_databases_defaults_leaves_both_databases_as_they_are(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A CREATE TABLE runs on the target between two ALTER DATABASE that give it the source
+    database's defaults and put the target's back: without the loop mark the opposite
+    pipeline replayed them on the source, whose database took the target's defaults."""
+    schema = make_schema(source, target, ITEMS)
+    source.execute(f"ALTER DATABASE `{schema}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    target.execute(f"ALTER DATABASE `{schema}` CHARACTER SET latin1 COLLATE latin1_swedish_ci")
+    channel = two_way("defaults-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+    cluster.apply([channel])
+    start(cluster, "defaults-both")
+    t = f"`{schema}`.items"
+    source.script(f"DROP TABLE {t}", ITEMS.format(schema=schema))
+    wait_for(lambda: "items" in [r[0] for r in target.rows(f"SHOW TABLES FROM `{schema}`")]
+             and target.rows("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE "
+                             "TABLE_SCHEMA = %s AND TABLE_NAME = 'items'", (schema,))
+             == [("utf8mb4_bin",)], 60, "the table made on the target")
+    target.execute(f"INSERT INTO {t} VALUES (1, 'after the DDL on the target', 0)")
+    wait_for(lambda: source.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 1")[0][0], 60,
+             "the target's row after the DDL to cross back")  # its ALTERs read by then
+
+    def defaults(db: Database) -> list[tuple]:
+        return db.rows("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                       "information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (schema,))
+    assert defaults(source) == [("utf8mb4", "utf8mb4_bin")]
+    assert defaults(target) == [("latin1", "latin1_swedish_ci")]
+    set_and_wait(cluster, "defaults-both", "STOP", "not running")
 
 
 def test_a_two_way_channel_copies_no_rows_and_says_why(

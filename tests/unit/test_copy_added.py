@@ -121,3 +121,40 @@ def test_what_is_not_copied_is_said_with_why(asked: list[Any],
     assert "cannot read the tables of source s: connection refused" in lines[0]
     assert "setl snapshot c --pipeline forward --table SCHEMA.TABLE" in lines[0]
     assert added(before, before) == []  # the same pairs: the source is not even asked
+
+
+SHARD = ("{source: shop.orders, target: {namespace: shop, table: 'orders_[0-3]'}, "
+         "shard: {column: uid}}")
+
+
+def moved(before: Channel, after: Channel, ran: bool = True) -> list[str]:
+    client = _Client()
+    client.exists = lambda path: ran  # type: ignore[method-assign]
+    return snapshots.Snapshots(client, _Paths(), _Catalog(), None).moved_shards(  # type: ignore[arg-type]
+        before, after)
+
+
+def test_a_shard_route_that_would_move_written_rows_is_refused() -> None:
+    """4 → 8 slots: uid 5 goes from orders_1 to orders_5, and orders_1 kept its copy for
+    good (a copy asked only the new slots); a changed algorithm asked nothing at all."""
+    before = channel(SHARD)
+    for after, what in [
+            (SHARD.replace("[0-3]", "[0-7]"), "4 slots → 8"),
+            (SHARD.replace("{column: uid}", "{column: uid, algorithm: quotient, "
+                           "table_balance_size: 100}"),
+             "algorithm modulo → quotient, table_balance_size 1 → 100"),
+            (SHARD.replace("column: uid", "column: shop_id"), "column uid → shop_id")]:
+        [problem] = moved(before, channel(after))
+        assert problem.startswith(f"channel c pipeline forward: the shard route of "
+                                  f"shop.orders changes ({what}) and keeps slots it has "
+                                  "written (t:shop.orders_0, t:shop.orders_1, "
+                                  "t:shop.orders_2, …)"), problem
+        assert "Route into new, empty tables" in problem
+        assert moved(before, channel(after), ran=False) == []  # never ran: nothing written
+    second = "{source: shop.orders, target: {namespace: shop, table: 'more_[0-1]'}, " \
+        "shard: {column: uid}}"
+    [problem] = moved(before, channel(SHARD, second))  # slots added on another table
+    assert "(4 slots → 6)" in problem
+    assert moved(before, channel(SHARD)) == []  # the same route
+    assert moved(before, channel(SHARD.replace("orders_", "new_orders_"))) == []  # new tables
+    assert moved(before, channel("{source: shop.orders, target: shop.orders}")) == []

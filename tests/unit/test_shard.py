@@ -64,6 +64,14 @@ def test_a_delete_by_key_alone_goes_to_every_slot() -> None:
     found = slots((ORDERS, SECOND), by_key)
     assert len(found) == 16 and {slot[3] for slot in found} == {"D"}
     assert ("other", "shop_3", "orders_3", "D") in found
+    # the shard column in the key: the key alone still goes everywhere (a copy in a wrong
+    # slot, which verify --repair clears, is deleted too: docs/verify.md)
+    in_key = RowChange("s", "orders", ChangeType.DELETE, ("uid", "id"), {"uid": 5, "id": 1},
+                       None)
+    assert len(slots((ORDERS, SECOND), in_key)) == 16
+    whole = RowChange("s", "orders", ChangeType.DELETE, ("uid", "id"),
+                      {"uid": 5, "id": 1, "v": 2}, None)  # the binlog's image: its one slot
+    assert slots((ORDERS,), whole) == [("dst", "shop_1", "orders_1", "D")]
     null = RowChange("s", "orders", ChangeType.DELETE, ("id",), {"id": 1, "uid": None}, None)
     with pytest.raises(ShardError, match="is NULL"):
         slots((ORDERS,), null)

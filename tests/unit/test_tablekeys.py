@@ -93,3 +93,19 @@ def test_start_snapshot_of_a_keyless_table_is_refused_with_key_columns_too() -> 
     keyed = pipeline("{source: shop.orders, target: shop.orders, key_columns: [id]}",
                      options="start: snapshot")
     assert pipeline_keys(keyed, KEYS)[1] == []
+
+
+def test_a_keyless_table_on_a_two_way_channel_is_refused_with_key_columns_too() -> None:
+    """A two-way channel finds a conflict by key (``WHERE (keys) IN (…)``): a table with
+    none made that ``WHERE () IN (())``, a syntax error at the first batch."""
+    for pair in ("{source: shop.logs, target: shop.logs}",
+                 "{source: shop.logs, target: shop.logs, key_columns: [ref]}"):
+        assert pipeline_keys(pipeline(pair), KEYS) == ({}, [])  # one-way: by its image
+        [problem] = pipeline_keys(pipeline(pair), KEYS, two_way=True)[1]
+        assert problem.startswith("pipeline fwd: table shop.logs (pair src:shop.logs) has no "
+                                  "primary key and no unique key over NOT NULL columns, and "
+                                  "the channel is two-way"), problem
+        assert problem.endswith("give the table a primary key, or replicate it with a "
+                                "one-way channel")
+    keyed = pipeline("{source: shop.orders, target: shop.orders}")
+    assert pipeline_keys(keyed, KEYS, two_way=True)[1] == []

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import datetime
 from decimal import Decimal
+from typing import Any
+
+import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.target.mysql.twoway import first_images, same_row
+from node.target.mysql import twoway
+from node.target.mysql.twoway import LoopGuard, first_images, same_row
 
 
 def change(seq: int, kind: ChangeType, before_key: tuple | None, before: dict | None,
@@ -38,3 +42,207 @@ def test_same_row_compares_values_across_types_and_only_shared_columns() -> None
     assert not same_row(binlog, {**select, "tags": "a"})
     assert same_row(None, None)
     assert not same_row(None, select) and not same_row(binlog, None)
+
+
+def resolved(monkeypatch: pytest.MonkeyPatch, target: dict[tuple, dict], wins: bool,
+             changes: list[TargetChange]) -> list[tuple[ChangeType, Any, Any]]:
+    """What a pipeline writes of ``changes`` on a target holding ``target`` (rows by key)."""
+    monkeypatch.setattr(twoway, "current_rows", lambda cursor, schema, table, keys, wanted: {
+        key: target[key] for key in map(tuple, wanted) if key in target})
+    guard = LoopGuard("c", "c.forward" if wins else "c.back", wins_conflicts=wins)
+    return [(c.type, c.before_key, c.after) for c in guard.resolve(None, changes, 1)]
+
+
+def test_a_key_change_on_the_losing_side_is_resolved_key_by_key(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """B moves id 1 to 2 while A inserts id 2: the losing pipeline (B → A) deletes id 1 and
+    leaves A's id 2; the winner (A → B) writes its id 2 over B's moved row: both {2: x}."""
+    move = change(1, ChangeType.UPDATE, (1,), {"id": 1, "v": "a"}, {"id": 2, "v": "a"})
+    on_a = {(1,): {"id": 1, "v": "a"}, (2,): {"id": 2, "v": "x"}}
+    assert resolved(monkeypatch, on_a, False, [move]) == [
+        (ChangeType.DELETE, (1,), None)]
+    insert = change(1, ChangeType.INSERT, None, None, {"id": 2, "v": "x"})
+    assert resolved(monkeypatch, {(2,): {"id": 2, "v": "a"}}, True, [insert]) == [
+        (ChangeType.INSERT, None, {"id": 2, "v": "x"})]
+    # the old key changed on A meanwhile (v = z): the row is written at the new key, A's
+    # id 1 stays (the winner's update of id 1 writes it on B again)
+    changed = {(1,): {"id": 1, "v": "z"}}
+    assert resolved(monkeypatch, changed, False, [move]) == [
+        (ChangeType.INSERT, None, {"id": 2, "v": "a"})]
+    # both keys conflict: nothing of the move; neither: the move as it is
+    assert resolved(monkeypatch, {**changed, (2,): {"id": 2, "v": "x"}}, False, [move]) == []
+    assert resolved(monkeypatch, {(1,): {"id": 1, "v": "a"}}, False, [move]) == [
+        (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"})]
+    # a later change of the kept key goes with it; one of the conflicting key is left out
+    later = change(2, ChangeType.UPDATE, (2,), {"id": 2, "v": "a"}, {"id": 2, "v": "b"})
+    assert resolved(monkeypatch, on_a, False, [move, later]) == [
+        (ChangeType.DELETE, (1,), None)]
+    assert resolved(monkeypatch, on_a, True, [move, later]) == [
+        (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"}),
+        (ChangeType.UPDATE, (2,), {"id": 2, "v": "b"})]
+
+
+TWO_WAY = """sources:
+  - {name: a, host: h1}
+  - {name: b, host: h2}
+channels:
+  - name: c
+    pipelines:
+      - name: forward
+        source: a
+        target: b
+        pairs:
+%s
+      - name: back
+        source: b
+        target: a
+        pairs:
+          - {source: s.t, target: s.t}
+"""
+
+
+@pytest.mark.parametrize(("pairs", "expected"), [
+    (["{source: s.t, target: s.t, column_groups: [[x, y]]}"],
+     "pipeline forward pair a:s.t → b:s.t has column_groups: on a two-way channel a key both "
+     "sides wrote is settled by the first pipeline's change overwriting the other side's row, "
+     "and with column groups an update carries only its changed columns and their groups, so "
+     "the two sides would keep different values in the other columns; leave column_groups "
+     "out of the pair, or give these tables a one-way channel"),
+    (["{source: s.t, target: s.t, key_columns: [id], merge_part: true}"],
+     "pipeline forward pair a:s.t → b:s.t has merge_part: "),
+    (["{source: s.t, target: s.t, joins: [{table: s.u, by: id, key: uid, columns: [x]}]}"],
+     "pipeline forward pair a:s.t → b:s.t has joins: "),
+    (["{source: s.t, target: s.w, key_columns: [id]}",
+      "{source: s.u, target: s.w, key_columns: [id]}"],
+     "pipeline forward: pairs a:s.t and a:s.u both write b:s.w: "),
+])
+def test_pairs_that_write_part_of_a_row_are_refused_on_a_two_way_channel(
+        pairs: list[str], expected: str) -> None:
+    """The first pipeline's change overwrites the other side's row: only a change carrying
+    the whole row makes the two sides alike."""
+    from shared.definitions import load_text, two_way_pair_problems
+    from shared.errors import ConfigError
+
+    text = TWO_WAY % "\n".join(f"          - {pair}" for pair in pairs)
+    with pytest.raises(ConfigError) as refused:
+        load_text(text, "f.yaml")
+    assert f"f.yaml:7: channels[0].pipelines: {expected}" in str(refused.value)
+    one_way = text.split("      - name: back")[0]
+    [pipeline] = load_text(one_way, "f.yaml").channels[0].pipelines  # one-way: fine
+    assert two_way_pair_problems(pipeline)[0].startswith(expected)  # the node's start says it
+
+
+def test_the_start_of_a_two_way_pipeline_refuses_keyless_tables_and_partial_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A definition written straight into ZooKeeper was never applied: the node's start
+    checks it the same."""
+    from node import start
+    from shared.definitions import load_text
+    from shared.errors import ConfigError
+    from tests.unit.test_etl import compiled
+
+    monkeypatch.setattr(start.tablekeys, "read_keys", lambda source: {
+        ("s", "t"): ("id",), ("s", "logs"): None})
+    monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
+    one_way = (TWO_WAY % "          - {source: s.t, target: s.t, column_groups: [[x, y]]}\n"
+               "          - {source: s.logs, target: s.logs}").split("      - name: back")[0]
+    [pipeline] = load_text(one_way, "f.yaml").channels[0].pipelines
+    made = compiled("{source: s.t, target: s.t}")
+    start.with_table_keys(made, None, pipeline)  # type: ignore[arg-type]  # one-way: fine
+    made = made.__class__.compile("c.forward", 1, pipeline, two_way=True)
+    with pytest.raises(ConfigError) as refused:
+        start.with_table_keys(made, None, pipeline)  # type: ignore[arg-type]
+    assert "pipeline forward: table s.logs (pair a:s.logs) has no primary key" in \
+        str(refused.value)
+    assert "pipeline forward pair a:s.t → b:s.t has column_groups" in str(refused.value)
+
+
+def test_every_statement_a_ddl_brings_on_a_two_way_target_carries_the_loop_mark(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CREATE TABLE runs under the source database's defaults: ALTER DATABASE before it
+    and after it. Without the mark the opposite pipeline took them for that server's own
+    DDL and replayed them on the origin, flipping its database's default charset."""
+    from node.ddlsession import DATABASE_DEFAULTS
+    from node.select import statements
+    from node.target.mysql import ddlapply
+    from shared.model import BinlogPosition
+    from shared.retl import loop_comment
+
+    class Cursor:
+        def __init__(self) -> None:
+            self.ran: list[str] = []
+
+        def execute(self, statement: str, args: Any = None) -> None:
+            self.ran.append(statement)
+
+        def fetchone(self) -> tuple[str, str]:
+            return "latin1", "latin1_swedish_ci"  # the target database's own defaults
+
+    monkeypatch.setattr(ddlapply, "ran_before", lambda *args: False)
+    create = TargetChange("dst", "s", "t", ChangeType.DDL, (), None, None,
+                          ddl="CREATE TABLE t (id INT PRIMARY KEY)",
+                          session=((DATABASE_DEFAULTS, ("utf8mb4", "utf8mb4_bin")),))
+    cursor = Cursor()
+    mark = loop_comment("c")
+    ddlapply.apply_ddl(cursor, create, "c.forward", 1, BinlogPosition("b.1", 4), 0, mark)
+    written = [s for s in cursor.ran if not s.startswith(("SELECT", "USE"))]
+    assert [s.removeprefix(mark).split(" CHARACTER")[0] for s in written] == [
+        "CREATE DATABASE IF NOT EXISTS `s`", "ALTER DATABASE `s`",
+        "CREATE TABLE t (id INT PRIMARY KEY)", "ALTER DATABASE `s`"]
+    assert written[-1].endswith("CHARACTER SET latin1 COLLATE latin1_swedish_ci")
+    assert all(statements.kind(s, False, "c") == statements.ECHO for s in written), written
+
+
+def test_a_target_table_whose_engine_does_not_roll_back_is_refused_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MyISAM/Aria write reaches the binlog as a group of its own, without the loop mark:
+    the opposite pipeline would send it back. Refused at the start (the target tables of
+    the source's paired tables), and before a batch writes a table met later."""
+    from node.target.mysql.facts import TableFacts
+    from shared.errors import ConfigError
+    from shared.model import DataSource
+    from tests.unit.test_etl import compiled
+
+    asked: list[tuple[str, Any]] = []
+    answers = {"h1": [("s", "t"), ("s", "u"), ("other", "x")],
+               "h2": [("s2", "t", "MyISAM")]}
+
+    class Conn:
+        def __init__(self, source: DataSource) -> None:
+            self.host = source.host
+
+        def __enter__(self) -> Conn:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+        def cursor(self) -> Conn:
+            return self
+
+        def execute(self, statement: str, args: Any = None) -> None:
+            asked.append((self.host, args))
+
+        def fetchall(self) -> list[tuple[str, ...]]:
+            return answers[self.host]
+
+    monkeypatch.setattr(twoway, "connect", Conn)
+    made = compiled("{source: s.t, target: s2.t}", "{source: s.u, target: s2.u}")
+    source, target = DataSource("src", host="h1"), DataSource("dst", host="h2")
+    with pytest.raises(ConfigError) as refused:
+        twoway.refuse_non_transactional("c.forward", made, source, {"dst": target})
+    assert str(refused.value).startswith(
+        "pipeline c.forward (two-way): target table s2.t on dst has engine MyISAM, which does "
+        "not roll back: its rows reach the binlog as a group of their own, without the loop "
+        "mark")
+    assert "ALTER TABLE `s2`.`t` ENGINE=InnoDB" in str(refused.value)
+    assert asked[-1] == ("h2", ["s2", "t", "s2", "u"])  # the paired tables' targets only
+    answers["h2"] = []
+    twoway.refuse_non_transactional("c.forward", made, source, {"dst": target})
+
+    guard = LoopGuard("c", "c.forward", wins_conflicts=True)
+    rows = [change(1, ChangeType.INSERT, None, None, {"id": 1})]
+    guard.refuse_engines(lambda target: TableFacts(engine="InnoDB"), rows)
+    with pytest.raises(ConfigError, match=r"target table s.t on dst has engine Aria, which "):
+        guard.refuse_engines(lambda target: TableFacts(engine="Aria", transactional=False),
+                             rows)

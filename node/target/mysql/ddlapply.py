@@ -142,13 +142,15 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
     kind = kind_of(change.ddl, mode)
     database = on_database(change.ddl, mode)
     try:
+        # every statement setl adds carries the mark too: the opposite pipeline of a
+        # two-way channel would replay it on the origin as DDL of that server's own
         if database == "ALTER":  # a database setl has not made yet: made, then changed
-            cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
+            cursor.execute(f"{mark}CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
         elif not database:
             if kind == "CREATE":
-                cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
+                cursor.execute(f"{mark}CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
             cursor.execute(f"USE {quote(change.schema)}")
-        with _source_defaults(cursor, change, kind, database):
+        with _source_defaults(cursor, change, kind, database, mark):
             run_under(cursor, change.session, mark + change.ddl)  # as the source's ran it
     except pymysql.MySQLError as exc:
         code = exc.args[0] if exc.args else 0
@@ -183,12 +185,14 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
 
 
 @contextlib.contextmanager
-def _source_defaults(cursor: Any, change: TargetChange, kind: str, database: str
-                     ) -> Iterator[None]:
+def _source_defaults(cursor: Any, change: TargetChange, kind: str, database: str,
+                     mark: str = "") -> Iterator[None]:
     """A CREATE TABLE runs while its target database has the source database's default
     charset and collation, which its columns without their own take (a target database made
     by hand with other defaults gave them its own: utf8mb4_general_ci where the source's was
-    utf8mb4_bin, and 'Bob' and 'bob' became one key); the database's own come back after."""
+    utf8mb4_bin, and 'Bob' and 'bob' became one key); the database's own come back after.
+    Both ``ALTER DATABASE`` carry ``mark`` (a two-way channel's loop comment): replayed by
+    the opposite pipeline, they would set the origin database's defaults to the target's."""
     wanted = database_defaults(change.session)
     if kind != "CREATE" or database or not wanted or not wanted[0]:
         yield
@@ -201,11 +205,12 @@ def _source_defaults(cursor: Any, change: TargetChange, kind: str, database: str
         yield
         return
     name = quote(change.schema)
-    cursor.execute(f"ALTER DATABASE {name} CHARACTER SET {wanted[0]} COLLATE {wanted[1]}")
+    cursor.execute(f"{mark}ALTER DATABASE {name} CHARACTER SET {wanted[0]} "
+                   f"COLLATE {wanted[1]}")
     try:
         yield
     finally:
-        cursor.execute(f"ALTER DATABASE {name} CHARACTER SET {own[0]} COLLATE {own[1]}")
+        cursor.execute(f"{mark}ALTER DATABASE {name} CHARACTER SET {own[0]} COLLATE {own[1]}")
 
 
 def _renamed(cursor: Any, change: TargetChange) -> bool:

@@ -390,6 +390,7 @@ class _Writes:
         if self.changes is not None:
             changes = self.changes
             if loader.loop is not None and changes:
+                loader.loop.refuse_engines(loader.facts.of, changes)
                 target = changes[0].datasource
                 changes = loader.loop.resolve(
                     cursor, changes, batch.process_id,

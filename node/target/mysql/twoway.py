@@ -12,7 +12,15 @@ changed there meanwhile by its own users: both sides wrote the key concurrently.
 conflict is logged (``event=conflict`` with table, key, the target's current row and the
 incoming change) and counted. The rule: **the channel's first pipeline wins**. Its changes
 overwrite the target; the second pipeline skips the changes of a conflicting key, so the
-row keeps the first side's value, and both sides converge to it.
+row keeps the first side's value, and both sides converge to it. Each key is resolved alone:
+an update that moves a row to another key is, on the second side, a delete at the old key and
+a write at the new one, and only the part whose key conflicts is left out (leaving the whole
+move out kept the old key on one side while the first side, whose own change named only the
+new key, never removed it on the other). The rule holds for whole rows: a pair that writes
+only some of a row's columns (``column_groups``, ``joins``, ``merge_part``, several pairs into
+one table) or a table with no key is refused on a two-way channel (at ``setl apply`` and when
+the pipeline starts), and so is a target table whose engine does not roll back (its rows
+would reach the binlog without the loop mark).
 """
 
 from __future__ import annotations
@@ -27,8 +35,12 @@ from typing import Any
 
 from pymysql.constants import FIELD_TYPE
 
-from node.changes import Row, TargetChange
+from node.changes import ChangeType, Row, TargetChange
+from node.target.mysql.facts import TableFacts, Target
+from shared.endpoint import connect
+from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
+from shared.model import DataSource
 
 log = logging.getLogger("setl.node.target.mysql.twoway")
 Key = tuple[Any, ...]
@@ -50,6 +62,15 @@ class LoopGuard:
                        "IF(PROCESS_ID = VALUES(PROCESS_ID), -VALUES(PROCESS_ID), "
                        "VALUES(PROCESS_ID))",
                        (self.channel, self.pipeline_id, process_id))
+
+    def refuse_engines(self, facts: Callable[[Target], TableFacts],
+                       changes: list[TargetChange]) -> None:
+        """Stop before writing into a table whose engine does not roll back: one found
+        after the start (made or altered by a replicated DDL)."""
+        for target in dict.fromkeys((c.datasource, c.schema, c.table) for c in changes):
+            found = facts(target)
+            if not found.transactional:
+                raise ConfigError(engine_problem(self.pipeline_id, target, found.engine))
 
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
                 padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
@@ -76,18 +97,68 @@ class LoopGuard:
                     losing.add((schema, table, key))
         if not losing:
             return changes
-        return [c for c in changes if not _touches(c, losing)]
+        return [part for change in changes for part in kept_parts(change, losing)]
 
 
-def _keys_of(change: TargetChange) -> list[Key]:
-    keys = [change.before_key] if change.before_key is not None else []
-    if change.after is not None:
-        keys.append(tuple(change.after[k] for k in change.keys))
-    return keys
+def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
+    """Why a two-way pipeline cannot write a table of an engine that does not roll back."""
+    name = f"{target[1]}.{target[2]}"
+    return (f"pipeline {pipeline_id} (two-way): target table {name} on {target[0]} has "
+            f"engine {engine or '(unknown)'}, which does not roll back: its rows reach the binlog "
+            "as a group of their own, without the loop mark of the load's transaction, so "
+            "the opposite pipeline would take them for that server's own writes and send "
+            f"them back. Make it InnoDB (ALTER TABLE {qualified(*target[1:])} "
+            "ENGINE=InnoDB), or replicate it with a one-way channel, then start the channel "
+            "again")
 
 
-def _touches(change: TargetChange, losing: set[tuple[str, str, Key]]) -> bool:
-    return any((change.schema, change.table, key) in losing for key in _keys_of(change))
+def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource,
+                             targets: dict[str, DataSource]) -> None:
+    """At the start of a two-way pipeline: refuse if a target table of a source table it
+    replicates has an engine that does not roll back (:func:`engine_problem`)."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                       "WHERE TABLE_TYPE = 'BASE TABLE'")
+        tables = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for schema, table in tables:
+        if compiled.wants_schema(schema) and compiled.wants(schema, table):
+            for datasource, name, target in compiled.targets_of(schema, table):
+                wanted.setdefault(datasource, []).append((name, target))
+    for datasource, names in sorted(wanted.items()):
+        if datasource not in targets:
+            continue
+        one = "(%s, %s)"
+        with connect(targets[datasource]) as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE FROM "
+                           "information_schema.TABLES t LEFT JOIN information_schema.ENGINES "
+                           "e ON e.ENGINE = t.ENGINE WHERE t.TABLE_TYPE = 'BASE TABLE' AND "
+                           "COALESCE(e.TRANSACTIONS, 'NO') <> 'YES' AND (t.TABLE_SCHEMA, "
+                           f"t.TABLE_NAME) IN ({', '.join([one] * len(names))})",
+                           [part for name in names for part in name])
+            found = cursor.fetchall()
+        if found:
+            schema, table, engine = found[0]
+            raise ConfigError(engine_problem(pipeline_id, (datasource, str(schema),
+                                                           str(table)), str(engine or "")))
+
+
+def kept_parts(change: TargetChange, losing: set[tuple[str, str, Key]]
+               ) -> list[TargetChange]:
+    """What the losing side writes of a change: nothing when its key conflicts; an update
+    that moves the row to another key as a delete at the old key and an insert at the new
+    one, each left out alone when its own key conflicts."""
+    old = change.before_key
+    new = tuple(change.after[k] for k in change.keys) if change.after is not None else None
+    old_lost = old is not None and (change.schema, change.table, old) in losing
+    new_lost = new is not None and (change.schema, change.table, new) in losing
+    if not (old_lost or new_lost):
+        return [change]
+    if change.type is not ChangeType.UPDATE or old == new or (old_lost and new_lost):
+        return []
+    if old_lost:  # the row moves here: it is written at the new key, the old one kept
+        return [change._replace(type=ChangeType.INSERT, before_key=None, before=None)]
+    return [change._replace(type=ChangeType.DELETE, after=None)]  # the old key goes
 
 
 def first_images(changes: Iterable[TargetChange]
