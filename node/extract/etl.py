@@ -13,6 +13,7 @@ from typing import Any
 
 from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
+from node.extract import layouts
 from node.extract.groups import fill_holes, only_changed
 from node.extract.joins import Joined, add_joined, look_up_joins, part_changes
 from node.extract.lookup import Lookup
@@ -232,16 +233,10 @@ class CompiledPipeline:
 
     def layout_problem(self, schema: str, table: str, columns: tuple[str, ...]) -> str | None:
         """Why a table's columns (a new table map's) do not fit its pairs: a column a pair
-        includes is gone (renamed or dropped), and its values would stop being copied."""
-        for entry in self.pairs_for(schema, table):
-            missing = sorted(entry.include.difference(columns))
-            if missing:
-                return (f"pipeline {self.pipeline_id}: pair {entry.pair.source} → "
-                        f"{entry.pair.target} includes column(s) {', '.join(missing)}, which "
-                        f"{schema}.{table} no longer has (renamed or dropped on the source, or "
-                        "named in another case): their values would stop being copied. Name "
-                        "the table's columns in the pair (setl apply), then resume")
-        return None
+        includes is gone (renamed or dropped), or two land on one target column (a rename
+        onto a column the source has): :mod:`node.extract.layouts`."""
+        return layouts.layout_problem(self.pipeline_id, self.pairs_for(schema, table), schema,
+                                      table, columns, self.configured_keys(schema, table))
 
     def gathered(self, schema: str, table: str) -> bool:
         """Whether a target of a source table may also hold rows of other source tables: its
