@@ -4,9 +4,15 @@ A statement means what its session makes of it: ``sql_mode`` decides whether ``"
 name or a string (``ANSI_QUOTES``) and what a backslash does, ``time_zone`` what instant a
 TIMESTAMP default is, ``character_set_client`` which bytes the text is in, the collations
 what a literal or a new database defaults to, ``foreign_key_checks`` whether a table may
-reference one not made yet. The binlog's query event carries them all (status variables);
-Select reads them with the statement's own bytes (:func:`of_event`), and Load sets them on
-its target session around the statement and puts its own back after (:func:`run_under`).
+reference one not made yet, ``timestamp`` what ``CURRENT_TIMESTAMP``/``NOW(6)`` gives the
+rows an ``ADD COLUMN … DEFAULT CURRENT_TIMESTAMP`` fills (the source's statement time, not
+the replay's: a lagging channel gave every row the time it caught up), and
+``auto_increment_increment``/``_offset`` the numbers an ``ADD COLUMN … AUTO_INCREMENT``
+gives them. The binlog's query event carries them all (the event's time and status
+variables); Select reads them with the statement's own bytes (:func:`of_event`), and Load
+sets them on its target session around the statement and puts its own back after
+(:func:`run_under`): ``timestamp`` goes back to ``DEFAULT`` (the clock; a saved value
+would stop it), as the load connection runs the rows after.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from node import charsets
@@ -28,7 +35,7 @@ _NO_FOREIGN_KEY_CHECKS = 1 << 26  # bits of the query event's flags2 (the sessio
 _RELAXED_UNIQUE_CHECKS = 1 << 27
 # MySQL/MariaDB charset names → the names pymysql and the library give their codecs
 _ENCODINGS = {"latin1": "cp1252", "utf8mb3": "utf8", "utf8mb4": "utf8", "utf8": "utf8"}
-
+CLOCK = "timestamp"  # set for the statement only, then back to DEFAULT (the server's clock)
 
 
 class SourceFacts:
@@ -135,6 +142,11 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
                         else zone))
     if getattr(event, "explicit_defaults_ts", None) is not None:  # MySQL 8
         session.append(("explicit_defaults_for_timestamp", int(event.explicit_defaults_ts)))
+    # logged only when not 1, 1 (the target's own may differ: a two-way pair's often do)
+    session += [("auto_increment_increment", int(getattr(event, "auto_increment_increment", 1))),
+                ("auto_increment_offset", int(getattr(event, "auto_increment_offset", 1)))]
+    if getattr(event, "timestamp", None) is not None:
+        session.append((CLOCK, statement_time(event)))
     raw = getattr(event, "query_bytes", None)
     if raw is None:
         raise SourceError(f"{where}: the binlog reader did not keep the statement's bytes; "
@@ -150,9 +162,19 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
     return text.strip(), tuple(session)
 
 
+def statement_time(event: Any) -> int | Decimal:
+    """When the statement started on the source: the event's seconds, with the microseconds
+    that MySQL (``Q_MICROSECONDS``) or MariaDB (``Q_HRNOW``) log when it used them."""
+    micro = getattr(event, "microseconds", None)
+    micro = getattr(event, "hrnow", None) if micro is None else micro
+    seconds = int(event.timestamp)
+    return Decimal(f"{seconds}.{int(micro):06d}") if micro else seconds
+
+
 def run_under(cursor: Any, session: Session, statement: str) -> None:
     """Run ``statement`` on the target under the source session's settings, then put the
-    target session's own settings back (also when the statement fails)."""
+    target session's own settings back (also when the statement fails); its clock goes
+    back to the server's (``timestamp = DEFAULT``)."""
     settings = {name: value for name, value in session if name not in FACTS}
     if not settings:
         cursor.execute(statement)
@@ -164,15 +186,19 @@ def run_under(cursor: Any, session: Session, statement: str) -> None:
         raise SourceError(f"a DDL statement cannot be written in its source's character set "
                           f"{charset} ({exc}): a mapped name has characters it lacks; map "
                           "the table to a name the charset holds") from None
-    names = list(settings)
-    cursor.execute("SELECT " + ", ".join(f"@@SESSION.{name}" for name in names))
-    own = cursor.fetchone()
-    cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in names),
+    names = [name for name in settings if name != CLOCK]
+    own: tuple[Any, ...] = ()
+    if names:
+        cursor.execute("SELECT " + ", ".join(f"@@SESSION.{name}" for name in names))
+        own = tuple(cursor.fetchone())
+    cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in settings),
                    tuple(settings.values()))
+    back = "SET " + ", ".join([f"SESSION {name} = %s" for name in names] +
+                              ([f"SESSION {CLOCK} = DEFAULT"] if CLOCK in settings else []))
     try:
         cursor.execute(text)
     except BaseException:
         with contextlib.suppress(Exception):  # the statement's error is the one to see
-            cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in names), own)
+            cursor.execute(back, own)
         raise
-    cursor.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in names), own)
+    cursor.execute(back, own)

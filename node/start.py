@@ -98,6 +98,7 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     try:
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
+        fold = folds_names(source)
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
@@ -107,7 +108,16 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
         problems += two_way_pair_problems(pipeline)
     if problems:
         raise ConfigError("; ".join(problems))
-    return dataclasses.replace(compiled, table_keys=unique)
+    return dataclasses.replace(compiled, table_keys=unique, fold_names=fold)
+
+
+def folds_names(source: DataSource) -> bool:
+    """Whether the source matches table and database names lower-cased
+    (``lower_case_table_names`` 1 or 2): its DDL's names, as typed, are then matched so."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT @@lower_case_table_names")
+        row = cursor.fetchone()
+    return bool(row) and int(row[0]) in (1, 2)
 
 
 def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,

@@ -75,6 +75,9 @@ def read_pair_options(entry: Mapping) -> dict[str, Any] | None:
         mode_columns = _column_mode(columns)
         if mode_columns is not MISSING:
             options["column_mode"], options["columns"] = mode_columns
+            clash = _renamed_onto_included(options["column_pairs"], *mode_columns)
+            if clash:
+                columns.fail(clash)
     return options if len(entry.issues.items) == before else None
 
 
@@ -93,6 +96,25 @@ def _column_mode(item: Field) -> Any:
     return ColumnMode.INCLUDE, include or ()
 
 
+def _renamed_onto_included(pairs: tuple[ColumnPair, ...], mode: ColumnMode,
+                           columns: tuple[str, ...]) -> str | None:
+    """A rename onto the name of a column the pair includes as it is: both would be written
+    to that target column, one value over the other (whether a column the pair does not
+    list collides is known only from the source's table: checked on its table map)."""
+    if mode is not ColumnMode.INCLUDE:
+        return None
+    renamed = {pair.source.lower() for pair in pairs}
+    kept = {name.lower(): name for name in columns if name.lower() not in renamed}
+    listed = {name.lower() for name in columns}
+    for pair in pairs:
+        if pair.target.lower() in kept and pair.source.lower() in listed:
+            return (f"column {kept[pair.target.lower()]} is included, and column_pairs maps "
+                    f"{pair.source} to that name too: one would overwrite the other in every "
+                    f"row; map {pair.source} to another name, or map or leave out "
+                    f"{kept[pair.target.lower()]}")
+    return None
+
+
 def _column_pairs(item: Field) -> Any:
     pairs = []
     for child in item.items():
@@ -107,6 +129,10 @@ def _column_pairs(item: Field) -> Any:
     sources = [pair.source for pair in pairs]
     if len(set(sources)) != len(sources):
         return item.fail("a source column is mapped twice")
+    targets = [pair.target.lower() for pair in pairs]  # MySQL's column names ignore case
+    if len(set(targets)) != len(targets):
+        return item.fail("two source columns are mapped to one target column (one value "
+                         "would overwrite the other in every row)")
     return tuple(pairs)
 
 

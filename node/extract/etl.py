@@ -13,6 +13,7 @@ from typing import Any
 
 from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import transform_ddl
+from node.extract import layouts
 from node.extract.groups import fill_holes, only_changed
 from node.extract.joins import Joined, add_joined, look_up_joins, part_changes
 from node.extract.lookup import Lookup
@@ -149,6 +150,9 @@ class CompiledPipeline:
     before_images: bool = False  # keep them for a changelog (a lake table's mode), a
     # subscription
     source: DataSource | None = None  # for lookups (the free door)
+    # the source folds names (lower_case_table_names 1, 2; read at start): a DDL's names as
+    # typed are matched lower-cased, as its table maps have them ("TRUNCATE TABLE Orders")
+    fold_names: bool = False
     # what the node's configuration lets a definition reach (password files, processors):
     # a Spark worker runs under the node's rules, not its own defaults
     rules: confinement.Confinement = field(default_factory=confinement.current)
@@ -194,10 +198,12 @@ class CompiledPipeline:
         return found
 
     def wants(self, schema: str, table: str) -> bool:
+        schema, table = (schema.lower(), table.lower()) if self.fold_names else (schema, table)
         return bool(self.pairs_for(schema, table))
 
     def wants_schema(self, schema: str) -> bool:
         """Whether any pair may want a table of ``schema`` (Select drops the rest unparsed)."""
+        schema = schema.lower() if self.fold_names else schema
         return any(c.pair.source.namespace.matches_schema(schema) for c in self.pairs)
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...]:
@@ -221,6 +227,7 @@ class CompiledPipeline:
     def targets_of(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every table a source table's rows may go to: its
         pairs' targets, every slot of a shard route."""
+        schema, table = (schema.lower(), table.lower()) if self.fold_names else (schema, table)
         found: list[tuple[str, str, str]] = []
         for entry in self.pairs_for(schema, table):
             if entry.route is not None:
@@ -229,24 +236,18 @@ class CompiledPipeline:
                 found.append(entry.address(schema, table))
         return list(dict.fromkeys(found))
 
-
     def layout_problem(self, schema: str, table: str, columns: tuple[str, ...]) -> str | None:
         """Why a table's columns (a new table map's) do not fit its pairs: a column a pair
-        includes is gone (renamed or dropped), and its values would stop being copied."""
-        for entry in self.pairs_for(schema, table):
-            missing = sorted(entry.include.difference(columns))
-            if missing:
-                return (f"pipeline {self.pipeline_id}: pair {entry.pair.source} → "
-                        f"{entry.pair.target} includes column(s) {', '.join(missing)}, which "
-                        f"{schema}.{table} no longer has (renamed or dropped on the source, or "
-                        "named in another case): their values would stop being copied. Name "
-                        "the table's columns in the pair (setl apply), then resume")
-        return None
+        includes is gone (renamed or dropped), or two land on one target column (a rename
+        onto a column the source has): :mod:`node.extract.layouts`."""
+        return layouts.layout_problem(self.pipeline_id, self.pairs_for(schema, table), schema,
+                                      table, columns, self.configured_keys(schema, table))
 
     def gathered(self, schema: str, table: str) -> bool:
         """Whether a target of a source table may also hold rows of other source tables: its
         pair takes a pattern of tables into a name that does not follow them (shards into
         one table), or another pair names the same target."""
+        schema, table = (schema.lower(), table.lower()) if self.fold_names else (schema, table)
         mine = self.pairs_for(schema, table)
         if any(_gathers(entry.pair) for entry in mine):
             return True
@@ -260,6 +261,7 @@ class CompiledPipeline:
         """(datasource, schema) of every target database a source database's tables go to by
         name (a shard route or a target schema made of the table's name has no one database;
         those are left out)."""
+        schema = schema.lower() if self.fold_names else schema
         found: dict[tuple[str, str], None] = {}
         for entry in self.pairs:
             source, target = entry.pair.source, entry.pair.target
@@ -275,7 +277,7 @@ class CompiledPipeline:
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
                 "two_way": self.two_way, "before_images": self.before_images,
-                "source": self.source, "rules": self.rules}
+                "source": self.source, "rules": self.rules, "fold_names": self.fold_names}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:

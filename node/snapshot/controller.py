@@ -312,8 +312,12 @@ class Snapshots:
         columns = self._columns.get((key.schema, key.table))
         if columns is None:
             with connect(self.source) as conn, conn.cursor() as cursor:
-                columns = self._columns[(key.schema, key.table)] = columns_of(
-                    cursor, key.schema, key.table)
+                columns = columns_of(cursor, key.schema, key.table)
+            problem = self.compiled.layout_problem(  # as a table map's are (once a table)
+                key.schema, key.table, tuple(column.name for column in columns))
+            if problem:
+                raise ConfigError(problem)
+            self._columns[(key.schema, key.table)] = columns
         if work.asked is not None:
             return ReadTask(window_id, self.source, confinement.current(), key, columns, "",
                             keys=work.asked.keys, deletes=work.asked.deletes,

@@ -3,6 +3,8 @@ pairs, schema changes mid-stream with rows before and after, and DDL filtered wh
 
 from __future__ import annotations
 
+import time
+
 import pymysql
 import pytest
 
@@ -85,6 +87,39 @@ def test_ddl_sync_replays_mapped_ddl_and_mid_stream_schema_changes(
         (6, "after drop")]
     assert target.table(copy, "t_2") == [(1, "x"), (2, "y"), (3, "z")]
     cluster.set_status("ddl-on", "STOP")
+
+
+def test_a_replayed_ddl_runs_at_the_sources_time_and_auto_increment_step(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The channel is stopped while the source adds columns that existing rows fill from
+    the statement's clock and AUTO_INCREMENT step: replayed later, every target row got the
+    replay's time (not the source's), and ids 1, 2, 3 where the source (step 2) had 1, 3, 5."""
+    ddl = "CREATE TABLE `{schema}`.items (code INT PRIMARY KEY, name VARCHAR(10))"
+    schema = make_schema(source, target, ddl)
+    copy = f"{schema}_copy"
+    target.execute(f"CREATE DATABASE `{copy}`")
+    target.execute(f"CREATE TABLE `{copy}`.items_copy (code INT PRIMARY KEY, name VARCHAR(10))")
+    running(cluster, channel("ddl-clock", schema, copy, True))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    wait_for(lambda: len(target.table(copy, "items_copy")) == 3, 30, "the rows")
+    cluster.set_status("ddl-clock", "STOP")
+    wait_for(lambda: cluster.pipeline_state("ddl-clock").state == "not running", 30, "stop")
+    try:
+        source.script("SET SESSION auto_increment_increment = 2",
+                      f"ALTER TABLE {s} ADD created_at TIMESTAMP NOT NULL "
+                      "DEFAULT CURRENT_TIMESTAMP, ADD made DATETIME(6) DEFAULT NOW(6)",
+                      f"ALTER TABLE {s} DROP PRIMARY KEY, ADD id INT AUTO_INCREMENT "
+                      "PRIMARY KEY FIRST")
+    finally:
+        source.execute("SET SESSION auto_increment_increment = 1")
+    time.sleep(2.5)  # the replay's clock is seconds past the source's
+    cluster.set_status("ddl-clock", "START")
+    wait_for(lambda: len(columns(target, copy, "items_copy")) == 5, 60, "the added columns")
+    assert target.table(copy, "items_copy") == source.table(schema, "items")
+    first, second, third = (row[0] for row in source.table(schema, "items"))
+    assert second - first == third - second == 2  # the source's step
+    cluster.set_status("ddl-clock", "STOP")
 
 
 def test_a_table_created_in_a_target_database_of_other_defaults_takes_the_sources(

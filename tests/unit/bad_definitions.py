@@ -336,6 +336,29 @@ BAD = [
         pairs("""\
             - source: s.t
               target: s2.t
+              column_pairs:
+                - {source: a, target: x}
+                - {source: b, target: X}
+            """),
+        f"f.yaml:14: {P}.pairs[0].column_pairs: two source columns are mapped to one target "
+        "column (one value would overwrite the other in every row)",
+        id="columns-mapped-to-one"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
+              columns: {include: [id, a, x]}
+              column_pairs:
+                - {source: a, target: x}
+            """),
+        f"f.yaml:13: {P}.pairs[0].columns: column x is included, and column_pairs maps a to "
+        "that name too: one would overwrite the other in every row; map a to another name, "
+        "or map or leave out x",
+        id="column-renamed-onto-an-included-one"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
               column_groups:
                 - [street, city]
                 - [zip]

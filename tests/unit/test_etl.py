@@ -448,3 +448,36 @@ def test_while_spark_starts_at_boot_a_large_batch_runs_in_the_node() -> None:
     assert not runner(local_max_rows=10, start="on_demand").local(11)
     assert runner(local_max_rows=10, start="on_demand").local(10)
     assert not runner(local_max_rows=0, start="boot").local(1)
+
+
+RENAMED = "{source: shop.t, target: copy.t, column_pairs: [{source: a, target: x}]}"
+
+
+@pytest.mark.parametrize("columns", [("id", "a", "x"), ("id", "a", "X")])
+def test_a_rename_onto_a_column_the_source_added_stops_at_its_table_map(
+        columns: tuple[str, ...]) -> None:
+    """The pair renames a → x; the source adds a column x: every row's a was overwritten by
+    x's value (NULL), silently. The new table map stops the pipeline; no row is mapped."""
+    problem = compiled(RENAMED).layout_problem("shop", "t", columns)
+    assert problem is not None
+    assert f"pipeline {PIPELINE_ID}: pair src:shop.t → dst:copy.t" in problem
+    assert f"(a and {columns[2]} → x)" in problem
+
+
+@pytest.mark.parametrize("pair", [
+    RENAMED,
+    "{source: shop.t, target: copy.t, columns: {exclude: [x]}, "
+    "column_pairs: [{source: a, target: x}]}",  # x is left out: a takes its name
+    "{source: shop.t, target: copy.t, "
+    "column_pairs: [{source: a, target: x}, {source: x, target: y}]}",  # a swap of names
+])
+def test_a_rename_that_meets_no_kept_column_fits(pair: str) -> None:
+    columns = ("id", "a") if pair == RENAMED else ("id", "a", "x")
+    assert compiled(pair).layout_problem("shop", "t", columns) is None
+
+
+def test_a_key_column_left_out_is_still_written_so_a_rename_onto_it_stops() -> None:
+    c = compiled("{source: shop.t, target: copy.t, columns: {exclude: [code]}, "
+                 "column_pairs: [{source: a, target: code}]}")
+    object.__setattr__(c, "table_keys", {("shop", "t"): ("code",)})
+    assert c.layout_problem("shop", "t", ("code", "a")) is not None

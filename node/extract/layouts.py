@@ -1,0 +1,74 @@
+"""Whether a source table's columns, as a table map gives them, fit the pairs that take it.
+
+Checked once per table map (a new table id: the table's start in the binlog and after each
+DDL), never per row; a problem stops the pipeline before a row of that layout is mapped
+(:meth:`node.extract.etl.CompiledPipeline.layout_problem`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from shared.model import MediaPair
+
+
+class Pair(Protocol):  # node.extract.etl.CompiledPair
+    @property
+    def pair(self) -> MediaPair: ...
+    @property
+    def renames(self) -> dict[str, str]: ...
+    @property
+    def include(self) -> frozenset[str]: ...
+    @property
+    def exclude(self) -> frozenset[str]: ...
+
+
+def gone_columns(entry: Pair, columns: tuple[str, ...]) -> list[str]:
+    """Columns the pair includes that the table no longer has."""
+    return sorted(entry.include.difference(columns))
+
+
+def colliding_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
+                      ) -> dict[str, list[str]]:
+    """Target columns that two or more source columns would be written to (a rename onto
+    the name of a column the source added or already had; MySQL's names ignore case), with
+    those source columns: the row's later value overwrote the earlier one, silently."""
+    if not entry.renames:
+        return {}
+    kept = set(keys)
+    by_target: dict[str, list[str]] = {}
+    for name in columns:
+        if name not in kept and (name in entry.exclude or
+                                 (entry.include and name not in entry.include)):
+            continue
+        by_target.setdefault(entry.renames.get(name, name).lower(), []).append(name)
+    return {entry.renames.get(names[0], names[0]): names
+            for names in by_target.values() if len(names) > 1}
+
+
+def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,
+                   columns: tuple[str, ...], keys: Iterable[str] = ()) -> str | None:
+    """Why a table's columns do not fit its pairs (``keys``: columns always kept)."""
+    keys = tuple(keys)
+    for entry in entries:
+        where = f"pipeline {pipeline_id}: pair {entry.pair.source} → {entry.pair.target}"
+        missing = gone_columns(entry, columns)
+        if missing:
+            return (f"{where} includes column(s) {', '.join(missing)}, which "
+                    f"{schema}.{table} no longer has (renamed or dropped on the source, or "
+                    "named in another case): their values would stop being copied. Name "
+                    "the table's columns in the pair (setl apply), then resume")
+        collisions = colliding_columns(entry, columns, keys)
+        if collisions:
+            said = "; ".join(f"{' and '.join(names)} → {target}"
+                             for target, names in collisions.items())
+            return (f"{where} writes two source columns of {schema}.{table} to one target "
+                    f"column ({said}): a column_pairs rename meets a column of that name on "
+                    "the source (added by a DDL, or there from the start), and one value "
+                    "would overwrite the other in every row. Rename the target column in "
+                    "column_pairs, or leave one of the two out (columns: exclude), and "
+                    "apply, then resume. With ddl_sync, an ADD COLUMN of that name was taken "
+                    "on the target as already applied (the renamed column has the name): "
+                    "add the new column to the target by hand under its new name")
+    return None

@@ -1,0 +1,71 @@
+"""The source session a DDL is replayed under (node.ddlsession): its statement time and
+AUTO_INCREMENT step go with it, and nothing of it stays on the load connection after."""
+
+from __future__ import annotations
+
+import types
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from node import ddlsession
+
+FACTS = types.SimpleNamespace(where="source s1", collation=lambda n: ("utf8mb4", "utf8mb4_bin"))
+ADD = b"ALTER TABLE t ADD created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP"
+
+
+def event(**status: Any) -> Any:
+    return types.SimpleNamespace(query_bytes=ADD, timestamp=1_700_000_000, **status)
+
+
+def test_the_statement_time_and_auto_increment_step_are_carried() -> None:
+    _, session = ddlsession.of_event(event(auto_increment_increment=2,
+                                           auto_increment_offset=1), FACTS)
+    names = dict(session)
+    assert names["timestamp"] == 1_700_000_000
+    assert (names["auto_increment_increment"], names["auto_increment_offset"]) == (2, 1)
+
+
+def test_an_unlogged_auto_increment_step_is_the_plain_one() -> None:
+    # logged only when not 1, 1: a target whose own step is 2 (two-way) must not use its own
+    names = dict(ddlsession.of_event(event(), FACTS)[1])
+    assert (names["auto_increment_increment"], names["auto_increment_offset"]) == (1, 1)
+
+
+@pytest.mark.parametrize("status", [{"microseconds": 5}, {"hrnow": 5}])  # MySQL, MariaDB
+def test_the_statement_time_keeps_its_microseconds(status: dict[str, int]) -> None:
+    names = dict(ddlsession.of_event(event(**status), FACTS)[1])
+    assert names["timestamp"] == Decimal("1700000000.000005")
+
+
+class Cursor:
+    def __init__(self, fail: bool = False) -> None:
+        self.ran: list[str] = []
+        self.fail = fail
+
+    def execute(self, query: Any, args: Any = None) -> None:
+        text = query.decode() if isinstance(query, bytes) else query
+        self.ran.append(text % tuple(repr(a) for a in args) if args else text)
+        if self.fail and isinstance(query, bytes):
+            raise RuntimeError("1060")
+
+    def fetchone(self) -> tuple[Any, ...]:
+        return (4, 3)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_clock_goes_back_to_the_servers_after_the_statement(fail: bool) -> None:
+    cursor = Cursor(fail)
+    session = (("auto_increment_increment", 2), ("auto_increment_offset", 1),
+               ("timestamp", 1_700_000_000))
+    try:
+        ddlsession.run_under(cursor, session, "ALTER TABLE t ADD id INT AUTO_INCREMENT KEY")
+    except RuntimeError:
+        assert fail
+    assert cursor.ran[0] == ("SELECT @@SESSION.auto_increment_increment, "
+                             "@@SESSION.auto_increment_offset")  # not the frozen clock's
+    assert cursor.ran[1] == ("SET SESSION auto_increment_increment = 2, SESSION "
+                             "auto_increment_offset = 1, SESSION timestamp = 1700000000")
+    assert cursor.ran[3] == ("SET SESSION auto_increment_increment = 4, SESSION "
+                             "auto_increment_offset = 3, SESSION timestamp = DEFAULT")
