@@ -3,31 +3,53 @@
 With ``ddl_sync: true`` CREATE/ALTER/DROP/RENAME/TRUNCATE TABLE and CREATE/DROP INDEX on a
 table a pair matches are replayed on the pair's target, the names replaced by the target's
 (fully qualified), one statement per target table: ``DROP TABLE a, b`` becomes two statements
-when a and b map to different targets. Names are found with a SQL lexer (:mod:`node.sqllex`)
-and replaced where they stand; every other byte is kept as the source ran it — strings holding
-``#`` or ``--``, comments, executable comments such as ``/*!100100 DEFAULT CHARSET=latin1
-*/``, a ``SET STATEMENT … FOR`` before the DDL (less its time bounds). The table of
-``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a pair copies it to the same
-target. CREATE/ALTER DATABASE of a source database that pairs read is replayed on each target
-database it maps to. Other statements (GRANT, views, temporary tables, …) and statements on
-tables no pair matches are not replayed. A column a pair renames or excludes is not renamed
-in the DDL: give such tables their target DDL by hand (``ddl_sync: false``, the default,
-filters every DDL).
+when a and b map to different targets; a RENAME of several tables stays one statement per
+target datasource (atomic there as on the source). Names are found with a SQL lexer
+(:mod:`node.ddlparse`) and replaced where they stand; every other byte is kept as the source
+ran it — strings holding ``#`` or ``--``, comments, executable comments such as
+``/*!100100 DEFAULT CHARSET=latin1 */``, a ``SET STATEMENT … FOR`` before the DDL (less its
+time bounds). The table of ``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a
+pair copies it to the same target. CREATE/ALTER DATABASE of a source database that pairs
+read is replayed on each target database it maps to. Other statements (GRANT, views,
+temporary tables, …) and statements on tables no pair matches are not replayed. A column a
+pair renames or excludes is not renamed in the DDL: give such tables their target DDL by
+hand (``ddl_sync: false``, the default, replays no DDL).
+
+What the target cannot be left without pauses the pipeline, ``ddl_sync`` or not: a statement
+that removes or replaces a replicated table's rows (TRUNCATE, DROP TABLE, CREATE OR REPLACE
+TABLE, a RENAME of either side) when it is not replayed, a DROP DATABASE of a database pairs
+read (never replayed), a rename not read whole (:func:`extract_ddl`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
-
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 from node.changes import ChangeType, RowChange, TargetChange
+from node.ddlparse import (
+    DatabaseDdl,
+    Name,
+    TableDdl,
+    database_options,
+    dropped_database,
+    kind_of,
+    on_database,
+    parse,
+    parse_database,
+    tables_named,
+    unparsed_rename,
+)
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
-from node.sqllex import NAME, WORD, Token, identifier, parts, second_statement, without_time_bounds
-from node.sqllex import statement_code as code
+from node.sqllex import second_statement, without_time_bounds
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
+
+# parsing lives in node.ddlparse; these are imported from here too
+__all__ = ["DatabaseDdl", "Name", "TableDdl", "concerns", "database_options", "extract_ddl",
+           "kind_of", "on_database", "parse", "parse_database", "tables_named",
+           "target_statements", "transform_ddl"]
 
 # the target of one source table: (datasource, schema, table) for every pair that maps it
 Mapper = Callable[[str, str], list[tuple[str, str, str]]]
@@ -37,250 +59,28 @@ DatabaseMapper = Callable[[str], list[tuple[str, str]]]
 DatabaseDefaults = Callable[[str], tuple[str, str]]
 # whether a source table's targets may hold other source tables' rows too
 Gathered = Callable[[str, str], bool]
+# the settings (columns, processor, …) in which the pairs of two source tables differ
+Apart = Callable[[tuple[str, str], tuple[str, str]], list[str]]
+
+# how an operator moves a paused pipeline past the statement it stopped at
+_PAST = ("setl position set CHANNEL/PIPELINE --file … --pos … (the next transaction's "
+         "position), and resume")
 
 
-@dataclass(frozen=True)
-class Name:
-    """A table named in a statement, and where it stands in the text."""
+class DdlPipeline(Protocol):
+    """What :func:`extract_ddl` needs of a compiled pipeline (node.extract.etl's)."""
 
-    schema: str
-    table: str
-    start: int
-    end: int
+    pipeline_id: str
+    ddl_sync: bool
+    before_images: bool  # a subscription's (or a lake changelog's)
 
-    @property
-    def pair(self) -> tuple[str, str]:
-        return self.schema, self.table
-
-
-@dataclass(frozen=True)
-class TableDdl:
-    """A table DDL statement: the tables it acts on, as named and where."""
-
-    kind: str
-    text: str  # the statement as the source ran it
-    names: tuple[Name, ...]
-    renames: tuple[tuple[Name, Name], ...] = ()
-    others: tuple[Name, ...] = ()  # CREATE … LIKE and REFERENCES: mapped where a pair copies
-
-
-@dataclass(frozen=True)
-class DatabaseDdl:
-    """CREATE or ALTER DATABASE: the database it acts on and where its name stands (an ALTER
-    without a name acts on the session's database: the name goes in at ``start``)."""
-
-    kind: str
-    text: str
-    schema: str
-    start: int
-    end: int
-
-
-# what may follow ALTER DATABASE when the name is left out
-_DATABASE_OPTIONS = ("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT")
-
-
-class _Reader:
-    """Walks the meaningful tokens of a statement."""
-
-    def __init__(self, tokens: list[Token], default_schema: str) -> None:
-        self.tokens, self.at, self.default_schema = tokens, 0, default_schema
-
-    def word(self, *words: str) -> bool:
-        if self.at < len(self.tokens) and self.tokens[self.at].is_word(*words):
-            self.at += 1
-            return True
-        return False
-
-    def symbol(self, text: str) -> bool:
-        if self.at < len(self.tokens) and self.tokens[self.at].text == text:
-            self.at += 1
-            return True
-        return False
-
-    def name(self) -> Name | None:
-        """A table name here: ``t``, ``db.t``, `` `d b`.`t` ``."""
-        first = self._part(self.at)
-        if first is None:
-            return None
-        if self._dot(self.at + 1):
-            second = self._part(self.at + 2)
-            if second is not None:
-                name = Name(first, second, self.tokens[self.at].start,
-                            self.tokens[self.at + 2].end)
-                self.at += 3
-                return name
-        name = Name(self.default_schema, first, self.tokens[self.at].start,
-                    self.tokens[self.at].end)
-        self.at += 1
-        return name
-
-    def _part(self, index: int) -> str | None:
-        if index >= len(self.tokens) or self.tokens[index].kind not in (NAME, WORD):
-            return None
-        return identifier(self.tokens[index])
-
-    def _dot(self, index: int) -> bool:
-        return index < len(self.tokens) and self.tokens[index].text == "."
-
-    def references(self) -> tuple[Name, ...]:
-        """The tables after REFERENCES in the rest of the statement."""
-        found = []
-        while self.at < len(self.tokens):
-            if self.word("REFERENCES"):
-                name = self.name()
-                if name is not None:
-                    found.append(name)
-            else:
-                self.at += 1
-        return tuple(found)
-
-
-def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | None:
-    """The table DDL in a statement (as a session in ``sql_mode`` reads it), or None for any
-    other statement."""
-    read = _Reader(code(statement, sql_mode), default_schema)
-    if read.word("CREATE"):
-        if read.word("OR") and not read.word("REPLACE"):
-            return None
-        read.word("ONLINE", "OFFLINE")
-        read.word("UNIQUE", "FULLTEXT", "SPATIAL")
-        if read.word("INDEX"):
-            return _index(read, statement)
-        if read.word("TEMPORARY") or not read.word("TABLE"):
-            return None
-        if read.word("IF"):
-            read.word("NOT")
-            read.word("EXISTS")
-        name = read.name()
-        if name is None:
-            return None
-        read.symbol("(")
-        like = read.name() if read.word("LIKE") else None
-        return TableDdl("CREATE", statement, (name,),
-                        others=((like,) if like else ()) + read.references())
-    if read.word("ALTER"):
-        read.word("ONLINE")
-        read.word("IGNORE")
-        if not read.word("TABLE"):
-            return None
-        if read.word("IF"):
-            read.word("EXISTS")
-        name = read.name()
-        if name is None:
-            return None
-        renamed = _renamed_to(read.tokens[read.at:], read.default_schema)
-        return TableDdl("ALTER", statement, (name,), () if renamed is None else
-                        ((name, renamed),), others=read.references())
-    if read.word("DROP"):
-        read.word("ONLINE", "OFFLINE")
-        if read.word("INDEX"):
-            return _index(read, statement)
-        if read.word("TEMPORARY") or not read.word("TABLE"):
-            return None
-        if read.word("IF"):
-            read.word("EXISTS")
-        names = []
-        while (name := read.name()) is not None:
-            names.append(name)
-            if not read.symbol(","):
-                break
-        return TableDdl("DROP", statement, tuple(names)) if names else None
-    if read.word("TRUNCATE"):
-        read.word("TABLE")
-        name = read.name()
-        return TableDdl("TRUNCATE", statement, (name,)) if name else None
-    if read.word("RENAME"):
-        if not read.word("TABLE", "TABLES"):
-            return None
-        renames = []
-        while (old := read.name()) is not None and read.word("TO") and \
-                (new := read.name()) is not None:
-            renames.append((old, new))
-            if not read.symbol(","):
-                break
-        return TableDdl("RENAME", statement, (), tuple(renames)) if renames else None
-    return None
-
-
-def tables_named(statement: str, default_schema: str, sql_mode: int = 0
-                 ) -> list[tuple[str, str]]:
-    """The (schema, table) a table DDL acts on, both sides of a rename; none for any other
-    statement."""
-    ddl = parse(statement, default_schema, sql_mode)
-    if ddl is None:
-        return []
-    return [name.pair for name in ddl.names] + \
-        [name.pair for pair in ddl.renames for name in pair]
-
-
-def _renamed_to(rest: list[Token], default_schema: str) -> Name | None:
-    """The new name an ALTER TABLE's ``RENAME [TO|AS|=] x`` clause gives the table (not a
-    ``RENAME COLUMN``, ``INDEX`` or ``KEY``), or None."""
-    for clause in parts(rest):
-        if clause and clause[0].is_word("RENAME") and not (
-                len(clause) > 1 and clause[1].is_word("COLUMN", "INDEX", "KEY")):
-            read = _Reader(clause[1:], default_schema)
-            if not read.word("TO", "AS"):
-                read.symbol("=")
-            return read.name()
-    return None
-
-
-def _index(read: _Reader, statement: str) -> TableDdl | None:
-    """``CREATE … INDEX i … ON t …`` and ``DROP INDEX i ON t``: the table after ``ON``."""
-    while read.at < len(read.tokens) and not read.word("ON"):
-        read.at += 1
-    name = read.name()
-    return TableDdl("INDEX", statement, (name,)) if name else None
-
-
-def parse_database(statement: str, default_schema: str, sql_mode: int = 0
-                   ) -> DatabaseDdl | None:
-    """CREATE/ALTER DATABASE (or SCHEMA) in a statement, or None for any other statement."""
-    tokens = code(statement, sql_mode)
-    read = _Reader(tokens, default_schema)
-    kind = "CREATE" if read.word("CREATE") else "ALTER" if read.word("ALTER") else ""
-    if not kind or not read.word("DATABASE", "SCHEMA"):
-        return None
-    if kind == "CREATE" and read.word("IF"):
-        read.word("NOT")
-        read.word("EXISTS")
-    token = tokens[read.at] if read.at < len(tokens) else None
-    if token is not None and token.kind in (NAME, WORD) and \
-            not (kind == "ALTER" and token.is_word(*_DATABASE_OPTIONS)):
-        return DatabaseDdl(kind, statement, identifier(token) or "", token.start, token.end)
-    if kind == "ALTER" and default_schema:
-        at = tokens[read.at - 1].end
-        return DatabaseDdl(kind, statement, default_schema, at, at)
-    return None
-
-
-def database_options(statement: str, sql_mode: int = 0) -> tuple[str | None, str | None]:
-    """The CHARACTER SET and COLLATE a CREATE/ALTER DATABASE names (None where it does not)."""
-    tokens, charset, collation = code(statement, sql_mode), None, None
-    for at, token in enumerate(tokens):
-        value_at = at + 1
-        if token.is_word("CHARACTER") and value_at < len(tokens) and \
-                tokens[value_at].is_word("SET"):
-            value_at += 1
-        elif not token.is_word("CHARSET", "COLLATE"):
-            continue
-        if value_at < len(tokens) and tokens[value_at].text == "=":
-            value_at += 1
-        if value_at < len(tokens):
-            value = identifier(tokens[value_at]) or tokens[value_at].text.strip("'\"")
-            if token.is_word("COLLATE"):
-                collation = value
-            else:
-                charset = value
-    return charset, collation
-
-
-def kind_of(statement: str, sql_mode: int = 0) -> str:
-    """The statement's first keyword (CREATE, DROP, …), comments and markers skipped."""
-    first = next(iter(code(statement, sql_mode)), None)
-    return first.text.upper() if first is not None and first.kind == WORD else ""
+    def wants(self, schema: str, table: str) -> bool: ...
+    def wants_schema(self, schema: str) -> bool: ...
+    def pairs_for(self, schema: str, table: str) -> Sequence[Any]: ...
+    def targets_of(self, schema: str, table: str) -> list[tuple[str, str, str]]: ...
+    def database_defaults(self, schema: str) -> tuple[str, str]: ...
+    def target_databases(self, schema: str) -> list[tuple[str, str]]: ...
+    def gathered(self, schema: str, table: str) -> bool: ...
 
 
 def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
@@ -289,23 +89,31 @@ def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
     return text
 
 
-def target_statements(ddl: TableDdl, mapper: Mapper) -> Iterator[tuple[str, str, str, str]]:
-    """(datasource, schema, table, statement) to run on the targets, one per target table."""
+def target_statements(ddl: TableDdl, mapper: Mapper, apart: Apart | None = None
+                      ) -> Iterator[tuple[str, str, str, str]]:
+    """(datasource, schema, table, statement) to run on the targets, one per target table;
+    a RENAME one per target datasource, holding every rename there in the source's order (a
+    swap or an online schema change's cut-over is atomic there too: a reader never sees the
+    table missing between two statements), named by its first table."""
     text = ddl.text
     if ddl.kind == "RENAME":
         head = text[:ddl.renames[0][0].start]
+        per: dict[str, list[str]] = {}
+        first: dict[str, tuple[str, str]] = {}
         for old, new in ddl.renames:
             between = text[old.end:new.start]
             for (source, schema, table), (_, new_schema, new_table) in _renamed_targets(
-                    text, old, new, mapper):
-                yield source, schema, table, (
-                    f"{head}{qualified(schema, table)}{between}"
-                    f"{qualified(new_schema, new_table)}")
+                    text, old, new, mapper, apart):
+                per.setdefault(source, []).append(
+                    f"{qualified(schema, table)}{between}{qualified(new_schema, new_table)}")
+                first.setdefault(source, (schema, table))
+        for source, renames in per.items():
+            yield source, *first[source], head + ", ".join(renames)
         return
     if ddl.renames:  # ALTER TABLE t …, RENAME TO x
         old, new = ddl.renames[0]
         for (source, schema, table), (_, new_schema, new_table) in _renamed_targets(
-                text, old, new, mapper):
+                text, old, new, mapper, apart):
             yield source, schema, table, _replaced(text, [
                 (old.start, old.end, qualified(schema, table)),
                 (new.start, new.end, qualified(new_schema, new_table)),
@@ -330,7 +138,7 @@ def _others(ddl: TableDdl, mapper: Mapper, source: str) -> list[tuple[int, int, 
             for target in mapper(*other.pair)[:1] if target[0] == source]
 
 
-def _renamed_targets(text: str, old: Name, new: Name, mapper: Mapper
+def _renamed_targets(text: str, old: Name, new: Name, mapper: Mapper, apart: Apart | None
                      ) -> list[tuple[tuple[str, str, str], tuple[str, str, str]]]:
     """The targets of a renamed table before and after, paired (none when neither name is
     replicated); a rename the targets cannot follow stops the pipeline."""
@@ -343,40 +151,52 @@ def _renamed_targets(text: str, old: Name, new: Name, mapper: Mapper
             "cannot follow: a table swap would leave the target with the old rows, "
             "or with rows never replicated. Make the target's table match the "
             "source's by hand (copy it: setl snapshot), then move the pipeline past "
-            "this statement: setl position set CHANNEL/PIPELINE --file … --pos … "
-            "(the next transaction's position), and resume")
+            f"this statement: {_PAST}")
+    differ = apart(old.pair, new.pair) if apart is not None and olds else []
+    if differ:
+        raise ConfigError(
+            f"the source ran {text.strip()[:200]!r}: it renames {qualified(*old.pair)} to "
+            f"{qualified(*new.pair)}, and the pairs that take the two names differ in "
+            f"{', '.join(differ)}: the target's table would hold the rows the other pair "
+            "wrote (columns it leaves out, values it changes) under the first pair's name "
+            "(an online schema change's cut-over between an exact pair and a catch-all). "
+            "Make the target's table match what its pair writes by hand (copy it again: "
+            f"setl snapshot), then move the pipeline past this statement: {_PAST}; or give "
+            "both names pairs with the same settings")
     return list(zip(olds, news, strict=True))
 
 
 def transform_ddl(change: RowChange, seq: int, mapper: Mapper,
                   defaults: DatabaseDefaults | None = None,
                   databases: DatabaseMapper | None = None,
-                  gathered: Gathered | None = None) -> list[TargetChange]:
+                  gathered: Gathered | None = None,
+                  apart: Apart | None = None) -> list[TargetChange]:
     """The target DDL a source DDL maps to; a statement that would run on a target whose
     text holds a second statement after a ';' pauses (a stored routine's or a trigger's body
     has them, and is never run on a target)."""
-    found = list(_target_ddl(change, seq, mapper, defaults, databases, gathered))
+    found = list(_target_ddl(change, seq, mapper, defaults, databases, gathered, apart))
     more = second_statement(change.ddl, sql_mode(change.session)) if found else ""
     if more:
         raise ConfigError(
             f"the source ran {change.ddl.strip()[:200]!r}, whose text holds a second "
             f"statement after a ';' ({more[:80]!r}; the source may have taken it for a "
             "comment): setl does not run it on the target, which may not. Run what the "
-            "target should run by hand, then move the pipeline past this statement: setl "
-            "position set CHANNEL/PIPELINE --file … --pos … (the next transaction's "
-            "position), and resume")
+            "target should run by hand, then move the pipeline past this statement: "
+            f"{_PAST}")
     return found
 
 
 def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
                 defaults: DatabaseDefaults | None = None,
                 databases: DatabaseMapper | None = None,
-                gathered: Gathered | None = None) -> Iterator[TargetChange]:
+                gathered: Gathered | None = None,
+                apart: Apart | None = None) -> Iterator[TargetChange]:
     """A source DDL change as the target DDL changes it maps to (none for other DDL). Before
     a CREATE TABLE comes a CREATE DATABASE IF NOT EXISTS for its target database with the
     source database's default charset and collation, so that columns which inherit them hold
-    the same bytes as on the source. A DROP or TRUNCATE of a table whose target holds other
-    source tables' rows too (shards into one table) is refused: it would remove theirs."""
+    the same bytes as on the source. A DROP, TRUNCATE or CREATE OR REPLACE of a table whose
+    target holds other source tables' rows too (shards into one table) is refused: it would
+    remove theirs."""
     mode = sql_mode(change.session)
     ddl = parse(change.ddl, change.schema, mode)
     if ddl is None:
@@ -384,7 +204,7 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
         if database is not None and databases is not None:
             yield from _database_statements(database, change, seq, databases)
         return
-    if ddl.kind in ("DROP", "TRUNCATE") and gathered is not None:
+    if (ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces) and gathered is not None:
         for name in ddl.names:
             if mapper(*name.pair) and gathered(*name.pair):
                 targets = ", ".join(qualified(*t[1:]) for t in mapper(*name.pair))
@@ -393,8 +213,7 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
                     f"rows of other source tables than {qualified(*name.pair)}: setl does "
                     "not run it there, it would remove theirs too. Delete that table's rows "
                     "from the target by hand if they should go, then move the pipeline past "
-                    "this statement: setl position set CHANNEL/PIPELINE --file … --pos … (the "
-                    "next transaction's position), and resume")
+                    f"this statement: {_PAST}")
     made: set[tuple[str, str]] = set()
     session = change.session
     known = database_defaults(session)
@@ -402,7 +221,7 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
         known = defaults(ddl.names[0].schema)
         if known[0]:  # the target's CREATE TABLE runs under them (ddlapply)
             session = (*session, (DATABASE_DEFAULTS, known))
-    for source, schema, table, statement in target_statements(ddl, mapper):
+    for source, schema, table, statement in target_statements(ddl, mapper, apart):
         # a SET STATEMENT … FOR before the DDL may bound the source's run (max_statement_time,
         # lock_wait_timeout): a replica does not keep that (MariaDB's own ignore
         # max_statement_time), else a slower target fails the DDL on every try
@@ -427,10 +246,85 @@ def _database_statements(ddl: DatabaseDdl, change: RowChange, seq: int,
                            session=change.session)
 
 
-def on_database(statement: str, sql_mode: int = 0) -> str:
-    """CREATE or ALTER when the statement makes or changes a database, else ""."""
-    tokens = code(statement, sql_mode)
-    if len(tokens) > 1 and tokens[0].is_word("CREATE", "ALTER") and \
-            tokens[1].is_word("DATABASE", "SCHEMA"):
-        return tokens[0].text.upper()
-    return ""
+def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[TargetChange]:
+    """Extract's part of a source DDL: its target DDL with ``ddl_sync``, none without; a
+    statement the targets cannot be left without pauses the pipeline either way (see the
+    module's text)."""
+    mode, text = sql_mode(change.session), change.ddl
+    ran = f"pipeline {compiled.pipeline_id}: the source ran {text.strip()[:200]!r}"
+    past = _PAST.replace("CHANNEL/PIPELINE", compiled.pipeline_id.replace(".", "/"))
+    if unparsed_rename(text, change.schema, mode):
+        raise ConfigError(
+            f"{ran}, a rename whose form setl does not read, so it cannot tell which tables "
+            "it renames: a replicated table renamed away or replaced would leave the target "
+            "with its old rows. If it names tables this pipeline replicates, do on the target "
+            f"what it did (by hand), then move the pipeline past this statement: {past}")
+    dropped = dropped_database(text, mode)
+    if dropped is not None:
+        return _dropped_database(compiled, seq, change, dropped, ran, past)
+    if compiled.ddl_sync:
+        return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
+                             compiled.target_databases, compiled.gathered, _apart(compiled))
+    ddl = parse(text, change.schema, mode)
+    if ddl is None:
+        return []
+    removes = ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces
+    names = [name.pair for name in ddl.names] if removes else \
+        [name.pair for pair in ddl.renames for name in pair]
+    tables = [qualified(*pair) for pair in dict.fromkeys(names) if compiled.wants(*pair)]
+    if tables:
+        what = "renames" if ddl.renames else "removes or replaces the rows of"
+        raise ConfigError(
+            f"{ran}, which {what} {', '.join(tables)}, replicated by this pipeline; with "
+            "ddl_sync off it is not replayed, and the target would keep the old rows and mix "
+            "them with the new ones (a new AUTO_INCREMENT id written over an old row). Do on "
+            f"the target what it did (by hand), then move the pipeline past this statement: "
+            f"{past}; or turn ddl_sync on for this pipeline (setl apply) and resume, and it "
+            "is replayed (a subscription's reader gets it as a DDL transaction)")
+    return []
+
+
+def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: DatabaseDdl,
+                      ran: str, past: str) -> list[TargetChange]:
+    """A DROP DATABASE: nothing when no pair reads it; with ``ddl_sync`` a subscription's
+    reader gets it as a DDL transaction (a lake refuses it at Load); else it pauses: setl
+    never drops a target database (it may hold more than the source's), and a table made
+    again there would meet the old one's rows."""
+    if not compiled.wants_schema(ddl.schema):
+        return []
+    databases = compiled.target_databases(ddl.schema)
+    if compiled.ddl_sync and compiled.before_images and databases:
+        return list(_database_statements(ddl, change, seq, compiled.target_databases))
+    where = ", ".join(qualified(*database) for database in databases) or \
+        "the target tables its pairs write"
+    raise ConfigError(
+        f"{ran}, which drops every table of {ddl.schema}, a database this pipeline "
+        "replicates tables of: setl never replays DROP DATABASE (a target database may hold "
+        "more than the source's), and a table made again under an old name would mix its "
+        f"new rows with the old ones the target keeps. Drop or empty the tables of "
+        f"{ddl.schema} on the target by hand (in {where}), then move the pipeline past this "
+        f"statement: {past}")
+
+
+def _apart(compiled: DdlPipeline) -> Apart:
+    def apart(old: tuple[str, str], new: tuple[str, str]) -> list[str]:
+        olds, news = compiled.pairs_for(*old), compiled.pairs_for(*new)
+        if len(olds) != len(news):
+            return ["the pairs taking them"]
+        return sorted({name for one, other in zip(olds, news, strict=True) if one is not other
+                       for name in one.pair.settings_apart(other.pair) if name != "source"})
+    return apart
+
+
+def concerns(statement: str, schema: str, mode: int, wants: Callable[[str, str], bool],
+             wants_schema: Callable[[str], bool]) -> bool:
+    """Whether a DDL read without ``ddl_sync`` still goes to Extract (which cuts a batch for
+    it and reads the tables' keys again after it, or pauses: :func:`extract_ddl`): one that
+    names a replicated table, a DROP DATABASE of a database pairs read, a rename not read
+    whole."""
+    if any(wants(*table) for table in tables_named(statement, schema, mode)):
+        return True
+    dropped = dropped_database(statement, mode)
+    if dropped is not None:
+        return wants_schema(dropped.schema)
+    return unparsed_rename(statement, schema, mode)

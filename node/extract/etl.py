@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
-from node.ddl import transform_ddl
+from node.ddl import extract_ddl
 from node.extract import layouts
 from node.extract.groups import fill_holes, only_changed
 from node.extract.joins import Joined, add_joined, look_up_joins, part_changes
@@ -434,10 +434,7 @@ def extract_transform_lists(compiled: CompiledPipeline,
     for item in numbered:
         change = item[1]
         if change.type is ChangeType.DDL:
-            if compiled.ddl_sync:  # else filtered
-                out += transform_ddl(change, item[0], compiled.targets_of,
-                                     compiled.database_defaults, compiled.target_databases,
-                                     compiled.gathered)
+            out += extract_ddl(compiled, item[0], change)  # none without ddl_sync, or a pause
         else:
             plain.append(item)
     joined = look_up_joins(compiled.source, [

@@ -31,7 +31,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 
 from node import ddlsession
 from node.changes import ChangeType, Event, RowChange, Transaction
-from node.ddl import tables_named
+from node.ddl import concerns
 from node.extract.decode import TableSchema
 from node.select import checksums, libevents, statements
 from node.select.databases import SourceDatabases
@@ -400,11 +400,11 @@ class BinlogReader:
         if not self.ddl or later:
             # not replayed (ddl_sync off); one on a replicated table still cuts a batch of its
             # own, after which the pipeline reads the tables' keys again (an ALTER may have
-            # changed them); Extract drops it
-            changes = [RowChange(schema, "", ChangeType.DDL, ddl=event.query)] if not later \
-                and any(self._wants(*table) for table in tables_named(
-                    event.query, schema, getattr(event, "sql_mode", 0) or 0)) \
-                else []
+            # changed them); Extract drops it, or pauses on one that removes rows
+            mode = getattr(event, "sql_mode", 0) or 0
+            changes = [RowChange(schema, "", ChangeType.DDL, ddl=event.query,
+                                 session=(("sql_mode", mode),))] if not later and concerns(
+                event.query, schema, mode, self._wants, self._wants_schema) else []
             self._commit([], 0, changes, state, data)
             return
         try:

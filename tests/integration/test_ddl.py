@@ -259,6 +259,57 @@ def test_ddl_is_filtered_when_ddl_sync_is_off(
     cluster.set_status("ddl-off", "STOP")
 
 
+def test_without_ddl_sync_a_truncate_pauses_and_ddl_sync_then_replays_it(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A TRUNCATE (a log table's rotation) was dropped without a word: the new rows' ids
+    started again at 1 and were written over the old rows, the rest stayed. It pauses the
+    pipeline with the statement and what to do, the target untouched; ddl_sync turned on
+    (what the message offers) replays it and the rows after it."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT AUTO_INCREMENT "
+                         "PRIMARY KEY, name VARCHAR(10))")
+    copy = f"{schema}_copy"
+    target.execute(f"CREATE DATABASE `{copy}`")
+    target.execute(f"CREATE TABLE `{copy}`.items_copy (id INT PRIMARY KEY, name VARCHAR(10))")
+    running(cluster, channel("ddl-truncate", schema, copy, False))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} (name) VALUES ('old1'), ('old2')")
+    wait_for(lambda: target.table(copy, "items_copy") == [(1, "old1"), (2, "old2")], 60,
+             "the rows before the TRUNCATE")
+    source.script(f"TRUNCATE TABLE {s}", f"INSERT INTO {s} (name) VALUES ('new1')")
+    wait_for(lambda: cluster.channel_status("ddl-truncate") == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state("ddl-truncate").last_error
+    assert "with ddl_sync off it is not replayed" in error, error
+    assert f"`{schema}`.`items`" in error and "TRUNCATE TABLE" in error
+    assert "setl position set ddl-truncate/forward" in error
+    assert target.table(copy, "items_copy") == [(1, "old1"), (2, "old2")]
+    running(cluster, channel("ddl-truncate", schema, copy, True))
+    wait_for(lambda: target.table(copy, "items_copy") == [(1, "new1")], 60,
+             "the TRUNCATE replayed, then the new row")
+    cluster.set_status("ddl-truncate", "STOP")
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync-on", "sync-off"])
+def test_a_drop_database_of_replicated_tables_pauses(
+        cluster: Cluster, source: Database, target: Database, sync: bool) -> None:
+    """DROP DATABASE is never replayed: the CREATE TABLE after it met the target's old table
+    (1050, taken as applied) and the new rows mixed with the old ones."""
+    ddl = "CREATE TABLE `{schema}`.items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(10))"
+    schema = make_schema(source, target, ddl)
+    name = f"ddl-dropdb-{'on' if sync else 'off'}"
+    running(cluster, {"name": name, "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "ddl_sync": sync,
+        "pairs": [{"source": f"{schema}.items", "target": f"{schema}.items"}]}]})
+    source.script(f"INSERT INTO `{schema}`.items (name) VALUES ('old1'), ('old2')")
+    wait_for(lambda: len(target.table(schema, "items")) == 2, 60, "the rows before the drop")
+    source.script(f"DROP DATABASE `{schema}`", f"CREATE DATABASE `{schema}`", ddl.format(
+        schema=schema), f"INSERT INTO `{schema}`.items (name) VALUES ('new1')")
+    wait_for(lambda: cluster.channel_status(name) == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state(name).last_error
+    assert "setl never replays DROP DATABASE" in error and f"DROP DATABASE `{schema}`" in error
+    assert target.table(schema, "items") == [(1, "old1"), (2, "old2")]
+    cluster.set_status(name, "STOP")
+
+
 def ddl_change(schema: str, table: str, statement: str) -> TargetChange:
     return TargetChange("target", schema, table, ChangeType.DDL, (), None, None, ddl=statement)
 

@@ -214,9 +214,10 @@ def _source_defaults(cursor: Any, change: TargetChange, kind: str, database: str
 
 
 def _renamed(cursor: Any, change: TargetChange) -> bool:
-    """Whether the target already shows a RENAME: the old table gone, the new one there."""
+    """Whether the target already shows a RENAME of one table: the old table gone, the new
+    one there (one of several — a swap, a cut-over — is not judged by its names: it fails)."""
     parsed = parse_ddl(change.ddl, change.schema, sql_mode(change.session))
-    if parsed is None or not parsed.renames:
+    if parsed is None or len(parsed.renames) != 1:
         return False
     old, new = parsed.renames[0]
     cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
