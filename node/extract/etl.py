@@ -18,6 +18,7 @@ from node.extract.joins import Joined, add_joined, look_up_joins, part_changes
 from node.extract.lookup import Lookup
 from node.extract.processors import Filler, fill, run_processor
 from node.extract.shard import Route, routes
+from node.merge import PartialRow
 from shared import confinement
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline, pairs_taking
@@ -393,6 +394,8 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
             after = add_joined(pair.joins, one.after, after, joined or {}, entry.renames)
             if after is None:
                 continue  # a joined row is missing and the join drops the change
+        if type(written.after) is PartialRow and after is not None:  # column groups
+            after = PartialRow(after, entry.map_row(written.after.rest, ()))
         before = entry.map_row(one.before, keys) \
             if (compiled.two_way or compiled.before_images or keyless) and \
             one.before is not None else None
