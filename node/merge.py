@@ -206,6 +206,9 @@ def _put(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], row: Row
         row = {**previous[_ROW], **row} if type(previous[_ROW]) is not PartialRow else \
             over(previous[_ROW], row)  # I + U → I with merged columns (a partial row of a
         # wide-row part keeps the columns other parts wrote in this batch)
+    elif row is not None and type(row) is PartialRow:  # D + a column-group update (a
+        row = {**row.rest, **row}  # free-door D, then the stream's update): the whole row,
+        # as D + I writes it (the delete is not written)
     previous[_SEQ], previous[_ROW] = seq, row
 
 

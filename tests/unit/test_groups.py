@@ -78,6 +78,12 @@ def test_updates_merged_in_one_batch_write_what_they_write_one_batch_each() -> N
         [(1, RowChange("s", "t", ChangeType.INSERT, ("id",), None, ROW)),
          _update(2, ROW, c=4)],
     ]
+    # a free-door D at its window's start, then the stream's update of the key (the copied
+    # row is left out): D + U writes the row whole, as D + I does
+    deleted = [(1, RowChange("s", "t", ChangeType.DELETE, ("id",), {"id": 5}, None)),
+               _update(2, ROW, c=4)]
+    for start in ({}, {(5,): {**ROW, "b": 0}}):
+        assert _loaded(dict(start), *deleted) == {(5,): {**ROW, "c": 4}}
     for chain in chains:
         for start in ({}, {(5,): {**ROW, "b": 0, "d": "x"}}):
             one = _loaded({key: dict(row) for key, row in start.items()}, *chain)
