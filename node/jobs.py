@@ -39,6 +39,9 @@ class JobSpec:
     # a lake's changelog: each transaction of the batch as (its first event's place, its
     # end position, GTID, commit time in ms), in batch order
     transactions: tuple[tuple[int, str, str, int], ...] = ()
+    # target tables several source tables feed: merged so that one batch writes what two
+    # would (node.merge)
+    gathered: frozenset[Target] = frozenset()
 
 
 class Unit(NamedTuple):

@@ -9,6 +9,17 @@ with one DELETE per deleted key and one upsert per surviving row:
   written only for a key that existed before the batch, so the chain (1→2, 2→3), where 1
   existed, ends as "delete 1, upsert 3" (2 was born inside the batch).
 
+A target that several source tables feed (N:1 without ``merge_part``, ``gathered``) is
+merged so that one batch writes what the same changes cut into two batches would: its rows
+are parts of one target row, so no key is ever new to it (another table's row may hold it)
+and a key the batch deletes is deleted, then upserted with what the batch wrote after the
+delete (D + I → delete and upsert; I + D → delete).
+
+An update of a ``column_groups`` pair is a :class:`PartialRow`: the columns an existing row
+takes, and the rest of the source row for a target that lacks the row (merged, a row that an
+earlier change of the batch made or wrote keeps its columns: the rest is only for a row the
+batch's first upsert makes).
+
 Upserts keep the order of each key's last change, and a table's deletes run before its
 upserts, so a unique value freed by a delete is free when a later insert takes it.
 Tables are written in ascending ``push_weight``, then in order of first appearance.
@@ -42,6 +53,34 @@ from typing import Any
 from node.changes import CLEAR, ChangeType, Row, TargetChange
 
 _DELETED = None
+
+
+class PartialRow(dict):  # type: ignore[type-arg]
+    """A row an upsert writes only in part on a row the target has (a ``column_groups``
+    update: its changed columns and their groups), with ``rest``, the other columns of the
+    source row, which the INSERT writes when the target lacks the row (an update of a row
+    a snapshot copy has not written yet, or from before ``start: latest``)."""
+
+    rest: Row
+
+    def __init__(self, row: Row, rest: Row) -> None:
+        dict.__init__(self, row)
+        self.rest = rest
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return PartialRow, (dict(self), self.rest)
+
+
+def over(previous: Row, row: Row) -> Row:
+    """``row`` written after ``previous`` on one key, as one upsert: a partial row's rest
+    applies only where the first one makes the row."""
+    merged = {**previous, **row}
+    if type(previous) is PartialRow:
+        rest = {name: value for name, value in previous.rest.items() if name not in merged}
+        if rest:
+            return PartialRow(merged, rest)
+    return merged
+
 UPSERT, DELETE, MOVE, CLEAR_ = "upsert", "delete", "move", "clear"  # step kinds: row, key,
 # (old key, row), (key, row: a wide row's part cleared where the row is)
 
@@ -75,16 +114,18 @@ INSERT, UPDATE, DELETE_ = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELET
 
 def merge(changes: Iterable[TargetChange],
           ordered: Collection[tuple[str, str, str]] | Callable[[tuple[str, str, str],
-                                                                tuple[str, ...]], bool] = ()
-          ) -> list[TableWrites]:
+                                                                tuple[str, ...]], bool] = (),
+          gathered: Collection[tuple[str, str, str]] = ()) -> list[TableWrites]:
     """The batch's writes: one per merged table, and runs of the tables ``ordered`` names
     (datasource, schema, table; or a function of the table and its keys, asked once per
-    table) and of keyless tables, which keep source order."""
+    table) and of keyless tables, which keep source order. ``gathered``: the tables several
+    source tables feed (see the module's doc)."""
     tables: dict[tuple[str, str, str], TableWrites] = {}
     states: dict[tuple[str, str, str], dict[tuple[Any, ...], list[Any]]] = {}
     runs: list[TableWrites] = []
     in_order: dict[tuple[str, str, str], bool] = {}
     cleared: dict[tuple[str, str, str], set[tuple[Any, ...]]] = {}  # keys a clear left last
+    shared: set[tuple[str, str, str]] = set()  # the gathered tables met
     asks = callable(ordered)
     for change in sorted(changes, key=_BY_SEQ):
         datasource, schema, table, kind, keys, before_key, after, weight, seq, ddl = \
@@ -106,11 +147,16 @@ def merge(changes: Iterable[TargetChange],
         if state is None:
             tables[name] = TableWrites(*name, keys, weight, seq)
             state = states[name] = {}
+            if gathered and name in gathered:
+                shared.add(name)
         if ddl and ddl == CLEAR:
             _clear(state, cleared.setdefault(name, set()), _key(after, keys), after, seq)
             continue
         if cleared and name in cleared:  # a write after a clear: the row as it makes it
             cleared[name].difference_update((before_key, _key(after, keys) if after else None))
+        if shared and name in shared:  # no key is new: a delete is always written
+            _gathered(state, kind, keys, before_key, after, seq)
+            continue
         if kind is INSERT:
             key = (after[keys[0]],) if len(keys) == 1 else _key(after, keys)
             if key not in state:  # the commonest: a new key
@@ -129,8 +175,9 @@ def merge(changes: Iterable[TargetChange],
             _put(state, before_key, _DELETED, False, seq)
     for name, writes in tables.items():
         finals = sorted(states[name].items(), key=lambda item: item[1][_SEQ])
-        writes.deletes = [key for key, state in finals
-                          if state[_ROW] is _DELETED and not state[_BORN]]
+        writes.deletes = [key for key, state in finals if state[_ROW] is _DELETED and
+                          not state[_BORN]] if name not in shared else \
+            [key for key, state in finals if state[_BORN] is _GONE]
         keep = cleared.get(name)
         if not keep:
             writes.upserts = [state[_ROW] for _, state in finals if state[_ROW] is not _DELETED]
@@ -156,9 +203,37 @@ def _put(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], row: Row
     # only a key's first change says whether it existed before the batch: D + I stays
     # "existed" (an upsert), I + D + I + D stays "born" (nothing to delete)
     if row is not None and previous[_ROW] is not None:
-        row = {**previous[_ROW], **row}  # I + U → I with merged columns (a partial row
-        # of a wide-row part keeps the columns other parts wrote in this batch)
+        row = {**previous[_ROW], **row} if type(previous[_ROW]) is not PartialRow else \
+            over(previous[_ROW], row)  # I + U → I with merged columns (a partial row of a
+        # wide-row part keeps the columns other parts wrote in this batch)
+    elif row is not None and type(row) is PartialRow:  # D + a column-group update (a
+        row = {**row.rest, **row}  # free-door D, then the stream's update): the whole row,
+        # as D + I writes it (the delete is not written)
     previous[_SEQ], previous[_ROW] = seq, row
+
+
+_GONE = "gone"  # a gathered table's key the batch deleted (in place of _BORN)
+
+
+def _gathered(state: dict[tuple[Any, ...], list[Any]], kind: ChangeType,
+              keys: tuple[str, ...], before_key: tuple[Any, ...] | None, after: Row | None,
+              seq: int) -> None:
+    """A change of a gathered table: a delete is kept, and the upserts after it merged."""
+    if kind is not INSERT and before_key is not None and (
+            kind is DELETE_ or _key(after, keys) != before_key):
+        found = state.get(before_key)
+        if found is None:
+            state[before_key] = [seq, _DELETED, _GONE]
+        else:
+            found[_SEQ], found[_ROW], found[_BORN] = seq, _DELETED, _GONE
+    if after is not None:
+        key = _key(after, keys)
+        found = state.get(key)
+        if found is None:
+            state[key] = [seq, after, False]
+        else:
+            found[_SEQ] = seq
+            found[_ROW] = after if found[_ROW] is _DELETED else over(found[_ROW], after)
 
 
 def _clear(state: dict[tuple[Any, ...], list[Any]], cleared: set[tuple[Any, ...]],
@@ -170,7 +245,7 @@ def _clear(state: dict[tuple[Any, ...], list[Any]], cleared: set[tuple[Any, ...]
         state[key] = [seq, row, False]
         cleared.add(key)
     elif previous[_ROW] is not _DELETED:
-        previous[_SEQ], previous[_ROW] = seq, {**previous[_ROW], **row}
+        previous[_SEQ], previous[_ROW] = seq, over(previous[_ROW], row)
 
 
 def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:

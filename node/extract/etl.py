@@ -15,10 +15,11 @@ from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import extract_ddl
 from node.extract import layouts
 from node.extract.groups import fill_holes, only_changed
-from node.extract.joins import Joined, add_joined, look_up_joins, part_changes
+from node.extract.joins import Joined, add_joined, left, look_up_joins, part_changes
 from node.extract.lookup import Lookup
 from node.extract.processors import Filler, fill, run_processor
 from node.extract.shard import Route, routes
+from node.merge import PartialRow
 from shared import confinement
 from shared.errors import ConfigError
 from shared.model import ColumnMode, DataSource, MediaPair, Pipeline, pairs_taking
@@ -382,22 +383,24 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         name = named_by or change  # the target is the pair's, whatever a processor renamed
         addressed = [(entry.address(name.schema, name.table), change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
+    images = compiled.two_way or compiled.before_images or keyless
     for (datasource, schema, table), one, clears in (
             (address, part, clears) for address, change in addressed
-            for part, clears in (part_changes(change, keys) if pair.merge_part else
-                                 ((change, False),))):
+            for part, clears in part_changes(change, keys, pair.merge_part, entry.include)):
         before_key = tuple(one.before[key] for key in keys) if one.before else None
+        before = entry.map_row(one.before, keys) if images and one.before is not None else None
         written = only_changed(one, pair.column_groups, keys) if pair.column_groups else one
         after = entry.map_row(written.after, keys) if written.after is not None else None
         if after is not None and entry.fillers:
             after = fill(entry.fillers, one.after, after, where, one.key())  # type: ignore
         if after is not None and pair.joins and one.type is not ChangeType.DELETE:
             after = add_joined(pair.joins, one.after, after, joined or {}, entry.renames)
-            if after is None:
-                continue  # a joined row is missing and the join drops the change
-        before = entry.map_row(one.before, keys) \
-            if (compiled.two_way or compiled.before_images or keyless) and \
-            one.before is not None else None
+            if after is None:  # a joined row is missing and the join drops the change (an
+                yield from left(pair, one, keys, (datasource, schema, table), target_keys,
+                                seq, entry.map_row, entry.renames, before)  # update's leaves)
+                continue
+        if type(written.after) is PartialRow and after is not None:  # column groups
+            after = PartialRow(after, entry.map_row(written.after.rest, ()))
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
                            after, pair.push_weight, seq, CLEAR if clears else "", before)
 

@@ -1,5 +1,10 @@
 """Column groups: with groups on a pair, an update writes only what changed — the key, the
-changed columns, and every column of a group one of whose columns changed.
+changed columns, and every column of a group one of whose columns changed — on a row the
+target has. Where the target lacks the row (a snapshot or free-door copy that the stream's
+update of the key replaces, a pipeline started at ``latest``), the update makes it whole: its
+row is a :class:`~node.merge.PartialRow` holding the other columns of the source row, which
+only the INSERT of the upsert writes (``INSERT (every column) … ON DUPLICATE KEY UPDATE`` the
+changed ones).
 
 Columns outside the groups that did not change are left as the target has them (another
 writer, a wide-row part, a manual fix). A group column the change does not carry (a
@@ -16,6 +21,7 @@ from typing import Any
 
 from node.changes import ChangeType, Row, RowChange, TargetChange, differs
 from node.extract.lookup import Lookup
+from node.merge import PartialRow
 from shared.model import ColumnGroup, DataSource
 
 
@@ -35,7 +41,8 @@ def only_changed(change: RowChange, groups: tuple[ColumnGroup, ...],
     """An update reduced to key + changed columns + whole groups of changed columns (an
     insert, and an update that moves the row to another key, keep every column: the row
     under its new key is a new one on the target); a hole stands for a group column the
-    change does not carry."""
+    change does not carry. The reduced row is a :class:`PartialRow` whose rest is the other
+    columns of the after image (for a target that lacks the row)."""
     if change.after is None:
         return change
     before, after = change.before or {}, change.after
@@ -54,7 +61,8 @@ def only_changed(change: RowChange, groups: tuple[ColumnGroup, ...],
             change.schema, change.table, keys, key, name)
     ordered = {name: reduced[name] for name in [*after, *sorted(set(reduced) - set(after))]
                if name in reduced}
-    return change._replace(after=ordered)
+    rest = {name: value for name, value in after.items() if name not in reduced}
+    return change._replace(after=PartialRow(ordered, rest) if rest else ordered)
 
 
 def fill_holes(source: DataSource | None, changes: list[TargetChange]) -> list[TargetChange]:
@@ -74,6 +82,8 @@ def fill_holes(source: DataSource | None, changes: list[TargetChange]) -> list[T
         if change.after and any(isinstance(v, Hole) for v in change.after.values()):
             after = {name: (found[(v.schema, v.table)].get(v.key, {}).get(v.column)
                             if isinstance(v, Hole) else v) for name, v in change.after.items()}
+            if type(change.after) is PartialRow:
+                after = PartialRow(after, change.after.rest)
             change = change._replace(after=after)
         filled.append(change)
     return filled

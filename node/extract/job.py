@@ -163,6 +163,7 @@ class Planner:
         self._owner: dict[Target, int] = {}  # target table → group
         self._parent: dict[int, int] = {}
         self._targets: dict[tuple[str, str], list[Target]] = {}
+        self._gathered: dict[tuple[str, str], bool] = {}  # source table → gathered(table)
 
     def forget(self) -> None:
         """After a DDL: tables may have new keys, columns and foreign keys."""
@@ -188,6 +189,9 @@ class Planner:
                     facts[target] = self.facts.of(target, layouts.get(name))
         if self.target != "mysql":  # a lake's changelog tells each change's transaction
             options.setdefault("transactions", transactions(batch))
+        options.setdefault("gathered", frozenset(
+            target for name in self._tables(parts) if self._gathers(name)
+            for target in self._targets_of(name)))
         return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
                        self.params.load_data_min_rows if self.target == "mysql" else 0,
                        target=self.target, **options)
@@ -317,6 +321,12 @@ class Planner:
         found = self._targets.get(name)
         if found is None:
             found = self._targets[name] = self.compiled.targets_of(*name)
+        return found
+
+    def _gathers(self, name: tuple[str, str]) -> bool:
+        found = self._gathered.get(name)
+        if found is None:
+            found = self._gathered[name] = self.compiled.gathered(*name)
         return found
 
     def _group_of(self, number: int) -> int:

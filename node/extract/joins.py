@@ -3,7 +3,10 @@
 Each part is a pair whose key is the wide row's key (``key_columns`` + a rename), listing
 its own columns. ``joins`` add another source table's columns to each row, looked up by key
 (one :class:`~node.extract.lookup.Lookup` per Spark partition, values batched per table); a missing
-row drops the change (``missing: drop``, the default) or keeps it as it is (``keep``). A pair
+row drops the change (``missing: drop``, the default) or keeps it as it is (``keep``). A
+dropped insert writes nothing; a dropped update takes the row out of the target (the row
+left the joined set: its delete, or for a ``merge_part`` pair the clear of its part and of
+the joined columns), so the target never keeps the row as it was before the update. A pair
 with ``merge_part: true`` does not delete the wide row when its source row goes: it clears
 its own columns where the wide row is (an UPDATE that never makes the row; a change of its
 key clears the old key's and writes the new one's). The loader writes only the columns a
@@ -13,12 +16,13 @@ overwrite each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from node.changes import ChangeType, Row, RowChange
+from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.extract.lookup import Lookup
-from shared.model import DataSource, LookupJoin
+from shared.errors import ConfigError
+from shared.model import DataSource, LookupJoin, MediaPair
 
 # (table, key column) → key value → the looked-up row
 Joined = dict[tuple[str, str], dict[Any, Row]]
@@ -59,13 +63,18 @@ def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
     return target_row
 
 
-def part_changes(change: RowChange, keys: tuple[str, ...]) -> list[tuple[RowChange, bool]]:
+def part_changes(change: RowChange, keys: tuple[str, ...], merge_part: bool = True,
+                 columns: Iterable[str] = ()) -> Sequence[tuple[RowChange, bool]]:
     """A ``merge_part`` pair's change as the wide row takes it, each with whether it clears
     the part: a delete clears the part's columns (the wide row stays, and is not made when it
     is not there); a change of the key clears the part at the old key and writes it at the
-    new one (the wide row of the old key is another part's too: it was deleted whole)."""
+    new one (the wide row of the old key is another part's too: it was deleted whole).
+    ``columns``: the part's columns (its pair's ``include``), cleared too where a delete's
+    image holds only the key (a free-door ``D``). Not ``merge_part``: the change as it is."""
+    if not merge_part:
+        return ((change, False),)
     if change.type is ChangeType.DELETE:
-        return [(clear_part(change, keys), True)]
+        return [(clear_part(change, keys, columns), True)]
     if change.type is ChangeType.UPDATE and change.before is not None and \
             change.after is not None and \
             any(change.before.get(key) != change.after.get(key) for key in keys):
@@ -77,9 +86,39 @@ def part_changes(change: RowChange, keys: tuple[str, ...]) -> list[tuple[RowChan
     return [(change, False)]
 
 
-def clear_part(change: RowChange, keys: tuple[str, ...]) -> RowChange:
-    """A delete of a wide row's part as an update setting that part's columns to NULL."""
+def clear_part(change: RowChange, keys: tuple[str, ...], columns: Iterable[str] = ()
+               ) -> RowChange:
+    """A delete of a wide row's part as an update setting that part's columns to NULL (those
+    of its image, and ``columns``: a free-door ``D`` has the key alone, and the free door
+    refuses it for a pair that does not list its columns)."""
     before = change.before or {}
     after = {name: (value if name in keys else None) for name, value in before.items()}
+    after.update((name, None) for name in columns if name not in after)
     return RowChange(change.schema, change.table, ChangeType.UPDATE, keys, before, after,
                      commit_ts_ms=change.commit_ts_ms)
+
+
+def left(pair: MediaPair, change: RowChange, keys: tuple[str, ...],
+         address: tuple[str, str, str], target_keys: tuple[str, ...], seq: int,
+         map_row: Callable[[Row, tuple[str, ...]], Row], renames: dict[str, str],
+         before: Row | None) -> Iterator[TargetChange]:
+    """What an update the joins drop writes: the row leaves the target (its delete; a
+    ``merge_part`` pair's part and joined columns cleared), as the row would never have
+    come had it been inserted so; nothing for an insert (nothing was written)."""
+    if change.type is not ChangeType.UPDATE or change.before is None:
+        return
+    before_key = tuple(change.before[key] for key in keys)
+    if not pair.merge_part:
+        yield TargetChange(*address, ChangeType.DELETE, target_keys, before_key, None,
+                            pair.push_weight, seq, "", before)
+        return
+    unlisted = [join.table for join in pair.joins if not join.columns]
+    if unlisted:
+        raise ConfigError(f"pair {pair.source} → {pair.target}: an update's joined row is "
+                          f"missing from {', '.join(unlisted)}, so the row leaves the wide "
+                          "row's part, but the columns that join wrote are not listed and "
+                          "cannot be cleared; list them in the join's 'columns', then resume")
+    after = map_row(clear_part(change, keys).after or {}, keys)
+    after.update((renames.get(c, c), None) for join in pair.joins for c in join.columns)
+    yield TargetChange(*address, ChangeType.UPDATE, target_keys, before_key, after,
+                        pair.push_weight, seq, CLEAR, before)

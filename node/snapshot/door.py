@@ -255,6 +255,12 @@ class DoorQueue:
         if not self.compiled.wants(request.schema, request.table):
             raise FreeDoorRequestError(f"table {request.schema}.{request.table} is not "
                                        "replicated by this pipeline")
+        if request.type == "D" and any(
+                entry.pair.merge_part and not entry.include
+                for entry in self.compiled.pairs_for(request.schema, request.table)):
+            raise FreeDoorRequestError(  # a key alone does not say which columns to clear
+                f"a D of {request.schema}.{request.table} clears its columns of a wide row "
+                "(merge_part), and its pair does not list them (columns: {include: [...]})")
         return request
 
 

@@ -208,3 +208,52 @@ def test_column_groups_write_changed_columns_and_look_up_missing_group_columns(
         (1, "A", "kept on target", b"\x89PNG", "png"),
         (2, "b", "kept on target", b"\xff\xd8\xff", "jpg")], 30, "the group updates")
     cluster.set_status("groups", "STOP")
+
+
+def test_column_groups_make_a_row_the_target_lacks_whole(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """An update of a row the target never got (written before 'start: latest'; a snapshot
+    copy the update replaced in its window) wrote the key and the changed columns only: the
+    row was made with the others NULL, for good."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.docs (id INT PRIMARY KEY, "
+                         "title VARCHAR(20), note VARCHAR(20), photo BLOB, photo_type CHAR(4))")
+    t = f"`{schema}`.docs"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'a', 'n', 0x89504E47, 'png'), "
+                   "(2, 'b', 'm', NULL, NULL)")  # before the channel starts: never copied
+    run(cluster, "lacking", schema, {"source": f"{schema}.docs", "target": f"{schema}.docs",
+                                     "column_groups": [["photo", "photo_type"]]})
+    source.script(f"UPDATE {t} SET title = 'A' WHERE id = 1",
+                  f"UPDATE {t} SET photo_type = 'gif' WHERE id = 2")
+    wait_for(lambda: target.table(schema, "docs") == [
+        (1, "A", "n", b"\x89PNG", "png"), (2, "b", "m", None, "gif")], 30, "whole rows")
+    target.execute(f"UPDATE {t} SET note = 'kept on target'")  # a row the target has keeps
+    source.execute(f"UPDATE {t} SET title = 'AA' WHERE id = 1")  # its unchanged columns
+    wait_for(lambda: target.table(schema, "docs") == [
+        (1, "AA", "kept on target", b"\x89PNG", "png"), (2, "b", "kept on target", None, "gif")],
+        30, "the group update")
+    cluster.set_status("lacking", "STOP")
+
+
+def test_an_update_whose_joined_row_is_missing_takes_the_row_out_of_the_target(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """With 'missing: drop' the update was dropped: the target kept the order with its old
+    customer's tier."""
+    schema = make_schema(source, target, CUSTOMERS,
+                         "CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, customer_id INT)")
+    target.execute(f"CREATE TABLE `{schema}`.orders_wide (id INT PRIMARY KEY, "
+                   "customer_id INT, name VARCHAR(20))")
+    source.execute(f"INSERT INTO `{schema}`.customers VALUES (1, 'ann')")
+    run(cluster, "dropped", schema, {
+        "source": f"{schema}.orders", "target": f"{schema}.orders_wide",
+        "joins": [{"table": f"{schema}.customers", "by": "customer_id", "key": "id",
+                   "columns": ["name"]}]})
+    o = f"`{schema}`.orders"
+    source.execute(f"INSERT INTO {o} VALUES (10, 1), (11, 1), (12, 2)")  # 12: no customer 2
+    wait_for(lambda: target.table(schema, "orders_wide") == [(10, 1, "ann"), (11, 1, "ann")],
+             30, "the joined orders")
+    source.script(f"UPDATE {o} SET customer_id = NULL WHERE id = 10",
+                  f"UPDATE {o} SET customer_id = 2 WHERE id = 11",
+                  f"INSERT INTO {o} VALUES (13, 1)")
+    wait_for(lambda: target.table(schema, "orders_wide") == [(13, 1, "ann")], 30,
+             "the orders that left the join gone")
+    cluster.set_status("dropped", "STOP")

@@ -165,6 +165,8 @@ def test_tables_sharing_a_target_or_a_foreign_key_meet_in_one_part() -> None:
     assert len(one) == 1 and list(one[0].places) == list(range(7))
     spec = planner.spec(Batch("c.p", 1, [txn]), parts)
     assert set(spec.facts) == {("dst", "t", name) for name in ("ab", "c", "d", "e", "f")}
+    # t.ab is fed by s.a and s.b: merged so that a batch boundary changes nothing (node.merge)
+    assert spec.gathered == {("dst", "t", "ab")}
 
 
 def test_a_table_that_joins_two_groups_mid_batch_brings_their_events_together() -> None:

@@ -3,7 +3,9 @@
 - A keyed table's merged writes: multi-row ``DELETE … WHERE (key) IN (…)`` and
   ``INSERT … ON DUPLICATE KEY UPDATE``, or the steps of an ordered table (see
   :mod:`node.merge`), where a key change is an ``UPDATE … WHERE (key) = (old)`` so that the
-  target's ``ON UPDATE CASCADE`` fires.
+  target's ``ON UPDATE CASCADE`` fires. A ``column_groups`` update
+  (:class:`~node.merge.PartialRow`) inserts every column of the source row and updates only
+  its changed ones: a row the target lacks is made whole, one it has keeps the others.
 - A **keyless** table (no primary key, no unique key over NOT NULL columns): every change in
   source order, as native row replication applies it. Consecutive inserts are one multi-row
   ``INSERT``; an update or a delete finds its row by the full before image and touches one
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange, differs
-from node.merge import CLEAR_, DELETE, MOVE, UPSERT, TableWrites
+from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
 from shared.identifiers import qualified, quote
 
 
@@ -177,8 +179,16 @@ def _update(writes: TableWrites, key: tuple[Any, ...], values: Row, matches_one:
 def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:
     if not columns:
         return rows
-    return [{name: value for name, value in row.items() if name not in columns}
-            for row in rows]
+    return [_like(row, {name: value for name, value in row.items() if name not in columns},
+                  columns) for row in rows]
+
+
+def _like(row: Row, values: Row, without: frozenset[str] = frozenset()) -> Row:
+    """``values`` as the kind of row ``row`` is (a partial row keeps its rest)."""
+    if type(row) is not PartialRow:
+        return values
+    return PartialRow(values, {name: value for name, value in row.rest.items()  # type: ignore
+                               if name not in without})
 
 
 def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
@@ -210,29 +220,48 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
                 continue
             yield from _upserts(writes, together, size, found=found)
             together = []
-            alone = {name: value[:0] if _big(value) else value for name, value in row.items()}
+            alone = _like(row, {name: value[:0] if _big(value) else value
+                                for name, value in row.items()})
             for statement in _upserts(writes, [alone], 1):
                 yield statement._replace(lenient=_empty_enums(row, enums))
             yield from _appends(writes, row, found)
         rows = together
     for columns, run in _runs(rows):
+        if type(run[0]) is PartialRow:  # a column-group update: see _upsert
+            written, rest = columns
+            sql = _upsert(table, written + rest, writes.keys, written)
+            for chunk in _chunks(run, size):
+                yield Statement(sql, [[*row.values(), *row.rest.values()]  # type: ignore
+                                      for row in chunk], True, chunk)
+            continue
         sql = _upsert(table, columns, writes.keys)
         for chunk in _chunks(run, size):
             yield Statement(sql, [[row[c] for c in columns] for row in chunk], True, chunk)
 
 
 @functools.lru_cache(maxsize=256)
-def _upsert(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
+def _upsert(table: str, columns: tuple[str, ...], keys: tuple[str, ...],
+            updated: tuple[str, ...] | None = None) -> str:
     """A table's multi-row upsert of ``columns`` (remembered: every batch writes the same
-    few tables with the same columns)."""
-    update = [c for c in columns if c not in keys] or [columns[0]]
+    few tables with the same columns). ``updated``: the columns a row the target has
+    takes (a partial row's: the INSERT makes a missing row whole, and an existing one keeps
+    its other columns)."""
+    if updated is None:
+        update = [f"{quote(c)} = VALUES({quote(c)})"
+                  for c in [c for c in columns if c not in keys] or [columns[0]]]
+    else:
+        update = [f"{quote(c)} = VALUES({quote(c)})" for c in updated if c not in keys] or \
+            [f"{quote(keys[0])} = {quote(keys[0])}"]  # nothing changed: the row as it is
     return (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
             f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
-            + ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in update))
+            + ", ".join(update))
 
 
 def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
-    return tuple(name for name in enums if row.get(name) == "") if enums else ()
+    if not enums:
+        return ()
+    rest = row.rest if type(row) is PartialRow else {}  # type: ignore[attr-defined]
+    return tuple(name for name in enums if row.get(name) == "" or rest.get(name) == "")
 
 
 def _piece(value: Any) -> int:
@@ -258,12 +287,14 @@ def _appends(writes: TableWrites, row: Row, found: Any = _same) -> Iterator[Stat
                                       *(sql_value(v) for v in key)], False, [key], True)
 
 
-def _runs(rows: list[Row]) -> Iterator[tuple[tuple[str, ...], list[Row]]]:
-    """Consecutive rows with the same columns (the column set changes after an ALTER)."""
-    current: tuple[str, ...] | None = None
+def _runs(rows: list[Row]) -> Iterator[tuple[Any, list[Row]]]:
+    """Consecutive rows with the same columns (the column set changes after an ALTER); a
+    partial row's are its columns and its rest's."""
+    current: Any = None
     run: list[Row] = []
     for row in rows:
-        names = tuple(row)
+        names = tuple(row) if type(row) is not PartialRow else \
+            (tuple(row), tuple(row.rest))  # type: ignore[attr-defined]
         if names != current and run:
             yield current, run  # type: ignore[misc]
             run = []

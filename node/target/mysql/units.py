@@ -26,7 +26,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     def ordered(name: Target, keys: tuple[str, ...]) -> bool:
         return facts.get(name, _NO_FACTS).ordered(keys)
 
-    for writes in merge(changes, ordered):
+    for writes in merge(changes, ordered, spec.gathered):
         name = (writes.datasource, writes.schema, writes.table)
         table = facts.get(name, _NO_FACTS)
         if table.unkeyed(writes.keys):

@@ -1,0 +1,86 @@
+"""node/extract/joins.py: a change whose joined row is missing (``missing: drop``) and a
+``merge_part`` pair's delete, replayed on an in-memory target through the real rendering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from node.changes import ChangeType, RowChange
+from node.extract.etl import transform
+from node.extract.freedoor import DoorStats, as_change
+from node.snapshot.door import DoorQueue
+from shared.errors import ConfigError, FreeDoorRequestError
+from shared.model import DataSource
+from tests.unit import applied
+from tests.unit.test_etl import compiled
+
+ORDERS = ("{source: s.orders, target: s2.orders, joins: [{table: s.customers, by: customer_id, "
+          "key: id, columns: [tier]}]}")
+GOLD = {("s.customers", "id"): {1: {"id": 1, "tier": "gold"}}}
+ORDER = {"id": 10, "customer_id": 1}
+
+
+def _load(pair: str, table: applied.Table, change: RowChange,
+          joined: dict[Any, Any] | None = None) -> applied.Table:
+    return applied.loaded(table, list(transform(compiled(pair), 1, change, joined or GOLD)))
+
+
+def _update(before: dict[str, Any], **changed: Any) -> RowChange:
+    return RowChange("s", "orders", ChangeType.UPDATE, ("id",), before, {**before, **changed})
+
+
+def test_an_update_whose_joined_row_is_missing_takes_the_row_out_of_the_target() -> None:
+    target = _load(ORDERS, {}, RowChange("s", "orders", ChangeType.INSERT, ("id",), None, ORDER))
+    assert target == {(10,): {**ORDER, "tier": "gold"}}
+    # the order leaves the joined set: the target must not keep customer 1's gold tier
+    assert _load(ORDERS, dict(target), _update(ORDER, customer_id=None)) == {}
+    assert _load(ORDERS, dict(target), _update(ORDER, customer_id=2)) == {}  # no such row
+    assert _load(ORDERS, dict(target), _update(ORDER, id=11, customer_id=2)) == {}  # moved
+    # and comes back whole when an update joins it again
+    assert _load(ORDERS, {}, _update({**ORDER, "customer_id": 2}, customer_id=1)) == target
+
+
+def test_an_insert_whose_joined_row_is_missing_writes_nothing_and_keep_keeps_it() -> None:
+    lost = RowChange("s", "orders", ChangeType.INSERT, ("id",), None, {**ORDER, "customer_id": 2})
+    assert list(transform(compiled(ORDERS), 1, lost, GOLD)) == []
+    keep = ORDERS.replace("columns: [tier]}", "columns: [tier], missing: keep}")
+    assert _load(keep, {(10,): {**ORDER, "tier": "gold"}}, _update(ORDER, customer_id=2)) == {
+        (10,): {**ORDER, "customer_id": 2, "tier": "gold"}}  # kept as it was asked
+
+
+PART = ("{source: s.orders, target: s2.wide, key_columns: [id], merge_part: true, "
+        "columns: {include: [id, customer_id]}, joins: [{table: s.customers, by: customer_id, "
+        "key: id, columns: [tier]}]}")
+
+
+def test_a_parts_update_whose_joined_row_is_missing_clears_the_part_and_joined_columns() -> None:
+    wide = {(10,): {**ORDER, "tier": "gold", "other": "kept"}}
+    assert _load(PART, wide, _update(ORDER, customer_id=2)) == {
+        (10,): {"id": 10, "customer_id": None, "tier": None, "other": "kept"}}
+    unlisted = PART.replace(", columns: [tier]}", "}")
+    with pytest.raises(ConfigError, match="columns that join wrote are not listed"):
+        list(transform(compiled(unlisted), 1, _update(ORDER, customer_id=2), GOLD))
+
+
+FREE_PART = "{source: s.a, target: s2.wide, key_columns: [id], merge_part: true, " \
+            "columns: {include: [id, x]}}"
+
+
+def test_a_free_door_delete_of_a_part_clears_the_parts_columns() -> None:
+    key_only = RowChange("s", "a", ChangeType.DELETE, ("id",), {"id": 7}, None)
+    wide = {(7,): {"id": 7, "x": 1, "y": 2}}
+    assert _load(FREE_PART, wide, key_only) == {(7,): {"id": 7, "x": None, "y": 2}}
+
+
+def test_the_free_door_refuses_a_delete_of_a_part_whose_columns_are_not_listed() -> None:
+    def checked(pair: str, kind: str) -> object:
+        door = DoorQueue("p", DataSource("src", "h1"), compiled(pair), None, DoorStats())
+        return door._checked(as_change({"ID": 1, "FULL_NAME": "s.a", "TYPE": kind,
+                                        "PK_DATA": "[7]"}, central=False))
+
+    listless = FREE_PART.replace(", columns: {include: [id, x]}", "")
+    with pytest.raises(FreeDoorRequestError, match="does not list them"):
+        checked(listless, "D")
+    assert checked(listless, "I") and checked(FREE_PART, "D")
