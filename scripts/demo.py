@@ -110,6 +110,9 @@ def create_tables() -> None:
     """Fresh, empty demo tables on both sides (a rerun starts from scratch)."""
     for server, schema in (("source", "demo"), ("target", "demo_copy")):
         with connect(server) as conn, conn.cursor() as cursor:
+            # both sides reset by hand, not a change to replicate: on a rerun the channel
+            # runs, and a DROP TABLE of a table it replicates pauses it (ddl_sync is off)
+            cursor.execute("SET SESSION sql_log_bin = 0")
             cursor.execute(f"CREATE DATABASE IF NOT EXISTS {schema}")
             for table, columns in TABLES.items():
                 cursor.execute(f"DROP TABLE IF EXISTS {schema}.{table}")
