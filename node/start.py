@@ -112,12 +112,15 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
 
 
 def folds_names(source: DataSource) -> bool:
-    """Whether the source matches table and database names lower-cased
-    (``lower_case_table_names`` 1 or 2): its DDL's names, as typed, are then matched so."""
+    """Whether the source stores table and database names lower-cased
+    (``lower_case_table_names = 1``): its table maps then name them so, and its DDL's names,
+    as typed, are matched lower-cased too. Not with 2: names are stored as created there
+    (and so are in table maps), only compared without case; folding them would lose the
+    rows of a pair written as created."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT @@lower_case_table_names")
         row = cursor.fetchone()
-    return bool(row) and int(row[0]) in (1, 2)
+    return bool(row) and int(row[0]) == 1
 
 
 def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,

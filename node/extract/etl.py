@@ -7,7 +7,7 @@ source row change through every pair that matches its table into target changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +86,12 @@ class CompiledPair:
         return target.literal
 
 
-def _addresses_of(entry: CompiledPair, table: str, schema: str) -> list[tuple[str, str, str]]:
-    """Where a pair may write a source table named ``table`` of any schema it reads (their
-    slots for a shard route; ``schema`` stands in for a pattern of schemas whose target
-    database does not follow the schema's name)."""
+def _addresses_of(entry: CompiledPair, table: str, schema: str,
+                  takes: Callable[[str], bool]) -> list[tuple[str, str, str]]:
+    """Where a pair may write a source table named ``table`` of any schema it reads and
+    ``takes`` (a more specific pair may take it instead: then not this one); their slots for
+    a shard route; ``schema`` stands in for a pattern of schemas whose target database does
+    not follow the schema's name."""
     if entry.route is not None:
         return list(entry.route.slots)
     one = entry.pair.target.one_table
@@ -105,9 +107,9 @@ def _addresses_of(entry: CompiledPair, table: str, schema: str) -> list[tuple[st
         schemas = tuple(names.names())
     elif "{schema}" in entry.pair.target.namespace.text:
         return []  # another schema's table goes to another database
-    else:
-        schemas = (schema,)
-    return [entry.address(each, table) for each in schemas]
+    else:  # (a pattern of schemas: which of them hold such a table is not known here)
+        return [entry.address(schema, table)]
+    return [entry.address(each, table) for each in schemas if takes(each)]
 
 
 def _gathers(pair: MediaPair) -> bool:
@@ -256,7 +258,9 @@ class CompiledPipeline:
         routes = {id(entry.route) for entry in mine if entry.route is not None}
         return any(address in targets for entry in self.pairs
                    if entry not in mine and id(entry.route) not in routes
-                   for address in _addresses_of(entry, table, schema))
+                   for address in _addresses_of(
+                       entry, table, schema,
+                       lambda each, entry=entry: entry in self.pairs_for(each, table)))
 
     def target_databases(self, schema: str) -> list[tuple[str, str]]:
         """(datasource, schema) of every target database a source database's tables go to by

@@ -1,4 +1,4 @@
-"""A source that folds table names (lower_case_table_names 1 or 2) names its tables in lower
+"""A source that folds table names (lower_case_table_names 1) names its tables in lower
 case in table maps, but a DDL's text keeps the case it was typed in: its names are matched
 lower-cased (``CompiledPipeline.fold_names``, read at start by ``node.start``)."""
 
@@ -65,7 +65,9 @@ class Cursor:
         return (self.value,)
 
 
-@pytest.mark.parametrize("value, folds", [(0, False), (1, True), (2, True)])
+# (2: names are stored, and given in table maps, as created: folding them would lose the
+# rows of a pair written as created)
+@pytest.mark.parametrize("value, folds", [(0, False), (1, True), (2, False)])
 def test_the_start_reads_whether_the_source_folds_names(
         monkeypatch: pytest.MonkeyPatch, value: int, folds: bool) -> None:
     class Conn(Cursor):

@@ -109,3 +109,17 @@ def test_load_renders_a_gathered_targets_delete_and_upsert_of_one_key() -> None:
     texts = [sql.text for unit in render(changes, JobSpec(1, False, gathered=_gathered(c)))
              for sql in unit.sqls]
     assert [text.split(" ")[0] for text in texts] == ["DELETE", "INSERT"]
+
+
+def test_a_table_an_exact_pair_takes_beside_a_catch_all_is_not_gathered() -> None:
+    """The catch-all would write dw.orders for shop.orders, but the exact pair takes that
+    table: only one source table feeds dw.orders, and it merges as any 1:1 pair does (a
+    gathered target's merge writes a delete before each upsert: cascades and target-only
+    columns would see it)."""
+    c = compiled("{source: shop.orders, target: dw.orders}",
+                 "{source: {namespace: shop, table: 're:.*'}, target: {namespace: dw, "
+                 "table: '{table}'}}")
+    assert c.targets_of("shop", "orders") == [("dst", "dw", "orders")]
+    assert not c.gathered("shop", "orders") and not c.gathered("shop", "items")
+    both = compiled("{source: shop.a, target: dw.orders}", "{source: shop.b, target: dw.orders}")
+    assert both.gathered("shop", "a") and both.gathered("shop", "b")

@@ -19,7 +19,7 @@ from node.jobs import ROW_BITS, JobSpec
 from node.target.delta.columns import LakeColumn
 from node.target.delta.tables import LakeFacts
 from node.target.subscription import units
-from node.target.subscription.outbox import Outbox, Parcel, TakenOver
+from node.target.subscription.outbox import Outbox, Parcel, Refused, TakenOver
 from shared.definitions import load_text
 from shared.errors import ConfigError
 from shared.model import BinlogPosition
@@ -96,6 +96,22 @@ def parcel(batch_id: int) -> Parcel:
 def sent(parcel: Parcel | None) -> subscription_pb2.ChangeBatch:
     assert parcel is not None
     return subscription_pb2.ChangeBatch.FromString(parcel.data)
+
+
+def test_a_look_takes_a_stale_looks_place_but_never_a_readers() -> None:
+    """A look connecting again after a network blip finds its old stream still attached
+    (gRPC has not seen it end): it takes its place, as a reader takes a reader's."""
+    box = Outbox("c.p", 2, lambda p: None)
+    stale = box.attach("look", look=True)
+    again = box.attach("look", look=True)
+    with pytest.raises(TakenOver):
+        box.take(stale)
+    reader = box.attach("r")  # a reader takes a look's place
+    with pytest.raises(TakenOver):
+        box.take(again)
+    with pytest.raises(Refused, match="a look never takes a reader's place"):
+        box.attach("look", look=True)
+    assert box.take(reader) is None  # (nothing to send: the reader still reads)
 
 
 def test_the_outbox_holds_a_window_acks_are_cumulative_and_rollback_sends_again() -> None:

@@ -104,14 +104,15 @@ class Outbox:
     # -- the reader's side --------------------------------------------------------------------
     def attach(self, peer: str, look: bool = False) -> int:
         """A new reader's stream: it gets every batch not acknowledged. The reader before it
-        is taken over, unless this one is a look (Refused then)."""
+        is taken over, unless this one is a look and that one a reader (Refused then)."""
         with self._cond:
             if self._closed:
                 raise Detached(self._closed)
-            if look and self._reader:
+            if look and self._reader and not self._look:  # (a look takes a look's place:
                 raise Refused(f"reader {self.peer or '?'} reads it since {_utc(self._since)} "
                               "and a look never takes a reader's place: look when it has no "
                               "reader (setl subscription show), or read a channel of your own")
+            # its own stale stream, after a network blip, that gRPC has not seen end yet)
             now = time.time()
             if self._reader:
                 self._taken[self._reader] = f"reader {peer} took this subscription over " \
