@@ -212,8 +212,12 @@ def test_a_reader_taken_over_raises_and_does_not_come_back(network: Network) -> 
     wait(lambda: len(acked) == 3, "acks of the first reader")
     second = network.subscriber()
     batches = iter(second)
+    got: queue.Queue[int] = queue.Queue()
+    threading.Thread(target=lambda: got.put(next(batches).batch_id), daemon=True).start()
+    # batch 4 once the second reader is attached (before it, the first could take it)
+    wait(lambda: box.peer == "ipv4:reader2", "the second reader attached")
     put(box, 4)
-    assert next(batches).batch_id == 4  # the second reader has the subscription now
+    assert got.get(timeout=10) == 4  # the second reader has the subscription now
     thread.join(5)
     assert not thread.is_alive() and len(first_failed) == 1, first_failed
     assert isinstance(first_failed[0], SetlError)
