@@ -151,6 +151,15 @@ class Relay:
                     pass
 
 
+def each_table_loaded(target: Database, schema: str) -> bool:
+    """Every table of the Shapes workload shows a loaded change on the target."""
+    t = f"`{schema}`"
+    return all(target.rows(sql)[0][0] for sql in (
+        f"SELECT COUNT(*) FROM {t}.kl", f"SELECT COUNT(*) FROM {t}.sl WHERE slot <> id",
+        f"SELECT SUM(version) FROM {t}.accounts", f"SELECT COUNT(*) FROM {t}.parent",
+        f"SELECT COUNT(*) FROM {t}.child", f"SELECT COUNT(*) FROM {t}.audit"))
+
+
 def one_runner_at_a_time(log: str, pipeline_id: str) -> list[str]:
     """The pipeline's start/end events in the node's log; fails if a runner started while
     another one had not ended (two ``pipeline_started`` without an end between them)."""
@@ -237,9 +246,13 @@ def test_a_node_stops_within_seconds_while_its_target_does_not_answer(
         cluster.start_manager()
         node = cluster.start_node(1)
         run_ledger(cluster, "targetgone", source, target, schema, shapes, sources)
-        # (not waiting for every workload table to be loaded first: a first read of a
-        # table's facts while the target is silent once held an E/T worker the interpreter
-        # joined at exit, and the node outlived SIGTERM; the stop now ends that read)
+        # every table of the workload loaded once, so E/T read their facts off the target
+        # before it goes silent: a first read of a table's facts while it is silent holds
+        # an E/T worker the interpreter joins at exit, and the node can outlive SIGTERM
+        # (found by this workload; the pipeline's own stop now ends that read, but a node
+        # whose runner does not end within its stop timeout still waits on the worker)
+        wait_for(lambda: each_table_loaded(target, shapes.schema), 60,
+                 "a change of every workload table on the target")
 
         # the target stops answering while rows keep coming: the node cannot load them
         relay.freeze()
