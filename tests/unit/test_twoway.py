@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import datetime
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from node.changes import ChangeType, TargetChange
 from node.target.mysql import twoway
+from node.target.mysql.facts import TableFacts
+from node.target.mysql.loader import _Writes
+from node.target.mysql.render import Column
 from node.target.mysql.twoway import LoopGuard, first_images, same_row
+from shared.model import PipelineParams
 
 
 def change(seq: int, kind: ChangeType, before_key: tuple | None, before: dict | None,
@@ -247,3 +252,20 @@ def test_a_target_table_whose_engine_does_not_roll_back_is_refused_naming_it(
     with pytest.raises(ConfigError, match=r"target table s.t on dst has engine Aria, which "):
         guard.refuse_engines(lambda target: TableFacts(engine="Aria", transactional=False),
                              rows)
+
+
+def test_a_two_way_batchs_second_try_writes_a_statement_a_row() -> None:
+    """skip_load_exception's second try renders a two-way target's changes one row a
+    statement, so only the refused row is skipped (the flag once went in JobSpec's
+    load_data_min_rows place, and the second try wrote the whole insert again)."""
+    columns = {"id": Column("int", None, column_type="int(11)"),
+               "v": Column("varchar", "utf8mb4", column_type="varchar(5)")}
+    facts = TableFacts(columns, (frozenset({"id"}),))
+    loader = SimpleNamespace(facts=SimpleNamespace(of=lambda target: facts), loop=None,
+                             params=PipelineParams(load_batch_size=1000))
+    writes = _Writes(changes=[change(seq, ChangeType.INSERT, None, None,
+                                     {"id": seq, "v": "x"}) for seq in (1, 2, 3)])
+    first = writes.for_attempt(loader, None, None, False)
+    second = writes.for_attempt(loader, None, None, True)
+    assert sum(len(unit.sqls) for unit in first) == 1
+    assert sum(len(unit.sqls) for unit in second) == 3

@@ -416,4 +416,5 @@ class _Writes:
     def _spec(self, loader: Loader, one_by_one: bool) -> JobSpec:
         facts = {(c.datasource, c.schema, c.table): loader.facts.of(
             (c.datasource, c.schema, c.table)) for c in self.changes or ()}
-        return JobSpec(0, False, facts, loader.params.load_batch_size, one_by_one)
+        return JobSpec(0, False, facts, load_batch_size=loader.params.load_batch_size,
+                       one_by_one=one_by_one)
