@@ -22,11 +22,12 @@ from shared import confinement, logs, rpcserver, settings, zk
 from shared.catalog import Catalog
 from shared.errors import ConfigError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer
-from shared.lifecycle import Shutdown, run_bounded
+from shared.lifecycle import Shutdown, leave, run_bounded
 from shared.version import version
 
 log = logging.getLogger("setl.manager")
 STOP_ZOOKEEPER_S = 2.0  # giving up the leadership on the way out waits at most this long
+STOP_THREADS_S = 2.0  # what still runs after (a verify on a silent server) is left
 MANAGER_THREADS = 32  # the API's gRPC threads: 8 kept from subscription readers for the rest
 
 
@@ -143,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         serve(config, Shutdown().install())
     except SetlError as exc:
         print(f"setl-manager: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return leave(1, STOP_THREADS_S)
+    return leave(0, STOP_THREADS_S)
 
 
 if __name__ == "__main__":

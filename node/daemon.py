@@ -27,7 +27,7 @@ from shared import confinement, heap, logs, rpcauth, rpcserver, settings, zk
 from shared.catalog import Catalog, ChannelRecord
 from shared.errors import ConfigError, CoordinationError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer, is_loopback
-from shared.lifecycle import Shutdown, run_bounded
+from shared.lifecycle import Shutdown, leave, run_bounded
 from shared.rpc import manager_pb2
 from shared.secrets import SecretRef
 from shared.version import version
@@ -41,6 +41,7 @@ log = logging.getLogger("setl.node")
 STOP_RUNNERS_S = 8.0  # in-flight batches load, then every runner ends
 STOP_ZOOKEEPER_S = 2.0  # final stats, mainstems and the node's entry given up
 STOP_SPARK_S = 4.0
+STOP_THREADS_S = 2.0  # what still runs after (a worker on a silent target) is left
 ZK_UNAVAILABLE_LOG_S = 10.0  # while ZooKeeper is away, the main loop says so this often
 
 
@@ -240,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         Node(args.id, config, Shutdown().install()).run()
     except SetlError as exc:
         print(f"setl-node: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return leave(1, STOP_THREADS_S)
+    return leave(0, STOP_THREADS_S)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger("setl.lifecycle")
@@ -41,3 +43,27 @@ def run_bounded(func: Callable[[], None], budget_s: float, name: str = "bounded"
     thread.start()
     thread.join(budget_s)
     return not thread.is_alive()
+
+
+def leave(code: int, wait_s: float) -> int:
+    """The exit code for the daemon's ``main``, once its orderly stop is done: the threads
+    still running (an E/T worker waiting on a target that stopped answering, a client
+    library's) get ``wait_s`` in all to end; the interpreter would join them at exit for as
+    long as they hang, so past that the process ends at once, saying which it left. What
+    they were doing is safe to cut: every position that counts is on a target."""
+    here = threading.current_thread()
+    deadline = time.monotonic() + wait_s
+    for thread in threading.enumerate():
+        if thread is not here and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [thread.name for thread in threading.enumerate()
+             if thread is not here and not thread.daemon and thread.is_alive()]
+    if not stuck:
+        return code
+    log.warning("event=exit_leaves_threads threads=%s waited_s=%g hint=\"they hang on "
+                "something that does not answer; nothing they held is lost\"",
+                ",".join(stuck), wait_s)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)

@@ -247,10 +247,10 @@ def test_a_node_stops_within_seconds_while_its_target_does_not_answer(
         node = cluster.start_node(1)
         run_ledger(cluster, "targetgone", source, target, schema, shapes, sources)
         # every table of the workload loaded once, so E/T read their facts off the target
-        # before it goes silent: a first read of a table's facts while it is silent holds
-        # an E/T worker the interpreter joins at exit, and the node can outlive SIGTERM
-        # (found by this workload; the pipeline's own stop now ends that read, but a node
-        # whose runner does not end within its stop timeout still waits on the worker)
+        # before it goes silent: this test is about the load's stop. (A first read of a
+        # table's facts while it is silent held an E/T worker the interpreter joined at
+        # exit; the node now leaves such a worker, tests/unit/test_lifecycle.py, but only
+        # after every stop step's bound, which together come close to STOP_BOUND_S.)
         wait_for(lambda: each_table_loaded(target, shapes.schema), 60,
                  "a change of every workload table on the target")
 
