@@ -110,8 +110,8 @@ def fill_replaced(source: Database, schema: str, table: str) -> None:
         "u3 = 'ünï\\\\N', vc = '\\\\N', tx = 'line\\nbreak\\r\\t', vb = x'5c4e000a09', "
         "bn = x'5c000000' WHERE id = 1",
         f"UPDATE `{schema}`.{table} SET id = 4, l1 = '' WHERE id = 3",
-        f"INSERT INTO `{schema}`.{table} (id, dt, dtm, ts) VALUES "
-        "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00')",
+        f"INSERT INTO `{schema}`.{table} (id, dt, dtm, ts, yr) VALUES "
+        "(5, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00', 0000)",
         f"INSERT INTO `{schema}`.{table} (id, vc, tx) SELECT seq, CONCAT('row ', seq), "
         "REPEAT('long text ', seq) FROM mysql.seq_10_to_1009")
 

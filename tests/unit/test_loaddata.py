@@ -45,6 +45,16 @@ def test_rows_are_the_bytes_the_target_stores_with_escapes_and_nulls() -> None:
         b"-2\t\\\\N\t\\N\t\t0000-00-00 00:00:00\t-0.50\n")
 
 
+def test_the_year_0000_goes_as_four_zeros() -> None:
+    """LOAD DATA reads its fields as text, and the text '0' in a YEAR column is 2000 (an
+    INSERT's number 0 is 0000): the year 0000 goes as '0000', the others as their digits."""
+    columns = {"id": Column("int", None), "y": Column("year", None)}
+    plan = loaddata.plan(columns, triggers=False)
+    rows = [{"id": 1, "y": 0}, {"id": 2, "y": 1999}, {"id": 0, "y": None}]
+    [sql] = loaddata.statements("s", "t", rows, plan)
+    assert sql.data == b"1\t0000\n2\t1999\n0\t\\N\n"
+
+
 def test_rows_that_cannot_go_as_replace_go_as_inserts() -> None:
     plan = loaddata.plan(COLUMNS, False)
     assert plan is not None

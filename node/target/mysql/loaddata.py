@@ -41,6 +41,9 @@ _ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"),
             (b"\0", b"\\0"))
 _SPECIALS = "\\\t\n\r\0"  # what a text value's field must escape
 _NONE = type(None)
+# a YEAR column's plan codec: LOAD DATA reads a field as text, and the text '0' is the
+# year 2000 where the number 0 (an INSERT's) is 0000, so the year 0000 goes as '0000'
+YEAR = "year"
 
 
 def plan(columns: dict[str, Column], triggers: bool) -> list[tuple[str, str | None]] | None:
@@ -54,7 +57,7 @@ def plan(columns: dict[str, Column], triggers: bool) -> list[tuple[str, str | No
             continue
         if column.data_type not in TYPES:
             return None
-        codec = None
+        codec = YEAR if column.data_type == "year" else None
         if column.charset and column.charset != "binary":
             codec = CODECS.get(column.charset)
             if codec is None:
@@ -138,6 +141,9 @@ def _column(values: Sequence[Any], codec: str | None) -> list[bytes]:
     field-by-field way was a quarter of a Spark worker's time); anything else field by
     field."""
     kinds = set(map(type, values))
+    if codec == YEAR:
+        return [b"0000" if value == 0 and type(value) is int else _field(value, None)
+                for value in values]
     if kinds <= {int, _NONE}:
         return [b"\\N" if value is None else b"%d" % value for value in values]
     if kinds <= {str, _NONE} and not _special("\x01".join([value for value in values
