@@ -60,7 +60,7 @@ def way(schema: TableSchema, plan: list[tuple[str, str | None]]
     kinds = []
     for column in schema.columns:
         width = _INTEGERS.get(column.type)
-        if width is not None:
+        if width is not None and codecs[column.name] != loaddata.YEAR:  # (0 is '0000' there)
             kinds.append(-width if column.unsigned else width)
             continue
         source, target = types.encoding(column), codecs[column.name]

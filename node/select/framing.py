@@ -33,7 +33,10 @@ UNREADABLE = {165: ("a compressed query event (log_bin_compress=ON, a statement 
               40: ("a compressed transaction (binlog_transaction_compression=ON)",
                    "SET GLOBAL binlog_transaction_compression=OFF"),
               38: ("an XA PREPARE event (an XA transaction)",
-                   "commit such changes as ordinary transactions")}
+                   "commit such changes as ordinary transactions"),
+              26: ("an INCIDENT event: changes it could not write to its binlog are missing "
+                   "there (a replica stops here too, error 1590)",
+                   "read its error log for what was lost")}
 FL_STANDALONE = 1  # a MariaDB GTID event's flag: a statement of its own (DDL), no BEGIN
 _V2 = {30, 31, 32, 169, 170, 171}  # rows events whose post-header has extra data
 _BODY = 20  # the OK byte and the 19-byte event header

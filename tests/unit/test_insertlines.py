@@ -180,6 +180,13 @@ def test_other_column_types_are_not_taken() -> None:
         assert insertlines.way(schema, loaddata.plan(target, False)) is None
 
 
+def test_an_integer_into_a_year_column_is_left_to_the_decoded_path() -> None:
+    """The decoded path writes a YEAR's 0 as '0000' (the text '0' is the year 2000 there)."""
+    schema = TableSchema("t", "x", (ColumnSpec("id", 3), ColumnSpec("y", 3)))
+    target = {"id": TARGET["i0"], "y": Column("year", None)}
+    assert insertlines.way(schema, loaddata.plan(target, False)) is None
+
+
 @pytest.mark.skipif(not insertlines.COMPILED, reason="the straight path runs compiled only")
 def test_a_run_of_inserts_goes_the_straight_way_and_loads_what_the_decoded_way_loads(
         monkeypatch: pytest.MonkeyPatch) -> None:
