@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable
 
 import pymysql
@@ -19,7 +20,7 @@ from shared.definitions import two_way_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
-from shared.patterns import SYSTEM_SCHEMAS
+from shared.patterns import SYSTEM_SCHEMAS, PatternKind
 
 log = logging.getLogger("setl.node.start")
 
@@ -90,15 +91,18 @@ def within_binlog(pipeline_id: str, resume: Resume, end: BinlogPosition) -> None
 
 
 def with_table_keys(compiled: CompiledPipeline, source: DataSource,
-                    pipeline: Pipeline, lake: bool = False) -> CompiledPipeline:
+                    pipeline: Pipeline, lake: bool = False,
+                    fold: bool | None = None) -> CompiledPipeline:
     """The compiled pipeline with the unique keys of its tables that have no primary key;
     a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
-    by (:func:`shared.tablekeys.lake_key_problem`) and, on a two-way channel, a keyless
-    table or a pair that writes part of a row (:func:`two_way_pair_problems`)."""
+    by (:func:`shared.tablekeys.lake_key_problem`), on a two-way channel a keyless table
+    or a pair that writes part of a row (:func:`two_way_pair_problems`), and on a source
+    that folds names a pair written in capitals (:func:`cased_pair_problems`). ``fold``:
+    whether the source folds names, when already known (else read)."""
     try:
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
-        fold = folds_names(source)
+        fold = folds_names(source) if fold is None else fold
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
@@ -106,9 +110,33 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                                                compiled.two_way)
     if compiled.two_way:  # (a definition written straight into ZooKeeper was never applied)
         problems += two_way_pair_problems(pipeline)
+    if fold:
+        problems += cased_pair_problems(pipeline, source)
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique, fold_names=fold)
+
+
+def cased_pair_problems(pipeline: Pipeline, source: DataSource) -> list[str]:
+    """Pairs whose source names hold a capital letter, on a source that folds names: its
+    binlog and information_schema name every table in lower case, so such a pair would
+    take nothing, silently (a regular expression's escapes, ``\\S``, are not capitals)."""
+    found = []
+    for pair in pipeline.pairs:
+        for pattern in (pair.source.namespace, pair.source.table):
+            text = pattern.text
+            if pattern.kind is PatternKind.WILDCARD:
+                if "(?i" in text:
+                    continue  # the expression ignores case itself
+                text = re.sub(r"\\.", "", text)
+            if text != text.lower():
+                found.append(
+                    f"pipeline {pipeline.name} pair {pair.source} → {pair.target}: source "
+                    f"{source.name} stores its table and database names in lower case "
+                    f"(lower_case_table_names=1), so its binlog never names {pattern.text!r} "
+                    f"and the pair would replicate nothing; write it {pattern.text.lower()!r}")
+                break
+    return found
 
 
 def folds_names(source: DataSource) -> bool:
@@ -128,7 +156,7 @@ def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipelin
     """After a DDL is loaded: the unique keys of the tables without a primary key are read
     again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
     NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
-    fresh = with_table_keys(compiled, source, pipeline, lake).table_keys
+    fresh = with_table_keys(compiled, source, pipeline, lake, compiled.fold_names).table_keys
     if fresh != compiled.table_keys:
         compiled.table_keys.clear()  # the planner, the door and the copies hold this one
         compiled.table_keys.update(fresh)

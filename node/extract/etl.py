@@ -200,9 +200,13 @@ class CompiledPipeline:
         self._cache[(schema, table)] = found
         return found
 
+    def stored(self, schema: str, table: str) -> tuple[str, str]:
+        """A table's names as the source stores them (and its binlog gives them), from
+        names as a user or a DDL typed them: lower-cased where the source folds names."""
+        return (schema.lower(), table.lower()) if self.fold_names else (schema, table)
+
     def wants(self, schema: str, table: str) -> bool:
-        schema, table = (schema.lower(), table.lower()) if self.fold_names else (schema, table)
-        return bool(self.pairs_for(schema, table))
+        return bool(self.pairs_for(*self.stored(schema, table)))
 
     def wants_schema(self, schema: str) -> bool:
         """Whether any pair may want a table of ``schema`` (Select drops the rest unparsed)."""
@@ -230,7 +234,7 @@ class CompiledPipeline:
     def targets_of(self, schema: str, table: str) -> list[tuple[str, str, str]]:
         """(datasource, schema, table) of every table a source table's rows may go to: its
         pairs' targets, every slot of a shard route."""
-        schema, table = (schema.lower(), table.lower()) if self.fold_names else (schema, table)
+        schema, table = self.stored(schema, table)
         found: list[tuple[str, str, str]] = []
         for entry in self.pairs_for(schema, table):
             if entry.route is not None:
@@ -250,7 +254,7 @@ class CompiledPipeline:
         """Whether a target of a source table may also hold rows of other source tables: its
         pair takes a pattern of tables into a name that does not follow them (shards into
         one table), or another pair names the same target."""
-        schema, table = (schema.lower(), table.lower()) if self.fold_names else (schema, table)
+        schema, table = self.stored(schema, table)
         mine = self.pairs_for(schema, table)
         if any(_gathers(entry.pair) for entry in mine):
             return True

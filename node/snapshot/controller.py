@@ -370,7 +370,7 @@ class Snapshots:
         for znode, request in self.store.requests():
             if int(request.get("version") or 0) > self.compiled.version:
                 continue
-            schema, table = str(request["schema"]), str(request["table"])
+            schema, table = self.compiled.stored(str(request["schema"]), str(request["table"]))
             where = str(request.get("where") or "")
             asked = f"{znode}@{request.get('asked')}"
             if any(copy.request == asked for copy in self.copies):

@@ -25,6 +25,7 @@ A served request's buffer row is deleted once its window's batch is loaded.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import deque
@@ -251,7 +252,9 @@ class DoorQueue:
         """The request; raises for one that cannot be served whatever its table's key."""
         if (change.after or {}).get("reject"):
             raise FreeDoorRequestError(str(change.after["reject"]))  # type: ignore[index]
-        request = parse(change)
+        request = parse(change)  # (named as the source stores it: the window's check
+        schema, table = self.compiled.stored(request.schema, request.table)  # matches so)
+        request = dataclasses.replace(request, schema=schema, table=table)
         if not self.compiled.wants(request.schema, request.table):
             raise FreeDoorRequestError(f"table {request.schema}.{request.table} is not "
                                        "replicated by this pipeline")

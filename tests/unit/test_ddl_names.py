@@ -12,8 +12,11 @@ import pytest
 from node import start
 from node.changes import ChangeType, RowChange
 from node.extract.etl import extract_transform
+from node.extract.freedoor import DoorStats
+from node.snapshot.door import DoorQueue
+from shared.model import DataSource
 from tests.unit.test_ddl import PAIRS
-from tests.unit.test_etl import compiled
+from tests.unit.test_etl import compiled, pipeline
 
 GATHER = "{source: {namespace: shop, table: 're:log_.*'}, target: {namespace: copy, " \
          "table: '{table}'}}"
@@ -76,3 +79,31 @@ def test_the_start_reads_whether_the_source_folds_names(
 
     monkeypatch.setattr(start, "connect", lambda source: Conn(value))
     assert start.folds_names(None) is folds  # type: ignore[arg-type]
+
+
+def test_a_pair_written_in_capitals_is_refused_on_a_source_that_folds_names() -> None:
+    """Its binlog names ``shop.orders``: ``Shop.Orders`` (or ``re:Orders_.*``) would take
+    nothing, and the pipeline would run green with an empty target."""
+    source = DataSource("src", "h1")
+    capitals = pipeline("{source: Shop.Orders, target: copy.orders}",
+                        "{source: {namespace: shop, table: 're:Log_\\d+'}, target: copy.log}",
+                        "{source: {namespace: shop, table: 're:\\S+_v2'}, target: copy.v2}",
+                        "{source: {namespace: shop, table: 're:(?i)Audit'}, target: c.a}")
+    found = start.cased_pair_problems(capitals, source)
+    assert len(found) == 2
+    assert "pair src:Shop.Orders → dst:copy.orders: source src stores its table and " \
+        "database names in lower case (lower_case_table_names=1), so its binlog never " \
+        "names 'Shop' and the pair would replicate nothing; write it 'shop'" in found[0]
+    assert "never names 're:Log_\\\\d+'" in found[1]
+    assert start.cased_pair_problems(pipeline(*PAIRS), source) == []
+
+
+def test_a_free_door_request_is_named_as_the_source_stores_the_table() -> None:
+    """``Shop.Orders`` in FULL_NAME on a source that folds names is shop.orders: the
+    window's check meets the stream's changes of it, and its pair takes it."""
+    c = dataclasses.replace(compiled(*PAIRS), fold_names=True)
+    door = DoorQueue("shop.fwd", DataSource("src", "h1"), c, None, DoorStats())
+    change = RowChange("retl", "retl_buffer", ChangeType.INSERT, ("ID",), None,
+                       {"ID": 7, "FULL_NAME": "Shop.Orders", "TYPE": "I", "PK_DATA": "[7]"})
+    request = door._checked(change)
+    assert (request.schema, request.table) == ("shop", "orders")

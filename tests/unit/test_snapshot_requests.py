@@ -51,6 +51,9 @@ class Compiled:
     def wants(self, schema: str, table: str) -> bool:
         return table != "gone"
 
+    def stored(self, schema: str, table: str) -> tuple[str, str]:
+        return schema, table
+
     def configured_keys(self, schema: str, table: str) -> tuple[str, ...]:
         return ()
 
