@@ -18,7 +18,7 @@ import pymysql
 
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
-from shared.model import DataSource, Definitions, MediaPair, Pipeline, StartupMode
+from shared.model import DataSource, Definitions, MediaPair, Pipeline, StartupMode, pairs_taking
 from shared.patterns import SYSTEM_SCHEMAS
 
 log = logging.getLogger("setl.tablekeys")
@@ -129,10 +129,7 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
     unique: dict[tuple[str, str], tuple[str, ...]] = {}
     problems = []
     for (schema, table), columns in sorted(keys.items()):
-        for pair in pipeline.pairs:
-            if not (pair.source.namespace.matches_schema(schema) and
-                    pair.source.table.matches(table)):
-                continue
+        for pair in pairs_taking(pipeline.pairs, schema, table, lambda pair: pair):
             if columns is None and two_way:
                 problems.append(_keyless_two_way(pipeline, schema, table, pair))
                 break

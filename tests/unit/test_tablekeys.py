@@ -109,3 +109,13 @@ def test_a_keyless_table_on_a_two_way_channel_is_refused_with_key_columns_too() 
                                 "one-way channel")
     keyed = pipeline("{source: shop.orders, target: shop.orders}")
     assert pipeline_keys(keyed, KEYS, two_way=True)[1] == []
+
+
+def test_the_pair_checked_is_the_one_that_takes_the_table() -> None:
+    """A catch-all pair listed first, then one for the table with key_columns that admit
+    NULL: the table's own pair (the most specific) is the one its rows go through."""
+    both = pipeline("{source: {namespace: shop, table: 're:.*'}, target: {namespace: copy, "
+                    "table: '{table}'}}",
+                    "{source: shop.orders, target: copy.orders, key_columns: [ref]}")
+    [problem] = pipeline_keys(both, KEYS, LOOSE)[1]
+    assert "table shop.orders (pair src:shop.orders)" in problem
