@@ -22,7 +22,6 @@ batch's first upsert makes).
 
 Upserts keep the order of each key's last change, and a table's deletes run before its
 upserts, so a unique value freed by a delete is free when a later insert takes it.
-Tables are written in ascending ``push_weight``, then in order of first appearance.
 
 Some tables are not merged but written in source order (``ordered``), which the source has
 proven valid:
@@ -41,6 +40,16 @@ proven valid:
 Their changes are ``steps`` (or a keyless table's ``changes``) in runs: the changes of all
 ordered tables interleave in source order, a new run whenever the table changes, and
 consecutive deletes or upserts of one run still go out as multi-row statements.
+
+The order tables are written in (:func:`load_order`): ``push_weight`` (Otter's weight: the
+load order of independent tables) orders the merged tables, lowest first, then by first
+appearance. Runs never move by weight: they keep source order among themselves, whatever
+the weights of the tables (or, for a target that several pairs feed, of the pairs) they
+come from — a parent's delete moved ahead of its child's earlier update would fire an
+``ON DELETE CASCADE`` the source never ran, and a target's delete moved ahead of its own
+earlier insert would leave the row. A merged table shares no key and no foreign key with
+any other table, so its place among the runs changes nothing it writes; it goes where its
+weight and first appearance put it, as far as the runs' source order allows.
 """
 
 from __future__ import annotations
@@ -98,6 +107,12 @@ class TableWrites:
     steps: list[tuple[str, Any]] = field(default_factory=list)  # (step kind, its item)
     changes: list[TargetChange] = field(default_factory=list)  # a keyless table's, in order
     clears: list[Row] = field(default_factory=list)  # parts cleared where their row is
+
+    @property
+    def ordered(self) -> bool:
+        """A run of an ordered or keyless table: kept in source order, never moved by
+        weight (see :func:`load_order`)."""
+        return bool(self.steps or self.changes)
 
     @property
     def rows(self) -> int:
@@ -185,8 +200,36 @@ def merge(changes: Iterable[TargetChange],
         for key, state in finals:  # a key a clear left last is updated where its row is
             if state[_ROW] is not _DELETED:
                 (writes.clears if key in keep else writes.upserts).append(state[_ROW])
-    return sorted((w for w in [*tables.values(), *runs] if w.rows),
-                  key=lambda w: (w.push_weight, w.first_seq))
+    return load_order([w for w in [*tables.values(), *runs] if w.rows])
+
+
+def _weight_first(item: Any) -> tuple[int, int]:
+    return item.push_weight, item.first_seq
+
+
+def load_order(items: Iterable[Any]) -> list[Any]:
+    """Table writes (or units: anything with ``push_weight``, ``first_seq`` and ``ordered``)
+    in the order they are loaded: runs (``ordered``) in source order, merged tables by
+    ascending weight then first appearance, each merged table before the first run it
+    sorts before by (weight, first appearance) — runs never move by weight."""
+    runs: list[Any] = []
+    merged: list[Any] = []
+    for item in items:
+        (runs if item.ordered else merged).append(item)
+    merged.sort(key=_weight_first)
+    if not runs:
+        return merged
+    runs.sort(key=operator.attrgetter("first_seq"))
+    found: list[Any] = []
+    taken = 0
+    for run in runs:
+        place = _weight_first(run)
+        while taken < len(merged) and _weight_first(merged[taken]) <= place:
+            found.append(merged[taken])
+            taken += 1
+        found.append(run)
+    found.extend(merged[taken:])
+    return found
 
 
 def _key(row: Row | None, keys: tuple[str, ...]) -> tuple[Any, ...]:
