@@ -6,7 +6,7 @@ node's planner (:class:`node.extract.job.Planner`), the Spark workers
 A job's parts share a :class:`JobSpec`; each part gives a :class:`PartResult` whose
 :class:`Unit` s are one target table's writes in the target's own form (for MySQL/MariaDB:
 statement texts). Load orders the units of all parts with :func:`in_order`, as one merge of
-the whole batch would have.
+the whole batch would have (:func:`node.merge.load_order`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from node.changes import TargetChange
+from node.merge import load_order
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.sqltext import Sql
 
@@ -58,6 +59,9 @@ class Unit(NamedTuple):
     # snapshot lines: loaded after the batch's transaction (node.target.mysql.copies)
     apart: bool = False
     data: bytes = b""  # a lake table's rows: an Arrow IPC stream (node.target.delta.units)
+    # a run of an ordered or keyless table: it keeps source order among the runs, whatever
+    # its push_weight (node.merge.load_order)
+    ordered: bool = False
 
 
 class PartResult(NamedTuple):
@@ -71,10 +75,9 @@ class PartResult(NamedTuple):
 
 
 def in_order(results: Iterable[PartResult]) -> list[Unit]:
-    """The units of every part as one merge of the whole batch orders them."""
-    units = [unit for result in results
-             for unit in result.units]
-    return sorted(units, key=lambda unit: (unit.push_weight, unit.first_seq))
+    """The units of every part as one merge of the whole batch orders them (the runs of
+    ordered tables all come from one part: see :class:`node.extract.job.Planner`)."""
+    return load_order([unit for result in results for unit in result.units])
 
 
 class Failed:

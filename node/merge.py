@@ -5,9 +5,10 @@ with one DELETE per deleted key and one upsert per surviving row:
 
 - I + U → I (the last row wins), U + U → U, D + I → upsert;
 - I + D → nothing (the key was born and died inside the batch);
-- an update that changes the key deletes the old key and upserts the new one; a DELETE is
-  written only for a key that existed before the batch, so the chain (1→2, 2→3), where 1
-  existed, ends as "delete 1, upsert 3" (2 was born inside the batch).
+- an update that changes the key deletes the old key and upserts the new one (a DOUBLE
+  key's 0 → -0 too, though Python finds the two equal: an upsert never sets the key); a
+  DELETE is written only for a key that existed before the batch, so the chain (1→2, 2→3),
+  where 1 existed, ends as "delete 1, upsert 3" (2 was born inside the batch).
 
 A target that several source tables feed (N:1 without ``merge_part``, ``gathered``) is
 merged so that one batch writes what the same changes cut into two batches would: its rows
@@ -22,7 +23,6 @@ batch's first upsert makes).
 
 Upserts keep the order of each key's last change, and a table's deletes run before its
 upserts, so a unique value freed by a delete is free when a later insert takes it.
-Tables are written in ascending ``push_weight``, then in order of first appearance.
 
 Some tables are not merged but written in source order (``ordered``), which the source has
 proven valid:
@@ -41,6 +41,16 @@ proven valid:
 Their changes are ``steps`` (or a keyless table's ``changes``) in runs: the changes of all
 ordered tables interleave in source order, a new run whenever the table changes, and
 consecutive deletes or upserts of one run still go out as multi-row statements.
+
+The order tables are written in (:func:`load_order`): ``push_weight`` (Otter's weight: the
+load order of independent tables) orders the merged tables, lowest first, then by first
+appearance. Runs never move by weight: they keep source order among themselves, whatever
+the weights of the tables (or, for a target that several pairs feed, of the pairs) they
+come from — a parent's delete moved ahead of its child's earlier update would fire an
+``ON DELETE CASCADE`` the source never ran, and a target's delete moved ahead of its own
+earlier insert would leave the row. A merged table shares no key and no foreign key with
+any other table, so its place among the runs changes nothing it writes; it goes where its
+weight and first appearance put it, as far as the runs' source order allows.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from node.changes import CLEAR, ChangeType, Row, TargetChange
+from node.changes import CLEAR, ChangeType, Row, TargetChange, key_changed
 
 _DELETED = None
 
@@ -98,6 +108,12 @@ class TableWrites:
     steps: list[tuple[str, Any]] = field(default_factory=list)  # (step kind, its item)
     changes: list[TargetChange] = field(default_factory=list)  # a keyless table's, in order
     clears: list[Row] = field(default_factory=list)  # parts cleared where their row is
+
+    @property
+    def ordered(self) -> bool:
+        """A run of an ordered or keyless table: kept in source order, never moved by
+        weight (see :func:`load_order`)."""
+        return bool(self.steps or self.changes)
 
     @property
     def rows(self) -> int:
@@ -168,6 +184,10 @@ def merge(changes: Iterable[TargetChange],
             if new_key != before_key:
                 _put(state, before_key, _DELETED, False, seq)
                 _put(state, new_key, after, True, seq)
+            elif key_changed(before_key, new_key):  # a zero's sign: one key to Python
+                _put(state, new_key, after, False, seq)
+                if not state[new_key][_BORN]:  # the row the target has: deleted first
+                    state[new_key][_BORN] = _GONE
             else:
                 _put(state, new_key, after, False, seq)
         elif kind is DELETE_:
@@ -175,8 +195,8 @@ def merge(changes: Iterable[TargetChange],
             _put(state, before_key, _DELETED, False, seq)
     for name, writes in tables.items():
         finals = sorted(states[name].items(), key=lambda item: item[1][_SEQ])
-        writes.deletes = [key for key, state in finals if state[_ROW] is _DELETED and
-                          not state[_BORN]] if name not in shared else \
+        writes.deletes = [key for key, state in finals if state[_BORN] is _GONE or (
+            state[_ROW] is _DELETED and not state[_BORN])] if name not in shared else \
             [key for key, state in finals if state[_BORN] is _GONE]
         keep = cleared.get(name)
         if not keep:
@@ -185,8 +205,36 @@ def merge(changes: Iterable[TargetChange],
         for key, state in finals:  # a key a clear left last is updated where its row is
             if state[_ROW] is not _DELETED:
                 (writes.clears if key in keep else writes.upserts).append(state[_ROW])
-    return sorted((w for w in [*tables.values(), *runs] if w.rows),
-                  key=lambda w: (w.push_weight, w.first_seq))
+    return load_order([w for w in [*tables.values(), *runs] if w.rows])
+
+
+def _weight_first(item: Any) -> tuple[int, int]:
+    return item.push_weight, item.first_seq
+
+
+def load_order(items: Iterable[Any]) -> list[Any]:
+    """Table writes (or units: anything with ``push_weight``, ``first_seq`` and ``ordered``)
+    in the order they are loaded: runs (``ordered``) in source order, merged tables by
+    ascending weight then first appearance, each merged table before the first run it
+    sorts before by (weight, first appearance) — runs never move by weight."""
+    runs: list[Any] = []
+    merged: list[Any] = []
+    for item in items:
+        (runs if item.ordered else merged).append(item)
+    merged.sort(key=_weight_first)
+    if not runs:
+        return merged
+    runs.sort(key=operator.attrgetter("first_seq"))
+    found: list[Any] = []
+    taken = 0
+    for run in runs:
+        place = _weight_first(run)
+        while taken < len(merged) and _weight_first(merged[taken]) <= place:
+            found.append(merged[taken])
+            taken += 1
+        found.append(run)
+    found.extend(merged[taken:])
+    return found
 
 
 def _key(row: Row | None, keys: tuple[str, ...]) -> tuple[Any, ...]:
@@ -212,7 +260,8 @@ def _put(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], row: Row
     previous[_SEQ], previous[_ROW] = seq, row
 
 
-_GONE = "gone"  # a gathered table's key the batch deleted (in place of _BORN)
+_GONE = "gone"  # (in place of _BORN) a gathered table's key the batch deleted, or any
+# table's key whose zero changed sign: deleted before the upsert
 
 
 def _gathered(state: dict[tuple[Any, ...], list[Any]], kind: ChangeType,
@@ -220,7 +269,7 @@ def _gathered(state: dict[tuple[Any, ...], list[Any]], kind: ChangeType,
               seq: int) -> None:
     """A change of a gathered table: a delete is kept, and the upserts after it merged."""
     if kind is not INSERT and before_key is not None and (
-            kind is DELETE_ or _key(after, keys) != before_key):
+            kind is DELETE_ or key_changed(before_key, _key(after, keys))):
         found = state.get(before_key)
         if found is None:
             state[before_key] = [seq, _DELETED, _GONE]
@@ -260,7 +309,7 @@ def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:
         return
     assert change.after is not None
     new_key = tuple(change.after[k] for k in change.keys)
-    if change.type is ChangeType.UPDATE and change.before_key != new_key:
+    if change.type is ChangeType.UPDATE and key_changed(change.before_key, new_key):
         yield MOVE, (change.before_key, change.after)
         return
     yield UPSERT, change.after

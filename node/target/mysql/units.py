@@ -42,7 +42,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
             sqls = [sql for statement in statements(writes, size, table.columns, big)
                     for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
-                          writes.keys))
+                          writes.keys, ordered=writes.ordered))
     return units
 
 
