@@ -298,12 +298,20 @@ def app_id(pipeline_id: str) -> str:
     return f"setl:{pipeline_id}"
 
 
+NEAR = 20  # commits read first for a table's stamp (each commit of setl's checks it)
+
+
 def last_stamp(table: Any, pipeline_id: str, depth: int = 1000) -> Stamp | None:
-    """The newest commit of setl's for the pipeline in the table's history (None: none)."""
-    for commit in table.history(depth):
-        stamp = Stamp.of(commit)
-        if stamp is not None and stamp.pipeline == pipeline_id:
-            return stamp
+    """The newest commit of setl's for the pipeline in the table's history (None: none),
+    looked for in its newest commits first (reading 1,000 takes ~25 ms on a local disk)."""
+    for limit in (min(NEAR, depth), depth):
+        found = table.history(limit)
+        for commit in found:
+            stamp = Stamp.of(commit)
+            if stamp is not None and stamp.pipeline == pipeline_id:
+                return stamp
+        if len(found) < limit:
+            return None  # the whole history was read
     return None
 
 

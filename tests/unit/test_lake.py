@@ -332,7 +332,7 @@ def test_batches_loaded_together_make_one_commit_per_table_as_each_alone_would(
     for name in ("m", "c"):  # one commit each (after the table's making), at the last batch
         history = DeltaTable(str(tmp_path / "s" / name)).history()
         assert [commit["setl.process_id"] for commit in history if "setl.process_id" in
-                commit] == ["2"]
+                commit and commit["operation"] != "CREATE TABLE"] == ["2"]
     # a table that holds the first batch already gets only the second
     again = tmp_path / "again"
     writer = loader(again, epoch=1)

@@ -17,7 +17,7 @@ from node.target.delta import columns, commits, units
 from node.target.delta.commits import Stamp
 from node.target.delta.compaction import Compactor
 from shared import gtid, lakes
-from shared.errors import ConfigError, FencedError, LoadError, PositionConflictError
+from shared.errors import ConfigError, LoadError, PositionConflictError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.target.delta")
@@ -97,20 +97,12 @@ class LakeLoader:
 
     def _fence(self, key: str, table: Any, found: Stamp) -> Stamp:
         """An empty commit of this owner's epoch that keeps the table's position and run (an
-        older owner's commit after it fails), made on the table's newest stamp: that stamp."""
-        fenced = [found]
-
-        def fence() -> Stamp:
-            latest = fenced[0] = commits.last_stamp(table, self.pipeline_id) or found
-            ours = not latest.run or not self.run or latest.run == self.run
-            if ours and latest.epoch > self.epoch:
-                raise FencedError(f"pipeline {self.pipeline_id}: lake table {key} is written "
-                                  f"by a newer owner (epoch {latest.epoch} > {self.epoch}); "
-                                  "this node lost the pipeline and stops", key, latest.epoch)
-            return Stamp(self.pipeline_id, latest.run, self.epoch, latest.process_id,
-                         latest.position)
-        self._write(key, fence, lambda props: _append(table, None, props))
-        return fenced[0]
+        older owner's commit after it is refused: :func:`commits.commit`), made on the
+        table's newest stamp: that stamp, with this owner's epoch."""
+        stamp = Stamp(self.pipeline_id, found.run, self.epoch, found.process_id,
+                      found.position)
+        made = self._write(key, stamp, lambda props: _append(table, None, props), keeps=True)
+        return made or stamp
 
     def take_over(self, name: str, found: int) -> list[int] | None:
         """A lake keeps no connections to ask: a newer epoch on a table while this node holds
@@ -218,10 +210,12 @@ class LakeLoader:
                     f"mirror merges rows by key ({', '.join(unit.keys)}): a NULL key never "
                     "matches, so the row could never be updated or deleted there. Give the "
                     "pair key_columns that are NOT NULL, or 'mode: changelog'")
-            self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
+            made = self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
         else:
-            self._write(key, stamp, lambda props: _append(table, rows, props))
+            made = self._write(key, stamp, lambda props: _append(table, rows, props))
         self.written[key] = last.end
+        if made is None:  # the table holds the batch already (another life of this owner's
+            return  # commit, an older owner's before the fence): nothing was written
         count = self._commits[key] = self._commits.get(key, 0) + 1
         if self.params.lake_compact_every and count >= self.params.lake_compact_every:
             self._commits[key] = 0
@@ -236,7 +230,7 @@ class LakeLoader:
         position, as every commit of setl's does)."""
         found: dict[str, Any] = {}
         self._write(key, stamp, lambda props: found.update(lakes.maintain(
-            table, self.params.lake_retain_hours, props)))
+            table, self.params.lake_retain_hours, props)), keeps=True)
         log.info("event=lake_table_compacted pipeline=%s table=%s version=%d in_load=true "
                  "files_added=%s files_removed=%s vacuumed=%s", self.pipeline_id, key,
                  table.version(), found.get("numFilesAdded", 0),
@@ -257,25 +251,37 @@ class LakeLoader:
             found = lake.create(unit.schema, unit.table, schema,
                                 partition_by=units.partition_by(rows) or None,
                                 name=f"{unit.schema}.{unit.table}",
-                                configuration=columns.table_properties(schema))
+                                configuration=columns.table_properties(schema),
+                                commit_properties=self._made())
             log.info("event=lake_table_created pipeline=%s table=%s uri=%s", self.pipeline_id,
                      key, lake.uri(unit.schema, unit.table))
         self._tables[key] = found
         return found
 
-    def _write(self, key: str, stamp: Stamp | Callable[[], Stamp],
-               write: Callable[[Any], None]) -> None:
+    def _made(self) -> Any:
+        """A new table's first commit: stamped with this owner's epoch and no position, so
+        a newer owner's claim fences it before anything is written to it."""
+        from deltalake import CommitProperties
+
+        empty = BinlogPosition("", 0)
+        return CommitProperties(custom_metadata=Stamp(self.pipeline_id, self.run, self.epoch,
+                                                      0, empty).metadata())
+
+    def _write(self, key: str, stamp: Stamp, write: Callable[[Any], None],
+               keeps: bool = False) -> Stamp | None:
+        """One commit to table ``key`` (:func:`commits.commit`): the stamp made, or None
+        where the table holds the batch already."""
         try:
             with self.writing(key):
                 table = self._tables[key]
                 if self.compactor.compacted(key):  # its vacuum may have deleted files the
                     table.update_incremental()  # version held here reads
-                commits.commit(table, key, stamp, write)
-        except (ConfigError, LoadError, FencedError):
+                return commits.commit(table, key, stamp, write, keeps)
+        except (ConfigError, LoadError, PositionConflictError):
             raise
         except Exception as exc:  # delta-rs' and Arrow's errors: the batch stops, named
-            where = f"processId {stamp.process_id}, position {stamp.position}, " \
-                if isinstance(stamp, Stamp) else ""
+            where = "" if keeps else f"processId {stamp.process_id}, position " \
+                f"{stamp.position}, "
             raise LoadError(f"pipeline {self.pipeline_id} {where}lake table {key}: {exc}"
                             ) from exc
 
