@@ -230,7 +230,7 @@ class LakeLoader:
         position, as every commit of setl's does)."""
         found: dict[str, Any] = {}
         self._write(key, stamp, lambda props: found.update(lakes.maintain(
-            table, self.params.lake_retain_hours, props)), keeps=True)
+            table, lakes.retention(self.params.lake_retain_hours), props)), keeps=True)
         log.info("event=lake_table_compacted pipeline=%s table=%s version=%d in_load=true "
                  "files_added=%s files_removed=%s vacuumed=%s", self.pipeline_id, key,
                  table.version(), found.get("numFilesAdded", 0),
