@@ -311,7 +311,7 @@ def test_a_filter_finds_decimals_delta_rs_cannot_keep_in_file_statistics(
     ("ALTER TABLE c ADD t TIMESTAMP NULL ON UPDATE CURRENT_TIMESTAMP", True),
 ])
 def test_a_lake_takes_new_tables_columns_and_indexes_only(ddl: str, taken: bool) -> None:
-    from node.target.delta.loader import taken as takes
+    from node.target.delta.ddl import taken as takes
 
     assert takes(ddl) is taken
 

@@ -16,6 +16,7 @@ from node.jobs import PartResult, Unit, in_order
 from node.target.delta import columns, commits, units
 from node.target.delta.commits import Stamp
 from node.target.delta.compaction import Compactor
+from node.target.delta.ddl import cascades, filled_column, taken
 from shared import gtid, lakes
 from shared.errors import ConfigError, LoadError, PositionConflictError
 from shared.model import BinlogPosition, DataSource, PipelineParams
@@ -119,14 +120,15 @@ class LakeLoader:
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "write a lake; give the lake a one-way channel")
-            if taken(change.ddl):
-                continue
             past = (f"move the pipeline past this statement: setl position set "
                     f"{self.pipeline_id.replace('.', '/')} --file … --pos … (the next "
                     "transaction's position), and resume")
             ran = (f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
                    f"{change.schema}.{change.table}")
+            if taken(change.ddl):
+                self._refuse_filled(change, ran, past)
+                continue
             if cascades(sqllex.statement_code(change.ddl)):
                 raise LoadError(
                     f"{ran}, a foreign key whose ON DELETE or ON UPDATE changes the rows of "
@@ -139,6 +141,31 @@ class LakeLoader:
                 "table to match by hand (or copy the table again into an empty location), "
                 f"then {past}")
         return 0
+
+    def _refuse_filled(self, change: TargetChange, ran: str, past: str) -> None:
+        """Stop at an ADD COLUMN that gives a mirrored lake table's rows a value (a DEFAULT,
+        NOT NULL): the rows it holds would read NULL there, the source's that value, and no
+        change in the binlog writes them. A change log's earlier changes had no such column
+        (NULL is true of them); a table with no rows yet has none to differ."""
+        found = filled_column(change.ddl)
+        lake = self.lakes.get(change.datasource)
+        if found is None or lake is None or not lake.exists(change.schema, change.table):
+            return
+        table = lake.table(change.schema, change.table)
+        if units.CHANGELOG_META[0] in held_schema(table).names or not table.file_uris():
+            return
+        column, how = found
+        channel = self.pipeline_id.split(".", 1)[0]
+        raise LoadError(
+            f"{ran}: column {column} is added with {how}, so every row the source holds reads "
+            "a value there, while the rows the mirrored lake table holds would read NULL (a "
+            "Delta column added later is NULL in the rows written before it, and the binlog "
+            f"has no change of them). Either {past}, then copy the table again (setl "
+            f"snapshot {channel} --table <its source table>: the copy writes every row with "
+            "the column's value); or add the column to the lake table yourself with the "
+            "source's value in every row it holds (a Delta UPDATE), then move the pipeline "
+            "past this statement as said. An ADD COLUMN without a default (NULL) is taken "
+            "as it comes")
 
     def load_units(self, batch: Batch, results: list[PartResult],
                    redo: Callable[[], list[PartResult]] | None = None) -> int:
@@ -373,47 +400,3 @@ def new_keys_only(table: Any, rows: Any, keys: tuple[str, ...]) -> bool:
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def taken(ddl: str) -> bool:
-    """Whether a lake takes a DDL statement as it is: a new table or schema (made with its
-    first rows), ``ALTER TABLE … ADD [COLUMN]`` clauses (a column added with the first row
-    that has it), and index changes (nothing to a lake). Anything else changes what rows
-    the table holds, or how: the pipeline stops. So does a foreign key whose action
-    changes rows (:func:`cascades`), in any statement."""
-    words = sqllex.statement_code(ddl)
-    if cascades(words):
-        return False
-    head = [token.text.upper() for token in words[:2]]
-    if head[:1] == ["CREATE"] and (words[1].is_word("TABLE", "DATABASE", "SCHEMA", "INDEX",
-                                                    "UNIQUE", "FULLTEXT", "SPATIAL")
-                                   if len(words) > 1 else False):
-        return True
-    if head == ["DROP", "INDEX"]:
-        return True
-    if head != ["ALTER", "TABLE"] or len(words) < 4:
-        return False
-    at = 2
-    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
-        at += 2
-    at += 1  # the table's name, schema-qualified or not
-    while at + 1 < len(words) and words[at].text == "." and words[at].kind == sqllex.SYMBOL:
-        at += 2
-    return all(_taken_clause(clause) for clause in sqllex.parts(words[at:]))
-
-
-def _taken_clause(clause: list[sqllex.Token]) -> bool:
-    if len(clause) < 2:
-        return False
-    verb, what = clause[0], clause[1]
-    if verb.is_word("ADD"):
-        return True  # ADD [COLUMN] c …, ADD INDEX/KEY/UNIQUE/… (nothing to a lake)
-    return verb.is_word("DROP") and what.is_word("INDEX", "KEY")
-
-
-def cascades(words: list[sqllex.Token]) -> bool:
-    """Whether a statement gives a foreign key an action that changes its table's rows (ON
-    DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT): the rows it changes are not in the
-    binlog (the start refuses such keys: :func:`node.target.delta.tables.refuse_cascades`)."""
-    return any(words[at].is_word("ON") and words[at + 1].is_word("DELETE", "UPDATE") and
-               words[at + 2].is_word("CASCADE", "SET") for at in range(len(words) - 2))
