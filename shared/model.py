@@ -232,8 +232,9 @@ class PipelineParams:
     # copies' rows are not written to the target's binlog (sql_log_bin = 0;
     # node.target.mysql.copies)
     snapshot_skip_binlog: bool = False
-    # a lake table is compacted (small files bin-packed) after this many commits, then its
-    # files removed longer ago than lake_retain_hours are vacuumed (0: never)
+    # a lake table is compacted (small files bin-packed) after this many commits (0: never),
+    # then its files removed longer ago than lake_retain_hours are deleted from disk
+    # (vacuumed; lake_retain_hours 0: never vacuumed, every file stays)
     lake_compact_every: int = 100
     lake_retain_hours: int = 168
 

@@ -16,9 +16,10 @@ position of the batch it holds (commit metadata ``setl.*``) and an application t
 (``setl:<pipeline>``, version = the batch's processId), as Spark Structured Streaming's
 idempotent writes do. A table is the unit of atomicity: at start each table's position is
 read back and is a cut (:mod:`node.cursor`), so a batch is written again only to the tables
-that lack it. A new owner fences every table with an empty commit of its epoch; every commit
-is conditional on the table version its writer last read, so an old owner's commit after the
-fence fails and is never retried past it.
+that lack it. A new owner fences every table with an empty commit of its epoch (a table's
+making carries its maker's epoch). Every commit is checked against the table's newest stamp
+on the version it is made on (:func:`node.target.delta.commits.commit`): a newer epoch
+stops the writer, a position at or past the batch's end skips the batch.
 
 Worker side: :mod:`node.target.delta.units` (changes → Arrow IPC bytes). Load side:
 :mod:`node.target.delta.loader`. Types: :mod:`node.target.delta.columns`.

@@ -1,5 +1,5 @@
-"""One lake table's commits: each carries setl's position, conditional on the version its
-writer last read (see :mod:`node.target.delta`)."""
+"""One lake table's commits: each carries setl's position and is checked, on the version it
+is made on, against the newest stamp there (see :mod:`node.target.delta`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from node.cursor import Cursor
+from shared import gtid
 from shared.errors import FencedError, LoadError
 from shared.lakes import Stamp, app_id, last_stamp
 
@@ -24,37 +25,68 @@ def cursor(stamp: Stamp) -> Cursor | None:
     return Cursor(stamp.position, stamp.process_id, run=stamp.run)
 
 
-def commit(table: Any, name: str, stamp: Stamp | Callable[[], Stamp],
-           write: Callable[[Any], None]) -> None:
-    """Make one commit with ``write(properties)`` on the version ``table`` was read at.
+def commit(table: Any, name: str, stamp: Stamp, write: Callable[[Any], None],
+           keeps: bool = False) -> Stamp | None:
+    """Make one commit with ``write(properties)`` on the version ``table`` holds, checked
+    against the newest stamp of the pipeline there; the stamp committed, or None where the
+    table holds ``stamp``'s batch already (nothing is committed: a row never goes back).
 
-    A commit that finds a newer version fails (no retry inside delta-rs): the table is read
-    again, and when a newer owner's commit is there this writer is fenced; else (another
-    tool committed: an OPTIMIZE, a reader's maintenance) it is made again on the new
-    version. A callable ``stamp`` (a fence, which keeps the table's position) is asked again
-    for each attempt, after the table was read again."""
+    Each attempt reads the newest stamp first: one of a newer owner fences this writer
+    (:class:`FencedError`). The read sees the log as it is (``history`` lists the store,
+    not the version held), and a commit finds no newer version or fails (no retry inside
+    delta-rs): so a commit made was checked against the stamp of the version it follows.
+    A failed one (another tool committed: an OPTIMIZE, a reader's maintenance; or a newer
+    owner) is checked again on the version read again. ``keeps``: a commit of no batch
+    (a fence, a compaction) that keeps the newest stamp's run and position, never
+    skipped."""
     from deltalake import CommitProperties, Transaction
     from deltalake.exceptions import CommitFailedError
 
-    made = stamp
     for attempt in range(1, TRIES + 1):
-        stamp = made() if callable(made) else made
+        found = last_stamp(table, stamp.pipeline)
+        made = checked(name, stamp, found, keeps)
+        if made is None:
+            log.info("event=lake_batch_held pipeline=%s table=%s position=%s held=%s",
+                     stamp.pipeline, name, stamp.position, found and found.position)
+            return None
         properties = CommitProperties(
-            custom_metadata=stamp.metadata(), max_commit_retries=0,
-            app_transactions=[Transaction(app_id(stamp.pipeline), max(stamp.process_id, 0))])
+            custom_metadata=made.metadata(), max_commit_retries=0,
+            app_transactions=[Transaction(app_id(made.pipeline), max(made.process_id, 0))])
         try:
             write(properties)
-            return
+            return made
         except CommitFailedError as exc:
             table.update_incremental()
-            found = last_stamp(table, stamp.pipeline)
-            if found is not None and found.epoch > stamp.epoch and \
-                    (not found.run or not stamp.run or found.run == stamp.run):
-                raise FencedError(f"pipeline {stamp.pipeline}: lake table {name} is written "
-                                  f"by a newer owner (epoch {found.epoch} > {stamp.epoch}); "
-                                  "this node lost the pipeline and stops", name,
-                                  found.epoch) from None
             log.info("event=lake_commit_lost pipeline=%s table=%s attempt=%d reason=%r",
                      stamp.pipeline, name, attempt, str(exc))
     raise LoadError(f"lake table {name}: {TRIES} commits in a row "
                     "lost to other writers; stop what else writes the table, then resume")
+
+
+def checked(name: str, stamp: Stamp, found: Stamp | None, keeps: bool) -> Stamp | None:
+    """The stamp to commit over ``found`` (the table's newest): ``stamp``, or for a commit
+    that ``keeps`` the position, ``found``'s with ``stamp``'s epoch; None when ``found``
+    holds ``stamp``'s batch. Raises :class:`FencedError` when ``found`` is a newer owner's."""
+    if found is None:
+        return stamp
+    ours = same_run(found, stamp)  # (another life's stamp says nothing of this one's)
+    if ours and found.epoch > stamp.epoch:
+        raise FencedError(f"pipeline {stamp.pipeline}: lake table {name} is written by a "
+                          f"newer owner (epoch {found.epoch} > {stamp.epoch}); this node "
+                          "lost the pipeline and stops", name, found.epoch)
+    if keeps:
+        return Stamp(stamp.pipeline, found.run, stamp.epoch, found.process_id,
+                     found.position)
+    return None if ours and holds(found, stamp) else stamp
+
+
+def same_run(found: Stamp, stamp: Stamp) -> bool:
+    """Whether two stamps are of one life of the pipeline (a stamp without one: taken for
+    it, as before runs were written)."""
+    return not found.run or not stamp.run or found.run == stamp.run
+
+
+def holds(found: Stamp, stamp: Stamp) -> bool:
+    """Whether a table stamped ``found`` holds the batch ``stamp`` ends (its position is at
+    or past the batch's end; an empty position holds nothing)."""
+    return bool(found.position.file) and gtid.compare(found.position, stamp.position) >= 0

@@ -15,7 +15,8 @@ file it is writing. So it runs under ``writing(key)`` (the lock Load holds while
 the table), and the table Load holds is read again before its next write; none runs once the
 loader closed. With ``lake_retain_hours`` of 1 or more it is a full vacuum: the files of a
 commit of Load's that lost to the compaction (and was made again) are named by no commit,
-and go too once that old.
+and go too once that old. With 0 there is no vacuum at all: every file stays on disk
+(:func:`shared.lakes.retention`).
 """
 
 from __future__ import annotations
@@ -110,13 +111,14 @@ class Compactor:
         properties = CommitProperties(custom_metadata={lakes.PREFIX + "pipeline":
                                                        self.pipeline_id})
         found = dict(table.optimize.compact(commit_properties=properties))
+        hours = lakes.retention(self.retain_hours)
         # no write of Load's reads (or is writing) what vacuum deletes
         with self._vacuuming, self.writing(key):
             if self._closed:
                 return
             table.update_incremental()  # a full vacuum deletes what *this* version lacks
-            found["vacuumed"] = len(lakes.vacuum(table, self.retain_hours, properties,
-                                                 full=self.retain_hours >= FULL_AFTER_H))
+            found["vacuumed"] = 0 if hours is None else len(lakes.vacuum(
+                table, hours, properties, full=hours >= FULL_AFTER_H))
             with self._lock:
                 self._done.add(key)
         log.info("event=lake_table_compacted pipeline=%s table=%s version=%d "

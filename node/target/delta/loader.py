@@ -16,8 +16,9 @@ from node.jobs import PartResult, Unit, in_order
 from node.target.delta import columns, commits, units
 from node.target.delta.commits import Stamp
 from node.target.delta.compaction import Compactor
+from node.target.delta.ddl import cascades, filled_column, taken
 from shared import gtid, lakes
-from shared.errors import ConfigError, FencedError, LoadError, PositionConflictError
+from shared.errors import ConfigError, LoadError, PositionConflictError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.target.delta")
@@ -97,20 +98,12 @@ class LakeLoader:
 
     def _fence(self, key: str, table: Any, found: Stamp) -> Stamp:
         """An empty commit of this owner's epoch that keeps the table's position and run (an
-        older owner's commit after it fails), made on the table's newest stamp: that stamp."""
-        fenced = [found]
-
-        def fence() -> Stamp:
-            latest = fenced[0] = commits.last_stamp(table, self.pipeline_id) or found
-            ours = not latest.run or not self.run or latest.run == self.run
-            if ours and latest.epoch > self.epoch:
-                raise FencedError(f"pipeline {self.pipeline_id}: lake table {key} is written "
-                                  f"by a newer owner (epoch {latest.epoch} > {self.epoch}); "
-                                  "this node lost the pipeline and stops", key, latest.epoch)
-            return Stamp(self.pipeline_id, latest.run, self.epoch, latest.process_id,
-                         latest.position)
-        self._write(key, fence, lambda props: _append(table, None, props))
-        return fenced[0]
+        older owner's commit after it is refused: :func:`commits.commit`), made on the
+        table's newest stamp: that stamp, with this owner's epoch."""
+        stamp = Stamp(self.pipeline_id, found.run, self.epoch, found.process_id,
+                      found.position)
+        made = self._write(key, stamp, lambda props: _append(table, None, props), keeps=True)
+        return made or stamp
 
     def take_over(self, name: str, found: int) -> list[int] | None:
         """A lake keeps no connections to ask: a newer epoch on a table while this node holds
@@ -127,14 +120,15 @@ class LakeLoader:
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "write a lake; give the lake a one-way channel")
-            if taken(change.ddl):
-                continue
             past = (f"move the pipeline past this statement: setl position set "
                     f"{self.pipeline_id.replace('.', '/')} --file … --pos … (the next "
                     "transaction's position), and resume")
             ran = (f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
                    f"{change.schema}.{change.table}")
+            if taken(change.ddl):
+                self._refuse_filled(change, ran, past)
+                continue
             if cascades(sqllex.statement_code(change.ddl)):
                 raise LoadError(
                     f"{ran}, a foreign key whose ON DELETE or ON UPDATE changes the rows of "
@@ -147,6 +141,31 @@ class LakeLoader:
                 "table to match by hand (or copy the table again into an empty location), "
                 f"then {past}")
         return 0
+
+    def _refuse_filled(self, change: TargetChange, ran: str, past: str) -> None:
+        """Stop at an ADD COLUMN that gives a mirrored lake table's rows a value (a DEFAULT,
+        NOT NULL): the rows it holds would read NULL there, the source's that value, and no
+        change in the binlog writes them. A change log's earlier changes had no such column
+        (NULL is true of them); a table with no rows yet has none to differ."""
+        found = filled_column(change.ddl)
+        lake = self.lakes.get(change.datasource)
+        if found is None or lake is None or not lake.exists(change.schema, change.table):
+            return
+        table = lake.table(change.schema, change.table)
+        if units.CHANGELOG_META[0] in held_schema(table).names or not table.file_uris():
+            return
+        column, how = found
+        channel = self.pipeline_id.split(".", 1)[0]
+        raise LoadError(
+            f"{ran}: column {column} is added with {how}, so every row the source holds reads "
+            "a value there, while the rows the mirrored lake table holds would read NULL (a "
+            "Delta column added later is NULL in the rows written before it, and the binlog "
+            f"has no change of them). Either {past}, then copy the table again (setl "
+            f"snapshot {channel} --table <its source table>: the copy writes every row with "
+            "the column's value); or add the column to the lake table yourself with the "
+            "source's value in every row it holds (a Delta UPDATE), then move the pipeline "
+            "past this statement as said. An ADD COLUMN without a default (NULL) is taken "
+            "as it comes")
 
     def load_units(self, batch: Batch, results: list[PartResult],
                    redo: Callable[[], list[PartResult]] | None = None) -> int:
@@ -218,10 +237,12 @@ class LakeLoader:
                     f"mirror merges rows by key ({', '.join(unit.keys)}): a NULL key never "
                     "matches, so the row could never be updated or deleted there. Give the "
                     "pair key_columns that are NOT NULL, or 'mode: changelog'")
-            self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
+            made = self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
         else:
-            self._write(key, stamp, lambda props: _append(table, rows, props))
+            made = self._write(key, stamp, lambda props: _append(table, rows, props))
         self.written[key] = last.end
+        if made is None:  # the table holds the batch already (another life of this owner's
+            return  # commit, an older owner's before the fence): nothing was written
         count = self._commits[key] = self._commits.get(key, 0) + 1
         if self.params.lake_compact_every and count >= self.params.lake_compact_every:
             self._commits[key] = 0
@@ -236,7 +257,7 @@ class LakeLoader:
         position, as every commit of setl's does)."""
         found: dict[str, Any] = {}
         self._write(key, stamp, lambda props: found.update(lakes.maintain(
-            table, self.params.lake_retain_hours, props)))
+            table, lakes.retention(self.params.lake_retain_hours), props)), keeps=True)
         log.info("event=lake_table_compacted pipeline=%s table=%s version=%d in_load=true "
                  "files_added=%s files_removed=%s vacuumed=%s", self.pipeline_id, key,
                  table.version(), found.get("numFilesAdded", 0),
@@ -257,25 +278,37 @@ class LakeLoader:
             found = lake.create(unit.schema, unit.table, schema,
                                 partition_by=units.partition_by(rows) or None,
                                 name=f"{unit.schema}.{unit.table}",
-                                configuration=columns.table_properties(schema))
+                                configuration=columns.table_properties(schema),
+                                commit_properties=self._made())
             log.info("event=lake_table_created pipeline=%s table=%s uri=%s", self.pipeline_id,
                      key, lake.uri(unit.schema, unit.table))
         self._tables[key] = found
         return found
 
-    def _write(self, key: str, stamp: Stamp | Callable[[], Stamp],
-               write: Callable[[Any], None]) -> None:
+    def _made(self) -> Any:
+        """A new table's first commit: stamped with this owner's epoch and no position, so
+        a newer owner's claim fences it before anything is written to it."""
+        from deltalake import CommitProperties
+
+        empty = BinlogPosition("", 0)
+        return CommitProperties(custom_metadata=Stamp(self.pipeline_id, self.run, self.epoch,
+                                                      0, empty).metadata())
+
+    def _write(self, key: str, stamp: Stamp, write: Callable[[Any], None],
+               keeps: bool = False) -> Stamp | None:
+        """One commit to table ``key`` (:func:`commits.commit`): the stamp made, or None
+        where the table holds the batch already."""
         try:
             with self.writing(key):
                 table = self._tables[key]
                 if self.compactor.compacted(key):  # its vacuum may have deleted files the
                     table.update_incremental()  # version held here reads
-                commits.commit(table, key, stamp, write)
-        except (ConfigError, LoadError, FencedError):
+                return commits.commit(table, key, stamp, write, keeps)
+        except (ConfigError, LoadError, PositionConflictError):
             raise
         except Exception as exc:  # delta-rs' and Arrow's errors: the batch stops, named
-            where = f"processId {stamp.process_id}, position {stamp.position}, " \
-                if isinstance(stamp, Stamp) else ""
+            where = "" if keeps else f"processId {stamp.process_id}, position " \
+                f"{stamp.position}, "
             raise LoadError(f"pipeline {self.pipeline_id} {where}lake table {key}: {exc}"
                             ) from exc
 
@@ -367,47 +400,3 @@ def new_keys_only(table: Any, rows: Any, keys: tuple[str, ...]) -> bool:
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def taken(ddl: str) -> bool:
-    """Whether a lake takes a DDL statement as it is: a new table or schema (made with its
-    first rows), ``ALTER TABLE … ADD [COLUMN]`` clauses (a column added with the first row
-    that has it), and index changes (nothing to a lake). Anything else changes what rows
-    the table holds, or how: the pipeline stops. So does a foreign key whose action
-    changes rows (:func:`cascades`), in any statement."""
-    words = sqllex.statement_code(ddl)
-    if cascades(words):
-        return False
-    head = [token.text.upper() for token in words[:2]]
-    if head[:1] == ["CREATE"] and (words[1].is_word("TABLE", "DATABASE", "SCHEMA", "INDEX",
-                                                    "UNIQUE", "FULLTEXT", "SPATIAL")
-                                   if len(words) > 1 else False):
-        return True
-    if head == ["DROP", "INDEX"]:
-        return True
-    if head != ["ALTER", "TABLE"] or len(words) < 4:
-        return False
-    at = 2
-    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
-        at += 2
-    at += 1  # the table's name, schema-qualified or not
-    while at + 1 < len(words) and words[at].text == "." and words[at].kind == sqllex.SYMBOL:
-        at += 2
-    return all(_taken_clause(clause) for clause in sqllex.parts(words[at:]))
-
-
-def _taken_clause(clause: list[sqllex.Token]) -> bool:
-    if len(clause) < 2:
-        return False
-    verb, what = clause[0], clause[1]
-    if verb.is_word("ADD"):
-        return True  # ADD [COLUMN] c …, ADD INDEX/KEY/UNIQUE/… (nothing to a lake)
-    return verb.is_word("DROP") and what.is_word("INDEX", "KEY")
-
-
-def cascades(words: list[sqllex.Token]) -> bool:
-    """Whether a statement gives a foreign key an action that changes its table's rows (ON
-    DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT): the rows it changes are not in the
-    binlog (the start refuses such keys: :func:`node.target.delta.tables.refuse_cascades`)."""
-    return any(words[at].is_word("ON") and words[at + 1].is_word("DELETE", "UPDATE") and
-               words[at + 2].is_word("CASCADE", "SET") for at in range(len(words) - 2))
