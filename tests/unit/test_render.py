@@ -187,3 +187,19 @@ def test_a_row_with_an_empty_enum_is_written_alone_and_leniently() -> None:
     moved = list(statements(writes(steps=[(MOVE, ((5,), {"id": 6, "e": "", "v": "z"}))]), 100,
                             columns))
     assert [s.lenient for s in moved] == [("e",)]
+
+
+def test_the_pieces_of_a_big_value_are_marked_as_continuing_their_rows_insert() -> None:
+    """One-by-one mode skips a refused row with all of its statements: the pieces say
+    they go on writing the row of the statement before them, and the SQL texts keep it."""
+    from node.target.mysql.sqltext import texts
+
+    rows = [{"id": 1, "b": b"a" * (BIG_VALUE + 1)}, {"id": 2, "b": b"x"},
+            {"id": 3, "b": b"c" * (2 * BIG_VALUE + 1)}]
+    found = list(statements(writes(upserts=rows), 1))
+    assert [(s.sql.split()[0], s.continues) for s in found] == [
+        ("INSERT", False), ("UPDATE", True), ("UPDATE", True),
+        ("INSERT", False),
+        ("INSERT", False), ("UPDATE", True), ("UPDATE", True), ("UPDATE", True)]
+    assert [sql.continues for s in found for sql in texts(s, keep_what=True)] == \
+        [s.continues for s in found]

@@ -2,11 +2,12 @@
 DATA`` (its rows served from memory), a statement whose row count must be exactly one (a
 keyless table's), one that needs a lenient sql_mode (an empty ENUM value), or any statement
 of a batch written again statement by statement (``skip_load_exception``), where a row the
-target refuses is logged and skipped and nothing else ever is."""
+target refuses is logged and skipped — all of its statements — and nothing else ever is."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pymysql
@@ -28,12 +29,59 @@ SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGIN
 # for a row whose ENUM holds the empty value (the source's for an invalid one): see _lenient
 LENIENT_SQL_MODE = SQL_MODE.replace("STRICT_ALL_TABLES,", "")
 DATA_TRUNCATED = 1265
+ROW_SAVEPOINT = "setl_row"  # before a row of several statements, in one-by-one mode
 
 
-def write(cursor: Any, unit: Unit, sql: Sql, batch: Batch, pipeline_id: str,
-          one_by_one: bool) -> int:
-    """One statement on its own: a LOAD DATA, a lenient or a count-checked one, or any
-    in one-by-one mode (where a row the target refuses is logged and skipped)."""
+def write(cursor: Any, unit: Unit, sql: Sql, batch: Batch, pipeline_id: str) -> int:
+    """One statement on its own: a LOAD DATA, a lenient or a count-checked one."""
+    try:
+        return _written(cursor, unit, sql, batch, pipeline_id)
+    except pymysql.MySQLError as exc:
+        raise in_table(exc, unit) from None
+
+
+def rows(sqls: list[Sql]) -> Iterator[list[Sql]]:
+    """A one-by-one unit's statements a row at a time: a statement and those that continue
+    its row (a big value's pieces)."""
+    row: list[Sql] = []
+    for sql in sqls:
+        if row and not sql.continues:
+            yield row
+            row = []
+        row.append(sql)
+    if row:
+        yield row
+
+
+def write_row(cursor: Any, unit: Unit, row: list[Sql], batch: Batch, pipeline_id: str) -> int:
+    """One row's statements in one-by-one mode, inside the batch's transaction: all of
+    them, or none when the target refuses one (logged, and the row skipped). A refused
+    statement is undone by the server; a row of several statements (an INSERT with its big
+    values empty, then their pieces appended) is undone to a savepoint taken before it, so
+    no piece goes on a row its INSERT did not write (the target's old value)."""
+    several = len(row) > 1
+    if several:
+        cursor.execute(f"SAVEPOINT {ROW_SAVEPOINT}")
+    written = 0
+    for sql in row:
+        try:
+            written += _written(cursor, unit, sql, batch, pipeline_id)
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code not in ROW_REFUSED:  # not the row's fault: never skip
+                raise in_table(exc, unit) from None
+            if several:
+                cursor.execute(f"ROLLBACK TO SAVEPOINT {ROW_SAVEPOINT}")
+            log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
+                        "error=%r statement=%r", pipeline_id, batch.process_id,
+                        unit.schema, unit.table, first(sql.what, unit.keys).strip(),
+                        exc.args[-1], sql.text[:2000])
+            return 0
+    return written
+
+
+def _written(cursor: Any, unit: Unit, sql: Sql, batch: Batch, pipeline_id: str) -> int:
+    """Execute it; the rows it writes. The target's error as it is."""
     try:
         if sql.data is not None:  # LOAD DATA: its rows sent from memory
             with localdata.serving(loaddata.FILE, sql.data):
@@ -41,16 +89,7 @@ def write(cursor: Any, unit: Unit, sql: Sql, batch: Batch, pipeline_id: str,
         else:
             count = _lenient(cursor, sql, unit, batch, pipeline_id) if sql.lenient \
                 else cursor.execute(sql.text)
-    except pymysql.MySQLError as exc:
-        code = exc.args[0] if exc.args else 0
-        if not one_by_one or code not in ROW_REFUSED:  # not the row's fault: never skip
-            raise in_table(exc, unit) from None
-        log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
-                    "error=%r statement=%r", pipeline_id, batch.process_id,
-                    unit.schema, unit.table, first(sql.what, unit.keys).strip(),
-                    exc.args[-1], sql.text[:2000])
-        return 0
-    except SetlError:
+    except (pymysql.MySQLError, SetlError):
         raise
     except Exception as exc:  # a Python error names where it happened, as every error
         raise LoadError(

@@ -16,8 +16,9 @@ alone (:mod:`node.target.mysql.alone`).
 
 With ``skip_load_exception`` a batch the target refuses is written again statement by
 statement in one transaction; rows the server refuses (``owners.ROW_REFUSED``: duplicate,
-foreign key, bad value, CHECK) are logged (key, error, row) and skipped, the rest and the
-position commit together. Any other error (one that rolls back the whole transaction, or
+foreign key, bad value, CHECK) are logged (key, error, row) and skipped — a row written by
+several statements (a big value's pieces) with all of them — and the rest and the position
+commit together. Any other error (one that rolls back the whole transaction, or
 interrupts it) is never taken for a bad row: the batch is retried or the pipeline stops.
 """
 
@@ -316,11 +317,14 @@ class Loader:
                 return 0
             together, written = Together(cursor), 0
             for unit in writes.for_attempt(self, batch, cursor, one_by_one):
+                if one_by_one:  # a row at a time, each alone: one the target refuses skipped
+                    written += sum(alone.write_row(cursor, unit, row, batch, self.pipeline_id)
+                                   for row in alone.rows(unit.sqls))
+                    continue
                 for sql in unit.sqls:
-                    if one_by_one or sql.data is not None or sql.lenient or sql.matches_one:
+                    if sql.data is not None or sql.lenient or sql.matches_one:
                         together.send()  # what came before, then this one alone
-                        written += alone.write(cursor, unit, sql, batch, self.pipeline_id,
-                                               one_by_one)
+                        written += alone.write(cursor, unit, sql, batch, self.pipeline_id)
                     else:
                         together.add(unit, sql.text)
                         written += sql.rows

@@ -62,6 +62,9 @@ class Statement(NamedTuple):
     # stores for an invalid one and a strict target refuses: Load writes the row leniently
     # and accepts no warning but theirs
     lenient: tuple[str, ...] = ()
+    # it goes on writing the row of the statement before it (a big value's next piece): a
+    # row refused in one-by-one mode is skipped with all of its statements
+    continues: bool = False
 
 
 def sql_value(value: Any) -> Any:
@@ -276,7 +279,8 @@ def _big(value: Any) -> bool:
 
 
 def _appends(writes: TableWrites, row: Row, found: Any = _same) -> Iterator[Statement]:
-    """A row's big values, appended a piece a statement (whole characters for text)."""
+    """A row's big values, appended a piece a statement (whole characters for text): each
+    continues the row's INSERT, which wrote them empty."""
     table = qualified(writes.schema, writes.table)
     key = found(tuple(row[k] for k in writes.keys))
     where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
@@ -286,7 +290,8 @@ def _appends(writes: TableWrites, row: Row, found: Any = _same) -> Iterator[Stat
             step = _piece(value)
             for start in range(0, len(value), step):
                 yield Statement(sql, [value[start:start + step],
-                                      *(sql_value(v) for v in key)], False, [key], True)
+                                      *(sql_value(v) for v in key)], False, [key], True,
+                                continues=True)
 
 
 def _runs(rows: list[Row]) -> Iterator[tuple[Any, list[Row]]]:

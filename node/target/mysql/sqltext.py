@@ -37,6 +37,7 @@ class Sql(NamedTuple):
     what: Any = None  # the keys or rows it writes: kept in one-by-one mode, for the log
     data: bytes | None = None  # a LOAD DATA LOCAL INFILE's rows (node.target.mysql.loaddata)
     inline: bool = False  # ``data`` is the statement's end (VALUES tuples), not a file
+    continues: bool = False  # goes on writing the row of the one before it (see render)
 
 
 def literal(value: Any) -> str:
@@ -60,13 +61,16 @@ def literal(value: Any) -> str:
 
 def texts(statement: Statement, keep_what: bool = False) -> list[Sql]:
     """The SQL texts of one statement (several for a long multi-row INSERT)."""
-    sql, args, many, what, matches_one, lenient = statement
+    sql, args, many, what, matches_one, lenient = statement[:6]
+    continues = len(statement) > 6 and statement[6]  # (a tuple of the six fields before it)
     if args is None:
-        return [Sql(sql, len(what), matches_one, lenient, what if keep_what else None)]
+        return [Sql(sql, len(what), matches_one, lenient, what if keep_what else None,
+                    continues=continues)]
     sql = template(sql)  # a % in a name is no placeholder
     if not many:
         text = sql % tuple(literal(arg) for arg in args)
-        return [Sql(text, len(what), matches_one, lenient, what if keep_what else None)]
+        return [Sql(text, len(what), matches_one, lenient, what if keep_what else None,
+                    continues=continues)]
     parts = _parts(sql, len(args[0]) if args else -1)
     if parts is None:  # not an INSERT: one statement a row, as executemany runs it
         return [Sql(sql % tuple(literal(arg) for arg in row), 1, matches_one, lenient,
