@@ -3,7 +3,6 @@ generated columns never written, keyless tables in source order matched byte for
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -124,25 +123,6 @@ def test_a_keyless_table_is_written_in_source_order_and_matched_by_its_whole_bef
         [None, None, None, None]]
     assert written[1].args == [1, "X", 0.10000000149011612, b"\x00\x01",
                                1, "x", 0.10000000149011612, b"\x00\x01"]
-
-
-def test_a_keyless_zero_is_matched_with_its_sign() -> None:
-    """(0.0, 'a') and (-0.0, 'a'): ``f = -0.0`` is true of both on the server, so the
-    delete of the -0.0 row with LIMIT 1 could take the other; the sign goes in as
-    ATAN2(f, -1), which is pi for 0 and -pi for -0 (C's atan2, as here)."""
-    columns = {"f": Column("double", None), "b": Column("varchar", "latin1")}
-    minus, plus = {"f": -0.0, "b": "a"}, {"f": 0.0, "b": "a"}
-    (table,) = merge([change(ChangeType.DELETE, minus, None, 0),
-                      change(ChangeType.UPDATE, plus, {"f": 1.5, "b": "a"}, 1)])
-    delete, update = statements(table, 100, columns)
-    rest = "CAST(`b` AS BINARY) = CAST(CONVERT(%s USING latin1) AS BINARY) LIMIT 1"
-    assert delete.sql == f"DELETE FROM `s`.`logs` WHERE `f` = %s AND ATAN2(`f`, -1) < 0 AND {rest}"
-    assert update.sql == ("UPDATE `s`.`logs` SET `f` = %s, `b` = %s WHERE `f` = %s AND "
-                          f"ATAN2(`f`, -1) > 0 AND {rest}")
-    assert str(delete.args) == "[-0.0, 'a']" and str(update.args) == "[1.5, 'a', 0.0, 'a']"
-    assert math.atan2(-0.0, -1) < 0 < math.atan2(0.0, -1)
-    (other,) = merge([change(ChangeType.DELETE, {"f": 2.5, "b": "a"}, None, 0)])
-    assert "ATAN2" not in next(statements(other, 100, columns)).sql  # only a zero has a sign
 
 
 def test_a_keyless_update_or_delete_without_a_before_image_is_refused() -> None:

@@ -12,8 +12,7 @@
   row (``LIMIT 1``), so duplicate rows and NULLs survive. Values are matched exactly: strings
   byte for byte in their column's charset (a case-insensitive or PAD SPACE collation would
   match ``'a'`` to ``'A '``), binary values and geometries as bytes, FLOAT as the double it
-  holds and a zero with its sign (``=`` takes ``-0`` for ``0``), NULL with ``IS NULL``. Such
-  a statement must touch exactly one row; Load checks it.
+  holds, NULL with ``IS NULL``. Such a statement must touch exactly one row; Load checks it.
 
 Generated columns of the target table are never written and never matched on. A value over
 ``BIG_VALUE`` (a 16 MB BLOB, say) would make a statement larger than the target's
@@ -26,7 +25,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -375,11 +373,6 @@ def _match(image: Row, columns: Columns, widths: dict[str, int]) -> tuple[str, l
                          f"CAST(CONVERT(%s USING {column.charset}) AS BINARY)")
         elif column is not None and column.data_type == "json":  # MySQL's binary JSON
             parts.append(f"{expr} = CAST(%s AS JSON)")
-        elif type(value) is float and value == 0.0:  # FLOAT, DOUBLE: = finds 0 and -0 alike
-            # the server tells a zero's sign by ATAN2(0, -1) = pi, ATAN2(-0, -1) = -pi
-            # (C's atan2 on the column's double; SIGN, comparisons and 1/x ignore it)
-            sign = "<" if math.copysign(1.0, value) < 0 else ">"
-            parts.append(f"{expr} = %s AND ATAN2({expr}, -1) {sign} 0")
         else:
             parts.append(f"{expr} = %s")
         args.append(sql_value(value))
