@@ -199,19 +199,3 @@ def test_a_key_column_whose_name_holds_a_comma_is_one_column(
     assert sorted(target.table(schema, "commas")) == [(2, 21), (4, 10)]
     cluster.set_status("comma-key", "STOP")
 
-
-def test_a_keyless_rows_zero_is_found_by_its_sign(
-        cluster: Cluster, source: Database, target: Database) -> None:
-    """A DOUBLE holds 0 and -0, which the server's ``=`` takes for one value: the delete of
-    the -0 row of two otherwise equal rows leaves the 0 row on the target, as on the source."""
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.zeros (x DOUBLE, "
-                         "tag VARCHAR(5))")
-    running(cluster, "zeros", schema, ["zeros"])
-    source.execute(f"INSERT INTO `{schema}`.zeros VALUES (0e0, 'a'), (-0e0, 'a')")
-    signs = f"SELECT ATAN2(x, -1) < 0 FROM `{schema}`.zeros ORDER BY 1"
-    assert source.rows(signs) == [(0,), (1,)]  # the source stores both
-    wait_for(lambda: target.rows(signs) == [(0,), (1,)], 60, "both zeros on the target")
-    source.execute(f"DELETE FROM `{schema}`.zeros WHERE ATAN2(x, -1) < 0")
-    source.execute(f"INSERT INTO `{schema}`.zeros VALUES (1, 'end')")
-    wait_for(lambda: len(target.table(schema, "zeros")) == 2, 60, "the delete and the end row")
-    assert target.rows(signs) == source.rows(signs) == [(0,), (0,)]
