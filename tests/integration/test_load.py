@@ -192,6 +192,31 @@ def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, tar
     cluster.set_status("skipping", "STOP")
 
 
+def test_skip_load_exception_skips_a_big_rows_pieces_with_it(cluster, source, target):
+    """A value over 4 MiB goes as an insert and pieces appended to it; the target refuses
+    the row's insert (another column too long): none of its pieces may append to the row
+    the target holds (the target's row became its old value followed by the new one)."""
+    table = "CREATE TABLE `{schema}`.docs (id INT PRIMARY KEY, c VARCHAR(%d), b LONGBLOB)"
+    schema = make_schema(source, target)
+    source.execute(table.format(schema=schema) % 20)
+    target.execute(table.format(schema=schema) % 3)
+    for side in (source, target):  # there before the channel starts
+        side.execute(f"INSERT INTO `{schema}`.docs VALUES (1, 'old', 'OLD')")
+    cluster.apply([one_way("bigskip", schema, ["docs"], skip_load_exception=True)])
+    cluster.set_status("bigskip", "START")
+    cluster.wait_running("bigskip")
+    source.script("BEGIN", f"UPDATE `{schema}`.docs SET c = 'long', b = REPEAT('N', "
+                  "4194304 + 100) WHERE id = 1",
+                  f"INSERT INTO `{schema}`.docs VALUES (2, 'ok', 'two')", "COMMIT")
+    wait_for(lambda: len(target.table(schema, "docs")) == 2, 60, "the row the target takes")
+    assert target.rows(f"SELECT id, c, LENGTH(b) FROM `{schema}`.docs ORDER BY id") == [
+        (1, "old", 3), (2, "ok", 3)]
+    skipped = [line for line in cluster.nodes[1].output().splitlines()
+               if "event=row_skipped pipeline=bigskip" in line]
+    assert len(skipped) == 1 and "key=(1,)" in skipped[0], skipped
+    cluster.set_status("bigskip", "STOP")
+
+
 def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
         cluster, source, target):
     """An error that is not the row's fault (here a trigger on the target raising 1317,
