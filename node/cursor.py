@@ -120,6 +120,10 @@ class CursorStore:
     def save(self, cursor: Cursor) -> None:
         zk.put(self.client, self.path, cursor.to_json())
 
+    def first(self, cursor: Cursor) -> Cursor:
+        """``cursor`` stored as the first unless one is there; the one stored."""
+        return positions.store_first(self.client, self.path, cursor)[0]
+
 
 class CursorPublisher:
     """Publishes the newest cursor off the load path: at most every ``interval_s``, from a

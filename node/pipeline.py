@@ -250,6 +250,7 @@ class PipelineRunner(RunnerStatus):
         try:
             known = self.cursor or self.cursors.load()  # where it is: the switch's GTID
             source = self.primary.resolve(known.position if known else None)
+            self._still_owner("source resolve")  # (a first start writes the cursor)
             hint = self._start_cursor(compiled, source)
         except KazooException as exc:  # no ZooKeeper, no start: the node starts it again later
             raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"

@@ -33,9 +33,11 @@ def first_or_stored(cursors: CursorStore, snapshots: SnapshotStore, pipeline: Pi
     the first batches rewinds to it instead of to a later 'latest'. On a first start a
     snapshot's tables are asked for."""
     stored = cursors.load()
-    if stored is not None and not stored.first:
+    if stored is None:  # the manager's fix of the start may come meanwhile: it stands
+        stored = cursors.first(positions.first_cursor(pipeline, source))
+    if not stored.first:
         return stored
-    first = stored or positions.first_cursor(pipeline, source)
+    first = stored
     if pipeline.params.startup is StartupMode.SNAPSHOT:  # every paired table copied
         for schema, table in paired_tables(source, compiled):  # in the stream
             snapshots.ask(schema, table, version=compiled.version)

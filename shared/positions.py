@@ -145,11 +145,20 @@ def fix_start(client: KazooClient, path: str, pipeline: Pipeline,
     if client.exists(path):
         return None
     cursor = first_cursor(pipeline, source)
+    stored, made = store_first(client, path, cursor)
+    return stored if made else None  # (else a runner stored one meanwhile: it stands)
+
+
+def store_first(client: KazooClient, path: str, cursor: Cursor) -> tuple[Cursor, bool]:
+    """Store a first ``cursor`` at ``path`` unless one is there: never over another (the
+    manager's fix of ``latest`` at the start, or a runner's, whichever came first, is the
+    start: a later one would skip what was written between them). The cursor stored there,
+    and whether it is this one."""
     try:
         client.create(path, cursor.to_json(), makepath=True)
     except NodeExistsError:
-        return None  # a runner stored one meanwhile: it stands
-    return cursor
+        return load(client, path) or cursor, False
+    return cursor, True
 
 
 def load(client: KazooClient, path: str) -> Cursor | None:

@@ -7,6 +7,10 @@ from __future__ import annotations
 import pytest
 
 from manager import cli
+from node import start
+from node.cursor import CursorStore
+from shared import positions
+from shared.model import BinlogPosition
 from shared.positions import Cursor
 from shared.zk import ZkPaths
 from tests.devcluster import (
@@ -18,6 +22,7 @@ from tests.devcluster import (
     wait_for,
 )
 from tests.integration.shapes import Shapes, beside, channel
+from tests.unit.test_etl import pipeline
 
 
 def test_rows_written_right_after_start_arrive_when_no_node_runs_yet(sandbox, tmp_path,
@@ -98,6 +103,24 @@ def test_a_pipeline_added_to_a_started_channel_starts_at_the_apply(sandbox, tmp_
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_a_runners_first_cursor_never_goes_over_the_start_the_manager_fixed(
+        zk_client, zk_root, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline added to a started channel: its runner found no cursor, then the manager
+    fixed the start at the apply, then the runner read the source's later position. The
+    manager's start stands (the runner's would skip a row written between the two)."""
+    cursors = CursorStore(zk_client, ZkPaths(zk_root), "added.forward")
+    fixed = Cursor(BinlogPosition("binlog.000007", 1000), first=True, run="manager")
+    later = Cursor(BinlogPosition("binlog.000007", 1400), first=True, run="runner")
+    positions.store_first(zk_client, cursors.path, fixed)  # the manager's, after the read
+    monkeypatch.setattr(cursors, "load", lambda: None)  # what the runner read before it
+    monkeypatch.setattr(positions, "first_cursor", lambda pipeline, source: later)
+    found = start.first_or_stored(cursors, None, pipeline("{source: s.t, target: s.t}"),
+                                  None, None)
+    assert (found.position, found.run, found.first) == (fixed.position, "manager", False)
+    stored = positions.load(zk_client, cursors.path)
+    assert (stored.position, stored.run) == (fixed.position, "manager")
 
 
 def test_a_lost_connection_is_no_answer_without_gtids(sandbox, source) -> None:
