@@ -8,8 +8,9 @@ member of the set, where binlog files and offsets mean nothing.
 
 A position (:class:`~shared.model.BinlogPosition`) carries both: file/pos of the server it
 names (``server``), and the GTID state after its transaction. :func:`compare` uses file/pos
-when both are of the same server (or of an unknown one: rows written before positions named
-their server), else the states; positions that cannot be compared raise, never guess.
+when both are of the same server (or both of an unknown one: rows written before positions
+named their server, a ``start:`` file/pos), else the states (one unnamed beside a named
+one too, when both have them); positions that cannot be compared raise, never guess.
 
 Which GTIDs a server lacks is read from ``@@gtid_binlog_state`` (the last sequence of every
 domain *and server* it holds): :func:`missing`.
@@ -87,7 +88,7 @@ def same_server(a: BinlogPosition, b: BinlogPosition) -> bool:
 
 def compare(a: BinlogPosition, b: BinlogPosition) -> int:
     """-1, 0 or 1 as ``a`` is before, at or after ``b``."""
-    if same_server(a, b):
+    if same_server(a, b) and not _by_states(a, b):
         first, second = a.order(), b.order()
         return (first > second) - (first < second)
     if a.gtid and b.gtid:
@@ -97,6 +98,21 @@ def compare(a: BinlogPosition, b: BinlogPosition) -> int:
         "of different servers and one has no GTID state: they cannot be "
         "compared. Set where the pipeline goes on (setl position set) once you know which "
         "transactions the targets hold")
+
+
+def _by_states(a: BinlogPosition, b: BinlogPosition) -> bool:
+    """Whether two positions of which one names no server compare by their MariaDB GTID
+    states: the unnamed one (a row written before positions named their server) may be of
+    another member of the set, read after a switch, where its file/pos mean nothing (a
+    row at file 120 of the old server was taken for past every batch of a new one at file
+    3); a state says how far it got on any member. MySQL's GTIDs compare by file/pos."""
+    if bool(a.server) == bool(b.server) or not (a.gtid and b.gtid):
+        return False
+    try:
+        parse(a.gtid), parse(b.gtid)
+    except PositionConflictError:
+        return False
+    return True
 
 
 order_key = functools.cmp_to_key(compare)

@@ -61,3 +61,20 @@ def test_resume_after_a_switch_starts_at_the_earliest_target_by_gtid() -> None:
     assert got == Resume(Cursor(BinlogPosition("binlog.000001", 300, "0-41-55", NEW), 9,
                                 run="r"),
                          (BinlogPosition("binlog.000009", 900, "0-41-60", OLD),))
+
+
+def test_an_unnamed_position_beside_another_servers_compares_by_state() -> None:
+    """A target's row written before rows named their server, at file 120 of the old
+    primary, against a batch of the new one at file 3: by state the row is behind (by
+    file/pos it was past every batch, and the target skipped them all)."""
+    row = BinlogPosition("mysql-bin.000120", 500, gtid="0-1-5000")
+    batch_end = BinlogPosition("mysql-bin.000003", 900, gtid="0-1-6001", server="2@h2:3306")
+    assert gtid.compare(row, batch_end) == -1
+    assert gtid.compare(batch_end, row) == 1
+    same = BinlogPosition("mysql-bin.000120", 900, gtid="0-1-5001", server="1@h1:3306")
+    assert gtid.compare(row, same) == -1
+    # both unnamed, or GTIDs that are MySQL's: file/pos, as before
+    assert gtid.compare(row, BinlogPosition("mysql-bin.000003", 9, gtid="0-1-6001")) == 1
+    mysql = BinlogPosition("bin.000120", 500, gtid="3e11fa47-71ca-11e1-9e33-c80aa9429562:5")
+    assert gtid.compare(mysql, BinlogPosition("bin.000003", 9, gtid="3e11fa47-71ca-11e1-"
+                                              "9e33-c80aa9429562:9", server="u2")) == 1
