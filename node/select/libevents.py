@@ -11,6 +11,11 @@ query events from python-mysql-replication 1.0.x, whose readers lose what setl n
   status variable the library does not know (``Q_GTID_FLAGS3``), and it stopped at the first
   ALTER. It is read here, and says which part of the ALTER the event is
   (``alter_phase``).
+- **Columns of a collation the library does not know** were read as UTF-8: MariaDB
+  10.10+'s UCA-14.0 collations (``utf16_uca1400_ai_ci``, ids from 2048; the default for
+  ucs2/utf16/utf32 from 11.5) made UTF-16 text arrive as ``'\\x00A\\x00B'``. Those ids are
+  read by their charset (:func:`find_charset`); any other id unknown leaves the column's
+  values as bytes, written back byte for byte, never decoded by a guess.
 - **Statements in a client charset other than UTF-8** (query events): the text was decoded
   as UTF-8 with backslash escapes for other bytes, so a latin1 ``DEFAULT 'é'`` became
   ``'\\xe9'``. The statement's bytes are kept (``query_bytes``) for :mod:`node.ddlsession`
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymysqlreplication import row_event
+from pymysqlreplication.constants import CHARSET
 from pymysqlreplication.event import BinLogEvent, QueryEvent
 from pymysqlreplication.exceptions import StatusVariableMismatch
 from pymysqlreplication.row_event import TableMapEvent
@@ -36,6 +43,29 @@ from shared.errors import SetlError
 # its start and again at its commit or rollback (then with the start's sequence number)
 Q_GTID_FLAGS3 = 130
 ALTER_STARTED, ALTER_COMMITTED, ALTER_ROLLED_BACK = 2, 4, 8
+
+
+# MariaDB's UCA-14.0 collations: id 2048 + 256 × the charset's slot + the collation's number
+# (information_schema.COLLATION_CHARACTER_SET_APPLICABILITY on 10.11)
+UCA1400_BASE = 2048
+UCA1400_CHARSETS = ("utf8mb3", "utf8mb4", "ucs2", "utf16", "utf32")
+UNKNOWN = "setl-unknown-collation-%d"  # no codec has the name: the values stay bytes
+
+
+def find_charset(charset_id: Any, dbms: str = "mysql") -> tuple[str, str | None, str | None]:
+    """A column's (encoding name, collation, charset) from its collation id, as the
+    library's ``find_charset`` gives them; an id it does not know is a UCA-14.0 one of
+    MariaDB's, or else none to decode by (the library took UTF-8)."""
+    number = int(charset_id)
+    charset = CHARSET.charset_by_id(number, dbms)
+    slot = (number - UCA1400_BASE) >> 8
+    if charset is None and dbms == "mariadb" and 0 <= slot < len(UCA1400_CHARSETS):
+        charset = CHARSET.Charset(number, UCA1400_CHARSETS[slot],
+                                  f"{UCA1400_CHARSETS[slot]}_uca1400_{number & 255}",
+                                  dbms=dbms)
+    if charset is None:
+        return UNKNOWN % number, None, None
+    return charset.encoding, charset.collation, charset.name
 
 
 def read_type_values(event: Any, length: int) -> list[list[bytes]] | None:
@@ -102,6 +132,7 @@ def install() -> None:
     missing = [] if "_read_type_values" in TableMapEvent.__dict__ else ["_read_type_values"]
     missing += [name for name in ("_advance_to_payload", "_read_status_vars_value_for_key")
                 if not hasattr(QueryEvent, name)]
+    missing += [] if hasattr(row_event, "find_charset") else ["row_event.find_charset"]
     if missing:
         raise SetlError(
             f"the installed python-mysql-replication has no {', '.join(missing)} to replace; "
@@ -109,3 +140,4 @@ def install() -> None:
     _installed = True
     TableMapEvent._read_type_values = read_type_values  # type: ignore[method-assign]
     QueryEvent.__init__ = read_query_event  # type: ignore[method-assign]
+    row_event.find_charset = find_charset  # (what its table maps call, by that name)

@@ -206,3 +206,26 @@ def test_mariadb_uuid_and_inet6_columns_are_refused_until_left_out(cluster, sour
     wait_for(lambda: sorted(target.table(schema, "ids")) == [(1, 10), (2, 20)], 60,
              "the rows without the columns left out")
     cluster.set_status("uuids", "STOP")
+
+
+def test_text_in_mariadbs_uca1400_collations_keeps_its_bytes(cluster, source, target):
+    """MariaDB 10.10+'s UCA-14.0 collations have ids the binlog library does not know (from
+    2048; the default for ucs2/utf16/utf32 from 11.5): their text was read as UTF-8, and a
+    UTF-16 'AB' reached the target as '\\0A\\0B'. Each charset's text keeps its bytes."""
+    charsets = ("utf16", "ucs2", "utf32", "utf8mb4", "utf8mb3")
+    columns = ", ".join(f"c_{name} VARCHAR(20) CHARACTER SET {name} COLLATE "
+                        f"{name}_uca1400_ai_ci" for name in charsets)
+    schema = make_schema(source, target, f"CREATE TABLE `{{schema}}`.uca (id INT PRIMARY KEY, "
+                         f"{columns})")
+    cluster.apply([one_way("uca", schema, ["uca"])])
+    cluster.set_status("uca", "START")
+    cluster.wait_running("uca")
+    values = ("AB", "héllo wörld", "€ 中文", "plain")
+    for row, text in enumerate(values, 1):
+        source.execute(f"INSERT INTO `{schema}`.uca VALUES ({row}{', %s' * len(charsets)})",
+                       [text] * len(charsets))
+    hexes = ", ".join(f"HEX(c_{name})" for name in charsets)
+    query = f"SELECT id, {hexes} FROM `{schema}`.uca ORDER BY id"
+    wait_for(lambda: len(target.rows(query)) == len(values), 60, "the rows on the target")
+    assert target.rows(query) == source.rows(query)
+    cluster.set_status("uca", "STOP")

@@ -50,3 +50,20 @@ def test_a_two_phase_alters_part_is_read_from_its_query_event(status: bytes,
 def test_a_status_variable_setl_does_not_know_stops_with_what_to_do() -> None:
     with pytest.raises(SetlError, match=r"status key 200.*upgrade setl"):
         read(query_event(bytes([200, 1])))
+
+
+@pytest.mark.parametrize("number, dbms, found", [
+    (2816, "mariadb", ("utf16", "utf16_uca1400_0", "utf16")),  # utf16_uca1400_ai_ci
+    (2560, "mariadb", ("ucs2", "ucs2_uca1400_0", "ucs2")),
+    (3072 + 5, "mariadb", ("utf32", "utf32_uca1400_5", "utf32")),
+    (2304, "mariadb", ("utf8", "utf8mb4_uca1400_0", "utf8mb4")),
+    (33, "mariadb", ("utf8", "utf8mb3_general_ci", "utf8mb3")),  # known to the library
+    (4000, "mariadb", ("setl-unknown-collation-4000", None, None)),  # no guess: bytes
+    (2816, "mysql", ("setl-unknown-collation-2816", None, None)),
+])
+def test_a_columns_collation_id_gives_its_charset(number: int, dbms: str,
+                                                  found: tuple) -> None:
+    """MariaDB 10.10+'s UCA-14.0 collations (ids from 2048) are read by their charset: the
+    library took every id it does not know for UTF-8, and UTF-16 text arrived as
+    '\\x00A\\x00B'; any other unknown id leaves the values as bytes."""
+    assert libevents.find_charset(str(number), dbms) == found
