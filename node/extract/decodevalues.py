@@ -140,14 +140,16 @@ def _fraction(fsp: int) -> tuple[int, int]:
 
 
 def timestamp2(column: ColumnSpec) -> Reader:
-    """Seconds since the epoch (big-endian, read signed as the library does) and the
-    fraction (signed too; for an odd ``fsp`` its last stored digit dropped)."""
+    """Seconds since the epoch (big-endian, unsigned: MariaDB 11.5+ stores up to
+    2106-02-07, and a signed read made 2038-01-19 03:14:08 1901-12-13; no server stores one
+    before 1970) and the fraction (signed; for an odd ``fsp`` its last stored digit
+    dropped)."""
     fsp = column.fsp
     size = (fsp + 1) // 2 if fsp in range(1, 7) else 0
     odd, scale = fsp % 2, 10 ** (6 - fsp)
 
     def read(d: bytes, p: int) -> datetime.datetime | str:
-        seconds = int.from_bytes(d[p:p + 4], "big", signed=True)
+        seconds = int.from_bytes(d[p:p + 4], "big")
         micro = 0
         if size:
             micro = int.from_bytes(d[p + 4:p + 4 + size], "big", signed=True)

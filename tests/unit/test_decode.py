@@ -168,6 +168,21 @@ def test_values_of_every_other_type_from_their_bytes() -> None:
         "d": datetime.date(2024, 2, 29), "g": b"\x01\x02\x03", "b": ""})]
 
 
+@pytest.mark.parametrize("seconds, fraction, expected", [
+    (2**31 - 1, 0, datetime.datetime(2038, 1, 19, 3, 14, 7)),
+    (2**31, 0, datetime.datetime(2038, 1, 19, 3, 14, 8)),  # MariaDB 11.5+ goes on to 2106
+    (2**32 - 1, 999999, datetime.datetime(2106, 2, 7, 6, 28, 15, 999999)),
+    (1, 5, datetime.datetime(1970, 1, 1, 0, 0, 1, 5)),
+])
+def test_a_timestamp_past_2038_is_read_as_the_server_stores_it(
+        seconds: int, fraction: int, expected: datetime.datetime) -> None:
+    """Its seconds are unsigned: read signed, 2038-01-19 03:14:08 was 1901-12-13."""
+    schema = TableSchema("s", "t", (ColumnSpec("ts", 17, fsp=6),))
+    row = b"\x00" + seconds.to_bytes(4, "big") + fraction.to_bytes(3, "big")
+    assert decode_rows(schema, packet(WRITE, rows_body(1, [b"\x01"], row)), True) == [
+        (None, {"ts": expected})]
+
+
 def test_a_table_schema_pickles_without_its_compiled_readers() -> None:
     insert = packet(WRITE, rows_body(4, [b"\x0f"], ROW1))
     assert decode_rows(SYSBENCH, insert, True)  # compiles and keeps a reader on the instance
