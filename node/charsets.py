@@ -46,9 +46,23 @@ def _search(name: str) -> codecs.CodecInfo | None:
 codecs.register(_search)  # MariaDB's latin1, for rows and for statements
 
 
+# charsets (by the server's and the library's names) whose Python codec reads some of the
+# server's characters otherwise, measured on MariaDB 10.11 with every one- and two-byte
+# character of each (tests/integration/test_types.py): sjis 0x815F is '\\' on the server
+# and '＼' in Python, greek, hebrew, koi8u and cp866 map characters to other code points,
+# big5, euckr and ujis hold characters Python's lack, tis620 bytes it maps to none. Their
+# values stay bytes, written back byte for byte (a character the target encoded again could
+# change, or become '?')
+INEXACT = frozenset({"big5", "ujis", "sjis", "hebrew", "euckr", "euc_kr", "koi8u", "koi8_u",
+                     "greek", "cp866", "tis620", "cp932"})
+
+
 def charset_to_encoding(name: str) -> str:
     """The Python codec for a charset name (pymysql's choice where it is right; a name
-    Python does not know leaves the value as bytes, written back byte for byte)."""
+    Python does not know, or one of :data:`INEXACT`, leaves the value as bytes, written
+    back byte for byte)."""
+    if name in INEXACT:
+        return f"setl-inexact-{name}"  # (no codec has this name)
     if name in CODECS:
         return CODECS[name]
     charset = charset_by_name(name)
@@ -58,7 +72,8 @@ def charset_to_encoding(name: str) -> str:
 def decodable(name: str | None) -> bool:
     """Whether text of a charset (a server's name or the library's) is decoded: not for
     the few Python has no codec for (swe7, dec8, hp8, keybcs2, macce, armscii8, geostd8,
-    eucjpms), whose values stay bytes. None and binary: bytes, nothing to decode."""
+    eucjpms) nor those whose codec reads some characters otherwise (:data:`INEXACT`),
+    whose values stay bytes. None and binary: bytes, nothing to decode."""
     if name in (None, "binary"):
         return True
     try:
