@@ -154,17 +154,27 @@ class Confinement:
     def lake_problem(self, location: str) -> str | None:
         """Why a definition may not write a lake at ``location``, or None: with
         ``lake_locations`` set, it must lie under one of them (a directory by its resolved
-        path, a URL by its prefix)."""
+        path; a URL by its scheme, bucket and path segments, with no '.', '..' or encoded
+        character in it that a store's URL reader would read otherwise)."""
+        from shared import lakes
+
         if not self.lake_locations:
             return None
-        if location.startswith("/"):
-            resolved = Path(location).resolve()
+        local = location[len("file://"):] if location.startswith("file://") else location
+        problem = lakes.url_problem(location) if "://" in location else None
+        if problem is not None:
+            return problem
+        if local.startswith("/"):
+            resolved = Path(local).resolve()
             if any(resolved.is_relative_to(Path(root).resolve())
                    for root in self.lake_locations if root.startswith("/")):
                 return None
-        elif any(location.rstrip("/").startswith(root.rstrip("/") + "/")
-                 for root in self.lake_locations if not root.startswith("/")):
-            return None
+        else:
+            parts = lakes.segments(location)
+            if any(lakes.url_problem(root) is None and
+                   parts[:len(lakes.segments(root))] == lakes.segments(root)
+                   for root in self.lake_locations if "://" in root):
+                return None
         return (f"location {location} is not under the lake locations this machine may write "
                 f"({', '.join(self.lake_locations)}; {_SETTING}: lake_locations); use one of "
                 "them, or have the operator add it")

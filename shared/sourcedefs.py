@@ -88,20 +88,19 @@ class SourceFields:
             lambda text: lakes.location_problem(text) or lakes.support_problem(text)),
                              required=True)
         storage = entry.get("storage", self._storage, ())
+        storage = MISSING if storage is None else storage  # an option refused
         rules = confinement.checked_rules()
         if rules is not None and isinstance(location, str):
             problem = rules.lake_problem(location)
             if problem is not None:
                 entry.field("location").fail(problem)  # type: ignore[union-attr]
-            elif isinstance(storage, tuple):  # a credential goes to the store's endpoint only
+            elif isinstance(storage, tuple) and not location.startswith(("/", "file://")):
+                # its store's endpoint, and each credential's reference, as the node checks
                 found = dict(option.partition("=")[::2] for option in storage)
-                host, port = lakes.endpoint(location, found)
-                for key, value in found.items():
-                    problem = rules.credential_problem(value, host, port) \
-                        if lakes.is_secret(key) else None
-                    if problem is not None:
-                        entry.field("storage").fail(problem)  # type: ignore[union-attr]
-                        break
+                problem = lakes.reach_problem(rules, location, found)
+                if problem is not None:  # (no storage: the store is AWS's, by location)
+                    (entry.field("storage") or entry.field("location")).fail(  # type: ignore[union-attr]
+                        problem)
         entry.close()
         if MISSING in (name, location, storage):
             return None
@@ -111,21 +110,21 @@ class SourceFields:
         entry = item.mapping()
         if entry is None:
             return MISSING
-        found = []
-        for key in list(entry.entries):
-            value = entry.get(key, Field.string, required=True)
-            if value is MISSING:
-                continue
-            problem = lakes.storage_problem(key, value)
-            rules = confinement.checked_rules()
-            if problem is None and rules is not None and lakes.is_secret(key):
+        given = {key: value for key in list(entry.entries)
+                 if (value := entry.get(key, Field.string, required=True)) is not MISSING}
+        problems = lakes.storage_problems(given)
+        rules = confinement.checked_rules()
+        for key, value in given.items():
+            if key not in problems and rules is not None and lakes.is_secret(key):
                 problem = rules.secret_problem(value)
-            if problem is not None:
-                entry.field(key).fail(problem)  # type: ignore[union-attr]
-                continue
-            found.append(f"{key}={value}")
+                if problem is not None:
+                    problems[key] = problem
+        for key, problem in problems.items():
+            entry.field(key).fail(problem)  # type: ignore[union-attr]
         entry.close()
-        return tuple(found)
+        if problems or len(given) < len(entry.entries):  # nothing to check the store with
+            return None
+        return tuple(f"{key}={value}" for key, value in given.items())
 
     def _members(self, item: Field) -> Any:
         if not item.is_list():

@@ -381,8 +381,8 @@ def test_a_lake_credential_goes_only_to_the_store_it_is_bound_to(
             with pytest.raises(DatabaseHostError) as caught:
                 lakes.Lake("s3://b/x", storage, "lake")
             assert str(caught.value).startswith(
-                f"lake target lake: password reference {password_file.text} may be sent only "
-                "to 127.0.0.0/8 port 9000")
+                f"lake target lake: AWS_SECRET_ACCESS_KEY: password reference "
+                f"{password_file.text} may be sent only to 127.0.0.0/8 port 9000")
         with pytest.raises(ConfigError, match="writes lakes in local directories"):
             lakes.Lake("gs://b/x")
     finally:
