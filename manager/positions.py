@@ -178,7 +178,7 @@ class Positions:
     def _move(self, target: DataSource, pipeline_id: str, run: str,
               to: BinlogPosition | None) -> None:
         if target.type != "subscription":
-            _move_row(target, pipeline_id, run, to)
+            move_row(target, pipeline_id, run, to)
             return
         call("move a subscription's position", acks.move, self.client,
              self.paths.acked(pipeline_id), run, to)
@@ -219,7 +219,7 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             if row is None:
                 continue
             if purge:
-                _move_row(target, pipeline_id, "", BinlogPosition())
+                move_row(target, pipeline_id, "", BinlogPosition())
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
@@ -296,10 +296,13 @@ def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
         int(row[2]), int(row[3])
 
 
-def _move_row(target: DataSource, pipeline_id: str, run: str,
+def move_row(target: DataSource, pipeline_id: str, run: str,
               to: BinlogPosition | None) -> None:
     """The row becomes this run's; with ``to``, it moves there (a replay), or goes when
-    ``to`` has no file (a GTID start: the target then holds nothing of it)."""
+    ``to`` has no file (a GTID start: the target then holds nothing of it). Its owner epoch
+    goes one up: a runner of the pipeline still writing (its ZooKeeper session lost, so no
+    mainstem said it was there) is fenced at its next batch instead of writing its place
+    over the one set (a replay asked for was skipped)."""
     where = "WHERE pipeline_id = %s"
     if target.type == "delta":
         if to is not None and to.file:
@@ -313,13 +316,14 @@ def _move_row(target: DataSource, pipeline_id: str, run: str,
         with connect(target, autocommit=True) as conn, conn.cursor() as cursor:
             upgrade_position_table(cursor)  # a row of an older version: no column yet
             if to is None:
-                cursor.execute(f"UPDATE retl.retl_position SET run = %s {where}",
-                               (run, pipeline_id))
+                cursor.execute("UPDATE retl.retl_position SET run = %s, owner_epoch = "
+                               f"owner_epoch + 1 {where}", (run, pipeline_id))
             elif not to.file:
                 cursor.execute(f"DELETE FROM retl.retl_position {where}", (pipeline_id,))
             else:
                 cursor.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = "
-                               f"%s, gtid = %s, source_server = %s, run = %s {where}",
+                               "%s, gtid = %s, source_server = %s, run = %s, owner_epoch = "
+                               f"owner_epoch + 1 {where}",
                                (to.file, to.pos, to.gtid, to.server, run, pipeline_id))
     except pymysql.MySQLError as exc:
         raise SourceError(f"target {target.name}: cannot move the position row of "

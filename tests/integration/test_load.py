@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from manager.positions import move_row
 from node.changes import Batch, ChangeType, TargetChange, Transaction
 from node.jobs import PartResult, Unit
 from node.target.mysql import loaddata
@@ -80,6 +81,22 @@ def copy_unit(schema: str, lines: bytes, rows: int) -> Unit:
     return Unit("target", schema, "items", 0, -1,
                 [Sql(head, count, data=data) for count, data in loaddata.pieces(lines)], rows,
                 ("id",), apart=True)
+
+
+def test_a_position_set_fences_a_runner_still_writing(sandbox, source, target):
+    """setl position set while a runner whose ZooKeeper session was lost still loads (no
+    mainstem said it was there): its next batch is refused, and the place set stands (it
+    wrote its own over it, and the replay asked for was skipped)."""
+    schema = make_schema(source, target, ITEMS)
+    with owners(sandbox, f"moved-{schema}.forward") as (pipeline_id, old, _):
+        assert old.load(batch(1, 100), [upsert(schema, 1, "one")]) == 1
+        assert old.load(batch(2, 200), [upsert(schema, 1, "two")]) == 1
+        move_row(target_endpoint(sandbox), pipeline_id, "replay",
+                  BinlogPosition("binlog.000001", 100))
+        with pytest.raises(FencedError, match=r"newer owner \(epoch 11 > 10\)"):
+            old.load(batch(3, 300), [upsert(schema, 1, "three")])
+        assert target.rows("SELECT binlog_pos, run FROM retl.retl_position WHERE "
+                           "pipeline_id = %s", (pipeline_id,)) == [(100, "replay")]
 
 
 def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fenced(
