@@ -338,7 +338,7 @@ class PipelineRunner(RunnerStatus):
         executor = ThreadPoolExecutor(params.parallelism, thread_name_prefix="et")
         select_thread = threading.Thread(
             target=self._select_loop, args=(selector, compiled, planner, executor, handoff,
-                                            select_stop),
+                                            select_stop, window, snapshots),
             name=f"select-{self.pipeline_id}", daemon=True)
         log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d "
                  "source=%s", self.pipeline_id, self.cursor.position,
@@ -392,16 +392,19 @@ class PipelineRunner(RunnerStatus):
 
     def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
                      executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
-                     stop: threading.Event) -> None:
+                     stop: threading.Event, window: Window, snapshots: Snapshots) -> None:
+        """Select's thread of one attempt: its window and copies are this attempt's (a loop
+        that outlives its attempt must not count batches in the next one's window, which
+        would stay saturated and never cut a batch on time again)."""
         after_ddl = 0  # a DDL batch's processId: later batches wait until it is loaded
         try:
             while not stop.is_set() and not self.stop_event.is_set():
                 batch = selector.next_batch(stop)
                 if batch is None:
                     continue
-                self._window.extracting()  # type: ignore[union-attr]
+                window.extracting()
                 if batch.has_ddl:
-                    future = executor.submit(etjob.run_ddl, self.ctx.spark, self._window,
+                    future = executor.submit(etjob.run_ddl, self.ctx.spark, window,
                                              compiled, batch.changes())
                     after_ddl = batch.process_id
                 else:
@@ -415,12 +418,10 @@ class PipelineRunner(RunnerStatus):
                         kinds.check_source(self.target_kind, compiled, self.source,
                                            after_ddl=True)
                         after_ddl = 0
-                    if self._snapshots is not None:  # served in a coming window
-                        self._snapshots.ask([change for change in batch.changes()
-                                             if freedoor.is_request(change)])
-                    reads = self._snapshots.reads_for(batch) \
-                        if batch.windows and self._snapshots else []
-                    future = executor.submit(etjob.run, self.ctx.spark, self._window,
+                    snapshots.ask([change for change in batch.changes()  # served in a
+                                   if freedoor.is_request(change)])  # coming window
+                    reads = snapshots.reads_for(batch) if batch.windows else []
+                    future = executor.submit(etjob.run, self.ctx.spark, window,
                                              compiled, planner, batch, reads, self.two_way)
                 self.batches_selected += 1
                 handoff.put((batch, future))
