@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from shared import lakes
+from shared import lakes, lakestore
 from shared.errors import ConfigError
 
 EXIT_OK = 0
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     location = args.location if "://" in args.location else str(Path(args.location).absolute())
     for option in args.storage:
         key, _, value = option.partition("=")
-        problem = lakes.storage_problem(key, value) if value else f"{option!r}: write KEY=VALUE"
+        problem = lakestore.storage_problem(key, value) if value else f"{option!r}: write KEY=VALUE"
         if problem is not None:
             raise ConfigError(f"--storage {problem}")
     lake = lakes.Lake(location, args.storage)

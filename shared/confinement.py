@@ -156,12 +156,12 @@ class Confinement:
         ``lake_locations`` set, it must lie under one of them (a directory by its resolved
         path; a URL by its scheme, bucket and path segments, with no '.', '..' or encoded
         character in it that a store's URL reader would read otherwise)."""
-        from shared import lakes
+        from shared import lakestore
 
         if not self.lake_locations:
             return None
         local = location[len("file://"):] if location.startswith("file://") else location
-        problem = lakes.url_problem(location) if "://" in location else None
+        problem = lakestore.url_problem(location) if "://" in location else None
         if problem is not None:
             return problem
         if local.startswith("/"):
@@ -170,9 +170,9 @@ class Confinement:
                    for root in self.lake_locations if root.startswith("/")):
                 return None
         else:
-            parts = lakes.segments(location)
-            if any(lakes.url_problem(root) is None and
-                   parts[:len(lakes.segments(root))] == lakes.segments(root)
+            parts = lakestore.segments(location)
+            if any(lakestore.url_problem(root) is None and
+                   parts[:len(lakestore.segments(root))] == lakestore.segments(root)
                    for root in self.lake_locations if "://" in root):
                 return None
         return (f"location {location} is not under the lake locations this machine may write "

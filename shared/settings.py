@@ -16,7 +16,7 @@ from shared import yamlreader
 from shared.alarmrules import AlarmSettings, read_alarms
 from shared.confinement import CONF, Confinement, Credential, processor_path_dirs
 from shared.errors import ConfigError
-from shared.lakes import location_problem
+from shared.lakestore import location_problem
 from shared.secrets import reference_problem
 from shared.yamlreader import MISSING, Field, Mapping
 

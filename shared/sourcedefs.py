@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from shared import confinement, lakes, members
+from shared import confinement, lakestore, members
 from shared.errors import ConfigError
 from shared.model import DataSource, TlsOptions
 from shared.secrets import SecretRef
@@ -85,7 +85,7 @@ class SourceFields:
         """A lake target (``type: delta``): its tables under ``location``, the object
         store's options in ``storage`` (a credential among them by reference)."""
         location = entry.get("location", lambda f: f.string(
-            lambda text: lakes.location_problem(text) or lakes.support_problem(text)),
+            lambda text: lakestore.location_problem(text) or lakestore.support_problem(text)),
                              required=True)
         storage = entry.get("storage", self._storage, ())
         storage = MISSING if storage is None else storage  # an option refused
@@ -97,7 +97,7 @@ class SourceFields:
             elif isinstance(storage, tuple) and not location.startswith(("/", "file://")):
                 # its store's endpoint, and each credential's reference, as the node checks
                 found = dict(option.partition("=")[::2] for option in storage)
-                problem = lakes.reach_problem(rules, location, found)
+                problem = lakestore.reach_problem(rules, location, found)
                 if problem is not None:  # (no storage: the store is AWS's, by location)
                     (entry.field("storage") or entry.field("location")).fail(  # type: ignore[union-attr]
                         problem)
@@ -112,10 +112,10 @@ class SourceFields:
             return MISSING
         given = {key: value for key in list(entry.entries)
                  if (value := entry.get(key, Field.string, required=True)) is not MISSING}
-        problems = lakes.storage_problems(given)
+        problems = lakestore.storage_problems(given)
         rules = confinement.checked_rules()
         for key, value in given.items():
-            if key not in problems and rules is not None and lakes.is_secret(key):
+            if key not in problems and rules is not None and lakestore.is_secret(key):
                 problem = rules.secret_problem(value)
                 if problem is not None:
                     problems[key] = problem

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import confinement, definitions, lakes
+from shared import confinement, definitions, lakes, lakestore
 from shared.confinement import Confinement, Credential
 from shared.errors import ConfigError, DatabaseHostError
 
@@ -103,10 +103,10 @@ def test_credentials_in_clear_go_only_to_this_machine(secrets: Path, given: bool
 
 def test_only_a_credential_takes_a_reference(secrets: Path) -> None:
     ref = KEY.format(secrets=secrets)
-    assert lakes.storage_problem("AWS_ACCESS_KEY_ID", ref) is None
-    assert lakes.storage_problem("aws_session_token", "${SETL_TOKEN_X}") is None
+    assert lakestore.storage_problem("AWS_ACCESS_KEY_ID", ref) is None
+    assert lakestore.storage_problem("aws_session_token", "${SETL_TOKEN_X}") is None
     for key in ("AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"):
-        assert lakes.storage_problem(key, ref) is not None, key
+        assert lakestore.storage_problem(key, ref) is not None, key
 
 
 def test_the_integration_test_s_store_and_object_store_s_aliases_are_taken(
@@ -122,7 +122,7 @@ def test_the_integration_test_s_store_and_object_store_s_aliases_are_taken(
     assert lake.options["AWS_ACCESS_KEY_ID"] == "k" and lake.options["AWS_ALLOW_HTTP"] == "true"
     lake = lakes.Lake("s3://lake/setl", ["endpoint=https://minio.internal:9000",
                                          "region=auto", "access_key_id=${SETL_S3_KEY}"])
-    assert lakes.endpoint(lake.location, lake.options) == ("minio.internal", 9000)
+    assert lakestore.endpoint(lake.location, lake.options) == ("minio.internal", 9000)
 
 
 def test_database_hosts_limit_the_store_a_credential_goes_to(secrets: Path) -> None:
@@ -180,7 +180,7 @@ def test_a_location_s_dot_segments_are_refused(location: str) -> None:
     rules = Confinement(lake_locations=("s3://lakes/team-a",))
     problem = rules.lake_problem(location)
     assert problem is not None and problem.startswith(f"location {location}: "), problem
-    assert lakes.location_problem(location) == problem
+    assert lakestore.location_problem(location) == problem
 
 
 @pytest.mark.parametrize("location, allowed", [
