@@ -63,6 +63,12 @@ def charset_to_encoding(name: str) -> str:
     back byte for byte)."""
     if name in INEXACT:
         return f"setl-inexact-{name}"  # (no codec has this name)
+    return python_codec(name)
+
+
+def python_codec(name: str) -> str:
+    """Python's codec for a charset name, exact or not (:data:`INEXACT`): for a statement's
+    text, whose names and keywords are ASCII."""
     if name in CODECS:
         return CODECS[name]
     charset = charset_by_name(name)

@@ -116,7 +116,7 @@ def database_defaults(session: Session) -> tuple[str, str] | None:
 
 def codec(charset: str) -> str:
     """The Python codec that reads text in a MySQL charset exactly (LookupError if none)."""
-    name = charsets.charset_to_encoding(_ENCODINGS.get(charset, charset))
+    name = charsets.python_codec(_ENCODINGS.get(charset, charset))
     return codecs.lookup(name).name
 
 

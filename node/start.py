@@ -122,7 +122,8 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
 def cased_pair_problems(pipeline: Pipeline, source: DataSource) -> list[str]:
     """Pairs whose source names hold a capital letter, on a source that folds names: its
     binlog and information_schema name every table in lower case, so such a pair would
-    take nothing, silently (a regular expression's escapes, ``\\S``, are not capitals)."""
+    take nothing, silently (a regular expression's escapes, ``\\S``, and classes,
+    ``[A-Za-z]``, are not capitals)."""
     found = []
     for pair in pipeline.pairs:
         for pattern in (pair.source.namespace, pair.source.table):
@@ -130,7 +131,7 @@ def cased_pair_problems(pipeline: Pipeline, source: DataSource) -> list[str]:
             if pattern.kind is PatternKind.WILDCARD:
                 if "(?i" in text:
                     continue  # the expression ignores case itself
-                text = re.sub(r"\\.", "", text)
+                text = re.sub(r"\\.|\[(?:\\.|[^\]])*\]", "", text)  # (classes: [A-Z])
             if text != text.lower():
                 found.append(
                     f"pipeline {pipeline.name} pair {pair.source} → {pair.target}: source "

@@ -86,8 +86,10 @@ def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool =
     if kind in ("delta", "subscription"):
         refuse_cascades(compiled, source, "a lake table" if kind == "delta" else
                         "a subscription's reader")
-    if kind == "delta":
-        refuse_undecodable(compiled, source)
+    if kind in ("delta", "subscription") or two_way:  # (their values are bytes: a reader
+        refuse_undecodable(compiled, source, {  # or a conflict check would take them for
+            "delta": "the lake table", "subscription": "a subscription's reader"}.get(  # text)
+            kind, "a two-way channel's conflict check (every row of it taken for changed)"))
     refuse_stored_types(compiled, source)
 
 

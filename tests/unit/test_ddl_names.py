@@ -88,7 +88,8 @@ def test_a_pair_written_in_capitals_is_refused_on_a_source_that_folds_names() ->
     capitals = pipeline("{source: Shop.Orders, target: copy.orders}",
                         "{source: {namespace: shop, table: 're:Log_\\d+'}, target: copy.log}",
                         "{source: {namespace: shop, table: 're:\\S+_v2'}, target: copy.v2}",
-                        "{source: {namespace: shop, table: 're:(?i)Audit'}, target: c.a}")
+                        "{source: {namespace: shop, table: 're:(?i)Audit'}, target: c.a}",
+                        "{source: {namespace: shop, table: 're:[A-Za-z]+_x'}, target: c.x}")
     found = start.cased_pair_problems(capitals, source)
     assert len(found) == 2
     assert "pair src:Shop.Orders → dst:copy.orders: source src stores its table and " \

@@ -69,3 +69,12 @@ def test_the_clock_goes_back_to_the_servers_after_the_statement(fail: bool) -> N
                              "auto_increment_offset = 1, SESSION timestamp = 1700000000")
     assert cursor.ran[3] == ("SET SESSION auto_increment_increment = 4, SESSION "
                              "auto_increment_offset = 3, SESSION timestamp = DEFAULT")
+
+
+@pytest.mark.parametrize("charset", ["sjis", "cp932", "greek", "big5", "euckr", "ujis"])
+def test_a_statement_in_a_charset_whose_rows_stay_bytes_is_still_read(charset: str) -> None:
+    """Rows in these charsets travel as bytes (node.charsets.INEXACT), but a statement in
+    them is read as text: its names and keywords are ASCII (every DDL of a client in sjis
+    stopped the pipeline when the two were one)."""
+    codec = ddlsession.codec(charset)
+    assert "ALTER TABLE t ADD c INT".encode(codec).decode(codec) == "ALTER TABLE t ADD c INT"

@@ -250,10 +250,11 @@ def refuse_cascades(compiled: Any, source: Any, what: str = "a lake table") -> N
 SYSTEM = "('mysql', 'information_schema', 'performance_schema', 'sys', 'retl')"
 
 
-def refuse_undecodable(compiled: Any, source: Any) -> None:
-    """Refuse a pipeline into a lake that copies a text column of a charset setl cannot
-    decode (:func:`node.charsets.decodable`): its values would reach the lake as their
-    bytes taken for UTF-8 (swe7's 'KÄra' as 'K[ra'), or stop the batch."""
+def refuse_undecodable(compiled: Any, source: Any, reader: str = "the lake table") -> None:
+    """Refuse a pipeline into a lake (or to ``reader``: a subscription's, a two-way
+    channel's conflict check) that copies a text column of a charset setl does not decode
+    exactly (:func:`node.charsets.decodable`): its values, bytes, would reach the lake taken
+    for UTF-8 (swe7's 'KÄra' as 'K[ra'), or stop the batch."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS")
         names = [str(row[0]) for row in cursor.fetchall()
@@ -272,12 +273,14 @@ def refuse_undecodable(compiled: Any, source: Any) -> None:
         for entry in compiled.pairs_for(schema, table):
             if column not in entry.exclude and not (entry.include and
                                                     column not in entry.include):
-                raise ConfigError(undecodable(entry.where, schema, table, column, charset))
+                raise ConfigError(undecodable(entry.where, schema, table, column, charset,
+                                              reader))
 
 
-def undecodable(where: str, schema: str, table: str, column: str, charset: str) -> str:
+def undecodable(where: str, schema: str, table: str, column: str, charset: str,
+                reader: str = "the lake table") -> str:
     return (f"{where}: column {column} of {schema}.{table} is text in {charset}, a charset "
-            "setl cannot decode: it would reach the lake table as its bytes taken for "
-            "UTF-8. Leave the column out of the pair (columns: {exclude: "
+            f"setl cannot decode exactly (node.charsets): it would reach {reader} as its "
+            "bytes taken for UTF-8. Leave the column out of the pair (columns: {exclude: "
             f"[{column}]}}), or convert it on the source (ALTER TABLE … MODIFY {column} … "
             "CHARACTER SET utf8mb4), then start the channel again")

@@ -1,0 +1,29 @@
+"""node/target/kinds.py check_source: which kinds of target refuse text whose values travel
+as bytes (a charset setl does not decode exactly, node.charsets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from node.target import kinds
+
+
+@pytest.mark.parametrize("kind, two_way, reader", [
+    ("delta", None, "the lake table"),
+    ("subscription", None, "a subscription's reader"),  # its JSON took bytes for UTF-8
+    ("mysql", {"a": None}, "a two-way channel's conflict check"),  # rows always 'changed'
+    ("mysql", None, None),  # a database target gets the bytes as they are
+])
+def test_text_that_travels_as_bytes_is_refused_where_it_would_be_taken_for_text(
+        monkeypatch: pytest.MonkeyPatch, kind: str, two_way: Any, reader: str | None) -> None:
+    asked: list[str] = []
+    for name in ("refuse_partial_rows", "refuse_cascades", "refuse_non_transactional",
+                 "refuse_stored_types"):
+        monkeypatch.setattr(kinds, name, lambda *args, **kwargs: None)
+    monkeypatch.setattr(kinds, "refuse_undecodable",
+                        lambda compiled, source, what: asked.append(what))
+    compiled = type("Compiled", (), {"pipeline_id": "c.p"})()
+    kinds.check_source(kind, compiled, None, two_way=two_way)
+    assert [what.split(" (")[0] for what in asked] == ([reader] if reader else [])
