@@ -219,7 +219,7 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             if row is None:
                 continue
             if purge:
-                move_row(target, pipeline_id, "", BinlogPosition())
+                move_row(target, pipeline_id, "", BinlogPosition(), purge=True)
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
@@ -297,12 +297,13 @@ def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
 
 
 def move_row(target: DataSource, pipeline_id: str, run: str,
-              to: BinlogPosition | None) -> None:
-    """The row becomes this run's; with ``to``, it moves there (a replay), or goes when
-    ``to`` has no file (a GTID start: the target then holds nothing of it). Its owner epoch
-    goes one up: a runner of the pipeline still writing (its ZooKeeper session lost, so no
-    mainstem said it was there) is fenced at its next batch instead of writing its place
-    over the one set (a replay asked for was skipped)."""
+              to: BinlogPosition | None, purge: bool = False) -> None:
+    """The row becomes this run's; with ``to``, it moves there (a replay), or holds no
+    position when ``to`` has no file (a GTID start, a reset: the target holds nothing of
+    it). Its owner epoch goes one up: a runner of the pipeline still writing (its ZooKeeper
+    session lost, so no mainstem said it was there) is fenced at its next batch instead of
+    writing its place over the one set (a replay asked for was skipped). ``purge``: a
+    deleted channel's row goes (its name may come back as another channel)."""
     where = "WHERE pipeline_id = %s"
     if target.type == "delta":
         if to is not None and to.file:
@@ -318,8 +319,13 @@ def move_row(target: DataSource, pipeline_id: str, run: str,
             if to is None:
                 cursor.execute("UPDATE retl.retl_position SET run = %s, owner_epoch = "
                                f"owner_epoch + 1 {where}", (run, pipeline_id))
-            elif not to.file:
+            elif purge:
                 cursor.execute(f"DELETE FROM retl.retl_position {where}", (pipeline_id,))
+            elif not to.file:  # (kept without a position, not deleted: a runner still
+                cursor.execute(  # writing would make it again at its own place)
+                    "UPDATE retl.retl_position SET binlog_file = '', binlog_pos = 0, gtid = "
+                    f"'', source_server = '', run = %s, owner_epoch = owner_epoch + 1 {where}",
+                    (run, pipeline_id))
             else:
                 cursor.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = "
                                "%s, gtid = %s, source_server = %s, run = %s, owner_epoch = "

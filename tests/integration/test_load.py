@@ -97,6 +97,12 @@ def test_a_position_set_fences_a_runner_still_writing(sandbox, source, target):
             old.load(batch(3, 300), [upsert(schema, 1, "three")])
         assert target.rows("SELECT binlog_pos, run FROM retl.retl_position WHERE "
                            "pipeline_id = %s", (pipeline_id,)) == [(100, "replay")]
+        # a reset (nothing loaded): the row stays, without a position, and fences it too
+        move_row(target_endpoint(sandbox), pipeline_id, "", BinlogPosition())
+        with pytest.raises(FencedError, match=r"newer owner \(epoch 12 > 10\)"):
+            old.load(batch(4, 400), [upsert(schema, 1, "four")])
+        assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = %s", (pipeline_id,)) == [("", 0)]
 
 
 def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fenced(
