@@ -12,6 +12,7 @@ from deltalake import DeltaTable
 
 from node.jobs import PartResult
 from node.target.delta import units
+from node.target.delta.loader import LakeLoader
 from shared.errors import FencedError, LoadError
 from shared.lakes import PREFIX
 from tests.unit.test_lake import INS, LOG, MIRROR, SPEC, UPD, batch, change, loader, read
@@ -28,15 +29,22 @@ def stamps(location: Path, name: str) -> list[tuple[str, str]]:
             DeltaTable(str(location / "s" / name)).history() if PREFIX + "position" in commit]
 
 
-def test_an_old_owner_that_read_the_table_again_is_fenced(tmp_path: Path) -> None:
-    """The reviewer's first case: a compaction made the old owner read the table again,
-    then its commit, free of conflicts on that version, put a row back to an older value."""
-    old = loader(tmp_path, epoch=3)
+def owners(location: Path) -> tuple[LakeLoader, LakeLoader]:
+    """An old owner (epoch 3) that loaded a first batch, and the new one (epoch 4), both
+    claimed."""
+    old = loader(location, epoch=3)
     old.claim()
     first = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "v1"})], SPEC)
     old.load_units(batch(1, 100), [PartResult(first, [], 1)])
-    new = loader(tmp_path, epoch=4)
+    new = loader(location, epoch=4)
     new.claim()
+    return old, new
+
+
+def test_an_old_owner_that_read_the_table_again_is_fenced(tmp_path: Path) -> None:
+    """The reviewer's first case: a compaction made the old owner read the table again,
+    then its commit, free of conflicts on that version, put a row back to an older value."""
+    old, new = owners(tmp_path)
     new.load_units(batch(2, 200), update("v2"))
     new.load_units(batch(3, 300), update("v3"))
     old.compactor._done.add("lake:s.m")  # its compaction beside Load ended: read again
@@ -50,12 +58,7 @@ def test_an_old_owner_that_read_the_table_again_is_fenced(tmp_path: Path) -> Non
 def test_an_old_owner_is_fenced_from_a_table_made_after_the_claim(tmp_path: Path) -> None:
     """The reviewer's second case: a change log's first rows, after the new owner's claim:
     both owners appended them."""
-    old = loader(tmp_path, epoch=3)
-    old.claim()
-    first = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "v1"})], SPEC)
-    old.load_units(batch(1, 100), [PartResult(first, [], 1)])
-    new = loader(tmp_path, epoch=4)
-    new.claim()
+    old, new = owners(tmp_path)
     logged = units.render([change(LOG, INS, 0, {"id": 5, "v": "a"})], SPEC)
     new.load_units(batch(2, 200), [PartResult(logged, [], 1)])
     with pytest.raises(FencedError, match=r"lake:s.c .*epoch 4 > 3"):
