@@ -186,7 +186,7 @@ def merge(changes: Iterable[TargetChange],
                 _put(state, new_key, after, True, seq)
             elif key_changed(before_key, new_key):  # a zero's sign: one key to Python
                 _put(state, new_key, after, False, seq)
-                if not state[new_key][_BORN]:  # the row the target has: deleted first
+                if state[new_key][_BORN] is False:  # the row the target has: deleted first
                     state[new_key][_BORN] = _GONE
             else:
                 _put(state, new_key, after, False, seq)
