@@ -175,10 +175,3 @@ def differs(before: Any, after: Any) -> bool:
     DOUBLE stores its sign), though Python finds them equal."""
     return before != after or (type(before) is float and type(after) is float
                                and math.copysign(1.0, before) != math.copysign(1.0, after))
-
-
-def key_changed(before: tuple[Any, ...] | None, after: tuple[Any, ...]) -> bool:
-    """Whether an update moved its row to another key as the server sees it: a DOUBLE key's
-    0 → -0 is a move (an upsert would keep the old sign: ON DUPLICATE KEY UPDATE never sets
-    the key), though Python finds the two keys equal."""
-    return before != after or (0.0 in after and any(map(differs, before, after)))

@@ -5,10 +5,9 @@ with one DELETE per deleted key and one upsert per surviving row:
 
 - I + U → I (the last row wins), U + U → U, D + I → upsert;
 - I + D → nothing (the key was born and died inside the batch);
-- an update that changes the key deletes the old key and upserts the new one (a DOUBLE
-  key's 0 → -0 too, though Python finds the two equal: an upsert never sets the key); a
-  DELETE is written only for a key that existed before the batch, so the chain (1→2, 2→3),
-  where 1 existed, ends as "delete 1, upsert 3" (2 was born inside the batch).
+- an update that changes the key deletes the old key and upserts the new one; a DELETE is
+  written only for a key that existed before the batch, so the chain (1→2, 2→3), where 1
+  existed, ends as "delete 1, upsert 3" (2 was born inside the batch).
 
 A target that several source tables feed (N:1 without ``merge_part``, ``gathered``) is
 merged so that one batch writes what the same changes cut into two batches would: its rows
@@ -60,7 +59,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from node.changes import CLEAR, ChangeType, Row, TargetChange, key_changed
+from node.changes import CLEAR, ChangeType, Row, TargetChange
 
 _DELETED = None
 
@@ -184,10 +183,6 @@ def merge(changes: Iterable[TargetChange],
             if new_key != before_key:
                 _put(state, before_key, _DELETED, False, seq)
                 _put(state, new_key, after, True, seq)
-            elif key_changed(before_key, new_key):  # a zero's sign: one key to Python
-                _put(state, new_key, after, False, seq)
-                if state[new_key][_BORN] is False:  # the row the target has: deleted first
-                    state[new_key][_BORN] = _GONE
             else:
                 _put(state, new_key, after, False, seq)
         elif kind is DELETE_:
@@ -195,8 +190,8 @@ def merge(changes: Iterable[TargetChange],
             _put(state, before_key, _DELETED, False, seq)
     for name, writes in tables.items():
         finals = sorted(states[name].items(), key=lambda item: item[1][_SEQ])
-        writes.deletes = [key for key, state in finals if state[_BORN] is _GONE or (
-            state[_ROW] is _DELETED and not state[_BORN])] if name not in shared else \
+        writes.deletes = [key for key, state in finals if state[_ROW] is _DELETED and
+                          not state[_BORN]] if name not in shared else \
             [key for key, state in finals if state[_BORN] is _GONE]
         keep = cleared.get(name)
         if not keep:
@@ -260,8 +255,7 @@ def _put(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], row: Row
     previous[_SEQ], previous[_ROW] = seq, row
 
 
-_GONE = "gone"  # (in place of _BORN) a gathered table's key the batch deleted, or any
-# table's key whose zero changed sign: deleted before the upsert
+_GONE = "gone"  # a gathered table's key the batch deleted (in place of _BORN)
 
 
 def _gathered(state: dict[tuple[Any, ...], list[Any]], kind: ChangeType,
@@ -269,7 +263,7 @@ def _gathered(state: dict[tuple[Any, ...], list[Any]], kind: ChangeType,
               seq: int) -> None:
     """A change of a gathered table: a delete is kept, and the upserts after it merged."""
     if kind is not INSERT and before_key is not None and (
-            kind is DELETE_ or key_changed(before_key, _key(after, keys))):
+            kind is DELETE_ or _key(after, keys) != before_key):
         found = state.get(before_key)
         if found is None:
             state[before_key] = [seq, _DELETED, _GONE]
@@ -309,7 +303,7 @@ def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:
         return
     assert change.after is not None
     new_key = tuple(change.after[k] for k in change.keys)
-    if change.type is ChangeType.UPDATE and key_changed(change.before_key, new_key):
+    if change.type is ChangeType.UPDATE and change.before_key != new_key:
         yield MOVE, (change.before_key, change.after)
         return
     yield UPSERT, change.after

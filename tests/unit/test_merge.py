@@ -145,26 +145,6 @@ def test_update_without_key_change_after_insert_keeps_insert_row_key() -> None:
     assert w.upserts == [{"id": 6, "v": 2}]
 
 
-def test_a_double_keys_zero_changing_sign_is_a_key_change() -> None:
-    """0.0 → -0.0 is one key to Python, another value to the server: an upsert alone would
-    keep 0 (ON DUPLICATE KEY UPDATE never sets the key), so the row is deleted first, as
-    any key change; an ordered table moves it (UPDATE … WHERE key = old)."""
-    change = upd(1, (0.0,), {"id": -0.0, "v": "x"})
-    w = only(merge([change]))
-    assert w.deletes == [(0.0,)] and w.upserts == [{"id": -0.0, "v": "x"}]
-    assert str(w.upserts[0]["id"]) == "-0.0"
-    w = only(merge([ins(1, {"id": 0.0, "v": "new"}), upd(2, (0.0,), {"id": -0.0, "v": "y"})]))
-    assert (w.deletes, str(w.upserts)) == ([], "[{'id': -0.0, 'v': 'y'}]")  # born: no delete
-    w = only(merge([change, upd(2, (-0.0,), {"id": -0.0, "v": "z"}), dele(3, (-0.0,))]))
-    assert (w.deletes, w.upserts) == ([(0.0,)], [])
-    (moved,) = only(merge([change], ordered=lambda name, keys: True)).steps
-    assert moved == (MOVE, ((0.0,), {"id": -0.0, "v": "x"}))
-    w = only(merge([change], gathered={("dst", "s", "t")}))
-    assert (w.deletes, str(w.upserts)) == ([(0.0,)], "[{'id': -0.0, 'v': 'x'}]")
-    same = only(merge([upd(1, (0.0,), {"id": 0.0, "v": "x"})]))
-    assert (same.deletes, same.upserts) == ([], [{"id": 0.0, "v": "x"}])
-
-
 # --- order ------------------------------------------------------------------------------
 
 def test_upserts_are_ordered_by_each_keys_last_change() -> None:
