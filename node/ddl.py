@@ -73,6 +73,7 @@ class DdlPipeline(Protocol):
     pipeline_id: str
     ddl_sync: bool
     before_images: bool  # a subscription's (or a lake changelog's)
+    follows_columns: bool  # a lake's: it adds new columns itself, ddl_sync or not
 
     def wants(self, schema: str, table: str) -> bool: ...
     def wants_schema(self, schema: str) -> bool: ...
@@ -281,6 +282,13 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
             f"the target what it did (by hand), then move the pipeline past this statement: "
             f"{past}; or turn ddl_sync on for this pipeline (setl apply) and resume, and it "
             "is replayed (a subscription's reader gets it as a DDL transaction)")
+    if ddl.kind == "ALTER" and compiled.follows_columns:
+        # a lake adds the column with its first row, ddl_sync or not: it sees the statement
+        # to stop where that would leave the rows it holds NULL where the source's are not
+        return [TargetChange(datasource, schema, table, ChangeType.DDL, (), None, None,
+                             seq=seq, ddl=text, session=change.session)
+                for name in ddl.names if compiled.wants(*name.pair)
+                for datasource, schema, table in compiled.targets_of(*name.pair)]
     return []
 
 

@@ -161,10 +161,11 @@ class PipelineRunner(RunnerStatus):
         try:
             targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
                        for pair in self.ctx.pipeline.pairs}
+            kind = kinds.kind_of(self.pipeline_id, targets)
             compiled = CompiledPipeline.compile(
                 self.pipeline_id, self.ctx.version, self.ctx.pipeline, two_way=self.two_way,
                 source=self.ctx.sources[self.ctx.pipeline.source],
-                before_images=kinds.kind_of(self.pipeline_id, targets) == "subscription")
+                before_images=kind == "subscription", follows_columns=kind == "delta")
         except ConfigError as exc:
             self._fail_for_good(str(exc))
             return

@@ -152,6 +152,9 @@ class CompiledPipeline:
     two_way: bool = False  # keep before images for the conflict check
     before_images: bool = False  # keep them for a changelog (a lake table's mode), a
     # subscription
+    # the targets add a source's new columns themselves, ddl_sync or not (a lake's): an
+    # ALTER TABLE of a replicated table goes to them without ddl_sync too, to be checked
+    follows_columns: bool = False
     source: DataSource | None = None  # for lookups (the free door)
     # the source folds names (lower_case_table_names 1, 2; read at start): a DDL's names as
     # typed are matched lower-cased, as its table maps have them ("TRUNCATE TABLE Orders")
@@ -167,7 +170,8 @@ class CompiledPipeline:
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
                 two_way: bool = False, source: DataSource | None = None,
-                before_images: bool = False) -> CompiledPipeline:
+                before_images: bool = False, follows_columns: bool = False
+                ) -> CompiledPipeline:
         """``before_images``: every change keeps its whole before image (a subscription's
         reader gets it), as a changelog pair's does."""
         refused = processor_problems(pipeline)
@@ -188,7 +192,8 @@ class CompiledPipeline:
         return cls(pipeline_id, version, tuple(compiled), ddl_sync=pipeline.params.ddl_sync,
                    two_way=two_way, source=source,
                    before_images=before_images or
-                   any(pair.mode == "changelog" for pair in pipeline.pairs))
+                   any(pair.mode == "changelog" for pair in pipeline.pairs),
+                   follows_columns=follows_columns)
 
     def pairs_for(self, schema: str, table: str) -> tuple[CompiledPair, ...]:
         """The pairs a table feeds: the most specific match, or every fan-out pair."""
@@ -286,7 +291,8 @@ class CompiledPipeline:
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
                 "two_way": self.two_way, "before_images": self.before_images,
-                "source": self.source, "rules": self.rules, "fold_names": self.fold_names}
+                "source": self.source, "rules": self.rules, "fold_names": self.fold_names,
+                "follows_columns": self.follows_columns}
 
     @property
     def broadcast_key(self) -> tuple[str, int, int]:

@@ -191,6 +191,34 @@ def test_with_ddl_sync_a_lake_takes_added_columns_and_stops_on_the_rest(sandbox,
         ended(cluster, source, target)
 
 
+def test_without_ddl_sync_a_column_added_with_a_default_stops_a_mirror(sandbox, tmp_path):
+    """ddl_sync off: the lake still adds a new column with its first row, so an ADD COLUMN
+    with a DEFAULT would leave the rows it holds NULL where the source's read the default
+    (no change in the binlog writes them): it stops, and a DROP COLUMN goes on unfollowed."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, "
+                                         "d INT)")
+    location = tmp_path / "lake"
+    cluster = Cluster(sandbox, tmp_path, "lake-ddl-off")
+    try:
+        started(cluster, location, "lo", schema, [{"table": "t"}])
+        source.execute(f"INSERT INTO `{schema}`.t VALUES (1, 1)")
+        wait_for(lambda: rows(location, schema, "t", ["id"]) == Counter({(1,): 1}), 60,
+                 "the first row in the lake")
+        source.execute(f"ALTER TABLE `{schema}`.t DROP COLUMN d")
+        source.execute(f"INSERT INTO `{schema}`.t VALUES (2)")
+        wait_for(lambda: rows(location, schema, "t", ["id", "d"]) ==
+                 Counter({(1, 1): 1, (2, None): 1}), 60, "the row after the DROP COLUMN")
+        source.execute(f"ALTER ONLINE TABLE `{schema}`.t ADD COLUMN a INT NOT NULL DEFAULT 7")
+        source.execute(f"INSERT INTO `{schema}`.t VALUES (3, 8)")
+        wait_for(lambda: "column a is added with DEFAULT 7" in
+                 cluster.pipeline_state("lo").last_error, 60, "the pipeline to stop")
+        assert "setl snapshot lo --table" in cluster.pipeline_state("lo").last_error
+        assert rows(location, schema, "t", ["id"]).get((3,)) is None
+    finally:
+        ended(cluster, source, target)
+
+
 def test_the_owner_killed_the_other_node_takes_over_the_lake(sandbox, tmp_path):
     """Two nodes; the one running the pipeline killed mid-stream: the other fences every
     table with its epoch and goes on where each table stands; nothing lost or repeated,

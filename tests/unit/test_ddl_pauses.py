@@ -56,6 +56,21 @@ def test_without_ddl_sync_other_ddl_passes_as_before(statement: str) -> None:
     assert ddl_targets(statement, sync=False) == []
 
 
+def test_without_ddl_sync_a_lake_still_gets_the_alter_tables_of_its_tables() -> None:
+    """A lake adds a new column with its first row, ddl_sync or not: it sees the ALTER to
+    stop where the column would read NULL in the rows it holds (node.target.delta.loader).
+    A database target without ddl_sync gets none."""
+    c = dataclasses.replace(compiled(*PAIRS), follows_columns=True)
+    change = RowChange("shop", "", ChangeType.DDL, ddl="ALTER TABLE orders ADD x INT DEFAULT 1")
+    assert [(t.datasource, t.schema, t.table, t.ddl, t.type)
+            for t in extract_transform(c, [(4, change)])] == [
+        ("dst", "copy", "orders_v2", "ALTER TABLE orders ADD x INT DEFAULT 1", ChangeType.DDL)]
+    for other in ("ALTER TABLE unpaired ADD x INT DEFAULT 1", "CREATE TABLE orders_9 (i INT)",
+                  "DROP INDEX i ON orders"):
+        assert list(extract_transform(c, [(4, ddl(other))])) == []
+    assert list(extract_transform(compiled(*PAIRS), [(4, change)])) == []
+
+
 def test_select_hands_extract_what_it_pauses_on_without_ddl_sync() -> None:
     c = compiled(*PAIRS)
     assert concerns("TRUNCATE orders", "shop", 0, c.wants, c.wants_schema)

@@ -4,6 +4,7 @@ change log, a table with no rows yet, or with a NULL default, it is taken."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,17 @@ def test_an_added_column_the_lake_holds_alike_is_taken(
     assert written(tmp_path).load(*alter(table, statement)) == 0
 
 
+def test_without_ddl_sync_an_alter_stops_only_where_it_fills_the_rows_held(
+        tmp_path: Path) -> None:
+    """ddl_sync off: the lake follows new columns (with their first rows) and nothing else, so
+    a DROP or MODIFY goes on, and a column added with a value still stops a mirror."""
+    writer = written(tmp_path)
+    writer.params = dataclasses.replace(writer.params, ddl_sync=False)
+    assert writer.load(*alter("m", "ALTER TABLE s.m DROP COLUMN v, MODIFY id BIGINT")) == 0
+    with pytest.raises(LoadError, match="column n is added with DEFAULT 2"):
+        writer.load(*alter("m", "ALTER IGNORE TABLE s.m DROP v, ADD n INT DEFAULT 2"))
+
+
 @pytest.mark.parametrize(("statement", "found"), [
     ("ALTER TABLE t ADD c INT", None),
     ("ALTER TABLE t ADD c INT NULL DEFAULT NULL", None),
@@ -66,6 +78,8 @@ def test_an_added_column_the_lake_holds_alike_is_taken(
     ("ALTER TABLE t ADD c TIMESTAMP NULL ON UPDATE CURRENT_TIMESTAMP", None),
     ("CREATE TABLE t (a INT DEFAULT 1)", None),
     ("ALTER TABLE t ADD COLUMN c VARCHAR(9) DEFAULT 'x'", ("c", "DEFAULT 'x'")),
+    ("ALTER ONLINE TABLE t ADD c INT DEFAULT 1", ("c", "DEFAULT 1")),
+    ("ALTER ONLINE IGNORE TABLE IF EXISTS s.t ADD c INT DEFAULT 1", ("c", "DEFAULT 1")),
     ("ALTER TABLE t ADD (a INT, `b c` INT DEFAULT (1 + 1))", ("b c", "DEFAULT (…)")),
     ("ALTER TABLE t ADD COLUMN IF NOT EXISTS c ENUM('a','b') NOT NULL",
      ("c", "NOT NULL (its type's implicit default)")),

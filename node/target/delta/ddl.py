@@ -33,9 +33,12 @@ def taken(ddl: str) -> bool:
 
 def alter_clauses(words: list[sqllex.Token]) -> list[list[sqllex.Token]] | None:
     """The clauses of an ``ALTER TABLE`` (None: another statement)."""
-    if len(words) < 4 or not (words[0].is_word("ALTER") and words[1].is_word("TABLE")):
+    at = 1
+    while at < len(words) and words[at].is_word("ONLINE", "IGNORE"):
+        at += 1
+    if len(words) < at + 3 or not (words[0].is_word("ALTER") and words[at].is_word("TABLE")):
         return None
-    at = 2
+    at += 1
     if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
         at += 2
     at += 1  # the table's name, schema-qualified or not
