@@ -31,7 +31,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 
 from node import ddlsession
 from node.changes import ChangeType, Event, RowChange, Transaction
-from node.ddl import concerns
+from node.ddl import concerns, tables_named
 from node.extract.decode import TableSchema
 from node.select import checksums, libevents, statements
 from node.select.databases import SourceDatabases
@@ -280,15 +280,15 @@ class BinlogReader:
         frame(self, packets)
 
     def _rotate(self, data: bytes) -> None:
-        """A new binlog file: its name and start; table ids of a rotation the server made
-        (timestamp set: it may have restarted) are forgotten. Whether it ends with a CRC32 is
+        """A new binlog file: its name and start; table ids are forgotten (a server that
+        restarted numbers its tables again, and the rotation into its new file is a made-up
+        one, timestamp 0, as at the stream's start). Whether it ends with a CRC32 is
         read from the event itself: the one the server makes at the stream's start comes
         before any format description, in the setting of the file it starts in."""
         size = int.from_bytes(data[10:14], "little") - 19 - (4 if checksums.has_crc(data) else 0)
         self._pos = int.from_bytes(data[_BODY:_BODY + 8], "little")
         self._file = data[_BODY + 8:_BODY + size].decode()
-        if data[1:5] != b"\0\0\0\0":
-            self._tables.clear()
+        self._tables.clear()  # no transaction spans two files
 
     def _format(self, data: bytes) -> None:
         """The server's format description: its version, and post-header lengths, which
@@ -297,6 +297,7 @@ class BinlogReader:
         file of another setting than the stream's is read by its own, and its rows events
         are made as the stream's: :mod:`node.select.checksums`)."""
         self._file_checksum = checksums.described(data)
+        self._tables.clear()  # a file's first event: its table ids are its server's run's
         stream = self._stream
         event = self._library_event(data)
         if stream is None or event is None:
@@ -382,6 +383,13 @@ class BinlogReader:
                 f"{query[:300]!r}; row-based replication logs rows, not statements (is a "
                 "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
                 "copy the changed tables again")
+        if self._in_txn and (events or decoded):  # (CREATE … SELECT: the DDL comes first)
+            raise SourceError(
+                f"{where}: a DDL statement inside a transaction after its rows: "
+                f"{query[:300]!r}; setl would lose the rows before it (a session writing "
+                "with binlog_format=MIXED logs an unsafe change as rows, then a CREATE or "
+                "DROP TEMPORARY TABLE as a statement): write in ROW format, then copy the "
+                "changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
         self._rollbacks.forget()
         if self._in_txn:
@@ -389,8 +397,28 @@ class BinlogReader:
         if found == statements.ECHO or self._echoes.echo(query, _schema(event)):
             self._commit([], 0, [], state, data, echo=True)  # the opposite pipeline's DDL
             return True
+        if self._domains and not self._in_txn and statements.copies_rows(query):
+            self._statement_copy(query, _schema(event), getattr(event, "sql_mode", 0) or 0,
+                                 where)
         self._ddl(event, state, data)
         return True
+
+    def _statement_copy(self, query: str, schema: str, mode: int, where: str) -> None:
+        """A CREATE TABLE … SELECT in a group of its own (MariaDB's mark of a statement
+        logged as text: in ROW format its rows follow it in one group) of a table the
+        pipeline takes stops: the rows it copied are in no rows event, and its text, replayed,
+        would copy the target's rows, not the source's."""
+        tables = [f"{name[0]}.{name[1]}" for name in tables_named(query, schema, mode)
+                  if self._wants_schema(name[0]) and self._wants(*name)]
+        if tables:
+            raise SourceError(
+                f"{where}: {query[:200]!r} was logged as a statement (a session writing with "
+                "binlog_format=STATEMENT or MIXED), so the rows it copied into "
+                f"{', '.join(tables)} are in no rows event and the target would lack them. "
+                "Write such statements in ROW format. Then make the table on the target if "
+                "ddl_sync is on (by hand), move the pipeline past this statement (setl "
+                "position set … the next transaction's position) and copy the table (setl "
+                "snapshot … --table)")
 
     def _ddl(self, event: Any, state: str, data: bytes) -> None:
         # a two-phase ALTER runs at its commit: at its start it may yet fail (and be rolled

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from node import sqllex
 from node.ddl import kind_of, tables_named
 from shared.retl import loop_comment
 
@@ -38,6 +39,15 @@ def kind(query: str, in_transaction: bool, loop_channel: str | None) -> str:
     if loop_channel is not None and query.startswith(loop_comment(loop_channel)):
         return ECHO
     return DDL
+
+
+def copies_rows(query: str, sql_mode: int = 0) -> bool:
+    """Whether a DDL is a CREATE TABLE … SELECT (no other part of a CREATE TABLE may hold a
+    query: not a DEFAULT, nor a CHECK). MariaDB logs one written in ROW format as a group with
+    its rows, one written in STATEMENT or MIXED format as the statement alone."""
+    words = sqllex.statement_code(query, sql_mode)
+    return bool(words) and words[0].is_word("CREATE") and \
+        any(word.is_word("SELECT") for word in words)
 
 
 class DropEchoes:

@@ -418,3 +418,31 @@ def test_an_alter_with_a_clause_already_on_the_target_stops_rather_than_skip_the
         assert loader.load(ddl_batch(2, 200), [single]) == 0  # one clause: taken as applied
     finally:
         loader.close()
+
+
+def test_a_create_select_logged_as_a_statement_stops_and_one_logged_as_rows_replicates(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """In ROW format a CREATE TABLE … SELECT is the statement and its rows in one group:
+    replayed, then its rows. Written by a session in MIXED format it is the statement alone:
+    replayed on the target it copied the target's rows (none here: t_3 got an empty table),
+    without ddl_sync the rows never came. It stops now, naming the table."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "name VARCHAR(10))")
+    copy = f"{schema}_copy"
+    target.execute(f"CREATE DATABASE `{copy}`")
+    target.execute(f"CREATE TABLE `{copy}`.items_copy (id INT PRIMARY KEY, name VARCHAR(10))")
+    running(cluster, channel("ctas", schema, copy, True))
+    s = f"`{schema}`"
+    source.script(f"INSERT INTO {s}.items VALUES (1, 'a'), (2, 'b')",
+                  f"CREATE TABLE {s}.t_1 (PRIMARY KEY (id)) SELECT id, name FROM {s}.items")
+    wait_for(lambda: "t_1" in tables(target, copy) and
+             target.table(copy, "t_1") == [(1, "a"), (2, "b")], 60, "t_1 with its rows")
+    try:
+        source.script("SET SESSION binlog_format = 'MIXED'",
+                      f"CREATE TABLE {s}.t_3 (PRIMARY KEY (id)) SELECT id FROM {s}.items")
+    finally:
+        source.execute("SET SESSION binlog_format = 'ROW'")
+    wait_for(lambda: f"so the rows it copied into {schema}.t_3 are in no rows event" in
+             cluster.pipeline_state("ctas").last_error, 60, "the pipeline to stop")
+    assert "t_3" not in tables(target, copy)
+    cluster.set_status("ctas", "STOP")
