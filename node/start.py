@@ -105,6 +105,7 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
         fold = folds_names(source) if fold is None else fold
+        versioned = versioned_pair_problems(compiled, source)
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
@@ -114,9 +115,29 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
         problems += two_way_pair_problems(pipeline)
     if fold:
         problems += cased_pair_problems(pipeline, source)
+    problems += versioned
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique, fold_names=fold)
+
+
+def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> list[str]:
+    """MariaDB's system-versioned tables the pairs take: their binlog is no picture of their
+    current rows (a DELETE is logged as an UPDATE of ``row_end``, each UPDATE adds the old
+    row as an INSERT, the key holds ``row_end``), so a target would keep deleted rows as
+    current ones and gain every old version."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                       "TABLE_TYPE = 'SYSTEM VERSIONED' ORDER BY 1, 2")
+        found = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
+    return [f"pipeline {compiled.pipeline_id}: {schema}.{table} is a system-versioned table "
+            "(WITH SYSTEM VERSIONING), which setl does not replicate: its binlog logs a DELETE "
+            "as an UPDATE of row_end and each UPDATE's old version as an INSERT, so the target "
+            "would keep deleted rows and gain every old version. Leave it out of the "
+            "pipeline's pairs, or drop its versioning on the source (ALTER TABLE … DROP "
+            "SYSTEM VERSIONING) and copy it again"
+            for schema, table in found
+            if compiled.wants_schema(schema) and compiled.wants(schema, table)]
 
 
 def cased_pair_problems(pipeline: Pipeline, source: DataSource) -> list[str]:
