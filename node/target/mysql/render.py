@@ -3,7 +3,8 @@
 - A keyed table's merged writes: multi-row ``DELETE … WHERE (key) IN (…)`` and
   ``INSERT … ON DUPLICATE KEY UPDATE``, or the steps of an ordered table (see
   :mod:`node.merge`), where a key change is an ``UPDATE … WHERE (key) = (old)`` so that the
-  target's ``ON UPDATE CASCADE`` fires. A ``column_groups`` update
+  target's ``ON UPDATE CASCADE`` fires, then the row's upsert (a no-op where the UPDATE
+  moved it; the row itself where the old key was not there yet). A ``column_groups`` update
   (:class:`~node.merge.PartialRow`) inserts every column of the source row and updates only
   its changed ones: a row the target lacks is made whole, one it has keeps the others.
 - A **keyless** table (no primary key, no unique key over NOT NULL columns): every change in
@@ -104,8 +105,10 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
             yield from _deletes(writes, items, size, found)
         else:
             assert kind == MOVE
-            yield from (_move(writes, found(old), row, generated)._replace(
-                lenient=_empty_enums(row, enums)) for old, row in items)
+            for old, row in items:
+                yield _move(writes, found(old), row, generated)._replace(
+                    lenient=_empty_enums(row, enums))
+                yield from _upserts(writes, _without([row], generated), size, enums, big, found)
     yield from _keyless(writes, size, columns, generated)
 
 
@@ -138,9 +141,13 @@ def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str]
           ) -> Statement:
-    """A row's key change as the UPDATE the source ran: one row, found by its old key."""
+    """A row's key change as the UPDATE the source ran, found by its old key (the target's
+    ON UPDATE CASCADE fires as on the source). The row's upsert follows it: where the old
+    key is not there — a copy has not reached the row yet, or a free-door request deleted it
+    at its window's start — the row is written as any upsert writes it, and the pipeline
+    goes on (it stopped for good there, every resume replaying the same batch)."""
     return _update(writes, old_key, {name: value for name, value in row.items()
-                                     if name not in generated}, True)
+                                     if name not in generated}, False)
 
 
 def _clears(writes: TableWrites, items: list[tuple[tuple[Any, ...], Row]], size: int,
