@@ -82,6 +82,7 @@ class DdlPipeline(Protocol):
     def database_defaults(self, schema: str) -> tuple[str, str]: ...
     def target_databases(self, schema: str) -> list[tuple[str, str]]: ...
     def gathered(self, schema: str, table: str) -> bool: ...
+    def stored(self, schema: str, table: str) -> tuple[str, str]: ...
 
 
 def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
@@ -316,7 +317,9 @@ def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: D
 
 def _apart(compiled: DdlPipeline) -> Apart:
     def apart(old: tuple[str, str], new: tuple[str, str]) -> list[str]:
-        olds, news = compiled.pairs_for(*old), compiled.pairs_for(*new)
+        # the pairs of the names as the source stores them (a DDL's as typed: ORDERS)
+        olds = compiled.pairs_for(*compiled.stored(*old))
+        news = compiled.pairs_for(*compiled.stored(*new))
         if len(olds) != len(news):
             return ["the pairs taking them"]
         return sorted({name for one, other in zip(olds, news, strict=True) if one is not other
