@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from node.sqllex import NAME, WORD, Token, identifier, parts
+from node.sqllex import NAME, SYMBOL, WORD, Token, identifier, parts
 from node.sqllex import statement_code as code
 
 
@@ -49,6 +49,9 @@ class DatabaseDdl:
     end: int
 
 
+# what may follow ADD in an ALTER TABLE clause that adds no column
+NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
+               "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
 # what may follow ALTER DATABASE when the name is left out
 _DATABASE_OPTIONS = ("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT")
 
@@ -222,6 +225,39 @@ def _renamed_to(rest: list[Token], default_schema: str) -> Name | None:
                 pass
             return name if read.at == len(read.tokens) else None
     return None
+
+
+def alter_clauses(words: list[Token]) -> list[list[Token]] | None:
+    """The clauses of an ``ALTER TABLE`` (None: another statement)."""
+    at = 1
+    while at < len(words) and words[at].is_word("ONLINE", "IGNORE"):
+        at += 1
+    if len(words) < at + 3 or not (words[0].is_word("ALTER") and words[at].is_word("TABLE")):
+        return None
+    at += 1
+    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
+        at += 2
+    at += 1  # the table's name, schema-qualified or not
+    while at + 1 < len(words) and words[at].text == "." and words[at].kind == SYMBOL:
+        at += 2
+    return parts(words[at:])
+
+
+def added_columns(clause: list[Token]) -> list[list[Token]]:
+    """The column definitions (name first) an ALTER TABLE clause adds: ``ADD [COLUMN] [IF
+    NOT EXISTS] c …`` or ``ADD [COLUMN] (c …, d …)``; none for ``ADD INDEX`` and the like."""
+    if not clause or not clause[0].is_word("ADD"):
+        return []
+    at, column = 1, len(clause) > 1 and clause[1].is_word("COLUMN")
+    at += column
+    if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("NOT"):
+        at += 3  # IF NOT EXISTS
+    rest = clause[at:]
+    if not rest or (not column and rest[0].is_word(*NOT_COLUMNS)):
+        return []
+    if rest[0].kind == SYMBOL and rest[0].text == "(":
+        return [part for part in parts(rest[1:-1]) if part]
+    return [rest]
 
 
 def _index(read: _Reader, statement: str) -> TableDdl | None:
