@@ -17,8 +17,12 @@ hand (``ddl_sync: false``, the default, replays no DDL).
 
 What the target cannot be left without pauses the pipeline, ``ddl_sync`` or not: a statement
 that removes or replaces a replicated table's rows (TRUNCATE, DROP TABLE, CREATE OR REPLACE
-TABLE, a RENAME of either side) when it is not replayed, a DROP DATABASE of a database pairs
-read (never replayed), a rename not read whole (:func:`extract_ddl`).
+TABLE, a RENAME of either side, an ALTER TABLE clause that removes or brings in rows without
+row events: TRUNCATE/DROP PARTITION, DISCARD/IMPORT TABLESPACE, ALTER IGNORE … ADD UNIQUE,
+ENGINE=BLACKHOLE) when it is not replayed, an EXCHANGE or CONVERT of a partition that moves
+a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a database
+pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, removing
+rows from a target that gathers several source tables pauses too (:func:`transform_ddl`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -29,6 +33,7 @@ from typing import Any, Protocol
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlparse import (
+    SWAPS,
     DatabaseDdl,
     Name,
     TableDdl,
@@ -206,7 +211,7 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
         if database is not None and databases is not None:
             yield from _database_statements(database, change, seq, databases)
         return
-    if (ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces) and gathered is not None:
+    if (ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces or ddl.rows) and gathered is not None:
         for name in ddl.names:
             if mapper(*name.pair) and gathered(*name.pair):
                 targets = ", ".join(qualified(*t[1:]) for t in mapper(*name.pair))
@@ -264,18 +269,22 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     dropped = dropped_database(text, mode)
     if dropped is not None:
         return _dropped_database(compiled, seq, change, dropped, ran, past)
+    ddl = parse(text, change.schema, mode)
+    if ddl is not None and ddl.rows in SWAPS:
+        _swap(compiled, ddl, ran, past)
     if compiled.ddl_sync:
         return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
                              compiled.target_databases, compiled.gathered, _apart(compiled))
-    ddl = parse(text, change.schema, mode)
     if ddl is None:
         return []
-    removes = ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces
+    removes = ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces or bool(ddl.rows)
     names = [name.pair for name in ddl.names] if removes else \
         [name.pair for pair in ddl.renames for name in pair]
     tables = [qualified(*pair) for pair in dict.fromkeys(names) if compiled.wants(*pair)]
     if tables:
         what = "renames" if ddl.renames else "removes or replaces the rows of"
+        if ddl.rows:
+            what = f"removes or brings in rows without row events ({ddl.rows}) in"
         raise ConfigError(
             f"{ran}, which {what} {', '.join(tables)}, replicated by this pipeline; with "
             "ddl_sync off it is not replayed, and the target would keep the old rows and mix "
@@ -291,6 +300,25 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
                 for name in ddl.names if compiled.wants(*name.pair)
                 for datasource, schema, table in compiled.targets_of(*name.pair)]
     return []
+
+
+def _swap(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
+    """An EXCHANGE or CONVERT of a partition (:data:`node.ddlparse.SWAPS`) that moves rows of
+    a replicated table pauses, ``ddl_sync`` or not: its rows come with no row event, a retry
+    of a replayed EXCHANGE swaps them back, and the other table may go to another target
+    or to none."""
+    tables = [qualified(*pair) for pair in dict.fromkeys(
+        name.pair for name in (*ddl.names, *ddl.swapped)) if compiled.wants(*pair)]
+    if not tables:
+        return
+    between = " and ".join(qualified(*name.pair) for name in (*ddl.names, *ddl.swapped))
+    raise ConfigError(
+        f"{ran}, which moves rows between {between} ({ddl.rows}) without row events; "
+        f"{', '.join(tables)} is replicated by this pipeline, and setl does not replay it, "
+        "ddl_sync or not (a retried EXCHANGE swaps the rows back; the other table may go to "
+        "another target or none). Do on the target what it did (by hand: where the other "
+        "table is not there, copy the replicated one again: setl snapshot), then move the "
+        f"pipeline past this statement: {past}")
 
 
 def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: DatabaseDdl,
