@@ -21,8 +21,9 @@ TABLE, a RENAME of either side, an ALTER TABLE clause that removes or brings in 
 row events: TRUNCATE/DROP PARTITION, DISCARD/IMPORT TABLESPACE, ALTER IGNORE … ADD UNIQUE,
 ENGINE=BLACKHOLE) when it is not replayed, an EXCHANGE or CONVERT of a partition that moves
 a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a database
-pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, removing
-rows from a target that gathers several source tables pauses too (:func:`transform_ddl`).
+pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
+replay would get wrong pauses too: removing rows from a target that gathers several source
+tables, a column added with values made where it runs (:func:`transform_ddl`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -45,6 +46,7 @@ from node.ddlparse import (
     parse_database,
     tables_named,
     unparsed_rename,
+    unrepeatable_column,
 )
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
 from node.sqllex import second_statement, without_time_bounds
@@ -221,6 +223,15 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
                     "not run it there, it would remove theirs too. Delete that table's rows "
                     "from the target by hand if they should go, then move the pipeline past "
                     f"this statement: {_PAST}")
+    unrepeatable = unrepeatable_column(change.ddl, mode)
+    if unrepeatable and any(mapper(*name.pair) for name in ddl.names):
+        column, how = unrepeatable
+        raise ConfigError(
+            f"the source ran {change.ddl.strip()[:200]!r}, which adds column {column} with "
+            f"{how}: each row's value is made where the statement runs, so replayed on the "
+            "target it would give the rows other values than the source's. Add the column on "
+            f"the target by hand, move the pipeline past this statement: {_PAST}; then copy "
+            "the table again (setl snapshot) so its rows get the source's values")
     made: set[tuple[str, str]] = set()
     session = change.session
     known = database_defaults(session)

@@ -59,6 +59,8 @@ SWAPS = ("EXCHANGE PARTITION", "CONVERT PARTITION", "CONVERT TABLE")
 # what :attr:`TableDdl.rows` may be: clauses that remove or bring in rows without row events
 ROW_CLAUSES = ("TRUNCATE PARTITION", "DROP PARTITION", *SWAPS, "DISCARD TABLESPACE",
                "IMPORT TABLESPACE", "ALTER IGNORE … UNIQUE", "ENGINE=BLACKHOLE")
+# functions whose value differs on every call: a column added with one differs on a replay
+UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID")
 # what may follow ADD in an ALTER TABLE clause that adds no column
 NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
                "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
@@ -308,6 +310,25 @@ def added_columns(clause: list[Token]) -> list[list[Token]]:
     if rest[0].kind == SYMBOL and rest[0].text == "(":
         return [part for part in parts(rest[1:-1]) if part]
     return [rest]
+
+
+def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | None:
+    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs, with
+    how: ``AUTO_INCREMENT`` (numbered in the order that server reads the rows) or a
+    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`); None for any other statement.
+    CURRENT_TIMESTAMP is not one: a replay runs under the source's timestamp."""
+    for clause in alter_clauses(code(statement, sql_mode)) or []:
+        for definition in added_columns(clause):
+            for at, token in enumerate(definition[1:], 1):
+                following = definition[at + 1].text if at + 1 < len(definition) else ""
+                if token.is_word("AUTO_INCREMENT") and following != "=":
+                    how = "AUTO_INCREMENT"
+                elif token.is_word(*UNREPEATABLE) and following == "(":
+                    how = f"{token.text.upper()}()"
+                else:
+                    continue
+                return identifier(definition[0]) or definition[0].text, how
+    return None
 
 
 def _index(read: _Reader, statement: str) -> TableDdl | None:

@@ -8,7 +8,7 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.ddl import concerns, parse, tables_named
-from node.ddlparse import ROW_CLAUSES
+from node.ddlparse import ROW_CLAUSES, unrepeatable_column
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from tests.unit.test_ddl import PAIRS, SHARDS, ddl_targets
@@ -122,3 +122,39 @@ def test_a_row_clause_on_a_table_a_target_gathers_stops(statement: str) -> None:
     assert [t.ddl for t in extract_transform(c, [(4, ddl("ALTER TABLE orders_2 ADD c INT"))])] \
         == ["ALTER TABLE `copy`.`orders_all` ADD c INT"]
 
+
+# --- ddl_sync on: a column whose values are made where the statement runs -------------------
+
+@pytest.mark.parametrize("statement, column, how", [
+    ("ALTER TABLE orders ADD COLUMN n BIGINT AUTO_INCREMENT UNIQUE", "n", "AUTO_INCREMENT"),
+    ("ALTER TABLE orders ADD u CHAR(36) DEFAULT UUID()", "u", "UUID()"),
+    ("ALTER TABLE orders ADD (a INT, `u` CHAR(36) DEFAULT (uuid()))", "u", "UUID()"),
+    ("ALTER TABLE orders ADD r DOUBLE DEFAULT (RAND() * 10)", "r", "RAND()"),
+    ("ALTER TABLE orders ADD c INT, ADD s BIGINT DEFAULT uuid_short()", "s", "UUID_SHORT()"),
+    ("ALTER TABLE orders ADD g RAW(16) DEFAULT SYS_GUID ()", "g", "SYS_GUID()"),
+])
+def test_with_ddl_sync_a_column_added_with_unrepeatable_values_pauses(
+        statement: str, column: str, how: str) -> None:
+    """Replayed, it gave the target's rows other ids or uuids than the source's."""
+    assert unrepeatable_column(statement) == (column, how)
+    with pytest.raises(ConfigError, match=f"adds column {column} with ") as caught:
+        ddl_targets(statement)
+    assert "setl snapshot" in str(caught.value)
+    assert ddl_targets(statement, sync=False) == []
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders ADD t TIMESTAMP DEFAULT CURRENT_TIMESTAMP",
+    "ALTER TABLE orders ADD t DATETIME(6) DEFAULT NOW(6)",
+    "ALTER TABLE orders ADD c INT, AUTO_INCREMENT = 100",
+    "ALTER TABLE orders ADD c VARCHAR(9) DEFAULT 'UUID()' COMMENT 'rand()'",
+    "ALTER TABLE orders ADD COLUMN uuid CHAR(36), ADD INDEX (uuid)",
+    "ALTER TABLE orders MODIFY c INT DEFAULT 5"])
+def test_with_ddl_sync_other_added_columns_are_replayed(statement: str) -> None:
+    assert unrepeatable_column(statement) is None
+    [(_, _, _, replayed)] = ddl_targets(statement)
+    assert "`copy`.`orders_v2`" in replayed
+
+
+def test_an_unrepeatable_column_of_a_table_no_pair_reads_passes() -> None:
+    assert ddl_targets("ALTER TABLE unpaired ADD n INT AUTO_INCREMENT KEY") == []
