@@ -41,7 +41,6 @@ class TableDdl:
     swapped: tuple[Name, ...] = ()  # the other table of EXCHANGE/CONVERT (SWAPS)
 
 
-
 @dataclass(frozen=True)
 class DatabaseDdl:
     """CREATE or ALTER DATABASE: the database it acts on and where its name stands (an ALTER
