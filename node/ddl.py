@@ -17,8 +17,13 @@ hand (``ddl_sync: false``, the default, replays no DDL).
 
 What the target cannot be left without pauses the pipeline, ``ddl_sync`` or not: a statement
 that removes or replaces a replicated table's rows (TRUNCATE, DROP TABLE, CREATE OR REPLACE
-TABLE, a RENAME of either side) when it is not replayed, a DROP DATABASE of a database pairs
-read (never replayed), a rename not read whole (:func:`extract_ddl`).
+TABLE, a RENAME of either side, an ALTER TABLE clause that removes or brings in rows without
+row events: TRUNCATE/DROP PARTITION, DISCARD/IMPORT TABLESPACE, ALTER IGNORE … ADD UNIQUE,
+ENGINE=BLACKHOLE) when it is not replayed, an EXCHANGE or CONVERT of a partition that moves
+a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a database
+pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
+replay would get wrong pauses too: removing rows from a target that gathers several source
+tables, a column added with values made where it runs (:func:`transform_ddl`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -29,6 +34,7 @@ from typing import Any, Protocol
 
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlparse import (
+    SWAPS,
     DatabaseDdl,
     Name,
     TableDdl,
@@ -40,6 +46,7 @@ from node.ddlparse import (
     parse_database,
     tables_named,
     unparsed_rename,
+    unrepeatable_column,
 )
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
 from node.sqllex import second_statement, without_time_bounds
@@ -82,6 +89,7 @@ class DdlPipeline(Protocol):
     def database_defaults(self, schema: str) -> tuple[str, str]: ...
     def target_databases(self, schema: str) -> list[tuple[str, str]]: ...
     def gathered(self, schema: str, table: str) -> bool: ...
+    def stored(self, schema: str, table: str) -> tuple[str, str]: ...
 
 
 def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
@@ -205,7 +213,7 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
         if database is not None and databases is not None:
             yield from _database_statements(database, change, seq, databases)
         return
-    if (ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces) and gathered is not None:
+    if (ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces or ddl.rows) and gathered is not None:
         for name in ddl.names:
             if mapper(*name.pair) and gathered(*name.pair):
                 targets = ", ".join(qualified(*t[1:]) for t in mapper(*name.pair))
@@ -215,6 +223,15 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
                     "not run it there, it would remove theirs too. Delete that table's rows "
                     "from the target by hand if they should go, then move the pipeline past "
                     f"this statement: {_PAST}")
+    unrepeatable = unrepeatable_column(change.ddl, mode)
+    if unrepeatable and any(mapper(*name.pair) for name in ddl.names):
+        column, how = unrepeatable
+        raise ConfigError(
+            f"the source ran {change.ddl.strip()[:200]!r}, which adds column {column} with "
+            f"{how}: each row's value is made where the statement runs, so replayed on the "
+            "target it would give the rows other values than the source's. Add the column on "
+            f"the target by hand, move the pipeline past this statement: {_PAST}; then copy "
+            "the table again (setl snapshot) so its rows get the source's values")
     made: set[tuple[str, str]] = set()
     session = change.session
     known = database_defaults(session)
@@ -263,18 +280,22 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     dropped = dropped_database(text, mode)
     if dropped is not None:
         return _dropped_database(compiled, seq, change, dropped, ran, past)
+    ddl = parse(text, change.schema, mode)
+    if ddl is not None and ddl.rows in SWAPS:
+        _swap(compiled, ddl, ran, past)
     if compiled.ddl_sync:
         return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
                              compiled.target_databases, compiled.gathered, _apart(compiled))
-    ddl = parse(text, change.schema, mode)
     if ddl is None:
         return []
-    removes = ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces
+    removes = ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces or bool(ddl.rows)
     names = [name.pair for name in ddl.names] if removes else \
         [name.pair for pair in ddl.renames for name in pair]
     tables = [qualified(*pair) for pair in dict.fromkeys(names) if compiled.wants(*pair)]
     if tables:
         what = "renames" if ddl.renames else "removes or replaces the rows of"
+        if ddl.rows:
+            what = f"removes or brings in rows without row events ({ddl.rows}) in"
         raise ConfigError(
             f"{ran}, which {what} {', '.join(tables)}, replicated by this pipeline; with "
             "ddl_sync off it is not replayed, and the target would keep the old rows and mix "
@@ -290,6 +311,25 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
                 for name in ddl.names if compiled.wants(*name.pair)
                 for datasource, schema, table in compiled.targets_of(*name.pair)]
     return []
+
+
+def _swap(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
+    """An EXCHANGE or CONVERT of a partition (:data:`node.ddlparse.SWAPS`) that moves rows of
+    a replicated table pauses, ``ddl_sync`` or not: its rows come with no row event, a retry
+    of a replayed EXCHANGE swaps them back, and the other table may go to another target
+    or to none."""
+    tables = [qualified(*pair) for pair in dict.fromkeys(
+        name.pair for name in (*ddl.names, *ddl.swapped)) if compiled.wants(*pair)]
+    if not tables:
+        return
+    between = " and ".join(qualified(*name.pair) for name in (*ddl.names, *ddl.swapped))
+    raise ConfigError(
+        f"{ran}, which moves rows between {between} ({ddl.rows}) without row events; "
+        f"{', '.join(tables)} is replicated by this pipeline, and setl does not replay it, "
+        "ddl_sync or not (a retried EXCHANGE swaps the rows back; the other table may go to "
+        "another target or none). Do on the target what it did (by hand: where the other "
+        "table is not there, copy the replicated one again: setl snapshot), then move the "
+        f"pipeline past this statement: {past}")
 
 
 def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: DatabaseDdl,
@@ -316,7 +356,9 @@ def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: D
 
 def _apart(compiled: DdlPipeline) -> Apart:
     def apart(old: tuple[str, str], new: tuple[str, str]) -> list[str]:
-        olds, news = compiled.pairs_for(*old), compiled.pairs_for(*new)
+        # the pairs of the names as the source stores them (a DDL's as typed: ORDERS)
+        olds = compiled.pairs_for(*compiled.stored(*old))
+        news = compiled.pairs_for(*compiled.stored(*new))
         if len(olds) != len(news):
             return ["the pairs taking them"]
         return sorted({name for one, other in zip(olds, news, strict=True) if one is not other

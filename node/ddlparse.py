@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from node.sqllex import NAME, WORD, Token, identifier, parts
+from node.sqllex import NAME, SYMBOL, WORD, Token, identifier, parts
 from node.sqllex import statement_code as code
 
 
@@ -35,6 +35,10 @@ class TableDdl:
     renames: tuple[tuple[Name, Name], ...] = ()
     others: tuple[Name, ...] = ()  # CREATE … LIKE and REFERENCES: mapped where a pair copies
     replaces: bool = False  # CREATE OR REPLACE TABLE: the table's rows go, as by a DROP
+    # an ALTER TABLE clause that removes or brings in rows with no row event in the binlog
+    # ("TRUNCATE PARTITION", "EXCHANGE PARTITION", …: ROW_CLAUSES), "" for none
+    rows: str = ""
+    swapped: tuple[Name, ...] = ()  # the other table of EXCHANGE/CONVERT (SWAPS)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,16 @@ class DatabaseDdl:
     end: int
 
 
+# ALTER TABLE clauses whose rows move between two tables; the other's name is read
+SWAPS = ("EXCHANGE PARTITION", "CONVERT PARTITION", "CONVERT TABLE")
+# what :attr:`TableDdl.rows` may be: clauses that remove or bring in rows without row events
+ROW_CLAUSES = ("TRUNCATE PARTITION", "DROP PARTITION", *SWAPS, "DISCARD TABLESPACE",
+               "IMPORT TABLESPACE", "ALTER IGNORE … UNIQUE", "ENGINE=BLACKHOLE")
+# functions whose value differs on every call: a column added with one differs on a replay
+UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID")
+# what may follow ADD in an ALTER TABLE clause that adds no column
+NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
+               "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
 # what may follow ALTER DATABASE when the name is left out
 _DATABASE_OPTIONS = ("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT")
 
@@ -147,7 +161,7 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
                         replaces=replaces)
     if read.word("ALTER"):
         read.word("ONLINE")
-        read.word("IGNORE")
+        ignore = read.word("IGNORE")
         if not read.word("TABLE"):
             return None
         read.if_exists()
@@ -156,8 +170,10 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
             return None
         read.wait()
         renamed = _renamed_to(read.tokens[read.at:], read.default_schema)
+        rows, swapped = _row_clause(parts(read.tokens[read.at:]), ignore, read.default_schema)
         return TableDdl("ALTER", statement, (name,), () if renamed is None else
-                        ((name, renamed),), others=read.references())
+                        ((name, renamed),), others=read.references(), rows=rows,
+                        swapped=swapped)
     if read.word("DROP"):
         read.word("ONLINE", "OFFLINE")
         if read.word("INDEX"):
@@ -203,8 +219,46 @@ def tables_named(statement: str, default_schema: str, sql_mode: int = 0
     ddl = parse(statement, default_schema, sql_mode)
     if ddl is None:
         return []
-    return [name.pair for name in ddl.names] + \
+    return [name.pair for name in (*ddl.names, *ddl.swapped)] + \
         [name.pair for pair in ddl.renames for name in pair]
+
+
+def _row_clause(clauses: list[list[Token]], ignore: bool, default_schema: str
+                ) -> tuple[str, tuple[Name, ...]]:
+    """The first of an ALTER TABLE's clauses that removes or brings in rows without row
+    events (one of :data:`ROW_CLAUSES`, '' for none), with the other table of a swap."""
+    for clause in clauses:
+        head = " ".join(token.text.upper() for token in clause[:2])
+        if head in ("TRUNCATE PARTITION", "DROP PARTITION"):
+            return head, ()
+        if head in SWAPS:
+            # EXCHANGE PARTITION p WITH TABLE x, CONVERT PARTITION p TO TABLE x,
+            # CONVERT TABLE x TO PARTITION p …
+            at = 2 if head == "CONVERT TABLE" else next(
+                (at + 2 for at in range(2, len(clause) - 1)
+                 if clause[at].is_word("WITH", "TO") and clause[at + 1].is_word("TABLE")), 0)
+            other = _Reader(clause[at:], default_schema).name() if at else None
+            return head, (other,) if other else ()
+        if clause and clause[0].is_word("DISCARD", "IMPORT") and \
+                any(token.is_word("TABLESPACE") for token in clause):
+            return f"{clause[0].text.upper()} TABLESPACE", ()
+        if ignore and clause and not clause[0].is_word("DROP") and \
+                any(token.is_word("UNIQUE", "PRIMARY") for token in clause):
+            return "ALTER IGNORE … UNIQUE", ()  # the rows with a duplicate key go
+        if _blackhole(clause):
+            return "ENGINE=BLACKHOLE", ()
+    return "", ()
+
+
+def _blackhole(clause: list[Token]) -> bool:
+    """Whether a clause holds the table option ``ENGINE [=] BLACKHOLE``."""
+    for at, token in enumerate(clause[:-1]):
+        if token.is_word("ENGINE"):
+            value = clause[at + 2] if clause[at + 1].text == "=" and at + 2 < len(clause) \
+                else clause[at + 1]
+            if (identifier(value) or value.text.strip("'\"")).upper() == "BLACKHOLE":
+                return True
+    return False
 
 
 def _renamed_to(rest: list[Token], default_schema: str) -> Name | None:
@@ -221,6 +275,58 @@ def _renamed_to(rest: list[Token], default_schema: str) -> Name | None:
             while read.symbol(";"):
                 pass
             return name if read.at == len(read.tokens) else None
+    return None
+
+
+def alter_clauses(words: list[Token]) -> list[list[Token]] | None:
+    """The clauses of an ``ALTER TABLE`` (None: another statement)."""
+    at = 1
+    while at < len(words) and words[at].is_word("ONLINE", "IGNORE"):
+        at += 1
+    if len(words) < at + 3 or not (words[0].is_word("ALTER") and words[at].is_word("TABLE")):
+        return None
+    at += 1
+    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
+        at += 2
+    at += 1  # the table's name, schema-qualified or not
+    while at + 1 < len(words) and words[at].text == "." and words[at].kind == SYMBOL:
+        at += 2
+    return parts(words[at:])
+
+
+def added_columns(clause: list[Token]) -> list[list[Token]]:
+    """The column definitions (name first) an ALTER TABLE clause adds: ``ADD [COLUMN] [IF
+    NOT EXISTS] c …`` or ``ADD [COLUMN] (c …, d …)``; none for ``ADD INDEX`` and the like."""
+    if not clause or not clause[0].is_word("ADD"):
+        return []
+    at, column = 1, len(clause) > 1 and clause[1].is_word("COLUMN")
+    at += column
+    if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("NOT"):
+        at += 3  # IF NOT EXISTS
+    rest = clause[at:]
+    if not rest or (not column and rest[0].is_word(*NOT_COLUMNS)):
+        return []
+    if rest[0].kind == SYMBOL and rest[0].text == "(":
+        return [part for part in parts(rest[1:-1]) if part]
+    return [rest]
+
+
+def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | None:
+    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs, with
+    how: ``AUTO_INCREMENT`` (numbered in the order that server reads the rows) or a
+    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`); None for any other statement.
+    CURRENT_TIMESTAMP is not one: a replay runs under the source's timestamp."""
+    for clause in alter_clauses(code(statement, sql_mode)) or []:
+        for definition in added_columns(clause):
+            for at, token in enumerate(definition[1:], 1):
+                following = definition[at + 1].text if at + 1 < len(definition) else ""
+                if token.is_word("AUTO_INCREMENT") and following != "=":
+                    how = "AUTO_INCREMENT"
+                elif token.is_word(*UNREPEATABLE) and following == "(":
+                    how = f"{token.text.upper()}()"
+                else:
+                    continue
+                return identifier(definition[0]) or definition[0].text, how
     return None
 
 

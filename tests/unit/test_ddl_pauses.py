@@ -200,3 +200,14 @@ def test_one_rename_statement_is_fingerprinted_over_all_its_tables() -> None:
         def execute(self, *_: object) -> None:
             raise AssertionError("not asked")
     assert not _renamed(Cursor(), change)
+
+
+def test_a_cut_over_written_in_capitals_is_checked_where_the_source_folds_names() -> None:
+    """With lower_case_table_names the pairs were asked for ``ORDERS`` as typed, found none
+    on either side, and the cut-over between differing pairs ran."""
+    c = dataclasses.replace(compiled(
+        "{source: shop.orders, target: copy.orders, columns: {exclude: [secret]}}",
+        CATCH_ALL, options="ddl_sync: true"), fold_names=True)
+    change = ddl("RENAME TABLE ORDERS TO _orders_old, _ORDERS_NEW TO Orders")
+    with pytest.raises(ConfigError, match="the pairs that take the two names differ in"):
+        list(extract_transform(c, [(4, change)]))

@@ -5,10 +5,7 @@ they give the rows it holds a value the binlog never writes there."""
 from __future__ import annotations
 
 from node import sqllex
-
-# what may follow ADD in an ALTER TABLE clause that adds no column
-NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
-               "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
+from node.ddlparse import added_columns, alter_clauses
 
 
 def taken(ddl: str) -> bool:
@@ -29,22 +26,6 @@ def taken(ddl: str) -> bool:
         return True
     clauses = alter_clauses(words)
     return clauses is not None and all(_taken_clause(clause) for clause in clauses)
-
-
-def alter_clauses(words: list[sqllex.Token]) -> list[list[sqllex.Token]] | None:
-    """The clauses of an ``ALTER TABLE`` (None: another statement)."""
-    at = 1
-    while at < len(words) and words[at].is_word("ONLINE", "IGNORE"):
-        at += 1
-    if len(words) < at + 3 or not (words[0].is_word("ALTER") and words[at].is_word("TABLE")):
-        return None
-    at += 1
-    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
-        at += 2
-    at += 1  # the table's name, schema-qualified or not
-    while at + 1 < len(words) and words[at].text == "." and words[at].kind == sqllex.SYMBOL:
-        at += 2
-    return sqllex.parts(words[at:])
 
 
 def _taken_clause(clause: list[sqllex.Token]) -> bool:
@@ -76,23 +57,6 @@ def filled_column(ddl: str) -> tuple[str, str] | None:
             if how:
                 return sqllex.identifier(definition[0]) or definition[0].text, how
     return None
-
-
-def added_columns(clause: list[sqllex.Token]) -> list[list[sqllex.Token]]:
-    """The column definitions (name first) an ALTER TABLE clause adds: ``ADD [COLUMN] [IF
-    NOT EXISTS] c …`` or ``ADD [COLUMN] (c …, d …)``; none for ``ADD INDEX`` and the like."""
-    if not clause or not clause[0].is_word("ADD"):
-        return []
-    at, column = 1, len(clause) > 1 and clause[1].is_word("COLUMN")
-    at += column
-    if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("NOT"):
-        at += 3  # IF NOT EXISTS
-    rest = clause[at:]
-    if not rest or (not column and rest[0].is_word(*NOT_COLUMNS)):
-        return []
-    if rest[0].kind == sqllex.SYMBOL and rest[0].text == "(":
-        return [part for part in sqllex.parts(rest[1:-1]) if part]
-    return [rest]
 
 
 def column_fill(definition: list[sqllex.Token]) -> str:

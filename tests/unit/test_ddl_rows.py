@@ -1,0 +1,160 @@
+"""node/ddl.py: ALTER TABLE clauses that remove or bring in a replicated table's rows without
+row events pause (ddl_sync off, or on where a replay would get it wrong), a partition swap
+pauses either way, and a column added with values made where it runs pauses a replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.changes import ChangeType, RowChange
+from node.ddl import concerns, parse, tables_named
+from node.ddlparse import ROW_CLAUSES, unrepeatable_column
+from node.extract.etl import extract_transform
+from shared.errors import ConfigError
+from tests.unit.test_ddl import PAIRS, SHARDS, ddl_targets
+from tests.unit.test_etl import compiled
+
+
+def ddl(statement: str, schema: str = "shop") -> RowChange:
+    return RowChange(schema, "", ChangeType.DDL, ddl=statement)
+
+
+# --- ddl_sync off: clauses that remove or bring in rows without row events ----------------
+
+@pytest.mark.parametrize("statement, clause", [
+    ("ALTER TABLE orders TRUNCATE PARTITION p2024", "TRUNCATE PARTITION"),
+    ("ALTER TABLE shop.orders TRUNCATE PARTITION p1, p2", "TRUNCATE PARTITION"),
+    ("ALTER TABLE orders DROP PARTITION IF EXISTS p2019", "DROP PARTITION"),
+    ("alter table `orders` /*!50100 drop partition p1 */", "DROP PARTITION"),
+    ("ALTER TABLE orders ADD c INT, DROP PARTITION p1", "DROP PARTITION"),
+    ("ALTER TABLE orders DISCARD TABLESPACE", "DISCARD TABLESPACE"),
+    ("ALTER TABLE orders IMPORT TABLESPACE", "IMPORT TABLESPACE"),
+    ("ALTER TABLE orders IMPORT PARTITION p1 TABLESPACE", "IMPORT TABLESPACE"),
+    ("ALTER IGNORE TABLE orders ADD UNIQUE KEY uk (code)", "ALTER IGNORE … UNIQUE"),
+    ("ALTER IGNORE TABLE orders ADD CONSTRAINT pk PRIMARY KEY (id)", "ALTER IGNORE … UNIQUE"),
+    ("ALTER ONLINE IGNORE TABLE orders MODIFY code INT UNIQUE", "ALTER IGNORE … UNIQUE"),
+    ("ALTER IGNORE TABLE orders DROP PRIMARY KEY, ADD PRIMARY KEY (code)",
+     "ALTER IGNORE … UNIQUE"),
+    ("ALTER TABLE orders ENGINE=BLACKHOLE", "ENGINE=BLACKHOLE"),
+    ("ALTER TABLE orders ADD c INT, engine = 'blackhole'", "ENGINE=BLACKHOLE"),
+])
+def test_without_ddl_sync_an_alter_that_removes_rows_without_row_events_pauses(
+        statement: str, clause: str) -> None:
+    """They passed unseen: the target kept the rows the source had dropped (or never got
+    the ones it imported)."""
+    assert clause in ROW_CLAUSES
+    with pytest.raises(ConfigError, match="with ddl_sync off it is not replayed") as caught:
+        ddl_targets(statement, sync=False)
+    message = str(caught.value)
+    assert f"({clause})" in message and "`shop`.`orders`" in message
+    assert "setl position set shop/fwd" in message and "turn ddl_sync on" in message
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders CONVERT TO CHARACTER SET utf8mb4", "ALTER TABLE orders DROP COLUMN c",
+    "ALTER TABLE orders ADD UNIQUE (code)", "ALTER TABLE orders ENGINE=InnoDB",
+    "ALTER TABLE orders ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))",
+    "ALTER TABLE orders COMMENT 'TRUNCATE PARTITION p1, ENGINE=BLACKHOLE'",
+    "ALTER TABLE orders ADD COLUMN engine VARCHAR(9) DEFAULT 'BLACKHOLE'",
+    "ALTER TABLE orders DROP INDEX `partition`", "ALTER IGNORE TABLE orders ADD c INT",
+    "ALTER IGNORE TABLE orders DROP PRIMARY KEY, DROP INDEX uk",
+    "ALTER TABLE unpaired TRUNCATE PARTITION p1", "ALTER TABLE unpaired ENGINE=BLACKHOLE"])
+def test_without_ddl_sync_other_alters_pass(statement: str) -> None:
+    assert ddl_targets(statement, sync=False) == []
+
+
+def test_with_ddl_sync_a_row_clause_is_replayed() -> None:
+    assert [t[3] for t in ddl_targets("ALTER TABLE orders TRUNCATE PARTITION p1")] == [
+        "ALTER TABLE `copy`.`orders_v2` TRUNCATE PARTITION p1"]
+
+
+# --- EXCHANGE / CONVERT: both tables read, never replayed ----------------------------------
+
+SWAPS = [
+    ("ALTER TABLE orders EXCHANGE PARTITION p1 WITH TABLE unpaired", "unpaired"),
+    ("ALTER TABLE unpaired EXCHANGE PARTITION p1 WITH TABLE orders WITHOUT VALIDATION",
+     "orders"),
+    ("ALTER TABLE unpaired CONVERT PARTITION p1 TO TABLE shop.orders", "orders"),
+    ("ALTER TABLE unpaired CONVERT TABLE `orders` TO PARTITION p2 VALUES LESS THAN (10)",
+     "orders"),
+]
+
+
+@pytest.mark.parametrize("statement, other", SWAPS)
+def test_the_other_table_of_a_partition_swap_is_read(statement: str, other: str) -> None:
+    """Only the first name was read: ``ALTER TABLE unpaired EXCHANGE … WITH TABLE orders``
+    did not concern a replicated table at all."""
+    parsed = parse(statement, "shop")
+    assert parsed is not None and [name.pair for name in parsed.swapped] == [("shop", other)]
+    assert ("shop", other) in tables_named(statement, "shop")
+    c = compiled(*PAIRS)
+    assert concerns(statement, "shop", 0, c.wants, c.wants_schema)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+@pytest.mark.parametrize("statement, other", SWAPS)
+def test_a_partition_swap_of_a_replicated_table_pauses(statement: str, other: str,
+                                                       sync: bool) -> None:
+    """With ddl_sync the second name went to the target unmapped, and a retried EXCHANGE
+    swaps the rows back."""
+    with pytest.raises(ConfigError, match="setl does not replay it, ddl_sync or not") as caught:
+        ddl_targets(statement, sync=sync)
+    message = str(caught.value)
+    assert "`shop`.`orders`" in message and "setl position set shop/fwd" in message
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_partition_swap_of_tables_no_pair_reads_passes(sync: bool) -> None:
+    assert ddl_targets("ALTER TABLE unpaired EXCHANGE PARTITION p WITH TABLE elsewhere",
+                       sync=sync) == []
+
+
+# --- ddl_sync on, a gathered target: row clauses remove the other tables' rows ------------
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders_2 TRUNCATE PARTITION p1", "ALTER TABLE orders_2 DROP PARTITION p1",
+    "ALTER IGNORE TABLE orders_2 ADD UNIQUE (code)", "ALTER TABLE orders_2 ENGINE=BLACKHOLE"])
+def test_a_row_clause_on_a_table_a_target_gathers_stops(statement: str) -> None:
+    """Replayed on the shared table, it removed the other shards' rows."""
+    c = compiled(*SHARDS, options="ddl_sync: true")
+    with pytest.raises(ConfigError, match="also takes rows of other source tables"):
+        list(extract_transform(c, [(4, ddl(statement))]))
+    assert [t.ddl for t in extract_transform(c, [(4, ddl("ALTER TABLE orders_2 ADD c INT"))])] \
+        == ["ALTER TABLE `copy`.`orders_all` ADD c INT"]
+
+
+# --- ddl_sync on: a column whose values are made where the statement runs -------------------
+
+@pytest.mark.parametrize("statement, column, how", [
+    ("ALTER TABLE orders ADD COLUMN n BIGINT AUTO_INCREMENT UNIQUE", "n", "AUTO_INCREMENT"),
+    ("ALTER TABLE orders ADD u CHAR(36) DEFAULT UUID()", "u", "UUID()"),
+    ("ALTER TABLE orders ADD (a INT, `u` CHAR(36) DEFAULT (uuid()))", "u", "UUID()"),
+    ("ALTER TABLE orders ADD r DOUBLE DEFAULT (RAND() * 10)", "r", "RAND()"),
+    ("ALTER TABLE orders ADD c INT, ADD s BIGINT DEFAULT uuid_short()", "s", "UUID_SHORT()"),
+    ("ALTER TABLE orders ADD g RAW(16) DEFAULT SYS_GUID ()", "g", "SYS_GUID()"),
+])
+def test_with_ddl_sync_a_column_added_with_unrepeatable_values_pauses(
+        statement: str, column: str, how: str) -> None:
+    """Replayed, it gave the target's rows other ids or uuids than the source's."""
+    assert unrepeatable_column(statement) == (column, how)
+    with pytest.raises(ConfigError, match=f"adds column {column} with ") as caught:
+        ddl_targets(statement)
+    assert "setl snapshot" in str(caught.value)
+    assert ddl_targets(statement, sync=False) == []
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders ADD t TIMESTAMP DEFAULT CURRENT_TIMESTAMP",
+    "ALTER TABLE orders ADD t DATETIME(6) DEFAULT NOW(6)",
+    "ALTER TABLE orders ADD c INT, AUTO_INCREMENT = 100",
+    "ALTER TABLE orders ADD c VARCHAR(9) DEFAULT 'UUID()' COMMENT 'rand()'",
+    "ALTER TABLE orders ADD COLUMN uuid CHAR(36), ADD INDEX (uuid)",
+    "ALTER TABLE orders MODIFY c INT DEFAULT 5"])
+def test_with_ddl_sync_other_added_columns_are_replayed(statement: str) -> None:
+    assert unrepeatable_column(statement) is None
+    [(_, _, _, replayed)] = ddl_targets(statement)
+    assert "`copy`.`orders_v2`" in replayed
+
+
+def test_an_unrepeatable_column_of_a_table_no_pair_reads_passes() -> None:
+    assert ddl_targets("ALTER TABLE unpaired ADD n INT AUTO_INCREMENT KEY") == []
