@@ -126,11 +126,6 @@ class LakeLoader:
             ran = (f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
                    f"{change.schema}.{change.table}")
-            if taken(change.ddl) or not self.params.ddl_sync:
-                # without ddl_sync only an ALTER TABLE comes (node.ddl.extract_ddl): the lake
-                # follows its new columns, and other clauses are not followed (DDL docs)
-                self._refuse_filled(change, ran, past)
-                continue
             if cascades(sqllex.statement_code(change.ddl)):
                 raise LoadError(
                     f"{ran}, a foreign key whose ON DELETE or ON UPDATE changes the rows of "
@@ -138,6 +133,11 @@ class LakeLoader:
                     "redo them, so it would keep rows the source no longer has. Make the key "
                     "RESTRICT on the source, or leave the table or its parent out of the "
                     f"pipeline (if its parent is not in it, nothing is lost); then {past}")
+            if taken(change.ddl) or not self.params.ddl_sync:
+                # without ddl_sync only an ALTER TABLE comes (node.ddl.extract_ddl): the lake
+                # follows its new columns, and other clauses are not followed (DDL docs)
+                self._refuse_filled(change, ran, past)
+                continue
             raise LoadError(
                 f"{ran}; a lake table takes new tables and ADD COLUMN only. Change the Delta "
                 "table to match by hand (or copy the table again into an empty location), "
