@@ -9,6 +9,7 @@ elsewhere (a proxy, a metadata endpoint) would send the credential with them.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -154,6 +155,11 @@ def reach_problem(rules: Any, location: str, found: dict[str, str]) -> str | Non
     read and send there (``credentials``). A host name passes only as listed, never by
     the network its address lies in: object_store resolves it again, and could get
     another answer."""
+    named = _environment(ENVIRONMENT_ENDPOINTS)
+    if endpoint_url(found) is None and named and not _ENDPOINT_URL.fullmatch(named):
+        return (f"the node's environment names object store {named!r} (AWS_ENDPOINT_URL), "
+                "which setl cannot check against its rules: write it as "
+                "http(s)://host[:port], or give the lake's endpoint in its storage options")
     host, port = endpoint(location, found)
     literal = _literal(host)
     problem = rules.database_problem(host, literal)
@@ -216,12 +222,24 @@ def endpoint_url(options: dict[str, str]) -> re.Match[str] | None:
     return _ENDPOINT_URL.fullmatch(url) if url else None
 
 
+# what the object store reads from the node's environment for what the options leave out
+ENVIRONMENT_ENDPOINTS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+ENVIRONMENT_REGIONS = ("AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def _environment(names: tuple[str, ...]) -> str:
+    return next((os.environ[name] for name in names if os.environ.get(name)), "")
+
+
 def endpoint(location: str, options: dict[str, str]) -> tuple[str, int]:
-    """The host and port an object store's requests (and their signatures) go to."""
-    parts = endpoint_url(options)
+    """The host and port an object store's requests (and their signatures) go to: the
+    options' endpoint, else the one the node's environment names (object_store reads it
+    there), else AWS's of the region."""
+    parts = endpoint_url(options) or _ENDPOINT_URL.fullmatch(
+        _environment(ENVIRONMENT_ENDPOINTS))
     if parts is None:
         region = next((value for key, value in options.items() if option(key) == "region"),
-                      "") or "us-east-1"
+                      "") or _environment(ENVIRONMENT_REGIONS) or "us-east-1"
         return f"s3.{region}.amazonaws.com", 443
     host = parts["host"].lower()
     default = 80 if parts["scheme"].lower() == "http" else 443

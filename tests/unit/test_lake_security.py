@@ -155,6 +155,26 @@ def test_the_machine_s_own_credentials_go_only_to_an_allowed_store(secrets: Path
     assert lakes.Lake("s3://bucket/p", ["AWS_ENDPOINT_URL=https://10.1.2.3"]).options
 
 
+def test_an_endpoint_the_node_s_environment_names_meets_the_rules(
+        secrets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """object_store takes the endpoint (and region) from the node's environment where the
+    options name none: the check assumed AWS's, and passed a credential bound to it on to
+    another host."""
+    bound_to(secrets, ("s3.us-east-1.amazonaws.com",))
+    assert lakes.Lake("s3://b/p", credentials(secrets)).options
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://10.9.9.9:9000")
+    with pytest.raises(DatabaseHostError, match=r"object store 10\.9\.9\.9:9000: host "
+                                                r"10\.9\.9\.9 is not among"):
+        lakes.Lake("s3://b/p", credentials(secrets))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://user@10.9.9.9/x?y")
+    with pytest.raises(DatabaseHostError, match="the node's environment names object store"):
+        lakes.Lake("s3://b/p", credentials(secrets))
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with pytest.raises(DatabaseHostError, match=r"s3\.eu-west-1\.amazonaws\.com"):
+        lakes.Lake("s3://b/p", credentials(secrets)[:2])  # no region in the options
+
+
 def test_a_store_s_name_passes_only_as_listed_not_by_its_network(
         secrets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """object_store resolves the endpoint's name again: a name whose address lies in a
