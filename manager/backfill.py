@@ -22,8 +22,8 @@ import pymysql
 
 from manager import render
 from manager.client import ManagerClient
-from shared import codec, identifiers
-from shared.endpoint import connect
+from shared import codec, datatypes, identifiers
+from shared.endpoint import READING, connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.identifiers import qualified, quote, short_form, split_qualified, unquote
 from shared.model import Channel, DataSource, Pipeline
@@ -104,7 +104,10 @@ def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
     source = _source(client, pipeline.source)
     buffer = _source(client, central) if central else source
     channel_id, pipeline_id = (args.channel, pipeline.name) if central else (None, None)
-    with connect(source) as reader, connect(buffer, autocommit=True) as writer:
+    # the keys read in the session the node reads them in (a TIMESTAMP in UTC, as the node
+    # looks it up), else a source whose time zone is not UTC sent keys the node never found
+    with connect(source, init_command=READING) as reader, \
+            connect(buffer, autocommit=True) as writer:
         keys = _keys(reader, args.channel, pipeline, schema, table)
         with writer.cursor() as cursor:
             for statement in SOURCE_DDL:
@@ -131,13 +134,29 @@ def _keys(reader: Any, channel: str, pipeline: Pipeline, schema: str, table: str
                         ) from None
 
 
+def _expressions(cursor: Any, schema: str, table: str, keys: tuple[str, ...]) -> str:
+    """The key columns as the node reads them (:func:`shared.datatypes.read_expression`): a
+    FLOAT as its double (its text, six digits, is another number: 1234567 read 1234570,
+    which no row has, and paging past it skipped the rows in between), a BIT as a number,
+    text in an inexact charset as its bytes; the value written is the value the node
+    finds."""
+    cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME FROM "
+                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                   (schema, table))
+    found = {str(name): (str(kind).lower(), charset) for name, kind, charset in cursor.fetchall()}
+    return ", ".join(datatypes.read_expression(key, *found[key]) if key in found else quote(key)
+                     for key in keys)
+
+
 def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, table: str,
                keys: tuple[str, ...], owner: tuple[str | None, str | None]) -> int:
     name = qualified(schema, table)
-    columns = ", ".join(map(quote, keys))
     condition = f"({args.where})" if args.where else "TRUE"
     try:
         with reader.cursor() as cursor:
+            # selected, ordered and paged by the same expressions, so a page starts just
+            # after the value the last one ended at
+            columns = _expressions(cursor, schema, table, keys)
             cursor.execute(f"SELECT COUNT(*) FROM {name} WHERE {condition}")
             total = int(cursor.fetchone()[0])
             done, last, started = 0, None, time.monotonic()

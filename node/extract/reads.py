@@ -25,20 +25,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from node import charsets
 from node.changes import ChangeType, RowChange
 from node.extract.copylines import LinesPlan
 from node.jobs import ROW_BITS
 from shared import datatypes
 from shared.errors import SourceError
-from shared.identifiers import qualified, quote
+from shared.identifiers import qualified
 from shared.retl import time_text
 
 INSIDE = 1 << (ROW_BITS - 1)  # a read's rows go between the window's last event and the next
-
-
-# text types whose values stay bytes in a charset Python does not read exactly
-_STRINGS = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext"))
 
 
 @dataclass(frozen=True)
@@ -53,14 +48,7 @@ class ReadColumn:
 
     @property
     def expression(self) -> str:
-        name = quote(self.name)
-        if self.data_type == "float":
-            return f"CAST({name} AS DOUBLE)"  # its text would be rounded to six digits
-        if self.data_type == "bit":
-            return f"{name} + 0"
-        if self.charset and self.data_type in _STRINGS and not charsets.decodable(self.charset):
-            return f"CAST({name} AS BINARY)"  # its bytes, as the stream gives them (through
-        return name  # Unicode sjis 0x815F came back as 0x5C: node.charsets.INEXACT)
+        return datatypes.read_expression(self.name, self.data_type, self.charset)
 
 
 def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:

@@ -25,6 +25,8 @@ MOVED = ("CREATE TABLE `{schema}`.moved (id INT NOT NULL, code INT NOT NULL, v V
          "PRIMARY KEY (id))")
 TAGGED = ("CREATE TABLE `{schema}`.tagged (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, "
           "n INT, UNIQUE KEY (code))")
+FLOATS = "CREATE TABLE `{schema}`.floats (f FLOAT PRIMARY KEY, n INT)"
+STAMPS = "CREATE TABLE `{schema}`.stamps (t TIMESTAMP PRIMARY KEY, n INT)"
 BUFFER = "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
 
 
@@ -271,6 +273,40 @@ def test_the_cli_writes_requests_and_shows_the_counters(
     assert cli.main([*manager, "backfill", "door-cli", "--table", f"{schema}.nope"]) != 0
     assert "no pipeline replicates" in capsys.readouterr().err
     cluster.set_status("door-cli", "STOP")
+
+
+def test_the_cli_writes_float_and_timestamp_keys_the_node_finds_on_a_source_not_in_utc(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """The CLI read keys as text in the source's own session: a FLOAT 1234567 read 1234570,
+    which no row has, and paging past it skipped 1234568; a TIMESTAMP, in a source time zone
+    that is not UTC, named another instant than the node looks up (in UTC). Every row
+    arrives and no request is missing."""
+    schema = make_schema(source, target, FLOATS, STAMPS)
+    # values whose six-digit text rounds up (one rounded down read itself again, forever)
+    without_binlog(source,
+                   f"INSERT INTO `{schema}`.floats VALUES (0.5, 1), (1234567, 2), "
+                   "(1234568, 3), (7654327, 4)",
+                   f"INSERT INTO `{schema}`.stamps VALUES ('2021-03-04 05:06:07', 1), "
+                   "('2021-03-04 06:06:07', 2), ('2021-03-04 07:06:07', 3)")
+    start(cluster, "door-cli-types", schema, ["floats", "stamps"])
+    manager = ["--manager", cluster.manager_address, "--config", str(cluster.workdir / "node.yaml")]
+    zone = source.rows("SELECT @@GLOBAL.time_zone")[0][0]
+    source.execute("SET GLOBAL time_zone = '+05:00'")  # the CLI's session, not the rows'
+    try:
+        for table in ("floats", "stamps"):
+            assert cli.main([*manager, "backfill", "door-cli-types", "--table",
+                             f"{schema}.{table}", "--batch", "2"]) == 0
+    finally:
+        source.execute("SET GLOBAL time_zone = %s", (zone,))
+    out = capsys.readouterr().out
+    assert f"4 request(s) for {schema}.floats" in out and \
+        f"3 request(s) for {schema}.stamps" in out
+    wait_for(lambda: (state := door(cluster, "door-cli-types")).loaded + state.missing >= 7,
+             60, "the requests served")
+    state = door(cluster, "door-cli-types")
+    assert (state.requested, state.loaded, state.missing) == (7, 7, 0)
+    wait_equal(source, target, schema, ["floats", "stamps"], 10)
+    cluster.set_status("door-cli-types", "STOP")
 
 
 def test_the_cli_names_the_key_the_node_reads_by_and_refuses_a_keyless_table(
