@@ -134,18 +134,24 @@ def _keys(reader: Any, channel: str, pipeline: Pipeline, schema: str, table: str
                         ) from None
 
 
-def _expressions(cursor: Any, schema: str, table: str, keys: tuple[str, ...]) -> str:
+def _expressions(cursor: Any, schema: str, table: str, keys: tuple[str, ...]
+                 ) -> tuple[str, str]:
     """The key columns as the node reads them (:func:`shared.datatypes.read_expression`): a
     FLOAT as its double (its text, six digits, is another number: 1234567 read 1234570,
     which no row has, and paging past it skipped the rows in between), a BIT as a number,
     text in an inexact charset as its bytes; the value written is the value the node
-    finds."""
+    finds. Second, what the pages are ordered and cut by: the columns themselves, which
+    their index serves (a FLOAT compares with its exact double, a BIT with its number),
+    but the bytes of text in an inexact charset (its text is not what the column holds)."""
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME FROM "
                    "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                    (schema, table))
     found = {str(name): (str(kind).lower(), charset) for name, kind, charset in cursor.fetchall()}
-    return ", ".join(datatypes.read_expression(key, *found[key]) if key in found else quote(key)
-                     for key in keys)
+    read = [datatypes.read_expression(key, *found[key]) if key in found else quote(key)
+            for key in keys]
+    paged = [quote(key) if found.get(key, ("",))[0] in ("float", "bit") else expression
+             for key, expression in zip(keys, read, strict=True)]
+    return ", ".join(read), ", ".join(paged)
 
 
 def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, table: str,
@@ -154,17 +160,17 @@ def _copy_keys(args: argparse.Namespace, reader: Any, writer: Any, schema: str, 
     condition = f"({args.where})" if args.where else "TRUE"
     try:
         with reader.cursor() as cursor:
-            # selected, ordered and paged by the same expressions, so a page starts just
-            # after the value the last one ended at
-            columns = _expressions(cursor, schema, table, keys)
+            # the values read as the node reads them, each page starting just after the
+            # value the last one ended at
+            columns, order = _expressions(cursor, schema, table, keys)
             cursor.execute(f"SELECT COUNT(*) FROM {name} WHERE {condition}")
             total = int(cursor.fetchone()[0])
             done, last, started = 0, None, time.monotonic()
             while True:
-                after = f" AND ({columns}) > ({', '.join(['%s'] * len(keys))})" if last else ""
+                after = f" AND ({order}) > ({', '.join(['%s'] * len(keys))})" if last else ""
                 cursor.execute(f"SELECT {columns} FROM {name} WHERE "
                                f"{identifiers.condition(condition)}{after} "
-                               f"ORDER BY {columns} LIMIT %s", (*(last or ()), args.batch))
+                               f"ORDER BY {order} LIMIT %s", (*(last or ()), args.batch))
                 page = cursor.fetchall()
                 if not page:
                     break
