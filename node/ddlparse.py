@@ -312,21 +312,20 @@ def added_columns(clause: list[Token]) -> list[list[Token]]:
 
 
 def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | None:
-    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs, with
-    how: ``AUTO_INCREMENT`` (numbered in the order that server reads the rows) or a
-    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`); None for any other statement.
-    CURRENT_TIMESTAMP is not one: a replay runs under the source's timestamp."""
+    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs: a
+    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`), with which; None for any
+    other statement. CURRENT_TIMESTAMP is not one (a replay runs under the source's
+    timestamp), nor AUTO_INCREMENT: it numbers the rows in the order of the table's
+    clustered index, the same on both sides (the primary key, the first NOT NULL unique key,
+    or for a keyless table the order its rows came in, which setl keeps), under the
+    source's auto_increment step and offset."""
     for clause in alter_clauses(code(statement, sql_mode)) or []:
         for definition in added_columns(clause):
             for at, token in enumerate(definition[1:], 1):
                 following = definition[at + 1].text if at + 1 < len(definition) else ""
-                if token.is_word("AUTO_INCREMENT") and following != "=":
-                    how = "AUTO_INCREMENT"
-                elif token.is_word(*UNREPEATABLE) and following == "(":
-                    how = f"{token.text.upper()}()"
-                else:
-                    continue
-                return identifier(definition[0]) or definition[0].text, how
+                if token.is_word(*UNREPEATABLE) and following == "(":
+                    return (identifier(definition[0]) or definition[0].text,
+                            f"{token.text.upper()}()")
     return None
 
 
