@@ -180,10 +180,8 @@ def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipelin
     """After a DDL is loaded: the unique keys of the tables without a primary key are read
     again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
     NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
-    fresh = with_table_keys(compiled, source, pipeline, lake, compiled.fold_names).table_keys
-    if fresh != compiled.table_keys:
-        compiled.table_keys.clear()  # the planner, the door and the copies hold this one
-        compiled.table_keys.update(fresh)
+    compiled.rekey(with_table_keys(compiled, source, pipeline, lake,
+                                   compiled.fold_names).table_keys)
 
 
 def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[str, str]]:

@@ -305,6 +305,16 @@ class CompiledPipeline:
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_plain", {})
 
+    def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]]) -> None:
+        """The unique keys of the tables without a primary key, read again after a DDL, put
+        in place (the planner, the door and the copies hold this object), and the mappings
+        worked out by the old ones forgotten: a batch run in the node merged by a key the
+        table no longer has (two rows of one old key taken for one)."""
+        if fresh != self.table_keys:
+            self.table_keys.clear()
+            self.table_keys.update(fresh)
+            self._plain.clear()
+
     def plain(self, schema: str, table: str, keys: tuple[str, ...]
               ) -> tuple[_Plain, ...] | None:
         """How a table's changes map through its pairs when every pair is :attr:`simple`
