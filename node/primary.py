@@ -164,10 +164,11 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
 
 
 class _Identify:
-    """A position without its server (written by an older setl, or a start: file/pos) is
-    this server's when this server's binlog has a transaction boundary there with the
-    position's GTIDs; it is then named so, with the whole GTID state there. Else it is
-    another server's: refused (``must``) or dropped."""
+    """A position without its server (written by an older setl) is this server's when this
+    server's binlog has a transaction boundary there with the position's GTIDs; it is then
+    named so, with the whole GTID state there. Else it is another server's: refused
+    (``must``) or dropped. One without GTIDs is never taken for this server's: any server's
+    binlog may have a boundary at the same file and offset."""
 
     def __init__(self, pipeline_id: str, source: DataSource, found: Probe) -> None:
         self.pipeline_id, self.source, self.found = pipeline_id, source, found
@@ -185,8 +186,8 @@ class _Identify:
                     return position  # purged (or never here): the start's checks say so
         state = "" if found is None else str(found)
         parts = set(state.split(","))
-        if found is not None and all(part in parts for part in position.gtid.split(",")
-                                     if part):
+        if found is not None and position.gtid and \
+                all(part in parts for part in position.gtid.split(",") if part):
             return BinlogPosition(position.file, position.pos, state, self.found.server)
         if not must:
             return None

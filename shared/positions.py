@@ -135,7 +135,11 @@ def first_cursor(pipeline: Pipeline, source: DataSource) -> Cursor:
     if params.startup in (StartupMode.LATEST, StartupMode.SNAPSHOT) or \
             params.start_position is None:
         return Cursor(current_position(source), first=True, run=run)
-    return Cursor(params.start_position, first=True, run=run)
+    start = params.start_position
+    if start.file and not start.server:  # named as the server read now, with its GTIDs
+        # there: a switch before the first batch must not read another server's offset
+        start = position_at(source, start.file, start.pos)
+    return Cursor(start, first=True, run=run)
 
 
 def fix_start(client: KazooClient, path: str, pipeline: Pipeline,

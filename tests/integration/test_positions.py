@@ -254,3 +254,27 @@ def test_binlog_files_of_another_checksum_setting_are_read_by_their_own(sandbox,
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_a_configured_start_is_named_as_the_servers_and_a_bare_one_never_taken_for_it(
+        sandbox, source) -> None:
+    """A ``start: {file, pos}`` was stored without its server or GTIDs, and any server whose
+    binlog had an event boundary at that file and offset took it for its own: a switch
+    before the first batch read another server's unrelated offset. The start is named when
+    it is fixed; a position without GTIDs is never named after the server that reads it."""
+    from node.primary import check_held
+    from shared.errors import PositionLostError
+    from tests.integration.test_lookup import source_of
+
+    file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+    defined = pipeline("{source: s.t, target: s2.t}",
+                       options=f"start: {{file: {file}, pos: {int(pos)}}}")
+    fixed = positions.first_cursor(defined, source_of(sandbox)).position
+    [(state,)] = source.rows("SELECT BINLOG_GTID_POS(%s, %s)", (file, int(pos)))
+    assert (fixed.file, fixed.pos, fixed.gtid) == (file, int(pos), state)
+    assert fixed.server and "@" in fixed.server
+    bare = Cursor(BinlogPosition(str(file), int(pos)))
+    with pytest.raises(PositionLostError, match="it is another server's position"):
+        check_held("p.forward", source_of(sandbox), bare, {})
+    named, _, _ = check_held("p.forward", source_of(sandbox), Cursor(fixed), {})
+    assert named.answers
