@@ -35,6 +35,14 @@ def channel(name: str, schema: str, copy: str, ddl_sync: bool) -> dict:
                    "target": {"namespace": copy, "table": "t_[1-3]"}}]}]}
 
 
+def copied(target: Database, schema: str, columns: str) -> str:
+    """The target database ``{schema}_copy`` with ``items_copy`` of ``columns`` in it."""
+    copy = f"{schema}_copy"
+    target.execute(f"CREATE DATABASE `{copy}`")
+    target.execute(f"CREATE TABLE `{copy}`.items_copy ({columns})")
+    return copy
+
+
 def running(cluster: Cluster, definition: dict) -> None:
     """Apply a channel and start it; back once its pipeline runs."""
     cluster.apply([definition])
@@ -46,10 +54,8 @@ def test_ddl_sync_replays_mapped_ddl_and_mid_stream_schema_changes(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
                          "name VARCHAR(10), UNIQUE KEY uk_name (name))")
-    copy = f"{schema}_copy"
-    target.execute(f"CREATE DATABASE `{copy}`")
-    target.execute(f"CREATE TABLE `{copy}`.items_copy (id INT PRIMARY KEY, name VARCHAR(10), "
-                   "UNIQUE KEY uk_name (name))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(10), UNIQUE KEY uk_name "
+                                  "(name)")
     running(cluster, channel("ddl-on", schema, copy, True))
     s = f"`{schema}`"
     source.script(
@@ -96,9 +102,7 @@ def test_a_replayed_ddl_runs_at_the_sources_time_and_auto_increment_step(
     replay's time (not the source's), and ids 1, 2, 3 where the source (step 2) had 1, 3, 5."""
     ddl = "CREATE TABLE `{schema}`.items (code INT PRIMARY KEY, name VARCHAR(10))"
     schema = make_schema(source, target, ddl)
-    copy = f"{schema}_copy"
-    target.execute(f"CREATE DATABASE `{copy}`")
-    target.execute(f"CREATE TABLE `{copy}`.items_copy (code INT PRIMARY KEY, name VARCHAR(10))")
+    copy = copied(target, schema, "code INT PRIMARY KEY, name VARCHAR(10)")
     running(cluster, channel("ddl-clock", schema, copy, True))
     s = f"`{schema}`.items"
     source.script(f"INSERT INTO {s} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
@@ -241,9 +245,7 @@ def test_ddl_is_filtered_when_ddl_sync_is_off(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target,
                          "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(10))")
-    copy = f"{schema}_copy"
-    target.execute(f"CREATE DATABASE `{copy}`")
-    target.execute(f"CREATE TABLE `{copy}`.items_copy (id INT PRIMARY KEY, name VARCHAR(10))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(10)")
     running(cluster, channel("ddl-off", schema, copy, False))
     s = f"`{schema}`"
     source.script(f"ALTER TABLE {s}.items ADD COLUMN note TEXT",
@@ -267,9 +269,7 @@ def test_without_ddl_sync_a_truncate_pauses_and_ddl_sync_then_replays_it(
     (what the message offers) replays it and the rows after it."""
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT AUTO_INCREMENT "
                          "PRIMARY KEY, name VARCHAR(10))")
-    copy = f"{schema}_copy"
-    target.execute(f"CREATE DATABASE `{copy}`")
-    target.execute(f"CREATE TABLE `{copy}`.items_copy (id INT PRIMARY KEY, name VARCHAR(10))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(10)")
     running(cluster, channel("ddl-truncate", schema, copy, False))
     s = f"`{schema}`.items"
     source.script(f"INSERT INTO {s} (name) VALUES ('old1'), ('old2')")
@@ -428,9 +428,7 @@ def test_a_create_select_logged_as_a_statement_stops_and_one_logged_as_rows_repl
     without ddl_sync the rows never came. It stops now, naming the table."""
     schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
                          "name VARCHAR(10))")
-    copy = f"{schema}_copy"
-    target.execute(f"CREATE DATABASE `{copy}`")
-    target.execute(f"CREATE TABLE `{copy}`.items_copy (id INT PRIMARY KEY, name VARCHAR(10))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(10)")
     running(cluster, channel("ctas", schema, copy, True))
     s = f"`{schema}`"
     source.script(f"INSERT INTO {s}.items VALUES (1, 'a'), (2, 'b')",

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from node.changes import ChangeType, RowChange
 from node.ddl import concerns, parse, tables_named
 from node.ddlparse import ROW_CLAUSES, unrepeatable_column
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from tests.unit.test_ddl import PAIRS, SHARDS, ddl_targets
+from tests.unit.test_ddl_pauses import ddl
 from tests.unit.test_etl import compiled
-
-
-def ddl(statement: str, schema: str = "shop") -> RowChange:
-    return RowChange(schema, "", ChangeType.DDL, ddl=statement)
-
 
 # --- ddl_sync off: clauses that remove or bring in rows without row events ----------------
 
