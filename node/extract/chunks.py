@@ -132,7 +132,10 @@ def split(cursor: Any, key: SplitKey, chunk_size: int, where: str = "") -> Chunk
                           "to cut ranges by); name other columns that identify a row with "
                           "'key_columns:' on the pair")
     column, condition = quote(key.column), _and("TRUE", where)
-    low, high = _one(cursor, key, f"SELECT MIN({column}), MAX({column}) FROM {key.name} "
+    # a FLOAT's bounds as the doubles it holds: its text (six digits) may round a bound to
+    # or below the last, and stepping stood still (empty chunks, then one of the rest)
+    value = f"CAST({column} AS DOUBLE)" if key.data_type == "float" else column
+    low, high = _one(cursor, key, f"SELECT MIN({value}), MAX({value}) FROM {key.name} "
                                   f"WHERE {condition}", ())
     rows = 0 if where else int(_one(cursor, key, "SELECT COALESCE(MAX(TABLE_ROWS), 0) FROM "
                                                  "information_schema.TABLES WHERE "
@@ -148,7 +151,7 @@ def split(cursor: Any, key: SplitKey, chunk_size: int, where: str = "") -> Chunk
     elif key.integer and dense(int(low), int(high), rows):
         bounds, method = fixed_bounds(int(low), int(high), rows, chunk_size), "fixed"
     else:
-        step = (f"SELECT {column} FROM {key.name} WHERE {column} > %s AND {condition} "
+        step = (f"SELECT {value} FROM {key.name} WHERE {column} > %s AND {condition} "
                 f"ORDER BY {column} LIMIT 1 OFFSET {chunk_size - 1}")
         bounds = stepped_bounds(low, lambda after: _value(cursor, key, step, (after,)),
                                 limit=4 * rows // chunk_size + 10)

@@ -24,6 +24,7 @@ TABLES = {
     "unique_key": ("CREATE TABLE `{schema}`.unique_key (u DATETIME(6) NOT NULL, v INT, "
                    "UNIQUE KEY (u))"),
     "loose": "CREATE TABLE `{schema}`.loose (ref VARCHAR(10), v INT)",
+    "floats": "CREATE TABLE `{schema}`.floats (f FLOAT PRIMARY KEY, v INT)",
 }
 
 
@@ -49,6 +50,8 @@ def schema(source: Database) -> str:
         f"('2024-01-01 00:00:00' + INTERVAL {i * 37} SECOND, {i})" for i in range(800)))
     source.execute(f"INSERT INTO {t}.loose VALUES " + ", ".join(
         f"({'NULL' if i % 10 == 0 else repr(f'r{i:04d}')}, {i})" for i in range(500)))
+    source.execute(f"INSERT INTO {t}.floats VALUES " + ", ".join(  # 8 to a unit: the text
+        f"({1234500 + i / 8}, {i})" for i in range(1000)))  # of six digits rounds by tens
     return name
 
 
@@ -64,7 +67,8 @@ def chunked(source: Database, schema: str, table: str, size: int, where: str = "
 
 @pytest.mark.parametrize("table, size, method, largest", [
     ("dense", 100, "fixed", 100), ("sparse", 64, "stepped", 64), ("words", 50, "stepped", 50),
-    ("composite", 60, "fixed", 4 * 30), ("unique_key", 100, "stepped", 100)])
+    ("composite", 60, "fixed", 4 * 30), ("unique_key", 100, "stepped", 100),
+    ("floats", 50, "stepped", 50)])
 def test_every_row_is_in_exactly_one_chunk_of_about_the_size_asked(
         source: Database, schema: str, table: str, size: int, method: str,
         largest: int) -> None:
