@@ -332,6 +332,35 @@ class _Loader(SourceFields):
                           "would be used for every slot); give them the same settings, their "
                           "targets aside")
             seen[key] = item, pair
+        self._check_fan_out(pairs)
+
+    @staticmethod
+    def _check_fan_out(pairs: list[tuple[Field, MediaPair]]) -> None:
+        """Report a pair whose every source table a fan-out pair of a pattern also reads: a
+        table fan-out pairs match goes to them only (shared.model.pairs_taking), so the pair
+        would never write. Decided where the pair names its tables (SINGLE or MULTI)."""
+        fan_outs = [(item, pair) for item, pair in pairs if pair.fan_out]
+        for item, pair in pairs:
+            source = pair.source
+            if pair.fan_out or not fan_outs or PatternKind.WILDCARD in (
+                    source.namespace.kind, source.table.kind):
+                continue
+            key = (source.namespace.literal, source.table.literal)
+            for fan_item, fan in fan_outs:
+                if (fan.source.namespace.literal, fan.source.table.literal) == key:
+                    continue  # the same table named twice: _check_pairs reports it
+                if all(fan.source.namespace.matches_schema(schema) and
+                       fan.source.table.matches(table)
+                       for schema in source.namespace.names()
+                       for table in source.table.names()):
+                    fan_at = fan_item.path.rpartition(".")[2]
+                    item.fail(
+                        f"{fan_at} ({fan.source} → {fan.target}) has fan_out and also reads "
+                        f"{source}: a table fan-out pairs read goes to them only, so this "
+                        f"pair would never write {pair.target}; mark this pair 'fan_out: "
+                        f"true' too to write both, or narrow {fan_at}'s pattern to leave "
+                        f"{source} out")
+                    break
 
 
 def lake_pair_problems(pair: MediaPair, lake: str) -> list[tuple[str, str]]:

@@ -150,6 +150,33 @@ class NamePattern:
             raise ConfigError(f"template {self.text!r} for {schema}.{table}: {found}")
         return name
 
+    def sources_of(self, name: str) -> list[dict[str, str]]:
+        """The source names a TEMPLATE renders as ``name``: each a mapping of the fields it
+        holds (``schema``, ``table``) to a value; several when two fields split ``name``
+        more than one way (``{schema}_{table}``), none when ``name`` does not fit."""
+        pieces = _PLACEHOLDER.split(self.text)  # literal, field, literal, …, literal
+        found: list[dict[str, str]] = []
+
+        def walk(at: int, index: int, bound: dict[str, str]) -> None:
+            if not name.startswith(pieces[index], at):
+                return
+            at += len(pieces[index])
+            if index == len(pieces) - 1:
+                if at == len(name) and bound not in found:
+                    found.append(bound)
+                return
+            field = pieces[index + 1]
+            if field in bound:  # a field written twice stands for one value
+                if name.startswith(bound[field], at):
+                    walk(at + len(bound[field]), index + 2, bound)
+                return
+            for end in range(at + 1, len(name) + 1):
+                walk(end, index + 2, {**bound, field: name[at:end]})
+
+        if self.kind is PatternKind.TEMPLATE:
+            walk(0, 0, {})
+        return found
+
     def matches(self, name: str) -> bool:
         if self.kind is PatternKind.TEMPLATE:
             return False  # a template names targets only

@@ -7,7 +7,7 @@ source row change through every pair that matches its table into target changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,30 +86,51 @@ class CompiledPair:
         return target.literal
 
 
-def _addresses_of(entry: CompiledPair, table: str, schema: str,
-                  takes: Callable[[str], bool]) -> list[tuple[str, str, str]]:
-    """Where a pair may write a source table named ``table`` of any schema it reads and
-    ``takes`` (a more specific pair may take it instead: then not this one); their slots for
-    a shard route; ``schema`` stands in for a pattern of schemas whose target database does
-    not follow the schema's name."""
-    if entry.route is not None:
-        return list(entry.route.slots)
-    one = entry.pair.target.one_table
-    if one is not None:
-        return [one]
-    source = entry.pair.source
-    if not source.table.matches(table):
-        return []
-    names = source.namespace
-    if names.kind is PatternKind.SINGLE:
-        schemas: tuple[str, ...] = (names.literal,)
-    elif names.kind is PatternKind.MULTI:
-        schemas = tuple(names.names())
-    elif "{schema}" in entry.pair.target.namespace.text:
-        return []  # another schema's table goes to another database
-    else:  # (a pattern of schemas: which of them hold such a table is not known here)
-        return [entry.address(schema, table)]
-    return [entry.address(each, table) for each in schemas if takes(each)]
+Address = tuple[str, str, str]  # a target table: (datasource, schema, table)
+
+
+def _fields_into(source: NamePattern, target: NamePattern, name: str, field: str
+                 ) -> list[dict[str, str]]:
+    """Which source names a pair's target part (its namespace or table) turns into ``name``:
+    for each, the source names it fixes (``schema``, ``table``); {} for a part that does not
+    follow the source's name (a literal: every name of the pair's source)."""
+    if target.kind is PatternKind.TEMPLATE:
+        return target.sources_of(name)
+    if target.kind is PatternKind.MULTI:
+        index = target.index_of(name)
+        if index is None:
+            return []
+        if source.kind is PatternKind.MULTI:  # sizes alike (checked on load)
+            return [{field: source.name_at(source.low + index - target.low)}]
+        return [{field: source.literal}] if source.kind is PatternKind.SINGLE else [{}]
+    return [{}] if name == target.literal else []
+
+
+def _names(pattern: NamePattern, bound: str | None) -> list[str | None]:
+    """The source names a part may have: the one fixed, a family's, or None for any."""
+    if bound is not None:
+        return [bound]
+    if pattern.kind in (PatternKind.SINGLE, PatternKind.MULTI):
+        return list(pattern.names())
+    return [None]
+
+
+def _sources_into(entry: CompiledPair, address: Address
+                  ) -> Iterator[tuple[str | None, str | None]]:
+    """The source (schema, table) names a pair would write into ``address`` by its names
+    (whether it takes them is the caller's question); None for a name its pattern leaves
+    open (a pattern of schemas or tables into a name that does not follow it)."""
+    source, target = entry.pair.source, entry.pair.target
+    if address[0] != target.datasource:
+        return
+    for by_schema in _fields_into(source.namespace, target.namespace, address[1], "schema"):
+        for by_table in _fields_into(source.table, target.table, address[2], "table"):
+            if any(by_schema.get(name, value) != value for name, value in by_table.items()):
+                continue  # the two parts give one name two values
+            bound = {**by_schema, **by_table}
+            for schema in _names(source.namespace, bound.get("schema")):
+                for table in _names(source.table, bound.get("table")):
+                    yield schema, table
 
 
 def _gathers(pair: MediaPair) -> bool:
@@ -258,18 +279,42 @@ class CompiledPipeline:
     def gathered(self, schema: str, table: str) -> bool:
         """Whether a target of a source table may also hold rows of other source tables: its
         pair takes a pattern of tables into a name that does not follow them (shards into
-        one table), or another pair names the same target."""
+        one table), or a pair writes the same target from another source table it takes (by
+        the same name, a template's or a family's, or into a shard route's slot)."""
         schema, table = self.stored(schema, table)
         mine = self.pairs_for(schema, table)
         if any(_gathers(entry.pair) for entry in mine):
             return True
-        targets = set(self.targets_of(schema, table))
+        targets = self.targets_of(schema, table)
         routes = {id(entry.route) for entry in mine if entry.route is not None}
-        return any(address in targets for entry in self.pairs
-                   if entry not in mine and id(entry.route) not in routes
-                   for address in _addresses_of(
-                       entry, table, schema,
-                       lambda each, entry=entry: entry in self.pairs_for(each, table)))
+        for entry in self.pairs:
+            if entry.route is not None:
+                if id(entry.route) not in routes and \
+                        any(slot in targets for slot in entry.route.slots):
+                    return True
+            elif any(self._writes_from_another(entry, address, schema, table)
+                     for address in targets):
+                return True
+        return False
+
+    def _writes_from_another(self, entry: CompiledPair, address: Address, schema: str,
+                             table: str) -> bool:
+        """Whether a pair writes ``address`` from a source table other than ``schema.table``
+        that it takes (a more specific pair may take it instead); a name it leaves open counts
+        (which schemas or tables its pattern meets is not known here)."""
+        source = entry.pair.source
+        for each_schema, each_table in _sources_into(entry, address):
+            if (each_schema, each_table) == (schema, table) or \
+                    (each_schema is not None and
+                     not source.namespace.matches_schema(each_schema)) or \
+                    (each_table is not None and not source.table.matches(each_table)):
+                continue
+            if each_schema is None or each_table is None or \
+                    entry in self.pairs_for(each_schema, each_table):
+                # an open name does not change the address: the checked one stands for it
+                if entry.address(each_schema or schema, each_table or table) == address:
+                    return True
+        return False
 
     def target_databases(self, schema: str) -> list[tuple[str, str]]:
         """(datasource, schema) of every target database a source database's tables go to by

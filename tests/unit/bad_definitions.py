@@ -295,6 +295,29 @@ BAD = [
         "to split one source table into several targets",
         id="same-table-without-fan-out"),
     pytest.param(
+        pairs("""\
+            - {source: shop.orders, target: dw.orders_v2}
+            - {source: {namespace: shop, table: 're:.*'},
+               target: {namespace: lake, table: '{table}'}, fan_out: true}
+            """),
+        f"f.yaml:11: {P}.pairs[0]: pairs[1] (src:shop.re:.* → dst:lake.{{table}}) has fan_out "
+        "and also reads src:shop.orders: a table fan-out pairs read goes to them only, so this "
+        "pair would never write dst:dw.orders_v2; mark this pair 'fan_out: true' too to write "
+        "both, or narrow pairs[1]'s pattern to leave src:shop.orders out",
+        id="pair-a-fan-out-pattern-takes-away"),
+    pytest.param(
+        pairs("""\
+            - {source: {namespace: 're:shop.*', table: 're:orders_.*'}, target: lake.all,
+               fan_out: true}
+            - {source: 'shop_[0-1].orders_[0-3]', target: 'dw_[0-1].orders_[0-3]'}
+            """),
+        f"f.yaml:13: {P}.pairs[1]: pairs[0] (src:re:shop.*.re:orders_.* → dst:lake.all) has "
+        "fan_out and also reads src:shop_[0-1].orders_[0-3]: a table fan-out pairs read goes "
+        "to them only, so this pair would never write dst:dw_[0-1].orders_[0-3]; mark this "
+        "pair 'fan_out: true' too to write both, or narrow pairs[0]'s pattern to leave "
+        "src:shop_[0-1].orders_[0-3] out",
+        id="family-a-fan-out-pattern-takes-away"),
+    pytest.param(
         pairs("- {source: s.t, target: {datasource: src, namespace: s, table: t}}\n"),
         f"f.yaml:11: {P}.pairs[0]: the pair would copy src:s.t onto itself",
         id="copy-onto-itself"),

@@ -168,6 +168,34 @@ def test_fan_out_on_both_pairs_is_allowed() -> None:
     assert str(second.target) == "dst:s3.t"
 
 
+@pytest.mark.parametrize("text", [
+    # both fan out: the table goes to both targets
+    """\
+    - {source: shop.orders, target: dw.orders_v2, fan_out: true}
+    - {source: {namespace: shop, table: 're:.*'}, target: {namespace: lake, table: '{table}'},
+       fan_out: true}
+    """,
+    # the fan-out pattern leaves the pair's table out, or some of its family
+    """\
+    - {source: shop.orders, target: dw.orders_v2}
+    - {source: {namespace: shop, table: 're:log_.*'}, target: lake.logs, fan_out: true}
+    - {source: other.orders, target: dw.other, fan_out: true}
+    """,
+    """\
+    - {source: 'shop.orders_[0-3]', target: 'dw.orders_[0-3]'}
+    - {source: {namespace: shop, table: 're:orders_[0-2]'}, target: lake.o, fan_out: true}
+    """,
+    # a pattern beside a fan-out pattern: which tables both meet is not decided here
+    """\
+    - {source: {namespace: shop, table: 're:o.*'}, target: {namespace: dw, table: '{table}'}}
+    - {source: {namespace: shop, table: 're:.*'}, target: {namespace: lake, table: '{table}'},
+       fan_out: true}
+    """,
+])
+def test_a_pair_beside_fan_out_pairs_that_leave_its_tables_is_allowed(text: str) -> None:
+    assert len(load(pairs(text)).channels[0].pipelines[0].pairs) >= 2
+
+
 def test_shard_and_matching_ranges_are_allowed() -> None:
     text = pairs("""\
         - source: 's.orders_[0-3]'
