@@ -384,6 +384,8 @@ class BinlogReader:
                 "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
                 "copy the changed tables again")
         if self._in_txn and (events or decoded):  # (CREATE … SELECT: the DDL comes first)
+            if statements.temporary(query):  # (a MIXED session's: nothing replicated)
+                return False  # the transaction goes on, its rows kept
             raise SourceError(
                 f"{where}: a DDL statement inside a transaction after its rows: "
                 f"{query[:300]!r}; setl would lose the rows before it (a session writing "
@@ -397,16 +399,16 @@ class BinlogReader:
         if found == statements.ECHO or self._echoes.echo(query, _schema(event)):
             self._commit([], 0, [], state, data, echo=True)  # the opposite pipeline's DDL
             return True
-        if self._domains and not self._in_txn and statements.copies_rows(query):
+        if statements.copies_rows(query):  # (logged as rows, its text holds no SELECT)
             self._statement_copy(query, _schema(event), getattr(event, "sql_mode", 0) or 0,
                                  where)
         self._ddl(event, state, data)
         return True
 
     def _statement_copy(self, query: str, schema: str, mode: int, where: str) -> None:
-        """A CREATE TABLE … SELECT in a group of its own (MariaDB's mark of a statement
-        logged as text: in ROW format its rows follow it in one group) of a table the
-        pipeline takes stops: the rows it copied are in no rows event, and its text, replayed,
+        """A CREATE TABLE … SELECT logged as its text (in ROW format the server logs the
+        table's CREATE TABLE, then its rows) of a table the pipeline takes stops: the rows it
+        copied are in no rows event, and its text, replayed,
         would copy the target's rows, not the source's."""
         tables = [f"{name[0]}.{name[1]}" for name in tables_named(query, schema, mode)
                   if self._wants_schema(name[0]) and self._wants(*name)]

@@ -37,6 +37,8 @@ UNREADABLE = {165: ("a compressed query event (log_bin_compress=ON, a statement 
               26: ("an INCIDENT event: changes it could not write to its binlog are missing "
                    "there (a replica stops here too, error 1590)",
                    "read its error log for what was lost")}
+UNREADABLE[42] = ("a tagged GTID (gtid_next = UUID:TAG:N, MySQL 8.3 and later)",
+                  "write without GTID tags")
 # statement-format LOAD DATA (the file's blocks, then the statement that loads them): its
 # rows are in no rows event
 for _kind in (6, 7, 8, 9, 10, 11, 12, 17, 18):
@@ -116,7 +118,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             continue
         elif kind == FORMAT_DESCRIPTION:
             if events or decoded:
-                _uncommitted(reader)
+                _uncommitted(reader, crashed=True)
             reader._format(data)
             foreign = reader._file_checksum != reader._checksum
         elif kind == MYSQL_GTID:
@@ -138,14 +140,25 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             reader._pos = next_pos
 
 
-def _uncommitted(reader: BinlogReader) -> None:
+def _uncommitted(reader: BinlogReader, crashed: bool = False) -> None:
     """Rows read, and a new group or file begins before their commit: a group of a shape
-    setl does not know. Dropped, they would be lost on the target without a word."""
+    setl does not know, or (``crashed``: a new file) a source that stopped while writing it.
+    Dropped, they would be lost on the target without a word where they were kept."""
+    where = f"binlog of {reader.source.name} at {reader._position()}"
+    if crashed:
+        raise SourceError(
+            f"{where}: the file before ended with rows events and no commit: the source "
+            "stopped while writing a transaction. Its crash recovery undid it in "
+            "transactional tables (InnoDB) but not in others (MyISAM, Aria), so setl stops "
+            "rather than guess. Move the pipeline to this file's start: setl position set "
+            f"{reader.pipeline_id.replace('.', '/') or 'CHANNEL/PIPELINE'} --file "
+            f"{reader._position().file} --pos 4, resume, then setl verify --repair the "
+            "tables it wrote")
     raise SourceError(
-        f"binlog of {reader.source.name} at {reader._position()}: rows events without a "
-        "commit before the next transaction; setl does not know what wrote them and stops "
-        "rather than drop them. Report the source's version and the events here "
-        "(mariadb-binlog --start-position), then copy the changed tables again")
+        f"{where}: rows events without a commit before the next transaction; setl does not "
+        "know what wrote them and stops rather than drop them. Report the source's version "
+        "and the events here (mariadb-binlog --start-position), then copy the changed "
+        "tables again")
 
 
 def _state(domains: dict[int, str]) -> str:

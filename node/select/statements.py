@@ -42,12 +42,24 @@ def kind(query: str, in_transaction: bool, loop_channel: str | None) -> str:
 
 
 def copies_rows(query: str, sql_mode: int = 0) -> bool:
-    """Whether a DDL is a CREATE TABLE … SELECT (no other part of a CREATE TABLE may hold a
-    query: not a DEFAULT, nor a CHECK). MariaDB logs one written in ROW format as a group with
-    its rows, one written in STATEMENT or MIXED format as the statement alone."""
+    """Whether a DDL is a CREATE TABLE … SELECT of a table that is not temporary, as its text
+    (no other part of a CREATE TABLE may hold a query: not a DEFAULT, nor a CHECK). Written in
+    ROW format the server logs the table's CREATE TABLE (no SELECT), then its rows; in
+    STATEMENT or MIXED format the statement alone."""
     words = sqllex.statement_code(query, sql_mode)
+    head = [word for word in words[:5] if word.is_word("CREATE", "OR", "REPLACE", "TABLE",
+                                                          "TEMPORARY")]
     return bool(words) and words[0].is_word("CREATE") and \
+        any(word.is_word("TABLE") for word in head) and \
+        not any(word.is_word("TEMPORARY") for word in head) and \
         any(word.is_word("SELECT") for word in words)
+
+
+def temporary(query: str, sql_mode: int = 0) -> bool:
+    """Whether a DDL makes or drops a temporary table (nothing a pipeline replicates)."""
+    words = sqllex.statement_code(query, sql_mode)
+    return bool(words) and words[0].is_word("CREATE", "DROP") and \
+        any(word.is_word("TEMPORARY") for word in words[1:4])
 
 
 class DropEchoes:
