@@ -126,9 +126,11 @@ def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> l
     current rows (a DELETE is logged as an UPDATE of ``row_end``, each UPDATE adds the old
     row as an INSERT, the key holds ``row_end``), so a target would keep deleted rows as
     current ones and gain every old version."""
-    with connect(source) as conn, conn.cursor() as cursor:
+    with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
-                       "TABLE_TYPE = 'SYSTEM VERSIONED' ORDER BY 1, 2")
+                       "TABLE_TYPE = 'SYSTEM VERSIONED' AND TABLE_SCHEMA NOT IN "
+                       f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) ORDER BY 1, 2",
+                       SYSTEM_SCHEMAS)
         found = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
     return [f"pipeline {compiled.pipeline_id}: {schema}.{table} is a system-versioned table "
             "(WITH SYSTEM VERSIONING), which setl does not replicate: its binlog logs a DELETE "

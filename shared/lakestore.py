@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shared.errors import ConfigError, DatabaseHostError
@@ -147,7 +147,8 @@ def storage_problems(found: dict[str, str]) -> dict[str, str]:
     return problems
 
 
-def reach_problem(rules: Any, location: str, found: dict[str, str]) -> str | None:
+def reach_problem(rules: Any, location: str, found: dict[str, str],
+                  environ: Mapping[str, str] | None = None) -> str | None:
     """Why this machine's ``rules`` do not let a lake at ``location`` with options ``found``
     (each one taken by :func:`storage_problems`) reach its store, or None: its endpoint must
     be among ``database_hosts`` (when set), whatever credentials it uses (the machine's
@@ -155,12 +156,12 @@ def reach_problem(rules: Any, location: str, found: dict[str, str]) -> str | Non
     read and send there (``credentials``). A host name passes only as listed, never by
     the network its address lies in: object_store resolves it again, and could get
     another answer."""
-    named = _environment(ENVIRONMENT_ENDPOINTS)
+    named = _environment(environ, ENVIRONMENT_ENDPOINTS)
     if endpoint_url(found) is None and named and not _ENDPOINT_URL.fullmatch(named):
         return (f"the node's environment names object store {named!r} (AWS_ENDPOINT_URL), "
                 "which setl cannot check against its rules: write it as "
                 "http(s)://host[:port], or give the lake's endpoint in its storage options")
-    host, port = endpoint(location, found)
+    host, port = endpoint(location, found, environ)
     literal = _literal(host)
     problem = rules.database_problem(host, literal)
     if problem is not None:
@@ -195,7 +196,7 @@ def options(storage: Iterable[str], location: str = "", name: str = "") -> dict[
         key = next(iter(problems))
         raise ConfigError(f"{where}: storage {problems[key]}")
     if not location.startswith(("/", "file://")):
-        problem = reach_problem(confinement.current(), location, found)
+        problem = reach_problem(confinement.current(), location, found, os.environ)
         if problem is not None:
             raise DatabaseHostError(f"{where}: {problem}")
     return {key: SecretRef.parse(value).resolve() if is_secret(key) else value
@@ -227,19 +228,21 @@ ENVIRONMENT_ENDPOINTS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 ENVIRONMENT_REGIONS = ("AWS_REGION", "AWS_DEFAULT_REGION")
 
 
-def _environment(names: tuple[str, ...]) -> str:
-    return next((os.environ[name] for name in names if os.environ.get(name)), "")
+def _environment(environ: Mapping[str, str] | None, names: tuple[str, ...]) -> str:
+    return next((environ[name] for name in names if (environ or {}).get(name)), "")
 
 
-def endpoint(location: str, options: dict[str, str]) -> tuple[str, int]:
+def endpoint(location: str, options: dict[str, str],
+             environ: Mapping[str, str] | None = None) -> tuple[str, int]:
     """The host and port an object store's requests (and their signatures) go to: the
-    options' endpoint, else the one the node's environment names (object_store reads it
-    there), else AWS's of the region."""
+    options' endpoint, else the one ``environ`` names (the node's environment, where the
+    store is opened: object_store reads it there; not the manager's at apply), else AWS's
+    of the region."""
     parts = endpoint_url(options) or _ENDPOINT_URL.fullmatch(
-        _environment(ENVIRONMENT_ENDPOINTS))
+        _environment(environ, ENVIRONMENT_ENDPOINTS))
     if parts is None:
         region = next((value for key, value in options.items() if option(key) == "region"),
-                      "") or _environment(ENVIRONMENT_REGIONS) or "us-east-1"
+                      "") or _environment(environ, ENVIRONMENT_REGIONS) or "us-east-1"
         return f"s3.{region}.amazonaws.com", 443
     host = parts["host"].lower()
     default = 80 if parts["scheme"].lower() == "http" else 443

@@ -126,6 +126,7 @@ def test_a_row_clause_on_a_table_a_target_gathers_stops(statement: str) -> None:
     ("ALTER TABLE orders ADD r DOUBLE DEFAULT (RAND() * 10)", "r", "RAND()"),
     ("ALTER TABLE orders ADD c INT, ADD s BIGINT DEFAULT uuid_short()", "s", "UUID_SHORT()"),
     ("ALTER TABLE orders ADD g RAW(16) DEFAULT SYS_GUID ()", "g", "SYS_GUID()"),
+    ("ALTER TABLE orders ADD d DATETIME DEFAULT (SYSDATE())", "d", "SYSDATE()"),
 ])
 def test_with_ddl_sync_a_column_added_with_unrepeatable_values_pauses(
         statement: str, column: str, how: str) -> None:

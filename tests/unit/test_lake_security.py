@@ -166,6 +166,9 @@ def test_an_endpoint_the_node_s_environment_names_meets_the_rules(
     with pytest.raises(DatabaseHostError, match=r"object store 10\.9\.9\.9:9000: host "
                                                 r"10\.9\.9\.9 is not among"):
         lakes.Lake("s3://b/p", credentials(secrets))
+    found = dict(option.partition("=")[::2] for option in credentials(secrets))
+    assert lakestore.reach_problem(confinement.current(), "s3://b/p", found) is None  # at
+    # apply: the manager's environment is not the node's
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://user@10.9.9.9/x?y")
     with pytest.raises(DatabaseHostError, match="the node's environment names object store"):
         lakes.Lake("s3://b/p", credentials(secrets))
