@@ -13,6 +13,7 @@ import pytest
 
 from manager import cli
 from shared.rpc import manager_pb2
+from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(30), "
@@ -308,3 +309,40 @@ def test_rows_a_select_gives_otherwise_than_the_binlog_cross_both_ways_without_a
     assert not [line for line in log.splitlines()
                 if "event=conflict" in line and f"table={schema}.t" in line]
     cluster.set_status(name, "STOP")
+
+
+def test_a_losing_sides_change_of_the_winners_row_read_in_one_batch_with_its_conflict_crosses(
+        cluster: Cluster, sandbox: Sandbox, source: Database, target: Database) -> None:
+    """A: v0 → vA; B: v0 → vB; the winner writes vA on B; a B user then runs vA → vB2. The
+    loser reads B's v0 → vB and vA → vB2 in one batch: the first conflicts and is left out,
+    the second follows A's row and crosses. Comparing both with the key's first before image
+    (v0) left both out: A = vA, B = vB2 for good. (The loser's batch before them waits on a
+    lock held on A, so the two gather in one batch behind it.)"""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("one-batch", schema)
+    channel["pipelines"][1]["batch_timeout_ms"] = 20000
+    cluster.apply([channel])
+    start(cluster, "one-batch")
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'v0', 0), (2, 'blocker', 0)")
+    wait_equal(source, target, schema, ["items"])
+    on_a, on_b = Database(sandbox, "source"), Database(sandbox, "target")
+    try:
+        on_a.script("BEGIN", f"SELECT * FROM {t} WHERE id = 2 FOR UPDATE")
+        target.execute(f"UPDATE {t} SET qty = 5 WHERE id = 2")  # the loser's batch waits
+        on_b.script("BEGIN", f"UPDATE {t} SET name = 'vB' WHERE id = 1")
+        source.execute(f"UPDATE {t} SET name = 'vA' WHERE id = 1")  # the winner's waits
+        on_b.execute("COMMIT")
+        wait_for(lambda: target.rows(f"SELECT name FROM {t} WHERE id = 1") == [("vA",)], 30,
+                 "the winner's row on the target")
+        target.execute(f"UPDATE {t} SET name = 'vB2' WHERE id = 1")
+        time.sleep(1.0)  # (no condition to wait on: the loser reads it into its open batch)
+    finally:
+        on_a.execute("ROLLBACK")
+        on_a.close()
+        on_b.close()
+    wait_for(lambda: source.rows(f"SELECT name FROM {t} WHERE id = 1") == [("vB2",)], 60,
+             "the target user's change of the winner's row on the source")
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [(1, "vB2", 0), (2, "blocker", 5)]
+    set_and_wait(cluster, "one-batch", "STOP", "not running")

@@ -15,7 +15,7 @@ from node.target.mysql import twoway
 from node.target.mysql.facts import TableFacts
 from node.target.mysql.loader import _Writes
 from node.target.mysql.render import Column
-from node.target.mysql.twoway import LoopGuard, first_images, same_row
+from node.target.mysql.twoway import LoopGuard, same_row, touched_keys
 from shared.model import PipelineParams
 
 
@@ -24,17 +24,14 @@ def change(seq: int, kind: ChangeType, before_key: tuple | None, before: dict | 
     return TargetChange("dst", "s", "t", kind, ("id",), before_key, after, seq=seq, before=before)
 
 
-def test_first_images_take_each_keys_first_change_only() -> None:
+def test_touched_keys_name_each_key_once_before_and_after_a_change() -> None:
     changes = [
         change(3, ChangeType.DELETE, (1,), {"id": 1, "v": "b"}, None),
         change(1, ChangeType.UPDATE, (1,), {"id": 1, "v": "a"}, {"id": 1, "v": "b"}),
         change(2, ChangeType.INSERT, None, None, {"id": 2, "v": "new"}),
         change(4, ChangeType.UPDATE, (2,), {"id": 2, "v": "new"}, {"id": 3, "v": "moved"}),
     ]
-    images = first_images(changes)[("s", "t", ("id",))]
-    assert images == {(1,): ({"id": 1, "v": "a"}, {"id": 1, "v": "b"}),
-                      (2,): (None, {"id": 2, "v": "new"}),
-                      (3,): (None, {"id": 3, "v": "moved"})}
+    assert touched_keys(changes) == {("s", "t", ("id",)): [(1,), (2,), (3,)]}
 
 
 def test_same_row_compares_values_across_types_and_only_shared_columns() -> None:
@@ -85,6 +82,35 @@ def test_a_key_change_on_the_losing_side_is_resolved_key_by_key(
     assert resolved(monkeypatch, on_a, True, [move, later]) == [
         (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"}),
         (ChangeType.UPDATE, (2,), {"id": 2, "v": "b"})]
+
+
+def test_a_later_change_of_a_conflicting_key_is_checked_against_the_row_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A: k v0 → vA; B: k v0 → vB; the winner writes vA on B; a B user then runs vA → vB2.
+    The loser reads both of B's own changes in one batch: v0 → vB conflicts with A's vA and
+    is left out, vA → vB2 follows A's row and is written (comparing it with the key's first
+    before image, v0, left it out too: A = vA, B = vB2 for good)."""
+    v = {name: {"id": 1, "v": name} for name in ("v0", "vA", "vB", "vB2")}
+    batch = [change(1, ChangeType.UPDATE, (1,), v["v0"], v["vB"]),
+             change(2, ChangeType.UPDATE, (1,), v["vA"], v["vB2"])]
+    assert resolved(monkeypatch, {(1,): v["vA"]}, False, batch) == [
+        (ChangeType.UPDATE, (1,), v["vB2"])]
+    # a change after one that was written follows its after image; after one left out, the
+    # row kept: v0 → vB written, vB → x written; on A = vA: vB → x left out too
+    chain = [batch[0], change(2, ChangeType.UPDATE, (1,), v["vB"], {"id": 1, "v": "x"})]
+    assert resolved(monkeypatch, {(1,): v["v0"]}, False, chain) == [
+        (ChangeType.UPDATE, (1,), v["vB"]), (ChangeType.UPDATE, (1,), {"id": 1, "v": "x"})]
+    assert resolved(monkeypatch, {(1,): v["vA"]}, False, chain) == []
+    # a delete and an insert again of a key the target holds otherwise: the insert, read
+    # after the delete was left out, finds the row and is left out too
+    again = [change(1, ChangeType.DELETE, (1,), v["v0"], None),
+             change(2, ChangeType.INSERT, None, None, v["vB"])]
+    assert resolved(monkeypatch, {(1,): v["vA"]}, False, again) == []
+    assert resolved(monkeypatch, {}, False, again) == [(ChangeType.INSERT, None, v["vB"])]
+    # the winner writes everything, each conflict counted
+    guard_changes = resolved(monkeypatch, {(1,): v["vA"]}, True, batch)
+    assert guard_changes == [(ChangeType.UPDATE, (1,), v["vB"]),
+                             (ChangeType.UPDATE, (1,), v["vB2"])]
 
 
 TWO_WAY = """sources:

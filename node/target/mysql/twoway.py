@@ -6,17 +6,21 @@ mark of its own channel in the transaction and drops the whole transaction (see
 :mod:`node.select.binlog`), so a change goes A → B once and never comes back.
 
 **Conflicts.** Before writing, the load transaction reads the target's current rows for the
-batch's keys (``SELECT … FOR UPDATE``) and compares each with the image the source had before
-its first change in the batch (absent for an insert). A difference means the target row was
+batch's keys (``SELECT … FOR UPDATE``) and walks the batch's changes of each key in order
+against them: a change whose before image (none for an insert) is the row the target holds
+then is written, and the row becomes its after image. A difference means the target row was
 changed there meanwhile by its own users: both sides wrote the key concurrently. Every
 conflict is logged (``event=conflict`` with table, key, the target's current row and the
 incoming change) and counted. The rule: **the channel's first pipeline wins**. Its changes
-overwrite the target; the second pipeline skips the changes of a conflicting key, so the
-row keeps the first side's value, and both sides converge to it. Each key is resolved alone:
-an update that moves a row to another key is, on the second side, a delete at the old key and
-a write at the new one, and only the part whose key conflicts is left out (leaving the whole
-move out kept the old key on one side while the first side, whose own change named only the
-new key, never removed it on the other). The rule holds for whole rows: a pair that writes
+overwrite the target; the second pipeline leaves out a conflicting change, so the row keeps
+the first side's value, and both sides converge to it. A later change of the key in the same
+batch is checked against the row kept: a user's change of the first side's value, read in one
+batch after the conflicting change it follows, is written (comparing every change with the
+key's first before image left it out, and the two sides apart for good). Each key is resolved
+alone: an update that moves a row to another key is, on the second side, a delete at the old
+key and a write at the new one, and only the part whose key conflicts is left out (leaving
+the whole move out kept the old key on one side while the first side, whose own change named
+only the new key, never removed it on the other). The rule holds for whole rows: a pair that writes
 only some of a row's columns (``column_groups``, ``joins``, ``merge_part``, several pairs into
 one table) or a table with no key is refused on a two-way channel (at ``setl apply`` and when
 the pipeline starts), and so is a target table whose engine does not roll back (its rows
@@ -75,29 +79,61 @@ class LoopGuard:
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
                 padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
                 = None) -> list[TargetChange]:
-        """The changes to write: all of them on the winning side; on the other side those of
-        keys the target changed concurrently are left out. Conflicts are logged.
+        """The changes to write: all of them on the winning side; on the other side those
+        the target changed concurrently are left out. Conflicts are logged.
         ``padding(schema, table, keys)``: how a key is compared on the target (BINARY
         columns padded again: see :func:`node.target.mysql.render.key_padding`)."""
-        losing: set[tuple[str, str, Key]] = set()
-        for (schema, table, keys), expected in first_images(changes).items():
+        simulated: dict[TableName, dict[Key, Row | None]] = {}
+        for (schema, table, keys), touched in touched_keys(changes).items():
             pad = padding(schema, table, keys) if padding is not None else None
-            wanted = [pad(key) for key in expected] if pad is not None else list(expected)
-            current = current_rows(cursor, schema, table, keys, wanted)
-            for key, (before, incoming) in expected.items():
-                now = current.get(tuple(_plain(v) for v in key))
-                if same_row(before, now):
-                    continue
-                self.conflicts += 1
-                log.warning("event=conflict pipeline=%s process_id=%d table=%s.%s key=%r "
-                            "target_row=%r incoming=%r resolution=%s", self.pipeline_id,
-                            process_id, schema, table, key, now, incoming,
-                            "source_wins" if self.wins_conflicts else "target_kept")
-                if not self.wins_conflicts:
-                    losing.add((schema, table, key))
-        if not losing:
+            wanted = [pad(key) for key in touched] if pad is not None else touched
+            found = current_rows(cursor, schema, table, keys, wanted)
+            simulated[(schema, table, keys)] = {
+                plain_key(key): found.get(plain_key(key)) for key in touched}
+        lost: dict[int, tuple[bool, bool]] = {}
+        for change in sorted(changes, key=lambda c: c.seq):
+            rows = simulated[(change.schema, change.table, change.keys)]
+            parts = self._walk(rows, change, process_id)
+            if any(parts):
+                lost[id(change)] = parts
+        if not lost:
             return changes
-        return [part for change in changes for part in kept_parts(change, losing)]
+        return [part for change in changes
+                for part in kept_parts(change, *lost.get(id(change), (False, False)))]
+
+    def _walk(self, rows: dict[Key, Row | None], change: TargetChange,
+              process_id: int) -> tuple[bool, bool]:
+        """One change against the simulated target rows of its keys (each starts as the
+        row read, and becomes the after image of each change written to it): whether its
+        part at the old key and at the new key are left out. A part conflicts when the
+        simulated row is not the one the source had before it; the winner writes it still,
+        the loser leaves it out and the row stays as it is."""
+        old = change.before_key
+        new = tuple(change.after[k] for k in change.keys) if change.after is not None else None
+        if old is not None and new is not None and plain_key(old) == plain_key(new):
+            return (not self._check(rows, change, old, change.before, change.after,
+                                    process_id),) * 2
+        old_lost = old is not None and not self._check(rows, change, old, change.before,
+                                                       None, process_id)
+        new_lost = new is not None and not self._check(rows, change, new, None,
+                                                       change.after, process_id)
+        return old_lost, new_lost
+
+    def _check(self, rows: dict[Key, Row | None], change: TargetChange, key: Key,
+               before: Row | None, after: Row | None, process_id: int) -> bool:
+        """Whether the part of ``change`` at ``key`` is written; the simulated row follows."""
+        now = rows.get(plain_key(key))
+        if same_row(before, now):
+            rows[plain_key(key)] = after
+            return True
+        self.conflicts += 1
+        log.warning("event=conflict pipeline=%s process_id=%d table=%s.%s key=%r "
+                    "target_row=%r incoming=%r resolution=%s", self.pipeline_id,
+                    process_id, change.schema, change.table, key, now, change.after,
+                    "source_wins" if self.wins_conflicts else "target_kept")
+        if self.wins_conflicts:
+            rows[plain_key(key)] = after
+        return self.wins_conflicts
 
 
 def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
@@ -143,38 +179,34 @@ def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource
                                                            str(table)), str(engine or "")))
 
 
-def kept_parts(change: TargetChange, losing: set[tuple[str, str, Key]]
-               ) -> list[TargetChange]:
+def kept_parts(change: TargetChange, old_lost: bool, new_lost: bool) -> list[TargetChange]:
     """What the losing side writes of a change: nothing when its key conflicts; an update
     that moves the row to another key as a delete at the old key and an insert at the new
     one, each left out alone when its own key conflicts."""
-    old = change.before_key
-    new = tuple(change.after[k] for k in change.keys) if change.after is not None else None
-    old_lost = old is not None and (change.schema, change.table, old) in losing
-    new_lost = new is not None and (change.schema, change.table, new) in losing
     if not (old_lost or new_lost):
         return [change]
-    if change.type is not ChangeType.UPDATE or old == new or (old_lost and new_lost):
-        return []
+    if change.type is not ChangeType.UPDATE or (old_lost and new_lost):
+        return []  # (an update that keeps its key has one part: both lost or neither)
     if old_lost:  # the row moves here: it is written at the new key, the old one kept
         return [change._replace(type=ChangeType.INSERT, before_key=None, before=None)]
     return [change._replace(type=ChangeType.DELETE, after=None)]  # the old key goes
 
 
-def first_images(changes: Iterable[TargetChange]
-                 ) -> dict[TableName, dict[Key, tuple[Row | None, Row | None]]]:
-    """Per table and key: the row the source had before the key's first change in the batch
-    (None: the key did not exist) and the row that change writes (None: a delete)."""
-    found: dict[TableName, dict[Key, tuple[Row | None, Row | None]]] = {}
+def touched_keys(changes: Iterable[TargetChange]) -> dict[TableName, list[Key]]:
+    """Per table: the keys the batch's changes name (before and after a change), once each."""
+    found: dict[TableName, dict[Key, None]] = {}
     for change in sorted(changes, key=lambda c: c.seq):
         table = found.setdefault((change.schema, change.table, change.keys), {})
-        if change.before_key is not None and change.before_key not in table:
-            table[change.before_key] = (change.before, change.after)
+        if change.before_key is not None:
+            table.setdefault(change.before_key, None)
         if change.after is not None:
-            new_key = tuple(change.after[k] for k in change.keys)
-            if new_key not in table:  # an insert, or an update that moves the row here
-                table[new_key] = (None, change.after)
-    return found
+            table.setdefault(tuple(change.after[k] for k in change.keys), None)
+    return {name: list(keys) for name, keys in found.items()}
+
+
+def plain_key(key: Key) -> Key:
+    """A key as the binlog's and a SELECT's values of it compare."""
+    return tuple(_plain(v) for v in key)
 
 
 def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
@@ -198,14 +230,14 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
         for name in bits:
             if isinstance(row[name], bytes):
                 row[name] = int.from_bytes(row[name], "big")
-    found = {tuple(_plain(row[k]) for k in keys): row for row in rows}
+    found = {plain_key(tuple(row[k] for k in keys)): row for row in rows}
     if floats and rows:  # a table with FLOAT columns: their values read again, exactly
         exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
         cursor.execute(f"SELECT {quoted}, {exact} {where}", values)
         for row in cursor.fetchall():
             key = [int.from_bytes(v, "big") if name in bits and isinstance(v, bytes) else v
                    for name, v in zip(keys, row, strict=False)]
-            known = found.get(tuple(_plain(v) for v in key))
+            known = found.get(plain_key(tuple(key)))
             if known is not None:
                 known.update(zip(floats, row[len(keys):], strict=True))
     return found
