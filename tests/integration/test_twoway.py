@@ -346,3 +346,47 @@ def test_a_losing_sides_change_of_the_winners_row_read_in_one_batch_with_its_con
     wait_equal(source, target, schema, ["items"])
     assert source.table(schema, "items") == [(1, "vB2", 0), (2, "blocker", 5)]
     set_and_wait(cluster, "one-batch", "STOP", "not running")
+
+
+def test_target_tables_whose_rows_the_conflict_check_cannot_tell_apart_are_refused_at_start(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The write (INSERT … ON DUPLICATE KEY UPDATE) finds a row by every unique key and by
+    the server's collation, the conflict check by one key's exact value: a second unique key
+    or a case-insensitive key let each side's insert overwrite the other's row unseen. A
+    trigger's rows ride in setl's marked transaction and never cross back. Each is refused
+    when the channel starts, naming the table."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    cluster.apply([two_way("unsafe-both", schema)])
+
+    def refused(why: str) -> str:
+        cluster.set_status("unsafe-both", "START")
+        wait_for(lambda: why in cluster.pipeline_state("unsafe-both").last_error, 90,
+                 f"the start refused: {why}")
+        cluster.set_status("unsafe-both", "STOP")
+        return cluster.pipeline_state("unsafe-both").last_error
+
+    target.execute(f"ALTER TABLE {t} ADD UNIQUE KEY by_name (name)")
+    error = refused("has 2 unique keys (PRIMARY, by_name)")
+    assert f"target table {schema}.items on target has 2 unique keys" in error, error
+    target.execute(f"ALTER TABLE {t} DROP KEY by_name")
+    for db in (source, target):
+        db.script(f"ALTER TABLE {t} DROP PRIMARY KEY",
+                  f"ALTER TABLE {t} MODIFY name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE "
+                  "utf8mb4_general_ci NOT NULL", f"ALTER TABLE {t} ADD PRIMARY KEY (name)")
+    error = refused("key column name has collation utf8mb4_general_ci")
+    assert "COLLATE utf8mb4_nopad_bin" in error, error
+    for db in (source, target):
+        db.execute(f"ALTER TABLE {t} MODIFY name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE "
+                   "utf8mb4_nopad_bin NOT NULL")
+    target.execute(f"CREATE TRIGGER `{schema}`.audit BEFORE INSERT ON {t} FOR EACH ROW "
+                   "SET NEW.qty = NEW.qty + 1")
+    refused(f"target table {schema}.items on target has trigger audit")
+    target.execute(f"DROP TRIGGER `{schema}`.audit")
+    start(cluster, "unsafe-both")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'abc', 0)")
+    target.execute(f"INSERT INTO {t} VALUES (2, 'ABC', 0)")
+    wait_for(lambda: len(source.table(schema, "items")) == 2 == len(
+        target.table(schema, "items")), 60, "both rows on both sides")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "unsafe-both", "STOP", "not running")

@@ -16,6 +16,7 @@ from node.target.mysql.facts import TableFacts
 from node.target.mysql.loader import _Writes
 from node.target.mysql.render import Column
 from node.target.mysql.twoway import LoopGuard, same_row, touched_keys
+from shared.errors import ConfigError
 from shared.model import PipelineParams
 
 
@@ -296,3 +297,74 @@ def test_a_two_way_batchs_second_try_writes_a_statement_a_row() -> None:
     second = writes.for_attempt(loader, None, None, True)
     assert sum(len(unit.sqls) for unit in first) == 1
     assert sum(len(unit.sqls) for unit in second) == 3
+
+
+def test_target_tables_the_conflict_check_cannot_tell_apart_as_the_write_does_are_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second unique key (the upsert lands on the other side's row by it), a key the
+    server's collation compares loosely ('abc' and 'ABC', 'abc' and 'abc ' the same key, the
+    check's exact comparison not) and a trigger (its rows ride in the marked transaction and
+    never cross back) are refused at the start, naming the table."""
+    from shared.model import DataSource
+    from tests.unit.test_etl import compiled
+
+    answers: dict[str, list[tuple[Any, ...]]] = {
+        "information_schema.TABLES": [("s", "t")], "STATISTICS": [], "COLUMNS": [],
+        "TRIGGERS": []}
+
+    class Conn:
+        def __init__(self, source: DataSource) -> None:
+            pass
+
+        def __enter__(self) -> Conn:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+        def cursor(self) -> Conn:
+            return self
+
+        def execute(self, statement: str, args: Any = None) -> None:
+            self.found = next(rows for name, rows in answers.items() if name in statement)
+
+        def fetchall(self) -> list[tuple[Any, ...]]:
+            return self.found
+
+    monkeypatch.setattr(twoway, "connect", Conn)
+    made = compiled("{source: s.t, target: s.t}")
+    source, targets = DataSource("src", host="h1"), {"dst": DataSource("dst", host="h2")}
+
+    def refused() -> str:
+        try:
+            twoway.refuse_unsafe_tables("c.forward", made, source, targets)
+        except ConfigError as exc:
+            return str(exc)
+        return ""
+
+    answers["STATISTICS"] = [("s", "t", "PRIMARY", "id"), ("s", "t", "PRIMARY", "code")]
+    text = [("s", "t", "code", "varchar", "utf8mb4", "utf8mb4_nopad_bin"),
+            ("s", "t", "name", "varchar", "utf8mb4", "utf8mb4_general_ci")]
+    answers["COLUMNS"] = text
+    assert refused() == ""  # one key, compared by bytes; a loose collation off the key
+    answers["COLUMNS"] = [("s", "t", "code", "char", "utf8mb4", "utf8mb4_bin")]
+    assert refused() == ""  # (a CHAR's trailing spaces are gone before it compares)
+    answers["COLUMNS"] = [("s", "t", "code", "varchar", "utf8mb4", "utf8mb4_general_ci")]
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst: key column code has collation "
+        "utf8mb4_general_ci, under which the server takes 'abc' and 'ABC' (or 'é' and 'e') "
+        "for one key")
+    assert "COLLATE utf8mb4_nopad_bin on MariaDB" in refused()
+    answers["COLUMNS"] = [("s", "t", "code", "varchar", "utf8mb4", "utf8mb4_bin")]
+    assert "takes 'abc' and 'abc ' (trailing spaces) for one key" in refused()
+    answers["COLUMNS"] = text
+    answers["STATISTICS"].append(("s", "t", "email", "email"))
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst has 2 unique keys (PRIMARY, "
+        "email): the conflict check reads a row by one key, while the write (INSERT … ON "
+        "DUPLICATE KEY UPDATE) lands on the row any unique key collides with")
+    answers["STATISTICS"].pop()
+    answers["TRIGGERS"] = [("s", "t", "audit")]
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst has trigger audit: the rows a "
+        "trigger writes while setl loads ride in its marked transaction and never cross back")

@@ -24,7 +24,10 @@ only the new key, never removed it on the other). The rule holds for whole rows:
 only some of a row's columns (``column_groups``, ``joins``, ``merge_part``, several pairs into
 one table) or a table with no key is refused on a two-way channel (at ``setl apply`` and when
 the pipeline starts), and so is a target table whose engine does not roll back (its rows
-would reach the binlog without the loop mark).
+would reach the binlog without the loop mark). The check finds a row by one key's exact
+value, the write by every unique key and the server's collation, so a target table with a
+second unique key or a key that compares loosely, and one with a trigger, are refused when
+the pipeline starts too (:func:`table_problems`).
 """
 
 from __future__ import annotations
@@ -148,10 +151,9 @@ def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
             "again")
 
 
-def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource,
-                             targets: dict[str, DataSource]) -> None:
-    """At the start of a two-way pipeline: refuse if a target table of a source table it
-    replicates has an engine that does not roll back (:func:`engine_problem`)."""
+def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSource]
+                   ) -> dict[str, list[tuple[str, str]]]:
+    """Per target data source: the target tables of the source tables the pipeline pairs."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
                        "WHERE TABLE_TYPE = 'BASE TABLE'")
@@ -160,23 +162,118 @@ def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource
     for schema, table in tables:
         if compiled.wants_schema(schema) and compiled.wants(schema, table):
             for datasource, name, target in compiled.targets_of(schema, table):
-                wanted.setdefault(datasource, []).append((name, target))
-    for datasource, names in sorted(wanted.items()):
-        if datasource not in targets:
-            continue
-        one = "(%s, %s)"
+                if datasource in targets:
+                    wanted.setdefault(datasource, []).append((name, target))
+    return dict(sorted(wanted.items()))
+
+
+def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource,
+                             targets: dict[str, DataSource]) -> None:
+    """At the start of a two-way pipeline: refuse if a target table of a source table it
+    replicates has an engine that does not roll back (:func:`engine_problem`)."""
+    for datasource, names in paired_targets(compiled, source, targets).items():
         with connect(targets[datasource]) as conn, conn.cursor() as cursor:
             cursor.execute("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE FROM "
                            "information_schema.TABLES t LEFT JOIN information_schema.ENGINES "
                            "e ON e.ENGINE = t.ENGINE WHERE t.TABLE_TYPE = 'BASE TABLE' AND "
                            "COALESCE(e.TRANSACTIONS, 'NO') <> 'YES' AND (t.TABLE_SCHEMA, "
-                           f"t.TABLE_NAME) IN ({', '.join([one] * len(names))})",
+                           f"t.TABLE_NAME) IN {_tables_in(names)}",
                            [part for name in names for part in name])
             found = cursor.fetchall()
         if found:
             schema, table, engine = found[0]
             raise ConfigError(engine_problem(pipeline_id, (datasource, str(schema),
                                                            str(table)), str(engine or "")))
+
+
+def _tables_in(names: list[tuple[str, str]]) -> str:
+    return "(" + ", ".join(["(%s, %s)"] * len(names)) + ")"
+
+
+def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
+                         targets: dict[str, DataSource]) -> None:
+    """At the start of a two-way pipeline: refuse a target table whose rows the conflict
+    check cannot tell apart as the write does (:func:`table_problems`)."""
+    for datasource, names in paired_targets(compiled, source, targets).items():
+        args = [part for name in names for part in name]
+        with connect(targets[datasource]) as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME FROM "
+                           "information_schema.STATISTICS WHERE NON_UNIQUE = 0 AND "
+                           f"(TABLE_SCHEMA, TABLE_NAME) IN {_tables_in(names)} "
+                           "ORDER BY 1, 2, INDEX_NAME = 'PRIMARY' DESC, 3, SEQ_IN_INDEX", args)
+            uniques = cursor.fetchall()
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, "
+                           "CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+                           "WHERE COLLATION_NAME IS NOT NULL AND (TABLE_SCHEMA, TABLE_NAME) "
+                           f"IN {_tables_in(names)}", args)
+            texts = cursor.fetchall()
+            cursor.execute("SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_NAME FROM "
+                           "information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, "
+                           f"EVENT_OBJECT_TABLE) IN {_tables_in(names)} ORDER BY 1, 2, 3", args)
+            triggers = cursor.fetchall()
+        problems = table_problems(f"pipeline {pipeline_id} (two-way): target table",
+                                  datasource, uniques, texts, triggers)
+        if problems:
+            raise ConfigError(problems[0])
+
+
+def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]],
+                   texts: Iterable[tuple[Any, ...]], triggers: Iterable[tuple[Any, ...]]
+                   ) -> list[str]:
+    """Why two-way rows of these target tables would differ on the two sides unseen:
+    ``uniques`` (schema, table, index, column), ``texts`` (schema, table, column, type,
+    charset, collation), ``triggers`` (schema, table, name)."""
+    keys: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for schema, table, index, column in uniques:
+        keys.setdefault((str(schema), str(table)), {}).setdefault(str(index), []).append(
+            str(column))
+    problems = []
+    for (schema, table), indexes in keys.items():
+        if len(indexes) > 1:
+            problems.append(
+                f"{who} {schema}.{table} on {datasource} has {len(indexes)} unique keys "
+                f"({', '.join(indexes)}): the conflict check reads a row by one key, while "
+                "the write (INSERT … ON DUPLICATE KEY UPDATE) lands on the row any unique key "
+                "collides with, so rows the two sides insert under two keys with one value of "
+                "another unique key would overwrite each other unseen and the sides would "
+                "differ. Keep one unique key on both sides, or replicate the table with a "
+                "one-way channel, then start the channel again")
+    for schema, table, column, data_type, charset, collation in texts:
+        indexes = keys.get((str(schema), str(table)), {})
+        key = next(iter(indexes.values()), [])
+        why = _loose_collation(str(data_type), str(collation))
+        if str(column) in key and why:
+            problems.append(
+                f"{who} {schema}.{table} on {datasource}: key column {column} has collation "
+                f"{collation}, under which the server takes {why} for one key, where the "
+                "conflict check compares exact values: a key written on both sides in two "
+                "such spellings would land on the other side's row unseen. Give the key a "
+                f"binary collation that pads no spaces (… MODIFY {column} … COLLATE "
+                f"{charset}_nopad_bin on MariaDB, {charset}_0900_bin on MySQL 8) on both "
+                "sides, or replicate the table with a one-way channel, then start the "
+                "channel again")
+    for schema, table, name in triggers:
+        problems.append(
+            f"{who} {schema}.{table} on {datasource} has trigger {name}: the rows a trigger "
+            "writes while setl loads ride in its marked transaction and never cross back, "
+            "while the other side's own copy of the trigger writes its own, so they would be "
+            "doubled or differ. Drop the table's triggers on both sides, or replicate it "
+            "with a one-way channel, then start the channel again")
+    return problems
+
+
+def _loose_collation(data_type: str, collation: str) -> str:
+    """What a text key's collation takes for equal that differs (empty: nothing): every
+    collation but a binary one folds case or accents; a binary one pads spaces unless it
+    is NO PAD (a CHAR's trailing spaces are gone before anything compares them)."""
+    name = collation.lower()
+    if name == "binary":
+        return ""
+    if not name.endswith("_bin"):
+        return "'abc' and 'ABC' (or 'é' and 'e')"
+    if "_nopad_" in name or "_0900_" in name or data_type.lower() == "char":
+        return ""
+    return "'abc' and 'abc ' (trailing spaces)"
 
 
 def kept_parts(change: TargetChange, old_lost: bool, new_lost: bool) -> list[TargetChange]:
