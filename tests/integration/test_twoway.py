@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import grpc
+import pymysql
 import pytest
 
 from manager import cli
@@ -390,3 +391,41 @@ def test_target_tables_whose_rows_the_conflict_check_cannot_tell_apart_are_refus
         target.table(schema, "items")), 60, "both rows on both sides")
     wait_equal(source, target, schema, ["items"])
     set_and_wait(cluster, "unsafe-both", "STOP", "not running")
+
+
+def test_a_target_users_insert_cannot_land_between_the_check_and_the_write_under_read_committed(
+        cluster: Cluster, sandbox: Sandbox, source: Database, target: Database) -> None:
+    """Under READ COMMITTED (here the source server's default) the check's SELECT … FOR
+    UPDATE of a missing key locked nothing: a source user's insert of that key between the
+    check and the write was overwritten by the loser, while the winner wrote it over the
+    target's row (A = B's row, B = A's, for good). Two-way loads run REPEATABLE READ: the
+    insert waits for the load (and here times out), and both sides keep the target's row."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    source.execute("SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    on_a, user = Database(sandbox, "source"), Database(sandbox, "source")
+    try:
+        cluster.apply([two_way("read-committed", schema)])
+        start(cluster, "read-committed")
+        source.execute(f"INSERT INTO {t} VALUES (9, 'blocker', 0)")
+        wait_equal(source, target, schema, ["items"])
+        on_a.script("BEGIN", f"SELECT * FROM {t} WHERE id = 9 FOR UPDATE")
+        target.script("BEGIN", f"INSERT INTO {t} VALUES (1, 'target insert', 1)",
+                      f"UPDATE {t} SET qty = 5 WHERE id = 9", "COMMIT")
+        wait_for(lambda: source.rows("SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+                                     "WHERE trx_state = 'LOCK WAIT'")[0][0] > 0, 30,
+                 "the loser's check waiting on id 9, past id 1")
+        user.execute("SET SESSION innodb_lock_wait_timeout = 1")
+        with pytest.raises(pymysql.err.OperationalError, match="Lock wait timeout"):
+            user.execute(f"INSERT INTO {t} VALUES (1, 'source insert', 2)")  # the load's gap
+    finally:
+        source.execute("SET GLOBAL TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        on_a.execute("ROLLBACK")
+        on_a.close()
+        user.close()
+    wait_for(lambda: source.rows(f"SELECT qty FROM {t} WHERE id = 9") == [(5,)], 60,
+             "the loser's batch on the source")
+    wait_equal(source, target, schema, ["items"])
+    time.sleep(1.0)  # (equal on the way there would not be the end)
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "read-committed", "STOP", "not running")

@@ -6,28 +6,30 @@ mark of its own channel in the transaction and drops the whole transaction (see
 :mod:`node.select.binlog`), so a change goes A → B once and never comes back.
 
 **Conflicts.** Before writing, the load transaction reads the target's current rows for the
-batch's keys (``SELECT … FOR UPDATE``) and walks the batch's changes of each key in order
-against them: a change whose before image (none for an insert) is the row the target holds
-then is written, and the row becomes its after image. A difference means the target row was
-changed there meanwhile by its own users: both sides wrote the key concurrently. Every
-conflict is logged (``event=conflict`` with table, key, the target's current row and the
-incoming change) and counted. The rule: **the channel's first pipeline wins**. Its changes
-overwrite the target; the second pipeline leaves out a conflicting change, so the row keeps
-the first side's value, and both sides converge to it. A later change of the key in the same
-batch is checked against the row kept: a user's change of the first side's value, read in one
-batch after the conflicting change it follows, is written (comparing every change with the
-key's first before image left it out, and the two sides apart for good). Each key is resolved
-alone: an update that moves a row to another key is, on the second side, a delete at the old
-key and a write at the new one, and only the part whose key conflicts is left out (leaving
-the whole move out kept the old key on one side while the first side, whose own change named
-only the new key, never removed it on the other). The rule holds for whole rows: a pair that writes
-only some of a row's columns (``column_groups``, ``joins``, ``merge_part``, several pairs into
-one table) or a table with no key is refused on a two-way channel (at ``setl apply`` and when
-the pipeline starts), and so is a target table whose engine does not roll back (its rows
-would reach the binlog without the loop mark). The check finds a row by one key's exact
-value, the write by every unique key and the server's collation, so a target table with a
-second unique key or a key that compares loosely, and one with a trigger, are refused when
-the pipeline starts too (:func:`table_problems`).
+batch's keys (``SELECT … FOR UPDATE``, under REPEATABLE READ: a missing key's gap is locked
+too, so a target user's insert of it waits for the load) and walks the batch's changes of
+each key in order against them: a change whose before image (none for an insert) is the row
+the target holds then is written, and the row becomes its after image. A difference means
+the target row was changed there meanwhile by its own users: both sides wrote the key
+concurrently. Every conflict is logged (``event=conflict`` with table, key, the target's
+current row and the incoming change) and counted. The rule: **the channel's first pipeline
+wins**. Its changes overwrite the target; the second pipeline leaves out a conflicting
+change, so the row keeps the first side's value, and both sides converge to it. A later
+change of the key in the same batch is checked against the row kept: a user's change of the
+first side's value, read in one batch after the conflicting change it follows, is written
+(comparing every change with the key's first before image left it out, and the two sides
+apart for good). Each key is resolved alone: an update that moves a row to another key is,
+on the second side, a delete at the old key and a write at the new one, and only the part
+whose key conflicts is left out (leaving the whole move out kept the old key on one side
+while the first side, whose own change named only the new key, never removed it on the
+other). The rule holds for whole rows: a pair that writes only some of a row's columns
+(``column_groups``, ``joins``, ``merge_part``, several pairs into one table) or a table with
+no key is refused on a two-way channel (at ``setl apply`` and when the pipeline starts), and
+so is a target table whose engine does not roll back (its rows would reach the binlog
+without the loop mark). The check finds a row by one key's exact value, the write by every
+unique key and the server's collation, so a target table with a second unique key or a key
+that compares loosely, and one with a trigger, are refused when the pipeline starts too
+(:func:`table_problems`).
 """
 
 from __future__ import annotations
