@@ -429,3 +429,39 @@ def test_a_target_users_insert_cannot_land_between_the_check_and_the_write_under
     time.sleep(1.0)  # (equal on the way there would not be the end)
     wait_equal(source, target, schema, ["items"])
     set_and_wait(cluster, "read-committed", "STOP", "not running")
+
+
+def test_a_replay_of_a_two_way_pipeline_is_refused_saying_what_to_do_instead(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """A replay of the first pipeline wrote its source's older changes over the other side's
+    later ones (echoes in its binlog, skipped): setl position set to an earlier place, and a
+    reset to a start: that is a place, are refused; --latest (nothing loaded again) is not."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    file, pos = master_position(source)
+    channel = two_way("replay-both", schema)
+    channel["pipelines"][0]["start"] = {"file": file, "pos": int(pos)}
+    cluster.apply([channel])
+    start(cluster, "replay-both")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'v0', 0)")
+    wait_equal(source, target, schema, ["items"])
+    target.execute(f"UPDATE {t} SET name = 'later on the target' WHERE id = 1")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "replay-both", "STOP", "not running")
+    position = ["--manager", cluster.manager_address, "position"]
+    capsys.readouterr()
+    assert cli.main([*position, "set", "replay-both/forward", "--file", file, "--pos",
+                     str(pos), "--replay"]) == 1
+    refused = capsys.readouterr().err
+    assert "pipeline replay-both.forward is on a two-way channel: a start at" in refused, \
+        refused
+    assert "setl position set replay-both/forward --latest" in refused, refused
+    assert cli.main([*position, "reset", "replay-both"]) == 1
+    assert "setl position reset (the next start loads again from the definition's start:) " \
+        "is refused" in capsys.readouterr().err
+    assert cli.main([*position, "set", "replay-both/forward", "--latest"]) == 0
+    start(cluster, "replay-both")
+    source.execute(f"INSERT INTO {t} VALUES (2, 'after', 0)")
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [(1, "later on the target", 0), (2, "after", 0)]
+    set_and_wait(cluster, "replay-both", "STOP", "not running")
