@@ -29,7 +29,14 @@ from shared.errors import (
     PositionLostError,
     SourceError,
 )
-from shared.model import BinlogPosition, Channel, ChannelStatus, DataSource, Pipeline
+from shared.model import (
+    BinlogPosition,
+    Channel,
+    ChannelStatus,
+    DataSource,
+    Pipeline,
+    StartupMode,
+)
 from shared.retl import upgrade_position_table
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
@@ -58,6 +65,10 @@ class Positions:
             self._set(channel, chosen[0], request)
         elif request.action == "reset":
             for pipeline in chosen:
+                if channel.two_way and pipeline.params.startup is not StartupMode.LATEST:
+                    raise ConflictError(two_way_replay(channel, pipeline, "setl position "
+                                                       "reset (the next start loads again "
+                                                       "from the definition's start:)"))
                 self._stopped(channel, pipeline, "reset")
             for pipeline in chosen:
                 self._reset(channel, pipeline)
@@ -129,6 +140,10 @@ class Positions:
                 for name in _targets(pipeline)}
         ahead = {name: row for name, row in rows.items()
                  if row is not None and _ahead(row[0], position)}
+        if ahead and channel.two_way and not request.latest:
+            raise ConflictError(two_way_replay(channel, pipeline, f"a start at {position} "
+                                               f"(target {next(iter(ahead))} holds its "
+                                               "transactions past it: a replay)"))
         if ahead and not request.replay:
             name, row = next(iter(ahead.items()))
             raise ConflictError(
@@ -202,6 +217,22 @@ class Positions:
                 call("delete a pipeline's state", self.client.delete, path, recursive=True)
         log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",
                  pipeline_id, pipeline.params.startup.value.lower(), ",".join(removed) or "-")
+
+
+def two_way_replay(channel: Channel, pipeline: Pipeline, what: str) -> str:
+    """Why a two-way pipeline loads nothing again, and what to do instead."""
+    pipeline_id = channel.pipeline_id(pipeline)
+    others = [p.name for p in channel.pipelines]
+    return (f"pipeline {pipeline_id} is on a two-way channel: {what} is refused. A replay "
+            "writes its source's older changes again over rows the other side changed later "
+            "(the first pipeline overwrites whatever it finds), while those later changes "
+            "reach its source's binlog as echoes of the other pipeline and are skipped, so "
+            "the two sides would differ for good. Instead: keep both sides from taking "
+            "writes, make them "
+            "equal (a one-way channel from the side you trust, with start: snapshot or "
+            "verify --repair), then move both pipelines to their sources' current end "
+            f"(setl position set {channel.name}/{others[0]} --latest, and "
+            f"{channel.name}/{others[-1]}) and start the channel again")
 
 
 def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:

@@ -20,7 +20,11 @@ from node.target.delta.tables import (
 )
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
-from node.target.mysql.twoway import LoopGuard, refuse_non_transactional
+from node.target.mysql.twoway import (
+    LoopGuard,
+    refuse_non_transactional,
+    refuse_unsafe_tables,
+)
 from node.target.subscription.loader import SubscriptionLoader
 from shared.endpoint import connect
 from shared.errors import ConfigError
@@ -76,11 +80,13 @@ def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool =
                  two_way: dict[str, DataSource] | None = None) -> None:
     """What the source and the pairs must not hold for this kind of target (checked at each
     start, and after a DDL where a load would go on silently: a lake's, a subscription's);
-    ``two_way``: the targets of a two-way pipeline, whose tables must roll back."""
+    ``two_way``: the targets of a two-way pipeline, whose tables must roll back, hold one
+    unique key that compares exact values and no trigger."""
     if after_ddl and kind == "mysql":
         return  # (a MariaDB UUID column added later stops the load, loudly)
     if two_way and kind == "mysql":
         refuse_non_transactional(compiled.pipeline_id, compiled, source, two_way)
+        refuse_unsafe_tables(compiled.pipeline_id, compiled, source, two_way)
     if kind == "delta":
         refuse_partial_rows(compiled)
     if kind in ("delta", "subscription"):

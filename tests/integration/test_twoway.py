@@ -9,10 +9,12 @@ import time
 from typing import Any
 
 import grpc
+import pymysql
 import pytest
 
 from manager import cli
 from shared.rpc import manager_pb2
+from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
 
 ITEMS = ("CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(30), "
@@ -308,3 +310,158 @@ def test_rows_a_select_gives_otherwise_than_the_binlog_cross_both_ways_without_a
     assert not [line for line in log.splitlines()
                 if "event=conflict" in line and f"table={schema}.t" in line]
     cluster.set_status(name, "STOP")
+
+
+def test_a_losing_sides_change_of_the_winners_row_read_in_one_batch_with_its_conflict_crosses(
+        cluster: Cluster, sandbox: Sandbox, source: Database, target: Database) -> None:
+    """A: v0 → vA; B: v0 → vB; the winner writes vA on B; a B user then runs vA → vB2. The
+    loser reads B's v0 → vB and vA → vB2 in one batch: the first conflicts and is left out,
+    the second follows A's row and crosses. Comparing both with the key's first before image
+    (v0) left both out: A = vA, B = vB2 for good. (The loser's batch before them waits on a
+    lock held on A, so the two gather in one batch behind it.)"""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("one-batch", schema)
+    channel["pipelines"][1]["batch_timeout_ms"] = 20000
+    cluster.apply([channel])
+    start(cluster, "one-batch")
+    t = f"`{schema}`.items"
+    source.execute(f"INSERT INTO {t} VALUES (1, 'v0', 0), (2, 'blocker', 0)")
+    wait_equal(source, target, schema, ["items"])
+    on_a, on_b = Database(sandbox, "source"), Database(sandbox, "target")
+    try:
+        on_a.script("BEGIN", f"SELECT * FROM {t} WHERE id = 2 FOR UPDATE")
+        target.execute(f"UPDATE {t} SET qty = 5 WHERE id = 2")  # the loser's batch waits
+        on_b.script("BEGIN", f"UPDATE {t} SET name = 'vB' WHERE id = 1")
+        source.execute(f"UPDATE {t} SET name = 'vA' WHERE id = 1")  # the winner's waits
+        on_b.execute("COMMIT")
+        wait_for(lambda: target.rows(f"SELECT name FROM {t} WHERE id = 1") == [("vA",)], 30,
+                 "the winner's row on the target")
+        target.execute(f"UPDATE {t} SET name = 'vB2' WHERE id = 1")
+        time.sleep(1.0)  # (no condition to wait on: the loser reads it into its open batch)
+    finally:
+        on_a.execute("ROLLBACK")
+        on_a.close()
+        on_b.close()
+    wait_for(lambda: source.rows(f"SELECT name FROM {t} WHERE id = 1") == [("vB2",)], 60,
+             "the target user's change of the winner's row on the source")
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [(1, "vB2", 0), (2, "blocker", 5)]
+    set_and_wait(cluster, "one-batch", "STOP", "not running")
+
+
+def test_target_tables_whose_rows_the_conflict_check_cannot_tell_apart_are_refused_at_start(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The write (INSERT … ON DUPLICATE KEY UPDATE) finds a row by every unique key and by
+    the server's collation, the conflict check by one key's exact value: a second unique key
+    or a case-insensitive key let each side's insert overwrite the other's row unseen. A
+    trigger's rows ride in setl's marked transaction and never cross back. Each is refused
+    when the channel starts, naming the table."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    cluster.apply([two_way("unsafe-both", schema)])
+
+    def refused(why: str) -> str:
+        cluster.set_status("unsafe-both", "START")
+        wait_for(lambda: why in cluster.pipeline_state("unsafe-both").last_error, 90,
+                 f"the start refused: {why}")
+        cluster.set_status("unsafe-both", "STOP")
+        return cluster.pipeline_state("unsafe-both").last_error
+
+    target.execute(f"ALTER TABLE {t} ADD UNIQUE KEY by_name (name)")
+    error = refused("has 2 unique keys (PRIMARY, by_name)")
+    assert f"target table {schema}.items on target has 2 unique keys" in error, error
+    target.execute(f"ALTER TABLE {t} DROP KEY by_name")
+    for db in (source, target):
+        db.script(f"ALTER TABLE {t} DROP PRIMARY KEY",
+                  f"ALTER TABLE {t} MODIFY name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE "
+                  "utf8mb4_general_ci NOT NULL", f"ALTER TABLE {t} ADD PRIMARY KEY (name)")
+    error = refused("key column name has collation utf8mb4_general_ci")
+    assert "COLLATE utf8mb4_nopad_bin" in error, error
+    for db in (source, target):
+        db.execute(f"ALTER TABLE {t} MODIFY name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE "
+                   "utf8mb4_nopad_bin NOT NULL")
+    target.execute(f"CREATE TRIGGER `{schema}`.audit BEFORE INSERT ON {t} FOR EACH ROW "
+                   "SET NEW.qty = NEW.qty + 1")
+    refused(f"target table {schema}.items on target has trigger audit")
+    target.execute(f"DROP TRIGGER `{schema}`.audit")
+    start(cluster, "unsafe-both")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'abc', 0)")
+    target.execute(f"INSERT INTO {t} VALUES (2, 'ABC', 0)")
+    wait_for(lambda: len(source.table(schema, "items")) == 2 == len(
+        target.table(schema, "items")), 60, "both rows on both sides")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "unsafe-both", "STOP", "not running")
+
+
+def test_a_target_users_insert_cannot_land_between_the_check_and_the_write_under_read_committed(
+        cluster: Cluster, sandbox: Sandbox, source: Database, target: Database) -> None:
+    """Under READ COMMITTED (here the source server's default) the check's SELECT … FOR
+    UPDATE of a missing key locked nothing: a source user's insert of that key between the
+    check and the write was overwritten by the loser, while the winner wrote it over the
+    target's row (A = B's row, B = A's, for good). Two-way loads run REPEATABLE READ: the
+    insert waits for the load (and here times out), and both sides keep the target's row."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    source.execute("SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    on_a, user = Database(sandbox, "source"), Database(sandbox, "source")
+    try:
+        cluster.apply([two_way("read-committed", schema)])
+        start(cluster, "read-committed")
+        source.execute(f"INSERT INTO {t} VALUES (9, 'blocker', 0)")
+        wait_equal(source, target, schema, ["items"])
+        on_a.script("BEGIN", f"SELECT * FROM {t} WHERE id = 9 FOR UPDATE")
+        target.script("BEGIN", f"INSERT INTO {t} VALUES (1, 'target insert', 1)",
+                      f"UPDATE {t} SET qty = 5 WHERE id = 9", "COMMIT")
+        wait_for(lambda: source.rows("SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+                                     "WHERE trx_state = 'LOCK WAIT'")[0][0] > 0, 30,
+                 "the loser's check waiting on id 9, past id 1")
+        user.execute("SET SESSION innodb_lock_wait_timeout = 1")
+        with pytest.raises(pymysql.err.OperationalError, match="Lock wait timeout"):
+            user.execute(f"INSERT INTO {t} VALUES (1, 'source insert', 2)")  # the load's gap
+    finally:
+        source.execute("SET GLOBAL TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        on_a.execute("ROLLBACK")
+        on_a.close()
+        user.close()
+    wait_for(lambda: source.rows(f"SELECT qty FROM {t} WHERE id = 9") == [(5,)], 60,
+             "the loser's batch on the source")
+    wait_equal(source, target, schema, ["items"])
+    time.sleep(1.0)  # (equal on the way there would not be the end)
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "read-committed", "STOP", "not running")
+
+
+def test_a_replay_of_a_two_way_pipeline_is_refused_saying_what_to_do_instead(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """A replay of the first pipeline wrote its source's older changes over the other side's
+    later ones (echoes in its binlog, skipped): setl position set to an earlier place, and a
+    reset to a start: that is a place, are refused; --latest (nothing loaded again) is not."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    file, pos = master_position(source)
+    channel = two_way("replay-both", schema)
+    channel["pipelines"][0]["start"] = {"file": file, "pos": int(pos)}
+    cluster.apply([channel])
+    start(cluster, "replay-both")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'v0', 0)")
+    wait_equal(source, target, schema, ["items"])
+    target.execute(f"UPDATE {t} SET name = 'later on the target' WHERE id = 1")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "replay-both", "STOP", "not running")
+    position = ["--manager", cluster.manager_address, "position"]
+    capsys.readouterr()
+    assert cli.main([*position, "set", "replay-both/forward", "--file", file, "--pos",
+                     str(pos), "--replay"]) == 1
+    refused = capsys.readouterr().err
+    assert "pipeline replay-both.forward is on a two-way channel: a start at" in refused, \
+        refused
+    assert "setl position set replay-both/forward --latest" in refused, refused
+    assert cli.main([*position, "reset", "replay-both"]) == 1
+    assert "setl position reset (the next start loads again from the definition's start:) " \
+        "is refused" in capsys.readouterr().err
+    assert cli.main([*position, "set", "replay-both/forward", "--latest"]) == 0
+    start(cluster, "replay-both")
+    source.execute(f"INSERT INTO {t} VALUES (2, 'after', 0)")
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [(1, "later on the target", 0), (2, "after", 0)]
+    set_and_wait(cluster, "replay-both", "STOP", "not running")

@@ -20,7 +20,7 @@ def test_text_that_travels_as_bytes_is_refused_where_it_would_be_taken_for_text(
         monkeypatch: pytest.MonkeyPatch, kind: str, two_way: Any, reader: str | None) -> None:
     asked: list[str] = []
     for name in ("refuse_partial_rows", "refuse_cascades", "refuse_non_transactional",
-                 "refuse_stored_types"):
+                 "refuse_unsafe_tables", "refuse_stored_types"):
         monkeypatch.setattr(kinds, name, lambda *args, **kwargs: None)
     monkeypatch.setattr(kinds, "refuse_undecodable",
                         lambda compiled, source, what: asked.append(what))

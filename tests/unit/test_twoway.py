@@ -15,7 +15,8 @@ from node.target.mysql import twoway
 from node.target.mysql.facts import TableFacts
 from node.target.mysql.loader import _Writes
 from node.target.mysql.render import Column
-from node.target.mysql.twoway import LoopGuard, first_images, same_row
+from node.target.mysql.twoway import LoopGuard, same_row, touched_keys
+from shared.errors import ConfigError
 from shared.model import PipelineParams
 
 
@@ -24,17 +25,14 @@ def change(seq: int, kind: ChangeType, before_key: tuple | None, before: dict | 
     return TargetChange("dst", "s", "t", kind, ("id",), before_key, after, seq=seq, before=before)
 
 
-def test_first_images_take_each_keys_first_change_only() -> None:
+def test_touched_keys_name_each_key_once_before_and_after_a_change() -> None:
     changes = [
         change(3, ChangeType.DELETE, (1,), {"id": 1, "v": "b"}, None),
         change(1, ChangeType.UPDATE, (1,), {"id": 1, "v": "a"}, {"id": 1, "v": "b"}),
         change(2, ChangeType.INSERT, None, None, {"id": 2, "v": "new"}),
         change(4, ChangeType.UPDATE, (2,), {"id": 2, "v": "new"}, {"id": 3, "v": "moved"}),
     ]
-    images = first_images(changes)[("s", "t", ("id",))]
-    assert images == {(1,): ({"id": 1, "v": "a"}, {"id": 1, "v": "b"}),
-                      (2,): (None, {"id": 2, "v": "new"}),
-                      (3,): (None, {"id": 3, "v": "moved"})}
+    assert touched_keys(changes) == {("s", "t", ("id",)): [(1,), (2,), (3,)]}
 
 
 def test_same_row_compares_values_across_types_and_only_shared_columns() -> None:
@@ -85,6 +83,35 @@ def test_a_key_change_on_the_losing_side_is_resolved_key_by_key(
     assert resolved(monkeypatch, on_a, True, [move, later]) == [
         (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"}),
         (ChangeType.UPDATE, (2,), {"id": 2, "v": "b"})]
+
+
+def test_a_later_change_of_a_conflicting_key_is_checked_against_the_row_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A: k v0 → vA; B: k v0 → vB; the winner writes vA on B; a B user then runs vA → vB2.
+    The loser reads both of B's own changes in one batch: v0 → vB conflicts with A's vA and
+    is left out, vA → vB2 follows A's row and is written (comparing it with the key's first
+    before image, v0, left it out too: A = vA, B = vB2 for good)."""
+    v = {name: {"id": 1, "v": name} for name in ("v0", "vA", "vB", "vB2")}
+    batch = [change(1, ChangeType.UPDATE, (1,), v["v0"], v["vB"]),
+             change(2, ChangeType.UPDATE, (1,), v["vA"], v["vB2"])]
+    assert resolved(monkeypatch, {(1,): v["vA"]}, False, batch) == [
+        (ChangeType.UPDATE, (1,), v["vB2"])]
+    # a change after one that was written follows its after image; after one left out, the
+    # row kept: v0 → vB written, vB → x written; on A = vA: vB → x left out too
+    chain = [batch[0], change(2, ChangeType.UPDATE, (1,), v["vB"], {"id": 1, "v": "x"})]
+    assert resolved(monkeypatch, {(1,): v["v0"]}, False, chain) == [
+        (ChangeType.UPDATE, (1,), v["vB"]), (ChangeType.UPDATE, (1,), {"id": 1, "v": "x"})]
+    assert resolved(monkeypatch, {(1,): v["vA"]}, False, chain) == []
+    # a delete and an insert again of a key the target holds otherwise: the insert, read
+    # after the delete was left out, finds the row and is left out too
+    again = [change(1, ChangeType.DELETE, (1,), v["v0"], None),
+             change(2, ChangeType.INSERT, None, None, v["vB"])]
+    assert resolved(monkeypatch, {(1,): v["vA"]}, False, again) == []
+    assert resolved(monkeypatch, {}, False, again) == [(ChangeType.INSERT, None, v["vB"])]
+    # the winner writes everything, each conflict counted
+    guard_changes = resolved(monkeypatch, {(1,): v["vA"]}, True, batch)
+    assert guard_changes == [(ChangeType.UPDATE, (1,), v["vB"]),
+                             (ChangeType.UPDATE, (1,), v["vB2"])]
 
 
 TWO_WAY = """sources:
@@ -270,3 +297,74 @@ def test_a_two_way_batchs_second_try_writes_a_statement_a_row() -> None:
     second = writes.for_attempt(loader, None, None, True)
     assert sum(len(unit.sqls) for unit in first) == 1
     assert sum(len(unit.sqls) for unit in second) == 3
+
+
+def test_target_tables_the_conflict_check_cannot_tell_apart_as_the_write_does_are_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second unique key (the upsert lands on the other side's row by it), a key the
+    server's collation compares loosely ('abc' and 'ABC', 'abc' and 'abc ' the same key, the
+    check's exact comparison not) and a trigger (its rows ride in the marked transaction and
+    never cross back) are refused at the start, naming the table."""
+    from shared.model import DataSource
+    from tests.unit.test_etl import compiled
+
+    answers: dict[str, list[tuple[Any, ...]]] = {
+        "information_schema.TABLES": [("s", "t")], "STATISTICS": [], "COLUMNS": [],
+        "TRIGGERS": []}
+
+    class Conn:
+        def __init__(self, source: DataSource) -> None:
+            pass
+
+        def __enter__(self) -> Conn:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+        def cursor(self) -> Conn:
+            return self
+
+        def execute(self, statement: str, args: Any = None) -> None:
+            self.found = next(rows for name, rows in answers.items() if name in statement)
+
+        def fetchall(self) -> list[tuple[Any, ...]]:
+            return self.found
+
+    monkeypatch.setattr(twoway, "connect", Conn)
+    made = compiled("{source: s.t, target: s.t}")
+    source, targets = DataSource("src", host="h1"), {"dst": DataSource("dst", host="h2")}
+
+    def refused() -> str:
+        try:
+            twoway.refuse_unsafe_tables("c.forward", made, source, targets)
+        except ConfigError as exc:
+            return str(exc)
+        return ""
+
+    answers["STATISTICS"] = [("s", "t", "PRIMARY", "id"), ("s", "t", "PRIMARY", "code")]
+    text = [("s", "t", "code", "varchar", "utf8mb4", "utf8mb4_nopad_bin"),
+            ("s", "t", "name", "varchar", "utf8mb4", "utf8mb4_general_ci")]
+    answers["COLUMNS"] = text
+    assert refused() == ""  # one key, compared by bytes; a loose collation off the key
+    answers["COLUMNS"] = [("s", "t", "code", "char", "utf8mb4", "utf8mb4_bin")]
+    assert refused() == ""  # (a CHAR's trailing spaces are gone before it compares)
+    answers["COLUMNS"] = [("s", "t", "code", "varchar", "utf8mb4", "utf8mb4_general_ci")]
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst: key column code has collation "
+        "utf8mb4_general_ci, under which the server takes 'abc' and 'ABC' (or 'é' and 'e') "
+        "for one key")
+    assert "COLLATE utf8mb4_nopad_bin on MariaDB" in refused()
+    answers["COLUMNS"] = [("s", "t", "code", "varchar", "utf8mb4", "utf8mb4_bin")]
+    assert "takes 'abc' and 'abc ' (trailing spaces) for one key" in refused()
+    answers["COLUMNS"] = text
+    answers["STATISTICS"].append(("s", "t", "email", "email"))
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst has 2 unique keys (PRIMARY, "
+        "email): the conflict check reads a row by one key, while the write (INSERT … ON "
+        "DUPLICATE KEY UPDATE) lands on the row any unique key collides with")
+    answers["STATISTICS"].pop()
+    answers["TRIGGERS"] = [("s", "t", "audit")]
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst has trigger audit: the rows a "
+        "trigger writes while setl loads ride in its marked transaction and never cross back")

@@ -60,6 +60,10 @@ log = logging.getLogger("setl.node.target.mysql.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
 # TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
 SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
+# a two-way load's conflict check locks the keys it reads, also those with no row yet (a gap
+# lock), so a target user's insert cannot land between the check and the write; under READ
+# COMMITTED (a server's or a user's default) the check of a missing key locks nothing
+TWO_WAY_SESSION = "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 
 
 class Loader:
@@ -86,6 +90,8 @@ class Loader:
                                      init_command=SESSION,
                                      client_flag=CLIENT.MULTI_STATEMENTS)
             with conn.cursor() as cursor:
+                if self.loop is not None:
+                    cursor.execute(TWO_WAY_SESSION)
                 for statement in TARGET_DDL:
                     cursor.execute(statement)
                 upgrade_position_table(cursor)

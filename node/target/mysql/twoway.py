@@ -6,21 +6,30 @@ mark of its own channel in the transaction and drops the whole transaction (see
 :mod:`node.select.binlog`), so a change goes A → B once and never comes back.
 
 **Conflicts.** Before writing, the load transaction reads the target's current rows for the
-batch's keys (``SELECT … FOR UPDATE``) and compares each with the image the source had before
-its first change in the batch (absent for an insert). A difference means the target row was
-changed there meanwhile by its own users: both sides wrote the key concurrently. Every
-conflict is logged (``event=conflict`` with table, key, the target's current row and the
-incoming change) and counted. The rule: **the channel's first pipeline wins**. Its changes
-overwrite the target; the second pipeline skips the changes of a conflicting key, so the
-row keeps the first side's value, and both sides converge to it. Each key is resolved alone:
-an update that moves a row to another key is, on the second side, a delete at the old key and
-a write at the new one, and only the part whose key conflicts is left out (leaving the whole
-move out kept the old key on one side while the first side, whose own change named only the
-new key, never removed it on the other). The rule holds for whole rows: a pair that writes
-only some of a row's columns (``column_groups``, ``joins``, ``merge_part``, several pairs into
-one table) or a table with no key is refused on a two-way channel (at ``setl apply`` and when
-the pipeline starts), and so is a target table whose engine does not roll back (its rows
-would reach the binlog without the loop mark).
+batch's keys (``SELECT … FOR UPDATE``, under REPEATABLE READ: a missing key's gap is locked
+too, so a target user's insert of it waits for the load) and walks the batch's changes of
+each key in order against them: a change whose before image (none for an insert) is the row
+the target holds then is written, and the row becomes its after image. A difference means
+the target row was changed there meanwhile by its own users: both sides wrote the key
+concurrently. Every conflict is logged (``event=conflict`` with table, key, the target's
+current row and the incoming change) and counted. The rule: **the channel's first pipeline
+wins**. Its changes overwrite the target; the second pipeline leaves out a conflicting
+change, so the row keeps the first side's value, and both sides converge to it. A later
+change of the key in the same batch is checked against the row kept: a user's change of the
+first side's value, read in one batch after the conflicting change it follows, is written
+(comparing every change with the key's first before image left it out, and the two sides
+apart for good). Each key is resolved alone: an update that moves a row to another key is,
+on the second side, a delete at the old key and a write at the new one, and only the part
+whose key conflicts is left out (leaving the whole move out kept the old key on one side
+while the first side, whose own change named only the new key, never removed it on the
+other). The rule holds for whole rows: a pair that writes only some of a row's columns
+(``column_groups``, ``joins``, ``merge_part``, several pairs into one table) or a table with
+no key is refused on a two-way channel (at ``setl apply`` and when the pipeline starts), and
+so is a target table whose engine does not roll back (its rows would reach the binlog
+without the loop mark). The check finds a row by one key's exact value, the write by every
+unique key and the server's collation, so a target table with a second unique key or a key
+that compares loosely, and one with a trigger, are refused when the pipeline starts too
+(:func:`table_problems`).
 """
 
 from __future__ import annotations
@@ -75,29 +84,61 @@ class LoopGuard:
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
                 padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
                 = None) -> list[TargetChange]:
-        """The changes to write: all of them on the winning side; on the other side those of
-        keys the target changed concurrently are left out. Conflicts are logged.
+        """The changes to write: all of them on the winning side; on the other side those
+        the target changed concurrently are left out. Conflicts are logged.
         ``padding(schema, table, keys)``: how a key is compared on the target (BINARY
         columns padded again: see :func:`node.target.mysql.render.key_padding`)."""
-        losing: set[tuple[str, str, Key]] = set()
-        for (schema, table, keys), expected in first_images(changes).items():
+        simulated: dict[TableName, dict[Key, Row | None]] = {}
+        for (schema, table, keys), touched in touched_keys(changes).items():
             pad = padding(schema, table, keys) if padding is not None else None
-            wanted = [pad(key) for key in expected] if pad is not None else list(expected)
-            current = current_rows(cursor, schema, table, keys, wanted)
-            for key, (before, incoming) in expected.items():
-                now = current.get(tuple(_plain(v) for v in key))
-                if same_row(before, now):
-                    continue
-                self.conflicts += 1
-                log.warning("event=conflict pipeline=%s process_id=%d table=%s.%s key=%r "
-                            "target_row=%r incoming=%r resolution=%s", self.pipeline_id,
-                            process_id, schema, table, key, now, incoming,
-                            "source_wins" if self.wins_conflicts else "target_kept")
-                if not self.wins_conflicts:
-                    losing.add((schema, table, key))
-        if not losing:
+            wanted = [pad(key) for key in touched] if pad is not None else touched
+            found = current_rows(cursor, schema, table, keys, wanted)
+            simulated[(schema, table, keys)] = {
+                plain_key(key): found.get(plain_key(key)) for key in touched}
+        lost: dict[int, tuple[bool, bool]] = {}
+        for change in sorted(changes, key=lambda c: c.seq):
+            rows = simulated[(change.schema, change.table, change.keys)]
+            parts = self._walk(rows, change, process_id)
+            if any(parts):
+                lost[id(change)] = parts
+        if not lost:
             return changes
-        return [part for change in changes for part in kept_parts(change, losing)]
+        return [part for change in changes
+                for part in kept_parts(change, *lost.get(id(change), (False, False)))]
+
+    def _walk(self, rows: dict[Key, Row | None], change: TargetChange,
+              process_id: int) -> tuple[bool, bool]:
+        """One change against the simulated target rows of its keys (each starts as the
+        row read, and becomes the after image of each change written to it): whether its
+        part at the old key and at the new key are left out. A part conflicts when the
+        simulated row is not the one the source had before it; the winner writes it still,
+        the loser leaves it out and the row stays as it is."""
+        old = change.before_key
+        new = tuple(change.after[k] for k in change.keys) if change.after is not None else None
+        if old is not None and new is not None and plain_key(old) == plain_key(new):
+            return (not self._check(rows, change, old, change.before, change.after,
+                                    process_id),) * 2
+        old_lost = old is not None and not self._check(rows, change, old, change.before,
+                                                       None, process_id)
+        new_lost = new is not None and not self._check(rows, change, new, None,
+                                                       change.after, process_id)
+        return old_lost, new_lost
+
+    def _check(self, rows: dict[Key, Row | None], change: TargetChange, key: Key,
+               before: Row | None, after: Row | None, process_id: int) -> bool:
+        """Whether the part of ``change`` at ``key`` is written; the simulated row follows."""
+        now = rows.get(plain_key(key))
+        if same_row(before, now):
+            rows[plain_key(key)] = after
+            return True
+        self.conflicts += 1
+        log.warning("event=conflict pipeline=%s process_id=%d table=%s.%s key=%r "
+                    "target_row=%r incoming=%r resolution=%s", self.pipeline_id,
+                    process_id, change.schema, change.table, key, now, change.after,
+                    "source_wins" if self.wins_conflicts else "target_kept")
+        if self.wins_conflicts:
+            rows[plain_key(key)] = after
+        return self.wins_conflicts
 
 
 def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
@@ -112,10 +153,9 @@ def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
             "again")
 
 
-def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource,
-                             targets: dict[str, DataSource]) -> None:
-    """At the start of a two-way pipeline: refuse if a target table of a source table it
-    replicates has an engine that does not roll back (:func:`engine_problem`)."""
+def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSource]
+                   ) -> dict[str, list[tuple[str, str]]]:
+    """Per target data source: the target tables of the source tables the pipeline pairs."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
                        "WHERE TABLE_TYPE = 'BASE TABLE'")
@@ -124,17 +164,22 @@ def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource
     for schema, table in tables:
         if compiled.wants_schema(schema) and compiled.wants(schema, table):
             for datasource, name, target in compiled.targets_of(schema, table):
-                wanted.setdefault(datasource, []).append((name, target))
-    for datasource, names in sorted(wanted.items()):
-        if datasource not in targets:
-            continue
-        one = "(%s, %s)"
+                if datasource in targets:
+                    wanted.setdefault(datasource, []).append((name, target))
+    return dict(sorted(wanted.items()))
+
+
+def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource,
+                             targets: dict[str, DataSource]) -> None:
+    """At the start of a two-way pipeline: refuse if a target table of a source table it
+    replicates has an engine that does not roll back (:func:`engine_problem`)."""
+    for datasource, names in paired_targets(compiled, source, targets).items():
         with connect(targets[datasource]) as conn, conn.cursor() as cursor:
             cursor.execute("SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE FROM "
                            "information_schema.TABLES t LEFT JOIN information_schema.ENGINES "
                            "e ON e.ENGINE = t.ENGINE WHERE t.TABLE_TYPE = 'BASE TABLE' AND "
                            "COALESCE(e.TRANSACTIONS, 'NO') <> 'YES' AND (t.TABLE_SCHEMA, "
-                           f"t.TABLE_NAME) IN ({', '.join([one] * len(names))})",
+                           f"t.TABLE_NAME) IN {_tables_in(names)}",
                            [part for name in names for part in name])
             found = cursor.fetchall()
         if found:
@@ -143,38 +188,124 @@ def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource
                                                            str(table)), str(engine or "")))
 
 
-def kept_parts(change: TargetChange, losing: set[tuple[str, str, Key]]
-               ) -> list[TargetChange]:
+def _tables_in(names: list[tuple[str, str]]) -> str:
+    return "(" + ", ".join(["(%s, %s)"] * len(names)) + ")"
+
+
+def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
+                         targets: dict[str, DataSource]) -> None:
+    """At the start of a two-way pipeline: refuse a target table whose rows the conflict
+    check cannot tell apart as the write does (:func:`table_problems`)."""
+    for datasource, names in paired_targets(compiled, source, targets).items():
+        args = [part for name in names for part in name]
+        with connect(targets[datasource]) as conn, conn.cursor() as cursor:
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME FROM "
+                           "information_schema.STATISTICS WHERE NON_UNIQUE = 0 AND "
+                           f"(TABLE_SCHEMA, TABLE_NAME) IN {_tables_in(names)} "
+                           "ORDER BY 1, 2, INDEX_NAME = 'PRIMARY' DESC, 3, SEQ_IN_INDEX", args)
+            uniques = cursor.fetchall()
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, "
+                           "CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+                           "WHERE COLLATION_NAME IS NOT NULL AND (TABLE_SCHEMA, TABLE_NAME) "
+                           f"IN {_tables_in(names)}", args)
+            texts = cursor.fetchall()
+            cursor.execute("SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_NAME FROM "
+                           "information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, "
+                           f"EVENT_OBJECT_TABLE) IN {_tables_in(names)} ORDER BY 1, 2, 3", args)
+            triggers = cursor.fetchall()
+        problems = table_problems(f"pipeline {pipeline_id} (two-way): target table",
+                                  datasource, uniques, texts, triggers)
+        if problems:
+            raise ConfigError(problems[0])
+
+
+def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]],
+                   texts: Iterable[tuple[Any, ...]], triggers: Iterable[tuple[Any, ...]]
+                   ) -> list[str]:
+    """Why two-way rows of these target tables would differ on the two sides unseen:
+    ``uniques`` (schema, table, index, column), ``texts`` (schema, table, column, type,
+    charset, collation), ``triggers`` (schema, table, name)."""
+    keys: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for schema, table, index, column in uniques:
+        keys.setdefault((str(schema), str(table)), {}).setdefault(str(index), []).append(
+            str(column))
+    problems = []
+    for (schema, table), indexes in keys.items():
+        if len(indexes) > 1:
+            problems.append(
+                f"{who} {schema}.{table} on {datasource} has {len(indexes)} unique keys "
+                f"({', '.join(indexes)}): the conflict check reads a row by one key, while "
+                "the write (INSERT … ON DUPLICATE KEY UPDATE) lands on the row any unique key "
+                "collides with, so rows the two sides insert under two keys with one value of "
+                "another unique key would overwrite each other unseen and the sides would "
+                "differ. Keep one unique key on both sides, or replicate the table with a "
+                "one-way channel, then start the channel again")
+    for schema, table, column, data_type, charset, collation in texts:
+        indexes = keys.get((str(schema), str(table)), {})
+        key = next(iter(indexes.values()), [])
+        why = _loose_collation(str(data_type), str(collation))
+        if str(column) in key and why:
+            problems.append(
+                f"{who} {schema}.{table} on {datasource}: key column {column} has collation "
+                f"{collation}, under which the server takes {why} for one key, where the "
+                "conflict check compares exact values: a key written on both sides in two "
+                "such spellings would land on the other side's row unseen. Give the key a "
+                f"binary collation that pads no spaces (… MODIFY {column} … COLLATE "
+                f"{charset}_nopad_bin on MariaDB, {charset}_0900_bin on MySQL 8) on both "
+                "sides, or replicate the table with a one-way channel, then start the "
+                "channel again")
+    for schema, table, name in triggers:
+        problems.append(
+            f"{who} {schema}.{table} on {datasource} has trigger {name}: the rows a trigger "
+            "writes while setl loads ride in its marked transaction and never cross back, "
+            "while the other side's own copy of the trigger writes its own, so they would be "
+            "doubled or differ. Drop the table's triggers on both sides, or replicate it "
+            "with a one-way channel, then start the channel again")
+    return problems
+
+
+def _loose_collation(data_type: str, collation: str) -> str:
+    """What a text key's collation takes for equal that differs (empty: nothing): every
+    collation but a binary one folds case or accents; a binary one pads spaces unless it
+    is NO PAD (a CHAR's trailing spaces are gone before anything compares them)."""
+    name = collation.lower()
+    if name == "binary":
+        return ""
+    if not name.endswith("_bin"):
+        return "'abc' and 'ABC' (or 'é' and 'e')"
+    if "_nopad_" in name or "_0900_" in name or data_type.lower() == "char":
+        return ""
+    return "'abc' and 'abc ' (trailing spaces)"
+
+
+def kept_parts(change: TargetChange, old_lost: bool, new_lost: bool) -> list[TargetChange]:
     """What the losing side writes of a change: nothing when its key conflicts; an update
     that moves the row to another key as a delete at the old key and an insert at the new
     one, each left out alone when its own key conflicts."""
-    old = change.before_key
-    new = tuple(change.after[k] for k in change.keys) if change.after is not None else None
-    old_lost = old is not None and (change.schema, change.table, old) in losing
-    new_lost = new is not None and (change.schema, change.table, new) in losing
     if not (old_lost or new_lost):
         return [change]
-    if change.type is not ChangeType.UPDATE or old == new or (old_lost and new_lost):
-        return []
+    if change.type is not ChangeType.UPDATE or (old_lost and new_lost):
+        return []  # (an update that keeps its key has one part: both lost or neither)
     if old_lost:  # the row moves here: it is written at the new key, the old one kept
         return [change._replace(type=ChangeType.INSERT, before_key=None, before=None)]
     return [change._replace(type=ChangeType.DELETE, after=None)]  # the old key goes
 
 
-def first_images(changes: Iterable[TargetChange]
-                 ) -> dict[TableName, dict[Key, tuple[Row | None, Row | None]]]:
-    """Per table and key: the row the source had before the key's first change in the batch
-    (None: the key did not exist) and the row that change writes (None: a delete)."""
-    found: dict[TableName, dict[Key, tuple[Row | None, Row | None]]] = {}
+def touched_keys(changes: Iterable[TargetChange]) -> dict[TableName, list[Key]]:
+    """Per table: the keys the batch's changes name (before and after a change), once each."""
+    found: dict[TableName, dict[Key, None]] = {}
     for change in sorted(changes, key=lambda c: c.seq):
         table = found.setdefault((change.schema, change.table, change.keys), {})
-        if change.before_key is not None and change.before_key not in table:
-            table[change.before_key] = (change.before, change.after)
+        if change.before_key is not None:
+            table.setdefault(change.before_key, None)
         if change.after is not None:
-            new_key = tuple(change.after[k] for k in change.keys)
-            if new_key not in table:  # an insert, or an update that moves the row here
-                table[new_key] = (None, change.after)
-    return found
+            table.setdefault(tuple(change.after[k] for k in change.keys), None)
+    return {name: list(keys) for name, keys in found.items()}
+
+
+def plain_key(key: Key) -> Key:
+    """A key as the binlog's and a SELECT's values of it compare."""
+    return tuple(_plain(v) for v in key)
 
 
 def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
@@ -198,14 +329,14 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
         for name in bits:
             if isinstance(row[name], bytes):
                 row[name] = int.from_bytes(row[name], "big")
-    found = {tuple(_plain(row[k]) for k in keys): row for row in rows}
+    found = {plain_key(tuple(row[k] for k in keys)): row for row in rows}
     if floats and rows:  # a table with FLOAT columns: their values read again, exactly
         exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
         cursor.execute(f"SELECT {quoted}, {exact} {where}", values)
         for row in cursor.fetchall():
             key = [int.from_bytes(v, "big") if name in bits and isinstance(v, bytes) else v
                    for name, v in zip(keys, row, strict=False)]
-            known = found.get(tuple(_plain(v) for v in key))
+            known = found.get(plain_key(tuple(key)))
             if known is not None:
                 known.update(zip(floats, row[len(keys):], strict=True))
     return found
