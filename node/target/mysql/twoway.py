@@ -349,11 +349,17 @@ def same_row(before: Row | None, now: Row | None) -> bool:
                if name in now)
 
 
+_ZERO = "0000-00-00 00:00:00"
+
+
 def _plain(value: Any) -> Any:
     """A value from the binlog or from a SELECT in one comparable form (a BINARY value
     without the zero bytes that pad it, as the binlog gives it)."""
     if isinstance(value, bytes):
         return value.rstrip(b"\0") or ""
+    if isinstance(value, str) and value.startswith(_ZERO) and "." in value:
+        return value.rstrip("0").rstrip(".")  # a TIMESTAMP(n)'s zero: the binlog's has no
+        # fraction, a SELECT's has n zeros (a DATETIME(n)'s text keeps them both ways)
     if isinstance(value, set | frozenset):
         return ",".join(sorted(value))
     if isinstance(value, dict | list):
