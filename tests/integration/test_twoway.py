@@ -384,6 +384,11 @@ def test_target_tables_whose_rows_the_conflict_check_cannot_tell_apart_are_refus
                    "SET NEW.qty = NEW.qty + 1")
     refused(f"target table {schema}.items on target has trigger audit")
     target.execute(f"DROP TRIGGER `{schema}`.audit")
+    for db in (source, target):  # ids numbered alike on both sides: 1, 2, 3…
+        db.execute(f"ALTER TABLE {t} MODIFY id INT NOT NULL AUTO_INCREMENT, ADD KEY (id)")
+    refused("numbers rows by AUTO_INCREMENT column id, and source and target number alike")
+    for db in (source, target):
+        db.execute(f"ALTER TABLE {t} MODIFY id INT NOT NULL, DROP KEY id")
     start(cluster, "unsafe-both")
     source.execute(f"INSERT INTO {t} VALUES (1, 'abc', 0)")
     target.execute(f"INSERT INTO {t} VALUES (2, 'ABC', 0)")

@@ -213,10 +213,35 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
                            "information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, "
                            f"EVENT_OBJECT_TABLE) IN {_tables_in(names)} ORDER BY 1, 2, 3", args)
             triggers = cursor.fetchall()
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM "
+                           "information_schema.COLUMNS WHERE EXTRA LIKE '%%auto_increment%%' "
+                           f"AND (TABLE_SCHEMA, TABLE_NAME) IN {_tables_in(names)} "
+                           "ORDER BY 1, 2", args)
+            counted = cursor.fetchall()
+            if counted:
+                cursor.execute("SELECT @@auto_increment_increment, @@auto_increment_offset")
+                theirs = tuple(cursor.fetchone())
         problems = table_problems(f"pipeline {pipeline_id} (two-way): target table",
                                   datasource, uniques, texts, triggers)
+        if counted and theirs == _numbering(source):
+            schema, table, column = counted[0]
+            problems.append(
+                f"pipeline {pipeline_id} (two-way): table {schema}.{table} numbers rows by "
+                f"AUTO_INCREMENT column {column}, and {source.name} and {datasource} number "
+                f"alike (auto_increment_increment {theirs[0]}, offset {theirs[1]}): rows the "
+                "two sides insert at once get the same ids, and one side's row would be "
+                "written over the other's. Give each side its own numbers (SET GLOBAL "
+                "auto_increment_increment = 2 on both, auto_increment_offset = 1 on one and 2 "
+                "on the other, and in my.cnf), then start the channel again")
         if problems:
             raise ConfigError(problems[0])
+
+
+def _numbering(server: DataSource) -> tuple[int, int]:
+    """A server's auto_increment_increment and offset."""
+    with connect(server) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT @@auto_increment_increment, @@auto_increment_offset")
+        return tuple(cursor.fetchone())  # type: ignore[return-value]
 
 
 def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]],
