@@ -383,14 +383,13 @@ class BinlogReader:
                 f"{query[:300]!r}; row-based replication logs rows, not statements (is a "
                 "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
                 "copy the changed tables again")
+        if self._in_txn and statements.temporary(query):  # a MIXED session's, in a
+            return False  # transaction: nothing replicated; the transaction goes on
         if self._in_txn and (events or decoded):  # (CREATE … SELECT: the DDL comes first)
-            if statements.temporary(query):  # (a MIXED session's: nothing replicated)
-                return False  # the transaction goes on, its rows kept
             raise SourceError(
                 f"{where}: a DDL statement inside a transaction after its rows: "
-                f"{query[:300]!r}; setl would lose the rows before it (a session writing "
-                "with binlog_format=MIXED logs an unsafe change as rows, then a CREATE or "
-                "DROP TEMPORARY TABLE as a statement): write in ROW format, then copy the "
+                f"{query[:300]!r}; setl would lose the rows before it (is a session writing "
+                "with binlog_format=MIXED or STATEMENT?): write in ROW format, then copy the "
                 "changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
         self._rollbacks.forget()
@@ -408,8 +407,8 @@ class BinlogReader:
     def _statement_copy(self, query: str, schema: str, mode: int, where: str) -> None:
         """A CREATE TABLE … SELECT logged as its text (in ROW format the server logs the
         table's CREATE TABLE, then its rows) of a table the pipeline takes stops: the rows it
-        copied are in no rows event, and its text, replayed,
-        would copy the target's rows, not the source's."""
+        copied are in no rows event, and its text, replayed, would copy the target's rows,
+        not the source's."""
         tables = [f"{name[0]}.{name[1]}" for name in tables_named(query, schema, mode)
                   if self._wants_schema(name[0]) and self._wants(*name)]
         if tables:
