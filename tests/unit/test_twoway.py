@@ -51,6 +51,20 @@ def test_same_row_compares_values_across_types_and_only_shared_columns() -> None
     assert not same_row({"ts": "0000-00-00 00:00:00"}, {"ts": "2026-01-02 00:00:00.000000"})
 
 
+class FakeConnection:
+    """A connection and its cursor in one, as ``with connect(…) as conn, conn.cursor()``
+    uses them: what it answers is each test's."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def cursor(self) -> Any:
+        return self
+
+
 def resolved(monkeypatch: pytest.MonkeyPatch, target: dict[tuple, dict], wins: bool,
              changes: list[TargetChange]) -> list[tuple[ChangeType, Any, Any]]:
     """What a pipeline writes of ``changes`` on a target holding ``target`` (rows by key)."""
@@ -245,18 +259,9 @@ def test_a_target_table_whose_engine_does_not_roll_back_is_refused_naming_it(
     answers = {"h1": [("s", "t"), ("s", "u"), ("other", "x")],
                "h2": [("s2", "t", "MyISAM")]}
 
-    class Conn:
+    class Conn(FakeConnection):
         def __init__(self, source: DataSource) -> None:
             self.host = source.host
-
-        def __enter__(self) -> Conn:
-            return self
-
-        def __exit__(self, *exc: Any) -> None:
-            pass
-
-        def cursor(self) -> Conn:
-            return self
 
         def execute(self, statement: str, args: Any = None) -> None:
             asked.append((self.host, args))
@@ -313,21 +318,12 @@ def test_target_tables_the_conflict_check_cannot_tell_apart_as_the_write_does_ar
     from tests.unit.test_etl import compiled
 
     answers: dict[str, list[tuple[Any, ...]]] = {
-        "information_schema.TABLES": [("s", "t")], "STATISTICS": [], "COLUMNS": [],
-        "TRIGGERS": []}
+        "information_schema.TABLES": [("s", "t")], "STATISTICS": [],
+        "auto_increment": [], "COLUMNS": [], "TRIGGERS": []}  # (the first name a query holds)
 
-    class Conn:
+    class Conn(FakeConnection):
         def __init__(self, source: DataSource) -> None:
             pass
-
-        def __enter__(self) -> Conn:
-            return self
-
-        def __exit__(self, *exc: Any) -> None:
-            pass
-
-        def cursor(self) -> Conn:
-            return self
 
         def execute(self, statement: str, args: Any = None) -> None:
             self.found = next(rows for name, rows in answers.items() if name in statement)
