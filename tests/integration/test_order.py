@@ -51,16 +51,16 @@ def test_a_key_change_of_a_row_the_target_has_not_got_yet_writes_the_row(
     t = f"`{schema}`.tagged"
     source.script("SET SESSION sql_log_bin = 0", f"INSERT INTO {t} VALUES (1, 'a', 1), "
                   "(2, 'b', 2)", "SET SESSION sql_log_bin = 1")
-    cluster.apply([{"name": "moves", "pipelines": [{
+    cluster.apply([{"name": "ordered-moves", "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "pairs": [
             {"source": f"{schema}.tagged", "target": f"{schema}.tagged"}]}]}])
-    cluster.set_status("moves", "START")
-    cluster.wait_running("moves")
+    cluster.set_status("ordered-moves", "START")
+    cluster.wait_running("ordered-moves")
     source.script("BEGIN", f"UPDATE {t} SET id = 10 WHERE id = 1",  # not on the target
                   f"UPDATE {t} SET code = 'c' WHERE id = 2", f"UPDATE {t} SET id = 1, "
                   "code = 'b' WHERE id = 10", "COMMIT",  # a swap of unique values after it
                   f"INSERT INTO {t} VALUES (3, 'd', 3)")
     wait_for(lambda: (3, "d", 3) in target.table(schema, "tagged"), 60, "the last batch")
-    assert cluster.pipeline_state("moves").last_error == ""
+    assert cluster.pipeline_state("ordered-moves").last_error == ""
     assert target.table(schema, "tagged") == [(1, "b", 1), (2, "c", 2), (3, "d", 3)]
-    cluster.set_status("moves", "STOP")
+    cluster.set_status("ordered-moves", "STOP")
