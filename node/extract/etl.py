@@ -13,7 +13,7 @@ from typing import Any
 
 from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import extract_ddl
-from node.extract import layouts
+from node.extract import layouts, reach
 from node.extract.groups import fill_holes, only_changed
 from node.extract.joins import Joined, add_joined, left, look_up_joins, part_changes
 from node.extract.lookup import Lookup
@@ -84,67 +84,6 @@ class CompiledPair:
             assert index is not None, f"{name} does not match {source}"
             return target.name_at(target.low + index - source.low)
         return target.literal
-
-
-Address = tuple[str, str, str]  # a target table: (datasource, schema, table)
-
-
-def _fields_into(source: NamePattern, target: NamePattern, name: str, field: str
-                 ) -> list[dict[str, str]]:
-    """Which source names a pair's target part (its namespace or table) turns into ``name``:
-    for each, the source names it fixes (``schema``, ``table``); {} for a part that does not
-    follow the source's name (a literal: every name of the pair's source)."""
-    if target.kind is PatternKind.TEMPLATE:
-        return target.sources_of(name)
-    if target.kind is PatternKind.MULTI:
-        index = target.index_of(name)
-        if index is None:
-            return []
-        if source.kind is PatternKind.MULTI:  # sizes alike (checked on load)
-            return [{field: source.name_at(source.low + index - target.low)}]
-        return [{field: source.literal}] if source.kind is PatternKind.SINGLE else [{}]
-    return [{}] if name == target.literal else []
-
-
-def _names(pattern: NamePattern, bound: str | None) -> list[str | None]:
-    """The source names a part may have: the one fixed, a family's, or None for any."""
-    if bound is not None:
-        return [bound]
-    if pattern.kind in (PatternKind.SINGLE, PatternKind.MULTI):
-        return list(pattern.names())
-    return [None]
-
-
-def _sources_into(entry: CompiledPair, address: Address
-                  ) -> Iterator[tuple[str | None, str | None]]:
-    """The source (schema, table) names a pair would write into ``address`` by its names
-    (whether it takes them is the caller's question); None for a name its pattern leaves
-    open (a pattern of schemas or tables into a name that does not follow it)."""
-    source, target = entry.pair.source, entry.pair.target
-    if address[0] != target.datasource:
-        return
-    for by_schema in _fields_into(source.namespace, target.namespace, address[1], "schema"):
-        for by_table in _fields_into(source.table, target.table, address[2], "table"):
-            if any(by_schema.get(name, value) != value for name, value in by_table.items()):
-                continue  # the two parts give one name two values
-            bound = {**by_schema, **by_table}
-            for schema in _names(source.namespace, bound.get("schema")):
-                for table in _names(source.table, bound.get("table")):
-                    yield schema, table
-
-
-def _gathers(pair: MediaPair) -> bool:
-    """Whether several source tables can land in one target table by ``pair``."""
-    source, target = pair.source, pair.target
-
-    def follows(mine: NamePattern, theirs: NamePattern, placeholder: str) -> bool:
-        return mine.kind is PatternKind.SINGLE or \
-            mine.kind is theirs.kind is PatternKind.MULTI or \
-            any(name.kind is PatternKind.TEMPLATE and placeholder in name.text
-                for name in (target.namespace, target.table))
-
-    return not (follows(source.table, target.table, "{table}")
-                and follows(source.namespace, target.namespace, "{schema}"))
 
 
 def processor_problems(pipeline: Pipeline) -> list[str]:
@@ -277,44 +216,9 @@ class CompiledPipeline:
                                       table, columns, self.configured_keys(schema, table))
 
     def gathered(self, schema: str, table: str) -> bool:
-        """Whether a target of a source table may also hold rows of other source tables: its
-        pair takes a pattern of tables into a name that does not follow them (shards into
-        one table), or a pair writes the same target from another source table it takes (by
-        the same name, a template's or a family's, or into a shard route's slot)."""
-        schema, table = self.stored(schema, table)
-        mine = self.pairs_for(schema, table)
-        if any(_gathers(entry.pair) for entry in mine):
-            return True
-        targets = self.targets_of(schema, table)
-        routes = {id(entry.route) for entry in mine if entry.route is not None}
-        for entry in self.pairs:
-            if entry.route is not None:
-                if id(entry.route) not in routes and \
-                        any(slot in targets for slot in entry.route.slots):
-                    return True
-            elif any(self._writes_from_another(entry, address, schema, table)
-                     for address in targets):
-                return True
-        return False
-
-    def _writes_from_another(self, entry: CompiledPair, address: Address, schema: str,
-                             table: str) -> bool:
-        """Whether a pair writes ``address`` from a source table other than ``schema.table``
-        that it takes (a more specific pair may take it instead); a name it leaves open counts
-        (which schemas or tables its pattern meets is not known here)."""
-        source = entry.pair.source
-        for each_schema, each_table in _sources_into(entry, address):
-            if (each_schema, each_table) == (schema, table) or \
-                    (each_schema is not None and
-                     not source.namespace.matches_schema(each_schema)) or \
-                    (each_table is not None and not source.table.matches(each_table)):
-                continue
-            if each_schema is None or each_table is None or \
-                    entry in self.pairs_for(each_schema, each_table):
-                # an open name does not change the address: the checked one stands for it
-                if entry.address(each_schema or schema, each_table or table) == address:
-                    return True
-        return False
+        """Whether a target of a source table may also hold rows of other source tables
+        (:func:`node.extract.reach.gathered`)."""
+        return reach.gathered(self, *self.stored(schema, table))
 
     def target_databases(self, schema: str) -> list[tuple[str, str]]:
         """(datasource, schema) of every target database a source database's tables go to by
