@@ -218,12 +218,10 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
                            f"AND (TABLE_SCHEMA, TABLE_NAME) IN {_tables_in(names)} "
                            "ORDER BY 1, 2", args)
             counted = cursor.fetchall()
-            if counted:
-                cursor.execute("SELECT @@auto_increment_increment, @@auto_increment_offset")
-                theirs = tuple(cursor.fetchone())
+            theirs = _numbering(cursor) if counted else None
         problems = table_problems(f"pipeline {pipeline_id} (two-way): target table",
                                   datasource, uniques, texts, triggers)
-        if counted and theirs == _numbering(source):
+        if theirs is not None and theirs == _source_numbering(source):
             schema, table, column = counted[0]
             problems.append(
                 f"pipeline {pipeline_id} (two-way): table {schema}.{table} numbers rows by "
@@ -237,11 +235,16 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
             raise ConfigError(problems[0])
 
 
-def _numbering(server: DataSource) -> tuple[int, int]:
-    """A server's auto_increment_increment and offset."""
-    with connect(server) as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT @@auto_increment_increment, @@auto_increment_offset")
-        return tuple(cursor.fetchone())  # type: ignore[return-value]
+def _numbering(cursor: Any) -> tuple[int, int]:
+    """The connected server's auto_increment_increment and offset."""
+    cursor.execute("SELECT @@auto_increment_increment, @@auto_increment_offset")
+    increment, offset = cursor.fetchone()
+    return int(increment), int(offset)
+
+
+def _source_numbering(source: DataSource) -> tuple[int, int]:
+    with connect(source) as conn, conn.cursor() as cursor:
+        return _numbering(cursor)
 
 
 def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]],
