@@ -16,7 +16,7 @@ from node.extract.etl import CompiledPipeline
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
-from shared.definitions import two_way_pair_problems
+from shared.definitions import pairs_problems, two_way_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
@@ -97,7 +97,8 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                     fold: bool | None = None) -> CompiledPipeline:
     """The compiled pipeline with the unique keys of its tables that have no primary key;
     a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
-    by (:func:`shared.tablekeys.lake_key_problem`), on a two-way channel a keyless table
+    by (:func:`shared.tablekeys.lake_key_problem`), pairs that cannot run beside each
+    other (:func:`shared.definitions.pairs_problems`), on a two-way channel a keyless table
     or a pair that writes part of a row (:func:`two_way_pair_problems`), and on a source
     that folds names a pair written in capitals (:func:`cased_pair_problems`). ``fold``:
     whether the source folds names, when already known (else read)."""
@@ -111,7 +112,10 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
     unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable, lake,
                                                compiled.two_way)
-    if compiled.two_way:  # (a definition written straight into ZooKeeper was never applied)
+    names = [f"pair {pair.source} → {pair.target}" for pair in pipeline.pairs]
+    problems += [f"pipeline {pipeline.name} {names[at]}: {why}"  # (a definition written
+                 for at, why in pairs_problems(pipeline.pairs, names)]  # straight into ZK,
+    if compiled.two_way:  # or by an older setl, was never checked as apply checks now)
         problems += two_way_pair_problems(pipeline)
     if fold:
         problems += cased_pair_problems(pipeline, source)

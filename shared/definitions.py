@@ -9,7 +9,7 @@ with their types, a pair into a stored lake is checked as one into a lake of the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -312,55 +312,65 @@ class _Loader(SourceFields):
         found = entry.field(key, required=True)
         return self.media(found, default_source) if found else None
 
-    def _check_pairs(self, pairs: list[tuple[Field, MediaPair]]) -> None:
-        """Report a pair reading the same source table as an earlier one, unless both fan out
-        or both shard (their targets are then the slots of one route)."""
-        seen: dict[tuple[str, str, str], tuple[Field, MediaPair]] = {}
-        for item, pair in pairs:
-            key = (pair.source.datasource, pair.source.namespace.literal,
-                   pair.source.table.literal)
-            both = (pair, seen[key][1]) if key in seen else ()
-            if both and not all(p.fan_out for p in both) and \
-                    not all(p.shard is not None for p in both):
-                earlier = seen[key][0].path.rpartition(".")[2]
-                item.fail(f"{earlier} already reads {pair.source}; mark both 'fan_out: true' to "
-                          "split one source table into several targets")
-            elif both and pair.shard is not None and (apart := pair.settings_apart(both[1])):
-                earlier = seen[key][0].path.rpartition(".")[2]
-                item.fail(f"{earlier} also shards {pair.source}, with other {', '.join(apart)}: "
-                          "the pairs of one shard route share its settings (only the first's "
-                          "would be used for every slot); give them the same settings, their "
-                          "targets aside")
-            seen[key] = item, pair
-        self._check_fan_out(pairs)
-
     @staticmethod
-    def _check_fan_out(pairs: list[tuple[Field, MediaPair]]) -> None:
-        """Report a pair whose every source table a fan-out pair of a pattern also reads: a
-        table fan-out pairs match goes to them only (shared.model.pairs_taking), so the pair
-        would never write. Decided where the pair names its tables (SINGLE or MULTI)."""
-        fan_outs = [(item, pair) for item, pair in pairs if pair.fan_out]
-        for item, pair in pairs:
-            source = pair.source
-            if pair.fan_out or not fan_outs or PatternKind.WILDCARD in (
-                    source.namespace.kind, source.table.kind):
-                continue
-            key = (source.namespace.literal, source.table.literal)
-            for fan_item, fan in fan_outs:
-                if (fan.source.namespace.literal, fan.source.table.literal) == key:
-                    continue  # the same table named twice: _check_pairs reports it
-                if all(fan.source.namespace.matches_schema(schema) and
-                       fan.source.table.matches(table)
-                       for schema in source.namespace.names()
-                       for table in source.table.names()):
-                    fan_at = fan_item.path.rpartition(".")[2]
-                    item.fail(
-                        f"{fan_at} ({fan.source} → {fan.target}) has fan_out and also reads "
-                        f"{source}: a table fan-out pairs read goes to them only, so this "
-                        f"pair would never write {pair.target}; mark this pair 'fan_out: "
-                        f"true' too to write both, or narrow {fan_at}'s pattern to leave "
-                        f"{source} out")
-                    break
+    def _check_pairs(pairs: list[tuple[Field, MediaPair]]) -> None:
+        names = [item.path.rpartition(".")[2] for item, _ in pairs]
+        for at, problem in pairs_problems([pair for _, pair in pairs], names):
+            pairs[at][0].fail(problem)
+
+
+def pairs_problems(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tuple[int, str]]:
+    """(index, why) of pipeline pairs that cannot run beside the others, each pair called
+    by its name in ``names``: a pair reading the same source table as an earlier one, unless
+    both fan out or both shard (their targets are then the slots of one route), and a pair a
+    fan-out pattern shadows (:func:`_shadowed`). Checked at apply, and again when the pipeline
+    starts (a definition written straight into ZooKeeper, or by an older setl)."""
+    found: list[tuple[int, str]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for at, pair in enumerate(pairs):
+        key = (pair.source.datasource, pair.source.namespace.literal,
+               pair.source.table.literal)
+        earlier = seen.get(key)
+        both = (pair, pairs[earlier]) if earlier is not None else ()
+        if earlier is not None and not all(p.fan_out for p in both) and \
+                not all(p.shard is not None for p in both):
+            found.append((at, f"{names[earlier]} already reads {pair.source}; mark both "
+                          "'fan_out: true' to split one source table into several targets"))
+        elif earlier is not None and pair.shard is not None and (
+                apart := pair.settings_apart(pairs[earlier])):
+            found.append((at, f"{names[earlier]} also shards {pair.source}, with other "
+                          f"{', '.join(apart)}: the pairs of one shard route share its "
+                          "settings (only the first's would be used for every slot); give "
+                          "them the same settings, their targets aside"))
+        seen[key] = at
+    return found + _shadowed(pairs, names)
+
+
+def _shadowed(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tuple[int, str]]:
+    """Pairs whose every source table a fan-out pair of a pattern also reads: a table
+    fan-out pairs match goes to them only (shared.model.pairs_taking), so the pair would
+    never write. Decided where the pair names its tables (SINGLE or MULTI)."""
+    found: list[tuple[int, str]] = []
+    fan_outs = [(at, pair) for at, pair in enumerate(pairs) if pair.fan_out]
+    for at, pair in enumerate(pairs):
+        source = pair.source
+        if pair.fan_out or not fan_outs or PatternKind.WILDCARD in (
+                source.namespace.kind, source.table.kind):
+            continue
+        key = (source.namespace.literal, source.table.literal)
+        for fan_at, fan in fan_outs:
+            if (fan.source.namespace.literal, fan.source.table.literal) == key:
+                continue  # the same table named twice: pairs_problems reports it
+            if all(fan.source.namespace.matches_schema(schema) and fan.source.table.matches(table)
+                   for schema in source.namespace.names() for table in source.table.names()):
+                fan_name = names[fan_at]
+                found.append((at, (
+                    f"{fan_name} ({fan.source} → {fan.target}) has fan_out and also reads "
+                    f"{source}: a table fan-out pairs read goes to them only, so this pair "
+                    f"would never write {pair.target}; mark this pair 'fan_out: true' too to "
+                    f"write both, or narrow {fan_name}'s pattern to leave {source} out")))
+                break
+    return found
 
 
 def lake_pair_problems(pair: MediaPair, lake: str) -> list[tuple[str, str]]:

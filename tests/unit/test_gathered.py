@@ -108,3 +108,37 @@ def test_a_template_gives_every_way_its_fields_split_a_name() -> None:
     assert NamePattern.parse("{table}_{table}").sources_of("a_a") == [{"table": "a"}]
     assert NamePattern.parse("{table}_{table}").sources_of("a_b") == []
     assert NamePattern.parse("orders").sources_of("orders") == []  # not a template
+
+
+def test_the_start_refuses_a_shadowed_or_repeated_pair_apply_never_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A definition written straight into ZooKeeper, or applied by an older setl, was never
+    checked as apply checks now: a pair a fan-out pattern shadows never wrote, and a table
+    read twice without fan_out went to the first pair only. The node's start refuses both."""
+    import dataclasses
+
+    from node import start
+    from tests.unit.test_etl import pipeline
+
+    monkeypatch.setattr(start.tablekeys, "read_keys", lambda source: {})
+    monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
+    monkeypatch.setattr(start, "folds_names", lambda source: False)
+    monkeypatch.setattr(start, "versioned_pair_problems", lambda compiled, source: [])
+    catch_all = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: lake, " \
+        "table: '{table}'}, fan_out: true}"
+    defined = pipeline("{source: shop.orders, target: dw.orders_v2}",
+                       catch_all.replace(", fan_out: true", ""))
+    made = compiled("{source: shop.orders, target: dw.orders_v2}")
+    start.with_table_keys(made, None, defined)  # type: ignore[arg-type]  # fine
+    first, second = defined.pairs
+    shadowed = dataclasses.replace(defined, pairs=(first, dataclasses.replace(
+        second, fan_out=True)))
+    with pytest.raises(ConfigError) as refused:
+        start.with_table_keys(made, None, shadowed)  # type: ignore[arg-type]
+    assert "pipeline fwd pair src:shop.orders → dst:dw.orders_v2: pair src:shop.re:.* → " \
+        "dst:lake.{table} (src:shop.re:.* → dst:lake.{table}) has fan_out and also reads " \
+        "src:shop.orders" in str(refused.value)
+    twice = dataclasses.replace(defined, pairs=(first, dataclasses.replace(
+        first, target=second.target)))
+    with pytest.raises(ConfigError, match=r"already reads src:shop\.orders; mark both"):
+        start.with_table_keys(made, None, twice)  # type: ignore[arg-type]
