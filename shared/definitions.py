@@ -347,9 +347,10 @@ def pairs_problems(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tup
 
 
 def _shadowed(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tuple[int, str]]:
-    """Pairs whose every source table a fan-out pair of a pattern also reads: a table
+    """Pairs some of whose source tables a fan-out pair of a pattern also reads: a table
     fan-out pairs match goes to them only (shared.model.pairs_taking), so the pair would
-    never write. Decided where the pair names its tables (SINGLE or MULTI)."""
+    never write it (a numbered family partly covered loses those members' rows). Decided
+    where the pair names its tables (SINGLE or MULTI)."""
     found: list[tuple[int, str]] = []
     fan_outs = [(at, pair) for at, pair in enumerate(pairs) if pair.fan_out]
     for at, pair in enumerate(pairs):
@@ -361,14 +362,21 @@ def _shadowed(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tuple[in
         for fan_at, fan in fan_outs:
             if (fan.source.namespace.literal, fan.source.table.literal) == key:
                 continue  # the same table named twice: pairs_problems reports it
-            if all(fan.source.namespace.matches_schema(schema) and fan.source.table.matches(table)
-                   for schema in source.namespace.names() for table in source.table.names()):
+            tables = [(schema, table) for schema in source.namespace.names()
+                      for table in source.table.names()]
+            taken = [(schema, table) for schema, table in tables
+                     if fan.source.namespace.matches_schema(schema) and
+                     fan.source.table.matches(table)]
+            if taken:
                 fan_name = names[fan_at]
+                which = "" if len(taken) == len(tables) else " (" + ", ".join(
+                    f"{schema}.{table}" for schema, table in taken) + ")"
                 found.append((at, (
                     f"{fan_name} ({fan.source} → {fan.target}) has fan_out and also reads "
-                    f"{source}: a table fan-out pairs read goes to them only, so this pair "
-                    f"would never write {pair.target}; mark this pair 'fan_out: true' too to "
-                    f"write both, or narrow {fan_name}'s pattern to leave {source} out")))
+                    f"{source}{which}: a table fan-out pairs read goes to them only, so this "
+                    f"pair would never write {pair.target}{' for those' if which else ''}; "
+                    "mark this pair 'fan_out: true' too to write both, or narrow "
+                    f"{fan_name}'s pattern to leave {source} out")))
                 break
     return found
 

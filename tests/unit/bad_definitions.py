@@ -318,6 +318,19 @@ BAD = [
         "src:shop_[0-1].orders_[0-3] out",
         id="family-a-fan-out-pattern-takes-away"),
     pytest.param(
+        pairs("""\
+            - {source: {namespace: 're:shop.*', table: 're:orders_[01]'}, target: lake.all,
+               fan_out: true}
+            - {source: 'shop_[0-1].orders_[0-3]', target: 'dw_[0-1].orders_[0-3]'}
+            """),
+        f"f.yaml:13: {P}.pairs[1]: pairs[0] (src:re:shop.*.re:orders_[01] → dst:lake.all) has "
+        "fan_out and also reads src:shop_[0-1].orders_[0-3] (shop_0.orders_0, shop_0.orders_1, "
+        "shop_1.orders_0, shop_1.orders_1): a table fan-out pairs read goes to them only, so "
+        "this pair would never write dst:dw_[0-1].orders_[0-3] for those; mark this pair "
+        "'fan_out: true' too to write both, or narrow pairs[0]'s pattern to leave "
+        "src:shop_[0-1].orders_[0-3] out",
+        id="family-partly-taken-by-a-fan-out-pattern"),
+    pytest.param(
         pairs("- {source: s.t, target: {datasource: src, namespace: s, table: t}}\n"),
         f"f.yaml:11: {P}.pairs[0]: the pair would copy src:s.t onto itself",
         id="copy-onto-itself"),
