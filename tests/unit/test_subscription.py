@@ -189,3 +189,18 @@ def test_the_client_acks_only_batches_of_the_stream_it_reads() -> None:
     assert feed._requests.empty()
     feed.ack(subscription_pb2.ChangeBatch(batch_id=3, epoch=7))
     assert feed._requests.get_nowait().ack.batch_id == 3 and feed._received == [4]
+
+
+def test_values_python_cannot_read_as_text_go_exact() -> None:
+    """A text column's bytes (a charset Python has no exact codec for: dec8's 0xC3 0xA9 are
+    two characters, not UTF-8's é) go as the source's bytes; a transform's dict as JSON, not
+    Python's repr; a float set into a DECIMAL column as digits, never an exponent."""
+    message = subscription_pb2.Value()
+    units._text(message, b"\xc3\xa9")
+    assert message.WhichOneof("kind") == "binary" and message.binary == b"\xc3\xa9"
+    units._text(message, b"\x82\xa0")  # sjis' あ: not UTF-8 at all
+    assert message.binary == b"\x82\xa0"
+    units._by_value(message, {"a": [1, "é"]})
+    assert message.WhichOneof("kind") == "text" and message.text == '{"a":[1,"é"]}'
+    units._decimal(message, 1e-05)
+    assert message.decimal == "0.00001"

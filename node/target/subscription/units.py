@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import datetime
 import decimal
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -127,6 +128,10 @@ def _uint(message: Any, value: Any) -> None:
 
 
 def _decimal(message: Any, value: Any) -> None:
+    """Its digits, never an exponent: a transform's float by its shortest repr (1e-05 →
+    0.00001), as the database target's DECIMAL column takes it."""
+    if isinstance(value, float):
+        value = decimal.Decimal(repr(value))
     message.decimal = format(value, "f") if isinstance(value, decimal.Decimal) else str(value)
 
 
@@ -165,10 +170,16 @@ def _bytes(value: Any) -> bytes:
 
 
 def _text(message: Any, value: Any) -> None:
+    """A text column's string. Bytes are a value in a charset Python has no exact codec for
+    (node.extract.decodetypes.encoding: dec8, sjis, …): they go as ``binary``, as the source
+    holds them (read as UTF-8 they would be other characters, or fail)."""
     if isinstance(value, bytes | bytearray):
-        value = bytes(value).decode("utf-8")
-    elif isinstance(value, set | frozenset):
+        message.binary = bytes(value)
+        return
+    if isinstance(value, set | frozenset):
         value = ",".join(sorted(value))
+    elif isinstance(value, dict | list):  # a transform's JSON value: JSON text, not repr
+        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     message.text = value if isinstance(value, str) else str(value)
 
 
