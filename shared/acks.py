@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from shared.errors import FencedError
 from shared.model import BinlogPosition
@@ -47,6 +47,7 @@ class AckStore:
     def __init__(self, client: KazooClient, path: str, target: str, epoch: int) -> None:
         self.client, self.path, self.target, self.epoch = client, path, target, epoch
         self._version = -1  # the znode's version this owner last wrote or read
+        self._lost: bytes | None = None  # a write whose answer never came
 
     def claim(self, run: str) -> Acked | None:
         """Fence older owners (the epoch written) and read where the subscription stands."""
@@ -78,15 +79,41 @@ class AckStore:
         self.epoch = found + 1
 
     def write(self, acked: Acked) -> None:
-        """Move the position; FencedError when a newer owner wrote in between."""
+        """Move the position; FencedError when a newer owner (or ``setl position``) wrote
+        in between. A write whose answer was lost (the connection dropped after ZooKeeper
+        applied it) left the znode one version on, holding what this owner wrote: that
+        version is adopted (:meth:`_adopt_lost`), not taken for another owner's."""
+        data = _with(acked, self.epoch).to_json()
         try:
-            stat = self.client.set(self.path, _with(acked, self.epoch).to_json(),
-                                   version=self._version)
+            try:
+                stat = self.client.set(self.path, data, version=self._version)
+            except (BadVersionError, NoNodeError):
+                if not self._adopt_lost():
+                    raise
+                stat = self.client.set(self.path, data, version=self._version)
         except (BadVersionError, NoNodeError):
             raise FencedError(f"target {self.target}: subscription {self.path} was written "
                               "by another owner: this node no longer runs it",
                               self.target) from None
+        except KazooException:  # no answer: written or not, the next write finds out
+            self._lost = data
+            raise
+        self._lost = None
         self._version = stat.version
+
+    def _adopt_lost(self) -> bool:
+        """Whether the znode is at the version after this owner's and holds the write of
+        this owner's whose answer was lost (then that version is this owner's)."""
+        if self._lost is None:
+            return False
+        try:
+            found, stat = self.client.get(self.path)
+        except NoNodeError:
+            return False
+        if stat.version != self._version + 1 or found != self._lost:
+            return False
+        self._version, self._lost = stat.version, None
+        return True
 
 
 def _with(acked: Acked, epoch: int) -> Acked:

@@ -331,3 +331,46 @@ def test_a_reader_follows_the_managers_new_leader(sandbox: Sandbox, tmp_path: Pa
         assert reader.feed is not None and reader.feed.connects >= 2
     finally:
         cluster.stop()
+
+
+def test_an_ack_whose_answer_was_lost_is_this_owners_and_another_owners_write_fences(
+        zk_client: Any, zk_root: str) -> None:
+    """On real ZooKeeper: the connection drops after ZooKeeper applied an ack's write, so
+    its answer never came. The next ack finds the znode a version on: it holds this owner's
+    own write, so the owner goes on (it stopped, taking itself for fenced, at every network
+    blip). A write of anyone else in between still fences it."""
+    from kazoo.exceptions import ConnectionLoss
+
+    from shared.acks import Acked, AckStore, move, read
+    from shared.errors import FencedError
+    from shared.model import BinlogPosition
+
+    class Dropping:  # the real client, whose next set's answer is lost after it applied
+        def __init__(self) -> None:
+            self.drop = False
+
+        def set(self, path: str, data: bytes, version: int) -> Any:
+            stat = zk_client.set(path, data, version=version)
+            if self.drop:
+                self.drop = False
+                raise ConnectionLoss()
+            return stat
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(zk_client, name)
+
+    client, path = Dropping(), f"{zk_root}/acked"
+    store = AckStore(client, path, "feed", epoch=3)  # type: ignore[arg-type]
+    assert store.claim("r1") is None
+    store.write(Acked(BinlogPosition("bin.000001", 100), 1, run="r1"))
+    client.drop = True
+    with pytest.raises(ConnectionLoss):
+        store.write(Acked(BinlogPosition("bin.000001", 200), 2, run="r1"))
+    store.write(Acked(BinlogPosition("bin.000001", 300), 3, run="r1"))
+    found = read(zk_client, path)
+    assert found is not None and (found[0].position.pos, found[0].process_id) == (300, 3)
+    move(zk_client, path, "r2", BinlogPosition("bin.000001", 4))  # setl position set
+    with pytest.raises(FencedError):
+        store.write(Acked(BinlogPosition("bin.000001", 400), 4, run="r1"))
+    found = read(zk_client, path)
+    assert found is not None and found[0].position.pos == 4
