@@ -5,6 +5,7 @@ the configuration, so errors name file, line and field. The manager evaluates th
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,7 +159,21 @@ def _webhook(item: Field) -> Webhook | None:
     url = entry.get("url", lambda f: f.string(_url), required=True)
     token = entry.get("token", lambda f: f.string(reference_problem), "")
     entry.close()
-    return None if url is MISSING else Webhook(url, token)
+    if url is MISSING:
+        return None
+    host = urlsplit(url).hostname or ""
+    if token and urlsplit(url).scheme == "http" and not _loopback(host):
+        entry.field("token").fail(  # type: ignore[union-attr]
+            f"the token would cross the network in clear to {host} (an http:// URL): give "
+            "the webhook an https:// URL, or leave the token out")
+    return Webhook(url, token)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _url(value: str) -> str | None:

@@ -355,9 +355,14 @@ def test_alarms_may_live_in_a_file_of_their_own_whose_errors_name_it(tmp_path: P
       "itself"]),
     ("alarms: {rule: []}\n", ["settings.yaml:1: alarms.rule: unknown key; did you mean "
                               "'rules'?"]),
+    ("alarms:\n  webhooks:\n    - {url: 'http://127.0.0.1:9/x', token: '${SETL_A}'}\n"
+     "    - {url: 'http://hooks.example/x',\n       token: '${SETL_B}'}\n",
+     ["settings.yaml:5: alarms.webhooks[1].token: the token would cross the network in clear "
+      "to hooks.example (an http:// URL): give the webhook an https:// URL, or leave the "
+      "token out"]),
 ], ids=["token-in-clear", "tls-files", "web-listen", "poll-zero", "unknown-kind",
         "negative-threshold", "duplicate-rule", "key-of-another-kind", "node-ids",
-        "webhook", "unknown-alarms-key"])
+        "webhook", "unknown-alarms-key", "webhook-token-over-http"])
 def test_bad_operating_settings_name_file_line_and_field(
         tmp_path: Path, text: str, expected: list[str]) -> None:
     path = write(tmp_path, text)
