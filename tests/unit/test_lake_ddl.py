@@ -73,7 +73,10 @@ def test_without_ddl_sync_an_alter_stops_only_where_it_fills_the_rows_held(
     ("ALTER TABLE t ADD c INT", None),
     ("ALTER TABLE t ADD c INT NULL DEFAULT NULL", None),
     ("ALTER TABLE t ADD c INT CHECK (c IS NOT NULL) COMMENT 'NOT NULL'", None),
-    ("ALTER TABLE t ADD c INT AS (a + 1) PERSISTENT NOT NULL", None),  # never written
+    ("ALTER TABLE t ADD c INT AS (a + 1) PERSISTENT NOT NULL",  # in every row event
+     ("c", "AS (…): a generated column, computed for every row")),
+    ("ALTER TABLE t ADD c INT GENERATED ALWAYS AS (a * 4) VIRTUAL",
+     ("c", "AS (…): a generated column, computed for every row")),
     ("ALTER TABLE t ADD INDEX i (c), ADD CONSTRAINT u UNIQUE (c)", None),
     ("ALTER TABLE t ADD c TIMESTAMP NULL ON UPDATE CURRENT_TIMESTAMP", None),
     ("CREATE TABLE t (a INT DEFAULT 1)", None),

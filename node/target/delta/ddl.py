@@ -49,7 +49,8 @@ def filled_column(ddl: str) -> tuple[str, str] | None:
     """The first column an ``ALTER TABLE … ADD`` gives the rows a table holds a value other
     than NULL in, with how (``DEFAULT 0``, ``NOT NULL``: its type's implicit default…);
     None when every column it adds is NULL there (or it adds none, or is no ALTER TABLE).
-    Generated columns are left out: a lake never gets them."""
+    A generated column fills them: the server computes it for every row, and its row
+    events carry it (VIRTUAL and PERSISTENT alike), so the lake table gets the column."""
     clauses = alter_clauses(sqllex.statement_code(ddl)) or []
     for clause in clauses:
         for definition in added_columns(clause):
@@ -73,7 +74,7 @@ def column_fill(definition: list[sqllex.Token]) -> str:
         elif depth == 0:
             words.append(token)
     if any(word.is_word("AS", "GENERATED") for word in words):
-        return ""
+        return "AS (…): a generated column, computed for every row"
     for at, word in enumerate(words):
         following = words[at + 1] if at + 1 < len(words) else None
         if word.is_word("DEFAULT") and following is not None and \
