@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from shared.errors import ConfigError, DatabaseHostError, SourceError
+from shared.errors import ConfigError, DatabaseHostError, LoadError, SourceError
 from shared.lakestore import (
     endpoint_url,
     location_problem,
@@ -236,6 +236,7 @@ def app_id(pipeline_id: str) -> str:
 
 
 NEAR = 20  # commits read first for a table's stamp (each commit of setl's checks it)
+RESTAMP_TRIES = 5  # a position move's commit that lost to another writer is made again
 
 
 def last_stamp(table: Any, pipeline_id: str, depth: int = 1000) -> Stamp | None:
@@ -256,23 +257,40 @@ def restamp(lake: Lake, pipeline_id: str, run: str, position: BinlogPosition | N
             ) -> list[str]:
     """Every table of a stopped pipeline under a lake location given another run, and with
     ``position`` a new position (an empty one: nothing loaded, so the next start loads
-    from the pipeline's start again): an empty commit each. The tables changed."""
+    from the pipeline's start again): an empty commit each. The tables changed.
+
+    Each commit takes the epoch above the table's newest (as a position row's move does),
+    so a writer of the pipeline still running somewhere (a node that lost ZooKeeper but
+    not its process) is fenced at its next commit; and it is made on the version whose
+    stamp it read (no retry inside delta-rs: a commit that lost is read and made again)."""
     import pyarrow as pa
     from deltalake import CommitProperties, write_deltalake
+    from deltalake.exceptions import CommitFailedError
 
     changed = []
     for schema, table in lake.tables():
         delta = lake.table(schema, table)
-        found = last_stamp(delta, pipeline_id)
-        if found is None:
-            continue
-        stamp = Stamp(pipeline_id, run, found.epoch, found.process_id,
-                      found.position if position is None else position)
-        write_deltalake(delta, pa.schema(delta.schema().to_arrow()).empty_table(),
-                        mode="append", commit_properties=CommitProperties(
-                            custom_metadata=stamp.metadata()))
-        changed.append(f"{schema}.{table}")
+        for _ in range(RESTAMP_TRIES):
+            found = last_stamp(delta, pipeline_id)
+            if found is None:
+                break
+            stamp = Stamp(pipeline_id, run, found.epoch + 1, found.process_id,
+                          found.position if position is None else position)
+            try:
+                write_deltalake(delta, pa.schema(delta.schema().to_arrow()).empty_table(),
+                                mode="append", commit_properties=CommitProperties(
+                                    custom_metadata=stamp.metadata(), max_commit_retries=0))
+            except CommitFailedError:
+                delta.update_incremental()
+                continue
+            changed.append(f"{schema}.{table}")
+            break
+        else:
+            raise LoadError(f"lake table {schema}.{table}: {RESTAMP_TRIES} commits in a row "
+                            "lost to other writers while its position was moved; stop what "
+                            "writes it (is the channel stopped everywhere?), then try again")
     return changed
+
 
 
 def position_of(lake: Lake, pipeline_id: str) -> tuple[BinlogPosition, int, int] | None:

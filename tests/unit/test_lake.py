@@ -237,6 +237,34 @@ def test_the_manager_reads_where_a_lake_stands_and_gives_it_another_run(tmp_path
     assert loader(tmp_path, epoch=3).claim() == {"lake:s.c": None, "lake:s.m": None}
 
 
+def test_a_writer_still_running_after_a_position_reset_is_fenced_whatever_its_run(
+        tmp_path: Path) -> None:
+    """A node lost ZooKeeper but not its process (epoch 1, run r1); the operator reset the
+    position (another run) and a new owner claimed the pipeline. The old writer's next
+    commit is refused (it went through: the fence held within one run only), and so is the
+    old writer after a new life's claim alone, without a reset in between."""
+    from shared import lakes
+    from shared.errors import FencedError
+
+    stale = loader(tmp_path, epoch=1)
+    stale.claim()
+    first = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"})], SPEC)
+    stale.load_units(batch(1, 100), [PartResult(first, [], 1)])
+    lake = lakes.Lake(str(tmp_path))
+    assert lakes.restamp(lake, "c.p", "r2", BinlogPosition()) == ["s.m"]
+    version = DeltaTable(str(tmp_path / "s" / "m")).version()
+    late = units.render([change(MIRROR, UPD, 0, {"id": 1, "v": "late"}, (1,))], SPEC)
+    with pytest.raises(FencedError, match="newer owner"):
+        stale.load_units(batch(2, 200), [PartResult(late, [], 1)])
+    assert DeltaTable(str(tmp_path / "s" / "m")).version() == version
+    fresh = LakeLoader("c.p", stale.targets, PipelineParams(), epoch=5, run="r3")
+    fresh.claim()  # a new life (another run) claims above the table's epoch
+    old = LakeLoader("c.p", stale.targets, PipelineParams(), epoch=2, run="r2")
+    with pytest.raises(FencedError, match="newer owner"):
+        old.load_units(batch(2, 200), [PartResult(late, [], 1)])
+    assert [row["v"] for row in read(tmp_path, "m")] == ["a"]
+
+
 @pytest.mark.parametrize("name", ["orders", "a/b", ".hidden", "my db", "t.1", "é", "🙂x",
                                   "a@b", "%_x", "..", "_private"])
 def test_every_name_has_one_directory_and_back(name: str) -> None:

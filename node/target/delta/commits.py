@@ -69,14 +69,16 @@ def checked(name: str, stamp: Stamp, found: Stamp | None, keeps: bool) -> Stamp 
     holds ``stamp``'s batch. Raises :class:`FencedError` when ``found`` is a newer owner's."""
     if found is None:
         return stamp
-    ours = same_run(found, stamp)  # (another life's stamp says nothing of this one's)
-    if ours and found.epoch > stamp.epoch:
+    if found.epoch > stamp.epoch:  # whatever its run: ``setl position set/reset`` moves
+        # the epoch on (shared.lakes.restamp), a later life's claim takes one above the
+        # newest it finds (node.start.claim): a writer of an older epoch is a stale owner
         raise FencedError(f"pipeline {stamp.pipeline}: lake table {name} is written by a "
                           f"newer owner (epoch {found.epoch} > {stamp.epoch}); this node "
                           "lost the pipeline and stops", name, found.epoch)
     if keeps:
         return Stamp(stamp.pipeline, found.run, stamp.epoch, found.process_id,
                      found.position)
+    ours = same_run(found, stamp)  # (another life's position says nothing of this one's)
     return None if ours and holds(found, stamp) else stamp
 
 
