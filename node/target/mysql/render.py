@@ -105,10 +105,12 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
             yield from _deletes(writes, items, size, found)
         else:
             assert kind == MOVE
-            for old, row in items:
-                yield _move(writes, found(old), row, generated)._replace(
-                    lenient=_empty_enums(row, enums))
-                yield from _upserts(writes, _without([row], generated), size, enums, big, found)
+            for old, row in items:  # the upsert continues the move's row: with
+                yield _move(writes, found(old), row, generated)._replace(  # skip_load_
+                    lenient=_empty_enums(row, enums))  # exception both are undone, or none
+                for upsert in _upserts(writes, _without([row], generated), size, enums, big,
+                                       found):
+                    yield upsert._replace(continues=True)
     yield from _keyless(writes, size, columns, generated)
 
 
