@@ -206,6 +206,7 @@ class _Loader(SourceFields):
             "lake_retain_hours": lambda f: f.integer(0),
             "ddl_sync": Field.boolean,
             "skip_load_exception": Field.boolean,
+            "fire_target_triggers": Field.boolean,
             "dry_run": Field.boolean,
             "max_retries": lambda f: f.integer(0),
         }

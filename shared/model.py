@@ -237,6 +237,10 @@ class PipelineParams:
     # (vacuumed; lake_retain_hours 0: never vacuumed, every file stays)
     lake_compact_every: int = 100
     lake_retain_hours: int = 168
+    # write MySQL target tables that have triggers: each fires for every row setl writes
+    # (native row replication fires none), so what a source trigger wrote would come
+    # twice; off, such a table stops the pipeline (node.extract.job)
+    fire_target_triggers: bool = False
 
 
 @dataclass(frozen=True)

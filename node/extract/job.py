@@ -177,7 +177,25 @@ class Planner:
         """How a snapshot reads a table's chunks as LOAD DATA lines; None: as rows."""
         if not self.params.load_data_min_rows or self.target != "mysql":  # LOAD DATA off,
             return None  # or a target that takes no LOAD DATA (a lake)
-        return copylines.plan(self.compiled, self.facts.of, schema, table, columns, keys)
+        return copylines.plan(self.compiled, self.facts_of, schema, table, columns, keys)
+
+    def facts_of(self, target: Target, layout: Any = None) -> Any:
+        """A target table's facts; a MySQL table with triggers stops the pipeline unless
+        ``fire_target_triggers``: each would fire for every row written (native row
+        replication fires none), and the rows a source trigger wrote come in the binlog."""
+        found = self.facts.of(target, layout)
+        names = getattr(found, "trigger_names", ())
+        if names and self.target == "mysql" and not self.params.fire_target_triggers:
+            raise ConfigError(
+                f"pipeline {self.compiled.pipeline_id}: target table {target[1]}.{target[2]} "
+                f"on {target[0]} has trigger{'s' if len(names) > 1 else ''} "
+                f"{', '.join(names)}, which would fire for every row setl writes (native row "
+                "replication fires none): the rows a source trigger wrote come in the binlog "
+                "already, so they would be written twice, or differ. Drop the triggers on the "
+                "target (DROP TRIGGER; a schema copied with mysqldump brings them), or, where "
+                "each writes nothing setl replicates, set 'fire_target_triggers: true' on the "
+                "pipeline and apply it; then resume the channel")
+        return found
 
     def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:
         facts: dict[Target, Any] = {}
@@ -186,7 +204,7 @@ class Planner:
         for name in self._tables(parts):
             for target in self._targets_of(name):
                 if target not in facts:
-                    facts[target] = self.facts.of(target, layouts.get(name))
+                    facts[target] = self.facts_of(target, layouts.get(name))
         if self.target != "mysql":  # a lake's changelog tells each change's transaction
             options.setdefault("transactions", transactions(batch))
         options.setdefault("gathered", frozenset(

@@ -366,6 +366,7 @@ def test_a_request_another_pipeline_served_first_is_still_served_after_a_kill_9(
         cluster.apply([one_way("dp-a", schema, ["items"]), {
             "name": "dp-b", "pipelines": [{
                 "name": "forward", "source": "source", "target": "target", "max_retries": 1000,
+                "fire_target_triggers": True,  # its refusing triggers fire
                 "pairs": [{"source": f"{schema}.items", "target": f"{other}.items"}]}]},
             shapes_channel("dp-shapes", shapes.schema, batch_timeout_ms=20)])
         for channel in ("dp-a", "dp-b", "dp-shapes"):

@@ -255,7 +255,7 @@ def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
                    "END IF")
     shapes = Shapes(cluster.sandbox, source, target, seed=47)
     cluster.apply([beside(one_way("interrupted", schema, ["items"], skip_load_exception=True,
-                                  max_retries=0), shapes.schema)])
+                                  max_retries=0, fire_target_triggers=True), shapes.schema)])
     cluster.set_status("interrupted", "START")
     cluster.wait_running("interrupted")
     shapes.start()
@@ -277,6 +277,43 @@ def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
     assert not [line for line in cluster.nodes[1].output().splitlines()
                 if "event=row_skipped pipeline=interrupted" in line]
     cluster.set_status("interrupted", "STOP")
+
+
+def test_a_target_table_with_triggers_pauses_before_its_rows_are_written_twice(
+        cluster, source, target):
+    """The target's schema was copied with mysqldump, which brings triggers: the source's
+    trigger wrote an audit row that comes in the binlog, and the target's own would write
+    it again for the row setl writes (native row replication fires none). The pipeline
+    pauses before the batch, naming the trigger; dropped, the batch loads once. The
+    keyless, unique-swap and sum tables of the same pipeline go through the pause."""
+    schema = make_schema(source, target, ITEMS, "CREATE TABLE `{schema}`.audit (item INT)")
+    t = f"`{schema}`"
+    trigger = (f"CREATE TRIGGER {t}.noted AFTER INSERT ON {t}.items FOR EACH ROW "
+               f"INSERT INTO {t}.audit VALUES (NEW.id)")
+    source.execute(trigger)
+    target.execute(trigger)
+    shapes = Shapes(cluster.sandbox, source, target, seed=59)
+    cluster.apply([beside(one_way("fired", schema, ["items", "audit"], max_retries=0),
+                          shapes.schema)])
+    cluster.set_status("fired", "START")
+    cluster.wait_running("fired")
+    shapes.start()
+    try:
+        shapes.wait_transactions(30)
+        source.execute(f"INSERT INTO {t}.items VALUES (1, 'a'), (2, 'b')")
+        wait_for(lambda: cluster.channel_status("fired") == "PAUSE", 60, "the pause")
+        error = cluster.pipeline_state("fired").last_error
+        assert f"target table {schema}.items on target has trigger noted" in error, error
+        assert target.table(schema, "audit") == []
+        target.execute(f"DROP TRIGGER {t}.noted")
+        cluster.set_status("fired", "START")
+        wait_equal(source, target, schema, ["items", "audit"])
+        assert sorted(target.table(schema, "audit")) == [(1,), (2,)]  # once each
+        shapes.keep_on()
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+    cluster.set_status("fired", "STOP")
 
 
 def test_dry_run_counts_and_writes_nothing(cluster, source, target):

@@ -173,7 +173,8 @@ def test_a_gtid_start_refused_by_one_target_writes_that_target_on_the_retry(sand
         cluster.start_node(1)
         cluster.apply([{"name": "gs", "pipelines": [{
             "name": "forward", "source": "source", "target": "target", "pairs": pairs,
-            "start": {"gtid": gtid}, "batch_timeout_ms": 200, "max_retries": 50}]}], sources)
+            "start": {"gtid": gtid}, "batch_timeout_ms": 200, "max_retries": 50,
+            "fire_target_triggers": True}]}], sources)  # the refusing trigger fires
         source.script("BEGIN", f"INSERT INTO {kl} VALUES (1, 'first'), (1, 'first')", "COMMIT")
         shapes.start()
         cluster.set_status("gs", "START")

@@ -41,6 +41,7 @@ class TableFacts:
     bulk_lock: bool = False  # LOAD DATA into it holds the table's AUTO-INC lock
     engine: str = ""  # its storage engine ("" not known)
     transactional: bool = True  # its engine rolls back (InnoDB; not MyISAM, Aria, …)
+    trigger_names: tuple[str, ...] = ()  # its triggers, by name
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -78,15 +79,17 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
                    "REFERENCED_TABLE_NAME = %s))", (schema, table, schema, table))
     foreign_keys = bool(int(cursor.fetchone()[0]))
-    cursor.execute("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
-                   "EVENT_OBJECT_SCHEMA = %s AND EVENT_OBJECT_TABLE = %s", (schema, table))
-    triggers = bool(int(cursor.fetchone()[0]))
+    cursor.execute("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE "
+                   "EVENT_OBJECT_SCHEMA = %s AND EVENT_OBJECT_TABLE = %s ORDER BY TRIGGER_NAME",
+                   (schema, table))
+    names = tuple(str(row[0]) for row in cursor.fetchall())
     cursor.execute("SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t LEFT "
                    "JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE "
                    "t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s", (schema, table))
     engine = cursor.fetchone() or (None, None)  # (no table: its load says so)
-    return TableFacts(columns, unique, foreign_keys, triggers, bulk_lock, str(engine[0] or ""),
-                      engine[0] is None or str(engine[1]).upper() == "YES")
+    return TableFacts(columns, unique, foreign_keys, bool(names), bulk_lock,
+                      str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
+                      names)
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error
