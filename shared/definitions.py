@@ -207,6 +207,7 @@ class _Loader(SourceFields):
             "ddl_sync": Field.boolean,
             "skip_load_exception": Field.boolean,
             "fire_target_triggers": Field.boolean,
+            "write_non_transactional": Field.boolean,
             "dry_run": Field.boolean,
             "max_retries": lambda f: f.integer(0),
         }

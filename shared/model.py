@@ -241,6 +241,10 @@ class PipelineParams:
     # (native row replication fires none), so what a source trigger wrote would come
     # twice; off, such a table stops the pipeline (node.extract.job)
     fire_target_triggers: bool = False
+    # write MySQL target tables whose engine does not roll back (MyISAM, Aria): a batch's
+    # rows are seen before its position commits, and written again after a crash; off,
+    # such a table stops the pipeline (node.extract.job)
+    write_non_transactional: bool = False
 
 
 @dataclass(frozen=True)

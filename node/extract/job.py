@@ -180,12 +180,26 @@ class Planner:
         return copylines.plan(self.compiled, self.facts_of, schema, table, columns, keys)
 
     def facts_of(self, target: Target, layout: Any = None) -> Any:
-        """A target table's facts; a MySQL table with triggers stops the pipeline unless
-        ``fire_target_triggers``: each would fire for every row written (native row
-        replication fires none), and the rows a source trigger wrote come in the binlog."""
+        """A target table's facts. A MySQL table stops the pipeline when its engine does not
+        roll back, unless ``write_non_transactional`` (exactly-once rests on the batch's
+        transaction), and when it has triggers, unless ``fire_target_triggers``: each would
+        fire for every row written (native row replication fires none), and the rows a
+        source trigger wrote come in the binlog."""
         found = self.facts.of(target, layout)
-        names = getattr(found, "trigger_names", ())
-        if names and self.target == "mysql" and not self.params.fire_target_triggers:
+        if self.target != "mysql":
+            return found
+        if not found.transactional and not self.params.write_non_transactional:
+            raise ConfigError(
+                f"pipeline {self.compiled.pipeline_id}: target table {target[1]}.{target[2]} "
+                f"on {target[0]} is {found.engine}, whose writes do not roll back: a reader "
+                "would see a batch's rows before its position commits, and a crash would "
+                "write them again (a keyless table's twice), so neither exactly-once nor "
+                "whole transactions would hold. Convert it (ALTER TABLE "
+                f"{target[1]}.{target[2]} ENGINE=InnoDB), or set 'write_non_transactional: "
+                "true' on the pipeline to write it without those guarantees; then resume the "
+                "channel")
+        names = found.trigger_names
+        if names and not self.params.fire_target_triggers:
             raise ConfigError(
                 f"pipeline {self.compiled.pipeline_id}: target table {target[1]}.{target[2]} "
                 f"on {target[0]} has trigger{'s' if len(names) > 1 else ''} "

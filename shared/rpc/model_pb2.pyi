@@ -200,7 +200,7 @@ class BinlogPosition(_message.Message):
     def __init__(self, file: _Optional[str] = ..., pos: _Optional[int] = ..., gtid: _Optional[str] = ..., server: _Optional[str] = ...) -> None: ...
 
 class PipelineParams(_message.Message):
-    __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position", "free_door_source", "free_door_slice", "load_data_min_rows", "snapshot_chunk_size", "snapshot_parallelism", "snapshot_skip_binlog", "lake_compact_every", "lake_retain_hours", "fire_target_triggers")
+    __slots__ = ("parallelism", "batch_size", "batch_timeout_ms", "load_batch_size", "ddl_sync", "skip_load_exception", "dry_run", "max_retries", "startup", "start_position", "free_door_source", "free_door_slice", "load_data_min_rows", "snapshot_chunk_size", "snapshot_parallelism", "snapshot_skip_binlog", "lake_compact_every", "lake_retain_hours", "fire_target_triggers", "write_non_transactional")
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     BATCH_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +220,7 @@ class PipelineParams(_message.Message):
     LAKE_COMPACT_EVERY_FIELD_NUMBER: _ClassVar[int]
     LAKE_RETAIN_HOURS_FIELD_NUMBER: _ClassVar[int]
     FIRE_TARGET_TRIGGERS_FIELD_NUMBER: _ClassVar[int]
+    WRITE_NON_TRANSACTIONAL_FIELD_NUMBER: _ClassVar[int]
     parallelism: int
     batch_size: int
     batch_timeout_ms: int
@@ -239,7 +240,8 @@ class PipelineParams(_message.Message):
     lake_compact_every: int
     lake_retain_hours: int
     fire_target_triggers: bool
-    def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ..., free_door_source: _Optional[str] = ..., free_door_slice: _Optional[int] = ..., load_data_min_rows: _Optional[int] = ..., snapshot_chunk_size: _Optional[int] = ..., snapshot_parallelism: _Optional[int] = ..., snapshot_skip_binlog: _Optional[bool] = ..., lake_compact_every: _Optional[int] = ..., lake_retain_hours: _Optional[int] = ..., fire_target_triggers: _Optional[bool] = ...) -> None: ...
+    write_non_transactional: bool
+    def __init__(self, parallelism: _Optional[int] = ..., batch_size: _Optional[int] = ..., batch_timeout_ms: _Optional[int] = ..., load_batch_size: _Optional[int] = ..., ddl_sync: _Optional[bool] = ..., skip_load_exception: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., max_retries: _Optional[int] = ..., startup: _Optional[_Union[StartupMode, str]] = ..., start_position: _Optional[_Union[BinlogPosition, _Mapping]] = ..., free_door_source: _Optional[str] = ..., free_door_slice: _Optional[int] = ..., load_data_min_rows: _Optional[int] = ..., snapshot_chunk_size: _Optional[int] = ..., snapshot_parallelism: _Optional[int] = ..., snapshot_skip_binlog: _Optional[bool] = ..., lake_compact_every: _Optional[int] = ..., lake_retain_hours: _Optional[int] = ..., fire_target_triggers: _Optional[bool] = ..., write_non_transactional: _Optional[bool] = ...) -> None: ...
 
 class Pipeline(_message.Message):
     __slots__ = ("name", "source", "target", "pairs", "nodes", "params")

@@ -316,6 +316,30 @@ def test_a_target_table_with_triggers_pauses_before_its_rows_are_written_twice(
     cluster.set_status("fired", "STOP")
 
 
+def test_a_target_table_that_does_not_roll_back_pauses_before_its_rows(
+        cluster, source, target):
+    """A MyISAM target table takes a batch's rows before its position commits, and again
+    after a crash (a keyless table's twice): the pipeline pauses before writing it, saying
+    how to convert it; converted, the batch loads whole, duplicate keyless rows and all."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b VARCHAR(9))")
+    target.execute(f"ALTER TABLE `{schema}`.kl ENGINE=MyISAM")
+    cluster.apply([one_way("engine", schema, ["kl"], max_retries=0)])
+    cluster.set_status("engine", "START")
+    cluster.wait_running("engine")
+    source.script("BEGIN", f"INSERT INTO `{schema}`.kl VALUES (1, 'twin'), (1, 'twin')",
+                  "COMMIT")
+    wait_for(lambda: cluster.channel_status("engine") == "PAUSE", 60, "the pause")
+    error = cluster.pipeline_state("engine").last_error
+    assert f"target table {schema}.kl on target is MyISAM, whose writes do not roll back" \
+        in error and "ENGINE=InnoDB" in error, error
+    assert target.table(schema, "kl") == []
+    target.execute(f"ALTER TABLE `{schema}`.kl ENGINE=InnoDB")
+    cluster.set_status("engine", "START")
+    wait_equal(source, target, schema, ["kl"])
+    assert target.table(schema, "kl") == [(1, "twin"), (1, "twin")]
+    cluster.set_status("engine", "STOP")
+
+
 def test_dry_run_counts_and_writes_nothing(cluster, source, target):
     """A dry run counts and writes nothing; the run after it starts where the target is.
     The keyless, unique-swap and sum tables go through the same in a channel of their own

@@ -61,6 +61,7 @@ def test_what_a_rollback_undid_goes_though_a_temporary_or_myisam_table_kept_it_i
     schema = make_schema(source, target, *TABLES,
                          "CREATE TABLE `{schema}`.mlog (id INT PRIMARY KEY) ENGINE=MyISAM")
     t, kl, m = (f"`{schema}`.{name}" for name in ("items", "kl", "mlog"))
+    target.execute(f"ALTER TABLE {m} ENGINE=InnoDB")  # (a MyISAM target table is refused)
     cluster.apply([one_way("undone", schema, ["items", "kl", "mlog"])])
     cluster.set_status("undone", "START")
     cluster.wait_running("undone")
