@@ -145,22 +145,27 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
     if not lost:
         return found, hint, rows
     where = members.address(source)
-    if found.replicating:
+    parted = gtid.diverged((gap for gaps in lost.values() for gap in gaps), found.gtid_pos)
+    if found.replicating and not parted:
         raise SwitchPending(f"pipeline {pipeline_id}: {where} (source {source.name}) does "
                             f"not hold {', '.join(next(iter(lost.values())))} yet and is "
                             "still replicating: waiting for it to catch up")
     listed = "; ".join(f"{who} holds {', '.join(gaps)}" for who, gaps in lost.items())
     step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+    why = (f"Its binlog went on with other transactions of those numbers: "
+           f"{', '.join(parted)} — two histories, which no catching up joins"
+           + (" (it still replicates, and never will get them)" if found.replicating
+              else "") if parted else
+           "They were lost when the old primary failed before its replica got them")
     raise PositionLostError(
         f"pipeline {pipeline_id}: source {source.name}'s server {where} ({found.server}) "
         f"never had transactions the pipeline already replicated: {listed} (its GTID state "
-        f"is {found.gtid_state}). They were lost when the old primary failed before its "
-        "replica got them; going on would keep them on the targets and send this server's "
-        "own transactions of the same numbers over them. Either apply them to this server "
-        "(mariadb-binlog of the old primary from those GTIDs) and start the channel again, "
-        f"or accept the loss: setl channel stop {channel} --wait; setl position set "
-        f"{step} --latest --replay; setl channel start {channel}; then setl verify "
-        f"{channel} --repair")
+        f"is {found.gtid_state}). {why}; going on would keep them on the targets and send "
+        "this server's own transactions of the same numbers over them. Either apply them "
+        "to this server (mariadb-binlog of the old primary from those GTIDs) and start the "
+        f"channel again, or accept the loss: setl channel stop {channel} --wait; setl "
+        f"position set {step} --latest --replay; setl channel start {channel}; then setl "
+        f"verify {channel} --repair")
 
 
 class _Identify:

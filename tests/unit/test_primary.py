@@ -1,0 +1,51 @@
+"""node/primary.py and manager/switch.py without servers: what a member's probe says decides
+whether a pipeline goes on there, waits, or stops with what to do."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.cursor import Cursor
+from node.primary import SwitchPending, check_held
+from shared import members
+from shared.errors import PositionLostError
+from shared.members import Probe
+from shared.model import BinlogPosition, DataSource
+from shared.secrets import SecretRef
+
+OLD, NEW = "41@127.0.0.1:3306", "42@127.0.0.1:3307"
+HOSTS = ("127.0.0.1:3306", "127.0.0.1:3307")
+
+
+def source(port: int = 3306, switch_after_s: int = 0) -> DataSource:
+    return DataSource("source", "127.0.0.1", port, "setl", SecretRef("env:NONE"),
+                      hosts=HOSTS, switch_after_s=switch_after_s)
+
+
+def probes(monkeypatch: pytest.MonkeyPatch, **by_port: Probe) -> None:
+    monkeypatch.setattr(members, "probe", lambda s: by_port[f"p{s.port}"])
+
+
+def at(gtid: str, server: str = OLD) -> BinlogPosition:
+    return BinlogPosition("binlog.000009", 900, gtid, server)
+
+
+# -- two histories: a replicating member that diverged never catches up ------------------------
+def test_a_diverged_member_still_replicating_stops_instead_of_waiting_for_ever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Domain 1 of the member went on with its own transactions past the target's 1-41-50:
+    its replication may run (or retry) for ever, it never gets 1-41-50."""
+    probes(monkeypatch, p3307=Probe("127.0.0.1:3307", server=NEW, replicating=True,
+                                    gtid_state="0-41-100,1-41-40,1-42-60",
+                                    gtid_pos="0-41-100,1-42-60"))
+    rows = {"t": Cursor(at("0-41-100,1-41-50"), 9, run="r")}
+    with pytest.raises(PositionLostError) as caught:
+        check_held("ch.p", source(3307), Cursor(at("0-41-90,1-41-45"), 8, run="r"), rows)
+    message = str(caught.value)
+    assert "two histories" in message and "1-41-50 (it is at 1-42-60 in domain 1)" in \
+        message, message
+    # behind in that domain and replicating: it may catch up, so the start waits
+    probes(monkeypatch, p3307=Probe("127.0.0.1:3307", server=NEW, replicating=True,
+                                    gtid_state="0-41-100,1-41-40", gtid_pos="0-41-100,1-41-40"))
+    with pytest.raises(SwitchPending, match="waiting for it to catch up"):
+        check_held("ch.p", source(3307), Cursor(at("0-41-90,1-41-45"), 8, run="r"), rows)
