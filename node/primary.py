@@ -206,9 +206,12 @@ class _Identify:
             "hold)")
 
 
-def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
-    """The resume with its start as the server ``server`` can read it: a start of another
-    server's binlog becomes its GTID state (MariaDB finds the place in its own binlog)."""
+def on_server(pipeline_id: str, resume: Resume, server: str, server_pos: str = "") -> Resume:
+    """The resume with its start as the server ``server`` (whose ``@@gtid_binlog_pos`` is
+    ``server_pos``) can read it: a start of another server's binlog becomes its GTID state
+    (MariaDB finds the place in its own binlog). A domain of the server's that the state
+    never saw refuses: MariaDB would send its every transaction still in the binlog, and
+    whether the targets should get them is the operator's to say (:func:`_unseen`)."""
     start = resume.start.position
     if not start.server or not server or start.server == server or not start.file:
         return resume
@@ -218,10 +221,34 @@ def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
             f"reads {server} now, and that position has no GTID state to find its place by. "
             f"Set where it goes on (setl position set {pipeline_id.replace('.', '/')} --gtid "
             "STATE) once you know which transactions the targets hold")
+    unseen = gtid.unseen_domains(start.gtid, server_pos)
+    if unseen:
+        raise _unseen(pipeline_id, start, server, unseen)
     log.info("event=resume_by_gtid pipeline=%s from_server=%s server=%s gtid=%s",
              pipeline_id, start.server, server, start.gtid)
     return dataclasses.replace(resume, start=dataclasses.replace(
         resume.start, position=BinlogPosition(gtid=start.gtid)))
+
+
+def _unseen(pipeline_id: str, start: BinlogPosition, server: str,
+            unseen: gtid.State) -> PositionLostError:
+    """The stop for domains of the server read now that the pipeline's GTID state never
+    saw (transactions the old primary never had: a replica's local writes in a domain of
+    their own, or the new primary's own since the switch), with the two ways on."""
+    step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+    domains = ", ".join(str(domain) for domain in sorted(unseen))
+    skipped = gtid.text({**gtid.parse(start.gtid), **unseen})
+    return PositionLostError(
+        f"pipeline {pipeline_id}: it goes on at GTID state {start.gtid} of server "
+        f"{start.server}, reads {server} now, and {server} has transactions in GTID domain "
+        f"{domains} that this state has none of (up to {gtid.text(unseen)}): the old "
+        "primary never had them (a replica's local writes, or writes on the new primary in "
+        "a domain of its own). Going on would send every one of them still in its binlog "
+        "to the targets; setl does not guess whether they belong there. Decide, with the "
+        f"channel stopped (setl channel stop {channel} --wait): to send them, setl position "
+        f"set {step} --gtid {start.gtid} --replay; to leave them out, setl position set "
+        f"{step} --gtid {skipped} --replay (the targets hold {start.gtid} either way: "
+        f"nothing of it is loaded again); then setl channel start {channel}")
 
 
 def watch_moves(client: KazooClient, path: str, pipeline_id: str, in_use: str,

@@ -14,7 +14,8 @@ one too, when both have them); positions that cannot be compared raise, never gu
 
 Which GTIDs a server lacks is read from ``@@gtid_binlog_state`` (the last sequence of every
 domain *and server* it holds): :func:`missing`; whether catching up can still bring them
-(:func:`diverged`), from its ``@@gtid_binlog_pos``.
+(:func:`diverged`), and which of its domains a state never saw (:func:`unseen_domains`),
+from its ``@@gtid_binlog_pos``.
 """
 
 from __future__ import annotations
@@ -163,3 +164,11 @@ def diverged(lacked: Iterable[str], server_pos: str) -> list[str]:
                 parted.append(f"{domain}-{server}-{sequence} (it is at "
                               f"{domain}-{theirs[0]}-{theirs[1]} in domain {domain})")
     return parted
+
+
+def unseen_domains(state: str, server_pos: str) -> State:
+    """The last GTIDs of a server's ``@@gtid_binlog_pos`` in the domains ``state`` has none
+    of: transactions no reader positioned at ``state`` saw (a replica's local writes in a
+    domain of their own), which the server would send from its binlog's start."""
+    held = parse(state)
+    return {domain: last for domain, last in parse(server_pos).items() if domain not in held}

@@ -89,3 +89,9 @@ def test_diverged_names_gaps_no_catching_up_brings() -> None:
         "1-41-50 (it is at 1-42-50 in domain 1)"]  # the same number, another transaction
     assert gtid.diverged(["1-41-50"], "0-41-90,1-41-49") == []  # behind: catching up
     assert gtid.diverged(["1-41-50"], "0-41-90") == []
+
+
+def test_unseen_domains_are_the_servers_domains_a_state_lacks() -> None:
+    assert gtid.unseen_domains("0-41-100", "0-42-120,7-42-3") == {7: (42, 3)}
+    assert gtid.unseen_domains("0-41-100,7-41-1", "0-42-120,7-42-3") == {}
+    assert gtid.unseen_domains("0-41-100", "") == {}

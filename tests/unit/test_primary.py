@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from node.cursor import Cursor
-from node.primary import SwitchPending, check_held
+from node.cursor import Cursor, Resume
+from node.primary import SwitchPending, check_held, on_server
 from shared import members
 from shared.errors import PositionLostError
 from shared.members import Probe
@@ -28,6 +28,25 @@ def probes(monkeypatch: pytest.MonkeyPatch, **by_port: Probe) -> None:
 
 def at(gtid: str, server: str = OLD) -> BinlogPosition:
     return BinlogPosition("binlog.000009", 900, gtid, server)
+
+
+# -- errant domains: transactions the old primary never had -----------------------------------
+def test_a_domain_the_old_primary_never_had_stops_the_resume_by_gtid() -> None:
+    """The promoted replica has local writes in domain 7 (SET gtid_domain_id = 7 on the
+    replica): resumed at the old primary's state, MariaDB would send them all from its
+    binlog's start. The start stops instead, naming the domain and both ways on."""
+    resume = Resume(Cursor(at("0-41-100"), 5, run="r"))
+    with pytest.raises(PositionLostError) as caught:
+        on_server("ch.p", resume, NEW, "0-41-100,7-42-3")
+    message = str(caught.value)
+    assert "GTID domain 7" in message and "up to 7-42-3" in message, message
+    assert "setl position set ch/p --gtid 0-41-100 --replay" in message, message
+    assert "setl position set ch/p --gtid 0-41-100,7-42-3 --replay" in message, message
+    # every domain seen: by GTID state, as before
+    assert on_server("ch.p", resume, NEW, "0-42-120").start.position == \
+        BinlogPosition(gtid="0-41-100")
+    # the same server's own file/pos: nothing to find by state
+    assert on_server("ch.p", resume, OLD, "0-41-100,7-41-3") is resume
 
 
 # -- two histories: a replicating member that diverged never catches up ------------------------
