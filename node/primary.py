@@ -81,6 +81,14 @@ class Primary:
                     f"{why}, and no other member can take its place ({members.said(probes)});"
                     " waiting for one (promote a replica: STOP SLAVE; RESET SLAVE ALL; SET "
                     "GLOBAL read_only = OFF)")
+            if any(p.member == members.address(new) and p.replicating for p in probes):
+                raise SwitchPending(  # a replica left writable is not promoted
+                    f"pipeline {self.pipeline_id}: source {self.name}'s primary {current} "
+                    f"{why}; {members.address(new)} is writable but still replicates from "
+                    "another server, so it is no primary yet (it may lack transactions, "
+                    "and the old primary may come back): waiting for it to be promoted "
+                    "(STOP SLAVE; RESET SLAVE ALL), or name the primary: setl source switch "
+                    f"{self.name} --to HOST:PORT")
             record = PrimaryRecord(members.address(new), current, int(time.time() * 1000),
                                    at.gtid if at else "", "auto")
             if self.catalog.set_primary(self.name, record, version):

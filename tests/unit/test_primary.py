@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from node.cursor import Cursor, Resume
-from node.primary import SwitchPending, check_held, on_server
+from node.primary import Primary, SwitchPending, check_held, on_server
 from shared import members
 from shared.errors import PositionLostError
-from shared.members import Probe
+from shared.members import PrimaryRecord, Probe
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
 
@@ -68,3 +68,37 @@ def test_a_diverged_member_still_replicating_stops_instead_of_waiting_for_ever(
                                     gtid_state="0-41-100,1-41-40", gtid_pos="0-41-100,1-41-40"))
     with pytest.raises(SwitchPending, match="waiting for it to catch up"):
         check_held("ch.p", source(3307), Cursor(at("0-41-90,1-41-45"), 8, run="r"), rows)
+
+
+# -- automatic switch: a writable member that still replicates is no primary -------------------
+class Catalog:
+    def __init__(self) -> None:
+        self.stored: list[PrimaryRecord] = []
+
+    def source(self, name: str) -> DataSource:
+        return source()
+
+    def primary(self, name: str) -> tuple[PrimaryRecord | None, int]:
+        return None, 0
+
+    def set_primary(self, name: str, record: PrimaryRecord, version: int) -> bool:
+        self.stored.append(record)
+        return True
+
+
+def test_an_automatic_switch_waits_for_a_writable_member_that_still_replicates(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = Catalog()
+    replica = Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-100",
+                    gtid_pos="0-41-100", replicating=True)  # read_only = OFF, not promoted
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="connection refused"),
+           p3307=replica)
+    runner = Primary(catalog, "source", "ch.p", clock=lambda: 100.0)  # type: ignore[arg-type]
+    with pytest.raises(SwitchPending, match="still replicates from another server"):
+        runner.resolve(at("0-41-100"))
+    assert catalog.stored == []
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="connection refused"),
+           p3307=Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-100",
+                       gtid_pos="0-41-100"))  # promoted: STOP SLAVE; RESET SLAVE ALL
+    assert members.address(runner.resolve(at("0-41-100"))) == "127.0.0.1:3307"
+    assert [r.member for r in catalog.stored] == ["127.0.0.1:3307"]
