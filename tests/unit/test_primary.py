@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from manager import switch
 from node.cursor import Cursor, Resume
 from node.primary import Primary, SwitchPending, check_held, on_server
 from shared import members
-from shared.errors import PositionLostError
+from shared.errors import ConflictError, PositionLostError
 from shared.members import PrimaryRecord, Probe
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
@@ -102,3 +103,29 @@ def test_an_automatic_switch_waits_for_a_writable_member_that_still_replicates(
                        gtid_pos="0-41-100"))  # promoted: STOP SLAVE; RESET SLAVE ALL
     assert members.address(runner.resolve(at("0-41-100"))) == "127.0.0.1:3307"
     assert [r.member for r in catalog.stored] == ["127.0.0.1:3307"]
+
+
+# -- planned switch: a member behind the primary is refused -----------------------------------
+def test_a_planned_switch_to_a_member_behind_the_primary_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = Catalog()
+    old = Probe("127.0.0.1:3306", read_only=True, server=OLD, gtid_state="0-41-105",
+                gtid_pos="0-41-105")
+    behind = Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-103", gtid_pos="0-41-103")
+    probes(monkeypatch, p3306=old, p3307=behind)
+    with pytest.raises(ConflictError) as caught:
+        switch.switch_source(catalog, "source", "127.0.0.1:3307")  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "lacks transactions of the primary 127.0.0.1:3306" in message, message
+    assert "0-41-105 (it has server 41's transactions of domain 0 up to 0-41-103)" in \
+        message, message
+    assert catalog.stored == []
+    caught_up = Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-105,0-42-106",
+                      gtid_pos="0-42-106")
+    probes(monkeypatch, p3306=old, p3307=caught_up)
+    assert switch.switch_source(catalog, "source", "127.0.0.1:3307").member == \
+        "127.0.0.1:3307"  # type: ignore[arg-type]
+    # an old primary that does not answer cannot be compared: the nodes check the targets
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="gone"), p3307=behind)
+    assert switch.switch_source(catalog, "source", "127.0.0.1:3307").member == \
+        "127.0.0.1:3307"  # type: ignore[arg-type]
