@@ -17,14 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from shared import gtid, positions, zk
+from shared import gtid, positions
 from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
 from shared.zk import ZkPaths
 
-__all__ = ["Cursor", "CursorPublisher", "CursorStore", "Resume", "resume"]
+__all__ = ["Cursor", "CursorMovedError", "CursorPublisher", "CursorStore", "Resume", "resume"]
+
+
+class CursorMovedError(PositionConflictError):
+    """A runner's cursor save found a cursor in ZooKeeper it did not read or write (an
+    operator set the position meanwhile): nothing is written over it."""
 
 
 @dataclass(frozen=True)
@@ -111,18 +117,50 @@ def _refuse_foreign(pipeline_id: str, hint: Cursor, rows: dict[str, Cursor | Non
 
 
 class CursorStore:
+    """A runner's cursor in ZooKeeper. It writes over the cursor it read or wrote last, and
+    only over that one: a cursor set meanwhile by someone else (``setl position set`` while
+    this runner was still stopping, its ZooKeeper session lost) is never overwritten with
+    this runner's older one — the save raises :class:`CursorMovedError` instead."""
+
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
-        self.client, self.path = client, paths.cursor(pipeline_id)
+        self.client, self.path, self.pipeline_id = client, paths.cursor(pipeline_id), pipeline_id
+        self._version: int | None = None  # of the cursor read or written last (None: none)
 
     def load(self) -> Cursor | None:
-        return positions.load(self.client, self.path)
+        try:
+            data, stat = self.client.get(self.path)
+        except NoNodeError:
+            self._version = None
+            return None
+        self._version = stat.version
+        return Cursor.from_json(data) if data else None
 
     def save(self, cursor: Cursor) -> None:
-        zk.put(self.client, self.path, cursor.to_json())
+        if self._version is None:  # none read: made now, never over one made meanwhile
+            try:
+                self.client.create(self.path, cursor.to_json(), makepath=True)
+            except NodeExistsError:
+                raise self._moved(cursor) from None
+            self._version = 0
+            return
+        try:
+            stat = self.client.set(self.path, cursor.to_json(), version=self._version)
+        except (BadVersionError, NoNodeError):
+            raise self._moved(cursor) from None
+        self._version = stat.version
 
     def first(self, cursor: Cursor) -> Cursor:
         """``cursor`` stored as the first unless one is there; the one stored."""
-        return positions.store_first(self.client, self.path, cursor)[0]
+        positions.store_first(self.client, self.path, cursor)
+        return self.load() or cursor
+
+    def _moved(self, cursor: Cursor) -> CursorMovedError:
+        return CursorMovedError(
+            f"pipeline {self.pipeline_id}: its cursor in ZooKeeper was set by someone else "
+            f"(setl position set or reset) since this runner read it; its own "
+            f"({cursor.position}) is not written over it. The runner's targets were moved "
+            "with it, so this runner stops at its next batch; the next start goes on from "
+            "the cursor set")
 
 
 class CursorPublisher:

@@ -274,7 +274,7 @@ class PipelineRunner(RunnerStatus):
             found, hint, rows = check_held(self.pipeline_id, source, hint, rows)
             resume = primary.on_server(self.pipeline_id,
                                        cursors.resume(self.pipeline_id, hint, rows),
-                                       found.server)
+                                       found.server, found.gtid_pos)
             if resume.behind:
                 log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
                             self.pipeline_id, ",".join(resume.behind), hint.position)

@@ -81,6 +81,14 @@ class Primary:
                     f"{why}, and no other member can take its place ({members.said(probes)});"
                     " waiting for one (promote a replica: STOP SLAVE; RESET SLAVE ALL; SET "
                     "GLOBAL read_only = OFF)")
+            if any(p.member == members.address(new) and p.replicating for p in probes):
+                raise SwitchPending(  # a replica left writable is not promoted
+                    f"pipeline {self.pipeline_id}: source {self.name}'s primary {current} "
+                    f"{why}; {members.address(new)} is writable but still replicates from "
+                    "another server, so it is no primary yet (it may lack transactions, "
+                    "and the old primary may come back): waiting for it to be promoted "
+                    "(STOP SLAVE; RESET SLAVE ALL), or name the primary: setl source switch "
+                    f"{self.name} --to HOST:PORT")
             record = PrimaryRecord(members.address(new), current, int(time.time() * 1000),
                                    at.gtid if at else "", "auto")
             if self.catalog.set_primary(self.name, record, version):
@@ -145,22 +153,27 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
     if not lost:
         return found, hint, rows
     where = members.address(source)
-    if found.replicating:
+    parted = gtid.diverged((gap for gaps in lost.values() for gap in gaps), found.gtid_pos)
+    if found.replicating and not parted:
         raise SwitchPending(f"pipeline {pipeline_id}: {where} (source {source.name}) does "
                             f"not hold {', '.join(next(iter(lost.values())))} yet and is "
                             "still replicating: waiting for it to catch up")
     listed = "; ".join(f"{who} holds {', '.join(gaps)}" for who, gaps in lost.items())
     step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+    why = (f"Its binlog went on with other transactions of those numbers: "
+           f"{', '.join(parted)} — two histories, which no catching up joins"
+           + (" (it still replicates, and never will get them)" if found.replicating
+              else "") if parted else
+           "They were lost when the old primary failed before its replica got them")
     raise PositionLostError(
         f"pipeline {pipeline_id}: source {source.name}'s server {where} ({found.server}) "
         f"never had transactions the pipeline already replicated: {listed} (its GTID state "
-        f"is {found.gtid_state}). They were lost when the old primary failed before its "
-        "replica got them; going on would keep them on the targets and send this server's "
-        "own transactions of the same numbers over them. Either apply them to this server "
-        "(mariadb-binlog of the old primary from those GTIDs) and start the channel again, "
-        f"or accept the loss: setl channel stop {channel} --wait; setl position set "
-        f"{step} --latest --replay; setl channel start {channel}; then setl verify "
-        f"{channel} --repair")
+        f"is {found.gtid_state}). {why}; going on would keep them on the targets and send "
+        "this server's own transactions of the same numbers over them. Either apply them "
+        "to this server (mariadb-binlog of the old primary from those GTIDs) and start the "
+        f"channel again, or accept the loss: setl channel stop {channel} --wait; setl "
+        f"position set {step} --latest --replay; setl channel start {channel}; then setl "
+        f"verify {channel} --repair")
 
 
 class _Identify:
@@ -201,9 +214,12 @@ class _Identify:
             "hold)")
 
 
-def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
-    """The resume with its start as the server ``server`` can read it: a start of another
-    server's binlog becomes its GTID state (MariaDB finds the place in its own binlog)."""
+def on_server(pipeline_id: str, resume: Resume, server: str, server_pos: str = "") -> Resume:
+    """The resume with its start as the server ``server`` (whose ``@@gtid_binlog_pos`` is
+    ``server_pos``) can read it: a start of another server's binlog becomes its GTID state
+    (MariaDB finds the place in its own binlog). A domain of the server's that the state
+    never saw refuses: MariaDB would send its every transaction still in the binlog, and
+    whether the targets should get them is the operator's to say (:func:`_unseen`)."""
     start = resume.start.position
     if not start.server or not server or start.server == server or not start.file:
         return resume
@@ -213,10 +229,34 @@ def on_server(pipeline_id: str, resume: Resume, server: str) -> Resume:
             f"reads {server} now, and that position has no GTID state to find its place by. "
             f"Set where it goes on (setl position set {pipeline_id.replace('.', '/')} --gtid "
             "STATE) once you know which transactions the targets hold")
+    unseen = gtid.unseen_domains(start.gtid, server_pos)
+    if unseen:
+        raise _unseen(pipeline_id, start, server, unseen)
     log.info("event=resume_by_gtid pipeline=%s from_server=%s server=%s gtid=%s",
              pipeline_id, start.server, server, start.gtid)
     return dataclasses.replace(resume, start=dataclasses.replace(
         resume.start, position=BinlogPosition(gtid=start.gtid)))
+
+
+def _unseen(pipeline_id: str, start: BinlogPosition, server: str,
+            unseen: gtid.State) -> PositionLostError:
+    """The stop for domains of the server read now that the pipeline's GTID state never
+    saw (transactions the old primary never had: a replica's local writes in a domain of
+    their own, or the new primary's own since the switch), with the two ways on."""
+    step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+    domains = ", ".join(str(domain) for domain in sorted(unseen))
+    skipped = gtid.text({**gtid.parse(start.gtid), **unseen})
+    return PositionLostError(
+        f"pipeline {pipeline_id}: it goes on at GTID state {start.gtid} of server "
+        f"{start.server}, reads {server} now, and {server} has transactions in GTID domain "
+        f"{domains} that this state has none of (up to {gtid.text(unseen)}): the old "
+        "primary never had them (a replica's local writes, or writes on the new primary in "
+        "a domain of its own). Going on would send every one of them still in its binlog "
+        "to the targets; setl does not guess whether they belong there. Decide, with the "
+        f"channel stopped (setl channel stop {channel} --wait): to send them, setl position "
+        f"set {step} --gtid {start.gtid} --replay; to leave them out, setl position set "
+        f"{step} --gtid {skipped} --replay (the targets hold {start.gtid} either way: "
+        f"nothing of it is loaded again); then setl channel start {channel}")
 
 
 def watch_moves(client: KazooClient, path: str, pipeline_id: str, in_use: str,

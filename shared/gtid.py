@@ -13,7 +13,9 @@ named their server, a ``start:`` file/pos), else the states (one unnamed beside 
 one too, when both have them); positions that cannot be compared raise, never guess.
 
 Which GTIDs a server lacks is read from ``@@gtid_binlog_state`` (the last sequence of every
-domain *and server* it holds): :func:`missing`.
+domain *and server* it holds): :func:`missing`; whether catching up can still bring them
+(:func:`diverged`), and which of its domains a state never saw (:func:`unseen_domains`),
+from its ``@@gtid_binlog_pos``.
 """
 
 from __future__ import annotations
@@ -147,3 +149,26 @@ def missing(held: str, server_state: str) -> list[str]:
                     f"{domain}-{server}-{sequence} (it has none of server {server}'s in domain "
                     f"{domain})")
     return gaps
+
+
+def diverged(lacked: Iterable[str], server_pos: str) -> list[str]:
+    """Of the GTIDs ``lacked`` (each ``domain-server-sequence``) a server never had, those it
+    can never get by catching up: its ``@@gtid_binlog_pos`` is at that sequence or past it
+    in their domain with other transactions (two histories: a domain's numbers only grow),
+    each with the server's last GTID there."""
+    pos, parted = parse(server_pos), []
+    for one in lacked:
+        for domain, (server, sequence) in parse(one.split(" ")[0]).items():
+            theirs = pos.get(domain)
+            if theirs is not None and theirs[1] >= sequence and theirs != (server, sequence):
+                parted.append(f"{domain}-{server}-{sequence} (it is at "
+                              f"{domain}-{theirs[0]}-{theirs[1]} in domain {domain})")
+    return parted
+
+
+def unseen_domains(state: str, server_pos: str) -> State:
+    """The last GTIDs of a server's ``@@gtid_binlog_pos`` in the domains ``state`` has none
+    of: transactions no reader positioned at ``state`` saw (a replica's local writes in a
+    domain of their own), which the server would send from its binlog's start."""
+    held = parse(state)
+    return {domain: last for domain, last in parse(server_pos).items() if domain not in held}

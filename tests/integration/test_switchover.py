@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from manager import cli
 from shared import members
 from shared.model import DataSource
 from shared.rpc import manager_pb2
@@ -332,6 +334,62 @@ def test_a_create_select_whose_rows_were_not_loaded_is_read_again_on_the_promote
             wait_equal(new_primary, target, s, ["copied"], 60)
         finally:
             new_primary.close()
+    finally:
+        shapes.stop()
+        cluster.stop()
+        target.close()
+
+
+def test_a_domain_the_old_primary_never_had_stops_the_switch_until_told(
+        sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path, capsys: Any) -> None:
+    """A local write on the replica in a GTID domain of its own (SET gtid_domain_id = 7)
+    was never on the old primary. After a planned switch, a resume at the old primary's
+    GTID state would get it from the new primary's binlog start: the pipeline pauses naming
+    the domain and the position sets that send or leave it out, the target without it.
+    Told to leave it out, the pipeline goes on at the new primary; with the workload running
+    throughout, the target equals it as multisets (the replica's own row taken off there)."""
+    rs, target = replica_set, Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    cluster = Cluster(sandbox, tmp_path / "cluster", "switch-errant")
+    t = f"`{shapes.schema}`.kl"
+    try:
+        start(cluster, sandbox, rs, shapes, "switcherrant")
+        shapes.start()
+        shapes.wait_transactions(150)
+        shapes.pause()
+        replica = rs.members[1].database()
+        replica.execute("SET SESSION gtid_domain_id = 7")
+        replica.execute(f"INSERT INTO {t} VALUES (3000, 'errant')")
+        replica.close()
+        old = rs.members[0].database()
+        old.execute("SET GLOBAL read_only = ON")
+        old.close()
+        rs.wait_caught_up(1)
+        rs.promote(1)
+        cluster.call("SwitchSource", manager_pb2.SwitchSourceRequest(
+            name="source", to=rs.members[1].address))
+        shapes.start()  # on the new primary, racing the pause
+        wait_for(lambda: cluster.channel_status("switcherrant") == "PAUSE", 90,
+                 "the pipeline to pause on domain 7")
+        error = cluster.pipeline_state("switcherrant").last_error
+        assert "GTID domain 7" in error and "up to 7-42-1" in error, error
+        assert target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 3000")[0][0] == 0
+        leave_out = re.search(r"to leave them out, setl position set (\S+) --gtid (\S+) "
+                              r"--replay", error)
+        assert leave_out, error
+        cluster.set_status("switcherrant", "STOP")
+        wait_for(lambda: cluster.pipeline_state("switcherrant").owner_node == 0, 60,
+                 "the pipeline to stop")
+        assert cli.main(["--manager", cluster.manager_address, "position", "set",
+                         leave_out[1], "--gtid", leave_out[2], "--replay"]) == 0, \
+            capsys.readouterr()
+        new = rs.members[1].database()
+        new.script("SET SESSION sql_log_bin = 0", f"DELETE FROM {t} WHERE a = 3000")
+        new.close()
+        cluster.set_status("switcherrant", "START")
+        cluster.wait_running("switcherrant")
+        finished_on_the_new_primary(cluster, rs, shapes, "switcherrant")
+        assert target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 3000")[0][0] == 0
     finally:
         shapes.stop()
         cluster.stop()

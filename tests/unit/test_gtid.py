@@ -78,3 +78,20 @@ def test_an_unnamed_position_beside_another_servers_compares_by_state() -> None:
     mysql = BinlogPosition("bin.000120", 500, gtid="3e11fa47-71ca-11e1-9e33-c80aa9429562:5")
     assert gtid.compare(mysql, BinlogPosition("bin.000003", 9, gtid="3e11fa47-71ca-11e1-"
                                               "9e33-c80aa9429562:9", server="u2")) == 1
+
+
+def test_diverged_names_gaps_no_catching_up_brings() -> None:
+    """A gap whose domain the server went past with other transactions (two histories) is
+    never filled; one it has not reached yet may still come."""
+    assert gtid.diverged(["1-41-50 (it has server 41's …)"], "0-41-90,1-42-60") == [
+        "1-41-50 (it is at 1-42-60 in domain 1)"]
+    assert gtid.diverged(["1-41-50"], "0-41-90,1-42-50") == [
+        "1-41-50 (it is at 1-42-50 in domain 1)"]  # the same number, another transaction
+    assert gtid.diverged(["1-41-50"], "0-41-90,1-41-49") == []  # behind: catching up
+    assert gtid.diverged(["1-41-50"], "0-41-90") == []
+
+
+def test_unseen_domains_are_the_servers_domains_a_state_lacks() -> None:
+    assert gtid.unseen_domains("0-41-100", "0-42-120,7-42-3") == {7: (42, 3)}
+    assert gtid.unseen_domains("0-41-100,7-41-1", "0-42-120,7-42-3") == {}
+    assert gtid.unseen_domains("0-41-100", "") == {}

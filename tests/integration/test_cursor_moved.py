@@ -1,0 +1,53 @@
+"""A runner's cursor never goes back over one set while it still ran: on a real ZooKeeper, a
+runner that lost its session (its mainstem gone, so ``setl position set`` went ahead) and
+publishes the batches it loaded before its fence leaves the operator's cursor in place."""
+
+from __future__ import annotations
+
+from kazoo.client import KazooClient
+
+from node.cursor import Cursor, CursorMovedError, CursorPublisher, CursorStore
+from shared import positions
+from shared.model import BinlogPosition
+from shared.zk import ZkPaths
+from tests.devcluster import wait_for
+
+PIPELINE = "cursormoved.p"
+
+
+def at(pos: int) -> Cursor:
+    return Cursor(BinlogPosition("binlog.000001", pos, f"0-41-{pos}", "41@127.0.0.1:3306"),
+                  pos, run="r")
+
+
+def test_a_stale_runner_never_writes_its_cursor_over_a_position_set_meanwhile(
+        zk_client: KazooClient, zk_root: str) -> None:
+    path = ZkPaths(zk_root).cursor(PIPELINE)
+    store = CursorStore(zk_client, ZkPaths(zk_root), PIPELINE)
+    assert store.first(at(4)) == at(4)
+    errors: list[Exception] = []
+    publisher = CursorPublisher(store, interval_s=0.01, on_error=errors.append)
+    try:
+        publisher.publish(at(100))
+        wait_for(lambda: positions.load(zk_client, path) == at(100), 10, "the runner's cursor")
+        # setl position set, the channel stopped and no mainstem left: written as it is
+        operator = Cursor(BinlogPosition("binlog.000001", 500, "0-41-500", "41@127.0.0.1:3306"),
+                          100, run="r")
+        zk_client.set(path, operator.to_json())
+        publisher.publish(at(200))  # a batch the old runner loaded before its fence
+    finally:
+        publisher.close()
+    assert positions.load(zk_client, path) == operator
+    assert errors and isinstance(errors[-1], CursorMovedError), errors
+    assert "set by someone else" in str(errors[-1])
+    # the next start reads the operator's cursor and writes after it
+    fresh = CursorStore(zk_client, ZkPaths(zk_root), PIPELINE)
+    assert fresh.load() == operator
+    fresh.save(at(600))
+    assert positions.load(zk_client, path) == at(600)
+    # a cursor deleted meanwhile (setl position reset) is not made again by the old runner
+    zk_client.delete(path)
+    publisher = CursorPublisher(fresh, interval_s=0.01, on_error=errors.append)
+    publisher.publish(at(700))
+    publisher.close()
+    assert positions.load(zk_client, path) is None

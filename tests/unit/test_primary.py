@@ -1,0 +1,131 @@
+"""node/primary.py and manager/switch.py without servers: what a member's probe says decides
+whether a pipeline goes on there, waits, or stops with what to do."""
+
+from __future__ import annotations
+
+import pytest
+
+from manager import switch
+from node.cursor import Cursor, Resume
+from node.primary import Primary, SwitchPending, check_held, on_server
+from shared import members
+from shared.errors import ConflictError, PositionLostError
+from shared.members import PrimaryRecord, Probe
+from shared.model import BinlogPosition, DataSource
+from shared.secrets import SecretRef
+
+OLD, NEW = "41@127.0.0.1:3306", "42@127.0.0.1:3307"
+HOSTS = ("127.0.0.1:3306", "127.0.0.1:3307")
+
+
+def source(port: int = 3306, switch_after_s: int = 0) -> DataSource:
+    return DataSource("source", "127.0.0.1", port, "setl", SecretRef("env:NONE"),
+                      hosts=HOSTS, switch_after_s=switch_after_s)
+
+
+def probes(monkeypatch: pytest.MonkeyPatch, **by_port: Probe) -> None:
+    monkeypatch.setattr(members, "probe", lambda s: by_port[f"p{s.port}"])
+
+
+def at(gtid: str, server: str = OLD) -> BinlogPosition:
+    return BinlogPosition("binlog.000009", 900, gtid, server)
+
+
+# -- errant domains: transactions the old primary never had -----------------------------------
+def test_a_domain_the_old_primary_never_had_stops_the_resume_by_gtid() -> None:
+    """The promoted replica has local writes in domain 7 (SET gtid_domain_id = 7 on the
+    replica): resumed at the old primary's state, MariaDB would send them all from its
+    binlog's start. The start stops instead, naming the domain and both ways on."""
+    resume = Resume(Cursor(at("0-41-100"), 5, run="r"))
+    with pytest.raises(PositionLostError) as caught:
+        on_server("ch.p", resume, NEW, "0-41-100,7-42-3")
+    message = str(caught.value)
+    assert "GTID domain 7" in message and "up to 7-42-3" in message, message
+    assert "setl position set ch/p --gtid 0-41-100 --replay" in message, message
+    assert "setl position set ch/p --gtid 0-41-100,7-42-3 --replay" in message, message
+    # every domain seen: by GTID state, as before
+    assert on_server("ch.p", resume, NEW, "0-42-120").start.position == \
+        BinlogPosition(gtid="0-41-100")
+    # the same server's own file/pos: nothing to find by state
+    assert on_server("ch.p", resume, OLD, "0-41-100,7-41-3") is resume
+
+
+# -- two histories: a replicating member that diverged never catches up ------------------------
+def test_a_diverged_member_still_replicating_stops_instead_of_waiting_for_ever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Domain 1 of the member went on with its own transactions past the target's 1-41-50:
+    its replication may run (or retry) for ever, it never gets 1-41-50."""
+    probes(monkeypatch, p3307=Probe("127.0.0.1:3307", server=NEW, replicating=True,
+                                    gtid_state="0-41-100,1-41-40,1-42-60",
+                                    gtid_pos="0-41-100,1-42-60"))
+    rows = {"t": Cursor(at("0-41-100,1-41-50"), 9, run="r")}
+    with pytest.raises(PositionLostError) as caught:
+        check_held("ch.p", source(3307), Cursor(at("0-41-90,1-41-45"), 8, run="r"), rows)
+    message = str(caught.value)
+    assert "two histories" in message and "1-41-50 (it is at 1-42-60 in domain 1)" in \
+        message, message
+    # behind in that domain and replicating: it may catch up, so the start waits
+    probes(monkeypatch, p3307=Probe("127.0.0.1:3307", server=NEW, replicating=True,
+                                    gtid_state="0-41-100,1-41-40", gtid_pos="0-41-100,1-41-40"))
+    with pytest.raises(SwitchPending, match="waiting for it to catch up"):
+        check_held("ch.p", source(3307), Cursor(at("0-41-90,1-41-45"), 8, run="r"), rows)
+
+
+# -- automatic switch: a writable member that still replicates is no primary -------------------
+class Catalog:
+    def __init__(self) -> None:
+        self.stored: list[PrimaryRecord] = []
+
+    def source(self, name: str) -> DataSource:
+        return source()
+
+    def primary(self, name: str) -> tuple[PrimaryRecord | None, int]:
+        return None, 0
+
+    def set_primary(self, name: str, record: PrimaryRecord, version: int) -> bool:
+        self.stored.append(record)
+        return True
+
+
+def test_an_automatic_switch_waits_for_a_writable_member_that_still_replicates(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = Catalog()
+    replica = Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-100",
+                    gtid_pos="0-41-100", replicating=True)  # read_only = OFF, not promoted
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="connection refused"),
+           p3307=replica)
+    runner = Primary(catalog, "source", "ch.p", clock=lambda: 100.0)  # type: ignore[arg-type]
+    with pytest.raises(SwitchPending, match="still replicates from another server"):
+        runner.resolve(at("0-41-100"))
+    assert catalog.stored == []
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="connection refused"),
+           p3307=Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-100",
+                       gtid_pos="0-41-100"))  # promoted: STOP SLAVE; RESET SLAVE ALL
+    assert members.address(runner.resolve(at("0-41-100"))) == "127.0.0.1:3307"
+    assert [r.member for r in catalog.stored] == ["127.0.0.1:3307"]
+
+
+# -- planned switch: a member behind the primary is refused -----------------------------------
+def test_a_planned_switch_to_a_member_behind_the_primary_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = Catalog()
+    old = Probe("127.0.0.1:3306", read_only=True, server=OLD, gtid_state="0-41-105",
+                gtid_pos="0-41-105")
+    behind = Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-103", gtid_pos="0-41-103")
+    probes(monkeypatch, p3306=old, p3307=behind)
+    with pytest.raises(ConflictError) as caught:
+        switch.switch_source(catalog, "source", "127.0.0.1:3307")  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "lacks transactions of the primary 127.0.0.1:3306" in message, message
+    assert "0-41-105 (it has server 41's transactions of domain 0 up to 0-41-103)" in \
+        message, message
+    assert catalog.stored == []
+    caught_up = Probe("127.0.0.1:3307", server=NEW, gtid_state="0-41-105,0-42-106",
+                      gtid_pos="0-42-106")
+    probes(monkeypatch, p3306=old, p3307=caught_up)
+    assert switch.switch_source(catalog, "source", "127.0.0.1:3307").member == \
+        "127.0.0.1:3307"  # type: ignore[arg-type]
+    # an old primary that does not answer cannot be compared: the nodes check the targets
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="gone"), p3307=behind)
+    assert switch.switch_source(catalog, "source", "127.0.0.1:3307").member == \
+        "127.0.0.1:3307"  # type: ignore[arg-type]
