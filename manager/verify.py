@@ -9,6 +9,7 @@ source's read), its Spark session, and the rights to read its databases.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from kazoo.client import KazooClient
 from manager import owners
 from manager.client import Access
 from manager.views import Views
+from shared import codec
 from shared.catalog import Catalog
 from shared.errors import NodeCallError, NotFoundError, VerifyError
 from shared.model import MediaPair, Pipeline
@@ -49,6 +51,8 @@ def forward(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
         one.CopyFrom(request)
         one.pipeline = pipeline.name
         one.shared_targets[:] = shared_targets(catalog, pipeline_id, pipeline)
+        one.other_pairs.extend(codec.to_proto(pair) for pair in
+                               other_pairs(catalog, pipeline_id, pipeline))
         log.info("event=verify_forwarded pipeline=%s node=%s", pipeline_id, address)
         yield from _relay(address, one, context, pipeline_id, access or Access())
 
@@ -69,6 +73,20 @@ def shared_targets(catalog: Catalog, pipeline_id: str, pipeline: Pipeline) -> li
                    for pair in other.pairs
                    if (target := _target(pair)) in mine and
                    _source(other, pair) not in mine[target]})
+
+
+def other_pairs(catalog: Catalog, pipeline_id: str, pipeline: Pipeline) -> list[MediaPair]:
+    """The pairs of other pipelines (of any channel) into a target data source
+    ``pipeline`` writes, each with its pipeline's source as its source's data source: the
+    node resolves their patterns against the tables it compares (a whole schema copied by
+    a template pair writes the table another pipeline's shards go into as well), which
+    ``shared_targets`` cannot (it knows tables named one by one only)."""
+    into = {pipeline.target} | {pair.target.datasource for pair in pipeline.pairs}
+    return [dataclasses.replace(pair, source=dataclasses.replace(pair.source,
+                                                                 datasource=other.source))
+            for record in catalog.channels() for other in record.channel.pipelines
+            if record.channel.pipeline_id(other) != pipeline_id
+            for pair in other.pairs if pair.target.datasource in into]
 
 
 def _target(pair: MediaPair) -> str | None:

@@ -42,7 +42,8 @@ from node.target.delta.columns import LakeColumn
 from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
 from shared.identifiers import short_form, split_qualified, unquote
-from shared.patterns import SYSTEM_SCHEMAS
+from shared.model import MediaPair
+from shared.patterns import SYSTEM_SCHEMAS, NamePattern, PatternKind
 from shared.tablekeys import row_keys
 
 SYSTEM = SYSTEM_SCHEMAS
@@ -140,6 +141,9 @@ class Request:
     compare: str = "auto"  # auto | rows
     # datasource:schema.table that other pipelines write too (the manager says which)
     shared_targets: frozenset[str] = frozenset()
+    # other pipelines' pairs into the same target data sources (their sources' data source
+    # set): a table one may write from another source table is shared (written_by_others)
+    other_pairs: tuple[MediaPair, ...] = ()
 
 
 def source_tables(cursor: Any, compiled: CompiledPipeline) -> list[tuple[str, str]]:
@@ -199,6 +203,56 @@ def plan(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str],
     return plans, skipped
 
 
+def written_by_others(pairs: tuple[MediaPair, ...], address: tuple[str, str, str],
+                      source: tuple[str, str, str]) -> bool:
+    """Whether one of other pipelines' ``pairs`` may write target table ``address`` from
+    another source table than ``source`` (data source, schema, table): then rows there that
+    ``source`` does not give are that pipeline's, never extra (--repair would delete them).
+    In doubt — a pattern whose source table cannot be told from the target's name — it may."""
+    for pair in pairs:
+        target = pair.target
+        if target.datasource != address[0]:
+            continue
+        fits = [_fits(target.namespace, address[1], "schema"),
+                _fits(target.table, address[2], "table")]
+        if any(found is None for found in fits):
+            continue  # it never writes this table
+        if _source_of(pair, fits) != source:
+            return True
+    return False
+
+
+def _fits(pattern: NamePattern, name: str, part: str) -> dict[str, str] | None:
+    """How a target name pattern writes ``name``: None when it never does; else what it
+    tells of the source's names (a template's fields; a family's member index as
+    ``{part}#``)."""
+    if pattern.kind is PatternKind.TEMPLATE:
+        found = pattern.sources_of(name)
+        return None if not found else found[0] if len(found) == 1 else {}
+    if pattern.kind is PatternKind.MULTI:
+        index = pattern.index_of(name)
+        return None if index is None else {f"{part}#": str(index)}
+    return {} if pattern.matches(name) else None
+
+
+def _source_of(pair: MediaPair, fits: list[dict[str, str] | None]) -> tuple[str, str, str] | None:
+    """The source table a pair writes the fitted target from, where one only; else None."""
+    told: dict[str, str] = {}
+    for found in fits:
+        told.update(found or {})
+    names = []
+    for pattern, part in ((pair.source.namespace, "schema"), (pair.source.table, "table")):
+        if pattern.kind is PatternKind.SINGLE:
+            names.append(pattern.literal)
+        elif pattern.kind is PatternKind.MULTI and f"{part}#" in told:
+            names.append(pattern.name_at(int(told[f"{part}#"])))
+        elif part in told:  # a template's field: the source's own name
+            names.append(told[part])
+        else:
+            return None
+    return pair.source.datasource, names[0], names[1]
+
+
 def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable[[str], Any],
                 request: Request, schema: str, table: str, feeders: Counter,
                 lakes: Lakes | None) -> TablePlan | Absent | Skipped:
@@ -244,7 +298,9 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
             made = _target(entry, address, key, columns, source_columns, request,
                            alone=feeders[address] == 1 and not compiled.gathered(schema, table)
                            and f"{address[0]}:{address[1]}.{address[2]}" not in
-                           request.shared_targets)
+                           request.shared_targets and not written_by_others(
+                               request.other_pairs, address,
+                               (entry.pair.source.datasource, schema, table)))
             if lake:  # compared as the lake holds it, by the rows method
                 made = dataclasses.replace(made, lake=lake)
                 made = dataclasses.replace(made, blind=made.blind or lake_blind(made))

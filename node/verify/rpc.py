@@ -15,8 +15,9 @@ import grpc
 from node.supervisor import Supervisor
 from node.verify.run import Context, Options, Progress, Report, Verification, failed
 from node.verify.run import options_problem as problem_of
+from shared import codec
 from shared.errors import ConfigError, NotFoundError, SetlError, VerifyError
-from shared.model import BinlogPosition
+from shared.model import BinlogPosition, MediaPair
 from shared.rpc import manager_pb2
 
 log = logging.getLogger("setl.node.verify")
@@ -32,7 +33,9 @@ def options_of(request: manager_pb2.VerifyRequest) -> Options:
                    repair=request.repair, columns=tuple(request.columns),
                    compare=request.compare or "auto",
                    settle_timeout_s=float(request.settle_timeout_s or 120),
-                   shared_targets=frozenset(request.shared_targets))
+                   shared_targets=frozenset(request.shared_targets),
+                   other_pairs=tuple(codec.from_proto(pair, MediaPair)
+                                     for pair in request.other_pairs))
 
 
 def context_from(supervisor: Supervisor, node_id: int, pipeline_id: str,

@@ -39,7 +39,7 @@ from node.verify.task import (
 )
 from shared import tablekeys
 from shared.errors import SetlError, SourceError, VerifyError
-from shared.model import TWO_WAY_COPY, BinlogPosition, Channel, DataSource, Pipeline
+from shared.model import TWO_WAY_COPY, BinlogPosition, Channel, DataSource, MediaPair, Pipeline
 from shared.retl import encode_key
 
 log = logging.getLogger("setl.node.verify")
@@ -62,6 +62,7 @@ class Options:
     compare: str = "auto"  # auto | rows
     settle_timeout_s: float = 120.0
     shared_targets: frozenset[str] = frozenset()  # datasource:schema.table others write too
+    other_pairs: tuple[MediaPair, ...] = ()  # other pipelines' pairs into the same targets
     rounds: int = 6
     repair_rounds: int = 3
 
@@ -141,7 +142,8 @@ class Verification:
         sessions = Sessions(self.source, self.targets)
         try:
             request = Request(self.options.table, self.options.where, self.options.columns,
-                              self.options.compare, self.options.shared_targets)
+                              self.options.compare, self.options.shared_targets,
+                              self.options.other_pairs)
             plans, report.skipped = plan(base, sessions.cursor(), sessions.cursor, request,
                                          LakePlanner(base, self.targets))
             for table in plans:

@@ -383,7 +383,7 @@ class AlarmBoard(_message.Message):
     def __init__(self, firing: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ..., resolved: _Optional[_Iterable[_Union[Alarm, _Mapping]]] = ...) -> None: ...
 
 class VerifyRequest(_message.Message):
-    __slots__ = ("channel", "pipeline", "table", "where", "chunk_size", "rate", "repair", "columns", "compare", "settle_timeout_s", "shared_targets")
+    __slots__ = ("channel", "pipeline", "table", "where", "chunk_size", "rate", "repair", "columns", "compare", "settle_timeout_s", "shared_targets", "other_pairs")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
@@ -395,6 +395,7 @@ class VerifyRequest(_message.Message):
     COMPARE_FIELD_NUMBER: _ClassVar[int]
     SETTLE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     SHARED_TARGETS_FIELD_NUMBER: _ClassVar[int]
+    OTHER_PAIRS_FIELD_NUMBER: _ClassVar[int]
     channel: str
     pipeline: str
     table: str
@@ -406,7 +407,8 @@ class VerifyRequest(_message.Message):
     compare: str
     settle_timeout_s: int
     shared_targets: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., table: _Optional[str] = ..., where: _Optional[str] = ..., chunk_size: _Optional[int] = ..., rate: _Optional[int] = ..., repair: _Optional[bool] = ..., columns: _Optional[_Iterable[str]] = ..., compare: _Optional[str] = ..., settle_timeout_s: _Optional[int] = ..., shared_targets: _Optional[_Iterable[str]] = ...) -> None: ...
+    other_pairs: _containers.RepeatedCompositeFieldContainer[_model_pb2.MediaPair]
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., table: _Optional[str] = ..., where: _Optional[str] = ..., chunk_size: _Optional[int] = ..., rate: _Optional[int] = ..., repair: _Optional[bool] = ..., columns: _Optional[_Iterable[str]] = ..., compare: _Optional[str] = ..., settle_timeout_s: _Optional[int] = ..., shared_targets: _Optional[_Iterable[str]] = ..., other_pairs: _Optional[_Iterable[_Union[_model_pb2.MediaPair, _Mapping]]] = ...) -> None: ...
 
 class VerifyProgress(_message.Message):
     __slots__ = ("pipeline_id", "table", "phase", "chunks_done", "chunks_total", "rows_done", "rows_total", "report")

@@ -456,3 +456,32 @@ def test_rows_another_channel_writes_into_the_same_table_are_not_extra(
     for name in ("v-shard-a", "v-shard-b"):
         cluster.set_status(name, "STOP")
 
+
+
+def test_rows_another_channel_writes_into_a_table_a_pattern_pair_fills_are_not_extra(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """One channel copies tables by a pattern ({table} templates: a whole schema), another
+    writes a second source table's rows into one of them. The manager knew shared tables
+    named one by one only: verify counted the other's rows as extra, and --repair deleted
+    them."""
+    schema = make_schema(source, target, *(LOG.replace("{table}", t)
+                                           for t in ("logs_ab", "extra_b")))
+    start(cluster, {"name": "v-pattern-a", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": {"namespace": schema, "table": "re:logs_.*"},
+             "target": {"namespace": schema, "table": "{table}"}}]}]})
+    start(cluster, {"name": "v-pattern-b", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.extra_b", "target": f"{schema}.logs_ab"}]}]})
+    for table, first in (("logs_ab", 1), ("extra_b", 101)):
+        source.execute(f"INSERT INTO `{schema}`.{table} VALUES " + ", ".join(
+            f"({i}, 'm{i}')" for i in range(first, first + 20)))
+    wait_for(lambda: len(target.table(schema, "logs_ab")) == 40, 30, "40 merged rows")
+    target.execute(f"UPDATE `{schema}`.logs_ab SET msg = 'x' WHERE id = 3")
+    code, report = verify(cluster, capsys, "v-pattern-a", "--repair")
+    [verdict] = report["reports"][0]["tables"]
+    assert code == 0 and verdict["repaired"] == 1, report  # row 3 only
+    assert len(target.rows(f"SELECT id FROM `{schema}`.logs_ab WHERE id > 100")) == 20
+    assert target.rows(f"SELECT msg FROM `{schema}`.logs_ab WHERE id = 3") == [("m3",)]
+    for name in ("v-pattern-a", "v-pattern-b"):
+        cluster.set_status(name, "STOP")
