@@ -150,9 +150,10 @@ class CursorStore:
         self._version = stat.version
 
     def first(self, cursor: Cursor) -> Cursor:
-        """``cursor`` stored as the first unless one is there; the one stored."""
-        positions.store_first(self.client, self.path, cursor)
-        return self.load() or cursor
+        """``cursor`` stored as the first unless one is there; the one stored, whose version
+        this runner writes over from now on."""
+        stored, _, self._version = positions.store_first(self.client, self.path, cursor)
+        return stored
 
     def _moved(self, cursor: Cursor) -> CursorMovedError:
         return CursorMovedError(

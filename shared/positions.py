@@ -149,20 +149,24 @@ def fix_start(client: KazooClient, path: str, pipeline: Pipeline,
     if client.exists(path):
         return None
     cursor = first_cursor(pipeline, source)
-    stored, made = store_first(client, path, cursor)
+    stored, made, _ = store_first(client, path, cursor)
     return stored if made else None  # (else a runner stored one meanwhile: it stands)
 
 
-def store_first(client: KazooClient, path: str, cursor: Cursor) -> tuple[Cursor, bool]:
+def store_first(client: KazooClient, path: str, cursor: Cursor) -> tuple[Cursor, bool, int]:
     """Store a first ``cursor`` at ``path`` unless one is there: never over another (the
     manager's fix of ``latest`` at the start, or a runner's, whichever came first, is the
     start: a later one would skip what was written between them). The cursor stored there,
-    and whether it is this one."""
+    whether it is this one, and the znode's version holding it."""
     try:
         client.create(path, cursor.to_json(), makepath=True)
     except NodeExistsError:
-        return load(client, path) or cursor, False
-    return cursor, True
+        try:
+            data, stat = client.get(path)
+        except NoNodeError:  # deleted meanwhile (the channel removed): made again
+            return store_first(client, path, cursor)
+        return (Cursor.from_json(data) if data else None) or cursor, False, stat.version
+    return cursor, True, 0
 
 
 def load(client: KazooClient, path: str) -> Cursor | None:
