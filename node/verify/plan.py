@@ -41,7 +41,7 @@ from node.extract.etl import CompiledPair, CompiledPipeline
 from node.target.delta.columns import LakeColumn
 from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError
-from shared.identifiers import short_form, split_qualified, unquote
+from shared.identifiers import quote, short_form, split_qualified, unquote
 from shared.model import MediaPair
 from shared.patterns import SYSTEM_SCHEMAS, NamePattern, PatternKind
 from shared.tablekeys import row_keys
@@ -295,6 +295,9 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
                            if not c.generated]
             if not columns:  # every row is missing there: a difference, not a skip
                 return Absent(key, f"{address[0]}:{short_form(*address[1:])}", request.where)
+            if not lake and (held := null_keys(target_cursor(address[0]), address, columns,
+                                               [entry.renames.get(k, k) for k in key.columns])):
+                return Skipped(name, held)
             made = _target(entry, address, key, columns, source_columns, request,
                            alone=feeders[address] == 1 and not compiled.gathered(schema, table)
                            and f"{address[0]}:{address[1]}.{address[2]}" not in
@@ -318,6 +321,26 @@ def _plan_table(compiled: CompiledPipeline, cursor: Any, target_cursor: Callable
     return TablePlan(compiled.pipeline_id, key, method, tuple(targets), tuple(source_columns),
                      request.where, tuple(notes),
                      tuple(dict.fromkeys(t.datasource for t in targets)), unique=unique)
+
+
+def null_keys(cursor: Any, address: tuple[str, str, str], columns: list[Column],
+              keys: list[str]) -> str:
+    """Why a target table whose key columns admit NULL cannot be compared, when it holds
+    rows with NULL there ('' when it holds none, or they admit none): no chunk's key range
+    holds such a row, and no lookup by key finds it, so an extra row would never be seen."""
+    nullable = [c.name for c in columns if c.nullable and c.name in keys]
+    if not nullable:
+        return ""
+    where = " OR ".join(f"{quote(name)} IS NULL" for name in nullable)
+    cursor.execute(f"SELECT COUNT(*) FROM {quote(address[1])}.{quote(address[2])} "
+                   f"WHERE {where}")
+    found = int(cursor.fetchone()[0])
+    if not found:
+        return ""
+    return (f"{address[0]}:{short_form(*address[1:])} holds {found} row(s) with NULL in key "
+            f"column(s) {', '.join(nullable)}, which no row of the source gives (its key "
+            "admits no NULL) and no key range or lookup finds: delete them on the target (or "
+            "make the columns NOT NULL there), then verify again")
 
 
 def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,

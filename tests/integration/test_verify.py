@@ -162,6 +162,33 @@ def test_a_table_keyed_by_columns_that_admit_null_is_not_passed_for_equal(
     cluster.set_status("v-loose", "STOP")
 
 
+def test_an_extra_target_row_with_a_null_key_is_not_passed_for_equal(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """The source's key (a, b) admits no NULL, the target's table was made without that
+    key and b admits NULL there: a row (1, NULL) on the target lies in no chunk's key range,
+    and a lookup by key finds it on neither side, so verify called the tables equal. It
+    says now that the target holds such rows, and never "equal"."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.pair (a INT NOT NULL, "
+                         "b INT NOT NULL, v VARCHAR(9), PRIMARY KEY (a, b))")
+    t = f"`{schema}`.pair"
+    target.script(f"ALTER TABLE {t} DROP PRIMARY KEY, MODIFY b INT NULL",
+                  f"ALTER TABLE {t} ADD UNIQUE KEY ab (a, b)")
+    start(cluster, one_way("v-nullkey", schema, ["pair"]))
+    source.execute(f"INSERT INTO {t} VALUES " + ", ".join(f"({i}, {i}, 'r')" for i in range(1, 9)))
+    wait_equal(source, target, schema, ["pair"])
+    code, report = verify(cluster, capsys, "v-nullkey", "--chunk-size", "2")
+    assert code == 0, report  # (equal, before the row)
+    target.execute(f"INSERT INTO {t} VALUES (1, NULL, 'stray')")
+    capsys.readouterr()
+    code = cli.main(["--manager", cluster.manager_address, "-o", "json", "verify",
+                     "v-nullkey", "--chunk-size", "2"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2, report  # nothing verified: never "equal"
+    [skipped] = report["reports"][0]["skipped"]
+    assert "holds 1 row(s) with NULL in key column(s) b" in skipped["reason"], skipped
+    cluster.set_status("v-nullkey", "STOP")
+
+
 def test_a_keyless_table_is_compared_by_key_columns_but_not_repaired(
         cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
     """A keyless table replicates by its whole image: a repair request read by its pair's
