@@ -500,3 +500,40 @@ def test_json_looking_text_changed_on_both_sides_is_a_conflict_and_converges(
     assert any("event=conflict" in line and f"table={schema}.docs" in line and
                "resolution=target_kept" in line for line in log.splitlines())
     set_and_wait(cluster, "json-text-both", "STOP", "not running")
+
+
+def test_a_drop_that_never_ran_on_the_other_side_does_not_swallow_a_later_drop_there(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A DROP replayed on the target of a table the target no longer had fails there and is
+    taken as applied: its intent reached the target's binlog, the DROP never did. The
+    opposite pipeline kept that intent and took the target users' own DROP of the name,
+    much later, for its echo: the table stayed on the source for good."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("drop-intent-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+        pipeline["pairs"] = [{"source": f"{schema}.{name}", "target": f"{schema}.{name}"}
+                             for name in ("items", "marker")]
+    cluster.apply([channel])
+    start(cluster, "drop-intent-both")
+    t = f"`{schema}`.items"
+
+    def has_items(db: Database) -> bool:
+        return "items" in [row[0] for row in db.rows(f"SHOW TABLES FROM `{schema}`")]
+
+    target.script("SET SESSION sql_log_bin = 0", f"DROP TABLE {t}",
+                  "SET SESSION sql_log_bin = 1")  # gone on the target alone, unseen
+    source.execute(f"DROP TABLE {t}")  # replayed on the target: no such table there
+    source.execute(f"CREATE TABLE `{schema}`.marker (id INT PRIMARY KEY)")
+    wait_for(lambda: "marker" in [row[0] for row in target.rows(f"SHOW TABLES FROM `{schema}`")],
+             60, "the DDL after the DROP on the target")
+    target.execute(ITEMS.format(schema=schema))  # made again on the target: it crosses
+    wait_for(lambda: has_items(source), 60, "the table made again on the source")
+    target.execute(f"INSERT INTO {t} VALUES (1, 'made on the target', 0)")
+    wait_equal(source, target, schema, ["items"])
+    target.execute(f"DROP TABLE {t}")  # the target users' own: it crosses
+    wait_for(lambda: not has_items(source), 60, "the target's DROP on the source")
+    source.execute(f"INSERT INTO `{schema}`.marker VALUES (1)")
+    wait_equal(source, target, schema, ["marker"])
+    assert not has_items(source) and not has_items(target)
+    set_and_wait(cluster, "drop-intent-both", "STOP", "not running")
