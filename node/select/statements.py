@@ -99,6 +99,11 @@ class DropEchoes:
             key = _intent_key(row)
             self._pending = [pending for pending in self._pending if pending[0] != key]
 
+    @property
+    def due(self) -> bool:
+        """Whether an intent's DROP is still to come."""
+        return bool(self._pending)
+
     def echo(self, query: str, schema: str) -> bool:
         """Whether a DDL statement is the echo of a DROP an intent announced (taken once)."""
         if not self._pending or kind_of(query) != "DROP":

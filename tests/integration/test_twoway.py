@@ -13,6 +13,7 @@ import pymysql
 import pytest
 
 from manager import cli
+from node.target.mysql.ddlapply import INTENT_DDL
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
@@ -537,3 +538,51 @@ def test_a_drop_that_never_ran_on_the_other_side_does_not_swallow_a_later_drop_t
     wait_equal(source, target, schema, ["marker"])
     assert not has_items(source) and not has_items(target)
     set_and_wait(cluster, "drop-intent-both", "STOP", "not running")
+
+
+def test_a_drop_whose_intent_was_read_before_a_restart_is_still_not_sent_back(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The forward pipeline's replay of a DROP on the target: its intent, then the DROP (as
+    the server writes it, without the loop comment), played here by hand, the channel
+    stopped between them. The backward pipeline loaded the stretch up to the intent: its
+    position rested between the two, and restarted there it knew no intent, took the DROP
+    for the target users' and ran it on the source, where the table had been made again
+    meanwhile. No batch ends between an intent and its DROP now."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("drop-restart-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+    cluster.apply([channel])
+    start(cluster, "drop-restart-both")
+    t = f"`{schema}`.items"
+    made_again = [ITEMS.format(schema=schema), f"INSERT INTO {t} VALUES (3, 'made again', 0)"]
+    # the source's users drop the table and make it again (their DDL: by hand, unlogged)
+    source.script("SET SESSION sql_log_bin = 0", f"DROP TABLE {t}", *made_again,
+                  "SET SESSION sql_log_bin = 1")
+    target.execute(INTENT_DDL)
+    target.execute("INSERT INTO retl.retl_ddl VALUES (%s, 'binlog.000001', 4, 0, %s, %s)",
+                   ("drop-restart-both.forward", "0" * 64, f"DROP TABLE {t}"))
+    file, pos = master_position(target)
+
+    def loaded() -> bool:
+        rows = source.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = 'drop-restart-both.backward'")
+        return bool(rows) and (rows[0][0], int(rows[0][1])) >= (file, int(pos))
+    # a position-only batch goes at least every second: within seconds one would end past
+    # the intent, and no batch may end there before its DROP came
+    deadline = time.monotonic() + 4.0
+    while not loaded() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not loaded(), "the backward pipeline's position rests between intent and DROP"
+    set_and_wait(cluster, "drop-restart-both", "STOP", "not running")
+    target.execute(f"DROP TABLE {t}")  # the forward pipeline's, after its intent
+    target.script("SET SESSION sql_log_bin = 0", *made_again, "SET SESSION sql_log_bin = 1")
+    target.execute("DELETE FROM retl.retl_ddl WHERE pipeline_id = 'drop-restart-both.forward'")
+    start(cluster, "drop-restart-both")
+    target.execute(f"INSERT INTO {t} VALUES (4, 'after the restart', 0)")
+    wait_for(lambda: source.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 4")[0][0]
+             if "items" in [r[0] for r in source.rows(f"SHOW TABLES FROM `{schema}`")] else 0,
+             60, "the target's row after the DROP on the source")
+    wait_equal(source, target, schema, ["items"])
+    assert [row[0] for row in source.table(schema, "items")] == [3, 4]
+    set_and_wait(cluster, "drop-restart-both", "STOP", "not running")
