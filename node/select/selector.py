@@ -44,7 +44,8 @@ ran) the batch is not cut either, so no position rests between them: resumed the
 would not know the intent and would send the DROP back to the side it came from. The
 stretch is short (the loader runs the DROP right after committing its intent); a DDL still
 cuts a batch inside it, and a stretch open ``WINDOW_TIMEOUT_S`` (its loader stopped between
-the two) or grown to the limits above is cut, and logged (``event=drop_echo_unguarded``).
+the two) or grown to the limits above is cut, and logged (``event=drop_echo_unguarded``),
+and not held again until it ends (an intent left over would hold every batch a minute).
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ class Selector:
         self._held: Transaction | None = None  # a DDL waiting for its own batch
         self._open: dict[int, tuple[int, float]] = {}  # window → (first place, opened at)
         self._drop_due: float | None = None  # since when a DROP's echo is due (see above)
+        self._unguarded = False  # cut inside that stretch: not held again until it ends
 
     def begin(self) -> None:
         self.transactions.begin()
@@ -249,8 +251,8 @@ class Selector:
 
     def _follow_drops(self, txn: Transaction) -> None:
         if not txn.drop_due:
-            self._drop_due = None
-        elif self._drop_due is None:
+            self._drop_due, self._unguarded = None, False
+        elif self._drop_due is None and not self._unguarded:
             self._drop_due = self.clock()
 
     def _unguard(self, batch: Batch, why: str) -> None:
@@ -262,12 +264,12 @@ class Selector:
                         "seen yet; if this pipeline restarts before it comes, it runs that "
                         "DROP on its target", self.pipeline_id, batch.process_id, batch.end,
                         why)
-            self._drop_due = None
+            self._drop_due, self._unguarded = None, True
 
     def _expire(self) -> None:
         now = self.clock()
         if self._drop_due is not None and now - self._drop_due > WINDOW_TIMEOUT_S:
-            self._drop_due = None
+            self._drop_due, self._unguarded = None, True
             log.warning("event=drop_echo_unguarded pipeline=%s reason=%r: the opposite "
                         "pipeline's DROP after its intent did not come; if this pipeline "
                         "restarts before it comes, it runs that DROP on its target",

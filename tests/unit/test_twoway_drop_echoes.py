@@ -88,6 +88,13 @@ def test_an_intent_whose_drop_never_comes_holds_the_batch_open_a_bounded_time() 
     select = selector(source, clock)
     batch = cut(select)
     assert batch.end.pos == 1002 and clock.now - 1000.0 > WINDOW_TIMEOUT_S
+    # given up on, the stretch is not held again while it lasts: batches go as usual
+    source.items.append(due(3, rows=1))
+    since = clock.now
+    assert cut(select).end.pos == 1003 and clock.now - since < 1.0
+    source.items.extend([txn(4), due(5, rows=1)])  # it ended; the next one is held
+    since = clock.now
+    assert cut(select).end.pos == 1005 and clock.now - since > WINDOW_TIMEOUT_S
 
 
 def test_a_ddl_inside_the_stretch_still_travels_alone() -> None:
