@@ -78,6 +78,10 @@ class Transaction:
     event_rows: int = 0  # the rows its events hold, as estimated from their size
     # this pipeline's watermarks in it: ("L" low | "H" high | "A" abandoned, window id)
     signals: tuple[tuple[str, int], ...] = ()
+    # a two-way channel: the opposite pipeline's intent of a DROP is read and its DROP not
+    # yet, so no batch ends here (restarted here, Select would not know the intent and
+    # would send the DROP back: node.select.statements.DropEchoes)
+    drop_due: bool = False
 
     @property
     def rows(self) -> int:

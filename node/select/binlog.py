@@ -463,7 +463,7 @@ class BinlogReader:
         timestamp = int.from_bytes(data[1:5], "little")
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
-                              signals))
+                              signals, self._echoes.due))
 
 
 def _schema(event: Any) -> str:

@@ -37,10 +37,20 @@ meets a DDL, when it stays open ``WINDOW_TIMEOUT_S`` (its high watermark never c
 as transactions keep coming, so a busy source does not keep it open), or when the batch it
 holds open reaches ``WINDOW_BATCH_FACTOR`` times ``batch_size`` rows or ``MAX_TRANSACTIONS``
 transactions (a batch never grows without bound).
+
+**A DROP's echo** (two-way channels, :class:`node.select.statements.DropEchoes`): between
+the opposite pipeline's intent of a DROP and its DROP (or the intent's deletion: it never
+ran) the batch is not cut either, so no position rests between them: resumed there, Select
+would not know the intent and would send the DROP back to the side it came from. The
+stretch is short (the loader runs the DROP right after committing its intent); a DDL still
+cuts a batch inside it, and a stretch open ``WINDOW_TIMEOUT_S`` (its loader stopped between
+the two) or grown to the limits above is cut, and logged (``event=drop_echo_unguarded``),
+and not held again until it ends (an intent left over would hold every batch a minute).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +62,7 @@ from shared import gtid
 from shared.errors import PositionLostError
 from shared.model import BinlogPosition, PipelineParams
 
+log = logging.getLogger("setl.node.select.selector")
 IDLE_BATCH_INTERVAL_S = 1.0  # batches without rows (position only) at most this often
 WINDOW_TIMEOUT_S = 60.0  # a watermark window open longer is abandoned
 MAX_TRANSACTIONS = 20_000  # transactions one batch spans at most
@@ -105,6 +116,8 @@ class Selector:
         self.transactions = transactions
         self._held: Transaction | None = None  # a DDL waiting for its own batch
         self._open: dict[int, tuple[int, float]] = {}  # window → (first place, opened at)
+        self._drop_due: float | None = None  # since when a DROP's echo is due (see above)
+        self._unguarded = False  # cut inside that stretch: not held again until it ends
 
     def begin(self) -> None:
         self.transactions.begin()
@@ -141,7 +154,7 @@ class Selector:
         owed = 0  # transactions that queued while it slept on the window: taken before a cut
         while not stop.is_set():
             wait = POLL_S if first_at is None else first_at + self._timeout_s(batch) - self.clock()
-            if batch.rows and wait > 0 and not self._open and not self.window.alone() and \
+            if batch.rows and wait > 0 and not self._holding and not self.window.alone() and \
                     not self.transactions.backlog:
                 # the batch before is on its way and nothing is waiting: this one is cut
                 # when that one is loaded (or at its timeout), so sleep on the window, not on
@@ -154,7 +167,7 @@ class Selector:
                 continue
             if batch.rows:  # (the window may empty meanwhile: see _due)
                 wait = min(wait, PENDING_POLL_S)
-            txn = self._take(POLL_S if self._open else
+            txn = self._take(POLL_S if self._holding else
                              min(wait, POLL_S) if wait > 0 else OVERDUE_POLL_S)
             if txn is None:
                 self._expire()
@@ -163,6 +176,7 @@ class Selector:
                     continue
             elif txn.is_ddl:
                 self._abandon_all()  # a window's rows may have another shape than the stream's
+                self._unguard(batch, "a DDL travels in a batch of its own")
                 if batch.rows:
                     self._held = txn
                 else:  # the position-only stretch before it rides along
@@ -171,27 +185,29 @@ class Selector:
                 return batch
             else:
                 closed = self._signals(batch, txn) if txn.signals else False
+                self._follow_drops(txn)
                 batch.add(txn)
                 if first_at is None:
                     first_at = self.clock()
                 if self._cuts and self._at_cut(batch):
                     return batch  # a target's position row: the batch ends exactly there
-                if closed and not self._open:
+                if closed and not self._holding:
                     return batch  # the rows read in the window go in here, at its end
-                if self._open:  # never cut inside a window, while it is one
+                if self._holding:  # never cut inside a window, while it is one
                     self._expire()
-                if self._open:
+                if self._holding:
                     if batch.rows < self.params.batch_size * WINDOW_BATCH_FACTOR and \
                             batch.spanned < MAX_TRANSACTIONS:
                         continue
                     self._abandon_all()  # its rows are read again in a later window
+                    self._unguard(batch, "the batch reached its limits")
                     return batch
                 if batch.rows >= self.params.batch_size or batch.spanned >= MAX_TRANSACTIONS:
                     return batch
                 owed = max(owed - 1, 0)
                 if owed:
                     continue
-            if not self._open and self._due(batch, first_at):
+            if not self._holding and self._due(batch, first_at):
                 return batch
         return None
 
@@ -227,8 +243,37 @@ class Selector:
                 self.watermarks.abandoned(window_id)
         return closed
 
+    @property
+    def _holding(self) -> bool:
+        """Whether the batch may not be cut here: inside a watermark window, or between a
+        DROP's intent and its DROP."""
+        return bool(self._open) or self._drop_due is not None
+
+    def _follow_drops(self, txn: Transaction) -> None:
+        if not txn.drop_due:
+            self._drop_due, self._unguarded = None, False
+        elif self._drop_due is None and not self._unguarded:
+            self._drop_due = self.clock()
+
+    def _unguard(self, batch: Batch, why: str) -> None:
+        """Cut between a DROP's intent and its DROP after all (a restart here would send
+        that DROP back): said in the log."""
+        if self._drop_due is not None:
+            log.warning("event=drop_echo_unguarded pipeline=%s process_id=%d position=%s "
+                        "reason=%r: the opposite pipeline's DROP after its intent is not "
+                        "seen yet; if this pipeline restarts before it comes, it runs that "
+                        "DROP on its target", self.pipeline_id, batch.process_id, batch.end,
+                        why)
+            self._drop_due, self._unguarded = None, True
+
     def _expire(self) -> None:
         now = self.clock()
+        if self._drop_due is not None and now - self._drop_due > WINDOW_TIMEOUT_S:
+            self._drop_due, self._unguarded = None, True
+            log.warning("event=drop_echo_unguarded pipeline=%s reason=%r: the opposite "
+                        "pipeline's DROP after its intent did not come; if this pipeline "
+                        "restarts before it comes, it runs that DROP on its target",
+                        self.pipeline_id, f"open longer than {WINDOW_TIMEOUT_S:.0f} s")
         for window_id, (_, opened) in list(self._open.items()):
             if now - opened > WINDOW_TIMEOUT_S:
                 del self._open[window_id]

@@ -70,28 +70,53 @@ class DropEchoes:
     meanwhile was dropped, and a ``DROP TABLE IF EXISTS`` went back and forth for ever.
     Before a DDL, the loader commits its intent on this server (``retl.retl_ddl``, in the
     binlog just before the DDL): a DROP of the same tables after the intent of this channel's
-    other pipeline is its echo."""
+    other pipeline is its echo. The loader deletes its intents with the position it writes
+    after the DDL, so an intent whose row is deleted before its DROP came is forgotten: that
+    DROP never ran here (its table was gone: taken as applied), and kept, the intent took
+    the users' own DROP of the name, any time later, for its echo."""
 
-    KEEP = 64  # intents of DROPs not seen yet (one that never ran is forgotten in time)
+    KEEP = 64  # intents of DROPs not seen yet (a bound: each one ends with its row)
 
     def __init__(self, channel: str, pipeline_id: str) -> None:
         self._prefix, self._mine = f"{channel}.", pipeline_id
-        self._pending: list[frozenset[tuple[str, str]]] = []
+        self._pending: list[tuple[tuple[str, ...], frozenset[tuple[str, str]]]] = []
+
+    def _theirs(self, row: dict[str, object]) -> bool:
+        pipeline, ddl = str(row.get("pipeline_id") or ""), row.get("ddl")
+        return pipeline.startswith(self._prefix) and pipeline != self._mine and \
+            isinstance(ddl, str) and kind_of(ddl) == "DROP"
 
     def intent(self, row: dict[str, object]) -> None:
         """An intent row the binlog holds."""
-        pipeline, ddl = str(row.get("pipeline_id") or ""), row.get("ddl")
-        if pipeline.startswith(self._prefix) and pipeline != self._mine and \
-                isinstance(ddl, str) and kind_of(ddl) == "DROP":
+        if self._theirs(row):
             self._pending = [*self._pending[-(self.KEEP - 1):],
-                             frozenset(tables_named(ddl, ""))]
+                             (_intent_key(row), frozenset(tables_named(str(row["ddl"]), "")))]
+
+    def done(self, row: dict[str, object]) -> None:
+        """An intent row deleted (its DDL's position written): its DROP, if not seen by
+        now, never ran."""
+        if self._theirs(row):
+            key = _intent_key(row)
+            self._pending = [pending for pending in self._pending if pending[0] != key]
+
+    @property
+    def due(self) -> bool:
+        """Whether an intent's DROP is still to come."""
+        return bool(self._pending)
 
     def echo(self, query: str, schema: str) -> bool:
         """Whether a DDL statement is the echo of a DROP an intent announced (taken once)."""
         if not self._pending or kind_of(query) != "DROP":
             return False
         names = frozenset(tables_named(query, schema))
-        if names not in self._pending:
-            return False
-        self._pending.remove(names)
-        return True
+        for at, (_, named) in enumerate(self._pending):
+            if named == names:
+                del self._pending[at]
+                return True
+        return False
+
+
+def _intent_key(row: dict[str, object]) -> tuple[str, ...]:
+    """Which intent a row of ``retl.retl_ddl`` is (its primary key)."""
+    return tuple(str(row.get(name)) for name in ("pipeline_id", "binlog_file", "binlog_pos",
+                                                 "seq"))

@@ -15,7 +15,8 @@ def system_rows(name: tuple[str, str], layout: TableSchema, data: bytes, checksu
                 pipeline_id: str, echoes: DropEchoes) -> list[RowChange]:
     """Rows of retl_buffer (free-door requests: inserts without a CHANNEL_ID; rows with one
     are central requests, served by their pipeline's polling), of retl_signal (this
-    pipeline's watermarks) and of retl_mark; retl_ddl's intents go to ``echoes``."""
+    pipeline's watermarks) and of retl_mark; retl_ddl's intents, made and deleted, go to
+    ``echoes``."""
     kind = ROWS[data[5]]
     images = decode_rows(layout, data, checksum)
     if name == SIGNAL_TABLE:
@@ -29,8 +30,10 @@ def system_rows(name: tuple[str, str], layout: TableSchema, data: bytes, checksu
         return [RowChange(*BUFFER_TABLE, kind, ("ID",), None, dict(after))
                 for _, after in images if after and not after.get("CHANNEL_ID")]
     if name == INTENT_TABLE:
-        for _, after in images:
+        for before, after in images:
             if after and kind is ChangeType.INSERT:
                 echoes.intent(after)
+            elif before and kind is ChangeType.DELETE:
+                echoes.done(before)
         return []
     return [RowChange(*MARK_TABLE, kind, (), before, after) for before, after in images]

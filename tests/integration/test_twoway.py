@@ -13,6 +13,7 @@ import pymysql
 import pytest
 
 from manager import cli
+from node.target.mysql.ddlapply import INTENT_DDL
 from shared.rpc import manager_pb2
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
@@ -470,3 +471,118 @@ def test_a_replay_of_a_two_way_pipeline_is_refused_saying_what_to_do_instead(
     wait_equal(source, target, schema, ["items"])
     assert source.table(schema, "items") == [(1, "later on the target", 0), (2, "after", 0)]
     set_and_wait(cluster, "replay-both", "STOP", "not running")
+
+
+def test_json_looking_text_changed_on_both_sides_is_a_conflict_and_converges(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A VARCHAR holding JSON-looking text is text: each side rewrites the same document
+    with its keys in another order. Compared as parsed JSON the loser saw no conflict and
+    wrote its side's text over the winner's, while the winner wrote its own on the other
+    side: the two sides swapped texts and differed for good."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.docs (id INT PRIMARY KEY, "
+                         "doc VARCHAR(60) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)")
+    channel = two_way("json-text-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["pairs"] = [{"source": f"{schema}.docs", "target": f"{schema}.docs"}]
+    cluster.apply([channel])
+    start(cluster, "json-text-both")
+    t = f"`{schema}`.docs"
+    source.execute(f"""INSERT INTO {t} VALUES (1, '{{"a": 1, "b": 2}}')""")
+    wait_equal(source, target, schema, ["docs"])
+    set_and_wait(cluster, "json-text-both", "STOP", "not running")
+    source.execute(f"""UPDATE {t} SET doc = '{{"b": 2, "a": 1}}' WHERE id = 1""")
+    target.execute(f"""UPDATE {t} SET doc = '{{"a":1,"b":2}}' WHERE id = 1""")
+    start(cluster, "json-text-both")
+    wait_equal(source, target, schema, ["docs"])
+    time.sleep(1.0)  # (equal on the way there would not be the end)
+    wait_equal(source, target, schema, ["docs"])
+    assert source.table(schema, "docs") == [(1, '{"b": 2, "a": 1}')]
+    log = cluster.nodes[1].output()
+    assert any("event=conflict" in line and f"table={schema}.docs" in line and
+               "resolution=target_kept" in line for line in log.splitlines())
+    set_and_wait(cluster, "json-text-both", "STOP", "not running")
+
+
+def test_a_drop_that_never_ran_on_the_other_side_does_not_swallow_a_later_drop_there(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A DROP replayed on the target of a table the target no longer had fails there and is
+    taken as applied: its intent reached the target's binlog, the DROP never did. The
+    opposite pipeline kept that intent and took the target users' own DROP of the name,
+    much later, for its echo: the table stayed on the source for good."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("drop-intent-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+        pipeline["pairs"] = [{"source": f"{schema}.{name}", "target": f"{schema}.{name}"}
+                             for name in ("items", "marker")]
+    cluster.apply([channel])
+    start(cluster, "drop-intent-both")
+    t = f"`{schema}`.items"
+
+    def has_items(db: Database) -> bool:
+        return "items" in [row[0] for row in db.rows(f"SHOW TABLES FROM `{schema}`")]
+
+    target.script("SET SESSION sql_log_bin = 0", f"DROP TABLE {t}",
+                  "SET SESSION sql_log_bin = 1")  # gone on the target alone, unseen
+    source.execute(f"DROP TABLE {t}")  # replayed on the target: no such table there
+    source.execute(f"CREATE TABLE `{schema}`.marker (id INT PRIMARY KEY)")
+    wait_for(lambda: "marker" in [row[0] for row in target.rows(f"SHOW TABLES FROM `{schema}`")],
+             60, "the DDL after the DROP on the target")
+    target.execute(ITEMS.format(schema=schema))  # made again on the target: it crosses
+    wait_for(lambda: has_items(source), 60, "the table made again on the source")
+    target.execute(f"INSERT INTO {t} VALUES (1, 'made on the target', 0)")
+    wait_equal(source, target, schema, ["items"])
+    target.execute(f"DROP TABLE {t}")  # the target users' own: it crosses
+    wait_for(lambda: not has_items(source), 60, "the target's DROP on the source")
+    source.execute(f"INSERT INTO `{schema}`.marker VALUES (1)")
+    wait_equal(source, target, schema, ["marker"])
+    assert not has_items(source) and not has_items(target)
+    set_and_wait(cluster, "drop-intent-both", "STOP", "not running")
+
+
+def test_a_drop_whose_intent_was_read_before_a_restart_is_still_not_sent_back(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The forward pipeline's replay of a DROP on the target: its intent, then the DROP (as
+    the server writes it, without the loop comment), played here by hand, the channel
+    stopped between them. The backward pipeline loaded the stretch up to the intent: its
+    position rested between the two, and restarted there it knew no intent, took the DROP
+    for the target users' and ran it on the source, where the table had been made again
+    meanwhile. No batch ends between an intent and its DROP now."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("drop-restart-both", schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+    cluster.apply([channel])
+    start(cluster, "drop-restart-both")
+    t = f"`{schema}`.items"
+    made_again = [ITEMS.format(schema=schema), f"INSERT INTO {t} VALUES (3, 'made again', 0)"]
+    # the source's users drop the table and make it again (their DDL: by hand, unlogged)
+    source.script("SET SESSION sql_log_bin = 0", f"DROP TABLE {t}", *made_again,
+                  "SET SESSION sql_log_bin = 1")
+    target.execute(INTENT_DDL)
+    target.execute("INSERT INTO retl.retl_ddl VALUES (%s, 'binlog.000001', 4, 0, %s, %s)",
+                   ("drop-restart-both.forward", "0" * 64, f"DROP TABLE {t}"))
+    file, pos = master_position(target)
+
+    def loaded() -> bool:
+        rows = source.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = 'drop-restart-both.backward'")
+        return bool(rows) and (rows[0][0], int(rows[0][1])) >= (file, int(pos))
+    # a position-only batch goes at least every second: within seconds one would end past
+    # the intent, and no batch may end there before its DROP came
+    deadline = time.monotonic() + 4.0
+    while not loaded() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not loaded(), "the backward pipeline's position rests between intent and DROP"
+    set_and_wait(cluster, "drop-restart-both", "STOP", "not running")
+    target.execute(f"DROP TABLE {t}")  # the forward pipeline's, after its intent
+    target.script("SET SESSION sql_log_bin = 0", *made_again, "SET SESSION sql_log_bin = 1")
+    target.execute("DELETE FROM retl.retl_ddl WHERE pipeline_id = 'drop-restart-both.forward'")
+    start(cluster, "drop-restart-both")
+    target.execute(f"INSERT INTO {t} VALUES (4, 'after the restart', 0)")
+    wait_for(lambda: source.rows(f"SELECT COUNT(*) FROM {t} WHERE id = 4")[0][0]
+             if "items" in [r[0] for r in source.rows(f"SHOW TABLES FROM `{schema}`")] else 0,
+             60, "the target's row after the DROP on the source")
+    wait_equal(source, target, schema, ["items"])
+    assert [row[0] for row in source.table(schema, "items")] == [3, 4]
+    set_and_wait(cluster, "drop-restart-both", "STOP", "not running")

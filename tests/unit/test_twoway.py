@@ -51,6 +51,21 @@ def test_same_row_compares_values_across_types_and_only_shared_columns() -> None
     assert not same_row({"ts": "0000-00-00 00:00:00"}, {"ts": "2026-01-02 00:00:00.000000"})
 
 
+def test_text_that_looks_like_json_compares_by_its_bytes() -> None:
+    """A VARCHAR/TEXT (MariaDB's JSON is LONGTEXT too) keeps the bytes written: two texts
+    that parse to one JSON value are two values, and a key of such text two keys (read as
+    one, a change of '{"a": 1, "b": 2}' to '{"b": 2, "a": 1}' on one side met no conflict
+    with the other side's, and the sides kept each their own)."""
+    assert not same_row({"t": '{"a": 1, "b": 2}'}, {"t": '{"b": 2, "a": 1}'})
+    assert not same_row({"t": "[1, 2]"}, {"t": "[1,2]"})
+    assert not same_row({"t": '{"a": 1.0}'}, {"t": '{"a": 1.00}'})
+    assert same_row({"t": '{"b": 2, "a": 1}'}, {"t": '{"b": 2, "a": 1}'})
+    assert twoway.plain_key(('{"a":1}',)) != twoway.plain_key(('{"a": 1}',))
+    # a value a processor gives as a dict or list compares as the text Load writes of it
+    assert same_row({"doc": {"b": 1, "a": "é"}}, {"doc": '{"b": 1, "a": "é"}'})
+    assert not same_row({"doc": {"b": 1, "a": 2}}, {"doc": '{"a": 2, "b": 1}'})
+
+
 class FakeConnection:
     """A connection and its cursor in one, as ``with connect(…) as conn, conn.cursor()``
     uses them: what it answers is each test's."""

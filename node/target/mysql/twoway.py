@@ -382,7 +382,12 @@ _ZERO = "0000-00-00 00:00:00"
 
 def _plain(value: Any) -> Any:
     """A value from the binlog or from a SELECT in one comparable form (a BINARY value
-    without the zero bytes that pad it, as the binlog gives it)."""
+    without the zero bytes that pad it, as the binlog gives it). Text is compared as its
+    characters, also text that looks like JSON: a VARCHAR, a TEXT or MariaDB's JSON (a
+    LONGTEXT) keeps the bytes written, so '{"a": 1, "b": 2}' and '{"b": 2, "a": 1}' are two
+    values (read as one, the losing side met no conflict where both sides rewrote a
+    document, and wrote its own over the winner's). MySQL's binary JSON is not read from
+    its binlog (node.extract.decodetypes refuses it)."""
     if isinstance(value, bytes):
         return value.rstrip(b"\0") or ""
     if isinstance(value, str) and value.startswith(_ZERO) and "." in value:
@@ -390,13 +395,8 @@ def _plain(value: Any) -> Any:
         # fraction, a SELECT's has n zeros (a DATETIME(n)'s text keeps them both ways)
     if isinstance(value, set | frozenset):
         return ",".join(sorted(value))
-    if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True)
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            return json.dumps(json.loads(value), sort_keys=True)
-        except ValueError:
-            return value
+    if isinstance(value, dict | list):  # (a processor's) as Load writes it: render.sql_value
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float | Decimal) and not isinstance(value, bool):
         return Decimal(str(value)).normalize()
     if isinstance(value, datetime.datetime):
