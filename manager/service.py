@@ -96,6 +96,21 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         if not self.election.is_leader:
             raise NotLeaderError(self.election.leader_address())
 
+    def _winner_moved(self, before: Channel, after: Channel) -> str:
+        """Why a two-way channel's pipelines may not change places now ('' when they may):
+        the first pipeline wins conflicts, and while its runners take the new definition one
+        after the other, both sides could take themselves for the winner (each keeping the
+        other's row). Stopped, nothing runs between the two definitions."""
+        old, new = [p.name for p in before.pipelines], [p.name for p in after.pipelines]
+        if not (before.two_way and after.two_way) or old[0] == new[0] or \
+                self.catalog.status(after.name) is ChannelStatus.STOP:
+            return ""
+        return (f"channel {after.name}: pipeline {new[0]} would be first, and win conflicts, "
+                f"in place of {old[0]} while the channel runs: while its pipelines take the "
+                "new definition one after the other both sides could win, and keep each "
+                f"other's row. Stop the channel (setl channel stop {after.name}), apply, then "
+                "start it; or keep the pipelines' order")
+
     @_rpc
     def Apply(self, request: manager_pb2.ApplyRequest, context: Any) -> manager_pb2.ApplyResponse:
         if not request.dry_run:
@@ -110,6 +125,8 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
         refused += [problem for channel in parsed.channels if channel.name in before
                     for problem in self.snapshots.moved_shards(before[channel.name], channel)]
+        refused += [problem for channel in parsed.channels if channel.name in before
+                    if (problem := self._winner_moved(before[channel.name], channel))]
         if refused:
             return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
                                                      for problem in refused])

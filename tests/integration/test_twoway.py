@@ -586,3 +586,20 @@ def test_a_drop_whose_intent_was_read_before_a_restart_is_still_not_sent_back(
     wait_equal(source, target, schema, ["items"])
     assert [row[0] for row in source.table(schema, "items")] == [3, 4]
     set_and_wait(cluster, "drop-restart-both", "STOP", "not running")
+
+
+def test_the_winner_changes_places_only_while_the_channel_is_stopped(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The first pipeline wins conflicts: its pipelines given in the other order while the
+    channel runs, each runner takes the new definition at its own time, and both sides could
+    win (each keeping the other's row). Apply refuses it; stopped, it applies."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("swap-winner", schema)
+    cluster.apply([channel])
+    start(cluster, "swap-winner")
+    swapped = {**channel, "pipelines": list(reversed(channel["pipelines"]))}
+    [error] = cluster.apply_errors([swapped])
+    assert "channel swap-winner: pipeline backward would be first, and win conflicts, in " \
+        "place of forward while the channel runs" in error, error
+    cluster.set_status("swap-winner", "STOP")
+    assert cluster.apply_errors([swapped]) == []
