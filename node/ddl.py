@@ -23,7 +23,8 @@ ENGINE=BLACKHOLE) when it is not replayed, an EXCHANGE or CONVERT of a partition
 a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a database
 pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
 replay would get wrong pauses too: removing rows from a target that gathers several source
-tables, a column added with values made where it runs (:func:`transform_ddl`).
+tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
+TABLESPACE (its rows are a file on the source's host: :func:`_imported`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -283,6 +284,8 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     ddl = parse(text, change.schema, mode)
     if ddl is not None and ddl.rows in SWAPS:
         _swap(compiled, ddl, ran, past)
+    if compiled.ddl_sync and ddl is not None and ddl.rows == "IMPORT TABLESPACE":
+        _imported(compiled, ddl, ran, past)
     if compiled.ddl_sync:
         return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
                              compiled.target_databases, compiled.gathered, _apart(compiled))
@@ -330,6 +333,23 @@ def _swap(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
         "another target or none). Do on the target what it did (by hand: where the other "
         "table is not there, copy the replicated one again: setl snapshot), then move the "
         f"pipeline past this statement: {past}")
+
+
+def _imported(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
+    """An IMPORT TABLESPACE of a replicated table pauses with ``ddl_sync`` too: the rows it
+    brings in are a file on the source's host, with no row events, and replayed on the
+    target it imports nothing of theirs (it fails, or takes a stale file found there)."""
+    tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
+    if not tables:
+        return
+    raise ConfigError(
+        f"{ran}, which brings in the rows of {', '.join(tables)} from a tablespace file "
+        "(IMPORT TABLESPACE) without row events; setl does not replay it: the file is on the "
+        "source's host, and the target would import none of those rows (or a stale file of "
+        "its own). Move the pipeline past this statement: "
+        f"{past}; then copy the table to the target again (setl snapshot; where the "
+        "target's tablespace was discarded, make the table there again first, as SHOW CREATE "
+        "TABLE on the source shows it)")
 
 
 def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: DatabaseDdl,

@@ -155,3 +155,28 @@ def test_with_ddl_sync_other_added_columns_are_replayed(statement: str) -> None:
 
 def test_an_unrepeatable_column_of_a_table_no_pair_reads_passes() -> None:
     assert ddl_targets("ALTER TABLE unpaired ADD u CHAR(36) DEFAULT UUID()") == []
+
+
+# --- ddl_sync on: IMPORT TABLESPACE brings in the source's file, which the target has not -
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders IMPORT TABLESPACE",
+    "ALTER TABLE shop.orders IMPORT PARTITION p1 TABLESPACE",
+    "alter table `orders` /*!50100 import partition all tablespace */"])
+def test_with_ddl_sync_an_import_tablespace_pauses(statement: str) -> None:
+    """It was replayed: the target has no file of the source's rows to import (it failed
+    with a bare server error, or imported a stale file of its own), and the rows it brought
+    in on the source have no row events."""
+    with pytest.raises(ConfigError, match=r"\(IMPORT TABLESPACE\)") as caught:
+        ddl_targets(statement)
+    message = str(caught.value)
+    assert "`shop`.`orders`" in message and "setl snapshot" in message
+    assert "setl position set shop/fwd" in message
+
+
+def test_with_ddl_sync_a_discard_tablespace_and_an_unpaired_import_are_replayed() -> None:
+    """DISCARD removes the rows on both sides alike; an import into a table no pair reads
+    is nothing to this pipeline."""
+    assert [t[3] for t in ddl_targets("ALTER TABLE orders DISCARD TABLESPACE")] == [
+        "ALTER TABLE `copy`.`orders_v2` DISCARD TABLESPACE"]
+    assert ddl_targets("ALTER TABLE unpaired IMPORT TABLESPACE") == []
