@@ -420,6 +420,81 @@ def test_an_alter_with_a_clause_already_on_the_target_stops_rather_than_skip_the
         loader.close()
 
 
+@pytest.mark.parametrize("on_target,statement,differs", [
+    ("ALTER TABLE {t}.a ADD note VARCHAR(10)", "ALTER TABLE {t}.a ADD note TEXT", "note"),
+    ("ALTER TABLE {t}.a ADD n INT NULL", "ALTER TABLE {t}.a ADD COLUMN n INT NOT NULL", "n"),
+    ("CREATE TABLE {t}.b (id INT PRIMARY KEY, v VARCHAR(5))",
+     "CREATE TABLE {t}.b (id INT PRIMARY KEY, v VARCHAR(20))", "v"),
+    ("CREATE TABLE {t}.b (id INT PRIMARY KEY)",
+     "CREATE TABLE {t}.b (id INT PRIMARY KEY, v INT)", "v"),
+    ("CREATE INDEX i ON {t}.a (y)", "CREATE UNIQUE INDEX i ON {t}.a (y)", "unique keys"),
+    ("ALTER TABLE {t}.a ADD UNIQUE KEY k (x)", "ALTER TABLE {t}.a ADD UNIQUE KEY k (y)",
+     "unique keys"),
+    ("CREATE TABLE {t}.b (id INT PRIMARY KEY, p INT, v INT, CONSTRAINT fk FOREIGN KEY (p) "
+     "REFERENCES {t}.b (id))", "CREATE TABLE {t}.b (id INT PRIMARY KEY, p INT, v BIGINT, "
+     "CONSTRAINT fk FOREIGN KEY (p) REFERENCES {t}.b (id))", "v"),
+], ids=["column-type", "column-null", "create-type", "create-columns", "index-unique",
+        "key-columns", "create-foreign-key"])
+def test_a_ddl_whose_object_is_there_already_but_differs_stops(sandbox, source, target,
+                                                               on_target, statement, differs):
+    """A CREATE TABLE or ADD COLUMN failing with "exists" was taken as applied whatever the
+    target's table or column was: the rows then loaded into another type (VARCHAR(10) cut
+    the source's TEXT) or another key. It stops, naming what differs; once the target's
+    table is made alike by hand, the retry takes it as applied."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
+    t = f"`{schema}`"
+    target.execute(on_target.format(t=t))
+    pipeline_id = f"ddl-alike-{schema}.forward"
+    table = "b" if "{t}.b" in statement else "a"
+    change = ddl_change(schema, table, statement.format(t=t))
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    try:
+        before = target.rows(f"SHOW CREATE TABLE {t}.{table}")
+        with pytest.raises(Exception, match="not as the statement makes it") as caught:
+            loader.load(ddl_batch(1, 100), [change])
+        assert differs in str(caught.value) and f"{t}.`{table}`" in str(caught.value)
+        assert target.rows(f"SHOW CREATE TABLE {t}.{table}") == before
+        # made alike by hand: the retry of the same statement takes it as applied
+        target.execute(f"DROP TABLE {t}.{table}")
+        if table == "a":
+            target.execute(f"CREATE TABLE {t}.a (x INT NOT NULL, y INT)")
+        target.execute(statement.format(t=t))
+        alike = target.rows(f"SHOW CREATE TABLE {t}.{table}")
+        assert loader.load(ddl_batch(1, 100), [change]) == 0
+        assert target.rows(f"SHOW CREATE TABLE {t}.{table}") == alike
+        assert target.rows(f"SHOW TABLES FROM {t}") == [("a",)] + (
+            [("b",)] if table == "b" else [])  # the probe is gone
+    finally:
+        loader.close()
+
+
+def test_a_ddl_whose_object_is_there_alike_is_taken_as_applied(sandbox, source, target):
+    """The ones the target already has as the statement makes them pass, as before (a
+    table made by hand, from the source's SHOW CREATE TABLE, before the channel ran)."""
+    schema = make_schema(
+        source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT, note TEXT, "
+        "UNIQUE KEY k (x), KEY i (y)) DEFAULT CHARSET=latin1")
+    t = f"`{schema}`"
+    pipeline_id = f"ddl-alike2-{schema}.forward"
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    try:
+        for pos, statement in enumerate([
+                "CREATE TABLE {t}.a (x INT NOT NULL, y INT, note TEXT, UNIQUE KEY k (x), "
+                "KEY i (y)) DEFAULT CHARSET=latin1",
+                "ALTER TABLE {t}.a ADD COLUMN note TEXT", "ALTER TABLE {t}.a ADD UNIQUE k (x)",
+                "CREATE INDEX i ON {t}.a (y)",
+                "CREATE TABLE {t}.c (id INT PRIMARY KEY, a INT, CONSTRAINT fk FOREIGN KEY (a) "
+                "REFERENCES {t}.a (x) ON DELETE CASCADE, KEY (a))"], 1):
+            if "{t}.c" in statement:
+                target.execute(statement.format(t=t))
+            assert loader.load(ddl_batch(pos, pos * 100),
+                               [ddl_change(schema, "a", statement.format(t=t))]) == 0
+    finally:
+        loader.close()
+
+
 def test_a_create_select_logged_as_a_statement_stops_and_one_logged_as_rows_replicates(
         cluster: Cluster, source: Database, target: Database) -> None:
     """In ROW format a CREATE TABLE … SELECT is the statement and its rows in one group:
