@@ -24,7 +24,9 @@ a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a 
 pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
 replay would get wrong pauses too: removing rows from a target that gathers several source
 tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
-TABLESPACE (its rows are a file on the source's host: :func:`_imported`).
+TABLESPACE (its rows are a file on the source's host: :func:`_imported`). Without it, an
+ALTER that may have rewritten a replicated table's values in place pauses too (a MODIFY
+in a session that cuts what the new type cannot hold: :func:`_rewrites`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -45,6 +47,7 @@ from node.ddlparse import (
     on_database,
     parse,
     parse_database,
+    rewriting_clause,
     tables_named,
     unparsed_rename,
     unrepeatable_column,
@@ -306,6 +309,8 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
             f"the target what it did (by hand), then move the pipeline past this statement: "
             f"{past}; or turn ddl_sync on for this pipeline (setl apply) and resume, and it "
             "is replayed (a subscription's reader gets it as a DDL transaction)")
+    if ddl.kind == "ALTER":
+        _rewrites(compiled, ddl, change, ran, past)
     if ddl.kind == "ALTER" and compiled.follows_columns:
         # a lake adds the column with its first row, ddl_sync or not: it sees the statement
         # to stop where that would leave the rows it holds NULL where the source's are not
@@ -333,6 +338,27 @@ def _swap(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
         "another target or none). Do on the target what it did (by hand: where the other "
         "table is not there, copy the replicated one again: setl snapshot), then move the "
         f"pipeline past this statement: {past}")
+
+
+def _rewrites(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
+              past: str) -> None:
+    """An ALTER not replayed (``ddl_sync`` off) that may have rewritten the values of a
+    replicated table in place, with no row event (:func:`node.ddlparse.rewriting_clause`: a
+    session that cuts what a new type cannot hold) pauses: the target would keep the old
+    values, and a keyless table's later changes would find no row to match."""
+    carried = dict(change.session).get("sql_mode")
+    clause = rewriting_clause(change.ddl, None if carried is None else int(carried))
+    tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
+    if clause is None or not tables:
+        return
+    raise ConfigError(
+        f"{ran}, which may have rewritten the values {', '.join(tables)} holds ({clause!r}, "
+        "in a session whose sql_mode is not strict, or ALTER IGNORE: a value the new type "
+        "cannot hold is cut or replaced, with a warning and no row event); with ddl_sync off "
+        "it is not replayed, and the target would keep the old values. Run the same ALTER "
+        "on the target (by hand, under the same sql_mode: it rewrites the values alike), "
+        f"then move the pipeline past this statement: {past}; or turn ddl_sync on for this "
+        "pipeline (setl apply) and resume, and it is replayed")
 
 
 def _imported(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:

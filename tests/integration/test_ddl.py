@@ -288,6 +288,32 @@ def test_without_ddl_sync_a_truncate_pauses_and_ddl_sync_then_replays_it(
     cluster.set_status("ddl-truncate", "STOP")
 
 
+def test_without_ddl_sync_an_alter_that_cut_values_in_a_lax_session_pauses(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A MODIFY in a session without a strict sql_mode cut the source's values in place with
+    no row event ('abcdefgh' kept as 'abcde'): it passed unseen, the target kept the old
+    value. It pauses; the same kind of ALTER in a strict session (where a cut fails it) goes
+    on, as does the row after it."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "name VARCHAR(10))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(20)")
+    running(cluster, channel("ddl-lax-modify", schema, copy, False))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 'abcdefgh')",
+                  "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
+                  f"ALTER TABLE {s} MODIFY name VARCHAR(20)", f"INSERT INTO {s} VALUES (2, 'b')")
+    wait_for(lambda: len(target.table(copy, "items_copy")) == 2, 60, "the rows past a strict "
+             "ALTER")
+    source.script("SET SESSION sql_mode = ''", f"ALTER TABLE {s} MODIFY name VARCHAR(5)",
+                  "SET SESSION sql_mode = DEFAULT")
+    wait_for(lambda: cluster.channel_status("ddl-lax-modify") == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state("ddl-lax-modify").last_error
+    assert "may have rewritten the values" in error and "MODIFY name VARCHAR(5)" in error, error
+    assert source.table(schema, "items") == [(1, "abcde"), (2, "b")]
+    assert target.table(copy, "items_copy") == [(1, "abcdefgh"), (2, "b")]
+    cluster.set_status("ddl-lax-modify", "STOP")
+
+
 @pytest.mark.parametrize("sync", [True, False], ids=["sync-on", "sync-off"])
 def test_a_drop_database_of_replicated_tables_pauses(
         cluster: Cluster, source: Database, target: Database, sync: bool) -> None:
