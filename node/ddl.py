@@ -26,7 +26,10 @@ replay would get wrong pauses too: removing rows from a target that gathers seve
 tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
 TABLESPACE (its rows are a file on the source's host: :func:`_imported`). Without it, an
 ALTER that may have rewritten a replicated table's values in place pauses too (a MODIFY
-in a session that cuts what the new type cannot hold: :func:`_rewrites`).
+in a session that cuts what the new type cannot hold: :func:`_rewrites`). Either way, a
+statement that adds the very key a keyless-by-primary-key table's changes are merged by
+stops: that key was read after it ran, and the changes before it were merged by it
+(:func:`_keyed_before`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -41,6 +44,7 @@ from node.ddlparse import (
     DatabaseDdl,
     Name,
     TableDdl,
+    added_keys,
     database_options,
     dropped_database,
     kind_of,
@@ -85,6 +89,8 @@ class DdlPipeline(Protocol):
     ddl_sync: bool
     before_images: bool  # a subscription's (or a lake changelog's)
     follows_columns: bool  # a lake's: it adds new columns itself, ddl_sync or not
+    # the key of each table without a primary key, as the source showed it when read
+    table_keys: dict[tuple[str, str], tuple[str, ...]]
 
     def wants(self, schema: str, table: str) -> bool: ...
     def wants_schema(self, schema: str) -> bool: ...
@@ -287,6 +293,8 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     ddl = parse(text, change.schema, mode)
     if ddl is not None and ddl.rows in SWAPS:
         _swap(compiled, ddl, ran, past)
+    if ddl is not None:
+        _keyed_before(compiled, ddl, change, ran, past)
     if compiled.ddl_sync and ddl is not None and ddl.rows == "IMPORT TABLESPACE":
         _imported(compiled, ddl, ran, past)
     if compiled.ddl_sync:
@@ -359,6 +367,30 @@ def _rewrites(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
         "on the target (by hand, under the same sql_mode: it rewrites the values alike), "
         f"then move the pipeline past this statement: {past}; or turn ddl_sync on for this "
         "pipeline (setl apply) and resume, and it is replayed")
+
+
+def _keyed_before(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
+                  past: str) -> None:
+    """A statement that gives a replicated table the very key its changes are merged by
+    (a table with no primary key in its table maps is keyed by the key the source's schema
+    showed when the pipeline read it: at its start, or after a DDL) stops: that key was read
+    after this statement ran, so the table's changes before it, since the read, were merged
+    by a key the table did not have then (two rows of one key value taken for one, a DELETE
+    of one removing both on the target)."""
+    added = added_keys(change.ddl, sql_mode(change.session))
+    for name in ddl.names:
+        used = compiled.table_keys.get(compiled.stored(*name.pair)) \
+            if compiled.wants(*name.pair) else None
+        if not used or tuple(column.lower() for column in used) not in added:
+            continue
+        raise ConfigError(
+            f"{ran}, which gives {qualified(*name.pair)} the key ({', '.join(used)}) this "
+            "pipeline merges its changes by; the pipeline read the table's keys after the "
+            "statement ran (it started, or read them again, behind it), so the table's "
+            "changes before it were merged by a key it did not have then, and the target's "
+            "rows may differ from the source's (rows of one key value taken for one). Do on "
+            "the target what the statement did (by hand, where ddl_sync is on), move the "
+            f"pipeline past this statement: {past}; then copy the table again (setl snapshot)")
 
 
 def _imported(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:

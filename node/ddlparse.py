@@ -362,6 +362,62 @@ def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
     return None
 
 
+def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
+    """The columns of each primary or unique key an ``ALTER TABLE`` or ``CREATE UNIQUE
+    INDEX`` gives a table (``ADD [CONSTRAINT [c]] PRIMARY KEY|UNIQUE … (a, b)``, a column
+    defined ``UNIQUE`` or ``PRIMARY KEY``); none for any other statement, nor for an ALTER
+    that also drops a key (it may put one back as it was)."""
+    words = code(statement, sql_mode)
+    if words and words[0].is_word("CREATE"):
+        at = next((i for i, word in enumerate(words) if word.is_word("INDEX")), 0)
+        if not any(word.is_word("UNIQUE") for word in words[1:at]):
+            return []
+        on = next((i for i, word in enumerate(words) if word.is_word("ON")), len(words))
+        columns = _key_columns(words[on:])
+        return [columns] if columns else []
+    clauses = alter_clauses(words) or []
+    if any(len(clause) > 1 and clause[0].is_word("DROP") and
+           clause[1].is_word("PRIMARY", "INDEX", "KEY") for clause in clauses):
+        return []
+    found = []
+    for clause in clauses:
+        for definition in [*added_columns(clause), *_changed_columns(clause)]:
+            if any(word.is_word("UNIQUE", "PRIMARY") for word in definition[1:]):
+                found.append(((identifier(definition[0]) or definition[0].text).lower(),))
+        if len(clause) > 1 and not added_columns(clause) and clause[0].is_word("ADD") and any(
+                word.is_word("UNIQUE", "PRIMARY") for word in clause[1:4]):
+            columns = _key_columns(clause)
+            if columns:
+                found.append(columns)
+    return found
+
+
+def _changed_columns(clause: list[Token]) -> list[list[Token]]:
+    """The new column definition of a ``MODIFY [COLUMN] c …`` or ``CHANGE [COLUMN] old c …``."""
+    if not clause or not clause[0].is_word("MODIFY", "CHANGE"):
+        return []
+    at = 1 + (len(clause) > 1 and clause[1].is_word("COLUMN"))
+    if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("EXISTS"):
+        at += 2
+    at += clause[0].is_word("CHANGE")  # the old name
+    return [clause[at:]] if len(clause) > at else []
+
+
+def _key_columns(words: list[Token]) -> tuple[str, ...]:
+    """The column names of the first parenthesized list in ``words`` (a key's)."""
+    start = next((i for i, word in enumerate(words) if word.text == "("), None)
+    if start is None:
+        return ()
+    depth, end = 0, len(words)
+    for at in range(start, len(words)):
+        depth += (words[at].text == "(") - (words[at].text == ")")
+        if depth == 0:
+            end = at
+            break
+    return tuple((identifier(part[0]) or part[0].text).lower()
+                 for part in parts(words[start + 1:end]) if part)
+
+
 def _index(read: _Reader, statement: str) -> TableDdl | None:
     """``CREATE … INDEX i … ON t …`` and ``DROP INDEX i ON t``: the table after ``ON``."""
     while read.at < len(read.tokens) and not read.word("ON"):
