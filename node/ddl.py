@@ -27,7 +27,7 @@ tables, a column added with values made where it runs (:func:`transform_ddl`), a
 TABLESPACE (its rows are a file on the source's host: :func:`_imported`). Without it, an
 ALTER that may have rewritten a replicated table's values in place pauses too (a MODIFY
 in a session that cuts what the new type cannot hold: :func:`_rewrites`). Either way, a
-statement that adds the very key a keyless-by-primary-key table's changes are merged by
+statement that adds the very unique key a table without a primary key is merged by
 stops: that key was read after it ran, and the changes before it were merged by it
 (:func:`_keyed_before`).
 
@@ -371,12 +371,13 @@ def _rewrites(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
 
 def _keyed_before(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
                   past: str) -> None:
-    """A statement that gives a replicated table the very key its changes are merged by
-    (a table with no primary key in its table maps is keyed by the key the source's schema
-    showed when the pipeline read it: at its start, or after a DDL) stops: that key was read
-    after this statement ran, so the table's changes before it, since the read, were merged
-    by a key the table did not have then (two rows of one key value taken for one, a DELETE
-    of one removing both on the target)."""
+    """A statement that gives a replicated table the very unique key its changes are merged
+    by (a table with no primary key in its table maps is keyed by the key the source's
+    schema showed when the pipeline read it: at its start, or after a DDL) stops: that key
+    was read after this statement ran, so the table's changes before it, since the read,
+    were merged by a key the table did not have then (two rows of one key value taken for
+    one, a DELETE of one removing both on the target). An added primary key is not checked
+    (:func:`node.ddlparse.added_keys`)."""
     added = added_keys(change.ddl, sql_mode(change.session))
     for name in ddl.names:
         used = compiled.table_keys.get(compiled.stored(*name.pair)) \

@@ -363,10 +363,11 @@ def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
 
 
 def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
-    """The columns of each primary or unique key an ``ALTER TABLE`` or ``CREATE UNIQUE
-    INDEX`` gives a table (``ADD [CONSTRAINT [c]] PRIMARY KEY|UNIQUE … (a, b)``, a column
-    defined ``UNIQUE`` or ``PRIMARY KEY``); none for any other statement, nor for an ALTER
-    that also drops a key (it may put one back as it was)."""
+    """The columns of each unique key an ``ALTER TABLE`` or ``CREATE UNIQUE INDEX`` gives a
+    table (``ADD [CONSTRAINT [c]] UNIQUE … (a, b)``, a column defined ``UNIQUE``); none for
+    any other statement, nor for an ALTER that also drops a key (it may put one back as it
+    was). A primary key is not one: a table map names it, so the changes logged while the
+    table had one are keyed by it whatever was read since."""
     words = code(statement, sql_mode)
     if words and words[0].is_word("CREATE"):
         at = next((i for i, word in enumerate(words) if word.is_word("INDEX")), 0)
@@ -382,10 +383,10 @@ def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
     found = []
     for clause in clauses:
         for definition in [*added_columns(clause), *_changed_columns(clause)]:
-            if any(word.is_word("UNIQUE", "PRIMARY") for word in definition[1:]):
+            if any(word.is_word("UNIQUE") for word in definition[1:]):
                 found.append(((identifier(definition[0]) or definition[0].text).lower(),))
         if len(clause) > 1 and not added_columns(clause) and clause[0].is_word("ADD") and any(
-                word.is_word("UNIQUE", "PRIMARY") for word in clause[1:4]):
+                word.is_word("UNIQUE") for word in clause[1:4]):
             columns = _key_columns(clause)
             if columns:
                 found.append(columns)
