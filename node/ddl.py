@@ -23,7 +23,13 @@ ENGINE=BLACKHOLE) when it is not replayed, an EXCHANGE or CONVERT of a partition
 a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a database
 pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
 replay would get wrong pauses too: removing rows from a target that gathers several source
-tables, a column added with values made where it runs (:func:`transform_ddl`).
+tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
+TABLESPACE (its rows are a file on the source's host: :func:`_imported`). Without it, an
+ALTER that may have rewritten a replicated table's values in place pauses too (a MODIFY
+in a session that cuts what the new type cannot hold: :func:`_rewrites`). Either way, a
+statement that adds the very unique key a table without a primary key is merged by
+stops: that key was read after it ran, and the changes before it were merged by it
+(:func:`_keyed_before`).
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -38,12 +44,14 @@ from node.ddlparse import (
     DatabaseDdl,
     Name,
     TableDdl,
+    added_keys,
     database_options,
     dropped_database,
     kind_of,
     on_database,
     parse,
     parse_database,
+    rewriting_clause,
     tables_named,
     unparsed_rename,
     unrepeatable_column,
@@ -81,6 +89,8 @@ class DdlPipeline(Protocol):
     ddl_sync: bool
     before_images: bool  # a subscription's (or a lake changelog's)
     follows_columns: bool  # a lake's: it adds new columns itself, ddl_sync or not
+    # the key of each table without a primary key, as the source showed it when read
+    table_keys: dict[tuple[str, str], tuple[str, ...]]
 
     def wants(self, schema: str, table: str) -> bool: ...
     def wants_schema(self, schema: str) -> bool: ...
@@ -283,6 +293,10 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     ddl = parse(text, change.schema, mode)
     if ddl is not None and ddl.rows in SWAPS:
         _swap(compiled, ddl, ran, past)
+    if ddl is not None:
+        _keyed_before(compiled, ddl, change, ran, past)
+    if compiled.ddl_sync and ddl is not None and ddl.rows == "IMPORT TABLESPACE":
+        _imported(compiled, ddl, ran, past)
     if compiled.ddl_sync:
         return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
                              compiled.target_databases, compiled.gathered, _apart(compiled))
@@ -303,6 +317,8 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
             f"the target what it did (by hand), then move the pipeline past this statement: "
             f"{past}; or turn ddl_sync on for this pipeline (setl apply) and resume, and it "
             "is replayed (a subscription's reader gets it as a DDL transaction)")
+    if ddl.kind == "ALTER":
+        _rewrites(compiled, ddl, change, ran, past)
     if ddl.kind == "ALTER" and compiled.follows_columns:
         # a lake adds the column with its first row, ddl_sync or not: it sees the statement
         # to stop where that would leave the rows it holds NULL where the source's are not
@@ -330,6 +346,69 @@ def _swap(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
         "another target or none). Do on the target what it did (by hand: where the other "
         "table is not there, copy the replicated one again: setl snapshot), then move the "
         f"pipeline past this statement: {past}")
+
+
+def _rewrites(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
+              past: str) -> None:
+    """An ALTER not replayed (``ddl_sync`` off) that may have rewritten the values of a
+    replicated table in place, with no row event (:func:`node.ddlparse.rewriting_clause`: a
+    session that cuts what a new type cannot hold) pauses: the target would keep the old
+    values, and a keyless table's later changes would find no row to match."""
+    carried = dict(change.session).get("sql_mode")
+    clause = rewriting_clause(change.ddl, None if carried is None else int(carried))
+    tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
+    if clause is None or not tables:
+        return
+    raise ConfigError(
+        f"{ran}, which may have rewritten the values {', '.join(tables)} holds ({clause!r}, "
+        "in a session whose sql_mode is not strict, or ALTER IGNORE: a value the new type "
+        "cannot hold is cut or replaced, with a warning and no row event); with ddl_sync off "
+        "it is not replayed, and the target would keep the old values. Run the same ALTER "
+        "on the target (by hand, under the same sql_mode: it rewrites the values alike), "
+        f"then move the pipeline past this statement: {past}; or turn ddl_sync on for this "
+        "pipeline (setl apply) and resume, and it is replayed")
+
+
+def _keyed_before(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
+                  past: str) -> None:
+    """A statement that gives a replicated table the very unique key its changes are merged
+    by (a table with no primary key in its table maps is keyed by the key the source's
+    schema showed when the pipeline read it: at its start, or after a DDL) stops: that key
+    was read after this statement ran, so the table's changes before it, since the read,
+    were merged by a key the table did not have then (two rows of one key value taken for
+    one, a DELETE of one removing both on the target). An added primary key is not checked
+    (:func:`node.ddlparse.added_keys`)."""
+    added = added_keys(change.ddl, sql_mode(change.session))
+    for name in ddl.names:
+        used = compiled.table_keys.get(compiled.stored(*name.pair)) \
+            if compiled.wants(*name.pair) else None
+        if not used or tuple(column.lower() for column in used) not in added:
+            continue
+        raise ConfigError(
+            f"{ran}, which gives {qualified(*name.pair)} the key ({', '.join(used)}) this "
+            "pipeline merges its changes by; the pipeline read the table's keys after the "
+            "statement ran (it started, or read them again, behind it), so the table's "
+            "changes before it were merged by a key it did not have then, and the target's "
+            "rows may differ from the source's (rows of one key value taken for one). Do on "
+            "the target what the statement did (by hand, where ddl_sync is on), move the "
+            f"pipeline past this statement: {past}; then copy the table again (setl snapshot)")
+
+
+def _imported(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
+    """An IMPORT TABLESPACE of a replicated table pauses with ``ddl_sync`` too: the rows it
+    brings in are a file on the source's host, with no row events, and replayed on the
+    target it imports nothing of theirs (it fails, or takes a stale file found there)."""
+    tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
+    if not tables:
+        return
+    raise ConfigError(
+        f"{ran}, which brings in the rows of {', '.join(tables)} from a tablespace file "
+        "(IMPORT TABLESPACE) without row events; setl does not replay it: the file is on the "
+        "source's host, and the target would import none of those rows (or a stale file of "
+        "its own). Move the pipeline past this statement: "
+        f"{past}; then copy the table to the target again (setl snapshot; where the "
+        "target's tablespace was discarded, make the table there again first, as SHOW CREATE "
+        "TABLE on the source shows it)")
 
 
 def _dropped_database(compiled: DdlPipeline, seq: int, change: RowChange, ddl: DatabaseDdl,

@@ -288,6 +288,59 @@ def test_without_ddl_sync_a_truncate_pauses_and_ddl_sync_then_replays_it(
     cluster.set_status("ddl-truncate", "STOP")
 
 
+def test_without_ddl_sync_an_alter_that_cut_values_in_a_lax_session_pauses(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A MODIFY in a session without a strict sql_mode cut the source's values in place with
+    no row event ('abcdefgh' kept as 'abcde'): it passed unseen, the target kept the old
+    value. It pauses; the same kind of ALTER in a strict session (where a cut fails it) goes
+    on, as does the row after it."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "name VARCHAR(10))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(20)")
+    running(cluster, channel("ddl-lax-modify", schema, copy, False))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 'abcdefgh')",
+                  "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
+                  f"ALTER TABLE {s} MODIFY name VARCHAR(20)", f"INSERT INTO {s} VALUES (2, 'b')")
+    wait_for(lambda: len(target.table(copy, "items_copy")) == 2, 60, "the rows past a strict "
+             "ALTER")
+    source.script("SET SESSION sql_mode = ''", f"ALTER TABLE {s} MODIFY name VARCHAR(5)",
+                  "SET SESSION sql_mode = DEFAULT")
+    wait_for(lambda: cluster.channel_status("ddl-lax-modify") == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state("ddl-lax-modify").last_error
+    assert "may have rewritten the values" in error and "MODIFY name VARCHAR(5)" in error, error
+    assert source.table(schema, "items") == [(1, "abcde"), (2, "b")]
+    assert target.table(copy, "items_copy") == [(1, "abcdefgh"), (2, "b")]
+    cluster.set_status("ddl-lax-modify", "STOP")
+
+
+def test_a_key_added_behind_the_start_stops_rather_than_merge_the_changes_before_it(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A table with no key, two rows of one code; stopped, the source changes them and adds
+    a UNIQUE key on code; started again, the pipeline read that key and merged the changes
+    before the ALTER by it (the two rows taken for one). It stops at the ALTER, saying the
+    target's rows may differ and to copy the table again."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT NOT NULL, "
+                         "name VARCHAR(10))")
+    copy = copied(target, schema, "id INT NOT NULL, name VARCHAR(10)")
+    name = "ddl-key-later"
+    running(cluster, channel(name, schema, copy, False))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 'a')")
+    wait_for(lambda: target.table(copy, "items_copy") == [(1, "a")], 60, "the first row")
+    cluster.set_status(name, "STOP")
+    wait_for(lambda: cluster.pipeline_state(name).state == "not running", 30, "the stop")
+    source.script(f"INSERT INTO {s} VALUES (1, 'b')", f"UPDATE {s} SET name = 'c' WHERE "
+                  "name = 'a'", f"DELETE FROM {s} WHERE name = 'b'",
+                  f"ALTER TABLE {s} ADD UNIQUE KEY uk (id)")
+    cluster.set_status(name, "START")
+    wait_for(lambda: cluster.channel_status(name) == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state(name).last_error
+    assert "merged by a key it did not have then" in error, error
+    assert "setl snapshot" in error and f"`{schema}`.`items`" in error
+    cluster.set_status(name, "STOP")
+
+
 @pytest.mark.parametrize("sync", [True, False], ids=["sync-on", "sync-off"])
 def test_a_drop_database_of_replicated_tables_pauses(
         cluster: Cluster, source: Database, target: Database, sync: bool) -> None:
@@ -416,6 +469,86 @@ def test_an_alter_with_a_clause_already_on_the_target_stops_rather_than_skip_the
             loader.load(ddl_batch(1, 100), [change])
         assert dict(columns(target, schema, "a"))["y"] == "int(11)"
         assert loader.load(ddl_batch(2, 200), [single]) == 0  # one clause: taken as applied
+    finally:
+        loader.close()
+
+
+@pytest.mark.parametrize("on_target,statement,differs", [
+    ("ALTER TABLE {t}.a ADD note VARCHAR(10)", "ALTER TABLE {t}.a ADD note TEXT", "note"),
+    ("ALTER TABLE {t}.a ADD n INT NULL", "ALTER TABLE {t}.a ADD COLUMN n INT NOT NULL", "n"),
+    ("CREATE TABLE {t}.b (id INT PRIMARY KEY, v VARCHAR(5))",
+     "CREATE TABLE {t}.b (id INT PRIMARY KEY, v VARCHAR(20))", "v"),
+    ("CREATE TABLE {t}.b (id INT PRIMARY KEY)",
+     "CREATE TABLE {t}.b (id INT PRIMARY KEY, v INT)", "v"),
+    ("CREATE INDEX i ON {t}.a (y)", "CREATE UNIQUE INDEX i ON {t}.a (y)", "unique keys"),
+    ("ALTER TABLE {t}.a ADD UNIQUE KEY k (x)", "ALTER TABLE {t}.a ADD UNIQUE KEY k (y)",
+     "unique keys"),
+    ("CREATE TABLE {t}.b (id INT PRIMARY KEY, p INT, v INT, CONSTRAINT fk FOREIGN KEY (p) "
+     "REFERENCES {t}.b (id))", "CREATE TABLE {t}.b (id INT PRIMARY KEY, p INT, v BIGINT, "
+     "CONSTRAINT fk FOREIGN KEY (p) REFERENCES {t}.b (id))", "v"),
+], ids=["column-type", "column-null", "create-type", "create-columns", "index-unique",
+        "key-columns", "create-foreign-key"])
+def test_a_ddl_whose_object_is_there_already_but_differs_stops(sandbox, source, target,
+                                                               on_target, statement, differs):
+    """A CREATE TABLE or ADD COLUMN failing with "exists" was taken as applied whatever the
+    target's table or column was: the rows then loaded into another type (VARCHAR(10) cut
+    the source's TEXT) or another key. It stops, naming what differs; once the target's
+    table is made alike by hand, the retry takes it as applied."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
+    t = f"`{schema}`"
+    target.execute(on_target.format(t=t))
+    pipeline_id = f"ddl-alike-{schema}.forward"
+    table = "b" if "{t}.b" in statement else "a"
+    change = ddl_change(schema, table, statement.format(t=t))
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    try:
+        before = target.rows(f"SHOW CREATE TABLE {t}.{table}")
+        with pytest.raises(Exception, match="not as the statement makes it") as caught:
+            loader.load(ddl_batch(1, 100), [change])
+        assert differs in str(caught.value) and f"{t}.`{table}`" in str(caught.value)
+        assert target.rows(f"SHOW CREATE TABLE {t}.{table}") == before
+        # touched by hand, not made alike: the retry checks again (the failed statement's
+        # intent is gone: a schema moved since it is no sign that the statement ran)
+        target.execute(f"ALTER TABLE {t}.{table} COMMENT 'touched'")
+        with pytest.raises(Exception, match="not as the statement makes it"):
+            loader.load(ddl_batch(1, 100), [change])
+        # made alike by hand: the retry of the same statement takes it as applied
+        target.execute(f"DROP TABLE {t}.{table}")
+        if table == "a":
+            target.execute(f"CREATE TABLE {t}.a (x INT NOT NULL, y INT)")
+        target.execute(statement.format(t=t))
+        alike = target.rows(f"SHOW CREATE TABLE {t}.{table}")
+        assert loader.load(ddl_batch(1, 100), [change]) == 0
+        assert target.rows(f"SHOW CREATE TABLE {t}.{table}") == alike
+        assert target.rows(f"SHOW TABLES FROM {t}") == [("a",)] + (
+            [("b",)] if table == "b" else [])  # the probe is gone
+    finally:
+        loader.close()
+
+
+def test_a_ddl_whose_object_is_there_alike_is_taken_as_applied(sandbox, source, target):
+    """The ones the target already has as the statement makes them pass, as before (a
+    table made by hand, from the source's SHOW CREATE TABLE, before the channel ran)."""
+    schema = make_schema(
+        source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT, note TEXT, "
+        "UNIQUE KEY k (x), KEY i (y)) DEFAULT CHARSET=latin1")
+    t = f"`{schema}`"
+    pipeline_id = f"ddl-alike2-{schema}.forward"
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    try:
+        for pos, statement in enumerate([
+                "CREATE TABLE {t}.a (x INT NOT NULL, y INT, note TEXT, UNIQUE KEY k (x), "
+                "KEY i (y)) DEFAULT CHARSET=latin1",
+                "ALTER TABLE {t}.a ADD COLUMN note TEXT", "ALTER TABLE {t}.a ADD UNIQUE k (x)",
+                "CREATE INDEX i ON {t}.a (y)",
+                "CREATE TABLE {t}.c (id INT PRIMARY KEY, a INT, CONSTRAINT fk FOREIGN KEY (a) "
+                "REFERENCES {t}.a (x) ON DELETE CASCADE, KEY (a))"], 1):
+            if "{t}.c" in statement:
+                target.execute(statement.format(t=t))
+            assert loader.load(ddl_batch(pos, pos * 100),
+                               [ddl_change(schema, "a", statement.format(t=t))]) == 0
     finally:
         loader.close()
 

@@ -4,10 +4,13 @@ pauses either way, and a column added with values made where it runs pauses a re
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from node.changes import ChangeType, RowChange
 from node.ddl import concerns, parse, tables_named
-from node.ddlparse import ROW_CLAUSES, unrepeatable_column
+from node.ddlparse import ROW_CLAUSES, rewriting_clause, unrepeatable_column
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from tests.unit.test_ddl import PAIRS, SHARDS, ddl_targets
@@ -155,3 +158,90 @@ def test_with_ddl_sync_other_added_columns_are_replayed(statement: str) -> None:
 
 def test_an_unrepeatable_column_of_a_table_no_pair_reads_passes() -> None:
     assert ddl_targets("ALTER TABLE unpaired ADD u CHAR(36) DEFAULT UUID()") == []
+
+
+# --- ddl_sync on: IMPORT TABLESPACE brings in the source's file, which the target has not -
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders IMPORT TABLESPACE",
+    "ALTER TABLE shop.orders IMPORT PARTITION p1 TABLESPACE",
+    "alter table `orders` /*!50100 import partition all tablespace */"])
+def test_with_ddl_sync_an_import_tablespace_pauses(statement: str) -> None:
+    """It was replayed: the target has no file of the source's rows to import (it failed
+    with a bare server error, or imported a stale file of its own), and the rows it brought
+    in on the source have no row events."""
+    with pytest.raises(ConfigError, match=r"\(IMPORT TABLESPACE\)") as caught:
+        ddl_targets(statement)
+    message = str(caught.value)
+    assert "`shop`.`orders`" in message and "setl snapshot" in message
+    assert "setl position set shop/fwd" in message
+
+
+def test_with_ddl_sync_a_discard_tablespace_and_an_unpaired_import_are_replayed() -> None:
+    """DISCARD removes the rows on both sides alike; an import into a table no pair reads
+    is nothing to this pipeline."""
+    assert [t[3] for t in ddl_targets("ALTER TABLE orders DISCARD TABLESPACE")] == [
+        "ALTER TABLE `copy`.`orders_v2` DISCARD TABLESPACE"]
+    assert ddl_targets("ALTER TABLE unpaired IMPORT TABLESPACE") == []
+
+
+# --- ddl_sync off: an ALTER that may have rewritten values in place (a lax sql_mode) ------
+
+LAX, STRICT = 0, 1 << 21  # sql_mode '' and STRICT_TRANS_TABLES as the query event has them
+
+
+def lax_targets(statement: str, mode: int | None, follows_columns: bool = False) -> list:
+    c = dataclasses.replace(compiled(*PAIRS), follows_columns=follows_columns)
+    session = () if mode is None else (("sql_mode", mode),)
+    change = RowChange("shop", "", ChangeType.DDL, ddl=statement, session=session)
+    return [t.ddl for t in extract_transform(c, [(4, change)])]
+
+
+@pytest.mark.parametrize("follows_columns", [False, True], ids=["database", "lake"])
+@pytest.mark.parametrize("statement, clause", [
+    ("ALTER TABLE orders MODIFY note VARCHAR(5)", "MODIFY note VARCHAR(5)"),
+    ("ALTER TABLE shop.orders ADD x INT, CHANGE COLUMN qty qty TINYINT NOT NULL",
+     "CHANGE COLUMN qty qty TINYINT NOT NULL"),
+    ("ALTER TABLE orders CONVERT TO CHARACTER SET latin1", "CONVERT TO CHARACTER SET latin1"),
+    ("alter table orders convert to charset = 'utf8mb3'", "convert to charset = 'utf8mb3'"),
+])
+def test_without_ddl_sync_an_alter_that_may_cut_values_in_a_lax_session_pauses(
+        statement: str, clause: str, follows_columns: bool) -> None:
+    """In a session without a strict sql_mode the source cut its values in place ('abcdefgh'
+    kept as 'abcde', 300 as 127, 'é€😀' as 'é€?'), with no row event; the ALTER passed
+    unseen and the target kept the old values."""
+    with pytest.raises(ConfigError, match="may have rewritten the values") as caught:
+        lax_targets(statement, LAX, follows_columns)
+    message = str(caught.value)
+    assert f"({clause!r}" in message and "`shop`.`orders`" in message
+    assert "setl position set shop/fwd" in message and "turn ddl_sync on" in message
+
+
+@pytest.mark.parametrize("statement, mode", [
+    ("ALTER TABLE orders MODIFY note VARCHAR(5)", STRICT),  # a value cut fails the ALTER
+    ("ALTER TABLE orders MODIFY note VARCHAR(5)", STRICT | (1 << 22)),
+    ("ALTER TABLE orders MODIFY note VARCHAR(5)", None),  # not known: as before
+    ("ALTER TABLE orders CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", LAX),
+    ("ALTER TABLE orders ALTER COLUMN note SET DEFAULT 'x'", LAX),
+    ("ALTER TABLE orders RENAME COLUMN note TO remark", LAX),
+    ("ALTER TABLE orders DEFAULT CHARACTER SET latin1", LAX),
+    ("ALTER TABLE unpaired MODIFY note VARCHAR(5)", LAX),
+])
+def test_without_ddl_sync_other_alters_in_either_session_pass(statement: str,
+                                                              mode: int | None) -> None:
+    assert lax_targets(statement, mode) == []
+
+
+def test_an_alter_ignore_that_may_cut_values_pauses_in_a_strict_session_too() -> None:
+    with pytest.raises(ConfigError, match="may have rewritten the values"):
+        lax_targets("ALTER IGNORE TABLE orders MODIFY qty TINYINT", STRICT)
+    assert rewriting_clause("ALTER TABLE orders MODIFY qty TINYINT", STRICT) is None
+
+
+def test_with_ddl_sync_an_alter_that_may_cut_values_is_replayed_under_its_sql_mode() -> None:
+    c = compiled(*PAIRS, options="ddl_sync: true")
+    change = RowChange("shop", "", ChangeType.DDL, ddl="ALTER TABLE orders MODIFY note "
+                       "VARCHAR(5)", session=(("sql_mode", LAX),))
+    [replayed] = extract_transform(c, [(4, change)])
+    assert replayed.ddl == "ALTER TABLE `copy`.`orders_v2` MODIFY note VARCHAR(5)"
+    assert ("sql_mode", LAX) in replayed.session

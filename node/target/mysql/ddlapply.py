@@ -11,7 +11,9 @@ kind: a renamed column, an unnamed index, a table swap by RENAME, a cut-over of 
 schema change); the same fingerprint means it did not, and it runs. On a first try, an
 error that proves the effect is already there (a CREATE of a table that exists, …) is
 still taken as applied, as before — for an ALTER only when it has one clause: a failed
-ALTER changes nothing, so a column already there must not hide the clauses beside it.
+ALTER changes nothing, so a column already there must not hide the clauses beside it; and
+a table, column or index already there only when it is as the statement makes it (tried
+on a temporary table: :func:`_check_alike`), else rows would load into another shape.
 The fingerprint leaves out the table's ``AUTO_INCREMENT`` counter, which any other writer
 moves (the DDL did not run because a row came)."""
 
@@ -30,8 +32,9 @@ import pymysql
 from node.changes import TargetChange
 from node.ddl import kind_of, on_database, tables_named
 from node.ddl import parse as parse_ddl
+from node.ddlparse import added_columns, alter_clauses
 from node.ddlsession import database_defaults, run_under, sql_mode
-from node.sqllex import Token, parts
+from node.sqllex import Token, identifier, parts
 from node.sqllex import statement_code as code
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
@@ -43,6 +46,10 @@ log = logging.getLogger("setl.node.target.mysql.loader")
 DDL_ALREADY_APPLIED = {"CREATE": {1007, 1050, 1061}, "DROP": {1051, 1091},
                        "ALTER": {1060, 1061, 1091}}  # 1061, 1091: CREATE/DROP INDEX
 MISSING_TABLE = 1146
+# "exists" errors taken as applied only when the target's table is what the statement makes
+# of it (:func:`_check_alike`): a table, a column, an index already there, maybe not alike
+_EXISTS = {"CREATE": {1050, 1061}, "ALTER": {1060, 1061}}
+_PROBE = "_setl_probe"  # the temporary table a statement is tried on (not in the binlog)
 RENAME_ERRORS = {1050, MISSING_TABLE}  # a replayed RENAME: applied if the target shows it
 INTENT_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_ddl (
   pipeline_id VARCHAR(191) NOT NULL,
@@ -174,6 +181,8 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
                 "as applied")) from None
         if not done:
             raise
+        if code in _EXISTS.get(kind, ()):
+            _check_alike(cursor, change, kind, database, exc, (pipeline_id, at, seq), mark)
         log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "
                     "ddl=%r error=%r", pipeline_id, process_id,
                     change.datasource, change.ddl, exc.args[-1])
@@ -224,3 +233,177 @@ def _renamed(cursor: Any, change: TargetChange) -> bool:
                    "(TABLE_SCHEMA = %s AND TABLE_NAME = %s) OR (TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s)", (*old.pair, *new.pair))
     return {tuple(row) for row in cursor.fetchall()} == {new.pair}
+
+
+def _check_alike(cursor: Any, change: TargetChange, kind: str, database: str,
+                 exc: pymysql.MySQLError, intent: tuple[str, BinlogPosition, int],
+                 mark: str) -> None:
+    """A CREATE TABLE, ADD COLUMN or index that failed because its table, column or index
+    is there already is taken as applied only when the target's table is what the statement
+    makes of it: its columns (type, charset, NULL, default, generated) and unique keys, as
+    the statement gives them to a temporary copy of the table (made by it, or copied from
+    the target's with what the error says is there taken out). Else it stops (rows loaded
+    into another shape than the source's change silently: a column of another type), its
+    intent gone: the statement did not run, and a table changed by hand before the retry
+    is no sign that it did (the retry runs it, and checks again)."""
+    pipeline_id, at, seq = intent
+    mode = sql_mode(change.session)
+    parsed = parse_ddl(change.ddl, change.schema, mode)
+    schema, table = parsed.names[0].pair if parsed is not None and parsed.names else \
+        (change.schema, change.table)
+    where = f"{qualified(schema, table)} on target {change.datasource}"
+    try:
+        with _source_defaults(cursor, change, kind, database, mark):
+            made = _probe(cursor, change, parsed, (schema, table), mode, mark)
+        differ = _differences(_shape(cursor, qualified(schema, table)),
+                              _shape(cursor, qualified(schema, _PROBE))) if made else ""
+    except pymysql.MySQLError as probe:
+        made, differ = False, f"({probe.args[-1] if probe.args else probe})"
+    finally:
+        with contextlib.suppress(pymysql.MySQLError):
+            cursor.execute(f"{mark}DROP TEMPORARY TABLE IF EXISTS {qualified(schema, _PROBE)}")
+    if made and not differ:
+        return
+    cursor.execute("DELETE FROM retl.retl_ddl WHERE pipeline_id = %s AND binlog_file = %s "
+                   "AND binlog_pos = %s AND seq = %s", (pipeline_id, at.file, at.pos, seq))
+    cursor.execute("COMMIT")
+    failed = f"{change.ddl!r} failed on target {change.datasource} ({exc.args[-1]}): {where} "
+    if made:
+        message = (
+            f"{failed}is there already, and not as the statement makes it: {differ}; rows "
+            "loaded into it would change silently. Make the target's table match the "
+            "source's by hand (SHOW CREATE TABLE on both), and start the channel again: the "
+            "statement is then taken as applied")
+    else:
+        message = (
+            f"{failed}is there already, and setl cannot tell whether it is as the statement "
+            f"makes it {differ}".rstrip() + ". Make sure the target's table matches the "
+            "source's (SHOW CREATE TABLE on both; ALTER it by hand where not), then move the "
+            f"pipeline past this statement: setl position set {pipeline_id.replace('.', '/')} "
+            "--file … --pos … (the next transaction's position), and resume")
+    raise type(exc)(exc.args[0] if exc.args else 0, message) from None
+
+
+def _probe(cursor: Any, change: TargetChange, parsed: Any, table: tuple[str, str],
+           mode: int, mark: str) -> bool:
+    """Run the statement on a temporary table in the target table's database instead (for
+    an ALTER or CREATE INDEX, a copy of the target's table without the column or index it
+    adds); False when the statement cannot be tried so."""
+    if parsed is None or not parsed.names:
+        return False
+    probe = qualified(table[0], _PROBE)
+    words = code(change.ddl, mode)
+    cursor.execute(f"{mark}DROP TEMPORARY TABLE IF EXISTS {probe}")
+    name = parsed.names[0]
+    text = change.ddl[:name.start] + probe + change.ddl[name.end:]
+    if parsed.kind == "CREATE":
+        at = next((word.start for word in words if word.is_word("TABLE")), None)
+        if at is None:
+            return False
+        text = _without_foreign_keys(text[:at] + "TEMPORARY " + text[at:], mode)
+        run_under(cursor, change.session, mark + text)
+        return True
+    there = _there(words, parsed.kind)
+    if not there:
+        return False
+    cursor.execute(f"{mark}CREATE TEMPORARY TABLE {probe} LIKE {qualified(*table)}")
+    cursor.execute(f"{mark}ALTER TABLE {probe} " + ", ".join(there))
+    run_under(cursor, change.session, mark + text)
+    return True
+
+
+def _there(words: list[Token], kind: str) -> list[str]:
+    """What an ADD COLUMN, ADD INDEX or CREATE INDEX of one clause adds, as DROP clauses
+    (none when it adds something else, or names none)."""
+    if kind == "INDEX":
+        at = next((i + 1 for i, word in enumerate(words) if word.is_word("INDEX")), len(words))
+        name = _index_name(words[at:])
+        return [f"DROP INDEX {quote(name)}"] if name else []
+    clause = [part for part in alter_clauses(words) or [] if not _option(part)]
+    if len(clause) != 1:
+        return []
+    columns = added_columns(clause[0])
+    if columns:
+        return [f"DROP COLUMN {quote(identifier(c[0]) or c[0].text)}" for c in columns]
+    rest = clause[0][1:]  # ADD [CONSTRAINT [c]] [UNIQUE|…] [INDEX|KEY] name
+    if rest and rest[0].is_word("CONSTRAINT"):
+        rest = rest[1:] if rest[1:2] and rest[1].is_word(*_KEY_WORDS) else rest[2:]
+    while rest and rest[0].is_word(*_KEY_WORDS):
+        rest = rest[1:]
+    name = _index_name(rest)
+    return [f"DROP INDEX {quote(name)}"] if name else []
+
+
+def _without_foreign_keys(text: str, mode: int) -> str:
+    """A CREATE TABLE's text without its FOREIGN KEY clauses (a temporary table takes none,
+    and they decide no column's shape); as it was when the first item is one."""
+    words = code(text, mode)
+    at = next((i for i, word in enumerate(words) if word.text == "("), len(words))
+    items: list[tuple[Token | None, list[Token]]] = [(None, [])]
+    depth = 0
+    for word in words[at + 1:]:
+        if word.text == ")" and depth == 0:
+            break
+        depth += (word.text == "(") - (word.text == ")")
+        if word.text == "," and depth == 0:
+            items.append((word, []))
+        else:
+            items[-1][1].append(word)
+    spans = [(comma.start, item[-1].end) for comma, item in items if comma and item and (
+        item[0].is_word("FOREIGN") or (item[0].is_word("CONSTRAINT") and any(
+            word.is_word("FOREIGN") for word in item[1:3])))]
+    for start, end in reversed(spans):
+        text = text[:start] + text[end:]
+    return text
+
+
+_KEY_WORDS = ("UNIQUE", "FULLTEXT", "SPATIAL", "INDEX", "KEY", "VECTOR")
+
+
+def _index_name(rest: list[Token]) -> str | None:
+    """The index name at the head of ``rest`` (after ``IF NOT EXISTS``)."""
+    if len(rest) > 2 and rest[0].is_word("IF") and rest[1].is_word("NOT"):
+        rest = rest[3:]
+    if not rest or rest[0].is_word("USING", "ON") or rest[0].text == "(":
+        return None
+    return identifier(rest[0])
+
+
+def _shape(cursor: Any, table: str) -> dict[str, Any]:
+    """What of a table decides the rows it holds: its columns' type, collation, NULL,
+    default and extra (generated, auto_increment), its unique keys' columns."""
+    cursor.execute(f"SHOW FULL COLUMNS FROM {table}")
+    columns = {str(row[0]).lower(): (row[1], row[2], row[3], row[5], row[6])
+               for row in cursor.fetchall()}
+    cursor.execute(f"SHOW INDEX FROM {table}")
+    keys: dict[str, list[tuple[str, Any]]] = {}
+    for row in cursor.fetchall():  # Table, Non_unique, Key_name, Seq, Column, …, Sub_part
+        if not int(row[1]):
+            keys.setdefault(str(row[2]), []).append((str(row[4]).lower(), row[7]))
+    return {"columns": columns, "keys": sorted(tuple(key) for key in keys.values())}
+
+
+def _differences(there: dict[str, Any], made: dict[str, Any]) -> str:
+    """How the target's table differs from the one the statement makes ('' alike)."""
+    found = []
+    for name in sorted(set(there["columns"]) | set(made["columns"])):
+        have, want = there["columns"].get(name), made["columns"].get(name)
+        if have != want:
+            found.append(f"column {name} is {_column(have)} there, {_column(want)} by it")
+    if there["keys"] != made["keys"]:
+        found.append(f"unique keys {_keys(there['keys'])} there, {_keys(made['keys'])} by it")
+    return "; ".join(found)
+
+
+def _column(spec: tuple[Any, ...] | None) -> str:
+    if spec is None:
+        return "missing"
+    kind, collation, null, default, extra = spec
+    return " ".join(str(part) for part in (
+        kind, collation and f"COLLATE {collation}", "NULL" if null == "YES" else "NOT NULL",
+        default is not None and f"DEFAULT {default}", extra) if part)
+
+
+def _keys(keys: list[tuple[tuple[str, Any], ...]]) -> str:
+    return "[" + ", ".join("(" + ", ".join(c if p is None else f"{c}({p})" for c, p in key)
+                           + ")" for key in keys) + "]" if keys else "none"
