@@ -39,22 +39,20 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from node.changes import ChangeType, RowChange, TargetChange
+from node.ddlclauses import added_keys, rewriting_clause, unrepeatable_column
 from node.ddlparse import (
     SWAPS,
     DatabaseDdl,
     Name,
     TableDdl,
-    added_keys,
     database_options,
     dropped_database,
     kind_of,
     on_database,
     parse,
     parse_database,
-    rewriting_clause,
     tables_named,
     unparsed_rename,
-    unrepeatable_column,
 )
 from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
 from node.sqllex import second_statement, without_time_bounds
@@ -351,7 +349,7 @@ def _swap(compiled: DdlPipeline, ddl: TableDdl, ran: str, past: str) -> None:
 def _rewrites(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: str,
               past: str) -> None:
     """An ALTER not replayed (``ddl_sync`` off) that may have rewritten the values of a
-    replicated table in place, with no row event (:func:`node.ddlparse.rewriting_clause`: a
+    replicated table in place, with no row event (:func:`node.ddlclauses.rewriting_clause`: a
     session that cuts what a new type cannot hold) pauses: the target would keep the old
     values, and a keyless table's later changes would find no row to match."""
     carried = dict(change.session).get("sql_mode")
@@ -377,7 +375,7 @@ def _keyed_before(compiled: DdlPipeline, ddl: TableDdl, change: RowChange, ran: 
     was read after this statement ran, so the table's changes before it, since the read,
     were merged by a key the table did not have then (two rows of one key value taken for
     one, a DELETE of one removing both on the target). An added primary key is not checked
-    (:func:`node.ddlparse.added_keys`)."""
+    (:func:`node.ddlclauses.added_keys`)."""
     added = added_keys(change.ddl, sql_mode(change.session))
     for name in ddl.names:
         used = compiled.table_keys.get(compiled.stored(*name.pair)) \

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.ddlparse import added_keys
+from node.ddlclauses import added_keys
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from tests.unit.test_ddl import PAIRS

@@ -10,7 +10,8 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.ddl import concerns, parse, tables_named
-from node.ddlparse import ROW_CLAUSES, rewriting_clause, unrepeatable_column
+from node.ddlclauses import rewriting_clause, unrepeatable_column
+from node.ddlparse import ROW_CLAUSES
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from tests.unit.test_ddl import PAIRS, SHARDS, ddl_targets

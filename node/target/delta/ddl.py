@@ -5,7 +5,7 @@ they give the rows it holds a value the binlog never writes there."""
 from __future__ import annotations
 
 from node import sqllex
-from node.ddlparse import added_columns, alter_clauses
+from node.ddlclauses import added_columns, alter_clauses
 
 
 def taken(ddl: str) -> bool:

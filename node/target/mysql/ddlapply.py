@@ -32,7 +32,7 @@ import pymysql
 from node.changes import TargetChange
 from node.ddl import kind_of, on_database, tables_named
 from node.ddl import parse as parse_ddl
-from node.ddlparse import added_columns, alter_clauses
+from node.ddlclauses import added_columns, alter_clauses
 from node.ddlsession import database_defaults, run_under, sql_mode
 from node.sqllex import Token, identifier, parts
 from node.sqllex import statement_code as code

@@ -1,0 +1,155 @@
+"""What an ``ALTER TABLE``'s clauses do besides naming tables (:mod:`node.ddlparse` reads
+the names): the columns and keys they add, the clauses that may rewrite values in place, the
+columns whose values a replay would make anew. Read with the SQL lexer (:mod:`node.sqllex`)."""
+
+from __future__ import annotations
+
+from node.sqllex import SYMBOL, Token, identifier, parts
+from node.sqllex import statement_code as code
+
+# functions whose value differs on every call: a column added with one differs on a replay
+UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID", "SYSDATE")  # (SYSDATE: the clock
+# now, not the session's timestamp a replay runs under)
+# sql_mode's STRICT_TRANS_TABLES and STRICT_ALL_TABLES bits: a value a column cannot hold
+# fails the statement (else it is cut, with a warning)
+STRICT_MODES = (1 << 21) | (1 << 22)
+# what may follow ADD in an ALTER TABLE clause that adds no column
+NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
+               "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
+
+
+def alter_clauses(words: list[Token]) -> list[list[Token]] | None:
+    """The clauses of an ``ALTER TABLE`` (None: another statement)."""
+    at = 1
+    while at < len(words) and words[at].is_word("ONLINE", "IGNORE"):
+        at += 1
+    if len(words) < at + 3 or not (words[0].is_word("ALTER") and words[at].is_word("TABLE")):
+        return None
+    at += 1
+    if words[at].is_word("IF") and len(words) > at + 2 and words[at + 1].is_word("EXISTS"):
+        at += 2
+    at += 1  # the table's name, schema-qualified or not
+    while at + 1 < len(words) and words[at].text == "." and words[at].kind == SYMBOL:
+        at += 2
+    return parts(words[at:])
+
+
+def added_columns(clause: list[Token]) -> list[list[Token]]:
+    """The column definitions (name first) an ALTER TABLE clause adds: ``ADD [COLUMN] [IF
+    NOT EXISTS] c …`` or ``ADD [COLUMN] (c …, d …)``; none for ``ADD INDEX`` and the like."""
+    if not clause or not clause[0].is_word("ADD"):
+        return []
+    at, column = 1, len(clause) > 1 and clause[1].is_word("COLUMN")
+    at += column
+    if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("NOT"):
+        at += 3  # IF NOT EXISTS
+    rest = clause[at:]
+    if not rest or (not column and rest[0].is_word(*NOT_COLUMNS)):
+        return []
+    if rest[0].kind == SYMBOL and rest[0].text == "(":
+        return [part for part in parts(rest[1:-1]) if part]
+    return [rest]
+
+
+def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | None:
+    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs: a
+    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`), with which; None for any
+    other statement. CURRENT_TIMESTAMP is not one (a replay runs under the source's
+    timestamp), nor AUTO_INCREMENT: it numbers the rows in the order of the table's
+    clustered index, the same on both sides (the primary key, the first NOT NULL unique key,
+    or for a keyless table the order its rows came in, which setl keeps), under the
+    source's auto_increment step and offset."""
+    for clause in alter_clauses(code(statement, sql_mode)) or []:
+        for definition in added_columns(clause):
+            for at, token in enumerate(definition[1:], 1):
+                following = definition[at + 1].text if at + 1 < len(definition) else ""
+                if token.is_word(*UNREPEATABLE) and following == "(":
+                    return (identifier(definition[0]) or definition[0].text,
+                            f"{token.text.upper()}()")
+    return None
+
+
+def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
+    """The first clause of an ``ALTER TABLE`` that may have rewritten the values a table
+    holds, with no row event, when its session cut what the new type cannot hold (a
+    ``sql_mode`` without STRICT_TRANS_TABLES or STRICT_ALL_TABLES, or ``ALTER IGNORE``: a
+    VARCHAR(10) made VARCHAR(5) keeps 5 characters, 300 made TINYINT 127, a NULL made NOT
+    NULL 0, a character latin1 lacks '?'): ``MODIFY``/``CHANGE [COLUMN]``, ``CONVERT TO
+    CHARACTER SET`` other than utf8mb4 (which holds every character); as the source wrote
+    it. None for any other statement, and when the session is unknown (``sql_mode`` None) or
+    refused such values (then a value the type cannot hold failed the ALTER)."""
+    if sql_mode is None:
+        return None
+    words = code(statement, sql_mode)
+    ignore = any(word.is_word("IGNORE") for word in words[1:3])
+    if sql_mode & STRICT_MODES and not ignore:
+        return None
+    for clause in alter_clauses(words) or []:
+        if clause and clause[0].is_word("MODIFY", "CHANGE") and not (
+                len(clause) > 1 and clause[1].is_word("INDEX", "KEY")):
+            return statement[clause[0].start:clause[-1].end]
+        if len(clause) > 3 and clause[0].is_word("CONVERT") and clause[1].is_word("TO"):
+            charset = clause[4] if clause[2].is_word("CHARACTER") else clause[3]
+            if charset.text == "=" and len(clause) > clause.index(charset) + 1:
+                charset = clause[clause.index(charset) + 1]
+            name = (identifier(charset) or charset.text.strip("'\"")).lower()
+            if not name.startswith("utf8mb4"):
+                return statement[clause[0].start:clause[-1].end]
+    return None
+
+
+def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
+    """The columns of each unique key an ``ALTER TABLE`` or ``CREATE UNIQUE INDEX`` gives a
+    table (``ADD [CONSTRAINT [c]] UNIQUE … (a, b)``, a column defined ``UNIQUE``); none for
+    any other statement, nor for an ALTER that also drops a key (it may put one back as it
+    was). A primary key is not one: a table map names it, so the changes logged while the
+    table had one are keyed by it whatever was read since."""
+    words = code(statement, sql_mode)
+    if words and words[0].is_word("CREATE"):
+        at = next((i for i, word in enumerate(words) if word.is_word("INDEX")), 0)
+        if not any(word.is_word("UNIQUE") for word in words[1:at]):
+            return []
+        on = next((i for i, word in enumerate(words) if word.is_word("ON")), len(words))
+        columns = _key_columns(words[on:])
+        return [columns] if columns else []
+    clauses = alter_clauses(words) or []
+    if any(len(clause) > 1 and clause[0].is_word("DROP") and
+           clause[1].is_word("PRIMARY", "INDEX", "KEY") for clause in clauses):
+        return []
+    found = []
+    for clause in clauses:
+        for definition in [*added_columns(clause), *_changed_columns(clause)]:
+            if any(word.is_word("UNIQUE") for word in definition[1:]):
+                found.append(((identifier(definition[0]) or definition[0].text).lower(),))
+        if len(clause) > 1 and not added_columns(clause) and clause[0].is_word("ADD") and any(
+                word.is_word("UNIQUE") for word in clause[1:4]):
+            columns = _key_columns(clause)
+            if columns:
+                found.append(columns)
+    return found
+
+
+def _changed_columns(clause: list[Token]) -> list[list[Token]]:
+    """The new column definition of a ``MODIFY [COLUMN] c …`` or ``CHANGE [COLUMN] old c …``."""
+    if not clause or not clause[0].is_word("MODIFY", "CHANGE"):
+        return []
+    at = 1 + (len(clause) > 1 and clause[1].is_word("COLUMN"))
+    if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("EXISTS"):
+        at += 2
+    at += clause[0].is_word("CHANGE")  # the old name
+    return [clause[at:]] if len(clause) > at else []
+
+
+def _key_columns(words: list[Token]) -> tuple[str, ...]:
+    """The column names of the first parenthesized list in ``words`` (a key's)."""
+    start = next((i for i, word in enumerate(words) if word.text == "("), None)
+    if start is None:
+        return ()
+    depth, end = 0, len(words)
+    for at in range(start, len(words)):
+        depth += (words[at].text == "(") - (words[at].text == ")")
+        if depth == 0:
+            end = at
+            break
+    return tuple((identifier(part[0]) or part[0].text).lower()
+                 for part in parts(words[start + 1:end]) if part)
