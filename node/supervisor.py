@@ -17,7 +17,6 @@ from kazoo.exceptions import KazooException, NodeExistsError
 from node.pipeline import LOST_OWNERSHIP, PipelineContext, PipelineRunner
 from node.spark import SparkRunner
 from shared.catalog import Catalog, ChannelRecord
-from shared.errors import SetlError
 from shared.model import ChannelStatus
 from shared.zk import ZkPaths
 
@@ -87,15 +86,18 @@ class Supervisor:
         try:
             names = {pipeline.source} | {pair.target.datasource  # type: ignore[attr-defined]
                                          for pair in pipeline.pairs}  # type: ignore[attr-defined]
+            buffer = pipeline.params.free_door_source  # type: ignore[attr-defined]
+            names |= {buffer} if buffer else set()  # the central free door's, on any server
             sources = {name: self.catalog.source(name) for name in names}
-        except SetlError as exc:
-            log.error("event=pipeline_not_started pipeline=%s error=%s", pid, exc)
+            context = PipelineContext(self.node_id, record.channel, pipeline,  # type: ignore[arg-type]
+                                      record.version, sources, self.spark, self.client,
+                                      self.paths, epoch,
+                                      owns=functools.partial(self._owns, pid, epoch, session))
+            runner = PipelineRunner(context)
+        except Exception as exc:  # (a definition this node cannot run: the others go on)
+            log.error("event=pipeline_not_started pipeline=%s error=%r", pid, str(exc))
             self._release(pid)
             return
-        context = PipelineContext(self.node_id, record.channel, pipeline, record.version,  # type: ignore[arg-type]
-                                  sources, self.spark, self.client, self.paths, epoch,
-                                  owns=functools.partial(self._owns, pid, epoch, session))
-        runner = PipelineRunner(context)
         with self._lock:
             if pid in self.runners or self._still_leaving(pid):
                 return  # one runner per pipeline in this node, whatever happened meanwhile

@@ -97,3 +97,34 @@ def test_the_central_doors_connection_serves_one_thread_at_a_time(sandbox, targe
     assert len(taken) == len(set(taken)) == requests
     assert target.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s",
                        (channel,)) == [(0,)]
+
+
+def test_a_central_buffer_on_a_third_server_is_served(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The central buffer may live on any server: here neither the pipeline's source nor its
+    target. The node looked it up among those two only, and every node that took the
+    pipeline crashed on it."""
+    cluster.sandbox.up(second_target=True)
+    schema = make_schema(source, target, ITEMS)
+    without_binlog(source, f"INSERT INTO `{schema}`.items VALUES "
+                   + ", ".join(f"({i}, 'row {i}', {i})" for i in range(1, 21)))
+    servers = cluster.sandbox.servers()
+    sources = [{"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
+                "password": f"file:{cluster.sandbox.secret_file}"}
+               for name in ("source", "target", "target2")]
+    cluster.apply([{"name": "door-third", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target",
+        "free_door": {"source": "target2"},
+        "pairs": [{"source": f"{schema}.items", "target": f"{schema}.items"}]}]}], sources)
+    cluster.set_status("door-third", "START")
+    cluster.wait_running("door-third")
+    buffer = Database(cluster.sandbox, "target2")
+    try:
+        request_rows(buffer, f"{schema}.items", [(i,) for i in range(1, 21)],
+                     channel="door-third", pipeline="forward")
+        wait_equal(source, target, schema, ["items"])
+        wait_for(lambda: buffer.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID "
+                                     "= 'door-third'") == [(0,)], 30, "the buffer cleaned")
+    finally:
+        buffer.close()
+    cluster.set_status("door-third", "STOP")
