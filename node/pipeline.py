@@ -54,6 +54,7 @@ from shared.errors import (
     OwnershipLostError,
     SetlError,
     SparkStartError,
+    ZooKeeperUnavailableError,
 )
 from shared.model import Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
@@ -253,7 +254,10 @@ class PipelineRunner(RunnerStatus):
             source = self.primary.resolve(known.position if known else None)
             self._still_owner("source resolve")  # (a first start writes the cursor)
             hint = self._start_cursor(compiled, source)
-        except KazooException as exc:  # no ZooKeeper, no start: the node starts it again later
+        except (KazooException, ZooKeeperUnavailableError) as exc:  # no ZooKeeper, no start
+            # (the catalog's calls say it as ZooKeeperUnavailableError): no failure counted,
+            # the node starts it again once ZooKeeper answers (an outage of a minute paused
+            # the channel, and left its runner dead on the node that held it)
             raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"
                                      ) from None
         self._still_owner("position read")

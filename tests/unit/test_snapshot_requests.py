@@ -180,3 +180,22 @@ def test_status_lists_failed_copies_beside_those_under_way() -> None:
     assert any("shop.a" in line and "failed" in line and "no key" in line for line in lines)
     assert any("shop.c" in line and "copying" in line and "1/4" in line for line in lines)
     assert "shop.b" not in text and "shop.d" not in text  # copied again; done
+
+
+def test_zookeeper_not_answering_at_a_start_is_no_failure() -> None:
+    """The catalog's calls say an outage as ZooKeeperUnavailableError, not kazoo's own
+    error: the start counted it as a failure, so a minute's outage paused the channel and
+    left its runner dead on the node. It is a start abandoned (the node starts it again)."""
+    from types import SimpleNamespace
+
+    from shared.errors import OwnershipLostError, ZooKeeperUnavailableError
+
+    class Away:
+        def load(self) -> None:
+            raise ZooKeeperUnavailableError("ZooKeeper did not answer in 5 s")
+
+    runner = object.__new__(pipelines.PipelineRunner)
+    runner.ctx = SimpleNamespace(pipeline=SimpleNamespace(params=None))
+    runner.cursor, runner.cursors = None, Away()
+    with pytest.raises(OwnershipLostError, match="ZooKeeper did not answer"):
+        runner._run_once(None)  # type: ignore[arg-type]
