@@ -553,6 +553,33 @@ def test_a_ddl_whose_object_is_there_alike_is_taken_as_applied(sandbox, source, 
         loader.close()
 
 
+def test_a_ddl_the_check_cannot_try_or_a_target_further_along_is_taken_as_applied(
+        sandbox, source, target):
+    """A CREATE TABLE replayed onto a target whose copy was made from the source's table as
+    it is now (a column added later there too) is as the statement makes it, its later
+    column aside; a partitioned table cannot be tried on a temporary one (nor can any table
+    without the CREATE TEMPORARY TABLES grant): taken as applied as before, with a warning.
+    Both stopped the pipeline for nothing."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
+    t = f"`{schema}`"
+    target.script(f"CREATE TABLE {t}.b (id INT PRIMARY KEY, v INT, later TEXT)",
+                  f"CREATE TABLE {t}.p (id INT PRIMARY KEY, v INT) PARTITION BY HASH (id) "
+                  "PARTITIONS 2")
+    pipeline_id = f"ddl-alike3-{schema}.forward"
+    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
+                    epoch=5)
+    try:
+        for pos, (table, statement) in enumerate([
+                ("b", "CREATE TABLE {t}.b (id INT PRIMARY KEY, v INT)"),
+                ("p", "CREATE TABLE {t}.p (id INT PRIMARY KEY, v INT) PARTITION BY HASH (id) "
+                 "PARTITIONS 2"),
+                ("p", "ALTER TABLE {t}.p ADD COLUMN v INT")], 1):
+            assert loader.load(ddl_batch(pos, pos * 100),
+                               [ddl_change(schema, table, statement.format(t=t))]) == 0
+    finally:
+        loader.close()
+
+
 def test_a_create_select_logged_as_a_statement_stops_and_one_logged_as_rows_replicates(
         cluster: Cluster, source: Database, target: Database) -> None:
     """In ROW format a CREATE TABLE … SELECT is the statement and its rows in one group:
