@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
-from shared import gtid, positions
+from shared import gtid, positions, zk
 from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
@@ -125,6 +125,7 @@ class CursorStore:
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
         self.client, self.path, self.pipeline_id = client, paths.cursor(pipeline_id), pipeline_id
         self._version: int | None = None  # of the cursor read or written last (None: none)
+        self._lost: bytes | None = None  # a write whose answer never came (it may have landed)
 
     def load(self) -> Cursor | None:
         try:
@@ -136,18 +137,33 @@ class CursorStore:
         return Cursor.from_json(data) if data else None
 
     def save(self, cursor: Cursor) -> None:
-        if self._version is None:  # none read: made now, never over one made meanwhile
-            try:
-                self.client.create(self.path, cursor.to_json(), makepath=True)
-            except NodeExistsError:
-                raise self._moved(cursor) from None
-            self._version = 0
-            return
+        """Write ``cursor`` over the one this runner read or wrote last. A write of its own
+        whose answer was lost (the connection dropped after ZooKeeper applied it) is found
+        and taken for its own, not for someone else's move (the cursor froze, the runner
+        logging it moved five times a second)."""
+        data = cursor.to_json()
         try:
-            stat = self.client.set(self.path, cursor.to_json(), version=self._version)
-        except (BadVersionError, NoNodeError):
+            self._version = self._write(data)
+        except BadVersionError:
             raise self._moved(cursor) from None
-        self._version = stat.version
+        except KazooException:  # no answer: written or not, the next write finds out
+            self._lost = data
+            raise
+        self._lost = None
+
+    def _write(self, data: bytes) -> int:
+        """``data`` written over the version this runner knows (made, when it knows none);
+        the version written. BadVersionError when someone else's write is there."""
+        expected = 0 if self._version is None else self._version + 1
+        try:
+            if self._version is None:  # none read: made now, never over one made meanwhile
+                self.client.create(self.path, data, makepath=True)
+                return 0
+            return self.client.set(self.path, data, version=self._version).version
+        except (NodeExistsError, BadVersionError, NoNodeError):
+            if not zk.landed(self.client, self.path, self._lost, expected):
+                raise BadVersionError() from None
+        return self.client.set(self.path, data, version=expected).version
 
     def first(self, cursor: Cursor) -> Cursor:
         """``cursor`` stored as the first unless one is there; the one stored, whose version

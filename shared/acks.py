@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
+from shared import zk
 from shared.errors import FencedError
 from shared.model import BinlogPosition
 
@@ -104,15 +105,9 @@ class AckStore:
     def _adopt_lost(self) -> bool:
         """Whether the znode is at the version after this owner's and holds the write of
         this owner's whose answer was lost (then that version is this owner's)."""
-        if self._lost is None:
+        if not zk.landed(self.client, self.path, self._lost, self._version + 1):
             return False
-        try:
-            found, stat = self.client.get(self.path)
-        except NoNodeError:
-            return False
-        if stat.version != self._version + 1 or found != self._lost:
-            return False
-        self._version, self._lost = stat.version, None
+        self._version, self._lost = self._version + 1, None
         return True
 
 

@@ -163,6 +163,19 @@ def put(zk: KazooClient, path: str, data: bytes) -> None:
             zk.set(path, data)
 
 
+def landed(zk: KazooClient, path: str, data: bytes | None, version: int) -> bool:
+    """Whether a conditional write whose answer was lost (ZooKeeper applied it, then the
+    connection dropped) landed: the znode is at ``version`` holding ``data`` (None: no such
+    write)."""
+    if data is None:
+        return False
+    try:
+        found, stat = zk.get(path)
+    except NoNodeError:
+        return False
+    return stat.version == version and found == data
+
+
 def client(settings: ZkSettings) -> KazooClient:
     """A client that is not connected yet (see :func:`start`); its calls are bounded."""
     return KazooClient(

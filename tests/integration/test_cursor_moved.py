@@ -51,3 +51,50 @@ def test_a_stale_runner_never_writes_its_cursor_over_a_position_set_meanwhile(
     publisher.publish(at(700))
     publisher.close()
     assert positions.load(zk_client, path) is None
+
+
+def test_a_cursor_write_whose_answer_was_lost_is_the_runners_own(
+        zk_client: KazooClient, zk_root: str) -> None:
+    """The connection drops after ZooKeeper applied the runner's write (a new cursor, then an
+    update), so its answer never comes: the next write finds that write there and goes on
+    (taken for someone else's, the cursor froze for the rest of the run). An operator's
+    write in between still stops it."""
+    import pytest
+    from kazoo.exceptions import ConnectionLoss
+
+    class Dropping:  # the real client, whose next write's answer is lost after it applied
+        def __init__(self) -> None:
+            self.drop = False
+
+        def _done(self, result: object) -> object:
+            if self.drop:
+                self.drop = False
+                raise ConnectionLoss()
+            return result
+
+        def create(self, *args: object, **kwargs: object) -> object:
+            return self._done(zk_client.create(*args, **kwargs))
+
+        def set(self, *args: object, **kwargs: object) -> object:
+            return self._done(zk_client.set(*args, **kwargs))
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(zk_client, name)
+
+    client, path = Dropping(), ZkPaths(zk_root).cursor(PIPELINE)
+    store = CursorStore(client, ZkPaths(zk_root), PIPELINE)  # type: ignore[arg-type]
+    assert store.load() is None
+    client.drop = True
+    with pytest.raises(ConnectionLoss):
+        store.save(at(100))  # made, unanswered
+    store.save(at(200))
+    assert positions.load(zk_client, path) == at(200)
+    client.drop = True
+    with pytest.raises(ConnectionLoss):
+        store.save(at(300))  # set, unanswered
+    store.save(at(400))
+    assert positions.load(zk_client, path) == at(400)
+    zk_client.set(path, at(900).to_json())  # setl position set meanwhile
+    with pytest.raises(CursorMovedError):
+        store.save(at(500))
+    assert positions.load(zk_client, path) == at(900)
