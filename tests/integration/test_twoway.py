@@ -44,6 +44,15 @@ def start(cluster: Cluster, name: str) -> None:
     set_and_wait(cluster, name, "START", "running")
 
 
+def started_with_ddl(cluster: Cluster, name: str, schema: str) -> None:
+    """Channel ``name`` two-way over ``schema``.items with ddl_sync both ways, running."""
+    channel = two_way(name, schema)
+    for pipeline in channel["pipelines"]:
+        pipeline["ddl_sync"] = True
+    cluster.apply([channel])
+    start(cluster, name)
+
+
 def master_position(db: Database) -> tuple:
     return tuple(db.rows("SHOW MASTER STATUS")[0][:2])
 
@@ -175,11 +184,7 @@ def test_ddl_sync_on_a_two_way_channel_crosses_once(cluster: Cluster, source: Da
     carries the channel's loop comment and the opposite pipeline drops it. An unnamed index
     that bounced would be added again on each crossing."""
     schema = make_schema(source, target, ITEMS)
-    channel = two_way("ddl-both", schema)
-    for pipeline in channel["pipelines"]:
-        pipeline["ddl_sync"] = True
-    cluster.apply([channel])
-    start(cluster, "ddl-both")
+    started_with_ddl(cluster, "ddl-both", schema)
     t = f"`{schema}`.items"
 
     def qty_indexes(db: Database) -> list[str]:
@@ -219,11 +224,7 @@ def test_a_create_table_under_the_source_databases_defaults_leaves_both_database
     schema = make_schema(source, target, ITEMS)
     source.execute(f"ALTER DATABASE `{schema}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
     target.execute(f"ALTER DATABASE `{schema}` CHARACTER SET latin1 COLLATE latin1_swedish_ci")
-    channel = two_way("defaults-both", schema)
-    for pipeline in channel["pipelines"]:
-        pipeline["ddl_sync"] = True
-    cluster.apply([channel])
-    start(cluster, "defaults-both")
+    started_with_ddl(cluster, "defaults-both", schema)
     t = f"`{schema}`.items"
     source.script(f"DROP TABLE {t}", ITEMS.format(schema=schema))
     wait_for(lambda: "items" in [r[0] for r in target.rows(f"SHOW TABLES FROM `{schema}`")]
@@ -549,11 +550,7 @@ def test_a_drop_whose_intent_was_read_before_a_restart_is_still_not_sent_back(
     for the target users' and ran it on the source, where the table had been made again
     meanwhile. No batch ends between an intent and its DROP now."""
     schema = make_schema(source, target, ITEMS)
-    channel = two_way("drop-restart-both", schema)
-    for pipeline in channel["pipelines"]:
-        pipeline["ddl_sync"] = True
-    cluster.apply([channel])
-    start(cluster, "drop-restart-both")
+    started_with_ddl(cluster, "drop-restart-both", schema)
     t = f"`{schema}`.items"
     made_again = [ITEMS.format(schema=schema), f"INSERT INTO {t} VALUES (3, 'made again', 0)"]
     # the source's users drop the table and make it again (their DDL: by hand, unlogged)

@@ -469,19 +469,29 @@ def test_rows_another_channel_writes_into_the_same_table_are_not_extra(
         start(cluster, {"name": name, "pipelines": [{
             "name": "forward", "source": "source", "target": "target", "pairs": [
                 {"source": f"{schema}.{table}", "target": f"{schema}.logs_ab"}]}]})
-    for table, first in (("log_a", 1), ("log_b", 101)):
+    verdict = repaired_beside(cluster, source, target, capsys, schema, ("log_a", "log_b"),
+                              "v-shard-a")
+    assert "it is fed by other tables too" in verdict["notes"][0]
+    for name in ("v-shard-a", "v-shard-b"):
+        cluster.set_status(name, "STOP")
+
+
+def repaired_beside(cluster: Cluster, source: Database, target: Database, capsys: Any,
+                    schema: str, tables: tuple[str, str], verified: str) -> dict:
+    """Rows 1–20 of the first table and 101–120 of the second merged into logs_ab by two
+    channels, row 3 changed on the target, then ``verify --repair`` of channel ``verified``:
+    row 3 alone is mended, the other channel's 20 rows stay. Its table's verdict."""
+    for table, first in zip(tables, (1, 101), strict=True):
         source.execute(f"INSERT INTO `{schema}`.{table} VALUES " + ", ".join(
             f"({i}, 'm{i}')" for i in range(first, first + 20)))
     wait_for(lambda: len(target.table(schema, "logs_ab")) == 40, 30, "40 merged rows")
     target.execute(f"UPDATE `{schema}`.logs_ab SET msg = 'x' WHERE id = 3")
-    code, report = verify(cluster, capsys, "v-shard-a", "--repair")
+    code, report = verify(cluster, capsys, verified, "--repair")
     [verdict] = report["reports"][0]["tables"]
     assert code == 0 and verdict["repaired"] == 1, report  # row 3 only
-    assert "it is fed by other tables too" in verdict["notes"][0]
     assert len(target.rows(f"SELECT id FROM `{schema}`.logs_ab WHERE id > 100")) == 20
     assert target.rows(f"SELECT msg FROM `{schema}`.logs_ab WHERE id = 3") == [("m3",)]
-    for name in ("v-shard-a", "v-shard-b"):
-        cluster.set_status(name, "STOP")
+    return verdict
 
 
 
@@ -500,15 +510,7 @@ def test_rows_another_channel_writes_into_a_table_a_pattern_pair_fills_are_not_e
     start(cluster, {"name": "v-pattern-b", "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "pairs": [
             {"source": f"{schema}.extra_b", "target": f"{schema}.logs_ab"}]}]})
-    for table, first in (("logs_ab", 1), ("extra_b", 101)):
-        source.execute(f"INSERT INTO `{schema}`.{table} VALUES " + ", ".join(
-            f"({i}, 'm{i}')" for i in range(first, first + 20)))
-    wait_for(lambda: len(target.table(schema, "logs_ab")) == 40, 30, "40 merged rows")
-    target.execute(f"UPDATE `{schema}`.logs_ab SET msg = 'x' WHERE id = 3")
-    code, report = verify(cluster, capsys, "v-pattern-a", "--repair")
-    [verdict] = report["reports"][0]["tables"]
-    assert code == 0 and verdict["repaired"] == 1, report  # row 3 only
-    assert len(target.rows(f"SELECT id FROM `{schema}`.logs_ab WHERE id > 100")) == 20
-    assert target.rows(f"SELECT msg FROM `{schema}`.logs_ab WHERE id = 3") == [("m3",)]
+    repaired_beside(cluster, source, target, capsys, schema, ("logs_ab", "extra_b"),
+                    "v-pattern-a")
     for name in ("v-pattern-a", "v-pattern-b"):
         cluster.set_status(name, "STOP")
