@@ -101,6 +101,7 @@ class PipelineRunner(RunnerStatus):
         self.last_error = ""
         self.cursor: Cursor | None = None
         self.last_commit_ts_ms = 0
+        self.selected_commit_ts_ms = 0  # a run's first batch's, until one is loaded
         self._window: Window | None = None
         self._selector: Selector | None = None
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
@@ -140,8 +141,12 @@ class PipelineRunner(RunnerStatus):
         self.join(wait_s)
 
     def request_stop(self) -> None:
-        """Stop selecting and load what was selected; a start under way goes no further."""
+        """Stop selecting and load what was selected; a start under way goes no further.
+        Status says ``stopping`` until the runner ends (a stop that waits on a slow load
+        showed ``running``, frozen, while the pipeline's new definition waited for it)."""
         self.stop_event.set()
+        if self.state in ("starting", "running", "retrying", "switching"):
+            self.state = "stopping"
         self._select_stop.set()
         if self._snapshots is not None:  # a request now may be for the runner replacing it
             self._snapshots.halt()
@@ -300,6 +305,7 @@ class PipelineRunner(RunnerStatus):
         self.source = source
         self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
+        self.selected_commit_ts_ms = 0
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
             if params.free_door_source == pipeline.source:  # its buffer: on the primary read
@@ -354,7 +360,7 @@ class PipelineRunner(RunnerStatus):
             log.info("event=dry_run_leaves_copies_and_requests pipeline=%s", self.pipeline_id)
         else:
             snapshots.start()
-        self.state = "running"
+        self.state = "stopping" if self.stop_event.is_set() else "running"
         heap.settle()  # what the start made lives as long as the pipeline runs
         publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
         # watched from here, where the finally below ends the watch (a stored switch made
@@ -428,6 +434,9 @@ class PipelineRunner(RunnerStatus):
                     reads = snapshots.reads_for(batch) if batch.windows else []
                     future = executor.submit(etjob.run, self.ctx.spark, window,
                                              compiled, planner, batch, reads, self.two_way)
+                if not self.selected_commit_ts_ms:  # the delay until a batch is loaded
+                    self.selected_commit_ts_ms = batch.transactions[0].commit_ts_ms \
+                        if batch.transactions else batch.commit_ts_ms
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order

@@ -19,6 +19,17 @@ from shared.rpc import manager_pb2
 log = logging.getLogger("setl.node.pipeline")
 
 
+def delay_ms(now_ms: int, busy: bool, loaded_ts_ms: int, selected_ts_ms: int) -> int:
+    """How far behind the source a pipeline is: while it has work (batches in flight, read
+    transactions waiting), the time since the commit of the last transaction loaded — or,
+    nothing loaded yet in this run (a start, a failover: a backlog maybe hours deep), since
+    the commit of the first one selected (it read 0 there). The binlog keeps commit times in
+    whole seconds: the middle of that second is the unbiased estimate (±500 ms); the
+    benchmarks measure delay exactly with heartbeats."""
+    since = loaded_ts_ms or selected_ts_ms
+    return max(0, now_ms - since - 500) if busy and since else 0
+
+
 class RunnerStatus:
     """The status half of :class:`node.pipeline.PipelineRunner` (its attributes are the
     runner's)."""
@@ -45,10 +56,8 @@ class RunnerStatus:
         selector = self._selector
         in_flight = self.batches_selected - self.batches_loaded
         busy = in_flight > 0 or bool(selector and selector.backlog)
-        # The binlog keeps commit times in whole seconds: the middle of that second is the
-        # unbiased estimate (±500 ms); the benchmarks measure delay exactly with heartbeats.
-        delay = max(0, int(time.time() * 1000) - self.last_commit_ts_ms - 500) \
-            if busy and self.last_commit_ts_ms else 0
+        delay = delay_ms(int(time.time() * 1000), busy, self.last_commit_ts_ms,
+                         self.selected_commit_ts_ms)
         position = self.cursor.position if self.cursor else BinlogPosition()
         return manager_pb2.PipelineState(
             pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,

@@ -129,8 +129,10 @@ def test_stopping_a_runner_stops_its_copies_at_once(monkeypatch: pytest.MonkeyPa
     runner.stop_event, runner._select_stop = pipelines.threading.Event(), \
         pipelines.threading.Event()
     runner._snapshots = snapshots(Store(), monkeypatch)
+    runner.state = "running"
     runner.request_stop()
     assert runner._snapshots._stop.is_set()
+    assert runner.state == "stopping"  # (status showed "running" until the runner ended)
 
 
 def copy(table: str, state: str, started: float, finished: float = 0.0,
