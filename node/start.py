@@ -16,10 +16,10 @@ from node.extract.etl import CompiledPipeline
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
-from shared.definitions import pairs_problems, two_way_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
+from shared.pairchecks import pairs_problems, two_way_pair_problems
 from shared.patterns import SYSTEM_SCHEMAS, PatternKind
 
 log = logging.getLogger("setl.node.start")
@@ -98,7 +98,7 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     """The compiled pipeline with the unique keys of its tables that have no primary key;
     a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
     by (:func:`shared.tablekeys.lake_key_problem`), pairs that cannot run beside each
-    other (:func:`shared.definitions.pairs_problems`), on a two-way channel a keyless table
+    other (:func:`shared.pairchecks.pairs_problems`), on a two-way channel a keyless table
     or a pair that writes part of a row (:func:`two_way_pair_problems`), and on a source
     that folds names a pair written in capitals (:func:`cased_pair_problems`). ``fold``:
     whether the source folds names, when already known (else read)."""

@@ -185,8 +185,9 @@ def test_pairs_that_write_part_of_a_row_are_refused_on_a_two_way_channel(
         pairs: list[str], expected: str) -> None:
     """The first pipeline's change overwrites the other side's row: only a change carrying
     the whole row makes the two sides alike."""
-    from shared.definitions import load_text, two_way_pair_problems
+    from shared.definitions import load_text
     from shared.errors import ConfigError
+    from shared.pairchecks import two_way_pair_problems
 
     text = TWO_WAY % "\n".join(f"          - {pair}" for pair in pairs)
     with pytest.raises(ConfigError) as refused:

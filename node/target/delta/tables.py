@@ -12,9 +12,9 @@ from typing import Any
 
 from node import charsets
 from node.target.delta.columns import META_PREFIX, LakeColumn, TextColumn, table_columns
-from shared.definitions import lake_pair_problems
 from shared.endpoint import connect
 from shared.errors import ConfigError
+from shared.pairchecks import lake_pair_problems
 from shared.patterns import PatternKind
 from shared.tablekeys import lake_key_problem
 
@@ -210,7 +210,7 @@ def _layout(cursor: Any, schema: str, table: str) -> Any:
 
 def refuse_partial_rows(compiled: Any) -> None:
     """Refuse a lake pair whose rows would carry only some of their columns (column_groups,
-    merge_part: :func:`shared.definitions.lake_pair_problems`): ``setl apply`` refuses them
+    merge_part: :func:`shared.pairchecks.lake_pair_problems`): ``setl apply`` refuses them
     already; a definition written straight into ZooKeeper meets this at start."""
     for entry in compiled.pairs:
         for key, problem in lake_pair_problems(entry.pair, entry.pair.target.datasource):
