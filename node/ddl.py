@@ -26,8 +26,9 @@ replay would get wrong pauses too: removing rows from a target that gathers seve
 tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
 TABLESPACE (its rows are a file on the source's host). Without it, an ALTER that may have
 rewritten a replicated table's values in place pauses too (a MODIFY in a session that cuts
-what the new type cannot hold). These checks are :mod:`node.ddlpauses`. Either way, a
-statement that adds the very unique key a table without a primary key is merged by
+what the new type cannot hold, or in any session to a type that rounds: a DECIMAL of a
+smaller scale, fewer fractional seconds, a FLOAT). These checks are :mod:`node.ddlpauses`.
+Either way, a statement that adds the very unique key a table without a primary key is merged by
 stops: that key was read after it ran, and the changes before it were merged by it
 (:func:`node.ddlpauses.keyed_before`).
 

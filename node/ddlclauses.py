@@ -13,6 +13,15 @@ UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID", "SYSDATE")  # (SYSDATE
 # sql_mode's STRICT_TRANS_TABLES and STRICT_ALL_TABLES bits: a value a column cannot hold
 # fails the statement (else it is cut, with a warning)
 STRICT_MODES = (1 << 21) | (1 << 22)
+# types a MODIFY/CHANGE rounds a column's values to in place, strict sql_mode or not (with at
+# most a note 1265, checked on MariaDB 10.11): a DECIMAL of a smaller scale (1.255 kept as
+# 1.3), a FLOAT (a DOUBLE's digits lost), a DOUBLE (a BIGINT's or a DECIMAL's), fewer
+# fractional seconds (10:00:00.7 kept as 10:00:00), a DATE (a DATETIME's time cut); FLOAT and
+# DOUBLE's (M,D) fewer digits. The old type is not known here (the source's schema is already
+# altered), so any of these pauses; a temporal type of 6 fractional digits never rounds.
+ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
+            "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP")
+FRACTIONAL = ("DATETIME", "TIME", "TIMESTAMP")
 # what may follow ADD in an ALTER TABLE clause that adds no column
 NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
                "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
@@ -71,24 +80,27 @@ def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | 
 
 def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
     """The first clause of an ``ALTER TABLE`` that may have rewritten the values a table
-    holds, with no row event, when its session cut what the new type cannot hold (a
-    ``sql_mode`` without STRICT_TRANS_TABLES or STRICT_ALL_TABLES, or ``ALTER IGNORE``: a
-    VARCHAR(10) made VARCHAR(5) keeps 5 characters, 300 made TINYINT 127, a NULL made NOT
-    NULL 0, a character latin1 lacks '?'): ``MODIFY``/``CHANGE [COLUMN]``, ``CONVERT TO
-    CHARACTER SET`` other than utf8mb4 (which holds every character); as the source wrote
-    it. None for any other statement, and when the session is unknown (``sql_mode`` None) or
-    refused such values (then a value the type cannot hold failed the ALTER)."""
+    holds in place, with no row event; as the source wrote it. In any session, a ``MODIFY``/
+    ``CHANGE [COLUMN]`` to a type that rounds what it cannot hold exactly (:data:`ROUNDING`:
+    a DECIMAL(10,3) made DECIMAL(10,1) keeps 1.255 as 1.3, a DATETIME(6) made DATETIME drops
+    its fractional seconds, a DOUBLE made FLOAT its digits: a strict sql_mode does not fail
+    them). When its session cut what the new type cannot hold (a ``sql_mode`` without
+    STRICT_TRANS_TABLES or STRICT_ALL_TABLES, or ``ALTER IGNORE``: a VARCHAR(10) made
+    VARCHAR(5) keeps 5 characters, 300 made TINYINT 127, a NULL made NOT NULL 0, a character
+    latin1 lacks '?'), any ``MODIFY``/``CHANGE``, and a ``CONVERT TO CHARACTER SET`` other
+    than utf8mb4 (which holds every character). None for any other statement, and when the
+    session is unknown (``sql_mode`` None)."""
     if sql_mode is None:
         return None
     words = code(statement, sql_mode)
     ignore = any(word.is_word("IGNORE") for word in words[1:3])
-    if sql_mode & STRICT_MODES and not ignore:
-        return None
+    lax = not sql_mode & STRICT_MODES or ignore
     for clause in alter_clauses(words) or []:
         if clause and clause[0].is_word("MODIFY", "CHANGE") and not (
-                len(clause) > 1 and clause[1].is_word("INDEX", "KEY")):
+                len(clause) > 1 and clause[1].is_word("INDEX", "KEY")) and (
+                lax or any(_rounds(column) for column in _changed_columns(clause))):
             return statement[clause[0].start:clause[-1].end]
-        if len(clause) > 3 and clause[0].is_word("CONVERT") and clause[1].is_word("TO"):
+        if lax and len(clause) > 3 and clause[0].is_word("CONVERT") and clause[1].is_word("TO"):
             charset = clause[4] if clause[2].is_word("CHARACTER") else clause[3]
             if charset.text == "=" and len(clause) > clause.index(charset) + 1:
                 charset = clause[clause.index(charset) + 1]
@@ -96,6 +108,15 @@ def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
             if not name.startswith("utf8mb4"):
                 return statement[clause[0].start:clause[-1].end]
     return None
+
+
+def _rounds(definition: list[Token]) -> bool:
+    """Whether a column definition (name first) has a type that may round the values it is
+    given in place (:data:`ROUNDING`); DATETIME(6), TIME(6), TIMESTAMP(6) keep all digits."""
+    if len(definition) < 2 or not definition[1].is_word(*ROUNDING):
+        return False
+    full = len(definition) > 3 and definition[2].text == "(" and definition[3].text == "6"
+    return not (definition[1].is_word(*FRACTIONAL) and full)
 
 
 def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:

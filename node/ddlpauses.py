@@ -48,7 +48,8 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
               past: str) -> None:
     """An ALTER not replayed (``ddl_sync`` off) that may have rewritten the values of a
     replicated table in place, with no row event (:func:`node.ddlclauses.rewriting_clause`: a
-    session that cuts what a new type cannot hold) pauses: the target would keep the old
+    session that cuts what a new type cannot hold, or in any session a type that rounds
+    values, such as a DECIMAL of a smaller scale) pauses: the target would keep the old
     values, and a keyless table's later changes would find no row to match."""
     carried = dict(change.session).get("sql_mode")
     clause = rewriting_clause(change.ddl, None if carried is None else int(carried))
@@ -56,9 +57,11 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
     if clause is None or not tables:
         return
     raise ConfigError(
-        f"{ran}, which may have rewritten the values {', '.join(tables)} holds ({clause!r}, "
-        "in a session whose sql_mode is not strict, or ALTER IGNORE: a value the new type "
-        "cannot hold is cut or replaced, with a warning and no row event); with ddl_sync off "
+        f"{ran}, which may have rewritten the values {', '.join(tables)} holds ({clause!r}: "
+        "in a session whose sql_mode is not strict, or ALTER IGNORE, a value the new type "
+        "cannot hold is cut or replaced; in any session, a DECIMAL, FLOAT, DOUBLE, DATE or "
+        "time type with fewer digits rounds the values it gets, with at most a note; either "
+        "way with no row event); with ddl_sync off "
         "it is not replayed, and the target would keep the old values. Run the same ALTER "
         "on the target (by hand, under the same sql_mode: it rewrites the values alike), "
         f"then move the pipeline past this statement: {past}; or turn ddl_sync on for this "

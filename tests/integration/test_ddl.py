@@ -314,6 +314,31 @@ def test_without_ddl_sync_an_alter_that_cut_values_in_a_lax_session_pauses(
     cluster.set_status("ddl-lax-modify", "STOP")
 
 
+def test_without_ddl_sync_a_strict_alter_that_rounded_values_pauses(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A strict sql_mode does not fail a DECIMAL's scale reduced: MariaDB rounds the values
+    in place (1.255 kept as 1.3, a note) with no row event, and the target kept 1.255. It
+    pauses, naming the clause."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "price DECIMAL(10,3))")
+    copy = copied(target, schema, "id INT PRIMARY KEY, price DECIMAL(10,3)")
+    running(cluster, channel("ddl-strict-round", schema, copy, False))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 1.255)")
+    wait_for(lambda: len(target.table(copy, "items_copy")) == 1, 60, "the row")
+    source.script("SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
+                  f"ALTER TABLE {s} MODIFY price DECIMAL(10,1)",
+                  "SET SESSION sql_mode = DEFAULT")
+    wait_for(lambda: cluster.channel_status("ddl-strict-round") == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state("ddl-strict-round").last_error
+    assert "may have rewritten the values" in error, error
+    assert "MODIFY price DECIMAL(10,1)" in error and f"`{schema}`.`items`" in error, error
+    assert "setl position set ddl-strict-round/forward" in error, error
+    assert [str(price) for _, price in source.table(schema, "items")] == ["1.3"]
+    assert [str(price) for _, price in target.table(copy, "items_copy")] == ["1.255"]
+    cluster.set_status("ddl-strict-round", "STOP")
+
+
 def test_a_key_added_behind_the_start_stops_rather_than_merge_the_changes_before_it(
         cluster: Cluster, source: Database, target: Database) -> None:
     """A table with no key, two rows of one code; stopped, the source changes them and adds

@@ -239,6 +239,45 @@ def test_an_alter_ignore_that_may_cut_values_pauses_in_a_strict_session_too() ->
     assert rewriting_clause("ALTER TABLE orders MODIFY qty TINYINT", STRICT) is None
 
 
+@pytest.mark.parametrize("statement, clause", [
+    ("ALTER TABLE orders MODIFY price DECIMAL(10,1)", "MODIFY price DECIMAL(10,1)"),
+    ("ALTER TABLE orders MODIFY COLUMN price numeric(10) NOT NULL",
+     "MODIFY COLUMN price numeric(10) NOT NULL"),
+    ("ALTER TABLE orders CHANGE at at DATETIME NOT NULL", "CHANGE at at DATETIME NOT NULL"),
+    ("ALTER TABLE orders ADD x INT, MODIFY took TIME(3)", "MODIFY took TIME(3)"),
+    ("ALTER TABLE orders MODIFY seen TIMESTAMP NULL", "MODIFY seen TIMESTAMP NULL"),
+    ("ALTER TABLE orders MODIFY day DATE", "MODIFY day DATE"),
+    ("ALTER TABLE orders MODIFY ratio FLOAT", "MODIFY ratio FLOAT"),
+    ("ALTER TABLE orders CHANGE COLUMN ratio share DOUBLE(10,2)",
+     "CHANGE COLUMN ratio share DOUBLE(10,2)"),
+    ("ALTER TABLE orders MODIFY ratio REAL", "MODIFY ratio REAL"),
+])
+def test_without_ddl_sync_a_type_that_rounds_values_pauses_in_a_strict_session_too(
+        statement: str, clause: str) -> None:
+    """A strict sql_mode does not fail these: MariaDB rounds the values in place (1.255 made
+    DECIMAL(10,1) is 1.3, a DATETIME(6)'s fractional seconds are dropped, a DOUBLE made FLOAT
+    loses digits) with at most a note, and no row event; the target kept the old values."""
+    with pytest.raises(ConfigError, match="may have rewritten the values") as caught:
+        lax_targets(statement, STRICT)
+    message = str(caught.value)
+    assert f"({clause!r}" in message and "DECIMAL, FLOAT, DOUBLE" in message
+    assert "setl position set shop/fwd" in message and "turn ddl_sync on" in message
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders MODIFY at DATETIME(6)",  # holds every fractional digit
+    "ALTER TABLE orders MODIFY seen TIMESTAMP(6) NULL",
+    "ALTER TABLE orders MODIFY note VARCHAR(5)",  # a cut fails the ALTER
+    "ALTER TABLE orders MODIFY `decimal` INT",  # the column's name is not its type
+    "ALTER TABLE orders ALTER COLUMN price SET DEFAULT 1.5",
+    "ALTER TABLE orders ADD price DECIMAL(10,1)",  # a new column: no old values
+    "ALTER TABLE orders CONVERT TO CHARACTER SET latin1",  # a character it lacks fails it
+])
+def test_without_ddl_sync_other_alters_in_a_strict_session_pass(statement: str) -> None:
+    assert rewriting_clause(statement, STRICT) is None
+    assert lax_targets(statement, STRICT) == []
+
+
 def test_with_ddl_sync_an_alter_that_may_cut_values_is_replayed_under_its_sql_mode() -> None:
     c = compiled(*PAIRS, options="ddl_sync: true")
     change = RowChange("shop", "", ChangeType.DDL, ddl="ALTER TABLE orders MODIFY note "
