@@ -13,7 +13,8 @@ error that proves the effect is already there (a CREATE of a table that exists, 
 still taken as applied, as before — for an ALTER only when it has one clause: a failed
 ALTER changes nothing, so a column already there must not hide the clauses beside it; and
 a table, column or index already there only when it is as the statement makes it (tried
-on a temporary table: :func:`_check_alike`), else rows would load into another shape.
+on a temporary table: :func:`_check_alike`), else rows would load into another shape; so
+is one with IF NOT EXISTS that did nothing there (a note, no error: :func:`_skipped`).
 The fingerprint leaves out the table's ``AUTO_INCREMENT`` counter, which any other writer
 moves (the DDL did not run because a row came)."""
 
@@ -157,7 +158,8 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
             if kind == "CREATE":
                 cursor.execute(f"{mark}CREATE DATABASE IF NOT EXISTS {quote(change.schema)}")
             cursor.execute(f"USE {quote(change.schema)}")
-        with _source_defaults(cursor, change, kind, database, mark):
+        with _source_defaults(cursor, change, kind, database, mark), \
+                _skipped(cursor, change, kind, database) as skipped:
             run_under(cursor, change.session, mark + change.ddl)  # as the source's ran it
     except pymysql.MySQLError as exc:
         code = exc.args[0] if exc.args else 0
@@ -186,6 +188,14 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
         log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "
                     "ddl=%r error=%r", pipeline_id, process_id,
                     change.datasource, change.ddl, exc.args[-1])
+        return 0
+    if skipped:  # IF NOT EXISTS over a table, column or index there: alike, or it stops
+        code, message = skipped[0]
+        _check_alike(cursor, change, kind, database, pymysql.err.OperationalError(
+            code, f"note {code}: {message}"), (pipeline_id, at, seq), mark, "did nothing on")
+        log.warning("event=ddl_already_applied pipeline=%s process_id=%d target=%s "
+                    "ddl=%r note=%r", pipeline_id, process_id,
+                    change.datasource, change.ddl, message)
         return 0
     log.info("event=ddl_applied pipeline=%s process_id=%d target=%s table=%s.%s ddl=%r",
              pipeline_id, process_id, change.datasource, change.schema,
@@ -222,6 +232,34 @@ def _source_defaults(cursor: Any, change: TargetChange, kind: str, database: str
         cursor.execute(f"{mark}ALTER DATABASE {name} CHARACTER SET {own[0]} COLLATE {own[1]}")
 
 
+@contextlib.contextmanager
+def _skipped(cursor: Any, change: TargetChange, kind: str, database: str
+             ) -> Iterator[list[tuple[int, str]]]:
+    """The notes of a table's statement with ``IF NOT EXISTS`` (CREATE TABLE, ADD COLUMN,
+    ADD INDEX, CREATE INDEX) that says the target has its table, column or index already
+    (1050, 1060, 1061: the statement did nothing there), filled in once it ran; the session's
+    ``sql_notes`` is 1 meanwhile (with 0 the server keeps no notes), then put back. Such a
+    statement is no error, but the target's object may differ from the one it makes, as
+    for one without IF NOT EXISTS that fails (:func:`_check_alike` compares them)."""
+    found: list[tuple[int, str]] = []
+    words = code(change.ddl, sql_mode(change.session))
+    if database or kind not in _EXISTS or not any(
+            word.is_word("IF") and words[at + 1:at + 3] and words[at + 1].is_word("NOT")
+            for at, word in enumerate(words)):
+        yield found
+        return
+    cursor.execute("SELECT @@SESSION.sql_notes")
+    own = cursor.fetchone()[0]
+    cursor.execute("SET SESSION sql_notes = 1")
+    try:
+        yield found
+        cursor.execute("SHOW WARNINGS")
+        found.extend((int(row[1]), str(row[2])) for row in cursor.fetchall()
+                     if int(row[1]) in _EXISTS[kind])
+    finally:
+        cursor.execute("SET SESSION sql_notes = %s", (own,))
+
+
 def _renamed(cursor: Any, change: TargetChange) -> bool:
     """Whether the target already shows a RENAME of one table: the old table gone, the new
     one there (one of several — a swap, a cut-over — is not judged by its names: it fails)."""
@@ -237,10 +275,11 @@ def _renamed(cursor: Any, change: TargetChange) -> bool:
 
 def _check_alike(cursor: Any, change: TargetChange, kind: str, database: str,
                  exc: pymysql.MySQLError, intent: tuple[str, BinlogPosition, int],
-                 mark: str) -> None:
+                 mark: str, how: str = "failed on") -> None:
     """A CREATE TABLE, ADD COLUMN or index that failed because its table, column or index
     is there already is taken as applied only when the target's table is what the statement
-    makes of it: its columns (type, charset, NULL, default, generated) and unique keys, as
+    makes of it (so is one with IF NOT EXISTS that did nothing there, ``how`` says so): its
+    columns (type, charset, NULL, default, generated) and unique keys, as
     the statement gives them to a temporary copy of the table (made by it, or copied from
     the target's with what the error says is there taken out). Else it stops (rows loaded
     into another shape than the source's change silently: a column of another type), its
@@ -277,7 +316,7 @@ def _check_alike(cursor: Any, change: TargetChange, kind: str, database: str,
                    "AND binlog_pos = %s AND seq = %s", (pipeline_id, at.file, at.pos, seq))
     cursor.execute("COMMIT")
     raise type(exc)(exc.args[0] if exc.args else 0, (
-        f"{change.ddl!r} failed on target {change.datasource} ({exc.args[-1]}): {where} is "
+        f"{change.ddl!r} {how} target {change.datasource} ({exc.args[-1]}): {where} is "
         f"there already, and not as the statement makes it: {differ}; rows loaded into it "
         "would change silently. Make the target's table match the source's by hand (SHOW "
         "CREATE TABLE on both), and start the channel again: the statement is then taken "
