@@ -20,6 +20,7 @@ from shared.alarmrules import (
     FAILED,
     FREE_DOOR_REJECTS,
     NODE_LOST,
+    NOT_RUNNING,
     PAUSED,
     SOURCE_SWITCH,
     AlarmRule,
@@ -165,6 +166,9 @@ class AlarmEvaluator:
                     + (f" for {rule.for_s:g} s)" if rule.for_s else ")")
                     for fact in chosen
                     if fact.state == "running" and fact.delay_ms > rule.above}
+        if rule.when == NOT_RUNNING:
+            return {fact.pipeline_id: _not_running(fact) for fact in chosen
+                    if fact.channel_status == "START" and fact.state != "running"}
         if rule.when == FREE_DOOR_REJECTS:
             return self._rejects_over(rule, chosen, now)
         if rule.when == SOURCE_SWITCH:
@@ -201,6 +205,13 @@ class AlarmEvaluator:
                     f"the last {rule.within_s:g} s (above {rule.above:g}); see "
                     "event=free_door_rejected in its node's log")
         return holding
+
+
+def _not_running(fact: PipelineFact) -> str:
+    why = (f": {fact.last_error.splitlines()[0]}" if fact.last_error else
+           ": no node holds it" if fact.state == "not running" else "")
+    return (f"pipeline {fact.pipeline_id} is {fact.state}, its channel {fact.channel} "
+            f"started{why}")
 
 
 def _matches(rule: AlarmRule, pipeline_id: str) -> bool:

@@ -19,15 +19,19 @@ from shared.rpc import manager_pb2
 log = logging.getLogger("setl.node.pipeline")
 
 
-def delay_ms(now_ms: int, busy: bool, loaded_ts_ms: int, selected_ts_ms: int) -> int:
+def delay_ms(now_ms: int, busy: bool, loaded_ts_ms: int, selected_ts_ms: int,
+             reading_ts_ms: int = 0) -> int:
     """How far behind the source a pipeline is: while it has work (batches in flight, read
     transactions waiting), the time since the commit of the last transaction loaded — or,
     nothing loaded yet in this run (a start, a failover: a backlog maybe hours deep), since
-    the commit of the first one selected (it read 0 there). The binlog keeps commit times in
+    the commit of the first one selected (it read 0 there). Else, while Select reads a
+    transaction whose commit has not come yet (a huge one: nothing is selected for minutes,
+    it read 0 there too), since that transaction's first event. The binlog keeps times in
     whole seconds: the middle of that second is the unbiased estimate (±500 ms); the
     benchmarks measure delay exactly with heartbeats."""
-    since = loaded_ts_ms or selected_ts_ms
-    return max(0, now_ms - since - 500) if busy and since else 0
+    since = (loaded_ts_ms or selected_ts_ms) if busy else 0
+    since = since or reading_ts_ms
+    return max(0, now_ms - since - 500) if since else 0
 
 
 class RunnerStatus:
@@ -52,18 +56,23 @@ class RunnerStatus:
         recent = [rows for at, rows in self._loaded if now - at <= span_s]
         return sum(recent) / span_s
 
-    def snapshot(self) -> manager_pb2.PipelineState:
+    def delay_now(self, now_ms: int) -> int:
+        """:func:`delay_ms` of this runner at ``now_ms``."""
         selector = self._selector
+        busy = self.batches_selected > self.batches_loaded or \
+            bool(selector and selector.backlog)
+        return delay_ms(now_ms, busy, self.last_commit_ts_ms, self.selected_commit_ts_ms,
+                        selector.reading_since_ms if selector else 0)
+
+    def snapshot(self) -> manager_pb2.PipelineState:
         in_flight = self.batches_selected - self.batches_loaded
-        busy = in_flight > 0 or bool(selector and selector.backlog)
-        delay = delay_ms(int(time.time() * 1000), busy, self.last_commit_ts_ms,
-                         self.selected_commit_ts_ms)
         position = self.cursor.position if self.cursor else BinlogPosition()
         return manager_pb2.PipelineState(
             pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
             position={"file": position.file, "pos": position.pos, "gtid": position.gtid,
                       "server": position.server},
-            delay_ms=delay, rows_per_second=self.rows_per_second(),
+            delay_ms=self.delay_now(int(time.time() * 1000)),
+            rows_per_second=self.rows_per_second(),
             window_used=in_flight, window_peak=self.window_peak,
             window_size=(self._window.size if self._window else
                          self.ctx.pipeline.params.parallelism),

@@ -15,9 +15,14 @@ from shared import yamlreader
 from shared.secrets import reference_problem
 from shared.yamlreader import MISSING, Field
 
-DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH = (
-    "delay", "paused", "failed", "node_lost", "free_door_rejects", "source_switch")
-KINDS = (DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH)
+DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING = (
+    "delay", "paused", "failed", "node_lost", "free_door_rejects", "source_switch",
+    "not_running")
+KINDS = (DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING)
+# not_running's default for_s: longer than a start or a failover (a session's timeout, a
+# start that checks the source and targets), short enough that a pipeline nobody runs is
+# told within minutes
+NOT_RUNNING_FOR_S = 120
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -33,7 +38,11 @@ class AlarmRule:
     - ``free_door_rejects``: more than ``above`` free-door requests rejected by one pipeline
       within ``within_s`` seconds;
     - ``source_switch``: a pipeline whose source's primary is lost (it waits to switch), or
-      whose source switched to another member within ``within_s`` seconds.
+      whose source switched to another member within ``within_s`` seconds;
+    - ``not_running``: a pipeline of a channel in status START that is not running (no node
+      holds it, its start fails and is retried, it waits for its source) for ``for_s``
+      seconds (default :data:`NOT_RUNNING_FOR_S`): its delay, which only a runner reports,
+      cannot tell it.
     """
 
     name: str
@@ -119,11 +128,12 @@ def _rule(item: Field) -> AlarmRule | None:
         within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
     elif when == SOURCE_SWITCH:
         within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
-    if when in (DELAY, PAUSED, FAILED, FREE_DOOR_REJECTS, SOURCE_SWITCH):
+    if when in (DELAY, PAUSED, FAILED, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING):
         pipelines = entry.get("pipelines", _patterns, ())
     if when == NODE_LOST:
         nodes = entry.get("nodes", _node_ids, ())
-    for_s = entry.get("for_s", lambda f: f.integer(0, 86400), 0) \
+    for_s = entry.get("for_s", lambda f: f.integer(0, 86400),
+                      NOT_RUNNING_FOR_S if when == NOT_RUNNING else 0) \
         if when != FREE_DOOR_REJECTS else 0
     entry.close()  # a key of another kind of rule is reported as unknown here
     if MISSING in (name, when, above):

@@ -126,6 +126,9 @@ class BinlogReader:
         self.server = ""
         self._domains: dict[int, str] = {}
         self._in_txn = False  # between a transaction's start and its commit
+        # the timestamp of the first event of the transaction being read, 0 between them:
+        # until its commit nothing is selected, however many rows it holds (status's delay)
+        self.reading_since_ms = 0
         self._echoes = statements.DropEchoes(loop_channel or "", pipeline_id)
         # its savepoints, and what rollbacks undo
         self._rollbacks = Rollbacks(transactional(lambda: connect(source)))
@@ -361,6 +364,7 @@ class BinlogReader:
             return False
         if found == statements.BEGIN:
             self._in_txn = True
+            self.reading_since_ms = int.from_bytes(data[1:5], "little") * 1000
             return True
         if found == statements.END:
             self._in_txn = False
@@ -461,6 +465,7 @@ class BinlogReader:
                             for c in decoded if (c.schema, c.table) == SIGNAL_TABLE and c.after)
             decoded = [c for c in decoded if (c.schema, c.table) != SIGNAL_TABLE]
         timestamp = int.from_bytes(data[1:5], "little")
+        self.reading_since_ms = 0  # read whole: the selector's backlog from here
         self._put(Transaction(tuple(decoded), self._position(state), timestamp * 1000,
                               int(time.time() * 1000), echo, tuple(events), event_rows,
                               signals, self._echoes.due))

@@ -105,6 +105,8 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             domains[domain] = f"{domain}-{server}-{sequence}"
             before, state = state, _state(domains)
             events, decoded, event_rows = [], [], 0
+            # status's delay while it is read, before its commit (a huge one: minutes)
+            reader.reading_since_ms = int.from_bytes(data[1:5], "little") * 1000
             reader._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
         elif kind == TABLE_MAP:
             reader._table_map(data)

@@ -82,6 +82,9 @@ class TransactionSource(Protocol):
     @property
     def backlog(self) -> int: ...
 
+    @property
+    def reading_since_ms(self) -> int: ...  # a transaction read, not yet committed: since
+
     def take(self, timeout_s: float) -> Transaction | None: ...
 
 
@@ -128,6 +131,10 @@ class Selector:
     @property
     def backlog(self) -> int:
         return self.transactions.backlog
+
+    @property
+    def reading_since_ms(self) -> int:
+        return self.transactions.reading_since_ms
 
     def next_batch(self, stop: threading.Event) -> Batch | None:
         """The next batch once a window slot is free; None when stopped first."""

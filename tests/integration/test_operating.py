@@ -70,7 +70,9 @@ def operated(sandbox: Sandbox, receiver: Receiver,
                           "rules": [{"name": "paused", "when": "paused",
                                      "pipelines": ["ops-alarm.*"]},
                                     {"name": "lag", "when": "delay", "above_ms": 1500,
-                                     "pipelines": ["ops-lag.*"]}],
+                                     "pipelines": ["ops-lag.*"]},
+                                    {"name": "stalled", "when": "not_running", "for_s": 2,
+                                     "pipelines": ["ops-stall.*"]}],
                           "webhooks": [{"url": f"{receiver.server.url}/hook",
                                         "token": "${SETL_HOOK_TOKEN}"}]}})
     running.start_manager()
@@ -304,3 +306,24 @@ def test_a_subscription_whose_reader_lags_raises_the_delay_alarm(
     assert [item["state"] for item in receiver.about("lag", "ops-lag.forward")] == [
         "firing", "resolved"]
     operated.set_status("ops-lag", "STOP")
+
+
+def test_a_started_pipeline_no_node_runs_raises_the_not_running_alarm(
+        operated: Cluster, receiver: Receiver, source: Database, target: Database) -> None:
+    """A started channel whose pipeline only a node that is not there may own: no runner,
+    so no delay and no pause to tell it, only that it is not running (firing); stopped on
+    purpose, it is not stuck (resolved)."""
+    schema = make_schema(source, target, ITEMS)
+    operated.apply([one_way("ops-stall", schema, ["items"], nodes=[9])])
+    operated.set_status("ops-stall", "START")
+    wait_for(lambda: receiver.about("stalled", "ops-stall.forward"), 30,
+             "the not_running alarm")
+    firing = receiver.about("stalled", "ops-stall.forward")[0]
+    assert (firing["state"], firing["when"]) == ("firing", "not_running")
+    assert firing["message"] == ("pipeline ops-stall.forward is not running, its channel "
+                                 "ops-stall started: no node holds it")
+    operated.set_status("ops-stall", "STOP")
+    wait_for(lambda: len(receiver.about("stalled", "ops-stall.forward")) >= 2, 30,
+             "the not_running alarm resolved once the channel stopped")
+    assert [item["state"] for item in receiver.about("stalled", "ops-stall.forward")] == [
+        "firing", "resolved"]

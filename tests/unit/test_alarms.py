@@ -181,3 +181,40 @@ def test_source_switch_fires_while_the_primary_is_lost_and_after_a_switch() -> N
     clock.advance(301)
     assert changes(alarms.evaluate(facts(switched))) == [("moved", "shop.forward", RESOLVED)]
     assert alarms.evaluate(facts(pipeline())) == []  # never switched: nothing
+
+
+def test_not_running_fires_for_a_started_channel_s_pipeline_nobody_runs() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("stalled", "not_running", for_s=120)], clock)
+    orphan = facts(pipeline(state="not running"), pipeline("shop.back", state="running"),
+                   pipeline("idle.forward", channel_status="STOP", state="not running"),
+                   pipeline("held.forward", channel_status="PAUSE", state="failed"))
+    assert alarms.evaluate(orphan) == []  # a start, a failover: not yet
+    clock.advance(119)
+    assert alarms.evaluate(orphan) == []
+    clock.advance(1)
+    fired = alarms.evaluate(orphan)  # a stopped or paused channel's pipelines are not stuck
+    assert changes(fired) == [("stalled", "shop.forward", FIRING)]
+    assert fired[0].since_ms == 1_000_000
+    assert fired[0].message == ("pipeline shop.forward is not running, its channel shop "
+                                "started: no node holds it")
+    clock.advance(60)
+    assert alarms.evaluate(orphan) == []  # once
+    resolved = alarms.evaluate(facts(pipeline(state="running")))
+    assert changes(resolved) == [("stalled", "shop.forward", RESOLVED)]
+
+
+def test_not_running_watches_a_start_that_keeps_failing_and_says_why() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("stalled", "not_running", for_s=60)], clock)
+    retrying = facts(pipeline(state="retrying", last_error="stage load: target down\nmore"))
+    assert alarms.evaluate(retrying) == []
+    clock.advance(30)  # starting again, still not running: the wait goes on
+    assert alarms.evaluate(facts(pipeline(state="starting"))) == []
+    clock.advance(30)
+    fired = alarms.evaluate(retrying)
+    assert [alarm.message for alarm in fired] == [
+        "pipeline shop.forward is retrying, its channel shop started: stage load: target down"]
+    clock.advance(5)
+    assert changes(alarms.evaluate(facts(pipeline(channel_status="STOP", state="stopped")))) \
+        == [("stalled", "shop.forward", RESOLVED)]  # stopped on purpose: not stuck

@@ -57,7 +57,7 @@ def test_manager_conf_loads() -> None:
         zookeeper=ZkSettings("127.0.0.1:23381", "/setl", 6.0, 5.0), log_level="info",
         security=DEMO_SECURITY, web=WebSettings("127.0.0.1:7311"))
     assert [rule.when for rule in settings.alarms.rules] == [
-        "delay", "paused", "node_lost", "free_door_rejects"]
+        "delay", "paused", "node_lost", "free_door_rejects", "not_running"]
     assert settings.address == "127.0.0.1:7310"
 
 
@@ -288,6 +288,8 @@ alarms:
     - {name: failed, when: failed, for_s: 5}
     - {name: node-gone, when: node_lost, nodes: [1, 2]}
     - {name: backfill, when: free_door_rejects, above: 10, within_s: 60}
+    - {name: stalled, when: not_running, pipelines: [shop.*]}
+    - {name: stalled-soon, when: not_running, for_s: 30}
   webhooks:
     - url: http://alerts.internal:9093/setl
     - {url: "https://hooks.example/x", token: "${SETL_HOOK_TOKEN}"}
@@ -300,7 +302,9 @@ alarms:
         AlarmRule("slow", "delay", 5000.0, 30.0, pipelines=("shop.*",)),
         AlarmRule("paused", "paused"), AlarmRule("failed", "failed", for_s=5.0),
         AlarmRule("node-gone", "node_lost", nodes=(1, 2)),
-        AlarmRule("backfill", "free_door_rejects", 10.0, within_s=60.0))
+        AlarmRule("backfill", "free_door_rejects", 10.0, within_s=60.0),
+        AlarmRule("stalled", "not_running", for_s=120.0, pipelines=("shop.*",)),
+        AlarmRule("stalled-soon", "not_running", for_s=30.0))
     assert settings.alarms.webhooks == (
         Webhook("http://alerts.internal:9093/setl"),
         Webhook("https://hooks.example/x", "${SETL_HOOK_TOKEN}"))
@@ -335,7 +339,7 @@ def test_alarms_may_live_in_a_file_of_their_own_whose_errors_name_it(tmp_path: P
      ['settings.yaml:1: web.poll_s: expected an integer from 1 to 60, got "0"']),
     ("alarms:\n  rules:\n    - {name: a, when: slow}\n",
      ['settings.yaml:3: alarms.rules[0].when: expected one of delay, paused, failed, '
-      'node_lost, free_door_rejects, source_switch, got "slow"']),
+      'node_lost, free_door_rejects, source_switch, not_running, got "slow"']),
     ("alarms:\n  rules:\n    - {name: a, when: delay, above_ms: -1}\n"
      "    - {name: a, when: paused}\n",
      ['settings.yaml:3: alarms.rules[0].above_ms: expected a non-negative integer, got "-1"']),

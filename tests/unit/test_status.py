@@ -1,8 +1,18 @@
-"""node/status.py ``delay_ms``: how far behind the source status says a pipeline is."""
+"""node/status.py ``delay_ms``: how far behind the source status says a pipeline is, and
+what Select tells it of a transaction it is reading."""
 
 from __future__ import annotations
 
-from node.status import delay_ms
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+from node.changes import Transaction
+from node.select import framing
+from node.select.binlog import BinlogReader
+from node.select.selector import Selector
+from node.status import RunnerStatus, delay_ms
+from shared.model import BinlogPosition
 
 NOW = 1_700_000_600_000  # ten minutes after the commits below
 
@@ -14,3 +24,84 @@ def test_a_new_runner_with_a_backlog_reads_its_delay_before_its_first_load() -> 
     assert delay_ms(NOW, True, 1_700_000_300_000, 1_700_000_000_000) == 299_500  # loaded
     assert delay_ms(NOW, False, 0, 1_700_000_000_000) == 0  # caught up: nothing to do
     assert delay_ms(NOW, True, 0, 0) == 0  # nothing read yet: not known
+
+
+def test_a_transaction_being_read_shows_its_delay_before_its_commit() -> None:
+    """Nothing in flight, nothing waiting: caught up, unless Select is reading a transaction
+    whose commit has not come (a huge one: minutes without a batch). Then since its first
+    event; work in flight still counts from the last load."""
+    started = 1_700_000_300_000
+    assert delay_ms(NOW, False, 1_700_000_000_000, 0, started) == 299_500
+    assert delay_ms(NOW, True, 1_700_000_000_000, 0, started) == 599_500  # in flight
+    assert delay_ms(NOW, True, 0, 0, started) == 299_500  # nothing selected yet
+    assert delay_ms(NOW, False, 1_700_000_000_000, 0, 0) == 0
+
+
+def event(kind: int, body: bytes, timestamp_s: int = 0) -> bytes:
+    """A stream packet: the OK byte, the 19-byte event header, the body."""
+    return b"\0" + timestamp_s.to_bytes(4, "little") + bytes([kind]) + \
+        (1).to_bytes(4, "little") + (19 + len(body)).to_bytes(4, "little") + \
+        (500).to_bytes(4, "little") + b"\0\0" + body
+
+
+class Reader:
+    """What framing and a selector read of a BinlogReader; its commits are the reader's."""
+
+    def __init__(self) -> None:
+        self._domains: dict[int, str] = {}
+        self.start = BinlogPosition("binlog.000001", 4)
+        self._tables = {7: SimpleNamespace(number=1, system=False)}
+        self.row_bytes = {1: (10, 10.0)}
+        self._stop = threading.Event()
+        self._pos, self._in_txn, self.reading_since_ms = 4, False, 0
+        self.loop_channel, self._echoes = None, SimpleNamespace(due=False)
+        self.out: list[Transaction] = []
+        self._put = self.out.append
+
+    def _position(self, state: str = "") -> BinlogPosition:
+        return BinlogPosition("binlog.000001", self._pos, state)
+
+    def _commit(self, *args: Any, **values: Any) -> None:
+        BinlogReader._commit(self, *args, **values)  # type: ignore[arg-type]
+
+    @property
+    def backlog(self) -> int:
+        return len(self.out)
+
+
+def test_status_reads_the_delay_of_a_huge_transaction_while_select_reads_it() -> None:
+    """The source was quiet ten minutes, then one transaction of millions of rows began
+    (its GTID event's time): while Select reads its rows events the runner has nothing in
+    flight and nothing waiting, and status read 0 (its DELAY alarm could not fire)."""
+    reader = Reader()
+    selector = Selector("c.p", reader, reader.start, 1, None, None)  # type: ignore[arg-type]
+    runner = SimpleNamespace(_selector=selector, batches_selected=4, batches_loaded=4,
+                             last_commit_ts_ms=1_700_000_000_000, selected_commit_ts_ms=0)
+    rows = event(30, (7).to_bytes(6, "little") + b"\0" * 30, 1_700_000_300)
+    packets = [event(162, b"\0" * 13, 1_700_000_300), *[rows] * 3,
+               event(16, b"\0" * 8, 1_700_000_590)]  # its XID: committed late
+    seen: list[int] = []
+
+    class Packets:
+        def next(self) -> bytes:
+            seen.append(RunnerStatus.delay_now(runner, NOW))  # type: ignore[arg-type]
+            if len(packets) == 1:
+                reader._stop.set()
+            return packets.pop(0)
+
+    framing.frame(reader, Packets())  # type: ignore[arg-type]
+    seen.append(RunnerStatus.delay_now(runner, NOW))  # type: ignore[arg-type]
+    assert seen == [0, 299_500, 299_500, 299_500, 299_500,
+                    599_500]  # read whole: waiting for Select, from the last load
+    assert reader.reading_since_ms == 0 and reader.out[0].commit_ts_ms == 1_700_000_590_000
+    reader.out.clear()  # selected and loaded: caught up
+    assert RunnerStatus.delay_now(runner, NOW) == 0  # type: ignore[arg-type]
+
+
+def test_a_mysql_transaction_is_read_from_its_begin() -> None:
+    """MySQL writes no MariaDB GTID event: its BEGIN query event starts the transaction."""
+    reader = SimpleNamespace(_in_txn=False, loop_channel=None, reading_since_ms=0,
+                             _library_event=lambda data: SimpleNamespace(query="BEGIN"))
+    begin = event(2, b"\0" * 20, 1_700_000_300)
+    assert BinlogReader._query(reader, begin, [], 0, [], "")  # type: ignore[arg-type]
+    assert reader._in_txn and reader.reading_since_ms == 1_700_000_300_000
