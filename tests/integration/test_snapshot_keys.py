@@ -9,6 +9,7 @@ after it. Here every key type is read both ways from a real server and must comp
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -18,7 +19,7 @@ from shared.endpoint import READING, connect
 from shared.model import BinlogPosition, DataSource
 from shared.secrets import SecretRef
 from tests import libreader
-from tests.devcluster import Database
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
 
 # (table, key columns DDL, primary key, the key values inserted)
 KEYS: list[tuple[str, str, str, list[str]]] = [
@@ -114,3 +115,47 @@ def test_a_read_rows_key_equals_its_binlog_images_key_for_every_key_type(sandbox
                               sorted(set(map(repr, stream[table]))))
     assert not unequal, "\n".join(f"{table}: read {got} stream {want}"
                                   for table, (got, want) in unequal.items())
+
+
+ZERO = "CREATE TABLE `{schema}`.zt (k TIMESTAMP(6) NOT NULL PRIMARY KEY, v INT)"
+FILLER = 300_000  # rows read in the zero key's chunk: the read lasts long enough to be seen
+
+
+def test_a_row_keyed_by_the_zero_timestamp_updated_while_its_chunk_is_read_ends_new(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The stream updates the row keyed by the zero TIMESTAMP(6) after the snapshot's read
+    of its chunk began and before the window's high watermark: the read row (older) is
+    dropped for the stream's change, and the target ends with the source's newest row (the
+    read gave the key as '0000-00-00 00:00:00.000000', the stream as '0000-00-00 00:00:00':
+    the read row was written last, and the target kept v = 1)."""
+    schema = make_schema(source, target, ZERO)
+    t = f"`{schema}`.zt"
+    source.script(f"USE `{schema}`", "SET SESSION sql_mode = ''",
+                  "SET SESSION time_zone = '+00:00'",
+                  f"INSERT INTO {t} VALUES ('0000-00-00 00:00:00', 1)",
+                  f"INSERT INTO {t} SELECT FROM_UNIXTIME(seq) + INTERVAL seq MICROSECOND, seq "
+                  f"FROM seq_1_to_{FILLER}")
+    cluster.apply([one_way("snapkeys-zero", schema, ["zt"], start="snapshot",
+                           snapshot_chunk_size=2 * FILLER)])
+    cluster.set_status("snapkeys-zero", "START")
+    reading = (f"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE "
+               f"'SELECT `k`, `v` FROM `{schema}`.`zt` WHERE %'")
+    deadline = time.monotonic() + 120
+    while not source.rows(reading)[0][0]:  # polled without pause: the read lasts a moment
+        assert time.monotonic() < deadline, "the chunk's read was never seen"
+    source.execute(f"UPDATE {t} SET v = 2 WHERE k = '0000-00-00 00:00:00'")  # inside it
+    zero = f"SELECT v FROM {t} WHERE k = '0000-00-00 00:00:00'"
+    wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM {t}")[0][0] == FILLER + 1, 120,
+             "the table copied")
+
+    def done() -> bool:
+        copies = list(cluster.pipeline_state("snapkeys-zero").snapshots)
+        return bool(copies) and all(c.state == "done" for c in copies)
+
+    wait_for(done, 60, "the copy done")
+    source.execute(f"INSERT INTO {t} VALUES ('2030-01-01 00:00:00', 0)")  # a marker after it
+    wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM {t}")[0][0] == FILLER + 2, 60,
+             "the stream after the copy")
+    assert source.rows(zero) == [(2,)]
+    assert target.rows(zero) == [(2,)]
+    cluster.set_status("snapkeys-zero", "STOP")
