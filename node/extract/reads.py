@@ -34,6 +34,7 @@ from shared.identifiers import qualified
 from shared.retl import time_text
 
 INSIDE = 1 << (ROW_BITS - 1)  # a read's rows go between the window's last event and the next
+ZERO_TIMESTAMP = "0000-00-00 00:00:00"  # the decoder's zero TIMESTAMP, whatever its fraction
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,14 @@ def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:
 def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
          ) -> list[tuple[Any, ...]]:
     """Rows as the binlog decoder gives them: a BINARY value without the zero bytes that pad
-    it, an empty binary string as ``''``."""
+    it, an empty binary string as ``''``, the zero TIMESTAMP(n) without its fraction (the
+    server sends ``0000-00-00 00:00:00.000000``; a key read so was not the stream's)."""
     binary = [i for i, column in enumerate(columns)
               if column.data_type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob",
                                       "longblob")]
-    if not binary:
+    zeros = [i for i, column in enumerate(columns)
+             if column.data_type == "timestamp" and "(" in column.column_type]
+    if not binary and not zeros:
         return list(rows)
     padded = {i for i in binary if columns[i].data_type == "binary"}
     out = []
@@ -80,6 +84,9 @@ def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
                 if i in padded:
                     value = value.rstrip(b"\0")
                 values[i] = value if value else ""
+        for i in zeros:  # PyMySQL gives a TIMESTAMP as text only where it is the zero
+            if isinstance(values[i], str):
+                values[i] = ZERO_TIMESTAMP
         out.append(tuple(values))
     return out
 
