@@ -4,6 +4,7 @@ resume and cancel."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Any
 
@@ -13,7 +14,14 @@ from manager.views import Views
 from shared import identifiers, tablekeys
 from shared.catalog import Catalog
 from shared.errors import ConfigError, NotFoundError, SourceError
-from shared.model import TWO_WAY_COPY, Channel, Pipeline, ShardRule, pairs_taking
+from shared.model import (
+    TWO_WAY_COPY,
+    Channel,
+    MediaPair,
+    Pipeline,
+    ShardRule,
+    pairs_taking,
+)
 from shared.patterns import NamePattern, PatternKind
 from shared.rpc import manager_pb2
 from shared.snapshotctl import SnapshotControl
@@ -138,6 +146,8 @@ class Snapshots:
                 was = target_addresses(previous, schema, table)
                 new = sorted(now - was)
                 if not new:
+                    asked += self._rewritten(control, pipeline_id, previous, pipeline, schema,
+                                             table, key, after.two_way, version)
                     continue
                 into = ", ".join(map(_address, new))
                 if not key:
@@ -156,8 +166,35 @@ class Snapshots:
                              f"{into}" + (
                                  f" (and again into {', '.join(map(_address, also))}, "
                                  "at the copy's watermarks, as setl snapshot does)"
-                                 if also else ""))
+                                 if also else "") + f"; {COPY_DELETES_NOTHING}")
         return asked
+
+    def _rewritten(self, control: SnapshotControl, pipeline_id: str, previous: Pipeline,
+                   pipeline: Pipeline, schema: str, table: str, key: Any, two_way: bool,
+                   version: int) -> list[str]:
+        """A table that goes to the targets it went to, by pairs that now write it otherwise
+        (other columns, a processor, a join, key_columns: :func:`written_apart`): the rows
+        there were written by the old pairs and would keep their old shape until each is
+        changed again (a column the new pair adds empty in every row never updated), with
+        nothing said. It is copied again through the new pairs, as a new target is; where
+        it cannot be, the line says what to do."""
+        apart = written_apart(previous, pipeline, schema, table)
+        if not apart:
+            return []
+        into = ", ".join(map(_address, sorted(apart)))
+        how = ", ".join(sorted({name for names in apart.values() for name in names}))
+        why = (f"pipeline {pipeline_id}: {schema}.{table} goes to {into} by a pair changed "
+               f"in {how}, and the rows there were written by the old one")
+        if not key:
+            return [f"{why}; it is NOT copied again: it has no primary key and no unique key "
+                    "over NOT NULL columns. Its rows keep the old pair's shape until each "
+                    "changes; rewrite them by hand (empty the target table, then copy the "
+                    "source's rows)"]
+        if two_way:
+            return [f"{why}; it is NOT copied again: {TWO_WAY_COPY}"]
+        control.ask(schema, table, version=version)
+        return [f"{why}: it will be copied again into {into} through the new pair, as setl "
+                f"snapshot does; {COPY_DELETES_NOTHING}"]
 
 
     def moved_shards(self, before: Channel, after: Channel) -> list[str]:
@@ -219,6 +256,45 @@ def shard_routes(pipeline: Pipeline) -> dict[Address, tuple[ShardRule, tuple[Add
             slots = ((target.datasource, target.namespace.text, target.table.text),)
         rule, earlier = found.get(source, (pair.shard, ()))
         found[source] = rule, earlier + slots
+    return found
+
+
+# what a copy cannot do, said where one is asked for a table already written
+COPY_DELETES_NOTHING = ("a copy deletes nothing: if the target held rows before, run setl "
+                        "verify --repair after it, for those the source no longer has")
+# how a pair writes a table's rows, its target and the order of targets aside
+_WRITING = tuple(f.name for f in dataclasses.fields(MediaPair)
+                 if f.name not in ("source", "target", "push_weight", "fan_out", "shard"))
+
+
+def written_apart(before: Pipeline, after: Pipeline, schema: str, table: str
+                  ) -> dict[tuple[str, str, str], list[str]]:
+    """The targets a source table goes to both before and after a change whose pair writes
+    its rows otherwise now, with the settings that differ (columns, column_pairs, processor,
+    joins, key_columns, ...): a pair's source and target patterns, its ``push_weight`` and
+    ``fan_out`` say where and in what order rows go, not what they hold; a shard route's
+    rule is :meth:`Snapshots.moved_shards`'s."""
+    was, now = _writers(before, schema, table), _writers(after, schema, table)
+    found = {}
+    for address in sorted(was.keys() & now.keys()):
+        apart = [name for name in _WRITING
+                 if getattr(was[address], name) != getattr(now[address], name)]
+        if apart:
+            found[address] = apart
+    return found
+
+
+def _writers(pipeline: Pipeline, schema: str, table: str
+             ) -> dict[tuple[str, str, str], MediaPair]:
+    """Each target a source table goes to, with the pair that writes it there."""
+    taking = pairs_taking([pair for pair in pipeline.pairs if pair.shard is None], schema,
+                          table, lambda pair: pair)
+    found: dict[tuple[str, str, str], MediaPair] = {}
+    for pair in pipeline.pairs:
+        if pair.shard is not None or pair in taking:
+            for address in target_addresses(dataclasses.replace(pipeline, pairs=(pair,)),
+                                            schema, table):
+                found.setdefault(address, pair)
     return found
 
 

@@ -13,6 +13,7 @@ from shared.confinement import current
 from shared.definitions import load_text
 from shared.model import Channel
 
+DELETES = snapshots.COPY_DELETES_NOTHING
 KEYS: dict[tuple[str, str], tuple[str, ...] | None] = {
     ("shop", "orders"): ("id",), ("shop", "items"): ("id",), ("shop", "logs"): None}
 
@@ -74,7 +75,7 @@ def test_a_new_target_of_a_table_already_replicated_is_copied(asked: list[Any]) 
                     "{source: shop.items, target: shop.items}")
     lines = added(before, after)
     assert asked == [("c.forward", "shop", "items", 7), ("c.forward", "shop", "orders", 7)]
-    assert "pipeline c.forward: shop.items will be copied into t:shop.items" in lines
+    assert f"pipeline c.forward: shop.items will be copied into t:shop.items; {DELETES}" in lines
     [orders] = [line for line in lines if "shop.orders will" in line]
     assert orders.startswith("pipeline c.forward: shop.orders will be copied into "
                              "t:archive.orders (and again into t:shop.orders, at the copy's "
@@ -93,7 +94,8 @@ def test_a_table_moved_to_another_target_is_copied_and_the_same_targets_are_not(
     lines = added(before, channel(every,
                                   "{source: shop.orders, target: shop2.orders}"))
     assert asked == [("c.forward", "shop", "orders", 7)]
-    assert lines == ["pipeline c.forward: shop.orders will be copied into t:shop2.orders"]
+    assert lines == [f"pipeline c.forward: shop.orders will be copied into t:shop2.orders; "
+                     f"{DELETES}"]
 
 
 def test_what_is_not_copied_is_said_with_why(asked: list[Any],
@@ -158,3 +160,37 @@ def test_a_shard_route_that_would_move_written_rows_is_refused() -> None:
     assert moved(before, channel(SHARD)) == []  # the same route
     assert moved(before, channel(SHARD.replace("orders_", "new_orders_"))) == []  # new tables
     assert moved(before, channel("{source: shop.orders, target: shop.orders}")) == []
+
+
+def test_a_table_whose_pair_now_writes_other_columns_is_copied_again(asked: list[Any]) -> None:
+    """The rows already there were written by the old pair: a column the new one adds would
+    stay empty in every row never updated again, with nothing said."""
+    before = channel("{source: shop.orders, target: shop.orders, columns: {include: [id, total]}}",
+                     "{source: shop.items, target: shop.items}",
+                     "{source: shop.logs, target: shop.logs}")
+    after = channel("{source: shop.orders, target: shop.orders, columns: {include: [id, total, note]}}",
+                    "{source: shop.items, target: shop.items, push_weight: 4}",
+                    "{source: shop.logs, target: shop.logs, columns: {include: [id]}}")
+    lines = added(before, after)
+    assert asked == [("c.forward", "shop", "orders", 7)]  # an order of writing: no copy
+    assert lines == [
+        "pipeline c.forward: shop.logs goes to t:shop.logs by a pair changed in columns, and "
+        "the rows there were written by the old one; it is NOT copied again: it has no "
+        "primary key and no unique key over NOT NULL columns. Its rows keep the old pair's "
+        "shape until each changes; rewrite them by hand (empty the target table, then copy "
+        "the source's rows)",
+        "pipeline c.forward: shop.orders goes to t:shop.orders by a pair changed in columns, "
+        "and the rows there were written by the old one: it will be copied again into "
+        f"t:shop.orders through the new pair, as setl snapshot does; {DELETES}"]
+
+
+def test_a_pattern_pair_replaced_by_a_named_one_alike_asks_for_nothing(
+        asked: list[Any]) -> None:
+    every = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: shop, table: " \
+        "'{table}'}, virtual_columns: [{name: origin, value: web}]}"
+    named = "{source: shop.orders, target: shop.orders, virtual_columns: [{name: origin, value: web}]}"
+    assert added(channel(every), channel(every, named)) == [] and asked == []
+    lines = added(channel(every), channel(every, "{source: shop.orders, target: shop.orders}"))
+    assert asked == [("c.forward", "shop", "orders", 7)]
+    assert lines[0].startswith("pipeline c.forward: shop.orders goes to t:shop.orders by a "
+                               "pair changed in virtual_columns")
