@@ -94,6 +94,7 @@ def test_a_table_copied_by_hand_and_one_added_to_the_channel_while_the_stream_go
     schema = make_schema(source, target, ITEMS, UNIQUE)
     shapes = Shapes(cluster.sandbox, source, target, seed=107)
     source.execute(f"USE `{schema}`")
+    source.execute(f"USE `{schema}`")
     source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
                    "FROM seq_1_to_2000")
     source.execute(f"INSERT INTO `{schema}`.tags SELECT CONCAT('tag', seq), seq FROM "
@@ -194,6 +195,51 @@ def test_a_new_target_of_a_replicated_table_is_copied_while_writes_race_it(
     wait_equal(source, target, schema, ["items"], 60)
     wait_for(lambda: Counter(target.table(schema, "archive")) ==
              Counter(source.table(schema, "items")), 60, "the new target equal to the source")
+
+
+def test_a_pair_that_now_writes_another_column_has_its_rows_copied_again(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A running pair's column list widened by ``setl apply``: the rows already on the
+    target get the new column too (a copy through the new pair, said in the apply's notes),
+    not only the rows changed after it; writes race the copy."""
+    schema = make_schema(source, target, ITEMS)
+    source.execute(f"USE `{schema}`")
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
+                   "FROM seq_1_to_2000")
+    narrow = one_way("widened", schema, ["items"], start="snapshot", snapshot_chunk_size=300)
+    narrow["pipelines"][0]["pairs"][0]["columns"] = {"include": ["id", "name"]}
+    cluster.apply([narrow])
+    cluster.set_status("widened", "START")
+    cluster.wait_running("widened")
+    wait_for(lambda: target.rows(f"SELECT COUNT(*), COUNT(qty) FROM `{schema}`.items")[0] ==
+             (2000, 0), 60, "the narrow copy")
+    stop = threading.Event()
+
+    def write() -> None:
+        writer = Database(cluster.sandbox, "source")
+        rng = random.Random(5)
+        try:
+            while not stop.is_set():
+                writer.execute(f"UPDATE `{schema}`.items SET qty = qty + 1 "
+                               f"WHERE id = {rng.randint(1, 2000)}")
+        finally:
+            writer.close()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    wide = one_way("widened", schema, ["items"], start="snapshot", snapshot_chunk_size=300)
+    try:
+        answer = cluster.apply_answer([wide])
+        assert not answer.errors, answer.errors
+        [note] = [n for n in answer.notes if "copied again" in n]
+        assert note.startswith(f"pipeline widened.forward: {schema}.items goes to "
+                               f"target:{schema}.items by a pair changed in columns"), note
+        wait_for(lambda: target.rows(f"SELECT COUNT(qty) FROM `{schema}`.items")[0][0] ==
+                 2000, 120, "every row with the new column (the copy through the new pair)")
+    finally:
+        stop.set()
+        writer.join(30)
+    wait_equal(source, target, schema, ["items"], 60)
 
 
 def test_a_copy_that_fails_on_the_node_is_the_pipelines_last_error_in_status(
