@@ -17,6 +17,7 @@ import grpc
 from manager import positions, startcheck, subscribe, verify
 from manager.client import Access
 from manager.election import LeaderElection
+from manager.handover import handovers
 from manager.monitor import Monitor
 from manager.positions import Positions
 from manager.snapshots import Snapshots
@@ -38,7 +39,7 @@ from shared.errors import (
     VerifyError,
     ZooKeeperUnavailableError,
 )
-from shared.model import Channel, ChannelStatus
+from shared.model import BinlogPosition, Channel, ChannelStatus
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2, subscription_pb2
 
 log = logging.getLogger("setl.manager.service")
@@ -127,6 +128,9 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                     for problem in self.snapshots.moved_shards(before[channel.name], channel)]
         refused += [problem for channel in parsed.channels if channel.name in before
                     if (problem := self._winner_moved(before[channel.name], channel))]
+        handed = handovers(before, parsed.channels, self._has_run, self.catalog.status,
+                           self.catalog.source, self._stopped_at)
+        refused += handed.refused
         if refused:
             return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
                                                      for problem in refused])
@@ -146,7 +150,17 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                     self._fix_starts(channel)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
-            for c in changes], notes=notes + self._starts_ignored(before, parsed.channels))
+            for c in changes], notes=notes + handed.notes +
+            self._starts_ignored(before, parsed.channels))
+
+    def _has_run(self, pipeline_id: str) -> bool:
+        return bool(call("read a pipeline cursor", self.views.client.exists,
+                         self.views.paths.cursor(pipeline_id)))
+
+    def _stopped_at(self, pipeline_id: str) -> BinlogPosition | None:
+        stored = call("read a pipeline cursor", positions_of.load, self.views.client,
+                      self.views.paths.cursor(pipeline_id))
+        return None if stored is None else stored.position
 
     def _fix_starts(self, channel: Channel) -> None:
         """A pipeline added to a running channel starts at this apply ('start: latest'), not

@@ -1,0 +1,89 @@
+"""A source table's target handed from a pipeline that has run to a new one by ``setl apply``
+(a pipeline renamed, a table moved into another channel): refused while either channel runs
+(the stretch between the two would be loaded by neither, or by both), said with the position
+to start from when both are stopped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from manager import handover
+from shared.confinement import current
+from shared.definitions import load_text
+from shared.model import BinlogPosition, Channel, ChannelStatus
+
+TABLES = {("shop", "orders"): ("id",), ("shop", "items"): ("id",), ("shop", "logs"): None}
+
+
+def channels(*specs: tuple[str, str, list[str]]) -> dict[str, Channel]:
+    """Channels of one pipeline each: (channel, pipeline, source tables to shop.*)."""
+    lines = ["sources:", "  - {name: s, host: h1}", "  - {name: t, host: h2}", "channels:"]
+    for name, pipeline, tables in specs:
+        lines += [f"  - name: {name}", "    pipelines:", f"      - name: {pipeline}",
+                  "        source: s", "        target: t", "        pairs:",
+                  *(f"          - {{source: shop.{table}, target: shop.{table}}}"
+                    for table in tables)]
+    found = load_text("\n".join(lines) + "\n", "c.yaml", {}, current()).channels
+    return {channel.name: channel for channel in found}
+
+
+@pytest.fixture(autouse=True)
+def tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handover.tablekeys, "read_keys", lambda source: TABLES)
+
+
+def handed(before: dict[str, Channel], after: dict[str, Channel], ran: set[str],
+           running: set[str]) -> handover.Handovers:
+    def status(name: str) -> ChannelStatus:
+        return ChannelStatus.START if name in running else ChannelStatus.STOP
+
+    def stopped_at(pipeline_id: str) -> BinlogPosition | None:
+        return BinlogPosition("binlog.000007", 4411, "0-1-93") if pipeline_id in ran else None
+
+    source: Any = lambda name: name  # noqa: E731 (read_keys is patched)
+    return handover.handovers(before, after.values(), ran.__contains__, status, source,
+                              stopped_at)
+
+
+def test_a_pipeline_renamed_while_its_channel_runs_is_refused() -> None:
+    before = channels(("shop", "forward", ["orders", "items"]))
+    after = channels(("shop", "ahead", ["orders", "items"]))
+    found = handed(before, after, {"shop.forward"}, {"shop"})
+    assert found.notes == []
+    [refusal] = found.refused
+    assert refusal.startswith(
+        "pipeline shop.ahead would take over from pipeline shop.forward, which has run, what "
+        "it wrote (shop.items → t:shop.items, shop.orders → t:shop.orders), while channel "
+        "shop runs:")
+    assert "setl channel stop shop --wait" in refusal
+
+
+def test_with_both_channels_stopped_the_note_says_where_to_start_the_new_pipeline() -> None:
+    before = channels(("shop", "forward", ["orders", "items"]))
+    after = channels(("shop", "forward", ["items"]), ("archive", "forward", ["orders"]))
+    found = handed(before, after, {"shop.forward"}, set())
+    assert found.refused == []
+    assert found.notes == [
+        "pipeline archive.forward takes over from pipeline shop.forward what it wrote "
+        "(shop.orders → t:shop.orders) and starts at its start:, not where shop.forward "
+        "stopped: it stopped at binlog.000007:4411 gtid=0-1-93; before starting channel "
+        "archive: setl position set archive/forward --file binlog.000007 --pos 4411 (or copy "
+        "the tables again: setl snapshot)"]
+    # the table moved into a channel that runs while the giver is stopped: refused too
+    [refusal] = handed(before, after, {"shop.forward"}, {"archive"}).refused
+    assert "while channel archive runs" in refusal
+
+
+def test_what_hands_nothing_over_is_let_through() -> None:
+    before = channels(("shop", "forward", ["orders"]))
+    # a new pipeline of tables nobody wrote; the old one keeps its own
+    assert handed(before, channels(("shop", "forward", ["orders"]), ("more", "forward",
+                                                                      ["items"])),
+                  {"shop.forward"}, {"shop"}) == handover.Handovers([], [])
+    # renamed before it ever ran: nothing loaded, nothing to hand over
+    assert handed(before, channels(("shop", "ahead", ["orders"])), set(), {"shop"}) == \
+        handover.Handovers([], [])
+    # a channel not changed by this apply
+    assert handed(before, before, {"shop.forward"}, {"shop"}) == handover.Handovers([], [])
