@@ -43,6 +43,7 @@ class Column:
     charset: str | None  # None for a column without one (numbers, dates, binary, geometry)
     generated: bool = False
     column_type: str = ""  # information_schema.COLUMNS.COLUMN_TYPE: int(10) unsigned, …
+    collation: str | None = None  # None for a column without one
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
