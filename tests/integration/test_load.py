@@ -452,3 +452,39 @@ def test_two_target_datasources_on_one_server_are_refused_naming_them(cluster, s
     assert "targets target and target_too are one server" in error or \
         "targets target_too and target are one server" in error
     cluster.set_status("one-server", "STOP")
+
+
+def test_a_target_key_that_folds_case_the_source_keeps_pauses_before_rows_merge(
+        cluster, source, target):
+    """The source keys rows by a utf8mb4_bin column, the target's copy of the table was
+    made with utf8mb4_general_ci: 'a' and 'A' are two rows on the source and one key on the
+    target, where the second write landed on the first row and a delete of 'A' then took
+    'a' with it, silently. The pipeline pauses before writing, naming the column and both
+    collations; with the target's column altered as it says, both rows arrive."""
+    assert source.rows("SELECT 'a' = 'a ' COLLATE utf8mb4_bin, "  # MariaDB's _bin pads
+                       "'a' = 'a ' COLLATE utf8mb4_nopad_bin") == [(1, 0)]
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.codes (code VARCHAR(10) "
+                         "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, n INT)")
+    t = f"`{schema}`"
+    target.execute(f"ALTER TABLE {t}.codes MODIFY code VARCHAR(10) CHARACTER SET utf8mb4 "
+                   "COLLATE utf8mb4_general_ci")
+    cluster.apply([one_way("keyfold", schema, ["codes"], max_retries=0)])
+    cluster.set_status("keyfold", "START")
+    cluster.wait_running("keyfold")
+    source.execute(f"INSERT INTO {t}.codes VALUES ('a', 1), ('A', 2)")
+    wait_for(lambda: cluster.channel_status("keyfold") == "PAUSE", 60, "the pause")
+    error = cluster.pipeline_state("keyfold").last_error
+    for part in (f"target table {schema}.codes on target: key column code has collation "
+                 "utf8mb4_general_ci", "column code (utf8mb4_bin)",
+                 f"ALTER TABLE {schema}.codes MODIFY code varchar(10) CHARACTER SET utf8mb4 "
+                 "COLLATE utf8mb4_bin"):
+        assert part in error, error
+    assert target.table(schema, "codes") == []
+    target.execute(f"ALTER TABLE {t}.codes MODIFY code VARCHAR(10) CHARACTER SET utf8mb4 "
+                   "COLLATE utf8mb4_bin")
+    cluster.set_status("keyfold", "START")
+    wait_equal(source, target, schema, ["codes"])
+    source.execute(f"DELETE FROM {t}.codes WHERE code = 'A'")
+    wait_equal(source, target, schema, ["codes"])
+    assert target.table(schema, "codes") == [("a", 1)]
+    cluster.set_status("keyfold", "STOP")

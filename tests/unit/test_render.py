@@ -192,3 +192,19 @@ def test_the_pieces_of_a_big_value_are_marked_as_continuing_their_rows_insert() 
         ("INSERT", False), ("UPDATE", True), ("UPDATE", True), ("UPDATE", True)]
     assert [sql.continues for s in found for sql in texts(s, keep_what=True)] == \
         [s.continues for s in found]
+
+
+def test_a_keyless_match_finds_its_columns_whatever_the_case_of_their_names() -> None:
+    """The target's table was made with Login and Code where the source (and so the pair)
+    names login and code: MySQL takes either spelling, and the match must still compare
+    Login byte for byte (not under its case-folding collation: 'bob' deleted 'Bob') and
+    pad Code, a BINARY(4), as the target stores it."""
+    columns = {"Login": Column("varchar", "utf8mb4", collation="utf8mb4_general_ci"),
+               "Code": Column("binary", None, column_type="binary(4)")}
+    row = {"login": "bob", "code": b"ab"}
+    (table,) = merge([change(ChangeType.INSERT, None, row, 0),
+                      change(ChangeType.DELETE, row, None, 1)])
+    written = list(statements(table, 100, columns))
+    assert (written[-1].sql, written[-1].args) == (
+        "DELETE FROM `s`.`logs` WHERE CAST(`login` AS BINARY) = CAST(CONVERT(%s USING "
+        "utf8mb4) AS BINARY) AND CAST(`code` AS BINARY) = %s LIMIT 1", ["bob", b"ab\0\0"])

@@ -1,7 +1,8 @@
 """What merging and rendering need to know of a target table, read from the target.
 
 - its columns (generated ones are never written; charsets make keyless matches exact;
-  ENUM columns may need a lenient write): :class:`~node.target.mysql.render.Column`;
+  ENUM columns may need a lenient write; key columns' collations must be as strict as the
+  source's, :mod:`node.target.mysql.collations`): :class:`~node.target.mysql.render.Column`;
 - whether its changes must keep source order instead of being merged by key (see
   :mod:`node.merge`): a unique key besides the one rows are keyed by, or a foreign
   key to or from the table;
@@ -59,11 +60,12 @@ class TableFacts:
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
                    "COALESCE(GENERATION_EXPRESSION, '') <> '', COLUMN_TYPE, "
-                   "EXTRA LIKE '%%auto_increment%%' FROM information_schema.COLUMNS WHERE "
-                   "TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema, table))
+                   "EXTRA LIKE '%%auto_increment%%', COLLATION_NAME FROM "
+                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                   (schema, table))
     found = cursor.fetchall()
-    columns = {row[0]: Column(row[1], row[2], bool(row[3]), str(row[4]).lower())
-               for row in found}
+    columns = {row[0]: Column(row[1], row[2], bool(row[3]), str(row[4]).lower(),
+                              str(row[6]) if row[6] else None) for row in found}
     bulk_lock = False
     if any(int(row[5]) for row in found):
         cursor.execute("SELECT @@innodb_autoinc_lock_mode")

@@ -43,6 +43,7 @@ class Column:
     charset: str | None  # None for a column without one (numbers, dates, binary, geometry)
     generated: bool = False
     column_type: str = ""  # information_schema.COLUMNS.COLUMN_TYPE: int(10) unsigned, …
+    collation: str | None = None  # None for a column without one
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
@@ -115,9 +116,10 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
 
 
 def _widths(columns: Columns) -> dict[str, int]:
-    """The BINARY(n) columns' widths: the binlog gives their values without the zero bytes
-    that pad them (``'ab'`` for ``'ab\\0\\0'``), and a comparison needs every byte."""
-    return {name: int(column.column_type[7:-1]) for name, column in columns.items()
+    """The BINARY(n) columns' widths, by lower-cased name: the binlog gives their values
+    without the zero bytes that pad them (``'ab'`` for ``'ab\\0\\0'``), and a comparison
+    needs every byte."""
+    return {name.lower(): int(column.column_type[7:-1]) for name, column in columns.items()
             if column.data_type == "binary" and column.column_type.startswith("binary(")}
 
 
@@ -130,9 +132,9 @@ def key_padding(keys: tuple[str, ...], columns: Columns) -> Any:
     """How a key's values are compared on the target: as they are, or with the BINARY
     columns padded again (an insert pads them itself)."""
     widths = _widths(columns)
-    if not any(name in widths for name in keys):
+    if not any(name.lower() in widths for name in keys):  # (lower-cased: see _widths)
         return _same
-    padding = [widths.get(name, 0) for name in keys]
+    padding = [widths.get(name.lower(), 0) for name in keys]
     return lambda key: tuple(_padded(value, width) if width else value
                              for value, width in zip(key, padding, strict=True))
 
@@ -364,17 +366,24 @@ def _one(table: str, change: TargetChange, columns: Columns, generated: frozense
                      [change.after], True)
 
 
+def _named(columns: Columns, name: str) -> Column | None:
+    """The column ``name`` spelt in another case (a pair's ``login`` for the target's
+    ``Login``: MySQL's column names ignore case)."""
+    name = name.lower()
+    return next((column for known, column in columns.items() if known.lower() == name), None)
+
+
 def _match(image: Row, columns: Columns, widths: dict[str, int]) -> tuple[str, list[Any]]:
     """A WHERE clause true for exactly the rows equal to ``image`` byte for byte (``widths``:
     see :func:`_widths`)."""
     parts, args = [], []
     for name, value in image.items():
-        column, expr = columns.get(name), quote(name)
+        column, expr = columns.get(name) or _named(columns, name), quote(name)
         if value is None:
             parts.append(f"{expr} IS NULL")
             continue
-        if name in widths:
-            value = _padded(value, widths[name])
+        if widths and name.lower() in widths:
+            value = _padded(value, widths[name.lower()])
         if isinstance(value, bytes):  # binary strings, geometry, text of an unknown codec
             parts.append(f"CAST({expr} AS BINARY) = %s")
         elif column is not None and column.charset and isinstance(value, str):

@@ -45,6 +45,7 @@ from typing import Any
 from pymysql.constants import FIELD_TYPE
 
 from node.changes import ChangeType, Row, TargetChange
+from node.target.mysql.collations import loose_collation
 from node.target.mysql.facts import TableFacts, Target
 from shared.endpoint import connect
 from shared.errors import ConfigError
@@ -271,7 +272,7 @@ def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]]
     for schema, table, column, data_type, charset, collation in texts:
         indexes = keys.get((str(schema), str(table)), {})
         key = next(iter(indexes.values()), [])
-        why = _loose_collation(str(data_type), str(collation))
+        why = loose_collation(str(data_type), str(collation))
         if str(column) in key and why:
             problems.append(
                 f"{who} {schema}.{table} on {datasource}: key column {column} has collation "
@@ -290,20 +291,6 @@ def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]]
             "doubled or differ. Drop the table's triggers on both sides, or replicate it "
             "with a one-way channel, then start the channel again")
     return problems
-
-
-def _loose_collation(data_type: str, collation: str) -> str:
-    """What a text key's collation takes for equal that differs (empty: nothing): every
-    collation but a binary one folds case or accents; a binary one pads spaces unless it
-    is NO PAD (a CHAR's trailing spaces are gone before anything compares them)."""
-    name = collation.lower()
-    if name == "binary":
-        return ""
-    if not name.endswith("_bin"):
-        return "'abc' and 'ABC' (or 'é' and 'e')"
-    if "_nopad_" in name or "_0900_" in name or data_type.lower() == "char":
-        return ""
-    return "'abc' and 'abc ' (trailing spaces)"
 
 
 def kept_parts(change: TargetChange, old_lost: bool, new_lost: bool) -> list[TargetChange]:
