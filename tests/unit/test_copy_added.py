@@ -168,7 +168,8 @@ def test_a_table_whose_pair_now_writes_other_columns_is_copied_again(asked: list
     before = channel("{source: shop.orders, target: shop.orders, columns: {include: [id, total]}}",
                      "{source: shop.items, target: shop.items}",
                      "{source: shop.logs, target: shop.logs}")
-    after = channel("{source: shop.orders, target: shop.orders, columns: {include: [id, total, note]}}",
+    after = channel("{source: shop.orders, target: shop.orders, "
+                    "columns: {include: [id, total, note]}}",
                     "{source: shop.items, target: shop.items, push_weight: 4}",
                     "{source: shop.logs, target: shop.logs, columns: {include: [id]}}")
     lines = added(before, after)
@@ -188,7 +189,8 @@ def test_a_pattern_pair_replaced_by_a_named_one_alike_asks_for_nothing(
         asked: list[Any]) -> None:
     every = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: shop, table: " \
         "'{table}'}, virtual_columns: [{name: origin, value: web}]}"
-    named = "{source: shop.orders, target: shop.orders, virtual_columns: [{name: origin, value: web}]}"
+    named = "{source: shop.orders, target: shop.orders, " \
+        "virtual_columns: [{name: origin, value: web}]}"
     assert added(channel(every), channel(every, named)) == [] and asked == []
     lines = added(channel(every), channel(every, "{source: shop.orders, target: shop.orders}"))
     assert asked == [("c.forward", "shop", "orders", 7)]
