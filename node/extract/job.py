@@ -205,7 +205,12 @@ class Planner:
         """How a snapshot reads a table's chunks as LOAD DATA lines; None: as rows."""
         if not self.params.load_data_min_rows or self.target != "mysql":  # LOAD DATA off,
             return None  # or a target that takes no LOAD DATA (a lake)
-        return copylines.plan(self.compiled, self.facts_of, schema, table, columns, keys)
+        plan = copylines.plan(self.compiled, self.facts_of, schema, table, columns, keys)
+        if plan is not None and ((schema, table), plan.target) not in self._collated:
+            # checked before the copy reads a row (a batch's spec checks it again)
+            self._check_collations((schema, table), plan.target, self.facts_of(plan.target),
+                                   _Keyed(tuple(keys)))
+        return plan
 
     def facts_of(self, target: Target, layout: Any = None) -> Any:
         """A target table's facts. A MySQL table stops the pipeline when its engine does not
@@ -249,7 +254,8 @@ class Planner:
             fills = self._fills(name, target, layout)
             problem = fills and key_problem(f"pipeline {self.compiled.pipeline_id}", target,
                                             found.columns, found.unique, fills)
-            if problem:
+            if problem:  # a copy refused is tried again: with the facts read again then
+                self.facts.drop(target)  # (the column altered as the message says)
                 raise ConfigError(problem)
         self._collated.add((name, target))
 
@@ -462,3 +468,8 @@ class Planner:
             group = self._parent[group]
         return group
 
+
+class _Keyed(NamedTuple):
+    """A source table's key as a layout gives it (its ``primary_key``), where no layout is."""
+
+    primary_key: tuple[str, ...]

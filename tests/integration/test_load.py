@@ -488,3 +488,29 @@ def test_a_target_key_that_folds_case_the_source_keeps_pauses_before_rows_merge(
     wait_equal(source, target, schema, ["codes"])
     assert target.table(schema, "codes") == [("a", 1)]
     cluster.set_status("keyfold", "STOP")
+
+
+def test_a_copy_into_a_target_key_that_folds_case_pauses_before_rows_merge(
+        cluster, source, target):
+    """As above for a table copied (``start: snapshot``) as LOAD DATA lines, which go to the
+    target without a batch of their own: 'a' and 'A' were two source rows and one target
+    row, silently. The copy fails, saying why in status, until the column is altered."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.codes (code VARCHAR(10) "
+                         "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, n INT)")
+    t = f"`{schema}`"
+    target.execute(f"ALTER TABLE {t}.codes MODIFY code VARCHAR(10) CHARACTER SET utf8mb4 "
+                   "COLLATE utf8mb4_general_ci")
+    source.execute(f"INSERT INTO {t}.codes VALUES ('a', 1), ('A', 2)")
+    source.execute(f"USE {t}")
+    source.execute(f"INSERT INTO {t}.codes SELECT CONCAT('k', seq), seq FROM seq_1_to_500")
+    cluster.apply([one_way("keyfoldcopy", schema, ["codes"], max_retries=0, start="snapshot",
+                           load_data_min_rows=2)])
+    cluster.set_status("keyfoldcopy", "START")
+    wait_for(lambda: "key column code has collation utf8mb4_general_ci" in
+             cluster.pipeline_state("keyfoldcopy").last_error, 90,
+             "the copy refused, said in status")
+    assert target.rows(f"SELECT COUNT(*) FROM {t}.codes WHERE code IN ('a', 'A')")[0][0] == 0
+    target.execute(f"ALTER TABLE {t}.codes MODIFY code VARCHAR(10) CHARACTER SET utf8mb4 "
+                   "COLLATE utf8mb4_bin")
+    wait_equal(source, target, schema, ["codes"], 90)  # the copy tried again
+    cluster.set_status("keyfoldcopy", "STOP")

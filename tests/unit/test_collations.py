@@ -60,6 +60,7 @@ def test_the_two_way_check_still_compares_with_exact_values() -> None:
 class Facts:
     def __init__(self, facts: dict[str, TableFacts]) -> None:
         self.facts, self.asked = facts, 0
+        self.dropped: list[tuple[str, str, str]] = []  # read again at the next try
 
     def of(self, target: tuple[str, str, str], layout: object = None) -> TableFacts:
         self.asked += 1
@@ -67,6 +68,9 @@ class Facts:
 
     def forget(self) -> None:
         pass
+
+    def drop(self, target: tuple[str, str, str]) -> None:
+        self.dropped.append(target)
 
 
 def text(collation: str) -> Column:

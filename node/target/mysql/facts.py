@@ -136,6 +136,11 @@ class TargetFacts:
         with self._lock:
             self._known.clear()
 
+    def drop(self, target: Target) -> None:
+        """One table's facts read again when next asked (it is being altered)."""
+        with self._lock:
+            self._known.pop(target, None)
+
     def _connection(self, name: str) -> pymysql.Connection:
         if self._given is not None:
             return self._given(name)
