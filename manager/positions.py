@@ -209,22 +209,25 @@ class Positions:
              self.paths.acked(pipeline_id), run, to)
 
     def _keyless_replay(self, channel: Channel, pipeline: Pipeline, position: BinlogPosition,
-                        targets: Collection[str], request: manager_pb2.PositionsRequest
+                        targets: dict[str, Row], request: manager_pb2.PositionsRequest
                         ) -> None:
-        """Refuse a replay from ``position`` into ``targets`` over keyless source tables
-        unless the request says their target tables are ready (``keyless_duplicates``)."""
+        """Refuse a replay from ``position`` into ``targets`` (those whose rows it is, or
+        may be, before) over keyless source tables unless the request says their target
+        tables are ready (``keyless_duplicates``). A GTID position after a row (one that
+        leaves out errant transactions) replays nothing."""
         if request.keyless_duplicates:
             return
         source = self.catalog.source(pipeline.source)
-        tables = keyless_taken(pipeline, source, [
-            name for name in targets if self.catalog.source(name).type != "delta"])
+        replayed = sorted(name for name, row in targets.items() if _replays(row[0], position)
+                          and self.catalog.source(name).type != "delta")
+        tables = keyless_taken(pipeline, source, replayed)
         if not tables:
             return
         shown = ", ".join(tables[:20]) + (f" and {len(tables) - 20} more"
                                           if len(tables) > 20 else "")
         raise ConflictError(
             f"pipeline {channel.pipeline_id(pipeline)}: a replay from {position} into target "
-            f"{', '.join(sorted(targets))} takes keyless tables: {shown}. They have no "
+            f"{', '.join(replayed)} takes keyless tables: {shown}. They have no "
             "primary key and no unique key over NOT NULL columns, so their rows are written "
             "by their whole image, beside the copies the target holds, not over them: every "
             "row written since then would be there twice. Make each of those target tables "
@@ -377,6 +380,15 @@ def _ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
     must be asked for with --replay too)."""
     if not position.file:
         return True
+    try:
+        return gtid.compare(row, position) > 0
+    except PositionConflictError:
+        return True
+
+
+def _replays(row: BinlogPosition, position: BinlogPosition) -> bool:
+    """Whether a start at ``position`` loads again what a target's row says it holds (or
+    may: the two cannot be compared)."""
     try:
         return gtid.compare(row, position) > 0
     except PositionConflictError:

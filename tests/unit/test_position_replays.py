@@ -151,3 +151,15 @@ def test_a_reset_to_latest_says_what_it_skips(moved) -> None:
         "binlog.000003:400 gtid=0-11-80 now, and whatever is written until the channel "
         "starts)"]
     assert moved["dst"] == BinlogPosition()
+
+
+def test_a_gtid_after_the_targets_replays_nothing_and_one_before_them_does(moved) -> None:
+    """A GTID start that leaves out errant transactions (after the rows, what a switch's
+    refusal names) needs --replay (a GTID is not told from file/pos) but writes nothing
+    again; one before the rows does."""
+    to = manager_pb2.PositionsRequest().to.__class__
+    ask(definitions(), "set", to=to(gtid="0-11-50,7-42-1"), replay=True)
+    assert moved["dst"].gtid == "0-11-50,7-42-1"
+    moved["dst"] = HELD
+    with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
+        ask(definitions(), "set", to=to(gtid="0-11-20"), replay=True)
