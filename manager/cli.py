@@ -5,7 +5,7 @@
     setl node list
     setl status [--watch]
     setl position show CHANNEL[/PIPELINE] | set CHANNEL/PIPELINE --file F --pos P|--gtid G|--latest
-    setl position reset CHANNEL[/PIPELINE]
+    setl position reset CHANNEL[/PIPELINE] [--replay] [--keyless-duplicates]
     setl backfill CHANNEL --table schema.table | setl retl init SOURCE
     setl check source|target NAME
     setl snapshot CHANNEL --table schema.table [--where C] [--wait] | status|pause|resume|cancel
@@ -145,10 +145,17 @@ def _parser() -> argparse.ArgumentParser:
     move.add_argument("--latest", action="store_true", help="the source's position now")
     move.add_argument("--replay", action="store_true", help="earlier than a target holds: "
                       "load it again from there (the target's position row follows)")
-    moves.add_parser("reset", help="forget where stopped pipelines stand (cursor, position "
-                     "rows, snapshot progress): the next start begins again at start: and "
-                     "loads everything from there").add_argument(
-        "pipeline", help="CHANNEL or CHANNEL/PIPELINE")
+    reset = moves.add_parser("reset", help="forget where stopped pipelines stand (cursor, "
+                             "position rows, snapshot progress): the next start begins again "
+                             "at start: and loads everything from there")
+    reset.add_argument("pipeline", help="CHANNEL or CHANNEL/PIPELINE")
+    reset.add_argument("--replay", action="store_true", help="start: is earlier than a "
+                       "target holds: load it again from there")
+    for each in (move, reset):
+        each.add_argument("--keyless-duplicates", action="store_true", help="a replay over "
+                          "keyless tables (no primary key, no unique NOT NULL key) writes "
+                          "their rows again beside the target's: go ahead (their target "
+                          "tables were made to hold what the source's held at the new start)")
 
     backfill.add_commands(commands)
     checkcli.add_command(commands)
@@ -239,9 +246,11 @@ def _position(args: argparse.Namespace, client: ManagerClient) -> int:
     if args.action == "set":
         request.to.file, request.to.pos = args.file or "", args.pos
         request.to.gtid = args.gtid or ""
-        request.latest, request.replay = args.latest, args.replay
+        request.latest = args.latest
+    if args.action in ("set", "reset"):
+        request.replay, request.keyless_duplicates = args.replay, args.keyless_duplicates
     answer = client.call("Positions", request)
-    _print(args, answer, render.positions(answer.pipelines))
+    _print(args, answer, "\n".join([render.positions(answer.pipelines), *answer.notes]))
     return 0
 
 

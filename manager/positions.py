@@ -5,7 +5,10 @@ A pipeline's truth is each target's position row (``retl.retl_position``); the Z
 cursor is a restart hint, and a (re)start resumes where the targets are (docs/architecture.md,
 restarts). So a new start earlier than what a target holds is refused unless the user asks
 for a replay, which moves that target's row with it: never a silent skip. A start later
-than the targets skips the binlog in between, as asked.
+than the targets skips the binlog in between, as asked. A replay writes a keyless table's
+rows again beside the target's copies (they are written by their whole image, not over a
+key), so one over keyless tables is refused until the user says the targets are ready for
+it (``--keyless-duplicates``), naming them.
 """
 
 from __future__ import annotations
@@ -13,13 +16,13 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import pymysql
 from kazoo.client import KazooClient
 
-from shared import acks, gtid, lakes, positions
+from shared import acks, gtid, lakes, positions, tablekeys
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
@@ -27,6 +30,7 @@ from shared.errors import (
     NotFoundError,
     PositionConflictError,
     PositionLostError,
+    SetlError,
     SourceError,
 )
 from shared.model import (
@@ -36,6 +40,7 @@ from shared.model import (
     DataSource,
     Pipeline,
     StartupMode,
+    pairs_taking,
 )
 from shared.retl import upgrade_position_table
 from shared.rpc import manager_pb2
@@ -58,6 +63,7 @@ class Positions:
         if not chosen:
             raise NotFoundError(f"channel {channel.name} has no pipeline {request.pipeline!r} "
                                 f"(it has {', '.join(p.name for p in channel.pipelines)})")
+        notes: list[str] = []
         if (request.action or "show") == "set":
             if not request.pipeline and len(channel.pipelines) > 1:
                 raise ConflictError(f"channel {channel.name} has several pipelines: name one "
@@ -70,13 +76,15 @@ class Positions:
                                                        "reset (the next start loads again "
                                                        "from the definition's start:)"))
                 self._stopped(channel, pipeline, "reset")
+            notes = [note for pipeline in chosen
+                     for note in self._reset_checked(channel, pipeline, request)]
             for pipeline in chosen:
                 self._reset(channel, pipeline)
         elif request.action not in ("", "show"):
             raise ConflictError(f"unknown position action {request.action!r}: show, set or "
                                 "reset")
         return manager_pb2.PositionsResponse(
-            pipelines=[self._show(channel, pipeline) for pipeline in chosen])
+            pipelines=[self._show(channel, pipeline) for pipeline in chosen], notes=notes)
 
     # -- show -------------------------------------------------------------------------------
     def _show(self, channel: Channel, pipeline: Pipeline) -> manager_pb2.PipelinePositions:
@@ -150,6 +158,8 @@ class Positions:
                 f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
                 f"a start at {position} would go on from there for it. Add --replay to load "
                 f"again from {position} (its position row follows), or choose a later place")
+        if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
+            self._keyless_replay(channel, pipeline, position, ahead, request)
         old = call("read a pipeline cursor", positions.load, self.client,
                    self.paths.cursor(pipeline_id))
         run = old.run if old is not None and old.run else uuid.uuid4().hex
@@ -198,7 +208,66 @@ class Positions:
         call("move a subscription's position", acks.move, self.client,
              self.paths.acked(pipeline_id), run, to)
 
+    def _keyless_replay(self, channel: Channel, pipeline: Pipeline, position: BinlogPosition,
+                        targets: dict[str, Row], request: manager_pb2.PositionsRequest
+                        ) -> None:
+        """Refuse a replay from ``position`` into ``targets`` (those whose rows it is, or
+        may be, before) over keyless source tables unless the request says their target
+        tables are ready (``keyless_duplicates``). A GTID position after a row (one that
+        leaves out errant transactions) replays nothing."""
+        if request.keyless_duplicates:
+            return
+        source = self.catalog.source(pipeline.source)
+        replayed = sorted(name for name, row in targets.items() if _replays(row[0], position)
+                          and self.catalog.source(name).type != "delta")
+        tables = keyless_taken(pipeline, source, replayed)
+        if not tables:
+            return
+        shown = ", ".join(tables[:20]) + (f" and {len(tables) - 20} more"
+                                          if len(tables) > 20 else "")
+        raise ConflictError(
+            f"pipeline {channel.pipeline_id(pipeline)}: a replay from {position} into target "
+            f"{', '.join(replayed)} takes keyless tables: {shown}. They have no "
+            "primary key and no unique key over NOT NULL columns, so their rows are written "
+            "by their whole image, beside the copies the target holds, not over them: every "
+            "row written since then would be there twice. Make each of those target tables "
+            f"hold what its source table held at {position} first (empty it if the source's "
+            "was empty then, else copy it by hand), then run the same command with "
+            "--keyless-duplicates; or choose a later place")
+
     # -- reset ------------------------------------------------------------------------------
+    def _reset_checked(self, channel: Channel, pipeline: Pipeline,
+                       request: manager_pb2.PositionsRequest) -> list[str]:
+        """Refuse a reset whose next start (the definition's ``start:``) is earlier than a
+        target holds unless the request asks for the replay (and, over keyless tables,
+        says so); the notes say what the reset replays or skips."""
+        pipeline_id = channel.pipeline_id(pipeline)
+        rows = {name: row for name in _targets(pipeline)
+                if (row := self._row(self.catalog.source(name), pipeline_id)) is not None}
+        params = pipeline.params
+        start = params.start_position
+        if params.startup is StartupMode.SNAPSHOT or not rows:
+            return []
+        if params.startup is StartupMode.LATEST or start is None:
+            end = positions.current_position(self.catalog.source(pipeline.source))
+            return [f"pipeline {pipeline_id}: its next start begins at the source's end then "
+                    f"(start: latest): target {name}'s transactions after {row[0]} are skipped "
+                    f"(to {end} now, and whatever is written until the channel starts)"
+                    for name, row in sorted(rows.items())]
+        ahead = {name: row for name, row in rows.items() if _ahead(row[0], start)}
+        if ahead and not request.replay:
+            name, row = next(iter(sorted(ahead.items())))
+            raise ConflictError(
+                f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; a "
+                f"reset makes the next start begin again at its start: {start} and load them "
+                "again. Add --replay to reset it (the target's position row goes too), or "
+                f"move it with setl position set {channel.name}/{pipeline.name} instead")
+        if ahead:
+            self._keyless_replay(channel, pipeline, start, ahead, request)
+        return [f"pipeline {pipeline_id}: its next start loads again from {start} what "
+                f"target {name} holds up to {row[0]} (a replay)"
+                for name, row in sorted(ahead.items())]
+
     def _reset(self, channel: Channel, pipeline: Pipeline) -> None:
         """Forget where the pipeline stands: its position rows on the targets, its cursor, its
         snapshot progress and its last run's figures go, so the next start begins again at
@@ -256,6 +325,25 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
     return lines
 
 
+def keyless_taken(pipeline: Pipeline, source: DataSource, targets: Collection[str]
+                  ) -> list[str]:
+    """The source's keyless tables (``schema.table``) that the pipeline's pairs write into
+    ``targets`` (see shared/tablekeys.py: no primary key, no unique key over NOT NULL
+    columns)."""
+    if not targets:
+        return []
+    try:
+        keys = tablekeys.read_keys(source)
+    except (SetlError, pymysql.MySQLError) as exc:
+        raise SourceError(f"source {source.name}: cannot read which of its tables have a "
+                          f"key (a replay needs to know): "
+                          f"{exc.args[-1] if exc.args else exc}") from None
+    return [f"{schema}.{table}" for (schema, table), columns in sorted(keys.items())
+            if columns is None and any(
+                pair.target.datasource in targets
+                for pair in pairs_taking(pipeline.pairs, schema, table, lambda pair: pair))]
+
+
 def _fill(message: Any, position: BinlogPosition) -> None:
     message.file, message.pos, message.gtid = position.file, position.pos, position.gtid
 
@@ -292,6 +380,15 @@ def _ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
     must be asked for with --replay too)."""
     if not position.file:
         return True
+    try:
+        return gtid.compare(row, position) > 0
+    except PositionConflictError:
+        return True
+
+
+def _replays(row: BinlogPosition, position: BinlogPosition) -> bool:
+    """Whether a start at ``position`` loads again what a target's row says it holds (or
+    may: the two cannot be compared)."""
     try:
         return gtid.compare(row, position) > 0
     except PositionConflictError:

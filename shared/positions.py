@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from shared.endpoint import connect, server_answered
-from shared.errors import SourceError
+from shared.errors import ConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
 
 
@@ -117,14 +117,81 @@ def current_position(source: DataSource) -> BinlogPosition:
 
 
 def position_at(source: DataSource, file: str, pos: int) -> BinlogPosition:
-    """``file``/``pos`` of the source's server, with its GTID state there and its identity."""
+    """``file``/``pos`` of the source's server, with its GTID state there and its identity;
+    refused (:class:`ConflictError`) unless a transaction begins there (see
+    :func:`check_boundary`)."""
     at = BinlogPosition(file, pos)
     try:
         with connect(source) as conn, conn.cursor() as cursor:
+            check_boundary(cursor, at, source.name)
             return BinlogPosition(file, pos, gtid_at(cursor, at), server_identity(cursor))
     except pymysql.MySQLError as exc:
         raise SourceError(f"source {source.name}: cannot read where {at} is: "
                           f"{exc.args[-1] if exc.args else exc}") from None
+
+
+WRONG_OFFSET = 1220  # SHOW BINLOG EVENTS from an offset where no event begins
+# events that a position may stand at: one opening a transaction, or one between them
+GROUP_OPENS = frozenset({"Gtid", "Anonymous_Gtid"})
+BETWEEN_GROUPS = frozenset({"Format_desc", "Previous_gtids", "Gtid_list", "Binlog_checkpoint",
+                            "Rotate", "Stop"})
+LOOK_AHEAD = 1000  # events read past a refused position for the next transaction's start
+
+
+def check_boundary(cursor: Any, at: BinlogPosition, name: str) -> None:
+    """Raise :class:`ConflictError` unless a transaction (an event group) begins at ``at``
+    of the connected server's binlog: a start inside one would load only its tail (its
+    first half lost, or, over a target that holds it, its tail applied twice).
+    MariaDB's BINLOG_GTID_POS cannot tell (it answers a GTID state at any event's start,
+    the Table_map inside a transaction too): the event there is read. A file the server
+    lacks is left to the caller to say; its end is a boundary (nothing there yet)."""
+    cursor.execute("SHOW BINARY LOGS")
+    sizes = {str(row[0]): int(row[1]) for row in cursor.fetchall()}
+    if at.file not in sizes:
+        return
+    if at.pos > sizes[at.file]:
+        raise ConflictError(f"source {name}: {at} is past the end of {at.file} (its size "
+                            f"is {sizes[at.file]}): choose a position inside it")
+    try:
+        cursor.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s",
+                       (at.file, at.pos, LOOK_AHEAD))
+    except pymysql.MySQLError as exc:
+        if not exc.args or exc.args[0] != WRONG_OFFSET:
+            raise
+        raise ConflictError(
+            f"source {name}: no event begins at {at} (the server says: {exc.args[-1]}), so "
+            f"no transaction does. {_how_to_find(at)}") from None
+    events = [(int(row[1]), str(row[2]), str(row[5] or "")) for row in cursor.fetchall()]
+    if not events or events[0][1] in GROUP_OPENS | BETWEEN_GROUPS:
+        return
+    plain = not _writes_gtid_events(cursor)  # MySQL before 5.7: BEGIN opens a transaction
+    if plain and events[0][1] == "Query" and events[0][2].upper().startswith("BEGIN"):
+        return
+    after = next((pos for pos, kind, info in events[1:] if kind in GROUP_OPENS or (
+        plain and kind == "Query" and info.upper().startswith("BEGIN"))), None)
+    nearest = f"The next transaction begins at {at.file}:{after}. " if after else ""
+    raise ConflictError(
+        f"source {name}: {at} is inside a transaction (its event there is "
+        f"{events[0][1]}), not where one begins: a start there would load only the "
+        f"transaction's tail. {nearest}{_how_to_find(at)}")
+
+
+def _how_to_find(at: BinlogPosition) -> str:
+    return ("Choose where a transaction begins, its GTID event: mariadb-binlog "
+            f"--start-position=4 {at.file} shows '# at N' before each GTID event, and SHOW "
+            f"BINLOG EVENTS IN '{at.file}' lists each Gtid (MySQL: or Anonymous_Gtid) event "
+            "with its Pos; or start by GTID instead")
+
+
+def _writes_gtid_events(cursor: Any) -> bool:
+    """Whether the server opens every transaction with a GTID event: MariaDB (10.0 on) and
+    MySQL 5.7 on (an Anonymous_Gtid event without GTIDs)."""
+    cursor.execute("SELECT VERSION()")
+    version = str(cursor.fetchone()[0])
+    if "mariadb" in version.lower():
+        return True
+    numbers = [int(part) for part in version.split("-")[0].split(".")[:2] if part.isdigit()]
+    return tuple(numbers) >= (5, 7)
 
 
 def first_cursor(pipeline: Pipeline, source: DataSource) -> Cursor:

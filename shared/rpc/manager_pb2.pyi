@@ -9,20 +9,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PositionsRequest(_message.Message):
-    __slots__ = ("channel", "pipeline", "action", "to", "latest", "replay")
+    __slots__ = ("channel", "pipeline", "action", "to", "latest", "replay", "keyless_duplicates")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     LATEST_FIELD_NUMBER: _ClassVar[int]
     REPLAY_FIELD_NUMBER: _ClassVar[int]
+    KEYLESS_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     channel: str
     pipeline: str
     action: str
     to: _model_pb2.BinlogPosition
     latest: bool
     replay: bool
-    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., action: _Optional[str] = ..., to: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., latest: _Optional[bool] = ..., replay: _Optional[bool] = ...) -> None: ...
+    keyless_duplicates: bool
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., action: _Optional[str] = ..., to: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., latest: _Optional[bool] = ..., replay: _Optional[bool] = ..., keyless_duplicates: _Optional[bool] = ...) -> None: ...
 
 class TargetPosition(_message.Message):
     __slots__ = ("target", "position", "process_id", "owner_epoch", "error")
@@ -57,10 +59,12 @@ class PipelinePositions(_message.Message):
     def __init__(self, pipeline_id: _Optional[str] = ..., cursor: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., process_id: _Optional[int] = ..., source_end: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., behind_bytes: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[TargetPosition, _Mapping]]] = ..., source_error: _Optional[str] = ...) -> None: ...
 
 class PositionsResponse(_message.Message):
-    __slots__ = ("pipelines",)
+    __slots__ = ("pipelines", "notes")
     PIPELINES_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
     pipelines: _containers.RepeatedCompositeFieldContainer[PipelinePositions]
-    def __init__(self, pipelines: _Optional[_Iterable[_Union[PipelinePositions, _Mapping]]] = ...) -> None: ...
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, pipelines: _Optional[_Iterable[_Union[PipelinePositions, _Mapping]]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ApplyRequest(_message.Message):
     __slots__ = ("yaml", "file", "dry_run")

@@ -279,3 +279,33 @@ def test_a_configured_start_is_named_as_the_servers_and_a_bare_one_never_taken_f
         check_held("p.forward", source_of(sandbox), bare, {})
     named, _, _ = check_held("p.forward", source_of(sandbox), Cursor(fixed), {})
     assert named.answers
+
+
+def test_a_start_inside_a_transaction_is_refused_and_its_start_taken(sandbox, source, target):
+    """On the real server: a file/pos at the Table_map of a transaction (what mariadb-binlog
+    shows as '# at N') would load only its tail; refused, naming where the next one begins.
+    Its GTID event, the file's first event and the file's end are taken. (MariaDB's
+    BINLOG_GTID_POS answers a GTID state at the Table_map too: it cannot tell.)"""
+    from shared.errors import ConflictError
+    from tests.integration.test_lookup import source_of
+
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.halves (a INT)")
+    file, before = source.rows("SHOW MASTER STATUS")[0][:2]
+    source.execute(f"INSERT INTO `{schema}`.halves VALUES (1), (2)")
+    source.execute(f"INSERT INTO `{schema}`.halves VALUES (3)")
+    end = int(source.rows("SHOW MASTER STATUS")[0][1])
+    events = source.rows(f"SHOW BINLOG EVENTS IN '{file}' FROM {before}")
+    opens = [int(event[1]) for event in events if event[2] == "Gtid"]
+    table_map = next(int(event[1]) for event in events if event[2] == "Table_map")
+    at = BinlogPosition(str(file), table_map)
+    assert source.rows(f"SELECT BINLOG_GTID_POS('{file}', {table_map})")[0][0]  # no help
+    with pytest.raises(ConflictError) as refused:
+        positions.position_at(source_of(sandbox), str(file), table_map)
+    said = str(refused.value)
+    assert f"{at} is inside a transaction (its event there is Table_map)" in said, said
+    assert f"The next transaction begins at {file}:{opens[1]}." in said, said
+    with pytest.raises(ConflictError, match=f"no event begins at {file}:{table_map + 1}"):
+        positions.position_at(source_of(sandbox), str(file), table_map + 1)
+    for pos in (opens[0], opens[1], 4, end):
+        found = positions.position_at(source_of(sandbox), str(file), pos)
+        assert (found.file, found.pos) == (file, pos) and found.server

@@ -246,10 +246,17 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         refused = capsys.readouterr().err
         assert f"holds pipeline moves.forward's transactions up to {row_file}:{row_pos}" in \
             refused and "--replay" in refused, refused
+        assert cli.main([*position, "set", "moves/forward", "--file", file, "--pos",
+                         str(pos), "--replay"]) == 1  # kl is keyless: its rows twice
+        refused = capsys.readouterr().err
+        assert "takes keyless tables: " in refused and f"{schema}.kl" in refused and \
+            "--keyless-duplicates" in refused, refused
+        assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = 'moves.forward'") == [(row_file, row_pos)]
         target.execute(f"DELETE FROM {kl}")  # to load again from the start
         shapes.put_back(target, shapes.opening())
         assert cli.main([*position, "set", "moves/forward", "--file", file, "--pos",
-                         str(pos), "--replay"]) == 0
+                         str(pos), "--replay", "--keyless-duplicates"]) == 0
         assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
                            "pipeline_id = 'moves.forward'") == [(file, int(pos))]
         cluster.set_status("moves", "START")
@@ -279,9 +286,15 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         assert "is not stopped" in capsys.readouterr().err
         assert cli.main(["--manager", cluster.manager_address, "channel", "stop", "moves",
                          "--wait"]) == 0
+        capsys.readouterr()
+        assert cli.main([*position, "reset", "moves"]) == 1  # start: is a place: a replay
+        assert "Add --replay" in capsys.readouterr().err
+        assert cli.main([*position, "reset", "moves", "--replay"]) == 1
+        assert f"{schema}.kl" in capsys.readouterr().err.partition("takes keyless tables: ")[2]
         target.execute(f"DELETE FROM {kl}")
         shapes.put_back(target, shapes.opening())
-        assert cli.main([*position, "reset", "moves"]) == 0
+        assert cli.main([*position, "reset", "moves", "--replay", "--keyless-duplicates"]) == 0
+        assert f"its next start loads again from {file}:{pos}" in capsys.readouterr().out
         assert target.rows("SELECT binlog_file FROM retl.retl_position WHERE pipeline_id = "
                            "'moves.forward'") == [("",)]  # (kept: a late writer is fenced)
         capsys.readouterr()

@@ -1,0 +1,165 @@
+"""manager.positions: a move back over what a target holds (``setl position set --replay``,
+``setl position reset``) is a replay; over keyless source tables it is refused until
+--keyless-duplicates, naming them; a reset needs --replay exactly when it replays and says
+what a reset to ``latest`` skips. ZooKeeper, the catalog and the servers are fakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kazoo.exceptions import NoNodeError
+
+from manager import positions as manager_positions
+from shared import positions, tablekeys
+from shared.catalog import ChannelRecord
+from shared.definitions import load_text
+from shared.errors import ConflictError
+from shared.model import BinlogPosition, ChannelStatus
+from shared.rpc import manager_pb2
+from shared.zk import ZkPaths
+
+HELD = BinlogPosition("binlog.000002", 900, "0-11-50", "11@h1:3306")  # the targets' rows
+END = BinlogPosition("binlog.000003", 400, "0-11-80", "11@h1:3306")  # the source's end
+KEYS = {("shop", "kl"): None, ("shop", "orders"): ("id",), ("shop", "notes"): None}
+
+
+class Zk:
+    def __init__(self) -> None:
+        self.nodes: dict[str, bytes] = {}
+
+    def exists(self, path: str) -> bool:
+        return path in self.nodes
+
+    def get(self, path: str) -> tuple[bytes, None]:
+        if path not in self.nodes:
+            raise NoNodeError
+        return self.nodes[path], None
+
+    def set(self, path: str, data: bytes) -> None:
+        self.nodes[path] = data
+
+    def create(self, path: str, data: bytes, makepath: bool = False) -> None:
+        self.nodes[path] = data
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        self.nodes.pop(path, None)
+
+
+class Catalog:
+    def __init__(self, text: str) -> None:
+        self.definitions = load_text(text, "f.yaml")
+
+    def channel(self, name: str) -> ChannelRecord:
+        return ChannelRecord(self.definitions.channels[0], 1, 0, ChannelStatus.STOP)
+
+    def source(self, name: str) -> Any:
+        return next(s for s in self.definitions.sources if s.name == name)
+
+
+EVERY = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: shop, table: '{table}'}}"
+
+
+def definitions(start: str = "", pairs: str = EVERY) -> str:
+    return "\n".join([
+        "sources:", "  - {name: src, host: h1}", "  - {name: dst, host: h2}",
+        "channels:", "  - name: shop", "    pipelines:", "      - name: fwd",
+        "        source: src", "        target: dst", *([f"        start: {start}"] * bool(start)),
+        "        pairs:", f"          - {pairs}", ""])
+
+
+@pytest.fixture
+def moved(monkeypatch: pytest.MonkeyPatch) -> dict[str, BinlogPosition]:
+    """The targets' rows, as moved (read by the fakes of the servers)."""
+    rows = {"dst": HELD}
+    monkeypatch.setattr(manager_positions, "_read_row", lambda target, pid: (
+        (rows[target.name], 3, 7) if rows.get(target.name, BinlogPosition()).file else None))
+    monkeypatch.setattr(manager_positions, "move_row", lambda target, pid, run, to: (
+        rows.__setitem__(target.name, to) if to is not None else None))
+    monkeypatch.setattr(manager_positions, "_binlog", lambda source: (END, [
+        ("binlog.000001", 5000), ("binlog.000002", 5000), ("binlog.000003", 400)]))
+    monkeypatch.setattr(positions, "current_position", lambda source: END)
+    monkeypatch.setattr(positions, "position_at", lambda source, file, pos: BinlogPosition(
+        file, pos, "0-11-20", "11@h1:3306"))
+    monkeypatch.setattr(tablekeys, "read_keys", lambda source: dict(KEYS))
+    return rows
+
+
+def ask(text: str, action: str, **fields: Any) -> manager_pb2.PositionsResponse:
+    handler = manager_positions.Positions(Zk(), ZkPaths(), Catalog(text))  # type: ignore[arg-type]
+    return handler.handle(manager_pb2.PositionsRequest(channel="shop", pipeline="fwd",
+                                                       action=action, **fields))
+
+
+EARLIER = manager_pb2.PositionsRequest().to.__class__(file="binlog.000001", pos=4)
+
+
+def test_a_set_that_replays_over_keyless_tables_is_refused_naming_them(moved) -> None:
+    with pytest.raises(ConflictError) as refused:
+        ask(definitions(), "set", to=EARLIER, replay=True)
+    said = str(refused.value)
+    assert "pipeline shop.fwd: a replay from binlog.000001:4 gtid=0-11-20 into target dst " \
+        "takes keyless tables: shop.kl, shop.notes." in said, said
+    assert "shop.orders" not in said and "--keyless-duplicates" in said, said
+    assert moved["dst"] == HELD  # nothing moved
+    ask(definitions(), "set", to=EARLIER, replay=True, keyless_duplicates=True)
+    assert (moved["dst"].file, moved["dst"].pos) == ("binlog.000001", 4)
+
+
+def test_a_replay_of_keyed_tables_only_or_a_move_that_replays_nothing_needs_no_flag(
+        moved) -> None:
+    ask(definitions(pairs="{source: shop.orders, target: shop.orders}"), "set", to=EARLIER,
+        replay=True)
+    assert moved["dst"].file == "binlog.000001"
+    moved["dst"] = HELD
+    ask(definitions(), "set", to=manager_pb2.PositionsRequest().to.__class__(
+        file="binlog.000003", pos=100))  # later than the row: a skip, asked for
+    assert moved["dst"] == HELD
+    ask(definitions(), "set", latest=True, replay=True)  # the end: nothing written again
+
+
+def test_a_reset_to_a_place_earlier_than_the_targets_needs_replay_and_keyless_duplicates(
+        moved) -> None:
+    start = "{file: binlog.000001, pos: 4}"
+    with pytest.raises(ConflictError) as refused:
+        ask(definitions(start), "reset")
+    said = str(refused.value)
+    assert "target dst holds pipeline shop.fwd's transactions up to binlog.000002:900" in said
+    assert "start: binlog.000001:4" in said and "Add --replay" in said, said
+    assert moved["dst"] == HELD
+    with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
+        ask(definitions(start), "reset", replay=True)
+    assert moved["dst"] == HELD
+    answer = ask(definitions(start), "reset", replay=True, keyless_duplicates=True)
+    assert moved["dst"] == BinlogPosition()
+    assert answer.notes == ["pipeline shop.fwd: its next start loads again from "
+                            "binlog.000001:4 what target dst holds up to binlog.000002:900 "
+                            "gtid=0-11-50 (a replay)"]
+
+
+def test_a_reset_to_a_later_place_or_of_no_row_replays_nothing(moved) -> None:
+    answer = ask(definitions("{file: binlog.000003, pos: 4}"), "reset")
+    assert moved["dst"] == BinlogPosition() and list(answer.notes) == []
+    assert list(ask(definitions("{file: binlog.000001, pos: 4}"), "reset").notes) == []
+
+
+def test_a_reset_to_latest_says_what_it_skips(moved) -> None:
+    answer = ask(definitions("latest"), "reset")
+    assert list(answer.notes) == [
+        "pipeline shop.fwd: its next start begins at the source's end then (start: latest): "
+        "target dst's transactions after binlog.000002:900 gtid=0-11-50 are skipped (to "
+        "binlog.000003:400 gtid=0-11-80 now, and whatever is written until the channel "
+        "starts)"]
+    assert moved["dst"] == BinlogPosition()
+
+
+def test_a_gtid_after_the_targets_replays_nothing_and_one_before_them_does(moved) -> None:
+    """A GTID start that leaves out errant transactions (after the rows, what a switch's
+    refusal names) needs --replay (a GTID is not told from file/pos) but writes nothing
+    again; one before the rows does."""
+    to = manager_pb2.PositionsRequest().to.__class__
+    ask(definitions(), "set", to=to(gtid="0-11-50,7-42-1"), replay=True)
+    assert moved["dst"].gtid == "0-11-50,7-42-1"
+    moved["dst"] = HELD
+    with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
+        ask(definitions(), "set", to=to(gtid="0-11-20"), replay=True)
