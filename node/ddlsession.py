@@ -6,13 +6,15 @@ TIMESTAMP default is, ``character_set_client`` which bytes the text is in, the c
 what a literal or a new database defaults to, ``foreign_key_checks`` whether a table may
 reference one not made yet, ``timestamp`` what ``CURRENT_TIMESTAMP``/``NOW(6)`` gives the
 rows an ``ADD COLUMN … DEFAULT CURRENT_TIMESTAMP`` fills (the source's statement time, not
-the replay's: a lagging channel gave every row the time it caught up), and
+the replay's: a lagging channel gave every row the time it caught up),
 ``auto_increment_increment``/``_offset`` the numbers an ``ADD COLUMN … AUTO_INCREMENT``
-gives them. The binlog's query event carries them all (the event's time and status
-variables); Select reads them with the statement's own bytes (:func:`of_event`), and Load
-sets them on its target session around the statement and puts its own back after
-(:func:`run_under`): ``timestamp`` goes back to ``DEFAULT`` (the clock; a saved value
-would stop it), as the load connection runs the rows after.
+gives them, and ``explicit_defaults_for_timestamp`` what a bare TIMESTAMP column becomes.
+The binlog's query event carries them all (the event's time and status variables; the last
+only on MySQL 8 and MariaDB 10.10+, else it is the source's global:
+:meth:`SourceFacts.explicit_defaults`); Select reads them with the statement's own bytes
+(:func:`of_event`), and Load sets them on its target session around the statement and puts
+its own back after (:func:`run_under`): ``timestamp`` goes back to ``DEFAULT`` (the clock;
+a saved value would stop it), as the load connection runs the rows after.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ DATABASE_DEFAULTS = "setl.database_defaults"
 FACTS = (DATABASE_DEFAULTS,)
 _NO_FOREIGN_KEY_CHECKS = 1 << 26  # bits of the query event's flags2 (the session's options)
 _RELAXED_UNIQUE_CHECKS = 1 << 27
+_EXPLICIT_DEFAULTS = 1 << 24  # MariaDB's session explicit_defaults_for_timestamp (10.10+)
+_LOGS_EXPLICIT_DEFAULTS = (10, 10)  # the first MariaDB whose flags2 is known to carry it
 # MySQL/MariaDB charset names → the names pymysql and the library give their codecs
 _ENCODINGS = {"latin1": "cp1252", "utf8mb3": "utf8", "utf8mb4": "utf8", "utf8": "utf8"}
 CLOCK = "timestamp"  # set for the statement only, then back to DEFAULT (the server's clock)
@@ -47,6 +51,7 @@ class SourceFacts:
         self._collations: dict[int, tuple[str, str]] = {}
         self._charset_of: dict[str, str] = {}  # collation name → its charset
         self._default_of: dict[str, str] = {}  # charset → its default collation
+        self._logs_explicit_defaults: bool | None = None  # does flags2 carry it? (read once)
 
     def _rows(self, query: str) -> list[tuple[Any, ...]]:
         conn = self._connect()
@@ -103,6 +108,33 @@ class SourceFacts:
         return f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
 
 
+    def explicit_defaults(self, flags2: int | None) -> int:
+        """The ``explicit_defaults_for_timestamp`` a DDL without MySQL 8's status variable
+        ran under: MariaDB (from 10.10; checked on 10.11) logs the session's in the query
+        event's flags2; MySQL 5.7 and older MariaDB do not log it at all, so for them it is
+        the source's GLOBAL value as read now, the best there is: a session that set its
+        own, or a global changed since the DDL ran, is not seen."""
+        if self._logs_explicit_defaults is None:
+            [(version,)] = self._rows("SELECT VERSION()")
+            self._logs_explicit_defaults = _mariadb_at_least(str(version),
+                                                             _LOGS_EXPLICIT_DEFAULTS)
+        if self._logs_explicit_defaults and flags2 is not None:
+            return 1 if flags2 & _EXPLICIT_DEFAULTS else 0
+        [(value,)] = self._rows("SELECT @@GLOBAL.explicit_defaults_for_timestamp")
+        return int(value)
+
+
+def _mariadb_at_least(version: str, least: tuple[int, int]) -> bool:
+    """Whether a ``VERSION()`` is a MariaDB's of ``least`` or later."""
+    if "mariadb" not in version.lower():
+        return False
+    numbers = version.split("-", 1)[0].split(".")
+    try:
+        return (int(numbers[0]), int(numbers[1])) >= least
+    except (IndexError, ValueError):
+        return False
+
+
 def sql_mode(session: Session) -> int:
     """The session's sql_mode bits (0, the server's plain reading, when none was carried)."""
     return int(dict(session).get("sql_mode", 0))
@@ -140,8 +172,11 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
         zone = zone.decode() if isinstance(zone, bytes) else str(zone)
         session.append(("time_zone", source.system_time_zone() if zone.upper() == "SYSTEM"
                         else zone))
-    if getattr(event, "explicit_defaults_ts", None) is not None:  # MySQL 8
-        session.append(("explicit_defaults_for_timestamp", int(event.explicit_defaults_ts)))
+    # what a bare TIMESTAMP column becomes: NULL DEFAULT NULL, or (OFF) NOT NULL with a
+    # default, the first also ON UPDATE CURRENT_TIMESTAMP (a NULL then stores the load's NOW())
+    explicit = getattr(event, "explicit_defaults_ts", None)  # MySQL 8
+    session.append(("explicit_defaults_for_timestamp", int(explicit) if explicit is not None
+                    else source.explicit_defaults(getattr(event, "flags2", None))))
     # logged only when not 1, 1 (the target's own may differ: a two-way pair's often do)
     session += [("auto_increment_increment", int(getattr(event, "auto_increment_increment", 1))),
                 ("auto_increment_offset", int(getattr(event, "auto_increment_offset", 1)))]

@@ -11,7 +11,8 @@ import pytest
 
 from node import ddlsession
 
-FACTS = types.SimpleNamespace(where="source s1", collation=lambda n: ("utf8mb4", "utf8mb4_bin"))
+FACTS = types.SimpleNamespace(where="source s1", collation=lambda n: ("utf8mb4", "utf8mb4_bin"),
+                              explicit_defaults=lambda flags2: 1)
 ADD = b"ALTER TABLE t ADD created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP"
 
 
@@ -78,3 +79,39 @@ def test_a_statement_in_a_charset_whose_rows_stay_bytes_is_still_read(charset: s
     stopped the pipeline when the two were one)."""
     codec = ddlsession.codec(charset)
     assert "ALTER TABLE t ADD c INT".encode(codec).decode(codec) == "ALTER TABLE t ADD c INT"
+
+
+class Source(ddlsession.SourceFacts):
+    """A source of ``version`` whose global explicit_defaults_for_timestamp is ``glob``."""
+
+    def __init__(self, version: str, glob: int) -> None:
+        super().__init__(lambda: None, "source s1")
+        self.version, self.glob = version, glob
+        self.asked: list[str] = []
+
+    def _rows(self, query: str) -> list[tuple[Any, ...]]:
+        self.asked.append(query)
+        return [(self.version,)] if query == "SELECT VERSION()" else [(self.glob,)]
+
+
+@pytest.mark.parametrize(("version", "flags2", "expected"), [
+    ("10.11.19-MariaDB-0+deb12u1-log", 1 << 24, 1),  # MariaDB logs the session's
+    ("10.11.19-MariaDB-0+deb12u1-log", 0, 0),
+    ("10.6.21-MariaDB-log", 1 << 24, 0),  # not known to log it: the global
+    ("5.7.44-log", 0, 0),  # MySQL 5.7 never logs it: the global
+])
+def test_a_mariadb_ddl_runs_under_its_explicit_defaults_for_timestamp(
+        version: str, flags2: int, expected: int) -> None:
+    """A bare TIMESTAMP the source made NULL DEFAULT NULL became NOT NULL DEFAULT
+    CURRENT_TIMESTAMP ON UPDATE … on a target whose global is OFF: its NULLs the load's time."""
+    names = dict(ddlsession.of_event(event(flags2=flags2), Source(version, 0))[1])
+    assert names["explicit_defaults_for_timestamp"] == expected
+
+
+def test_mysql_8s_status_variable_wins_and_the_version_is_read_once() -> None:
+    source = Source("10.11.19-MariaDB", 0)
+    names = dict(ddlsession.of_event(event(explicit_defaults_ts=1, flags2=0), source)[1])
+    assert names["explicit_defaults_for_timestamp"] == 1 and source.asked == []
+    ddlsession.of_event(event(flags2=0), source)
+    ddlsession.of_event(event(flags2=0), source)
+    assert source.asked == ["SELECT VERSION()"]
