@@ -74,16 +74,20 @@ def test_a_pipeline_added_to_a_started_channel_starts_at_the_apply(sandbox, tmp_
                                                                     zk_client):
     """A renamed pipeline is a new one: its 'start: latest' is the apply that brought it,
     fixed by the manager before the apply returns, not the moment a node gets to it. The
-    keyless, unique-swap and sum tables in the same pipeline are written from the apply on,
-    while no node runs and as one starts: equal as multisets, promises kept."""
+    keyless, unique-swap and sum tables in it are written from the apply on, while no node
+    runs and as one starts: equal as multisets, promises kept. (The old one wrote another
+    table: one that takes over what the old one wrote is refused while the channel runs,
+    test_handover.)"""
     source, target = Database(sandbox, "source"), Database(sandbox, "target")
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)")
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT, b TEXT)",
+                         "CREATE TABLE `{schema}`.other (id INT PRIMARY KEY)")
     shapes = Shapes(sandbox, source, target, seed=71)
     cluster = Cluster(sandbox, tmp_path, "added")
     t = f"`{schema}`.kl"
     try:
         cluster.start_manager()
-        cluster.apply([beside(one_way("added", schema, ["kl"]), shapes.schema)])
+        first = one_way("added", schema, ["other"])
+        cluster.apply([first])
         cluster.set_status("added", "START")
         renamed = beside(one_way("added", schema, ["kl"]), shapes.schema)
         renamed["pipelines"][0]["name"] = "again"
