@@ -4,6 +4,9 @@ columns whose values a replay would make anew. Read with the SQL lexer (:mod:`no
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from node.ddltypes import OldType, rounds_from
 from node.sqllex import SYMBOL, Token, identifier, parts
 from node.sqllex import statement_code as code
 
@@ -17,8 +20,9 @@ STRICT_MODES = (1 << 21) | (1 << 22)
 # most a note 1265, checked on MariaDB 10.11): a DECIMAL of a smaller scale (1.255 kept as
 # 1.3), a FLOAT (a DOUBLE's digits lost), a DOUBLE (a BIGINT's or a DECIMAL's), fewer
 # fractional seconds (10:00:00.7 kept as 10:00:00), a DATE (a DATETIME's time cut); FLOAT and
-# DOUBLE's (M,D) fewer digits. The old type is not known here (the source's schema is already
-# altered), so any of these pauses; a temporal type of 6 fractional digits never rounds.
+# DOUBLE's (M,D) fewer digits. Where the old type is not known (no rows of the table read
+# before it in this run; the source's schema is already altered), any of these pauses; a
+# temporal type of 6 fractional digits never rounds.
 ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
             "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP")
 FRACTIONAL = ("DATETIME", "TIME", "TIMESTAMP")
@@ -78,7 +82,8 @@ def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | 
     return None
 
 
-def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
+def rewriting_clause(statement: str, sql_mode: int | None,
+                     old: Mapping[str, OldType] | None = None) -> str | None:
     """The first clause of an ``ALTER TABLE`` that may have rewritten the values a table
     holds in place, with no row event; as the source wrote it. In any session, a ``MODIFY``/
     ``CHANGE [COLUMN]`` to a type that rounds what it cannot hold exactly (:data:`ROUNDING`:
@@ -89,7 +94,9 @@ def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
     VARCHAR(5) keeps 5 characters, 300 made TINYINT 127, a NULL made NOT NULL 0, a character
     latin1 lacks '?'), any ``MODIFY``/``CHANGE``, and a ``CONVERT TO CHARACTER SET`` other
     than utf8mb4 (which holds every character). None for any other statement, and when the
-    session is unknown (``sql_mode`` None)."""
+    session is unknown (``sql_mode`` None). ``old``: the table's columns' types before it, by
+    lower-cased name, where known (:mod:`node.ddltypes`): a MODIFY that widens one, or
+    changes its NULL-ness or default, rounds nothing in a strict session."""
     if sql_mode is None:
         return None
     words = code(statement, sql_mode)
@@ -98,7 +105,8 @@ def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
     for clause in alter_clauses(words) or []:
         if clause and clause[0].is_word("MODIFY", "CHANGE") and not (
                 len(clause) > 1 and clause[1].is_word("INDEX", "KEY")) and (
-                lax or any(_rounds(column) for column in _changed_columns(clause))):
+                lax or any(_may_round(column, was, old)
+                           for was, column in _changed_columns(clause))):
             return statement[clause[0].start:clause[-1].end]
         if lax and len(clause) > 3 and clause[0].is_word("CONVERT") and clause[1].is_word("TO"):
             charset = clause[4] if clause[2].is_word("CHARACTER") else clause[3]
@@ -108,6 +116,29 @@ def rewriting_clause(statement: str, sql_mode: int | None) -> str | None:
             if not name.startswith("utf8mb4"):
                 return statement[clause[0].start:clause[-1].end]
     return None
+
+
+def retyped_columns(statement: str, sql_mode: int = 0) -> set[str] | None:
+    """The lower-cased names of the columns an ``ALTER TABLE`` may give another type (or
+    name): those it modifies, changes, renames or drops (every name such a clause holds: more
+    is safe, a column forgotten is only unknown). None for any other statement: the table
+    itself may be another after it (made again, renamed, replaced)."""
+    clauses = alter_clauses(code(statement, sql_mode))
+    if clauses is None:
+        return None
+    found = set()
+    for clause in clauses:
+        if clause and clause[0].is_word("MODIFY", "CHANGE", "DROP", "RENAME", "CONVERT"):
+            found.update((identifier(word) or word.text).lower() for word in clause[1:])
+    return found
+
+
+def _may_round(definition: list[Token], was: str, old: Mapping[str, OldType] | None
+               ) -> bool:
+    """Whether a MODIFY/CHANGE of column ``was`` to ``definition`` may round its values:
+    by its old type where known, else by the new type alone (:func:`_rounds`)."""
+    known = old.get(was.lower()) if old else None
+    return _rounds(definition) if known is None else rounds_from(definition, known)
 
 
 def _rounds(definition: list[Token]) -> bool:
@@ -139,7 +170,8 @@ def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
         return []
     found = []
     for clause in clauses:
-        for definition in [*added_columns(clause), *_changed_columns(clause)]:
+        for definition in [*added_columns(clause),
+                           *(column for _, column in _changed_columns(clause))]:
             if any(word.is_word("UNIQUE") for word in definition[1:]):
                 found.append(((identifier(definition[0]) or definition[0].text).lower(),))
         if len(clause) > 1 and not added_columns(clause) and clause[0].is_word("ADD") and any(
@@ -150,15 +182,19 @@ def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
     return found
 
 
-def _changed_columns(clause: list[Token]) -> list[list[Token]]:
-    """The new column definition of a ``MODIFY [COLUMN] c …`` or ``CHANGE [COLUMN] old c …``."""
+def _changed_columns(clause: list[Token]) -> list[tuple[str, list[Token]]]:
+    """The old name and new column definition of a ``MODIFY [COLUMN] c …`` or ``CHANGE
+    [COLUMN] old c …``."""
     if not clause or not clause[0].is_word("MODIFY", "CHANGE"):
         return []
     at = 1 + (len(clause) > 1 and clause[1].is_word("COLUMN"))
     if len(clause) > at + 2 and clause[at].is_word("IF") and clause[at + 1].is_word("EXISTS"):
         at += 2
+    if len(clause) <= at:
+        return []
+    was = identifier(clause[at]) or clause[at].text
     at += clause[0].is_word("CHANGE")  # the old name
-    return [clause[at:]] if len(clause) > at else []
+    return [(was, clause[at:])] if len(clause) > at else []
 
 
 def _key_columns(words: list[Token]) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from node.changes import RowChange
 from node.ddlclauses import added_keys, rewriting_clause
 from node.ddlparse import TableDdl
 from node.ddlsession import sql_mode
+from node.ddltypes import OldType
 from shared.errors import ConfigError
 from shared.identifiers import qualified
 
@@ -51,8 +52,11 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
     session that cuts what a new type cannot hold, or in any session a type that rounds
     values, such as a DECIMAL of a smaller scale) pauses: the target would keep the old
     values, and a keyless table's later changes would find no row to match."""
-    carried = dict(change.session).get("sql_mode")
-    clause = rewriting_clause(change.ddl, None if carried is None else int(carried))
+    session = dict(change.session)
+    carried = session.get("sql_mode")
+    before = {name: OldType(kind, digits, fraction)
+              for name, kind, digits, fraction in session.get("columns", ())}
+    clause = rewriting_clause(change.ddl, None if carried is None else int(carried), before)
     tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
     if clause is None or not tables:
         return

@@ -519,14 +519,8 @@ def test_a_ddl_whose_object_is_there_already_but_differs_stops(sandbox, source, 
     target's table or column was: the rows then loaded into another type (VARCHAR(10) cut
     the source's TEXT) or another key. It stops, naming what differs; once the target's
     table is made alike by hand, the retry takes it as applied."""
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
-    t = f"`{schema}`"
-    target.execute(on_target.format(t=t))
-    pipeline_id = f"ddl-alike-{schema}.forward"
-    table = "b" if "{t}.b" in statement else "a"
-    change = ddl_change(schema, table, statement.format(t=t))
-    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
-                    epoch=5)
+    t, table, change, loader = differing(sandbox, source, target, on_target, statement,
+                                         "ddl-alike")
     try:
         before = target.rows(f"SHOW CREATE TABLE {t}.{table}")
         with pytest.raises(Exception, match="not as the statement makes it") as caught:
@@ -552,6 +546,19 @@ def test_a_ddl_whose_object_is_there_already_but_differs_stops(sandbox, source, 
         loader.close()
 
 
+def differing(sandbox, source, target, on_target: str, statement: str, name: str
+              ) -> tuple[str, str, object, Loader]:
+    """A schema with table ``a`` whose target copy ``on_target`` changed, the DDL change of
+    ``statement`` on it (or on ``b``), and a Loader of pipeline ``name``."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
+    t = f"`{schema}`"
+    target.execute(on_target.format(t=t))
+    table = "b" if "{t}.b" in statement else "a"
+    loader = Loader(f"{name}-{schema}.forward", {"target": target_endpoint(sandbox)},
+                    PipelineParams(), epoch=5)
+    return t, table, ddl_change(schema, table, statement.format(t=t)), loader
+
+
 @pytest.mark.parametrize("on_target,statement,differs", [
     ("ALTER TABLE {t}.a ADD note VARCHAR(10)",
      "ALTER TABLE {t}.a ADD COLUMN IF NOT EXISTS note TEXT", "note"),
@@ -568,14 +575,8 @@ def test_an_if_not_exists_ddl_whose_object_is_there_but_differs_stops(
     went on with the target's VARCHAR(10) where the source's column is TEXT (or a key that
     is not unique): rows loaded into another shape. It stops, naming what differs; made
     alike by hand, the retry passes."""
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (x INT NOT NULL, y INT)")
-    t = f"`{schema}`"
-    target.execute(on_target.format(t=t))
-    pipeline_id = f"ddl-ifnot-{schema}.forward"
-    table = "b" if "{t}.b" in statement else "a"
-    change = ddl_change(schema, table, statement.format(t=t))
-    loader = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(),
-                    epoch=5)
+    t, table, change, loader = differing(sandbox, source, target, on_target, statement,
+                                         "ddl-ifnot")
     try:
         with pytest.raises(Exception, match="not as the statement makes it") as caught:
             loader.load(ddl_batch(1, 100), [change])

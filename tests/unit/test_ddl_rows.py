@@ -10,8 +10,9 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.ddl import concerns, parse, tables_named
-from node.ddlclauses import rewriting_clause, unrepeatable_column
+from node.ddlclauses import retyped_columns, rewriting_clause, unrepeatable_column
 from node.ddlparse import ROW_CLAUSES
+from node.ddltypes import old_type
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from tests.unit.test_ddl import PAIRS, SHARDS, ddl_targets
@@ -285,3 +286,60 @@ def test_with_ddl_sync_an_alter_that_may_cut_values_is_replayed_under_its_sql_mo
     [replayed] = extract_transform(c, [(4, change)])
     assert replayed.ddl == "ALTER TABLE `copy`.`orders_v2` MODIFY note VARCHAR(5)"
     assert ("sql_mode", LAX) in replayed.session
+
+
+# the types before, by name, as Select attaches them from the table's last table map
+BEFORE = (("price", *old_type(246, 6, 2)), ("qty", *old_type(3)), ("ratio", *old_type(5)),
+          ("at", *old_type(18, fsp=3)), ("day", *old_type(10)), ("big", *old_type(8)),
+          ("note", *old_type(15)))
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders MODIFY price DECIMAL(9,3)",  # wider: the lake test's change
+    "ALTER TABLE orders MODIFY price DECIMAL(6,2) NOT NULL",  # the NULL-ness only
+    "ALTER TABLE orders MODIFY qty DECIMAL(12,0)",  # an integer holds no fraction
+    "ALTER TABLE orders MODIFY qty DOUBLE",  # 32 bits: exact in a double
+    "ALTER TABLE orders MODIFY at DATETIME(3) NULL",
+    "ALTER TABLE orders MODIFY at DATETIME(6)",
+    "ALTER TABLE orders MODIFY day DATETIME",
+    "ALTER TABLE orders CHANGE price cost DECIMAL(10,4)",  # renamed, by its old name
+    "ALTER TABLE orders MODIFY ratio DOUBLE NOT NULL",
+])
+def test_a_modify_that_rounds_nothing_by_the_types_before_passes(statement: str) -> None:
+    """With the column's type before it known (a table map read before the statement), a
+    widening or a NULL-ness change does not pause, as it did on the new type alone."""
+    change = RowChange("shop", "", ChangeType.DDL, ddl=statement,
+                       session=(("sql_mode", STRICT), ("columns", BEFORE)))
+    assert list(extract_transform(compiled(*PAIRS), [(4, change)])) == []
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE orders MODIFY price DECIMAL(9,1)",  # a smaller scale
+    "ALTER TABLE orders MODIFY price INT",  # DECIMAL(6,2) made an integer: 1.655 → 2
+    "ALTER TABLE orders MODIFY ratio BIGINT",  # a DOUBLE made an integer
+    "ALTER TABLE orders MODIFY ratio FLOAT",
+    "ALTER TABLE orders MODIFY big DOUBLE",  # 64 bits: not exact in a double
+    "ALTER TABLE orders MODIFY at DATETIME",  # fewer fractional seconds
+    "ALTER TABLE orders MODIFY at DATE",
+    "ALTER TABLE orders MODIFY at TIMESTAMP(6)",  # another kind: its instant by the zone
+    "ALTER TABLE orders MODIFY note DECIMAL(10,2)",  # text made a number
+    "ALTER TABLE orders CHANGE price cost DECIMAL(6,1)",
+])
+def test_a_modify_that_rounds_by_the_types_before_pauses(statement: str) -> None:
+    change = RowChange("shop", "", ChangeType.DDL, ddl=statement,
+                       session=(("sql_mode", STRICT), ("columns", BEFORE)))
+    with pytest.raises(ConfigError, match="may have rewritten the values"):
+        list(extract_transform(compiled(*PAIRS), [(4, change)]))
+
+
+def test_the_columns_an_alter_may_retype_are_named_and_another_statement_forgets_the_table(
+        ) -> None:
+    """Select keeps a table's types from its last table map for the next MODIFY, but the
+    columns a DDL changed since are unknown (two ALTERs in a row, no rows between)."""
+    assert retyped_columns("ALTER TABLE t MODIFY n BIGINT, ADD x INT, CHANGE p q DECIMAL(9,3)"
+                           ) >= {"n", "p", "q"}
+    assert "x" not in retyped_columns("ALTER TABLE t ADD x INT, ADD INDEX i (y)")
+    assert retyped_columns("ALTER TABLE t DROP COLUMN old, RENAME COLUMN a TO b") >= \
+        {"old", "a", "b"}
+    assert retyped_columns("RENAME TABLE t TO u") is None
+    assert retyped_columns("DROP TABLE t") is None
