@@ -29,7 +29,7 @@ from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
-from node.extract.job import Planner
+from node.extract.job import Planner, read_source_columns
 from node.jobs import Done, Failed
 from node.load import loop as load
 from node.metrics import PipelineMetrics, log_timings
@@ -332,7 +332,9 @@ class PipelineRunner(RunnerStatus):
         planner = Planner(compiled, reader.layouts,
                           kinds.tables(self.target_kind, targets, compiled),
                           lambda: reader.checksum, params, reader.learn,
-                          target=self.target_kind)
+                          target=self.target_kind,  # the source in use: a switched one's
+                          source_columns=lambda schema, table: read_source_columns(
+                              source, schema, table))
         door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
                                                 self.ctx.spark, self.snapshot_store, door,
