@@ -261,17 +261,26 @@ def test_ddl_is_filtered_when_ddl_sync_is_off(
     cluster.set_status("ddl-off", "STOP")
 
 
+def ddl_off(cluster: Cluster, source: Database, target: Database, name: str, columns: str,
+            copy_columns: str) -> tuple[str, str, str]:
+    """A new schema's ``items`` (``columns``) on the source, copied into ``items_copy``
+    (``copy_columns``) of another schema on the target by channel ``name`` running without
+    ddl_sync: (schema, the copy's schema, the source table's name)."""
+    schema = make_schema(source, target, f"CREATE TABLE `{{schema}}`.items ({columns})")
+    copy = copied(target, schema, copy_columns)
+    running(cluster, channel(name, schema, copy, False))
+    return schema, copy, f"`{schema}`.items"
+
+
 def test_without_ddl_sync_a_truncate_pauses_and_ddl_sync_then_replays_it(
         cluster: Cluster, source: Database, target: Database) -> None:
     """A TRUNCATE (a log table's rotation) was dropped without a word: the new rows' ids
     started again at 1 and were written over the old rows, the rest stayed. It pauses the
     pipeline with the statement and what to do, the target untouched; ddl_sync turned on
     (what the message offers) replays it and the rows after it."""
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT AUTO_INCREMENT "
-                         "PRIMARY KEY, name VARCHAR(10))")
-    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(10)")
-    running(cluster, channel("ddl-truncate", schema, copy, False))
-    s = f"`{schema}`.items"
+    schema, copy, s = ddl_off(cluster, source, target, "ddl-truncate",
+                              "id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(10)",
+                              "id INT PRIMARY KEY, name VARCHAR(10)")
     source.script(f"INSERT INTO {s} (name) VALUES ('old1'), ('old2')")
     wait_for(lambda: target.table(copy, "items_copy") == [(1, "old1"), (2, "old2")], 60,
              "the rows before the TRUNCATE")
@@ -294,11 +303,9 @@ def test_without_ddl_sync_an_alter_that_cut_values_in_a_lax_session_pauses(
     no row event ('abcdefgh' kept as 'abcde'): it passed unseen, the target kept the old
     value. It pauses; the same kind of ALTER in a strict session (where a cut fails it) goes
     on, as does the row after it."""
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
-                         "name VARCHAR(10))")
-    copy = copied(target, schema, "id INT PRIMARY KEY, name VARCHAR(20)")
-    running(cluster, channel("ddl-lax-modify", schema, copy, False))
-    s = f"`{schema}`.items"
+    schema, copy, s = ddl_off(cluster, source, target, "ddl-lax-modify",
+                              "id INT PRIMARY KEY, name VARCHAR(10)",
+                              "id INT PRIMARY KEY, name VARCHAR(20)")
     source.script(f"INSERT INTO {s} VALUES (1, 'abcdefgh')",
                   "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
                   f"ALTER TABLE {s} MODIFY name VARCHAR(20)", f"INSERT INTO {s} VALUES (2, 'b')")
@@ -319,11 +326,9 @@ def test_without_ddl_sync_a_strict_alter_that_rounded_values_pauses(
     """A strict sql_mode does not fail a DECIMAL's scale reduced: MariaDB rounds the values
     in place (1.255 kept as 1.3, a note) with no row event, and the target kept 1.255. It
     pauses, naming the clause."""
-    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
-                         "price DECIMAL(10,3))")
-    copy = copied(target, schema, "id INT PRIMARY KEY, price DECIMAL(10,3)")
-    running(cluster, channel("ddl-strict-round", schema, copy, False))
-    s = f"`{schema}`.items"
+    schema, copy, s = ddl_off(cluster, source, target, "ddl-strict-round",
+                              "id INT PRIMARY KEY, price DECIMAL(10,3)",
+                              "id INT PRIMARY KEY, price DECIMAL(10,3)")
     source.script(f"INSERT INTO {s} VALUES (1, 1.255)")
     wait_for(lambda: len(target.table(copy, "items_copy")) == 1, 60, "the row")
     source.script("SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
