@@ -158,6 +158,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                          self.views.paths.cursor(pipeline_id)))
 
     def _stopped_at(self, pipeline_id: str) -> BinlogPosition | None:
+        """Where a pipeline's cursor stands (None: it has none)."""
         stored = call("read a pipeline cursor", positions_of.load, self.views.client,
                       self.views.paths.cursor(pipeline_id))
         return None if stored is None else stored.position
@@ -185,12 +186,11 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                         (pipeline.params.startup, pipeline.params.start_position):
                     continue
                 pipeline_id = channel.pipeline_id(pipeline)
-                stored = call("read a pipeline cursor", positions_of.load,
-                              self.views.client, self.views.paths.cursor(pipeline_id))
+                stored = self._stopped_at(pipeline_id)
                 if stored is not None:
                     notes.append(
                         f"pipeline {pipeline_id}: the new start: does not move it, it goes "
-                        f"on from {stored.position}; to start elsewhere: setl channel stop "
+                        f"on from {stored}; to start elsewhere: setl channel stop "
                         f"{channel.name} --wait, then setl position set {channel.name}/"
                         f"{pipeline.name} --file F --pos P (or --gtid G, --latest)")
         return notes

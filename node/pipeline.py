@@ -29,7 +29,8 @@ from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
-from node.extract.job import Planner, read_source_columns
+from node.extract.job import Planner
+from node.extract.keycheck import read_source_columns
 from node.jobs import Done, Failed
 from node.load import loop as load
 from node.metrics import PipelineMetrics, log_timings

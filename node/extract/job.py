@@ -21,20 +21,17 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-import pymysql
-
 from node.changes import Batch, ChangeType, RowChange
 from node.extract import copylines, inserts
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
+from node.extract.keycheck import KeyCollations, read_source_columns
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
 from node.jobs import JobSpec, PartResult, Unit
-from node.target.mysql.collations import key_problem, source_collation
 from node.target.mysql.facts import Target, TargetFacts
 from node.target.mysql.render import BIG_VALUE
 from node.target.renderers import render
-from shared.endpoint import connect
-from shared.errors import ConfigError, SetlError, SourceError
+from shared.errors import ConfigError, SetlError
 from shared.model import TWO_WAY_COPY, PipelineParams
 
 _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
@@ -62,23 +59,6 @@ class Part(NamedTuple):
         """A part of decoded changes only (tests, tools)."""
         return cls({}, b"", array("I"), array("I"), array("I"),
                    [(seq << ROW_BITS, change) for seq, change in enumerate(changes)])
-
-
-def read_source_columns(source: Any, schema: str, table: str
-                        ) -> dict[str, tuple[str, str | None]]:
-    """A source table's columns: name → (data type, collation); {} without a source."""
-    if source is None:
-        return {}
-    try:
-        with connect(source) as conn, conn.cursor() as cursor:
-            cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, COLLATION_NAME FROM "
-                           "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
-                           "TABLE_NAME = %s", (schema, table))
-            return {str(name): (str(data_type), str(collation) if collation else None)
-                    for name, data_type, collation in cursor.fetchall()}
-    except pymysql.MySQLError as exc:
-        raise SourceError(f"source {source.name}: cannot read the columns of "
-                          f"{schema}.{table}: {exc.args[-1] if exc.args else exc}") from None
 
 
 def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None,
@@ -179,10 +159,8 @@ class Planner:
                  source_columns: Callable[[str, str], dict[str, tuple[str, str | None]]]
                  | None = None) -> None:
         self.compiled, self.layouts, self.facts = compiled, layouts, facts
-        # a source table's columns: name → (data type, collation), read once per table
-        self.source_columns = source_columns or (
-            lambda schema, table: read_source_columns(compiled.source, schema, table))
-        self._collated: set[tuple[tuple[str, str], Target]] = set()  # checked: as strict
+        self.keys = KeyCollations(compiled, facts, source_columns or (
+            lambda schema, table: read_source_columns(compiled.source, schema, table)))
         self.checksum, self.params = checksum, params
         self.learn = learn  # Select's: the row changes and bytes of each table's events
         self.target = target  # the kind of target the workers render for
@@ -197,7 +175,7 @@ class Planner:
         self._group.clear()
         self._owner.clear()
         self._parent.clear()
-        self._collated.clear()
+        self.keys.forget()
         self.facts.forget()
 
     def lines_plan(self, schema: str, table: str, columns: Sequence[ReadColumn],
@@ -206,10 +184,9 @@ class Planner:
         if not self.params.load_data_min_rows or self.target != "mysql":  # LOAD DATA off,
             return None  # or a target that takes no LOAD DATA (a lake)
         plan = copylines.plan(self.compiled, self.facts_of, schema, table, columns, keys)
-        if plan is not None and ((schema, table), plan.target) not in self._collated:
-            # checked before the copy reads a row (a batch's spec checks it again)
-            self._check_collations((schema, table), plan.target, self.facts_of(plan.target),
-                                   _Keyed(tuple(keys)))
+        if plan is not None:  # checked before the copy reads a row
+            self.keys.check((schema, table), plan.target, self.facts_of(plan.target),
+                            tuple(keys))
         return plan
 
     def facts_of(self, target: Target, layout: Any = None) -> Any:
@@ -244,51 +221,6 @@ class Planner:
                 "pipeline and apply it; then resume the channel")
         return found
 
-    def _check_collations(self, name: tuple[str, str], target: Target, found: Any,
-                          layout: Any) -> None:
-        """Stop the pipeline when a key column of a MySQL target table takes for one value
-        two its source column keeps apart ('a' and 'A' under a _ci collation where the
-        source's is _bin): the rows would be written into one, silently
-        (:mod:`node.target.mysql.collations`). Once per source and target table."""
-        if self.target == "mysql" and found.unique and found.columns:
-            fills = self._fills(name, target, layout)
-            problem = fills and key_problem(f"pipeline {self.compiled.pipeline_id}", target,
-                                            found.columns, found.unique, fills)
-            if problem:  # a copy refused is tried again: with the facts read again then
-                self.facts.drop(target)  # (the column altered as the message says)
-                raise ConfigError(problem)
-        self._collated.add((name, target))
-
-    def _fills(self, name: tuple[str, str], target: Target, layout: Any
-               ) -> dict[str, tuple[str, str, str]]:
-        """The target columns (lower-cased) that the pairs taking source table ``name`` to
-        ``target`` fill from its string columns: → (source column, type, collation). A
-        processor's rows are its own, and a virtual column's value is not the source's; a
-        key column goes even when a pair leaves it out."""
-        schema, table = self.compiled.stored(*name)
-        keys = set(self.compiled.configured_keys(schema, table)) | \
-            set(getattr(layout, "primary_key", ()) or ())
-        strings = {column: (data_type, collation) for column, (data_type, collation)
-                   in self.source_columns(schema, table).items()
-                   if source_collation(data_type, collation) is not None}
-        fills: dict[str, tuple[str, str, str]] = {}
-        for entry in self.compiled.pairs_for(schema, table):
-            slots = entry.route.slots if entry.route is not None else \
-                [entry.address(schema, table)]
-            if entry.pair.processor or target not in slots:
-                continue
-            virtual = {filler.name.lower() for filler in entry.fillers}
-            for column, (data_type, collation) in strings.items():
-                if column not in keys and column not in entry.pair.key_columns and (
-                        column in entry.exclude or
-                        (entry.include and column not in entry.include)):
-                    continue
-                written = entry.renames.get(column, column).lower()
-                if written not in virtual:
-                    fills[written] = (column, data_type,
-                                      source_collation(data_type, collation) or "")
-        return fills
-
     def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:
         facts: dict[Target, Any] = {}
         layouts = {(layout.schema, layout.table): layout for part in parts
@@ -297,8 +229,10 @@ class Planner:
             for target in self._targets_of(name):
                 if target not in facts:
                     facts[target] = self.facts_of(target, layouts.get(name))
-                if (name, target) not in self._collated:
-                    self._check_collations(name, target, facts[target], layouts.get(name))
+                if self.target == "mysql":
+                    layout = layouts.get(name)
+                    self.keys.check(name, target, facts[target],
+                                    getattr(layout, "primary_key", ()) or ())
         if self.target != "mysql":  # a lake's changelog tells each change's transaction
             options.setdefault("transactions", transactions(batch))
         options.setdefault("gathered", frozenset(
@@ -467,9 +401,3 @@ class Planner:
         while self._parent.get(group, group) != group:
             group = self._parent[group]
         return group
-
-
-class _Keyed(NamedTuple):
-    """A source table's key as a layout gives it (its ``primary_key``), where no layout is."""
-
-    primary_key: tuple[str, ...]

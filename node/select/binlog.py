@@ -32,8 +32,6 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 from node import ddlsession
 from node.changes import ChangeType, Event, RowChange, Transaction
 from node.ddl import concerns, tables_named
-from node.ddlclauses import retyped_columns
-from node.ddltypes import old_type
 from node.extract.decode import TableSchema
 from node.select import checksums, libevents, statements
 from node.select.databases import SourceDatabases
@@ -44,6 +42,7 @@ from node.select.framing import (
     estimate,
     frame,
 )
+from node.select.lastmaps import LastMaps
 from node.select.packets import PacketReader
 from node.select.rollbacks import Rollbacks, transactional
 from node.select.source import LOST_POSITION_REMEDY, gtid_start
@@ -118,10 +117,7 @@ class BinlogReader:
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._databases = SourceDatabases(self._facts)
         self._tables: dict[int, MappedTable] = {}  # by table id
-        # each replicated table's last table map, and the columns DDLs changed since (their
-        # types unknown): the types a MODIFY changes from (a DDL not replayed that may round
-        # values pauses: node.ddlpauses)
-        self._last_maps: dict[tuple[str, str], tuple[TableSchema, frozenset[str]]] = {}
+        self._last_maps = LastMaps()  # the types a MODIFY changes from
         self._numbers = 0
         self._stream: BinLogStreamReader | None = None
         self._checksum = False  # the stream's: whether its rows events end with a CRC32
@@ -347,7 +343,7 @@ class BinlogReader:
             number = self._numbers
             self.layouts[number] = layout
             self.row_bytes[number] = (layout.event_head(), float(layout.row_bytes()))
-            self._last_maps[(schema, table)] = (layout, frozenset())
+            self._last_maps.seen(schema, table, layout)
         self._tables[table_id] = MappedTable(schema, table, number, layout, system)
 
     def _system_rows(self, mapped: MappedTable, data: bytes) -> list[RowChange]:
@@ -432,34 +428,13 @@ class BinlogReader:
                 "position set … the next transaction's position) and copy the table (setl "
                 "snapshot … --table)")
 
-    def _types_before(self, statement: str, schema: str, mode: int
-                      ) -> tuple[tuple[str, str, int, int], ...]:
-        """The column types (lower-cased name, :class:`node.ddltypes.OldType`) of the first
-        table a DDL names whose table map this run read, but the columns a DDL changed since;
-        then the columns this one changes are unknown too (a statement other than an ALTER
-        TABLE: the whole table, until its next table map says what it is now)."""
-        found: tuple[tuple[str, str, int, int], ...] = ()
-        retyped = retyped_columns(statement, mode)
-        for name in tables_named(statement, schema, mode):
-            known = self._last_maps.pop(name, None)
-            if known is None:
-                continue
-            layout, unknown = known
-            if not found:
-                found = tuple((column.name.lower(), *old_type(
-                    column.type, column.precision, column.decimals, column.fsp))
-                    for column in layout.columns if column.name.lower() not in unknown)
-            if retyped is not None:
-                self._last_maps[name] = (layout, unknown | retyped)
-        return found
-
     def _ddl(self, event: Any, state: str, data: bytes) -> None:
         # a two-phase ALTER runs at its commit: at its start it may yet fail (and be rolled
         # back: replayed then, the target kept what the source undid)
         schema = _schema(event)
         later = event.alter_phase & (libevents.ALTER_STARTED | libevents.ALTER_ROLLED_BACK)
         mode = getattr(event, "sql_mode", 0) or 0
-        before = self._types_before(event.query, schema, mode)
+        before = self._last_maps.before(event.query, schema, mode)
         if not self.ddl or later:
             # not replayed (ddl_sync off); one on a replicated table still cuts a batch of its
             # own, after which the pipeline reads the tables' keys again (an ALTER may have
