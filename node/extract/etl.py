@@ -319,6 +319,21 @@ class _Plain:
 _TARGET = tuple.__new__
 
 
+def _filled_key(entry: CompiledPair, before: Row, keys: tuple[str, ...],
+                target_keys: tuple[str, ...], source_key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The old row's key where a virtual column writes a key column (``id: id + 1000``, two
+    tables merged into one): computed from the before image as the new row's is from the
+    after image, so an update finds the row it wrote and a delete removes it (the source's
+    key would name another row: another source table's, in a merged target)."""
+    named = {filler.name.lower() for filler in entry.fillers}
+    if not any(name.lower() in named for name in target_keys):
+        return source_key
+    filled = {name.lower(): value for name, value in
+              fill(entry.fillers, before, {}, entry.where, source_key).items()}
+    return tuple(filled.get(name.lower(), value)
+                 for name, value in zip(target_keys, source_key, strict=True))
+
+
 def transform(compiled: CompiledPipeline, seq: int, change: RowChange,
               joined: Joined | None = None) -> Iterator[TargetChange]:
     """One source row change as target changes, one per matching pair (a processor may make
@@ -361,6 +376,8 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
             (address, part, clears) for address, change in addressed
             for part, clears in part_changes(change, keys, pair.merge_part, entry.include)):
         before_key = tuple(one.before[key] for key in keys) if one.before else None
+        if before_key is not None and entry.fillers:
+            before_key = _filled_key(entry, one.before, keys, target_keys, before_key)
         before = entry.map_row(one.before, keys) if images and one.before is not None else None
         written = only_changed(one, pair.column_groups, keys) if pair.column_groups else one
         after = entry.map_row(written.after, keys) if written.after is not None else None

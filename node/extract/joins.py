@@ -58,7 +58,10 @@ def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
             if join.missing == "drop":
                 return None
             continue
-        for column in join.columns or [c for c in row if c != join.key]:
+        # without 'columns': the joined row's own columns, never one the row has (the
+        # joined table's 'id' would take the row's key, and its 'name' the row's name)
+        for column in join.columns or [c for c in row if c != join.key and
+                                       c not in source_row]:
             target_row[renames.get(column, column)] = row[column]
     return target_row
 

@@ -68,8 +68,13 @@ def _what(found: Any) -> str:
 
 
 def as_dict(change: RowChange) -> dict[str, Any]:
+    """The change as a processor gets it: its images copied, so a processor that edits them
+    in place (the documented style) changes only what it returns, never the rows a fan-out's
+    other pairs write from the same change."""
     return {"schema": change.schema, "table": change.table, "type": change.type.value,
-            "keys": list(change.keys), "before": change.before, "after": change.after}
+            "keys": list(change.keys),
+            "before": None if change.before is None else dict(change.before),
+            "after": None if change.after is None else dict(change.after)}
 
 
 def from_dict(value: Any, original: RowChange) -> RowChange:

@@ -129,3 +129,43 @@ def test_column_groups_send_changed_columns_and_their_whole_group() -> None:
     inserted = insert("s", "t", before)
     assert row_of(pair, inserted) == [{**{k: v for k, v in before.items() if k != "city"},
                                        "town": "c"}]
+
+
+def test_a_processor_editing_the_row_in_place_changes_only_its_own_pairs_target() -> None:
+    """Every pair of a fan-out gets the change's row objects; a processor that edited them in
+    place (the documented style) wrote its mask into the other pair's target too, whichever
+    pair came first."""
+    plain = "{source: s.t, target: full.t, fan_out: true}"
+    masked = "{source: s.t, target: public.t, fan_out: true, processor: " \
+             "'setl_examples:mask_email'}"
+    for pairs in ((plain, masked), (masked, plain)):
+        change = RowChange("s", "t", ChangeType.UPDATE, ("id",),
+                           {"id": 1, "email": "ada@x.org"}, {"id": 1, "email": "bo@x.org"})
+        found = {t.schema: t for t in transform(compiled(*pairs), 1, change)}
+        assert found["full"].after == {"id": 1, "email": "bo@x.org"}
+        assert not found["public"].after["email"].startswith("bo@")
+        assert change.before == {"id": 1, "email": "ada@x.org"}
+
+
+def test_a_virtual_column_writing_the_key_finds_the_row_it_wrote() -> None:
+    """Two tables merged into one target, one pair's keys moved by a virtual column: an
+    update and a delete named the source's key, so they deleted the other table's row of
+    that key and left the moved row behind for ever."""
+    from tests.unit import applied
+    moved = '{source: b.t, target: m.t, virtual_columns: [{name: id, expression: "id + 1000"}]}'
+    c = compiled("{source: a.t, target: m.t}", moved)
+    target: applied.Table = {}
+    for change in (insert("a", "t", {"id": 1, "v": "a1"}), insert("b", "t", {"id": 1, "v": "b1"})):
+        target = applied.loaded(target, list(transform(c, 1, change)))
+    assert target == {(1,): {"id": 1, "v": "a1"}, (1001,): {"id": 1001, "v": "b1"}}
+    update = RowChange("b", "t", ChangeType.UPDATE, ("id",), {"id": 1, "v": "b1"},
+                       {"id": 1, "v": "b2"})
+    target = applied.loaded(target, list(transform(c, 2, update)))
+    assert target == {(1,): {"id": 1, "v": "a1"}, (1001,): {"id": 1001, "v": "b2"}}
+    rekeyed = RowChange("b", "t", ChangeType.UPDATE, ("id",), {"id": 1, "v": "b2"},
+                        {"id": 2, "v": "b2"})
+    target = applied.loaded(target, list(transform(c, 3, rekeyed)))
+    assert target == {(1,): {"id": 1, "v": "a1"}, (1002,): {"id": 1002, "v": "b2"}}
+    delete = RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 2, "v": "b2"}, None)
+    target = applied.loaded(target, list(transform(c, 4, delete)))
+    assert target == {(1,): {"id": 1, "v": "a1"}}
