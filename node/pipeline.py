@@ -25,7 +25,7 @@ from kazoo.exceptions import KazooException
 
 from node import cursor as cursors
 from node import etjob, primary, start
-from node.changes import Batch
+from node.changes import Batch, RowChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
@@ -432,8 +432,8 @@ class PipelineRunner(RunnerStatus):
                         kinds.check_source(self.target_kind, compiled, self.source,
                                            after_ddl=True)
                         after_ddl = 0
-                    snapshots.ask([change for change in batch.changes()  # served in a
-                                   if freedoor.is_request(change)])  # coming window
+                    self._ask(snapshots, [change for change in batch.changes()
+                                          if freedoor.is_request(change)])
                     reads = snapshots.reads_for(batch) if batch.windows else []
                     future = executor.submit(etjob.run, self.ctx.spark, window,
                                              compiled, planner, batch, reads, self.two_way)
@@ -446,6 +446,19 @@ class PipelineRunner(RunnerStatus):
             handoff.put(Failed(exc))
         finally:
             handoff.put(None)
+
+    def _ask(self, snapshots: Any, requests: list[RowChange]) -> None:
+        """Free-door requests the stream carried, kept to be served in a coming window; a
+        subscription's reader gets the binlog's changes only, so the requests another
+        channel of its source serves (a per-instance backfill) are not its own: taken, they
+        paused it at every resume."""
+        if not requests:
+            return
+        if self.target_kind == "subscription":
+            log.info("event=free_door_not_taken pipeline=%s requests=%d reason=a subscription "
+                     "takes no rows read from the tables", self.pipeline_id, len(requests))
+            return
+        snapshots.ask(requests)
 
     def _wait_loaded(self, process_id: int, stop: threading.Event) -> bool:
         """Wait until batch ``process_id`` is loaded; False when stopped first."""

@@ -252,7 +252,8 @@ class Planner:
                     f"pipeline {self.compiled.pipeline_id}: a subscription takes no snapshot, "
                     "backfill or verify repair (rows read from the tables): its reader gets "
                     "the binlog's changes only. Cancel the request (setl snapshot cancel, or "
-                    "delete the retl.retl_buffer rows) and resume the channel")
+                    "delete its rows from retl.retl_pending on the source: PIPELINE_ID "
+                    f"'{self.compiled.pipeline_id}') and resume the channel")
             return self._in_order(batch, partitions)
         if reads and self.compiled.two_way:
             raise ConfigError(

@@ -21,6 +21,7 @@ import pytest
 from manager.subscribecli import value
 from manager.subscriber import Subscriber
 from shared.errors import SetlError
+from shared.retl import encode_key
 from shared.sandbox import Sandbox
 from tests.devcluster import BIN, Cluster, Database, wait_for
 from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
@@ -186,6 +187,28 @@ def test_a_reader_gets_every_transaction_whole_in_order_and_again_unacked(
     assert reader.transactions >= 140
     # a rollback sent its batch again (and what followed it unacknowledged)
     assert reader.rolled_back and reader.rolled_back <= reader.seen_again
+
+
+def test_a_backfill_meant_for_another_channel_of_the_source_leaves_a_subscription_running(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A per-instance backfill (retl_buffer rows naming no channel) is for every pipeline
+    that reads the source: a subscription took it too, and paused, again at every resume (a
+    subscription takes no rows read from the tables). It reads on, every change once."""
+    shapes = Shapes(cluster.sandbox, source, target, targets=(), kinds=3, seed=11)
+    cluster.apply([feed_channel("doorfeed", "feed-door", shapes.schema, list(COLUMNS))],
+                  sources(cluster, "feed-door"))
+    cluster.set_status("doorfeed", "START")
+    cluster.wait_running("doorfeed")
+    reader = Reader(cluster, "doorfeed", shapes.schema).start()
+    shapes.start()
+    shapes.wait_transactions(30)
+    source.conn.cursor().executemany(
+        "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES (%s, 'I', %s)",
+        [(f"{shapes.schema}.accounts", encode_key((key,))) for key in range(3)])
+    shapes.wait_transactions(shapes.transactions + 60)
+    finish(shapes, source, reader)
+    assert cluster.pipeline_state("doorfeed").state == "running"
+    assert "event=free_door_not_taken" in cluster.nodes[1].output()
 
 
 def test_a_subscription_has_one_reader_at_a_time(cluster: Cluster, source: Database,
