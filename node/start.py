@@ -105,13 +105,14 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     try:
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
+        indexes = tablekeys.read_indexes(source, [pipeline])
         fold = folds_names(source) if fold is None else fold
         versioned = versioned_pair_problems(compiled, source)
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
     unique, problems = tablekeys.pipeline_keys(pipeline, keys, nullable, lake,
-                                               compiled.two_way)
+                                               compiled.two_way, indexes)
     names = [f"pair {pair.source} → {pair.target}" for pair in pipeline.pairs]
     problems += [f"pipeline {pipeline.name} {names[at]}: {why}"  # (a definition written
                  for at, why in pairs_problems(pipeline.pairs, names)]  # straight into ZK,

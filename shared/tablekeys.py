@@ -11,7 +11,7 @@ ask this."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import pymysql
@@ -23,6 +23,7 @@ from shared.patterns import SYSTEM_SCHEMAS
 
 log = logging.getLogger("setl.tablekeys")
 
+Indexes = Mapping[tuple[str, str], tuple[frozenset[str], ...]]  # unique NOT NULL, by table
 _SYSTEM = "(" + ", ".join(f"'{name}'" for name in SYSTEM_SCHEMAS) + ")"
 _KEYS = """
 SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, c.IS_NULLABLE = 'YES'
@@ -117,7 +118,7 @@ def _keyless_two_way(pipeline: Pipeline, schema: str, table: str, pair: MediaPai
 
 def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...] | None],
                   nullable: Collection[tuple[str, str, str]] = (), lake: bool = False,
-                  two_way: bool = False
+                  two_way: bool = False, indexes: Indexes | None = None
                   ) -> tuple[dict[tuple[str, str], tuple[str, ...]], list[str]]:
     """For the tables the pipeline's pairs match: the unique keys to use where a table has
     no primary key, and a problem line for each keyless table whose pair needs a key (it
@@ -125,7 +126,9 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
     of a ``two_way`` channel (conflicts are found and settled by key), for each pair whose
     'key_columns' find rows by a column in ``nullable`` (see :func:`read_nullable`), and,
     when the pipeline writes a ``lake``, for each mirrored pair whose 'key_columns' may not
-    identify one row (:func:`lake_key_problem`)."""
+    identify one row (:func:`lake_key_problem`), and, given the source's unique NOT NULL
+    ``indexes`` (:func:`read_indexes`), for each pair of a database target whose
+    'key_columns' hold none of them (:func:`rekeyed_problem`)."""
     unique: dict[tuple[str, str], tuple[str, ...]] = {}
     problems = []
     for (schema, table), columns in sorted(keys.items()):
@@ -146,6 +149,13 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
                         "and rows are found by them: a NULL key matches no row, so its "
                         "updates and deletes would be lost and two NULL-keyed rows taken for "
                         "one; name NOT NULL columns in 'key_columns' (or make these NOT NULL)")
+                elif indexes is not None and columns is not None and not lake and not (
+                        pair.joins or pair.merge_part or pair.mode == "changelog"):
+                    problem = rekeyed_problem(pair.key_columns, columns,
+                                              indexes.get((schema, table), ()))
+                    if problem:
+                        problems.append(f"pipeline {pipeline.name}: table {schema}.{table} "
+                                        f"(pair {pair.source}) {problem}")
                 if lake and pair.mode != "changelog":
                     problem = lake_key_problem(pair.key_columns, columns)
                     if problem:
@@ -169,6 +179,40 @@ def pipeline_keys(pipeline: Pipeline, keys: dict[tuple[str, str], tuple[str, ...
                 unique[(schema, table)] = columns
             break
     return unique, problems
+
+
+def rekeyed_problem(key_columns: Sequence[str], own: Sequence[str],
+                    indexes: Iterable[frozenset[str]]) -> str:
+    """Why a keyed table's rows may not be found by ``key_columns`` on a database target
+    ("" when they may: they hold its own key ``own`` or another of its unique NOT NULL
+    ``indexes``, lower-cased). Columns that do not identify a row take two source rows for
+    one target row: the second overwrites the first, and a delete of either deletes it."""
+    named = {name.lower() for name in key_columns}
+    if {name.lower() for name in own} <= named or any(index <= named for index in indexes):
+        return ""
+    return (f"finds rows by key_columns {', '.join(key_columns)}, which hold no unique key "
+            f"of it (its key is {', '.join(own)}): two source rows with the same "
+            f"{', '.join(key_columns)} would be one target row, the second overwriting the "
+            "first and a delete of either deleting it. Leave key_columns out of the pair (its "
+            "own key is used), or name the columns of one of its unique NOT NULL keys")
+
+
+def read_indexes(source: DataSource, pipelines: Iterable[Pipeline]) -> Indexes | None:
+    """The source's unique keys over NOT NULL columns (primary keys too), lower-cased, by
+    table; None when no pair of ``pipelines`` names 'key_columns' (nothing to check)."""
+    if not any(pair.key_columns for pipeline in pipelines for pair in pipeline.pairs):
+        return None
+    with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
+        cursor.execute(_KEYS.format(only="", system=_SYSTEM))
+        found: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}
+        for schema, table, index, column, nullable in _tuples(cursor.fetchall()):
+            found.setdefault((schema, table, index), []).append((column, bool(int(nullable))))
+    indexes: dict[tuple[str, str], tuple[frozenset[str], ...]] = {}
+    for (schema, table, _), columns in found.items():
+        if not any(nullable for _, nullable in columns):
+            indexes[(schema, table)] = (*indexes.get((schema, table), ()),
+                                        frozenset(column.lower() for column, _ in columns))
+    return indexes
 
 
 def lake_key_problem(key_columns: Sequence[str], own: Sequence[str] | None) -> str:
@@ -229,21 +273,24 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
     problems: list[str] = []
     keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}
     nullable: dict[str, frozenset[tuple[str, str, str]]] = {}
+    indexes: dict[str, Indexes | None] = {}
     for channel in definitions.channels:
         for pipeline in channel.pipelines:
             if pipeline.source not in keys_by_source:
                 try:
                     source = sources.get(pipeline.source) or stored(pipeline.source)
                     keys_by_source[pipeline.source] = read_keys(source)
-                    nullable[pipeline.source] = read_nullable(source, [
-                        other for each in definitions.channels for other in each.pipelines
-                        if other.source == pipeline.source])
+                    alike = [other for each in definitions.channels
+                             for other in each.pipelines if other.source == pipeline.source]
+                    nullable[pipeline.source] = read_nullable(source, alike)
+                    indexes[pipeline.source] = read_indexes(source, alike)
                 except (SetlError, pymysql.MySQLError) as exc:
                     log.warning("event=key_check_skipped channel=%s source=%s error=%s",
                                 channel.name, pipeline.source, exc)
                     keys_by_source[pipeline.source] = {}
             _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source],
                                      nullable.get(pipeline.source, frozenset()),
-                                     is_lake(pipeline.target), channel.two_way)
+                                     is_lake(pipeline.target), channel.two_way,
+                                     indexes.get(pipeline.source))
             problems += [f"channel {channel.name} {problem}" for problem in found]
     return problems

@@ -75,6 +75,22 @@ def test_a_table_with_a_not_null_unique_key_replicates_by_it(
     cluster.set_status("unique-key", "STOP")
 
 
+def test_key_columns_that_are_no_unique_key_of_a_keyed_table_are_refused(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Orders keyed by id, found by key_columns [customer_id]: two orders of one customer
+    became one target row, and a delete of either deleted it. Refused at apply, naming the
+    table's key; a unique NOT NULL key of it is fine."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.lines (id INT PRIMARY KEY, "
+                         "customer_id INT NOT NULL, code INT NOT NULL, UNIQUE KEY (code))")
+    by_customer = one_way("by-customer", schema, ["lines"])
+    by_customer["pipelines"][0]["pairs"][0]["key_columns"] = ["customer_id"]
+    [error] = cluster.apply_errors([by_customer])
+    assert f"table {schema}.lines" in error and "finds rows by key_columns customer_id, " \
+        "which hold no unique key of it (its key is id)" in error
+    by_customer["pipelines"][0]["pairs"][0]["key_columns"] = ["code"]
+    assert cluster.apply_errors([by_customer]) == []
+
+
 def test_key_columns_that_admit_null_are_refused_where_rows_are_found_by_them(
         cluster: Cluster, source: Database, target: Database) -> None:
     # codes is keyed by code; a pair that finds its rows by alias (NULL in two rows) would

@@ -119,3 +119,24 @@ def test_the_pair_checked_is_the_one_that_takes_the_table() -> None:
                     "{source: shop.orders, target: copy.orders, key_columns: [ref]}")
     [problem] = pipeline_keys(both, KEYS, LOOSE)[1]
     assert "table shop.orders (pair src:shop.orders)" in problem
+
+
+def test_key_columns_of_a_database_target_must_hold_a_unique_key_of_the_table() -> None:
+    """key_columns [customer_id] of orders keyed by id took two orders of one customer for
+    one target row: the second overwrote the first, and deleting either deleted it. Columns
+    that hold its key or another unique NOT NULL key of it are fine; a wide row's parts
+    (merge_part, joins) meet by their key_columns by design."""
+    indexes = {("shop", "orders"): (frozenset({"id"}), frozenset({"code", "region"}))}
+    narrow = pipeline("{source: shop.orders, target: shop.orders, key_columns: [customer_id]}")
+    [problem] = pipeline_keys(narrow, ORDERS, indexes=indexes)[1]
+    assert "table shop.orders (pair src:shop.orders) finds rows by key_columns customer_id, " \
+           "which hold no unique key of it (its key is id)" in problem
+    assert pipeline_keys(narrow, ORDERS) == ({}, [])  # indexes not read: no pair to check
+    for fine in ("[ID]", "[customer_id, id]", "[Region, code]"):
+        keyed = pipeline(f"{{source: shop.orders, target: shop.orders, key_columns: {fine}}}")
+        assert pipeline_keys(keyed, ORDERS, indexes=indexes)[1] == [], fine
+    part = pipeline("{source: shop.orders, target: shop.wide, key_columns: [customer_id], "
+                    "merge_part: true}")
+    assert pipeline_keys(part, ORDERS, indexes=indexes)[1] == []
+    keyless = pipeline("{source: shop.logs, target: shop.logs, key_columns: [ref]}")
+    assert pipeline_keys(keyless, ORDERS, indexes=indexes)[1] == []
