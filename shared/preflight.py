@@ -132,7 +132,8 @@ def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[i
     seen = variables(cursor, ["log_bin", *REQUIRED, "server_id",
                               "binlog_transaction_compression", "expire_logs_days",
                               "binlog_expire_logs_seconds", "max_allowed_packet", "gtid_mode",
-                              "gtid_strict_mode", "version", "log_slave_updates"])
+                              "gtid_strict_mode", "version", "log_slave_updates",
+                              "sync_binlog", "innodb_flush_log_at_trx_commit"])
     if seen.get("log_bin", "OFF").upper() != "ON":
         found.append(Finding("log_bin", "the binary log is off", "set log_bin = binlog in "
                              "my.cnf and restart the server"))
@@ -160,6 +161,7 @@ def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[i
                              "binlog_expire_logs_seconds = 604800; (a week) and in my.cnf",
                              "warning"))
     found += _packet(seen)
+    found += _durability(seen)
     mariadb = "mariadb" in seen.get("version", "").lower()
     if mariadb and seen.get("gtid_strict_mode", "OFF").upper() != "ON":
         found.append(Finding("gtid_strict_mode", "is OFF: GTIDs are not kept in order, which a "
@@ -235,6 +237,18 @@ def _packet(seen: dict[str, str], source_packet: int | None = None) -> list[Find
                         "in my.cnf (at least the source's)", "error" if source_packet and
                         packet < source_packet else "warning")]
     return []
+
+
+def _durability(seen: dict[str, str]) -> list[Finding]:
+    """A source that may lose its binlog's tail in a crash of its machine: setl may have
+    loaded those transactions already, and the restarted source gives their positions and
+    GTIDs to other transactions, so the targets hold rows the source never kept."""
+    return [Finding(name, f"is {seen[name]}: a crash of the source's machine can lose "
+                    "transactions setl already copied (the restarted source reuses their "
+                    "positions and GTIDs, and the targets keep rows the source lost)",
+                    f"SET GLOBAL {name} = 1; and {name} = 1 in my.cnf", "warning")
+            for name in ("sync_binlog", "innodb_flush_log_at_trx_commit")
+            if seen.get(name, "1") != "1"]
 
 
 def _retention_s(seen: dict[str, str]) -> float | None:

@@ -40,9 +40,15 @@ def test_check_names_each_problem_and_its_fix(cluster: Cluster, source: Database
     secret = sandbox.secret_file.parent / user
     secret.write_text("chk-pass-1\n")
     before = {name: value for name, value in source.rows(
-        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_format', 'binlog_row_image')")}
+        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_format', 'binlog_row_image', "
+        "'sync_binlog')")}
     packet, zone = target.rows("SELECT @@GLOBAL.max_allowed_packet, @@GLOBAL.time_zone")[0]
     try:
+        # a source whose machine's crash may lose transactions setl copied: said
+        source.execute("SET GLOBAL sync_binlog = 0")
+        code, report = check(cluster, capsys, "source", "source")
+        assert code == 0 and whats(report, "warning")["sync_binlog"] == \
+            "SET GLOBAL sync_binlog = 1; and sync_binlog = 1 in my.cnf", report
         source.script("SET GLOBAL binlog_format = 'MIXED'",
                       "SET GLOBAL binlog_row_image = 'MINIMAL'")
         code, report = check(cluster, capsys, "source", "source")
@@ -88,7 +94,8 @@ def test_check_names_each_problem_and_its_fix(cluster: Cluster, source: Database
         assert f"GRANT ALL ON retl.* TO '{user}'@'%';" in out
         assert "SELECT on" not in out  # it may read the replicated schema
     finally:
-        source.script(*(f"SET GLOBAL {name} = '{value}'" for name, value in before.items()))
+        source.script(*(f"SET GLOBAL {name} = " + (value if value.isdigit() else f"'{value}'")
+                        for name, value in before.items()))
         target.execute(f"SET GLOBAL max_allowed_packet = {packet}")
         target.execute(f"SET GLOBAL time_zone = '{zone}'")
         source.execute(f"DROP USER IF EXISTS '{user}'@'%'")
