@@ -514,3 +514,32 @@ def test_a_copy_into_a_target_key_that_folds_case_pauses_before_rows_merge(
                    "COLLATE utf8mb4_bin")
     wait_equal(source, target, schema, ["codes"], 90)  # the copy tried again
     cluster.set_status("keyfoldcopy", "STOP")
+
+
+def test_a_load_data_the_target_rounds_a_value_of_fails_with_nothing_written(
+        sandbox, source, target):
+    """A strict session still rounds a DECIMAL given more digits than its scale, with only a
+    note (1265): LOAD DATA lines of the stream or of a copy wrote 1.26 for 1.255, silently.
+    Now the statement fails, naming what the target said, and nothing of the batch or of
+    the copy is written."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "d DECIMAL(5,2))")
+    loader = Loader(f"rounded-{schema}.forward", {"target": target_endpoint(sandbox)},
+                    PipelineParams())
+    try:
+        head = loaddata.head(schema, "items", ["`id`", "`d`"])
+        stream = PartResult([Unit("target", schema, "items", 0, 1 << 20,
+                                  [Sql(head, 2, data=b"1\t1.25\n2\t1.255\n")], 2)], [], 2)
+        with pytest.raises(LoadError) as raised:
+            loader.load_units(batch(1, 100), [stream])
+        for part in (f"table {schema}.items", "the target changed values as it loaded them",
+                     "Data truncated for column 'd'"):
+            assert part in str(raised.value), raised.value
+        copied = copy_unit(schema, b"3\t3\t1.5\n4\t4\t2.125\n", 2)
+        copied.sqls[:] = [Sql(loaddata.head(schema, "items", ["@setl_key", "`id`", "`d`"]),
+                              2, data=copied.sqls[0].data)]
+        with pytest.raises(Exception, match="the target changed values as it loaded them"):
+            loader.load_units(batch(1, 100), [PartResult([copied], [], 2)])
+        assert target.table(schema, "items") == []
+    finally:
+        loader.close()

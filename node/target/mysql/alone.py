@@ -84,8 +84,7 @@ def _written(cursor: Any, unit: Unit, sql: Sql, batch: Batch, pipeline_id: str) 
     """Execute it; the rows it writes. The target's error as it is."""
     try:
         if sql.data is not None:  # LOAD DATA: its rows sent from memory
-            with localdata.serving(loaddata.FILE, sql.data):
-                count = cursor.execute(sql.text)
+            count = localdata.load(cursor, loaddata.FILE, sql.text, sql.data)
         else:
             count = _lenient(cursor, sql, unit, batch, pipeline_id) if sql.lenient \
                 else cursor.execute(sql.text)

@@ -115,8 +115,7 @@ class Copies:
                 if sql.inline:  # a multi-row REPLACE: its tuples end the statement
                     cursor.execute(sql.text.encode() + (sql.data or b""))
                 else:
-                    with localdata.serving(loaddata.FILE, sql.data or b""):
-                        cursor.execute(sql.text)
+                    localdata.load(cursor, loaddata.FILE, sql.text, sql.data or b"")
                 written += sql.rows
         conn.commit()
         return written

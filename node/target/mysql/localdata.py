@@ -20,6 +20,9 @@ from pymysql import connections
 from pymysql.constants import ER
 
 PACKET = 1 << 20  # bytes per packet sent (the server takes up to max_allowed_packet)
+# what a server says (a note or a warning) of a value it changed to store it: set to its
+# default, fields missing or left over, out of range, cut, an incorrect value
+VALUE_CHANGED = frozenset({1261, 1262, 1263, 1264, 1265, 1292, 1366, 1406})
 _serving = threading.local()
 
 
@@ -31,6 +34,31 @@ def serving(name: str, data: bytes) -> Iterator[None]:
         yield
     finally:
         _serving.file = None
+
+
+def load(cursor: Any, name: str, text: str, data: bytes) -> int:
+    """Run the ``LOAD DATA LOCAL`` statement ``text`` with ``data`` as its file ``name``; the
+    rows it wrote. ``LOCAL`` makes the server take a value it must change to store (NULL
+    into a NOT NULL column becomes 0 or '', a string too long is cut, a number out of range
+    clipped) with a warning where an INSERT of the same row fails, whatever the sql_mode:
+    a warning fails the statement here (the batch's transaction is not committed), naming
+    what the target said."""
+    with serving(name, data):
+        count = cursor.execute(text)
+    result = getattr(cursor, "_result", None)
+    if result is not None and getattr(result, "warning_count", 0):
+        cursor.execute("SHOW WARNINGS LIMIT 20")
+        said = [(int(row[1]), str(row[2])) for row in cursor.fetchall()
+                if int(row[1]) in VALUE_CHANGED]
+        if not said:
+            return int(count)
+        code = said[0][0]
+        shown = "; ".join(message for _, message in said[:5])
+        raise pymysql.err.DataError(
+            code, f"the target changed values as it loaded them ({result.warning_count} "
+                  f"warning(s): {shown}): its columns do not hold the source's values; make "
+                  "them as the source's (type, length, NULL), then resume")
+    return int(count)
 
 
 def _send(filename: str | bytes, conn: Any) -> None:
