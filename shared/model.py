@@ -144,7 +144,7 @@ class LookupJoin:
     table: str  # schema.table on the pipeline's source
     by: str  # this row's column holding the other table's key value
     key: str  # the other table's key column
-    columns: tuple[str, ...] = ()  # the columns to add (empty: those the row lacks)
+    columns: tuple[str, ...] = ()  # the columns to add
     missing: str = "drop"  # no such row: drop the change, or keep it as it is
 
 

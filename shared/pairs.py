@@ -185,7 +185,9 @@ def _joins(item: Field) -> Any:
         table = entry.get("table", lambda f: f.string(_table_name), required=True)
         by = entry.get("by", lambda f: f.string(column_name), required=True)
         key = entry.get("key", lambda f: f.string(column_name), required=True)
-        columns = entry.get("columns", _columns, ())
+        # listed: a join without them took every column of the joined row, its key over
+        # the row's own, and a column the source table gained later stopped being joined
+        columns = entry.get("columns", _columns, required=True)
         missing = entry.get("missing", lambda f: f.choice(["drop", "keep"]), "drop")
         entry.close()
         if MISSING not in (table, by, key, columns, missing):

@@ -21,7 +21,6 @@ from typing import Any
 
 from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.extract.lookup import Lookup
-from shared.errors import ConfigError
 from shared.model import DataSource, LookupJoin, MediaPair
 
 # (table, key column) → key value → the looked-up row
@@ -58,10 +57,7 @@ def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
             if join.missing == "drop":
                 return None
             continue
-        # without 'columns': the joined row's own columns, never one the row has (the
-        # joined table's 'id' would take the row's key, and its 'name' the row's name)
-        for column in join.columns or [c for c in row if c != join.key and
-                                       c not in source_row]:
+        for column in join.columns:
             target_row[renames.get(column, column)] = row[column]
     return target_row
 
@@ -115,12 +111,6 @@ def left(pair: MediaPair, change: RowChange, keys: tuple[str, ...],
         yield TargetChange(*address, ChangeType.DELETE, target_keys, before_key, None,
                             pair.push_weight, seq, "", before)
         return
-    unlisted = [join.table for join in pair.joins if not join.columns]
-    if unlisted:
-        raise ConfigError(f"pair {pair.source} → {pair.target}: an update's joined row is "
-                          f"missing from {', '.join(unlisted)}, so the row leaves the wide "
-                          "row's part, but the columns that join wrote are not listed and "
-                          "cannot be cleared; list them in the join's 'columns', then resume")
     after = map_row(clear_part(change, keys).after or {}, keys)
     after.update((renames.get(c, c), None) for join in pair.joins for c in join.columns)
     yield TargetChange(*address, ChangeType.UPDATE, target_keys, before_key, after,

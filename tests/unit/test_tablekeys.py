@@ -50,7 +50,7 @@ def test_a_lake_merges_by_key_columns_only_when_they_hold_the_tables_own_key() -
     wider = pipeline("{source: shop.slots, target: shop.slots, key_columns: [SLOT, day, x]}")
     assert pipeline_keys(wider, ORDERS, lake=True) == ({("shop", "slots"): ("day", "slot")}, [])
     keyless = pipeline("{source: shop.logs, target: shop.logs, key_columns: [ref], "
-                       "joins: [{table: shop.refs, by: id, key: ref}]}")
+                       "joins: [{table: shop.refs, by: id, key: ref, columns: [r]}]}")
     [problem] = pipeline_keys(keyless, ORDERS, lake=True)[1]
     assert "has no primary key nor a unique key over NOT NULL columns" in problem
     logged = pipeline("{source: shop.orders, target: shop.orders, key_columns: [customer_id], "
