@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from decimal import Decimal
 
 import pytest
 
@@ -543,3 +545,35 @@ def test_a_load_data_the_target_rounds_a_value_of_fails_with_nothing_written(
         assert target.table(schema, "items") == []
     finally:
         loader.close()
+
+
+def test_a_target_column_that_would_round_or_stamp_source_values_pauses_before_rows(
+        cluster, source, target):
+    """A target table made apart from its source: a DECIMAL of a smaller scale kept 1.255
+    as 1.26, a DATETIME of fewer fractional digits rounded them, and a TIMESTAMP NOT NULL
+    stored the time of the load for the source's NULL, all without an error. The batch
+    pauses before writing, naming each column and the ALTER to run; with the target altered
+    as it says, every value arrives as the source has it."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.prices (id INT PRIMARY KEY, "
+                         "amount DECIMAL(10,3), at DATETIME(6), seen TIMESTAMP NULL "
+                         "DEFAULT NULL)")
+    t = f"`{schema}`.prices"
+    target.execute(f"ALTER TABLE {t} MODIFY amount DECIMAL(10,2), MODIFY at DATETIME, "
+                   "MODIFY seen TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP")
+    cluster.apply([one_way("roundload", schema, ["prices"], max_retries=0)])
+    cluster.set_status("roundload", "START")
+    cluster.wait_running("roundload")
+    source.execute(f"INSERT INTO {t} VALUES (1, 1.255, '2020-01-01 10:00:00.700000', NULL), "
+                   "(2, 2.5, '2020-01-02 00:00:00', '2020-01-03 04:05:06')")
+    for column, alter in (("amount", "DECIMAL(10,3)"), ("at", "DATETIME(6)"),
+                          ("seen", "TIMESTAMP NULL DEFAULT NULL")):
+        wait_for(lambda c=column: f"target table {schema}.prices on target: column {c} " in
+                 cluster.pipeline_state("roundload").last_error, 60, f"the pause on {column}")
+        assert cluster.channel_status("roundload") == "PAUSE"
+        assert target.table(schema, "prices") == []
+        target.execute(f"ALTER TABLE {t} MODIFY {column} {alter}")
+        cluster.set_status("roundload", "START")
+    wait_equal(source, target, schema, ["prices"])
+    assert target.rows(f"SELECT amount, at, seen FROM {t} WHERE id = 1") == [
+        (Decimal("1.255"), datetime(2020, 1, 1, 10, 0, 0, 700000), None)]
+    cluster.set_status("roundload", "STOP")

@@ -44,6 +44,7 @@ class Column:
     generated: bool = False
     column_type: str = ""  # information_schema.COLUMNS.COLUMN_TYPE: int(10) unsigned, …
     collation: str | None = None  # None for a column without one
+    nullable: bool = True  # it admits NULL
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
