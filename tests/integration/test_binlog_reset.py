@@ -19,7 +19,7 @@ import pytest
 from shared import gtid
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
-from tests.integration.test_switchover import shapes_on, start
+from tests.integration.test_switchover import ITEMS, shapes_on, start
 from tests.replicaset import ReplicaSet
 
 NAMES = {False: "binlogreset", True: "binlogresetat"}  # unique across the tests
@@ -106,6 +106,47 @@ def test_a_resume_after_reset_master_pauses_and_loads_nothing_of_the_new_history
             assert part in message, (part, message)
         assert {t: Counter(rows) for t, rows in shapes.rows(target).items()} == held
         assert shapes.violations == []
+    finally:
+        shapes.stop()
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_a_resume_inside_a_create_select_after_its_statement_is_not_refused(
+        sandbox: Sandbox, private_source: ReplicaSet, tmp_path: Path) -> None:
+    """CREATE TABLE … SELECT is one group: the statement, then its rows. The target takes the
+    statement and refuses the rows (a CHECK, for the while), so its position stands after the
+    statement, inside the group, with the state before it; the server's state there counts
+    the group's GTID, and no GTID event comes before the rows. The node is killed; the next
+    one resumes there on the same server and loads the rows."""
+    rs, target = private_source, Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    s = shapes.schema
+    source = rs.members[0].database()
+    source.execute(ITEMS.format(schema=s))
+    source.execute(f"INSERT INTO `{s}`.items VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+    target.execute(f"CREATE TABLE `{s}`.copied (id INT PRIMARY KEY, name VARCHAR(40), "
+                   "CONSTRAINT not_yet CHECK (id < 0))")
+    cluster = Cluster(sandbox, tmp_path / "cluster", "binlogctas")
+    try:
+        start(cluster, sandbox, rs, shapes, "binlogctas", "copied", ddl_sync=True)
+        shapes.start()
+        shapes.wait_transactions(30)
+        source.execute(f"CREATE TABLE `{s}`.copied (PRIMARY KEY (id)) "
+                       f"SELECT id, name FROM `{s}`.items")
+        wait_for(lambda: "not_yet" in cluster.pipeline_state("binlogctas").last_error, 90,
+                 "the target to refuse the copied rows")
+        cluster.nodes[1].kill()
+        target.execute(f"ALTER TABLE `{s}`.copied DROP CONSTRAINT not_yet")
+        cluster.start_node(2)
+        if cluster.channel_status("binlogctas") == "PAUSE":
+            cluster.set_status("binlogctas", "START")
+        wait_for(lambda: sorted(target.table(s, "copied")) ==
+                 [(1, "one"), (2, "two"), (3, "three")], 120, "the copied rows")
+        assert "another history" not in cluster.pipeline_state("binlogctas").last_error
+        shapes.keep_on(30, 25)
+        shapes.finish(source)
     finally:
         shapes.stop()
         cluster.stop()
