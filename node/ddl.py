@@ -11,9 +11,10 @@ ran it — strings holding ``#`` or ``--``, comments, executable comments such a
 time bounds). The table of ``CREATE TABLE … LIKE`` and of ``REFERENCES`` is mapped too when a
 pair copies it to the same target. CREATE/ALTER DATABASE of a source database that pairs
 read is replayed on each target database it maps to. Other statements (GRANT, views,
-temporary tables, …) and statements on tables no pair matches are not replayed. A column a
-pair renames or excludes is not renamed in the DDL: give such tables their target DDL by
-hand (``ddl_sync: false``, the default, replays no DDL).
+temporary tables, …) and statements on tables no pair matches are not replayed. Column names
+are not mapped: a clause naming a column a pair renames, leaves out or fills pauses, as does
+an ALTER that reshapes columns or keys of a target gathering several source tables
+(:mod:`node.ddlpairs`); ``ddl_sync: false``, the default, replays no DDL.
 
 What the target cannot be left without pauses the pipeline, ``ddl_sync`` or not: a statement
 that removes or replaces a replicated table's rows (TRUNCATE, DROP TABLE, CREATE OR REPLACE
@@ -39,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from node import ddlpairs
 from node import ddlpauses as pauses
 from node.changes import ChangeType, RowChange, TargetChange
 from node.ddlclauses import unrepeatable_column
@@ -297,6 +299,8 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
         pauses.keyed_before(compiled, ddl, change, ran, past)
     if compiled.ddl_sync and ddl is not None and ddl.rows == "IMPORT TABLESPACE":
         pauses.imported(compiled, ddl, ran, past)
+    if compiled.ddl_sync and ddl is not None:
+        ddlpairs.check(compiled, ddl, text, change.session, ran, past)
     if compiled.ddl_sync:
         return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
                              compiled.target_databases, compiled.gathered, _apart(compiled))

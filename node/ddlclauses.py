@@ -5,6 +5,7 @@ columns whose values a replay would make anew. Read with the SQL lexer (:mod:`no
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from node.ddltypes import OldType, rounds_from
 from node.sqllex import SYMBOL, Token, identifier, parts
@@ -210,3 +211,85 @@ def _key_columns(words: list[Token]) -> tuple[str, ...]:
             break
     return tuple((identifier(part[0]) or part[0].text).lower()
                  for part in parts(words[start + 1:end]) if part)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A clause of an ``ALTER TABLE`` (or a ``CREATE INDEX``) and the columns it names."""
+
+    clause: str  # as the source wrote it
+    verb: str  # ADD, DROP, MODIFY, CHANGE, RENAME, ALTER, KEY (an index's), CONVERT
+    columns: tuple[str, ...]  # as named (a CHANGE's and a RENAME COLUMN's both names)
+    keys: bool = False  # adds or drops a primary or unique key
+
+
+def named_columns(statement: str, sql_mode: int = 0) -> list[Named]:
+    """The clauses of an ``ALTER TABLE`` or ``CREATE INDEX`` that name or change columns
+    (none for any other statement): a column added, dropped, modified, changed, renamed or
+    altered, the columns of a key added, a ``CONVERT TO CHARACTER SET`` (every text column's
+    type, none named). A ``DROP INDEX``/``KEY`` is not one (which key it drops is not
+    read); a ``DROP PRIMARY KEY`` is one, naming no column."""
+    words = code(statement, sql_mode)
+    if words and words[0].is_word("CREATE"):
+        at = next((i for i, word in enumerate(words) if word.is_word("INDEX")), 0)
+        on = next((i for i, word in enumerate(words) if word.is_word("ON")), len(words))
+        unique = any(word.is_word("UNIQUE") for word in words[1:at])
+        columns = _key_columns(words[on:])
+        return [Named(statement.strip(), "KEY", columns, unique)] if at and columns else []
+    found = []
+    for clause in alter_clauses(words) or []:
+        named = _named(clause)
+        if named is not None:
+            verb, columns, keys = named
+            found.append(Named(statement[clause[0].start:clause[-1].end], verb,
+                               tuple(columns), keys))
+    return found
+
+
+def _named(clause: list[Token]) -> tuple[str, list[str], bool] | None:
+    """What one ALTER TABLE clause does to columns: (verb, the columns named, whether it
+    adds or drops a primary or unique key); None for a clause that names none."""
+    if not clause:
+        return None
+    verb = clause[0].text.upper() if clause[0].is_word(
+        "ADD", "DROP", "MODIFY", "CHANGE", "RENAME", "ALTER", "CONVERT") else ""
+    second = clause[1] if len(clause) > 1 else None
+    if verb == "ADD":
+        added = added_columns(clause)
+        if added:
+            return verb, [_name(column[0]) for column in added], any(
+                word.is_word("UNIQUE", "PRIMARY") for column in added for word in column[1:])
+        if any(word.is_word("CHECK", "PARTITION", "PERIOD", "SYSTEM") for word in clause[1:4]):
+            return None
+        columns = _key_columns(clause)
+        return ("KEY", list(columns), any(word.is_word("UNIQUE", "PRIMARY")
+                                          for word in clause[1:4])) if columns else None
+    if verb in ("MODIFY", "CHANGE") and not (second and second.is_word("INDEX", "KEY")):
+        return verb, [name for was, column in _changed_columns(clause)
+                      for name in dict.fromkeys((was, _name(column[0])))], any(
+            word.is_word("UNIQUE", "PRIMARY") for _, column in _changed_columns(clause)
+            for word in column[1:])
+    if verb == "CONVERT" and second is not None and second.is_word("TO"):
+        return verb, [], False
+    if second is None or verb not in ("DROP", "RENAME", "ALTER"):
+        return None
+    if verb == "DROP" and second.is_word("PRIMARY"):
+        return verb, [], True
+    at = 1 + second.is_word("COLUMN")
+    if verb == "DROP" and len(clause) > at + 1 and clause[at].is_word("IF") and \
+            clause[at + 1].is_word("EXISTS"):
+        at += 2
+    if len(clause) <= at or (at == 1 and second.is_word(
+            "INDEX", "KEY", "FOREIGN", "CONSTRAINT", "PARTITION", "CHECK", "PERIOD", "SYSTEM",
+            "TO", "AS", "PRIMARY", "UNIQUE", "FULLTEXT", "SPATIAL")):
+        return None
+    if verb == "RENAME" and at == 1:
+        return None  # RENAME [TO|AS] t: the table's
+    names = [_name(clause[at])]
+    if verb == "RENAME" and len(clause) > at + 2 and clause[at + 1].is_word("TO"):
+        names.append(_name(clause[at + 2]))
+    return verb, names, False
+
+
+def _name(token: Token) -> str:
+    return identifier(token) or token.text

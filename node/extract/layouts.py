@@ -25,8 +25,9 @@ class Pair(Protocol):  # node.extract.etl.CompiledPair
 
 
 def gone_columns(entry: Pair, columns: tuple[str, ...]) -> list[str]:
-    """Columns the pair includes that the table no longer has."""
-    return sorted(entry.include.difference(columns))
+    """Columns the pair includes or renames (column_pairs) that the table no longer has: a
+    renamed one's target column would stop being written as surely as an included one."""
+    return sorted(entry.include.union(entry.renames).difference(columns))
 
 
 def colliding_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
@@ -55,10 +56,15 @@ def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table
         where = f"pipeline {pipeline_id}: pair {entry.pair.source} → {entry.pair.target}"
         missing = gone_columns(entry, columns)
         if missing:
-            return (f"{where} includes column(s) {', '.join(missing)}, which "
-                    f"{schema}.{table} no longer has (renamed or dropped on the source, or "
-                    "named in another case): their values would stop being copied. Name "
-                    "the table's columns in the pair (setl apply), then resume")
+            how = "includes" if entry.include.issuperset(missing) else \
+                "renames (column_pairs)" if not entry.include.intersection(missing) else \
+                "includes or renames (column_pairs)"
+            return (f"{where} {how} column(s) "
+                    f"{', '.join(missing)}, which {schema}.{table} no longer has (renamed or "
+                    "dropped on the source, or named in another case): their values would "
+                    "stop being copied, their target columns left as they are or at their "
+                    "defaults. Name the table's columns in the pair (setl apply), then "
+                    "resume")
         collisions = colliding_columns(entry, columns, keys)
         if collisions:
             said = "; ".join(f"{' and '.join(names)} → {target}"
