@@ -185,11 +185,14 @@ def rekeyed_problem(key_columns: Sequence[str], own: Sequence[str],
                     indexes: Iterable[frozenset[str]]) -> str:
     """Why a keyed table's rows may not be found by ``key_columns`` on a database target
     ("" when they may: they hold its own key ``own`` or another of its unique NOT NULL
-    ``indexes``, lower-cased). Columns that do not identify a row take two source rows for
-    one target row: the second overwrites the first, and a delete of either deletes it."""
+    ``indexes``, lower-cased, or are part of its own key). Columns that do not identify a
+    row take two source rows for one target row: the second overwrites the first, and a
+    delete of either deletes it."""
     named = {name.lower() for name in key_columns}
-    if {name.lower() for name in own} <= named or any(index <= named for index in indexes):
-        return ""
+    mine = {name.lower() for name in own}
+    if mine <= named or named < mine or any(index <= named for index in indexes):
+        return ""  # (part of its key: a partitioned table's, whose key holds the partition
+        # column, is identified by the rest; the operator names what identifies a row)
     return (f"finds rows by key_columns {', '.join(key_columns)}, which hold no unique key "
             f"of it (its key is {', '.join(own)}): two source rows with the same "
             f"{', '.join(key_columns)} would be one target row, the second overwriting the "

@@ -40,6 +40,7 @@ def problem(source_type: str, target_type: str, nullable: bool = False,
     ("timestamp(3)", "datetime"),
     ("datetime", "date"),
     ("float", "decimal(10,2)"),
+    ("float(7,3)", "float(7,2)"), ("double(16,4)", "float(16,4)"), ("float", "float(9,2)"),
 ])
 def test_a_target_type_that_rounds_the_sources_values_is_named(held: str, stored: str) -> None:
     found = problem(held, stored)
@@ -58,6 +59,10 @@ def test_a_target_type_that_rounds_the_sources_values_is_named(held: str, stored
     ("varchar(10)", "varchar(5)"),  # refused too ("Data too long")
     ("bigint(20) unsigned", "bigint(20)"),  # out of range: refused
     ("double(30,10)", "double(30,10)"), ("float(7,3)", "float(7,3)"),  # the same type
+    ("float(7,2)", "float(9,2)"), ("float(7,2)", "float(7,2) unsigned"),
+    ("double(16,4)", "double(20,4)"), ("float(7,2)", "double(9,3)"),
+    ("int(11) unsigned zerofill", "int(10) unsigned"),
+    ("double(20,4)", "double(18,4)"),  # a value past 14 integer digits is refused
 ])
 def test_a_target_type_that_holds_the_sources_values_or_refuses_them_is_fine(
         held: str, stored: str) -> None:

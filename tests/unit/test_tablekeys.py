@@ -135,6 +135,10 @@ def test_key_columns_of_a_database_target_must_hold_a_unique_key_of_the_table() 
     for fine in ("[ID]", "[customer_id, id]", "[Region, code]"):
         keyed = pipeline(f"{{source: shop.orders, target: shop.orders, key_columns: {fine}}}")
         assert pipeline_keys(keyed, ORDERS, indexes=indexes)[1] == [], fine
+    # part of its own key: a partitioned table's key holds the partition column
+    for fine in ("[day]", "[SLOT]"):
+        keyed = pipeline(f"{{source: shop.slots, target: shop.slots, key_columns: {fine}}}")
+        assert pipeline_keys(keyed, ORDERS, indexes=indexes)[1] == [], fine
     part = pipeline("{source: shop.orders, target: shop.wide, key_columns: [customer_id], "
                     "merge_part: true}")
     assert pipeline_keys(part, ORDERS, indexes=indexes)[1] == []

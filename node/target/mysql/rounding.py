@@ -47,14 +47,30 @@ def _held(column: SourceColumn) -> OldType | None:
     return None
 
 
+def _plain(column_type: str) -> str:
+    """A type without what leaves its values alone (UNSIGNED refuses the negative ones,
+    ZEROFILL pads what is shown)."""
+    return " ".join(word for word in column_type.lower().split()
+                    if word not in ("unsigned", "zerofill", "signed"))
+
+
+def _digits(definition: list[Any]) -> list[int]:
+    return [int(token.text) for token in definition[2:] if token.text.isdigit()]
+
+
 def _rounds(source: SourceColumn, target_type: str) -> bool:
     held = _held(source)
-    if held is None or not target_type or target_type == source.column_type:
+    if held is None or not target_type or _plain(target_type) == _plain(source.column_type):
         return False  # (the same type holds the same values: FLOAT(M,D) for FLOAT(M,D))
     definition = sqllex.code(f"c {target_type}")
     word = definition[1].text.lower() if len(definition) > 1 else ""
+    if held.kind in ("float", "double") and word in ("float", "double") and \
+            "(" in source.column_type:  # FLOAT(M,D): as many decimals or more (a value
+        theirs, mine = _digits(sqllex.code(f"c {source.column_type}")), _digits(definition)
+        if len(theirs) == 2 and len(mine) == 2 and (held.kind == "float" or word == "double"):
+            return mine[1] < theirs[1]  # with more integer digits than M - D is refused)
     if held.kind in (*_TIMES, "date") and word in _TIMES:  # an instant either way: only
-        digits = [int(t.text) for t in definition[2:] if t.text.isdigit()]  # the fraction
+        digits = _digits(definition)  # the fraction
         return held.kind != "date" and (digits[0] if digits else 0) < held.fraction
     return rounds_from(definition, held)
 
@@ -69,10 +85,10 @@ def column_problem(where: str, target: tuple[str, str, str], name: str, column: 
     place = f"{where}: target table {schema}.{table} on {datasource}: column {name}"
     if column.data_type == "timestamp" and not column.nullable and source.nullable:
         return (f"{place} is TIMESTAMP NOT NULL, and its source column {source_name} admits "
-                "NULL: the target stores the time of the write for a NULL there, without an "
-                f"error. Let it hold NULL (ALTER TABLE {schema}.{table} MODIFY {name} "
-                f"{column.column_type or 'timestamp'} NULL DEFAULT NULL), then resume the "
-                "channel")
+                "NULL: MariaDB stores the time of the write for a NULL there, without an "
+                "error (MySQL refuses the row). Let it hold NULL (ALTER TABLE "
+                f"{schema}.{table} MODIFY {name} {column.column_type or 'timestamp'} NULL "
+                "DEFAULT NULL), then resume the channel")
     if _rounds(source, column.column_type):
         return (f"{place} is {column.column_type}, which rounds values of its source column "
                 f"{source_name} ({source.column_type or source.data_type}) as it stores them, "
