@@ -15,7 +15,8 @@ def pairs_problems(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tup
     """(index, why) of pipeline pairs that cannot run beside the others, each pair called
     by its name in ``names``: a pair reading the same source table as an earlier one, unless
     both fan out or both shard (their targets are then the slots of one route), and a pair a
-    fan-out pattern shadows (:func:`_shadowed`). Checked at apply, and again when the pipeline
+    fan-out pattern shadows (:func:`_shadowed`), and a join that lists no columns. Checked
+    at apply, and again when the pipeline
     starts (a definition written straight into ZooKeeper, or by an older setl)."""
     found: list[tuple[int, str]] = []
     seen: dict[tuple[str, str, str], int] = {}
@@ -35,6 +36,10 @@ def pairs_problems(pairs: Sequence[MediaPair], names: Sequence[str]) -> list[tup
                           "settings (only the first's would be used for every slot); give "
                           "them the same settings, their targets aside"))
         seen[key] = at
+        bare = [join.table for join in pair.joins if not join.columns]
+        if bare:  # (a definition stored by an older setl: apply refuses it now)
+            found.append((at, f"its join of {', '.join(bare)} lists no columns; a join adds "
+                          "the columns it lists (columns: [...]), so list them"))
     return found + _shadowed(pairs, names)
 
 

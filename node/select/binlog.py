@@ -204,9 +204,12 @@ class BinlogReader:
             self.server = server_identity(cursor)
             mariadb = "mariadb" in str(conn.get_server_info()).lower()
             # (the binlog there must be the history the position was written from)
-            self._mid_group = mariadb and check_start(
+            # (MySQL has no GTID state at a position to tell a reset binlog by, and logs a
+            # CREATE … SELECT as one transaction a resume may start inside: rows before a
+            # group's start are taken there, as they always were)
+            self._mid_group = check_start(
                 cursor, self.start, f"pipeline {self.pipeline_id}, source {self.source.name}",
-                self.pipeline_id.replace(".", "/") or "CHANNEL/PIPELINE")
+                self.pipeline_id.replace(".", "/") or "CHANNEL/PIPELINE") if mariadb else True
             state = gtid_at(cursor, self.start) if self.start.file else self.start.gtid
             if state and mariadb:
                 self._domains = {domain: f"{domain}-{server}-{sequence}" for domain, (

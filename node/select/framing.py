@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from node.changes import ChangeType, Event, RowChange
 from node.select.checksums import as_stream
-from shared.errors import SourceError
+from shared.errors import PositionConflictError, SourceError
 
 if TYPE_CHECKING:
     from node.select.binlog import BinlogReader
@@ -177,7 +177,7 @@ def _inside(reader: BinlogReader) -> None:
     """A table map or rows before any group's start since the stream opened: the start is
     inside a transaction (the binlog there is not what the position was written from: a
     reset or rebuilt source), and its tail alone would be taken for a transaction."""
-    raise SourceError(
+    raise PositionConflictError(  # (the same start fails the same: a pause, no retries)
         f"binlog of {reader.source.name} at {reader._position()}: rows events came before "
         f"any transaction's start since the stream opened at {reader.start}: the start is "
         "inside a transaction, so only its tail would be loaded. Nothing of it was loaded. "

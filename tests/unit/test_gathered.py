@@ -10,6 +10,7 @@ import pytest
 from node.changes import ChangeType, RowChange
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
+from shared.model import LookupJoin
 from shared.patterns import NamePattern
 from tests.unit.test_etl import compiled
 
@@ -142,3 +143,8 @@ def test_the_start_refuses_a_shadowed_or_repeated_pair_apply_never_checked(
         first, target=second.target)))
     with pytest.raises(ConfigError, match=r"already reads src:shop\.orders; mark both"):
         start.with_table_keys(made, None, twice)  # type: ignore[arg-type]
+    # a join stored without columns (apply refuses it now) added every joined column
+    bare = dataclasses.replace(defined, pairs=(dataclasses.replace(first, joins=(
+        LookupJoin("shop.profiles", "id", "customer_id"),)),))
+    with pytest.raises(ConfigError, match=r"its join of shop\.profiles lists no columns"):
+        start.with_table_keys(made, None, bare)  # type: ignore[arg-type]

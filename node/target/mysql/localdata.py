@@ -47,7 +47,7 @@ def load(cursor: Any, name: str, text: str, data: bytes) -> int:
         count = cursor.execute(text)
     result = getattr(cursor, "_result", None)
     if result is not None and getattr(result, "warning_count", 0):
-        cursor.execute("SHOW WARNINGS LIMIT 20")
+        cursor.execute("SHOW WARNINGS")
         said = [(int(row[1]), str(row[2])) for row in cursor.fetchall()
                 if int(row[1]) in VALUE_CHANGED]
         if not said:
