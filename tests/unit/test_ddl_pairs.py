@@ -264,3 +264,28 @@ def test_a_renamed_column_gone_from_the_table_stops_at_its_table_map() -> None:
     assert problem is not None
     assert "renames (column_pairs) column(s) name, which shop.people no longer has" in problem
     assert compiled(*RENAMES).layout_problem("shop", "people", ("id", "name")) is None
+
+
+PATTERNED = ("{source: {namespace: shop, table: 're:.*'}, target: {namespace: copy, "
+             "table: '{table}'}, column_pairs: [{source: name, target: full_name}]}",)
+PATTERNED_INCLUDE = ("{source: {namespace: shop, table: 're:.*'}, target: {namespace: copy, "
+                     "table: '{table}'}, columns: {include: [id, name]}}",)
+
+
+@pytest.mark.parametrize("pairs", [PATTERNED, PATTERNED_INCLUDE])
+def test_a_pattern_pairs_column_stops_only_where_the_table_had_it(
+        pairs: tuple[str, ...]) -> None:
+    """shop.* renames name: a table of shop that never had a name column (tags) stopped at
+    its first table map; only a table that had it and lost it (people) stops."""
+    c = compiled(*pairs)
+    assert c.layout_problem("shop", "tags", ("id", "label")) is None
+    assert c.layout_problem("shop", "tags", ("id", "label", "colour")) is None
+    assert c.layout_problem("shop", "people", ("id", "name")) is None
+    problem = c.layout_problem("shop", "people", ("id", "age"))
+    assert problem is not None and "column(s) name, which shop.people no longer has" in problem
+    assert c.layout_problem("shop", "people", ("id", "age")) is not None  # until fixed
+
+
+def test_a_pair_naming_its_table_stops_at_its_first_layout_without_the_column() -> None:
+    c = compiled("{source: shop.people, target: copy.people, columns: {include: [id, name]}}")
+    assert c.layout_problem("shop", "people", ("id", "age")) is not None
