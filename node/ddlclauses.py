@@ -200,17 +200,27 @@ def _changed_columns(clause: list[Token]) -> list[tuple[str, list[Token]]]:
 
 def _key_columns(words: list[Token]) -> tuple[str, ...]:
     """The column names of the first parenthesized list in ``words`` (a key's)."""
+    return tuple((identifier(part[0]) or part[0].text).lower() for part in _key_parts(words))
+
+
+def _key_parts(words: list[Token]) -> list[list[Token]]:
+    """The parts of the first parenthesized list in ``words`` (a key's)."""
     start = next((i for i, word in enumerate(words) if word.text == "("), None)
     if start is None:
-        return ()
+        return []
     depth, end = 0, len(words)
     for at in range(start, len(words)):
         depth += (words[at].text == "(") - (words[at].text == ")")
         if depth == 0:
             end = at
             break
-    return tuple((identifier(part[0]) or part[0].text).lower()
-                 for part in parts(words[start + 1:end]) if part)
+    return [part for part in parts(words[start + 1:end]) if part]
+
+
+def _part_names(key: list[list[Token]]) -> tuple[str, ...]:
+    """The column names among a key's parts, as named: a part that is an expression (a
+    functional index's ``(lower(name))``) names none."""
+    return tuple(name for part in key if (name := identifier(part[0])) is not None)
 
 
 @dataclass(frozen=True)
@@ -219,30 +229,49 @@ class Named:
 
     clause: str  # as the source wrote it
     verb: str  # ADD, DROP, MODIFY, CHANGE, RENAME, ALTER, KEY (an index's), CONVERT
-    columns: tuple[str, ...]  # as named (a CHANGE's and a RENAME COLUMN's both names)
+    columns: tuple[str, ...]  # as named (a CHANGE's and a RENAME COLUMN's both names); a
+    # key's parts that are expressions (a functional index's ``(lower(name))``) name none
     keys: bool = False  # adds or drops a primary or unique key
+    # a MODIFY/CHANGE that may rewrite the values a column holds in place, as
+    # :func:`rewriting_clause` judges it: a type that rounds them, or any in a session that
+    # cuts what the new type cannot hold (or whose sql_mode is not known)
+    rewrites: bool = False
+
+    @property
+    def renames(self) -> bool:
+        """Whether it gives a column another name (MySQL's column names ignore case)."""
+        return self.verb in ("CHANGE", "RENAME") and \
+            len({column.lower() for column in self.columns}) > 1
 
 
-def named_columns(statement: str, sql_mode: int = 0) -> list[Named]:
+def named_columns(statement: str, sql_mode: int | None = 0,
+                  old: Mapping[str, OldType] | None = None) -> list[Named]:
     """The clauses of an ``ALTER TABLE`` or ``CREATE INDEX`` that name or change columns
     (none for any other statement): a column added, dropped, modified, changed, renamed or
-    altered, the columns of a key added, a ``CONVERT TO CHARACTER SET`` (every text column's
-    type, none named). A ``DROP INDEX``/``KEY`` is not one (which key it drops is not
-    read); a ``DROP PRIMARY KEY`` is one, naming no column."""
-    words = code(statement, sql_mode)
+    altered, the columns of a key added (its parts that are column names), a ``CONVERT TO
+    CHARACTER SET`` (every text column's type, none named). A ``DROP INDEX``/``KEY`` is not
+    one (which key it drops is not read); a ``DROP PRIMARY KEY`` is one, naming no column.
+    ``sql_mode`` (None: not known) and ``old`` (as for :func:`rewriting_clause`) tell which
+    MODIFY/CHANGE clauses may rewrite values in place (:attr:`Named.rewrites`)."""
+    words = code(statement, sql_mode or 0)
     if words and words[0].is_word("CREATE"):
         at = next((i for i, word in enumerate(words) if word.is_word("INDEX")), 0)
         on = next((i for i, word in enumerate(words) if word.is_word("ON")), len(words))
         unique = any(word.is_word("UNIQUE") for word in words[1:at])
-        columns = _key_columns(words[on:])
-        return [Named(statement.strip(), "KEY", columns, unique)] if at and columns else []
+        parts_ = _key_parts(words[on:])
+        return [Named(statement.strip(), "KEY", _part_names(parts_), unique)] \
+            if at and parts_ else []
+    ignore = any(word.is_word("IGNORE") for word in words[1:3])
+    lax = sql_mode is None or not sql_mode & STRICT_MODES or ignore
     found = []
     for clause in alter_clauses(words) or []:
         named = _named(clause)
         if named is not None:
             verb, columns, keys = named
+            rewrites = verb in ("MODIFY", "CHANGE") and (lax or any(
+                _may_round(column, was, old) for was, column in _changed_columns(clause)))
             found.append(Named(statement[clause[0].start:clause[-1].end], verb,
-                               tuple(columns), keys))
+                               tuple(columns), keys, rewrites))
     return found
 
 
@@ -261,9 +290,9 @@ def _named(clause: list[Token]) -> tuple[str, list[str], bool] | None:
                 word.is_word("UNIQUE", "PRIMARY") for column in added for word in column[1:])
         if any(word.is_word("CHECK", "PARTITION", "PERIOD", "SYSTEM") for word in clause[1:4]):
             return None
-        columns = _key_columns(clause)
-        return ("KEY", list(columns), any(word.is_word("UNIQUE", "PRIMARY")
-                                          for word in clause[1:4])) if columns else None
+        key = _key_parts(clause)
+        return ("KEY", list(_part_names(key)), any(word.is_word("UNIQUE", "PRIMARY")
+                                                   for word in clause[1:4])) if key else None
     if verb in ("MODIFY", "CHANGE") and not (second and second.is_word("INDEX", "KEY")):
         return verb, [name for was, column in _changed_columns(clause)
                       for name in dict.fromkeys((was, _name(column[0])))], any(

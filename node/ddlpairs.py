@@ -3,16 +3,22 @@ between the source's table and the target's (:func:`node.ddl.extract_ddl` asks):
 statement pauses the pipeline rather than run on the target under the source's names.
 
 - a target that gathers several source tables (shards into one table, a template, pairs of
-  other tables writing the same table, merge_part): an ALTER of one of them that drops,
-  modifies, changes or renames a column, converts its character set, or adds or drops a
-  primary or unique key would change the other tables' rows too (their column dropped,
-  their values rounded) while their own rows still come in the old layout. Adding a column
-  is replayed: the others' ADD of it then finds it there (taken as applied when alike).
-- a clause naming a column the pair renames (``column_pairs``, either name), leaves out
-  (``columns: exclude``, or not in ``columns: include``), or fills (``virtual_columns``):
+  other tables writing the same table, merge_part): an ALTER of one of them that drops or
+  renames a column, modifies or changes one in a way that may rewrite the values it holds
+  (a type that rounds them, judged by the column's old type where known as for an ALTER not
+  replayed; any in a session that cuts what the new type cannot hold), converts its
+  character set, or adds or drops a primary or unique key would change the other tables'
+  rows too (their column dropped, their values rounded) while their own rows still come in
+  the old layout. Adding a column is replayed: the others' ADD of it then finds it there
+  (taken as applied when alike); so is a MODIFY that widens a column (in a strict session a
+  narrowing that does not fit the others' values fails on the target, loudly).
+- a clause naming a column the pair renames (``column_pairs``, either name; a rename in case
+  only is none, MySQL's column names ignore case), leaves out (``columns: exclude``, or not
+  in ``columns: include``; but a key column, the pair's ``key_columns`` or the key read for
+  a table without a primary key, always goes through), or fills (``virtual_columns``):
   under the source's name it would act on another column of the target, or on none that
   setl writes (a drop of a renamed column failed as "already applied", its target column
-  never written again).
+  never written again). Names are compared ignoring case.
 """
 
 from __future__ import annotations
@@ -22,16 +28,20 @@ from typing import Any, Protocol
 
 from node.ddlclauses import named_columns
 from node.ddlparse import TableDdl
-from node.ddlsession import sql_mode
+from node.ddltypes import OldType
 from shared.errors import ConfigError
 from shared.identifiers import qualified
 
-# ALTER clauses that change what a gathered target's other tables' rows hold
-_RESHAPES = ("DROP", "MODIFY", "CHANGE", "RENAME", "CONVERT")
+# ALTER clauses that change what a gathered target's other tables' rows hold (a MODIFY or
+# CHANGE: where it renames the column or may rewrite its values)
+_RESHAPES = ("DROP", "RENAME", "CONVERT")
 
 
 class Paired(Protocol):
     """What these checks need of a compiled pipeline (node.ddl.DdlPipeline has it)."""
+
+    # the key of each table without a primary key, as the source showed it when read
+    table_keys: dict[tuple[str, str], tuple[str, ...]]
 
     def pairs_for(self, schema: str, table: str) -> Sequence[Any]: ...
     def targets_of(self, schema: str, table: str) -> list[tuple[str, str, str]]: ...
@@ -45,22 +55,30 @@ def check(compiled: Paired, ddl: TableDdl, statement: str, session: Any, ran: st
     table would act on the target other than on the source (the module's text)."""
     if ddl.kind not in ("ALTER", "INDEX"):
         return
-    named = named_columns(statement, sql_mode(session))
+    carried = dict(session).get("sql_mode")
+    before = {column: OldType(kind, digits, fraction)
+              for column, kind, digits, fraction in dict(session).get("columns", ())}
+    named = named_columns(statement, None if carried is None else int(carried), before)
     if not named:
         return
     for name in ddl.names:
         targets = compiled.targets_of(*name.pair)
         if not targets:
             continue
-        entries = compiled.pairs_for(*compiled.stored(*name.pair))
+        stored = compiled.stored(*name.pair)
+        entries = compiled.pairs_for(*stored)
         _gathered(compiled, name.pair, targets, entries, named, ran, past)
         for entry in entries:
-            _through_pair(entry, name.pair, named, ran, past)
+            keys = {column.lower() for column in
+                    (*entry.pair.key_columns, *compiled.table_keys.get(stored, ()))}
+            _through_pair(entry, name.pair, named, keys, ran, past)
 
 
 def _gathered(compiled: Paired, table: tuple[str, str], targets: list[tuple[str, str, str]],
               entries: Sequence[Any], named: list[Any], ran: str, past: str) -> None:
-    reshaping = [each.clause for each in named if each.verb in _RESHAPES or each.keys]
+    reshaping = [each.clause for each in named if (each.verb in _RESHAPES and (
+        each.verb != "RENAME" or each.renames)) or each.keys or each.rewrites or (
+        each.verb == "CHANGE" and each.renames)]
     if not reshaping or not compiled.gathered(*table):
         return
     where = ", ".join(qualified(*target[1:]) for target in targets)
@@ -75,9 +93,12 @@ def _gathered(compiled: Paired, table: tuple[str, str], targets: list[tuple[str,
         "has it")
 
 
-def _through_pair(entry: Any, table: tuple[str, str], named: list[Any], ran: str,
-                  past: str) -> None:
-    renames = {source.lower(): (source, target) for source, target in entry.renames.items()}
+def _through_pair(entry: Any, table: tuple[str, str], named: list[Any], keys: set[str],
+                  ran: str, past: str) -> None:
+    """``keys``: the table's key columns (lower-cased), which the pair writes whatever its
+    columns list says (:meth:`node.extract.etl.CompiledPair.map_row`)."""
+    renames = {source.lower(): (source, target) for source, target in entry.renames.items()
+               if target.lower() != source.lower()}
     renamed_to = {target.lower(): source for source, target in entry.renames.items()
                   if target.lower() != source.lower()}
     exclude = {column.lower() for column in entry.exclude}
@@ -94,6 +115,8 @@ def _through_pair(entry: Any, table: tuple[str, str], named: list[Any], ran: str
                 why = f"writes source column {renamed_to[low]} under that name (column_pairs)"
             elif low in virtual:
                 why = "fills a target column of that name itself (virtual_columns)"
+            elif low in keys:
+                continue  # a key column goes through whatever the columns list says
             elif low in exclude:
                 why = "leaves it out (columns: exclude)"
             elif include and low not in include:

@@ -126,6 +126,10 @@ class CompiledPipeline:
         default_factory=dict, compare=False, repr=False)
     _plain: dict[tuple[str, str, tuple[str, ...]], tuple[_Plain, ...] | None] = field(
         default_factory=dict, compare=False, repr=False)
+    # each table's columns as its last layout checked had them (a pattern pair's columns
+    # gone from a table are those it had: :func:`node.extract.layouts.layout_problem`)
+    _layouts: dict[tuple[str, str], tuple[str, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
@@ -211,9 +215,15 @@ class CompiledPipeline:
     def layout_problem(self, schema: str, table: str, columns: tuple[str, ...]) -> str | None:
         """Why a table's columns (a new table map's) do not fit its pairs: a column a pair
         includes is gone (renamed or dropped), or two land on one target column (a rename
-        onto a column the source has): :mod:`node.extract.layouts`."""
-        return layouts.layout_problem(self.pipeline_id, self.pairs_for(schema, table), schema,
-                                      table, columns, self.configured_keys(schema, table))
+        onto a column the source has): :mod:`node.extract.layouts`. A pattern pair's column
+        is gone only where the table's previous layout checked in this run held it."""
+        before = self._layouts.get((schema, table))
+        problem = layouts.layout_problem(self.pipeline_id, self.pairs_for(schema, table),
+                                         schema, table, columns,
+                                         self.configured_keys(schema, table), before)
+        if problem is None:
+            self._layouts[(schema, table)] = columns
+        return problem
 
     def gathered(self, schema: str, table: str) -> bool:
         """Whether a target of a source table may also hold rows of other source tables
@@ -253,6 +263,7 @@ class CompiledPipeline:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_plain", {})
+        object.__setattr__(self, "_layouts", {})
 
     def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]]) -> None:
         """The unique keys of the tables without a primary key, read again after a DDL, put

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from shared.model import MediaPair
+from shared.patterns import PatternKind
 
 
 class Pair(Protocol):  # node.extract.etl.CompiledPair
@@ -24,10 +25,24 @@ class Pair(Protocol):  # node.extract.etl.CompiledPair
     def exclude(self) -> frozenset[str]: ...
 
 
-def gone_columns(entry: Pair, columns: tuple[str, ...]) -> list[str]:
+def gone_columns(entry: Pair, columns: tuple[str, ...],
+                 before: Iterable[str] | None = None) -> list[str]:
     """Columns the pair includes or renames (column_pairs) that the table no longer has: a
-    renamed one's target column would stop being written as surely as an included one."""
-    return sorted(entry.include.union(entry.renames).difference(columns))
+    renamed one's target column would stop being written as surely as an included one.
+    ``before``: the table's columns as its previous layout had them (None: every column the
+    pair names is one the table should have); only those that were there are gone."""
+    wanted = entry.include.union(entry.renames)
+    if before is not None:
+        wanted = wanted.intersection(before)
+    return sorted(wanted.difference(columns))
+
+
+def patterned(entry: Pair) -> bool:
+    """Whether the pair's source names tables by a pattern (``shop.*``, ``orders_[0-3]``):
+    the columns it includes or renames need not be in every table it matches."""
+    source = entry.pair.source
+    return source.namespace.kind is not PatternKind.SINGLE or \
+        source.table.kind is not PatternKind.SINGLE
 
 
 def colliding_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
@@ -49,12 +64,16 @@ def colliding_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
 
 
 def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,
-                   columns: tuple[str, ...], keys: Iterable[str] = ()) -> str | None:
-    """Why a table's columns do not fit its pairs (``keys``: columns always kept)."""
+                   columns: tuple[str, ...], keys: Iterable[str] = (),
+                   before: tuple[str, ...] | None = None) -> str | None:
+    """Why a table's columns do not fit its pairs (``keys``: columns always kept;
+    ``before``: the table's columns in its previous layout this run, None when not seen).
+    A pair of a pattern stops only for a column the table had before: a table it matches
+    that never had the column it includes or renames is not one that lost it."""
     keys = tuple(keys)
     for entry in entries:
         where = f"pipeline {pipeline_id}: pair {entry.pair.source} → {entry.pair.target}"
-        missing = gone_columns(entry, columns)
+        missing = gone_columns(entry, columns, (before or ()) if patterned(entry) else None)
         if missing:
             how = "includes" if entry.include.issuperset(missing) else \
                 "renames (column_pairs)" if not entry.include.intersection(missing) else \
