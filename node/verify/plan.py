@@ -346,17 +346,23 @@ def null_keys(cursor: Any, address: tuple[str, str, str], columns: list[Column],
 def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
             columns: list[Column], source_columns: list[Column], request: Request,
             alone: bool) -> Target:
-    renames, pair = entry.renames, entry.pair
+    pair = entry.pair
     present = {column.name: column for column in columns}
-    chosen = {renames.get(c, c) for c in request.columns} | \
-        {renames.get(k, k) for k in key.columns} if request.columns else set(present)
-    by_processor = {v.name for v in pair.virtual_columns if v.processor}
+    actual = {name.lower(): name for name in present}  # column names ignore case
+
+    def renames_get(name: str, default: str) -> str:  # its name on the target, as it is there
+        written = entry.renames.get(name, default)
+        return actual.get(written.lower(), written)
+    chosen = {renames_get(c, c) for c in request.columns} | \
+        {renames_get(k, k) for k in key.columns} if request.columns else set(present)
+    by_processor = {actual.get(v.name.lower(), v.name) for v in pair.virtual_columns
+                    if v.processor}
     compared = frozenset(name for name in present if name in chosen and name not in by_processor)
-    range_column = renames.get(key.column, key.column)
+    range_column: str | None = renames_get(key.column, key.column)
     if range_column not in present:
         range_column = None
-    hashed = [(c.name, renames.get(c.name, c.name)) for c in source_columns
-              if _written(entry, c.name, key.columns) and renames.get(c.name, c.name) in compared]
+    hashed = [(c.name, renames_get(c.name, c.name)) for c in source_columns
+              if _written(entry, c.name, key.columns) and renames_get(c.name, c.name) in compared]
     by_name = {c.name: c for c in source_columns}
     same = all(by_name[s].shape == present[t].shape for s, t in hashed)
     blind = (f"it has no column for {key.column}" if range_column is None else
@@ -364,7 +370,7 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
              else "it is fed by other tables too" if not alone else "")
     sql_ready = same and bool(hashed) and not blind and not pair.virtual_columns
     return Target(address[0], address[1], address[2],
-                  tuple(renames.get(k, k) for k in key.columns), tuple(columns), compared,
+                  tuple(renames_get(k, k) for k in key.columns), tuple(columns), compared,
                   range_column, blind,
                   tuple(s for s, _ in hashed) if sql_ready else (),
                   tuple(t for _, t in hashed) if sql_ready else (),

@@ -275,6 +275,10 @@ class RowsReader(Reader):
         super().__init__(plan, compiled)
         self.targets = {target.id: target for target in plan.targets}
         self.kinds = {target.id: target.kinds for target in plan.targets}
+        # each target's column names as it spells them (names ignore case: a row written
+        # with 'Email' into the target's 'email' is compared under 'email')
+        self.spelled = {target.id: {name.lower(): name for name in target.compared}
+                        for target in plan.targets}
 
     def source(self, cursor: Any, condition: str, params: Sequence[Any]) -> Side:
         plan, side = self.plan, Side()
@@ -304,10 +308,13 @@ class RowsReader(Reader):
             if target.lake:  # hashed as the lake holds them, all at once
                 lake_rows.setdefault(table_id, []).append((key, change.after))
                 continue
-            columns = tuple(sorted(name for name in change.after if name in target.compared))
+            spelled = self.spelled[table_id]
+            after = {spelled.get(name.lower(), name): value
+                     for name, value in change.after.items()}
+            columns = tuple(sorted(name for name in after if name in target.compared))
             side.columns[(key, table_id)] = columns
             add_row(side.expected.setdefault(key, {}), table_id,
-                row_hash(change.after, columns, self.kinds[table_id]))
+                row_hash(after, columns, self.kinds[table_id]))
         for table_id, found in lake_rows.items():
             lake.expected(self.targets[table_id], found, side)
         self.known(cursor, condition, params, side)

@@ -521,3 +521,27 @@ def test_rows_another_channel_writes_into_a_table_a_pattern_pair_fills_are_not_e
                     "v-pattern-a")
     for name in ("v-pattern-a", "v-pattern-b"):
         cluster.set_status(name, "STOP")
+
+
+def test_a_column_the_target_names_in_another_case_is_compared(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """Column names ignore case: the stream writes the source's Email into the target's
+    email. Verify matched names exactly, so it compared neither way's email: a wrong one
+    on the target was never found nor repaired."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.cased (Id INT PRIMARY KEY, "
+                         "Email VARCHAR(40))")
+    t = f"`{schema}`.cased"
+    target.execute(f"ALTER TABLE {t} CHANGE Id id INT, CHANGE Email email VARCHAR(40)")
+    start(cluster, one_way("v-cased", schema, ["cased"]))
+    source.execute(f"INSERT INTO {t} VALUES (1, 'a@x'), (2, 'b@x'), (3, 'c@x')")
+    wait_equal(source, target, schema, ["cased"])
+    target.execute(f"UPDATE {t} SET email = 'wrong' WHERE id = 2")
+    table = f"{schema}.cased"
+    for method in ("auto", "rows"):
+        code, report = verify(cluster, capsys, "v-cased", "--compare", method)
+        assert code == 1, report
+        assert found(report, table) == {"missing": set(), "extra": set(),
+                                        "different": {((2,), table)}}
+    assert verify(cluster, capsys, "v-cased", "--repair")[0] == 0
+    wait_equal(source, target, schema, ["cased"], timeout_s=30)
+    cluster.set_status("v-cased", "STOP")
