@@ -31,6 +31,12 @@ def read_expression(name: str, data_type: str, charset: str | None) -> str:
         return f"CAST({column} AS DOUBLE)"
     if data_type == "bit":
         return f"{column} + 0"
-    if charset and data_type in _STRINGS and not decodable(charset):
+    if read_as_bytes(data_type, charset):
         return f"CAST({column} AS BINARY)"
     return column
+
+
+def read_as_bytes(data_type: str, charset: str | None) -> bool:
+    """Whether a text column is read as its bytes (its charset is one Python does not read
+    exactly): the binlog decoder gives such a value as bytes too, but an empty one as ''."""
+    return bool(charset) and data_type in _STRINGS and not decodable(charset or "")

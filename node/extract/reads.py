@@ -65,11 +65,13 @@ def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:
 def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
          ) -> list[tuple[Any, ...]]:
     """Rows as the binlog decoder gives them: a BINARY value without the zero bytes that pad
-    it, an empty binary string as ``''``, the zero TIMESTAMP(n) without its fraction (the
+    it, an empty binary string (or text read as its bytes: an sjis one) as ``''``, the zero
+    TIMESTAMP(n) without its fraction (the
     server sends ``0000-00-00 00:00:00.000000``; a key read so was not the stream's)."""
     binary = [i for i, column in enumerate(columns)
               if column.data_type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob",
-                                      "longblob")]
+                                      "longblob")
+              or datatypes.read_as_bytes(column.data_type, column.charset)]
     zeros = [i for i, column in enumerate(columns)
              if column.data_type == "timestamp" and "(" in column.column_type]
     if not binary and not zeros:

@@ -108,3 +108,17 @@ def test_a_zero_timestamp_with_a_fraction_is_read_as_the_decoder_gives_it() -> N
                                        {**zero, "v": 9}))
     out = joined([read(rows)], [inside])
     assert [change.after["id"] for _, change in out] == [datetime.datetime(2020, 1, 2, 3, 4, 5, 6)]
+
+
+def test_an_empty_text_of_a_charset_read_as_bytes_is_read_as_the_decoder_gives_it() -> None:
+    """An sjis column is read as its bytes (Python does not read the charset exactly), and
+    the decoder gives its empty value as '', not b'': a read row keyed by '' was not the key
+    the stream updated inside the window, so the older row read went in after the update."""
+    columns = [ReadColumn("id", "varchar", "varchar(10)", "sjis"),
+               ReadColumn("v", "int", "int(11)")]
+    rows = mend(columns, [(b"", 1), (b"\x83\x41", 2)])
+    assert rows == [("", 1), (b"\x83\x41", 2)]
+    inside = (3 << ROW_BITS, RowChange("s", "t", ChangeType.UPDATE, ("id",), {"id": "", "v": 1},
+                                       {"id": "", "v": 9}))
+    out = joined([read(rows)], [inside])
+    assert [change.after["id"] for _, change in out] == [b"\x83\x41"]
