@@ -121,8 +121,8 @@ def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_g
             source.execute(f"INSERT INTO {kl} VALUES ({n % 3}, 'first'), ({n % 3}, 'first')")
         wait_equal(source, target, schema, ["kl"])
         target.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")  # rows and row at once
-        [(file, pos, process_id)] = target.rows(
-            "SELECT binlog_file, binlog_pos, process_id FROM retl.retl_position WHERE "
+        [(file, pos, process_id, state)] = target.rows(
+            "SELECT binlog_file, binlog_pos, process_id, gtid FROM retl.retl_position WHERE "
             "pipeline_id = 'behind.forward'")
         backup, saved = target.table(schema, "kl"), shapes.rows(target)
         target.execute("COMMIT")
@@ -137,8 +137,8 @@ def test_a_target_that_lost_committed_transactions_is_replayed_not_left_with_a_g
             f"({a}, '{b}')" for a, b in backup))
         shapes.put_back(target, saved)
         target.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = %s, "
-                       "process_id = %s WHERE pipeline_id = 'behind.forward'",
-                       (file, pos, process_id))
+                       "process_id = %s, gtid = %s WHERE pipeline_id = 'behind.forward'",
+                       (file, pos, process_id, state))  # the whole row, as a restore does
         target.execute("COMMIT")
         cluster.set_status("behind", "START")
         shapes.start()
