@@ -54,15 +54,23 @@ def row_keys(cursor: Any, only: tuple[str, str] | None = None
     cursor.execute(_TABLES.format(only=where, system=_SYSTEM), only)
     found: dict[tuple[str, str], tuple[str, ...] | None] = {
         (row[0], row[1]): None for row in _tuples(cursor.fetchall())}
-    cursor.execute(_KEYS.format(only=where.replace("TABLE_", "s.TABLE_"), system=_SYSTEM), only)
-    indexes: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}  # in the order wanted
-    for schema, table, index, column, nullable in _tuples(cursor.fetchall()):
-        indexes.setdefault((schema, table, index), []).append((column, bool(int(nullable))))
+    indexes = _unique_indexes(cursor, where, only)
     for (schema, table, index), columns in indexes.items():  # a column per row: its name
         if found.get((schema, table)) is None and (  # may hold a comma
                 index == "PRIMARY" or not any(nullable for _, nullable in columns)):
             found[(schema, table)] = tuple(column for column, _ in columns)
     return found
+
+
+def _unique_indexes(cursor: Any, where: str = "", only: tuple[str, str] | None = None
+                    ) -> dict[tuple[str, str, str], list[tuple[str, bool]]]:
+    """Every unique index of the user tables (or of the one named): (schema, table, index)
+    → its columns with whether each admits NULL, primary keys first, in index order."""
+    cursor.execute(_KEYS.format(only=where.replace("TABLE_", "s.TABLE_"), system=_SYSTEM), only)
+    indexes: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}
+    for schema, table, index, column, nullable in _tuples(cursor.fetchall()):
+        indexes.setdefault((schema, table, index), []).append((column, bool(int(nullable))))
+    return indexes
 
 
 def door_key(cursor: Any, schema: str, table: str, key_columns: Sequence[str] = ()
@@ -206,10 +214,7 @@ def read_indexes(source: DataSource, pipelines: Iterable[Pipeline]) -> Indexes |
     if not any(pair.key_columns for pipeline in pipelines for pair in pipeline.pairs):
         return None
     with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
-        cursor.execute(_KEYS.format(only="", system=_SYSTEM))
-        found: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}
-        for schema, table, index, column, nullable in _tuples(cursor.fetchall()):
-            found.setdefault((schema, table, index), []).append((column, bool(int(nullable))))
+        found = _unique_indexes(cursor)
     indexes: dict[tuple[str, str], tuple[frozenset[str], ...]] = {}
     for (schema, table, _), columns in found.items():
         if not any(nullable for _, nullable in columns):
