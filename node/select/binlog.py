@@ -41,6 +41,7 @@ from node.select.framing import (
     ROWS,
     estimate,
     frame,
+    uncommitted,
 )
 from node.select.lastmaps import LastMaps
 from node.select.packets import PacketReader
@@ -361,6 +362,8 @@ class BinlogReader:
         event = self._library_event(data)
         query = event.query.strip()
         found = statements.kind(query, self._in_txn, self.loop_channel)
+        if (events or decoded) and not self._in_txn and found != statements.END:
+            uncommitted(self)  # rows outside any transaction: cleared below, they were lost
         if found == statements.SAVEPOINT:  # what it undid is mostly not in the binlog
             self._rollbacks.statement(query, events, decoded, self.layouts,
                                       f"binlog of {self.source.name} at {self._position(state)}")

@@ -98,7 +98,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             events, decoded, event_rows, reader._in_txn = [], [], 0, False
         elif kind == MARIADB_GTID:
             if events or decoded:
-                _uncommitted(reader)
+                uncommitted(reader)
             sequence, domain = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
                 int.from_bytes(data[_BODY + 8:_BODY + 12], "little")
             server = int.from_bytes(data[6:10], "little")
@@ -120,12 +120,12 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             continue
         elif kind == FORMAT_DESCRIPTION:
             if events or decoded:
-                _uncommitted(reader, crashed=True)
+                uncommitted(reader, crashed=True)
             reader._format(data)
             foreign = reader._file_checksum != reader._checksum
         elif kind == MYSQL_GTID:
             if events or decoded:
-                _uncommitted(reader)
+                uncommitted(reader)
             before, state, events, decoded, event_rows = state, \
                 str(reader._library_event(data).gtid), [], [], 0  # MySQL: the transaction's
             # GTID (its sets are not followed)
@@ -142,7 +142,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             reader._pos = next_pos
 
 
-def _uncommitted(reader: BinlogReader, crashed: bool = False) -> None:
+def uncommitted(reader: BinlogReader, crashed: bool = False) -> None:
     """Rows read, and a new group or file begins before their commit: a group of a shape
     setl does not know, or (``crashed``: a new file) a source that stopped while writing it.
     Dropped, they would be lost on the target without a word where they were kept."""

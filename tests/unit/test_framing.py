@@ -86,6 +86,26 @@ def test_rows_without_a_commit_before_the_next_group_stop(after: bytes, says: st
         assert "setl position set c/p --file binlog.000001 --pos 4" in str(raised.value)
 
 
+@pytest.mark.parametrize("query", ["ALTER TABLE t ADD c INT", "BEGIN"])
+def test_rows_outside_a_transaction_before_a_statement_stop(query: str) -> None:
+    """A DDL (or a BEGIN) read while rows wait outside any transaction cleared them: lost on
+    the target without a word."""
+    from node.select.binlog import BinlogReader
+
+    found = reader()
+    found._tables[7] = SimpleNamespace(number=1, system=False)
+    found.row_bytes[1] = (10, 10.0)
+    vars(found).update(
+        _in_txn=False, loop_channel=None, _pos=0, _ddl=lambda *args: None,
+        _rollbacks=SimpleNamespace(forget=lambda: None),
+        _echoes=SimpleNamespace(echo=lambda *args: False),
+        _position=lambda state="": BinlogPosition("binlog.000001", 400),
+        _library_event=lambda data: SimpleNamespace(query=query, schema=b"db"))
+    found._query = lambda *args: BinlogReader._query(found, *args)
+    with pytest.raises(SourceError, match="rows events without a commit"):
+        framing.frame(found, Packets(ROWS_EVENT, event(2, b"\0" * 16), stop=found._stop))
+
+
 def test_table_ids_are_forgotten_at_every_rotation_and_file_start() -> None:
     """A source that restarted numbers its tables from the start again, and the stream goes
     into its new file by a made-up rotation (timestamp 0): a table id known from the old file
