@@ -130,6 +130,9 @@ class CompiledPipeline:
     # gone from a table are those it had: :func:`node.extract.layouts.layout_problem`)
     _layouts: dict[tuple[str, str], tuple[str, ...]] = field(
         default_factory=dict, compare=False, repr=False)
+    # what each pair writes of each table into each target, for parts of a wide row
+    # (:func:`node.extract.layouts.overlapping_part`)
+    _written: layouts.Written = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
@@ -212,15 +215,20 @@ class CompiledPipeline:
                 found.append(entry.address(schema, table))
         return list(dict.fromkeys(found))
 
-    def layout_problem(self, schema: str, table: str, columns: tuple[str, ...]) -> str | None:
-        """Why a table's columns (a new table map's) do not fit its pairs: a column a pair
-        includes is gone (renamed or dropped), or two land on one target column (a rename
-        onto a column the source has): :mod:`node.extract.layouts`. A pattern pair's column
-        is gone only where the table's previous layout checked in this run held it."""
+    def layout_problem(self, schema: str, table: str, columns: tuple[str, ...],
+                       key: tuple[str, ...] = ()) -> str | None:
+        """Why a table's columns (a new table map's, ``key`` its primary key) do not fit its
+        pairs: a column a pair includes is gone (renamed or dropped), two land on one target
+        column (a rename onto a column the source has), or two tables' parts of a wide row
+        on one: :mod:`node.extract.layouts`. A pattern pair's column is gone only where the
+        table's previous layout checked in this run held it."""
         before = self._layouts.get((schema, table))
-        problem = layouts.layout_problem(self.pipeline_id, self.pairs_for(schema, table),
-                                         schema, table, columns,
-                                         self.configured_keys(schema, table), before)
+        entries, keys = self.pairs_for(schema, table), self.configured_keys(schema, table)
+        problem = layouts.layout_problem(self.pipeline_id, entries, schema, table, columns,
+                                         keys, before) or layouts.overlapping_part(
+            self.pipeline_id, entries, schema, table, columns, keys or key, self._written,
+            {index: entry.address(schema, table) for index, entry in enumerate(entries)
+             if entry.route is None})
         if problem is None:
             self._layouts[(schema, table)] = columns
         return problem

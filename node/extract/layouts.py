@@ -7,7 +7,7 @@ DDL), never per row; a problem stops the pipeline before a row of that layout is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from shared.model import MediaPair
@@ -61,6 +61,70 @@ def colliding_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
         by_target.setdefault(entry.renames.get(name, name).lower(), []).append(name)
     return {entry.renames.get(names[0], names[0]): names
             for names in by_target.values() if len(names) > 1}
+
+
+def written_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
+                    ) -> dict[str, str]:
+    """The target columns (lower-cased) a pair writes of a table's layout besides the row's
+    key, each with the table its value comes from when a join adds it ("" for the row's
+    own: the columns the pair keeps, under their target names, and those its virtual
+    columns fill)."""
+    kept = set(keys)
+    pair = entry.pair
+    names = {entry.renames.get(name, name).lower(): "" for name in columns
+             if name not in kept and not (name in entry.exclude or
+                                          (entry.include and name not in entry.include))}
+    names.update((column.name.lower(), "") for column in pair.virtual_columns)
+    names.update((name.lower(), join.table.lower()) for join in pair.joins
+                 for name in join.columns)
+    for name in (*kept, *pair.key_columns):
+        names.pop(entry.renames.get(name, name).lower(), None)
+    return names
+
+
+# by target, then by (pair, schema, table): whether the pair is a merge_part, and what it
+# writes (written_columns)
+Written = dict[tuple[str, str, str], dict[tuple[str, str, str], tuple[bool, dict[str, str]]]]
+
+
+def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,
+                     columns: tuple[str, ...], keys: Iterable[str], written: Written,
+                     address: Mapping[int, tuple[str, str, str]]) -> str | None:
+    """Why a table's layout writes a column of a wide row another source table writes too
+    (None when it does not), remembering what each pair writes of each table in
+    ``written``. A wide row's parts (a ``merge_part`` pair beside the others into its
+    target) must not meet on a column besides the key: each part's change would overwrite
+    the other's value, the target holding whichever table wrote last, and a copy or repair
+    another. Tables of one pair (shards of one part) may, and so may a join's column and
+    the part of the joined table (the join reads that table's current row); a pair whose
+    processor makes its rows is not known. ``address``: each entry's target, by its index
+    in ``entries``."""
+    keys = tuple(keys)
+    me = f"{schema}.{table}".lower()
+    for index, entry in enumerate(entries):
+        target = address.get(index)
+        if target is None or entry.pair.processor:
+            continue
+        mine = written_columns(entry, columns, keys)
+        parts = written.setdefault(target, {})
+        source = str(entry.pair.source)
+        for (other, other_schema, other_table), (merged, theirs) in parts.items():
+            them = f"{other_schema}.{other_table}".lower()
+            met = sorted(name for name in mine.keys() & theirs.keys()
+                         if mine[name] != them and theirs[name] != me)
+            if other == source or not met or not (merged or entry.pair.merge_part):
+                continue
+            return (f"pipeline {pipeline_id}: {schema}.{table} (pair {source}) and "
+                    f"{other_schema}.{other_table} (pair {other}) both write column(s) "
+                    f"{', '.join(met)} of the wide rows of {'.'.join(target[1:])} "
+                    "(merge_part): each part's change would overwrite the other's value, "
+                    "the target holding whichever table wrote last, and a copy or repair "
+                    "another. Leave the column out of one pair (columns: exclude), or write "
+                    "it to a column of its own (column_pairs), apply, then resume. A source "
+                    "column added by a DDL (ddl_sync) that another part already writes is "
+                    "this case too")
+        parts[(source, schema, table)] = (entry.pair.merge_part, mine)
+    return None
 
 
 def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,

@@ -97,7 +97,8 @@ class BinlogReader:
                  wants: Callable[[str, str], bool], wants_schema: Callable[[str], bool],
                  loop_channel: str | None = None, ddl: bool = True,
                  queue_size: int = 10_000, pipeline_id: str = "",
-                 layout_problem: Callable[[str, str, tuple[str, ...]], str | None] | None = None
+                 layout_problem: Callable[[str, str, tuple[str, ...], tuple[str, ...]], str | None]
+                 | None = None
                  ) -> None:
         self.source, self.server_id, self.start = source, server_id, start
         # why a table's new columns do not fit its pairs (a column a pair includes is gone)
@@ -337,7 +338,8 @@ class BinlogReader:
         number = 0
         if not system:
             problem = self._layout_problem and self._layout_problem(
-                schema, table, tuple(column.name for column in layout.columns))
+                schema, table, tuple(column.name for column in layout.columns),
+                layout.primary_key)
             if problem:
                 raise ConfigError(problem)
             self._numbers += 1

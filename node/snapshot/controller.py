@@ -314,7 +314,7 @@ class Snapshots:
             with connect(self.source) as conn, conn.cursor() as cursor:
                 columns = columns_of(cursor, key.schema, key.table)
             problem = self.compiled.layout_problem(  # as a table map's are (once a table)
-                key.schema, key.table, tuple(column.name for column in columns))
+                key.schema, key.table, tuple(column.name for column in columns), key.columns)
             if problem:
                 raise ConfigError(problem)
             self._columns[(key.schema, key.table)] = columns

@@ -131,6 +131,39 @@ def test_table_merge_n_to_1_builds_one_wide_row(
     cluster.set_status("wide", "STOP")
 
 
+def test_a_wide_row_part_gaining_a_column_another_part_writes_pauses_before_its_rows(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """profiles gains a name column, which customers writes into the wide row: each part's
+    change would have overwritten the other's name, the row holding whichever came last."""
+    schema = make_schema(
+        source, target, CUSTOMERS,
+        "CREATE TABLE `{schema}`.profiles (customer_id INT PRIMARY KEY, city VARCHAR(20))")
+    target.execute(f"CREATE TABLE `{schema}`.wide (id INT PRIMARY KEY, name VARCHAR(20), "
+                   "city VARCHAR(20))")
+    wide = f"{schema}.wide"
+    cluster.apply([{"name": "wide-meet", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.customers", "target": wide},
+            {"source": f"{schema}.profiles", "target": wide, "merge_part": True,
+             "key_columns": ["customer_id"],
+             "column_pairs": [{"source": "customer_id", "target": "id"}]}]}]}])
+    cluster.set_status("wide-meet", "START")
+    cluster.wait_running("wide-meet")
+    c, p = f"`{schema}`.customers", f"`{schema}`.profiles"
+    source.script(f"INSERT INTO {c} VALUES (1, 'ann')", f"INSERT INTO {p} VALUES (1, 'Oslo')")
+    wait_for(lambda: target.table(schema, "wide") == [(1, "ann", "Oslo")], 30, "the wide row")
+    source.script(f"ALTER TABLE {p} ADD COLUMN name VARCHAR(20)",
+                  f"INSERT INTO {p} VALUES (2, 'Rome', 'from-profiles')",
+                  f"UPDATE {p} SET name = 'from-profiles' WHERE customer_id = 1")
+    wait_for(lambda: cluster.channel_status("wide-meet") == "PAUSE", 60, "the pause")
+    error = cluster.pipeline_state("wide-meet").last_error
+    assert f"{schema}.profiles (pair source:{schema}.profiles) and {schema}.customers " \
+        f"(pair source:{schema}.customers) both write column(s) name of the wide rows of " \
+        f"{wide}" in error, error
+    assert target.table(schema, "wide") == [(1, "ann", "Oslo")]
+    cluster.set_status("wide-meet", "STOP")
+
+
 def test_a_join_finds_its_row_as_the_server_compares_the_key(
         cluster: Cluster, source: Database, target: Database) -> None:
     """Looked-up rows were matched again in Python by the value the server returned: a key
