@@ -25,7 +25,7 @@ from node.extract.chunks import escaped
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.verify import lake
 from node.verify.plan import TablePlan, Target
-from node.verify.values import Rows, add_row, row_hash, sql_hash
+from node.verify.values import Rows, add_row, decoded, row_hash, sql_hash
 from shared import gtid
 from shared.errors import PositionConflictError, SourceError
 from shared.identifiers import qualified, quote, short_form
@@ -291,11 +291,13 @@ class RowsReader(Reader):
         names = [column[0] for column in cursor.description]
         key_columns, schema, table = plan.key.columns, plan.key.schema, plan.key.table
         numbered, keys = [], []
-        for seq, values in enumerate(cursor.fetchall()):
-            row = dict(zip(names, values, strict=True))
-            keys.append(tuple(row[name] for name in key_columns))
+        read = cursor.fetchall()
+        for seq, (values, mended) in enumerate(zip(read, decoded(plan.columns, read),
+                                                   strict=True)):
+            # the key as read (the target's is found by it); the row as the stream has it
+            keys.append(tuple(values[names.index(name)] for name in key_columns))
             numbered.append((seq, RowChange(schema, table, ChangeType.INSERT, key_columns,
-                                            None, row)))
+                                            None, dict(zip(names, mended, strict=True)))))
         side.rows = len(numbered)
         changes = extract_transform_lists(self.compiled, numbered)
         lake_rows: dict[str, list[tuple[Key, dict[str, Any]]]] = {}
@@ -333,11 +335,11 @@ class RowsReader(Reader):
         kinds = self.kinds[target.id]
         found: dict[Key, Rows] = {}
         own = tuple(sorted(name for name in names if name in target.compared))
-        for values in cursor.fetchall():
-            row = dict(zip(names, values, strict=True))
-            key = tuple(row[name] for name in target.keys)
+        read = cursor.fetchall()
+        for values, mended in zip(read, decoded(target.columns, read), strict=True):
+            key = tuple(values[names.index(name)] for name in target.keys)
             columns = side.columns.get((key, target.id), own)
-            add_row(found, key, row_hash(row, columns, kinds))
+            add_row(found, key, row_hash(dict(zip(names, mended, strict=True)), columns, kinds))
         return found
 
 

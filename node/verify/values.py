@@ -1,11 +1,17 @@
 """How verify reads and hashes a row, so that equal rows hash equal on both sides.
 
 **Reading.** Both sides are read with the same select list (:func:`select_list`) in
-sessions with ``time_zone = '+00:00'``, which gives the values in the form the binlog
-decoder (:mod:`node.extract.decode`) gives Extract: FLOAT as the exact double of the
+sessions with ``time_zone = '+00:00'``, and mended (:func:`decoded`), as the node's
+snapshot reads are (:mod:`node.extract.reads`), which gives the values in the form the
+binlog decoder (:mod:`node.extract.decode`) gives Extract: FLOAT as the exact double of the
 stored single (``CAST(f AS DOUBLE)``; its text would be rounded to six digits), BIT as an
-integer (``b + 0``), TIMESTAMP in UTC, zero and partial dates as text. So a source row read
-here goes through Extract/Transform exactly as its binlog image would.
+integer (``b + 0``), TIMESTAMP in UTC, zero and partial dates as text, the zero
+TIMESTAMP(n) without its fraction, BINARY(n) without its zero padding, text in a charset
+Python does not read exactly (sjis, big5, …) as its bytes. So a source row read here goes
+through Extract/Transform exactly as its binlog image would, and a virtual column computed
+from it is the stream's (a SELECT's own values made ``length(b)`` of a BINARY(4) 4 where the
+stream wrote 2: a false difference, which ``--repair`` rewrote on every run). A target's
+rows are mended alike, by its own columns, so a column copied as it is compares equal.
 
 **Hashing in Python** (:func:`row_hash`, the ``rows`` method): each compared value is made
 canonical for the *target* column it lands in (:func:`canonical`), as the target would
@@ -35,12 +41,13 @@ import datetime
 import decimal
 import hashlib
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pymysql
 
+from node.extract.reads import ReadColumn, mend
 from shared import datatypes
 from shared.datatypes import BINARY, INTEGER, TEMPORAL
 from shared.identifiers import quote
@@ -108,17 +115,23 @@ def read_columns(cursor: Any, schema: str, table: str) -> list[Column]:
 
 
 def read_expression(column: Column) -> str:
-    """The select-list item reading one column in the binlog decoder's form."""
+    """The select-list item reading one column in the binlog decoder's form, as the node's
+    reads select it (:func:`shared.datatypes.read_expression`), under its own name."""
     name = quote(column.name)
-    if column.kind == "single":
-        return f"CAST({name} AS DOUBLE) AS {name}"
-    if column.kind == "bit":
-        return f"{name} + 0 AS {name}"
-    return name
+    expression = datatypes.read_expression(column.name, column.data_type, column.charset)
+    return name if expression == name else f"{expression} AS {name}"
 
 
 def select_list(columns: Iterable[Column]) -> str:
     return ", ".join(read_expression(column) for column in columns)
+
+
+def decoded(columns: Sequence[Column], rows: Iterable[tuple[Any, ...]]
+            ) -> list[tuple[Any, ...]]:
+    """Rows read by :func:`select_list` of ``columns``, in the binlog decoder's form
+    (:func:`node.extract.reads.mend`, which the snapshot's reads go through)."""
+    return mend([ReadColumn(c.name, c.data_type, c.column_type.lower(), c.charset, c.nullable)
+                 for c in columns], rows)
 
 
 def canonical(value: Any, kind: str) -> bytes:

@@ -545,3 +545,59 @@ def test_a_column_the_target_names_in_another_case_is_compared(
     assert verify(cluster, capsys, "v-cased", "--repair")[0] == 0
     wait_equal(source, target, schema, ["cased"], timeout_s=30)
     cluster.set_status("v-cased", "STOP")
+
+
+ODD = ("CREATE TABLE `{schema}`.{table} (id INT PRIMARY KEY, b BINARY(4), ts TIMESTAMP(6) NULL, "
+       "name VARCHAR(20) CHARACTER SET sjis)")
+
+
+def test_values_the_select_reads_otherwise_than_the_binlog_compare_equal_and_repair_once(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """The stream writes the binlog decoder's values: a BINARY without its zero padding, the
+    zero TIMESTAMP(6) without its fraction, sjis text as its bytes. A SELECT gives them
+    padded, with '.000000' and decoded (0x815F as '＼'): virtual columns computed from those
+    differed from the stream's on every such row, and --repair rewrote them, again and again."""
+    schema = make_schema(source, target, ODD.format(schema="{schema}", table="odd"),
+                         ODD.format(schema="{schema}", table="plain"))
+    target.execute(f"ALTER TABLE `{schema}`.odd ADD vb INT, ADD vt VARCHAR(40), ADD vn INT")
+    channel = one_way("v-odd", schema, ["odd", "plain"])
+    channel["pipelines"][0]["pairs"][0]["virtual_columns"] = [
+        {"name": "vb", "expression": "length(b)"}, {"name": "vt", "expression": "str(ts)"},
+        {"name": "vn", "expression": "length(name)"}]
+    start(cluster, channel)
+    values = ("(1, X'6162', '0000-00-00 00:00:00.000000', X'815F82A0'), "
+              "(2, X'61626364', '2024-01-02 03:04:05.123456', X'82A0'), (3, X'', NULL, ''), "
+              "(4, NULL, '0000-00-00 00:00:00', 'abc')")
+    source.script("SET SESSION sql_mode = ''", f"INSERT INTO `{schema}`.odd VALUES {values}",
+                  f"INSERT INTO `{schema}`.plain VALUES {values}",
+                  "SET SESSION sql_mode = DEFAULT")
+    wait_equal(source, target, schema, ["plain"])
+    wait_for(lambda: len(target.table(schema, "odd")) == 4, 60, "4 odd rows")
+    decoded = [(b"ab", "0000-00-00 00:00:00", b"\x81\x5f\x82\xa0"),  # as the stream has
+               (b"abcd", "2024-01-02 03:04:05.123456", b"\x82\xa0"), ("", None, ""),
+               (None, "0000-00-00 00:00:00", b"abc")]  # them (the expressions see bytes' str)
+    assert sorted(target.rows(f"SELECT id, vb, vt, vn FROM `{schema}`.odd")) == [
+        (i, None if b is None else len(str(b)), ts, len(str(name)))
+        for i, (b, ts, name) in enumerate(decoded, 1)]
+    odd, plain = f"{schema}.odd", f"{schema}.plain"
+    for method in ("auto", "rows"):
+        code, report = verify(cluster, capsys, "v-odd", "--compare", method)
+        assert code == 0, report
+        methods = {t["table"]: t["method"] for t in report["reports"][0]["tables"]}
+        assert methods == {odd: "rows", plain: "sql" if method == "auto" else "rows"}
+    target.script(f"UPDATE `{schema}`.odd SET vb = 9 WHERE id = 2",
+                  f"UPDATE `{schema}`.plain SET name = X'815F' WHERE id = 2")
+    for method in ("auto", "rows"):
+        code, report = verify(cluster, capsys, "v-odd", "--compare", method)
+        assert code == 1, report
+        assert found(report, odd)["different"] == {((2,), odd)}
+        assert found(report, plain)["different"] == {((2,), plain)}
+    code, report = verify(cluster, capsys, "v-odd", "--repair")
+    assert code == 0, report
+    repaired = {t["table"]: t for t in report["reports"][0]["tables"]}
+    assert repaired[odd]["repaired"] == 1 and repaired[plain]["repaired"] == 1
+    wait_equal(source, target, schema, ["plain"], timeout_s=30)
+    code, report = verify(cluster, capsys, "v-odd", "--repair")
+    assert code == 0, report  # nothing left to repair: no loop
+    assert all(not t.get("repaired") for t in report["reports"][0]["tables"])
+    cluster.set_status("v-odd", "STOP")

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from node.verify.values import Column, canonical, row_hash, select_list, sql_hash
+from node.verify.values import Column, canonical, decoded, row_hash, select_list, sql_hash
 
 
 @pytest.mark.parametrize("column_type, data_type, made, stored", [
@@ -58,9 +58,10 @@ def test_a_row_hash_is_over_the_columns_named_by_name() -> None:
 
 def test_what_the_databases_are_asked() -> None:
     columns = [Column("id", "int", "int(11)"), Column("f", "float", "float"),
-               Column("b", "bit", "bit(3)"), Column("odd`name", "varchar", "varchar(3)")]
+               Column("b", "bit", "bit(3)"), Column("odd`name", "varchar", "varchar(3)"),
+               Column("s", "varchar", "varchar(3)", "sjis")]
     assert select_list(columns) == ("`id`, CAST(`f` AS DOUBLE) AS `f`, `b` + 0 AS `b`, "
-                                    "`odd``name`")
+                                    "`odd``name`, CAST(`s` AS BINARY) AS `s`")
     joined = "CONCAT_WS('\x1f', `id`, `odd``name`, CONCAT(ISNULL(`odd``name`)))"
     names, nullable, kinds = ["id", "odd`name"], [False, True], ["int", "text"]
     assert sql_hash(names, nullable, function="md5", kinds=kinds) == \
@@ -77,3 +78,13 @@ def test_what_the_databases_are_asked() -> None:
                     kinds=["single", "text", "binary", "binary", "int"]) == \
         "(CRC32(CONCAT_WS('\x1f', CAST(`f` AS DOUBLE), `s`, `t`, `u`, `n`, " \
         "LENGTH(`t`))) * 2654435761)"
+
+
+def test_rows_read_are_mended_into_the_binlog_decoders_form() -> None:
+    """As the snapshot's reads (node.extract.reads.mend): a virtual column computed from a
+    SELECT's own value (padded, '.000000', decoded text) was not the stream's."""
+    columns = [Column("b", "binary", "binary(4)"), Column("t", "timestamp", "timestamp(6)"),
+               Column("s", "varchar", "varchar(3)", "sjis")]
+    rows = [(b"ab\0\0", "0000-00-00 00:00:00.000000", b"\x81\x5f"), (b"\0\0\0\0", None, b"")]
+    assert decoded(columns, rows) == [(b"ab", "0000-00-00 00:00:00", b"\x81\x5f"),
+                                      ("", None, "")]
