@@ -168,6 +168,8 @@ def merge(changes: Iterable[TargetChange],
             _clear(state, cleared.setdefault(name, set()), _key(after, keys), after, seq)
             continue
         if cleared and name in cleared:  # a write after a clear: the row as it makes it
+            if type(after) is PartialRow:
+                _rested(state, cleared[name], _key(after, keys), after)
             cleared[name].difference_update((before_key, _key(after, keys) if after else None))
         if shared and name in shared:  # no key is new: a delete is always written
             _gathered(state, kind, keys, before_key, after, seq)
@@ -289,6 +291,16 @@ def _clear(state: dict[tuple[Any, ...], list[Any]], cleared: set[tuple[Any, ...]
         cleared.add(key)
     elif previous[_ROW] is not _DELETED:
         previous[_SEQ], previous[_ROW] = seq, over(previous[_ROW], row)
+
+
+def _rested(state: dict[tuple[Any, ...], list[Any]], keep: set[tuple[Any, ...]],
+            key: tuple[Any, ...], row: PartialRow) -> None:
+    """A column-group update of a key only a clear wrote in the batch: the cleared row takes
+    the update's ``rest``, so that where the target lacks the row the upsert makes it whole,
+    as the update alone would (the clear finds no row and writes nothing)."""
+    found = state.get(key) if key in keep else None
+    if found is not None and found[_ROW] is not _DELETED and type(found[_ROW]) is not PartialRow:
+        found[_ROW] = PartialRow(found[_ROW], row.rest)
 
 
 def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:

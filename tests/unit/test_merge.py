@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from node.changes import CLEAR, ChangeType, Row, TargetChange
-from node.merge import CLEAR_, DELETE, MOVE, UPSERT, TableWrites, merge
+from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites, merge
 
 
 def ins(seq: int, row: Row, table: str = "t", keys: tuple[str, ...] = ("id",),
@@ -396,6 +396,19 @@ def test_a_clear_over_a_row_the_batch_writes_goes_into_it_and_a_write_after_it_u
                     upd(4, (2,), {"id": 2, "city": "Rome"})]))
     assert (w.deletes, w.clears) == ([], [])
     assert w.upserts == [{"id": 1, "city": None, "name": "a"}, {"id": 2, "city": "Rome"}]
+
+
+@pytest.mark.parametrize("gathered", [frozenset(), frozenset({("dst", "s", "t")})])
+def test_a_column_group_update_after_a_clear_keeps_its_rest_for_a_row_the_target_lacks(
+        gathered: frozenset[tuple[str, str, str]]) -> None:
+    """Part A's row deleted (a clear), then part B's update of one column (column_groups):
+    one by one, the clear finds no row and the update makes it whole; merged, the upsert
+    had lost B's other columns (c NULL)."""
+    w = only(merge([clear(1, 1, {"a": None}),
+                    upd(2, (1,), PartialRow({"id": 1, "b": 5}, {"c": 7}))], gathered=gathered))
+    assert (w.deletes, w.clears) == ([], [])
+    assert w.upserts == [{"id": 1, "a": None, "b": 5}]
+    assert type(w.upserts[0]) is PartialRow and w.upserts[0].rest == {"c": 7}
 
 
 def test_a_clear_of_an_ordered_table_is_a_step_of_its_own() -> None:
