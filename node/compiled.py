@@ -47,6 +47,7 @@ MODULES = (
     "node.select.selector",
     "node.extract.job",
     "node.extract.etl",
+    "node.extract.pairs",
     "node.target.mysql.loaddata",
     "node.extract.insertlines",
 )

@@ -96,7 +96,7 @@ def _gathered(compiled: Paired, table: tuple[str, str], targets: list[tuple[str,
 def _through_pair(entry: Any, table: tuple[str, str], named: list[Any], keys: set[str],
                   ran: str, past: str) -> None:
     """``keys``: the table's key columns (lower-cased), which the pair writes whatever its
-    columns list says (:meth:`node.extract.etl.CompiledPair.map_row`)."""
+    columns list says (:meth:`node.extract.pairs.CompiledPair.map_row`)."""
     renames = {source.lower(): (source, target) for source, target in entry.renames.items()
                if target.lower() != source.lower()}
     renamed_to = {target.lower(): source for source, target in entry.renames.items()

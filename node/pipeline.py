@@ -5,7 +5,8 @@ so several batches are in E/T at once; Load (this runner's thread) takes them st
 processId order. Any error of batch n stops Select, drops n and every later batch, and the
 runner starts again, after a backoff, from where the targets' position rows stand; after
 ``max_retries`` failures in a row it pauses the channel and leaves the error in the
-pipeline's stats.
+pipeline's stats. Each attempt opens (where it resumes, the source checked) in
+:mod:`node.resume`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
 
 from node import cursor as cursors
-from node import etjob, primary, start
+from node import etjob, start
 from node.changes import Batch, RowChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
@@ -34,8 +34,8 @@ from node.extract.keycheck import read_source_columns
 from node.jobs import Done, Failed
 from node.load import loop as load
 from node.metrics import PipelineMetrics, log_timings
-from node.primary import Primary, SwitchPending, check_held
-from node.select import source as endpoints
+from node.primary import Primary, SwitchPending
+from node.resume import RunnerStart
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
 from node.snapshot.controller import Snapshots
@@ -46,7 +46,7 @@ from node.status import RunnerStatus
 from node.target import kinds
 from node.target.base import TargetLoader
 from node.window import Window
-from shared import heap, members, positions
+from shared import heap, members
 from shared.catalog import Catalog
 from shared.errors import (
     PAUSE_AT_ONCE,
@@ -55,7 +55,6 @@ from shared.errors import (
     OwnershipLostError,
     SetlError,
     SparkStartError,
-    ZooKeeperUnavailableError,
 )
 from shared.model import Channel, ChannelStatus, DataSource, Pipeline
 from shared.retry import RetryPolicy
@@ -90,7 +89,7 @@ class PipelineContext:
         return self.channel.pipeline_id(self.pipeline)
 
 
-class PipelineRunner(RunnerStatus):
+class PipelineRunner(RunnerStatus, RunnerStart):
     def __init__(self, context: PipelineContext) -> None:
         self.ctx = context
         self.pipeline_id = context.pipeline_id
@@ -239,66 +238,13 @@ class PipelineRunner(RunnerStatus):
             log.error("event=pause_failed pipeline=%s error=%s", self.pipeline_id, exc)
 
     # -- one attempt ------------------------------------------------------------------------
-    def _start_cursor(self, compiled: CompiledPipeline, source: DataSource) -> Cursor:
-        return start.first_or_stored(self.cursors, self.snapshot_store, self.ctx.pipeline,
-                                     source, compiled)
-
-    def _still_owner(self, step: str) -> None:
-        """Go on only while this runner should run: a stop or a lost ZooKeeper session while
-        it waited on ``step`` ends the start here, before it touches the binlog or a target
-        (else a new runner of the same pipeline, started meanwhile, would run beside it)."""
-        if self.stop_event.is_set():
-            raise OwnershipLostError(f"stopping during {step}")
-        if not self.ctx.owns():
-            raise OwnershipLostError(f"node {self.ctx.node_id} no longer holds the pipeline "
-                                     f"after {step} (ZooKeeper session lost or mainstem taken)")
-
     def _run_once(self, compiled: CompiledPipeline) -> None:
-        pipeline, params = self.ctx.pipeline, self.ctx.pipeline.params
+        source, hint = self._open(compiled)
+        loader = self._loader(hint)
         try:
-            known = self.cursor or self.cursors.load()  # where it is: the switch's GTID
-            source = self.primary.resolve(known.position if known else None)
-            self._still_owner("source resolve")  # (a first start writes the cursor)
-            hint = self._start_cursor(compiled, source)
-        except (KazooException, ZooKeeperUnavailableError) as exc:  # no ZooKeeper, no start
-            # (the catalog's calls say it as ZooKeeperUnavailableError): no failure counted,
-            # the node starts it again once ZooKeeper answers (an outage of a minute paused
-            # the channel, and left its runner dead on the node that held it)
-            raise OwnershipLostError(f"ZooKeeper did not answer reading the position: {exc!r}"
-                                     ) from None
-        self._still_owner("position read")
-        targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
-                   for pair in pipeline.pairs}
-        channel = self.ctx.channel
-        self.target_kind = kinds.kind_of(self.pipeline_id, targets)
-        loader = kinds.loader(self.target_kind, self.pipeline_id, targets, params=params,
-                              epoch=self.ctx.epoch, stop=self.stop_event, run=hint.run,
-                              two_way=(channel.name, channel.pipelines[0].name ==
-                                       pipeline.name) if self.two_way else None,
-                              zk=(self.ctx.client, self.ctx.paths))
-        try:
-            # fenced, then read: where the targets are decides where Select begins
-            rows = {} if params.dry_run else self._claim(loader)
-            # on this server: nothing the targets hold may be missing from it, and a start
-            # of another server's binlog is found by its GTID state
-            found, hint, rows = check_held(self.pipeline_id, source, hint, rows)
-            resume = primary.on_server(self.pipeline_id,
-                                       cursors.resume(self.pipeline_id, hint, rows),
-                                       found.server, found.gtid_pos)
-            if resume.behind:
-                log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
-                            self.pipeline_id, ",".join(resume.behind), hint.position)
-            if resume.cuts or resume.start != hint:
-                log.info("event=pipeline_resumes pipeline=%s hint=%s position=%s "
-                         "process_id=%d cuts=%s", self.pipeline_id, hint.position,
-                         resume.start.position, resume.start.process_id,
-                         ",".join(map(str, resume.cuts)) or "-")
-            self._run_from(compiled, resume, loader, source)
+            self._run_from(compiled, self._resume(loader, source, hint), loader, source)
         finally:
             loader.close()
-
-    def _claim(self, loader: TargetLoader) -> dict[str, Cursor | None]:
-        return start.claim(loader, self.ctx.owns, self.ctx.epoch, self.pipeline_id)
 
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,
                   loader: TargetLoader, source: DataSource) -> None:
@@ -311,18 +257,7 @@ class PipelineRunner(RunnerStatus):
             self._central.rewind()  # requests of windows not loaded are taken again
             if params.free_door_source == pipeline.source:  # its buffer: on the primary read
                 self._central.use(source)
-        server_id = endpoints.replica_server_id(self.pipeline_id)
-        start.within_binlog(self.pipeline_id, resume, positions.current_position(source))
-        endpoints.check_source(source, self.pipeline_id, server_id,
-                               self.cursor.position if self.cursor.position.file else None)
-        compiled = start.with_table_keys(compiled, source, pipeline,
-                                         self.target_kind == "delta")
-        kinds.check_source(self.target_kind, compiled, source,
-                           two_way=loader.targets if self.two_way else None)
-        freedoor.ensure_buffer(source, self.pipeline_id)
-        if self._central is not None and self._central.buffer is not source:
-            freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)
-        self._still_owner("source connect")
+        compiled, server_id = self._check_source(compiled, resume, loader, source)
         targets = loader.targets
         window = self._window = load.window(params.parallelism, loader)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,

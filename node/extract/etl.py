@@ -1,7 +1,8 @@
 """Extract and Transform as plain functions on rows; Spark only maps them over partitions.
 
 A pipeline definition is compiled once per version into :class:`CompiledPipeline` (pairs
-indexed by source table), which is what Spark broadcasts. ``extract_transform`` maps one
+indexed by source table; each pair is :mod:`node.extract.pairs`), which is what Spark
+broadcasts. ``extract_transform`` maps one
 source row change through every pair that matches its table into target changes.
 """
 
@@ -17,73 +18,13 @@ from node.extract import layouts, reach
 from node.extract.groups import fill_holes, only_changed
 from node.extract.joins import Joined, add_joined, left, look_up_joins, part_changes
 from node.extract.lookup import Lookup
+from node.extract.pairs import CompiledPair, PlainMapping
 from node.extract.processors import Filler, fill, run_processor
-from node.extract.shard import Route, routes
+from node.extract.shard import routes
 from node.merge import PartialRow
 from shared import confinement
 from shared.errors import ConfigError
-from shared.model import ColumnMode, DataSource, MediaPair, Pipeline, pairs_taking
-from shared.patterns import NamePattern, PatternKind
-
-
-@dataclass(frozen=True)
-class CompiledPair:
-    pair: MediaPair
-    renames: dict[str, str]
-    include: frozenset[str]
-    exclude: frozenset[str]
-    fillers: tuple[Filler, ...] = ()
-    route: Route | None = None  # shard routing, shared by the pairs of one route
-    routes_for_others: bool = False  # not the route's first pair: it adds slots only
-    where: str = ""  # "pipeline P pair S", for error messages (not formatted per row)
-    _addresses: dict[tuple[str, str], tuple[str, str, str]] = field(
-        default_factory=dict, compare=False, repr=False)
-
-    def address(self, schema: str, table: str) -> tuple[str, str, str]:
-        """The target (datasource, schema, table) of a source table, worked out once."""
-        found = self._addresses.get((schema, table))
-        if found is None:
-            pair, matched = self.pair, (schema, table)
-            found = (pair.target.datasource,
-                     self.target_name(pair.source.namespace, pair.target.namespace, schema,
-                                      matched),
-                     self.target_name(pair.source.table, pair.target.table, table, matched))
-            self._addresses[(schema, table)] = found
-        return found
-
-    @property
-    def simple(self) -> bool:
-        """Whether a change goes through this pair by renames and column choice alone."""
-        pair = self.pair
-        return not (pair.processor or self.route is not None or pair.joins or pair.merge_part
-                    or pair.column_groups or self.fillers)
-
-    def map_row(self, row: Row, keys: tuple[str, ...]) -> Row:
-        if not (self.renames or self.include or self.exclude):
-            # nothing to rename or leave out: the row goes as it is, or as a copy when this
-            # pair adds to it (a fan-out's other pairs get the same row)
-            return row if not (self.fillers or self.pair.joins) else dict(row)
-        mapped = {}
-        for name, value in row.items():
-            if name not in keys and (name in self.exclude or
-                                     (self.include and name not in self.include)):
-                continue
-            mapped[self.renames.get(name, name)] = value
-        return mapped
-
-    def target_name(self, source: NamePattern, target: NamePattern, name: str,
-                    matched: tuple[str, str] = ("", "")) -> str:
-        """The target's name for the source's ``name``; ``matched`` is the source's
-        (schema, table), which a template is made of."""
-        if target.kind is PatternKind.TEMPLATE:
-            return target.render(*matched)
-        if target.kind is PatternKind.MULTI:
-            if source.kind is not PatternKind.MULTI:  # a one-name family (sizes checked on load)
-                return target.name_at(target.low)
-            index = source.index_of(name)
-            assert index is not None, f"{name} does not match {source}"
-            return target.name_at(target.low + index - source.low)
-        return target.literal
+from shared.model import ColumnMode, DataSource, Pipeline, pairs_taking
 
 
 def processor_problems(pipeline: Pipeline) -> list[str]:
@@ -124,7 +65,7 @@ class CompiledPipeline:
     rules: confinement.Confinement = field(default_factory=confinement.current)
     _cache: dict[tuple[str, str], tuple[CompiledPair, ...]] = field(
         default_factory=dict, compare=False, repr=False)
-    _plain: dict[tuple[str, str, tuple[str, ...]], tuple[_Plain, ...] | None] = field(
+    _plain: dict[tuple[str, str, tuple[str, ...]], tuple[PlainMapping, ...] | None] = field(
         default_factory=dict, compare=False, repr=False)
     # each table's columns as its last layout checked had them (a pattern pair's columns
     # gone from a table are those it had: :func:`node.extract.layouts.layout_problem`)
@@ -284,58 +225,19 @@ class CompiledPipeline:
             self._plain.clear()
 
     def plain(self, schema: str, table: str, keys: tuple[str, ...]
-              ) -> tuple[_Plain, ...] | None:
+              ) -> tuple[PlainMapping, ...] | None:
         """How a table's changes map through its pairs when every pair is :attr:`simple`
         (worked out once per table and key); None when one is not."""
         found = self._plain.get((schema, table, keys), False)
         if found is not False:
             return found  # type: ignore[return-value]
         entries = self.pairs_for(schema, table)
-        made: tuple[_Plain, ...] | None = None
+        made: tuple[PlainMapping, ...] | None = None
         if all(entry.simple for entry in entries):
             source_keys = keys or self.table_keys.get((schema, table), ())
-            made = tuple(_Plain.of(entry, schema, table, source_keys) for entry in entries)
+            made = tuple(PlainMapping.of(entry, schema, table, source_keys) for entry in entries)
         self._plain[(schema, table, keys)] = made
         return made
-
-
-@dataclass(frozen=True)
-class _Plain:
-    """A simple pair's mapping of one source table: target, keys, columns."""
-
-    datasource: str
-    schema: str
-    table: str
-    keys: tuple[str, ...]  # the source columns a row is keyed by (none: keyless)
-    target_keys: tuple[str, ...]
-    keyless: bool
-    push_weight: int
-    entry: CompiledPair
-
-    @classmethod
-    def of(cls, entry: CompiledPair, schema: str, table: str,
-           source_keys: tuple[str, ...]) -> _Plain:
-        keys = entry.pair.key_columns or source_keys
-        return cls(*entry.address(schema, table), keys,
-                   tuple(entry.renames.get(key, key) for key in keys), not source_keys,
-                   entry.pair.push_weight, entry)
-
-    def changes(self, seq: int, change: RowChange, two_way: bool) -> TargetChange:
-        before, after, keys = change.before, change.after, self.keys
-        keyless = self.keyless
-        if keyless:
-            keys = ()
-        mapped_after = self.entry.map_row(after, keys) if after is not None else None
-        mapped_before = self.entry.map_row(before, keys) \
-            if (two_way or keyless) and before is not None else None
-        return _TARGET(TargetChange, (
-            self.datasource, self.schema, self.table, change.type,
-            () if keyless else self.target_keys,
-            tuple([before[k] for k in keys]) if before else None, mapped_after,
-            self.push_weight, seq, "", mapped_before, ()))
-
-
-_TARGET = tuple.__new__
 
 
 def _filled_key(entry: CompiledPair, before: Row, keys: tuple[str, ...],

@@ -14,7 +14,7 @@ from shared.model import MediaPair
 from shared.patterns import PatternKind
 
 
-class Pair(Protocol):  # node.extract.etl.CompiledPair
+class Pair(Protocol):  # node.extract.pairs.CompiledPair
     @property
     def pair(self) -> MediaPair: ...
     @property

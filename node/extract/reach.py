@@ -13,7 +13,7 @@ from shared.model import MediaPair
 from shared.patterns import NamePattern, PatternKind
 
 if TYPE_CHECKING:
-    from node.extract.etl import CompiledPair
+    from node.extract.pairs import CompiledPair
 
 
 Address = tuple[str, str, str]  # a target table: (datasource, schema, table)

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from node.extract.chunks import SplitKey, table_key
-from node.extract.etl import CompiledPair, CompiledPipeline
+from node.extract.etl import CompiledPipeline
+from node.extract.pairs import CompiledPair
 from node.target.delta.columns import LakeColumn
 from node.verify.values import Column, hash_function, read_columns, select_list
 from shared.errors import ConfigError

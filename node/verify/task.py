@@ -19,7 +19,8 @@ from typing import Any
 import pymysql
 
 from node.extract.chunks import Chunk, condition
-from node.extract.etl import CompiledPair, CompiledPipeline
+from node.extract.etl import CompiledPipeline
+from node.extract.pairs import CompiledPair
 from node.verify import lake
 from node.verify.lake import LakeView
 from node.verify.plan import TablePlan, Target
