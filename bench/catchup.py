@@ -27,7 +27,7 @@ STAGES = (("E/T Spark workers (Python)", "pyspark.daemon"),
           ("select: batching", "PipelineRunner._select_loop"),
           ("E/T in the node (small batches)", "run_part"),
           ("E/T driver: planning, to and from Spark", "etjob.py"),
-          ("load: statements to the targets", "PipelineRunner._load_loop"),
+          ("load: statements to the targets", "load/loop.py"),
           ("coordination (ZooKeeper, stats, cursor)", "kazoo"))
 
 

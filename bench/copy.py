@@ -23,7 +23,7 @@ STAGES = (("read: SELECT, rows parsed and pickled (Spark task)", "snapshot/tasks
           ("select: binlog framing", "BinlogReader._run"),
           ("select: batching", "PipelineRunner._select_loop"),
           ("E/T driver: planning, to and from Spark", "etjob.py"),
-          ("load: statements to the target", "PipelineRunner._load_loop"),
+          ("load: statements to the target", "load/loop.py"),
           ("snapshot driver: windows, watermarks", "node/snapshot/"),
           ("coordination (ZooKeeper, stats, cursor)", "kazoo"))
 
