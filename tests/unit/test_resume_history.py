@@ -1,0 +1,127 @@
+"""shared/positions.py: a resume at a stored file/pos on MariaDB reads the server's GTID state
+there (BINLOG_GTID_POS) and refuses a binlog that holds another history now (reset with
+RESET MASTER, or a server rebuilt under the same server_id@host:port) instead of streaming
+from an arbitrary offset of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+import pytest
+
+from shared.errors import PositionConflictError
+from shared.model import BinlogPosition
+from shared.positions import check_start, state_conflict
+
+
+@pytest.mark.parametrize("stored, found", [
+    ("0-41-9", "0-41-9"),
+    ("0-41-9", "0-41-9,7-42-3"),  # a position set by GTID names fewer domains
+    ("0-41-9,7-42-3", "7-42-3,0-41-9"),
+])
+def test_a_state_that_holds_every_stored_domain_fits(stored: str, found: str) -> None:
+    assert state_conflict(stored, found) == ""
+
+
+@pytest.mark.parametrize("stored, found, says", [
+    ("0-41-9", "0-41-12", "the server's GTID state there is 0-41-12"),  # seq passed it
+    ("0-41-9", "0-41-3", "the server's GTID state there is 0-41-3"),
+    ("0-41-9", "0-43-9", "the server's GTID state there is 0-43-9"),  # another server
+    ("0-41-9,7-42-3", "0-41-9", "the server's GTID state there is 0-41-9"),  # domain gone
+    ("0-41-9", "", "the server's GTID state there is empty"),
+    ("0-41-9", None, "no event begins there now"),  # BINLOG_GTID_POS is NULL
+])
+def test_a_state_that_differs_in_a_stored_domain_conflicts(
+        stored: str, found: str | None, says: str) -> None:
+    assert state_conflict(stored, found) == says
+
+
+def test_inside_a_group_after_its_ddl_the_group_s_own_gtid_is_counted() -> None:
+    """CREATE … SELECT: the position after its statement is stored with the state before
+    the group, and the server's state there counts the group's GTID."""
+    assert state_conflict("0-41-9", "0-41-10", inside=True) == ""
+    assert state_conflict("0-41-9,1-41-4", "0-41-10,1-41-4", inside=True) == ""
+    assert state_conflict("0-41-9", "0-41-11", inside=True) == ""  # sequences may skip
+    assert state_conflict("0-41-9", "0-41-8", inside=True)  # behind: not this group
+    assert state_conflict("0-41-9,1-41-4", "0-41-10,1-41-5", inside=True)  # two domains
+    assert state_conflict("0-41-9", "0-41-10", inside=False)  # at a group's start
+
+
+class Server:
+    """A cursor answering as a MariaDB whose binlog holds ``files`` (BINLOG_GTID_POS gives
+    ``found``; SHOW BINLOG EVENTS ``event`` at the position)."""
+
+    def __init__(self, found: str | None, files: tuple[str, ...] = ("binlog.000001",),
+                 event: str = "Gtid", mysql: bool = False) -> None:
+        self.found, self.files, self.event, self.mysql = found, files, event, mysql
+        self.rows: list[tuple[Any, ...]] = []
+        self.asked: list[str] = []
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        self.asked.append(sql.split()[0] + " " + sql.split()[1])
+        if sql.startswith("SELECT BINLOG_GTID_POS"):
+            if self.mysql:
+                raise pymysql.err.OperationalError(1305, "FUNCTION BINLOG_GTID_POS does not "
+                                                         "exist")
+            self.rows = [(self.found,)]
+        elif sql.startswith("SHOW BINARY LOGS"):
+            self.rows = [(name, 1000) for name in self.files]
+        else:
+            self.rows = [("binlog.000001", args[1], self.event, 41, args[1] + 40, "")]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self.rows
+
+
+AT = BinlogPosition("binlog.000001", 1881, "0-41-9", "41@h:3306")
+
+
+def check(cursor: Server, at: BinlogPosition = AT) -> bool:
+    return check_start(cursor, at, "pipeline c.p, source src", "c/p")
+
+
+def test_a_binlog_reset_since_the_position_was_written_is_refused() -> None:
+    with pytest.raises(PositionConflictError) as raised:
+        check(Server("0-41-14"))
+    message = str(raised.value)
+    for part in ("pipeline c.p, source src", "binlog.000001:1881", "GTID state 0-41-9",
+                 "the server's GTID state there is 0-41-14", "RESET MASTER",
+                 "the server rebuilt", "Nothing was read",
+                 "setl position set c/p --gtid STATE",
+                 "setl position set c/p --latest --replay"):
+        assert part in message, (part, message)
+
+
+def test_no_event_at_the_position_of_a_file_the_server_has_is_refused() -> None:
+    with pytest.raises(PositionConflictError, match="no event begins there now"):
+        check(Server(None))
+
+
+def test_a_file_the_server_lacks_is_left_to_the_stream_s_purged_refusal() -> None:
+    assert check(Server(None, files=("binlog.000002",))) is False
+
+
+def test_the_same_history_resumes() -> None:
+    assert check(Server("0-41-9")) is False
+    assert check(Server("0-41-9,3-50-1")) is False
+
+
+def test_inside_a_create_select_after_its_statement_resumes_mid_group() -> None:
+    assert check(Server("0-41-10", event="Annotate_rows")) is True
+    with pytest.raises(PositionConflictError):
+        check(Server("0-41-10", event="Gtid"))  # a group's start: the states must match
+
+
+@pytest.mark.parametrize("at, cursor", [
+    (BinlogPosition("binlog.000001", 1881), Server("0-41-14")),  # no stored state
+    (BinlogPosition("", 0, "0-41-9"), Server("0-41-14")),  # a start by GTID
+    (BinlogPosition("binlog.000002", 4, "0-41-9"), Server("")),  # a file's start
+    (AT, Server("", mysql=True)),  # MySQL: no BINLOG_GTID_POS
+])
+def test_what_cannot_be_compared_keeps_today_s_start(at: BinlogPosition,
+                                                    cursor: Server) -> None:
+    assert check(cursor, at) is False
