@@ -11,6 +11,7 @@ replicated, however long a node takes to get going (or when none runs yet).
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,8 @@ from shared import gtid
 from shared.endpoint import connect, server_answered
 from shared.errors import ConflictError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
+
+log = logging.getLogger("setl.positions")
 
 
 @dataclass(frozen=True)
@@ -216,8 +219,20 @@ def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> bool
     found = None if row[0] is None else str(row[0])
     if found is None:
         cursor.execute("SHOW BINARY LOGS")
-        if at.file not in {str(r[0]) for r in cursor.fetchall()}:
+        sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
+        if at.file not in sizes:
             return False
+        # NULL is also MariaDB's answer where it cannot read the file from its start up to
+        # the offset: an event before it larger than this connection's max_allowed_packet
+        # (a row of a 16 MiB blob, updated: 32 MiB) fails its scan (gtid_state_from_pos,
+        # LOG_READ_TOO_LARGE) at every later offset of the file. The offset itself is read:
+        # an event there, and the state there is unknown, not another history
+        kind = event_at(cursor, at, sizes[at.file])
+        if kind is not None:
+            log.warning("event=resume_history_unchecked position=%s:%d gtid=%s where=%r "
+                        "reason=BINLOG_GTID_POS_is_NULL_at_an_event", at.file, at.pos,
+                        at.gtid, where)
+            return kind not in GROUP_OPENS | BETWEEN_GROUPS | {""}
     elif not state_conflict(at.gtid, found):
         return False
     inside = False
@@ -235,6 +250,32 @@ def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> bool
         "Find the GTID state the targets hold and set it (setl position set "
         f"{moved} --gtid STATE), or copy the paired tables again and set where it "
         f"starts (setl position set {moved} --latest --replay)")
+
+
+def event_at(cursor: Any, at: BinlogPosition, size: int) -> str | None:
+    """The type of the event that begins at ``at`` in the connected server's binlog file of
+    ``size`` bytes ('' at its end: nothing there yet), None where none begins. SHOW BINLOG
+    EVENTS reads from the offset itself (a header there, its end where the next event
+    begins), not the file before it."""
+    if at.pos == size:
+        return ""
+    if at.pos > size:
+        return None
+    for limit in (2, 1):  # (the next event may be over max_allowed_packet itself)
+        try:
+            cursor.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (at.file, at.pos, limit))
+        except pymysql.MySQLError as exc:
+            if not exc.args or exc.args[0] != WRONG_OFFSET:
+                raise
+            continue
+        rows = cursor.fetchall()
+        if not rows or int(rows[0][1]) != at.pos:
+            return None
+        end = int(rows[0][4])  # the header's end, where the next event begins if it is one
+        if (int(rows[1][1]) == end) if len(rows) > 1 else at.pos < end <= size:
+            return str(rows[0][2])
+        return None
+    return None
 
 
 def _how_to_find(at: BinlogPosition) -> str:

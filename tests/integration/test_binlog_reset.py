@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 from shared import gtid
+from shared.errors import PositionConflictError
+from shared.model import BinlogPosition
+from shared.positions import check_start
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 from tests.integration.test_switchover import ITEMS, shapes_on, start
@@ -152,3 +155,36 @@ def test_a_resume_inside_a_create_select_after_its_statement_is_not_refused(
         cluster.stop()
         source.close()
         target.close()
+
+
+def test_a_resume_after_an_event_over_max_allowed_packet_is_not_refused(
+        private_source: ReplicaSet) -> None:
+    """MariaDB's BINLOG_GTID_POS scans the file from its start and gives NULL at every
+    offset after an event larger than the asking connection's max_allowed_packet (16 MiB:
+    here a 32 MiB update, the row's before and after images): the clean-clone CI's shared
+    source had such events early in binlog.000001, and every resume past them was refused
+    as 'no event begins there now'. An event begins there: the resume goes on; an offset
+    inside one is refused still."""
+    source = private_source.members[0].database()
+    try:
+        source.execute("CREATE DATABASE setlbig")
+        source.execute("CREATE TABLE setlbig.t (id INT PRIMARY KEY, b LONGBLOB)")
+        source.execute("INSERT INTO setlbig.t VALUES (1, REPEAT('x', 16000000))")
+        source.execute("UPDATE setlbig.t SET b = CONCAT(b, 'y') WHERE id = 1")
+        [(_, start, *_)] = source.rows("SHOW MASTER STATUS")  # the next transaction's
+        source.execute("INSERT INTO setlbig.t VALUES (2, 'after')")
+        [(file, end, *_)] = source.rows("SHOW MASTER STATUS")
+        [(state,)] = source.rows("SELECT @@gtid_binlog_pos")
+        [(packet,)] = source.rows("SELECT @@max_allowed_packet")
+        assert packet < 32_000_000
+        [(null,)] = source.rows("SELECT BINLOG_GTID_POS(%s, %s)", (file, end))
+        assert null is None  # the server's own answer at its binlog's end
+        at = BinlogPosition(file, start, state, "")
+        with source.conn.cursor() as cursor:
+            assert check_start(cursor, BinlogPosition(file, end, state, ""), "p", "c/p") \
+                is False
+            assert check_start(cursor, at, "p", "c/p") is False
+            with pytest.raises(PositionConflictError, match="no event begins there now"):
+                check_start(cursor, BinlogPosition(file, start + 7, state, ""), "p", "c/p")
+    finally:
+        source.close()
