@@ -402,12 +402,6 @@ class BinlogReader:
                 f"{query[:300]!r}; row-based replication logs rows, not statements (is a "
                 "session writing with binlog_format=STATEMENT?): write it in ROW format, then "
                 "copy the changed tables again")
-        if not self._in_txn and (events or decoded):  # rows no BEGIN opened: dropped else
-            raise SourceError(
-                f"{where}: a statement outside a transaction after rows events no commit "
-                f"ended: {query[:300]!r}; setl would lose those rows, so it stops. Report the "
-                "source's version and the events here (mariadb-binlog --start-position), "
-                "then copy the changed tables again")
         if self._in_txn and statements.temporary(query):  # a MIXED session's, in a
             return False  # transaction: nothing replicated; the transaction goes on
         if self._in_txn and (events or decoded):  # (CREATE … SELECT: the DDL comes first)

@@ -173,18 +173,3 @@ def test_a_begin_opens_a_group_on_a_server_without_gtid_events() -> None:
     framing.frame(found, Packets(event(2, b"\0" * 30), TABLE_MAP, ROWS_EVENT, XID,
                                  stop=found._stop))
     assert commits == [1]
-
-
-def test_a_statement_after_rows_outside_a_transaction_stops_rather_than_drop_them() -> None:
-    """binlog.py's _query: a DDL with rows pending and no BEGIN read (only one inside a
-    transaction stopped): the rows were dropped."""
-    from node.select.binlog import BinlogReader
-
-    found = SimpleNamespace(
-        _in_txn=False, loop_channel=None, source=SimpleNamespace(name="src"),
-        _library_event=lambda data: SimpleNamespace(query="CREATE TABLE t (id INT)",
-                                                    schema=b"db"),
-        _position=lambda state="": BinlogPosition("binlog.000001", 400))
-    with pytest.raises(SourceError, match="after rows events no commit ended") as raised:
-        BinlogReader._query(found, b"", [(1, ROWS_EVENT)], 1, [], "0-1-5")
-    assert "CREATE TABLE t (id INT)" in str(raised.value)
