@@ -11,6 +11,7 @@ replicated, however long a node takes to get going (or when none runs yet).
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +20,12 @@ import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from shared import gtid
 from shared.endpoint import connect, server_answered
-from shared.errors import ConflictError, SourceError
+from shared.errors import ConflictError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
+
+log = logging.getLogger("setl.positions")
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,104 @@ def check_boundary(cursor: Any, at: BinlogPosition, name: str) -> None:
         f"source {name}: {at} is inside a transaction (its event there is "
         f"{events[0][1]}), not where one begins: a start there would load only the "
         f"transaction's tail. {nearest}{_how_to_find(at)}")
+
+
+def state_conflict(stored: str, found: str | None, inside: bool = False) -> str:
+    """Why the server's GTID state ``found`` at a stored position (BINLOG_GTID_POS: None
+    where no event begins) does not fit the state ``stored`` with it, '' when it does. Only
+    the stored domains count (a position set by GTID may name fewer); each must be there
+    with the same server and sequence. ``inside``: the position is inside a group, after
+    its own DDL (CREATE … SELECT: stored with the state before the group), where the
+    server's answer counts the group's GTID: one domain ahead is that group."""
+    if found is None:
+        return "no event begins there now"
+    theirs = gtid.parse(found)
+    differ = [d for d, at in gtid.parse(stored).items() if theirs.get(d) != at]
+    if inside and len(differ) == 1 and differ[0] in theirs and \
+            theirs[differ[0]][1] > gtid.parse(stored)[differ[0]][1]:  # (sequences may skip)
+        return ""
+    if differ:
+        return f"the server's GTID state there is {found or 'empty'}"
+    return ""
+
+
+def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> bool:
+    """Refuse (:class:`PositionConflictError`) a resume at ``at`` (MariaDB, a file/pos
+    with its GTID state) where the server's binlog holds another history now: its state
+    there (BINLOG_GTID_POS) differs from the stored one, or no event begins there (a binlog
+    reset with RESET MASTER, or a server rebuilt, keeps its name: ``server_id@host:port``).
+    True when the start is inside a group after its DDL (its rows come before any GTID
+    event). A file the server lacks is left to the stream's own refusal (purged).
+    ``where`` names the pipeline and its source, ``moved`` the pipeline as the CLI does."""
+    if not at.file or not at.gtid or at.pos <= 4:
+        return False
+    try:
+        cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at.file, at.pos))
+    except pymysql.MySQLError as exc:
+        if not server_answered(exc):
+            raise
+        return False  # MySQL: no BINLOG_GTID_POS
+    row = cursor.fetchone()
+    found = None if row[0] is None else str(row[0])
+    if found is None:
+        cursor.execute("SHOW BINARY LOGS")
+        sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
+        if at.file not in sizes:
+            return False
+        # NULL is also MariaDB's answer where it cannot read the file from its start up to
+        # the offset: an event before it larger than this connection's max_allowed_packet
+        # (a row of a 16 MiB blob, updated: 32 MiB) fails its scan (gtid_state_from_pos,
+        # LOG_READ_TOO_LARGE) at every later offset of the file. The offset itself is read:
+        # an event there, and the state there is unknown, not another history
+        kind = event_at(cursor, at, sizes[at.file])
+        if kind is not None:
+            log.warning("event=resume_history_unchecked position=%s:%d gtid=%s where=%r "
+                        "reason=BINLOG_GTID_POS_is_NULL_at_an_event", at.file, at.pos,
+                        at.gtid, where)
+            return kind not in GROUP_OPENS | BETWEEN_GROUPS | {""}
+    elif not state_conflict(at.gtid, found):
+        return False
+    inside = False
+    if found is not None:
+        cursor.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (at.file, at.pos))
+        first = cursor.fetchone()
+        inside = bool(first) and str(first[2]) not in GROUP_OPENS | BETWEEN_GROUPS
+    why = state_conflict(at.gtid, found, inside)
+    if not why:
+        return True
+    raise PositionConflictError(
+        f"{where}: it would resume at {at.file}:{at.pos} with GTID state {at.gtid}, but "
+        f"{why}: the source's binlog there is another history now (reset with RESET MASTER, "
+        "or the server rebuilt, since the position was written). Nothing was read from it. "
+        "Find the GTID state the targets hold and set it (setl position set "
+        f"{moved} --gtid STATE), or copy the paired tables again and set where it "
+        f"starts (setl position set {moved} --latest --replay)")
+
+
+def event_at(cursor: Any, at: BinlogPosition, size: int) -> str | None:
+    """The type of the event that begins at ``at`` in the connected server's binlog file of
+    ``size`` bytes ('' at its end: nothing there yet), None where none begins. SHOW BINLOG
+    EVENTS reads from the offset itself (a header there, its end where the next event
+    begins), not the file before it."""
+    if at.pos == size:
+        return ""
+    if at.pos > size:
+        return None
+    for limit in (2, 1):  # (the next event may be over max_allowed_packet itself)
+        try:
+            cursor.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (at.file, at.pos, limit))
+        except pymysql.MySQLError as exc:
+            if not exc.args or exc.args[0] != WRONG_OFFSET:
+                raise
+            continue
+        rows = cursor.fetchall()
+        if not rows or int(rows[0][1]) != at.pos:
+            return None
+        end = int(rows[0][4])  # the header's end, where the next event begins if it is one
+        if (int(rows[1][1]) == end) if len(rows) > 1 else at.pos < end <= size:
+            return str(rows[0][2])
+        return None
+    return None
 
 
 def _how_to_find(at: BinlogPosition) -> str:

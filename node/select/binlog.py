@@ -52,7 +52,7 @@ from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import ConfigError, PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.positions import gtid_at, server_identity
+from shared.positions import check_start, gtid_at, server_identity
 from shared.retl import BUFFER_TABLE, INTENT_TABLE, MARK_TABLE, PENDING_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
@@ -130,6 +130,7 @@ class BinlogReader:
         self.server = ""
         self._domains: dict[int, str] = {}
         self._in_txn = False  # between a transaction's start and its commit
+        self._mid_group = False  # the start is inside a group, after its DDL
         # the timestamp of the first event of the transaction being read, 0 between them:
         # until its commit nothing is selected, however many rows it holds (status's delay)
         self.reading_since_ms = 0
@@ -203,8 +204,16 @@ class BinlogReader:
         self._checksum = self._file_checksum = bool(stream._BinLogStreamReader__use_checksum)
         with connect(self.source) as conn, conn.cursor() as cursor:
             self.server = server_identity(cursor)
+            mariadb = "mariadb" in str(conn.get_server_info()).lower()
+            # (the binlog there must be the history the position was written from)
+            # (MySQL has no GTID state at a position to tell a reset binlog by, and logs a
+            # CREATE … SELECT as one transaction a resume may start inside: rows before a
+            # group's start are taken there, as they always were)
+            self._mid_group = check_start(
+                cursor, self.start, f"pipeline {self.pipeline_id}, source {self.source.name}",
+                self.pipeline_id.replace(".", "/") or "CHANNEL/PIPELINE") if mariadb else True
             state = gtid_at(cursor, self.start) if self.start.file else self.start.gtid
-            if state and "mariadb" in str(conn.get_server_info()).lower():
+            if state and mariadb:
                 self._domains = {domain: f"{domain}-{server}-{sequence}" for domain, (
                     server, sequence) in gtid.parse(state).items()}
         return stream

@@ -9,5 +9,6 @@ cimport cython
 cpdef Py_ssize_t estimate(Py_ssize_t size, tuple guess)
 
 @cython.locals(data=bytes, kind=cython.int, events=list, decoded=list, event_rows=Py_ssize_t,
-               tables=dict, row_bytes=dict, number=Py_ssize_t, foreign=cython.bint)
+               tables=dict, row_bytes=dict, number=Py_ssize_t, foreign=cython.bint,
+               opened=cython.bint)
 cpdef frame(reader, packets)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from node.changes import ChangeType, Event, RowChange
 from node.select.checksums import as_stream
-from shared.errors import SourceError
+from shared.errors import PositionConflictError, SourceError
 
 if TYPE_CHECKING:
     from node.select.binlog import BinlogReader
@@ -75,6 +75,9 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
     tables, row_bytes = reader._tables, reader.row_bytes
     stop = reader._stop
     foreign = False  # a file of another binlog_checksum than the stream's
+    # a group's start (its GTID event, or BEGIN) was read: rows before it are a
+    # transaction's tail (a start inside one), unless the start is after its own DDL
+    opened = reader._mid_group
     while not stop.is_set():
         data = packets.next()
         kind = data[5]
@@ -82,6 +85,8 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
         if 23 <= kind <= 25 or 30 <= kind <= 32 or 166 <= kind <= 171:  # ROWS, commonest
             mapped = tables.get(int.from_bytes(data[_BODY:_BODY + 6], "little"))
             if mapped is None:
+                if not opened:
+                    _inside(reader)
                 raise SourceError(f"binlog of {reader.source.name} at {reader._position()}: "
                                   "a rows event of a table id no table map named")
             number = mapped.number
@@ -108,12 +113,16 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             # status's delay while it is read, before its commit (a huge one: minutes)
             reader.reading_since_ms = int.from_bytes(data[1:5], "little") * 1000
             reader._in_txn = not data[_BODY + 12] & FL_STANDALONE  # a BEGIN of its own
+            opened = True
         elif kind == TABLE_MAP:
+            if not opened:
+                _inside(reader)
             reader._table_map(data)
         elif kind == QUERY:
             reader._pos = next_pos or reader._pos
             if reader._query(data, events, event_rows, decoded, state, before):
                 events, decoded, event_rows = [], [], 0
+            opened = opened or reader._in_txn  # a BEGIN
             continue
         elif kind == ROTATE:
             reader._rotate(data)
@@ -130,6 +139,7 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
                 str(reader._library_event(data).gtid), [], [], 0  # MySQL: the transaction's
             # GTID (its sets are not followed)
             reader._in_txn = False  # a BEGIN query follows for a transaction
+            opened = True
         elif kind not in SKIPPED:
             what, remedy = UNREADABLE.get(kind, (
                 f"an event of type {kind}", "find what writes it (a newer server's feature?) "
@@ -161,6 +171,20 @@ def uncommitted(reader: BinlogReader, crashed: bool = False) -> None:
         "know what wrote them and stops rather than drop them. Report the source's version "
         "and the events here (mariadb-binlog --start-position), then copy the changed "
         "tables again")
+
+
+def _inside(reader: BinlogReader) -> None:
+    """A table map or rows before any group's start since the stream opened: the start is
+    inside a transaction (the binlog there is not what the position was written from: a
+    reset or rebuilt source), and its tail alone would be taken for a transaction."""
+    raise PositionConflictError(  # (the same start fails the same: a pause, no retries)
+        f"binlog of {reader.source.name} at {reader._position()}: rows events came before "
+        f"any transaction's start since the stream opened at {reader.start}: the start is "
+        "inside a transaction, so only its tail would be loaded. Nothing of it was loaded. "
+        "Was the source's binlog reset (RESET MASTER) or the server rebuilt since the "
+        "position was written? Set where the pipeline starts (setl position set "
+        f"{reader.pipeline_id.replace('.', '/') or 'CHANNEL/PIPELINE'} --gtid STATE, the "
+        "state its targets hold), or copy the tables again and set --latest --replay")
 
 
 def _state(domains: dict[int, str]) -> str:

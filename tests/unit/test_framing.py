@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,8 @@ def reader() -> SimpleNamespace:
     return SimpleNamespace(_domains={}, start=BinlogPosition("binlog.000001", 4, gtid=""),
                            _tables={}, row_bytes={}, _stop=threading.Event(),
                            source=SimpleNamespace(name="src"), pipeline_id="c.p",
-                           _position=lambda: BinlogPosition("binlog.000001", 400))
+                           _position=lambda: BinlogPosition("binlog.000001", 400),
+                           _mid_group=False, _in_txn=False)
 
 
 @pytest.mark.parametrize("kind, says", [
@@ -121,3 +123,53 @@ def test_table_ids_are_forgotten_at_every_rotation_and_file_start() -> None:
                             _library_event=lambda data: None)
     BinlogReader._format(found, event(15, b"\0" * 60))
     assert found._tables == {}
+
+
+TABLE_MAP = event(19, (7).to_bytes(6, "little") + b"\0" * 20)
+XID = event(16, b"\0" * 8)
+
+
+def committing() -> tuple[SimpleNamespace, list[int]]:
+    found = reader()
+    commits: list[int] = []
+    found._pos = 0
+    found._table_map = lambda data: found._tables.setdefault(
+        7, SimpleNamespace(number=1, system=False))
+    found.row_bytes[1] = (10, 5.0)
+    found._commit = lambda events, *rest, **kw: commits.append(len(events))
+    return found, commits
+
+
+@pytest.mark.parametrize("first", [TABLE_MAP, ROWS_EVENT], ids=["table map", "rows"])
+def test_rows_before_any_group_s_start_are_a_transaction_s_tail_and_stop(first: bytes) -> None:
+    """A stream opened inside a transaction (a reset or rebuilt source's binlog at the
+    stored offset): its tail was committed as a transaction of its own."""
+    found, commits = committing()
+    with pytest.raises(SourceError, match="the start is inside a transaction") as raised:
+        framing.frame(found, Packets(first, ROWS_EVENT, XID, stop=found._stop))
+    assert commits == []
+    assert "setl position set c/p --gtid STATE" in str(raised.value)
+
+
+def test_rows_after_a_group_s_start_or_after_a_checked_ddl_start_are_read() -> None:
+    gtid = event(162, (5).to_bytes(8, "little") + b"\0" * 5)  # not standalone: a BEGIN
+    found, commits = committing()
+    framing.frame(found, Packets(gtid, TABLE_MAP, ROWS_EVENT, XID, stop=found._stop))
+    assert commits == [1]
+    found, commits = committing()
+    found._mid_group = True  # after a CREATE … SELECT's statement, checked at the open
+    framing.frame(found, Packets(TABLE_MAP, ROWS_EVENT, XID, stop=found._stop))
+    assert commits == [1]
+
+
+def test_a_begin_opens_a_group_on_a_server_without_gtid_events() -> None:
+    found, commits = committing()
+
+    def begin(data: bytes, *rest: Any) -> bool:
+        found._in_txn = True
+        return True
+
+    found._query = begin
+    framing.frame(found, Packets(event(2, b"\0" * 30), TABLE_MAP, ROWS_EVENT, XID,
+                                 stop=found._stop))
+    assert commits == [1]

@@ -54,6 +54,7 @@ class Reader:
         self.row_bytes = {1: (10, 10.0)}
         self._stop = threading.Event()
         self._pos, self._in_txn, self.reading_since_ms = 4, False, 0
+        self._mid_group = False
         self.loop_channel, self._echoes = None, SimpleNamespace(due=False)
         self.out: list[Transaction] = []
         self._put = self.out.append
