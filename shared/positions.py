@@ -101,12 +101,38 @@ def named(cursor: Any, at: BinlogPosition) -> BinlogPosition:
 
 
 def binlog_end(cursor: Any, name: str) -> BinlogPosition:
-    """The connected server's binlog end now, named (``name``: the source, for errors)."""
-    cursor.execute("SHOW MASTER STATUS")
-    row = cursor.fetchone()
-    if not row:
-        raise SourceError(f"source {name}: SHOW MASTER STATUS is empty; is log_bin on?")
-    return named(cursor, BinlogPosition(str(row[0]), int(row[1])))
+    """The connected server's binlog end now, named (``name``: the source, for errors).
+    Where MariaDB cannot say its GTID state there (BINLOG_GTID_POS is NULL after an event
+    larger than max_allowed_packet earlier in the file: :func:`check_start`), the state is
+    the server's own ``gtid_binlog_pos``, read before and after the end: the same twice, no
+    transaction was written meanwhile (a position without its state would resume unchecked,
+    and a switchover by GTID would start the domains it lacks from their beginning)."""
+    for _ in range(_END_TRIES):
+        before = _binlog_state(cursor)
+        cursor.execute("SHOW MASTER STATUS")
+        row = cursor.fetchone()
+        if not row:
+            raise SourceError(f"source {name}: SHOW MASTER STATUS is empty; is log_bin on?")
+        at = named(cursor, BinlogPosition(str(row[0]), int(row[1])))
+        if at.gtid or not before:
+            return at
+        if _binlog_state(cursor) == before:
+            return BinlogPosition(at.file, at.pos, before, at.server)
+    return at
+
+
+_END_TRIES = 5  # a source committing all the time: its end with the state left unknown
+
+
+def _binlog_state(cursor: Any) -> str:
+    """MariaDB's GTID state at its binlog's end ('' on MySQL)."""
+    try:
+        cursor.execute("SELECT @@GLOBAL.gtid_binlog_pos")
+    except pymysql.MySQLError as exc:
+        if not server_answered(exc):
+            raise
+        return ""  # MySQL: no gtid_binlog_pos
+    return str(cursor.fetchone()[0] or "")
 
 
 def current_position(source: DataSource) -> BinlogPosition:

@@ -19,7 +19,7 @@ import pytest
 from shared import gtid
 from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
-from shared.positions import check_start
+from shared.positions import binlog_end, check_start, server_identity
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
 from tests.integration.test_switchover import ITEMS, shapes_on, start
@@ -179,6 +179,9 @@ def test_a_resume_after_an_event_over_max_allowed_packet_is_not_refused(
         assert packet < 32_000_000
         [(null,)] = source.rows("SELECT BINLOG_GTID_POS(%s, %s)", (file, end))
         assert null is None  # the server's own answer at its binlog's end
+        with source.conn.cursor() as cursor:  # a start at latest still carries its state
+            assert binlog_end(cursor, "source") == BinlogPosition(
+                file, end, state, server_identity(cursor))
         at = BinlogPosition(file, start, state, "")
         with source.conn.cursor() as cursor:
             assert check_start(cursor, BinlogPosition(file, end, state, ""), "p", "c/p") \
