@@ -226,54 +226,51 @@ def state_conflict(stored: str, found: str | None, inside: bool = False) -> str:
 
 
 def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> bool:
-    """Refuse (:class:`PositionConflictError`) a resume at ``at`` (MariaDB, a file/pos
-    with its GTID state) where the server's binlog holds another history now: its state
-    there (BINLOG_GTID_POS) differs from the stored one, or no event begins there (a binlog
-    reset with RESET MASTER, or a server rebuilt, keeps its name: ``server_id@host:port``).
-    True when the start is inside a group after its DDL (its rows come before any GTID
-    event). A file the server lacks is left to the stream's own refusal (purged).
-    ``where`` names the pipeline and its source, ``moved`` the pipeline as the CLI does."""
-    if not at.file or not at.gtid or at.pos <= 4:
+    """Refuse (:class:`PositionConflictError`) a resume at ``at`` (MariaDB, a file/pos,
+    with its GTID state where it has one) where the server's binlog holds another history
+    now: no event begins there, or its state there (BINLOG_GTID_POS) differs from the
+    stored one (a binlog reset with RESET MASTER, or a server rebuilt, keeps its name:
+    ``server_id@host:port``). True when the start is inside a group, after its own DDL: the
+    event there neither opens a group nor stands between two (a CREATE … SELECT's rows
+    come before any GTID event). A file the server lacks is left to the stream's own
+    refusal (purged). ``where`` names the pipeline and its source, ``moved`` the pipeline
+    as the CLI does."""
+    if not at.file or at.pos <= 4:
         return False
-    try:
-        cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at.file, at.pos))
-    except pymysql.MySQLError as exc:
-        if not server_answered(exc):
-            raise
-        return False  # MySQL: no BINLOG_GTID_POS
-    row = cursor.fetchone()
-    found = None if row[0] is None else str(row[0])
-    if found is None:
-        cursor.execute("SHOW BINARY LOGS")
-        sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
-        if at.file not in sizes:
-            return False
-        # NULL is also MariaDB's answer where it cannot read the file from its start up to
-        # the offset: an event before it larger than this connection's max_allowed_packet
-        # (a row of a 16 MiB blob, updated: 32 MiB) fails its scan (gtid_state_from_pos,
-        # LOG_READ_TOO_LARGE) at every later offset of the file. The offset itself is read:
-        # an event there, and the state there is unknown, not another history
-        kind = event_at(cursor, at, sizes[at.file])
-        if kind is not None:
+    cursor.execute("SHOW BINARY LOGS")
+    sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
+    if at.file not in sizes:
+        return False
+    kind = event_at(cursor, at, sizes[at.file])
+    inside = kind is not None and kind not in GROUP_OPENS | BETWEEN_GROUPS | {""}
+    why = "no event begins there now" if kind is None else ""
+    if kind is not None and at.gtid:
+        try:
+            cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at.file, at.pos))
+        except pymysql.MySQLError as exc:
+            if not server_answered(exc):
+                raise
+            return inside  # MySQL: no BINLOG_GTID_POS
+        row = cursor.fetchone()
+        if row[0] is None:
+            # NULL is also MariaDB's answer where it cannot read the file from its start up
+            # to the offset: an event before it larger than this connection's
+            # max_allowed_packet (a row of a 16 MiB blob, updated: 32 MiB) fails its scan
+            # (gtid_state_from_pos, LOG_READ_TOO_LARGE) at every later offset of the file.
+            # An event begins there (read above): the state there is unknown, not another
             log.warning("event=resume_history_unchecked position=%s:%d gtid=%s where=%r "
                         "reason=BINLOG_GTID_POS_is_NULL_at_an_event", at.file, at.pos,
-                        at.gtid, where)
-            return kind not in GROUP_OPENS | BETWEEN_GROUPS | {""}
-    elif not state_conflict(at.gtid, found):
-        return False
-    inside = False
-    if found is not None:
-        cursor.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (at.file, at.pos))
-        first = cursor.fetchone()
-        inside = bool(first) and str(first[2]) not in GROUP_OPENS | BETWEEN_GROUPS
-    why = state_conflict(at.gtid, found, inside)
+                        at.gtid, where)  # history
+            return inside
+        why = state_conflict(at.gtid, str(row[0]), inside)
     if not why:
-        return True
+        return inside
     raise PositionConflictError(
-        f"{where}: it would resume at {at.file}:{at.pos} with GTID state {at.gtid}, but "
-        f"{why}: the source's binlog there is another history now (reset with RESET MASTER, "
-        "or the server rebuilt, since the position was written). Nothing was read from it. "
-        "Find the GTID state the targets hold and set it (setl position set "
+        f"{where}: it would resume at {at.file}:{at.pos}"
+        + (f" with GTID state {at.gtid}" if at.gtid else "") +
+        f", but {why}: the source's binlog there is another history now (reset with RESET "
+        "MASTER, or the server rebuilt, since the position was written). Nothing was read "
+        "from it. Find the GTID state the targets hold and set it (setl position set "
         f"{moved} --gtid STATE), or copy the paired tables again and set where it "
         f"starts (setl position set {moved} --latest --replay)")
 

@@ -158,8 +158,24 @@ def test_inside_a_create_select_after_its_statement_resumes_mid_group() -> None:
         check(Server("0-41-10", event="Gtid"))  # a group's start: the states must match
 
 
+@pytest.mark.parametrize("at, found", [
+    (BinlogPosition("binlog.000001", 1881), "0-41-10"),  # no stored state: a fresh server
+    (AT, "0-41-9,5-60-1"),  # the group opens a domain the stored state lacks
+])
+def test_inside_a_create_select_whatever_the_stored_state_resumes_mid_group(
+        at: BinlogPosition, found: str) -> None:
+    """Inside is read from the event at the offset: the states told it only where they
+    differed in a stored domain, and a start inside such a group was refused as a reset."""
+    assert check(Server(found, event="Annotate_rows"), at) is True
+    assert check(Server(found, event="Gtid"), BinlogPosition(at.file, at.pos)) is False
+
+
+def test_no_event_at_a_position_without_a_stored_state_is_refused() -> None:
+    with pytest.raises(PositionConflictError, match=r"binlog\.000001:1881, but no event begins"):
+        check(Server(None, offset_refused=True), BinlogPosition("binlog.000001", 1881))
+
+
 @pytest.mark.parametrize("at, cursor", [
-    (BinlogPosition("binlog.000001", 1881), Server("0-41-14")),  # no stored state
     (BinlogPosition("", 0, "0-41-9"), Server("0-41-14")),  # a start by GTID
     (BinlogPosition("binlog.000002", 4, "0-41-9"), Server("")),  # a file's start
     (AT, Server("", mysql=True)),  # MySQL: no BINLOG_GTID_POS
