@@ -264,7 +264,8 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,
                               pipeline_id=self.pipeline_id,
-                              layout_problem=compiled.layout_problem)
+                              layout_problem=compiled.layout_problem,
+                              altered=compiled.altered)
         planner = Planner(compiled, reader.layouts,
                           kinds.tables(self.target_kind, targets, compiled),
                           lambda: reader.checksum, params, reader.learn,

@@ -174,6 +174,11 @@ class CompiledPipeline:
             self._layouts[(schema, table)] = columns
         return problem
 
+    def altered(self, schema: str, table: str) -> None:
+        """A DDL of a source table was read: what its pairs wrote of it is known again at its
+        next layout (:func:`node.extract.layouts.altered`)."""
+        layouts.altered(self._written, *self.stored(schema, table))
+
     def gathered(self, schema: str, table: str) -> bool:
         """Whether a target of a source table may also hold rows of other source tables
         (:func:`node.extract.reach.gathered`)."""
@@ -213,6 +218,7 @@ class CompiledPipeline:
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_plain", {})
         object.__setattr__(self, "_layouts", {})
+        object.__setattr__(self, "_written", {})
 
     def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]]) -> None:
         """The unique keys of the tables without a primary key, read again after a DDL, put

@@ -96,7 +96,8 @@ def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, tab
     target) must not meet on a column besides the key: each part's change would overwrite
     the other's value, the target holding whichever table wrote last, and a copy or repair
     another. Tables of one pair (shards of one part) may, and so may a join's column and
-    the part of the joined table (the join reads that table's current row); a pair whose
+    the part of the joined table, or two joins of one table (a join reads that table's
+    current row); a pair whose
     processor makes its rows is not known. ``address``: each entry's target, by its index
     in ``entries``."""
     keys = tuple(keys)
@@ -108,10 +109,12 @@ def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, tab
         mine = written_columns(entry, columns, keys)
         parts = written.setdefault(target, {})
         source = str(entry.pair.source)
-        for (other, other_schema, other_table), (merged, theirs) in parts.items():
+        # (a copy: a snapshot's reads check layouts on another thread than the binlog's)
+        for (other, other_schema, other_table), (merged, theirs) in tuple(parts.items()):
             them = f"{other_schema}.{other_table}".lower()
             met = sorted(name for name in mine.keys() & theirs.keys()
-                         if mine[name] != them and theirs[name] != me)
+                         if mine[name] != them and theirs[name] != me and
+                         not (mine[name] and mine[name] == theirs[name]))
             if other == source or not met or not (merged or entry.pair.merge_part):
                 continue
             return (f"pipeline {pipeline_id}: {schema}.{table} (pair {source}) and "
@@ -125,6 +128,14 @@ def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, tab
                     "this case too")
         parts[(source, schema, table)] = (entry.pair.merge_part, mine)
     return None
+
+
+def altered(written: Written, schema: str, table: str) -> None:
+    """Forget what the pairs wrote of a table a DDL changes: its next layout says (a column
+    moved from one part's table to another's, dropped there first, met the old layout)."""
+    for parts in written.values():
+        for part in [part for part in parts if part[1:] == (schema, table)]:
+            del parts[part]
 
 
 def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,

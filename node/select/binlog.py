@@ -98,11 +98,12 @@ class BinlogReader:
                  loop_channel: str | None = None, ddl: bool = True,
                  queue_size: int = 10_000, pipeline_id: str = "",
                  layout_problem: Callable[[str, str, tuple[str, ...], tuple[str, ...]], str | None]
-                 | None = None
+                 | None = None, altered: Callable[[str, str], None] | None = None
                  ) -> None:
         self.source, self.server_id, self.start = source, server_id, start
         # why a table's new columns do not fit its pairs (a column a pair includes is gone)
         self._layout_problem = layout_problem
+        self._altered = altered  # a DDL names a table: its next table map tells its columns
         self.out: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=queue_size)
         self.ddl = ddl  # DDL statements as changes (ddl_sync); else they only move the position
         self._wants, self._wants_schema = wants, wants_schema
@@ -414,6 +415,9 @@ class BinlogReader:
                 "changed tables again")
         self._tables.clear()  # parsed once per table id: none survives DDL
         self._rollbacks.forget()
+        if self._altered is not None:
+            for named in tables_named(query, _schema(event), getattr(event, "sql_mode", 0) or 0):
+                self._altered(*named)
         if self._in_txn:
             state = before  # a file/pos resume on this server reads the group's GTID there
         if found == statements.ECHO or self._echoes.echo(query, _schema(event)):

@@ -555,6 +555,38 @@ def test_a_join_and_the_part_of_the_joined_table_may_write_its_columns() -> None
         "shop", "profiles", ("customer_id", "city"), ("pid",))
 
 
+def test_two_parts_joining_one_table_may_write_its_columns() -> None:
+    join = "joins: [{table: shop.towns, by: town_id, key: id, columns: [town]}]"
+    c = compiled("{source: shop.customers, target: dw.wide, " + join + "}",
+                 WIDE[1].replace("merge_part: true,", "merge_part: true, " + join + ","))
+    assert c.layout_problem("shop", "customers", ("id", "town_id"), ("id",)) is None
+    assert c.layout_problem("shop", "profiles", ("customer_id", "city", "town_id"),
+                            ("customer_id",)) is not None  # town_id: their own, both write it
+    c = compiled("{source: shop.customers, target: dw.wide, " + join + "}",
+                 WIDE[1].replace("merge_part: true,", "merge_part: true, " + join + ", "
+                                 "columns: {exclude: [town_id]},"))
+    assert c.layout_problem("shop", "customers", ("id", "town_id"), ("id",)) is None
+    assert c.layout_problem("shop", "profiles", ("customer_id", "city", "town_id"),
+                            ("customer_id",)) is None
+
+
+def test_a_column_moved_from_one_part_to_the_other_by_ddl_is_no_meeting() -> None:
+    """ALTER customers DROP note; ALTER profiles ADD note: customers' layout before its
+    DROP still wrote note, and the profiles' next table map stopped the pipeline."""
+    c = compiled(*WIDE)
+    assert c.layout_problem("shop", "customers", ("id", "name", "note"), ("id",)) is None
+    c.altered("shop", "customers")
+    assert c.layout_problem("shop", "profiles", ("customer_id", "city", "note"),
+                            ("customer_id",)) is None
+    assert "both write column(s) note" in c.layout_problem(  # type: ignore[operator]
+        "shop", "customers", ("id", "name", "note"), ("id",))  # added back: they meet
+
+
+def test_a_pipeline_sent_to_a_worker_checks_layouts_afresh() -> None:
+    c = pickle.loads(pickle.dumps(compiled(*WIDE)))
+    assert c.layout_problem("shop", "customers", ("id", "name"), ("id",)) is None
+
+
 def test_shards_of_one_part_and_tables_gathered_without_parts_may_meet() -> None:
     c = compiled("{source: shop.customers, target: dw.wide}",
                  "{source: {namespace: shop, table: 'profiles_[0-1]'}, target: dw.wide, "
