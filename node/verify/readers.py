@@ -292,10 +292,11 @@ class RowsReader(Reader):
         key_columns, schema, table = plan.key.columns, plan.key.schema, plan.key.table
         numbered, keys = [], []
         read = cursor.fetchall()
+        at = [names.index(name) for name in key_columns]
         for seq, (values, mended) in enumerate(zip(read, decoded(plan.columns, read),
                                                    strict=True)):
             # the key as read (the target's is found by it); the row as the stream has it
-            keys.append(tuple(values[names.index(name)] for name in key_columns))
+            keys.append(tuple([values[index] for index in at]))
             numbered.append((seq, RowChange(schema, table, ChangeType.INSERT, key_columns,
                                             None, dict(zip(names, mended, strict=True)))))
         side.rows = len(numbered)
@@ -336,8 +337,9 @@ class RowsReader(Reader):
         found: dict[Key, Rows] = {}
         own = tuple(sorted(name for name in names if name in target.compared))
         read = cursor.fetchall()
+        at = [names.index(name) for name in target.keys]
         for values, mended in zip(read, decoded(target.columns, read), strict=True):
-            key = tuple(values[names.index(name)] for name in target.keys)
+            key = tuple([values[index] for index in at])
             columns = side.columns.get((key, target.id), own)
             add_row(found, key, row_hash(dict(zip(names, mended, strict=True)), columns, kinds))
         return found
