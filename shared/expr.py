@@ -21,6 +21,7 @@ backtrack), and a pattern written in the expression is compiled when the definit
 from __future__ import annotations
 
 import ast
+import datetime
 import operator
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -33,8 +34,33 @@ MAX_DEPTH = 40  # levels of nesting
 MAX_VALUE = 16 * 1024 * 1024  # characters (or items) of any value an expression makes
 
 
+def _text(value: Any) -> str:
+    """A value as the text functions take it. Bytes (a BINARY or BLOB column's, or text in a
+    charset setl reads as its bytes: sjis, big5, euckr …) have no text these functions could
+    know: their Python form, ``b'…'``, would be written into the target as if it were the
+    value; refused, which pauses the pipeline naming the column and the row."""
+    if isinstance(value, datetime.timedelta):  # a TIME: as MySQL writes it, not Python's
+        return _time_text(value)  # "1 day, 2:00:00" for 26:00:00
+    if isinstance(value, bytes | bytearray):
+        raise ExpressionError(
+            "a text function was given bytes (a BINARY, VARBINARY or BLOB column, or text in "
+            "a charset setl reads as bytes, e.g. sjis or big5), whose text it cannot know: "
+            "compute this column in a processor, which gets the bytes as they are (length() "
+            "takes bytes: their count)")
+    return str(value)
+
+
+def _time_text(value: datetime.timedelta) -> str:
+    """A TIME's text: [-]hh:mm:ss, hours past 24 as they are, a fraction where it has one."""
+    micros = value // datetime.timedelta(microseconds=1)
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    text = f"{'-' if micros < 0 else ''}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{text}.{fraction:06d}" if fraction else text
+
+
 def _concat_ws(separator: str, *parts: Any) -> str:
-    return str(separator).join(str(p) for p in parts if p is not None)
+    return _text(separator).join(_text(p) for p in parts if p is not None)
 
 
 class ExpressionError(ValueError):
@@ -49,7 +75,7 @@ def _bounded(value: Any) -> Any:
 
 
 def _replace(text: Any, old: str, new: str) -> str:
-    text, old, new = str(text), str(old), str(new)
+    text, old, new = _text(text), _text(old), _text(new)
     grows = (text.count(old) if old else len(text) + 1) * max(len(new) - len(old), 0)
     if len(text) + grows > MAX_VALUE:
         raise ExpressionError(f"replace would make {len(text) + grows:,} characters, more than "
@@ -60,7 +86,7 @@ def _replace(text: Any, old: str, new: str) -> str:
 def _split_part(text: Any, separator: str, index: int) -> str | None:
     if text is None:
         return None
-    parts = str(text).split(separator)
+    parts = _text(text).split(separator)
     return parts[index] if -len(parts) <= index < len(parts) else None
 
 
@@ -79,7 +105,7 @@ _QUIET.log_errors = False  # said in the ExpressionError, not on the process's s
 
 
 def _regex_group(text: Any, pattern: str, group: int = 1) -> str | None:
-    found = None if text is None else _regex(pattern).search(str(text))
+    found = None if text is None else _regex(pattern).search(_text(text))
     return found.group(group) if found else None
 
 
@@ -88,21 +114,21 @@ def _none_safe(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "concat": lambda *parts: "".join(str(p) for p in parts if p is not None),
+    "concat": lambda *parts: "".join(_text(p) for p in parts if p is not None),
     "concat_ws": _concat_ws,
     "split_part": _split_part,
     "regex_group": _regex_group,
     "coalesce": lambda *values: next((v for v in values if v is not None), None),
-    "upper": _none_safe(lambda s: str(s).upper()),
-    "lower": _none_safe(lambda s: str(s).lower()),
-    "trim": _none_safe(lambda s: str(s).strip()),
+    "upper": _none_safe(lambda s: _text(s).upper()),
+    "lower": _none_safe(lambda s: _text(s).lower()),
+    "trim": _none_safe(lambda s: _text(s).strip()),
     "replace": _none_safe(_replace),
-    "substr": _none_safe(lambda s, start, length=None: str(s)[start - 1:None if length is None
-                                                             else start - 1 + length]),
-    "length": _none_safe(lambda s: len(str(s))),
+    "substr": _none_safe(lambda s, start, length=None: _text(s)[
+        start - 1:None if length is None else start - 1 + length]),
+    "length": _none_safe(lambda s: len(s) if isinstance(s, bytes | bytearray) else len(_text(s))),
     "round": _none_safe(lambda x, digits=0: round(x, digits)),
     "abs": _none_safe(abs),
-    "str": _none_safe(str),
+    "str": _none_safe(_text),
     "int": _none_safe(int),
     "decimal": _none_safe(lambda x: Decimal(str(x))),
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from decimal import Decimal
 
@@ -52,6 +53,35 @@ def test_expressions_evaluate_over_the_row(text: str, row: dict, value: object) 
 def test_anything_outside_the_language_is_refused(text: str, message: str) -> None:
     with pytest.raises(expr.ExpressionError, match=re.escape(message)):
         expr.parse(text)
+
+
+@pytest.mark.parametrize("text", [
+    "upper(code)", "lower(code)", "trim(code)", "substr(code, 1, 2)", "concat('x', code)",
+    "concat_ws('-', code, 'y')", "replace(code, 'a', 'b')", "split_part(code, ',', 0)",
+    "regex_group(code, '(a)')", "str(code)",
+])
+def test_text_functions_refuse_bytes_rather_than_write_their_python_form(text: str) -> None:
+    """A BINARY column's, or sjis text read as its bytes: upper(code) wrote "B'AB'"."""
+    with pytest.raises(expr.ExpressionError, match="a text function was given bytes"):
+        expr.evaluate(expr.parse(text), {"code": b"ab"})
+
+
+@pytest.mark.parametrize("value, text", [
+    (datetime.timedelta(hours=26), "26:00:00"), (-datetime.timedelta(hours=1), "-01:00:00"),
+    (datetime.timedelta(minutes=-1, microseconds=500), "-00:00:59.999500"),
+    (datetime.timedelta(hours=838, minutes=59, seconds=59), "838:59:59"),
+    (datetime.timedelta(seconds=5, microseconds=120), "00:00:05.000120"),
+])
+def test_a_time_is_text_as_mysql_writes_it(value: datetime.timedelta, text: str) -> None:
+    """str(timedelta) is Python's: '1 day, 2:00:00' for 26:00:00, '-1 day, 23:00:00' for
+    -01:00:00, written into the target as the value."""
+    assert expr.evaluate(expr.parse("str(t)"), {"t": value}) == text
+    assert expr.evaluate(expr.parse("concat('t=', t)"), {"t": value}) == "t=" + text
+
+
+def test_the_length_of_bytes_is_their_count() -> None:
+    assert expr.evaluate(expr.parse("length(code)"), {"code": b"\x82\xa0"}) == 2
+    assert expr.evaluate(expr.parse("length(code)"), {"code": "あ"}) == 1
 
 
 def test_virtual_columns_constant_expression_and_processor() -> None:
