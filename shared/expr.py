@@ -41,6 +41,8 @@ def _text(value: Any) -> str:
     value; refused, which pauses the pipeline naming the column and the row."""
     if isinstance(value, datetime.timedelta):  # a TIME: as MySQL writes it, not Python's
         return _time_text(value)  # "1 day, 2:00:00" for 26:00:00
+    if isinstance(value, Decimal):  # a DECIMAL's digits: 0E-10 for a DECIMAL(20,10)'s 0
+        return format(value, "f")
     if isinstance(value, bytes | bytearray):
         raise ExpressionError(
             "a text function was given bytes (a BINARY, VARBINARY or BLOB column, or text in "

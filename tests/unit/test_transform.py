@@ -71,10 +71,11 @@ def test_text_functions_refuse_bytes_rather_than_write_their_python_form(text: s
     (datetime.timedelta(minutes=-1, microseconds=500), "-00:00:59.999500"),
     (datetime.timedelta(hours=838, minutes=59, seconds=59), "838:59:59"),
     (datetime.timedelta(seconds=5, microseconds=120), "00:00:05.000120"),
+    (Decimal("0.0000000000"), "0.0000000000"), (Decimal("-1.50"), "-1.50"),
 ])
-def test_a_time_is_text_as_mysql_writes_it(value: datetime.timedelta, text: str) -> None:
-    """str(timedelta) is Python's: '1 day, 2:00:00' for 26:00:00, '-1 day, 23:00:00' for
-    -01:00:00, written into the target as the value."""
+def test_a_time_or_a_decimal_is_text_as_mysql_writes_it(value: object, text: str) -> None:
+    """str() is Python's: '1 day, 2:00:00' for the TIME 26:00:00, '-1 day, 23:00:00' for
+    -01:00:00, '0E-10' for a DECIMAL(20,10)'s zero, written into the target as the value."""
     assert expr.evaluate(expr.parse("str(t)"), {"t": value}) == text
     assert expr.evaluate(expr.parse("concat('t=', t)"), {"t": value}) == "t=" + text
 
