@@ -251,7 +251,9 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         if name not in ChannelStatus.__members__:
             raise ConfigError(f"unknown channel status {request.status}; use START, PAUSE or STOP")
         if name == "START":  # the checks of setl check: a broken database is said now
-            startcheck.refuse_broken(self.catalog, self.catalog.channel(request.name).channel)
+            channel = self.catalog.channel(request.name).channel
+            startcheck.refuse_shared(self.catalog, channel)
+            startcheck.refuse_broken(self.catalog, channel)
         return self.views.channel(self.catalog.set_status(request.name, ChannelStatus[name]))
 
     @_rpc
