@@ -65,7 +65,7 @@ def handovers(before: dict[str, Channel], after: Iterable[Channel],
 
     def listed(name: str) -> Listed:
         if name not in tables:
-            tables[name] = _tables(source(name))
+            tables[name] = _tables(source, name)
         return tables[name]
 
     givers = [(name, pipeline) for name, channel in before.items() if name in changed
@@ -140,7 +140,7 @@ def writers_besides(channel: Channel, others: Iterable[Channel],
 
     def listed(name: str) -> Listed:
         if name not in tables:
-            tables[name] = _tables(source(name))
+            tables[name] = _tables(source, name)
         return tables[name]
 
     shared = _shared({channel.name: channel},
@@ -205,9 +205,9 @@ def _running(status: Callable[[str], ChannelStatus], stored: dict[str, Channel]
     return lambda name: name in stored and status(name) is not ChannelStatus.STOP
 
 
-def _tables(source: DataSource) -> list[tuple[str, str]] | str:
+def _tables(source: Callable[[str], DataSource], name: str) -> Listed:
     try:
-        return sorted(tablekeys.read_keys(source))
+        return sorted(tablekeys.read_keys(source(name)))
     except Exception as exc:  # said in the notes: the apply is not failed for it
         return str(exc)
 

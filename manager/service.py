@@ -128,8 +128,10 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                     for problem in self.snapshots.moved_shards(before[channel.name], channel)]
         refused += [problem for channel in parsed.channels if channel.name in before
                     if (problem := self._winner_moved(before[channel.name], channel))]
+        defined = {source.name: source for source in parsed.sources}
         handed = handovers(before, parsed.channels, self._has_run, self.catalog.status,
-                           self.catalog.source, self._stopped_at)
+                           lambda name: defined.get(name) or self.catalog.source(name),
+                           self._stopped_at)
         refused += handed.refused
         if refused:
             return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
