@@ -118,9 +118,10 @@ def handovers(before: dict[str, Channel], after: Iterable[Channel],
                 f"{both}: two writers of one table, each loading from its own position (a "
                 "keyless table's rows twice, a row written back to an older version), while "
                 f"channel {' and '.join(not_stopped)} runs. Keep each table in one channel: "
-                f"stop {' and '.join(f'setl channel stop {c} --wait' for c in not_stopped)}, "
-                "and delete the channel no longer wanted (setl channel delete NAME: a channel "
-                "renamed leaves the old one stored, and running), then apply again")
+                "stop the channels ("
+                f"{', '.join(f'setl channel stop {c} --wait' for c in not_stopped)}) and "
+                "delete the one no longer wanted (setl channel delete NAME: a channel renamed "
+                "leaves the old one stored, running as it did), then apply again")
         else:
             said.notes.append(
                 f"{both}: start only one of channels {' and '.join(channels)} (setl channel "
