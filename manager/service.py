@@ -41,6 +41,7 @@ from shared.errors import (
 )
 from shared.model import BinlogPosition, Channel, ChannelStatus
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2, subscription_pb2
+from shared.snapshotctl import SnapshotControl
 
 log = logging.getLogger("setl.manager.service")
 LEADER_TRAILER = "setl-leader"
@@ -128,23 +129,33 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                     for problem in self.snapshots.moved_shards(before[channel.name], channel)]
         refused += [problem for channel in parsed.channels if channel.name in before
                     if (problem := self._winner_moved(before[channel.name], channel))]
+        defined = {source.name: source for source in parsed.sources}
         handed = handovers(before, parsed.channels, self._has_run, self.catalog.status,
-                           self.catalog.source, self._stopped_at)
+                           lambda name: defined.get(name) or self.catalog.source(name),
+                           self._stopped_at)
         refused += handed.refused
         if refused:
             return manager_pb2.ApplyResponse(errors=[f"{request.file or '<apply>'}: {problem}"
                                                      for problem in refused])
-        changes = self.catalog.apply(parsed, dry_run=request.dry_run)
+        # tables written to new targets are copied: the copies are asked in the transaction
+        # that stores the definition (stored with it or not at all, never the one alone)
+        asks: dict[str, list[tuple[SnapshotControl, str, str]]] = {}
+        said: list[tuple[str, str]] = []
+        if not request.dry_run:
+            for channel in parsed.channels:
+                if channel.name in before and before[channel.name] != channel:
+                    asks[channel.name] = []
+                    said += [(channel.name, line) for line in self.snapshots.copy_added(
+                        before[channel.name], channel, asks=asks[channel.name])]
+        changes = self.catalog.apply(
+            parsed, dry_run=request.dry_run, requests=lambda name, version: [
+                control.request(schema, table, version=version)
+                for control, schema, table in asks.get(name, [])])
         notes: list[str] = []
         if not request.dry_run:
-            versions = {c.name: c.version for c in changes if c.kind == "channel"}
-            for channel in parsed.channels:  # tables written to new targets are copied
-                if channel.name in before and before[channel.name] != channel:
-                    for line in self.snapshots.copy_added(before[channel.name], channel,
-                                                          versions.get(channel.name, 0)):
-                        log.info("event=snapshot_added channel=%s detail=%s", channel.name,
-                                 line)
-                        notes.append(line)
+            for name, line in said:
+                log.info("event=snapshot_added channel=%s detail=%s", name, line)
+                notes.append(line)
             for channel in parsed.channels:
                 if self.catalog.status(channel.name) is not ChannelStatus.STOP:
                     self._fix_starts(channel)
@@ -251,7 +262,9 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
         if name not in ChannelStatus.__members__:
             raise ConfigError(f"unknown channel status {request.status}; use START, PAUSE or STOP")
         if name == "START":  # the checks of setl check: a broken database is said now
-            startcheck.refuse_broken(self.catalog, self.catalog.channel(request.name).channel)
+            channel = self.catalog.channel(request.name).channel
+            startcheck.refuse_shared(self.catalog, channel)
+            startcheck.refuse_broken(self.catalog, channel)
         return self.views.channel(self.catalog.set_status(request.name, ChannelStatus[name]))
 
     @_rpc

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -108,19 +109,29 @@ class Snapshots:
         return schema, table
 
 
-    def copy_added(self, before: Channel, after: Channel, version: int = 0) -> list[str]:
+    def copy_added(self, before: Channel, after: Channel, version: int = 0,
+                   asks: list[tuple[SnapshotControl, str, str]] | None = None) -> list[str]:
         """Ask for a copy of each source table a changed definition writes somewhere it did
         not write before (a table newly paired, or a new target of one already paired: a
         fan-out, a split, a shard), in pipelines that have run (a pipeline that never ran
         starts as its start: says); ``version``: the channel's new definition version, which
         the requests carry (a runner of an older one leaves them to the new one). Returns
-        what was asked and what was not, and why, as lines for the user.
+        what was asked and what was not, and why, as lines for the user. ``asks``: the
+        requests are added to it, (control, schema, table), for the caller to create in the
+        transaction that stores the definition, instead of being created now.
 
         A copy reads the source table and its rows go through every pair that takes it, so
         its targets already written get the rows again too: at each window's high watermark,
         as ``setl snapshot`` of a replicated table writes them (never older than what the
         stream wrote); the line says so."""
         asked = []
+
+        def ask(control: SnapshotControl, schema: str, table: str) -> None:
+            if asks is None:
+                control.ask(schema, table, version=version)
+            else:
+                asks.append((control, schema, table))
+
         old = {pipeline.name: pipeline for pipeline in before.pipelines}
         for pipeline in after.pipelines:
             previous = old.get(pipeline.name)
@@ -147,7 +158,7 @@ class Snapshots:
                 new = sorted(now - was)
                 if not new:
                     asked += self._rewritten(control, pipeline_id, previous, pipeline, schema,
-                                             table, key, after.two_way, version)
+                                             table, key, after.two_way, ask)
                     continue
                 into = ", ".join(map(_address, new))
                 if not key:
@@ -160,7 +171,7 @@ class Snapshots:
                     asked.append(f"pipeline {pipeline_id}: {schema}.{table} is NOT copied into "
                                  f"{into} (its changes replicate from now on): {TWO_WAY_COPY}")
                     continue
-                control.ask(schema, table, version=version)
+                ask(control, schema, table)
                 also = sorted(now & was)
                 asked.append(f"pipeline {pipeline_id}: {schema}.{table} will be copied into "
                              f"{into}" + (
@@ -171,7 +182,7 @@ class Snapshots:
 
     def _rewritten(self, control: SnapshotControl, pipeline_id: str, previous: Pipeline,
                    pipeline: Pipeline, schema: str, table: str, key: Any, two_way: bool,
-                   version: int) -> list[str]:
+                   ask: Callable[[SnapshotControl, str, str], None]) -> list[str]:
         """A table that goes to the targets it went to, by pairs that now write it otherwise
         (other columns, a processor, a join, key_columns: :func:`written_apart`): the rows
         there were written by the old pairs and would keep their old shape until each is
@@ -192,7 +203,7 @@ class Snapshots:
                     "source's rows)"]
         if two_way:
             return [f"{why}; it is NOT copied again: {TWO_WAY_COPY}"]
-        control.ask(schema, table, version=version)
+        ask(control, schema, table)
         return [f"{why}: it will be copied again into {into} through the new pair, as setl "
                 f"snapshot does; {COPY_DELETES_NOTHING}"]
 

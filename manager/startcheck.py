@@ -15,11 +15,12 @@ from typing import Any
 
 import pymysql
 
+from manager.handover import writers_besides
 from shared import members
 from shared.catalog import Catalog
 from shared.endpoint import connect
 from shared.errors import SetlError, StartRefusedError
-from shared.model import Channel, DataSource, Pipeline
+from shared.model import Channel, ChannelStatus, DataSource, Pipeline
 from shared.preflight import (
     Finding,
     Server,
@@ -54,6 +55,32 @@ def refuse_broken(catalog: Catalog, channel: Channel) -> None:
             f"channel {channel.name} was not started: {len(errors)} problem(s) would stop "
             "its pipelines", *errors, "fix them (setl check source|target NAME lists every "
             "check), then start the channel again"]))
+
+
+def refuse_shared(catalog: Catalog, channel: Channel) -> None:
+    """Raise StartRefusedError when a channel that is not stopped has a pipeline taking a
+    source table this channel's pipelines take (the same source) into the same target: two
+    writers of one table, each loading from its own position (a keyless table's rows twice,
+    a row written back to an older version). A source whose tables cannot be read is
+    logged, and left."""
+    others = [record.channel for record in catalog.channels()
+              if record.channel.name != channel.name and record.status is not ChannelStatus.STOP]
+    if not others:
+        return
+    shared, unread = writers_besides(channel, others, catalog.source)
+    for why in unread:
+        log.warning("event=start_shared_check_skipped channel=%s reason=%r", channel.name, why)
+    if shared:
+        running = sorted(shared)
+        raise StartRefusedError("\n".join([
+            f"channel {channel.name} was not started: channel {' and '.join(running)}, which "
+            "is not stopped, writes the same tables from the same source (two writers of one "
+            "table, each loading from its own position: a keyless table's rows twice, a row "
+            "written back to an older version)",
+            *(line for name in running for line in shared[name]),
+            f"keep each table in one channel: stop the other one "
+            f"({' and '.join(f'setl channel stop {c} --wait' for c in running)}), or delete "
+            "the one no longer wanted (setl channel delete NAME), then start this one"]))
 
 
 def findings(catalog: Catalog, channel: Channel, pipeline: Pipeline

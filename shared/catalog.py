@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -259,8 +260,13 @@ class Catalog:
         log.info("event=channel_deleted channel=%s", name)
 
     # -- apply ----------------------------------------------------------------------------
-    def apply(self, definitions: Definitions, dry_run: bool = False) -> list[Change]:
-        """Store what differs from ZooKeeper in one transaction; return what changed."""
+    def apply(self, definitions: Definitions, dry_run: bool = False,
+              requests: Callable[[str, int], list[tuple[str, bytes]]] | None = None
+              ) -> list[Change]:
+        """Store what differs from ZooKeeper in one transaction; return what changed.
+        ``requests(channel, version)``: sequential znodes (path prefix, data) created in the
+        same transaction for a channel updated to ``version`` (the copies its new definition
+        asks for): stored together with it, or not at all."""
         self.ensure_layout()
         now, changes = _now_ms(), []
         transaction = self.client.transaction()
@@ -284,6 +290,11 @@ class Catalog:
                 transaction.create(self.paths.channel_state(channel.name), b"")
                 transaction.create(self.paths.channel_status(channel.name),
                                    ChannelStatus.STOP.value.encode())
+            if requests is not None and change.action == "updated" and not dry_run:
+                for prefix, data in requests(channel.name, change.version):
+                    self._call("make a copy request folder", self.client.ensure_path,
+                               prefix.rsplit("/", 1)[0])
+                    transaction.create(prefix, data, sequence=True)
             changes.append(change)
         if not dry_run and any(change.action != "unchanged" for change in changes):
             self._commit(transaction, "store definitions")

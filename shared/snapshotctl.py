@@ -30,10 +30,16 @@ class SnapshotControl:
     def ask(self, schema: str, table: str, where: str = "", version: int = 0) -> None:
         """Ask for a table to be copied; ``version``: the channel's definition version the
         request is for (a runner of an older one leaves it to the runner of this one)."""
-        self.client.create(f"{self.requests_path}/request-",
-                           json.dumps({"schema": schema, "table": table, "where": where,
-                                       "asked": time.time(), "version": version}).encode(),
-                           sequence=True, makepath=True)
+        path, data = self.request(schema, table, where, version)
+        self.client.create(path, data, sequence=True, makepath=True)
+
+    def request(self, schema: str, table: str, where: str = "", version: int = 0
+                ) -> tuple[str, bytes]:
+        """(path prefix of a sequential znode, data) of :meth:`ask`'s request: for a caller
+        that creates it in its own transaction."""
+        return f"{self.requests_path}/request-", json.dumps(
+            {"schema": schema, "table": table, "where": where, "asked": time.time(),
+             "version": version}).encode()
 
     def requests(self) -> list[tuple[str, dict[str, Any]]]:
         """(znode, request) of the tables asked for, oldest first."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from manager import cli
-from tests.devcluster import Cluster, Database, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, channel
 
 
@@ -52,3 +52,38 @@ def test_a_renamed_pipeline_takes_over_only_stopped_and_from_where_the_old_one_s
     finally:
         shapes.stop()
         cluster.set_status("handover", "STOP")
+
+
+def test_a_second_channel_writing_the_same_table_is_not_started_while_the_first_runs(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.kl (a INT NOT NULL, "
+                         "v VARCHAR(20))")
+    # stored while both are stopped: said in a note, not refused
+    answer = cluster.apply_answer([one_way("holder", schema, ["kl"]),
+                                   one_way("usurper", schema, ["kl"])])
+    assert not answer.errors, answer.errors
+    assert any("pipeline holder.forward and pipeline usurper.forward both take from source "
+               f"source {schema}.kl → target:{schema}.kl" in note for note in answer.notes), \
+        answer.notes
+    cluster.set_status("holder", "START")
+    try:
+        cluster.wait_running("holder")
+        source.execute(f"INSERT INTO `{schema}`.kl VALUES (1, 'one'), (1, 'one'), (2, 'two')")
+        wait_equal(source, target, schema, ["kl"])
+        capsys.readouterr()
+        assert cli.main(["--manager", cluster.manager_address, "channel", "start",
+                         "usurper"]) == 1
+        refused = capsys.readouterr().err
+        assert "channel usurper was not started: channel holder, which is not stopped, " \
+            "writes the same tables from the same source" in refused, refused
+        assert f"pipeline holder.forward and pipeline usurper.forward would both take from " \
+            f"source source {schema}.kl → target:{schema}.kl" in refused, refused
+        assert "setl channel stop holder --wait" in refused
+        assert cluster.channel_status("usurper") == "STOP"
+        # the target is written by the first channel alone: the keyless rows once each
+        source.execute(f"INSERT INTO `{schema}`.kl VALUES (3, 'three'), (3, 'three')")
+        wait_equal(source, target, schema, ["kl"])
+        assert sorted(target.table(schema, "kl")) == [
+            (1, "one"), (1, "one"), (2, "two"), (3, "three"), (3, "three")]
+    finally:
+        cluster.set_status("holder", "STOP")

@@ -87,3 +87,94 @@ def test_what_hands_nothing_over_is_let_through() -> None:
         handover.Handovers([], [])
     # a channel not changed by this apply
     assert handed(before, before, {"shop.forward"}, {"shop"}) == handover.Handovers([], [])
+
+
+def defined(*specs: tuple[str, str, str, list[tuple[str, str]]]) -> dict[str, Channel]:
+    """Channels of one pipeline each: (channel, pipeline, source, [(source table, target
+    table)]), every target on t."""
+    lines = ["sources:", "  - {name: s, host: h1}", "  - {name: s2, host: h3}",
+             "  - {name: t, host: h2}", "channels:"]
+    for name, pipeline, source, pairs in specs:
+        lines += [f"  - name: {name}", "    pipelines:", f"      - name: {pipeline}",
+                  f"        source: {source}", "        target: t", "        pairs:",
+                  *(f"          - {{source: {one}, target: {other}}}" for one, other in pairs)]
+    found = load_text("\n".join(lines) + "\n", "c.yaml", {}, current()).channels
+    return {channel.name: channel for channel in found}
+
+
+def test_a_table_moved_between_two_channels_that_have_run_is_refused_while_either_runs() -> None:
+    before = defined(("a", "forward", "s", [("shop.orders", "c.orders"),
+                                            ("shop.items", "c.items")]),
+                     ("b", "forward", "s", [("shop.logs", "c.logs")]))
+    after = defined(("a", "forward", "s", [("shop.orders", "c.orders")]),
+                    ("b", "forward", "s", [("shop.logs", "c.logs"), ("shop.items", "c.items")]))
+    found = handed(before, after, {"a.forward", "b.forward"}, {"a", "b"})
+    assert found.notes == []
+    [refusal] = found.refused
+    assert refusal.startswith(
+        "pipeline b.forward, which has run, would take over from pipeline a.forward, which "
+        "has run, what it wrote (shop.items → t:c.items), while channel a and b runs: "
+        "b.forward goes on from its own position, not where a.forward stopped")
+    assert "setl channel stop a --wait and setl channel stop b --wait" in refusal
+    assert "setl snapshot b --pipeline forward --table shop.items" in refusal
+    # only the giver runs: refused as well
+    assert len(handed(before, after, {"a.forward", "b.forward"}, {"a"}).refused) == 1
+
+
+def test_a_table_moved_between_two_stopped_channels_that_have_run_says_to_copy_it() -> None:
+    before = defined(("a", "forward", "s", [("shop.orders", "c.orders"),
+                                            ("shop.items", "c.items")]),
+                     ("b", "forward", "s", [("shop.logs", "c.logs")]))
+    after = defined(("a", "forward", "s", [("shop.orders", "c.orders")]),
+                    ("b", "forward", "s", [("shop.logs", "c.logs"), ("shop.items", "c.items")]))
+    found = handed(before, after, {"a.forward", "b.forward"}, set())
+    assert found.refused == []
+    [note] = found.notes
+    assert note.startswith(
+        "pipeline b.forward, which has run, takes over from pipeline a.forward what it wrote "
+        "(shop.items → t:c.items) and goes on from its own position (binlog.000007:4411 "
+        "gtid=0-1-93), not where a.forward stopped")
+    assert "setl snapshot b --pipeline forward --table shop.items" in note
+    assert "setl verify b" in note
+
+
+def test_a_channel_renamed_is_refused_while_the_old_one_runs() -> None:
+    before = defined(("shop", "forward", "s", [("shop.orders", "shop.orders")]))
+    after = defined(("store", "forward", "s", [("shop.orders", "shop.orders")]))
+    for ran in ({"shop.forward"}, set()):  # run or not, the old channel is a second writer
+        [refusal] = handed(before, after, ran, {"shop"}).refused
+        assert refusal.startswith(
+            "pipeline shop.forward and pipeline store.forward both take from source s "
+            "shop.orders → t:shop.orders: two writers of one table")
+        assert "while channel shop runs" in refusal
+        assert "setl channel stop shop --wait" in refusal and "setl channel delete" in refusal
+    found = handed(before, after, {"shop.forward"}, set())
+    assert found.refused == []
+    [note] = found.notes
+    assert note.startswith("pipeline shop.forward and pipeline store.forward both take from "
+                           "source s shop.orders → t:shop.orders: start only one of channels "
+                           "shop and store")
+
+
+def test_one_target_written_from_different_source_tables_or_sources_is_let_through() -> None:
+    before = defined(("a", "forward", "s", [("shop.orders", "all.rows")]))
+    assert handed(before, {**before, **defined(
+        ("b", "forward", "s", [("shop.items", "all.rows")]))}, {"a.forward"}, {"a"}) == \
+        handover.Handovers([], [])
+    # shards gathered from several servers: the same table name, another source
+    assert handed(before, {**before, **defined(
+        ("b", "forward", "s2", [("shop.orders", "all.rows")]))}, {"a.forward"}, {"a"}) == \
+        handover.Handovers([], [])
+
+
+def test_a_channel_is_not_started_beside_a_running_one_writing_the_same_table() -> None:
+    mine = defined(("b", "forward", "s", [("shop.orders", "c.orders")]))["b"]
+    same = defined(("a", "forward", "s", [("shop.orders", "c.orders"),
+                                          ("shop.items", "c.items")]))["a"]
+    other_table = defined(("a", "forward", "s", [("shop.items", "c.orders")]))["a"]
+    other_source = defined(("a", "forward", "s2", [("shop.orders", "c.orders")]))["a"]
+    source: Any = lambda name: name  # noqa: E731 (read_keys is patched)
+    assert handover.writers_besides(mine, [same], source) == ({"a": [
+        "pipeline a.forward and pipeline b.forward would both take from source s shop.orders "
+        "→ t:c.orders"]}, [])
+    assert handover.writers_besides(mine, [other_table, other_source], source) == ({}, [])
