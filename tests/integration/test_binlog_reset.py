@@ -22,7 +22,12 @@ from shared.model import BinlogPosition
 from shared.positions import binlog_end, check_start, server_identity
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
-from tests.integration.test_switchover import ITEMS, shapes_on, start
+from tests.integration.test_switchover import (
+    create_select_refused,
+    items_and_a_held_copy,
+    shapes_on,
+    start,
+)
 from tests.replicaset import ReplicaSet
 
 NAMES = {False: "binlogreset", True: "binlogresetat"}  # unique across the tests
@@ -126,20 +131,14 @@ def test_a_resume_inside_a_create_select_after_its_statement_is_not_refused(
     rs, target = private_source, Database(sandbox, "target")
     shapes = shapes_on(sandbox, rs, target)
     s = shapes.schema
+    items_and_a_held_copy(rs, target, s)
     source = rs.members[0].database()
-    source.execute(ITEMS.format(schema=s))
-    source.execute(f"INSERT INTO `{s}`.items VALUES (1, 'one'), (2, 'two'), (3, 'three')")
-    target.execute(f"CREATE TABLE `{s}`.copied (id INT PRIMARY KEY, name VARCHAR(40), "
-                   "CONSTRAINT not_yet CHECK (id < 0))")
     cluster = Cluster(sandbox, tmp_path / "cluster", "binlogctas")
     try:
         start(cluster, sandbox, rs, shapes, "binlogctas", "copied", ddl_sync=True)
         shapes.start()
         shapes.wait_transactions(30)
-        source.execute(f"CREATE TABLE `{s}`.copied (PRIMARY KEY (id)) "
-                       f"SELECT id, name FROM `{s}`.items")
-        wait_for(lambda: "not_yet" in cluster.pipeline_state("binlogctas").last_error, 90,
-                 "the target to refuse the copied rows")
+        create_select_refused(cluster, rs, s, "binlogctas")
         cluster.nodes[1].kill()
         target.execute(f"ALTER TABLE `{s}`.copied DROP CONSTRAINT not_yet")
         cluster.start_node(2)

@@ -292,6 +292,32 @@ def test_transactions_the_promoted_replica_never_got_are_reported(
         target.close()
 
 
+def items_and_a_held_copy(rs: ReplicaSet, target: Database, s: str) -> None:
+    """The primary's items with three rows, and the target's table a CREATE … SELECT of them
+    makes, refusing rows for the while (a CHECK the test drops)."""
+    primary = rs.members[0].database()
+    try:
+        primary.execute(ITEMS.format(schema=s))
+        primary.execute(f"INSERT INTO `{s}`.items VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+    finally:
+        primary.close()
+    target.execute(f"CREATE TABLE `{s}`.copied (id INT PRIMARY KEY, name VARCHAR(40), "
+                   "CONSTRAINT not_yet CHECK (id < 0))")
+
+
+def create_select_refused(cluster: Cluster, rs: ReplicaSet, s: str, channel: str) -> None:
+    """The CREATE … SELECT on the primary: the target takes its statement, refuses its rows;
+    the channel's position stands after the statement, inside the group."""
+    writer = rs.members[0].database()
+    try:
+        writer.execute(f"CREATE TABLE `{s}`.copied (PRIMARY KEY (id)) "
+                       f"SELECT id, name FROM `{s}`.items")
+    finally:
+        writer.close()
+    wait_for(lambda: "not_yet" in cluster.pipeline_state(channel).last_error, 90,
+             "the target to refuse the copied rows")
+
+
 def test_a_create_select_whose_rows_were_not_loaded_is_read_again_on_the_promoted_replica(
         sandbox: Sandbox, replica_set: ReplicaSet, tmp_path: Path) -> None:
     """CREATE TABLE … SELECT is one GTID group: the statement, then its rows. The target
@@ -301,23 +327,13 @@ def test_a_create_select_whose_rows_were_not_loaded_is_read_again_on_the_promote
     rs, target = replica_set, Database(sandbox, "target")
     shapes = shapes_on(sandbox, rs, target)
     s = shapes.schema
-    primary = rs.members[0].database()
-    primary.execute(ITEMS.format(schema=s))
-    primary.execute(f"INSERT INTO `{s}`.items VALUES (1, 'one'), (2, 'two'), (3, 'three')")
-    primary.close()
-    target.execute(f"CREATE TABLE `{s}`.copied (id INT PRIMARY KEY, name VARCHAR(40), "
-                   "CONSTRAINT not_yet CHECK (id < 0))")
+    items_and_a_held_copy(rs, target, s)
     cluster = Cluster(sandbox, tmp_path / "cluster", "switch-ctas")
     try:
         start(cluster, sandbox, rs, shapes, "switchctas", "copied", ddl_sync=True)
         shapes.start()
         shapes.wait_transactions(50)
-        writer = rs.members[0].database()
-        writer.execute(f"CREATE TABLE `{s}`.copied (PRIMARY KEY (id)) "
-                       f"SELECT id, name FROM `{s}`.items")
-        writer.close()
-        wait_for(lambda: "not_yet" in cluster.pipeline_state("switchctas").last_error, 90,
-                 "the target to refuse the copied rows")
+        create_select_refused(cluster, rs, s, "switchctas")
         cluster.nodes[1].kill()
         shapes.pause()
         rs.wait_caught_up(1)

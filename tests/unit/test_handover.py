@@ -102,12 +102,18 @@ def defined(*specs: tuple[str, str, str, list[tuple[str, str]]]) -> dict[str, Ch
     return {channel.name: channel for channel in found}
 
 
-def test_a_table_moved_between_two_channels_that_have_run_is_refused_while_either_runs() -> None:
+def items_moved_from_a_to_b() -> tuple[dict[str, Channel], dict[str, Channel]]:
+    """Channels a and b before and after shop.items moves from a's pipeline to b's."""
     before = defined(("a", "forward", "s", [("shop.orders", "c.orders"),
                                             ("shop.items", "c.items")]),
                      ("b", "forward", "s", [("shop.logs", "c.logs")]))
     after = defined(("a", "forward", "s", [("shop.orders", "c.orders")]),
                     ("b", "forward", "s", [("shop.logs", "c.logs"), ("shop.items", "c.items")]))
+    return before, after
+
+
+def test_a_table_moved_between_two_channels_that_have_run_is_refused_while_either_runs() -> None:
+    before, after = items_moved_from_a_to_b()
     found = handed(before, after, {"a.forward", "b.forward"}, {"a", "b"})
     assert found.notes == []
     [refusal] = found.refused
@@ -122,11 +128,7 @@ def test_a_table_moved_between_two_channels_that_have_run_is_refused_while_eithe
 
 
 def test_a_table_moved_between_two_stopped_channels_that_have_run_says_to_copy_it() -> None:
-    before = defined(("a", "forward", "s", [("shop.orders", "c.orders"),
-                                            ("shop.items", "c.items")]),
-                     ("b", "forward", "s", [("shop.logs", "c.logs")]))
-    after = defined(("a", "forward", "s", [("shop.orders", "c.orders")]),
-                    ("b", "forward", "s", [("shop.logs", "c.logs"), ("shop.items", "c.items")]))
+    before, after = items_moved_from_a_to_b()
     found = handed(before, after, {"a.forward", "b.forward"}, set())
     assert found.refused == []
     [note] = found.notes
