@@ -100,6 +100,9 @@ def handovers(before: dict[str, Channel], after: Iterable[Channel],
     # every channel as it stands after the apply: the file's, and the stored ones it leaves
     final = {**before, **{channel.name: channel for channel in after}}
     shared = _shared(changed, final, listed)
+    # a share stored before this apply (an older setl let it be) is said, not refused: an
+    # edit of either channel must not wait for it
+    was = _shared({name: before[name] for name in changed if name in before}, before, listed)
     unread = [f"source {name}: cannot read its tables ({why}), so setl apply could not check "
               "whether this apply moves a table from a pipeline that has run to another one "
               "(a gap, or rows loaded twice, between the two) or leaves a table written by "
@@ -109,15 +112,17 @@ def handovers(before: dict[str, Channel], after: Iterable[Channel],
               for name, why in tables.items() if isinstance(why, str)]
     said = _said(found, status, stopped_at, unread)
     running = _running(status, before)
-    for (one, other), what in shared.items():
+    for pair, meets in shared.items():
+        one, other = pair
         channels = sorted({one.split(".", 1)[0], other.split(".", 1)[0]})
         not_stopped = [name for name in channels if running(name)]
-        both = f"pipeline {one} and pipeline {other} both take {what}"
-        if not_stopped:
+        both = f"pipeline {one} and pipeline {other} both take {_meeting(final, pair, meets)}"
+        if not_stopped and not set(meets) <= set(was.get(pair, ())):
             said.refused.append(
                 f"{both}: two writers of one table, each loading from its own position (a "
                 "keyless table's rows twice, a row written back to an older version), while "
-                f"channel {' and '.join(not_stopped)} runs. Keep each table in one channel: "
+                f"channel {' and '.join(not_stopped)} is not stopped (paused or running). "
+                "Keep each table in one channel: "
                 "stop the channels ("
                 f"{', '.join(f'setl channel stop {c} --wait' for c in not_stopped)}) and "
                 "delete the one no longer wanted (setl channel delete NAME: a channel renamed "
@@ -144,15 +149,15 @@ def writers_besides(channel: Channel, others: Iterable[Channel],
             tables[name] = _tables(source, name)
         return tables[name]
 
-    shared = _shared({channel.name: channel},
-                     {other.name: other for other in others if other.name != channel.name},
-                     listed)
+    final = {**{other.name: other for other in others}, channel.name: channel}
+    shared = _shared({channel.name: channel}, final, listed)
     by_channel: dict[str, list[str]] = {}
-    for (one, other), what in shared.items():
+    for (one, other), meets in shared.items():
         rival = next(name.split(".", 1)[0] for name in (one, other)
                      if name.split(".", 1)[0] != channel.name)
         by_channel.setdefault(rival, []).append(
-            f"pipeline {one} and pipeline {other} would both take {what}")
+            f"pipeline {one} and pipeline {other} would both take "
+            f"{_meeting(final, (one, other), meets)}")
     return (by_channel,
             [f"source {name}: cannot read its tables ({why})"
              for name, why in tables.items() if isinstance(why, str)])
@@ -162,31 +167,41 @@ def _writes(pipeline: Pipeline | None, table: tuple[str, str]) -> frozenset[Addr
     return target_addresses(pipeline, *table) if pipeline is not None else frozenset()
 
 
+Meets = list[tuple[tuple[str, str], Address]]  # (source table, target) two pipelines share
+
+
 def _shared(changed: dict[str, Channel], final: dict[str, Channel],
-            listed: Callable[[str], Listed]) -> dict[tuple[str, str], str]:
-    """(pipeline of ``changed``, pipeline of another channel of ``final``) that take one
-    source table of one source into one target address, with what they share, said. Two
-    channels writing one target from different source tables or sources are not this."""
-    found: dict[tuple[str, str], list[tuple[tuple[str, str], Address]]] = {}
-    for name, channel in changed.items():
+            listed: Callable[[str], Listed]) -> dict[tuple[str, str], Meets]:
+    """(pipeline of ``changed``, pipeline of another channel of ``final``), sorted, that take
+    one source table of one source into one target address, with what they share. Each
+    pipeline's targets are worked out once (a source of 10,000 tables, 50 channels). Two
+    channels writing one target from different source tables or sources are not this, nor
+    the two pipelines of one (two-way) channel."""
+    sources = {pipeline.source for channel in changed.values() for pipeline in channel.pipelines}
+    writers: dict[tuple[str, tuple[str, str], Address], list[tuple[str, str]]] = {}
+    for name, channel in sorted(final.items()):
         for pipeline in channel.pipelines:
-            for other_name, other in sorted(final.items()):
-                if other_name == name:
-                    continue
-                for rival in other.pipelines:
-                    if rival.source != pipeline.source:
-                        continue
-                    pair = tuple(sorted((channel.pipeline_id(pipeline),
-                                         other.pipeline_id(rival))))
-                    table_list = listed(pipeline.source)
-                    if isinstance(table_list, str) or pair in found:
-                        continue
-                    both = [(table, address) for table in table_list for address in
-                            sorted(_writes(pipeline, table) & _writes(rival, table))]
-                    if both:
-                        found[pair] = both  # type: ignore[index]
-    return {pair: f"from source {_pipeline(final, pair[0]).source} {_what(both)}"
-            for pair, both in found.items()}
+            table_list = listed(pipeline.source) if pipeline.source in sources else ""
+            if isinstance(table_list, str):
+                continue
+            pipeline_id = channel.pipeline_id(pipeline)
+            for table in table_list:
+                for address in _writes(pipeline, table):
+                    writers.setdefault((pipeline.source, table, address), []).append(
+                        (name, pipeline_id))
+    found: dict[tuple[str, str], Meets] = {}
+    for (_, table, address), who in writers.items():
+        for index, (one_channel, one) in enumerate(who):
+            for other_channel, other in who[index + 1:]:
+                if one_channel != other_channel and (
+                        one_channel in changed or other_channel in changed):
+                    pair = (one, other) if one < other else (other, one)
+                    found.setdefault(pair, []).append((table, address))
+    return {pair: sorted(meets) for pair, meets in found.items()}
+
+
+def _meeting(final: dict[str, Channel], pair: tuple[str, str], meets: Meets) -> str:
+    return f"from source {_pipeline(final, pair[0]).source} {_what(meets)}"
 
 
 def _pipeline(channels: dict[str, Channel], pipeline_id: str) -> Pipeline:

@@ -26,6 +26,7 @@ from kazoo.exceptions import (
 
 from shared import codec, members, positions
 from shared.errors import (
+    ConfigError,
     ConflictError,
     CoordinationError,
     NotFoundError,
@@ -291,7 +292,9 @@ class Catalog:
                 transaction.create(self.paths.channel_status(channel.name),
                                    ChannelStatus.STOP.value.encode())
             if requests is not None and change.action == "updated" and not dry_run:
-                for prefix, data in requests(channel.name, change.version):
+                asked = requests(channel.name, change.version)
+                _fits(channel.name, asked)
+                for prefix, data in asked:
                     self._call("make a copy request folder", self.client.ensure_path,
                                prefix.rsplit("/", 1)[0])
                     transaction.create(prefix, data, sequence=True)
@@ -331,3 +334,24 @@ class Catalog:
                for failure in failures):
             raise ConflictError(f"definitions changed while trying to {what}; try again")
         raise SetlError(f"ZooKeeper refused to {what}: {failures[0]!r}")
+
+
+# bytes of copy requests one apply's transaction may carry beside the definitions: ZooKeeper
+# refuses a request over jute.maxbuffer (1 MiB by default), and the definition would not be
+# stored at all
+REQUESTS_BUDGET = 600_000
+
+
+def _fits(channel: str, asked: list[tuple[str, bytes]]) -> None:
+    """Refuse (:class:`ConfigError`) copy requests too large for the transaction that stores
+    their channel's definition with them (a few thousand tables of a pattern pair added at
+    once)."""
+    size = sum(len(prefix) + len(data) + 64 for prefix, data in asked)
+    if size > REQUESTS_BUDGET:
+        most = max(1, len(asked) * REQUESTS_BUDGET // size)
+        raise ConfigError(
+            f"channel {channel}: this apply asks for copies of {len(asked):,} tables, more "
+            f"than ZooKeeper takes in the one transaction that stores the definition with "
+            f"them (about {most:,}); nothing was stored. Add the new tables in parts (a "
+            "pattern pair that matches fewer of them, then the rest), each apply copying "
+            "its own")

@@ -148,7 +148,7 @@ def test_a_channel_renamed_is_refused_while_the_old_one_runs() -> None:
         assert refusal.startswith(
             "pipeline shop.forward and pipeline store.forward both take from source s "
             "shop.orders → t:shop.orders: two writers of one table")
-        assert "while channel shop runs" in refusal
+        assert "while channel shop is not stopped (paused or running)" in refusal
         assert "setl channel stop shop --wait" in refusal and "setl channel delete" in refusal
     found = handed(before, after, {"shop.forward"}, set())
     assert found.refused == []
@@ -156,6 +156,24 @@ def test_a_channel_renamed_is_refused_while_the_old_one_runs() -> None:
     assert note.startswith("pipeline shop.forward and pipeline store.forward both take from "
                            "source s shop.orders → t:shop.orders: start only one of channels "
                            "shop and store")
+
+
+def test_a_share_stored_before_is_said_not_refused_at_an_unrelated_edit() -> None:
+    """Two channels an older setl let write one table: an edit of either waited for it."""
+    before = defined(("x", "forward", "s", [("shop.orders", "c.orders")]),
+                     ("y", "forward", "s", [("shop.orders", "c.orders")]))
+    after = defined(("x", "forward", "s", [("shop.orders", "c.orders"),
+                                           ("shop.items", "c.items")]))
+    found = handed(before, {**before, **after}, {"x.forward", "y.forward"}, {"x", "y"})
+    assert found.refused == []
+    assert any(note.startswith("pipeline x.forward and pipeline y.forward both take")
+               for note in found.notes), found.notes
+    more = defined(("x", "forward", "s", [("shop.orders", "c.orders"),
+                                          ("shop.logs", "c.logs")]),
+                   ("y", "forward", "s", [("shop.orders", "c.orders"),
+                                          ("shop.logs", "c.logs")]))
+    [refusal] = handed(before, more, {"x.forward", "y.forward"}, {"x", "y"}).refused
+    assert "shop.logs → t:c.logs" in refusal  # a share this apply makes: refused
 
 
 def test_one_target_written_from_different_source_tables_or_sources_is_let_through() -> None:
