@@ -14,7 +14,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pymysql
 from kazoo.client import KazooClient
@@ -225,32 +225,41 @@ def state_conflict(stored: str, found: str | None, inside: bool = False) -> str:
     return ""
 
 
-def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> bool:
+class Start(NamedTuple):
+    """What :func:`check_start` read at a resume's start."""
+
+    inside: bool  # the start is inside a group, after its own DDL
+    state: str | None  # the server's GTID state there ('' where it has none), None: not asked
+
+
+def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> Start:
     """Refuse (:class:`PositionConflictError`) a resume at ``at`` (MariaDB, a file/pos,
     with its GTID state where it has one) where the server's binlog holds another history
     now: no event begins there, or its state there (BINLOG_GTID_POS) differs from the
     stored one (a binlog reset with RESET MASTER, or a server rebuilt, keeps its name:
-    ``server_id@host:port``). True when the start is inside a group, after its own DDL: the
-    event there neither opens a group nor stands between two (a CREATE … SELECT's rows
-    come before any GTID event). A file the server lacks is left to the stream's own
-    refusal (purged). ``where`` names the pipeline and its source, ``moved`` the pipeline
-    as the CLI does."""
+    ``server_id@host:port``). Its ``inside`` is True when the start is inside a group, after
+    its own DDL: the event there neither opens a group nor stands between two (a CREATE …
+    SELECT's rows come before any GTID event); its ``state`` is the server's answer, where
+    it was asked (it reads the file up to the offset: a reader need not ask again). A file
+    the server lacks is left to the stream's own refusal (purged). ``where`` names the
+    pipeline and its source, ``moved`` the pipeline as the CLI does."""
     if not at.file or at.pos <= 4:
-        return False
+        return Start(False, None)
     cursor.execute("SHOW BINARY LOGS")
     sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
     if at.file not in sizes:
-        return False
+        return Start(False, None)
     kind = event_at(cursor, at, sizes[at.file])
     inside = kind is not None and kind not in GROUP_OPENS | BETWEEN_GROUPS | {""}
     why = "no event begins there now" if kind is None else ""
+    found: str | None = None
     if kind is not None and at.gtid:
         try:
             cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at.file, at.pos))
         except pymysql.MySQLError as exc:
             if not server_answered(exc):
                 raise
-            return inside  # MySQL: no BINLOG_GTID_POS
+            return Start(inside, "")  # MySQL: no BINLOG_GTID_POS
         row = cursor.fetchone()
         if row[0] is None:
             # NULL is also MariaDB's answer where it cannot read the file from its start up
@@ -261,10 +270,11 @@ def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> bool
             log.warning("event=resume_history_unchecked position=%s:%d gtid=%s where=%r "
                         "reason=BINLOG_GTID_POS_is_NULL_at_an_event", at.file, at.pos,
                         at.gtid, where)  # history
-            return inside
-        why = state_conflict(at.gtid, str(row[0]), inside)
+            return Start(inside, "")
+        found = str(row[0])
+        why = state_conflict(at.gtid, found, inside)
     if not why:
-        return inside
+        return Start(inside, found)
     raise PositionConflictError(
         f"{where}: it would resume at {at.file}:{at.pos}"
         + (f" with GTID state {at.gtid}" if at.gtid else "") +

@@ -50,7 +50,7 @@ from shared import gtid
 from shared.endpoint import Connection, connect, connection_settings
 from shared.errors import ConfigError, PositionLostError, SetlError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.positions import check_start, gtid_at, server_identity
+from shared.positions import Start, check_start, gtid_at, server_identity
 from shared.retl import BUFFER_TABLE, INTENT_TABLE, MARK_TABLE, PENDING_TABLE, SIGNAL_TABLE
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
@@ -208,10 +208,13 @@ class BinlogReader(QueryEvents):
             # (MySQL has no GTID state at a position to tell a reset binlog by, and logs a
             # CREATE … SELECT as one transaction a resume may start inside: rows before a
             # group's start are taken there, as they always were)
-            self._mid_group = check_start(
+            checked = check_start(
                 cursor, self.start, f"pipeline {self.pipeline_id}, source {self.source.name}",
-                self.pipeline_id.replace(".", "/") or "CHANNEL/PIPELINE") if mariadb else True
-            state = gtid_at(cursor, self.start) if self.start.file else self.start.gtid
+                self.pipeline_id.replace(".", "/") or "CHANNEL/PIPELINE") if mariadb else \
+                Start(True, None)
+            self._mid_group = checked.inside
+            state = self.start.gtid if not self.start.file else checked.state \
+                if checked.state is not None else gtid_at(cursor, self.start)
             if state and mariadb:
                 self._domains = {domain: f"{domain}-{server}-{sequence}" for domain, (
                     server, sequence) in gtid.parse(state).items()}

@@ -101,7 +101,7 @@ AT = BinlogPosition("binlog.000001", 1881, "0-41-9", "41@h:3306")
 
 
 def check(cursor: Server, at: BinlogPosition = AT) -> bool:
-    return check_start(cursor, at, "pipeline c.p, source src", "c/p")
+    return check_start(cursor, at, "pipeline c.p, source src", "c/p").inside
 
 
 def test_a_binlog_reset_since_the_position_was_written_is_refused() -> None:
@@ -183,3 +183,15 @@ def test_no_event_at_a_position_without_a_stored_state_is_refused() -> None:
 def test_what_cannot_be_compared_keeps_today_s_start(at: BinlogPosition,
                                                     cursor: Server) -> None:
     assert check(cursor, at) is False
+
+
+def test_the_state_read_at_the_start_is_handed_back_so_the_reader_asks_once() -> None:
+    """BINLOG_GTID_POS reads the binlog file from its start up to the offset (up to
+    max_binlog_size, 1 GiB): the reader seeds its GTID state from this answer."""
+    server = Server("0-41-9,3-50-1")
+    assert check_start(server, AT, "p", "c/p") == (False, "0-41-9,3-50-1")
+    assert server.asked.count("SELECT BINLOG_GTID_POS(%s,") == 1
+    assert check_start(Server(None), AT, "p", "c/p") == (False, "")  # NULL: unknown
+    assert check_start(Server("0-41-9", mysql=True), AT, "p", "c/p") == (False, "")
+    assert check_start(Server("0-41-9"), BinlogPosition(AT.file, AT.pos), "p", "c/p") \
+        == (False, None)  # no stored state: nothing compared, not asked
