@@ -189,7 +189,9 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
                           "(node.select.libevents.install)")
     try:
         text = raw.decode(codec(charset))
-    except (LookupError, UnicodeDecodeError) as exc:
+        if text.encode(codec(charset)) != raw:  # cp932's NEC and IBM rows, some big5:
+            raise UnicodeError("its bytes, read and written again, differ")  # one character,
+    except (LookupError, UnicodeError) as exc:  # two byte forms: replayed, literals change
         raise SourceError(
             f"{where}: a DDL statement was sent in character set {charset}, which setl cannot "
             f"read exactly ({exc}); run it on the target by hand, then skip it with "

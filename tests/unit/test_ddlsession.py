@@ -115,3 +115,23 @@ def test_mysql_8s_status_variable_wins_and_the_version_is_read_once() -> None:
     ddlsession.of_event(event(flags2=0), source)
     ddlsession.of_event(event(flags2=0), source)
     assert source.asked == ["SELECT VERSION()"]
+
+
+@pytest.mark.parametrize("charset, literal", [("cp932", b"\x87\x90"), ("big5", b"\xa2\x40")])
+def test_a_statement_whose_bytes_do_not_come_back_alike_is_refused(
+        charset: str, literal: bytes) -> None:
+    """cp932's NEC row 13 '≒' (87 90) reads as the character 81 E0 also stands for: replayed,
+    a DEFAULT, an ENUM member or a generated column's literal would hold other bytes."""
+    facts = types.SimpleNamespace(where="source s1", collation=lambda n: (charset, charset),
+                                  explicit_defaults=lambda flags2: 1)
+    query = b"ALTER TABLE t ADD c CHAR(1) DEFAULT '" + literal + b"'"
+    with pytest.raises(ddlsession.SourceError, match=f"character set {charset}, which setl "
+                                                      "cannot read exactly"):
+        ddlsession.of_event(types.SimpleNamespace(
+            query_bytes=query, timestamp=1, character_set_client=95, collation_connection=95,
+            collation_server=95), facts)
+    fine = b"ALTER TABLE t ADD c CHAR(1) DEFAULT '\x81\xe0'" if charset == "cp932" else ADD
+    text, _ = ddlsession.of_event(types.SimpleNamespace(
+        query_bytes=fine, timestamp=1, character_set_client=95, collation_connection=95,
+        collation_server=95), facts)
+    assert text.encode(ddlsession.codec(charset)) == fine
