@@ -17,7 +17,8 @@ from node.snapshot.controller import Snapshots, _Work
 from node.snapshot.state import TableCopy
 from shared.errors import ConfigError
 from shared.model import PipelineParams
-from tests.unit.test_etl import RENAMED, compiled
+from tests.unit.test_etl import compiled
+from tests.unit.test_layout_checks import RENAMED
 
 
 @contextlib.contextmanager
