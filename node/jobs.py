@@ -43,6 +43,8 @@ class JobSpec:
     # target tables several source tables feed: merged so that one batch writes what two
     # would (node.merge)
     gathered: frozenset[Target] = frozenset()
+    # target tables of wide rows, written a part at a time (node.target.mysql.render.Stamps)
+    parted: frozenset[Target] = frozenset()
 
 
 class Unit(NamedTuple):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange
-from node.extract import copylines, inserts
+from node.extract import copylines, inserts, reach
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.keycheck import KeyCollations, read_source_columns
@@ -169,6 +169,7 @@ class Planner:
         self._parent: dict[int, int] = {}
         self._targets: dict[tuple[str, str], list[Target]] = {}
         self._gathered: dict[tuple[str, str], bool] = {}  # source table → gathered(table)
+        self._parted: dict[tuple[str, str], bool] = {}  # source table → reach.parted
 
     def forget(self) -> None:
         """After a DDL: tables may have new keys, columns and foreign keys."""
@@ -237,6 +238,9 @@ class Planner:
             options.setdefault("transactions", transactions(batch))
         options.setdefault("gathered", frozenset(
             target for name in self._tables(parts) if self._gathers(name)
+            for target in self._targets_of(name)))
+        options.setdefault("parted", frozenset(
+            target for name in self._tables(parts) if self._wide(name)
             for target in self._targets_of(name)))
         return JobSpec(batch.process_id, self.checksum(), facts, self.params.load_batch_size,
                        self.params.load_data_min_rows if self.target == "mysql" else 0,
@@ -374,6 +378,13 @@ class Planner:
         found = self._gathered.get(name)
         if found is None:
             found = self._gathered[name] = self.compiled.gathered(*name)
+        return found
+
+    def _wide(self, name: tuple[str, str]) -> bool:
+        found = self._parted.get(name)
+        if found is None:
+            found = self._parted[name] = reach.parted(self.compiled,
+                                                      *self.compiled.stored(*name))
         return found
 
     def _group_of(self, number: int) -> int:

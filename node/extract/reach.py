@@ -116,3 +116,11 @@ def _writes_from_another(compiled: Any, entry: CompiledPair, address: Address, s
             if entry.address(each_schema or schema, each_table or table) == address:
                 return True
     return False
+
+
+def parted(compiled: Any, schema: str, table: str) -> bool:
+    """Whether a target of a source table holds wide rows, written a part at a time: a
+    ``merge_part`` or ``joins`` pair writes it (or may: a name its pattern leaves open)."""
+    targets = compiled.targets_of(schema, table)
+    return any(any(True for _ in _sources_into(entry, address)) for entry in compiled.pairs
+               if entry.pair.merge_part or entry.pair.joins for address in targets)

@@ -290,3 +290,50 @@ def test_an_update_whose_joined_row_is_missing_takes_the_row_out_of_the_target(
     wait_for(lambda: target.table(schema, "orders_wide") == [(13, 1, "ann")], 30,
              "the orders that left the join gone")
     cluster.set_status("dropped", "STOP")
+
+
+STAMP = "TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6)"
+
+
+def test_a_column_the_target_stamps_on_update_keeps_the_source_s_value(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A target column ON UPDATE CURRENT_TIMESTAMP (a table's first TIMESTAMP before MariaDB
+    10.10) took the target's clock where a statement changed the row without assigning it:
+    a big value's appended pieces, a column-group update, a wide row's other part and its
+    clear."""
+    schema = make_schema(source, target,
+                         f"CREATE TABLE `{{schema}}`.docs (id INT PRIMARY KEY, body LONGTEXT, "
+                         f"kind CHAR(4), v INT, at {STAMP})",
+                         f"CREATE TABLE `{{schema}}`.customers (id INT PRIMARY KEY, name "
+                         f"VARCHAR(20), at {STAMP})", PROFILES)
+    target.execute(f"CREATE TABLE `{schema}`.customer_wide (id INT PRIMARY KEY, name "
+                   f"VARCHAR(20), at {STAMP}, city VARCHAR(20))")
+    wide = f"{schema}.customer_wide"
+    cluster.apply([{"name": "stamped", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.docs", "target": f"{schema}.docs",
+             "column_groups": [["body", "kind"]]},
+            {"source": f"{schema}.customers", "target": wide},
+            {"source": f"{schema}.profiles", "target": wide, "merge_part": True,
+             "key_columns": ["customer_id"], "columns": {"include": ["city"]},
+             "column_pairs": [{"source": "customer_id", "target": "id"}]}]}]}])
+    cluster.set_status("stamped", "START")
+    cluster.wait_running("stamped")
+    d, c, p = (f"`{schema}`.{t}" for t in ("docs", "customers", "profiles"))
+    then = "'2020-01-01 00:00:00.000001'"
+    source.script(f"INSERT INTO {d} VALUES (1, REPEAT('x', 1100000), 'txt', 1, {then}), "
+                  f"(2, 'small', 'txt', 1, {then})",
+                  f"UPDATE {d} SET v = 2, at = at WHERE id = 2",  # a column-group update
+                  f"INSERT INTO {c} VALUES (1, 'ann', {then})",
+                  f"INSERT INTO {p} VALUES (10, 1, 'Oslo', 'gold')")  # the other part
+    docs = f"SELECT id, v, at, LENGTH(body), MD5(body) FROM {d} ORDER BY id"
+    wait_for(lambda: target.rows(f"SELECT city FROM `{schema}`.customer_wide") == [("Oslo",)]
+             and [r[1] for r in target.rows(docs)] == [1, 2], 60, "every change")
+    assert target.rows(docs) == source.rows(docs)
+    stamped = f"SELECT id, name, at FROM `{schema}`.customer_wide"
+    assert target.rows(stamped) == source.rows(f"SELECT id, name, at FROM {c}")
+    source.execute(f"DELETE FROM {p} WHERE pid = 10")  # the part cleared
+    wait_for(lambda: target.rows(f"SELECT city FROM `{schema}`.customer_wide") == [(None,)],
+             60, "the cleared part")
+    assert target.rows(stamped) == source.rows(f"SELECT id, name, at FROM {c}")
+    cluster.set_status("stamped", "STOP")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from node.changes import ChangeType, RowChange
+from node.extract import reach
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
 from shared.model import LookupJoin
@@ -148,3 +149,16 @@ def test_the_start_refuses_a_shadowed_or_repeated_pair_apply_never_checked(
         LookupJoin("shop.profiles", "id", "customer_id"),)),))
     with pytest.raises(ConfigError, match=r"its join of shop\.profiles lists no columns"):
         start.with_table_keys(made, None, bare)  # type: ignore[arg-type]
+
+
+def test_a_target_of_a_merge_part_or_joins_pair_holds_wide_rows_written_in_parts() -> None:
+    """Its statements set stamped columns they leave out to themselves (render.Stamps)."""
+    wide = ("{source: shop.customers, target: dw.wide}",
+            "{source: shop.profiles, target: dw.wide, merge_part: true, "
+            "key_columns: [customer_id], column_pairs: [{source: customer_id, target: id}]}")
+    c = compiled(*wide, "{source: shop.items, target: dw.items}")
+    assert reach.parted(c, "shop", "customers") and reach.parted(c, "shop", "profiles")
+    assert not reach.parted(c, "shop", "items")
+    c = compiled("{source: shop.orders, target: dw.orders, joins: [{table: shop.towns, by: "
+                 "town_id, key: id, columns: [town]}]}", "{source: shop.items, target: dw.i}")
+    assert reach.parted(c, "shop", "orders") and not reach.parted(c, "shop", "items")

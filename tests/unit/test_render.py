@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.merge import CLEAR_, DELETE, MOVE, UPSERT, TableWrites, merge
+from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites, merge
 from node.target.mysql.render import BIG_VALUE, Column, statements
 
 GENERATED = {"id": Column("int", None), "price": Column("int", None),
@@ -208,3 +208,36 @@ def test_a_keyless_match_finds_its_columns_whatever_the_case_of_their_names() ->
     assert (written[-1].sql, written[-1].args) == (
         "DELETE FROM `s`.`logs` WHERE CAST(`login` AS BINARY) = CAST(CONVERT(%s USING "
         "utf8mb4) AS BINARY) AND CAST(`code` AS BINARY) = %s LIMIT 1", ["bob", b"ab\0\0"])
+
+
+STAMPED = {"id": Column("int", None), "body": Column("longtext", "utf8mb4"),
+           "v": Column("int", None), "At": Column("timestamp", None, stamped=True)}
+
+
+def test_a_statement_that_changes_a_row_without_its_stamped_column_sets_it_to_itself() -> None:
+    """A target column ON UPDATE CURRENT_TIMESTAMP (a table's first TIMESTAMP before MariaDB
+    10.10) takes the target's clock when a statement changes the row without assigning it:
+    the pieces of a big value, a column-group update, a wide row's other part or clear."""
+    text = "é" * (BIG_VALUE // 4 + 1)
+    found = list(statements(writes(upserts=[{"id": 1, "body": text, "at": "2020-01-01"}]),
+                            100, STAMPED))
+    assert found[0].sql.endswith("`body` = VALUES(`body`), `at` = VALUES(`at`)")
+    assert found[1].sql == "UPDATE `s`.`gen` SET `body` = CONCAT(`body`, %s), `At` = `At` " \
+        "WHERE (`id`) = (%s)"
+    partial = PartialRow({"id": 1, "v": 2}, {"body": "b", "at": "2020-01-01"})
+    [group] = statements(writes(upserts=[partial]), 100, STAMPED)
+    assert group.sql.endswith("UPDATE `v` = VALUES(`v`), `At` = `At`")
+    # a wide row's part: the stamped column is another part's (or no pair's) to write
+    part, cleared = {"id": 1, "v": 2}, {"id": 2, "v": None}
+    for parted, kept in ((False, ""), (True, ", `At` = `At`")):
+        found = list(statements(writes(upserts=[part], clears=[cleared]), 100, STAMPED,
+                                parted=parted))
+        assert [s.sql for s in found] == [
+            f"UPDATE `s`.`gen` SET `v` = NULL{kept} WHERE (`id`) IN ((%s))",
+            f"INSERT INTO `s`.`gen` (`id`, `v`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
+            f"`v` = VALUES(`v`){kept}"]
+    # a key's move assigns every column the row holds; in a wide row's table the others too
+    [move, _] = statements(writes(steps=[(MOVE, ((1,), {"id": 2, "v": 3}))]), 100, STAMPED,
+                           parted=True)
+    assert move.sql == "UPDATE `s`.`gen` SET `id` = %s, `v` = %s, `At` = `At` WHERE (`id`) " \
+        "= (%s)"

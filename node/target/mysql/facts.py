@@ -60,12 +60,14 @@ class TableFacts:
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
                    "COALESCE(GENERATION_EXPRESSION, '') <> '', COLUMN_TYPE, "
-                   "EXTRA LIKE '%%auto_increment%%', COLLATION_NAME, IS_NULLABLE = 'YES' FROM "
+                   "EXTRA LIKE '%%auto_increment%%', COLLATION_NAME, IS_NULLABLE = 'YES', "
+                   "EXTRA LIKE '%%on update%%' FROM "
                    "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                    (schema, table))
     found = cursor.fetchall()
     columns = {row[0]: Column(row[1], row[2], bool(row[3]), str(row[4]).lower(),
-                              str(row[6]) if row[6] else None, bool(int(row[7])))
+                              str(row[6]) if row[6] else None, bool(int(row[7])),
+                              bool(int(row[8])))
                for row in found}
     bulk_lock = False
     if any(int(row[5]) for row in found):

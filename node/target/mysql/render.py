@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,9 +45,32 @@ class Column:
     column_type: str = ""  # information_schema.COLUMNS.COLUMN_TYPE: int(10) unsigned, …
     collation: str | None = None  # None for a column without one
     nullable: bool = True  # it admits NULL
+    # ON UPDATE CURRENT_TIMESTAMP: the target stamps it when a statement changes the row
+    # without assigning it (kept with ``c = c`` where the row's value is the source's)
+    stamped: bool = False
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
+
+
+class Stamps(NamedTuple):
+    """A target table's ``ON UPDATE CURRENT_TIMESTAMP`` columns, and whether its rows are
+    written a part at a time (a wide row's table: a ``merge_part`` or ``joins`` pair)."""
+
+    names: tuple[str, ...] = ()
+    parted: bool = False
+
+    def kept(self, assigned: Iterable[str], present: Iterable[str] = ()) -> tuple[str, ...]:
+        """The stamped columns a statement that changes a row and assigns ``assigned`` must
+        set to themselves (else the target's clock replaces the source's value): those the
+        row holds (``present``), and on a wide row's table every one (another part wrote
+        it; one the pairs never write is stamped no more there)."""
+        if not self.names:
+            return ()
+        done = {name.lower() for name in assigned}
+        held = {name.lower() for name in present}
+        return tuple(name for name in self.names if name.lower() not in done and (
+            self.parted or name.lower() in held))
 # bytes or characters of a value written a piece at a time: 4 MiB, escaped at most twice
 # that, under the 16 MiB max_allowed_packet a MariaDB target has by default
 BIG_VALUE = 4 << 20
@@ -83,35 +106,39 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def statements(writes: TableWrites, size: int, columns: Columns | None = None,
-               big: bool = True) -> Iterator[Statement]:
+               big: bool = True, parted: bool = False) -> Iterator[Statement]:
     """The statements of one table's writes: merged deletes then upserts, the ordered steps
     with consecutive ones of a kind together, or a keyless table's changes in source order.
     ``big`` False: the caller knows no value is over ``BIG_VALUE`` (rows read from events
     smaller than that), so rows are not looked at one by one for it. Multi-row INSERTs
-    carry their values as the rows hold them (see :func:`sql_value`)."""
+    carry their values as the rows hold them (see :func:`sql_value`). ``parted``: the table
+    holds wide rows, written a part at a time."""
     columns = columns or {}
     generated = frozenset(name for name, column in columns.items() if column.generated)
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
+    stamps = Stamps(tuple(name for name, column in columns.items() if column.stamped), parted)
     found = key_padding(writes.keys, columns)
     yield from _deletes(writes, writes.deletes, size, found)
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
-                                for row in writes.clears], size, generated, found)
-    yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found)
+                                for row in writes.clears], size, generated, found, stamps)
+    yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found,
+                        stamps)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == CLEAR_:
-            yield from _clears(writes, items, size, generated, found)
+            yield from _clears(writes, items, size, generated, found, stamps)
         elif kind == UPSERT:
-            yield from _upserts(writes, _without(items, generated), size, enums, big, found)
+            yield from _upserts(writes, _without(items, generated), size, enums, big, found,
+                                stamps)
         elif kind == DELETE:
             yield from _deletes(writes, items, size, found)
         else:
             assert kind == MOVE
             for old, row in items:  # the upsert continues the move's row: with
-                yield _move(writes, found(old), row, generated)._replace(  # skip_load_
-                    lenient=_empty_enums(row, enums))  # exception both are undone, or none
+                yield _move(writes, found(old), row, generated, stamps)._replace(  # skip_
+                    lenient=_empty_enums(row, enums))  # load_exception: both undone, or none
                 for upsert in _upserts(writes, _without([row], generated), size, enums, big,
-                                       found):
+                                       found, stamps):
                     yield upsert._replace(continues=True)
     yield from _keyless(writes, size, columns, generated)
 
@@ -144,19 +171,20 @@ def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return key
 
 
-def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str]
-          ) -> Statement:
+def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str],
+          stamps: Stamps = Stamps()) -> Statement:
     """A row's key change as the UPDATE the source ran, found by its old key (the target's
     ON UPDATE CASCADE fires as on the source). The row's upsert follows it: where the old
     key is not there — a copy has not reached the row yet, or a free-door request deleted it
     at its window's start — the row is written as any upsert writes it, and the pipeline
     goes on (it stopped for good there, every resume replaying the same batch)."""
-    return _update(writes, old_key, {name: value for name, value in row.items()
-                                     if name not in generated}, False)
+    values = {name: value for name, value in row.items() if name not in generated}
+    return _update(writes, old_key, values, False, stamps.kept(values, row))
 
 
 def _clears(writes: TableWrites, items: list[tuple[tuple[Any, ...], Row]], size: int,
-            generated: frozenset[str], found: Any) -> Iterator[Statement]:
+            generated: frozenset[str], found: Any, stamps: Stamps = Stamps()
+            ) -> Iterator[Statement]:
     """Wide rows' parts cleared: their columns set to NULL where the rows are (no row:
     nothing), one UPDATE per chunk of rows that clear the same columns. They go before the
     table's upserts: a key the target's collation takes for a cleared one ('Bob' for 'bob',
@@ -168,24 +196,27 @@ def _clears(writes: TableWrites, items: list[tuple[tuple[Any, ...], Row]], size:
         if columns and all(row[name] is None for name in columns):
             by_columns.setdefault(columns, []).append(found(key))
         elif columns:  # a clear merged with values of its own: one row
-            yield _update(writes, found(key), {name: row[name] for name in columns}, False)
+            yield _update(writes, found(key), {name: row[name] for name in columns}, False,
+                          stamps.kept(columns, row))
     table = qualified(writes.schema, writes.table)
     one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
     keys = ", ".join(map(quote, writes.keys))
     for columns, keys_of in by_columns.items():
-        cleared = ", ".join(f"{quote(name)} = NULL" for name in columns)
+        cleared = ", ".join([f"{quote(name)} = NULL" for name in columns] +
+                            [f"{quote(name)} = {quote(name)}" for name in stamps.kept(columns)])
         for chunk in _chunks(keys_of, size):
             yield Statement(f"UPDATE {table} SET {cleared} WHERE ({keys}) IN "
                             f"({', '.join([one] * len(chunk))})",
                             [sql_value(v) for key in chunk for v in key], False, chunk)
 
 
-def _update(writes: TableWrites, key: tuple[Any, ...], values: Row, matches_one: bool
-            ) -> Statement:
+def _update(writes: TableWrites, key: tuple[Any, ...], values: Row, matches_one: bool,
+            kept: tuple[str, ...] = ()) -> Statement:
     keys = ", ".join(map(quote, writes.keys))
     one = ", ".join(["%s"] * len(writes.keys))
     return Statement(f"UPDATE {qualified(writes.schema, writes.table)} SET "
-                     + ", ".join(f"{quote(name)} = %s" for name in values)
+                     + ", ".join([f"{quote(name)} = %s" for name in values] +
+                                 [f"{quote(name)} = {quote(name)}" for name in kept])
                      + f" WHERE ({keys}) = ({one})",
                      [sql_value(v) for v in values.values()] + [sql_value(v) for v in key],
                      False, [key], matches_one)
@@ -219,8 +250,8 @@ def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
 
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
-             enums: frozenset[str] = frozenset(), big: bool = True, found: Any = _same
-             ) -> Iterator[Statement]:
+             enums: frozenset[str] = frozenset(), big: bool = True, found: Any = _same,
+             stamps: Stamps = Stamps()) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
 
     def apart(row: Row) -> bool:  # a row written by statements of its own
@@ -233,40 +264,43 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
             if not apart(row):
                 together.append(row)
                 continue
-            yield from _upserts(writes, together, size, found=found)
+            yield from _upserts(writes, together, size, found=found, stamps=stamps)
             together = []
             alone = _like(row, {name: value[:0] if _big(value) else value
                                 for name, value in row.items()})
-            for statement in _upserts(writes, [alone], 1):
+            for statement in _upserts(writes, [alone], 1, stamps=stamps):
                 yield statement._replace(lenient=_empty_enums(row, enums))
-            yield from _appends(writes, row, found)
+            yield from _appends(writes, row, found, stamps)
         rows = together
     for columns, run in _runs(rows):
         if type(run[0]) is PartialRow:  # a column-group update: see _upsert
             written, rest = columns
-            sql = _upsert(table, written + rest, writes.keys, written)
+            sql = _upsert(table, written + rest, writes.keys, written,
+                          stamps.kept(written, written + rest))
             for chunk in _chunks(run, size):
                 yield Statement(sql, [[*row.values(), *row.rest.values()]  # type: ignore
                                       for row in chunk], True, chunk)
             continue
-        sql = _upsert(table, columns, writes.keys)
+        sql = _upsert(table, columns, writes.keys, None, stamps.kept(
+            [c for c in columns if c not in writes.keys], columns))
         for chunk in _chunks(run, size):
             yield Statement(sql, [[row[c] for c in columns] for row in chunk], True, chunk)
 
 
 @functools.lru_cache(maxsize=256)
 def _upsert(table: str, columns: tuple[str, ...], keys: tuple[str, ...],
-            updated: tuple[str, ...] | None = None) -> str:
+            updated: tuple[str, ...] | None = None, kept: tuple[str, ...] = ()) -> str:
     """A table's multi-row upsert of ``columns`` (remembered: every batch writes the same
     few tables with the same columns). ``updated``: the columns a row the target has
     takes (a partial row's: the INSERT makes a missing row whole, and an existing one keeps
-    its other columns)."""
+    its other columns). ``kept``: stamped columns it sets to themselves (:class:`Stamps`)."""
     if updated is None:
         update = [f"{quote(c)} = VALUES({quote(c)})"
                   for c in [c for c in columns if c not in keys] or [columns[0]]]
     else:
         update = [f"{quote(c)} = VALUES({quote(c)})" for c in updated if c not in keys] or \
             [f"{quote(keys[0])} = {quote(keys[0])}"]  # nothing changed: the row as it is
+    update += [f"{quote(c)} = {quote(c)}" for c in kept]
     return (f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES "
             f"({', '.join(['%s'] * len(columns))}) ON DUPLICATE KEY UPDATE "
             + ", ".join(update))
@@ -288,7 +322,8 @@ def _big(value: Any) -> bool:
     return isinstance(value, bytes | str) and len(value) > _piece(value)
 
 
-def _appends(writes: TableWrites, row: Row, found: Any = _same) -> Iterator[Statement]:
+def _appends(writes: TableWrites, row: Row, found: Any = _same, stamps: Stamps = Stamps()
+             ) -> Iterator[Statement]:
     """A row's big values, appended a piece a statement (whole characters for text): each
     continues the row's INSERT, which wrote them empty."""
     table = qualified(writes.schema, writes.table)
@@ -296,7 +331,9 @@ def _appends(writes: TableWrites, row: Row, found: Any = _same) -> Iterator[Stat
     where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
     for name, value in row.items():
         if _big(value):
-            sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s) WHERE {where}"
+            same = "".join(f", {quote(c)} = {quote(c)}" for c in stamps.kept([name], row))
+            sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s){same} " \
+                f"WHERE {where}"
             step = _piece(value)
             for start in range(0, len(value), step):
                 yield Statement(sql, [value[start:start + step],
