@@ -22,6 +22,7 @@ from shared.alarmrules import (
     NODE_LOST,
     NOT_RUNNING,
     PAUSED,
+    ROWS_SKIPPED,
     SOURCE_SWITCH,
     AlarmRule,
 )
@@ -42,6 +43,7 @@ class PipelineFact:
     last_error: str = ""
     switched: str = ""  # its source's last switch ('' none), and when
     switched_ms: int = 0
+    skipped: int = 0  # rows skip_load_exception skipped since it started on its node
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def facts_from(channels: Iterable[manager_pb2.ChannelInfo],
             pipelines.append(PipelineFact(
                 state.pipeline_id, info.channel.name, status, state.state or "not running",
                 state.delay_ms, state.free_door.rejected, state.last_error, state.switched,
-                state.switched_ms))
+                state.switched_ms, state.rows_skipped))
     return Facts(tuple(pipelines), frozenset(node.id for node in nodes))
 
 
@@ -99,7 +101,7 @@ class AlarmEvaluator:
         self.resolved: deque[Alarm] = deque(maxlen=RESOLVED_KEPT)
         self._pending: dict[tuple[str, str], float] = {}  # condition holds since (for_s)
         self._seen_nodes: set[int] = set()
-        self._rejects: dict[str, deque[tuple[float, int]]] = {}
+        self._counts: dict[str, deque[tuple[float, int]]] = {}  # counters' samples
 
     def restore(self, firing: Iterable[Alarm], resolved: Iterable[Alarm] = ()) -> None:
         """Take over what an earlier leader reported: these fire already (not sent again)."""
@@ -170,7 +172,16 @@ class AlarmEvaluator:
             return {fact.pipeline_id: _not_running(fact) for fact in chosen
                     if fact.channel_status == "START" and fact.state != "running"}
         if rule.when == FREE_DOOR_REJECTS:
-            return self._rejects_over(rule, chosen, now)
+            return {pid: f"pipeline {pid} rejected {grown} free-door request(s) in the last "
+                    f"{rule.within_s:g} s (above {rule.above:g}); see "
+                    "event=free_door_rejected in its node's log"
+                    for pid, grown in self._grown(rule, chosen, now, "rejected").items()}
+        if rule.when == ROWS_SKIPPED:
+            return {pid: f"pipeline {pid} skipped {grown} row(s) its target refused "
+                    f"(skip_load_exception) in the last {rule.within_s:g} s (above "
+                    f"{rule.above:g}); see event=row_skipped in its node's log, and repair "
+                    "those rows on the target (setl verify)"
+                    for pid, grown in self._grown(rule, chosen, now, "skipped").items()}
         if rule.when == SOURCE_SWITCH:
             switching = {fact.pipeline_id: f"pipeline {fact.pipeline_id}: "
                          f"{fact.last_error.splitlines()[0]}" for fact in chosen
@@ -181,18 +192,18 @@ class AlarmEvaluator:
                 and now - fact.switched_ms / 1000 <= rule.within_s}
         return {}
 
-    def _rejects_over(self, rule: AlarmRule, chosen: list[PipelineFact],
-                      now: float) -> dict[str, str]:
-        """Pipelines that rejected more than ``above`` requests within ``within_s``. The
+    def _grown(self, rule: AlarmRule, chosen: list[PipelineFact], now: float,
+               counter: str) -> dict[str, int]:
+        """Pipelines whose ``counter`` grew by more than ``above`` within ``within_s``. The
         counter restarts with the pipeline on a node: a drop counts from zero."""
         holding = {}
         keys = {f"{rule.name}/{fact.pipeline_id}" for fact in chosen}
-        for gone in [key for key in self._rejects if key.startswith(f"{rule.name}/")
+        for gone in [key for key in self._counts if key.startswith(f"{rule.name}/")
                      and key not in keys]:
-            del self._rejects[gone]
+            del self._counts[gone]
         for fact in chosen:
-            samples = self._rejects.setdefault(f"{rule.name}/{fact.pipeline_id}", deque())
-            samples.append((now, fact.rejected))
+            samples = self._counts.setdefault(f"{rule.name}/{fact.pipeline_id}", deque())
+            samples.append((now, getattr(fact, counter)))
             while samples and now - samples[0][0] > rule.within_s:
                 samples.popleft()
             grown, previous = 0, samples[0][1]
@@ -200,10 +211,7 @@ class AlarmEvaluator:
                 grown += value - previous if value >= previous else value
                 previous = value
             if grown > rule.above:
-                holding[fact.pipeline_id] = (
-                    f"pipeline {fact.pipeline_id} rejected {grown} free-door request(s) in "
-                    f"the last {rule.within_s:g} s (above {rule.above:g}); see "
-                    "event=free_door_rejected in its node's log")
+                holding[fact.pipeline_id] = grown
         return holding
 
 

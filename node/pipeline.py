@@ -107,6 +107,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
         self.batches_loaded = 0
         self.batches_selected = 0
+        self.rows_skipped = 0  # refused by a target and skipped (skip_load_exception)
         self.window_peak = 0
         self.door_stats = freedoor.DoorStats()
         self.metrics = PipelineMetrics(context.channel.name, context.pipeline.name)
@@ -426,9 +427,12 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         window.release(batch.size)
         self.window_peak = max(self.window_peak, window.peak)
         self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
-        rows = done.rows if done.changes is None else batch.rows
+        take_skipped = getattr(loader, "take_skipped", None)  # a MySQL target's
+        skipped = take_skipped() if take_skipped is not None else 0
+        self.rows_skipped += skipped
+        rows = max((done.rows if done.changes is None else batch.rows) - skipped, 0)
         self._loaded.append((time.monotonic(), rows))
         self.batches_loaded += 1
-        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s)
+        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s, skipped)
         if log.isEnabledFor(logging.DEBUG):
             log_timings(self.pipeline_id, batch, done, rows, written, wait_s, load_s)

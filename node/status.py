@@ -41,6 +41,7 @@ class RunnerStatus:
     pipeline_id: str
     ctx: Any
     _loaded: Any
+    rows_skipped: int
 
     def publish(self) -> None:
         """What status shows of this pipeline, to ZooKeeper (the node's refresh does it
@@ -85,7 +86,7 @@ class RunnerStatus:
                        else self.snapshot_store.stored_progress()),  # starting: as last saved
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
-            source_switches=self.primary.switches,
+            source_switches=self.primary.switches, rows_skipped=self.rows_skipped,
             **self._subscription())
 
     def _subscription(self) -> dict[str, Any]:

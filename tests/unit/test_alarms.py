@@ -139,6 +139,24 @@ def test_free_door_rejects_above_n_within_the_window() -> None:
         ("rejects", "shop.forward", RESOLVED)]
 
 
+def test_rows_skipped_fires_as_soon_as_the_count_grows() -> None:
+    """skip_load_exception drops rows the target refuses: each skip must reach an operator,
+    not only the node's log (status showed none of them)."""
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("skips", "rows_skipped", within_s=60)], clock)
+    assert alarms.evaluate(facts(pipeline(skipped=5))) == []  # before the manager looked
+    clock.advance(10)
+    assert alarms.evaluate(facts(pipeline(skipped=5))) == []  # none since
+    clock.advance(10)
+    fired = alarms.evaluate(facts(pipeline(skipped=7)))
+    assert changes(fired) == [("skips", "shop.forward", FIRING)]
+    assert "skipped 2 row(s) its target refused" in fired[0].message
+    assert "event=row_skipped" in fired[0].message
+    clock.advance(61)
+    assert changes(alarms.evaluate(facts(pipeline(skipped=7)))) == [
+        ("skips", "shop.forward", RESOLVED)]
+
+
 def test_a_new_leader_restores_what_fires_without_sending_it_again() -> None:
     clock = Clock()
     rules = [AlarmRule("slow", "delay", above=100), AlarmRule("lost", "node_lost")]

@@ -106,3 +106,19 @@ def test_a_mysql_transaction_is_read_from_its_begin() -> None:
     begin = event(2, b"\0" * 20, 1_700_000_300)
     assert BinlogReader._query(reader, begin, [], 0, [], "")  # type: ignore[arg-type]
     assert reader._in_txn and reader.reading_since_ms == 1_700_000_300_000
+
+
+def test_status_shows_the_rows_skip_load_exception_skipped() -> None:
+    """Rows the target refused and skip_load_exception skipped are listed, when there are
+    any, with where to read which they were."""
+    from manager import render
+    from shared.rpc import manager_pb2
+
+    skipping = manager_pb2.PipelineState(pipeline_id="c.p", state="running", owner_node=1,
+                                         rows_skipped=1234)
+    clean = manager_pb2.PipelineState(pipeline_id="c.q", state="running", owner_node=1)
+    text = render.pipelines([manager_pb2.ChannelInfo(pipelines=[skipping, clean])])
+    assert "ROWS SKIPPED" in text and "event=row_skipped" in text
+    line = [line for line in text.splitlines() if "1,234" in line]
+    assert line and line[0].startswith("c.p")
+    assert "ROWS SKIPPED" not in render.pipelines([manager_pb2.ChannelInfo(pipelines=[clean])])
