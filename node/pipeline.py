@@ -101,7 +101,9 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.last_error = ""
         self.cursor: Cursor | None = None
         self.last_commit_ts_ms = 0
-        self.selected_commit_ts_ms = 0  # a run's first batch's, until one is loaded
+        # (processId, its first transaction's commit time) of each batch selected, not loaded:
+        # the delay counts from the oldest (popped as batches load; per batch, not per row)
+        self._in_flight: deque[tuple[int, int]] = deque()
         self._window: Window | None = None
         self._selector: Selector | None = None
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
@@ -253,7 +255,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.source = source
         self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
-        self.selected_commit_ts_ms = 0
+        self._in_flight.clear()
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
             if params.free_door_source == pipeline.source:  # its buffer: on the primary read
@@ -353,6 +355,8 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                 batch = selector.next_batch(stop)
                 if batch is None:
                     continue
+                self._in_flight.append((batch.process_id, batch.transactions[0].commit_ts_ms
+                                        if batch.transactions else batch.commit_ts_ms))
                 window.extracting()
                 if batch.has_ddl:
                     future = executor.submit(etjob.run_ddl, self.ctx.spark, window,
@@ -374,9 +378,6 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                     reads = snapshots.reads_for(batch) if batch.windows else []
                     future = executor.submit(etjob.run, self.ctx.spark, window,
                                              compiled, planner, batch, reads, self.two_way)
-                if not self.selected_commit_ts_ms:  # the delay until a batch is loaded
-                    self.selected_commit_ts_ms = batch.transactions[0].commit_ts_ms \
-                        if batch.transactions else batch.commit_ts_ms
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
@@ -427,6 +428,8 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         window.release(batch.size)
         self.window_peak = max(self.window_peak, window.peak)
         self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
+        while self._in_flight and self._in_flight[0][0] <= batch.process_id:
+            self._in_flight.popleft()
         take_skipped = getattr(loader, "take_skipped", None)  # a MySQL target's
         skipped = take_skipped() if take_skipped is not None else 0
         self.rows_skipped += skipped
