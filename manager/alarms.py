@@ -29,6 +29,9 @@ from shared.alarmrules import (
 from shared.rpc import manager_pb2, model_pb2
 
 FIRING, RESOLVED = "firing", "resolved"
+# states of a pipeline a node holds and means to move: its delay is judged in each (a
+# pipeline that fails and retries, loading a little each time, never runs for long)
+MOVING = ("running", "retrying", "starting", "switching")
 RESOLVED_KEPT = 20  # resolutions shown by 'setl status' and the page
 
 
@@ -118,6 +121,7 @@ class AlarmEvaluator:
         changes: list[Alarm] = []
         for rule in self.rules:
             holding = self._conditions(rule, facts, now)
+            unknown = self._unknown(rule, facts)  # neither holds nor ends: kept as it is
             for subject, message in holding.items():
                 key = (rule.name, subject)
                 if key in self.firing:
@@ -129,10 +133,10 @@ class AlarmEvaluator:
                     self._pending.pop(key, None)
                     changes.append(alarm)
             for key in [key for key in self._pending if key[0] == rule.name
-                        and key[1] not in holding]:
+                        and key[1] not in holding and key[1] not in unknown]:
                 del self._pending[key]
             for key in [key for key in self.firing if key[0] == rule.name
-                        and key[1] not in holding]:
+                        and key[1] not in holding and key[1] not in unknown]:
                 ended = replace(self.firing.pop(key), state=RESOLVED,
                                 resolved_ms=int(now * 1000))
                 self.resolved.appendleft(ended)
@@ -167,7 +171,7 @@ class AlarmEvaluator:
                     f"s behind the source (above {rule.above / 1000:g} s"
                     + (f" for {rule.for_s:g} s)" if rule.for_s else ")")
                     for fact in chosen
-                    if fact.state == "running" and fact.delay_ms > rule.above}
+                    if fact.state in MOVING and fact.delay_ms > rule.above}
         if rule.when == NOT_RUNNING:
             return {fact.pipeline_id: _not_running(fact) for fact in chosen
                     if fact.channel_status == "START" and fact.state != "running"}
@@ -191,6 +195,18 @@ class AlarmEvaluator:
                 for fact in chosen if fact.switched_ms and fact.pipeline_id not in switching
                 and now - fact.switched_ms / 1000 <= rule.within_s}
         return {}
+
+    def _unknown(self, rule: AlarmRule, facts: Facts) -> set[str]:
+        """Subjects whose condition cannot be told now: a delay rule's pipelines of a
+        started channel that report no delay this moment (no owner during a failover, a
+        runner stopping to take a new definition). A firing delay alarm stays firing through
+        such a blip, and one on its way keeps its ``for_s`` count; the channel paused or
+        stopped, it ends."""
+        if rule.when != DELAY:
+            return set()
+        return {fact.pipeline_id for fact in facts.pipelines if _matches(rule, fact.pipeline_id)
+                and fact.channel_status == "START" and fact.state not in MOVING
+                and fact.state != "failed"}
 
     def _grown(self, rule: AlarmRule, chosen: list[PipelineFact], now: float,
                counter: str) -> dict[str, int]:

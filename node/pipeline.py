@@ -42,7 +42,7 @@ from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
-from node.status import RunnerStatus
+from node.status import RunnerStatus, carry_over
 from node.target import kinds
 from node.target.base import TargetLoader
 from node.window import Window
@@ -255,7 +255,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.source = source
         self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
-        self._in_flight.clear()
+        carry_over(self._in_flight, self.cursor.process_id + 1)
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
             if params.free_door_source == pipeline.source:  # its buffer: on the primary read

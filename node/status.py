@@ -46,6 +46,18 @@ def pending_since_ms(in_flight: Any, selector: Any) -> int:
     return oldest or (selector.open_since_ms if selector else 0)
 
 
+def carry_over(in_flight: Any, next_process_id: int) -> None:
+    """A new attempt starts (after a failure): the batches in flight were dropped and are
+    selected again from the targets' position, their oldest transaction first. Its commit
+    time stays the delay's start until the batch from ``next_process_id`` on is loaded, so
+    a pipeline that fails and retries, reporting ``retrying`` then ``starting``, reads as
+    behind as it is, not 0 between its attempts."""
+    oldest = in_flight[0][1] if in_flight else 0
+    in_flight.clear()
+    if oldest:
+        in_flight.append((next_process_id, oldest))
+
+
 class RunnerStatus:
     """The status half of :class:`node.pipeline.PipelineRunner` (its attributes are the
     runner's)."""

@@ -32,7 +32,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 class AlarmRule:
     """One rule. ``when`` says what it watches:
 
-    - ``delay``: a pipeline's delay above ``above`` milliseconds for ``for_s`` seconds;
+    - ``delay``: a pipeline's delay above ``above`` milliseconds for ``for_s`` seconds
+      (judged while its node runs, retries, starts or switches it);
     - ``paused``: a channel in status PAUSE (a pipeline failed for good, or an operator
       paused it) for ``for_s`` seconds;
     - ``failed``: a pipeline whose node reports it failed (its channel was paused);

@@ -182,3 +182,20 @@ def test_a_batch_a_watermark_window_holds_open_counts_as_behind() -> None:
     held = [(at, delay) for at, delay in seen if 1 < at < WINDOW_TIMEOUT_S]
     assert held and all(at * 1000 - 600 < delay <= at * 1000 for at, delay in held)
     assert max(delay for _, delay in seen) >= (WINDOW_TIMEOUT_S - 1) * 1000
+
+
+def test_a_retrying_runner_stays_as_behind_as_the_batches_its_failure_dropped() -> None:
+    """A failure drops batches 5 and 6 (in flight since 590 s); the runner retries and
+    selects them again from the target's position. Between its attempts ('retrying',
+    'starting') it read 0 ms, so a pipeline failing over and over looked caught up."""
+    in_flight = deque([(5, 1_700_000_590_000), (6, 1_700_000_595_000)])
+    runner = SimpleNamespace(_selector=None, _in_flight=in_flight, last_commit_ts_ms=0)
+    from node.status import carry_over
+
+    carry_over(in_flight, 5)
+    assert RunnerStatus.delay_now(runner, NOW) == 9_500  # type: ignore[arg-type]
+    in_flight.append((5, 1_700_000_590_000))  # selected again
+    assert [pid for pid, _ in in_flight] == [5, 5]
+    carry_over(in_flight, 5)  # failed again before loading it
+    assert list(in_flight) == [(5, 1_700_000_590_000)]
+    carry_over(deque(), 5)  # nothing in flight: nothing carried
