@@ -436,6 +436,8 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         rows = max((done.rows if done.changes is None else batch.rows) - skipped, 0)
         self._loaded.append((time.monotonic(), rows))
         self.batches_loaded += 1
+        if self.last_error and self.state == "running":  # the attempt after it moves: the
+            self.last_error = ""  # error is over, and a copy's problem may show (status)
         self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s, skipped)
         if log.isEnabledFor(logging.DEBUG):
             log_timings(self.pipeline_id, batch, done, rows, written, wait_s, load_s)
