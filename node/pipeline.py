@@ -11,6 +11,7 @@ pipeline's stats. Each attempt opens (where it resumes, the source checked) in
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -234,11 +235,28 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.metrics.paused()
         log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
                   message.replace("\n", " "))
-        try:
-            Catalog(self.ctx.client, self.ctx.paths).set_status(self.ctx.channel.name,
-                                                               ChannelStatus.PAUSE)
-        except SetlError as exc:
-            log.error("event=pause_failed pipeline=%s error=%s", self.pipeline_id, exc)
+        self._pause()
+
+    def _pause(self) -> None:
+        """Pause the channel; a write ZooKeeper refuses (an outage) is tried again after a
+        backoff until it is written or the runner is stopped (a session lost, the channel
+        changed): a pause given up left the channel started and nothing ever retried it."""
+        catalog = Catalog(self.ctx.client, self.ctx.paths)
+        backoff = self.ctx.backoff
+        waits = itertools.chain(backoff.delays(), itertools.repeat(backoff.max_delay_s))
+        for attempt in itertools.count(1):
+            try:
+                catalog.set_status(self.ctx.channel.name, ChannelStatus.PAUSE)
+                return
+            except SetlError as exc:
+                wait = next(waits)
+                log.error("event=pause_failed pipeline=%s attempt=%d retry_in_s=%g error=%s",
+                          self.pipeline_id, attempt, wait, exc)
+            if self.stop_event.wait(wait):
+                log.error("event=pause_abandoned pipeline=%s reason=the runner was stopped "
+                          "hint=\"pause the channel: setl channel pause %s\"",
+                          self.pipeline_id, self.ctx.channel.name)
+                return
 
     # -- one attempt ------------------------------------------------------------------------
     def _run_once(self, compiled: CompiledPipeline) -> None:

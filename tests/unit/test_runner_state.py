@@ -7,13 +7,16 @@ from __future__ import annotations
 import threading
 from collections import deque
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
+
+import pytest
 
 from node import pipeline as pipelines
 from node.changes import Batch
 from node.jobs import Done, PartResult
 from node.metrics import NodeMetrics, PipelineMetrics
-from shared.model import PipelineParams
+from shared.errors import CoordinationError
+from shared.model import ChannelStatus, PipelineParams
 from shared.retry import RetryPolicy
 
 COMMITTED = 1_700_000_000_000
@@ -64,3 +67,41 @@ def test_rows_skipped_add_up_and_are_not_counted_as_loaded() -> None:
     assert found.rows_skipped == 3
     assert [rows for _, rows in found._loaded] == [8, 4]
     assert not found._in_flight  # both loaded: nothing behind
+
+
+class FlakyCatalog:
+    """ZooKeeper refusing the first ``fails`` writes of a channel's status."""
+
+    writes: ClassVar[list[tuple[str, ChannelStatus]]] = []
+    fails: ClassVar[int] = 0
+
+    def __init__(self, client: object, paths: object) -> None:
+        pass
+
+    def set_status(self, channel: str, status: ChannelStatus) -> None:
+        if FlakyCatalog.fails:
+            FlakyCatalog.fails -= 1
+            raise CoordinationError("ZooKeeper did not answer in 5 s")
+        FlakyCatalog.writes.append((channel, status))
+
+
+def test_a_pause_zookeeper_refuses_is_written_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure for good pauses the channel; when that write failed the runner only
+    logged it and ended, the channel stayed started and nothing retried the pause."""
+    monkeypatch.setattr(pipelines, "Catalog", FlakyCatalog)
+    FlakyCatalog.writes, FlakyCatalog.fails = [], 3
+    found = runner()
+    found.publish = lambda: None  # type: ignore[method-assign]
+    found._fail_for_good("definition error")
+    assert FlakyCatalog.writes == [("shop", ChannelStatus.PAUSE)]
+    assert found.state == "failed" and found.last_error == "definition error"
+
+
+def test_a_stopped_runner_gives_the_pause_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipelines, "Catalog", FlakyCatalog)
+    FlakyCatalog.writes, FlakyCatalog.fails = [], 10**9
+    found = runner()
+    found.publish = lambda: None  # type: ignore[method-assign]
+    found.stop_event.set()  # the session was lost: the next owner pauses it again
+    found._fail_for_good("definition error")
+    assert FlakyCatalog.writes == []
