@@ -22,12 +22,16 @@ from shared.alarmrules import (
     NODE_LOST,
     NOT_RUNNING,
     PAUSED,
+    ROWS_SKIPPED,
     SOURCE_SWITCH,
     AlarmRule,
 )
 from shared.rpc import manager_pb2, model_pb2
 
 FIRING, RESOLVED = "firing", "resolved"
+# states of a pipeline a node holds and means to move: its delay is judged in each (a
+# pipeline that fails and retries, loading a little each time, never runs for long)
+MOVING = ("running", "retrying", "starting", "switching")
 RESOLVED_KEPT = 20  # resolutions shown by 'setl status' and the page
 
 
@@ -42,6 +46,7 @@ class PipelineFact:
     last_error: str = ""
     switched: str = ""  # its source's last switch ('' none), and when
     switched_ms: int = 0
+    skipped: int = 0  # rows skip_load_exception skipped since it started on its node
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def facts_from(channels: Iterable[manager_pb2.ChannelInfo],
             pipelines.append(PipelineFact(
                 state.pipeline_id, info.channel.name, status, state.state or "not running",
                 state.delay_ms, state.free_door.rejected, state.last_error, state.switched,
-                state.switched_ms))
+                state.switched_ms, state.rows_skipped))
     return Facts(tuple(pipelines), frozenset(node.id for node in nodes))
 
 
@@ -99,7 +104,7 @@ class AlarmEvaluator:
         self.resolved: deque[Alarm] = deque(maxlen=RESOLVED_KEPT)
         self._pending: dict[tuple[str, str], float] = {}  # condition holds since (for_s)
         self._seen_nodes: set[int] = set()
-        self._rejects: dict[str, deque[tuple[float, int]]] = {}
+        self._counts: dict[str, deque[tuple[float, int]]] = {}  # counters' samples
 
     def restore(self, firing: Iterable[Alarm], resolved: Iterable[Alarm] = ()) -> None:
         """Take over what an earlier leader reported: these fire already (not sent again)."""
@@ -116,6 +121,7 @@ class AlarmEvaluator:
         changes: list[Alarm] = []
         for rule in self.rules:
             holding = self._conditions(rule, facts, now)
+            unknown = self._unknown(rule, facts)  # neither holds nor ends: kept as it is
             for subject, message in holding.items():
                 key = (rule.name, subject)
                 if key in self.firing:
@@ -127,10 +133,10 @@ class AlarmEvaluator:
                     self._pending.pop(key, None)
                     changes.append(alarm)
             for key in [key for key in self._pending if key[0] == rule.name
-                        and key[1] not in holding]:
+                        and key[1] not in holding and key[1] not in unknown]:
                 del self._pending[key]
             for key in [key for key in self.firing if key[0] == rule.name
-                        and key[1] not in holding]:
+                        and key[1] not in holding and key[1] not in unknown]:
                 ended = replace(self.firing.pop(key), state=RESOLVED,
                                 resolved_ms=int(now * 1000))
                 self.resolved.appendleft(ended)
@@ -165,12 +171,21 @@ class AlarmEvaluator:
                     f"s behind the source (above {rule.above / 1000:g} s"
                     + (f" for {rule.for_s:g} s)" if rule.for_s else ")")
                     for fact in chosen
-                    if fact.state == "running" and fact.delay_ms > rule.above}
+                    if fact.state in MOVING and fact.delay_ms > rule.above}
         if rule.when == NOT_RUNNING:
             return {fact.pipeline_id: _not_running(fact) for fact in chosen
                     if fact.channel_status == "START" and fact.state != "running"}
         if rule.when == FREE_DOOR_REJECTS:
-            return self._rejects_over(rule, chosen, now)
+            return {pid: f"pipeline {pid} rejected {grown} free-door request(s) in the last "
+                    f"{rule.within_s:g} s (above {rule.above:g}); see "
+                    "event=free_door_rejected in its node's log"
+                    for pid, grown in self._grown(rule, chosen, now, "rejected").items()}
+        if rule.when == ROWS_SKIPPED:
+            return {pid: f"pipeline {pid} skipped {grown} row(s) its target refused "
+                    f"(skip_load_exception) in the last {rule.within_s:g} s (above "
+                    f"{rule.above:g}); see event=row_skipped in its node's log, and repair "
+                    "those rows on the target (setl verify)"
+                    for pid, grown in self._grown(rule, chosen, now, "skipped").items()}
         if rule.when == SOURCE_SWITCH:
             switching = {fact.pipeline_id: f"pipeline {fact.pipeline_id}: "
                          f"{fact.last_error.splitlines()[0]}" for fact in chosen
@@ -181,18 +196,30 @@ class AlarmEvaluator:
                 and now - fact.switched_ms / 1000 <= rule.within_s}
         return {}
 
-    def _rejects_over(self, rule: AlarmRule, chosen: list[PipelineFact],
-                      now: float) -> dict[str, str]:
-        """Pipelines that rejected more than ``above`` requests within ``within_s``. The
+    def _unknown(self, rule: AlarmRule, facts: Facts) -> set[str]:
+        """Subjects whose condition cannot be told now: a delay rule's pipelines of a
+        started channel that report no delay this moment (no owner during a failover, a
+        runner stopping to take a new definition). A firing delay alarm stays firing through
+        such a blip, and one on its way keeps its ``for_s`` count; the channel paused or
+        stopped, it ends."""
+        if rule.when != DELAY:
+            return set()
+        return {fact.pipeline_id for fact in facts.pipelines if _matches(rule, fact.pipeline_id)
+                and fact.channel_status == "START" and fact.state not in MOVING
+                and fact.state != "failed"}
+
+    def _grown(self, rule: AlarmRule, chosen: list[PipelineFact], now: float,
+               counter: str) -> dict[str, int]:
+        """Pipelines whose ``counter`` grew by more than ``above`` within ``within_s``. The
         counter restarts with the pipeline on a node: a drop counts from zero."""
         holding = {}
         keys = {f"{rule.name}/{fact.pipeline_id}" for fact in chosen}
-        for gone in [key for key in self._rejects if key.startswith(f"{rule.name}/")
+        for gone in [key for key in self._counts if key.startswith(f"{rule.name}/")
                      and key not in keys]:
-            del self._rejects[gone]
+            del self._counts[gone]
         for fact in chosen:
-            samples = self._rejects.setdefault(f"{rule.name}/{fact.pipeline_id}", deque())
-            samples.append((now, fact.rejected))
+            samples = self._counts.setdefault(f"{rule.name}/{fact.pipeline_id}", deque())
+            samples.append((now, getattr(fact, counter)))
             while samples and now - samples[0][0] > rule.within_s:
                 samples.popleft()
             grown, previous = 0, samples[0][1]
@@ -200,10 +227,7 @@ class AlarmEvaluator:
                 grown += value - previous if value >= previous else value
                 previous = value
             if grown > rule.above:
-                holding[fact.pipeline_id] = (
-                    f"pipeline {fact.pipeline_id} rejected {grown} free-door request(s) in "
-                    f"the last {rule.within_s:g} s (above {rule.above:g}); see "
-                    "event=free_door_rejected in its node's log")
+                holding[fact.pipeline_id] = grown
         return holding
 
 

@@ -88,7 +88,8 @@ def _pipelines(seen: Observation, history: dict[str, list[Sample]], span_s: floa
             rows.append(
                 f'<tr data-pipeline="{_e(state.pipeline_id)}" data-state="{_e(state.state)}">'
                 f"<td>{_e(state.pipeline_id)}</td><td>{_status(info.status)}</td>"
-                f"<td>{_e(state.state or '-')}</td><td>{state.owner_node or '-'}</td>"
+                f"<td>{_e(state.state or '-')}{_skipped(state)}</td>"
+                f"<td>{state.owner_node or '-'}</td>"
                 f"<td>{_e(_position(state.position))}</td>"
                 f'<td class="delay" data-ms="{state.delay_ms if running else ""}">'
                 f"{delay_text(state.delay_ms) if running else '-'}</td>"
@@ -103,6 +104,15 @@ def _pipelines(seen: Observation, history: dict[str, list[Sample]], span_s: floa
             "<th>position</th><th>delay</th><th>delay, last "
             f"{_span(span_s)} at most</th><th>rows/s</th><th>window</th><th>last error</th>"
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _skipped(state: manager_pb2.PipelineState) -> str:
+    """Rows the target refused and skip_load_exception skipped, when there are any."""
+    if not state.rows_skipped:
+        return ""
+    return (f'<br><span class="error" data-skipped="{state.rows_skipped}" title="see '
+            f'event=row_skipped in its node\'s log">{state.rows_skipped:,} rows skipped'
+            "</span>")
 
 
 def _channels(seen: Observation) -> str:

@@ -115,6 +115,11 @@ def pipelines(infos: Sequence[manager_pb2.ChannelInfo]) -> str:
                 for state in info.pipelines if state.switched]
     if switched:  # replica-set sources: the member read, and the last switch
         text += "\n\n" + table(["PIPELINE", "READS", "LAST SOURCE SWITCH"], switched)
+    skipped = [(state.pipeline_id, f"{state.rows_skipped:,}") for info in infos
+               for state in info.pipelines if state.rows_skipped]
+    if skipped:  # skip_load_exception: rows the target refused, logged as event=row_skipped
+        text += "\n\n" + table(["PIPELINE", "ROWS SKIPPED (see event=row_skipped in its "
+                                 "node's log)"], skipped)
     reading = [(state.pipeline_id, state.subscriber or "-", state.unacked, state.delay_ms)
                for info in infos for state in info.pipelines
                if state.subscriber or state.unacked]

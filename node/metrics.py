@@ -67,6 +67,9 @@ class NodeMetrics:
         self.load = Histogram("setl_pipeline_load_seconds", "Load time per batch (the target "
                               "transaction with its position row)", LABELS,
                               buckets=STAGE_BUCKETS, registry=registry)
+        self.skipped = Counter("setl_pipeline_rows_skipped", "Rows the target refused and "
+                               "skip_load_exception skipped (logged as event=row_skipped)",
+                               LABELS, registry=registry)
         self.retries = Counter("setl_pipeline_retries", "Failures the pipeline retried after "
                                "a backoff", LABELS, registry=registry)
         self.pauses = Counter("setl_pipeline_pauses", "Times the pipeline failed for good and "
@@ -99,10 +102,14 @@ class PipelineMetrics:
         self._et = node.extract_transform.labels(**labels)
         self._wait, self._load = node.wait.labels(**labels), node.load.labels(**labels)
         self._retries, self._pauses = node.retries.labels(**labels), node.pauses.labels(**labels)
+        self._skipped = node.skipped.labels(**labels)
 
-    def batch_loaded(self, rows: int, et_s: float, wait_s: float, load_s: float) -> None:
-        """A batch of ``rows`` row changes committed on its targets; its stage times."""
+    def batch_loaded(self, rows: int, et_s: float, wait_s: float, load_s: float,
+                     skipped: int = 0) -> None:
+        """A batch of ``rows`` row changes committed on its targets (``skipped`` rows
+        refused and skipped besides); its stage times."""
         self._rows.inc(rows)
+        self._skipped.inc(skipped)
         self._batches.inc()
         self._et.observe(et_s)
         self._wait.observe(wait_s)

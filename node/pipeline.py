@@ -11,6 +11,7 @@ pipeline's stats. Each attempt opens (where it resumes, the source checked) in
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -42,7 +43,7 @@ from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
-from node.status import RunnerStatus
+from node.status import RunnerStatus, carry_over
 from node.target import kinds
 from node.target.base import TargetLoader
 from node.window import Window
@@ -101,12 +102,15 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.last_error = ""
         self.cursor: Cursor | None = None
         self.last_commit_ts_ms = 0
-        self.selected_commit_ts_ms = 0  # a run's first batch's, until one is loaded
+        # (processId, its first transaction's commit time) of each batch selected, not loaded:
+        # the delay counts from the oldest (popped as batches load; per batch, not per row)
+        self._in_flight: deque[tuple[int, int]] = deque()
         self._window: Window | None = None
         self._selector: Selector | None = None
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
         self.batches_loaded = 0
         self.batches_selected = 0
+        self.rows_skipped = 0  # refused by a target and skipped (skip_load_exception)
         self.window_peak = 0
         self.door_stats = freedoor.DoorStats()
         self.metrics = PipelineMetrics(context.channel.name, context.pipeline.name)
@@ -231,11 +235,28 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.metrics.paused()
         log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
                   message.replace("\n", " "))
-        try:
-            Catalog(self.ctx.client, self.ctx.paths).set_status(self.ctx.channel.name,
-                                                               ChannelStatus.PAUSE)
-        except SetlError as exc:
-            log.error("event=pause_failed pipeline=%s error=%s", self.pipeline_id, exc)
+        self._pause()
+
+    def _pause(self) -> None:
+        """Pause the channel; a write ZooKeeper refuses (an outage) is tried again after a
+        backoff until it is written or the runner is stopped (a session lost, the channel
+        changed): a pause given up left the channel started and nothing ever retried it."""
+        catalog = Catalog(self.ctx.client, self.ctx.paths)
+        backoff = self.ctx.backoff
+        waits = itertools.chain(backoff.delays(), itertools.repeat(backoff.max_delay_s))
+        for attempt in itertools.count(1):
+            try:
+                catalog.set_status(self.ctx.channel.name, ChannelStatus.PAUSE)
+                return
+            except SetlError as exc:
+                wait = next(waits)
+                log.error("event=pause_failed pipeline=%s attempt=%d retry_in_s=%g error=%s",
+                          self.pipeline_id, attempt, wait, exc)
+            if self.stop_event.wait(wait):
+                log.error("event=pause_abandoned pipeline=%s reason=the runner was stopped "
+                          "hint=\"pause the channel: setl channel pause %s\"",
+                          self.pipeline_id, self.ctx.channel.name)
+                return
 
     # -- one attempt ------------------------------------------------------------------------
     def _run_once(self, compiled: CompiledPipeline) -> None:
@@ -252,7 +273,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self.source = source
         self.cursor = resume.start
         self.batches_selected = self.batches_loaded  # batches dropped by a failure are gone
-        self.selected_commit_ts_ms = 0
+        carry_over(self._in_flight, self.cursor.process_id + 1)
         if self._central is not None:
             self._central.rewind()  # requests of windows not loaded are taken again
             if params.free_door_source == pipeline.source:  # its buffer: on the primary read
@@ -352,6 +373,8 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                 batch = selector.next_batch(stop)
                 if batch is None:
                     continue
+                self._in_flight.append((batch.process_id, batch.transactions[0].commit_ts_ms
+                                        if batch.transactions else batch.commit_ts_ms))
                 window.extracting()
                 if batch.has_ddl:
                     future = executor.submit(etjob.run_ddl, self.ctx.spark, window,
@@ -373,9 +396,6 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                     reads = snapshots.reads_for(batch) if batch.windows else []
                     future = executor.submit(etjob.run, self.ctx.spark, window,
                                              compiled, planner, batch, reads, self.two_way)
-                if not self.selected_commit_ts_ms:  # the delay until a batch is loaded
-                    self.selected_commit_ts_ms = batch.transactions[0].commit_ts_ms \
-                        if batch.transactions else batch.commit_ts_ms
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order
@@ -426,9 +446,16 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         window.release(batch.size)
         self.window_peak = max(self.window_peak, window.peak)
         self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
-        rows = done.rows if done.changes is None else batch.rows
+        while self._in_flight and self._in_flight[0][0] <= batch.process_id:
+            self._in_flight.popleft()
+        take_skipped = getattr(loader, "take_skipped", None)  # a MySQL target's
+        skipped = take_skipped() if take_skipped is not None else 0
+        self.rows_skipped += skipped
+        rows = max((done.rows if done.changes is None else batch.rows) - skipped, 0)
         self._loaded.append((time.monotonic(), rows))
         self.batches_loaded += 1
-        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s)
+        if self.last_error and self.state == "running":  # the attempt after it moves: the
+            self.last_error = ""  # error is over, and a copy's problem may show (status)
+        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s, skipped)
         if log.isEnabledFor(logging.DEBUG):
             log_timings(self.pipeline_id, batch, done, rows, written, wait_s, load_s)

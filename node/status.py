@@ -19,19 +19,43 @@ from shared.rpc import manager_pb2
 log = logging.getLogger("setl.node.pipeline")
 
 
-def delay_ms(now_ms: int, busy: bool, loaded_ts_ms: int, selected_ts_ms: int,
+def delay_ms(now_ms: int, busy: bool, loaded_ts_ms: int, pending_ts_ms: int,
              reading_ts_ms: int = 0) -> int:
-    """How far behind the source a pipeline is: while it has work (batches in flight, read
-    transactions waiting), the time since the commit of the last transaction loaded — or,
-    nothing loaded yet in this run (a start, a failover: a backlog maybe hours deep), since
-    the commit of the first one selected (it read 0 there). Else, while Select reads a
-    transaction whose commit has not come yet (a huge one: nothing is selected for minutes,
-    it read 0 there too), since that transaction's first event. The binlog keeps times in
-    whole seconds: the middle of that second is the unbiased estimate (±500 ms); the
-    benchmarks measure delay exactly with heartbeats."""
-    since = (loaded_ts_ms or selected_ts_ms) if busy else 0
+    """How far behind the source a pipeline is: while it has work (batches in flight, a
+    batch Select is gathering, read transactions waiting), the time since the commit of the
+    oldest transaction not loaded yet (``pending_ts_ms``) — not since the last one loaded,
+    which after an idle hour is an hour old while the new transaction is a second old. When
+    that is not known (transactions read, not taken by Select yet: a moment), since the last
+    one loaded. Else, while Select reads a transaction whose commit has not come yet (a huge
+    one: nothing is selected for minutes), since that transaction's first event. The binlog
+    keeps times in whole seconds: the middle of that second is the unbiased estimate
+    (±500 ms); the benchmarks measure delay exactly with heartbeats."""
+    since = (pending_ts_ms or loaded_ts_ms) if busy else 0
     since = since or reading_ts_ms
     return max(0, now_ms - since - 500) if since else 0
+
+
+def pending_since_ms(in_flight: Any, selector: Any) -> int:
+    """The commit time of the oldest transaction selected and not loaded: the first of the
+    oldest batch in flight (``in_flight``: (processId, commit time) of each, oldest first),
+    else of the batch Select is gathering (0: none)."""
+    try:
+        oldest = in_flight[0][1]  # (read while Load pops: maybe gone meanwhile)
+    except IndexError:
+        oldest = 0
+    return oldest or (selector.open_since_ms if selector else 0)
+
+
+def carry_over(in_flight: Any, next_process_id: int) -> None:
+    """A new attempt starts (after a failure): the batches in flight were dropped and are
+    selected again from the targets' position, their oldest transaction first. Its commit
+    time stays the delay's start until the batch from ``next_process_id`` on is loaded, so
+    a pipeline that fails and retries, reporting ``retrying`` then ``starting``, reads as
+    behind as it is, not 0 between its attempts."""
+    oldest = in_flight[0][1] if in_flight else 0
+    in_flight.clear()
+    if oldest:
+        in_flight.append((next_process_id, oldest))
 
 
 class RunnerStatus:
@@ -41,6 +65,8 @@ class RunnerStatus:
     pipeline_id: str
     ctx: Any
     _loaded: Any
+    _in_flight: Any
+    rows_skipped: int
 
     def publish(self) -> None:
         """What status shows of this pipeline, to ZooKeeper (the node's refresh does it
@@ -59,9 +85,9 @@ class RunnerStatus:
     def delay_now(self, now_ms: int) -> int:
         """:func:`delay_ms` of this runner at ``now_ms``."""
         selector = self._selector
-        busy = self.batches_selected > self.batches_loaded or \
-            bool(selector and selector.backlog)
-        return delay_ms(now_ms, busy, self.last_commit_ts_ms, self.selected_commit_ts_ms,
+        pending = pending_since_ms(self._in_flight, selector)
+        busy = bool(pending) or bool(self._in_flight) or bool(selector and selector.backlog)
+        return delay_ms(now_ms, busy, self.last_commit_ts_ms, pending,
                         selector.reading_since_ms if selector else 0)
 
     def snapshot(self) -> manager_pb2.PipelineState:
@@ -85,7 +111,7 @@ class RunnerStatus:
                        else self.snapshot_store.stored_progress()),  # starting: as last saved
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
-            source_switches=self.primary.switches,
+            source_switches=self.primary.switches, rows_skipped=self.rows_skipped,
             **self._subscription())
 
     def _subscription(self) -> dict[str, Any]:

@@ -18,7 +18,9 @@ from shared.yamlreader import MISSING, Field
 DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING = (
     "delay", "paused", "failed", "node_lost", "free_door_rejects", "source_switch",
     "not_running")
-KINDS = (DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING)
+ROWS_SKIPPED = "rows_skipped"
+KINDS = (DELAY, PAUSED, FAILED, NODE_LOST, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING,
+         ROWS_SKIPPED)
 # not_running's default for_s: longer than a start or a failover (a session's timeout, a
 # start that checks the source and targets), short enough that a pipeline nobody runs is
 # told within minutes
@@ -30,7 +32,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 class AlarmRule:
     """One rule. ``when`` says what it watches:
 
-    - ``delay``: a pipeline's delay above ``above`` milliseconds for ``for_s`` seconds;
+    - ``delay``: a pipeline's delay above ``above`` milliseconds for ``for_s`` seconds
+      (judged while its node runs, retries, starts or switches it);
     - ``paused``: a channel in status PAUSE (a pipeline failed for good, or an operator
       paused it) for ``for_s`` seconds;
     - ``failed``: a pipeline whose node reports it failed (its channel was paused);
@@ -42,7 +45,9 @@ class AlarmRule:
     - ``not_running``: a pipeline of a channel in status START that is not running (no node
       holds it, its start fails and is retried, it waits for its source) for ``for_s``
       seconds (default :data:`NOT_RUNNING_FOR_S`): its delay, which only a runner reports,
-      cannot tell it.
+      cannot tell it;
+    - ``rows_skipped``: more than ``above`` rows (default 0: any) refused by the target and
+      skipped by one pipeline (``skip_load_exception``) within ``within_s`` seconds.
     """
 
     name: str
@@ -126,15 +131,19 @@ def _rule(item: Field) -> AlarmRule | None:
     elif when == FREE_DOOR_REJECTS:
         above = entry.get("above", lambda f: f.integer(0), MISSING, required=True)
         within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
+    elif when == ROWS_SKIPPED:
+        above = entry.get("above", lambda f: f.integer(0), 0)
+        within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
     elif when == SOURCE_SWITCH:
         within_s = entry.get("within_s", lambda f: f.integer(1, 86400), within_s)
-    if when in (DELAY, PAUSED, FAILED, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING):
+    if when in (DELAY, PAUSED, FAILED, FREE_DOOR_REJECTS, SOURCE_SWITCH, NOT_RUNNING,
+                ROWS_SKIPPED):
         pipelines = entry.get("pipelines", _patterns, ())
     if when == NODE_LOST:
         nodes = entry.get("nodes", _node_ids, ())
     for_s = entry.get("for_s", lambda f: f.integer(0, 86400),
                       NOT_RUNNING_FOR_S if when == NOT_RUNNING else 0) \
-        if when != FREE_DOOR_REJECTS else 0
+        if when not in (FREE_DOOR_REJECTS, ROWS_SKIPPED) else 0
     entry.close()  # a key of another kind of rule is reported as unknown here
     if MISSING in (name, when, above):
         return None

@@ -121,6 +121,10 @@ class Selector:
         self._open: dict[int, tuple[int, float]] = {}  # window → (first place, opened at)
         self._drop_due: float | None = None  # since when a DROP's echo is due (see above)
         self._unguarded = False  # cut inside that stretch: not held again until it ends
+        # the commit time of the first transaction with rows of the batch being gathered (0:
+        # none): status counts those rows as behind while the batch is open (a watermark
+        # window or a DROP's echo keeps it open up to WINDOW_TIMEOUT_S)
+        self.open_since_ms = 0
 
     def begin(self) -> None:
         self.transactions.begin()
@@ -156,6 +160,7 @@ class Selector:
         return self.transactions.take(timeout_s)
 
     def _collect(self, stop: threading.Event) -> Batch | None:
+        self.open_since_ms = 0  # the batch before is in the runner's hands
         batch = Batch(self.pipeline_id, self.next_process_id, start=self.position)
         first_at: float | None = None
         owed = 0  # transactions that queued while it slept on the window: taken before a cut
@@ -194,6 +199,8 @@ class Selector:
                 closed = self._signals(batch, txn) if txn.signals else False
                 self._follow_drops(txn)
                 batch.add(txn)
+                if not self.open_since_ms and batch.rows:
+                    self.open_since_ms = txn.commit_ts_ms
                 if first_at is None:
                     first_at = self.clock()
                 if self._cuts and self._at_cut(batch):

@@ -177,7 +177,7 @@ class ListChannelsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PipelineState(_message.Message):
-    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door", "snapshots", "source", "switched", "switched_ms", "source_switches", "subscriber", "unacked")
+    __slots__ = ("pipeline_id", "state", "owner_node", "position", "delay_ms", "rows_per_second", "window_used", "window_size", "last_error", "process_id", "candidate_nodes", "window_peak", "free_door", "snapshots", "source", "switched", "switched_ms", "source_switches", "subscriber", "unacked", "rows_skipped")
     PIPELINE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     OWNER_NODE_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +198,7 @@ class PipelineState(_message.Message):
     SOURCE_SWITCHES_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBER_FIELD_NUMBER: _ClassVar[int]
     UNACKED_FIELD_NUMBER: _ClassVar[int]
+    ROWS_SKIPPED_FIELD_NUMBER: _ClassVar[int]
     pipeline_id: str
     state: str
     owner_node: int
@@ -218,7 +219,8 @@ class PipelineState(_message.Message):
     source_switches: int
     subscriber: str
     unacked: int
-    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ..., snapshots: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ..., source: _Optional[str] = ..., switched: _Optional[str] = ..., switched_ms: _Optional[int] = ..., source_switches: _Optional[int] = ..., subscriber: _Optional[str] = ..., unacked: _Optional[int] = ...) -> None: ...
+    rows_skipped: int
+    def __init__(self, pipeline_id: _Optional[str] = ..., state: _Optional[str] = ..., owner_node: _Optional[int] = ..., position: _Optional[_Union[_model_pb2.BinlogPosition, _Mapping]] = ..., delay_ms: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., window_used: _Optional[int] = ..., window_size: _Optional[int] = ..., last_error: _Optional[str] = ..., process_id: _Optional[int] = ..., candidate_nodes: _Optional[_Iterable[int]] = ..., window_peak: _Optional[int] = ..., free_door: _Optional[_Union[FreeDoorStats, _Mapping]] = ..., snapshots: _Optional[_Iterable[_Union[TableCopy, _Mapping]]] = ..., source: _Optional[str] = ..., switched: _Optional[str] = ..., switched_ms: _Optional[int] = ..., source_switches: _Optional[int] = ..., subscriber: _Optional[str] = ..., unacked: _Optional[int] = ..., rows_skipped: _Optional[int] = ...) -> None: ...
 
 class TableCopy(_message.Message):
     __slots__ = ("table", "state", "chunks_done", "chunks", "rows", "rows_estimated", "rows_per_s", "eta_s", "where", "error")

@@ -122,6 +122,43 @@ def test_node_lost_watches_nodes_seen_and_nodes_listed() -> None:
     assert changes(seen.evaluate(facts(nodes=(1, 2)))) == [("lost", "2", RESOLVED)]
 
 
+def test_a_pipeline_failing_and_retrying_hours_behind_raises_the_delay_alarm() -> None:
+    """Each attempt loads a little, so the pipeline never pauses; it runs a few seconds,
+    fails, retries. The delay rule judged 'running' only and every 'retrying' poll reset
+    its for_s: hours behind, it never fired. Retrying is judged too, and a moment with no
+    owner (a failover) neither resolves a firing alarm nor restarts one on its way."""
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("slow", "delay", above=10_000, for_s=30),
+                             AlarmRule("stuck", "not_running", for_s=120)], clock)
+    found = []
+    for poll in range(300):  # ten minutes polled every 2 s, 'retrying' one poll in ten
+        state = "retrying" if poll % 10 == 9 else "running"
+        found += changes(alarms.evaluate(facts(pipeline(state=state,
+                                                        delay_ms=3 * 3600 * 1000))))
+        clock.advance(2)
+    assert found == [("slow", "shop.forward", FIRING)]
+    behind = 3 * 3600 * 1000
+    for state in ("not running", "stopping", "starting", "switching"):  # blips
+        assert alarms.evaluate(facts(pipeline(state=state, delay_ms=behind))) == []
+        clock.advance(2)
+    assert changes(alarms.evaluate(facts(pipeline(state="retrying", delay_ms=0)))) == [
+        ("slow", "shop.forward", RESOLVED)]  # caught up
+
+
+def test_a_delay_alarm_on_its_way_keeps_its_count_through_a_moment_without_owner() -> None:
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("slow", "delay", above=10_000, for_s=30)], clock)
+    behind = pipeline(delay_ms=60_000)
+    assert alarms.evaluate(facts(behind)) == []
+    clock.advance(20)
+    assert alarms.evaluate(facts(pipeline(state="not running"))) == []  # failing over
+    clock.advance(10)
+    assert changes(alarms.evaluate(facts(behind))) == [("slow", "shop.forward", FIRING)]
+    assert changes(alarms.evaluate(facts(pipeline(state="not running",
+                                                  channel_status="PAUSE")))) == [
+        ("slow", "shop.forward", RESOLVED)]  # paused: the paused rule tells it now
+
+
 def test_free_door_rejects_above_n_within_the_window() -> None:
     clock = Clock()
     alarms = AlarmEvaluator([AlarmRule("rejects", "free_door_rejects", above=3,
@@ -137,6 +174,24 @@ def test_free_door_rejects_above_n_within_the_window() -> None:
     clock.advance(61)
     assert changes(alarms.evaluate(facts(pipeline(rejected=2)))) == [
         ("rejects", "shop.forward", RESOLVED)]
+
+
+def test_rows_skipped_fires_as_soon_as_the_count_grows() -> None:
+    """skip_load_exception drops rows the target refuses: each skip must reach an operator,
+    not only the node's log (status showed none of them)."""
+    clock = Clock()
+    alarms = AlarmEvaluator([AlarmRule("skips", "rows_skipped", within_s=60)], clock)
+    assert alarms.evaluate(facts(pipeline(skipped=5))) == []  # before the manager looked
+    clock.advance(10)
+    assert alarms.evaluate(facts(pipeline(skipped=5))) == []  # none since
+    clock.advance(10)
+    fired = alarms.evaluate(facts(pipeline(skipped=7)))
+    assert changes(fired) == [("skips", "shop.forward", FIRING)]
+    assert "skipped 2 row(s) its target refused" in fired[0].message
+    assert "event=row_skipped" in fired[0].message
+    clock.advance(61)
+    assert changes(alarms.evaluate(facts(pipeline(skipped=7)))) == [
+        ("skips", "shop.forward", RESOLVED)]
 
 
 def test_a_new_leader_restores_what_fires_without_sending_it_again() -> None:

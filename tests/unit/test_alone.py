@@ -186,3 +186,43 @@ def test_a_big_row_the_target_takes_is_written_whole_in_one_by_one_mode() -> Non
     assert server.committed == {1: {"id": 1, "c": "new", "b": new}}
     assert not any(text.startswith("ROLLBACK") for text in server.sent)
     assert written == 4  # its INSERT and three pieces, as the first try counts them
+
+
+class Unique(Server):
+    """Table s.t whose column c is unique on the target (not on the source): a second
+    row with the same c is refused as a duplicate entry."""
+
+    def _checked(self, after: dict[int, dict[str, Any]]) -> int:
+        seen: set[Any] = set()
+        for row in after.values():
+            if row.get("c") in seen:
+                raise pymysql.IntegrityError(
+                    1062, f"Duplicate entry '{row['c']}' for key 'c'")
+            seen.add(row.get("c"))
+        self.work = after
+        return 1
+
+
+def test_rows_skipped_are_counted_for_status_once_their_transaction_commits(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """skip_load_exception skipped a row with only a log line: status, metrics and alarms
+    never showed it. The loader counts it (once the transaction commits), and the log line
+    names channel, pipeline and processId."""
+    server = Unique({1: {"id": 1, "c": "a", "b": b""}}, {})
+    loader = Loader("c.p", {"t1": DataSource("t1", "h")}, PipelineParams(skip_load_exception=True))
+    loader._connection = lambda name: loader._connections.setdefault(  # type: ignore
+        name, server)
+    changes = [change(2, "a", b"x"), change(3, "c", b"y"), change(4, "a", b"z")]
+
+    def rendered(one_by_one: bool) -> list[PartResult]:
+        return [PartResult(render_units(changes, JobSpec(7, False, one_by_one=one_by_one)),
+                           [], len(changes))]
+
+    with caplog.at_level("WARNING"):
+        written = loader.load_units(Batch("c.p", 7), rendered(False), lambda: rendered(True))
+    assert written == 1 and set(server.committed) == {1, 3}
+    assert loader.take_skipped() == 2
+    assert loader.take_skipped() == 0  # taken: the runner adds them up
+    skips = [r.getMessage() for r in caplog.records if "event=row_skipped" in r.getMessage()]
+    assert len(skips) == 2
+    assert all("channel=c pipeline=c.p process_id=7" in line for line in skips)

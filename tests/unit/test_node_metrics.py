@@ -41,13 +41,14 @@ def test_counters_and_stage_histograms_from_what_the_runner_reports() -> None:
     metrics = NodeMetrics()
     counted = PipelineMetrics("shop", "forward", metrics)
     counted.batch_loaded(100, et_s=0.02, wait_s=0.0, load_s=0.3)
-    counted.batch_loaded(50, et_s=2.0, wait_s=1.5, load_s=0.004)
+    counted.batch_loaded(50, et_s=2.0, wait_s=1.5, load_s=0.004, skipped=3)
     counted.retried()
     counted.retried()
     counted.paused()
     found = samples(scrape(metrics, []))
     assert found[("setl_pipeline_rows_total", LABELS)] == 150
     assert found[("setl_pipeline_batches_total", LABELS)] == 2
+    assert found[("setl_pipeline_rows_skipped_total", LABELS)] == 3
     assert found[("setl_pipeline_retries_total", LABELS)] == 2
     assert found[("setl_pipeline_pauses_total", LABELS)] == 1
     assert found[("setl_pipeline_extract_transform_seconds_sum", LABELS)] == pytest.approx(2.02)

@@ -339,7 +339,8 @@ def test_alarms_may_live_in_a_file_of_their_own_whose_errors_name_it(tmp_path: P
      ['settings.yaml:1: web.poll_s: expected an integer from 1 to 60, got "0"']),
     ("alarms:\n  rules:\n    - {name: a, when: slow}\n",
      ['settings.yaml:3: alarms.rules[0].when: expected one of delay, paused, failed, '
-      'node_lost, free_door_rejects, source_switch, not_running, got "slow"']),
+      'node_lost, free_door_rejects, source_switch, not_running, rows_skipped, '
+      'got "slow"']),
     ("alarms:\n  rules:\n    - {name: a, when: delay, above_ms: -1}\n"
      "    - {name: a, when: paused}\n",
      ['settings.yaml:3: alarms.rules[0].above_ms: expected a non-negative integer, got "-1"']),

@@ -7,7 +7,7 @@ target refuses is logged and skipped — all of its statements — and nothing e
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymysql
@@ -53,9 +53,11 @@ def rows(sqls: list[Sql]) -> Iterator[list[Sql]]:
         yield row
 
 
-def write_row(cursor: Any, unit: Unit, row: list[Sql], batch: Batch, pipeline_id: str) -> int:
+def write_row(cursor: Any, unit: Unit, row: list[Sql], batch: Batch, pipeline_id: str,
+              skipped: Callable[[], None] = lambda: None) -> int:
     """One row's statements in one-by-one mode, inside the batch's transaction: all of
-    them, or none when the target refuses one (logged, and the row skipped). A refused
+    them, or none when the target refuses one (logged, ``skipped()`` called, and the row
+    skipped). A refused
     statement is undone by the server; a row of several statements (an INSERT with its big
     values empty, then their pieces appended) is undone to a savepoint taken before it, so
     no piece goes on a row its INSERT did not write (the target's old value)."""
@@ -72,10 +74,12 @@ def write_row(cursor: Any, unit: Unit, row: list[Sql], batch: Batch, pipeline_id
                 raise in_table(exc, unit) from None
             if several:
                 cursor.execute(f"ROLLBACK TO SAVEPOINT {ROW_SAVEPOINT}")
-            log.warning("event=row_skipped pipeline=%s process_id=%d table=%s.%s key=%s "
-                        "error=%r statement=%r", pipeline_id, batch.process_id,
-                        unit.schema, unit.table, first(sql.what, unit.keys).strip(),
-                        exc.args[-1], sql.text[:2000])
+            log.warning("event=row_skipped channel=%s pipeline=%s process_id=%d position=%s "
+                        "table=%s.%s key=%s error=%r statement=%r",
+                        pipeline_id.partition(".")[0], pipeline_id, batch.process_id,
+                        batch.end, unit.schema, unit.table,
+                        first(sql.what, unit.keys).strip(), exc.args[-1], sql.text[:2000])
+            skipped()
             return 0
     return written
 

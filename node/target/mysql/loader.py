@@ -78,10 +78,17 @@ class Loader:
         self.retry = RetryPolicy(max_tries=5, delay_s=0.1, max_delay_s=1.0)
         self.run = run  # the pipeline's life, written into every position row
         self.written: dict[str, BinlogPosition] = {}  # each target's position row, as written
+        self.rows_skipped = 0  # rows skip_load_exception skipped in committed transactions
         self._connections: dict[str, pymysql.Connection] = {}
         self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
         self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, SESSION)
+
+    def take_skipped(self) -> int:
+        """The rows skipped (refused by a target, ``skip_load_exception``) in transactions
+        committed since the last call."""
+        skipped, self.rows_skipped = self.rows_skipped, 0
+        return skipped
 
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
@@ -321,11 +328,14 @@ class Loader:
                          batch.process_id, name, row[0], row[1])
                 conn.rollback()
                 return 0
-            together, written = Together(cursor), 0
+            together, written, skipped = Together(cursor), 0, [0]
+
+            def skip() -> None:  # counted once the transaction commits (a retry skips again)
+                skipped[0] += 1
             for unit in writes.for_attempt(self, batch, cursor, one_by_one):
                 if one_by_one:  # a row at a time, each alone: one the target refuses skipped
-                    written += sum(alone.write_row(cursor, unit, row, batch, self.pipeline_id)
-                                   for row in alone.rows(unit.sqls))
+                    written += sum(alone.write_row(cursor, unit, row, batch, self.pipeline_id,
+                                                   skip) for row in alone.rows(unit.sqls))
                     continue
                 for sql in unit.sqls:
                     if sql.data is not None or sql.lenient or sql.matches_one:
@@ -350,6 +360,7 @@ class Loader:
             together.add(None, "COMMIT")
             together.send()
         self.written[name] = end
+        self.rows_skipped += skipped[0]
         return written
 
     def _locked(self, conn: Any, cursor: Any, name: str, batch: Batch) -> Any:
