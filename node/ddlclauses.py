@@ -83,6 +83,43 @@ def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | 
     return None
 
 
+# defaults an added TIMESTAMP column takes at the statement's own instant (the same in any
+# zone); any other default (a literal) is a wall-clock time read in the session's zone
+CLOCK_DEFAULTS = ("CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP", "NULL")
+
+
+def zone_bound_clause(statement: str, sql_mode: int = 0) -> str | None:
+    """The first clause of an ``ALTER TABLE`` that made the table's rows' values anew
+    through the session's time zone, each at its own date, as the source wrote it: a
+    ``MODIFY``/``CHANGE`` (a column made TIMESTAMP reads its old wall-clock values in the
+    zone, a TIMESTAMP made another type writes its instants in it; for a statement that
+    logged its zone, MariaDB's only conversions of this kind), an ``ADD`` of a TIMESTAMP
+    column whose default is a literal (every row gets that wall-clock time, read in the
+    zone). None for any other statement: one that runs in the zone only at the statement's
+    own instant (``ADD … DATETIME DEFAULT CURRENT_TIMESTAMP``), or makes a default only."""
+    for clause in alter_clauses(code(statement, sql_mode)) or []:
+        text = statement[clause[0].start:clause[-1].end] if clause else ""
+        if _changed_columns(clause):
+            return text
+        for definition in added_columns(clause):
+            if len(definition) > 1 and definition[1].is_word("TIMESTAMP") and \
+                    _literal_default(definition):
+                return text
+    return None
+
+
+def _literal_default(definition: list[Token]) -> bool:
+    """Whether a column definition has a DEFAULT that is not the statement's clock (nor
+    NULL)."""
+    at = next((i for i, word in enumerate(definition) if word.is_word("DEFAULT")), None)
+    if at is None or at + 1 >= len(definition):
+        return False
+    value = definition[at + 1]
+    if value.kind == SYMBOL and value.text == "(" and at + 2 < len(definition):
+        value = definition[at + 2]  # DEFAULT (CURRENT_TIMESTAMP)
+    return not value.is_word(*CLOCK_DEFAULTS)
+
+
 def rewriting_clause(statement: str, sql_mode: int | None,
                      old: Mapping[str, OldType] | None = None) -> str | None:
     """The first clause of an ``ALTER TABLE`` that may have rewritten the values a table

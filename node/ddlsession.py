@@ -22,11 +22,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from node import charsets
 from node.changes import Session
+from node.ddlclauses import zone_bound_clause
 from shared.errors import SourceError
 
 # carried with a DDL but not session variables: the default (charset, collation) of the
@@ -99,14 +101,22 @@ class SourceFacts:
             "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
             "information_schema.SCHEMATA")}
 
-    def system_time_zone(self) -> str:
-        """The source's SYSTEM time zone as an offset (now: a DDL read across a change of
-        daylight saving time takes today's)."""
-        [(diff,)] = self._rows("SELECT TIMEDIFF(NOW(), UTC_TIMESTAMP())")
-        seconds = int(diff.total_seconds()) if hasattr(diff, "total_seconds") else 0
-        sign, seconds = ("-" if seconds < 0 else "+"), abs(seconds)
-        return f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
-
+    def system_zone(self, at: int) -> tuple[str, tuple[str, str]]:
+        """The offset of the source's SYSTEM time zone at instant ``at`` (Unix seconds: a
+        DDL's own time, not now), and its offsets on 1 January and 1 July of that year
+        (they differ where the zone observes daylight saving time)."""
+        when = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
+        instants = [when, datetime(when.year, 1, 1), datetime(when.year, 7, 1)]
+        [local] = self._rows("SELECT " + ", ".join(
+            f"CONVERT_TZ('{utc:%Y-%m-%d %H:%M:%S}', '+00:00', 'SYSTEM')" for utc in instants))
+        if any(value is None for value in local):
+            raise SourceError(f"{self.where}: the source did not give the offset of its SYSTEM "
+                              f"time zone at {when:%Y-%m-%d %H:%M:%S} UTC, which a DDL "
+                              "statement ran in; run it on the target by hand, then skip it "
+                              "with 'setl position set'")
+        now, january, july = (_offset(value - utc) for value, utc in
+                               zip(local, instants, strict=True))
+        return now, (january, july)
 
     def explicit_defaults(self, flags2: int | None) -> int:
         """The ``explicit_defaults_for_timestamp`` a DDL without MySQL 8's status variable
@@ -133,6 +143,13 @@ def _mariadb_at_least(version: str, least: tuple[int, int]) -> bool:
         return (int(numbers[0]), int(numbers[1])) >= least
     except (IndexError, ValueError):
         return False
+
+
+def _offset(difference: Any) -> str:
+    """A time zone offset (``+02:00``) from local time minus UTC."""
+    seconds = int(difference.total_seconds())
+    sign, seconds = ("-" if seconds < 0 else "+"), abs(seconds)
+    return f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
 
 
 def sql_mode(session: Session) -> int:
@@ -167,10 +184,12 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
     if getattr(event, "flags2", None) is not None:
         session += [("foreign_key_checks", 0 if event.flags2 & _NO_FOREIGN_KEY_CHECKS else 1),
                     ("unique_checks", 0 if event.flags2 & _RELAXED_UNIQUE_CHECKS else 1)]
+    text = _statement(event, charset, where)
     zone = getattr(event, "time_zone", None)  # only when the statement used it
     if zone:
         zone = zone.decode() if isinstance(zone, bytes) else str(zone)
-        session.append(("time_zone", source.system_time_zone() if zone.upper() == "SYSTEM"
+        session.append(("time_zone", _system_zone(text, sql_mode(tuple(session)), event,
+                                                  source) if zone.upper() == "SYSTEM"
                         else zone))
     # what a bare TIMESTAMP column becomes: NULL DEFAULT NULL, or (OFF) NOT NULL with a
     # default, the first also ON UPDATE CURRENT_TIMESTAMP (a NULL then stores the load's NOW())
@@ -182,6 +201,11 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
                 ("auto_increment_offset", int(getattr(event, "auto_increment_offset", 1)))]
     if getattr(event, "timestamp", None) is not None:
         session.append((CLOCK, statement_time(event)))
+    return text, tuple(session)
+
+
+def _statement(event: Any, charset: str, where: str) -> str:
+    """A query event's statement, read from its bytes in the client's character set."""
     raw = getattr(event, "query_bytes", None)
     if raw is None:
         raise SourceError(f"{where}: the binlog reader did not keep the statement's bytes; "
@@ -196,7 +220,30 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
             f"{where}: a DDL statement was sent in character set {charset}, which setl cannot "
             f"read exactly ({exc}); run it on the target by hand, then skip it with "
             "'setl position set'") from None
-    return text.strip(), tuple(session)
+    return text.strip()
+
+
+def _system_zone(statement: str, mode: int, event: Any, source: SourceFacts) -> str:
+    """The offset a statement logged in the source's SYSTEM zone runs under on the target
+    (which does not know that zone by name): the zone's at the statement's own time. Where
+    the zone observes daylight saving time, a statement that made rows' values anew through
+    it, each at its own date (:func:`node.ddlclauses.zone_bound_clause`), stops: under one
+    offset, the rows of the other part of the year would move by an hour."""
+    offset, (january, july) = source.system_zone(int(event.timestamp))
+    clause = zone_bound_clause(statement, mode) if january != july else None
+    if clause is not None:
+        raise SourceError(
+            f"{source.where}: a DDL statement ran in the source's SYSTEM time zone, which "
+            f"observes daylight saving time (its offset is {january} on 1 January and {july} "
+            f"on 1 July), and its clause {clause!r} converts the table's rows between local "
+            "time and instants, each at its own date: replayed under one offset (the target "
+            "cannot know the source machine's zone by name), the rows of the other part of "
+            "the year would be an hour off. Run the statement on the target by hand under SET "
+            "time_zone = 'Area/City' (the source machine's zone, e.g. Europe/Berlin), then "
+            "move the pipeline past it with 'setl position set'; and give the source a "
+            "named time_zone (SET GLOBAL time_zone = 'Area/City', and default_time_zone in "
+            "its my.cnf) so that its statements log the zone by name")
+    return offset
 
 
 def statement_time(event: Any) -> int | Decimal:

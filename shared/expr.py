@@ -138,10 +138,56 @@ _NAMES = {"true": True, "false": False, "null": None, "True": True, "False": Fal
           "None": None}
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+_TEMPORAL = (datetime.date, datetime.timedelta)  # DATE, DATETIME, TIMESTAMP; TIME
+_TIME = re2.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b``, a DATE, DATETIME, TIMESTAMP or TIME compared with a string as MySQL
+    compares them: as values of the temporal type, here by their text, which is one text per
+    value only for a string in MySQL's own form: another ('2024-1-1') is refused."""
+    if isinstance(a, str) and isinstance(b, _TEMPORAL):
+        a, b = b, a
+    if not (isinstance(a, _TEMPORAL) and isinstance(b, str)):
+        return bool(a == b)
+    try:
+        canonical = _text(_temporal(b, type(a))) == b
+    except ValueError:
+        canonical = False
+    if not canonical:
+        raise ExpressionError(
+            f"{_text(a)!r} (a {type(a).__name__} value) was compared with {b!r}, which is not "
+            "written as MySQL writes such a value (e.g. '2024-01-05', '2024-01-05 "
+            "09:30:00', '-01:00:00'; no zero fraction); write the literal that way")
+    return _text(a) == b
+
+
+def _temporal(text: str, kind: type) -> Any:
+    """A string read as a value of a temporal type (ValueError if it is not one)."""
+    if issubclass(kind, datetime.datetime):
+        return datetime.datetime.fromisoformat(text)
+    if issubclass(kind, datetime.date):
+        return datetime.date.fromisoformat(text)
+    found = _TIME.fullmatch(text)
+    if not found:
+        raise ValueError(text)
+    sign, hours, minutes, seconds, fraction = found.groups()
+    value = datetime.timedelta(hours=int(hours), minutes=int(minutes), seconds=int(seconds),
+                               microseconds=int((fraction or "0").ljust(6, "0")))
+    return -value if sign else value
+
+
+_COMPARE = {ast.Eq: _equal, ast.NotEq: lambda a, b: not _equal(a, b), ast.Lt: operator.lt,
             ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+            ast.In: lambda a, b: _within(a, b), ast.NotIn: lambda a, b: not _within(a, b),
             ast.Is: operator.is_, ast.IsNot: operator.is_not}
+
+
+def _within(a: Any, b: Any) -> bool:
+    """``a in b``; a temporal value in a tuple of strings compared as :func:`_equal` does."""
+    if isinstance(b, tuple) and isinstance(a, _TEMPORAL):
+        return any(_equal(a, item) for item in b)
+    return a in b
 
 
 def parse(text: str) -> ast.expr:
@@ -219,7 +265,7 @@ def evaluate(tree: ast.expr, row: Mapping[str, Any]) -> Any:
             if a is None or b is None:
                 return None  # as in SQL: NULL in, NULL out
             if isinstance(op, ast.Add) and (isinstance(a, str) or isinstance(b, str)):
-                return _bounded(f"{a}{b}")
+                return _bounded(_text(a) + _text(b))  # a TIME's, a DECIMAL's: MySQL's text
             if isinstance(op, ast.Mult) and ((isinstance(a, int) and isinstance(
                     b, str | bytes | tuple | list)) or (isinstance(b, int) and isinstance(
                     a, str | bytes | tuple | list))):

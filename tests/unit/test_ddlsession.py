@@ -3,7 +3,10 @@ AUTO_INCREMENT step go with it, and nothing of it stays on the load connection a
 
 from __future__ import annotations
 
+import re
 import types
+import zoneinfo
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -135,3 +138,74 @@ def test_a_statement_whose_bytes_do_not_come_back_alike_is_refused(
         query_bytes=fine, timestamp=1, character_set_client=95, collation_connection=95,
         collation_server=95), facts)
     assert text.encode(ddlsession.codec(charset)) == fine
+
+
+class Zoned(ddlsession.SourceFacts):
+    """A source whose SYSTEM time zone is ``zone`` (CONVERT_TZ(…, 'SYSTEM') answered here)."""
+
+    def __init__(self, zone: str) -> None:
+        super().__init__(lambda: None, "source s1")
+        self.zone = zoneinfo.ZoneInfo(zone)
+
+    def _rows(self, query: str) -> list[tuple[Any, ...]]:
+        assert "'SYSTEM'" in query
+        return [tuple(datetime.fromisoformat(utc).replace(tzinfo=UTC)
+                      .astimezone(self.zone).replace(tzinfo=None)
+                      for utc in re.findall(r"CONVERT_TZ\('([^']+)'", query))]
+
+    def explicit_defaults(self, flags2: int | None) -> int:
+        return 1
+
+
+JULY_2024 = int(datetime(2024, 7, 20, 12, tzinfo=UTC).timestamp())
+ZONE_BOUND = ["ALTER TABLE t MODIFY d TIMESTAMP NULL",  # DATETIME → TIMESTAMP
+              "ALTER TABLE t MODIFY d DATETIME NULL",  # TIMESTAMP → DATETIME (zone logged)
+              "ALTER TABLE t CHANGE COLUMN d e BIGINT",
+              "ALTER TABLE t ADD COLUMN c TIMESTAMP NOT NULL DEFAULT '2024-01-15 00:00:00'",
+              "ALTER TABLE t ADD INDEX (a), ADD (c TIMESTAMP NULL DEFAULT 20240115000000)"]
+
+
+def zoned(statement: str, at: int = JULY_2024) -> Any:
+    return types.SimpleNamespace(query_bytes=statement.encode(), timestamp=at,
+                                 time_zone=b"SYSTEM", sql_mode=0)
+
+
+@pytest.mark.parametrize("statement", ZONE_BOUND)
+def test_a_statement_converting_rows_in_a_daylight_saving_system_zone_stops(
+        statement: str) -> None:
+    """Europe/Berlin in July: +02:00 replayed for a row of January, which the source read in
+    +01:00, moved it by an hour, silently (no row event carries what the ALTER rewrote)."""
+    with pytest.raises(ddlsession.SourceError, match=r"observes daylight saving time \(its "
+                       r"offset is \+01:00 on 1 January and \+02:00 on 1 July\).*"
+                       r"SET time_zone = 'Area/City'.*setl position set"):
+        ddlsession.of_event(zoned(statement), Zoned("Europe/Berlin"))
+
+
+@pytest.mark.parametrize("statement", ZONE_BOUND)
+def test_a_fixed_offset_system_zone_replays_them_under_its_offset(statement: str) -> None:
+    names = dict(ddlsession.of_event(zoned(statement), Zoned("Asia/Kolkata"))[1])
+    assert names["time_zone"] == "+05:30"
+
+
+@pytest.mark.parametrize("statement", [
+    "CREATE TABLE t (id INT PRIMARY KEY, c TIMESTAMP NULL DEFAULT '2024-01-15 00:00:00')",
+    "ALTER TABLE t ADD COLUMN z DATETIME DEFAULT CURRENT_TIMESTAMP",
+    "ALTER TABLE t ADD COLUMN w TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP(6)",
+    "ALTER TABLE t ADD COLUMN d DATETIME NOT NULL DEFAULT '2024-01-15 00:00:00'",
+    "ALTER TABLE t ALTER COLUMN c SET DEFAULT '2024-02-01 00:00:00'",
+])
+def test_other_statements_run_under_the_offset_at_their_own_time(statement: str) -> None:
+    """A DATETIME DEFAULT CURRENT_TIMESTAMP is the statement's instant in the zone: a DDL of
+    January read in July took +02:00 (the offset now) and gave every row an hour more."""
+    berlin = Zoned("Europe/Berlin")
+    january = int(datetime(2024, 1, 20, 12, tzinfo=UTC).timestamp())
+    assert dict(ddlsession.of_event(zoned(statement, january), berlin)[1])["time_zone"] == \
+        "+01:00"
+    assert dict(ddlsession.of_event(zoned(statement), berlin)[1])["time_zone"] == "+02:00"
+
+
+def test_a_named_zone_is_replayed_by_its_name_even_with_daylight_saving() -> None:
+    event = zoned(ZONE_BOUND[0])
+    event.time_zone = b"Europe/Berlin"
+    assert dict(ddlsession.of_event(event, Zoned("Europe/Berlin"))[1])["time_zone"] == \
+        "Europe/Berlin"

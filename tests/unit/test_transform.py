@@ -80,6 +80,39 @@ def test_a_time_or_a_decimal_is_text_as_mysql_writes_it(value: object, text: str
     assert expr.evaluate(expr.parse("concat('t=', t)"), {"t": value}) == "t=" + text
 
 
+def test_a_time_added_to_a_string_is_its_mysql_text() -> None:
+    """'x' + t took Python's str(): 'x-1 day, 23:00:00' for the TIME -01:00:00."""
+    row = {"t": -datetime.timedelta(hours=1), "n": Decimal("0E-10")}
+    assert expr.evaluate(expr.parse("'x' + t"), row) == "x-01:00:00"
+    assert expr.evaluate(expr.parse("t + 'x'"), row) == "-01:00:00x"
+    assert expr.evaluate(expr.parse("'n=' + n"), row) == "n=0.0000000000"
+
+
+TEMPORALS = {"d": datetime.date(2024, 1, 1), "dt": datetime.datetime(2024, 1, 1, 9, 30),
+             "t": -datetime.timedelta(hours=1)}
+
+
+@pytest.mark.parametrize("text, value", [
+    ("d == '2024-01-01'", True), ("'2024-01-01' == d", True), ("d != '2024-01-01'", False),
+    ("d == '2024-01-02'", False), ("dt == '2024-01-01 09:30:00'", True),
+    ("t == '-01:00:00'", True), ("d in ('2023-12-31', '2024-01-01')", True),
+    ("d not in ('2023-12-31', '2024-01-01')", False), ("dt in ('2024-01-01 09:30:01',)", False),
+])
+def test_a_date_time_or_datetime_compared_with_a_string_compares_as_mysql_does(
+        text: str, value: bool) -> None:
+    """A date object never equals a string: d == '2024-01-01' was False for every row."""
+    assert expr.evaluate(expr.parse(text), TEMPORALS) is value
+
+
+@pytest.mark.parametrize("text", ["d == '2024-1-1'", "dt != '2024-01-01'",
+                                  "dt == '2024-01-01T09:30:00'", "t == '-1:00'",
+                                  "d in ('20240101',)", "d == 'soon'"])
+def test_a_temporal_value_compared_with_a_string_in_another_form_is_refused(
+        text: str) -> None:
+    with pytest.raises(expr.ExpressionError, match="not written as MySQL writes such a value"):
+        expr.evaluate(expr.parse(text), TEMPORALS)
+
+
 def test_the_length_of_bytes_is_their_count() -> None:
     assert expr.evaluate(expr.parse("length(code)"), {"code": b"\x82\xa0"}) == 2
     assert expr.evaluate(expr.parse("length(code)"), {"code": "あ"}) == 1
