@@ -76,5 +76,5 @@ def test_a_cursor_moved_meanwhile_is_said_to_stop_the_runner_by_its_fence() -> N
     publisher.close()
     assert errors and isinstance(errors[-1], CursorMovedError)
     message = str(errors[-1])
-    assert "refused and logged" in message and "fenced" in message
+    assert "refused and logged" in message and "fences this runner" in message
     assert "stops at its next batch" not in message
