@@ -175,9 +175,10 @@ class CursorStore:
         return CursorMovedError(
             f"pipeline {self.pipeline_id}: its cursor in ZooKeeper was set by someone else "
             f"(setl position set or reset) since this runner read it; its own "
-            f"({cursor.position}) is not written over it. The runner's targets were moved "
-            "with it, so this runner stops at its next batch; the next start goes on from "
-            "the cursor set")
+            f"({cursor.position}) is not written over it, now or later (each try is "
+            "refused and logged). Nothing to do: the targets were moved with it, which fences "
+            "this runner: its next batch is refused there and it stops; the next start goes "
+            "on from the cursor set")
 
 
 class CursorPublisher:

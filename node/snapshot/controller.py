@@ -40,7 +40,7 @@ from node.snapshot.tasks import ReadTask, run, run_lines
 from node.spark import SparkRunner
 from shared import confinement
 from shared.endpoint import READING, connect
-from shared.errors import ConfigError, CoordinationError, SetlError, SourceError
+from shared.errors import ConfigError, CoordinationError, FencedError, SetlError, SourceError
 from shared.model import DataSource, PipelineParams
 from shared.retl import SIGNAL_TABLE
 
@@ -431,6 +431,11 @@ class Snapshots:
         self.copies = pruned(self.copies, time.time())
         try:
             self.store.save(self.copies)
+        except FencedError as exc:  # another owner's copies: this runner's stop
+            self.save_error = str(exc)
+            log.error("event=snapshot_fenced pipeline=%s error=%s", self.pipeline_id, exc)
+            self.halt()
+            return False
         except Exception as exc:  # ZooKeeper away, or the document past its size
             self.save_error = (f"pipeline {self.pipeline_id}: the table copies' state cannot "
                                f"be saved to ZooKeeper: {type(exc).__name__}: {exc}; a restart "

@@ -13,15 +13,17 @@ decide the stream as ever; this is only the copy's progress.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
 from shared import zk
+from shared.errors import FencedError
 from shared.retl import decode_key, encode_key
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
@@ -146,12 +148,18 @@ def _unranged(text: str) -> set[int]:
 
 
 class SnapshotStore(SnapshotControl):
-    """The snapshot znodes of one pipeline: the copies' state, the tables asked for."""
+    """The snapshot znodes of one pipeline: the copies' state, the tables asked for. A save
+    writes over the state this runner loaded or saved last, and only over that one (as
+    :class:`node.cursor.CursorStore` does): a state another owner saved meanwhile is never
+    overwritten with this one's (its copies would be lost)."""
 
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
         super().__init__(client, paths, pipeline_id)
         self.path = paths.snapshot(pipeline_id)
         self._stored: tuple[float, list[dict[str, object]]] = (-STORED_EVERY_S, [])
+        self._version: int | None = None  # of the state loaded or saved last (None: none)
+        self._lost: bytes | None = None  # a save whose answer never came (it may have landed)
+        self._saving = threading.Lock()  # saves come from Load's thread and the copies'
 
     def stored_progress(self) -> list[dict[str, object]]:
         """The copies' progress as last saved, for a runner whose copies are not running
@@ -161,21 +169,56 @@ class SnapshotStore(SnapshotControl):
         now = time.monotonic()
         if now - at >= STORED_EVERY_S:
             try:
-                found = progress(self.load())
+                found = progress(self._read()[0])
             except KazooException:
                 pass
             self._stored = (now, found)
         return found
 
     def load(self) -> list[TableCopy]:
+        """The copies as saved; this runner's saves write over the version read."""
+        copies, self._version = self._read()
+        return copies
+
+    def _read(self) -> tuple[list[TableCopy], int | None]:
         try:
-            data, _ = self.client.get(self.path)
+            data, stat = self.client.get(self.path)
         except NoNodeError:
-            return []
-        return [TableCopy.from_json(item) for item in json.loads(data or b"[]")]
+            return [], None
+        return [TableCopy.from_json(item) for item in json.loads(data or b"[]")], stat.version
 
     def save(self, copies: list[TableCopy]) -> None:
-        zk.put(self.client, self.path, json.dumps([copy.to_json() for copy in copies]).encode())
+        """Write ``copies`` over the state this runner loaded or saved last. FencedError
+        when another owner saved (or ``setl position reset`` deleted it) meanwhile."""
+        with self._saving:
+            data = json.dumps([copy.to_json() for copy in copies]).encode()
+            try:
+                self._version = self._write(data)
+            except BadVersionError:
+                raise FencedError(
+                    f"pipeline {self.pipeline_id}: its table copies' state in ZooKeeper was "
+                    "written by someone else (a newer owner of the pipeline, or setl position "
+                    "reset) since this runner read it; it is not written over, and this "
+                    "runner's copies stop. Nothing to do: the owner that wrote it goes on "
+                    "with the copies") from None
+            except KazooException:  # no answer: written or not, the next save finds out
+                self._lost = data
+                raise
+            self._lost = None
+
+    def _write(self, data: bytes) -> int:
+        """``data`` over the version this runner knows (made, when it knows none); the
+        version written. BadVersionError when someone else's write is there."""
+        expected = 0 if self._version is None else self._version + 1
+        try:
+            if self._version is None:
+                self.client.create(self.path, data, makepath=True)
+                return 0
+            return self.client.set(self.path, data, version=self._version).version
+        except (NodeExistsError, BadVersionError, NoNodeError):
+            if not zk.landed(self.client, self.path, self._lost, expected):
+                raise BadVersionError() from None
+        return self.client.set(self.path, data, version=expected).version
 
 
 def progress(copies: list[TableCopy], rate: float = 0.0) -> list[dict[str, object]]:

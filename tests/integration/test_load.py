@@ -107,6 +107,26 @@ def test_a_position_set_fences_a_runner_still_writing(sandbox, source, target):
                            "pipeline_id = %s", (pipeline_id,)) == [("", 0)]
 
 
+def test_a_position_row_purged_under_a_runner_still_writing_fences_it(sandbox, source, target):
+    """setl channel delete --purge-positions while a runner that claimed the target still
+    loads: its next batch is refused (written, it would make the row again under its own
+    epoch), and an owner that claims afresh writes from nothing."""
+    schema = make_schema(source, target, ITEMS)
+    with owners(sandbox, f"purged-{schema}.forward") as (pipeline_id, old, new):
+        assert old.claim() == {"target": None}  # a first start: the claim makes the row
+        assert old.load(batch(1, 100), [upsert(schema, 1, "one")]) == 1
+        move_row(target_endpoint(sandbox), pipeline_id, "", BinlogPosition(), purge=True)
+        with pytest.raises(FencedError, match=r"no longer has the pipeline's position row"):
+            old.load(batch(2, 200), [upsert(schema, 1, "two")])
+        assert target.table(schema, "items") == [(1, "one")]
+        assert target.rows("SELECT 1 FROM retl.retl_position WHERE pipeline_id = %s",
+                           (pipeline_id,)) == []
+        assert new.claim() == {"target": None}
+        assert new.load(batch(2, 200), [upsert(schema, 1, "two")]) == 1
+        assert target.rows("SELECT binlog_pos, owner_epoch FROM retl.retl_position "
+                           "WHERE pipeline_id = %s", (pipeline_id,)) == [(200, 20)]
+
+
 def test_copies_load_after_the_batch_under_its_position_and_a_stale_owner_is_fenced(
         sandbox, source, target):
     """Snapshot lines load right after the batch's transaction, in transactions of their own

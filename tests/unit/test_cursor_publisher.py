@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from node.cursor import Cursor, CursorPublisher
+from kazoo.exceptions import BadVersionError
+
+from node.cursor import Cursor, CursorMovedError, CursorPublisher, CursorStore
 from shared.model import BinlogPosition
+from shared.zk import ZkPaths
 from tests.devcluster import wait_for
 
 
@@ -53,3 +56,25 @@ def test_a_failing_store_is_tried_again_and_close_flushes() -> None:
     publisher.publish(cursor(8))
     publisher.close()
     assert store.saved[-1] == cursor(8)
+
+
+def test_a_cursor_moved_meanwhile_is_said_to_stop_the_runner_by_its_fence() -> None:
+    """The publisher only logs a cursor set by someone else (the runner goes on); its
+    message says so, and what stops the runner: the targets' newer epoch, not the save."""
+    class Moved:  # a ZooKeeper whose cursor someone else wrote since this runner read it
+        def set(self, *args: object, **kwargs: object) -> object:
+            raise BadVersionError()
+
+        def get(self, path: str) -> tuple[bytes, object]:
+            raise BadVersionError()  # (not asked: no write of its own was lost)
+
+    store = CursorStore(Moved(), ZkPaths("/setl"), "c.p")  # type: ignore[arg-type]
+    store._version = 3
+    errors: list[Exception] = []
+    publisher = CursorPublisher(store, interval_s=0.01, on_error=errors.append)
+    publisher.publish(cursor(9))
+    publisher.close()
+    assert errors and isinstance(errors[-1], CursorMovedError)
+    message = str(errors[-1])
+    assert "refused and logged" in message and "fences this runner" in message
+    assert "stops at its next batch" not in message

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from node.changes import Batch, Transaction
 from node.jobs import PartResult
 from node.target.delta import units
 from node.target.delta.loader import LakeLoader
 from shared.errors import FencedError, LoadError
 from shared.lakes import PREFIX
+from shared.model import BinlogPosition
 from tests.unit.test_lake import INS, LOG, MIRROR, SPEC, UPD, batch, change, loader, read
 
 
@@ -117,3 +119,64 @@ def test_a_batch_the_table_holds_is_skipped_not_written(tmp_path: Path, behind: 
     assert DeltaTable(str(tmp_path / "s" / "m")).version() == version
     again.load_units(batch(4, 400), update("v4"))  # a batch past it is written
     assert read(tmp_path, "m") == [{"id": 1, "v": "v4"}]
+
+
+def span(process_id: int, start: int, end: int) -> Batch:
+    """Batch ``process_id``: one transaction ending at ``end``, read from ``start``."""
+    return Batch("c.p", process_id, [Transaction((), BinlogPosition("bin.000001", end), 0, 0)],
+                 start=BinlogPosition("bin.000001", start))
+
+
+def inserted(target: tuple[str, str, str], id_: int, seq: int) -> list[PartResult]:
+    return [PartResult(units.render([change(target, INS, seq, {"id": id_, "v": "a"})], SPEC),
+                       [], 1)]
+
+
+def ids(location: Path, name: str) -> list[int]:
+    return [row["id"] for row in read(location, name)]
+
+
+@pytest.mark.parametrize("late", [LOG, MIRROR], ids=["changelog", "mirror"])
+def test_a_table_an_old_owner_made_after_the_claim_is_never_written_twice(
+        tmp_path: Path, late: tuple[str, str, str]) -> None:
+    """The old owner makes a table the new owner's claim did not see (so Select did not cut
+    at its position) and writes a batch there; the new owner's batches straddling that
+    position stop the load, and its retry claims the table (fencing the old owner) and
+    writes only what the table lacks: each transaction once."""
+    early = MIRROR if late == LOG else LOG
+    old = loader(tmp_path, epoch=3)
+    old.claim()
+    old.load_units(span(1, 0, 100), inserted(early, 1, 0))
+    new = loader(tmp_path, epoch=4)
+    assert list(new.claim()) == [f"lake:s.{early[2]}"]
+    old.load_units(span(2, 100, 200), inserted(late, 5, 0))  # not fenced: made now
+    with pytest.raises(LoadError, match=r"lake:s\.. holds .* up to bin\.000001:200 .*inside"):
+        new.load_many([(span(2, 100, 200), inserted(late, 5, 0)),
+                       (span(3, 200, 300), inserted(late, 6, 3))])
+    assert ids(tmp_path, late[2]) == [5]
+    again = loader(tmp_path, epoch=4)  # the retry: claimed again, cut at the table's place
+    held = again.claim()[f"lake:s.{late[2]}"]
+    assert held is not None and held.position.pos == 200
+    again.load_units(span(2, 100, 200), inserted(late, 5, 0))
+    again.load_units(span(3, 200, 300), inserted(late, 6, 3))
+    assert ids(tmp_path, late[2]) == [5, 6]
+    with pytest.raises(FencedError, match=r"epoch 4 > 3"):
+        old.load_units(span(3, 200, 300), inserted(late, 6, 3))
+    assert ids(tmp_path, late[2]) == [5, 6]
+
+
+def test_a_table_an_old_owner_wrote_past_the_new_owners_batch_is_fenced(
+        tmp_path: Path) -> None:
+    """The old owner made a table after the new owner's claim and wrote it past the new
+    owner's next batch: that batch is left out there, and the table is fenced then, so the
+    old owner's next commit to it is refused."""
+    old, new = owners(tmp_path)
+    old.load_units(span(2, 100, 200), inserted(LOG, 5, 0))
+    old.load_units(span(3, 200, 300), inserted(LOG, 6, 3))
+    new.load_units(span(2, 100, 200), inserted(LOG, 5, 0))  # held there: nothing written
+    assert ids(tmp_path, "c") == [5, 6]
+    with pytest.raises(FencedError, match=r"lake:s.c .*epoch 4 > 3"):
+        old.load_units(span(4, 300, 400), inserted(LOG, 7, 0))
+    new.load_units(span(3, 200, 300), inserted(LOG, 6, 3))
+    new.load_units(span(4, 300, 400), inserted(LOG, 7, 0))
+    assert ids(tmp_path, "c") == [5, 6, 7]

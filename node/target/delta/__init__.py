@@ -19,7 +19,9 @@ read back and is a cut (:mod:`node.cursor`), so a batch is written again only to
 that lack it. A new owner fences every table with an empty commit of its epoch (a table's
 making carries its maker's epoch). Every commit is checked against the table's newest stamp
 on the version it is made on (:func:`node.target.delta.commits.commit`): a newer epoch
-stops the writer, a position at or past the batch's end skips the batch.
+stops the writer, a position at or past the batch's end skips the batch, and one inside
+the batches written (a table an older owner made and wrote after the claim, so Select did
+not cut there) stops the load: its retry claims the table, fencing that owner.
 
 Worker side: :mod:`node.target.delta.units` (changes → Arrow IPC bytes). Load side:
 :mod:`node.target.delta.loader`. Types: :mod:`node.target.delta.columns`.

@@ -11,6 +11,7 @@ from node.cursor import Cursor
 from shared import gtid
 from shared.errors import FencedError, LoadError
 from shared.lakes import Stamp, app_id, last_stamp
+from shared.model import BinlogPosition
 
 __all__ = ["Stamp", "app_id", "commit", "cursor", "last_stamp"]
 
@@ -26,7 +27,7 @@ def cursor(stamp: Stamp) -> Cursor | None:
 
 
 def commit(table: Any, name: str, stamp: Stamp, write: Callable[[Any], None],
-           keeps: bool = False) -> Stamp | None:
+           keeps: bool = False, start: BinlogPosition | None = None) -> Stamp | None:
     """Make one commit with ``write(properties)`` on the version ``table`` holds, checked
     against the newest stamp of the pipeline there; the stamp committed, or None where the
     table holds ``stamp``'s batch already (nothing is committed: a row never goes back).
@@ -44,7 +45,7 @@ def commit(table: Any, name: str, stamp: Stamp, write: Callable[[Any], None],
 
     for attempt in range(1, TRIES + 1):
         found = last_stamp(table, stamp.pipeline)
-        made = checked(name, stamp, found, keeps)
+        made = checked(name, stamp, found, keeps, start)
         if made is None:
             log.info("event=lake_batch_held pipeline=%s table=%s position=%s held=%s",
                      stamp.pipeline, name, stamp.position, found and found.position)
@@ -63,10 +64,17 @@ def commit(table: Any, name: str, stamp: Stamp, write: Callable[[Any], None],
                     "lost to other writers; stop what else writes the table, then resume")
 
 
-def checked(name: str, stamp: Stamp, found: Stamp | None, keeps: bool) -> Stamp | None:
+def checked(name: str, stamp: Stamp, found: Stamp | None, keeps: bool,
+            start: BinlogPosition | None = None) -> Stamp | None:
     """The stamp to commit over ``found`` (the table's newest): ``stamp``, or for a commit
     that ``keeps`` the position, ``found``'s with ``stamp``'s epoch; None when ``found``
-    holds ``stamp``'s batch. Raises :class:`FencedError` when ``found`` is a newer owner's."""
+    holds ``stamp``'s batch. Raises :class:`FencedError` when ``found`` is a newer owner's,
+    and :class:`LoadError` when ``found``'s position lies inside the batches being written
+    (after ``start``, before their end): an older owner wrote the table after this one's
+    claim, which did not see it (it was made later), so Select did not cut there. Writing
+    them would write that older owner's last batch again (a change log's rows twice); the
+    retry claims the table (fencing that owner) and cuts at its position, as the MySQL
+    target does (:func:`node.target.mysql.owners.applied`)."""
     if found is None:
         return stamp
     if found.epoch > stamp.epoch:  # whatever its run: ``setl position set/reset`` moves
@@ -79,13 +87,32 @@ def checked(name: str, stamp: Stamp, found: Stamp | None, keeps: bool) -> Stamp 
         return Stamp(stamp.pipeline, found.run, stamp.epoch, found.process_id,
                      found.position)
     ours = same_run(found, stamp)  # (another life's position says nothing of this one's)
-    return None if ours and holds(found, stamp) else stamp
+    if ours and holds(found, stamp):
+        return None
+    if ours and start is not None and inside(found, start):
+        raise LoadError(
+            f"pipeline {stamp.pipeline}: lake table {name} holds the source's transactions "
+            f"up to {found.position} (owner epoch {found.epoch}), inside the batches being "
+            f"written ({start} to {stamp.position}): an older owner wrote it after this "
+            "one claimed the lake, and writing them would add part of them twice, so the "
+            "load stops. Its retry claims the table (the older owner is fenced) and goes on "
+            "from its position; if this repeats, stop the channel and start it again")
+    return stamp
 
 
 def same_run(found: Stamp, stamp: Stamp) -> bool:
     """Whether two stamps are of one life of the pipeline (a stamp without one: taken for
     it, as before runs were written)."""
     return not found.run or not stamp.run or found.run == stamp.run
+
+
+def inside(found: Stamp, start: BinlogPosition) -> bool:
+    """Whether a table stamped ``found`` holds a position past ``start`` (batches that start
+    there, and end past it: :func:`holds` said no). A batch without a start (the first one
+    after a start without a position) has no inside."""
+    if not found.position.file or not (start.file or start.gtid):
+        return False
+    return gtid.compare(found.position, start) > 0
 
 
 def holds(found: Stamp, stamp: Stamp) -> bool:

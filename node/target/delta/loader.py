@@ -41,6 +41,7 @@ class LakeLoader:
         self.stop = stop or threading.Event()
         self.written: dict[str, BinlogPosition] = {}
         self._tables: dict[str, Any] = {}  # table key → its DeltaTable, as last read
+        self._fenced: set[str] = set()  # tables this owner's epoch stamped (claim, commit)
         self._commits: dict[str, int] = {}  # table key → commits since its compaction
         self._writing: dict[str, threading.Lock] = {}  # table key → held while it is written
         self._guard = threading.Lock()  # (or vacuumed)
@@ -88,6 +89,7 @@ class LakeLoader:
                     "and copy it again (setl snapshot)")
             return None  # a table of the location this pipeline never wrote
         stamp = self._fence(key, table, stamp)
+        self._fenced.add(key)
         log.info("event=target_claimed pipeline=%s target=%s epoch=%d position=%s "
                  "process_id=%d", self.pipeline_id, key, self.epoch, stamp.position,
                  stamp.process_id)
@@ -104,6 +106,20 @@ class LakeLoader:
                       found.position)
         made = self._write(key, stamp, lambda props: _append(table, None, props), keeps=True)
         return made or stamp
+
+    def _fence_held(self, key: str, table: Any) -> None:
+        """Fence a table this owner found holding its batch already, and neither claimed
+        nor wrote (an older owner made it after the claim, and wrote past this batch): that
+        owner's next commit to it is refused, as after a claim."""
+        if key in self._fenced:
+            return
+        found = commits.last_stamp(table, self.pipeline_id)
+        if found is not None and found.epoch < self.epoch:
+            self._fence(key, table, found)
+            log.info("event=target_fenced pipeline=%s target=%s epoch=%d found_epoch=%d "
+                     "position=%s reason=written_after_claim", self.pipeline_id, key,
+                     self.epoch, found.epoch, found.position)
+        self._fenced.add(key)
 
     def take_over(self, name: str, found: int) -> list[int] | None:
         """A lake keeps no connections to ask: a newer epoch on a table while this node holds
@@ -215,7 +231,7 @@ class LakeLoader:
             raise errors[0]
 
     def _apply(self, key: str, target: DataSource, found: list[tuple[Batch, Unit]]) -> None:
-        last, unit = found[-1][0], found[0][1]
+        last, unit, start = found[-1][0], found[0][1], found[0][0].start
         rows = units.joined([units.read_ipc(unit.data) for _, unit in found], unit.keys)
         stamp = Stamp(self.pipeline_id, self.run, self.epoch, last.process_id, last.end)
         table = self._table(key, target, unit, rows)
@@ -239,12 +255,16 @@ class LakeLoader:
                     f"mirror merges rows by key ({', '.join(unit.keys)}): a NULL key never "
                     "matches, so the row could never be updated or deleted there. Give the "
                     "pair key_columns that are NOT NULL, or 'mode: changelog'")
-            made = self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props))
+            made = self._write(key, stamp, lambda props: _merge(table, rows, unit.keys, props),
+                               start=start)
         else:
-            made = self._write(key, stamp, lambda props: _append(table, rows, props))
+            made = self._write(key, stamp, lambda props: _append(table, rows, props),
+                               start=start)
         self.written[key] = last.end
         if made is None:  # the table holds the batch already (another life of this owner's
-            return  # commit, an older owner's before the fence): nothing was written
+            self._fence_held(key, table)  # commit, an older owner's): nothing was written
+            return
+        self._fenced.add(key)
         count = self._commits[key] = self._commits.get(key, 0) + 1
         if self.params.lake_compact_every and count >= self.params.lake_compact_every:
             self._commits[key] = 0
@@ -297,15 +317,15 @@ class LakeLoader:
                                                       0, empty).metadata())
 
     def _write(self, key: str, stamp: Stamp, write: Callable[[Any], None],
-               keeps: bool = False) -> Stamp | None:
-        """One commit to table ``key`` (:func:`commits.commit`): the stamp made, or None
-        where the table holds the batch already."""
+               keeps: bool = False, start: BinlogPosition | None = None) -> Stamp | None:
+        """One commit to table ``key`` (:func:`commits.commit`) of batches from ``start``:
+        the stamp made, or None where the table holds the batch already."""
         try:
             with self.writing(key):
                 table = self._tables[key]
                 if self.compactor.compacted(key):  # its vacuum may have deleted files the
                     table.update_incremental()  # version held here reads
-                return commits.commit(table, key, stamp, write, keeps)
+                return commits.commit(table, key, stamp, write, keeps, start)
         except (ConfigError, LoadError, PositionConflictError):
             raise
         except Exception as exc:  # delta-rs' and Arrow's errors: the batch stops, named

@@ -79,6 +79,7 @@ class Loader:
         self.run = run  # the pipeline's life, written into every position row
         self.written: dict[str, BinlogPosition] = {}  # each target's position row, as written
         self.rows_skipped = 0  # rows skip_load_exception skipped in committed transactions
+        self._claimed: set[str] = set()  # targets whose row this owner's claim wrote
         self._connections: dict[str, pymysql.Connection] = {}
         self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
@@ -144,6 +145,7 @@ class Loader:
                             "the pipeline and stops", name, int(row[2]))
                     cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch, self.run))
                 conn.commit()
+                self._claimed.add(name)
                 # an older owner still connected is ended now, not when it blocks a load: it
                 # may be about to run a DDL, which no row lock holds back
                 self._end_stale(name)
@@ -364,9 +366,18 @@ class Loader:
         return written
 
     def _locked(self, conn: Any, cursor: Any, name: str, batch: Batch) -> Any:
-        """Lock the pipeline's position row and check no newer owner wrote it; the row."""
+        """Lock the pipeline's position row and check no newer owner wrote it, nor removed
+        it after this owner's claim wrote it; the row."""
         cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
         row = cursor.fetchone()
+        if row is None and name in self._claimed:  # written again here, it would carry
+            conn.rollback()  # this owner's epoch over whatever replaced the pipeline
+            raise FencedError(
+                f"stage load, pipeline {self.pipeline_id}, processId {batch.process_id}: "
+                f"target {name} no longer has the pipeline's position row, which this "
+                "owner's claim wrote (removed by setl channel delete --purge-positions, or "
+                "by hand): the pipeline is no longer this node's to write, and it stops. "
+                "If the channel is still wanted, apply and start it again")
         if row and int(row[2]) > self.epoch:
             conn.rollback()
             raise FencedError(
