@@ -231,9 +231,11 @@ def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, tar
     assert target.table(schema, "items") == [(1, "ok"), (3, "fine"), (4, "later")]
     assert cluster.channel_status("skipping") == "START"
     log = cluster.nodes[1].output()
-    skipped = [line for line in log.splitlines() if "event=row_skipped pipeline=skipping" in line]
+    skipped = [line for line in log.splitlines() if "event=row_skipped channel=skipping pipeline=skipping" in line]
     assert len(skipped) == 1
     assert f"table={schema}.items key=(2,)" in skipped[0] and "Data too long" in skipped[0]
+    wait_for(lambda: cluster.pipeline_state("skipping").rows_skipped == 1, 30,
+             "setl status counting the skipped row")
     cluster.set_status("skipping", "STOP")
 
 
@@ -257,7 +259,7 @@ def test_skip_load_exception_skips_a_big_rows_pieces_with_it(cluster, source, ta
     assert target.rows(f"SELECT id, c, LENGTH(b) FROM `{schema}`.docs ORDER BY id") == [
         (1, "old", 3), (2, "ok", 3)]
     skipped = [line for line in cluster.nodes[1].output().splitlines()
-               if "event=row_skipped pipeline=bigskip" in line]
+               if "event=row_skipped channel=bigskip pipeline=bigskip" in line]
     assert len(skipped) == 1 and "key=(1,)" in skipped[0], skipped
     cluster.set_status("bigskip", "STOP")
 
@@ -297,7 +299,7 @@ def test_skip_load_exception_never_takes_an_interrupted_statement_for_a_bad_row(
     finally:
         shapes.stop()
     assert not [line for line in cluster.nodes[1].output().splitlines()
-                if "event=row_skipped pipeline=interrupted" in line]
+                if "event=row_skipped channel=interrupted pipeline=interrupted" in line]
     cluster.set_status("interrupted", "STOP")
 
 
