@@ -65,6 +65,8 @@ class CompiledPipeline:
     # names by their lowered ones (a database's under (name, "")), read at start and after
     # each DDL; a DDL's names as typed are matched through them ("TRUNCATE TABLE ORDERS")
     blind_names: dict[tuple[str, str], tuple[str, str]] | None = None
+    # each MySQL target's lower_case_table_names, read at start (checked again after a DDL)
+    target_cases: dict[str, int] = field(default_factory=dict)
     # what the node's configuration lets a definition reach (password files, processors):
     # a Spark worker runs under the node's rules, not its own defaults
     rules: confinement.Confinement = field(default_factory=confinement.current)
@@ -223,7 +225,7 @@ class CompiledPipeline:
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
                 "two_way": self.two_way, "before_images": self.before_images,
                 "source": self.source, "rules": self.rules, "fold_names": self.fold_names,
-                "blind_names": self.blind_names,
+                "blind_names": self.blind_names, "target_cases": self.target_cases,
                 "follows_columns": self.follows_columns}
 
     @property

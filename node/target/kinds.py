@@ -85,10 +85,11 @@ def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool =
     ``two_way``: the targets of a two-way pipeline, whose tables must roll back, hold one
     unique key that compares exact values and no trigger; ``targets``: the MySQL targets,
     none of which may fold two source tables into one (:mod:`node.target.mysql.namecase`)."""
-    if after_ddl and kind == "mysql":
-        return  # (a MariaDB UUID column added later stops the load, loudly)
     if targets and kind == "mysql":
         refuse_folded_collisions(compiled, source, targets)
+    if after_ddl and kind == "mysql":  # a table created or renamed into a folded name
+        refuse_folded_collisions(compiled, source)
+        return  # (a MariaDB UUID column added later stops the load, loudly)
     if two_way and kind == "mysql":
         refuse_non_transactional(compiled.pipeline_id, compiled, source, two_way)
         refuse_unsafe_tables(compiled.pipeline_id, compiled, source, two_way)

@@ -55,5 +55,22 @@ def test_the_start_of_a_mysql_target_reads_its_folding(monkeypatch: pytest.Monke
     monkeypatch.setattr(namecase, "source_tables", lambda source: TABLES)
     with pytest.raises(ConfigError, match=r"`shop`\.`Users` and `shop`\.`users` go to"):
         kinds.check_source("mysql", compiled(EACH), None, targets={"dst": None})  # type: ignore[dict-item]
-    kinds.check_source("mysql", compiled(EACH), None, after_ddl=True, targets={"dst": None})
+    kinds.check_source("mysql", compiled(EACH), None, after_ddl=True)  # (none kept)
     assert asked == [{"dst": None}]
+
+
+def test_a_table_created_later_into_a_folded_name_is_refused_after_its_ddl(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """shop.users made on the source (CREATE TABLE, ddl_sync or not) beside shop.Users: the
+    check after the DDL stops the pipeline before a row of it is loaded."""
+    for name in ("refuse_undecodable", "refuse_stored_types"):
+        monkeypatch.setattr(kinds, name, lambda *args, **kwargs: None)
+    monkeypatch.setattr(namecase, "name_cases", lambda targets: {"dst": 1})
+    tables = [("shop", "Users")]
+    monkeypatch.setattr(namecase, "source_tables", lambda source: tables)
+    made = compiled(EACH)
+    kinds.check_source("mysql", made, None, targets={"dst": None})  # type: ignore[dict-item]
+    tables.append(("shop", "users"))
+    with pytest.raises(ConfigError, match="lower_case_table_names=1"):
+        kinds.check_source("mysql", made, None, after_ddl=True)
+    kinds.check_source("mysql", compiled(EACH), None, after_ddl=True)  # no folding target

@@ -2,7 +2,8 @@
 ``lower_case_table_names`` 1 (or 2: names compared without case) takes ``Users`` and
 ``users`` for one table, so two source tables the source keeps apart, mapped by their
 names, would write one target table and overwrite each other's rows of equal keys, without
-an error. Refused at start, unless a pair gathers them into the one name on purpose (the
+an error. Refused at start, and after a DDL that made such a table (before its rows load),
+unless a pair gathers them into the one name on purpose (the
 same target name, which :func:`node.extract.reach.gathered` treats as meant)."""
 
 from __future__ import annotations
@@ -74,8 +75,14 @@ def folded_collisions(compiled: Any, tables: list[tuple[str, str]], cases: dict[
 
 
 def refuse_folded_collisions(compiled: Any, source: DataSource,
-                             targets: dict[str, DataSource]) -> None:
-    cases = name_cases(targets)
+                             targets: dict[str, DataSource] | None = None) -> None:
+    """Refuse a start (``targets`` given: their settings read, kept in ``compiled``) or, after
+    a DDL, a table created or renamed on the source since, whose rows would meet another
+    table's in a target that folds names (read before any of its rows is loaded)."""
+    if targets is not None:
+        compiled.target_cases.clear()
+        compiled.target_cases.update(name_cases(targets))
+    cases = compiled.target_cases
     if not any(cases.values()):
         return
     problems = folded_collisions(compiled, source_tables(source), cases)
