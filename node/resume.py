@@ -123,7 +123,8 @@ class RunnerStart:
         compiled = start.with_table_keys(compiled, source, pipeline,
                                          self.target_kind == "delta")
         kinds.check_source(self.target_kind, compiled, source,
-                           two_way=loader.targets if self.ctx.channel.two_way else None)
+                           two_way=loader.targets if self.ctx.channel.two_way else None,
+                           targets=loader.targets)
         freedoor.ensure_buffer(source, self.pipeline_id)
         if self._central is not None and self._central.buffer is not source:
             freedoor.ensure_buffer(self._central.buffer, self.pipeline_id)

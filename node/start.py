@@ -18,6 +18,7 @@ from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
 from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
+from shared.identifiers import lowered
 from shared.model import BinlogPosition, DataSource, Pipeline, StartupMode
 from shared.pairchecks import pairs_problems, two_way_pair_problems
 from shared.patterns import SYSTEM_SCHEMAS, PatternKind
@@ -94,19 +95,21 @@ def within_binlog(pipeline_id: str, resume: Resume, end: BinlogPosition) -> None
 
 def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                     pipeline: Pipeline, lake: bool = False,
-                    fold: bool | None = None) -> CompiledPipeline:
+                    case: int | None = None) -> CompiledPipeline:
     """The compiled pipeline with the unique keys of its tables that have no primary key;
     a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
     by (:func:`shared.tablekeys.lake_key_problem`), pairs that cannot run beside each
     other (:func:`shared.pairchecks.pairs_problems`), on a two-way channel a keyless table
     or a pair that writes part of a row (:func:`two_way_pair_problems`), and on a source
-    that folds names a pair written in capitals (:func:`cased_pair_problems`). ``fold``:
-    whether the source folds names, when already known (else read)."""
+    that folds names a pair written in capitals (:func:`cased_pair_problems`). ``case``:
+    the source's ``lower_case_table_names``, when already known (else read); with 2 its
+    tables' names are read too, for the DDL's names typed in another case."""
     try:
         keys = tablekeys.read_keys(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
         indexes = tablekeys.read_indexes(source, [pipeline])
-        fold = folds_names(source) if fold is None else fold
+        case = name_case(source) if case is None else case
+        blind = stored_names(source) if case == 2 else None
         versioned = versioned_pair_problems(compiled, source)
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
@@ -118,12 +121,13 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                  for at, why in pairs_problems(pipeline.pairs, names)]  # straight into ZK,
     if compiled.two_way:  # or by an older setl, was never checked as apply checks now)
         problems += two_way_pair_problems(pipeline)
-    if fold:
+    if case == 1:
         problems += cased_pair_problems(pipeline, source)
     problems += versioned
     if problems:
         raise ConfigError("; ".join(problems))
-    return dataclasses.replace(compiled, table_keys=unique, fold_names=fold)
+    return dataclasses.replace(compiled, table_keys=unique, fold_names=case == 1,
+                               blind_names=blind)
 
 
 def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> list[str]:
@@ -170,16 +174,31 @@ def cased_pair_problems(pipeline: Pipeline, source: DataSource) -> list[str]:
     return found
 
 
-def folds_names(source: DataSource) -> bool:
-    """Whether the source stores table and database names lower-cased
-    (``lower_case_table_names = 1``): its table maps then name them so, and its DDL's names,
-    as typed, are matched lower-cased too. Not with 2: names are stored as created there
-    (and so are in table maps), only compared without case; folding them would lose the
-    rows of a pair written as created."""
+def name_case(source: DataSource) -> int:
+    """The source's ``lower_case_table_names``. With 1 it stores table and database names
+    lower-cased: its table maps name them so, and its DDL's names, as typed, are matched
+    lower-cased too. With 2 names are stored as created (and so are in table maps), only
+    compared without case: folding them would lose the rows of a pair written as created,
+    so a DDL's names are matched to the stored ones (:func:`stored_names`)."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT @@lower_case_table_names")
         row = cursor.fetchone()
-    return bool(row) and int(row[0]) == 1
+    return int(row[0]) if row else 0
+
+
+def stored_names(source: DataSource) -> dict[tuple[str, str], tuple[str, str]]:
+    """The source's tables (and databases, under ``(name, "")``) by their names lowered,
+    as a source with ``lower_case_table_names = 2`` compares them: a DDL typed
+    ``TRUNCATE TABLE ORDERS`` is of ``Orders``."""
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                       f"TABLE_SCHEMA NOT IN ({', '.join(['%s'] * len(SYSTEM_SCHEMAS))})",
+                       SYSTEM_SCHEMAS)
+        names = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
+    found = {(lowered(schema), ""): (schema, "") for schema, _ in names}
+    found.update({(lowered(schema), lowered(table)): (schema, table)
+                  for schema, table in names})
+    return found
 
 
 def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,
@@ -187,8 +206,9 @@ def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipelin
     """After a DDL is loaded: the unique keys of the tables without a primary key are read
     again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
     NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
-    compiled.rekey(with_table_keys(compiled, source, pipeline, lake,
-                                   compiled.fold_names).table_keys)
+    case = 2 if compiled.blind_names is not None else int(compiled.fold_names)
+    fresh = with_table_keys(compiled, source, pipeline, lake, case)
+    compiled.rekey(fresh.table_keys, fresh.blind_names)
 
 
 def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[str, str]]:

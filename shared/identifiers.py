@@ -114,3 +114,39 @@ def short_form(schema: str, table: str) -> str:
         return quote(name) if any(c in name for c in ".`[]{}") or name.startswith("re:") \
             else name
     return f"{part(schema)}.{part(table)}"
+
+
+# capitals whose lower case MariaDB and MySQL (utf8mb3_general_ci, which folds table names)
+# give as Python does: ASCII, Latin-1, Latin Extended-A (not İ), Greek and Cyrillic
+_SURE_CAPITALS = ((0x41, 0x5A), (0xC0, 0xDE), (0x100, 0x12F), (0x131, 0x17F), (0x386, 0x3AB),
+                  (0x400, 0x42F))
+
+
+def lowered(name: str) -> str:
+    """A name lower-cased letter by letter, as the server compares names without case
+    (``lower_case_table_names`` 2): no final sigma, so 'ΤΑΣ' is 'τασ' as 'τασ' is."""
+    if name.isascii():
+        return name.lower()
+    return "".join(letter if len(low := letter.lower()) != 1 else low for letter in name)
+
+
+def folded(name: str) -> str:
+    """A name as a server with ``lower_case_table_names = 1`` stores it (its table maps,
+    information_schema), from a name as a statement typed it. A capital whose lower case
+    the server may give otherwise than Python ('İ', one of a newer Unicode) is refused:
+    guessed, a DDL of the table would be taken for one of another table, or none."""
+    if name.isascii():
+        return name.lower()
+    for letter in name:
+        if letter.lower() != letter and not any(
+                low <= ord(letter) <= high for low, high in _SURE_CAPITALS
+                if ord(letter) != 0x130):
+            raise ConfigError(
+                f"the name {name!r} holds {letter!r} (U+{ord(letter):04X}), whose lower case "
+                "the source server (lower_case_table_names=1) may store otherwise than setl "
+                "would fold it, so setl cannot tell which table the name means. Write the "
+                "name in lower case as the server stores it (information_schema.TABLES "
+                "shows it); for a statement already in the binlog, run it on the target by "
+                "hand and move the pipeline past it (setl position set … the next "
+                "transaction's position)")
+    return lowered(name)

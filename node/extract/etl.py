@@ -24,6 +24,7 @@ from node.extract.shard import routes
 from node.merge import PartialRow
 from shared import confinement
 from shared.errors import ConfigError
+from shared.identifiers import folded, lowered
 from shared.model import ColumnMode, DataSource, Pipeline, pairs_taking
 
 
@@ -57,9 +58,15 @@ class CompiledPipeline:
     # ALTER TABLE of a replicated table goes to them without ddl_sync too, to be checked
     follows_columns: bool = False
     source: DataSource | None = None  # for lookups (the free door)
-    # the source folds names (lower_case_table_names 1, 2; read at start): a DDL's names as
+    # the source folds names (lower_case_table_names 1; read at start): a DDL's names as
     # typed are matched lower-cased, as its table maps have them ("TRUNCATE TABLE Orders")
     fold_names: bool = False
+    # the source keeps names as created but compares them without case (2): its tables'
+    # names by their lowered ones (a database's under (name, "")), read at start and after
+    # each DDL; a DDL's names as typed are matched through them ("TRUNCATE TABLE ORDERS")
+    blind_names: dict[tuple[str, str], tuple[str, str]] | None = None
+    # each MySQL target's lower_case_table_names, read at start (checked again after a DDL)
+    target_cases: dict[str, int] = field(default_factory=dict)
     # what the node's configuration lets a definition reach (password files, processors):
     # a Spark worker runs under the node's rules, not its own defaults
     rules: confinement.Confinement = field(default_factory=confinement.current)
@@ -115,15 +122,28 @@ class CompiledPipeline:
 
     def stored(self, schema: str, table: str) -> tuple[str, str]:
         """A table's names as the source stores them (and its binlog gives them), from
-        names as a user or a DDL typed them: lower-cased where the source folds names."""
-        return (schema.lower(), table.lower()) if self.fold_names else (schema, table)
+        names as a user or a DDL typed them: lower-cased where the source folds names, as
+        created where it compares them without case."""
+        if self.fold_names:
+            return folded(schema), folded(table)
+        if self.blind_names is not None:
+            return self.blind_names.get((lowered(schema), lowered(table)), (schema, table))
+        return schema, table
+
+    def stored_schema(self, schema: str) -> str:
+        """A database's name as the source stores it (:meth:`stored`)."""
+        if self.fold_names:
+            return folded(schema)
+        if self.blind_names is not None:
+            return self.blind_names.get((lowered(schema), ""), (schema, ""))[0]
+        return schema
 
     def wants(self, schema: str, table: str) -> bool:
         return bool(self.pairs_for(*self.stored(schema, table)))
 
     def wants_schema(self, schema: str) -> bool:
         """Whether any pair may want a table of ``schema`` (Select drops the rest unparsed)."""
-        schema = schema.lower() if self.fold_names else schema
+        schema = self.stored_schema(schema)
         return any(c.pair.source.namespace.matches_schema(schema) for c in self.pairs)
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...]:
@@ -188,7 +208,7 @@ class CompiledPipeline:
         """(datasource, schema) of every target database a source database's tables go to by
         name (a shard route or a target schema made of the table's name has no one database;
         those are left out)."""
-        schema = schema.lower() if self.fold_names else schema
+        schema = self.stored_schema(schema)
         found: dict[tuple[str, str], None] = {}
         for entry in self.pairs:
             source, target = entry.pair.source, entry.pair.target
@@ -205,6 +225,7 @@ class CompiledPipeline:
                 "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
                 "two_way": self.two_way, "before_images": self.before_images,
                 "source": self.source, "rules": self.rules, "fold_names": self.fold_names,
+                "blind_names": self.blind_names, "target_cases": self.target_cases,
                 "follows_columns": self.follows_columns}
 
     @property
@@ -220,11 +241,16 @@ class CompiledPipeline:
         object.__setattr__(self, "_layouts", {})
         object.__setattr__(self, "_written", {})
 
-    def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]]) -> None:
+    def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]],
+              names: dict[tuple[str, str], tuple[str, str]] | None = None) -> None:
         """The unique keys of the tables without a primary key, read again after a DDL, put
         in place (the planner, the door and the copies hold this object), and the mappings
         worked out by the old ones forgotten: a batch run in the node merged by a key the
-        table no longer has (two rows of one old key taken for one)."""
+        table no longer has (two rows of one old key taken for one). ``names``: the
+        :attr:`blind_names` read again (a table created or renamed)."""
+        if names is not None and self.blind_names is not None and names != self.blind_names:
+            self.blind_names.clear()
+            self.blind_names.update(names)
         if fresh != self.table_keys:
             self.table_keys.clear()
             self.table_keys.update(fresh)

@@ -20,6 +20,7 @@ from node.target.delta.tables import (
 )
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
+from node.target.mysql.namecase import refuse_folded_collisions
 from node.target.mysql.twoway import (
     LoopGuard,
     refuse_non_transactional,
@@ -77,12 +78,17 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
 
 
 def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool = False,
-                 two_way: dict[str, DataSource] | None = None) -> None:
+                 two_way: dict[str, DataSource] | None = None,
+                 targets: dict[str, DataSource] | None = None) -> None:
     """What the source and the pairs must not hold for this kind of target (checked at each
     start, and after a DDL where a load would go on silently: a lake's, a subscription's);
     ``two_way``: the targets of a two-way pipeline, whose tables must roll back, hold one
-    unique key that compares exact values and no trigger."""
-    if after_ddl and kind == "mysql":
+    unique key that compares exact values and no trigger; ``targets``: the MySQL targets,
+    none of which may fold two source tables into one (:mod:`node.target.mysql.namecase`)."""
+    if targets and kind == "mysql":
+        refuse_folded_collisions(compiled, source, targets)
+    if after_ddl and kind == "mysql":  # a table created or renamed into a folded name
+        refuse_folded_collisions(compiled, source)
         return  # (a MariaDB UUID column added later stops the load, loudly)
     if two_way and kind == "mysql":
         refuse_non_transactional(compiled.pipeline_id, compiled, source, two_way)

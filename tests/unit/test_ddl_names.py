@@ -11,9 +11,11 @@ import pytest
 
 from node import start
 from node.changes import ChangeType, RowChange
+from node.ddl import concerns
 from node.extract.etl import extract_transform
 from node.extract.freedoor import DoorStats
 from node.snapshot.door import DoorQueue
+from shared.errors import ConfigError
 from shared.model import DataSource
 from tests.unit.test_ddl import PAIRS
 from tests.unit.test_etl import compiled, pipeline
@@ -70,15 +72,15 @@ class Cursor:
 
 # (2: names are stored, and given in table maps, as created: folding them would lose the
 # rows of a pair written as created)
-@pytest.mark.parametrize("value, folds", [(0, False), (1, True), (2, False)])
+@pytest.mark.parametrize("value", [0, 1, 2])
 def test_the_start_reads_whether_the_source_folds_names(
-        monkeypatch: pytest.MonkeyPatch, value: int, folds: bool) -> None:
+        monkeypatch: pytest.MonkeyPatch, value: int) -> None:
     class Conn(Cursor):
         def cursor(self) -> Cursor:
             return Cursor(self.value)
 
     monkeypatch.setattr(start, "connect", lambda source: Conn(value))
-    assert start.folds_names(None) is folds  # type: ignore[arg-type]
+    assert start.name_case(None) == value  # type: ignore[arg-type]
 
 
 def test_a_pair_written_in_capitals_is_refused_on_a_source_that_folds_names() -> None:
@@ -108,3 +110,86 @@ def test_a_free_door_request_is_named_as_the_source_stores_the_table() -> None:
                        {"ID": 7, "FULL_NAME": "Shop.Orders", "TYPE": "I", "PK_DATA": "[7]"})
     request = door._checked(change)
     assert (request.schema, request.table) == ("shop", "orders")
+
+
+# lower_case_table_names 2 (macOS): names stored, and in table maps, as created; compared
+# without case, so a statement may type them in any case
+CREATED = {("shop", ""): ("shop", ""), ("shop", "orders"): ("shop", "Orders"),
+           ("shop", "log_1"): ("shop", "Log_1")}
+BLIND = ("{source: shop.Orders, target: copy.orders}",
+         "{source: {namespace: shop, table: 're:Log_.*'}, target: {namespace: copy, "
+         "table: '{table}'}}")
+
+
+def blind(options: str = "") -> Any:
+    return dataclasses.replace(compiled(*BLIND, options=options), blind_names=dict(CREATED))
+
+
+@pytest.mark.parametrize("statement", ["TRUNCATE TABLE ORDERS", "DROP TABLE SHOP.orders",
+                                       "RENAME TABLE orders TO o2", "ALTER TABLE LOG_1 ADD c INT"])
+def test_a_ddl_typed_in_another_case_concerns_its_table_where_the_source_ignores_case(
+        statement: str) -> None:
+    """Select passes it on (else the pause a TRUNCATE makes never fires, and the target
+    keeps the rows the source emptied)."""
+    assert concerns(statement, "shop", 0, blind().wants, blind().wants_schema)
+    plain = compiled(*BLIND)
+    assert not concerns(statement, "shop", 0, plain.wants, plain.wants_schema)
+
+
+def test_a_truncate_typed_in_another_case_pauses_without_ddl_sync() -> None:
+    change = RowChange("SHOP", "", ChangeType.DDL, ddl="TRUNCATE TABLE ORDERS")
+    with pytest.raises(ConfigError, match="TRUNCATE"):
+        list(extract_transform(blind(), [(4, change)]))
+
+
+@pytest.mark.parametrize("statement, expected", [
+    ("TRUNCATE TABLE ORDERS", ("copy", "orders", "TRUNCATE TABLE `copy`.`orders`")),
+    ("ALTER TABLE shop.LOG_1 ADD c INT",  # the target named by the table as created
+     ("copy", "Log_1", "ALTER TABLE `copy`.`Log_1` ADD c INT")),
+])
+def test_a_ddl_typed_in_another_case_is_replayed_on_its_tables_target(
+        statement: str, expected: tuple[str, ...]) -> None:
+    change = RowChange("shop", "", ChangeType.DDL, ddl=statement)
+    assert [(t.schema, t.table, t.ddl) for t in extract_transform(
+        blind("ddl_sync: true"), [(4, change)])] == [expected]
+
+
+def test_the_start_reads_the_names_a_source_that_ignores_case_stores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Names(Cursor):
+        def execute(self, query: str, args: Any = None) -> None:
+            assert "information_schema.TABLES" in query
+
+        def fetchall(self) -> list[tuple[str, str]]:
+            return [("Shop", "Orders"), ("Shop", "ΤΑΣ")]
+
+    class Conn(Cursor):
+        def cursor(self) -> Cursor:
+            return Names(0)
+
+    monkeypatch.setattr(start, "connect", lambda source: Conn(0))
+    assert start.stored_names(None) == {  # type: ignore[arg-type]
+        ("shop", ""): ("Shop", ""), ("shop", "orders"): ("Shop", "Orders"),
+        ("shop", "τασ"): ("Shop", "ΤΑΣ")}
+
+
+def test_the_names_are_read_again_after_a_ddl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table created or renamed since the start is found in its other case too."""
+    c = blind()
+    monkeypatch.setattr(start, "with_table_keys", lambda compiled, *args: dataclasses.replace(
+        compiled, blind_names={**CREATED, ("shop", "log_2"): ("shop", "Log_2")}))
+    assert not c.wants("shop", "LOG_2")
+    start.keys_again(c, None, None)  # type: ignore[arg-type]  # (read: patched above)
+    assert c.wants("shop", "LOG_2") and c.stored("shop", "LOG_2") == ("shop", "Log_2")
+
+
+def test_a_folded_name_is_lowered_letter_by_letter_as_the_server_does() -> None:
+    """MariaDB lowers Σ to σ wherever it stands; Python's str.lower() ends a word in ς."""
+    c = dataclasses.replace(compiled("{source: shop.τασ, target: copy.t}"), fold_names=True)
+    assert c.wants("shop", "ΤΑΣ") and c.stored("SHOP", "ÇA") == ("shop", "ça")
+
+
+def test_a_folded_name_whose_lower_case_is_not_sure_is_refused() -> None:
+    c = dataclasses.replace(compiled(*PAIRS), fold_names=True)
+    with pytest.raises(ConfigError, match=r"'İ' \(U\+0130\).*cannot tell which table"):
+        c.wants("shop", "İNDEX")

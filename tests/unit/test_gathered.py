@@ -124,7 +124,7 @@ def test_the_start_refuses_a_shadowed_or_repeated_pair_apply_never_checked(
 
     monkeypatch.setattr(start.tablekeys, "read_keys", lambda source: {})
     monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
-    monkeypatch.setattr(start, "folds_names", lambda source: False)
+    monkeypatch.setattr(start, "name_case", lambda source: 0)
     monkeypatch.setattr(start, "versioned_pair_problems", lambda compiled, source: [])
     catch_all = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: lake, " \
         "table: '{table}'}, fan_out: true}"

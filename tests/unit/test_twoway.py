@@ -210,7 +210,7 @@ def test_the_start_of_a_two_way_pipeline_refuses_keyless_tables_and_partial_rows
     monkeypatch.setattr(start.tablekeys, "read_keys", lambda source: {
         ("s", "t"): ("id",), ("s", "logs"): None})
     monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
-    monkeypatch.setattr(start, "folds_names", lambda source: False)
+    monkeypatch.setattr(start, "name_case", lambda source: 0)
     monkeypatch.setattr(start, "versioned_pair_problems", lambda compiled, source: [])
     one_way = (TWO_WAY % "          - {source: s.t, target: s.t, column_groups: [[x, y]]}\n"
                "          - {source: s.logs, target: s.logs}").split("      - name: back")[0]
