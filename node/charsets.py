@@ -17,6 +17,7 @@ from shared.textcodecs import (  # noqa: F401  (node code names them here)
     CODECS,
     INEXACT,
     LATIN1,
+    Encoded,
     charset_to_encoding,
     decodable,
     python_codec,

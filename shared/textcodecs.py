@@ -28,6 +28,32 @@ INEXACT = frozenset({"big5", "ujis", "sjis", "hebrew", "euckr", "euc_kr", "koi8u
                      "greek", "cp866", "tis620", "cp932"})
 
 
+# the library's names of charsets that differ from the server's (pymysql's Charset.encoding)
+_SERVER_NAMES = {"koi8_u": "koi8u", "koi8_r": "koi8r", "euc_kr": "euckr", "cp1252": "latin1",
+                 "utf8": "utf8mb4"}
+
+
+class Encoded(bytes):
+    """Text of a charset setl keeps as its bytes (:data:`INEXACT`, or one Python has no
+    codec for), with the charset's name as the server spells it. Load writes it with that
+    charset as an introducer (``_sjis X'…'``): a target column of the same charset stores
+    the bytes, one of another charset the same characters as the server converts them (a
+    character it lacks is an error in Load's strict session, never other bytes)."""
+
+    charset: str
+
+    def __new__(cls, value: bytes, charset: str) -> Encoded:
+        made = super().__new__(cls, value)
+        made.charset = _SERVER_NAMES.get(charset, charset)
+        return made
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return Encoded, (bytes(self), self.charset)
+
+    def __repr__(self) -> str:
+        return f"Encoded({bytes(self)!r}, {self.charset!r})"
+
+
 def charset_to_encoding(name: str) -> str:
     """The Python codec for a charset name (pymysql's choice where it is right; a name
     Python does not know, or one of :data:`INEXACT`, leaves the value as bytes, written

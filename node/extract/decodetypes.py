@@ -73,12 +73,15 @@ def prefix_size(column: ColumnSpec) -> int:
 
 def text_value(column: ColumnSpec, raw: str, ns: dict[str, Any]) -> str:
     """The expression of a string column's value from ``raw``, its bytes: decoded in its
-    charset (strictly, as Select does), bytes for GEOMETRY and charsets Python lacks."""
+    charset (strictly, as Select does), bytes for GEOMETRY, and for charsets Python lacks
+    or reads otherwise :class:`~node.charsets.Encoded` bytes that name their charset (Load
+    writes them so that the target converts them)."""
     if column.type == GEOMETRY:
         return raw  # bytes, even when empty
     codec = encoding(column)
     if codec is None:
-        return f"{raw} or ''"
+        ns["ENCODED"] = charsets.Encoded
+        return f"ENCODED(r, {column.charset!r}) if (r := {raw}) else ''"
     if codec == "utf-8":
         return f"{raw}.decode()"
     if codec == _LATIN1:  # ASCII is itself in latin1; else the charmap, straight

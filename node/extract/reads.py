@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, RowChange
+from node.charsets import Encoded
 from node.extract.copylines import LinesPlan
 from node.jobs import ROW_BITS
 from shared import datatypes
@@ -65,7 +66,8 @@ def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:
 def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
          ) -> list[tuple[Any, ...]]:
     """Rows as the binlog decoder gives them: a BINARY value without the zero bytes that pad
-    it, an empty binary string (or text read as its bytes: an sjis one) as ``''``, the zero
+    it, an empty binary string (or text read as its bytes: an sjis one) as ``''``, a text
+    read as its bytes as :class:`~node.charsets.Encoded` (naming its charset), the zero
     TIMESTAMP(n) without its fraction (the
     server sends ``0000-00-00 00:00:00.000000``; a key read so was not the stream's)."""
     binary = [i for i, column in enumerate(columns)
@@ -77,6 +79,8 @@ def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
     if not binary and not zeros:
         return list(rows)
     padded = {i for i in binary if columns[i].data_type == "binary"}
+    texts = {i: columns[i].charset for i in binary
+             if datatypes.read_as_bytes(columns[i].data_type, columns[i].charset)}
     out = []
     for row in rows:
         values = list(row)
@@ -85,6 +89,8 @@ def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]
             if isinstance(value, bytes):
                 if i in padded:
                     value = value.rstrip(b"\0")
+                elif i in texts and value:
+                    value = Encoded(value, texts[i])  # as the binlog decoder gives it
                 values[i] = value if value else ""
         for i in zeros:  # PyMySQL gives a TIMESTAMP as text only where it is the zero
             if isinstance(values[i], str):

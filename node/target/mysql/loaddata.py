@@ -12,8 +12,9 @@ column the target writes (a column-group or wide-row part writes some columns on
 go as the bytes the target stores (``CHARACTER SET binary``): text encoded in its column's
 charset here, only for charsets decoded exactly (utf8mb4/utf8mb3, MariaDB's latin1, ascii),
 and column types whose text form the server reads back as the same value. Anything else —
-a BIT, a geometry, another charset, a value a charset cannot hold, an empty ENUM — makes
-the table's rows go as INSERTs, as before.
+a BIT, a geometry, another charset, a value a charset cannot hold, an empty ENUM, text of a
+charset kept as bytes (:class:`~node.charsets.Encoded`: sjis, big5, …) into a text column,
+which the server must convert — makes the table's rows go as INSERTs, as before.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from node import charsets
+from node.charsets import Encoded
 from node.target.mysql.render import Column, Row
 from node.target.mysql.sqltext import Sql, literal
 from shared.identifiers import qualified, quote
@@ -141,6 +143,8 @@ def _column(values: Sequence[Any], codec: str | None) -> list[bytes]:
     field-by-field way was a quarter of a Spark worker's time); anything else field by
     field."""
     kinds = set(map(type, values))
+    if Encoded in kinds and codec is not None:  # text of a charset kept as bytes (sjis, …)
+        raise ValueError("into a column of another charset it goes as an INSERT, converted")
     if codec == YEAR:
         return [b"0000" if value == 0 and type(value) is int else _field(value, None)
                 for value in values]

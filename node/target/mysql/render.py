@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange, differs
+from node.charsets import Encoded
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
 from shared.identifiers import qualified, quote
 
@@ -422,9 +423,11 @@ def _match(image: Row, columns: Columns, widths: dict[str, int]) -> tuple[str, l
             continue
         if widths and name.lower() in widths:
             value = _padded(value, widths[name.lower()])
-        if isinstance(value, bytes):  # binary strings, geometry, text of an unknown codec
-            parts.append(f"CAST({expr} AS BINARY) = %s")
-        elif column is not None and column.charset and isinstance(value, str):
+        if isinstance(value, bytes) and not (type(value) is Encoded and column is not None
+                                             and column.charset):
+            parts.append(f"CAST({expr} AS BINARY) = %s")  # binary strings, geometry
+        elif column is not None and column.charset and isinstance(value, str | bytes):
+            # text (Encoded: of a charset kept as bytes, converted by the server)
             parts.append(f"CAST({expr} AS BINARY) = "
                          f"CAST(CONVERT(%s USING {column.charset}) AS BINARY)")
         elif column is not None and column.data_type == "json":  # MySQL's binary JSON

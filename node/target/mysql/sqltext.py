@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from pymysql import converters
 
+from node.charsets import Encoded
 from node.target.mysql.render import Statement, sql_value
 from shared.identifiers import template
 
@@ -42,7 +43,8 @@ class Sql(NamedTuple):
 
 def literal(value: Any) -> str:
     """``value`` as PyMySQL's Connection.escape writes it (a SET, JSON document first made
-    what :func:`~node.target.mysql.render.sql_value` makes of it)."""
+    what :func:`~node.target.mysql.render.sql_value` makes of it); :class:`Encoded` text
+    with its charset as an introducer (``_sjis X'c2b1'``)."""
     kind = type(value)
     if kind is str:
         return "'" + value.translate(_ESCAPE) + "'"
@@ -55,6 +57,8 @@ def literal(value: Any) -> str:
     if isinstance(value, str):
         return "'" + value.translate(_ESCAPE) + "'"
     if isinstance(value, bytes | bytearray):
+        if type(value) is Encoded:  # text of a charset kept as bytes: the server converts
+            return f"_{value.charset} X'{value.hex()}'"  # it into the column's
         return f"X'{value.hex()}'"
     return str(converters.escape_item(value, "utf8mb4", _ENCODERS))
 

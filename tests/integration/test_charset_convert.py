@@ -1,0 +1,65 @@
+"""Text of a charset setl keeps as its bytes (sjis, greek: Python reads some of their
+characters otherwise than the server) into target columns of another charset, as a legacy
+to utf8mb4 migration has them: the target holds the source's characters converted by the
+server, streamed, in multi-row INSERTs and where LOAD DATA would have written the bytes; a
+character the target's charset lacks stops the pipeline instead of storing other bytes."""
+
+from __future__ import annotations
+
+from tests.devcluster import Database, make_schema, one_way, wait_for
+
+SOURCE = ("CREATE TABLE `{schema}`.conv (id INT PRIMARY KEY, s VARCHAR(10) CHARACTER SET sjis, "
+          "g VARCHAR(10) CHARACTER SET greek, k VARCHAR(10) CHARACTER SET sjis)")
+# k: a binary column holds the bytes (the same charset's keep theirs: test_types.py)
+TARGET = ("CREATE TABLE `{schema}`.conv (id INT PRIMARY KEY, s VARCHAR(10) CHARACTER SET "
+          "utf8mb4, g VARCHAR(10) CHARACTER SET utf8mb4, k VARBINARY(10))")
+# sjis: half-width katakana 'ﾂｱ' (as UTF-8 bytes '±'), '日本', '＼'; greek 'αβγ'
+ROWS = ((1, "C2B1", "E1E2E3", "C2B1"), (2, "93FA967B", "C1C2", "93FA967B"),
+        (3, "815F", "41", "815F"))
+
+
+def converted(db: Database, schema: str) -> list[tuple[object, ...]]:
+    return db.rows(f"SELECT id, HEX(CONVERT(s USING utf8mb4)), HEX(CONVERT(g USING utf8mb4)), "
+                   f"HEX(k) FROM `{schema}`.conv ORDER BY id")
+
+
+def test_text_kept_as_bytes_is_converted_into_a_target_column_of_another_charset(
+        cluster, source, target):
+    schema = make_schema(source, target)
+    source.execute(SOURCE.format(schema=schema))
+    target.execute(TARGET.format(schema=schema))
+    cluster.apply([one_way("cs-convert", schema, ["conv"], load_data_min_rows=2)])
+    cluster.set_status("cs-convert", "START")
+    cluster.wait_running("cs-convert")
+    for row in ROWS:  # one statement each: multi-row INSERTs of one row
+        source.execute(f"INSERT INTO `{schema}`.conv VALUES ({row[0]}, X'{row[1]}', "
+                       f"X'{row[2]}', X'{row[3]}')")
+    # a transaction of inserts only: LOAD DATA's way, which would write the bytes
+    source.execute(f"INSERT INTO `{schema}`.conv SELECT seq, X'93FA967B', X'E1', X'C2B1' "
+                   "FROM mysql.seq_10_to_30")
+    source.execute(f"UPDATE `{schema}`.conv SET s = X'C2B1815F' WHERE id = 2")
+    wait_for(lambda: len(converted(target, schema)) == 24 and
+             converted(target, schema)[1][1] == converted(source, schema)[1][1], 60,
+             "the rows on the target")
+    assert converted(target, schema) == converted(source, schema)
+    assert target.rows(f"SELECT HEX(s) FROM `{schema}`.conv WHERE id = 1") == [
+        ("EFBE82EFBDB1",)]  # not C2B1, '±'
+    cluster.set_status("cs-convert", "STOP")
+
+
+def test_a_character_the_target_charset_lacks_stops_the_pipeline(cluster, source, target):
+    schema = make_schema(source, target)
+    source.execute(f"CREATE TABLE `{schema}`.narrow (id INT PRIMARY KEY, "
+                   "s VARCHAR(10) CHARACTER SET sjis)")
+    target.execute(f"CREATE TABLE `{schema}`.narrow (id INT PRIMARY KEY, "
+                   "s VARCHAR(10) CHARACTER SET latin1)")
+    cluster.apply([one_way("cs-narrow", schema, ["narrow"])])
+    cluster.set_status("cs-narrow", "START")
+    cluster.wait_running("cs-narrow")
+    source.execute(f"INSERT INTO `{schema}`.narrow VALUES (1, 'abc')")
+    wait_for(lambda: target.table(schema, "narrow") == [(1, "abc")], 60, "the first row")
+    source.execute(f"INSERT INTO `{schema}`.narrow VALUES (2, X'93FA967B')")  # '日本'
+    wait_for(lambda: "Incorrect string value" in cluster.pipeline_state("cs-narrow").last_error,
+             60, "the pipeline's stop")
+    assert target.table(schema, "narrow") == [(1, "abc")]  # never '“ú–{'
+    cluster.set_status("cs-narrow", "STOP")
