@@ -231,7 +231,8 @@ def test_skip_load_exception_skips_refused_rows_and_goes_on(cluster, source, tar
     assert target.table(schema, "items") == [(1, "ok"), (3, "fine"), (4, "later")]
     assert cluster.channel_status("skipping") == "START"
     log = cluster.nodes[1].output()
-    skipped = [line for line in log.splitlines() if "event=row_skipped channel=skipping pipeline=skipping" in line]
+    skipped = [line for line in log.splitlines()
+               if "event=row_skipped channel=skipping pipeline=skipping" in line]
     assert len(skipped) == 1
     assert f"table={schema}.items key=(2,)" in skipped[0] and "Data too long" in skipped[0]
     wait_for(lambda: cluster.pipeline_state("skipping").rows_skipped == 1, 30,
