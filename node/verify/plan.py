@@ -41,6 +41,7 @@ from node.extract.etl import CompiledPipeline
 from node.extract.pairs import CompiledPair
 from node.target.delta.columns import LakeColumn
 from node.verify.values import Column, hash_function, read_columns, select_list
+from shared.datatypes import read_as_bytes
 from shared.errors import ConfigError
 from shared.identifiers import quote, short_form, split_qualified, unquote
 from shared.model import MediaPair
@@ -366,6 +367,12 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
               if _written(entry, c.name, key.columns) and renames_get(c.name, c.name) in compared]
     by_name = {c.name: c for c in source_columns}
     same = all(by_name[s].shape == present[t].shape for s, t in hashed)
+    # text the stream keeps as its bytes and the target converts into its own charset: read
+    # there converted back into the source's (verify compared sjis bytes with UTF-8 text)
+    back = {t: dataclasses.replace(present[t], charset=by_name[s].charset, converted=True)
+            for s, t in hashed if read_as_bytes(by_name[s].data_type, by_name[s].charset)
+            and present[t].charset and present[t].charset != by_name[s].charset}
+    columns = [back.get(column.name, column) for column in columns]
     blind = (f"it has no column for {key.column}" if range_column is None else
              "it holds wide rows merged from several tables" if pair.joins or pair.merge_part
              else "it is fed by other tables too" if not alone else "")

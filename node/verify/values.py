@@ -69,6 +69,9 @@ class Column:
     charset: str | None = None
     generated: bool = False
     nullable: bool = True
+    # a target text column whose source column's charset is one kept as bytes, and another:
+    # read converted into the source's (``charset``), bytes beside bytes
+    converted: bool = False
 
     @property
     def kind(self) -> str:
@@ -118,6 +121,8 @@ def read_expression(column: Column) -> str:
     """The select-list item reading one column in the binlog decoder's form, as the node's
     reads select it (:func:`shared.datatypes.read_expression`), under its own name."""
     name = quote(column.name)
+    if column.converted:
+        return f"CAST(CONVERT({name} USING {column.charset}) AS BINARY) AS {name}"
     expression = datatypes.read_expression(column.name, column.data_type, column.charset)
     return name if expression == name else f"{expression} AS {name}"
 

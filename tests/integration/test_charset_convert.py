@@ -7,6 +7,7 @@ character the target's charset lacks stops the pipeline instead of storing other
 from __future__ import annotations
 
 from tests.devcluster import Database, make_schema, one_way, wait_for
+from tests.integration.test_verify import found, verify
 
 SOURCE = ("CREATE TABLE `{schema}`.conv (id INT PRIMARY KEY, s VARCHAR(10) CHARACTER SET sjis, "
           "g VARCHAR(10) CHARACTER SET greek, k VARCHAR(10) CHARACTER SET sjis)")
@@ -63,3 +64,24 @@ def test_a_character_the_target_charset_lacks_stops_the_pipeline(cluster, source
              60, "the pipeline's stop")
     assert target.table(schema, "narrow") == [(1, "abc")]  # never '“ú–{'
     cluster.set_status("cs-narrow", "STOP")
+
+
+def test_verify_compares_converted_text_with_the_source_s(cluster, source, target, capsys):
+    """Verify read the source's sjis bytes and the target's UTF-8 text: every converted row
+    with a character beyond ASCII was reported different, and repaired at every run."""
+    schema = make_schema(source, target)
+    source.execute(SOURCE.format(schema=schema))
+    target.execute(TARGET.format(schema=schema))
+    cluster.apply([one_way("cs-verify", schema, ["conv"])])
+    cluster.set_status("cs-verify", "START")
+    cluster.wait_running("cs-verify")
+    source.execute(f"INSERT INTO `{schema}`.conv VALUES " + ", ".join(
+        f"({row[0]}, X'{row[1]}', X'{row[2]}', X'{row[3]}')" for row in ROWS))
+    wait_for(lambda: len(converted(target, schema)) == 3, 60, "the rows on the target")
+    code, report = verify(cluster, capsys, "cs-verify")
+    assert code == 0, report
+    target.execute(f"UPDATE `{schema}`.conv SET s = 'ﾂ' WHERE id = 1")  # one character lost
+    code, report = verify(cluster, capsys, "cs-verify")
+    assert code == 1 and found(report, f"{schema}.conv")["different"] == {
+        ((1,), f"{schema}.conv")}
+    cluster.set_status("cs-verify", "STOP")
