@@ -85,3 +85,21 @@ def test_verify_compares_converted_text_with_the_source_s(cluster, source, targe
     assert code == 1 and found(report, f"{schema}.conv")["different"] == {
         ((1,), f"{schema}.conv")}
     cluster.set_status("cs-verify", "STOP")
+
+
+def test_a_big_value_is_converted_piece_by_piece(cluster, source, target):
+    """A value over 4 MiB is appended a piece at a time: each piece whole characters, each
+    converted (the pieces were written as bytes: '日本' as '“ú–{' in UTF-8's bytes)."""
+    schema = make_schema(source, target)
+    source.execute(f"CREATE TABLE `{schema}`.big (id INT PRIMARY KEY, "
+                   "t LONGTEXT CHARACTER SET sjis)")
+    target.execute(f"CREATE TABLE `{schema}`.big (id INT PRIMARY KEY, "
+                   "t LONGTEXT CHARACTER SET utf8mb4)")
+    cluster.apply([one_way("cs-big", schema, ["big"])])
+    cluster.set_status("cs-big", "START")
+    cluster.wait_running("cs-big")
+    source.execute(f"INSERT INTO `{schema}`.big VALUES (1, CONCAT('a', "
+                   "REPEAT(X'93FA967B', 1100000)))")  # 'a日本日本…': 4.4 MB
+    digest = f"SELECT id, CHAR_LENGTH(t), MD5(CONVERT(t USING utf8mb4)) FROM `{schema}`.big"
+    wait_for(lambda: target.rows(digest) == source.rows(digest), 90, "the big value")
+    cluster.set_status("cs-big", "STOP")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
+from node.charsets import Encoded
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites, merge
 from node.target.mysql.render import BIG_VALUE, Column, statements
 
@@ -241,3 +242,18 @@ def test_a_statement_that_changes_a_row_without_its_stamped_column_sets_it_to_it
                            parted=True)
     assert move.sql == "UPDATE `s`.`gen` SET `id` = %s, `v` = %s, `At` = `At` WHERE (`id`) " \
         "= (%s)"
+
+
+@pytest.mark.parametrize("charset, character", [("sjis", b"\x93\xfa"), ("ujis", b"\x8f\xb0\xa1"),
+                                                ("greek", b"\xe1")])
+def test_a_big_value_kept_as_bytes_is_appended_in_whole_characters_naming_its_charset(
+        charset: str, character: bytes) -> None:
+    """The server converts each piece into the target column's charset on its own: a piece
+    without its charset was written as bytes, and one ending inside a character broke it."""
+    value = Encoded(b"a" + character * (BIG_VALUE // len(character) + 7), charset)
+    found = list(statements(writes(upserts=[{"id": 1, "s": value}]), 100,
+                            {"id": Column("int", None), "s": Column("text", "utf8mb4")}))
+    pieces = [s.args[0] for s in found[1:]]
+    assert len(pieces) >= 2 and b"".join(pieces) == value
+    assert all(type(p) is Encoded and p.charset == charset for p in pieces)
+    assert all(p.startswith(character) for p in pieces[1:])  # none cut inside a character

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -335,11 +336,36 @@ def _appends(writes: TableWrites, row: Row, found: Any = _same, stamps: Stamps =
             same = "".join(f", {quote(c)} = {quote(c)}" for c in stamps.kept([name], row))
             sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s){same} " \
                 f"WHERE {where}"
-            step = _piece(value)
-            for start in range(0, len(value), step):
-                yield Statement(sql, [value[start:start + step],
-                                      *(sql_value(v) for v in key)], False, [key], True,
-                                continues=True)
+            for piece in _pieces(value):
+                yield Statement(sql, [piece, *(sql_value(v) for v in key)], False, [key],
+                                True, continues=True)
+
+
+# a character of a multi-byte charset kept as bytes (Encoded), by its lead byte: the server
+# converts each appended piece on its own, so a piece must end between characters
+_CHARACTER = {
+    "sjis": rb"[\x81-\x9f\xe0-\xfc].|.", "cp932": rb"[\x81-\x9f\xe0-\xfc].|.",
+    "big5": rb"[\x81-\xfe].|.", "euckr": rb"[\x81-\xfe].|.",
+    "ujis": rb"\x8f..|[\x8e\xa1-\xfe].|.", "eucjpms": rb"\x8f..|[\x8e\xa1-\xfe].|.",
+}
+
+
+def _pieces(value: Any) -> Iterator[Any]:
+    """A big value in pieces of at most :func:`_piece` each; text kept as bytes
+    (:class:`~node.charsets.Encoded`) in whole characters, each piece naming its charset."""
+    step = _piece(value)
+    if type(value) is not Encoded:
+        for start in range(0, len(value), step):
+            yield value[start:start + step]
+        return
+    character = _CHARACTER.get(value.charset)
+    pattern = re.compile(b"(?:" + character + b"){1,%d}" % (step // 3), re.S) \
+        if character else None
+    start = 0
+    while start < len(value):
+        end = pattern.match(value, start).end() if pattern else start + step  # type: ignore
+        yield Encoded(value[start:end], value.charset)
+        start = end
 
 
 def _runs(rows: list[Row]) -> Iterator[tuple[Any, list[Row]]]:
