@@ -228,6 +228,10 @@ def test_a_statement_that_changes_a_row_without_its_stamped_column_sets_it_to_it
     partial = PartialRow({"id": 1, "v": 2}, {"body": "b", "at": "2020-01-01"})
     [group] = statements(writes(upserts=[partial]), 100, STAMPED)
     assert group.sql.endswith("UPDATE `v` = VALUES(`v`), `At` = `At`")
+    partial = PartialRow({"id": 1, "body": text}, {"v": 1, "at": "2020-01-01"})
+    found = list(statements(writes(upserts=[partial]), 100, STAMPED))
+    assert len(found) == 3 and all(s.sql.endswith("`At` = `At` WHERE (`id`) = (%s)")
+                                   for s in found[1:])  # its big value's pieces too
     # a wide row's part: the stamped column is another part's (or no pair's) to write
     part, cleared = {"id": 1, "v": 2}, {"id": 2, "v": None}
     for parted, kept in ((False, ""), (True, ", `At` = `At`")):

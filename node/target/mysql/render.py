@@ -333,7 +333,8 @@ def _appends(writes: TableWrites, row: Row, found: Any = _same, stamps: Stamps =
     where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
     for name, value in row.items():
         if _big(value):
-            same = "".join(f", {quote(c)} = {quote(c)}" for c in stamps.kept([name], row))
+            held = [*row, *row.rest] if type(row) is PartialRow else row  # type: ignore
+            same = "".join(f", {quote(c)} = {quote(c)}" for c in stamps.kept([name], held))
             sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s){same} " \
                 f"WHERE {where}"
             for piece in _pieces(value):

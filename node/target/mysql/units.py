@@ -58,7 +58,9 @@ def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql
     if replaced is None:
         return None
     deletes = dataclasses.replace(writes, upserts=[])
-    return [sql for statement in statements(deletes, spec.load_batch_size, table.columns)
+    return [sql for statement in statements(deletes, spec.load_batch_size, table.columns,
+                                            parted=(writes.datasource, writes.schema,
+                                                    writes.table) in spec.parted)
             for sql in texts(statement)] + replaced
 
 
