@@ -29,6 +29,8 @@ from typing import Any
 
 import re2
 
+from shared.textcodecs import Encoded
+
 MAX_TEXT = 4096  # characters of an expression
 MAX_DEPTH = 40  # levels of nesting
 MAX_VALUE = 16 * 1024 * 1024  # characters (or items) of any value an expression makes
@@ -142,12 +144,34 @@ _TEMPORAL = (datetime.date, datetime.timedelta)  # DATE, DATETIME, TIMESTAMP; TI
 _TIME = re2.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 
 
+def _encoded(op: ast.operator, a: Any, b: Any) -> Encoded:
+    """``a + b`` or ``a * n`` of text kept as its bytes (:class:`Encoded`), which stays
+    text of its charset (plain bytes are written as bytes: the target would store them
+    as if they were in its column's charset); any other operation is refused."""
+    if isinstance(op, ast.Add) and type(a) is type(b) is Encoded and a.charset == b.charset:
+        return Encoded(bytes(a) + bytes(b), a.charset)
+    if isinstance(op, ast.Mult) and (type(a) is Encoded) is isinstance(b, int):
+        text, times = (a, b) if type(a) is Encoded else (b, a)
+        return Encoded(bytes(text) * times, text.charset)
+    charset = a.charset if type(a) is Encoded else b.charset
+    raise ExpressionError(
+        f"text in charset {charset} (read as its bytes: setl cannot read it as characters) "
+        "can only be joined with text of its own charset or repeated; compute this column "
+        "in a processor, and give it back as node.charsets.Encoded(value, charset)")
+
+
 def _equal(a: Any, b: Any) -> bool:
     """``a == b``, a DATE, DATETIME, TIMESTAMP or TIME compared with a string as MySQL
     compares them: as values of the temporal type, here by their text, which is one text per
-    value only for a string in MySQL's own form: another ('2024-1-1') is refused."""
-    if isinstance(a, str) and isinstance(b, _TEMPORAL):
+    value only for a string in MySQL's own form: another ('2024-1-1') is refused. Bytes are
+    never equal to a string: such a comparison is refused."""
+    if isinstance(a, str) and isinstance(b, (*_TEMPORAL, bytes, bytearray)):
         a, b = b, a
+    if isinstance(a, bytes | bytearray) and isinstance(b, str):
+        raise ExpressionError(
+            f"bytes (a BINARY, VARBINARY or BLOB column, or text in a charset setl reads as "
+            f"its bytes, e.g. sjis or big5) were compared with the text {b!r}, which they "
+            "never equal; compare them with bytes (b'...'), as the column holds them")
     if not (isinstance(a, _TEMPORAL) and isinstance(b, str)):
         return bool(a == b)
     try:
@@ -185,7 +209,7 @@ _COMPARE = {ast.Eq: _equal, ast.NotEq: lambda a, b: not _equal(a, b), ast.Lt: op
 
 def _within(a: Any, b: Any) -> bool:
     """``a in b``; a temporal value in a tuple of strings compared as :func:`_equal` does."""
-    if isinstance(b, tuple) and isinstance(a, _TEMPORAL):
+    if isinstance(b, tuple) and isinstance(a, (*_TEMPORAL, bytes, bytearray)):
         return any(_equal(a, item) for item in b)
     return a in b
 
@@ -273,6 +297,8 @@ def evaluate(tree: ast.expr, row: Mapping[str, Any]) -> Any:
                 if size > MAX_VALUE:
                     raise ExpressionError(f"a value of {size:,} characters is longer than "
                                           f"expressions may make ({MAX_VALUE:,})")
+            if type(a) is Encoded or type(b) is Encoded:
+                return _encoded(op, a, b)
             return _BINARY[type(op)](a, b)
         case ast.UnaryOp(op=op, operand=operand):
             value = evaluate(operand, row)

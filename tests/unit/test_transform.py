@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 
 from node.changes import ChangeType, RowChange
+from node.charsets import Encoded
 from node.extract.etl import transform
 from shared import expr
 from shared.errors import ConfigError, TransformError
@@ -64,6 +65,25 @@ def test_text_functions_refuse_bytes_rather_than_write_their_python_form(text: s
     """A BINARY column's, or sjis text read as its bytes: upper(code) wrote "B'AB'"."""
     with pytest.raises(expr.ExpressionError, match="a text function was given bytes"):
         expr.evaluate(expr.parse(text), {"code": b"ab"})
+
+
+def test_text_kept_as_bytes_stays_text_of_its_charset_or_is_refused() -> None:
+    """sjis read as its bytes (Encoded): a + b gave plain bytes, written as bytes, which a
+    latin1 target stored as other characters; code == 'JP' was never true (every row
+    filtered out)."""
+    row = {"a": Encoded(b"\x93\xfa", "sjis"), "b": Encoded(b"\x96\x7b", "sjis"),
+           "g": Encoded(b"\xe1", "greek"), "raw": b"JP"}
+    joined = expr.evaluate(expr.parse("a + b"), row)
+    assert (type(joined), joined, joined.charset) == (Encoded, b"\x93\xfa\x96\x7b", "sjis")
+    twice = expr.evaluate(expr.parse("2 * a"), row)
+    assert (type(twice), twice.charset) == (Encoded, "sjis")
+    for text in ("a + g", "a + raw"):
+        with pytest.raises(expr.ExpressionError, match="text in charset sjis"):
+            expr.evaluate(expr.parse(text), row)
+    for text in ("raw == 'JP'", "'JP' != raw", "a in ('x', 'y')"):
+        with pytest.raises(expr.ExpressionError, match="never equal; compare them with bytes"):
+            expr.evaluate(expr.parse(text), row)
+    assert expr.evaluate(expr.parse("raw == b'JP' and a in (b'x', b'\\x93\\xfa')"), row)
 
 
 @pytest.mark.parametrize("value, text", [
