@@ -16,6 +16,7 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
+from node.charsets import Encoded
 from node.extract.reads import ReadColumn, columns_of, mend
 from shared.endpoint import READING, DictCursor, connect
 from shared.identifiers import quote
@@ -76,9 +77,14 @@ class Lookup:
             while left:
                 part, left = left[:self.chunk], left[self.chunk:]
                 while part:  # two values the collation takes for one: the next pass
-                    cases = " ".join(f"WHEN {name} = %s THEN {i}" for i in range(len(part)))
+                    asked = [_placed(value) for value in part]
+                    args = [value for value, (_, given) in zip(part, asked, strict=True)
+                            if given]
+                    cases = " ".join(f"WHEN {name} = {place} THEN {i}"
+                                     for i, (place, _) in enumerate(asked))
                     rows = self._select(cursor, schema, table, f"CASE {cases} END", (
-                        f"WHERE {name} IN ({', '.join(['%s'] * len(part))})", part + part))
+                        f"WHERE {name} IN ({', '.join(place for place, _ in asked)})",
+                        args + args))
                     hits = {row.pop(_ASKED): row for row in rows}
                     found.update((part[i], row) for i, row in hits.items())
                     part = [value for i, value in enumerate(part) if i not in hits] \
@@ -148,3 +154,12 @@ class Lookup:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _placed(value: Any) -> tuple[str, bool]:
+    """Where a value goes in a lookup's SQL: a parameter (True), or text kept as its bytes
+    (:class:`~node.charsets.Encoded`) written with its charset, which the server converts
+    into the column's (as a parameter, bytes: sjis matched no row of a utf8mb4 column)."""
+    if type(value) is Encoded:
+        return f"_{value.charset} X'{value.hex()}'", False
+    return "%s", True

@@ -103,3 +103,27 @@ def test_a_big_value_is_converted_piece_by_piece(cluster, source, target):
     digest = f"SELECT id, CHAR_LENGTH(t), MD5(CONVERT(t USING utf8mb4)) FROM `{schema}`.big"
     wait_for(lambda: target.rows(digest) == source.rows(digest), 90, "the big value")
     cluster.set_status("cs-big", "STOP")
+
+
+def test_a_join_by_text_kept_as_bytes_finds_its_row_in_another_charset(cluster, source, target):
+    """The join's value went to the source as bytes: sjis '日本' matched no row of a utf8mb4
+    column, and 'missing: drop' took the order out of the target."""
+    schema = make_schema(source, target)
+    source.script(f"CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, "
+                  "code VARCHAR(10) CHARACTER SET sjis)",
+                  f"CREATE TABLE `{schema}`.places (code VARCHAR(10) CHARACTER SET utf8mb4 "
+                  "PRIMARY KEY, label VARCHAR(10))",
+                  f"INSERT INTO `{schema}`.places VALUES ('日本', 'JP'), ('abc', 'A')")
+    target.execute(f"CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, "
+                   "code VARCHAR(10) CHARACTER SET utf8mb4, label VARCHAR(10))")
+    cluster.apply([{"name": "cs-join", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.orders", "target": f"{schema}.orders",
+             "joins": [{"table": f"{schema}.places", "by": "code", "key": "code",
+                        "columns": ["label"], "missing": "drop"}]}]}]}])
+    cluster.set_status("cs-join", "START")
+    cluster.wait_running("cs-join")
+    source.execute(f"INSERT INTO `{schema}`.orders VALUES (1, X'93FA967B'), (2, 'abc')")
+    wait_for(lambda: len(target.table(schema, "orders")) == 2, 60, "both orders")
+    assert target.table(schema, "orders") == [(1, "日本", "JP"), (2, "abc", "A")]
+    cluster.set_status("cs-join", "STOP")
