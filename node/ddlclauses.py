@@ -88,7 +88,8 @@ def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | 
 CLOCK_DEFAULTS = ("CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP", "NULL")
 
 
-def zone_bound_clause(statement: str, sql_mode: int = 0) -> str | None:
+def zone_bound_clause(statement: str, sql_mode: int = 0,
+                      old: Mapping[str, OldType] | None = None) -> str | None:
     """The first clause of an ``ALTER TABLE`` that made the table's rows' values anew
     through the session's time zone, each at its own date, as the source wrote it: a
     ``MODIFY``/``CHANGE`` (a column made TIMESTAMP reads its old wall-clock values in the
@@ -96,11 +97,17 @@ def zone_bound_clause(statement: str, sql_mode: int = 0) -> str | None:
     logged its zone, MariaDB's only conversions of this kind), an ``ADD`` of a TIMESTAMP
     column whose default is a literal (every row gets that wall-clock time, read in the
     zone). None for any other statement: one that runs in the zone only at the statement's
-    own instant (``ADD … DATETIME DEFAULT CURRENT_TIMESTAMP``), or makes a default only."""
+    own instant (``ADD … DATETIME DEFAULT CURRENT_TIMESTAMP``), or makes a default only.
+    ``old``: the table's column types before it, where known: a MODIFY of a column that
+    neither was nor becomes a TIMESTAMP converts nothing (one clause of an ALTER that logged
+    its zone for another)."""
     for clause in alter_clauses(code(statement, sql_mode)) or []:
         text = statement[clause[0].start:clause[-1].end] if clause else ""
-        if _changed_columns(clause):
-            return text
+        for was, definition in _changed_columns(clause):
+            known = old.get(was.lower()) if old else None
+            if known is None or known.kind == "timestamp" or (
+                    len(definition) > 1 and definition[1].is_word("TIMESTAMP")):
+                return text
         for definition in added_columns(clause):
             if len(definition) > 1 and definition[1].is_word("TIMESTAMP") and \
                     _literal_default(definition):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from node import charsets
 from node.changes import Session
 from node.ddlclauses import zone_bound_clause
+from node.ddltypes import OldType
 from shared.errors import SourceError
 
 # carried with a DDL but not session variables: the default (charset, collation) of the
@@ -103,10 +104,13 @@ class SourceFacts:
 
     def system_zone(self, at: int) -> tuple[str, tuple[str, str]]:
         """The offset of the source's SYSTEM time zone at instant ``at`` (Unix seconds: a
-        DDL's own time, not now), and its offsets on 1 January and 1 July of that year
-        (they differ where the zone observes daylight saving time)."""
+        DDL's own time, not now), and two offsets it has had since 1970 (on a 1 January or
+        1 July up to that year; alike where it has had one only): they differ where the zone
+        observes daylight saving time, or did (Sao Paulo until 2019), or moved (Almaty in
+        2024), and rows of those dates were converted by the offset they had."""
         when = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
-        instants = [when, datetime(when.year, 1, 1), datetime(when.year, 7, 1)]
+        instants = [when] + [datetime(year, month, 1) for year in range(
+            1970, min(when.year, 2037) + 1) for month in (1, 7)]
         [local] = self._rows("SELECT " + ", ".join(
             f"CONVERT_TZ('{utc:%Y-%m-%d %H:%M:%S}', '+00:00', 'SYSTEM')" for utc in instants))
         if any(value is None for value in local):
@@ -114,9 +118,10 @@ class SourceFacts:
                               f"time zone at {when:%Y-%m-%d %H:%M:%S} UTC, which a DDL "
                               "statement ran in; run it on the target by hand, then skip it "
                               "with 'setl position set'")
-        now, january, july = (_offset(value - utc) for value, utc in
-                               zip(local, instants, strict=True))
-        return now, (january, july)
+        now, *history = (_offset(value - utc) for value, utc in
+                          zip(local, instants, strict=True))
+        other = next((offset for offset in history if offset != history[-1]), history[-1])
+        return now, (other, history[-1])
 
     def explicit_defaults(self, flags2: int | None) -> int:
         """The ``explicit_defaults_for_timestamp`` a DDL without MySQL 8's status variable
@@ -169,8 +174,10 @@ def codec(charset: str) -> str:
     return codecs.lookup(name).name
 
 
-def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
-    """A query event's statement, decoded from the bytes its client sent, and its session."""
+def of_event(event: Any, source: SourceFacts, old: Mapping[str, OldType] | None = None
+             ) -> tuple[str, Session]:
+    """A query event's statement, decoded from the bytes its client sent, and its session;
+    ``old``: its table's column types before it, by lower-cased name, where known."""
     where, collations = source.where, source.collation
     session: list[tuple[str, Any]] = []
     charset = "utf8mb4"
@@ -189,7 +196,7 @@ def of_event(event: Any, source: SourceFacts) -> tuple[str, Session]:
     if zone:
         zone = zone.decode() if isinstance(zone, bytes) else str(zone)
         session.append(("time_zone", _system_zone(text, sql_mode(tuple(session)), event,
-                                                  source) if zone.upper() == "SYSTEM"
+                                                  source, old) if zone.upper() == "SYSTEM"
                         else zone))
     # what a bare TIMESTAMP column becomes: NULL DEFAULT NULL, or (OFF) NOT NULL with a
     # default, the first also ON UPDATE CURRENT_TIMESTAMP (a NULL then stores the load's NOW())
@@ -223,23 +230,25 @@ def _statement(event: Any, charset: str, where: str) -> str:
     return text.strip()
 
 
-def _system_zone(statement: str, mode: int, event: Any, source: SourceFacts) -> str:
+def _system_zone(statement: str, mode: int, event: Any, source: SourceFacts,
+                 old: Mapping[str, OldType] | None = None) -> str:
     """The offset a statement logged in the source's SYSTEM zone runs under on the target
     (which does not know that zone by name): the zone's at the statement's own time. Where
     the zone observes daylight saving time, a statement that made rows' values anew through
     it, each at its own date (:func:`node.ddlclauses.zone_bound_clause`), stops: under one
     offset, the rows of the other part of the year would move by an hour."""
-    offset, (january, july) = source.system_zone(int(event.timestamp))
-    clause = zone_bound_clause(statement, mode) if january != july else None
+    offset, (other, last) = source.system_zone(int(event.timestamp))
+    clause = zone_bound_clause(statement, mode, old) if other != last else None
     if clause is not None:
         raise SourceError(
-            f"{source.where}: a DDL statement ran in the source's SYSTEM time zone, which "
-            f"observes daylight saving time (its offset is {january} on 1 January and {july} "
-            f"on 1 July), and its clause {clause!r} converts the table's rows between local "
-            "time and instants, each at its own date: replayed under one offset (the target "
-            "cannot know the source machine's zone by name), the rows of the other part of "
-            "the year would be an hour off. Run the statement on the target by hand under SET "
-            "time_zone = 'Area/City' (the source machine's zone, e.g. Europe/Berlin), then "
+            f"{source.where}: a DDL statement ran in the source's SYSTEM time zone, whose "
+            f"offset changes with the date (it has been {other} and {last}: daylight saving "
+            f"time, or the zone's rules changed), and its clause {clause!r} converts the "
+            "table's rows between local time and instants, each at its own date: replayed "
+            "under one offset (the target cannot know the source machine's zone by name), the "
+            "rows of other dates would be an hour off. Run the statement on the target by "
+            "hand under SET time_zone = 'Area/City' (the source machine's zone, e.g. "
+            "Europe/Berlin), then "
             "move the pipeline past it with 'setl position set'; and give the source a "
             "named time_zone (SET GLOBAL time_zone = 'Area/City', and default_time_zone in "
             "its my.cnf) so that its statements log the zone by name")

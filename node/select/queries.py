@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from node import ddlsession
 from node.changes import ChangeType, Event, RowChange
 from node.ddl import concerns, tables_named
+from node.ddltypes import OldType
 from node.select import libevents, statements
 from node.select.framing import estimate, uncommitted
 from shared.errors import SourceError
@@ -124,7 +125,8 @@ class QueryEvents:
             self._commit([], 0, changes, state, data)
             return
         try:
-            statement, session = ddlsession.of_event(event, self._facts)
+            statement, session = ddlsession.of_event(
+                event, self._facts, {name: OldType(*rest) for name, *rest in before})
         except SourceError as exc:
             raise SourceError(f"binlog of {self.source.name} at {self._position(state)}: "
                               f"{exc}") from None

@@ -175,10 +175,33 @@ def test_a_statement_converting_rows_in_a_daylight_saving_system_zone_stops(
         statement: str) -> None:
     """Europe/Berlin in July: +02:00 replayed for a row of January, which the source read in
     +01:00, moved it by an hour, silently (no row event carries what the ALTER rewrote)."""
-    with pytest.raises(ddlsession.SourceError, match=r"observes daylight saving time \(its "
-                       r"offset is \+01:00 on 1 January and \+02:00 on 1 July\).*"
+    with pytest.raises(ddlsession.SourceError, match=r"offset changes with the date \(it "
+                       r"has been \+01:00 and \+02:00: daylight saving time.*"
                        r"SET time_zone = 'Area/City'.*setl position set"):
         ddlsession.of_event(zoned(statement), Zoned("Europe/Berlin"))
+
+
+def test_a_zone_that_observed_daylight_saving_in_years_past_counts() -> None:
+    """Sao Paulo has kept -03:00 all year since 2019: its 1 January and 1 July of 2025
+    agree, but the rows of 2015's summers were converted by -02:00."""
+    in_2025 = int(datetime(2025, 3, 1, 12, tzinfo=UTC).timestamp())
+    with pytest.raises(ddlsession.SourceError, match=r"it has been -02:00 and -03:00"):
+        ddlsession.of_event(zoned(ZONE_BOUND[0], in_2025), Zoned("America/Sao_Paulo"))
+
+
+def test_a_modify_of_a_column_that_neither_was_nor_becomes_a_timestamp_goes_on() -> None:
+    """One clause logged the zone (ADD … DEFAULT CURRENT_TIMESTAMP), another MODIFY of a
+    VARCHAR stopped the whole ALTER (Rails' change_table bulk: true)."""
+    statement = ("ALTER TABLE t ADD c DATETIME DEFAULT CURRENT_TIMESTAMP, "
+                 "MODIFY name VARCHAR(200)")
+    old = {"name": ddlsession.OldType("other"), "d": ddlsession.OldType("timestamp")}
+    names = dict(ddlsession.of_event(zoned(statement), Zoned("Europe/Berlin"), old)[1])
+    assert names["time_zone"] == "+02:00"
+    with pytest.raises(ddlsession.SourceError, match="MODIFY name VARCHAR"):  # not known
+        ddlsession.of_event(zoned(statement), Zoned("Europe/Berlin"))
+    with pytest.raises(ddlsession.SourceError, match="MODIFY d DATETIME"):  # was TIMESTAMP
+        ddlsession.of_event(zoned("ALTER TABLE t MODIFY d DATETIME NULL"),
+                            Zoned("Europe/Berlin"), old)
 
 
 @pytest.mark.parametrize("statement", ZONE_BOUND)
