@@ -201,12 +201,14 @@ class AlarmEvaluator:
         started channel that report no delay this moment (no owner during a failover, a
         runner stopping to take a new definition). A firing delay alarm stays firing through
         such a blip, and one on its way keeps its ``for_s`` count; the channel paused or
-        stopped, it ends."""
+        stopped, it ends. So do those starting with no delay to tell yet (the new owner after
+        a failover, before its first batch: an hour behind, it reads 0)."""
         if rule.when != DELAY:
             return set()
         return {fact.pipeline_id for fact in facts.pipelines if _matches(rule, fact.pipeline_id)
-                and fact.channel_status == "START" and fact.state not in MOVING
-                and fact.state != "failed"}
+                and fact.channel_status == "START" and fact.state != "failed" and (
+                    fact.state not in MOVING or (fact.state == "starting" and
+                                                 not fact.delay_ms))}
 
     def _grown(self, rule: AlarmRule, chosen: list[PipelineFact], now: float,
                counter: str) -> dict[str, int]:

@@ -154,6 +154,8 @@ def test_a_delay_alarm_on_its_way_keeps_its_count_through_a_moment_without_owner
     assert alarms.evaluate(facts(pipeline(state="not running"))) == []  # failing over
     clock.advance(10)
     assert changes(alarms.evaluate(facts(behind))) == [("slow", "shop.forward", FIRING)]
+    # the new owner starting, before its first batch: no delay to tell yet, not caught up
+    assert alarms.evaluate(facts(pipeline(state="starting", delay_ms=0))) == []
     assert changes(alarms.evaluate(facts(pipeline(state="not running",
                                                   channel_status="PAUSE")))) == [
         ("slow", "shop.forward", RESOLVED)]  # paused: the paused rule tells it now
