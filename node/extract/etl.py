@@ -126,8 +126,9 @@ class CompiledPipeline:
         created where it compares them without case."""
         if self.fold_names:
             return folded(schema), folded(table)
-        if self.blind_names is not None:
-            return self.blind_names.get((lowered(schema), lowered(table)), (schema, table))
+        if self.blind_names is not None:  # (a table not known yet: in its known database)
+            found = self.blind_names.get((lowered(schema), lowered(table)))
+            return found if found is not None else (self.stored_schema(schema), table)
         return schema, table
 
     def stored_schema(self, schema: str) -> str:
@@ -249,8 +250,9 @@ class CompiledPipeline:
         table no longer has (two rows of one old key taken for one). ``names``: the
         :attr:`blind_names` read again (a table created or renamed)."""
         if names is not None and self.blind_names is not None and names != self.blind_names:
-            self.blind_names.clear()
-            self.blind_names.update(names)
+            self.blind_names.update(names)  # (never empty to the reader's thread meanwhile)
+            for gone in set(self.blind_names) - set(names):
+                del self.blind_names[gone]
         if fresh != self.table_keys:
             self.table_keys.clear()
             self.table_keys.update(fresh)

@@ -193,3 +193,14 @@ def test_a_folded_name_whose_lower_case_is_not_sure_is_refused() -> None:
     c = dataclasses.replace(compiled(*PAIRS), fold_names=True)
     with pytest.raises(ConfigError, match=r"'İ' \(U\+0130\).*cannot tell which table"):
         c.wants("shop", "İNDEX")
+
+
+def test_a_table_not_known_yet_is_named_in_its_database_as_created() -> None:
+    """A CREATE TABLE shop.orders2 in a database created `Shop`: the table was looked for in
+    'shop', which no pair names, and the pipeline passed it by."""
+    c = dataclasses.replace(compiled("{source: {namespace: Shop, table: 're:orders.*'}, "
+                                     "target: {namespace: copy, table: '{table}'}}"),
+                            blind_names={("shop", ""): ("Shop", ""),
+                                         ("shop", "orders"): ("Shop", "orders")})
+    assert c.stored("SHOP", "orders2") == ("Shop", "orders2")
+    assert c.wants("shop", "orders2")
