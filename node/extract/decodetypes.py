@@ -79,6 +79,8 @@ def text_value(column: ColumnSpec, raw: str, ns: dict[str, Any]) -> str:
     if column.type == GEOMETRY:
         return raw  # bytes, even when empty
     codec = encoding(column)
+    if codec is None and column.charset in (None, "binary"):
+        return f"{raw} or ''"  # a binary string: bytes
     if codec is None:
         ns["ENCODED"] = charsets.Encoded
         return f"ENCODED(r, {column.charset!r}) if (r := {raw}) else ''"

@@ -35,6 +35,8 @@ def test_decoded_text_of_a_charset_kept_as_bytes_names_its_charset() -> None:
         assert eval(decodetypes.text_value(column, "raw", ns), {**ns, "raw": b""}) == ""
     column = ColumnSpec("c", decodetypes.VARCHAR, charset="utf8", max_length=10)
     assert type(eval(decodetypes.text_value(column, "raw", ns), {"raw": b"ab"})) is str
+    column = ColumnSpec("c", decodetypes.VARCHAR, charset="binary", max_length=10)
+    assert type(eval(decodetypes.text_value(column, "raw", ns), {"raw": b"ab"})) is bytes
 
 
 def test_it_travels_pickled_with_its_charset() -> None:
