@@ -29,7 +29,7 @@ from node.extract.keycheck import KeyCollations, read_source_columns
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
 from node.jobs import JobSpec, PartResult, Unit
 from node.target.mysql.facts import Target, TargetFacts
-from node.target.mysql.render import BIG_VALUE
+from node.target.mysql.pieces import BIG_VALUE
 from node.target.renderers import render
 from shared.errors import ConfigError, SetlError
 from shared.model import TWO_WAY_COPY, PipelineParams
@@ -98,7 +98,7 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     node for a small batch)."""
     counted: dict[int, list[int]] = {}
     as_rows = [read for read in part.reads if read.lines is None]
-    # a value over render.BIG_VALUE needs statements of its own; only an event that large, a
+    # a value over pieces.BIG_VALUE needs statements of its own; only an event that large, a
     # lookup (free door) or a transform that makes values can bring one
     big = bool(part.decoded) or bool(as_rows) or \
         not all(entry.simple for entry in compiled.pairs) or \

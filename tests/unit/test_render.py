@@ -10,7 +10,8 @@ import pytest
 from node.changes import ChangeType, TargetChange
 from node.charsets import Encoded
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites, merge
-from node.target.mysql.render import BIG_VALUE, Column, statements
+from node.target.mysql.pieces import BIG_VALUE
+from node.target.mysql.render import Column, statements
 
 GENERATED = {"id": Column("int", None), "price": Column("int", None),
              "total_v": Column("int", None, generated=True),

@@ -26,14 +26,15 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange, differs
 from node.charsets import Encoded
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
+from node.target.mysql import pieces
+from node.target.mysql.pieces import Stamps
 from shared.identifiers import qualified, quote
 
 
@@ -53,29 +54,6 @@ class Column:
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
-
-
-class Stamps(NamedTuple):
-    """A target table's ``ON UPDATE CURRENT_TIMESTAMP`` columns, and whether its rows are
-    written a part at a time (a wide row's table: a ``merge_part`` or ``joins`` pair)."""
-
-    names: tuple[str, ...] = ()
-    parted: bool = False
-
-    def kept(self, assigned: Iterable[str], present: Iterable[str] = ()) -> tuple[str, ...]:
-        """The stamped columns a statement that changes a row and assigns ``assigned`` must
-        set to themselves (else the target's clock replaces the source's value): those the
-        row holds (``present``), and on a wide row's table every one (another part wrote
-        it; one the pairs never write is stamped no more there)."""
-        if not self.names:
-            return ()
-        done = {name.lower() for name in assigned}
-        held = {name.lower() for name in present}
-        return tuple(name for name in self.names if name.lower() not in done and (
-            self.parted or name.lower() in held))
-# bytes or characters of a value written a piece at a time: 4 MiB, escaped at most twice
-# that, under the 16 MiB max_allowed_packet a MariaDB target has by default
-BIG_VALUE = 4 << 20
 
 
 class Statement(NamedTuple):
@@ -257,7 +235,7 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
     table = qualified(writes.schema, writes.table)
 
     def apart(row: Row) -> bool:  # a row written by statements of its own
-        return (big and any(_big(value) for value in row.values())) or \
+        return (big and any(pieces.big(value) for value in row.values())) or \
             bool(_empty_enums(row, enums))
 
     if (big or enums) and any(apart(row) for row in rows):
@@ -268,7 +246,7 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
                 continue
             yield from _upserts(writes, together, size, found=found, stamps=stamps)
             together = []
-            alone = _like(row, {name: value[:0] if _big(value) else value
+            alone = _like(row, {name: value[:0] if pieces.big(value) else value
                                 for name, value in row.items()})
             for statement in _upserts(writes, [alone], 1, stamps=stamps):
                 yield statement._replace(lenient=_empty_enums(row, enums))
@@ -315,15 +293,6 @@ def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
     return tuple(name for name in enums if row.get(name) == "" or rest.get(name) == "")
 
 
-def _piece(value: Any) -> int:
-    """How much of a value one statement carries: a character takes up to 4 bytes."""
-    return BIG_VALUE if isinstance(value, bytes) else BIG_VALUE // 4
-
-
-def _big(value: Any) -> bool:
-    return isinstance(value, bytes | str) and len(value) > _piece(value)
-
-
 def _appends(writes: TableWrites, row: Row, found: Any = _same, stamps: Stamps = Stamps()
              ) -> Iterator[Statement]:
     """A row's big values, appended a piece a statement (whole characters for text): each
@@ -332,41 +301,14 @@ def _appends(writes: TableWrites, row: Row, found: Any = _same, stamps: Stamps =
     key = found(tuple(row[k] for k in writes.keys))
     where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
     for name, value in row.items():
-        if _big(value):
+        if pieces.big(value):
             held = [*row, *row.rest] if type(row) is PartialRow else row  # type: ignore
             same = "".join(f", {quote(c)} = {quote(c)}" for c in stamps.kept([name], held))
             sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s){same} " \
                 f"WHERE {where}"
-            for piece in _pieces(value):
+            for piece in pieces.pieces(value):
                 yield Statement(sql, [piece, *(sql_value(v) for v in key)], False, [key],
                                 True, continues=True)
-
-
-# a character of a multi-byte charset kept as bytes (Encoded), by its lead byte: the server
-# converts each appended piece on its own, so a piece must end between characters
-_CHARACTER = {
-    "sjis": rb"[\x81-\x9f\xe0-\xfc].|.", "cp932": rb"[\x81-\x9f\xe0-\xfc].|.",
-    "big5": rb"[\x81-\xfe].|.", "euckr": rb"[\x81-\xfe].|.",
-    "ujis": rb"\x8f..|[\x8e\xa1-\xfe].|.", "eucjpms": rb"\x8f..|[\x8e\xa1-\xfe].|.",
-}
-
-
-def _pieces(value: Any) -> Iterator[Any]:
-    """A big value in pieces of at most :func:`_piece` each; text kept as bytes
-    (:class:`~node.charsets.Encoded`) in whole characters, each piece naming its charset."""
-    step = _piece(value)
-    if type(value) is not Encoded:
-        for start in range(0, len(value), step):
-            yield value[start:start + step]
-        return
-    character = _CHARACTER.get(value.charset)
-    pattern = re.compile(b"(?:" + character + b"){1,%d}" % (step // 3), re.S) \
-        if character else None
-    start = 0
-    while start < len(value):
-        end = pattern.match(value, start).end() if pattern else start + step  # type: ignore
-        yield Encoded(value[start:end], value.charset)
-        start = end
 
 
 def _runs(rows: list[Row]) -> Iterator[tuple[Any, list[Row]]]:
