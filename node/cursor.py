@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from shared import gtid, positions, zk
 from shared.errors import PositionConflictError
@@ -152,18 +152,8 @@ class CursorStore:
         self._lost = None
 
     def _write(self, data: bytes) -> int:
-        """``data`` written over the version this runner knows (made, when it knows none);
-        the version written. BadVersionError when someone else's write is there."""
-        expected = 0 if self._version is None else self._version + 1
-        try:
-            if self._version is None:  # none read: made now, never over one made meanwhile
-                self.client.create(self.path, data, makepath=True)
-                return 0
-            return self.client.set(self.path, data, version=self._version).version
-        except (NodeExistsError, BadVersionError, NoNodeError):
-            if not zk.landed(self.client, self.path, self._lost, expected):
-                raise BadVersionError() from None
-        return self.client.set(self.path, data, version=expected).version
+        """``data`` written over the version this runner knows (:func:`shared.zk.write_over`)."""
+        return zk.write_over(self.client, self.path, data, self._version, self._lost)
 
     def first(self, cursor: Cursor) -> Cursor:
         """``cursor`` stored as the first unless one is there; the one stored, whose version

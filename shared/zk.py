@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, OperationTimeoutError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, OperationTimeoutError
 from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
@@ -174,6 +174,24 @@ def landed(zk: KazooClient, path: str, data: bytes | None, version: int) -> bool
     except NoNodeError:
         return False
     return stat.version == version and found == data
+
+
+def write_over(zk: KazooClient, path: str, data: bytes, version: int | None,
+               lost: bytes | None) -> int:
+    """``data`` written over ``version`` of ``path``, the one its writer knows (made, where
+    it knows none: never over one made meanwhile); the version written. A write whose answer
+    was lost (``lost``: its data) that landed counts as written. BadVersionError when
+    someone else's write is there."""
+    expected = 0 if version is None else version + 1
+    try:
+        if version is None:
+            zk.create(path, data, makepath=True)
+            return 0
+        return zk.set(path, data, version=version).version
+    except (NodeExistsError, BadVersionError, NoNodeError):
+        if not landed(zk, path, lost, expected):
+            raise BadVersionError() from None
+    return zk.set(path, data, version=expected).version
 
 
 def client(settings: ZkSettings) -> KazooClient:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
 from shared import zk
@@ -207,18 +207,8 @@ class SnapshotStore(SnapshotControl):
             self._lost = None
 
     def _write(self, data: bytes) -> int:
-        """``data`` over the version this runner knows (made, when it knows none); the
-        version written. BadVersionError when someone else's write is there."""
-        expected = 0 if self._version is None else self._version + 1
-        try:
-            if self._version is None:
-                self.client.create(self.path, data, makepath=True)
-                return 0
-            return self.client.set(self.path, data, version=self._version).version
-        except (NodeExistsError, BadVersionError, NoNodeError):
-            if not zk.landed(self.client, self.path, self._lost, expected):
-                raise BadVersionError() from None
-        return self.client.set(self.path, data, version=expected).version
+        """``data`` over the version this runner knows (:func:`shared.zk.write_over`)."""
+        return zk.write_over(self.client, self.path, data, self._version, self._lost)
 
 
 def progress(copies: list[TableCopy], rate: float = 0.0) -> list[dict[str, object]]:

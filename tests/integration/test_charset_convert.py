@@ -7,7 +7,7 @@ character the target's charset lacks stops the pipeline instead of storing other
 from __future__ import annotations
 
 from tests.devcluster import Database, make_schema, one_way, wait_for
-from tests.integration.test_verify import found, verify
+from tests.integration.test_verify import found, start, verify
 
 SOURCE = ("CREATE TABLE `{schema}`.conv (id INT PRIMARY KEY, s VARCHAR(10) CHARACTER SET sjis, "
           "g VARCHAR(10) CHARACTER SET greek, k VARCHAR(10) CHARACTER SET sjis)")
@@ -29,9 +29,7 @@ def test_text_kept_as_bytes_is_converted_into_a_target_column_of_another_charset
     schema = make_schema(source, target)
     source.execute(SOURCE.format(schema=schema))
     target.execute(TARGET.format(schema=schema))
-    cluster.apply([one_way("cs-convert", schema, ["conv"], load_data_min_rows=2)])
-    cluster.set_status("cs-convert", "START")
-    cluster.wait_running("cs-convert")
+    start(cluster, one_way("cs-convert", schema, ["conv"], load_data_min_rows=2))
     for row in ROWS:  # one statement each: multi-row INSERTs of one row
         source.execute(f"INSERT INTO `{schema}`.conv VALUES ({row[0]}, X'{row[1]}', "
                        f"X'{row[2]}', X'{row[3]}')")
@@ -54,9 +52,7 @@ def test_a_character_the_target_charset_lacks_stops_the_pipeline(cluster, source
                    "s VARCHAR(10) CHARACTER SET sjis)")
     target.execute(f"CREATE TABLE `{schema}`.narrow (id INT PRIMARY KEY, "
                    "s VARCHAR(10) CHARACTER SET latin1)")
-    cluster.apply([one_way("cs-narrow", schema, ["narrow"])])
-    cluster.set_status("cs-narrow", "START")
-    cluster.wait_running("cs-narrow")
+    start(cluster, one_way("cs-narrow", schema, ["narrow"]))
     source.execute(f"INSERT INTO `{schema}`.narrow VALUES (1, 'abc')")
     wait_for(lambda: target.table(schema, "narrow") == [(1, "abc")], 60, "the first row")
     source.execute(f"INSERT INTO `{schema}`.narrow VALUES (2, X'93FA967B')")  # '日本'
@@ -72,9 +68,7 @@ def test_verify_compares_converted_text_with_the_source_s(cluster, source, targe
     schema = make_schema(source, target)
     source.execute(SOURCE.format(schema=schema))
     target.execute(TARGET.format(schema=schema))
-    cluster.apply([one_way("cs-verify", schema, ["conv"])])
-    cluster.set_status("cs-verify", "START")
-    cluster.wait_running("cs-verify")
+    start(cluster, one_way("cs-verify", schema, ["conv"]))
     source.execute(f"INSERT INTO `{schema}`.conv VALUES " + ", ".join(
         f"({row[0]}, X'{row[1]}', X'{row[2]}', X'{row[3]}')" for row in ROWS))
     wait_for(lambda: len(converted(target, schema)) == 3, 60, "the rows on the target")
@@ -95,9 +89,7 @@ def test_a_big_value_is_converted_piece_by_piece(cluster, source, target):
                    "t LONGTEXT CHARACTER SET sjis)")
     target.execute(f"CREATE TABLE `{schema}`.big (id INT PRIMARY KEY, "
                    "t LONGTEXT CHARACTER SET utf8mb4)")
-    cluster.apply([one_way("cs-big", schema, ["big"])])
-    cluster.set_status("cs-big", "START")
-    cluster.wait_running("cs-big")
+    start(cluster, one_way("cs-big", schema, ["big"]))
     source.execute(f"INSERT INTO `{schema}`.big VALUES (1, CONCAT('a', "
                    "REPEAT(X'93FA967B', 1100000)))")  # 'a日本日本…': 4.4 MB
     digest = f"SELECT id, CHAR_LENGTH(t), MD5(CONVERT(t USING utf8mb4)) FROM `{schema}`.big"
@@ -116,13 +108,11 @@ def test_a_join_by_text_kept_as_bytes_finds_its_row_in_another_charset(cluster, 
                   f"INSERT INTO `{schema}`.places VALUES ('日本', 'JP'), ('abc', 'A')")
     target.execute(f"CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, "
                    "code VARCHAR(10) CHARACTER SET utf8mb4, label VARCHAR(10))")
-    cluster.apply([{"name": "cs-join", "pipelines": [{
+    start(cluster, {"name": "cs-join", "pipelines": [{
         "name": "forward", "source": "source", "target": "target", "pairs": [
             {"source": f"{schema}.orders", "target": f"{schema}.orders",
              "joins": [{"table": f"{schema}.places", "by": "code", "key": "code",
-                        "columns": ["label"], "missing": "drop"}]}]}]}])
-    cluster.set_status("cs-join", "START")
-    cluster.wait_running("cs-join")
+                        "columns": ["label"], "missing": "drop"}]}]}]})
     source.execute(f"INSERT INTO `{schema}`.orders VALUES (1, X'93FA967B'), (2, 'abc')")
     wait_for(lambda: len(target.table(schema, "orders")) == 2, 60, "both orders")
     assert target.table(schema, "orders") == [(1, "日本", "JP"), (2, "abc", "A")]
@@ -140,9 +130,7 @@ def test_verify_skips_a_table_keyed_by_converted_text_saying_why(cluster, source
                    "COLLATE utf8mb4_bin PRIMARY KEY, v INT)")  # (one no looser than sjis')
     source.execute(SOURCE.format(schema=schema))  # and a table verify compares
     target.execute(TARGET.format(schema=schema))
-    cluster.apply([one_way("cs-keyed", schema, ["keyed", "conv"])])
-    cluster.set_status("cs-keyed", "START")
-    cluster.wait_running("cs-keyed")
+    start(cluster, one_way("cs-keyed", schema, ["keyed", "conv"]))
     source.execute(f"INSERT INTO `{schema}`.keyed VALUES (X'93FA967B', 1), ('abc', 2)")
     wait_for(lambda: len(target.table(schema, "keyed")) == 2, 60, "the rows")
     code, report = verify(cluster, capsys, "cs-keyed")
