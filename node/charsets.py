@@ -50,8 +50,9 @@ codecs.register(_search)  # MariaDB's latin1, for rows and for statements
 
 
 def member(value: bytes, charset: str | None) -> str | bytes:
-    """An ENUM or SET member in its column's charset (bytes for a charset Python lacks)."""
+    """An ENUM or SET member in its column's charset (:class:`Encoded` for a charset Python
+    lacks or reads otherwise: the target converts it, as it does such text)."""
     try:
         return value.decode(charset_to_encoding(charset or "utf8"))
     except LookupError:
-        return value
+        return Encoded(value, charset) if charset and charset != "binary" else value

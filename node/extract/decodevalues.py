@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from node import charsets
+from node.charsets import Encoded
 
 if TYPE_CHECKING:
     from node.extract.decode import ColumnSpec
@@ -247,6 +248,7 @@ def set_(column: ColumnSpec) -> Reader:
     except UnicodeDecodeError as exc:  # Select's reader fails on every row of the table too
         return size, _fails(f"a member of this SET is not valid in its charset: {exc}")
     comma: Any = b"," if texts and isinstance(texts[0], bytes) else ","
+    encoded = texts[0].charset if texts and type(texts[0]) is Encoded else None
     known: dict[int, Any] = {}
 
     def read(d: bytes, p: int) -> Any:
@@ -256,6 +258,8 @@ def set_(column: ColumnSpec) -> Reader:
             chosen = {m for bit, m in enumerate(members) if mask & (1 << bit)}
             found = comma.join([t for m, t in zip(members, texts, strict=True)
                                 if m in chosen]) if chosen else ""
+            if encoded is not None and found:  # (joined: bytes, its charset named again)
+                found = Encoded(found, encoded)
             if len(known) < 4096:
                 known[mask] = found
         return found

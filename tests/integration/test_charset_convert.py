@@ -138,3 +138,23 @@ def test_verify_skips_a_table_keyed_by_converted_text_saying_why(cluster, source
     [skipped] = [t for r in report["reports"] for t in r.get("skipped", [])]
     assert "key column(s) k hold text" in str(skipped), skipped
     cluster.set_status("cs-keyed", "STOP")
+
+
+def test_enum_and_set_members_of_such_a_charset_are_converted_too(cluster, source, target):
+    """A member of sjis went as its bytes (an ENUM into utf8mb4 stopped, 'Data truncated');
+    a SET of them could not be written at all."""
+    schema = make_schema(source, target)
+    # '日', '本', 'a' (as sjis bytes on the source, as text on the target)
+    for db, members, charset in ((source, "X'93FA', X'967B', 'a'", "sjis"),
+                                 (target, "'日', '本', 'a'", "utf8mb4")):
+        db.execute(f"CREATE TABLE `{schema}`.kinds (id INT PRIMARY KEY, "
+                   f"e ENUM({members}) CHARACTER SET {charset}, "
+                   f"s SET({members}) CHARACTER SET {charset})")
+    start(cluster, one_way("cs-members", schema, ["kinds"]))
+    source.execute(f"INSERT INTO `{schema}`.kinds VALUES (1, X'93FA', CONCAT(X'93FA', ',a')), "
+                   "(2, 'a', X'967B')")
+    shown = (f"SELECT id, HEX(CONVERT(e USING utf8mb4)), HEX(CONVERT(s USING utf8mb4)) "
+             f"FROM `{schema}`.kinds ORDER BY id")
+    wait_for(lambda: len(target.rows(shown)) == 2, 60, "the rows")
+    assert target.rows(shown) == source.rows(shown)
+    cluster.set_status("cs-members", "STOP")

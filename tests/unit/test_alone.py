@@ -13,7 +13,7 @@ import pytest
 
 from node.changes import Batch, ChangeType, TargetChange
 from node.jobs import JobSpec, PartResult
-from node.target.mysql import render
+from node.target.mysql import pieces
 from node.target.mysql.loader import Loader
 from node.target.mysql.units import render as render_units
 from shared.model import DataSource, PipelineParams
@@ -141,7 +141,7 @@ def load(server: Server, changes: list[TargetChange]) -> int:
 
 @pytest.fixture(autouse=True)
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(render, "BIG_VALUE", PIECE)
+    monkeypatch.setattr(pieces, "BIG_VALUE", PIECE)
 
 
 def test_a_big_row_whose_insert_is_refused_leaves_the_target_row_as_it_was() -> None:

@@ -74,7 +74,10 @@ class Statement(NamedTuple):
 def sql_value(value: Any) -> Any:
     """A binlog value as a PyMySQL parameter."""
     if isinstance(value, set | frozenset):
-        return ",".join(sorted(value))
+        members = sorted(value)
+        if members and type(members[0]) is Encoded:  # a SET of a charset kept as bytes
+            return Encoded(b",".join(members), members[0].charset)
+        return ",".join(members)
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     return value
