@@ -24,10 +24,11 @@ def delay_ms(now_ms: int, busy: bool, loaded_ts_ms: int, pending_ts_ms: int,
     """How far behind the source a pipeline is: while it has work (batches in flight, a
     batch Select is gathering, read transactions waiting), the time since the commit of the
     oldest transaction not loaded yet (``pending_ts_ms``) — not since the last one loaded,
-    which after an idle hour is an hour old while the new transaction is a second old. When
-    that is not known (transactions read, not taken by Select yet: a moment), since the last
-    one loaded. Else, while Select reads a transaction whose commit has not come yet (a huge
-    one: nothing is selected for minutes), since that transaction's first event. The binlog
+    which after an idle hour is an hour old while the new transaction is a second old (a
+    transaction read and not taken by Select yet counts too). When that is not known, since
+    the last one loaded. Else, while Select reads a transaction whose commit has not come
+    yet (a huge one: nothing is selected for minutes), since that transaction's first
+    event. The binlog
     keeps times in whole seconds: the middle of that second is the unbiased estimate
     (±500 ms); the benchmarks measure delay exactly with heartbeats."""
     since = (pending_ts_ms or loaded_ts_ms) if busy else 0
@@ -85,7 +86,8 @@ class RunnerStatus:
     def delay_now(self, now_ms: int) -> int:
         """:func:`delay_ms` of this runner at ``now_ms``."""
         selector = self._selector
-        pending = pending_since_ms(self._in_flight, selector)
+        pending = pending_since_ms(self._in_flight, selector) or (
+            selector.queued_since_ms if selector else 0)
         busy = bool(pending) or bool(self._in_flight) or bool(selector and selector.backlog)
         return delay_ms(now_ms, busy, self.last_commit_ts_ms, pending,
                         selector.reading_since_ms if selector else 0)

@@ -148,6 +148,15 @@ class BinlogReader(QueryEvents):
     def backlog(self) -> int:
         return self.out.qsize()
 
+    @property
+    def queued_since_ms(self) -> int:
+        """The commit time of the first transaction read and not taken yet (0: none)."""
+        try:
+            first = self.out.queue[0]  # (read without the queue's lock: maybe gone)
+        except IndexError:
+            return 0
+        return getattr(first, "commit_ts_ms", 0)
+
     def learn(self, sizes: dict[int, tuple[int, int]]) -> None:
         """Extract's count of (row changes, their bytes) by table-map number."""
         for number, (rows, size) in sizes.items():

@@ -140,6 +140,12 @@ class Selector:
     def reading_since_ms(self) -> int:
         return self.transactions.reading_since_ms
 
+    @property
+    def queued_since_ms(self) -> int:
+        """The commit time of the first transaction read and not taken yet (0: none, or a
+        source that does not say)."""
+        return getattr(self.transactions, "queued_since_ms", 0)
+
     def next_batch(self, stop: threading.Event) -> Batch | None:
         """The next batch once a window slot is free; None when stopped first."""
         if not self.window.acquire(stop):

@@ -199,3 +199,23 @@ def test_a_retrying_runner_stays_as_behind_as_the_batches_its_failure_dropped() 
     carry_over(in_flight, 5)  # failed again before loading it
     assert list(in_flight) == [(5, 1_700_000_590_000)]
     carry_over(deque(), 5)  # nothing in flight: nothing carried
+
+
+def test_a_transaction_read_and_not_taken_yet_counts_from_its_commit() -> None:
+    """After an idle hour, a transaction the reader has queued and Select not taken yet read
+    an hour behind (the delay fell back to the last load's commit)."""
+    import queue
+
+    from node.select.binlog import BinlogReader
+    from node.select.selector import Selector
+
+    reader = SimpleNamespace(out=queue.Queue())
+    assert BinlogReader.queued_since_ms.fget(reader) == 0  # type: ignore[attr-defined]
+    reader.out.put(SimpleNamespace(commit_ts_ms=NOW - 2_000))
+    reader.queued_since_ms = BinlogReader.queued_since_ms.fget(reader)  # type: ignore
+    selector = SimpleNamespace(transactions=reader, backlog=1, reading_since_ms=0,
+                               open_since_ms=0)
+    selector.queued_since_ms = Selector.queued_since_ms.fget(selector)  # type: ignore
+    runner = SimpleNamespace(_selector=selector, _in_flight=deque(),
+                             last_commit_ts_ms=NOW - 3_600_000)
+    assert RunnerStatus.delay_now(runner, NOW) == 1_500  # type: ignore[arg-type]
