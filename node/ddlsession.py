@@ -109,7 +109,8 @@ class SourceFacts:
         observes daylight saving time, or did (Sao Paulo until 2019), or moved (Almaty in
         2024), and rows of those dates were converted by the offset they had."""
         when = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
-        instants = [when] + [datetime(year, month, 1) for year in range(
+        # (at noon: CONVERT_TZ gives Unix second 0, 1970-01-01 00:00:00, back unconverted)
+        instants = [when] + [datetime(year, month, 1, 12) for year in range(
             1970, min(when.year, 2037) + 1) for month in (1, 7)]
         [local] = self._rows("SELECT " + ", ".join(
             f"CONVERT_TZ('{utc:%Y-%m-%d %H:%M:%S}', '+00:00', 'SYSTEM')" for utc in instants))

@@ -150,7 +150,8 @@ def _encoded(op: ast.operator, a: Any, b: Any) -> Encoded:
     as if they were in its column's charset); any other operation is refused."""
     if isinstance(op, ast.Add) and type(a) is type(b) is Encoded and a.charset == b.charset:
         return Encoded(bytes(a) + bytes(b), a.charset)
-    if isinstance(op, ast.Mult) and (type(a) is Encoded) is isinstance(b, int):
+    if isinstance(op, ast.Mult) and ((type(a) is Encoded and isinstance(b, int)) or
+                                     (type(b) is Encoded and isinstance(a, int))):
         text, times = (a, b) if type(a) is Encoded else (b, a)
         return Encoded(bytes(text) * times, text.charset)
     charset = a.charset if type(a) is Encoded else b.charset
@@ -167,6 +168,8 @@ def _equal(a: Any, b: Any) -> bool:
     never equal to a string: such a comparison is refused."""
     if isinstance(a, str) and isinstance(b, (*_TEMPORAL, bytes, bytearray)):
         a, b = b, a
+    if type(a) is Encoded and isinstance(b, str) and b.isascii() and a.charset != "swe7":
+        return bytes(a) == b.encode()  # text of an ASCII-keeping charset: an ENUM's 'active'
     if isinstance(a, bytes | bytearray) and isinstance(b, str):
         raise ExpressionError(
             f"bytes (a BINARY, VARBINARY or BLOB column, or text in a charset setl reads as "

@@ -181,6 +181,23 @@ def test_a_statement_converting_rows_in_a_daylight_saving_system_zone_stops(
         ddlsession.of_event(zoned(statement), Zoned("Europe/Berlin"))
 
 
+class Quirky(Zoned):
+    """As the server answers: CONVERT_TZ gives Unix second 0 back unconverted."""
+
+    def _rows(self, query: str) -> list[tuple[Any, ...]]:
+        [found] = super()._rows(query)
+        asked = re.findall(r"CONVERT_TZ\('([^']+)'", query)
+        return [tuple(datetime(1970, 1, 1) if utc == "1970-01-01 00:00:00" else value
+                      for utc, value in zip(asked, found, strict=True))]
+
+
+def test_a_fixed_zone_is_not_taken_for_a_changing_one_by_the_epoch_s_answer() -> None:
+    """Asia/Tokyo has been +09:00 since 1970; its offset at 1970-01-01 00:00:00 UTC read
+    +00:00 (the server's answer there), and a MODIFY to TIMESTAMP stopped."""
+    names = dict(ddlsession.of_event(zoned(ZONE_BOUND[0]), Quirky("Asia/Tokyo"))[1])
+    assert names["time_zone"] == "+09:00"
+
+
 def test_a_zone_that_observed_daylight_saving_in_years_past_counts() -> None:
     """Sao Paulo has kept -03:00 all year since 2019: its 1 January and 1 July of 2025
     agree, but the rows of 2015's summers were converted by -02:00."""

@@ -80,9 +80,14 @@ def test_text_kept_as_bytes_stays_text_of_its_charset_or_is_refused() -> None:
     for text in ("a + g", "a + raw"):
         with pytest.raises(expr.ExpressionError, match="text in charset sjis"):
             expr.evaluate(expr.parse(text), row)
-    for text in ("raw == 'JP'", "'JP' != raw", "a in ('x', 'y')"):
+    for text in ("raw == 'JP'", "'JP' != raw", "a in ('日', 'y')"):
         with pytest.raises(expr.ExpressionError, match="never equal; compare them with bytes"):
             expr.evaluate(expr.parse(text), row)
+    with pytest.raises(expr.ExpressionError):  # a string repeated by text: not a count
+        expr.evaluate(expr.parse("'x' * a"), row)
+    status = {"status": Encoded(b"active", "greek")}  # an ENUM of a greek table, say
+    assert expr.evaluate(expr.parse("status == 'active' and status in ('x', 'active')"),
+                         status)
     assert expr.evaluate(expr.parse("raw == b'JP' and a in (b'x', b'\\x93\\xfa')"), row)
 
 
