@@ -15,7 +15,6 @@ import itertools
 import logging
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -445,17 +444,6 @@ class PipelineRunner(RunnerStatus, RunnerStart):
             publisher.publish(self.cursor)
         window.release(batch.size)
         self.window_peak = max(self.window_peak, window.peak)
-        self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
-        while self._in_flight and self._in_flight[0][0] <= batch.process_id:
-            self._in_flight.popleft()
-        take_skipped = getattr(loader, "take_skipped", None)  # a MySQL target's
-        skipped = take_skipped() if take_skipped is not None else 0
-        self.rows_skipped += skipped
-        rows = max((done.rows if done.changes is None else batch.rows) - skipped, 0)
-        self._loaded.append((time.monotonic(), rows))
-        self.batches_loaded += 1
-        if self.last_error and self.state == "running":  # the attempt after it moves: the
-            self.last_error = ""  # error is over, and a copy's problem may show (status)
-        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s, skipped)
+        rows = self.counted(loader, batch, done, wait_s, load_s)
         if log.isEnabledFor(logging.DEBUG):
             log_timings(self.pipeline_id, batch, done, rows, written, wait_s, load_s)

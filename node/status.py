@@ -68,6 +68,30 @@ class RunnerStatus:
     _loaded: Any
     _in_flight: Any
     rows_skipped: int
+    metrics: Any
+    state: str
+    last_error: str
+    last_commit_ts_ms: int
+    batches_loaded: int
+
+    def counted(self, loader: Any, batch: Any, done: Any, wait_s: float, load_s: float
+                ) -> int:
+        """A loaded batch's figures: its rows (less those the target refused and
+        skip_load_exception skipped), the delay's oldest batch in flight, the error it ends;
+        the rows counted."""
+        self.last_commit_ts_ms = batch.commit_ts_ms or self.last_commit_ts_ms
+        while self._in_flight and self._in_flight[0][0] <= batch.process_id:
+            self._in_flight.popleft()
+        take_skipped = getattr(loader, "take_skipped", None)  # a MySQL target's
+        skipped = take_skipped() if take_skipped is not None else 0
+        self.rows_skipped += skipped
+        rows = max((done.rows if done.changes is None else batch.rows) - skipped, 0)
+        self._loaded.append((time.monotonic(), rows))
+        self.batches_loaded += 1
+        if self.last_error and self.state == "running":  # the attempt after it moves: the
+            self.last_error = ""  # error is over, and a copy's problem may show (status)
+        self.metrics.batch_loaded(rows, done.et_ms / 1000, wait_s, load_s, skipped)
+        return rows
 
     def publish(self) -> None:
         """What status shows of this pipeline, to ZooKeeper (the node's refresh does it
