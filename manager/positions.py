@@ -14,15 +14,16 @@ it (``--keyless-duplicates``), naming them.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
-from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from collections.abc import Collection
+from typing import Any
 
 import pymysql
 from kazoo.client import KazooClient
 
-from shared import acks, gtid, lakes, positions, tablekeys
+from manager import positionrows
+from manager.positionrows import Row
+from shared import acks, gtid, positions, tablekeys
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
@@ -42,15 +43,10 @@ from shared.model import (
     StartupMode,
     pairs_taking,
 )
-from shared.retl import upgrade_position_table
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 
-T = TypeVar("T")
-
-BAD_FIELD = 1054  # an unknown column
 log = logging.getLogger("setl.manager.positions")
-Row = tuple[BinlogPosition, int, int]  # a target's position row: position, processId, epoch
 
 
 class Positions:
@@ -193,7 +189,7 @@ class Positions:
     def _row(self, target: DataSource, pipeline_id: str) -> Row | None:
         """A target's position row; a subscription's is what its reader acknowledged."""
         if target.type != "subscription":
-            return _read_row(target, pipeline_id)
+            return positionrows.read_row(target, pipeline_id)
         found = call("read a subscription's position", acks.read, self.client,
                      self.paths.acked(pipeline_id))
         if found is None or not found[0].position.file:
@@ -203,7 +199,7 @@ class Positions:
     def _move(self, target: DataSource, pipeline_id: str, run: str,
               to: BinlogPosition | None) -> None:
         if target.type != "subscription":
-            move_row(target, pipeline_id, run, to)
+            positionrows.move_row(target, pipeline_id, run, to)
             return
         call("move a subscription's position", acks.move, self.client,
              self.paths.acked(pipeline_id), run, to)
@@ -315,11 +311,11 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             target = catalog.source(name)
             if target.type == "subscription":  # its position went with the pipeline's state
                 continue
-            row = _read_row(target, pipeline_id)
+            row = positionrows.read_row(target, pipeline_id)
             if row is None:
                 continue
             if purge:
-                move_row(target, pipeline_id, "", BinlogPosition(), purge=True)
+                positionrows.move_row(target, pipeline_id, "", BinlogPosition(), purge=True)
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
@@ -393,84 +389,3 @@ def _replays(row: BinlogPosition, position: BinlogPosition) -> bool:
         return gtid.compare(row, position) > 0
     except PositionConflictError:
         return True
-
-
-def _read_row(target: DataSource, pipeline_id: str) -> Row | None:
-    """The pipeline's position row on ``target`` (None: no row, or no position yet); of a
-    lake, the earliest position of its tables."""
-    if target.type == "delta":
-        return _lake(target, lambda: lakes.position_of(lakes.Lake.of(target), pipeline_id))
-    try:
-        with connect(target) as conn, conn.cursor() as cursor:
-            try:
-                cursor.execute("SELECT binlog_file, binlog_pos, process_id, owner_epoch, gtid, "
-                               "source_server FROM retl.retl_position WHERE pipeline_id = %s",
-                               (pipeline_id,))
-            except pymysql.MySQLError as exc:
-                if exc.args and exc.args[0] in (1049, 1146):  # no retl schema: nothing loaded
-                    return None
-                if not exc.args or exc.args[0] != BAD_FIELD:
-                    raise
-                cursor.execute("SELECT binlog_file, binlog_pos, process_id, owner_epoch, gtid, "
-                               "'' FROM retl.retl_position WHERE pipeline_id = %s",
-                               (pipeline_id,))  # a table of an older version
-            row = cursor.fetchone()
-    except pymysql.MySQLError as exc:
-        raise SourceError(f"target {target.name}: cannot read its position row: "
-                          f"{exc.args[-1] if exc.args else exc}") from None
-    if row is None or not row[0]:
-        return None
-    return BinlogPosition(str(row[0]), int(row[1]), str(row[4] or ""), str(row[5] or "")), \
-        int(row[2]), int(row[3])
-
-
-def move_row(target: DataSource, pipeline_id: str, run: str,
-              to: BinlogPosition | None, purge: bool = False) -> None:
-    """The row becomes this run's; with ``to``, it moves there (a replay), or holds no
-    position when ``to`` has no file (a GTID start, a reset: the target holds nothing of
-    it). Its owner epoch goes one up: a runner of the pipeline still writing (its ZooKeeper
-    session lost, so no mainstem said it was there) is fenced at its next batch instead of
-    writing its place over the one set (a replay asked for was skipped). ``purge``: a
-    deleted channel's row goes (its name may come back as another channel)."""
-    where = "WHERE pipeline_id = %s"
-    if target.type == "delta":
-        if to is not None and to.file:
-            raise ConflictError(f"target {target.name} is a lake: its tables cannot be moved "
-                                "back to an earlier position (their files hold what they "
-                                "hold). Move the lake's directory away and copy the tables "
-                                "again (start: snapshot), or choose a later place")
-        _lake(target, lambda: lakes.restamp(lakes.Lake.of(target), pipeline_id, run, to))
-        return
-    try:
-        with connect(target, autocommit=True) as conn, conn.cursor() as cursor:
-            upgrade_position_table(cursor)  # a row of an older version: no column yet
-            if to is None:
-                cursor.execute("UPDATE retl.retl_position SET run = %s, owner_epoch = "
-                               f"owner_epoch + 1 {where}", (run, pipeline_id))
-            elif purge:
-                cursor.execute(f"DELETE FROM retl.retl_position {where}", (pipeline_id,))
-            elif not to.file:  # (kept without a position, not deleted: a runner still
-                cursor.execute(  # writing would make it again at its own place)
-                    "UPDATE retl.retl_position SET binlog_file = '', binlog_pos = 0, gtid = "
-                    f"'', source_server = '', run = %s, owner_epoch = owner_epoch + 1 {where}",
-                    (run, pipeline_id))
-            else:
-                cursor.execute("UPDATE retl.retl_position SET binlog_file = %s, binlog_pos = "
-                               "%s, gtid = %s, source_server = %s, run = %s, owner_epoch = "
-                               f"owner_epoch + 1 {where}",
-                               (to.file, to.pos, to.gtid, to.server, run, pipeline_id))
-    except pymysql.MySQLError as exc:
-        raise SourceError(f"target {target.name}: cannot move the position row of "
-                          f"{pipeline_id}: {exc.args[-1] if exc.args else exc}") from None
-
-
-def _lake(target: DataSource, read: Callable[[], T]) -> T:
-    """``read`` on a lake's tables, which must be reachable from the manager's machine (a
-    directory it sees, or the object store with the credentials its rules give)."""
-    if target.location.startswith("/") and not os.path.isdir(target.location):
-        return None  # type: ignore[return-value] - nothing was ever written there
-    try:
-        return read()
-    except OSError as exc:
-        raise SourceError(f"target {target.name}: cannot read the lake at "
-                          f"{target.location}: {exc}") from None

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from manager.positions import move_row
+from manager.positionrows import move_row
 from node.changes import Batch, ChangeType, TargetChange, Transaction
 from node.jobs import PartResult, Unit
 from node.target.mysql import loaddata

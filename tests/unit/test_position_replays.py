@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kazoo.exceptions import NoNodeError
 
+from manager import positionrows
 from manager import positions as manager_positions
 from shared import positions, tablekeys
 from shared.catalog import ChannelRecord
@@ -72,9 +73,9 @@ def definitions(start: str = "", pairs: str = EVERY) -> str:
 def moved(monkeypatch: pytest.MonkeyPatch) -> dict[str, BinlogPosition]:
     """The targets' rows, as moved (read by the fakes of the servers)."""
     rows = {"dst": HELD}
-    monkeypatch.setattr(manager_positions, "_read_row", lambda target, pid: (
+    monkeypatch.setattr(positionrows, "read_row", lambda target, pid: (
         (rows[target.name], 3, 7) if rows.get(target.name, BinlogPosition()).file else None))
-    monkeypatch.setattr(manager_positions, "move_row", lambda target, pid, run, to: (
+    monkeypatch.setattr(positionrows, "move_row", lambda target, pid, run, to: (
         rows.__setitem__(target.name, to) if to is not None else None))
     monkeypatch.setattr(manager_positions, "_binlog", lambda source: (END, [
         ("binlog.000001", 5000), ("binlog.000002", 5000), ("binlog.000003", 400)]))
