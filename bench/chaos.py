@@ -50,37 +50,22 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
+from bench.chaosload import ACCOUNTS, DB, OPENING, SLOTS, Load
 from bench.measure import RESULTS, pt_table_sync_differences, write_json
 from shared.sandbox import Sandbox, pid_alive
 from tests.devcluster import SESSION_TIMEOUT_S, Cluster, Database, wait_for
 
-DB = "chaos"
 CHANNEL = "chaos"
-ACCOUNTS, OPENING = 100, 1000
-TOTAL = ACCOUNTS * OPENING
 TABLES = ["accounts", "journal", "kl", "sl", "sbtest1", "sbtest2"]
 KEYLESS = ["kl"]  # pt-table-sync needs a key: compared as multisets only
-SLOTS = 20
 FAULTS = ("kill_owner", "stop_owner", "restart_target", "restart_zookeeper", "kill_binlog",
           "kill_target_connections")
 HEAL_LIMIT_S = 180.0  # a fault not healed by then fails the soak
-
-
-@dataclass
-class Watch:
-    """What the watcher saw on the target."""
-
-    snapshots: int = 0
-    errors: int = 0  # reads that failed (the target or its connection was down)
-    stopped: str = ""  # why the watcher stopped before the end (then the soak fails)
-    violations: list[str] = field(default_factory=list)
-    versions: dict[int, int] = field(default_factory=dict)
 
 
 class Soak:
@@ -92,8 +77,7 @@ class Soak:
         self.password = self.box.password()
         self.cluster = Cluster(self.box, work / "cluster", "chaos")
         self.stop = threading.Event()
-        self.watch = Watch()
-        self.transfers = 0
+        self.load = Load(self.box, self.stop, self.rng)
         self.threads: list[threading.Thread] = []
         self.sysbench: subprocess.Popen[bytes] | None = None
 
@@ -143,111 +127,10 @@ class Soak:
                                    "--rate=40", f"--time={int(seconds) + 600}", "run",
                                    port="source"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for target in (self._bank, self._shapes, self._watcher):
+        for target in (self.load.bank, self.load.shapes, self.load.watcher):
             thread = threading.Thread(target=target, daemon=True, name=target.__name__)
             thread.start()
             self.threads.append(thread)
-
-    def _bank(self) -> None:
-        db = Database(self.box, "source")
-        rng = random.Random(self.rng.random())
-        while not self.stop.is_set():
-            debit, credit = rng.sample(range(ACCOUNTS), 2)
-            amount = rng.randrange(1, 50)
-            db.execute("BEGIN")
-            db.execute(f"UPDATE {DB}.accounts SET balance = balance - %s, version = version "
-                       "+ 1 WHERE id = %s", (amount, debit))
-            db.execute(f"UPDATE {DB}.accounts SET balance = balance + %s, version = version "
-                       "+ 1 WHERE id = %s", (amount, credit))
-            db.execute(f"INSERT INTO {DB}.journal (debit, credit, amount) VALUES (%s, %s, %s)",
-                       (debit, credit, amount))
-            db.execute("COMMIT")
-            self.transfers += 1
-            time.sleep(0.01)
-        db.close()
-
-    def _shapes(self) -> None:
-        """Keyless inserts, updates and deletes among duplicates, and unique-key swaps."""
-        db = Database(self.box, "source")
-        rng = random.Random(self.rng.random())
-        n = 0
-        while not self.stop.is_set():
-            n += 1
-            db.execute("BEGIN")
-            if n % 2:
-                v = rng.randrange(7)
-                db.execute(f"INSERT INTO {DB}.kl VALUES (%s, %s), (%s, %s)",
-                           (v, f"v{v}", v, f"v{v}"))
-                if n % 4 == 1:  # a savepoint (an ORM's nested transaction) undone
-                    db.execute("SAVEPOINT nested")
-                    db.execute(f"INSERT INTO {DB}.kl VALUES (%s, 'undone')", (v,))
-                    db.execute("ROLLBACK TO SAVEPOINT nested")
-                if n % 3 == 0:
-                    db.execute(f"UPDATE {DB}.kl SET b = 'changed' WHERE a = %s LIMIT 1",
-                               (rng.randrange(7),))
-                if n % 5 == 0:
-                    db.execute(f"DELETE FROM {DB}.kl WHERE a = %s LIMIT 1", (rng.randrange(7),))
-            else:
-                a, b = rng.sample(range(1, SLOTS + 1), 2)
-                slots = dict(db.rows(f"SELECT id, slot FROM {DB}.sl WHERE id IN (%s, %s) FOR "
-                                     "UPDATE", (a, b)))
-                db.execute(f"UPDATE {DB}.sl SET slot = -1 WHERE id = %s", (a,))
-                db.execute(f"UPDATE {DB}.sl SET slot = %s WHERE id = %s", (slots[a], b))
-                db.execute(f"UPDATE {DB}.sl SET slot = %s WHERE id = %s", (slots[b], a))
-            db.execute("COMMIT")
-            time.sleep(0.01)
-        db.close()
-
-    def _watcher(self) -> None:
-        try:
-            self._watch()
-        except Exception as exc:  # the promises went unwatched from here: the soak fails
-            self.watch.stopped = f"the watcher stopped: {type(exc).__name__}: {exc}"
-            raise
-
-    def _watch(self) -> None:
-        db: Database | None = None
-        while not self.stop.is_set():
-            try:
-                if db is None:
-                    db = Database(self.box, "target")
-                self._check(db)
-            except pymysql.MySQLError:
-                self.watch.errors += 1
-                if db is not None:
-                    try:
-                        db.close()
-                    except pymysql.MySQLError:
-                        pass
-                db = None
-                self.stop.wait(0.2)
-            self.stop.wait(0.05)
-        if db is not None:
-            db.close()
-
-    def _check(self, db: Database) -> None:
-        db.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        try:
-            balance, versions = db.rows(f"SELECT SUM(balance), SUM(version) FROM "
-                                        f"{DB}.accounts")[0]
-            journal = db.rows(f"SELECT COUNT(*) FROM {DB}.journal")[0][0]
-            each = db.rows(f"SELECT id, version FROM {DB}.accounts")
-            slots = sorted(row[0] for row in db.rows(f"SELECT slot FROM {DB}.sl"))
-        finally:
-            db.execute("COMMIT")
-        self.watch.snapshots += 1
-        if slots != list(range(1, SLOTS + 1)):
-            self.watch.violations.append(f"part of a unique-key swap visible: slots {slots}")
-        if int(balance) != TOTAL or int(versions) != 2 * int(journal):
-            self.watch.violations.append(
-                f"part of a transaction visible: balances sum to {balance} (not {TOTAL}), "
-                f"versions to {versions} with {journal} journal rows")
-        for account, version in each:
-            seen = self.watch.versions.get(account, 0)
-            if version < seen:
-                self.watch.violations.append(f"account {account} went back from version "
-                                             f"{seen} to {version}")
-            self.watch.versions[account] = max(seen, int(version))
 
     # -- faults -------------------------------------------------------------------------
     def owner(self) -> int:
@@ -392,9 +275,9 @@ def soak(minutes: float, every_s: float, seed: int, faults: list[str], work: Pat
                 break
             run.restart_dead_nodes()
             done.append({"kind": kind, "what": what, "healed_s": round(healed, 2)})
+            watch = run.load.watch
             print(f"fault {len(done)}: {kind} ({what}) healed in {healed:.1f} s; "
-                  f"{run.watch.snapshots} snapshots, {len(run.watch.violations)} violations",
-                  flush=True)
+                  f"{watch.snapshots} snapshots, {len(watch.violations)} violations", flush=True)
         differ, rows, tables = run.finish()
     finally:
         run.close()
@@ -406,6 +289,7 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
            tables: dict[str, dict[str, Any]], failure: str, elapsed_s: float,
            minutes: float, seed: int, results: Path, smoke: bool, rounds: int
            ) -> dict[str, Any]:
+    watch = run.load.watch
     by_kind: dict[str, list[float]] = {}
     for fault in done:
         by_kind.setdefault(fault["kind"], []).append(fault["healed_s"])
@@ -419,22 +303,22 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
                    if (v := [t for t in times if t is not None])},
         "takeover_s": {"p50": round(statistics.median(takeovers), 2),
                        "max": max(takeovers)} if takeovers else {},
-        "transfers": run.transfers, "snapshots_checked": run.watch.snapshots,
-        "snapshot_read_errors": run.watch.errors, "rows_compared": rows,
-        "violations": run.watch.violations[:20], "violation_count": len(run.watch.violations),
+        "transfers": run.load.transfers, "snapshots_checked": watch.snapshots,
+        "snapshot_read_errors": watch.errors, "rows_compared": rows,
+        "violations": watch.violations[:20], "violation_count": len(watch.violations),
         "divergences": differ, "tables": tables, "failure": failure, "log": done,
-        "watcher_stopped": run.watch.stopped,
-        "ok": not failure and not differ and not run.watch.violations and not run.watch.stopped,
+        "watcher_stopped": watch.stopped,
+        "ok": not failure and not differ and not watch.violations and not watch.stopped,
     }
     _, path = write_json(results, "chaos", smoke, result)
     print(f"faults {result['faults']}; heal p50/max by kind {result['heal_s']}; takeover "
-          f"{result['takeover_s']}; {run.transfers} transfers, {run.watch.snapshots} "
-          f"snapshots checked, {len(run.watch.violations)} violations, "
+          f"{result['takeover_s']}; {run.load.transfers} transfers, {watch.snapshots} "
+          f"snapshots checked, {len(watch.violations)} violations, "
           f"{len(differ)} divergences over {rows} rows{'; ' + failure if failure else ''}")
     for name, table in tables.items():
         print(f"  {name}: source {table['source_rows']} rows, target {table['target_rows']}, "
               f"only source {table['only_source']}, only target {table['only_target']}")
-    for line in [run.watch.stopped] * bool(run.watch.stopped) + run.watch.violations[:5] + differ:
+    for line in [watch.stopped] * bool(watch.stopped) + watch.violations[:5] + differ:
         print(f"  {line}")
     print(f"written to {path}")
     return result
