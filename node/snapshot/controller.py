@@ -22,7 +22,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pymysql
@@ -30,40 +29,27 @@ import pymysql
 from node import sqllex
 from node.changes import Batch, RowChange
 from node.extract import chunks
-from node.extract.copylines import LinesPlan
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
-from node.extract.reads import Read, ReadColumn, columns_of
-from node.snapshot.door import Asked, DoorQueue
+from node.extract.reads import Read
+from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore, TableCopy, failed_problem, progress, pruned
-from node.snapshot.tasks import ReadTask, run, run_lines
+from node.snapshot.windowreads import LinesPlanner, WindowReads, Work, label
 from node.spark import SparkRunner
-from shared import confinement
 from shared.endpoint import READING, connect
 from shared.errors import ConfigError, CoordinationError, FencedError, SetlError, SourceError
 from shared.model import DataSource, PipelineParams
 from shared.retl import SIGNAL_TABLE
 
 log = logging.getLogger("setl.node.snapshot")
-# (schema, table, its columns, the key a copy reads by) → how chunks go as lines, or None
-LinesPlanner = Callable[[str, str, tuple[ReadColumn, ...], tuple[str, ...]], LinesPlan | None]
 WINDOWS_IN_FLIGHT = 2  # windows read and waiting for their batch at once
 RETRY_S = 2.0
 
 
 @dataclass
-class _Work:
-    """A read of a window: a chunk of a copy, or free-door requests of one table."""
-
-    copy: TableCopy | None = None
-    chunk: chunks.Chunk | None = None
-    asked: Asked | None = None
-
-
-@dataclass
 class _Window:
     id: int
-    work: list[_Work]
+    work: list[Work]
     reads: list[Read] | None = None
     batch: int = 0  # the processId of the batch that closed it
 
@@ -95,29 +81,27 @@ class Snapshots:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
         self.params, self.spark, self.store, self.clock = params, spark, store, clock
         self.door = door
-        self.lines = lines  # how chunks of a table are read as LOAD DATA lines, if they can
         self.copies: list[TableCopy] = []
         self.started = False  # the copies loaded: until then the store says where they are
         self.error = ""  # the loop's last failure, until a turn of it goes through
         self.save_error = ""  # the copies' state could not be saved (ZooKeeper), until it is
-        self._queue: deque[_Work] = deque()
+        self._queue: deque[Work] = deque()
         self._pending: dict[int, _Window] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._rate = _Rate()
-        self._columns: dict[tuple[str, str], tuple[ReadColumn, ...]] = {}
+        self._reads = WindowReads(pipeline_id, source, compiled, spark,
+                                  params.snapshot_parallelism, lines)
         self._thread = threading.Thread(target=self._run, name=f"snapshot-{pipeline_id}",
                                         daemon=True)
-        self._pool = ThreadPoolExecutor(max(1, params.snapshot_parallelism),
-                                        thread_name_prefix=f"snapshot-read-{pipeline_id}")
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         self.copies = self.store.load()
         for copy in self.copies:
             if copy.state == "copying":
-                self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks
+                self._queue.extend(Work(copy, chunk) for chunk in copy.chunks
                                    if chunk.index not in copy.done)
         self.started = True
         self.door.start()
@@ -134,7 +118,7 @@ class Snapshots:
         self.halt()
         if self._thread.ident is not None:
             self._thread.join(10)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._reads.close()
 
     @property
     def busy(self) -> bool:
@@ -160,7 +144,7 @@ class Snapshots:
             self._again(window.work)
             self._wake.set()
 
-    def _again(self, work: list[_Work]) -> None:
+    def _again(self, work: list[Work]) -> None:
         self._queue.extendleft(reversed([one for one in work if one.chunk is not None]))
         self.door.again([one.asked for one in work if one.asked is not None])
 
@@ -247,7 +231,7 @@ class Snapshots:
     def _window(self, copying: bool) -> bool:
         """Read a window (requests first, then chunks); False when there was nothing."""
         most = self.params.snapshot_parallelism
-        work = [_Work(asked=asked) for asked in self.door.take(most)]
+        work = [Work(asked=asked) for asked in self.door.take(most)]
         if copying:
             work += [self._queue.popleft() for _ in range(min(len(self._queue),
                                                               most - len(work)))]
@@ -261,12 +245,12 @@ class Snapshots:
             # columns and keys read after the low watermark: a DDL before it is in them, one
             # after it abandons the window (a cache kept across windows missed an ALTER
             # between them)
-            self._columns.clear()
+            self._reads.columns.clear()
             self.door.keyed([one.asked for one in work if one.asked is not None])
             work = [one for one in work if one.asked is None or one.asked.requests]
             with self._lock:  # (none left: the window closes empty)
                 window.work = work
-            reads = self._read([self._task(window.id, one) for one in work], work)
+            reads = self._reads.read([self._reads.task(window.id, one) for one in work], work)
         except BaseException:
             with self._lock:
                 self._pending.pop(window.id, None)
@@ -277,56 +261,10 @@ class Snapshots:
             window.reads = reads
         self._signal("H", window.id)
         log.info("event=snapshot_window pipeline=%s window=%d chunks=%s rows=%d as_lines=%d",
-                 self.pipeline_id, window.id, ",".join(_label(one) for one in work),
+                 self.pipeline_id, window.id, ",".join(label(one) for one in work),
                  sum(read.count for read in reads),
                  sum(read.lines is not None for read in reads))
         return True
-
-    def _read(self, tasks: list[ReadTask], work: list[_Work]) -> list[Read]:
-        """The window's reads in task order: chunks that go as lines in the node's threads
-        while the others run as Spark tasks (as do lines that must go as rows after all)."""
-        found: list[Read | None] = [None] * len(tasks)
-        threads = {index: self._pool.submit(run_lines, task)
-                   for index, task in enumerate(tasks) if task.lines is not None}
-        self._as_rows(found, [i for i in range(len(tasks)) if i not in threads], tasks, work)
-        for index, future in threads.items():
-            found[index] = future.result()
-        self._as_rows(found, [i for i in threads if found[i] is None], tasks, work)
-        return found  # type: ignore[return-value]
-
-    def _as_rows(self, found: list[Read | None], indexes: list[int], tasks: list[ReadTask],
-                 work: list[_Work]) -> None:
-        if not indexes:
-            return
-        local = self.spark.local(sum(
-            one.copy.rows // max(one.copy.total, 1) if one.copy is not None else
-            len(one.asked.requests) if one.asked else 0 for one in map(work.__getitem__, indexes)))
-        reads = self.spark.map(run, [tasks[i]._replace(lines=None) for i in indexes], local,
-                               f"pipeline {self.pipeline_id}: snapshot read")
-        for index, read in zip(indexes, reads, strict=True):
-            found[index] = read
-
-    def _task(self, window_id: int, work: _Work) -> ReadTask:
-        key = work.copy.key if work.copy is not None else work.asked.key  # type: ignore[union-attr]
-        assert key is not None  # (a request's: keyed after the low watermark)
-        columns = self._columns.get((key.schema, key.table))
-        if columns is None:
-            with connect(self.source) as conn, conn.cursor() as cursor:
-                columns = columns_of(cursor, key.schema, key.table)
-            problem = self.compiled.layout_problem(  # as a table map's are (once a table)
-                key.schema, key.table, tuple(column.name for column in columns), key.columns)
-            if problem:
-                raise ConfigError(problem)
-            self._columns[(key.schema, key.table)] = columns
-        if work.asked is not None:
-            return ReadTask(window_id, self.source, confinement.current(), key, columns, "",
-                            keys=work.asked.keys, deletes=work.asked.deletes,
-                            label=_label(work))
-        assert work.copy is not None
-        lines = self.lines(key.schema, key.table, columns, key.columns) \
-            if self.lines is not None else None
-        return ReadTask(window_id, self.source, confinement.current(), key, columns,
-                        work.copy.where, work.chunk, label=_label(work), lines=lines)
 
     def _signal(self, kind: str, window_id: int) -> None:
         try:
@@ -395,7 +333,7 @@ class Snapshots:
             self.store.taken(znode)
             if copy.state != "copying":
                 continue
-            self._queue.extend(_Work(copy, chunk) for chunk in copy.chunks)
+            self._queue.extend(Work(copy, chunk) for chunk in copy.chunks)
             log.info("event=snapshot_table_started pipeline=%s table=%s.%s rows=%d chunks=%d "
                      "method=%s where=%r", self.pipeline_id, copy.schema, copy.table, copy.rows,
                      copy.total, "split", copy.where)
@@ -445,11 +383,3 @@ class Snapshots:
             return False
         self.save_error = ""
         return True
-
-
-def _label(work: _Work) -> str:
-    if work.asked is not None:
-        return f"free door {work.asked.schema}.{work.asked.table} " \
-               f"({len(work.asked.requests)} request(s))"
-    assert work.copy is not None and work.chunk is not None
-    return f"{work.copy.id}#{work.chunk.index}"

@@ -12,9 +12,10 @@ import pytest
 
 from node.extract.chunks import SplitKey, chunks_of
 from node.extract.reads import ReadColumn
-from node.snapshot import controller
-from node.snapshot.controller import Snapshots, _Work
+from node.snapshot import windowreads
+from node.snapshot.controller import Snapshots
 from node.snapshot.state import TableCopy
+from node.snapshot.windowreads import Work
 from shared.errors import ConfigError
 from shared.model import PipelineParams
 from tests.unit.test_etl import compiled
@@ -32,12 +33,12 @@ def connection(source: Any) -> Iterator[Any]:
 
 def test_a_copy_of_a_table_whose_columns_meet_a_rename_stops(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(controller, "connect", connection)
-    monkeypatch.setattr(controller, "columns_of", lambda cursor, schema, table: tuple(
+    monkeypatch.setattr(windowreads, "connect", connection)
+    monkeypatch.setattr(windowreads, "columns_of", lambda cursor, schema, table: tuple(
         ReadColumn(name, "int") for name in ("id", "a", "x")))
     snapshots = Snapshots("shop.fwd", None, compiled(RENAMED), PipelineParams(),  # type: ignore[arg-type]
                           None, None, None)  # type: ignore[arg-type]
     copy = TableCopy("shop.t@1", "shop", "t", "", SplitKey("shop", "t", ("id",), "int"),
                      list(chunks_of([10])), 10)
     with pytest.raises(ConfigError, match=r"\(a and x → x\)"):
-        snapshots._task(1, _Work(copy=copy, chunk=copy.chunks[0]))
+        snapshots._reads.task(1, Work(copy=copy, chunk=copy.chunks[0]))
