@@ -13,9 +13,9 @@ import pytest
 from node.changes import ChangeType, TargetChange
 from node.target.mysql import twoway
 from node.target.mysql.facts import TableFacts
-from node.target.mysql.loader import _Writes
 from node.target.mysql.render import Column
 from node.target.mysql.twoway import LoopGuard, same_row, touched_keys
+from node.target.mysql.writes import Writes
 from shared.errors import ConfigError
 from shared.model import PipelineParams
 
@@ -316,7 +316,7 @@ def test_a_two_way_batchs_second_try_writes_a_statement_a_row() -> None:
     facts = TableFacts(columns, (frozenset({"id"}),))
     loader = SimpleNamespace(facts=SimpleNamespace(of=lambda target: facts), loop=None,
                              params=PipelineParams(load_batch_size=1000))
-    writes = _Writes(changes=[change(seq, ChangeType.INSERT, None, None,
+    writes = Writes(changes=[change(seq, ChangeType.INSERT, None, None,
                                      {"id": seq, "v": "x"}) for seq in (1, 2, 3)])
     first = writes.for_attempt(loader, None, None, False)
     second = writes.for_attempt(loader, None, None, True)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
@@ -35,7 +34,7 @@ from pymysql.constants import CLIENT
 
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
-from node.jobs import JobSpec, PartResult, Unit, in_order
+from node.jobs import PartResult, in_order
 from node.target.mysql import alone, localdata, owners
 from node.target.mysql.alone import SQL_MODE
 from node.target.mysql.copies import Copies
@@ -46,12 +45,11 @@ from node.target.mysql.owners import (
     RETRYABLE,
     ROW_REFUSED,
 )
-from node.target.mysql.render import key_padding
 from node.target.mysql.together import Together
 from node.target.mysql.twoway import LoopGuard
-from node.target.mysql.units import render
+from node.target.mysql.writes import Writes
 from shared import endpoint as endpoints
-from shared.errors import FencedError, LoadError, SetlError
+from shared.errors import FencedError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
 from shared.retl import TARGET_DDL, loop_comment, upgrade_position_table
 from shared.retry import RetryPolicy
@@ -213,7 +211,7 @@ class Loader:
         by_target: dict[str, list[TargetChange]] = {}
         for change in changes:
             by_target.setdefault(self._known(change.datasource, batch), []).append(change)
-        return self._load_all(batch, {name: _Writes(changes=found)
+        return self._load_all(batch, {name: Writes(changes=found)
                                       for name, found in by_target.items()})
 
     def load_units(self, batch: Batch, results: list[PartResult],
@@ -221,14 +219,14 @@ class Loader:
         """Write a batch as Extract/Transform rendered it (statements per target table);
         ``redo`` renders it again one statement a row (skip_load_exception's second try).
         Return the rows written (0 for an already applied batch)."""
-        by_target: dict[str, _Writes] = {}
+        by_target: dict[str, Writes] = {}
         apart = [unit for result in results for unit in result.units if unit.apart]
         for unit in in_order(results):
             if not unit.apart:
                 by_target.setdefault(self._known(unit.datasource, batch),
-                                     _Writes()).units.append(unit)
+                                     Writes()).units.append(unit)
         for unit in apart:  # the batch's transaction moves the position the copies check
-            by_target.setdefault(self._known(unit.datasource, batch), _Writes())
+            by_target.setdefault(self._known(unit.datasource, batch), Writes())
         if redo is not None:
             for writes in by_target.values():
                 writes.redo = redo
@@ -245,13 +243,13 @@ class Loader:
                             f"unknown target data source {datasource}")
         return datasource
 
-    def _load_all(self, batch: Batch, by_target: dict[str, _Writes]) -> int:
+    def _load_all(self, batch: Batch, by_target: dict[str, Writes]) -> int:
         # A batch with nothing to write (a stretch of tables the pipeline does not replicate)
         # still moves every target's position: a restart then starts after the stretch.
         if not by_target:
             if batch.echo_only:
                 return 0
-            by_target = {name: _Writes() for name in self.targets}
+            by_target = {name: Writes() for name in self.targets}
         if self.params.dry_run:
             rows = sum(writes.rows(self) for writes in by_target.values())
             if rows:
@@ -269,10 +267,10 @@ class Loader:
         for change in ddl:
             by_target.setdefault(change.datasource, []).append(change)
         self.facts.forget()  # tables change shape
-        return sum(self._load_target(name, batch, _Writes(ddl=found))
+        return sum(self._load_target(name, batch, Writes(ddl=found))
                    for name, found in by_target.items())
 
-    def _load_target(self, name: str, batch: Batch, writes: _Writes) -> int:
+    def _load_target(self, name: str, batch: Batch, writes: Writes) -> int:
         one_by_one = False
         waits = self.retry.delays()  # lock waits and deadlocks: again, after these
         for attempt in range(1, 7):
@@ -316,7 +314,7 @@ class Loader:
             except pymysql.MySQLError:
                 pass
 
-    def _transaction(self, name: str, batch: Batch, writes: _Writes,
+    def _transaction(self, name: str, batch: Batch, writes: Writes,
                      one_by_one: bool = False) -> int:
         """One target transaction: position check, (two-way) conflicts, the batch's
         statements or its DDL, the loop mark and the position."""
@@ -391,62 +389,3 @@ class Loader:
         mark = loop_comment(self.loop.channel) if self.loop is not None else ""
         return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq,
                          mark)
-
-@dataclass
-class _Writes:
-    """One target's share of a batch: rendered units, changes to render here (a two-way
-    channel's, or a test's), or DDL."""
-
-    units: list[Unit] = field(default_factory=list)
-    changes: list[TargetChange] | None = None
-    ddl: list[TargetChange] = field(default_factory=list)
-    redo: Callable[[], list[PartResult]] | None = None  # rendered again, a statement a row
-
-    def prepare(self, loader: Loader) -> None:
-        for change in self.changes or ():
-            loader.facts.of((change.datasource, change.schema, change.table))
-
-    def rows(self, loader: Loader) -> int:
-        """The rows it would write (a dry run)."""
-        if self.changes is not None:
-            self.prepare(loader)
-            return sum(unit.rows for unit in render(self.changes, self._spec(loader, False)))
-        return sum(unit.rows for unit in self.units) + len(self.ddl)
-
-    def for_attempt(self, loader: Loader, batch: Batch, cursor: Any,
-                    one_by_one: bool) -> list[Unit]:
-        """The units to write now: a two-way batch leaves out the changes that lose a
-        conflict; a second try writes a row a statement."""
-        if self.ddl:
-            return []
-        if self.changes is not None:
-            changes = self.changes
-            if loader.loop is not None and changes:
-                loader.loop.refuse_engines(loader.facts.of, changes)
-                target = changes[0].datasource
-                changes = loader.loop.resolve(
-                    cursor, changes, batch.process_id,
-                    lambda schema, table, keys: key_padding(
-                        keys, loader.facts.of((target, schema, table)).columns))
-            try:
-                return render(changes, self._spec(loader, one_by_one))
-            except (SetlError, pymysql.MySQLError):
-                raise
-            except Exception as exc:  # a Python error names where it happened, as every error
-                table = f"{changes[0].schema}.{changes[0].table}" if len(
-                    {(c.schema, c.table) for c in changes}) == 1 else "of the batch"
-                raise LoadError(
-                    f"stage load, pipeline {loader.pipeline_id}, processId {batch.process_id}, "
-                    f"position {batch.end}, target {changes[0].datasource}, table {table}: "
-                    f"{type(exc).__name__}: {exc}") from exc
-        if one_by_one and self.redo is not None:
-            name = self.units[0].datasource if self.units else ""
-            return [unit for unit in in_order(self.redo())
-                    if unit.datasource == name and not unit.apart]
-        return self.units
-
-    def _spec(self, loader: Loader, one_by_one: bool) -> JobSpec:
-        facts = {(c.datasource, c.schema, c.table): loader.facts.of(
-            (c.datasource, c.schema, c.table)) for c in self.changes or ()}
-        return JobSpec(0, False, facts, load_batch_size=loader.params.load_batch_size,
-                       one_by_one=one_by_one)
