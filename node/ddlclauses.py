@@ -27,6 +27,7 @@ STRICT_MODES = (1 << 21) | (1 << 22)
 ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
             "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP")
 FRACTIONAL = ("DATETIME", "TIME", "TIMESTAMP")
+OPTIONS = frozenset(("ALGORITHM", "LOCK"))  # ALTER TABLE clauses that change nothing
 # what may follow ADD in an ALTER TABLE clause that adds no column
 NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
                "SPATIAL", "CHECK", "PARTITION", "PERIOD", "SYSTEM", "VECTOR")
@@ -46,6 +47,14 @@ def alter_clauses(words: list[Token]) -> list[list[Token]] | None:
     while at + 1 < len(words) and words[at].text == "." and words[at].kind == SYMBOL:
         at += 2
     return parts(words[at:])
+
+
+def is_option(part: list[Token]) -> bool:
+    """Whether a clause ends as ``ALGORITHM [=] x`` or ``LOCK [=] x`` (the first clause
+    begins with ``ALTER TABLE t``)."""
+    if len(part) >= 3 and part[-2].text == "=":
+        return part[-3].is_word(*OPTIONS)
+    return len(part) >= 2 and part[-2].is_word(*OPTIONS)
 
 
 def added_columns(clause: list[Token]) -> list[list[Token]]:

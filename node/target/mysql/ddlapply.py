@@ -33,10 +33,11 @@ import pymysql
 from node.changes import TargetChange
 from node.ddl import kind_of, on_database, tables_named
 from node.ddl import parse as parse_ddl
-from node.ddlclauses import added_columns, alter_clauses
+from node.ddlclauses import is_option
 from node.ddlsession import database_defaults, run_under, sql_mode
-from node.sqllex import Token, identifier, parts
+from node.sqllex import parts
 from node.sqllex import statement_code as code
+from node.target.mysql import ddlprobe
 from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
 
@@ -50,7 +51,6 @@ MISSING_TABLE = 1146
 # "exists" errors taken as applied only when the target's table is what the statement makes
 # of it (:func:`_check_alike`): a table, a column, an index already there, maybe not alike
 _EXISTS = {"CREATE": {1050, 1061}, "ALTER": {1060, 1061}}
-_PROBE = "_setl_probe"  # the temporary table a statement is tried on (not in the binlog)
 RENAME_ERRORS = {1050, MISSING_TABLE}  # a replayed RENAME: applied if the target shows it
 INTENT_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_ddl (
   pipeline_id VARCHAR(191) NOT NULL,
@@ -63,7 +63,6 @@ INTENT_DDL = """CREATE TABLE IF NOT EXISTS retl.retl_ddl (
 ) ENGINE=InnoDB"""
 INTENTS_DONE = "DELETE FROM retl.retl_ddl WHERE pipeline_id = %s"
 _COUNTER = re.compile(r" AUTO_INCREMENT=\d+")  # SHOW CREATE TABLE's table option
-_OPTIONS = frozenset(("ALGORITHM", "LOCK"))  # clauses that change nothing
 
 
 def tables_of(change: TargetChange) -> list[tuple[str, str]]:
@@ -77,15 +76,8 @@ def tables_of(change: TargetChange) -> list[tuple[str, str]]:
 def clauses(statement: str, mode: int = 0) -> int:
     """How many clauses an ALTER TABLE has that change something (``ALGORITHM=…``,
     ``LOCK=…`` do not): the parts between its top-level commas."""
-    return max(sum(not _option(part) for part in parts(code(statement, mode))), 1)
+    return max(sum(not is_option(part) for part in parts(code(statement, mode))), 1)
 
-
-def _option(part: list[Token]) -> bool:
-    """Whether a clause ends as ``ALGORITHM [=] x`` or ``LOCK [=] x`` (the first clause
-    begins with ``ALTER TABLE t``)."""
-    if len(part) >= 3 and part[-2].text == "=":
-        return part[-3].is_word(*_OPTIONS)
-    return len(part) >= 2 and part[-2].is_word(*_OPTIONS)
 
 
 def fingerprint(cursor: Any, tables: list[tuple[str, str]], counters: bool = False) -> str:
@@ -295,15 +287,16 @@ def _check_alike(cursor: Any, change: TargetChange, kind: str, database: str,
     where = f"{qualified(schema, table)} on target {change.datasource}"
     try:
         with _source_defaults(cursor, change, kind, database, mark):
-            made = _probe(cursor, change, parsed, (schema, table), mode, mark)
-        differ = _differences(_shape(cursor, qualified(schema, table)),
-                              _shape(cursor, qualified(schema, _PROBE)),
-                              whole=kind != "CREATE") if made else ""
+            made = ddlprobe.run_on_probe(cursor, change, parsed, (schema, table), mode, mark)
+        differ = ddlprobe.differences(ddlprobe.shape(cursor, qualified(schema, table)),
+                                       ddlprobe.shape(cursor, qualified(schema, ddlprobe.PROBE)),
+                                       whole=kind != "CREATE") if made else ""
     except pymysql.MySQLError as probe:
         made, differ = False, f"{probe.args[-1] if probe.args else probe}"
     finally:
         with contextlib.suppress(pymysql.MySQLError):
-            cursor.execute(f"{mark}DROP TEMPORARY TABLE IF EXISTS {qualified(schema, _PROBE)}")
+            cursor.execute(f"{mark}DROP TEMPORARY TABLE IF EXISTS "
+                           f"{qualified(schema, ddlprobe.PROBE)}")
     if not made:  # not to be tried on a temporary table (no CREATE TEMPORARY TABLES grant;
         # a partitioned or FULLTEXT table, which a temporary one cannot be): as before
         log.warning("event=ddl_adoption_unchecked pipeline=%s target=%s ddl=%r reason=%r "
@@ -321,132 +314,3 @@ def _check_alike(cursor: Any, change: TargetChange, kind: str, database: str,
         "would change silently. Make the target's table match the source's by hand (SHOW "
         "CREATE TABLE on both), and start the channel again: the statement is then taken "
         "as applied")) from None
-
-
-def _probe(cursor: Any, change: TargetChange, parsed: Any, table: tuple[str, str],
-           mode: int, mark: str) -> bool:
-    """Run the statement on a temporary table in the target table's database instead (for
-    an ALTER or CREATE INDEX, a copy of the target's table without the column or index it
-    adds); False when the statement cannot be tried so."""
-    if parsed is None or not parsed.names:
-        return False
-    probe = qualified(table[0], _PROBE)
-    words = code(change.ddl, mode)
-    cursor.execute(f"{mark}DROP TEMPORARY TABLE IF EXISTS {probe}")
-    name = parsed.names[0]
-    text = change.ddl[:name.start] + probe + change.ddl[name.end:]
-    if parsed.kind == "CREATE":
-        at = next((word.start for word in words if word.is_word("TABLE")), None)
-        if at is None:
-            return False
-        text = _without_foreign_keys(text[:at] + "TEMPORARY " + text[at:], mode)
-        run_under(cursor, change.session, mark + text)
-        return True
-    there = _there(words, parsed.kind)
-    if not there:
-        return False
-    cursor.execute(f"{mark}CREATE TEMPORARY TABLE {probe} LIKE {qualified(*table)}")
-    cursor.execute(f"{mark}ALTER TABLE {probe} " + ", ".join(there))
-    run_under(cursor, change.session, mark + text)
-    return True
-
-
-def _there(words: list[Token], kind: str) -> list[str]:
-    """What an ADD COLUMN, ADD INDEX or CREATE INDEX of one clause adds, as DROP clauses
-    (none when it adds something else, or names none)."""
-    if kind == "INDEX":
-        at = next((i + 1 for i, word in enumerate(words) if word.is_word("INDEX")), len(words))
-        name = _index_name(words[at:])
-        return [f"DROP INDEX {quote(name)}"] if name else []
-    clause = [part for part in alter_clauses(words) or [] if not _option(part)]
-    if len(clause) != 1:
-        return []
-    columns = added_columns(clause[0])
-    if columns:
-        return [f"DROP COLUMN {quote(identifier(c[0]) or c[0].text)}" for c in columns]
-    rest = clause[0][1:]  # ADD [CONSTRAINT [c]] [UNIQUE|…] [INDEX|KEY] name
-    if rest and rest[0].is_word("CONSTRAINT"):
-        rest = rest[1:] if rest[1:2] and rest[1].is_word(*_KEY_WORDS) else rest[2:]
-    while rest and rest[0].is_word(*_KEY_WORDS):
-        rest = rest[1:]
-    name = _index_name(rest)
-    return [f"DROP INDEX {quote(name)}"] if name else []
-
-
-def _without_foreign_keys(text: str, mode: int) -> str:
-    """A CREATE TABLE's text without its FOREIGN KEY clauses (a temporary table takes none,
-    and they decide no column's shape); as it was when the first item is one."""
-    words = code(text, mode)
-    at = next((i for i, word in enumerate(words) if word.text == "("), len(words))
-    items: list[tuple[Token | None, list[Token]]] = [(None, [])]
-    depth = 0
-    for word in words[at + 1:]:
-        if word.text == ")" and depth == 0:
-            break
-        depth += (word.text == "(") - (word.text == ")")
-        if word.text == "," and depth == 0:
-            items.append((word, []))
-        else:
-            items[-1][1].append(word)
-    spans = [(comma.start, item[-1].end) for comma, item in items if comma and item and (
-        item[0].is_word("FOREIGN") or (item[0].is_word("CONSTRAINT") and any(
-            word.is_word("FOREIGN") for word in item[1:3])))]
-    for start, end in reversed(spans):
-        text = text[:start] + text[end:]
-    return text
-
-
-_KEY_WORDS = ("UNIQUE", "FULLTEXT", "SPATIAL", "INDEX", "KEY", "VECTOR")
-
-
-def _index_name(rest: list[Token]) -> str | None:
-    """The index name at the head of ``rest`` (after ``IF NOT EXISTS``)."""
-    if len(rest) > 2 and rest[0].is_word("IF") and rest[1].is_word("NOT"):
-        rest = rest[3:]
-    if not rest or rest[0].is_word("USING", "ON") or rest[0].text == "(":
-        return None
-    return identifier(rest[0])
-
-
-def _shape(cursor: Any, table: str) -> dict[str, Any]:
-    """What of a table decides the rows it holds: its columns' type, collation, NULL,
-    default and extra (generated, auto_increment), its unique keys' columns."""
-    cursor.execute(f"SHOW FULL COLUMNS FROM {table}")
-    columns = {str(row[0]).lower(): (row[1], row[2], row[3], row[5], row[6])
-               for row in cursor.fetchall()}
-    cursor.execute(f"SHOW INDEX FROM {table}")
-    keys: dict[str, list[tuple[str, Any]]] = {}
-    for row in cursor.fetchall():  # Table, Non_unique, Key_name, Seq, Column, …, Sub_part
-        if not int(row[1]):
-            keys.setdefault(str(row[2]), []).append((str(row[4]).lower(), row[7]))
-    return {"columns": columns, "keys": sorted(tuple(key) for key in keys.values())}
-
-
-def _differences(there: dict[str, Any], made: dict[str, Any], whole: bool = True) -> str:
-    """How the target's table differs from the one the statement makes ('' alike). Not
-    ``whole`` (a CREATE TABLE): what the statement makes only, for a target further along
-    (its copy made from the source's table as it is now) holds later columns and keys too,
-    whose own statements are checked when they come."""
-    found = []
-    names = set(there["columns"]) | set(made["columns"]) if whole else set(made["columns"])
-    for name in sorted(names):
-        have, want = there["columns"].get(name), made["columns"].get(name)
-        if have != want:
-            found.append(f"column {name} is {_column(have)} there, {_column(want)} by it")
-    if there["keys"] != made["keys"] if whole else not set(made["keys"]) <= set(there["keys"]):
-        found.append(f"unique keys {_keys(there['keys'])} there, {_keys(made['keys'])} by it")
-    return "; ".join(found)
-
-
-def _column(spec: tuple[Any, ...] | None) -> str:
-    if spec is None:
-        return "missing"
-    kind, collation, null, default, extra = spec
-    return " ".join(str(part) for part in (
-        kind, collation and f"COLLATE {collation}", "NULL" if null == "YES" else "NOT NULL",
-        default is not None and f"DEFAULT {default}", extra) if part)
-
-
-def _keys(keys: list[tuple[tuple[str, Any], ...]]) -> str:
-    return "[" + ", ".join("(" + ", ".join(c if p is None else f"{c}({p})" for c, p in key)
-                           + ")" for key in keys) + "]" if keys else "none"
