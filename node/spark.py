@@ -8,13 +8,13 @@ definition version. A batch of at most ``spark.local_max_rows`` row changes (a c
 pipeline's) runs the same function in the node instead: a Spark job's fixed cost (tens of
 ms of CPU across driver, JVM and worker) is more than such a batch's rows cost. While Spark
 starts, every batch but one large transaction's runs in the node. The stage logic lives in
-:mod:`node.extract` and runs the same without Spark in unit tests.
+:mod:`node.extract` and runs the same without Spark in unit tests; the functions Spark's
+workers call are in :mod:`node.sparktasks`.
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import os
 import re
@@ -25,13 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from node import sparktasks
 from node.changes import RowChange, TargetChange
 from node.extract.etl import CompiledPipeline, extract_transform
 from node.extract.job import Part, run_part
 from node.handoff import Handoff
 from node.jobqueue import JobQueue
 from node.jobs import JobSpec, PartResult
-from shared import confinement, errors, heap
+from shared import errors, heap
 from shared.errors import SetlError, SparkStartError, with_context
 from shared.settings import SparkSettings
 
@@ -60,47 +61,6 @@ KEEP_WARM_S = 40.0
 # the most bytes of rows events a part carries inside its Spark task (the rest of a task is
 # a few KiB): Spark warns of tasks over 1000 KiB
 TASK_EVENTS_MAX = 768 * 1024
-
-
-def _touch(_: int) -> int:
-    """A task that leaves a worker with setl's Extract/Transform modules loaded."""
-    import node.extract.job  # noqa: F401 - the import is the point
-
-    return os.getpid()
-
-
-def _run_partition(broadcast: Any, specs: list[JobSpec], shipped: dict[int, Any], out: str,
-                   index: int, parts: Any) -> Any:
-    # pyspark's worker runs a full gc.collect() after every task; over the heap a worker holds
-    # (pyspark, setl's modules, the compiled pipeline) that was ~40% of the workers' CPU in a
-    # catch-up. Whatever lives when a task starts has outlived the previous collect, so it
-    # is frozen out of later ones (O(1)); refcounting still frees it.
-    gc.freeze()
-    compiled = broadcast.value
-    confinement.confine(compiled.rules)
-    events = shipped.get(index)
-    if isinstance(events, str):  # a handoff file (a local master)
-        events = Path(events).read_bytes()
-    elif events is not None:
-        events = events.value
-    spec = specs[index]  # its batch's (a job may carry several batches: node.jobqueue)
-    results = [run_part(compiled, spec, part if events is None else
-                        part._replace(events=events)) for part in parts]
-    if not out:
-        return results
-    try:
-        return [Handoff.put(f"{out}-{index}", results)]
-    except OSError:  # no room in the handoff folder: the results come back through Spark
-        return results
-
-
-def _run_tasks(broadcast: Any, task: Callable[[Any, Any], list[Any]], items: Any) -> Any:
-    gc.freeze()  # as _run_partition: what lives now is not collected again
-    compiled = broadcast.value
-    confinement.confine(compiled.rules)
-    return [found for item in items for found in task(compiled, item)]
-
-
 WARM_TRIES = 2  # starts in the background before a pipeline needs Spark
 WARM_RETRY_S = 2.0
 # a gateway JVM that exits before it says its port (pyspark's JAVA_GATEWAY_EXITED; seen with
@@ -204,7 +164,7 @@ class SparkRunner:
                 self._last_job = time.monotonic()
                 try:
                     slices = max(1, int(context.defaultParallelism))
-                    context.parallelize(range(slices), slices).map(_touch).collect()
+                    context.parallelize(range(slices), slices).map(sparktasks.touch).collect()
                 except Exception as exc:  # stopping, or Spark broke: the next job says so
                     log.debug("event=spark_keep_warm_failed error=%r", exc)
                 if not self._ready.is_set():
@@ -356,7 +316,7 @@ class SparkRunner:
         self._last_job = time.monotonic()
         try:
             return context.parallelize(items, len(items)).mapPartitions(
-                functools.partial(_run_tasks, broadcast, task)).collect()
+                functools.partial(sparktasks.run_tasks, broadcast, task)).collect()
         except Exception as exc:
             raise _translate(exc, compiled, what) from None
 
@@ -404,7 +364,8 @@ def _collect(context: Any, broadcast: Any, compiled: CompiledPipeline, specs: li
             for index, part in enumerate(parts)]
     try:
         return context.parallelize(sent, len(sent)).mapPartitionsWithIndex(
-            functools.partial(_run_partition, broadcast, specs, shipped, out)).collect()
+            functools.partial(sparktasks.run_partition, broadcast, specs, shipped,
+                              out)).collect()
     except Exception as exc:
         raise _translate(exc, compiled) from None
 

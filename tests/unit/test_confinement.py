@@ -273,7 +273,7 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
     from node.extract.etl import CompiledPipeline
     from node.extract.job import Part
     from node.jobs import JobSpec
-    from node.spark import _run_partition
+    from node.sparktasks import run_partition
     from tests.unit.test_etl import pipeline
 
     job = CompiledPipeline.compile("shop.fwd", 1, pipeline(
@@ -284,12 +284,12 @@ def test_a_spark_task_runs_under_the_rules_shipped_with_the_pipeline(tmp_path: P
     before = confinement.current()
     try:
         with pytest.raises(TransformError) as caught:
-            _run_partition(Shipped(dataclasses.replace(job, rules=node_rules)), [spec], {}, "", 0,
+            run_partition(Shipped(dataclasses.replace(job, rules=node_rules)), [spec], {}, "", 0,
                            [Part.of_changes([change])])
         assert "processor setl_examples:mask_email: module setl_examples is not in the " \
                f"processor directories of this machine ({tmp_path};" in str(caught.value)
         assert confinement.current() == node_rules
-        [result] = _run_partition(Shipped(job), [spec], {}, "", 0, [Part.of_changes([change])])
+        [result] = run_partition(Shipped(job), [spec], {}, "", 0, [Part.of_changes([change])])
         [out] = result.changes  # rules that list conf/processors
         assert out.after["email"].endswith("@b.org") and out.after["email"] != "a@b.org"
     finally:
