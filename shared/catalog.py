@@ -148,6 +148,18 @@ class Catalog:
                  name, record.member, record.previous or "-", record.by, record.gtid or "-")
         return True
 
+    def source_versions(self) -> dict[str, int]:
+        """Each stored source's definition version (it moves with each apply that changes
+        the source: host, port, user, ...; never with a switch of its primary)."""
+        found = {}
+        for name in self.source_names():
+            try:
+                data, _ = self._call("read a source", self.client.get, self.paths.source(name))
+            except NoNodeError:
+                continue  # deleted between list and read
+            found[name] = codec.source_from_bytes(data).version
+        return found
+
     def sources(self) -> list[DataSource]:
         found = []
         for name in self.source_names():
