@@ -22,9 +22,9 @@ from node.service import NodeServicer
 from node.spark import SparkRunner
 from node.supervisor import Supervisor
 from node.verify import rpc as verify
-from node.watcher import DefinitionWatcher
+from node.watcher import DefinitionWatcher, Stored
 from shared import confinement, heap, logs, rpcauth, rpcserver, settings, zk
-from shared.catalog import Catalog, ChannelRecord
+from shared.catalog import Catalog
 from shared.errors import ConfigError, CoordinationError, SetlError, ZooKeeperUnavailableError
 from shared.httpserver import HttpServer, is_loopback
 from shared.lifecycle import Shutdown, leave, run_bounded
@@ -162,13 +162,13 @@ class Node:
         log.info("event=node_started node=%d address=%s compiled=%d/%d%s", self.node_id,
                  membership.info.address, len(modules) - len(pure), len(modules),
                  f" hint=\"{pure[0]}\"" if pure else "")
-        records: list[ChannelRecord] = []
+        stored = Stored([], {})
         try:
             while not self.shutdown.requested.is_set():
                 try:
-                    if self.watcher.changed.wait(0.5) or not records:
-                        records = self.watcher.snapshot()
-                    self._refresh(membership, records)
+                    if self.watcher.changed.wait(0.5) or not stored.records:
+                        stored = self.watcher.snapshot()
+                    self._refresh(membership, stored)
                 except (KazooException, CoordinationError) as exc:
                     self._unavailable(exc)
                     self.watcher.changed.set()  # read the definitions again when it answers
@@ -206,9 +206,10 @@ class Node:
     def _states(self) -> list[manager_pb2.PipelineState]:
         return [runner.snapshot() for runner, _ in list(self.supervisor.runners.values())]
 
-    def _refresh(self, membership: Membership, records: list[ChannelRecord]) -> None:
+    def _refresh(self, membership: Membership, stored: Stored) -> None:
         """Run what should run, publish stats and report candidates (every half second)."""
-        self.supervisor.reconcile(records)
+        records = stored.records
+        self.supervisor.reconcile(records, stored.sources)
         self.supervisor.publish_all()
         candidates = sorted(record.channel.pipeline_id(pipeline)
                             for record in records for pipeline in record.channel.pipelines

@@ -11,7 +11,6 @@ pipeline's stats. Each attempt opens (where it resumes, the source checked) in
 
 from __future__ import annotations
 
-import itertools
 import logging
 import queue
 import threading
@@ -24,7 +23,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from node import cursor as cursors
-from node import etjob, start
+from node import etjob, pause, start
 from node.changes import Batch, RowChange
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
@@ -56,7 +55,7 @@ from shared.errors import (
     SetlError,
     SparkStartError,
 )
-from shared.model import Channel, ChannelStatus, DataSource, Pipeline
+from shared.model import Channel, DataSource, Pipeline
 from shared.retry import RetryPolicy
 from shared.zk import ZkPaths
 
@@ -237,25 +236,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self._pause()
 
     def _pause(self) -> None:
-        """Pause the channel; a write ZooKeeper refuses (an outage) is tried again after a
-        backoff until it is written or the runner is stopped (a session lost, the channel
-        changed): a pause given up left the channel started and nothing ever retried it."""
-        catalog = Catalog(self.ctx.client, self.ctx.paths)
-        backoff = self.ctx.backoff
-        waits = itertools.chain(backoff.delays(), itertools.repeat(backoff.max_delay_s))
-        for attempt in itertools.count(1):
-            try:
-                catalog.set_status(self.ctx.channel.name, ChannelStatus.PAUSE)
-                return
-            except SetlError as exc:
-                wait = next(waits)
-                log.error("event=pause_failed pipeline=%s attempt=%d retry_in_s=%g error=%s",
-                          self.pipeline_id, attempt, wait, exc)
-            if self.stop_event.wait(wait):
-                log.error("event=pause_abandoned pipeline=%s reason=the runner was stopped "
-                          "hint=\"pause the channel: setl channel pause %s\"",
-                          self.pipeline_id, self.ctx.channel.name)
-                return
+        pause.pause_channel(self.ctx, self.pipeline_id, self.stop_event)
 
     # -- one attempt ------------------------------------------------------------------------
     def _run_once(self, compiled: CompiledPipeline) -> None:

@@ -1,5 +1,6 @@
 """Which pipelines this node runs: those of STARTed channels it is a candidate for, whose
-``mainstem`` ephemeral znode it holds. Redefined pipelines restart with the new version;
+``mainstem`` ephemeral znode it holds. Redefined pipelines restart with the new version, and
+so do the pipelines of a redefined source (its host, port, user: it is stored on its own);
 paused, stopped or deleted ones stop within a reconcile. Losing the ZooKeeper session stops
 every pipeline at once, also one still starting; a pipeline starts only while ZooKeeper
 answers, and never beside an earlier runner of the same pipeline that has not ended yet."""
@@ -10,6 +11,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Mapping
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError
@@ -17,10 +19,19 @@ from kazoo.exceptions import KazooException, NodeExistsError
 from node.pipeline import LOST_OWNERSHIP, PipelineContext, PipelineRunner
 from node.spark import SparkRunner
 from shared.catalog import Catalog, ChannelRecord
-from shared.model import ChannelStatus
+from shared.model import ChannelStatus, Pipeline
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.supervisor")
+# what a runner runs: its channel's version, and (name, version) of each source it uses
+Definition = tuple[int, frozenset[tuple[str, int]]]
+
+
+def sources_of(pipeline: Pipeline) -> set[str]:
+    """The sources a runner of ``pipeline`` is given: its source, its pairs' targets and its
+    central free door's (on any server)."""
+    names = {pipeline.source} | {pair.target.datasource for pair in pipeline.pairs}
+    return names | ({pipeline.params.free_door_source} - {""})
 
 
 class Supervisor:
@@ -29,7 +40,7 @@ class Supervisor:
         self.node_id, self.client, self.paths = node_id, client, paths
         self.catalog, self.spark = catalog, spark
         self.closing = closing or threading.Event()  # the node is shutting down
-        self.runners: dict[str, tuple[PipelineRunner, int]] = {}
+        self.runners: dict[str, tuple[PipelineRunner, Definition]] = {}
         self._leaving: list[PipelineRunner] = []  # asked to stop, maybe not ended yet
         self._lock = threading.Lock()
         client.add_listener(self._on_state)
@@ -38,19 +49,24 @@ class Supervisor:
         with self._lock:
             return sorted(pid for pid, (runner, _) in self.runners.items() if runner.alive)
 
-    def reconcile(self, records: list[ChannelRecord]) -> None:
+    def reconcile(self, records: list[ChannelRecord],
+                  sources: Mapping[str, int] | None = None) -> None:
+        """Run the pipelines of ``records`` this node should run; ``sources``: each source's
+        definition version (a runner whose source changed restarts, as a redefined one)."""
         desired = {}
         for record in records:
             if record.status is not ChannelStatus.START:
                 continue
             for pipeline in record.channel.pipelines:
                 if pipeline.is_candidate(self.node_id):
-                    desired[record.channel.pipeline_id(pipeline)] = (record, pipeline)
+                    used = frozenset((name, (sources or {}).get(name, 0))
+                                     for name in sources_of(pipeline))
+                    desired[record.channel.pipeline_id(pipeline)] = (record, pipeline,
+                                                                     (record.version, used))
         with self._lock:
             current = dict(self.runners)
-        for pid, (runner, version) in current.items():
-            record = desired.get(pid, (None,))[0]
-            if record is None or record.version != version:
+        for pid, (runner, definition) in current.items():
+            if pid not in desired or desired[pid][2] != definition:
                 self._stop(pid, runner)
             elif runner.state in ("fenced", LOST_OWNERSHIP) and not runner.alive:
                 with self._lock:  # another owner has it; ours may take it back later
@@ -58,7 +74,7 @@ class Supervisor:
         if not self.client.connected:
             return  # no pipeline starts without ZooKeeper: it decides who owns one
         self._release_left()
-        for pid, (record, pipeline) in desired.items():
+        for pid, (record, pipeline, definition) in desired.items():
             if self.closing.is_set():
                 return
             with self._lock:
@@ -66,7 +82,7 @@ class Supervisor:
                     continue
             held = self._acquire(pid)
             if held is not None:
-                self._start(pid, record, pipeline, *held)
+                self._start(pid, record, pipeline, definition, *held)
 
     def _still_leaving(self, pid: str) -> bool:
         """Whether an earlier runner of ``pid`` has not ended yet (caller holds the lock)."""
@@ -81,15 +97,11 @@ class Supervisor:
         for pid in sorted(pids):
             self._release(pid)
 
-    def _start(self, pid: str, record: ChannelRecord, pipeline: object, epoch: int,
-               session: int) -> None:
+    def _start(self, pid: str, record: ChannelRecord, pipeline: Pipeline,
+               definition: Definition, epoch: int, session: int) -> None:
         try:
-            names = {pipeline.source} | {pair.target.datasource  # type: ignore[attr-defined]
-                                         for pair in pipeline.pairs}  # type: ignore[attr-defined]
-            buffer = pipeline.params.free_door_source  # type: ignore[attr-defined]
-            names |= {buffer} if buffer else set()  # the central free door's, on any server
-            sources = {name: self.catalog.source(name) for name in names}
-            context = PipelineContext(self.node_id, record.channel, pipeline,  # type: ignore[arg-type]
+            sources = {name: self.catalog.source(name) for name in sources_of(pipeline)}
+            context = PipelineContext(self.node_id, record.channel, pipeline,
                                       record.version, sources, self.spark, self.client,
                                       self.paths, epoch,
                                       owns=functools.partial(self._owns, pid, epoch, session))
@@ -101,7 +113,7 @@ class Supervisor:
         with self._lock:
             if pid in self.runners or self._still_leaving(pid):
                 return  # one runner per pipeline in this node, whatever happened meanwhile
-            self.runners[pid] = (runner, record.version)
+            self.runners[pid] = (runner, definition)
         runner.start()
         log.info("event=pipeline_assigned pipeline=%s node=%d version=%d epoch=%d", pid,
                  self.node_id, record.version, epoch)

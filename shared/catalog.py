@@ -24,7 +24,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 
-from shared import codec, members, positions
+from shared import codec, members, positions, zk
 from shared.errors import (
     ConfigError,
     ConflictError,
@@ -49,6 +49,7 @@ class ChannelRecord:
     version: int
     updated_ms: int
     status: ChannelStatus
+    status_version: int = -1  # the status znode's version (-1: none stored, read as STOP)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,18 @@ class Catalog:
                  name, record.member, record.previous or "-", record.by, record.gtid or "-")
         return True
 
+    def source_versions(self) -> dict[str, int]:
+        """Each stored source's definition version (it moves with each apply that changes
+        the source: host, port, user, ...; never with a switch of its primary)."""
+        found = {}
+        for name in self.source_names():
+            try:
+                data, _ = self._call("read a source", self.client.get, self.paths.source(name))
+            except NoNodeError:
+                continue  # deleted between list and read
+            found[name] = codec.source_from_bytes(data).version
+        return found
+
     def sources(self) -> list[DataSource]:
         found = []
         for name in self.source_names():
@@ -200,7 +213,7 @@ class Catalog:
             raise NotFoundError(f"no channel named {name!r}; see 'setl channel list'") from None
         stored = codec.channel_from_bytes(data)
         return ChannelRecord(codec.from_proto(stored.channel, Channel), stored.version,
-                             stored.updated_ms, self.status(name))
+                             stored.updated_ms, *self.status_at(name))
 
     def channels(self) -> list[ChannelRecord]:
         records = []
@@ -212,12 +225,17 @@ class Catalog:
         return records
 
     def status(self, name: str) -> ChannelStatus:
+        return self.status_at(name)[0]
+
+    def status_at(self, name: str) -> tuple[ChannelStatus, int]:
+        """The channel's status with its znode's version (STOP and -1 when none is stored),
+        for :meth:`set_status_over`."""
         try:
-            data, _ = self._call("read a channel status", self.client.get,
-                                 self.paths.channel_status(name))
+            data, stat = self._call("read a channel status", self.client.get,
+                                    self.paths.channel_status(name))
         except NoNodeError:
-            return ChannelStatus.STOP
-        return ChannelStatus(data.decode())
+            return ChannelStatus.STOP, -1
+        return ChannelStatus(data.decode()), stat.version
 
     def set_status(self, name: str, status: ChannelStatus) -> ChannelRecord:
         record = self.channel(name)  # raises NotFoundError
@@ -231,6 +249,17 @@ class Catalog:
                        makepath=True)
         log.info("event=channel_status channel=%s status=%s", name, status.value)
         return self.channel(name)
+
+    def set_status_over(self, name: str, status: ChannelStatus, version: int) -> None:
+        """Write ``status`` over ``version`` of the channel's status znode only (START, which
+        also fixes starts, goes through :meth:`set_status`). BadVersionError when another
+        status was written since, or the channel went: someone else decided. A write whose
+        answer was lost and that landed counts as written."""
+        data = status.value.encode()
+        self._call("set a channel status", zk.write_over, self.client,
+                   self.paths.channel_status(name), data, version, data)
+        log.info("event=channel_status channel=%s status=%s over_version=%d", name,
+                 status.value, version)
 
     def fix_starts(self, channel: Channel) -> None:
         """Each pipeline that has no cursor yet gets its first one now, before the channel's

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from node import pause
 from node import pipeline as pipelines
 from node.changes import Batch
 from node.jobs import Done, PartResult
@@ -26,7 +27,8 @@ def runner(**values: Any) -> pipelines.PipelineRunner:
     found = object.__new__(pipelines.PipelineRunner)
     found.pipeline_id, found.state, found.last_error = "shop.forward", "running", ""
     found.ctx = SimpleNamespace(pipeline=SimpleNamespace(params=PipelineParams()),
-                                channel=SimpleNamespace(name="shop"), client=None, paths=None,
+                                channel=SimpleNamespace(name="shop"), version=1, client=None,
+                                paths=None,
                                 backoff=RetryPolicy(delay_s=0.0, max_delay_s=0.0))
     found._snapshots, found.cursor, found._progress = None, None, threading.Event()
     found.window_peak, found.last_commit_ts_ms, found.rows_skipped = 0, 0, 0
@@ -78,7 +80,11 @@ class FlakyCatalog:
     def __init__(self, client: object, paths: object) -> None:
         pass
 
-    def set_status(self, channel: str, status: ChannelStatus) -> None:
+    def channel(self, name: str) -> SimpleNamespace:
+        return SimpleNamespace(version=1, status=ChannelStatus.START, status_version=4)
+
+    def set_status_over(self, channel: str, status: ChannelStatus, version: int) -> None:
+        assert version == 4
         if FlakyCatalog.fails:
             FlakyCatalog.fails -= 1
             raise CoordinationError("ZooKeeper did not answer in 5 s")
@@ -88,7 +94,7 @@ class FlakyCatalog:
 def test_a_pause_zookeeper_refuses_is_written_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure for good pauses the channel; when that write failed the runner only
     logged it and ended, the channel stayed started and nothing retried the pause."""
-    monkeypatch.setattr(pipelines, "Catalog", FlakyCatalog)
+    monkeypatch.setattr(pause, "Catalog", FlakyCatalog)
     FlakyCatalog.writes, FlakyCatalog.fails = [], 3
     found = runner()
     found.publish = lambda: None  # type: ignore[method-assign]
@@ -98,7 +104,7 @@ def test_a_pause_zookeeper_refuses_is_written_again(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_stopped_runner_gives_the_pause_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipelines, "Catalog", FlakyCatalog)
+    monkeypatch.setattr(pause, "Catalog", FlakyCatalog)
     FlakyCatalog.writes, FlakyCatalog.fails = [], 10**9
     found = runner()
     found.publish = lambda: None  # type: ignore[method-assign]
