@@ -189,8 +189,9 @@ class CompiledPipeline:
         table's previous layout checked in this run held it."""
         before = self._layouts.get((schema, table))
         entries, keys = self.pairs_for(schema, table), self.configured_keys(schema, table)
+        keyed = bool(key or self.table_keys.get((schema, table)))
         problem = layouts.layout_problem(self.pipeline_id, entries, schema, table, columns,
-                                         keys, before) or layouts.overlapping_part(
+                                         keys, before, keyed) or layouts.overlapping_part(
             self.pipeline_id, entries, schema, table, columns, keys or key, self._written,
             {index: entry.address(schema, table) for index, entry in enumerate(entries)
              if entry.route is None})

@@ -152,3 +152,29 @@ def test_the_keys_read_again_carry_where_the_binlog_ended(monkeypatch: pytest.Mo
         compiled, keys_read_at=later))
     start.keys_again(c, None, None)  # type: ignore[arg-type]  # (read: patched above)
     assert c.keys_read_at == later
+
+
+KEYED_BY_CODE = "{source: s.t, target: s2.t, key_columns: [code]}"
+
+
+@pytest.mark.parametrize("columns, key, keys", [
+    (("id", "v"), ("id",), {}),  # code dropped (ddl_sync off: no DDL check saw it)
+    (("id", "code_new", "v"), ("id",), {}),  # renamed
+    (("id", "Code", "v"), ("id",), {}),  # another case: rows name it Code
+    (("id", "v"), (), {("s", "t"): ("id",)}),  # keyed by a unique key
+], ids=["dropped", "renamed", "case", "unique-key"])
+def test_a_table_map_without_a_key_column_pauses(columns: tuple, key: tuple, keys: dict
+                                                 ) -> None:
+    """Its rows were keyed by a column their images lack (a KeyError mid-stream): the table
+    map pauses before a row of it is mapped, saying what to do."""
+    c = dataclasses.replace(compiled(KEYED_BY_CODE), table_keys=keys)
+    problem = c.layout_problem("s", "t", columns, key)
+    assert problem is not None and "by key_columns code, and the table has no column code" \
+        in problem and "setl apply" in problem
+
+
+def test_key_columns_a_table_has_or_does_not_use_pass() -> None:
+    c = compiled(KEYED_BY_CODE)
+    assert c.layout_problem("s", "t", ("id", "code", "v"), ("id",)) is None
+    # keyless and no join: its rows are found by their whole image, key_columns unused
+    assert c.layout_problem("s", "t", ("id", "v"), ()) is None
