@@ -30,8 +30,9 @@ rewritten a replicated table's values in place pauses too (a MODIFY in a session
 what the new type cannot hold, or in any session to a type that rounds: a DECIMAL of a
 smaller scale, fewer fractional seconds, a FLOAT). These checks are :mod:`node.ddlpauses`.
 Either way, a statement that adds the very unique key a table without a primary key is merged by
-stops: that key was read after it ran, and the changes before it were merged by it
-(:func:`node.ddlpauses.keyed_before`).
+stops when that key was read after it ran (the changes before it were merged by it), not
+when the keys were read before it was logged (the table had the key already: a redundant
+``ADD UNIQUE``): :func:`node.ddlpauses.keyed_before`.
 
 Select puts a DDL in a batch of its own, so DDL never shares a target transaction with rows.
 """
@@ -62,6 +63,7 @@ from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
 from node.sqllex import second_statement, without_time_bounds
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
+from shared.model import BinlogPosition
 
 # parsing lives in node.ddlparse; these are imported from here too
 __all__ = ["DatabaseDdl", "Name", "TableDdl", "concerns", "database_options", "extract_ddl",
@@ -93,6 +95,7 @@ class DdlPipeline(Protocol):
     follows_columns: bool  # a lake's: it adds new columns itself, ddl_sync or not
     # the key of each table without a primary key, as the source showed it when read
     table_keys: dict[tuple[str, str], tuple[str, ...]]
+    keys_read_at: BinlogPosition | None  # the source's binlog end just after they were read
 
     def wants(self, schema: str, table: str) -> bool: ...
     def wants_schema(self, schema: str) -> bool: ...

@@ -10,10 +10,11 @@ from typing import Protocol
 from node.changes import RowChange
 from node.ddlclauses import added_keys, rewriting_clause
 from node.ddlparse import TableDdl
-from node.ddlsession import sql_mode
+from node.ddlsession import position, sql_mode
 from node.ddltypes import OldType
 from shared.errors import ConfigError
 from shared.identifiers import qualified
+from shared.model import BinlogPosition
 
 
 class Replicated(Protocol):
@@ -21,6 +22,8 @@ class Replicated(Protocol):
 
     # the key of each table without a primary key, as the source showed it when read
     table_keys: dict[tuple[str, str], tuple[str, ...]]
+    # the source's binlog end read just after them (None: not known)
+    keys_read_at: BinlogPosition | None
 
     def wants(self, schema: str, table: str) -> bool: ...
     def stored(self, schema: str, table: str) -> tuple[str, str]: ...
@@ -80,7 +83,13 @@ def keyed_before(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: st
     was read after this statement ran, so the table's changes before it, since the read,
     were merged by a key the table did not have then (two rows of one key value taken for
     one, a DELETE of one removing both on the target). An added primary key is not checked
-    (:func:`node.ddlclauses.added_keys`)."""
+    (:func:`node.ddlclauses.added_keys`). A statement logged past the binlog end read just
+    after the keys passes: it ran after the read, which showed the key, so the table had it
+    already (a redundant ``ADD UNIQUE``, an ``IF NOT EXISTS`` of a key it has); a DDL of
+    the table between the two had no rows of it after it (they would have read the keys
+    again)."""
+    if _read_before(compiled.keys_read_at, position(change.session)):
+        return
     added = added_keys(change.ddl, sql_mode(change.session))
     for name in ddl.names:
         used = compiled.table_keys.get(compiled.stored(*name.pair)) \
@@ -95,6 +104,14 @@ def keyed_before(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: st
             "rows may differ from the source's (rows of one key value taken for one). Do on "
             "the target what the statement did (by hand, where ddl_sync is on), move the "
             f"pipeline past this statement: {past}; then copy the table again (setl snapshot)")
+
+
+def _read_before(read_at: BinlogPosition | None, ran: BinlogPosition | None) -> bool:
+    """Whether keys read where the binlog ended at ``read_at`` were read before the
+    statement that ends at ``ran`` was logged: both of one server's binlog, ``ran`` past
+    it (anything else, or not known, is taken for after)."""
+    return read_at is not None and ran is not None and bool(read_at.server) and \
+        read_at.server == ran.server and ran.order() > read_at.order()
 
 
 def imported(compiled: Replicated, ddl: TableDdl, ran: str, past: str) -> None:

@@ -31,11 +31,15 @@ from node.changes import Session
 from node.ddlclauses import zone_bound_clause
 from node.ddltypes import OldType
 from shared.errors import SourceError
+from shared.model import BinlogPosition
 
 # carried with a DDL but not session variables: the default (charset, collation) of the
 # database a CREATE TABLE goes to, as it was at that point of the binlog
 DATABASE_DEFAULTS = "setl.database_defaults"
-FACTS = (DATABASE_DEFAULTS,)
+# the source's binlog position after the statement, (file, pos, server): whether the tables'
+# keys were read before it ran (:func:`node.ddlpauses.keyed_before`)
+POSITION = "setl.position"
+FACTS = (DATABASE_DEFAULTS, POSITION)
 _NO_FOREIGN_KEY_CHECKS = 1 << 26  # bits of the query event's flags2 (the session's options)
 _RELAXED_UNIQUE_CHECKS = 1 << 27
 _EXPLICIT_DEFAULTS = 1 << 24  # MariaDB's session explicit_defaults_for_timestamp (10.10+)
@@ -161,6 +165,12 @@ def _offset(difference: Any) -> str:
 def sql_mode(session: Session) -> int:
     """The session's sql_mode bits (0, the server's plain reading, when none was carried)."""
     return int(dict(session).get("sql_mode", 0))
+
+
+def position(session: Session) -> BinlogPosition | None:
+    """The source's binlog position after the DDL (:data:`POSITION`), if carried."""
+    found = dict(session).get(POSITION)
+    return BinlogPosition(str(found[0]), int(found[1]), "", str(found[2])) if found else None
 
 
 def database_defaults(session: Session) -> tuple[str, str] | None:

@@ -106,6 +106,7 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     tables' names are read too, for the DDL's names typed in another case."""
     try:
         keys = tablekeys.read_keys(source)
+        read_at = _binlog_end(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
         indexes = tablekeys.read_indexes(source, [pipeline])
         case = name_case(source) if case is None else case
@@ -126,8 +127,19 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     problems += versioned
     if problems:
         raise ConfigError("; ".join(problems))
-    return dataclasses.replace(compiled, table_keys=unique, fold_names=case == 1,
-                               blind_names=blind)
+    return dataclasses.replace(compiled, table_keys=unique, keys_read_at=read_at,
+                               fold_names=case == 1, blind_names=blind)
+
+
+def _binlog_end(source: DataSource) -> BinlogPosition | None:
+    """The source's binlog end just after its keys were read (None: not known). A DDL
+    logged past it ran after the read: an ALTER holds its table's metadata lock until it is
+    logged, and the read of its keys waits for it."""
+    try:
+        found = positions.current_position(source)
+    except SourceError:
+        return None
+    return found if found.file and found.server else None
 
 
 def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> list[str]:
@@ -208,7 +220,7 @@ def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipelin
     NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
     case = 2 if compiled.blind_names is not None else int(compiled.fold_names)
     fresh = with_table_keys(compiled, source, pipeline, lake, case)
-    compiled.rekey(fresh.table_keys, fresh.blind_names)
+    compiled.rekey(fresh.table_keys, fresh.blind_names, fresh.keys_read_at)
 
 
 def paired_tables(source: DataSource, compiled: CompiledPipeline) -> list[tuple[str, str]]:

@@ -75,7 +75,8 @@ def read_pair_options(entry: Mapping) -> dict[str, Any] | None:
         mode_columns = _column_mode(columns)
         if mode_columns is not MISSING:
             options["column_mode"], options["columns"] = mode_columns
-            clash = _renamed_onto_included(options["column_pairs"], *mode_columns)
+            clash = _renamed_onto_included(options["column_pairs"], *mode_columns) or \
+                _excluded_key(options["key_columns"], *mode_columns)
             if clash:
                 columns.fail(clash)
     return options if len(entry.issues.items) == before else None
@@ -113,6 +114,20 @@ def _renamed_onto_included(pairs: tuple[ColumnPair, ...], mode: ColumnMode,
                     f"row; map {pair.source} to another name, or map or leave out "
                     f"{kept[pair.target.lower()]}")
     return None
+
+
+def _excluded_key(key_columns: Any, mode: ColumnMode, columns: tuple[str, ...]) -> str | None:
+    """A column the pair excludes that its ``key_columns`` name: a row's key is always
+    written (it finds the target's row), so the exclusion would not hold."""
+    if mode is not ColumnMode.EXCLUDE or key_columns is MISSING:
+        return None
+    keys = {name.lower() for name in key_columns}
+    excluded = [name for name in columns if name.lower() in keys]
+    if not excluded:
+        return None
+    return (f"column(s) {', '.join(excluded)} are excluded, and key_columns name them: "
+            "the columns a row is found by are always written to the target, so they "
+            "cannot be left out; take them out of exclude, or key the pair by other columns")
 
 
 def _column_pairs(item: Field) -> Any:

@@ -25,7 +25,7 @@ from node.merge import PartialRow
 from shared import confinement
 from shared.errors import ConfigError
 from shared.identifiers import folded, lowered
-from shared.model import ColumnMode, DataSource, Pipeline, pairs_taking
+from shared.model import BinlogPosition, ColumnMode, DataSource, Pipeline, pairs_taking
 
 
 def processor_problems(pipeline: Pipeline) -> list[str]:
@@ -50,6 +50,9 @@ class CompiledPipeline:
     # row keys of source tables without a primary key (their first NOT NULL unique key),
     # read from the source when the pipeline starts
     table_keys: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    # the source's binlog end read just after table_keys were (None: not known): a DDL
+    # logged past it ran after they were read (node.ddlpauses.keyed_before)
+    keys_read_at: BinlogPosition | None = None
     ddl_sync: bool = False
     two_way: bool = False  # keep before images for the conflict check
     before_images: bool = False  # keep them for a changelog (a lake table's mode), a
@@ -186,8 +189,9 @@ class CompiledPipeline:
         table's previous layout checked in this run held it."""
         before = self._layouts.get((schema, table))
         entries, keys = self.pairs_for(schema, table), self.configured_keys(schema, table)
+        keyed = bool(key or self.table_keys.get((schema, table)))
         problem = layouts.layout_problem(self.pipeline_id, entries, schema, table, columns,
-                                         keys, before) or layouts.overlapping_part(
+                                         keys, before, keyed) or layouts.overlapping_part(
             self.pipeline_id, entries, schema, table, columns, keys or key, self._written,
             {index: entry.address(schema, table) for index, entry in enumerate(entries)
              if entry.route is None})
@@ -223,7 +227,8 @@ class CompiledPipeline:
 
     def __getstate__(self) -> dict[str, Any]:  # the cache is rebuilt on each Spark worker
         return {"pipeline_id": self.pipeline_id, "version": self.version, "pairs": self.pairs,
-                "table_keys": self.table_keys, "ddl_sync": self.ddl_sync,
+                "table_keys": self.table_keys, "keys_read_at": self.keys_read_at,
+                "ddl_sync": self.ddl_sync,
                 "two_way": self.two_way, "before_images": self.before_images,
                 "source": self.source, "rules": self.rules, "fold_names": self.fold_names,
                 "blind_names": self.blind_names, "target_cases": self.target_cases,
@@ -243,12 +248,14 @@ class CompiledPipeline:
         object.__setattr__(self, "_written", {})
 
     def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]],
-              names: dict[tuple[str, str], tuple[str, str]] | None = None) -> None:
+              names: dict[tuple[str, str], tuple[str, str]] | None = None,
+              read_at: BinlogPosition | None = None) -> None:
         """The unique keys of the tables without a primary key, read again after a DDL, put
         in place (the planner, the door and the copies hold this object), and the mappings
         worked out by the old ones forgotten: a batch run in the node merged by a key the
         table no longer has (two rows of one old key taken for one). ``names``: the
-        :attr:`blind_names` read again (a table created or renamed)."""
+        :attr:`blind_names` read again (a table created or renamed); ``read_at``: the
+        source's binlog end read just after them (:attr:`keys_read_at`)."""
         if names is not None and self.blind_names is not None and names != self.blind_names:
             self.blind_names.update(names)  # (never empty to the reader's thread meanwhile)
             for gone in set(self.blind_names) - set(names):
@@ -257,6 +264,7 @@ class CompiledPipeline:
             self.table_keys.clear()
             self.table_keys.update(fresh)
             self._plain.clear()
+        object.__setattr__(self, "keys_read_at", read_at)
 
     def plain(self, schema: str, table: str, keys: tuple[str, ...]
               ) -> tuple[PlainMapping, ...] | None:

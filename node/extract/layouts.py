@@ -37,6 +37,12 @@ def gone_columns(entry: Pair, columns: tuple[str, ...],
     return sorted(wanted.difference(columns))
 
 
+def gone_keys(entry: Pair, columns: tuple[str, ...]) -> list[str]:
+    """The pair's ``key_columns`` the table does not have (dropped or renamed by a DDL, or
+    never there): a row's key would be read from a column its image lacks."""
+    return [name for name in entry.pair.key_columns if name not in columns]
+
+
 def patterned(entry: Pair) -> bool:
     """Whether the pair's source names tables by a pattern (``shop.*``, ``orders_[0-3]``):
     the columns it includes or renames need not be in every table it matches."""
@@ -140,14 +146,26 @@ def altered(written: Written, schema: str, table: str) -> None:
 
 def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,
                    columns: tuple[str, ...], keys: Iterable[str] = (),
-                   before: tuple[str, ...] | None = None) -> str | None:
+                   before: tuple[str, ...] | None = None, keyed: bool = True) -> str | None:
     """Why a table's columns do not fit its pairs (``keys``: columns always kept;
-    ``before``: the table's columns in its previous layout this run, None when not seen).
+    ``before``: the table's columns in its previous layout this run, None when not seen;
+    ``keyed``: the table has a key of its own, so a pair's ``key_columns`` find its rows).
     A pair of a pattern stops only for a column the table had before: a table it matches
-    that never had the column it includes or renames is not one that lost it."""
+    that never had the column it includes or renames is not one that lost it. Key columns
+    the table lacks stop whichever pair names them (its rows could not be keyed)."""
     keys = tuple(keys)
     for entry in entries:
         where = f"pipeline {pipeline_id}: pair {entry.pair.source} → {entry.pair.target}"
+        lacked = gone_keys(entry, columns) if keyed or entry.pair.joins or \
+            entry.pair.merge_part else []
+        if lacked:
+            return (f"{where} finds the rows of {schema}.{table} by key_columns "
+                    f"{', '.join(entry.pair.key_columns)}, and the table has no column "
+                    f"{', '.join(lacked)} (renamed or dropped on the source, or named in "
+                    "another case): its rows could not be keyed, nor their updates and "
+                    "deletes matched on the target. Name columns the table has in the "
+                    "pair's key_columns (with a unique key over them on the target), or "
+                    "leave key_columns out (setl apply), then resume")
         missing = gone_columns(entry, columns, (before or ()) if patterned(entry) else None)
         if missing:
             how = "includes" if entry.include.issuperset(missing) else \

@@ -112,13 +112,15 @@ class QueryEvents:
         later = event.alter_phase & (libevents.ALTER_STARTED | libevents.ALTER_ROLLED_BACK)
         mode = getattr(event, "sql_mode", 0) or 0
         before = self._last_maps.before(event.query, schema, mode)
+        at = self._position(state)  # after the statement: were the keys read before it?
+        where = ((ddlsession.POSITION, (at.file, at.pos, at.server)),)
         if not self.ddl or later:
             # not replayed (ddl_sync off); one on a replicated table still cuts a batch of its
             # own, after which the pipeline reads the tables' keys again (an ALTER may have
             # changed them); Extract drops it, or pauses on one that removes rows or may
             # have rounded values in place (by the types before it, where known)
             session: tuple[tuple[str, Any], ...] = (("sql_mode", mode),) + (
-                (("columns", before),) if before else ())
+                (("columns", before),) if before else ()) + where
             changes = [RowChange(schema, "", ChangeType.DDL, ddl=event.query,
                                  session=session)] if not later and concerns(
                 event.query, schema, mode, self._wants, self._wants_schema) else []
@@ -132,7 +134,7 @@ class QueryEvents:
                               f"{exc}") from None
         change = RowChange(schema, "", ChangeType.DDL, ddl=statement,
                            commit_ts_ms=int(event.timestamp) * 1000,
-                           session=self._databases.follow(statement, schema, session))
+                           session=self._databases.follow(statement, schema, session) + where)
         self._commit([], 0, [change], state, data)
 
 

@@ -395,6 +395,17 @@ BAD = [
         pairs("""\
             - source: s.t
               target: s2.t
+              key_columns: [Code, name]
+              columns: {exclude: [code, note]}
+            """),
+        f"f.yaml:14: {P}.pairs[0].columns: column(s) code are excluded, and key_columns name "
+        "them: the columns a row is found by are always written to the target, so they "
+        "cannot be left out; take them out of exclude, or key the pair by other columns",
+        id="key-column-excluded"),
+    pytest.param(
+        pairs("""\
+            - source: s.t
+              target: s2.t
               column_groups:
                 - [street, city]
                 - [zip]

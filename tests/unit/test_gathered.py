@@ -11,7 +11,7 @@ from node.changes import ChangeType, RowChange
 from node.extract import reach
 from node.extract.etl import extract_transform
 from shared.errors import ConfigError
-from shared.model import LookupJoin
+from shared.model import BinlogPosition, LookupJoin
 from shared.patterns import NamePattern
 from tests.unit.test_etl import compiled
 
@@ -126,6 +126,7 @@ def test_the_start_refuses_a_shadowed_or_repeated_pair_apply_never_checked(
     monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
     monkeypatch.setattr(start, "name_case", lambda source: 0)
     monkeypatch.setattr(start, "versioned_pair_problems", lambda compiled, source: [])
+    monkeypatch.setattr(start.positions, "current_position", lambda source: BinlogPosition())
     catch_all = "{source: {namespace: shop, table: 're:.*'}, target: {namespace: lake, " \
         "table: '{table}'}, fan_out: true}"
     defined = pipeline("{source: shop.orders, target: dw.orders_v2}",

@@ -17,7 +17,7 @@ from node.target.mysql.render import Column
 from node.target.mysql.twoway import LoopGuard, same_row, touched_keys
 from node.target.mysql.writes import Writes
 from shared.errors import ConfigError
-from shared.model import PipelineParams
+from shared.model import BinlogPosition, PipelineParams
 
 
 def change(seq: int, kind: ChangeType, before_key: tuple | None, before: dict | None,
@@ -212,6 +212,7 @@ def test_the_start_of_a_two_way_pipeline_refuses_keyless_tables_and_partial_rows
     monkeypatch.setattr(start.tablekeys, "read_nullable", lambda source, pipelines: frozenset())
     monkeypatch.setattr(start, "name_case", lambda source: 0)
     monkeypatch.setattr(start, "versioned_pair_problems", lambda compiled, source: [])
+    monkeypatch.setattr(start.positions, "current_position", lambda source: BinlogPosition())
     one_way = (TWO_WAY % "          - {source: s.t, target: s.t, column_groups: [[x, y]]}\n"
                "          - {source: s.logs, target: s.logs}").split("      - name: back")[0]
     [pipeline] = load_text(one_way, "f.yaml").channels[0].pipelines
