@@ -154,8 +154,9 @@ def _parser() -> argparse.ArgumentParser:
     for each in (move, reset):
         each.add_argument("--keyless-duplicates", action="store_true", help="a replay over "
                           "keyless tables (no primary key, no unique NOT NULL key) writes "
-                          "their rows again beside the target's: go ahead (their target "
-                          "tables were made to hold what the source's held at the new start)")
+                          "their rows again beside the target's, and one into a lake appends its "
+                          "change logs' changes again: go ahead (those tables were made to "
+                          "hold what they held at the new start)")
 
     backfill.add_commands(commands)
     checkcli.add_command(commands)

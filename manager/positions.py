@@ -214,8 +214,19 @@ class Positions:
         if request.keyless_duplicates:
             return
         source = self.catalog.source(pipeline.source)
-        replayed = sorted(name for name, row in targets.items() if _replays(row[0], position)
-                          and self.catalog.source(name).type != "delta")
+        moved = sorted(name for name, row in targets.items() if _replays(row[0], position))
+        lakes = [name for name in moved if self.catalog.source(name).type == "delta"]
+        logs = change_logs(pipeline, lakes)
+        if logs:
+            raise ConflictError(
+                f"pipeline {channel.pipeline_id(pipeline)}: a replay from {position} into lake "
+                f"{', '.join(lakes)} appends again to its change logs every change they hold "
+                f"since then (pairs {', '.join(logs)}, mode: changelog): each would be there "
+                "twice, with the same _setl_txn and _setl_seq. Delete from those tables the "
+                f"changes of the transactions after {position} first (or have their readers "
+                "drop repeats by _setl_txn and _setl_seq), then run the same command with "
+                "--keyless-duplicates; or choose a later place")
+        replayed = [name for name in moved if name not in lakes]
         tables = keyless_taken(pipeline, source, replayed)
         if not tables:
             return
@@ -338,6 +349,14 @@ def keyless_taken(pipeline: Pipeline, source: DataSource, targets: Collection[st
             if columns is None and any(
                 pair.target.datasource in targets
                 for pair in pairs_taking(pipeline.pairs, schema, table, lambda pair: pair))]
+
+
+def change_logs(pipeline: Pipeline, lakes: Collection[str]) -> list[str]:
+    """The source tables (as the pairs name them) whose pairs append to change logs in the
+    lake targets ``lakes``: a replay writes their changes again beside the first ones."""
+    return sorted({f"{pair.source.namespace.text}.{pair.source.table.text}"
+                   for pair in pipeline.pairs
+                   if pair.target.datasource in lakes and pair.mode == "changelog"})
 
 
 def _fill(message: Any, position: BinlogPosition) -> None:

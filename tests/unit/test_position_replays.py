@@ -164,3 +164,29 @@ def test_a_gtid_after_the_targets_replays_nothing_and_one_before_them_does(moved
     moved["dst"] = HELD
     with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
         ask(definitions(), "set", to=to(gtid="0-11-20"), replay=True)
+
+
+def lake_definitions(mode: str) -> str:
+    return "\n".join([
+        "sources:", "  - {name: src, host: h1}", "  - {name: dst, type: delta, location: /l}",
+        "channels:", "  - name: shop", "    pipelines:", "      - name: fwd",
+        "        source: src", "        target: dst", "        pairs:",
+        "          - {source: shop.orders, target: shop.orders, mode: mirror}",
+        f"          - {{source: shop.kl, target: shop.kl, mode: {mode}}}", ""])
+
+
+def test_a_replay_into_a_lake_s_change_logs_is_refused_naming_them(moved) -> None:
+    with pytest.raises(ConflictError) as refused:
+        ask(lake_definitions("changelog"), "set", to=EARLIER, replay=True)
+    said = str(refused.value)
+    assert "into lake dst appends again to its change logs" in said, said
+    assert "(pairs shop.kl, mode: changelog)" in said and "--keyless-duplicates" in said, said
+    assert moved["dst"] == HELD  # nothing moved
+    ask(lake_definitions("changelog"), "set", to=EARLIER, replay=True,
+        keyless_duplicates=True)
+    assert (moved["dst"].file, moved["dst"].pos) == ("binlog.000001", 4)
+
+
+def test_a_replay_into_a_lake_mirror_needs_no_flag(moved) -> None:
+    ask(lake_definitions("mirror"), "set", to=EARLIER, replay=True)
+    assert (moved["dst"].file, moved["dst"].pos) == ("binlog.000001", 4)
