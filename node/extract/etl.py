@@ -16,7 +16,7 @@ from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import extract_ddl
 from node.extract import layouts, reach
 from node.extract.groups import fill_holes, only_changed
-from node.extract.joins import Joined, add_joined, left, look_up_joins, part_changes
+from node.extract.joins import Joined, add_joined, cleared, left, look_up_joins, part_changes
 from node.extract.lookup import Lookup
 from node.extract.pairs import CompiledPair, PlainMapping
 from node.extract.processors import Filler, fill, run_processor
@@ -336,13 +336,17 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         before = entry.map_row(one.before, keys) if images and one.before is not None else None
         written = only_changed(one, pair.column_groups, keys) if pair.column_groups else one
         after = entry.map_row(written.after, keys) if written.after is not None else None
-        if after is not None and entry.fillers:
+        if after is not None and clears and before_key is not None:
+            after = cleared(after, (filler.name for filler in entry.fillers), target_keys,
+                            before_key)
+        elif after is not None and entry.fillers:
             after = fill(entry.fillers, one.after, after, where, one.key())  # type: ignore
         if after is not None and pair.joins and one.type is not ChangeType.DELETE:
             after = add_joined(pair.joins, one.after, after, joined or {}, entry.renames)
             if after is None:  # a joined row is missing and the join drops the change (an
                 yield from left(pair, one, keys, (datasource, schema, table), target_keys,
-                                seq, entry.map_row, entry.renames, before)  # update's leaves)
+                                seq, entry.map_row, entry.renames, before, before_key,
+                                (filler.name for filler in entry.fillers))  # update's leaves)
                 continue
         if type(written.after) is PartialRow and after is not None:  # column groups
             after = PartialRow(after, entry.map_row(written.after.rest, ()))

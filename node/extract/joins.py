@@ -97,21 +97,35 @@ def clear_part(change: RowChange, keys: tuple[str, ...], columns: Iterable[str] 
                      commit_ts_ms=change.commit_ts_ms)
 
 
+def cleared(after: Row, virtual: Iterable[str], target_keys: tuple[str, ...],
+            key: tuple[Any, ...]) -> Row:
+    """A cleared part's target row: at the key the part was written at (a virtual key
+    column's, computed from the old row), its other virtual columns NULL (a constant, or an
+    expression over the cleared columns, would write a value no source row holds)."""
+    keyed = {name.lower() for name in target_keys}
+    after.update((name, None) for name in virtual if name.lower() not in keyed)
+    after.update(zip(target_keys, key, strict=True))
+    return after
+
+
 def left(pair: MediaPair, change: RowChange, keys: tuple[str, ...],
          address: tuple[str, str, str], target_keys: tuple[str, ...], seq: int,
          map_row: Callable[[Row, tuple[str, ...]], Row], renames: dict[str, str],
-         before: Row | None) -> Iterator[TargetChange]:
+         before: Row | None, before_key: tuple[Any, ...] | None,
+         virtual: Iterable[str] = ()) -> Iterator[TargetChange]:
     """What an update the joins drop writes: the row leaves the target (its delete; a
-    ``merge_part`` pair's part and joined columns cleared), as the row would never have
-    come had it been inserted so; nothing for an insert (nothing was written)."""
-    if change.type is not ChangeType.UPDATE or change.before is None:
+    ``merge_part`` pair's part, virtual and joined columns cleared), as the row would never
+    have come had it been inserted so; nothing for an insert (nothing was written).
+    ``before_key``: the key the row was written at (a virtual key column's, from the old
+    row: the source's key may name another table's row in a merged target)."""
+    if change.type is not ChangeType.UPDATE or change.before is None or before_key is None:
         return
-    before_key = tuple(change.before[key] for key in keys)
     if not pair.merge_part:
         yield TargetChange(*address, ChangeType.DELETE, target_keys, before_key, None,
                             pair.push_weight, seq, "", before)
         return
-    after = map_row(clear_part(change, keys).after or {}, keys)
+    after = cleared(map_row(clear_part(change, keys).after or {}, keys), virtual, target_keys,
+                    before_key)
     after.update((renames.get(c, c), None) for join in pair.joins for c in join.columns)
     yield TargetChange(*address, ChangeType.UPDATE, target_keys, before_key, after,
                         pair.push_weight, seq, CLEAR, before)

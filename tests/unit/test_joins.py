@@ -92,3 +92,45 @@ def test_a_join_must_list_its_columns() -> None:
         compiled("{source: s.customers, target: w.customers, joins: [{table: s.profiles, "
                  "by: id, key: customer_id}]}")
     assert "joins" in str(raised.value), raised.value
+
+
+B_ORDERS = ("{source: s.b_orders, target: s2.orders, virtual_columns: [{name: id, expression: "
+            "'id + 1000000'}], joins: [{table: s.customers, by: customer_id, key: id, "
+            "columns: [tier]}]}")
+A_ORDERS = "{source: s.a_orders, target: s2.orders}"
+
+
+def test_an_update_the_joins_drop_deletes_the_row_at_its_virtual_key() -> None:
+    # two source tables share the target, kept apart by a virtual key: b's order 5 is row
+    # 1000005, a's order 5 is row 5
+    target = {(5,): {"id": 5, "customer_id": 1}, (1000005,): {"id": 1000005, "customer_id": 1}}
+    before = {"id": 5, "customer_id": 1}
+    change = RowChange("s", "b_orders", ChangeType.UPDATE, ("id",), before,
+                       {**before, "customer_id": 2})  # customer 2: no such row
+    found = list(transform(compiled(B_ORDERS, A_ORDERS), 1, change, GOLD))
+    assert applied.loaded(target, found) == {(5,): {"id": 5, "customer_id": 1}}
+
+
+VIRTUAL_PART = ("{source: s.orders, target: s2.wide, key_columns: [id], merge_part: true, "
+                "columns: {include: [id, customer_id]}, virtual_columns: [{name: id, "
+                "expression: 'id + 1000000'}, {name: region, value: eu-1}, {name: label, "
+                "expression: \"concat_ws(' ', customer_id, 'x')\"}], joins: [{table: "
+                "s.customers, by: customer_id, key: id, columns: [tier]}]}")
+WIDE = {(1000010,): {"id": 1000010, "customer_id": 1, "tier": "gold", "region": "eu-1",
+                     "label": "1 x", "other": "kept"}}
+CLEARED = {(1000010,): {"id": 1000010, "customer_id": None, "tier": None, "region": None,
+                        "label": None, "other": "kept"}}
+
+
+def test_a_parts_update_the_joins_drop_clears_it_at_its_virtual_key_with_its_virtual_columns(
+        ) -> None:
+    found = _load(VIRTUAL_PART, {key: dict(row) for key, row in WIDE.items()},
+                  _update(ORDER, customer_id=2))
+    assert found == CLEARED
+
+
+def test_a_parts_delete_clears_its_virtual_columns() -> None:
+    # a constant or an expression over the cleared columns is no value of any source row
+    delete = RowChange("s", "orders", ChangeType.DELETE, ("id",), ORDER, None)
+    found = _load(VIRTUAL_PART, {key: dict(row) for key, row in WIDE.items()}, delete)
+    assert found == CLEARED
