@@ -93,7 +93,8 @@ class Transaction:
 
 
 # what ``TargetChange.ddl`` holds on an UPDATE that clears a wide row's part (a
-# ``merge_part`` pair's source row went): the row is updated where it is, never made
+# ``merge_part`` pair's source row went), and on any write of a part whose row another pair
+# makes (node.extract.joins.where_made): the row is updated where it is, never made
 CLEAR = "-- clear a part"
 
 

@@ -16,7 +16,15 @@ from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.ddl import extract_ddl
 from node.extract import layouts, reach
 from node.extract.groups import fill_holes, only_changed
-from node.extract.joins import Joined, add_joined, left, look_up_joins, part_changes
+from node.extract.joins import (
+    Joined,
+    add_joined,
+    cleared,
+    left,
+    look_up_joins,
+    part_changes,
+    where_made,
+)
 from node.extract.lookup import Lookup
 from node.extract.pairs import CompiledPair, PlainMapping
 from node.extract.processors import Filler, fill, run_processor
@@ -84,6 +92,9 @@ class CompiledPipeline:
     # what each pair writes of each table into each target, for parts of a wide row
     # (:func:`node.extract.layouts.overlapping_part`)
     _written: layouts.Written = field(default_factory=dict, compare=False, repr=False)
+    # whether a merge_part pair writes a target only where its row is (:meth:`where_made`)
+    _made: dict[tuple[int, tuple[str, str, str], tuple[str, ...]], bool] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, pipeline_id: str, version: int, pipeline: Pipeline,
@@ -246,6 +257,7 @@ class CompiledPipeline:
         object.__setattr__(self, "_plain", {})
         object.__setattr__(self, "_layouts", {})
         object.__setattr__(self, "_written", {})
+        object.__setattr__(self, "_made", {})
 
     def rekey(self, fresh: dict[tuple[str, str], tuple[str, ...]],
               names: dict[tuple[str, str], tuple[str, str]] | None = None,
@@ -265,6 +277,17 @@ class CompiledPipeline:
             self.table_keys.update(fresh)
             self._plain.clear()
         object.__setattr__(self, "keys_read_at", read_at)
+
+    def where_made(self, entry: CompiledPair, schema: str, table: str,
+                   address: tuple[str, str, str], keys: tuple[str, ...]) -> bool:
+        """Whether a ``merge_part`` pair's writes of a table into ``address`` go only where
+        the wide row is (:func:`node.extract.joins.where_made`)."""
+        found = self._made.get((id(entry), address, keys))
+        if found is None:
+            target_keys = tuple(entry.renames.get(key, key) for key in keys)
+            found = self._made[(id(entry), address, keys)] = where_made(
+                entry, f"{schema}.{table}", keys, target_keys, reach.writers(self, address))
+        return found
 
     def plain(self, schema: str, table: str, keys: tuple[str, ...]
               ) -> tuple[PlainMapping, ...] | None:
@@ -335,6 +358,9 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         addressed = [(entry.address(name.schema, name.table), change)]
     target_keys = tuple(entry.renames.get(key, key) for key in keys)
     images = compiled.two_way or compiled.before_images or keyless
+    # a part whose row another pair makes (and joins it) writes only where the row is
+    made = pair.merge_part and entry.route is None and compiled.where_made(
+        entry, change.schema, change.table, addressed[0][0], keys)
     for (datasource, schema, table), one, clears in (
             (address, part, clears) for address, change in addressed
             for part, clears in part_changes(change, keys, pair.merge_part, entry.include)):
@@ -344,18 +370,23 @@ def _map(compiled: CompiledPipeline, entry: CompiledPair, seq: int, change: RowC
         before = entry.map_row(one.before, keys) if images and one.before is not None else None
         written = only_changed(one, pair.column_groups, keys) if pair.column_groups else one
         after = entry.map_row(written.after, keys) if written.after is not None else None
-        if after is not None and entry.fillers:
+        if after is not None and clears and before_key is not None:
+            after = cleared(after, (filler.name for filler in entry.fillers), target_keys,
+                            before_key)
+        elif after is not None and entry.fillers:
             after = fill(entry.fillers, one.after, after, where, one.key())  # type: ignore
         if after is not None and pair.joins and one.type is not ChangeType.DELETE:
             after = add_joined(pair.joins, one.after, after, joined or {}, entry.renames)
             if after is None:  # a joined row is missing and the join drops the change (an
                 yield from left(pair, one, keys, (datasource, schema, table), target_keys,
-                                seq, entry.map_row, entry.renames, before)  # update's leaves)
+                                seq, entry.map_row, entry.renames, before, before_key,
+                                (filler.name for filler in entry.fillers))  # update's leaves)
                 continue
         if type(written.after) is PartialRow and after is not None:  # column groups
             after = PartialRow(after, entry.map_row(written.after.rest, ()))
         yield TargetChange(datasource, schema, table, one.type, target_keys, before_key,
-                           after, pair.push_weight, seq, CLEAR if clears else "", before)
+                           after, pair.push_weight, seq, CLEAR if clears or made else "",
+                           before)
 
 
 def _transformed(compiled: CompiledPipeline, plain: list[tuple[int, RowChange]],

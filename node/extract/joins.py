@@ -9,7 +9,9 @@ left the joined set: its delete, or for a ``merge_part`` pair the clear of its p
 the joined columns), so the target never keeps the row as it was before the update. A pair
 with ``merge_part: true`` does not delete the wide row when its source row goes: it clears
 its own columns where the wide row is (an UPDATE that never makes the row; a change of its
-key clears the old key's and writes the new one's). The loader writes only the columns a
+key clears the old key's and writes the new one's); where another pair makes the wide row
+and joins the part's table for all its columns, every write of the part is such an UPDATE
+(:func:`where_made`). The loader writes only the columns a
 change carries, and the batch merge combines the parts of one key, so the parts never
 overwrite each other.
 """
@@ -17,11 +19,14 @@ overwrite each other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from node.changes import CLEAR, ChangeType, Row, RowChange, TargetChange
 from node.extract.lookup import Lookup
 from shared.model import DataSource, LookupJoin, MediaPair
+
+if TYPE_CHECKING:
+    from node.extract.pairs import CompiledPair
 
 # (table, key column) → key value → the looked-up row
 Joined = dict[tuple[str, str], dict[Any, Row]]
@@ -97,21 +102,61 @@ def clear_part(change: RowChange, keys: tuple[str, ...], columns: Iterable[str] 
                      commit_ts_ms=change.commit_ts_ms)
 
 
+def cleared(after: Row, virtual: Iterable[str], target_keys: tuple[str, ...],
+            key: tuple[Any, ...]) -> Row:
+    """A cleared part's target row: at the key the part was written at (a virtual key
+    column's, computed from the old row), its other virtual columns NULL (a constant, or an
+    expression over the cleared columns, would write a value no source row holds)."""
+    keyed = {name.lower() for name in target_keys}
+    after.update((name, None) for name in virtual if name.lower() not in keyed)
+    after.update(zip(target_keys, key, strict=True))
+    return after
+
+
 def left(pair: MediaPair, change: RowChange, keys: tuple[str, ...],
          address: tuple[str, str, str], target_keys: tuple[str, ...], seq: int,
          map_row: Callable[[Row, tuple[str, ...]], Row], renames: dict[str, str],
-         before: Row | None) -> Iterator[TargetChange]:
+         before: Row | None, before_key: tuple[Any, ...] | None,
+         virtual: Iterable[str] = ()) -> Iterator[TargetChange]:
     """What an update the joins drop writes: the row leaves the target (its delete; a
-    ``merge_part`` pair's part and joined columns cleared), as the row would never have
-    come had it been inserted so; nothing for an insert (nothing was written)."""
-    if change.type is not ChangeType.UPDATE or change.before is None:
+    ``merge_part`` pair's part, virtual and joined columns cleared), as the row would never
+    have come had it been inserted so; nothing for an insert (nothing was written).
+    ``before_key``: the key the row was written at (a virtual key column's, from the old
+    row: the source's key may name another table's row in a merged target)."""
+    if change.type is not ChangeType.UPDATE or change.before is None or before_key is None:
         return
-    before_key = tuple(change.before[key] for key in keys)
     if not pair.merge_part:
         yield TargetChange(*address, ChangeType.DELETE, target_keys, before_key, None,
                             pair.push_weight, seq, "", before)
         return
-    after = map_row(clear_part(change, keys).after or {}, keys)
+    after = cleared(map_row(clear_part(change, keys).after or {}, keys), virtual, target_keys,
+                    before_key)
     after.update((renames.get(c, c), None) for join in pair.joins for c in join.columns)
     yield TargetChange(*address, ChangeType.UPDATE, target_keys, before_key, after,
                         pair.push_weight, seq, CLEAR, before)
+
+
+def where_made(part: CompiledPair, table: str, keys: tuple[str, ...],
+               target_keys: tuple[str, ...], others: Iterable[CompiledPair]) -> bool:
+    """Whether a ``merge_part`` pair writes only where its wide row is (as a clear does):
+    another pair of the target, not ``merge_part``, makes the row and joins the part's
+    ``table`` (``schema.table``) on the part's key (``keys``) by the wide row's key, for every
+    column the part writes. That
+    pair's row then holds the part as the source has it when the row changes, so the part's
+    own write after the row's delete, or after its insert the join dropped (``missing:
+    drop``), must not make the row again (an orphan of the part's columns alone). A part
+    whose columns no such join brings makes the row as ever: written first (a snapshot
+    copy), its columns would be lost otherwise."""
+    if len(keys) != 1 or not part.include or any(
+            filler.name.lower() != target_keys[0].lower() for filler in part.fillers):
+        return False
+    written = {part.renames.get(name, name) for name in part.include} - set(target_keys)
+    for other in others:
+        if other.pair.merge_part:
+            continue
+        for join in other.pair.joins:
+            if join.table == table and join.key == keys[0] and \
+                    other.renames.get(join.by, join.by) == target_keys[0] and \
+                    written <= {other.renames.get(name, name) for name in join.columns}:
+                return True
+    return False

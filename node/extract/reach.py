@@ -124,3 +124,8 @@ def parted(compiled: Any, schema: str, table: str) -> bool:
     targets = compiled.targets_of(schema, table)
     return any(any(True for _ in _sources_into(entry, address)) for entry in compiled.pairs
                if entry.pair.merge_part or entry.pair.joins for address in targets)
+
+
+def writers(compiled: Any, address: Address) -> list[CompiledPair]:
+    """The pairs that write (or may: a name their pattern leaves open) ``address``."""
+    return [entry for entry in compiled.pairs if any(True for _ in _sources_into(entry, address))]

@@ -92,3 +92,100 @@ def test_a_join_must_list_its_columns() -> None:
         compiled("{source: s.customers, target: w.customers, joins: [{table: s.profiles, "
                  "by: id, key: customer_id}]}")
     assert "joins" in str(raised.value), raised.value
+
+
+B_ORDERS = ("{source: s.b_orders, target: s2.orders, virtual_columns: [{name: id, expression: "
+            "'id + 1000000'}], joins: [{table: s.customers, by: customer_id, key: id, "
+            "columns: [tier]}]}")
+A_ORDERS = "{source: s.a_orders, target: s2.orders}"
+
+
+def test_an_update_the_joins_drop_deletes_the_row_at_its_virtual_key() -> None:
+    # two source tables share the target, kept apart by a virtual key: b's order 5 is row
+    # 1000005, a's order 5 is row 5
+    target = {(5,): {"id": 5, "customer_id": 1}, (1000005,): {"id": 1000005, "customer_id": 1}}
+    before = {"id": 5, "customer_id": 1}
+    change = RowChange("s", "b_orders", ChangeType.UPDATE, ("id",), before,
+                       {**before, "customer_id": 2})  # customer 2: no such row
+    found = list(transform(compiled(B_ORDERS, A_ORDERS), 1, change, GOLD))
+    assert applied.loaded(target, found) == {(5,): {"id": 5, "customer_id": 1}}
+
+
+VIRTUAL_PART = ("{source: s.orders, target: s2.wide, key_columns: [id], merge_part: true, "
+                "columns: {include: [id, customer_id]}, virtual_columns: [{name: id, "
+                "expression: 'id + 1000000'}, {name: region, value: eu-1}, {name: label, "
+                "expression: \"concat_ws(' ', customer_id, 'x')\"}], joins: [{table: "
+                "s.customers, by: customer_id, key: id, columns: [tier]}]}")
+WIDE = {(1000010,): {"id": 1000010, "customer_id": 1, "tier": "gold", "region": "eu-1",
+                     "label": "1 x", "other": "kept"}}
+CLEARED = {(1000010,): {"id": 1000010, "customer_id": None, "tier": None, "region": None,
+                        "label": None, "other": "kept"}}
+
+
+def test_a_parts_update_the_joins_drop_clears_it_at_its_virtual_key_with_its_virtual_columns(
+        ) -> None:
+    found = _load(VIRTUAL_PART, {key: dict(row) for key, row in WIDE.items()},
+                  _update(ORDER, customer_id=2))
+    assert found == CLEARED
+
+
+def test_a_parts_delete_clears_its_virtual_columns() -> None:
+    # a constant or an expression over the cleared columns is no value of any source row
+    delete = RowChange("s", "orders", ChangeType.DELETE, ("id",), ORDER, None)
+    found = _load(VIRTUAL_PART, {key: dict(row) for key, row in WIDE.items()}, delete)
+    assert found == CLEARED
+
+
+CUSTOMERS = ("{{source: s.customers, target: s2.wide, joins: [{{table: s.profiles, by: id, "
+             "key: customer_id, columns: [city, tier]{missing}}}]}}")
+PROFILES = ("{source: s.profiles, target: s2.wide, merge_part: true, key_columns: [customer_id], "
+            "column_pairs: [{source: customer_id, target: id}], columns: {include: [city, tier]}}")
+WIDE_TABLE = frozenset({("dst", "s2", "wide")})
+ADA = {"id": 1, "name": "Ada"}
+PARIS = {"pid": 9, "customer_id": 1, "city": "Paris", "tier": "gold"}
+
+
+def _batch(missing: str, table: applied.Table, change: RowChange,
+           joined: dict[Any, Any] | None = None) -> applied.Table:
+    pipeline = compiled(CUSTOMERS.format(missing=missing), PROFILES)
+    return applied.loaded(table, list(transform(pipeline, 1, change, joined)), WIDE_TABLE)
+
+
+def _profile(kind: ChangeType, before: dict[str, Any] | None,
+             after: dict[str, Any] | None) -> RowChange:
+    return RowChange("s", "profiles", kind, ("pid",), before, after)
+
+
+def test_a_parts_update_after_its_wide_rows_delete_makes_no_orphan_row() -> None:
+    target = {(1,): {**ADA, "city": "Paris", "tier": "gold"}}
+    gone = RowChange("s", "customers", ChangeType.DELETE, ("id",), ADA, None)
+    assert _batch(", missing: keep", target, gone) == {}
+    moved = _profile(ChangeType.UPDATE, PARIS, {**PARIS, "city": "Lyon"})
+    assert _batch(", missing: keep", target, moved) == {}  # the profile stays on the source
+    # where the wide row is, the part's update writes its columns there
+    target = {(1,): {**ADA, "city": "Paris", "tier": "gold"}}
+    assert _batch(", missing: keep", target, moved) == {(1,): {**ADA, "city": "Lyon",
+                                                                "tier": "gold"}}
+
+
+def test_a_joined_row_arriving_after_its_dropped_insert_does_not_make_the_row() -> None:
+    # the customer's insert looked up its profile before the profile's transaction committed
+    ada = RowChange("s", "customers", ChangeType.INSERT, ("id",), None, ADA)
+    nothing = {("s.profiles", "customer_id"): {}}
+    profile = _profile(ChangeType.INSERT, None, PARIS)
+    target = _batch("", {}, ada, nothing)
+    assert target == {}
+    assert _batch("", target, profile) == {}  # not a row of the profile's columns alone
+    # missing: keep wrote the customer: the profile's columns come to its row
+    target = _batch(", missing: keep", {}, ada, nothing)
+    assert _batch(", missing: keep", target, profile) == {
+        (1,): {**ADA, "city": "Paris", "tier": "gold"}}
+
+
+def test_a_part_no_other_pair_joins_makes_its_wide_row() -> None:
+    # written before the row's other part (a snapshot copy of its table first), it would be
+    # lost if it only updated a row that is not there yet
+    pipeline = compiled("{source: s.customers, target: s2.wide}", PROFILES)
+    found = list(transform(pipeline, 1, _profile(ChangeType.INSERT, None, PARIS)))
+    assert applied.loaded({}, found, WIDE_TABLE) == {(1,): {"id": 1, "city": "Paris",
+                                                            "tier": "gold"}}

@@ -13,6 +13,7 @@ from node.charsets import Encoded
 from node.extract.etl import transform
 from shared import expr
 from shared.errors import ConfigError, TransformError
+from tests.unit import applied
 from tests.unit.test_etl import compiled, insert
 
 
@@ -258,3 +259,28 @@ def test_a_virtual_column_writing_the_key_finds_the_row_it_wrote() -> None:
     delete = RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 2, "v": "b2"}, None)
     target = applied.loaded(target, list(transform(c, 4, delete)))
     assert target == {(1,): {"id": 1, "v": "a1"}}
+
+
+SKIP_TEST_ROWS = "{source: s.people, target: t.people, processor: 'setl_examples:skip_test_rows'}"
+
+
+def test_the_example_filter_deletes_a_row_an_update_takes_out_and_inserts_one_it_brings_in(
+        ) -> None:
+    """The shipped ``skip_test_rows`` through the real processor path: the target ends as the
+    source's rows outside the filter, whatever updates move rows across it."""
+    pipeline = compiled(SKIP_TEST_ROWS)
+    bob, test_bob = {"id": 1, "name": "bob"}, {"id": 1, "name": "test_bob"}
+    steps = [
+        (insert("s", "people", bob), {(1,): bob}),
+        (RowChange("s", "people", ChangeType.UPDATE, ("id",), bob, test_bob), {}),
+        (RowChange("s", "people", ChangeType.UPDATE, ("id",), test_bob,
+                   {**test_bob, "x": 1}), {}),  # stays out
+        (RowChange("s", "people", ChangeType.UPDATE, ("id",), test_bob, bob), {(1,): bob}),
+        (RowChange("s", "people", ChangeType.UPDATE, ("id",), bob, test_bob), {}),
+        (RowChange("s", "people", ChangeType.DELETE, ("id",), test_bob, None), {}),
+        (insert("s", "people", test_bob), {}),
+    ]
+    target: applied.Table = {}
+    for seq, (change, expected) in enumerate(steps, 1):
+        target = applied.loaded(target, list(transform(pipeline, seq, change)))
+        assert target == expected, (seq, change)
