@@ -7,7 +7,7 @@ DDL), never per row; a problem stops the pipeline before a row of that layout is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol
 
 from shared.model import MediaPair
@@ -23,6 +23,7 @@ class Pair(Protocol):  # node.extract.pairs.CompiledPair
     def include(self) -> frozenset[str]: ...
     @property
     def exclude(self) -> frozenset[str]: ...
+    def keeps(self, name: str, keys: Collection[str] = ()) -> bool: ...
 
 
 def gone_columns(entry: Pair, columns: tuple[str, ...],
@@ -35,6 +36,19 @@ def gone_columns(entry: Pair, columns: tuple[str, ...],
     if before is not None:
         wanted = wanted.intersection(before)
     return sorted(wanted.difference(columns))
+
+
+def unknown_excludes(entry: Pair, columns: tuple[str, ...],
+                     before: Iterable[str] | None = None) -> list[str]:
+    """Names the pair excludes that the table has in no case (MySQL's column names ignore
+    it): a misspelt name leaves out nothing, and the column meant copied. ``before`` as
+    :func:`gone_columns` takes it: a name gone since, the same as an included one."""
+    named: Iterable[str] = entry.exclude
+    if before is not None:
+        had = {name.lower() for name in before}
+        named = [name for name in named if name.lower() in had]
+    have = {name.lower() for name in columns}
+    return sorted(name for name in named if name.lower() not in have)
 
 
 def patterned(entry: Pair) -> bool:
@@ -55,8 +69,7 @@ def colliding_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
     kept = set(keys)
     by_target: dict[str, list[str]] = {}
     for name in columns:
-        if name not in kept and (name in entry.exclude or
-                                 (entry.include and name not in entry.include)):
+        if not entry.keeps(name, kept):
             continue
         by_target.setdefault(entry.renames.get(name, name).lower(), []).append(name)
     return {entry.renames.get(names[0], names[0]): names
@@ -72,8 +85,7 @@ def written_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
     kept = set(keys)
     pair = entry.pair
     names = {entry.renames.get(name, name).lower(): "" for name in columns
-             if name not in kept and not (name in entry.exclude or
-                                          (entry.include and name not in entry.include))}
+             if name not in kept and entry.keeps(name)}
     names.update((column.name.lower(), "") for column in pair.virtual_columns)
     names.update((name.lower(), join.table.lower()) for join in pair.joins
                  for name in join.columns)
@@ -148,7 +160,8 @@ def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table
     keys = tuple(keys)
     for entry in entries:
         where = f"pipeline {pipeline_id}: pair {entry.pair.source} → {entry.pair.target}"
-        missing = gone_columns(entry, columns, (before or ()) if patterned(entry) else None)
+        had = (before or ()) if patterned(entry) else None
+        missing = gone_columns(entry, columns, had)
         if missing:
             how = "includes" if entry.include.issuperset(missing) else \
                 "renames (column_pairs)" if not entry.include.intersection(missing) else \
@@ -159,6 +172,14 @@ def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table
                     "stop being copied, their target columns left as they are or at their "
                     "defaults. Name the table's columns in the pair (setl apply), then "
                     "resume")
+        unknown = unknown_excludes(entry, columns, had)
+        if unknown:
+            return (f"{where} excludes column(s) {', '.join(unknown)}, which "
+                    f"{schema}.{table} does not have (misspelt, or renamed or dropped on the "
+                    "source): the name leaves out nothing, so a column meant to be left out "
+                    "under another name is copied to the target. Correct the name in the "
+                    "pair's columns: exclude, or take out the one the table no longer has "
+                    "(setl apply), then resume")
         collisions = colliding_columns(entry, columns, keys)
         if collisions:
             said = "; ".join(f"{' and '.join(names)} → {target}"
