@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol
 
-from shared.model import MediaPair
+from shared.model import LookupJoin, MediaPair
 from shared.patterns import PatternKind
 
 
@@ -49,6 +49,19 @@ def unknown_excludes(entry: Pair, columns: tuple[str, ...],
         named = [name for name in named if name.lower() in had]
     have = {name.lower() for name in columns}
     return sorted(name for name in named if name.lower() not in have)
+
+
+def joined_by(join: LookupJoin, columns: tuple[str, ...]) -> str | None:
+    """The table's own name of the column a join finds its row by (``by``, matched without
+    case as MySQL matches it); None when the table has no such column: every row would
+    miss its joined row (an insert dropped, an update taken out of the target)."""
+    wanted = join.by.lower()
+    return next((name for name in columns if name.lower() == wanted), None)
+
+
+def unjoinable(entry: Pair, columns: tuple[str, ...]) -> list[LookupJoin]:
+    """The pair's joins whose ``by`` column the table does not have (:func:`joined_by`)."""
+    return [join for join in entry.pair.joins if joined_by(join, columns) is None]
 
 
 def patterned(entry: Pair) -> bool:
@@ -179,6 +192,14 @@ def layout_problem(pipeline_id: str, entries: Iterable[Pair], schema: str, table
                     "source): the name leaves out nothing, so a column meant to be left out "
                     "under another name is copied to the target. Correct the name in the "
                     "pair's columns: exclude, or take out the one the table no longer has "
+                    "(setl apply), then resume")
+        lost = unjoinable(entry, columns)
+        if lost:
+            said = ", ".join(f"{join.table} by {join.by}" for join in lost)
+            return (f"{where} joins {said}, a column {schema}.{table} does not have "
+                    "(misspelt, or renamed or dropped on the source): no row would find its "
+                    "joined row, so every insert would be dropped and every update take the "
+                    "row out of the target. Name a column of the table in the join's by "
                     "(setl apply), then resume")
         collisions = colliding_columns(entry, columns, keys)
         if collisions:

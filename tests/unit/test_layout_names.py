@@ -52,3 +52,40 @@ def test_a_pattern_pair_stops_only_where_the_table_had_the_excluded_column() -> 
     assert c.layout_problem("s", "users_1", ("id", "Password"), ("id",)) is None
     assert "excludes column(s) password" in c.layout_problem(  # type: ignore[operator]
         "s", "users_1", ("id",), ("id",))
+
+
+WIDE = "{source: shop.customers, target: t.wide, joins: [{table: shop.profiles, by: %s, " \
+    "key: customer_id, columns: [city]}]}"
+PARIS = {("shop.profiles", "customer_id"): {1: {"customer_id": 1, "city": "Paris"}}}
+
+
+@pytest.mark.parametrize("by", ["id_customer", "customer"])
+def test_a_join_by_a_column_the_table_lacks_stops_at_its_table_map(by: str) -> None:
+    """Every row missed its joined row: each insert dropped, each update a delete."""
+    problem = compiled(WIDE % by).layout_problem("shop", "customers", ("id", "name"), ("id",))
+    assert problem is not None
+    assert f"pipeline {PIPELINE_ID}: pair src:shop.customers → dst:t.wide joins " \
+        f"shop.profiles by {by}, a column shop.customers does not have" in problem
+    assert "join's by" in problem
+
+
+def test_a_join_by_column_dropped_on_the_source_stops() -> None:
+    c = compiled(WIDE % "id")
+    assert c.layout_problem("shop", "customers", ("id", "name"), ("id",)) is None
+    assert "joins shop.profiles by id" in c.layout_problem(  # type: ignore[operator]
+        "shop", "customers", ("ID2", "name"), ("ID2",))
+
+
+def test_a_join_by_a_column_named_in_another_case_fits() -> None:
+    assert compiled(WIDE % "ID").layout_problem("shop", "customers", ("id", "name"),
+                                                ("id",)) is None
+
+
+@pytest.mark.xfail(strict=True, reason="node/extract/joins.py reads the row by join.by as "
+                   "typed: it must read the table's own name (layouts.joined_by)")
+def test_a_join_by_a_column_named_in_another_case_finds_its_row() -> None:
+    c = compiled(WIDE % "ID")
+    row = RowChange("shop", "customers", ChangeType.INSERT, ("id",), None,
+                    {"id": 1, "name": "Ada"})
+    assert [change.after for change in transform(c, 1, row, joined=PARIS)] == \
+        [{"id": 1, "name": "Ada", "city": "Paris"}]
