@@ -107,9 +107,46 @@ def written_columns(entry: Pair, columns: tuple[str, ...], keys: Iterable[str]
     return names
 
 
-# by target, then by (pair, schema, table): whether the pair is a merge_part, and what it
-# writes (written_columns)
-Written = dict[tuple[str, str, str], dict[tuple[str, str, str], tuple[bool, dict[str, str]]]]
+# by target, then by (pair, schema, table): whether the pair is a merge_part, what it
+# writes (written_columns), and the key its rows are found by there (target_key)
+Written = dict[tuple[str, str, str],
+               dict[tuple[str, str, str], tuple[bool, dict[str, str], tuple[str, ...]]]]
+
+
+def target_key(entry: Pair, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The target columns (lower-cased, in order) a table's rows are found by through the
+    pair, as its changes carry them; () for a keyless table, whose rows are written in
+    source order and found by their whole image."""
+    pair = entry.pair
+    if not keys and not (pair.joins or pair.merge_part):
+        return ()
+    return tuple(entry.renames.get(name, name).lower() for name in pair.key_columns or keys)
+
+
+def _keyed(key: tuple[str, ...]) -> str:
+    return f"keyed by ({', '.join(key)})" if key else "without a key"
+
+
+def mixed_keys(pipeline_id: str, schema: str, table: str, source: str,
+               key: tuple[str, ...], target: tuple[str, str, str],
+               parts: Mapping[tuple[str, str, str], tuple[bool, dict[str, str],
+                                                      tuple[str, ...]]]) -> str | None:
+    """Why a table's rows cannot share a target with the other source tables seen writing
+    it (None when they can): the batch merge finds a target's rows by one key, so a keyless
+    table beside keyed ones (or tables keyed by other columns) would have its rows taken
+    for one another: every keyless row of a batch but the last one lost."""
+    for (other, other_schema, other_table), (_, _, theirs) in tuple(parts.items()):
+        if theirs == key or (other_schema, other_table) == (schema, table):
+            continue
+        return (f"pipeline {pipeline_id}: {schema}.{table} (pair {source}) is "
+                f"{_keyed(key)} and {other_schema}.{other_table} (pair {other}) "
+                f"{_keyed(theirs)}, and both write {'.'.join(target[1:])}: a target several "
+                "tables feed is merged in each batch by one key, so rows keyed otherwise "
+                "would be taken for one another (a keyless table's rows lost but the last "
+                "of each batch). Give the tables one key over the same columns (ALTER TABLE "
+                "… ADD PRIMARY KEY), or send the odd table to a target of its own (setl "
+                "apply), then resume")
+    return None
 
 
 def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, table: str,
@@ -124,7 +161,8 @@ def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, tab
     the part of the joined table, or two joins of one table (a join reads that table's
     current row); a pair whose
     processor makes its rows is not known. ``address``: each entry's target, by its index
-    in ``entries``."""
+    in ``entries``. A table keyed otherwise than another table writing its target stops
+    too (:func:`mixed_keys`)."""
     keys = tuple(keys)
     me = f"{schema}.{table}".lower()
     for index, entry in enumerate(entries):
@@ -134,8 +172,12 @@ def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, tab
         mine = written_columns(entry, columns, keys)
         parts = written.setdefault(target, {})
         source = str(entry.pair.source)
+        key = target_key(entry, keys)
+        mixed = mixed_keys(pipeline_id, schema, table, source, key, target, parts)
+        if mixed:
+            return mixed
         # (a copy: a snapshot's reads check layouts on another thread than the binlog's)
-        for (other, other_schema, other_table), (merged, theirs) in tuple(parts.items()):
+        for (other, other_schema, other_table), (merged, theirs, _) in tuple(parts.items()):
             them = f"{other_schema}.{other_table}".lower()
             met = sorted(name for name in mine.keys() & theirs.keys()
                          if mine[name] != them and theirs[name] != me and
@@ -151,7 +193,7 @@ def overlapping_part(pipeline_id: str, entries: Iterable[Pair], schema: str, tab
                     "it to a column of its own (column_pairs), apply, then resume. A source "
                     "column added by a DDL (ddl_sync) that another part already writes is "
                     "this case too")
-        parts[(source, schema, table)] = (entry.pair.merge_part, mine)
+        parts[(source, schema, table)] = (entry.pair.merge_part, mine, key)
     return None
 
 
