@@ -60,8 +60,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from node.changes import CLEAR, ChangeType, Row, TargetChange
+from shared.errors import ConfigError
 
 _DELETED = None
+# how a target's changes are written, decided by its first change in the batch: merged by
+# key, kept in source order (keyed), or in source order by their whole image (keyless)
+_MERGED, _ORDERED, _KEYLESS = 0, 1, 2
 
 
 class PartialRow(dict):  # type: ignore[type-arg]
@@ -138,7 +142,7 @@ def merge(changes: Iterable[TargetChange],
     tables: dict[tuple[str, str, str], TableWrites] = {}
     states: dict[tuple[str, str, str], dict[tuple[Any, ...], list[Any]]] = {}
     runs: list[TableWrites] = []
-    in_order: dict[tuple[str, str, str], bool] = {}
+    in_order: dict[tuple[str, str, str], int] = {}  # _MERGED, _ORDERED or _KEYLESS
     cleared: dict[tuple[str, str, str], set[tuple[Any, ...]]] = {}  # keys a clear left last
     shared: set[tuple[str, str, str]] = set()  # the gathered tables met
     asks = callable(ordered)
@@ -148,8 +152,11 @@ def merge(changes: Iterable[TargetChange],
         name = (datasource, schema, table)
         kept = in_order.get(name)
         if kept is None:
-            kept = in_order[name] = not keys or (
-                ordered(name, keys) if asks else name in ordered)  # type: ignore[operator]
+            kept = in_order[name] = _KEYLESS if not keys else _ORDERED if (
+                ordered(name, keys) if asks else name in ordered  # type: ignore[operator]
+            ) else _MERGED
+        elif (kept == _KEYLESS) != (not keys):
+            raise ConfigError(_mixed(name, kept == _KEYLESS, change))
         if kept:
             if not runs or (runs[-1].datasource, runs[-1].schema, runs[-1].table) != name:
                 runs.append(TableWrites(*name, keys, weight, seq))
@@ -203,6 +210,21 @@ def merge(changes: Iterable[TargetChange],
             if state[_ROW] is not _DELETED:
                 (writes.clears if key in keep else writes.upserts).append(state[_ROW])
     return load_order([w for w in [*tables.values(), *runs] if w.rows])
+
+
+def _mixed(name: tuple[str, str, str], keyless: bool, change: TargetChange) -> str:
+    """The error for a target whose batch holds keyless and keyed changes: merged by key,
+    its keyless rows would collapse into one, silently (the layout check refuses such
+    tables first: :func:`node.extract.layouts.mixed_keys`; this is its safety net)."""
+    said = f"changes without a key and, in the same batch, one keyed by " \
+        f"({', '.join(change.keys)})" if keyless else \
+        "keyed changes and, in the same batch, one without a key"
+    return (f"target {name[0]}: table {name[1]}.{name[2]} takes {said} (seq "
+            f"{change.seq}): several source tables feed it, some with a primary key and "
+            "some without, and merged by one key a keyless table's rows would be taken for "
+            "one another (all but the last lost). Give the source tables one key over the "
+            "same columns, or send the keyless ones to a target of their own (setl apply), "
+            "then resume the channel")
 
 
 def _weight_first(item: Any) -> tuple[int, int]:

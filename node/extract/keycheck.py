@@ -104,9 +104,7 @@ class KeyCollations:
                 continue
             virtual = {filler.name.lower() for filler in entry.fillers}
             for column, source in held.items():
-                if column not in keys and column not in entry.pair.key_columns and (
-                        column in entry.exclude or
-                        (entry.include and column not in entry.include)):
+                if column not in entry.pair.key_columns and not entry.keeps(column, keys):
                     continue
                 written = entry.renames.get(column, column).lower()
                 if written not in virtual:

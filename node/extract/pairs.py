@@ -5,6 +5,7 @@ the mapping of one source table's changes worked out once (:class:`PlainMapping`
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from node.changes import Row, RowChange, TargetChange
@@ -26,6 +27,21 @@ class CompiledPair:
     where: str = ""  # "pipeline P pair S", for error messages (not formatted per row)
     _addresses: dict[tuple[str, str], tuple[str, str, str]] = field(
         default_factory=dict, compare=False, repr=False)
+    # ``exclude`` lower-cased: MySQL's column names ignore case, so ``exclude: [Password]``
+    # leaves out a column ``password`` (matched as typed, it was copied)
+    _excluded: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_excluded", frozenset(name.lower() for name in self.exclude))
+
+    def keeps(self, name: str, keys: Collection[str] = ()) -> bool:
+        """Whether the pair writes a source column: a key column always, else one its
+        columns list keeps (an excluded name in any case, an included one as typed)."""
+        if name in keys:
+            return True
+        if self.exclude and name.lower() in self._excluded:
+            return False
+        return not self.include or name in self.include
 
     def address(self, schema: str, table: str) -> tuple[str, str, str]:
         """The target (datasource, schema, table) of a source table, worked out once."""
@@ -52,9 +68,10 @@ class CompiledPair:
             # pair adds to it (a fan-out's other pairs get the same row)
             return row if not (self.fillers or self.pair.joins) else dict(row)
         mapped = {}
+        include, excluded = self.include, self._excluded
         for name, value in row.items():
-            if name not in keys and (name in self.exclude or
-                                     (self.include and name not in self.include)):
+            if name not in keys and ((excluded and name.lower() in excluded) or
+                                     (include and name not in include)):
                 continue
             mapped[self.renames.get(name, name)] = value
         return mapped

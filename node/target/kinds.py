@@ -129,8 +129,7 @@ def refuse_stored_types(compiled: Any, source: DataSource) -> None:
     for schema, table, column, data_type in found:
         keys = compiled.configured_keys(schema, table)  # a key is copied, excluded or not
         for entry in compiled.pairs_for(schema, table):
-            if column in keys or (column not in entry.exclude and not (
-                    entry.include and column not in entry.include)):
+            if entry.keeps(column, keys):
                 kind = str(data_type).upper()
                 raise ConfigError(
                     f"{entry.where}: column {column} of {schema}.{table} is MariaDB's {kind}, "

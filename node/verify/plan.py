@@ -396,8 +396,4 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
 
 def _written(entry: CompiledPair, column: str, keys: tuple[str, ...]) -> bool:
     """Whether the pair writes a source column (keys always go)."""
-    if column in keys:
-        return True
-    if entry.exclude and column in entry.exclude:
-        return False
-    return not entry.include or column in entry.include
+    return entry.keeps(column, keys)

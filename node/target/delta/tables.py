@@ -154,8 +154,7 @@ class LakeTables:
                 raise ConfigError(f"{entry.where}: {where} {problem}")
 
         def map_name(name: str) -> str | None:
-            if name not in source_keys and (name in entry.exclude or
-                                            (entry.include and name not in entry.include)):
+            if not entry.keeps(name, source_keys):
                 return None
             return entry.renames.get(name, name)
 
@@ -271,8 +270,7 @@ def refuse_undecodable(compiled: Any, source: Any, reader: str = "the lake table
         found = cursor.fetchall()
     for schema, table, column, charset in found:
         for entry in compiled.pairs_for(schema, table):
-            if column not in entry.exclude and not (entry.include and
-                                                    column not in entry.include):
+            if entry.keeps(column):
                 raise ConfigError(undecodable(entry.where, schema, table, column, charset,
                                               reader))
 
