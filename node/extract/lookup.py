@@ -48,20 +48,26 @@ class Lookup:
 
     def rows(self, schema: str, table: str, keys: tuple[str, ...],
              values: Iterable[tuple[Any, ...]]) -> dict[tuple[Any, ...], Row]:
-        """The rows whose key is among ``values``, by key; keys not found are absent."""
+        """The rows whose key is among ``values``, by the key asked (the server's value may
+        be another spelling of it: text kept as its bytes read back as text of the column's
+        own charset, another case under a ``_ci`` collation); keys not found are absent."""
         wanted = list(dict.fromkeys(tuple(value) for value in values))
         found: dict[tuple[Any, ...], Row] = {}
         if not wanted:
             return found
-        columns = ", ".join(quote(name) for name in keys)
-        one = "(" + ", ".join(["%s"] * len(keys)) + ")"
+        columns = "(" + ", ".join(quote(name) for name in keys) + ")"
         with self._cursor() as cursor:
             for start in range(0, len(wanted), self.chunk):
                 part = wanted[start:start + self.chunk]
-                for row in self._select(cursor, schema, table, "", (
-                        f"WHERE ({columns}) IN ({', '.join([one] * len(part))})",
-                        [item for value in part for item in value])):
-                    found[tuple(row[name] for name in keys)] = row
+                asked = [_placed_key(key) for key in part]
+                args = [arg for _, given in asked for arg in given]
+                which = ", ".join(f"IF({columns} = {place}, {i}, NULL)"
+                                  for i, (place, _) in enumerate(asked))
+                for row in self._select(cursor, schema, table, f"CONCAT_WS(',', {which})", (
+                        f"WHERE {columns} IN ({', '.join(place for place, _ in asked)})",
+                        args + args)):
+                    for i in _indexes(row.pop(_ASKED)):  # every key asked that finds it
+                        found[part[i]] = row
         return found
 
     def matched(self, schema: str, table: str, column: str, values: Iterable[Any]
@@ -163,3 +169,18 @@ def _placed(value: Any) -> tuple[str, bool]:
     if type(value) is Encoded:
         return f"_{value.charset} X'{value.hex()}'", False
     return "%s", True
+
+
+def _placed_key(key: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    """A key's row constructor in a lookup's SQL and its parameters (:func:`_placed`: as
+    parameters, a key's text kept as bytes compared as bytes and found no row of a column of
+    another charset)."""
+    placed = [_placed(value) for value in key]
+    return ("(" + ", ".join(place for place, _ in placed) + ")",
+            [value for value, (_, given) in zip(key, placed, strict=True) if given])
+
+
+def _indexes(asked: str | bytes | None) -> list[int]:
+    """The asked keys' places a row's ``CONCAT_WS`` lists (``'0,3'``)."""
+    text = asked.decode() if isinstance(asked, bytes) else asked
+    return [int(i) for i in text.split(",")] if text else []
