@@ -57,9 +57,12 @@ class Lookup:
             return found
         columns = "(" + ", ".join(quote(name) for name in keys) + ")"
         with self._cursor() as cursor:
+            charsets = {column.name: column.charset
+                        for column in self._read_columns(schema, table)}
+            converted = [charsets.get(name) for name in keys]
             for start in range(0, len(wanted), self.chunk):
                 part = wanted[start:start + self.chunk]
-                asked = [_placed_key(key) for key in part]
+                asked = [_placed_key(key, converted) for key in part]
                 args = [arg for _, given in asked for arg in given]
                 which = ", ".join(f"IF({columns} = {place}, {i}, NULL)"
                                   for i, (place, _) in enumerate(asked))
@@ -102,11 +105,7 @@ class Lookup:
         """Rows of a table as the binlog gives them (:mod:`node.extract.reads`: a FLOAT as
         the double it holds, not its six printed digits; a BIT as a number; a BINARY value
         without its padding), with ``asked`` beside them when given."""
-        columns = self._columns.get((schema, table))
-        if columns is None:
-            assert self._conn is not None
-            with self._conn.cursor(pymysql.cursors.Cursor) as plain:
-                columns = self._columns[(schema, table)] = columns_of(plain, schema, table)
+        columns = self._read_columns(schema, table)
         chosen = ", ".join(column.expression + (f" AS {quote(column.name)}" if
                                                 column.expression != quote(column.name) else "")
                            for column in columns) or "*"
@@ -126,6 +125,14 @@ class Lookup:
                 fixed[_ASKED] = row[_ASKED]
             out.append(fixed)
         return out
+
+    def _read_columns(self, schema: str, table: str) -> tuple[ReadColumn, ...]:
+        columns = self._columns.get((schema, table))
+        if columns is None:
+            assert self._conn is not None
+            with self._conn.cursor(pymysql.cursors.Cursor) as plain:
+                columns = self._columns[(schema, table)] = columns_of(plain, schema, table)
+        return columns
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...] | None:
         """The columns that key the table's rows (primary key, else a NOT NULL unique key);
@@ -171,13 +178,18 @@ def _placed(value: Any) -> tuple[str, bool]:
     return "%s", True
 
 
-def _placed_key(key: tuple[Any, ...]) -> tuple[str, list[Any]]:
-    """A key's row constructor in a lookup's SQL and its parameters (:func:`_placed`: as
-    parameters, a key's text kept as bytes compared as bytes and found no row of a column of
-    another charset)."""
-    placed = [_placed(value) for value in key]
-    return ("(" + ", ".join(place for place, _ in placed) + ")",
-            [value for value, (_, given) in zip(key, placed, strict=True) if given])
+def _placed_key(key: tuple[Any, ...], charsets: list[str | None]
+                ) -> tuple[str, list[Any]]:
+    """A key's row constructor in a lookup's SQL and its parameters: a text column's value
+    converted into its charset, which MariaDB 10.11's ``(a, b) IN ((…), (…))`` leaves
+    to the query (a latin1 'é' as a parameter, sjis text as bytes or with its charset: no
+    row found), text kept as its bytes with its charset (:func:`_placed`)."""
+    places, args = [], []
+    for value, charset in zip(key, charsets, strict=True):
+        place, given = _placed(value)
+        places.append(f"CONVERT({place} USING {charset})" if charset else place)
+        args += [value] if given else []
+    return "(" + ", ".join(places) + ")", args
 
 
 def _indexes(asked: str | bytes | None) -> list[int]:

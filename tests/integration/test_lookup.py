@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from node.charsets import Encoded
 from node.extract.lookup import Lookup
 from shared.model import DataSource
 from shared.secrets import SecretRef
@@ -42,3 +43,30 @@ def test_rows_come_as_the_binlog_gives_them_and_match_as_the_server_compares(san
         "k": "abc", "f": 1234.5670166015625, "b": 5, "bin": b"a"}
     assert found["É"] == {"k": "é", "f": 16777216.0, "b": 0, "bin": ""}
     assert "zz" not in found
+
+
+def test_a_composite_key_of_text_kept_as_bytes_finds_its_row_in_another_charset(
+        sandbox, source, target):
+    """sjis '日本' went as bytes: it matched no row of a utf8mb4 column (a column group's
+    value was written NULL), and the row found in an sjis one came back keyed as read.
+    MariaDB 10.11's (a, b) IN list of several rows compares a value of another charset
+    unconverted: sjis text with its charset, or a latin1 'é' sent as UTF-8, found nothing."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.u (k VARCHAR(9) CHARACTER "
+                         "SET utf8mb4, n INT, v INT, PRIMARY KEY (k, n))")
+    source.script(f"CREATE TABLE `{schema}`.s (k VARCHAR(9) CHARACTER SET sjis, n INT, v INT, "
+                  "PRIMARY KEY (k, n))",
+                  f"INSERT INTO `{schema}`.u VALUES ('日本', 1, 10), ('abc', 1, 11)",
+                  f"INSERT INTO `{schema}`.s VALUES (X'93FA967B', 1, 20), ('ABC', 1, 21)",
+                  f"CREATE TABLE `{schema}`.l (k VARCHAR(9) CHARACTER SET latin1, n INT, "
+                  "PRIMARY KEY (k, n))",
+                  f"INSERT INTO `{schema}`.l VALUES ('é', 1), ('x', 1)")
+    nihon = Encoded(b"\x93\xfa\x96\x7b", "sjis")
+    with Lookup(source_of(sandbox)) as lookup:
+        converted = lookup.rows(schema, "u", ("k", "n"), [(nihon, 1), ("ABC", 1)])
+        same = lookup.rows(schema, "s", ("k", "n"), [(nihon, 1), ("abc", 1), ("ABC", 1)])
+        latin = lookup.rows(schema, "l", ("k", "n"), [("é", 1), ("zz", 1)])
+        assert lookup.queries == 3  # one each
+    assert converted == {(nihon, 1): {"k": "日本", "n": 1, "v": 10},
+                         ("ABC", 1): {"k": "abc", "n": 1, "v": 11}}
+    assert same[(nihon, 1)]["v"] == 20 and same[("abc", 1)]["v"] == same[("ABC", 1)]["v"] == 21
+    assert latin == {("é", 1): {"k": "é", "n": 1}}

@@ -126,7 +126,9 @@ class _Connection:
 
 def test_a_lookup_by_composite_key_finds_its_row_by_the_key_asked() -> None:
     """A key's sjis text went as a parameter (bytes: no row of a utf8mb4 column), and the
-    row found was keyed by the text read back, which the key asked never equals."""
+    row found was keyed by the text read back, which the key asked never equals. Each text
+    value is converted into its column's charset (MariaDB's row IN list compares it
+    unconverted)."""
     lookup = Lookup(DataSource("source", "127.0.0.1", 3306, "setl"))
     lookup._conn = _Connection()  # type: ignore[assignment]
     lookup._columns[("s", "t")] = (ReadColumn("k", "varchar", "varchar(10)", "utf8mb4"),
@@ -137,4 +139,5 @@ def test_a_lookup_by_composite_key_finds_its_row_by_the_key_asked() -> None:
     assert found == {key: {"k": "日本", "n": 1, "v": "x"}}
     [(sql, args)] = lookup._conn.asked  # type: ignore[attr-defined]
     assert lookup.queries == 1 and args == [b"\x01", 2, 1, b"\x01", 2, 1]
-    assert "WHERE (`k`, `n`) IN ((%s, %s), (_sjis X'93fa967b', %s))" in sql
+    assert ("WHERE (`k`, `n`) IN ((CONVERT(%s USING utf8mb4), %s), "
+            "(CONVERT(_sjis X'93fa967b' USING utf8mb4), %s))") in sql
