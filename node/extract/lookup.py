@@ -16,10 +16,10 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
-from node.charsets import Encoded
 from node.extract.reads import ReadColumn, columns_of, mend
 from shared.endpoint import READING, DictCursor, connect
 from shared.identifiers import quote
+from shared.keysql import placed, placed_key
 from shared.model import DataSource
 from shared.tablekeys import row_keys
 
@@ -62,7 +62,7 @@ class Lookup:
             converted = [charsets.get(name) for name in keys]
             for start in range(0, len(wanted), self.chunk):
                 part = wanted[start:start + self.chunk]
-                asked = [_placed_key(key, converted) for key in part]
+                asked = [placed_key(key, converted) for key in part]
                 args = [arg for _, given in asked for arg in given]
                 which = ", ".join(f"IF({columns} = {place}, {i}, NULL)"
                                   for i, (place, _) in enumerate(asked))
@@ -86,7 +86,7 @@ class Lookup:
             while left:
                 part, left = left[:self.chunk], left[self.chunk:]
                 while part:  # two values the collation takes for one: the next pass
-                    asked = [_placed(value) for value in part]
+                    asked = [placed(value) for value in part]
                     args = [value for value, (_, given) in zip(part, asked, strict=True)
                             if given]
                     cases = " ".join(f"WHEN {name} = {place} THEN {i}"
@@ -167,29 +167,6 @@ class Lookup:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-
-def _placed(value: Any) -> tuple[str, bool]:
-    """Where a value goes in a lookup's SQL: a parameter (True), or text kept as its bytes
-    (:class:`~node.charsets.Encoded`) written with its charset, which the server converts
-    into the column's (as a parameter, bytes: sjis matched no row of a utf8mb4 column)."""
-    if type(value) is Encoded:
-        return f"_{value.charset} X'{value.hex()}'", False
-    return "%s", True
-
-
-def _placed_key(key: tuple[Any, ...], charsets: list[str | None]
-                ) -> tuple[str, list[Any]]:
-    """A key's row constructor in a lookup's SQL and its parameters: a text column's value
-    converted into its charset, which MariaDB 10.11's ``(a, b) IN ((…), (…))`` leaves
-    to the query (a latin1 'é' as a parameter, sjis text as bytes or with its charset: no
-    row found), text kept as its bytes with its charset (:func:`_placed`)."""
-    places, args = [], []
-    for value, charset in zip(key, charsets, strict=True):
-        place, given = _placed(value)
-        places.append(f"CONVERT({place} USING {charset})" if charset else place)
-        args += [value] if given else []
-    return "(" + ", ".join(places) + ")", args
 
 
 def _indexes(asked: str | bytes | None) -> list[int]:
