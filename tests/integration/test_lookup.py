@@ -1,16 +1,20 @@
 """Lookup (反查) against a real source: chunked key queries, composite and binary keys; and
-the other reads by composite key (the free door's, verify's) in charsets but utf8mb4."""
+the other reads by composite key (the free door's, verify's, the two-way check's) in
+charsets but utf8mb4."""
 
 from __future__ import annotations
 
 import dataclasses
 import pickle
 
+from node.changes import ChangeType, TargetChange
 from node.charsets import Encoded
 from node.extract.chunks import SplitKey
 from node.extract.lookup import Lookup
 from node.extract.reads import columns_of
 from node.snapshot.tasks import ReadTask, run
+from node.target.mysql.facts import read_facts
+from node.target.mysql.twoway import LoopGuard, current_rows
 from node.verify.readers import keys_in as verify_keys_in
 from node.verify.values import decoded, read_columns, select_list
 from shared import confinement
@@ -140,3 +144,38 @@ def test_verify_finds_rows_by_latin1_and_sjis_composite_keys(sandbox, source, ta
             found[table] = set(decoded(columns, cursor.fetchall()))
     assert found["l"] == {("é", 1)}
     assert found["s"] == found["u"] == {(nihon, 1), (Encoded(b"x", "sjis"), 1)}
+
+
+def test_the_two_way_check_finds_latin1_and_sjis_rows_as_the_binlog_gives_them(
+        sandbox, source, target):
+    """The conflict check reads the target's rows by ``(k, n) IN ((…), (…))``: a latin1 'é'
+    or sjis text found no row, and sjis text came back as text beside the before image's
+    bytes — every such update looked like a conflict, and the losing side left it out."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.l (k VARCHAR(9) CHARACTER "
+                         "SET latin1, n INT, v VARCHAR(9) CHARACTER SET sjis, "
+                         "PRIMARY KEY (k, n))")
+    target.script(f"CREATE TABLE `{schema}`.s (k VARCHAR(9) CHARACTER SET sjis, n INT, "
+                  "v VARCHAR(9) CHARACTER SET sjis, f FLOAT, PRIMARY KEY (k, n))",
+                  f"INSERT INTO `{schema}`.l VALUES ('é', 1, X'93FA'), ('é', 2, 'a')",
+                  f"INSERT INTO `{schema}`.s VALUES (X'93FA967B', 1, X'967B', 1.5), "
+                  "('x', 1, '', 2.5)")
+    nihon, hon = Encoded(b"\x93\xfa\x96\x7b", "sjis"), Encoded(b"\x96\x7b", "sjis")
+    latin = {"k": "é", "n": 1, "v": Encoded(b"\x93\xfa", "sjis")}
+    sjis = {"k": nihon, "n": 1, "v": hon, "f": 1.5}
+    changes = [TargetChange("target", schema, "l", ChangeType.UPDATE, ("k", "n"), ("é", 1),
+                            {**latin, "v": "b"}, seq=1, before=latin),
+               TargetChange("target", schema, "s", ChangeType.UPDATE, ("k", "n"), (nihon, 1),
+                            {**sjis, "v": "c"}, seq=2, before=sjis),
+               TargetChange("target", schema, "l", ChangeType.UPDATE, ("k", "n"), ("é", 2),
+                            {**latin, "n": 2, "v": "d"}, seq=3,
+                            before={**latin, "n": 2, "v": Encoded(b"a", "sjis")})]
+    with target.conn.cursor() as cursor:
+        facts = {table: read_facts(cursor, schema, table).columns for table in ("l", "s")}
+        found = current_rows(cursor, schema, "s", ("k", "n"), [(nihon, 1), ("x", 1)],
+                             facts["s"])
+        loser = LoopGuard("lookup-twoway", "lookup-twoway-b", wins_conflicts=False)
+        kept = loser.resolve(cursor, changes, 1,
+                             columns=lambda schema, table: facts[table])
+        target.execute("ROLLBACK")
+    assert loser.conflicts == 0 and kept == changes
+    assert {row["v"] for row in found.values()} == {hon, ""} and len(found) == 2
