@@ -16,10 +16,10 @@ import pymysql
 import pymysql.cursors
 
 from node.changes import Row
-from node.charsets import Encoded
 from node.extract.reads import ReadColumn, columns_of, mend
 from shared.endpoint import READING, DictCursor, connect
 from shared.identifiers import quote
+from shared.keysql import placed, placed_key
 from shared.model import DataSource
 from shared.tablekeys import row_keys
 
@@ -48,20 +48,29 @@ class Lookup:
 
     def rows(self, schema: str, table: str, keys: tuple[str, ...],
              values: Iterable[tuple[Any, ...]]) -> dict[tuple[Any, ...], Row]:
-        """The rows whose key is among ``values``, by key; keys not found are absent."""
+        """The rows whose key is among ``values``, by the key asked (the server's value may
+        be another spelling of it: text kept as its bytes read back as text of the column's
+        own charset, another case under a ``_ci`` collation); keys not found are absent."""
         wanted = list(dict.fromkeys(tuple(value) for value in values))
         found: dict[tuple[Any, ...], Row] = {}
         if not wanted:
             return found
-        columns = ", ".join(quote(name) for name in keys)
-        one = "(" + ", ".join(["%s"] * len(keys)) + ")"
+        columns = "(" + ", ".join(quote(name) for name in keys) + ")"
         with self._cursor() as cursor:
+            charsets = {column.name: column.charset
+                        for column in self._read_columns(schema, table)}
+            converted = [charsets.get(name) for name in keys]
             for start in range(0, len(wanted), self.chunk):
                 part = wanted[start:start + self.chunk]
-                for row in self._select(cursor, schema, table, "", (
-                        f"WHERE ({columns}) IN ({', '.join([one] * len(part))})",
-                        [item for value in part for item in value])):
-                    found[tuple(row[name] for name in keys)] = row
+                asked = [placed_key(key, converted) for key in part]
+                args = [arg for _, given in asked for arg in given]
+                which = ", ".join(f"IF({columns} = {place}, {i}, NULL)"
+                                  for i, (place, _) in enumerate(asked))
+                for row in self._select(cursor, schema, table, f"CONCAT_WS(',', {which})", (
+                        f"WHERE {columns} IN ({', '.join(place for place, _ in asked)})",
+                        args + args)):
+                    for i in _indexes(row.pop(_ASKED)):  # every key asked that finds it
+                        found[part[i]] = row
         return found
 
     def matched(self, schema: str, table: str, column: str, values: Iterable[Any]
@@ -77,7 +86,7 @@ class Lookup:
             while left:
                 part, left = left[:self.chunk], left[self.chunk:]
                 while part:  # two values the collation takes for one: the next pass
-                    asked = [_placed(value) for value in part]
+                    asked = [placed(value) for value in part]
                     args = [value for value, (_, given) in zip(part, asked, strict=True)
                             if given]
                     cases = " ".join(f"WHEN {name} = {place} THEN {i}"
@@ -96,11 +105,7 @@ class Lookup:
         """Rows of a table as the binlog gives them (:mod:`node.extract.reads`: a FLOAT as
         the double it holds, not its six printed digits; a BIT as a number; a BINARY value
         without its padding), with ``asked`` beside them when given."""
-        columns = self._columns.get((schema, table))
-        if columns is None:
-            assert self._conn is not None
-            with self._conn.cursor(pymysql.cursors.Cursor) as plain:
-                columns = self._columns[(schema, table)] = columns_of(plain, schema, table)
+        columns = self._read_columns(schema, table)
         chosen = ", ".join(column.expression + (f" AS {quote(column.name)}" if
                                                 column.expression != quote(column.name) else "")
                            for column in columns) or "*"
@@ -120,6 +125,14 @@ class Lookup:
                 fixed[_ASKED] = row[_ASKED]
             out.append(fixed)
         return out
+
+    def _read_columns(self, schema: str, table: str) -> tuple[ReadColumn, ...]:
+        columns = self._columns.get((schema, table))
+        if columns is None:
+            assert self._conn is not None
+            with self._conn.cursor(pymysql.cursors.Cursor) as plain:
+                columns = self._columns[(schema, table)] = columns_of(plain, schema, table)
+        return columns
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...] | None:
         """The columns that key the table's rows (primary key, else a NOT NULL unique key);
@@ -156,10 +169,7 @@ class Lookup:
         self.close()
 
 
-def _placed(value: Any) -> tuple[str, bool]:
-    """Where a value goes in a lookup's SQL: a parameter (True), or text kept as its bytes
-    (:class:`~node.charsets.Encoded`) written with its charset, which the server converts
-    into the column's (as a parameter, bytes: sjis matched no row of a utf8mb4 column)."""
-    if type(value) is Encoded:
-        return f"_{value.charset} X'{value.hex()}'", False
-    return "%s", True
+def _indexes(asked: str | bytes | None) -> list[int]:
+    """The asked keys' places a row's ``CONCAT_WS`` lists (``'0,3'``)."""
+    text = asked.decode() if isinstance(asked, bytes) else asked
+    return [int(i) for i in text.split(",")] if text else []

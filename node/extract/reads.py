@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, RowChange
-from node.charsets import Encoded
+from node.charsets import Encoded, python_codec
 from node.extract.copylines import LinesPlan
 from node.jobs import ROW_BITS
 from shared import datatypes
@@ -212,6 +212,8 @@ def _loose(value: Any) -> Any:
         value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else \
             value.isoformat() if not isinstance(value, datetime.timedelta) else \
             time_text(value)
+    if type(value) is Encoded:  # text read as its bytes: its characters (a request's JSON)
+        value = value.decode(python_codec(value.charset), "replace")
     if isinstance(value, bytes):
         try:
             value = value.decode("utf-8")

@@ -17,7 +17,7 @@ from node.extract.reads import Read, ReadColumn, loose, mend, packed, select, ty
 from shared import confinement
 from shared.endpoint import READING, connect
 from shared.errors import SourceError
-from shared.identifiers import quote
+from shared.keysql import keys_in
 from shared.model import DataSource
 
 
@@ -45,11 +45,12 @@ def run(task: ReadTask) -> Read:
         if task.chunk is not None:
             condition, params = chunks.condition(key, task.chunk)
         else:
-            asked = task.keys + task.deletes
-            one = "(" + ", ".join(["%s"] * len(key.columns)) + ")"
-            columns = ", ".join(quote(column) for column in key.columns)
-            condition = f"({columns}) IN ({', '.join([one] * len(asked))})"
-            params = [value for keys in asked for value in keys]
+            # each text value converted into its column's charset (keysql: MariaDB's IN
+            # list of several keys found no row of a latin1 'é' — a delete asked was then
+            # never followed by the row still there, and the target lost it)
+            charsets = {column.name: column.charset for column in task.columns}
+            condition, params = keys_in(key.columns, task.keys + task.deletes,
+                                        [charsets.get(column) for column in key.columns])
         rows = select(cursor, key.schema, key.table, task.columns, _where(task, condition),
                       params)
     names = tuple(column.name for column in task.columns)

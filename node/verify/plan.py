@@ -376,7 +376,8 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
     same = all(by_name[s].shape == present[t].shape for s, t in hashed)
     # text the stream keeps as its bytes and the target converts into its own charset: read
     # there converted back into the source's (verify compared sjis bytes with UTF-8 text)
-    back = {t: dataclasses.replace(present[t], charset=by_name[s].charset, converted=True)
+    back = {t: dataclasses.replace(present[t], charset=by_name[s].charset, converted=True,
+                                 own_charset=present[t].charset)
             for s, t in hashed if read_as_bytes(by_name[s].data_type, by_name[s].charset)
             and present[t].charset and present[t].charset != by_name[s].charset}
     columns = [back.get(column.name, column) for column in columns]

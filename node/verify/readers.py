@@ -25,8 +25,8 @@ from node.extract.chunks import escaped
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.verify import lake
 from node.verify.plan import TablePlan, Target
-from node.verify.values import Rows, add_row, decoded, row_hash, sql_hash
-from shared import gtid
+from node.verify.values import Column, Rows, add_row, decoded, row_hash, sql_hash
+from shared import gtid, keysql
 from shared.errors import PositionConflictError, SourceError
 from shared.identifiers import qualified, quote, short_form
 from shared.model import BinlogPosition
@@ -111,14 +111,14 @@ def target_snapshot(cursor: Any, pipeline_id: str) -> BinlogPosition | None:
     return BinlogPosition(str(row[0]), int(row[1]), str(row[2] or ""), str(row[3] or ""))
 
 
-def keys_in(columns: Sequence[str], keys: Sequence[Key]) -> tuple[str, list[Any]]:
-    """``(a, b) IN ((%s, %s), …)`` for ``keys`` and its parameters."""
-    if len(columns) == 1:
-        return f"{quote(columns[0])} IN ({', '.join(['%s'] * len(keys))})", \
-            [key[0] for key in keys]
-    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    return (f"({', '.join(map(quote, columns))}) IN ({', '.join([one] * len(keys))})",
-            [value for key in keys for value in key])
+def keys_in(columns: Sequence[str], keys: Sequence[Key], described: Sequence[Column]
+            ) -> tuple[str, list[Any]]:
+    """``(a, b) IN ((…), …)`` for ``keys`` and its parameters, each text value converted
+    into its column's charset (:mod:`shared.keysql`: MariaDB's IN list of several keys
+    found no row of a latin1 'é', nor of sjis text, and verify took the row for missing);
+    ``described``: the table's columns as read (a converted one by its own charset)."""
+    charsets = {column.name: column.own_charset or column.charset for column in described}
+    return keysql.keys_in(columns, keys, [charsets.get(name) for name in columns])
 
 
 HOLD_LOCK_WAIT_S = 5  # how long holding keys waits for a writer's lock
@@ -177,7 +177,8 @@ class Reader(abc.ABC):
             return lake.key_rows(cursor, target, keys, side)
         found: dict[Key, Rows] = {}
         for part in batches(keys):  # a key's rows all come in its batch
-            found.update(self.target(cursor, target, *keys_in(target.keys, part), side))
+            condition, params = keys_in(target.keys, part, target.columns)
+            found.update(self.target(cursor, target, condition, params, side))
         return found
 
     def hold(self, cursor: Any, keys: Sequence[Key]) -> None:
@@ -185,14 +186,14 @@ class Reader(abc.ABC):
         rows, and on the gaps where rows are missing (REPEATABLE READ), so no writer changes,
         deletes or inserts them until it ends."""
         for part in batches(keys):
-            condition, params = keys_in(self.plan.key.columns, part)
+            condition, params = keys_in(self.plan.key.columns, part, self.plan.columns)
             cursor.execute(f"SELECT 1 FROM {self.source_name} WHERE {condition} "
                            "LOCK IN SHARE MODE", params)  # a deadlock: the caller's to take
 
     def source_keys(self, cursor: Any, keys: Sequence[Key]) -> Side:
         side = Side()
         for part in batches(keys):
-            more = self.source(cursor, *keys_in(self.plan.key.columns, part))
+            more = self.source(cursor, *keys_in(self.plan.key.columns, part, self.plan.columns))
             side.expected.update(more.expected)  # a key's rows all come in its batch
             side.columns.update(more.columns)
             side.known |= more.known

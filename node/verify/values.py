@@ -72,6 +72,7 @@ class Column:
     # a target text column whose source column's charset is one kept as bytes, and another:
     # read converted into the source's (``charset``), bytes beside bytes
     converted: bool = False
+    own_charset: str | None = None  # a converted column's own charset (``charset``: the source's)
 
     @property
     def kind(self) -> str:

@@ -11,11 +11,13 @@ from node.changes import ChangeType, TargetChange
 from node.charsets import Encoded
 from node.extract import decodetypes
 from node.extract.decode import ColumnSpec
+from node.extract.lookup import Lookup
 from node.extract.reads import ReadColumn, mend
 from node.merge import merge
 from node.target.mysql import loaddata
 from node.target.mysql.render import Column, statements
 from node.target.mysql.sqltext import literal, texts
+from shared.model import DataSource
 
 SJIS = Encoded(b"\xc2\xb1", "sjis")  # half-width katakana 'ﾂｱ'; as UTF-8 bytes, '±'
 
@@ -90,3 +92,52 @@ def test_load_data_leaves_it_to_inserts_where_the_target_column_has_a_charset() 
     [sql] = loaddata.replaces("s", "t", [{"id": 1, "c": SJIS}],
                               {**columns, "c": Column("varbinary", None)}, False) or []
     assert sql.data == b"1\t\xc2\xb1\n"
+
+
+class _Cursor:
+    """A source that holds one row, keyed ('日本', 1) in a utf8mb4 column, and finds it for
+    a key whose text is written with its charset (the server converts it), not for bytes."""
+
+    def __init__(self, asked: list[tuple[str, list[Any]]]) -> None:
+        self.asked = asked
+
+    def __enter__(self) -> _Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, sql: str, args: list[Any]) -> None:
+        self.asked.append((sql, args))
+
+    def fetchall(self) -> list[dict[str, Any]]:
+        sql, args = self.asked[-1]
+        found = "_sjis X'93fa967b'" in sql and not any(type(a) is Encoded for a in args)
+        return [{"k": "日本", "n": 1, "v": "x", "setl asked": "1"}] if found else []
+
+
+class _Connection:
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, list[Any]]] = []
+
+    def cursor(self, *kind: object) -> _Cursor:
+        return _Cursor(self.asked)
+
+
+def test_a_lookup_by_composite_key_finds_its_row_by_the_key_asked() -> None:
+    """A key's sjis text went as a parameter (bytes: no row of a utf8mb4 column), and the
+    row found was keyed by the text read back, which the key asked never equals. Each text
+    value is converted into its column's charset (MariaDB's row IN list compares it
+    unconverted)."""
+    lookup = Lookup(DataSource("source", "127.0.0.1", 3306, "setl"))
+    lookup._conn = _Connection()  # type: ignore[assignment]
+    lookup._columns[("s", "t")] = (ReadColumn("k", "varchar", "varchar(10)", "utf8mb4"),
+                                   ReadColumn("n", "int", "int"),
+                                   ReadColumn("v", "varchar", "varchar(10)", "utf8mb4"))
+    key = (Encoded(b"\x93\xfa\x96\x7b", "sjis"), 1)
+    found = lookup.rows("s", "t", ("k", "n"), [(b"\x01", 2), key])
+    assert found == {key: {"k": "日本", "n": 1, "v": "x"}}
+    [(sql, args)] = lookup._conn.asked  # type: ignore[attr-defined]
+    assert lookup.queries == 1 and args == [b"\x01", 2, 1, b"\x01", 2, 1]
+    assert ("WHERE (`k`, `n`) IN ((CONVERT(%s USING utf8mb4), %s), "
+            "(CONVERT(_sjis X'93fa967b' USING utf8mb4), %s))") in sql

@@ -83,7 +83,7 @@ class FakeConnection:
 def resolved(monkeypatch: pytest.MonkeyPatch, target: dict[tuple, dict], wins: bool,
              changes: list[TargetChange]) -> list[tuple[ChangeType, Any, Any]]:
     """What a pipeline writes of ``changes`` on a target holding ``target`` (rows by key)."""
-    monkeypatch.setattr(twoway, "current_rows", lambda cursor, schema, table, keys, wanted: {
+    monkeypatch.setattr(twoway, "current_rows", lambda cursor, schema, table, keys, wanted, _: {
         key: target[key] for key in map(tuple, wanted) if key in target})
     guard = LoopGuard("c", "c.forward" if wins else "c.back", wins_conflicts=wins)
     return [(c.type, c.before_key, c.after) for c in guard.resolve(None, changes, 1)]

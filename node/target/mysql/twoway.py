@@ -45,8 +45,12 @@ from typing import Any
 from pymysql.constants import FIELD_TYPE
 
 from node.changes import ChangeType, Row, TargetChange
+from node.charsets import Encoded
 from node.target.mysql.collations import loose_collation
 from node.target.mysql.facts import TableFacts, Target
+from node.target.mysql.render import Columns
+from shared import keysql
+from shared.datatypes import read_as_bytes
 from shared.endpoint import connect
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
@@ -84,16 +88,19 @@ class LoopGuard:
 
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
                 padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
-                = None) -> list[TargetChange]:
+                = None, columns: Callable[[str, str], Columns] | None = None
+                ) -> list[TargetChange]:
         """The changes to write: all of them on the winning side; on the other side those
         the target changed concurrently are left out. Conflicts are logged.
         ``padding(schema, table, keys)``: how a key is compared on the target (BINARY
-        columns padded again: see :func:`node.target.mysql.render.key_padding`)."""
+        columns padded again: see :func:`node.target.mysql.render.key_padding`);
+        ``columns(schema, table)``: the target table's (:func:`current_rows`)."""
         simulated: dict[TableName, dict[Key, Row | None]] = {}
         for (schema, table, keys), touched in touched_keys(changes).items():
             pad = padding(schema, table, keys) if padding is not None else None
             wanted = [pad(key) for key in touched] if pad is not None else touched
-            found = current_rows(cursor, schema, table, keys, wanted)
+            found = current_rows(cursor, schema, table, keys, wanted,
+                                 columns(schema, table) if columns is not None else None)
             simulated[(schema, table, keys)] = {
                 plain_key(key): found.get(plain_key(key)) for key in touched}
         lost: dict[int, tuple[bool, bool]] = {}
@@ -324,37 +331,55 @@ def plain_key(key: Key) -> Key:
 
 
 def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
-                 wanted: list[Key]) -> dict[Key, Row]:
+                 wanted: list[Key], columns: Columns | None = None) -> dict[Key, Row]:
     """The target's rows for the keys, locked until the load transaction ends, with values
     as the binlog gives them: a FLOAT as the single-precision value it holds (a SELECT
-    prints six digits: 1234.57 for 1234.567), a BIT as its number (a SELECT gives bytes) —
-    else every row holding one looked changed on the target, and the second pipeline left
-    out all of their updates."""
-    quoted = ", ".join(map(quote, keys))
-    one = "(" + ", ".join(["%s"] * len(keys)) + ")"
-    where = f"FROM {qualified(schema, table)} WHERE ({quoted}) IN " \
-            f"({', '.join([one] * len(wanted))})"
-    values = [value for key in wanted for value in key]
-    cursor.execute(f"SELECT * {where} FOR UPDATE", values)
+    prints six digits: 1234.57 for 1234.567), a BIT as its number (a SELECT gives bytes),
+    text of a charset kept as its bytes as :class:`~node.charsets.Encoded` (a SELECT gives
+    sjis as text, never equal to the before image's bytes) — else every row holding one
+    looked changed on the target, and the second pipeline left out all of their updates.
+    ``columns``: the table's (read as ``*`` without them); each key's text goes converted
+    into its column's charset (:mod:`shared.keysql`: MariaDB's IN list of several keys
+    found no row of a latin1 'é', nor of sjis text)."""
+    columns = columns or {}
+    kept = {name: column.charset for name, column in columns.items()
+            if column.charset and read_as_bytes(column.data_type, column.charset)}
+
+    def chosen(name: str) -> str:
+        return f"CAST({quote(name)} AS BINARY) AS {quote(name)}" if name in kept \
+            else quote(name)
+    condition, values = keysql.keys_in(
+        keys, wanted, [columns[k].charset if k in columns else None for k in keys])
+    where = f"FROM {qualified(schema, table)} WHERE {condition}"
+    cursor.execute(f"SELECT {', '.join(map(chosen, columns)) or '*'} {where} FOR UPDATE",
+                   values)
     names = [column[0] for column in cursor.description]
     floats = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.FLOAT]
     bits = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.BIT]
-    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    for row in rows:
-        for name in bits:
-            if isinstance(row[name], bytes):
-                row[name] = int.from_bytes(row[name], "big")
+    rows = [_as_binlog(dict(zip(names, row, strict=True)), bits, kept)
+            for row in cursor.fetchall()]
     found = {plain_key(tuple(row[k] for k in keys)): row for row in rows}
     if floats and rows:  # a table with FLOAT columns: their values read again, exactly
         exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
-        cursor.execute(f"SELECT {quoted}, {exact} {where}", values)
+        cursor.execute(f"SELECT {', '.join(map(chosen, keys))}, {exact} {where}", values)
         for row in cursor.fetchall():
-            key = [int.from_bytes(v, "big") if name in bits and isinstance(v, bytes) else v
-                   for name, v in zip(keys, row, strict=False)]
-            known = found.get(plain_key(tuple(key)))
+            key = _as_binlog(dict(zip(keys, row, strict=False)), bits, kept)
+            known = found.get(plain_key(tuple(key[k] for k in keys)))
             if known is not None:
                 known.update(zip(floats, row[len(keys):], strict=True))
     return found
+
+
+def _as_binlog(row: Row, bits: list[str], kept: dict[str, str]) -> Row:
+    """A row a SELECT gave, its BIT values as numbers and its text read as bytes as
+    :class:`~node.charsets.Encoded` (an empty one as ``''``), as the binlog gives them."""
+    for name in bits:
+        if isinstance(row.get(name), bytes):
+            row[name] = int.from_bytes(row[name], "big")
+    for name, charset in kept.items():
+        if isinstance(row.get(name), bytes):
+            row[name] = Encoded(row[name], charset) if row[name] else ""
+    return row
 
 
 def same_row(before: Row | None, now: Row | None) -> bool:

@@ -56,7 +56,8 @@ class Writes:
                 changes = loader.loop.resolve(
                     cursor, changes, batch.process_id,
                     lambda schema, table, keys: key_padding(
-                        keys, loader.facts.of((target, schema, table)).columns))
+                        keys, loader.facts.of((target, schema, table)).columns),
+                    lambda schema, table: loader.facts.of((target, schema, table)).columns)
             try:
                 return render(changes, self._spec(loader, one_by_one))
             except (SetlError, pymysql.MySQLError):

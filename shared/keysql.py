@@ -1,0 +1,59 @@
+"""Keys in a query's condition: ``(a, b) IN ((…), (…))`` as the server finds their rows.
+
+MariaDB 10.11 compares the text of a row constructor in a list of several rows without
+converting it into its column's charset: ``(k, n) IN (('é7', 1), ('é8', 1))`` on a latin1
+column found no row although ``('é7', 1)`` is there (the parameter is UTF-8), nor did sjis
+text written with its charset (``_sjis X'…'``) in a utf8mb4 column. So each text value of a
+composite key goes converted into its column's charset (``CONVERT(… USING latin1)``), and
+text setl keeps as its bytes (:class:`~shared.textcodecs.Encoded`) with its charset, never
+as a parameter (bytes compare as bytes: no row of a column of another charset). Shared by
+the lookup (反查), the free door's reads, verify and the two-way conflict check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from shared.identifiers import quote
+from shared.textcodecs import Encoded
+
+
+def placed(value: Any) -> tuple[str, bool]:
+    """Where a value goes in the SQL: a parameter (True), or text kept as its bytes
+    (:class:`~shared.textcodecs.Encoded`) written with its charset, which the server
+    converts into the column's (as a parameter, bytes: sjis matched no row of a utf8mb4
+    column)."""
+    if type(value) is Encoded:
+        return f"_{value.charset} X'{value.hex()}'", False
+    return "%s", True
+
+
+def placed_key(key: Sequence[Any], charsets: Sequence[str | None]
+               ) -> tuple[str, list[Any]]:
+    """A key's row constructor and its parameters: a text column's value (``charsets``:
+    each key column's, None for one without) converted into its column's charset, which
+    MariaDB 10.11's ``(a, b) IN ((…), (…))`` leaves undone (a latin1 'é' as a parameter,
+    sjis text as bytes or with its charset: no row found); text kept as its bytes with its
+    charset (:func:`placed`)."""
+    places, args = [], []
+    for value, charset in zip(key, charsets, strict=True):
+        place, given = placed(value)
+        places.append(f"CONVERT({place} USING {charset})" if charset else place)
+        args += [value] if given else []
+    return "(" + ", ".join(places) + ")", args
+
+
+def keys_in(columns: Sequence[str], keys: Sequence[Sequence[Any]],
+            charsets: Sequence[str | None] | None = None) -> tuple[str, list[Any]]:
+    """``(a, b) IN ((…), …)`` for ``keys`` and its parameters; ``charsets``: each key
+    column's charset (None for one without; not given: no text column among them).
+    One column: ``a IN (…)``, which the server converts itself."""
+    if len(columns) == 1:
+        asked = [placed(key[0]) for key in keys]
+        return (f"{quote(columns[0])} IN ({', '.join(place for place, _ in asked)})",
+                [key[0] for key, (_, given) in zip(keys, asked, strict=True) if given])
+    every = list(charsets) if charsets is not None else [None] * len(columns)
+    rows = [placed_key(key, every) for key in keys]
+    return (f"({', '.join(map(quote, columns))}) IN ({', '.join(row for row, _ in rows)})",
+            [arg for _, given in rows for arg in given])
