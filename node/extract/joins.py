@@ -39,7 +39,7 @@ def look_up_joins(source: DataSource | None,
     for change, joins in wanted:
         image = change.after if change.after is not None else change.before
         for join in joins:
-            value = (image or {}).get(join.by)
+            value = by_value(image or {}, join.by)
             if value is not None:
                 values.setdefault((join.table, join.key), set()).add(value)
     if not values:
@@ -53,11 +53,20 @@ def look_up_joins(source: DataSource | None,
     return found
 
 
+def by_value(row: Row, by: str) -> Any:
+    """The row's value of a join's ``by`` column, its name matched without case as MySQL
+    matches column names (``by: ID`` reads ``id``): read as typed it found no joined row."""
+    if by in row:
+        return row[by]
+    wanted = by.lower()
+    return next((value for name, value in row.items() if name.lower() == wanted), None)
+
+
 def add_joined(joins: tuple[LookupJoin, ...], source_row: Row, target_row: Row,
                joined: Joined, renames: dict[str, str]) -> Row | None:
     """The target row with the joined tables' columns; None when a join drops it."""
     for join in joins:
-        row = joined.get((join.table, join.key), {}).get(source_row.get(join.by))
+        row = joined.get((join.table, join.key), {}).get(by_value(source_row, join.by))
         if row is None:
             if join.missing == "drop":
                 return None
@@ -156,7 +165,7 @@ def where_made(part: CompiledPair, table: str, keys: tuple[str, ...],
             continue
         for join in other.pair.joins:
             if join.table == table and join.key == keys[0] and \
-                    other.renames.get(join.by, join.by) == target_keys[0] and \
+                    other.renames.get(join.by, join.by).lower() == target_keys[0].lower() and \
                     written <= {other.renames.get(name, name) for name in join.columns}:
                 return True
     return False

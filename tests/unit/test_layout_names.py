@@ -81,8 +81,6 @@ def test_a_join_by_a_column_named_in_another_case_fits() -> None:
                                                 ("id",)) is None
 
 
-@pytest.mark.xfail(strict=True, reason="node/extract/joins.py reads the row by join.by as "
-                   "typed: it must read the table's own name (layouts.joined_by)")
 def test_a_join_by_a_column_named_in_another_case_finds_its_row() -> None:
     c = compiled(WIDE % "ID")
     row = RowChange("shop", "customers", ChangeType.INSERT, ("id",), None,
