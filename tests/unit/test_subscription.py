@@ -21,7 +21,7 @@ from node.target.delta.tables import LakeFacts
 from node.target.subscription import units
 from node.target.subscription.outbox import Outbox, Parcel, Refused, TakenOver
 from shared.definitions import load_text
-from shared.errors import ConfigError
+from shared.errors import PAUSE_AT_ONCE, ConfigError
 from shared.model import BinlogPosition
 from shared.rpc import subscription_pb2
 from tests.unit.test_etl import pipeline
@@ -204,3 +204,11 @@ def test_values_python_cannot_read_as_text_go_exact() -> None:
     assert message.WhichOneof("kind") == "text" and message.text == '{"a":[1,"é"]}'
     units._decimal(message, 1e-05)
     assert message.decimal == "0.00001"
+
+
+def test_a_value_that_does_not_fit_its_column_pauses_at_once() -> None:
+    """A processor's 'abc' for an INT column raised LoadError, which is retried: each
+    attempt handed the batches before it over again, and the channel never paused."""
+    bad = change(ChangeType.INSERT, 0, 0, {**ROW, "id": "abc"})
+    with pytest.raises(PAUSE_AT_ONCE, match=r"column id: value 'abc' does not fit"):
+        units.render([bad], SPEC)

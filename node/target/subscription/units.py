@@ -21,7 +21,7 @@ from node.changes import ChangeType, Row, TargetChange
 from node.jobs import ROW_BITS, JobSpec, Unit
 from node.target.delta.columns import LakeColumn, time_text
 from node.target.delta.tables import LakeFacts
-from shared.errors import LoadError
+from shared.errors import LoadError, TransformError
 from shared.rpc import model_pb2, subscription_pb2
 
 _OPS = {ChangeType.INSERT: "I", ChangeType.UPDATE: "U", ChangeType.DELETE: "D"}
@@ -81,8 +81,12 @@ def _fill(fields: Any, row: Row, typed: dict[str, Setter], change: TargetChange)
         try:
             setter(field.value, value)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise LoadError(f"subscription table {change.schema}.{change.table}, column "
-                            f"{name}: value {value!r} does not fit its type ({exc})") from None
+            # the same row fails again on every retry: pause at once and say what to do
+            raise TransformError(
+                f"subscription table {change.schema}.{change.table}, column {name}: value "
+                f"{value!r} does not fit its type ({exc}); fix the processor that makes it "
+                f"(or the row on the source), or leave the column out of the pair (columns: "
+                f"{{exclude: [{name}]}}), then resume the channel") from None
 
 
 def _setters(facts: LakeFacts) -> dict[str, Setter]:
