@@ -22,7 +22,9 @@ import argparse
 import fnmatch
 import itertools
 import json
+import math
 import re
+import struct
 import sys
 from typing import Any
 
@@ -370,4 +372,22 @@ def value(message: subscription_pb2.Value) -> Any:
     if kind is None or kind == "null":
         return None
     found = getattr(message, kind)
+    if kind == "float":
+        return float32(found)
     return found.hex().upper() if kind == "binary" else found
+
+
+def float32(found: float) -> float:
+    """A FLOAT's value by the shortest digits that are the same float32 (0.1, not the
+    0.10000000149011612 it is as a double)."""
+    if not math.isfinite(found):
+        return found
+    exact = struct.pack("<f", found)
+    for digits in range(1, 10):
+        shortest = float(f"{found:.{digits}g}")
+        try:
+            if struct.pack("<f", shortest) == exact:
+                return shortest
+        except OverflowError:  # rounded past float32's largest: more digits
+            continue
+    return found

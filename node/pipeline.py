@@ -108,6 +108,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         self._loaded: deque[tuple[float, int]] = deque(maxlen=200)
         self.batches_loaded = 0
         self.batches_selected = 0
+        self._attempt_loader: TargetLoader | None = None  # the loader of the attempt running
         self.rows_skipped = 0  # refused by a target and skipped (skip_load_exception)
         self.window_peak = 0
         self.door_stats = freedoor.DoorStats()
@@ -179,6 +180,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
             return
         while not self.stop_event.is_set():
             loaded_before = self.batches_loaded
+            self._attempt_loader = None
             try:
                 self._run_once(compiled)
                 if self._switch.is_set() and not self.stop_event.is_set():
@@ -208,7 +210,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
                 self.last_error, self.state = message, "retrying"
                 # a Spark that cannot start is no progress, whatever ran in the node meanwhile
-                loaded = self.batches_loaded > loaded_before and \
+                loaded = self._progressed(loaded_before) and \
                     not isinstance(exc, SparkStartError)
                 failures = 1 if loaded else failures + 1
                 log.error("event=pipeline_failed pipeline=%s failures=%d error=%s",
@@ -227,6 +229,16 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
 
+    def _progressed(self, loaded_before: int) -> bool:
+        """Whether the failed attempt moved the pipeline on (its failures count from one
+        again): a batch loaded; for a loader that holds nothing until its reader acknowledges
+        it (a subscription), an acknowledgement, since the next attempt hands every batch
+        not acknowledged over again (a slow or absent reader never paused the pipeline)."""
+        loader = self._attempt_loader
+        if loader is not None and not getattr(loader, "durable", True):
+            return getattr(loader, "acks", 0) > 0
+        return self.batches_loaded > loaded_before
+
     def _fail_for_good(self, message: str) -> None:
         self.state, self.last_error = "failed", message
         self.publish()
@@ -241,7 +253,7 @@ class PipelineRunner(RunnerStatus, RunnerStart):
     # -- one attempt ------------------------------------------------------------------------
     def _run_once(self, compiled: CompiledPipeline) -> None:
         source, hint = self._open(compiled)
-        loader = self._loader(hint)
+        loader = self._attempt_loader = self._loader(hint)
         try:
             self._run_from(compiled, self._resume(loader, source, hint), loader, source)
         finally:

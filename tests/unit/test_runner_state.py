@@ -16,7 +16,7 @@ from node import pipeline as pipelines
 from node.changes import Batch
 from node.jobs import Done, PartResult
 from node.metrics import NodeMetrics, PipelineMetrics
-from shared.errors import CoordinationError
+from shared.errors import CoordinationError, LoadError
 from shared.model import ChannelStatus, PipelineParams
 from shared.retry import RetryPolicy
 
@@ -111,3 +111,68 @@ def test_a_stopped_runner_gives_the_pause_up(monkeypatch: pytest.MonkeyPatch) ->
     found.stop_event.set()  # the session was lost: the next owner pauses it again
     found._fail_for_good("definition error")
     assert FlakyCatalog.writes == []
+
+
+class Unheld(SimpleNamespace):
+    """A loader that holds nothing until its reader acknowledges it (a subscription's):
+    ``acks`` of them per attempt."""
+
+    durable = False
+
+
+def attempts(monkeypatch: pytest.MonkeyPatch, acks: int, limit: int = 30
+             ) -> tuple[pipelines.PipelineRunner, list[str]]:
+    """Run a runner whose every attempt hands two batches over and fails on the third
+    (LoadError: retried), with a reader that acknowledges ``acks`` batches per attempt;
+    stopped after ``limit`` attempts. Its tries, and the pauses it wrote."""
+    monkeypatch.setattr(pipelines.kinds, "kind_of", lambda pipeline_id, targets: "subscription")
+    monkeypatch.setattr(pipelines.CompiledPipeline, "compile",
+                        lambda *args, **kwargs: None)
+    found = runner(_attempt_loader=None, _switch=threading.Event(), _central=None)
+    found.ctx.pipeline = SimpleNamespace(pairs=[], source="src",
+                                         params=PipelineParams(max_retries=3))
+    found.ctx.sources = {"src": None}
+    found.ctx.channel.two_way = False
+    found.publish = lambda: None  # type: ignore[method-assign]
+    paused: list[str] = []
+    found._pause = lambda: paused.append(found.last_error)  # type: ignore[method-assign]
+    tries: list[str] = []
+
+    def run_from(compiled: object, resume: object, loader: Unheld, source: object) -> None:
+        tries.append("try")
+        if len(tries) >= limit:
+            found.stop_event.set()
+        loader.acks = acks
+        for process_id in (1, 2):  # handed over: "loaded" as far as the runner sees
+            load_one(found, loader, process_id)
+        raise LoadError("batch 3: the target refused it")
+
+    monkeypatch.setattr(found, "_open", lambda compiled: (None, None))
+    monkeypatch.setattr(found, "_loader", lambda hint: Unheld(
+        run="r", written={}, take_skipped=lambda: 0, close=lambda: None))
+    monkeypatch.setattr(found, "_resume", lambda loader, source, hint: None)
+    monkeypatch.setattr(found, "_run_from", run_from)
+    found.run()
+    return found, paused
+
+
+def load_one(found: pipelines.PipelineRunner, loader: object, process_id: int) -> None:
+    batch = Batch("shop.forward", process_id, commit_ts_ms=COMMITTED)
+    found._loaded_one(loader, SimpleNamespace(release=lambda size: None, peak=1),  # type: ignore[arg-type]
+                      SimpleNamespace(publish=lambda cursor: None), batch,
+                      Done([PartResult([], [], 1)], None, 1.0, 0), 1, 0.0, 0.0)
+
+
+def test_batches_handed_to_a_reader_that_never_acks_are_no_progress(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subscription's batches handed over counted as loaded, so each failed attempt reset
+    the failure count to one and started again from the acknowledged position: with a slow
+    or absent reader, the pipeline re-sent the same batches forever and never paused."""
+    found, paused = attempts(monkeypatch, acks=0)
+    assert found.state == "failed" and paused == ["batch 3: the target refused it"]
+    assert found.batches_loaded == 2 * 4  # max_retries 3: paused on the 4th failure
+
+
+def test_an_acknowledgement_is_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    found, paused = attempts(monkeypatch, acks=1, limit=8)
+    assert paused == [] and found.state == "stopped" and found.batches_loaded == 2 * 8

@@ -4,6 +4,9 @@ the subscription has, which moves it only when told."""
 
 from __future__ import annotations
 
+import json
+import math
+import struct
 from typing import Any, ClassVar
 
 import pytest
@@ -205,3 +208,22 @@ def test_a_pattern_is_checked_against_the_names_a_template_can_make() -> None:
     assert overlap("t[0-9]", "t[[]") is False and overlap("t[[]1]", "t[[]1]")
     assert overlap("[!a]x", "bx") and not overlap("[!a]x", "ax")
     assert not overlap("[a-c]", "[-]") and overlap("[a-c]", "[!a]")
+
+
+
+@pytest.mark.parametrize(("typed", "printed"), [
+    (0.1, "0.1"), (1.5, "1.5"), (3.14159, "3.14159"), (-2.5e-8, "-2.5e-08"),
+    (16777216.0, "16777216.0"), (3.4028234663852886e38, "3.4028235e+38"),
+    (1 / 3, "0.33333334")])
+def test_a_float_column_prints_its_shortest_float32_digits(typed: float, printed: str
+                                                            ) -> None:
+    """A FLOAT's 0.1 printed as 0.10000000149011612 (the float32 read as a double)."""
+    message = subscription_pb2.Value(float=typed)
+    found = subscribecli.value(message)
+    assert json.dumps(found) == printed
+    assert struct.pack("<f", found) == struct.pack("<f", message.float)  # the same float32
+
+
+def test_a_double_column_prints_as_it_is() -> None:
+    assert subscribecli.value(subscription_pb2.Value(double=0.1)) == 0.1
+    assert math.isinf(subscribecli.value(subscription_pb2.Value(float=math.inf)))

@@ -8,6 +8,7 @@ import decimal
 import pickle
 import queue
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,14 +17,15 @@ from manager.subscriber import Subscriber
 from node.changes import ChangeType, TargetChange
 from node.extract.etl import CompiledPipeline
 from node.jobs import ROW_BITS, JobSpec
-from node.target.delta.columns import LakeColumn
+from node.target.delta.columns import LakeColumn, TextColumn, of_spec, of_text
 from node.target.delta.tables import LakeFacts
 from node.target.subscription import units
 from node.target.subscription.outbox import Outbox, Parcel, Refused, TakenOver
 from shared.definitions import load_text
-from shared.errors import ConfigError
+from shared.errors import PAUSE_AT_ONCE, ConfigError
 from shared.model import BinlogPosition
 from shared.rpc import subscription_pb2
+from shared.textcodecs import Encoded
 from tests.unit.test_etl import pipeline
 
 T = ("feed", "s", "t")
@@ -204,3 +206,39 @@ def test_values_python_cannot_read_as_text_go_exact() -> None:
     assert message.WhichOneof("kind") == "text" and message.text == '{"a":[1,"é"]}'
     units._decimal(message, 1e-05)
     assert message.decimal == "0.00001"
+
+
+def test_a_value_that_does_not_fit_its_column_pauses_at_once() -> None:
+    """A processor's 'abc' for an INT column raised LoadError, which is retried: each
+    attempt handed the batches before it over again, and the channel never paused."""
+    bad = change(ChangeType.INSERT, 0, 0, {**ROW, "id": "abc"})
+    with pytest.raises(PAUSE_AT_ONCE, match=r"column id: value 'abc' does not fit"):
+        units.render([bad], SPEC)
+
+
+def test_a_transforms_set_is_served_in_the_columns_definition_order() -> None:
+    """A processor's set for a SET column was served sorted alphabetically, not in the
+    column's definition order (as the source gives a SET); a set of Encoded members (a
+    charset kept as bytes) failed with TypeError."""
+    spec = SimpleNamespace(type=248, set_values=(b"small", b"large", b"it's"),
+                           charset="utf8mb4")
+    column = of_spec(spec, "size")
+    assert column.members == ("small", "large", "it's")
+    assert of_text(TextColumn("size", "set", "set('small','large','it''s')", "utf8mb4"),
+                   "size") == column
+    facts = LakeFacts((LakeColumn("id", "int32"), column), ("id",), "changelog")
+    typed = units._setters(facts)
+    message = subscription_pb2.Value()
+    typed["size"](message, {"it's", "large", "small"})
+    assert message.text == "small,large,it's"
+    typed["size"](message, {"large", "zz", "aa"})  # members it lacks: after, sorted
+    assert message.text == "large,aa,zz"
+    kept = of_spec(SimpleNamespace(type=248, set_values=(b"\x82\xa0", b"\x82\xa2"),
+                                   charset="sjis"), "kana")
+    assert kept.members == (Encoded(b"\x82\xa0", "sjis"), Encoded(b"\x82\xa2", "sjis"))
+    setter = units._setters(LakeFacts((kept,)))["kana"]
+    setter(message, {Encoded(b"\x82\xa2", "sjis"), Encoded(b"\x82\xa0", "sjis")})
+    # as the source's own values of such a SET: its bytes, in definition order
+    assert message.WhichOneof("kind") == "binary" and message.binary == b"\x82\xa0,\x82\xa2"
+    units._by_value(message, {Encoded(b"\x82\xa0", "sjis"), "b"})  # mixed: text, decoded
+    assert message.text == "b,あ"

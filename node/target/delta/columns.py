@@ -40,6 +40,8 @@ import re
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from node.charsets import member
+
 META_PREFIX = "_setl_"  # the columns setl adds (a source column may not start so)
 
 
@@ -48,6 +50,9 @@ class LakeColumn(NamedTuple):
     kind: str  # see ARROW
     precision: int = 0
     scale: int = 0  # decimals; TIME: fractional digits
+    # a SET's members in definition order (text, or Encoded in a charset kept as bytes): a
+    # subscription serves a processor's set of them in that order, as the source does
+    members: tuple[str | bytes, ...] = ()
 
 
 class t:
@@ -89,7 +94,9 @@ def of_spec(column: Any, name: str) -> LakeColumn:
         return LakeColumn(name, "int64" if column.bits < 64 else "uint64")
     if kind == t.GEOMETRY:
         return LakeColumn(name, "binary")
-    if kind in (t.ENUM, t.SET, t.JSON):
+    if kind == t.SET:
+        return LakeColumn(name, "string", members=_members(column))
+    if kind in (t.ENUM, t.JSON):
         return LakeColumn(name, "string")
     if kind in _TEXTS:
         if column.charset not in (None, "binary"):
@@ -98,6 +105,16 @@ def of_spec(column: Any, name: str) -> LakeColumn:
             return LakeColumn(name, "binary_fixed", column.max_length)  # trailing zeros
         return LakeColumn(name, "binary")
     return LakeColumn(name, "string")
+
+
+def _members(column: Any) -> tuple[str | bytes, ...]:
+    """A SET column's members in its charset, in definition order (none when unknown)."""
+    found = getattr(column, "set_values", None) or ()
+    try:
+        return tuple(value if isinstance(value, str) else member(value, column.charset)
+                     for value in found)
+    except UnicodeDecodeError:  # (its values fail to decode as well, and say so)
+        return ()
 
 
 class TextColumn(NamedTuple):
@@ -137,7 +154,10 @@ def of_text(column: TextColumn, name: str) -> LakeColumn:
         decimals=numbers[1] if kind == t.NEWDECIMAL and len(numbers) > 1 else 0,
         fsp=numbers[0] if kind in (t.TIME2, t.DATETIME2, t.TIMESTAMP2) and numbers else 0,
         bits=numbers[0] if kind == t.BIT and numbers else 1,
-        max_length=numbers[0] if data_type == "binary" and numbers else 0)
+        max_length=numbers[0] if data_type == "binary" and numbers else 0,
+        set_values=tuple(text.replace("''", "'") for text in
+                         re.findall(r"'((?:[^']|'')*)'", column.column_type))
+        if data_type == "set" else None)
     return of_spec(spec, name)
 
 

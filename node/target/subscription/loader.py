@@ -41,6 +41,7 @@ class SubscriptionLoader:
         self.pipeline_id, self.targets, self.run, self.stop = pipeline_id, targets, run, stop
         self.name = next(iter(targets))
         self.written: dict[str, BinlogPosition] = {}
+        self.acks = 0  # acknowledgements stored: the runner's progress (it holds nothing else)
         self.store = AckStore(client, paths.acked(pipeline_id), self.name, epoch)
         self.outbox = Outbox(pipeline_id, params.parallelism, self._acked, epoch)
         self.boxes = boxes
@@ -107,6 +108,7 @@ class SubscriptionLoader:
     def _acked(self, parcel: Parcel) -> None:
         self.store.write(Acked(parcel.end, parcel.batch_id, 0, self.run))
         self.written[self.name] = parcel.end
+        self.acks += 1
         log.debug("event=subscription_acked pipeline=%s process_id=%d position=%s",
                   self.pipeline_id, parcel.batch_id, parcel.end)
 

@@ -21,8 +21,9 @@ from node.changes import ChangeType, Row, TargetChange
 from node.jobs import ROW_BITS, JobSpec, Unit
 from node.target.delta.columns import LakeColumn, time_text
 from node.target.delta.tables import LakeFacts
-from shared.errors import LoadError
+from shared.errors import LoadError, TransformError
 from shared.rpc import model_pb2, subscription_pb2
+from shared.textcodecs import python_codec
 
 _OPS = {ChangeType.INSERT: "I", ChangeType.UPDATE: "U", ChangeType.DELETE: "D"}
 Setter = Callable[[Any, Any], None]  # (a Value message, a decoded value)
@@ -81,8 +82,12 @@ def _fill(fields: Any, row: Row, typed: dict[str, Setter], change: TargetChange)
         try:
             setter(field.value, value)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise LoadError(f"subscription table {change.schema}.{change.table}, column "
-                            f"{name}: value {value!r} does not fit its type ({exc})") from None
+            # the same row fails again on every retry: pause at once and say what to do
+            raise TransformError(
+                f"subscription table {change.schema}.{change.table}, column {name}: value "
+                f"{value!r} does not fit its type ({exc}); fix the processor that makes it "
+                f"(or the row on the source), or leave the column out of the pair (columns: "
+                f"{{exclude: [{name}]}}), then resume the channel") from None
 
 
 def _setters(facts: LakeFacts) -> dict[str, Setter]:
@@ -116,6 +121,9 @@ def _setter(column: LakeColumn) -> Setter:
         size = column.precision
         return lambda message, value: setattr(message, "binary",
                                               _bytes(value).ljust(size, b"\0"))
+    if column.members:
+        order = {member: number for number, member in enumerate(column.members)}
+        return lambda message, value: _text(message, value, order)
     return _text
 
 
@@ -169,18 +177,40 @@ def _bytes(value: Any) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
-def _text(message: Any, value: Any) -> None:
+def _text(message: Any, value: Any, order: dict[Any, int] | None = None) -> None:
     """A text column's string. Bytes are a value in a charset Python has no exact codec for
     (node.extract.decodetypes.encoding: dec8, sjis, …): they go as ``binary``, as the source
     holds them (read as UTF-8 they would be other characters, or fail)."""
+    if isinstance(value, set | frozenset):  # a transform's SET value
+        value = _set_value(value, order or {})
     if isinstance(value, bytes | bytearray):
         message.binary = bytes(value)
         return
-    if isinstance(value, set | frozenset):
-        value = ",".join(sorted(value))
-    elif isinstance(value, dict | list):  # a transform's JSON value: JSON text, not repr
+    if isinstance(value, dict | list):  # a transform's JSON value: JSON text, not repr
         value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     message.text = value if isinstance(value, str) else str(value)
+
+
+def _set_value(members: set[Any] | frozenset[Any], order: dict[Any, int]) -> str | bytes:
+    """A transform's set as the source gives a SET: its members in the column's definition
+    order (any the definition lacks after them), joined by commas. Members of a charset kept
+    as bytes (Encoded) join as bytes, served as ``binary`` as the source's own values of
+    such a SET are; among text, each is decoded by its charset's Python codec."""
+    ordered = sorted(members, key=lambda member: (
+        order.get(member, len(order)), isinstance(member, bytes | bytearray), member))
+    if ordered and all(isinstance(member, bytes | bytearray) for member in ordered):
+        return b",".join(bytes(member) for member in ordered)
+    return ",".join(_member_text(member) for member in ordered)
+
+
+def _member_text(member: Any) -> str:
+    if not isinstance(member, bytes | bytearray):
+        return member if isinstance(member, str) else str(member)
+    try:
+        return bytes(member).decode(python_codec(getattr(member, "charset", "utf8")),
+                                    "replace")
+    except LookupError:  # (a charset Python has no codec for)
+        return bytes(member).decode("utf-8", "replace")
 
 
 def _by_value(message: Any, value: Any) -> None:
