@@ -99,7 +99,7 @@ def test_a_key_change_on_the_losing_side_is_resolved_key_by_key(
         (ChangeType.DELETE, (1,), None)]
     insert = change(1, ChangeType.INSERT, None, None, {"id": 2, "v": "x"})
     assert resolved(monkeypatch, {(2,): {"id": 2, "v": "a"}}, True, [insert]) == [
-        (ChangeType.INSERT, None, {"id": 2, "v": "x"})]
+        (ChangeType.DELETE, (2,), None), (ChangeType.INSERT, None, {"id": 2, "v": "x"})]
     # the old key changed on A meanwhile (v = z): the row is written at the new key, A's
     # id 1 stays (the winner's update of id 1 writes it on B again)
     changed = {(1,): {"id": 1, "v": "z"}}
@@ -114,7 +114,7 @@ def test_a_key_change_on_the_losing_side_is_resolved_key_by_key(
     assert resolved(monkeypatch, on_a, False, [move, later]) == [
         (ChangeType.DELETE, (1,), None)]
     assert resolved(monkeypatch, on_a, True, [move, later]) == [
-        (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"}),
+        (ChangeType.DELETE, (2,), None), (ChangeType.UPDATE, (1,), {"id": 2, "v": "a"}),
         (ChangeType.UPDATE, (2,), {"id": 2, "v": "b"})]
 
 
@@ -145,6 +145,41 @@ def test_a_later_change_of_a_conflicting_key_is_checked_against_the_row_kept(
     guard_changes = resolved(monkeypatch, {(1,): v["vA"]}, True, batch)
     assert guard_changes == [(ChangeType.UPDATE, (1,), v["vB"]),
                              (ChangeType.UPDATE, (1,), v["vB2"])]
+
+
+def test_the_winners_insert_over_a_target_row_is_merged_as_a_key_the_target_had(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch's writes are merged by key, and a key an insert names first counts as new
+    in the batch (its delete is not written). On the winning side an insert that meets the
+    target's own row writes over it: an insert and a delete of that key wrote nothing (the
+    target kept its users' row, the source had none), and a move 1 → 2 over the target's
+    id 2 then 2 → 3 left id 2 there."""
+    from node.jobs import JobSpec
+    from node.target.mysql.units import render
+
+    def written(target: dict, batch: list[TargetChange]) -> list[str]:
+        monkeypatch.setattr(twoway, "current_rows", lambda cursor, schema, table, keys,
+                            wanted, _: {key: target[key] for key in map(tuple, wanted)
+                                        if key in target})
+        kept = LoopGuard("c", "c.forward", wins_conflicts=True).resolve(None, batch, 1)
+        return [sql.text for unit in render(kept, JobSpec(0, False, {}, load_batch_size=100))
+                for sql in unit.sqls]
+
+    born = [change(1, ChangeType.INSERT, None, None, {"id": 7, "v": "a"}),
+            change(2, ChangeType.DELETE, (7,), {"id": 7, "v": "a"}, None)]
+    assert written({(7,): {"id": 7, "v": "b"}}, born) == [
+        "DELETE FROM `s`.`t` WHERE (`id`) IN ((7))"]
+    assert written({}, born) == []  # a key new on the target too: nothing to write
+    chain = [change(1, ChangeType.UPDATE, (1,), {"id": 1, "v": "x"}, {"id": 2, "v": "x"}),
+             change(2, ChangeType.UPDATE, (2,), {"id": 2, "v": "x"}, {"id": 3, "v": "x"})]
+    assert written({(1,): {"id": 1, "v": "x"}, (2,): {"id": 2, "v": "b"}}, chain) == [
+        "DELETE FROM `s`.`t` WHERE (`id`) IN ((1), (2))",
+        "INSERT INTO `s`.`t` (`id`, `v`) VALUES (3, 'x') ON DUPLICATE KEY UPDATE `v` = "
+        "VALUES(`v`)"]
+    # an insert over the target's row, kept: the upsert alone (the delete merged into it)
+    assert written({(7,): {"id": 7, "v": "b"}}, born[:1]) == [
+        "INSERT INTO `s`.`t` (`id`, `v`) VALUES (7, 'a') ON DUPLICATE KEY UPDATE `v` = "
+        "VALUES(`v`)"]
 
 
 TWO_WAY = """sources:

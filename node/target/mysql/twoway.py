@@ -104,15 +104,39 @@ class LoopGuard:
             simulated[(schema, table, keys)] = {
                 plain_key(key): found.get(plain_key(key)) for key in touched}
         lost: dict[int, tuple[bool, bool]] = {}
+        cleared: dict[int, TargetChange] = {}
         for change in sorted(changes, key=lambda c: c.seq):
             rows = simulated[(change.schema, change.table, change.keys)]
+            held = self._overwritten(rows, change)
+            if held is not None:
+                cleared[id(change)] = held
             parts = self._walk(rows, change, process_id)
             if any(parts):
                 lost[id(change)] = parts
-        if not lost:
+        if not lost and not cleared:
             return changes
         return [part for change in changes
-                for part in kept_parts(change, *lost.get(id(change), (False, False)))]
+                for part in ([cleared[id(change)]] if id(change) in cleared else [])
+                + kept_parts(change, *lost.get(id(change), (False, False)))]
+
+    def _overwritten(self, rows: dict[Key, Row | None], change: TargetChange
+                     ) -> TargetChange | None:
+        """On the winning side: a delete of the row the target holds at the key where
+        ``change`` inserts one (an insert, or an update that moves a row there), written
+        just before it. The batch's writes are merged by key (:func:`node.merge.merge`),
+        which takes a key a change inserts as new in the batch and writes no delete of it:
+        a winner's insert and delete of a key the target held (its users' row) wrote
+        nothing, and a move 1 → 2 then 2 → 3 left the target's id 2; merged after this
+        delete, the key is one the target had, and its delete is written."""
+        if not self.wins_conflicts or change.after is None:
+            return None
+        new = tuple(change.after[k] for k in change.keys)
+        if change.before_key is not None and plain_key(change.before_key) == plain_key(new):
+            return None
+        now = rows.get(plain_key(new))
+        if now is None:
+            return None
+        return change._replace(type=ChangeType.DELETE, before_key=new, after=None, before=now)
 
     def _walk(self, rows: dict[Key, Row | None], change: TargetChange,
               process_id: int) -> tuple[bool, bool]:
