@@ -35,9 +35,9 @@ def test_touched_keys_name_each_key_once_before_and_after_a_change() -> None:
     assert touched_keys(changes) == {("s", "t", ("id",)): [(1,), (2,), (3,)]}
 
 
-def test_same_row_compares_values_across_types_and_only_shared_columns() -> None:
+def test_same_row_compares_values_across_types_and_the_before_images_columns() -> None:
     binlog = {"id": 1, "tags": {"b", "a"}, "doc": {"x": [1, 2]}, "price": Decimal("1.50"),
-              "ratio": 0.25, "at": datetime.datetime(2026, 1, 2, 3, 4, 5), "gone": 1}
+              "ratio": 0.25, "at": datetime.datetime(2026, 1, 2, 3, 4, 5)}
     select = {"id": 1, "tags": "a,b", "doc": '{"x": [1, 2]}', "price": Decimal("1.5"),
               "ratio": 0.25, "at": datetime.datetime(2026, 1, 2, 3, 4, 5), "extra": 9}
     assert same_row(binlog, select)
@@ -49,6 +49,23 @@ def test_same_row_compares_values_across_types_and_only_shared_columns() -> None
     # of such a row was taken for a conflict, and the losing side's was dropped)
     assert same_row({"ts": "0000-00-00 00:00:00"}, {"ts": "0000-00-00 00:00:00.000000"})
     assert not same_row({"ts": "0000-00-00 00:00:00"}, {"ts": "2026-01-02 00:00:00.000000"})
+
+
+def test_columns_are_found_without_case_and_one_the_target_lacks_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source's ``Status`` is the target's ``status`` (the server's names have no case):
+    compared only where the two spelled it alike, a change of it on the target met no
+    conflict and the sides differed. A column of the change's row the target has not is no
+    check at all: refused, not skipped."""
+    assert not same_row({"id": 1, "Status": "old"}, {"id": 1, "status": "changed"})
+    assert same_row({"ID": 1, "Status": "old"}, {"id": 1, "status": "old", "extra": 2})
+    assert not same_row({"id": 1, "gone": 1}, {"id": 1})
+    assert twoway.missing_columns({"id": 1, "Gone": 1, "V": 2}, {"id": 1, "v": 2}) == ["Gone"]
+    update = change(1, ChangeType.UPDATE, (1,), {"id": 1, "v": "a", "Gone": 1},
+                    {"id": 1, "v": "b", "Gone": 2})
+    with pytest.raises(ConfigError, match=r"pipeline c.back \(two-way\), processId 1: "
+                       r"target table s.t has no column Gone of the change's row"):
+        resolved(monkeypatch, {(1,): {"id": 1, "v": "a"}}, False, [update])
 
 
 def test_text_that_looks_like_json_compares_by_its_bytes() -> None:

@@ -160,6 +160,15 @@ class LoopGuard:
                before: Row | None, after: Row | None, process_id: int) -> bool:
         """Whether the part of ``change`` at ``key`` is written; the simulated row follows."""
         now = rows.get(plain_key(key))
+        missing = missing_columns(before, now)
+        if missing:
+            raise ConfigError(
+                f"pipeline {self.pipeline_id} (two-way), processId {process_id}: target table "
+                f"{change.schema}.{change.table} has no column {', '.join(missing)} of the "
+                f"change's row (key {key!r}), so the conflict check cannot tell whether the "
+                "target changed it: a concurrent change there would go unseen and the two "
+                "sides differ. Give the target table the column (or map the pair's columns "
+                "to the target's), then resume the channel")
         if same_row(before, now):
             rows[plain_key(key)] = after
             return True
@@ -406,11 +415,28 @@ def _as_binlog(row: Row, bits: list[str], kept: dict[str, str]) -> Row:
     return row
 
 
+def missing_columns(before: Row | None, now: Row | None) -> list[str]:
+    """The columns of a before image the target's row has none of (names compared as the
+    server does, without case)."""
+    if before is None or now is None:
+        return []
+    names = {name.lower() for name in now}
+    return [name for name in before if name.lower() not in names]
+
+
+_ABSENT = object()
+
+
 def same_row(before: Row | None, now: Row | None) -> bool:
+    """Whether the target's row ``now`` holds the before image's values: every column of
+    it, found by name without case (a source's ``Status`` is the target's ``status``:
+    compared only where the names were spelled alike, a change of it on the target met no
+    conflict); a column the target lacks differs (:func:`missing_columns` refuses it)."""
     if before is None or now is None:
         return before is None and now is None
-    return all(_plain(value) == _plain(now[name]) for name, value in before.items()
-               if name in now)
+    held = {name.lower(): value for name, value in now.items()}
+    return all(_plain(value) == _plain(held.get(name.lower(), _ABSENT))
+               for name, value in before.items())
 
 
 _ZERO = "0000-00-00 00:00:00"
