@@ -377,6 +377,7 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
     columns = columns or {}
     kept = {name: column.charset for name, column in columns.items()
             if column.charset and read_as_bytes(column.data_type, column.charset)}
+    fixed = [name for name, column in columns.items() if column.data_type == "binary"]
 
     def chosen(name: str) -> str:
         return f"CAST({quote(name)} AS BINARY) AS {quote(name)}" if name in kept \
@@ -389,23 +390,30 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
     names = [column[0] for column in cursor.description]
     floats = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.FLOAT]
     bits = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.BIT]
-    rows = [_as_binlog(dict(zip(names, row, strict=True)), bits, kept)
+    rows = [_as_binlog(dict(zip(names, row, strict=True)), bits, kept, fixed)
             for row in cursor.fetchall()]
     found = {plain_key(tuple(row[k] for k in keys)): row for row in rows}
     if floats and rows:  # a table with FLOAT columns: their values read again, exactly
         exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
         cursor.execute(f"SELECT {', '.join(map(chosen, keys))}, {exact} {where}", values)
         for row in cursor.fetchall():
-            key = _as_binlog(dict(zip(keys, row, strict=False)), bits, kept)
+            key = _as_binlog(dict(zip(keys, row, strict=False)), bits, kept, fixed)
             known = found.get(plain_key(tuple(key[k] for k in keys)))
             if known is not None:
                 known.update(zip(floats, row[len(keys):], strict=True))
     return found
 
 
-def _as_binlog(row: Row, bits: list[str], kept: dict[str, str]) -> Row:
-    """A row a SELECT gave, its BIT values as numbers and its text read as bytes as
-    :class:`~node.charsets.Encoded` (an empty one as ``''``), as the binlog gives them."""
+def _as_binlog(row: Row, bits: list[str], kept: dict[str, str],
+               fixed: list[str] | None = None) -> Row:
+    """A row a SELECT gave, its BIT values as numbers, its text read as bytes as
+    :class:`~node.charsets.Encoded` (an empty one as ``''``) and its BINARY(n) values
+    (``fixed``) without the zero bytes that pad them, as the binlog gives them. Only a
+    BINARY's: a VARBINARY or BLOB keeps the bytes written, and b'ab' and b'ab\\0' are two
+    values (stripped from every value, a change between them met no conflict)."""
+    for name in fixed or ():
+        if isinstance(row.get(name), bytes):
+            row[name] = row[name].rstrip(b"\0")
     for name in bits:
         if isinstance(row.get(name), bytes):
             row[name] = int.from_bytes(row[name], "big")
@@ -443,15 +451,16 @@ _ZERO = "0000-00-00 00:00:00"
 
 
 def _plain(value: Any) -> Any:
-    """A value from the binlog or from a SELECT in one comparable form (a BINARY value
-    without the zero bytes that pad it, as the binlog gives it). Text is compared as its
+    """A value from the binlog or from a SELECT in one comparable form (an empty binary
+    value as ``''``; a SELECT's BINARY(n) comes without the zero bytes that pad it, as the
+    binlog gives it: :func:`current_rows`). Text is compared as its
     characters, also text that looks like JSON: a VARCHAR, a TEXT or MariaDB's JSON (a
     LONGTEXT) keeps the bytes written, so '{"a": 1, "b": 2}' and '{"b": 2, "a": 1}' are two
     values (read as one, the losing side met no conflict where both sides rewrote a
     document, and wrote its own over the winner's). MySQL's binary JSON is not read from
     its binlog (node.extract.decodetypes refuses it)."""
     if isinstance(value, bytes):
-        return value.rstrip(b"\0") or ""
+        return value or ""
     if isinstance(value, str) and value.startswith(_ZERO) and "." in value:
         return value.rstrip("0").rstrip(".")  # a TIMESTAMP(n)'s zero: the binlog's has no
         # fraction, a SELECT's has n zeros (a DATETIME(n)'s text keeps them both ways)
