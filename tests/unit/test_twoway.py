@@ -462,3 +462,16 @@ def test_target_tables_the_conflict_check_cannot_tell_apart_as_the_write_does_ar
     assert refused().startswith(
         "pipeline c.forward (two-way): target table s.t on dst has trigger audit: the rows a "
         "trigger writes while setl loads ride in its marked transaction and never cross back")
+    answers["TRIGGERS"] = []
+    # key_columns wider than the table's key: the check reads by (id, tenant), the upsert
+    # meets the row by PK (id): rows of one id under two tenants overwrite each other unseen
+    answers["STATISTICS"] = [("s", "t", "PRIMARY", "id")]
+    made = compiled("{source: s.t, target: s.t, key_columns: [id, tenant]}")
+    assert refused().startswith(
+        "pipeline c.forward (two-way): target table s.t on dst: the pair's key_columns (id, "
+        "tenant) are not a unique key of it (its unique keys: PRIMARY (id)): the conflict "
+        "check reads a row by the key_columns, while the write")
+    made = compiled("{source: s.t, target: s.t, key_columns: [ID]}")
+    assert refused() == ""  # exactly its key (names without case)
+    answers["STATISTICS"] = []
+    assert "(its unique keys: none)" in refused()

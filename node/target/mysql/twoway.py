@@ -194,9 +194,11 @@ def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
             "again")
 
 
-def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSource]
+def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSource],
+                   keyed: dict[tuple[str, str, str], tuple[str, ...]] | None = None
                    ) -> dict[str, list[tuple[str, str]]]:
-    """Per target data source: the target tables of the source tables the pipeline pairs."""
+    """Per target data source: the target tables of the source tables the pipeline pairs;
+    ``keyed`` is given each target table's columns a pair's ``key_columns`` name there."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
                        "WHERE TABLE_TYPE = 'BASE TABLE'")
@@ -207,6 +209,9 @@ def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSou
             for datasource, name, target in compiled.targets_of(schema, table):
                 if datasource in targets:
                     wanted.setdefault(datasource, []).append((name, target))
+                    named = _target_key_columns(compiled, schema, table)
+                    if keyed is not None and named:
+                        keyed[(datasource, name, target)] = named
     return dict(sorted(wanted.items()))
 
 
@@ -229,6 +234,14 @@ def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource
                                                            str(table)), str(engine or "")))
 
 
+def _target_key_columns(compiled: Any, schema: str, table: str) -> tuple[str, ...]:
+    """The target's names of the columns the ``key_columns`` of a table's pair name."""
+    pairs = compiled.pairs_for(*compiled.stored(schema, table))
+    if not pairs or not pairs[0].pair.key_columns:
+        return ()
+    return tuple(pairs[0].renames.get(key, key) for key in pairs[0].pair.key_columns)
+
+
 def _tables_in(names: list[tuple[str, str]]) -> str:
     return "(" + ", ".join(["(%s, %s)"] * len(names)) + ")"
 
@@ -237,7 +250,8 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
                          targets: dict[str, DataSource]) -> None:
     """At the start of a two-way pipeline: refuse a target table whose rows the conflict
     check cannot tell apart as the write does (:func:`table_problems`)."""
-    for datasource, names in paired_targets(compiled, source, targets).items():
+    keyed: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    for datasource, names in paired_targets(compiled, source, targets, keyed).items():
         args = [part for name in names for part in name]
         with connect(targets[datasource]) as conn, conn.cursor() as cursor:
             cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME FROM "
@@ -261,7 +275,9 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
             counted = cursor.fetchall()
             theirs = _numbering(cursor) if counted else None
         problems = table_problems(f"pipeline {pipeline_id} (two-way): target table",
-                                  datasource, uniques, texts, triggers)
+                                  datasource, uniques, texts, triggers, {
+                                      (schema, table): named for (where, schema, table), named
+                                      in keyed.items() if where == datasource})
         if theirs is not None and theirs == _source_numbering(source):
             schema, table, column = counted[0]
             problems.append(
@@ -289,16 +305,35 @@ def _source_numbering(source: DataSource) -> tuple[int, int]:
 
 
 def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]],
-                   texts: Iterable[tuple[Any, ...]], triggers: Iterable[tuple[Any, ...]]
+                   texts: Iterable[tuple[Any, ...]], triggers: Iterable[tuple[Any, ...]],
+                   named: dict[tuple[str, str], tuple[str, ...]] | None = None
                    ) -> list[str]:
     """Why two-way rows of these target tables would differ on the two sides unseen:
     ``uniques`` (schema, table, index, column), ``texts`` (schema, table, column, type,
-    charset, collation), ``triggers`` (schema, table, name)."""
+    charset, collation), ``triggers`` (schema, table, name), ``named`` the columns a
+    pair's ``key_columns`` name on a table (by schema, table)."""
     keys: dict[tuple[str, str], dict[str, list[str]]] = {}
     for schema, table, index, column in uniques:
         keys.setdefault((str(schema), str(table)), {}).setdefault(str(index), []).append(
             str(column))
     problems = []
+    for (schema, table), columns in (named or {}).items():
+        indexes = keys.get((schema, table)) or next(  # (names as the server spells them)
+            (found for (there, name), found in keys.items()
+             if (there.lower(), name.lower()) == (schema.lower(), table.lower())), {})
+        if {c.lower() for c in columns} not in [{c.lower() for c in index}
+                                                for index in indexes.values()]:
+            held = "; ".join(f"{name} ({', '.join(index)})" for name, index in indexes.items())
+            problems.append(
+                f"{who} {schema}.{table} on {datasource}: the pair's key_columns "
+                f"({', '.join(columns)}) are not a unique key of it (its unique keys: "
+                f"{held or 'none'}): the conflict check reads a row by the key_columns, "
+                "while the write (INSERT … ON DUPLICATE KEY UPDATE) lands on the row its "
+                "unique key collides with, so rows the two sides wrote under one unique key "
+                "and two values of the other columns would overwrite each other unseen and "
+                "the sides would differ. Name exactly the columns of the table's unique key "
+                "in key_columns (or leave key_columns out), or replicate the table with a "
+                "one-way channel, then start the channel again")
     for (schema, table), indexes in keys.items():
         if len(indexes) > 1:
             problems.append(
