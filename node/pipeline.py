@@ -381,7 +381,9 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                                          self.target_kind == "delta")
                         # what the start refuses (a cascading key added unseen: ddl_sync off)
                         kinds.check_source(self.target_kind, compiled, self.source,
-                                           after_ddl=True)
+                                           after_ddl=True, two_way=getattr(
+                                               planner.facts, "targets", None)
+                                           if self.two_way else None)
                         after_ddl = 0
                     self._ask(snapshots, [change for change in batch.changes()
                                           if freedoor.is_request(change)])

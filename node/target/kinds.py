@@ -77,11 +77,15 @@ def loader(kind: str, pipeline_id: str, targets: dict[str, DataSource],
     return Loader(pipeline_id, targets, params, epoch, loop, stop=stop, run=run)
 
 
+_CONFLICT_CHECK = "a two-way channel's conflict check (every row of it taken for changed)"
+
+
 def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool = False,
                  two_way: dict[str, DataSource] | None = None,
                  targets: dict[str, DataSource] | None = None) -> None:
     """What the source and the pairs must not hold for this kind of target (checked at each
-    start, and after a DDL where a load would go on silently: a lake's, a subscription's);
+    start, and after a DDL where a load would go on silently: a lake's, a subscription's,
+    a two-way pipeline's tables);
     ``two_way``: the targets of a two-way pipeline, whose tables must roll back, hold one
     unique key that compares exact values and no trigger; ``targets``: the MySQL targets,
     none of which may fold two source tables into one (:mod:`node.target.mysql.namecase`)."""
@@ -89,6 +93,9 @@ def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool =
         refuse_folded_collisions(compiled, source, targets)
     if after_ddl and kind == "mysql":  # a table created or renamed into a folded name
         refuse_folded_collisions(compiled, source)
+        if two_way:  # a replicated DDL can make a two-way table unsafe: a second unique
+            refuse_unsafe_tables(compiled.pipeline_id, compiled, source, two_way)  # key, a
+            refuse_undecodable(compiled, source, _CONFLICT_CHECK)  # trigger, an sjis column
         return  # (a MariaDB UUID column added later stops the load, loudly)
     if two_way and kind == "mysql":
         refuse_non_transactional(compiled.pipeline_id, compiled, source, two_way)
@@ -101,7 +108,7 @@ def check_source(kind: str, compiled: Any, source: DataSource, after_ddl: bool =
     if kind in ("delta", "subscription") or two_way:  # (their values are bytes: a reader
         refuse_undecodable(compiled, source, {  # or a conflict check would take them for
             "delta": "the lake table", "subscription": "a subscription's reader"}.get(  # text)
-            kind, "a two-way channel's conflict check (every row of it taken for changed)"))
+            kind, _CONFLICT_CHECK))
     refuse_stored_types(compiled, source)
 
 

@@ -104,15 +104,39 @@ class LoopGuard:
             simulated[(schema, table, keys)] = {
                 plain_key(key): found.get(plain_key(key)) for key in touched}
         lost: dict[int, tuple[bool, bool]] = {}
+        cleared: dict[int, TargetChange] = {}
         for change in sorted(changes, key=lambda c: c.seq):
             rows = simulated[(change.schema, change.table, change.keys)]
+            held = self._overwritten(rows, change)
+            if held is not None:
+                cleared[id(change)] = held
             parts = self._walk(rows, change, process_id)
             if any(parts):
                 lost[id(change)] = parts
-        if not lost:
+        if not lost and not cleared:
             return changes
         return [part for change in changes
-                for part in kept_parts(change, *lost.get(id(change), (False, False)))]
+                for part in ([cleared[id(change)]] if id(change) in cleared else [])
+                + kept_parts(change, *lost.get(id(change), (False, False)))]
+
+    def _overwritten(self, rows: dict[Key, Row | None], change: TargetChange
+                     ) -> TargetChange | None:
+        """On the winning side: a delete of the row the target holds at the key where
+        ``change`` inserts one (an insert, or an update that moves a row there), written
+        just before it. The batch's writes are merged by key (:func:`node.merge.merge`),
+        which takes a key a change inserts as new in the batch and writes no delete of it:
+        a winner's insert and delete of a key the target held (its users' row) wrote
+        nothing, and a move 1 → 2 then 2 → 3 left the target's id 2; merged after this
+        delete, the key is one the target had, and its delete is written."""
+        if not self.wins_conflicts or change.after is None:
+            return None
+        new = tuple(change.after[k] for k in change.keys)
+        if change.before_key is not None and plain_key(change.before_key) == plain_key(new):
+            return None
+        now = rows.get(plain_key(new))
+        if now is None:
+            return None
+        return change._replace(type=ChangeType.DELETE, before_key=new, after=None, before=now)
 
     def _walk(self, rows: dict[Key, Row | None], change: TargetChange,
               process_id: int) -> tuple[bool, bool]:
@@ -136,6 +160,15 @@ class LoopGuard:
                before: Row | None, after: Row | None, process_id: int) -> bool:
         """Whether the part of ``change`` at ``key`` is written; the simulated row follows."""
         now = rows.get(plain_key(key))
+        missing = missing_columns(before, now)
+        if missing:
+            raise ConfigError(
+                f"pipeline {self.pipeline_id} (two-way), processId {process_id}: target table "
+                f"{change.schema}.{change.table} has no column {', '.join(missing)} of the "
+                f"change's row (key {key!r}), so the conflict check cannot tell whether the "
+                "target changed it: a concurrent change there would go unseen and the two "
+                "sides differ. Give the target table the column (or map the pair's columns "
+                "to the target's), then resume the channel")
         if same_row(before, now):
             rows[plain_key(key)] = after
             return True
@@ -161,9 +194,11 @@ def engine_problem(pipeline_id: str, target: Target, engine: str) -> str:
             "again")
 
 
-def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSource]
+def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSource],
+                   keyed: dict[tuple[str, str, str], tuple[str, ...]] | None = None
                    ) -> dict[str, list[tuple[str, str]]]:
-    """Per target data source: the target tables of the source tables the pipeline pairs."""
+    """Per target data source: the target tables of the source tables the pipeline pairs;
+    ``keyed`` is given each target table's columns a pair's ``key_columns`` name there."""
     with connect(source) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
                        "WHERE TABLE_TYPE = 'BASE TABLE'")
@@ -174,6 +209,9 @@ def paired_targets(compiled: Any, source: DataSource, targets: dict[str, DataSou
             for datasource, name, target in compiled.targets_of(schema, table):
                 if datasource in targets:
                     wanted.setdefault(datasource, []).append((name, target))
+                    named = _target_key_columns(compiled, schema, table)
+                    if keyed is not None and named:
+                        keyed[(datasource, name, target)] = named
     return dict(sorted(wanted.items()))
 
 
@@ -196,6 +234,14 @@ def refuse_non_transactional(pipeline_id: str, compiled: Any, source: DataSource
                                                            str(table)), str(engine or "")))
 
 
+def _target_key_columns(compiled: Any, schema: str, table: str) -> tuple[str, ...]:
+    """The target's names of the columns the ``key_columns`` of a table's pair name."""
+    pairs = compiled.pairs_for(*compiled.stored(schema, table))
+    if not pairs or not pairs[0].pair.key_columns:
+        return ()
+    return tuple(pairs[0].renames.get(key, key) for key in pairs[0].pair.key_columns)
+
+
 def _tables_in(names: list[tuple[str, str]]) -> str:
     return "(" + ", ".join(["(%s, %s)"] * len(names)) + ")"
 
@@ -204,7 +250,8 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
                          targets: dict[str, DataSource]) -> None:
     """At the start of a two-way pipeline: refuse a target table whose rows the conflict
     check cannot tell apart as the write does (:func:`table_problems`)."""
-    for datasource, names in paired_targets(compiled, source, targets).items():
+    keyed: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    for datasource, names in paired_targets(compiled, source, targets, keyed).items():
         args = [part for name in names for part in name]
         with connect(targets[datasource]) as conn, conn.cursor() as cursor:
             cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME FROM "
@@ -228,7 +275,9 @@ def refuse_unsafe_tables(pipeline_id: str, compiled: Any, source: DataSource,
             counted = cursor.fetchall()
             theirs = _numbering(cursor) if counted else None
         problems = table_problems(f"pipeline {pipeline_id} (two-way): target table",
-                                  datasource, uniques, texts, triggers)
+                                  datasource, uniques, texts, triggers, {
+                                      (schema, table): named for (where, schema, table), named
+                                      in keyed.items() if where == datasource})
         if theirs is not None and theirs == _source_numbering(source):
             schema, table, column = counted[0]
             problems.append(
@@ -256,16 +305,35 @@ def _source_numbering(source: DataSource) -> tuple[int, int]:
 
 
 def table_problems(who: str, datasource: str, uniques: Iterable[tuple[Any, ...]],
-                   texts: Iterable[tuple[Any, ...]], triggers: Iterable[tuple[Any, ...]]
+                   texts: Iterable[tuple[Any, ...]], triggers: Iterable[tuple[Any, ...]],
+                   named: dict[tuple[str, str], tuple[str, ...]] | None = None
                    ) -> list[str]:
     """Why two-way rows of these target tables would differ on the two sides unseen:
     ``uniques`` (schema, table, index, column), ``texts`` (schema, table, column, type,
-    charset, collation), ``triggers`` (schema, table, name)."""
+    charset, collation), ``triggers`` (schema, table, name), ``named`` the columns a
+    pair's ``key_columns`` name on a table (by schema, table)."""
     keys: dict[tuple[str, str], dict[str, list[str]]] = {}
     for schema, table, index, column in uniques:
         keys.setdefault((str(schema), str(table)), {}).setdefault(str(index), []).append(
             str(column))
     problems = []
+    for (schema, table), columns in (named or {}).items():
+        indexes = keys.get((schema, table)) or next(  # (names as the server spells them)
+            (found for (there, name), found in keys.items()
+             if (there.lower(), name.lower()) == (schema.lower(), table.lower())), {})
+        if {c.lower() for c in columns} not in [{c.lower() for c in index}
+                                                for index in indexes.values()]:
+            held = "; ".join(f"{name} ({', '.join(index)})" for name, index in indexes.items())
+            problems.append(
+                f"{who} {schema}.{table} on {datasource}: the pair's key_columns "
+                f"({', '.join(columns)}) are not a unique key of it (its unique keys: "
+                f"{held or 'none'}): the conflict check reads a row by the key_columns, "
+                "while the write (INSERT … ON DUPLICATE KEY UPDATE) lands on the row its "
+                "unique key collides with, so rows the two sides wrote under one unique key "
+                "and two values of the other columns would overwrite each other unseen and "
+                "the sides would differ. Name exactly the columns of the table's unique key "
+                "in key_columns (or leave key_columns out), or replicate the table with a "
+                "one-way channel, then start the channel again")
     for (schema, table), indexes in keys.items():
         if len(indexes) > 1:
             problems.append(
@@ -344,6 +412,7 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
     columns = columns or {}
     kept = {name: column.charset for name, column in columns.items()
             if column.charset and read_as_bytes(column.data_type, column.charset)}
+    fixed = [name for name, column in columns.items() if column.data_type == "binary"]
 
     def chosen(name: str) -> str:
         return f"CAST({quote(name)} AS BINARY) AS {quote(name)}" if name in kept \
@@ -356,23 +425,30 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
     names = [column[0] for column in cursor.description]
     floats = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.FLOAT]
     bits = [c[0] for c in cursor.description if c[1] == FIELD_TYPE.BIT]
-    rows = [_as_binlog(dict(zip(names, row, strict=True)), bits, kept)
+    rows = [_as_binlog(dict(zip(names, row, strict=True)), bits, kept, fixed)
             for row in cursor.fetchall()]
     found = {plain_key(tuple(row[k] for k in keys)): row for row in rows}
     if floats and rows:  # a table with FLOAT columns: their values read again, exactly
         exact = ", ".join(f"CAST({quote(name)} AS DOUBLE)" for name in floats)
         cursor.execute(f"SELECT {', '.join(map(chosen, keys))}, {exact} {where}", values)
         for row in cursor.fetchall():
-            key = _as_binlog(dict(zip(keys, row, strict=False)), bits, kept)
+            key = _as_binlog(dict(zip(keys, row, strict=False)), bits, kept, fixed)
             known = found.get(plain_key(tuple(key[k] for k in keys)))
             if known is not None:
                 known.update(zip(floats, row[len(keys):], strict=True))
     return found
 
 
-def _as_binlog(row: Row, bits: list[str], kept: dict[str, str]) -> Row:
-    """A row a SELECT gave, its BIT values as numbers and its text read as bytes as
-    :class:`~node.charsets.Encoded` (an empty one as ``''``), as the binlog gives them."""
+def _as_binlog(row: Row, bits: list[str], kept: dict[str, str],
+               fixed: list[str] | None = None) -> Row:
+    """A row a SELECT gave, its BIT values as numbers, its text read as bytes as
+    :class:`~node.charsets.Encoded` (an empty one as ``''``) and its BINARY(n) values
+    (``fixed``) without the zero bytes that pad them, as the binlog gives them. Only a
+    BINARY's: a VARBINARY or BLOB keeps the bytes written, and b'ab' and b'ab\\0' are two
+    values (stripped from every value, a change between them met no conflict)."""
+    for name in fixed or ():
+        if isinstance(row.get(name), bytes):
+            row[name] = row[name].rstrip(b"\0")
     for name in bits:
         if isinstance(row.get(name), bytes):
             row[name] = int.from_bytes(row[name], "big")
@@ -382,26 +458,44 @@ def _as_binlog(row: Row, bits: list[str], kept: dict[str, str]) -> Row:
     return row
 
 
+def missing_columns(before: Row | None, now: Row | None) -> list[str]:
+    """The columns of a before image the target's row has none of (names compared as the
+    server does, without case)."""
+    if before is None or now is None:
+        return []
+    names = {name.lower() for name in now}
+    return [name for name in before if name.lower() not in names]
+
+
+_ABSENT = object()
+
+
 def same_row(before: Row | None, now: Row | None) -> bool:
+    """Whether the target's row ``now`` holds the before image's values: every column of
+    it, found by name without case (a source's ``Status`` is the target's ``status``:
+    compared only where the names were spelled alike, a change of it on the target met no
+    conflict); a column the target lacks differs (:func:`missing_columns` refuses it)."""
     if before is None or now is None:
         return before is None and now is None
-    return all(_plain(value) == _plain(now[name]) for name, value in before.items()
-               if name in now)
+    held = {name.lower(): value for name, value in now.items()}
+    return all(_plain(value) == _plain(held.get(name.lower(), _ABSENT))
+               for name, value in before.items())
 
 
 _ZERO = "0000-00-00 00:00:00"
 
 
 def _plain(value: Any) -> Any:
-    """A value from the binlog or from a SELECT in one comparable form (a BINARY value
-    without the zero bytes that pad it, as the binlog gives it). Text is compared as its
+    """A value from the binlog or from a SELECT in one comparable form (an empty binary
+    value as ``''``; a SELECT's BINARY(n) comes without the zero bytes that pad it, as the
+    binlog gives it: :func:`current_rows`). Text is compared as its
     characters, also text that looks like JSON: a VARCHAR, a TEXT or MariaDB's JSON (a
     LONGTEXT) keeps the bytes written, so '{"a": 1, "b": 2}' and '{"b": 2, "a": 1}' are two
     values (read as one, the losing side met no conflict where both sides rewrote a
     document, and wrote its own over the winner's). MySQL's binary JSON is not read from
     its binlog (node.extract.decodetypes refuses it)."""
     if isinstance(value, bytes):
-        return value.rstrip(b"\0") or ""
+        return value or ""
     if isinstance(value, str) and value.startswith(_ZERO) and "." in value:
         return value.rstrip("0").rstrip(".")  # a TIMESTAMP(n)'s zero: the binlog's has no
         # fraction, a SELECT's has n zeros (a DATETIME(n)'s text keeps them both ways)
