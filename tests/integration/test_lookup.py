@@ -13,8 +13,9 @@ from node.extract.chunks import SplitKey
 from node.extract.lookup import Lookup
 from node.extract.reads import columns_of
 from node.snapshot.tasks import ReadTask, run
+from node.target.mysql.currentrows import current_rows
 from node.target.mysql.facts import read_facts
-from node.target.mysql.twoway import LoopGuard, current_rows
+from node.target.mysql.twoway import LoopGuard
 from node.verify.readers import keys_in as verify_keys_in
 from node.verify.values import decoded, read_columns, select_list
 from shared import confinement

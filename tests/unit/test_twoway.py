@@ -1,5 +1,5 @@
-"""node/target/mysql/twoway.py: the images a conflict check compares, and value comparison
-across the binlog's and a SELECT's types."""
+"""node/target/mysql/twoway.py and currentrows.py: the images a conflict check compares,
+and value comparison across the binlog's and a SELECT's types."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.target.mysql import twoway
+from node.target.mysql import currentrows, twoway
+from node.target.mysql.currentrows import same_row
 from node.target.mysql.facts import TableFacts
 from node.target.mysql.render import Column
-from node.target.mysql.twoway import LoopGuard, same_row, touched_keys
+from node.target.mysql.twoway import LoopGuard, touched_keys
 from node.target.mysql.writes import Writes
 from shared.errors import ConfigError
 from shared.model import BinlogPosition, PipelineParams
@@ -60,7 +61,7 @@ def test_columns_are_found_without_case_and_one_the_target_lacks_is_refused(
     assert not same_row({"id": 1, "Status": "old"}, {"id": 1, "status": "changed"})
     assert same_row({"ID": 1, "Status": "old"}, {"id": 1, "status": "old", "extra": 2})
     assert not same_row({"id": 1, "gone": 1}, {"id": 1})
-    assert twoway.missing_columns({"id": 1, "Gone": 1, "V": 2}, {"id": 1, "v": 2}) == ["Gone"]
+    assert currentrows.missing_columns({"id": 1, "Gone": 1, "V": 2}, {"id": 1, "v": 2}) == ["Gone"]
     update = change(1, ChangeType.UPDATE, (1,), {"id": 1, "v": "a", "Gone": 1},
                     {"id": 1, "v": "b", "Gone": 2})
     with pytest.raises(ConfigError, match=r"pipeline c.back \(two-way\), processId 1: "
@@ -75,7 +76,7 @@ def test_only_a_binary_columns_zero_padding_is_left_out() -> None:
     assert not same_row({"h": b"ab"}, {"h": b"ab\0"})
     assert not same_row({"h": b""}, {"h": b"\0\0"})
     assert same_row({"h": ""}, {"h": b""})
-    assert twoway.plain_key((b"ab",)) != twoway.plain_key((b"ab\0",))
+    assert currentrows.plain_key((b"ab",)) != currentrows.plain_key((b"ab\0",))
 
     class Cursor:
         description = (("k", 254), ("h", 254), ("v", 252))
@@ -89,7 +90,7 @@ def test_only_a_binary_columns_zero_padding_is_left_out() -> None:
     columns = {"k": Column("binary", None, column_type="binary(4)"),
                "h": Column("binary", None, column_type="binary(2)"),
                "v": Column("varbinary", None, column_type="varbinary(4)")}
-    assert twoway.current_rows(Cursor(), "s", "t", ("k",), [(b"ab\0\0",)], columns) == {
+    assert currentrows.current_rows(Cursor(), "s", "t", ("k",), [(b"ab\0\0",)], columns) == {
         (b"ab",): {"k": b"ab", "h": b"x", "v": b"y\0"}}
 
 
@@ -102,7 +103,7 @@ def test_text_that_looks_like_json_compares_by_its_bytes() -> None:
     assert not same_row({"t": "[1, 2]"}, {"t": "[1,2]"})
     assert not same_row({"t": '{"a": 1.0}'}, {"t": '{"a": 1.00}'})
     assert same_row({"t": '{"b": 2, "a": 1}'}, {"t": '{"b": 2, "a": 1}'})
-    assert twoway.plain_key(('{"a":1}',)) != twoway.plain_key(('{"a": 1}',))
+    assert currentrows.plain_key(('{"a":1}',)) != currentrows.plain_key(('{"a": 1}',))
     # a value a processor gives as a dict or list compares as the text Load writes of it
     assert same_row({"doc": {"b": 1, "a": "é"}}, {"doc": '{"b": 1, "a": "é"}'})
     assert not same_row({"doc": {"b": 1, "a": 2}}, {"doc": '{"a": 2, "b": 1}'})
