@@ -51,7 +51,7 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     found: list[Unit] = []
     taken: set[int] = set()
     count = 0
-    for target, (numbers, mapping) in _candidates(compiled, part).items():
+    for target, (numbers, mapping) in candidates(compiled, part).items():
         table = spec.facts.get(target, _NO_FACTS)
         plan = loaddata.plan(table.columns, table.triggers)
         if table.ordered(mapping.target_keys) or plan is None or \
@@ -73,7 +73,7 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     return found, frozenset(taken), count
 
 
-def _candidates(compiled: CompiledPipeline, part: Part
+def candidates(compiled: CompiledPipeline, part: Part
                 ) -> dict[Target, tuple[list[int], Any]]:
     """Target tables fed in this part only by inserts, each through one simple pair from
     source tables that feed nothing else: their table-map numbers and that pair's mapping."""
@@ -110,7 +110,7 @@ def _decoded(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
              table: TableFacts) -> Made:
     """The first row's place, the rows, their [row changes, bytes] by number and their
     statements (None: too few rows for LOAD DATA, or a value it cannot take), decoded."""
-    first, rows, counted = _rows(spec, part, numbers, mapping)
+    first, rows, counted = mapped_rows(spec, part, numbers, mapping)
     sqls = loaddata.replaces(mapping.schema, mapping.table, rows, table.columns,
                              table.triggers) if len(rows) >= spec.load_data_min_rows else None
     return first, len(rows), counted, sqls
@@ -154,10 +154,12 @@ def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
         if rows >= spec.load_data_min_rows else None
 
 
-def _rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any
-          ) -> tuple[int, list[dict[str, Any]], dict[int, tuple[int, int]]]:
+def mapped_rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
+                runs: list[tuple[int, int]] | None = None
+                ) -> tuple[int, list[dict[str, Any]], dict[int, tuple[int, int]]]:
     """The first row's place, the rows as the target takes them (in source order) and the
-    [row changes, their bytes] of each number (as :func:`node.extract.job.decoded`)."""
+    [row changes, their bytes] of each number (as :func:`node.extract.job.decoded`);
+    ``runs`` gets each event's place in the batch and rows."""
     rows: list[dict[str, Any]] = []
     first = -1
     counted: dict[int, tuple[int, int]] = {}
@@ -169,6 +171,8 @@ def _rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any
             if first < 0:
                 first = place << ROW_BITS
             rows += [map_row(after, keys) for _, after in images]
+            if runs is not None:
+                runs.append((place, len(images)))
             had = counted.get(number, (0, 0))
             counted[number] = (had[0] + len(images),
                                had[1] + length - layouts[number].event_head())

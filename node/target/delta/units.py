@@ -131,19 +131,33 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
     columns = _columns(facts, rows)
     arrays = [_array(column, [row.get(column.name) for row in rows], where)
               for column in columns]
-    names = [column.name for column in columns]
-    fields = [pa.field(column.name, array.type) for column, array in zip(columns, arrays,
-                                                                           strict=True)]
     absent = pa.array([before is None for before in befores], pa.bool_())
     if absent.true_count == len(befores):  # inserts only: no before image
-        before_arrays = [pa.nulls(len(befores), field.type) for field in fields]
+        before_arrays = None
     else:
         before_arrays = [_array(column, [(b or {}).get(column.name) for b in befores], where)
                          for column in columns]
+    return _logged(pa.array([_OPS[change.type] for change in changes], pa.string()), of_txn,
+                   seqs, transactions, columns, arrays, absent, before_arrays)
+
+
+def _logged(ops: Any, of_txn: list[int], seqs: list[int],
+            transactions: Sequence[tuple[int, str, str, int]], columns: list[LakeColumn],
+            arrays: list[Any], absent: Any, before_arrays: list[Any] | None) -> Any:
+    """A change log's table: each change's op, its transaction's meta (``of_txn``: its
+    index in ``transactions``, or past them: none known), its order in the transaction,
+    its row and its before image (``before_arrays`` None: none has one)."""
+    import pyarrow as pa
+
+    names = [column.name for column in columns]
+    fields = [pa.field(column.name, array.type) for column, array in zip(columns, arrays,
+                                                                           strict=True)]
+    if before_arrays is None:
+        before_arrays = [pa.nulls(len(absent), field.type) for field in fields]
     before = pa.StructArray.from_arrays(before_arrays, fields=fields, mask=absent)
     index = pa.array(of_txn, pa.int32())
     ends = pa.array([txn[1] for txn in transactions] + [""], pa.string()).take(index)
-    meta = [pa.array([_OPS[change.type] for change in changes], pa.string()), ends,
+    meta = [ops, ends,
             pa.array([txn[2] for txn in transactions] + [""], pa.string()).take(index),
             pa.array([_stamp(txn[3]) for txn in transactions] + [None],
                      pa.timestamp("us", tz="UTC")).take(index),
