@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from node.changes import Batch, ChangeType, RowChange
-from node.extract import copylines, inserts, reach
+from node.extract import copylines, inserts, lakeinserts, reach
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.keycheck import KeyCollations, read_source_columns
@@ -105,8 +105,10 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
         max(part.lengths, default=0) > BIG_VALUE // 4
     straight: list[Unit] = []
     taken, straight_rows = frozenset[int](), 0
-    if not (big or part.reads or spec.one_by_one or spec.changes_only) and \
-            spec.load_data_min_rows:  # runs of inserts go straight to LOAD DATA lines
+    straightway = not (big or part.reads or spec.one_by_one or spec.changes_only)
+    if straightway and spec.target == "delta":  # runs of inserts go straight to Arrow rows
+        straight, taken, straight_rows = lakeinserts.units(compiled, spec, part, counted)
+    elif straightway and spec.load_data_min_rows:  # … or to LOAD DATA lines
         straight, taken, straight_rows = inserts.units(compiled, spec, part, counted)
     numbered = decoded(part, spec.checksum, counted, taken)
     if as_rows:

@@ -54,6 +54,63 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     return units
 
 
+def inserted(name: tuple[str, str, str], push_weight: int, keys: tuple[str, ...],
+             rows: list[Row], runs: Sequence[tuple[int, int]], spec: JobSpec) -> Unit | None:
+    """The unit :func:`render` makes of a lake table's changes when the part only inserts
+    into it, made from the inserted rows as their pair maps them (in source order, merged by
+    ``keys``) and each rows event's place in the batch and rows: no change made of each row.
+    None where a key is inserted twice (a key that is not unique on the source: the merge
+    keeps its last row) or there is no row."""
+    import pyarrow as pa
+
+    facts = spec.facts.get(name) or LakeFacts()
+    where = f"{name[1]}.{name[2]}"
+    count = len(rows)
+    first = next((place << ROW_BITS for place, found in runs if found), None)
+    if first is None or count != sum(found for _, found in runs):
+        return None
+    if facts.mode == CHANGELOG:
+        table = _inserts_logged(rows, runs, facts, spec.transactions, where)
+    else:
+        if len(keys) == 1:
+            key = keys[0]
+            distinct = len({row[key] for row in rows})
+        else:
+            distinct = len(set(zip(*[[row[key] for row in rows] for key in keys],
+                                   strict=True)))
+        if not keys or distinct != count:
+            return None
+        table = as_arrow(facts, rows, where).append_column(
+            DELETE_FLAG, pa.array([False] * count, pa.bool_()))
+    return Unit(*name, push_weight, first, [], count, facts.keys,
+                data=ipc(table, facts.partition_by))
+
+
+def _inserts_logged(rows: list[Row], runs: Sequence[tuple[int, int]], facts: LakeFacts,
+                    transactions: Sequence[tuple[int, str, str, int]], where: str) -> Any:
+    """:func:`changelog` of inserts only: the transaction found per rows event."""
+    import pyarrow as pa
+
+    starts = [txn[0] for txn in transactions]
+    of_txn: list[int] = []
+    seqs: list[int] = []
+    for place, found in runs:
+        at = bisect.bisect_right(starts, place) - 1
+        if at < 0:  # before the first transaction: none known
+            at, first = len(transactions), 0
+        else:
+            first = starts[at]
+        start = (place - first) << ROW_BITS
+        of_txn += [at] * found
+        seqs += range(start, start + found)
+    columns = _columns(facts, rows)
+    arrays = [_array(column, [row.get(column.name) for row in rows], where)
+              for column in columns]
+    count = len(rows)
+    return _logged(pa.array(["I"] * count, pa.string()), of_txn, seqs, transactions,
+                   columns, arrays, pa.array([True] * count, pa.bool_()), None)
+
+
 def _seq(change: TargetChange) -> int:
     return change.seq
 
