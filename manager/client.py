@@ -27,6 +27,7 @@ from shared.errors import (
     ManagerUnavailableError,
     NotFoundError,
     NotLeaderError,
+    PermissionDeniedError,
     SetlError,
 )
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
@@ -42,7 +43,8 @@ CHANNEL_OPTIONS = (("grpc.max_receive_message_length", -1),
 _TRANSPORT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _ERRORS = {grpc.StatusCode.NOT_FOUND: NotFoundError, grpc.StatusCode.ABORTED: ConflictError,
            grpc.StatusCode.INVALID_ARGUMENT: ConfigError,
-           grpc.StatusCode.UNAUTHENTICATED: AuthenticationError}
+           grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
+           grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError}
 _TLS_WORDS = ("ssl", "tls", "handshake", "certificate")
 
 

@@ -34,6 +34,7 @@ MANAGER_THREADS = 32  # the API's gRPC threads: 8 kept from subscription readers
 def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
     # everything a reference or a file can get wrong fails here, before ZooKeeper
     check = auth.resolve_token(config)
+    readers = auth.resolve_readers(config, check)
     metrics = ManagerMetrics()
     notifier = Notifier(config.alarms.webhooks, config.address, config.security,
                         sent=lambda outcome: metrics.notifications.labels(outcome).inc())
@@ -55,8 +56,8 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
         monitor, metrics, lambda: _role(config, election), check,
         secure=config.api.tls is not None).handle, "the status page (web.listen)",
         _web_tls(config.api.tls))
-    interceptors = [auth.TokenInterceptor(
-        check, lambda reason: metrics.refused.labels(reason).inc())] if check else []
+    interceptors = [auth.ApiInterceptor(
+        check, readers, lambda reason: metrics.refused.labels(reason).inc())] if check else []
     # (a subscription's reader holds a thread while it reads: see rpcserver.Readers)
     server = rpcserver.server(MANAGER_THREADS, interceptors)
     servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access,
@@ -71,8 +72,9 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
         election.start()  # before serving: the first answer already knows who leads
         monitor.start()
         server.start()
-        log.info("event=manager_started listen=%s tls=%s token=%s web=%s zk=%s root=%s",
-                 config.listen, "yes" if credentials else "no", "yes" if check else "no",
+        log.info("event=manager_started listen=%s tls=%s token=%s readers=%d web=%s zk=%s "
+                 "root=%s", config.listen, "yes" if credentials else "no",
+                 "yes" if check else "no", len(readers),
                  servicer.web_url, config.zookeeper.hosts, config.zookeeper.root)
         shutdown.wait()
     finally:

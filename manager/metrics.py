@@ -38,7 +38,7 @@ class ManagerMetrics:
             ["reason"], registry=self.registry)
         for outcome in ("sent", "failed"):
             self.notifications.labels(outcome)
-        for reason in ("no_token", "wrong_token"):
+        for reason in ("no_token", "wrong_token", "not_allowed"):
             self.refused.labels(reason)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)

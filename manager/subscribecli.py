@@ -71,7 +71,8 @@ def add_command(commands: Any) -> None:
                            "(mysql-bin.000003:4), a MariaDB GTID position (0-1-100) or a "
                            "MySQL GTID set (uuid:1-23; uuid:23 means uuid:1-23); stops and "
                            "starts its channel, which runs on where it was when the position "
-                           "cannot be set")
+                           "cannot be set (the manager's admin token: a reader's own token, "
+                           "api.readers, may not move it)")
     subscribe.add_argument("--timeout", type=float, default=60.0,
                            help="--from: seconds to wait for the channel to stop and start")
 

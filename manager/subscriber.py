@@ -59,8 +59,9 @@ class Subscriber:
                  retry_s: float = 1.0, give_up_s: float = 120.0, start: str = "",
                  look: bool = False) -> None:
         """``start``: move the subscription first to ``latest``, ``FILE:POS`` or a GTID
-        (:func:`move`: its channel is stopped and started again); by default it goes on
-        after what was acknowledged. ``look``: read what is not acknowledged without
+        (:func:`move`: its channel is stopped and started again, which takes the manager's
+        admin token; a reader's own token, ``api.readers``, is refused); by default it goes
+        on after what was acknowledged. ``look``: read what is not acknowledged without
         acknowledging anything and without taking the subscription over from its reader
         (refused, raising SetlError, while one reads)."""
         self.channel, self.pipeline, self.start = channel, pipeline, start

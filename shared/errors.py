@@ -93,6 +93,11 @@ class AuthenticationError(SetlError):
     """The manager refused a call: no token, or not the token it was configured with."""
 
 
+class PermissionDeniedError(AuthenticationError):
+    """The manager knows the token but it does not allow this call (a subscription reader's
+    token outside its channels, or for the admin API)."""
+
+
 class SourceError(SetlError):
     """The source database is unreachable or misconfigured for replication."""
 

@@ -19,6 +19,7 @@ from shared.settings import TlsSettings
 
 log = logging.getLogger("setl.rpcauth")
 NO_TOKEN, WRONG_TOKEN = "no_token", "wrong_token"
+NOT_ALLOWED = "not_allowed"  # a token this server knows, for other calls than this one
 MESSAGES = {
     NO_TOKEN: "this manager requires a token: pass --token or set SETL_TOKEN (the value, or "
               "file:PATH of a file holding it) to the token its operator configured "
@@ -74,13 +75,19 @@ class TokenInterceptor(grpc.ServerInterceptor):
         reason = self.check.problem(metadata.get("authorization"))
         if reason is None:
             return continuation(details)
+        return self.deny(details.method, reason, grpc.StatusCode.UNAUTHENTICATED,
+                         self.messages[reason])
+
+    def deny(self, method: str, reason: str, code: grpc.StatusCode, message: str,
+             who: str = "") -> Any:
+        """A handler refusing the call with ``code`` and ``message`` (counted, logged with
+        ``who`` made it: never a token)."""
         self.refused(reason)
-        method = details.method
 
         def deny(request: Any, context: grpc.ServicerContext) -> Any:
-            log.warning("event=rpc_refused method=%s reason=%s peer=%s", method, reason,
-                        context.peer())
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, self.messages[reason])
+            log.warning("event=rpc_refused method=%s reason=%s%s peer=%s", method, reason,
+                        f" caller={who}" if who else "", context.peer())
+            context.abort(code, message)
         return grpc.unary_unary_rpc_method_handler(deny)
 
 

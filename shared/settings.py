@@ -42,11 +42,22 @@ class TlsSettings:
 
 
 @dataclass(frozen=True)
+class ReaderSettings:
+    """A subscription reader's own token (``api.readers``): with it a caller may only read
+    the subscriptions of ``channels`` (Subscribe, GetChannel), never the admin API."""
+
+    token: str  # a reference (${SETL_...} or file:/path) to the reader's bearer token
+    channels: tuple[str, ...]
+    line: int = field(default=0, compare=False)  # where it is written, for messages
+
+
+@dataclass(frozen=True)
 class ApiSettings:
     """Who may call the manager's API (and open its status page)."""
 
     token: str = ""  # a reference (${SETL_...} or file:/path) to the bearer token; "": none
     tls: TlsSettings | None = None
+    readers: tuple[ReaderSettings, ...] = ()  # the manager's only: subscription readers
 
 
 @dataclass(frozen=True)
@@ -185,12 +196,14 @@ def _level(item: Field) -> object:
 def load_manager(path: str | Path | None) -> ManagerSettings:
     top, issues = _read(path)
     defaults = ManagerSettings()
-    api, alarms = _api(top, _base(path)), read_alarms(top.field("alarms"), _base(path))
+    api = _api(top, _base(path), readers=True)
+    alarms = read_alarms(top.field("alarms"), _base(path))
     nodes = _nodes(top, _base(path))
     # the manager's own secrets are never a definition's password
     security = dataclasses.replace(_security(top, path), reserved=tuple(
         reference for reference in (
-            api.token, nodes.token, *(hook.token for hook in alarms.webhooks)) if reference))
+            api.token, *(reader.token for reader in api.readers), nodes.token,
+            *(hook.token for hook in alarms.webhooks)) if reference))
     settings = ManagerSettings(
         top.get("listen", lambda f: f.string(_address), defaults.listen),
         top.get("advertise", lambda f: f.string(_address), ""),
@@ -255,7 +268,9 @@ def _nodes(top: Mapping, base: Path) -> NodeAccess:
     return NodeAccess(token, ca if ca is not MISSING else None)
 
 
-def _api(top: Mapping, base: Path) -> ApiSettings:
+def _api(top: Mapping, base: Path, readers: bool = False) -> ApiSettings:
+    """``api``: its token and TLS; the manager's (``readers``) also its subscription readers'
+    tokens (a node has none: it reports ``readers`` as an unknown key)."""
     found = top.field("api")
     entry = found.mapping() if found else None
     if entry is None:
@@ -271,8 +286,52 @@ def _api(top: Mapping, base: Path) -> ApiSettings:
         section.close()
         if cert is not MISSING and key is not MISSING:
             tls = TlsSettings(cert, key, client_ca)
+    found = entry.field("readers") if readers else None
+    listed: tuple[ReaderSettings, ...] = ()
+    if found is not None:
+        if not token:
+            found.fail("reader tokens restrict callers of an API that has a token: set "
+                       "api.token too (without it the API asks no caller for a token)")
+        else:
+            listed = _readers(found, token)
     entry.close()
-    return ApiSettings(token, tls)
+    return ApiSettings(token, tls, listed)
+
+
+def _readers(item: Field, admin: str) -> tuple[ReaderSettings, ...]:
+    """``api.readers``: ``[{token: REFERENCE, channels: [NAME, ...]}, ...]``, each token its
+    own (not api.token's, not another reader's)."""
+    if not item.is_list():
+        item.expected("a list of {token, channels}")
+        return ()
+    found: list[ReaderSettings] = []
+    seen = {admin: "api.token"}
+    for element in item.items():
+        entry = element.mapping()
+        if entry is None:
+            continue
+        token_field = entry.field("token", required=True)
+        token = token_field.string(reference_problem) if token_field else MISSING
+        channels = entry.get("channels", _channel_names, required=True)
+        entry.close()
+        if token_field is None or token is MISSING or channels is MISSING:
+            continue
+        if token in seen:
+            token_field.fail(f"the same reference as {seen[token]}: give each reader a token "
+                             "of its own (one reader may list several channels)")
+            continue
+        seen[token] = f"{element.path}.token"
+        found.append(ReaderSettings(token, channels, element.node.start_mark.line + 1))
+    return tuple(found)
+
+
+def _channel_names(item: Field) -> object:
+    if not item.is_list():
+        return item.expected("a non-empty list of channel names")
+    if not item.node.value:
+        return item.fail("expected the channels this token may read, got an empty list")
+    names = [entry.string() for entry in item.items()]
+    return MISSING if MISSING in names else tuple(names)
 
 
 def _web(top: Mapping) -> WebSettings:

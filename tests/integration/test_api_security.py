@@ -60,11 +60,14 @@ def secured(daemons: list[Daemon], daemon_config: Callable[..., Path], tmp_path:
     secrets.mkdir()
     (secrets / "api-token").write_text(TOKEN + "\n")
 
-    def start(tls: dict[str, str] | None = None) -> tuple[str, Daemon]:
+    def start(tls: dict[str, str] | None = None,
+              readers: list[dict[str, object]] | None = None) -> tuple[str, Daemon]:
         address = f"127.0.0.1:{free_port()}"
         api: dict[str, object] = {"token": f"file:{secrets}/api-token"}
         if tls:
             api["tls"] = tls
+        if readers:
+            api["readers"] = readers
         config = daemon_config("manager", api=api, security={
             "secret_dirs": [str(secrets), str(sandbox.secret_file.parent)]})
         daemon = Daemon([str(BIN / "setl-manager"), "--config", str(config), "--listen",
@@ -135,6 +138,76 @@ def test_without_the_token_nothing_changes_and_nothing_shows(
     log = daemon.output()
     assert "event=rpc_refused method=/setl.v1.ManagerService/Apply reason=no_token" in log
     assert TOKEN not in log
+
+
+READER = "s3cret-reader-token-for-tests"
+READER_CHANNELS = """
+sources:
+  - {{name: src, host: 127.0.0.1, port: {port}, user: setl, password: "file:{secret}"}}
+channels:
+  - name: reader-guarded
+    pipelines:
+      - {{name: forward, source: src, target: src, pairs: [{{source: a.t, target: b.t}}]}}
+  - name: reader-other
+    pipelines:
+      - {{name: forward, source: src, target: src, pairs: [{{source: a.t, target: c.t}}]}}
+"""
+
+
+def test_a_readers_token_reads_its_channel_and_does_nothing_else(
+        secured, capsys, tmp_path: Path, sandbox: Sandbox, zk_client: KazooClient,
+        zk_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """api.readers on a real manager: the reader's token (an environment variable here)
+    passes to Subscribe of its own channel only (this one is no subscription: the manager
+    itself says so), every admin call and a --from move are refused with what the token may
+    do, ZooKeeper untouched; the status page does not take it."""
+    monkeypatch.delenv("SETL_TOKEN", raising=False)
+    monkeypatch.setenv("SETL_READER_GUARDED", READER)
+    address, daemon = secured(readers=[{"token": "${SETL_READER_GUARDED}",
+                                        "channels": ["reader-guarded"]}])
+    definitions = tmp_path / "readers.yaml"
+    definitions.write_text(READER_CHANNELS.format(port=sandbox.servers()["source"].port,
+                                                  secret=sandbox.secret_file))
+    assert run_cli(capsys, "--manager", address, "--token", TOKEN, "apply", "-f",
+                   str(definitions))[0] == 0
+    stored = dump(zk_client, zk_root)
+    allowed = ("this token is a subscription reader's (api.readers[0] of the manager's "
+               "configuration): it may only read channel reader-guarded (setl subscribe, "
+               "Subscriber), not ")
+    reader = ["--manager", address, "--token", READER]
+    for args, doing in [
+            (["channel", "start", "reader-guarded"], "SetChannelStatus (moving a "),
+            (["channel", "delete", "reader-guarded"], "DeleteChannel"),
+            (["channel", "list"], "ListChannels"),
+            (["apply", "-f", str(definitions)], "Apply"),
+            (["subscribe", "reader-guarded", "--from", "latest"], "SetChannelStatus (moving a "),
+            (["subscribe", "reader-other"], "channel reader-other")]:
+        code, _, err = run_cli(capsys, *reader, *args)
+        assert code == 1 and f"{allowed}{doing}" in err, (args, err)
+        assert "needs the manager's admin token (api.token)" in err
+    assert dump(zk_client, zk_root) == stored  # nothing stopped, moved, redefined, deleted
+    # its own channel: past the token check, to the manager's own answer
+    code, _, err = run_cli(capsys, *reader, "subscribe", "reader-guarded", "--count", "1")
+    assert code == 1 and "pipeline reader-guarded.forward writes src (mysql), not a " \
+        "subscription" in err, err
+    code, _, err = run_cli(capsys, "--manager", address, "--token", READER + "x", "subscribe",
+                           "reader-guarded")
+    assert code == 1 and "this manager refused the token given" in err
+
+    page = web_url(daemon)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urllib.request.Request(
+            f"{page}metrics", headers={"Authorization": f"Bearer {READER}"}), timeout=10)
+    assert refused.value.code == 401
+    request = urllib.request.Request(f"{page}metrics",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert 'setl_manager_rpc_refused_total{reason="not_allowed"} 6.0' in \
+            answer.read().decode()
+    log = daemon.output()
+    assert "event=rpc_refused method=/setl.v1.ManagerService/Subscribe reason=not_allowed " \
+        "caller=api.readers[0] channel=reader-other" in log
+    assert "readers=1" in log and READER not in log and TOKEN not in log
 
 
 def test_beyond_loopback_without_a_token_the_manager_does_not_start(

@@ -17,6 +17,7 @@ from shared.settings import (
     ManagerSettings,
     MetricsSettings,
     NodeSettings,
+    ReaderSettings,
     SparkSettings,
     TlsSettings,
     WebSettings,
@@ -437,3 +438,59 @@ def test_a_node_reachable_from_other_machines_needs_a_token(tmp_path: Path) -> N
     check, credentials = rpc_access(load_node(config))
     assert check is not None and check.problem("Bearer t0ken") is None and credentials is None
     assert rpc_access(load_node(None)) == (None, None)  # loopback: no token needed
+
+
+def test_subscription_readers_are_read_each_with_its_channels(tmp_path: Path) -> None:
+    path = write(tmp_path, """\
+api:
+  token: file:secrets/api-token
+  readers:
+    - token: ${SETL_READER_ORDERS}
+      channels: [orders_feed]
+    - {token: "file:secrets/billing-reader", channels: [billing, ledger]}
+""")
+    settings = load_manager(path)
+    assert settings.api == ApiSettings("file:secrets/api-token", None, (
+        ReaderSettings("${SETL_READER_ORDERS}", ("orders_feed",)),
+        ReaderSettings("file:secrets/billing-reader", ("billing", "ledger"))))
+    assert [reader.line for reader in settings.api.readers] == [4, 6]
+    # a reader's token is setl's own: never a definition's password
+    assert settings.security.reserved == ("file:secrets/api-token", "${SETL_READER_ORDERS}",
+                                          "file:secrets/billing-reader")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("api:\n  readers:\n    - {token: '${SETL_R}', channels: [a]}\n",
+     ["settings.yaml:3: api.readers: reader tokens restrict callers of an API that has a "
+      "token: set api.token too (without it the API asks no caller for a token)"]),
+    ("api:\n  token: file:secrets/api-token\n  readers:\n"
+     "    - {token: s3cret, channels: []}\n"
+     "    - {channels: [x], tokn: '${SETL_X}'}\n"
+     "    - {token: 'file:secrets/api-token', channels: [c]}\n"
+     "    - {token: '${SETL_A}', channels: [a]}\n"
+     "    - {token: '${SETL_A}', channels: b}\n",
+     ["settings.yaml:4: api.readers[0].token: expected a reference, ${SETL_NAME} (an "
+      "environment variable) or file:/path (a file holding the secret), not the secret "
+      "itself",
+      "settings.yaml:4: api.readers[0].channels: expected the channels this token may read, "
+      "got an empty list",
+      "settings.yaml:5: api.readers[1].token: required field is missing",
+      "settings.yaml:5: api.readers[1].tokn: unknown key; did you mean 'token'?",
+      "settings.yaml:6: api.readers[2].token: the same reference as api.token: give each "
+      "reader a token of its own (one reader may list several channels)",
+      'settings.yaml:8: api.readers[4].channels: expected a non-empty list of channel '
+      'names, got "b"']),
+    ("api:\n  token: file:secrets/api-token\n  readers: {token: '${SETL_A}'}\n",
+     ["settings.yaml:3: api.readers: expected a list of {token, channels}, got a mapping"]),
+])
+def test_subscription_reader_mistakes_name_file_line_and_field(tmp_path: Path, text: str,
+                                                               expected: list[str]) -> None:
+    path = write(tmp_path, text)
+    assert errors(load_manager, path) == [line.replace("settings.yaml", str(path))
+                                          for line in expected]
+
+
+def test_a_node_has_no_subscription_readers(tmp_path: Path) -> None:
+    path = write(tmp_path, "api:\n  token: file:secrets/t\n  readers: []\n")
+    assert errors(load_node, path) == [
+        f"{path}:3: api.readers: unknown key; known keys: tls, token"]
