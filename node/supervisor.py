@@ -29,6 +29,7 @@ from shared.zk import ZkPaths
 log = logging.getLogger("setl.node.supervisor")
 # what a runner runs: its channel's version, and (name, version) of each source it uses
 Definition = tuple[int, frozenset[tuple[str, int]]]
+STOP_WAIT_S = 30.0  # how long a reconcile waits for the runners it stops, all together
 
 
 def sources_of(pipeline: Pipeline) -> set[str]:
@@ -71,10 +72,13 @@ class Supervisor:
                                                                      (record.version, used))
         with self._lock:
             current = dict(self.runners)
-        for pid, (runner, definition) in current.items():
-            if pid not in desired or desired[pid][2] != definition:
-                self._stop(pid, runner)
-            elif runner.state in ("fenced", LOST_OWNERSHIP) and not runner.alive:
+        going = {pid: runner for pid, (runner, definition) in current.items()
+                 if pid not in desired or desired[pid][2] != definition}
+        self._stop(going)
+        for pid, (runner, _) in current.items():
+            if pid in going:
+                continue
+            if runner.state in ("fenced", LOST_OWNERSHIP) and not runner.alive:
                 with self._lock:  # another owner has it; ours may take it back later
                     self.runners.pop(pid, None)
             elif runner.state == "failed" and not runner.alive and \
@@ -150,21 +154,30 @@ class Supervisor:
         log.info("event=pipeline_assigned pipeline=%s node=%d version=%d epoch=%d", pid,
                  self.node_id, record.version, epoch)
 
-    def _stop(self, pid: str, runner: PipelineRunner, wait_s: float = 30.0) -> None:
-        """Stop one runner (its definition changed or went), then give the pipeline up. A
-        shutdown meanwhile leaves it to :meth:`stop_all`."""
-        runner.request_stop()
-        deadline = time.monotonic() + wait_s
-        while not runner.join(0.2) and time.monotonic() < deadline:
-            if self.closing.is_set():
-                return
-        with self._lock:
-            self.runners.pop(pid, None)
-            if runner.alive:
-                self._leaving.append(runner)
-        self.publish(runner)
-        if not runner.alive:
-            self._release(pid)
+    def _stop(self, runners: Mapping[str, PipelineRunner]) -> None:
+        """Stop these runners (their definitions changed or went), all at once, and wait for
+        them against one deadline, :data:`STOP_WAIT_S` (a source many pipelines use waited
+        that long once per pipeline, and no other channel was acted on meanwhile); then give up the
+        pipelines of those that ended. One not ended yet is left to :meth:`_release_left`.
+        A shutdown meanwhile leaves them to :meth:`stop_all`."""
+        if not runners:
+            return
+        for runner in runners.values():
+            runner.request_stop()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for runner in runners.values():
+            while not runner.join(min(0.2, deadline - time.monotonic())) and \
+                    time.monotonic() < deadline:
+                if self.closing.is_set():
+                    return
+        for pid, runner in runners.items():
+            with self._lock:
+                self.runners.pop(pid, None)
+                if runner.alive:
+                    self._leaving.append(runner)
+            self.publish(runner)
+            if not runner.alive:
+                self._release(pid)
 
     def stop_all(self, wait_s: float) -> list[PipelineRunner]:
         """Stop every runner at once and wait for them, at most ``wait_s`` in all; returns

@@ -3,6 +3,7 @@ a node that always holds the pipeline)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import pytest
@@ -150,3 +151,78 @@ def test_a_failed_pipeline_is_not_started_again_from_a_snapshot_older_than_its_p
     catalog.status = (ChannelStatus.PAUSE, 3)
     supervisor.reconcile([record(ChannelStatus.START, 2)], SOURCES)
     assert len(started) == 1
+
+
+TWO_CHANNELS = load_text("""\
+sources:
+  - {name: s, host: h1}
+  - {name: t, host: h2}
+channels:
+  - name: shop
+    pipelines:
+      - name: forward
+        source: s
+        target: t
+        pairs:
+          - {source: shop.orders, target: shop.orders}
+  - name: stock
+    pipelines:
+      - name: forward
+        source: s
+        target: t
+        pairs:
+          - {source: stock.items, target: stock.items}
+""", "c.yaml")
+
+
+def test_the_runners_of_a_changed_source_are_stopped_together(
+        node: tuple[Supervisor, Catalog, list[Runner]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each was asked to stop only once the one before had ended (or waited 30 s for): a
+    source many pipelines use held the reconcile that long per pipeline. These runners
+    end only once all of them are asked (a stop each waits for, as a shared slow target)."""
+    supervisor, _, started = node
+    monkeypatch.setattr(supervisors, "STOP_WAIT_S", 5.0)  # a stop waited for one by one
+    records = [ChannelRecord(channel, 1, 0, ChannelStatus.START, 1)
+               for channel in TWO_CHANNELS.channels]
+    supervisor.reconcile(records, SOURCES)
+    first = list(started)
+    assert len(first) == 2
+    asked: list[Runner] = []
+    waited_alone: list[Runner] = []
+
+    def stop(runner: Runner) -> None:
+        asked.append(runner)
+        if len(asked) == len(first):
+            for each in first:
+                each.ended.set()
+
+    def join(runner: Runner, wait_s: float) -> bool:
+        if len(asked) < len(first):
+            waited_alone.append(runner)
+        return runner.ended.wait(wait_s)
+    for runner in first:
+        monkeypatch.setattr(runner, "request_stop", functools.partial(stop, runner))
+        monkeypatch.setattr(runner, "join", functools.partial(join, runner))
+
+    supervisor.reconcile(records, {"s": 2, "t": 1})  # source s redefined
+    assert waited_alone == []
+    assert not any(runner.alive for runner in first)
+    assert len(started) == 4
+    assert supervisor.running() == ["shop.forward", "stock.forward"]
+    assert {runner for runner, _ in supervisor.runners.values()} == set(started[2:])
+
+
+def test_a_runner_that_outlives_its_stop_is_not_replaced_until_it_ends(
+        node: tuple[Supervisor, Catalog, list[Runner]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    supervisor, _, started = node
+    monkeypatch.setattr(supervisors, "STOP_WAIT_S", 0.0)
+    supervisor.reconcile([record(ChannelStatus.START, 1)], SOURCES)
+    slow = started[0]
+    monkeypatch.setattr(slow, "request_stop", lambda: None)  # a load still running
+    supervisor.reconcile([record(ChannelStatus.START, 1, version=2)], SOURCES)
+    assert len(started) == 1 and PID not in supervisor.runners
+    slow.ended.set()
+    supervisor.reconcile([record(ChannelStatus.START, 1, version=2)], SOURCES)
+    assert len(started) == 2 and supervisor.runners[PID][0] is started[1]
