@@ -162,12 +162,14 @@ class Node:
         log.info("event=node_started node=%d address=%s compiled=%d/%d%s", self.node_id,
                  membership.info.address, len(modules) - len(pure), len(modules),
                  f" hint=\"{pure[0]}\"" if pure else "")
-        stored = Stored([], {})
+        stored, loaded = Stored([], {}), False
         try:
             while not self.shutdown.requested.is_set():
                 try:
-                    if self.watcher.changed.wait(0.5) or not stored.records:
-                        stored = self.watcher.snapshot()
+                    # read again on a change only: a node with no channels read every
+                    # source twice a second
+                    if self.watcher.changed.wait(0.5) or not loaded:
+                        stored, loaded = self.watcher.snapshot(), True
                     self._refresh(membership, stored)
                 except (KazooException, CoordinationError) as exc:
                     self._unavailable(exc)

@@ -1,9 +1,12 @@
 """Which pipelines this node runs: those of STARTed channels it is a candidate for, whose
 ``mainstem`` ephemeral znode it holds. Redefined pipelines restart with the new version, and
 so do the pipelines of a redefined source (its host, port, user: it is stored on its own);
-paused, stopped or deleted ones stop within a reconcile. Losing the ZooKeeper session stops
-every pipeline at once, also one still starting; a pipeline starts only while ZooKeeper
-answers, and never beside an earlier runner of the same pipeline that has not ended yet."""
+paused, stopped or deleted ones stop within a reconcile. A pipeline that failed for good
+starts again once its channel's status was written since it started (its pause gave way to
+the operator's ``setl channel start``), never while its pause stands. Losing the ZooKeeper
+session stops every pipeline at once, also one still starting; a pipeline starts only while
+ZooKeeper answers, and never beside an earlier runner of the same pipeline that has not
+ended yet."""
 
 from __future__ import annotations
 
@@ -19,12 +22,14 @@ from kazoo.exceptions import KazooException, NodeExistsError
 from node.pipeline import LOST_OWNERSHIP, PipelineContext, PipelineRunner
 from node.spark import SparkRunner
 from shared.catalog import Catalog, ChannelRecord
+from shared.errors import CoordinationError
 from shared.model import ChannelStatus, Pipeline
 from shared.zk import ZkPaths
 
 log = logging.getLogger("setl.node.supervisor")
 # what a runner runs: its channel's version, and (name, version) of each source it uses
 Definition = tuple[int, frozenset[tuple[str, int]]]
+STOP_WAIT_S = 30.0  # how long a reconcile waits for the runners it stops, all together
 
 
 def sources_of(pipeline: Pipeline) -> set[str]:
@@ -41,6 +46,8 @@ class Supervisor:
         self.catalog, self.spark = catalog, spark
         self.closing = closing or threading.Event()  # the node is shutting down
         self.runners: dict[str, tuple[PipelineRunner, Definition]] = {}
+        # the version of its channel's status znode each pipeline's runner started under
+        self._status_at: dict[str, int] = {}
         self._leaving: list[PipelineRunner] = []  # asked to stop, maybe not ended yet
         self._lock = threading.Lock()
         client.add_listener(self._on_state)
@@ -65,12 +72,20 @@ class Supervisor:
                                                                      (record.version, used))
         with self._lock:
             current = dict(self.runners)
-        for pid, (runner, definition) in current.items():
-            if pid not in desired or desired[pid][2] != definition:
-                self._stop(pid, runner)
-            elif runner.state in ("fenced", LOST_OWNERSHIP) and not runner.alive:
+        going = {pid: runner for pid, (runner, definition) in current.items()
+                 if pid not in desired or desired[pid][2] != definition}
+        self._stop(going)
+        for pid, (runner, _) in current.items():
+            if pid in going:
+                continue
+            if runner.state in ("fenced", LOST_OWNERSHIP) and not runner.alive:
                 with self._lock:  # another owner has it; ours may take it back later
                     self.runners.pop(pid, None)
+            elif runner.state == "failed" and not runner.alive and \
+                    self._started_again(pid, desired[pid][0]):
+                with self._lock:
+                    self.runners.pop(pid, None)
+                self._release(pid)  # and it starts again below, as any pipeline not running
         if not self.client.connected:
             return  # no pipeline starts without ZooKeeper: it decides who owns one
         self._release_left()
@@ -83,6 +98,26 @@ class Supervisor:
             held = self._acquire(pid)
             if held is not None:
                 self._start(pid, record, pipeline, definition, *held)
+
+    def _started_again(self, pid: str, record: ChannelRecord) -> bool:
+        """Whether the channel of ``pid``, whose runner failed for good and ended, was
+        started again since that runner started: its status is START at another version
+        (its pause gave way to the operator's start, or the operator started it after the
+        pause). Read afresh: the runner ended after its pause, so a pause that landed shows
+        here (``record`` may have been read before it did)."""
+        if record.status_version == self._status_at.get(pid):
+            return False
+        try:
+            status, version = self.catalog.status_at(record.channel.name)
+        except (KazooException, CoordinationError) as exc:
+            log.warning("event=status_unreadable pipeline=%s error=%r", pid, exc)
+            return False  # the next reconcile asks again
+        if status is not ChannelStatus.START or version == self._status_at.get(pid):
+            return False
+        log.info("event=pipeline_started_again pipeline=%s reason=\"failed for good; channel "
+                 "%s started again since (status version %d, the runner's %d)\"", pid,
+                 record.channel.name, version, self._status_at.get(pid, -1))
+        return True
 
     def _still_leaving(self, pid: str) -> bool:
         """Whether an earlier runner of ``pid`` has not ended yet (caller holds the lock)."""
@@ -114,25 +149,35 @@ class Supervisor:
             if pid in self.runners or self._still_leaving(pid):
                 return  # one runner per pipeline in this node, whatever happened meanwhile
             self.runners[pid] = (runner, definition)
+            self._status_at[pid] = record.status_version
         runner.start()
         log.info("event=pipeline_assigned pipeline=%s node=%d version=%d epoch=%d", pid,
                  self.node_id, record.version, epoch)
 
-    def _stop(self, pid: str, runner: PipelineRunner, wait_s: float = 30.0) -> None:
-        """Stop one runner (its definition changed or went), then give the pipeline up. A
-        shutdown meanwhile leaves it to :meth:`stop_all`."""
-        runner.request_stop()
-        deadline = time.monotonic() + wait_s
-        while not runner.join(0.2) and time.monotonic() < deadline:
-            if self.closing.is_set():
-                return
-        with self._lock:
-            self.runners.pop(pid, None)
-            if runner.alive:
-                self._leaving.append(runner)
-        self.publish(runner)
-        if not runner.alive:
-            self._release(pid)
+    def _stop(self, runners: Mapping[str, PipelineRunner]) -> None:
+        """Stop these runners (their definitions changed or went), all at once, and wait for
+        them against one deadline, :data:`STOP_WAIT_S` (a source many pipelines use waited
+        that long once per pipeline, and no other channel was acted on meanwhile); then give up the
+        pipelines of those that ended. One not ended yet is left to :meth:`_release_left`.
+        A shutdown meanwhile leaves them to :meth:`stop_all`."""
+        if not runners:
+            return
+        for runner in runners.values():
+            runner.request_stop()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for runner in runners.values():
+            while not runner.join(min(0.2, deadline - time.monotonic())) and \
+                    time.monotonic() < deadline:
+                if self.closing.is_set():
+                    return
+        for pid, runner in runners.items():
+            with self._lock:
+                self.runners.pop(pid, None)
+                if runner.alive:
+                    self._leaving.append(runner)
+            self.publish(runner)
+            if not runner.alive:
+                self._release(pid)
 
     def stop_all(self, wait_s: float) -> list[PipelineRunner]:
         """Stop every runner at once and wait for them, at most ``wait_s`` in all; returns

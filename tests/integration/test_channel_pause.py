@@ -4,17 +4,24 @@ ZooKeeper: the operator looked at the failure and ran ``setl channel start``).""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
 
+from node import pause
+from node import supervisor as supervisors
+from node.supervisor import Supervisor
 from shared.catalog import Catalog
 from shared.definitions import load_text
 from shared.model import ChannelStatus
+from shared.retry import RetryPolicy
 from shared.zk import ZkPaths
+from tests.integration.test_source_redefined import Runner
 from tests.unit.test_runner_state import runner
 
 DEFINITIONS = """\
@@ -83,3 +90,58 @@ def test_a_redefined_channel_is_not_paused_for_the_old_definition(
         zk_client: KazooClient, catalog: Catalog) -> None:
     failed_for_good(zk_client, catalog, version=0)  # the runner of an earlier definition
     assert catalog.status("shop") is ChannelStatus.START
+
+
+class Failing(Runner):
+    """A runner (no source to read) that fails for good when told, as a runner does: it
+    pauses its channel, then ends."""
+
+    def fail_for_good(self) -> None:
+        self.state = "failed"
+        ctx = dataclasses.replace(self.ctx, backoff=RetryPolicy(delay_s=0.0, max_delay_s=0.0))
+        pause.pause_channel(ctx, self.pipeline_id, threading.Event())
+        self._stopped.set()
+
+
+@pytest.fixture
+def supervisor(zk_client: KazooClient, catalog: Catalog,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
+    monkeypatch.setattr(supervisors, "PipelineRunner", Failing)
+    found = Supervisor(1, zk_client, catalog.paths, catalog, spark=None)  # type: ignore[arg-type]
+    reconcile(catalog, found)
+    yield found
+    found.stop_all(1.0)
+
+
+def reconcile(catalog: Catalog, supervisor: Supervisor) -> None:
+    """What the node does when its watcher wakes it."""
+    supervisor.reconcile(catalog.channels(), catalog.source_versions())
+
+
+def running(supervisor: Supervisor) -> Failing:
+    return supervisor.runners["shop.forward"][0]  # type: ignore[return-value]
+
+
+def test_a_failed_pipeline_runs_again_when_the_operators_start_overruled_its_pause(
+        zk_client: KazooClient, catalog: Catalog, supervisor: Supervisor,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pause gave way to the operator's start; the channel stayed started with the same
+    definition, and the node kept the dead runner for good: the start did nothing."""
+    first = running(supervisor)
+    path = catalog.paths.channel_status("shop")
+    refuse_first_pause(zk_client, path, lambda: zk_client.set(path, b"START"), monkeypatch)
+    first.fail_for_good()
+    assert catalog.status("shop") is ChannelStatus.START
+    reconcile(catalog, supervisor)
+    assert running(supervisor) is not first
+    assert supervisor.running() == ["shop.forward"]
+
+
+def test_a_failed_pipeline_whose_pause_landed_stays_stopped(
+        catalog: Catalog, supervisor: Supervisor) -> None:
+    first = running(supervisor)
+    first.fail_for_good()
+    assert catalog.status("shop") is ChannelStatus.PAUSE
+    reconcile(catalog, supervisor)
+    assert "shop.forward" not in supervisor.runners
+    assert supervisor.running() == []
