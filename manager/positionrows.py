@@ -62,10 +62,7 @@ def move_row(target: DataSource, pipeline_id: str, run: str,
     where = "WHERE pipeline_id = %s"
     if target.type == "delta":
         if to is not None and to.file:
-            raise ConflictError(f"target {target.name} is a lake: its tables cannot be moved "
-                                "back to an earlier position (their files hold what they "
-                                "hold). Move the lake's directory away and copy the tables "
-                                "again (start: snapshot), or choose a later place")
+            raise ConflictError(lake_moved_back(target.name))
         _lake(target, lambda: lakes.restamp(lakes.Lake.of(target), pipeline_id, run, to))
         return
     try:
@@ -89,6 +86,12 @@ def move_row(target: DataSource, pipeline_id: str, run: str,
     except pymysql.MySQLError as exc:
         raise SourceError(f"target {target.name}: cannot move the position row of "
                           f"{pipeline_id}: {exc.args[-1] if exc.args else exc}") from None
+
+
+def lake_moved_back(name: str) -> str:
+    return (f"target {name} is a lake: its tables cannot be moved back to an earlier "
+            "position (their files hold what they hold). Move the lake's directory away "
+            "and copy the tables again (start: snapshot), or choose a later place")
 
 
 def _lake(target: DataSource, read: Callable[[], T]) -> T:

@@ -154,6 +154,9 @@ class Positions:
                 f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
                 f"a start at {position} would go on from there for it. Add --replay to load "
                 f"again from {position} (its position row follows), or choose a later place")
+        lakes = [name for name in ahead if self.catalog.source(name).type == "delta"]
+        if lakes and position.file:  # (refused before any target moves, and before advice
+            raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
         if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
             self._keyless_replay(channel, pipeline, position, ahead, request)
         old = call("read a pipeline cursor", positions.load, self.client,

@@ -175,18 +175,30 @@ def lake_definitions(mode: str) -> str:
         f"          - {{source: shop.kl, target: shop.kl, mode: {mode}}}", ""])
 
 
-def test_a_replay_into_a_lake_s_change_logs_is_refused_naming_them(moved) -> None:
+def test_a_set_of_a_lake_to_an_earlier_file_is_refused_before_anything_moves(moved) -> None:
+    with pytest.raises(ConflictError, match="is a lake: its tables cannot be moved back"):
+        ask(lake_definitions("changelog"), "set", to=EARLIER, replay=True,
+            keyless_duplicates=True)
+    assert moved["dst"] == HELD
+
+
+def test_a_reset_that_replays_into_a_lake_s_change_logs_is_refused_naming_them(moved) -> None:
+    start = "{file: binlog.000001, pos: 4}"
+    text = lake_definitions("changelog").replace("        target: dst\n",
+                                                 f"        target: dst\n        start: {start}\n")
     with pytest.raises(ConflictError) as refused:
-        ask(lake_definitions("changelog"), "set", to=EARLIER, replay=True)
+        ask(text, "reset", replay=True)
     said = str(refused.value)
     assert "into lake dst appends again to its change logs" in said, said
     assert "(pairs shop.kl, mode: changelog)" in said and "--keyless-duplicates" in said, said
     assert moved["dst"] == HELD  # nothing moved
-    ask(lake_definitions("changelog"), "set", to=EARLIER, replay=True,
-        keyless_duplicates=True)
-    assert (moved["dst"].file, moved["dst"].pos) == ("binlog.000001", 4)
+    ask(text, "reset", replay=True, keyless_duplicates=True)
+    assert moved["dst"] == BinlogPosition()
 
 
 def test_a_replay_into_a_lake_mirror_needs_no_flag(moved) -> None:
-    ask(lake_definitions("mirror"), "set", to=EARLIER, replay=True)
-    assert (moved["dst"].file, moved["dst"].pos) == ("binlog.000001", 4)
+    start = "{file: binlog.000001, pos: 4}"
+    text = lake_definitions("mirror").replace("        target: dst\n",
+                                              f"        target: dst\n        start: {start}\n")
+    ask(text, "reset", replay=True)
+    assert moved["dst"] == BinlogPosition()
