@@ -210,3 +210,19 @@ def test_shards_of_one_family_altered_one_at_a_time_write_the_union_of_their_col
                                                              "utf8mb4")))
     with pytest.raises(ConfigError, match=r"whose columns differ"):
         found.of(("dst", "s", "t"), typed)
+
+
+def test_shards_whose_set_members_differ_still_write_the_union_of_their_columns() -> None:
+    """One shard ALTERed first (a SET member and a column added): a SET's members are not
+    its type, so the shards still share the lake table."""
+    def shard(table: str, members: str, *more: str) -> SimpleNamespace:
+        return SimpleNamespace(schema="s", table=table, primary_key=("id",), columns=(
+            TextColumn("id", "int", "int(11)", None),
+            TextColumn("tags", "set", f"set({members})", "utf8mb4"),
+            *(TextColumn(name, "int", "int(11)", None) for name in more)))
+
+    found = LakeTables(etl("{source: {namespace: s, table: 're:t_[0-9]'}, target: s.t}"))
+    found.of(("dst", "s", "t"), shard("t_0", "'a','b'"))
+    assert [c.name for c in found.of(("dst", "s", "t"),
+                                     shard("t_1", "'a','b','c'", "note")).columns] == \
+        ["id", "tags", "note"]

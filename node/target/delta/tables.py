@@ -77,7 +77,8 @@ class LakeTables:
         held = {column.name: column for column in facts.columns}
         first_seen = sorted(self._from[target])[0]
         if other.keys() != held.keys() and self._one_pair(first_seen, layout) and all(
-                other[name] == held[name] for name in other.keys() & held.keys()):
+                _typed(other[name]) == _typed(held[name])
+                for name in other.keys() & held.keys()):
             facts = dataclasses.replace(facts, columns=facts.columns + tuple(
                 column for column in theirs.columns if column.name not in held))
             with self._lock:
@@ -282,3 +283,9 @@ def undecodable(where: str, schema: str, table: str, column: str, charset: str,
             "bytes taken for UTF-8. Leave the column out of the pair (columns: {exclude: "
             f"[{column}]}}), or convert it on the source (ALTER TABLE … MODIFY {column} … "
             "CHARACTER SET utf8mb4), then start the channel again")
+
+
+def _typed(column: LakeColumn) -> LakeColumn:
+    """A column as its type says it (a SET's members aside: one shard's described by its
+    table map may not carry them, another's by the schema does)."""
+    return column._replace(members=())
