@@ -6,17 +6,34 @@ column found no row although ``('é7', 1)`` is there (the parameter is UTF-8), n
 text written with its charset (``_sjis X'…'``) in a utf8mb4 column. So each text value of a
 composite key goes converted into its column's charset (``CONVERT(… USING latin1)``), and
 text setl keeps as its bytes (:class:`~shared.textcodecs.Encoded`) with its charset, never
-as a parameter (bytes compare as bytes: no row of a column of another charset). Shared by
-the lookup (反查), the free door's reads, verify and the two-way conflict check.
+as a parameter (bytes compare as bytes: no row of a column of another charset). The
+converted value takes its column's collation explicitly (``CONVERT(… USING latin1) COLLATE
+latin1_general_cs``): ``CONVERT`` gives the charset's default collation, as implicit as the
+column's, and a column of any other one but ``_bin`` (utf8mb4_unicode_ci, latin1_general_cs)
+failed with "Illegal mix of collations" (1267) wherever the server compares with ``=`` (one
+key's ``(a, b) IN ((…))``, the lookup's ``IF``); a parameter took the column's. With
+its collation the value compares exactly as the column does, and the key's index is used.
+Shared by the lookup (反查), the free door's reads, verify and the two-way conflict check.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from shared.identifiers import quote
 from shared.textcodecs import Encoded
+
+_NAME = re.compile(r"[a-z0-9_]+")
+
+
+def named(name: str) -> str:
+    """A charset's or collation's name as it goes into SQL unquoted: checked (they come from
+    information_schema, or a decoded value's charset; anything else is refused)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"not a charset or collation name: {name!r}")
+    return name
 
 
 def placed(value: Any) -> tuple[str, bool]:
@@ -25,35 +42,44 @@ def placed(value: Any) -> tuple[str, bool]:
     converts into the column's (as a parameter, bytes: sjis matched no row of a utf8mb4
     column)."""
     if type(value) is Encoded:
-        return f"_{value.charset} X'{value.hex()}'", False
+        return f"_{named(value.charset)} X'{value.hex()}'", False
     return "%s", True
 
 
-def placed_key(key: Sequence[Any], charsets: Sequence[str | None]
-               ) -> tuple[str, list[Any]]:
+def placed_key(key: Sequence[Any], charsets: Sequence[str | None],
+               collations: Sequence[str | None] | None = None) -> tuple[str, list[Any]]:
     """A key's row constructor and its parameters: a text column's value (``charsets``:
     each key column's, None for one without) converted into its column's charset, which
     MariaDB 10.11's ``(a, b) IN ((…), (…))`` leaves undone (a latin1 'é' as a parameter,
-    sjis text as bytes or with its charset: no row found); text kept as its bytes with its
-    charset (:func:`placed`)."""
+    sjis text as bytes or with its charset: no row found), in its column's collation
+    (``collations``: each key column's; without it the charset's default, which meets a
+    column of another collation with "Illegal mix of collations"); text kept as its bytes
+    with its charset (:func:`placed`)."""
     places, args = [], []
-    for value, charset in zip(key, charsets, strict=True):
+    every = list(collations) if collations is not None else [None] * len(charsets)
+    for value, charset, collation in zip(key, charsets, every, strict=True):
         place, given = placed(value)
-        places.append(f"CONVERT({place} USING {charset})" if charset else place)
+        if charset:
+            place = f"CONVERT({place} USING {named(charset)})"
+            if collation:
+                place += f" COLLATE {named(collation)}"
+        places.append(place)
         args += [value] if given else []
     return "(" + ", ".join(places) + ")", args
 
 
 def keys_in(columns: Sequence[str], keys: Sequence[Sequence[Any]],
-            charsets: Sequence[str | None] | None = None) -> tuple[str, list[Any]]:
+            charsets: Sequence[str | None] | None = None,
+            collations: Sequence[str | None] | None = None) -> tuple[str, list[Any]]:
     """``(a, b) IN ((…), …)`` for ``keys`` and its parameters; ``charsets``: each key
-    column's charset (None for one without; not given: no text column among them).
+    column's charset (None for one without; not given: no text column among them), and
+    ``collations`` each one's collation (:func:`placed_key`).
     One column: ``a IN (…)``, which the server converts itself."""
     if len(columns) == 1:
         asked = [placed(key[0]) for key in keys]
         return (f"{quote(columns[0])} IN ({', '.join(place for place, _ in asked)})",
                 [key[0] for key, (_, given) in zip(keys, asked, strict=True) if given])
     every = list(charsets) if charsets is not None else [None] * len(columns)
-    rows = [placed_key(key, every) for key in keys]
+    rows = [placed_key(key, every, collations) for key in keys]
     return (f"({', '.join(map(quote, columns))}) IN ({', '.join(row for row, _ in rows)})",
             [arg for _, given in rows for arg in given])

@@ -57,12 +57,14 @@ class Lookup:
             return found
         columns = "(" + ", ".join(quote(name) for name in keys) + ")"
         with self._cursor() as cursor:
-            charsets = {column.name: column.charset
-                        for column in self._read_columns(schema, table)}
-            converted = [charsets.get(name) for name in keys]
+            described = {column.name: column for column in self._read_columns(schema, table)}
+            converted = [described[name].charset if name in described else None
+                         for name in keys]
+            collations = [described[name].collation if name in described else None
+                          for name in keys]
             for start in range(0, len(wanted), self.chunk):
                 part = wanted[start:start + self.chunk]
-                asked = [placed_key(key, converted) for key in part]
+                asked = [placed_key(key, converted, collations) for key in part]
                 args = [arg for _, given in asked for arg in given]
                 which = ", ".join(f"IF({columns} = {place}, {i}, NULL)"
                                   for i, (place, _) in enumerate(asked))

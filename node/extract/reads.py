@@ -47,6 +47,7 @@ class ReadColumn:
     column_type: str = ""  # COLUMN_TYPE: int(10) unsigned, varchar(20), …
     charset: str | None = None
     nullable: bool = True
+    collation: str | None = None  # COLLATION_NAME: a key's text is compared in it
 
     @property
     def expression(self) -> str:
@@ -55,12 +56,12 @@ class ReadColumn:
 
 def columns_of(cursor: Any, schema: str, table: str) -> tuple[ReadColumn, ...]:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, "
-                   "IS_NULLABLE = 'YES' FROM information_schema.COLUMNS WHERE "
+                   "IS_NULLABLE = 'YES', COLLATION_NAME FROM information_schema.COLUMNS WHERE "
                    "TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
                    (schema, table))
     return tuple(ReadColumn(str(name), str(kind).lower(), str(full).lower(), charset,
-                            bool(nullable))
-                 for name, kind, full, charset, nullable in cursor.fetchall())
+                            bool(nullable), collation or None)
+                 for name, kind, full, charset, nullable, collation in cursor.fetchall())
 
 
 def mend(columns: Sequence[ReadColumn], rows: Iterable[tuple[Any, ...]]

@@ -48,9 +48,12 @@ def run(task: ReadTask) -> Read:
             # each text value converted into its column's charset (keysql: MariaDB's IN
             # list of several keys found no row of a latin1 'é' — a delete asked was then
             # never followed by the row still there, and the target lost it)
-            charsets = {column.name: column.charset for column in task.columns}
-            condition, params = keys_in(key.columns, task.keys + task.deletes,
-                                        [charsets.get(column) for column in key.columns])
+            # in its column's collation (a utf8mb4_unicode_ci one: illegal mix of collations)
+            described = {column.name: column for column in task.columns}
+            condition, params = keys_in(
+                key.columns, task.keys + task.deletes,
+                [described[c].charset if c in described else None for c in key.columns],
+                [described[c].collation if c in described else None for c in key.columns])
         rows = select(cursor, key.schema, key.table, task.columns, _where(task, condition),
                       params)
     names = tuple(column.name for column in task.columns)

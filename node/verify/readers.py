@@ -115,10 +115,13 @@ def keys_in(columns: Sequence[str], keys: Sequence[Key], described: Sequence[Col
             ) -> tuple[str, list[Any]]:
     """``(a, b) IN ((…), …)`` for ``keys`` and its parameters, each text value converted
     into its column's charset (:mod:`shared.keysql`: MariaDB's IN list of several keys
-    found no row of a latin1 'é', nor of sjis text, and verify took the row for missing);
+    found no row of a latin1 'é', nor of sjis text, and verify took the row for missing),
+    in its column's collation (a utf8mb4_unicode_ci one: illegal mix of collations);
     ``described``: the table's columns as read (a converted one by its own charset)."""
     charsets = {column.name: column.own_charset or column.charset for column in described}
-    return keysql.keys_in(columns, keys, [charsets.get(name) for name in columns])
+    collations = {column.name: column.collation for column in described}
+    return keysql.keys_in(columns, keys, [charsets.get(name) for name in columns],
+                          [collations.get(name) for name in columns])
 
 
 HOLD_LOCK_WAIT_S = 5  # how long holding keys waits for a writer's lock

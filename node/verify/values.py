@@ -54,8 +54,8 @@ from shared.identifiers import quote
 
 TEXT = datatypes.TEXT | {"json"}  # a JSON value hashes as its text
 _COLUMNS = ("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, IS_GENERATED, "
-            "IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
-            "TABLE_NAME = %s ORDER BY ORDINAL_POSITION")
+            "IS_NULLABLE, COLLATION_NAME FROM information_schema.COLUMNS WHERE "
+            "TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION")
 _SINGLE = struct.Struct("<f")
 
 
@@ -73,6 +73,9 @@ class Column:
     # read converted into the source's (``charset``), bytes beside bytes
     converted: bool = False
     own_charset: str | None = None  # a converted column's own charset (``charset``: the source's)
+    # its own collation (a converted column's too: its own charset's), which a key's text
+    # is compared in (:mod:`shared.keysql`)
+    collation: str | None = None
 
     @property
     def kind(self) -> str:
@@ -111,10 +114,11 @@ def read_columns(cursor: Any, schema: str, table: str) -> list[Column]:
     cursor.execute(_COLUMNS, (schema, table))
     found = []
     for row in cursor.fetchall():
-        name, data_type, column_type, charset, generated, nullable = \
+        name, data_type, column_type, charset, generated, nullable, collation = \
             row.values() if isinstance(row, dict) else row
         found.append(Column(name, str(data_type).lower(), str(column_type), charset,
-                            str(generated or "NEVER").upper() != "NEVER", nullable == "YES"))
+                            str(generated or "NEVER").upper() != "NEVER", nullable == "YES",
+                            collation=collation or None))
     return found
 
 

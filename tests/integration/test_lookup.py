@@ -180,3 +180,64 @@ def test_the_two_way_check_finds_latin1_and_sjis_rows_as_the_binlog_gives_them(
         target.execute("ROLLBACK")
     assert loser.conflicts == 0 and kept == changes
     assert {row["v"] for row in found.values()} == {hon, ""} and len(found) == 2
+
+
+COLLATED = ("CREATE TABLE `{schema}`.c (tenant VARCHAR(20) CHARACTER SET utf8mb4 COLLATE "
+            "utf8mb4_unicode_ci, id INT, v INT, PRIMARY KEY (tenant, id))",
+            "CREATE TABLE `{schema}`.g (k VARCHAR(9) CHARACTER SET latin1 COLLATE "
+            "latin1_general_cs, n INT, v INT, PRIMARY KEY (k, n))",
+            "INSERT INTO `{schema}`.c VALUES ('Ärzte', 1, 10), ('acme', 2, 20), "
+            "('日本', 3, 30)",
+            "INSERT INTO `{schema}`.g VALUES ('A', 1, 1), ('é', 1, 2), ('b', 1, 3)",
+            # rows enough that a read by key uses the primary key
+            *(f"INSERT INTO `{{schema}}`.{table} SELECT CONCAT('f', seq), seq, 0 FROM "
+              "`{schema}`.seq_1_to_300" for table in ("c", "g")))
+# each table's keys asked and the row each finds: 'a' is not latin1_general_cs's 'A'
+NIHON = Encoded("日本".encode("sjis"), "sjis")
+ASKED = {"c": {("Ärzte", 1): ("Ärzte", 1, 10), ("acme", 2): ("acme", 2, 20),
+               (NIHON, 3): ("日本", 3, 30), ("zz", 9): None},
+         "g": {("A", 1): ("A", 1, 1), ("é", 1): ("é", 1, 2), ("a", 1): None, ("B", 1): None}}
+
+
+def test_composite_keys_of_columns_in_a_collation_not_their_charsets_default(
+        sandbox, source, target):
+    """The reads by composite key converted each text value into its column's charset
+    (``CONVERT(… USING utf8mb4)``), which gives the charset's default collation as implicit
+    as the column's: a utf8mb4_unicode_ci or latin1_general_cs key column failed with
+    "Illegal mix of collations" (1267) in the lookup, and in the free door's read, verify's
+    and the two-way check's of one key (``(a, b) IN ((…))`` is ``=``; several keys passed).
+    In the column's collation they find its rows as the column compares them
+    (latin1_general_cs: 'a' is not 'A') and use the key's index."""
+    schema = make_schema(source, target, *COLLATED)
+    names = {"c": ("tenant", "id"), "g": ("k", "n")}
+    asked = [(table, list(keys), {row for row in keys.values() if row})
+             for table, keys in ASKED.items()] + [
+        (table, [key], {row} if row else set())
+        for table, keys in ASKED.items() for key, row in keys.items()]
+    with Lookup(source_of(sandbox)) as lookup:
+        for table, keys, rows in asked:
+            found = lookup.rows(schema, table, names[table], keys)
+            assert {tuple(row.values()) for row in found.values()} == rows
+            assert set(found) == {key for key in keys if ASKED[table][key]}
+    with source.conn.cursor() as cursor:
+        for table, keys, rows in asked:
+            read = run(ReadTask(1, source_of(sandbox), confinement.current(),
+                                SplitKey(schema, table, names[table], "varchar"),
+                                columns_of(cursor, schema, table), "",
+                                keys=tuple(keys[:2]), deletes=tuple(keys[2:])))
+            assert set(pickle.loads(read.rows)) == rows  # the free door's read
+            columns = read_columns(cursor, schema, table)
+            condition, params = verify_keys_in(names[table], keys, columns)
+            cursor.execute(f"SELECT {select_list(columns)} FROM `{schema}`.{table} WHERE "
+                           f"{condition}", params)
+            assert set(decoded(columns, cursor.fetchall())) == rows  # verify's
+            cursor.execute(f"EXPLAIN SELECT * FROM `{schema}`.{table} WHERE {condition}",
+                           params)
+            plan = cursor.fetchone()  # the key's index is used (no row: none to use)
+            assert plan[5] == ("PRIMARY" if rows else None), plan
+    with target.conn.cursor() as cursor:
+        for table, keys, rows in asked:  # the two-way check's
+            found = current_rows(cursor, schema, table, names[table], keys,
+                                 read_facts(cursor, schema, table).columns)
+            target.execute("ROLLBACK")
+            assert {tuple(row.values()) for row in found.values()} == rows

@@ -225,6 +225,43 @@ def test_the_winners_insert_over_a_target_row_is_merged_as_a_key_the_target_had(
         "VALUES(`v`)"]
 
 
+def test_the_winners_insert_over_a_target_row_of_an_ordered_table_gets_no_delete(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table with a foreign key to or from it (or another unique key) is written in
+    source order, step by step: a delete put before the winner's insert over a target row
+    ran there — ON DELETE CASCADE / SET NULL changed the target's child rows inside the
+    marked transaction (never sent back), RESTRICT failed every try. Only a table merged by
+    key gets it; an ordered one's insert goes alone (its steps keep the source's order)."""
+    from node.merge import merge
+
+    target = {(2,): {"id": 2, "v": "target-users"}}
+    monkeypatch.setattr(twoway, "current_rows", lambda cursor, schema, table, keys, wanted, _: {
+        key: target[key] for key in map(tuple, wanted) if key in target})
+    insert = change(1, ChangeType.INSERT, None, None, {"id": 2, "v": "source"})
+    move = change(2, ChangeType.UPDATE, (1,), {"id": 1, "v": "x"}, {"id": 2, "v": "x"})
+    guard = LoopGuard("c", "c.forward", wins_conflicts=True)
+    name = ("dst", "s", "t")
+    for batch in ([insert], [move]):
+        kept = guard.resolve(None, batch, 1, ordered=lambda schema, table, keys: True)
+        assert [c.type for c in kept] == [c.type for c in batch]
+        steps = [step for writes in merge(kept, {name}) for step in writes.steps]
+        assert steps and all(kind != "delete" for kind, _ in steps), steps
+        # merged by key: the delete still goes first, folded into the upsert
+        merged = guard.resolve(None, batch, 1, ordered=lambda schema, table, keys: False)
+        assert merged[0].type is ChangeType.DELETE and merged[0].before_key == (2,)
+        assert [w.upserts for w in merge(merged, ())] == [[batch[0].after]]
+    # the load asks the table's facts: a foreign key makes it ordered, and no DELETE is written
+    columns = {"id": Column("int", None, column_type="int(11)"),
+               "v": Column("varchar", "utf8mb4", column_type="varchar(20)")}
+    facts = TableFacts(columns, (frozenset({"id"}),), foreign_keys=True)
+    loader = SimpleNamespace(facts=SimpleNamespace(of=lambda target: facts), loop=guard,
+                             params=PipelineParams(load_batch_size=1000))
+    units = Writes(changes=[insert]).for_attempt(loader, SimpleNamespace(process_id=1), None,
+                                                 False)
+    texts = [sql.text for unit in units for sql in unit.sqls]
+    assert texts and not any(text.startswith("DELETE") for text in texts), texts
+
+
 TWO_WAY = """sources:
   - {name: a, host: h1}
   - {name: b, host: h2}

@@ -41,7 +41,7 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
     looked changed on the target, and the second pipeline left out all of their updates.
     ``columns``: the table's (read as ``*`` without them); each key's text goes converted
     into its column's charset (:mod:`shared.keysql`: MariaDB's IN list of several keys
-    found no row of a latin1 'é', nor of sjis text)."""
+    found no row of a latin1 'é', nor of sjis text), in its column's collation."""
     columns = columns or {}
     kept = {name: column.charset for name, column in columns.items()
             if column.charset and read_as_bytes(column.data_type, column.charset)}
@@ -51,7 +51,8 @@ def current_rows(cursor: Any, schema: str, table: str, keys: tuple[str, ...],
         return f"CAST({quote(name)} AS BINARY) AS {quote(name)}" if name in kept \
             else quote(name)
     condition, values = keysql.keys_in(
-        keys, wanted, [columns[k].charset if k in columns else None for k in keys])
+        keys, wanted, [columns[k].charset if k in columns else None for k in keys],
+        [columns[k].collation if k in columns else None for k in keys])
     where = f"FROM {qualified(schema, table)} WHERE {condition}"
     cursor.execute(f"SELECT {', '.join(map(chosen, columns)) or '*'} {where} FOR UPDATE",
                    values)

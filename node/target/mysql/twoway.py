@@ -80,14 +80,19 @@ class LoopGuard:
 
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
                 padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
-                = None, columns: Callable[[str, str], Columns] | None = None
+                = None, columns: Callable[[str, str], Columns] | None = None,
+                ordered: Callable[[str, str, tuple[str, ...]], bool] | None = None
                 ) -> list[TargetChange]:
         """The changes to write: all of them on the winning side; on the other side those
         the target changed concurrently are left out. Conflicts are logged.
         ``padding(schema, table, keys)``: how a key is compared on the target (BINARY
         columns padded again: see :func:`node.target.mysql.render.key_padding`);
         ``columns(schema, table)``: the target table's
-        (:func:`node.target.mysql.currentrows.current_rows`)."""
+        (:func:`node.target.mysql.currentrows.current_rows`); ``ordered(schema, table,
+        keys)``: whether the table is written in source order, step by step
+        (:meth:`~node.target.mysql.facts.TableFacts.ordered`: a foreign key, another unique
+        key), where the winner's insert over a target row gets no delete before it
+        (:meth:`_overwritten`)."""
         simulated: dict[TableName, dict[Key, Row | None]] = {}
         for (schema, table, keys), touched in touched_keys(changes).items():
             pad = padding(schema, table, keys) if padding is not None else None
@@ -100,7 +105,8 @@ class LoopGuard:
         cleared: dict[int, TargetChange] = {}
         for change in sorted(changes, key=lambda c: c.seq):
             rows = simulated[(change.schema, change.table, change.keys)]
-            held = self._overwritten(rows, change)
+            held = None if ordered is not None and ordered(
+                change.schema, change.table, change.keys) else self._overwritten(rows, change)
             if held is not None:
                 cleared[id(change)] = held
             parts = self._walk(rows, change, process_id)
@@ -120,7 +126,12 @@ class LoopGuard:
         which takes a key a change inserts as new in the batch and writes no delete of it:
         a winner's insert and delete of a key the target held (its users' row) wrote
         nothing, and a move 1 → 2 then 2 → 3 left the target's id 2; merged after this
-        delete, the key is one the target had, and its delete is written."""
+        delete, the key is one the target had, and its delete is written. Only for a table
+        merged by key (the caller's to say): an ordered one (a foreign key to or from it,
+        another unique key) runs each step, and this delete ran too — its ON DELETE CASCADE
+        or SET NULL changed the target's child rows inside the marked transaction (never
+        sent back: the two sides apart), a RESTRICT failed every try — while its steps write
+        the insert, then the delete, in source order already."""
         if not self.wins_conflicts or change.after is None:
             return None
         new = tuple(change.after[k] for k in change.keys)

@@ -57,7 +57,9 @@ class Writes:
                     cursor, changes, batch.process_id,
                     lambda schema, table, keys: key_padding(
                         keys, loader.facts.of((target, schema, table)).columns),
-                    lambda schema, table: loader.facts.of((target, schema, table)).columns)
+                    lambda schema, table: loader.facts.of((target, schema, table)).columns,
+                    lambda schema, table, keys: loader.facts.of(
+                        (target, schema, table)).ordered(keys))
             try:
                 return render(changes, self._spec(loader, one_by_one))
             except (SetlError, pymysql.MySQLError):
