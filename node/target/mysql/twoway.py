@@ -105,8 +105,12 @@ class LoopGuard:
         cleared: dict[int, TargetChange] = {}
         for change in sorted(changes, key=lambda c: c.seq):
             rows = simulated[(change.schema, change.table, change.keys)]
-            held = None if ordered is not None and ordered(
-                change.schema, change.table, change.keys) else self._overwritten(rows, change)
+            held = self._overwritten(rows, change)
+            if held is not None and ordered is not None and ordered(
+                    change.schema, change.table, change.keys):
+                if change.before_key is not None:
+                    raise ConfigError(_moved_onto(self.pipeline_id, process_id, change))
+                held = None  # (the insert's upsert writes over the row)
             if held is not None:
                 cleared[id(change)] = held
             parts = self._walk(rows, change, process_id)
@@ -395,3 +399,18 @@ def touched_keys(changes: Iterable[TargetChange]) -> dict[TableName, list[Key]]:
         if change.after is not None:
             table.setdefault(tuple(change.after[k] for k in change.keys), None)
     return {name: list(keys) for name, keys in found.items()}
+
+
+def _moved_onto(pipeline_id: str, process_id: int, change: TargetChange) -> str:
+    """The error for a winner's move onto a key the target holds, in a table written step by
+    step: the move's UPDATE meets the target's own row (error 1062 at every try, or, with
+    skip_load_exception, both sides kept apart), and deleting that row first would run its
+    ON DELETE rules on the target alone."""
+    new = tuple(change.after[k] for k in change.keys)  # type: ignore[index]
+    return (f"pipeline {pipeline_id} (processId {process_id}): {change.schema}.{change.table} "
+            f"moves its row of key {change.before_key} to key {new}, where the target holds a "
+            "row of its own (both sides wrote that key: a conflict this side wins); the table "
+            "has a foreign key to or from it, so setl neither deletes the target's row first "
+            "(its ON DELETE rules would change the target alone) nor writes over it. Delete the "
+            f"target's row of key {new} by hand, deciding what its child rows become, then "
+            "resume the channel: the move writes the source's row there")
