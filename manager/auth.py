@@ -10,7 +10,6 @@ and resolved under the manager's own ``security`` rules; its value is never logg
 from __future__ import annotations
 
 import hmac
-import itertools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 import grpc
 
 from manager.client import Access
-from shared.errors import ConfigError
+from shared.errors import ConfigError, PermissionDeniedError
 from shared.httpserver import is_loopback
 from shared.rpcauth import (
     MESSAGES,
@@ -149,24 +148,39 @@ class ApiInterceptor(TokenInterceptor):
                 found = reader
         return found if scheme.lower() == "bearer" else None
 
-    def _refuse(self, reader: Reader, method: str, channel: str,
-                context: grpc.ServicerContext) -> None:
+    def _refused_for(self, reader: Reader, method: str, channel: str,
+                     context: grpc.ServicerContext) -> str:
+        """Count and log a reader's call refused; its PERMISSION_DENIED message."""
         self.refused(NOT_ALLOWED)
         log.warning("event=rpc_refused method=%s reason=%s caller=%s channel=%s peer=%s",
                     method, NOT_ALLOWED, reader.name, channel, context.peer())
+        return reader.may_not(f"channel {channel or '(none named)'}")
+
+    def _refuse(self, reader: Reader, method: str, channel: str,
+                context: grpc.ServicerContext) -> None:
         context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                      reader.may_not(f"channel {channel or '(none named)'}"))
+                      self._refused_for(reader, method, channel, context))
 
     def _subscribe(self, reader: Reader, behavior: Callable[..., Iterator[Any]],
                    method: str) -> Callable[..., Iterator[Any]]:
+        """The stream's first message names its channel: checked when the servicer reads it,
+        inside its share of the reading threads (read here, a reader's streams that never
+        sent it held the manager's threads outside that share: every call stalled)."""
         def guarded(requests: Iterator[Any], context: grpc.ServicerContext
                     ) -> Iterator[Any]:
-            first = next(requests, None)
-            channel = first.start.channel if first is not None and \
-                first.WhichOneof("kind") == "start" else ""
-            if channel not in reader.channels:
-                self._refuse(reader, method, channel, context)
-            yield from behavior(itertools.chain([first], requests), context)
+            def checked() -> Iterator[Any]:
+                first = next(requests, None)
+                channel = first.start.channel if first is not None and \
+                    first.WhichOneof("kind") == "start" else ""
+                if channel not in reader.channels:  # (the servicer says PERMISSION_DENIED)
+                    raise PermissionDeniedError(self._refused_for(reader, method, channel,
+                                                                  context))
+                yield first
+                yield from requests
+            try:
+                yield from behavior(checked(), context)
+            except PermissionDeniedError as exc:  # (a servicer that did not translate it)
+                context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         return guarded
 
     def _get_channel(self, reader: Reader, behavior: Callable[..., Any], method: str

@@ -33,6 +33,7 @@ from shared.errors import (
     NodeCallError,
     NotFoundError,
     NotLeaderError,
+    PermissionDeniedError,
     SetlError,
     StartRefusedError,
     SubscriptionMovedError,
@@ -55,6 +56,7 @@ _CODES: list[tuple[type[SetlError], grpc.StatusCode]] = [
     (CoordinationError, grpc.StatusCode.FAILED_PRECONDITION),
     (VerifyError, grpc.StatusCode.FAILED_PRECONDITION),
     (SubscriptionMovedError, grpc.StatusCode.ABORTED),  # a reader connects again
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),  # (a reader's token)
 ]
 
 

@@ -7,6 +7,7 @@ tokens are resolved under the manager's rules, each its own."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -32,9 +33,11 @@ class Service(manager_pb2_grpc.ManagerServiceServicer):
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.entered = threading.Event()  # a Subscribe reached the servicer
 
     def Subscribe(self, requests: Iterator[subscription_pb2.SubscribeRequest],
                   context: object) -> Iterator[subscription_pb2.ChangeBatch]:
+        self.entered.set()  # (the real one takes its share of the reading threads here)
         first = next(requests)
         self.calls.append(f"Subscribe {first.start.channel}")
         yield subscription_pb2.ChangeBatch(batch_id=0, epoch=1, stream=1)  # the hello
@@ -225,3 +228,32 @@ def test_reader_tokens_are_resolved_each_its_own(tmp_path: Path, monkeypatch) ->
         with pytest.raises(ConfigError, match=message) as caught:
             resolve_readers(wrong, resolve_token(wrong))
         assert ADMIN not in str(caught.value) and OTHER not in str(caught.value)
+
+
+def test_a_reader_s_stream_is_in_the_servicer_before_its_first_message(served) -> None:
+    """The servicer holds the manager's share of threads for readers: a reader's stream that
+    never sends its first message waits there, inside that share, not in the interceptor
+    (where streams of a reader's token could take every thread: every call stalled)."""
+    address, service, _ = served
+    release, answer = threading.Event(), []
+
+    def requests() -> Iterator[subscription_pb2.SubscribeRequest]:
+        release.wait(10)
+        yield subscription_pb2.SubscribeRequest(start=subscription_pb2.SubscribeStart(
+            channel="orders_feed"))
+
+    def read() -> None:
+        with grpc.insecure_channel(address) as channel_:
+            call = manager_pb2_grpc.ManagerServiceStub(channel_).Subscribe(
+                requests(), metadata=(("authorization", f"Bearer {ORDERS}"),), timeout=10)
+            answer.extend(batch.batch_id for batch in call)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        assert service.entered.wait(5), "the stream waited for its first message outside " \
+            "the servicer"
+    finally:
+        release.set()
+        reader.join(10)
+    assert answer == [0, 1] and service.calls == ["Subscribe orders_feed"]
