@@ -306,6 +306,8 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         log.info("event=pipeline_started pipeline=%s position=%s process_id=%d server_id=%d "
                  "source=%s", self.pipeline_id, self.cursor.position,
                  self.cursor.process_id + 1, server_id, members.address(source))
+        if not params.dry_run:  # the copies known before Select reads a DDL that fails one
+            snapshots.load()
         selector.begin()
         select_thread.start()
         if params.dry_run:  # nothing a later run relies on moves: no copy, no request served
@@ -369,6 +371,9 @@ class PipelineRunner(RunnerStatus, RunnerStart):
                                         if batch.transactions else batch.commit_ts_ms))
                 window.extracting()
                 if batch.has_ddl:
+                    # a copy of a table it renames, drops or replaces fails first (saved):
+                    # its chunks left would be read from whatever holds the name after it
+                    snapshots.ddl(batch.changes())
                     future = executor.submit(etjob.run_ddl, self.ctx.spark, window,
                                              compiled, batch.changes())
                     after_ddl = batch.process_id

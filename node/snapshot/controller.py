@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 
 import pymysql
 
-from node import sqllex
-from node.changes import Batch, RowChange
+from node import ddlsession, sqllex
+from node.changes import Batch, ChangeType, RowChange
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
 from node.extract.reads import Read
 from node.snapshot.door import DoorQueue
+from node.snapshot.moved import Moved, moved
 from node.snapshot.state import SnapshotStore, TableCopy, failed_problem, progress, pruned
 from node.snapshot.windowreads import LinesPlanner, WindowReads, Work, label
 from node.spark import SparkRunner
@@ -97,13 +98,20 @@ class Snapshots:
                                         daemon=True)
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(self) -> None:
+    def load(self) -> None:
+        """The copies as saved, before Select runs: a DDL batch it reads fails the copies
+        whose table it takes away (:meth:`ddl`), those saved too."""
+        if self.started:
+            return
         self.copies = self.store.load()
         for copy in self.copies:
             if copy.state == "copying":
                 self._queue.extend(Work(copy, chunk) for chunk in copy.chunks
                                    if chunk.index not in copy.done)
         self.started = True
+
+    def start(self) -> None:
+        self.load()
         self.door.start()
         self._thread.start()
 
@@ -145,7 +153,8 @@ class Snapshots:
             self._wake.set()
 
     def _again(self, work: list[Work]) -> None:
-        self._queue.extendleft(reversed([one for one in work if one.chunk is not None]))
+        self._queue.extendleft(reversed([one for one in work if one.chunk is not None
+                                         and not _stopped(one)]))
         self.door.again([one.asked for one in work if one.asked is not None])
 
     # -- what the runner asks ------------------------------------------------------------------
@@ -157,8 +166,81 @@ class Snapshots:
                 window = self._pending.get(window_id)
                 if window is not None and window.reads is not None:
                     window.batch = batch.process_id
+                    # a copy a DDL before this batch failed (:meth:`ddl`): its reads, made
+                    # after the DDL by the table's name, may be another table's rows
+                    kept = [(work, read) for work, read in zip(window.work, window.reads,
+                                                               strict=True)
+                            if not _stopped(work)]
+                    if len(kept) < len(window.work):
+                        log.warning("event=snapshot_reads_dropped pipeline=%s window=%d "
+                                    "chunks=%s reason=the copy failed at a DDL",
+                                    self.pipeline_id, window_id, ",".join(
+                                        label(work) for work in window.work
+                                        if _stopped(work)))
+                        window.work = [work for work, _ in kept]
+                        window.reads = [read for _, read in kept]
                     found += window.reads
         return found
+
+    def ddl(self, changes: list[RowChange]) -> None:
+        """A DDL batch Select read, before it goes on (Select's thread, in binlog order): a
+        copy under way of a table it renames, drops or replaces (:mod:`node.snapshot.moved`)
+        fails, with the statement, its position and what to do. Its chunks left are never
+        read again by the name, and the reads of windows still open are dropped when their
+        batch comes (:meth:`reads_for`: their low watermark, after this DDL in the binlog,
+        may have come after it on the source too). The failure is saved before the batch
+        goes on: loaded, with the copy still saved as copying, a restart would go on
+        reading the name (CoordinationError when ZooKeeper does not take it: the batch is
+        read again, and fails the copy again)."""
+        failed: list[TableCopy] = []
+        for change in changes:
+            if change.type != ChangeType.DDL or not change.ddl:
+                continue
+            for one in moved(change.ddl, change.schema, ddlsession.sql_mode(change.session)):
+                for copy in self.copies:
+                    if copy.state == "copying" and self._takes(one, copy):
+                        self._fail(copy, one, change)
+                        failed.append(copy)
+        if not failed:
+            return
+        if not self._save():
+            raise CoordinationError(
+                f"pipeline {self.pipeline_id}: the failed copy of "
+                f"{', '.join(f'{copy.schema}.{copy.table}' for copy in failed)} cannot be "
+                f"saved to ZooKeeper ({self.save_error}); the DDL batch waits for it (the "
+                "pipeline starts again before it)")
+
+    def _takes(self, one: Moved, copy: TableCopy) -> bool:
+        if not one.table:
+            return self.compiled.stored_schema(one.schema) == copy.schema
+        return self.compiled.stored(one.schema, one.table) == (copy.schema, copy.table)
+
+    def _fail(self, copy: TableCopy, one: Moved, change: RowChange) -> None:
+        channel = self.pipeline_id.partition(".")[0]
+        at = ddlsession.position(change.session)
+        where = f" at {at.file}:{at.pos}" if at is not None else ""
+        table = f"{copy.schema}.{copy.table}"
+        if one.to is not None:
+            copy.again = ".".join(self.compiled.stored(*one.to))
+            then = (f"the rows of the table not copied yet are missing under its new name "
+                    f"{copy.again}: copy it again under that name: setl snapshot {channel} "
+                    f"--table {copy.again}")
+        elif one.how == "replaced":
+            then = (f"{table} is another table now: copy it again: setl snapshot {channel} "
+                    f"--table {table}")
+        else:
+            then = (f"nothing is left to copy; if {table} is made again, copy the new one: "
+                    f"setl snapshot {channel} --table {table}")
+        copy.state, copy.finished = "failed", time.time()
+        copy.error = (
+            f"pipeline {self.pipeline_id}: {table} was {one.how}"
+            + (f" to {copy.again}" if copy.again else "")
+            + f" by a DDL in the source's binlog{where} ({change.ddl[:200]!r}) while it was "
+            f"being copied ({len(copy.done)} of {copy.total} chunks copied); the copy reads "
+            f"its chunks by the table's name, which no longer holds that table (the chunks "
+            f"left would copy another table's rows, or none), so it stops here; {then}")
+        log.error("event=snapshot_table_failed pipeline=%s table=%s error=%s",
+                  self.pipeline_id, table, copy.error)
 
     def loaded(self, batch: Batch) -> None:
         """The batch is on the target: its windows' chunks are done."""
@@ -232,9 +314,10 @@ class Snapshots:
         """Read a window (requests first, then chunks); False when there was nothing."""
         most = self.params.snapshot_parallelism
         work = [Work(asked=asked) for asked in self.door.take(most)]
-        if copying:
-            work += [self._queue.popleft() for _ in range(min(len(self._queue),
-                                                              most - len(work)))]
+        while copying and self._queue and len(work) < most:
+            one = self._queue.popleft()  # (only this thread takes from the queue)
+            if not _stopped(one):  # a DDL failed its copy (ddl): not read by the name
+                work.append(one)
         if not work:
             return False
         window = _Window(random.getrandbits(62), work)
@@ -383,3 +466,8 @@ class Snapshots:
             return False
         self.save_error = ""
         return True
+
+
+def _stopped(work: Work) -> bool:
+    """Whether a chunk's copy failed (a DDL took its table away): it is read no more."""
+    return work.copy is not None and work.copy.state == "failed"

@@ -54,6 +54,7 @@ class TableCopy:
     finished: float = 0.0
     request: str = ""  # the request it was started for (znode@asked): taken once only
     chunk_count: int = 0  # of a finished copy saved without its chunks' bounds
+    again: str = ""  # a failed copy's table under the name to copy it by (renamed), if not its own
 
     @property
     def total(self) -> int:
@@ -68,6 +69,7 @@ class TableCopy:
                 "state": self.state, "error": self.error, "started": self.started,
                 "finished": self.finished, "done": _ranges(self.done),
                 "request": self.request, "total": self.total,
+                **({"again": self.again} if self.again else {}),
                 "chunks": [[_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]
                 if copying else []}
 
@@ -80,7 +82,7 @@ class TableCopy:
                    int(data["rows"]), _unranged(data["done"]), int(data["read_rows"]),
                    data["state"], data.get("error", ""), float(data["started"]),
                    float(data["finished"]), str(data.get("request", "")),
-                   0 if chunks else int(data.get("total", 0)))
+                   0 if chunks else int(data.get("total", 0)), str(data.get("again", "")))
 
 
 def pruned(copies: list[TableCopy], now: float) -> list[TableCopy]:
@@ -99,18 +101,21 @@ def failed_problem(pipeline_id: str, copies: list[TableCopy], now: float) -> str
     and whose table was not copied again since ("" for none)."""
     failed = [copy for copy in copies if copy.state == "failed"
               and now - copy.finished <= FAILED_SHOWN_S
-              and not any(other.started > copy.started and (other.schema, other.table) ==
-                          (copy.schema, copy.table) for other in copies)]
+              and not any(other.started > copy.started and f"{other.schema}.{other.table}" in
+                          (f"{copy.schema}.{copy.table}", copy.again) for other in copies)]
     if not failed:
         return ""
     channel = pipeline_id.partition(".")[0]
     last = failed[-1]
     why = last.error.removeprefix(f"pipeline {pipeline_id}: ")
+    # (an error that says what to copy, a table renamed while copied, says it alone)
+    again = "" if f"setl snapshot {channel} --table" in why else (
+        f"; once fixed, copy it again: setl snapshot {channel} --table "
+        f"{last.schema}.{last.table}")
     return (f"pipeline {pipeline_id}: the copy of {last.schema}.{last.table} failed: "
             f"{why}" + (f" (and {len(failed) - 1} more failed copies)"
                                if len(failed) > 1 else "")
-            + f"; see setl snapshot status {channel}; once fixed, copy it again: setl "
-            f"snapshot {channel} --table {last.schema}.{last.table}")
+            + f"; see setl snapshot status {channel}{again}")
 
 
 def _bound(value: object) -> str | None:

@@ -317,3 +317,51 @@ def test_kill_9_in_the_middle_of_a_copy_goes_on_with_the_chunks_not_done(
     finally:
         shapes.stop()
         cluster.stop()
+
+
+def test_a_cut_over_rename_mid_copy_fails_the_copy_and_says_what_to_copy(
+        cluster: Cluster, source: Database, target: Database, capsys) -> None:
+    """A gh-ost/pt-osc cut-over (RENAME TABLE items TO items_old, items_new TO items) while
+    items is copied, ddl_sync on: the copy read its chunks left by the name, from the new
+    items whose rows the stream had brought, and ended "done" while the old table's rows not
+    copied never reached the target's items_old. The copy fails, saying so, and copying
+    items_old as it says makes the target equal."""
+    from manager import cli
+
+    manager = ["--manager", cluster.manager_address]
+    schema = make_schema(source, target, ITEMS)
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('item ', seq), seq % 100 "
+                   f"FROM `{schema}`.seq_1_to_2000")
+    channel = one_way("snaprename", schema, [], ddl_sync=True, snapshot_chunk_size=100,
+                      snapshot_parallelism=1)
+    channel["pipelines"][0]["pairs"] = [{"source": {"namespace": schema, "table": "re:items.*"},
+                                         "target": {"namespace": "{schema}", "table": "{table}"}}]
+    cluster.apply([channel])
+    cluster.set_status("snaprename", "START")
+    cluster.wait_running("snaprename")
+    assert cli.main([*manager, "snapshot", "pause", "snaprename"]) == 0
+    assert cli.main([*manager, "snapshot", "snaprename", "--table", f"{schema}.items"]) == 0
+    wait_for(lambda: [c for c in cluster.pipeline_state("snaprename").snapshots
+                      if c.state == "copying" and c.chunks == 20], 60, "the copy split")
+    source.script(f"CREATE TABLE `{schema}`.items_new LIKE `{schema}`.items",
+                  f"INSERT INTO `{schema}`.items_new SELECT seq, 'new', 1 "
+                  f"FROM `{schema}`.seq_1_to_50",
+                  f"RENAME TABLE `{schema}`.items TO `{schema}`.items_old, "
+                  f"`{schema}`.items_new TO `{schema}`.items")
+    assert cli.main([*manager, "snapshot", "resume", "snaprename"]) == 0
+    state = wait_for(lambda: (lambda s: s if s.last_error else None)(
+        cluster.pipeline_state("snaprename")), 60, "the failed copy in the pipeline's state")
+    assert [c.state for c in state.snapshots] == ["failed"]
+    assert state.last_error.startswith(
+        f"pipeline snaprename.forward: the copy of {schema}.items failed: {schema}.items was "
+        f"renamed to {schema}.items_old by a DDL in the source's binlog at "), state.last_error
+    assert f"setl snapshot snaprename --table {schema}.items_old" in state.last_error
+    wait_equal(source, target, schema, ["items"], 60)  # the new items, by the stream
+    assert target.rows(f"SELECT COUNT(*) FROM `{schema}`.items_old") == [(0,)]
+    # (its exit status is 1: the failed copy of items is still listed)
+    cli.main([*manager, "snapshot", "snaprename", "--table", f"{schema}.items_old", "--wait"])
+    wait_equal(source, target, schema, ["items", "items_old"], 60)
+    state = cluster.pipeline_state("snaprename")
+    assert [(c.table, c.state) for c in state.snapshots] == [
+        (f"{schema}.items", "failed"), (f"{schema}.items_old", "done")]
+    assert state.last_error == ""  # copied under its new name, as it said

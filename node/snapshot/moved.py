@@ -1,0 +1,53 @@
+"""The tables a DDL statement takes away from under their names, for the copies under way
+(:meth:`node.snapshot.controller.Snapshots.ddl`).
+
+A copy reads its chunks by the table's name (``SELECT … FROM schema.table WHERE <bounds>``),
+so a statement that gives that name to another table, or takes the table away, ends what the
+copy can do honestly: the chunks left would be read from whatever holds the name now. A
+gh-ost/pt-osc cut-over (``RENAME TABLE t TO t_old, t_new TO t``) made such a copy read the
+new ``t``, whose rows the stream had brought already, and end "done" while the old table's
+rows not copied yet never reached the target's ``t_old``; a plain rename or a drop made
+later windows fail again and again with a misleading error.
+
+What takes a table away: RENAME TABLE (either side), ALTER TABLE … RENAME, DROP TABLE,
+CREATE OR REPLACE TABLE, DROP DATABASE. TRUNCATE keeps the table (its rows go, and with
+``ddl_sync`` on the target's too; the chunks left read what the source holds now, as the
+target does; without it the statement pauses the pipeline), as do ALTERs of columns (a window
+reads the columns after its low watermark; one open across the DDL is abandoned).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from node.ddlparse import dropped_database, parse
+
+
+class Moved(NamedTuple):
+    """A table a statement takes from its name: as typed in the statement."""
+
+    schema: str
+    table: str  # "" for every table of the schema (DROP DATABASE)
+    how: str  # renamed | dropped | replaced | dropped with its database
+    to: tuple[str, str] | None = None  # a rename's new name
+
+
+def moved(statement: str, default_schema: str, sql_mode: int = 0) -> list[Moved]:
+    """The tables ``statement`` renames, drops or replaces (none for any other statement)."""
+    ddl = parse(statement, default_schema, sql_mode)
+    if ddl is None:
+        dropped = dropped_database(statement, sql_mode)
+        return [Moved(dropped.schema, "", "dropped with its database")] if dropped else []
+    found: list[Moved] = []
+    # RENAME TABLE, ALTER TABLE … RENAME: each table to where the statement leaves it (a
+    # swap a TO tmp, b TO a, tmp TO b leaves a at b); a name a table is renamed onto was
+    # free or freed before in the statement, so its table is among the ones moved
+    now: dict[tuple[str, str], tuple[str, str]] = {}  # its name now → its name before
+    for old, new in ddl.renames:
+        now[new.pair] = now.pop(old.pair, old.pair)
+    found += [Moved(*before, "renamed", name) for name, before in now.items()]
+    if ddl.kind == "DROP":
+        found += [Moved(*name.pair, "dropped") for name in ddl.names]
+    if ddl.kind == "CREATE" and ddl.replaces:
+        found += [Moved(*name.pair, "replaced") for name in ddl.names]
+    return found
