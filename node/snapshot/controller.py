@@ -22,22 +22,23 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pymysql
 
-from node import ddlsession, sqllex
+from node import ddlsession
 from node.changes import Batch, ChangeType, RowChange
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
 from node.extract.reads import Read
 from node.snapshot.door import DoorQueue
-from node.snapshot.moved import Moved, moved
-from node.snapshot.state import SnapshotStore, TableCopy, failed_problem, progress, pruned
+from node.snapshot.moved import Moved, fail, moved
+from node.snapshot.plan import plan
+from node.snapshot.state import Rate, SnapshotStore, TableCopy, failed_problem, progress, pruned
 from node.snapshot.windowreads import LinesPlanner, WindowReads, Work, label
 from node.spark import SparkRunner
-from shared.endpoint import READING, connect
+from shared.endpoint import connect
 from shared.errors import ConfigError, CoordinationError, FencedError, SetlError, SourceError
 from shared.model import DataSource, PipelineParams
 from shared.retl import SIGNAL_TABLE
@@ -53,23 +54,6 @@ class _Window:
     work: list[Work]
     reads: list[Read] | None = None
     batch: int = 0  # the processId of the batch that closed it
-
-
-@dataclass
-class _Rate:
-    """Rows a second over the last minute, for progress."""
-
-    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=120))
-
-    def add(self, rows: int) -> None:
-        self.samples.append((time.monotonic(), rows))
-
-    def per_s(self) -> float:
-        now = time.monotonic()
-        recent = [(at, rows) for at, rows in self.samples if now - at <= 60]
-        if len(recent) < 2:
-            return 0.0
-        return sum(rows for _, rows in recent[1:]) / max(now - recent[0][0], 1e-3)
 
 
 class Snapshots:
@@ -91,7 +75,7 @@ class Snapshots:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._rate = _Rate()
+        self._rate = Rate()
         self._reads = WindowReads(pipeline_id, source, compiled, spark,
                                   params.snapshot_parallelism, lines)
         self._thread = threading.Thread(target=self._run, name=f"snapshot-{pipeline_id}",
@@ -199,7 +183,7 @@ class Snapshots:
             for one in moved(change.ddl, change.schema, ddlsession.sql_mode(change.session)):
                 for copy in self.copies:
                     if copy.state == "copying" and self._takes(one, copy):
-                        self._fail(copy, one, change)
+                        fail(copy, one, change, self.compiled.stored, self.pipeline_id)
                         failed.append(copy)
         if not failed:
             return
@@ -214,33 +198,6 @@ class Snapshots:
         if not one.table:
             return self.compiled.stored_schema(one.schema) == copy.schema
         return self.compiled.stored(one.schema, one.table) == (copy.schema, copy.table)
-
-    def _fail(self, copy: TableCopy, one: Moved, change: RowChange) -> None:
-        channel = self.pipeline_id.partition(".")[0]
-        at = ddlsession.position(change.session)
-        where = f" at {at.file}:{at.pos}" if at is not None else ""
-        table = f"{copy.schema}.{copy.table}"
-        if one.to is not None:
-            copy.again = ".".join(self.compiled.stored(*one.to))
-            then = (f"the rows of the table not copied yet are missing under its new name "
-                    f"{copy.again}: copy it again under that name: setl snapshot {channel} "
-                    f"--table {copy.again}")
-        elif one.how == "replaced":
-            then = (f"{table} is another table now: copy it again: setl snapshot {channel} "
-                    f"--table {table}")
-        else:
-            then = (f"nothing is left to copy; if {table} is made again, copy the new one: "
-                    f"setl snapshot {channel} --table {table}")
-        copy.state, copy.finished = "failed", time.time()
-        copy.error = (
-            f"pipeline {self.pipeline_id}: {table} was {one.how}"
-            + (f" to {copy.again}" if copy.again else "")
-            + f" by a DDL in the source's binlog{where} ({change.ddl[:200]!r}) while it was "
-            f"being copied ({len(copy.done)} of {copy.total} chunks copied); the copy reads "
-            f"its chunks by the table's name, which no longer holds that table (the chunks "
-            f"left would copy another table's rows, or none), so it stops here; {then}")
-        log.error("event=snapshot_table_failed pipeline=%s table=%s error=%s",
-                  self.pipeline_id, table, copy.error)
 
     def loaded(self, batch: Batch) -> None:
         """The batch is on the target: its windows' chunks are done."""
@@ -422,28 +379,8 @@ class Snapshots:
                      copy.total, "split", copy.where)
 
     def _plan(self, schema: str, table: str, where: str) -> TableCopy:
-        problem = sqllex.condition_problem(where) if where else None
-        if problem is not None:
-            raise ConfigError(f"pipeline {self.pipeline_id}: {problem}")
-        if not self.compiled.wants(schema, table):
-            raise ConfigError(f"pipeline {self.pipeline_id}: table {schema}.{table} is not "
-                              "replicated by this pipeline, so it cannot be copied by it")
-        configured = self.compiled.configured_keys(schema, table)
-        with connect(self.source, init_command=READING) as conn, \
-                conn.cursor() as cursor:
-            primary = chunks.table_key(cursor, schema, table)
-            if primary is None:
-                raise ConfigError(
-                    f"pipeline {self.pipeline_id}: table {schema}.{table} has no primary key "
-                    "and no unique key over NOT NULL columns, so it cannot be copied in "
-                    "chunks by key (its rows are written by their whole image, and a row copied "
-                    "twice would be there twice); give it a primary key, or copy it by hand"
-                    + (f" (key_columns {configured} do not make it keyed)" if configured else ""))
-            key = chunks.table_key(cursor, schema, table, configured) if configured else primary
-            assert key is not None
-            plan = chunks.split(cursor, key, self.params.snapshot_chunk_size, where)
-        copy_id = f"{schema}.{table}@{int(time.time() * 1000)}"
-        return TableCopy(copy_id, schema, table, where, plan.key, list(plan.chunks), plan.rows)
+        return plan(self.pipeline_id, self.source, self.compiled,
+                    self.params.snapshot_chunk_size, schema, table, where)
 
     def _save(self) -> bool:
         """Save the copies' state (finished copies kept only as long as :func:`pruned`

@@ -1,5 +1,5 @@
 """The tables a DDL statement takes away from under their names, for the copies under way
-(:meth:`node.snapshot.controller.Snapshots.ddl`).
+(:meth:`node.snapshot.controller.Snapshots.ddl`), and how such a copy fails (:func:`fail`).
 
 A copy reads its chunks by the table's name (``SELECT … FROM schema.table WHERE <bounds>``),
 so a statement that gives that name to another table, or takes the table away, ends what the
@@ -18,9 +18,17 @@ reads the columns after its low watermark; one open across the DDL is abandoned)
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from typing import NamedTuple
 
+from node import ddlsession
+from node.changes import RowChange
 from node.ddlparse import dropped_database, parse
+from node.snapshot.state import TableCopy
+
+log = logging.getLogger("setl.node.snapshot")
 
 
 class Moved(NamedTuple):
@@ -51,3 +59,35 @@ def moved(statement: str, default_schema: str, sql_mode: int = 0) -> list[Moved]
     if ddl.kind == "CREATE" and ddl.replaces:
         found += [Moved(*name.pair, "replaced") for name in ddl.names]
     return found
+
+
+def fail(copy: TableCopy, one: Moved, change: RowChange,
+         stored: Callable[[str, str], tuple[str, str]], pipeline_id: str) -> None:
+    """Fail ``copy``, whose table ``one`` (of the DDL ``change``) took away: the error says
+    the statement, its position and what to copy now (``stored`` maps a source table to
+    the stored one: the compiled pipeline's, for a rename's new name)."""
+    channel = pipeline_id.partition(".")[0]
+    at = ddlsession.position(change.session)
+    where = f" at {at.file}:{at.pos}" if at is not None else ""
+    table = f"{copy.schema}.{copy.table}"
+    if one.to is not None:
+        copy.again = ".".join(stored(*one.to))
+        then = (f"the rows of the table not copied yet are missing under its new name "
+                f"{copy.again}: copy it again under that name: setl snapshot {channel} "
+                f"--table {copy.again}")
+    elif one.how == "replaced":
+        then = (f"{table} is another table now: copy it again: setl snapshot {channel} "
+                f"--table {table}")
+    else:
+        then = (f"nothing is left to copy; if {table} is made again, copy the new one: "
+                f"setl snapshot {channel} --table {table}")
+    copy.state, copy.finished = "failed", time.time()
+    copy.error = (
+        f"pipeline {pipeline_id}: {table} was {one.how}"
+        + (f" to {copy.again}" if copy.again else "")
+        + f" by a DDL in the source's binlog{where} ({change.ddl[:200]!r}) while it was "
+        f"being copied ({len(copy.done)} of {copy.total} chunks copied); the copy reads "
+        f"its chunks by the table's name, which no longer holds that table (the chunks "
+        f"left would copy another table's rows, or none), so it stops here; {then}")
+    log.error("event=snapshot_table_failed pipeline=%s table=%s error=%s",
+              pipeline_id, table, copy.error)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -228,3 +229,20 @@ def progress(copies: list[TableCopy], rate: float = 0.0) -> list[dict[str, objec
                       "eta_s": left / rate if rate and copy.state == "copying" else 0.0,
                       "where": copy.where, "error": copy.error})
     return found
+
+
+@dataclass
+class Rate:
+    """Rows a second over the last minute, for :func:`progress`."""
+
+    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=120))
+
+    def add(self, rows: int) -> None:
+        self.samples.append((time.monotonic(), rows))
+
+    def per_s(self) -> float:
+        now = time.monotonic()
+        recent = [(at, rows) for at, rows in self.samples if now - at <= 60]
+        if len(recent) < 2:
+            return 0.0
+        return sum(rows for _, rows in recent[1:]) / max(now - recent[0][0], 1e-3)

@@ -1,0 +1,41 @@
+"""How a table asked for is planned for its copy (:meth:`node.snapshot.controller.Snapshots`
+takes the requests): its key, and its chunks split once, when the copy starts."""
+
+from __future__ import annotations
+
+import time
+
+from node import sqllex
+from node.extract import chunks
+from node.extract.etl import CompiledPipeline
+from node.snapshot.state import TableCopy
+from shared.endpoint import READING, connect
+from shared.errors import ConfigError
+from shared.model import DataSource
+
+
+def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk_size: int,
+         schema: str, table: str, where: str) -> TableCopy:
+    """The copy of ``schema.table`` (the rows ``where`` keeps), split in chunks of about
+    ``chunk_size`` rows by its key; ConfigError when the table cannot be copied."""
+    problem = sqllex.condition_problem(where) if where else None
+    if problem is not None:
+        raise ConfigError(f"pipeline {pipeline_id}: {problem}")
+    if not compiled.wants(schema, table):
+        raise ConfigError(f"pipeline {pipeline_id}: table {schema}.{table} is not "
+                          "replicated by this pipeline, so it cannot be copied by it")
+    configured = compiled.configured_keys(schema, table)
+    with connect(source, init_command=READING) as conn, conn.cursor() as cursor:
+        primary = chunks.table_key(cursor, schema, table)
+        if primary is None:
+            raise ConfigError(
+                f"pipeline {pipeline_id}: table {schema}.{table} has no primary key "
+                "and no unique key over NOT NULL columns, so it cannot be copied in "
+                "chunks by key (its rows are written by their whole image, and a row copied "
+                "twice would be there twice); give it a primary key, or copy it by hand"
+                + (f" (key_columns {configured} do not make it keyed)" if configured else ""))
+        key = chunks.table_key(cursor, schema, table, configured) if configured else primary
+        assert key is not None
+        split = chunks.split(cursor, key, chunk_size, where)
+    copy_id = f"{schema}.{table}@{int(time.time() * 1000)}"
+    return TableCopy(copy_id, schema, table, where, split.key, list(split.chunks), split.rows)
