@@ -21,28 +21,14 @@ from shared.definitions import load_text
 from shared.model import ChannelStatus
 from shared.retry import RetryPolicy
 from shared.zk import ZkPaths
-from tests.integration.test_source_redefined import Runner
+from tests.supervised import Runner, definitions
 from tests.unit.test_runner_state import runner
-
-DEFINITIONS = """\
-sources:
-  - {name: s, host: h1}
-  - {name: t, host: h2}
-channels:
-  - name: shop
-    pipelines:
-      - name: forward
-        source: s
-        target: t
-        pairs:
-          - {source: shop.orders, target: shop.orders}
-"""
 
 
 @pytest.fixture
 def catalog(zk_client: KazooClient, zk_root: str) -> Catalog:
     found = Catalog(zk_client, ZkPaths(zk_root))
-    found.apply(load_text(DEFINITIONS, "c.yaml"))
+    found.apply(load_text(definitions(), "c.yaml"))
     zk_client.set(found.paths.channel_status("shop"), b"START")  # as `setl channel start`
     return found
 
@@ -100,7 +86,7 @@ class Failing(Runner):
         self.state = "failed"
         ctx = dataclasses.replace(self.ctx, backoff=RetryPolicy(delay_s=0.0, max_delay_s=0.0))
         pause.pause_channel(ctx, self.pipeline_id, threading.Event())
-        self._stopped.set()
+        self.ended.set()
 
 
 @pytest.fixture

@@ -5,65 +5,24 @@ pipeline that uses it (on a real ZooKeeper, the node's watcher and supervisor)."
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
 
 from node import supervisor as supervisors
-from node.pipeline import PipelineContext
 from node.supervisor import Supervisor
 from node.watcher import DefinitionWatcher
 from shared.catalog import Catalog
 from shared.definitions import load_text
 from shared.zk import ZkPaths
 from tests.devcluster import wait_for
-
-DEFINITIONS = """\
-sources:
-  - {name: s, host: SOURCE_HOST}
-  - {name: t, host: h2}
-  - {name: other, host: OTHER_HOST}
-channels:
-  - name: shop
-    pipelines:
-      - name: forward
-        source: s
-        target: t
-        pairs:
-          - {source: shop.orders, target: shop.orders}
-"""
-
-
-class Runner:
-    """Stands in for a pipeline runner (no source to read): it keeps the definition it was
-    given and runs until it is asked to stop."""
-
-    def __init__(self, context: PipelineContext) -> None:
-        self.ctx, self.pipeline_id, self.state = context, context.pipeline_id, "running"
-        self._stopped = threading.Event()
-
-    def start(self) -> None:
-        pass
-
-    def request_stop(self) -> None:
-        self.state = "stopped"
-        self._stopped.set()
-
-    def join(self, wait_s: float) -> bool:
-        return self._stopped.wait(wait_s)
-
-    @property
-    def alive(self) -> bool:
-        return not self._stopped.is_set()
-
-    def publish(self) -> None:
-        pass
+from tests.supervised import Runner, definitions
 
 
 def apply(catalog: Catalog, source_host: str, other_host: str = "h3") -> None:
-    text = DEFINITIONS.replace("SOURCE_HOST", source_host).replace("OTHER_HOST", other_host)
+    text = definitions(source_host=source_host,
+                       more_sources=f"  - {{name: other, host: {other_host}}}\n")
     catalog.apply(load_text(text, "c.yaml"))
 
 

@@ -4,7 +4,6 @@ a node that always holds the pipeline)."""
 from __future__ import annotations
 
 import functools
-import threading
 
 import pytest
 
@@ -15,20 +14,9 @@ from shared.catalog import ChannelRecord
 from shared.definitions import load_text
 from shared.model import ChannelStatus, DataSource
 from shared.zk import ZkPaths
+from tests.supervised import SHOP, Runner, definitions
 
-DEFINITIONS = load_text("""\
-sources:
-  - {name: s, host: h1}
-  - {name: t, host: h2}
-channels:
-  - name: shop
-    pipelines:
-      - name: forward
-        source: s
-        target: t
-        pairs:
-          - {source: shop.orders, target: shop.orders}
-""", "c.yaml")
+DEFINITIONS = load_text(definitions(), "c.yaml")
 SOURCES = {"s": 1, "t": 1}
 PID = "shop.forward"
 
@@ -52,35 +40,6 @@ class Catalog:
 
     def status_at(self, name: str) -> tuple[ChannelStatus, int]:
         return self.status
-
-
-class Runner:
-    """Stands in for a pipeline runner: runs until asked to stop, or fails."""
-
-    def __init__(self, context: PipelineContext) -> None:
-        self.ctx, self.pipeline_id, self.state = context, context.pipeline_id, "running"
-        self.ended = threading.Event()
-
-    def start(self) -> None:
-        pass
-
-    def request_stop(self) -> None:
-        self.state = "stopped"
-        self.ended.set()
-
-    def join(self, wait_s: float) -> bool:
-        return self.ended.wait(wait_s)
-
-    @property
-    def alive(self) -> bool:
-        return not self.ended.is_set()
-
-    def publish(self) -> None:
-        pass
-
-    def fail_for_good(self) -> None:
-        self.state = "failed"
-        self.ended.set()
 
 
 @pytest.fixture
@@ -153,18 +112,7 @@ def test_a_failed_pipeline_is_not_started_again_from_a_snapshot_older_than_its_p
     assert len(started) == 1
 
 
-TWO_CHANNELS = load_text("""\
-sources:
-  - {name: s, host: h1}
-  - {name: t, host: h2}
-channels:
-  - name: shop
-    pipelines:
-      - name: forward
-        source: s
-        target: t
-        pairs:
-          - {source: shop.orders, target: shop.orders}
+TWO_CHANNELS = load_text(definitions(SHOP + """\
   - name: stock
     pipelines:
       - name: forward
@@ -172,7 +120,7 @@ channels:
         target: t
         pairs:
           - {source: stock.items, target: stock.items}
-""", "c.yaml")
+"""), "c.yaml")
 
 
 def test_the_runners_of_a_changed_source_are_stopped_together(
