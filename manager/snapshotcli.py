@@ -5,7 +5,8 @@
     setl snapshot pause|resume CHANNEL [--pipeline P]
     setl snapshot cancel CHANNEL [--table schema.table] [--pipeline P]
 
-``--wait`` shows a progress bar on stderr until the copies end (exit 1 if one failed).
+``--wait`` shows a progress bar on stderr until the copies end (exit 1 if one failed:
+with ``--table``, if the copy of that table failed; other copies are listed, not judged).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from manager import render
@@ -59,7 +61,18 @@ def snapshot(args: argparse.Namespace, client: ManagerClient, output: str) -> in
         print(render.copies(answer.pipeline_id, answer.copies, answer.paused))
     else:
         print(render.structured(answer, output))
-    return 1 if any(copy.state == "failed" for copy in answer.copies) else 0
+    return 1 if any(copy.state == "failed" for copy in _judged(
+        answer.copies, args.table if args.wait and action == "start" else "")) else 0
+
+
+def _judged(copies: Sequence[manager_pb2.TableCopy], asked: str) -> list[manager_pb2.TableCopy]:
+    """The copies the exit status is for: with ``--table``, the copy this command asked for
+    (the newest of that table: copies are listed as started), not an earlier copy of the
+    channel that failed (one a DDL failed says to copy the table again, by this command);
+    otherwise all of them."""
+    if not asked:
+        return list(copies)
+    return [copy for copy in copies if copy.table == _plain(asked)][-1:]
 
 
 def _wait(client: ManagerClient, request: manager_pb2.SnapshotRequest,
