@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # the frame that names a sample's stage, looked for in this order
 STAGES = (("E/T Spark workers (Python)", "pyspark.daemon"),
           ("select: binlog framing", "BinlogReader._run"),
-          ("select: batching", "PipelineRunner._select_loop"),
+          ("select: batching", "RunnerSelect._select_loop"),
           ("E/T in the node (small batches)", "run_part"),
           ("E/T driver: planning, to and from Spark", "etjob.py"),
           ("load: statements to the targets", "load/loop.py"),

@@ -21,7 +21,7 @@ STAGES = (("read: SELECT, rows parsed and pickled (Spark task)", "snapshot/tasks
           ("render: LOAD DATA text", "extract/loaddata.py"),
           ("E/T Spark workers, other Python", "pyspark.daemon"),
           ("select: binlog framing", "BinlogReader._run"),
-          ("select: batching", "PipelineRunner._select_loop"),
+          ("select: batching", "RunnerSelect._select_loop"),
           ("E/T driver: planning, to and from Spark", "etjob.py"),
           ("load: statements to the target", "load/loop.py"),
           ("snapshot driver: windows, watermarks", "node/snapshot/"),

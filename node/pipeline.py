@@ -6,7 +6,7 @@ processId order. Any error of batch n stops Select, drops n and every later batc
 runner starts again, after a backoff, from where the targets' position rows stand; after
 ``max_retries`` failures in a row it pauses the channel and leaves the error in the
 pipeline's stats. Each attempt opens (where it resumes, the source checked) in
-:mod:`node.resume`.
+:mod:`node.resume`; Select's thread is :mod:`node.selectloop`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from node import cursor as cursors
-from node import etjob, pause, start
-from node.changes import Batch, RowChange
+from node import pause
+from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
@@ -37,6 +37,7 @@ from node.primary import Primary, SwitchPending
 from node.resume import RunnerStart
 from node.select.binlog import BinlogReader
 from node.select.selector import Selector
+from node.selectloop import RunnerSelect
 from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue
 from node.snapshot.state import SnapshotStore
@@ -88,7 +89,7 @@ class PipelineContext:
         return self.channel.pipeline_id(self.pipeline)
 
 
-class PipelineRunner(RunnerStatus, RunnerStart):
+class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
     def __init__(self, context: PipelineContext) -> None:
         self.ctx = context
         self.pipeline_id = context.pipeline_id
@@ -354,75 +355,6 @@ class PipelineRunner(RunnerStatus, RunnerStart):
         except SetlError as exc:
             if not stop.is_set() and not self.stop_event.is_set():
                 handoff.put(Failed(exc))
-
-    def _select_loop(self, selector: Selector, compiled: CompiledPipeline, planner: Planner,
-                     executor: ThreadPoolExecutor, handoff: queue.Queue[Any],
-                     stop: threading.Event, window: Window, snapshots: Snapshots) -> None:
-        """Select's thread of one attempt: its window and copies are this attempt's (a loop
-        that outlives its attempt must not count batches in the next one's window, which
-        would stay saturated and never cut a batch on time again)."""
-        after_ddl = 0  # a DDL batch's processId: later batches wait until it is loaded
-        try:
-            while not stop.is_set() and not self.stop_event.is_set():
-                batch = selector.next_batch(stop)
-                if batch is None:
-                    continue
-                self._in_flight.append((batch.process_id, batch.transactions[0].commit_ts_ms
-                                        if batch.transactions else batch.commit_ts_ms))
-                window.extracting()
-                if batch.has_ddl:
-                    # a copy of a table it renames, drops or replaces fails first (saved):
-                    # its chunks left would be read from whatever holds the name after it
-                    snapshots.ddl(batch.changes())
-                    future = executor.submit(etjob.run_ddl, self.ctx.spark, window,
-                                             compiled, batch.changes())
-                    after_ddl = batch.process_id
-                else:
-                    if after_ddl and not self._wait_loaded(after_ddl, stop):
-                        break
-                    if after_ddl:
-                        planner.forget()  # its tables' columns and keys may have changed
-                        start.keys_again(compiled, self.source, self.ctx.pipeline,
-                                         self.target_kind == "delta")
-                        # what the start refuses (a cascading key added unseen: ddl_sync off)
-                        kinds.check_source(self.target_kind, compiled, self.source,
-                                           after_ddl=True, two_way=getattr(
-                                               planner.facts, "targets", None)
-                                           if self.two_way else None)
-                        after_ddl = 0
-                    self._ask(snapshots, [change for change in batch.changes()
-                                          if freedoor.is_request(change)])
-                    reads = snapshots.reads_for(batch) if batch.windows else []
-                    future = executor.submit(etjob.run, self.ctx.spark, window,
-                                             compiled, planner, batch, reads, self.two_way)
-                self.batches_selected += 1
-                handoff.put((batch, future))
-        except BaseException as exc:  # handed to Load, which reports it in order
-            handoff.put(Failed(exc))
-        finally:
-            handoff.put(None)
-
-    def _ask(self, snapshots: Any, requests: list[RowChange]) -> None:
-        """Free-door requests the stream carried, kept to be served in a coming window; a
-        subscription's reader gets the binlog's changes only, so the requests another
-        channel of its source serves (a per-instance backfill) are not its own: taken, they
-        paused it at every resume."""
-        if not requests:
-            return
-        if self.target_kind == "subscription":
-            log.info("event=free_door_not_taken pipeline=%s requests=%d reason=a subscription "
-                     "takes no rows read from the tables", self.pipeline_id, len(requests))
-            return
-        snapshots.ask(requests)
-
-    def _wait_loaded(self, process_id: int, stop: threading.Event) -> bool:
-        """Wait until batch ``process_id`` is loaded; False when stopped first."""
-        while not stop.is_set() and not self.stop_event.is_set():
-            if self.cursor is not None and self.cursor.process_id >= process_id:
-                return True
-            self._progress.wait(0.1)
-            self._progress.clear()
-        return False
 
     def _publish_failed(self, exc: Exception) -> None:
         log.warning("event=cursor_publish_failed pipeline=%s cursor=%s error=%r",

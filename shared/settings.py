@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared import yamlreader
 from shared.alarmrules import AlarmSettings, read_alarms
-from shared.confinement import CONF, Confinement, Credential, processor_path_dirs
+from shared.confinement import CONF, Confinement
 from shared.errors import ConfigError
-from shared.lakestore import location_problem
 from shared.secrets import reference_problem
+from shared.securitysettings import read_security
 from shared.yamlreader import MISSING, Field, Mapping
 
 
@@ -200,7 +199,8 @@ def load_manager(path: str | Path | None) -> ManagerSettings:
     alarms = read_alarms(top.field("alarms"), _base(path))
     nodes = _nodes(top, _base(path))
     # the manager's own secrets are never a definition's password
-    security = dataclasses.replace(_security(top, path), reserved=tuple(
+    security = read_security(top.field("security"), _base(path))
+    security = dataclasses.replace(security, reserved=tuple(
         reference for reference in (
             api.token, *(reader.token for reader in api.readers), nodes.token,
             *(hook.token for hook in alarms.webhooks)) if reference))
@@ -242,7 +242,8 @@ def load_node(path: str | Path | None) -> NodeSettings:
         _zookeeper(top), spark,
         top.get("log_level", _level, defaults.log_level),
         # the node's own token is never a definition's password
-        dataclasses.replace(_security(top, path), reserved=(api.token,) if api.token else ()),
+        dataclasses.replace(read_security(top.field("security"), _base(path)),
+                            reserved=(api.token,) if api.token else ()),
         _metrics(top),
         api,
         str(path) if path is not None else "",
@@ -370,100 +371,9 @@ def load_security(path: str | Path | None) -> Confinement:
     """Only the ``security`` settings of a manager or node configuration (the admin CLI's
     rules for the password references it resolves itself, e.g. ``setl backfill``)."""
     top, issues = _read(path)
-    rules = _security(top, path)
+    rules = read_security(top.field("security"), _base(path))
     issues.raise_if_any()
     return rules
-
-
-def _security(top: Mapping, path: str | Path | None) -> Confinement:
-    """What definitions may reach (shared.confinement). Directories are relative to the
-    configuration file's folder; by default ``secrets/`` beside it (without a file, the
-    installation's ``conf/secrets``) and the processor directories of the installation and
-    ``$SETL_PROCESSORS_PATH``, to which ``processor_dirs`` adds."""
-    base = _base(path)
-    secret_dirs: tuple[Path, ...] = (base / "secrets",)
-    env_prefix, listed, hosts = "SETL_", (), ()
-    found = top.field("security")
-    entry = found.mapping() if found else None
-    if entry is not None:
-        secret_dirs = entry.get("secret_dirs", lambda f: _directories(f, base), secret_dirs)
-        env_prefix = entry.get("env_prefix", lambda f: f.string(_env_prefix), env_prefix)
-        listed = entry.get("processor_dirs", lambda f: _directories(f, base), ())
-        hosts = entry.get("database_hosts", _hosts, ())
-        credentials = entry.get("credentials", _credentials, ())
-        lakes = entry.get("lake_locations", _lake_locations, ())
-        entry.close()
-    else:
-        credentials, lakes = (), ()
-    return Confinement(secret_dirs, env_prefix, (*processor_path_dirs(), *listed), hosts,
-                       credentials, lake_locations=lakes)
-
-
-def _lake_locations(item: Field) -> object:
-    """``lake_locations``: the directories and object-store URL prefixes a definition's lake
-    target may write under."""
-    if not item.is_list():
-        return item.expected("a list of directories or URL prefixes")
-    found = []
-    for element in item.items():
-        text = element.string(location_problem)
-        if text is MISSING:
-            return MISSING
-        found.append(text)
-    return tuple(found)
-
-
-def _credentials(item: Field) -> object:
-    """``credentials``: where each password may be sent — ``{secret: REFERENCE-OR-GLOB,
-    hosts: [NAMES-OR-NETWORKS], ports: [...]}`` each (a ``file:`` reference matches as
-    written or as the file's resolved path)."""
-    if not item.is_list():
-        return item.expected("a list of {secret, hosts, ports}")
-    found = []
-    for element in item.items():
-        entry = element.mapping()
-        if entry is None:
-            found.append(MISSING)
-            continue
-        secret = entry.get("secret", Field.string, required=True)
-        hosts = entry.get("hosts", _hosts, required=True)
-        ports = entry.get("ports", _ports, ())
-        entry.close()
-        if MISSING in (secret, hosts, ports):
-            found.append(MISSING)
-            continue
-        found.append(Credential(secret, hosts, ports))
-    return MISSING if MISSING in found else tuple(found)
-
-
-def _ports(item: Field) -> object:
-    if not item.is_list():
-        return item.expected("a list of port numbers")
-    found = [entry.integer(1, 65535) for entry in item.items()]
-    return MISSING if MISSING in found else tuple(found)
-
-
-def _hosts(item: Field) -> object:
-    if not item.is_list():
-        return item.expected("a list of host names and networks (e.g. 10.0.0.0/8)")
-    found = [entry.string() for entry in item.items()]
-    return MISSING if MISSING in found else tuple(found)
-
-
-def _directories(item: Field, base: Path) -> object:
-    if not item.is_list():
-        return item.expected("a list of directories")
-    found = [entry.string() for entry in item.items()]
-    if MISSING in found:
-        return MISSING
-    return tuple((base / Path(text).expanduser()).resolve() for text in found)
-
-
-def _env_prefix(value: str) -> str | None:
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        return None
-    return (f"expected the start of environment variable names such as SETL_, got "
-            f"\"{value}\" (an empty prefix would let a definition read any variable)")
 
 
 def _options(item: Field) -> object:
