@@ -35,7 +35,15 @@ from node.extract.reads import Read
 from node.snapshot.door import DoorQueue
 from node.snapshot.moved import Moved, fail, moved
 from node.snapshot.plan import plan
-from node.snapshot.state import Rate, SnapshotStore, TableCopy, failed_problem, progress, pruned
+from node.snapshot.state import (
+    Rate,
+    SnapshotStore,
+    TableCopy,
+    failed_problem,
+    progress,
+    pruned,
+    ran_before_planned,
+)
 from node.snapshot.windowreads import LinesPlanner, WindowReads, Work, label
 from node.spark import SparkRunner
 from shared.endpoint import connect
@@ -73,6 +81,12 @@ class Snapshots:
         self._queue: deque[Work] = deque()
         self._pending: dict[int, _Window] = {}
         self._lock = threading.Lock()
+        # self.copies is appended to, pruned and saved from three threads (Load's: loaded;
+        # this one's: requests, cancels; Select's: ddl): one at a time, or a save that pruned
+        # the list before a new copy went in would put back the list without it (lost from
+        # memory and ZooKeeper, its request deleted). Taken before the store's own lock, never
+        # while holding self._lock (and self._lock is never taken under it)
+        self._copies_lock = threading.RLock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._rate = Rate()
@@ -176,13 +190,21 @@ class Snapshots:
         goes on: loaded, with the copy still saved as copying, a restart would go on
         reading the name (CoordinationError when ZooKeeper does not take it: the batch is
         read again, and fails the copy again)."""
+        with self._copies_lock:
+            self._ddl(changes)
+
+    def _ddl(self, changes: list[RowChange]) -> None:
         failed: list[TableCopy] = []
         for change in changes:
             if change.type != ChangeType.DDL or not change.ddl:
                 continue
+            ran = ddlsession.position(change.session)
             for one in moved(change.ddl, change.schema, ddlsession.sql_mode(change.session)):
                 for copy in self.copies:
-                    if copy.state == "copying" and self._takes(one, copy):
+                    # (a copy planned after the DDL ran, Select behind: it reads the table
+                    # that has the name after it, as it should)
+                    if copy.state == "copying" and self._takes(one, copy) and \
+                            not ran_before_planned(copy, ran):
                         fail(copy, one, change, self.compiled.stored, self.pipeline_id)
                         failed.append(copy)
         if not failed:
@@ -363,9 +385,12 @@ class Snapshots:
                 log.error("event=snapshot_table_failed pipeline=%s table=%s.%s error=%s",
                           self.pipeline_id, schema, table, exc)
             copy.request = asked
-            self.copies.append(copy)
-            if not self._save():
-                self.copies.remove(copy)
+            with self._copies_lock:  # (no save of another thread between the two)
+                self.copies.append(copy)
+                saved = self._save()
+                if not saved:
+                    self.copies.remove(copy)
+            if not saved:
                 raise CoordinationError(
                     f"pipeline {self.pipeline_id}: the copy of {schema}.{table} waits: its "
                     f"state cannot be saved to ZooKeeper ({self.save_error}); it starts once "
@@ -386,6 +411,10 @@ class Snapshots:
         """Save the copies' state (finished copies kept only as long as :func:`pruned`
         says); False when it could not be saved, which status shows until a save goes
         through (progress is saved again with the next chunk done)."""
+        with self._copies_lock:
+            return self._save_now()
+
+    def _save_now(self) -> bool:
         self.copies = pruned(self.copies, time.time())
         try:
             self.store.save(self.copies)

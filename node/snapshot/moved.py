@@ -10,7 +10,8 @@ rows not copied yet never reached the target's ``t_old``; a plain rename or a dr
 later windows fail again and again with a misleading error.
 
 What takes a table away: RENAME TABLE (either side), ALTER TABLE … RENAME, DROP TABLE,
-CREATE OR REPLACE TABLE, DROP DATABASE. TRUNCATE keeps the table (its rows go, and with
+CREATE OR REPLACE TABLE, DROP DATABASE, CREATE OR REPLACE DATABASE (not a rename that gives
+the name back to its table: ``a TO tmp, tmp TO a``). TRUNCATE keeps the table (its rows go, and with
 ``ddl_sync`` on the target's too; the chunks left read what the source holds now, as the
 target does; without it the statement pauses the pipeline), as do ALTERs of columns (a window
 reads the columns after its low watermark; one open across the DDL is abandoned).
@@ -27,6 +28,8 @@ from node import ddlsession
 from node.changes import RowChange
 from node.ddlparse import dropped_database, parse
 from node.snapshot.state import TableCopy
+from node.sqllex import NAME, WORD, identifier
+from node.sqllex import statement_code as code
 
 log = logging.getLogger("setl.node.snapshot")
 
@@ -45,7 +48,8 @@ def moved(statement: str, default_schema: str, sql_mode: int = 0) -> list[Moved]
     ddl = parse(statement, default_schema, sql_mode)
     if ddl is None:
         dropped = dropped_database(statement, sql_mode)
-        return [Moved(dropped.schema, "", "dropped with its database")] if dropped else []
+        schema = dropped.schema if dropped else _replaced_database(statement, sql_mode)
+        return [Moved(schema, "", "dropped with its database")] if schema else []
     found: list[Moved] = []
     # RENAME TABLE, ALTER TABLE … RENAME: each table to where the statement leaves it (a
     # swap a TO tmp, b TO a, tmp TO b leaves a at b); a name a table is renamed onto was
@@ -53,12 +57,27 @@ def moved(statement: str, default_schema: str, sql_mode: int = 0) -> list[Moved]
     now: dict[tuple[str, str], tuple[str, str]] = {}  # its name now → its name before
     for old, new in ddl.renames:
         now[new.pair] = now.pop(old.pair, old.pair)
-    found += [Moved(*before, "renamed", name) for name, before in now.items()]
+    # (a name given back to its table in the statement, ``a TO tmp, tmp TO a`` or ``ALTER
+    # TABLE t RENAME TO t``, holds the same table: nothing moved)
+    found += [Moved(*before, "renamed", name) for name, before in now.items()
+              if name != before]
     if ddl.kind == "DROP":
         found += [Moved(*name.pair, "dropped") for name in ddl.names]
     if ddl.kind == "CREATE" and ddl.replaces:
         found += [Moved(*name.pair, "replaced") for name in ddl.names]
     return found
+
+
+def _replaced_database(statement: str, sql_mode: int) -> str:
+    """The database of MariaDB's ``CREATE OR REPLACE DATABASE`` (its tables dropped with it,
+    as by DROP DATABASE), or ""."""
+    tokens = code(statement, sql_mode)
+    if len(tokens) < 5 or not (tokens[0].is_word("CREATE") and tokens[1].is_word("OR")
+                               and tokens[2].is_word("REPLACE")
+                               and tokens[3].is_word("DATABASE", "SCHEMA")
+                               and tokens[4].kind in (NAME, WORD)):
+        return ""
+    return identifier(tokens[4]) or ""
 
 
 def fail(copy: TableCopy, one: Moved, change: RowChange,

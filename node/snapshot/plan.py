@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import time
 
+import pymysql
+
 from node import sqllex
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.snapshot.state import TableCopy
 from shared.endpoint import READING, connect
-from shared.errors import ConfigError
-from shared.model import DataSource
+from shared.errors import ConfigError, SourceError
+from shared.model import BinlogPosition, DataSource
+from shared.positions import binlog_end
 
 
 def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk_size: int,
@@ -26,6 +29,7 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
                           "replicated by this pipeline, so it cannot be copied by it")
     configured = compiled.configured_keys(schema, table)
     with connect(source, init_command=READING) as conn, conn.cursor() as cursor:
+        planned_at = _binlog_end(cursor, source)
         primary = chunks.table_key(cursor, schema, table)
         if primary is None:
             raise ConfigError(
@@ -38,4 +42,18 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
         assert key is not None
         split = chunks.split(cursor, key, chunk_size, where)
     copy_id = f"{schema}.{table}@{int(time.time() * 1000)}"
-    return TableCopy(copy_id, schema, table, where, split.key, list(split.chunks), split.rows)
+    return TableCopy(copy_id, schema, table, where, split.key, list(split.chunks), split.rows,
+                     planned_at=planned_at)
+
+
+def _binlog_end(cursor: object, source: DataSource) -> BinlogPosition | None:
+    """The source's binlog end before the table's key and chunks are read (None: not
+    known): a DDL logged at or before it ran before the copy read anything, so the copy
+    reads the table that has the name after it (:meth:`Snapshots.ddl` does not fail it).
+    Read before, not after: a DDL logged between the split and a read after it would pass
+    for one that ran before the split."""
+    try:
+        found = binlog_end(cursor, source.name)
+    except (pymysql.MySQLError, SourceError):
+        return None
+    return found if found.file and found.server else None

@@ -25,6 +25,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 from node.extract.chunks import Chunk, SplitKey
 from shared import zk
 from shared.errors import FencedError
+from shared.model import BinlogPosition
 from shared.retl import decode_key, encode_key
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
@@ -56,6 +57,10 @@ class TableCopy:
     request: str = ""  # the request it was started for (znode@asked): taken once only
     chunk_count: int = 0  # of a finished copy saved without its chunks' bounds
     again: str = ""  # a failed copy's table under the name to copy it by (renamed), if not its own
+    # the source's binlog end (file, pos, server) read just before the table was split (None:
+    # not known, a copy saved by an older setl): a DDL logged at or before it ran before the
+    # copy read anything, so the copy reads the table that has the name after it
+    planned_at: BinlogPosition | None = None
 
     @property
     def total(self) -> int:
@@ -71,6 +76,8 @@ class TableCopy:
                 "finished": self.finished, "done": _ranges(self.done),
                 "request": self.request, "total": self.total,
                 **({"again": self.again} if self.again else {}),
+                **({"planned_at": [self.planned_at.file, self.planned_at.pos,
+                                   self.planned_at.server]} if self.planned_at else {}),
                 "chunks": [[_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]
                 if copying else []}
 
@@ -83,7 +90,22 @@ class TableCopy:
                    int(data["rows"]), _unranged(data["done"]), int(data["read_rows"]),
                    data["state"], data.get("error", ""), float(data["started"]),
                    float(data["finished"]), str(data.get("request", "")),
-                   0 if chunks else int(data.get("total", 0)), str(data.get("again", "")))
+                   0 if chunks else int(data.get("total", 0)), str(data.get("again", "")),
+                   _position(data.get("planned_at")))
+
+
+def _position(saved: Any) -> BinlogPosition | None:
+    return BinlogPosition(str(saved[0]), int(saved[1]), "", str(saved[2])) if saved else None
+
+
+def ran_before_planned(copy: TableCopy, ran: BinlogPosition | None) -> bool:
+    """Whether a DDL whose binlog position (after it) is ``ran`` was logged at or before
+    ``copy`` was planned (:attr:`TableCopy.planned_at`): both known and of one server's
+    binlog, compared by file number, then offset. Anything else (not known, another
+    server's binlog after a switchover) is taken for after."""
+    at = copy.planned_at
+    return at is not None and ran is not None and bool(at.server) and \
+        at.server == ran.server and ran.order() <= at.order()
 
 
 def pruned(copies: list[TableCopy], now: float) -> list[TableCopy]:

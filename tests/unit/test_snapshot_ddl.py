@@ -8,20 +8,28 @@ drop made later windows fail again and again with a misleading error."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
+from unittest.mock import MagicMock
 
+import pymysql
 import pytest
 
 from node import ddlsession
 from node.changes import Batch, ChangeType, RowChange
 from node.extract.chunks import SplitKey, chunks_of
+from node.snapshot import controller
+from node.snapshot import plan as plan_module
 from node.snapshot.controller import Snapshots, _Window
-from node.snapshot.moved import moved
+from node.snapshot.moved import Moved, moved
 from node.snapshot.state import TableCopy, failed_problem
 from node.snapshot.windowreads import Work
 from shared.errors import CoordinationError
-from shared.model import PipelineParams
+from shared.model import BinlogPosition, PipelineParams
 
 PID = "shop.forward"
 AT = ((ddlsession.POSITION, ("mariadb-bin.000003", 4711, "1@src:3306")),)
@@ -225,3 +233,173 @@ def test_the_tables_a_statement_takes_from_their_names() -> None:
     assert moved("TRUNCATE t", "s") == []
     assert [(one.schema, one.table, one.how) for one in moved("DROP SCHEMA IF EXISTS s", "")] \
         == [("s", "", "dropped with its database")]
+
+
+# -- a copy planned after the DDL ran (Select behind the source) --------------------------------
+
+SERVER = "1@src:3306"
+
+
+@pytest.mark.parametrize(("planned_at", "fails"), [
+    (None, True),  # not known (a copy saved by an older setl): failed, as ever
+    (BinlogPosition("mariadb-bin.000003", 4000, "", SERVER), True),  # planned before it
+    (BinlogPosition("mariadb-bin.000002", 99999, "", SERVER), True),  # an earlier file
+    (BinlogPosition("mariadb-bin.000003", 4711, "", SERVER), False),  # right after it
+    (BinlogPosition("mariadb-bin.000003", 9000, "", SERVER), False),
+    (BinlogPosition("mariadb-bin.000010", 4, "", SERVER), False),  # files by their number
+    (BinlogPosition("mariadb-bin.000003", 9000, "", "2@replica:3306"), True),  # switchover
+    (BinlogPosition("mariadb-bin.000003", 9000, "", ""), True),  # its server not known
+])
+def test_a_copy_planned_after_the_ddl_ran_is_not_failed_by_it(
+        monkeypatch: pytest.MonkeyPatch, planned_at: BinlogPosition | None,
+        fails: bool) -> None:
+    """Select behind (right after a gh-ost cut-over): ``setl snapshot --table t`` split
+    today's t, whose name the older cut-over gave it; that copy reads the right table, and
+    failing it would say to copy t_old (which, copied, hid t's failure: t left incomplete)."""
+    found, store, _ = snapshots(monkeypatch)
+    t, u = found.copies
+    t.planned_at = planned_at
+    found.ddl([ddl("RENAME TABLE t TO t_old, t_new TO t")])
+    assert t.state == ("failed" if fails else "copying") and u.state == "copying"
+    assert (t.again == "shop.t_old") == fails
+    assert (store.saved is not None) == fails
+    assert planned(found) == (["u#1", "u#2"] if fails else ["t#2", "u#1", "u#2"])
+
+
+def test_a_ddl_without_its_position_fails_a_copy_planned_at_a_known_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    found, _, _ = snapshots(monkeypatch)
+    t = found.copies[0]
+    t.planned_at = BinlogPosition("mariadb-bin.000009", 4, "", SERVER)
+    found.ddl([RowChange("shop", "", ChangeType.DDL, ddl="DROP TABLE t",
+                         session=(("sql_mode", 0),))])
+    assert t.state == "failed"
+
+
+def test_where_a_copy_was_planned_is_saved_with_it() -> None:
+    t = copy_of("t", {0})
+    assert "planned_at" not in t.to_json()
+    assert TableCopy.from_json(t.to_json()).planned_at is None  # (saved by an older setl)
+    t.planned_at = BinlogPosition("mariadb-bin.000003", 4711, "", SERVER)
+    data = json.loads(json.dumps(t.to_json()))
+    assert data["planned_at"] == ["mariadb-bin.000003", 4711, SERVER]
+    assert TableCopy.from_json(data).planned_at == t.planned_at
+
+
+def test_a_copy_is_planned_at_the_binlog_end_read_before_its_split(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read after the split, a DDL logged between the two would pass for one before it."""
+    done: list[str] = []
+    end = BinlogPosition("mariadb-bin.000003", 4711, "0-1-9", SERVER)
+
+    @contextlib.contextmanager
+    def connect(source: Any, **kwargs: Any) -> Iterator[Any]:
+        conn = MagicMock()
+        conn.cursor.return_value.__enter__.return_value = "cursor"
+        yield conn
+
+    key = SplitKey("shop", "t", ("id",), "int")
+    monkeypatch.setattr(plan_module, "connect", connect)
+    monkeypatch.setattr(plan_module, "binlog_end",
+                        lambda cursor, name: done.append("end") or end)
+    monkeypatch.setattr(plan_module.chunks, "table_key",
+                        lambda cursor, schema, table, *more: done.append("key") or key)
+    monkeypatch.setattr(plan_module.chunks, "split", lambda cursor, k, size, where: done.append(
+        "split") or SimpleNamespace(key=k, chunks=chunks_of([10]), rows=20))
+    compiled = SimpleNamespace(wants=lambda schema, table: True,
+                               configured_keys=lambda schema, table: None)
+    source = SimpleNamespace(name="src")
+    copy = plan_module.plan(PID, source, compiled, 10, "shop", "t", "")  # type: ignore[arg-type]
+    assert done == ["end", "key", "split"] and copy.planned_at == end
+    # not known (no privilege to read it, a server without a binlog): None, failed as ever
+    monkeypatch.setattr(plan_module, "binlog_end", lambda cursor, name: BinlogPosition())
+    assert plan_module.plan(PID, source, compiled, 10, "shop", "t", "").planned_at is None  # type: ignore[arg-type]
+
+    def refused(cursor: Any, name: str) -> BinlogPosition:
+        raise pymysql.err.OperationalError(1227, "Access denied")
+    monkeypatch.setattr(plan_module, "binlog_end", refused)
+    assert plan_module.plan(PID, source, compiled, 10, "shop", "t", "").planned_at is None  # type: ignore[arg-type]
+
+
+# -- a copy started while another thread saves ---------------------------------------------------
+
+def test_a_copy_started_while_another_thread_saves_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save of Load's (or Select's) thread prunes the copies, then puts the pruned list
+    in their place: a copy the snapshot thread started in between was dropped (from memory
+    and ZooKeeper, its request deleted)."""
+    found, store, _ = snapshots(monkeypatch)
+    new = copy_of("v", set())
+    taken: list[str] = []
+    monkeypatch.setattr(store, "requests", lambda: [("req-1", {"schema": "shop", "table": "v",
+                                                               "asked": 5})], raising=False)
+    monkeypatch.setattr(store, "taken", taken.append, raising=False)
+    monkeypatch.setattr(found, "_plan", lambda schema, table, where: new)
+    pruning, go = threading.Event(), threading.Event()
+    real = controller.pruned
+
+    def slow_pruned(copies: list[TableCopy], now: float) -> list[TableCopy]:
+        kept = real(copies, now)
+        if threading.current_thread().name == "load":
+            pruning.set()
+            go.wait(5)  # (the snapshot thread starts the copy meanwhile)
+        return kept
+
+    monkeypatch.setattr(controller, "pruned", slow_pruned)
+    load = threading.Thread(target=found._save, name="load")
+    load.start()
+    assert pruning.wait(5)
+    requests = threading.Thread(target=found._take_requests, name="snapshot")
+    requests.start()
+    requests.join(0.5)  # done (no lock) or waiting for the save of Load's thread
+    go.set()
+    load.join(5)
+    requests.join(5)
+    assert not load.is_alive() and not requests.is_alive()
+    assert [copy.table for copy in found.copies] == ["t", "u", "v"]
+    assert store.saved is not None and [c["table"] for c in store.saved] == ["t", "u", "v"]
+    assert taken == ["req-1"]
+
+
+# -- statements that take a database, or give a name back ----------------------------------------
+
+@pytest.mark.parametrize("statement", [
+    "CREATE OR REPLACE DATABASE shop",
+    "create or replace schema `SHOP` CHARACTER SET utf8mb4",
+])
+def test_a_database_made_again_fails_the_copies_in_it(monkeypatch: pytest.MonkeyPatch,
+                                                     statement: str) -> None:
+    """MariaDB's CREATE OR REPLACE DATABASE drops its tables, as DROP DATABASE does (their
+    windows failed forever: the table does not exist)."""
+    found, _, _ = snapshots(monkeypatch)
+    found.ddl([ddl(statement)])
+    assert [copy.state for copy in found.copies] == ["failed", "failed"]
+    assert found.copies[0].error.startswith(
+        "pipeline shop.forward: shop.t was dropped with its database by a DDL")
+    assert planned(found) == []
+
+
+@pytest.mark.parametrize("statement", [
+    "RENAME TABLE t TO tmp, tmp TO t",
+    "ALTER TABLE t RENAME TO t",
+    "ALTER TABLE shop.t RENAME TO shop.t",
+    "RENAME TABLE t TO tmp, u TO t2, tmp TO t, t2 TO u",
+])
+def test_a_rename_that_gives_the_name_back_leaves_the_copy_going(
+        monkeypatch: pytest.MonkeyPatch, statement: str) -> None:
+    found, store, _ = snapshots(monkeypatch)
+    found.ddl([ddl(statement)])
+    assert [copy.state for copy in found.copies] == ["copying", "copying"]
+    assert store.saved is None
+    assert planned(found) == ["t#2", "u#1", "u#2"]
+
+
+def test_what_a_database_made_again_or_a_name_given_back_takes() -> None:
+    assert moved("CREATE OR REPLACE DATABASE s", "") == [
+        Moved("s", "", "dropped with its database")]
+    assert moved("CREATE DATABASE IF NOT EXISTS s", "") == []
+    assert moved("CREATE OR REPLACE TABLE t (id INT)", "s") == [Moved("s", "t", "replaced")]
+    assert moved("RENAME TABLE a TO tmp, tmp TO a", "s") == []
+    assert moved("ALTER TABLE t RENAME TO t", "s") == []
+    assert moved("RENAME TABLE a TO tmp, tmp TO a, b TO c", "s") == [
+        Moved("s", "b", "renamed", ("s", "c"))]
