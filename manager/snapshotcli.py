@@ -6,7 +6,9 @@
     setl snapshot cancel CHANNEL [--table schema.table] [--pipeline P]
 
 ``--wait`` shows a progress bar on stderr until the copies end (exit 1 if one failed:
-with ``--table``, if the copy of that table failed; other copies are listed, not judged).
+with ``--table``, if the copy this command asked for failed, once the node has taken the
+request and the copy ended; earlier copies of the table, and other copies, are listed, not
+judged).
 """
 
 from __future__ import annotations
@@ -53,42 +55,61 @@ def snapshot(args: argparse.Namespace, client: ManagerClient, output: str) -> in
     answer = client.call("Snapshot", request)
     if answer.message:
         print(answer.message, file=sys.stderr)
+    judged = list(answer.copies)  # without --wait: every copy listed
     if args.wait and action in ("start", "status"):
         status = manager_pb2.SnapshotRequest(
             channel=what[0], pipeline=answer.pipeline_id.partition(".")[2], action="status")
-        answer = _wait(client, status, asked=args.table if action == "start" else "")
+        asked = _plain(args.table) if action == "start" else ""
+        before = [copy for copy in answer.copies if copy.table == asked]
+        answer, mine = _wait(client, status, asked, before)
+        judged = [mine] if mine is not None else list(answer.copies)
     if output == "table":
         print(render.copies(answer.pipeline_id, answer.copies, answer.paused))
     else:
         print(render.structured(answer, output))
-    return 1 if any(copy.state == "failed" for copy in _judged(
-        answer.copies, args.table if args.wait and action == "start" else "")) else 0
+    return 1 if any(copy.state == "failed" for copy in judged) else 0
 
 
-def _judged(copies: Sequence[manager_pb2.TableCopy], asked: str) -> list[manager_pb2.TableCopy]:
-    """The copies the exit status is for: with ``--table``, the copy this command asked for
-    (the newest of that table: copies are listed as started), not an earlier copy of the
-    channel that failed (one a DDL failed says to copy the table again, by this command);
-    otherwise all of them."""
-    if not asked:
-        return list(copies)
-    return [copy for copy in copies if copy.table == _plain(asked)][-1:]
+def _new_copy(copies: Sequence[manager_pb2.TableCopy], asked: str,
+              before: Sequence[manager_pb2.TableCopy]) -> manager_pb2.TableCopy | None:
+    """The copy of ``asked`` this command asked for, once the node has taken the request
+    (None until then): a copy of that table newer than every one listed when it was asked
+    (``before``). Finished copies stay listed for days, an earlier one that failed among
+    them (one a DDL failed says to copy the table again, by this command), and the request
+    shows only once the node has split the table and saved it: the newest copy listed is not
+    the one asked for until there are more copies of the table than those of ``before``
+    still listed. Copies are listed as started, so the new one is the last of the table; a
+    finished copy does not change (found again by its fields), but may be dropped from the
+    list meanwhile (the oldest, past :data:`node.snapshot.state.KEPT_S` or the newest
+    ``KEPT_FINISHED``); one under way stays listed."""
+    now = [copy for copy in copies if copy.table == asked]
+    unmatched = list(now)
+    still = 0
+    for old in before:
+        if old.state == "copying":
+            still += 1
+        elif old in unmatched:
+            unmatched.remove(old)
+            still += 1
+    return now[-1] if len(now) > still else None
 
 
-def _wait(client: ManagerClient, request: manager_pb2.SnapshotRequest,
-          asked: str) -> manager_pb2.SnapshotResponse:
-    """Poll until no copy (or the one asked for, once it shows) is copying; a bar on stderr."""
-    seen = False
+def _wait(client: ManagerClient, request: manager_pb2.SnapshotRequest, asked: str,
+          before: Sequence[manager_pb2.TableCopy]
+          ) -> tuple[manager_pb2.SnapshotResponse, manager_pb2.TableCopy | None]:
+    """Poll until no copy is copying, a bar on stderr; with ``asked`` (a table), until the
+    copy of it asked for (:func:`_new_copy`) has shown and ended, and return that copy too
+    (the one the exit status is for: other copies are listed, not judged)."""
     while True:
         answer = client.call("Snapshot", request)
-        copies = [c for c in answer.copies if not asked or c.table == _plain(asked)]
-        seen = seen or bool(copies)
+        mine = _new_copy(answer.copies, asked, before) if asked else None
+        copies = ([mine] if mine is not None else []) if asked else list(answer.copies)
         active = [c for c in copies if c.state == "copying"]
         if active:
             print("\r" + render.copy_bar(active), end="", file=sys.stderr, flush=True)
-        if seen and not active:
+        if copies and not active:
             print("", file=sys.stderr)
-            return answer
+            return answer, mine
         time.sleep(WAIT_POLL_S)
 
 
