@@ -27,7 +27,7 @@ from tests.devcluster import (
     wait_equal,
     wait_for,
 )
-from tests.integration.shapes import Shapes, beside, start_channel
+from tests.integration.shapes import Shapes, beside, channel, start_channel
 
 
 @pytest.fixture
@@ -64,6 +64,35 @@ def test_the_owner_killed_mid_stream_the_other_node_takes_over(sandbox, pair, tm
         assert second != first
         assert "event=pipeline_started pipeline=failover.forward" in \
             cluster.nodes[second].output()
+    finally:
+        shapes.stop()
+        cluster.stop()
+
+
+def test_a_source_redefined_mid_stream_restarts_its_pipeline_and_loses_nothing(
+        sandbox, pair, tmp_path):
+    """``setl apply`` of a changed source (its switch_after_s here) restarts every pipeline
+    that uses it, in the middle of batches: over the keyless, unique-swap and sum tables,
+    written all along, equal as multisets at the end."""
+    source, target = pair
+    shapes = Shapes(sandbox, source, target, seed=29)
+    cluster = Cluster(sandbox, tmp_path, "redefined")
+    try:
+        start_channel(cluster, shapes, "redefined", batch_timeout_ms=50)
+        node = cluster.nodes[1]
+        shapes.start()
+        shapes.wait_transactions(200)
+        servers = sandbox.servers()
+        cluster.apply([channel("redefined", shapes.schema, batch_timeout_ms=50)], [
+            {"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
+             "password": f"file:{sandbox.secret_file}",
+             **({"switch_after_s": 11} if name == "source" else {})}
+            for name in ("source", "target")])
+        wait_for(lambda: node.output().count(
+            "event=pipeline_assigned pipeline=redefined.forward") >= 2, 90,
+            "the pipeline started again with the source's new definition")
+        shapes.wait_transactions(shapes.transactions + 200)  # after the restart
+        shapes.finish(source)
     finally:
         shapes.stop()
         cluster.stop()
