@@ -13,7 +13,8 @@ column's, and a column of any other one but ``_bin`` (utf8mb4_unicode_ci, latin1
 failed with "Illegal mix of collations" (1267) wherever the server compares with ``=`` (one
 key's ``(a, b) IN ((…))``, the lookup's ``IF``); a parameter took the column's. With
 its collation the value compares exactly as the column does, and the key's index is used.
-Shared by the lookup (反查), the free door's reads, verify and the two-way conflict check.
+Shared by the lookup (反查), the free door's reads, verify, the two-way conflict check and
+Load's multi-row deletes.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def placed(value: Any) -> tuple[str, bool]:
     return "%s", True
 
 
+def converted(place: str, charset: str | None, collation: str | None = None) -> str:
+    """A value's place converted into its column's charset, in its column's collation (as
+    it is without a charset: a column without one)."""
+    if not charset:
+        return place
+    return f"CONVERT({place} USING {named(charset)})" + (
+        f" COLLATE {named(collation)}" if collation else "")
+
+
 def placed_key(key: Sequence[Any], charsets: Sequence[str | None],
                collations: Sequence[str | None] | None = None) -> tuple[str, list[Any]]:
     """A key's row constructor and its parameters: a text column's value (``charsets``:
@@ -59,11 +69,7 @@ def placed_key(key: Sequence[Any], charsets: Sequence[str | None],
     every = list(collations) if collations is not None else [None] * len(charsets)
     for value, charset, collation in zip(key, charsets, every, strict=True):
         place, given = placed(value)
-        if charset:
-            place = f"CONVERT({place} USING {named(charset)})"
-            if collation:
-                place += f" COLLATE {named(collation)}"
-        places.append(place)
+        places.append(converted(place, charset, collation))
         args += [value] if given else []
     return "(" + ", ".join(places) + ")", args
 

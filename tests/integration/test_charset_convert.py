@@ -158,3 +158,24 @@ def test_enum_and_set_members_of_such_a_charset_are_converted_too(cluster, sourc
     wait_for(lambda: len(target.rows(shown)) == 2, 60, "the rows")
     assert target.rows(shown) == source.rows(shown)
     cluster.set_status("cs-members", "STOP")
+
+
+def test_a_transaction_deleting_rows_of_a_composite_latin1_key_deletes_them_on_the_target(
+        cluster, source, target):
+    """MariaDB compares the text of a multi-row ``(k, n) IN ((…), (…))`` unconverted into
+    its column's charset: Load's DELETE of two keys 'é7' and 'é8' of a latin1 column (as
+    UTF-8 parameters) matched no row, and the target kept both, silently."""
+    schema = make_schema(source, target)
+    for db in (source, target):
+        db.execute(f"CREATE TABLE `{schema}`.pairs (k VARCHAR(10) CHARACTER SET latin1 "
+                   "COLLATE latin1_general_cs, n INT, v INT, PRIMARY KEY (k, n))")
+    start(cluster, one_way("cs-composite", schema, ["pairs"]))
+    source.execute(f"INSERT INTO `{schema}`.pairs VALUES ('é7', 1, 0), ('é8', 1, 0), "
+                   "('É7', 1, 0), ('ab', 1, 0)")
+    wait_for(lambda: len(target.table(schema, "pairs")) == 4, 60, "the rows on the target")
+    source.execute(f"DELETE FROM `{schema}`.pairs WHERE k IN ('é7', 'é8')")
+    source.execute(f"INSERT INTO `{schema}`.pairs VALUES ('zz', 1, 1)")  # (after the delete)
+    wait_for(lambda: ("zz", 1, 1) in target.table(schema, "pairs"), 60, "the last row")
+    assert sorted(target.table(schema, "pairs")) == sorted(source.table(schema, "pairs")) == \
+        [("ab", 1, 0), ("zz", 1, 1), ("É7", 1, 0)]
+    cluster.set_status("cs-composite", "STOP")

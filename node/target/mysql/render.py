@@ -36,6 +36,7 @@ from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
 from node.target.mysql import pieces
 from node.target.mysql.pieces import Stamps
 from shared.identifiers import qualified, quote
+from shared.keysql import converted
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
     stamps = Stamps(tuple(name for name, column in columns.items() if column.stamped), parted)
     found = key_padding(writes.keys, columns)
-    yield from _deletes(writes, writes.deletes, size, found)
+    yield from _deletes(writes, writes.deletes, size, found, columns)
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
                                 for row in writes.clears], size, generated, found, stamps)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found,
@@ -114,7 +115,7 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
             yield from _upserts(writes, _without(items, generated), size, enums, big, found,
                                 stamps)
         elif kind == DELETE:
-            yield from _deletes(writes, items, size, found)
+            yield from _deletes(writes, items, size, found, columns)
         else:
             assert kind == MOVE
             for old, row in items:  # the upsert continues the move's row: with
@@ -221,15 +222,29 @@ def _like(row: Row, values: Row, without: frozenset[str] = frozenset()) -> Row:
 
 
 def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
-             found: Any = _same) -> Iterator[Statement]:
+             found: Any = _same, columns: Columns | None = None) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
-    one = "(" + ", ".join(["%s"] * len(writes.keys)) + ")"
+    one = _key_place(writes.keys, columns or {})
     columns = ", ".join(map(quote, writes.keys))
     if found is not _same:
         keys = [found(key) for key in keys]
     for chunk in _chunks(keys, size):
         sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
         yield Statement(sql, [sql_value(v) for key in chunk for v in key], False, chunk)
+
+
+def _key_place(keys: tuple[str, ...], columns: Columns) -> str:
+    """One key's row constructor in ``(a, b) IN ((…), (…))``: MariaDB 10.11 compares a text
+    value there unconverted into its column's charset (a latin1 'é' as a UTF-8 parameter
+    matched no row: a DELETE of two such keys deleted nothing, the target kept both), so a
+    composite key's text columns take theirs converted, in their collations
+    (:mod:`shared.keysql`)."""
+    if len(keys) == 1:
+        return "(%s)"
+    by_name = {name.lower(): column for name, column in columns.items()}
+    known = [by_name.get(name.lower()) for name in keys]
+    return "(" + ", ".join(converted("%s", column.charset, column.collation) if column
+                           else "%s" for column in known) + ")"
 
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
