@@ -66,11 +66,19 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
             continue
         found.append(Unit(*target, mapping.push_weight, first, sqls, rows,
                           mapping.target_keys))
-        taken.update(numbers)
-        count += rows
-        for number, (rows_of, size) in counted.items():
-            sizes[number] = [rows_of, size]
+        count += took(taken, sizes, numbers, counted, rows)
     return found, frozenset(taken), count
+
+
+def took(taken: set[int], sizes: dict[int, list[int]], numbers: list[int],
+         counted: dict[int, tuple[int, int]], rows: int) -> int:
+    """A table's events taken out of the general path: their numbers noted, and their
+    [row changes, bytes] in ``sizes`` as :func:`node.extract.job.decoded` counts them; its
+    rows."""
+    taken.update(numbers)
+    for number, (rows_of, size) in counted.items():
+        sizes[number] = [rows_of, size]
+    return rows
 
 
 def candidates(compiled: CompiledPipeline, part: Part

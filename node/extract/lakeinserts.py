@@ -38,12 +38,9 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
         _, rows, counted = inserts.mapped_rows(spec, part, frozenset(numbers), mapping, runs)
         unit = lake.inserted(target, mapping.push_weight, mapping.target_keys, rows, runs,
                              spec)
-        if unit is None and rows:  # a key inserted twice: the merge settles it
-            continue
         if unit is not None:
             found.append(unit)
-        taken.update(numbers)
-        count += len(rows)
-        for number, (rows_of, size) in counted.items():
-            sizes[number] = [rows_of, size]
+        elif rows:  # a key inserted twice: the merge settles it
+            continue
+        count += inserts.took(taken, sizes, numbers, counted, len(rows))
     return found, frozenset(taken), count
