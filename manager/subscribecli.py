@@ -357,9 +357,17 @@ def transaction(txn: subscription_pb2.Transaction,
         {"index": change.index, "op": change.op, "schema": change.schema,
          "table": change.table, "keys": list(change.keys),
          **({"before": row(change.before)} if change.op != "I" else {}),
-         **({"after": row(change.after)} if change.op != "D" else {})}
+         **({"after": row(change.after)} if change.op != "D" else {}),
+         **({"charsets": named} if (named := charsets(change)) else {})}
         for change in (txn.changes if changes is None else changes)]
     return found
+
+
+def charsets(change: subscription_pb2.RowChange) -> dict[str, str]:
+    """The charsets of a change's text served as bytes (hex in ``before``/``after``), by
+    column: what to decode them by."""
+    return {field.name: field.charset for field in (*change.before, *change.after)
+            if field.charset}
 
 
 def row(fields: Any) -> dict[str, Any]:

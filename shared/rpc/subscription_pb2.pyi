@@ -70,12 +70,14 @@ class Value(_message.Message):
     def __init__(self, null: _Optional[bool] = ..., int: _Optional[int] = ..., uint: _Optional[int] = ..., decimal: _Optional[str] = ..., float: _Optional[float] = ..., double: _Optional[float] = ..., text: _Optional[str] = ..., binary: _Optional[bytes] = ..., date: _Optional[str] = ..., datetime: _Optional[str] = ..., timestamp: _Optional[str] = ..., time: _Optional[str] = ...) -> None: ...
 
 class Field(_message.Message):
-    __slots__ = ("name", "value")
+    __slots__ = ("name", "value", "charset")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    CHARSET_FIELD_NUMBER: _ClassVar[int]
     name: str
     value: Value
-    def __init__(self, name: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
+    charset: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ..., charset: _Optional[str] = ...) -> None: ...
 
 class RowChange(_message.Message):
     __slots__ = ("op", "schema", "table", "index", "before", "after", "keys")

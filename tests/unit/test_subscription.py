@@ -242,3 +242,27 @@ def test_a_transforms_set_is_served_in_the_columns_definition_order() -> None:
     assert message.WhichOneof("kind") == "binary" and message.binary == b"\x82\xa0,\x82\xa2"
     units._by_value(message, {Encoded(b"\x82\xa0", "sjis"), "b"})  # mixed: text, decoded
     assert message.text == "b,あ"
+
+
+def test_text_served_as_its_bytes_names_its_charset() -> None:
+    """Text of a charset Python has no exact codec for (sjis, …) came as ``binary`` with no
+    charset: a reader had to look up the column on the source to decode it."""
+    facts = LakeFacts((LakeColumn("id", "int32"), LakeColumn("name", "string"),
+                       LakeColumn("blob", "binary"),
+                       LakeColumn("kana", "string", members=(Encoded(b"\x82\xa0", "sjis"),
+                                                             Encoded(b"\x82\xa2", "sjis")))),
+                      ("id",), "changelog")
+    spec = JobSpec(7, False, {T: facts}, target="subscription",
+                   transactions=((0, "bin.000001:100", "0-1-5", 1_700_000_000_000),))
+    kana = {Encoded(b"\x82\xa2", "sjis"), Encoded(b"\x82\xa0", "sjis")}  # a processor's
+    row = {"id": 1, "name": Encoded(b"\x82\xa0", "sjis"), "blob": b"\x82\xa0", "kana": kana}
+    (unit,) = units.render([change(ChangeType.INSERT, 0, 0, row)], spec)
+    batch = subscription_pb2.ChangeBatch.FromString(unit.data)
+    fields = {field.name: field for field in batch.transactions[0].changes[0].after}
+    assert fields["name"].value.binary == b"\x82\xa0" and fields["name"].charset == "sjis"
+    assert fields["blob"].value.binary == b"\x82\xa0" and fields["blob"].charset == ""
+    assert fields["id"].charset == ""
+    assert fields["kana"].value.binary == b"\x82\xa0,\x82\xa2" and fields["kana"].charset == "sjis"
+    printed = transaction(batch.transactions[0])
+    assert printed["changes"][0]["after"]["name"] == "82A0"
+    assert printed["changes"][0]["charsets"] == {"name": "sjis", "kana": "sjis"}

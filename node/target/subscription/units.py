@@ -81,6 +81,8 @@ def _fill(fields: Any, row: Row, typed: dict[str, Setter], change: TargetChange)
         setter = typed.get(name) or _by_value
         try:
             setter(field.value, value)
+            if type(value) is not bytes:  # (an Encoded is bytes that names its charset)
+                _name_charset(field, value)
         except (TypeError, ValueError, OverflowError) as exc:
             # the same row fails again on every retry: pause at once and say what to do
             raise TransformError(
@@ -88,6 +90,16 @@ def _fill(fields: Any, row: Row, typed: dict[str, Setter], change: TargetChange)
                 f"{value!r} does not fit its type ({exc}); fix the processor that makes it "
                 f"(or the row on the source), or leave the column out of the pair (columns: "
                 f"{{exclude: [{name}]}}), then resume the channel") from None
+
+
+def _name_charset(field: Any, value: Any) -> None:
+    """The charset of text served as its bytes: an :class:`Encoded` value's, or a SET's
+    whose members are (a transform's set of them)."""
+    charset = getattr(value, "charset", None)
+    if charset is None and isinstance(value, set | frozenset) and value:
+        charset = getattr(next(iter(value)), "charset", None)
+    if charset and field.value.WhichOneof("kind") == "binary":
+        field.charset = charset
 
 
 def _setters(facts: LakeFacts) -> dict[str, Setter]:
