@@ -119,6 +119,9 @@ class RunnerStatus:
     def snapshot(self) -> manager_pb2.PipelineState:
         in_flight = self.batches_selected - self.batches_loaded
         position = self.cursor.position if self.cursor else BinlogPosition()
+        box = OUTBOXES.get(self.pipeline_id)
+        if box is not None:  # a subscription is where its reader acknowledged, not handed
+            position = box.acked_end or BinlogPosition()
         return manager_pb2.PipelineState(
             pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
             position={"file": position.file, "pos": position.pos, "gtid": position.gtid,
@@ -138,9 +141,4 @@ class RunnerStatus:
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
             source_switches=self.primary.switches, rows_skipped=self.rows_skipped,
-            **self._subscription())
-
-    def _subscription(self) -> dict[str, Any]:
-        """A subscription's reader and what it has not acknowledged."""
-        box = OUTBOXES.get(self.pipeline_id)
-        return {"subscriber": box.peer, "unacked": box.waiting} if box is not None else {}
+            **({"subscriber": box.peer, "unacked": box.waiting} if box is not None else {}))

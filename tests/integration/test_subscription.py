@@ -263,6 +263,7 @@ def test_two_subscriptions_of_one_source_go_at_their_own_speed(
     for name in ("fast", "slow"):
         cluster.set_status(name, "START")
         cluster.wait_running(name)
+    started = cluster.pipeline_state("slow").position
     slow = Reader(cluster, "slow", shapes.schema)
     slow.hold.set()
     fast = Reader(cluster, "fast", shapes.schema).start()
@@ -274,6 +275,9 @@ def test_two_subscriptions_of_one_source_go_at_their_own_speed(
     assert slow.transactions == 0 and not slow.equal(source)
     state = cluster.pipeline_state("slow")
     assert state.window_used >= 1  # held back by its reader, not lost
+    # its position is what its reader acknowledged (nothing yet: where it started), not the
+    # batches handed over
+    assert state.position == started, (state.position, started)
     listed = {found["subscription"]: found for found in json.loads(
         _cli(cluster, "subscription", "list", "-o", "json"))}
     assert listed["slow"]["reader"] != "-" and listed["slow"]["unacked"] >= 1

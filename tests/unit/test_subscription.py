@@ -135,12 +135,13 @@ def test_the_outbox_holds_a_window_acks_are_cumulative_and_rollback_sends_again(
     with pytest.raises(ValueError, match="not sent on this stream since its last rollback"):
         box.ack(reader, 2, 1)  # its copy of generation 0 was sent, this one not yet
     box.ack(reader, 2, 0)  # sent before the rollback (an ack in flight): ignored
-    assert acked == []
+    assert acked == [] and box.acked_end is None  # handed over is not where it is
     box.ack(reader, 1, 1)
     assert acked == [1] and sent(box.take(reader)).batch_id == 2
+    assert box.acked_end == parcel(1).end
     box.ack(reader, 2, 1)
     box.ack(reader, 1, 1)  # acknowledged already: nothing new
-    assert acked == [1, 2]
+    assert acked == [1, 2] and box.acked_end == parcel(2).end
     third.join(5)
     assert not third.is_alive() and sent(box.take(reader)).batch_id == 3
     newer = box.attach("r2")  # a reader taking over gets what is not acknowledged

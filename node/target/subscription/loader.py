@@ -52,7 +52,7 @@ class SubscriptionLoader:
         acked = self.store.claim(self.run)
         if acked is None:
             return {self.name: None}
-        self.written[self.name] = acked.position
+        self.written[self.name] = self.outbox.acked_end = acked.position
         log.info("event=target_claimed pipeline=%s target=%s epoch=%d position=%s "
                  "process_id=%d", self.pipeline_id, self.name, self.store.epoch,
                  acked.position, acked.process_id)

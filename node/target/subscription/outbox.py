@@ -73,6 +73,10 @@ class Outbox:
         self._storing = threading.Lock()  # one acknowledgement stored at a time
         self._stored = 0  # the batch id last stored
         self.peer = ""  # who reads it now
+        # where the subscription is: its last acknowledged batch's end (the claimed one at
+        # start; None: nothing acknowledged yet). What is handed over but unacknowledged is
+        # not a position: a restart sends it again
+        self.acked_end: BinlogPosition | None = None
 
     # -- Load's side --------------------------------------------------------------------------
     def put(self, parcel: Parcel, stop: threading.Event) -> bool:
@@ -169,7 +173,7 @@ class Outbox:
             except FencedError as exc:  # a newer owner: Load stops, the reader goes there
                 self.close(str(exc))
                 raise
-            self._stored = done[-1].batch_id
+            self._stored, self.acked_end = done[-1].batch_id, done[-1].end
             with self._cond:
                 while self._pending and self._pending[0].batch_id <= batch_id:
                     self._pending.popleft()
