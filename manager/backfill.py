@@ -41,8 +41,9 @@ def add_commands(commands: Any) -> None:
                                           "channel named status: give --table)")
     backfill.add_argument("--table", help="schema.table on the pipeline's source")
     backfill.add_argument("--where", default="", help="an SQL condition on the table's rows")
-    backfill.add_argument("--batch", type=int, default=10_000, help="keys per page")
-    backfill.add_argument("--rate", type=int, default=50_000, help="requests a second at most")
+    backfill.add_argument("--batch", type=int, default=10_000, help="keys per page (default 10000)")
+    backfill.add_argument("--rate", type=int, default=50_000,
+                          help="requests a second at most (default 50000)")
     backfill.add_argument("--pipeline", help="the pipeline (default: the first whose pairs "
                                              "take the table)")
     retl = commands.add_parser("retl", help="the retl system schema")

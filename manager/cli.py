@@ -125,12 +125,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="the member that is the primary now (promoted, writable)")
 
     node = commands.add_parser("node", help="registered nodes")
-    node.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser("list")
+    node.add_subparsers(dest="action", required=True, metavar="ACTION").add_parser(
+        "list", help="the live nodes: id, address, the pipelines each may run and runs")
 
     status = commands.add_parser("status", help="pipelines: state, owner, position, delay")
     status.add_argument("--watch", action="store_true", help="refresh every --interval seconds")
     status.add_argument("--interval", type=float, default=1.0,
-                        help="seconds between refreshes with --watch")
+                        help="seconds between refreshes with --watch (default 1)")
 
     position = commands.add_parser("position", help="where pipelines stand; set where one "
                                    "starts from")
@@ -169,7 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
     box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
                      help="fixed ports from here (source +6, target +7, target2 +8, "
-                     "ZooKeeper +81); 0 for free ports")
+                     "ZooKeeper +81); 0 for free ports (default %(default)s)")
     box_actions = box.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = box_actions.add_parser("up", help="start (idempotent) and wait until ready")
     up.add_argument("--second-target", action="store_true", help="also a second target MariaDB")

@@ -74,7 +74,8 @@ def add_command(commands: Any) -> None:
                            "cannot be set (the manager's admin token: a reader's own token, "
                            "api.readers, may not move it)")
     subscribe.add_argument("--timeout", type=float, default=60.0,
-                           help="--from: seconds to wait for the channel to stop and start")
+                           help="--from: seconds to wait for the channel to stop and start "
+                           "(default 60)")
 
 
 def add_admin(commands: Any) -> None:

@@ -5,7 +5,11 @@ need=()
 command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
-command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+# Spark 4 needs Java 17 or later: an older java on the PATH gets Debian's 17 beside it
+java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1) || true
+[ "${java_major:-0}" -ge 17 ] 2>/dev/null || need+=(openjdk-17-jre-headless)
+# `python3 -m venv` needs ensurepip, which Debian ships apart
+${PYTHON:-python3} -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # Benchmark peers (bench/, issue 6): all three are in Debian 12 (bookworm).
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v mydumper >/dev/null 2>&1 || need+=(mydumper)
