@@ -241,7 +241,8 @@ def test_the_winners_insert_over_a_target_row_of_an_ordered_table_gets_no_delete
     move = change(2, ChangeType.UPDATE, (1,), {"id": 1, "v": "x"}, {"id": 2, "v": "x"})
     guard = LoopGuard("c", "c.forward", wins_conflicts=True)
     name = ("dst", "s", "t")
-    kept = guard.resolve(None, [insert], 1, ordered=lambda schema, table, keys: True)
+    ordered = TableFacts(foreign_keys=True)  # written in source order
+    kept = guard.resolve(None, [insert], 1, facts=lambda target: ordered)
     assert [c.type for c in kept] == [ChangeType.INSERT]
     steps = [step for writes in merge(kept, {name}) for step in writes.steps]
     assert steps and all(kind != "delete" for kind, _ in steps), steps
@@ -250,13 +251,13 @@ def test_the_winners_insert_over_a_target_row_of_an_ordered_table_gets_no_delete
     with pytest.raises(ConfigError, match=r"s\.t moves its row of key \(1,\) to key \(2,\), "
                                           r"where the target holds a row of its own.*Delete "
                                           r"the target's row of key \(2,\) by hand"):
-        guard.resolve(None, [move], 1, ordered=lambda schema, table, keys: True)
+        guard.resolve(None, [move], 1, facts=lambda target: ordered)
     del target[(2,)]  # (done by hand): the move goes as it is
-    assert guard.resolve(None, [move], 1, ordered=lambda schema, table, keys: True) == [move]
+    assert guard.resolve(None, [move], 1, facts=lambda target: ordered) == [move]
     target[(2,)] = {"id": 2, "v": "target-users"}
     for batch in ([insert], [move]):
         # merged by key: the delete still goes first, folded into the upsert
-        merged = guard.resolve(None, batch, 1, ordered=lambda schema, table, keys: False)
+        merged = guard.resolve(None, batch, 1, facts=lambda target: TableFacts())
         assert merged[0].type is ChangeType.DELETE and merged[0].before_key == (2,)
         assert [w.upserts for w in merge(merged, ())] == [[batch[0].after]]
     # the load asks the table's facts: a foreign key makes it ordered, and no DELETE is written
