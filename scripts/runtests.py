@@ -28,6 +28,7 @@ QUIET = ("api_security", "bench_smoke", "check", "chunks", "compiled", "ddl", "d
          "foundation", "invariants", "keys", "lake_schemas", "lake_verify", "lookup", "names",
          "operating", "randomized", "savepoints", "schemas", "security", "shard",
          "spark_cluster", "spark_jobs", "subscription_types", "tls", "transform", "twoway",
+         "twoway_ddl", "twoway_refusals",
          "types", "verify", "verify_keyless")
 
 
