@@ -106,7 +106,9 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     tables' names are read too, for the DDL's names typed in another case."""
     try:
         keys = tablekeys.read_keys(source)
-        read_at = _binlog_end(source)
+        # just after the keys were read: a DDL logged past it ran after the read (an ALTER
+        # holds its table's metadata lock until it is logged; the read waits for it)
+        read_at = positions.end_if_known(source)
         nullable = tablekeys.read_nullable(source, [pipeline])
         indexes = tablekeys.read_indexes(source, [pipeline])
         case = name_case(source) if case is None else case
@@ -129,17 +131,6 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique, keys_read_at=read_at,
                                fold_names=case == 1, blind_names=blind)
-
-
-def _binlog_end(source: DataSource) -> BinlogPosition | None:
-    """The source's binlog end just after its keys were read (None: not known). A DDL
-    logged past it ran after the read: an ALTER holds its table's metadata lock until it is
-    logged, and the read of its keys waits for it."""
-    try:
-        found = positions.current_position(source)
-    except SourceError:
-        return None
-    return found if found.file and found.server else None
 
 
 def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> list[str]:

@@ -34,7 +34,12 @@ STOP_WAIT_S = 30.0  # how long a reconcile waits for the runners it stops, all t
 
 def sources_of(pipeline: Pipeline) -> set[str]:
     """The sources a runner of ``pipeline`` is given: its source, its pairs' targets and its
-    central free door's (on any server)."""
+    central free door's (on any server): those it connects to, and whose redefinition
+    restarts it. Not :func:`shared.catalog.sources_used`, on purpose: that one is every
+    name a channel's definition holds, which must stay defined while it exists — the
+    pipeline's own ``target`` too, which its pairs may all leave for other data sources
+    (shards), and the pairs' sources as written; a runner given those would read their
+    definitions and restart when one changed, for sources it never connects to."""
     names = {pipeline.source} | {pair.target.datasource for pair in pipeline.pairs}
     return names | ({pipeline.params.free_door_source} - {""})
 

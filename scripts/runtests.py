@@ -23,11 +23,12 @@ PURE = "SETL_PURE_PYTHON"  # node.compiled: the modules' pure-Python twins
 
 # integration modules without faults, kills or timing (a new module runs in the main run);
 # the benchmarks' smoke runs each start a sandbox of their own
-QUIET = ("api_security", "bench_smoke", "check", "chunks", "compiled", "ddl", "decode",
-         "foundation", "invariants", "keys", "lake_schemas", "lake_verify", "lookup", "names",
-         "operating", "randomized", "savepoints", "schemas", "security", "shard",
+QUIET = ("api_security", "bench_smoke", "check", "chunks", "compiled", "ddl", "ddl_apply",
+         "ddl_pauses", "decode", "foundation", "invariants", "keys", "lake_schemas", "lake_verify",
+         "lookup", "names", "operating", "randomized", "savepoints", "schemas", "security", "shard",
          "spark_cluster", "spark_jobs", "subscription_types", "tls", "transform", "twoway",
-         "types", "verify", "verify_keyless")
+         "twoway_ddl", "twoway_refusals", "types", "verify", "verify_compare", "verify_keyless",
+         "verify_writers")
 
 
 def main() -> int:

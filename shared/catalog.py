@@ -82,7 +82,9 @@ def call(what: str, func, *args, **kwargs):  # type: ignore[no-untyped-def]
 
 def sources_used(channel: Channel) -> set[str]:
     """Every source a channel names: its pipelines' ends, its pairs' data sources (shard
-    targets among them) and a free door's source."""
+    targets among them) and a free door's source — the sources that must be defined for
+    it, and that cannot be deleted while it exists. A runner is given fewer
+    (:func:`node.supervisor.sources_of`: the ones it connects to), on purpose."""
     used = set()
     for pipeline in channel.pipelines:
         used |= {pipeline.source, pipeline.target, pipeline.params.free_door_source}

@@ -146,6 +146,17 @@ def current_position(source: DataSource) -> BinlogPosition:
                           f"{exc.args[-1] if exc.args else exc}") from None
 
 
+def end_if_known(source: DataSource, cursor: Any = None) -> BinlogPosition | None:
+    """The source's binlog end now, or None where it is not known: not readable (no
+    privilege, no binlog, no answer) or not in full (no file, or no server named).
+    ``cursor``: one connected to the source (else a connection of its own)."""
+    try:
+        found = current_position(source) if cursor is None else binlog_end(cursor, source.name)
+    except (pymysql.MySQLError, SourceError):
+        return None
+    return found if found.file and found.server else None
+
+
 def position_at(source: DataSource, file: str, pos: int) -> BinlogPosition:
     """``file``/``pos`` of the source's server, with its GTID state there and its identity;
     refused (:class:`ConflictError`) unless a transaction begins there (see

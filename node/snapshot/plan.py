@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import time
 
-import pymysql
-
 from node import sqllex
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.snapshot.state import TableCopy
 from shared.endpoint import READING, connect
-from shared.errors import ConfigError, SourceError
-from shared.model import BinlogPosition, DataSource
-from shared.positions import binlog_end
+from shared.errors import ConfigError
+from shared.model import DataSource
+from shared.positions import end_if_known
 
 
 def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk_size: int,
@@ -29,7 +27,11 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
                           "replicated by this pipeline, so it cannot be copied by it")
     configured = compiled.configured_keys(schema, table)
     with connect(source, init_command=READING) as conn, conn.cursor() as cursor:
-        planned_at = _binlog_end(cursor, source)
+        # read before the key and chunks (None: not known): a DDL logged at or before it
+        # ran before the copy read anything, so the copy reads the table that has the
+        # name after it (Snapshots.ddl does not fail it). Read after the split, a DDL
+        # logged between the two would pass for one that ran before it.
+        planned_at = end_if_known(source, cursor)
         primary = chunks.table_key(cursor, schema, table)
         if primary is None:
             raise ConfigError(
@@ -45,15 +47,3 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
     return TableCopy(copy_id, schema, table, where, split.key, list(split.chunks), split.rows,
                      planned_at=planned_at)
 
-
-def _binlog_end(cursor: object, source: DataSource) -> BinlogPosition | None:
-    """The source's binlog end before the table's key and chunks are read (None: not
-    known): a DDL logged at or before it ran before the copy read anything, so the copy
-    reads the table that has the name after it (:meth:`Snapshots.ddl` does not fail it).
-    Read before, not after: a DDL logged between the split and a read after it would pass
-    for one that ran before the split."""
-    try:
-        found = binlog_end(cursor, source.name)
-    except (pymysql.MySQLError, SourceError):
-        return None
-    return found if found.file and found.server else None

@@ -171,12 +171,11 @@ def test_the_two_way_check_finds_latin1_and_sjis_rows_as_the_binlog_gives_them(
                             {**latin, "n": 2, "v": "d"}, seq=3,
                             before={**latin, "n": 2, "v": Encoded(b"a", "sjis")})]
     with target.conn.cursor() as cursor:
-        facts = {table: read_facts(cursor, schema, table).columns for table in ("l", "s")}
+        facts = {table: read_facts(cursor, schema, table) for table in ("l", "s")}
         found = current_rows(cursor, schema, "s", ("k", "n"), [(nihon, 1), ("x", 1)],
-                             facts["s"])
+                             facts["s"].columns)
         loser = LoopGuard("lookup-twoway", "lookup-twoway-b", wins_conflicts=False)
-        kept = loser.resolve(cursor, changes, 1,
-                             columns=lambda schema, table: facts[table])
+        kept = loser.resolve(cursor, changes, 1, facts=lambda target: facts[target[2]])
         target.execute("ROLLBACK")
     assert loser.conflicts == 0 and kept == changes
     assert {row["v"] for row in found.values()} == {hon, ""} and len(found) == 2

@@ -28,6 +28,7 @@ from node.snapshot.controller import Snapshots, _Window
 from node.snapshot.moved import Moved, moved
 from node.snapshot.state import TableCopy, failed_problem
 from node.snapshot.windowreads import Work
+from shared import positions
 from shared.errors import CoordinationError
 from shared.model import BinlogPosition, PipelineParams
 
@@ -300,7 +301,7 @@ def test_a_copy_is_planned_at_the_binlog_end_read_before_its_split(
 
     key = SplitKey("shop", "t", ("id",), "int")
     monkeypatch.setattr(plan_module, "connect", connect)
-    monkeypatch.setattr(plan_module, "binlog_end",
+    monkeypatch.setattr(positions, "binlog_end",
                         lambda cursor, name: done.append("end") or end)
     monkeypatch.setattr(plan_module.chunks, "table_key",
                         lambda cursor, schema, table, *more: done.append("key") or key)
@@ -312,12 +313,12 @@ def test_a_copy_is_planned_at_the_binlog_end_read_before_its_split(
     copy = plan_module.plan(PID, source, compiled, 10, "shop", "t", "")  # type: ignore[arg-type]
     assert done == ["end", "key", "split"] and copy.planned_at == end
     # not known (no privilege to read it, a server without a binlog): None, failed as ever
-    monkeypatch.setattr(plan_module, "binlog_end", lambda cursor, name: BinlogPosition())
+    monkeypatch.setattr(positions, "binlog_end", lambda cursor, name: BinlogPosition())
     assert plan_module.plan(PID, source, compiled, 10, "shop", "t", "").planned_at is None  # type: ignore[arg-type]
 
     def refused(cursor: Any, name: str) -> BinlogPosition:
         raise pymysql.err.OperationalError(1227, "Access denied")
-    monkeypatch.setattr(plan_module, "binlog_end", refused)
+    monkeypatch.setattr(positions, "binlog_end", refused)
     assert plan_module.plan(PID, source, compiled, 10, "shop", "t", "").planned_at is None  # type: ignore[arg-type]
 
 

@@ -43,7 +43,7 @@ from node.changes import ChangeType, Row, TargetChange
 from node.target.mysql.collations import loose_collation
 from node.target.mysql.currentrows import Key, current_rows, missing_columns, plain_key, same_row
 from node.target.mysql.facts import TableFacts, Target
-from node.target.mysql.render import Columns
+from node.target.mysql.render import key_padding
 from shared.endpoint import connect
 from shared.errors import ConfigError
 from shared.identifiers import qualified
@@ -79,35 +79,34 @@ class LoopGuard:
                 raise ConfigError(engine_problem(self.pipeline_id, target, found.engine))
 
     def resolve(self, cursor: Any, changes: list[TargetChange], process_id: int,
-                padding: Callable[[str, str, tuple[str, ...]], Callable[[Key], Key]] | None
-                = None, columns: Callable[[str, str], Columns] | None = None,
-                ordered: Callable[[str, str, tuple[str, ...]], bool] | None = None
-                ) -> list[TargetChange]:
+                facts: Callable[[Target], TableFacts] | None = None) -> list[TargetChange]:
         """The changes to write: all of them on the winning side; on the other side those
         the target changed concurrently are left out. Conflicts are logged.
-        ``padding(schema, table, keys)``: how a key is compared on the target (BINARY
-        columns padded again: see :func:`node.target.mysql.render.key_padding`);
-        ``columns(schema, table)``: the target table's
-        (:func:`node.target.mysql.currentrows.current_rows`); ``ordered(schema, table,
-        keys)``: whether the table is written in source order, step by step
-        (:meth:`~node.target.mysql.facts.TableFacts.ordered`: a foreign key, another unique
-        key), where the winner's insert over a target row gets no delete before it
-        (:meth:`_overwritten`)."""
+        ``facts(target)``: a target table's, which say how a key is compared there (BINARY
+        columns padded again: :func:`node.target.mysql.render.key_padding`), its columns
+        (:func:`node.target.mysql.currentrows.current_rows`) and whether it is written in
+        source order, step by step (:meth:`~node.target.mysql.facts.TableFacts.ordered`: a
+        foreign key, another unique key), where the winner's insert over a target row gets
+        no delete before it (:meth:`_overwritten`). Without it a key is compared as it is,
+        the rows are read as ``*`` and every table is merged by key."""
+        datasource = {(c.schema, c.table, c.keys): c.datasource for c in changes}
+        known = {name: facts((datasource[name], name[0], name[1])) if facts is not None else None
+                 for name in datasource}
         simulated: dict[TableName, dict[Key, Row | None]] = {}
-        for (schema, table, keys), touched in touched_keys(changes).items():
-            pad = padding(schema, table, keys) if padding is not None else None
+        for name, touched in touched_keys(changes).items():
+            table = known[name]
+            pad = key_padding(name[2], table.columns) if table is not None else None
             wanted = [pad(key) for key in touched] if pad is not None else touched
-            found = current_rows(cursor, schema, table, keys, wanted,
-                                 columns(schema, table) if columns is not None else None)
-            simulated[(schema, table, keys)] = {
-                plain_key(key): found.get(plain_key(key)) for key in touched}
+            found = current_rows(cursor, name[0], name[1], name[2], wanted,
+                                 table.columns if table is not None else None)
+            simulated[name] = {plain_key(key): found.get(plain_key(key)) for key in touched}
         lost: dict[int, tuple[bool, bool]] = {}
         cleared: dict[int, TargetChange] = {}
         for change in sorted(changes, key=lambda c: c.seq):
             rows = simulated[(change.schema, change.table, change.keys)]
             held = self._overwritten(rows, change)
-            if held is not None and ordered is not None and ordered(
-                    change.schema, change.table, change.keys):
+            table = known[(change.schema, change.table, change.keys)]
+            if held is not None and table is not None and table.ordered(change.keys):
                 if change.before_key is not None:
                     raise ConfigError(_moved_onto(self.pipeline_id, process_id, change))
                 held = None  # (the insert's upsert writes over the row)

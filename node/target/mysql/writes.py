@@ -13,7 +13,6 @@ import pymysql
 
 from node.changes import Batch, TargetChange
 from node.jobs import JobSpec, PartResult, Unit, in_order
-from node.target.mysql.render import key_padding
 from node.target.mysql.units import render
 from shared.errors import LoadError, SetlError
 
@@ -52,14 +51,8 @@ class Writes:
             changes = self.changes
             if loader.loop is not None and changes:
                 loader.loop.refuse_engines(loader.facts.of, changes)
-                target = changes[0].datasource
-                changes = loader.loop.resolve(
-                    cursor, changes, batch.process_id,
-                    lambda schema, table, keys: key_padding(
-                        keys, loader.facts.of((target, schema, table)).columns),
-                    lambda schema, table: loader.facts.of((target, schema, table)).columns,
-                    lambda schema, table, keys: loader.facts.of(
-                        (target, schema, table)).ordered(keys))
+                changes = loader.loop.resolve(cursor, changes, batch.process_id,
+                                              loader.facts.of)
             try:
                 return render(changes, self._spec(loader, one_by_one))
             except (SetlError, pymysql.MySQLError):

@@ -1,0 +1,186 @@
+"""Two-way channels on two real MariaDB servers: what a two-way channel refuses, saying
+why or what to do instead — a pair or table it cannot keep alike, a copy of rows, target
+tables the conflict check cannot tell apart, a replay, and the winner changed while it runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+
+from manager import cli
+from shared.rpc import manager_pb2
+from tests.devcluster import Cluster, Database, make_schema, wait_equal, wait_for
+from tests.integration.test_twoway import ITEMS, master_position, set_and_wait, start, two_way
+
+
+def test_what_a_two_way_channel_cannot_keep_alike_is_refused_saying_why(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A pair writing part of a row and a keyless table are refused at apply; a MyISAM
+    target table (its rows reach the binlog without the loop mark) when the channel
+    starts, naming it."""
+    schema = make_schema(source, target, ITEMS, "CREATE TABLE `{schema}`.logs (v INT)")
+    channel = two_way("refused-both", schema)
+    channel["pipelines"][0]["pairs"] = [{"source": f"{schema}.items",
+                                         "target": f"{schema}.items",
+                                         "column_groups": [["name", "qty"]]}]
+    [error] = cluster.apply_errors([channel])
+    assert "pipeline forward pair source:" in error and "has column_groups" in error, error
+    channel = two_way("refused-both", schema)
+    channel["pipelines"][1]["pairs"] = [{"source": f"{schema}.logs",
+                                         "target": f"{schema}.logs"}]
+    [error] = cluster.apply_errors([channel])
+    assert f"table {schema}.logs (pair target:{schema}.logs) has no primary key" in error, error
+    assert "the channel is two-way" in error
+    target.execute(f"ALTER TABLE `{schema}`.items ENGINE=MyISAM")
+    cluster.apply([two_way("refused-both", schema)])
+    cluster.set_status("refused-both", "START")
+    wait_for(lambda: "has engine MyISAM, which does not roll back" in
+             cluster.pipeline_state("refused-both").last_error, 90, "the start refused")
+    assert f"target table {schema}.items on target" in \
+        cluster.pipeline_state("refused-both").last_error
+    cluster.set_status("refused-both", "STOP")
+
+
+
+def test_a_two_way_channel_copies_no_rows_and_says_why(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """A copy into one side cannot tell its rows from that side's newer writes not come
+    over yet: start: snapshot, setl snapshot and a backfill request are refused, the last by
+    pausing the channel before anything is written; the channel goes on once it is gone."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    copying = two_way("copy-both", schema)
+    copying["pipelines"][0]["start"] = "snapshot"
+    [error] = cluster.apply_errors([copying])
+    assert "'start: snapshot' on a two-way channel" in error and "one-way channel" in error
+    cluster.apply([two_way("copy-both", schema)])
+    start(cluster, "copy-both")
+    with pytest.raises(grpc.RpcError, match="cannot tell the rows it read"):
+        cluster.call("Snapshot", manager_pb2.SnapshotRequest(
+            channel="copy-both", pipeline="forward", table=f"{schema}.items"))
+    capsys.readouterr()
+    assert cli.main(["--manager", cluster.manager_address, "verify", "copy-both",
+                     "--repair"]) != 0
+    assert "a two-way channel takes no repair" in capsys.readouterr().err
+    source.execute("SET SESSION sql_log_bin = 0")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'only on the source', 0)")
+    source.execute("SET SESSION sql_log_bin = 1")
+    source.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES "
+                   f"('{schema}.items', 'I', '[1]')")
+    wait_for(lambda: "takes no snapshot, backfill or verify repair" in
+             cluster.pipeline_state("copy-both").last_error, 90, "the request refused")
+    assert target.table(schema, "items") == []
+    source.execute(f"DELETE FROM retl.retl_buffer WHERE FULL_NAME = '{schema}.items'")
+    cluster.set_status("copy-both", "STOP")
+    start(cluster, "copy-both")
+    target.execute(f"INSERT INTO {t} VALUES (2, 'from the target', 0)")
+    wait_for(lambda: source.rows(f"SELECT name FROM {t} WHERE id = 2"), 60, "the stream")
+    cluster.set_status("copy-both", "STOP")
+
+
+
+def test_target_tables_whose_rows_the_conflict_check_cannot_tell_apart_are_refused_at_start(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The write (INSERT … ON DUPLICATE KEY UPDATE) finds a row by every unique key and by
+    the server's collation, the conflict check by one key's exact value: a second unique key
+    or a case-insensitive key let each side's insert overwrite the other's row unseen. A
+    trigger's rows ride in setl's marked transaction and never cross back. Each is refused
+    when the channel starts, naming the table."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    cluster.apply([two_way("unsafe-both", schema)])
+
+    def refused(why: str) -> str:
+        cluster.set_status("unsafe-both", "START")
+        wait_for(lambda: why in cluster.pipeline_state("unsafe-both").last_error, 90,
+                 f"the start refused: {why}")
+        cluster.set_status("unsafe-both", "STOP")
+        return cluster.pipeline_state("unsafe-both").last_error
+
+    target.execute(f"ALTER TABLE {t} ADD UNIQUE KEY by_name (name)")
+    error = refused("has 2 unique keys (PRIMARY, by_name)")
+    assert f"target table {schema}.items on target has 2 unique keys" in error, error
+    target.execute(f"ALTER TABLE {t} DROP KEY by_name")
+    for db in (source, target):
+        db.script(f"ALTER TABLE {t} DROP PRIMARY KEY",
+                  f"ALTER TABLE {t} MODIFY name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE "
+                  "utf8mb4_general_ci NOT NULL", f"ALTER TABLE {t} ADD PRIMARY KEY (name)")
+    error = refused("key column name has collation utf8mb4_general_ci")
+    assert "COLLATE utf8mb4_nopad_bin" in error, error
+    for db in (source, target):
+        db.execute(f"ALTER TABLE {t} MODIFY name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE "
+                   "utf8mb4_nopad_bin NOT NULL")
+    target.execute(f"CREATE TRIGGER `{schema}`.audit BEFORE INSERT ON {t} FOR EACH ROW "
+                   "SET NEW.qty = NEW.qty + 1")
+    refused(f"target table {schema}.items on target has trigger audit")
+    target.execute(f"DROP TRIGGER `{schema}`.audit")
+    for db in (source, target):  # ids numbered alike on both sides: 1, 2, 3…
+        db.execute(f"ALTER TABLE {t} MODIFY id INT NOT NULL AUTO_INCREMENT, ADD KEY (id)")
+    refused("numbers rows by AUTO_INCREMENT column id, and source and target number alike")
+    for db in (source, target):
+        db.execute(f"ALTER TABLE {t} MODIFY id INT NOT NULL, DROP KEY id")
+    start(cluster, "unsafe-both")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'abc', 0)")
+    target.execute(f"INSERT INTO {t} VALUES (2, 'ABC', 0)")
+    wait_for(lambda: len(source.table(schema, "items")) == 2 == len(
+        target.table(schema, "items")), 60, "both rows on both sides")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "unsafe-both", "STOP", "not running")
+
+
+
+def test_a_replay_of_a_two_way_pipeline_is_refused_saying_what_to_do_instead(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """A replay of the first pipeline wrote its source's older changes over the other side's
+    later ones (echoes in its binlog, skipped): setl position set to an earlier place, and a
+    reset to a start: that is a place, are refused; --latest (nothing loaded again) is not."""
+    schema = make_schema(source, target, ITEMS)
+    t = f"`{schema}`.items"
+    file, pos = master_position(source)
+    channel = two_way("replay-both", schema)
+    channel["pipelines"][0]["start"] = {"file": file, "pos": int(pos)}
+    cluster.apply([channel])
+    start(cluster, "replay-both")
+    source.execute(f"INSERT INTO {t} VALUES (1, 'v0', 0)")
+    wait_equal(source, target, schema, ["items"])
+    target.execute(f"UPDATE {t} SET name = 'later on the target' WHERE id = 1")
+    wait_equal(source, target, schema, ["items"])
+    set_and_wait(cluster, "replay-both", "STOP", "not running")
+    position = ["--manager", cluster.manager_address, "position"]
+    capsys.readouterr()
+    assert cli.main([*position, "set", "replay-both/forward", "--file", file, "--pos",
+                     str(pos), "--replay"]) == 1
+    refused = capsys.readouterr().err
+    assert "pipeline replay-both.forward is on a two-way channel: a start at" in refused, \
+        refused
+    assert "setl position set replay-both/forward --latest" in refused, refused
+    assert cli.main([*position, "reset", "replay-both"]) == 1
+    assert "setl position reset (the next start loads again from the definition's start:) " \
+        "is refused" in capsys.readouterr().err
+    assert cli.main([*position, "set", "replay-both/forward", "--latest"]) == 0
+    start(cluster, "replay-both")
+    source.execute(f"INSERT INTO {t} VALUES (2, 'after', 0)")
+    wait_equal(source, target, schema, ["items"])
+    assert source.table(schema, "items") == [(1, "later on the target", 0), (2, "after", 0)]
+    set_and_wait(cluster, "replay-both", "STOP", "not running")
+
+
+
+def test_the_winner_changes_places_only_while_the_channel_is_stopped(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The first pipeline wins conflicts: its pipelines given in the other order while the
+    channel runs, each runner takes the new definition at its own time, and both sides could
+    win (each keeping the other's row). Apply refuses it; stopped, it applies."""
+    schema = make_schema(source, target, ITEMS)
+    channel = two_way("swap-winner", schema)
+    cluster.apply([channel])
+    start(cluster, "swap-winner")
+    swapped = {**channel, "pipelines": list(reversed(channel["pipelines"]))}
+    [error] = cluster.apply_errors([swapped])
+    assert "channel swap-winner: pipeline backward would be first, and win conflicts, in " \
+        "place of forward while the channel runs" in error, error
+    cluster.set_status("swap-winner", "STOP")
+    assert cluster.apply_errors([swapped]) == []
+
