@@ -12,6 +12,7 @@ a duplicate row, a replayed unique-key swap a conflict.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from shared.errors import PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
 from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.node.pipeline")
 
 __all__ = ["Cursor", "CursorMovedError", "CursorPublisher", "CursorStore", "Resume", "resume"]
 
@@ -174,11 +177,19 @@ class CursorStore:
 class CursorPublisher:
     """Publishes the newest cursor off the load path: at most every ``interval_s``, from a
     thread of its own. The cursor is a restart hint (the target's position row decides), so
-    a cursor that lags by a few batches costs a replay that Load skips, never a row."""
+    a cursor that lags by a few batches costs a replay that Load skips, never a row.
+
+    It writes only while ``owns()`` says this node still holds the pipeline: an owner that
+    lost it (frozen, its session gone, another node took over) and publishes once more as it
+    stops would land over the cursor the new owner read, whose every save from then on is
+    refused as someone else's move (the cursor froze at the old owner's, logged five times
+    a second)."""
 
     def __init__(self, store: CursorStore, interval_s: float = 0.2,
-                 on_error: Callable[[Exception], None] = lambda exc: None) -> None:
+                 on_error: Callable[[Exception], None] = lambda exc: None,
+                 owns: Callable[[], bool] = lambda: True) -> None:
         self.store, self.interval_s, self.on_error = store, interval_s, on_error
+        self.owns = owns
         self._newest: Cursor | None = None
         self._published: Cursor | None = None
         self._changed = threading.Condition()
@@ -206,8 +217,14 @@ class CursorPublisher:
                 cursor, closing = self._newest, self._closed.is_set()
             if cursor is not None and cursor is not self._published:
                 try:
-                    self.store.save(cursor)
-                    self._published = cursor
+                    # another node's now (or ZooKeeper cannot say: tried again next time)
+                    if not self.owns():
+                        log.log(logging.INFO if closing else logging.DEBUG,
+                                "event=cursor_not_published pipeline=%s cursor=%s "
+                                "reason=not_the_owner", self.store.pipeline_id, cursor.position)
+                    else:
+                        self.store.save(cursor)
+                        self._published = cursor
                 except Exception as exc:  # kazoo errors: the next publish tries again
                     self.on_error(exc)
             if closing:

@@ -317,7 +317,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
             snapshots.start()
         self.state = "stopping" if self.stop_event.is_set() else "running"
         heap.settle()  # what the start made lives as long as the pipeline runs
-        publisher = CursorPublisher(self.cursors, on_error=self._publish_failed)
+        publisher = CursorPublisher(self.cursors, on_error=self._publish_failed,
+                                    owns=self.ctx.owns)
         # watched from here, where the finally below ends the watch (a stored switch made
         # since the start is seen at once: the watch reads the record first)
         if source.hosts:  # a switch stored (an operator, another node), or a demoted member

@@ -98,3 +98,35 @@ def test_a_cursor_write_whose_answer_was_lost_is_the_runners_own(
     with pytest.raises(CursorMovedError):
         store.save(at(500))
     assert positions.load(zk_client, path) == at(900)
+
+
+def test_an_owner_that_lost_the_pipeline_never_writes_over_the_new_owners_cursor(
+        zk_client: KazooClient, zk_root: str) -> None:
+    """Seen in the chaos soak: node 2, frozen, lost the pipeline to node 1, which read the
+    cursor; node 2 woke with a new session and, stopping, published its newest cursor once
+    more — over the version node 1 had read. Every save of node 1 was then refused as
+    someone else's move, the cursor frozen at node 2's. An owner that lost the pipeline now
+    writes nothing; one whose ownership ZooKeeper could not confirm for a moment writes when
+    it can."""
+    path = ZkPaths(zk_root).cursor(PIPELINE + "2")
+    old = CursorStore(zk_client, ZkPaths(zk_root), PIPELINE + "2")
+    old.first(at(4))
+    old.save(at(100))
+    new = CursorStore(zk_client, ZkPaths(zk_root), PIPELINE + "2")
+    assert new.load() == at(100)  # node 1 took over
+    errors: list[Exception] = []
+    stale = CursorPublisher(old, interval_s=0.01, on_error=errors.append, owns=lambda: False)
+    stale.publish(at(200))
+    stale.close()  # node 2 stopping
+    assert positions.load(zk_client, path) == at(100) and not errors
+    new.save(at(300))  # refused as "set by someone else" before
+    assert positions.load(zk_client, path) == at(300)
+    owned = iter([False, False, True])  # ZooKeeper could not say twice, then yes
+    publisher = CursorPublisher(new, interval_s=0.01, on_error=errors.append,
+                                owns=lambda: next(owned, True))
+    try:
+        publisher.publish(at(400))
+        wait_for(lambda: positions.load(zk_client, path) == at(400), 10, "the owner's cursor")
+    finally:
+        publisher.close()
+    assert not errors
