@@ -18,6 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from shared import zk
+from shared.catalog import call
 from shared.zk import ZkPaths
 
 
@@ -44,13 +45,15 @@ class SnapshotControl:
     def requests(self) -> list[tuple[str, dict[str, Any]]]:
         """(znode, request) of the tables asked for, oldest first."""
         try:
-            names = sorted(self.client.get_children(self.requests_path))
+            names = sorted(call("list the copies asked for", self.client.get_children,
+                                self.requests_path))
         except NoNodeError:
             return []
         found = []
         for name in names:
             try:
-                data, _ = self.client.get(f"{self.requests_path}/{name}")
+                data, _ = call("read a copy asked for", self.client.get,
+                               f"{self.requests_path}/{name}")
             except NoNodeError:
                 continue
             found.append((f"{self.requests_path}/{name}", json.loads(data)))
@@ -58,13 +61,13 @@ class SnapshotControl:
 
     def taken(self, znode: str) -> None:
         try:
-            self.client.delete(znode)
+            call("take a copy asked for", self.client.delete, znode)
         except NoNodeError:
             pass
 
     def control(self) -> dict[str, Any]:
         try:
-            data, _ = self.client.get(self.control_path)
+            data, _ = call("read the copies' control", self.client.get, self.control_path)
         except NoNodeError:
             return {}
         return dict(json.loads(data or b"{}"))
