@@ -69,13 +69,17 @@ HEAL_LIMIT_S = 180.0  # a fault not healed by then fails the soak
 
 
 class Soak:
-    def __init__(self, work: Path, seed: int, log: Any = print) -> None:
+    def __init__(self, work: Path, seed: int, log: Any = print,
+                 spark_start: str = "boot") -> None:
         self.work, self.rng, self.log = work, random.Random(seed), log
         self.box = Sandbox(work / "sandbox")
         self.servers = self.box.up(owner_pid=os.getpid())
         self.box.trust_secret()
         self.password = self.box.password()
-        self.cluster = Cluster(self.box, work / "cluster", "chaos")
+        # nodes as in production (Spark warm from boot): on_demand made every takeover's
+        # first big batch wait for Spark to start, which the heal figures then measured
+        self.spark_start = spark_start
+        self.cluster = Cluster(self.box, work / "cluster", "chaos", spark_start=spark_start)
         self.stop = threading.Event()
         self.load = Load(self.box, self.stop, self.rng)
         self.threads: list[threading.Thread] = []
@@ -248,8 +252,9 @@ class Soak:
 
 
 def soak(minutes: float, every_s: float, seed: int, faults: list[str], work: Path,
-         results: Path = RESULTS, smoke: bool = False, rounds: int = 0) -> dict[str, Any]:
-    run = Soak(work, seed)
+         results: Path = RESULTS, smoke: bool = False, rounds: int = 0,
+         spark_start: str = "boot") -> dict[str, Any]:
+    run = Soak(work, seed, spark_start=spark_start)
     began = time.monotonic()
     done: list[dict[str, Any]] = []
     failure = ""
@@ -297,6 +302,7 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
                  if f["kind"] in ("kill_owner", "stop_owner") and f["healed_s"] is not None]
     result = {
         "minutes": minutes, "seed": seed, "rounds": rounds, "elapsed_s": round(elapsed_s, 1),
+        "spark_start": run.spark_start,
         "faults": dict(Counter(f["kind"] for f in done)),
         "heal_s": {kind: {"p50": round(statistics.median(v), 2), "max": max(v)}
                    for kind, times in by_kind.items()
@@ -339,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the JSON report goes (default bench/results)")
     parser.add_argument("--smoke", action="store_true",
                         help="write the result as chaos-smoke.json (the test's short run)")
+    parser.add_argument("--spark-start", choices=("boot", "on_demand"), default="boot",
+                        help="the nodes' spark.start (default boot, the product's default)")
     args = parser.parse_args(argv)
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = [f for f in faults if f not in FAULTS]
@@ -346,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown fault kind(s) {unknown}; choose from {', '.join(FAULTS)}")
     with tempfile.TemporaryDirectory(prefix="setl-chaos-") as work:
         result = soak(args.minutes, args.every, args.seed, faults, Path(work), args.results,
-                      args.smoke, args.rounds)
+                      args.smoke, args.rounds, args.spark_start)
     return 0 if result["ok"] else 1
 
 
