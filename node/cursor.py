@@ -167,7 +167,8 @@ class CursorStore:
     def _moved(self, cursor: Cursor) -> CursorMovedError:
         return CursorMovedError(
             f"pipeline {self.pipeline_id}: its cursor in ZooKeeper was set by someone else "
-            f"(setl position set or reset) since this runner read it; its own "
+            f"(setl position set or reset; or a node that lost the pipeline to this one, "
+            f"publishing as it stopped) since this runner read it; its own "
             f"({cursor.position}) is not written over it, now or later (each try is "
             "refused and logged). Nothing to do: the targets were moved with it, which fences "
             "this runner: its next batch is refused there and it stops; the next start goes "
