@@ -94,6 +94,8 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int,
              f"--table-size={rows}", "--time=3600", f"--rate={rate}", "--threads=2", "run"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spy = Profile(node_pid, profile) if profile is not None else None
+    servers = {name: peers.servers[name].pid for name in ("source", "target")}
+    servers_before = {name: tree_cpu_s(pid) for name, pid in servers.items()}
     cpu_before, started = tree_cpu_s(node_pid), time.monotonic()
     peers.cluster.set_status(channel, "START")
 
@@ -111,6 +113,8 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int,
         wait_for(copied, 3600, f"{channel}: the snapshot", interval_s=0.25)
         took = time.monotonic() - started
         cpu = tree_cpu_s(node_pid) - cpu_before
+        servers_cpu = {name: tree_cpu_s(pid) - servers_before[name]
+                       for name, pid in servers.items()}
     finally:
         if spy is not None:
             spy.stop()
@@ -129,6 +133,9 @@ def setl_copy(peers: Any, rows: int, channel: str, node_pid: int, rate: int,
     result = {"scenario": label, "setl_rows_per_s": None if bad else round(rows / took),
               "setl_s": round(took, 2), "setl_cpu_s_per_100k_rows": round(cpu / rows * 1e5, 2),
               "setl_start_s": round(first[0] - started, 2) if first else None,
+              # the databases' share: what the copy costs the source and the target
+              **{f"{name}_cpu_s_per_100k_rows": round(used / rows * 1e5, 2)
+                 for name, used in servers_cpu.items()},
               "equal": not bad, "differences": bad}
     if spy is not None and spy.path.exists():
         stages = result["setl_cpu_us_per_row_by_stage"] = spy.stages(STAGES, rows)
