@@ -1,7 +1,7 @@
 """One ``setl verify`` of one pipeline, on the node that runs it.
 
 For each table (:mod:`node.verify.plan`): split into chunks (:mod:`node.extract.chunks`),
-check the chunks in waves: by the rows method as Spark jobs (one task per core with a run of
+check the chunks: by the rows method as Spark jobs in waves (one task per core with a run of
 the wave's chunks), by the sql method in threads of the node (the databases do that work),
 throttled to ``rate`` rows a second; then re-check the keys found different until each is
 confirmed or shown equal (:mod:`node.verify.settle`, waiting on the pipeline's loaded
@@ -235,11 +235,11 @@ class Verification:
 
     def _check(self, compiled: CompiledPipeline, table: TablePlan, chunks: ChunkPlan
                ) -> list[ChunkResult]:
-        """The chunks checked in waves: by the rows method (Python's work: Extract/
-        Transform and hashing) as Spark jobs, one task per core; by the sql method (the
-        databases' work, a few queries a chunk) or a table of one or two chunks in threads
-        of the node, where no job's fixed cost (0.2-0.3 s a wave, seconds while Python
-        workers start) is paid for milliseconds of Python."""
+        """The chunks checked: by the rows method (Python's work) in waves of Spark jobs,
+        one task per core; by the sql method (the databases' work) or a table of one or two
+        chunks in threads of the node (no job's fixed cost, 0.2-0.3 s a wave, paid for
+        milliseconds of Python), each thread taking the next run as it ends one (a wave's
+        end left threads idle), in waves only under ``--rate``."""
         spark, options = self.ctx.spark, self.options
         in_node = table.method == "sql" or len(chunks.chunks) <= 2
         slots = SQL_THREADS_PER_CORE * max(2, spark.partitions) if table.method == "sql" \
@@ -254,6 +254,16 @@ class Verification:
         todo = list(chunks.chunks)
         self._say(table.name, "checking", 0, len(todo), 0, chunks.rows)
         with Threads(compiled, table, self.targets, slots) as threads:
+            if in_node and not options.rate:  # no wave to wait for: every thread kept busy
+                checked = 0
+                for done in threads.stream(todo):
+                    if self.cancelled():
+                        raise VerifyError("verify cancelled")
+                    results += done
+                    rows += sum(result.rows for result in done)
+                    checked += sum(result.chunks for result in done)
+                    self._say(table.name, "checking", checked, len(todo), rows, chunks.rows)
+                todo = []
             while todo:
                 if self.cancelled():
                     raise VerifyError("verify cancelled")

@@ -11,8 +11,8 @@ decides about such keys later (:mod:`node.verify.settle`), never here.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,10 +194,23 @@ class Threads:
         return self
 
     def check(self, chunks: Sequence[Chunk]) -> list[ChunkResult]:
+        """The chunks' results in chunk order, once every one is checked."""
+        return [result for found in self._executor().map(self._one, runs(chunks))
+                for result in found]
+
+    def stream(self, chunks: Sequence[Chunk]) -> Iterator[list[ChunkResult]]:
+        """Every chunk checked, each run's results as soon as it is done (in any order):
+        no thread waits for another's run between waves, and the runs shrink towards the
+        end (:func:`runs`), so the threads finish together."""
+        pool = self._executor()
+        futures = [pool.submit(self._one, run) for run in runs(chunks, threads=self.count)]
+        for future in as_completed(futures):
+            yield future.result()
+
+    def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.count, thread_name_prefix="verify")
-        return [result for found in self._pool.map(self._one, runs(chunks))
-                for result in found]
+        return self._pool
 
     def _one(self, run: list[Chunk]) -> list[ChunkResult]:
         found = getattr(self._local, "reader", None)
@@ -222,15 +235,21 @@ def check_chunk(reader: Reader, sessions: Sessions, chunk: Chunk) -> ChunkResult
     return check_run(reader, sessions, [chunk])[0]
 
 
-def runs(chunks: Sequence[Chunk], most: int = RUN) -> list[list[Chunk]]:
-    """Consecutive chunks in runs of at most ``most``; the NULL chunk alone."""
+def runs(chunks: Sequence[Chunk], most: int = RUN, threads: int = 1) -> list[list[Chunk]]:
+    """Consecutive chunks in runs of at most ``most``; the NULL chunk alone. For ``threads``
+    taking the runs in turn, no run is longer than the chunks left after it shared among
+    them: the last runs shrink to one chunk, so no thread checks a long run while the others
+    have nothing left (runs of 8 over six threads left five idle for a run's time)."""
     found: list[list[Chunk]] = []
+    before = 0  # chunks in the runs before the last
     for chunk in chunks:
         last = found[-1] if found else None
-        if last is not None and len(last) < most and not chunk.nulls and \
+        longest = min(most, -(-(len(chunks) - before) // threads))
+        if last is not None and len(last) < longest and not chunk.nulls and \
                 not last[-1].nulls and last[-1].index + 1 == chunk.index:
             last.append(chunk)
         else:
+            before += len(last) if last is not None else 0
             found.append([chunk])
     return found
 
