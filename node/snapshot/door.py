@@ -267,6 +267,14 @@ class DoorQueue:
             raise FreeDoorRequestError(  # a key alone does not say which columns to clear
                 f"a D of {request.schema}.{request.table} clears its columns of a wide row "
                 "(merge_part), and its pair does not list them (columns: {include: [...]})")
+        if request.type == "D" and len({entry.pair.key_columns for entry in
+                                        self.compiled.pairs_for(request.schema,
+                                                                request.table)}) > 1:
+            raise FreeDoorRequestError(
+                f"a D of {request.schema}.{request.table} names a key, and the pairs the table "
+                "fans out to find its rows by different key_columns (a key of one pair's "
+                "columns finds no row of another's): delete those rows on the targets, or give "
+                "the pairs the same key_columns")
         return request
 
 

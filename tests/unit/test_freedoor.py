@@ -94,6 +94,26 @@ def _door(*pairs: str, refused: str = "") -> DoorQueue:
                      refused)
 
 
+FANNED = ("{source: shop.tagged, target: shop.tagged, fan_out: true, key_columns: [code]}",
+          "{source: shop.tagged, target: shop.tagged2, fan_out: true}")
+
+
+def test_a_delete_of_a_table_fanned_out_by_different_key_columns_is_rejected() -> None:
+    """A request is read by its table's first pair's key_columns: a D's key (code) reached
+    the pair that finds rows by id as a delete by code, and paused the pipeline at every
+    resume (the copy in retl_pending came back). Rejected, saying why; an I (whole rows,
+    each pair keyed by its own columns) and a D where the pairs agree are served."""
+    door = _door(*FANNED)
+    with pytest.raises(FreeDoorRequestError, match="the pairs the table fans out to find its "
+                       "rows by different key_columns"):
+        door._checked(buffer_row(FULL_NAME="shop.tagged", TYPE="D", PK_DATA='["5"]'))
+    assert door._checked(buffer_row(FULL_NAME="shop.tagged", PK_DATA='["5"]')).type == "I"
+    agreeing = _door(FANNED[0], FANNED[1].replace("fan_out: true", "fan_out: true, "
+                                                  "key_columns: [code]"))
+    assert agreeing._checked(buffer_row(FULL_NAME="shop.tagged", TYPE="D",
+                                        PK_DATA='["5"]')).type == "D"
+
+
 def test_a_pipeline_that_reads_no_rows_rejects_every_request() -> None:
     """A two-way channel's pipeline and a subscription's take no rows read from the tables:
     a request one finds (central, or a copy an earlier version kept in retl_pending) is
