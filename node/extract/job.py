@@ -137,6 +137,9 @@ def transactions(batch: Batch) -> tuple[tuple[int, str, str, int], ...]:
     for txn in batch.transactions:
         found.append((place, f"{txn.end.file}:{txn.end.pos}", txn.end.gtid, txn.commit_ts_ms))
         place += len(txn.events)
+    if not found:  # none with changes (a watermark window on a quiet source): the rows read
+        end = batch.end  # in it are the source's as of the batch's end, its high watermark
+        found.append((0, f"{end.file}:{end.pos}", end.gtid, batch.commit_ts_ms))
     return tuple(found)
 
 

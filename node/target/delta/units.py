@@ -167,8 +167,10 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
     import pyarrow as pa
 
     starts = [txn[0] for txn in transactions]
-    none = len(transactions)  # (a change before the first transaction: none known)
-    at, first, following = none, 0, starts[0] if starts else _NEVER
+    none = len(transactions)  # (no transaction: none known)
+    # a change before the first transaction's events (a delete asked in a watermark window
+    # that opens the batch) is the first one's, in front of its changes
+    at, first, following = 0 if starts else none, 0, starts[0] if starts else _NEVER
     of_txn, seqs = [], []
     rows: list[Row] = []
     befores: list[Row | None] = []
