@@ -23,7 +23,7 @@ import pymysql
 from manager import render
 from manager.client import ManagerClient
 from shared import codec, datatypes, identifiers
-from shared.endpoint import READING, connect
+from shared.endpoint import READ_ISOLATION, READING, connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.identifiers import qualified, quote, short_form, split_qualified, unquote
 from shared.model import Channel, DataSource, Pipeline
@@ -107,7 +107,7 @@ def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
     channel_id, pipeline_id = (args.channel, pipeline.name) if central else (None, None)
     # the keys read in the session the node reads them in (a TIMESTAMP in UTC, as the node
     # looks it up), else a source whose time zone is not UTC sent keys the node never found
-    with connect(source, init_command=READING) as reader, \
+    with connect(source, init_command=READING, isolation=READ_ISOLATION) as reader, \
             connect(buffer, autocommit=True) as writer:
         keys = _keys(reader, args.channel, pipeline, schema, table)
         with writer.cursor() as cursor:

@@ -39,7 +39,7 @@ from node.select.binlog import BinlogReader
 from node.select.selector import Selector
 from node.selectloop import RunnerSelect
 from node.snapshot.controller import Snapshots
-from node.snapshot.door import DoorQueue
+from node.snapshot.door import DoorQueue, refusal
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
 from node.status import RunnerStatus, carry_over
@@ -286,7 +286,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                           target=self.target_kind,  # the source in use: a switched one's
                           source_columns=lambda schema, table: read_source_columns(
                               source, schema, table))
-        door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats)
+        door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats,
+                         refusal(self.pipeline_id, self.target_kind, self.two_way))
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
                                                 self.ctx.spark, self.snapshot_store, door,
                                                 lines=planner.lines_plan)

@@ -95,12 +95,20 @@ class RunnerSelect:
         """Free-door requests the stream carried, kept to be served in a coming window; a
         subscription's reader gets the binlog's changes only, so the requests another
         channel of its source serves (a per-instance backfill) are not its own: taken, they
-        paused it at every resume."""
+        paused it at every resume. Nor does a two-way channel take them (it reads no rows:
+        :data:`~shared.model.TWO_WAY_COPY`): kept in ``retl_pending``, one failed its batch
+        again at every resume, whatever was done to the buffer row."""
         if not requests:
             return
         if self.target_kind == "subscription":
             log.info("event=free_door_not_taken pipeline=%s requests=%d reason=a subscription "
                      "takes no rows read from the tables", self.pipeline_id, len(requests))
+            return
+        if self.two_way:
+            log.warning("event=free_door_not_taken pipeline=%s requests=%d reason=a two-way "
+                        "channel takes no rows read from the tables: the requests are left in "
+                        "retl.retl_buffer for a one-way channel of the source (delete them if "
+                        "none is meant to serve them)", self.pipeline_id, len(requests))
             return
         snapshots.ask(requests)
 

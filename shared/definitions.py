@@ -142,6 +142,10 @@ class _Loader(SourceFields):
             elif any(p.params.startup is StartupMode.SNAPSHOT for p in pipelines):
                 pipelines_field.fail(  # type: ignore[union-attr]
                     f"'start: snapshot' on a two-way channel: {TWO_WAY_COPY}")
+            elif any(p.params.free_door_source for p in pipelines):
+                pipelines_field.fail(  # type: ignore[union-attr]
+                    f"free_door on a two-way channel: it takes no free-door request (rows "
+                    f"read from the tables): {TWO_WAY_COPY}")
             for pipeline in pipelines:
                 for problem in two_way_pair_problems(pipeline):
                     pipelines_field.fail(problem)  # type: ignore[union-attr]
@@ -174,6 +178,11 @@ class _Loader(SourceFields):
                 entry.field("dry_run").fail(  # type: ignore[union-attr]
                     f"target {target} is a subscription: its reader's acknowledgements are "
                     "its position, so a dry run would move it; leave dry_run out")
+            if params.free_door_source:
+                entry.field("free_door").fail(  # type: ignore[union-attr]
+                    f"target {target} is a subscription, which carries the binlog's changes "
+                    "only: it takes no free-door request (rows read from the tables); leave "
+                    "free_door out")
         pairs_field = entry.field("pairs", required=True)
         read = []
         for pair_item in pairs_field.items() if pairs_field else ():

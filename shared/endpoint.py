@@ -32,6 +32,14 @@ from shared.model import DataSource
 # copied into a VARCHAR kept the spaces.
 READING = ("SET time_zone = '+00:00', "
            "sql_mode = REPLACE(@@sql_mode, 'PAD_CHAR_TO_FULL_LENGTH', '')")
+# … and in an isolation level of its own, not the server's default: under READ UNCOMMITTED a
+# window's read took another transaction's change, which it then rolled back (no binlog
+# event to mend it: the target kept a value the source never committed). A window needs
+# each read to see committed rows only, read after its low watermark: REPEATABLE READ (the
+# one InnoDB's default, and verify's consistent snapshots, are read in) gives a read one
+# snapshot of them, taken at its first SELECT. Set as a statement of its own (no server
+# variable names it on both MySQL 8 and MariaDB before 11.1) by ``connect(isolation=...)``.
+READ_ISOLATION = "REPEATABLE READ"
 
 
 def _verified(conn: pymysql.Connection) -> bool:
@@ -215,14 +223,23 @@ class Connection(pymysql.Connection):
     PyMySQL's own reads the system's CA bundle every time, 20-30 ms of CPU — more than a
     snapshot's chunk read costs."""
 
-    def __init__(self, *args: Any, pinned: tuple[str, ...] = (), **kwargs: Any) -> None:
+    def __init__(self, *args: Any, pinned: tuple[str, ...] = (), isolation: str = "",
+                 **kwargs: Any) -> None:
         self.pinned = pinned  # the addresses the name resolved to when it was checked
+        self.isolation = isolation  # the session's transaction isolation level ("": the server's)
         super().__init__(*args, **kwargs)
 
     def connect(self, sock: Any = None) -> None:
         if sock is None and self.pinned and not self.unix_socket:
             sock = self._pinned_socket()
         super().connect(sock)
+        if self.isolation:  # (again on a reconnect: a new session)
+            try:
+                with self.cursor() as cursor:
+                    cursor.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {self.isolation}")
+            except BaseException:
+                self._force_close()
+                raise
 
     def _pinned_socket(self) -> socket.socket:
         """A connection to the first of the checked addresses that answers (as

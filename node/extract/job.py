@@ -137,6 +137,9 @@ def transactions(batch: Batch) -> tuple[tuple[int, str, str, int], ...]:
     for txn in batch.transactions:
         found.append((place, f"{txn.end.file}:{txn.end.pos}", txn.end.gtid, txn.commit_ts_ms))
         place += len(txn.events)
+    if not found:  # none with changes (a watermark window on a quiet source): the rows read
+        end = batch.end  # in it are the source's as of the batch's end, its high watermark
+        found.append((0, f"{end.file}:{end.pos}", end.gtid, batch.commit_ts_ms))
     return tuple(found)
 
 
@@ -257,16 +260,15 @@ class Planner:
                 raise ConfigError(
                     f"pipeline {self.compiled.pipeline_id}: a subscription takes no snapshot, "
                     "backfill or verify repair (rows read from the tables): its reader gets "
-                    "the binlog's changes only. Cancel the request (setl snapshot cancel, or "
-                    "delete its rows from retl.retl_pending on the source: PIPELINE_ID "
-                    f"'{self.compiled.pipeline_id}') and resume the channel")
+                    "the binlog's changes only. Cancel the copy (setl snapshot cancel) and "
+                    "resume the channel (free-door requests are rejected before they are read)")
             return self._in_order(batch, partitions)
         if reads and self.compiled.two_way:
             raise ConfigError(
                 f"pipeline {self.compiled.pipeline_id} takes no snapshot, backfill or verify "
-                f"repair (rows read from the tables): {TWO_WAY_COPY}. Cancel the request "
-                "(setl snapshot cancel, or delete the retl.retl_buffer rows) and resume the "
-                "channel")
+                f"repair (rows read from the tables): {TWO_WAY_COPY}. Cancel the copy (setl "
+                "snapshot cancel) and resume the channel (free-door requests are rejected "
+                "before they are read)")
         for read in reads:  # a table met only by a read may join groups: before placing
             self._table_group((read.schema, read.table))
         made = self._parts(batch, partitions)

@@ -17,7 +17,7 @@ import pymysql.cursors
 
 from node.changes import Row
 from node.extract.reads import ReadColumn, columns_of, mend
-from shared.endpoint import READING, DictCursor, connect
+from shared.endpoint import READ_ISOLATION, READING, DictCursor, connect
 from shared.identifiers import quote
 from shared.keysql import placed, placed_key
 from shared.model import DataSource
@@ -43,7 +43,7 @@ class Lookup:
             # TIMESTAMP in UTC, as the binlog gives it and Load writes it
             self._conn = connect(self.source, autocommit=True,
                                  cursorclass=DictCursor,
-                                 init_command=READING)
+                                 init_command=READING, isolation=READ_ISOLATION)
         return self._conn.cursor()
 
     def rows(self, schema: str, table: str, keys: tuple[str, ...],

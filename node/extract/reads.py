@@ -244,14 +244,18 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
         # inside it: whatever the stream did to that row (or to one the table's collation takes
         # for it: 'e' and 'é', 'a' and 'A ') follows, as it did on the source, and the row
         # read (the source's, if it has one) goes in at the end. No key is compared here, so
-        # none can be matched wrongly ('007' and '7' in a VARCHAR are two rows).
-        start = (read.first << ROW_BITS) - len(read.deletes)
+        # none can be matched wrongly ('007' and '7' in a VARCHAR are two rows). A window
+        # with no event of its own (first == end: a quiet source) has its start and its end
+        # in one place, after the event before it: the deletes go right before the rows
+        # there, never after them (the merge made the row read and its delete nothing).
+        end = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
+        start = min(read.first << ROW_BITS, end) - len(read.deletes)
         for at, key in enumerate(read.deletes, start):
             before = dict(zip(read.keys, key, strict=True))
             out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,
                                       before, None)))
         changed = changed_keys(read, numbered)
-        at = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
+        at = end
         for row in pickle.loads(read.rows):
             after = dict(zip(read.columns, row, strict=True))
             if _key(after, read.keys) in changed:

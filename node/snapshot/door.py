@@ -49,7 +49,7 @@ from node.extract.freedoor import (
 from node.extract.reads import Read
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
-from shared.model import DataSource
+from shared.model import TWO_WAY_COPY, DataSource
 from shared.retl import PENDING_TABLE
 from shared.tablekeys import door_key
 
@@ -88,9 +88,10 @@ class DoorQueue:
     """The requests of one pipeline (one attempt of its runner) waiting for windows."""
 
     def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
-                 central: CentralDoor | None, stats: DoorStats) -> None:
+                 central: CentralDoor | None, stats: DoorStats, refused: str = "") -> None:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
         self.central, self.stats = central, stats
+        self.refused = refused  # why the pipeline takes no request at all (:func:`refusal`)
         self._rows: deque[RowChange] = deque()  # requests of windows that were not loaded
         self._scan_after = self._scan_until = 0  # pending SEQs (after, until] still to read
         self._lock = threading.Lock()
@@ -252,6 +253,8 @@ class DoorQueue:
         """The request; raises for one that cannot be served whatever its table's key."""
         if (change.after or {}).get("reject"):
             raise FreeDoorRequestError(str(change.after["reject"]))  # type: ignore[index]
+        if self.refused:  # (a copy an earlier version kept in retl_pending; a central one)
+            raise FreeDoorRequestError(self.refused)
         request = parse(change)  # (named as the source stores it: the window's check
         schema, table = self.compiled.stored(request.schema, request.table)  # matches so)
         request = dataclasses.replace(request, schema=schema, table=table)
@@ -264,7 +267,28 @@ class DoorQueue:
             raise FreeDoorRequestError(  # a key alone does not say which columns to clear
                 f"a D of {request.schema}.{request.table} clears its columns of a wide row "
                 "(merge_part), and its pair does not list them (columns: {include: [...]})")
+        if request.type == "D" and len({entry.pair.key_columns for entry in
+                                        self.compiled.pairs_for(request.schema,
+                                                                request.table)}) > 1:
+            raise FreeDoorRequestError(
+                f"a D of {request.schema}.{request.table} names a key, and the pairs the table "
+                "fans out to find its rows by different key_columns (a key of one pair's "
+                "columns finds no row of another's): delete those rows on the targets, or give "
+                "the pairs the same key_columns")
         return request
+
+
+def refusal(pipeline_id: str, target_kind: str, two_way: bool) -> str:
+    """Why a pipeline takes no free-door request at all ("" where it takes them): a request's
+    rows are read from the tables, which a subscription's reader never gets and a two-way
+    channel cannot tell from its other side's newer writes."""
+    if two_way:
+        return (f"pipeline {pipeline_id} is one of a two-way channel, which takes no rows read "
+                f"from the tables: {TWO_WAY_COPY}")
+    if target_kind == "subscription":
+        return (f"pipeline {pipeline_id} writes a subscription, which carries the binlog's "
+                "changes only (its reader reads the tables itself if it needs their rows)")
+    return ""
 
 
 def _key(cursor: Any, schema: str, table: str, key_columns: tuple[str, ...]

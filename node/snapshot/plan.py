@@ -9,7 +9,7 @@ from node import sqllex
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.snapshot.state import TableCopy
-from shared.endpoint import READING, connect
+from shared.endpoint import READ_ISOLATION, READING, connect
 from shared.errors import ConfigError
 from shared.model import DataSource
 from shared.positions import end_if_known
@@ -26,7 +26,8 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
         raise ConfigError(f"pipeline {pipeline_id}: table {schema}.{table} is not "
                           "replicated by this pipeline, so it cannot be copied by it")
     configured = compiled.configured_keys(schema, table)
-    with connect(source, init_command=READING) as conn, conn.cursor() as cursor:
+    with connect(source, init_command=READING, isolation=READ_ISOLATION) as conn, \
+            conn.cursor() as cursor:
         # read before the key and chunks (None: not known): a DDL logged at or before it
         # ran before the copy read anything, so the copy reads the table that has the
         # name after it (Snapshots.ddl does not fail it). Read after the split, a DDL

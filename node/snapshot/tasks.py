@@ -15,7 +15,7 @@ from node.extract import chunks, copylines
 from node.extract.copylines import LinesPlan
 from node.extract.reads import Read, ReadColumn, loose, mend, packed, select, typed
 from shared import confinement
-from shared.endpoint import READING, connect
+from shared.endpoint import READ_ISOLATION, READING, connect
 from shared.errors import SourceError
 from shared.keysql import keys_in
 from shared.model import DataSource
@@ -107,7 +107,7 @@ def _reading(task: ReadTask) -> Iterator[Any]:
     key = task.key
     try:
         with connect(task.source, init_command=READING + ", group_concat_max_len = "
-                     "@@max_allowed_packet") as conn, \
+                     "@@max_allowed_packet", isolation=READ_ISOLATION) as conn, \
                 conn.cursor() as cursor:
             yield cursor
     except pymysql.MySQLError as exc:

@@ -38,7 +38,7 @@ from node.verify.readers import (
     source_snapshot,
     target_snapshot,
 )
-from shared.endpoint import READING, connect
+from shared.endpoint import READ_ISOLATION, READING, connect
 from shared.errors import SourceError
 from shared.model import BinlogPosition, DataSource
 
@@ -109,7 +109,8 @@ class Sessions:
         conn = self._open.get(name)
         if conn is None:
             conn = self._open[name] = connect(self.sources[name], autocommit=True,
-                                              init_command=SESSION)
+                                              init_command=SESSION,
+                                              isolation=READ_ISOLATION)
         return conn.cursor()
 
     def close(self) -> None:

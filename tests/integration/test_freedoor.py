@@ -145,8 +145,14 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
     for first in range(0, rows, 5000):
         without_binlog(source, f"INSERT INTO `{schema}`.items VALUES " + ", ".join(
             f"({i}, 'cold {i}', 0)" for i in range(first + 1, first + 5001)))
-    start(cluster, "door-race", schema, ["items"], free_door={"source": "target"})
     t = f"`{schema}`.items"
+    # rows the racing writer never touches, asked deleted: the source has the first (the
+    # target a stale copy: the delete, then the source's row), the target only the others
+    without_binlog(source, f"INSERT INTO {t} VALUES " + ", ".join(
+        f"({i}, 'kept {i}', 0)" for i in range(rows + 1, rows + 101)))
+    without_binlog(target, f"INSERT INTO {t} VALUES " + ", ".join(
+        f"({i}, 'stale {i}', 0)" for i in range(rows + 1, rows + 201)))
+    start(cluster, "door-race", schema, ["items"], free_door={"source": "target"})
     stop = threading.Event()
 
     def churn(db: Database, seed: int) -> None:
@@ -167,7 +173,9 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
                        f"'{schema}.items', 'I', CONCAT('[', id, ']') FROM {t} WHERE id <= {half}")
         request_rows(target, f"{schema}.items", [(i,) for i in range(half + 1, rows + 1)],
                      channel="door-race", pipeline="forward")
-        wait_for(lambda: door(cluster, "door-race").requested >= rows, 120, "backfill")
+        request_rows(source, f"{schema}.items", [(i,) for i in range(rows + 1, rows + 201)],
+                     kind="D")
+        wait_for(lambda: door(cluster, "door-race").requested >= rows + 200, 120, "backfill")
     finally:
         stop.set()
         thread.join(120)
@@ -178,6 +186,7 @@ def test_backfill_racing_updates_and_deletes_ends_equal(
     # rows only the backfill could bring, and rows the racing writer changed, both arrived
     assert sum(name.startswith("cold") for name in names) > rows // 10
     assert sum(name in ("hot", "reborn") for name in names) > 100
+    assert sum(name.startswith("kept") for name in names) == 100
     cluster.set_status("door-race", "STOP")
 
 

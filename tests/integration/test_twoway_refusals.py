@@ -47,14 +47,20 @@ def test_what_a_two_way_channel_cannot_keep_alike_is_refused_saying_why(
 def test_a_two_way_channel_copies_no_rows_and_says_why(
         cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
     """A copy into one side cannot tell its rows from that side's newer writes not come
-    over yet: start: snapshot, setl snapshot and a backfill request are refused, the last by
-    pausing the channel before anything is written; the channel goes on once it is gone."""
+    over yet: start: snapshot, free_door and setl snapshot are refused; a backfill request
+    in the source's buffer is not taken (logged), and the channel goes on. It was kept in
+    retl_pending and paused the channel at every resume, whatever was done to the buffer
+    row: a copy an earlier version kept there is rejected, saying why."""
     schema = make_schema(source, target, ITEMS)
     t = f"`{schema}`.items"
     copying = two_way("copy-both", schema)
     copying["pipelines"][0]["start"] = "snapshot"
     [error] = cluster.apply_errors([copying])
     assert "'start: snapshot' on a two-way channel" in error and "one-way channel" in error
+    copying = two_way("copy-both", schema)
+    copying["pipelines"][0]["free_door"] = {"source": "target"}
+    [error] = cluster.apply_errors([copying])
+    assert "free_door on a two-way channel" in error and "one-way channel" in error
     cluster.apply([two_way("copy-both", schema)])
     start(cluster, "copy-both")
     with pytest.raises(grpc.RpcError, match="cannot tell the rows it read"):
@@ -69,14 +75,31 @@ def test_a_two_way_channel_copies_no_rows_and_says_why(
     source.execute("SET SESSION sql_log_bin = 1")
     source.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES "
                    f"('{schema}.items', 'I', '[1]')")
-    wait_for(lambda: "takes no snapshot, backfill or verify repair" in
-             cluster.pipeline_state("copy-both").last_error, 90, "the request refused")
-    assert target.table(schema, "items") == []
+    source.execute(f"INSERT INTO {t} VALUES (3, 'from the source', 0)")
+    wait_for(lambda: target.rows(f"SELECT name FROM {t} WHERE id = 3"), 60, "the stream")
+    assert target.table(schema, "items") == [(3, "from the source", 0)]
+    pending = "SELECT COUNT(*) FROM retl.retl_pending WHERE PIPELINE_ID = 'copy-both.forward'"
+    assert source.rows(pending) == [(0,)]
+    assert "event=free_door_not_taken pipeline=copy-both.forward requests=1 reason=a two-way " \
+        "channel takes no rows read from the tables" in cluster.nodes[1].output()
     source.execute(f"DELETE FROM retl.retl_buffer WHERE FULL_NAME = '{schema}.items'")
     cluster.set_status("copy-both", "STOP")
+    source.execute("INSERT INTO retl.retl_pending (PIPELINE_ID, ID, FULL_NAME, TYPE, PK_DATA) "
+                   f"VALUES ('copy-both.forward', 99, '{schema}.items', 'I', '[1]')")
     start(cluster, "copy-both")
+    wait_for(lambda: cluster.pipeline_state("copy-both").free_door.rejected == 1, 60,
+             "the kept request rejected")
+    wait_for(lambda: source.rows(pending) == [(0,)], 30, "its copy deleted")
+    assert "pipeline copy-both.forward is one of a two-way channel, which takes no rows " \
+        "read from the tables" in cluster.nodes[1].output()
     target.execute(f"INSERT INTO {t} VALUES (2, 'from the target', 0)")
     wait_for(lambda: source.rows(f"SELECT name FROM {t} WHERE id = 2"), 60, "the stream")
+    source.execute(f"INSERT INTO {t} VALUES (4, 'from the source', 0)")
+    wait_for(lambda: target.rows(f"SELECT name FROM {t} WHERE id = 4"), 60, "the stream")
+    assert source.table(schema, "items") == [(1, "only on the source", 0),
+                                              (2, "from the target", 0),
+                                              (3, "from the source", 0),
+                                              (4, "from the source", 0)]
     cluster.set_status("copy-both", "STOP")
 
 

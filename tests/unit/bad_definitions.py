@@ -225,6 +225,18 @@ BAD = [
         id="two-way-not-opposite"),
     pytest.param(
         SOURCES + "channels:\n  - name: c\n    pipelines:\n"
+        "      - {name: p, source: src, target: dst, pairs: [{source: s.t, target: s.t}],\n"
+        "         free_door: {source: src}}\n"
+        "      - {name: q, source: dst, target: src, pairs: [{source: s.t, target: s.t}]}\n",
+        "f.yaml:7: channels[0].pipelines: free_door on a two-way channel: it takes no free-door "
+        "request (rows read from the tables): a copy into one side of a two-way channel cannot "
+        "tell the rows it read from that side's own newer writes that have not come over yet, "
+        "and would write the older rows over them. Copy with a one-way channel while the other "
+        "side takes no writes, then start the two-way channel at the copy's end (setl "
+        "position set)",
+        id="two-way-free-door"),
+    pytest.param(
+        SOURCES + "channels:\n  - name: c\n    pipelines:\n"
         "      - {name: p, source: src, target: dst, pairs: [{source: s.t, target: s2.t}]}\n"
         "      - {name: q, source: dst, target: src, pairs: [{source: s2.t, target: s.t}]}\n"
         "      - {name: r, source: src, target: dst, pairs: [{source: s.u, target: s2.u}]}\n",

@@ -8,10 +8,14 @@ from decimal import Decimal
 import pytest
 
 from node.changes import ChangeType, RowChange
-from node.extract.freedoor import as_change, is_request, parse
+from node.extract.freedoor import DoorStats, as_change, is_request, parse
 from node.extract.reads import loose
+from node.selectloop import RunnerSelect
+from node.snapshot.door import DoorQueue, refusal
 from shared.errors import FreeDoorRequestError
+from shared.model import DataSource
 from shared.retl import decode_key, encode_key
+from tests.unit.test_etl import compiled
 
 
 def buffer_row(**values: object) -> RowChange:
@@ -83,3 +87,57 @@ def test_only_buffer_inserts_are_requests() -> None:
     assert not is_request(RowChange("shop", "retl_buffer", ChangeType.INSERT, ("ID",), None,
                                     {"ID": 1}))
 
+
+
+def _door(*pairs: str, refused: str = "") -> DoorQueue:
+    return DoorQueue("shop.fwd", DataSource("src", "h1"), compiled(*pairs), None, DoorStats(),
+                     refused)
+
+
+FANNED = ("{source: shop.tagged, target: shop.tagged, fan_out: true, key_columns: [code]}",
+          "{source: shop.tagged, target: shop.tagged2, fan_out: true}")
+
+
+def test_a_delete_of_a_table_fanned_out_by_different_key_columns_is_rejected() -> None:
+    """A request is read by its table's first pair's key_columns: a D's key (code) reached
+    the pair that finds rows by id as a delete by code, and paused the pipeline at every
+    resume (the copy in retl_pending came back). Rejected, saying why; an I (whole rows,
+    each pair keyed by its own columns) and a D where the pairs agree are served."""
+    door = _door(*FANNED)
+    with pytest.raises(FreeDoorRequestError, match="the pairs the table fans out to find its "
+                       "rows by different key_columns"):
+        door._checked(buffer_row(FULL_NAME="shop.tagged", TYPE="D", PK_DATA='["5"]'))
+    assert door._checked(buffer_row(FULL_NAME="shop.tagged", PK_DATA='["5"]')).type == "I"
+    agreeing = _door(FANNED[0], FANNED[1].replace("fan_out: true", "fan_out: true, "
+                                                  "key_columns: [code]"))
+    assert agreeing._checked(buffer_row(FULL_NAME="shop.tagged", TYPE="D",
+                                        PK_DATA='["5"]')).type == "D"
+
+
+def test_a_pipeline_that_reads_no_rows_rejects_every_request() -> None:
+    """A two-way channel's pipeline and a subscription's take no rows read from the tables:
+    a request one finds (central, or a copy an earlier version kept in retl_pending) is
+    rejected, saying why, rather than failing its batch at every resume."""
+    assert refusal("shop.fwd", "mysql", False) == "" and refusal("shop.fwd", "delta", False) == ""
+    for kind, two_way, why in (("mysql", True, "is one of a two-way channel"),
+                               ("subscription", False, "writes a subscription")):
+        door = _door("{source: shop.orders, target: shop.orders}",
+                     refused=refusal("shop.fwd", kind, two_way))
+        with pytest.raises(FreeDoorRequestError, match=why):
+            door._checked(buffer_row())
+
+
+def test_a_two_way_pipeline_keeps_no_request_the_stream_carries() -> None:
+    """Kept in retl_pending, a request failed the two-way pipeline's batch again at every
+    resume, whatever was done to its buffer row: it is left alone (and logged)."""
+    asked: list[list[RowChange]] = []
+
+    class Runner(RunnerSelect):
+        pipeline_id, target_kind = "shop.fwd", "mysql"
+
+    runner = Runner()
+    snapshots = type("Asked", (), {"ask": lambda self, requests: asked.append(requests)})()
+    for two_way in (True, False):
+        runner.two_way = two_way
+        runner._ask(snapshots, [buffer_row()])
+    assert len(asked) == 1  # the one-way pipeline's only

@@ -13,6 +13,7 @@ import pytest
 from deltalake import DeltaTable
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
+from node.extract import job
 from node.jobs import JobSpec, PartResult
 from node.target.delta import units
 from node.target.delta.columns import LakeColumn, TextColumn, of_text, time_text
@@ -93,6 +94,26 @@ def test_changelog_of_inserts_only_names_each_ones_transaction_and_order() -> No
     [unit] = units.render(changes, dataclasses.replace(SPEC, transactions=()))
     assert {(r["_setl_txn"], r["_setl_gtid"], r["_setl_commit_ts"])  # none known
             for r in units.read_ipc(unit.data).to_pylist()} == {("", "", None)}
+
+
+def test_a_window_read_opening_a_batch_is_labelled_by_a_transaction_of_it() -> None:
+    """A delete asked in a watermark window that opens its batch goes before the batch's
+    first event: it was labelled with no transaction ('' position, which a reader ordering
+    by position cannot place). It is the first one's, in front of its changes; and a batch
+    whose only content is the window's reads (a quiet source) labels them with its end."""
+    changes = [change(LOG, DEL, -1, None, before={"id": 1, "v": "x"}),
+               change(LOG, INS, 1 << 19, {"id": 1, "v": "y"})]
+    [unit] = units.render(changes, SPEC)
+    rows = units.read_ipc(unit.data).to_pylist()
+    assert [(r["_setl_op"], r["_setl_txn"], r["_setl_seq"]) for r in rows] == [
+        ("D", "bin.000001:100", -1), ("I", "bin.000001:100", 1 << 19)]
+    quiet = Batch("c.p", 3, start=BinlogPosition("bin.000001", 300))
+    quiet.add(Transaction((), BinlogPosition("bin.000001", 400, "0-1-9"), 1_700_000_002_000,
+                          0))  # the window's watermarks: no change of the pipeline's
+    assert job.transactions(quiet) == ((0, "bin.000001:400", "0-1-9", 1_700_000_002_000),)
+    [unit] = units.render(changes, dataclasses.replace(SPEC,
+                                                       transactions=job.transactions(quiet)))
+    assert {r["_setl_txn"] for r in units.read_ipc(unit.data).to_pylist()} == {"bin.000001:400"}
 
 
 def test_a_zero_date_stops_with_the_column_and_what_to_do() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 
-from node.changes import ChangeType, RowChange
+from node.changes import ChangeType, RowChange, TargetChange
 from node.extract.reads import (
     INSIDE,
     ROW_BITS,
@@ -21,6 +21,7 @@ from node.extract.reads import (
     packed,
     typed,
 )
+from node.merge import merge
 
 
 def read(rows: list[tuple], deletes: tuple = ()) -> Read:
@@ -43,6 +44,46 @@ def test_keys_changed_inside_the_window_are_left_to_the_stream() -> None:
     assert seqs[:2] == [(2 << ROW_BITS) - 2, (2 << ROW_BITS) - 1]  # before the window's events
     assert before[0] < seqs[0] and seqs[1] < inside[0]  # so the stream's update follows them
     assert seqs[2] == (4 << ROW_BITS) + INSIDE  # the rows at the window's end
+
+
+def _empty_window(first: int, deletes: tuple, rows: list[tuple]) -> Read:
+    return Read(1, "s", "t", ("id",), ("id", "v"), packed(rows), len(rows), first=first,
+                end=first, deletes=deletes)
+
+
+def test_deletes_asked_in_a_window_without_events_come_before_the_rows_read() -> None:
+    """A window with no event of its own (first == end: no replicated change between its
+    watermarks) after events of the batch: its start and end are one place, and the rows
+    read were put before the deletes (the delete at the window's start, the rows after the
+    event before it), so a D of a row the source still has removed it after writing it.
+    Deletes come first whatever the window's place, however many, and for every read of the
+    window; all after the events before it."""
+    for first in (0, 1, 3):
+        events = [((place << ROW_BITS) + row, RowChange("s", "other", ChangeType.INSERT,
+                                                         ("id",), None, {"id": place}))
+                  for place in range(first) for row in range(3)]
+        asked = tuple((key,) for key in range(1_000))  # a read's most (door.KEYS_PER_READ)
+        reads = [_empty_window(first, asked, [(2, "source"), (7, "x")]),
+                 _empty_window(first, ((5,),), [(5, "again")])]  # a second read of it
+        out = joined(reads, events)
+        deletes = [seq for seq, change in out if change.type is ChangeType.DELETE]
+        inserts = [seq for seq, change in out if change.type is ChangeType.INSERT]
+        assert len(deletes) == 1_001 and len(inserts) == 3
+        assert max(deletes) < min(inserts), first
+        assert all(seq < min(deletes) for seq, _ in events), first
+
+
+def test_a_row_asked_deleted_that_the_source_has_is_written_after_its_delete() -> None:
+    """What the merge makes of it: the delete, then the source's row (an upsert); the row
+    read before its delete merged to nothing, and the target kept its stale row."""
+    event = (0, RowChange("s", "other", ChangeType.INSERT, ("id",), None, {"id": 1}))
+    out = joined([_empty_window(1, ((2,),), [(2, "source")])], [event])
+    changes = [TargetChange("db", "s", "t", change.type, ("id",),
+                            (2,) if change.type is ChangeType.DELETE else None, change.after,
+                            seq=seq) for seq, change in out]
+    writes = merge(changes)
+    assert [(write.deletes, write.upserts) for write in writes] == [
+        ([], [{"id": 2, "v": "source"}])]
 
 
 def test_request_keys_match_decoded_keys_loosely() -> None:

@@ -183,6 +183,20 @@ def test_a_subscription_takes_no_snapshot_and_no_dry_run() -> None:
     assert "dry_run: target feed is a subscription" in str(found.value)
 
 
+def test_a_subscription_takes_no_free_door() -> None:
+    """A subscription's reader gets the binlog's changes only: a central free door's
+    requests (read rows) paused it, the error naming retl_pending, where they never were."""
+    text = ("sources:\n  - {name: src, host: h}\n  - {name: feed, type: subscription}\n"
+            "channels:\n  - name: c\n    pipelines:\n      - name: p\n        source: src\n"
+            "        target: feed\n        free_door: {source: src}\n"
+            "        pairs: [{source: a.t, target: a.t}]\n")
+    with pytest.raises(ConfigError) as found:
+        load_text(text, "f.yaml")
+    assert "f.yaml:10: channels[0].pipelines[0].free_door: target feed is a subscription" in \
+        str(found.value) and "leave free_door out" in str(found.value)
+    assert load_text(text.replace("        free_door: {source: src}\n", ""), "f.yaml")
+
+
 def test_the_client_acks_only_batches_of_the_stream_it_reads() -> None:
     """After a failover the next owner numbers its batches from the acknowledged one again:
     a batch of the old owner's stream is not acknowledged by its id on the new one."""

@@ -168,7 +168,10 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
 
     starts = [txn[0] for txn in transactions]
     none = len(transactions)  # (a change before the first transaction: none known)
-    at, first, following = none, 0, starts[0] if starts else _NEVER
+    # … but one before the batch's first event (a delete asked in a watermark window that
+    # opens the batch) is the batch's first transaction's, in front of its changes
+    at, first, following = 0 if starts and not starts[0] else none, 0, \
+        starts[0] if starts else _NEVER
     of_txn, seqs = [], []
     rows: list[Row] = []
     befores: list[Row | None] = []
