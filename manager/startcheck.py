@@ -94,7 +94,7 @@ def findings(catalog: Catalog, channel: Channel, pipeline: Pipeline
         cursor, source_schemas([pipeline]), [replica_server_id(pipeline_id)],
         bool(source.hosts)))
     if source.hosts:
-        found += _other_members(pipeline_id, source)
+        found += member_findings(pipeline_id, source)
     names = {pipeline.target} | {pair.target.datasource for pair in pipeline.pairs}
     for name in sorted(names):
         target = catalog.source(name)
@@ -137,7 +137,7 @@ def _named(database: DataSource) -> str:
     return f"{database.name} ({members.address(database)})"
 
 
-def _other_members(pipeline_id: str, source: DataSource) -> list[tuple[str, Finding]]:
+def member_findings(pipeline_id: str, source: DataSource) -> list[tuple[str, Finding]]:
     """gtid_strict_mode and log_slave_updates of the replica set's members besides the one
     read now: setl may go on at any of them after a switch, by GTID, which is exact only
     with both (:func:`shared.members.refuse_unsafe`; the member read now has its full
