@@ -181,14 +181,15 @@ def refuse_unsafe(source: DataSource, found: Probe, doing: str) -> None:
         return
     off = " and ".join(f"{name} = OFF" for name in found.unsafe)
     raise PositionLostError(
-        f"source {source.name}: {doing} {found.member}, which runs with {off}: setl follows "
-        "a replica set by GTID, exact only on members that keep GTIDs in order "
+        f"source {source.name}: {doing} {found.member}, which runs with {off}, and refuses: "
+        "setl follows a replica set by GTID, exact only on members that keep GTIDs in order "
         "(gtid_strict_mode) and write what they replicate to their binlog "
         "(log_slave_updates) — a write made on it while it replicated would never be sent, "
         "silently, or the place to go on from is not in its binlog. Set on every member: "
-        f"{'; '.join(GTID_SETTINGS[name] for name in found.unsafe)}; then start the channel again. "
-        "A member that ran without strict mode may hold such writes already: compare the "
-        "targets with it once the channel runs (setl verify CHANNEL --repair)")
+        f"{'; '.join(GTID_SETTINGS[name] for name in found.unsafe)}; then start the "
+        "channel again. A member that ran without strict mode may hold such writes "
+        "already: compare the targets with it once the channel runs (setl verify CHANNEL "
+        "--repair)")
 
 
 def usable(source: DataSource, found: Probe) -> bool:
@@ -241,5 +242,5 @@ def switch_to(source: DataSource, member: str) -> tuple[DataSource, Probe]:
     if found.replicating:
         raise SourceError(f"source {source.name}: {where} still replicates from another "
                           "server; promote it first (STOP SLAVE; RESET SLAVE ALL), then switch")
-    refuse_unsafe(source, found, "a switch to")
+    refuse_unsafe(source, found, "setl was asked to switch to")
     return chosen, found
