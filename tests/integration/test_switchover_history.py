@@ -4,14 +4,16 @@ reset keeps its name; a promoted member without gtid_strict_mode may hold a loca
 targets' GTID state skips; a resume where MariaDB cannot say the GTID state of a position
 (BINLOG_GTID_POS NULL) must not lose the domains the position had.
 
-They drive the steps a runner's start takes (check the member, resume, read the binlog,
+Most drive the steps a runner's start takes (check the member, resume, read the binlog,
 ask Load whether a target holds each batch) rather than a whole pipeline: what each step
-decides on these servers is what the tests assert."""
+decides on these servers is what they assert; the failover to a member without strict mode
+runs a pipeline with the workload over every table shape through it."""
 
 from __future__ import annotations
 
 import os
 import types
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +29,9 @@ from shared.errors import PositionLostError
 from shared.model import BinlogPosition, DataSource
 from shared.positions import binlog_end, server_identity
 from shared.sandbox import USER, Sandbox
-from tests.integration.test_switchover import replica_set_source
+from tests.devcluster import Cluster, Database, wait_equal, wait_for
+from tests.integration.shapes import TABLES
+from tests.integration.test_switchover import replica_set_source, shapes_on, start
 from tests.replicaset import ReplicaSet
 
 
@@ -169,6 +173,54 @@ def test_a_member_without_gtid_strict_mode_is_refused_before_its_local_write_is_
     assert f"the pipeline would go on at {rs.members[1].address}, which runs with " \
         "gtid_strict_mode = OFF" in message, message
     assert "SET GLOBAL gtid_strict_mode = ON" in message, message
+
+
+def test_a_failover_to_a_member_without_strict_mode_pauses_the_pipeline_before_it_reads(
+        sandbox: Sandbox, two: ReplicaSet, tmp_path: Path) -> None:
+    """The workload runs on the primary; the replica's gtid_strict_mode is turned OFF and it
+    takes a local write (before the primary's next transaction, which it replicates after
+    it); the target loads all of the primary's. The primary dies, the replica is promoted,
+    the workload goes on there: the node would find nothing missing and skip the local
+    write for good, so it pauses the pipeline instead, saying what to set, and the target
+    keeps exactly the old primary's rows (multisets), its readers' promises kept."""
+    rs, target = two, Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    cluster = Cluster(sandbox, tmp_path / "cluster", "switch-strict")
+    t = f"`{shapes.schema}`.kl"
+    try:
+        start(cluster, sandbox, rs, shapes, "switchstrict")
+        shapes.start()
+        shapes.wait_transactions(150)
+        shapes.pause()
+        rs.wait_caught_up(1)
+        replica, old = rs.members[1].database(), rs.members[0].database()
+        try:
+            replica.execute("SET GLOBAL gtid_strict_mode = OFF")
+            replica.execute(f"INSERT INTO {t} VALUES (3000, 'local')")  # 0-42-N+1
+            old.execute(f"INSERT INTO {t} VALUES (1000, 'primary')")  # 0-41-N+1, after it
+            rs.wait_caught_up(1)
+            wait_equal(old, target, shapes.schema, TABLES)
+        finally:
+            replica.close()
+            old.close()
+        held = {name: Counter(target.table(shapes.schema, name)) for name in TABLES}
+        rs.kill(0)
+        rs.promote(1)
+        shapes.start()  # on the promoted replica, racing the pause
+        wait_for(lambda: cluster.channel_status("switchstrict") == "PAUSE", 90,
+                 "the pipeline to pause on the member without strict mode")
+        error = cluster.pipeline_state("switchstrict").last_error
+        assert f"setl would switch to {rs.members[1].address}, which runs with " \
+            "gtid_strict_mode = OFF" in error, error
+        shapes.keep_on()
+        shapes.stop()
+        assert target.rows(f"SELECT COUNT(*) FROM {t} WHERE a = 3000")[0][0] == 0
+        assert {name: Counter(target.table(shapes.schema, name)) for name in TABLES} == held
+        assert shapes.violations == [] and shapes.snapshots > 20, shapes.violations
+    finally:
+        shapes.stop()
+        cluster.stop()
+        target.close()
 
 
 def test_positions_read_after_a_null_binlog_gtid_pos_keep_every_domain(
