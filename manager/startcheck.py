@@ -93,6 +93,8 @@ def findings(catalog: Catalog, channel: Channel, pipeline: Pipeline
     read = _checked(pipeline_id, source, "source", found, lambda cursor: source_findings(
         cursor, source_schemas([pipeline]), [replica_server_id(pipeline_id)],
         bool(source.hosts)))
+    if source.hosts:
+        found += member_findings(pipeline_id, source)
     names = {pipeline.target} | {pair.target.datasource for pair in pipeline.pairs}
     for name in sorted(names):
         target = catalog.source(name)
@@ -133,3 +135,26 @@ def _checked(pipeline_id: str, database: DataSource, role: str,
 
 def _named(database: DataSource) -> str:
     return f"{database.name} ({members.address(database)})"
+
+
+def member_findings(pipeline_id: str, source: DataSource) -> list[tuple[str, Finding]]:
+    """gtid_strict_mode and log_slave_updates of the replica set's members besides the one
+    read now: setl may go on at any of them after a switch, by GTID, which is exact only
+    with both (:func:`shared.members.refuse_unsafe`; the member read now has its full
+    check). A member that does not answer is left: the switch checks it again."""
+    found: list[tuple[str, Finding]] = []
+    for member in members.each(source):
+        if members.address(member) == members.address(source):
+            continue
+        probe = members.probe(member)
+        if not probe.answers:
+            log.info("event=start_check_skipped pipeline=%s source=%s member=%s reason=%r",
+                     pipeline_id, source.name, probe.member, probe.error)
+        for name in probe.unsafe:
+            why = "a write made on it while it replicated would never be sent" \
+                if name == "gtid_strict_mode" else "its binlog lacks what it replicated"
+            found.append((f"source {_named(member)}", Finding(
+                name, f"is OFF on this member of the replica set: after a switch to it setl "
+                f"could not go on there exactly by GTID ({why})",
+                members.GTID_SETTINGS[name])))
+    return found

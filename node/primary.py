@@ -89,6 +89,8 @@ class Primary:
                     "and the old primary may come back): waiting for it to be promoted "
                     "(STOP SLAVE; RESET SLAVE ALL), or name the primary: setl source switch "
                     f"{self.name} --to HOST:PORT")
+            members.refuse_unsafe(source, next(p for p in probes if p.member ==
+                                               members.address(new)), "setl would switch to")
             record = PrimaryRecord(members.address(new), current, int(time.time() * 1000),
                                    at.gtid if at else "", "auto")
             if self.catalog.set_primary(self.name, record, version):
@@ -131,6 +133,8 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
     if not found.answers:
         raise SourceError(f"pipeline {pipeline_id}: source {source.name} "
                           f"({members.address(source)}) does not answer: {found.error}")
+    members.refuse_unsafe(source, found, "the pipeline would go on at")  # (an empty
+    # gtid_binlog_state too: a replica without log_slave_updates)
     if not found.gtid_state:
         return found, hint, rows  # MySQL, or no GTIDs: positions stay file/pos
     identify = _Identify(pipeline_id, source, found)

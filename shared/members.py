@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pymysql
 
 from shared.endpoint import connect, server_answered
-from shared.errors import SourceError
+from shared.errors import PositionLostError, SourceError
 from shared.model import DataSource
 from shared.positions import server_identity
 
@@ -120,10 +120,17 @@ class Probe:
     gtid_state: str = ""  # @@gtid_binlog_state: the last GTID of every domain and server
     gtid_pos: str = ""  # @@gtid_binlog_pos: the last GTID of every domain
     replicating: bool = False  # its replica threads run (a replica still catching up)
+    unsafe: tuple[str, ...] = ()  # of gtid_strict_mode, log_slave_updates: the ones OFF
 
     @property
     def answers(self) -> bool:
         return not self.error
+
+
+# what a switch by GTID relies on, with how to set it
+GTID_SETTINGS = {"gtid_strict_mode": "SET GLOBAL gtid_strict_mode = ON; and gtid_strict_mode = "
+                                     "ON in my.cnf",
+                 "log_slave_updates": "log_slave_updates = ON in my.cnf (a restart)"}
 
 
 def probe(source: DataSource) -> Probe:
@@ -134,9 +141,13 @@ def probe(source: DataSource) -> Probe:
             read_only = bool(int(cursor.fetchone()[0]))
             server = server_identity(cursor)
             state = pos = ""
+            unsafe: tuple[str, ...] = ()
             try:
-                cursor.execute("SELECT @@gtid_binlog_state, @@gtid_binlog_pos")
-                state, pos = (str(value or "") for value in cursor.fetchone())
+                cursor.execute("SELECT @@gtid_binlog_state, @@gtid_binlog_pos, "
+                               "@@gtid_strict_mode, @@log_slave_updates")
+                state, pos, *flags = (str(value or "") for value in cursor.fetchone())
+                unsafe = tuple(name for name, flag in zip(GTID_SETTINGS, flags, strict=True)
+                               if flag.upper() not in ("1", "ON"))
             except pymysql.MySQLError as exc:
                 if not server_answered(exc):
                     raise  # lost (a timeout): no answer; MySQL answers that it has no GTIDs
@@ -151,10 +162,34 @@ def probe(source: DataSource) -> Probe:
                 if not server_answered(exc):
                     raise
                 # no SLAVE MONITOR / REPLICATION CLIENT right: not known, not waited on
-            return Probe(address(source), "", read_only, server, state, pos, replicating)
+            return Probe(address(source), "", read_only, server, state, pos, replicating,
+                         unsafe)
     except (pymysql.MySQLError, OSError, SourceError) as exc:
         reason = exc.args[-1] if isinstance(exc, pymysql.MySQLError) and exc.args else exc
         return Probe(address(source), str(reason))
+
+
+def refuse_unsafe(source: DataSource, found: Probe, doing: str) -> None:
+    """Refuse (:class:`PositionLostError`) to go on at a member of a replica set that runs
+    without gtid_strict_mode or log_slave_updates (``doing``: what setl was about to do,
+    for the message). A switch by GTID is exact only on a member whose GTIDs are in order
+    and whose binlog holds what it replicated: with strict mode off, a write made on it while
+    it replicated (an errant transaction, a number below what the targets hold) is never
+    sent by a stream that starts at the targets' GTID state, and nothing tells; without
+    log_slave_updates its binlog lacks the transactions a resume is found by."""
+    if not (source.hosts and found.unsafe):
+        return
+    off = " and ".join(f"{name} = OFF" for name in found.unsafe)
+    raise PositionLostError(
+        f"source {source.name}: {doing} {found.member}, which runs with {off}, and refuses: "
+        "setl follows a replica set by GTID, exact only on members that keep GTIDs in order "
+        "(gtid_strict_mode) and write what they replicate to their binlog "
+        "(log_slave_updates) — a write made on it while it replicated would never be sent, "
+        "silently, or the place to go on from is not in its binlog. Set on every member: "
+        f"{'; '.join(GTID_SETTINGS[name] for name in found.unsafe)}; then start the "
+        "channel again. A member that ran without strict mode may hold such writes "
+        "already: compare the targets with it once the channel runs (setl verify CHANNEL "
+        "--repair)")
 
 
 def usable(source: DataSource, found: Probe) -> bool:
@@ -207,4 +242,5 @@ def switch_to(source: DataSource, member: str) -> tuple[DataSource, Probe]:
     if found.replicating:
         raise SourceError(f"source {source.name}: {where} still replicates from another "
                           "server; promote it first (STOP SLAVE; RESET SLAVE ALL), then switch")
+    refuse_unsafe(source, found, "setl was asked to switch to")
     return chosen, found

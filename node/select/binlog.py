@@ -224,6 +224,10 @@ class BinlogReader(QueryEvents):
             self._mid_group = checked.inside
             state = self.start.gtid if not self.start.file else checked.state \
                 if checked.state is not None else gtid_at(cursor, self.start)
+            # (BINLOG_GTID_POS NULL, "": the state stored with the start is the state there;
+            # without it positions would name only the domains read since, and a switch by
+            # GTID would miss the quiet ones' transactions)
+            state = state or self.start.gtid
             if state and mariadb:
                 self._domains = {domain: f"{domain}-{server}-{sequence}" for domain, (
                     server, sequence) in gtid.parse(state).items()}

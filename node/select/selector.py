@@ -59,7 +59,7 @@ from typing import Protocol
 from node.changes import Batch, Transaction
 from node.window import Window
 from shared import gtid
-from shared.errors import PositionLostError
+from shared.errors import PositionConflictError, PositionLostError
 from shared.model import BinlogPosition, PipelineParams
 
 log = logging.getLogger("setl.node.select.selector")
@@ -115,7 +115,7 @@ class Selector:
         self._cuts = sorted(cuts, key=gtid.order_key)  # targets' rows ahead: cut there
         self.watermarks = watermarks or _NoWindows()
         self.next_process_id = next_process_id
-        self.position = start
+        self.position = self._start = start
         self.transactions = transactions
         self._held: Transaction | None = None  # a DDL waiting for its own batch
         self._open: dict[int, tuple[int, float]] = {}  # window → (first place, opened at)
@@ -234,17 +234,19 @@ class Selector:
     def _at_cut(self, batch: Batch) -> bool:
         """Whether the batch now ends at the next cut; a batch that passes one without
         ending at it would straddle a target's row, so that stops the pipeline."""
-        if not self._cuts or gtid.compare(batch.end, self._cuts[0]) < 0:
+        if not self._cuts:
             return False
         cut = self._cuts[0]
-        if gtid.compare(batch.end, cut) > 0:
-            raise PositionLostError(
-                f"pipeline {self.pipeline_id}: a target's position row says {cut}, but no "
-                f"transaction of the source's binlog ends there (one ends at {batch.end}): "
-                "the row was written from another server or before the binlog was reset, so "
-                "what the target holds cannot be told: copy the paired tables again, then "
-                "set where the pipeline starts (setl position set "
-                f"{self.pipeline_id.replace('.', '/')} --latest --replay)")
+        try:
+            order = gtid.compare(batch.end, cut)
+        except PositionConflictError:  # (two states, each past the other in a domain)
+            if cut.server == batch.end.server:
+                raise  # (one server's two histories: the error says it)
+            raise _cut_missed(self.pipeline_id, cut, batch.end, self._start) from None
+        if order < 0:
+            return False
+        if order > 0:
+            raise _cut_missed(self.pipeline_id, cut, batch.end, self._start)
         del self._cuts[0]
         return True
 
@@ -316,3 +318,35 @@ class Selector:
         if self.clock() - first_at < self._timeout_s(batch):
             return False
         return not (batch.rows and (self.window.saturated() or self.transactions.backlog))
+
+
+def _cut_missed(pipeline_id: str, cut: BinlogPosition, end: BinlogPosition,
+                start: BinlogPosition) -> PositionLostError:
+    """The stop for a target's row (``cut``) no transaction of the binlog read ends at (one
+    ends at ``end``; the stream started at ``start``). Of another server read since a
+    switch, by GTID state: that server applied the transactions of several GTID domains in
+    another order than the old primary logged them (a target holds some it has after ones
+    the target lacks), and no start there gives the target exactly what it lacks."""
+    step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+    if cut.server and end.server and cut.server != end.server and cut.gtid and end.gtid \
+            and start.gtid:
+        return PositionLostError(
+            f"pipeline {pipeline_id}: a target holds the source's transactions up to GTID "
+            f"state {cut.gtid} (of server {cut.server}), and {end.server}, read since the "
+            f"switch, has no transaction that ends at that state (one ends at {end.gtid}): "
+            "it holds the transactions of the GTID domains in another order than the old "
+            "primary logged them (each domain applied as it came: parallel replication, or "
+            "writers of their own), so that target holds some that come after ones it lacks "
+            "here, and no place in this binlog gives it exactly what it lacks. Nothing of "
+            f"this batch was loaded. To go on, stop the channel (setl channel stop {channel} "
+            f"--wait) and set every target to the state the pipeline started from: setl "
+            f"position set {step} --gtid {start.gtid} --replay (what a target holds past it "
+            "is loaded again: keyed tables come out the same; keyless ones take those rows "
+            f"twice: see --keyless-duplicates, then setl verify {channel} --repair); then "
+            f"setl channel start {channel}")
+    return PositionLostError(
+        f"pipeline {pipeline_id}: a target's position row says {cut}, but no "
+        f"transaction of the source's binlog ends there (one ends at {end}): "
+        "the row was written from another server or before the binlog was reset, so "
+        "what the target holds cannot be told: copy the paired tables again, then "
+        f"set where the pipeline starts (setl position set {step} --latest --replay)")

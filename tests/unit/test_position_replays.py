@@ -80,8 +80,9 @@ def moved(monkeypatch: pytest.MonkeyPatch) -> dict[str, BinlogPosition]:
     monkeypatch.setattr(manager_positions, "_binlog", lambda source: (END, [
         ("binlog.000001", 5000), ("binlog.000002", 5000), ("binlog.000003", 400)]))
     monkeypatch.setattr(positions, "current_position", lambda source: END)
+    # the state there: before the rows in binlog.000001, between them and the end after
     monkeypatch.setattr(positions, "position_at", lambda source, file, pos: BinlogPosition(
-        file, pos, "0-11-20", "11@h1:3306"))
+        file, pos, "0-11-20" if file < HELD.file else "0-11-60", "11@h1:3306"))
     monkeypatch.setattr(tablekeys, "read_keys", lambda source: dict(KEYS))
     return rows
 

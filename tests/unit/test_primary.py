@@ -129,3 +129,36 @@ def test_a_planned_switch_to_a_member_behind_the_primary_is_refused(
     probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="gone"), p3307=behind)
     assert switch.switch_source(catalog, "source", "127.0.0.1:3307").member == \
         "127.0.0.1:3307"  # type: ignore[arg-type]
+
+
+# -- members without gtid_strict_mode or log_slave_updates: never gone on at -------------------
+@pytest.mark.parametrize("off", [("gtid_strict_mode",), ("log_slave_updates",),
+                                 ("gtid_strict_mode", "log_slave_updates")])
+def test_a_member_without_strict_mode_or_log_slave_updates_is_refused_at_every_step(
+        monkeypatch: pytest.MonkeyPatch, off: tuple[str, ...]) -> None:
+    """A member that took a local write while it replicated, with strict mode off (0-42-10
+    before 0-41-10), holds every GTID the targets hold: nothing looks missing, yet a stream
+    from their state never sends the write. Nor can a member without log_slave_updates
+    (gtid_binlog_state empty) be checked. The start there, an automatic switch to it and a
+    planned one all stop, saying what to set; nothing is stored."""
+    unsafe = Probe("127.0.0.1:3307", server=NEW, gtid_state="" if "log_slave_updates" in off
+                   else "0-41-10,0-42-10", gtid_pos="0-41-10", unsafe=off)
+    probes(monkeypatch, p3306=Probe("127.0.0.1:3306", error="connection refused"),
+           p3307=unsafe)
+    rows = {"t": Cursor(at("0-41-10"), 9, run="r")}
+    with pytest.raises(PositionLostError) as caught:
+        check_held("ch.p", source(3307), Cursor(at("0-41-10"), 9, run="r"), rows)
+    message = str(caught.value)
+    assert "the pipeline would go on at 127.0.0.1:3307, which runs with " + \
+        " and ".join(f"{name} = OFF" for name in off) in message, message
+    assert all(members.GTID_SETTINGS[name] in message for name in off), message
+    catalog = Catalog()
+    runner = Primary(catalog, "source", "ch.p", clock=lambda: 100.0)  # type: ignore[arg-type]
+    with pytest.raises(PositionLostError, match=r"setl would switch to 127\.0\.0\.1:3307"):
+        runner.resolve(at("0-41-10"))
+    with pytest.raises(PositionLostError, match=r"asked to switch to 127\.0\.0\.1:3307"):
+        switch.switch_source(catalog, "source", "127.0.0.1:3307")  # type: ignore[arg-type]
+    assert catalog.stored == []
+    # one source host, no replica set: no switch by GTID, nothing refused here
+    single = DataSource("source", "127.0.0.1", 3307, "setl", SecretRef("env:NONE"))
+    assert check_held("ch.p", single, Cursor(at("0-41-10"), 9, run="r"), rows)[0] is unsafe

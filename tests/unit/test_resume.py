@@ -180,3 +180,31 @@ def test_a_batch_at_or_before_the_row_is_applied_whatever_its_process_id() -> No
 def test_a_row_inside_a_batch_stops_the_load() -> None:
     with pytest.raises(LoadError, match="apply part of it twice"):
         _applied(row(1007), batch(1005, 1010), "stage load, pipeline c.p")
+
+
+def test_a_cut_of_the_old_primary_the_new_one_orders_otherwise_across_domains_says_so() -> None:
+    """Two GTID domains: the old primary logged A (0-41-10), B (1-51-20), C (0-41-11); the
+    promoted one applied A, C, B. A target holds up to B (the old primary's row), the stream
+    starts after A: no transaction of the new binlog ends at B's state. The stop says that,
+    and the GTID to set every target to, not a full copy."""
+    old, new = "41@x:3306", "42@y:3306"
+    cut = BinlogPosition("binlog.000007", 1400, "0-41-10,1-51-20", old)
+    start = BinlogPosition(gtid="0-41-10,1-51-19")
+    for ends in (["0-41-11,1-51-19"], ["0-41-11,1-51-19", "0-41-11,1-51-20"]):
+        clock = Clock()
+        source = Source(clock)
+        for n, state in enumerate(ends, 1):
+            made = txn(n, rows=1)
+            source.items.append(made.__class__(made.changes, BinlogPosition(
+                "binlog.000003", 5000 + n, state, new), n, n))
+        window = ClockWindow(5)
+        window.source = source
+        select = Selector("c.p", source, start, 1, PipelineParams(batch_size=1000), window,
+                          clock=clock, cuts=(cut,))
+        with pytest.raises(PositionLostError) as caught:
+            cut_all(select)
+        message = str(caught.value)
+        assert "holds the transactions of the GTID domains in another order" in message, \
+            message
+        assert "setl position set c/p --gtid 0-41-10,1-51-19 --replay" in message, message
+        assert "copy the paired tables" not in message, message
