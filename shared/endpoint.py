@@ -11,6 +11,7 @@ never sent in clear text — a server that asks for it with the ``mysql_clear_pa
 from __future__ import annotations
 
 import functools
+import re
 import socket
 import ssl
 from typing import Any
@@ -209,6 +210,26 @@ class DictCursor(_Names, pymysql.cursors.DictCursor):
     """Rows as dicts, names kept whole as :class:`Cursor` keeps them."""
 
 
+# Every session reads every row a SELECT finds: a server's (or the user's) default
+# sql_select_limit caps each SELECT that has no LIMIT of its own — a snapshot chunk, verify's
+# reads, the columns of a table, the collations — and a copy with a global limit of 50 copied
+# 50 rows a chunk and said done. (DEFAULT at session level is the global value: the most.)
+ALL_ROWS = "sql_select_limit = 18446744073709551615"
+_JOINS = re.compile(r"SET\s+(?!(?:SESSION\s+|LOCAL\s+|GLOBAL\s+)?TRANSACTION\b)", re.I)
+
+
+def all_rows(init_command: str | None) -> tuple[str, bool]:
+    """A connection's init_command with :data:`ALL_ROWS` set in it (a ``SET`` of
+    assignments), and whether ALL_ROWS must go apart after it instead (another statement)."""
+    if init_command is None:
+        return "SET " + ALL_ROWS, False
+    found = _JOINS.match(init_command.lstrip())
+    if found is None:
+        return init_command, True
+    text = init_command.lstrip()
+    return f"SET {ALL_ROWS}, {text[found.end():]}", False
+
+
 class Connection(pymysql.Connection):
     """PyMySQL's connection, with the TLS context of its "preferred" mode (a source without
     ``tls:``: TLS if the server offers it, unverified) made once, not per connection:
@@ -217,12 +238,16 @@ class Connection(pymysql.Connection):
 
     def __init__(self, *args: Any, pinned: tuple[str, ...] = (), **kwargs: Any) -> None:
         self.pinned = pinned  # the addresses the name resolved to when it was checked
+        kwargs["init_command"], self._all_rows_apart = all_rows(kwargs.get("init_command"))
         super().__init__(*args, **kwargs)
 
     def connect(self, sock: Any = None) -> None:
         if sock is None and self.pinned and not self.unix_socket:
             sock = self._pinned_socket()
         super().connect(sock)
+        if self._all_rows_apart:  # an init_command ALL_ROWS cannot join
+            with self.cursor() as cursor:
+                cursor.execute("SET " + ALL_ROWS)
 
     def _pinned_socket(self) -> socket.socket:
         """A connection to the first of the checked addresses that answers (as

@@ -56,8 +56,12 @@ from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.target.mysql.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
-# TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
-SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
+# TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is;
+# the target's foreign keys redo the cascades the binlog lacks (a server's default of
+# foreign_key_checks = 0 kept the rows silently; unique_checks = 0 lets InnoDB miss the
+# duplicate an upsert must find). A DDL's own values are set around it (ddlsession.run_under).
+SESSION = (f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}', foreign_key_checks = 1, "
+           "unique_checks = 1")
 # a two-way load's conflict check locks the keys it reads, also those with no row yet (a gap
 # lock), so a target user's insert cannot land between the check and the write; under READ
 # COMMITTED (a server's or a user's default) the check of a missing key locks nothing

@@ -1,0 +1,105 @@
+"""Server settings setl must not inherit, on real servers: a target whose global
+``foreign_key_checks`` is 0 (cascades are the target's to redo) and a source whose global
+``sql_select_limit`` is small (snapshot chunks and verify read every row).
+
+Each test changes a global setting of the shared sandbox's servers and puts it back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from manager import cli
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
+
+
+@contextmanager
+def global_setting(db: Database, name: str, value: Any) -> Iterator[None]:
+    [(old,)] = db.rows(f"SELECT @@GLOBAL.{name}")
+    db.execute(f"SET GLOBAL {name} = %s", (value,))
+    try:
+        yield
+    finally:
+        db.execute(f"SET GLOBAL {name} = %s", (old,))
+
+
+def node_log(cluster: Cluster) -> str:
+    return cluster.nodes[1].output()
+
+
+def test_cascades_fire_on_a_target_whose_default_is_no_foreign_key_checks(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Rows a cascade removes or changes are not in the binlog: the target's own foreign
+    keys redo them. A target server with ``foreign_key_checks = 0`` as its default kept the
+    deleted parent's child and the old parent key silently; Load's session turns the checks
+    on."""
+    schema = make_schema(
+        source, target, "CREATE TABLE `{schema}`.parent (id INT PRIMARY KEY)",
+        "CREATE TABLE `{schema}`.child (id INT PRIMARY KEY, p INT NOT NULL, FOREIGN KEY (p) "
+        "REFERENCES `{schema}`.parent (id) ON DELETE CASCADE ON UPDATE CASCADE)")
+    with global_setting(target, "foreign_key_checks", 0):
+        cluster.apply([one_way("fkc", schema, ["parent", "child"])])
+        cluster.set_status("fkc", "START")
+        cluster.wait_running("fkc")
+        source.script(f"INSERT INTO `{schema}`.parent VALUES (1), (2)",
+                      f"INSERT INTO `{schema}`.child VALUES (10, 1), (20, 2)")
+        wait_for(lambda: len(target.table(schema, "child")) == 2, 60, "the first rows")
+        source.script(f"DELETE FROM `{schema}`.parent WHERE id = 1",
+                      f"UPDATE `{schema}`.parent SET id = 5 WHERE id = 2",
+                      f"INSERT INTO `{schema}`.parent VALUES (3)")
+        # the last transaction is on the target: every one before it is too
+        wait_for(lambda: target.table(schema, "parent") == [(3,), (5,)], 60, "the last one")
+        assert source.table(schema, "child") == [(20, 5)]
+        assert target.table(schema, "child") == [(20, 5)]
+    cluster.set_status("fkc", "STOP")
+
+
+def verify(cluster: Cluster, capsys: pytest.CaptureFixture[str], channel: str,
+           table: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = cli.main(["--manager", cluster.manager_address, "-o", "json", "verify", channel,
+                     "--table", table])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_source_whose_default_sql_select_limit_is_small_is_copied_and_verified_whole(
+        cluster: Cluster, source: Database, target: Database,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With a global ``sql_select_limit`` of 50, a 1000-row table copied 100 rows (50 a
+    chunk), its copy said done, and verify, reading 50 rows a side, said equal. Every
+    session of setl reads every row."""
+    schema = make_schema(
+        source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))",
+        "CREATE TABLE `{schema}`.docs (id INT PRIMARY KEY, doc JSON, g GEOMETRY, "
+        "e ENUM('a','b'), s SET('x','y'))")
+    source.execute(f"USE `{schema}`")  # (seq_1_to_N: MariaDB's sequence engine)
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('i', seq) "
+                   "FROM seq_1_to_1000")
+    source.execute(f"INSERT INTO `{schema}`.docs SELECT seq, CONCAT('{{\"a\": ', seq, '}}'), "
+                   "POINT(seq, seq), 'a', 'x,y' FROM seq_1_to_1000")
+    with global_setting(source, "sql_select_limit", 50):
+        cluster.apply([one_way("ssl", schema, ["items", "docs"], start="snapshot",
+                               snapshot_chunk_size=500)])
+        cluster.set_status("ssl", "START")
+        cluster.wait_running("ssl")
+
+        def done() -> bool:
+            copies = list(cluster.pipeline_state("ssl").snapshots)
+            return len(copies) == 2 and all(copy.state == "done" for copy in copies)
+        wait_for(done, 120, "every copy done")
+        for table in ("items", "docs"):  # a copy done is on the target
+            assert len(source.table(schema, table)) == 1000
+            assert target.table(schema, table) == source.table(schema, table), table
+        code, report = verify(cluster, capsys, "ssl", f"{schema}.docs")
+        [checked] = report["reports"][0]["tables"]
+        assert (code, checked["rows"], checked.get("differences")) == (0, 1000, None), report
+        target.execute(f"DELETE FROM `{schema}`.docs WHERE id = 777")  # a row the limit hid
+        code, report = verify(cluster, capsys, "ssl", f"{schema}.docs")
+        [checked] = report["reports"][0]["tables"]
+        assert code == 1 and [(d["key"], d["kind"]) for d in checked["differences"]] == \
+            [("[777]", "missing")], report
+    cluster.set_status("ssl", "STOP")
