@@ -1,6 +1,7 @@
 """Server settings setl must not inherit, on real servers: a target whose global
-``foreign_key_checks`` is 0 (cascades are the target's to redo) and a source whose global
-``sql_select_limit`` is small (snapshot chunks and verify read every row).
+``foreign_key_checks`` is 0 (cascades are the target's to redo), a source whose global
+``sql_select_limit`` is small (snapshot chunks and verify read every row) and a target
+without ``local_infile`` (copies and upserts go as statements).
 
 Each test changes a global setting of the shared sandbox's servers and puts it back."""
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from manager import cli
-from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 
 @contextmanager
@@ -103,3 +104,37 @@ def test_a_source_whose_default_sql_select_limit_is_small_is_copied_and_verified
         assert code == 1 and [(d["key"], d["kind"]) for d in checked["differences"]] == \
             [("[777]", "missing")], report
     cluster.set_status("ssl", "STOP")
+
+
+def test_a_target_without_local_infile_takes_copies_and_upserts_as_statements(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """``local_infile = OFF`` (MySQL 8's default): every LOAD DATA was refused, and six
+    failures later the channel paused with nothing copied. Copies go as multi-row REPLACE
+    statements, runs of inserts and bulk upserts as INSERT … ON DUPLICATE KEY UPDATE."""
+    schema = make_schema(
+        source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))",
+        "CREATE TABLE `{schema}`.sl (id INT PRIMARY KEY, slot INT NOT NULL, UNIQUE KEY u (slot))")
+    tables = ["items", "sl"]  # (a keyless table takes no start: snapshot)
+    source.execute(f"USE `{schema}`")
+    source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('i', seq) "
+                   "FROM seq_1_to_3000")
+    source.execute(f"INSERT INTO `{schema}`.sl SELECT seq, seq FROM seq_1_to_20")
+    with global_setting(target, "local_infile", 0):
+        cluster.apply([one_way("lif", schema, tables, start="snapshot",
+                               snapshot_chunk_size=500)])
+        cluster.set_status("lif", "START")
+        cluster.wait_running("lif")
+        source.execute(f"INSERT INTO `{schema}`.items SELECT seq, CONCAT('n', seq) "
+                       "FROM seq_5001_to_9000")  # a run of inserts
+        source.execute(f"UPDATE `{schema}`.items SET name = CONCAT(name, '+') "
+                       "WHERE id <= 1500 OR id > 8000")  # merged upserts of many rows
+        source.script(f"UPDATE `{schema}`.sl SET slot = -1 WHERE id = 4",  # a swap, by a free slot
+                      f"UPDATE `{schema}`.sl SET slot = 4 WHERE id = 9",
+                      f"UPDATE `{schema}`.sl SET slot = 9 WHERE id = 4")
+        wait_equal(source, target, schema, tables, 120)
+        copies = list(cluster.pipeline_state("lif").snapshots)
+        assert [copy.state for copy in copies] == ["done"] * 2
+    log = node_log(cluster)
+    assert "event=pipeline_failed pipeline=lif.forward" not in log
+    assert cluster.channel_status("lif") == "START"
+    cluster.set_status("lif", "STOP")

@@ -9,7 +9,10 @@
 - whether a bulk load (``LOAD DATA``) takes a lock on the whole table: an AUTO_INCREMENT
   column while ``innodb_autoinc_lock_mode`` is below 2 (MariaDB's default, 1) — snapshot
   copies then go as multi-row statements, which take no such lock and load in parallel
-  (:mod:`node.extract.copylines`).
+  (:mod:`node.extract.copylines`);
+- whether its server takes ``LOAD DATA LOCAL`` at all (``local_infile``; MySQL 8's default
+  is OFF): where it does not, copies go as multi-row ``REPLACE`` statements and upserts as
+  ``INSERT … ON DUPLICATE KEY UPDATE``, never a ``LOAD DATA`` the server refuses.
 
 The node reads these once per table (again after a DDL) and ships them with each
 Extract/Transform job, so Spark workers never ask a target themselves.
@@ -43,6 +46,7 @@ class TableFacts:
     engine: str = ""  # its storage engine ("" not known)
     transactional: bool = True  # its engine rolls back (InnoDB; not MyISAM, Aria, …)
     trigger_names: tuple[str, ...] = ()  # its triggers, by name
+    local_infile: bool = True  # its server takes LOAD DATA LOCAL (@@GLOBAL.local_infile)
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -92,9 +96,11 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE "
                    "t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s", (schema, table))
     engine = cursor.fetchone() or (None, None)  # (no table: its load says so)
+    cursor.execute("SELECT @@GLOBAL.local_infile")
+    local_infile = bool(int(cursor.fetchone()[0]))
     return TableFacts(columns, unique, foreign_keys, bool(names), bulk_lock,
                       str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
-                      names)
+                      names, local_infile)
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error
