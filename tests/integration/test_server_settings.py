@@ -1,7 +1,8 @@
 """Server settings setl must not inherit, on real servers: a target whose global
 ``foreign_key_checks`` is 0 (cascades are the target's to redo), a source whose global
-``sql_select_limit`` is small (snapshot chunks and verify read every row) and a target
-without ``local_infile`` (copies and upserts go as statements).
+``sql_select_limit`` is small (snapshot chunks and verify read every row), a target without
+``local_infile`` (copies and upserts go as statements) and a target whose ``wait_timeout``
+is shorter than a quiet period (the next batch goes on a new connection, no restart).
 
 Each test changes a global setting of the shared sandbox's servers and puts it back."""
 
@@ -138,3 +139,40 @@ def test_a_target_without_local_infile_takes_copies_and_upserts_as_statements(
     assert "event=pipeline_failed pipeline=lif.forward" not in log
     assert cluster.channel_status("lif") == "START"
     cluster.set_status("lif", "STOP")
+
+
+def test_a_batch_after_the_targets_wait_timeout_goes_on_a_new_connection(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A target server closes a connection idle longer than its ``wait_timeout``: the first
+    batch after a quiet period failed ("server has gone away") and restarted the pipeline.
+    Load tries it once more on a new connection."""
+    schema = make_schema(
+        source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))",
+        "CREATE TABLE `{schema}`.bag (n INT, s VARCHAR(10))")
+    pipeline = "wto.forward"
+
+    def load_connections() -> int:
+        [(count,)] = target.rows(
+            "SELECT COUNT(*) FROM retl.retl_owner o JOIN information_schema.PROCESSLIST p ON "
+            "p.ID = o.connection_id WHERE o.pipeline_id = %s", (pipeline,))
+        return int(count)
+
+    with global_setting(target, "wait_timeout", 1):
+        cluster.apply([one_way("wto", schema, ["items", "bag"])])
+        cluster.set_status("wto", "START")
+        cluster.wait_running("wto")
+        for round_ in range(2):
+            source.script(f"INSERT INTO `{schema}`.bag VALUES ({round_}, 'x'), ({round_}, 'x')",
+                          f"INSERT INTO `{schema}`.items VALUES ({round_}, 'x')")
+            wait_for(lambda r=round_: len(target.table(schema, "items")) == r + 1, 60,
+                     f"round {round_} on the target")
+            # the quiet period: the server closes Load's connection (wait_timeout 1 s)
+            wait_for(lambda: load_connections() == 0, 60, "the target to close Load's connection")
+        source.execute(f"INSERT INTO `{schema}`.items VALUES (9, 'last')")
+        wait_for(lambda: len(target.table(schema, "items")) == 3, 60, "the last row")
+    wait_equal(source, target, schema, ["items", "bag"])
+    log = node_log(cluster)
+    assert f"event=load_reconnect pipeline={pipeline}" in log
+    assert f"event=pipeline_failed pipeline={pipeline}" not in log
+    assert log.count(f"event=pipeline_started pipeline={pipeline}") == 1
+    cluster.set_status("wto", "STOP")

@@ -29,7 +29,7 @@ from typing import Any
 import pymysql
 
 from node.target.mysql.render import Column, Columns
-from shared.endpoint import connect
+from shared.endpoint import connect, server_answered
 from shared.errors import LoadError
 from shared.model import DataSource
 
@@ -110,13 +110,17 @@ class TargetFacts:
     """Facts of target tables, read once each until :meth:`forget` (after a DDL).
 
     ``connection`` gives the connection to a target data source by name (the Loader passes
-    its own); without it, this object opens and keeps its own. Safe to share between
-    threads."""
+    its own, and ``discard`` to drop one that failed); without it, this object opens and
+    keeps its own. A read on a connection that is gone (the server closed it after its
+    ``wait_timeout`` while the pipeline was quiet) is tried once more on a new one. Safe to
+    share between threads."""
 
     def __init__(self, targets: dict[str, DataSource],
-                 connection: Callable[[str], pymysql.Connection] | None = None) -> None:
+                 connection: Callable[[str], pymysql.Connection] | None = None,
+                 discard: Callable[[str], None] | None = None) -> None:
         self.targets = targets
-        self._given = connection
+        self._given, self._discard = connection, discard
+        self._closed = False  # (a read its close ended is not tried again)
         self._own: dict[str, pymysql.Connection] = {}
         self._known: dict[Target, TableFacts] = {}
         self._lock = threading.Lock()
@@ -128,16 +132,20 @@ class TargetFacts:
         with self._lock:
             if target[0] not in self.targets:
                 return TableFacts()  # reported by Load, which knows the batch
-            try:
-                conn = self._connection(target[0])
-                with conn.cursor() as cursor:
-                    found = read_facts(cursor, target[1], target[2])
-                conn.commit()
-            except pymysql.MySQLError as exc:
-                self._drop(target[0])
-                raise LoadError(f"target {target[0]}: cannot read the columns and keys of "
-                                f"{target[1]}.{target[2]}: "
-                                f"{exc.args[-1] if exc.args else exc}") from None
+            for again in (True, False):
+                try:
+                    conn = self._connection(target[0])
+                    with conn.cursor() as cursor:
+                        found = read_facts(cursor, target[1], target[2])
+                    conn.commit()
+                    break
+                except pymysql.MySQLError as exc:
+                    self._drop(target[0])
+                    if again and not server_answered(exc) and not self._closed:
+                        continue
+                    raise LoadError(f"target {target[0]}: cannot read the columns and keys of "
+                                    f"{target[1]}.{target[2]}: "
+                                    f"{exc.args[-1] if exc.args else exc}") from None
             self._known[target] = found
             return found
 
@@ -161,6 +169,10 @@ class TargetFacts:
         return conn
 
     def _drop(self, name: str) -> None:
+        if self._given is not None:
+            if self._discard is not None:
+                self._discard(name)
+            return
         conn = self._own.pop(name, None)
         if conn is not None:
             try:
@@ -173,6 +185,7 @@ class TargetFacts:
         a target that does not answer) is ended first, its socket shut so that it fails at
         once: it held the lock, and the node's stop waited on it for as long as the target
         stayed silent."""
+        self._closed = True
         for conn in list(self._own.values()):
             sock = getattr(conn, "_sock", None)
             if sock is not None:
