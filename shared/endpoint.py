@@ -215,7 +215,9 @@ class DictCursor(_Names, pymysql.cursors.DictCursor):
 # reads, the columns of a table, the collations — and a copy with a global limit of 50 copied
 # 50 rows a chunk and said done. (DEFAULT at session level is the global value: the most.)
 ALL_ROWS = "sql_select_limit = 18446744073709551615"
-_JOINS = re.compile(r"SET\s+(?!(?:SESSION\s+|LOCAL\s+|GLOBAL\s+)?TRANSACTION\b)", re.I)
+# a SET of assignments (not SET [SESSION] TRANSACTION, SET STATEMENT … FOR, PASSWORD, ROLE)
+_JOINS = re.compile(r"SET\s+(?!(?:(?:SESSION|LOCAL|GLOBAL)\s+)?TRANSACTION\b|STATEMENT\b|"
+                    r"PASSWORD\b|(?:DEFAULT\s+)?ROLE\b)", re.I)
 
 
 def all_rows(init_command: str | None) -> tuple[str, bool]:

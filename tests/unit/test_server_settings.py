@@ -35,7 +35,8 @@ def test_every_connection_reads_every_row_whatever_the_servers_sql_select_limit(
     assert all_rows("set @x = @@global.binlog_checksum") == (
         f"SET {ALL_ROWS}, @x = @@global.binlog_checksum", False)
     for apart in ("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-                  "SET TRANSACTION READ ONLY", "SELECT 1"):
+                  "SET TRANSACTION READ ONLY", "SET STATEMENT max_statement_time = 1 FOR "
+                  "SELECT 1", "SET ROLE r", "SELECT 1"):
         assert all_rows(apart) == (apart, True)
     conn = Connection(host="127.0.0.1", defer_connect=True, init_command="SET time_zone = 'x'")
     assert conn.init_command == f"SET {ALL_ROWS}, time_zone = 'x'"
