@@ -11,6 +11,7 @@ never sent in clear text — a server that asks for it with the ``mysql_clear_pa
 from __future__ import annotations
 
 import functools
+import re
 import socket
 import ssl
 from typing import Any
@@ -217,6 +218,28 @@ class DictCursor(_Names, pymysql.cursors.DictCursor):
     """Rows as dicts, names kept whole as :class:`Cursor` keeps them."""
 
 
+# Every session reads every row a SELECT finds: a server's (or the user's) default
+# sql_select_limit caps each SELECT that has no LIMIT of its own — a snapshot chunk, verify's
+# reads, the columns of a table, the collations — and a copy with a global limit of 50 copied
+# 50 rows a chunk and said done. (DEFAULT at session level is the global value: the most.)
+ALL_ROWS = "sql_select_limit = 18446744073709551615"
+# a SET of assignments (not SET [SESSION] TRANSACTION, SET STATEMENT … FOR, PASSWORD, ROLE)
+_JOINS = re.compile(r"SET\s+(?!(?:(?:SESSION|LOCAL|GLOBAL)\s+)?TRANSACTION\b|STATEMENT\b|"
+                    r"PASSWORD\b|(?:DEFAULT\s+)?ROLE\b)", re.I)
+
+
+def all_rows(init_command: str | None) -> tuple[str, bool]:
+    """A connection's init_command with :data:`ALL_ROWS` set in it (a ``SET`` of
+    assignments), and whether ALL_ROWS must go apart after it instead (another statement)."""
+    if init_command is None:
+        return "SET " + ALL_ROWS, False
+    found = _JOINS.match(init_command.lstrip())
+    if found is None:
+        return init_command, True
+    text = init_command.lstrip()
+    return f"SET {ALL_ROWS}, {text[found.end():]}", False
+
+
 class Connection(pymysql.Connection):
     """PyMySQL's connection, with the TLS context of its "preferred" mode (a source without
     ``tls:``: TLS if the server offers it, unverified) made once, not per connection:
@@ -227,19 +250,24 @@ class Connection(pymysql.Connection):
                  **kwargs: Any) -> None:
         self.pinned = pinned  # the addresses the name resolved to when it was checked
         self.isolation = isolation  # the session's transaction isolation level ("": the server's)
+        kwargs["init_command"], self._all_rows_apart = all_rows(kwargs.get("init_command"))
         super().__init__(*args, **kwargs)
 
     def connect(self, sock: Any = None) -> None:
         if sock is None and self.pinned and not self.unix_socket:
             sock = self._pinned_socket()
         super().connect(sock)
-        if self.isolation:  # (again on a reconnect: a new session)
-            try:
-                with self.cursor() as cursor:
+        if not (self.isolation or self._all_rows_apart):
+            return
+        try:  # (again on a reconnect: a new session)
+            with self.cursor() as cursor:
+                if self.isolation:
                     cursor.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {self.isolation}")
-            except BaseException:
-                self._force_close()
-                raise
+                if self._all_rows_apart:  # an init_command ALL_ROWS cannot join
+                    cursor.execute("SET " + ALL_ROWS)
+        except BaseException:
+            self._force_close()
+            raise
 
     def _pinned_socket(self) -> socket.socket:
         """A connection to the first of the checked addresses that answers (as

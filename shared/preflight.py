@@ -207,9 +207,9 @@ def target_findings(cursor: Any, schemas: Iterable[str], ddl: bool,
                              "the primary, or SET GLOBAL read_only = OFF"))
     found += _packet(seen, source_packet)
     if seen.get("local_infile", "OFF").upper() != "ON":
-        found.append(Finding("local_infile", "is OFF: copies go as multi-row statements, not "
-                             "LOAD DATA LOCAL (slower)", "SET GLOBAL local_infile = ON; and in "
-                             "my.cnf", "warning"))
+        found.append(Finding("local_infile", "is OFF: copies and bulk upserts go as multi-row "
+                             "statements, not LOAD DATA LOCAL (slower)",
+                             "SET GLOBAL local_infile = ON; and in my.cnf", "warning"))
     if seen.get("innodb_autoinc_lock_mode", "2") != "2":
         found.append(Finding("innodb_autoinc_lock_mode", f"is {seen['innodb_autoinc_lock_mode']}"
                              ": parallel copies into a table with an AUTO_INCREMENT column "

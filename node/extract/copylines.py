@@ -34,7 +34,8 @@ What makes that exact:
 
 Where the target's ``LOAD DATA`` would take a lock on the whole table (an AUTO_INCREMENT
 column under ``innodb_autoinc_lock_mode`` 1, MariaDB's default: copies on several connections
-then load one after another), each line holds the row as a ``VALUES`` tuple instead — text
+then load one after another), or its server takes no ``LOAD DATA LOCAL`` (``local_infile``
+OFF, MySQL 8's default), each line holds the row as a ``VALUES`` tuple instead — text
 values as ``_binary`` literals of their bytes (:func:`_value`) — and the copy is a multi-row
 ``REPLACE``, which takes no such lock (on the development machine, sysbench's table on two
 connections: 72k rows/s by ``LOAD DATA``, 91k by tuples).
@@ -92,7 +93,7 @@ class LinesPlan:
     sources: tuple[ReadColumn, ...]  # the source columns a line holds, in order
     targets: tuple[str, ...]  # the target columns they load into, in the same order
     enums: tuple[str, ...] = ()  # source ENUM columns (an empty value reads rows instead)
-    values: bool = False  # lines hold VALUES tuples (the target locks for LOAD DATA)
+    values: bool = False  # lines hold VALUES tuples (no LOAD DATA, or it locks the table)
 
     @property
     def target(self) -> Target:
@@ -146,7 +147,7 @@ def plan(compiled: CompiledPipeline, facts: Callable[[Target], TableFacts], sche
     return LinesPlan(mapping.datasource, mapping.schema, mapping.table, mapping.push_weight,
                      tuple(parts), tuple(sources), tuple(targets),
                      tuple(column.name for column in sources if column.data_type == "enum"),
-                     target.bulk_lock)
+                     target.bulk_lock or not target.local_infile)
 
 
 def query(plan_: LinesPlan, schema: str, table: str, condition: str) -> str:

@@ -14,7 +14,8 @@ inserted row in the steps this one leaves out.
 
 Everything else — another kind of change to the table in the part, a pair that is not
 simple, a target merged in source order, too few rows for ``LOAD DATA`` or a value it cannot
-take — goes the general way, and the result is the same.
+take, a target server that takes no ``LOAD DATA LOCAL`` (``local_infile`` OFF) — goes the
+general way, and the result is the same.
 
 In the compiled build, a run whose columns are integers and text (whose bytes the target
 takes as they are), through a pair that neither renames nor chooses columns, does not even
@@ -54,7 +55,7 @@ def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int
     for target, (numbers, mapping) in candidates(compiled, part).items():
         table = spec.facts.get(target, _NO_FACTS)
         plan = loaddata.plan(table.columns, table.triggers)
-        if table.ordered(mapping.target_keys) or plan is None or \
+        if not table.local_infile or table.ordered(mapping.target_keys) or plan is None or \
                 table.unkeyed(mapping.target_keys):  # (before decoding)
             continue
         made = _lines(spec, part, frozenset(numbers), mapping, table, plan) \

@@ -172,6 +172,9 @@ def test_a_target_that_locks_for_load_data_gets_multi_row_replace_tuples(monkeyp
     found = plan(facts=facts)
     assert found is not None and found.values
     assert plan().values is False  # (the same table without the lock: LOAD DATA lines)
+    # a target server that takes no LOAD DATA LOCAL (local_infile OFF) gets the same tuples
+    off = plan(facts=TableFacts(target().columns, (frozenset({"id"}),), local_infile=False))
+    assert off == found
     sql = copylines.query(found, "s", "t", "`id` > 5")
     assert "IFNULL(CAST(`id` AS BINARY), 'NULL')" in sql  # a number as its text
     assert "CONCAT('_binary', REPLACE(REPLACE(QUOTE(CAST(`name` AS BINARY))" in sql

@@ -103,6 +103,9 @@ def test_renamed_and_left_out_columns_go_as_the_pair_maps_them(monkeypatch) -> N
      TableFacts(COLUMNS, (frozenset({"id"}), frozenset({"k"})))),
     ("a target with triggers", part(packet(WRITE, rows_body(4, [b"\x0f"], rows(1, 3)))),
      TableFacts(COLUMNS, (frozenset({"id"}),), triggers=True)),
+    ("a target server without LOAD DATA LOCAL", part(
+        packet(WRITE, rows_body(4, [b"\x0f"], rows(1, 3)))),
+     TableFacts(COLUMNS, (frozenset({"id"}),), local_infile=False)),
 ])
 def test_anything_else_goes_the_general_way(why: str, made: Part, facts: TableFacts | None,
                                             monkeypatch) -> None:

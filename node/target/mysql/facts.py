@@ -9,7 +9,10 @@
 - whether a bulk load (``LOAD DATA``) takes a lock on the whole table: an AUTO_INCREMENT
   column while ``innodb_autoinc_lock_mode`` is below 2 (MariaDB's default, 1) — snapshot
   copies then go as multi-row statements, which take no such lock and load in parallel
-  (:mod:`node.extract.copylines`).
+  (:mod:`node.extract.copylines`);
+- whether its server takes ``LOAD DATA LOCAL`` at all (``local_infile``; MySQL 8's default
+  is OFF): where it does not, copies go as multi-row ``REPLACE`` statements and upserts as
+  ``INSERT … ON DUPLICATE KEY UPDATE``, never a ``LOAD DATA`` the server refuses.
 
 The node reads these once per table (again after a DDL) and ships them with each
 Extract/Transform job, so Spark workers never ask a target themselves.
@@ -26,7 +29,7 @@ from typing import Any
 import pymysql
 
 from node.target.mysql.render import Column, Columns
-from shared.endpoint import connect
+from shared.endpoint import connect, server_answered
 from shared.errors import LoadError
 from shared.model import DataSource
 
@@ -43,6 +46,7 @@ class TableFacts:
     engine: str = ""  # its storage engine ("" not known)
     transactional: bool = True  # its engine rolls back (InnoDB; not MyISAM, Aria, …)
     trigger_names: tuple[str, ...] = ()  # its triggers, by name
+    local_infile: bool = True  # its server takes LOAD DATA LOCAL (@@GLOBAL.local_infile)
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -92,9 +96,11 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE "
                    "t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s", (schema, table))
     engine = cursor.fetchone() or (None, None)  # (no table: its load says so)
+    cursor.execute("SELECT @@GLOBAL.local_infile")
+    local_infile = bool(int(cursor.fetchone()[0]))
     return TableFacts(columns, unique, foreign_keys, bool(names), bulk_lock,
                       str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
-                      names)
+                      names, local_infile)
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error
@@ -104,13 +110,17 @@ class TargetFacts:
     """Facts of target tables, read once each until :meth:`forget` (after a DDL).
 
     ``connection`` gives the connection to a target data source by name (the Loader passes
-    its own); without it, this object opens and keeps its own. Safe to share between
-    threads."""
+    its own, and ``discard`` to drop one that failed); without it, this object opens and
+    keeps its own. A read on a connection that is gone (the server closed it after its
+    ``wait_timeout`` while the pipeline was quiet) is tried once more on a new one. Safe to
+    share between threads."""
 
     def __init__(self, targets: dict[str, DataSource],
-                 connection: Callable[[str], pymysql.Connection] | None = None) -> None:
+                 connection: Callable[[str], pymysql.Connection] | None = None,
+                 discard: Callable[[str], None] | None = None) -> None:
         self.targets = targets
-        self._given = connection
+        self._given, self._discard = connection, discard
+        self._closed = False  # (a read its close ended is not tried again)
         self._own: dict[str, pymysql.Connection] = {}
         self._known: dict[Target, TableFacts] = {}
         self._lock = threading.Lock()
@@ -122,16 +132,20 @@ class TargetFacts:
         with self._lock:
             if target[0] not in self.targets:
                 return TableFacts()  # reported by Load, which knows the batch
-            try:
-                conn = self._connection(target[0])
-                with conn.cursor() as cursor:
-                    found = read_facts(cursor, target[1], target[2])
-                conn.commit()
-            except pymysql.MySQLError as exc:
-                self._drop(target[0])
-                raise LoadError(f"target {target[0]}: cannot read the columns and keys of "
-                                f"{target[1]}.{target[2]}: "
-                                f"{exc.args[-1] if exc.args else exc}") from None
+            for again in (True, False):
+                try:
+                    conn = self._connection(target[0])
+                    with conn.cursor() as cursor:
+                        found = read_facts(cursor, target[1], target[2])
+                    conn.commit()
+                    break
+                except pymysql.MySQLError as exc:
+                    self._drop(target[0])
+                    if again and not server_answered(exc) and not self._closed:
+                        continue
+                    raise LoadError(f"target {target[0]}: cannot read the columns and keys of "
+                                    f"{target[1]}.{target[2]}: "
+                                    f"{exc.args[-1] if exc.args else exc}") from None
             self._known[target] = found
             return found
 
@@ -155,6 +169,10 @@ class TargetFacts:
         return conn
 
     def _drop(self, name: str) -> None:
+        if self._given is not None:
+            if self._discard is not None:
+                self._discard(name)
+            return
         conn = self._own.pop(name, None)
         if conn is not None:
             try:
@@ -167,6 +185,7 @@ class TargetFacts:
         a target that does not answer) is ended first, its socket shut so that it fails at
         once: it held the lock, and the node's stop waited on it for as long as the target
         stayed silent."""
+        self._closed = True
         for conn in list(self._own.values()):
             sock = getattr(conn, "_sock", None)
             if sock is not None:

@@ -42,6 +42,7 @@ from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.owners import (
     LOCK_WAIT_TIMEOUT,
+    LOST,
     RETRYABLE,
     ROW_REFUSED,
 )
@@ -56,8 +57,12 @@ from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.target.mysql.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
-# TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is
-SESSION = f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}'"
+# TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is;
+# the target's foreign keys redo the cascades the binlog lacks (a server's default of
+# foreign_key_checks = 0 kept the rows silently; unique_checks = 0 lets InnoDB miss the
+# duplicate an upsert must find). A DDL's own values are set around it (ddlsession.run_under).
+SESSION = (f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}', foreign_key_checks = 1, "
+           "unique_checks = 1")
 # a two-way load's conflict check locks the keys it reads, also those with no row yet (a gap
 # lock), so a target user's insert cannot land between the check and the write; under READ
 # COMMITTED (a server's or a user's default) the check of a missing key locks nothing
@@ -79,7 +84,7 @@ class Loader:
         self.rows_skipped = 0  # rows skip_load_exception skipped in committed transactions
         self._claimed: set[str] = set()  # targets whose row this owner's claim wrote
         self._connections: dict[str, pymysql.Connection] = {}
-        self.facts = TargetFacts(targets, self._connection)  # for batches rendered here
+        self.facts = TargetFacts(targets, self._connection, self._discard)  # batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
         self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, SESSION)
 
@@ -271,9 +276,10 @@ class Loader:
                    for name, found in by_target.items())
 
     def _load_target(self, name: str, batch: Batch, writes: Writes) -> int:
-        one_by_one = False
+        one_by_one = reconnected = False
         waits = self.retry.delays()  # lock waits and deadlocks: again, after these
-        for attempt in range(1, 7):
+        tried = 0  # of those waits
+        for _ in range(len(waits) + 3):  # (+ the first, row by row, on a new connection)
             try:
                 writes.prepare(self)  # facts of its tables, read before the transaction
                 return self._transaction(name, batch, writes, one_by_one)
@@ -284,11 +290,21 @@ class Loader:
                          f"{batch.process_id}, position {batch.end}, target {name}")
                 if code == LOCK_WAIT_TIMEOUT:  # a stale owner's transaction holds the row?
                     self._end_stale(name)
-                if code in RETRYABLE and attempt <= len(waits) and not self.stop.is_set():
+                # the connection is gone (a server's wait_timeout while the pipeline was
+                # quiet): once more on a new one. What it sent rolled back, or committed (the
+                # COMMIT went with the last statements): the new transaction then finds the
+                # position row at the batch's end (read first, locked) and writes nothing.
+                if code in LOST and not reconnected and not self.stop.is_set():
+                    reconnected = True
+                    log.info("event=load_reconnect pipeline=%s process_id=%d target=%s "
+                             "error=%r", self.pipeline_id, batch.process_id, name, exc.args[-1])
+                    continue
+                if code in RETRYABLE and tried < len(waits) and not self.stop.is_set():
+                    tried += 1
                     log.warning("event=load_retry pipeline=%s process_id=%d target=%s "
                                 "attempt=%d error=%r", self.pipeline_id, batch.process_id, name,
-                                attempt, exc.args[-1])
-                    if not self.stop.wait(waits[attempt - 1]):
+                                tried, exc.args[-1])
+                    if not self.stop.wait(waits[tried - 1]):
                         continue
                 if self.params.skip_load_exception and not one_by_one and code in ROW_REFUSED:
                     one_by_one = True  # again, row by row, skipping what the target refuses
@@ -327,6 +343,7 @@ class Loader:
                          "reason=already_applied applied=%s:%s", self.pipeline_id,
                          batch.process_id, name, row[0], row[1])
                 conn.rollback()
+                self.written[name] = owners.row_position(row)  # (a retry after its commit)
                 return 0
             together, written, skipped = Together(cursor), 0, [0]
 

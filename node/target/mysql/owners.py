@@ -32,6 +32,9 @@ LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for
 LOCK_WAIT_TIMEOUT = 1205
 RETRYABLE = {LOCK_WAIT_TIMEOUT, 1213}  # lock wait timeout, deadlock: again
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
+# the connection is gone: server gone away, lost during a query, closed by the server for
+# inactivity (MySQL 8.0.24+ says so; MariaDB just closes it)
+LOST = frozenset({2006, 2013, 4031})
 # the target's errors that mean "this row is refused" and undo only its statement: the ones
 # skip_load_exception may skip. Any other (1206 lock table full and 1180 commit failures roll
 # back the whole transaction; 1317 KILL QUERY and 1969 max_statement_time interrupt it; an

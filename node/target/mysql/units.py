@@ -49,9 +49,10 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
 
 def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql] | None:
     """A merged table's deletes, then its upserts as LOAD DATA … REPLACE (see
-    :mod:`node.target.mysql.loaddata`); None where they go as INSERTs."""
-    if spec.one_by_one or not spec.load_data_min_rows or writes.steps or writes.changes or \
-            len(writes.upserts) < spec.load_data_min_rows:
+    :mod:`node.target.mysql.loaddata`); None where they go as INSERTs (also where the target
+    server takes no LOAD DATA LOCAL: ``local_infile`` OFF)."""
+    if not table.local_infile or spec.one_by_one or not spec.load_data_min_rows or \
+            writes.steps or writes.changes or len(writes.upserts) < spec.load_data_min_rows:
         return None
     replaced = loaddata.replaces(writes.schema, writes.table, writes.upserts, table.columns,
                                  table.triggers)
