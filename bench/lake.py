@@ -83,6 +83,42 @@ class Lake:
         self.box.down(purge=True)
 
 
+class RustCpu(threading.Thread):
+    """CPU seconds of the node's delta-rs threads (tokio's: ``tokio-*`` by name), sampled
+    every 0.2 s until ``done``, each thread's last figure kept after it ends: the Delta
+    commits' share of the node's own CPU (the rest is its Python: the binlog read, framing,
+    batching, E/T planning, the Spark driver). A thread's CPU after its last sample and
+    before its end is missed."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.done = pid, threading.Event()
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            self.total()
+
+    def total(self) -> float:
+        with self._lock:
+            try:
+                tasks = list(Path(f"/proc/{self.pid}/task").iterdir())
+            except OSError:
+                tasks = []
+            for task in tasks:
+                try:
+                    stat = (task / "stat").read_text()
+                except OSError:
+                    continue  # (ended)
+                if stat[stat.index("(") + 1:stat.rindex(")")].startswith("tokio"):
+                    fields = stat.rsplit(")", 1)[1].split()
+                    self._seen[task.name] = sum(int(value) for value in fields[11:13]) / \
+                        self._tick
+            return sum(self._seen.values())
+
+
 def at_least(state: Any, end: BinlogPosition) -> bool:
     where = state.position
     return bool(where.file) and gtid.compare(BinlogPosition(where.file, where.pos), end) >= 0
@@ -98,18 +134,22 @@ LAKE_STAGES = (("lake: type check (conformed)", "conformed"),
 
 
 def catchup(lake: Lake, name: str, node_pid: int, end: BinlogPosition, rows: int,
-            profile: Path | None = None) -> dict[str, Any]:
+            profile: Path | None = None, rust: RustCpu | None = None) -> dict[str, Any]:
     """One channel started alone on the backlog: seconds to its end, rows/s, node CPU (and
-    its split: the node's process, Spark's JVM, its Python workers), and the most batches
-    its window held (of how many it may); with ``profile``, µs of Python per row by stage."""
+    its split: the node's process, Spark's JVM, its Python workers; of the node's, what
+    delta-rs' threads spent), and the most batches its window held (of how many it may);
+    with ``profile``, µs of Python per row by stage."""
     spy = Profile(node_pid, profile / f"{name}.raw") if profile is not None else None
     cpu, started = tree_cpu_s(node_pid), time.monotonic()
     split = tree_cpu_by_process(node_pid)
+    delta = rust.total() if rust is not None else 0.0
     lake.cluster.set_status(name, "START")
     wait_for(lambda: at_least(lake.cluster.pipeline_state(name), end), 3600, f"{name} caught up")
     seconds = time.monotonic() - started
     cpu = tree_cpu_s(node_pid) - cpu
     split = {kind: used - split[kind] for kind, used in tree_cpu_by_process(node_pid).items()}
+    if rust is not None:
+        split["node_delta_rs"] = rust.total() - delta
     state = lake.cluster.pipeline_state(name)
     lake.cluster.set_status(name, "STOP")
     found: dict[str, Any] = {
@@ -247,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     args = backlog_arguments("bench.lake", __doc__, "lake", 120, argv)
     lake = Lake(args.work)
     sampler: RssSampler | None = None
+    rust: RustCpu | None = None
     tables = [f"sbtest{i}" for i in range(1, args.tables + 1)]
     results: list[dict[str, Any]] = []
     try:
@@ -254,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         node = lake.cluster.start_node(1)
         sampler = RssSampler(node.pid)
         sampler.start()
+        rust = RustCpu(node.pid)
+        rust.start()
         lake.source.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         lake.target.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
         start = lake.end()
@@ -275,14 +318,17 @@ def main(argv: list[str] | None = None) -> int:
                             for name, (target, mode) in channels.items() if name != "changelog"],
                            lake.sources())
         figures: dict[str, Any] = {}
-        figures["maria"] = catchup(lake, "maria", node.pid, end, rows, args.profile)
-        figures["mirror"] = catchup(lake, "mirror", node.pid, end, rows, args.profile)
+        figures["maria"] = catchup(lake, "maria", node.pid, end, rows, args.profile,
+                                   rust)
+        figures["mirror"] = catchup(lake, "mirror", node.pid, end, rows, args.profile,
+                                    rust)
         bad = mirror_equal(lake, tables)
         # the change log into a lake of its own (a pipeline's tables are its own)
         shutil.move(str(lake.location), str(args.work / "lake-mirror"))
         lake.cluster.apply([lake.channel("changelog", "lake", args.tables, start, "changelog",
                                          lake_compact_every=0)], lake.sources())
-        figures["changelog"] = catchup(lake, "changelog", node.pid, end, rows, args.profile)
+        figures["changelog"] = catchup(lake, "changelog", node.pid, end, rows, args.profile,
+                                       rust)
         bad += changelog_equal(lake, lake.location / DB, tables)
         limit = write_limit(lake, tables, 10_000)
         result = {"scenario": f"lake catch-up: {args.tables * args.table_size:,} rows of "
@@ -311,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if sampler is not None:
             sampler.done.set()
+        if rust is not None:
+            rust.done.set()
         lake.close()
     write_report(args.results, "lake", args.smoke, vars(args), results,
                  {"node_peak_rss_mb": round(sampler.peak_kb / 1024) if sampler else None})

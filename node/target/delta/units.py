@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import datetime
 from collections.abc import Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from node.changes import ChangeType, Row, TargetChange
@@ -38,7 +39,7 @@ _OPS = {ChangeType.INSERT: "I", ChangeType.UPDATE: "U", ChangeType.DELETE: "D"}
 def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list[Unit]:
     """The changes of each lake table as one Arrow IPC stream."""
     tables: dict[tuple[str, str, str], list[TargetChange]] = {}
-    for change in sorted(changes, key=_seq):
+    for change in sorted(changes, key=_seq):  # (in seq order mostly: one pass)
         tables.setdefault((change.datasource, change.schema, change.table), []).append(change)
     units = []
     for name, group in tables.items():
@@ -104,15 +105,13 @@ def _inserts_logged(rows: list[Row], runs: Sequence[tuple[int, int]], facts: Lak
         of_txn += [at] * found
         seqs += range(start, start + found)
     columns = _columns(facts, rows)
-    arrays = [_array(column, [row.get(column.name) for row in rows], where)
-              for column in columns]
+    arrays = [_array(column, _values(rows, column.name), where) for column in columns]
     count = len(rows)
     return _logged(pa.array(["I"] * count, pa.string()), of_txn, seqs, transactions,
                    columns, arrays, pa.array([True] * count, pa.bool_()), None)
 
 
-def _seq(change: TargetChange) -> int:
-    return change.seq
+_seq = attrgetter("seq")  # a change's order in the batch (a C call per change)
 
 
 def mirror(changes: Sequence[TargetChange], facts: LakeFacts, where: str) -> Any:
@@ -156,7 +155,7 @@ def as_arrow(facts: LakeFacts, rows: list[Row], where: str) -> Any:
     import pyarrow as pa
 
     columns = _columns(facts, rows)
-    return pa.Table.from_arrays([_array(column, [row.get(column.name) for row in rows], where)
+    return pa.Table.from_arrays([_array(column, _values(rows, column.name), where)
                                  for column in columns],
                                 names=[column.name for column in columns])
 
@@ -172,9 +171,13 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
     # opens the batch) is the batch's first transaction's, in front of its changes
     at, first, following = 0 if starts and not starts[0] else none, 0, \
         starts[0] if starts else _NEVER
-    of_txn, seqs = [], []
+    of_txn: list[int] = []
+    seqs: list[int] = []
+    ops: list[str] = []
+    absent: list[bool] = []
     rows: list[Row] = []
-    befores: list[Row | None] = []
+    befores: list[Row] = []  # (_NO_BEFORE where a change has none: every value None)
+    insert, update, delete = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELETE
     for change in changes:  # in seq order: each transaction's changes one run
         seq = change.seq
         if seq >> ROW_BITS >= following:
@@ -186,19 +189,46 @@ def changelog(changes: Sequence[TargetChange], facts: LakeFacts,
         before = change.before
         if before is None and change.before_key is not None:
             before = dict(zip(change.keys, change.before_key, strict=True))
-        rows.append(change.after if change.after is not None else before or {})
-        befores.append(before if change.type is not ChangeType.INSERT else None)
+        after = change.after
+        rows.append(after if after is not None else before or {})
+        kind = change.type
+        if kind is insert or before is None:
+            befores.append(_NO_BEFORE)
+            absent.append(True)
+        else:
+            befores.append(before)
+            absent.append(False)
+        ops.append("I" if kind is insert else "U" if kind is update else
+                   "D" if kind is delete else _OPS[kind])
     columns = _columns(facts, rows)
-    arrays = [_array(column, [row.get(column.name) for row in rows], where)
-              for column in columns]
-    absent = pa.array([before is None for before in befores], pa.bool_())
-    if absent.true_count == len(befores):  # inserts only: no before image
+    arrays = [_array(column, _values(rows, column.name), where) for column in columns]
+    mask = pa.array(absent, pa.bool_())
+    if mask.true_count == len(absent):  # inserts only: no before image
         before_arrays = None
     else:
-        before_arrays = [_array(column, [(b or {}).get(column.name) for b in befores], where)
+        before_arrays = [_array(column, _values(befores, column.name), where)
                          for column in columns]
-    return _logged(pa.array([_OPS[change.type] for change in changes], pa.string()), of_txn,
-                   seqs, transactions, columns, arrays, absent, before_arrays)
+    return _logged(pa.array(ops, pa.string()), of_txn, seqs, transactions, columns, arrays,
+                   mask, before_arrays)
+
+
+class _Absent(dict):  # type: ignore[type-arg]
+    """A row with no column: each value None (a change log's insert has no before image)."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+_NO_BEFORE = _Absent()
+
+
+def _values(rows: Sequence[Row], name: str) -> list[Any]:
+    """Column ``name``'s values in ``rows`` (None where a row has no such column): one C
+    call a value where every row has it."""
+    try:
+        return list(map(itemgetter(name), rows))
+    except KeyError:
+        return [row.get(name) for row in rows]
 
 
 def _logged(ops: Any, of_txn: list[int], seqs: list[int],
@@ -244,8 +274,8 @@ def joined(tables: list[Any], keys: Sequence[str]) -> Any:
     import pyarrow.compute as pc
 
     rows = pa.concat_tables(tables, promote_options="default")
-    if DELETE_FLAG not in rows.column_names:
-        return rows.combine_chunks()  # one chunk: written as one file
+    if DELETE_FLAG not in rows.column_names:  # one chunk: written as one file, in order
+        return rows.combine_chunks()  # (delta-rs wrote two chunks' rows second first)
     order, cleared = "_setl_order", "_setl_cleared"
     places = pa.array(range(rows.num_rows), pa.int64())
     flag = rows.column(DELETE_FLAG)
