@@ -258,6 +258,9 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         try:
             self._run_from(compiled, self._resume(loader, source, hint), loader, source)
         finally:
+            outbox = getattr(loader, "outbox", None)  # a subscription's: its last ack stays
+            if outbox is not None:  # its status position once the outbox is gone
+                self.subscribed, self.acked_end = True, outbox.acked_end
             loader.close()
 
     def _run_from(self, compiled: CompiledPipeline, resume: cursors.Resume,

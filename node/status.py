@@ -73,6 +73,10 @@ class RunnerStatus:
     last_error: str
     last_commit_ts_ms: int
     batches_loaded: int
+    # a subscription's position is its reader's acknowledgement, also while it is stopped or
+    # between attempts (its outbox gone): kept from the last one seen
+    subscribed: bool = False
+    acked_end: BinlogPosition | None = None
 
     def counted(self, loader: Any, batch: Any, done: Any, wait_s: float, load_s: float
                 ) -> int:
@@ -120,8 +124,10 @@ class RunnerStatus:
         in_flight = self.batches_selected - self.batches_loaded
         position = self.cursor.position if self.cursor else BinlogPosition()
         box = OUTBOXES.get(self.pipeline_id)
-        if box is not None:  # a subscription is where its reader acknowledged, not handed
-            position = box.acked_end or BinlogPosition()
+        if box is not None:
+            self.subscribed, self.acked_end = True, box.acked_end
+        if self.subscribed:  # where its reader acknowledged, not what was handed over
+            position = self.acked_end or BinlogPosition()
         return manager_pb2.PipelineState(
             pipeline_id=self.pipeline_id, state=self.state, owner_node=self.ctx.node_id,
             position={"file": position.file, "pos": position.pos, "gtid": position.gtid,

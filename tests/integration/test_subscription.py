@@ -23,7 +23,7 @@ from manager.subscriber import Subscriber
 from shared.errors import SetlError
 from shared.retl import encode_key
 from shared.sandbox import Sandbox
-from tests.devcluster import BIN, Cluster, Database, wait_for
+from tests.devcluster import BIN, Cluster, Database, make_schema, wait_for
 from tests.integration.shapes import ACCOUNTS, OPENING, SLOTS, Shapes
 
 pytestmark = pytest.mark.integration
@@ -401,3 +401,25 @@ def test_an_ack_whose_answer_was_lost_is_this_owners_and_another_owners_write_fe
         store.write(Acked(BinlogPosition("bin.000001", 400), 4, run="r1"))
     found = read(zk_client, path)
     assert found is not None and found[0].position.pos == 4
+
+
+def test_a_stopped_subscriptions_position_is_what_its_reader_acknowledged(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """No reader: batches are handed over, none acknowledged. Status shows the position a
+    restart resumes from, running and after a stop (the stopped runner's outbox gone, it
+    showed the handed-over batches' end)."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.t (id INT PRIMARY KEY, v INT)")
+    cluster.apply([feed_channel("subpos", "feed-subpos", schema, ["t"], batch_size=5)],
+                  sources(cluster, "feed-subpos"))
+    cluster.set_status("subpos", "START")
+    cluster.wait_running("subpos")
+    started = cluster.pipeline_state("subpos").position
+    for i in range(50):
+        source.execute(f"INSERT INTO `{schema}`.t VALUES ({i}, {i})")
+    wait_for(lambda: cluster.pipeline_state("subpos").window_used >= 1, 60,
+             "batches handed over")
+    assert cluster.pipeline_state("subpos").position == started
+    cluster.set_status("subpos", "STOP")
+    wait_for(lambda: cluster.pipeline_state("subpos").state in ("stopped", "not running"), 60,
+             "the pipeline stopped")
+    assert cluster.pipeline_state("subpos").position == started
