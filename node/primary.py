@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -31,6 +32,7 @@ from shared.endpoint import connect
 from shared.errors import PositionLostError, SourceError
 from shared.members import PrimaryRecord, Probe
 from shared.model import BinlogPosition, DataSource
+from shared.positions import BETWEEN_GROUPS, GROUP_OPENS, event_at, state_conflict
 
 log = logging.getLogger("setl.node.primary")
 
@@ -145,6 +147,7 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
     rows = {name: row if row is None or not row.position.file else dataclasses.replace(
         row, position=identify(row.position, f"target {name}'s position row"))
         for name, row in rows.items()}
+    _check_rows_of_this_binlog(pipeline_id, source, found.server, rows)
     held = {"the cursor": hint.position,
             **{f"target {name}": row.position for name, row in rows.items()
                if row is not None and row.position.file}}
@@ -178,6 +181,69 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
         f"channel again, or accept the loss: setl channel stop {channel} --wait; setl "
         f"position set {step} --latest --replay; setl channel start {channel}; then setl "
         f"verify {channel} --repair")
+
+
+def _check_rows_of_this_binlog(pipeline_id: str, source: DataSource, server: str,
+                               rows: dict[str, Cursor | None]) -> None:
+    """Refuse a target row that names the server read now but is no position of its
+    binlog now: the server keeps its name (``server_id@host:port``) when its binlog starts
+    again (RESET MASTER: an old primary rejoined, a restore), and a row of its old binlog
+    (binlog.000004) is taken by file/pos for past every batch of the new one (binlog.000001):
+    each skipped. Positions of one server compare by file/pos (:func:`shared.gtid.compare`),
+    so a row of another binlog of it stops here; rows in purged files, rows without a GTID
+    state, and states MariaDB cannot say (BINLOG_GTID_POS NULL) pass."""
+    mine = {name: row.position for name, row in rows.items()
+            if row is not None and row.position.file and row.position.server == server}
+    if not mine:
+        return
+    with connect(source) as conn, conn.cursor() as cursor:
+        for name, at in mine.items():
+            why = _not_of_this_binlog(cursor, at)
+            if why:
+                step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
+                raise PositionLostError(
+                    f"pipeline {pipeline_id}: target {name}'s position row is at {at}, of "
+                    f"server {server} ({members.address(source)}, source {source.name}), but "
+                    f"{why}: the server's binlog was reset or restarted (RESET MASTER, a "
+                    "restore) since the row was written, so its file/pos say nothing of "
+                    "where the target stands now, and going on could skip or repeat its "
+                    "rows. Nothing was read or loaded. With the channel stopped (setl "
+                    f"channel stop {channel} --wait), set the GTID state the target holds "
+                    f"(setl position set {step} --gtid STATE --replay), or go on from the "
+                    f"binlog's end and repair the target (setl position set {step} --latest "
+                    f"--replay; then setl verify {channel} --repair); then setl channel "
+                    f"start {channel}")
+
+
+def _not_of_this_binlog(cursor: Any, at: BinlogPosition) -> str:
+    """Why ``at`` (a position naming the connected MariaDB server) is not of the server's
+    binlog now, '' when it is or cannot be told: its file is missing though not older than
+    the oldest one kept (those are purged), no event begins there, or the GTID state there
+    (BINLOG_GTID_POS; NULL after an event over max_allowed_packet: unknown) is not the
+    stored one."""
+    if at.pos <= 4:
+        return ""
+    cursor.execute("SHOW BINARY LOGS")
+    sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
+    if not sizes:
+        return ""  # no binlog: the start's own checks say it
+    if at.file not in sizes:
+        kept = sorted(sizes, key=lambda file: BinlogPosition(file, 0).order())
+        mine, first = BinlogPosition(at.file, 0).order(), BinlogPosition(kept[0], 0).order()
+        if mine[0] and mine[1] == first[1] and mine < first:
+            return ""  # purged
+        return f"{at.file} is not among its binlog files now ({kept[0]} to {kept[-1]})"
+    kind = event_at(cursor, at, sizes[at.file])
+    if kind is None:
+        return f"no event begins at {at.file}:{at.pos} in its binlog now"
+    if not at.gtid:
+        return ""
+    cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at.file, at.pos))
+    found = cursor.fetchone()[0]
+    if found is None:
+        return ""  # unknown there (see shared.positions.check_start)
+    why = state_conflict(at.gtid, str(found), kind not in GROUP_OPENS | BETWEEN_GROUPS | {""})
+    return f"at {at.file}:{at.pos} {why}" if why else ""
 
 
 class _Identify:

@@ -7,11 +7,15 @@ member wrote them, so a state says how far a server's history went in every doma
 member of the set, where binlog files and offsets mean nothing.
 
 A position (:class:`~shared.model.BinlogPosition`) carries both: file/pos of the server it
-names (``server``), and the GTID state after its transaction. :func:`compare` uses the
-states where both have them and they differ — two positions of one server too: a server
-keeps its name (``server_id@host:port``) when its binlog starts again; else file/pos, of
-two positions of one server (or both of an unknown one: rows written before positions named
-their server, a ``start:`` file/pos). Positions that cannot be compared raise, never guess.
+names (``server``), and the GTID state after its transaction. :func:`compare` uses file/pos
+when both are of the same server (or both of an unknown one: rows written before positions
+named their server, a ``start:`` file/pos), else the states (one unnamed beside a named
+one too, when both have them); positions that cannot be compared raise, never guess.
+Two positions of one server are never ordered by their states: under gtid_strict_mode OFF
+(MariaDB's default) one domain may carry two origins' sequences in one binlog (a multi-source
+replica), where a later transaction has a lower number. A server that keeps its name while
+its binlog starts again (RESET MASTER) is caught where a pipeline starts instead: every
+target row of it must be a position of its binlog now (:func:`node.primary.check_held`).
 
 Which GTIDs a server lacks is read from ``@@gtid_binlog_state`` (the last sequence of every
 domain *and server* it holds): :func:`missing`; whether catching up can still bring them
@@ -68,19 +72,8 @@ def compare_states(a: str, b: str) -> int:
     neither contains the other (two histories: a failover lost transactions, or unrelated
     servers)."""
     first, second = parse(a), parse(b)
-    signs = _signs(first, second, first.keys() | second.keys(), a, b)
-    if len(signs) > 1:
-        raise PositionConflictError(f"GTID states {a} and {b} are of two histories (each "
-                                    "has transactions the other lacks)")
-    return signs.pop() if signs else 0
-
-
-def _signs(first: State, second: State, domains: Iterable[int], a: str, b: str) -> set[int]:
-    """How ``first`` stands to ``second`` in each of ``domains`` (a domain one lacks is at
-    its start there): the signs other than 0. Raises on one number that is two transactions
-    (two histories: under gtid_strict_mode a domain's numbers only grow)."""
     signs = set()
-    for domain in domains:
+    for domain in first.keys() | second.keys():
         ours, theirs = first.get(domain, (0, 0)), second.get(domain, (0, 0))
         if ours[1] == theirs[1] and ours[0] != theirs[0] and ours[1]:
             raise PositionConflictError(
@@ -88,7 +81,10 @@ def _signs(first: State, second: State, domains: Iterable[int], a: str, b: str) 
                 f"in domain {domain}: two histories")
         signs.add((ours[1] > theirs[1]) - (ours[1] < theirs[1]))
     signs.discard(0)
-    return signs
+    if len(signs) > 1:
+        raise PositionConflictError(f"GTID states {a} and {b} are of two histories (each "
+                                    "has transactions the other lacks)")
+    return signs.pop() if signs else 0
 
 
 def same_server(a: BinlogPosition, b: BinlogPosition) -> bool:
@@ -100,9 +96,6 @@ def same_server(a: BinlogPosition, b: BinlogPosition) -> bool:
 def compare(a: BinlogPosition, b: BinlogPosition) -> int:
     """-1, 0 or 1 as ``a`` is before, at or after ``b``."""
     if same_server(a, b) and not _by_states(a, b):
-        by_state = _one_server_states(a, b)
-        if by_state:
-            return by_state
         first, second = a.order(), b.order()
         return (first > second) - (first < second)
     if a.gtid and b.gtid:
@@ -111,45 +104,6 @@ def compare(a: BinlogPosition, b: BinlogPosition) -> int:
         f"positions {a} (server {a.server or '?'}) and {b} (server {b.server or '?'}) are "
         "of different servers and one has no GTID state: they cannot be "
         "compared. Set where the pipeline goes on (setl position set) once you know which "
-        "transactions the targets hold")
-
-
-def _one_server_states(a: BinlogPosition, b: BinlogPosition) -> int:
-    """How two positions of one server stand by their MariaDB GTID states (0: the same
-    transaction, or not told by them: file/pos say). A server keeps its name
-    (``server_id@host:port``) when its binlog starts again — the old primary rejoined as
-    a replica after RESET MASTER, or restored from a backup — and a row of its old binlog
-    (binlog.000004:620) would be taken by file/pos for past every batch of its new one
-    (binlog.000001): silently skipped. The states say it under gtid_strict_mode (setl
-    requires it of a replica set): by the domains both carry; by the ones only one does
-    when those are even (a domain a state lacks is at its start), never against them (a
-    state that lost a quiet domain: a position written by an older setl). States of two
-    histories raise: such a row is never taken for holding a batch."""
-    if a.gtid == b.gtid or not (a.gtid and b.gtid):
-        return 0
-    try:
-        first, second = parse(a.gtid), parse(b.gtid)
-    except PositionConflictError:
-        return 0  # MySQL's GTID sets: file/pos
-    try:
-        signs = _signs(first, second, first.keys() & second.keys(), a.gtid, b.gtid)
-    except PositionConflictError as exc:
-        raise _two_histories(a, b, str(exc)) from None
-    if len(signs) > 1:
-        raise _two_histories(a, b, "each has transactions the other lacks")
-    if signs:
-        return signs.pop()
-    signs = _signs(first, second, first.keys() ^ second.keys(), a.gtid, b.gtid)
-    return signs.pop() if len(signs) == 1 else 0
-
-
-def _two_histories(a: BinlogPosition, b: BinlogPosition, why: str) -> PositionConflictError:
-    return PositionConflictError(
-        f"positions {a} and {b} both name server {a.server or b.server or '(unnamed)'}, "
-        f"but their GTID states are of two histories ({why}): its binlog was reset or the "
-        "server rebuilt from another history (gtid_strict_mode off?) since one was "
-        "written, and which transactions the other holds cannot be told. Set where the "
-        "pipeline goes on (setl position set … --gtid STATE) once you know which "
         "transactions the targets hold")
 
 

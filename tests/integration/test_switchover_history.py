@@ -12,7 +12,6 @@ runs a pipeline with the workload over every table shape through it."""
 from __future__ import annotations
 
 import os
-import types
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,8 @@ import pytest
 
 from manager import startcheck
 from node import primary
-from node.cursor import Cursor, resume
+from node.cursor import Cursor
 from node.select.binlog import BinlogReader
-from node.target.mysql import owners
 from shared import gtid, members
 from shared.errors import PositionLostError
 from shared.model import BinlogPosition, DataSource
@@ -70,13 +68,14 @@ def read_all(source: DataSource, start: BinlogPosition, schema: str,
     return ends
 
 
-def test_a_quiet_row_of_the_rejoined_old_primarys_reset_binlog_holds_none_of_its_batches(
+def test_a_quiet_row_of_the_rejoined_old_primarys_reset_binlog_stops_the_start(
         sandbox: Sandbox, two: ReplicaSet) -> None:
     """X primary, planned switch to Y; X rejoins as Y's replica after RESET MASTER (its
     binlog numbered again from binlog.000001, its name server_id@host:port the same); the
     primary is switched back to X. A target that got no rows in Y's time still holds its
-    row of X's old binlog (binlog.000004): by file/pos it was past every batch of X's new
-    binlog, and Load skipped them all. By GTID state it holds none of them."""
+    row of X's old binlog (binlog.000004): by file/pos it is past every batch of X's new
+    binlog (Load would skip them all). The start there stops, naming the target, the row,
+    the server and what to set, before anything is read."""
     rs = two
     x, y = rs.members[0].database(), rs.members[1].database()
     try:
@@ -121,16 +120,80 @@ def test_a_quiet_row_of_the_rejoined_old_primarys_reset_binlog_holds_none_of_its
     source = members.at(replica_set_source(sandbox, rs), rs.members[0].address)
     hint = Cursor(busy_row, 9, run="r", targets={"busy": busy_row, "quiet": quiet_row})
     rows = {"busy": Cursor(busy_row, 9, run="r"), "quiet": Cursor(quiet_row, 8, run="r")}
-    found, hint, rows = primary.check_held("sw.p", source, hint, rows)
-    start = primary.on_server("sw.p", resume("sw.p", hint, rows), found.server,
-                              found.gtid_pos).start.position
-    ends = read_all(source, start, "swid", 4244)
+    ends = read_all(source, BinlogPosition(gtid=busy_row.gtid), "swid", 4244)
     assert [end.file for end in ends] == ["binlog.000001"] * 3, ends  # 3 (Y's), then 4, 5
-    quiet = (quiet_row.file, quiet_row.pos, 0, 0, 0, quiet_row.gtid, quiet_row.server)
-    for end in ends:
-        assert gtid.compare(quiet_row, end) == -1, (quiet_row, end)
-        assert not owners.applied(quiet, types.SimpleNamespace(start=start, end=end),
-                                  "quiet"), (quiet_row, end)
+    for end in ends:  # what the stop saves: by file/pos the row is past every batch
+        assert gtid.compare(quiet_row, end) == 1, (quiet_row, end)
+    with pytest.raises(PositionLostError) as refused:
+        primary.check_held("sw.p", source, hint, rows)
+    message = str(refused.value)
+    assert f"target quiet's position row is at {quiet_row}, of server {x_name}" in message, \
+        message
+    assert "binlog.000004 is not among its binlog files now (binlog.000001 to " in message
+    assert "the server's binlog was reset or restarted" in message, message
+    assert "setl position set sw/p --gtid STATE --replay" in message, message
+    # the busy target alone (its row is Y's) goes on
+    found, _, _ = primary.check_held("sw.p", source, hint, {"busy": rows["busy"]})
+    assert found.server == x_name
+
+
+def test_target_rows_of_the_servers_binlog_now_pass_and_of_its_reset_one_stop(
+        sandbox: Sandbox, one: ReplicaSet) -> None:
+    """Rows of the server read now in a purged file, without a GTID state, or where MariaDB
+    cannot say the state (BINLOG_GTID_POS NULL after a 32 MB event) start; after RESET
+    MASTER a row in a file the new binlog has not reached stops, and so does one in a file
+    of the new binlog whose state there is another."""
+    db = one.members[0].database()
+    try:
+        db.execute("CREATE DATABASE swrows")
+        db.execute("CREATE TABLE swrows.t (id INT PRIMARY KEY, b LONGBLOB)")
+        db.execute("INSERT INTO swrows.t VALUES (1, 'one')")
+        with db.conn.cursor() as cursor:
+            purged = binlog_end(cursor, "source")
+            server = server_identity(cursor)
+        db.execute("FLUSH BINARY LOGS")
+        db.execute("FLUSH BINARY LOGS")
+        db.execute("INSERT INTO swrows.t VALUES (2, 'two')")
+        with db.conn.cursor() as cursor:
+            current = binlog_end(cursor, "source")
+        db.execute("INSERT INTO swrows.t VALUES (3, REPEAT('x', 16000000))")
+        db.execute("UPDATE swrows.t SET b = CONCAT(b, 'y') WHERE id = 3")  # a 32 MB event
+        [(file, pos, *_)] = db.rows("SHOW MASTER STATUS")
+        assert db.rows("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos)) == [(None,)]
+        [(state,)] = db.rows("SELECT @@gtid_binlog_pos")
+        unknown = BinlogPosition(file, pos, state, server)
+
+        def purge() -> bool:  # (a file is kept until its binlog checkpoint is written)
+            db.execute(f"PURGE BINARY LOGS TO '{current.file}'")
+            return purged.file not in {row[0] for row in db.rows("SHOW BINARY LOGS")}
+        wait_for(purge, 30, f"{purged.file} to be purged")
+        source = replica_set_source(sandbox, one)
+        rows = {"purged": Cursor(purged, 1, run="r"), "current": Cursor(current, 2, run="r"),
+                "stateless": Cursor(BinlogPosition(current.file, current.pos, "", server),
+                                    2, run="r"),
+                "unknown": Cursor(unknown, 3, run="r")}
+        hint = Cursor(unknown, 3, run="r")
+        found, _, kept = primary.check_held("sw.p", source, hint, rows)
+        assert found.server == server and kept == rows
+        # the binlog starts again under the same name
+        [(binlog_state,)] = db.rows("SELECT @@gtid_binlog_state")
+        db.execute("RESET MASTER")
+        db.execute("SET GLOBAL gtid_binlog_state = %s", (binlog_state,))
+        for n in range(4, 40):
+            db.execute("INSERT INTO swrows.t VALUES (%s, 'new binlog')", (n,))
+        [(file, size)] = db.rows("SHOW BINARY LOGS")[-1:]
+        assert file == purged.file and size > purged.pos, (file, size, purged)
+        with db.conn.cursor() as cursor:
+            end = binlog_end(cursor, "source")
+    finally:
+        db.close()
+    for name, why in (("current", f"{current.file} is not among its binlog files now"),
+                      ("purged", f"at {purged.file}:{purged.pos} ")):
+        with pytest.raises(PositionLostError) as refused:
+            primary.check_held("sw.p", source, Cursor(end, 3, run="r"), {name: rows[name]})
+        message = str(refused.value)
+        assert f"target {name}'s position row is at {rows[name].position}" in message, message
+        assert why in message and "binlog was reset or restarted" in message, message
 
 
 def test_a_member_without_gtid_strict_mode_is_refused_before_its_local_write_is_skipped(

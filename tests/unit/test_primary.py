@@ -7,7 +7,7 @@ import pytest
 
 from manager import switch
 from node.cursor import Cursor, Resume
-from node.primary import Primary, SwitchPending, check_held, on_server
+from node.primary import Primary, SwitchPending, _not_of_this_binlog, check_held, on_server
 from shared import members
 from shared.errors import ConflictError, PositionLostError
 from shared.members import PrimaryRecord, Probe
@@ -162,3 +162,53 @@ def test_a_member_without_strict_mode_or_log_slave_updates_is_refused_at_every_s
     # one source host, no replica set: no switch by GTID, nothing refused here
     single = DataSource("source", "127.0.0.1", 3307, "setl", SecretRef("env:NONE"))
     assert check_held("ch.p", single, Cursor(at("0-41-10"), 9, run="r"), rows)[0] is unsafe
+
+
+# -- a target row of the server read now: of its binlog now, or of one it reset ----------------
+class BinlogCursor:
+    """Answers what node.primary asks of a binlog: its files, a Gtid event at every offset
+    asked, and the GTID state there (``states``; missing: NULL)."""
+
+    def __init__(self, files: dict[str, int], states: dict[int, str]) -> None:
+        self.files, self.states, self.answer = files, states, list[tuple]()
+
+    def execute(self, sql: str, args: tuple = ()) -> None:
+        if sql == "SHOW BINARY LOGS":
+            self.answer = list(self.files.items())
+        elif sql.startswith("SHOW BINLOG EVENTS"):
+            file, pos, _ = args
+            self.answer = [(file, pos, "Gtid", 1, pos + 50, ""),
+                           (file, pos + 50, "Query", 1, pos + 90, "")]
+        else:
+            assert sql.startswith("SELECT BINLOG_GTID_POS"), sql
+            self.answer = [(self.states.get(args[1]),)]
+
+    def fetchall(self) -> list[tuple]:
+        return self.answer
+
+    def fetchone(self) -> tuple:
+        return self.answer[0]
+
+
+def test_a_row_is_of_the_servers_binlog_now_unless_its_file_or_state_says_otherwise() -> None:
+    cursor = BinlogCursor({"binlog.000003": 9000, "binlog.000004": 9000,
+                           "binlog.000005": 700}, {900: "0-41-20,1-41-3", 300: "0-41-25"})
+    ok = [BinlogPosition("binlog.000002", 500, "0-41-9", OLD),  # purged
+          BinlogPosition("binlog.000004", 900, "0-41-20,1-41-3", OLD),
+          BinlogPosition("binlog.000004", 900, "0-41-20", OLD),  # fewer domains stored
+          BinlogPosition("binlog.000004", 900, "", OLD),  # written without a state
+          BinlogPosition("binlog.000004", 600, "0-41-22", OLD),  # NULL: cannot say
+          BinlogPosition("binlog.000005", 700, "", OLD),  # the end
+          BinlogPosition("binlog.000009", 4, "", OLD)]  # a file's start: nothing held
+    assert [_not_of_this_binlog(cursor, row) for row in ok] == [""] * len(ok)
+    refused = {BinlogPosition("binlog.000006", 620, "0-41-9", OLD):
+               "binlog.000006 is not among its binlog files now (binlog.000003 to "
+               "binlog.000005)",
+               BinlogPosition("mysql-bin.000001", 620, "0-41-9", OLD):
+               "mysql-bin.000001 is not among its binlog files now",
+               BinlogPosition("binlog.000004", 300, "0-41-9", OLD):
+               "at binlog.000004:300 the server's GTID state there is 0-41-25",
+               BinlogPosition("binlog.000005", 800, "0-41-9", OLD):
+               "no event begins at binlog.000005:800"}
+    for row, why in refused.items():
+        assert why in _not_of_this_binlog(cursor, row), row
