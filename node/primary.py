@@ -197,8 +197,12 @@ def _check_rows_of_this_binlog(pipeline_id: str, source: DataSource, server: str
     if not mine:
         return
     with connect(source) as conn, conn.cursor() as cursor:
+        sizes = _binlog_sizes(cursor)  # once: MariaDB opens every kept file to list it
+        judged: dict[BinlogPosition, str] = {}  # (a lake's tables often share a position)
         for name, at in mine.items():
-            why = _not_of_this_binlog(cursor, at)
+            why = judged.get(at)
+            if why is None:
+                why = judged[at] = _not_of_this_binlog(cursor, at, sizes)
             if why:
                 step, channel = pipeline_id.replace(".", "/"), pipeline_id.partition(".")[0]
                 raise PositionLostError(
@@ -215,26 +219,40 @@ def _check_rows_of_this_binlog(pipeline_id: str, source: DataSource, server: str
                     f"start {channel}")
 
 
-def _not_of_this_binlog(cursor: Any, at: BinlogPosition) -> str:
+def _missing(at: BinlogPosition, sizes: dict[str, int]) -> str:
+    """'' when ``at``'s file (not among ``sizes``) is older than the oldest one kept: purged;
+    else why it is no file of this binlog."""
+    kept = sorted(sizes, key=lambda file: BinlogPosition(file, 0).order())
+    mine, first = BinlogPosition(at.file, 0).order(), BinlogPosition(kept[0], 0).order()
+    if mine[0] and mine[1] == first[1] and mine < first:
+        return ""
+    return f"{at.file} is not among its binlog files now ({kept[0]} to {kept[-1]})"
+
+
+def _binlog_sizes(cursor: Any) -> dict[str, int]:
+    cursor.execute("SHOW BINARY LOGS")
+    return {str(r[0]): int(r[1]) for r in cursor.fetchall()}
+
+
+def _not_of_this_binlog(cursor: Any, at: BinlogPosition,
+                        sizes: dict[str, int] | None = None) -> str:
     """Why ``at`` (a position naming the connected MariaDB server) is not of the server's
     binlog now, '' when it is or cannot be told: its file is missing though not older than
     the oldest one kept (those are purged), no event begins there, or the GTID state there
     (BINLOG_GTID_POS; NULL after an event over max_allowed_packet: unknown) is not the
-    stored one."""
+    stored one. ``sizes``: the server's binlog files as listed (read here if not given)."""
     if at.pos <= 4:
         return ""
-    cursor.execute("SHOW BINARY LOGS")
-    sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
+    sizes = _binlog_sizes(cursor) if sizes is None else sizes
     if not sizes:
         return ""  # no binlog: the start's own checks say it
     if at.file not in sizes:
-        kept = sorted(sizes, key=lambda file: BinlogPosition(file, 0).order())
-        mine, first = BinlogPosition(at.file, 0).order(), BinlogPosition(kept[0], 0).order()
-        if mine[0] and mine[1] == first[1] and mine < first:
-            return ""  # purged
-        return f"{at.file} is not among its binlog files now ({kept[0]} to {kept[-1]})"
+        return _missing(at, sizes)
     kind = event_at(cursor, at, sizes[at.file])
     if kind is None:
+        fresh = _binlog_sizes(cursor)  # purged meanwhile (MariaDB says "no event" then too)?
+        if at.file not in fresh and fresh and not _missing(at, fresh):
+            return ""
         return f"no event begins at {at.file}:{at.pos} in its binlog now"
     if not at.gtid:
         return ""
