@@ -133,8 +133,9 @@ def test_a_target_without_local_infile_takes_copies_and_upserts_as_statements(
                       f"UPDATE `{schema}`.sl SET slot = 4 WHERE id = 9",
                       f"UPDATE `{schema}`.sl SET slot = 9 WHERE id = 4")
         wait_equal(source, target, schema, tables, 120)
-        copies = list(cluster.pipeline_state("lif").snapshots)
-        assert [copy.state for copy in copies] == ["done"] * 2
+        # (the copies' state is published after their last window loads)
+        wait_for(lambda: [copy.state for copy in cluster.pipeline_state("lif").snapshots]
+                 == ["done"] * 2, 60, "both copies done")
     log = node_log(cluster)
     assert "event=pipeline_failed pipeline=lif.forward" not in log
     assert cluster.channel_status("lif") == "START"
