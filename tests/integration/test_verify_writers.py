@@ -85,7 +85,9 @@ def test_concurrent_writes_give_no_false_difference(
     assert found(report, hot) == {"missing": set(), "extra": set(),
                                   "different": {((1900,), hot)}}
     [verdict] = report["reports"][0]["tables"]
-    assert int(verdict["rechecked"]) > 1, "no row changed under verify: the race was not run"
+    # (a row the writer changed under verify is rechecked; reads in REPEATABLE READ, as
+    # since this stop, see fewer of the writer's changes than the server's default did)
+    assert int(verdict["rechecked"]) >= 1, "no row changed under verify: the race was not run"
     assert float(verdict["seconds"]) > 1.5  # --rate held it back
     cluster.set_status(channel, "STOP")
 
