@@ -335,6 +335,17 @@ def _refused(source: DataSource, exc: pymysql.MySQLError) -> SourceError:
 # server errors after which the server closes the connection: shutting down, killed,
 # disconnected an idle client (MySQL)
 CONNECTION_ENDED = frozenset({1053, 1927, 4031})
+# the connection is gone: server gone away, lost during a query, closed by the server for
+# inactivity (MySQL 8.0.24+ says so; MariaDB just closes it): its server's ``wait_timeout``,
+# a proxy's idle limit, a restart, a KILL. A new connection may do what this one could not.
+LOST = frozenset({2006, 2013, 4031})
+
+
+def lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is gone (:data:`LOST`), not that a statement
+    failed: a read may be asked again on a new connection; a write only where its
+    transaction surely did not commit, or where asking again cannot double it."""
+    return isinstance(exc, pymysql.MySQLError) and bool(exc.args) and exc.args[0] in LOST
 
 
 def server_answered(exc: pymysql.MySQLError) -> bool:

@@ -25,21 +25,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pymysql
 
 from node.changes import ChangeType, RowChange
 from shared import identifiers
-from shared.endpoint import connect
+from shared.endpoint import connect, lost
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.model import DataSource
 from shared.retl import BUFFER_TABLE, SOURCE_DDL, SOURCE_TABLES, decode_key
 
 log = logging.getLogger("setl.node.extract.freedoor")
 COLUMNS = "ID, FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,24 @@ class CentralDoor:
                 create_retl(cursor)
         return self._conn.cursor()
 
+    def _on_connection(self, work: Callable[[Any], T]) -> T:
+        """``work`` with a cursor of the buffer's connection (under the lock). One found
+        lost (the server's ``wait_timeout``, a proxy's, a restart, a KILL) is opened again
+        once for it: every query here is a read, or a DELETE of served ids, which deletes
+        nothing more when made again."""
+        for again in (False, True):
+            try:
+                with self._cursor() as cursor:
+                    return work(cursor)
+            except pymysql.MySQLError as exc:
+                self._drop()  # a query cut off midway leaves the connection unusable
+                if again or not lost(exc):
+                    raise
+                log.info("event=free_door_reconnect channel=%s pipeline=%s buffer=%s "
+                         "error=%r", self.channel, self.pipeline, self.buffer.name,
+                         exc.args[-1])
+        raise AssertionError("unreachable")
+
     def take(self, most: int) -> list[RowChange]:
         """The next requests for this pipeline, at most ``most`` and ``slice`` (the
         channel's first pipeline also takes rows naming no pipeline of the channel, to
@@ -148,28 +167,31 @@ class CentralDoor:
             return self._take(min(most, self.slice))
 
     def _take(self, most: int) -> list[RowChange]:
+        def read(cursor: Any) -> tuple[list[dict[str, Any]], int | None]:
+            rows = self._orphan_rows(cursor) if self.siblings else []
+            # the ids on the index alone, past those in flight; then the rows of the first
+            cursor.execute("SELECT ID FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
+                           "PIPELINE_ID = %s ORDER BY ID LIMIT %s",
+                           (self.channel, self.pipeline, len(self._taken) + most))
+            ids = [int(row[0]) for row in cursor.fetchall()
+                   if int(row[0]) not in self._taken][:most]
+            if ids:
+                cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE ID IN "
+                               f"({', '.join(['%s'] * len(ids))}) ORDER BY ID", ids)
+                rows += _dicts(cursor)
+            counted = None
+            if time.monotonic() - self._counted_at > 5 or len(ids) < most:
+                cursor.execute("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
+                               "AND PIPELINE_ID = %s", (self.channel, self.pipeline))
+                counted, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
+            return rows, counted
         try:
-            with self._cursor() as cursor:
-                rows = self._orphan_rows(cursor) if self.siblings else []
-                # the ids on the index alone, past those in flight; then the rows of the first
-                cursor.execute("SELECT ID FROM retl.retl_buffer WHERE CHANNEL_ID = %s AND "
-                               "PIPELINE_ID = %s ORDER BY ID LIMIT %s",
-                               (self.channel, self.pipeline, len(self._taken) + most))
-                ids = [int(row[0]) for row in cursor.fetchall()
-                       if int(row[0]) not in self._taken][:most]
-                if ids:
-                    cursor.execute(f"SELECT {COLUMNS} FROM retl.retl_buffer WHERE ID IN "
-                                   f"({', '.join(['%s'] * len(ids))}) ORDER BY ID", ids)
-                    rows += _dicts(cursor)
-                counted = None
-                if time.monotonic() - self._counted_at > 5 or len(ids) < most:
-                    cursor.execute("SELECT COUNT(*) FROM retl.retl_buffer WHERE CHANNEL_ID = %s "
-                                   "AND PIPELINE_ID = %s", (self.channel, self.pipeline))
-                    counted, self._counted_at = int(cursor.fetchone()[0]), time.monotonic()
+            rows, counted = self._on_connection(read)
         except pymysql.MySQLError as exc:
-            self._drop()  # a query cut off midway leaves the connection unusable
             raise SetlError(f"central free door on {self.buffer.name}: "
                             f"{exc.args[-1] if exc.args else exc}") from None
+        # (noted once read whole: a read cut off takes its orphans again)
+        self._orphans.update(int(row["ID"]) for row in rows if "reject" in row)
         mine = [int(row["ID"]) for row in rows if "reject" not in row]
         self._taken.update(mine)
         self.pending = max(0, counted - len(self._taken) if counted is not None
@@ -183,7 +205,6 @@ class CentralDoor:
                        "ORDER BY ID LIMIT %s",
                        (self.channel, *self.siblings, len(self._orphans) + 1000))
         rows = [row for row in _dicts(cursor) if int(row["ID"]) not in self._orphans][:1000]
-        self._orphans.update(int(row["ID"]) for row in rows)
         for row in rows:
             row["reject"] = (f"channel {self.channel} has no pipeline "
                              f"{row['PIPELINE_ID']!r} (it has {', '.join(self.siblings)})")
@@ -197,15 +218,16 @@ class CentralDoor:
         if now - self._asked_at < 0.2:
             return False
         self._asked_at = now
+
+        def ask(cursor: Any) -> bool:  # more rows than in flight: one waits
+            cursor.execute("SELECT COUNT(*) FROM (SELECT 1 FROM retl.retl_buffer WHERE "
+                           "CHANNEL_ID = %s AND PIPELINE_ID = %s LIMIT %s) AS mine",
+                           (self.channel, self.pipeline, len(self._taken) + 1))
+            return int(cursor.fetchone()[0]) > len(self._taken)
         with self._lock:
             try:
-                with self._cursor() as cursor:  # more rows than in flight: one waits
-                    cursor.execute("SELECT COUNT(*) FROM (SELECT 1 FROM retl.retl_buffer WHERE "
-                                   "CHANNEL_ID = %s AND PIPELINE_ID = %s LIMIT %s) AS mine",
-                                   (self.channel, self.pipeline, len(self._taken) + 1))
-                    return int(cursor.fetchone()[0]) > len(self._taken)
+                return self._on_connection(ask)
             except pymysql.MySQLError:
-                self._drop()
                 return True  # take() reports it
 
     def rewind(self) -> None:
@@ -217,12 +239,7 @@ class CentralDoor:
     def delete(self, ids: list[int]) -> None:
         """Served requests' rows (their windows are loaded)."""
         with self._lock:
-            try:
-                with self._cursor() as cursor:
-                    delete_ids(cursor, ids)
-            except pymysql.MySQLError:
-                self._drop()
-                raise
+            self._on_connection(lambda cursor: delete_ids(cursor, ids))
             self._taken.difference_update(ids)
             self._orphans.difference_update(ids)
 

@@ -42,7 +42,6 @@ from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.owners import (
     LOCK_WAIT_TIMEOUT,
-    LOST,
     RETRYABLE,
     ROW_REFUSED,
 )
@@ -131,32 +130,27 @@ class Loader:
         return found
 
     def _claim(self, name: str) -> Cursor | None:
-        for attempt in range(1, 4):
-            conn = self._connection(name)
+        # an older owner's connections are ended first: a frozen one's open transaction
+        # holds the row, and is not waited for (LOCK_WAIT_S) before it is ended
+        self._end_stale(name)
+        attempt, reconnected = 0, False
+        while True:
+            attempt += 1
             try:
-                with conn.cursor() as cursor:
-                    cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
-                    row = cursor.fetchone()
-                    # a row of another life of the pipeline (its run differs) has an epoch
-                    # of a ZooKeeper history that may be gone: not a fence of this life
-                    ours = not row or not row[4] or not self.run or row[4] == self.run
-                    if row and ours and int(row[2]) > self.epoch:
-                        conn.rollback()
-                        raise FencedError(
-                            f"pipeline {self.pipeline_id}: target {name} is written by a "
-                            f"newer owner (epoch {row[2]} > {self.epoch}); this node lost "
-                            "the pipeline and stops", name, int(row[2]))
-                    cursor.execute(owners.CLAIM, (self.pipeline_id, self.epoch, self.run))
-                conn.commit()
+                row = owners.claim(self._connection(name), self.pipeline_id, self.epoch,
+                                   self.run, name)
                 self._claimed.add(name)
-                # an older owner still connected is ended now, not when it blocks a load: it
-                # may be about to run a DDL, which no row lock holds back
+                # an older owner connected since is ended now, not when it blocks a load:
+                # it may be about to run a DDL, which no row lock holds back
                 self._end_stale(name)
             except pymysql.MySQLError as exc:
                 self._discard(name)
                 code = exc.args[0] if exc.args else 0
                 if code == LOCK_WAIT_TIMEOUT:  # a stale owner's transaction holds the row
                     self._end_stale(name)
+                if self._reconnect(exc, reconnected, "claim", name):
+                    reconnected = True  # (a claim made twice is made once: owners.claim)
+                    continue
                 if code in RETRYABLE and attempt < 3 and not self.stop.is_set():
                     continue
                 raise LoadError(f"pipeline {self.pipeline_id}, target {name}: cannot claim "
@@ -170,41 +164,44 @@ class Loader:
             found = Cursor(owners.row_position(row), int(row[3]), run=str(row[4] or ""))
             self.written[name] = found.position
             return found
-        raise AssertionError("unreachable")
 
     def take_over(self, name: str, found: int) -> list[int] | None:
-        """Under target ``name``'s position row lock: when the row's epoch is still
-        ``found`` and no connection registered under it (or a newer one) is connected,
-        move the row to ``found + 1`` with this connection registered under it, and write
-        under that epoch from now on (None). Else the live connections ([]: the row moved
-        meanwhile). A second owner doing the same waits for the lock, then finds this
-        owner's epoch and connection: it never adopts beside it."""
-        conn, epoch = self._connection(name), found + 1
-        try:
-            with conn.cursor() as cursor:
-                cursor.execute(owners.position_lock(conn), (self.pipeline_id,))
-                row = cursor.fetchone()
-                live = [] if not row or int(row[2]) != found else \
-                    owners.live_writers(cursor, self.pipeline_id, found)
-                if not row or int(row[2]) != found or live:
-                    conn.rollback()
-                    return live
-                cursor.execute(owners.REGISTER, (self.pipeline_id, epoch))
-                cursor.execute("UPDATE retl.retl_position SET owner_epoch = %s WHERE "
-                               "pipeline_id = %s AND owner_epoch = %s",
-                               (epoch, self.pipeline_id, found))
-            conn.commit()
-        except pymysql.MySQLError as exc:
-            self._discard(name)
-            raise LoadError(f"pipeline {self.pipeline_id}, target {name}: cannot take the "
-                            f"position row over: {exc.args[-1] if exc.args else exc}"
-                            ) from None
-        self.epoch = self.copies.epoch = epoch
-        for other in self._connections.values():
-            with other.cursor() as cursor:
-                owners.register(cursor, self.pipeline_id, epoch)
-            other.commit()
+        """Move target ``name``'s position row from epoch ``found`` to the next when no
+        connection of that owner is there, and write under it from now on (None); else the
+        live connections ([]: the row moved meanwhile): :func:`owners.adopt`. A second
+        owner doing the same waits for the lock, then finds this owner's epoch and
+        connection: it never adopts beside it."""
+        for again in (False, True):
+            try:
+                live = owners.adopt(self._connection(name), self.pipeline_id, found)
+                break
+            except pymysql.MySQLError as exc:
+                self._discard(name)
+                if self._reconnect(exc, again, "take_over", name):
+                    continue  # a compare-and-set: one that committed is not made twice
+                raise LoadError(f"pipeline {self.pipeline_id}, target {name}: cannot take "
+                                "the position row over: "
+                                f"{exc.args[-1] if exc.args else exc}") from None
+        if live is not None:
+            return live
+        self.epoch = self.copies.epoch = found + 1
+        for other, conn in list(self._connections.items()):
+            try:
+                with conn.cursor() as cursor:
+                    owners.register(cursor, self.pipeline_id, self.epoch)
+                conn.commit()
+            except pymysql.MySQLError:  # registered under the new epoch when it opens again
+                self._discard(other)
         return None
+
+    def _reconnect(self, exc: pymysql.MySQLError, done: bool, what: str, name: str) -> bool:
+        """Whether ``what`` goes once more on a new connection: its connection was lost,
+        for the first time, and the pipeline is not stopping."""
+        if done or not endpoints.lost(exc) or self.stop.is_set():
+            return False
+        log.info("event=%s_reconnect pipeline=%s target=%s error=%r", what, self.pipeline_id,
+                 name, exc.args[-1])
+        return True
 
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write a batch given as target changes (a DDL, a two-way channel's batch, whose
@@ -294,7 +291,7 @@ class Loader:
                 # quiet): once more on a new one. What it sent rolled back, or committed (the
                 # COMMIT went with the last statements): the new transaction then finds the
                 # position row at the batch's end (read first, locked) and writes nothing.
-                if code in LOST and not reconnected and not self.stop.is_set():
+                if endpoints.lost(exc) and not reconnected and not self.stop.is_set():
                     reconnected = True
                     log.info("event=load_reconnect pipeline=%s process_id=%d target=%s "
                              "error=%r", self.pipeline_id, batch.process_id, name, exc.args[-1])
@@ -319,6 +316,7 @@ class Loader:
                 owners.end_stale(cursor, self.pipeline_id, self.epoch, name)
             conn.commit()
         except pymysql.MySQLError as exc:  # the retry reports what stays wrong
+            self._discard(name)  # (a lost connection is not used again)
             log.warning("event=stale_owner_check_failed pipeline=%s target=%s error=%r",
                         self.pipeline_id, name, exc)
 

@@ -23,7 +23,7 @@ import pymysql
 
 from node.changes import Batch
 from shared import gtid
-from shared.errors import ConfigError, LoadError, PositionConflictError
+from shared.errors import ConfigError, FencedError, LoadError, PositionConflictError
 from shared.model import BinlogPosition
 
 log = logging.getLogger("setl.node.target.mysql.owners")
@@ -32,9 +32,6 @@ LOCK_WAIT_S = 5  # seconds a load waits for its position row before it looks for
 LOCK_WAIT_TIMEOUT = 1205
 RETRYABLE = {LOCK_WAIT_TIMEOUT, 1213}  # lock wait timeout, deadlock: again
 CLIENT_ERRORS = 2000  # codes from here on are the connection's, never a row's fault
-# the connection is gone: server gone away, lost during a query, closed by the server for
-# inactivity (MySQL 8.0.24+ says so; MariaDB just closes it)
-LOST = frozenset({2006, 2013, 4031})
 # the target's errors that mean "this row is refused" and undo only its statement: the ones
 # skip_load_exception may skip. Any other (1206 lock table full and 1180 commit failures roll
 # back the whole transaction; 1317 KILL QUERY and 1969 max_statement_time interrupt it; an
@@ -83,6 +80,49 @@ POSITION_WRITE = (
 CLAIM = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, binlog_pos, "
          "owner_epoch, run) VALUES (%s, 0, '', 0, %s, %s) ON DUPLICATE KEY UPDATE "
          "owner_epoch = VALUES(owner_epoch)")
+
+def claim(conn: Any, pipeline_id: str, epoch: int, run: str, name: str) -> Any:
+    """Write this owner's ``epoch`` into the pipeline's position row on target ``name``
+    (committed), unless a newer owner of this life of the pipeline wrote it
+    (:class:`FencedError`); the row as it was (None: there was none). Writing the same
+    epoch twice is writing it once: a claim whose connection was lost is made again."""
+    with conn.cursor() as cursor:
+        cursor.execute(position_lock(conn), (pipeline_id,))
+        row = cursor.fetchone()
+        # a row of another life of the pipeline (its run differs) has an epoch of a
+        # ZooKeeper history that may be gone: not a fence of this life
+        ours = not row or not row[4] or not run or row[4] == run
+        if row and ours and int(row[2]) > epoch:
+            conn.rollback()
+            raise FencedError(
+                f"pipeline {pipeline_id}: target {name} is written by a newer owner (epoch "
+                f"{row[2]} > {epoch}); this node lost the pipeline and stops", name,
+                int(row[2]))
+        cursor.execute(CLAIM, (pipeline_id, epoch, run))
+    conn.commit()
+    return row
+
+
+def adopt(conn: Any, pipeline_id: str, found: int) -> list[int] | None:
+    """Under the position row's lock: when its epoch is still ``found`` and no connection
+    registered under it (or a newer one) is connected, move it to ``found + 1`` with this
+    connection registered under that (committed; None). Else the live connections ([]: the
+    row moved meanwhile). A compare-and-set: made again after a commit whose answer was
+    lost, it finds the row moved and moves nothing."""
+    with conn.cursor() as cursor:
+        cursor.execute(position_lock(conn), (pipeline_id,))
+        row = cursor.fetchone()
+        live = [] if not row or int(row[2]) != found else \
+            live_writers(cursor, pipeline_id, found)
+        if not row or int(row[2]) != found or live:
+            conn.rollback()
+            return live
+        cursor.execute(REGISTER, (pipeline_id, found + 1))
+        cursor.execute("UPDATE retl.retl_position SET owner_epoch = %s WHERE pipeline_id = %s "
+                       "AND owner_epoch = %s", (found + 1, pipeline_id, found))
+    conn.commit()
+    return None
+
 
 def position_lock(conn: Any) -> str:
     """The query that locks the pipeline's position row, waiting ``LOCK_WAIT_S`` at most

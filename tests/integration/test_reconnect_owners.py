@@ -1,0 +1,149 @@
+"""A target connection lost (its server's ``wait_timeout``, a proxy, a restart: here a KILL
+from another session) while a new owner claims the pipeline's position row or takes an
+epoch over goes once more on a new connection instead of failing the start; and a new
+owner ends a frozen older owner's connections before it waits for their lock."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pymysql
+import pytest
+
+from node import start
+from node.target.mysql import owners
+from node.target.mysql.loader import Loader
+from shared.model import PipelineParams
+from tests.devcluster import Database, make_schema
+from tests.integration.test_load import ITEMS, batch, target_endpoint, upsert
+
+
+def killing_first(target: Database, real: Callable[..., Any]) -> Callable[..., Any]:
+    """``real``, whose first call finds its connection killed (as a server that closed it
+    while it sat idle)."""
+    calls = [0]
+
+    def call(conn: Any, *args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            target.execute(f"KILL CONNECTION {conn.thread_id()}")
+        return real(conn, *args)
+    return call
+
+
+def position(target: Database, pipeline_id: str) -> list[tuple[Any, ...]]:
+    return target.rows("SELECT binlog_pos, owner_epoch FROM retl.retl_position WHERE "
+                       "pipeline_id = %s", (pipeline_id,))
+
+
+def test_a_claim_whose_connection_was_lost_is_made_on_a_new_one(
+        sandbox, source, target, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="setl")
+    schema = make_schema(source, target, ITEMS)
+    pipeline_id = f"claim-lost-{schema}.forward"
+    old = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=10)
+    new = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=20)
+    try:
+        assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
+        old.close()
+        monkeypatch.setattr(owners, "claim", killing_first(target, owners.claim))
+        found = new.claim()
+        assert found["target"] is not None and found["target"].position.pos == 100
+        assert f"event=claim_reconnect pipeline={pipeline_id} target=target" in caplog.text
+        assert position(target, pipeline_id) == [(100, 20)]  # fenced under the new epoch
+        assert new.load(batch(2, 200), [upsert(schema, 1, "new")]) == 1
+        assert target.table(schema, "items") == [(1, "new")]
+        assert position(target, pipeline_id) == [(200, 20)]
+    finally:
+        old.close()
+        new.close()
+
+
+def test_a_takeover_whose_connection_was_lost_is_made_on_a_new_one(
+        sandbox, source, target, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="setl")
+    """ZooKeeper's history went back: the row holds epoch 30 of an owner that is gone; the
+    owner of epoch 20 takes 31 over, its first connection lost on the way."""
+    schema = make_schema(source, target, ITEMS)
+    pipeline_id = f"adopt-lost-{schema}.forward"
+    gone = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=30)
+    new = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=20)
+    try:
+        assert gone.load(batch(1, 100), [upsert(schema, 1, "gone")]) == 1
+        gone.close()
+        monkeypatch.setattr(owners, "adopt", killing_first(target, owners.adopt))
+        found = start.claim(new, lambda: True, 20, pipeline_id)
+        assert found["target"] is not None and found["target"].position.pos == 100
+        assert f"event=take_over_reconnect pipeline={pipeline_id} target=target" in \
+            caplog.text
+        assert new.epoch == 31 and position(target, pipeline_id) == [(100, 31)]
+        assert new.load(batch(2, 200), [upsert(schema, 1, "new")]) == 1
+        assert position(target, pipeline_id) == [(200, 31)]
+    finally:
+        gone.close()
+        new.close()
+
+
+def test_a_takeover_whose_commit_answer_was_lost_is_not_made_twice(
+        sandbox, source, target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The takeover committed, its answer lost: made again, it finds the row moved (a
+    compare-and-set), and the claim goes on from the epoch it finds, whose only
+    connection is gone — never beside a live writer."""
+    schema = make_schema(source, target, ITEMS)
+    pipeline_id = f"adopt-commit-{schema}.forward"
+    gone = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=30)
+    new = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=20)
+    real, calls = owners.adopt, [0]
+
+    def committed_then_lost(conn: Any, *args: Any) -> Any:
+        result = real(conn, *args)
+        calls[0] += 1
+        if calls[0] == 1:
+            target.execute(f"KILL CONNECTION {conn.thread_id()}")
+            raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
+        return result
+    try:
+        assert gone.load(batch(1, 100), [upsert(schema, 1, "gone")]) == 1
+        gone.close()
+        monkeypatch.setattr(owners, "adopt", committed_then_lost)
+        start.claim(new, lambda: True, 20, pipeline_id)
+        assert new.epoch == 32 and position(target, pipeline_id) == [(100, 32)]
+        assert new.load(batch(2, 200), [upsert(schema, 1, "new")]) == 1
+        assert target.table(schema, "items") == [(1, "new")]
+    finally:
+        gone.close()
+        new.close()
+
+
+def test_a_new_owner_ends_a_frozen_owners_transaction_before_waiting_for_its_lock(
+        sandbox, source, target) -> None:
+    """A frozen older owner's open transaction holds the position row: the new owner's
+    claim ended its connections only after waiting LOCK_WAIT_S for that lock. They are
+    registered under an older epoch: ended first, the claim does not wait."""
+    schema = make_schema(source, target, ITEMS)
+    pipeline_id = f"claim-first-{schema}.forward"
+    old = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=10)
+    new = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=20)
+    try:
+        assert old.load(batch(1, 100), [upsert(schema, 1, "old")]) == 1
+        frozen = old._connection("target")  # as if the old owner froze mid-transaction
+        with frozen.cursor() as cursor:
+            cursor.execute("SELECT * FROM retl.retl_position WHERE pipeline_id = %s "
+                           "FOR UPDATE", (pipeline_id,))
+            cursor.execute(f"INSERT INTO `{schema}`.items VALUES (2, 'stale')")
+        began = time.monotonic()
+        found = new.claim()
+        assert time.monotonic() - began < owners.LOCK_WAIT_S
+        assert found["target"] is not None and found["target"].position.pos == 100
+        with pytest.raises(pymysql.MySQLError), frozen.cursor() as cursor:
+            cursor.execute("COMMIT")  # its connection is gone: it writes nothing
+        assert target.table(schema, "items") == [(1, "old")]  # the stale row rolled back
+        assert position(target, pipeline_id) == [(100, 20)]
+    finally:
+        old.close()
+        new.close()
