@@ -51,8 +51,8 @@ def test_the_central_door_reads_and_deletes_again_on_a_new_connection(
 def test_the_first_pipelines_central_door_reads_orphans_again_on_a_new_connection(
         sandbox, target) -> None:
     """The channel's first pipeline also takes rows naming no pipeline of it, to reject
-    them: after a lost connection too (and only those of a read that went through are
-    noted as taken)."""
+    them: after a lost connection too (a read lost after its orphans were read takes them
+    again: tests/unit/test_reconnect.py)."""
     channel = f"orphan{random.randrange(10**9)}"
     door = CentralDoor(target_endpoint(sandbox), channel, "forward", slice=40,
                        siblings=("forward",))
