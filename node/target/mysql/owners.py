@@ -9,8 +9,16 @@ hold the new owner back until the frozen node wakes, or until the server's ``wai
 epoch it writes under, and a load transaction waits for the position row's lock only
 ``LOCK_WAIT_S``: when that runs out, the connections registered under an older epoch of the
 pipeline that are still there are killed (the user may kill its own), their transactions
-roll back, and the load is tried again. Fencing is unchanged: the woken stale owner finds
-its connection gone, and its next transaction finds a newer epoch.
+roll back, and the load is tried again. A new owner's claim ends them before it even
+locks the row (it does not wait for a frozen owner's lock first), and again after it (an
+older owner connected meanwhile). Fencing is unchanged, and does not rest on the kill: the
+epoch is written and checked under the row's lock. An older owner that connects again and
+commits before the claim does wrote while the row was still its own, and the claim reads
+the position it left; after the claim, its next transaction finds a newer epoch.
+
+A claim or takeover whose connection was lost is made once more on a new connection: a
+claim writes this owner's epoch (twice is once), a takeover is a compare-and-set under the
+lock (made again after a commit whose answer was lost, it finds the row moved).
 """
 
 from __future__ import annotations
