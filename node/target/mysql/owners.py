@@ -89,6 +89,7 @@ CLAIM = ("INSERT INTO retl.retl_position (pipeline_id, process_id, binlog_file, 
          "owner_epoch, run) VALUES (%s, 0, '', 0, %s, %s) ON DUPLICATE KEY UPDATE "
          "owner_epoch = VALUES(owner_epoch)")
 
+
 def claim(conn: Any, pipeline_id: str, epoch: int, run: str, name: str) -> Any:
     """Write this owner's ``epoch`` into the pipeline's position row on target ``name``
     (committed), unless a newer owner of this life of the pipeline wrote it
