@@ -121,10 +121,12 @@ def test_a_takeover_whose_commit_answer_was_lost_is_not_made_twice(
 
 
 def test_a_new_owner_ends_a_frozen_owners_transaction_before_waiting_for_its_lock(
-        sandbox, source, target) -> None:
+        sandbox, source, target, monkeypatch) -> None:
     """A frozen older owner's open transaction holds the position row: the new owner's
     claim ended its connections only after waiting LOCK_WAIT_S for that lock. They are
-    registered under an older epoch: ended first, the claim does not wait."""
+    registered under an older epoch: ended first, the claim does not wait (the wait made
+    long here, so that a claim made in time cannot have waited it out on a loaded machine)."""
+    monkeypatch.setattr(owners, "LOCK_WAIT_S", 120)
     schema = make_schema(source, target, ITEMS)
     pipeline_id = f"claim-first-{schema}.forward"
     old = Loader(pipeline_id, {"target": target_endpoint(sandbox)}, PipelineParams(), epoch=10)
@@ -138,7 +140,7 @@ def test_a_new_owner_ends_a_frozen_owners_transaction_before_waiting_for_its_loc
             cursor.execute(f"INSERT INTO `{schema}`.items VALUES (2, 'stale')")
         began = time.monotonic()
         found = new.claim()
-        assert time.monotonic() - began < owners.LOCK_WAIT_S
+        assert time.monotonic() - began < owners.LOCK_WAIT_S / 2
         assert found["target"] is not None and found["target"].position.pos == 100
         with pytest.raises(pymysql.MySQLError), frozen.cursor() as cursor:
             cursor.execute("COMMIT")  # its connection is gone: it writes nothing
