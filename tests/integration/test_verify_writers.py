@@ -133,6 +133,8 @@ def test_rows_changed_under_verify_are_rechecked_not_reported(
                        "ORDER BY id")
 
     def change(keys: list[int], wait: bool) -> None:
+        if not keys:
+            return
         writes.execute(f"UPDATE {table} SET v = v + 1000, note = 'raced' WHERE id IN "
                        f"({', '.join(map(str, keys))})")
         if wait:  # the target ahead of the chunk's source snapshot
