@@ -170,25 +170,24 @@ def test_rows_changed_under_verify_are_rechecked_not_reported(
     monkeypatch.setattr(task, "source_snapshot", source_snapshot)
     monkeypatch.setattr(run, "settle", before_recheck)
     try:
-        report = in_process_verify(sandbox, channel, pipeline_id, reads,
-                                   run.Options(chunk_size=100))
+        report = in_process_verify(sandbox, channel, pipeline_id, run.Options(chunk_size=100))
+        assert changed == set(CHANGED), "the writer did not change rows under each chunk's read"
+        [verdict] = report.tables
+        assert verdict.method == "sql" and verdict.chunks >= 20
+        assert rechecked == [{(key,) for key in CHANGED} | {(1900,)}]
+        assert verdict.rechecked == len(CHANGED) + 1
+        assert [(kind, key) for kind, key, _ in verdict.differences] == [("different", "[1900]")]
+        assert verdict.unsettled == 0
+        wait_for(lambda: values(reads, list(CHANGED)) == values(source, list(CHANGED)), 60,
+                 "the writer's rows on the target")
     finally:
         writes.close()
-    assert changed == set(CHANGED), "the writer did not change rows under each chunk's read"
-    [verdict] = report.tables
-    assert verdict.method == "sql" and verdict.chunks >= 20
-    assert rechecked == [{(key,) for key in CHANGED} | {(1900,)}]
-    assert verdict.rechecked == len(CHANGED) + 1
-    assert [(kind, key) for kind, key, _ in verdict.differences] == [("different", "[1900]")]
-    assert verdict.unsettled == 0
-    wait_for(lambda: values(reads, list(CHANGED)) == values(source, list(CHANGED)), 60,
-             "the writer's rows on the target")
-    reads.close()
+        reads.close()
     cluster.set_status("v-race-auto", "STOP")
 
 
 def in_process_verify(sandbox: Sandbox, channel: dict[str, Any], pipeline_id: str,
-                      target: Database, options: run.Options) -> run.Report:
+                      options: run.Options) -> run.Report:
     """``setl verify`` of ``channel``'s one pipeline run by this process (so a test may
     wrap its steps), against the pipeline the node runs: its loaded position read from the
     target's position row, as the node's runner knows it."""
@@ -198,6 +197,7 @@ def in_process_verify(sandbox: Sandbox, channel: dict[str, Any], pipeline_id: st
         {"name": name, "host": "127.0.0.1", "port": servers[name].port, "user": "setl",
          "password": secret} for name in ("source", "target")], "channels": [channel]}))
     [defined] = definitions.channels
+    target = Database(sandbox, "target")
 
     def applied() -> BinlogPosition | None:
         rows = target.rows("SELECT binlog_file, binlog_pos, gtid, source_server FROM "
@@ -209,7 +209,10 @@ def in_process_verify(sandbox: Sandbox, channel: dict[str, Any], pipeline_id: st
     context = run.Context(defined, defined.pipelines[0], 1,
                           {source.name: source for source in definitions.sources}, spark,
                           applied)
-    return run.Verification(context, options, lambda progress: None).run()
+    try:
+        return run.Verification(context, options, lambda progress: None).run()
+    finally:
+        target.close()
 
 
 def test_repair_while_a_writer_changes_the_same_keys_ends_equal(
