@@ -17,6 +17,7 @@ import pytest
 
 from manager import cli
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes, beside
 
 
 @contextmanager
@@ -146,10 +147,13 @@ def test_a_batch_after_the_targets_wait_timeout_goes_on_a_new_connection(
         cluster: Cluster, source: Database, target: Database) -> None:
     """A target server closes a connection idle longer than its ``wait_timeout``: the first
     batch after a quiet period failed ("server has gone away") and restarted the pipeline.
-    Load tries it once more on a new connection."""
+    Load tries it once more on a new connection. The workload's tables (shapes.py) go
+    through the same pipeline: written before each quiet period, and the first batch after
+    it is theirs (on the new connection)."""
     schema = make_schema(
         source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, name VARCHAR(40))",
         "CREATE TABLE `{schema}`.bag (n INT, s VARCHAR(10))")
+    shapes = Shapes(cluster.sandbox, source, target, seed=53)
     pipeline = "wto.forward"
 
     def load_connections() -> int:
@@ -159,18 +163,31 @@ def test_a_batch_after_the_targets_wait_timeout_goes_on_a_new_connection(
         return int(count)
 
     with global_setting(target, "wait_timeout", 1):
-        cluster.apply([one_way("wto", schema, ["items", "bag"])])
+        cluster.apply([beside(one_way("wto", schema, ["items", "bag"]), shapes.schema)])
         cluster.set_status("wto", "START")
         cluster.wait_running("wto")
-        for round_ in range(2):
-            source.script(f"INSERT INTO `{schema}`.bag VALUES ({round_}, 'x'), ({round_}, 'x')",
-                          f"INSERT INTO `{schema}`.items VALUES ({round_}, 'x')")
-            wait_for(lambda r=round_: len(target.table(schema, "items")) == r + 1, 60,
-                     f"round {round_} on the target")
-            # the quiet period: the server closes Load's connection (wait_timeout 1 s)
-            wait_for(lambda: load_connections() == 0, 60, "the target to close Load's connection")
-        source.execute(f"INSERT INTO `{schema}`.items VALUES (9, 'last')")
-        wait_for(lambda: len(target.table(schema, "items")) == 3, 60, "the last row")
+        try:
+            for round_ in range(2):
+                shapes.start()  # (after a quiet period: the first batch is the workload's)
+                shapes.keep_on(60)
+                source.script(f"INSERT INTO `{schema}`.bag VALUES ({round_}, 'x'), "
+                              f"({round_}, 'x')",
+                              f"INSERT INTO `{schema}`.items VALUES ({round_}, 'x')")
+                shapes.settle(source)  # writes stop; the target holds the workload's rows
+                wait_for(lambda r=round_: len(target.table(schema, "items")) == r + 1, 60,
+                         f"round {round_} on the target")
+                # the quiet period: the server closes Load's connection (wait_timeout 1 s)
+                wait_for(lambda: load_connections() == 0, 60,
+                         "the target to close Load's connection")
+            before = shapes.transactions
+            shapes.start()
+            source.execute(f"INSERT INTO `{schema}`.items VALUES (9, 'last')")
+            shapes.keep_on(60)
+            wait_for(lambda: len(target.table(schema, "items")) == 3, 60, "the last row")
+            shapes.finish(source)  # every table of the workload equal, as multisets
+            assert shapes.transactions >= before + 60
+        finally:
+            shapes.stop()
     wait_equal(source, target, schema, ["items", "bag"])
     log = node_log(cluster)
     assert f"event=load_reconnect pipeline={pipeline}" in log
