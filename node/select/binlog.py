@@ -16,6 +16,7 @@ marks of ``retl.retl_mark`` (a transaction the opposite pipeline loaded is dropp
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -55,6 +56,7 @@ from shared.retl import BUFFER_TABLE, INTENT_TABLE, MARK_TABLE, PENDING_TABLE, S
 from shared.retl import SCHEMA as SYSTEM_SCHEMA  # the free door's buffer, the loop marks
 
 BINLOG_POSITION_REFUSED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
+TAKE_AT_ONCE = 256  # transactions Select takes from the reader's queue under one lock
 STREAM_READ_TIMEOUT_S = 30  # a silent stream (heartbeats come every second) is a dead one
 
 log = logging.getLogger("setl.node.binlog")
@@ -103,6 +105,9 @@ class BinlogReader(QueryEvents):
         self._layout_problem = layout_problem
         self._altered = altered  # a DDL names a table: its next table map tells its columns
         self.out: queue.Queue[Transaction | StreamEnded] = queue.Queue(maxsize=queue_size)
+        # taken from ``out`` in one go and not handed to Select yet (its thread's alone):
+        # one lock and wake-up of the reader for up to TAKE_AT_ONCE transactions, not each
+        self._taken: collections.deque[Transaction | StreamEnded] = collections.deque()
         self.ddl = ddl  # DDL statements as changes (ddl_sync); else they only move the position
         self._wants, self._wants_schema = wants, wants_schema
         # a two-way channel: transactions carrying its own loop mark were loaded by the
@@ -146,13 +151,15 @@ class BinlogReader(QueryEvents):
 
     @property
     def backlog(self) -> int:
-        return self.out.qsize()
+        """Transactions read and not taken yet (counted without the queue's lock: Select
+        asks after every transaction, and a count a moment old only moves a cut)."""
+        return len(self._taken) + len(self.out.queue)
 
     @property
     def queued_since_ms(self) -> int:
         """The commit time of the first transaction read and not taken yet (0: none)."""
-        try:
-            first = self.out.queue[0]  # (read without the queue's lock: maybe gone)
+        try:  # (read without the queue's lock: maybe gone)
+            first = self._taken[0] if self._taken else self.out.queue[0]
         except IndexError:
             return 0
         return getattr(first, "commit_ts_ms", 0)
@@ -172,14 +179,23 @@ class BinlogReader(QueryEvents):
     def take(self, timeout_s: float) -> Transaction | None:
         """The next transaction, or None when none came within ``timeout_s``; raises the
         error that stopped the reader (and again on every later call)."""
-        try:
-            item = self.out.get(timeout=max(timeout_s, 0.001))
-        except queue.Empty:
-            return None
-        if isinstance(item, StreamEnded):
-            self.out.put(item)  # stays the last word for any later call
+        taken = self._taken
+        if not taken:
+            try:
+                taken.append(self.out.get(timeout=max(timeout_s, 0.001)))
+            except queue.Empty:
+                return None
+            out = self.out
+            with out.mutex:  # what else queued meanwhile, under one lock
+                more = min(len(out.queue), TAKE_AT_ONCE)
+                for _ in range(more):
+                    taken.append(out.queue.popleft())
+                if more:
+                    out.not_full.notify()  # (one reader thread puts)
+        item = taken[0]
+        if isinstance(item, StreamEnded):  # stays the last word for any later call
             raise item.error or SourceError(f"the binlog reader of {self.source.name} stopped")
-        return item
+        return taken.popleft()
 
     def stop(self) -> None:
         self._stop.set()

@@ -117,7 +117,10 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
         elif kind == TABLE_MAP:
             if not opened:
                 _inside(reader)
-            reader._table_map(data)
+            # a table id already known is one definition (the commonest: every transaction
+            # maps its tables again): no call
+            if int.from_bytes(data[_BODY:_BODY + 6], "little") not in tables:
+                reader._table_map(data)
         elif kind == QUERY:
             reader._pos = next_pos or reader._pos
             if reader._query(data, events, event_rows, decoded, state, before):

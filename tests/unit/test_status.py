@@ -209,7 +209,7 @@ def test_a_transaction_read_and_not_taken_yet_counts_from_its_commit() -> None:
     from node.select.binlog import BinlogReader
     from node.select.selector import Selector
 
-    reader = SimpleNamespace(out=queue.Queue())
+    reader = SimpleNamespace(out=queue.Queue(), _taken=deque())  # nothing taken in one go yet
     assert BinlogReader.queued_since_ms.fget(reader) == 0  # type: ignore[attr-defined]
     reader.out.put(SimpleNamespace(commit_ts_ms=NOW - 2_000))
     reader.queued_since_ms = BinlogReader.queued_since_ms.fget(reader)  # type: ignore
