@@ -6,6 +6,7 @@ here is :meth:`node.pipeline.PipelineRunner._run_from`."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from typing import Any
@@ -96,6 +97,11 @@ class RunnerStart:
         resume = primary.on_server(self.pipeline_id,
                                    cursors.resume(self.pipeline_id, hint, rows),
                                    found.server, found.gtid_pos)
+        moved = None if resume.cuts else endpoints.after_quiet_purge(
+            source, self.pipeline_id, resume.start.position)
+        if moved is not None:  # a purged file with nothing since: the oldest kept one's start
+            resume = dataclasses.replace(resume, start=dataclasses.replace(
+                resume.start, position=moved))
         if resume.behind:
             log.warning("event=target_behind pipeline=%s targets=%s cursor=%s action=replay",
                         self.pipeline_id, ",".join(resume.behind), hint.position)

@@ -326,16 +326,29 @@ class BinlogReader(QueryEvents):
     def _read(self, packets: PacketReader) -> None:
         frame(self, packets)
 
-    def _rotate(self, data: bytes) -> None:
+    def _rotate(self, data: bytes) -> bool:
         """A new binlog file: its name and start; table ids are forgotten (a server that
         restarted numbers its tables again, and the rotation into its new file is a made-up
         one, timestamp 0, as at the stream's start). Whether it ends with a CRC32 is
         read from the event itself: the one the server makes at the stream's start comes
         before any format description, in the setting of the file it starts in."""
         size = int.from_bytes(data[10:14], "little") - 19 - (4 if checksums.has_crc(data) else 0)
-        self._pos = int.from_bytes(data[_BODY:_BODY + 8], "little")
-        self._file = data[_BODY + 8:_BODY + size].decode()
+        pos, file = int.from_bytes(data[_BODY:_BODY + 8], "little"), \
+            data[_BODY + 8:_BODY + size].decode()
+        moved = bool(self._file) and file != self._file and pos == 4  # on into a new file
+        self._pos, self._file = pos, file
         self._tables.clear()  # no transaction spans two files
+        return moved
+
+    def _file_start(self, state: str, data: bytes) -> None:
+        """The stream went on into a new file (not at its start): the position there, with
+        the state after the last transaction, as a point Select cuts a position-only batch
+        at, so that an idle pipeline's position rows follow the source's files (a row left in
+        a file the source purges could not be started from)."""
+        now_ms = int(time.time() * 1000)
+        self._put(Transaction((), self._position(state),
+                              int.from_bytes(data[1:5], "little") * 1000 or now_ms, now_ms,
+                              drop_due=self._echoes.due))
 
     def _format(self, data: bytes) -> None:
         """The server's format description: its version, and post-header lengths, which

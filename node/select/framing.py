@@ -128,7 +128,8 @@ def frame(reader: BinlogReader, packets: PacketReader) -> None:
             opened = opened or reader._in_txn  # a BEGIN
             continue
         elif kind == ROTATE:
-            reader._rotate(data)
+            if reader._rotate(data) and not (events or decoded or reader._in_txn):
+                reader._file_start(state, data)  # an idle pipeline's rows follow the files
             continue
         elif kind == FORMAT_DESCRIPTION:
             if events or decoded:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from shared.endpoint import connect, connection_settings
-from shared.errors import PositionLostError, SourceError
+import pymysql
+
+from shared import gtid
+from shared.endpoint import connect, connection_settings, server_answered
+from shared.errors import PositionConflictError, PositionLostError, SourceError
 from shared.model import BinlogPosition, DataSource
-from shared.positions import current_position
+from shared.positions import current_position, server_identity
 from shared.preflight import REQUIRED, replica_server_id
 
-__all__ = ["check_source", "connect", "connection_settings", "current_position",
-           "replica_server_id"]
+__all__ = ["after_quiet_purge", "check_source", "connect", "connection_settings",
+           "current_position", "replica_server_id"]
 log = logging.getLogger("setl.node.select.source")
 
 
@@ -61,6 +64,52 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
                 raise PositionLostError(
                     f"{where}: binlog file {start.file} is not on the source any more "
                     f"(oldest is {files[0] if files else 'none'}). {LOST_POSITION_REMEDY}")
+
+
+def after_quiet_purge(source: DataSource, pipeline_id: str,
+                      at: BinlogPosition) -> BinlogPosition | None:
+    """Where a start at ``at``, in a file the source purged, goes on when nothing was
+    written between: the oldest kept file's start, or None (the start stays, and
+    :func:`check_source` refuses it). A quiet source (no transaction since ``at``) rotates
+    its binlog (FLUSH BINARY LOGS, a restart) and purges the old files; its kept files then
+    begin after ``at``, and no change was lost. Told only where it is certain: a MariaDB
+    position of this server with its GTID state, and the state at the oldest file's start
+    (its Gtid_list event, as BINLOG_GTID_POS reads it) the very same, domain for domain:
+    any transaction since would have moved a domain. MySQL's positions keep one GTID, not
+    the executed set its files begin with (Previous_gtids), so they are refused as before."""
+    if not at.file or not at.gtid or ":" in at.gtid or not at.server:
+        return None
+    try:
+        stored = gtid.parse(at.gtid)
+    except PositionConflictError:
+        return None
+    with connect(source) as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW BINARY LOGS")
+        files = [str(row[0]) for row in cursor.fetchall()]
+        if not files or at.file in files or server_identity(cursor) != at.server:
+            return None
+        oldest = BinlogPosition(files[0], 4)
+        mine, first = BinlogPosition(at.file, 0).order(), oldest.order()
+        if not mine[0] or mine[1] != first[1] or mine >= first:
+            return None  # not an older file of this binlog: not purged, another one
+        try:
+            cursor.execute("SELECT BINLOG_GTID_POS(%s, 4)", (oldest.file,))
+        except pymysql.MySQLError as exc:
+            if not server_answered(exc):
+                raise
+            return None  # MySQL: no BINLOG_GTID_POS
+        found = cursor.fetchone()[0]
+    try:
+        if found is None or not str(found) or gtid.parse(str(found)) != stored:
+            return None
+    except PositionConflictError:
+        return None
+    moved = BinlogPosition(oldest.file, 4, at.gtid, at.server)
+    log.warning("event=start_after_purged_quiet_files pipeline=%s position=%s start=%s:4 "
+                "gtid=%s reason=%r", pipeline_id, f"{at.file}:{at.pos}", oldest.file, at.gtid,
+                "the files after the position were purged, and the oldest kept one begins "
+                "at the very GTID state of the position: nothing was written between")
+    return moved
 
 
 def gtid_start(server_version: str, gtid: str) -> dict[str, Any]:

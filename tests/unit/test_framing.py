@@ -173,3 +173,27 @@ def test_a_begin_opens_a_group_on_a_server_without_gtid_events() -> None:
     framing.frame(found, Packets(event(2, b"\0" * 30), TABLE_MAP, ROWS_EVENT, XID,
                                  stop=found._stop))
     assert commits == [1]
+
+
+def test_a_rotation_into_a_new_file_is_a_position_point_at_its_start() -> None:
+    """An idle pipeline's position rows follow the source's files (a row left in a file the
+    source purges could not be started from): a rotation into another file, at its start,
+    hands Select that position with the state after the last transaction; the stream's own
+    made-up rotations into the file it reads (at its start, or after a reconnect) do not."""
+    from node.select.binlog import BinlogReader
+
+    def rotate(name: bytes, pos: int = 4) -> bytes:
+        return event(4, pos.to_bytes(8, "little") + name, next_pos=0)
+
+    found, commits = committing()
+    found._file, found._pos = "binlog.000001", 4
+    points: list[tuple[str, int, str]] = []
+    found._rotate = lambda data: BinlogReader._rotate(found, data)
+    found._file_start = lambda state, data: points.append((found._file, found._pos, state))
+    gtid = event(162, (5).to_bytes(8, "little") + b"\0" * 5)  # 0-1-5, with a BEGIN
+    framing.frame(found, Packets(
+        rotate(b"binlog.000001"), gtid, TABLE_MAP, ROWS_EVENT, XID,
+        rotate(b"binlog.000002"), rotate(b"binlog.000002"),  # the end's, then the stream's
+        rotate(b"binlog.000002", 900), rotate(b"binlog.000003"), stop=found._stop))
+    assert commits == [1]
+    assert points == [("binlog.000002", 4, "0-1-5"), ("binlog.000003", 4, "0-1-5")]
