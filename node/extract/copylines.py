@@ -212,9 +212,9 @@ def _field(column: ReadColumn) -> str:
     long column's (:func:`long`) bytes in hex, which the target unhexes (:func:`head`)."""
     value = column.expression if column.data_type == "float" else quote(column.name)
     value = f"CAST({value} AS BINARY)"
-    if long(column):
-        value = f"HEX({value})"
-    elif column.data_type in _TEXT:
+    if long(column):  # (HEX is NULL past max_allowed_packet: no line, the chunk as rows)
+        return f"IF({quote(column.name)} IS NULL, '\\\\N', HEX({value}))"
+    if column.data_type in _TEXT:
         for char, escaped in (("\\\\", "\\\\\\\\"), ("\\t", "\\\\t"), ("\\n", "\\\\n"),
                               ("\\r", "\\\\r")):
             value = f"REPLACE({value}, '{char}', '{escaped}')"
@@ -231,7 +231,8 @@ def _value(column: ReadColumn) -> str:
         value = column.expression if column.data_type == "float" else quote(column.name)
         return f"IFNULL(CAST({value} AS BINARY), 'NULL')"
     if long(column):
-        return f"IFNULL(CONCAT('X''', HEX(CAST({quote(column.name)} AS BINARY)), ''''), 'NULL')"
+        return (f"IF({quote(column.name)} IS NULL, 'NULL', "
+                f"CONCAT('X''', HEX(CAST({quote(column.name)} AS BINARY)), ''''))")
     quoted = f"QUOTE(CAST({quote(column.name)} AS BINARY))"  # QUOTE(NULL) is NULL's text
     if column.data_type not in _TEXT:
         return quoted
