@@ -14,7 +14,9 @@ What makes that exact:
 - **Same bytes.** Each column's text is the source server's own (numbers, dates, DOUBLE in
   its shortest round-trip form, FLOAT as the double it holds), read back by a target column
   of the very same ``COLUMN_TYPE``; text columns go as their bytes (``CAST … AS BINARY``) into
-  a column of the same charset (``CHARACTER SET binary`` on the target). Anything else — a
+  a column of the same charset (``CHARACTER SET binary`` on the target): escaped by
+  ``REPLACE`` where a value has at most :data:`SHORT` bytes, in hex where it may be longer
+  (:func:`long`: MariaDB's ``REPLACE`` is quadratic in its matches). Anything else — a
   type whose text does not read back as the value (:data:`loaddata.TYPES`), another charset
   or type on the target, a column the target has and the pair does not write, a generated or
   trigger-fed target, a target merged in source order (another unique key, foreign keys),
