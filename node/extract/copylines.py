@@ -14,7 +14,9 @@ What makes that exact:
 - **Same bytes.** Each column's text is the source server's own (numbers, dates, DOUBLE in
   its shortest round-trip form, FLOAT as the double it holds), read back by a target column
   of the very same ``COLUMN_TYPE``; text columns go as their bytes (``CAST … AS BINARY``) into
-  a column of the same charset (``CHARACTER SET binary`` on the target). Anything else — a
+  a column of the same charset (``CHARACTER SET binary`` on the target): escaped by
+  ``REPLACE`` where a value has at most :data:`SHORT` bytes, in hex where it may be longer
+  (:func:`long`: MariaDB's ``REPLACE`` is quadratic in its matches). Anything else — a
   type whose text does not read back as the value (:data:`loaddata.TYPES`), another charset
   or type on the target, a column the target has and the pair does not write, a generated or
   trigger-fed target, a target merged in source order (another unique key, foreign keys),
@@ -47,6 +49,7 @@ A chunk that cannot go this way after all — a value too large for one result
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -70,6 +73,8 @@ _NUMBERS = INTEGER_TYPES | {"decimal", "float", "double", "year"}
 _TEXT = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
                    "set", "json", "binary", "varbinary", "tinyblob", "blob", "mediumblob",
                    "longblob"))
+SHORT = 1024  # bytes a text column's value may have at most for its field to be escaped
+_WIDTHS = {"binary": 1, "latin1": 1, "ascii": 1, "utf8mb3": 3, "utf8": 3, "utf8mb4": 4}
 
 
 @dataclass(frozen=True)
@@ -177,10 +182,40 @@ def _key_token(keys: Sequence[KeyPart]) -> str:
     return parts[0] if len(parts) == 1 else "CONCAT_WS(':', " + ", ".join(parts) + ")"
 
 
+def long(column: ReadColumn) -> bool:
+    """Whether a text column's value may be longer than :data:`SHORT` bytes: its field goes
+    as its bytes in hex (escaping by ``REPLACE`` is quadratic in the matches: MariaDB moves
+    the rest of the value at each one, and 1 MiB of zero bytes took the source 27 minutes)."""
+    if column.data_type not in _TEXT or column.data_type in ("enum", "set"):
+        return False
+    if column.data_type not in STRING_KEYS:
+        return True  # TEXT, BLOB, JSON: up to 4 GiB
+    found = re.search(r"\((\d+)\)", column.column_type)
+    if found is None:
+        return True
+    return int(found.group(1)) * _WIDTHS.get(column.charset or "binary", 4) > SHORT
+
+
+def head(plan_: LinesPlan) -> str:
+    """The LOAD DATA statement of a plan's lines: the key token into a user variable, a
+    long column's hex (:func:`long`) into one of its own, set into the column unhexed."""
+    fields, sets = [KEY_VARIABLE], []
+    for number, (column, name) in enumerate(zip(plan_.sources, plan_.targets, strict=True)):
+        if long(column):
+            fields.append(f"@setl_hex{number}")
+            sets.append(f"{quote(name)} = UNHEX(@setl_hex{number})")
+        else:
+            fields.append(quote(name))
+    return loaddata.head(plan_.schema, plan_.table, fields, sets)
+
+
 def _field(column: ReadColumn) -> str:
-    """A column's LOAD DATA field as SQL: its text (bytes), escaped, ``\\N`` for NULL."""
+    """A column's LOAD DATA field as SQL: its text (bytes), escaped, ``\\N`` for NULL; a
+    long column's (:func:`long`) bytes in hex, which the target unhexes (:func:`head`)."""
     value = column.expression if column.data_type == "float" else quote(column.name)
     value = f"CAST({value} AS BINARY)"
+    if long(column):  # (HEX is NULL past max_allowed_packet: no line, the chunk as rows)
+        return f"IF({quote(column.name)} IS NULL, '\\\\N', HEX({value}))"
     if column.data_type in _TEXT:
         for char, escaped in (("\\\\", "\\\\\\\\"), ("\\t", "\\\\t"), ("\\n", "\\\\n"),
                               ("\\r", "\\\\r")):
@@ -192,10 +227,14 @@ def _field(column: ReadColumn) -> str:
 def _value(column: ReadColumn) -> str:
     """A column's value in a VALUES tuple as SQL: numbers as their text, other values
     quoted (text as ``_binary`` literals of its bytes: any charset, read by a target column
-    of the same one), a line break escaped, ``NULL`` for NULL."""
+    of the same one), a line break escaped, ``NULL`` for NULL; a long column's
+    (:func:`long`) bytes as a hex literal (``X'…'``)."""
     if column.data_type in _NUMBERS:
         value = column.expression if column.data_type == "float" else quote(column.name)
         return f"IFNULL(CAST({value} AS BINARY), 'NULL')"
+    if long(column):
+        return (f"IF({quote(column.name)} IS NULL, 'NULL', "
+                f"CONCAT('X''', HEX(CAST({quote(column.name)} AS BINARY)), ''''))")
     quoted = f"QUOTE(CAST({quote(column.name)} AS BINARY))"  # QUOTE(NULL) is NULL's text
     if column.data_type not in _TEXT:
         return quoted
@@ -266,9 +305,8 @@ def units(reads: Sequence[Read], dropped: Callable[[Read], frozenset[bytes]]) ->
         if plan_.values:
             sqls = _replaces(plan_, lines)
         else:
-            head = loaddata.head(plan_.schema, plan_.table,
-                                 [KEY_VARIABLE, *map(quote, plan_.targets)])
-            sqls = [Sql(head, rows, data=data) for rows, data in loaddata.pieces(lines)]
+            head_ = head(plan_)
+            sqls = [Sql(head_, rows, data=data) for rows, data in loaddata.pieces(lines)]
         # first of the table's units in the batch (see the module's "Same place")
         found.append(Unit(plan_.datasource, plan_.schema, plan_.table, plan_.push_weight, -1,
                           sqls, count, tuple(part.name for part in plan_.keys), apart=True))

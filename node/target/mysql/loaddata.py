@@ -162,11 +162,13 @@ def _special(text: str) -> bool:
     return any(char in text for char in _SPECIALS)
 
 
-def head(schema: str, table: str, targets: list[str]) -> str:
-    """The statement that loads lines into ``targets`` (columns quoted, or user variables)."""
-    return (f"LOAD DATA LOCAL INFILE '{FILE}' REPLACE INTO TABLE {qualified(schema, table)} "
+def head(schema: str, table: str, targets: list[str], sets: Sequence[str] = ()) -> str:
+    """The statement that loads lines into ``targets`` (columns quoted, or user variables),
+    then sets columns by ``sets`` (``col = expression``) if any."""
+    text = (f"LOAD DATA LOCAL INFILE '{FILE}' REPLACE INTO TABLE {qualified(schema, table)} "
             "CHARACTER SET binary FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
             f"LINES TERMINATED BY '\\n' ({', '.join(targets)})")
+    return f"{text} SET {', '.join(sets)}" if sets else text
 
 
 def pieces(lines: bytes) -> Iterable[tuple[int, bytes]]:
