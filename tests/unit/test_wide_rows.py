@@ -102,3 +102,19 @@ def test_a_keyless_row_over_the_packet_is_refused_before_anything_is_sent() -> N
                                    17, None, {"a": ["b"]}])
 def test_a_values_size_is_at_least_its_literals(value: Any) -> None:
     assert pieces.size(value) >= len(literal(value).encode("utf-8", "surrogatepass"))
+
+
+def test_a_small_target_packet_makes_smaller_events_be_looked_at_row_by_row() -> None:
+    """Rows of events up to a quarter of what a statement may carry go unlooked at (a
+    byte of a row takes at most 4 in the statement's text): a target at 1 MiB lowers that
+    from BIG_VALUE to its room."""
+    from node.extract.job import _small
+    from node.jobs import JobSpec
+    from node.target.mysql.facts import TableFacts
+
+    def spec(*packets: int) -> JobSpec:
+        return JobSpec(0, False, {("t", "s", str(n)): TableFacts(packet=packet)
+                                  for n, packet in enumerate(packets)})
+
+    assert _small(spec()) == _small(spec(0, 64 << 20)) == pieces.BIG_VALUE
+    assert _small(spec(16 << 20, 1 << 20)) == (1 << 20) - pieces.HEAD
