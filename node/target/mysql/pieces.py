@@ -85,12 +85,14 @@ def rendered(values: Iterable[Any]) -> int:
     return sum(map(size, values)) + 2
 
 
-def apart(values: dict[str, Any], space: int, others: Iterable[Any] = ()) -> list[str]:
+def apart(values: dict[str, Any], space: int, others: Iterable[Any] = (),
+          keys: Iterable[str] = ()) -> list[str]:
     """The columns of a row (``values``; ``others``: values its statement also carries) to
     write a piece at a time so that the rest of it fits a statement of ``space`` bytes of
     values: those over BIG_VALUE, then the largest until the rest fits (none for a row
-    that fits)."""
-    taken = [name for name, value in values.items() if big(value)]
+    that fits); never one of ``keys``, which find the row."""
+    keys = frozenset(keys)
+    taken = [name for name, value in values.items() if big(value) and name not in keys]
     if not taken and rendered([*values.values(), *others]) <= space:
         return []
     sizes = {name: size(value) for name, value in values.items()}
@@ -98,7 +100,8 @@ def apart(values: dict[str, Any], space: int, others: Iterable[Any] = ()) -> lis
     for name in sorted(sizes, key=sizes.__getitem__, reverse=True):
         if left <= space:
             break
-        if name not in taken and isinstance(values[name], bytes | str) and values[name]:
+        if name not in taken and name not in keys and isinstance(values[name], bytes | str) \
+                and values[name]:
             taken.append(name)
             left -= sizes[name]
     return taken

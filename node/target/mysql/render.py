@@ -176,9 +176,8 @@ def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: fr
     the statement would not fit the target's max_allowed_packet."""
     values = {name: value for name, value in row.items() if name not in generated}
     if space:
-        for name in pieces.apart(values, space, old_key):
-            if name not in writes.keys:
-                del values[name]
+        for name in pieces.apart(values, space, old_key, writes.keys):
+            del values[name]
     return _update(writes, old_key, values, False, stamps.kept(values, row))
 
 
@@ -276,7 +275,7 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
         if not big:
             return []
         rest = row.rest.values() if type(row) is PartialRow else ()  # type: ignore
-        return pieces.apart(row, space, rest)
+        return pieces.apart(row, space, rest, writes.keys)
 
     if big or enums:
         together: list[Row] = []  # in source order: an ordered table's rows may share a key
