@@ -125,6 +125,12 @@ class FencedError(LoadError):
         self.target, self.found = target, found  # where, and the owner epoch found there
 
 
+class RowTooLargeError(LoadError):
+    """A row whose statement would not fit the target's ``max_allowed_packet`` and cannot be
+    written in pieces (a keyless table's): the same row fails again, so the pipeline pauses
+    at once, before anything of the batch is sent, and says what to raise."""
+
+
 class TransformError(SetlError):
     """User code (a processor) or an expression failed on a row: the same row fails again,
     so the pipeline pauses at once instead of retrying."""
@@ -138,7 +144,8 @@ class ShardError(SetlError):
 # Errors of a definition or of user code: retrying cannot help, the pipeline pauses at once.
 DEFINITION_ERRORS = (ConfigError, TransformError, ShardError)
 # what a retry cannot mend: the pipeline pauses at once and says why
-PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError, PositionConflictError)
+PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError, PositionConflictError,
+                 RowTooLargeError)
 
 
 class SparkStartError(SetlError):

@@ -205,7 +205,7 @@ def target_findings(cursor: Any, schemas: Iterable[str], ddl: bool,
     if seen.get("read_only", "OFF").upper() == "ON":
         found.append(Finding("read_only", "the server is read-only", "point the pipeline at "
                              "the primary, or SET GLOBAL read_only = OFF"))
-    found += _packet(seen, source_packet)
+    found += _packet(seen, source_packet, target=True)
     if seen.get("local_infile", "OFF").upper() != "ON":
         found.append(Finding("local_infile", "is OFF: copies and bulk upserts go as multi-row "
                              "statements, not LOAD DATA LOCAL (slower)",
@@ -228,14 +228,26 @@ def target_findings(cursor: Any, schemas: Iterable[str], ddl: bool,
     return found + _retl(rights)
 
 
-def _packet(seen: dict[str, str], source_packet: int | None = None) -> list[Finding]:
+def _packet(seen: dict[str, str], source_packet: int | None = None,
+            target: bool = False) -> list[Finding]:
+    """A source's packet under MIN_PACKET; a target's under its source's (an error: a value
+    the source holds may not fit) or under MIN_PACKET. Equal to the source's is not always
+    enough: a keyed table's row of any size goes in statements under the target's packet
+    (its largest values a piece at a time), but a keyless table's row goes in one statement,
+    a binary value written as hex (twice its size), and one value is never cut on the
+    target (appended, it is whole there)."""
     packet = int(seen.get("max_allowed_packet") or 0)
     wanted = max(MIN_PACKET, source_packet or 0)
     if packet and packet < wanted:
-        return [Finding("max_allowed_packet", f"is {packet:,} bytes: a larger row or statement "
-                        "stops the pipeline", f"SET GLOBAL max_allowed_packet = {wanted}; and "
-                        "in my.cnf (at least the source's)", "error" if source_packet and
-                        packet < source_packet else "warning")]
+        problem = "a larger row or statement stops the pipeline" if not target else \
+            "a larger value, or a keyless table's row whose statement is larger (binary " \
+            "values go as hex, twice their size), stops the pipeline; a keyed table's " \
+            "larger rows go in pieces"
+        return [Finding("max_allowed_packet", f"is {packet:,} bytes: {problem}",
+                        f"SET GLOBAL max_allowed_packet = {wanted}; and in my.cnf (at least "
+                        "the source's" + ("; over twice the largest row of a keyless table"
+                                          if target else "") + ")",
+                        "error" if source_packet and packet < source_packet else "warning")]
     return []
 
 

@@ -29,7 +29,7 @@ from node.extract.keycheck import KeyCollations, read_source_columns
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
 from node.jobs import JobSpec, PartResult, Unit
 from node.target.mysql.facts import Target, TargetFacts
-from node.target.mysql.pieces import BIG_VALUE
+from node.target.mysql.pieces import BIG_VALUE, room
 from node.target.renderers import render
 from shared.errors import ConfigError, SetlError
 from shared.model import TWO_WAY_COPY, PipelineParams
@@ -98,11 +98,13 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     node for a small batch)."""
     counted: dict[int, list[int]] = {}
     as_rows = [read for read in part.reads if read.lines is None]
-    # a value over pieces.BIG_VALUE needs statements of its own; only an event that large, a
-    # lookup (free door) or a transform that makes values can bring one
+    # a value over pieces.BIG_VALUE, or a row too large for a statement under the target's
+    # max_allowed_packet, needs statements of its own; only an event that large (a row's
+    # text takes up to 4 bytes for each of its bytes), a lookup (free door) or a transform
+    # that makes values can bring one
     big = bool(part.decoded) or bool(as_rows) or \
         not all(entry.simple for entry in compiled.pairs) or \
-        max(part.lengths, default=0) > BIG_VALUE // 4
+        max(part.lengths, default=0) > _small(spec) // 4
     straight: list[Unit] = []
     taken, straight_rows = frozenset[int](), 0
     straightway = not (big or part.reads or spec.one_by_one or spec.changes_only)
@@ -128,6 +130,13 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     # gone with the attempt that opened them)
     return PartResult(render(changes, spec, big) + straight, [],
                       len(numbered) + straight_rows, sizes, dropped)
+
+
+def _small(spec: JobSpec) -> int:
+    """The bytes of values any statement to the part's targets may carry (see
+    :func:`pieces.room`), at most BIG_VALUE."""
+    packets = [getattr(facts, "packet", 0) for facts in spec.facts.values()]
+    return min([BIG_VALUE, *(room(packet) for packet in packets if packet)])
 
 
 def transactions(batch: Batch) -> tuple[tuple[int, str, str, int], ...]:

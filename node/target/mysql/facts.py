@@ -47,6 +47,9 @@ class TableFacts:
     transactional: bool = True  # its engine rolls back (InnoDB; not MyISAM, Aria, …)
     trigger_names: tuple[str, ...] = ()  # its triggers, by name
     local_infile: bool = True  # its server takes LOAD DATA LOCAL (@@GLOBAL.local_infile)
+    # its server's max_allowed_packet (the smaller of the session's and the global one;
+    # 0: not known): a statement larger is refused, the connection dropped
+    packet: int = 0
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -96,11 +99,12 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE "
                    "t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s", (schema, table))
     engine = cursor.fetchone() or (None, None)  # (no table: its load says so)
-    cursor.execute("SELECT @@GLOBAL.local_infile")
-    local_infile = bool(int(cursor.fetchone()[0]))
+    cursor.execute("SELECT @@GLOBAL.local_infile, "
+                   "LEAST(@@SESSION.max_allowed_packet, @@GLOBAL.max_allowed_packet)")
+    local_infile, packet = cursor.fetchone()
     return TableFacts(columns, unique, foreign_keys, bool(names), bulk_lock,
                       str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
-                      names, local_infile)
+                      names, bool(int(local_infile)), int(packet or 0))
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error

@@ -5,15 +5,20 @@ the source's)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from node.charsets import Encoded
+from shared.errors import RowTooLargeError
 
 # bytes or characters of a value written a piece at a time: 4 MiB, escaped at most twice
 # that, under the 16 MiB max_allowed_packet a MariaDB target has by default
 BIG_VALUE = 4 << 20
+PACKET = 16 << 20  # a target's max_allowed_packet where it is not known (MariaDB's default)
+HEAD = 64 << 10  # of a packet, what a statement's text besides its row's values may take
+_ESCAPED = "\0\\\n\r\x1a'\""  # what a string literal escapes (a byte more each)
 
 
 class Stamps(NamedTuple):
@@ -36,14 +41,93 @@ class Stamps(NamedTuple):
             self.parted or name.lower() in held))
 
 
-def piece(value: Any) -> int:
-    """How much of a value one statement carries: a character takes up to 4 bytes."""
-    return BIG_VALUE if isinstance(value, bytes) else BIG_VALUE // 4
+def room(packet: int) -> int:
+    """The bytes of values one statement may carry to a target whose max_allowed_packet is
+    ``packet`` (0: not known, taken as :data:`PACKET`)."""
+    packet = packet or PACKET
+    return max(packet - HEAD, packet // 2)
+
+
+def piece(value: Any, space: int = 0) -> int:
+    """How much of a value one statement carries: a byte is written as two hex digits, a
+    character takes up to 4 bytes (escaped or not); ``space``: :func:`room` of the target
+    (0: not known)."""
+    if isinstance(value, bytes):
+        return min(BIG_VALUE, space // 2) if space else BIG_VALUE
+    return min(BIG_VALUE // 4, space // 4) if space else BIG_VALUE // 4
 
 
 def big(value: Any) -> bool:
-    """Whether a value is written a piece at a time."""
+    """Whether a value is written a piece at a time whatever its row (over BIG_VALUE)."""
     return isinstance(value, bytes | str) and len(value) > piece(value)
+
+
+def size(value: Any) -> int:
+    """The bytes of ``value``'s literal in a statement's text (as
+    :func:`~node.target.mysql.sqltext.literal` writes it), give or take a few."""
+    kind = type(value)
+    if kind is str:
+        if len(value) < 4096:  # (most values: no need to count)
+            return 4 * len(value) + 2
+        return len(value.encode("utf-8", "surrogatepass")) + \
+            sum(map(value.count, _ESCAPED)) + 2
+    if isinstance(value, bytes | bytearray):
+        return 2 * len(value) + 3 + (len(value.charset) + 2 if kind is Encoded else 0)
+    if isinstance(value, set | frozenset):
+        return sum(size(member) for member in value) + len(value) + 2
+    if isinstance(value, dict | list):
+        return 2 * len(json.dumps(value, ensure_ascii=False).encode()) + 2
+    return 64  # a number, a date, NULL
+
+
+def rendered(values: Iterable[Any]) -> int:
+    """The bytes of a row's values in a statement's text (see :func:`size`)."""
+    return sum(map(size, values)) + 2
+
+
+def apart(values: dict[str, Any], space: int, others: Iterable[Any] = (),
+          keys: Iterable[str] = ()) -> list[str]:
+    """The columns of a row (``values``; ``others``: values its statement also carries) to
+    write a piece at a time so that the rest of it fits a statement of ``space`` bytes of
+    values: those over BIG_VALUE, then the largest until the rest fits (none for a row
+    that fits); never one of ``keys``, which find the row."""
+    keys = frozenset(keys)
+    taken = [name for name, value in values.items() if big(value) and name not in keys]
+    if not taken and rendered([*values.values(), *others]) <= space:
+        return []
+    sizes = {name: size(value) for name, value in values.items()}
+    left = sum(sizes.values()) + rendered(others) - sum(sizes[name] for name in taken)
+    for name in sorted(sizes, key=sizes.__getitem__, reverse=True):
+        if left <= space:
+            break
+        if name not in taken and name not in keys and isinstance(values[name], bytes | str) \
+                and values[name]:
+            taken.append(name)
+            left -= sizes[name]
+    return taken
+
+
+def whole(writes: Any, change: Any, space: int, packet: int) -> None:
+    """Raise :class:`RowTooLargeError` for a keyless row whose statement (an UPDATE carries
+    its before and after images) would not fit the target's max_allowed_packet: a keyless
+    row has no key to append a value to, it goes in one statement or not at all."""
+    images = [image for image in (change.before, change.after) if image]
+    if change.type.name == "DELETE":
+        images = images[:1]
+    values = [value for image in images for value in image.values()]
+    size = rendered(values) + len(values) * 40  # (the WHERE clause's casts)
+    if size <= space:
+        return
+    known = packet or PACKET
+    wanted = -(-(size + HEAD) // (1 << 20)) << 20  # whole MiB
+    raise RowTooLargeError(
+        f"target {writes.datasource}: table {writes.schema}.{writes.table} (keyless): a row's "
+        f"{change.type.name} takes {size:,} bytes, over the target's max_allowed_packet "
+        f"({known:,} bytes{'' if packet else ': not known, taken as the default'}); a "
+        "keyless row goes in one statement, it cannot be cut (no key to append a value "
+        f"to). Raise the target's max_allowed_packet to at least {wanted} (SET GLOBAL "
+        f"max_allowed_packet = {wanted}; and in my.cnf), then resume the channel: nothing "
+        "of the batch was written")
 
 
 # a character of a multi-byte charset kept as bytes (Encoded), by its lead byte: the server
@@ -55,10 +139,10 @@ _CHARACTER = {
 }
 
 
-def pieces(value: Any) -> Iterator[Any]:
+def pieces(value: Any, space: int = 0) -> Iterator[Any]:
     """A big value in pieces of at most :func:`piece` each; text kept as bytes
     (:class:`~node.charsets.Encoded`) in whole characters, each piece naming its charset."""
-    step = piece(value)
+    step = piece(value, space)
     if type(value) is not Encoded:
         for start in range(0, len(value), step):
             yield value[start:start + step]

@@ -16,9 +16,13 @@
   holds, NULL with ``IS NULL``. Such a statement must touch exactly one row; Load checks it.
 
 Generated columns of the target table are never written and never matched on. A value over
-``BIG_VALUE`` (a 16 MB BLOB, say) would make a statement larger than the target's
-``max_allowed_packet``: a keyed row with one is written without it, then the value is
-appended a piece at a time (``CONCAT``), all in the batch's transaction.
+``BIG_VALUE`` (a 16 MB BLOB, say), or a row whose values' text would not fit under the
+target's ``max_allowed_packet`` (five 4 MB BLOBs: 40 MB as hex), would make a statement
+larger than the target takes: a keyed row with one is written without those values (the big
+ones, then its largest until the rest fits), then each is appended a piece at a time
+(``CONCAT``), all in the batch's transaction. A keyless row cannot be (no key to find it
+by): one that would not fit stops the pipeline before anything is sent
+(:class:`~shared.errors.RowTooLargeError`).
 """
 
 from __future__ import annotations
@@ -90,14 +94,19 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def statements(writes: TableWrites, size: int, columns: Columns | None = None,
-               big: bool = True, parted: bool = False) -> Iterator[Statement]:
+               big: bool = True, parted: bool = False, packet: int = 0
+               ) -> Iterator[Statement]:
     """The statements of one table's writes: merged deletes then upserts, the ordered steps
     with consecutive ones of a kind together, or a keyless table's changes in source order.
     ``big`` False: the caller knows no value is over ``BIG_VALUE`` (rows read from events
     smaller than that), so rows are not looked at one by one for it. Multi-row INSERTs
     carry their values as the rows hold them (see :func:`sql_value`). ``parted``: the table
-    holds wide rows, written a part at a time."""
+    holds wide rows, written a part at a time. ``packet``: the target's max_allowed_packet
+    (0: not known): a keyed row whose values would not fit one statement under it writes its
+    largest values a piece at a time; a keyless row that would not fit stops the pipeline
+    (:class:`~shared.errors.RowTooLargeError`), nothing written."""
     columns = columns or {}
+    space = pieces.room(packet)
     generated = frozenset(name for name, column in columns.items() if column.generated)
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
     stamps = Stamps(tuple(name for name, column in columns.items() if column.stamped), parted)
@@ -106,25 +115,26 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
                                 for row in writes.clears], size, generated, found, stamps)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found,
-                        stamps)
+                        stamps, space)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == CLEAR_:
             yield from _clears(writes, items, size, generated, found, stamps)
         elif kind == UPSERT:
             yield from _upserts(writes, _without(items, generated), size, enums, big, found,
-                                stamps)
+                                stamps, space)
         elif kind == DELETE:
             yield from _deletes(writes, items, size, found, columns)
         else:
             assert kind == MOVE
             for old, row in items:  # the upsert continues the move's row: with
-                yield _move(writes, found(old), row, generated, stamps)._replace(  # skip_
-                    lenient=_empty_enums(row, enums))  # load_exception: both undone, or none
+                yield _move(writes, found(old), row, generated, stamps, space if big else 0
+                            )._replace(lenient=_empty_enums(row, enums))  # skip_load_
+                # exception: both undone, or none
                 for upsert in _upserts(writes, _without([row], generated), size, enums, big,
-                                       found, stamps):
+                                       found, stamps, space):
                     yield upsert._replace(continues=True)
-    yield from _keyless(writes, size, columns, generated)
+    yield from _keyless(writes, size, columns, generated, space if big else 0, packet)
 
 
 def _widths(columns: Columns) -> dict[str, int]:
@@ -156,13 +166,18 @@ def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str],
-          stamps: Stamps = Stamps()) -> Statement:
+          stamps: Stamps = Stamps(), space: int = 0) -> Statement:
     """A row's key change as the UPDATE the source ran, found by its old key (the target's
     ON UPDATE CASCADE fires as on the source). The row's upsert follows it: where the old
     key is not there — a copy has not reached the row yet, or a free-door request deleted it
     at its window's start — the row is written as any upsert writes it, and the pipeline
-    goes on (it stopped for good there, every resume replaying the same batch)."""
+    goes on (it stopped for good there, every resume replaying the same batch). Values the
+    upsert writes a piece at a time (``space``: see :func:`statements`) are left out here:
+    the statement would not fit the target's max_allowed_packet."""
     values = {name: value for name, value in row.items() if name not in generated}
+    if space:
+        for name in pieces.apart(values, space, old_key, writes.keys):
+            del values[name]
     return _update(writes, old_key, values, False, stamps.kept(values, row))
 
 
@@ -249,26 +264,34 @@ def _key_place(keys: tuple[str, ...], columns: Columns) -> str:
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
              enums: frozenset[str] = frozenset(), big: bool = True, found: Any = _same,
-             stamps: Stamps = Stamps()) -> Iterator[Statement]:
+             stamps: Stamps = Stamps(), space: int = 0) -> Iterator[Statement]:
+    """``big``: rows may hold values too large for one statement: those over BIG_VALUE, and
+    the largest of a row whose values would not fit ``space`` bytes (:func:`pieces.room` of
+    the target's max_allowed_packet), go a piece at a time."""
     table = qualified(writes.schema, writes.table)
+    space = space or pieces.room(0)
 
-    def apart(row: Row) -> bool:  # a row written by statements of its own
-        return (big and any(pieces.big(value) for value in row.values())) or \
-            bool(_empty_enums(row, enums))
+    def taken(row: Row) -> list[str]:  # the values written a piece at a time
+        if not big:
+            return []
+        rest = row.rest.values() if type(row) is PartialRow else ()  # type: ignore
+        return pieces.apart(row, space, rest, writes.keys)
 
-    if (big or enums) and any(apart(row) for row in rows):
+    if big or enums:
         together: list[Row] = []  # in source order: an ordered table's rows may share a key
         for row in rows:
-            if not apart(row):
+            names = taken(row)
+            if not names and not _empty_enums(row, enums):
                 together.append(row)
                 continue
-            yield from _upserts(writes, together, size, found=found, stamps=stamps)
+            yield from _upserts(writes, together, size, big=False, found=found,
+                                stamps=stamps)
             together = []
-            alone = _like(row, {name: value[:0] if pieces.big(value) else value
+            alone = _like(row, {name: value[:0] if name in names else value
                                 for name, value in row.items()})
-            for statement in _upserts(writes, [alone], 1, stamps=stamps):
+            for statement in _upserts(writes, [alone], 1, big=False, stamps=stamps):
                 yield statement._replace(lenient=_empty_enums(row, enums))
-            yield from _appends(writes, row, found, stamps)
+            yield from _appends(writes, row, names, found, stamps, space)
         rows = together
     for columns, run in _runs(rows):
         if type(run[0]) is PartialRow:  # a column-group update: see _upsert
@@ -311,20 +334,20 @@ def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
     return tuple(name for name in enums if row.get(name) == "" or rest.get(name) == "")
 
 
-def _appends(writes: TableWrites, row: Row, found: Any = _same, stamps: Stamps = Stamps()
-             ) -> Iterator[Statement]:
-    """A row's big values, appended a piece a statement (whole characters for text): each
-    continues the row's INSERT, which wrote them empty."""
+def _appends(writes: TableWrites, row: Row, names: list[str], found: Any = _same,
+             stamps: Stamps = Stamps(), space: int = 0) -> Iterator[Statement]:
+    """A row's big values (``names``), appended a piece a statement (whole characters for
+    text): each continues the row's INSERT, which wrote them empty."""
     table = qualified(writes.schema, writes.table)
     key = found(tuple(row[k] for k in writes.keys))
     where = f"({', '.join(map(quote, writes.keys))}) = ({', '.join(['%s'] * len(key))})"
     for name, value in row.items():
-        if pieces.big(value):
+        if name in names:
             held = [*row, *row.rest] if type(row) is PartialRow else row  # type: ignore
             same = "".join(f", {quote(c)} = {quote(c)}" for c in stamps.kept([name], held))
             sql = f"UPDATE {table} SET {quote(name)} = CONCAT({quote(name)}, %s){same} " \
                 f"WHERE {where}"
-            for piece in pieces.pieces(value):
+            for piece in pieces.pieces(value, space):
                 yield Statement(sql, [piece, *(sql_value(v) for v in key)], False, [key],
                                 True, continues=True)
 
@@ -346,12 +369,17 @@ def _runs(rows: list[Row]) -> Iterator[tuple[Any, list[Row]]]:
         yield current, run  # type: ignore[misc]
 
 
-def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozenset[str]
-             ) -> Iterator[Statement]:
+def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozenset[str],
+             space: int = 0, packet: int = 0) -> Iterator[Statement]:
+    """A keyless table's changes (see the module); ``space``: a row is checked against it
+    (see :func:`statements`), none where 0."""
     table = qualified(writes.schema, writes.table)
     widths = _widths(columns) if writes.changes else {}
     for kind, group in itertools.groupby(writes.changes, key=lambda change: change.type):
         changes = list(group)
+        if space:
+            for change in changes:
+                pieces.whole(writes, change, space, packet)
         if kind is ChangeType.INSERT:
             rows = _without([change.after for change in changes if change.after], generated)
             for names, run in _runs(rows):

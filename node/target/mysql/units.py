@@ -40,7 +40,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
         sqls = _replaced(writes, table, spec) if not big else None
         if sqls is None:
             sqls = [sql for statement in statements(writes, size, table.columns, big,
-                                                    name in spec.parted)
+                                                    name in spec.parted, table.packet)
                     for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
                           writes.keys, ordered=writes.ordered))

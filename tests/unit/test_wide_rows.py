@@ -1,0 +1,120 @@
+"""Rows judged by their rendered size against the target's max_allowed_packet: a keyed row
+of several values under BIG_VALUE each that would not fit writes its largest values a piece
+at a time, every statement text under the packet; a keyless one that would not fit is
+refused before anything is sent, saying what to raise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from node.changes import ChangeType, TargetChange
+from node.charsets import Encoded
+from node.merge import MOVE, TableWrites, merge
+from node.target.mysql import pieces
+from node.target.mysql.render import statements
+from node.target.mysql.sqltext import literal, texts
+from shared.errors import PAUSE_AT_ONCE, RowTooLargeError
+
+PACKET = 4 << 20
+VALUE = 1_572_864  # 1.5 MiB: 3 MiB as hex, under the packet alone; five over it
+
+
+def writes(**fields: object) -> TableWrites:
+    base: dict[str, object] = {"datasource": "t", "schema": "s", "table": "w", "keys": ("id",),
+                               "push_weight": 0, "first_seq": 0}
+    return TableWrites(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def wide(key: int) -> dict[str, Any]:
+    return {"id": key, **{f"c{n}": bytes([key + n]) * VALUE for n in range(1, 6)}}
+
+
+def sent(found: list[Any]) -> list[str]:
+    return [sql.text for statement in found for sql in texts(statement)]
+
+
+def test_a_keyed_row_over_the_packet_writes_its_largest_values_a_piece_at_a_time() -> None:
+    rows = [{"id": 1, "c1": b"a", "c2": None, "c3": "", "c4": None, "c5": None}, wide(2),
+            {"id": 3, "c1": b"b" * 1000, "c2": None, "c3": "x", "c4": None, "c5": None}]
+    found = list(statements(writes(upserts=rows), 100, packet=PACKET))
+    assert all(len(text.encode()) < PACKET - pieces.HEAD for text in sent(found))
+    kinds = [(s.sql.split()[0], s.continues) for s in found]
+    assert kinds[0] == ("INSERT", False) and kinds[1] == ("INSERT", False)
+    assert kinds[-1] == ("INSERT", False) and found[-1].args[0][0] == 3
+    assert all(kind == ("UPDATE", True) for kind in kinds[2:-1])
+    inserted = dict(zip(["id", "c1", "c2", "c3", "c4", "c5"], found[1].args[0], strict=True))
+    emptied = [name for name, value in inserted.items() if value == b""]
+    assert len(emptied) == 4  # the largest, until the rest fits: one stays whole
+    row = {**inserted}
+    for statement in found[2:-1]:  # the pieces append to the emptied values, in order
+        name = statement.sql.split("`")[5]
+        row[name] += statement.args[0]
+        assert statement.args[1:] == [2]
+    assert row == wide(2)
+    # under a packet it fits, the row goes with the others as before
+    assert [s.sql.split()[0] for s in statements(writes(upserts=rows), 100,
+                                                 packet=64 << 20)] == ["INSERT"]
+
+
+def test_a_wide_rows_key_change_leaves_its_pieced_values_to_the_upsert() -> None:
+    row = wide(6)
+    found = list(statements(writes(steps=[(MOVE, ((5,), row))]), 100, packet=PACKET))
+    assert all(len(text.encode()) < PACKET - pieces.HEAD for text in sent(found))
+    assert found[0].sql.startswith("UPDATE `s`.`w` SET `id` = %s") and \
+        found[0].sql.endswith("WHERE (`id`) = (%s)")
+    assert found[0].args[0] == 6 and found[0].args[-1] == 5
+    assert all(statement.continues for statement in found[1:])
+
+
+def keyless(kind: ChangeType, before: dict[str, Any] | None, after: dict[str, Any] | None
+            ) -> list[TableWrites]:
+    return merge([TargetChange("t", "s", "k", kind, (), () if before else None, after,
+                               seq=0, before=before)])
+
+
+def test_a_keyless_row_over_the_packet_is_refused_before_anything_is_sent() -> None:
+    row = {"id": 2, "v": b"\x01" * (2 * VALUE)}  # 6 MiB as hex
+    (table,) = keyless(ChangeType.INSERT, None, row)
+    with pytest.raises(RowTooLargeError) as refused:
+        list(statements(table, 100, packet=PACKET))
+    assert str(refused.value) == (
+        "target t: table s.k (keyless): a row's INSERT takes 6,291,605 bytes, over the "
+        "target's max_allowed_packet (4,194,304 bytes); a keyless row goes in one statement, "
+        "it cannot be cut (no key to append a value to). Raise the target's "
+        "max_allowed_packet to at least 7340032 (SET GLOBAL max_allowed_packet = 7340032; "
+        "and in my.cnf), then resume the channel: nothing of the batch was written")
+    assert isinstance(refused.value, PAUSE_AT_ONCE)  # the same row fails again: no retry
+    # an update carries the row twice (its before image finds it)
+    half = {"id": 2, "v": b"\x01" * (VALUE // 2)}
+    (table,) = keyless(ChangeType.UPDATE, half, {**half, "id": 3})
+    with pytest.raises(RowTooLargeError, match=r"a row.s UPDATE takes 3,146,024 bytes"):
+        list(statements(table, 100, packet=2 << 20))
+    assert len(list(statements(table, 100, packet=PACKET))) == 1
+    (table,) = keyless(ChangeType.INSERT, None, row)
+    assert len(list(statements(table, 100, packet=16 << 20))) == 1
+    assert len(list(statements(table, 100, big=False, packet=PACKET))) == 1  # not looked at
+
+
+@pytest.mark.parametrize("value", ["plain", "quote ' \\ \" \0 \n \r \x1a", "é漢字😀" * 2000,
+                                   "'\\" * 3000, b"\x00\xff" * 3000, Encoded(b"\x82\xa0", "sjis"),
+                                   17, None, {"a": ["b"]}])
+def test_a_values_size_is_at_least_its_literals(value: Any) -> None:
+    assert pieces.size(value) >= len(literal(value).encode("utf-8", "surrogatepass"))
+
+
+def test_a_small_target_packet_makes_smaller_events_be_looked_at_row_by_row() -> None:
+    """Rows of events up to a quarter of what a statement may carry go unlooked at (a
+    byte of a row takes at most 4 in the statement's text): a target at 1 MiB lowers that
+    from BIG_VALUE to its room."""
+    from node.extract.job import _small
+    from node.jobs import JobSpec
+    from node.target.mysql.facts import TableFacts
+
+    def spec(*packets: int) -> JobSpec:
+        return JobSpec(0, False, {("t", "s", str(n)): TableFacts(packet=packet)
+                                  for n, packet in enumerate(packets)})
+
+    assert _small(spec()) == _small(spec(0, 64 << 20)) == pieces.BIG_VALUE
+    assert _small(spec(16 << 20, 1 << 20)) == (1 << 20) - pieces.HEAD
