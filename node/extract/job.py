@@ -135,8 +135,12 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
 def _small(spec: JobSpec) -> int:
     """The bytes of values any statement to the part's targets may carry (see
     :func:`pieces.room`), at most BIG_VALUE."""
-    packets = [getattr(facts, "packet", 0) for facts in spec.facts.values()]
-    return min([BIG_VALUE, *(room(packet) for packet in packets if packet)])
+    small = BIG_VALUE
+    for facts in spec.facts.values():
+        packet = getattr(facts, "packet", 0)
+        if packet:
+            small = min(small, room(packet))
+    return small
 
 
 def transactions(batch: Batch) -> tuple[tuple[int, str, str, int], ...]:
