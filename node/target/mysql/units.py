@@ -45,7 +45,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
                     for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
                           writes.keys, ordered=writes.ordered,
-                          unchecked=writes.unchecked and table.foreign_keys))
+                          unchecked=writes.unchecked))
     return units
 
 
@@ -65,17 +65,18 @@ def _unchecked(places: frozenset[int] | None, facts: dict[Target, TableFacts]
     the cascades the binlog does not carry."""
     if places is None and not any(table.foreign_keys for table in facts.values()):
         return None
-    inert: dict[tuple[Target, tuple[str, ...]], bool] = {}
+    known: dict[tuple[Target, tuple[str, ...]], tuple[bool, bool]] = {}
 
     def unchecked(name: Target, keys: tuple[str, ...], seq: int, cascades: bool) -> bool:
+        found = known.get((name, keys))
+        if found is None:  # (a table without foreign keys: its runs are never split)
+            table = facts.get(name, _NO_FACTS)
+            found = known[name, keys] = (table.foreign_keys, bool(keys) and table.inert(keys))
+        if not found[0]:
+            return False
         if places is not None and (seq & READ_BIT or (seq >> ROW_BITS) in places):
             return True
-        if cascades or not keys:
-            return False
-        found = inert.get((name, keys))
-        if found is None:
-            found = inert[name, keys] = facts.get(name, _NO_FACTS).inert(keys)
-        return found
+        return found[1] and not cascades
     return unchecked
 
 
