@@ -4,6 +4,8 @@ inert upsert), and that a run never holds changes of both kinds."""
 
 from __future__ import annotations
 
+import pytest
+
 from node.jobs import READ_BIT, ROW_BITS, JobSpec, unchecked_event, unchecked_places
 from node.merge import merge
 from node.target.mysql.facts import TableFacts
@@ -70,3 +72,67 @@ def test_tables_without_foreign_keys_are_never_split_or_unchecked() -> None:
     units = render([ins(0, {"id": 1, "code": "a"}), ins(1 << ROW_BITS, {"id": 2, "code": "b"})],
                    spec)
     assert [(u.unchecked, len(u.sqls)) for u in units] == [(False, 1)]
+
+
+class Recorder:
+    """A target connection that takes every statement and keeps its text."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.open = True
+
+    def cursor(self) -> Recorder:
+        return self
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def get_server_info(self) -> str:
+        return "10.11.6-MariaDB"
+
+    def execute(self, sql: str, args: object = None) -> int:
+        self.sent += [part.strip() for part in sql.split(";\n")]
+        return 1
+
+    def mogrify(self, sql: str, args: object = None) -> str:
+        return sql
+
+    def fetchone(self) -> None:
+        return None
+
+    def nextset(self) -> bool:
+        return False
+
+    def commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("flagged", "expected"), [
+    ({0, 1}, ["SET0", "DELETE", "DELETE", "SET1", "DELETE", "DELETE", "COMMIT"]),
+    ({2, 3}, ["DELETE", "DELETE", "SET0", "DELETE", "DELETE", "SET1", "COMMIT"])])
+def test_load_sets_the_sessions_checks_only_where_they_change_and_on_before_the_commit(
+        flagged: set[int], expected: list[str]) -> None:
+    """In the batch's transaction: off before the first flagged run, on again before the
+    first checked one, and nothing more (the session is on when the COMMIT goes)."""
+    from node.changes import Batch
+    from node.jobs import PartResult
+    from node.target.mysql.loader import Loader
+    from shared.model import DataSource, PipelineParams
+
+    server = Recorder()
+    loader = Loader("c.p", {"dst": DataSource("dst", "h")}, PipelineParams())
+    loader._connection = lambda name: server  # type: ignore[method-assign]
+    spec = JobSpec(1, False, FACTS, load_batch_size=100,  # type: ignore[arg-type]
+                   unchecked=frozenset(flagged))
+    changes = [dele(0, (1,), table="parent"), dele(1 << ROW_BITS, (2,), table="child"),
+               dele(2 << ROW_BITS, (3,), table="parent"), dele(3 << ROW_BITS, (4,), table="child")]
+    loader.load_units(Batch("c.p", 1), [PartResult(render(changes, spec), [], 4)])
+    kept = [text.split()[0] + (text.split()[-1] if text.startswith("SET") else "")
+            for text in server.sent if text.startswith(("SET SESSION foreign", "DELETE", "COMMIT"))]
+    assert kept == expected, kept
