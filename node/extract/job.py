@@ -113,7 +113,7 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
         straight, taken, straight_rows = inserts.units(compiled, spec, part, counted)
     numbered = decoded(part, spec.checksum, counted, taken)
     if as_rows:
-        numbered += joined(as_rows, numbered)
+        numbered += joined(as_rows, numbered, at_start=spec.target == "mysql")
     # a lines read comes without its lines (they stay in the node, and load after the
     # batch's transaction): what the part finds is which keys the batch writes from its
     # window's low watermark on (the stream's changes, rows read for the free door)

@@ -13,6 +13,8 @@ import random
 import threading
 from collections import Counter
 
+import pytest
+
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, beside
 
@@ -88,20 +90,25 @@ def test_a_dump_loaded_children_first_with_checks_off_is_loaded(
     assert target.table(schema, "child") == source.table(schema, "child")
 
 
+@pytest.mark.parametrize("first", ["child", "parent"])
 def test_a_snapshot_of_tables_with_foreign_keys_while_writes_race_it(
-        cluster: Cluster, source: Database, target: Database) -> None:
-    """``start: snapshot`` of a child (copied first, in many chunks) and its parent while a
-    writer adds parents with children, updates and deletes children whose parents may not be
-    copied yet, and once the copy is done deletes parents (cascades, checks on): rows read
-    in a window go in with checks off (a child before its parent), and so does an upsert
-    that changes no referenced column (a check could only refuse it)."""
-    schema = make_schema(source, target, PARENT, CHILD)
+        cluster: Cluster, source: Database, target: Database, first: str) -> None:
+    """``start: snapshot`` of a child and its parent (``first`` copied first, in chunks)
+    while a writer adds parents with children and deletes parents (cascades, checks on),
+    updates and deletes children whose parents may not be copied yet. Rows read in a window
+    go in with checks off (a child before its parent), and so does an upsert that changes no
+    referenced column (a check could only refuse it). Parents copied first, the writer then
+    deletes old parents whose children the child's windows read: the rows read go at the
+    window's start, so the target's cascade inside the window takes them as the source's
+    did (at its end, they would stay)."""
+    schema, name = make_schema(source, target, PARENT, CHILD), f"fksnap-{first}"
     source.execute(f"USE `{schema}`")  # (the seq_ tables of the Sequence engine)
     source.execute(f"INSERT INTO `{schema}`.parent SELECT seq, CONCAT('p', seq) FROM "
                    "seq_1_to_400")
     source.execute(f"INSERT INTO `{schema}`.child (id, p) SELECT seq, 1 + seq % 400 FROM "
-                   "seq_1_to_1500")
-    done, copied, errors, cascaded = threading.Event(), threading.Event(), [], []
+                   "seq_1_to_3000")
+    done, parents_copied, errors, cascaded = threading.Event(), threading.Event(), [], []
+    old = list(range(1, 401))
 
     def write() -> None:
         db, rng, born, n = Database(cluster.sandbox, "source"), random.Random(7), [], 10_000
@@ -114,36 +121,43 @@ def test_a_snapshot_of_tables_with_foreign_keys_while_writes_race_it(
                     db.script("BEGIN", f"INSERT INTO `{schema}`.parent VALUES ({n}, 'new')",
                               f"INSERT INTO `{schema}`.child (id, p) VALUES ({n}, {n}), "
                               f"({n + 100_000}, {n})", "COMMIT")
-                elif kind == 1 and copied.is_set():  # a new parent goes: its children by
-                    # cascade (not while the copy runs: see docs/architecture.md, a window's
-                    # rows of a child whose parent the stream deletes inside the window)
+                elif kind == 1:  # a parent goes, its children by cascade: a new one (on the
+                    # target with them), or an old one once the parents are copied
+                    family = old if parents_copied.is_set() and old and rng.random() < 0.7 \
+                        else born
                     db.execute(f"DELETE FROM `{schema}`.parent WHERE id = "
-                               f"{born.pop(rng.randrange(len(born)))}")
+                               f"{family.pop(rng.randrange(len(family)))}")
                     cascaded.append(1)
-                elif kind in (1, 2):  # a child whose parent may not be copied yet
+                elif kind == 2:  # a child whose parent may not be copied yet
                     db.execute(f"UPDATE `{schema}`.child SET n = n + 1 WHERE id = "
-                               f"{rng.randrange(1, 1500)}")
+                               f"{rng.randrange(1, 3000)}")
                 else:
                     db.execute(f"DELETE FROM `{schema}`.child WHERE id = "
-                               f"{rng.randrange(1, 1500)}")
+                               f"{rng.randrange(1, 3000)}")
         except Exception as exc:  # reported by the test
             errors.append(exc)
         finally:
             db.close()
 
+    def copied() -> bool:
+        if cluster.channel_status(name) == "PAUSE":
+            return True
+        copies = cluster.pipeline_state(name).snapshots
+        if first == "parent" and any(copy.table == f"{schema}.parent" and
+                                     copy.state == "done" for copy in copies):
+            parents_copied.set()
+        return len(copies) == 2 and all(copy.state == "done" for copy in copies)
+
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
-        cluster.apply([one_way("fksnap", schema, ["child", "parent"], start="snapshot",
-                               snapshot_chunk_size=100, max_retries=1)])
-        cluster.set_status("fksnap", "START")
-        wait_for(lambda: cluster.channel_status("fksnap") == "PAUSE" or (
-            len(copies := cluster.pipeline_state("fksnap").snapshots) == 2
-            and all(copy.state == "done" for copy in copies)), 240,
-            "the snapshot done, or a pause")
-        _running(cluster, "fksnap")
-        copied.set()
-        wait_for(lambda: len(cascaded) >= 10, 60, "parents deleted after the copy")
+        cluster.apply([one_way(name, schema, [first, ({"child", "parent"} - {first}).pop()],
+                               start="snapshot", snapshot_chunk_size=100, max_retries=1)])
+        cluster.set_status(name, "START")
+        wait_for(copied, 240, "the snapshot done, or a pause")
+        _running(cluster, name)
+        deleted = len(cascaded)
+        wait_for(lambda: len(cascaded) >= deleted + 10, 60, "parents deleted after the copy")
         source.execute(f"INSERT INTO `{schema}`.parent VALUES (999999, 'marker')")
         wait_for(lambda: (999999, "marker") in target.table(schema, "parent"), 60,
                  "a later row")
@@ -152,4 +166,4 @@ def test_a_snapshot_of_tables_with_foreign_keys_while_writes_race_it(
         writer.join(30)
     assert not errors, errors
     wait_equal(source, target, schema, ["parent", "child"], 120)
-    _running(cluster, "fksnap")
+    _running(cluster, name)
