@@ -21,6 +21,29 @@ from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.sqltext import Sql
 
 ROW_BITS = 20  # a change's seq in its batch: its event's place << ROW_BITS | row in the event
+# a seq with this bit is a row a window read (node.extract.reads.INSIDE), not a binlog row's
+READ_BIT = 1 << (ROW_BITS - 1)
+# a rows event's post-header flag (its first flags byte: the packet's OK byte, the 19-byte
+# event header, the 6-byte table id): the source session ran with foreign_key_checks = 0
+_FLAGS, NO_FOREIGN_KEY_CHECKS_F = 26, 0x0002
+
+
+def unchecked_places(events: bytes, lengths: Iterable[int], places: Iterable[int]
+                     ) -> list[int]:
+    """The places of the rows events (packets one after the other in ``events``, of these
+    lengths) that the source wrote with foreign_key_checks off: one byte looked at per
+    event, nothing per row."""
+    off, at = [], _FLAGS
+    for length, place in zip(lengths, places, strict=True):
+        if events[at] & NO_FOREIGN_KEY_CHECKS_F:
+            off.append(place)
+        at += length
+    return off
+
+
+def unchecked_event(data: bytes) -> bool:
+    """Whether the source wrote this rows event with foreign_key_checks off."""
+    return bool(data[_FLAGS] & NO_FOREIGN_KEY_CHECKS_F)
 
 
 @dataclass(frozen=True)
@@ -45,6 +68,9 @@ class JobSpec:
     gathered: frozenset[Target] = frozenset()
     # target tables of wide rows, written a part at a time (node.target.mysql.render.Stamps)
     parted: frozenset[Target] = frozenset()
+    # the places of the events the source wrote with foreign_key_checks off; with it, rows a
+    # window read are written with checks off too (READ_BIT). None: every change checked
+    unchecked: frozenset[int] | None = None
 
 
 class Unit(NamedTuple):
@@ -64,6 +90,9 @@ class Unit(NamedTuple):
     # a run of an ordered or keyless table: it keeps source order among the runs, whatever
     # its push_weight (node.merge.load_order)
     ordered: bool = False
+    # a run of a table with foreign keys written with foreign_key_checks off: the source's
+    # session had them off, or the rows were read in a window (Load sets the session's)
+    unchecked: bool = False
 
 
 class PartResult(NamedTuple):

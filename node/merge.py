@@ -38,8 +38,11 @@ proven valid:
 - a keyless table (no key): nothing to merge by (see :mod:`node.target.mysql.render`).
 
 Their changes are ``steps`` (or a keyless table's ``changes``) in runs: the changes of all
-ordered tables interleave in source order, a new run whenever the table changes, and
-consecutive deletes or upserts of one run still go out as multi-row statements.
+ordered tables interleave in source order, a new run whenever the table changes — or
+whether foreign keys are checked: a source session's ``foreign_key_checks = 0`` (its rows
+events say so), or rows a window read (the source's state, never to cascade); Load sets the
+session's ``foreign_key_checks`` for each run — and consecutive deletes or upserts of one run
+still go out as multi-row statements.
 
 The order tables are written in (:func:`load_order`): ``push_weight`` (Otter's weight: the
 load order of independent tables) orders the merged tables, lowest first, then by first
@@ -111,6 +114,7 @@ class TableWrites:
     steps: list[tuple[str, Any]] = field(default_factory=list)  # (step kind, its item)
     changes: list[TargetChange] = field(default_factory=list)  # a keyless table's, in order
     clears: list[Row] = field(default_factory=list)  # parts cleared where their row is
+    unchecked: bool = False  # a run whose changes go with foreign_key_checks off
 
     @property
     def ordered(self) -> bool:
@@ -134,11 +138,15 @@ INSERT, UPDATE, DELETE_ = ChangeType.INSERT, ChangeType.UPDATE, ChangeType.DELET
 def merge(changes: Iterable[TargetChange],
           ordered: Collection[tuple[str, str, str]] | Callable[[tuple[str, str, str],
                                                                 tuple[str, ...]], bool] = (),
-          gathered: Collection[tuple[str, str, str]] = ()) -> list[TableWrites]:
+          gathered: Collection[tuple[str, str, str]] = (),
+          unchecked: Callable[[tuple[str, str, str], tuple[str, ...], int, bool], bool]
+          | None = None) -> list[TableWrites]:
     """The batch's writes: one per merged table, and runs of the tables ``ordered`` names
     (datasource, schema, table; or a function of the table and its keys, asked once per
     table) and of keyless tables, which keep source order. ``gathered``: the tables several
-    source tables feed (see the module's doc)."""
+    source tables feed (see the module's doc). ``unchecked``: whether an ordered change
+    (its table, keys, seq, and whether it may cascade: a delete or a key change) goes with
+    foreign_key_checks off — a run never holds changes of both kinds."""
     tables: dict[tuple[str, str, str], TableWrites] = {}
     states: dict[tuple[str, str, str], dict[tuple[Any, ...], list[Any]]] = {}
     runs: list[TableWrites] = []
@@ -158,8 +166,11 @@ def merge(changes: Iterable[TargetChange],
         elif (kept == _KEYLESS) != (not keys):
             raise ConfigError(_mixed(name, kept == _KEYLESS, change))
         if kept:
-            if not runs or (runs[-1].datasource, runs[-1].schema, runs[-1].table) != name:
-                runs.append(TableWrites(*name, keys, weight, seq))
+            off = unchecked is not None and unchecked(name, keys, seq,
+                                                      _cascades(kind, keys, before_key, after))
+            if not runs or (runs[-1].datasource, runs[-1].schema, runs[-1].table) != name \
+                    or runs[-1].unchecked != off:
+                runs.append(TableWrites(*name, keys, weight, seq, unchecked=off))
             if keys:
                 runs[-1].steps.extend(_steps(change))
             else:
@@ -323,6 +334,14 @@ def _rested(state: dict[tuple[Any, ...], list[Any]], keep: set[tuple[Any, ...]],
     found = state.get(key) if key in keep else None
     if found is not None and found[_ROW] is not _DELETED and type(found[_ROW]) is not PartialRow:
         found[_ROW] = PartialRow(found[_ROW], row.rest)
+
+
+def _cascades(kind: ChangeType, keys: tuple[str, ...], before_key: tuple[Any, ...] | None,
+              after: Row | None) -> bool:
+    """Whether a change may fire a foreign key's ON DELETE or ON UPDATE action: a delete, a
+    key change, any update of a keyless row."""
+    return kind is DELETE_ or (kind is UPDATE and (
+        not keys or after is None or before_key != _key(after, keys)))
 
 
 def _steps(change: TargetChange) -> Iterator[tuple[str, Any]]:

@@ -17,6 +17,7 @@ statement texts per target table (:class:`Unit`); Load orders the units of all p
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -27,7 +28,7 @@ from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.keycheck import KeyCollations, read_source_columns
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
-from node.jobs import JobSpec, PartResult, Unit
+from node.jobs import JobSpec, PartResult, Unit, unchecked_places
 from node.target.mysql.facts import Target, TargetFacts
 from node.target.mysql.pieces import BIG_VALUE, room
 from node.target.renderers import render
@@ -114,7 +115,7 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
         straight, taken, straight_rows = inserts.units(compiled, spec, part, counted)
     numbered = decoded(part, spec.checksum, counted, taken)
     if as_rows:
-        numbered += joined(as_rows, numbered)
+        numbered += joined(as_rows, numbered, at_start=spec.target == "mysql")
     # a lines read comes without its lines (they stay in the node, and load after the
     # batch's transaction): what the part finds is which keys the batch writes from its
     # window's low watermark on (the stream's changes, rows read for the free door)
@@ -122,6 +123,9 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
                for read in part.reads if read.lines is not None}
     sizes = {number: (rows, size) for number, (rows, size) in counted.items()}
     changes = extract_transform_lists(compiled, numbered)
+    off = unchecked_places(part.events, part.lengths, part.places)
+    if off or as_rows:  # foreign_key_checks off: the source's for its events, and the rows
+        spec = dataclasses.replace(spec, unchecked=frozenset(off))  # read (node.merge)
     if spec.changes_only:
         if dropped:  # never planned for a two-way pipeline (copylines.plan)
             raise SetlError("a two-way pipeline's snapshot read lines")

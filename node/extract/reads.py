@@ -9,7 +9,9 @@ that a row read here is written, and compared by key, exactly as its binlog imag
 A read travels as a :class:`Read`: the rows pickled (the node never unpacks them), the
 window's places in its batch, and its table. In the part that holds the table's changes,
 :func:`joined` drops every row whose key the stream changed inside the window (the
-stream's change is newer, or as new) and puts the rest in at the window's end, as inserts:
+stream's change is newer, or as new) and puts the rest in at the window's end, as inserts
+— for a MySQL target at its start, which is the same for those rows and lets the target's
+foreign keys redo a cascade the stream's changes inside the window fire (:func:`joined`):
 so a read row never overwrites a newer one and a reader of the target sees the rows as
 they were at the high watermark, with everything before it. Keys asked deleted (a free-door
 ``D``) are deleted at the window's start, before the stream's changes inside it.
@@ -234,10 +236,19 @@ def _loose(value: Any) -> Any:
 _FRACTION = re.compile(r"\d:\d\d\.\d+$")
 
 
-def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
-           ) -> list[tuple[int, RowChange]]:
+def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]],
+           at_start: bool = False) -> list[tuple[int, RowChange]]:
     """The reads' rows as numbered changes at their windows' ends, without the keys the
-    stream changed inside the windows; the deletes asked for at the windows' starts."""
+    stream changed inside the windows; the deletes asked for at the windows' starts.
+
+    ``at_start`` (a MySQL target): the rows go at the window's start, right after the
+    deletes, before the stream's changes inside it. For every row kept that is the same:
+    the stream did not change its key inside the window, so it held that row from the low
+    watermark to the high one. Except for what the binlog does not carry: a parent the
+    stream deletes (or moves) inside the window, after the read, took its children with it
+    on the source by cascade — those child rows were read, and only a write before the
+    parent's delete lets the target's own foreign key take them too (written at the end,
+    they would stay)."""
     out: list[tuple[int, RowChange]] = []
     for read in reads:
         # A key asked deleted goes at the window's start, before every change the stream made
@@ -249,20 +260,19 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]]
         # in one place, after the event before it: the deletes go right before the rows
         # there, never after them (the merge made the row read and its delete nothing).
         end = ((read.end - 1) << ROW_BITS) + INSIDE if read.end else INSIDE
-        start = min(read.first << ROW_BITS, end) - len(read.deletes)
+        changed = changed_keys(read, numbered)
+        rows = [after for after in (dict(zip(read.columns, row, strict=True))
+                                    for row in pickle.loads(read.rows))
+                if _key(after, read.keys) not in changed]
+        start = min(read.first << ROW_BITS, end) - len(read.deletes) - \
+            (len(rows) if at_start else 0)
         for at, key in enumerate(read.deletes, start):
             before = dict(zip(read.keys, key, strict=True))
             out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,
                                       before, None)))
-        changed = changed_keys(read, numbered)
-        at = end
-        for row in pickle.loads(read.rows):
-            after = dict(zip(read.columns, row, strict=True))
-            if _key(after, read.keys) in changed:
-                continue
+        for at, after in enumerate(rows, start + len(read.deletes) if at_start else end):
             out.append((at, RowChange(read.schema, read.table, ChangeType.INSERT, read.keys,
                                       None, after)))
-            at += 1
     return out
 
 

@@ -163,3 +163,18 @@ def test_an_empty_text_of_a_charset_read_as_bytes_is_read_as_the_decoder_gives_i
                                        {"id": "", "v": 9}))
     out = joined([read(rows)], [inside])
     assert [change.after["id"] for _, change in out] == [b"\x83\x41"]
+
+
+def test_for_a_mysql_target_the_rows_go_at_the_windows_start_after_its_deletes() -> None:
+    """A parent the stream deletes inside the window, after the read, took the child rows
+    read with it on the source (a cascade: not in the binlog). At the window's start, the
+    rows come before that delete, and the target's own foreign key takes them too."""
+    parent_gone = (3 << ROW_BITS, RowChange("s", "parent", ChangeType.DELETE, ("id",),
+                                            {"id": 7}, None))
+    out = joined([read([(1, "a"), (3, "c")], deletes=((4,),))], [parent_gone], at_start=True)
+    assert [(change.type, change.before or change.after) for _, change in out] == [
+        (ChangeType.DELETE, {"id": 4}), (ChangeType.INSERT, {"id": 1, "v": "a"}),
+        (ChangeType.INSERT, {"id": 3, "v": "c"})]
+    seqs = [seq for seq, _ in out]
+    assert seqs == [(2 << ROW_BITS) - 3, (2 << ROW_BITS) - 2, (2 << ROW_BITS) - 1]
+    assert all(seq & INSIDE for seq in seqs) and seqs[-1] < parent_gone[0]

@@ -50,10 +50,18 @@ class TableFacts:
     # its server's max_allowed_packet (the smaller of the session's and the global one;
     # 0: not known): a statement larger is refused, the connection dropped
     packet: int = 0
+    referenced: tuple[frozenset[str], ...] = ()  # the columns each foreign key to it names
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
         return self.foreign_keys or any(index != frozenset(keys) for index in self.unique)
+
+    def inert(self, keys: tuple[str, ...]) -> bool:
+        """Whether an upsert of a row keyed by ``keys`` changes no column a foreign key to
+        the table references (so fires no ON UPDATE action) — of a table with foreign keys."""
+        named = frozenset(key.lower() for key in keys)
+        return self.foreign_keys and all(
+            frozenset(c.lower() for c in columns) <= named for columns in self.referenced)
 
     def unkeyed(self, keys: tuple[str, ...]) -> bool:
         """Whether rows keyed by ``keys`` have no unique index of the table to meet in (an
@@ -91,6 +99,14 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "
                    "REFERENCED_TABLE_NAME = %s))", (schema, table, schema, table))
     foreign_keys = bool(int(cursor.fetchone()[0]))
+    referenced: dict[tuple[str, str, str], set[str]] = {}
+    if foreign_keys:
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, REFERENCED_COLUMN_NAME "
+                       "FROM information_schema.KEY_COLUMN_USAGE WHERE "
+                       "REFERENCED_TABLE_SCHEMA = %s AND REFERENCED_TABLE_NAME = %s",
+                       (schema, table))
+        for child_schema, child, name, column in cursor.fetchall():
+            referenced.setdefault((child_schema, child, name), set()).add(str(column))
     cursor.execute("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE "
                    "EVENT_OBJECT_SCHEMA = %s AND EVENT_OBJECT_TABLE = %s ORDER BY TRIGGER_NAME",
                    (schema, table))
@@ -104,7 +120,8 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     local_infile, packet = cursor.fetchone()
     return TableFacts(columns, unique, foreign_keys, bool(names), bulk_lock,
                       str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
-                      names, bool(int(local_infile)), int(packet or 0))
+                      names, bool(int(local_infile)), int(packet or 0),
+                      tuple(frozenset(columns) for columns in referenced.values()))
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error

@@ -34,7 +34,7 @@ from pymysql.constants import CLIENT
 
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
-from node.jobs import PartResult, in_order
+from node.jobs import PartResult, in_order, unchecked_event
 from node.target.mysql import alone, localdata, owners
 from node.target.mysql.alone import SQL_MODE
 from node.target.mysql.copies import Copies
@@ -62,6 +62,10 @@ localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
 # duplicate an upsert must find). A DDL's own values are set around it (ddlsession.run_under).
 SESSION = (f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}', foreign_key_checks = 1, "
            "unique_checks = 1")
+# a snapshot's copies write the source's state as a window read it: checked against rows of
+# other tables copied or not yet, they would be refused, and a REPLACE of a parent row (a
+# delete, then an insert) would cascade to its children (node.target.mysql.copies)
+COPY_SESSION = SESSION.replace("foreign_key_checks = 1", "foreign_key_checks = 0")
 # a two-way load's conflict check locks the keys it reads, also those with no row yet (a gap
 # lock), so a target user's insert cannot land between the check and the write; under READ
 # COMMITTED (a server's or a user's default) the check of a missing key locks nothing
@@ -83,9 +87,10 @@ class Loader:
         self.rows_skipped = 0  # rows skip_load_exception skipped in committed transactions
         self._claimed: set[str] = set()  # targets whose row this owner's claim wrote
         self._connections: dict[str, pymysql.Connection] = {}
+        self._unchecked: set[str] = set()  # targets whose session may have checks off
         self.facts = TargetFacts(targets, self._connection, self._discard)  # batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
-        self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, SESSION)
+        self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, COPY_SESSION)
 
     def take_skipped(self) -> int:
         """The rows skipped (refused by a target, ``skip_load_exception``) in transactions
@@ -213,7 +218,8 @@ class Loader:
         by_target: dict[str, list[TargetChange]] = {}
         for change in changes:
             by_target.setdefault(self._known(change.datasource, batch), []).append(change)
-        return self._load_all(batch, {name: Writes(changes=found)
+        off = _unchecked(batch)
+        return self._load_all(batch, {name: Writes(changes=found, unchecked=off)
                                       for name, found in by_target.items()})
 
     def load_units(self, batch: Batch, results: list[PartResult],
@@ -321,6 +327,7 @@ class Loader:
                         self.pipeline_id, name, exc)
 
     def _discard(self, name: str) -> None:
+        self._unchecked.discard(name)  # a new connection starts with SESSION's
         conn = self._connections.pop(name, None)
         if conn is not None:
             try:
@@ -344,11 +351,16 @@ class Loader:
                 self.written[name] = owners.row_position(row)  # (a retry after its commit)
                 return 0
             together, written, skipped = Together(cursor), 0, [0]
+            checks = 0 if name in self._unchecked else 1  # the session's foreign_key_checks
 
             def skip() -> None:  # counted once the transaction commits (a retry skips again)
                 skipped[0] += 1
             for unit in writes.for_attempt(self, batch, cursor, one_by_one):
+                if unit.ordered and checks != (not unit.unchecked):  # (see node.merge)
+                    checks = 0 if unit.unchecked else 1
+                    self._checks(name, together, checks)
                 if one_by_one:  # a row at a time, each alone: one the target refuses skipped
+                    together.send()
                     written += sum(alone.write_row(cursor, unit, row, batch, self.pipeline_id,
                                                    skip) for row in alone.rows(unit.sqls))
                     continue
@@ -359,6 +371,8 @@ class Loader:
                     else:
                         together.add(unit, sql.text)
                         written += sql.rows
+            if not checks:  # the session's own again (a DDL sets its source session's)
+                self._checks(name, together, 1)
             if writes.ddl or self.loop is not None:
                 together.send()
             for seq, change in enumerate(writes.ddl):  # DDL commits implicitly
@@ -376,7 +390,17 @@ class Loader:
             together.send()
         self.written[name] = end
         self.rows_skipped += skipped[0]
+        self._unchecked.discard(name)  # (set back to 1 before the COMMIT)
         return written
+
+    def _checks(self, name: str, together: Together, checks: int) -> None:
+        """Set the session's foreign_key_checks inside the batch's transaction: off for the
+        runs of tables with foreign keys whose changes the source made with them off, or
+        that a window read; on for the rest (the target's foreign keys redo the cascades the
+        binlog does not carry)."""
+        if not checks:  # a transaction that fails before setting them back leaves them
+            self._unchecked.add(name)  # off: the next one starts by knowing it
+        together.add(None, f"SET SESSION foreign_key_checks = {checks}")
 
     def _locked(self, conn: Any, cursor: Any, name: str, batch: Batch) -> Any:
         """Lock the pipeline's position row and check no newer owner wrote it, nor removed
@@ -404,3 +428,11 @@ class Loader:
         mark = loop_comment(self.loop.channel) if self.loop is not None else ""
         return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq,
                          mark)
+
+
+def _unchecked(batch: Batch) -> frozenset[int] | None:
+    """The places of the batch's rows events the source wrote with foreign_key_checks off
+    (as the planner numbers them), or None: none."""
+    events = (data for txn in batch.transactions for _, data in txn.events)
+    off = frozenset(place for place, data in enumerate(events) if unchecked_event(data))
+    return off or None

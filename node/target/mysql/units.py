@@ -6,9 +6,10 @@ batch written again statement by statement or a two-way batch, in the node by Lo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from node.changes import TargetChange
-from node.jobs import JobSpec, Unit
+from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
 from node.merge import TableWrites, merge
 from node.target.mysql import loaddata
 from node.target.mysql.facts import TableFacts, Target
@@ -26,7 +27,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     def ordered(name: Target, keys: tuple[str, ...]) -> bool:
         return facts.get(name, _NO_FACTS).ordered(keys)
 
-    for writes in merge(changes, ordered, spec.gathered):
+    for writes in merge(changes, ordered, spec.gathered, _unchecked(spec.unchecked, facts)):
         name = (writes.datasource, writes.schema, writes.table)
         table = facts.get(name, _NO_FACTS)
         if table.unkeyed(writes.keys):
@@ -43,8 +44,40 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
                                                     name in spec.parted, table.packet)
                     for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
-                          writes.keys, ordered=writes.ordered))
+                          writes.keys, ordered=writes.ordered,
+                          unchecked=writes.unchecked))
     return units
+
+
+def _unchecked(places: frozenset[int] | None, facts: dict[Target, TableFacts]
+               ) -> Callable[[Target, tuple[str, ...], int, bool], bool] | None:
+    """Whether a change of a table with foreign keys (by its seq) goes with
+    foreign_key_checks off:
+
+    - a row a window read: the source's state as of its high watermark (it must not
+      cascade, and its order among tables does not matter);
+    - a change of a rows event the source wrote with them off (``places``);
+    - an upsert that changes no column a foreign key references (:meth:`TableFacts.inert`):
+      it fires no action, and a check could only refuse a row the source holds — a child
+      whose parent a snapshot has not copied yet.
+
+    The rest — a delete, a key change — goes with them on: the target's foreign keys redo
+    the cascades the binlog does not carry."""
+    if places is None and not any(table.foreign_keys for table in facts.values()):
+        return None
+    known: dict[tuple[Target, tuple[str, ...]], tuple[bool, bool]] = {}
+
+    def unchecked(name: Target, keys: tuple[str, ...], seq: int, cascades: bool) -> bool:
+        found = known.get((name, keys))
+        if found is None:  # (a table without foreign keys: its runs are never split)
+            table = facts.get(name, _NO_FACTS)
+            found = known[name, keys] = (table.foreign_keys, bool(keys) and table.inert(keys))
+        if not found[0]:
+            return False
+        if places is not None and (seq & READ_BIT or (seq >> ROW_BITS) in places):
+            return True
+        return found[1] and not cascades
+    return unchecked
 
 
 def _replaced(writes: TableWrites, table: TableFacts, spec: JobSpec) -> list[Sql] | None:

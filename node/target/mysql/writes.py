@@ -29,6 +29,7 @@ class Writes:
     changes: list[TargetChange] | None = None
     ddl: list[TargetChange] = field(default_factory=list)
     redo: Callable[[], list[PartResult]] | None = None  # rendered again, a statement a row
+    unchecked: frozenset[int] | None = None  # changes' places with foreign_key_checks off
 
     def prepare(self, loader: Loader) -> None:
         for change in self.changes or ():
@@ -74,4 +75,4 @@ class Writes:
         facts = {(c.datasource, c.schema, c.table): loader.facts.of(
             (c.datasource, c.schema, c.table)) for c in self.changes or ()}
         return JobSpec(0, False, facts, load_batch_size=loader.params.load_batch_size,
-                       one_by_one=one_by_one)
+                       one_by_one=one_by_one, unchecked=self.unchecked)
