@@ -241,14 +241,15 @@ def _not_of_this_binlog(cursor: Any, at: BinlogPosition,
     the oldest one kept (those are purged), no event begins there, or the GTID state there
     (BINLOG_GTID_POS; NULL after an event over max_allowed_packet: unknown) is not the
     stored one. ``sizes``: the server's binlog files as listed (read here if not given)."""
-    if at.pos <= 4:
+    if at.pos < 4:
         return ""
     sizes = _binlog_sizes(cursor) if sizes is None else sizes
     if not sizes:
         return ""  # no binlog: the start's own checks say it
     if at.file not in sizes:
         return _missing(at, sizes)
-    kind = event_at(cursor, at, sizes[at.file])
+    # a file's start: its GTID list is the state there (shared.positions.check_start)
+    kind = "" if at.pos == 4 else event_at(cursor, at, sizes[at.file])
     if kind is None:
         fresh = _binlog_sizes(cursor)  # purged meanwhile (MariaDB says "no event" then too)?
         if at.file not in fresh and fresh and not _missing(at, fresh):

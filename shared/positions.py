@@ -254,13 +254,15 @@ def check_start(cursor: Any, at: BinlogPosition, where: str, moved: str) -> Star
     it was asked (it reads the file up to the offset: a reader need not ask again). A file
     the server lacks is left to the stream's own refusal (purged). ``where`` names the
     pipeline and its source, ``moved`` the pipeline as the CLI does."""
-    if not at.file or at.pos <= 4:
+    if not at.file or at.pos < 4:
         return Start(False, None)
     cursor.execute("SHOW BINARY LOGS")
     sizes = {str(r[0]): int(r[1]) for r in cursor.fetchall()}
     if at.file not in sizes:
         return Start(False, None)
-    kind = event_at(cursor, at, sizes[at.file])
+    # a file's start (where an idle pipeline's rows follow a rotation) is between groups,
+    # its state the file's GTID list: a reset binlog's file of that name has another
+    kind = "" if at.pos == 4 else event_at(cursor, at, sizes[at.file])
     inside = kind is not None and kind not in GROUP_OPENS | BETWEEN_GROUPS | {""}
     why = "no event begins there now" if kind is None else ""
     found: str | None = None

@@ -31,6 +31,7 @@ from tests.integration.test_switchover import (
 from tests.replicaset import ReplicaSet
 
 NAMES = {False: "binlogreset", True: "binlogresetat"}  # unique across the tests
+AT_FILE_START = "binlogresetstart"
 
 
 @pytest.fixture
@@ -117,6 +118,57 @@ def test_a_resume_after_reset_master_pauses_and_loads_nothing_of_the_new_history
                      if at_an_event else f"no event begins at {stored.file}:{stored.pos}",
                      "RESET MASTER", "Nothing was read",
                      f"setl position set {name}/forward --gtid STATE --replay"):
+            assert part in message, (part, message)
+        assert {t: Counter(rows) for t, rows in shapes.rows(target).items()} == held
+        assert shapes.violations == []
+    finally:
+        shapes.stop()
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def test_a_resume_at_a_files_start_after_reset_master_pauses(
+        sandbox: Sandbox, private_source: ReplicaSet, tmp_path: Path) -> None:
+    """An idle pipeline's position rows follow the source's rotations to a file's start
+    (offset 4). After RESET MASTER the new history, numbered again past that file, has a
+    file of that name too: the start compares the file's GTID list with the stored state
+    and pauses, before the stream reads the new history's later files as the old one's."""
+    name = AT_FILE_START
+    rs, target = private_source, Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    source = rs.members[0].database()
+    cluster = Cluster(sandbox, tmp_path / "cluster", name)
+    try:
+        start(cluster, sandbox, rs, shapes, name)
+        shapes.start()
+        shapes.keep_on(30, 25)
+        shapes.settle(source)
+        [(written,)] = source.rows("SELECT @@gtid_binlog_pos")
+        wait_for(lambda: cluster.pipeline_state(name).position.gtid == written, 60,
+                 "the stored position at the source's last transaction")
+        for _ in range(2):
+            source.execute("FLUSH BINARY LOGS")
+        [(current, *_)] = source.rows("SHOW MASTER STATUS")
+        wait_for(lambda: (cluster.pipeline_state(name).position.file,
+                          cluster.pipeline_state(name).position.pos) == (current, 4), 60,
+                 "the idle position to follow the rotations")
+        cluster.nodes[1].kill()
+        stored = cluster.pipeline_state(name).position
+        held = {t: Counter(rows) for t, rows in shapes.rows(target).items()}
+        source.execute("RESET MASTER")
+        shapes.start()  # the new history, past the stored file and its sequences
+        while source.rows("SHOW MASTER STATUS")[0][0] != stored.file:
+            shapes.keep_on(20, 25)
+            source.execute("FLUSH BINARY LOGS")
+        wait_for(lambda: past(source, BinlogPosition(stored.file, 4, stored.gtid)), 120,
+                 "the new history past the stored sequences")
+        shapes.pause()
+        cluster.start_node(2)
+        wait_for(lambda: cluster.channel_status(name) == "PAUSE", 120, "the pause")
+        message = cluster.pipeline_state(name).last_error
+        for part in (f"{stored.file}:4", "the server's GTID state there is", "RESET MASTER",
+                     "Nothing was read"):
             assert part in message, (part, message)
         assert {t: Counter(rows) for t, rows in shapes.rows(target).items()} == held
         assert shapes.violations == []
