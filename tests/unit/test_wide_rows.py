@@ -118,3 +118,23 @@ def test_a_small_target_packet_makes_smaller_events_be_looked_at_row_by_row() ->
 
     assert _small(spec()) == _small(spec(0, 64 << 20)) == pieces.BIG_VALUE
     assert _small(spec(16 << 20, 1 << 20)) == (1 << 20) - pieces.HEAD
+
+
+def test_values_of_types_a_piece_cannot_hold_are_never_written_a_piece_at_a_time() -> None:
+    """A BINARY(n) pads an empty start, a JSON document, ENUM, SET or geometry refuses a
+    part: such a column's value stays whole, the row's text and blob values go in pieces
+    (a review's rows: a 2 MB JSON document beside a BINARY(16), on a 4 MiB target)."""
+    from node.target.mysql.render import Column
+    columns = {"id": Column("int", None), "doc": Column("json", None),
+               "tag": Column("binary", None, column_type="binary(16)"),
+               "note": Column("longtext", "utf8mb4"), "blob": Column("longblob", None)}
+    row = {"id": 1, "doc": {"k": "v" * 2_100_000}, "tag": b"\x01" * 16, "note": "hello",
+           "blob": b"\x02" * 1_100_000}
+    found = list(statements(writes(upserts=[row]), 100, columns, packet=PACKET))
+    inserted = dict(zip(["id", "doc", "tag", "note", "blob"], found[0].args[0], strict=True))
+    assert inserted["tag"] == b"\x01" * 16 and inserted["doc"] == row["doc"]
+    assert inserted["blob"] == b""  # the one value that can go in pieces went so
+    assert all(statement.sql.split("`")[5] == "blob" for statement in found[1:])
+    # a JSON document is as large as its text (not twice): alone it is written whole
+    assert [s.sql.split()[0] for s in statements(
+        writes(upserts=[{**row, "blob": None}]), 100, columns, packet=PACKET)] == ["INSERT"]

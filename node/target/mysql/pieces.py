@@ -16,6 +16,11 @@ from shared.errors import RowTooLargeError
 # bytes or characters of a value written a piece at a time: 4 MiB, escaped at most twice
 # that, under the 16 MiB max_allowed_packet a MariaDB target has by default
 BIG_VALUE = 4 << 20
+# the target column types (information_schema's DATA_TYPE) whose values may be written a piece
+# at a time: an empty start and every part are values of theirs (not BINARY(n), which pads
+# them, nor JSON, ENUM, SET or geometry, which refuse them)
+PIECEABLE = frozenset({"varchar", "varbinary", "tinytext", "text", "mediumtext", "longtext",
+                       "tinyblob", "blob", "mediumblob", "longblob"})
 PACKET = 16 << 20  # a target's max_allowed_packet where it is not known (MariaDB's default)
 HEAD = 64 << 10  # of a packet, what a statement's text besides its row's values may take
 _ESCAPED = "\0\\\n\r\x1a'\""  # what a string literal escapes (a byte more each)
@@ -75,8 +80,8 @@ def size(value: Any) -> int:
         return 2 * len(value) + 3 + (len(value.charset) + 2 if kind is Encoded else 0)
     if isinstance(value, set | frozenset):
         return sum(size(member) for member in value) + len(value) + 2
-    if isinstance(value, dict | list):
-        return 2 * len(json.dumps(value, ensure_ascii=False).encode()) + 2
+    if isinstance(value, dict | list):  # its text, as render.sql_value writes it
+        return size(json.dumps(value, ensure_ascii=False))
     return 64  # a number, a date, NULL
 
 
@@ -90,7 +95,8 @@ def apart(values: dict[str, Any], space: int, others: Iterable[Any] = (),
     """The columns of a row (``values``; ``others``: values its statement also carries) to
     write a piece at a time so that the rest of it fits a statement of ``space`` bytes of
     values: those over BIG_VALUE, then the largest until the rest fits (none for a row
-    that fits); never one of ``keys``, which find the row."""
+    that fits); never one of ``keys``: the key columns, which find the row, and those of a
+    type not :data:`PIECEABLE`."""
     keys = frozenset(keys)
     taken = [name for name, value in values.items() if big(value) and name not in keys]
     if not taken and rendered([*values.values(), *others]) <= space:

@@ -111,28 +111,32 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     enums = frozenset(name for name, column in columns.items() if column.data_type == "enum")
     stamps = Stamps(tuple(name for name, column in columns.items() if column.stamped), parted)
     found = key_padding(writes.keys, columns)
+    # columns whose values cannot be written a piece at a time: an empty start or a part is
+    # no value of theirs (BINARY(n) pads it, JSON, ENUM, SET and geometry refuse it)
+    fixed = tuple(name for name, column in columns.items()
+                  if column.data_type not in pieces.PIECEABLE)
     yield from _deletes(writes, writes.deletes, size, found, columns)
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
                                 for row in writes.clears], size, generated, found, stamps)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found,
-                        stamps, space)
+                        stamps, space, fixed)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == CLEAR_:
             yield from _clears(writes, items, size, generated, found, stamps)
         elif kind == UPSERT:
             yield from _upserts(writes, _without(items, generated), size, enums, big, found,
-                                stamps, space)
+                                stamps, space, fixed)
         elif kind == DELETE:
             yield from _deletes(writes, items, size, found, columns)
         else:
             assert kind == MOVE
             for old, row in items:  # the upsert continues the move's row: with
-                yield _move(writes, found(old), row, generated, stamps, space if big else 0
-                            )._replace(lenient=_empty_enums(row, enums))  # skip_load_
+                yield _move(writes, found(old), row, generated, stamps, space if big else 0,
+                            fixed)._replace(lenient=_empty_enums(row, enums))  # skip_load_
                 # exception: both undone, or none
                 for upsert in _upserts(writes, _without([row], generated), size, enums, big,
-                                       found, stamps, space):
+                                       found, stamps, space, fixed):
                     yield upsert._replace(continues=True)
     yield from _keyless(writes, size, columns, generated, space if big else 0, packet)
 
@@ -166,7 +170,8 @@ def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str],
-          stamps: Stamps = Stamps(), space: int = 0) -> Statement:
+          stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
+          ) -> Statement:
     """A row's key change as the UPDATE the source ran, found by its old key (the target's
     ON UPDATE CASCADE fires as on the source). The row's upsert follows it: where the old
     key is not there — a copy has not reached the row yet, or a free-door request deleted it
@@ -176,7 +181,7 @@ def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: fr
     the statement would not fit the target's max_allowed_packet."""
     values = {name: value for name, value in row.items() if name not in generated}
     if space:
-        for name in pieces.apart(values, space, old_key, writes.keys):
+        for name in pieces.apart(values, space, old_key, (*writes.keys, *fixed)):
             del values[name]
     return _update(writes, old_key, values, False, stamps.kept(values, row))
 
@@ -264,7 +269,8 @@ def _key_place(keys: tuple[str, ...], columns: Columns) -> str:
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
              enums: frozenset[str] = frozenset(), big: bool = True, found: Any = _same,
-             stamps: Stamps = Stamps(), space: int = 0) -> Iterator[Statement]:
+             stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
+             ) -> Iterator[Statement]:
     """``big``: rows may hold values too large for one statement: those over BIG_VALUE, and
     the largest of a row whose values would not fit ``space`` bytes (:func:`pieces.room` of
     the target's max_allowed_packet), go a piece at a time."""
@@ -275,7 +281,7 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
         if not big:
             return []
         rest = row.rest.values() if type(row) is PartialRow else ()  # type: ignore
-        return pieces.apart(row, space, rest, writes.keys)
+        return pieces.apart(row, space, rest, (*writes.keys, *fixed))
 
     if big or enums:
         together: list[Row] = []  # in source order: an ordered table's rows may share a key
@@ -335,7 +341,8 @@ def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
 
 
 def _appends(writes: TableWrites, row: Row, names: list[str], found: Any = _same,
-             stamps: Stamps = Stamps(), space: int = 0) -> Iterator[Statement]:
+             stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
+             ) -> Iterator[Statement]:
     """A row's big values (``names``), appended a piece a statement (whole characters for
     text): each continues the row's INSERT, which wrote them empty."""
     table = qualified(writes.schema, writes.table)
