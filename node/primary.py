@@ -246,8 +246,8 @@ def _not_of_this_binlog(cursor: Any, at: BinlogPosition,
     sizes = _binlog_sizes(cursor) if sizes is None else sizes
     if not sizes:
         return ""  # no binlog: the start's own checks say it
-    if at.file not in sizes:
-        return _missing(at, sizes)
+    if at.file not in sizes:  # (a file's start holds nothing yet: not judged by its name)
+        return "" if at.pos == 4 else _missing(at, sizes)
     # a file's start: its GTID list is the state there (shared.positions.check_start)
     kind = "" if at.pos == 4 else event_at(cursor, at, sizes[at.file])
     if kind is None:

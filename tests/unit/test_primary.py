@@ -215,6 +215,16 @@ def test_a_row_is_of_the_servers_binlog_now_unless_its_file_or_state_says_otherw
         assert why in _not_of_this_binlog(cursor, row), row
 
 
+def test_a_row_at_a_files_start_is_judged_by_the_files_gtid_list() -> None:
+    """An idle pipeline's row follows rotations to a file's start: a binlog reset since
+    has a file of that name whose GTID list is another state (its events are not read:
+    the offset is the file's first)."""
+    cursor = BinlogCursor({"binlog.000003": 9000, "binlog.000004": 9000}, {4: "0-41-20"})
+    assert _not_of_this_binlog(cursor, BinlogPosition("binlog.000004", 4, "0-41-20", OLD)) == ""
+    assert "at binlog.000004:4 the server's GTID state there is 0-41-20" in \
+        _not_of_this_binlog(cursor, BinlogPosition("binlog.000004", 4, "0-41-150", OLD))
+
+
 class PurgingCursor(BinlogCursor):
     """The oldest file is purged between the listing and the read of its events (MariaDB
     answers 1220, as for an offset where no event begins)."""
