@@ -30,13 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pymysql
-from pymysql.constants import CLIENT
 
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
-from node.jobs import PartResult, in_order, unchecked_event
-from node.target.mysql import alone, localdata, owners
-from node.target.mysql.alone import SQL_MODE
+from node.jobs import PartResult, in_order
+from node.target.mysql import alone, localdata, owners, sessions
 from node.target.mysql.copies import Copies
 from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
 from node.target.mysql.facts import TargetFacts
@@ -51,25 +49,11 @@ from node.target.mysql.writes import Writes
 from shared import endpoint as endpoints
 from shared.errors import FencedError, LoadError
 from shared.model import BinlogPosition, DataSource, PipelineParams
-from shared.retl import TARGET_DDL, loop_comment, upgrade_position_table
+from shared.retl import loop_comment
 from shared.retry import RetryPolicy
 
 log = logging.getLogger("setl.node.target.mysql.loader")
 localdata.install()  # LOAD DATA LOCAL INFILE sends only our statements' rows
-# TIMESTAMP values come from the binlog in UTC; every value a source holds is taken as it is;
-# the target's foreign keys redo the cascades the binlog lacks (a server's default of
-# foreign_key_checks = 0 kept the rows silently; unique_checks = 0 lets InnoDB miss the
-# duplicate an upsert must find). A DDL's own values are set around it (ddlsession.run_under).
-SESSION = (f"SET time_zone = '+00:00', sql_mode = '{SQL_MODE}', foreign_key_checks = 1, "
-           "unique_checks = 1")
-# a snapshot's copies write the source's state as a window read it: checked against rows of
-# other tables copied or not yet, they would be refused, and a REPLACE of a parent row (a
-# delete, then an insert) would cascade to its children (node.target.mysql.copies)
-COPY_SESSION = SESSION.replace("foreign_key_checks = 1", "foreign_key_checks = 0")
-# a two-way load's conflict check locks the keys it reads, also those with no row yet (a gap
-# lock), so a target user's insert cannot land between the check and the write; under READ
-# COMMITTED (a server's or a user's default) the check of a missing key locks nothing
-TWO_WAY_SESSION = "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 
 
 class Loader:
@@ -90,7 +74,7 @@ class Loader:
         self._unchecked: set[str] = set()  # targets whose session may have checks off
         self.facts = TargetFacts(targets, self._connection, self._discard)  # batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
-        self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, COPY_SESSION)
+        self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, sessions.COPY_SESSION)
 
     def take_skipped(self) -> int:
         """The rows skipped (refused by a target, ``skip_load_exception``) in transactions
@@ -101,17 +85,8 @@ class Loader:
     def _connection(self, name: str) -> pymysql.Connection:
         conn = self._connections.get(name)
         if conn is None or not conn.open:
-            conn = endpoints.connect(self.targets[name], autocommit=False, local_infile=True,
-                                     init_command=SESSION,
-                                     client_flag=CLIENT.MULTI_STATEMENTS)
-            with conn.cursor() as cursor:
-                if self.loop is not None:
-                    cursor.execute(TWO_WAY_SESSION)
-                for statement in TARGET_DDL:
-                    cursor.execute(statement)
-                upgrade_position_table(cursor)
-                owners.register(cursor, self.pipeline_id, self.epoch)
-            conn.commit()
+            conn = sessions.connect(self.targets[name], self.pipeline_id, self.epoch,
+                                    self.loop is not None)
             self._connections[name] = conn
         return conn
 
@@ -153,7 +128,7 @@ class Loader:
                 code = exc.args[0] if exc.args else 0
                 if code == LOCK_WAIT_TIMEOUT:  # a stale owner's transaction holds the row
                     self._end_stale(name)
-                if self._reconnect(exc, reconnected, "claim", name):
+                if sessions.again(exc, reconnected, "claim", self.pipeline_id, name, self.stop):
                     reconnected = True  # (a claim made twice is made once: owners.claim)
                     continue
                 if code in RETRYABLE and attempt < 3 and not self.stop.is_set():
@@ -182,7 +157,7 @@ class Loader:
                 break
             except pymysql.MySQLError as exc:
                 self._discard(name)
-                if self._reconnect(exc, again, "take_over", name):
+                if sessions.again(exc, again, "take_over", self.pipeline_id, name, self.stop):
                     continue  # a compare-and-set: one that committed is not made twice
                 raise LoadError(f"pipeline {self.pipeline_id}, target {name}: cannot take "
                                 "the position row over: "
@@ -199,15 +174,6 @@ class Loader:
                 self._discard(other)
         return None
 
-    def _reconnect(self, exc: pymysql.MySQLError, done: bool, what: str, name: str) -> bool:
-        """Whether ``what`` goes once more on a new connection: its connection was lost,
-        for the first time, and the pipeline is not stopping."""
-        if done or not endpoints.lost(exc) or self.stop.is_set():
-            return False
-        log.info("event=%s_reconnect pipeline=%s target=%s error=%r", what, self.pipeline_id,
-                 name, exc.args[-1])
-        return True
-
     def load(self, batch: Batch, changes: list[TargetChange]) -> int:
         """Write a batch given as target changes (a DDL, a two-way channel's batch, whose
         conflicts are checked against the target's rows first); merged and rendered here.
@@ -218,7 +184,7 @@ class Loader:
         by_target: dict[str, list[TargetChange]] = {}
         for change in changes:
             by_target.setdefault(self._known(change.datasource, batch), []).append(change)
-        off = _unchecked(batch)
+        off = sessions.unchecked(batch)
         return self._load_all(batch, {name: Writes(changes=found, unchecked=off)
                                       for name, found in by_target.items()})
 
@@ -358,7 +324,7 @@ class Loader:
             for unit in writes.for_attempt(self, batch, cursor, one_by_one):
                 if unit.ordered and checks != (not unit.unchecked):  # (see node.merge)
                     checks = 0 if unit.unchecked else 1
-                    self._checks(name, together, checks)
+                    sessions.set_checks(self._unchecked, name, together, checks)
                 if one_by_one:  # a row at a time, each alone: one the target refuses skipped
                     together.send()
                     written += sum(alone.write_row(cursor, unit, row, batch, self.pipeline_id,
@@ -372,7 +338,7 @@ class Loader:
                         together.add(unit, sql.text)
                         written += sql.rows
             if not checks:  # the session's own again (a DDL sets its source session's)
-                self._checks(name, together, 1)
+                sessions.set_checks(self._unchecked, name, together, 1)
             if writes.ddl or self.loop is not None:
                 together.send()
             for seq, change in enumerate(writes.ddl):  # DDL commits implicitly
@@ -392,15 +358,6 @@ class Loader:
         self.rows_skipped += skipped[0]
         self._unchecked.discard(name)  # (set back to 1 before the COMMIT)
         return written
-
-    def _checks(self, name: str, together: Together, checks: int) -> None:
-        """Set the session's foreign_key_checks inside the batch's transaction: off for the
-        runs of tables with foreign keys whose changes the source made with them off, or
-        that a window read; on for the rest (the target's foreign keys redo the cascades the
-        binlog does not carry)."""
-        if not checks:  # a transaction that fails before setting them back leaves them
-            self._unchecked.add(name)  # off: the next one starts by knowing it
-        together.add(None, f"SET SESSION foreign_key_checks = {checks}")
 
     def _locked(self, conn: Any, cursor: Any, name: str, batch: Batch) -> Any:
         """Lock the pipeline's position row and check no newer owner wrote it, nor removed
@@ -428,11 +385,3 @@ class Loader:
         mark = loop_comment(self.loop.channel) if self.loop is not None else ""
         return apply_ddl(cursor, change, self.pipeline_id, batch.process_id, batch.end, seq,
                          mark)
-
-
-def _unchecked(batch: Batch) -> frozenset[int] | None:
-    """The places of the batch's rows events the source wrote with foreign_key_checks off
-    (as the planner numbers them), or None: none."""
-    events = (data for txn in batch.transactions for _, data in txn.events)
-    off = frozenset(place for place, data in enumerate(events) if unchecked_event(data))
-    return off or None

@@ -29,18 +29,23 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange, differs
-from node.charsets import Encoded
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
 from node.target.mysql import pieces
+from node.target.mysql.keys import (
+    binary_widths,
+    exact_match,
+    key_padding,
+    key_place,
+    same_key,
+    sql_value,
+)
 from node.target.mysql.pieces import Stamps
 from shared.identifiers import qualified, quote
-from shared.keysql import converted
 
 
 @dataclass(frozen=True)
@@ -76,18 +81,6 @@ class Statement(NamedTuple):
     continues: bool = False
 
 
-def sql_value(value: Any) -> Any:
-    """A binlog value as a PyMySQL parameter."""
-    if isinstance(value, set | frozenset):
-        members = sorted(value)
-        if members and type(members[0]) is Encoded:  # a SET of a charset kept as bytes
-            return Encoded(b",".join(members), members[0].charset)
-        return ",".join(members)
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -100,11 +93,11 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     with consecutive ones of a kind together, or a keyless table's changes in source order.
     ``big`` False: the caller knows no value is over ``BIG_VALUE`` (rows read from events
     smaller than that), so rows are not looked at one by one for it. Multi-row INSERTs
-    carry their values as the rows hold them (see :func:`sql_value`). ``parted``: the table
-    holds wide rows, written a part at a time. ``packet``: the target's max_allowed_packet
-    (0: not known): a keyed row whose values would not fit one statement under it writes its
-    largest values a piece at a time; a keyless row that would not fit stops the pipeline
-    (:class:`~shared.errors.RowTooLargeError`), nothing written."""
+    carry their values as the rows hold them (see :func:`~node.target.mysql.keys.sql_value`).
+    ``parted``: the table holds wide rows, written a part at a time. ``packet``: the
+    target's max_allowed_packet (0: not known): a keyed row whose values would not fit one
+    statement under it writes its largest values a piece at a time; a keyless row that would
+    not fit stops the pipeline (:class:`~shared.errors.RowTooLargeError`), nothing written."""
     columns = columns or {}
     space = pieces.room(packet)
     generated = frozenset(name for name, column in columns.items() if column.generated)
@@ -139,34 +132,6 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
                                        found, stamps, space, fixed):
                     yield upsert._replace(continues=True)
     yield from _keyless(writes, size, columns, generated, space if big else 0, packet)
-
-
-def _widths(columns: Columns) -> dict[str, int]:
-    """The BINARY(n) columns' widths, by lower-cased name: the binlog gives their values
-    without the zero bytes that pad them (``'ab'`` for ``'ab\\0\\0'``), and a comparison
-    needs every byte."""
-    return {name.lower(): int(column.column_type[7:-1]) for name, column in columns.items()
-            if column.data_type == "binary" and column.column_type.startswith("binary(")}
-
-
-def _padded(value: Any, width: int) -> Any:
-    return (value or b"").ljust(width, b"\0") if isinstance(value, bytes) or value == "" \
-        else value
-
-
-def key_padding(keys: tuple[str, ...], columns: Columns) -> Any:
-    """How a key's values are compared on the target: as they are, or with the BINARY
-    columns padded again (an insert pads them itself)."""
-    widths = _widths(columns)
-    if not any(name.lower() in widths for name in keys):  # (lower-cased: see _widths)
-        return _same
-    padding = [widths.get(name.lower(), 0) for name in keys]
-    return lambda key: tuple(_padded(value, width) if width else value
-                             for value, width in zip(key, padding, strict=True))
-
-
-def _same(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    return key
 
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str],
@@ -242,33 +207,19 @@ def _like(row: Row, values: Row, without: frozenset[str] = frozenset()) -> Row:
 
 
 def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
-             found: Any = _same, columns: Columns | None = None) -> Iterator[Statement]:
+             found: Any = same_key, columns: Columns | None = None) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
-    one = _key_place(writes.keys, columns or {})
+    one = key_place(writes.keys, columns or {})
     columns = ", ".join(map(quote, writes.keys))
-    if found is not _same:
+    if found is not same_key:
         keys = [found(key) for key in keys]
     for chunk in _chunks(keys, size):
         sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
         yield Statement(sql, [sql_value(v) for key in chunk for v in key], False, chunk)
 
 
-def _key_place(keys: tuple[str, ...], columns: Columns) -> str:
-    """One key's row constructor in ``(a, b) IN ((…), (…))``: MariaDB 10.11 compares a text
-    value there unconverted into its column's charset (a latin1 'é' as a UTF-8 parameter
-    matched no row: a DELETE of two such keys deleted nothing, the target kept both), so a
-    composite key's text columns take theirs converted, in their collations
-    (:mod:`shared.keysql`)."""
-    if len(keys) == 1:
-        return "(%s)"
-    by_name = {name.lower(): column for name, column in columns.items()}
-    known = [by_name.get(name.lower()) for name in keys]
-    return "(" + ", ".join(converted("%s", column.charset, column.collation) if column
-                           else "%s" for column in known) + ")"
-
-
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
-             enums: frozenset[str] = frozenset(), big: bool = True, found: Any = _same,
+             enums: frozenset[str] = frozenset(), big: bool = True, found: Any = same_key,
              stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
              ) -> Iterator[Statement]:
     """``big``: rows may hold values too large for one statement: those over BIG_VALUE, and
@@ -340,7 +291,7 @@ def _empty_enums(row: Row, enums: frozenset[str]) -> tuple[str, ...]:
     return tuple(name for name in enums if row.get(name) == "" or rest.get(name) == "")
 
 
-def _appends(writes: TableWrites, row: Row, names: list[str], found: Any = _same,
+def _appends(writes: TableWrites, row: Row, names: list[str], found: Any = same_key,
              stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
              ) -> Iterator[Statement]:
     """A row's big values (``names``), appended a piece a statement (whole characters for
@@ -381,7 +332,7 @@ def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozen
     """A keyless table's changes (see the module); ``space``: a row is checked against it
     (see :func:`statements`), none where 0."""
     table = qualified(writes.schema, writes.table)
-    widths = _widths(columns) if writes.changes else {}
+    widths = binary_widths(columns) if writes.changes else {}
     for kind, group in itertools.groupby(writes.changes, key=lambda change: change.type):
         changes = list(group)
         if space:
@@ -410,7 +361,7 @@ def _one(table: str, change: TargetChange, columns: Columns, generated: frozense
               if name not in generated}
     if not before:
         raise ValueError(f"a {change.type.name} of keyless table {table} has no before image")
-    where, args = _match(before, columns, widths)
+    where, args = exact_match(before, columns, widths)
     if change.type is ChangeType.DELETE:
         return Statement(f"DELETE FROM {table} WHERE {where} LIMIT 1", args, False,
                          [change.before], True)
@@ -425,36 +376,3 @@ def _one(table: str, change: TargetChange, columns: Columns, generated: frozense
     return Statement(f"UPDATE {table} SET {assignments} WHERE {where} LIMIT 1",
                      [sql_value(value) for value in after.values()] + args, False,
                      [change.after], True)
-
-
-def _named(columns: Columns, name: str) -> Column | None:
-    """The column ``name`` spelt in another case (a pair's ``login`` for the target's
-    ``Login``: MySQL's column names ignore case)."""
-    name = name.lower()
-    return next((column for known, column in columns.items() if known.lower() == name), None)
-
-
-def _match(image: Row, columns: Columns, widths: dict[str, int]) -> tuple[str, list[Any]]:
-    """A WHERE clause true for exactly the rows equal to ``image`` byte for byte (``widths``:
-    see :func:`_widths`)."""
-    parts, args = [], []
-    for name, value in image.items():
-        column, expr = columns.get(name) or _named(columns, name), quote(name)
-        if value is None:
-            parts.append(f"{expr} IS NULL")
-            continue
-        if widths and name.lower() in widths:
-            value = _padded(value, widths[name.lower()])
-        if isinstance(value, bytes) and not (type(value) is Encoded and column is not None
-                                             and column.charset):
-            parts.append(f"CAST({expr} AS BINARY) = %s")  # binary strings, geometry
-        elif column is not None and column.charset and isinstance(value, str | bytes):
-            # text (Encoded: of a charset kept as bytes, converted by the server)
-            parts.append(f"CAST({expr} AS BINARY) = "
-                         f"CAST(CONVERT(%s USING {column.charset}) AS BINARY)")
-        elif column is not None and column.data_type == "json":  # MySQL's binary JSON
-            parts.append(f"{expr} = CAST(%s AS JSON)")
-        else:
-            parts.append(f"{expr} = %s")
-        args.append(sql_value(value))
-    return " AND ".join(parts), args

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 from pymysql import converters
 
 from node.charsets import Encoded
-from node.target.mysql.render import Statement, sql_value
+from node.target.mysql.keys import sql_value
+from node.target.mysql.render import Statement
 from shared.identifiers import template
 
 MAX_STATEMENT = 1_024_000  # as pymysql.cursors.Cursor.max_stmt_length

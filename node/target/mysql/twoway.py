@@ -43,7 +43,7 @@ from node.changes import ChangeType, Row, TargetChange
 from node.target.mysql.collations import loose_collation
 from node.target.mysql.currentrows import Key, current_rows, missing_columns, plain_key, same_row
 from node.target.mysql.facts import TableFacts, Target
-from node.target.mysql.render import key_padding
+from node.target.mysql.keys import key_padding
 from shared.endpoint import connect
 from shared.errors import ConfigError
 from shared.identifiers import qualified
@@ -83,7 +83,7 @@ class LoopGuard:
         """The changes to write: all of them on the winning side; on the other side those
         the target changed concurrently are left out. Conflicts are logged.
         ``facts(target)``: a target table's, which say how a key is compared there (BINARY
-        columns padded again: :func:`node.target.mysql.render.key_padding`), its columns
+        columns padded again: :func:`node.target.mysql.keys.key_padding`), its columns
         (:func:`node.target.mysql.currentrows.current_rows`) and whether it is written in
         source order, step by step (:meth:`~node.target.mysql.facts.TableFacts.ordered`: a
         foreign key, another unique key), where the winner's insert over a target row gets
