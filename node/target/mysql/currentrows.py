@@ -135,7 +135,7 @@ def _plain(value: Any) -> Any:
         # fraction, a SELECT's has n zeros (a DATETIME(n)'s text keeps them both ways)
     if isinstance(value, set | frozenset):
         return ",".join(sorted(value))
-    if isinstance(value, dict | list):  # (a processor's) as Load writes it: render.sql_value
+    if isinstance(value, dict | list):  # (a processor's) as Load writes it: keys.sql_value
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float | Decimal) and not isinstance(value, bool):
         return Decimal(str(value)).normalize()

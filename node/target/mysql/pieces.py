@@ -80,7 +80,7 @@ def size(value: Any) -> int:
         return 2 * len(value) + 3 + (len(value.charset) + 2 if kind is Encoded else 0)
     if isinstance(value, set | frozenset):
         return sum(size(member) for member in value) + len(value) + 2
-    if isinstance(value, dict | list):  # its text, as render.sql_value writes it
+    if isinstance(value, dict | list):  # its text, as keys.sql_value writes it
         return size(json.dumps(value, ensure_ascii=False))
     return 64  # a number, a date, NULL
 
