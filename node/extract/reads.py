@@ -264,8 +264,17 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]],
         rows = [after for after in (dict(zip(read.columns, row, strict=True))
                                     for row in pickle.loads(read.rows))
                 if _key(after, read.keys) not in changed]
-        start = min(read.first << ROW_BITS, end) - len(read.deletes) - \
-            (len(rows) if at_start else 0)
+        if len(read.deletes) + len(rows) >= INSIDE:  # (their places would leave the window's)
+            raise SourceError(
+                f"a window of {qualified(read.schema, read.table)} read {len(rows):,} rows "
+                f"and {len(read.deletes):,} deletes, more than a batch can place between two "
+                f"events ({INSIDE - 1:,}): lower the pipeline's snapshot_chunk_size, apply, "
+                "and start the channel")
+        # at the start (a MySQL target) the rows and deletes go right before the window's
+        # first event, also in a window with no event of its own (after the event before
+        # it): every place then has INSIDE set, which Load reads as "written unchecked"
+        start = (read.first << ROW_BITS if at_start else min(read.first << ROW_BITS, end)) \
+            - len(read.deletes) - (len(rows) if at_start else 0)
         for at, key in enumerate(read.deletes, start):
             before = dict(zip(read.keys, key, strict=True))
             out.append((at, RowChange(read.schema, read.table, ChangeType.DELETE, read.keys,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime
 import decimal
 
+import pytest
+
 from node.changes import ChangeType, RowChange, TargetChange
 from node.extract.reads import (
     INSIDE,
@@ -22,6 +24,7 @@ from node.extract.reads import (
     typed,
 )
 from node.merge import merge
+from shared.errors import SourceError
 
 
 def read(rows: list[tuple], deletes: tuple = ()) -> Read:
@@ -178,3 +181,26 @@ def test_for_a_mysql_target_the_rows_go_at_the_windows_start_after_its_deletes()
     seqs = [seq for seq, _ in out]
     assert seqs == [(2 << ROW_BITS) - 3, (2 << ROW_BITS) - 2, (2 << ROW_BITS) - 1]
     assert all(seq & INSIDE for seq in seqs) and seqs[-1] < parent_gone[0]
+
+
+def test_a_quiet_windows_rows_and_deletes_for_a_mysql_target_are_marked_read() -> None:
+    """A window with no event of its own (first == end) after events of the batch: its
+    rows and deletes at its start go after the event before it and before the next, every
+    place with INSIDE set — Load writes them unchecked (foreign_key_checks = 0). Placed from
+    the window's end they lost the mark, and a child read before its parent was refused."""
+    for first in (1, 3):
+        before = ((first - 1) << ROW_BITS, RowChange("s", "other", ChangeType.INSERT, ("id",),
+                                                     None, {"id": 0}))
+        out = joined([_empty_window(first, ((4,),), [(1, "a"), (3, "c")])], [before],
+                     at_start=True)
+        seqs = [seq for seq, _ in out]
+        assert [change.type for _, change in out] == [ChangeType.DELETE, ChangeType.INSERT,
+                                                     ChangeType.INSERT]
+        assert seqs == sorted(seqs) and before[0] < seqs[0] and seqs[-1] < first << ROW_BITS
+        assert all(seq & INSIDE for seq in seqs), [hex(seq) for seq in seqs]
+
+
+def test_a_window_too_large_to_place_stops_with_what_to_do() -> None:
+    rows = [(n, "v") for n in range(INSIDE)]
+    with pytest.raises(SourceError, match="lower the pipeline's snapshot_chunk_size"):
+        joined([read(rows)], [], at_start=True)
