@@ -22,7 +22,7 @@ from pymysql.cursors import DictCursor
 
 from node.target.mysql import loaddata, localdata
 from node.target.mysql.facts import read_facts
-from node.target.mysql.loader import SESSION
+from node.target.mysql.sessions import SESSION
 from shared.identifiers import qualified
 
 if TYPE_CHECKING:
