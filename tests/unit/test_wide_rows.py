@@ -151,9 +151,9 @@ def test_the_columns_a_check_constraint_names_are_marked() -> None:
     from node.target.mysql.render import Column
     text = Column("longtext", "utf8mb4")
     columns = {"id": Column("int", None), "doc": text, "tag": text, "note": text,
-               "Body": text, "free": text, "doc2": text}
+               "Body": text, "free": text, "doc2": text, "x": text}
     marked = with_checks(columns, ["json_valid(`doc`)", "octet_length(`tag`) > 10",
-                                   "`note` like '%x' and `id` > 0", "body <> ''"])
+                                   "`note` like '%x' and `id` > 0", "body <> 'it''s x'"])
     assert {name for name, column in marked.items() if column.checked} == \
         {"id", "doc", "tag", "note", "Body"}
     assert {name for name, column in marked.items() if column.json} == {"doc"}

@@ -36,6 +36,7 @@ _MYSQL = ("SELECT c.CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS c JOI
 # no checks to read) or no TABLE_NAME in it (MySQL)
 _NO_TABLE = frozenset({1109, 1146})
 _NO_COLUMN = 1054
+_STRING = re.compile(r"'(?:[^'\\]|\\.|'')*'", re.S)  # a string literal of a clause
 
 
 def check_clauses(cursor: Any, schema: str, table: str) -> list[str]:
@@ -60,8 +61,8 @@ def named(clause: str, column: str) -> bool:
     quoted = "`" + column.replace("`", "``") + "`"
     if quoted.lower() in clause.lower():
         return True
-    return re.search(r"(?<![\w$`])" + re.escape(column) + r"(?![\w$`])", clause,
-                     re.IGNORECASE) is not None
+    return re.search(r"(?<![\w$`])" + re.escape(column) + r"(?![\w$`])",
+                     _STRING.sub("''", clause), re.IGNORECASE) is not None
 
 
 def json_checked(clause: str, column: str) -> bool:
