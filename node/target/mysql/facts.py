@@ -28,6 +28,7 @@ from typing import Any
 
 import pymysql
 
+from node.target.mysql.checks import read_checks
 from node.target.mysql.render import Column, Columns
 from shared.endpoint import connect, server_answered
 from shared.errors import LoadError
@@ -84,6 +85,7 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                               str(row[6]) if row[6] else None, bool(int(row[7])),
                               bool(int(row[8])))
                for row in found}
+    columns = read_checks(cursor, schema, table, columns)
     bulk_lock = False
     if any(int(row[5]) for row in found):
         cursor.execute("SELECT @@innodb_autoinc_lock_mode")
