@@ -252,3 +252,20 @@ def test_a_value_no_piece_can_hold_over_the_packet_stops_before_anything_is_sent
                                                r"known, taken as the default"):
         list(statements(writes(upserts=[{"id": 1, "doc": {"k": "v" * (17 << 20)}}]), 100,
                         columns))
+
+
+def test_a_value_in_a_unique_index_goes_whole() -> None:
+    """A text column under a (prefix) unique index: its empty start would meet another
+    row's empty value there and update that row instead (a review: the target then held the
+    other row, and the append found no row); over BIG_VALUE it goes whole where it fits."""
+    from node.target.mysql.render import Column
+    text = "y" * 1_200_000  # over BIG_VALUE // 4 characters
+    columns = {"id": Column("int", None, unique=True),
+               "doc": Column("longtext", "utf8mb4", unique=True)}
+    found = list(statements(writes(upserts=[{"id": 2, "doc": text}]), 100, columns,
+                            packet=16 << 20))
+    assert len(found) == 1 and found[0].args == [[2, text]]
+    assert "CONCAT" not in " ".join(sent(found))
+    plain = {**columns, "doc": Column("longtext", "utf8mb4")}  # (no index: in pieces)
+    assert len(list(statements(writes(upserts=[{"id": 2, "doc": text}]), 100, plain,
+                               packet=16 << 20))) > 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymysql
@@ -96,6 +96,9 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     for index, column in cursor.fetchall():
         indexes.setdefault(str(index), set()).add(str(column))
     unique = tuple(frozenset(columns) for columns in indexes.values())
+    indexed = frozenset(name for index in unique for name in index)
+    columns = {name: replace(column, unique=True) if name in indexed else column
+               for name, column in columns.items()}
     cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
                    "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "

@@ -188,6 +188,8 @@ def _unpieceable(name: str, keys: Iterable[str], columns: Mapping[str, Any]) -> 
         return "a JSON document: its CHECK (json_valid) refuses a part of one"
     if column.checked:
         return "named in a CHECK constraint, which may refuse a part of a value"
+    if column.unique:
+        return "in a unique index, where a part of a value may meet another row's"
     return f"{column.column_type or column.data_type}: a part of a value is no value of its type"
 
 

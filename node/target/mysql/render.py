@@ -67,6 +67,9 @@ class Column:
     # value may be refused, so its values are never written a piece at a time
     checked: bool = False
     json: bool = False  # its values are JSON documents (MariaDB's JSON: a checked LONGTEXT)
+    # in a unique index (a prefix one too): a partial value, the empty start above all, may
+    # meet another row's and update that row instead, so its values go whole
+    unique: bool = False
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
@@ -114,7 +117,7 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     # no value of theirs (BINARY(n) pads it, JSON, ENUM, SET and geometry refuse it), or a
     # CHECK constraint of the table may refuse it (MariaDB's JSON: a checked LONGTEXT)
     fixed = tuple(name for name, column in columns.items()
-                  if column.data_type not in pieces.PIECEABLE or column.checked)
+                  if column.data_type not in pieces.PIECEABLE or column.checked or column.unique)
     target = (packet, columns)  # what a row that cannot be cut enough says (pieces.whole_values)
     yield from _deletes(writes, writes.deletes, size, found, columns)
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
