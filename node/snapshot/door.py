@@ -47,8 +47,9 @@ from node.extract.freedoor import (
     parse,
 )
 from node.extract.reads import Read
+from shared import identifiers
 from shared.endpoint import connect
-from shared.errors import FreeDoorRequestError, SetlError
+from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.model import TWO_WAY_COPY, DataSource
 from shared.retl import PENDING_TABLE
 from shared.tablekeys import door_key
@@ -112,6 +113,7 @@ class DoorQueue:
         """Requests the stream carried, copied to ``retl_pending`` before their batch can
         load (the runner's thread, before it hands the batch on). A request seen again (a
         replay) is kept once."""
+        changes = self._ours(changes)
         if not changes:
             return
         rows = [(self.pipeline_id, int(row.get("ID") or 0), str(row.get("FULL_NAME") or ""),
@@ -133,6 +135,28 @@ class DoorQueue:
                             f"{self.source.name}' if the table is missing") from None
         with self._lock:
             self._scan_until = max(self._scan_until, last)
+
+    def _ours(self, changes: list[RowChange]) -> list[RowChange]:
+        """The per-instance requests this pipeline serves: every pipeline of the source sees
+        each, and one for a table it does not replicate is another channel's — skipped, not
+        rejected (a rejection would count against it, and fire its alarm, for a request that
+        was never its own). A request whose FULL_NAME names no table is kept: it is rejected
+        when taken, by every pipeline that sees it (it names no table to tell whose it is)."""
+        ours = [change for change in changes if self._wants(change)]
+        if len(ours) < len(changes):
+            log.info("event=free_door_not_ours pipeline=%s requests=%d reason=a table this "
+                     "pipeline does not replicate (another channel of the source serves it)",
+                     self.pipeline_id, len(changes) - len(ours))
+        return ours
+
+    def _wants(self, change: RowChange) -> bool:
+        """Whether a request's table is this pipeline's (True for one naming no table)."""
+        try:
+            schema, table = map(identifiers.unquote, identifiers.split_qualified(
+                str((change.after or {}).get("FULL_NAME") or "")))
+        except ConfigError:
+            return True
+        return self.compiled.wants(schema, table)
 
     def _last(self, cursor: Any) -> int:
         cursor.execute(f"SELECT COALESCE(MAX(SEQ), 0) FROM {'.'.join(PENDING_TABLE)} "
@@ -157,6 +181,13 @@ class DoorQueue:
                 rows += self._scan(reads * KEYS_PER_READ - len(rows))
             if len(rows) < reads * KEYS_PER_READ and self.central is not None:
                 rows += self.central.take(reads * KEYS_PER_READ - len(rows))
+            others = [change for change in rows  # (copies an earlier version kept, or of a
+                      if not (change.after or {}).get("central")  # table a new definition
+                      and not self._wants(change)]  # dropped)
+            if others:
+                self._forget(others)
+                skipped = {id(change) for change in others}
+                rows = [change for change in rows if id(change) not in skipped]
         except SetlError:  # a buffer away: what was taken waits for the next window
             with self._lock:
                 self._rows.extendleft(reversed(rows))
@@ -224,6 +255,21 @@ class DoorQueue:
         if self.central is not None:
             self.central.delete([note.buffer_id for note in notes if note.central])
             self.stats.pending = self.central.pending
+
+    def _forget(self, others: list[RowChange]) -> None:
+        """Per-instance requests for tables this pipeline does not replicate, found in its
+        ``retl_pending``: its copies are deleted, not the buffer rows (:meth:`_ours`)."""
+        ids = [int((change.after or {}).get("ID") or 0) for change in others]
+        log.info("event=free_door_not_ours pipeline=%s requests=%d reason=kept in %s for a "
+                 "table this pipeline does not replicate: its copies deleted",
+                 self.pipeline_id, len(ids), ".".join(PENDING_TABLE))
+        try:
+            with connect(self.source, autocommit=True) as conn:
+                delete_ids(conn.cursor(), ids, self.pipeline_id)
+        except pymysql.MySQLError as exc:
+            raise SetlError(f"pipeline {self.pipeline_id}: deleting {len(ids)} copies of "
+                            f"requests it does not serve from {'.'.join(PENDING_TABLE)} on "
+                            f"{self.source.name}: {exc.args[-1] if exc.args else exc}") from None
 
     def again(self, asked: list[Asked]) -> None:
         """Requests of a window that was not loaded wait for the next."""

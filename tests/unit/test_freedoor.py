@@ -141,3 +141,31 @@ def test_a_two_way_pipeline_keeps_no_request_the_stream_carries() -> None:
         runner.two_way = two_way
         runner._ask(snapshots, [buffer_row()])
     assert len(asked) == 1  # the one-way pipeline's only
+
+
+def test_a_request_for_another_channels_table_is_skipped_not_rejected(monkeypatch) -> None:
+    """Every pipeline of a source sees each per-instance request: one for a table it does not
+    replicate is another channel's. It was rejected — counted (the free_door_rejects alarm on
+    the wrong channel) and its buffer row deleted; now it is not kept, and a copy an earlier
+    version kept in retl_pending is forgotten (that copy alone deleted), not rejected. A
+    request naming no table is kept, to be rejected; a central one names its pipeline."""
+    door = _door("{source: shop.orders, target: shop.orders}")
+    ours, theirs = buffer_row(ID=1), buffer_row(ID=2, FULL_NAME="shop.other")
+    nameless = buffer_row(ID=3, FULL_NAME="nodot")
+    assert door._ours([ours, theirs, nameless]) == [ours, nameless]
+    door._scan_until = 3
+    pending = [as_change({**(row.after or {})}, central=False) for row in (ours, theirs)]
+    monkeypatch.setattr(door, "_scan", lambda most: list(pending))
+    forgotten: list[list[RowChange]] = []
+    monkeypatch.setattr(door, "_forget", forgotten.append)
+    noted: list[list] = []
+    monkeypatch.setattr(door, "noted", noted.append)
+    [asked] = door.take(1)
+    assert [r.buffer_id for r in asked.requests] == [1] and noted == []
+    assert [[(c.after or {})["ID"] for c in part] for part in forgotten] == [[2]]
+    central = as_change({**(theirs.after or {})}, central=True)
+    door._rows.append(central)
+    door._scan_until = door._scan_after  # (nothing pending)
+    assert door.take(1) == [] and forgotten == [[pending[1]]]
+    [[rejected]] = noted
+    assert rejected.outcome == "rejected" and "not replicated" in rejected.detail
