@@ -14,7 +14,9 @@ the target row was changed there meanwhile by its own users: both sides wrote th
 concurrently. Every conflict is logged (``event=conflict`` with table, key, the target's
 current row and the incoming change) and counted. The rule: **the channel's first pipeline
 wins**. Its changes overwrite the target; the second pipeline leaves out a conflicting
-change, so the row keeps the first side's value, and both sides converge to it. A later
+change, so the row keeps the first side's value, and both sides converge to it (except
+where the first side wrote the key away and back while the second side's change crossed,
+or both sides moved keys: docs/architecture.md, "Where the rule does not hold"). A later
 change of the key in the same batch is checked against the row kept: a user's change of the
 first side's value, read in one batch after the conflicting change it follows, is written
 (comparing every change with the key's first before image left it out, and the two sides
