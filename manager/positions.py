@@ -15,23 +15,20 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection
 from typing import Any
 
 import pymysql
 from kazoo.client import KazooClient
 
-from manager import positionrows
+from manager import positionrows, replays
 from manager.positionrows import Row
-from shared import acks, gtid, positions, tablekeys
+from shared import acks, positions
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
     ConflictError,
     NotFoundError,
-    PositionConflictError,
     PositionLostError,
-    SetlError,
     SourceError,
 )
 from shared.model import (
@@ -41,7 +38,6 @@ from shared.model import (
     DataSource,
     Pipeline,
     StartupMode,
-    pairs_taking,
 )
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
@@ -68,9 +64,9 @@ class Positions:
         elif request.action == "reset":
             for pipeline in chosen:
                 if channel.two_way and pipeline.params.startup is not StartupMode.LATEST:
-                    raise ConflictError(two_way_replay(channel, pipeline, "setl position "
-                                                       "reset (the next start loads again "
-                                                       "from the definition's start:)"))
+                    raise ConflictError(replays.two_way_replay(
+                        channel, pipeline, "setl position reset (the next start loads again "
+                        "from the definition's start:)"))
                 self._stopped(channel, pipeline, "reset")
             notes = [note for pipeline in chosen
                      for note in self._reset_checked(channel, pipeline, request)]
@@ -143,11 +139,11 @@ class Positions:
         rows = {name: self._row(self.catalog.source(name), pipeline_id)
                 for name in _targets(pipeline)}
         ahead = {name: row for name, row in rows.items()
-                 if row is not None and _ahead(row[0], position)}
+                 if row is not None and replays.ahead(row[0], position)}
         if ahead and channel.two_way and not request.latest:
-            raise ConflictError(two_way_replay(channel, pipeline, f"a start at {position} "
-                                               f"(target {next(iter(ahead))} holds its "
-                                               "transactions past it: a replay)"))
+            raise ConflictError(replays.two_way_replay(
+                channel, pipeline, f"a start at {position} (target {next(iter(ahead))} holds "
+                "its transactions past it: a replay)"))
         if ahead and not request.replay:
             name, row = next(iter(ahead.items()))
             raise ConflictError(
@@ -158,7 +154,7 @@ class Positions:
         if lakes and position.file:  # (refused before any target moves, and before advice
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
         if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
-            self._keyless_replay(channel, pipeline, position, ahead, request)
+            replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request)
         old = call("read a pipeline cursor", positions.load, self.client,
                    self.paths.cursor(pipeline_id))
         run = old.run if old is not None and old.run else uuid.uuid4().hex
@@ -207,44 +203,6 @@ class Positions:
         call("move a subscription's position", acks.move, self.client,
              self.paths.acked(pipeline_id), run, to)
 
-    def _keyless_replay(self, channel: Channel, pipeline: Pipeline, position: BinlogPosition,
-                        targets: dict[str, Row], request: manager_pb2.PositionsRequest
-                        ) -> None:
-        """Refuse a replay from ``position`` into ``targets`` (those whose rows it is, or
-        may be, before) over keyless source tables unless the request says their target
-        tables are ready (``keyless_duplicates``). A GTID position after a row (one that
-        leaves out errant transactions) replays nothing."""
-        if request.keyless_duplicates:
-            return
-        source = self.catalog.source(pipeline.source)
-        moved = sorted(name for name, row in targets.items() if _replays(row[0], position))
-        lakes = [name for name in moved if self.catalog.source(name).type == "delta"]
-        logs = change_logs(pipeline, lakes)
-        if logs:
-            raise ConflictError(
-                f"pipeline {channel.pipeline_id(pipeline)}: a replay from {position} into lake "
-                f"{', '.join(lakes)} appends again to its change logs every change they hold "
-                f"since then (pairs {', '.join(logs)}, mode: changelog): each would be there "
-                "twice, with the same _setl_txn and _setl_seq. Delete from those tables the "
-                f"changes of the transactions after {position} first (or have their readers "
-                "drop repeats by _setl_txn and _setl_seq), then run the same command with "
-                "--keyless-duplicates; or choose a later place")
-        replayed = [name for name in moved if name not in lakes]
-        tables = keyless_taken(pipeline, source, replayed)
-        if not tables:
-            return
-        shown = ", ".join(tables[:20]) + (f" and {len(tables) - 20} more"
-                                          if len(tables) > 20 else "")
-        raise ConflictError(
-            f"pipeline {channel.pipeline_id(pipeline)}: a replay from {position} into target "
-            f"{', '.join(replayed)} takes keyless tables: {shown}. They have no "
-            "primary key and no unique key over NOT NULL columns, so their rows are written "
-            "by their whole image, beside the copies the target holds, not over them: every "
-            "row written since then would be there twice. Make each of those target tables "
-            f"hold what its source table held at {position} first (empty it if the source's "
-            "was empty then, else copy it by hand), then run the same command with "
-            "--keyless-duplicates; or choose a later place")
-
     # -- reset ------------------------------------------------------------------------------
     def _reset_checked(self, channel: Channel, pipeline: Pipeline,
                        request: manager_pb2.PositionsRequest) -> list[str]:
@@ -264,7 +222,7 @@ class Positions:
                     f"(start: latest): target {name}'s transactions after {row[0]} are skipped "
                     f"(to {end} now, and whatever is written until the channel starts)"
                     for name, row in sorted(rows.items())]
-        ahead = {name: row for name, row in rows.items() if _ahead(row[0], start)}
+        ahead = {name: row for name, row in rows.items() if replays.ahead(row[0], start)}
         if ahead and not request.replay:
             name, row = next(iter(sorted(ahead.items())))
             raise ConflictError(
@@ -273,7 +231,7 @@ class Positions:
                 "again. Add --replay to reset it (the target's position row goes too), or "
                 f"move it with setl position set {channel.name}/{pipeline.name} instead")
         if ahead:
-            self._keyless_replay(channel, pipeline, start, ahead, request)
+            replays.refuse_duplicates(self.catalog, channel, pipeline, start, ahead, request)
         return [f"pipeline {pipeline_id}: its next start loads again from {start} what "
                 f"target {name} holds up to {row[0]} (a replay)"
                 for name, row in sorted(ahead.items())]
@@ -298,22 +256,6 @@ class Positions:
                  pipeline_id, pipeline.params.startup.value.lower(), ",".join(removed) or "-")
 
 
-def two_way_replay(channel: Channel, pipeline: Pipeline, what: str) -> str:
-    """Why a two-way pipeline loads nothing again, and what to do instead."""
-    pipeline_id = channel.pipeline_id(pipeline)
-    others = [p.name for p in channel.pipelines]
-    return (f"pipeline {pipeline_id} is on a two-way channel: {what} is refused. A replay "
-            "writes its source's older changes again over rows the other side changed later "
-            "(the first pipeline overwrites whatever it finds), while those later changes "
-            "reach its source's binlog as echoes of the other pipeline and are skipped, so "
-            "the two sides would differ for good. Instead: keep both sides from taking "
-            "writes, make them "
-            "equal (a one-way channel from the side you trust, with start: snapshot or "
-            "verify --repair), then move both pipelines to their sources' current end "
-            f"(setl position set {channel.name}/{others[0]} --latest, and "
-            f"{channel.name}/{others[-1]}) and start the channel again")
-
-
 def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
     """The position rows a channel's pipelines have on their targets (deleted with
     ``purge``), as lines: a channel made again under the same name finds them (see
@@ -333,33 +275,6 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
-
-
-def keyless_taken(pipeline: Pipeline, source: DataSource, targets: Collection[str]
-                  ) -> list[str]:
-    """The source's keyless tables (``schema.table``) that the pipeline's pairs write into
-    ``targets`` (see shared/tablekeys.py: no primary key, no unique key over NOT NULL
-    columns)."""
-    if not targets:
-        return []
-    try:
-        keys = tablekeys.read_keys(source)
-    except (SetlError, pymysql.MySQLError) as exc:
-        raise SourceError(f"source {source.name}: cannot read which of its tables have a "
-                          f"key (a replay needs to know): "
-                          f"{exc.args[-1] if exc.args else exc}") from None
-    return [f"{schema}.{table}" for (schema, table), columns in sorted(keys.items())
-            if columns is None and any(
-                pair.target.datasource in targets
-                for pair in pairs_taking(pipeline.pairs, schema, table, lambda pair: pair))]
-
-
-def change_logs(pipeline: Pipeline, lakes: Collection[str]) -> list[str]:
-    """The source tables (as the pairs name them) whose pairs append to change logs in the
-    lake targets ``lakes``: a replay writes their changes again beside the first ones."""
-    return sorted({f"{pair.source.namespace.text}.{pair.source.table.text}"
-                   for pair in pipeline.pairs
-                   if pair.target.datasource in lakes and pair.mode == "changelog"})
 
 
 def _fill(message: Any, position: BinlogPosition) -> None:
@@ -393,21 +308,3 @@ def _bytes_between(files: list[tuple[str, int]], start: BinlogPosition,
     return max(between - start.pos + end.pos, 0)
 
 
-def _ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
-    """Whether a target's row is past ``position`` (or cannot be told from it: then a move
-    must be asked for with --replay too)."""
-    if not position.file:
-        return True
-    try:
-        return gtid.compare(row, position) > 0
-    except PositionConflictError:
-        return True
-
-
-def _replays(row: BinlogPosition, position: BinlogPosition) -> bool:
-    """Whether a start at ``position`` loads again what a target's row says it holds (or
-    may: the two cannot be compared)."""
-    try:
-        return gtid.compare(row, position) > 0
-    except PositionConflictError:
-        return True

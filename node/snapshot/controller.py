@@ -22,18 +22,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import pymysql
-
-from node import ddlsession
-from node.changes import Batch, ChangeType, RowChange
+from node.changes import Batch, RowChange
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Note
 from node.extract.reads import Read
 from node.snapshot.door import DoorQueue
-from node.snapshot.moved import Moved, fail, moved
+from node.snapshot.moved import failed_by
 from node.snapshot.plan import plan
 from node.snapshot.state import (
     Rate,
@@ -42,26 +38,15 @@ from node.snapshot.state import (
     failed_problem,
     progress,
     pruned,
-    ran_before_planned,
 )
+from node.snapshot.watermarks import WINDOWS_IN_FLIGHT, Window, signal, stopped
 from node.snapshot.windowreads import LinesPlanner, WindowReads, Work, label
 from node.spark import SparkRunner
-from shared.endpoint import connect
-from shared.errors import ConfigError, CoordinationError, FencedError, SetlError, SourceError
+from shared.errors import ConfigError, CoordinationError, FencedError, SetlError
 from shared.model import DataSource, PipelineParams
-from shared.retl import SIGNAL_TABLE
 
 log = logging.getLogger("setl.node.snapshot")
-WINDOWS_IN_FLIGHT = 2  # windows read and waiting for their batch at once
 RETRY_S = 2.0
-
-
-@dataclass
-class _Window:
-    id: int
-    work: list[Work]
-    reads: list[Read] | None = None
-    batch: int = 0  # the processId of the batch that closed it
 
 
 class Snapshots:
@@ -79,7 +64,7 @@ class Snapshots:
         self.error = ""  # the loop's last failure, until a turn of it goes through
         self.save_error = ""  # the copies' state could not be saved (ZooKeeper), until it is
         self._queue: deque[Work] = deque()
-        self._pending: dict[int, _Window] = {}
+        self._pending: dict[int, Window] = {}
         self._lock = threading.Lock()
         # self.copies is appended to, pruned and saved from three threads (Load's: loaded;
         # this one's: requests, cancels; Select's: ddl): one at a time, or a save that pruned
@@ -152,7 +137,7 @@ class Snapshots:
 
     def _again(self, work: list[Work]) -> None:
         self._queue.extendleft(reversed([one for one in work if one.chunk is not None
-                                         and not _stopped(one)]))
+                                         and not stopped(one)]))
         self.door.again([one.asked for one in work if one.asked is not None])
 
     # -- what the runner asks ------------------------------------------------------------------
@@ -166,17 +151,7 @@ class Snapshots:
                     window.batch = batch.process_id
                     # a copy a DDL before this batch failed (:meth:`ddl`): its reads, made
                     # after the DDL by the table's name, may be another table's rows
-                    kept = [(work, read) for work, read in zip(window.work, window.reads,
-                                                               strict=True)
-                            if not _stopped(work)]
-                    if len(kept) < len(window.work):
-                        log.warning("event=snapshot_reads_dropped pipeline=%s window=%d "
-                                    "chunks=%s reason=the copy failed at a DDL",
-                                    self.pipeline_id, window_id, ",".join(
-                                        label(work) for work in window.work
-                                        if _stopped(work)))
-                        window.work = [work for work, _ in kept]
-                        window.reads = [read for _, read in kept]
+                    window.drop_stopped(self.pipeline_id)
                     found += window.reads
         return found
 
@@ -194,19 +169,7 @@ class Snapshots:
             self._ddl(changes)
 
     def _ddl(self, changes: list[RowChange]) -> None:
-        failed: list[TableCopy] = []
-        for change in changes:
-            if change.type != ChangeType.DDL or not change.ddl:
-                continue
-            ran = ddlsession.position(change.session)
-            for one in moved(change.ddl, change.schema, ddlsession.sql_mode(change.session)):
-                for copy in self.copies:
-                    # (a copy planned after the DDL ran, Select behind: it reads the table
-                    # that has the name after it, as it should)
-                    if copy.state == "copying" and self._takes(one, copy) and \
-                            not ran_before_planned(copy, ran):
-                        fail(copy, one, change, self.compiled.stored, self.pipeline_id)
-                        failed.append(copy)
+        failed = failed_by(changes, self.copies, self.compiled, self.pipeline_id)
         if not failed:
             return
         if not self._save():
@@ -215,11 +178,6 @@ class Snapshots:
                 f"{', '.join(f'{copy.schema}.{copy.table}' for copy in failed)} cannot be "
                 f"saved to ZooKeeper ({self.save_error}); the DDL batch waits for it (the "
                 "pipeline starts again before it)")
-
-    def _takes(self, one: Moved, copy: TableCopy) -> bool:
-        if not one.table:
-            return self.compiled.stored_schema(one.schema) == copy.schema
-        return self.compiled.stored(one.schema, one.table) == (copy.schema, copy.table)
 
     def loaded(self, batch: Batch) -> None:
         """The batch is on the target: its windows' chunks are done."""
@@ -295,11 +253,11 @@ class Snapshots:
         work = [Work(asked=asked) for asked in self.door.take(most)]
         while copying and self._queue and len(work) < most:
             one = self._queue.popleft()  # (only this thread takes from the queue)
-            if not _stopped(one):  # a DDL failed its copy (ddl): not read by the name
+            if not stopped(one):  # a DDL failed its copy (ddl): not read by the name
                 work.append(one)
         if not work:
             return False
-        window = _Window(random.getrandbits(62), work)
+        window = Window(random.getrandbits(62), work)
         with self._lock:
             self._pending[window.id] = window
         try:
@@ -329,15 +287,7 @@ class Snapshots:
         return True
 
     def _signal(self, kind: str, window_id: int) -> None:
-        try:
-            with connect(self.source, autocommit=True) as conn, conn.cursor() as cursor:
-                cursor.execute(f"INSERT INTO {'.'.join(SIGNAL_TABLE)} (PIPELINE_ID, WINDOW_ID, "
-                               "KIND) VALUES (%s, %s, %s)", (self.pipeline_id, window_id, kind))
-        except pymysql.MySQLError as exc:
-            raise SourceError(f"pipeline {self.pipeline_id}: cannot write a watermark to "
-                              f"{'.'.join(SIGNAL_TABLE)} on {self.source.name}: "
-                              f"{exc.args[-1] if exc.args else exc}; the pipeline's user needs "
-                              "INSERT on it (setl retl init creates it)") from None
+        signal(self.source, self.pipeline_id, kind, window_id)
 
     def _try_signal(self, kind: str, window_id: int) -> None:
         try:
@@ -432,8 +382,3 @@ class Snapshots:
             return False
         self.save_error = ""
         return True
-
-
-def _stopped(work: Work) -> bool:
-    """Whether a chunk's copy failed (a DDL took its table away): it is read no more."""
-    return work.copy is not None and work.copy.state == "failed"

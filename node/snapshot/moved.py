@@ -1,5 +1,6 @@
 """The tables a DDL statement takes away from under their names, for the copies under way
-(:meth:`node.snapshot.controller.Snapshots.ddl`), and how such a copy fails (:func:`fail`).
+(:meth:`node.snapshot.controller.Snapshots.ddl`), and how such a copy fails (:func:`fail`,
+:func:`failed_by`).
 
 A copy reads its chunks by the table's name (``SELECT … FROM schema.table WHERE <bounds>``),
 so a statement that gives that name to another table, or takes the table away, ends what the
@@ -25,9 +26,10 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from node import ddlsession
-from node.changes import RowChange
+from node.changes import ChangeType, RowChange
 from node.ddlparse import dropped_database, parse
-from node.snapshot.state import TableCopy
+from node.extract.etl import CompiledPipeline
+from node.snapshot.state import TableCopy, ran_before_planned
 from node.sqllex import NAME, WORD, identifier
 from node.sqllex import statement_code as code
 
@@ -110,3 +112,29 @@ def fail(copy: TableCopy, one: Moved, change: RowChange,
         f"left would copy another table's rows, or none), so it stops here; {then}")
     log.error("event=snapshot_table_failed pipeline=%s table=%s error=%s",
               pipeline_id, table, copy.error)
+
+
+def failed_by(changes: list[RowChange], copies: list[TableCopy], compiled: CompiledPipeline,
+              pipeline_id: str) -> list[TableCopy]:
+    """The copies under way whose table a DDL of ``changes`` takes away, failed
+    (:func:`fail`)."""
+    failed: list[TableCopy] = []
+    for change in changes:
+        if change.type != ChangeType.DDL or not change.ddl:
+            continue
+        ran = ddlsession.position(change.session)
+        for one in moved(change.ddl, change.schema, ddlsession.sql_mode(change.session)):
+            for copy in copies:
+                # (a copy planned after the DDL ran, Select behind: it reads the table
+                # that has the name after it, as it should)
+                if copy.state == "copying" and _takes(compiled, one, copy) and \
+                        not ran_before_planned(copy, ran):
+                    fail(copy, one, change, compiled.stored, pipeline_id)
+                    failed.append(copy)
+    return failed
+
+
+def _takes(compiled: CompiledPipeline, one: Moved, copy: TableCopy) -> bool:
+    if not one.table:
+        return compiled.stored_schema(one.schema) == copy.schema
+    return compiled.stored(one.schema, one.table) == (copy.schema, copy.table)

@@ -9,5 +9,6 @@ its source, through the pipeline's own mappings?
 - :mod:`node.verify.settle` — differing keys re-checked after the pipeline loaded past the
   source's read: no false difference from rows in flight;
 - :mod:`node.verify.repair` — confirmed keys sent through the free door;
-- :mod:`node.verify.run` — one pipeline's run; :mod:`node.verify.rpc` — its gRPC stream.
+- :mod:`node.verify.run` — one pipeline's run, :mod:`node.verify.report` — what it found;
+  :mod:`node.verify.rpc` — its gRPC stream.
 """

@@ -13,7 +13,8 @@ from typing import Any
 import grpc
 
 from node.supervisor import Supervisor
-from node.verify.run import Context, Options, Progress, Report, Verification, failed
+from node.verify.report import Report
+from node.verify.run import Context, Options, Progress, Verification, failed
 from node.verify.run import options_problem as problem_of
 from shared import codec
 from shared.errors import ConfigError, NotFoundError, SetlError, VerifyError

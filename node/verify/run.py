@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pymysql
 
@@ -25,9 +25,10 @@ from node.extract.etl import CompiledPipeline
 from node.spark import SparkRunner
 from node.verify import repair as mend
 from node.verify.lake import LakePlanner
-from node.verify.plan import Absent, Request, Skipped, TablePlan, plan
+from node.verify.plan import Absent, Request, TablePlan, plan
 from node.verify.readers import EMPTY, Key, loaded_past
-from node.verify.settle import Outcome, Seen, kinds, settle
+from node.verify.report import Report, TableReport, fill
+from node.verify.settle import Outcome, Seen, settle
 from node.verify.task import (
     ChunkGroup,
     ChunkResult,
@@ -40,10 +41,8 @@ from node.verify.task import (
 from shared import tablekeys
 from shared.errors import SetlError, SourceError, VerifyError
 from shared.model import TWO_WAY_COPY, BinlogPosition, Channel, DataSource, MediaPair, Pipeline
-from shared.retl import encode_key
 
 log = logging.getLogger("setl.node.verify")
-LISTED = 1000  # differing keys listed per table in the report
 WAVE_S = 2.0  # a wave of chunks (one Spark job) takes about this long: progress, and a job's
 # fixed cost (0.2-0.3 s measured with two local workers) spread over enough work
 SQL_THREADS_PER_CORE = 3  # the sql method: each thread waits on the source, then on the
@@ -93,33 +92,6 @@ class Progress:
     chunks_total: int = 0
     rows_done: int = 0
     rows_total: int = 0
-
-
-@dataclass
-class TableReport:
-    table: str
-    method: str
-    targets: list[str]
-    rows: int = 0
-    chunks: int = 0
-    seconds: float = 0.0
-    differences: list[tuple[str, str, str]] = field(default_factory=list)  # kind, key, table
-    counts: dict[str, int] = field(default_factory=dict)  # kind → keys
-    keys: int = 0  # keys that differ
-    unsettled: int = 0
-    rechecked: int = 0  # candidates read again
-    notes: list[str] = field(default_factory=list)
-    repaired: int = 0  # free-door requests written
-    remaining: int = -1  # keys still different after repair (-1: no repair asked)
-
-
-@dataclass
-class Report:
-    pipeline_id: str
-    tables: list[TableReport] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    buffer: str = ""  # where repair requests went
-    seconds: float = 0.0
 
 
 class Verification:
@@ -225,7 +197,7 @@ class Verification:
             out.remaining = 0  # nothing confirmed, nothing remains (-1: no repair asked)
             if outcome.confirmed:
                 outcome = self._repair(table, probe, outcome, out, report)
-        self._fill(out, outcome, table)
+        fill(out, outcome, table)
         out.seconds = round(time.monotonic() - started, 3)
         log.info("event=verify_table pipeline=%s table=%s method=%s rows=%d chunks=%d "
                  "rechecked=%d differing=%d unsettled=%d repaired=%d seconds=%.2f",
@@ -345,46 +317,10 @@ class Verification:
         out.remaining = len(found.confirmed)  # what was found stays in the report
         return Outcome(outcome.confirmed, found.unsettled, outcome.rounds)
 
-    def _fill(self, out: TableReport, outcome: Outcome, table: TablePlan) -> None:
-        counts: dict[str, set[Key]] = {"missing": set(), "extra": set(), "different": set()}
-        differences = []
-        for key, seen in sorted(outcome.confirmed.items(), key=lambda item: repr(item[0])):
-            for kind, target in kinds(seen):
-                counts[kind].add(key)
-                differences.append((kind, encode_key(key), target))
-        out.differences = differences[:LISTED]
-        out.counts = {kind: len(keys) for kind, keys in counts.items()}
-        lakes = {target.id for target in table.targets if target.lake}
-        doubled = [{name for name, rows in seen.actual if len(rows) > 1 and name in lakes}
-                   for seen in outcome.confirmed.values()]
-        held = sorted(set().union(*doubled))
-        if held:
-            out.notes.append(f"{sum(map(bool, doubled))} key(s) held by more than one row in "
-                             f"lake table {', '.join(held)} (a Delta table has no unique key): "
-                             "reported as different or extra; --repair deletes every row of "
-                             "such a key and writes the source's row again")
-        if not table.unique:
-            counted = sum(1 for seen in outcome.confirmed.values() if _counts_differ(seen))
-            if counted:
-                out.notes.append(
-                    f"{counted} key(s) of ({', '.join(table.key.columns)}) have another number "
-                    f"of rows on a target than on the source: rows duplicated or lost (these "
-                    f"columns need not identify one row of {table.name}); reported as "
-                    "different, or missing or extra where a side has none")
-        out.keys = len(outcome.confirmed)
-        out.unsettled = len(outcome.unsettled)
-
     def _say(self, table: str, phase: str, chunks_done: int = 0, chunks_total: int = 0,
              rows_done: int = 0, rows_total: int = 0) -> None:
         self.progress(Progress(self.ctx.pipeline_id, table, phase, chunks_done, chunks_total,
                                rows_done, rows_total))
-
-
-def _counts_differ(seen: Seen) -> bool:
-    """Whether a key has another number of rows on some target than the source gives."""
-    expected, actual = dict(seen.expected), dict(seen.actual)
-    return any(len(rows) != len(actual[name]) for name, rows in expected.items()
-               if name in actual)
 
 
 def options_problem(options: Options) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from shared.model import BinlogPosition
 from shared.positions import binlog_end, check_start, server_identity
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
+from tests.integration.shapes import Shapes
 from tests.integration.test_switchover import (
     create_select_refused,
     items_and_a_held_copy,
@@ -54,6 +56,38 @@ def past(source: Database, stored: Any) -> bool:
         d in ahead and ahead[d][1] > seq + 20 for d, (_, seq) in gtid.parse(stored.gtid).items())
 
 
+@contextmanager
+def settled(sandbox: Sandbox, rs: ReplicaSet, tmp_path: Path, name: str, transactions: int
+            ) -> Iterator[tuple[Shapes, Database, Database, Cluster]]:
+    """The workload's channel ``name`` from ``rs`` to the target (shapes, source, target,
+    cluster), run while ``transactions`` are written and the watcher reads the target,
+    then settled: writes stop, the target equals the source (multisets) and the stored
+    position is at the source's last transaction. All stopped and closed at the end."""
+    target = Database(sandbox, "target")
+    shapes = shapes_on(sandbox, rs, target)
+    source = rs.members[0].database()
+    cluster = Cluster(sandbox, tmp_path / "cluster", name)
+    try:
+        start(cluster, sandbox, rs, shapes, name)
+        shapes.start()
+        shapes.keep_on(transactions, 25)
+        shapes.settle(source)
+        [(written,)] = source.rows("SELECT @@gtid_binlog_pos")
+        wait_for(lambda: cluster.pipeline_state(name).position.gtid == written, 60,
+                 "the stored position at the source's last transaction")
+        yield shapes, source, target, cluster
+    finally:
+        shapes.stop()
+        cluster.stop()
+        source.close()
+        target.close()
+
+
+def held(shapes: Shapes, target: Database) -> dict[str, Counter[tuple[Any, ...]]]:
+    """The workload's tables on the target, as multisets."""
+    return {t: Counter(rows) for t, rows in shapes.rows(target).items()}
+
+
 def land(source: Database, pos: int) -> None:
     """Statements of a table no channel takes (a GTID event and a query event each, of a
     length set by a comment) until the binlog ends exactly at ``pos``: the stored offset is
@@ -83,22 +117,12 @@ def test_a_resume_after_reset_master_pauses_and_loads_nothing_of_the_new_history
     new history is made to meet the offset as each case says (left to chance, the offset
     fell on an event's start in one CI run)."""
     name = NAMES[at_an_event]
-    rs, target = private_source, Database(sandbox, "target")
-    shapes = shapes_on(sandbox, rs, target)
-    source = rs.members[0].database()
-    cluster = Cluster(sandbox, tmp_path / "cluster", name)
-    try:
-        start(cluster, sandbox, rs, shapes, name)
-        shapes.start()
-        shapes.keep_on(60, 25)  # and the watcher reads the target meanwhile
-        shapes.settle(source)  # the target equals the source (multisets); writes stop
-        [(written,)] = source.rows("SELECT @@gtid_binlog_pos")
-        wait_for(lambda: cluster.pipeline_state(name).position.gtid == written, 60,
-                 "the stored position at the source's last transaction")
+    with settled(sandbox, private_source, tmp_path, name, 60) as (shapes, source, target,
+                                                                   cluster):
         cluster.nodes[1].kill()
         stored = cluster.pipeline_state(name).position
-        held = {t: Counter(rows) for t, rows in shapes.rows(target).items()}
-        assert stored.gtid and sum(held.values(), Counter())
+        before = held(shapes, target)
+        assert stored.gtid and sum(before.values(), Counter())
         # the reset, with the stored file's name made again: the stream opens inside it
         number = int(stored.file.rsplit(".", 1)[1])
         source.execute(f"RESET MASTER TO {number}")
@@ -119,13 +143,8 @@ def test_a_resume_after_reset_master_pauses_and_loads_nothing_of_the_new_history
                      "RESET MASTER", "Nothing was read",
                      f"setl position set {name}/forward --gtid STATE --replay"):
             assert part in message, (part, message)
-        assert {t: Counter(rows) for t, rows in shapes.rows(target).items()} == held
+        assert held(shapes, target) == before
         assert shapes.violations == []
-    finally:
-        shapes.stop()
-        cluster.stop()
-        source.close()
-        target.close()
 
 
 def test_a_resume_at_a_files_start_after_reset_master_pauses(
@@ -135,18 +154,8 @@ def test_a_resume_at_a_files_start_after_reset_master_pauses(
     file of that name too: the start compares the file's GTID list with the stored state
     and pauses, before the stream reads the new history's later files as the old one's."""
     name = AT_FILE_START
-    rs, target = private_source, Database(sandbox, "target")
-    shapes = shapes_on(sandbox, rs, target)
-    source = rs.members[0].database()
-    cluster = Cluster(sandbox, tmp_path / "cluster", name)
-    try:
-        start(cluster, sandbox, rs, shapes, name)
-        shapes.start()
-        shapes.keep_on(30, 25)
-        shapes.settle(source)
-        [(written,)] = source.rows("SELECT @@gtid_binlog_pos")
-        wait_for(lambda: cluster.pipeline_state(name).position.gtid == written, 60,
-                 "the stored position at the source's last transaction")
+    with settled(sandbox, private_source, tmp_path, name, 30) as (shapes, source, target,
+                                                                   cluster):
         for _ in range(2):
             source.execute("FLUSH BINARY LOGS")
         [(current, *_)] = source.rows("SHOW MASTER STATUS")
@@ -155,7 +164,7 @@ def test_a_resume_at_a_files_start_after_reset_master_pauses(
                  "the idle position to follow the rotations")
         cluster.nodes[1].kill()
         stored = cluster.pipeline_state(name).position
-        held = {t: Counter(rows) for t, rows in shapes.rows(target).items()}
+        before = held(shapes, target)
         source.execute("RESET MASTER")
         shapes.start()  # the new history, past the stored file and its sequences
         while source.rows("SHOW MASTER STATUS")[0][0] != stored.file:
@@ -170,13 +179,8 @@ def test_a_resume_at_a_files_start_after_reset_master_pauses(
         for part in (f"{stored.file}:4", "the server's GTID state there is", "RESET MASTER",
                      "Nothing was read"):
             assert part in message, (part, message)
-        assert {t: Counter(rows) for t, rows in shapes.rows(target).items()} == held
+        assert held(shapes, target) == before
         assert shapes.violations == []
-    finally:
-        shapes.stop()
-        cluster.stop()
-        source.close()
-        target.close()
 
 
 def test_a_resume_inside_a_create_select_after_its_statement_is_not_refused(

@@ -17,6 +17,7 @@ from node.extract.chunks import Chunk
 from node.spark import SparkRunner
 from node.verify import run, task
 from node.verify.readers import Key
+from node.verify.report import Report
 from shared.definitions import load_text
 from shared.model import BinlogPosition
 from shared.sandbox import Sandbox
@@ -187,7 +188,7 @@ def test_rows_changed_under_verify_are_rechecked_not_reported(
 
 
 def in_process_verify(sandbox: Sandbox, channel: dict[str, Any], pipeline_id: str,
-                      options: run.Options) -> run.Report:
+                      options: run.Options) -> Report:
     """``setl verify`` of ``channel``'s one pipeline run by this process (so a test may
     wrap its steps), against the pipeline the node runs: its loaded position read from the
     target's position row, as the node's runner knows it."""

@@ -147,7 +147,7 @@ def test_new_keys_only_takes_null_keys_as_matching_nothing(tmp_path: Path) -> No
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from node.target.delta.loader import new_keys_only
+    from node.target.delta.writes import new_keys_only
 
     write_deltalake(str(tmp_path / "t"), pa.table({"id": [5], "n": [5]}))
     table = DeltaTable(str(tmp_path / "t"))
@@ -165,7 +165,7 @@ def test_a_key_without_exact_file_statistics_is_always_merged(tmp_path: Path) ->
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from node.target.delta.loader import new_keys_only
+    from node.target.delta.writes import new_keys_only
 
     write_deltalake(str(tmp_path / "t"), pa.table({"id": pa.array(["b"]), "n": [1]}))
     table = DeltaTable(str(tmp_path / "t"))

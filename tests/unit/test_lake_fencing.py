@@ -85,7 +85,7 @@ def test_a_table_made_and_not_written_is_fenced_at_the_claim(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A table's making carries its owner's stamp (no position): a newer owner's claim
     fences it, so the old owner's first rows after the claim are refused."""
-    from node.target.delta import loader as lake_loader
+    from node.target.delta import writes as lake_writes
 
     def stalled(*args: object) -> None:
         raise OSError("the old owner stalled after making the table")
@@ -94,7 +94,7 @@ def test_a_table_made_and_not_written_is_fenced_at_the_claim(
     first = [PartResult(units.render([change(MIRROR, INS, 0, {"id": 1, "v": "v1"})], SPEC),
                         [], 1)]
     with monkeypatch.context() as patched:
-        patched.setattr(lake_loader, "_append", stalled)
+        patched.setattr(lake_writes, "append", stalled)
         with pytest.raises(LoadError, match="stalled"):
             old.load_units(batch(1, 100), first)
     assert DeltaTable(str(tmp_path / "s" / "m")).version() == 0  # made, nothing written

@@ -24,9 +24,10 @@ from node.changes import Batch, ChangeType, RowChange
 from node.extract.chunks import SplitKey, chunks_of
 from node.snapshot import controller
 from node.snapshot import plan as plan_module
-from node.snapshot.controller import Snapshots, _Window
+from node.snapshot.controller import Snapshots
 from node.snapshot.moved import Moved, moved
 from node.snapshot.state import TableCopy, failed_problem
+from node.snapshot.watermarks import Window
 from node.snapshot.windowreads import Work
 from shared import positions
 from shared.errors import CoordinationError
@@ -108,9 +109,9 @@ def snapshots(monkeypatch: pytest.MonkeyPatch) -> tuple[Snapshots, Store, Reads]
     monkeypatch.setattr(found, "_signal", lambda kind, window_id: None)
     t, u = copy_of("t", {0}), copy_of("u", set())
     found.copies = [t, u]
-    found._pending[7] = _Window(7, [Work(t, t.chunks[1]), Work(u, u.chunks[0])],
-                                [SimpleNamespace(count=5, lines=None),
-                                 SimpleNamespace(count=6, lines=None)])
+    found._pending[7] = Window(7, [Work(t, t.chunks[1]), Work(u, u.chunks[0])],
+                               [SimpleNamespace(count=5, lines=None),
+                                SimpleNamespace(count=6, lines=None)])
     found._queue.extend([Work(t, t.chunks[2]), Work(u, u.chunks[1]), Work(u, u.chunks[2])])
     found.started = True
     return found, store, reads

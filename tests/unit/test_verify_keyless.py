@@ -12,7 +12,7 @@ from node.extract.chunks import SplitKey
 from node.verify.plan import TablePlan, Target
 from node.verify.readers import Key, RowsReader, Side, SqlReader, differing
 from node.verify.repair import requests_for, twice
-from node.verify.run import _counts_differ
+from node.verify.report import counts_differ
 from node.verify.settle import Seen, kinds, settle
 from node.verify.values import Column, add_row, row_hash
 from shared.model import BinlogPosition
@@ -115,7 +115,7 @@ def test_the_recheck_confirms_a_key_whose_rows_differ_in_number() -> None:
     outcome = settle(pending, world, lambda at, limit: True)
     assert set(outcome.confirmed) == {(1,)} and not outcome.unsettled
     seen = outcome.confirmed[(1,)]
-    assert kinds(seen) == [("different", T)] and _counts_differ(seen)
+    assert kinds(seen) == [("different", T)] and counts_differ(seen)
     # repair (for a table keyed by its own key, a target without one): all rows, then one
     assert twice(seen) and requests_for(outcome.confirmed) == [("D", (1,)), ("I", (1,))]
-    assert not _counts_differ(Seen(frozenset({(T, (1,))}), frozenset({(T, (2,))}), True))
+    assert not counts_differ(Seen(frozenset({(T, (1,))}), frozenset({(T, (2,))}), True))

@@ -1,12 +1,16 @@
 """Rows judged by their rendered size against the target's max_allowed_packet: a keyed row
 of several values under BIG_VALUE each that would not fit writes its largest values a piece
 at a time, every statement text under the packet; a keyless one that would not fit is
-refused before anything is sent, saying what to raise."""
+refused before anything is sent, saying what to raise; so is a keyed row whose statement
+would not fit even without the values that can go in pieces (what is left: a JSON document,
+a column a CHECK constraint names, the key). Such values go whole where they fit: a check
+refuses a part of one."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pymysql
 import pytest
 
 from node.changes import ChangeType, TargetChange
@@ -138,3 +142,130 @@ def test_values_of_types_a_piece_cannot_hold_are_never_written_a_piece_at_a_time
     # a JSON document is as large as its text (not twice): alone it is written whole
     assert [s.sql.split()[0] for s in statements(
         writes(upserts=[{**row, "blob": None}]), 100, columns, packet=PACKET)] == ["INSERT"]
+
+
+def test_the_columns_a_check_constraint_names_are_marked() -> None:
+    """MariaDB's JSON is a LONGTEXT its check tells from text; a column any check names may
+    refuse a partial value (an empty start, ``LIKE '%x'``, a length): none goes in pieces."""
+    from node.target.mysql.checks import with_checks
+    from node.target.mysql.render import Column
+    text = Column("longtext", "utf8mb4")
+    columns = {"id": Column("int", None), "doc": text, "tag": text, "note": text,
+               "Body": text, "free": text, "doc2": text, "x": text}
+    marked = with_checks(columns, ["json_valid(`doc`)", "octet_length(`tag`) > 10",
+                                   "`note` like '%x' and `id` > 0", "body <> 'it''s x'"])
+    assert {name for name, column in marked.items() if column.checked} == \
+        {"id", "doc", "tag", "note", "Body"}
+    assert {name for name, column in marked.items() if column.json} == {"doc"}
+    assert with_checks(columns, []) is columns
+    found = list(statements(writes(upserts=[{"id": 1, "doc": "[" + "1," * 600_000 + "1]",
+                                             "free": "f" * 1_200_000}]), 100, marked,
+                            packet=8 << 20))
+    assert found[0].args[0][1].startswith("[1,1,") and found[0].args[0][2] == ""
+    assert {statement.sql.split("`")[5] for statement in found[1:]} == {"free"}
+
+
+class Checks:
+    """A cursor answering the check queries as a server of ``kind`` does."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.asked = kind, []  # type: ignore[var-annotated]
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        self.asked.append(sql)
+        if self.kind == "old":
+            raise pymysql.err.OperationalError(1109, "Unknown table 'CHECK_CONSTRAINTS'")
+        if self.kind == "mysql" and "TABLE_CONSTRAINTS" not in sql:
+            raise pymysql.err.OperationalError(1054, "Unknown column 'TABLE_NAME'")
+        if self.kind == "denied":
+            raise pymysql.err.OperationalError(1142, "SELECT command denied")
+
+    def fetchall(self) -> list[tuple[str]]:
+        return [("(`v` > 0)",)]
+
+
+def test_check_clauses_are_read_on_mariadb_mysql_and_servers_without_them() -> None:
+    from node.target.mysql.checks import check_clauses
+    mariadb, mysql, old = Checks("mariadb"), Checks("mysql"), Checks("old")
+    assert check_clauses(mariadb, "s", "t") == ["(`v` > 0)"] and len(mariadb.asked) == 1
+    assert check_clauses(mysql, "s", "t") == ["(`v` > 0)"] and len(mysql.asked) == 2
+    assert "JOIN information_schema.TABLE_CONSTRAINTS" in mysql.asked[1]
+    assert check_clauses(old, "s", "t") == []  # (no checks to enforce either)
+    with pytest.raises(pymysql.err.OperationalError, match="denied"):  # (as LoadError)
+        check_clauses(Checks("denied"), "s", "t")
+
+
+def json_columns() -> dict[str, Any]:
+    from node.target.mysql.render import Column
+    return {"id": Column("int", None), "doc": Column("longtext", "utf8mb4", checked=True,
+                                                     json=True),
+            "blob": Column("longblob", None)}
+
+
+def test_a_json_document_over_big_value_goes_whole_where_it_fits_the_packet() -> None:
+    """A 5 MiB document (over BIG_VALUE) under MariaDB's default 16 MiB packet: one INSERT,
+    whole; a blob beside it still goes in pieces where the rest would not fit."""
+    doc = '{"k": "' + "é\\\"" * ((5 << 20) // 3) + '"}'
+    row = {"id": 1, "doc": doc, "blob": b"\x01" * 10}
+    found = list(statements(writes(upserts=[row]), 100, json_columns(), packet=16 << 20))
+    assert len(found) == 1 and found[0].args == [[1, doc, b"\x01" * 10]]
+    assert all(len(text.encode()) < (16 << 20) - pieces.HEAD for text in sent(found))
+    row = {**row, "blob": b"\x01" * (3 << 20)}  # 6 MiB as hex, beside a 7 MiB document
+    found = list(statements(writes(upserts=[row]), 100, json_columns(), packet=16 << 20))
+    assert found[0].args == [[1, doc, b""]] and len(found) == 2
+    assert found[1].sql.split("`")[5] == "blob" and found[1].args[0] == row["blob"]
+
+
+def test_a_value_no_piece_can_hold_over_the_packet_stops_before_anything_is_sent() -> None:
+    """It went to the target, which dropped the connection at every retry; now the render
+    refuses it, the pipeline pauses at once (an upsert, a key change: both carry it)."""
+    doc = "[" + "1," * (3 << 20) + "1]"  # 6 MiB
+    row = {"id": 7, "doc": doc, "blob": b"\x02" * (1 << 20)}
+    message = (
+        "target t: table s.w: a row's value of `doc` (a JSON document: its CHECK "
+        "(json_valid) refuses a part of one) takes 6,291,461 bytes, its statement "
+        "6,291,527, over the target's max_allowed_packet (4,194,304 bytes); such a value "
+        "goes in one statement, it cannot be cut. Raise the target's max_allowed_packet to "
+        "at least 7340032 (SET GLOBAL max_allowed_packet = 7340032; and in my.cnf), then "
+        "resume the channel: nothing of the batch was written")
+    with pytest.raises(RowTooLargeError) as refused:
+        list(statements(writes(upserts=[{"id": 6}, row]), 100, json_columns(), packet=PACKET))
+    assert str(refused.value) == message
+    assert isinstance(refused.value, PAUSE_AT_ONCE)
+    with pytest.raises(RowTooLargeError, match="its statement 6,291,591, over"):
+        list(statements(writes(steps=[(MOVE, ((5,), row))]), 100, json_columns(),
+                        packet=PACKET))  # (the old key too)
+    assert len(list(statements(writes(upserts=[row]), 100, json_columns(),
+                               packet=8 << 20))) == 2  # the blob in a piece of its own
+    # a MySQL JSON document (a dict), a long key: each says why it cannot be cut
+    from node.target.mysql.render import Column
+    columns = {"id": Column("varchar", "utf8mb4"), "doc": Column("json", None,
+                                                                 column_type="json")}
+    with pytest.raises(RowTooLargeError, match=r"`doc` \(json: a part of a value is no "
+                                               r"value of its type\)"):
+        list(statements(writes(upserts=[{"id": 1, "doc": {"k": "v" * (5 << 20)}}]), 100,
+                        columns, packet=PACKET))
+    with pytest.raises(RowTooLargeError, match=r"`id` \(a key column: it finds the row"):
+        list(statements(writes(upserts=[{"id": "k" * (5 << 20), "doc": None}]), 100,
+                        columns, packet=PACKET))
+    with pytest.raises(RowTooLargeError, match=r"max_allowed_packet .16,777,216 bytes: not "
+                                               r"known, taken as the default"):
+        list(statements(writes(upserts=[{"id": 1, "doc": {"k": "v" * (17 << 20)}}]), 100,
+                        columns))
+
+
+def test_a_value_in_a_unique_index_goes_whole() -> None:
+    """A text column under a (prefix) unique index: its empty start would meet another
+    row's empty value there and update that row instead (a review: the target then held the
+    other row, and the append found no row); over BIG_VALUE it goes whole where it fits."""
+    from node.target.mysql.render import Column
+    text = "y" * 1_200_000  # over BIG_VALUE // 4 characters
+    columns = {"id": Column("int", None, unique=True),
+               "doc": Column("longtext", "utf8mb4", unique=True)}
+    found = list(statements(writes(upserts=[{"id": 2, "doc": text}]), 100, columns,
+                            packet=16 << 20))
+    assert len(found) == 1 and found[0].args == [[2, text]]
+    assert "CONCAT" not in " ".join(sent(found))
+    plain = {**columns, "doc": Column("longtext", "utf8mb4")}  # (no index: in pieces)
+    assert len(list(statements(writes(upserts=[{"id": 2, "doc": text}]), 100, plain,
+                               packet=16 << 20))) > 1

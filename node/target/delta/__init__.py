@@ -24,5 +24,6 @@ the batches written (a table an older owner made and wrote after the claim, so S
 not cut there) stops the load: its retry claims the table, fencing that owner.
 
 Worker side: :mod:`node.target.delta.units` (changes → Arrow IPC bytes). Load side:
-:mod:`node.target.delta.loader`. Types: :mod:`node.target.delta.columns`.
+:mod:`node.target.delta.loader` (its appends and MERGEs: :mod:`node.target.delta.writes`).
+Types: :mod:`node.target.delta.columns`.
 """

@@ -23,12 +23,13 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymysql
 
 from node.target.mysql.cascades import Child, read_children
+from node.target.mysql.checks import read_checks
 from node.target.mysql.render import Column, Columns
 from shared.endpoint import connect, server_answered
 from shared.errors import LoadError
@@ -88,6 +89,7 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                               str(row[6]) if row[6] else None, bool(int(row[7])),
                               bool(int(row[8])))
                for row in found}
+    columns = read_checks(cursor, schema, table, columns)
     bulk_lock = False
     if any(int(row[5]) for row in found):
         cursor.execute("SELECT @@innodb_autoinc_lock_mode")
@@ -98,6 +100,9 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     for index, column in cursor.fetchall():
         indexes.setdefault(str(index), set()).add(str(column))
     unique = tuple(frozenset(columns) for columns in indexes.values())
+    indexed = frozenset(name for index in unique for name in index)
+    columns = {name: replace(column, unique=True) if name in indexed else column
+               for name, column in columns.items()}
     cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
                    "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from node.charsets import Encoded
@@ -18,7 +18,8 @@ from shared.errors import RowTooLargeError
 BIG_VALUE = 4 << 20
 # the target column types (information_schema's DATA_TYPE) whose values may be written a piece
 # at a time: an empty start and every part are values of theirs (not BINARY(n), which pads
-# them, nor JSON, ENUM, SET or geometry, which refuse them)
+# them, nor JSON, ENUM, SET or geometry, which refuse them; nor a column of these that a
+# CHECK constraint names, MariaDB's JSON among them: Column.checked)
 PIECEABLE = frozenset({"varchar", "varbinary", "tinytext", "text", "mediumtext", "longtext",
                        "tinyblob", "blob", "mediumblob", "longblob"})
 PACKET = 16 << 20  # a target's max_allowed_packet where it is not known (MariaDB's default)
@@ -97,10 +98,19 @@ def apart(values: dict[str, Any], space: int, others: Iterable[Any] = (),
     values: those over BIG_VALUE, then the largest until the rest fits (none for a row
     that fits); never one of ``keys``: the key columns, which find the row, and those of a
     type not :data:`PIECEABLE`."""
+    return fitting(values, space, others, keys)[0]
+
+
+def fitting(values: dict[str, Any], space: int, others: Iterable[Any] = (),
+            keys: Iterable[str] = ()) -> tuple[list[str], int]:
+    """:func:`apart`'s columns, and the bytes the row's statement takes without them (over
+    ``space`` where what is left cannot be cut: see :func:`whole_values`)."""
     keys = frozenset(keys)
     taken = [name for name, value in values.items() if big(value) and name not in keys]
-    if not taken and rendered([*values.values(), *others]) <= space:
-        return []
+    if not taken:
+        left = rendered([*values.values(), *others])
+        if left <= space:
+            return [], left
     sizes = {name: size(value) for name, value in values.items()}
     left = sum(sizes.values()) + rendered(others) - sum(sizes[name] for name in taken)
     for name in sorted(sizes, key=sizes.__getitem__, reverse=True):
@@ -110,7 +120,7 @@ def apart(values: dict[str, Any], space: int, others: Iterable[Any] = (),
                 and values[name]:
             taken.append(name)
             left -= sizes[name]
-    return taken
+    return taken, left
 
 
 def whole(writes: Any, change: Any, space: int, packet: int) -> None:
@@ -134,6 +144,53 @@ def whole(writes: Any, change: Any, space: int, packet: int) -> None:
         f"to). Raise the target's max_allowed_packet to at least {wanted} (SET GLOBAL "
         f"max_allowed_packet = {wanted}; and in my.cnf), then resume the channel: nothing "
         "of the batch was written")
+
+
+def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, space: int,
+                 packet: int, columns: Mapping[str, Any] | None = None) -> None:
+    """Raise :class:`RowTooLargeError` for a keyed row whose statement, without the values
+    written a piece at a time (``taken``; ``left``: the bytes of the rest, see
+    :func:`fitting`), would still not fit ``space`` (:func:`room` of the target's
+    ``packet``): what is left goes whole — its key, and values no piece can hold (BINARY(n),
+    JSON, ENUM, SET, geometry, a column a CHECK constraint names: ``columns``'
+    :class:`~node.target.mysql.render.Column` say which). Sent, such a statement is refused
+    and the connection dropped at every retry: the pipeline pauses at once instead, before
+    anything of the batch is sent."""
+    if left <= space:
+        return
+    whole = {name: size(value) for name, value in row.items() if name not in taken}
+    largest = max(whole, key=whole.__getitem__, default=None)
+    if largest is None:  # (the values a column-group update carries besides its own)
+        what = f"a row's statement takes {left:,} bytes"
+    else:
+        what = (f"a row's value of `{largest}` ("
+                f"{_unpieceable(largest, writes.keys, columns or {})}) takes "
+                f"{whole[largest]:,} bytes, its statement {left:,}")
+    known = packet or PACKET
+    wanted = -(-(left + HEAD) // (1 << 20)) << 20  # whole MiB
+    raise RowTooLargeError(
+        f"target {writes.datasource}: table {writes.schema}.{writes.table}: {what}, over the "
+        f"target's max_allowed_packet ({known:,} bytes"
+        f"{'' if packet else ': not known, taken as the default'}); such a value goes in one "
+        "statement, it cannot be cut. Raise the target's max_allowed_packet to at least "
+        f"{wanted} (SET GLOBAL max_allowed_packet = {wanted}; and in my.cnf), then resume "
+        "the channel: nothing of the batch was written")
+
+
+def _unpieceable(name: str, keys: Iterable[str], columns: Mapping[str, Any]) -> str:
+    """Why a column's value is not written a piece at a time."""
+    column = columns.get(name)
+    if name in keys:
+        return "a key column: it finds the row a piece is appended to"
+    if column is None:
+        return "not text or binary"
+    if column.json:
+        return "a JSON document: its CHECK (json_valid) refuses a part of one"
+    if column.checked:
+        return "named in a CHECK constraint, which may refuse a part of a value"
+    if column.unique:
+        return "in a unique index, where a part of a value may meet another row's"
+    return f"{column.column_type or column.data_type}: a part of a value is no value of its type"
 
 
 # a character of a multi-byte charset kept as bytes (Encoded), by its lead byte: the server

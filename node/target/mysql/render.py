@@ -22,7 +22,9 @@ larger than the target takes: a keyed row with one is written without those valu
 ones, then its largest until the rest fits), then each is appended a piece at a time
 (``CONCAT``), all in the batch's transaction. A keyless row cannot be (no key to find it
 by): one that would not fit stops the pipeline before anything is sent
-(:class:`~shared.errors.RowTooLargeError`).
+(:class:`~shared.errors.RowTooLargeError`); so does a keyed row whose key and values no
+piece can hold (BINARY(n), JSON, ENUM, SET, geometry, a column a CHECK constraint names)
+would not fit alone.
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ class Column:
     # ON UPDATE CURRENT_TIMESTAMP: the target stamps it when a statement changes the row
     # without assigning it (kept with ``c = c`` where the row's value is the source's)
     stamped: bool = False
+    # named in a CHECK constraint of its table (:mod:`node.target.mysql.checks`): a partial
+    # value may be refused, so its values are never written a piece at a time
+    checked: bool = False
+    json: bool = False  # its values are JSON documents (MariaDB's JSON: a checked LONGTEXT)
+    # in a unique index (a prefix one too): a partial value, the empty start above all, may
+    # meet another row's and update that row instead, so its values go whole
+    unique: bool = False
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
@@ -108,21 +117,23 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     stamps = Stamps(tuple(name for name, column in columns.items() if column.stamped), parted)
     found = key_padding(writes.keys, columns)
     # columns whose values cannot be written a piece at a time: an empty start or a part is
-    # no value of theirs (BINARY(n) pads it, JSON, ENUM, SET and geometry refuse it)
+    # no value of theirs (BINARY(n) pads it, JSON, ENUM, SET and geometry refuse it), or a
+    # CHECK constraint of the table may refuse it (MariaDB's JSON: a checked LONGTEXT)
     fixed = tuple(name for name, column in columns.items()
-                  if column.data_type not in pieces.PIECEABLE)
+                  if column.data_type not in pieces.PIECEABLE or column.checked or column.unique)
+    target = (packet, columns)  # what a row that cannot be cut enough says (pieces.whole_values)
     yield from _deletes(writes, writes.deletes, size, found, columns)
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
                                 for row in writes.clears], size, generated, found, stamps)
     yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found,
-                        stamps, space, fixed)
+                        stamps, space, fixed, target)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == CLEAR_:
             yield from _clears(writes, items, size, generated, found, stamps)
         elif kind == UPSERT:
             yield from _upserts(writes, _without(items, generated), size, enums, big, found,
-                                stamps, space, fixed)
+                                stamps, space, fixed, target)
         elif kind == DELETE:
             for statement in _deletes(writes, items, size, found, columns):
                 yield statement
@@ -133,10 +144,10 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
             assert kind == MOVE
             for old, row in items:  # the upsert continues the move's row: with
                 yield _move(writes, found(old), row, generated, stamps, space if big else 0,
-                            fixed)._replace(lenient=_empty_enums(row, enums))  # skip_load_
+                            fixed, target)._replace(lenient=_empty_enums(row, enums))  # skip_load_
                 # exception: both undone, or none
                 for upsert in _upserts(writes, _without([row], generated), size, enums, big,
-                                       found, stamps, space, fixed):
+                                       found, stamps, space, fixed, target):
                     yield upsert._replace(continues=True)
                 if children:
                     yield from _actions(cascades.moved(
@@ -153,18 +164,21 @@ def _actions(found: Iterator[tuple[str, list[Any]]]) -> Iterator[Statement]:
 
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str],
-          stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
-          ) -> Statement:
+          stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = (),
+          target: tuple[int, Columns] = (0, {})) -> Statement:
     """A row's key change as the UPDATE the source ran, found by its old key (the target's
     ON UPDATE CASCADE fires as on the source). The row's upsert follows it: where the old
     key is not there — a copy has not reached the row yet, or a free-door request deleted it
     at its window's start — the row is written as any upsert writes it, and the pipeline
     goes on (it stopped for good there, every resume replaying the same batch). Values the
     upsert writes a piece at a time (``space``: see :func:`statements`) are left out here:
-    the statement would not fit the target's max_allowed_packet."""
+    the statement would not fit the target's max_allowed_packet (``target``: it and the
+    table's columns; what is left that would not fit either stops the pipeline)."""
     values = {name: value for name, value in row.items() if name not in generated}
     if space:
-        for name in pieces.apart(values, space, old_key, (*writes.keys, *fixed)):
+        names, left = pieces.fitting(values, space, old_key, (*writes.keys, *fixed))
+        pieces.whole_values(writes, values, names, left, space, *target)
+        for name in names:
             del values[name]
     return _update(writes, old_key, values, False, stamps.kept(values, row))
 
@@ -238,11 +252,13 @@ def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
 
 def _upserts(writes: TableWrites, rows: list[Row], size: int,
              enums: frozenset[str] = frozenset(), big: bool = True, found: Any = same_key,
-             stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = ()
-             ) -> Iterator[Statement]:
+             stamps: Stamps = Stamps(), space: int = 0, fixed: tuple[str, ...] = (),
+             target: tuple[int, Columns] = (0, {})) -> Iterator[Statement]:
     """``big``: rows may hold values too large for one statement: those over BIG_VALUE, and
     the largest of a row whose values would not fit ``space`` bytes (:func:`pieces.room` of
-    the target's max_allowed_packet), go a piece at a time."""
+    the target's max_allowed_packet), go a piece at a time; one whose rest would not fit
+    still stops the pipeline (``target``: the packet and the table's columns, for what to
+    say)."""
     table = qualified(writes.schema, writes.table)
     space = space or pieces.room(0)
 
@@ -250,7 +266,9 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
         if not big:
             return []
         rest = row.rest.values() if type(row) is PartialRow else ()  # type: ignore
-        return pieces.apart(row, space, rest, (*writes.keys, *fixed))
+        names, left = pieces.fitting(row, space, rest, (*writes.keys, *fixed))
+        pieces.whole_values(writes, row, names, left, space, *target)
+        return names
 
     if big or enums:
         together: list[Row] = []  # in source order: an ordered table's rows may share a key
