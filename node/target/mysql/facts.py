@@ -28,6 +28,7 @@ from typing import Any
 
 import pymysql
 
+from node.target.mysql.cascades import Child, read_children
 from node.target.mysql.checks import read_checks
 from node.target.mysql.render import Column, Columns
 from shared.endpoint import connect, server_answered
@@ -52,6 +53,9 @@ class TableFacts:
     # 0: not known): a statement larger is refused, the connection dropped
     packet: int = 0
     referenced: tuple[frozenset[str], ...] = ()  # the columns each foreign key to it names
+    # the foreign keys to it with an ON DELETE / ON UPDATE CASCADE or SET NULL, which Load
+    # writes itself too (node.target.mysql.cascades)
+    children: tuple[Child, ...] = ()
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -112,6 +116,7 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                        (schema, table))
         for child_schema, child, name, column in cursor.fetchall():
             referenced.setdefault((child_schema, child, name), set()).add(str(column))
+    children = read_children(cursor, schema, table) if referenced else ()
     cursor.execute("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE "
                    "EVENT_OBJECT_SCHEMA = %s AND EVENT_OBJECT_TABLE = %s ORDER BY TRIGGER_NAME",
                    (schema, table))
@@ -126,7 +131,8 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     return TableFacts(columns, unique, foreign_keys, bool(names), bulk_lock,
                       str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
                       names, bool(int(local_infile)), int(packet or 0),
-                      tuple(frozenset(columns) for columns in referenced.values()))
+                      tuple(frozenset(columns) for columns in referenced.values()),
+                      children=children)
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error

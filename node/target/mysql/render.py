@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 from node.changes import ChangeType, Row, TargetChange, differs
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
-from node.target.mysql import pieces
+from node.target.mysql import cascades, pieces
 from node.target.mysql.keys import (
     binary_widths,
     exact_match,
@@ -96,8 +96,8 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def statements(writes: TableWrites, size: int, columns: Columns | None = None,
-               big: bool = True, parted: bool = False, packet: int = 0
-               ) -> Iterator[Statement]:
+               big: bool = True, parted: bool = False, packet: int = 0,
+               children: tuple[cascades.Child, ...] = ()) -> Iterator[Statement]:
     """The statements of one table's writes: merged deletes then upserts, the ordered steps
     with consecutive ones of a kind together, or a keyless table's changes in source order.
     ``big`` False: the caller knows no value is over ``BIG_VALUE`` (rows read from events
@@ -106,7 +106,10 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     ``parted``: the table holds wide rows, written a part at a time. ``packet``: the
     target's max_allowed_packet (0: not known): a keyed row whose values would not fit one
     statement under it writes its largest values a piece at a time; a keyless row that would
-    not fit stops the pipeline (:class:`~shared.errors.RowTooLargeError`), nothing written."""
+    not fit stops the pipeline (:class:`~shared.errors.RowTooLargeError`), nothing written.
+    ``children``: the foreign keys to the table whose actions follow its ordered deletes
+    and key changes (:mod:`node.target.mysql.cascades`; none for a run the source wrote
+    with foreign_key_checks off)."""
     columns = columns or {}
     space = pieces.room(packet)
     generated = frozenset(name for name, column in columns.items() if column.generated)
@@ -132,7 +135,11 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
             yield from _upserts(writes, _without(items, generated), size, enums, big, found,
                                 stamps, space, fixed, target)
         elif kind == DELETE:
-            yield from _deletes(writes, items, size, found, columns)
+            for statement in _deletes(writes, items, size, found, columns):
+                yield statement
+                if children:
+                    yield from _actions(cascades.deleted(writes.keys, statement.what,
+                                                         children))
         else:
             assert kind == MOVE
             for old, row in items:  # the upsert continues the move's row: with
@@ -142,7 +149,18 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
                 for upsert in _upserts(writes, _without([row], generated), size, enums, big,
                                        found, stamps, space, fixed, target):
                     yield upsert._replace(continues=True)
+                if children:
+                    yield from _actions(cascades.moved(
+                        writes.keys, found(old), found(tuple(row[k] for k in writes.keys)),
+                        children))
     yield from _keyless(writes, size, columns, generated, space if big else 0, packet)
+
+
+def _actions(found: Iterator[tuple[str, list[Any]]]) -> Iterator[Statement]:
+    """A parent's actions on its children (:mod:`node.target.mysql.cascades`), each going on
+    with the parent's row (skipped with it in one-by-one mode); rows counted: none."""
+    for sql, args in found:
+        yield Statement(sql, args, False, [], continues=True)
 
 
 def _move(writes: TableWrites, old_key: tuple[Any, ...], row: Row, generated: frozenset[str],

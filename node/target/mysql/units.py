@@ -40,8 +40,9 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
                 "wider key, as a partitioned table's), then resume the channel")
         sqls = _replaced(writes, table, spec) if not big else None
         if sqls is None:
-            sqls = [sql for statement in statements(writes, size, table.columns, big,
-                                                    name in spec.parted, table.packet)
+            sqls = [sql for statement in statements(
+                        writes, size, table.columns, big, name in spec.parted, table.packet,
+                        () if writes.unchecked else table.children)
                     for sql in texts(statement, keep_what=spec.one_by_one)]
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
                           writes.keys, ordered=writes.ordered,
