@@ -21,12 +21,14 @@ STRICT_MODES = (1 << 21) | (1 << 22)
 # most a note 1265, checked on MariaDB 10.11): a DECIMAL of a smaller scale (1.255 kept as
 # 1.3), a FLOAT (a DOUBLE's digits lost), a DOUBLE (a BIGINT's or a DECIMAL's), fewer
 # fractional seconds (10:00:00.7 kept as 10:00:00), a DATE (a DATETIME's time cut); FLOAT and
-# DOUBLE's (M,D) fewer digits. Where the old type is not known (no rows of the table read
-# before it in this run; the source's schema is already altered), any of these pauses; a
-# temporal type of 6 fractional digits never rounds.
+# DOUBLE's (M,D) fewer digits; an integer (a DECIMAL's or a DOUBLE's 1.655 kept as 2).
+# Where the old type is not known (no rows of the table read before it since the node
+# started: after a restart; the source's schema is already altered), a MODIFY/CHANGE to any
+# of these pauses, whatever its digits: what it was made from is not known.
 ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
-            "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP")
-FRACTIONAL = ("DATETIME", "TIME", "TIMESTAMP")
+            "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP", "TINYINT", "SMALLINT",
+            "MEDIUMINT", "INT", "INTEGER", "BIGINT", "INT1", "INT2", "INT3", "INT4", "INT8",
+            "MIDDLEINT", "BOOL", "BOOLEAN", "BIT", "YEAR", "SERIAL")
 OPTIONS = frozenset(("ALGORITHM", "LOCK"))  # ALTER TABLE clauses that change nothing
 # what may follow ADD in an ALTER TABLE clause that adds no column
 NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
@@ -190,18 +192,18 @@ def retyped_columns(statement: str, sql_mode: int = 0) -> set[str] | None:
 def _may_round(definition: list[Token], was: str, old: Mapping[str, OldType] | None
                ) -> bool:
     """Whether a MODIFY/CHANGE of column ``was`` to ``definition`` may round its values:
-    by its old type where known, else by the new type alone (:func:`_rounds`)."""
+    by its old type where known, else by the new type alone (:func:`_rounds`: any number or
+    time)."""
     known = old.get(was.lower()) if old else None
     return _rounds(definition) if known is None else rounds_from(definition, known)
 
 
 def _rounds(definition: list[Token]) -> bool:
     """Whether a column definition (name first) has a type that may round the values it is
-    given in place (:data:`ROUNDING`); DATETIME(6), TIME(6), TIMESTAMP(6) keep all digits."""
-    if len(definition) < 2 or not definition[1].is_word(*ROUNDING):
-        return False
-    full = len(definition) > 3 and definition[2].text == "(" and definition[3].text == "6"
-    return not (definition[1].is_word(*FRACTIONAL) and full)
+    given in place when the column's type before is not known (:data:`ROUNDING`: a number or
+    a time of any digits; a DATETIME(6) made from a DECIMAL of 8 decimals rounds, from a
+    TIMESTAMP goes through the zone)."""
+    return len(definition) >= 2 and definition[1].is_word(*ROUNDING)
 
 
 def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
