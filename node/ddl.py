@@ -243,7 +243,10 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
         column, how = unrepeatable
         raise ConfigError(
             f"the source ran {change.ddl.strip()[:200]!r}, which adds column {column} with "
-            f"{how}: each row's value is made where the statement runs, so replayed on the "
+            f"{how} in its default: each existing row's value is made where the statement "
+            "runs, with no row event (anew on every call, from a sequence, the session's "
+            "user or database, the server; setl replays only defaults made of literals, "
+            "column names and functions it knows give the same values), so replayed on the "
             "target it would give the rows other values than the source's. Add the column on "
             f"the target by hand, move the pipeline past this statement: {_PAST}; then copy "
             "the table again (setl snapshot) so its rows get the source's values")

@@ -7,13 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from node.ddldefaults import unrepeatable_default
 from node.ddltypes import OldType, rounds_from
 from node.sqllex import SYMBOL, Token, identifier, parts
 from node.sqllex import statement_code as code
 
-# functions whose value differs on every call: a column added with one differs on a replay
-UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID", "SYSDATE")  # (SYSDATE: the clock
-# now, not the session's timestamp a replay runs under)
+# functions whose value differs on every call or by where it runs: a column added with one
+# (its DEFAULT, or a generated column's expression) differs on a replay; a DEFAULT is read
+# by an allow-list besides (:mod:`node.ddldefaults`)
+UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID", "SYSDATE", "RANDOM_BYTES",
+                "NEXTVAL", "LASTVAL", "SETVAL", "CONNECTION_ID")  # (SYSDATE: the clock
+# now, not the session's timestamp a replay runs under; not USER or DATABASE, which a
+# REFERENCES user (id) names as a table)
 # sql_mode's STRICT_TRANS_TABLES and STRICT_ALL_TABLES bits: a value a column cannot hold
 # fails the statement (else it is cut, with a warning)
 STRICT_MODES = (1 << 21) | (1 << 22)
@@ -77,20 +82,27 @@ def added_columns(clause: list[Token]) -> list[list[Token]]:
 
 
 def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | None:
-    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs: a
-    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`), with which; None for any
-    other statement. CURRENT_TIMESTAMP is not one (a replay runs under the source's
-    timestamp), nor AUTO_INCREMENT: it numbers the rows in the order of the table's
-    clustered index, the same on both sides (the primary key, the first NOT NULL unique key,
-    or for a keyless table the order its rows came in, which setl keeps), under the
-    source's auto_increment step and offset."""
+    """The first column an ``ALTER TABLE … ADD`` fills with values a replay would not make
+    alike, with what: a DEFAULT that is not made only of literals, operators, column names
+    and functions known to give the same value on the target
+    (:func:`node.ddldefaults.unrepeatable_default`: not UUID(), RAND(), NEXTVAL(s),
+    CURRENT_USER, DATABASE(), …), or any part of its definition calling one of
+    :data:`UNREPEATABLE` (a generated column's); None for any other statement.
+    CURRENT_TIMESTAMP is not one (a replay runs under the source's timestamp), nor
+    AUTO_INCREMENT: it numbers the rows in the order of the table's clustered index, the
+    same on both sides (the primary key, the first NOT NULL unique key, or for a keyless
+    table the order its rows came in, which setl keeps), under the source's auto_increment
+    step and offset."""
     for clause in alter_clauses(code(statement, sql_mode)) or []:
         for definition in added_columns(clause):
+            name = identifier(definition[0]) or definition[0].text
+            how = unrepeatable_default(definition)
+            if how is not None:
+                return name, how
             for at, token in enumerate(definition[1:], 1):
                 following = definition[at + 1].text if at + 1 < len(definition) else ""
                 if token.is_word(*UNREPEATABLE) and following == "(":
-                    return (identifier(definition[0]) or definition[0].text,
-                            f"{token.text.upper()}()")
+                    return name, f"{token.text.upper()}()"
     return None
 
 
