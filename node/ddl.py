@@ -25,7 +25,9 @@ a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a 
 pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
 replay would get wrong pauses too: removing rows from a target that gathers several source
 tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
-TABLESPACE (its rows are a file on the source's host). Without it, an ALTER that may have
+TABLESPACE (its rows are a file on the source's host). Either way, a statement that makes a
+replicated table system-versioned pauses (the source may have dropped the versioning again by
+the time the pipeline reads its schema). Without it, an ALTER that may have
 rewritten a replicated table's values in place pauses too (a MODIFY in a session that cuts
 what the new type cannot hold, or in any session to a type that rounds: a DECIMAL of a
 smaller scale, fewer fractional seconds, a FLOAT). These checks are :mod:`node.ddlpauses`.
@@ -303,6 +305,7 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
         pauses.swapped(compiled, ddl, ran, past)
     if ddl is not None:
         pauses.keyed_before(compiled, ddl, change, ran, past)
+        pauses.versioned(compiled, ddl, change, ran, past)
     if compiled.ddl_sync and ddl is not None and ddl.rows == "IMPORT TABLESPACE":
         pauses.imported(compiled, ddl, ran, past)
     if compiled.ddl_sync and ddl is not None:

@@ -186,6 +186,15 @@ def rewriting_clause(statement: str, sql_mode: int | None,
     return None
 
 
+def adds_versioning(statement: str, sql_mode: int = 0) -> bool:
+    """Whether a statement makes a table system-versioned: ``ALTER TABLE … ADD SYSTEM
+    VERSIONING``, ``CREATE TABLE … WITH SYSTEM VERSIONING`` (a column's ``WITH SYSTEM
+    VERSIONING`` too)."""
+    words = code(statement, sql_mode)
+    return any(word.is_word("ADD", "WITH") and words[at + 1].is_word("SYSTEM") and
+               words[at + 2].is_word("VERSIONING") for at, word in enumerate(words[:-2]))
+
+
 def retyped_columns(statement: str, sql_mode: int = 0) -> set[str] | None:
     """The lower-cased names of the columns an ``ALTER TABLE`` may give another type (or
     name): those it modifies, changes, renames or drops (every name such a clause holds: more

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pymysql
 
 from node.cursor import Cursor, CursorStore, Resume
+from node.ddlpauses import versioned_problem
 from node.extract.etl import CompiledPipeline
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
@@ -144,12 +145,9 @@ def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> l
                        f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) ORDER BY 1, 2",
                        SYSTEM_SCHEMAS)
         found = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
-    return [f"pipeline {compiled.pipeline_id}: {schema}.{table} is a system-versioned table "
-            "(WITH SYSTEM VERSIONING), which setl does not replicate: its binlog logs a DELETE "
-            "as an UPDATE of row_end and each UPDATE's old version as an INSERT, so the target "
-            "would keep deleted rows and gain every old version. Leave it out of the "
-            "pipeline's pairs, or drop its versioning on the source (ALTER TABLE … DROP "
-            "SYSTEM VERSIONING) and copy it again"
+    return [f"pipeline {compiled.pipeline_id}: {versioned_problem(f'{schema}.{table}')}. "
+            "Leave it out of the pipeline's pairs, or drop its versioning on the source "
+            "(ALTER TABLE … DROP SYSTEM VERSIONING) and copy it again"
             for schema, table in found
             if compiled.wants_schema(schema) and compiled.wants(schema, table)]
 
