@@ -52,6 +52,7 @@ from node.ddlparse import (
     DatabaseDdl,
     Name,
     TableDdl,
+    created_sequence,
     database_options,
     dropped_database,
     kind_of,
@@ -300,6 +301,11 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     dropped = dropped_database(text, mode)
     if dropped is not None:
         return _dropped_database(compiled, seq, change, dropped, ran, past)
+    sequence = created_sequence(text, change.schema, mode)
+    if sequence is not None and compiled.wants(*sequence):
+        raise ConfigError(f"{ran}: {pauses.sequence_problem('.'.join(sequence))}. Narrow "
+                          "the pipeline's pairs so that none takes it (setl apply), then "
+                          "resume: the statement is then passed over")
     ddl = parse(text, change.schema, mode)
     if ddl is not None and ddl.rows in SWAPS:
         pauses.swapped(compiled, ddl, ran, past)
@@ -381,9 +387,12 @@ def concerns(statement: str, schema: str, mode: int, wants: Callable[[str, str],
     """Whether a DDL read without ``ddl_sync`` still goes to Extract (which cuts a batch for
     it and reads the tables' keys again after it, or pauses: :func:`extract_ddl`): one that
     names a replicated table, a DROP DATABASE of a database pairs read, a rename not read
-    whole."""
+    whole, a CREATE SEQUENCE a pair takes."""
     if any(wants(*table) for table in tables_named(statement, schema, mode)):
         return True
+    sequence = created_sequence(statement, schema, mode)
+    if sequence is not None:
+        return wants(*sequence)
     dropped = dropped_database(statement, mode)
     if dropped is not None:
         return wants_schema(dropped.schema)

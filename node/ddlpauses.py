@@ -148,7 +148,7 @@ def versioned(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
     be dropped again by then (the node down meanwhile), and the row events logged while it
     lasted carry ``row_start``/``row_end`` and its old versions (Load would retry them
     forever on an unknown column, or keep deleted rows)."""
-    tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
+    tables = [".".join(name.pair) for name in ddl.names if compiled.wants(*name.pair)]
     if not tables or not adds_versioning(change.ddl, sql_mode(change.session)):
         return
     raise ConfigError(
@@ -157,3 +157,11 @@ def versioned(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
         f"VERSIONING); then move the pipeline past this statement: {past}, and copy the "
         "table again (setl snapshot) once the pipeline is past the changes logged while it "
         "was versioned")
+
+
+def sequence_problem(name: str) -> str:
+    """Why a sequence cannot be replicated (the start's check says it too)."""
+    return (f"{name} is a SEQUENCE, and a pair of this pipeline takes it (a pattern matching "
+            "its name): setl does not replicate sequences (CREATE SEQUENCE is not replayed, "
+            "ddl_sync or not, and its row events would find no table on the target, or "
+            "write a sequence's row as a table's); a target's sequence is its own")

@@ -196,3 +196,34 @@ def test_with_ddl_sync_a_column_added_with_a_default_made_where_it_runs_pauses(
     assert [column for column, _ in columns(target, copy, "items_copy")] == ["id", "v", "at"]
     assert [row[:2] for row in target.table(copy, "items_copy")] == [(1, 1), (2, 2)]
     cluster.set_status(name, "STOP")
+
+
+def test_a_sequence_a_pair_takes_pauses_and_is_refused_at_a_start(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Under a catch-all pair a CREATE SEQUENCE was not replayed (ddl_sync on), and the
+    sequence's own row events were retried forever on "Table 'sq' doesn't exist". It pauses
+    before them, naming the sequence; at a start, a sequence the pairs take is refused."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (id INT PRIMARY KEY, v INT)")
+
+    def catch_all(name: str) -> dict:
+        return {"name": name, "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "ddl_sync": True,
+            "pairs": [{"source": {"namespace": schema, "table": "re:.*"},
+                       "target": {"namespace": schema, "table": "{table}"}}]}]}
+
+    running(cluster, catch_all("ddl-seq"))
+    s = f"`{schema}`"
+    source.script(f"INSERT INTO {s}.a VALUES (1, 1)", f"CREATE SEQUENCE {s}.sq START WITH 100",
+                  f"INSERT INTO {s}.a VALUES (NEXTVAL({s}.sq), 2)")
+    said = f"{schema}.sq is a SEQUENCE"
+    wait_for(lambda: cluster.channel_status("ddl-seq") == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state("ddl-seq").last_error
+    assert said in error and "Narrow the pipeline's pairs" in error, error
+    assert target.table(schema, "a") == [(1, 1)]
+    assert tables(target, schema) == ["a"]
+    cluster.set_status("ddl-seq", "STOP")
+    cluster.apply([catch_all("ddl-seq-again")])  # the sequence there at the start
+    cluster.set_status("ddl-seq-again", "START")
+    wait_for(lambda: said in cluster.pipeline_state("ddl-seq-again").last_error, 60,
+             "the start refused")
+    cluster.set_status("ddl-seq-again", "STOP")

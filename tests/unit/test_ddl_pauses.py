@@ -241,3 +241,27 @@ def test_a_statement_that_makes_a_replicated_table_versioned_pauses(statement: s
 ])
 def test_other_statements_on_versioning_pass(statement: str) -> None:
     ddl_targets(statement, True)
+
+
+# --- a sequence a pair takes: setl does not replicate sequences ---------------------------
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync-on", "sync-off"])
+@pytest.mark.parametrize("statement", [
+    "CREATE SEQUENCE part_1 START WITH 100",
+    "create or replace sequence if not exists shop.`part_2`",
+])
+def test_a_sequence_made_under_a_pair_pauses(statement: str, sync: bool) -> None:
+    """Under a catch-all pair, CREATE SEQUENCE was not replayed and the sequence's own row
+    events were retried forever on "Table … doesn't exist"."""
+    assert concerns(statement, "shop", 0, lambda schema, table: table.startswith("part_"),
+                    lambda schema: True)
+    with pytest.raises(ConfigError, match=r"shop\.part_[12] is a SEQUENCE") as caught:
+        ddl_targets(statement, sync)
+    assert "Narrow the pipeline's pairs" in str(caught.value)
+
+
+def test_a_sequence_no_pair_takes_passes() -> None:
+    assert ddl_targets("CREATE SEQUENCE sq") == []
+    assert ddl_targets("CREATE TEMPORARY SEQUENCE part_1") == []
+    assert not concerns("CREATE SEQUENCE sq", "shop", 0, lambda schema, table: False,
+                        lambda schema: True)
