@@ -25,7 +25,9 @@ a replicated table's rows (never replayed: :func:`_swap`), a DROP DATABASE of a 
 pairs read (never replayed), a rename not read whole (:func:`extract_ddl`). With it, what a
 replay would get wrong pauses too: removing rows from a target that gathers several source
 tables, a column added with values made where it runs (:func:`transform_ddl`), an IMPORT
-TABLESPACE (its rows are a file on the source's host). Without it, an ALTER that may have
+TABLESPACE (its rows are a file on the source's host). Either way, a statement that makes a
+replicated table system-versioned pauses (the source may have dropped the versioning again by
+the time the pipeline reads its schema). Without it, an ALTER that may have
 rewritten a replicated table's values in place pauses too (a MODIFY in a session that cuts
 what the new type cannot hold, or in any session to a type that rounds: a DECIMAL of a
 smaller scale, fewer fractional seconds, a FLOAT). These checks are :mod:`node.ddlpauses`.
@@ -50,6 +52,7 @@ from node.ddlparse import (
     DatabaseDdl,
     Name,
     TableDdl,
+    created_sequence,
     database_options,
     dropped_database,
     kind_of,
@@ -243,7 +246,10 @@ def _target_ddl(change: RowChange, seq: int, mapper: Mapper,
         column, how = unrepeatable
         raise ConfigError(
             f"the source ran {change.ddl.strip()[:200]!r}, which adds column {column} with "
-            f"{how}: each row's value is made where the statement runs, so replayed on the "
+            f"{how} in its default: each existing row's value is made where the statement "
+            "runs, with no row event (anew on every call, from a sequence, the session's "
+            "user or database, the server; setl replays only defaults made of literals, "
+            "column names and functions it knows give the same values), so replayed on the "
             "target it would give the rows other values than the source's. Add the column on "
             f"the target by hand, move the pipeline past this statement: {_PAST}; then copy "
             "the table again (setl snapshot) so its rows get the source's values")
@@ -295,11 +301,17 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     dropped = dropped_database(text, mode)
     if dropped is not None:
         return _dropped_database(compiled, seq, change, dropped, ran, past)
+    sequence = created_sequence(text, change.schema, mode)
+    if sequence is not None and compiled.wants(*sequence):
+        raise ConfigError(f"{ran}: {pauses.sequence_problem('.'.join(sequence))}. Narrow "
+                          "the pipeline's pairs so that none takes it (setl apply), then "
+                          "resume: the statement is then passed over")
     ddl = parse(text, change.schema, mode)
     if ddl is not None and ddl.rows in SWAPS:
         pauses.swapped(compiled, ddl, ran, past)
     if ddl is not None:
         pauses.keyed_before(compiled, ddl, change, ran, past)
+        pauses.versioned(compiled, ddl, change, ran, past)
     if compiled.ddl_sync and ddl is not None and ddl.rows == "IMPORT TABLESPACE":
         pauses.imported(compiled, ddl, ran, past)
     if compiled.ddl_sync and ddl is not None:
@@ -375,9 +387,12 @@ def concerns(statement: str, schema: str, mode: int, wants: Callable[[str, str],
     """Whether a DDL read without ``ddl_sync`` still goes to Extract (which cuts a batch for
     it and reads the tables' keys again after it, or pauses: :func:`extract_ddl`): one that
     names a replicated table, a DROP DATABASE of a database pairs read, a rename not read
-    whole."""
+    whole, a CREATE SEQUENCE a pair takes."""
     if any(wants(*table) for table in tables_named(statement, schema, mode)):
         return True
+    sequence = created_sequence(statement, schema, mode)
+    if sequence is not None:
+        return wants(*sequence)
     dropped = dropped_database(statement, mode)
     if dropped is not None:
         return wants_schema(dropped.schema)

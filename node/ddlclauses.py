@@ -7,13 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from node.ddldefaults import unrepeatable_default
 from node.ddltypes import OldType, rounds_from
 from node.sqllex import SYMBOL, Token, identifier, parts
 from node.sqllex import statement_code as code
 
-# functions whose value differs on every call: a column added with one differs on a replay
-UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID", "SYSDATE")  # (SYSDATE: the clock
-# now, not the session's timestamp a replay runs under)
+# functions whose value differs on every call or by where it runs: a column added with one
+# (its DEFAULT, or a generated column's expression) differs on a replay; a DEFAULT is read
+# by an allow-list besides (:mod:`node.ddldefaults`)
+UNREPEATABLE = ("UUID", "UUID_SHORT", "RAND", "SYS_GUID", "SYSDATE", "RANDOM_BYTES",
+                "NEXTVAL", "LASTVAL", "SETVAL", "CONNECTION_ID")  # (SYSDATE: the clock
+# now, not the session's timestamp a replay runs under; not USER or DATABASE, which a
+# REFERENCES user (id) names as a table)
 # sql_mode's STRICT_TRANS_TABLES and STRICT_ALL_TABLES bits: a value a column cannot hold
 # fails the statement (else it is cut, with a warning)
 STRICT_MODES = (1 << 21) | (1 << 22)
@@ -21,12 +26,14 @@ STRICT_MODES = (1 << 21) | (1 << 22)
 # most a note 1265, checked on MariaDB 10.11): a DECIMAL of a smaller scale (1.255 kept as
 # 1.3), a FLOAT (a DOUBLE's digits lost), a DOUBLE (a BIGINT's or a DECIMAL's), fewer
 # fractional seconds (10:00:00.7 kept as 10:00:00), a DATE (a DATETIME's time cut); FLOAT and
-# DOUBLE's (M,D) fewer digits. Where the old type is not known (no rows of the table read
-# before it in this run; the source's schema is already altered), any of these pauses; a
-# temporal type of 6 fractional digits never rounds.
+# DOUBLE's (M,D) fewer digits; an integer (a DECIMAL's or a DOUBLE's 1.655 kept as 2).
+# Where the old type is not known (no rows of the table read before it since the node
+# started: after a restart; the source's schema is already altered), a MODIFY/CHANGE to any
+# of these pauses, whatever its digits: what it was made from is not known.
 ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
-            "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP")
-FRACTIONAL = ("DATETIME", "TIME", "TIMESTAMP")
+            "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP", "TINYINT", "SMALLINT",
+            "MEDIUMINT", "INT", "INTEGER", "BIGINT", "INT1", "INT2", "INT3", "INT4", "INT8",
+            "MIDDLEINT", "BOOL", "BOOLEAN", "BIT", "YEAR", "SERIAL")
 OPTIONS = frozenset(("ALGORITHM", "LOCK"))  # ALTER TABLE clauses that change nothing
 # what may follow ADD in an ALTER TABLE clause that adds no column
 NOT_COLUMNS = ("INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN", "FULLTEXT",
@@ -75,20 +82,27 @@ def added_columns(clause: list[Token]) -> list[list[Token]]:
 
 
 def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | None:
-    """The first column an ``ALTER TABLE … ADD`` fills with values made where it runs: a
-    DEFAULT calling UUID(), RAND(), … (:data:`UNREPEATABLE`), with which; None for any
-    other statement. CURRENT_TIMESTAMP is not one (a replay runs under the source's
-    timestamp), nor AUTO_INCREMENT: it numbers the rows in the order of the table's
-    clustered index, the same on both sides (the primary key, the first NOT NULL unique key,
-    or for a keyless table the order its rows came in, which setl keeps), under the
-    source's auto_increment step and offset."""
+    """The first column an ``ALTER TABLE … ADD`` fills with values a replay would not make
+    alike, with what: a DEFAULT that is not made only of literals, operators, column names
+    and functions known to give the same value on the target
+    (:func:`node.ddldefaults.unrepeatable_default`: not UUID(), RAND(), NEXTVAL(s),
+    CURRENT_USER, DATABASE(), …), or any part of its definition calling one of
+    :data:`UNREPEATABLE` (a generated column's); None for any other statement.
+    CURRENT_TIMESTAMP is not one (a replay runs under the source's timestamp), nor
+    AUTO_INCREMENT: it numbers the rows in the order of the table's clustered index, the
+    same on both sides (the primary key, the first NOT NULL unique key, or for a keyless
+    table the order its rows came in, which setl keeps), under the source's auto_increment
+    step and offset."""
     for clause in alter_clauses(code(statement, sql_mode)) or []:
         for definition in added_columns(clause):
+            name = identifier(definition[0]) or definition[0].text
+            how = unrepeatable_default(definition)
+            if how is not None:
+                return name, how
             for at, token in enumerate(definition[1:], 1):
                 following = definition[at + 1].text if at + 1 < len(definition) else ""
                 if token.is_word(*UNREPEATABLE) and following == "(":
-                    return (identifier(definition[0]) or definition[0].text,
-                            f"{token.text.upper()}()")
+                    return name, f"{token.text.upper()}()"
     return None
 
 
@@ -172,6 +186,15 @@ def rewriting_clause(statement: str, sql_mode: int | None,
     return None
 
 
+def adds_versioning(statement: str, sql_mode: int = 0) -> bool:
+    """Whether a statement makes a table system-versioned: ``ALTER TABLE … ADD SYSTEM
+    VERSIONING``, ``CREATE TABLE … WITH SYSTEM VERSIONING`` (a column's ``WITH SYSTEM
+    VERSIONING`` too)."""
+    words = code(statement, sql_mode)
+    return any(word.is_word("ADD", "WITH") and words[at + 1].is_word("SYSTEM") and
+               words[at + 2].is_word("VERSIONING") for at, word in enumerate(words[:-2]))
+
+
 def retyped_columns(statement: str, sql_mode: int = 0) -> set[str] | None:
     """The lower-cased names of the columns an ``ALTER TABLE`` may give another type (or
     name): those it modifies, changes, renames or drops (every name such a clause holds: more
@@ -190,18 +213,18 @@ def retyped_columns(statement: str, sql_mode: int = 0) -> set[str] | None:
 def _may_round(definition: list[Token], was: str, old: Mapping[str, OldType] | None
                ) -> bool:
     """Whether a MODIFY/CHANGE of column ``was`` to ``definition`` may round its values:
-    by its old type where known, else by the new type alone (:func:`_rounds`)."""
+    by its old type where known, else by the new type alone (:func:`_rounds`: any number or
+    time)."""
     known = old.get(was.lower()) if old else None
     return _rounds(definition) if known is None else rounds_from(definition, known)
 
 
 def _rounds(definition: list[Token]) -> bool:
     """Whether a column definition (name first) has a type that may round the values it is
-    given in place (:data:`ROUNDING`); DATETIME(6), TIME(6), TIMESTAMP(6) keep all digits."""
-    if len(definition) < 2 or not definition[1].is_word(*ROUNDING):
-        return False
-    full = len(definition) > 3 and definition[2].text == "(" and definition[3].text == "6"
-    return not (definition[1].is_word(*FRACTIONAL) and full)
+    given in place when the column's type before is not known (:data:`ROUNDING`: a number or
+    a time of any digits; a DATETIME(6) made from a DECIMAL of 8 decimals rounds, from a
+    TIMESTAMP goes through the zone)."""
+    return len(definition) >= 2 and definition[1].is_word(*ROUNDING)
 
 
 def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:

@@ -207,6 +207,24 @@ def parse(statement: str, default_schema: str, sql_mode: int = 0) -> TableDdl | 
     return None
 
 
+def created_sequence(statement: str, default_schema: str, sql_mode: int = 0
+                     ) -> tuple[str, str] | None:
+    """The (schema, name) of the sequence a ``CREATE [OR REPLACE] SEQUENCE [IF NOT EXISTS]
+    s`` makes (None for any other statement, and for a temporary one)."""
+    read = _Reader(code(statement, sql_mode), default_schema)
+    if not read.word("CREATE"):
+        return None
+    if read.word("OR") and not read.word("REPLACE"):
+        return None
+    if not read.word("SEQUENCE"):
+        return None
+    if read.word("IF"):
+        read.word("NOT")
+        read.word("EXISTS")
+    name = read.name()
+    return name.pair if name else None
+
+
 def tables_named(statement: str, default_schema: str, sql_mode: int = 0
                  ) -> list[tuple[str, str]]:
     """The (schema, table) a table DDL acts on, both sides of a rename; none for any other

@@ -1,14 +1,15 @@
 """Source DDL that pauses a pipeline, ``ddl_sync`` or not, because the target cannot be left
 without what it did and setl cannot replay it (:func:`node.ddl.extract_ddl` asks): rows
 moved between tables by a partition swap, values rewritten in place by an ALTER that is not
-replayed, a key added behind the start, a tablespace imported from a file."""
+replayed, a key added behind the start, a tablespace imported from a file, a table made
+system-versioned."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from node.changes import RowChange
-from node.ddlclauses import added_keys, rewriting_clause
+from node.ddlclauses import added_keys, adds_versioning, rewriting_clause
 from node.ddlparse import TableDdl
 from node.ddlsession import position, sql_mode
 from node.ddltypes import OldType
@@ -67,8 +68,9 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
         f"{ran}, which may have rewritten the values {', '.join(tables)} holds ({clause!r}: "
         "in a session whose sql_mode is not strict, or ALTER IGNORE, a value the new type "
         "cannot hold is cut or replaced; in any session, a DECIMAL, FLOAT, DOUBLE, DATE or "
-        "time type with fewer digits rounds the values it gets, with at most a note; either "
-        "way with no row event); with ddl_sync off "
+        "time type with fewer digits rounds the values it gets, with at most a note (where "
+        "no row of the table was read since the node started, the column's type before is "
+        "not known: any number or time type); either way with no row event); with ddl_sync off "
         "it is not replayed, and the target would keep the old values. Run the same ALTER "
         "on the target (by hand, under the same sql_mode: it rewrites the values alike), "
         f"then move the pipeline past this statement: {past}; or turn ddl_sync on for this "
@@ -129,3 +131,37 @@ def imported(compiled: Replicated, ddl: TableDdl, ran: str, past: str) -> None:
         f"{past}; then copy the table to the target again (setl snapshot; where the "
         "target's tablespace was discarded, make the table there again first, as SHOW CREATE "
         "TABLE on the source shows it)")
+
+
+def versioned_problem(table: str) -> str:
+    """Why a system-versioned table cannot be replicated (the start's check says it too)."""
+    return (f"{table} is a system-versioned table (WITH SYSTEM VERSIONING), which setl does "
+            "not replicate: its binlog logs a DELETE as an UPDATE of row_end and each "
+            "UPDATE's old version as an INSERT, so the target would keep deleted rows and "
+            "gain every old version")
+
+
+def versioned(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
+              past: str) -> None:
+    """A statement that makes a replicated table system-versioned pauses, ``ddl_sync`` or
+    not, whatever the source's schema shows when the pipeline reads it: the versioning may
+    be dropped again by then (the node down meanwhile), and the row events logged while it
+    lasted carry ``row_start``/``row_end`` and its old versions (Load would retry them
+    forever on an unknown column, or keep deleted rows)."""
+    tables = [".".join(name.pair) for name in ddl.names if compiled.wants(*name.pair)]
+    if not tables or not adds_versioning(change.ddl, sql_mode(change.session)):
+        return
+    raise ConfigError(
+        f"{ran}: {versioned_problem(', '.join(tables))}. Leave the table out of the "
+        "pipeline's pairs, or drop its versioning on the source (ALTER TABLE … DROP SYSTEM "
+        f"VERSIONING); then move the pipeline past this statement: {past}, and copy the "
+        "table again (setl snapshot) once the pipeline is past the changes logged while it "
+        "was versioned")
+
+
+def sequence_problem(name: str) -> str:
+    """Why a sequence cannot be replicated (the start's check says it too)."""
+    return (f"{name} is a SEQUENCE, and a pair of this pipeline takes it (a pattern matching "
+            "its name): setl does not replicate sequences (CREATE SEQUENCE is not replayed, "
+            "ddl_sync or not, and its row events would find no table on the target, or "
+            "write a sequence's row as a table's); a target's sequence is its own")

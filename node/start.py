@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pymysql
 
 from node.cursor import Cursor, CursorStore, Resume
+from node.ddlpauses import sequence_problem, versioned_problem
 from node.extract.etl import CompiledPipeline
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
@@ -137,21 +138,23 @@ def versioned_pair_problems(compiled: CompiledPipeline, source: DataSource) -> l
     """MariaDB's system-versioned tables the pairs take: their binlog is no picture of their
     current rows (a DELETE is logged as an UPDATE of ``row_end``, each UPDATE adds the old
     row as an INSERT, the key holds ``row_end``), so a target would keep deleted rows as
-    current ones and gain every old version."""
+    current ones and gain every old version. And the sequences they take (a catch-all
+    pattern's): a sequence's row events would find no table on the target."""
     with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
-                       "TABLE_TYPE = 'SYSTEM VERSIONED' AND TABLE_SCHEMA NOT IN "
-                       f"({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) ORDER BY 1, 2",
-                       SYSTEM_SCHEMAS)
-        found = [(str(schema), str(table)) for schema, table in cursor.fetchall()]
-    return [f"pipeline {compiled.pipeline_id}: {schema}.{table} is a system-versioned table "
-            "(WITH SYSTEM VERSIONING), which setl does not replicate: its binlog logs a DELETE "
-            "as an UPDATE of row_end and each UPDATE's old version as an INSERT, so the target "
-            "would keep deleted rows and gain every old version. Leave it out of the "
-            "pipeline's pairs, or drop its versioning on the source (ALTER TABLE … DROP "
-            "SYSTEM VERSIONING) and copy it again"
-            for schema, table in found
-            if compiled.wants_schema(schema) and compiled.wants(schema, table)]
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema."
+                       "TABLES WHERE TABLE_TYPE IN ('SYSTEM VERSIONED', 'SEQUENCE') AND "
+                       f"TABLE_SCHEMA NOT IN ({', '.join(['%s'] * len(SYSTEM_SCHEMAS))}) "
+                       "ORDER BY 1, 2", SYSTEM_SCHEMAS)
+        found = [(str(schema), str(table), str(kind))
+                 for schema, table, kind in cursor.fetchall()]
+    wanted = [(f"{schema}.{table}", kind) for schema, table, kind in found
+              if compiled.wants_schema(schema) and compiled.wants(schema, table)]
+    return [f"pipeline {compiled.pipeline_id}: {sequence_problem(name)}. Narrow the "
+            "pipeline's pairs so that none takes it" if kind == "SEQUENCE" else
+            f"pipeline {compiled.pipeline_id}: {versioned_problem(name)}. "
+            "Leave it out of the pipeline's pairs, or drop its versioning on the source "
+            "(ALTER TABLE … DROP SYSTEM VERSIONING) and copy it again"
+            for name, kind in wanted]
 
 
 def cased_pair_problems(pipeline: Pipeline, source: DataSource) -> list[str]:

@@ -161,3 +161,69 @@ def test_a_drop_database_of_replicated_tables_pauses(
     assert target.table(schema, "items") == [(1, "old1"), (2, "old2")]
     cluster.set_status(name, "STOP")
 
+
+
+@pytest.mark.parametrize("default, how", [
+    ("NEXTVAL(`{schema}`.sq)", "NEXTVAL()"),  # the target's sequence is the target's
+    ("(DATABASE())", "DATABASE()"),  # the target's database is another: {schema}_copy
+], ids=["sequence", "database"])
+def test_with_ddl_sync_a_column_added_with_a_default_made_where_it_runs_pauses(
+        cluster: Cluster, source: Database, target: Database, default: str, how: str) -> None:
+    """Replayed, ADD COLUMN … DEFAULT NEXTVAL(sq) filled the target's rows from the target's
+    own sequence (1, 2 where the source had 4, 5), DEFAULT (DATABASE()) with the target's
+    database name, without a word: each existing row's value is made where the statement
+    runs, with no row event. A default of the statement's clock is still replayed (under
+    the source's timestamp); one setl does not know to repeat pauses, the target's table
+    left as it was."""
+    name = f"ddl-unrep-{how[:4].lower()}"
+    schema = make_schema(source, target, "CREATE SEQUENCE `{schema}`.sq START WITH 1",
+                         "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, v INT)")
+    copy = copied(target, schema, "id INT PRIMARY KEY, v INT")
+    running(cluster, channel(name, schema, copy, True))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 1), (2, 2)",
+                  *[f"SELECT NEXTVAL(`{schema}`.sq)" for _ in range(3)],
+                  f"ALTER TABLE {s} ADD COLUMN at DATETIME(6) DEFAULT NOW(6)")
+    wait_for(lambda: target.table(copy, "items_copy") == source.table(schema, "items"), 60,
+             "the column of the statement's clock replayed, with the source's values")
+    source.script(f"ALTER TABLE {s} ADD COLUMN n VARCHAR(64) DEFAULT "
+                  + default.format(schema=schema),
+                  f"INSERT INTO {s} (id, v) VALUES (3, 3)")
+    wait_for(lambda: cluster.channel_status(name) == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state(name).last_error
+    assert f"adds column n with {how}" in error, error
+    assert "setl snapshot" in error and "setl position set" in error, error
+    assert [column for column, _ in columns(target, copy, "items_copy")] == ["id", "v", "at"]
+    assert [row[:2] for row in target.table(copy, "items_copy")] == [(1, 1), (2, 2)]
+    cluster.set_status(name, "STOP")
+
+
+def test_a_sequence_a_pair_takes_pauses_and_is_refused_at_a_start(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Under a catch-all pair a CREATE SEQUENCE was not replayed (ddl_sync on), and the
+    sequence's own row events were retried forever on "Table 'sq' doesn't exist". It pauses
+    before them, naming the sequence; at a start, a sequence the pairs take is refused."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.a (id INT PRIMARY KEY, v INT)")
+
+    def catch_all(name: str) -> dict:
+        return {"name": name, "pipelines": [{
+            "name": "forward", "source": "source", "target": "target", "ddl_sync": True,
+            "pairs": [{"source": {"namespace": schema, "table": "re:.*"},
+                       "target": {"namespace": schema, "table": "{table}"}}]}]}
+
+    running(cluster, catch_all("ddl-seq"))
+    s = f"`{schema}`"
+    source.script(f"INSERT INTO {s}.a VALUES (1, 1)", f"CREATE SEQUENCE {s}.sq START WITH 100",
+                  f"INSERT INTO {s}.a VALUES (NEXTVAL({s}.sq), 2)")
+    said = f"{schema}.sq is a SEQUENCE"
+    wait_for(lambda: cluster.channel_status("ddl-seq") == "PAUSE", 90, "the pause")
+    error = cluster.pipeline_state("ddl-seq").last_error
+    assert said in error and "Narrow the pipeline's pairs" in error, error
+    assert target.table(schema, "a") == [(1, 1)]
+    assert tables(target, schema) == ["a"]
+    cluster.set_status("ddl-seq", "STOP")
+    cluster.apply([catch_all("ddl-seq-again")])  # the sequence there at the start
+    cluster.set_status("ddl-seq-again", "START")
+    wait_for(lambda: said in cluster.pipeline_state("ddl-seq-again").last_error, 60,
+             "the start refused")
+    cluster.set_status("ddl-seq-again", "STOP")

@@ -61,6 +61,7 @@ def test_an_alter_reshaping_a_gathered_targets_columns_or_keys_pauses(table: str
 
 
 NOTE = (("note", *old_type(15)), ("price", *old_type(246, 10, 2)))  # VARCHAR, DECIMAL(10,2)
+INT_X = (("x", *old_type(3)),)  # INT
 
 
 @pytest.mark.parametrize("statement, session", [
@@ -70,7 +71,7 @@ NOTE = (("note", *old_type(15)), ("price", *old_type(246, 10, 2)))  # VARCHAR, D
     ("ALTER TABLE orders_1 CHANGE COLUMN note NOTE TEXT", (("sql_mode", STRICT),)),
     ("ALTER TABLE orders_1 MODIFY price DECIMAL(14,2)",
      (("sql_mode", STRICT), ("columns", NOTE))),
-    ("ALTER TABLE a MODIFY x BIGINT", (("sql_mode", STRICT),)),
+    ("ALTER TABLE a MODIFY x BIGINT", (("sql_mode", STRICT), ("columns", INT_X))),
 ])
 def test_a_modify_that_rewrites_no_value_on_a_gathered_target_is_replayed(
         statement: str, session: tuple[Any, ...]) -> None:
@@ -86,6 +87,8 @@ def test_a_modify_that_rewrites_no_value_on_a_gathered_target_is_replayed(
     ("ALTER IGNORE TABLE orders_1 MODIFY note VARCHAR(5)", (("sql_mode", STRICT),)),
     ("ALTER TABLE orders_1 MODIFY note VARCHAR(500)", None),  # its session not known
     ("ALTER TABLE orders_1 MODIFY price DECIMAL(14,2)", (("sql_mode", STRICT),)),  # old?
+    # the type before not known (after a restart): a DOUBLE made BIGINT rounds 1.655 to 2
+    ("ALTER TABLE a MODIFY x BIGINT", (("sql_mode", STRICT),)),
     ("ALTER TABLE orders_1 MODIFY price DECIMAL(10,1)",
      (("sql_mode", STRICT), ("columns", NOTE))),  # rounds
     ("ALTER TABLE orders_1 CHANGE note remark VARCHAR(500)", (("sql_mode", STRICT),)),
