@@ -269,3 +269,35 @@ def test_a_value_in_a_unique_index_goes_whole() -> None:
     plain = {**columns, "doc": Column("longtext", "utf8mb4")}  # (no index: in pieces)
     assert len(list(statements(writes(upserts=[{"id": 2, "doc": text}]), 100, plain,
                                packet=16 << 20))) > 1
+
+
+def test_a_column_the_target_spells_otherwise_keeps_its_mark() -> None:
+    """The target's `Doc` (JSON) and the row's `doc`: names ignore case, so the mark holds
+    (a review: the document went in pieces, the check refused the empty start)."""
+    from node.target.mysql.render import Column
+    doc = '["' + "y" * 1_200_000 + '"]'
+    columns = {"Id": Column("int", None, unique=True),
+               "Doc": Column("longtext", "utf8mb4", checked=True, json=True)}
+    found = list(statements(writes(upserts=[{"id": 2, "doc": doc}]), 100, columns,
+                            packet=16 << 20))
+    assert len(found) == 1 and found[0].args == [[2, doc]]
+    with pytest.raises(RowTooLargeError, match=r"`doc` \(a JSON document"):
+        list(statements(writes(upserts=[{"id": 2, "doc": doc * 8}]), 100, columns,
+                        packet=4 << 20))
+
+
+def test_the_columns_a_guarded_generated_column_is_computed_from_are_marked() -> None:
+    """``h AS (MD5(doc)) UNIQUE`` and ``g AS (LEFT(body, 1)) CHECK (g = '{')``: doc is marked
+    unique, body checked; a column no guarded expression names is not."""
+    from node.target.mysql.checks import with_generated
+    from node.target.mysql.render import Column
+    columns = {"id": Column("int", None), "doc": Column("longtext", "utf8mb4"),
+               "body": Column("longtext", "utf8mb4"), "other": Column("longtext", "utf8mb4"),
+               "h": Column("char", "utf8mb4", generated=True, unique=True),
+               "g": Column("char", "utf8mb4", generated=True, checked=True),
+               "n": Column("int", None, generated=True)}
+    marked = with_generated(columns, {"h": "md5(`doc`)", "g": "left(`body`,1)",
+                                      "n": "length(`other`)"})
+    assert marked["doc"].unique and not marked["doc"].checked
+    assert marked["body"].checked and not marked["body"].unique
+    assert marked["other"] == columns["other"] and marked["id"] == columns["id"]

@@ -91,3 +91,21 @@ def with_checks(columns: Columns, clauses: list[str]) -> Columns:
 def read_checks(cursor: Any, schema: str, table: str, columns: Columns) -> Columns:
     """``columns`` of a target table, those its CHECK constraints name marked."""
     return with_checks(columns, check_clauses(cursor, schema, table))
+
+
+def with_generated(columns: Columns, expressions: dict[str, str]) -> Columns:
+    """``columns`` with those a checked or unique generated column is computed from
+    (``expressions``: the generated columns' by name) marked as it is: a part of their value
+    makes a part of its (``h AS (MD5(doc)) UNIQUE``: an empty start of ``doc`` meets
+    another row's ``MD5('')`` there; ``g AS (LEFT(doc, 1)) CHECK (g = '{')`` refuses it)."""
+    marked = dict(columns)
+    for generated, expression in expressions.items():
+        column = columns.get(generated)
+        if column is None or not (column.checked or column.unique):
+            continue
+        for name in columns:
+            if name != generated and named(expression, name):
+                marked[name] = dataclasses.replace(
+                    marked[name], checked=marked[name].checked or column.checked,
+                    unique=marked[name].unique or column.unique)
+    return marked

@@ -29,7 +29,7 @@ from typing import Any
 import pymysql
 
 from node.target.mysql.cascades import Child, read_children
-from node.target.mysql.checks import read_checks
+from node.target.mysql.checks import read_checks, with_generated
 from node.target.mysql.render import Column, Columns
 from shared.endpoint import connect, server_answered
 from shared.errors import LoadError
@@ -79,7 +79,7 @@ class TableFacts:
 
 def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, "
-                   "COALESCE(GENERATION_EXPRESSION, '') <> '', COLUMN_TYPE, "
+                   "COALESCE(GENERATION_EXPRESSION, ''), COLUMN_TYPE, "
                    "EXTRA LIKE '%%auto_increment%%', COLLATION_NAME, IS_NULLABLE = 'YES', "
                    "EXTRA LIKE '%%on update%%' FROM "
                    "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
@@ -103,6 +103,7 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     indexed = frozenset(name for index in unique for name in index)
     columns = {name: replace(column, unique=True) if name in indexed else column
                for name, column in columns.items()}
+    columns = with_generated(columns, {row[0]: str(row[3]) for row in found if row[3]})
     cursor.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE "
                    "REFERENCED_TABLE_NAME IS NOT NULL AND ((TABLE_SCHEMA = %s AND "
                    "TABLE_NAME = %s) OR (REFERENCED_TABLE_SCHEMA = %s AND "

@@ -105,8 +105,8 @@ def fitting(values: dict[str, Any], space: int, others: Iterable[Any] = (),
             keys: Iterable[str] = ()) -> tuple[list[str], int]:
     """:func:`apart`'s columns, and the bytes the row's statement takes without them (over
     ``space`` where what is left cannot be cut: see :func:`whole_values`)."""
-    keys = frozenset(keys)
-    taken = [name for name, value in values.items() if big(value) and name not in keys]
+    keys = frozenset(key.lower() for key in keys)  # (a row may spell a column otherwise)
+    taken = [name for name, value in values.items() if big(value) and name.lower() not in keys]
     if not taken:
         left = rendered([*values.values(), *others])
         if left <= space:
@@ -116,8 +116,8 @@ def fitting(values: dict[str, Any], space: int, others: Iterable[Any] = (),
     for name in sorted(sizes, key=sizes.__getitem__, reverse=True):
         if left <= space:
             break
-        if name not in taken and name not in keys and isinstance(values[name], bytes | str) \
-                and values[name]:
+        if name not in taken and name.lower() not in keys and \
+                isinstance(values[name], bytes | str) and values[name]:
             taken.append(name)
             left -= sizes[name]
     return taken, left
@@ -179,8 +179,9 @@ def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, 
 
 def _unpieceable(name: str, keys: Iterable[str], columns: Mapping[str, Any]) -> str:
     """Why a column's value is not written a piece at a time."""
-    column = columns.get(name)
-    if name in keys:
+    column = columns.get(name) or next(
+        (found for spelt, found in columns.items() if spelt.lower() == name.lower()), None)
+    if name.lower() in {key.lower() for key in keys}:
         return "a key column: it finds the row a piece is appended to"
     if column is None:
         return "not text or binary"
