@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from node.changes import ChangeType, RowChange
 from node.extract import inserts, job
-from node.extract.reads import INSIDE, Read, joined, packed
+from node.extract.reads import INSIDE, Read, changed_keys, joined, packed
 from node.jobs import EVENT_ROWS, PAST, READ_BIT, ROW_BITS, JobSpec
 from node.target.delta.units import read_ipc
 from shared.errors import SourceError
@@ -112,3 +113,10 @@ def test_a_lakes_setl_seq_fits_its_int64_at_a_transactions_last_place(
     seqs = read_ipc(unit.data).column("_setl_seq").to_pylist()
     top = ((1 << 31) - 1) << ROW_BITS
     assert seqs == [0, top, top + 1] and top + READ_BIT < 1 << 63
+
+
+def test_keys_changed_up_to_a_batchs_last_place_are_found() -> None:
+    """changed_keys(to_end) looks up to PAST: a change at the largest place counts."""
+    last = ((1 << 32) - 1) << ROW_BITS
+    change = RowChange("s", "t", ChangeType.UPDATE, ("id",), {"id": 7}, {"id": 8})
+    assert changed_keys(window(1), [(last, change)], to_end=True) >= {(7,), (8,)}
