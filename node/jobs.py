@@ -19,10 +19,20 @@ from node.changes import TargetChange
 from node.merge import load_order
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.sqltext import Sql
+from shared.errors import SourceError
+from shared.identifiers import qualified
 
-ROW_BITS = 20  # a change's seq in its batch: its event's place << ROW_BITS | row in the event
-# a seq with this bit is a row a window read (node.extract.reads.INSIDE), not a binlog row's
+# A change's seq in its batch: its event's place << ROW_BITS | row in the event. A place is
+# below 2**32 (the parts' places are arrays of uint32), so a seq is below 2**64 (PAST); the
+# row part has room for EVENT_ROWS rows of a binlog event — more than one can hold (an event
+# is at most 1 GiB, slave_max_allowed_packet, and a row takes at least a byte) — and, above
+# them, READ_BIT: a seq with it is a row a window read (node.extract.reads.INSIDE), placed
+# between two events, not a binlog row's. A lake writes a seq less its transaction's first
+# place << ROW_BITS as _setl_seq (int64): room for 2**31 events in one transaction.
+ROW_BITS = 32
 READ_BIT = 1 << (ROW_BITS - 1)
+EVENT_ROWS = READ_BIT  # rows one rows event may hold: more would take seqs not its own
+PAST = 1 << (32 + ROW_BITS)  # past every seq of a batch
 # a rows event's post-header flag (its first flags byte: the packet's OK byte, the 19-byte
 # event header, the 6-byte table id): the source session ran with foreign_key_checks = 0
 _FLAGS, NO_FOREIGN_KEY_CHECKS_F = 26, 0x0002
@@ -71,6 +81,17 @@ class JobSpec:
     # the places of the events the source wrote with foreign_key_checks off; with it, rows a
     # window read are written with checks off too (READ_BIT). None: every change checked
     unchecked: frozenset[int] | None = None
+
+
+def crowded(schema: str, table: str, place: int, rows: int) -> SourceError:
+    """The error for a rows event of ``rows`` rows, at least :data:`EVENT_ROWS`: its rows'
+    seqs would take the bit that marks rows read in a window, or the next event's."""
+    return SourceError(
+        f"a binlog rows event of {qualified(schema, table)} (place {place} in its batch) "
+        f"holds {rows:,} rows, more than setl numbers in one event ({EVENT_ROWS - 1:,}); "
+        "it cannot be loaded. Lower the source's binlog_row_event_max_size so that later "
+        "events are smaller; to go on, stop the channel, set the pipeline past this "
+        "event's transaction (setl position set) and copy the table again (setl snapshot)")
 
 
 class Unit(NamedTuple):

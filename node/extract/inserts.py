@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from node.extract import insertlines
 from node.extract.decode import decode_rows
 from node.extract.reads import ROW_BITS
-from node.jobs import JobSpec, Unit
+from node.jobs import EVENT_ROWS, JobSpec, Unit, crowded
 from node.target.mysql import loaddata
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.sqltext import Sql
@@ -177,6 +177,9 @@ def mapped_rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any
     for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
         if number in numbers:
             images = decode_rows(layouts[number], events[at:at + length], spec.checksum)
+            if len(images) >= EVENT_ROWS:  # (a lake numbers each row: place << ROW_BITS | row)
+                raise crowded(layouts[number].schema, layouts[number].table, place,
+                              len(images))
             if first < 0:
                 first = place << ROW_BITS
             rows += [map_row(after, keys) for _, after in images]

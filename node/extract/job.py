@@ -28,7 +28,7 @@ from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.keycheck import KeyCollations, read_source_columns
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
-from node.jobs import JobSpec, PartResult, Unit, unchecked_places
+from node.jobs import EVENT_ROWS, JobSpec, PartResult, Unit, crowded, unchecked_places
 from node.target.mysql.facts import Target, TargetFacts
 from node.target.mysql.pieces import BIG_VALUE, room
 from node.target.renderers import render
@@ -82,6 +82,8 @@ def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = Non
         base = place << ROW_BITS
         schema, table, keys = layout.schema, layout.table, layout.primary_key
         images = decode_rows(layout, data, checksum)
+        if len(images) >= EVENT_ROWS:  # (once an event: its rows' seqs stay its own)
+            raise crowded(schema, table, place, len(images))
         for row, (before, after) in enumerate(images):  # tuple.__new__: no per-row __new__
             append((base + row, _CHANGE(RowChange, (schema, table, kind, keys, before, after,
                                                     "", ts, ()))))

@@ -30,13 +30,13 @@ from typing import Any, NamedTuple
 from node.changes import ChangeType, RowChange
 from node.charsets import Encoded, python_codec
 from node.extract.copylines import LinesPlan
-from node.jobs import ROW_BITS
+from node.jobs import PAST, READ_BIT, ROW_BITS
 from shared import datatypes
 from shared.errors import SourceError
 from shared.identifiers import qualified
 from shared.retl import time_text
 
-INSIDE = 1 << (ROW_BITS - 1)  # a read's rows go between the window's last event and the next
+INSIDE = READ_BIT  # a read's rows go between the window's last event and the next
 ZERO_TIMESTAMP = "0000-00-00 00:00:00"  # the decoder's zero TIMESTAMP, whatever its fraction
 
 
@@ -268,8 +268,11 @@ def joined(reads: Sequence[Read], numbered: list[tuple[int, RowChange]],
             raise SourceError(
                 f"a window of {qualified(read.schema, read.table)} read {len(rows):,} rows "
                 f"and {len(read.deletes):,} deletes, more than a batch can place between two "
-                f"events ({INSIDE - 1:,}): lower the pipeline's snapshot_chunk_size, apply, "
-                "and start the channel")
+                f"events ({INSIDE - 1:,}). A snapshot chunk holds every row of one value of "
+                "its key's first column, whatever snapshot_chunk_size: give the pair "
+                "'key_columns:' naming the key's columns with one of many values first, "
+                "apply, and copy the table again (or copy it in parts: setl snapshot "
+                "--where)")
         # at the start (a MySQL target) the rows and deletes go right before the window's
         # first event, also in a window with no event of its own (after the event before
         # it): every place then has INSIDE set, which Load reads as "written unchecked"
@@ -289,7 +292,7 @@ def changed_keys(read: Read, numbered: list[tuple[int, RowChange]], to_end: bool
                  ) -> set[tuple[Any, ...] | None]:
     """The keys (in the read's key columns) the stream changed inside the read's window
     (``to_end``: from its start to the end of the batch)."""
-    low, high = read.first << ROW_BITS, (1 << 62) if to_end else read.end << ROW_BITS
+    low, high = read.first << ROW_BITS, PAST if to_end else read.end << ROW_BITS
     changed = set()
     for seq, change in numbered:
         if low <= seq < high and change.table == read.table and change.schema == read.schema:

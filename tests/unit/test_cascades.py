@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from node.changes import ChangeType, TargetChange
-from node.jobs import JobSpec
+from node.jobs import ROW_BITS, JobSpec
 from node.merge import DELETE, MOVE, UPSERT, TableWrites
 from node.target.mysql.cascades import Child, read_children
 from node.target.mysql.facts import TableFacts
@@ -66,7 +66,7 @@ def test_a_run_the_source_wrote_with_checks_off_gets_no_actions() -> None:
         frozenset({"id"}),), children=(CASCADE,))}
     changes = [TargetChange("t", "s", "parent", ChangeType.DELETE, ("id",), (1,), None, seq=0),
                TargetChange("t", "s", "parent", ChangeType.DELETE, ("id",), (2,), None,
-                            seq=1 << 20)]
+                            seq=1 << ROW_BITS)]
     units = render(changes, JobSpec(0, False, facts, unchecked=frozenset({1})))
     assert [(u.unchecked, [s.text for s in u.sqls]) for u in units] == [
         (False, ["DELETE FROM `s`.`parent` WHERE (`id`) IN ((1))",

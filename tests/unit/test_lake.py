@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from node.jobs import JobSpec, PartResult
+from node.jobs import ROW_BITS, JobSpec, PartResult
 from node.target.delta import units
 from node.target.delta.columns import LakeColumn
 from node.target.delta.tables import LakeFacts
@@ -25,11 +25,11 @@ def test_a_new_owner_fences_the_old_and_a_replay_writes_only_what_a_table_lacks(
     first = loader(tmp_path, epoch=3)
     assert first.claim() == {}
     done = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
-                         change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+                         change(LOG, INS, 3 << ROW_BITS, {"id": 1, "v": "a"})], SPEC)
     assert first.load_units(batch(7, 300), [PartResult(done, [], 2)]) == 2
     # the next batch reaches the mirror, then the node dies before the changelog's commit
     later = units.render([change(MIRROR, INS, 0, {"id": 2, "v": "b"}),
-                          change(LOG, INS, 3 << 20, {"id": 2, "v": "b"})], SPEC)
+                          change(LOG, INS, 3 << ROW_BITS, {"id": 2, "v": "b"})], SPEC)
     first.load_units(batch(8, 400), [PartResult(later[:1], [], 1)])
     second = loader(tmp_path, epoch=4)
     claimed = second.claim()
@@ -70,10 +70,10 @@ def test_batches_loaded_together_make_one_commit_per_table_as_each_alone_would(
         tmp_path: Path) -> None:
     first = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
                           change(MIRROR, INS, 1, {"id": 2, "v": "b"}),
-                          change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+                          change(LOG, INS, 3 << ROW_BITS, {"id": 1, "v": "a"})], SPEC)
     second = units.render([change(MIRROR, DEL, 0, None, (1,)),
                            change(MIRROR, UPD, 1, {"id": 3, "v": "b"}, (2,)),
-                           change(LOG, DEL, 3 << 20, None, before={"id": 1, "v": "a"})], SPEC)
+                           change(LOG, DEL, 3 << ROW_BITS, None, before={"id": 1, "v": "a"})], SPEC)
     writer = loader(tmp_path, epoch=1)
     assert writer.load_many([(batch(1, 100), [PartResult(first, [], 3)]),
                              (batch(2, 200), [PartResult(second, [], 3)])]) == 6

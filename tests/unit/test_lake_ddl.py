@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
-from node.jobs import PartResult
+from node.jobs import ROW_BITS, PartResult
 from node.target.delta import units
 from node.target.delta.ddl import filled_column
 from shared.errors import LoadError
@@ -28,7 +28,7 @@ def alter(table: str, statement: str) -> tuple[Batch, list[TargetChange]]:
 def written(location: Path):
     writer = loader(location, epoch=1)
     done = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
-                         change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+                         change(LOG, INS, 3 << ROW_BITS, {"id": 1, "v": "a"})], SPEC)
     writer.load_units(batch(1, 100), [PartResult(done, [], 2)])
     return writer
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from node.jobs import JobSpec, PartResult
+from node.jobs import ROW_BITS, JobSpec, PartResult
 from node.target.delta import units
 from node.target.delta.columns import LakeColumn
 from node.target.delta.loader import LakeLoader
@@ -45,7 +45,7 @@ def test_setl_lake_optimize_compacts_every_table_by_hand(tmp_path: Path, capsys)
     writer = loader(tmp_path, epoch=1)
     for n in range(1, 4):
         done = units.render([change(MIRROR, INS, 0, {"id": n, "v": "a"}),
-                             change(LOG, INS, 3 << 20, {"id": n, "v": "a"})], SPEC)
+                             change(LOG, INS, 3 << ROW_BITS, {"id": n, "v": "a"})], SPEC)
         writer.load_units(batch(n, 100 * n), [PartResult(done, [], 2)])
     assert cli.main(["lake", "optimize", str(tmp_path), "--retain-hours", "0"]) == 0
     assert "s.m: 3 files compacted into 1" in capsys.readouterr().out
@@ -59,7 +59,7 @@ def test_the_manager_reads_where_a_lake_stands_and_gives_it_another_run(tmp_path
 
     writer = loader(tmp_path, epoch=1)
     both = units.render([change(MIRROR, INS, 0, {"id": 1, "v": "a"}),
-                         change(LOG, INS, 3 << 20, {"id": 1, "v": "a"})], SPEC)
+                         change(LOG, INS, 3 << ROW_BITS, {"id": 1, "v": "a"})], SPEC)
     writer.load_units(batch(1, 100), [PartResult(both, [], 2)])
     writer.load_units(batch(2, 200), [PartResult(both[:1], [], 1)])
     lake = lakes.Lake(str(tmp_path))

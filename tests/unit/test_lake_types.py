@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable
 
 from node.changes import Batch, ChangeType, TargetChange, Transaction
-from node.jobs import JobSpec, PartResult
+from node.jobs import ROW_BITS, JobSpec, PartResult
 from node.target.delta import units
 from node.target.delta.columns import LakeColumn, arrow_type
 from node.target.delta.loader import LakeLoader
@@ -42,7 +42,7 @@ class Lake:
         changes = [TargetChange(*self.target, ChangeType.INSERT,
                                 ("id",) if mode == "mirror" else (), None,
                                 {"id": self.batches * 10 + i, column.name: value},
-                                seq=(self.batches << 20) + i)
+                                seq=(self.batches << ROW_BITS) + i)
                    for i, value in enumerate(values)]
         batch = Batch("c.p", self.batches)
         batch.add(Transaction((), BinlogPosition("bin.000001", 100 * self.batches), 0, 0))

@@ -12,7 +12,7 @@ import pytest
 
 from node.changes import Batch, Transaction
 from node.extract import job
-from node.jobs import JobSpec
+from node.jobs import READ_BIT, ROW_BITS, JobSpec
 from node.target.delta import units
 from node.target.delta.columns import LakeColumn, TextColumn, of_text, time_text
 from node.target.delta.tables import LakeFacts
@@ -36,9 +36,9 @@ def test_mirror_merges_each_key_to_its_last_image_or_its_delete() -> None:
 
 
 def test_changelog_keeps_every_change_with_its_transaction() -> None:
-    changes = [change(LOG, INS, 1 << 20, {"id": 1, "v": "x"}),
-               change(LOG, INS, 3 << 20, {"id": 1, "v": "x"}),
-               change(LOG, DEL, (4 << 20) + 1, None, before={"id": 1, "v": "x"})]
+    changes = [change(LOG, INS, 1 << ROW_BITS, {"id": 1, "v": "x"}),
+               change(LOG, INS, 3 << ROW_BITS, {"id": 1, "v": "x"}),
+               change(LOG, DEL, (4 << ROW_BITS) + 1, None, before={"id": 1, "v": "x"})]
     [unit] = units.render(changes, SPEC)
     rows = units.read_ipc(unit.data).to_pylist()
     assert [(r["_setl_op"], r["_setl_txn"], r["_setl_gtid"], r["id"], r["_setl_before"])
@@ -51,14 +51,15 @@ def test_changelog_keeps_every_change_with_its_transaction() -> None:
 
 
 def test_changelog_of_inserts_only_names_each_ones_transaction_and_order() -> None:
-    changes = [change(LOG, INS, (1 << 20) + i, {"id": i, "v": b"caf\xc3\xa9"}) for i in range(2)]
-    changes += [change(LOG, INS, (5 << 20) + 7, {"id": 9, "v": None})]
+    changes = [change(LOG, INS, (1 << ROW_BITS) + i, {"id": i, "v": b"caf\xc3\xa9"})
+               for i in range(2)]
+    changes += [change(LOG, INS, (5 << ROW_BITS) + 7, {"id": 9, "v": None})]
     [unit] = units.render(changes, SPEC)
     rows = units.read_ipc(unit.data).to_pylist()
     assert [(r["_setl_txn"], r["_setl_seq"], r["id"], r["v"], r["_setl_before"])
-            for r in rows] == [("bin.000001:100", (1 << 20), 0, "café", None),
-                               ("bin.000001:100", (1 << 20) + 1, 1, "café", None),
-                               ("bin.000001:200", (2 << 20) + 7, 9, None, None)]
+            for r in rows] == [("bin.000001:100", (1 << ROW_BITS), 0, "café", None),
+                               ("bin.000001:100", (1 << ROW_BITS) + 1, 1, "café", None),
+                               ("bin.000001:200", (2 << ROW_BITS) + 7, 9, None, None)]
     [unit] = units.render(changes, dataclasses.replace(SPEC, transactions=()))
     assert {(r["_setl_txn"], r["_setl_gtid"], r["_setl_commit_ts"])  # none known
             for r in units.read_ipc(unit.data).to_pylist()} == {("", "", None)}
@@ -70,11 +71,11 @@ def test_a_window_read_opening_a_batch_is_labelled_by_a_transaction_of_it() -> N
     by position cannot place). It is the first one's, in front of its changes; and a batch
     whose only content is the window's reads (a quiet source) labels them with its end."""
     changes = [change(LOG, DEL, -1, None, before={"id": 1, "v": "x"}),
-               change(LOG, INS, 1 << 19, {"id": 1, "v": "y"})]
+               change(LOG, INS, READ_BIT, {"id": 1, "v": "y"})]
     [unit] = units.render(changes, SPEC)
     rows = units.read_ipc(unit.data).to_pylist()
     assert [(r["_setl_op"], r["_setl_txn"], r["_setl_seq"]) for r in rows] == [
-        ("D", "bin.000001:100", -1), ("I", "bin.000001:100", 1 << 19)]
+        ("D", "bin.000001:100", -1), ("I", "bin.000001:100", READ_BIT)]
     quiet = Batch("c.p", 3, start=BinlogPosition("bin.000001", 300))
     quiet.add(Transaction((), BinlogPosition("bin.000001", 400, "0-1-9"), 1_700_000_002_000,
                           0))  # the window's watermarks: no change of the pipeline's

@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime
 import decimal
 
-import pytest
-
 from node.changes import ChangeType, RowChange, TargetChange
 from node.extract.reads import (
     INSIDE,
@@ -24,7 +22,6 @@ from node.extract.reads import (
     typed,
 )
 from node.merge import merge
-from shared.errors import SourceError
 
 
 def read(rows: list[tuple], deletes: tuple = ()) -> Read:
@@ -198,9 +195,3 @@ def test_a_quiet_windows_rows_and_deletes_for_a_mysql_target_are_marked_read() -
                                                      ChangeType.INSERT]
         assert seqs == sorted(seqs) and before[0] < seqs[0] and seqs[-1] < first << ROW_BITS
         assert all(seq & INSIDE for seq in seqs), [hex(seq) for seq in seqs]
-
-
-def test_a_window_too_large_to_place_stops_with_what_to_do() -> None:
-    rows = [(n, "v") for n in range(INSIDE)]
-    with pytest.raises(SourceError, match="lower the pipeline's snapshot_chunk_size"):
-        joined([read(rows)], [], at_start=True)
