@@ -60,9 +60,9 @@ def run(request: dict[str, Any], out: Any) -> int:
     out.write(json.dumps(compiled.status()) + "\n")
     lined, straight = [0], insertlines.lines
 
-    def counting(*args: Any) -> int:
-        found: int = straight(*args)
-        lined[0] += found >= 0
+    def counting(*args: Any) -> tuple[int, int]:
+        found: tuple[int, int] = straight(*args)
+        lined[0] += found[0] >= 0
         return found
 
     insertlines.lines = counting  # as inserts calls it

@@ -5,14 +5,17 @@ rows are decoded into dicts, then rendered column by column into tab-separated l
 common columns that is two conversions that cancel out — an integer's bytes to a Python int
 to its digits, an ASCII string's bytes to ``str`` and back to the same bytes. Here the rows
 go from the event to the line in one pass: integers as their digits, text as its bytes with
-LOAD DATA's escapes, NULL as ``\\N``, each row's fields in the target's column order.
+LOAD DATA's escapes, NULL as ``\\N``, each row's fields in the target's column order —
+written byte by byte into a buffer the caller keeps, as the scan reads them, so no field
+becomes an object of its own (a bytes object a field, two list appends and a join of them
+all were half of a bulk row's cost here).
 
 Only what gives the bytes the decoded path gives is taken: events whose every column is
 present, integer columns (TINYINT to BIGINT, signed or not) and text columns (CHAR, VARCHAR,
 TEXT) whose bytes decode and encode back to themselves (:func:`way`): ASCII in
 utf8mb4/utf8mb3, latin1 or ascii; well-formed UTF-8 from a UTF-8 column into a UTF-8 one;
 any byte from latin1 into latin1. Anything else — another type, a value of another charset,
-a malformed one, an event that does not end where its rows do — makes :func:`lines` return
+a malformed one, an event that does not end where its rows do — makes :func:`lines` say
 -1, and the caller takes the decoded path, which gives the same lines or says what is
 wrong with the event.
 
@@ -78,51 +81,73 @@ def way(schema: TableSchema, plan: list[tuple[str, str | None]]
 
 
 def lines(event: bytes, checksum: bool, kinds_: tuple[int, ...], order_: tuple[int, ...],
-          out: list[bytes]) -> int:
-    """Appends the lines of one WRITE_ROWS event's rows to ``out`` (fields, tabs and
-    newlines: ``b"".join(out)`` is the data); the rows it held, or -1 when it cannot go this
-    way (then ``out`` may hold part of it: the caller drops it)."""
+          out: bytearray, at: int) -> tuple[int, int]:
+    """Writes the lines of one WRITE_ROWS event's rows (fields, tabs and newlines) into
+    ``out`` from ``at``, growing it as it needs (what lies past the lines' end is room, not
+    data); the rows it held and where their lines end, or ``(-1, at)`` when it cannot go this
+    way (then ``out`` past ``at`` may hold part of it: the caller drops it)."""
     if len(event) < 30 or event[5] not in _INSERTS or \
             int.from_bytes(event[10:14], "little") != len(event) - 1:
-        return -1
+        return -1, at
     pos = decode.rows_start(event)
     if pos < 0:
-        return -1
+        return -1, at
     count = len(kinds_)
     size = (count + 7) >> 3
     if count >= 251 or pos + 1 + size > len(event) or event[pos] != count:
-        return -1
+        return -1, at
     present = int.from_bytes(event[pos + 1:pos + 1 + size], "little")
     if present & ((1 << count) - 1) != (1 << count) - 1:
-        return -1  # a column left out of the image: the decoded path gives it as NULL
+        return -1, at  # a column left out of the image: the decoded path gives it as NULL
     end = len(event) - 4 if checksum else len(event)
-    return rows(event, pos + 1 + size, end, kinds_, order_, out)
+    return rows(event, pos + 1 + size, end, kinds_, order_, out, at)
 
 
 def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int, ...],
-         out: list[bytes]) -> int:
-    """The rows from ``d[p]`` to ``d[end]`` (each a NULL bitmap, then its values) as lines."""
+         out: bytearray, o: int) -> tuple[int, int]:
+    """The rows from ``d[p]`` to ``d[end]`` (each a NULL bitmap, then its values) written
+    as lines into ``out`` from ``o``, byte by byte as they are read: integers as their
+    digits, text as its bytes with LOAD DATA's escapes (no field is made an object of its
+    own). A row's fields go in the source's order, then, where the target's differs, are
+    moved into its order."""
+    start = o
     count = len(kinds_)
     size = (count + 7) >> 3
     found = 0
     ones = 0xFFFFFFFFFFFFFFFF
     view = d  # compiled: the bytes' own buffer, read without a check (positions are checked)
-    fields: list[bytes] = [b""] * count
+    w = out  # compiled: the buffer written, without a check (room is made before each field)
+    room = len(out)
+    moved = False  # the target's columns in another order than the source's
+    for i in range(count):
+        if order_[i] != i:
+            moved = True
+    starts: list[int] = [0] * count  # where each field of the row begins (when moved)
     while p < end:
         if p + size > end:
-            return -1
+            return -1, start
         nulls = p  # the row's NULL bitmap
         p += size
+        line = o  # where the row's line begins
         for i in range(count):
+            if o + 22 > room:  # a sign, 20 digits and a tab at most; a NULL takes 3
+                out.extend(bytes(room + 4096))
+                room = len(out)
+                w = out
+            if moved:
+                starts[i] = o - line
             byte = view[nulls + (i >> 3)]
             if byte >> (i & 7) & 1:
-                fields[i] = b"\\N"
+                w[o] = 92  # \N
+                w[o + 1] = 78
+                w[o + 2] = 9
+                o += 3
                 continue
             kind = kinds_[i]
             check = 0 if kind < 0 else kind & ~15  # text: ASCII, UTF8 or ANY; integers: 0
             width = -kind if kind < 0 else kind - check
             if p + width > end:
-                return -1
+                return -1, start
             number = 0  # the little-endian number at p: a length, or an integer's bits
             for k in range(width):
                 byte = view[p + k]
@@ -131,37 +156,82 @@ def rows(d: bytes, p: int, end: int, kinds_: tuple[int, ...], order_: tuple[int,
             if check:
                 length = number
                 if length > end - p:
-                    return -1
-                escape = 0
+                    return -1, start
+                if o + 2 * length + 1 > room:  # every byte escaped, and a tab
+                    out.extend(bytes(room + 2 * length + 1))
+                    room = len(out)
+                    w = out
                 k = p
                 stop = p + length
                 while k < stop:
                     byte = view[k]
                     if byte < 0x80:
                         if byte == 92 or byte == 9 or byte == 10 or byte == 13 or byte == 0:
-                            escape = 1
+                            w[o] = 92
+                            o += 1
+                            byte = 116 if byte == 9 else 110 if byte == 10 else \
+                                114 if byte == 13 else 48 if byte == 0 else 92
+                        w[o] = byte
+                        o += 1
                         k += 1
                     elif check == ANY:
+                        w[o] = byte
+                        o += 1
                         k += 1
                     elif check == ASCII:
-                        return -1
+                        return -1, start
                     else:
-                        k = _utf8(view, k, stop)
-                        if k < 0:
-                            return -1
-                fields[i] = loaddata.escaped(d[p:stop]) if escape else d[p:stop]
+                        j = _utf8(view, k, stop)
+                        if j < 0:
+                            return -1, start
+                        while k < j:
+                            w[o] = view[k]
+                            o += 1
+                            k += 1
                 p = stop
-            elif kind > 0 and number >> (8 * width - 1):  # negative: its magnitude
-                magnitude = (ones >> (64 - 8 * width)) - number + 1
-                fields[i] = b"-%d" % magnitude
             else:
-                fields[i] = b"%d" % number
-        for i in order_:
-            out.append(fields[i])
-            out.append(b"\t")
-        out[-1] = b"\n"
+                if kind > 0 and number >> (8 * width - 1):  # negative: its magnitude
+                    number = (ones >> (64 - 8 * width)) - number + 1
+                    w[o] = 45  # -
+                    o += 1
+                digits = number
+                k = o
+                while True:  # the digits' end
+                    k += 1
+                    digits //= 10
+                    if digits == 0:
+                        break
+                o = k
+                while True:
+                    k -= 1
+                    w[k] = 48 + number % 10
+                    number //= 10
+                    if number == 0:
+                        break
+            w[o] = 9
+            o += 1
+        w[o - 1] = 10  # the line's end
+        if moved:
+            _reorder(out, line, o, starts, order_)
         found += 1
-    return found if p == end else -1
+    if p != end:
+        return -1, start
+    return found, o
+
+
+def _reorder(out: bytearray, line: int, o: int, starts: list[int], order_: tuple[int, ...]
+             ) -> None:
+    """The line from ``out[line]`` to ``out[o]`` (fields in the source's order, each
+    beginning at ``starts``) with its fields in ``order_``: the same bytes, moved."""
+    fields = out[line:o]
+    count = len(starts)
+    for i in order_:
+        begin = starts[i]
+        stop = starts[i + 1] if i + 1 < count else o - line  # (with its tab)
+        out[line:line + stop - begin] = fields[begin:stop]
+        out[line + stop - begin - 1] = 9
+        line += stop - begin
+    out[o - 1] = 10
 
 
 def _utf8(view: bytes, k: int, stop: int) -> int:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 INSERTS = frozenset({23, 30, 166, 169})  # WRITE_ROWS event types (v0, v1/v2, MariaDB's)
 _NO_FACTS = TableFacts()
+_ROOM = 1 << 18  # bytes of lines written before they are copied out
 
 
 def units(compiled: CompiledPipeline, spec: JobSpec, part: Part, sizes: dict[int, list[int]]
@@ -136,7 +137,9 @@ def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
         return None  # renamed or chosen columns, or an ENUM's empty value to refuse
     # per number: its columns' kinds and order (None: not this way), and its events' head
     ways: dict[int, tuple[Any, int]] = {}
-    out: list[bytes] = []
+    # the lines are written into a buffer kept in the cache, a few events at a time, then
+    # copied out (zeroing and growing a buffer as large as all the lines cost more)
+    out, end, done = bytearray(_ROOM), 0, []
     first = -1
     counted: dict[int, tuple[int, int]] = {}
     events, layouts, at, rows = part.events, part.layouts, 0, 0
@@ -148,19 +151,25 @@ def _lines(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,
             way, head = ways[number]
             if way is None:
                 return None
-            found = insertlines.lines(events[at:at + length], spec.checksum, *way, out)
+            found, end = insertlines.lines(events[at:at + length], spec.checksum, *way, out,
+                                           end)
             if found < 0:
                 return None
             if first < 0:
                 first = place << ROW_BITS
             rows += found
+            if end > _ROOM >> 1:
+                done.append(out[:end])
+                end = 0
             had = counted.get(number, (0, 0))
             counted[number] = (had[0] + found, had[1] + length - head)
         at += length
+    if rows < spec.load_data_min_rows:
+        return first, rows, counted, None
+    done.append(out[:end])
     names = [name for name, _ in plan]
-    return first, rows, counted, loaddata.from_lines(
-        mapping.schema, mapping.table, names, b"".join(out)) \
-        if rows >= spec.load_data_min_rows else None
+    return first, rows, counted, loaddata.from_lines(mapping.schema, mapping.table, names,
+                                                     b"".join(done))
 
 
 def mapped_rows(spec: JobSpec, part: Part, numbers: frozenset[int], mapping: Any,

@@ -88,9 +88,9 @@ ROWS = [row(n, (b"plain %d" % n, b"c", b"", b"x" * 300)) for n in range(5)] + [
     row(8, ("café €𝄞 中".encode(), b"\xe9\x81\xff\x80", "ü\t".encode(), "日本".encode()))]
 
 
-def decoded_lines(event: bytes, checksum: bool) -> bytes:
+def decoded_lines(event: bytes, checksum: bool, target: dict[str, Column] = TARGET) -> bytes:
     images = [after for _, after in decode_rows(WIDE, event, checksum)]
-    sqls = loaddata.replaces("t", WIDE.table, images, TARGET, False)
+    sqls = loaddata.replaces("t", WIDE.table, images, target, False)
     assert sqls is not None
     return b"".join(sql.data or b"" for sql in sqls)
 
@@ -101,11 +101,24 @@ def test_lines_are_the_decoded_paths_lines_byte_for_byte(module: ModuleType, ver
                                                         checksum: bool) -> None:
     event = packet(version, rows_body(14, [b"\xff\x3f"], *ROWS), checksum)
     kinds, order = way(module, TARGET)
-    out: list[bytes] = []
-    assert module.lines(event, checksum, kinds, order, out) == len(ROWS)
+    out = bytearray(b"kept")  # lines go after what ``out`` holds up to ``at``
+    found, end = module.lines(event, checksum, kinds, order, out, 4)
+    assert found == len(ROWS)
     expected = decoded_lines(event, checksum)
-    assert b"".join(out) == expected
+    assert bytes(out[:end]) == b"kept" + expected
     assert b"-9223372036854775808" in expected and b"18446744073709551615" in expected
+
+
+@pytest.mark.parametrize("module", twins(), ids=["as imported", "pure"])
+def test_fields_go_in_the_target_columns_order(module: ModuleType) -> None:
+    """The target's columns in another order than the source's (here the reverse): each
+    line's fields are moved into it, the lines those the decoded path renders."""
+    event = packet(WRITE, rows_body(14, [b"\xff\x3f"], *ROWS))
+    backwards = dict(reversed(TARGET.items()))
+    out = bytearray()
+    found, end = module.lines(event, True, *way(module, backwards), out, 0)
+    assert found == len(ROWS)
+    assert bytes(out[:end]) == decoded_lines(event, True, backwards)
 
 
 def way(module: ModuleType, target: dict[str, Column], schema: TableSchema = WIDE
@@ -145,7 +158,7 @@ LEFT = [
 @pytest.mark.parametrize("why, event", LEFT, ids=[why for why, _ in LEFT])
 def test_what_it_cannot_read_exactly_it_leaves_to_the_decoded_path(module: ModuleType, why: str,
                                                                    event: bytes) -> None:
-    assert module.lines(event, True, *way(module, TARGET), []) == -1, why
+    assert module.lines(event, True, *way(module, TARGET), bytearray(), 0) == (-1, 0), why
 
 
 @pytest.mark.parametrize("module", twins(), ids=["as imported", "pure"])
@@ -167,8 +180,8 @@ def test_text_is_taken_exactly_when_the_decoded_path_would_keep_its_bytes(
                     expected = 1
                 except UnicodeDecodeError:
                     expected = -1
-                assert module.lines(event, True, *utf8, []) == expected, value
-                assert module.lines(event, True, *into_latin1, []) == -1, value
+                assert module.lines(event, True, *utf8, bytearray(), 0)[0] == expected, value
+                assert module.lines(event, True, *into_latin1, bytearray(), 0)[0] == -1, value
 
 
 def test_other_column_types_are_not_taken() -> None:
@@ -207,4 +220,27 @@ def test_a_run_of_inserts_goes_the_straight_way_and_loads_what_the_decoded_way_l
     decoded_sizes: dict[int, list[int]] = {}
     assert inserts.units(pipeline, spec, made, decoded_sizes) == straight
     assert straight_sizes == decoded_sizes
+
+
+@pytest.mark.parametrize("room", [64, 1 << 18])
+def test_lines_written_a_few_events_at_a_time_load_what_the_decoded_way_loads(
+        monkeypatch: pytest.MonkeyPatch, room: int) -> None:
+    """The straight way (as built: compiled, or the pure twin made to take it) copies its
+    lines out of its buffer every few events; with a buffer that small every event is
+    copied out by itself, and the lines are the same either way."""
+    events = [packet(WRITE, rows_body(14, [b"\xff\x3f"], *ROWS[n:n + 3])) for n in (0, 3, 6)]
+    made = Part({1: WIDE}, b"".join(events), array("I", map(len, events)), array("I", [1] * 3),
+                array("I", [3, 4, 5]))
+    spec = JobSpec(7, True, {("dst", "t", "wide"): TableFacts(TARGET, (frozenset({"i0"}),))},
+                   load_data_min_rows=2)
+    pipeline = compiled("{source: t.wide, target: t.wide}")
+    monkeypatch.setattr(insertlines, "COMPILED", True)
+    monkeypatch.setattr(inserts, "_ROOM", room)
+    calls: list[int] = []
+    real = insertlines.lines
+    monkeypatch.setattr(insertlines, "lines", lambda *args: calls.append(1) or real(*args))
+    straight = inserts.units(pipeline, spec, made, {})
+    assert len(calls) == 3 and straight[2] == len(ROWS)
+    monkeypatch.setattr(insertlines, "COMPILED", False)
+    assert inserts.units(pipeline, spec, made, {}) == straight
 
