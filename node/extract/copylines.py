@@ -43,8 +43,10 @@ values as ``_binary`` literals of their bytes (:func:`_value`) — and the copy 
 connections: 72k rows/s by ``LOAD DATA``, 91k by tuples).
 
 A chunk that cannot go this way after all — a value too large for one result
-(``group_concat_max_len``), or an empty ENUM value (a strict target refuses it in LOAD DATA)
-— is read again the ordinary way by the same task, still inside its window.
+(``group_concat_max_len``: the source's ``max_allowed_packet``), a VALUES tuple too large
+for one statement under the target's ``max_allowed_packet`` (:func:`fits`), or an empty ENUM
+value (a strict target refuses it in LOAD DATA) — is read again the ordinary way by the same
+task, still inside its window.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from node.extract.chunks import INTEGER_TYPES
 from node.jobs import Unit
 from node.target.mysql import loaddata
 from node.target.mysql.facts import TableFacts, Target
+from node.target.mysql.pieces import room
 from node.target.mysql.sqltext import Sql
 from shared.errors import SetlError
 from shared.identifiers import qualified, quote
@@ -99,6 +102,9 @@ class LinesPlan:
     targets: tuple[str, ...]  # the target columns they load into, in the same order
     enums: tuple[str, ...] = ()  # source ENUM columns (an empty value reads rows instead)
     values: bool = False  # lines hold VALUES tuples (no LOAD DATA, or it locks the table)
+    # the target server's max_allowed_packet (0: not known): a tuple the statements cannot
+    # carry under it reads its chunk as rows (:func:`fits`)
+    packet: int = 0
 
     @property
     def target(self) -> Target:
@@ -152,7 +158,7 @@ def plan(compiled: CompiledPipeline, facts: Callable[[Target], TableFacts], sche
     return LinesPlan(mapping.datasource, mapping.schema, mapping.table, mapping.push_weight,
                      tuple(parts), tuple(sources), tuple(targets),
                      tuple(column.name for column in sources if column.data_type == "enum"),
-                     target.bulk_lock or not target.local_infile)
+                     target.bulk_lock or not target.local_infile, target.packet)
 
 
 def query(plan_: LinesPlan, schema: str, table: str, condition: str) -> str:
@@ -247,6 +253,18 @@ def complete(count: int, lines: bytes) -> bool:
     return lines.count(b"\n") == count and (not lines or lines.endswith(b"\n"))
 
 
+def fits(plan_: LinesPlan, lines: bytes) -> bool:
+    """Whether every VALUES tuple of the lines fits a statement under the target's
+    max_allowed_packet. The source reads a chunk under its own (``group_concat_max_len``),
+    which may be larger: a tuple past the target's, in a REPLACE the target refuses at every
+    retry, makes the chunk go as rows instead (Load cuts a long value into pieces, or says
+    what to raise). LOAD DATA lines stream to the target a packet at a time: any length."""
+    space = room(plan_.packet)
+    if not plan_.values or len(lines) <= space:
+        return True
+    return max(map(len, lines.split(b"\n"))) <= space
+
+
 def token(value: Any, part: KeyPart) -> bytes | None:
     """A decoded key value as the token its line starts with; None for no value."""
     if value is None:
@@ -314,12 +332,17 @@ def units(reads: Sequence[Read], dropped: Callable[[Read], frozenset[bytes]]) ->
 
 
 def _replaces(plan_: LinesPlan, lines: bytes) -> list[Sql]:
-    """Lines of VALUES tuples as multi-row REPLACE statements of about ``STATEMENT`` bytes."""
+    """Lines of VALUES tuples as multi-row REPLACE statements of about ``STATEMENT`` bytes,
+    each under the target's max_allowed_packet (every tuple fits one: :func:`fits`)."""
     head = (f"REPLACE INTO {qualified(plan_.schema, plan_.table)} "
             f"({', '.join(map(quote, plan_.targets))}) VALUES ")
+    space = room(plan_.packet)
     found, tuples, size = [], [], 0
     for line in lines.split(b"\n")[:-1]:
         tuple_ = line[line.find(b"\t") + 1:]
+        if tuples and size + len(tuple_) + 1 > space:  # (a long tuple after short ones)
+            found.append(Sql(head, len(tuples), data=b",".join(tuples), inline=True))
+            tuples, size = [], 0
         tuples.append(tuple_)
         size += len(tuple_) + 1
         if size >= STATEMENT:

@@ -80,7 +80,8 @@ def run(task: ReadTask) -> Read:
 def run_lines(task: ReadTask) -> Read | None:
     """A chunk read as the source's LOAD DATA lines (in a thread of the node: the source
     does the work, and the lines go to Load from here); None where it must be read as rows
-    after all (a value past ``group_concat_max_len``, an empty ENUM value)."""
+    after all (a value past ``group_concat_max_len``, a VALUES tuple past the target's
+    max_allowed_packet, an empty ENUM value)."""
     plan, key = task.lines, task.key
     assert plan is not None and task.chunk is not None
     condition, params = chunks.condition(key, task.chunk)
@@ -89,7 +90,8 @@ def run_lines(task: ReadTask) -> Read | None:
                        params)
         count, lines, empty_enum = cursor.fetchone()
     lines = lines or b""
-    if empty_enum or not copylines.complete(int(count), lines):
+    if empty_enum or not copylines.complete(int(count), lines) or \
+            not copylines.fits(plan, lines):
         return None
     return Read(task.window, key.schema, key.table, key.columns,
                 tuple(column.name for column in task.columns), lines, int(count), task.label,

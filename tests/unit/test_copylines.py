@@ -191,6 +191,31 @@ def test_a_target_that_locks_for_load_data_gets_multi_row_replace_tuples(monkeyp
     assert (second.data, second.rows) == (b"(3,NULL,_binary'c')", 1)
 
 
+def test_tuples_are_judged_against_the_targets_packet() -> None:
+    """The source reads a chunk under its own max_allowed_packet, which may be larger than
+    the target's: a VALUES tuple past the target's room reads the chunk as rows
+    (copylines.fits), and a statement is cut before a long tuple that would take it past
+    the room. LOAD DATA lines stream a packet at a time: any length fits."""
+    facts = TableFacts(target().columns, (frozenset({"id"}),), local_infile=False,
+                       packet=100)
+    found = plan(facts=facts)
+    assert found is not None and found.values and found.packet == 100
+    space = copylines.room(100)  # (50: half of a tiny packet)
+    short, long_ = b"1\t(1,NULL,NULL)\n", b"2\t(2,NULL,X'" + b"00" * 16 + b"')\n"
+    assert len(long_) <= space < len(long_ + short)
+    assert copylines.fits(found, short + long_)  # each tuple fits, not both together
+    huge = b"3\t(3,NULL,X'" + b"00" * space + b"')\n"
+    assert not copylines.fits(found, short + huge)
+    assert copylines.fits(dataclasses.replace(found, values=False), short + huge)
+    read = lines_read(short + long_, 2)._replace(lines=found)
+    [unit] = copylines.units([read], lambda read: frozenset())
+    assert [sql.rows for sql in unit.sqls] == [1, 1]  # (under STATEMENT: one, before)
+    assert all(len(sql.data) <= space for sql in unit.sqls)
+    assert [sql.rows for sql in copylines.units(
+        [read._replace(lines=dataclasses.replace(found, packet=0))],
+        lambda read: frozenset())[0].sqls] == [2]
+
+
 def test_a_long_text_column_goes_as_hex_and_a_short_one_escaped() -> None:
     """Escaping by REPLACE is quadratic in the matches on MariaDB (1 MiB of zero bytes took
     27 minutes): a column whose value may pass copylines.SHORT bytes goes as its bytes in
