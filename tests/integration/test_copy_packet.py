@@ -109,3 +109,29 @@ def test_load_data_lines_over_the_targets_packet_stream(
     9 MiB value's 18 MiB of hex too (unhexed on the target past its packet)."""
     chunks, lines = copied(cluster, source, target, "packetlines", (*ROWS, HUGE))
     assert lines == chunks, (chunks, lines)
+
+
+def test_a_value_longer_than_the_targets_packet_pauses_at_once(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A 9 MiB value streamed to the 8 MiB target: its pieces fit, but the target builds the
+    value whole and CONCAT refuses it past the packet (Load retried it forever): the
+    pipeline pauses at once, nothing of the transaction written, saying what to raise."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.`wide` (id INT PRIMARY KEY, "
+                         "px MEDIUMBLOB)")
+    cluster.apply([one_way("packethuge", schema, ["wide"], max_retries=3)])
+    cluster.set_status("packethuge", "START")
+    cluster.wait_running("packethuge")
+    with global_setting(source, "max_allowed_packet", SOURCE_PACKET):
+        writing = Database(cluster.sandbox, "source")  # (a session of the larger packet)
+        writing.script("BEGIN", f"INSERT INTO `{schema}`.`wide` VALUES (1, x'01')",
+                       f"INSERT INTO `{schema}`.`wide` VALUES (2, REPEAT(x'5c0a', {9 * MIB // 2}))",
+                       "COMMIT")
+        writing.close()
+    wait_for(lambda: cluster.channel_status("packethuge") == "PAUSE", 120, "the pause")
+    error = cluster.pipeline_state("packethuge").last_error
+    assert f"a row's value of `px` takes {9 * MIB:,} bytes, over the target's " \
+        f"max_allowed_packet ({TARGET_PACKET:,} bytes)" in error, error
+    log = [line for line in cluster.nodes[1].output().splitlines()
+           if "pipeline=packethuge.forward" in line]
+    assert not [line for line in log if "event=pipeline_failed" in line], log  # no retry
+    assert target.table(schema, "wide") == []

@@ -301,3 +301,15 @@ def test_the_columns_a_guarded_generated_column_is_computed_from_are_marked() ->
     assert marked["doc"].unique and not marked["doc"].checked
     assert marked["body"].checked and not marked["body"].unique
     assert marked["other"] == columns["other"] and marked["id"] == columns["id"]
+
+
+def test_a_value_longer_than_the_targets_packet_stops_though_it_could_go_in_pieces() -> None:
+    """A 5 MiB blob to a 4 MiB target: each piece fits, but the server builds the value
+    whole and CONCAT refuses it past the packet (a copy retried it forever): it stops at
+    once, saying what to raise; where the packet is not known, the pieces are tried."""
+    row = {"id": 1, "blob": b"\x03" * (5 << 20)}
+    with pytest.raises(RowTooLargeError, match=r"`blob` takes 5,242,880 bytes, over the "
+                       r"target's max_allowed_packet \(4,194,304 bytes\).*at least 6291456"):
+        list(statements(writes(upserts=[row]), 100, {}, packet=PACKET))
+    assert len(list(statements(writes(upserts=[row]), 100, {}, packet=0))) > 1
+    assert len(list(statements(writes(upserts=[row]), 100, {}, packet=8 << 20))) > 1

@@ -155,7 +155,22 @@ def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, 
     JSON, ENUM, SET, geometry, a column a CHECK constraint names: ``columns``'
     :class:`~node.target.mysql.render.Column` say which). Sent, such a statement is refused
     and the connection dropped at every retry: the pipeline pauses at once instead, before
-    anything of the batch is sent."""
+    anything of the batch is sent. So for a value written a piece at a time that is itself
+    longer than the packet: the server builds it there, and ``CONCAT`` refuses to pass it."""
+    known = packet or PACKET
+    for name in taken if packet else ():  # (a packet not known may be larger)
+        value = row[name]
+        if len(value) > known:  # (bytes, or characters: each at least one byte)
+            wanted = -(-(len(value) + HEAD) // (1 << 20)) << 20  # whole MiB
+            raise RowTooLargeError(
+                f"target {writes.datasource}: table {writes.schema}.{writes.table}: a row's "
+                f"value of `{name}` takes {len(value):,} "
+                f"{'bytes' if isinstance(value, bytes | bytearray) else 'characters'}, over "
+                f"the target's max_allowed_packet ({packet:,} bytes): the target builds "
+                "a value whole, whatever the pieces it is sent in. Raise the target's "
+                f"max_allowed_packet to at least {wanted} (SET GLOBAL max_allowed_packet = "
+                f"{wanted}; and in my.cnf), then resume the channel: nothing of the batch "
+                "was written")
     if left <= space:
         return
     whole = {name: size(value) for name, value in row.items() if name not in taken}
@@ -166,7 +181,6 @@ def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, 
         what = (f"a row's value of `{largest}` ("
                 f"{_unpieceable(largest, writes.keys, columns or {})}) takes "
                 f"{whole[largest]:,} bytes, its statement {left:,}")
-    known = packet or PACKET
     wanted = -(-(left + HEAD) // (1 << 20)) << 20  # whole MiB
     raise RowTooLargeError(
         f"target {writes.datasource}: table {writes.schema}.{writes.table}: {what}, over the "
