@@ -132,3 +132,31 @@ def test_a_parent_gone_before_the_snapshot_copied_it_takes_its_children_on_the_t
     state = cluster.pipeline_state(name)
     assert cluster.channel_status(name) == "START" and state.state == "running" and \
         not state.last_error, state.last_error
+
+
+def test_a_foreign_key_dropped_on_the_target_by_hand_is_no_longer_followed(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Load's facts (its children's actions among them) are read once and kept until a DDL
+    of the stream: a target-only table's foreign key dropped by the DBA since must not have
+    its old action written (Load deleted rows the target's schema keeps; a review)."""
+    schema = make_schema(source, target,
+                         "CREATE TABLE `{schema}`.parent (id INT PRIMARY KEY, note VARCHAR(20))")
+    target.execute(f"CREATE TABLE `{schema}`.notes (id INT PRIMARY KEY, p INT NOT NULL, "
+                   f"CONSTRAINT fk_notes FOREIGN KEY (p) REFERENCES `{schema}`.parent (id) "
+                   "ON DELETE CASCADE)")  # a table the DBA keeps beside the parent
+    cluster.apply([one_way("fkdropped", schema, ["parent"])])
+    cluster.set_status("fkdropped", "START")
+    cluster.wait_running("fkdropped")
+    source.execute(f"INSERT INTO `{schema}`.parent VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    wait_for(lambda: len(target.table(schema, "parent")) == 3, 60, "the parents")
+    target.execute(f"INSERT INTO `{schema}`.notes VALUES (1, 1), (2, 2), (3, 3)")
+    source.execute(f"DELETE FROM `{schema}`.parent WHERE id = 1")  # (the facts read here)
+    wait_for(lambda: len(target.table(schema, "parent")) == 2, 60, "parent 1 deleted")
+    assert target.table(schema, "notes") == [(2, 2), (3, 3)]  # the key's cascade
+    target.execute(f"ALTER TABLE `{schema}`.notes DROP FOREIGN KEY fk_notes")
+    source.execute(f"DELETE FROM `{schema}`.parent WHERE id = 2")
+    source.execute(f"INSERT INTO `{schema}`.parent VALUES (4, 'd')")
+    wait_for(lambda: [row[0] for row in target.table(schema, "parent")] == [3, 4], 60,
+             "parent 2 deleted and 4 inserted")
+    assert target.table(schema, "notes") == [(2, 2), (3, 3)]  # kept: no key asks otherwise
+    cluster.set_status("fkdropped", "STOP")

@@ -13,8 +13,11 @@ from node.target.mysql.facts import TableFacts
 from node.target.mysql.render import statements
 from node.target.mysql.units import render
 
-CASCADE = Child("s", "child", ("p",), ("id",), "CASCADE", "CASCADE")
-NULLED = Child("s", "kid", ("a", "b"), ("ID", "code"), "SET NULL", "SET NULL")
+CASCADE = Child("s", "child", ("p",), ("id",), "CASCADE", "CASCADE", "fk1")
+NULLED = Child("s", "kid", ("a", "b"), ("ID", "code"), "SET NULL", "SET NULL", "fk")
+# each action runs while the target still has its foreign key with that action
+HELD = (" AND EXISTS (SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE "
+        "CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = %s AND {} = %s)")
 KEPT = Child("s", "held", ("p",), ("id",), "RESTRICT", "NO ACTION")
 ELSEWHERE = Child("s", "other", ("x",), ("name",), "CASCADE", "CASCADE")  # not a key column
 
@@ -33,7 +36,8 @@ def test_a_delete_is_followed_by_its_childrens_actions_a_statement_per_child() -
                      CASCADE, KEPT, ELSEWHERE)
     assert found == [
         ("DELETE FROM `s`.`parent` WHERE (`id`) IN ((%s), (%s))", [1, 2], False),
-        ("DELETE FROM `s`.`child` WHERE `p` IN (%s, %s)", [1, 2], True),
+        ("DELETE FROM `s`.`child` WHERE (`p` IN (%s, %s))" + HELD.format("DELETE_RULE"),
+         [1, 2, "s", "child", "fk1", "CASCADE"], True),
         # then the row born again: after the action, as on the source
         ("INSERT INTO `s`.`parent` (`id`) VALUES (%s) ON DUPLICATE KEY UPDATE `id` = "
          "VALUES(`id`)", [[1]], False)]
@@ -42,19 +46,21 @@ def test_a_delete_is_followed_by_its_childrens_actions_a_statement_per_child() -
 def test_a_multi_column_set_null_matches_each_key_and_never_a_null() -> None:
     found = rendered(("id", "code"), [(DELETE, (1, "a")), (DELETE, (2, None))], NULLED)
     assert found[1:] == [
-        ("UPDATE `s`.`kid` SET `a` = NULL, `b` = NULL WHERE (`a` = %s AND `b` = %s)",
-         [1, "a"], True)]
+        ("UPDATE `s`.`kid` SET `a` = NULL, `b` = NULL WHERE ((`a` = %s AND `b` = %s))"
+         + HELD.format("DELETE_RULE"), [1, "a", "s", "kid", "fk", "SET NULL"], True)]
 
 
 def test_a_key_change_moves_or_clears_the_children_after_the_rows_upsert() -> None:
     found = rendered(("id", "code"), [(MOVE, ((1, "a"), {"id": 5, "code": "a"}))],
-                     Child("s", "child", ("p",), ("id",), "RESTRICT", "CASCADE"), NULLED)
+                     Child("s", "child", ("p",), ("id",), "RESTRICT", "CASCADE", "c"), NULLED)
     assert [sql.split(" WHERE")[0] for sql, _, _ in found] == [
         "UPDATE `s`.`parent` SET `id` = %s, `code` = %s",
         "INSERT INTO `s`.`parent` (`id`, `code`) VALUES (%s, %s) ON DUPLICATE KEY UPDATE "
         "`id` = VALUES(`id`)",
         "UPDATE `s`.`child` SET `p` = %s", "UPDATE `s`.`kid` SET `a` = NULL, `b` = NULL"]
-    assert found[2][1:] == ([5, 1], True) and found[3][1:] == ([1, "a"], True)
+    assert found[2][1:] == ([5, 1, "s", "child", "c", "CASCADE"], True)
+    assert found[3][1:] == ([1, "a", "s", "kid", "fk", "SET NULL"], True)
+    assert found[2][0].endswith(HELD.format("UPDATE_RULE"))
     # a key change that leaves the referenced columns as they were: nothing to do
     same = rendered(("id", "code"), [(MOVE, ((1, "a"), {"id": 1, "code": "b"}))],
                     Child("s", "child", ("p",), ("id",), "RESTRICT", "CASCADE"))
@@ -70,7 +76,8 @@ def test_a_run_the_source_wrote_with_checks_off_gets_no_actions() -> None:
     units = render(changes, JobSpec(0, False, facts, unchecked=frozenset({1})))
     assert [(u.unchecked, [s.text for s in u.sqls]) for u in units] == [
         (False, ["DELETE FROM `s`.`parent` WHERE (`id`) IN ((1))",
-                 "DELETE FROM `s`.`child` WHERE `p` IN (1)"]),
+                 "DELETE FROM `s`.`child` WHERE (`p` IN (1))" + HELD.replace(
+                     "%s", "{!r}").format("s", "child", "fk1", "DELETE_RULE", "CASCADE")]),
         (True, ["DELETE FROM `s`.`parent` WHERE (`id`) IN ((2))"])]
     assert [s.rows for s in units[0].sqls] == [1, 0]  # the action counts no row
 

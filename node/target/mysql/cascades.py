@@ -15,10 +15,13 @@ Grandchildren follow through the target's own foreign keys from these statements
 are on). ``RESTRICT`` / ``NO ACTION``: nothing to do. A change the source made with checks
 off (or a row a window read) cascades nowhere, and gets none.
 
-Only a foreign key whose referenced columns are all among the columns the parent's rows are
-keyed by can be followed (a delete carries its key, not its whole row). The statements
-touch only rows the target's own cascade would have touched had the parent been there,
-also of a child table the pipeline does not replicate.
+Each statement runs only while the target still has the foreign key with that action (its
+constraint in ``information_schema``): one dropped or changed by hand since the facts were
+read keeps the rows the target's schema now keeps. Only a foreign key whose referenced
+columns are all among the columns the parent's rows are keyed by can be followed (a delete
+carries its key, not its whole row). The statements touch only rows the target's own
+cascade would have touched had the parent been there, also of a child table the pipeline
+does not replicate.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Child(NamedTuple):
     referenced: tuple[str, ...]
     on_delete: str  # CASCADE, SET NULL, RESTRICT, NO ACTION, SET DEFAULT
     on_update: str
+    name: str = ""  # the constraint's: each action runs only while the target still has it
 
 
 def read_children(cursor: Any, schema: str, table: str) -> tuple[Child, ...]:
@@ -62,9 +66,19 @@ def read_children(cursor: Any, schema: str, table: str) -> tuple[Child, ...]:
         one[0].append(str(column))
         one[1].append(str(referenced))
     return tuple(Child(child_schema, child, tuple(columns), tuple(referenced), on_delete,
-                       on_update)
-                 for (child_schema, child, _), (columns, referenced, on_delete, on_update)
+                       on_update, name)
+                 for (child_schema, child, name), (columns, referenced, on_delete, on_update)
                  in found.items())
+
+
+def _held(child: Child, rule: str, action: str) -> tuple[str, list[Any]]:
+    """A condition true while the target still has ``child``'s foreign key with this action
+    (``rule``: DELETE_RULE or UPDATE_RULE): the facts are read once and kept until a DDL in
+    the stream, and a key dropped or changed on the target by hand since must not have its
+    old action written (rows the target's own schema keeps were deleted; a review)."""
+    return (f" AND EXISTS (SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE "
+            f"CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = %s AND "
+            f"{rule} = %s)", [child.schema, child.table, child.name, action])
 
 
 def _places(child: Child, keys: tuple[str, ...]) -> tuple[int, ...] | None:
@@ -102,12 +116,14 @@ def deleted(keys: tuple[str, ...], gone: list[tuple[Any, ...]], children: tuple[
         if not values:
             continue
         where, args = _where(child, values)
+        held, named = _held(child, "DELETE_RULE", child.on_delete)
         if child.on_delete == "CASCADE":
-            yield f"DELETE FROM {qualified(child.schema, child.table)} WHERE {where}", args
+            yield (f"DELETE FROM {qualified(child.schema, child.table)} WHERE ({where}){held}",
+                   args + named)
         else:
             yield (f"UPDATE {qualified(child.schema, child.table)} SET "
                    + ", ".join(f"{quote(column)} = NULL" for column in child.columns)
-                   + f" WHERE {where}", args)
+                   + f" WHERE ({where}){held}", args + named)
 
 
 def moved(keys: tuple[str, ...], old: tuple[Any, ...], new: tuple[Any, ...],
@@ -131,5 +147,6 @@ def moved(keys: tuple[str, ...], old: tuple[Any, ...], new: tuple[Any, ...],
                 [sql_value(value) for value in after]
         else:
             assigned, values = ", ".join(f"{quote(c)} = NULL" for c in child.columns), []
-        yield (f"UPDATE {qualified(child.schema, child.table)} SET {assigned} WHERE {where}",
-               values + args)
+        held, named = _held(child, "UPDATE_RULE", child.on_update)
+        yield (f"UPDATE {qualified(child.schema, child.table)} SET {assigned} WHERE "
+               f"({where}){held}", values + args + named)
