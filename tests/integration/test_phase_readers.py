@@ -81,9 +81,10 @@ def test_a_snapshot_killed_mid_copy_never_shows_a_reader_a_mixed_state(
         reader.read_more(20)
         moves.stop.set()
         moves.join(30)
-        wait_equal(source, target, schema, ["ledger"], 120)
         reader.read_more(5)
         reader.halt()
+        assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
+        wait_equal(source, target, schema, ["ledger"], 120)
         shapes.keep_on(transactions=50)
         shapes.finish(source)
     finally:
@@ -91,7 +92,6 @@ def test_a_snapshot_killed_mid_copy_never_shows_a_reader_a_mixed_state(
         reader.stop.set()
         shapes.stop()
         cluster.stop()
-    assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
     assert reader.partial >= 3, "the reader did not see the copy in progress"
     assert moves.moves > 200
     assert target.rows(f"SELECT COUNT(*), SUM(balance) FROM `{schema}`.ledger") == [
@@ -143,9 +143,10 @@ def test_a_failover_with_backfill_requests_in_flight_never_shows_a_mixed_state(
         reader.read_more(20)
         moves.stop.set()
         moves.join(30)
-        wait_equal(source, target, schema, ["ledger"], 120)
         reader.read_more(5)
         reader.halt()
+        assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
+        wait_equal(source, target, schema, ["ledger"], 120)
         shapes.keep_on(transactions=50)
         shapes.finish(source)
     finally:
@@ -153,7 +154,6 @@ def test_a_failover_with_backfill_requests_in_flight_never_shows_a_mixed_state(
         reader.stop.set()
         shapes.stop()
         cluster.stop()
-    assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
     assert reader.partial >= 3, "the reader did not see the backfill in progress"
     assert moves.moves > 200
     assert target.rows(f"SELECT COUNT(*), SUM(balance) FROM `{schema}`.ledger") == [
@@ -191,16 +191,16 @@ def test_repair_d_requests_racing_inserts_and_deletes_never_show_a_mixed_state(
         reader.read_more(20)
         churn.stop.set()
         churn.join(30)
-        wait_equal(source, target, schema, ["hot"], 60)
         reader.read_more(5)
         reader.halt()
+        assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
+        wait_equal(source, target, schema, ["hot"], 60)
         shapes.keep_on(transactions=50)
         shapes.finish(source)
     finally:
         churn.stop.set()
         reader.stop.set()
         shapes.stop()
-    assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
     [verdict] = report["reports"][0]["tables"]
     assert code == 0 and verdict.get("remaining", 0) == 0, report
     assert int(verdict["repaired"]) >= 20  # D requests among them (strays the churn left)
