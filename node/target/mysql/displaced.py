@@ -12,8 +12,9 @@ lost, row 2 holding row 1's values under its own key, an image the source never 
 So before the upserts of such rows (only rows read in a window, only into a target table
 with a unique key besides the key the rows are found by: the stream's SQL is unchanged),
 the same transaction removes the target rows that hold one of their unique values under
-another key (:func:`selects` renders the look-up, one per unique key and statement chunk;
-Load runs it with :func:`write`, then deletes the rows found, by key):
+another key (:func:`selects` renders the look-up, one per unique key and statement chunk,
+``SELECT … FOR UPDATE``; Load runs it with :func:`write`, then, where it found rows, the
+``DELETE`` of the same condition, which deletes the rows it locked):
 
 - a chunk read of a whole table (a snapshot): a row so displaced is one the source does not
   have, or one whose own chunk is not copied yet (a chunk copied is in step, and the source
@@ -128,10 +129,11 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql
             continue
         values = _tuples(spelt, list(dict.fromkeys(u for u, _ in pairs)), columns)
         both = _tuples((*spelt, *keys), [(*u, *k) for u, k in pairs], columns)
-        text = (f"{MARK}{key_list}, ({key_list}) IN ({inside}) FROM {name} WHERE "
-                f"({', '.join(map(quote, spelt))}) IN ({values}) AND "
-                f"({', '.join(map(quote, (*spelt, *keys)))}) NOT IN ({both}) FOR UPDATE")
-        out.append(Sql(text, 0))
+        where = (f"FROM {name} WHERE ({', '.join(map(quote, spelt))}) IN ({values}) AND "
+                 f"({', '.join(map(quote, (*spelt, *keys)))}) NOT IN ({both})")
+        # (the delete by the same condition: the rows the look-up found and locked)
+        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}) {where} FOR UPDATE", 0,
+                       what=f"DELETE {where}"))
     return out
 
 
@@ -161,12 +163,8 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         found = cursor.fetchall()
         if not found:
             return 0
-        name = qualified(unit.schema, unit.table)
-        place = "(" + ", ".join(["%s"] * len(keys)) + ")"
         displaced = [tuple(row[:len(keys)]) for row in found]
-        cursor.execute(f"DELETE FROM {name} WHERE ({', '.join(map(quote, keys))}) IN "
-                       f"({', '.join([place] * len(displaced))})",
-                       [value for key in displaced for value in key])
+        cursor.execute(sql.what)  # (its text as it is)
     except pymysql.MySQLError as exc:
         raise LoadError(f"target {unit.datasource}, table {unit.schema}.{unit.table}: "
                         f"removing the rows that hold a unique value of rows read in a "
