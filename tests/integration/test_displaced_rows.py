@@ -16,6 +16,7 @@ from manager import cli
 from shared.retl import encode_key
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, beside
+from tests.integration.shapes import channel as shapes_channel
 
 U = ("CREATE TABLE `{schema}`.u (id INT PRIMARY KEY, slot INT NOT NULL, note VARCHAR(20), "
      "UNIQUE KEY us (slot))")
@@ -152,3 +153,51 @@ def test_the_reviewers_backfill_of_one_key(
     wait_equal(source, target, schema, ["u"], timeout_s=60)
     assert target.table(schema, "u") == [(1, 5, "one"), (2, 6, "two")]
     cluster.set_status("dr-one", "STOP")
+
+
+def test_a_row_displaced_is_copied_again_after_a_kill_9(sandbox, tmp_path) -> None:
+    """The reviewer's backfill of key 1 alone, but the target refuses row 2's copy (a
+    trigger): the window that serves the node's own request for row 2 cannot load. The node
+    is killed (-9) while it retries; once the target takes the row again, the restarted
+    node serves the request it kept in retl_pending. A second channel on the node streams
+    the keyless, unique-swap and sum tables through the kill: equal as multisets at the
+    end."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    shapes = Shapes(sandbox, source, target, seed=47)
+    cluster = Cluster(sandbox, tmp_path, "displaced-kill")
+    try:
+        schema = make_schema(source, target, U)
+        without_binlog(source, f"INSERT INTO `{schema}`.u VALUES (1, 5, 'one'), (2, 6, 'two')")
+        without_binlog(target, f"INSERT INTO `{schema}`.u VALUES (2, 5, 'stale')")
+        target.execute(f"CREATE TRIGGER `{schema}`.not_two BEFORE INSERT ON `{schema}`.u FOR "
+                       "EACH ROW BEGIN IF NEW.id = 2 THEN SIGNAL SQLSTATE '45000' SET "
+                       "MESSAGE_TEXT = 'not now'; END IF; END")
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([one_way("dk", schema, ["u"], free_door={"source": "target"},
+                               max_retries=1000, fire_target_triggers=True),
+                       shapes_channel("dk-shapes", shapes.schema)])
+        for name in ("dk", "dk-shapes"):
+            cluster.set_status(name, "START")
+            cluster.wait_running(name)
+        shapes.start()
+        target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
+                       "PIPELINE_ID) VALUES (%s, 'I', %s, 'dk', 'forward')",
+                       (f"{schema}.u", encode_key((1,))))
+        wait_for(lambda: target.table(schema, "u") == [(1, 5, "one")], 60,
+                 "row 1 written, row 2 displaced")
+        wait_for(lambda: "not now" in cluster.nodes[1].output(), 60,
+                 "the window of row 2's request refused")
+        shapes.wait_transactions(shapes.transactions + 30)
+        cluster.nodes[1].kill()
+        target.execute(f"DROP TRIGGER `{schema}`.not_two")
+        cluster.start_node(1)
+        wait_equal(source, target, schema, ["u"], timeout_s=90)
+        assert target.table(schema, "u") == [(1, 5, "one"), (2, 6, "two")]
+        shapes.wait_transactions(shapes.transactions + 30)
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+        cluster.stop()
+        source.close()
+        target.close()
