@@ -92,7 +92,7 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
         return None
     out: list[Sql] = []
     part: list[tuple[str, Any]] = []
-    reading = False
+    reading, first = False, True
     for step in [*writes.steps, ("", None)]:
         now = step[0] == UPSERT and id(step[1]) in read
         if part and (now != reading or not step[0]):
@@ -100,7 +100,10 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
                 rows = [item for _, item in part]
                 for chunk in range(0, len(rows), size):
                     out += selects(writes, rows[chunk:chunk + size], table)
-            out += rendered(dataclasses.replace(writes, steps=part))
+            out += rendered(dataclasses.replace(writes, steps=part) if first else
+                            dataclasses.replace(writes, steps=part, deletes=[], upserts=[],
+                                                clears=[], changes=[]))
+            first = False
             part = []
         reading = now
         part.append(step)
