@@ -18,7 +18,9 @@ another key (:func:`selects` renders the look-up, one per unique key and stateme
 
 - a chunk read of a whole table (a snapshot): a row so displaced is one the source does not
   have, or one whose own chunk is not copied yet (a chunk copied is in step, and the source
-  is unique) — it is copied with its chunk;
+  is unique) — it is copied with its chunk (Load does not tell a chunk's rows from a
+  request's: it asks for such a row again too, as below — a second copy that changes
+  nothing, or a request noted missing);
 - a free-door key read (a backfill, repair's I/U): the row displaced may be outside the
   request. Load hands its key to the pipeline's free door (``Loader.displaced``), which
   keeps an ``I`` request for it in the source's ``retl_pending`` before the target commits
@@ -44,7 +46,6 @@ from node.merge import UPSERT, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
 from node.target.mysql.sqltext import Sql, literal
-from shared.errors import LoadError
 from shared.identifiers import qualified, quote, template
 
 log = logging.getLogger("setl.node.target.mysql.displaced")
@@ -168,11 +169,12 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
             return 0
         displaced = [tuple(row[:len(keys)]) for row in found]
         cursor.execute(sql.what)  # (its text as it is)
-    except pymysql.MySQLError as exc:
-        raise LoadError(f"target {unit.datasource}, table {unit.schema}.{unit.table}: "
-                        f"removing the rows that hold a unique value of rows read in a "
-                        f"window under another key: {exc.args[-1] if exc.args else exc}"
-                        ) from None
+    except pymysql.MySQLError as exc:  # same class and code: Load retries go by them
+        if len(exc.args) != 2:
+            raise
+        raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: removing the rows "
+                        "that hold a unique value of rows read in a window under another "
+                        f"key: {exc.args[1]}") from None
     outside = [key for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
     log.warning("event=displaced_rows pipeline=%s process_id=%d target=%s table=%s count=%d "
                 "asked_again=%d keys=%s", pipeline_id, process_id, unit.datasource,
