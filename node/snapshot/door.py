@@ -48,12 +48,12 @@ from node.extract.freedoor import (
     parse,
 )
 from node.extract.reads import Read
+from node.snapshot.sourceof import source_of
 from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.identifiers import qualified
 from shared.model import TWO_WAY_COPY, DataSource
-from shared.patterns import PatternKind
 from shared.retl import PENDING_TABLE, encode_key
 from shared.tablekeys import door_key
 
@@ -169,7 +169,7 @@ class DoorQueue:
         values under another key: :mod:`node.target.mysql.displaced`), asked again: an ``I``
         request each, kept in ``retl_pending`` before the target commits, served in a later
         window (a row the source lacks: noted missing). Load calls it."""
-        found = self._source_of(target, columns)
+        found = source_of(self.compiled, target, columns)
         if found is None:
             log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
                         "count=%d: no simple pair maps the table back to its source table; "
@@ -182,32 +182,6 @@ class DoorQueue:
                             central=False) for index, key in enumerate(keys)])
         log.info("event=displaced_rows_asked pipeline=%s table=%s count=%d", self.pipeline_id,
                  qualified(schema, table), len(keys))
-
-    def _source_of(self, target: tuple[str, str, str], columns: tuple[str, ...]
-                   ) -> tuple[str, str, list[int]] | None:
-        """The source table a simple pair maps to ``target``, and the places of its key
-        columns among the target's ``columns``."""
-        compiled = self.compiled
-        for entry in compiled.pairs:
-            pair = entry.pair
-            if entry.routes_for_others or not entry.simple or \
-                    pair.target.datasource != target[0]:
-                continue
-            schema, table = compiled.stored(
-                pair.source.namespace.literal if pair.source.namespace.kind is
-                PatternKind.SINGLE else target[1],
-                pair.source.table.literal if pair.source.table.kind is PatternKind.SINGLE
-                else target[2])
-            if entry not in compiled.pairs_for(schema, table) or \
-                    entry.address(schema, table) != target:
-                continue
-            back = {new.lower(): old for old, new in entry.renames.items()}
-            named = [back.get(column.lower(), column).lower() for column in columns]
-            keys = [key.lower() for key in compiled.configured_keys(schema, table)] or named
-            if sorted(keys) != sorted(named):
-                continue
-            return schema, table, [named.index(key) for key in keys]
-        return None
 
     def _last(self, cursor: Any) -> int:
         cursor.execute(f"SELECT COALESCE(MAX(SEQ), 0) FROM {'.'.join(PENDING_TABLE)} "
