@@ -291,6 +291,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                               source, schema, table))
         door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats,
                          refusal(self.pipeline_id, self.target_kind, self.two_way))
+        if hasattr(loader, "displaced") and not params.dry_run:  # (a MySQL target's Load)
+            loader.displaced = door.displaced  # rows a window's row displaced: asked again
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
                                                 self.ctx.spark, self.snapshot_store, door,
                                                 lines=planner.lines_plan)

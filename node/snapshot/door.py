@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import secrets
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -47,16 +48,21 @@ from node.extract.freedoor import (
     parse,
 )
 from node.extract.reads import Read
+from node.snapshot.sourceof import source_of
 from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
+from shared.identifiers import qualified
 from shared.model import TWO_WAY_COPY, DataSource
-from shared.retl import PENDING_TABLE
+from shared.retl import PENDING_TABLE, encode_key
 from shared.tablekeys import door_key
 
 log = logging.getLogger("setl.node.snapshot.door")
 COLUMNS_PENDING = "ID, FULL_NAME, TYPE, PK_DATA"
 KEYS_PER_READ = 1_000  # keys of one table one read asks for
+# the ids of the requests asking displaced rows again (:meth:`DoorQueue.displaced`): far
+# above any buffer row's, whose served copies are deleted by id
+DISPLACED_IDS = 1 << 62
 PAGE = 5_000  # pending requests read at once
 
 
@@ -157,6 +163,25 @@ class DoorQueue:
         except ConfigError:
             return True
         return self.compiled.wants(schema, table)
+    def displaced(self, target: tuple[str, str, str], columns: tuple[str, ...],
+                  keys: list[tuple[Any, ...]]) -> None:
+        """Target rows removed for rows a window read (they held one of those rows' unique
+        values under another key: :mod:`node.target.mysql.displaced`), asked again: an ``I``
+        request each, kept in ``retl_pending`` before the target commits, served in a later
+        window (a row the source lacks: noted missing). Load calls it."""
+        found = source_of(self.compiled, target, columns)
+        if found is None:
+            log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
+                        "count=%d: no simple pair maps the table back to its source table; "
+                        "run setl verify --repair", self.pipeline_id, *target, len(keys))
+            return
+        schema, table, order = found
+        base = DISPLACED_IDS + secrets.randbits(48) * KEYS_PER_READ  # (no buffer row's id)
+        self.ask([as_change({"ID": base + index, "FULL_NAME": qualified(schema, table),
+                             "TYPE": "I", "PK_DATA": encode_key([key[i] for i in order])},
+                            central=False) for index, key in enumerate(keys)])
+        log.info("event=displaced_rows_asked pipeline=%s table=%s count=%d", self.pipeline_id,
+                 qualified(schema, table), len(keys))
 
     def _last(self, cursor: Any) -> int:
         cursor.execute(f"SELECT COALESCE(MAX(SEQ), 0) FROM {'.'.join(PENDING_TABLE)} "

@@ -34,7 +34,7 @@ import pymysql
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
 from node.jobs import PartResult, in_order
-from node.target.mysql import alone, localdata, owners, sessions
+from node.target.mysql import alone, displaced, localdata, owners, sessions
 from node.target.mysql.copies import Copies
 from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
 from node.target.mysql.facts import TargetFacts
@@ -75,6 +75,8 @@ class Loader:
         self.facts = TargetFacts(targets, self._connection, self._discard)  # batches rendered here
         # snapshot lines, loaded right after a batch's transaction, several at once
         self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, sessions.COPY_SESSION)
+        # the free door's hook: keys of rows removed for rows read in a window, copied again
+        self.displaced: displaced.Displaced | None = None
 
     def take_skipped(self) -> int:
         """The rows skipped (refused by a target, ``skip_load_exception``) in transactions
@@ -327,11 +329,16 @@ class Loader:
                     sessions.set_checks(self._unchecked, name, together, checks)
                 if one_by_one:  # a row at a time, each alone: one the target refuses skipped
                     together.send()
-                    written += sum(alone.write_row(cursor, unit, row, batch, self.pipeline_id,
+                    written += sum(self._displaced(cursor, unit, row[0], batch)
+                                   if displaced.marked(row[0]) else
+                                   alone.write_row(cursor, unit, row, batch, self.pipeline_id,
                                                    skip) for row in alone.rows(unit.sqls))
                     continue
                 for sql in unit.sqls:
-                    if sql.data is not None or sql.lenient or sql.matches_one:
+                    if sql.rows == 0 and displaced.marked(sql):
+                        together.send()
+                        written += self._displaced(cursor, unit, sql, batch)
+                    elif sql.data is not None or sql.lenient or sql.matches_one:
                         together.send()  # what came before, then this one alone
                         written += alone.write(cursor, unit, sql, batch, self.pipeline_id)
                     else:
@@ -358,6 +365,10 @@ class Loader:
         self.rows_skipped += skipped[0]
         self._unchecked.discard(name)  # (set back to 1 before the COMMIT)
         return written
+
+    def _displaced(self, cursor: Any, unit: Any, sql: Any, batch: Batch) -> int:
+        return displaced.write(cursor, unit, sql, self.pipeline_id, batch.process_id,
+                               self.displaced)
 
     def _locked(self, conn: Any, cursor: Any, name: str, batch: Batch) -> Any:
         """Lock the pipeline's position row and check no newer owner wrote it, nor removed

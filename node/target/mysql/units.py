@@ -6,12 +6,13 @@ batch written again statement by statement or a two-way batch, in the node by Lo
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 from node.changes import TargetChange
 from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
 from node.merge import TableWrites, merge
-from node.target.mysql import loaddata
+from node.target.mysql import displaced, loaddata
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.render import statements
 from node.target.mysql.sqltext import Sql, texts
@@ -23,6 +24,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     facts = spec.facts
     size = 1 if spec.one_by_one else spec.load_batch_size
     units = []
+    read = displaced.read_rows(changes, facts)  # (none in a batch of the stream alone)
 
     def ordered(name: Target, keys: tuple[str, ...]) -> bool:
         return facts.get(name, _NO_FACTS).ordered(keys)
@@ -38,16 +40,25 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
                 "primary key on those columns (or a unique key over NOT NULL columns among "
                 "them), or name the target key's columns in the pair's 'key_columns' (a "
                 "wider key, as a partitioned table's), then resume the channel")
+        rendered = functools.partial(_rendered, size=size, table=table, big=big,
+                                     parted=name in spec.parted, keep=spec.one_by_one)
         sqls = _replaced(writes, table, spec) if not big else None
+        if sqls is None and name in read:  # rows a window read: none lands on another key's
+            sqls = displaced.sqls(writes, read[name], table, size, rendered)
         if sqls is None:
-            sqls = [sql for statement in statements(
-                        writes, size, table.columns, big, name in spec.parted, table.packet,
-                        () if writes.unchecked else table.children)
-                    for sql in texts(statement, keep_what=spec.one_by_one)]
+            sqls = rendered(writes)
         units.append(Unit(*name, writes.push_weight, writes.first_seq, sqls, writes.rows,
                           writes.keys, ordered=writes.ordered,
                           unchecked=writes.unchecked))
     return units
+
+
+def _rendered(writes: TableWrites, size: int, table: TableFacts, big: bool, parted: bool,
+              keep: bool) -> list[Sql]:
+    return [sql for statement in statements(writes, size, table.columns, big, parted,
+                                            table.packet,
+                                            () if writes.unchecked else table.children)
+            for sql in texts(statement, keep_what=keep)]
 
 
 def _unchecked(places: frozenset[int] | None, facts: dict[Target, TableFacts]

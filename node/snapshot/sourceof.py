@@ -1,0 +1,36 @@
+"""The source table of a target table, for the requests that copy a target's rows again
+(:meth:`node.snapshot.door.DoorQueue.displaced`): a row removed on the target is asked for
+by its source table's name and key."""
+
+from __future__ import annotations
+
+from node.extract.etl import CompiledPipeline
+from shared.patterns import PatternKind
+
+
+def source_of(compiled: CompiledPipeline, target: tuple[str, str, str],
+              columns: tuple[str, ...]) -> tuple[str, str, list[int]] | None:
+    """The source table a simple pair (renames and column choice only) maps to ``target``,
+    and the places of the source's key columns among the target's key ``columns``; None
+    where no such pair does (a processor, a join, a shard route: the key may not be the
+    source's)."""
+    for entry in compiled.pairs:
+        pair = entry.pair
+        if entry.routes_for_others or not entry.simple or \
+                pair.target.datasource != target[0]:
+            continue
+        schema, table = compiled.stored(
+            pair.source.namespace.literal if pair.source.namespace.kind is
+            PatternKind.SINGLE else target[1],
+            pair.source.table.literal if pair.source.table.kind is PatternKind.SINGLE
+            else target[2])
+        if entry not in compiled.pairs_for(schema, table) or \
+                entry.address(schema, table) != target:
+            continue
+        back = {new.lower(): old for old, new in entry.renames.items()}
+        named = [back.get(column.lower(), column).lower() for column in columns]
+        keys = [key.lower() for key in compiled.configured_keys(schema, table)] or named
+        if sorted(keys) != sorted(named):
+            continue
+        return schema, table, [named.index(key) for key in keys]
+    return None

@@ -1,0 +1,204 @@
+"""Rows a window read onto a target out of step with another unique key (the case
+snapshots and backfills are run for): a row read whose unique value another target row
+holds under another key never lands on that row (its upsert would update the other row,
+key kept: the row read lost, the other holding an image the source never had). The row so
+displaced is removed, and copied again: by its own chunk (a snapshot), or by a request the
+node keeps for it (a backfill whose keys do not name it). A racing writer changes the
+table meanwhile; the keyless, unique-swap and sum tables ride along in the pipeline; the
+target ends equal to the source as multisets."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+from manager import cli
+from shared.retl import encode_key
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes, beside
+from tests.integration.shapes import channel as shapes_channel
+
+U = ("CREATE TABLE `{schema}`.u (id INT PRIMARY KEY, slot INT NOT NULL, note VARCHAR(20), "
+     "UNIQUE KEY us (slot))")
+ROWS = 300  # source rows 1..ROWS, slot = id
+CLEAN = 100  # ids 1..CLEAN: the target holds them as the source does (the writer's)
+
+
+def without_binlog(db: Database, sql: str) -> None:
+    db.execute("SET SESSION sql_log_bin = 0")
+    try:
+        db.execute(sql)
+    finally:
+        db.execute("SET SESSION sql_log_bin = 1")
+
+
+def out_of_step(source: Database, target: Database, schema: str) -> None:
+    """Source: (i, slot i) for 1..ROWS. Target: the first CLEAN rows as they are; 101..200
+    each holding the next one's slot (200 holds 101's); 1001..1020 only on the target,
+    holding the slots of 201..220; 201..300 missing."""
+    t = f"`{schema}`.u"
+    without_binlog(source, f"INSERT INTO {t} VALUES " + ", ".join(
+        f"({i}, {i}, 'src {i}')" for i in range(1, ROWS + 1)))
+    stale = [(i, i, f"src {i}") for i in range(1, CLEAN + 1)] + \
+        [(i, i + 1 if i < 200 else 101, f"stale {i}") for i in range(101, 201)] + \
+        [(1000 + i, 200 + i, f"extra {i}") for i in range(1, 21)]
+    without_binlog(target, f"INSERT INTO {t} VALUES " + ", ".join(
+        f"({i}, {s}, '{n}')" for i, s, n in stale))
+
+
+def racing(db: Database, schema: str, stop: threading.Event) -> None:
+    """Changes of the rows the target holds in step, and new rows of free slots."""
+    rng, t, born = random.Random(5), f"`{schema}`.u", 5000
+    while not stop.is_set():
+        key = rng.randint(1, CLEAN)
+        kind = rng.randrange(3)
+        if kind == 0:
+            db.execute(f"UPDATE {t} SET note = 'hot {key}' WHERE id = {key}")
+        elif kind == 1:
+            db.execute(f"DELETE FROM {t} WHERE id = {key}")
+            db.execute(f"INSERT IGNORE INTO {t} VALUES ({key}, {key}, 'reborn {key}')")
+        else:
+            born += 1
+            db.execute(f"INSERT INTO {t} VALUES ({born}, {born}, 'born')")
+        stop.wait(0.01)
+
+
+def run(cluster: Cluster, source: Database, target: Database, channel: str, seed: int,
+        serve) -> None:
+    """The damage, a channel over it (with the workload's tables), a racing writer while
+    ``serve(schema)`` asks for the copy; equal at the end."""
+    schema = make_schema(source, target, U)
+    out_of_step(source, target, schema)
+    shapes = Shapes(cluster.sandbox, source, target, seed=seed)
+    cluster.apply([beside(one_way(channel, schema, ["u"], snapshot_chunk_size=40,
+                                  free_door={"source": "target"}), shapes.schema)])
+    cluster.set_status(channel, "START")
+    cluster.wait_running(channel)
+    shapes.start()
+    stop = threading.Event()
+    writer = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=racing, args=(writer, schema, stop), daemon=True)
+    thread.start()
+    try:
+        serve(schema)
+        shapes.keep_on(transactions=50, reads=10)
+    finally:
+        stop.set()
+        thread.join(60)
+        writer.close()
+    assert not thread.is_alive(), "the racing writer did not stop"
+    try:
+        wait_equal(source, target, schema, ["u"], timeout_s=120)
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+    log = cluster.nodes[1].output()
+    assert any("event=displaced_rows " in line and f"pipeline={channel}.forward " in line
+               for line in log.splitlines()), "no row displaced: the damage was not met"
+    cluster.set_status(channel, "STOP")
+
+
+def test_a_snapshot_onto_a_target_out_of_step_copies_every_row_to_its_own_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Chunks of 40 rows: a row read displaces a target row of the chunk before or after
+    it, or one the source lacks; each is copied by its own chunk or deleted for good."""
+    def serve(schema: str) -> None:
+        assert cli.main(["--manager", cluster.manager_address, "snapshot", "dr-snap",
+                         "--table", f"{schema}.u"]) == 0
+        wait_for(lambda: [c.state for c in cluster.pipeline_state("dr-snap").snapshots]
+                 == ["done"], 120, "the copy done")
+
+    run(cluster, source, target, "dr-snap", 41, serve)
+
+
+def test_a_backfill_copies_again_the_rows_it_displaced_outside_its_keys(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Requests for every other row of 101..200 and for 201..220: each row read displaces a
+    row its requests do not name (the next one, or a row the source lacks). Those are asked
+    again by the node and copied in a later window; 221..300 were never asked for, so the
+    source's rows 221..300 are asked for too to end equal."""
+    def serve(schema: str) -> None:
+        keys = [(i,) for i in range(101, 201, 2)] + [(i,) for i in range(201, ROWS + 1)]
+        target.conn.cursor().executemany(
+            "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
+            "VALUES (%s, 'I', %s, 'dr-door', 'forward')",
+            [(f"{schema}.u", encode_key(key)) for key in keys])
+        wait_for(lambda: target.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE "
+                                     "CHANNEL_ID = 'dr-door'") == [(0,)], 120, "served")
+        # the keys displaced outside the requests, asked again (each served once at least)
+        wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_pending WHERE "
+                                     "PIPELINE_ID = 'dr-door.forward'") == [(0,)], 120,
+                 "the rows displaced asked again and served")
+        # the rows the source lacks (1001..1020) deleted: a D request each
+        target.conn.cursor().executemany(
+            "INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
+            "VALUES (%s, 'D', %s, 'dr-door', 'forward')",
+            [(f"{schema}.u", encode_key((1000 + i,))) for i in range(1, 21)])
+
+    run(cluster, source, target, "dr-door", 43, serve)
+
+
+def test_the_reviewers_backfill_of_one_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Source (1, 5, 'one'), (2, 6, 'two'); target only (2, 5, 'stale'); a request for key
+    1 alone: row 1 is written, row 2 (displaced) copied again by the node's own request."""
+    schema = make_schema(source, target, U)
+    without_binlog(source, f"INSERT INTO `{schema}`.u VALUES (1, 5, 'one'), (2, 6, 'two')")
+    without_binlog(target, f"INSERT INTO `{schema}`.u VALUES (2, 5, 'stale')")
+    cluster.apply([one_way("dr-one", schema, ["u"], free_door={"source": "target"})])
+    cluster.set_status("dr-one", "START")
+    cluster.wait_running("dr-one")
+    target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
+                   "PIPELINE_ID) VALUES (%s, 'I', %s, 'dr-one', 'forward')",
+                   (f"{schema}.u", encode_key((1,))))
+    wait_equal(source, target, schema, ["u"], timeout_s=60)
+    assert target.table(schema, "u") == [(1, 5, "one"), (2, 6, "two")]
+    cluster.set_status("dr-one", "STOP")
+
+
+def test_a_row_displaced_is_copied_again_after_a_kill_9(sandbox, tmp_path) -> None:
+    """The reviewer's backfill of key 1 alone, but the target refuses row 2's copy (a
+    trigger): the window that serves the node's own request for row 2 cannot load. The node
+    is killed (-9) while it retries; once the target takes the row again, the restarted
+    node serves the request it kept in retl_pending. A second channel on the node streams
+    the keyless, unique-swap and sum tables through the kill: equal as multisets at the
+    end."""
+    source, target = Database(sandbox, "source"), Database(sandbox, "target")
+    shapes = Shapes(sandbox, source, target, seed=47)
+    cluster = Cluster(sandbox, tmp_path, "displaced-kill")
+    try:
+        schema = make_schema(source, target, U)
+        without_binlog(source, f"INSERT INTO `{schema}`.u VALUES (1, 5, 'one'), (2, 6, 'two')")
+        without_binlog(target, f"INSERT INTO `{schema}`.u VALUES (2, 5, 'stale')")
+        target.execute(f"CREATE TRIGGER `{schema}`.not_two BEFORE INSERT ON `{schema}`.u FOR "
+                       "EACH ROW BEGIN IF NEW.id = 2 THEN SIGNAL SQLSTATE '45000' SET "
+                       "MESSAGE_TEXT = 'not now'; END IF; END")
+        cluster.start_manager()
+        cluster.start_node(1)
+        cluster.apply([one_way("dk", schema, ["u"], free_door={"source": "target"},
+                               max_retries=1000, fire_target_triggers=True),
+                       shapes_channel("dk-shapes", shapes.schema)])
+        for name in ("dk", "dk-shapes"):
+            cluster.set_status(name, "START")
+            cluster.wait_running(name)
+        shapes.start()
+        target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
+                       "PIPELINE_ID) VALUES (%s, 'I', %s, 'dk', 'forward')",
+                       (f"{schema}.u", encode_key((1,))))
+        wait_for(lambda: target.table(schema, "u") == [(1, 5, "one")], 60,
+                 "row 1 written, row 2 displaced")
+        wait_for(lambda: "not now" in cluster.nodes[1].output(), 60,
+                 "the window of row 2's request refused")
+        shapes.wait_transactions(shapes.transactions + 30)
+        cluster.nodes[1].kill()
+        target.execute(f"DROP TRIGGER `{schema}`.not_two")
+        cluster.start_node(1)
+        wait_equal(source, target, schema, ["u"], timeout_s=90)
+        assert target.table(schema, "u") == [(1, 5, "one"), (2, 6, "two")]
+        shapes.wait_transactions(shapes.transactions + 30)
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+        cluster.stop()
+        source.close()
+        target.close()

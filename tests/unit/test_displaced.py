@@ -1,0 +1,98 @@
+"""node/target/mysql/displaced.py: rows a window read into a table with another unique key
+are preceded by the look-up of the target rows that hold their unique values under another
+key; Load deletes what it finds and hands the keys outside the chunk to the free door. The
+stream's SQL is unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
+from node.target.mysql import displaced
+from node.target.mysql.facts import TableFacts
+from node.target.mysql.render import Column
+from node.target.mysql.sqltext import Sql
+from node.target.mysql.units import render
+from tests.unit.test_merge import ins, upd
+
+COLUMNS = {"id": Column("int", None), "slot": Column("int", None),
+           "note": Column("varchar", "utf8mb4")}
+SLOT = {("dst", "s", "t"): TableFacts(COLUMNS, (frozenset({"id"}), frozenset({"slot"})))}
+READ = READ_BIT  # a seq of a row a window read (place 0)
+
+
+def texts(changes: list[Any], facts: dict[Any, TableFacts] = SLOT, size: int = 100
+          ) -> list[str]:
+    spec = JobSpec(1, False, facts, load_batch_size=size)  # type: ignore[arg-type]
+    return [sql.text for unit in render(changes, spec) for sql in unit.sqls]
+
+
+def row(i: int, slot: int | None) -> dict[str, Any]:
+    return {"id": i, "slot": slot, "note": f"n{i}"}
+
+
+def test_the_streams_rows_go_as_before() -> None:
+    changes = [ins(1 << ROW_BITS, row(1, 5)), upd(2 << ROW_BITS, (1,), row(1, 6))]
+    assert not any(text.startswith(displaced.MARK) for text in texts(changes))
+
+
+def test_rows_read_are_preceded_by_the_look_up_of_the_rows_they_would_land_on() -> None:
+    """A stream row, two rows read, a stream row: the look-up goes right before the rows
+    read, pairing each unique value with its own key."""
+    changes = [ins(1 << ROW_BITS, row(1, 1)), ins((3 << ROW_BITS) - 2, row(2, 5)),
+               ins((3 << ROW_BITS) - 1, row(3, 6)), ins(3 << ROW_BITS, row(4, 7))]
+    assert changes[1].seq & READ and changes[2].seq & READ
+    found = texts(changes)
+    assert [text.split()[0] for text in found] == ["INSERT", "SELECT", "INSERT", "INSERT"]
+    [look_up] = [sql for unit in render(changes, JobSpec(  # type: ignore[arg-type]
+        1, False, SLOT, load_batch_size=100)) for sql in unit.sqls if sql.text == found[1]]
+    assert look_up.what == ("DELETE FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) AND "
+                            "(`slot`, `id`) NOT IN ((5, 2), (6, 3))")
+    assert found[1] == (
+        f"{displaced.MARK}`id`, (`id`) IN ((2), (3)) FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) "
+        "AND (`slot`, `id`) NOT IN ((5, 2), (6, 3)) FOR UPDATE")
+    assert "(2,5,'n2'),(3,6,'n3')" in found[2].replace(" ", "")
+
+
+def test_a_look_up_per_statement_chunk_and_none_for_null_values() -> None:
+    changes = [ins(READ + i, row(i, None if i == 2 else i)) for i in range(1, 4)]
+    found = [text for text in texts(changes, size=2) if text.startswith(displaced.MARK)]
+    assert len(found) == 2
+    assert "(`slot`) IN ((1)) AND (`slot`, `id`) NOT IN ((1, 1))" in found[0]  # 2: NULL
+    assert "(`slot`) IN ((3))" in found[1]
+    assert not any(text.startswith(displaced.MARK)
+                   for text in texts([ins(READ, row(1, None))]))
+
+
+def test_no_look_up_where_no_other_unique_key_can_be_met() -> None:
+    only_key = {("dst", "s", "t"): TableFacts(COLUMNS, (frozenset({"id"}),))}
+    wider = {("dst", "s", "t"): TableFacts(COLUMNS, (frozenset({"id"}),
+                                                     frozenset({"id", "slot"})))}
+    for facts in (only_key, wider):
+        assert not any(text.startswith(displaced.MARK)
+                       for text in texts([ins(READ, row(1, 5))], facts))
+
+
+class FakeCursor:
+    def __init__(self, found: list[tuple[Any, ...]]) -> None:
+        self.found, self.executed = found, []  # type: ignore[var-annotated]
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        self.executed.append((sql, args))
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self.found
+
+
+def test_load_deletes_what_it_finds_and_asks_again_for_the_rows_outside_the_chunk() -> None:
+    unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
+    asked: list[Any] = []
+    cursor = FakeCursor([(7, 0), (3, 1)])  # 7: outside the chunk; 3: a row of it
+    sql = Sql(f"{displaced.MARK}... FOR UPDATE", 0, what="DELETE FROM ...")
+    assert displaced.write(cursor, unit, sql, "c.p", 4,
+                           lambda *found: asked.append(found)) == 2
+    assert cursor.executed == [(sql.text, None), ("DELETE FROM ...", None)]
+    assert asked == [(("dst", "s", "t"), ("id",), [(7,)])]
+    nothing = FakeCursor([])
+    assert displaced.write(nothing, unit, sql, "c.p", 4, None) == 0
+    assert len(nothing.executed) == 1  # the look-up alone
