@@ -81,6 +81,9 @@ class JobSpec:
     # the places of the events the source wrote with foreign_key_checks off; with it, rows a
     # window read are written with checks off too (READ_BIT). None: every change checked
     unchecked: frozenset[int] | None = None
+    # the batch's part may hold rows a window read (False: a part of the stream alone, whose
+    # changes Load's MySQL side need not look at one by one for them)
+    reads: bool = True
 
 
 def crowded(schema: str, table: str, place: int, rows: int) -> SourceError:

@@ -127,7 +127,10 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     changes = extract_transform_lists(compiled, numbered)
     off = unchecked_places(part.events, part.lengths, part.places)
     if off or as_rows:  # foreign_key_checks off: the source's for its events, and the rows
-        spec = dataclasses.replace(spec, unchecked=frozenset(off))  # read (node.merge)
+        # read (node.merge); rows read are also looked at for other keys' rows they meet
+        spec = dataclasses.replace(spec, unchecked=frozenset(off), reads=bool(as_rows))
+    elif spec.reads:  # a part of the stream alone: no change to look at for that
+        spec = dataclasses.replace(spec, reads=False)
     if spec.changes_only:
         if dropped:  # never planned for a two-way pipeline (copylines.plan)
             raise SetlError("a two-way pipeline's snapshot read lines")

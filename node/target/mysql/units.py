@@ -24,7 +24,8 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     facts = spec.facts
     size = 1 if spec.one_by_one else spec.load_batch_size
     units = []
-    read = displaced.read_rows(changes, facts)  # (none in a batch of the stream alone)
+    # rows a window read, by table (a part of the stream alone has none to look for)
+    read = displaced.read_rows(changes, facts) if spec.reads else {}
 
     def ordered(name: Target, keys: tuple[str, ...]) -> bool:
         return facts.get(name, _NO_FACTS).ordered(keys)
