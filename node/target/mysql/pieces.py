@@ -134,16 +134,9 @@ def whole(writes: Any, change: Any, space: int, packet: int) -> None:
     size = rendered(values) + len(values) * 40  # (the WHERE clause's casts)
     if size <= space:
         return
-    known = packet or PACKET
-    wanted = -(-(size + HEAD) // (1 << 20)) << 20  # whole MiB
-    raise RowTooLargeError(
-        f"target {writes.datasource}: table {writes.schema}.{writes.table} (keyless): a row's "
-        f"{change.type.name} takes {size:,} bytes, over the target's max_allowed_packet "
-        f"({known:,} bytes{'' if packet else ': not known, taken as the default'}); a "
-        "keyless row goes in one statement, it cannot be cut (no key to append a value "
-        f"to). Raise the target's max_allowed_packet to at least {wanted} (SET GLOBAL "
-        f"max_allowed_packet = {wanted}; and in my.cnf), then resume the channel: nothing "
-        "of the batch was written")
+    raise refused(writes, f"a row's {change.type.name} takes {size:,} bytes", size, packet,
+                  "; a keyless row goes in one statement, it cannot be cut (no key to append "
+                  "a value to)", " (keyless)")
 
 
 def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, space: int,
@@ -157,20 +150,14 @@ def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, 
     and the connection dropped at every retry: the pipeline pauses at once instead, before
     anything of the batch is sent. So for a value written a piece at a time that is itself
     longer than the packet: the server builds it there, and ``CONCAT`` refuses to pass it."""
-    known = packet or PACKET
     for name in taken if packet else ():  # (a packet not known may be larger)
         value = row[name]
-        if len(value) > known:  # (bytes, or characters: each at least one byte)
-            wanted = -(-(len(value) + HEAD) // (1 << 20)) << 20  # whole MiB
-            raise RowTooLargeError(
-                f"target {writes.datasource}: table {writes.schema}.{writes.table}: a row's "
-                f"value of `{name}` takes {len(value):,} "
-                f"{'bytes' if isinstance(value, bytes | bytearray) else 'characters'}, over "
-                f"the target's max_allowed_packet ({packet:,} bytes): the target builds "
-                "a value whole, whatever the pieces it is sent in. Raise the target's "
-                f"max_allowed_packet to at least {wanted} (SET GLOBAL max_allowed_packet = "
-                f"{wanted}; and in my.cnf), then resume the channel: nothing of the batch "
-                "was written")
+        if len(value) > packet:  # (bytes, or characters: each at least one byte)
+            raise refused(
+                writes, f"a row's value of `{name}` takes {len(value):,} "
+                f"{'bytes' if isinstance(value, bytes | bytearray) else 'characters'}",
+                len(value), packet, ": the target builds a value whole, whatever the pieces "
+                "it is sent in")
     if left <= space:
         return
     whole = {name: size(value) for name, value in row.items() if name not in taken}
@@ -181,14 +168,22 @@ def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, 
         what = (f"a row's value of `{largest}` ("
                 f"{_unpieceable(largest, writes.keys, columns or {})}) takes "
                 f"{whole[largest]:,} bytes, its statement {left:,}")
-    wanted = -(-(left + HEAD) // (1 << 20)) << 20  # whole MiB
-    raise RowTooLargeError(
-        f"target {writes.datasource}: table {writes.schema}.{writes.table}: {what}, over the "
-        f"target's max_allowed_packet ({known:,} bytes"
-        f"{'' if packet else ': not known, taken as the default'}); such a value goes in one "
-        "statement, it cannot be cut. Raise the target's max_allowed_packet to at least "
-        f"{wanted} (SET GLOBAL max_allowed_packet = {wanted}; and in my.cnf), then resume "
-        "the channel: nothing of the batch was written")
+    raise refused(writes, what, left, packet,
+                  "; such a value goes in one statement, it cannot be cut")
+
+
+def refused(writes: Any, what: str, needed: int, packet: int, why: str, kind: str = ""
+            ) -> RowTooLargeError:
+    """The error for a statement of ``needed`` bytes no statement under the target's
+    ``packet`` (0: not known) can carry: ``what`` takes them, ``why`` it cannot be cut; what
+    to raise the packet to."""
+    wanted = -(-(needed + HEAD) // (1 << 20)) << 20  # whole MiB
+    return RowTooLargeError(
+        f"target {writes.datasource}: table {writes.schema}.{writes.table}{kind}: {what}, "
+        f"over the target's max_allowed_packet ({packet or PACKET:,} bytes"
+        f"{'' if packet else ': not known, taken as the default'}){why}. Raise the target's "
+        f"max_allowed_packet to at least {wanted} (SET GLOBAL max_allowed_packet = {wanted}; "
+        "and in my.cnf), then resume the channel: nothing of the batch was written")
 
 
 def _unpieceable(name: str, keys: Iterable[str], columns: Mapping[str, Any]) -> str:
