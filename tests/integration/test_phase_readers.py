@@ -45,6 +45,31 @@ def ledger_beside_shapes(sandbox: Sandbox, source: Database, target: Database,
     return schema, Shapes(sandbox, source, target, seed=seed)
 
 
+def ended(moves: Transfers, reader: LedgerReader, source: Database, target: Database,
+          schema: str, shapes: Shapes) -> None:
+    """More transfers, still watched; the writers and the reader stopped; no broken read;
+    the ledger and the Shapes tables equal on the target."""
+    moves.more(100)
+    reader.read_more(20)
+    moves.stop.set()
+    moves.join(30)
+    reader.read_more(5)
+    reader.halt()
+    assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
+    wait_equal(source, target, schema, ["ledger"], 120)
+    shapes.keep_on(transactions=50)
+    shapes.finish(source)
+
+
+def kept(reader: LedgerReader, moves: Transfers, target: Database, schema: str,
+         phase: str) -> None:
+    """The reader saw the phase in progress, the writer ran, every row and the sum kept."""
+    assert reader.partial >= 3, f"the reader did not see {phase} in progress"
+    assert moves.moves > 200
+    assert target.rows(f"SELECT COUNT(*), SUM(balance) FROM `{schema}`.ledger") == [
+        (ROWS, ROWS * 100)]
+
+
 def test_a_snapshot_killed_mid_copy_never_shows_a_reader_a_mixed_state(
         sandbox: Sandbox, pair: tuple[Database, Database], tmp_path) -> None:
     """``setl snapshot`` of the ledger while transfers change it; kill -9 of the node after
@@ -77,25 +102,13 @@ def test_a_snapshot_killed_mid_copy_never_shows_a_reader_a_mixed_state(
         cluster.start_node(1)
         wait_for(lambda: [c.state for c in cluster.pipeline_state("phasesnap").snapshots]
                  == ["done"], 180, "the copy done")
-        moves.more(100)  # the stream alone again, still watched
-        reader.read_more(20)
-        moves.stop.set()
-        moves.join(30)
-        reader.read_more(5)
-        reader.halt()
-        assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
-        wait_equal(source, target, schema, ["ledger"], 120)
-        shapes.keep_on(transactions=50)
-        shapes.finish(source)
+        ended(moves, reader, source, target, schema, shapes)  # the stream alone again
     finally:
         moves.stop.set()
         reader.stop.set()
         shapes.stop()
         cluster.stop()
-    assert reader.partial >= 3, "the reader did not see the copy in progress"
-    assert moves.moves > 200
-    assert target.rows(f"SELECT COUNT(*), SUM(balance) FROM `{schema}`.ledger") == [
-        (ROWS, ROWS * 100)]
+    kept(reader, moves, target, schema, "the copy")
 
 
 def test_a_failover_with_backfill_requests_in_flight_never_shows_a_mixed_state(
@@ -139,25 +152,13 @@ def test_a_failover_with_backfill_requests_in_flight_never_shows_a_mixed_state(
         wait_for(lambda: source.rows("SELECT COUNT(*) FROM retl.retl_buffer WHERE "
                                      "FULL_NAME = %s", (f"{schema}.ledger",)) == [(0,)],
                  180, "every backfill request served")
-        moves.more(100)  # after the takeover, still watched
-        reader.read_more(20)
-        moves.stop.set()
-        moves.join(30)
-        reader.read_more(5)
-        reader.halt()
-        assert reader.broken == [], f"{len(reader.broken)} broken reads: {reader.broken[:5]}"
-        wait_equal(source, target, schema, ["ledger"], 120)
-        shapes.keep_on(transactions=50)
-        shapes.finish(source)
+        ended(moves, reader, source, target, schema, shapes)  # after the takeover
     finally:
         moves.stop.set()
         reader.stop.set()
         shapes.stop()
         cluster.stop()
-    assert reader.partial >= 3, "the reader did not see the backfill in progress"
-    assert moves.moves > 200
-    assert target.rows(f"SELECT COUNT(*), SUM(balance) FROM `{schema}`.ledger") == [
-        (ROWS, ROWS * 100)]
+    kept(reader, moves, target, schema, "the backfill")
 
 
 def test_repair_d_requests_racing_inserts_and_deletes_never_show_a_mixed_state(
