@@ -48,7 +48,7 @@ from node.extract.freedoor import (
     parse,
 )
 from node.extract.reads import Read
-from node.snapshot.sourceof import source_of
+from node.snapshot.sourceof import sources_of
 from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
@@ -169,19 +169,19 @@ class DoorQueue:
         values under another key: :mod:`node.target.mysql.displaced`), asked again: an ``I``
         request each, kept in ``retl_pending`` before the target commits, served in a later
         window (a row the source lacks: noted missing). Load calls it."""
-        found = source_of(self.compiled, target, columns)
-        if found is None:
+        found = sources_of(self.compiled, target, columns)
+        if not found:
             log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
                         "count=%d: no simple pair maps the table back to its source table; "
                         "run setl verify --repair", self.pipeline_id, *target, len(keys))
             return
-        schema, table, order = found
-        base = DISPLACED_IDS + secrets.randbits(48) * KEYS_PER_READ  # (no buffer row's id)
-        self.ask([as_change({"ID": base + index, "FULL_NAME": qualified(schema, table),
-                             "TYPE": "I", "PK_DATA": encode_key([key[i] for i in order])},
-                            central=False) for index, key in enumerate(keys)])
-        log.info("event=displaced_rows_asked pipeline=%s table=%s count=%d", self.pipeline_id,
-                 qualified(schema, table), len(keys))
+        for schema, table, order in found:
+            base = DISPLACED_IDS + secrets.randbits(48) * KEYS_PER_READ  # (no buffer row's)
+            self.ask([as_change({"ID": base + index, "FULL_NAME": qualified(schema, table),
+                                 "TYPE": "I", "PK_DATA": encode_key([key[i] for i in order])},
+                                central=False) for index, key in enumerate(keys)])
+            log.info("event=displaced_rows_asked pipeline=%s table=%s count=%d",
+                     self.pipeline_id, qualified(schema, table), len(keys))
 
     def _last(self, cursor: Any) -> int:
         cursor.execute(f"SELECT COALESCE(MAX(SEQ), 0) FROM {'.'.join(PENDING_TABLE)} "

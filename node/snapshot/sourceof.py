@@ -8,12 +8,14 @@ from node.extract.etl import CompiledPipeline
 from shared.patterns import PatternKind
 
 
-def source_of(compiled: CompiledPipeline, target: tuple[str, str, str],
-              columns: tuple[str, ...]) -> tuple[str, str, list[int]] | None:
-    """The source table a simple pair (renames and column choice only) maps to ``target``,
-    and the places of the source's key columns among the target's key ``columns``; None
-    where no such pair does (a processor, a join, a shard route: the key may not be the
-    source's)."""
+def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
+               columns: tuple[str, ...]) -> list[tuple[str, str, list[int]]]:
+    """The source tables simple pairs (renames and column choice only) map to ``target``,
+    each with the places of its key columns among the target's key ``columns``: several
+    where source tables are gathered into one (a row is asked of each; the ones lacking it
+    note it missing); none where no such pair does (a processor, a join, a shard route: the
+    key may not be the source's)."""
+    found: list[tuple[str, str, list[int]]] = []
     for entry in compiled.pairs:
         pair = entry.pair
         if entry.routes_for_others or not entry.simple or \
@@ -32,5 +34,7 @@ def source_of(compiled: CompiledPipeline, target: tuple[str, str, str],
         keys = [key.lower() for key in compiled.configured_keys(schema, table)] or named
         if sorted(keys) != sorted(named):
             continue
-        return schema, table, [named.index(key) for key in keys]
-    return None
+        one = (schema, table, [named.index(key) for key in keys])
+        if one not in found:
+            found.append(one)
+    return found

@@ -156,6 +156,32 @@ def test_the_reviewers_backfill_of_one_key(
     cluster.set_status("dr-one", "STOP")
 
 
+def test_a_row_displaced_in_a_table_two_source_tables_feed_is_asked_of_each(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """t1 and t2 feed g; a backfill of t1's key 1 displaces g's row 2, which is t2's: it is
+    asked of both source tables (t1 lacks it: noted missing), not of t1 alone (a review:
+    asked of t1 only, it never came back)."""
+    schema = make_schema(source, target, U.replace(".u ", ".t1 "))
+    source.execute(U.replace(".u ", ".t2 ").format(schema=schema))
+    target.execute(f"RENAME TABLE `{schema}`.t1 TO `{schema}`.g")
+    without_binlog(source, f"INSERT INTO `{schema}`.t1 VALUES (1, 5, 'one')")
+    without_binlog(source, f"INSERT INTO `{schema}`.t2 VALUES (2, 6, 'two')")
+    without_binlog(target, f"INSERT INTO `{schema}`.g VALUES (2, 5, 'stale')")
+    cluster.apply([{"name": "dr-gather", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target",
+        "pairs": [{"source": f"{schema}.t1", "target": f"{schema}.g"},
+                  {"source": f"{schema}.t2", "target": f"{schema}.g"}],
+        "free_door": {"source": "target"}}]}])
+    cluster.set_status("dr-gather", "START")
+    cluster.wait_running("dr-gather")
+    target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
+                   "PIPELINE_ID) VALUES (%s, 'I', %s, 'dr-gather', 'forward')",
+                   (f"{schema}.t1", encode_key((1,))))
+    wanted = [(1, 5, "one"), (2, 6, "two")]
+    wait_for(lambda: target.table(schema, "g") == wanted, 60, "both rows on g")
+    cluster.set_status("dr-gather", "STOP")
+
+
 def test_a_row_displaced_is_copied_again_after_a_kill_9(sandbox, tmp_path) -> None:
     """The reviewer's backfill of key 1 alone, but the target refuses row 2's copy (a
     trigger): the window that serves the node's own request for row 2 cannot load. The node
