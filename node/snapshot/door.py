@@ -48,7 +48,7 @@ from node.extract.freedoor import (
     parse,
 )
 from node.extract.reads import Read
-from node.snapshot.sourceof import sources_of
+from node.snapshot.sourceof import sources_of, unsure
 from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
@@ -170,6 +170,11 @@ class DoorQueue:
         request each, kept in ``retl_pending`` before the target commits, served in a later
         window (a row the source lacks: noted missing). Load calls it."""
         found = sources_of(self.compiled, target, columns)
+        if found and unsure(self.compiled, target):
+            log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
+                        "count=%d: a pair taking tables by a pattern feeds the table too, and "
+                        "its tables are not asked; run setl verify --repair", self.pipeline_id,
+                        *target, len(keys))
         if not found:
             log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
                         "count=%d: no simple pair maps the table back to its source table; "

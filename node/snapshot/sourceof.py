@@ -4,8 +4,44 @@ by its source table's name and key."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from node.extract.etl import CompiledPipeline
 from shared.patterns import PatternKind
+
+
+def unsure(compiled: CompiledPipeline, target: tuple[str, str, str]) -> bool:
+    """Whether a simple pair taking source tables by a pattern may feed ``target`` under a
+    name :func:`sources_of` cannot work back (a family ``orders_[0-3]`` gathered into
+    ``orders``, a template ``ods_{table}``): a row displaced there may be one of its tables',
+    which nothing asks for again (the door says so)."""
+    for entry in compiled.pairs:
+        pair = entry.pair
+        if entry.routes_for_others or not entry.simple or \
+                pair.target.datasource != target[0] or (
+                    pair.source.namespace.kind is PatternKind.SINGLE and
+                    pair.source.table.kind is PatternKind.SINGLE):
+            continue
+        if any(part.kind is PatternKind.SINGLE and part.literal.lower() != name.lower()
+               for part, name in ((pair.target.namespace, target[1]),
+                                  (pair.target.table, target[2]))):
+            continue  # (a literal target of another name)
+        schema, table = _guess(compiled, pair, target)
+        if entry not in compiled.pairs_for(schema, table) or \
+                entry.address(schema, table) != target:
+            return True  # (the guess of sources_of is not a table it takes there)
+    return False
+
+
+def _guess(compiled: CompiledPipeline, pair: Any, target: tuple[str, str, str]
+           ) -> tuple[str, str]:
+    """The source table a pair may feed ``target`` from: its source's names where single,
+    the target's where a pattern (an identity pattern's own table)."""
+    return compiled.stored(
+        pair.source.namespace.literal if pair.source.namespace.kind is PatternKind.SINGLE
+        else target[1],
+        pair.source.table.literal if pair.source.table.kind is PatternKind.SINGLE
+        else target[2])
 
 
 def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
@@ -21,11 +57,7 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
         if entry.routes_for_others or not entry.simple or \
                 pair.target.datasource != target[0]:
             continue
-        schema, table = compiled.stored(
-            pair.source.namespace.literal if pair.source.namespace.kind is
-            PatternKind.SINGLE else target[1],
-            pair.source.table.literal if pair.source.table.kind is PatternKind.SINGLE
-            else target[2])
+        schema, table = _guess(compiled, pair, target)
         if entry not in compiled.pairs_for(schema, table) or \
                 entry.address(schema, table) != target:
             continue

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
 from node.target.mysql import displaced
 from node.target.mysql.facts import TableFacts
@@ -96,3 +98,35 @@ def test_load_deletes_what_it_finds_and_asks_again_for_the_rows_outside_the_chun
     nothing = FakeCursor([])
     assert displaced.write(nothing, unit, sql, "c.p", 4, None) == 0
     assert len(nothing.executed) == 1  # the look-up alone
+
+
+@pytest.mark.parametrize(("pairs", "target", "asked", "doubt"), [
+    # a shard family gathered into one table: its tables' names are not the target's
+    (["{source: {namespace: shop, table: 'orders_[0-3]'}, target: dw.orders}"],
+     "orders", [], True),
+    (["{source: shop.orders, target: dw.orders}",
+      "{source: {namespace: shop, table: 'orders_[0-3]'}, target: dw.orders}"],
+     "orders", [("shop", "orders", [0])], True),
+    # a template: shop.orders goes to dw.ods_orders, beside a table named so
+    (["{source: shop.archive, target: dw.ods_orders}",
+      "{source: {namespace: shop, table: 're:.*'}, target: {namespace: dw, table: "
+      "'ods_{table}'}}"], "ods_orders", [("shop", "archive", [0])], True),
+    # an identity pattern: the target's own name is the source's
+    (["{source: {namespace: shop, table: 're:.*'}, target: {namespace: dw, table: '{table}'}}"],
+     "orders", [("shop", "orders", [0])], False),
+    (["{source: shop.a, target: dw.t}", "{source: shop.b, target: dw.t}"], "t",
+     [("shop", "a", [0]), ("shop", "b", [0])], False),
+    (["{source: shop.a, target: dw.t}",
+      "{source: {namespace: shop, table: 'x_[0-3]'}, target: dw.other}"], "t",
+     [("shop", "a", [0])], False),
+])
+def test_a_displaced_rows_source_tables_and_the_pairs_that_cannot_be_worked_back(
+        pairs: list[str], target: str, asked: list[Any], doubt: bool) -> None:
+    """Each table a simple pair feeds the target from is asked; a pair taking tables by a
+    pattern whose names the target's does not give back makes the door warn (a review: a
+    family's rows were asked of the single pair's table only, and nothing said so)."""
+    from node.snapshot.sourceof import sources_of, unsure
+    from tests.unit.test_etl import compiled
+    found = compiled(*pairs)
+    assert sources_of(found, ("dst", "dw", target), ("id",)) == asked
+    assert unsure(found, ("dst", "dw", target)) is doubt

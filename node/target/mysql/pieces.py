@@ -152,12 +152,13 @@ def whole_values(writes: Any, row: dict[str, Any], taken: list[str], left: int, 
     longer than the packet: the server builds it there, and ``CONCAT`` refuses to pass it."""
     for name in taken if packet else ():  # (a packet not known may be larger)
         value = row[name]
-        if len(value) > packet:  # (bytes, or characters: each at least one byte)
+        if len(value) * 4 <= packet:  # (a character four bytes at most: it fits)
+            continue
+        length = _stored(value, name, columns or {})
+        if length > packet:
             raise refused(
-                writes, f"a row's value of `{name}` takes {len(value):,} "
-                f"{'bytes' if isinstance(value, bytes | bytearray) else 'characters'}",
-                len(value), packet, ": the target builds a value whole, whatever the pieces "
-                "it is sent in")
+                writes, f"a row's value of `{name}` takes {length:,} bytes", length, packet,
+                ": the target builds a value whole, whatever the pieces it is sent in")
     if left <= space:
         return
     whole = {name: size(value) for name, value in row.items() if name not in taken}
@@ -186,10 +187,26 @@ def refused(writes: Any, what: str, needed: int, packet: int, why: str, kind: st
         "and in my.cnf), then resume the channel: nothing of the batch was written")
 
 
+def _stored(value: Any, name: str, columns: Mapping[str, Any]) -> int:
+    """The bytes a value takes in its target column, at least: text in a utf8 column as its
+    UTF-8 (a character one to four bytes), else a character a byte at least."""
+    if not isinstance(value, str):
+        return len(value)
+    column = _column(name, columns)
+    charset = (column.charset or "") if column is not None else "utf8"
+    return len(value.encode("utf-8", "surrogatepass")) if charset.startswith("utf8") \
+        else len(value)
+
+
+def _column(name: str, columns: Mapping[str, Any]) -> Any:
+    """A target column by a row's name for it (names ignore case); None: not known."""
+    return columns.get(name) or next(
+        (found for spelt, found in columns.items() if spelt.lower() == name.lower()), None)
+
+
 def _unpieceable(name: str, keys: Iterable[str], columns: Mapping[str, Any]) -> str:
     """Why a column's value is not written a piece at a time."""
-    column = columns.get(name) or next(
-        (found for spelt, found in columns.items() if spelt.lower() == name.lower()), None)
+    column = _column(name, columns)
     if name.lower() in {key.lower() for key in keys}:
         return "a key column: it finds the row a piece is appended to"
     if column is None:
