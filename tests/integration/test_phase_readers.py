@@ -84,7 +84,7 @@ def test_a_snapshot_killed_mid_copy_never_shows_a_reader_a_mixed_state(
     try:
         cluster.start_manager()
         node = cluster.start_node(1)
-        cluster.apply([beside(one_way("phasesnap", schema, ["ledger"], snapshot_chunk_size=200,
+        cluster.apply([beside(one_way("phasesnap", schema, ["ledger"], snapshot_chunk_size=50,
                                       snapshot_parallelism=1, batch_timeout_ms=50),
                               shapes.schema)])
         cluster.set_status("phasesnap", "START")
@@ -95,9 +95,10 @@ def test_a_snapshot_killed_mid_copy_never_shows_a_reader_a_mixed_state(
         assert cli.main(["--manager", cluster.manager_address, "snapshot", "phasesnap",
                          "--table", f"{schema}.ledger"]) == 0
         [copy] = wait_for(lambda: [c for c in cluster.pipeline_state("phasesnap").snapshots
-                                   if c.chunks_done >= 4], 120, "four chunks on the target")
+                                   if c.chunks_done >= 4], 120, "four chunks on the target",
+                         interval_s=0.02)
         node.kill()  # kill -9 in the middle of the copy
-        assert copy.state == "copying" and copy.chunks_done < copy.chunks == ROWS // 200
+        assert copy.state == "copying" and copy.chunks_done < copy.chunks == ROWS // 50
         moves.more(50)  # written while no node runs the pipeline
         cluster.start_node(1)
         wait_for(lambda: [c.state for c in cluster.pipeline_state("phasesnap").snapshots]
