@@ -85,3 +85,43 @@ def test_a_central_doors_connection_lost_while_a_table_is_copied_fails_nothing(
     assert log.count("event=pipeline_started pipeline=recon.forward") == 1
     assert cluster.pipeline_state("recon").last_error == ""
     cluster.set_status("recon", "STOP")
+
+
+def test_loads_connection_killed_while_it_waits_for_a_lock_goes_on_a_new_one(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A DBA's ``KILL CONNECTION`` of Load's session while it waits for a row lock, part
+    way into a batch's transaction: the batch rolled back with it, so it goes once more on
+    a new connection (the position row read first tells it what committed) — not a failed
+    pipeline, nothing applied twice. The workload's tables wait behind it in the same
+    batches and end equal as multisets."""
+    shapes = Shapes(cluster.sandbox, source, target, seed=61, kinds=3)
+    schema = shapes.schema
+    for db in (source, target):
+        db.execute(BIG.format(schema=schema))
+    cluster.apply([beside(one_way("klock", schema, ["big"]), schema)])
+    cluster.set_status("klock", "START")
+    cluster.wait_running("klock")
+    source.execute(f"INSERT INTO `{schema}`.big VALUES (1, 'first', 1)")
+    wait_for(lambda: target.table(schema, "big"), 60, "the first row on the target")
+    holder = Database(cluster.sandbox, "target")
+    shapes.start()
+    try:
+        holder.execute("BEGIN")
+        holder.rows(f"SELECT * FROM `{schema}`.big WHERE id = 1 FOR UPDATE")
+        source.execute(f"UPDATE `{schema}`.big SET qty = 2 WHERE id = 1")
+        [(waiting,)] = wait_for(lambda: target.rows(
+            "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = "
+            "'LOCK WAIT'"), 60, "Load waiting for the held row")
+        target.execute(f"KILL CONNECTION {waiting}")
+        holder.execute("ROLLBACK")
+        source.execute(f"INSERT INTO `{schema}`.big VALUES (2, 'after', 2)")
+        shapes.keep_on(40)
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+        holder.close()
+    wait_equal(source, target, schema, ["big"], 60)
+    log = cluster.nodes[1].output()
+    assert "event=load_reconnect pipeline=klock.forward" in log
+    assert "event=pipeline_failed pipeline=klock.forward" not in log
+    assert log.count("event=pipeline_started pipeline=klock.forward") == 1
