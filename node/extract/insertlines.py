@@ -225,9 +225,10 @@ def _reorder(out: bytearray, line: int, o: int, starts: list[int], order_: tuple
     beginning at ``starts``) with its fields in ``order_``: the same bytes, moved."""
     fields = out[line:o]
     count = len(starts)
+    whole = o - line  # the line's length (``line`` moves on as the fields are put back)
     for i in order_:
         begin = starts[i]
-        stop = starts[i + 1] if i + 1 < count else o - line  # (with its tab)
+        stop = starts[i + 1] if i + 1 < count else whole  # (with its tab)
         out[line:line + stop - begin] = fields[begin:stop]
         out[line + stop - begin - 1] = 9
         line += stop - begin

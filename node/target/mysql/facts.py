@@ -82,8 +82,8 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                    "COALESCE(GENERATION_EXPRESSION, ''), COLUMN_TYPE, "
                    "EXTRA LIKE '%%auto_increment%%', COLLATION_NAME, IS_NULLABLE = 'YES', "
                    "EXTRA LIKE '%%on update%%' FROM "
-                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-                   (schema, table))
+                   "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                   "ORDER BY ORDINAL_POSITION", (schema, table))  # (the table's order)
     found = cursor.fetchall()
     columns = {row[0]: Column(row[1], row[2], bool(row[3]), str(row[4]).lower(),
                               str(row[6]) if row[6] else None, bool(int(row[7])),
