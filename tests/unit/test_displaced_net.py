@@ -125,3 +125,33 @@ def test_a_chunk_whose_keys_all_hold_a_row_passes_one_that_does_not_stops() -> N
         displaced.write(FakeCursor([(1,)]), unit, sql, "c.p", 3, None)
     assert "keys [[2]]" in str(raised.value) and "(`slot`)" in str(raised.value)
     assert "setl verify --repair" in str(raised.value) and "s.t" in str(raised.value)
+
+
+def test_a_tables_facts_read_each_unique_keys_prefixes_and_its_auto_increment() -> None:
+    from node.target.mysql.facts import read_facts
+
+    class Answers:
+        found: list[Any] = []  # noqa: RUF012
+
+        def execute(self, sql: str, args: Any = None) -> None:
+            self.found = (
+                [("id", "int", None, 0, "int(11)", 1, None, 0, 0),
+                 ("name", "varchar", "latin1", 0, "varchar(9)", 0, "latin1_bin", 0, 0)]
+                if "information_schema.COLUMNS" in sql else
+                [("PRIMARY", "id", 0), ("up", "id", 0), ("up", "name", 3)]
+                if "STATISTICS" in sql else [(0,)] if "KEY_COLUMN_USAGE" in sql else
+                [("InnoDB", "YES")] if "information_schema.TABLES" in sql else
+                [(2,)] if "autoinc" in sql else [(1, 4 << 20)] if "local_infile" in sql
+                else [])
+
+        def fetchall(self) -> list[Any]:
+            return self.found
+
+        def fetchone(self) -> Any:
+            return self.found[0] if self.found else None
+
+    facts = read_facts(Answers(), "s", "t")
+    assert facts.parts == ((("id", 0),), (("id", 0), ("name", 3)))
+    assert facts.unique == (frozenset({"id"}), frozenset({"id", "name"}))
+    assert facts.increment == "id"
+    assert displaced._others(facts, ("id",)) == []  # over every key column whole

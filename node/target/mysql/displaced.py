@@ -27,6 +27,13 @@ another key (:func:`selects` renders the look-up, one per unique key and stateme
   (a request served twice is harmless): it is copied again in a later window. A key the
   same statement chunk writes anyway is not asked again.
 
+A unique key over a column's prefix (``UNIQUE (name(3))``) is compared as the index does:
+``LEFT`` of the column and of the values, in the column's collation. One over a column the
+rows do not carry (the target generates it, or the pair does not map it) cannot be looked
+up: after each statement chunk of such rows, :func:`check` asks that every row's key holds
+a row (an upsert that met another key's row there updated it and left its own key empty),
+and the batch stops with :class:`DisplacedError` where one does not.
+
 The look-up runs only where a batch holds rows read in a window for such a table; it finds
 nothing on a target in step, and then deletes nothing.
 """
