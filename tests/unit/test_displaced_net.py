@@ -155,3 +155,17 @@ def test_a_tables_facts_read_each_unique_keys_prefixes_and_its_auto_increment() 
     assert facts.unique == (frozenset({"id"}), frozenset({"id", "name"}))
     assert facts.increment == "id"
     assert displaced._others(facts, ("id",)) == []  # over every key column whole
+
+
+def test_one_by_one_a_rows_check_goes_with_its_row() -> None:
+    """skip_load_exception's second try: a row the target refuses is skipped with all of
+    its statements, its check too (its key is empty for that reason, not another's row)."""
+    from node.target.mysql import alone
+    changes = [ins(READ_BIT + i, row(i, f"n{i}")) for i in range(1, 3)]
+    spec = JobSpec(1, False, {T: facts_with("slot")}, load_batch_size=100,  # type: ignore
+                   one_by_one=True)
+    [unit] = render(changes, spec)
+    groups = [[sql.text.split()[0] if not isinstance(sql.what, displaced.Net) else "check"
+               for sql in group] for group in alone.rows(unit.sqls)]
+    assert groups == [["INSERT", "check"], ["INSERT", "check"]]
+    assert all(sql.matches_one for sql in unit.sqls if isinstance(sql.what, displaced.Net))
