@@ -75,7 +75,7 @@ class Answers:
             self.found = [("id", "int", None, 0, "int(11)", 0, None, 0, 0),
                           ("v", "varchar", "utf8mb4", 0, "varchar(9)", 0, "x", 1, 0)]
         elif "information_schema.STATISTICS" in sql:
-            self.found = [("PRIMARY", "id")]
+            self.found = [("PRIMARY", "id", 0)]
         elif "KEY_COLUMN_USAGE" in sql:
             self.found = [(0,)]
         elif "information_schema.TRIGGERS" in sql or "CHECK_CONSTRAINTS" in sql:

@@ -27,6 +27,13 @@ another key (:func:`selects` renders the look-up, one per unique key and stateme
   (a request served twice is harmless): it is copied again in a later window. A key the
   same statement chunk writes anyway is not asked again.
 
+A unique key over a column's prefix (``UNIQUE (name(3))``) is compared as the index does:
+``LEFT`` of the column and of the values, in the column's collation. One over a column the
+rows do not carry (the target generates it, or the pair does not map it) cannot be looked
+up: after each statement chunk of such rows, :func:`check` asks that every row's key holds
+a row (an upsert that met another key's row there updated it and left its own key empty),
+and the batch stops with :class:`DisplacedError` where one does not.
+
 The look-up runs only where a batch holds rows read in a window for such a table; it finds
 nothing on a target in step, and then deletes nothing.
 """
@@ -36,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pymysql
 
@@ -46,11 +53,13 @@ from node.merge import UPSERT, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
 from node.target.mysql.sqltext import Sql, literal
+from shared.errors import LoadError
 from shared.identifiers import qualified, quote, template
 
 log = logging.getLogger("setl.node.target.mysql.displaced")
 
 MARK = "SELECT /* setl:displaced */ "  # a look-up's text begins so (Load runs it itself)
+Index = tuple[tuple[str, int], ...]  # a unique index: its columns, each with its prefix length
 # (target, key columns, keys displaced outside their statement chunk): the free door's hook
 Displaced = Callable[[Target, tuple[str, ...], list[tuple[Any, ...]]], None]
 
@@ -76,35 +85,77 @@ def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any]
     return found
 
 
-def _others(table: TableFacts, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+def _others(table: TableFacts, keys: tuple[str, ...]) -> list[Index]:
     """The target's unique keys a row of another key may hold a value of: each but those
-    over every key column (two rows of different keys always differ there)."""
+    over every key column whole (two rows of different keys always differ there; not
+    where a key column's prefix alone is indexed)."""
     named = frozenset(key.lower() for key in keys)
-    return sorted(tuple(sorted(index)) for index in table.unique
-                  if not named <= frozenset(column.lower() for column in index))
+    found = set()
+    for index in _indexes(table):
+        whole = frozenset(column.lower() for column, prefix in index if not prefix)
+        if not named <= whole:
+            found.add(index)
+    return sorted(found)
+
+
+def _indexes(table: TableFacts) -> list[Index]:
+    """Each unique index's columns (in index order), each with its prefix length."""
+    if table.parts:
+        return [tuple((column, int(prefix)) for column, prefix in index)
+                for index in table.parts]
+    return [tuple((column, 0) for column in sorted(index)) for index in table.unique]
+
+
+def unseen(table: TableFacts, keys: tuple[str, ...], row: Row) -> list[Index]:
+    """The unique keys the look-up cannot compare for rows like ``row``: over a column
+    they do not carry (an unmapped one: the target's default) or one the target generates
+    (its own expression, which the rows' value need not be) — but the AUTO_INCREMENT
+    column uncarried (an insert's new value meets no row)."""
+    carried = frozenset(name.lower() for name in row)
+    generated = frozenset(name.lower() for name, column in table.columns.items()
+                          if column.generated)
+    fresh = table.increment.lower() if table.increment.lower() not in carried else ""
+    return [index for index in _others(table, keys)
+            if not any(column.lower() == fresh for column, _ in index)
+            and any(column.lower() not in carried or column.lower() in generated
+                    for column, _ in index)]
 
 
 def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
          rendered: Callable[[TableWrites], list[Sql]]) -> list[Sql] | None:
     """An ordered table's statements (``rendered`` renders a part of its steps) with the
-    look-ups of :func:`selects` before each run of rows read; None: it holds none."""
+    look-ups of :func:`selects` before each run of rows read, and where the look-up cannot
+    compare a unique key (:func:`unseen`) the :func:`check` after each statement chunk of
+    them; None: it holds none."""
     if not writes.steps or not any(kind == UPSERT and id(item) in read
                                    for kind, item in writes.steps):
         return None
     out: list[Sql] = []
     part: list[tuple[str, Any]] = []
-    reading, first = False, True
+    reading, first = False, [True]
+
+    def render(steps: list[tuple[str, Any]]) -> list[Sql]:
+        done = rendered(dataclasses.replace(writes, steps=steps) if first[0] else
+                        dataclasses.replace(writes, steps=steps, deletes=[], upserts=[],
+                                            clears=[], changes=[]))
+        first[0] = False
+        return done
+
     for step in [*writes.steps, ("", None)]:
         now = step[0] == UPSERT and id(step[1]) in read
         if part and (now != reading or not step[0]):
-            if reading:
-                rows = [item for _, item in part]
-                for chunk in range(0, len(rows), size):
-                    out += selects(writes, rows[chunk:chunk + size], table)
-            out += rendered(dataclasses.replace(writes, steps=part) if first else
-                            dataclasses.replace(writes, steps=part, deletes=[], upserts=[],
-                                                clears=[], changes=[]))
-            first = False
+            if not reading:
+                out += render(part)
+            else:
+                chunks = [part[at:at + size] for at in range(0, len(part), size)]
+                for chunk in chunks:
+                    out += selects(writes, [item for _, item in chunk], table)
+                indexes = unseen(table, writes.keys, part[0][1])
+                if not indexes:
+                    out += render(part)
+                for chunk in chunks if indexes else ():
+                    out += render(chunk)
+                    out += check(writes, [item for _, item in chunk], table, indexes)
             part = []
         reading = now
         part.append(step)
@@ -114,7 +165,10 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
 def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql]:
     """The look-ups of the target rows that hold a unique value of ``rows`` under another
     key (rows with a NULL in a unique key meet no row there): their keys, and whether the
-    rows themselves hold that key (written by the same statements: not asked again)."""
+    rows themselves hold that key (written by the same statements: not asked again). A
+    prefix of a column (``UNIQUE (name(3))``) is compared as the index does: its first
+    characters (bytes of a binary type), ``LEFT`` of both sides, in the column's
+    collation."""
     keys, columns = writes.keys, table.columns
     name = qualified(writes.schema, writes.table)
     pad = key_padding(keys, columns)
@@ -123,22 +177,62 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql
     inside = _tuples(keys, own, columns)
     out = []
     for index in _others(table, keys):
-        spelt = _spelt(rows[0], index)
-        if spelt is None:  # a unique column the rows do not carry (generated, unmapped)
+        spelt = _spelt(rows[0], tuple(column for column, _ in index))
+        if spelt is None:  # a unique column the rows do not carry (see check)
             continue
+        prefixes = tuple(prefix for _, prefix in index)
         upad = key_padding(spelt, columns)
         pairs = [(pad_u, key) for row, key in zip(rows, own, strict=True)
                  if None not in (pad_u := upad(tuple(row.get(c) for c in spelt)))]
         if not pairs:
             continue
-        values = _tuples(spelt, list(dict.fromkeys(u for u, _ in pairs)), columns)
-        both = _tuples((*spelt, *keys), [(*u, *k) for u, k in pairs], columns)
-        where = (f"FROM {name} WHERE ({', '.join(map(quote, spelt))}) IN ({values}) AND "
-                 f"({', '.join(map(quote, (*spelt, *keys)))}) NOT IN ({both})")
+        values = _tuples(spelt, list(dict.fromkeys(u for u, _ in pairs)), columns, prefixes)
+        both = _tuples((*spelt, *keys), [(*u, *k) for u, k in pairs], columns,
+                       (*prefixes, *(0 for _ in keys)))
+        held = [_cut(quote(c), n) for c, n in zip(spelt, prefixes, strict=True)]
+        where = (f"FROM {name} WHERE ({', '.join(held)}) IN ({values}) AND "
+                 f"({', '.join([*held, *map(quote, keys)])}) NOT IN ({both})")
         # (the delete by the same condition: the rows the look-up found and locked)
         out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}) {where} FOR UPDATE", 0,
                        what=f"DELETE {where}"))
     return out
+
+
+class Net(NamedTuple):
+    """What a :func:`check` looks for: the keys of a statement chunk's rows, and the unique
+    keys the look-up could not compare (for the message)."""
+
+    keys: list[tuple[Any, ...]]
+    indexes: str
+
+
+def check(writes: TableWrites, rows: list[Row], table: TableFacts, indexes: list[Index]
+          ) -> list[Sql]:
+    """After a statement chunk of rows read, into a table with a unique key the look-up
+    cannot compare (:func:`unseen`): every row's key holds a row. An upsert whose key is
+    not on the target yet, meeting another key's row on such a unique key, updates that
+    row and leaves its own key absent; one whose key is there meets its own row first (the
+    primary key is the first the server looks in), then fails on the other. One statement
+    a chunk (:func:`write` raises :class:`DisplacedError`); in one-by-one mode it goes with
+    its row (``continues``: not run for a row the target refused and Load skipped) and must
+    find exactly one row."""
+    keys, columns = writes.keys, table.columns
+    pad = key_padding(keys, columns)
+    own = list(dict.fromkeys(key for row in rows
+                             if None not in (key := pad(tuple(row[k] for k in keys)))))
+    if not own:
+        return []
+    key_list = ", ".join(map(quote, keys))
+    named = ", ".join("(" + ", ".join(_cut(quote(c), n) for c, n in index) + ")"
+                      for index in indexes)
+    return [Sql(f"{MARK}{key_list} FROM {qualified(writes.schema, writes.table)} WHERE "
+                f"({key_list}) IN ({_tuples(keys, own, columns)}) FOR UPDATE", 0,
+                matches_one=len(own) == 1, what=Net(own, named), continues=True)]
+
+
+def _cut(place: str, prefix: int) -> str:
+    """A value or column as a unique index of a prefix compares it."""
+    return f"LEFT({place}, {int(prefix)})" if prefix else place
 
 
 def _spelt(row: Row, index: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -148,8 +242,14 @@ def _spelt(row: Row, index: tuple[str, ...]) -> tuple[str, ...] | None:
     return None if None in found else found  # type: ignore[return-value]
 
 
-def _tuples(names: tuple[str, ...], values: list[tuple[Any, ...]], columns: Any) -> str:
-    place = template(key_place(names, columns))
+def _tuples(names: tuple[str, ...], values: list[tuple[Any, ...]], columns: Any,
+            prefixes: tuple[int, ...] = ()) -> str:
+    place = key_place(names, columns)
+    if any(prefixes):  # each place cut as its index does ("(%s)" or "(a, b, …)")
+        inner = place[1:-1].split(", ") if len(names) > 1 else ["%s"]
+        place = "(" + ", ".join(_cut(one, n) for one, n in zip(inner, prefixes,
+                                                                strict=True)) + ")"
+    place = template(place)
     return ", ".join(place % tuple(literal(sql_value(v)) for v in one) for one in values)
 
 
@@ -162,6 +262,8 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
     """A look-up run: the rows found deleted by key, logged, and those outside their chunk
     handed to ``hook`` (the free door) before the transaction commits; the rows deleted."""
     keys = unit.keys
+    if isinstance(sql.what, Net):
+        return _checked(cursor, unit, sql, pipeline_id, process_id)
     try:
         cursor.execute(sql.text)  # (no arguments: its text is sent as it is)
         found = cursor.fetchall()
@@ -189,3 +291,37 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         else:
             hook((unit.datasource, unit.schema, unit.table), keys, outside)
     return len(displaced)
+
+
+class DisplacedError(LoadError):
+    """An upsert of a row a window read updated another key's row (met on a unique key the
+    look-up cannot compare): the batch is stopped, its transaction not committed."""
+
+
+def _checked(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int) -> int:
+    """A :func:`check` run: every key of its chunk holds a row, or :class:`DisplacedError`."""
+    net: Net = sql.what
+    try:
+        cursor.execute(sql.text)
+        found = cursor.fetchall()
+    except pymysql.MySQLError as exc:  # (as a look-up's: Load retries go by class and code)
+        if len(exc.args) != 2:
+            raise
+        raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: checking that the "
+                        f"rows read in a window hold their own keys: {exc.args[1]}") from None
+    if len(found) == len(net.keys):
+        return 0
+    held = {tuple(row) for row in found}
+    missing = [key for key in net.keys if key not in held] or net.keys
+    table = f"{unit.schema}.{unit.table}"
+    log.error("event=displaced_rows_unchecked pipeline=%s process_id=%d target=%s table=%s "
+              "unique=%s count=%d keys=%s", pipeline_id, process_id, unit.datasource, table,
+              net.indexes, len(net.keys) - len(found), [list(key) for key in missing[:20]])
+    raise DisplacedError(
+        f"target {unit.datasource}, table {table}: {len(net.keys) - len(found)} row(s) read "
+        f"in a window (keys {[list(key) for key in missing[:20]]}) are not at their own keys "
+        f"after their upserts: each met another key's row on the unique key {net.indexes}, "
+        "over a column the rows do not carry (generated by the target, or not mapped by the "
+        "pair), and updated that row instead. The batch is stopped, not committed. The "
+        "target is out of step with the source there: run `setl verify --repair` for the "
+        f"table {table} (or remove the target rows holding those unique values), then resume")

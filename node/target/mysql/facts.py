@@ -56,6 +56,10 @@ class TableFacts:
     # the foreign keys to it with an ON DELETE / ON UPDATE CASCADE or SET NULL, which Load
     # writes itself too (node.target.mysql.cascades)
     children: tuple[Child, ...] = ()
+    # each unique index of ``unique`` (same order): its columns in index order, each with
+    # its prefix length (SUB_PART: characters, bytes of a binary type; 0: the whole value)
+    parts: tuple[tuple[tuple[str, int], ...], ...] = ()
+    increment: str = ""  # its AUTO_INCREMENT column ("": none)
 
     def ordered(self, keys: tuple[str, ...]) -> bool:
         """Whether changes keyed by ``keys`` must be written in source order."""
@@ -94,12 +98,13 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
     if any(int(row[5]) for row in found):
         cursor.execute("SELECT @@innodb_autoinc_lock_mode")
         bulk_lock = int(cursor.fetchone()[0]) < 2
-    cursor.execute("SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE "
-                   "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0", (schema, table))
-    indexes: dict[str, set[str]] = {}  # a column per row: its name may hold a comma
-    for index, column in cursor.fetchall():
-        indexes.setdefault(str(index), set()).add(str(column))
-    unique = tuple(frozenset(columns) for columns in indexes.values())
+    cursor.execute("SELECT INDEX_NAME, COLUMN_NAME, COALESCE(SUB_PART, 0) FROM "
+                   "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                   "AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX", (schema, table))
+    indexes: dict[str, list[tuple[str, int]]] = {}  # a column per row: a name may hold ","
+    for index, column, sub_part in cursor.fetchall():
+        indexes.setdefault(str(index), []).append((str(column), int(sub_part)))
+    unique = tuple(frozenset(c for c, _ in columns) for columns in indexes.values())
     indexed = frozenset(name for index in unique for name in index)
     columns = {name: replace(column, unique=True) if name in indexed else column
                for name, column in columns.items()}
@@ -133,7 +138,9 @@ def read_facts(cursor: Any, schema: str, table: str) -> TableFacts:
                       str(engine[0] or ""), engine[0] is None or str(engine[1]).upper() == "YES",
                       names, bool(int(local_infile)), int(packet or 0),
                       tuple(frozenset(columns) for columns in referenced.values()),
-                      children=children)
+                      children=children,
+                      parts=tuple(tuple(parts) for parts in indexes.values()),
+                      increment=next((str(row[0]) for row in found if int(row[5])), ""))
 
 
 READ_TIMEOUT_S = 120  # a read of a table's columns and keys: an answer, or an error
