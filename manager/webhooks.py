@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from manager.alarms import Alarm
 from shared.alarmrules import Webhook
 from shared.confinement import Confinement
-from shared.errors import SetlError
+from shared.errors import WebhookError
 from shared.retry import RetryPolicy
 from shared.secrets import SecretRef
 
@@ -38,10 +38,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-class WebhookError(SetlError):
-    """A webhook did not accept a notification (no answer, or a status other than 2xx)."""
 
 
 def payload(alarm: Alarm, manager: str) -> dict[str, object]:

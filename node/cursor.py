@@ -21,7 +21,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from shared import gtid, positions, zk
-from shared.errors import PositionConflictError
+from shared.errors import CursorMovedError, PositionConflictError
 from shared.model import BinlogPosition
 from shared.positions import Cursor
 from shared.zk import ZkPaths
@@ -29,11 +29,6 @@ from shared.zk import ZkPaths
 log = logging.getLogger("setl.node.pipeline")
 
 __all__ = ["Cursor", "CursorMovedError", "CursorPublisher", "CursorStore", "Resume", "resume"]
-
-
-class CursorMovedError(PositionConflictError):
-    """A runner's cursor save found a cursor in ZooKeeper it did not read or write (an
-    operator set the position meanwhile): nothing is written over it."""
 
 
 @dataclass(frozen=True)

@@ -113,8 +113,18 @@ class PositionConflictError(SourceError):
     rows silently, so the pipeline pauses at once and says what to do."""
 
 
+class CursorMovedError(PositionConflictError):
+    """A runner's cursor save found a cursor in ZooKeeper it did not read or write (an
+    operator set the position meanwhile): nothing is written over it."""
+
+
 class LoadError(SetlError):
     """Writing a batch into a target database failed."""
+
+
+class DisplacedError(LoadError):
+    """An upsert of a row a window read updated another key's row (met on a unique key the
+    look-up cannot compare): the batch is stopped, its transaction not committed."""
 
 
 class FencedError(LoadError):
@@ -188,3 +198,7 @@ def with_context(cls: type[SetlError], message: str) -> SetlError:
         return cls(message)
     except TypeError:
         return SetlError(message)
+
+
+class WebhookError(SetlError):
+    """A webhook did not accept a notification (no answer, or a status other than 2xx)."""

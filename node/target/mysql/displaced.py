@@ -53,7 +53,7 @@ from node.merge import UPSERT, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
 from node.target.mysql.sqltext import Sql, literal
-from shared.errors import LoadError
+from shared.errors import DisplacedError
 from shared.identifiers import qualified, quote, template
 
 log = logging.getLogger("setl.node.target.mysql.displaced")
@@ -291,11 +291,6 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         else:
             hook((unit.datasource, unit.schema, unit.table), keys, outside)
     return len(displaced)
-
-
-class DisplacedError(LoadError):
-    """An upsert of a row a window read updated another key's row (met on a unique key the
-    look-up cannot compare): the batch is stopped, its transaction not committed."""
 
 
 def _checked(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int) -> int:
