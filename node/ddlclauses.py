@@ -28,8 +28,9 @@ STRICT_MODES = (1 << 21) | (1 << 22)
 # fractional seconds (10:00:00.7 kept as 10:00:00), a DATE (a DATETIME's time cut); FLOAT and
 # DOUBLE's (M,D) fewer digits; an integer (a DECIMAL's or a DOUBLE's 1.655 kept as 2).
 # Where the old type is not known (no rows of the table read before it since the node
-# started: after a restart; the source's schema is already altered), a MODIFY/CHANGE to any
-# of these pauses, whatever its digits: what it was made from is not known.
+# started: after a restart; the source's schema is already altered; nor set by an earlier
+# ALTER of this run, nor read from the target's column: :mod:`node.ddlset`), a MODIFY/CHANGE
+# to any of these pauses, whatever its digits: what it was made from is not known.
 ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
             "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP", "TINYINT", "SMALLINT",
             "MEDIUMINT", "INT", "INTEGER", "BIGINT", "INT1", "INT2", "INT3", "INT4", "INT8",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from node.changes import RowChange
-from node.ddlclauses import added_keys, adds_versioning, rewriting
+from node.ddlclauses import STRICT_MODES, added_keys, adds_versioning, rewriting
 from node.ddlparse import TableDdl
 from node.ddlsession import position, sql_mode
 from node.ddltypes import OldType
@@ -66,7 +66,8 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
         return
     clause, column = found
     what = f"column {quote(column)} of {', '.join(tables)}" if column else ", ".join(tables)
-    known = "" if not column or column.lower() in before else (
+    strict = carried is not None and bool(int(carried) & STRICT_MODES)  # (else any MODIFY)
+    known = "" if not (strict and column) or column.lower() in before else (
         f" ({quote(column)}'s type before it is not known: no row of the table was read "
         "since the node started, no earlier ALTER of this run set it, and its target's "
         "column was not read; any number or time type pauses then)")
@@ -74,7 +75,8 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
     if ended is not None and ended.file:
         past = past.replace("--file … --pos … (the next transaction's position)",
                             f"--file {ended.file} --pos {ended.pos}")
-    at = f" (the statement ends at binlog {ended})" if ended is not None and str(ended) else ""
+    at = f" (the statement ends at binlog {ended})" if ended is not None and (
+        ended.file or ended.gtid) else ""
     raise ConfigError(
         f"{ran}{at}, which may have rewritten the values of {what} ({clause!r}: "
         "in a session whose sql_mode is not strict, or ALTER IGNORE, a value the new type "
