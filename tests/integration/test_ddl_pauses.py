@@ -219,13 +219,14 @@ def test_with_ddl_sync_columns_added_with_defaults_setl_knows_to_repeat_are_repl
                   f"ALTER TABLE {s} ADD COLUMN r INT DEFAULT 5 REFERENCES t_1 (id) ON DELETE "
                   "SET NULL", f"INSERT INTO {s} (id, v) VALUES (3, 3)")
     shown = ("SELECT id, v, at, ST_AsText(p), ST_AsText(g), r FROM `{}`.{} ORDER BY id")
-    wait_for(lambda: len(target.rows(shown.format(copy, "items_copy"))) == 3, 90,
-             "the columns replayed and the row after them")
+    wait_for(lambda: cluster.channel_status(name) == "PAUSE" or len(target.rows(
+        shown.format(copy, "items_copy"))) == 3, 90, "the columns replayed and the row after "
+        "them")
+    assert cluster.channel_status(name) != "PAUSE", cluster.pipeline_state(name).last_error
     assert target.rows(shown.format(copy, "items_copy")) == \
         source.rows(shown.format(schema, "items"))
     assert [row[3:] for row in target.rows(shown.format(copy, "items_copy"))] == [
         ("POINT(1 2)", "LINESTRING(0 0,1 1)", 5)] * 3
-    assert cluster.channel_status(name) != "PAUSE"
     cluster.set_status(name, "STOP")
 
 
