@@ -71,7 +71,8 @@ def column_type(text: str) -> OldType:
 def set_types(statement: str, sql_mode: int = 0, settled: bool = True) -> Types | None:
     """The columns an ``ALTER TABLE`` gives a type or takes one from, by lower-cased name:
     the type a ``MODIFY``/``CHANGE``/``ADD`` sets, None for a column dropped or renamed (a
-    CHANGE's old name too) or named by a ``CONVERT``. None for any other statement, and for
+    CHANGE's old name too) or named by a ``CONVERT``, or added ``IF NOT EXISTS`` (it may
+    have been there, of another type). None for any other statement, and for
     an ALTER that renames the table: what the table is after it is not known.
     ``settled`` False (a two-phase ALTER's start or rollback): every column it names is not
     known (it may not have run)."""
@@ -86,8 +87,11 @@ def set_types(statement: str, sql_mode: int = 0, settled: bool = True) -> Types 
         changed = changed_columns(clause)
         for was, _ in changed:
             found[was.lower()] = None
+        # (ADD IF NOT EXISTS of a column there already leaves its type as it was)
+        sure = settled and not (clause and clause[0].is_word("ADD") and any(
+            word.is_word("EXISTS") for word in clause[1:5]))
         for definition in [*added_columns(clause), *(column for _, column in changed)]:
-            found[_name(definition[0]).lower()] = defined_type(definition) if settled else None
+            found[_name(definition[0]).lower()] = defined_type(definition) if sure else None
         if not changed and clause and clause[0].is_word("DROP", "RENAME", "CONVERT"):
             found.update(dict.fromkeys(
                 (_name(word).lower() for word in clause[1:]), None))  # (more is safe)

@@ -152,6 +152,8 @@ def test_the_types_an_alter_sets() -> None:
         "n": OldType("int", 64), "x": OldType("double"), "y": OldType("timestamp", 0, 3),
         "p": None, "q": OldType("decimal", 9, 3), "column": None, "z": None}
     assert set_types("ALTER TABLE t ADD INDEX i (y)") == {}
+    assert set_types("ALTER TABLE t ADD COLUMN IF NOT EXISTS x INT, ADD y INT") == {
+        "x": None, "y": OldType("int", 32)}  # (x may have been there, a DECIMAL)
     assert set_types("ALTER TABLE t RENAME TO u") is None
     assert set_types("RENAME TABLE t TO u") is None
 
