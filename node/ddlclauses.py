@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from node.ddldefaults import unrepeatable_default
+from node.ddldefaults import own_definition, unrepeatable_default
 from node.ddltypes import OldType, rounds_from
 from node.sqllex import SYMBOL, Token, identifier, parts
 from node.sqllex import statement_code as code
@@ -28,8 +28,9 @@ STRICT_MODES = (1 << 21) | (1 << 22)
 # fractional seconds (10:00:00.7 kept as 10:00:00), a DATE (a DATETIME's time cut); FLOAT and
 # DOUBLE's (M,D) fewer digits; an integer (a DECIMAL's or a DOUBLE's 1.655 kept as 2).
 # Where the old type is not known (no rows of the table read before it since the node
-# started: after a restart; the source's schema is already altered), a MODIFY/CHANGE to any
-# of these pauses, whatever its digits: what it was made from is not known.
+# started: after a restart; the source's schema is already altered; nor set by an earlier
+# ALTER of this run, nor read from the target's column: :mod:`node.ddlset`), a MODIFY/CHANGE
+# to any of these pauses, whatever its digits: what it was made from is not known.
 ROUNDING = ("DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "FLOAT4", "FLOAT8", "DOUBLE",
             "REAL", "DATE", "DATETIME", "TIME", "TIMESTAMP", "TINYINT", "SMALLINT",
             "MEDIUMINT", "INT", "INTEGER", "BIGINT", "INT1", "INT2", "INT3", "INT4", "INT8",
@@ -99,55 +100,12 @@ def unrepeatable_column(statement: str, sql_mode: int = 0) -> tuple[str, str] | 
             how = unrepeatable_default(definition)
             if how is not None:
                 return name, how
-            for at, token in enumerate(definition[1:], 1):
-                following = definition[at + 1].text if at + 1 < len(definition) else ""
+            own = own_definition(definition)  # (REFERENCES uuid (id): a table's name)
+            for at, token in enumerate(own[1:], 1):
+                following = own[at + 1].text if at + 1 < len(own) else ""
                 if token.is_word(*UNREPEATABLE) and following == "(":
                     return name, f"{token.text.upper()}()"
     return None
-
-
-# defaults an added TIMESTAMP column takes at the statement's own instant (the same in any
-# zone); any other default (a literal) is a wall-clock time read in the session's zone
-CLOCK_DEFAULTS = ("CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP", "NULL")
-
-
-def zone_bound_clause(statement: str, sql_mode: int = 0,
-                      old: Mapping[str, OldType] | None = None) -> str | None:
-    """The first clause of an ``ALTER TABLE`` that made the table's rows' values anew
-    through the session's time zone, each at its own date, as the source wrote it: a
-    ``MODIFY``/``CHANGE`` (a column made TIMESTAMP reads its old wall-clock values in the
-    zone, a TIMESTAMP made another type writes its instants in it; for a statement that
-    logged its zone, MariaDB's only conversions of this kind), an ``ADD`` of a TIMESTAMP
-    column whose default is a literal (every row gets that wall-clock time, read in the
-    zone). None for any other statement: one that runs in the zone only at the statement's
-    own instant (``ADD … DATETIME DEFAULT CURRENT_TIMESTAMP``), or makes a default only.
-    ``old``: the table's column types before it, where known: a MODIFY of a column that
-    neither was nor becomes a TIMESTAMP converts nothing (one clause of an ALTER that logged
-    its zone for another)."""
-    for clause in alter_clauses(code(statement, sql_mode)) or []:
-        text = statement[clause[0].start:clause[-1].end] if clause else ""
-        for was, definition in _changed_columns(clause):
-            known = old.get(was.lower()) if old else None
-            if known is None or known.kind == "timestamp" or (
-                    len(definition) > 1 and definition[1].is_word("TIMESTAMP")):
-                return text
-        for definition in added_columns(clause):
-            if len(definition) > 1 and definition[1].is_word("TIMESTAMP") and \
-                    _literal_default(definition):
-                return text
-    return None
-
-
-def _literal_default(definition: list[Token]) -> bool:
-    """Whether a column definition has a DEFAULT that is not the statement's clock (nor
-    NULL)."""
-    at = next((i for i, word in enumerate(definition) if word.is_word("DEFAULT")), None)
-    if at is None or at + 1 >= len(definition):
-        return False
-    value = definition[at + 1]
-    if value.kind == SYMBOL and value.text == "(" and at + 2 < len(definition):
-        value = definition[at + 2]  # DEFAULT (CURRENT_TIMESTAMP)
-    return not value.is_word(*CLOCK_DEFAULTS)
 
 
 def rewriting_clause(statement: str, sql_mode: int | None,
@@ -165,24 +123,33 @@ def rewriting_clause(statement: str, sql_mode: int | None,
     session is unknown (``sql_mode`` None). ``old``: the table's columns' types before it, by
     lower-cased name, where known (:mod:`node.ddltypes`): a MODIFY that widens one, or
     changes its NULL-ness or default, rounds nothing in a strict session."""
+    found = rewriting(statement, sql_mode, old)
+    return found[0] if found is not None else None
+
+
+def rewriting(statement: str, sql_mode: int | None,
+              old: Mapping[str, OldType] | None = None) -> tuple[str, str] | None:
+    """:func:`rewriting_clause`'s clause, and the column it modifies as named ("" for a
+    CONVERT TO CHARACTER SET: every text column)."""
     if sql_mode is None:
         return None
     words = code(statement, sql_mode)
     ignore = any(word.is_word("IGNORE") for word in words[1:3])
     lax = not sql_mode & STRICT_MODES or ignore
     for clause in alter_clauses(words) or []:
+        text = statement[clause[0].start:clause[-1].end] if clause else ""
         if clause and clause[0].is_word("MODIFY", "CHANGE") and not (
-                len(clause) > 1 and clause[1].is_word("INDEX", "KEY")) and (
-                lax or any(_may_round(column, was, old)
-                           for was, column in _changed_columns(clause))):
-            return statement[clause[0].start:clause[-1].end]
+                len(clause) > 1 and clause[1].is_word("INDEX", "KEY")):
+            for was, column in changed_columns(clause):
+                if lax or _may_round(column, was, old):
+                    return text, was
         if lax and len(clause) > 3 and clause[0].is_word("CONVERT") and clause[1].is_word("TO"):
             charset = clause[4] if clause[2].is_word("CHARACTER") else clause[3]
             if charset.text == "=" and len(clause) > clause.index(charset) + 1:
                 charset = clause[clause.index(charset) + 1]
             name = (identifier(charset) or charset.text.strip("'\"")).lower()
             if not name.startswith("utf8mb4"):
-                return statement[clause[0].start:clause[-1].end]
+                return text, ""
     return None
 
 
@@ -193,21 +160,6 @@ def adds_versioning(statement: str, sql_mode: int = 0) -> bool:
     words = code(statement, sql_mode)
     return any(word.is_word("ADD", "WITH") and words[at + 1].is_word("SYSTEM") and
                words[at + 2].is_word("VERSIONING") for at, word in enumerate(words[:-2]))
-
-
-def retyped_columns(statement: str, sql_mode: int = 0) -> set[str] | None:
-    """The lower-cased names of the columns an ``ALTER TABLE`` may give another type (or
-    name): those it modifies, changes, renames or drops (every name such a clause holds: more
-    is safe, a column forgotten is only unknown). None for any other statement: the table
-    itself may be another after it (made again, renamed, replaced)."""
-    clauses = alter_clauses(code(statement, sql_mode))
-    if clauses is None:
-        return None
-    found = set()
-    for clause in clauses:
-        if clause and clause[0].is_word("MODIFY", "CHANGE", "DROP", "RENAME", "CONVERT"):
-            found.update((identifier(word) or word.text).lower() for word in clause[1:])
-    return found
 
 
 def _may_round(definition: list[Token], was: str, old: Mapping[str, OldType] | None
@@ -248,7 +200,7 @@ def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
     found = []
     for clause in clauses:
         for definition in [*added_columns(clause),
-                           *(column for _, column in _changed_columns(clause))]:
+                           *(column for _, column in changed_columns(clause))]:
             if any(word.is_word("UNIQUE") for word in definition[1:]):
                 found.append(((identifier(definition[0]) or definition[0].text).lower(),))
         if len(clause) > 1 and not added_columns(clause) and clause[0].is_word("ADD") and any(
@@ -259,7 +211,7 @@ def added_keys(statement: str, sql_mode: int = 0) -> list[tuple[str, ...]]:
     return found
 
 
-def _changed_columns(clause: list[Token]) -> list[tuple[str, list[Token]]]:
+def changed_columns(clause: list[Token]) -> list[tuple[str, list[Token]]]:
     """The old name and new column definition of a ``MODIFY [COLUMN] c …`` or ``CHANGE
     [COLUMN] old c …``."""
     if not clause or not clause[0].is_word("MODIFY", "CHANGE"):
@@ -345,7 +297,7 @@ def named_columns(statement: str, sql_mode: int | None = 0,
         if named is not None:
             verb, columns, keys = named
             rewrites = verb in ("MODIFY", "CHANGE") and (lax or any(
-                _may_round(column, was, old) for was, column in _changed_columns(clause)))
+                _may_round(column, was, old) for was, column in changed_columns(clause)))
             found.append(Named(statement[clause[0].start:clause[-1].end], verb,
                                tuple(columns), keys, rewrites))
     return found
@@ -370,9 +322,9 @@ def _named(clause: list[Token]) -> tuple[str, list[str], bool] | None:
         return ("KEY", list(_part_names(key)), any(word.is_word("UNIQUE", "PRIMARY")
                                                    for word in clause[1:4])) if key else None
     if verb in ("MODIFY", "CHANGE") and not (second and second.is_word("INDEX", "KEY")):
-        return verb, [name for was, column in _changed_columns(clause)
+        return verb, [name for was, column in changed_columns(clause)
                       for name in dict.fromkeys((was, _name(column[0])))], any(
-            word.is_word("UNIQUE", "PRIMARY") for _, column in _changed_columns(clause)
+            word.is_word("UNIQUE", "PRIMARY") for _, column in changed_columns(clause)
             for word in column[1:])
     if verb == "CONVERT" and second is not None and second.is_word("TO"):
         return verb, [], False

@@ -9,7 +9,8 @@ a new value on every call (UUID(), RAND(), RANDOM_BYTES()), reads a sequence (NE
 NEXT VALUE FOR s, LASTVAL, SETVAL), the session (USER(), CURRENT_USER, CONNECTION_ID(),
 DATABASE(): another name where the schema is mapped), the server (VERSION(), @@hostname) or
 a setting a target may not share (DATE_FORMAT's and DAYNAME's lc_time_names, WEEK's
-default_week_format), and any function setl does not know."""
+default_week_format), and any function setl does not know. An inline ``REFERENCES t (id)`` of
+the definition is not its default (:func:`own_definition`)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ REPEATABLE = frozenset((
     "MAKETIME", "MICROSECOND", "MINUTE", "MONTH", "PERIOD_ADD", "PERIOD_DIFF", "QUARTER",
     "SECOND", "SEC_TO_TIME", "SUBDATE", "SUBTIME", "TIME_TO_SEC", "TIMEDIFF", "TIMESTAMPADD",
     "TIMESTAMPDIFF", "TO_DAYS", "TO_SECONDS", "WEEKDAY", "WEEKOFYEAR", "YEAR", "STR_TO_DATE",
+    # a date from a Unix time, in the session's time zone (logged with the statement, which
+    # used it, and replayed under it)
+    "FROM_UNIXTIME",
+    # geometry made of their arguments (POINT(1, 2), ST_GeomFromText('POINT(1 2)', 4326))
+    "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION", "ST_GEOMFROMTEXT", "ST_GEOMETRYFROMTEXT", "GEOMFROMTEXT",
+    "GEOMETRYFROMTEXT", "ST_POINTFROMTEXT", "POINTFROMTEXT", "ST_LINEFROMTEXT",
+    "ST_LINESTRINGFROMTEXT", "LINEFROMTEXT", "ST_POLYFROMTEXT", "ST_POLYGONFROMTEXT",
+    "POLYFROMTEXT", "ST_MPOINTFROMTEXT", "ST_MLINEFROMTEXT", "ST_MPOLYFROMTEXT",
+    "ST_GEOMCOLLFROMTEXT", "ST_GEOMFROMWKB", "ST_GEOMETRYFROMWKB", "GEOMFROMWKB",
+    "ST_POINTFROMWKB", "ST_LINEFROMWKB", "ST_POLYFROMWKB", "ST_GEOMFROMGEOJSON",
     # JSON
     "JSON_ARRAY", "JSON_OBJECT", "JSON_QUOTE", "JSON_UNQUOTE", "JSON_EXTRACT", "JSON_VALUE",
     "JSON_QUERY", "JSON_SET", "JSON_INSERT", "JSON_REPLACE", "JSON_REMOVE", "JSON_MERGE",
@@ -60,10 +72,19 @@ REPEATABLE = frozenset((
 BARE = ("CURRENT_USER", "CURRENT_ROLE", "SESSION_USER", "SYSTEM_USER")
 
 
+def own_definition(definition: list[Token]) -> list[Token]:
+    """A column definition without an inline foreign key: its words before ``REFERENCES t
+    (id) [ON DELETE SET DEFAULT …]``, which names a table (one called ``uuid`` too) and the
+    referenced row's actions, not the column's default."""
+    at = next((i for i, word in enumerate(definition) if word.is_word("REFERENCES")), None)
+    return definition if at is None else definition[:at]
+
+
 def default_expression(definition: list[Token]) -> list[Token]:
     """The tokens of a column definition's ``DEFAULT`` (none without one): a parenthesized
     expression, a function call, ``NEXT``/``PREVIOUS VALUE FOR s``, or one literal or word,
-    signs before it included."""
+    signs before it included (an inline ``REFERENCES`` is not read: :func:`own_definition`)."""
+    definition = own_definition(definition)
     at = next((i for i, word in enumerate(definition) if word.is_word("DEFAULT")), None)
     if at is None:
         return []

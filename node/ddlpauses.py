@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from node.changes import RowChange
-from node.ddlclauses import added_keys, adds_versioning, rewriting_clause
+from node.ddlclauses import STRICT_MODES, added_keys, adds_versioning, rewriting
 from node.ddlparse import TableDdl
 from node.ddlsession import position, sql_mode
 from node.ddltypes import OldType
 from shared.errors import ConfigError
-from shared.identifiers import qualified
+from shared.identifiers import qualified, quote
 from shared.model import BinlogPosition
 
 
@@ -60,21 +60,33 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
     carried = session.get("sql_mode")
     before = {name: OldType(kind, digits, fraction)
               for name, kind, digits, fraction in session.get("columns", ())}
-    clause = rewriting_clause(change.ddl, None if carried is None else int(carried), before)
+    found = rewriting(change.ddl, None if carried is None else int(carried), before)
     tables = [qualified(*name.pair) for name in ddl.names if compiled.wants(*name.pair)]
-    if clause is None or not tables:
+    if found is None or not tables:
         return
+    clause, column = found
+    what = f"column {quote(column)} of {', '.join(tables)}" if column else ", ".join(tables)
+    strict = carried is not None and bool(int(carried) & STRICT_MODES)  # (else any MODIFY)
+    known = "" if not (strict and column) or column.lower() in before else (
+        f" ({quote(column)}'s type before it is not known: no row of the table was read "
+        "since the node started, no earlier ALTER of this run set it, and its target's "
+        "column was not read; any number or time type pauses then)")
+    ended = position(change.session)
+    if ended is not None and ended.file:
+        past = past.replace("--file … --pos … (the next transaction's position)",
+                            f"--file {ended.file} --pos {ended.pos}")
+    at = f" (the statement ends at binlog {ended})" if ended is not None and (
+        ended.file or ended.gtid) else ""
     raise ConfigError(
-        f"{ran}, which may have rewritten the values {', '.join(tables)} holds ({clause!r}: "
+        f"{ran}{at}, which may have rewritten the values of {what} ({clause!r}: "
         "in a session whose sql_mode is not strict, or ALTER IGNORE, a value the new type "
         "cannot hold is cut or replaced; in any session, a DECIMAL, FLOAT, DOUBLE, DATE or "
-        "time type with fewer digits rounds the values it gets, with at most a note (where "
-        "no row of the table was read since the node started, the column's type before is "
-        "not known: any number or time type); either way with no row event); with ddl_sync off "
-        "it is not replayed, and the target would keep the old values. Run the same ALTER "
-        "on the target (by hand, under the same sql_mode: it rewrites the values alike), "
-        f"then move the pipeline past this statement: {past}; or turn ddl_sync on for this "
-        "pipeline (setl apply) and resume, and it is replayed")
+        "time type with fewer digits rounds the values it gets, with at most a note; "
+        f"either way with no row event){known}; with ddl_sync off it is not replayed, and "
+        "the target would keep the old values. Run the same ALTER on the target (by hand, "
+        "under the same sql_mode: it rewrites the values alike), then move the "
+        f"pipeline past this statement: {past}; or turn ddl_sync on for this pipeline "
+        "(setl apply) and resume, and it is replayed")
 
 
 def keyed_before(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,

@@ -28,7 +28,7 @@ from typing import Any
 
 from node import charsets
 from node.changes import Session
-from node.ddlclauses import zone_bound_clause
+from node.ddlset import zone_bound_clause
 from node.ddltypes import OldType
 from shared.errors import SourceError
 from shared.model import BinlogPosition
@@ -170,7 +170,8 @@ def sql_mode(session: Session) -> int:
 def position(session: Session) -> BinlogPosition | None:
     """The source's binlog position after the DDL (:data:`POSITION`), if carried."""
     found = dict(session).get(POSITION)
-    return BinlogPosition(str(found[0]), int(found[1]), "", str(found[2])) if found else None
+    return BinlogPosition(str(found[0]), int(found[1]), str(found[3]) if len(found) > 3 else "",
+                          str(found[2])) if found else None
 
 
 def database_defaults(session: Session) -> tuple[str, str] | None:
@@ -246,7 +247,7 @@ def _system_zone(statement: str, mode: int, event: Any, source: SourceFacts,
     """The offset a statement logged in the source's SYSTEM zone runs under on the target
     (which does not know that zone by name): the zone's at the statement's own time. Where
     the zone observes daylight saving time, a statement that made rows' values anew through
-    it, each at its own date (:func:`node.ddlclauses.zone_bound_clause`), stops: under one
+    it, each at its own date (:func:`node.ddlset.zone_bound_clause`), stops: under one
     offset, the rows of the other part of the year would move by an hour."""
     offset, (other, last) = source.system_zone(int(event.timestamp))
     clause = zone_bound_clause(statement, mode, old) if other != last else None

@@ -26,6 +26,7 @@ from node import cursor as cursors
 from node import pause
 from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
+from node.ddlset import target_reader
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
 from node.extract.job import Planner
@@ -277,14 +278,16 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         compiled, server_id = self._check_source(compiled, resume, loader, source)
         targets = loader.targets
         window = self._window = load.window(params.parallelism, loader)
+        facts = kinds.tables(self.target_kind, targets, compiled)
         reader = BinlogReader(source, server_id, self.cursor.position, compiled.wants,
                               compiled.wants_schema, ddl=compiled.ddl_sync,
                               loop_channel=self.ctx.channel.name if self.two_way else None,
                               pipeline_id=self.pipeline_id,
                               layout_problem=compiled.layout_problem,
-                              altered=compiled.altered)
-        planner = Planner(compiled, reader.layouts,
-                          kinds.tables(self.target_kind, targets, compiled),
+                              altered=compiled.altered,
+                              target_types=target_reader(compiled, facts)
+                              if self.target_kind == "mysql" else None)
+        planner = Planner(compiled, reader.layouts, facts,
                           lambda: reader.checksum, params, reader.learn,
                           target=self.target_kind,  # the source in use: a switched one's
                           source_columns=lambda schema, table: read_source_columns(

@@ -41,7 +41,7 @@ from node.select.framing import (
     ROWS,
     frame,
 )
-from node.select.lastmaps import LastMaps
+from node.select.lastmaps import LastMaps, TargetTypes
 from node.select.packets import PacketReader
 from node.select.queries import QueryEvents
 from node.select.rollbacks import Rollbacks, transactional
@@ -98,8 +98,8 @@ class BinlogReader(QueryEvents):
                  loop_channel: str | None = None, ddl: bool = True,
                  queue_size: int = 10_000, pipeline_id: str = "",
                  layout_problem: Callable[[str, str, tuple[str, ...], tuple[str, ...]], str | None]
-                 | None = None, altered: Callable[[str, str], None] | None = None
-                 ) -> None:
+                 | None = None, altered: Callable[[str, str], None] | None = None,
+                 target_types: TargetTypes | None = None) -> None:
         self.source, self.server_id, self.start = source, server_id, start
         # why a table's new columns do not fit its pairs (a column a pair includes is gone)
         self._layout_problem = layout_problem
@@ -123,7 +123,8 @@ class BinlogReader(QueryEvents):
         self._facts = ddlsession.SourceFacts(lambda: connect(source), f"source {source.name}")
         self._databases = SourceDatabases(self._facts)
         self._tables: dict[int, MappedTable] = {}  # by table id
-        self._last_maps = LastMaps()  # the types a MODIFY changes from
+        # the types a MODIFY changes from (else its target's column's: ``target_types``)
+        self._last_maps = LastMaps(target_types)
         self._numbers = 0
         self._stream: BinLogStreamReader | None = None
         self._checksum = False  # the stream's: whether its rows events end with a CRC32

@@ -111,9 +111,11 @@ class QueryEvents:
         schema = _schema(event)
         later = event.alter_phase & (libevents.ALTER_STARTED | libevents.ALTER_ROLLED_BACK)
         mode = getattr(event, "sql_mode", 0) or 0
-        before = self._last_maps.before(event.query, schema, mode)
+        # (ddl_sync off: a column's type not known otherwise is the target's)
+        before = self._last_maps.before(event.query, schema, mode, settled=not later,
+                                        target=not self.ddl)
         at = self._position(state)  # after the statement: were the keys read before it?
-        where = ((ddlsession.POSITION, (at.file, at.pos, at.server)),)
+        where = ((ddlsession.POSITION, (at.file, at.pos, at.server, at.gtid)),)
         if not self.ddl or later:
             # not replayed (ddl_sync off); one on a replicated table still cuts a batch of its
             # own, after which the pipeline reads the tables' keys again (an ALTER may have

@@ -198,6 +198,38 @@ def test_with_ddl_sync_a_column_added_with_a_default_made_where_it_runs_pauses(
     cluster.set_status(name, "STOP")
 
 
+def test_with_ddl_sync_columns_added_with_defaults_setl_knows_to_repeat_are_replayed(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """DEFAULT (FROM_UNIXTIME(0)), a geometry made of literals (POINT(1, 2),
+    ST_GeomFromText('…')) and a column with an inline REFERENCES t_1 (id) paused as
+    defaults setl did not know to repeat (the last: its table's name read as a call). They
+    are replayed, the target's existing rows getting the source's values."""
+    name = "ddl-repeat-defaults"
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "v INT)", "CREATE TABLE `{schema}`.t_1 (id INT PRIMARY KEY)")
+    copy = copied(target, schema, "id INT PRIMARY KEY, v INT")
+    target.execute(f"CREATE TABLE `{copy}`.t_1 (id INT PRIMARY KEY)")
+    running(cluster, channel(name, schema, copy, True))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO `{schema}`.t_1 VALUES (5)",
+                  f"INSERT INTO {s} VALUES (1, 1), (2, 2)",
+                  f"ALTER TABLE {s} ADD COLUMN at DATETIME DEFAULT (FROM_UNIXTIME(86400))",
+                  f"ALTER TABLE {s} ADD COLUMN p POINT DEFAULT (POINT(1, 2)), ADD COLUMN g "
+                  "GEOMETRY DEFAULT (ST_GeomFromText('LINESTRING(0 0, 1 1)'))",
+                  f"ALTER TABLE {s} ADD COLUMN r INT DEFAULT 5 REFERENCES t_1 (id) ON DELETE "
+                  "SET NULL", f"INSERT INTO {s} (id, v) VALUES (3, 3)")
+    shown = ("SELECT id, v, at, ST_AsText(p), ST_AsText(g), r FROM `{}`.{} ORDER BY id")
+    wait_for(lambda: cluster.channel_status(name) == "PAUSE" or len(target.rows(
+        shown.format(copy, "items_copy"))) == 3, 90, "the columns replayed and the row after "
+        "them")
+    assert cluster.channel_status(name) != "PAUSE", cluster.pipeline_state(name).last_error
+    assert target.rows(shown.format(copy, "items_copy")) == \
+        source.rows(shown.format(schema, "items"))
+    assert [row[3:] for row in target.rows(shown.format(copy, "items_copy"))] == [
+        ("POINT(1 2)", "LINESTRING(0 0,1 1)", 5)] * 3
+    cluster.set_status(name, "STOP")
+
+
 def test_a_sequence_a_pair_takes_pauses_and_is_refused_at_a_start(
         cluster: Cluster, source: Database, target: Database) -> None:
     """Under a catch-all pair a CREATE SEQUENCE was not replayed (ddl_sync on), and the

@@ -60,6 +60,49 @@ def test_without_ddl_sync_a_strict_alter_to_an_integer_after_a_restart_pauses(
     cluster.set_status(name, "STOP")
 
 
+def test_without_ddl_sync_widenings_after_a_restart_pass_by_the_targets_column(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """After a restart no table map of the table had been read, so a plain widening (INT to
+    BIGINT) paused as any MODIFY to a number type, as did a MODIFY of a column an earlier
+    ALTER of the same stretch had added (no row event between). The first is judged by the
+    target's column (its values are what the target holds), the second by the type the ADD
+    gave it (the target's DECIMAL(12,4) would say otherwise); the rows after them come
+    through. A MODIFY that rounds the target's column's values still pauses, saying where
+    the statement ends, the table and the column."""
+    name = "ddl-restart-widen"
+    shapes = Shapes(cluster.sandbox, source, target, seed=71, kinds=3)
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         "n INT, price DECIMAL(10,3))")
+    # (the operator made the target's new column ahead, with more decimals than the source's)
+    copy = copied(target, schema, "id INT PRIMARY KEY, n INT, price DECIMAL(10,3), "
+                                  "d DECIMAL(12,4) NULL")
+    running(cluster, beside(channel(name, schema, copy, False), shapes.schema))
+    s = f"`{schema}`.items"
+    source.script(f"INSERT INTO {s} VALUES (1, 1, 1.655), (2, 2, 7.4)")
+    wait_for(lambda: len(target.table(copy, "items_copy")) == 2, 60, "the rows")
+    down_while(cluster, source, shapes, [
+        "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
+        f"ALTER TABLE {s} MODIFY n BIGINT",  # the target's INT: a widening
+        f"ALTER TABLE {s} MODIFY n BIGINT NOT NULL",  # by the type the first one set
+        f"ALTER TABLE {s} ADD d DECIMAL(10,2) NULL",
+        f"ALTER TABLE {s} MODIFY d DECIMAL(12,2)",  # by the type the ADD set
+        f"INSERT INTO {s} VALUES (3, 3000000, 2.5, 1.25)",
+        f"ALTER TABLE {s} MODIFY price INT",  # rounds DECIMAL(10,3): 1.655 kept as 2
+        "SET SESSION sql_mode = DEFAULT", f"INSERT INTO {s} VALUES (4, 4, 4, NULL)"])
+    error = paused(cluster, name)
+    assert "may have rewritten the values of column `price` of " \
+        f"`{schema}`.`items`" in error and "'MODIFY price INT'" in error, error
+    assert "the statement ends at binlog " in error, error
+    assert f"setl position set {name}/forward --file " in error, error
+    assert [(i, n, str(price), d if d is None else str(d))
+            for i, n, price, d in target.table(copy, "items_copy")] == [
+        (1, 1, "1.655", None), (2, 2, "7.400", None), (3, 3000000, "2.500", "1.2500")]
+    assert [(i, str(price)) for i, _, price, _ in source.table(schema, "items")] == [
+        (1, "2"), (2, "7"), (3, "3"), (4, "4")]
+    shapes.finish(source)
+    cluster.set_status(name, "STOP")
+
+
 @pytest.mark.parametrize("ddl_sync", [False, True], ids=["sync-off", "sync-on"])
 def test_versioning_added_and_dropped_while_the_node_was_down_pauses(
         cluster: Cluster, source: Database, target: Database, ddl_sync: bool) -> None:

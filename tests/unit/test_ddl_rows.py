@@ -10,7 +10,7 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.ddl import concerns, parse, tables_named
-from node.ddlclauses import retyped_columns, rewriting_clause, unrepeatable_column
+from node.ddlclauses import rewriting_clause, unrepeatable_column
 from node.ddlparse import ROW_CLAUSES
 from node.ddltypes import OldType, old_type
 from node.extract.etl import extract_transform
@@ -362,16 +362,3 @@ def test_a_modify_that_rounds_by_the_types_before_pauses(statement: str) -> None
                        session=(("sql_mode", STRICT), ("columns", BEFORE)))
     with pytest.raises(ConfigError, match="may have rewritten the values"):
         list(extract_transform(compiled(*PAIRS), [(4, change)]))
-
-
-def test_the_columns_an_alter_may_retype_are_named_and_another_statement_forgets_the_table(
-        ) -> None:
-    """Select keeps a table's types from its last table map for the next MODIFY, but the
-    columns a DDL changed since are unknown (two ALTERs in a row, no rows between)."""
-    assert retyped_columns("ALTER TABLE t MODIFY n BIGINT, ADD x INT, CHANGE p q DECIMAL(9,3)"
-                           ) >= {"n", "p", "q"}
-    assert "x" not in retyped_columns("ALTER TABLE t ADD x INT, ADD INDEX i (y)")
-    assert retyped_columns("ALTER TABLE t DROP COLUMN old, RENAME COLUMN a TO b") >= \
-        {"old", "a", "b"}
-    assert retyped_columns("RENAME TABLE t TO u") is None
-    assert retyped_columns("DROP TABLE t") is None
