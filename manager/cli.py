@@ -32,12 +32,13 @@ from manager import (
     checkcli,
     lakecli,
     render,
+    sandboxcli,
     snapshotcli,
     subscribecli,
     verifycli,
 )
 from manager.client import ManagerClient, access_from, addresses_from, wait_channel
-from shared import confinement, sandbox, settings
+from shared import confinement, settings
 from shared.confinement import CONF
 from shared.errors import SetlError
 from shared.rpc import manager_pb2, model_pb2
@@ -166,18 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     subscribecli.add_command(commands)
     subscribecli.add_admin(commands)
     lakecli.add_command(commands)
-    box = commands.add_parser("sandbox", help="local MariaDB + ZooKeeper for demo and tests")
-    box.add_argument("--dir", default=".sandbox", help="folder of the sandbox (default .sandbox)")
-    box.add_argument("--base-port", type=int, default=sandbox.DEMO_BASE_PORT,
-                     help="fixed ports from here (source +6, target +7, target2 +8, "
-                     "ZooKeeper +81); 0 for free ports (default %(default)s)")
-    box_actions = box.add_subparsers(dest="action", required=True, metavar="ACTION")
-    up = box_actions.add_parser("up", help="start (idempotent) and wait until ready")
-    up.add_argument("--second-target", action="store_true", help="also a second target MariaDB")
-    up.add_argument("--owner-pid", type=int, help="stop the sandbox when this process exits")
-    box_actions.add_parser("down", help="stop what 'up' started").add_argument(
-        "--purge", action="store_true", help="also delete the data")
-    box_actions.add_parser("status", help="connection settings")
+    sandboxcli.add_command(commands)
     _everywhere(parser)
     return parser
 
@@ -294,26 +284,6 @@ def _status(args: argparse.Namespace, client: ManagerClient) -> int:
         time.sleep(args.interval)
 
 
-def _sandbox(args: argparse.Namespace) -> int:
-    box = sandbox.Sandbox(args.dir, base_port=args.base_port or None)
-    if args.action == "up":
-        servers = box.up(second_target=args.second_target, owner_pid=args.owner_pid)
-    elif args.action == "down":
-        stopped = box.down(purge=args.purge)
-        print(f"stopped: {', '.join(map(str, stopped)) or 'nothing was running'}")
-        return 1 if any(server.outcome == "running" for server in stopped) else 0
-    else:
-        servers = box.servers()
-        if not servers:
-            print(f"no sandbox running under {box.root}; start it with: setl sandbox up")
-            return 1
-    rows = [(s.name, s.kind, s.address, s.pid, "up" if sandbox.pid_alive(s.pid) else "down")
-            for s in servers.values()]
-    print(render.table(["SERVER", "KIND", "ADDRESS", "PID", "STATE"], rows))
-    print(f"mariadb user: {sandbox.USER}, password reference: file:{box.secret_file}")
-    return 0
-
-
 class _Printable:
     """A text stream that shows control characters (an ESC of a terminal sequence, say)
     escaped: what the CLI prints comes partly from definitions and servers (descriptions,
@@ -353,7 +323,7 @@ def _main(argv: list[str] | None = None) -> int:
             print(f"setl {version()}")
             return 0
         if args.command == "sandbox":
-            return _sandbox(args)
+            return sandboxcli.run(args)
         if args.command == "lake":  # on the files themselves: no manager
             return lakecli.run(args)
         if args.command in ("backfill", "retl", "check"):  # they open the database themselves

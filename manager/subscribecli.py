@@ -5,8 +5,8 @@ acknowledging each batch once its lines are written (the kafka-console-consumer 
                                [--no-ack] [--from latest|FILE:POS|GTID]
 
 ``-o json`` prints one JSON object per transaction (id, position, commit time, changes
-with their typed images: integers and floats as numbers, DECIMAL, dates, times and text as
-strings, binary as upper-case hex); the default prints one line per change. ``--from``
+with their typed images: :mod:`manager.subscribejson`); the default prints one line per
+change. ``--from``
 moves the subscription first: its channel is stopped, its position set (what it had
 acknowledged past that is sent again), and started.
 
@@ -22,14 +22,13 @@ import argparse
 import fnmatch
 import itertools
 import json
-import math
 import re
-import struct
 import sys
 from typing import Any
 
 from manager import render
 from manager.client import ManagerClient
+from manager.subscribejson import row, transaction
 from manager.subscriber import Subscriber, move
 from shared import codec, identifiers
 from shared.errors import ConfigError, NotFoundError
@@ -343,61 +342,3 @@ def _lines(txn: subscription_pb2.Transaction, tables: list[Pattern], json_lines:
                                                       else change.after),
                          ensure_ascii=False)
             for change in changes]
-
-
-def transaction(txn: subscription_pb2.Transaction,
-                changes: Any = None) -> dict[str, Any]:
-    """A transaction as JSON: its changes' values as :func:`value` gives them."""
-    found: dict[str, Any] = {
-        "id": txn.id, "file": txn.position.file, "pos": txn.position.pos,
-        "gtid": txn.position.gtid, "commit_ts_ms": txn.commit_ts_ms}
-    if txn.ddl:
-        found.update(ddl=txn.ddl, schema=txn.ddl_schema)
-        return found
-    found["changes"] = [
-        {"index": change.index, "op": change.op, "schema": change.schema,
-         "table": change.table, "keys": list(change.keys),
-         **({"before": row(change.before)} if change.op != "I" else {}),
-         **({"after": row(change.after)} if change.op != "D" else {}),
-         **({"charsets": named} if (named := charsets(change)) else {})}
-        for change in (txn.changes if changes is None else changes)]
-    return found
-
-
-def charsets(change: subscription_pb2.RowChange) -> dict[str, str]:
-    """The charsets of a change's text served as bytes (hex in ``before``/``after``), by
-    column: what to decode them by."""
-    return {field.name: field.charset for field in (*change.before, *change.after)
-            if field.charset}
-
-
-def row(fields: Any) -> dict[str, Any]:
-    return {field.name: value(field.value) for field in fields}
-
-
-def value(message: subscription_pb2.Value) -> Any:
-    """A typed value as JSON: numbers as numbers, binary as upper-case hex, the rest (DECIMAL,
-    dates, times, text) as the exact strings the message holds."""
-    kind = message.WhichOneof("kind")
-    if kind is None or kind == "null":
-        return None
-    found = getattr(message, kind)
-    if kind == "float":
-        return float32(found)
-    return found.hex().upper() if kind == "binary" else found
-
-
-def float32(found: float) -> float:
-    """A FLOAT's value by the shortest digits that are the same float32 (0.1, not the
-    0.10000000149011612 it is as a double)."""
-    if not math.isfinite(found):
-        return found
-    exact = struct.pack("<f", found)
-    for digits in range(1, 10):
-        shortest = float(f"{found:.{digits}g}")
-        try:
-            if struct.pack("<f", shortest) == exact:
-                return shortest
-        except OverflowError:  # rounded past float32's largest: more digits
-            continue
-    return found

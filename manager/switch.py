@@ -3,7 +3,7 @@
 The manager checks the member (one of the source's hosts, answering, promoted) and stores it
 as the source's primary in ZooKeeper; every node running a pipeline of the source sees the
 record move, loads what it selected, and starts again on the new primary from the GTID state
-of what its targets hold (:mod:`node.primary`)."""
+of what its targets hold (:mod:`node.held`)."""
 
 from __future__ import annotations
 

@@ -14,11 +14,12 @@ from typing import Any
 from kazoo.exceptions import KazooException
 
 from node import cursor as cursors
-from node import primary, start
+from node import held, start
 from node.cursor import Cursor, CursorStore
 from node.extract import freedoor
 from node.extract.etl import CompiledPipeline
-from node.primary import Primary, check_held
+from node.held import check_held
+from node.primary import Primary
 from node.select import source as endpoints
 from node.snapshot.state import SnapshotStore
 from node.target import kinds
@@ -94,9 +95,9 @@ class RunnerStart:
         # on this server: nothing the targets hold may be missing from it, and a start
         # of another server's binlog is found by its GTID state
         found, hint, rows = check_held(self.pipeline_id, source, hint, rows)
-        resume = primary.on_server(self.pipeline_id,
-                                   cursors.resume(self.pipeline_id, hint, rows),
-                                   found.server, found.gtid_pos)
+        resume = held.on_server(self.pipeline_id,
+                                cursors.resume(self.pipeline_id, hint, rows),
+                                found.server, found.gtid_pos)
         moved = None if resume.cuts else endpoints.after_quiet_purge(
             source, self.pipeline_id, resume.start.position)
         if moved is not None:  # a purged file with nothing since: the oldest kept one's start

@@ -9,7 +9,8 @@ pipeline's) runs the same function in the node instead: a Spark job's fixed cost
 ms of CPU across driver, JVM and worker) is more than such a batch's rows cost. While Spark
 starts, every batch but one large transaction's runs in the node. The stage logic lives in
 :mod:`node.extract` and runs the same without Spark in unit tests; the functions Spark's
-workers call are in :mod:`node.sparktasks`.
+workers call are in :mod:`node.sparktasks`, and a failed job's errors become setl's in
+:mod:`node.sparkerrors`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -32,8 +32,9 @@ from node.extract.job import Part, run_part
 from node.handoff import Handoff
 from node.jobqueue import JobQueue
 from node.jobs import JobSpec, PartResult
-from shared import errors, heap
-from shared.errors import SetlError, SparkStartError, with_context
+from node.sparkerrors import in_process, translate, translate_for
+from shared import heap
+from shared.errors import SetlError, SparkStartError
 from shared.settings import SparkSettings
 
 log = logging.getLogger("setl.node.spark")
@@ -228,8 +229,8 @@ class SparkRunner:
                 local: bool) -> list[PartResult]:
         """A batch's Extract/Transform: its parts in the node (``local``) or on Spark."""
         if local:
-            return _in_process(compiled, lambda: [run_part(compiled, spec, part)
-                                                  for part in parts])
+            return in_process(compiled, lambda: [run_part(compiled, spec, part)
+                                                 for part in parts])
         # while other batches are on Spark, this one waits to go with those of its pipeline
         # that wait too (node.jobqueue): one job for them all
         return self._queue.submit(compiled.broadcast_key, (compiled, spec, parts))
@@ -309,8 +310,8 @@ class SparkRunner:
         item)`` for each item, one Spark task each (``local``: in the node), their results
         in item order. ``task`` is a module-level function (a worker imports it)."""
         if local:
-            return _in_process(compiled, lambda: [found for item in items
-                                                  for found in task(compiled, item)], what)
+            return in_process(compiled, lambda: [found for item in items
+                                                 for found in task(compiled, item)], what)
         context = self.context
         broadcast = self._broadcast(compiled)
         self._last_job = time.monotonic()
@@ -318,7 +319,7 @@ class SparkRunner:
             return context.parallelize(items, len(items)).mapPartitions(
                 functools.partial(sparktasks.run_tasks, broadcast, task)).collect()
         except Exception as exc:
-            raise _translate(exc, compiled, what) from None
+            raise translate(exc, compiled, what) from None
 
     def map(self, function: Callable[[Any], Any], items: list[Any], local: bool,
             where: str) -> list[Any]:
@@ -335,12 +336,12 @@ class SparkRunner:
         try:
             return self.context.parallelize(items, len(items)).map(function).collect()
         except Exception as exc:
-            raise _translate_for(exc, where) from None
+            raise translate_for(exc, where) from None
 
     @staticmethod
     def changes(compiled: CompiledPipeline, changes: list[RowChange]) -> list[TargetChange]:
         """Extract/Transform of decoded changes (a DDL batch's) in the node."""
-        return _in_process(compiled, lambda: list(extract_transform(
+        return in_process(compiled, lambda: list(extract_transform(
             compiled, enumerate(changes))))
 
     def stop(self) -> None:
@@ -367,46 +368,4 @@ def _collect(context: Any, broadcast: Any, compiled: CompiledPipeline, specs: li
             functools.partial(sparktasks.run_partition, broadcast, specs, shipped,
                               out)).collect()
     except Exception as exc:
-        raise _translate(exc, compiled) from None
-
-
-def _in_process(compiled: CompiledPipeline, run: Callable[[], list[Any]],
-                what: str = "extract/transform") -> list[Any]:
-    """Extract/Transform in the node (the same function a Spark task runs), with its errors
-    as a Spark job's would be: setl's own keep their class, others say their Python type."""
-    prefix = f"pipeline {compiled.pipeline_id}: {what} failed: "
-    try:
-        return run()
-    except SetlError as exc:
-        raise with_context(type(exc), prefix + str(exc)) from None
-    except Exception as exc:
-        raise SetlError(f"{prefix}{type(exc).__name__}: {exc}") from exc
-
-
-def _translate(exc: Exception, compiled: CompiledPipeline,
-               what: str = "extract/transform") -> SetlError:
-    """A failed Spark job as one SetlError carrying the Python error from the worker; an
-    error of setl's own hierarchy keeps its class (a ConfigError pauses at once, a passing
-    failure is retried)."""
-    return _translate_for(exc, f"pipeline {compiled.pipeline_id}: {what}")
-
-
-def _translate_for(exc: Exception, where: str) -> SetlError:
-    text = str(exc)
-    prefix = f"{where} failed: "
-    for line in reversed(text.splitlines()):
-        found = _WORKER_ERROR.match(line.strip())
-        if found is None:
-            continue
-        kind, message = found["kind"], found["message"]
-        cls = getattr(errors, kind.rpartition(".")[2], None) \
-            if kind.startswith("shared.errors.") else None
-        if isinstance(cls, type) and issubclass(cls, SetlError):
-            return with_context(cls, prefix + message)
-        return SetlError(prefix + line.strip())
-    return SetlError(prefix + (text.splitlines()[0] if text else type(exc).__name__))
-
-
-# the last line of a Python traceback: "module.Class: message" (builtins without a module)
-_WORKER_ERROR = re.compile(r"(?P<kind>(?:shared\.|node\.)[\w.]+|[A-Z]\w*(?:Error|Exception))"
-                           r": (?P<message>.*)")
+        raise translate(exc, compiled) from None

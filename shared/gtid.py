@@ -15,7 +15,7 @@ Two positions of one server are never ordered by their states: under gtid_strict
 (MariaDB's default) one domain may carry two origins' sequences in one binlog (a multi-source
 replica), where a later transaction has a lower number. A server that keeps its name while
 its binlog starts again (RESET MASTER) is caught where a pipeline starts instead: every
-target row of it must be a position of its binlog now (:func:`node.primary.check_held`).
+target row of it must be a position of its binlog now (:func:`node.held.check_held`).
 
 Which GTIDs a server lacks is read from ``@@gtid_binlog_state`` (the last sequence of every
 domain *and server* it holds): :func:`missing`; whether catching up can still bring them

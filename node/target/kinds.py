@@ -21,11 +21,8 @@ from node.target.delta.tables import (
 from node.target.mysql.facts import TargetFacts
 from node.target.mysql.loader import Loader
 from node.target.mysql.namecase import refuse_folded_collisions
-from node.target.mysql.twoway import (
-    LoopGuard,
-    refuse_non_transactional,
-    refuse_unsafe_tables,
-)
+from node.target.mysql.twoway import LoopGuard
+from node.target.mysql.twowaytables import refuse_non_transactional, refuse_unsafe_tables
 from node.target.subscription.loader import SubscriptionLoader
 from shared.endpoint import connect
 from shared.errors import ConfigError

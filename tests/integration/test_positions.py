@@ -267,7 +267,7 @@ def test_a_configured_start_is_named_as_the_servers_and_a_bare_one_never_taken_f
     binlog had an event boundary at that file and offset took it for its own: a switch
     before the first batch read another server's unrelated offset. The start is named when
     it is fixed; a position without GTIDs is never named after the server that reads it."""
-    from node.primary import check_held
+    from node.held import check_held
     from shared.errors import PositionLostError
     from tests.integration.test_lookup import source_of
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from manager.subscribecli import value
+from manager.subscribejson import value
 from manager.subscriber import Subscriber
 from shared.errors import SetlError
 from shared.retl import encode_key

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from manager import startcheck
-from node import primary
 from node.cursor import Cursor
+from node.held import check_held
 from node.select.binlog import BinlogReader
 from shared import gtid, members
 from shared.errors import PositionLostError
@@ -125,7 +125,7 @@ def test_a_quiet_row_of_the_rejoined_old_primarys_reset_binlog_stops_the_start(
     for end in ends:  # what the stop saves: by file/pos the row is past every batch
         assert gtid.compare(quiet_row, end) == 1, (quiet_row, end)
     with pytest.raises(PositionLostError) as refused:
-        primary.check_held("sw.p", source, hint, rows)
+        check_held("sw.p", source, hint, rows)
     message = str(refused.value)
     assert f"target quiet's position row is at {quiet_row}, of server {x_name}" in message, \
         message
@@ -133,7 +133,7 @@ def test_a_quiet_row_of_the_rejoined_old_primarys_reset_binlog_stops_the_start(
     assert "the server's binlog was reset or restarted" in message, message
     assert "setl position set sw/p --gtid STATE --replay" in message, message
     # the busy target alone (its row is Y's) goes on
-    found, _, _ = primary.check_held("sw.p", source, hint, {"busy": rows["busy"]})
+    found, _, _ = check_held("sw.p", source, hint, {"busy": rows["busy"]})
     assert found.server == x_name
 
 
@@ -173,7 +173,7 @@ def test_target_rows_of_the_servers_binlog_now_pass_and_of_its_reset_one_stop(
                                     2, run="r"),
                 "unknown": Cursor(unknown, 3, run="r")}
         hint = Cursor(unknown, 3, run="r")
-        found, _, kept = primary.check_held("sw.p", source, hint, rows)
+        found, _, kept = check_held("sw.p", source, hint, rows)
         assert found.server == server and kept == rows
         # the binlog starts again under the same name
         [(binlog_state,)] = db.rows("SELECT @@gtid_binlog_state")
@@ -190,7 +190,7 @@ def test_target_rows_of_the_servers_binlog_now_pass_and_of_its_reset_one_stop(
     for name, why in (("current", f"{current.file} is not among its binlog files now"),
                       ("purged", f"at {purged.file}:{purged.pos} ")):
         with pytest.raises(PositionLostError) as refused:
-            primary.check_held("sw.p", source, Cursor(end, 3, run="r"), {name: rows[name]})
+            check_held("sw.p", source, Cursor(end, 3, run="r"), {name: rows[name]})
         message = str(refused.value)
         assert f"target {name}'s position row is at {rows[name].position}" in message, message
         assert why in message and "binlog was reset or restarted" in message, message
@@ -230,7 +230,7 @@ def test_a_member_without_gtid_strict_mode_is_refused_before_its_local_write_is_
     new.close()
     source = members.at(replica_set_source(sandbox, rs), rs.members[1].address)
     with pytest.raises(PositionLostError) as refused:
-        primary.check_held("sw.p", source, Cursor(held, 7, run="r"),
+        check_held("sw.p", source, Cursor(held, 7, run="r"),
                            {"target": Cursor(held, 7, run="r")})
     message = str(refused.value)
     assert f"the pipeline would go on at {rs.members[1].address}, which runs with " \

@@ -10,7 +10,8 @@ from typing import Any
 
 from node.changes import TargetChange
 from node.merge import merge
-from node.target.mysql.render import Statement, statements
+from node.target.mysql.render import statements
+from node.target.mysql.statement import Statement
 
 Table = dict[tuple[Any, ...], dict[str, Any]]  # key → row (a column never written: absent)
 KEYS = ("id",)  # the modelled tables' key

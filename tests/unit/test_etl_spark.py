@@ -1,5 +1,6 @@
-"""A batch's extract/transform on Spark or in the node (node/spark.py): a worker's error as
-the driver sees it, a small batch in the node, Spark's warm-up and start."""
+"""A batch's extract/transform on Spark or in the node (node/spark.py, node/sparkerrors.py):
+a worker's error as the driver sees it, a small batch in the node, Spark's warm-up and
+start."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from tests.unit.etl_helpers import compiled, insert
 
 
 def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_they_were() -> None:
-    from node.spark import _translate  # the driver's view of a failed Spark job
+    from node.sparkerrors import translate  # the driver's view of a failed Spark job
     from shared.errors import SetlError, ShardError, TransformError
 
     job = compiled("{source: s.t, target: s2.t}")
@@ -19,13 +20,13 @@ def test_a_worker_error_of_setls_own_kind_keeps_its_class_and_others_say_what_th
              "Traceback (most recent call last):\n  File \"node/extract/etl.py\", line 9, in _map\n"
              "shared.errors.TransformError: pair src:s.t: processor m:f failed on key (1,)\n"
              "\tat org.apache.spark.api.python.BasePythonRunner...\n")
-    error = _translate(Exception(trace), job)
+    error = translate(Exception(trace), job)
     assert type(error) is TransformError
     assert str(error).endswith("extract/transform failed: pair src:s.t: processor m:f failed "
                                "on key (1,)")
-    shard = _translate(Exception(trace.replace("TransformError", "ShardError")), job)
+    shard = translate(Exception(trace.replace("TransformError", "ShardError")), job)
     assert type(shard) is ShardError
-    bare = _translate(Exception("Traceback\nTypeError: unhashable type: 'set'\n\tat x"), job)
+    bare = translate(Exception("Traceback\nTypeError: unhashable type: 'set'\n\tat x"), job)
     assert type(bare) is SetlError and str(bare).endswith("TypeError: unhashable type: 'set'")
 
 

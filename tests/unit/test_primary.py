@@ -1,5 +1,5 @@
-"""node/primary.py and manager/switch.py without servers: what a member's probe says decides
-whether a pipeline goes on there, waits, or stops with what to do."""
+"""node/primary.py, node/held.py and manager/switch.py without servers: what a member's probe
+says decides whether a pipeline goes on there, waits, or stops with what to do."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from manager import switch
 from node.cursor import Cursor, Resume
-from node.primary import Primary, SwitchPending, _not_of_this_binlog, check_held, on_server
+from node.held import _not_of_this_binlog, check_held, on_server
+from node.primary import Primary, SwitchPending
 from shared import members
 from shared.errors import ConflictError, PositionLostError
 from shared.members import PrimaryRecord, Probe
@@ -167,7 +168,7 @@ def test_a_member_without_strict_mode_or_log_slave_updates_is_refused_at_every_s
 
 # -- a target row of the server read now: of its binlog now, or of one it reset ----------------
 class BinlogCursor:
-    """Answers what node.primary asks of a binlog: its files, a Gtid event at every offset
+    """Answers what node.held asks of a binlog: its files, a Gtid event at every offset
     asked, and the GTID state there (``states``; missing: NULL)."""
 
     def __init__(self, files: dict[str, int], states: dict[int, str]) -> None:
@@ -255,14 +256,14 @@ def test_the_files_are_listed_once_and_a_shared_position_is_checked_once(
     """A lake's tables often hold one position: each row listed every binlog file again
     (MariaDB opens each) and read the binlog to its offset again, minutes at a start with
     hundreds of tables on a large binlog."""
-    from node import primary
+    from node import held
 
     cursor = BinlogCursor({"binlog.000004": 9000}, {900: "0-41-20"})
     sent: list[str] = []
-    monkeypatch.setattr(primary, "connect", lambda _: _Conn(cursor, sent))
+    monkeypatch.setattr(held, "connect", lambda _: _Conn(cursor, sent))
     rows = {f"t{n}": Cursor(BinlogPosition("binlog.000004", 900, "0-41-20", OLD), 1)
             for n in range(50)}
-    primary._check_rows_of_this_binlog("c.p", source(), OLD, rows)
+    held._check_rows_of_this_binlog("c.p", source(), OLD, rows)
     assert sent.count("SHOW BINARY LOGS") == 1
     assert sum(sql.startswith("SELECT BINLOG_GTID_POS") for sql in sent) == 1
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from manager import cli, subscribecli
+from manager import cli, subscribecli, subscribejson
 from manager.subscriber import move, start_request
 from shared import codec, definitions
 from shared.errors import ConfigError, PositionLostError
@@ -219,11 +219,11 @@ def test_a_float_column_prints_its_shortest_float32_digits(typed: float, printed
                                                             ) -> None:
     """A FLOAT's 0.1 printed as 0.10000000149011612 (the float32 read as a double)."""
     message = subscription_pb2.Value(float=typed)
-    found = subscribecli.value(message)
+    found = subscribejson.value(message)
     assert json.dumps(found) == printed
     assert struct.pack("<f", found) == struct.pack("<f", message.float)  # the same float32
 
 
 def test_a_double_column_prints_as_it_is() -> None:
-    assert subscribecli.value(subscription_pb2.Value(double=0.1)) == 0.1
-    assert math.isinf(subscribecli.value(subscription_pb2.Value(float=math.inf)))
+    assert subscribejson.value(subscription_pb2.Value(double=0.1)) == 0.1
+    assert math.isinf(subscribejson.value(subscription_pb2.Value(float=math.inf)))

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from manager.subscribecli import transaction, value
+from manager.subscribejson import transaction, value
 from manager.subscriber import Subscriber
 from node.changes import ChangeType, TargetChange
 from node.extract.etl import CompiledPipeline

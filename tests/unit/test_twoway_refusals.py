@@ -1,7 +1,7 @@
-"""node/target/mysql/twoway.py, shared/pairchecks.py and node/start.py: what a two-way
-channel refuses — pairs that write part of a row, keyless tables, target tables whose engine
-does not roll back, and target tables the conflict check cannot tell apart as the write
-does."""
+"""node/target/mysql/twoway.py and twowaytables.py, shared/pairchecks.py and node/start.py:
+what a two-way channel refuses — pairs that write part of a row, keyless tables, target
+tables whose engine does not roll back, and target tables the conflict check cannot tell
+apart as the write does."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType
-from node.target.mysql import twoway
+from node.target.mysql import twowaytables
 from node.target.mysql.facts import TableFacts
 from node.target.mysql.twoway import LoopGuard
 from shared.errors import ConfigError
@@ -136,11 +136,11 @@ def test_a_target_table_whose_engine_does_not_roll_back_is_refused_naming_it(
         def fetchall(self) -> list[tuple[str, ...]]:
             return answers[self.host]
 
-    monkeypatch.setattr(twoway, "connect", Conn)
+    monkeypatch.setattr(twowaytables, "connect", Conn)
     made = compiled("{source: s.t, target: s2.t}", "{source: s.u, target: s2.u}")
     source, target = DataSource("src", host="h1"), DataSource("dst", host="h2")
     with pytest.raises(ConfigError) as refused:
-        twoway.refuse_non_transactional("c.forward", made, source, {"dst": target})
+        twowaytables.refuse_non_transactional("c.forward", made, source, {"dst": target})
     assert str(refused.value).startswith(
         "pipeline c.forward (two-way): target table s2.t on dst has engine MyISAM, which does "
         "not roll back: its rows reach the binlog as a group of their own, without the loop "
@@ -148,7 +148,7 @@ def test_a_target_table_whose_engine_does_not_roll_back_is_refused_naming_it(
     assert "ALTER TABLE `s2`.`t` ENGINE=InnoDB" in str(refused.value)
     assert asked[-1] == ("h2", ["s2", "t", "s2", "u"])  # the paired tables' targets only
     answers["h2"] = []
-    twoway.refuse_non_transactional("c.forward", made, source, {"dst": target})
+    twowaytables.refuse_non_transactional("c.forward", made, source, {"dst": target})
 
     guard = LoopGuard("c", "c.forward", wins_conflicts=True)
     rows = [change(1, ChangeType.INSERT, None, None, {"id": 1})]
@@ -182,13 +182,13 @@ def test_target_tables_the_conflict_check_cannot_tell_apart_as_the_write_does_ar
         def fetchall(self) -> list[tuple[Any, ...]]:
             return self.found
 
-    monkeypatch.setattr(twoway, "connect", Conn)
+    monkeypatch.setattr(twowaytables, "connect", Conn)
     made = compiled("{source: s.t, target: s.t}")
     source, targets = DataSource("src", host="h1"), {"dst": DataSource("dst", host="h2")}
 
     def refused() -> str:
         try:
-            twoway.refuse_unsafe_tables("c.forward", made, source, targets)
+            twowaytables.refuse_unsafe_tables("c.forward", made, source, targets)
         except ConfigError as exc:
             return str(exc)
         return ""

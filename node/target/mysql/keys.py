@@ -1,5 +1,6 @@
 """How a row's values are written and compared on the target, for the SQL renderers
-(:mod:`node.target.mysql.render`, :mod:`node.target.mysql.twoway`).
+(:mod:`node.target.mysql.render`, :mod:`node.target.mysql.keyless`,
+:mod:`node.target.mysql.twoway`).
 
 - :func:`sql_value`: a binlog value as a PyMySQL parameter.
 - A key's values as the target compares them: BINARY(n) columns padded again

@@ -8,12 +8,8 @@
   (:class:`~node.merge.PartialRow`) inserts every column of the source row and updates only
   its changed ones: a row the target lacks is made whole, one it has keeps the others.
 - A **keyless** table (no primary key, no unique key over NOT NULL columns): every change in
-  source order, as native row replication applies it. Consecutive inserts are one multi-row
-  ``INSERT``; an update or a delete finds its row by the full before image and touches one
-  row (``LIMIT 1``), so duplicate rows and NULLs survive. Values are matched exactly: strings
-  byte for byte in their column's charset (a case-insensitive or PAD SPACE collation would
-  match ``'a'`` to ``'A '``), binary values and geometries as bytes, FLOAT as the double it
-  holds, NULL with ``IS NULL``. Such a statement must touch exactly one row; Load checks it.
+  source order, an update or a delete touching the one row its whole before image
+  matches (:mod:`node.target.mysql.keyless`).
 
 Generated columns of the target table are never written and never matched on. A value over
 ``BIG_VALUE`` (a 16 MB BLOB, say), or a row whose values' text would not fit under the
@@ -33,20 +29,14 @@ import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from node.changes import ChangeType, Row, TargetChange, differs
+from node.changes import Row
 from node.merge import CLEAR_, DELETE, MOVE, UPSERT, PartialRow, TableWrites
-from node.target.mysql import cascades, pieces
-from node.target.mysql.keys import (
-    binary_widths,
-    exact_match,
-    key_padding,
-    key_place,
-    same_key,
-    sql_value,
-)
+from node.target.mysql import cascades, keyless, pieces
+from node.target.mysql.keys import key_padding, key_place, same_key, sql_value
 from node.target.mysql.pieces import Stamps
+from node.target.mysql.statement import Statement, chunks, like, runs, without
 from shared.identifiers import qualified, quote
 
 
@@ -73,26 +63,6 @@ class Column:
 
 
 Columns = dict[str, Column]  # a target table's columns by name; empty when unknown
-
-
-class Statement(NamedTuple):
-    sql: str
-    args: Any
-    many: bool  # executemany
-    what: list[Any]  # the keys or rows it writes (for the log when a row is skipped)
-    matches_one: bool = False  # an UPDATE/DELETE of a keyless table: touches exactly one row
-    # ENUM columns this one-row statement gives the empty value, which a lenient source
-    # stores for an invalid one and a strict target refuses: Load writes the row leniently
-    # and accepts no warning but theirs
-    lenient: tuple[str, ...] = ()
-    # it goes on writing the row of the statement before it (a big value's next piece): a
-    # row refused in one-by-one mode is skipped with all of its statements
-    continues: bool = False
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def statements(writes: TableWrites, size: int, columns: Columns | None = None,
@@ -125,14 +95,14 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
     yield from _deletes(writes, writes.deletes, size, found, columns)
     yield from _clears(writes, [(tuple(row[k] for k in writes.keys), row)
                                 for row in writes.clears], size, generated, found, stamps)
-    yield from _upserts(writes, _without(writes.upserts, generated), size, enums, big, found,
+    yield from _upserts(writes, without(writes.upserts, generated), size, enums, big, found,
                         stamps, space, fixed, target)
     for kind, group in itertools.groupby(writes.steps, key=lambda step: step[0]):
         items = [item for _, item in group]
         if kind == CLEAR_:
             yield from _clears(writes, items, size, generated, found, stamps)
         elif kind == UPSERT:
-            yield from _upserts(writes, _without(items, generated), size, enums, big, found,
+            yield from _upserts(writes, without(items, generated), size, enums, big, found,
                                 stamps, space, fixed, target)
         elif kind == DELETE:
             for statement in _deletes(writes, items, size, found, columns):
@@ -146,14 +116,14 @@ def statements(writes: TableWrites, size: int, columns: Columns | None = None,
                 yield _move(writes, found(old), row, generated, stamps, space if big else 0,
                             fixed, target)._replace(lenient=_empty_enums(row, enums))  # skip_load_
                 # exception: both undone, or none
-                for upsert in _upserts(writes, _without([row], generated), size, enums, big,
+                for upsert in _upserts(writes, without([row], generated), size, enums, big,
                                        found, stamps, space, fixed, target):
                     yield upsert._replace(continues=True)
                 if children:
                     yield from _actions(cascades.moved(
                         writes.keys, found(old), found(tuple(row[k] for k in writes.keys)),
                         children))
-    yield from _keyless(writes, size, columns, generated, space if big else 0, packet)
+    yield from keyless.statements(writes, size, columns, generated, space if big else 0, packet)
 
 
 def _actions(found: Iterator[tuple[str, list[Any]]]) -> Iterator[Statement]:
@@ -205,7 +175,7 @@ def _clears(writes: TableWrites, items: list[tuple[tuple[Any, ...], Row]], size:
     for columns, keys_of in by_columns.items():
         cleared = ", ".join([f"{quote(name)} = NULL" for name in columns] +
                             [f"{quote(name)} = {quote(name)}" for name in stamps.kept(columns)])
-        for chunk in _chunks(keys_of, size):
+        for chunk in chunks(keys_of, size):
             yield Statement(f"UPDATE {table} SET {cleared} WHERE ({keys}) IN "
                             f"({', '.join([one] * len(chunk))})",
                             [sql_value(v) for key in chunk for v in key], False, chunk)
@@ -223,21 +193,6 @@ def _update(writes: TableWrites, key: tuple[Any, ...], values: Row, matches_one:
                      False, [key], matches_one)
 
 
-def _without(rows: list[Row], columns: frozenset[str]) -> list[Row]:
-    if not columns:
-        return rows
-    return [_like(row, {name: value for name, value in row.items() if name not in columns},
-                  columns) for row in rows]
-
-
-def _like(row: Row, values: Row, without: frozenset[str] = frozenset()) -> Row:
-    """``values`` as the kind of row ``row`` is (a partial row keeps its rest)."""
-    if type(row) is not PartialRow:
-        return values
-    return PartialRow(values, {name: value for name, value in row.rest.items()  # type: ignore
-                               if name not in without})
-
-
 def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
              found: Any = same_key, columns: Columns | None = None) -> Iterator[Statement]:
     table = qualified(writes.schema, writes.table)
@@ -245,7 +200,7 @@ def _deletes(writes: TableWrites, keys: list[tuple[Any, ...]], size: int,
     columns = ", ".join(map(quote, writes.keys))
     if found is not same_key:
         keys = [found(key) for key in keys]
-    for chunk in _chunks(keys, size):
+    for chunk in chunks(keys, size):
         sql = f"DELETE FROM {table} WHERE ({columns}) IN ({', '.join([one] * len(chunk))})"
         yield Statement(sql, [sql_value(v) for key in chunk for v in key], False, chunk)
 
@@ -280,24 +235,24 @@ def _upserts(writes: TableWrites, rows: list[Row], size: int,
             yield from _upserts(writes, together, size, big=False, found=found,
                                 stamps=stamps)
             together = []
-            alone = _like(row, {name: value[:0] if name in names else value
+            alone = like(row, {name: value[:0] if name in names else value
                                 for name, value in row.items()})
             for statement in _upserts(writes, [alone], 1, big=False, stamps=stamps):
                 yield statement._replace(lenient=_empty_enums(row, enums))
             yield from _appends(writes, row, names, found, stamps, space)
         rows = together
-    for columns, run in _runs(rows):
+    for columns, run in runs(rows):
         if type(run[0]) is PartialRow:  # a column-group update: see _upsert
             written, rest = columns
             sql = _upsert(table, written + rest, writes.keys, written,
                           stamps.kept(written, written + rest))
-            for chunk in _chunks(run, size):
+            for chunk in chunks(run, size):
                 yield Statement(sql, [[*row.values(), *row.rest.values()]  # type: ignore
                                       for row in chunk], True, chunk)
             continue
         sql = _upsert(table, columns, writes.keys, None, stamps.kept(
             [c for c in columns if c not in writes.keys], columns))
-        for chunk in _chunks(run, size):
+        for chunk in chunks(run, size):
             yield Statement(sql, [[row[c] for c in columns] for row in chunk], True, chunk)
 
 
@@ -344,71 +299,3 @@ def _appends(writes: TableWrites, row: Row, names: list[str], found: Any = same_
             for piece in pieces.pieces(value, space):
                 yield Statement(sql, [piece, *(sql_value(v) for v in key)], False, [key],
                                 True, continues=True)
-
-
-def _runs(rows: list[Row]) -> Iterator[tuple[Any, list[Row]]]:
-    """Consecutive rows with the same columns (the column set changes after an ALTER); a
-    partial row's are its columns and its rest's."""
-    current: Any = None
-    run: list[Row] = []
-    for row in rows:
-        names = tuple(row) if type(row) is not PartialRow else \
-            (tuple(row), tuple(row.rest))  # type: ignore[attr-defined]
-        if names != current and run:
-            yield current, run  # type: ignore[misc]
-            run = []
-        current = names
-        run.append(row)
-    if run:
-        yield current, run  # type: ignore[misc]
-
-
-def _keyless(writes: TableWrites, size: int, columns: Columns, generated: frozenset[str],
-             space: int = 0, packet: int = 0) -> Iterator[Statement]:
-    """A keyless table's changes (see the module); ``space``: a row is checked against it
-    (see :func:`statements`), none where 0."""
-    table = qualified(writes.schema, writes.table)
-    widths = binary_widths(columns) if writes.changes else {}
-    for kind, group in itertools.groupby(writes.changes, key=lambda change: change.type):
-        changes = list(group)
-        if space:
-            for change in changes:
-                pieces.whole(writes, change, space, packet)
-        if kind is ChangeType.INSERT:
-            rows = _without([change.after for change in changes if change.after], generated)
-            for names, run in _runs(rows):
-                sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES "
-                       f"({', '.join(['%s'] * len(names))})")
-                for chunk in _chunks(run, size):
-                    yield Statement(sql, [[row[c] for c in names] for row in chunk], True,
-                                    chunk)
-            continue
-        for change in changes:
-            found = _one(table, change, columns, generated, widths)
-            if found is not None:
-                yield found
-
-
-def _one(table: str, change: TargetChange, columns: Columns, generated: frozenset[str],
-         widths: dict[str, int]) -> Statement | None:
-    """The UPDATE or DELETE of one keyless row, found by its before image (None: an update
-    that changes none of the target's columns)."""
-    before = {name: value for name, value in (change.before or {}).items()
-              if name not in generated}
-    if not before:
-        raise ValueError(f"a {change.type.name} of keyless table {table} has no before image")
-    where, args = exact_match(before, columns, widths)
-    if change.type is ChangeType.DELETE:
-        return Statement(f"DELETE FROM {table} WHERE {where} LIMIT 1", args, False,
-                         [change.before], True)
-    after = {name: value for name, value in (change.after or {}).items()
-             if name not in generated}
-    if not any(name not in before or differs(before[name], value)
-               for name, value in after.items()):
-        return None
-    # every column set, the unchanged ones too: a target column ON UPDATE CURRENT_TIMESTAMP
-    # (a table's first TIMESTAMP before MariaDB 10.10) left out would take the target's time
-    assignments = ", ".join(f"{quote(name)} = %s" for name in after)
-    return Statement(f"UPDATE {table} SET {assignments} WHERE {where} LIMIT 1",
-                     [sql_value(value) for value in after.values()] + args, False,
-                     [change.after], True)

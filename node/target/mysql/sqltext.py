@@ -1,6 +1,6 @@
 """Statements rendered to the SQL text Load sends, in Spark workers.
 
-A rendered :class:`~node.target.mysql.render.Statement` has ``%s`` placeholders and arguments;
+A rendered :class:`~node.target.mysql.statement.Statement` has ``%s`` placeholders and arguments;
 here they become the very text PyMySQL would send for them (its escaping, as on a target
 session without ``NO_BACKSLASH_ESCAPES``, which Load's sessions never set), so that only a
 few statement texts per table travel back to the node, not rows. A multi-row INSERT is
@@ -17,7 +17,7 @@ from pymysql import converters
 
 from node.charsets import Encoded
 from node.target.mysql.keys import sql_value
-from node.target.mysql.render import Statement
+from node.target.mysql.statement import Statement
 from shared.identifiers import template
 
 MAX_STATEMENT = 1_024_000  # as pymysql.cursors.Cursor.max_stmt_length
@@ -35,7 +35,7 @@ class Sql(NamedTuple):
     text: str
     rows: int  # the rows it writes (what Load counts)
     matches_one: bool = False  # must touch exactly one row (a keyless table's)
-    lenient: tuple[str, ...] = ()  # see render.Statement
+    lenient: tuple[str, ...] = ()  # see statement.Statement
     what: Any = None  # the keys or rows it writes: kept in one-by-one mode, for the log
     data: bytes | None = None  # a LOAD DATA LOCAL INFILE's rows (node.target.mysql.loaddata)
     inline: bool = False  # ``data`` is the statement's end (VALUES tuples), not a file
