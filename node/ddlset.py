@@ -24,7 +24,7 @@ from typing import Any
 
 from node.ddlclauses import added_columns, alter_clauses, changed_columns
 from node.ddldefaults import own_definition
-from node.ddltypes import OldType
+from node.ddltypes import OldType, type_numbers
 from node.sqllex import SYMBOL, WORD, Token, code, identifier
 from shared.errors import SetlError
 
@@ -45,7 +45,7 @@ def defined_type(definition: list[Token]) -> OldType:
     if len(definition) < 2 or definition[1].kind != WORD:
         return OldType("other")
     word = definition[1].text.upper()
-    numbers = _numbers(definition[2:])
+    numbers = type_numbers(definition[2:])
     if word in INTEGER_BITS:
         return OldType("int", INTEGER_BITS[word])
     if word in DECIMALS:
@@ -186,16 +186,3 @@ def _literal_default(definition: list[Token]) -> bool:
 
 def _name(token: Token) -> str:
     return identifier(token) or token.text
-
-
-def _numbers(tokens: list[Token]) -> list[int]:
-    """The integers of a type's parenthesized arguments (``(10, 3)`` → [10, 3])."""
-    if not tokens or tokens[0].text != "(":
-        return []
-    found = []
-    for token in tokens[1:]:
-        if token.text == ")":
-            break
-        if token.text.isdigit():
-            found.append(int(token.text))
-    return found

@@ -55,7 +55,7 @@ def rounds_from(definition: list[Token], old: OldType) -> bool:
     if len(definition) < 2:
         return False
     word = definition[1].text.upper()
-    numbers = _numbers(definition[2:])
+    numbers = type_numbers(definition[2:])
     if word in _NEW_DECIMALS:
         scale = numbers[1] if len(numbers) > 1 else 0
         if old.kind == "decimal":
@@ -80,7 +80,7 @@ def rounds_from(definition: list[Token], old: OldType) -> bool:
     return False
 
 
-def _numbers(tokens: list[Token]) -> list[int]:
+def type_numbers(tokens: list[Token]) -> list[int]:
     """The integers of a type's parenthesized arguments (``(10, 3)`` → [10, 3])."""
     if not tokens or tokens[0].text != "(":
         return []
