@@ -3,11 +3,14 @@ mirrored and into Delta change logs (one target at a time, each alone on the mac
 the physical limit — ``deltalake.write_deltalake`` of the same rows from Arrow in one
 process, in commits of the same size. Then streams at ``--rate`` tx/s into a mirrored lake
 (``oltp_write_only``'s random updates with and without compaction, then ``oltp_insert``'s new
-rows): delay p50/p99 (a beat row's commit on the source to its Delta commit), and the files
-a table has after the stream. Every figure counts only when the copy equals the source at
-the end.
+rows): delay p50/p99 (a beat row's commit on the source to its Delta commit), each large
+table's delay (``table_delay_*``: per Delta commit, the age of the oldest transaction it
+holds), and the files a table has after the stream. Every figure counts only when the copy
+equals the source at the end. ``--streams-only``: the streams alone, on the prepared rows
+(no OLTP backlog, no catch-ups).
 
     python -m bench.lake [--tables 4 --table-size 100000 --seconds 30 --stream-seconds 120]
+                         [--streams-only]
 """
 
 from __future__ import annotations
