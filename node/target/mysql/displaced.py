@@ -25,7 +25,10 @@ another key (:func:`selects` renders the look-up, one per unique key and stateme
   request. Load hands its key to the pipeline's free door (``Loader.displaced``), which
   keeps an ``I`` request for it in the source's ``retl_pending`` before the target commits
   (a request served twice is harmless): it is copied again in a later window. A key the
-  same statement chunk writes anyway is not asked again.
+  same statement chunk writes anyway is not asked again. The door is handed the keys before
+  the ``DELETE`` (with the key of the row read that met each, and the index): where another
+  pipeline writes the table, or a key comes back displaced by another batch, it stops the
+  batch instead (:mod:`node.snapshot.displacing`), nothing deleted.
 
 A unique key over a column's prefix (``UNIQUE (name(3))``) is compared as the index does:
 ``LEFT`` of the column and of the values, in the column's collation. One over a column the
