@@ -40,7 +40,9 @@ from node.select.binlog import BinlogReader
 from node.select.selector import Selector
 from node.selectloop import RunnerSelect
 from node.snapshot.controller import Snapshots
+from node.snapshot.displacing import DisplacedStop
 from node.snapshot.door import DoorQueue, refusal
+from node.snapshot.sourceof import other_writers
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
 from node.status import RunnerStatus, carry_over
@@ -196,7 +198,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                 self.state, self.last_error = "switching", str(exc)
                 self.stop_event.wait(SWITCH_POLL_S)
                 continue
-            except PAUSE_AT_ONCE as exc:  # a definition, user code, a lost position: no retry
+            except (*PAUSE_AT_ONCE, DisplacedStop) as exc:  # a definition, user code, a lost
+                # position, rows a copy would displace for good or forever: no retry
                 self._fail_for_good(str(exc))
                 return
             except FencedError as exc:
@@ -252,6 +255,12 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
     def _pause(self) -> None:
         pause.pause_channel(self.ctx, self.pipeline_id, self.stop_event)
 
+    def _feeders(self, target: tuple[str, str, str]) -> list[str]:
+        """The other pipelines ZooKeeper's definitions have writing ``target`` (read where a
+        window's row displaced a row there: :mod:`node.snapshot.displacing`)."""
+        channels = Catalog(self.ctx.client, self.ctx.paths).channels()
+        return other_writers([record.channel for record in channels], self.pipeline_id, target)
+
     # -- one attempt ------------------------------------------------------------------------
     def _run_once(self, compiled: CompiledPipeline) -> None:
         source, hint = self._open(compiled)
@@ -293,7 +302,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                           source_columns=lambda schema, table: read_source_columns(
                               source, schema, table))
         door = DoorQueue(self.pipeline_id, source, compiled, self._central, self.door_stats,
-                         refusal(self.pipeline_id, self.target_kind, self.two_way))
+                         refusal(self.pipeline_id, self.target_kind, self.two_way),
+                         feeders=self._feeders)
         if hasattr(loader, "displaced") and not params.dry_run:  # (a MySQL target's Load)
             loader.displaced = door.displaced  # rows a window's row displaced: asked again
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,

@@ -30,6 +30,7 @@ import logging
 import secrets
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from node.extract.freedoor import (
     parse,
 )
 from node.extract.reads import Read
+from node.snapshot.displacing import Moves, Target
 from node.snapshot.sourceof import sources_of, unsure
 from shared import identifiers
 from shared.endpoint import connect
@@ -95,13 +97,17 @@ class DoorQueue:
     """The requests of one pipeline (one attempt of its runner) waiting for windows."""
 
     def __init__(self, pipeline_id: str, source: DataSource, compiled: CompiledPipeline,
-                 central: CentralDoor | None, stats: DoorStats, refused: str = "") -> None:
+                 central: CentralDoor | None, stats: DoorStats, refused: str = "",
+                 feeders: Callable[[Target], list[str]] | None = None) -> None:
         self.pipeline_id, self.source, self.compiled = pipeline_id, source, compiled
         self.central, self.stats = central, stats
         self.refused = refused  # why the pipeline takes no request at all (:func:`refusal`)
         self._rows: deque[RowChange] = deque()  # requests of windows that were not loaded
         self._scan_after = self._scan_until = 0  # pending SEQs (after, until] still to read
         self._lock = threading.Lock()
+        self._asking = threading.Lock()  # held by ask() from its INSERT to its MAX(SEQ)
+        # displaced rows: other pipelines writing a table (``feeders``), keys displaced
+        self.moves = Moves(pipeline_id, feeders)
 
     def start(self) -> None:
         """Requests an earlier run saw and did not serve are read again."""
@@ -125,8 +131,9 @@ class DoorQueue:
         rows = [(self.pipeline_id, int(row.get("ID") or 0), str(row.get("FULL_NAME") or ""),
                  str(row.get("TYPE") or ""), str(row.get("PK_DATA") or ""))
                 for row in (change.after or {} for change in changes)]
-        try:
-            with connect(self.source, autocommit=True) as conn, conn.cursor() as cursor:
+        try:  # (one asker at a time: its SEQs commit before the next one's are drawn)
+            with self._asking, connect(self.source, autocommit=True) as conn, \
+                    conn.cursor() as cursor:
                 for start in range(0, len(rows), PAGE):
                     part = rows[start:start + PAGE]
                     cursor.execute(f"INSERT IGNORE INTO {'.'.join(PENDING_TABLE)} (PIPELINE_ID, "
@@ -163,12 +170,16 @@ class DoorQueue:
         except ConfigError:
             return True
         return self.compiled.wants(schema, table)
-    def displaced(self, target: tuple[str, str, str], columns: tuple[str, ...],
-                  keys: list[tuple[Any, ...]]) -> None:
+    def displaced(self, target: Target, columns: tuple[str, ...], moved: list[Any],
+                  process_id: int) -> None:
         """Target rows removed for rows a window read (they held one of those rows' unique
-        values under another key: :mod:`node.target.mysql.displaced`), asked again: an ``I``
-        request each, kept in ``retl_pending`` before the target commits, served in a later
-        window (a row the source lacks: noted missing). Load calls it."""
+        values under another key: :mod:`node.target.mysql.displaced`; ``moved``: their
+        ``Moved``), asked again: an ``I`` request each, kept in ``retl_pending`` before the
+        target commits, served in a later window (a row the source lacks: noted missing).
+        Load calls it before it deletes them; raises :class:`DisplacedError` where they must
+        not be deleted (:class:`~node.snapshot.displacing.Moves`)."""
+        self.moves.check(target, moved, process_id)
+        keys = [tuple(one.key) for one in moved]
         found = sources_of(self.compiled, target, columns)
         if found and unsure(self.compiled, target):
             log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
@@ -180,13 +191,17 @@ class DoorQueue:
                         "count=%d: no simple pair maps the table back to its source table; "
                         "run setl verify --repair", self.pipeline_id, *target, len(keys))
             return
+        bases = []
         for schema, table, order in found:
             base = DISPLACED_IDS + secrets.randbits(48) * KEYS_PER_READ  # (no buffer row's)
+            bases.append(base)
             self.ask([as_change({"ID": base + index, "FULL_NAME": qualified(schema, table),
                                  "TYPE": "I", "PK_DATA": encode_key([key[i] for i in order])},
                                 central=False) for index, key in enumerate(keys)])
             log.info("event=displaced_rows_asked pipeline=%s table=%s count=%d",
                      self.pipeline_id, qualified(schema, table), len(keys))
+        for index, key in enumerate(keys):
+            self.moves.asked(target, key, [base + index for base in bases])
 
     def _last(self, cursor: Any) -> int:
         cursor.execute(f"SELECT COALESCE(MAX(SEQ), 0) FROM {'.'.join(PENDING_TABLE)} "
@@ -277,6 +292,7 @@ class DoorQueue:
         """Requests served (their windows loaded) or rejected: counted, and their buffer
         rows deleted."""
         self.stats.count(notes, self.pipeline_id)
+        self.moves.noted(notes)
         local = [note.buffer_id for note in notes if not note.central]
         if local:
             with connect(self.source, autocommit=True) as conn:
@@ -307,13 +323,17 @@ class DoorQueue:
             self._rows.extendleft(reversed([row for one in asked for row in one.rows]))
 
     def _scan(self, most: int) -> list[RowChange]:
+        """The next requests kept in ``retl_pending``, in SEQ order. A locking read: an
+        INSERT whose SEQ is drawn but not committed yet (another asker's, below a SEQ
+        committed since) is waited for, not passed over (the read moves past it for good)."""
         with self._lock:  # (ask() may raise the end meanwhile: what it adds is read next)
             after, until = self._scan_after, self._scan_until
         try:
-            with connect(self.source) as conn, conn.cursor() as cursor:
+            with connect(self.source, autocommit=True) as conn, conn.cursor() as cursor:
                 cursor.execute(f"SELECT SEQ, {COLUMNS_PENDING} FROM {'.'.join(PENDING_TABLE)} "
                                "WHERE PIPELINE_ID = %s AND SEQ > %s AND SEQ <= %s ORDER BY SEQ "
-                               "LIMIT %s", (self.pipeline_id, after, until, min(most, PAGE)))
+                               "LIMIT %s LOCK IN SHARE MODE",
+                               (self.pipeline_id, after, until, min(most, PAGE)))
                 names = [column[0] for column in cursor.description]
                 found = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
         except pymysql.MySQLError as exc:

@@ -4,10 +4,13 @@ by its source table's name and key."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from node.extract.etl import CompiledPipeline
-from shared.patterns import PatternKind
+from shared.model import Channel
+from shared.patterns import WILDCARD_PREFIX, NamePattern, PatternKind
 
 
 def unsure(compiled: CompiledPipeline, target: tuple[str, str, str]) -> bool:
@@ -70,3 +73,39 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
         if one not in found:
             found.append(one)
     return found
+
+
+def other_writers(channels: Iterable[Channel], pipeline_id: str,
+                  target: tuple[str, str, str]) -> list[str]:
+    """The pipelines besides ``pipeline_id`` (of any channel, as ZooKeeper holds them) with a
+    pair that may write ``target``: its target datasource the same, and its target names
+    able to give the table's (a literal equal, ignoring case; a range, pattern or template
+    that can render it). A row of theirs a window's row displaces there cannot be asked of
+    this pipeline's source tables (the door stops rather than delete it). Which source
+    tables they have is not read: a pair that may write the table counts."""
+    found = []
+    for channel in channels:
+        for pipeline in channel.pipelines:
+            other = channel.pipeline_id(pipeline)
+            if other != pipeline_id and any(
+                    pair.target.datasource == target[0]
+                    and _may(pair.target.namespace, target[1])
+                    and _may(pair.target.table, target[2]) for pair in pipeline.pairs):
+                found.append(other)
+    return sorted(found)
+
+
+def _may(pattern: NamePattern, name: str) -> bool:
+    """Whether a target name pattern may give ``name`` (names compared as a server that
+    ignores their case would: in doubt, it may)."""
+    for each in dict.fromkeys((name, name.lower())):
+        if pattern.kind is PatternKind.SINGLE:
+            if pattern.literal.lower() == each.lower():
+                return True
+        elif pattern.kind is PatternKind.TEMPLATE:
+            if pattern.sources_of(each):
+                return True
+        elif pattern.matches(each):
+            return True
+    return pattern.kind is PatternKind.WILDCARD and re.fullmatch(
+        pattern.text[len(WILDCARD_PREFIX):], name, re.IGNORECASE) is not None

@@ -48,11 +48,12 @@ def test_rows_read_are_preceded_by_the_look_up_of_the_rows_they_would_land_on() 
     assert [text.split()[0] for text in found] == ["INSERT", "SELECT", "INSERT", "INSERT"]
     [look_up] = [sql for unit in render(changes, JobSpec(  # type: ignore[arg-type]
         1, False, SLOT, load_batch_size=100)) for sql in unit.sqls if sql.text == found[1]]
-    assert look_up.what == ("DELETE FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) AND "
-                            "(`slot`, `id`) NOT IN ((5, 2), (6, 3))")
+    assert look_up.what == displaced.Lookup(
+        "DELETE FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) AND (`slot`, `id`) NOT IN "
+        "((5, 2), (6, 3))", "(`slot`)", [((5,), (2,)), ((6,), (3,))])
     assert found[1] == (
-        f"{displaced.MARK}`id`, (`id`) IN ((2), (3)) FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) "
-        "AND (`slot`, `id`) NOT IN ((5, 2), (6, 3)) FOR UPDATE")
+        f"{displaced.MARK}`id`, (`id`) IN ((2), (3)), `slot` FROM `s`.`t` WHERE (`slot`) IN "
+        "((5), (6)) AND (`slot`, `id`) NOT IN ((5, 2), (6, 3)) FOR UPDATE")
     assert "(2,5,'n2'),(3,6,'n3')" in found[2].replace(" ", "")
 
 
@@ -89,12 +90,14 @@ class FakeCursor:
 def test_load_deletes_what_it_finds_and_asks_again_for_the_rows_outside_the_chunk() -> None:
     unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
     asked: list[Any] = []
-    cursor = FakeCursor([(7, 0), (3, 1)])  # 7: outside the chunk; 3: a row of it
-    sql = Sql(f"{displaced.MARK}... FOR UPDATE", 0, what="DELETE FROM ...")
+    cursor = FakeCursor([(7, 0, 5), (3, 1, 6)])  # 7: outside the chunk; 3: a row of it
+    sql = Sql(f"{displaced.MARK}... FOR UPDATE", 0, what=displaced.Lookup(
+        "DELETE FROM ...", "(`slot`)", [((5,), (1,)), ((6,), (9,))]))
     assert displaced.write(cursor, unit, sql, "c.p", 4,
                            lambda *found: asked.append(found)) == 2
     assert cursor.executed == [(sql.text, None), ("DELETE FROM ...", None)]
-    assert asked == [(("dst", "s", "t"), ("id",), [(7,)])]
+    assert asked == [(("dst", "s", "t"), ("id",), [displaced.Moved((7,), (1,), "(`slot`)")],
+                      4)]
     nothing = FakeCursor([])
     assert displaced.write(nothing, unit, sql, "c.p", 4, None) == 0
     assert len(nothing.executed) == 1  # the look-up alone
@@ -130,3 +133,20 @@ def test_a_displaced_rows_source_tables_and_the_pairs_that_cannot_be_worked_back
     found = compiled(*pairs)
     assert sources_of(found, ("dst", "dw", target), ("id",)) == asked
     assert unsure(found, ("dst", "dw", target)) is doubt
+
+
+def test_a_door_that_stops_the_batch_leaves_the_rows_undeleted() -> None:
+    """The hook raises (another feeder, a key displaced twice): no DELETE is sent."""
+    unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
+    cursor = FakeCursor([(7, 0, "Ab")])
+    sql = Sql(f"{displaced.MARK}... FOR UPDATE", 0, what=displaced.Lookup(
+        "DELETE FROM ...", "(`name`)", [(("ab",), (1,))]))
+    moved: list[Any] = []
+
+    def stop(target: Any, keys: Any, found: list[Any], process_id: int) -> None:
+        moved.extend(found)
+        raise displaced.DisplacedError("stop")
+    with pytest.raises(displaced.DisplacedError):
+        displaced.write(cursor, unit, sql, "c.p", 4, stop)
+    assert cursor.executed == [(sql.text, None)]
+    assert moved == [displaced.Moved((7,), (1,), "(`name`)")]  # (met as the collation does)

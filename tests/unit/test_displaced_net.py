@@ -41,7 +41,7 @@ def test_a_prefix_unique_key_is_compared_by_its_prefix() -> None:
     found = sqls([ins(READ_BIT + 1, row(1, "abcdef")), ins(READ_BIT + 2, row(2, "xyz"))],
                  prefixed((("name", 3),)))
     [look_up] = [sql for sql in found if displaced.marked(sql)]
-    assert look_up.what == (
+    assert look_up.what.delete == (
         "DELETE FROM `s`.`t` WHERE (LEFT(`name`, 3)) IN ((LEFT('abcdef', 3)), "
         "(LEFT('xyz', 3))) AND (LEFT(`name`, 3), `id`) NOT IN ((LEFT(CONVERT('abcdef' "
         "USING latin1) COLLATE latin1_swedish_ci, 3), 1), (LEFT(CONVERT('xyz' USING latin1) "
@@ -54,7 +54,7 @@ def test_a_binary_prefix_and_a_composite_key_with_one() -> None:
                  prefixed((("code", 2), ("name", 0))))
     [look_up] = [sql for sql in found if displaced.marked(sql)]
     assert "WHERE (LEFT(`code`, 2), `name`) IN ((LEFT(X'010203', 2), CONVERT('n' USING " \
-        "latin1) COLLATE latin1_swedish_ci))" in look_up.what
+        "latin1) COLLATE latin1_swedish_ci))" in look_up.what.delete
 
 
 def test_a_prefix_of_the_key_column_itself_can_be_met() -> None:

@@ -25,7 +25,10 @@ another key (:func:`selects` renders the look-up, one per unique key and stateme
   request. Load hands its key to the pipeline's free door (``Loader.displaced``), which
   keeps an ``I`` request for it in the source's ``retl_pending`` before the target commits
   (a request served twice is harmless): it is copied again in a later window. A key the
-  same statement chunk writes anyway is not asked again.
+  same statement chunk writes anyway is not asked again. The door is handed the keys before
+  the ``DELETE`` (with the key of the row read that met each, and the index): where another
+  pipeline writes the table, or a key comes back displaced by another batch, it stops the
+  batch instead (:mod:`node.snapshot.displacing`), nothing deleted.
 
 A unique key over a column's prefix (``UNIQUE (name(3))``) is compared as the index does:
 ``LEFT`` of the column and of the values, in the column's collation. One over a column the
@@ -60,8 +63,29 @@ log = logging.getLogger("setl.node.target.mysql.displaced")
 
 MARK = "SELECT /* setl:displaced */ "  # a look-up's text begins so (Load runs it itself)
 Index = tuple[tuple[str, int], ...]  # a unique index: its columns, each with its prefix length
-# (target, key columns, keys displaced outside their statement chunk): the free door's hook
-Displaced = Callable[[Target, tuple[str, ...], list[tuple[Any, ...]]], None]
+
+
+class Moved(NamedTuple):
+    """A target row a look-up found: its key, the key of the row read that meets it (None
+    where its unique values could not be matched back), the unique index they meet on."""
+
+    key: tuple[Any, ...]
+    by: tuple[Any, ...] | None
+    index: str
+
+
+class Lookup(NamedTuple):
+    """What a look-up carries besides its text: the ``DELETE`` of its rows, the unique index
+    it looks on (as the message names it), and the rows' (unique values, key) pairs."""
+
+    delete: str
+    index: str
+    pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
+
+
+# (target, key columns, rows displaced outside their statement chunk, the batch's processId):
+# the free door's hook; it may raise DisplacedError (then nothing is deleted)
+Displaced = Callable[[Target, tuple[str, ...], list[Moved], int], None]
 
 
 def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any]
@@ -192,9 +216,11 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql
         held = [_cut(quote(c), n) for c, n in zip(spelt, prefixes, strict=True)]
         where = (f"FROM {name} WHERE ({', '.join(held)}) IN ({values}) AND "
                  f"({', '.join([*held, *map(quote, keys)])}) NOT IN ({both})")
+        named = "(" + ", ".join(_cut(quote(c), n) for c, n in index) + ")"
         # (the delete by the same condition: the rows the look-up found and locked)
-        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}) {where} FOR UPDATE", 0,
-                       what=f"DELETE {where}"))
+        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)} "
+                       f"{where} FOR UPDATE", 0,
+                       what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs])))
     return out
 
 
@@ -259,38 +285,64 @@ def marked(sql: Sql) -> bool:
 
 def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
           hook: Displaced | None) -> int:
-    """A look-up run: the rows found deleted by key, logged, and those outside their chunk
-    handed to ``hook`` (the free door) before the transaction commits; the rows deleted."""
+    """A look-up run: the rows found handed, where outside their chunk, to ``hook`` (the
+    free door: it asks for them again, or raises :class:`DisplacedError` where deleting them
+    could lose a row or never end), then deleted by key and logged, before the transaction
+    commits; the rows deleted."""
     keys = unit.keys
     if isinstance(sql.what, Net):
         return _checked(cursor, unit, sql, pipeline_id, process_id)
+    lookup: Lookup = sql.what
     try:
         cursor.execute(sql.text)  # (no arguments: its text is sent as it is)
         found = cursor.fetchall()
         if not found:
             return 0
         displaced = [tuple(row[:len(keys)]) for row in found]
-        cursor.execute(sql.what)  # (its text as it is)
+        outside = [Moved(key, _by(row[len(keys) + 1:], lookup.pairs), lookup.index)
+                   for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
+        if outside and hook is not None:  # (before the delete: it may stop the batch)
+            hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
+        cursor.execute(lookup.delete)  # (its text as it is)
     except pymysql.MySQLError as exc:  # same class and code: Load retries go by them
         if len(exc.args) != 2:
             raise
         raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: removing the rows "
                         "that hold a unique value of rows read in a window under another "
                         f"key: {exc.args[1]}") from None
-    outside = [key for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
     log.warning("event=displaced_rows pipeline=%s process_id=%d target=%s table=%s count=%d "
                 "asked_again=%d keys=%s", pipeline_id, process_id, unit.datasource,
                 f"{unit.schema}.{unit.table}", len(displaced), len(outside),
                 [list(key) for key in displaced[:20]])
-    if outside:
-        if hook is None:
-            log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s "
-                        "count=%d: no free door to copy them again; run setl verify --repair",
-                        pipeline_id, unit.datasource, f"{unit.schema}.{unit.table}",
-                        len(outside))
-        else:
-            hook((unit.datasource, unit.schema, unit.table), keys, outside)
+    if outside and hook is None:
+        log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s "
+                    "count=%d: no free door to copy them again; run setl verify --repair",
+                    pipeline_id, unit.datasource, f"{unit.schema}.{unit.table}", len(outside))
     return len(displaced)
+
+
+def _by(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
+        ) -> tuple[Any, ...] | None:
+    """The key of the row read whose unique values a displaced row holds: equal, else equal
+    as a case-insensitive collation or a prefix index may take them (for the message
+    only); None where none is."""
+    held = tuple(held)
+    for values, key in pairs:
+        if tuple(values) == held:
+            return key
+    folded = tuple(_fold(value) for value in held)
+    for values, key in pairs:
+        if len(values) == len(held) and all(
+                str(mine).startswith(str(theirs)) or mine == theirs
+                for mine, theirs in zip((_fold(v) for v in values), folded, strict=True)):
+            return key
+    return None
+
+
+def _fold(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value
+    return value.casefold().rstrip() if isinstance(value, str) else value
 
 
 def _checked(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int) -> int:
