@@ -105,13 +105,20 @@ def modified(statement: str, sql_mode: int = 0) -> list[str]:
             for was, _ in changed_columns(clause)]
 
 
+# a target column of these kinds tells nothing of the source's: a pair may write a TIMESTAMP
+# into a DATETIME and back, and a source's MODIFY between the two rewrites every row through
+# its session's zone (judged by the target's type it would change nothing; a review)
+ZONED = frozenset({"datetime", "timestamp"})
+
+
 def target_types(compiled: Any, facts: Any, schema: str, table: str) -> dict[str, OldType]:
     """The types of a source table's columns on its target, by lower-cased source name, read
     afresh (``facts``: a :class:`node.target.mysql.facts.TargetFacts`); none where the
     target is not read here: a pair that renames, leaves out, fills, joins or processes
     columns (its target's values need not be the source's), a shard route, a table of
     several targets whose types differ (each column where all agree), a target that does
-    not answer (the MODIFY then pauses as one of an unknown type)."""
+    not answer (the MODIFY then pauses as one of an unknown type), a DATETIME or TIMESTAMP
+    column (:data:`ZONED`)."""
     if not compiled.wants(schema, table):
         return {}
     entries = compiled.pairs_for(*compiled.stored(schema, table))
@@ -125,8 +132,9 @@ def target_types(compiled: Any, facts: Any, schema: str, table: str) -> dict[str
             columns: Mapping[str, Any] = facts.of(target).columns
         except SetlError:
             return {}
-        types = {name.lower(): column_type(getattr(column, "column_type", "") or "")
-                 for name, column in columns.items()}
+        types = {name.lower(): kind for name, kind in (
+            (name, column_type(getattr(column, "column_type", "") or ""))
+            for name, column in columns.items()) if kind.kind not in ZONED}
         found = types if number == 0 else {
             name: kind for name, kind in found.items() if types.get(name) == kind}
     return found

@@ -103,6 +103,39 @@ def test_without_ddl_sync_widenings_after_a_restart_pass_by_the_targets_column(
     cluster.set_status(name, "STOP")
 
 
+@pytest.mark.parametrize(("on_source", "on_target", "to"), [
+    ("TIMESTAMP", "DATETIME", "DATETIME"), ("DATETIME", "TIMESTAMP", "TIMESTAMP")],
+    ids=["timestamp-to-datetime", "datetime-to-timestamp"])
+def test_without_ddl_sync_a_modify_between_timestamp_and_datetime_after_a_restart_pauses(
+        cluster: Cluster, source: Database, target: Database, on_source: str, on_target: str,
+        to: str) -> None:
+    """A pair may write a TIMESTAMP column into a DATETIME one (and back). After a restart
+    the MODIFY of the source's column into the target's type was judged by the target's
+    column — the same type, nothing rounded — and passed, while the source rewrote every
+    row through its session's zone (+05:00 here), no row events, the target kept its values,
+    status green (a review). A target's DATETIME or TIMESTAMP column tells nothing of the
+    source's type: the MODIFY pauses."""
+    name = f"ddl-restart-{on_source.lower()}"
+    shapes = Shapes(cluster.sandbox, source, target, seed=83, kinds=3)
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, "
+                         f"ts {on_source} NULL)")
+    copy = copied(target, schema, f"id INT PRIMARY KEY, ts {on_target} NULL")
+    running(cluster, beside(channel(name, schema, copy, False), shapes.schema))
+    s = f"`{schema}`.items"
+    source.script("SET SESSION time_zone = '+00:00'",
+                  f"INSERT INTO {s} VALUES (1, '2026-01-01 00:00:00')")
+    wait_for(lambda: len(target.table(copy, "items_copy")) == 1, 60, "the row")
+    down_while(cluster, source, shapes, [
+        "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'", "SET SESSION time_zone = '+05:00'",
+        f"ALTER TABLE {s} MODIFY ts {to} NULL",
+        "SET SESSION sql_mode = DEFAULT", f"INSERT INTO {s} VALUES (2, NULL)"])
+    error = paused(cluster, name)
+    assert "may have rewritten the values of column `ts`" in error, error
+    assert len(target.table(copy, "items_copy")) == 1
+    shapes.finish(source)
+    cluster.set_status(name, "STOP")
+
+
 @pytest.mark.parametrize("ddl_sync", [False, True], ids=["sync-off", "sync-on"])
 def test_versioning_added_and_dropped_while_the_node_was_down_pauses(
         cluster: Cluster, source: Database, target: Database, ddl_sync: bool) -> None:
