@@ -50,6 +50,7 @@ from node.extract.freedoor import (
 )
 from node.extract.reads import Read
 from node.snapshot.displacing import Moves, Target
+from node.snapshot.plan import misfit, request_key
 from node.snapshot.sourceof import sources_of, unsure
 from shared import identifiers
 from shared.endpoint import connect
@@ -57,7 +58,6 @@ from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.identifiers import qualified
 from shared.model import TWO_WAY_COPY, DataSource
 from shared.retl import PENDING_TABLE, encode_key
-from shared.tablekeys import door_key
 
 log = logging.getLogger("setl.node.snapshot.door")
 COLUMNS_PENDING = "ID, FULL_NAME, TYPE, PK_DATA"
@@ -266,7 +266,7 @@ class DoorQueue:
         names = list(dict.fromkeys((one.schema, one.table) for one in asked))
         try:
             with connect(self.source) as conn, conn.cursor() as cursor:
-                keys = {(schema, table): _key(cursor, schema, table,
+                keys = {(schema, table): request_key(cursor, schema, table,
                                               self.compiled.key_columns(schema, table))
                         for schema, table in names}
         except pymysql.MySQLError as exc:
@@ -277,7 +277,7 @@ class DoorQueue:
         for one in asked:
             key, kept = keys[(one.schema, one.table)], []
             for request, row in zip(one.requests, one.rows, strict=True):
-                problem = key if isinstance(key, str) else _misfit(request, key)
+                problem = key if isinstance(key, str) else misfit(request, key)
                 if problem:
                     rejected.append(Note("rejected", request.buffer_id, request.central,
                                          problem))
@@ -385,22 +385,3 @@ def refusal(pipeline_id: str, target_kind: str, two_way: bool) -> str:
         return (f"pipeline {pipeline_id} writes a subscription, which carries the binlog's "
                 "changes only (its reader reads the tables itself if it needs their rows)")
     return ""
-
-
-def _key(cursor: Any, schema: str, table: str, key_columns: tuple[str, ...]
-         ) -> chunks.SplitKey | str:
-    """The key a table's requests are read by, or why it has none to serve them by."""
-    try:
-        columns = door_key(cursor, schema, table, key_columns)
-    except FreeDoorRequestError as exc:
-        return str(exc)
-    return chunks.table_key(cursor, schema, table, columns) or \
-        f"table {schema}.{table} does not exist on the source"
-
-
-def _misfit(request: Request, key: chunks.SplitKey) -> str:
-    """Why a request's key does not fit its table's ("" where it does)."""
-    if len(key.columns) == len(request.key):
-        return ""
-    return (f"PK_DATA has {len(request.key)} value(s); the key of {request.schema}."
-            f"{request.table} ({', '.join(key.columns)}) has {len(key.columns)}")

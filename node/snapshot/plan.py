@@ -1,18 +1,22 @@
 """How a table asked for is planned for its copy (:meth:`node.snapshot.controller.Snapshots`
-takes the requests): its key, and its chunks split once, when the copy starts."""
+takes the requests): its key, and its chunks split once, when the copy starts; and the key
+a free-door request's table is read by (:func:`request_key`)."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from node import sqllex
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
+from node.extract.freedoor import Request
 from node.snapshot.state import TableCopy
 from shared.endpoint import READ_ISOLATION, READING, connect
-from shared.errors import ConfigError
+from shared.errors import ConfigError, FreeDoorRequestError
 from shared.model import DataSource
 from shared.positions import end_if_known
+from shared.tablekeys import door_key
 
 
 def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk_size: int,
@@ -48,3 +52,21 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
     return TableCopy(copy_id, schema, table, where, split.key, list(split.chunks), split.rows,
                      planned_at=planned_at)
 
+
+def request_key(cursor: Any, schema: str, table: str, key_columns: tuple[str, ...]
+         ) -> chunks.SplitKey | str:
+    """The key a table's requests are read by, or why it has none to serve them by."""
+    try:
+        columns = door_key(cursor, schema, table, key_columns)
+    except FreeDoorRequestError as exc:
+        return str(exc)
+    return chunks.table_key(cursor, schema, table, columns) or \
+        f"table {schema}.{table} does not exist on the source"
+
+
+def misfit(request: Request, key: chunks.SplitKey) -> str:
+    """Why a request's key does not fit its table's ("" where it does)."""
+    if len(key.columns) == len(request.key):
+        return ""
+    return (f"PK_DATA has {len(request.key)} value(s); the key of {request.schema}."
+            f"{request.table} ({', '.join(key.columns)}) has {len(key.columns)}")
