@@ -48,7 +48,6 @@ class Moves:
                  ) -> None:
         self.pipeline_id = pipeline_id
         self._feeders = feeders
-        self._others: dict[Target, list[str]] = {}  # (ZooKeeper read once per table a run)
         self._seen: dict[Target, OrderedDict[tuple[Any, ...], int]] = {}
         # request id → (group, ); group → [requests left, any loaded, table, key]
         self._asked: OrderedDict[int, int] = OrderedDict()
@@ -103,9 +102,7 @@ class Moves:
     def _other_writers(self, target: Target) -> list[str]:
         if self._feeders is None:
             return []
-        if target not in self._others:
-            self._others[target] = self._feeders(target)
-        return self._others[target]
+        return self._feeders(target)  # read afresh: a channel added since writes it too
 
     def asked(self, target: Target, key: tuple[Any, ...], ids: list[int]) -> None:
         """A displaced key asked again by the requests ``ids`` (one per source table)."""

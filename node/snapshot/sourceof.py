@@ -88,22 +88,48 @@ def other_writers(channels: Iterable[Channel], pipeline_id: str,
         for pipeline in channel.pipelines:
             other = channel.pipeline_id(pipeline)
             if other != pipeline_id and any(
-                    pair.target.datasource == target[0]
-                    and _may(pair.target.namespace, target[1])
-                    and _may(pair.target.table, target[2]) for pair in pipeline.pairs):
+                    pair.target.datasource == target[0] and _may_write(pair, target)
+                    for pair in pipeline.pairs):
                 found.append(other)
     return sorted(found)
 
 
-def _may(pattern: NamePattern, name: str) -> bool:
-    """Whether a target name pattern may give ``name`` (names compared as a server that
-    ignores their case would: in doubt, it may)."""
+def _may_write(pair: Any, target: tuple[str, str, str]) -> bool:
+    """Whether ``pair`` may write the table: its target names may give the table's, and
+    where they are templates, the source names they bind (``{schema}``, ``{table}``) may be
+    ones its source patterns take (``re:shop_\\d+`` → ``{schema}`` writes no ``app``: a
+    review found every table of the datasource counted)."""
+    for bound in _bindings(pair.target.namespace, target[1]):
+        for more in _bindings(pair.target.table, target[2]):
+            if any(bound.get(field, value) != value for field, value in more.items()):
+                continue  # ({schema} bound two ways)
+            both = {**bound, **more}
+            if _may(pair.source.namespace, both.get("schema")) and \
+                    _may(pair.source.table, both.get("table")):
+                return True
+    return False
+
+
+def _bindings(pattern: NamePattern, name: str) -> list[dict[str, str]]:
+    """The source fields a target name pattern binds in giving ``name`` (none bound: ``{}``;
+    no way to give it: empty). Names compared as a server that ignores their case would: in
+    doubt, it may."""
+    found: list[dict[str, str]] = []
+    for each in dict.fromkeys((name, name.lower())):
+        if pattern.kind is PatternKind.TEMPLATE:
+            found += [bound for bound in pattern.sources_of(each) if bound not in found]
+        elif _may(pattern, each) and {} not in found:
+            found.append({})
+    return found
+
+
+def _may(pattern: NamePattern, name: str | None) -> bool:
+    """Whether a (non-template) name pattern may take ``name`` (None: any)."""
+    if name is None or pattern.kind is PatternKind.TEMPLATE:
+        return True
     for each in dict.fromkeys((name, name.lower())):
         if pattern.kind is PatternKind.SINGLE:
             if pattern.literal.lower() == each.lower():
-                return True
-        elif pattern.kind is PatternKind.TEMPLATE:
-            if pattern.sources_of(each):
                 return True
         elif pattern.matches(each):
             return True
