@@ -85,35 +85,36 @@ def test_a_row_of_a_table_another_channel_writes_is_not_deleted(
 
 def test_a_channel_added_after_a_displacement_in_the_table_is_seen(
         cluster: Cluster, source: Database, target: Database) -> None:
-    """A displacement in ``g`` while dl-x alone writes it (a stale target-only row: deleted,
-    asked, missing); then dl-y is added and copies its row into ``g``; dl-x's next row meets
-    it: the other writers are read afresh, so dl-x stops instead of deleting it (a review:
-    the first read's answer, none, was kept for the run, and dl-y's row was lost)."""
+    """A displacement in ``g`` while dl-ax alone writes it (a stale target-only row: deleted,
+    asked, missing); then dl-ay is added and copies its row into ``g``; dl-ax's next row meets
+    it: the other writers are read afresh, so dl-ax stops instead of deleting it (a review:
+    the first read's answer, none, was kept for the run, and dl-ay's row was lost). Names of
+    its own: re-applying the last test's dl-x with new pairs would copy the added tables."""
     schema = gathered(source, target, ("(1, 5, 'one'), (3, 7, 'three')", "(9, 99, 'nine')",
                                        "(4, 7, 'stale')"))
     without_binlog(source, f"DELETE FROM `{schema}`.t2")
-    x = {"name": "dl-x", "pipelines": [{
+    x = {"name": "dl-ax", "pipelines": [{
         "name": "forward", "source": "source", "target": "target",
         "pairs": [{"source": f"{schema}.t1", "target": f"{schema}.g"}],
         "free_door": {"source": "target"}}]}
     cluster.apply([x])
-    cluster.set_status("dl-x", "START")
-    cluster.wait_running("dl-x")
+    cluster.set_status("dl-ax", "START")
+    cluster.wait_running("dl-ax")
     ask = ("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, PIPELINE_ID) "
-           "VALUES (%s, 'I', %s, 'dl-x', 'forward')")
+           "VALUES (%s, 'I', %s, 'dl-ax', 'forward')")
     target.execute(ask, (f"{schema}.t1", encode_key((3,))))
     wait_for(lambda: target.table(schema, "g") == [(3, 7, "three")], 60, "row 3 copied")
-    cluster.apply([x, {"name": "dl-y", "pipelines": [{
+    cluster.apply([x, {"name": "dl-ay", "pipelines": [{
         "name": "forward", "source": "source", "target": "target",
         "pairs": [{"source": f"{schema}.t2", "target": f"{schema}.g"}]}]}])
-    cluster.set_status("dl-y", "START")
-    cluster.wait_running("dl-y")
+    cluster.set_status("dl-ay", "START")
+    cluster.wait_running("dl-ay")
     source.execute(f"INSERT INTO `{schema}`.t2 VALUES (2, 5, 'two')")
-    wait_for(lambda: (2, 5, "two") in target.table(schema, "g"), 60, "dl-y's row 2")
+    wait_for(lambda: (2, 5, "two") in target.table(schema, "g"), 60, "dl-ay's row 2")
     target.execute(ask, (f"{schema}.t1", encode_key((1,))))
-    paused(cluster, "dl-x", "dl-y.forward")
+    paused(cluster, "dl-ax", "dl-ay.forward")
     assert target.table(schema, "g") == [(2, 5, "two"), (3, 7, "three")]
-    for name in ("dl-x", "dl-y"):
+    for name in ("dl-ax", "dl-ay"):
         cluster.set_status(name, "STOP")
 
 
