@@ -18,6 +18,7 @@ import pymysql
 from manager import cli
 from shared.retl import encode_key
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from tests.integration.test_displaced_rows import backfill_one
 
 U = ("CREATE TABLE `{schema}`.t1 (id INT PRIMARY KEY, slot INT NOT NULL, note VARCHAR(20), "
      "UNIQUE KEY us (slot))")
@@ -201,12 +202,7 @@ def test_a_unique_index_only_the_target_has_stops_the_copies(
     target.execute(f"ALTER TABLE `{schema}`.v ADD UNIQUE KEY un (name)")
     without_binlog(source, f"INSERT INTO `{schema}`.v VALUES (1, 'x', 'one'), (2, 'x', 'two')")
     without_binlog(target, f"INSERT INTO `{schema}`.v VALUES (1, 'x', 'one')")
-    cluster.apply([one_way("dl-pp", schema, ["v"], free_door={"source": "target"})])
-    cluster.set_status("dl-pp", "START")
-    cluster.wait_running("dl-pp")
-    target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
-                   "PIPELINE_ID) VALUES (%s, 'I', %s, 'dl-pp', 'forward')",
-                   (f"{schema}.v", encode_key((2,))))
+    backfill_one(cluster, target, "dl-pp", schema, "v", 2)
     message = paused(cluster, "dl-pp", "second time", "(`name`)")
     assert "key [1]" in message and "key [2]" in message, message
     assert len(events(cluster, "dl-pp", "displaced_rows")) < 5

@@ -15,14 +15,12 @@ multisets."""
 
 from __future__ import annotations
 
-import random
 import threading
 
 from manager import cli
-from shared.retl import encode_key
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, beside
-from tests.integration.test_displaced_rows import without_binlog
+from tests.integration.test_displaced_rows import backfill_one, racing, without_binlog
 
 P = ("CREATE TABLE `{schema}`.p (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, "
      "note VARCHAR(20), UNIQUE KEY up (name(3))) DEFAULT CHARSET utf8mb4 "
@@ -51,23 +49,6 @@ def prefix_out_of_step(source: Database, target: Database, schema: str) -> None:
         f"({i}, '{n}', '{x}')" for i, n, x in stale))
 
 
-def prefix_writer(db: Database, schema: str, stop: threading.Event) -> None:
-    """Changes of the rows the target holds in step, and new rows of free prefixes."""
-    rng, t, born = random.Random(7), f"`{schema}`.p", 5000
-    while not stop.is_set():
-        key = rng.randint(1, CLEAN)
-        kind = rng.randrange(3)
-        if kind == 0:
-            db.execute(f"UPDATE {t} SET note = 'hot {key}' WHERE id = {key}")
-        elif kind == 1:
-            db.execute(f"DELETE FROM {t} WHERE id = {key}")
-            db.execute(f"INSERT IGNORE INTO {t} VALUES ({key}, '{code(key)}-reborn', 'r')")
-        else:
-            born += 1
-            db.execute(f"INSERT INTO {t} VALUES ({born}, '{code(born)}-born', 'born')")
-        stop.wait(0.01)
-
-
 def test_a_snapshot_onto_a_target_out_of_step_on_a_prefix_unique_key(
         cluster: Cluster, source: Database, target: Database) -> None:
     """Chunks of 40 rows: a row read meets, on its name's first three letters (another
@@ -83,7 +64,8 @@ def test_a_snapshot_onto_a_target_out_of_step_on_a_prefix_unique_key(
     shapes.start()
     stop = threading.Event()
     writer = Database(cluster.sandbox, "source")
-    thread = threading.Thread(target=prefix_writer, args=(writer, schema, stop), daemon=True)
+    thread = threading.Thread(target=racing, args=(writer, schema, stop, "p", lambda key, tag:
+                                                    f"'{code(key)}-{tag}'", 7), daemon=True)
     thread.start()
     try:
         assert cli.main(["--manager", cluster.manager_address, "snapshot", "dp-snap",
@@ -120,12 +102,7 @@ def test_a_backfill_of_one_key_onto_a_binary_prefix_unique_key(
                    "(2, 'cd2', 'two'), (3, 'AB3', 'three')")
     without_binlog(target, f"INSERT INTO `{schema}`.b VALUES (2, 'ab9', 'stale'), "
                    "(3, 'AB3', 'three')")
-    cluster.apply([one_way("dp-bin", schema, ["b"], free_door={"source": "target"})])
-    cluster.set_status("dp-bin", "START")
-    cluster.wait_running("dp-bin")
-    target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
-                   "PIPELINE_ID) VALUES (%s, 'I', %s, 'dp-bin', 'forward')",
-                   (f"{schema}.b", encode_key((1,))))
+    backfill_one(cluster, target, "dp-bin", schema, "b", 1)
     wait_equal(source, target, schema, ["b"], timeout_s=60)
     assert target.table(schema, "b") == [(1, b"ab1", "one"), (2, b"cd2", "two"),
                                          (3, b"AB3", "three")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 
 from manager import cli
 from shared.retl import encode_key
@@ -46,9 +47,12 @@ def out_of_step(source: Database, target: Database, schema: str) -> None:
         f"({i}, {s}, '{n}')" for i, s, n in stale))
 
 
-def racing(db: Database, schema: str, stop: threading.Event) -> None:
-    """Changes of the rows the target holds in step, and new rows of free slots."""
-    rng, t, born = random.Random(5), f"`{schema}`.u", 5000
+def racing(db: Database, schema: str, stop: threading.Event, table: str = "u",
+           unique: Callable[[int, str], str] = lambda key, _: str(key), seed: int = 5
+           ) -> None:
+    """Changes of the rows the target holds in step, and new rows of free unique values
+    (``unique``: the SQL of a key's value of the unique column, by what the row is)."""
+    rng, t, born = random.Random(seed), f"`{schema}`.{table}", 5000
     while not stop.is_set():
         key = rng.randint(1, CLEAN)
         kind = rng.randrange(3)
@@ -56,11 +60,24 @@ def racing(db: Database, schema: str, stop: threading.Event) -> None:
             db.execute(f"UPDATE {t} SET note = 'hot {key}' WHERE id = {key}")
         elif kind == 1:
             db.execute(f"DELETE FROM {t} WHERE id = {key}")
-            db.execute(f"INSERT IGNORE INTO {t} VALUES ({key}, {key}, 'reborn {key}')")
+            db.execute(f"INSERT IGNORE INTO {t} VALUES ({key}, {unique(key, 'reborn')}, "
+                       f"'reborn {key}')")
         else:
             born += 1
-            db.execute(f"INSERT INTO {t} VALUES ({born}, {born}, 'born')")
+            db.execute(f"INSERT INTO {t} VALUES ({born}, {unique(born, 'born')}, 'born')")
         stop.wait(0.01)
+
+
+def backfill_one(cluster: Cluster, target: Database, channel: str, schema: str, table: str,
+                 key: int) -> None:
+    """A one-way channel over ``table`` with a central free door on the target, running,
+    and a request for ``key``."""
+    cluster.apply([one_way(channel, schema, [table], free_door={"source": "target"})])
+    cluster.set_status(channel, "START")
+    cluster.wait_running(channel)
+    target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
+                   "PIPELINE_ID) VALUES (%s, 'I', %s, %s, 'forward')",
+                   (f"{schema}.{table}", encode_key((key,)), channel))
 
 
 def run(cluster: Cluster, source: Database, target: Database, channel: str, seed: int,
@@ -148,12 +165,7 @@ def test_the_reviewers_backfill_of_one_key(
     schema = make_schema(source, target, U)
     without_binlog(source, f"INSERT INTO `{schema}`.u VALUES (1, 5, 'one'), (2, 6, 'two')")
     without_binlog(target, f"INSERT INTO `{schema}`.u VALUES (2, 5, 'stale')")
-    cluster.apply([one_way("dr-one", schema, ["u"], free_door={"source": "target"})])
-    cluster.set_status("dr-one", "START")
-    cluster.wait_running("dr-one")
-    target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
-                   "PIPELINE_ID) VALUES (%s, 'I', %s, 'dr-one', 'forward')",
-                   (f"{schema}.u", encode_key((1,))))
+    backfill_one(cluster, target, "dr-one", schema, "u", 1)
     wait_equal(source, target, schema, ["u"], timeout_s=60)
     assert target.table(schema, "u") == [(1, 5, "one"), (2, 6, "two")]
     cluster.set_status("dr-one", "STOP")
