@@ -18,18 +18,10 @@ import pymysql
 from manager import cli
 from shared.retl import encode_key
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
-from tests.integration.test_displaced_rows import backfill_one
+from tests.integration.test_displaced_rows import backfill_one, without_binlog
 
 U = ("CREATE TABLE `{schema}`.t1 (id INT PRIMARY KEY, slot INT NOT NULL, note VARCHAR(20), "
      "UNIQUE KEY us (slot))")
-
-
-def without_binlog(db: Database, sql: str) -> None:
-    db.execute("SET SESSION sql_log_bin = 0")
-    try:
-        db.execute(sql)
-    finally:
-        db.execute("SET SESSION sql_log_bin = 1")
 
 
 def gathered(source: Database, target: Database, rows: tuple[str, str, str]) -> str:

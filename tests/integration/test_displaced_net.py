@@ -20,7 +20,7 @@ import threading
 from manager import cli
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, beside
-from tests.integration.test_displaced_rows import backfill_one, racing, without_binlog
+from tests.integration.test_displaced_rows import backfill_one, raced, without_binlog
 
 P = ("CREATE TABLE `{schema}`.p (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, "
      "note VARCHAR(20), UNIQUE KEY up (name(3))) DEFAULT CHARSET utf8mb4 "
@@ -62,22 +62,13 @@ def test_a_snapshot_onto_a_target_out_of_step_on_a_prefix_unique_key(
     cluster.set_status("dp-snap", "START")
     cluster.wait_running("dp-snap")
     shapes.start()
-    stop = threading.Event()
-    writer = Database(cluster.sandbox, "source")
-    thread = threading.Thread(target=racing, args=(writer, schema, stop, "p", lambda key, tag:
-                                                    f"'{code(key)}-{tag}'", 7), daemon=True)
-    thread.start()
-    try:
+
+    def serve() -> None:
         assert cli.main(["--manager", cluster.manager_address, "snapshot", "dp-snap",
                          "--table", f"{schema}.p"]) == 0
         wait_for(lambda: [c.state for c in cluster.pipeline_state("dp-snap").snapshots]
                  == ["done"], 120, "the copy done")
-        shapes.keep_on(transactions=50, reads=10)
-    finally:
-        stop.set()
-        thread.join(60)
-        writer.close()
-    assert not thread.is_alive(), "the racing writer did not stop"
+    raced(cluster, schema, shapes, serve, "p", lambda key, tag: f"'{code(key)}-{tag}'", 7)
     try:
         wait_equal(source, target, schema, ["p"], timeout_s=120)
         shapes.finish(source)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from manager import cli
 from shared.retl import encode_key
@@ -68,6 +69,24 @@ def racing(db: Database, schema: str, stop: threading.Event, table: str = "u",
         stop.wait(0.01)
 
 
+def raced(cluster: Cluster, schema: str, shapes: Shapes, serve: Callable[[], None],
+          *writer: Any) -> None:
+    """``serve`` with a :func:`racing` writer (``writer``: its table, unique values and
+    seed) changing the source, and the workload's tables written after it."""
+    stop = threading.Event()
+    db = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=racing, args=(db, schema, stop, *writer), daemon=True)
+    thread.start()
+    try:
+        serve()
+        shapes.keep_on(transactions=50, reads=10)
+    finally:
+        stop.set()
+        thread.join(60)
+        db.close()
+    assert not thread.is_alive(), "the racing writer did not stop"
+
+
 def backfill_one(cluster: Cluster, target: Database, channel: str, schema: str, table: str,
                  key: int) -> None:
     """A one-way channel over ``table`` with a central free door on the target, running,
@@ -92,18 +111,7 @@ def run(cluster: Cluster, source: Database, target: Database, channel: str, seed
     cluster.set_status(channel, "START")
     cluster.wait_running(channel)
     shapes.start()
-    stop = threading.Event()
-    writer = Database(cluster.sandbox, "source")
-    thread = threading.Thread(target=racing, args=(writer, schema, stop), daemon=True)
-    thread.start()
-    try:
-        serve(schema)
-        shapes.keep_on(transactions=50, reads=10)
-    finally:
-        stop.set()
-        thread.join(60)
-        writer.close()
-    assert not thread.is_alive(), "the racing writer did not stop"
+    raced(cluster, schema, shapes, lambda: serve(schema))
     try:
         wait_equal(source, target, schema, ["u"], timeout_s=120)
         shapes.finish(source)
