@@ -40,7 +40,6 @@ from node.select.binlog import BinlogReader
 from node.select.selector import Selector
 from node.selectloop import RunnerSelect
 from node.snapshot.controller import Snapshots
-from node.snapshot.displacing import DisplacedStop
 from node.snapshot.door import DoorQueue, refusal
 from node.snapshot.sourceof import other_writers
 from node.snapshot.state import SnapshotStore
@@ -198,8 +197,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                 self.state, self.last_error = "switching", str(exc)
                 self.stop_event.wait(SWITCH_POLL_S)
                 continue
-            except (*PAUSE_AT_ONCE, DisplacedStop) as exc:  # a definition, user code, a lost
-                # position, rows a copy would displace for good or forever: no retry
+            except PAUSE_AT_ONCE as exc:  # a definition, user code, a lost position, rows a
+                # copy would displace for good or forever: no retry
                 self._fail_for_good(str(exc))
                 return
             except FencedError as exc:

@@ -127,6 +127,12 @@ class DisplacedError(LoadError):
     look-up cannot compare): the batch is stopped, its transaction not committed."""
 
 
+class DisplacedStop(DisplacedError):
+    """Displaced rows the door will not delete (another pipeline may own them, or a key is
+    displaced a second time): a retry meets the same rows (and a fresh memory would let the
+    copies go round again), so the pipeline pauses at once."""
+
+
 class FencedError(LoadError):
     """A newer owner writes this pipeline on a target; this (stale) owner must stop."""
 
@@ -155,7 +161,7 @@ class ShardError(SetlError):
 DEFINITION_ERRORS = (ConfigError, TransformError, ShardError)
 # what a retry cannot mend: the pipeline pauses at once and says why
 PAUSE_AT_ONCE = (*DEFINITION_ERRORS, PositionLostError, PositionConflictError,
-                 RowTooLargeError)
+                 RowTooLargeError, DisplacedStop)
 
 
 class SparkStartError(SetlError):

@@ -25,16 +25,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from shared.errors import DisplacedError
+from shared.errors import DisplacedStop
 
 log = logging.getLogger("setl.node.snapshot.door")
 KEPT = 100_000  # displaced keys remembered per target table (and requests awaited)
 Target = tuple[str, str, str]
-
-
-class DisplacedStop(DisplacedError):
-    """Displaced rows the door will not delete: a retry meets the same rows (and a fresh
-    memory would let the copies go round again), so the pipeline pauses at once."""
 
 
 def _key(key: Any) -> list[Any]:
