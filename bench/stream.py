@@ -98,7 +98,7 @@ def steady_delay(cluster: Cluster, source: Database, target: Database, rate: int
     cluster.set_status("steady", "STOP")
     ok = equal(source, target, schema, "beat")
     return {"scenario": f"steady {rate} tx/s for {seconds:.0f}s", "transactions": n,
-            "achieved_tx_per_s": round(achieved),
+            "target_rows": len(delays), "achieved_tx_per_s": round(achieved),
             **{f"delay_p{p}_ms": percentile_ms(delays, p) if ok else None for p in (50, 95, 99)},
             "delay_max_ms": percentile_ms(delays, 100), "drain_s": round(drain_s, 2),
             "equal": ok}

@@ -106,7 +106,7 @@ def addresses_from(value: str | None) -> list[str]:
 
 
 class ManagerClient:
-    def __init__(self, addresses: list[str], timeout_s: float = 10.0,
+    def __init__(self, addresses: list[str], timeout_s: float = 30.0,
                  access: Access | None = None) -> None:
         self.addresses, self.timeout_s = list(addresses), timeout_s
         self.access = access or Access()

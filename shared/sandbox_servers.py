@@ -140,7 +140,10 @@ class ZooKeeperKind:
             "tickTime=500", f"dataDir={datadir / 'data'}", f"clientPort={port}",
             "clientPortAddress=127.0.0.1", "admin.enableServer=false",
             "minSessionTimeout=1000", "maxSessionTimeout=60000",
-            "4lw.commands.whitelist=ruok,srvr", "autopurge.purgeInterval=1", ""]))
+            "4lw.commands.whitelist=ruok,srvr", "autopurge.purgeInterval=1",
+            # a throwaway server: no fsync per write (a busy disk held writes for seconds);
+            # a killed server keeps its data, only the machine's crash could lose it
+            "forceSync=no", ""]))
         return [java, "-Xmx256m", "-XX:+UseSerialGC", "-cp", ":".join(ZOOKEEPER_JARS),
                 f"-Dzookeeper.log.dir={datadir}",
                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)]

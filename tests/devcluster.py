@@ -276,8 +276,10 @@ class Cluster:
 
     def call(self, method: str, request: Any) -> Any:
         with grpc.insecure_channel(self.manager_address) as channel:
+            # a deadline for a manager that hangs, not a speed test: an Apply checks the
+            # sources and writes ZooKeeper, which a busy CI machine can hold up for seconds
             return getattr(manager_pb2_grpc.ManagerServiceStub(channel), method)(request,
-                                                                                 timeout=5)
+                                                                                 timeout=30)
 
     # -- channels ---------------------------------------------------------------------------
     def apply(self, channels: list[dict[str, Any]], sources: list[dict[str, Any]] | None = None

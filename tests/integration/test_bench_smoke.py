@@ -87,7 +87,8 @@ def test_bench_stream_smoke_run_reports_equal_copies(tmp_path: Path) -> None:
         "steady 100 tx/s for 3s"]
     assert all(r["equal"] for r in report["results"])
     steady = report["results"][-1]
-    assert steady["transactions"] == 300
+    # a busy machine may write fewer than 100 × 3 in the 3 s; the target holds each one
+    assert 0 < steady["transactions"] == steady["target_rows"] <= 300
     assert 0 < steady["delay_p50_ms"] <= steady["delay_p99_ms"] <= steady["delay_max_ms"]
 
 
