@@ -124,10 +124,15 @@ class ManagerClient:
                 for address in _in_turn(queue, tried):
                     with self.access.channel(address) as channel:
                         stub = manager_pb2_grpc.ManagerServiceStub(channel)
+                        connected = _connected(channel)
                         try:
                             return getattr(stub, method)(request, timeout=self.timeout_s,
                                                          metadata=self.access.metadata)
                         except grpc.RpcError as exc:
+                            if (exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+                                    and any(connected)):
+                                raise ManagerUnavailableError(_late(address, method,
+                                                                    self.timeout_s)) from None
                             transport = _rerouted(exc, tried, queue) or transport
             except NotLeaderError:
                 if time.monotonic() >= deadline:
@@ -232,6 +237,22 @@ def _rerouted(exc: grpc.RpcError, tried: list[str], queue: list[str]) -> str:
         # caller waits for the election
         raise NotLeaderError(None) from None
     raise _ERRORS.get(code, SetlError)(details) from None
+
+
+def _connected(channel: grpc.Channel) -> list[bool]:
+    """A list that gets True once ``channel`` is connected (a manager spoke gRPC on it)."""
+    seen: list[bool] = []
+    channel.subscribe(lambda state: seen.append(state is grpc.ChannelConnectivity.READY))
+    return seen
+
+
+def _late(address: str, method: str, timeout_s: float) -> str:
+    """What to say when a manager took the call but did not answer in time: it runs, so
+    "no manager answers" would mislead, and a change may have been made."""
+    return (f"the manager at {address} took the call ({method}) but did not answer within "
+            f"{timeout_s:g} s (busy, or ZooKeeper or a database slow to answer it); a change "
+            "may or may not have been made: look (setl channel list, setl status) before "
+            "trying again")
 
 
 def _unavailable(tried: list[str], transport: str, tls: bool) -> str:

@@ -5,6 +5,8 @@ without a token."""
 from __future__ import annotations
 
 import dataclasses
+import socket
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -22,7 +24,7 @@ from manager.auth import (
 )
 from manager.client import ManagerClient, access_from
 from shared.confinement import Confinement
-from shared.errors import AuthenticationError, ConfigError, SetlError
+from shared.errors import AuthenticationError, ConfigError, ManagerUnavailableError, SetlError
 from shared.rpc import manager_pb2, manager_pb2_grpc
 from shared.settings import ApiSettings, ManagerSettings, WebSettings
 
@@ -156,3 +158,34 @@ def test_a_streaming_call_is_refused_without_the_token_too(served, monkeypatch) 
     with pytest.raises(AuthenticationError, match="requires a token"):
         list(ManagerClient([address], access=access_from(None)).stream("Verify", request))
     assert service.calls == 1 and refused == ["no_token"]
+
+
+class Slow(manager_pb2_grpc.ManagerServiceServicer):
+    """A manager that takes a call and answers it too late."""
+
+    def Status(self, request: object, context: object) -> manager_pb2.StatusResponse:
+        time.sleep(1.5)
+        return manager_pb2.StatusResponse(manager_address="late")
+
+
+def test_a_manager_that_takes_a_call_and_answers_late_is_not_called_absent() -> None:
+    """A deadline passed on a manager that took the call says so (a change may have been
+    made), not "no manager answers"; one passed on a listener that never speaks gRPC does."""
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    manager_pb2_grpc.add_ManagerServiceServicer_to_server(Slow(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(1)  # the kernel accepts the connection; nothing ever answers on it
+    try:
+        with pytest.raises(ManagerUnavailableError, match=r"took the call \(Status\) but did "
+                           r"not answer within 0.5 s.*may or may not have been made"):
+            ManagerClient([f"127.0.0.1:{port}"], timeout_s=0.5).call(
+                "Status", manager_pb2.StatusRequest())
+        with pytest.raises(ManagerUnavailableError, match=r"no manager answers at 127\.0\.0\.1"):
+            ManagerClient([f"127.0.0.1:{mute.getsockname()[1]}"], timeout_s=0.5).call(
+                "Status", manager_pb2.StatusRequest())
+    finally:
+        mute.close()
+        server.stop(0)
