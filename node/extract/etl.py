@@ -31,7 +31,7 @@ from node.extract.processors import Filler, fill, run_processor
 from node.extract.shard import routes
 from node.merge import PartialRow
 from shared import confinement
-from shared.errors import ConfigError
+from shared.errors import ConfigError, TransformError
 from shared.identifiers import folded, lowered
 from shared.model import BinlogPosition, ColumnMode, DataSource, Pipeline, pairs_taking
 
@@ -310,12 +310,28 @@ def _filled_key(entry: CompiledPair, before: Row, keys: tuple[str, ...],
     """The old row's key where a virtual column writes a key column (``id: id + 1000``, two
     tables merged into one): computed from the before image as the new row's is from the
     after image, so an update finds the row it wrote and a delete removes it (the source's
-    key would name another row: another source table's, in a merged target)."""
-    named = {filler.name.lower() for filler in entry.fillers}
-    if not any(name.lower() in named for name in target_keys):
+    key would name another row: another source table's, in a merged target). Only the
+    virtual columns writing a key column are computed: a free-door or repair ``D`` has the
+    key alone as its before image, which another one (``concat_ws(' ', first, last)``)
+    cannot be computed from (it paused the pipeline on each resume)."""
+    wanted = {name.lower() for name in target_keys}
+    keyed = tuple(filler for filler in entry.fillers if filler.name.lower() in wanted)
+    if not keyed:
         return source_key
-    filled = {name.lower(): value for name, value in
-              fill(entry.fillers, before, {}, entry.where, source_key).items()}
+    try:
+        made = fill(keyed, before, {}, entry.where, source_key)
+    except TransformError:
+        if not set(before) <= set(keys):
+            raise
+        raise TransformError(
+            f"{entry.where}: a delete by key alone (a free-door or verify --repair 'D') of "
+            f"key {source_key!r}: virtual column(s) {', '.join(f.name for f in keyed)} write "
+            "the target's key and read columns the source's key does not have, so the "
+            "target row to delete cannot be found. Delete that row on the target by hand "
+            "and remove the request from retl.retl_pending and retl.retl_buffer (or write "
+            "the key column's expression from the key columns alone), then resume the "
+            "channel") from None
+    filled = {name.lower(): value for name, value in made.items()}
     return tuple(filled.get(name.lower(), value)
                  for name, value in zip(target_keys, source_key, strict=True))
 

@@ -284,3 +284,30 @@ def test_the_example_filter_deletes_a_row_an_update_takes_out_and_inserts_one_it
     for seq, (change, expected) in enumerate(steps, 1):
         target = applied.loaded(target, list(transform(pipeline, seq, change)))
         assert target == expected, (seq, change)
+
+
+def test_a_delete_by_key_alone_computes_only_the_virtual_columns_writing_the_key() -> None:
+    """A free-door or repair ``D`` (the key alone as its before image) through a pair whose
+    virtual column moves the key beside another expression column: the key is computed, the
+    other column is not (it read ``first`` and paused the pipeline on each resume)."""
+    c = compiled("{source: a.t, target: m.t}",
+                 '{source: b.t, target: m.t, virtual_columns: [{name: id, expression: '
+                 '"id + 1000"}, {name: full, expression: "concat_ws(\' \', first, last)"}]}')
+    door = RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 2}, None)
+    [change] = transform(c, 1, door)
+    assert (change.table, change.type, change.before_key) == ("t", ChangeType.DELETE, (1002,))
+    whole = RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 2, "first": "a",
+                                                             "last": "b"}, None)
+    assert [c.before_key for c in transform(c, 2, whole)] == [(1002,)]
+
+
+def test_a_delete_by_key_alone_whose_key_column_reads_more_than_the_key_says_what_to_do(
+        ) -> None:
+    """A key-writing virtual column that reads a column besides the key cannot be computed
+    for a ``D`` by key: the error says so and what to do (not ``unknown column``)."""
+    c = compiled('{source: b.t, target: m.t, virtual_columns: [{name: id, expression: '
+                 '"concat(region, id)"}]}')
+    door = RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 2}, None)
+    with pytest.raises(TransformError, match=r"delete by key alone.*Delete that row on "
+                       r"the target by hand"):
+        list(transform(c, 1, door))
