@@ -4,26 +4,31 @@ by its source table's name and key."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from node.extract.etl import CompiledPipeline
+from node.extract.pairs import CompiledPair
+from shared.errors import DisplacedStop
 from shared.model import Channel
 from shared.patterns import WILDCARD_PREFIX, NamePattern, PatternKind
 
+log = logging.getLogger("setl.node.snapshot.door")
+
 
 def unsure(compiled: CompiledPipeline, target: tuple[str, str, str]) -> bool:
-    """Whether a simple pair taking source tables by a pattern may feed ``target`` under a
+    """Whether a pair asked by key (:func:`_askable`; one moving the key stopped the batch
+    before this is asked) taking source tables by a pattern may feed ``target`` under a
     name :func:`sources_of` cannot work back (a family ``orders_[0-3]`` gathered into
     ``orders``, a template ``ods_{table}``): a row displaced there may be one of its tables',
     which nothing asks for again (the door says so)."""
     for entry in compiled.pairs:
         pair = entry.pair
-        if entry.routes_for_others or not entry.simple or \
-                pair.target.datasource != target[0] or (
-                    pair.source.namespace.kind is PatternKind.SINGLE and
-                    pair.source.table.kind is PatternKind.SINGLE):
+        if not _askable(entry, ()) or pair.target.datasource != target[0] or (
+                pair.source.namespace.kind is PatternKind.SINGLE and
+                pair.source.table.kind is PatternKind.SINGLE):
             continue
         if any(part.kind is PatternKind.SINGLE and part.literal.lower() != name.lower()
                for part, name in ((pair.target.namespace, target[1]),
@@ -47,18 +52,76 @@ def _guess(compiled: CompiledPipeline, pair: Any, target: tuple[str, str, str]
         else target[2])
 
 
+def _askable(entry: CompiledPair, columns: tuple[str, ...]) -> bool:
+    """Whether a row the pair wrote can be asked of its source table by the target's key
+    ``columns``: a simple pair (renames and column choice), or one whose virtual columns
+    write none of those columns (the source's key is the target's; the row read again is
+    filled as the stream fills it)."""
+    if entry.routes_for_others:
+        return False
+    if entry.simple:
+        return True
+    pair, keys = entry.pair, {column.lower() for column in columns}
+    return not (pair.processor or entry.route is not None or pair.joins or pair.merge_part
+                or pair.column_groups) and \
+        not any(filler.name.lower() in keys for filler in entry.fillers)
+
+
+def unaskable(compiled: CompiledPipeline, target: tuple[str, str, str],
+              columns: tuple[str, ...]) -> list[tuple[CompiledPair, str]]:
+    """The pairs of the pipeline that may write ``target`` (:func:`_may_write`) and whose rows
+    cannot be asked by the target's key ``columns``, each with why: a row displaced there
+    may be theirs, and asked of the other pairs' tables only it would come back missing and
+    be deleted for good (a gathered table whose virtual column moves its keys: a review)."""
+    found = []
+    for entry in compiled.pairs:
+        pair = entry.pair
+        if pair.target.datasource != target[0] or _askable(entry, columns) or \
+                not _may_write(pair, target):
+            continue
+        keys = {column.lower() for column in columns}
+        moved = [filler.name for filler in entry.fillers if filler.name.lower() in keys]
+        why = ("it adds shard slots for another pair" if entry.routes_for_others else
+               "a processor writes its rows" if pair.processor else
+               "it routes rows to shards" if entry.route is not None else
+               "it joins other tables" if pair.joins else
+               "it writes one part of a wide row" if pair.merge_part else
+               "it writes column groups" if pair.column_groups else
+               f"virtual column(s) {', '.join(moved)} write the target's key")
+        found.append((entry, why))
+    return found
+
+
 def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
                columns: tuple[str, ...]) -> list[tuple[str, str, list[int]]]:
-    """The source tables simple pairs (renames and column choice only) map to ``target``,
-    each with the places of its key columns among the target's key ``columns``: several
-    where source tables are gathered into one (a row is asked of each; the ones lacking it
-    note it missing); none where no such pair does (a processor, a join, a shard route: the
-    key may not be the source's)."""
+    """The source tables the pairs that can be asked by key (:func:`_askable`: simple
+    pairs, or ones whose virtual columns leave the key alone) map to ``target``, each with
+    the places of its key columns among the target's key ``columns``: several where source
+    tables are gathered into one (a row is asked of each; the ones lacking it note it
+    missing). Raises :class:`DisplacedStop` where a pair that cannot be asked may write the
+    table (:func:`unaskable`): the row displaced may be its, and is not deleted."""
+    not_asked = unaskable(compiled, target, columns)
+    if not_asked:
+        log.error("event=displaced_rows_not_askable pipeline=%s target=%s table=%s.%s "
+                  "pairs=%s", compiled.pipeline_id, *target,
+                  ",".join(str(entry.pair.source) for entry, _ in not_asked))
+        raise DisplacedStop(
+            f"pipeline {compiled.pipeline_id}, target {target[0]}, table "
+            f"{target[1]}.{target[2]}: a row read in a window meets another row of the table "
+            "on a unique key, and " + "; ".join(
+                f"pair {entry.pair.source} -> {entry.pair.target} ({why})"
+                for entry, why in not_asked)
+            + " may write the table too: that row may be its, which cannot be asked of its "
+            "source table by the target's key, so it is not deleted (asked of the other "
+            "pairs' tables only, it would be deleted for good). The batch is stopped, not "
+            "committed. The target is out of step there, or the tables' unique values "
+            "overlap: compare the row with each source (setl verify), remove the target row "
+            "that is wrong (or give the tables unique values that do not overlap, or map them "
+            "to different target tables), then resume the channel")
     found: list[tuple[str, str, list[int]]] = []
     for entry in compiled.pairs:
         pair = entry.pair
-        if entry.routes_for_others or not entry.simple or \
-                pair.target.datasource != target[0]:
+        if not _askable(entry, columns) or pair.target.datasource != target[0]:
             continue
         schema, table = _guess(compiled, pair, target)
         if entry not in compiled.pairs_for(schema, table) or \

@@ -5,6 +5,7 @@ stream's SQL is unchanged."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -133,6 +134,33 @@ def test_a_displaced_rows_source_tables_and_the_pairs_that_cannot_be_worked_back
     found = compiled(*pairs)
     assert sources_of(found, ("dst", "dw", target), ("id",)) == asked
     assert unsure(found, ("dst", "dw", target)) is doubt
+
+
+@pytest.mark.parametrize(("moved", "why"), [
+    ('{source: shop.b, target: dw.t, virtual_columns: [{name: id, expression: "id + 1000"}]}',
+     "virtual column(s) id write the target's key"),
+    ("{source: shop.b, target: dw.t, processor: 'setl_examples:skip_test_rows'}",
+     "a processor writes its rows"),
+])
+def test_a_displaced_row_a_pair_that_cannot_be_asked_may_own_stops_the_batch(
+        moved: str, why: str) -> None:
+    """Tables gathered into one target, one pair's rows not askable by the target's key (a
+    virtual column moving its key, a processor): a displaced row may be its, and asked of
+    the simple pair's table alone it came back missing and was deleted for good (a review).
+    The door stops instead, naming the table, the pair and why; a virtual column leaving
+    the key alone is asked as a simple pair is."""
+    from node.snapshot.sourceof import sources_of
+    from shared.errors import DisplacedStop
+    from tests.unit.test_etl import compiled
+    found = compiled("{source: shop.a, target: dw.t}", moved)
+    with pytest.raises(DisplacedStop, match=r"table dw\.t: .*pair src:shop\.b -> "
+                       r"dst:dw\.t \(" + re.escape(why)):
+        sources_of(found, ("dst", "dw", "t"), ("id",))
+    assert sources_of(found, ("dst", "dw", "other"), ("id",)) == []  # (another table)
+    kept = compiled("{source: shop.a, target: dw.t}", '{source: shop.b, target: dw.t, '
+                    'virtual_columns: [{name: full, expression: "concat(id, \'!\')"}]}')
+    assert sources_of(kept, ("dst", "dw", "t"), ("id",)) == [("shop", "a", [0]),
+                                                             ("shop", "b", [0])]
 
 
 def test_a_door_that_stops_the_batch_leaves_the_rows_undeleted() -> None:
