@@ -125,7 +125,8 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                                            confinement.current())
         except ConfigError as exc:
             return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
-        refused = tablekeys.keyless_tables(parsed, self.catalog.source)
+        noted: list[str] = []  # (virtual columns writing a key from more than the key)
+        refused = tablekeys.keyless_tables(parsed, self.catalog.source, noted)
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
         refused += [problem for channel in parsed.channels if channel.name in before
                     for problem in self.snapshots.moved_shards(before[channel.name], channel)]
@@ -163,7 +164,8 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                     self._fix_starts(channel)
         return manager_pb2.ApplyResponse(changes=[
             manager_pb2.Change(kind=c.kind, name=c.name, action=c.action, version=c.version)
-            for c in changes], notes=notes + handed.notes +
+            for c in changes], notes=notes + [f"{request.file or '<apply>'}: {note}"
+                                              for note in noted] + handed.notes +
             self._starts_ignored(before, parsed.channels))
 
     def _has_run(self, pipeline_id: str) -> bool:

@@ -244,6 +244,13 @@ def parse(text: str) -> ast.expr:
     return tree
 
 
+def columns_read(tree: ast.expr) -> frozenset[str]:
+    """The column names an expression reads (not its functions' names nor its constants)."""
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+                     and id(node) not in called and node.id not in _NAMES)
+
+
 def _depth(tree: ast.AST) -> int:
     """The tree's depth, without recursion (a deep tree is what is being measured)."""
     deepest, stack = 0, [(tree, 1)]

@@ -18,6 +18,7 @@ import pymysql
 
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
+from shared.keyfillers import moved_key_notes
 from shared.model import DataSource, Definitions, MediaPair, Pipeline, StartupMode, pairs_taking
 from shared.patterns import SYSTEM_SCHEMAS
 
@@ -267,10 +268,12 @@ def read_nullable(source: DataSource, pipelines: Iterable[Pipeline]
                          for schema, table, column in _tuples(cursor.fetchall()))
 
 
-def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]) -> list[str]:
+def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource],
+                   notes: list[str] | None = None) -> list[str]:
     """Problems of keyless tables whose pairs need a key, and of keys a lake cannot merge by
-    (see :func:`pipeline_keys`). A source that cannot be reached is skipped here (logged);
-    the node checks again at start."""
+    (see :func:`pipeline_keys`); ``notes`` given, a line for each virtual column writing a
+    key from more than the key (:func:`shared.keyfillers.moved_key_notes`). A source that
+    cannot be reached is skipped here (logged); the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
 
     def is_lake(name: str) -> bool:
@@ -301,4 +304,7 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
                                      is_lake(pipeline.target), channel.two_way,
                                      indexes.get(pipeline.source))
             problems += [f"channel {channel.name} {problem}" for problem in found]
+            if notes is not None:
+                notes += [f"channel {channel.name} {note}" for note in
+                          moved_key_notes(pipeline, keys_by_source[pipeline.source])]
     return problems

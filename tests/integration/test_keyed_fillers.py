@@ -82,3 +82,23 @@ def test_a_door_delete_through_a_pair_moving_its_key_beside_another_expression(
     wait_for(lambda: (1004, "b", "four", "b four") in target.table(schema, "m"), 60,
              "a row after the D")
     cluster.set_status("kf-door", "STOP")
+
+
+def test_the_apply_notes_a_key_column_computed_from_more_than_the_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Not refused (the stream computes it from the whole before image), but noted: a ``D``
+    by key alone cannot compute it (the manager reads the source table's key)."""
+    schema = make_schema(source, target, NAMES)
+    answer = cluster.apply_answer([{"name": "kf-note", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.a", "target": f"{schema}.m", "virtual_columns": [
+                {"name": "id", "expression": "concat(first, id)"}]}]}]}])
+    assert not answer.errors, answer.errors
+    [note] = [note for note in answer.notes if "virtual column id" in note]
+    assert note.startswith("test.yaml: channel kf-note pipeline forward pair ")
+    assert f"key of {schema}.a (id)" in note and "reads first" in note
+    answer = cluster.apply_answer([{"name": "kf-note", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.a", "target": f"{schema}.m", "virtual_columns": [
+                {"name": "id", "expression": "id + 1000"}]}]}]}])
+    assert not answer.errors and not [n for n in answer.notes if "virtual column" in n]

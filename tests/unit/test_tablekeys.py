@@ -144,3 +144,29 @@ def test_key_columns_of_a_database_target_must_hold_a_unique_key_of_the_table() 
     assert pipeline_keys(part, ORDERS, indexes=indexes)[1] == []
     keyless = pipeline("{source: shop.logs, target: shop.logs, key_columns: [ref]}")
     assert pipeline_keys(keyless, ORDERS, indexes=indexes)[1] == []
+
+
+def test_a_virtual_column_writing_the_key_from_more_than_the_key_is_noted() -> None:
+    """A free-door or repair ``D`` carries the key alone: a key column's expression reading
+    another column cannot be computed for it (the node pauses there, saying so). The stream
+    computes it, so the apply notes it rather than refuses; one from the key alone, or
+    writing another column, is not noted."""
+    from shared.expr import columns_read, parse
+    from shared.keyfillers import moved_key_notes
+    assert columns_read(parse("concat_ws(' ', first, last) if id > null else id")) == {
+        "first", "last", "id"}
+    keys = {("shop", "a"): ("id",), ("shop", "b"): ("id",)}
+    found = pipeline("{source: shop.a, target: shop.m}",
+                     '{source: shop.b, target: shop.m, virtual_columns: ['
+                     '{name: ID, expression: "concat(region, id)"}, '
+                     '{name: full, expression: "concat(first, last)"}]}')
+    [note] = moved_key_notes(found, keys)
+    assert "pair src:shop.b" in note and "virtual column ID writes the target's key" in note
+    assert "reads region" in note and "key of shop.b (id)" in note
+    for fine in ('{name: id, expression: "id + 1000000"}',
+                 '{name: full, expression: "concat(first, last)"}'):
+        alone = pipeline(f"{{source: shop.b, target: shop.m, virtual_columns: [{fine}]}}")
+        assert moved_key_notes(alone, keys) == []
+    renamed = pipeline('{source: shop.b, target: shop.m, column_pairs: [{source: id, '
+                       'target: bid}], virtual_columns: [{name: bid, expression: "x + id"}]}')
+    assert "reads x" in moved_key_notes(renamed, keys)[0]
