@@ -63,3 +63,37 @@ def test_a_changed_row_under_a_written_key_is_found_and_repaired(
     assert target.rows(f"SELECT COUNT(*), MIN(id), MAX(id) FROM {t}") == [(300, 1001, 1300)]
     assert verify(cluster, capsys, "v-keyw2", "--chunk-size", "50")[0] == 0
     cluster.set_status("v-keyw2", "STOP")
+
+
+def test_two_tables_gathered_into_one_kept_apart_by_a_written_key(
+        cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
+    """docs/configuration.md's recipe: a and b into one table m, b's keys moved by
+    ``id + 1000``. Each source table compares with its own rows there; a changed row of b
+    is b's difference, at b's own key, and repair mends it."""
+    ddl = "CREATE TABLE `{schema}`.%s (id INT PRIMARY KEY, v INT, note VARCHAR(20))"
+    schema = make_schema(source, target, *(ddl % name for name in ("a", "b", "m")))
+    start(cluster, {"name": "v-keyw3", "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": [
+            {"source": f"{schema}.a", "target": f"{schema}.m"},
+            {"source": f"{schema}.b", "target": f"{schema}.m",
+             "virtual_columns": [{"name": "id", "expression": "id + 1000"}]}]}]})
+    for name in ("a", "b"):
+        source.execute(f"INSERT INTO `{schema}`.{name} VALUES " + ", ".join(
+            f"({i}, {i % 10}, '{name}{i % 10}')" for i in range(1, 201)))
+    m = f"`{schema}`.m"
+    wait_for(lambda: target.rows(f"SELECT COUNT(*) FROM {m}") == [(400,)], 90, "400 rows")
+    assert verify(cluster, capsys, "v-keyw3", "--chunk-size", "50")[0] == 0
+    target.execute(f"UPDATE {m} SET v = 99 WHERE id = 1020")  # b's row 20
+    code, report = verify(cluster, capsys, "v-keyw3", "--chunk-size", "50")
+    m_name = f"{schema}.m"
+    assert code == 1, report
+    assert found(report, f"{schema}.b") == {"missing": set(), "extra": set(),
+                                            "different": {((20,), m_name)}}, report
+    assert not any(found(report, f"{schema}.a").values()), report
+    code, report = verify(cluster, capsys, "v-keyw3", "--repair")
+    assert code == 0, report
+    wait_for(lambda: target.rows(f"SELECT v FROM {m} WHERE id = 1020") == [(0,)], 30,
+             "b's row 20 repaired at id 1020")
+    assert target.rows(f"SELECT v FROM {m} WHERE id = 20") == [(0,)]  # a's row 20 untouched
+    assert target.rows(f"SELECT COUNT(*) FROM {m}") == [(400,)]
+    cluster.set_status("v-keyw3", "STOP")
