@@ -224,14 +224,16 @@ def chunk_rows(view: LakeView, key: SplitKey, chunk: Chunk, target: Target,
     return read(view, target, chunk_filter(key, chunk, target), aliases, side)
 
 
-def key_rows(view: LakeView, target: Target, keys: Sequence[Key], side: Any
+def key_rows(view: LakeView, target: Target, keys: Sequence[tuple[Key, Key]], side: Any
              ) -> dict[Key, Rows]:
-    """The rows of ``keys`` (source keys, or Delta keys of rows only the lake has)."""
+    """The rows of ``keys``: (the key to look up — a source key, the one a source row writes
+    where a virtual column writes the key, or the Delta key of a row only the lake has —,
+    the key the rows are known by)."""
     found: dict[Key, Rows] = {}
     for start in range(0, len(keys), 500):
         part = list(keys[start:start + 500])
-        forms = lake_keys(target, part)
-        aliases = dict(zip(forms, part, strict=True))
+        forms = lake_keys(target, [by for by, _ in part])
+        aliases = dict(zip(forms, [known for _, known in part], strict=True))
         found.update(read(view, target, keys_filter(target, forms), aliases, side,
                           set(forms)))
     return found

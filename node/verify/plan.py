@@ -24,8 +24,11 @@ Two methods:
 
 Rows on the target that no source row gives (**extra**) are looked for in each chunk's
 key range where the target table is fed by this source table alone and has the split
-column; elsewhere (tables merged into one target, wide rows) only keys the source gives
-are compared, and the report says so.
+column; elsewhere (tables merged into one target, wide rows, a key written by a virtual
+column) only keys the source gives are compared, and the report says so. Where a virtual
+column writes a key column (``id + 1000000``, to keep gathered tables' keys apart), a
+source row's target row is the one at the key its transformed image writes
+(:mod:`node.verify.readers`).
 """
 
 from __future__ import annotations
@@ -90,6 +93,9 @@ class Target:
     hashed_nullable: tuple[bool, ...] = ()  # sql method: which admit NULL on either side
     hashed_kinds: tuple[str, ...] = ()  # sql method: how each compares (Column.kind)
     lake: tuple[LakeColumn, ...] = ()  # a lake table: its columns as Load types them
+    # a virtual column writes a key column here (``id + 1000000``): its rows are found by
+    # the key each transformed row writes, not by the source's (and never by its range)
+    key_written: bool = False
 
     @property
     def extras(self) -> bool:
@@ -381,9 +387,14 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
             for s, t in hashed if read_as_bytes(by_name[s].data_type, by_name[s].charset)
             and present[t].charset and present[t].charset != by_name[s].charset}
     columns = [back.get(column.name, column) for column in columns]
+    target_keys = {renames_get(k, k).lower() for k in key.columns}
+    writers = sorted(v.name for v in pair.virtual_columns if v.name.lower() in target_keys)
     blind = (f"it has no column for {key.column}" if range_column is None else
              "it holds wide rows merged from several tables" if pair.joins or pair.merge_part
-             else "it is fed by other tables too" if not alone else "")
+             else "it is fed by other tables too" if not alone
+             else f"its key column(s) {', '.join(writers)} are written by virtual columns, "
+                  "so its key range is not the source's (the rows the source gives are "
+                  "compared by the key each writes)" if writers else "")
     sql_ready = same and bool(hashed) and not blind and not pair.virtual_columns
     return Target(address[0], address[1], address[2],
                   tuple(renames_get(k, k) for k in key.columns), tuple(columns), compared,
@@ -392,7 +403,8 @@ def _target(entry: CompiledPair, address: tuple[str, str, str], key: SplitKey,
                   tuple(t for _, t in hashed) if sql_ready else (),
                   tuple(by_name[s].nullable or present[t].nullable for s, t in hashed)
                   if sql_ready else (),
-                  tuple(by_name[s].kind for s, _ in hashed) if sql_ready else ())
+                  tuple(by_name[s].kind for s, _ in hashed) if sql_ready else (),
+                  key_written=bool(writers))
 
 
 def _written(entry: CompiledPair, column: str, keys: tuple[str, ...]) -> bool:

@@ -2,7 +2,12 @@
 the target's, each in one consistent snapshot with its position.
 
 A row is known by its key (the source's key values, which are the target's key values
-too: pairs rename key columns, never change them) and, per target table, by a 64-bit hash.
+too where pairs only rename key columns) and, per target table, by a 64-bit hash. Where a
+virtual column writes a key column (``Target.key_written``: ``id + 1000000``), a source
+row's target row is the one at the key its transformed image writes, as the stream writes
+it: the source side records that key (``Side.written``), the target is looked up by it and
+what it holds is known by the source key again, so differences, settling and repair (whose
+requests name source keys) all speak of source keys.
 A key's rows in one table are the sorted tuple of their hashes (:data:`Rows`): one for a
 table keyed by its own key, any number for a keyless table compared by its pair's
 ``key_columns`` (which need not be unique) or a lake table holding a key twice, so a row
@@ -46,9 +51,36 @@ class Side:
     columns: dict[tuple[Key, str], tuple[str, ...]] = field(default_factory=dict)  # rows
     known: set[Key] = field(default_factory=set)  # keys of rows outside --where
     rows: int = 0
+    # a key-written target's key of a source row: (source key, table) → its key there
+    written: dict[tuple[Key, str], Key] = field(default_factory=dict)
+    # and back: table → its key → the source key that writes it
+    writers: dict[str, dict[Key, Key]] = field(default_factory=dict)
 
     def signature(self, key: Key) -> Signature:
         return frozenset(self.expected.get(key, {}).items())
+
+    def write(self, key: Key, table: str, written: Key) -> None:
+        self.written[(key, table)] = written
+        self.writers.setdefault(table, {})[written] = key
+
+    def merge(self, other: Side) -> None:
+        """Another batch's keys (a key's rows all come in its batch)."""
+        self.expected.update(other.expected)
+        self.columns.update(other.columns)
+        self.known |= other.known
+        self.rows += other.rows
+        for (key, table), written in other.written.items():
+            self.write(key, table, written)
+
+    def lookups(self, target: Target, keys: Iterable[Key]) -> list[tuple[Key, Key]]:
+        """(the key to look a row up by in ``target``, the source key it is known by) for
+        ``keys``: the key itself, or where a virtual column writes the key there the one the
+        source's row writes (a key without a row on the source writes none: not looked up,
+        as rows no source row gives are not looked for there)."""
+        if not target.key_written:
+            return [(key, key) for key in keys]
+        return [(self.written[(key, target.id)], key) for key in keys
+                if (key, target.id) in self.written]
 
 
 def loaded_past(applied: BinlogPosition | None, at: BinlogPosition) -> bool:
@@ -177,9 +209,10 @@ class Reader(abc.ABC):
         """The rows of ``keys`` in a target table, hashed (``cursor``: a database's, or
         the lake's :class:`node.verify.lake.LakeView` for a lake table)."""
         if target.lake:
-            return lake.key_rows(cursor, target, keys, side)
+            return lake.key_rows(cursor, target, side.lookups(target, keys), side)
         found: dict[Key, Rows] = {}
-        for part in batches(keys):  # a key's rows all come in its batch
+        # a key's rows all come in its batch
+        for part in batches(by for by, _ in side.lookups(target, keys)):
             condition, params = keys_in(target.keys, part, target.columns)
             found.update(self.target(cursor, target, condition, params, side))
         return found
@@ -196,11 +229,8 @@ class Reader(abc.ABC):
     def source_keys(self, cursor: Any, keys: Sequence[Key]) -> Side:
         side = Side()
         for part in batches(keys):
-            more = self.source(cursor, *keys_in(self.plan.key.columns, part, self.plan.columns))
-            side.expected.update(more.expected)  # a key's rows all come in its batch
-            side.columns.update(more.columns)
-            side.known |= more.known
-            side.rows += more.rows
+            side.merge(self.source(cursor, *keys_in(self.plan.key.columns, part,
+                                                    self.plan.columns)))
         return side
 
 
@@ -312,6 +342,11 @@ class RowsReader(Reader):
             if target is None or change.after is None or change.type is ChangeType.DELETE:
                 continue
             key = keys[change.seq]
+            if target.key_written:  # its row there is at the key this image writes
+                by_name = {name.lower(): value for name, value in change.after.items()}
+                if all(name.lower() in by_name for name in target.keys):
+                    side.write(key, table_id,
+                               tuple([by_name[name.lower()] for name in target.keys]))
             if target.lake:  # hashed as the lake holds them, all at once
                 lake_rows.setdefault(table_id, []).append((key, change.after))
                 continue
@@ -342,8 +377,14 @@ class RowsReader(Reader):
         own = tuple(sorted(name for name in names if name in target.compared))
         read = cursor.fetchall()
         at = [names.index(name) for name in target.keys]
+        writers = side.writers.get(target.id) if target.key_written else None
         for values, mended in zip(read, decoded(target.columns, read), strict=True):
             key = tuple([values[index] for index in at])
+            if writers is not None:  # known by the source key that writes it
+                found_by = writers.get(key) or writers.get(tuple([mended[i] for i in at]))
+                if found_by is None:
+                    continue  # looked up by a key no source row writes: none was asked
+                key = found_by
             columns = side.columns.get((key, target.id), own)
             add_row(found, key, row_hash(dict(zip(names, mended, strict=True)), columns, kinds))
         return found

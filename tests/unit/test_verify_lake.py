@@ -78,7 +78,7 @@ def test_keys_are_matched_in_their_delta_form(tmp_path: Path) -> None:
     side = Side()
     lake.expected(where, [((row["big"],), row) for row in rows], side)
     view = lake.LakeView(DataSource("lake", "", type="delta", location=str(tmp_path)), "c.p")
-    found = lake.key_rows(view, where, keys, side)
+    found = lake.key_rows(view, where, side.lookups(where, keys), side)
     assert set(found) == set(keys[:3])
     assert all(found[key] == side.expected[key][where.id] for key in found)
     by_time = target(keys=("t",), range_column="t")
@@ -115,7 +115,7 @@ def test_a_key_the_lake_holds_twice_differs_and_repair_deletes_it_first(tmp_path
     assert found[(1,)] == side.expected[(1,)][where.id]
     [one] = side.expected[(2,)][where.id]
     assert found[(2,)] == (one, one)  # both rows, alike: not the source's one row
-    assert lake.key_rows(view, where, [(2,)], side) == {(2,): (one, one)}
+    assert lake.key_rows(view, where, [((2,), (2,))], side) == {(2,): (one, one)}
     seen = {key: Seen(side.signature(key), frozenset({(where.id, found[key])}), True)
             for key in [(2,)]}
     assert kinds(seen[(2,)]) == [("different", where.id)]
