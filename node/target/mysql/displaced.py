@@ -52,7 +52,7 @@ import pymysql
 
 from node.changes import ChangeType, Row, TargetChange
 from node.jobs import READ_BIT, Unit
-from node.merge import UPSERT, TableWrites
+from node.merge import UPSERT, PartialRow, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
 from node.target.mysql.sqltext import Sql, literal
@@ -88,15 +88,19 @@ class Lookup(NamedTuple):
 Displaced = Callable[[Target, tuple[str, ...], list[Moved], int], None]
 
 
-def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any]
-              ) -> dict[Target, set[int]]:
+def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any],
+              copying: frozenset[Target] = frozenset()) -> dict[Target, set[int]]:
     """The rows (by ``id`` of their image: merging keeps it) a window read into a target
-    table with a unique key besides theirs, by table; empty for a batch of the stream."""
+    table with a unique key besides theirs, by table, and the stream's rows (inserts and
+    updates that keep their key) into such a table of ``copying`` (its copy unfinished: a
+    target row out of step may hold their unique values); empty for a batch of the stream
+    where no table is copied."""
     found: dict[Target, set[int]] = {}
     tables: dict[Target, bool] = {}
     for change in changes:
-        if not change.seq & READ_BIT or change.type is not ChangeType.INSERT or \
-                change.after is None:
+        if change.after is None or not (
+                change.type is ChangeType.INSERT if change.seq & READ_BIT else
+                copying and streamed(change, copying)):
             continue
         name = (change.datasource, change.schema, change.table)
         other = tables.get(name)
@@ -107,6 +111,19 @@ def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any]
         if other:
             found.setdefault(name, set()).add(id(change.after))
     return found
+
+
+def streamed(change: TargetChange, copying: frozenset[Target]) -> bool:
+    """Whether a change of the stream is an upsert of a whole row into a table of
+    ``copying``: an insert, or an update that keeps its key (a key change is a ``MOVE``, and a
+    column-group update writes a part of a row, which the look-up does not take)."""
+    if (change.datasource, change.schema, change.table) not in copying or \
+            isinstance(change.after, PartialRow) or change.after is None:
+        return False
+    if change.type is ChangeType.INSERT:
+        return True
+    return change.type is ChangeType.UPDATE and change.before_key == tuple(
+        change.after.get(key) for key in change.keys)
 
 
 def _others(table: TableFacts, keys: tuple[str, ...]) -> list[Index]:
@@ -148,9 +165,9 @@ def unseen(table: TableFacts, keys: tuple[str, ...], row: Row) -> list[Index]:
 def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
          rendered: Callable[[TableWrites], list[Sql]]) -> list[Sql] | None:
     """An ordered table's statements (``rendered`` renders a part of its steps) with the
-    look-ups of :func:`selects` before each run of rows read, and where the look-up cannot
-    compare a unique key (:func:`unseen`) the :func:`check` after each statement chunk of
-    them; None: it holds none."""
+    look-ups of :func:`selects` before each statement chunk of a run of rows read, and
+    where the look-up cannot compare a unique key (:func:`unseen`) the :func:`check` after
+    it; None: it holds none."""
     if not writes.steps or not any(kind == UPSERT and id(item) in read
                                    for kind, item in writes.steps):
         return None
@@ -170,16 +187,17 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
         if part and (now != reading or not step[0]):
             if not reading:
                 out += render(part)
-            else:
-                chunks = [part[at:at + size] for at in range(0, len(part), size)]
-                for chunk in chunks:
-                    out += selects(writes, [item for _, item in chunk], table)
+            else:  # each statement chunk's look-up just before it: it meets the target
+                # as the steps before it left it (the stream's rows swap unique values
+                # between them in source order; a look-up ahead of an earlier chunk would
+                # take a row that chunk frees for one displaced)
                 indexes = unseen(table, writes.keys, part[0][1])
-                if not indexes:
-                    out += render(part)
-                for chunk in chunks if indexes else ():
+                for at in range(0, len(part), size):
+                    chunk = part[at:at + size]
+                    out += selects(writes, [item for _, item in chunk], table)
                     out += render(chunk)
-                    out += check(writes, [item for _, item in chunk], table, indexes)
+                    if indexes:
+                        out += check(writes, [item for _, item in chunk], table, indexes)
             part = []
         reading = now
         part.append(step)
