@@ -24,8 +24,8 @@ def explained(pipeline_id: str, text: str) -> str:
     return (f"{text}. The target table {table} already holds that value of the unique key "
             "under another key: it is out of step with the source there (a row written by "
             "another writer, or left from before), and setl does not overwrite a row of "
-            f"another key on its own. Copy the table again: setl snapshot {channel} --table "
-            f"{table} (while it copies, the stream's writes into the table remove the target "
-            "row in their way and copy it again from the source), or mend the rows: setl "
+            f"another key on its own. Copy the table: setl snapshot {channel} --table "
+            f"{table} (while a copy of the table runs, the stream's writes into it remove the "
+            "target row in their way and copy it again from the source), or mend the rows: setl "
             f"verify {channel} --table {table} --repair, or delete the target row holding "
             "that value; then resume the channel")
