@@ -6,6 +6,7 @@ before it; elsewhere the stream's SQL is unchanged. A 1062 pause says what to do
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -13,14 +14,14 @@ from typing import Any
 import pytest
 
 from node.changes import ChangeType, TargetChange
-from node.jobs import READ_BIT, ROW_BITS, JobSpec
+from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
 from node.merge import PartialRow
 from node.snapshot.door import DoorQueue
 from node.snapshot.watermarks import Window
 from node.snapshot.windowreads import Work
 from node.target.mysql import displaced, duplicate
 from node.target.mysql.units import render
-from tests.unit.test_displaced import SLOT, row
+from tests.unit.test_displaced import SLOT, FakeCursor, row
 from tests.unit.test_merge import ins, upd
 from tests.unit.test_snapshot_ddl import copy_of, snapshots
 
@@ -130,3 +131,25 @@ def test_a_1062_pause_says_what_is_wrong_and_what_to_do() -> None:
     assert "setl snapshot a.b --table SCHEMA.TABLE" in duplicate.explained(
         "a.b.forward", "Duplicate entry '5' for key 'slot'")
     assert {1062, 1169} <= duplicate.DUPLICATE
+
+
+def test_a_table_with_foreign_keys_deletes_the_rows_found_with_checks_off() -> None:
+    """A run with foreign_key_checks on (the stream's): the rows removed to be copied again
+    fire no ON DELETE action (a child would be lost, or the delete refused); the run's
+    checks on again right after."""
+    facts = {T: dataclasses.replace(SLOT[T], foreign_keys=True,  # (a child names slot)
+                                    referenced=(frozenset({"slot"}),))}
+    spec = JobSpec(1, False, facts, load_batch_size=10,  # type: ignore[arg-type]
+                   reads=False, copying=frozenset({T}))
+    [lookup] = [sql for unit in render([upd(1 << ROW_BITS, (1,), row(1, 5))], spec)
+                for sql in unit.sqls if displaced.marked(sql)]
+    assert lookup.what.unchecked
+    cursor = FakeCursor([(2, 0, 5)])
+    unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
+    assert displaced.write(cursor, unit, lookup, "c.p", 4, lambda *found: None) == 1
+    assert [text for text, _ in cursor.executed[1:]] == [
+        "SET SESSION foreign_key_checks = 0", lookup.what.delete,
+        "SET SESSION foreign_key_checks = 1"]
+    [plain] = [sql for unit in render([upd(1 << ROW_BITS, (1,), row(1, 5))], dataclasses.replace(
+        spec, facts=SLOT)) for sql in unit.sqls if displaced.marked(sql)]
+    assert not plain.what.unchecked
