@@ -55,15 +55,7 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
     note it missing); none where no such pair does (a processor, a join, a shard route: the
     key may not be the source's)."""
     found: list[tuple[str, str, list[int]]] = []
-    for entry in compiled.pairs:
-        pair = entry.pair
-        if entry.routes_for_others or not entry.simple or \
-                pair.target.datasource != target[0]:
-            continue
-        schema, table = _guess(compiled, pair, target)
-        if entry not in compiled.pairs_for(schema, table) or \
-                entry.address(schema, table) != target:
-            continue
+    for schema, table, entry in _feeding(compiled, target):
         back = {new.lower(): old for old, new in entry.renames.items()}
         named = [back.get(column.lower(), column).lower() for column in columns]
         keys = [key.lower() for key in compiled.configured_keys(schema, table)] or named
@@ -73,6 +65,29 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
         if one not in found:
             found.append(one)
     return found
+
+
+def source_names(compiled: CompiledPipeline, target: tuple[str, str, str]
+                 ) -> list[tuple[str, str]]:
+    """The source tables simple pairs map to ``target``, whatever their keys (what a
+    message names: ``setl snapshot`` and ``setl verify`` take source tables)."""
+    return list(dict.fromkeys((schema, table) for schema, table, _ in
+                              _feeding(compiled, target)))
+
+
+def _feeding(compiled: CompiledPipeline, target: tuple[str, str, str]
+             ) -> Iterable[tuple[str, str, Any]]:
+    """(schema, table, pair entry) of each simple pair that maps a source table to
+    ``target``."""
+    for entry in compiled.pairs:
+        pair = entry.pair
+        if entry.routes_for_others or not entry.simple or \
+                pair.target.datasource != target[0]:
+            continue
+        schema, table = _guess(compiled, pair, target)
+        if entry in compiled.pairs_for(schema, table) and \
+                entry.address(schema, table) == target:
+            yield schema, table, entry
 
 
 def other_writers(channels: Iterable[Channel], pipeline_id: str,

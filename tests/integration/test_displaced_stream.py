@@ -18,7 +18,7 @@ import threading
 from manager import cli
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, beside
-from tests.integration.test_displaced_loops import events, paused
+from tests.integration.test_displaced_loops import events, gathered, paused
 from tests.integration.test_displaced_rows import U, without_binlog
 
 ROWS = 3000  # source rows 1..ROWS, slot = id; chunks of 20: 2991, 2992 in the last one
@@ -124,3 +124,37 @@ def test_with_no_copy_running_a_1062_pauses_saying_what_to_do_and_a_snapshot_men
     wait_equal(source, target, schema, ["u"], timeout_s=90)
     assert target.table(schema, "u") == [(1, 5, "uno"), (2, 6, "two")]
     cluster.set_status(channel, "STOP")
+
+
+def test_a_stream_row_meeting_a_row_another_channel_writes_still_stops(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """t1 (ds-x) and t2 (ds-y) feed g. A copy of t1 under way (paused: it stays so); the
+    stream's update of t1's row 1 meets g's row 2 on ``slot``, a row ds-y may have written:
+    the batch stops naming ds-y, nothing deleted (no delete-and-ask-again loop)."""
+    schema = gathered(source, target, ("(1, 5, 'one')", "(2, 6, 'two')",
+                                       "(1, 7, 'x'), (2, 5, 'stale')"))
+    cluster.apply([
+        {"name": "ds-x", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target",
+            "pairs": [{"source": f"{schema}.t1", "target": f"{schema}.g"}],
+            "free_door": {"source": "target"}}]},
+        {"name": "ds-y", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target",
+            "pairs": [{"source": f"{schema}.t2", "target": f"{schema}.g"}]}]}])
+    for name in ("ds-x", "ds-y"):
+        cluster.set_status(name, "START")
+        cluster.wait_running(name)
+    manager = ["--manager", cluster.manager_address, "snapshot"]
+    assert cli.main([*manager, "pause", "ds-x"]) == 0
+    assert cli.main([*manager, "ds-x", "--table", f"{schema}.t1"]) == 0
+    wait_for(lambda: [c.state for c in cluster.pipeline_state("ds-x").snapshots]
+             == ["copying"], 60, "the copy taken (paused)")
+    source.execute(f"UPDATE `{schema}`.t1 SET note = 'uno' WHERE id = 1")
+    message = paused(cluster, "ds-x", "ds-y.forward")
+    assert f"{schema}.g" in message and "(`slot`)" in message, message
+    assert target.table(schema, "g") == [(1, 7, "x"), (2, 5, "stale")]  # nothing deleted
+    assert events(cluster, "ds-x", "displaced_rows_other_writer")
+    assert not events(cluster, "ds-x", "displaced_rows")
+    assert cluster.pipeline_state("ds-y").state == "running"
+    for name in ("ds-x", "ds-y"):
+        cluster.set_status(name, "STOP")

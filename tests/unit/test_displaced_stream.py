@@ -133,6 +133,25 @@ def test_a_1062_pause_says_what_is_wrong_and_what_to_do() -> None:
     assert {1062, 1169} <= duplicate.DUPLICATE
 
 
+def test_a_1062_pause_names_the_source_tables_the_commands_take() -> None:
+    """The commands take source tables: a target table a pair renames is named by its
+    source's name; one several feed, by each."""
+    text = "table dw.g: Duplicate entry '5' for key 'slot'"
+    asked: list[Any] = []
+
+    def one(target: Any) -> list[tuple[str, str]]:
+        asked.append(target)
+        return [("shop", "t1")]
+    found = duplicate.explained("c.forward", text, "dst", one)
+    assert asked == [("dst", "dw", "g")]
+    assert "setl snapshot c --table shop.t1 (" in found
+    assert "setl verify c --table shop.t1 --repair" in found and "table dw.g already" in found
+    two = duplicate.explained("c.forward", text, "dst",
+                              lambda target: [("shop", "t1"), ("shop", "t2")])
+    assert "--table shop.t1 (and so for shop.t2, which feed it too)" in two
+    assert "--table dw.g " in duplicate.explained("c.forward", text, "dst", lambda t: [])
+
+
 def test_a_table_with_foreign_keys_deletes_the_rows_found_with_checks_off() -> None:
     """A run with foreign_key_checks on (the stream's): the rows removed to be copied again
     fire no ON DELETE action (a child would be lost, or the delete refused); the run's

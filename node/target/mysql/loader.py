@@ -77,6 +77,7 @@ class Loader:
         self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, sessions.COPY_SESSION)
         # the free door's hook: keys of rows removed for rows read in a window, copied again
         self.displaced: displaced.Displaced | None = None
+        self.sources: duplicate.Sources | None = None  # a target table's source tables
 
     def take_skipped(self) -> int:
         """The rows skipped (refused by a target, ``skip_load_exception``) in transactions
@@ -282,7 +283,7 @@ class Loader:
                     continue
                 text = str(exc.args[-1]) if exc.args else str(exc)
                 if code in duplicate.DUPLICATE:  # what is wrong, and what to do
-                    text = duplicate.explained(self.pipeline_id, text)
+                    text = duplicate.explained(self.pipeline_id, text, name, self.sources)
                 raise LoadError(f"{where}: {text}") from None
         raise AssertionError("unreachable")
 
