@@ -225,12 +225,14 @@ class DoorQueue:
             return None
         found = set()
         for change in rows:
+            full_name = str((change.after or {}).get("FULL_NAME") or "")
             try:
-                found.add(tuple(map(identifiers.unquote, identifiers.split_qualified(
-                    str((change.after or {}).get("FULL_NAME") or "")))))
+                schema, table = map(identifiers.unquote,
+                                    identifiers.split_qualified(full_name))
             except ConfigError:  # (names no table: rejected when taken)
                 continue
-        return found  # type: ignore[return-value]
+            found.add(self.compiled.stored(schema, table))  # (as the binlog names it)
+        return found
 
     def take(self, reads: int) -> list[Asked]:
         """At most ``reads`` groups of requests to read in the next window (:meth:`keyed`

@@ -88,8 +88,10 @@ def test_the_door_says_which_tables_wait() -> None:
     door = DoorQueue.__new__(DoorQueue)
     door._lock, door._rows, door.central = threading.Lock(), [], None  # type: ignore[assignment]
     door._scan_after = door._scan_until = 0
+    door.compiled = SimpleNamespace(  # type: ignore[assignment]
+        stored=lambda schema, table: (schema.lower(), table.lower()))
     assert door.tables() == set()
-    door._rows = [SimpleNamespace(after={"FULL_NAME": "`s`.`t`"}),  # type: ignore[assignment]
+    door._rows = [SimpleNamespace(after={"FULL_NAME": "`S`.`t`"}),  # type: ignore[assignment]
                   SimpleNamespace(after={"FULL_NAME": "nothing"})]
     assert door.tables() == {("s", "t")}
     door._scan_until = 3  # kept in retl_pending, not read yet: of any table
