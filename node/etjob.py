@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 
 from node.changes import Batch, RowChange
 from node.extract.etl import CompiledPipeline
@@ -19,13 +20,15 @@ from node.window import Window
 
 
 def run(spark: SparkRunner, window: Window, compiled: CompiledPipeline, planner: Planner,
-        batch: Batch, reads: list[Read], two_way: bool) -> Done:
-    """Cut the batch into parts and run its Extract/Transform."""
+        batch: Batch, reads: list[Read], two_way: bool,
+        copying: Callable[[str, str], bool] | None = None) -> Done:
+    """Cut the batch into parts and run its Extract/Transform (``copying``: the source
+    tables whose copy is unfinished, :meth:`node.extract.job.Planner.spec`)."""
     started, started_ms = time.monotonic(), int(time.time() * 1000)
     try:
         local = spark.local(batch.rows + sum(r.count for r in reads if r.lines is None))
         parts = planner.parts(batch, 1 if local else spark.partitions, reads)
-        spec = planner.spec(batch, parts, changes_only=two_way)
+        spec = planner.spec(batch, parts, copying, changes_only=two_way)
         results = with_lines(spark.run_job(compiled, spec, parts, local), reads)
         for result in results:
             planner.learn(result.sizes)  # Select's estimate of a batch's rows

@@ -84,6 +84,10 @@ class JobSpec:
     # the batch's part may hold rows a window read (False: a part of the stream alone, whose
     # changes Load's MySQL side need not look at one by one for them)
     reads: bool = True
+    # target tables whose copy is unfinished (a snapshot running or pending, free-door
+    # requests waiting): the stream's upserts into them also remove the target rows out of
+    # step that hold their unique values under another key (node.target.mysql.displaced)
+    copying: frozenset[Target] = frozenset()
 
 
 def crowded(schema: str, table: str, place: int, rows: int) -> SourceError:

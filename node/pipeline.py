@@ -11,6 +11,7 @@ pipeline's stats. Each attempt opens (where it resumes, the source checked) in
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -41,7 +42,7 @@ from node.select.selector import Selector
 from node.selectloop import RunnerSelect
 from node.snapshot.controller import Snapshots
 from node.snapshot.door import DoorQueue, refusal
-from node.snapshot.sourceof import other_writers
+from node.snapshot.sourceof import other_writers, source_names
 from node.snapshot.state import SnapshotStore
 from node.spark import SparkRunner
 from node.status import RunnerStatus, carry_over
@@ -305,6 +306,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                          feeders=self._feeders)
         if hasattr(loader, "displaced") and not params.dry_run:  # (a MySQL target's Load)
             loader.displaced = door.displaced  # rows a window's row displaced: asked again
+        if hasattr(loader, "sources"):  # (a 1062 pause names the source table to copy)
+            loader.sources = functools.partial(source_names, compiled)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
                                                 self.ctx.spark, self.snapshot_store, door,
                                                 lines=planner.lines_plan)

@@ -83,7 +83,8 @@ class RunnerSelect:
                                           if freedoor.is_request(change)])
                     reads = snapshots.reads_for(batch) if batch.windows else []
                     future = executor.submit(etjob.run, self.ctx.spark, window,
-                                             compiled, planner, batch, reads, self.two_way)
+                                             compiled, planner, batch, reads, self.two_way,
+                                             snapshots.copying())
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order

@@ -124,6 +124,7 @@ class CentralDoor:
     _conn: Any = None
     _counted_at: float = 0.0
     _asked_at: float = 0.0
+    seen_waiting: bool = False  # what waiting() last found (read where asking again costs)
     pending: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -226,9 +227,10 @@ class CentralDoor:
             return int(cursor.fetchone()[0]) > len(self._taken)
         with self._lock:
             try:
-                return self._on_connection(ask)
+                self.seen_waiting = self._on_connection(ask)
             except pymysql.MySQLError:
                 return True  # take() reports it
+            return self.seen_waiting
 
     def rewind(self) -> None:
         """After a failure: requests of windows not loaded are taken again."""

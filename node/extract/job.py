@@ -249,7 +249,10 @@ class Planner:
                 "pipeline and apply it; then resume the channel")
         return found
 
-    def spec(self, batch: Batch, parts: list[Part], **options: Any) -> JobSpec:
+    def spec(self, batch: Batch, parts: list[Part],
+             copying: Callable[[str, str], bool] | None = None, **options: Any) -> JobSpec:
+        """What the batch's parts share; ``copying``: whether a source table's copy is
+        unfinished (:meth:`node.snapshot.controller.Snapshots.copying`)."""
         facts: dict[Target, Any] = {}
         layouts = {(layout.schema, layout.table): layout for part in parts
                    for layout in part.layouts.values()}
@@ -265,6 +268,10 @@ class Planner:
             options.setdefault("transactions", transactions(batch))
         options.setdefault("gathered", frozenset(
             target for name in self._tables(parts) if self._gathers(name)
+            for target in self._targets_of(name)))
+        options.setdefault("copying", frozenset(  # (copying: of the source tables)
+            target for name in self._tables(parts) if copying is not None and
+            self.target == "mysql" and copying(*name)
             for target in self._targets_of(name)))
         options.setdefault("parted", frozenset(
             target for name in self._tables(parts) if self._wide(name)

@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from node.changes import Batch, RowChange
 from node.extract import chunks
@@ -64,6 +65,8 @@ class Snapshots:
         self.error = ""  # the loop's last failure, until a turn of it goes through
         self.save_error = ""  # the copies' state could not be saved (ZooKeeper), until it is
         self._queue: deque[Work] = deque()
+        # the tables of the copies asked for, as last read (not started yet, or just started)
+        self._requested: frozenset[tuple[str, str]] = frozenset()
         self._pending: dict[int, Window] = {}
         self._lock = threading.Lock()
         # self.copies is appended to, pruned and saved from three threads (Load's: loaded;
@@ -87,6 +90,11 @@ class Snapshots:
         if self.started:
             return
         self.copies = self.store.load()
+        try:  # (the copies asked for and not started: their tables are being copied too)
+            self._requests()
+        except SetlError as exc:  # the loop reads them again
+            log.warning("event=snapshot_requests_unread pipeline=%s error=%s",
+                        self.pipeline_id, exc)
         for copy in self.copies:
             if copy.state == "copying":
                 self._queue.extend(Work(copy, chunk) for chunk in copy.chunks
@@ -154,6 +162,25 @@ class Snapshots:
                     window.drop_stopped(self.pipeline_id)
                     found += window.reads
         return found
+
+    def copying(self) -> Callable[[str, str], bool]:
+        """Which source tables have a copy unfinished now (Select's thread, for a batch's
+        job): a snapshot copying or asked for, free-door requests waiting or in a window not
+        loaded (or any table, while requests wait that the node has not read). The stream's
+        rows into their target tables go with the displaced step
+        (:mod:`node.target.mysql.displaced`)."""
+        with self._copies_lock:
+            tables = {(copy.schema, copy.table) for copy in self.copies
+                      if copy.state == "copying"} | self._requested
+        with self._lock:
+            tables |= {(work.asked.schema, work.asked.table)
+                       for window in self._pending.values() for work in window.work
+                       if work.asked is not None}
+        asked = self.door.tables()
+        if asked is None:
+            return lambda schema, table: True
+        tables |= asked
+        return lambda schema, table: (schema, table) in tables
 
     def ddl(self, changes: list[RowChange]) -> None:
         """A DDL batch Select read, before it goes on (Select's thread, in binlog order): a
@@ -317,7 +344,8 @@ class Snapshots:
         """Start the copies asked for. A request is deleted only once its copy is saved (a
         restart finds it again otherwise); one for a newer definition than this runner's is
         left to the runner of that one (this one is being replaced)."""
-        for znode, request in self.store.requests():
+        found = self._requests()
+        for znode, request in found:
             if int(request.get("version") or 0) > self.compiled.version:
                 continue
             schema, table = self.compiled.stored(str(request["schema"]), str(request["table"]))
@@ -352,6 +380,14 @@ class Snapshots:
             log.info("event=snapshot_table_started pipeline=%s table=%s.%s rows=%d chunks=%d "
                      "method=%s where=%r", self.pipeline_id, copy.schema, copy.table, copy.rows,
                      copy.total, "split", copy.where)
+
+    def _requests(self) -> list[tuple[str, dict[str, Any]]]:
+        """The copies asked for, their tables kept for :meth:`copying`."""
+        found = self.store.requests()
+        self._requested = frozenset(self.compiled.stored(str(request["schema"]),
+                                                         str(request["table"]))
+                                    for _, request in found)
+        return found
 
     def _plan(self, schema: str, table: str, where: str) -> TableCopy:
         return plan(self.pipeline_id, self.source, self.compiled,

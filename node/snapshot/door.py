@@ -213,6 +213,27 @@ class DoorQueue:
         return bool(self._rows) or self._scan_after < self._scan_until or (
             self.central is not None and self.central.waiting())
 
+    def tables(self) -> set[tuple[str, str]] | None:
+        """The source tables of the requests waiting, as far as the node has read them
+        (no I/O); None: some are not read yet (kept in ``retl_pending`` since the last scan,
+        or waiting in the central buffer), of any table."""
+        with self._lock:
+            if self._scan_after < self._scan_until:
+                return None
+            rows = list(self._rows)
+        if self.central is not None and (self.central.seen_waiting or self.central.pending):
+            return None
+        found = set()
+        for change in rows:
+            full_name = str((change.after or {}).get("FULL_NAME") or "")
+            try:
+                schema, table = map(identifiers.unquote,
+                                    identifiers.split_qualified(full_name))
+            except ConfigError:  # (names no table: rejected when taken)
+                continue
+            found.add(self.compiled.stored(schema, table))  # (as the binlog names it)
+        return found
+
     def take(self, reads: int) -> list[Asked]:
         """At most ``reads`` groups of requests to read in the next window (:meth:`keyed`
         once its low watermark is written); requests that cannot be served are noted as

@@ -107,8 +107,9 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
                   ",".join(str(entry.pair.source) for entry, _ in not_asked))
         raise DisplacedStop(
             f"pipeline {compiled.pipeline_id}, target {target[0]}, table "
-            f"{target[1]}.{target[2]}: a row read in a window meets another row of the table "
-            "on a unique key, and " + "; ".join(
+            f"{target[1]}.{target[2]}: a row it writes (read in a window, or the stream's "
+            "into a table being copied) meets another row of the table on a unique key, "
+            "and " + "; ".join(
                 f"pair {entry.pair.source} -> {entry.pair.target} ({why})"
                 for entry, why in not_asked)
             + " may write the table too: that row may be its, which cannot be asked of its "
@@ -119,14 +120,7 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
             "that is wrong (or give the tables unique values that do not overlap, or map them "
             "to different target tables), then resume the channel")
     found: list[tuple[str, str, list[int]]] = []
-    for entry in compiled.pairs:
-        pair = entry.pair
-        if not _askable(entry, columns) or pair.target.datasource != target[0]:
-            continue
-        schema, table = _guess(compiled, pair, target)
-        if entry not in compiled.pairs_for(schema, table) or \
-                entry.address(schema, table) != target:
-            continue
+    for schema, table, entry in _feeding(compiled, target, columns):
         back = {new.lower(): old for old, new in entry.renames.items()}
         named = [back.get(column.lower(), column).lower() for column in columns]
         keys = [key.lower() for key in compiled.configured_keys(schema, table)] or named
@@ -136,6 +130,28 @@ def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
         if one not in found:
             found.append(one)
     return found
+
+
+def source_names(compiled: CompiledPipeline, target: tuple[str, str, str]
+                 ) -> list[tuple[str, str]]:
+    """The source tables simple pairs map to ``target``, whatever their keys (what a
+    message names: ``setl snapshot`` and ``setl verify`` take source tables)."""
+    return list(dict.fromkeys((schema, table) for schema, table, _ in
+                              _feeding(compiled, target, ())))
+
+
+def _feeding(compiled: CompiledPipeline, target: tuple[str, str, str],
+             columns: tuple[str, ...]) -> Iterable[tuple[str, str, Any]]:
+    """(schema, table, pair entry) of each pair asked by the target's key ``columns``
+    (:func:`_askable`) that maps a source table to ``target``."""
+    for entry in compiled.pairs:
+        pair = entry.pair
+        if not _askable(entry, columns) or pair.target.datasource != target[0]:
+            continue
+        schema, table = _guess(compiled, pair, target)
+        if entry in compiled.pairs_for(schema, table) and \
+                entry.address(schema, table) == target:
+            yield schema, table, entry
 
 
 def other_writers(channels: Iterable[Channel], pipeline_id: str,

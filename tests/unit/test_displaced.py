@@ -129,10 +129,12 @@ def test_a_displaced_rows_source_tables_and_the_pairs_that_cannot_be_worked_back
     """Each table a simple pair feeds the target from is asked; a pair taking tables by a
     pattern whose names the target's does not give back makes the door warn (a review: a
     family's rows were asked of the single pair's table only, and nothing said so)."""
-    from node.snapshot.sourceof import sources_of, unsure
+    from node.snapshot.sourceof import source_names, sources_of, unsure
     from tests.unit.test_etl import compiled
     found = compiled(*pairs)
     assert sources_of(found, ("dst", "dw", target), ("id",)) == asked
+    # (what a 1062 pause names: the same tables, whatever their keys)
+    assert source_names(found, ("dst", "dw", target)) == [(s, t) for s, t, _ in asked]
     assert unsure(found, ("dst", "dw", target)) is doubt
 
 

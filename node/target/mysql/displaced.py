@@ -9,12 +9,12 @@ unique key under *another* key: source (1, slot 5), (2, slot 6); target only (2,
 The upsert of row 1 would meet row 2 on ``slot`` and update row 2's other columns: row 1
 lost, row 2 holding row 1's values under its own key, an image the source never had.
 
-So before the upserts of such rows (only rows read in a window, only into a target table
-with a unique key besides the key the rows are found by: the stream's SQL is unchanged),
-the same transaction removes the target rows that hold one of their unique values under
-another key (:func:`selects` renders the look-up, one per unique key and statement chunk,
-``SELECT … FOR UPDATE``; Load runs it with :func:`write`, then, where it found rows, the
-``DELETE`` of the same condition, which deletes the rows it locked):
+So before the upserts of such rows (only into a target table with a unique key besides
+the key the rows are found by), the same transaction removes the target rows that hold
+one of their unique values under another key (:func:`selects` renders the look-up, one
+per unique key and statement chunk, ``SELECT … FOR UPDATE``; Load runs it with
+:func:`write`, then, where it found rows, the ``DELETE`` of the same condition, which
+deletes the rows it locked):
 
 - a chunk read of a whole table (a snapshot): a row so displaced is one the source does not
   have, or one whose own chunk is not copied yet (a chunk copied is in step, and the source
@@ -30,6 +30,20 @@ another key (:func:`selects` renders the look-up, one per unique key and stateme
   pipeline writes the table, or a key comes back displaced by another batch, it stops the
   batch instead (:mod:`node.snapshot.displacing`), nothing deleted.
 
+The stream's upserts (an insert, an update that keeps its key) into a table whose copy is
+unfinished — a snapshot copying or asked for, free-door requests waiting
+(:meth:`node.snapshot.controller.Snapshots.copying`, ``JobSpec.copying``) — go the same way:
+a target out of step there is what the copy mends, and the stream's row meeting another
+key's row on a unique key failed with 1062 (or updated that row) at every try, the copy that
+would mend it behind it in the same pipeline: a stall that never healed. The row met is
+removed and asked again as above; on a target in step a look-up finds only rows its own
+statement chunk writes (a swap of unique values in source order), which the chunk writes
+again. Each statement chunk's look-up goes right before it, so it meets the target as the
+steps before it left it. Elsewhere the stream's SQL is unchanged, and a 1062 pauses
+(:mod:`node.target.mysql.duplicate`: the pause says what to do). A ``DELETE`` in a run
+with foreign_key_checks on (the stream's, into a table with foreign keys) goes with them
+off: a row removed to be copied again fires no ``ON DELETE`` action.
+
 A unique key over a column's prefix (``UNIQUE (name(3))``) is compared as the index does:
 ``LEFT`` of the column and of the values, in the column's collation. One over a column the
 rows do not carry (the target generates it, or the pair does not map it) cannot be looked
@@ -37,8 +51,9 @@ up: after each statement chunk of such rows, :func:`check` asks that every row's
 a row (an upsert that met another key's row there updated it and left its own key empty),
 and the batch stops with :class:`DisplacedError` where one does not.
 
-The look-up runs only where a batch holds rows read in a window for such a table; it finds
-nothing on a target in step, and then deletes nothing.
+The look-up runs only where a batch holds rows read in a window for such a table, or the
+stream's rows into such a table being copied; it finds nothing outside their own chunk on
+a target in step.
 """
 
 from __future__ import annotations
@@ -52,7 +67,7 @@ import pymysql
 
 from node.changes import ChangeType, Row, TargetChange
 from node.jobs import READ_BIT, Unit
-from node.merge import UPSERT, TableWrites
+from node.merge import UPSERT, PartialRow, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
 from node.target.mysql.sqltext import Sql, literal
@@ -76,11 +91,15 @@ class Moved(NamedTuple):
 
 class Lookup(NamedTuple):
     """What a look-up carries besides its text: the ``DELETE`` of its rows, the unique index
-    it looks on (as the message names it), and the rows' (unique values, key) pairs."""
+    it looks on (as the message names it), the rows' (unique values, key) pairs, and whether
+    the ``DELETE`` goes with foreign_key_checks off where the run has them on (a table with
+    foreign keys: a row removed to be copied again fires no ``ON DELETE`` action, as a row
+    read never cascades)."""
 
     delete: str
     index: str
     pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
+    unchecked: bool = False
 
 
 # (target, key columns, rows displaced outside their statement chunk, the batch's processId):
@@ -88,15 +107,19 @@ class Lookup(NamedTuple):
 Displaced = Callable[[Target, tuple[str, ...], list[Moved], int], None]
 
 
-def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any]
-              ) -> dict[Target, set[int]]:
+def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any],
+              copying: frozenset[Target] = frozenset()) -> dict[Target, set[int]]:
     """The rows (by ``id`` of their image: merging keeps it) a window read into a target
-    table with a unique key besides theirs, by table; empty for a batch of the stream."""
+    table with a unique key besides theirs, by table, and the stream's rows (inserts and
+    updates that keep their key) into such a table of ``copying`` (its copy unfinished: a
+    target row out of step may hold their unique values); empty for a batch of the stream
+    where no table is copied."""
     found: dict[Target, set[int]] = {}
     tables: dict[Target, bool] = {}
     for change in changes:
-        if not change.seq & READ_BIT or change.type is not ChangeType.INSERT or \
-                change.after is None:
+        if change.after is None or not (
+                change.type is ChangeType.INSERT if change.seq & READ_BIT else
+                copying and streamed(change, copying)):
             continue
         name = (change.datasource, change.schema, change.table)
         other = tables.get(name)
@@ -107,6 +130,19 @@ def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any]
         if other:
             found.setdefault(name, set()).add(id(change.after))
     return found
+
+
+def streamed(change: TargetChange, copying: frozenset[Target]) -> bool:
+    """Whether a change of the stream is an upsert of a whole row into a table of
+    ``copying``: an insert, or an update that keeps its key (a key change is a ``MOVE``, and a
+    column-group update writes a part of a row, which the look-up does not take)."""
+    if (change.datasource, change.schema, change.table) not in copying or \
+            isinstance(change.after, PartialRow) or change.after is None:
+        return False
+    if change.type is ChangeType.INSERT:
+        return True
+    return change.type is ChangeType.UPDATE and change.before_key == tuple(
+        change.after.get(key) for key in change.keys)
 
 
 def _others(table: TableFacts, keys: tuple[str, ...]) -> list[Index]:
@@ -148,9 +184,9 @@ def unseen(table: TableFacts, keys: tuple[str, ...], row: Row) -> list[Index]:
 def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
          rendered: Callable[[TableWrites], list[Sql]]) -> list[Sql] | None:
     """An ordered table's statements (``rendered`` renders a part of its steps) with the
-    look-ups of :func:`selects` before each run of rows read, and where the look-up cannot
-    compare a unique key (:func:`unseen`) the :func:`check` after each statement chunk of
-    them; None: it holds none."""
+    look-ups of :func:`selects` before each statement chunk of a run of rows read, and
+    where the look-up cannot compare a unique key (:func:`unseen`) the :func:`check` after
+    it; None: it holds none."""
     if not writes.steps or not any(kind == UPSERT and id(item) in read
                                    for kind, item in writes.steps):
         return None
@@ -170,16 +206,17 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
         if part and (now != reading or not step[0]):
             if not reading:
                 out += render(part)
-            else:
-                chunks = [part[at:at + size] for at in range(0, len(part), size)]
-                for chunk in chunks:
-                    out += selects(writes, [item for _, item in chunk], table)
+            else:  # each statement chunk's look-up just before it: it meets the target
+                # as the steps before it left it (the stream's rows swap unique values
+                # between them in source order; a look-up ahead of an earlier chunk would
+                # take a row that chunk frees for one displaced)
                 indexes = unseen(table, writes.keys, part[0][1])
-                if not indexes:
-                    out += render(part)
-                for chunk in chunks if indexes else ():
+                for at in range(0, len(part), size):
+                    chunk = part[at:at + size]
+                    out += selects(writes, [item for _, item in chunk], table)
                     out += render(chunk)
-                    out += check(writes, [item for _, item in chunk], table, indexes)
+                    if indexes:
+                        out += check(writes, [item for _, item in chunk], table, indexes)
             part = []
         reading = now
         part.append(step)
@@ -220,7 +257,8 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql
         # (the delete by the same condition: the rows the look-up found and locked)
         out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)} "
                        f"{where} FOR UPDATE", 0,
-                       what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs])))
+                       what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs],
+                                   table.foreign_keys and not writes.unchecked)))
     return out
 
 
@@ -303,7 +341,11 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
                    for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
         if outside and hook is not None:  # (before the delete: it may stop the batch)
             hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
+        if lookup.unchecked:  # (the run's checks on again after it)
+            cursor.execute("SET SESSION foreign_key_checks = 0")
         cursor.execute(lookup.delete)  # (its text as it is)
+        if lookup.unchecked:
+            cursor.execute("SET SESSION foreign_key_checks = 1")
     except pymysql.MySQLError as exc:  # same class and code: Load retries go by them
         if len(exc.args) != 2:
             raise

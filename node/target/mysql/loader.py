@@ -34,7 +34,7 @@ import pymysql
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
 from node.jobs import PartResult, in_order
-from node.target.mysql import alone, displaced, localdata, owners, sessions
+from node.target.mysql import alone, displaced, duplicate, localdata, owners, sessions
 from node.target.mysql.copies import Copies
 from node.target.mysql.ddlapply import INTENTS_DONE, apply_ddl
 from node.target.mysql.facts import TargetFacts
@@ -77,6 +77,7 @@ class Loader:
         self.copies = Copies(pipeline_id, targets, params, epoch, self.stop, sessions.COPY_SESSION)
         # the free door's hook: keys of rows removed for rows read in a window, copied again
         self.displaced: displaced.Displaced | None = None
+        self.sources: duplicate.Sources | None = None  # a target table's source tables
 
     def take_skipped(self) -> int:
         """The rows skipped (refused by a target, ``skip_load_exception``) in transactions
@@ -280,7 +281,10 @@ class Loader:
                 if self.params.skip_load_exception and not one_by_one and code in ROW_REFUSED:
                     one_by_one = True  # again, row by row, skipping what the target refuses
                     continue
-                raise LoadError(f"{where}: {exc.args[-1] if exc.args else exc}") from None
+                text = str(exc.args[-1]) if exc.args else str(exc)
+                if code in duplicate.DUPLICATE:  # what is wrong, and what to do
+                    text = duplicate.explained(self.pipeline_id, text, name, self.sources)
+                raise LoadError(f"{where}: {text}") from None
         raise AssertionError("unreachable")
 
     def _end_stale(self, name: str) -> None:

@@ -24,8 +24,10 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     facts = spec.facts
     size = 1 if spec.one_by_one else spec.load_batch_size
     units = []
-    # rows a window read, by table (a part of the stream alone has none to look for)
-    read = displaced.read_rows(changes, facts) if spec.reads else {}
+    # rows a window read, and the stream's into a table being copied, by table (a part of
+    # the stream alone where no table is copied has none to look for)
+    read = displaced.read_rows(changes, facts, spec.copying) \
+        if spec.reads or spec.copying else {}
 
     def ordered(name: Target, keys: tuple[str, ...]) -> bool:
         return facts.get(name, _NO_FACTS).ordered(keys)

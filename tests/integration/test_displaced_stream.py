@@ -1,0 +1,160 @@
+"""The stream's writes onto a target out of step with another unique key (a review,
+reproduced on MariaDB): source (2991, slot 2991), (2992, slot 2992); target (2991, slot
+9991), (2992, slot 2991). A live update of row 2991 comes down the stream while a snapshot of the
+table runs; its upsert meets row 2991 by key, sets slot 2991, and meets row 2992 there: 1062,
+Load retried, the pipeline paused for good — the copy that would mend row 2992 is behind the
+stream's batch in the same pipeline, and never loaded.
+
+Now the stream's upserts into a table whose copy is unfinished go with the displaced step
+of rows read in a window: row 2992 is removed in the same transaction and asked again
+through the free door. With no copy running a 1062 still pauses, saying what is wrong and
+what to do; doing it (``setl snapshot``) mends the table."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+from manager import cli
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes, beside
+from tests.integration.test_displaced_loops import events, gathered, paused
+from tests.integration.test_displaced_rows import U, without_binlog
+
+ROWS = 3000  # source rows 1..ROWS, slot = id; chunks of 20: 2991, 2992 in the last one
+CLEAN = 100  # ids 1..CLEAN: changed by the writer too (in step on the target)
+
+
+def out_of_step(source: Database, target: Database, schema: str) -> None:
+    """The target holds the source's rows but 2991 (another slot) and 2992 (2991's slot), and
+    lacks row 3 while row 4 holds 3's slot (the reviewer's shape: a row the target lacks)."""
+    t = f"`{schema}`.u"
+    without_binlog(source, f"INSERT INTO {t} VALUES " + ", ".join(
+        f"({i}, {i}, 'src {i}')" for i in range(1, ROWS + 1)))
+    stale = {i: (i, f"src {i}") for i in range(1, ROWS + 1)}
+    stale[2991], stale[2992] = (9991, "stale 2991"), (2991, "stale 2992")
+    del stale[3]
+    stale[4] = (3, "stale 4")
+    without_binlog(target, f"INSERT INTO {t} VALUES " + ", ".join(
+        f"({i}, {s}, '{n}')" for i, (s, n) in stale.items()))
+
+
+def writer(db: Database, schema: str, stop: threading.Event) -> None:
+    """Updates of rows 2991 and 3 (each meets a target row of another key on ``slot``) and
+    of rows in step, and new rows."""
+    rng, t, born = random.Random(11), f"`{schema}`.u", 5000
+    while not stop.is_set():
+        db.execute(f"UPDATE {t} SET note = 'hot {rng.randrange(1000)}' WHERE id IN (2991, 3)")
+        key = rng.randint(5, CLEAN)
+        if rng.randrange(2):
+            db.execute(f"UPDATE {t} SET note = 'warm {key}' WHERE id = {key}")
+        else:
+            born += 1
+            db.execute(f"INSERT INTO {t} VALUES ({born}, {born}, 'born')")
+        stop.wait(0.01)
+
+
+def test_the_streams_write_into_a_table_being_copied_heals_a_1062(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    channel = "ds-heal"
+    schema = make_schema(source, target, U)
+    out_of_step(source, target, schema)
+    shapes = Shapes(cluster.sandbox, source, target, seed=61)
+    cluster.apply([beside(one_way(channel, schema, ["u"], snapshot_chunk_size=20,
+                                  free_door={"source": "target"}), shapes.schema)])
+    cluster.set_status(channel, "START")
+    cluster.wait_running(channel)
+    shapes.start()
+    stop = threading.Event()
+    db = Database(cluster.sandbox, "source")
+    thread = threading.Thread(target=writer, args=(db, schema, stop), daemon=True)
+    try:
+        assert cli.main(["--manager", cluster.manager_address, "snapshot", channel,
+                         "--table", f"{schema}.u"]) == 0
+        wait_for(lambda: [c.state for c in cluster.pipeline_state(channel).snapshots]
+                 == ["copying"], 60, "the copy started")  # (its last chunk far off)
+        thread.start()  # (2991 written by the stream long before its chunk is copied)
+        wait_for(lambda: [line for line in events(cluster, channel, "displaced_rows")
+                          if "keys=[[2992]]" in line], 60,
+                 "row 2992 displaced (by the stream's write of 2991, or by its chunk)")
+        wait_for(lambda: [c.state for c in cluster.pipeline_state(channel).snapshots]
+                 == ["done"], 180, "the copy done")
+        shapes.keep_on(transactions=50, reads=10)
+    finally:
+        stop.set()
+        if thread.ident is not None:
+            thread.join(60)
+        db.close()
+    try:
+        wait_equal(source, target, schema, ["u"], timeout_s=120)
+        shapes.finish(source)
+    finally:
+        shapes.stop()
+    state = cluster.pipeline_state(channel)
+    assert state.state == "running", state.last_error
+    log = cluster.nodes[1].output()
+    assert not [line for line in log.splitlines()
+                if f"{channel}.forward" in line and "Duplicate entry" in line], \
+        "a write of the stream was refused (1062)"
+    cluster.set_status(channel, "STOP")
+
+
+def test_with_no_copy_running_a_1062_pauses_saying_what_to_do_and_a_snapshot_mends_it(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """Source (1, 5), (2, 6); target (1, 7), (2, 5), written by someone else: the stream's
+    update of row 1 meets row 2 on ``slot``. The pause names the table, the key and the
+    command; that snapshot, the channel resumed, mends both rows."""
+    channel = "ds-pause"
+    schema = make_schema(source, target, U)
+    without_binlog(source, f"INSERT INTO `{schema}`.u VALUES (1, 5, 'one'), (2, 6, 'two')")
+    without_binlog(target, f"INSERT INTO `{schema}`.u VALUES (1, 7, 'x'), (2, 5, 'y')")
+    cluster.apply([one_way(channel, schema, ["u"], free_door={"source": "target"},
+                           max_retries=1)])
+    cluster.set_status(channel, "START")
+    cluster.wait_running(channel)
+    source.execute(f"UPDATE `{schema}`.u SET note = 'uno' WHERE id = 1")
+    message = paused(cluster, channel, "Duplicate entry")
+    assert f"{schema}.u" in message and "'us'" in message, message
+    assert f"setl snapshot {channel} --table {schema}.u" in message, message
+    assert "out of step" in message, message
+    assert target.table(schema, "u") == [(1, 7, "x"), (2, 5, "y")]  # nothing overwritten
+    assert cli.main(["--manager", cluster.manager_address, "snapshot", channel,
+                     "--table", f"{schema}.u"]) == 0
+    cluster.set_status(channel, "START")
+    wait_equal(source, target, schema, ["u"], timeout_s=90)
+    assert target.table(schema, "u") == [(1, 5, "uno"), (2, 6, "two")]
+    cluster.set_status(channel, "STOP")
+
+
+def test_a_stream_row_meeting_a_row_another_channel_writes_still_stops(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """t1 (ds-x) and t2 (ds-y) feed g. A copy of t1 under way (paused: it stays so); the
+    stream's update of t1's row 1 meets g's row 2 on ``slot``, a row ds-y may have written:
+    the batch stops naming ds-y, nothing deleted (no delete-and-ask-again loop)."""
+    schema = gathered(source, target, ("(1, 5, 'one')", "(2, 6, 'two')",
+                                       "(1, 7, 'x'), (2, 5, 'stale')"))
+    cluster.apply([
+        {"name": "ds-x", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target",
+            "pairs": [{"source": f"{schema}.t1", "target": f"{schema}.g"}],
+            "free_door": {"source": "target"}}]},
+        {"name": "ds-y", "pipelines": [{
+            "name": "forward", "source": "source", "target": "target",
+            "pairs": [{"source": f"{schema}.t2", "target": f"{schema}.g"}]}]}])
+    for name in ("ds-x", "ds-y"):
+        cluster.set_status(name, "START")
+        cluster.wait_running(name)
+    manager = ["--manager", cluster.manager_address, "snapshot"]
+    assert cli.main([*manager, "pause", "ds-x"]) == 0
+    assert cli.main([*manager, "ds-x", "--table", f"{schema}.t1"]) == 0
+    wait_for(lambda: [c.state for c in cluster.pipeline_state("ds-x").snapshots]
+             == ["copying"], 60, "the copy taken (paused)")
+    source.execute(f"UPDATE `{schema}`.t1 SET note = 'uno' WHERE id = 1")
+    message = paused(cluster, "ds-x", "ds-y.forward")
+    assert f"{schema}.g" in message and "(`slot`)" in message, message
+    assert target.table(schema, "g") == [(1, 7, "x"), (2, 5, "stale")]  # nothing deleted
+    assert events(cluster, "ds-x", "displaced_rows_other_writer")
+    assert not events(cluster, "ds-x", "displaced_rows")
+    assert cluster.pipeline_state("ds-y").state == "running"
+    for name in ("ds-x", "ds-y"):
+        cluster.set_status(name, "STOP")

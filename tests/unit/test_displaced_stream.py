@@ -1,0 +1,176 @@
+"""The stream's upserts into a table whose copy is unfinished go with the displaced step
+(node/target/mysql/displaced.py): which tables (node/snapshot/controller.py ``copying``,
+node/snapshot/door.py ``tables``), which changes, the look-up of each statement chunk right
+before it; elsewhere the stream's SQL is unchanged. A 1062 pause says what to do
+(node/target/mysql/duplicate.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from node.changes import ChangeType, TargetChange
+from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
+from node.merge import PartialRow
+from node.snapshot.door import DoorQueue
+from node.snapshot.watermarks import Window
+from node.snapshot.windowreads import Work
+from node.target.mysql import displaced, duplicate
+from node.target.mysql.units import render
+from tests.unit.test_displaced import SLOT, FakeCursor, row
+from tests.unit.test_merge import ins, upd
+from tests.unit.test_snapshot_ddl import copy_of, snapshots
+
+T = ("dst", "s", "t")
+
+
+def kinds(changes: list[Any], copying: frozenset[Any] = frozenset({T}), size: int = 100,
+          reads: bool = False) -> list[str]:
+    spec = JobSpec(1, False, SLOT, load_batch_size=size, reads=reads,  # type: ignore[arg-type]
+                   copying=copying)
+    return [sql.text for unit in render(changes, spec) for sql in unit.sqls]
+
+
+def looked(texts: list[str]) -> list[str]:
+    return [text for text in texts if text.startswith(displaced.MARK)]
+
+
+def test_the_streams_upserts_into_a_table_being_copied_are_looked_up() -> None:
+    changes = [ins(1 << ROW_BITS, row(1, 5)), upd(2 << ROW_BITS, (2,), row(2, 6))]
+    found = kinds(changes)
+    assert [text.split()[0] for text in found] == ["SELECT", "INSERT"]
+    assert "(`slot`) IN ((5), (6)) AND (`slot`, `id`) NOT IN ((5, 1), (6, 2))" in found[0]
+
+
+def test_elsewhere_the_streams_sql_is_unchanged() -> None:
+    changes = [ins(1 << ROW_BITS, row(1, 5)), upd(2 << ROW_BITS, (2,), row(2, 6))]
+    plain = kinds(changes, frozenset())
+    assert not looked(plain)
+    assert not looked(kinds(changes, frozenset({("dst", "s", "other")})))
+    assert [text for text in kinds(changes) if not displaced.marked(
+        SimpleNamespace(text=text))] == plain  # type: ignore[arg-type]
+
+
+def test_a_key_change_a_delete_and_a_part_of_a_row_are_not_looked_up() -> None:
+    move = upd(1 << ROW_BITS, (1,), row(3, 5))  # (key 1 → 3: an UPDATE of the key)
+    gone = TargetChange("dst", "s", "t", ChangeType.DELETE, ("id",), (4,), None, 0,
+                        2 << ROW_BITS)
+    part = upd(3 << ROW_BITS, (5,), PartialRow({"id": 5, "note": "x"}, row(5, 9)))
+    for change in (move, gone, part):
+        assert not displaced.streamed(change, frozenset({T})), change
+    assert not looked(kinds([move, gone]))
+    assert displaced.streamed(upd(4 << ROW_BITS, (6,), row(6, 6)), frozenset({T}))
+    assert not displaced.streamed(upd(4 << ROW_BITS, (6,), row(6, 6)), frozenset())
+
+
+def test_each_chunks_look_up_goes_right_before_it() -> None:
+    """Row 2 gives slot 5 to row 1 (source order): the look-up of row 1's chunk runs after
+    row 2's chunk freed the value, so an in-step target meets nothing there."""
+    changes = [upd(1 << ROW_BITS, (2,), row(2, 7)), upd(2 << ROW_BITS, (1,), row(1, 5))]
+    found = kinds(changes, size=1)
+    assert [text.split()[0] for text in found] == ["SELECT", "INSERT", "SELECT", "INSERT"]
+    assert "(`slot`) IN ((7))" in found[0] and "(2,7," in found[1].replace(" ", "")
+    assert "(`slot`) IN ((5))" in found[2] and "(1,5," in found[3].replace(" ", "")
+
+
+def test_rows_read_and_the_streams_together() -> None:
+    changes = [ins(READ_BIT, row(1, 5)), upd(1 << ROW_BITS, (2,), row(2, 6))]
+    assert len(looked(kinds(changes, frozenset(), reads=True))) == 1  # the row read only
+    found = kinds(changes, reads=True)
+    assert len(looked(found)) == 1 and "((5), (6))" in looked(found)[0]
+
+
+def test_the_door_says_which_tables_wait() -> None:
+    door = DoorQueue.__new__(DoorQueue)
+    door._lock, door._rows, door.central = threading.Lock(), [], None  # type: ignore[assignment]
+    door._scan_after = door._scan_until = 0
+    door.compiled = SimpleNamespace(  # type: ignore[assignment]
+        stored=lambda schema, table: (schema.lower(), table.lower()))
+    assert door.tables() == set()
+    door._rows = [SimpleNamespace(after={"FULL_NAME": "`S`.`t`"}),  # type: ignore[assignment]
+                  SimpleNamespace(after={"FULL_NAME": "nothing"})]
+    assert door.tables() == {("s", "t")}
+    door._scan_until = 3  # kept in retl_pending, not read yet: of any table
+    assert door.tables() is None
+    door._scan_until = 0
+    door.central = SimpleNamespace(seen_waiting=False, pending=0)  # type: ignore[assignment]
+    assert door.tables() == {("s", "t")}
+    door.central.seen_waiting = True  # type: ignore[attr-defined]
+    assert door.tables() is None
+
+
+def test_the_tables_being_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    found, _, _ = snapshots(monkeypatch)
+    found.door.tables = lambda: set()  # type: ignore[attr-defined]
+    copying = found.copying()
+    assert copying("shop", "t") and copying("shop", "u") and not copying("shop", "v")
+    found.copies = [copy_of("t", set())]
+    found.copies[0].state = "done"
+    found._pending.clear()
+    found._requested = frozenset({("shop", "w")})
+    found.door.tables = lambda: {("shop", "x")}  # type: ignore[attr-defined]
+    copying = found.copying()
+    assert [name for name in "tuwx" if copying("shop", name)] == ["w", "x"]
+    found._pending[8] = Window(8, [Work(asked=SimpleNamespace(  # type: ignore[arg-type]
+        schema="shop", table="y"))])
+    assert found.copying()("shop", "y")
+    found.door.tables = lambda: None  # type: ignore[attr-defined]
+    assert found.copying()("any", "table")
+
+
+def test_a_1062_pause_says_what_is_wrong_and_what_to_do() -> None:
+    text = duplicate.explained("shop.forward",
+                               "table s.t: Duplicate entry '5' for key 'slot'")
+    assert text.startswith("table s.t: Duplicate entry '5' for key 'slot'. ")
+    assert "out of step" in text
+    assert "setl snapshot shop --table s.t" in text
+    assert "setl verify shop --table s.t --repair" in text
+    assert "resume the channel" in text
+    assert "setl snapshot a.b --table SCHEMA.TABLE" in duplicate.explained(
+        "a.b.forward", "Duplicate entry '5' for key 'slot'")
+    assert {1062, 1169} <= duplicate.DUPLICATE
+
+
+def test_a_1062_pause_names_the_source_tables_the_commands_take() -> None:
+    """The commands take source tables: a target table a pair renames is named by its
+    source's name; one several feed, by each."""
+    text = "table dw.g: Duplicate entry '5' for key 'slot'"
+    asked: list[Any] = []
+
+    def one(target: Any) -> list[tuple[str, str]]:
+        asked.append(target)
+        return [("shop", "t1")]
+    found = duplicate.explained("c.forward", text, "dst", one)
+    assert asked == [("dst", "dw", "g")]
+    assert "setl snapshot c --table shop.t1 (" in found
+    assert "setl verify c --table shop.t1 --repair" in found and "table dw.g already" in found
+    two = duplicate.explained("c.forward", text, "dst",
+                              lambda target: [("shop", "t1"), ("shop", "t2")])
+    assert "--table shop.t1 (and so for shop.t2, which feed it too)" in two
+    assert "--table dw.g " in duplicate.explained("c.forward", text, "dst", lambda t: [])
+
+
+def test_a_table_with_foreign_keys_deletes_the_rows_found_with_checks_off() -> None:
+    """A run with foreign_key_checks on (the stream's): the rows removed to be copied again
+    fire no ON DELETE action (a child would be lost, or the delete refused); the run's
+    checks on again right after."""
+    facts = {T: dataclasses.replace(SLOT[T], foreign_keys=True,  # (a child names slot)
+                                    referenced=(frozenset({"slot"}),))}
+    spec = JobSpec(1, False, facts, load_batch_size=10,  # type: ignore[arg-type]
+                   reads=False, copying=frozenset({T}))
+    [lookup] = [sql for unit in render([upd(1 << ROW_BITS, (1,), row(1, 5))], spec)
+                for sql in unit.sqls if displaced.marked(sql)]
+    assert lookup.what.unchecked
+    cursor = FakeCursor([(2, 0, 5)])
+    unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
+    assert displaced.write(cursor, unit, lookup, "c.p", 4, lambda *found: None) == 1
+    assert [text for text, _ in cursor.executed[1:]] == [
+        "SET SESSION foreign_key_checks = 0", lookup.what.delete,
+        "SET SESSION foreign_key_checks = 1"]
+    [plain] = [sql for unit in render([upd(1 << ROW_BITS, (1,), row(1, 5))], dataclasses.replace(
+        spec, facts=SLOT)) for sql in unit.sqls if displaced.marked(sql)]
+    assert not plain.what.unchecked
