@@ -84,7 +84,9 @@ class RunnerSelect:
                     reads = snapshots.reads_for(batch) if batch.windows else []
                     future = executor.submit(etjob.run, self.ctx.spark, window,
                                              compiled, planner, batch, reads, self.two_way,
-                                             snapshots.copying())
+                                             # (a two-way pipeline's door refuses re-asks
+                                             # its conflict rule would: nothing deleted)
+                                             None if self.two_way else snapshots.copying())
                 self.batches_selected += 1
                 handoff.put((batch, future))
         except BaseException as exc:  # handed to Load, which reports it in order

@@ -81,8 +81,9 @@ class FakeCursor:
     def __init__(self, found: list[tuple[Any, ...]]) -> None:
         self.found, self.executed = found, []  # type: ignore[var-annotated]
 
-    def execute(self, sql: str, args: Any = None) -> None:
+    def execute(self, sql: str, args: Any = None) -> int:
         self.executed.append((sql, args))
+        return len(self.found) if sql.startswith("DELETE") else 0  # (the rows it affects)
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         return self.found

@@ -174,3 +174,24 @@ def test_a_table_with_foreign_keys_deletes_the_rows_found_with_checks_off() -> N
     [plain] = [sql for unit in render([upd(1 << ROW_BITS, (1,), row(1, 5))], dataclasses.replace(
         spec, facts=SLOT)) for sql in unit.sqls if displaced.marked(sql)]
     assert not plain.what.unchecked
+
+
+def deletes(changes: list[Any], reads: bool = False) -> list[str]:
+    spec = JobSpec(1, False, SLOT, load_batch_size=100, reads=reads,  # type: ignore[arg-type]
+                   copying=frozenset({T}))
+    return [sql.what.delete for unit in render(changes, spec) for sql in unit.sqls
+            if displaced.marked(sql)]
+
+
+def test_the_delete_spares_the_rows_the_streams_statements_write() -> None:
+    """A swap in step (row 2 gives slot 6 up, row 1 takes it): the look-up meets row 2,
+    which the chunk writes; deleting it lost its target-only columns and cascades (a
+    review). A row a window read is deleted wherever it is met (its upsert writes it whole)."""
+    swap = [upd(1 << ROW_BITS, (2,), row(2, 7)), upd(2 << ROW_BITS, (1,), row(1, 6))]
+    [stream] = deletes(swap)
+    assert stream.endswith("AND (`id`) NOT IN ((2), (1))"), stream
+    [both] = deletes([ins(READ_BIT, row(3, 8)), *swap], reads=True)
+    assert both.endswith("AND (`id`) NOT IN ((2), (1))"), both  # (3: read, not spared)
+    [window] = deletes([ins(READ_BIT, row(3, 8)), ins(READ_BIT + 1, row(4, 9))], reads=True)
+    assert "NOT IN ((8, 3), (9, 4))" in window and window.endswith("))"), window
+    assert "`id`) NOT IN ((3)" not in window

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import pymysql
@@ -108,13 +108,13 @@ Displaced = Callable[[Target, tuple[str, ...], list[Moved], int], None]
 
 
 def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any],
-              copying: frozenset[Target] = frozenset()) -> dict[Target, set[int]]:
+              copying: frozenset[Target] = frozenset()) -> dict[Target, dict[int, bool]]:
     """The rows (by ``id`` of their image: merging keeps it) a window read into a target
     table with a unique key besides theirs, by table, and the stream's rows (inserts and
     updates that keep their key) into such a table of ``copying`` (its copy unfinished: a
-    target row out of step may hold their unique values); empty for a batch of the stream
-    where no table is copied."""
-    found: dict[Target, set[int]] = {}
+    target row out of step may hold their unique values), each with whether a window read
+    it; empty for a batch of the stream where no table is copied."""
+    found: dict[Target, dict[int, bool]] = {}
     tables: dict[Target, bool] = {}
     for change in changes:
         if change.after is None or not (
@@ -128,7 +128,7 @@ def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any],
             other = tables[name] = isinstance(table, TableFacts) and \
                 bool(_others(table, change.keys))
         if other:
-            found.setdefault(name, set()).add(id(change.after))
+            found.setdefault(name, {})[id(change.after)] = bool(change.seq & READ_BIT)
     return found
 
 
@@ -181,7 +181,7 @@ def unseen(table: TableFacts, keys: tuple[str, ...], row: Row) -> list[Index]:
                     for column, _ in index)]
 
 
-def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
+def sqls(writes: TableWrites, read: dict[int, bool], table: TableFacts, size: int,
          rendered: Callable[[TableWrites], list[Sql]]) -> list[Sql] | None:
     """An ordered table's statements (``rendered`` renders a part of its steps) with the
     look-ups of :func:`selects` before each statement chunk of a run of rows read, and
@@ -213,7 +213,8 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
                 indexes = unseen(table, writes.keys, part[0][1])
                 for at in range(0, len(part), size):
                     chunk = part[at:at + size]
-                    out += selects(writes, [item for _, item in chunk], table)
+                    out += selects(writes, [item for _, item in chunk], table,
+                                   [item for _, item in chunk if not read[id(item)]])
                     out += render(chunk)
                     if indexes:
                         out += check(writes, [item for _, item in chunk], table, indexes)
@@ -223,19 +224,30 @@ def sqls(writes: TableWrites, read: set[int], table: TableFacts, size: int,
     return out
 
 
-def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql]:
+def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
+            streamed: Sequence[Row] = ()) -> list[Sql]:
     """The look-ups of the target rows that hold a unique value of ``rows`` under another
     key (rows with a NULL in a unique key meet no row there): their keys, and whether the
     rows themselves hold that key (written by the same statements: not asked again). A
     prefix of a column (``UNIQUE (name(3))``) is compared as the index does: its first
     characters (bytes of a binary type), ``LEFT`` of both sides, in the column's
-    collation."""
+    collation.
+
+    The delete takes the rows found but those whose key a row of the stream among ``rows``
+    (``streamed``) writes: on a target in step the stream's rows swap unique values between
+    them in source order, and the chunk's upserts move such a row aside as the source did
+    (deleted and written again, a target-only column would be reset, an ``ON UPDATE
+    CASCADE`` lost, a DELETE trigger fired: a review). A row a window read is written over
+    whatever its key holds: its look-up deletes it too (out of step, its own upsert could
+    meet a row the statement writes later)."""
     keys, columns = writes.keys, table.columns
     name = qualified(writes.schema, writes.table)
     pad = key_padding(keys, columns)
     key_list = ", ".join(map(quote, keys))
     own = [pad(tuple(row[k] for k in keys)) for row in rows]
     inside = _tuples(keys, own, columns)
+    kept = list(dict.fromkeys(pad(tuple(row[k] for k in keys)) for row in streamed))
+    spared = f" AND ({key_list}) NOT IN ({_tuples(keys, kept, columns)})" if kept else ""
     out = []
     for index in _others(table, keys):
         spelt = _spelt(rows[0], tuple(column for column, _ in index))
@@ -257,7 +269,8 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts) -> list[Sql
         # (the delete by the same condition: the rows the look-up found and locked)
         out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)} "
                        f"{where} FOR UPDATE", 0,
-                       what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs],
+                       what=Lookup(f"DELETE {where}{spared}", named,
+                                   [(u, k) for u, k in pairs],
                                    table.foreign_keys and not writes.unchecked)))
     return out
 
@@ -343,7 +356,7 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
             hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
         if lookup.unchecked:  # (the run's checks on again after it)
             cursor.execute("SET SESSION foreign_key_checks = 0")
-        cursor.execute(lookup.delete)  # (its text as it is)
+        deleted = cursor.execute(lookup.delete)  # (its text as it is)
         if lookup.unchecked:
             cursor.execute("SET SESSION foreign_key_checks = 1")
     except pymysql.MySQLError as exc:  # same class and code: Load retries go by them
@@ -352,15 +365,17 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         raise type(exc)(exc.args[0], f"table {unit.schema}.{unit.table}: removing the rows "
                         "that hold a unique value of rows read in a window under another "
                         f"key: {exc.args[1]}") from None
+    if not deleted:  # (only rows the stream's own upserts move aside: in step)
+        return 0
     log.warning("event=displaced_rows pipeline=%s process_id=%d target=%s table=%s count=%d "
                 "asked_again=%d keys=%s", pipeline_id, process_id, unit.datasource,
-                f"{unit.schema}.{unit.table}", len(displaced), len(outside),
+                f"{unit.schema}.{unit.table}", deleted, len(outside),
                 [list(key) for key in displaced[:20]])
     if outside and hook is None:
         log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s "
                     "count=%d: no free door to copy them again; run setl verify --repair",
                     pipeline_id, unit.datasource, f"{unit.schema}.{unit.table}", len(outside))
-    return len(displaced)
+    return deleted
 
 
 def _by(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
