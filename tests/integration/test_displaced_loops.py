@@ -48,20 +48,25 @@ def paused(cluster: Cluster, channel: str, *parts: str) -> str:
     return wait_for(stopped, 30, f"{channel} paused naming {parts}")
 
 
-def test_a_row_of_a_table_another_channel_writes_is_not_deleted(
-        cluster: Cluster, source: Database, target: Database) -> None:
-    schema = gathered(source, target, ("(1, 5, 'one')", "(2, 6, 'two')", "(2, 5, 'stale')"))
+def two_channels(cluster: Cluster, schema: str, prefix: str) -> None:
+    """``{prefix}-x`` (t1 into g, with a free door) and ``{prefix}-y`` (t2 into g), running."""
     cluster.apply([
-        {"name": "dl-x", "pipelines": [{
+        {"name": f"{prefix}-x", "pipelines": [{
             "name": "forward", "source": "source", "target": "target",
             "pairs": [{"source": f"{schema}.t1", "target": f"{schema}.g"}],
             "free_door": {"source": "target"}}]},
-        {"name": "dl-y", "pipelines": [{
+        {"name": f"{prefix}-y", "pipelines": [{
             "name": "forward", "source": "source", "target": "target",
             "pairs": [{"source": f"{schema}.t2", "target": f"{schema}.g"}]}]}])
-    for name in ("dl-x", "dl-y"):
+    for name in (f"{prefix}-x", f"{prefix}-y"):
         cluster.set_status(name, "START")
         cluster.wait_running(name)
+
+
+def test_a_row_of_a_table_another_channel_writes_is_not_deleted(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    schema = gathered(source, target, ("(1, 5, 'one')", "(2, 6, 'two')", "(2, 5, 'stale')"))
+    two_channels(cluster, schema, "dl")
     target.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA, CHANNEL_ID, "
                    "PIPELINE_ID) VALUES (%s, 'I', %s, 'dl-x', 'forward')",
                    (f"{schema}.t1", encode_key((1,))))

@@ -18,7 +18,7 @@ import threading
 from manager import cli
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 from tests.integration.shapes import Shapes, beside
-from tests.integration.test_displaced_loops import events, gathered, paused
+from tests.integration.test_displaced_loops import events, gathered, paused, two_channels
 from tests.integration.test_displaced_rows import U, without_binlog
 
 ROWS = 3000  # source rows 1..ROWS, slot = id; chunks of 20: 2991, 2992 in the last one
@@ -133,17 +133,7 @@ def test_a_stream_row_meeting_a_row_another_channel_writes_still_stops(
     the batch stops naming ds-y, nothing deleted (no delete-and-ask-again loop)."""
     schema = gathered(source, target, ("(1, 5, 'one')", "(2, 6, 'two')",
                                        "(1, 7, 'x'), (2, 5, 'stale')"))
-    cluster.apply([
-        {"name": "ds-x", "pipelines": [{
-            "name": "forward", "source": "source", "target": "target",
-            "pairs": [{"source": f"{schema}.t1", "target": f"{schema}.g"}],
-            "free_door": {"source": "target"}}]},
-        {"name": "ds-y", "pipelines": [{
-            "name": "forward", "source": "source", "target": "target",
-            "pairs": [{"source": f"{schema}.t2", "target": f"{schema}.g"}]}]}])
-    for name in ("ds-x", "ds-y"):
-        cluster.set_status(name, "START")
-        cluster.wait_running(name)
+    two_channels(cluster, schema, "ds")
     manager = ["--manager", cluster.manager_address, "snapshot"]
     assert cli.main([*manager, "pause", "ds-x"]) == 0
     assert cli.main([*manager, "ds-x", "--table", f"{schema}.t1"]) == 0

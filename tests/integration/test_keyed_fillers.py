@@ -12,6 +12,8 @@ of docs/configuration.md, ``id: id + 1000000``), as a review reproduced them on 
 
 from __future__ import annotations
 
+from typing import Any
+
 from shared.retl import encode_key
 from tests.devcluster import Cluster, Database, make_schema, wait_for
 from tests.integration.test_displaced_loops import paused
@@ -22,18 +24,23 @@ U = ("CREATE TABLE `{schema}`.a (id INT PRIMARY KEY, email VARCHAR(20) NOT NULL,
 NAMES = "CREATE TABLE `{schema}`.a (id INT PRIMARY KEY, first VARCHAR(20), last VARCHAR(20))"
 
 
+def running(cluster: Cluster, name: str, pairs: list[dict[str, Any]]) -> None:
+    """A one-pipeline channel of ``pairs`` (source → target), applied and running."""
+    cluster.apply([{"name": name, "pipelines": [{
+        "name": "forward", "source": "source", "target": "target", "pairs": pairs}]}])
+    cluster.set_status(name, "START")
+    cluster.wait_running(name)
+
+
 def test_a_displaced_row_of_a_table_whose_keys_a_virtual_column_moves_is_not_deleted(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = make_schema(source, target, U)
     source.execute(U.replace(".a ", ".b ").format(schema=schema))
     target.execute(f"RENAME TABLE `{schema}`.a TO `{schema}`.m")
-    cluster.apply([{"name": "kf-gather", "pipelines": [{
-        "name": "forward", "source": "source", "target": "target", "pairs": [
-            {"source": f"{schema}.a", "target": f"{schema}.m"},
-            {"source": f"{schema}.b", "target": f"{schema}.m",
-             "virtual_columns": [{"name": "id", "expression": "id + 1000000"}]}]}]}])
-    cluster.set_status("kf-gather", "START")
-    cluster.wait_running("kf-gather")
+    running(cluster, "kf-gather", [
+        {"source": f"{schema}.a", "target": f"{schema}.m"},
+        {"source": f"{schema}.b", "target": f"{schema}.m",
+         "virtual_columns": [{"name": "id", "expression": "id + 1000000"}]}])
     source.execute(f"INSERT INTO `{schema}`.a VALUES (1, 'a1', 1)")
     source.execute(f"INSERT INTO `{schema}`.b VALUES (7, 'b7', 7)")
     wait_for(lambda: len(target.table(schema, "m")) == 2, 60, "the two rows")
@@ -57,13 +64,10 @@ def test_a_door_delete_through_a_pair_moving_its_key_beside_another_expression(
     target.execute(f"ALTER TABLE `{schema}`.a ADD COLUMN full VARCHAR(50)")
     target.execute(f"RENAME TABLE `{schema}`.a TO `{schema}`.m")
     full = {"name": "full", "expression": "concat_ws(' ', first, last)"}
-    cluster.apply([{"name": "kf-door", "pipelines": [{
-        "name": "forward", "source": "source", "target": "target", "pairs": [
-            {"source": f"{schema}.a", "target": f"{schema}.m", "virtual_columns": [full]},
-            {"source": f"{schema}.b", "target": f"{schema}.m", "virtual_columns": [
-                {"name": "id", "expression": "id + 1000"}, full]}]}]}])
-    cluster.set_status("kf-door", "START")
-    cluster.wait_running("kf-door")
+    running(cluster, "kf-door", [
+        {"source": f"{schema}.a", "target": f"{schema}.m", "virtual_columns": [full]},
+        {"source": f"{schema}.b", "target": f"{schema}.m", "virtual_columns": [
+            {"name": "id", "expression": "id + 1000"}, full]}])
     source.execute(f"INSERT INTO `{schema}`.a VALUES (1, 'a', 'one')")
     source.execute(f"INSERT INTO `{schema}`.b VALUES (1, 'b', 'one')")
     wait_for(lambda: len(target.table(schema, "m")) == 2, 60, "the two rows")
