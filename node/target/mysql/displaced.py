@@ -100,6 +100,11 @@ class Lookup(NamedTuple):
     index: str
     pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
     unchecked: bool = False
+    # the stream's rows of the chunk: each key (as the look-up finds it) with its first place
+    # among the rows and its text in a row constructor (:func:`_spared`)
+    streamed: dict[tuple[Any, ...], tuple[int, str]] | None = None
+    at: tuple[int, ...] = ()  # each pair's row's place among the chunk's rows
+    key_list: str = ""  # the key's columns, quoted
 
 
 # (target, key columns, rows displaced outside their statement chunk, the batch's processId):
@@ -233,21 +238,26 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
     characters (bytes of a binary type), ``LEFT`` of both sides, in the column's
     collation.
 
-    The delete takes the rows found but those whose key a row of the stream among ``rows``
-    (``streamed``) writes: on a target in step the stream's rows swap unique values between
-    them in source order, and the chunk's upserts move such a row aside as the source did
-    (deleted and written again, a target-only column would be reset, an ``ON UPDATE
-    CASCADE`` lost, a DELETE trigger fired: a review). A row a window read is written over
-    whatever its key holds: its look-up deletes it too (out of step, its own upsert could
-    meet a row the statement writes later)."""
+    The delete takes the rows found but those :func:`_spared`: a row whose key a row of the
+    stream among ``rows`` (``streamed``) writes before any row takes the value it holds (on
+    a target in step the stream's rows swap unique values between them in source order, and
+    the chunk's upserts move such a row aside as the source did; deleted and written again,
+    a target-only column was reset, an ``ON UPDATE CASCADE`` lost, a DELETE trigger fired: a
+    review). A row the chunk writes only after another row takes its value is out of step
+    (in source order it gave the value up first): deleted, or that row's upsert would update
+    it. A row a window read is written over whatever its key holds: deleted too."""
     keys, columns = writes.keys, table.columns
     name = qualified(writes.schema, writes.table)
     pad = key_padding(keys, columns)
     key_list = ", ".join(map(quote, keys))
     own = [pad(tuple(row[k] for k in keys)) for row in rows]
     inside = _tuples(keys, own, columns)
-    kept = list(dict.fromkeys(pad(tuple(row[k] for k in keys)) for row in streamed))
-    spared = f" AND ({key_list}) NOT IN ({_tuples(keys, kept, columns)})" if kept else ""
+    places = {id(row): at for at, row in enumerate(rows)}
+    mine: dict[tuple[Any, ...], tuple[int, str]] = {}
+    for row in streamed:
+        key = pad(tuple(row[k] for k in keys))
+        if key not in mine:
+            mine[key] = (places[id(row)], _tuples(keys, [key], columns))
     out = []
     for index in _others(table, keys):
         spelt = _spelt(rows[0], tuple(column for column, _ in index))
@@ -255,8 +265,9 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
             continue
         prefixes = tuple(prefix for _, prefix in index)
         upad = key_padding(spelt, columns)
-        pairs = [(pad_u, key) for row, key in zip(rows, own, strict=True)
-                 if None not in (pad_u := upad(tuple(row.get(c) for c in spelt)))]
+        placed = [(pad_u, key, at) for at, (row, key) in enumerate(zip(rows, own, strict=True))
+                  if None not in (pad_u := upad(tuple(row.get(c) for c in spelt)))]
+        pairs = [(u, k) for u, k, _ in placed]
         if not pairs:
             continue
         values = _tuples(spelt, list(dict.fromkeys(u for u, _ in pairs)), columns, prefixes)
@@ -269,9 +280,9 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
         # (the delete by the same condition: the rows the look-up found and locked)
         out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)} "
                        f"{where} FOR UPDATE", 0,
-                       what=Lookup(f"DELETE {where}{spared}", named,
-                                   [(u, k) for u, k in pairs],
-                                   table.foreign_keys and not writes.unchecked)))
+                       what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs],
+                                   table.foreign_keys and not writes.unchecked, mine or None,
+                                   tuple(at for _, _, at in placed), key_list)))
     return out
 
 
@@ -356,7 +367,7 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
             hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
         if lookup.unchecked:  # (the run's checks on again after it)
             cursor.execute("SET SESSION foreign_key_checks = 0")
-        deleted = cursor.execute(lookup.delete)  # (its text as it is)
+        deleted = cursor.execute(lookup.delete + _spared(lookup, found, len(keys)))
         if lookup.unchecked:
             cursor.execute("SET SESSION foreign_key_checks = 1")
     except pymysql.MySQLError as exc:  # same class and code: Load retries go by them
@@ -378,21 +389,53 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
     return deleted
 
 
+def _spared(lookup: Lookup, found: Any, width: int) -> str:
+    """What the look-up's ``DELETE`` leaves (its condition's tail): the rows found whose key
+    a row of the stream in the chunk writes before the first row taking the value it holds
+    — the chunk moves them aside as the source did (a target in step). A row whose key is
+    not matched back, or whose value is not, is deleted (out of step: deleted and written
+    again, never updated with another key's values)."""
+    spared = []
+    for row in found:
+        mine = lookup.streamed.get(tuple(row[:width])) \
+            if row[width] and lookup.streamed else None
+        if mine is None:
+            continue
+        taken = _place(tuple(row[width + 1:]), lookup)
+        if taken is not None and mine[0] < taken:
+            spared.append(mine[1])
+    return f" AND ({lookup.key_list}) NOT IN ({', '.join(spared)})" if spared else ""
+
+
+def _place(held: tuple[Any, ...], lookup: Lookup) -> int | None:
+    """The place among the chunk's rows of the first row taking the values ``held``."""
+    found = _match(held, lookup.pairs)
+    return None if found is None else lookup.at[found]
+
+
 def _by(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
         ) -> tuple[Any, ...] | None:
     """The key of the row read whose unique values a displaced row holds: equal, else equal
     as a case-insensitive collation or a prefix index may take them (for the message
     only); None where none is."""
+    found = _match(held, pairs)
+    return None if found is None else pairs[found][1]
+
+
+def _match(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
+           ) -> int | None:
+    """The first of ``pairs`` whose unique values are ``held`` (equal, else as a
+    case-insensitive collation or a prefix index may take them)."""
     held = tuple(held)
-    for values, key in pairs:
+    for at, (values, _) in enumerate(pairs):
         if tuple(values) == held:
-            return key
+            return at
     folded = tuple(_fold(value) for value in held)
-    for values, key in pairs:
+    for at, (values, _) in enumerate(pairs):
         if len(values) == len(held) and all(
                 str(mine).startswith(str(theirs)) or mine == theirs
                 for mine, theirs in zip((_fold(v) for v in values), folded, strict=True)):
-            return key
+            return at
     return None
 
 
