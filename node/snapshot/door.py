@@ -51,7 +51,7 @@ from node.extract.freedoor import (
 from node.extract.reads import Read
 from node.snapshot.displacing import Moves, Target
 from node.snapshot.plan import misfit, request_key
-from node.snapshot.sourceof import sources_of, unsure
+from node.snapshot.sourceof import held_by_none, sources_of, stopped, unaskable, unsure
 from shared import identifiers
 from shared.endpoint import connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
@@ -181,6 +181,15 @@ class DoorQueue:
         self.moves.check(target, moved, process_id)
         keys = [tuple(one.key) for one in moved]
         found = sources_of(self.compiled, target, columns)
+        not_asked = unaskable(self.compiled, target, columns)
+        if not_asked:  # (a row one of the tables asked holds is theirs to copy again)
+            alone = held_by_none(self.source, self.pipeline_id, found, keys)
+            if alone:
+                raise stopped(self.compiled, target, not_asked, found, alone)
+            log.info("event=displaced_rows_held pipeline=%s target=%s table=%s.%s count=%d: "
+                     "a pair that cannot be asked by key writes the table too, and the "
+                     "tables asked hold every row displaced", self.pipeline_id, *target,
+                     len(keys))
         if found and unsure(self.compiled, target):
             log.warning("event=displaced_rows_not_asked pipeline=%s target=%s table=%s.%s "
                         "count=%d: a pair taking tables by a pattern feeds the table too, and "
@@ -192,7 +201,7 @@ class DoorQueue:
                         "run setl verify --repair", self.pipeline_id, *target, len(keys))
             return
         bases = []
-        for schema, table, order in found:
+        for schema, table, order, _ in found:
             base = DISPLACED_IDS + secrets.randbits(48) * KEYS_PER_READ  # (no buffer row's)
             bases.append(base)
             self.ask([as_change({"ID": base + index, "FULL_NAME": qualified(schema, table),

@@ -7,12 +7,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
+
+import pymysql
 
 from node.extract.etl import CompiledPipeline
+from node.extract.lookup import Lookup
 from node.extract.pairs import CompiledPair
-from shared.errors import DisplacedStop
-from shared.model import Channel
+from shared.errors import DisplacedStop, SetlError
+from shared.identifiers import qualified
+from shared.model import Channel, DataSource
 from shared.patterns import WILDCARD_PREFIX, NamePattern, PatternKind
 
 log = logging.getLogger("setl.node.snapshot.door")
@@ -92,44 +96,83 @@ def unaskable(compiled: CompiledPipeline, target: tuple[str, str, str],
     return found
 
 
+class Source(NamedTuple):
+    """A source table an askable pair maps to a target table (:func:`sources_of`)."""
+
+    schema: str
+    table: str
+    order: list[int]  # the places of its key columns among the target's key columns
+    keys: tuple[str, ...]  # its key columns (a request's PK_DATA gives them in this order)
+
+
 def sources_of(compiled: CompiledPipeline, target: tuple[str, str, str],
-               columns: tuple[str, ...]) -> list[tuple[str, str, list[int]]]:
+               columns: tuple[str, ...]) -> list[Source]:
     """The source tables the pairs that can be asked by key (:func:`_askable`: simple
     pairs, or ones whose virtual columns leave the key alone) map to ``target``, each with
     the places of its key columns among the target's key ``columns``: several where source
     tables are gathered into one (a row is asked of each; the ones lacking it note it
-    missing). Raises :class:`DisplacedStop` where a pair that cannot be asked may write the
-    table (:func:`unaskable`): the row displaced may be its, and is not deleted."""
-    not_asked = unaskable(compiled, target, columns)
-    if not_asked:
-        log.error("event=displaced_rows_not_askable pipeline=%s target=%s table=%s.%s "
-                  "pairs=%s", compiled.pipeline_id, *target,
-                  ",".join(str(entry.pair.source) for entry, _ in not_asked))
-        raise DisplacedStop(
-            f"pipeline {compiled.pipeline_id}, target {target[0]}, table "
-            f"{target[1]}.{target[2]}: a row it writes (read in a window, or the stream's "
-            "into a table being copied) meets another row of the table on a unique key, "
-            "and " + "; ".join(
-                f"pair {entry.pair.source} -> {entry.pair.target} ({why})"
-                for entry, why in not_asked)
-            + " may write the table too: that row may be its, which cannot be asked of its "
-            "source table by the target's key, so it is not deleted (asked of the other "
-            "pairs' tables only, it would be deleted for good). The batch is stopped, not "
-            "committed. The target is out of step there, or the tables' unique values "
-            "overlap: compare the row with each source (setl verify), remove the target row "
-            "that is wrong (or give the tables unique values that do not overlap, or map them "
-            "to different target tables), then resume the channel")
-    found: list[tuple[str, str, list[int]]] = []
+    missing). A pair that cannot be asked may write the table too (:func:`unaskable`): the
+    door asks only for the rows one of these tables holds (:func:`stopped`)."""
+    found: list[Source] = []
     for schema, table, entry in _feeding(compiled, target, columns):
         back = {new.lower(): old for old, new in entry.renames.items()}
-        named = [back.get(column.lower(), column).lower() for column in columns]
-        keys = [key.lower() for key in compiled.configured_keys(schema, table)] or named
-        if sorted(keys) != sorted(named):
+        named = [back.get(column.lower(), column) for column in columns]
+        keys = list(compiled.configured_keys(schema, table)) or named
+        lowered = [name.lower() for name in named]
+        if sorted(key.lower() for key in keys) != sorted(lowered):
             continue
-        one = (schema, table, [named.index(key) for key in keys])
+        one = Source(schema, table, [lowered.index(key.lower()) for key in keys], tuple(keys))
         if one not in found:
             found.append(one)
     return found
+
+
+def stopped(compiled: CompiledPipeline, target: tuple[str, str, str],
+            not_asked: list[tuple[CompiledPair, str]], found: list[Source],
+            alone: list[tuple[Any, ...]]) -> DisplacedStop:
+    """The stop where displaced rows of keys ``alone`` (held by none of the tables ``found``)
+    may be the rows of pairs that cannot be asked (``not_asked``: :func:`unaskable`)."""
+    log.error("event=displaced_rows_not_askable pipeline=%s target=%s table=%s.%s "
+              "pairs=%s keys=%d first=%s", compiled.pipeline_id, *target,
+              ",".join(str(entry.pair.source) for entry, _ in not_asked), len(alone),
+              list(alone[0]))
+    tables = ", ".join(qualified(one.schema, one.table) for one in found) or "none"
+    return DisplacedStop(
+        f"pipeline {compiled.pipeline_id}, target {target[0]}, table "
+        f"{target[1]}.{target[2]}: a row it writes (read in a window, or the stream's "
+        "into a table being copied) meets another row of the table on a unique key, "
+        "and " + "; ".join(
+            f"pair {entry.pair.source} -> {entry.pair.target} ({why})"
+            for entry, why in not_asked)
+        + " may write the table too: that row may be its, which cannot be asked of its "
+        f"source table by the target's key, so it is not deleted (the row of key "
+        f"{list(alone[0])}" + (f" and {len(alone) - 1} more" if len(alone) > 1 else "")
+        + f" is held by none of the tables the door asks ({tables}): asked of them, it "
+        "would be deleted for good). The batch is stopped, not "
+        "committed. The target is out of step there, or the tables' unique values "
+        "overlap: compare the row with each source (setl verify), remove the target row "
+        "that is wrong (or give the tables unique values that do not overlap, or map them "
+        "to different target tables), then resume the channel")
+
+
+def held_by_none(source: DataSource, pipeline_id: str, found: list[Source],
+                 keys: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The displaced target ``keys`` none of the source tables ``found`` holds now (read
+    by their keys, as a request of them would be)."""
+    left = list(keys)
+    try:
+        with Lookup(source) as lookup:
+            for one in found:
+                if not left:
+                    break
+                asked = {key: tuple(key[i] for i in one.order) for key in left}
+                held = lookup.rows(one.schema, one.table, one.keys, asked.values())
+                left = [key for key in left if asked[key] not in held]
+    except pymysql.MySQLError as exc:
+        raise SetlError(f"pipeline {pipeline_id}: reading {len(keys)} displaced row(s) of "
+                        f"{', '.join(qualified(one.schema, one.table) for one in found)} on "
+                        f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
+    return left
 
 
 def source_names(compiled: CompiledPipeline, target: tuple[str, str, str]

@@ -53,8 +53,46 @@ def test_a_displaced_row_of_a_table_whose_keys_a_virtual_column_moves_is_not_del
     message = paused(cluster, "kf-gather", f"{schema}.m", f"{schema}.b",
                      "virtual column(s) id write the target's key")
     assert "is not deleted" in message and "resume the channel" in message
+    # (read first: a lacks it, so it may be b's)
+    assert "the row of key [1000007] is held by none of the tables the door asks " \
+        f"(`{schema}`.`a`)" in message
     assert target.table(schema, "m") == [(1, "a1", 1), (1000007, "x2", 7)]  # b's row stays
     cluster.set_status("kf-gather", "STOP")
+
+
+def test_a_displaced_row_the_simple_pairs_table_holds_is_copied_again_beside_a_moved_key(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """The same gathering, a's OWN row displaced (key 1, which ``a`` holds): the door reads
+    the key on ``a`` first, finds it, and asks it as before; the row comes back and the
+    channel runs on (a review: the batch stopped for b's pair, paused until someone came)."""
+    schema = make_schema(source, target, U)
+    source.execute(U.replace(".a ", ".b ").format(schema=schema))
+    target.execute(f"RENAME TABLE `{schema}`.a TO `{schema}`.m")
+    running(cluster, "kf-own", [
+        {"source": f"{schema}.a", "target": f"{schema}.m"},
+        {"source": f"{schema}.b", "target": f"{schema}.m",
+         "virtual_columns": [{"name": "id", "expression": "id + 1000000"}]}])
+    source.execute(f"INSERT INTO `{schema}`.a VALUES (1, 'a1', 1)")
+    source.execute(f"INSERT INTO `{schema}`.b VALUES (7, 'b7', 7)")
+    wait_for(lambda: len(target.table(schema, "m")) == 2, 60, "the two rows")
+    # a's own row 1 out of step on the unique key (what a swap in flight looks like)
+    target.execute(f"UPDATE `{schema}`.m SET email = 'x2' WHERE id = 1")
+    without_binlog(source, f"INSERT INTO `{schema}`.a VALUES (2, 'x2', 2)")
+    source.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES "
+                   "(%s, 'I', %s)", (f"{schema}.a", encode_key((2,))))
+    healed = [(1, "a1", 1), (2, "x2", 2), (1000007, "b7", 7)]
+
+    def settled() -> tuple[str, object] | None:
+        state = cluster.pipeline_state("kf-own")
+        if state.state == "failed":
+            return "failed", state.last_error
+        return ("healed", None) if target.table(schema, "m") == healed else None
+    assert wait_for(settled, 90, "row 1 copied again beside row 2") == ("healed", None)
+    source.execute(f"INSERT INTO `{schema}`.b VALUES (8, 'b8', 8)")  # and it runs on
+    wait_for(lambda: (1000008, "b8", 8) in target.table(schema, "m"), 60, "a row after it")
+    assert cluster.pipeline_state("kf-own").state == "running"
+    assert target.table(schema, "m") == [*healed, (1000008, "b8", 8)]
+    cluster.set_status("kf-own", "STOP")
 
 
 def test_a_door_delete_through_a_pair_moving_its_key_beside_another_expression(

@@ -134,7 +134,7 @@ def test_a_displaced_rows_source_tables_and_the_pairs_that_cannot_be_worked_back
     from node.snapshot.sourceof import source_names, sources_of, unsure
     from tests.unit.test_etl import compiled
     found = compiled(*pairs)
-    assert sources_of(found, ("dst", "dw", target), ("id",)) == asked
+    assert [one[:3] for one in sources_of(found, ("dst", "dw", target), ("id",))] == asked
     # (what a 1062 pause names: the same tables, whatever their keys)
     assert source_names(found, ("dst", "dw", target)) == [(s, t) for s, t, _ in asked]
     assert unsure(found, ("dst", "dw", target)) is doubt
@@ -151,20 +151,28 @@ def test_a_displaced_row_a_pair_that_cannot_be_asked_may_own_stops_the_batch(
     """Tables gathered into one target, one pair's rows not askable by the target's key (a
     virtual column moving its key, a processor): a displaced row may be its, and asked of
     the simple pair's table alone it came back missing and was deleted for good (a review).
-    The door stops instead, naming the table, the pair and why; a virtual column leaving
-    the key alone is asked as a simple pair is."""
-    from node.snapshot.sourceof import sources_of
-    from shared.errors import DisplacedStop
+    The door stops instead where the simple pairs' tables hold none of the row (read first:
+    a row one holds is asked as before), naming the table, the pair, the key and why; a
+    virtual column leaving the key alone is asked as a simple pair is."""
+    from node.snapshot.sourceof import Source, sources_of, stopped, unaskable
     from tests.unit.test_etl import compiled
     found = compiled("{source: shop.a, target: dw.t}", moved)
-    with pytest.raises(DisplacedStop, match=r"table dw\.t: .*pair src:shop\.b -> "
-                       r"dst:dw\.t \(" + re.escape(why)):
-        sources_of(found, ("dst", "dw", "t"), ("id",))
-    assert sources_of(found, ("dst", "dw", "other"), ("id",)) == []  # (another table)
+    not_asked = unaskable(found, ("dst", "dw", "t"), ("id",))
+    assert [(str(entry.pair.source), reason) for entry, reason in not_asked] == [
+        ("src:shop.b", why)]
+    asked = sources_of(found, ("dst", "dw", "t"), ("id",))
+    assert asked == [Source("shop", "a", [0], ("id",))]  # (the door reads its rows first)
+    message = str(stopped(found, ("dst", "dw", "t"), not_asked, asked, [(7,), (8,)]))
+    assert re.search(r"table dw\.t: .*pair src:shop\.b -> dst:dw\.t \(" + re.escape(why),
+                     message)
+    assert "the row of key [7] and 1 more is held by none of the tables the door asks " \
+        "(`shop`.`a`)" in message
+    assert unaskable(found, ("dst", "dw", "other"), ("id",)) == []  # (another table)
     kept = compiled("{source: shop.a, target: dw.t}", '{source: shop.b, target: dw.t, '
                     'virtual_columns: [{name: full, expression: "concat(id, \'!\')"}]}')
-    assert sources_of(kept, ("dst", "dw", "t"), ("id",)) == [("shop", "a", [0]),
-                                                             ("shop", "b", [0])]
+    assert unaskable(kept, ("dst", "dw", "t"), ("id",)) == []
+    assert [one[:3] for one in sources_of(kept, ("dst", "dw", "t"), ("id",))] == [
+        ("shop", "a", [0]), ("shop", "b", [0])]
 
 
 def test_a_door_that_stops_the_batch_leaves_the_rows_undeleted() -> None:
