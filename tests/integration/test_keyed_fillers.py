@@ -32,24 +32,34 @@ def running(cluster: Cluster, name: str, pairs: list[dict[str, Any]]) -> None:
     cluster.wait_running(name)
 
 
-def test_a_displaced_row_of_a_table_whose_keys_a_virtual_column_moves_is_not_deleted(
-        cluster: Cluster, source: Database, target: Database) -> None:
+def gathered_out_of_step(cluster: Cluster, source: Database, target: Database, name: str,
+                         holder: int) -> str:
+    """a and b (its keys moved by ``id + 1000000``) gathered into m, running as ``name``
+    with a's row 1 and b's row 7; the target row ``holder`` then holds the email 'x2' the
+    source gives a's row 2 (written without the binlog), and a backfill of that row asked.
+    The schema."""
     schema = make_schema(source, target, U)
     source.execute(U.replace(".a ", ".b ").format(schema=schema))
     target.execute(f"RENAME TABLE `{schema}`.a TO `{schema}`.m")
-    running(cluster, "kf-gather", [
+    running(cluster, name, [
         {"source": f"{schema}.a", "target": f"{schema}.m"},
         {"source": f"{schema}.b", "target": f"{schema}.m",
          "virtual_columns": [{"name": "id", "expression": "id + 1000000"}]}])
     source.execute(f"INSERT INTO `{schema}`.a VALUES (1, 'a1', 1)")
     source.execute(f"INSERT INTO `{schema}`.b VALUES (7, 'b7', 7)")
     wait_for(lambda: len(target.table(schema, "m")) == 2, 60, "the two rows")
-    # the target out of step on the unique key: b's row holds the value the source gives
-    # a's row 2, which the target lacks (what a backfill is run to mend)
-    target.execute(f"UPDATE `{schema}`.m SET email = 'x2' WHERE id = 1000007")
+    target.execute(f"UPDATE `{schema}`.m SET email = 'x2' WHERE id = {holder}")
     without_binlog(source, f"INSERT INTO `{schema}`.a VALUES (2, 'x2', 2)")
     source.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES "
                    "(%s, 'I', %s)", (f"{schema}.a", encode_key((2,))))
+    return schema
+
+
+def test_a_displaced_row_of_a_table_whose_keys_a_virtual_column_moves_is_not_deleted(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    # the target out of step on the unique key: b's row holds the value the source gives
+    # a's row 2, which the target lacks (what a backfill is run to mend)
+    schema = gathered_out_of_step(cluster, source, target, "kf-gather", 1000007)
     message = paused(cluster, "kf-gather", f"{schema}.m", f"{schema}.b",
                      "virtual column(s) id write the target's key")
     assert "is not deleted" in message and "resume the channel" in message
@@ -65,21 +75,8 @@ def test_a_displaced_row_the_simple_pairs_table_holds_is_copied_again_beside_a_m
     """The same gathering, a's OWN row displaced (key 1, which ``a`` holds): the door reads
     the key on ``a`` first, finds it, and asks it as before; the row comes back and the
     channel runs on (a review: the batch stopped for b's pair, paused until someone came)."""
-    schema = make_schema(source, target, U)
-    source.execute(U.replace(".a ", ".b ").format(schema=schema))
-    target.execute(f"RENAME TABLE `{schema}`.a TO `{schema}`.m")
-    running(cluster, "kf-own", [
-        {"source": f"{schema}.a", "target": f"{schema}.m"},
-        {"source": f"{schema}.b", "target": f"{schema}.m",
-         "virtual_columns": [{"name": "id", "expression": "id + 1000000"}]}])
-    source.execute(f"INSERT INTO `{schema}`.a VALUES (1, 'a1', 1)")
-    source.execute(f"INSERT INTO `{schema}`.b VALUES (7, 'b7', 7)")
-    wait_for(lambda: len(target.table(schema, "m")) == 2, 60, "the two rows")
     # a's own row 1 out of step on the unique key (what a swap in flight looks like)
-    target.execute(f"UPDATE `{schema}`.m SET email = 'x2' WHERE id = 1")
-    without_binlog(source, f"INSERT INTO `{schema}`.a VALUES (2, 'x2', 2)")
-    source.execute("INSERT INTO retl.retl_buffer (FULL_NAME, TYPE, PK_DATA) VALUES "
-                   "(%s, 'I', %s)", (f"{schema}.a", encode_key((2,))))
+    schema = gathered_out_of_step(cluster, source, target, "kf-own", 1)
     healed = [(1, "a1", 1), (2, "x2", 2), (1000007, "b7", 7)]
 
     def settled() -> tuple[str, object] | None:
