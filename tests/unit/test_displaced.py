@@ -51,7 +51,7 @@ def test_rows_read_are_preceded_by_the_look_up_of_the_rows_they_would_land_on() 
         1, False, SLOT, load_batch_size=100)) for sql in unit.sqls if sql.text == found[1]]
     assert look_up.what == displaced.Lookup(
         "DELETE FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) AND (`slot`, `id`) NOT IN "
-        "((5, 2), (6, 3))", "(`slot`)", [((5,), (2,)), ((6,), (3,))], at=(0, 1),
+        "((5, 2), (6, 3))", "(`slot`)", [((5,), (2,)), ((6,), (3,))],
         key_list="`id`")
     assert found[1] == (
         f"{displaced.MARK}`id`, (`id`) IN ((2), (3)), `slot` FROM `s`.`t` WHERE (`slot`) IN "

@@ -196,10 +196,11 @@ def test_the_delete_spares_a_row_the_streams_statements_move_aside_first() -> No
     review). Out of step, row 1 takes slot 5 a stale row 2 holds before the chunk writes row
     2: deleted (its upsert would update row 2 with row 1's values)."""
     [swap] = looked_up([upd(1 << ROW_BITS, (2,), row(2, 7)), upd(2 << ROW_BITS, (1,), row(1, 6))])
-    assert deleted(swap, [(2, 1, 6)]).endswith("AND (`id`) NOT IN ((2))")
+    assert "CASE WHEN (`slot`) = (7) THEN 0 WHEN (`slot`) = (6) THEN 1 END FROM" in swap.text
+    assert deleted(swap, [(2, 1, 6, 1)]).endswith("AND (`id`) NOT IN ((2))")
     [stale] = looked_up([upd(1 << ROW_BITS, (1,), row(1, 5)), upd(2 << ROW_BITS, (2,), row(2, 7))])
-    assert deleted(stale, [(2, 1, 5)]) == stale.what.delete
+    assert deleted(stale, [(2, 1, 5, 0)]) == stale.what.delete
     [outside] = looked_up([upd(1 << ROW_BITS, (1,), row(1, 5))])  # row 9 holds 5: asked again
-    assert deleted(outside, [(9, 0, 5)]) == outside.what.delete
+    assert deleted(outside, [(9, 0, 5, 0)]) == outside.what.delete
     [read] = looked_up([ins(READ_BIT, row(2, 7)), ins(READ_BIT + 1, row(1, 6))], reads=True)
     assert deleted(read, [(2, 1, 6)]) == read.what.delete  # a row read: written whole

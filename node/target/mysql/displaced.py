@@ -103,7 +103,6 @@ class Lookup(NamedTuple):
     # the stream's rows of the chunk: each key (as the look-up finds it) with its first place
     # among the rows and its text in a row constructor (:func:`_spared`)
     streamed: dict[tuple[Any, ...], tuple[int, str]] | None = None
-    at: tuple[int, ...] = ()  # each pair's row's place among the chunk's rows
     key_list: str = ""  # the key's columns, quoted
 
 
@@ -278,11 +277,17 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
                  f"({', '.join([*held, *map(quote, keys)])}) NOT IN ({both})")
         named = "(" + ", ".join(_cut(quote(c), n) for c, n in index) + ")"
         # (the delete by the same condition: the rows the look-up found and locked)
-        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)} "
-                       f"{where} FOR UPDATE", 0,
+        # where the stream's rows are in the chunk: the place of the first row taking the
+        # value each row found holds, as the index compares (its collation, its prefix)
+        taken = "" if not mine else ", CASE " + " ".join(
+            f"WHEN ({', '.join(held)}) = "
+            f"{_tuples(spelt, [u], columns, prefixes)} THEN {at}" for u, _, at in placed) + \
+            " END"
+        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)}"
+                       f"{taken} {where} FOR UPDATE", 0,
                        what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs],
                                    table.foreign_keys and not writes.unchecked, mine or None,
-                                   tuple(at for _, _, at in placed), key_list)))
+                                   key_list)))
     return out
 
 
@@ -361,7 +366,8 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         if not found:
             return 0
         displaced = [tuple(row[:len(keys)]) for row in found]
-        outside = [Moved(key, _by(row[len(keys) + 1:], lookup.pairs), lookup.index)
+        last = len(found[0]) - (1 if lookup.streamed else 0)  # (past the held values)
+        outside = [Moved(key, _by(row[len(keys) + 1:last], lookup.pairs), lookup.index)
                    for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
         if outside and hook is not None:  # (before the delete: it may stop the batch)
             hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
@@ -392,25 +398,21 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
 def _spared(lookup: Lookup, found: Any, width: int) -> str:
     """What the look-up's ``DELETE`` leaves (its condition's tail): the rows found whose key
     a row of the stream in the chunk writes before the first row taking the value it holds
-    — the chunk moves them aside as the source did (a target in step). A row whose key is
-    not matched back, or whose value is not, is deleted (out of step: deleted and written
-    again, never updated with another key's values)."""
+    — the chunk moves them aside as the source did (a target in step). The first row taking
+    a value is the server's answer (the look-up's last column: the index's collation and
+    prefix, where Python's comparison missed accents and case: a review); a row whose key is
+    not matched back is deleted (deleted and written again, never updated with another key's
+    values)."""
     spared = []
     for row in found:
         mine = lookup.streamed.get(tuple(row[:width])) \
             if row[width] and lookup.streamed else None
         if mine is None:
             continue
-        taken = _place(tuple(row[width + 1:]), lookup)
-        if taken is not None and mine[0] < taken:
+        taken = row[-1]  # (the look-up's last column: see selects)
+        if taken is not None and mine[0] < int(taken):
             spared.append(mine[1])
     return f" AND ({lookup.key_list}) NOT IN ({', '.join(spared)})" if spared else ""
-
-
-def _place(held: tuple[Any, ...], lookup: Lookup) -> int | None:
-    """The place among the chunk's rows of the first row taking the values ``held``."""
-    found = _match(held, lookup.pairs)
-    return None if found is None else lookup.at[found]
 
 
 def _by(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
