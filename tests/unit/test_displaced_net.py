@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from node.jobs import READ_BIT, JobSpec, Unit
-from node.target.mysql import displaced
+from node.target.mysql import displaced, lookedup
 from node.target.mysql.facts import TableFacts
 from node.target.mysql.render import Column
 from node.target.mysql.sqltext import Sql
@@ -61,8 +61,8 @@ def test_a_prefix_of_the_key_column_itself_can_be_met() -> None:
     """Rows keyed by name, UNIQUE (name(2)): 'abc' and 'abd' differ as keys, not there."""
     parts = ((("name", 0),), (("name", 2),))
     facts = TableFacts(COLUMNS, (frozenset({"name"}),) * 2, parts=parts)
-    assert displaced._others(facts, ("name",)) == [(("name", 2),)]
-    assert displaced._others(facts, ("id",)) == [(("name", 0),), (("name", 2),)]
+    assert lookedup.others(facts, ("name",)) == [(("name", 2),)]
+    assert lookedup.others(facts, ("id",)) == [(("name", 0),), (("name", 2),)]
 
 
 GEN = {**COLUMNS, "slot": Column("int", None, generated=True), "extra": Column("int", None),
@@ -154,7 +154,7 @@ def test_a_tables_facts_read_each_unique_keys_prefixes_and_its_auto_increment() 
     assert facts.parts == ((("id", 0),), (("id", 0), ("name", 3)))
     assert facts.unique == (frozenset({"id"}), frozenset({"id", "name"}))
     assert facts.increment == "id"
-    assert displaced._others(facts, ("id",)) == []  # over every key column whole
+    assert lookedup.others(facts, ("id",)) == []  # over every key column whole
 
 
 def test_one_by_one_a_rows_check_goes_with_its_row() -> None:

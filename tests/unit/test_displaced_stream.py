@@ -19,7 +19,7 @@ from node.merge import PartialRow
 from node.snapshot.door import DoorQueue
 from node.snapshot.watermarks import Window
 from node.snapshot.windowreads import Work
-from node.target.mysql import displaced, duplicate
+from node.target.mysql import displaced, duplicate, lookedup
 from node.target.mysql.units import render
 from tests.unit.test_displaced import SLOT, FakeCursor, row
 from tests.unit.test_merge import ins, upd
@@ -61,10 +61,10 @@ def test_a_key_change_a_delete_and_a_part_of_a_row_are_not_looked_up() -> None:
                         2 << ROW_BITS)
     part = upd(3 << ROW_BITS, (5,), PartialRow({"id": 5, "note": "x"}, row(5, 9)))
     for change in (move, gone, part):
-        assert not displaced.streamed(change, frozenset({T})), change
+        assert not lookedup.streamed(change, frozenset({T})), change
     assert not looked(kinds([move, gone]))
-    assert displaced.streamed(upd(4 << ROW_BITS, (6,), row(6, 6)), frozenset({T}))
-    assert not displaced.streamed(upd(4 << ROW_BITS, (6,), row(6, 6)), frozenset())
+    assert lookedup.streamed(upd(4 << ROW_BITS, (6,), row(6, 6)), frozenset({T}))
+    assert not lookedup.streamed(upd(4 << ROW_BITS, (6,), row(6, 6)), frozenset())
 
 
 def test_each_chunks_look_up_goes_right_before_it() -> None:

@@ -60,16 +60,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import pymysql
 
-from node.changes import ChangeType, Row, TargetChange
-from node.jobs import READ_BIT, Unit
-from node.merge import UPSERT, PartialRow, TableWrites
+from node.changes import Row
+from node.jobs import Unit
+from node.merge import UPSERT, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
+from node.target.mysql.lookedup import Index, others, unseen
 from node.target.mysql.sqltext import Sql, literal
 from shared.errors import DisplacedError
 from shared.identifiers import qualified, quote, template
@@ -77,7 +78,6 @@ from shared.identifiers import qualified, quote, template
 log = logging.getLogger("setl.node.target.mysql.displaced")
 
 MARK = "SELECT /* setl:displaced */ "  # a look-up's text begins so (Load runs it itself)
-Index = tuple[tuple[str, int], ...]  # a unique index: its columns, each with its prefix length
 
 
 class Moved(NamedTuple):
@@ -109,80 +109,6 @@ class Lookup(NamedTuple):
 # (target, key columns, rows displaced outside their statement chunk, the batch's processId):
 # the free door's hook; it may raise DisplacedError (then nothing is deleted)
 Displaced = Callable[[Target, tuple[str, ...], list[Moved], int], None]
-
-
-def read_rows(changes: Iterable[TargetChange], facts: dict[Target, Any],
-              copying: frozenset[Target] = frozenset()) -> dict[Target, dict[int, bool]]:
-    """The rows (by ``id`` of their image: merging keeps it) a window read into a target
-    table with a unique key besides theirs, by table, and the stream's rows (inserts and
-    updates that keep their key) into such a table of ``copying`` (its copy unfinished: a
-    target row out of step may hold their unique values), each with whether a window read
-    it; empty for a batch of the stream where no table is copied."""
-    found: dict[Target, dict[int, bool]] = {}
-    tables: dict[Target, bool] = {}
-    for change in changes:
-        if change.after is None or not (
-                change.type is ChangeType.INSERT if change.seq & READ_BIT else
-                copying and streamed(change, copying)):
-            continue
-        name = (change.datasource, change.schema, change.table)
-        other = tables.get(name)
-        if other is None:
-            table = facts.get(name)
-            other = tables[name] = isinstance(table, TableFacts) and \
-                bool(_others(table, change.keys))
-        if other:
-            found.setdefault(name, {})[id(change.after)] = bool(change.seq & READ_BIT)
-    return found
-
-
-def streamed(change: TargetChange, copying: frozenset[Target]) -> bool:
-    """Whether a change of the stream is an upsert of a whole row into a table of
-    ``copying``: an insert, or an update that keeps its key (a key change is a ``MOVE``, and a
-    column-group update writes a part of a row, which the look-up does not take)."""
-    if (change.datasource, change.schema, change.table) not in copying or \
-            isinstance(change.after, PartialRow) or change.after is None:
-        return False
-    if change.type is ChangeType.INSERT:
-        return True
-    return change.type is ChangeType.UPDATE and change.before_key == tuple(
-        change.after.get(key) for key in change.keys)
-
-
-def _others(table: TableFacts, keys: tuple[str, ...]) -> list[Index]:
-    """The target's unique keys a row of another key may hold a value of: each but those
-    over every key column whole (two rows of different keys always differ there; not
-    where a key column's prefix alone is indexed)."""
-    named = frozenset(key.lower() for key in keys)
-    found = set()
-    for index in _indexes(table):
-        whole = frozenset(column.lower() for column, prefix in index if not prefix)
-        if not named <= whole:
-            found.add(index)
-    return sorted(found)
-
-
-def _indexes(table: TableFacts) -> list[Index]:
-    """Each unique index's columns (in index order), each with its prefix length."""
-    if table.parts:
-        return [tuple((column, int(prefix)) for column, prefix in index)
-                for index in table.parts]
-    return [tuple((column, 0) for column in sorted(index)) for index in table.unique]
-
-
-def unseen(table: TableFacts, keys: tuple[str, ...], row: Row) -> list[Index]:
-    """The unique keys the look-up cannot compare for rows like ``row``: over a column
-    they do not carry (an unmapped one: the target's default) or one the target generates
-    (its own expression, which the rows' value need not be) — but the AUTO_INCREMENT
-    column uncarried (an insert's new value meets no row)."""
-    carried = frozenset(name.lower() for name in row)
-    generated = frozenset(name.lower() for name, column in table.columns.items()
-                          if column.generated)
-    fresh = table.increment.lower() if table.increment.lower() not in carried else ""
-    return [index for index in _others(table, keys)
-            if not any(column.lower() == fresh for column, _ in index)
-            and any(column.lower() not in carried or column.lower() in generated
-                    for column, _ in index)]
 
 
 def sqls(writes: TableWrites, read: dict[int, bool], table: TableFacts, size: int,
@@ -258,7 +184,7 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
         if key not in mine:
             mine[key] = (places[id(row)], _tuples(keys, [key], columns))
     out = []
-    for index in _others(table, keys):
+    for index in others(table, keys):
         spelt = _spelt(rows[0], tuple(column for column, _ in index))
         if spelt is None:  # a unique column the rows do not carry (see check)
             continue
@@ -420,24 +346,16 @@ def _by(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...
     """The key of the row read whose unique values a displaced row holds: equal, else equal
     as a case-insensitive collation or a prefix index may take them (for the message
     only); None where none is."""
-    found = _match(held, pairs)
-    return None if found is None else pairs[found][1]
-
-
-def _match(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
-           ) -> int | None:
-    """The first of ``pairs`` whose unique values are ``held`` (equal, else as a
-    case-insensitive collation or a prefix index may take them)."""
     held = tuple(held)
-    for at, (values, _) in enumerate(pairs):
+    for values, key in pairs:
         if tuple(values) == held:
-            return at
+            return key
     folded = tuple(_fold(value) for value in held)
-    for at, (values, _) in enumerate(pairs):
+    for values, key in pairs:
         if len(values) == len(held) and all(
                 str(mine).startswith(str(theirs)) or mine == theirs
                 for mine, theirs in zip((_fold(v) for v in values), folded, strict=True)):
-            return at
+            return key
     return None
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from node.changes import TargetChange
 from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
 from node.merge import TableWrites, merge
-from node.target.mysql import displaced, loaddata
+from node.target.mysql import displaced, loaddata, lookedup
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.render import statements
 from node.target.mysql.sqltext import Sql, texts
@@ -26,7 +26,7 @@ def render(changes: list[TargetChange], spec: JobSpec, big: bool = True) -> list
     units = []
     # rows a window read, and the stream's into a table being copied, by table (a part of
     # the stream alone where no table is copied has none to look for)
-    read = displaced.read_rows(changes, facts, spec.copying) \
+    read = lookedup.read_rows(changes, facts, spec.copying) \
         if spec.reads or spec.copying else {}
 
     def ordered(name: Target, keys: tuple[str, ...]) -> bool:
