@@ -119,11 +119,14 @@ def test_target_tables_whose_rows_the_conflict_check_cannot_tell_apart_are_refus
         info = cluster.call("GetChannel", manager_pb2.GetChannelRequest(name="unsafe-both"))
         return "\n".join(pipeline.last_error for pipeline in info.pipelines)
 
-    def refused(why: str) -> str:
+    def refused(why: str) -> str:  # the errors as the refusal left them (a STOP clears them)
         cluster.set_status("unsafe-both", "START")
-        wait_for(lambda: why in errors(), 90, f"the start refused: {why}")
+        def said() -> str:
+            text = errors()
+            return text if why in text else ""
+        error = wait_for(said, 90, f"the start refused: {why}")
         cluster.set_status("unsafe-both", "STOP")
-        return errors()
+        return error
 
     target.execute(f"ALTER TABLE {t} ADD UNIQUE KEY by_name (name)")
     error = refused("has 2 unique keys (PRIMARY, by_name)")
