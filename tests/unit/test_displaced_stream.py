@@ -16,6 +16,7 @@ import pytest
 from node.changes import ChangeType, TargetChange
 from node.jobs import READ_BIT, ROW_BITS, JobSpec, Unit
 from node.merge import PartialRow
+from node.snapshot import door as door_module
 from node.snapshot.door import DoorQueue
 from node.snapshot.watermarks import Window
 from node.snapshot.windowreads import Work
@@ -88,6 +89,7 @@ def test_the_door_says_which_tables_wait() -> None:
     door = DoorQueue.__new__(DoorQueue)
     door._lock, door._rows, door.central = threading.Lock(), [], None  # type: ignore[assignment]
     door._scan_after = door._scan_until = 0
+    door._names = {}
     door.compiled = SimpleNamespace(  # type: ignore[assignment]
         stored=lambda schema, table: (schema.lower(), table.lower()))
     assert door.tables() == set()
@@ -101,6 +103,32 @@ def test_the_door_says_which_tables_wait() -> None:
     assert door.tables() == {("s", "t")}
     door.central.seen_waiting = True  # type: ignore[attr-defined]
     assert door.tables() is None
+
+
+def test_the_door_parses_each_full_name_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tables() runs per stream batch over every request held (tens of thousands in a
+    backfill): a FULL_NAME is parsed once, not per request and batch; the same answer, and
+    the names kept are bounded."""
+    door = DoorQueue.__new__(DoorQueue)
+    door._lock, door.central = threading.Lock(), None  # type: ignore[assignment]
+    door._scan_after = door._scan_until = 0
+    door._names = {}
+    door.compiled = SimpleNamespace(  # type: ignore[assignment]
+        stored=lambda schema, table: (schema.lower(), table.lower()))
+    names = ["`S`.`t`", "s.u", "nothing", "`S`.`t`"]
+    door._rows = [SimpleNamespace(after={"FULL_NAME": names[i % 4]})  # type: ignore[assignment]
+                  for i in range(2_000)] + [SimpleNamespace(after=None)]
+    parsed: list[str] = []
+    split = door_module.identifiers.split_qualified
+    monkeypatch.setattr(door_module.identifiers, "split_qualified",
+                        lambda text: parsed.append(text) or split(text))
+    for _ in range(3):
+        assert door.tables() == {("s", "t"), ("s", "u")}
+    assert sorted(parsed) == sorted(["`S`.`t`", "s.u", "nothing", ""])
+    door._rows = [SimpleNamespace(after={"FULL_NAME": f"s.t{i}"})  # type: ignore[assignment]
+                  for i in range(door_module.NAMES_KEPT + 10)]
+    assert door.tables() == {("s", f"t{i}") for i in range(door_module.NAMES_KEPT + 10)}
+    assert len(door._names) <= door_module.NAMES_KEPT
 
 
 def test_the_tables_being_copied(monkeypatch: pytest.MonkeyPatch) -> None:
