@@ -11,6 +11,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+import pymysql
 import pytest
 
 from node.changes import ChangeType, TargetChange
@@ -21,6 +22,7 @@ from node.snapshot.door import DoorQueue
 from node.snapshot.watermarks import Window
 from node.snapshot.windowreads import Work
 from node.target.mysql import displaced, duplicate, lookedup
+from node.target.mysql import loader as loader_module
 from node.target.mysql.units import render
 from tests.unit.test_displaced import SLOT, FakeCursor, row
 from tests.unit.test_merge import ins, upd
@@ -161,6 +163,47 @@ def test_a_1062_pause_says_what_is_wrong_and_what_to_do() -> None:
     assert "setl snapshot a.b --table SCHEMA.TABLE" in duplicate.explained(
         "a.b.forward", "Duplicate entry '5' for key 'slot'")
     assert {1062, 1169} <= duplicate.DUPLICATE
+
+
+def test_a_two_way_pipelines_1062_pause_says_what_mends_it_there() -> None:
+    """A two-way pipeline's stream looks nothing up and its channel takes no copy nor
+    repair: its pause says neither, and to free the value on the target instead."""
+    error = "table s.t: Duplicate entry '5' for key 'slot'"
+    one_way = duplicate.explained("shop.forward", error)
+    assert "while a copy of the table runs, the stream's writes into it remove" in one_way
+    text = duplicate.explained("shop.forward", error, "dst", lambda target: [("shop", "t")],
+                               two_way=True)
+    assert text.startswith(error + ". ")
+    assert "while a copy" not in text and "remove the target row in their way" not in text
+    assert "setl snapshot shop --table" not in text and "--repair," not in text
+    assert "Free the value on the target: delete the target row holding it, or give that " \
+        "row another value of the key" in text
+    assert "crosses to the source side" in text
+    assert "setl verify shop --table shop.t shows the rows that differ" in text
+    assert "then resume the channel" in text
+
+
+def test_load_says_whether_its_pipeline_is_two_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Load's 1062 pause takes the two-way text where the loader marks loops."""
+    seen: list[bool] = []
+    monkeypatch.setattr(duplicate, "explained", lambda *args, two_way=False: (
+        seen.append(two_way), "explained")[1])
+    for loop in (None, SimpleNamespace(channel="shop")):
+        load = loader_module.Loader.__new__(loader_module.Loader)
+        load.pipeline_id, load.loop, load.sources = "shop.forward", loop, None
+        load.retry = loader_module.RetryPolicy(max_tries=1, delay_s=0, max_delay_s=0)
+        load.params = SimpleNamespace(skip_load_exception=False)
+        load.stop = threading.Event()
+        load._discard = lambda name: None  # type: ignore[method-assign]
+
+        def refused(*args: Any) -> int:
+            raise pymysql.err.IntegrityError(1062, "Duplicate entry '5' for key 'slot'")
+        load._transaction = refused  # type: ignore[method-assign]
+        writes = SimpleNamespace(prepare=lambda loader: None)
+        with pytest.raises(loader_module.LoadError, match="explained"):
+            load._load_target("dst", SimpleNamespace(  # type: ignore[arg-type]
+                process_id=1, end="b.1:4"), writes)  # type: ignore[arg-type]
+    assert seen == [False, True]
 
 
 def test_a_1062_pause_names_the_source_tables_the_commands_take() -> None:

@@ -5,7 +5,10 @@ the source there, and how to mend it.
 Where the table's copy is unfinished (a snapshot or free-door requests), the stream's
 upserts into it remove such a target row and ask it again (:mod:`node.target.mysql.
 displaced`), so this pause is for a table no copy mends: a row put there by another writer,
-or left from before, which setl does not overwrite on its own."""
+or left from before, which setl does not overwrite on its own. Not so in a two-way
+pipeline: its stream looks nothing up and it takes no copy nor repair (its rows read from
+one side could not be told from the other side's newer writes), so its pause says to free
+the value on the target by a statement there, which crosses to the other side."""
 
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ Sources = Callable[[tuple[str, str, str]], list[tuple[str, str]]]
 
 
 def explained(pipeline_id: str, text: str, target: str = "",
-              sources: Sources | None = None) -> str:
+              sources: Sources | None = None, two_way: bool = False) -> str:
     """The target's error (``table s.t: Duplicate entry '5' for key 'slot'``) with what is
     wrong and what to do, naming the channel and the table (the commands take the source
-    table: ``sources`` maps the target table back, where a pair renames it)."""
+    table: ``sources`` maps the target table back, where a pair renames it); ``two_way``:
+    the pipeline is one of a two-way channel (no copy, no repair)."""
     channel = pipeline_id.rsplit(".", 1)[0]
     found = _TABLE.search(text)
     table = found.group(1) if found else "SCHEMA.TABLE"
@@ -37,6 +41,17 @@ def explained(pipeline_id: str, text: str, target: str = "",
     source = ".".join(named[0]) if named else table
     also = (f" (and so for {', '.join('.'.join(one) for one in named[1:])}, which feed it "
             "too)") if len(named) > 1 else ""
+    if two_way:
+        return (f"{text}. The target table {table} already holds that value of the unique "
+                "key under another key (written there by a user, or left from before), and "
+                "setl does not overwrite a row of another key on its own. Free the value on "
+                "the target: delete the target row holding it, or give that row another "
+                "value of the key, by a statement on the target (it crosses to the source "
+                "side as any write there does); then resume the channel, and the paused "
+                "batch writes its row. A two-way channel takes no copy nor repair (setl "
+                "snapshot and setl verify --repair are refused: rows read from one side "
+                "cannot be told from the other side's newer writes); setl verify "
+                f"{channel} --table {source}{also} shows the rows that differ")
     return (f"{text}. The target table {table} already holds that value of the unique key "
             "under another key: it is out of step with the source there (a row written by "
             "another writer, or left from before), and setl does not overwrite a row of "

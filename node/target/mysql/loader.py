@@ -283,7 +283,8 @@ class Loader:
                     continue
                 text = str(exc.args[-1]) if exc.args else str(exc)
                 if code in duplicate.DUPLICATE:  # what is wrong, and what to do
-                    text = duplicate.explained(self.pipeline_id, text, name, self.sources)
+                    text = duplicate.explained(self.pipeline_id, text, name, self.sources,
+                                               two_way=self.loop is not None)
                 raise LoadError(f"{where}: {text}") from None
         raise AssertionError("unreachable")
 
