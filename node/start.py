@@ -17,6 +17,7 @@ from node.extract.etl import CompiledPipeline
 from node.snapshot.state import SnapshotStore
 from node.target.base import TargetLoader
 from shared import gtid, positions, tablekeys
+from shared.columnclash import clash_problems, read_columns
 from shared.endpoint import connect
 from shared.errors import ConfigError, FencedError, PositionConflictError, SourceError
 from shared.identifiers import lowered
@@ -102,7 +103,8 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     by (:func:`shared.tablekeys.lake_key_problem`), pairs that cannot run beside each
     other (:func:`shared.pairchecks.pairs_problems`), on a two-way channel a keyless table
     or a pair that writes part of a row (:func:`two_way_pair_problems`), and on a source
-    that folds names a pair written in capitals (:func:`cased_pair_problems`). ``case``:
+    that folds names a pair written in capitals (:func:`cased_pair_problems`), and a pair
+    writing a target column twice (:func:`shared.columnclash.clash_problems`). ``case``:
     the source's ``lower_case_table_names``, when already known (else read); with 2 its
     tables' names are read too, for the DDL's names typed in another case."""
     try:
@@ -115,6 +117,7 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
         case = name_case(source) if case is None else case
         blind = stored_names(source) if case == 2 else None
         versioned = versioned_pair_problems(compiled, source)
+        columns = read_columns(source, [pipeline])
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
@@ -128,6 +131,8 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     if case == 1:
         problems += cased_pair_problems(pipeline, source)
     problems += versioned
+    if columns is not None:  # (apply checks it too, where it reaches the source)
+        problems += clash_problems(pipeline, columns, keys)
     if problems:
         raise ConfigError("; ".join(problems))
     return dataclasses.replace(compiled, table_keys=unique, keys_read_at=read_at,

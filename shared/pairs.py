@@ -178,6 +178,11 @@ def _virtual_columns(item: Field) -> Any:
             child.fail("give exactly one of value, expression or processor")
         elif name is not MISSING:
             columns.append(VirtualColumn(name, value, expr, processor))
+    names = [column.name.lower() for column in columns]  # MySQL's column names ignore case
+    if len(set(names)) != len(names):
+        return item.fail("two virtual columns fill one target column (column names ignore "
+                         "case): each would give the row that column; give each its own "
+                         "name")
     return tuple(columns)
 
 

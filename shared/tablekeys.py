@@ -16,6 +16,7 @@ from typing import Any
 
 import pymysql
 
+from shared.columnclash import Columns, clash_problems, read_columns
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
 from shared.keyfillers import moved_key_notes
@@ -270,9 +271,11 @@ def read_nullable(source: DataSource, pipelines: Iterable[Pipeline]
 
 def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource],
                    notes: list[str] | None = None) -> list[str]:
-    """Problems of keyless tables whose pairs need a key, and of keys a lake cannot merge by
-    (see :func:`pipeline_keys`); ``notes`` given, a line for each virtual column writing a
-    key from more than the key (:func:`shared.keyfillers.moved_key_notes`). A source that
+    """Problems of keyless tables whose pairs need a key, of keys a lake cannot merge by
+    (see :func:`pipeline_keys`), and of pairs writing a target column twice
+    (:func:`shared.columnclash.clash_problems`); ``notes`` given, a line for each virtual
+    column writing a key from more than the key (:func:`shared.keyfillers.moved_key_notes`).
+    A source that
     cannot be reached is skipped here (logged); the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
 
@@ -283,6 +286,7 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
             return False
     problems: list[str] = []
     keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}
+    columns: dict[str, Columns | None] = {}
     nullable: dict[str, frozenset[tuple[str, str, str]]] = {}
     indexes: dict[str, Indexes | None] = {}
     for channel in definitions.channels:
@@ -295,6 +299,7 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
                              for other in each.pipelines if other.source == pipeline.source]
                     nullable[pipeline.source] = read_nullable(source, alike)
                     indexes[pipeline.source] = read_indexes(source, alike)
+                    columns[pipeline.source] = read_columns(source, alike)
                 except (SetlError, pymysql.MySQLError) as exc:
                     log.warning("event=key_check_skipped channel=%s source=%s error=%s",
                                 channel.name, pipeline.source, exc)
@@ -304,6 +309,10 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
                                      is_lake(pipeline.target), channel.two_way,
                                      indexes.get(pipeline.source))
             problems += [f"channel {channel.name} {problem}" for problem in found]
+            read = columns.get(pipeline.source)
+            if read is not None:
+                problems += [f"channel {channel.name} {problem}" for problem in clash_problems(
+                    pipeline, read, keys_by_source[pipeline.source])]
             if notes is not None:
                 notes += [f"channel {channel.name} {note}" for note in
                           moved_key_notes(pipeline, keys_by_source[pipeline.source])]
