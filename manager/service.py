@@ -125,7 +125,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
                                            confinement.current())
         except ConfigError as exc:
             return manager_pb2.ApplyResponse(errors=[str(issue) for issue in exc.issues])
-        noted: list[str] = []  # (virtual columns writing a key from more than the key)
+        noted: list[str] = []  # (key columns a D by key alone may not compute: keyfillers)
         refused = tablekeys.keyless_tables(parsed, self.catalog.source, noted)
         before = {record.channel.name: record.channel for record in self.catalog.channels()}
         refused += [problem for channel in parsed.channels if channel.name in before

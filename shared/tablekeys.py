@@ -19,7 +19,7 @@ import pymysql
 from shared.columnclash import Columns, clash_problems, read_columns
 from shared.endpoint import connect
 from shared.errors import FreeDoorRequestError, SetlError
-from shared.keyfillers import moved_key_notes
+from shared.keyfillers import moved_key_notes, processor_key_notes
 from shared.model import DataSource, Definitions, MediaPair, Pipeline, StartupMode, pairs_taking
 from shared.patterns import SYSTEM_SCHEMAS
 
@@ -274,7 +274,8 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
     """Problems of keyless tables whose pairs need a key, of keys a lake cannot merge by
     (see :func:`pipeline_keys`), and of pairs writing a target column twice
     (:func:`shared.columnclash.clash_problems`); ``notes`` given, a line for each virtual
-    column writing a key from more than the key (:func:`shared.keyfillers.moved_key_notes`).
+    column writing a key from more than the key (:func:`shared.keyfillers.moved_key_notes`),
+    and for each pair whose processor may compute the key (:func:`processor_key_notes`).
     A source that
     cannot be reached is skipped here (logged); the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
@@ -316,4 +317,7 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
             if notes is not None:
                 notes += [f"channel {channel.name} {note}" for note in
                           moved_key_notes(pipeline, keys_by_source[pipeline.source])]
+            if notes is not None and not channel.two_way:
+                notes += [f"channel {channel.name} {note}" for note in
+                          processor_key_notes(pipeline, keys_by_source[pipeline.source])]
     return problems

@@ -170,3 +170,29 @@ def test_a_virtual_column_writing_the_key_from_more_than_the_key_is_noted() -> N
     renamed = pipeline('{source: shop.b, target: shop.m, column_pairs: [{source: id, '
                        'target: bid}], virtual_columns: [{name: bid, expression: "x + id"}]}')
     assert "reads x" in moved_key_notes(renamed, keys)[0]
+
+
+def test_a_pair_whose_processor_may_compute_the_key_is_noted() -> None:
+    """A free-door or repair ``D`` gives a processor the key alone: one computing the key
+    from another column pauses the pipeline there (KeyError), or names another row. What
+    it reads is its code's: every keyed pair with one is noted, once; a keyless table takes
+    no D, and a virtual column's processor is noted only where it writes a key column."""
+    from shared.keyfillers import processor_key_notes
+    keys = {("shop", "a"): ("id",), ("shop", "b"): ("id",), ("shop", "logs"): None}
+    found = pipeline('{source: shop.a, target: shop.m, processor: "m:shift"}',
+                     '{source: shop.b, target: shop.m, column_pairs: [{source: id, '
+                     'target: bid}], virtual_columns: [{name: BID, processor: "m:k"}, '
+                     '{name: other, processor: "m:o"}]}',
+                     '{source: shop.logs, target: shop.logs, processor: "m:shift"}')
+    first, second = processor_key_notes(found, keys)
+    assert first.startswith(f"pipeline {found.name} pair src:shop.a: processor m:shift gets "
+                            "a free-door or verify --repair 'D' with the key alone (id of "
+                            "shop.a) as its before image")
+    assert "the pipeline pauses there (KeyError, on each resume)" in first
+    assert "Compute the key from the key columns alone" in first
+    assert second.startswith(f"pipeline {found.name} pair src:shop.b: virtual column BID "
+                             "(processor m:k) gets")
+    assert "m:o" not in second
+    plain = pipeline('{source: shop.a, target: shop.m, virtual_columns: [{name: id, '
+                     'expression: "id + 1"}]}')
+    assert processor_key_notes(plain, keys) == []
