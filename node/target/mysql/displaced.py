@@ -81,8 +81,9 @@ MARK = "SELECT /* setl:displaced */ "  # a look-up's text begins so (Load runs i
 
 
 class Moved(NamedTuple):
-    """A target row a look-up found: its key, the key of the row read that meets it (None
-    where its unique values could not be matched back), the unique index they meet on."""
+    """A target row a look-up found: its key, the key of the first row of the chunk that
+    meets it (None where none does: not met by the server's comparison), the unique index
+    they meet on."""
 
     key: tuple[Any, ...]
     by: tuple[Any, ...] | None
@@ -91,18 +92,18 @@ class Moved(NamedTuple):
 
 class Lookup(NamedTuple):
     """What a look-up carries besides its text: the ``DELETE`` of its rows, the unique index
-    it looks on (as the message names it), the rows' (unique values, key) pairs, and whether
+    it looks on (as the message names it), the chunk's rows' keys in their order, and whether
     the ``DELETE`` goes with foreign_key_checks off where the run has them on (a table with
     foreign keys: a row removed to be copied again fires no ``ON DELETE`` action, as a row
     read never cascades)."""
 
     delete: str
     index: str
-    pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
+    keys: list[tuple[Any, ...]]
     unchecked: bool = False
-    # the stream's rows of the chunk: each key (as the look-up finds it) with its first place
-    # among the rows and its text in a row constructor (:func:`_spared`)
-    streamed: dict[tuple[Any, ...], tuple[int, str]] | None = None
+    # the stream's rows of the chunk: the text of each distinct key in a row constructor,
+    # by the place of its first row among the chunk's rows (:func:`_spared`)
+    streamed: dict[int, str] | None = None
     key_list: str = ""  # the key's columns, quoted
 
 
@@ -178,11 +179,19 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
     own = [pad(tuple(row[k] for k in keys)) for row in rows]
     inside = _tuples(keys, own, columns)
     places = {id(row): at for at, row in enumerate(rows)}
-    mine: dict[tuple[Any, ...], tuple[int, str]] = {}
+    mine: dict[int, str] = {}  # (Python's equality only to skip repeats of a key's text)
+    seen: set[tuple[Any, ...]] = set()
     for row in streamed:
         key = pad(tuple(row[k] for k in keys))
-        if key not in mine:
-            mine[key] = (places[id(row)], _tuples(keys, [key], columns))
+        if key not in seen:
+            seen.add(key)
+            mine[places[id(row)]] = _tuples(keys, [key], columns)
+    # where the stream's rows are in the chunk: the place of the first of them writing the
+    # key each row found holds, as the key compares (a big5 text, a FLOAT, a BIT the server
+    # returns otherwise than the binlog gave it never matched in Python: such rows were
+    # deleted and written again, an ON UPDATE CASCADE lost — a review)
+    first = "" if not mine else ", CASE " + " ".join(
+        f"WHEN ({key_list}) = {text} THEN {at}" for at, text in mine.items()) + " END"
     out = []
     for index in others(table, keys):
         spelt = _spelt(rows[0], tuple(column for column, _ in index))
@@ -202,16 +211,16 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
         where = (f"FROM {name} WHERE ({', '.join(held)}) IN ({values}) AND "
                  f"({', '.join([*held, *map(quote, keys)])}) NOT IN ({both})")
         named = "(" + ", ".join(_cut(quote(c), n) for c, n in index) + ")"
-        # (the delete by the same condition: the rows the look-up found and locked)
-        # where the stream's rows are in the chunk: the place of the first row taking the
-        # value each row found holds, as the index compares (its collation, its prefix)
-        taken = "" if not mine else ", CASE " + " ".join(
+        # the place of the first row taking the value each row found holds, as the index
+        # compares (its collation, its prefix); the delete by the same condition: the rows
+        # the look-up found and locked
+        taken = "CASE " + " ".join(
             f"WHEN ({', '.join(held)}) = "
             f"{_tuples(spelt, [u], columns, prefixes)} THEN {at}" for u, _, at in placed) + \
             " END"
-        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {', '.join(held)}"
-                       f"{taken} {where} FOR UPDATE", 0,
-                       what=Lookup(f"DELETE {where}", named, [(u, k) for u, k in pairs],
+        out.append(Sql(f"{MARK}{key_list}, ({key_list}) IN ({inside}), {taken}{first} "
+                       f"{where} FOR UPDATE", 0,
+                       what=Lookup(f"DELETE {where}", named, own,
                                    table.foreign_keys and not writes.unchecked, mine or None,
                                    key_list)))
     return out
@@ -292,8 +301,7 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         if not found:
             return 0
         displaced = [tuple(row[:len(keys)]) for row in found]
-        last = len(found[0]) - (1 if lookup.streamed else 0)  # (past the held values)
-        outside = [Moved(key, _by(row[len(keys) + 1:last], lookup.pairs), lookup.index)
+        outside = [Moved(key, _by(row[len(keys) + 1], lookup.keys), lookup.index)
                    for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
         if outside and hook is not None:  # (before the delete: it may stop the batch)
             hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
@@ -324,45 +332,26 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
 def _spared(lookup: Lookup, found: Any, width: int) -> str:
     """What the look-up's ``DELETE`` leaves (its condition's tail): the rows found whose key
     a row of the stream in the chunk writes before the first row taking the value it holds
-    — the chunk moves them aside as the source did (a target in step). The first row taking
-    a value is the server's answer (the look-up's last column: the index's collation and
-    prefix, where Python's comparison missed accents and case: a review); a row whose key is
-    not matched back is deleted (deleted and written again, never updated with another key's
-    values)."""
+    — the chunk moves them aside as the source did (a target in step). Both places are the
+    server's answers (the look-up's last two columns: the index's collation and prefix, the
+    key as it compares; Python's comparison missed accents and case, and a big5 text, a FLOAT
+    or a BIT key as the server returns it: reviews), and the key spared is rendered as the
+    stream's row renders it; a row no stream row of the chunk writes is deleted (deleted and
+    written again, never updated with another key's values)."""
     spared = []
     for row in found:
-        mine = lookup.streamed.get(tuple(row[:width])) \
-            if row[width] and lookup.streamed else None
-        if mine is None:
+        if not row[width] or not lookup.streamed or row[-1] is None:
             continue
-        taken = row[-1]  # (the look-up's last column: see selects)
-        if taken is not None and mine[0] < int(taken):
-            spared.append(mine[1])
+        mine, taken = int(row[-1]), row[-2]  # (see selects: the last two columns)
+        if taken is not None and mine < int(taken):
+            spared.append(lookup.streamed[mine])
     return f" AND ({lookup.key_list}) NOT IN ({', '.join(spared)})" if spared else ""
 
 
-def _by(held: tuple[Any, ...], pairs: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
-        ) -> tuple[Any, ...] | None:
-    """The key of the row read whose unique values a displaced row holds: equal, else equal
-    as a case-insensitive collation or a prefix index may take them (for the message
-    only); None where none is."""
-    held = tuple(held)
-    for values, key in pairs:
-        if tuple(values) == held:
-            return key
-    folded = tuple(_fold(value) for value in held)
-    for values, key in pairs:
-        if len(values) == len(held) and all(
-                str(mine).startswith(str(theirs)) or mine == theirs
-                for mine, theirs in zip((_fold(v) for v in values), folded, strict=True)):
-            return key
-    return None
-
-
-def _fold(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value
-    return value.casefold().rstrip() if isinstance(value, str) else value
+def _by(taken: Any, keys: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """The key of the first row of the chunk whose unique values a displaced row holds, by
+    the server's answer (the index's collation and prefix; for the message only)."""
+    return None if taken is None else keys[int(taken)]
 
 
 def _checked(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int) -> int:
