@@ -127,8 +127,9 @@ class RunnerStart:
         start.within_binlog(self.pipeline_id, resume, positions.current_position(source))
         endpoints.check_source(source, self.pipeline_id, server_id,
                                resume.start.position if resume.start.position.file else None)
-        compiled = start.with_table_keys(compiled, source, pipeline,
-                                         self.target_kind == "delta")
+        compiled = start.with_table_keys(
+            compiled, source, pipeline, self.target_kind == "delta",
+            subscription=self.target_kind == "subscription")
         kinds.check_source(self.target_kind, compiled, source,
                            two_way=loader.targets if self.ctx.channel.two_way else None,
                            targets=loader.targets)

@@ -72,7 +72,8 @@ class RunnerSelect:
                     if after_ddl:
                         planner.forget()  # its tables' columns and keys may have changed
                         start.keys_again(compiled, self.source, self.ctx.pipeline,
-                                         self.target_kind == "delta")
+                                         self.target_kind == "delta",
+                                         self.target_kind == "subscription")
                         # what the start refuses (a cascading key added unseen: ddl_sync off)
                         kinds.check_source(self.target_kind, compiled, self.source,
                                            after_ddl=True, two_way=getattr(

@@ -97,7 +97,7 @@ def within_binlog(pipeline_id: str, resume: Resume, end: BinlogPosition) -> None
 
 def with_table_keys(compiled: CompiledPipeline, source: DataSource,
                     pipeline: Pipeline, lake: bool = False,
-                    case: int | None = None) -> CompiledPipeline:
+                    case: int | None = None, subscription: bool = False) -> CompiledPipeline:
     """The compiled pipeline with the unique keys of its tables that have no primary key;
     a table nothing keys refuses the start, and so do key_columns a ``lake`` cannot merge
     by (:func:`shared.tablekeys.lake_key_problem`), pairs that cannot run beside each
@@ -106,7 +106,8 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
     that folds names a pair written in capitals (:func:`cased_pair_problems`), and a pair
     writing a target column twice (:func:`shared.columnclash.clash_problems`). ``case``:
     the source's ``lower_case_table_names``, when already known (else read); with 2 its
-    tables' names are read too, for the DDL's names typed in another case."""
+    tables' names are read too, for the DDL's names typed in another case. A subscription's
+    columns are not checked for case (its reader gets each by its own name)."""
     try:
         keys = tablekeys.read_keys(source)
         # just after the keys were read: a DDL logged past it ran after the read (an ALTER
@@ -117,7 +118,7 @@ def with_table_keys(compiled: CompiledPipeline, source: DataSource,
         case = name_case(source) if case is None else case
         blind = stored_names(source) if case == 2 else None
         versioned = versioned_pair_problems(compiled, source)
-        columns = read_columns(source, [pipeline])
+        columns = None if subscription else read_columns(source, [pipeline])
     except pymysql.MySQLError as exc:
         raise SourceError(f"pipeline {compiled.pipeline_id}: cannot read the tables of "
                           f"{source.name}: {exc.args[-1] if exc.args else exc}") from None
@@ -213,12 +214,12 @@ def stored_names(source: DataSource) -> dict[tuple[str, str], tuple[str, str]]:
 
 
 def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,
-               lake: bool = False) -> None:
+               lake: bool = False, subscription: bool = False) -> None:
     """After a DDL is loaded: the unique keys of the tables without a primary key are read
     again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
     NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
     case = 2 if compiled.blind_names is not None else int(compiled.fold_names)
-    fresh = with_table_keys(compiled, source, pipeline, lake, case)
+    fresh = with_table_keys(compiled, source, pipeline, lake, case, subscription)
     compiled.rekey(fresh.table_keys, fresh.blind_names, fresh.keys_read_at)
 
 

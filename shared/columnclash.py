@@ -10,7 +10,9 @@ exactly as a source column writes over its value (``id: id + 1000000``): no clas
 one target column (the node's layout check stops it too, at run time).
 
 A pair with a processor or joins is not checked: its rows' columns are its code's, or
-another table's, as much as the source table's."""
+another table's, as much as the source table's. Nor is a subscription's (its reader gets
+each column by its own name: ``Total`` and ``total`` are two fields), nor a view (it logs no
+row: a pattern taking it was refused for good, a review)."""
 
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ from shared.patterns import SYSTEM_SCHEMAS
 
 Columns = Mapping[tuple[str, str], tuple[str, ...]]  # a source's tables, their columns
 _COLUMNS = """
-SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA NOT IN ({system})
-ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
+SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME FROM information_schema.COLUMNS c
+JOIN information_schema.TABLES t USING (TABLE_SCHEMA, TABLE_NAME)
+WHERE c.TABLE_SCHEMA NOT IN ({system}) AND t.TABLE_TYPE <> 'VIEW'
+ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
 """
 
 
@@ -39,15 +42,14 @@ def read_columns(source: DataSource, pipelines: Iterable[Pipeline]) -> Columns |
     is checked (nothing to read). Raises ``SetlError``, ``pymysql.MySQLError``."""
     if not any(checked(pair) for pipeline in pipelines for pair in pipeline.pairs):
         return None
-    found: dict[tuple[str, str], tuple[str, ...]] = {}
+    found: dict[tuple[str, str], list[str]] = {}
     with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
         cursor.execute(_COLUMNS.format(system=", ".join(["%s"] * len(SYSTEM_SCHEMAS))),
                        SYSTEM_SCHEMAS)
         for row in cursor.fetchall():
             schema, table, column = (row.values() if isinstance(row, dict) else row)
-            found[(str(schema), str(table))] = (*found.get((str(schema), str(table)), ()),
-                                                str(column))
-    return found
+            found.setdefault((str(schema), str(table)), []).append(str(column))
+    return {name: tuple(columns) for name, columns in found.items()}
 
 
 def written(pair: MediaPair, columns: Sequence[str], keys: Sequence[str]

@@ -280,11 +280,11 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
     cannot be reached is skipped here (logged); the node checks again at start."""
     sources = {source.name: source for source in definitions.sources}
 
-    def is_lake(name: str) -> bool:
+    def kind(name: str) -> str:
         try:
-            return (sources.get(name) or stored(name)).type == "delta"
+            return (sources.get(name) or stored(name)).type
         except SetlError:
-            return False
+            return ""
     problems: list[str] = []
     keys_by_source: dict[str, dict[tuple[str, str], tuple[str, ...] | None]] = {}
     columns: dict[str, Columns | None] = {}
@@ -307,17 +307,18 @@ def keyless_tables(definitions: Definitions, stored: Callable[[str], DataSource]
                     keys_by_source[pipeline.source] = {}
             _, found = pipeline_keys(pipeline, keys_by_source[pipeline.source],
                                      nullable.get(pipeline.source, frozenset()),
-                                     is_lake(pipeline.target), channel.two_way,
+                                     kind(pipeline.target) == "delta", channel.two_way,
                                      indexes.get(pipeline.source))
             problems += [f"channel {channel.name} {problem}" for problem in found]
             read = columns.get(pipeline.source)
-            if read is not None:
+            subscribed = kind(pipeline.target) == "subscription"  # (no D, names keep case)
+            if read is not None and not subscribed:
                 problems += [f"channel {channel.name} {problem}" for problem in clash_problems(
                     pipeline, read, keys_by_source[pipeline.source])]
             if notes is not None:
                 notes += [f"channel {channel.name} {note}" for note in
                           moved_key_notes(pipeline, keys_by_source[pipeline.source])]
-            if notes is not None and not channel.two_way:
+            if notes is not None and not channel.two_way and not subscribed:
                 notes += [f"channel {channel.name} {note}" for note in
                           processor_key_notes(pipeline, keys_by_source[pipeline.source])]
     return problems

@@ -8,7 +8,10 @@ from __future__ import annotations
 import pymysql
 import pytest
 
+from manager.subscribejson import value
+from manager.subscriber import Subscriber
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_for
+from tests.integration.test_subscription import feed_channel, sources
 
 ORDERS = "CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, Total INT)"
 
@@ -61,3 +64,46 @@ def test_the_start_refuses_a_column_the_source_gained_after_the_apply(
     wait_for(lambda: cluster.pipeline_state("gained").state == "not running", 15, "stop")
 
 
+
+
+def test_a_view_a_pattern_takes_and_a_subscription_are_not_refused(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    """A view logs no row, yet its columns (``amount`` and ``gross`` beside a pair renaming
+    amount to gross) were read as a table's: the apply refused, and a running pipeline
+    stopped for good at its next start or DDL (a review). A subscription's reader gets each
+    column by its own name (``Total`` and ``total`` are two fields): not refused either."""
+    schema = make_schema(source, target, "CREATE TABLE `{schema}`.orders (id INT PRIMARY KEY, "
+                         "amount INT)")
+    target.execute(f"ALTER TABLE `{schema}`.orders CHANGE amount gross INT")
+    source.execute(f"CREATE VIEW `{schema}`.v_gross AS SELECT id, amount, amount * 2 AS gross "
+                   f"FROM `{schema}`.orders")
+    channel = one_way("viewed", schema, [])
+    channel["pipelines"][0]["pairs"] = [{
+        "source": {"namespace": schema, "table": "re:.*"}, "target": f"{schema}.{{table}}",
+        "column_pairs": [{"source": "amount", "target": "gross"}]}]
+    assert cluster.apply_errors([channel]) == []
+    cluster.set_status("viewed", "START")
+    cluster.wait_running("viewed")
+    source.execute(f"INSERT INTO `{schema}`.orders VALUES (1, 5)")
+    wait_for(lambda: target.table(schema, "orders") == [(1, 5)], 60, "the row")
+    cluster.set_status("viewed", "STOP")
+
+    source.execute(f"CREATE TABLE `{schema}`.sums (id INT PRIMARY KEY, Total INT)")
+    feed = feed_channel("subcase", "feed", schema, ["sums"])
+    feed["pipelines"][0]["pairs"][0]["virtual_columns"] = [
+        {"name": "total", "expression": "id * 10"}]
+    assert cluster.apply_errors([feed], sources(cluster, "feed")) == []
+    cluster.set_status("subcase", "START")
+    cluster.wait_running("subcase")
+    source.execute(f"INSERT INTO `{schema}`.sums VALUES (1, 5)")
+    got: list[object] = []
+    with Subscriber("subcase", managers=cluster.manager_address, retry_s=0.2) as reader:
+        for batch in reader:
+            got += [[(field.name, value(field.value)) for field in change.after]
+                    for txn in batch.transactions for change in txn.changes
+                    if change.schema == schema]
+            reader.ack(batch)
+            if got:
+                break
+    assert got == [[("id", 1), ("Total", 5), ("total", "10")]]
+    cluster.set_status("subcase", "STOP")
