@@ -24,11 +24,14 @@ from shared.patterns import SYSTEM_SCHEMAS
 
 Columns = Mapping[tuple[str, str], tuple[str, ...]]  # a source's tables, their columns
 _COLUMNS = """
-SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME FROM information_schema.COLUMNS c
-JOIN information_schema.TABLES t USING (TABLE_SCHEMA, TABLE_NAME)
-WHERE c.TABLE_SCHEMA NOT IN ({system}) AND t.TABLE_TYPE <> 'VIEW'
-ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
+SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA NOT IN ({system})
+ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
 """
+_VIEWS = """
+SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
+WHERE TABLE_TYPE = 'VIEW' AND TABLE_SCHEMA NOT IN ({system})
+"""  # (read apart: the server joins information_schema's tables a row of one at a time)
 
 
 def checked(pair: MediaPair) -> bool:
@@ -43,13 +46,16 @@ def read_columns(source: DataSource, pipelines: Iterable[Pipeline]) -> Columns |
     if not any(checked(pair) for pipeline in pipelines for pair in pipeline.pairs):
         return None
     found: dict[tuple[str, str], list[str]] = {}
+    system = ", ".join(["%s"] * len(SYSTEM_SCHEMAS))
     with connect(source, connect_timeout=5) as conn, conn.cursor() as cursor:
-        cursor.execute(_COLUMNS.format(system=", ".join(["%s"] * len(SYSTEM_SCHEMAS))),
-                       SYSTEM_SCHEMAS)
+        cursor.execute(_VIEWS.format(system=system), SYSTEM_SCHEMAS)
+        views = {tuple(map(str, row.values() if isinstance(row, dict) else row))
+                 for row in cursor.fetchall()}
+        cursor.execute(_COLUMNS.format(system=system), SYSTEM_SCHEMAS)
         for row in cursor.fetchall():
             schema, table, column = (row.values() if isinstance(row, dict) else row)
             found.setdefault((str(schema), str(table)), []).append(str(column))
-    return {name: tuple(columns) for name, columns in found.items()}
+    return {name: tuple(columns) for name, columns in found.items() if name not in views}
 
 
 def written(pair: MediaPair, columns: Sequence[str], keys: Sequence[str]
