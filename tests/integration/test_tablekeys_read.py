@@ -1,7 +1,7 @@
 """The row keys read from a real server's catalog (:func:`shared.tablekeys.row_keys`): a
 primary key first, else a unique key whose columns all refuse NULL (rows with NULL there
-would be merged as one key), else none; whatever case the index names a column in. Read as
-two plain reads joined in Python (the server's own join of its catalog's tables took 35-42 s
+would be merged as one key), else none; a view is no table. Read as two
+plain reads joined in Python (the server's own join of its catalog's tables took 35-42 s
 for 3,000 tables, at every start and after each DDL batch: a review)."""
 
 from __future__ import annotations
