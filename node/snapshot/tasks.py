@@ -62,17 +62,21 @@ def run(task: ReadTask) -> Read:
     if task.chunk is None:  # the server matched the keys; which are there, said loosely
         at = [names.index(column) for column in key.columns]
         found = {loose([row[i] for i in at]) for row in rows}
-        missing = tuple(keys for keys in task.keys if loose(keys) not in found)
         # every key asked deleted is deleted (on every shard slot its key-only image goes
         # to); where the source has the row, the row read is written after it, at once.
         # Its key as the binlog gives it (a BINARY without its padding, a number as a
-        # number), as the stream's are
+        # number), as the stream's are; and so is each key asked compared with the rows
+        # read (a big5 text's bytes, a padded BINARY, were noted missing, "deleted for
+        # good", though their rows were read and written: a review)
         by_name = {column.name: column for column in task.columns}
         if all(c in by_name for c in key.columns):
             asked = [by_name[c] for c in key.columns]
             deletes = typed(asked, mend(asked, task.deletes))
+            looked = typed(asked, mend(asked, task.keys))
         else:
-            deletes = task.deletes
+            deletes, looked = task.deletes, task.keys
+        missing = tuple(keys for keys, seen in zip(task.keys, looked, strict=True)
+                        if loose(seen) not in found)
     return Read(task.window, key.schema, key.table, key.columns, names, packed(rows),
                 len(rows), task.label, missing=missing, deletes=deletes)
 

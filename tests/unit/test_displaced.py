@@ -51,10 +51,10 @@ def test_rows_read_are_preceded_by_the_look_up_of_the_rows_they_would_land_on() 
         1, False, SLOT, load_batch_size=100)) for sql in unit.sqls if sql.text == found[1]]
     assert look_up.what == displaced.Lookup(
         "DELETE FROM `s`.`t` WHERE (`slot`) IN ((5), (6)) AND (`slot`, `id`) NOT IN "
-        "((5, 2), (6, 3))", "(`slot`)", [(2,), (3,)], key_list="`id`")
+        "((5, 2), (6, 3))", "(`slot`)", [(2,), (3,)], key_list="`id`",
+        by_values={(5,): (2,), (6,): (3,)})
     assert found[1] == (
-        f"{displaced.MARK}`id`, (`id`) IN ((2), (3)), CASE WHEN (`slot`) = (5) THEN 0 WHEN "
-        "(`slot`) = (6) THEN 1 END FROM `s`.`t` WHERE (`slot`) IN "
+        f"{displaced.MARK}`id`, (`id`) IN ((2), (3)), `slot` FROM `s`.`t` WHERE (`slot`) IN "
         "((5), (6)) AND (`slot`, `id`) NOT IN ((5, 2), (6, 3)) FOR UPDATE")
     assert "(2,5,'n2'),(3,6,'n3')" in found[2].replace(" ", "")
 
@@ -93,9 +93,9 @@ class FakeCursor:
 def test_load_deletes_what_it_finds_and_asks_again_for_the_rows_outside_the_chunk() -> None:
     unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
     asked: list[Any] = []
-    cursor = FakeCursor([(7, 0, 0), (3, 1, 1)])  # 7: outside the chunk; 3: a row of it
+    cursor = FakeCursor([(7, 0, 5), (3, 1, 6)])  # 7: outside the chunk; 3: a row of it
     sql = Sql(f"{displaced.MARK}... FOR UPDATE", 0, what=displaced.Lookup(
-        "DELETE FROM ...", "(`slot`)", [(1,), (9,)]))
+        "DELETE FROM ...", "(`slot`)", [(1,), (9,)], by_values={(5,): (1,), (6,): (9,)}))
     assert displaced.write(cursor, unit, sql, "c.p", 4,
                            lambda *found: asked.append(found)) == 2
     assert cursor.executed == [(sql.text, None), ("DELETE FROM ...", None)]
@@ -178,9 +178,9 @@ def test_a_displaced_row_a_pair_that_cannot_be_asked_may_own_stops_the_batch(
 def test_a_door_that_stops_the_batch_leaves_the_rows_undeleted() -> None:
     """The hook raises (another feeder, a key displaced twice): no DELETE is sent."""
     unit = Unit("dst", "s", "t", 0, 0, [], 0, ("id",))
-    cursor = FakeCursor([(7, 0, 0)])  # (met as the collation does: the server's answer)
+    cursor = FakeCursor([(7, 0, "Ab")])  # (met as the collation does: no key to name)
     sql = Sql(f"{displaced.MARK}... FOR UPDATE", 0, what=displaced.Lookup(
-        "DELETE FROM ...", "(`name`)", [(1,)]))
+        "DELETE FROM ...", "(`name`)", [(1,)], by_values={("ab",): (1,)}))
     moved: list[Any] = []
 
     def stop(target: Any, keys: Any, found: list[Any], process_id: int) -> None:
@@ -189,4 +189,25 @@ def test_a_door_that_stops_the_batch_leaves_the_rows_undeleted() -> None:
     with pytest.raises(displaced.DisplacedError):
         displaced.write(cursor, unit, sql, "c.p", 4, stop)
     assert cursor.executed == [(sql.text, None)]
-    assert moved == [displaced.Moved((7,), (1,), "(`name`)")]  # (met as the collation does)
+    assert moved == [displaced.Moved((7,), None, "(`name`)")]  # (met as the collation does)
+
+
+def test_a_look_up_that_would_not_fit_the_packet_goes_with_a_smaller_chunk() -> None:
+    """1,000 rows read whose unique values are long: the chunk's look-up over the target's
+    max_allowed_packet was refused at every try, the pipeline stalled (a review). The chunk
+    is halved until each look-up fits, each half's look-up right before its own rows."""
+    columns = {"id": Column("int", None), "slot": Column("varchar", "utf8mb4"),
+               "note": Column("varchar", "utf8mb4")}
+    packet = 1 << 20
+    facts = {("dst", "s", "t"): TableFacts(columns, (frozenset({"id"}), frozenset({"slot"})),
+                                           packet=packet)}
+    changes = [ins(READ + i, {"id": i, "slot": f"{i:04}" + "x" * 3000, "note": ""})
+               for i in range(1000)]
+    found = texts(changes, facts, size=1000)
+    looks = [text for text in found if text.startswith(displaced.MARK)]
+    assert len(looks) > 1
+    assert all(len(text.encode()) <= displaced.room(packet) for text in looks)
+    assert [text.split()[0] for text in found[:2]] == ["SELECT", "INSERT"]
+    written = "".join(text for text in found if text.startswith("INSERT"))
+    assert all(f"'{i:04}x" in written for i in range(1000))
+    assert sum(text.count(f"'{i:04}x") for text in looks for i in (0, 999)) == 4  # IN, NOT IN

@@ -71,6 +71,7 @@ from node.merge import UPSERT, TableWrites
 from node.target.mysql.facts import TableFacts, Target
 from node.target.mysql.keys import key_padding, key_place, sql_value
 from node.target.mysql.lookedup import Index, others, unseen
+from node.target.mysql.pieces import room
 from node.target.mysql.sqltext import Sql, literal
 from shared.datatypes import read_expression
 from shared.errors import DisplacedError
@@ -106,6 +107,9 @@ class Lookup(NamedTuple):
     # by the place of its first row among the chunk's rows (:func:`_spared`)
     streamed: dict[int, str] | None = None
     key_list: str = ""  # the key's columns, quoted
+    # where no stream row is in the chunk: each unique value's key (the row read that meets
+    # a row found, matched as the values come back, for the message only)
+    by_values: dict[tuple[Any, ...], tuple[Any, ...]] | None = None
 
 
 # (target, key columns, rows displaced outside their statement chunk, the batch's processId):
@@ -144,16 +148,27 @@ def sqls(writes: TableWrites, read: dict[int, bool], table: TableFacts, size: in
                 # take a row that chunk frees for one displaced)
                 indexes = unseen(table, writes.keys, part[0][1])
                 for at in range(0, len(part), size):
-                    chunk = part[at:at + size]
-                    out += selects(writes, [item for _, item in chunk], table,
-                                   [item for _, item in chunk if not read[id(item)]])
-                    out += render(chunk)
-                    if indexes:
-                        out += check(writes, [item for _, item in chunk], table, indexes)
+                    out += _fitted(writes, part[at:at + size], read, table, indexes, render)
             part = []
         reading = now
         part.append(step)
     return out
+
+
+def _fitted(writes: TableWrites, chunk: list[tuple[str, Any]], read: dict[int, bool],
+            table: TableFacts, indexes: list[Index],
+            render: Callable[[list[tuple[str, Any]]], list[Sql]]) -> list[Sql]:
+    """A statement chunk of rows read with its look-ups before it (and its check after),
+    halved while a look-up would not fit the target's packet (a chunk's long unique values,
+    or a prefix index's whole values: refused at every try, the pipeline stalled — a
+    review); a smaller chunk is as exact."""
+    rows = [item for _, item in chunk]
+    looks = selects(writes, rows, table, [item for item in rows if not read[id(item)]])
+    if len(chunk) > 1 and any(len(sql.text.encode()) > room(table.packet) for sql in looks):
+        half = len(chunk) // 2
+        return _fitted(writes, chunk[:half], read, table, indexes, render) + \
+            _fitted(writes, chunk[half:], read, table, indexes, render)
+    return looks + render(chunk) + (check(writes, rows, table, indexes) if indexes else [])
 
 
 def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
@@ -220,7 +235,9 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
         # the place of the first row taking the value each row found holds, as the index
         # compares (its collation, its prefix); the delete by the same condition: the rows
         # the look-up found and locked
-        taken = "CASE " + " ".join(
+        # (where the stream's rows are in the chunk: a chunk only read takes its held
+        # values back, the text no larger than the values twice)
+        taken = ", ".join(held) if not mine else "CASE " + " ".join(
             f"WHEN ({', '.join(held)}) = "
             f"{_tuples(spelt, [u], columns, prefixes)} THEN {at}" for u, _, at in placed) + \
             " END"
@@ -228,7 +245,7 @@ def selects(writes: TableWrites, rows: list[Row], table: TableFacts,
                        f"{where} FOR UPDATE", 0,
                        what=Lookup(f"DELETE {where}", named, own,
                                    table.foreign_keys and not writes.unchecked, mine or None,
-                                   key_list)))
+                                   key_list, None if mine else dict(pairs[::-1]))))
     return out
 
 
@@ -314,7 +331,7 @@ def write(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int,
         if not found:
             return 0
         displaced = [tuple(row[:len(keys)]) for row in found]
-        outside = [Moved(key, _by(row[len(keys) + 1], lookup.keys), lookup.index)
+        outside = [Moved(key, _by(lookup, row[len(keys) + 1:]), lookup.index)
                    for key, row in zip(displaced, found, strict=True) if not row[len(keys)]]
         if outside and hook is not None:  # (before the delete: it may stop the batch)
             hook((unit.datasource, unit.schema, unit.table), keys, outside, process_id)
@@ -361,10 +378,15 @@ def _spared(lookup: Lookup, found: Any, width: int) -> str:
     return f" AND ({lookup.key_list}) NOT IN ({', '.join(spared)})" if spared else ""
 
 
-def _by(taken: Any, keys: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
-    """The key of the first row of the chunk whose unique values a displaced row holds, by
-    the server's answer (the index's collation and prefix; for the message only)."""
-    return None if taken is None else keys[int(taken)]
+def _by(lookup: Lookup, rest: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The key of the first row of the chunk whose unique values a displaced row holds (for
+    the message only): the server's answer where the stream's rows are in the chunk (the
+    index's collation and prefix), else the row read holding the values as they came back
+    (None where the collation or a prefix took them otherwise)."""
+    if lookup.by_values is not None:
+        return lookup.by_values.get(tuple(rest))
+    taken = rest[0]
+    return None if taken is None else lookup.keys[int(taken)]
 
 
 def _checked(cursor: Any, unit: Unit, sql: Sql, pipeline_id: str, process_id: int) -> int:
