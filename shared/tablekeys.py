@@ -81,9 +81,12 @@ def _unique_indexes(cursor: Any, where: str = "", only: tuple[str, str] | None =
     nulls = {(schema, table, column.lower())
              for schema, table, column in _tuples(cursor.fetchall())}
     indexes: dict[tuple[str, str, str], list[tuple[str, bool]]] = {}
+    functional = {(schema, table, index) for schema, table, index, column in rows
+                  if column is None}  # (MySQL 8's key part over an expression: no column)
     for schema, table, index, column in rows:
-        indexes.setdefault((schema, table, index), []).append(
-            (column, (schema, table, column.lower()) in nulls))
+        if (schema, table, index) not in functional:
+            indexes.setdefault((schema, table, index), []).append(
+                (column, (schema, table, column.lower()) in nulls))
     return indexes
 
 

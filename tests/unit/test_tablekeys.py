@@ -196,3 +196,26 @@ def test_a_pair_whose_processor_may_compute_the_key_is_noted() -> None:
     plain = pipeline('{source: shop.a, target: shop.m, virtual_columns: [{name: id, '
                      'expression: "id + 1"}]}')
     assert processor_key_notes(plain, keys) == []
+
+
+def test_a_unique_index_over_an_expression_keys_no_rows() -> None:
+    """MySQL 8 lists a functional key part with no column name (NULL): it crashed the read
+    of every table's keys (a review); the server's join had dropped that part, taking
+    UNIQUE (a, (expr)) for a key over a alone. Such an index keys nothing."""
+    from shared.tablekeys import row_keys
+
+    class Cursor:
+        def __init__(self) -> None:
+            self.answers: list[list[tuple[object, ...]]] = [
+                [("s", "f"), ("s", "g")],  # tables
+                [("s", "f", "byexpr", "a"), ("s", "f", "byexpr", None),  # unique parts
+                 ("s", "g", "PRIMARY", "id")],
+                [],  # nullable columns
+            ]
+
+        def execute(self, sql: str, args: object = None) -> None:
+            self.rows = self.answers.pop(0)
+
+        def fetchall(self) -> list[tuple[object, ...]]:
+            return self.rows
+    assert row_keys(Cursor()) == {("s", "f"): None, ("s", "g"): ("id",)}
