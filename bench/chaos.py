@@ -28,13 +28,32 @@ snapshot, and checks the promises a reader relies on: the balances always sum to
 total and the versions to twice the journal's rows (a reader never sees part of a source
 transaction), the swapped slots are always a permutation of 1..N, and no account's version
 ever goes down (a row never goes back). A fault has
-healed when every journal row written on the source before it is on the target; that time
-is reported (for the node faults it is the takeover time). At the end the workloads stop,
+healed when every journal row written on the source before it is on the target (and the
+manager, through ZooKeeper, then says which node runs the pipeline); that time is
+reported (for the node faults it is the takeover time). At the end the workloads stop,
 source and target are compared table by table as multisets (rows on each side, per table)
 and the keyed tables with ``pt-table-sync --print``, and a report (faults by kind, heal
 times p50/max, snapshots checked, violations, divergences, tables) is
 printed and written to ``bench/results/chaos-<time>.json``. Exit code 0 only when there is
 no violation and no divergence and every fault healed.
+
+With ``--copies`` (bench/chaoscopies.py) copies race the faults too: every ``--copy-every``
+seconds or so a ``setl snapshot`` of one of the tables (the keyless ``kl`` included: its copy
+must be refused, failed with the reason) or a free-door backfill (``I``/``U``/``D`` requests
+for random keys of a keyed table in the source's ``retl.retl_buffer``), waited for by no
+one. The pipeline copies in chunks of 10 rows, two a window (``snapshot_chunk_size``,
+``snapshot_parallelism``), so that a copy is many windows and faults come while it runs.
+The watcher checks the same promises, and only those: the README ("whole transactions ... in
+every phase — ... backfill, snapshot", "a row never goes back") and
+docs/free-door-and-snapshots.md promise, during a copy too, whole source transactions (the
+sums and the permutation of the slots; a ``D`` request deletes and writes the row again in
+one transaction) and that no row goes back (the versions). They promise nothing of a row not
+copied yet (it is "simply not there yet"), so the watcher counts no rows. At the end every
+copy asked must have ended (each keyed table's ``done``) and the source's buffer and pending
+requests be empty, under the load and the watcher, before the multiset comparison; the
+report adds the copies by table and state and the requests written. Without ``--copies``
+the soak is the one it was (comparable with older runs). The nodes' and the manager's logs
+are copied to ``<results>/chaos-<time>-logs/`` unless the run is a smoke.
 """
 
 from __future__ import annotations
@@ -42,6 +61,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -55,6 +75,7 @@ from typing import Any
 
 import pymysql
 
+from bench.chaoscopies import CHUNK_ROWS, PARALLEL, Copies
 from bench.chaosload import ACCOUNTS, DB, OPENING, SLOTS, Load
 from bench.measure import RESULTS, pt_table_sync_differences, write_json
 from shared.sandbox import Sandbox, pid_alive
@@ -70,7 +91,7 @@ HEAL_LIMIT_S = 180.0  # a fault not healed by then fails the soak
 
 class Soak:
     def __init__(self, work: Path, seed: int, log: Any = print,
-                 spark_start: str = "boot") -> None:
+                 spark_start: str = "boot", copy_every_s: float = 0.0) -> None:
         self.work, self.rng, self.log = work, random.Random(seed), log
         self.box = Sandbox(work / "sandbox")
         self.servers = self.box.up(owner_pid=os.getpid())
@@ -84,6 +105,9 @@ class Soak:
         self.load = Load(self.box, self.stop, self.rng)
         self.threads: list[threading.Thread] = []
         self.sysbench: subprocess.Popen[bytes] | None = None
+        self.copies = (Copies(self.box, self.cluster, CHANNEL, threading.Event(), self.rng,
+                              copy_every_s) if copy_every_s else None)
+        self.copied: dict[str, Any] = {}
 
     # -- set-up -------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -108,6 +132,8 @@ class Soak:
         self.cluster.apply([{"name": CHANNEL, "pipelines": [{
             "name": "forward", "source": "source", "target": "target", "batch_timeout_ms": 50,
             "ddl_sync": True,  # sysbench's tables are made on the source and replicated
+            **({"snapshot_chunk_size": CHUNK_ROWS, "snapshot_parallelism": PARALLEL}
+               if self.copies else {}),
             "pairs": [{"source": f"{DB}.{t}", "target": f"{DB}.{t}"} for t in TABLES]}]}])
         self.cluster.set_status(CHANNEL, "START")
         self.cluster.wait_running(CHANNEL)
@@ -135,6 +161,10 @@ class Soak:
             thread = threading.Thread(target=target, daemon=True, name=target.__name__)
             thread.start()
             self.threads.append(thread)
+        if self.copies is not None:
+            self.copier = threading.Thread(target=self.copies.copier, daemon=True,
+                                           name="copier")
+            self.copier.start()
 
     # -- faults -------------------------------------------------------------------------
     def owner(self) -> int:
@@ -201,7 +231,11 @@ class Soak:
             finally:
                 target.close()
         wait_for(arrived, HEAL_LIMIT_S, f"journal row {wanted} on the target", 0.05)
-        return time.monotonic() - started
+        healed = time.monotonic() - started
+        # and ZooKeeper answers (through the manager): the stream loads without it, so the
+        # journal alone passed a ZooKeeper that died after its restart (its copies stalled)
+        self.owner()
+        return healed
 
     def restart_dead_nodes(self) -> None:
         for node_id, daemon in list(self.cluster.nodes.items()):
@@ -211,7 +245,12 @@ class Soak:
     # -- the end ------------------------------------------------------------------------
     def finish(self) -> tuple[list[str], int, dict[str, dict[str, Any]]]:
         """Stop the workloads; return the tables that differ, the rows compared and each
-        table's rows on both sides (compared as multisets: duplicates count)."""
+        table's rows on both sides (compared as multisets: duplicates count). The copies
+        asked end first, under the load and the watcher."""
+        if self.copies is not None:
+            self.copies.stop.set()
+            self.copier.join(120)
+            self.copied = self.copies.settle(2 * HEAL_LIMIT_S)
         if self.sysbench is not None:
             self.sysbench.terminate()
             self.sysbench.wait(30)
@@ -243,8 +282,18 @@ class Soak:
                                             DB, [t for t in TABLES if t not in KEYLESS])
         return differ, rows, tables
 
+    def keep_logs(self, results: Path, stamp: str) -> Path:
+        """The nodes' and the manager's logs copied to ``results/chaos-<stamp>-logs``."""
+        kept = results / f"chaos-{stamp}-logs"
+        kept.mkdir(parents=True, exist_ok=True)
+        for log in (self.work / "cluster").glob("*.log"):
+            shutil.copy2(log, kept / log.name)
+        return kept
+
     def close(self) -> None:
         self.stop.set()
+        if self.copies is not None:
+            self.copies.stop.set()
         if self.sysbench is not None and self.sysbench.poll() is None:
             self.sysbench.kill()
         self.cluster.stop()
@@ -253,14 +302,18 @@ class Soak:
 
 def soak(minutes: float, every_s: float, seed: int, faults: list[str], work: Path,
          results: Path = RESULTS, smoke: bool = False, rounds: int = 0,
-         spark_start: str = "boot") -> dict[str, Any]:
-    run = Soak(work, seed, spark_start=spark_start)
+         spark_start: str = "boot", copy_every_s: float = 0.0) -> dict[str, Any]:
+    run = Soak(work, seed, spark_start=spark_start, copy_every_s=copy_every_s)
     began = time.monotonic()
     done: list[dict[str, Any]] = []
     failure = ""
     try:
         run.prepare()
         run.start_workloads(minutes * 60)
+        if smoke and run.copies is not None:  # one copy of each kind at once, then faults
+            run.copies.one("snapshot", "sbtest1")
+            run.copies.one("snapshot", "kl")
+            run.copies.one("backfill", "accounts")
         deadline = time.monotonic() + minutes * 60
         order = list(faults)
         while time.monotonic() < deadline or rounds:
@@ -285,6 +338,9 @@ def soak(minutes: float, every_s: float, seed: int, faults: list[str], work: Pat
                   f"{watch.snapshots} snapshots, {len(watch.violations)} violations", flush=True)
         differ, rows, tables = run.finish()
     finally:
+        if not smoke:
+            print(f"logs kept in {run.keep_logs(results, time.strftime('%Y%m%d-%H%M%S'))}",
+                  flush=True)
         run.close()
     return report(done, run, differ, rows, tables, failure, time.monotonic() - began, minutes,
                   seed, results, smoke, rounds)
@@ -314,13 +370,23 @@ def report(done: list[dict[str, Any]], run: Soak, differ: list[str], rows: int,
         "violations": watch.violations[:20], "violation_count": len(watch.violations),
         "divergences": differ, "tables": tables, "failure": failure, "log": done,
         "watcher_stopped": watch.stopped,
-        "ok": not failure and not differ and not watch.violations and not watch.stopped,
+        "ok": not failure and not differ and not watch.violations and not watch.stopped
+        and not run.copied.get("failures"),
     }
+    if run.copies is not None:
+        result["copies"] = run.copied
     _, path = write_json(results, "chaos", smoke, result)
     print(f"faults {result['faults']}; heal p50/max by kind {result['heal_s']}; takeover "
           f"{result['takeover_s']}; {run.load.transfers} transfers, {watch.snapshots} "
           f"snapshots checked, {len(watch.violations)} violations, "
           f"{len(differ)} divergences over {rows} rows{'; ' + failure if failure else ''}")
+    if run.copies is not None:
+        copied = run.copied
+        print(f"copies: snapshots {copied['copies_by_state']}, {copied['rows_copied']} rows "
+              f"copied; {copied['backfills']} backfills {copied['requests']}; "
+              f"{copied['ask_errors']} asks failed (asked again)")
+        for line in copied["failures"]:
+            print(f"  {line}")
     for name, table in tables.items():
         print(f"  {name}: source {table['source_rows']} rows, target {table['target_rows']}, "
               f"only source {table['only_source']}, only target {table['only_target']}")
@@ -347,6 +413,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the result as chaos-smoke.json (the test's short run)")
     parser.add_argument("--spark-start", choices=("boot", "on_demand"), default="boot",
                         help="the nodes' spark.start (default boot, the product's default)")
+    parser.add_argument("--copies", action="store_true",
+                        help="race copies against the faults: a snapshot or a free-door "
+                             "backfill every --copy-every seconds or so")
+    parser.add_argument("--copy-every", type=float, default=20.0,
+                        help="seconds between copies with --copies (default 20)")
     args = parser.parse_args(argv)
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = [f for f in faults if f not in FAULTS]
@@ -354,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown fault kind(s) {unknown}; choose from {', '.join(FAULTS)}")
     with tempfile.TemporaryDirectory(prefix="setl-chaos-") as work:
         result = soak(args.minutes, args.every, args.seed, faults, Path(work), args.results,
-                      args.smoke, args.rounds, args.spark_start)
+                      args.smoke, args.rounds, args.spark_start,
+                      args.copy_every if args.copies else 0.0)
     return 0 if result["ok"] else 1
 
 

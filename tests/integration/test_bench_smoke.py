@@ -133,12 +133,14 @@ def test_bench_decode_worker_smoke_run_times_the_workers_decoder(tmp_path: Path)
 
 
 def test_chaos_soak_one_fault_of_each_kind_ends_with_the_promises_kept(tmp_path: Path) -> None:
-    """``make chaos`` in short: every kind of fault once, under load on two nodes."""
+    """``make chaos`` in short: every kind of fault once, under load on two nodes, racing
+    one copy of each kind (``--copies``: a snapshot of a keyed table, one of the keyless
+    table that must be refused, a free-door backfill)."""
     from bench.chaos import FAULTS
 
     # (Spark on demand: two JVMs warm from boot on a 2-core CI machine beside the rest)
     report = smoke_run("bench.chaos", tmp_path, "--rounds", "1", "--every", "2", "--seed", "7",
-                       "--spark-start", "on_demand")
+                       "--spark-start", "on_demand", "--copies", "--copy-every", "3600")
     assert report["ok"], report
     assert report["faults"] == dict.fromkeys(FAULTS, 1)
     assert all(fault["healed_s"] is not None for fault in report["log"])
@@ -149,3 +151,8 @@ def test_chaos_soak_one_fault_of_each_kind_ends_with_the_promises_kept(tmp_path:
     # a keyless table with duplicates and a unique-key swap table, compared per table
     assert report["tables"]["kl"]["source_rows"] > 20 and report["tables"]["sl"]["equal"]
     assert all(table["equal"] for table in report["tables"].values()), report["tables"]
+    copies = report["copies"]  # each ended as it must, with every request served
+    assert copies["failures"] == [] and copies["backfills"] == 1, copies
+    assert copies["copies_by_state"] == {"sbtest1:done": 1}, copies
+    assert copies["rows_copied"] >= 2000 and copies["ask_errors"] == 0, copies
+    assert copies["keyless_refused"] == 1 and "no primary key" in copies["keyless_refused_why"][0]
