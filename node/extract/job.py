@@ -69,30 +69,43 @@ def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = Non
     [row changes, event bytes] by table-map number. Events of the table-map numbers in
     ``skip`` are left out (:mod:`node.extract.inserts` took them)."""
     out: list[tuple[int, RowChange]] = []
-    append, events, layouts, at = out.append, part.events, part.layouts, 0
+    append, events, at = out.append, part.events, 0
     sizes = {} if sizes is None else sizes
+    # per table-map number, what each of its events needs: most events of an OLTP part
+    # hold one row, so what is the same for all of them is looked up once
+    tables: dict[int, tuple[TableSchema, str, str, tuple[str, ...], int, list[int]]] = {}
     for length, number, place in zip(part.lengths, part.numbers, part.places, strict=True):
         if skip and number in skip:
             at += length
             continue
         data = events[at:at + length]
         at += length
-        layout = layouts[number]
+        table_of = tables.get(number)
+        if table_of is None:
+            layout = part.layouts[number]
+            size = sizes.get(number)
+            if size is None:
+                size = sizes[number] = [0, 0]
+            table_of = tables[number] = (layout, layout.schema, layout.table,
+                                         layout.primary_key, layout.event_head(), size)
+        layout, schema, table, keys, head, size = table_of
         kind = _KINDS[data[5]]
         ts = int.from_bytes(data[1:5], "little") * 1000
         base = place << ROW_BITS
-        schema, table, keys = layout.schema, layout.table, layout.primary_key
         images = decode_rows(layout, data, checksum)
-        if len(images) >= EVENT_ROWS:  # (once an event: its rows' seqs stay its own)
-            raise crowded(schema, table, place, len(images))
-        for row, (before, after) in enumerate(images):  # tuple.__new__: no per-row __new__
-            append((base + row, _CHANGE(RowChange, (schema, table, kind, keys, before, after,
-                                                    "", ts, ()))))
-        size = sizes.get(number)
-        if size is None:
-            size = sizes[number] = [0, 0]
-        size[0] += len(images)
-        size[1] += length - layout.event_head()
+        count = len(images)
+        if count >= EVENT_ROWS:  # (once an event: its rows' seqs stay its own)
+            raise crowded(schema, table, place, count)
+        if count == 1:  # an OLTP statement's event: its one row
+            before, after = images[0]
+            append((base, _CHANGE(RowChange, (schema, table, kind, keys, before, after,
+                                              "", ts, ()))))
+        else:
+            for row, (before, after) in enumerate(images):  # tuple.__new__: no __new__ a row
+                append((base + row, _CHANGE(RowChange, (schema, table, kind, keys, before,
+                                                        after, "", ts, ()))))
+        size[0] += count
+        size[1] += length - head
     out.extend(part.decoded)
     return out
 
