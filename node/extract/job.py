@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import threading
 from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -118,8 +119,10 @@ def run_part(compiled: CompiledPipeline, spec: JobSpec, part: Part) -> PartResul
     changes) that all live until it ends: the collector's passes over them found nothing to
     free and cost ~10% of an OLTP part's CPU (more as a part grows: each pass walks what the
     part made so far). Refcounting frees them as ever; the collector is turned back on when
-    the part ends (only if it was on: nothing else turns it off)."""
-    if not gc.isenabled():
+    the part ends (only if it was on: nothing else turns it off). Only on a process's main
+    thread, a Spark worker's: in the node's threads, parts back to back would hold the
+    daemon's collector off nearly all the time (a review)."""
+    if not gc.isenabled() or threading.current_thread() is not threading.main_thread():
         return _run_part(compiled, spec, part)
     gc.disable()
     try:

@@ -48,10 +48,6 @@ from shared.model import DataSource, PipelineParams
 
 log = logging.getLogger("setl.node.snapshot")
 RETRY_S = 2.0
-# the copies' progress is saved at most so often (a copy's end at once): the whole state is
-# one document, written as chunks are done (a chaos soak's copies wrote 600 KB several times
-# a second and ran ZooKeeper out of memory); a restart reads again the chunks done since
-SAVE_EVERY_S = 1.0
 
 
 class Snapshots:
@@ -81,7 +77,6 @@ class Snapshots:
         self._copies_lock = threading.RLock()
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._unsaved, self._saved_at = False, float("-inf")  # (progress: SAVE_EVERY_S)
         self._rate = Rate()
         self._reads = WindowReads(pipeline_id, source, compiled, spark,
                                   params.snapshot_parallelism, lines)
@@ -122,8 +117,6 @@ class Snapshots:
         self.halt()
         if self._thread.ident is not None:
             self._thread.join(10)
-        if self._unsaved:  # (the progress not saved yet: a fenced runner's save is refused)
-            self._save_progress()
         self._reads.close()
 
     @property
@@ -220,7 +213,6 @@ class Snapshots:
         with self._lock:
             windows = [self._pending.pop(window_id, None) for window_id, _, _ in batch.windows]
         notes: list[Note] = []
-        finished = False
         for window in windows:
             if window is None or window.reads is None:
                 continue
@@ -233,7 +225,7 @@ class Snapshots:
                 copy.done.add(chunk.index)
                 copy.read_rows += read.count
                 if copy.state == "copying" and len(copy.done) == copy.total:
-                    copy.state, copy.finished, finished = "done", time.time(), True
+                    copy.state, copy.finished = "done", time.time()
                     log.info("event=snapshot_table_done pipeline=%s table=%s.%s rows=%d "
                              "chunks=%d seconds=%.1f", self.pipeline_id, copy.schema,
                              copy.table, copy.read_rows, copy.total,
@@ -244,17 +236,9 @@ class Snapshots:
         if notes:
             self.door.noted(notes)
         self._wake.set()
-        # a copy's end saved at once, progress at most every SAVE_EVERY_S (the loop saves
-        # what is left): a restart reads again the chunks of windows in flight and those
-        # done since the last save — read again, they are written again as they are now
-        self._unsaved = True
-        if finished or self.clock() - self._saved_at >= SAVE_EVERY_S:
-            self._save_progress()
-
-    def _save_progress(self) -> None:
-        self._unsaved, self._saved_at = False, self.clock()
-        if not self._save():
-            self._unsaved = True
+        # saved at once: a restart reads again only the chunks of windows in flight (a window
+        # is tens of milliseconds or more; one write of a few hundred bytes each)
+        self._save()
 
     def progress(self) -> list[dict[str, object]]:
         """Per table: chunks done of all, rows, rows/s, and an ETA."""
@@ -270,8 +254,6 @@ class Snapshots:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                if self._unsaved and self.clock() - self._saved_at >= SAVE_EVERY_S:
-                    self._save_progress()
                 self._take_requests()
                 control = self.store.control()
                 self._cancel(control.get("cancelled") or {})

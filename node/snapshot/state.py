@@ -71,42 +71,34 @@ class TableCopy:
         a copy's done chunks without theirs (never read again): the state of a pipeline that
         copied many tables stays small, and so does each save while one copies (the whole
         state is written as chunks are done: a chaos soak's 600 KB a save ran ZooKeeper out
-        of memory)."""
+        of memory). A done chunk is saved as one unbounded (``[null, null, false]``, as an
+        older setl reads it), by one look at ``done`` (Load's thread adds to it meanwhile: a
+        chunk saved so and not done would be read as the whole table)."""
         copying = self.state == "copying"
+        done = set(self.done)
         return {"id": self.id, "schema": self.schema, "table": self.table, "where": self.where,
                 "key": asdict(self.key), "rows": self.rows, "read_rows": self.read_rows,
                 "state": self.state, "error": self.error, "started": self.started,
-                "finished": self.finished, "done": _ranges(self.done),
+                "finished": self.finished, "done": _ranges(done),
                 "request": self.request, "total": self.total,
                 **({"again": self.again} if self.again else {}),
                 **({"planned_at": [self.planned_at.file, self.planned_at.pos,
                                    self.planned_at.server]} if self.planned_at else {}),
-                "chunks": [None if c.index in self.done else
+                "chunks": [[None, None, False] if c.index in done else
                            [_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]
                 if copying else []}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableCopy:
         key = SplitKey(**{**data["key"], "columns": tuple(data["key"]["columns"])})
-        done = _unranged(data["done"])
-        chunks = [_chunk(index, saved, index in done)
-                  for index, saved in enumerate(data["chunks"])]
+        chunks = [Chunk(index, _unbound(low), _unbound(high), bool(nulls))
+                  for index, (low, high, nulls) in enumerate(data["chunks"])]
         return cls(data["id"], data["schema"], data["table"], data["where"], key, chunks,
-                   int(data["rows"]), done, int(data["read_rows"]),
+                   int(data["rows"]), _unranged(data["done"]), int(data["read_rows"]),
                    data["state"], data.get("error", ""), float(data["started"]),
                    float(data["finished"]), str(data.get("request", "")),
                    0 if chunks else int(data.get("total", 0)), str(data.get("again", "")),
                    _position(data.get("planned_at")))
-
-
-def _chunk(index: int, saved: Any, done: bool) -> Chunk:
-    """A chunk as saved: a done one without its bounds (a marker read again never)."""
-    if saved is None:
-        if not done:  # (never written so: it would read the whole table as one chunk)
-            raise ValueError(f"chunk {index} is saved without its bounds and is not done")
-        return Chunk(index, nulls=True)
-    low, high, nulls = saved
-    return Chunk(index, _unbound(low), _unbound(high), bool(nulls))
 
 
 def _position(saved: Any) -> BinlogPosition | None:

@@ -3,7 +3,6 @@ every paired table chunk by chunk while writes go on, and ends equal to the sour
 
 from __future__ import annotations
 
-import datetime
 import random
 import threading
 from collections import Counter
@@ -308,22 +307,12 @@ def test_kill_9_in_the_middle_of_a_copy_goes_on_with_the_chunks_not_done(
         wait_for(done, 180, "copy done", interval_s=0.05)
         assert all(len(states) == 1 for states in shown), shown  # never a copy gone from view
         wait_equal(source, target, schema, ["items"], 60)
-        lines = [line for line in restarted.output().splitlines()  # both runs: one log file
-                 if "event=snapshot_window " in line]
-        reads = [line.split("chunks=")[1].split()[0] for line in lines]
+        reads = [line.split("chunks=")[1].split()[0]  # both runs: the node's one log file
+                 for line in restarted.output().splitlines() if "event=snapshot_window " in line]
         [copy] = cluster.pipeline_state("snapcrash").snapshots
+        # every chunk read once, but those of the windows in flight when the node died
+        assert len(reads) <= copy.chunks + 3, (len(reads), copy.chunks)
         assert len(set(reads)) == copy.chunks == 100
-        # every chunk read once, but those of the windows in flight when the node died and
-        # those done since the last save (progress is saved at most every second): the last
-        # read before the kill, never the copy from its start
-        at = [datetime.datetime.fromisoformat(line.split()[0]) for line in lines]
-        number = [int(read.rsplit("#", 1)[1]) for read in reads]  # (one chunk a window)
-        restart = next((i for i in range(1, len(reads)) if number[i] <= number[i - 1]),
-                       len(reads))
-        before = dict(zip(reads[:restart], at[:restart], strict=True))
-        assert restart == len(reads) or number[restart] > 0, reads  # (not from the start)
-        assert all(at[restart - 1] - before[read] < datetime.timedelta(seconds=5)
-                   for read in reads[restart:] if read in before), (reads, at)
         shapes.finish(source)
     finally:
         shapes.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import gc
+import threading
 from array import array
 
 import pymysql
@@ -254,6 +255,16 @@ def test_a_part_runs_with_no_cycle_collection_and_leaves_the_collector_as_it_fou
         gc.disable()  # someone else's: it stays off
         run_part(compiled, spec, part)
         assert not gc.isenabled()
+        gc.enable()
+        # in a thread of the node (a small batch's part) the daemon's collector runs on:
+        # parts back to back held it off nearly all the time (a review)
+        held: list[bool] = []
+        passes.clear()
+        thread = threading.Thread(target=lambda: held.append(run_part(
+            compiled, spec, part).rows == 3000 and gc.isenabled()))
+        thread.start()
+        thread.join()
+        assert held == [True] and len(passes) > 2
     finally:
         gc.callbacks.remove(seen)
         gc.enable()
