@@ -24,7 +24,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
 from shared import zk
-from shared.errors import FencedError
+from shared.errors import CoordinationError, FencedError
 from shared.model import BinlogPosition
 from shared.retl import decode_key, encode_key
 from shared.snapshotctl import SnapshotControl
@@ -205,7 +205,7 @@ class SnapshotStore(SnapshotControl):
         if now - at >= STORED_EVERY_S:
             try:
                 found = progress(self._read()[0])
-            except KazooException:
+            except (KazooException, CoordinationError):  # (said by the runner's load)
                 pass
             self._stored = (now, found)
         return found
@@ -220,7 +220,18 @@ class SnapshotStore(SnapshotControl):
             data, stat = self.client.get(self.path)
         except NoNodeError:
             return [], None
-        return [TableCopy.from_json(item) for item in json.loads(data or b"[]")], stat.version
+        try:
+            return [TableCopy.from_json(item) for item in json.loads(data or b"[]")], \
+                stat.version
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # (a status read
+            # raising anything else stopped the node: every node taking the pipeline)
+            raise CoordinationError(
+                f"pipeline {self.pipeline_id}: its table copies' state in ZooKeeper "
+                f"({self.path}) cannot be read ({type(exc).__name__}: {exc}): written by "
+                "another setl release, or by hand. The pipeline cannot start with it. Move "
+                "it aside (zkCli: get it, keep the text, delete the znode); the copies under "
+                "way are then lost: ask them again with setl snapshot CHANNEL --table "
+                "schema.table") from None
 
     def save(self, copies: list[TableCopy]) -> None:
         """Write ``copies`` over the state this runner loaded or saved last. FencedError

@@ -4,12 +4,15 @@ the new owner's copy stays."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from kazoo.client import KazooClient
 
 from node.extract.chunks import Chunk, SplitKey
 from node.snapshot.state import SnapshotStore, TableCopy
-from shared.errors import FencedError
+from shared.errors import CoordinationError, FencedError
 from shared.zk import ZkPaths
 
 PIPELINE = "snapfenced.p"
@@ -41,3 +44,20 @@ def test_a_late_save_of_an_old_owner_never_drops_the_new_owners_copy(
     with pytest.raises(FencedError):
         new.save([copy("b")])
     assert not zk_client.exists(ZkPaths(zk_root).snapshot(PIPELINE))
+
+
+def test_a_state_that_cannot_be_read_is_said_and_stops_no_node(
+        zk_client: KazooClient, zk_root: str) -> None:
+    """A state this release cannot read (another release's, or one edited by hand: a review
+    found a chunk of one that stopped every node taking the pipeline, its status read
+    raising out of the node's loop): the runner's load says what is wrong and what to do,
+    and the status read keeps what it had."""
+    store = SnapshotStore(zk_client, ZkPaths(zk_root), PIPELINE)
+    saved = copy("a").to_json()
+    saved["chunks"][1] = None
+    zk_client.create(store.path, json.dumps([saved]).encode(), makepath=True)
+    with pytest.raises(CoordinationError, match=r"its table copies' state in ZooKeeper \("
+                       + re.escape(store.path) + r"\) cannot be read \(TypeError: .*setl "
+                       "snapshot CHANNEL --table"):
+        store.load()
+    assert store.stored_progress() == []
