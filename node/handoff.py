@@ -73,8 +73,13 @@ class Handoff:
         return removed
 
     def job(self) -> str:
-        """A new job's file prefix."""
-        return str(self.root / f"job{next(self._jobs)}")
+        """A new job's file prefix, in a folder of the job's own (:meth:`drop` takes it)."""
+        folder = self.root / f"job{next(self._jobs)}"
+        try:
+            folder.mkdir()
+        except OSError:  # no room: its files cannot be written and go through Spark
+            pass
+        return str(folder / "part")
 
     @staticmethod
     def put(path: str, value: Any) -> str:
@@ -95,9 +100,17 @@ class Handoff:
             os.unlink(path)
 
     def drop(self, prefix: str) -> None:
-        """Whatever a job left (a failed one's files)."""
-        for found in self.root.glob(f"{Path(prefix).name}-*"):
-            found.unlink(missing_ok=True)
+        """A job's folder with whatever is in it (a failed job's files, an ended one's
+        empty folder). Spark does not wait for the other tasks of a failed job to stop: one
+        may still end its part and write its result. The folder is moved aside before it is
+        removed, so such a task finds no folder to write into (its result goes nowhere)."""
+        folder = Path(prefix).parent
+        gone = folder.with_name(f"{folder.name}.gone")
+        try:
+            folder.rename(gone)
+        except OSError:  # never made (no room), or dropped already
+            return
+        shutil.rmtree(gone, ignore_errors=True)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -296,12 +296,8 @@ class SparkRunner:
             # a file's name, or (no room for the file) the part's result itself
             return [result for item in found
                     for result in (Handoff.take(item) if isinstance(item, str) else [item])]
-        except BaseException:
-            handoff.drop(job)  # what a failed job's tasks left
-            raise
         finally:
-            for path in shipped.values():
-                Path(path).unlink(missing_ok=True)
+            handoff.drop(job)  # its events, and whatever a failed job's tasks left
 
     def map_tasks(self, compiled: CompiledPipeline,
                   task: Callable[[CompiledPipeline, Any], list[Any]], items: list[Any],

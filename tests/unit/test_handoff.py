@@ -38,10 +38,32 @@ def test_a_value_goes_through_a_file_once(tmp_path: Path, monkeypatch) -> None:
         Path(f"{job}-2.events").write_bytes(b"x")
         other = Handoff.put(f"{handoff.job()}-0", "another job's")
         handoff.drop(job)
-        assert [found.name for found in handoff.root.iterdir()] == [Path(other).name]
+        assert not Path(job).parent.exists() and Path(other).exists()
+        assert not [found for found in handoff.root.iterdir() if found.name.endswith(".gone")]
+        handoff.drop(job)  # dropped already: nothing to do
     finally:
         handoff.close()
     assert not handoff.root.exists()
+
+
+def test_a_task_of_a_dropped_job_leaves_no_file(tmp_path: Path, monkeypatch) -> None:
+    """Spark does not wait for a failed job's other tasks: one may write its result after
+    the node dropped the job's files (the official CI saw a file left in the folder)."""
+    monkeypatch.setattr(handoffs, "SHM_ROOM", 1)
+    handoff = Handoff(tmp_path)
+    try:
+        job = handoff.job()
+        written = open(f"{job}-0.part", "wb")  # a task begun writing its result
+        handoff.drop(job)  # the job failed
+        with written:
+            written.write(b"late")
+        with pytest.raises(OSError):
+            os.replace(f"{job}-0.part", f"{job}-0")  # the rest of that task's put
+        with pytest.raises(OSError):
+            Handoff.put(f"{job}-1", "a task that ended later still")
+        assert list(handoff.root.iterdir()) == []
+    finally:
+        handoff.close()
 
 
 def test_a_killed_nodes_folder_is_removed_by_the_next(tmp_path: Path, monkeypatch) -> None:
