@@ -3,7 +3,7 @@
 
 A pair gathering tables into one target moves one table's keys with a virtual column
 (``id: id + 1000000``); an update or delete finds its row by that column computed from the
-before image (:func:`node.extract.etl._filled_key`). A free-door or ``verify --repair``
+before image (:func:`node.extract.mapping._filled_key`). A free-door or ``verify --repair``
 ``D`` carries the key alone: an expression reading another column (``concat(region, id)``)
 cannot be computed for it, and the node pauses the pipeline at that request, saying so. The
 stream's full before images compute it, so such a definition is not refused: the apply

@@ -5,7 +5,8 @@ every change of one target table lands in one part, in source order — rows eve
 source tables that share a target table go together, and so do all tables linked by
 foreign keys on the target (their statements must interleave in source order) — and packs
 each part into a few flat values (the events' bytes joined, their lengths, table-map
-numbers and places in the batch as arrays). No per-row value is made in the node.
+numbers and places in the batch as arrays: :mod:`node.extract.parts`). No per-row value is
+made in the node.
 
 A part runs :func:`run_part`: decode the rows (:mod:`node.extract.decode`), the Extract
 chain and Transform (:mod:`node.extract.etl`), merge per target key
@@ -22,13 +23,14 @@ import gc
 import threading
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from node.changes import Batch, ChangeType, RowChange
 from node.extract import copylines, inserts, lakeinserts, reach
 from node.extract.decode import TableSchema, decode_rows
 from node.extract.etl import CompiledPipeline, extract_transform_lists
 from node.extract.keycheck import KeyCollations, read_source_columns
+from node.extract.parts import Part, in_order, packed, whole
 from node.extract.reads import ROW_BITS, Read, ReadColumn, changed_keys, joined
 from node.jobs import EVENT_ROWS, JobSpec, PartResult, Unit, crowded, unchecked_places
 from node.target.mysql.facts import Target, TargetFacts
@@ -43,25 +45,6 @@ _KINDS = {23: ChangeType.INSERT, 24: ChangeType.UPDATE, 25: ChangeType.DELETE,
           169: ChangeType.INSERT, 170: ChangeType.UPDATE, 171: ChangeType.DELETE}
 ORDERED = 0  # the group of tables linked by foreign keys on the target
 _CHANGE = tuple.__new__
-
-
-class Part(NamedTuple):
-    """Rows events of one part of a batch, packed flat (and the rows read in its windows)."""
-
-    layouts: dict[int, TableSchema]  # by table-map number, those its events use
-    events: bytes  # the events' packets, one after the other
-    lengths: array  # each event's length in ``events``
-    numbers: array  # each event's table-map number
-    places: array  # each event's place in the batch
-    # changes decoded already (tests, tools), numbered after the events
-    decoded: list[tuple[int, RowChange]] = []  # noqa: RUF012 - never mutated
-    reads: list[Read] = []  # noqa: RUF012 - rows read in watermark windows (node.snapshot)
-
-    @classmethod
-    def of_changes(cls, changes: list[RowChange]) -> Part:
-        """A part of decoded changes only (tests, tools)."""
-        return cls({}, b"", array("I"), array("I"), array("I"),
-                   [(seq << ROW_BITS, change) for seq, change in enumerate(changes)])
 
 
 def decoded(part: Part, checksum: bool, sizes: dict[int, list[int]] | None = None,
@@ -324,7 +307,7 @@ class Planner:
                     "backfill or verify repair (rows read from the tables): its reader gets "
                     "the binlog's changes only. Cancel the copy (setl snapshot cancel) and "
                     "resume the channel (free-door requests are rejected before they are read)")
-            return self._in_order(batch, partitions)
+            return in_order(self.layouts, batch, partitions)
         if reads and self.compiled.two_way:
             raise ConfigError(
                 f"pipeline {self.compiled.pipeline_id} takes no snapshot, backfill or verify "
@@ -350,7 +333,7 @@ class Planner:
 
     def _parts(self, batch: Batch, partitions: int) -> list[Part]:
         if partitions <= 1:
-            return [self._whole(batch.transactions)]
+            return [whole(self.layouts, batch.transactions)]
         place = 0
         groups: dict[int, tuple[list[bytes], array, array]] = {}
         memo: dict[int, int] = {}
@@ -370,63 +353,7 @@ class Planner:
             # a table first met in this batch joined groups whose events were placed
             # already: place them again, by the groups as they are now (met: no joins)
             return self._parts(batch, partitions)
-        return self._packed(groups, partitions)
-
-    def _whole(self, transactions: Sequence[Any], place: int = 0) -> Part:
-        """Transactions as one part, their events numbered from ``place`` on."""
-        datas: list[bytes] = []
-        numbers, places = array("I"), array("I")
-        for txn in transactions:
-            for number, data in txn.events:
-                datas.append(data)
-                numbers.append(number)
-                places.append(place)
-                place += 1
-        return self._pack(datas, numbers, places)
-
-    def _in_order(self, batch: Batch, partitions: int) -> list[Part]:
-        """Runs of whole transactions of about equal size, in binlog order (a part's changes
-        are delivered as they are, one part after the other)."""
-        if partitions <= 1:
-            return [self._whole(batch.transactions)]
-        sizes = [sum(len(data) for _, data in txn.events) for txn in batch.transactions]
-        share = sum(sizes) / partitions
-        parts: list[Part] = []
-        first = place = size = 0
-        for index, txn_size in enumerate(sizes):
-            size += txn_size
-            if size >= share * (len(parts) + 1) and len(parts) < partitions - 1:
-                parts.append(self._whole(batch.transactions[first:index + 1], place))
-                place += sum(len(t.events) for t in batch.transactions[first:index + 1])
-                first = index + 1
-        if first < len(batch.transactions) or not parts:
-            parts.append(self._whole(batch.transactions[first:], place))
-        return parts
-
-    def _packed(self, groups: dict[int, tuple[list[bytes], array, array]],
-                partitions: int) -> list[Part]:
-        """Groups packed into parts of about equal size, biggest first."""
-        by_size = sorted(groups.items(), key=lambda item: -sum(map(len, item[1][0])))
-        bins: list[list[int]] = [[] for _ in range(min(partitions, max(len(by_size), 1)))]
-        loads = [0] * len(bins)
-        for group, (datas, _, _) in by_size:
-            lightest = loads.index(min(loads))
-            bins[lightest].append(group)
-            loads[lightest] += sum(map(len, datas))
-        parts = []
-        for members in bins:
-            datas, numbers, places = [], array("I"), array("I")
-            for group in sorted(members, key=lambda g: groups[g][2][0]):
-                datas += groups[group][0]
-                numbers.extend(groups[group][1])
-                places.extend(groups[group][2])
-            if datas:
-                parts.append(self._pack(datas, numbers, places))
-        return parts or [self._pack([], array("I"), array("I"))]
-
-    def _pack(self, datas: list[bytes], numbers: array, places: array) -> Part:
-        layouts = {number: self.layouts[number] for number in set(numbers)}
-        return Part(layouts, b"".join(datas), array("I", map(len, datas)), numbers, places)
+        return packed(self.layouts, groups, partitions)
 
     def _tables(self, parts: list[Part]) -> set[tuple[str, str]]:
         names = {(layout.schema, layout.table) for part in parts
