@@ -26,6 +26,7 @@ A served request's buffer row is deleted once its window's batch is loaded.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import secrets
 import threading
@@ -66,7 +67,18 @@ KEYS_PER_READ = 1_000  # keys of one table one read asks for
 # above any buffer row's, whose served copies are deleted by id
 DISPLACED_IDS = 1 << 62
 PAGE = 5_000  # pending requests read at once
-NAMES_KEPT = 1_024  # FULL_NAMEs whose parse :meth:`DoorQueue.tables` keeps (then starts over)
+NAMES_KEPT = 1_024  # FULL_NAMEs whose parse :func:`table_named` keeps (the latest used)
+
+
+@functools.lru_cache(maxsize=NAMES_KEPT)
+def table_named(full_name: str) -> tuple[str, str] | None:
+    """A FULL_NAME's (schema, table) as written, None where it names no table; kept for
+    the next batch's :meth:`DoorQueue.tables` (a backfill asks a few tables, many times)."""
+    try:
+        schema, table = map(identifiers.unquote, identifiers.split_qualified(full_name))
+    except ConfigError:
+        return None
+    return schema, table
 
 
 @dataclass
@@ -109,8 +121,6 @@ class DoorQueue:
         self._asking = threading.Lock()  # held by ask() from its INSERT to its MAX(SEQ)
         # displaced rows: other pipelines writing a table (``feeders``), keys displaced
         self.moves = Moves(pipeline_id, feeders)
-        # FULL_NAME → (schema, table) as written, None: names no table (:meth:`tables`)
-        self._names: dict[str, tuple[str, str] | None] = {}
 
     def start(self) -> None:
         """Requests an earlier run saw and did not serve are read again."""
@@ -238,26 +248,10 @@ class DoorQueue:
         full_names = {str((change.after or {}).get("FULL_NAME") or "") for change in rows}
         found = set()
         for full_name in full_names:  # (each parsed once, not once per request)
-            name = self._name(full_name)
+            name = table_named(full_name)
             if name is not None:  # (None names no table: rejected when taken)
                 found.add(self.compiled.stored(*name))  # (as the binlog names it)
         return found
-
-    def _name(self, full_name: str) -> tuple[str, str] | None:
-        """A FULL_NAME's (schema, table) as written, None where it names no table; kept
-        for the next batch's :meth:`tables` (at most ``NAMES_KEPT``: a backfill asks a few
-        tables, many times)."""
-        if full_name in self._names:
-            return self._names[full_name]
-        try:
-            schema, table = map(identifiers.unquote, identifiers.split_qualified(full_name))
-            name: tuple[str, str] | None = (schema, table)
-        except ConfigError:
-            name = None
-        if len(self._names) >= NAMES_KEPT:
-            self._names.clear()
-        self._names[full_name] = name
-        return name
 
     def take(self, reads: int) -> list[Asked]:
         """At most ``reads`` groups of requests to read in the next window (:meth:`keyed`

@@ -91,7 +91,7 @@ def test_the_door_says_which_tables_wait() -> None:
     door = DoorQueue.__new__(DoorQueue)
     door._lock, door._rows, door.central = threading.Lock(), [], None  # type: ignore[assignment]
     door._scan_after = door._scan_until = 0
-    door._names = {}
+    door_module.table_named.cache_clear()
     door.compiled = SimpleNamespace(  # type: ignore[assignment]
         stored=lambda schema, table: (schema.lower(), table.lower()))
     assert door.tables() == set()
@@ -114,7 +114,7 @@ def test_the_door_parses_each_full_name_once(monkeypatch: pytest.MonkeyPatch) ->
     door = DoorQueue.__new__(DoorQueue)
     door._lock, door.central = threading.Lock(), None  # type: ignore[assignment]
     door._scan_after = door._scan_until = 0
-    door._names = {}
+    door_module.table_named.cache_clear()
     door.compiled = SimpleNamespace(  # type: ignore[assignment]
         stored=lambda schema, table: (schema.lower(), table.lower()))
     names = ["`S`.`t`", "s.u", "nothing", "`S`.`t`"]
@@ -130,7 +130,7 @@ def test_the_door_parses_each_full_name_once(monkeypatch: pytest.MonkeyPatch) ->
     door._rows = [SimpleNamespace(after={"FULL_NAME": f"s.t{i}"})  # type: ignore[assignment]
                   for i in range(door_module.NAMES_KEPT + 10)]
     assert door.tables() == {("s", f"t{i}") for i in range(door_module.NAMES_KEPT + 10)}
-    assert len(door._names) <= door_module.NAMES_KEPT
+    assert door_module.table_named.cache_info().currsize <= door_module.NAMES_KEPT
 
 
 def test_the_tables_being_copied(monkeypatch: pytest.MonkeyPatch) -> None:
