@@ -99,7 +99,25 @@ def run_processor(name: str, change: RowChange, where: str) -> list[RowChange]:
         raise
     except Exception as exc:
         raise TransformError(f"{where}: processor {name} failed on key {change.key()!r}: "
-                             f"{type(exc).__name__}: {exc}") from None
+                             f"{type(exc).__name__}: {exc}{_key_alone(change, exc)}") from None
+
+
+def _key_alone(change: RowChange, exc: Exception) -> str:
+    """What a processor's KeyError on a delete whose before image holds the key columns
+    alone means, and what to do: a free-door or verify --repair ``D`` gives it no other
+    column (:func:`shared.keyfillers.processor_key_notes` noted it at apply)."""
+    before = change.before
+    if not isinstance(exc, KeyError) or change.type is not ChangeType.DELETE or \
+            before is None or not change.keys or not set(before) <= set(change.keys):
+        return ""
+    return (f"; the row it was given held only the key columns ({', '.join(change.keys)}), "
+            "as a delete asked through the free door (a 'D' request, or verify --repair's) "
+            "gives it: the key alone as its before image. Make the processor tolerate a "
+            "key-only row (read other columns with row.get(...), or return the change as it "
+            "is when a column is missing) and resume the channel: the request is served "
+            "again. Where it computes the target's key from that column it cannot for such "
+            "a request: delete that row on the target by hand and remove the request from "
+            "retl.retl_pending and retl.retl_buffer instead")
 
 
 @dataclass(frozen=True)

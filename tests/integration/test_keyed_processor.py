@@ -2,8 +2,9 @@
 region``): a free-door or verify --repair ``D`` carries the key alone as its before image,
 so the processor cannot compute the key for it. On a real server: the pipeline pauses at
 that request (on each resume: the request stays), naming the processor, the key and the
-column the image lacks; the row deleted by hand and the request removed, it runs on. A note
-at ``setl apply`` says so before (docs/configuration.md, processors)."""
+column the image lacks, and saying that the row held the key columns alone and what to do;
+the row deleted by hand and the request removed, it runs on. A note at ``setl apply`` says
+so before (docs/configuration.md, processors)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,12 @@ def test_a_door_delete_through_a_processor_writing_the_key_from_another_column(
                        "(%s, 'D', %s)", (f"{schema}.t", encode_key((7,))))
         message = paused(cluster, "kp", "processor keyshift:by_region failed on key (7,): "
                          "KeyError: 'region'")  # (as the note said)
+        # … and the pause says why: the row given held the key columns alone (a free-door
+        # D), and what to do
+        assert "KeyError: 'region'; the row it was given held only the key columns (id), " \
+            "as a delete asked through the free door" in message, message
+        assert "row.get(...)" in message and "delete that row on the target by hand" in \
+            message, message
         assert target.table(schema, "t") == [(12, 2, "one"), (72, 2, "gone")]
         # what the note says to do: the row deleted by hand, the request removed
         target.execute(f"DELETE FROM `{schema}`.t WHERE id = 72")

@@ -10,6 +10,7 @@ import pytest
 
 from node.changes import ChangeType, RowChange
 from node.charsets import Encoded
+from node.extract import processors
 from node.extract.etl import transform
 from shared import expr
 from shared.errors import ConfigError, TransformError
@@ -311,3 +312,28 @@ def test_a_delete_by_key_alone_whose_key_column_reads_more_than_the_key_says_wha
     with pytest.raises(TransformError, match=r"delete by key alone.*Delete that row on "
                        r"the target by hand"):
         list(transform(c, 1, door))
+
+
+def test_a_processor_s_key_error_on_a_delete_by_key_alone_says_the_row_held_the_key_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A free-door or verify --repair ``D`` gives a processor the key columns alone: its
+    KeyError on another column says so and what to do; a KeyError on a whole row does not."""
+    def by_region(change: dict) -> dict:
+        for image in (change["before"], change["after"]):
+            if image is not None:
+                image["id"] = image["id"] * 10 + image["region"]
+        return change
+    monkeypatch.setattr(processors, "load", lambda name: by_region)
+    door = RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 7}, None)
+    with pytest.raises(TransformError) as raised:
+        processors.run_processor("keyshift:by_region", door, "pipeline p pair b.t")
+    assert str(raised.value).startswith(
+        "pipeline p pair b.t: processor keyshift:by_region failed on key (7,): KeyError: "
+        "'region'; the row it was given held only the key columns (id), as a delete asked "
+        "through the free door"), raised.value
+    assert "row.get(...)" in str(raised.value) and "resume the channel" in str(raised.value)
+    for whole in (RowChange("b", "t", ChangeType.DELETE, ("id",), {"id": 7, "v": 1}, None),
+                  insert("b", "t", {"id": 7, "v": 1})):
+        with pytest.raises(TransformError) as raised:
+            processors.run_processor("keyshift:by_region", whole, "pipeline p pair b.t")
+        assert str(raised.value).endswith("failed on key (7,): KeyError: 'region'")
