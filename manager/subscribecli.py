@@ -28,7 +28,7 @@ from typing import Any
 
 from manager import render
 from manager.client import ManagerClient
-from manager.subscribejson import row, transaction
+from manager.subscribejson import dumps, row, transaction
 from manager.subscriber import Subscriber, move
 from shared import codec, identifiers
 from shared.errors import ConfigError, NotFoundError
@@ -333,12 +333,11 @@ def _lines(txn: subscription_pb2.Transaction, tables: list[Pattern], json_lines:
     elif not changes:
         return []
     if json_lines:
-        return [json.dumps(transaction(txn, changes), ensure_ascii=False)]
+        return [dumps(transaction(txn, changes))]
     if txn.ddl:
         return [f"{txn.id} DDL {txn.ddl_schema}: {txn.ddl}"]
     return [f"{txn.id} #{change.index} {change.op} {change.schema}.{change.table} "
-            + json.dumps({"before": row(change.before), "after": row(change.after)}
-                         if change.op == "U" else row(change.before if change.op == "D"
-                                                      else change.after),
-                         ensure_ascii=False)
+            + dumps({"before": row(change.before), "after": row(change.after)}
+                    if change.op == "U" else row(change.before if change.op == "D"
+                                                 else change.after))
             for change in changes]

@@ -9,11 +9,27 @@ with the charsets of text served as bytes beside them (:func:`charsets`).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import struct
 from typing import Any
 
 from shared.rpc import subscription_pb2
+
+# characters JSON may hold as they are which the CLI's terminal guard (cli.printable) would
+# rewrite as ``\xNN`` — no JSON escape: the line would not parse, and the batch is
+# acknowledged once printed (DEL, C1 controls, latin1's 0x81/0x8D/…); and U+2028/U+2029,
+# which JavaScript's parsers took for line ends
+_UNPRINTED = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def dumps(found: Any) -> str:
+    """``found`` as one line of JSON whose text is as the source's (not ASCII-escaped), with
+    the characters a terminal must not get as ``\\u`` escapes: the same value to a JSON
+    reader, nothing the terminal guard rewrites."""
+    return _UNPRINTED.sub(lambda match: f"\\u{ord(match.group()):04x}",
+                          json.dumps(found, ensure_ascii=False))
 
 
 def transaction(txn: subscription_pb2.Transaction,

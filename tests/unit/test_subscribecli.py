@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import sys
 from typing import Any, ClassVar
 
 import pytest
@@ -227,3 +228,25 @@ def test_a_float_column_prints_its_shortest_float32_digits(typed: float, printed
 def test_a_double_column_prints_as_it_is() -> None:
     assert subscribejson.value(subscription_pb2.Value(double=0.1)) == 0.1
     assert math.isinf(subscribejson.value(subscription_pb2.Value(float=math.inf)))
+
+
+def test_text_a_terminal_must_not_get_is_printed_as_json_escapes_that_parse_to_it(
+        feed: type[Feed], capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI escapes control characters for the terminal (``\\x7f``: no JSON escape):
+    a DEL, a C1 control (latin1's 0x81, a NEL) in a text value made a line no JSON reader
+    parsed, and the batch was acknowledged once printed (a review)."""
+    note = "a\x7fb\x81c\x85d\u2028e\x1bf é"
+    change = subscription_pb2.RowChange(
+        op="I", schema="shop", table="orders_v2", index=0,
+        after=[subscription_pb2.Field(name="note", value=subscription_pb2.Value(text=note))])
+    Feed.batches = [subscription_pb2.ChangeBatch(batch_id=7, transactions=[
+        subscription_pb2.Transaction(id="bin.000001:100", changes=[change])])]
+    out = cli._Printable(sys.stdout)  # as cli.main wraps it
+    for argv in (["-o", "json"], []):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "stdout", out)
+            assert subscribe(*argv) == 0
+        line = capsys.readouterr().out.strip()
+        found = json.loads(line if argv else line.split(" ", 4)[4])
+        assert (found["changes"][0]["after"] if argv else found) == {"note": note}
+        assert Feed.acked == [7] and "\x7f" not in line and "é" in line
