@@ -24,7 +24,8 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
         "d DECIMAL(65,30), tm TIME(3), zd DATE, dt DATETIME(6), ts TIMESTAMP NULL, "
         "bn BINARY(4), vb VARBINARY(8), js JSON, en ENUM('x','y'), st SET('a','b','c'), "
         "bt BIT(5), f FLOAT, db DOUBLE, yr YEAR, tx VARCHAR(20) CHARACTER SET utf8mb4, "
-        "l1 VARCHAR(20) CHARACTER SET latin1)"))
+        "l1 VARCHAR(20) CHARACTER SET latin1, dt3 DATETIME(3), dz6 DATETIME(6), "
+        "zts TIMESTAMP(6) NULL, ct VARCHAR(20) CHARACTER SET latin1)"))
     cluster.apply([feed_channel("typed", "feed-t", schema, ["t"])],
                   sources(cluster, "feed-t"))
     cluster.set_status("typed", "START")
@@ -36,7 +37,8 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
         "-12345678901234567890123456789012345.123456789012345678901234567890, "
         "'-838:59:58.5', '0000-00-00', '2024-02-29 23:59:59.000001', "
         "'2038-01-19 03:14:07', x'0102', x'00ff', '{\"k\": [1, 2.5]}', 'y', 'a,c', "
-        "b'10101', 1.5, 2.25, 2155, 'żółw 🐢', 'café')")
+        "b'10101', 1.5, 2.25, 2155, 'żółw 🐢', 'café', '2024-01-02 10:00:00.120', "
+        "'2024-01-02 10:00:00', '0000-00-00 00:00:00', _latin1 x'617F6281')")
     first = _subscribe(cluster, "typed", "--count", "1")
     assert [txn["changes"][0]["op"] for txn in first] == ["I"]
     after = first[0]["changes"][0]["after"]
@@ -46,7 +48,11 @@ def test_typed_values_as_the_source_holds_them(cluster: Cluster, source: Databas
         "tm": "-838:59:58.500", "zd": "0000-00-00", "dt": "2024-02-29 23:59:59.000001",
         "ts": "2038-01-19 03:14:07", "bn": "01020000", "vb": "00FF",
         "js": '{"k": [1, 2.5]}', "en": "y", "st": "a,c", "bt": 21, "f": 1.5, "db": 2.25,
-        "yr": 2155, "tx": "żółw 🐢", "l1": "café"}, after
+        "yr": 2155, "tx": "żółw 🐢", "l1": "café",
+        # a moment with its column's fractional digits, as the source shows it; a DEL and
+        # latin1's C1 control parse back from the line (the terminal guard rewrote them)
+        "dt3": "2024-01-02 10:00:00.120", "dz6": "2024-01-02 10:00:00.000000",
+        "zts": "0000-00-00 00:00:00.000000", "ct": "a\x7fb\x81"}, after
     # printed and acknowledged: the next reader begins after it
     source.execute(f"UPDATE `{schema}`.t SET ub = 0, tx = NULL WHERE id = 1")
     source.execute(f"DELETE FROM `{schema}`.t WHERE id = 1")

@@ -121,7 +121,8 @@ def test_types_without_a_delta_twin_keep_every_digit() -> None:
     ("binary", "binary(4)", None, LakeColumn("c", "binary_fixed", 4)),
     ("enum", "enum('a','b(1)')", "utf8mb4", LakeColumn("c", "string")),
     ("point", "point", None, LakeColumn("c", "binary")),
-    ("timestamp", "timestamp(6)", None, LakeColumn("c", "timestamp")),
+    ("timestamp", "timestamp(6)", None, LakeColumn("c", "timestamp", 0, 6)),
+    ("datetime", "datetime", None, LakeColumn("c", "datetime")),
 ])
 def test_information_schema_types_map_as_table_map_types_do(
         data_type: str, column_type: str, charset: str | None, expected: LakeColumn) -> None:

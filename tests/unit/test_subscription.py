@@ -72,6 +72,24 @@ def test_changes_become_whole_transactions_with_values_as_the_source_holds_them(
     assert transaction(batch.transactions[1])["changes"][0]["before"]["id"] == 1
 
 
+@pytest.mark.parametrize(("kind", "fsp", "held", "shown"), [
+    ("datetime", 3, datetime.datetime(2024, 1, 2, 10, 0, 0, 120000), "2024-01-02 10:00:00.120"),
+    ("datetime", 6, datetime.datetime(2024, 1, 2, 10, 0, 0), "2024-01-02 10:00:00.000000"),
+    ("datetime", 0, datetime.datetime(2024, 1, 2, 10, 0, 0), "2024-01-02 10:00:00"),
+    ("timestamp", 6, "0000-00-00 00:00:00", "0000-00-00 00:00:00.000000"),
+    ("timestamp", 2, datetime.datetime(1970, 1, 1, 0, 0, 1, 990000), "1970-01-01 00:00:01.99"),
+    ("datetime", 3, "0000-00-00 00:00:00.000", "0000-00-00 00:00:00.000"),
+    ("datetime", 1, "2024-00-00 00:00:00", "2024-00-00 00:00:00.0")])
+def test_a_moment_is_shown_with_its_columns_fractional_digits(
+        kind: str, fsp: int, held: object, shown: str) -> None:
+    """As the source shows it: DATETIME(6)'s whole second with six zeros, DATETIME(3) with
+    three (Python's isoformat gave none, and six) — a reader keying a cache by the text got
+    two keys for one row (a review)."""
+    message = subscription_pb2.Value()
+    units._setter(LakeColumn("c", kind, 0, fsp))(message, held)
+    assert value(message) == shown and message.WhichOneof("kind") == kind
+
+
 def test_a_value_of_a_column_it_does_not_know_goes_by_its_own_type() -> None:
     message = subscription_pb2.Value()
     units._by_value(message, 1 << 63)

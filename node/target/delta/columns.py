@@ -49,7 +49,7 @@ class LakeColumn(NamedTuple):
     name: str
     kind: str  # see ARROW
     precision: int = 0
-    scale: int = 0  # decimals; TIME: fractional digits
+    scale: int = 0  # decimals; TIME, DATETIME, TIMESTAMP: fractional digits
     # a SET's members in definition order (text, or Encoded in a charset kept as bytes): a
     # subscription serves a processor's set of them in that order, as the source does
     members: tuple[str | bytes, ...] = ()
@@ -84,10 +84,10 @@ def of_spec(column: Any, name: str) -> LakeColumn:
         return LakeColumn(name, "int16")
     if kind in (t.DATE, t.NEWDATE):
         return LakeColumn(name, "date")
-    if kind in (t.DATETIME, t.DATETIME2):
-        return LakeColumn(name, "datetime")
+    if kind in (t.DATETIME, t.DATETIME2):  # (the fractional digits: a subscription's text)
+        return LakeColumn(name, "datetime", 0, getattr(column, "fsp", 0))
     if kind in (t.TIMESTAMP, t.TIMESTAMP2):
-        return LakeColumn(name, "timestamp")
+        return LakeColumn(name, "timestamp", 0, getattr(column, "fsp", 0))
     if kind in (t.TIME, t.TIME2):
         return LakeColumn(name, "time", 0, column.fsp)
     if kind == t.BIT:

@@ -286,6 +286,8 @@ def undecodable(where: str, schema: str, table: str, column: str, charset: str,
 
 
 def _typed(column: LakeColumn) -> LakeColumn:
-    """A column as its type says it (a SET's members aside: one shard's described by its
-    table map may not carry them, another's by the schema does)."""
-    return column._replace(members=())
+    """A column as its lake type says it (a SET's members aside: one shard's described by
+    its table map may not carry them, another's by the schema does; and a DATETIME's or
+    TIMESTAMP's fractional digits: one Arrow type holds them all)."""
+    moment = column.kind in ("datetime", "timestamp")
+    return column._replace(members=(), scale=0 if moment else column.scale)

@@ -120,10 +120,11 @@ def _setter(column: LakeColumn) -> Setter:
         return _double
     if kind == "date":
         return _date
-    if kind == "datetime":
-        return _datetime
-    if kind == "timestamp":
-        return _timestamp
+    if kind in ("datetime", "timestamp"):  # with the column's fractional digits, as the
+        fsp = column.scale  # source shows it (a reader keying a cache by the text: one key)
+        if kind == "datetime":
+            return lambda message, value: setattr(message, "datetime", _moment(value, fsp))
+        return lambda message, value: setattr(message, "timestamp", _moment(value, fsp))
     if kind == "time":
         fsp = column.scale
         return lambda message, value: setattr(message, "time", time_text(value, fsp))
@@ -167,18 +168,16 @@ def _date(message: Any, value: Any) -> None:
     message.date = value.isoformat() if isinstance(value, datetime.date) else str(value)
 
 
-def _datetime(message: Any, value: Any) -> None:
-    message.datetime = _moment(value)
-
-
-def _timestamp(message: Any, value: Any) -> None:
-    message.timestamp = _moment(value)
-
-
-def _moment(value: Any) -> str:
+def _moment(value: Any, fsp: int | None = None) -> str:
+    """A DATETIME's or TIMESTAMP's text with ``fsp`` fractional digits (None: those its
+    value has, for a value without a column: a processor's)."""
     if isinstance(value, datetime.datetime):
-        return value.isoformat(sep=" ")
-    return str(value)  # a zero or partial date, as written
+        if fsp is None:
+            return value.isoformat(sep=" ")
+        text = value.isoformat(sep=" ", timespec="seconds")
+        return f"{text}.{value.microsecond:06d}"[:len(text) + 1 + fsp] if fsp else text
+    text = str(value)  # a zero or partial date, as written (with its digits, or without)
+    return f"{text}.{'0' * fsp}" if fsp and len(text) == 19 else text
 
 
 def _binary(message: Any, value: Any) -> None:
