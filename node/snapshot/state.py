@@ -204,6 +204,7 @@ class SnapshotStore(SnapshotControl):
         self.plans_path = paths.snapshot_plans(pipeline_id)
         self._planned: set[str] = set()  # copy ids whose plans are (or may be) written
         self._fresh: set[str] = set()  # written by this runner, not saved in the state yet
+        self._named: set[str] = set()  # the plans the state saved last needs
         self._stored: tuple[float, list[dict[str, object]]] = (-STORED_EVERY_S, [])
         self._version: int | None = None  # of the state loaded or saved last (None: none)
         self._lost: bytes | None = None  # a save whose answer never came (it may have landed)
@@ -230,6 +231,7 @@ class SnapshotStore(SnapshotControl):
         the stream and the other copies go on)."""
         copies, self._version = self._read()
         self._planned = plans.names(self.client, self.plans_path)
+        self._named = {copy.id for copy in copies if copy.state == "copying" and copy.apart}
         for copy in copies:
             if copy.state == "copying" and copy.apart:
                 self._plan_of(copy)
@@ -263,26 +265,33 @@ class SnapshotStore(SnapshotControl):
         """Write a copy's chunks, once, before the state names it (a crash between leaves a
         plan no state names, deleted after a later save, never a copy without its chunks).
         CoordinationError when ZooKeeper does not take it."""
-        self._planned.add(copy.id)
-        self._fresh.add(copy.id)
+        with self._saving:  # (Load's thread saves, and drops plans, meanwhile)
+            self._fresh.add(copy.id)
+            self._planned.add(copy.id)
         try:
             parts = call("write a copy's chunks", plans.write, self.client,
                          self.plan_path(copy.id), copy.chunks)
         except NodeExistsError:
-            self._fresh.discard(copy.id)
+            self.forget(copy)
             raise CoordinationError(
                 f"pipeline {self.pipeline_id}: a plan of copy {copy.id} is in ZooKeeper "
                 "already (another runner planned the table at the same time); it is planned "
                 "again") from None
-        except CoordinationError:
-            self._fresh.discard(copy.id)
-            raise
+        except (KazooException, CoordinationError) as exc:  # (half written: goes after a
+            self.forget(copy)  # later save)
+            if isinstance(exc, CoordinationError):
+                raise
+            raise CoordinationError(
+                f"pipeline {self.pipeline_id}: the chunks of copy {copy.id} could not be "
+                f"written to ZooKeeper ({type(exc).__name__}: the pipeline's state deleted "
+                "meanwhile?); the copy is planned again") from None
         log.info("event=snapshot_planned pipeline=%s copy=%s chunks=%d parts=%d",
                  self.pipeline_id, copy.id, len(copy.chunks), parts)
 
     def forget(self, copy: TableCopy) -> None:
         """A copy planned and not saved: its plan goes after a later save."""
-        self._fresh.discard(copy.id)
+        with self._saving:
+            self._fresh.discard(copy.id)
 
     def _read(self) -> tuple[list[TableCopy], int | None]:
         try:
@@ -336,6 +345,14 @@ class SnapshotStore(SnapshotControl):
         saved yet go with its next save, which this save fences."""
         named = {copy.id for copy in copies if copy.state == "copying" and copy.apart}
         self._fresh -= named
+        if named != self._named:  # (a copy started or ended: looked for those of others
+            try:  # too, e.g. an old owner's plan written after this runner's load)
+                self._planned |= plans.names(self.client, self.plans_path)
+            except KazooException as exc:
+                log.warning("event=snapshot_plans_unlisted pipeline=%s error=%r",
+                            self.pipeline_id, exc)
+                return
+            self._named = named
         for copy_id in sorted(self._planned - named - self._fresh):
             try:
                 plans.delete(self.client, self.plan_path(copy_id))

@@ -98,6 +98,8 @@ def test_a_copy_whose_bounds_pass_zookeepers_limit_completes_through_a_kill_9(
         # the plan: past ZooKeeper's limit as one document, written in parts under it
         assert watch.plan is not None
         header, plan = watch.plan
+        print(f"plan: {len(plan)} bytes, {header}; progress: largest {watch.largest} bytes "
+              f"in {watch.reads} reads")
         assert len(plan) > 2**20 and header["chunks"] == copy.chunks, (len(plan), header)
         assert int(header["parts"]) >= 2, header  # type: ignore[call-overload]
         # the progress saved after every window stayed small (read as the copy went)

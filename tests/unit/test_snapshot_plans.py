@@ -14,6 +14,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from node.extract.chunks import Chunk, SplitKey, chunks_of
 from node.snapshot import plans
 from node.snapshot.state import SnapshotStore, TableCopy
+from shared.errors import CoordinationError
 from shared.zk import ZkPaths
 
 PID = "big.forward"
@@ -177,3 +178,23 @@ def test_orphan_plans_go_after_a_save_but_not_one_written_and_not_saved_yet() ->
     store.save([fresh])
     store.save([])  # (cancelled and pruned)
     assert plans.names(client, paths.snapshot_plans(PID)) == set()
+
+
+def test_a_state_past_zookeepers_limit_is_not_sent_and_says_what_to_do() -> None:
+    """ZooKeeper drops the connection of a request past jute.maxbuffer (the node's session,
+    cursor and leadership with it, at every try): such a save is refused before it is sent,
+    and the state saved before stays."""
+    client = FakeZk()
+    store = SnapshotStore(client, ZkPaths("/setl"), PID)  # type: ignore[arg-type]
+    store.load()
+    few = [TableCopy(**{**big_copy(2).__dict__, "id": f"big.t{i}@1", "table": f"t{i}"})
+           for i in range(10)]
+    store.save(few)
+    many = [TableCopy(**{**copy.__dict__, "id": f"big.t{i}@1", "table": f"t{i}"})
+            for i, copy in enumerate(few * 400)]
+    with pytest.raises(CoordinationError, match=r"copies' state would take \d+ KB in "
+                       r"ZooKeeper.*4000 copies, 4000 under way.*ask fewer tables at once"):
+        store.save(many)
+    assert client.largest < 10_000
+    assert [copy.table for copy in SnapshotStore(
+        client, ZkPaths("/setl"), PID).load()] == [f"t{i}" for i in range(10)]  # type: ignore[arg-type]
