@@ -198,3 +198,16 @@ def test_a_state_past_zookeepers_limit_is_not_sent_and_says_what_to_do() -> None
     assert client.largest < 10_000
     assert [copy.table for copy in SnapshotStore(
         client, ZkPaths("/setl"), PID).load()] == [f"t{i}" for i in range(10)]  # type: ignore[arg-type]
+
+
+def test_a_plan_too_large_for_zookeeper_fails_its_copy_saying_what_to_do(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from node.snapshot.plan import fits
+    from shared.errors import ConfigError
+
+    copy = big_copy(2000)
+    fits(PID, "big", "t", copy.chunks, 3)  # (~100 KB compressed)
+    monkeypatch.setattr(plans, "MOST_BYTES", 50_000)
+    with pytest.raises(ConfigError, match=r"big.t splits into 2000 chunks whose bounds take "
+                       r"0.1 MB in ZooKeeper .*larger chunks \(snapshot_chunk_size, now 3\)"):
+        fits(PID, "big", "t", copy.chunks, 3)
