@@ -45,7 +45,10 @@ class Watch:
                 continue
             self.largest, self.reads = max(self.largest, len(data)), self.reads + 1
             if self.plan is None:
-                self.plan = self._plan()
+                try:
+                    self.plan = self._plan()
+                except Exception:  # (a part not written yet: read again)
+                    continue
 
     def _plan(self) -> tuple[dict[str, object], bytes] | None:
         for name in self.client.get_children(self.plans):
