@@ -249,7 +249,7 @@ class Positions:
                 self._move(target, pipeline_id, "", BinlogPosition())
                 removed.append(f"{name}@{row[0]}")
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
-                     self.paths.stats(pipeline_id)):
+                     self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id)):
             if call("look for a pipeline's state", self.client.exists, path):
                 call("delete a pipeline's state", self.client.delete, path, recursive=True)
         log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",

@@ -12,7 +12,8 @@ Layout under the configurable root (default ``/setl``)::
     pipelines/{pid}/cursor       last loaded position
     pipelines/{pid}/stats        PipelineState (protobuf)
     pipelines/{pid}/acked        a subscription's acknowledged position, owner epoch (JSON)
-    pipelines/{pid}/snapshot     the pipeline's snapshots: tables, chunks, progress (JSON)
+    pipelines/{pid}/snapshot     the pipeline's snapshots: tables, chunks done, progress (JSON)
+    pipelines/{pid}/snapshot-plans/{copy}   a copy's chunks, written once (zlib JSON in parts)
     pipelines/{pid}/snapshot-requests/{n}   tables asked to be copied (JSON), sequential
     pipelines/{pid}/snapshot-control        {"paused": bool} (JSON)
 """
@@ -114,6 +115,9 @@ class ZkPaths:
 
     def snapshot(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "snapshot")
+
+    def snapshot_plans(self, pipeline_id: str) -> str:
+        return self._join("pipelines", pipeline_id, "snapshot-plans")
 
     def snapshot_requests(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "snapshot-requests")

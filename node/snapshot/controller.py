@@ -363,11 +363,14 @@ class Snapshots:
                 log.error("event=snapshot_table_failed pipeline=%s table=%s.%s error=%s",
                           self.pipeline_id, schema, table, exc)
             copy.request = asked
+            if copy.state == "copying":  # its chunks, once, before the state names it
+                self.store.write_plan(copy)
             with self._copies_lock:  # (no save of another thread between the two)
                 self.copies.append(copy)
                 saved = self._save()
                 if not saved:
                     self.copies.remove(copy)
+                    self.store.forget(copy)
             if not saved:
                 raise CoordinationError(
                     f"pipeline {self.pipeline_id}: the copy of {schema}.{table} waits: its "

@@ -11,6 +11,7 @@ from node import sqllex
 from node.extract import chunks
 from node.extract.etl import CompiledPipeline
 from node.extract.freedoor import Request
+from node.snapshot import plans
 from node.snapshot.state import TableCopy
 from shared.endpoint import READ_ISOLATION, READING, connect
 from shared.errors import ConfigError, FreeDoorRequestError
@@ -48,9 +49,23 @@ def plan(pipeline_id: str, source: DataSource, compiled: CompiledPipeline, chunk
         key = chunks.table_key(cursor, schema, table, configured) if configured else primary
         assert key is not None
         split = chunks.split(cursor, key, chunk_size, where)
+    fits(pipeline_id, schema, table, list(split.chunks), chunk_size)
     copy_id = f"{schema}.{table}@{int(time.time() * 1000)}"
     return TableCopy(copy_id, schema, table, where, split.key, list(split.chunks), split.rows,
-                     planned_at=planned_at)
+                     planned_at=planned_at, apart=True)
+
+
+def fits(pipeline_id: str, schema: str, table: str, found: list[chunks.Chunk],
+         chunk_size: int) -> None:
+    """ConfigError when the chunks' plan is too large for ZooKeeper to keep."""
+    size = len(plans.encode(found))
+    if size > plans.MOST_BYTES:
+        raise ConfigError(
+            f"pipeline {pipeline_id}: table {schema}.{table} splits into {len(found)} "
+            f"chunks whose bounds take {size / 2**20:.1f} MB in ZooKeeper (compressed), more "
+            f"than the {plans.MOST_BYTES / 2**20:g} MB a copy's plan may take; copy it in "
+            f"larger chunks (snapshot_chunk_size, now {chunk_size}), or in parts "
+            "(setl snapshot --where)")
 
 
 def request_key(cursor: Any, schema: str, table: str, key_columns: tuple[str, ...]

@@ -1,18 +1,22 @@
 """What a pipeline's snapshots are and how far they got, kept in ZooKeeper.
 
 ``pipelines/{pid}/snapshot`` holds one JSON document: the tables being (or that were)
-copied, each with its chunks (split once, when the copy starts) and the chunks whose rows
-are on the target. A chunk counts as done only once the batch that carried its rows is
-loaded, so after a crash, a kill -9 or a move to another node the copy goes on with the
-chunks not done — done ones are not read again. ``snapshot-requests/`` holds the tables
-asked for (``setl snapshot``, ``start: snapshot``, a table added to a running channel), and
-``snapshot-control`` whether copying is paused. The cursor and the target's position row
-decide the stream as ever; this is only the copy's progress.
+copied, each with how many chunks it has and which of them have their rows on the target;
+the chunks' bounds, split once when the copy starts, are written then, once, apart
+(``pipelines/{pid}/snapshot-plans/{copy id}``, :mod:`node.snapshot.plans`), so the document
+written after every window stays small whatever the tables' size. A chunk counts as done
+only once the batch that carried its rows is loaded, so after a crash, a kill -9 or a
+move to another node the copy goes on with the chunks not done — done ones are not read
+again. ``snapshot-requests/`` holds the tables asked for (``setl snapshot``, ``start:
+snapshot``, a table added to a running channel), and ``snapshot-control`` whether copying
+is paused. The cursor and the target's position row decide the stream as ever; this is
+only the copy's progress.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import deque
@@ -20,19 +24,27 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from node.extract.chunks import Chunk, SplitKey
+from node.snapshot import plans
+from node.snapshot.plans import PlanMissing, bound, unbound
 from shared import zk
+from shared.catalog import call
 from shared.errors import CoordinationError, FencedError
 from shared.model import BinlogPosition
-from shared.retl import decode_key, encode_key
 from shared.snapshotctl import SnapshotControl
 from shared.zk import ZkPaths
+
+log = logging.getLogger("setl.node.snapshot")
 
 STORED_EVERY_S = 2.0  # how stale the progress of copies not running may be
 KEPT_S = 7 * 86_400  # a finished copy stays in the saved state (and status) this long
 KEPT_FINISHED = 50  # and only the newest ones this many
+STATE_BYTES = 1_040_000  # the most a save sends: ZooKeeper refuses a request past its
+# jute.maxbuffer (1 MiB by default, with the path and header) by dropping the connection
+# (the node's session, cursor and leadership with it), and did so at every try. A copy's
+# progress is a few hundred bytes (its chunks are in its plan): thousands of copies at once
 FAILED_SHOWN_S = 86_400  # a failed copy is the pipeline's last error this long (or until
 # the table is copied again)
 
@@ -61,44 +73,51 @@ class TableCopy:
     # not known, a copy saved by an older setl): a DDL logged at or before it ran before the
     # copy read anything, so the copy reads the table that has the name after it
     planned_at: BinlogPosition | None = None
+    # its chunks' bounds are in a plan znode of their own (node.snapshot.plans), not in the
+    # progress document (False: a copy saved inline by an older setl, saved so until done)
+    apart: bool = False
 
     @property
     def total(self) -> int:
         return len(self.chunks) or self.chunk_count
 
     def to_json(self) -> dict[str, Any]:
-        """A finished copy goes without its chunks' bounds (status needs only how many), and
-        a copy's done chunks without theirs (never read again): the state of a pipeline that
-        copied many tables stays small, and so does each save while one copies (the whole
-        state is written as chunks are done: a chaos soak's 600 KB a save ran ZooKeeper out
-        of memory). A done chunk is saved as one unbounded (``[null, null, false]``, as an
-        older setl reads it), by one look at ``done`` (Load's thread adds to it meanwhile: a
-        chunk saved so and not done would be read as the whole table)."""
+        """What changes as the copy goes: the done chunks as ranges, rows, state, and how
+        many chunks there are. A copy planned apart (:attr:`apart`) goes without its chunks
+        (``"plan": true``: in their plan znode); a copy saved inline by an older setl goes
+        on so (its done chunks as unbounded ``[null, null, false]``, as an older setl reads
+        them), by one look at ``done`` (Load's thread adds to it meanwhile: a chunk saved so
+        and not done would be read as the whole table). A finished copy goes without its
+        chunks either way (status needs only how many)."""
         copying = self.state == "copying"
         done = set(self.done)
-        return {"id": self.id, "schema": self.schema, "table": self.table, "where": self.where,
-                "key": asdict(self.key), "rows": self.rows, "read_rows": self.read_rows,
-                "state": self.state, "error": self.error, "started": self.started,
-                "finished": self.finished, "done": _ranges(done),
-                "request": self.request, "total": self.total,
-                **({"again": self.again} if self.again else {}),
-                **({"planned_at": [self.planned_at.file, self.planned_at.pos,
-                                   self.planned_at.server]} if self.planned_at else {}),
-                "chunks": [[None, None, False] if c.index in done else
-                           [_bound(c.low), _bound(c.high), c.nulls] for c in self.chunks]
-                if copying else []}
+        saved = {"id": self.id, "schema": self.schema, "table": self.table,
+                 "where": self.where, "key": asdict(self.key), "rows": self.rows,
+                 "read_rows": self.read_rows, "state": self.state, "error": self.error,
+                 "started": self.started, "finished": self.finished, "done": _ranges(done),
+                 "request": self.request, "total": self.total,
+                 **({"again": self.again} if self.again else {}),
+                 **({"planned_at": [self.planned_at.file, self.planned_at.pos,
+                                    self.planned_at.server]} if self.planned_at else {})}
+        if copying and self.apart:
+            return {**saved, "plan": True}  # (no "chunks": an older setl says it cannot
+            # read the state, and copies nothing, rather than copy a copy with no chunks)
+        return {**saved, "chunks": [[None, None, False] if c.index in done else
+                                    [bound(c.low), bound(c.high), c.nulls]
+                                    for c in self.chunks] if copying else []}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableCopy:
         key = SplitKey(**{**data["key"], "columns": tuple(data["key"]["columns"])})
-        chunks = [Chunk(index, _unbound(low), _unbound(high), bool(nulls))
-                  for index, (low, high, nulls) in enumerate(data["chunks"])]
+        apart = bool(data.get("plan"))  # (its chunks read by SnapshotStore.load)
+        chunks = [] if apart else [Chunk(index, unbound(low), unbound(high), bool(nulls))
+                                   for index, (low, high, nulls) in enumerate(data["chunks"])]
         return cls(data["id"], data["schema"], data["table"], data["where"], key, chunks,
                    int(data["rows"]), _unranged(data["done"]), int(data["read_rows"]),
                    data["state"], data.get("error", ""), float(data["started"]),
                    float(data["finished"]), str(data.get("request", "")),
                    0 if chunks else int(data.get("total", 0)), str(data.get("again", "")),
-                   _position(data.get("planned_at")))
+                   _position(data.get("planned_at")), apart)
 
 
 def _position(saved: Any) -> BinlogPosition | None:
@@ -148,15 +167,6 @@ def failed_problem(pipeline_id: str, copies: list[TableCopy], now: float) -> str
             + f"; see setl snapshot status {channel}{again}")
 
 
-def _bound(value: object) -> str | None:
-    """A chunk bound as JSON text (None: unbounded), typed as the free door's keys are."""
-    return None if value is None else encode_key([value])
-
-
-def _unbound(text: str | None) -> object:
-    return None if text is None else decode_key(text)[0]
-
-
 def _ranges(done: set[int]) -> str:
     """Chunk indexes as ``0-120,125``: a copy of a large table keeps its state small."""
     parts, ordered = [], sorted(done)
@@ -191,6 +201,10 @@ class SnapshotStore(SnapshotControl):
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
         super().__init__(client, paths, pipeline_id)
         self.path = paths.snapshot(pipeline_id)
+        self.plans_path = paths.snapshot_plans(pipeline_id)
+        self._planned: set[str] = set()  # copy ids whose plans are (or may be) written
+        self._fresh: set[str] = set()  # written by this runner, not saved in the state yet
+        self._named: set[str] = set()  # the plans the state saved last needs
         self._stored: tuple[float, list[dict[str, object]]] = (-STORED_EVERY_S, [])
         self._version: int | None = None  # of the state loaded or saved last (None: none)
         self._lost: bytes | None = None  # a save whose answer never came (it may have landed)
@@ -211,9 +225,73 @@ class SnapshotStore(SnapshotControl):
         return found
 
     def load(self) -> list[TableCopy]:
-        """The copies as saved; this runner's saves write over the version read."""
+        """The copies as saved, with the chunks of those copying read from their plans;
+        this runner's saves write over the version read. A copy whose plan is missing or
+        not whole fails, saying what to do (it is never read as a copy of the whole table;
+        the stream and the other copies go on)."""
         copies, self._version = self._read()
+        self._planned = plans.names(self.client, self.plans_path)
+        self._named = {copy.id for copy in copies if copy.state == "copying" and copy.apart}
+        for copy in copies:
+            if copy.state == "copying" and copy.apart:
+                self._plan_of(copy)
         return copies
+
+    def _plan_of(self, copy: TableCopy) -> None:
+        path = self.plan_path(copy.id)
+        try:
+            chunks = plans.read(self.client, path)
+            if len(chunks) != copy.chunk_count:
+                raise PlanMissing(f"{path} holds {len(chunks)} chunks, the copy has "
+                                  f"{copy.chunk_count}")
+        except PlanMissing as exc:
+            channel = self.pipeline_id.partition(".")[0]
+            copy.state, copy.finished = "failed", time.time()
+            copy.error = str(CoordinationError(
+                f"pipeline {self.pipeline_id}: the copy of {copy.schema}.{copy.table} cannot "
+                f"go on: its chunks' plan in ZooKeeper is not there or not whole ({exc}; "
+                "deleted by hand, or by another setl release). The chunks not done are not "
+                f"copied; copy the table again: setl snapshot {channel} --table "
+                f"{copy.schema}.{copy.table}"))
+            log.error("event=snapshot_plan_missing pipeline=%s table=%s.%s copy=%s error=%s",
+                      self.pipeline_id, copy.schema, copy.table, copy.id, exc)
+            return
+        copy.chunks = chunks
+
+    def plan_path(self, copy_id: str) -> str:
+        return f"{self.plans_path}/{plans.name(copy_id)}"
+
+    def write_plan(self, copy: TableCopy) -> None:
+        """Write a copy's chunks, once, before the state names it (a crash between leaves a
+        plan no state names, deleted after a later save, never a copy without its chunks).
+        CoordinationError when ZooKeeper does not take it."""
+        with self._saving:  # (Load's thread saves, and drops plans, meanwhile)
+            self._fresh.add(copy.id)
+            self._planned.add(copy.id)
+        try:
+            parts = call("write a copy's chunks", plans.write, self.client,
+                         self.plan_path(copy.id), copy.chunks)
+        except NodeExistsError:
+            self.forget(copy)
+            raise CoordinationError(
+                f"pipeline {self.pipeline_id}: a plan of copy {copy.id} is in ZooKeeper "
+                "already (another runner planned the table at the same time); it is planned "
+                "again") from None
+        except (KazooException, CoordinationError) as exc:  # (half written: goes after a
+            self.forget(copy)  # later save)
+            if isinstance(exc, CoordinationError):
+                raise
+            raise CoordinationError(
+                f"pipeline {self.pipeline_id}: the chunks of copy {copy.id} could not be "
+                f"written to ZooKeeper ({type(exc).__name__}: the pipeline's state deleted "
+                "meanwhile?); the copy is planned again") from None
+        log.info("event=snapshot_planned pipeline=%s copy=%s chunks=%d parts=%d",
+                 self.pipeline_id, copy.id, len(copy.chunks), parts)
+
+    def forget(self, copy: TableCopy) -> None:
+        """A copy planned and not saved: its plan goes after a later save."""
+        with self._saving:
+            self._fresh.discard(copy.id)
 
     def _read(self) -> tuple[list[TableCopy], int | None]:
         try:
@@ -238,6 +316,13 @@ class SnapshotStore(SnapshotControl):
         when another owner saved (or ``setl position reset`` deleted it) meanwhile."""
         with self._saving:
             data = json.dumps([copy.to_json() for copy in copies]).encode()
+            if len(data) > STATE_BYTES:  # (not sent: _lost stays as it was)
+                raise CoordinationError(
+                    f"pipeline {self.pipeline_id}: its table copies' state would take "
+                    f"{len(data) // 1024} KB in ZooKeeper, more than the {STATE_BYTES // 1024} "
+                    f"KB it takes in one write ({len(copies)} copies, "
+                    f"{sum(copy.state == 'copying' for copy in copies)} under way); copies "
+                    "asked for wait until those under way finish: ask fewer tables at once")
             try:
                 self._version = self._write(data)
             except BadVersionError:
@@ -251,6 +336,31 @@ class SnapshotStore(SnapshotControl):
                 self._lost = data
                 raise
             self._lost = None
+            self._drop_plans(copies)
+
+    def _drop_plans(self, copies: list[TableCopy]) -> None:
+        """The plans the state just saved no longer needs (their copies finished, pruned or
+        cancelled; orphans of a runner that stopped between a plan and its save), but those
+        this runner wrote and has not saved yet. Safe against another owner: its plans not
+        saved yet go with its next save, which this save fences."""
+        named = {copy.id for copy in copies if copy.state == "copying" and copy.apart}
+        self._fresh -= named
+        if named != self._named:  # (a copy started or ended: looked for those of others
+            try:  # too, e.g. an old owner's plan written after this runner's load)
+                self._planned |= plans.names(self.client, self.plans_path)
+            except KazooException as exc:
+                log.warning("event=snapshot_plans_unlisted pipeline=%s error=%r",
+                            self.pipeline_id, exc)
+                return
+            self._named = named
+        for copy_id in sorted(self._planned - named - self._fresh):
+            try:
+                plans.delete(self.client, self.plan_path(copy_id))
+            except KazooException as exc:  # deleted after a later save
+                log.warning("event=snapshot_plan_not_deleted pipeline=%s copy=%s error=%r",
+                            self.pipeline_id, copy_id, exc)
+                continue
+            self._planned.discard(copy_id)
 
     def _write(self, data: bytes) -> int:
         """``data`` over the version this runner knows (:func:`shared.zk.write_over`)."""

@@ -202,7 +202,7 @@ def test_a_zookeeper_whose_history_went_back_is_said_not_taken_for_a_newer_owner
         assert (3, "in the gap") not in target.table(schema, "kl")
 
 
-def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
+def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys, zk_client):
     """setl position show names the cursor, the source's end and each target's row; set is
     refused while the pipeline runs, for a binlog the source lacks, and earlier than a
     target holds unless --replay (then that target loads again from there); reset makes the
@@ -293,7 +293,10 @@ def test_position_show_and_set_with_a_replay(sandbox, tmp_path, capsys):
         assert f"{schema}.kl" in capsys.readouterr().err.partition("takes keyless tables: ")[2]
         target.execute(f"DELETE FROM {kl}")
         shapes.put_back(target, shapes.opening())
+        plan = f"{ZkPaths(cluster.root).snapshot_plans('moves.forward')}/s.t@1"
+        zk_client.create(f"{plan}/0", b"chunks", makepath=True)  # a copy's chunks go too
         assert cli.main([*position, "reset", "moves", "--replay", "--keyless-duplicates"]) == 0
+        assert not zk_client.exists(ZkPaths(cluster.root).snapshot_plans("moves.forward"))
         assert f"its next start loads again from {file}:{pos}" in capsys.readouterr().out
         assert target.rows("SELECT binlog_file FROM retl.retl_position WHERE pipeline_id = "
                            "'moves.forward'") == [("",)]  # (kept: a late writer is fenced)

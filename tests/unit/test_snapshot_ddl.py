@@ -53,6 +53,12 @@ class Store:
     def control(self) -> dict[str, Any]:
         return {}
 
+    def write_plan(self, copy: TableCopy) -> None:
+        pass
+
+    def forget(self, copy: TableCopy) -> None:
+        pass
+
 
 class Compiled:
     version = 1

@@ -29,6 +29,8 @@ class Store:
         self.waiting = {f"/r/request-{i:010d}": request for i, request in enumerate(requests)}
         self.saved: list[dict[str, Any]] | None = None
         self.failing = False
+        self.planned: list[str] = []
+        self.forgotten: list[str] = []
 
     def requests(self) -> list[tuple[str, dict[str, Any]]]:
         return sorted(self.waiting.items())
@@ -43,6 +45,12 @@ class Store:
 
     def control(self) -> dict[str, Any]:
         return {}
+
+    def write_plan(self, copy: TableCopy) -> None:
+        self.planned.append(copy.id)
+
+    def forget(self, copy: TableCopy) -> None:
+        self.forgotten.append(copy.id)
 
 
 class Compiled:
