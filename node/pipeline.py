@@ -152,7 +152,7 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         Status says ``stopping`` until the runner ends (a stop that waits on a slow load
         showed ``running``, frozen, while the pipeline's new definition waited for it)."""
         self.stop_event.set()
-        if self.state in ("starting", "running", "retrying", "switching"):
+        if self.state in ("starting", "running", "retrying", "switching", "pausing"):
             self.state = "stopping"
         self._select_stop.set()
         if self._snapshots is not None:  # a request now may be for the runner replacing it
@@ -169,7 +169,7 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         return self._thread.is_alive()
 
     def run(self) -> None:
-        failures = 0
+        self._failures = 0
         delays = iter(())
         try:
             targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
@@ -183,8 +183,9 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
             self._fail_for_good(str(exc))
             return
         while not self.stop_event.is_set():
-            loaded_before = self.batches_loaded
-            self._attempt_loader = None
+            self._loaded_before = self.batches_loaded
+            self._attempt_loader, self._pauses, self._pause_note = None, False, ""
+            self.unacked_left = 0
             try:
                 self._run_once(compiled)
                 if self._switch.is_set() and not self.stop_event.is_set():
@@ -200,7 +201,7 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                 continue
             except PAUSE_AT_ONCE as exc:  # a definition, user code, a lost position, rows a
                 # copy would displace for good or forever: no retry
-                self._fail_for_good(str(exc))
+                self._fail_for_good(str(exc) + self._pause_note)
                 return
             except FencedError as exc:
                 self.state, self.last_error = "fenced", str(exc)
@@ -214,15 +215,13 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
             except Exception as exc:  # every failure is retried, then paused
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
                 self.last_error, self.state = message, "retrying"
-                # a Spark that cannot start is no progress, whatever ran in the node meanwhile
-                loaded = self._progressed(loaded_before) and \
-                    not isinstance(exc, SparkStartError)
-                failures = 1 if loaded else failures + 1
+                pauses = self._pauses  # (told before a drain: its acks are no progress)
+                failures = self._failures = self._count(exc)
                 log.error("event=pipeline_failed pipeline=%s failures=%d error=%s",
                           self.pipeline_id, failures, message.replace("\n", " "),
                           exc_info=not isinstance(exc, SetlError))
-                if failures > self.ctx.pipeline.params.max_retries:
-                    self._fail_for_good(message)
+                if pauses or failures > self.ctx.pipeline.params.max_retries:
+                    self._fail_for_good(message + self._pause_note)
                     return
                 self.metrics.retried()
                 if failures == 1:
@@ -233,6 +232,43 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         self.state = "stopped"
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
+
+    def _count(self, exc: Exception) -> int:
+        """The failures in a row with this one (a Spark that cannot start is no progress,
+        whatever ran in the node meanwhile)."""
+        loaded = self._progressed(self._loaded_before) and \
+            not isinstance(exc, SparkStartError)
+        return 1 if loaded else self._failures + 1
+
+    def _pausing(self, exc: Exception) -> bool:
+        """Whether this failure of an attempt pauses the pipeline (as :meth:`run` tells)."""
+        if isinstance(exc, SwitchPending):
+            return False
+        if isinstance(exc, PAUSE_AT_ONCE):
+            return True
+        if isinstance(exc, (FencedError, OwnershipLostError)):
+            return False
+        return self._count(exc) > self.ctx.pipeline.params.max_retries
+
+    def _before_pause(self, loader: TargetLoader, exc: Exception) -> None:
+        """A subscription's pause waits for its reader to acknowledge what was handed to it
+        before the failed batch (its position is then right before it, and a move past it,
+        what a pause says to do, skips that batch alone); the pause's text says how that
+        ended. A stop or a lost ownership meanwhile leaves them unacknowledged: sent again."""
+        drain = getattr(loader, "drain", None)
+        if drain is None:
+            return
+        message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
+
+        def report(text: str, left: int) -> None:
+            if self.state != "stopping":
+                self.state = "pausing"
+            self.last_error, self.unacked_left = f"{message}\n{text}", left
+            log.warning("event=pause_waits_for_acks pipeline=%s unacked=%d", self.pipeline_id,
+                        left)
+            self.publish()
+        self._pause_note, self.unacked_left = drain(self.stop_event, self.ctx.owns,
+                                                    self.ctx.channel.name, report)
 
     def _progressed(self, loaded_before: int) -> bool:
         """Whether the failed attempt moved the pipeline on (its failures count from one
@@ -267,6 +303,11 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         loader = self._attempt_loader = self._loader(hint)
         try:
             self._run_from(compiled, self._resume(loader, source, hint), loader, source)
+        except Exception as exc:
+            self._pauses = self._pausing(exc)
+            if self._pauses:
+                self._before_pause(loader, exc)
+            raise
         finally:
             outbox = getattr(loader, "outbox", None)  # a subscription's: its last ack stays
             if outbox is not None:  # its status position once the outbox is gone
