@@ -24,7 +24,6 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from node import cursor as cursors
-from node import pause
 from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.ddlset import target_reader
@@ -35,6 +34,7 @@ from node.extract.keycheck import read_source_columns
 from node.jobs import Done, Failed
 from node.load import loop as load
 from node.metrics import PipelineMetrics, log_timings
+from node.pausing import RunnerPause
 from node.primary import Primary, SwitchPending
 from node.resume import RunnerStart
 from node.select.binlog import BinlogReader
@@ -57,7 +57,6 @@ from shared.errors import (
     FencedError,
     OwnershipLostError,
     SetlError,
-    SparkStartError,
 )
 from shared.model import Channel, DataSource, Pipeline
 from shared.retry import RetryPolicy
@@ -92,7 +91,7 @@ class PipelineContext:
         return self.channel.pipeline_id(self.pipeline)
 
 
-class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
+class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect, RunnerPause):
     def __init__(self, context: PipelineContext) -> None:
         self.ctx = context
         self.pipeline_id = context.pipeline_id
@@ -232,64 +231,6 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         self.state = "stopped"
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
-
-    def _count(self, exc: Exception) -> int:
-        """The failures in a row with this one (a Spark that cannot start is no progress,
-        whatever ran in the node meanwhile)."""
-        loaded = self._progressed(self._loaded_before) and \
-            not isinstance(exc, SparkStartError)
-        return 1 if loaded else self._failures + 1
-
-    def _pausing(self, exc: Exception) -> bool:
-        """Whether this failure of an attempt pauses the pipeline (as :meth:`run` tells)."""
-        if isinstance(exc, SwitchPending):
-            return False
-        if isinstance(exc, PAUSE_AT_ONCE):
-            return True
-        if isinstance(exc, (FencedError, OwnershipLostError)):
-            return False
-        return self._count(exc) > self.ctx.pipeline.params.max_retries
-
-    def _before_pause(self, loader: TargetLoader, exc: Exception) -> None:
-        """A subscription's pause waits for its reader to acknowledge what was handed to it
-        before the failed batch (its position is then right before it, and a move past it,
-        what a pause says to do, skips that batch alone); the pause's text says how that
-        ended. A stop or a lost ownership meanwhile leaves them unacknowledged: sent again."""
-        drain = getattr(loader, "drain", None)
-        if drain is None:
-            return
-        message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
-
-        def report(text: str, left: int) -> None:
-            if self.state != "stopping":
-                self.state = "pausing"
-            self.last_error, self.unacked_left = f"{message}\n{text}", left
-            log.warning("event=pause_waits_for_acks pipeline=%s unacked=%d", self.pipeline_id,
-                        left)
-            self.publish()
-        self._pause_note, self.unacked_left = drain(self.stop_event, self.ctx.owns,
-                                                    self.ctx.channel.name, report)
-
-    def _progressed(self, loaded_before: int) -> bool:
-        """Whether the failed attempt moved the pipeline on (its failures count from one
-        again): a batch loaded; for a loader that holds nothing until its reader acknowledges
-        it (a subscription), an acknowledgement, since the next attempt hands every batch
-        not acknowledged over again (a slow or absent reader never paused the pipeline)."""
-        loader = self._attempt_loader
-        if loader is not None and not getattr(loader, "durable", True):
-            return getattr(loader, "acks", 0) > 0
-        return self.batches_loaded > loaded_before
-
-    def _fail_for_good(self, message: str) -> None:
-        self.state, self.last_error = "failed", message
-        self.publish()
-        self.metrics.paused()
-        log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
-                  message.replace("\n", " "))
-        self._pause()
-
-    def _pause(self) -> None:
-        pause.pause_channel(self.ctx, self.pipeline_id, self.stop_event)
 
     def _feeders(self, target: tuple[str, str, str]) -> list[str]:
         """The other pipelines ZooKeeper's definitions have writing ``target`` (read where a
