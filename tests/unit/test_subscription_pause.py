@@ -79,8 +79,13 @@ def test_the_pause_text_says_what_the_reader_has_not_acknowledged() -> None:
     assert str(parcel(3).end) in note and "setl channel start feed" in note
     box = loader.outbox = Outbox("feed.forward", 5, lambda p: None)
     box.acked_end = parcel(3).end
+    assert loader.drain(threading.Event(), lambda: True, "feed", lambda text, n: None) == \
+        ("", 0)  # nothing handed over was unacknowledged: nothing to say
+    reader = handed(box, 4)
+    threading.Timer(0.2, box.ack, (reader, 4)).start()
     note, left = loader.drain(threading.Event(), lambda: True, "feed", lambda text, n: None)
     assert left == 0 and "acknowledged every batch before the failed one" in note
+    assert str(parcel(4).end) in note
 
 
 class Draining(Unheld):

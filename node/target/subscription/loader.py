@@ -118,15 +118,19 @@ class SubscriptionLoader:
         """Before the pipeline pauses at a batch: wait for the reader to acknowledge every
         batch handed over before it, so that its position is right before that batch and a
         move past it (what a pause says to do) skips it alone. ``report(text, left)`` says
-        what it waits for; the answer is what the pause adds to its text, and the batches
-        left unacknowledged (when the pipeline was stopped, or lost, first)."""
+        what it waits for; the answer is what the pause adds to its text (nothing when
+        there was nothing to wait for), and the batches left unacknowledged (when the
+        pipeline was stopped, or lost, first)."""
         def waiting(left: list[Parcel]) -> None:
             report(f"pausing: {self._unacked(left)}; the pause follows once it acknowledged "
                    "them, so that moving past the failed batch skips nothing it was sent. "
                    f"Let it read (setl subscribe {channel}, or the application's reader); "
                    "a stop keeps them unacknowledged (the next start sends them again)",
                    len(left))
+        waited = self.outbox.waiting  # none: its position is right before it already
         left = self.outbox.drain(stop, owns, waiting)
+        if not waited:
+            return "", 0
         if left:
             log.warning("event=pause_without_acks pipeline=%s unacked=%d acked=%s",
                         self.pipeline_id, len(left), self.outbox.acked_end or "-")
