@@ -19,6 +19,7 @@ from typing import Any
 
 import pymysql
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from manager import positionrows, replays
 from manager.positionrows import Row
@@ -150,6 +151,8 @@ class Positions:
                 f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
                 f"a start at {position} would go on from there for it. Add --replay to load "
                 f"again from {position} (its position row follows), or choose a later place")
+        if not request.replay:
+            self._unacked_skip(channel, pipeline, rows, position)
         lakes = [name for name in ahead if self.catalog.source(name).type == "delta"]
         if lakes and position.file:  # (refused before any target moves, and before advice
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
@@ -174,6 +177,37 @@ class Positions:
         log.info("event=position_set pipeline=%s position=%s replay=%s targets_moved=%s",
                  pipeline_id, position, request.replay, ",".join(ahead) or "-")
 
+
+    def _unacked_skip(self, channel: Channel, pipeline: Pipeline,
+                      rows: dict[str, Row | None], position: BinlogPosition) -> None:
+        """Refuse to move a subscription that paused while its reader had not acknowledged
+        batches handed to it before the failed one (it was stopped before they were) past
+        its acknowledged position: a move past the failed statement, what the pause says to
+        do, would skip them, and its reader never gets them. ``--replay`` (which ``setl
+        subscribe --from`` sends) moves it as asked."""
+        names = [name for name in rows if self.catalog.source(name).type == "subscription"]
+        pipeline_id = channel.pipeline_id(pipeline)
+        if not names:
+            return
+        try:
+            data, _ = call("read pipeline stats", self.client.get, self.paths.stats(pipeline_id))
+        except NoNodeError:
+            return
+        state = manager_pb2.PipelineState()
+        state.ParseFromString(data)
+        row = rows[names[0]]
+        if state.state not in ("failed", "pausing") or state.unacked <= 0 or \
+                (row is not None and not replays.ahead(position, row[0])):
+            return
+        raise ConflictError(
+            f"subscription {names[0]} paused while its reader had not acknowledged "
+            f"{state.unacked} batch(es) handed to it before the failed one, from its position "
+            f"{row[0] if row else '(nothing acknowledged yet)'} on: a start at {position} "
+            "skips them, and the reader never gets them. Start the channel again first "
+            f"(setl channel start {channel.name}): the reader gets them, and "
+            "the pipeline pauses at the failed statement again once it has acknowledged "
+            "them, its position then right before it; then move past it. To skip them "
+            f"anyway: setl position set {channel.name}/{pipeline.name} … --replay")
 
     def _stopped(self, channel: Channel, pipeline: Pipeline, action: str) -> str:
         """The pipeline's id; raises unless its channel is stopped and no runner is left."""

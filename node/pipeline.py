@@ -24,7 +24,6 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from node import cursor as cursors
-from node import pause
 from node.changes import Batch
 from node.cursor import Cursor, CursorPublisher, CursorStore
 from node.ddlset import target_reader
@@ -35,6 +34,7 @@ from node.extract.keycheck import read_source_columns
 from node.jobs import Done, Failed
 from node.load import loop as load
 from node.metrics import PipelineMetrics, log_timings
+from node.pausing import RunnerPause
 from node.primary import Primary, SwitchPending
 from node.resume import RunnerStart
 from node.select.binlog import BinlogReader
@@ -57,7 +57,6 @@ from shared.errors import (
     FencedError,
     OwnershipLostError,
     SetlError,
-    SparkStartError,
 )
 from shared.model import Channel, DataSource, Pipeline
 from shared.retry import RetryPolicy
@@ -92,7 +91,7 @@ class PipelineContext:
         return self.channel.pipeline_id(self.pipeline)
 
 
-class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
+class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect, RunnerPause):
     def __init__(self, context: PipelineContext) -> None:
         self.ctx = context
         self.pipeline_id = context.pipeline_id
@@ -152,7 +151,7 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         Status says ``stopping`` until the runner ends (a stop that waits on a slow load
         showed ``running``, frozen, while the pipeline's new definition waited for it)."""
         self.stop_event.set()
-        if self.state in ("starting", "running", "retrying", "switching"):
+        if self.state in ("starting", "running", "retrying", "switching", "pausing"):
             self.state = "stopping"
         self._select_stop.set()
         if self._snapshots is not None:  # a request now may be for the runner replacing it
@@ -169,7 +168,7 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         return self._thread.is_alive()
 
     def run(self) -> None:
-        failures = 0
+        self._failures = 0
         delays = iter(())
         try:
             targets = {pair.target.datasource: self.ctx.sources[pair.target.datasource]
@@ -183,8 +182,9 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
             self._fail_for_good(str(exc))
             return
         while not self.stop_event.is_set():
-            loaded_before = self.batches_loaded
-            self._attempt_loader = None
+            self._loaded_before = self.batches_loaded
+            self._attempt_loader, self._pauses, self._pause_note = None, False, ""
+            self.unacked_left = 0
             try:
                 self._run_once(compiled)
                 if self._switch.is_set() and not self.stop_event.is_set():
@@ -200,7 +200,7 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
                 continue
             except PAUSE_AT_ONCE as exc:  # a definition, user code, a lost position, rows a
                 # copy would displace for good or forever: no retry
-                self._fail_for_good(str(exc))
+                self._fail_for_good(str(exc) + self._pause_note)
                 return
             except FencedError as exc:
                 self.state, self.last_error = "fenced", str(exc)
@@ -214,15 +214,13 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
             except Exception as exc:  # every failure is retried, then paused
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
                 self.last_error, self.state = message, "retrying"
-                # a Spark that cannot start is no progress, whatever ran in the node meanwhile
-                loaded = self._progressed(loaded_before) and \
-                    not isinstance(exc, SparkStartError)
-                failures = 1 if loaded else failures + 1
+                pauses = self._pauses  # (told before a drain: its acks are no progress)
+                failures = self._failures = self._count(exc)
                 log.error("event=pipeline_failed pipeline=%s failures=%d error=%s",
                           self.pipeline_id, failures, message.replace("\n", " "),
                           exc_info=not isinstance(exc, SetlError))
-                if failures > self.ctx.pipeline.params.max_retries:
-                    self._fail_for_good(message)
+                if pauses or failures > self.ctx.pipeline.params.max_retries:
+                    self._fail_for_good(message + self._pause_note)
                     return
                 self.metrics.retried()
                 if failures == 1:
@@ -233,27 +231,6 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         self.state = "stopped"
         log.info("event=pipeline_stopped pipeline=%s cursor=%s", self.pipeline_id,
                  self.cursor.position if self.cursor else "-")
-
-    def _progressed(self, loaded_before: int) -> bool:
-        """Whether the failed attempt moved the pipeline on (its failures count from one
-        again): a batch loaded; for a loader that holds nothing until its reader acknowledges
-        it (a subscription), an acknowledgement, since the next attempt hands every batch
-        not acknowledged over again (a slow or absent reader never paused the pipeline)."""
-        loader = self._attempt_loader
-        if loader is not None and not getattr(loader, "durable", True):
-            return getattr(loader, "acks", 0) > 0
-        return self.batches_loaded > loaded_before
-
-    def _fail_for_good(self, message: str) -> None:
-        self.state, self.last_error = "failed", message
-        self.publish()
-        self.metrics.paused()
-        log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
-                  message.replace("\n", " "))
-        self._pause()
-
-    def _pause(self) -> None:
-        pause.pause_channel(self.ctx, self.pipeline_id, self.stop_event)
 
     def _feeders(self, target: tuple[str, str, str]) -> list[str]:
         """The other pipelines ZooKeeper's definitions have writing ``target`` (read where a
@@ -267,6 +244,11 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect):
         loader = self._attempt_loader = self._loader(hint)
         try:
             self._run_from(compiled, self._resume(loader, source, hint), loader, source)
+        except Exception as exc:
+            self._pauses = self._pausing(exc)
+            if self._pauses:
+                self._before_pause(loader, exc)
+            raise
         finally:
             outbox = getattr(loader, "outbox", None)  # a subscription's: its last ack stays
             if outbox is not None:  # its status position once the outbox is gone

@@ -77,6 +77,9 @@ class RunnerStatus:
     # between attempts (its outbox gone): kept from the last one seen
     subscribed: bool = False
     acked_end: BinlogPosition | None = None
+    # a subscription's batches its reader had not acknowledged when it paused (its outbox
+    # gone): what `setl position set` past them would skip (manager.positions refuses it)
+    unacked_left: int = 0
 
     def counted(self, loader: Any, batch: Any, done: Any, wait_s: float, load_s: float
                 ) -> int:
@@ -147,4 +150,5 @@ class RunnerStatus:
             source=self.primary.in_use, switched=self.primary.describe(),
             switched_ms=self.primary.record.at_ms if self.primary.record else 0,
             source_switches=self.primary.switches, rows_skipped=self.rows_skipped,
-            **({"subscriber": box.peer, "unacked": box.waiting} if box is not None else {}))
+            **({"subscriber": box.peer, "unacked": box.waiting} if box is not None else
+               {"unacked": self.unacked_left}))

@@ -112,6 +112,44 @@ class SubscriptionLoader:
         log.debug("event=subscription_acked pipeline=%s process_id=%d position=%s",
                   self.pipeline_id, parcel.batch_id, parcel.end)
 
+    # -- a pause ------------------------------------------------------------------------------
+    def drain(self, stop: threading.Event, owns: Callable[[], bool], channel: str,
+              report: Callable[[str, int], None]) -> tuple[str, int]:
+        """Before the pipeline pauses at a batch: wait for the reader to acknowledge every
+        batch handed over before it, so that its position is right before that batch and a
+        move past it (what a pause says to do) skips it alone. ``report(text, left)`` says
+        what it waits for; the answer is what the pause adds to its text (nothing when
+        there was nothing to wait for), and the batches left unacknowledged (when the
+        pipeline was stopped, or lost, first)."""
+        def waiting(left: list[Parcel]) -> None:
+            report(f"pausing: {self._unacked(left)}; the pause follows once it acknowledged "
+                   "them, so that moving past the failed batch skips nothing it was sent. "
+                   f"Let it read (setl subscribe {channel}, or the application's reader); "
+                   "a stop keeps them unacknowledged (the next start sends them again)",
+                   len(left))
+        waited = self.outbox.waiting  # none: its position is right before it already
+        left = self.outbox.drain(stop, owns, waiting)
+        if not waited:
+            return "", 0
+        if left:
+            log.warning("event=pause_without_acks pipeline=%s unacked=%d acked=%s",
+                        self.pipeline_id, len(left), self.outbox.acked_end or "-")
+            return (f"\n{self._unacked(left)}: moving its position past the failed batch "
+                    "(a statement) skips them too, and the reader never gets them. Start the "
+                    f"channel again first (setl channel start {channel}): the reader gets "
+                    "them, and the pipeline pauses here again once it has acknowledged them, "
+                    "its position then right before the failed batch; then move past it",
+                    len(left))
+        acked = self.outbox.acked_end
+        return (f"\nsubscription {self.name}: its reader acknowledged every batch before the "
+                f"failed one; its position ({acked or 'nothing acknowledged yet'}) is right "
+                "before it, so a move past the failed batch skips that batch alone", 0)
+
+    def _unacked(self, left: list[Parcel]) -> str:
+        return (f"subscription {self.name}'s reader has not acknowledged {len(left)} "
+                f"batch(es) handed to it before the failed one, from its position "
+                f"{self.outbox.acked_end or '(nothing acknowledged yet)'} to {left[-1].end}")
+
     def close(self) -> None:
         self.outbox.close(f"pipeline {self.pipeline_id} stopped on this node")
         self.boxes.remove(self.outbox)

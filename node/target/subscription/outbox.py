@@ -100,6 +100,28 @@ class Outbox:
     def closed(self) -> str:
         return self._closed
 
+    def drain(self, stop: threading.Event, owns: Callable[[], bool],
+              waiting: Callable[[list[Parcel]], None]) -> list[Parcel]:
+        """Wait until the reader acknowledged every batch handed over (the pipeline pauses at
+        the batch after them: its position is then right before that one); ``waiting``
+        hears the batches left whenever they change. The batches left: none, or those still
+        unacknowledged when the pipeline stopped, its outbox closed (fenced) or this node
+        lost it first (they stay where they are: the next run sends them again)."""
+        told: tuple[int, ...] = ()
+        while True:
+            with self._cond:
+                left = list(self._pending)
+                if not left or self._closed or stop.is_set():
+                    return left
+            if tuple(parcel.batch_id for parcel in left) != told:
+                told = tuple(parcel.batch_id for parcel in left)
+                waiting(left)
+            if not owns():
+                return left
+            with self._cond:
+                if self._pending and not self._closed and not stop.is_set():
+                    self._cond.wait(POLL_S)
+
     @property
     def waiting(self) -> int:
         """Batches handed over and not acknowledged."""

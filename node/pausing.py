@@ -1,0 +1,105 @@
+"""How a pipeline runner pauses: which failures pause it (at once, or after
+``max_retries`` in a row without progress), and, for a subscription, the wait before the
+pause for its reader to acknowledge every batch handed to it before the failed one — its
+position is then right before that batch, so a move past it, what a pause says to do, skips
+that batch alone (docs/subscriptions.md). The pause itself is :mod:`node.pause`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from node import pause
+from node.primary import SwitchPending
+from node.target.base import TargetLoader
+from shared.errors import (
+    PAUSE_AT_ONCE,
+    FencedError,
+    OwnershipLostError,
+    SetlError,
+    SparkStartError,
+)
+
+log = logging.getLogger("setl.node.pipeline")
+
+
+class RunnerPause:
+    """The pause half of :class:`node.pipeline.PipelineRunner` (its attributes are the
+    runner's)."""
+
+    ctx: Any
+    pipeline_id: str
+    state: str
+    last_error: str
+    metrics: Any
+    stop_event: threading.Event
+    batches_loaded: int
+    unacked_left: int
+    _attempt_loader: TargetLoader | None
+    _loaded_before: int  # batches loaded when the attempt began
+    _failures: int  # failed attempts in a row
+    _pause_note: str  # what the pause adds to its text (a subscription's acknowledgements)
+
+    publish: Callable[[], None]  # (RunnerStatus's)
+
+    def _count(self, exc: Exception) -> int:
+        """The failures in a row with this one (a Spark that cannot start is no progress,
+        whatever ran in the node meanwhile)."""
+        loaded = self._progressed(self._loaded_before) and \
+            not isinstance(exc, SparkStartError)
+        return 1 if loaded else self._failures + 1
+
+    def _pausing(self, exc: Exception) -> bool:
+        """Whether this failure of an attempt pauses the pipeline (as :meth:`run` tells)."""
+        if isinstance(exc, SwitchPending):
+            return False
+        if isinstance(exc, PAUSE_AT_ONCE):
+            return True
+        if isinstance(exc, (FencedError, OwnershipLostError)):
+            return False
+        return self._count(exc) > self.ctx.pipeline.params.max_retries
+
+    def _before_pause(self, loader: TargetLoader, exc: Exception) -> None:
+        """A subscription's pause waits for its reader to acknowledge what was handed to it
+        before the failed batch (its position is then right before it, and a move past it,
+        what a pause says to do, skips that batch alone); the pause's text says how that
+        ended. A stop or a lost ownership meanwhile leaves them unacknowledged: sent again."""
+        drain = getattr(loader, "drain", None)
+        if drain is None:
+            return
+        message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
+
+        def report(text: str, left: int) -> None:
+            if self.state != "stopping":
+                self.state = "pausing"
+            self.last_error, self.unacked_left = f"{message}\n{text}", left
+            log.warning("event=pause_waits_for_acks pipeline=%s unacked=%d", self.pipeline_id,
+                        left)
+            self.publish()
+        self._pause_note, self.unacked_left = drain(self.stop_event, self.ctx.owns,
+                                                    self.ctx.channel.name, report)
+
+    def _progressed(self, loaded_before: int) -> bool:
+        """Whether the failed attempt moved the pipeline on (its failures count from one
+        again): a batch loaded; for a loader that holds nothing until its reader acknowledges
+        it (a subscription), an acknowledgement, since the next attempt hands every batch
+        not acknowledged over again (a slow or absent reader never paused the pipeline)."""
+        loader = self._attempt_loader
+        if loader is not None and not getattr(loader, "durable", True):
+            return getattr(loader, "acks", 0) > 0
+        return self.batches_loaded > loaded_before
+
+    def _fail_for_good(self, message: str) -> None:
+        self.state, self.last_error = "failed", message
+        self.publish()
+        self.metrics.paused()
+        log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
+                  message.replace("\n", " "))
+        self._pause()
+
+    def _pause(self) -> None:
+        pause.pause_channel(self.ctx, self.pipeline_id, self.stop_event)
+
