@@ -32,6 +32,9 @@ FIRING, RESOLVED = "firing", "resolved"
 # states of a pipeline a node holds and means to move: its delay is judged in each (a
 # pipeline that fails and retries, loading a little each time, never runs for long)
 MOVING = ("running", "retrying", "starting", "switching")
+# states of a pipeline stopped by an error: failed, or a subscription's pausing (it waits
+# for its reader to acknowledge what it was sent before the error, then pauses)
+STOPPING_ON_ERROR = ("failed", "pausing")
 RESOLVED_KEPT = 20  # resolutions shown by 'setl status' and the page
 
 
@@ -165,7 +168,7 @@ class AlarmEvaluator:
         if rule.when == FAILED:
             return {fact.pipeline_id: f"pipeline {fact.pipeline_id} failed: "
                     f"{(fact.last_error or 'no error text').splitlines()[0]}"
-                    for fact in chosen if fact.state == "failed"}
+                    for fact in chosen if fact.state in STOPPING_ON_ERROR}
         if rule.when == DELAY:
             return {fact.pipeline_id: f"pipeline {fact.pipeline_id} is {fact.delay_ms / 1000:g} "
                     f"s behind the source (above {rule.above / 1000:g} s"
@@ -206,7 +209,7 @@ class AlarmEvaluator:
         if rule.when != DELAY:
             return set()
         return {fact.pipeline_id for fact in facts.pipelines if _matches(rule, fact.pipeline_id)
-                and fact.channel_status == "START" and fact.state != "failed" and (
+                and fact.channel_status == "START" and fact.state not in STOPPING_ON_ERROR and (
                     fact.state not in MOVING or (fact.state == "starting" and
                                                  not fact.delay_ms))}
 

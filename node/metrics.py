@@ -42,7 +42,7 @@ LABELS = ("channel", "pipeline")
 # seconds: a caught-up batch's stages take milliseconds, a catch-up's seconds
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 STATES = ("starting", "running", "retrying", "failed", "fenced", "stopping", "stopped",
-          "switching")
+          "switching", "pausing")
 FREE_DOOR_OUTCOMES = ("requested", "loaded", "missing", "rejected")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -107,6 +107,17 @@ def test_paused_channel_and_failed_pipeline_say_why() -> None:
                                 ("failed", "shop.forward", RESOLVED)]
 
 
+def test_a_subscription_pausing_for_its_reader_is_failed_not_late() -> None:
+    """``pausing``: a subscription's error, waiting for its reader's acknowledgements
+    before the pause; the failed alarm fires at once, a delay alarm does not wait on it."""
+    alarms = AlarmEvaluator([AlarmRule("failed", "failed"),
+                             AlarmRule("late", "delay", above=1000)], Clock())
+    found = alarms.evaluate(facts(pipeline(state="pausing", last_error="TRUNCATE\nwaits",
+                                           delay_ms=5000)))
+    assert [(a.rule, a.subject, a.message) for a in found] == [
+        ("failed", "shop.forward", "pipeline shop.forward failed: TRUNCATE")]
+
+
 def test_node_lost_watches_nodes_seen_and_nodes_listed() -> None:
     clock = Clock()
     seen = AlarmEvaluator([AlarmRule("lost", "node_lost", for_s=5)], clock)
