@@ -290,8 +290,11 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect, RunnerPause):
             loader.displaced = door.displaced  # rows a window's row displaced: asked again
         if hasattr(loader, "sources"):  # (a 1062 pause names the source table to copy)
             loader.sources = functools.partial(source_names, compiled)
+        # (a store of this attempt's own: a stopped attempt's thread still planning saves,
+        # when it wakes, over the version it loaded, and is fenced once this one loaded)
+        attempt_store = SnapshotStore(self.ctx.client, self.ctx.paths, self.pipeline_id)
         snapshots = self._snapshots = Snapshots(self.pipeline_id, source, compiled, params,
-                                                self.ctx.spark, self.snapshot_store, door,
+                                                self.ctx.spark, attempt_store, door,
                                                 lines=planner.lines_plan)
         selector = self._selector = Selector(
             self.pipeline_id, reader, self.cursor.position, self.cursor.process_id + 1,

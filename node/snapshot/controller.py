@@ -362,6 +362,11 @@ class Snapshots:
                                  state="failed", error=str(exc), finished=time.time())
                 log.error("event=snapshot_table_failed pipeline=%s table=%s.%s error=%s",
                           self.pipeline_id, schema, table, exc)
+            if self._stop.is_set():  # halted while it split (minutes for a large table):
+                # the request is the next attempt's, which may have loaded the state already
+                log.info("event=snapshot_plan_dropped pipeline=%s table=%s.%s reason=halted",
+                         self.pipeline_id, schema, table)
+                return
             copy.request = asked
             if copy.state == "copying":  # its chunks, once, before the state names it
                 self.store.write_plan(copy)

@@ -196,7 +196,10 @@ class SnapshotStore(SnapshotControl):
     """The snapshot znodes of one pipeline: the copies' state, the tables asked for. A save
     writes over the state this runner loaded or saved last, and only over that one (as
     :class:`node.cursor.CursorStore` does): a state another owner saved meanwhile is never
-    overwritten with this one's (its copies would be lost)."""
+    overwritten with this one's (its copies would be lost). A load writes the state back as
+    read, so whoever loaded it before (an old owner, a stopped attempt whose thread is
+    still splitting a table or loading a window) is fenced from then on; each attempt of a
+    runner has a store of its own for that (node.pipeline)."""
 
     def __init__(self, client: KazooClient, paths: ZkPaths, pipeline_id: str) -> None:
         super().__init__(client, paths, pipeline_id)
@@ -229,13 +232,29 @@ class SnapshotStore(SnapshotControl):
         this runner's saves write over the version read. A copy whose plan is missing or
         not whole fails, saying what to do (it is never read as a copy of the whole table;
         the stream and the other copies go on)."""
-        copies, self._version = self._read()
+        copies, self._version = self._claim()
         self._planned = plans.names(self.client, self.plans_path)
         self._named = {copy.id for copy in copies if copy.state == "copying" and copy.apart}
         for copy in copies:
             if copy.state == "copying" and copy.apart:
                 self._plan_of(copy)
         return copies
+
+    def _claim(self) -> tuple[list[TableCopy], int | None]:
+        """The state read and written back as it is: whoever loaded it before (a stopped
+        attempt of this runner whose thread still plans or loads, an old owner) saves over
+        an older version from now on, and is fenced, even before this runner's first save
+        (its save would land otherwise, and this runner's be fenced, its copies stopped)."""
+        while True:
+            try:
+                data, stat = self.client.get(self.path)
+            except NoNodeError:
+                return [], None
+            copies = self._parse(data)
+            try:
+                return copies, self.client.set(self.path, data, version=stat.version).version
+            except (BadVersionError, NoNodeError):  # saved (or deleted) meanwhile: again
+                continue
 
     def _plan_of(self, copy: TableCopy) -> None:
         path = self.plan_path(copy.id)
@@ -298,9 +317,11 @@ class SnapshotStore(SnapshotControl):
             data, stat = self.client.get(self.path)
         except NoNodeError:
             return [], None
+        return self._parse(data), stat.version
+
+    def _parse(self, data: bytes) -> list[TableCopy]:
         try:
-            return [TableCopy.from_json(item) for item in json.loads(data or b"[]")], \
-                stat.version
+            return [TableCopy.from_json(item) for item in json.loads(data or b"[]")]
         except (ValueError, TypeError, KeyError, AttributeError) as exc:  # (a status read
             # raising anything else stopped the node: every node taking the pipeline)
             raise CoordinationError(
@@ -328,10 +349,10 @@ class SnapshotStore(SnapshotControl):
             except BadVersionError:
                 raise FencedError(
                     f"pipeline {self.pipeline_id}: its table copies' state in ZooKeeper was "
-                    "written by someone else (a newer owner of the pipeline, or setl position "
-                    "reset) since this runner read it; it is not written over, and this "
-                    "runner's copies stop. Nothing to do: the owner that wrote it goes on "
-                    "with the copies") from None
+                    "written by someone else (a newer owner of the pipeline, this runner's "
+                    "next attempt, or setl position reset) since this runner read it; it is "
+                    "not written over, and this runner's copies stop. Nothing to do: the "
+                    "owner that wrote it goes on with the copies") from None
             except KazooException:  # no answer: written or not, the next save finds out
                 self._lost = data
                 raise
@@ -341,8 +362,11 @@ class SnapshotStore(SnapshotControl):
     def _drop_plans(self, copies: list[TableCopy]) -> None:
         """The plans the state just saved no longer needs (their copies finished, pruned or
         cancelled; orphans of a runner that stopped between a plan and its save), but those
-        this runner wrote and has not saved yet. Safe against another owner: its plans not
-        saved yet go with its next save, which this save fences."""
+        this runner wrote and has not saved yet, and only plans made before that save
+        (:meth:`_saved_at`): a plan made after it is a newer owner's (one that loaded this
+        save, planned a copy and saved it, or is about to), whatever pause came between
+        this save and this drop. One made before it is named by this save or by nobody: an
+        owner that loaded an older state cannot save any more (this save fences it)."""
         named = {copy.id for copy in copies if copy.state == "copying" and copy.apart}
         self._fresh -= named
         if named != self._named:  # (a copy started or ended: looked for those of others
@@ -353,14 +377,41 @@ class SnapshotStore(SnapshotControl):
                             self.pipeline_id, exc)
                 return
             self._named = named
-        for copy_id in sorted(self._planned - named - self._fresh):
+        dropped = sorted(self._planned - named - self._fresh)
+        saved_at = self._saved_at() if dropped else None
+        if saved_at is None:
+            return
+        for copy_id in dropped:
             try:
+                made = self.client.exists(self.plan_path(copy_id))
+                if made is None:  # gone already
+                    self._planned.discard(copy_id)
+                    continue
+                if made.czxid > saved_at:  # a newer owner's (kept: not this runner's to drop)
+                    log.info("event=snapshot_plan_kept pipeline=%s copy=%s reason=newer_owner",
+                             self.pipeline_id, copy_id)
+                    self._planned.discard(copy_id)
+                    continue
                 plans.delete(self.client, self.plan_path(copy_id))
             except KazooException as exc:  # deleted after a later save
                 log.warning("event=snapshot_plan_not_deleted pipeline=%s copy=%s error=%r",
                             self.pipeline_id, copy_id, exc)
                 continue
             self._planned.discard(copy_id)
+
+    def _saved_at(self) -> int | None:
+        """The zxid of this runner's save, where the state is still the version it saved
+        (None: another owner saved since, or ZooKeeper does not answer; nothing dropped,
+        the plans not needed go after a later save, this one's or the next owner's)."""
+        try:
+            stat = self.client.exists(self.path)
+        except KazooException as exc:
+            log.warning("event=snapshot_plans_not_dropped pipeline=%s error=%r",
+                        self.pipeline_id, exc)
+            return None
+        if stat is None or stat.version != self._version:
+            return None
+        return int(stat.mzxid)
 
     def _write(self, data: bytes) -> int:
         """``data`` over the version this runner knows (:func:`shared.zk.write_over`)."""

@@ -26,6 +26,8 @@ class FakeZk:
     def __init__(self) -> None:
         self.nodes: dict[str, list] = {}
         self.largest = 0  # the largest write, as ZooKeeper's jute.maxbuffer would see it
+        self.zxid = 0
+        self.zxids: dict[str, list[int]] = {}  # path: [czxid, mzxid]
 
     def _wrote(self, data: bytes) -> None:
         self.largest = max(self.largest, len(data))
@@ -40,6 +42,8 @@ class FakeZk:
             self.create(parent, b"", makepath=True)
         self._wrote(data)
         self.nodes[path] = [data, 0]
+        self.zxid += 1
+        self.zxids[path] = [self.zxid, self.zxid]
         return path
 
     def set(self, path: str, data: bytes, version: int = -1) -> object:
@@ -49,6 +53,8 @@ class FakeZk:
             raise BadVersionError()
         self._wrote(data)
         self.nodes[path] = [data, self.nodes[path][1] + 1]
+        self.zxid += 1
+        self.zxids[path][1] = self.zxid
         return type("Stat", (), {"version": self.nodes[path][1]})()
 
     def get(self, path: str) -> tuple[bytes, object]:
@@ -56,6 +62,13 @@ class FakeZk:
             raise NoNodeError()
         data, version = self.nodes[path]
         return data, type("Stat", (), {"version": version})()
+
+    def exists(self, path: str) -> object:
+        if path not in self.nodes:
+            return None
+        czxid, mzxid = self.zxids[path]
+        return type("Stat", (), {"version": self.nodes[path][1], "czxid": czxid,
+                                 "mzxid": mzxid})()
 
     def get_children(self, path: str) -> list[str]:
         if path not in self.nodes:
