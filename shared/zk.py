@@ -31,6 +31,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, OperationTimeoutError
 from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
+from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import KazooRetry
 
 from shared.errors import CoordinationError
@@ -196,6 +197,20 @@ def write_over(zk: KazooClient, path: str, data: bytes, version: int | None,
         if not landed(zk, path, lost, expected):
             raise BadVersionError() from None
     return zk.set(path, data, version=expected).version
+
+
+def written_over(zk: KazooClient, path: str, data: bytes, version: int | None,
+                 lost: bytes | None) -> ZnodeStat:
+    """:func:`write_over`, answering the znode's stat as written (its ``mzxid``: when)."""
+    expected = 0 if version is None else version + 1
+    try:
+        if version is None:
+            return zk.create(path, data, makepath=True, include_data=True)[1]
+        return zk.set(path, data, version=version)
+    except (NodeExistsError, BadVersionError, NoNodeError):
+        if not landed(zk, path, lost, expected):
+            raise BadVersionError() from None
+    return zk.set(path, data, version=expected)
 
 
 def client(settings: ZkSettings) -> KazooClient:

@@ -25,6 +25,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from node.extract.chunks import Chunk, SplitKey
 from node.snapshot import plans
@@ -211,6 +212,7 @@ class SnapshotStore(SnapshotControl):
         self._stored: tuple[float, list[dict[str, object]]] = (-STORED_EVERY_S, [])
         self._version: int | None = None  # of the state loaded or saved last (None: none)
         self._lost: bytes | None = None  # a save whose answer never came (it may have landed)
+        self._saved: tuple[int, int] = (0, 0)  # the state's czxid and mzxid as last saved
         self._saving = threading.Lock()  # saves come from Load's thread and the copies'
 
     def stored_progress(self) -> list[dict[str, object]]:
@@ -345,7 +347,7 @@ class SnapshotStore(SnapshotControl):
                     f"{sum(copy.state == 'copying' for copy in copies)} under way); copies "
                     "asked for wait until those under way finish: ask fewer tables at once")
             try:
-                self._version = self._write(data)
+                written = self._write(data)
             except BadVersionError:
                 raise FencedError(
                     f"pipeline {self.pipeline_id}: its table copies' state in ZooKeeper was "
@@ -357,6 +359,7 @@ class SnapshotStore(SnapshotControl):
                 self._lost = data
                 raise
             self._lost = None
+            self._version, self._saved = written.version, (written.czxid, written.mzxid)
             self._drop_plans(copies)
 
     def _drop_plans(self, copies: list[TableCopy]) -> None:
@@ -409,13 +412,14 @@ class SnapshotStore(SnapshotControl):
             log.warning("event=snapshot_plans_not_dropped pipeline=%s error=%r",
                         self.pipeline_id, exc)
             return None
-        if stat is None or stat.version != self._version:
+        if stat is None or (stat.version, stat.czxid, stat.mzxid) != \
+                (self._version, *self._saved):  # (czxid: not deleted and made again since)
             return None
         return int(stat.mzxid)
 
-    def _write(self, data: bytes) -> int:
-        """``data`` over the version this runner knows (:func:`shared.zk.write_over`)."""
-        return zk.write_over(self.client, self.path, data, self._version, self._lost)
+    def _write(self, data: bytes) -> ZnodeStat:
+        """``data`` over the version this runner knows (:func:`shared.zk.written_over`)."""
+        return zk.written_over(self.client, self.path, data, self._version, self._lost)
 
 
 def progress(copies: list[TableCopy], rate: float = 0.0) -> list[dict[str, object]]:

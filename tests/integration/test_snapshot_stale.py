@@ -170,3 +170,31 @@ def test_an_old_owner_paused_after_its_save_keeps_the_new_owners_plan(
             ("s.y@1", "copying", 5)]
     finally:
         zk.close(other)
+
+
+def test_an_old_owner_paused_across_a_position_reset_keeps_the_new_owners_plan(
+        zk_client: KazooClient, zk_root: str, zk_hosts: str) -> None:
+    paths = ZkPaths(zk_root)
+    other = zk.connect(ZkSettings(zk_hosts))
+    try:
+        b = SnapshotStore(other, paths, PID)
+        y = copy("y", 4)
+
+        def reset_then_new_owner_saves() -> None:  # (the state deleted and made again)
+            other.delete(paths.snapshot(PID))
+            assert b.load() == []
+            b.write_plan(y)
+            b.save([y])
+
+        client = Paused(zk_client)
+        a = SnapshotStore(client, paths, PID)  # type: ignore[arg-type]
+        a.load()
+        x = copy("x", 3)
+        a.write_plan(x)
+        client.meanwhile = reset_then_new_owner_saves
+        a.save([x])  # made the state (version 0), then paused before its plans' clean-up
+        assert plans.names(zk_client, paths.snapshot_plans(PID)) >= {"s.y@1"}
+        after = SnapshotStore(other, paths, PID).load()
+        assert [(c.id, c.state, len(c.chunks)) for c in after] == [("s.y@1", "copying", 4)]
+    finally:
+        zk.close(other)

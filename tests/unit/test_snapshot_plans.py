@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import pytest
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -32,7 +33,8 @@ class FakeZk:
     def _wrote(self, data: bytes) -> None:
         self.largest = max(self.largest, len(data))
 
-    def create(self, path: str, data: bytes = b"", makepath: bool = False) -> str:
+    def create(self, path: str, data: bytes = b"", makepath: bool = False,
+               include_data: bool = False) -> Any:
         if path in self.nodes:
             raise NodeExistsError()
         parent = path.rsplit("/", 1)[0]
@@ -44,7 +46,7 @@ class FakeZk:
         self.nodes[path] = [data, 0]
         self.zxid += 1
         self.zxids[path] = [self.zxid, self.zxid]
-        return path
+        return (path, self.exists(path)) if include_data else path
 
     def set(self, path: str, data: bytes, version: int = -1) -> object:
         if path not in self.nodes:
@@ -55,7 +57,7 @@ class FakeZk:
         self.nodes[path] = [data, self.nodes[path][1] + 1]
         self.zxid += 1
         self.zxids[path][1] = self.zxid
-        return type("Stat", (), {"version": self.nodes[path][1]})()
+        return self.exists(path)
 
     def get(self, path: str) -> tuple[bytes, object]:
         if path not in self.nodes:
