@@ -32,12 +32,11 @@ from node.extract.reads import Read
 from node.snapshot.door import DoorQueue
 from node.snapshot.moved import failed_by
 from node.snapshot.plan import plan
+from node.snapshot.progress import Rate, progress
 from node.snapshot.state import (
-    Rate,
     SnapshotStore,
     TableCopy,
     failed_problem,
-    progress,
     pruned,
 )
 from node.snapshot.watermarks import WINDOWS_IN_FLIGHT, Window, signal, stopped
