@@ -79,8 +79,18 @@ class RunnerPause:
             log.warning("event=pause_waits_for_acks pipeline=%s unacked=%d", self.pipeline_id,
                         left)
             self.publish()
-        self._pause_note, self.unacked_left = drain(self.stop_event, self.ctx.owns,
+        self._pause_note, self.unacked_left = drain(self.stop_event, self._may_own,
                                                     self.ctx.channel.name, report)
+
+    def _may_own(self) -> bool:
+        """What a drain asks: whether this node may still hold the pipeline. While ZooKeeper
+        is disconnected with the session intact nobody else can take it (its mainstem is the
+        session's): the wait goes on; a session lost stops the runner (the supervisor's
+        ``_on_state``), and one that came back as another session no longer owns it."""
+        client = getattr(self.ctx, "client", None)
+        if client is not None and not client.connected:
+            return True
+        return bool(self.ctx.owns())
 
     def _progressed(self, loaded_before: int) -> bool:
         """Whether the failed attempt moved the pipeline on (its failures count from one
