@@ -103,8 +103,18 @@ class RunnerPause:
         return self.batches_loaded > loaded_before
 
     def _fail_for_good(self, message: str) -> None:
-        self.state, self.last_error = "failed", message
+        cut_short = getattr(self, "unacked_left", 0) > 0  # the wait for the reader was
+        # (stopped: a shutdown, a lost session, a redefinition, or the operator's stop or
+        # pause, whose status says so already, a pause writing over START only; or this node
+        # found it does not own the pipeline, or was fenced: the supervisor may take it back)
+        self.state = "failed" if not cut_short or self.stop_event.is_set() else \
+            "lost ownership"  # (node.pipeline.LOST_OWNERSHIP)
+        self.last_error = message
         self.publish()
+        if cut_short:  # the next owner hands them over again and waits: no pause here
+            log.warning("event=pause_left_to_next_owner pipeline=%s unacked=%d state=%s",
+                        self.pipeline_id, self.unacked_left, self.state)
+            return
         self.metrics.paused()
         log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
                   message.replace("\n", " "))
