@@ -85,6 +85,7 @@ def test_a_drain_records_what_is_handed_over_before_it_waits() -> None:
     zk = Zk()
     loader = object.__new__(SubscriptionLoader)
     loader.pipeline_id, loader.name, loader.unacked_path = "feed.forward", "feed-s", "/u"
+    loader.dropped = []
     loader.store = SimpleNamespace(client=zk)  # type: ignore[assignment]
     loader.outbox = Outbox("feed.forward", 5, lambda p: None)
     loader.outbox.acked_end = parcel(1).end
@@ -94,3 +95,28 @@ def test_a_drain_records_what_is_handed_over_before_it_waits() -> None:
     loader.drain(stop, lambda: True, "feed", lambda text, n: None)
     assert acks.read_unacked(zk, "/u") == acks.Unacked(  # type: ignore[arg-type]
         parcel(1).end, parcel(3).end, 2)
+
+
+def test_batches_a_stop_kept_from_the_reader_count_as_unacknowledged() -> None:
+    """A stop while Load hands a batch over drops it (the next start sends it); a pause
+    right after (the next batch failed) is then not right after the acknowledged position:
+    the drain says so and records it, as for batches handed over and unacknowledged."""
+    import threading
+
+    from node.changes import Batch
+    from node.target.subscription.loader import SubscriptionLoader
+    from node.target.subscription.outbox import Outbox
+
+    zk = Zk()
+    loader = object.__new__(SubscriptionLoader)
+    loader.pipeline_id, loader.name, loader.unacked_path = "feed.forward", "feed-s", "/u"
+    loader.dropped, loader.run = [], "r"
+    loader.store = SimpleNamespace(client=zk, epoch=1)  # type: ignore[assignment]
+    loader.outbox = Outbox("feed.forward", 5, lambda p: None)
+    loader.outbox.acked_end = ACKED
+    loader.stop = threading.Event()
+    loader.stop.set()
+    loader.load_units(Batch("feed.forward", 2, start=ACKED, _end=UNTIL), [])
+    note, left = loader.drain(loader.stop, lambda: True, "feed", lambda text, n: None)
+    assert left == 1 and "has not acknowledged 1 batch(es)" in note
+    assert acks.read_unacked(zk, "/u") == acks.Unacked(ACKED, UNTIL, 1)  # type: ignore[arg-type]

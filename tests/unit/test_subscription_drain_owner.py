@@ -23,6 +23,7 @@ def waiting(connected: bool, owns: bool) -> tuple[threading.Thread, int, Outbox,
     found.publish = lambda: None  # type: ignore[method-assign]
     loader = object.__new__(SubscriptionLoader)
     loader.pipeline_id, loader.name, loader.unacked_path = "shop.forward", "feed-s", "/u"
+    loader.dropped = []
     loader.store = SimpleNamespace(client=Zk())  # type: ignore[assignment]
     box = loader.outbox = Outbox("shop.forward", 5, lambda p: None)
     reader = handed(box, 1, 2)

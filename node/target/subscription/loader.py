@@ -45,6 +45,7 @@ class SubscriptionLoader:
         self.acks = 0  # acknowledgements stored: the runner's progress (it holds nothing else)
         self.store = AckStore(client, paths.acked(pipeline_id), self.name, epoch)
         self.unacked_path = paths.unacked(pipeline_id)
+        self.dropped: list[Parcel] = []  # batches a stop kept from the reader (in order)
         self.outbox = Outbox(pipeline_id, params.parallelism, self._acked, epoch)
         self.boxes = boxes
         boxes.add(self.outbox)
@@ -102,11 +103,15 @@ class SubscriptionLoader:
                                          server=end.server))
         parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),
                         batch.start)
-        if not self.outbox.put(parcel, self.stop) and not self.stop.is_set():
+        if self.outbox.put(parcel, self.stop):
+            return
+        if not self.stop.is_set():
             raise FencedError(f"pipeline {self.pipeline_id}: batch {batch.process_id} not "
                               f"handed to the subscription's reader: {self.outbox.closed}",
                               self.name)
-        # (stopping: the batch is dropped, unacknowledged, so the next start sends it)
+        # stopping: the batch is dropped, unacknowledged, so the next start sends it; a
+        # pause after it is not right after the acknowledged position (see drain)
+        self.dropped.append(parcel)
 
     def _acked(self, parcel: Parcel) -> None:
         self.store.write(Acked(parcel.end, parcel.batch_id, 0, self.run))
@@ -130,9 +135,10 @@ class SubscriptionLoader:
                    f"Let it read (setl subscribe {channel}, or the application's reader); "
                    "a stop keeps them unacknowledged (the next start sends them again)",
                    len(left))
-        waited = self.outbox.waiting  # none: its position is right before it already
+        # none: its position is right before it already (batches a stop dropped: not)
+        waited = self.outbox.waiting + len(self.dropped)
         marked = waited > 0 and self._mark()
-        left = self.outbox.drain(stop, owns, waiting)
+        left = self.outbox.drain(stop, owns, waiting) + self.dropped
         if left and not marked:
             self._mark(left)
         if not waited:
@@ -156,7 +162,7 @@ class SubscriptionLoader:
         now's last one are unacknowledged (:class:`shared.acks.Unacked`): what refuses a move
         past them while the reader has not acknowledged them, whatever runs of the pipeline
         come and go meanwhile. False when ZooKeeper did not take it."""
-        parcels = left if left is not None else self.outbox.pending()
+        parcels = left if left is not None else self.outbox.pending() + self.dropped
         if not parcels:
             return True
         start = self.outbox.acked_end or parcels[0].start
