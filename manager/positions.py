@@ -19,7 +19,6 @@ from typing import Any
 
 import pymysql
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from manager import positionrows, replays
 from manager.positionrows import Row
@@ -153,6 +152,10 @@ class Positions:
                 f"again from {position} (its position row follows), or choose a later place")
         if not request.replay:
             self._unacked_skip(channel, pipeline, rows, position)
+        elif any(self.catalog.source(name).type == "subscription" for name in rows):
+            # (asked for: what the reader had not acknowledged is skipped or sent again)
+            call("forget a subscription's unacknowledged batches", acks.clear_unacked,
+                 self.client, self.paths.unacked(pipeline_id))
         lakes = [name for name in ahead if self.catalog.source(name).type == "delta"]
         if lakes and position.file:  # (refused before any target moves, and before advice
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
@@ -180,32 +183,34 @@ class Positions:
 
     def _unacked_skip(self, channel: Channel, pipeline: Pipeline,
                       rows: dict[str, Row | None], position: BinlogPosition) -> None:
-        """Refuse to move a subscription that paused while its reader had not acknowledged
-        batches handed to it before the failed one (it was stopped before they were) past
-        its acknowledged position: a move past the failed statement, what the pause says to
-        do, would skip them, and its reader never gets them. ``--replay`` (which ``setl
-        subscribe --from`` sends) moves it as asked."""
+        """Refuse to move a subscription past batches its reader had not acknowledged when
+        its pipeline paused (stopped or lost before it did: ``pipelines/{pid}/unacked``,
+        written before the wait, :class:`shared.acks.Unacked`): a move past the failed
+        statement, what the pause says to do, would skip them, and its reader never gets
+        them. The record holds, whatever runs came and went, until the acknowledged
+        position reaches their end; ``--replay`` (which ``setl subscribe --from`` sends)
+        moves it as asked and deletes the record."""
         names = [name for name in rows if self.catalog.source(name).type == "subscription"]
-        pipeline_id = channel.pipeline_id(pipeline)
         if not names:
             return
-        try:
-            data, _ = call("read pipeline stats", self.client.get, self.paths.stats(pipeline_id))
-        except NoNodeError:
+        pipeline_id = channel.pipeline_id(pipeline)
+        marker = call("read a subscription's unacknowledged batches", acks.read_unacked,
+                      self.client, self.paths.unacked(pipeline_id))
+        if marker is None or not (marker.until.file or marker.until.gtid):
             return
-        state = manager_pb2.PipelineState()
-        state.ParseFromString(data)
         row = rows[names[0]]
-        if state.state not in ("failed", "pausing") or state.unacked <= 0 or \
-                (row is not None and not replays.ahead(position, row[0])):
-            return
+        acked = row[0] if row is not None else marker.start
+        if row is not None and not replays.ahead(marker.until, row[0]):
+            return  # the reader acknowledged them since
+        if (acked.file or acked.gtid) and not replays.ahead(position, acked):
+            return  # (a move back to before them, or to where it is, skips nothing)
         raise ConflictError(
             f"subscription {names[0]} paused while its reader had not acknowledged "
-            f"{state.unacked} batch(es) handed to it before the failed one, from its position "
-            f"{row[0] if row else '(nothing acknowledged yet)'} on: a start at {position} "
-            "skips them, and the reader never gets them. Start the channel again first "
-            f"(setl channel start {channel.name}): the reader gets them, and "
-            "the pipeline pauses at the failed statement again once it has acknowledged "
+            f"{marker.batches} batch(es) handed to it before the failed one, from its "
+            f"position {row[0] if row else '(nothing acknowledged yet)'} to {marker.until}: "
+            f"a start at {position} skips them, and the reader never gets them. Start the "
+            f"channel again first (setl channel start {channel.name}): the reader gets them, "
+            "and the pipeline pauses at the failed statement again once it has acknowledged "
             "them, its position then right before it; then move past it. To skip them "
             f"anyway: setl position set {channel.name}/{pipeline.name} … --replay")
 
@@ -283,7 +288,8 @@ class Positions:
                 self._move(target, pipeline_id, "", BinlogPosition())
                 removed.append(f"{name}@{row[0]}")
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
-                     self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id)):
+                     self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id),
+                     self.paths.unacked(pipeline_id)):
             if call("look for a pipeline's state", self.client.exists, path):
                 call("delete a pipeline's state", self.client.delete, path, recursive=True)
         log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",

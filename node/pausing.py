@@ -79,8 +79,18 @@ class RunnerPause:
             log.warning("event=pause_waits_for_acks pipeline=%s unacked=%d", self.pipeline_id,
                         left)
             self.publish()
-        self._pause_note, self.unacked_left = drain(self.stop_event, self.ctx.owns,
+        self._pause_note, self.unacked_left = drain(self.stop_event, self._may_own,
                                                     self.ctx.channel.name, report)
+
+    def _may_own(self) -> bool:
+        """What a drain asks: whether this node may still hold the pipeline. While ZooKeeper
+        is disconnected with the session intact nobody else can take it (its mainstem is the
+        session's): the wait goes on; a session lost stops the runner (the supervisor's
+        ``_on_state``), and one that came back as another session no longer owns it."""
+        client = getattr(self.ctx, "client", None)
+        if client is not None and not client.connected:
+            return True
+        return bool(self.ctx.owns())
 
     def _progressed(self, loaded_before: int) -> bool:
         """Whether the failed attempt moved the pipeline on (its failures count from one
@@ -93,8 +103,18 @@ class RunnerPause:
         return self.batches_loaded > loaded_before
 
     def _fail_for_good(self, message: str) -> None:
-        self.state, self.last_error = "failed", message
+        cut_short = getattr(self, "unacked_left", 0) > 0  # the wait for the reader was
+        # (stopped: a shutdown, a lost session, a redefinition, or the operator's stop or
+        # pause, whose status says so already, a pause writing over START only; or this node
+        # found it does not own the pipeline, or was fenced: the supervisor may take it back)
+        self.state = "failed" if not cut_short or self.stop_event.is_set() else \
+            "lost ownership"  # (node.pipeline.LOST_OWNERSHIP)
+        self.last_error = message
         self.publish()
+        if cut_short:  # the next owner hands them over again and waits: no pause here
+            log.warning("event=pause_left_to_next_owner pipeline=%s unacked=%d state=%s",
+                        self.pipeline_id, self.unacked_left, self.state)
+            return
         self.metrics.paused()
         log.error("event=pipeline_paused pipeline=%s error=%s", self.pipeline_id,
                   message.replace("\n", " "))

@@ -136,3 +136,55 @@ def move(client: KazooClient, path: str, run: str, to: BinlogPosition | None) ->
     else:
         acked = Acked(acked.position, acked.process_id, acked.epoch, run)
     client.set(path, acked.to_json(), version=version)
+
+
+# -- what a pause left unacknowledged -------------------------------------------------------
+# ``pipelines/{pid}/unacked``: written when a subscription's pipeline is about to pause with
+# batches its reader has not acknowledged (before the wait for them: a crash during it leaves
+# it too). It outlives the pause's published state (a start and a stop publish another) and
+# holds while the acknowledged position is before ``until``: ``setl position set`` refuses a
+# move past them without --replay. The acknowledged position reaching ``until`` retires it;
+# a --replay set and ``setl position reset`` delete it.
+@dataclass(frozen=True)
+class Unacked:
+    start: BinlogPosition  # where the first of them begins (the acknowledged position)
+    until: BinlogPosition  # where the last of them ends
+    batches: int
+
+    def to_json(self) -> bytes:
+        return json.dumps({"start": _raw(self.start), "until": _raw(self.until),
+                           "batches": self.batches}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Unacked:
+        raw = json.loads(data or b"{}")
+        return cls(_position(raw.get("start") or {}), _position(raw.get("until") or {}),
+                   int(raw.get("batches", 0)))
+
+
+def _raw(p: BinlogPosition) -> dict[str, object]:
+    return {"file": p.file, "pos": p.pos, "gtid": p.gtid, "server": p.server}
+
+
+def _position(raw: dict[str, object]) -> BinlogPosition:
+    return BinlogPosition(str(raw.get("file", "")), int(str(raw.get("pos", 0))),
+                          str(raw.get("gtid", "")), str(raw.get("server", "")))
+
+
+def read_unacked(client: KazooClient, path: str) -> Unacked | None:
+    try:
+        data, _ = client.get(path)
+    except NoNodeError:
+        return None
+    return Unacked.from_json(data)
+
+
+def write_unacked(client: KazooClient, path: str, unacked: Unacked) -> None:
+    zk.put(client, path, unacked.to_json())
+
+
+def clear_unacked(client: KazooClient, path: str) -> None:
+    try:
+        client.delete(path)
+    except NoNodeError:
+        pass

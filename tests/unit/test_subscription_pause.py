@@ -67,7 +67,7 @@ def test_a_drain_stopped_or_lost_leaves_the_batches_unacknowledged(how: str) -> 
 
 def test_the_pause_text_says_what_the_reader_has_not_acknowledged() -> None:
     loader = object.__new__(SubscriptionLoader)
-    loader.pipeline_id, loader.name = "feed.forward", "feed-s"
+    loader.pipeline_id, loader.name, loader.dropped = "feed.forward", "feed-s", []
     loader.outbox = Outbox("feed.forward", 5, lambda p: None)
     loader.outbox.acked_end = parcel(1).end
     handed(loader.outbox, 2, 3)

@@ -15,6 +15,7 @@ from node.cursor import Cursor
 from node.jobs import PartResult
 from node.target.subscription import units
 from node.target.subscription.outbox import OUTBOXES, Outbox, Outboxes, Parcel
+from shared import acks
 from shared.acks import Acked, AckStore
 from shared.errors import ConfigError, FencedError
 from shared.model import BinlogPosition, DataSource, PipelineParams
@@ -43,6 +44,8 @@ class SubscriptionLoader:
         self.written: dict[str, BinlogPosition] = {}
         self.acks = 0  # acknowledgements stored: the runner's progress (it holds nothing else)
         self.store = AckStore(client, paths.acked(pipeline_id), self.name, epoch)
+        self.unacked_path = paths.unacked(pipeline_id)
+        self.dropped: list[Parcel] = []  # batches a stop kept from the reader (in order)
         self.outbox = Outbox(pipeline_id, params.parallelism, self._acked, epoch)
         self.boxes = boxes
         boxes.add(self.outbox)
@@ -98,12 +101,17 @@ class SubscriptionLoader:
             batch_id=batch.process_id, run=self.run, epoch=self.store.epoch,
             end=model_pb2.BinlogPosition(file=end.file, pos=end.pos, gtid=end.gtid,
                                          server=end.server))
-        parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data))
-        if not self.outbox.put(parcel, self.stop) and not self.stop.is_set():
+        parcel = Parcel(batch.process_id, end, head.SerializeToString() + b"".join(data),
+                        batch.start)
+        if self.outbox.put(parcel, self.stop):
+            return
+        if not self.stop.is_set():
             raise FencedError(f"pipeline {self.pipeline_id}: batch {batch.process_id} not "
                               f"handed to the subscription's reader: {self.outbox.closed}",
                               self.name)
-        # (stopping: the batch is dropped, unacknowledged, so the next start sends it)
+        # stopping: the batch is dropped, unacknowledged, so the next start sends it; a
+        # pause after it is not right after the acknowledged position (see drain)
+        self.dropped.append(parcel)
 
     def _acked(self, parcel: Parcel) -> None:
         self.store.write(Acked(parcel.end, parcel.batch_id, 0, self.run))
@@ -127,8 +135,12 @@ class SubscriptionLoader:
                    f"Let it read (setl subscribe {channel}, or the application's reader); "
                    "a stop keeps them unacknowledged (the next start sends them again)",
                    len(left))
-        waited = self.outbox.waiting  # none: its position is right before it already
-        left = self.outbox.drain(stop, owns, waiting)
+        # none: its position is right before it already (batches a stop dropped: not)
+        waited = self.outbox.waiting + len(self.dropped)
+        marked = waited > 0 and self._mark()
+        left = self.outbox.drain(stop, owns, waiting) + self.dropped
+        if left and not marked:
+            self._mark(left)
         if not waited:
             return "", 0
         if left:
@@ -144,6 +156,26 @@ class SubscriptionLoader:
         return (f"\nsubscription {self.name}: its reader acknowledged every batch before the "
                 f"failed one; its position ({acked or 'nothing acknowledged yet'}) is right "
                 "before it, so a move past the failed batch skips that batch alone", 0)
+
+    def _mark(self, left: list[Parcel] | None = None) -> bool:
+        """Record, beside the acknowledged position, that the batches handed over up to
+        now's last one are unacknowledged (:class:`shared.acks.Unacked`): what refuses a move
+        past them while the reader has not acknowledged them, whatever runs of the pipeline
+        come and go meanwhile. False when ZooKeeper did not take it."""
+        parcels = left if left is not None else self.outbox.pending() + self.dropped
+        if not parcels:
+            return True
+        start = self.outbox.acked_end or parcels[0].start
+        marker = acks.Unacked(start, parcels[-1].end, len(parcels))
+        try:
+            acks.write_unacked(self.store.client, self.unacked_path, marker)
+        except Exception as exc:  # (the pause goes on; its published state says it too)
+            log.error("event=unacked_marker_failed pipeline=%s error=%r", self.pipeline_id,
+                      exc)
+            return False
+        log.info("event=unacked_marked pipeline=%s start=%s until=%s batches=%d",
+                 self.pipeline_id, marker.start, marker.until, marker.batches)
+        return True
 
     def _unacked(self, left: list[Parcel]) -> str:
         return (f"subscription {self.name}'s reader has not acknowledged {len(left)} "

@@ -41,6 +41,7 @@ class Parcel(NamedTuple):
     batch_id: int
     end: BinlogPosition
     data: bytes  # a serialized ChangeBatch
+    start: BinlogPosition = BinlogPosition()  # where the batch's binlog begins
 
 
 class Detached(Exception):
@@ -121,6 +122,11 @@ class Outbox:
             with self._cond:
                 if self._pending and not self._closed and not stop.is_set():
                     self._cond.wait(POLL_S)
+
+    def pending(self) -> list[Parcel]:
+        """The batches handed over and not acknowledged, first first."""
+        with self._cond:
+            return list(self._pending)
 
     @property
     def waiting(self) -> int:

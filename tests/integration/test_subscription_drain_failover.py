@@ -1,0 +1,39 @@
+"""A node that shuts down (SIGTERM) while its subscription waits for the reader before a
+pause leaves the pause to the next owner: the channel stays started, another node takes the
+pipeline, hands the unacknowledged batches over again and waits; the reader then gets 2 and
+3, the pause follows, and past the TRUNCATE it gets 4: nothing lost, nothing paused early."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.devcluster import Cluster, Database, wait_for
+from tests.integration.test_subscription_pause import Collector, _past_and_resume, _setup
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_shutdown_while_pausing_leaves_the_wait_to_the_next_owner(
+        cluster: Cluster, source: Database, target: Database) -> None:
+    cluster.start_node(2)
+    schema, file, pos = _setup(cluster, source, target, "sdf")
+    wait_for(lambda: cluster.pipeline_state("sdf").state == "pausing", 90,
+             "the TRUNCATE to make the pipeline wait for its reader")
+    owner = cluster.pipeline_state("sdf").owner_node
+    cluster.nodes[owner].terminate(60)
+
+    def next_owner_waits() -> bool:
+        state = cluster.pipeline_state("sdf")
+        return state.owner_node not in (0, owner) and state.state == "pausing" and \
+            state.unacked >= 1
+    wait_for(next_owner_waits, 120, "another node to take the pipeline and wait again")
+    assert cluster.channel_status("sdf") == "START"  # (the leaving node paused it: no wait)
+    reader = Collector(cluster, "sdf").start()
+    wait_for(lambda: cluster.channel_status("sdf") == "PAUSE", 90, "the pause")
+    assert cluster.pipeline_state("sdf").unacked == 0
+    _past_and_resume(cluster, "sdf", file, pos)
+    source.execute(f"INSERT INTO `{schema}`.t VALUES (4)")
+    wait_for(lambda: 4 in reader.ids or reader.errors, 90, "the reader to get id 4")
+    reader.stop()
+    assert reader.errors == []
+    assert reader.first_seen() == [2, 3, 4]
