@@ -22,12 +22,13 @@ from kazoo.client import KazooClient
 
 from manager import positionrows, replays
 from manager.positionrows import Row
-from shared import acks, positions
+from shared import acks, gtid, positions
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
     ConflictError,
     NotFoundError,
+    PositionConflictError,
     PositionLostError,
     SourceError,
 )
@@ -140,6 +141,9 @@ class Positions:
                 for name in _targets(pipeline)}
         ahead = {name: row for name, row in rows.items()
                  if row is not None and replays.ahead(row[0], position)}
+        # first: a subscription's reader may not have been sent what a move skips (whatever
+        # --replay says; the refusals below tell of the targets, not of it)
+        unacked = self._unacked_skip(channel, pipeline, rows, position)
         if ahead and channel.two_way and not request.latest:
             raise ConflictError(replays.two_way_replay(
                 channel, pipeline, f"a start at {position} (target {next(iter(ahead))} holds "
@@ -150,17 +154,15 @@ class Positions:
                 f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
                 f"a start at {position} would go on from there for it. Add --replay to load "
                 f"again from {position} (its position row follows), or choose a later place")
-        if not request.replay:
-            self._unacked_skip(channel, pipeline, rows, position)
-        elif any(self.catalog.source(name).type == "subscription" for name in rows):
-            # (asked for: what the reader had not acknowledged is skipped or sent again)
-            call("forget a subscription's unacknowledged batches", acks.clear_unacked,
-                 self.client, self.paths.unacked(pipeline_id))
         lakes = [name for name in ahead if self.catalog.source(name).type == "delta"]
         if lakes and position.file:  # (refused before any target moves, and before advice
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
         if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
             replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request)
+        if unacked and request.replay:  # (past every refusal: a move back sends them again;
+            # one refused left the record, and a later skip is refused again)
+            call("forget a subscription's unacknowledged batches", acks.clear_unacked,
+                 self.client, self.paths.unacked(pipeline_id))
         old = call("read a pipeline cursor", positions.load, self.client,
                    self.paths.cursor(pipeline_id))
         run = old.run if old is not None and old.run else uuid.uuid4().hex
@@ -182,28 +184,29 @@ class Positions:
 
 
     def _unacked_skip(self, channel: Channel, pipeline: Pipeline,
-                      rows: dict[str, Row | None], position: BinlogPosition) -> None:
+                      rows: dict[str, Row | None], position: BinlogPosition) -> bool:
         """Refuse to move a subscription past batches its reader had not acknowledged when
         its pipeline paused (stopped or lost before it did: ``pipelines/{pid}/unacked``,
         written before the wait, :class:`shared.acks.Unacked`): a move past the failed
         statement, what the pause says to do, would skip them, and its reader never gets
-        them. The record holds, whatever runs came and went, until the acknowledged
-        position reaches their end; ``--replay`` (which ``setl subscribe --from`` sends)
-        moves it as asked and deletes the record."""
+        them — with ``--replay`` too (which ``setl subscribe --from`` sends: a move forward
+        with it skips them as much). The record holds, whatever runs came and went, until
+        the acknowledged position reaches their end or ``setl position reset`` deletes it;
+        True when there is one that holds (a move back, sending them again, deletes it)."""
         names = [name for name in rows if self.catalog.source(name).type == "subscription"]
         if not names:
-            return
+            return False
         pipeline_id = channel.pipeline_id(pipeline)
         marker = call("read a subscription's unacknowledged batches", acks.read_unacked,
                       self.client, self.paths.unacked(pipeline_id))
         if marker is None or not (marker.until.file or marker.until.gtid):
-            return
+            return False
         row = rows[names[0]]
         acked = row[0] if row is not None else marker.start
-        if row is not None and not replays.ahead(marker.until, row[0]):
-            return  # the reader acknowledged them since
-        if (acked.file or acked.gtid) and not replays.ahead(position, acked):
-            return  # (a move back to before them, or to where it is, skips nothing)
+        if row is not None and not _past(marker.until, row[0]):
+            return False  # the reader acknowledged them since
+        if (acked.file or acked.gtid) and not _past(position, acked):
+            return True  # (a move back to before them, or to where it is, skips nothing)
         raise ConflictError(
             f"subscription {names[0]} paused while its reader had not acknowledged "
             f"{marker.batches} batch(es) handed to it before the failed one, from its "
@@ -212,7 +215,8 @@ class Positions:
             f"channel again first (setl channel start {channel.name}): the reader gets them, "
             "and the pipeline pauses at the failed statement again once it has acknowledged "
             "them, its position then right before it; then move past it. To skip them "
-            f"anyway: setl position set {channel.name}/{pipeline.name} … --replay")
+            f"anyway: setl position reset {channel.name}/{pipeline.name} (it forgets the "
+            "acknowledged position and this record), then set the position")
 
     def _stopped(self, channel: Channel, pipeline: Pipeline, action: str) -> str:
         """The pipeline's id; raises unless its channel is stopped and no runner is left."""
@@ -348,3 +352,11 @@ def _bytes_between(files: list[tuple[str, int]], start: BinlogPosition,
     return max(between - start.pos + end.pos, 0)
 
 
+def _past(position: BinlogPosition, other: BinlogPosition) -> bool:
+    """Whether ``position`` is after ``other`` (or cannot be told from it: taken as after,
+    so that a move that may skip what a reader was not sent is refused). A position by GTID
+    alone compares by its state (:func:`shared.gtid.compare`)."""
+    try:
+        return gtid.compare(position, other) > 0
+    except PositionConflictError:
+        return True

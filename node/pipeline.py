@@ -314,6 +314,9 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect, RunnerPause):
                  "source=%s", self.pipeline_id, self.cursor.position,
                  self.cursor.process_id + 1, server_id, members.address(source))
         if not params.dry_run:  # the copies known before Select reads a DDL that fails one
+            # (the load writes the state back, fencing whoever loaded before: not by a runner
+            # that lost the pipeline during the start's blocking work)
+            self._still_owner("the start")
             snapshots.load()
         selector.begin()
         select_thread.start()

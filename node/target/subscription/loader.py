@@ -139,8 +139,10 @@ class SubscriptionLoader:
         waited = self.outbox.waiting + len(self.dropped)
         marked = waited > 0 and self._mark()
         left = self.outbox.drain(stop, owns, waiting) + self.dropped
-        if left and not marked:
+        if left and not marked and owns():  # (not over a newer owner's record)
             self._mark(left)
+        if waited and not left:  # every one acknowledged: the record would only refuse
+            self._unmark()  # later moves it has no part in (positions it cannot compare)
         if not waited:
             return "", 0
         if left:
@@ -156,6 +158,13 @@ class SubscriptionLoader:
         return (f"\nsubscription {self.name}: its reader acknowledged every batch before the "
                 f"failed one; its position ({acked or 'nothing acknowledged yet'}) is right "
                 "before it, so a move past the failed batch skips that batch alone", 0)
+
+    def _unmark(self) -> None:
+        try:
+            acks.clear_unacked(self.store.client, self.unacked_path)
+        except Exception as exc:  # (left, it retires itself once acks pass its end)
+            log.warning("event=unacked_marker_not_cleared pipeline=%s error=%r",
+                        self.pipeline_id, exc)
 
     def _mark(self, left: list[Parcel] | None = None) -> bool:
         """Record, beside the acknowledged position, that the batches handed over up to
