@@ -143,7 +143,7 @@ class Positions:
                  if row is not None and replays.ahead(row[0], position)}
         # first: a subscription's reader may not have been sent what a move skips (whatever
         # --replay says; the refusals below tell of the targets, not of it)
-        unacked = self._unacked_skip(channel, pipeline, rows, position)
+        self._unacked_skip(channel, pipeline, rows, position)
         if ahead and channel.two_way and not request.latest:
             raise ConflictError(replays.two_way_replay(
                 channel, pipeline, f"a start at {position} (target {next(iter(ahead))} holds "
@@ -159,10 +159,6 @@ class Positions:
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
         if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
             replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request)
-        if unacked and request.replay:  # (past every refusal: a move back sends them again;
-            # one refused left the record, and a later skip is refused again)
-            call("forget a subscription's unacknowledged batches", acks.clear_unacked,
-                 self.client, self.paths.unacked(pipeline_id))
         old = call("read a pipeline cursor", positions.load, self.client,
                    self.paths.cursor(pipeline_id))
         run = old.run if old is not None and old.run else uuid.uuid4().hex
@@ -184,39 +180,45 @@ class Positions:
 
 
     def _unacked_skip(self, channel: Channel, pipeline: Pipeline,
-                      rows: dict[str, Row | None], position: BinlogPosition) -> bool:
+                      rows: dict[str, Row | None], position: BinlogPosition) -> None:
         """Refuse to move a subscription past batches its reader had not acknowledged when
         its pipeline paused (stopped or lost before it did: ``pipelines/{pid}/unacked``,
         written before the wait, :class:`shared.acks.Unacked`): a move past the failed
         statement, what the pause says to do, would skip them, and its reader never gets
         them — with ``--replay`` too (which ``setl subscribe --from`` sends: a move forward
-        with it skips them as much). The record holds, whatever runs came and went, until
-        the acknowledged position reaches their end or ``setl position reset`` deletes it;
-        True when there is one that holds (a move back, sending them again, deletes it)."""
+        with it skips them as much). The record holds, whatever runs and sets came and went,
+        until the acknowledged position reaches their end (a move back sends them again,
+        and the reader acknowledges them then) or ``setl position reset`` deletes it."""
         names = [name for name in rows if self.catalog.source(name).type == "subscription"]
         if not names:
-            return False
+            return
         pipeline_id = channel.pipeline_id(pipeline)
         marker = call("read a subscription's unacknowledged batches", acks.read_unacked,
                       self.client, self.paths.unacked(pipeline_id))
         if marker is None or not (marker.until.file or marker.until.gtid):
-            return False
+            return
         row = rows[names[0]]
         acked = row[0] if row is not None else marker.start
-        if row is not None and not _past(marker.until, row[0]):
-            return False  # the reader acknowledged them since
-        if (acked.file or acked.gtid) and not _past(position, acked):
-            return True  # (a move back to before them, or to where it is, skips nothing)
+        told = _told(marker.until, row[0]) if row is not None else True
+        if row is not None and told and not _past(marker.until, row[0]):
+            return  # the reader acknowledged them since
+        for before in (acked, marker.start):  # (a move back, or to where it is: no skip)
+            if (before.file or before.gtid) and not _past(position, before):
+                return
+        apart = "" if told else (
+            f" (that end, {marker.until}, and the acknowledged position cannot be compared: "
+            "positions of two servers without comparable GTID states, after a switch — if "
+            "the reader has acknowledged them, reset the position and set it again)")
         raise ConflictError(
             f"subscription {names[0]} paused while its reader had not acknowledged "
             f"{marker.batches} batch(es) handed to it before the failed one, from its "
-            f"position {row[0] if row else '(nothing acknowledged yet)'} to {marker.until}: "
-            f"a start at {position} skips them, and the reader never gets them. Start the "
-            f"channel again first (setl channel start {channel.name}): the reader gets them, "
-            "and the pipeline pauses at the failed statement again once it has acknowledged "
-            "them, its position then right before it; then move past it. To skip them "
-            f"anyway: setl position reset {channel.name}/{pipeline.name} (it forgets the "
-            "acknowledged position and this record), then set the position")
+            f"position {row[0] if row else '(nothing acknowledged yet)'} to {marker.until}"
+            f"{apart}: a start at {position} skips them, and the reader never gets them. "
+            f"Start the channel again first (setl channel start {channel.name}): the reader "
+            "gets them, and the pipeline pauses at the failed statement again once it has "
+            "acknowledged them, its position then right before it; then move past it. To "
+            f"skip them anyway: setl position reset {channel.name}/{pipeline.name} (it "
+            "forgets the acknowledged position and this record), then set the position")
 
     def _stopped(self, channel: Channel, pipeline: Pipeline, action: str) -> str:
         """The pipeline's id; raises unless its channel is stopped and no runner is left."""
@@ -360,3 +362,12 @@ def _past(position: BinlogPosition, other: BinlogPosition) -> bool:
         return gtid.compare(position, other) > 0
     except PositionConflictError:
         return True
+
+
+def _told(position: BinlogPosition, other: BinlogPosition) -> bool:
+    """Whether the two positions can be compared."""
+    try:
+        gtid.compare(position, other)
+    except PositionConflictError:
+        return False
+    return True

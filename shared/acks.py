@@ -143,8 +143,9 @@ def move(client: KazooClient, path: str, run: str, to: BinlogPosition | None) ->
 # batches its reader has not acknowledged (before the wait for them: a crash during it leaves
 # it too). It outlives the pause's published state (a start and a stop publish another) and
 # holds while the acknowledged position is before ``until``: ``setl position set`` refuses a
-# move past them without --replay. The acknowledged position reaching ``until`` retires it;
-# a --replay set and ``setl position reset`` delete it.
+# move past them, with --replay too. The acknowledged position reaching ``until`` retires it;
+# the drain that wrote it deletes it once they are acknowledged, and ``setl position reset``
+# deletes it (a set never does: a move back sends nothing until the reader acknowledges).
 @dataclass(frozen=True)
 class Unacked:
     start: BinlogPosition  # where the first of them begins (the acknowledged position)
@@ -183,8 +184,14 @@ def write_unacked(client: KazooClient, path: str, unacked: Unacked) -> None:
     zk.put(client, path, unacked.to_json())
 
 
-def clear_unacked(client: KazooClient, path: str) -> None:
+def clear_unacked(client: KazooClient, path: str, only: Unacked | None = None) -> None:
+    """Delete the record (``only``: when it is that one, not another writer's since)."""
     try:
-        client.delete(path)
-    except NoNodeError:
+        if only is None:
+            client.delete(path)
+            return
+        data, stat = client.get(path)
+        if Unacked.from_json(data) == only:
+            client.delete(path, version=stat.version)
+    except (NoNodeError, BadVersionError):  # (gone, or written again meanwhile: it stays)
         pass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.devcluster import Cluster, Database, wait_for
-from tests.integration.test_subscription_pause import Collector, _past_and_resume, _setup
+from tests.integration.test_subscription_pause import _read_through_the_pause, _setup
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +28,4 @@ def test_a_shutdown_while_pausing_leaves_the_wait_to_the_next_owner(
             state.unacked >= 1
     wait_for(next_owner_waits, 120, "another node to take the pipeline and wait again")
     assert cluster.channel_status("sdf") == "START"  # (the leaving node paused it: no wait)
-    reader = Collector(cluster, "sdf").start()
-    wait_for(lambda: cluster.channel_status("sdf") == "PAUSE", 90, "the pause")
-    assert cluster.pipeline_state("sdf").unacked == 0
-    _past_and_resume(cluster, "sdf", file, pos)
-    source.execute(f"INSERT INTO `{schema}`.t VALUES (4)")
-    wait_for(lambda: 4 in reader.ids or reader.errors, 90, "the reader to get id 4")
-    reader.stop()
-    assert reader.errors == []
-    assert reader.first_seen() == [2, 3, 4]
+    _read_through_the_pause(cluster, source, schema, "sdf", file, pos)

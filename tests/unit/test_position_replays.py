@@ -5,6 +5,7 @@ what a reset to ``latest`` skips. ZooKeeper, the catalog and the servers are fak
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -32,18 +33,18 @@ class Zk:
     def exists(self, path: str) -> bool:
         return path in self.nodes
 
-    def get(self, path: str) -> tuple[bytes, None]:
+    def get(self, path: str) -> tuple[bytes, SimpleNamespace]:
         if path not in self.nodes:
             raise NoNodeError
-        return self.nodes[path], None
+        return self.nodes[path], SimpleNamespace(version=0)  # (no write counts versions)
 
-    def set(self, path: str, data: bytes) -> None:
+    def set(self, path: str, data: bytes, version: int = -1) -> None:
         self.nodes[path] = data
 
     def create(self, path: str, data: bytes, makepath: bool = False) -> None:
         self.nodes[path] = data
 
-    def delete(self, path: str, recursive: bool = False) -> None:
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         self.nodes.pop(path, None)
 
 

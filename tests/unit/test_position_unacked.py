@@ -5,17 +5,24 @@ back to before them is no skip."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from manager import positions as manager_positions
+from node.changes import Batch
+from node.target.subscription.loader import SubscriptionLoader
+from node.target.subscription.outbox import Outbox
 from shared import acks
 from shared.errors import ConflictError
 from shared.model import BinlogPosition
+from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 from tests.unit.test_position_replays import Zk
+from tests.unit.test_subscription import parcel
+from tests.unit.test_subscription_pause import handed
 
 
 def at(pos: int, seq: int) -> BinlogPosition:
@@ -38,6 +45,16 @@ def guard(marker: acks.Unacked | None) -> Any:
         handler._unacked_skip(channel, pipeline,  # type: ignore[arg-type]
                               {"sub": (row, 3, 1) if row else None}, position)
     return check
+
+
+def loader_on(zk: Zk) -> SubscriptionLoader:
+    """A subscription's loader with its outbox and a ZooKeeper, nothing else."""
+    loader = object.__new__(SubscriptionLoader)
+    loader.pipeline_id, loader.name, loader.unacked_path = "feed.forward", "feed-s", "/u"
+    loader.dropped, loader.run = [], "r"
+    loader.store = SimpleNamespace(client=zk, epoch=1)  # type: ignore[assignment]
+    loader.outbox = Outbox("feed.forward", 5, lambda p: None)
+    return loader
 
 
 def test_a_move_past_the_unacknowledged_batches_is_refused_whatever_was_published() -> None:
@@ -85,19 +102,8 @@ def test_the_record_reads_back_as_written() -> None:
 
 
 def test_a_drain_records_what_is_handed_over_before_it_waits() -> None:
-    import threading
-
-    from node.target.subscription.loader import SubscriptionLoader
-    from node.target.subscription.outbox import Outbox
-    from tests.unit.test_subscription import parcel
-    from tests.unit.test_subscription_pause import handed
-
     zk = Zk()
-    loader = object.__new__(SubscriptionLoader)
-    loader.pipeline_id, loader.name, loader.unacked_path = "feed.forward", "feed-s", "/u"
-    loader.dropped = []
-    loader.store = SimpleNamespace(client=zk)  # type: ignore[assignment]
-    loader.outbox = Outbox("feed.forward", 5, lambda p: None)
+    loader = loader_on(zk)
     loader.outbox.acked_end = parcel(1).end
     handed(loader.outbox, 2, 3)
     stop = threading.Event()
@@ -111,18 +117,8 @@ def test_batches_a_stop_kept_from_the_reader_count_as_unacknowledged() -> None:
     """A stop while Load hands a batch over drops it (the next start sends it); a pause
     right after (the next batch failed) is then not right after the acknowledged position:
     the drain says so and records it, as for batches handed over and unacknowledged."""
-    import threading
-
-    from node.changes import Batch
-    from node.target.subscription.loader import SubscriptionLoader
-    from node.target.subscription.outbox import Outbox
-
     zk = Zk()
-    loader = object.__new__(SubscriptionLoader)
-    loader.pipeline_id, loader.name, loader.unacked_path = "feed.forward", "feed-s", "/u"
-    loader.dropped, loader.run = [], "r"
-    loader.store = SimpleNamespace(client=zk, epoch=1)  # type: ignore[assignment]
-    loader.outbox = Outbox("feed.forward", 5, lambda p: None)
+    loader = loader_on(zk)
     loader.outbox.acked_end = ACKED
     loader.stop = threading.Event()
     loader.stop.set()
@@ -135,18 +131,8 @@ def test_batches_a_stop_kept_from_the_reader_count_as_unacknowledged() -> None:
 def test_a_drain_whose_batches_were_all_acknowledged_removes_the_record() -> None:
     """The record is written before the wait; once every batch is acknowledged it would only
     refuse later moves (with positions it cannot compare: after a switch) — it goes."""
-    import threading
-
-    from node.target.subscription.loader import SubscriptionLoader
-    from node.target.subscription.outbox import Outbox
-    from tests.unit.test_subscription_pause import handed
-
     zk = Zk()
-    loader = object.__new__(SubscriptionLoader)
-    loader.pipeline_id, loader.name, loader.unacked_path = "feed.forward", "feed-s", "/u"
-    loader.dropped = []
-    loader.store = SimpleNamespace(client=zk)  # type: ignore[assignment]
-    loader.outbox = Outbox("feed.forward", 5, lambda p: None)
+    loader = loader_on(zk)
     reader = handed(loader.outbox, 2, 3)
     found: list[Any] = []
     drain = threading.Thread(target=lambda: found.append(loader.drain(
@@ -159,3 +145,77 @@ def test_a_drain_whose_batches_were_all_acknowledged_removes_the_record() -> Non
     drain.join(5)
     assert found and found[0][1] == 0 and "acknowledged every batch" in found[0][0]
     assert acks.read_unacked(zk, "/u") is None  # type: ignore[arg-type]
+
+
+def _setter(monkeypatch: pytest.MonkeyPatch) -> tuple[Zk, ZkPaths, Any]:
+    """``Positions._set`` of a stopped subscription acknowledged up to ACKED with the record
+    of 2 batches to UNTIL (the source's binlog read from a table of positions)."""
+    zk, paths = Zk(), ZkPaths()
+    zk.nodes[paths.acked("shop.fwd")] = acks.Acked(ACKED, 3, 1, "r").to_json()
+    acks.write_unacked(zk, paths.unacked("shop.fwd"), acks.Unacked(ACKED, UNTIL, 2))  # type: ignore[arg-type]
+    end = at(9000, 30)
+    monkeypatch.setattr(manager_positions, "_binlog",
+                        lambda source: (end, [("binlog.000001", 9000)]))
+    known = {at(n, s).pos: at(n, s) for n, s in ((3000, 10), (4000, 14), (4500, 16),
+                                                 (4700, 17))}
+    monkeypatch.setattr(manager_positions.positions, "position_at",
+                        lambda source, file, pos: known[pos])
+    catalog = SimpleNamespace(source=lambda name: SimpleNamespace(type="subscription",
+                                                                  name=name))
+    handler = manager_positions.Positions(zk, paths, catalog)  # type: ignore[arg-type]
+    monkeypatch.setattr(handler, "_stopped", lambda channel, pipeline, action: "shop.fwd")
+    channel = SimpleNamespace(name="shop", two_way=False, pipeline_id=lambda p: "shop.fwd")
+    pipeline = SimpleNamespace(name="fwd", source="src", pairs=[
+        SimpleNamespace(target=SimpleNamespace(datasource="sub"))])
+
+    def move(pos: int, replay: bool = False) -> None:
+        request = manager_pb2.PositionsRequest(channel="shop", pipeline="fwd", action="set",
+                                               replay=replay, keyless_duplicates=replay)
+        request.to.file, request.to.pos = "binlog.000001", pos
+        handler._set(channel, pipeline, request)
+    return zk, paths, move
+
+
+@pytest.mark.parametrize("back", [4000, 3000])
+def test_a_move_back_with_replay_keeps_the_record_until_the_reader_acknowledges_them(
+        monkeypatch: pytest.MonkeyPatch, back: int) -> None:
+    """A --replay set to where it stands (or before: what `setl subscribe --from` sends)
+    deleted the record, and the next move past the failed statement skipped the batches
+    (a review): a set sends nothing; the reader's acknowledgements retire the record."""
+    zk, paths, move = _setter(monkeypatch)
+    move(back, replay=True)
+    assert acks.read_unacked(zk, paths.unacked("shop.fwd")) is not None  # type: ignore[arg-type]
+    with pytest.raises(ConflictError, match="not acknowledged 2 batch"):
+        move(PAST.pos)
+    move(ACKED.pos)  # back to where they begin: free
+    zk.nodes[paths.acked("shop.fwd")] = acks.Acked(UNTIL, 5, 1, "r").to_json()
+    move(PAST.pos)  # acknowledged since: free
+
+
+def test_a_record_the_acknowledged_position_cannot_be_compared_with_says_so() -> None:
+    """After a switch between servers whose GTIDs do not compare (MySQL's sets), the record
+    never retires by itself: the refusal says why and the way out."""
+    other = BinlogPosition("mysql-bin.000009", 900, "u2:1-500", "22@h2:3306")
+    marker = acks.Unacked(BinlogPosition("mysql-bin.000001", 4000, "u1:1-14", "11@h1:3306"),
+                          BinlogPosition("mysql-bin.000001", 4500, "u1:1-16", "11@h1:3306"), 2)
+    with pytest.raises(ConflictError, match="cannot be compared") as refused:
+        guard(marker)(other, BinlogPosition("mysql-bin.000009", 950, "u2:1-501", "22@h2:3306"))
+    assert "setl position reset shop/fwd" in str(refused.value)
+
+
+def test_a_drain_removes_only_the_record_it_wrote() -> None:
+    zk = Zk()
+    loader = loader_on(zk)
+    reader = handed(loader.outbox, 2, 3)
+    found: list[Any] = []
+    drain = threading.Thread(target=lambda: found.append(loader.drain(
+        threading.Event(), lambda: True, "feed", lambda text, n: None)))
+    drain.start()
+    deadline = threading.Event()
+    while acks.read_unacked(zk, "/u") is None and not deadline.wait(0.01):  # type: ignore[arg-type]
+        pass
+    newer = acks.Unacked(parcel(3).end, parcel(7).end, 4)  # another owner's, since
+    acks.write_unacked(zk, "/u", newer)  # type: ignore[arg-type]
+    loader.outbox.ack(reader, 3)
+    drain.join(5)
+    assert found and acks.read_unacked(zk, "/u") == newer  # type: ignore[arg-type]

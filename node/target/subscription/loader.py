@@ -31,6 +31,7 @@ class SubscriptionLoader:
     # what Load hands over is held by nobody until it is acknowledged: the runner publishes
     # no restart hint ahead of it (a start resumes from the acknowledged position)
     durable = False
+    _marked: acks.Unacked | None = None  # the record of unacknowledged batches written last
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
                  params: PipelineParams, epoch: int, stop: threading.Event, run: str,
@@ -160,8 +161,12 @@ class SubscriptionLoader:
                 "before it, so a move past the failed batch skips that batch alone", 0)
 
     def _unmark(self) -> None:
+        """Remove the record this drain wrote, and only it (a newer owner's, written since,
+        stays)."""
+        if self._marked is None:
+            return
         try:
-            acks.clear_unacked(self.store.client, self.unacked_path)
+            acks.clear_unacked(self.store.client, self.unacked_path, self._marked)
         except Exception as exc:  # (left, it retires itself once acks pass its end)
             log.warning("event=unacked_marker_not_cleared pipeline=%s error=%r",
                         self.pipeline_id, exc)
@@ -178,6 +183,7 @@ class SubscriptionLoader:
         marker = acks.Unacked(start, parcels[-1].end, len(parcels))
         try:
             acks.write_unacked(self.store.client, self.unacked_path, marker)
+            self._marked = marker
         except Exception as exc:  # (the pause goes on; its published state says it too)
             log.error("event=unacked_marker_failed pipeline=%s error=%r", self.pipeline_id,
                       exc)
