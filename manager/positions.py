@@ -200,8 +200,12 @@ class Positions:
         row = rows[names[0]]
         acked = row[0] if row is not None else marker.start
         told = _told(marker.until, row[0]) if row is not None else True
+        path = self.paths.unacked(pipeline_id)
         if row is not None and told and not _past(marker.until, row[0]):
-            return  # the reader acknowledged them since
+            # the reader acknowledged them since: gone (a move back would make it hold again)
+            call("forget a subscription's acknowledged batches", acks.clear_unacked,
+                 self.client, path, marker)
+            return
         for before in (acked, marker.start):  # (a move back, or to where it is: no skip)
             if (before.file or before.gtid) and not _past(position, before):
                 return
@@ -209,6 +213,9 @@ class Positions:
             f" (that end, {marker.until}, and the acknowledged position cannot be compared: "
             "positions of two servers without comparable GTID states, after a switch — if "
             "the reader has acknowledged them, reset the position and set it again)")
+        if not _told(position, acked):
+            apart += (f" ({position} cannot be compared with {acked}: give the position by "
+                      "file and offset)")
         raise ConflictError(
             f"subscription {names[0]} paused while its reader had not acknowledged "
             f"{marker.batches} batch(es) handed to it before the failed one, from its "

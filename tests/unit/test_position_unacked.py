@@ -219,3 +219,23 @@ def test_a_drain_removes_only_the_record_it_wrote() -> None:
     loader.outbox.ack(reader, 3)
     drain.join(5)
     assert found and acks.read_unacked(zk, "/u") == newer  # type: ignore[arg-type]
+
+
+def test_a_record_the_reader_acknowledged_goes_and_a_move_back_does_not_revive_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left by a pause whose reader acknowledged everything before the next one (that
+    drain waited for nothing), a move back before its end made it refuse again, for batches
+    long acknowledged (a review)."""
+    zk, paths, move = _setter(monkeypatch)
+    zk.nodes[paths.acked("shop.fwd")] = acks.Acked(PAST, 5, 1, "r").to_json()
+    move(3000, replay=True)  # retired: deleted, not brought back by the move
+    assert acks.read_unacked(zk, paths.unacked("shop.fwd")) is None  # type: ignore[arg-type]
+    move(PAST.pos)
+
+
+def test_a_position_that_cannot_be_compared_is_asked_by_file_and_offset() -> None:
+    mysql = BinlogPosition("mysql-bin.000001", 4000, "u1:1-14", "11@h1:3306")
+    marker = acks.Unacked(mysql, BinlogPosition("mysql-bin.000001", 4500, "u1:1-16",
+                                                "11@h1:3306"), 2)
+    with pytest.raises(ConflictError, match="give the position by file and offset"):
+        guard(marker)(mysql, BinlogPosition(gtid="u1:1-10"))
