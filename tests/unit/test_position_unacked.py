@@ -128,10 +128,9 @@ def test_batches_a_stop_kept_from_the_reader_count_as_unacknowledged() -> None:
     assert acks.read_unacked(zk, "/u") == acks.Unacked(ACKED, UNTIL, 1)  # type: ignore[arg-type]
 
 
-def test_a_drain_whose_batches_were_all_acknowledged_removes_the_record() -> None:
-    """The record is written before the wait; once every batch is acknowledged it would only
-    refuse later moves (with positions it cannot compare: after a switch) — it goes."""
-    zk = Zk()
+def _drained(zk: Zk, meanwhile: Any = None) -> list[Any]:
+    """A drain of batches 2 and 3, both acknowledged once it wrote its record (and after
+    ``meanwhile()``): what it answered."""
     loader = loader_on(zk)
     reader = handed(loader.outbox, 2, 3)
     found: list[Any] = []
@@ -141,8 +140,18 @@ def test_a_drain_whose_batches_were_all_acknowledged_removes_the_record() -> Non
     deadline = threading.Event()
     while acks.read_unacked(zk, "/u") is None and not deadline.wait(0.01):  # type: ignore[arg-type]
         pass  # (written before the wait)
+    if meanwhile is not None:
+        meanwhile()
     loader.outbox.ack(reader, 3)
     drain.join(5)
+    return found
+
+
+def test_a_drain_whose_batches_were_all_acknowledged_removes_the_record() -> None:
+    """The record is written before the wait; once every batch is acknowledged it would only
+    refuse later moves (with positions it cannot compare: after a switch) — it goes."""
+    zk = Zk()
+    found = _drained(zk)
     assert found and found[0][1] == 0 and "acknowledged every batch" in found[0][0]
     assert acks.read_unacked(zk, "/u") is None  # type: ignore[arg-type]
 
@@ -205,19 +214,8 @@ def test_a_record_the_acknowledged_position_cannot_be_compared_with_says_so() ->
 
 def test_a_drain_removes_only_the_record_it_wrote() -> None:
     zk = Zk()
-    loader = loader_on(zk)
-    reader = handed(loader.outbox, 2, 3)
-    found: list[Any] = []
-    drain = threading.Thread(target=lambda: found.append(loader.drain(
-        threading.Event(), lambda: True, "feed", lambda text, n: None)))
-    drain.start()
-    deadline = threading.Event()
-    while acks.read_unacked(zk, "/u") is None and not deadline.wait(0.01):  # type: ignore[arg-type]
-        pass
     newer = acks.Unacked(parcel(3).end, parcel(7).end, 4)  # another owner's, since
-    acks.write_unacked(zk, "/u", newer)  # type: ignore[arg-type]
-    loader.outbox.ack(reader, 3)
-    drain.join(5)
+    found = _drained(zk, lambda: acks.write_unacked(zk, "/u", newer))  # type: ignore[arg-type]
     assert found and acks.read_unacked(zk, "/u") == newer  # type: ignore[arg-type]
 
 
