@@ -191,16 +191,7 @@ def write_over(zk: KazooClient, path: str, data: bytes, version: int | None,
     it knows none: never over one made meanwhile); the version written. A write whose answer
     was lost (``lost``: its data) that landed counts as written. BadVersionError when
     someone else's write is there."""
-    expected = 0 if version is None else version + 1
-    try:
-        if version is None:
-            zk.create(path, data, makepath=True)
-            return 0
-        return zk.set(path, data, version=version).version
-    except (NodeExistsError, BadVersionError, NoNodeError):
-        if not landed(zk, path, lost, expected):
-            raise BadVersionError() from None
-    return zk.set(path, data, version=expected).version
+    return written_over(zk, path, data, version, lost).version
 
 
 def written_over(zk: KazooClient, path: str, data: bytes, version: int | None,
