@@ -17,6 +17,7 @@ from node.target.subscription.loader import SubscriptionLoader
 from node.target.subscription.outbox import Outbox, Parcel
 from shared.errors import ConfigError, LoadError
 from shared.model import PipelineParams
+from tests.unit.test_position_replays import Zk
 from tests.unit.test_runner_state import Unheld, load_one, runner
 from tests.unit.test_subscription import parcel
 
@@ -68,6 +69,7 @@ def test_a_drain_stopped_or_lost_leaves_the_batches_unacknowledged(how: str) -> 
 def test_the_pause_text_says_what_the_reader_has_not_acknowledged() -> None:
     loader = object.__new__(SubscriptionLoader)
     loader.pipeline_id, loader.name, loader.dropped = "feed.forward", "feed-s", []
+    loader.store, loader.unacked_path = SimpleNamespace(client=Zk()), "/u"  # type: ignore[assignment]
     loader.outbox = Outbox("feed.forward", 5, lambda p: None)
     loader.outbox.acked_end = parcel(1).end
     handed(loader.outbox, 2, 3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from kazoo.client import KazooClient
@@ -32,6 +33,10 @@ class SubscriptionLoader:
     # no restart hint ahead of it (a start resumes from the acknowledged position)
     durable = False
     _marked: acks.Unacked | None = None  # the record of unacknowledged batches written last
+    # a wait cut short with batches left and no record yet: how long, and how often, the
+    # record is tried before the pipeline ends without it (see _cut_short)
+    MARK_RETRY_S = 10.0
+    MARK_EVERY_S = 0.5
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
                  params: PipelineParams, epoch: int, stop: threading.Event, run: str,
@@ -139,26 +144,69 @@ class SubscriptionLoader:
         # none: its position is right before it already (batches a stop dropped: not)
         waited = self.outbox.waiting + len(self.dropped)
         marked = waited > 0 and self._mark()
-        left = self.outbox.drain(stop, owns, waiting) + self.dropped
-        if left and not marked and owns():  # (not over a newer owner's record)
-            self._mark(left)
+
+        def owning() -> bool:  # each tick of the wait: the record too, until it is written
+            nonlocal marked
+            if not owns():
+                return False
+            if not marked and self._connected():
+                marked = self._mark()
+            return True
+        left = self.outbox.drain(stop, owning, waiting) + self.dropped
+        if left and not marked:
+            marked = self._mark_until(left, owns)
         if waited and not left:  # every one acknowledged: the record would only refuse
             self._unmark()  # later moves it has no part in (positions it cannot compare)
         if not waited:
             return "", 0
         if left:
-            log.warning("event=pause_without_acks pipeline=%s unacked=%d acked=%s",
-                        self.pipeline_id, len(left), self.outbox.acked_end or "-")
-            return (f"\n{self._unacked(left)}: moving its position past the failed batch "
-                    "(a statement) skips them too, and the reader never gets them. Start the "
-                    f"channel again first (setl channel start {channel}): the reader gets "
-                    "them, and the pipeline pauses here again once it has acknowledged them, "
-                    "its position then right before the failed batch; then move past it",
-                    len(left))
+            log.warning("event=pause_without_acks pipeline=%s unacked=%d acked=%s "
+                        "recorded=%s", self.pipeline_id, len(left),
+                        self.outbox.acked_end or "-", marked)
+            return self._cut_short(left, channel, marked), len(left)
         acked = self.outbox.acked_end
         return (f"\nsubscription {self.name}: its reader acknowledged every batch before the "
                 f"failed one; its position ({acked or 'nothing acknowledged yet'}) is right "
                 "before it, so a move past the failed batch skips that batch alone", 0)
+
+    def _cut_short(self, left: list[Parcel], channel: str, marked: bool) -> str:
+        """What a pause cut short adds to its text. Without the record (ZooKeeper refused
+        it throughout) nothing refuses ``setl position set`` past the batches once a start and
+        a stop published another state: the text then gives no way past the failed batch at
+        all (the pipeline ends failed, unpaused, as any wait cut short does), only a start,
+        whose drain waits for the reader and writes the record again."""
+        if not marked:
+            return (f"\n{self._unacked(left)}, and ZooKeeper did not take the record that "
+                    "makes `setl position set` refuse a move past them: do NOT move the "
+                    f"position past {left[-1].end} (nothing would refuse it, and the reader "
+                    f"would never get them). Start the channel again (setl channel start "
+                    f"{channel}) once ZooKeeper answers: the reader gets them, and the "
+                    "pipeline waits for its acknowledgements at the failed batch again")
+        return (f"\n{self._unacked(left)}: moving its position past the failed batch "
+                "(a statement) skips them too, and the reader never gets them. Start the "
+                f"channel again first (setl channel start {channel}): the reader gets "
+                "them, and the pipeline pauses here again once it has acknowledged them, "
+                "its position then right before the failed batch; then move past it")
+
+    def _mark_until(self, left: list[Parcel], owns: Callable[[], bool]) -> bool:
+        """The record of ``left``, tried for up to :attr:`MARK_RETRY_S` (a stop ended the
+        wait: this holds the runner's end that long at most) while this node owns the
+        pipeline (a newer owner writes its own). False: not written."""
+        deadline = time.monotonic() + self.MARK_RETRY_S
+        while owns():
+            if self._connected() and self._mark(left):
+                return True
+            if time.monotonic() >= deadline:
+                log.error("event=unacked_marker_lost pipeline=%s batches=%d until=%s",
+                          self.pipeline_id, len(left), left[-1].end)
+                return False
+            time.sleep(self.MARK_EVERY_S)
+        return False
+
+    def _connected(self) -> bool:
+        """Whether a write can get an answer now (a disconnected client's waits for the
+        connection: the wait would stop ticking)."""
+        return bool(getattr(self.store.client, "connected", True))
 
     def _unmark(self) -> None:
         """Remove the record this drain wrote, and only it (a newer owner's, written since,
@@ -184,7 +232,7 @@ class SubscriptionLoader:
         try:
             acks.write_unacked(self.store.client, self.unacked_path, marker)
             self._marked = marker
-        except Exception as exc:  # (the pause goes on; its published state says it too)
+        except Exception as exc:  # (tried again at each tick of the wait, then for a while)
             log.error("event=unacked_marker_failed pipeline=%s error=%r", self.pipeline_id,
                       exc)
             return False
