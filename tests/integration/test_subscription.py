@@ -54,8 +54,12 @@ class Reader:
     checking the promises after every transaction."""
 
     def __init__(self, cluster: Cluster, channel: str, schema: str,
-                 managers: str = "", rollback_at: int = 0) -> None:
+                 managers: str = "", rollback_at: int = 0, noting: str = "",
+                 give_up_s: float = 120) -> None:
         self.cluster, self.channel, self.schema = cluster, channel, schema
+        self.noting = noting  # a table of the schema whose inserted ids it notes too
+        self.ids: list[Any] = []  # those, in the order they first came (each once)
+        self.give_up_s = give_up_s  # (a pause: no pipeline to read from meanwhile)
         self.rollback_at = rollback_at  # this batch is not acknowledged: rolled back
         self.rolled_back: set[str] = set()  # its transactions
         self.seen_again: set[str] = set()  # transactions that came again
@@ -90,7 +94,8 @@ class Reader:
             self.violations.append(f"the reader failed: {exc!r}")
 
     def _read(self) -> None:
-        with Subscriber(self.channel, managers=self.managers, retry_s=0.2) as feed:
+        with Subscriber(self.channel, managers=self.managers, retry_s=0.2,
+                        give_up_s=self.give_up_s) as feed:
             self.feed = feed
             for batch in feed:
                 if self.stopped.is_set():
@@ -115,6 +120,9 @@ class Reader:
             self.violations.append(f"transaction {txn.id} after {self.last}: out of order")
         self.last = order(txn)
         for change in txn.changes:
+            if change.schema == self.schema and change.table == self.noting and \
+                    change.op == "I":
+                self.ids.append(self._image(change.after, ("id",))[0])
             if change.schema != self.schema or change.table not in COLUMNS:
                 continue
             state, columns = self.state[change.table], COLUMNS[change.table]
