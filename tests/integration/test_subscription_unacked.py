@@ -2,18 +2,18 @@
 pause's published state: a start and a stop before the runner reaches the failed statement
 again publish another state, yet ``setl position set`` past the statement is still refused
 (``pipelines/{pid}/unacked``), and the reader, once the operator follows the pause's text,
-gets every row: 2 and 3 (handed over, not acknowledged), then 4 past the TRUNCATE."""
+gets every row: 2 and 3 (handed over, not acknowledged), then 4 past the TRUNCATE. The
+workload's tables ride the same subscription through the stops and starts (keyless
+duplicates, unique-key swaps, transfers: :mod:`tests.integration.subscription_pausing`), and
+the reader's copy ends equal to the source as multisets."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.devcluster import Cluster, Database, wait_for
-from tests.integration.test_subscription_pause import (
-    _position_set,
-    _read_through_the_pause,
-    _setup,
-)
+from tests.integration.subscription_pausing import read_through_the_pause, setup
+from tests.integration.test_subscription_pause import _position_set
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +24,10 @@ def _gone(cluster: Cluster, channel: str) -> bool:
 
 def test_a_start_and_stop_after_a_cut_short_pause_keep_refusing_the_skip(
         cluster: Cluster, source: Database, target: Database) -> None:
-    schema, file, pos = _setup(cluster, source, target, "sdu")
+    found = setup(cluster, source, target, "sdu", seed=29)
     wait_for(lambda: cluster.pipeline_state("sdu").state == "pausing", 90,
              "the TRUNCATE to make the pipeline wait for its reader")
-    cluster.set_status("sdu", "STOP")  # no reader came: the operator stops it
+    cluster.set_status("sdu", "STOP")  # the reader holds still: the operator stops it
     wait_for(lambda: cluster.pipeline_state("sdu").state == "failed", 60, "the stop")
     assert cluster.pipeline_state("sdu").unacked >= 1
     # the pause's advice, cut short: started and stopped again before the runner gets to
@@ -35,8 +35,9 @@ def test_a_start_and_stop_after_a_cut_short_pause_keep_refusing_the_skip(
     cluster.set_status("sdu", "START")
     cluster.set_status("sdu", "STOP")
     wait_for(lambda: _gone(cluster, "sdu"), 60, "the runner to end")
-    refused = _position_set(cluster, "sdu/forward", "--file", file, "--pos", str(pos))
+    refused = _position_set(cluster, "sdu/forward", "--file", found.file, "--pos",
+                            str(found.pos))
     assert refused.returncode != 0 and "not acknowledged" in refused.stderr, refused
     # following the text: started, the reader gets them, the pause follows; then past it
     cluster.set_status("sdu", "START")
-    _read_through_the_pause(cluster, source, schema, "sdu", file, pos)
+    read_through_the_pause(cluster, source, "sdu", found)
