@@ -111,5 +111,6 @@ def test_a_node_that_no_longer_owns_the_pipeline_stops_trying(
     """The next owner writes its own record when it waits: none is written over it."""
     zk = Refusing(1)  # (the one before the wait)
     loader, _ = pausing(monkeypatch, zk)
-    _, left = drained(loader, threading.Event(), owns=lambda: False)
+    note, left = drained(loader, threading.Event(), owns=lambda: False)
     assert left == 2 and zk.tries == 1 and acks.read_unacked(zk, "/u") is None  # type: ignore[arg-type]
+    assert "then move past it" in note  # (the next owner's wait records them)

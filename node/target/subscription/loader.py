@@ -163,19 +163,21 @@ class SubscriptionLoader:
             log.warning("event=pause_without_acks pipeline=%s unacked=%d acked=%s "
                         "recorded=%s", self.pipeline_id, len(left),
                         self.outbox.acked_end or "-", marked)
-            return self._cut_short(left, channel, marked), len(left)
+            # (a node that lost the pipeline leaves the record to the next owner's wait)
+            return self._cut_short(left, channel, marked or not owns()), len(left)
         acked = self.outbox.acked_end
         return (f"\nsubscription {self.name}: its reader acknowledged every batch before the "
                 f"failed one; its position ({acked or 'nothing acknowledged yet'}) is right "
                 "before it, so a move past the failed batch skips that batch alone", 0)
 
-    def _cut_short(self, left: list[Parcel], channel: str, marked: bool) -> str:
+    def _cut_short(self, left: list[Parcel], channel: str, recorded: bool) -> str:
         """What a pause cut short adds to its text. Without the record (ZooKeeper refused
-        it throughout) nothing refuses ``setl position set`` past the batches once a start and
-        a stop published another state: the text then gives no way past the failed batch at
-        all (the pipeline ends failed, unpaused, as any wait cut short does), only a start,
-        whose drain waits for the reader and writes the record again."""
-        if not marked:
+        it throughout, this node still the owner) nothing refuses ``setl position set`` past
+        the batches once a start and a stop published another state: the text then gives no
+        way past the failed batch at all (the pipeline ends failed, unpaused, as any wait cut
+        short does), only a start, whose drain waits for the reader and writes the record
+        again."""
+        if not recorded:
             return (f"\n{self._unacked(left)}, and ZooKeeper did not take the record that "
                     "makes `setl position set` refuse a move past them: do NOT move the "
                     f"position past {left[-1].end} (nothing would refuse it, and the reader "
