@@ -55,8 +55,14 @@ class Reader:
 
     def __init__(self, cluster: Cluster, channel: str, schema: str,
                  managers: str = "", rollback_at: int = 0, noting: str = "",
-                 give_up_s: float = 120) -> None:
+                 give_up_s: float = 120, held_comes_again: bool = False) -> None:
         self.cluster, self.channel, self.schema = cluster, channel, schema
+        # the stream of the batch it holds ends while it holds (a stop, a failover): that
+        # batch, and whatever else its stream still brings, is not applied (nor acknowledged)
+        # but noted in ``dropped``: what was not acknowledged must come again on a later one
+        self.held_comes_again = held_comes_again
+        self.ended: tuple[int, int] | None = None  # that stream: (epoch, stream)
+        self.dropped: set[str] = set()  # the transactions received on it, not applied
         self.noting = noting  # a table of the schema whose inserted ids it notes too
         self.ids: list[Any] = []  # those, in the order they first came (each once)
         self.give_up_s = give_up_s  # (a pause: no pipeline to read from meanwhile)
@@ -100,8 +106,14 @@ class Reader:
             for batch in feed:
                 if self.stopped.is_set():
                     return
-                while self.hold.is_set() and not self.stopped.is_set():
-                    self.stopped.wait(0.05)
+                if self.hold.is_set():
+                    while self.hold.is_set() and not self.stopped.is_set():
+                        self.stopped.wait(0.05)
+                    if self.held_comes_again:
+                        self.ended = (batch.epoch, batch.stream)
+                if (batch.epoch, batch.stream) == self.ended:
+                    self.dropped.update(txn.id for txn in batch.transactions)
+                    continue
                 for txn in batch.transactions:
                     self.apply(txn)
                 self.batches += 1
