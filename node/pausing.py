@@ -78,19 +78,31 @@ class RunnerPause:
             self.last_error, self.unacked_left = f"{message}\n{text}", left
             log.warning("event=pause_waits_for_acks pipeline=%s unacked=%d", self.pipeline_id,
                         left)
-            self.publish()
+            self._publish_connected()
         self._pause_note, self.unacked_left = drain(self.stop_event, self._may_own,
                                                     self.ctx.channel.name, report)
+
+    def _publish_connected(self) -> None:
+        """The wait's state, published at once while ZooKeeper is connected. Disconnected, a
+        write waits for the connection (up to the client's call timeout), and the wait with
+        it, deaf to a stop meanwhile: the node's refresh publishes the state once ZooKeeper
+        is back (the runner's state and text are already set)."""
+        if self._disconnected():
+            log.info("event=pause_wait_not_published pipeline=%s reason=zk_disconnected",
+                     self.pipeline_id)
+            return
+        self.publish()
+
+    def _disconnected(self) -> bool:
+        client = getattr(self.ctx, "client", None)
+        return client is not None and not client.connected
 
     def _may_own(self) -> bool:
         """What a drain asks: whether this node may still hold the pipeline. While ZooKeeper
         is disconnected with the session intact nobody else can take it (its mainstem is the
         session's): the wait goes on; a session lost stops the runner (the supervisor's
         ``_on_state``), and one that came back as another session no longer owns it."""
-        client = getattr(self.ctx, "client", None)
-        if client is not None and not client.connected:
-            return True
-        return bool(self.ctx.owns())
+        return self._disconnected() or bool(self.ctx.owns())
 
     def _progressed(self, loaded_before: int) -> bool:
         """Whether the failed attempt moved the pipeline on (its failures count from one

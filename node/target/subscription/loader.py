@@ -143,7 +143,8 @@ class SubscriptionLoader:
                    len(left))
         # none: its position is right before it already (batches a stop dropped: not)
         waited = self.outbox.waiting + len(self.dropped)
-        marked = waited > 0 and self._mark()
+        # (disconnected, a write waits for the connection, deaf to a stop: each tick tries it)
+        marked = waited > 0 and self._connected() and self._mark()
 
         def owning() -> bool:  # each tick of the wait: the record too, until it is written
             nonlocal marked
