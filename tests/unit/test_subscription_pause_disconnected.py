@@ -3,7 +3,7 @@ disconnected client waits for the connection (kazoo queues it; the node's client
 after its call timeout only), so neither the record of the unacknowledged batches nor the
 wait's published state is written then, and a stop ends the wait at once; the record's
 retry after a stop ends well before the node stops waiting for its runners (a SIGTERM ends
-the process then); and a node that wrote no record says so, whoever owns the pipeline now."""
+the process then)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from node.daemon import STOP_RUNNERS_S
+from node.target.subscription import outbox
+from node.target.subscription.loader import SubscriptionLoader
 from shared import acks
 from shared.errors import ConfigError
 from tests.unit.test_runner_state import runner
@@ -70,3 +73,11 @@ def test_the_wait_is_not_published_while_disconnected(connected: bool, published
                         ConfigError("the source ran 'TRUNCATE t'"))
     assert len(writes) == published
     assert found.state == "pausing" and "2 batch(es) unacknowledged" in found.last_error
+
+
+def test_the_record_retry_ends_before_the_node_stops_waiting_for_its_runners() -> None:
+    """After a stop the wait notices it within a poll, retries the record, then the runner
+    publishes its last state: all of it before SIGTERM ends the process (runner threads
+    are daemon threads), or event=unacked_marker_lost is never logged."""
+    retry = outbox.POLL_S + SubscriptionLoader.MARK_RETRY_S + SubscriptionLoader.MARK_EVERY_S
+    assert STOP_RUNNERS_S - retry >= 2.0, (retry, STOP_RUNNERS_S)

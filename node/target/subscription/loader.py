@@ -34,8 +34,12 @@ class SubscriptionLoader:
     durable = False
     _marked: acks.Unacked | None = None  # the record of unacknowledged batches written last
     # a wait cut short with batches left and no record yet: how long, and how often, the
-    # record is tried before the pipeline ends without it (see _cut_short)
-    MARK_RETRY_S = 10.0
+    # record is tried before the pipeline ends without it (see _cut_short). Well below the
+    # node's STOP_RUNNERS_S (node.daemon, 8 s: not imported, node.daemon imports this module
+    # through the supervisor): runner threads are daemon threads, and a SIGTERM ends the
+    # process that long after the stop; the retry, its unacked_marker_lost line and the
+    # runner's last state fit in it (tests/unit/test_subscription_pause_disconnected.py)
+    MARK_RETRY_S = 4.0
     MARK_EVERY_S = 0.5
 
     def __init__(self, pipeline_id: str, targets: dict[str, DataSource],
