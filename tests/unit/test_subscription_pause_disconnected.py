@@ -3,11 +3,12 @@ disconnected client waits for the connection (kazoo queues it; the node's client
 after its call timeout only), so neither the record of the unacknowledged batches nor the
 wait's published state is written then, and a stop ends the wait at once; the record's
 retry after a stop ends well before the node stops waiting for its runners (a SIGTERM ends
-the process then)."""
+the process then); and a node that wrote no record says so, whoever owns the pipeline now."""
 
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -81,3 +82,24 @@ def test_the_record_retry_ends_before_the_node_stops_waiting_for_its_runners() -
     are daemon threads), or event=unacked_marker_lost is never logged."""
     retry = outbox.POLL_S + SubscriptionLoader.MARK_RETRY_S + SubscriptionLoader.MARK_EVERY_S
     assert STOP_RUNNERS_S - retry >= 2.0, (retry, STOP_RUNNERS_S)
+
+
+def test_a_node_that_wrote_no_record_and_lost_the_pipeline_gives_no_way_past(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ZooKeeper away through the wait and the retry, then back on a new session (another
+    node may own the pipeline): no record of this node's refuses a move past the batches."""
+    zk = Refusing(10**6)
+    zk.connected = False  # type: ignore[attr-defined]
+    loader, _ = pausing(monkeypatch, zk)
+    began = time.monotonic()
+
+    def owns() -> bool:  # (node.pausing's _may_own: disconnected, True; a new session, False)
+        if time.monotonic() - began > 0.2:
+            zk.connected = True  # type: ignore[attr-defined]
+            return False
+        return True
+    stop = threading.Event()
+    stop.set()  # (the supervisor stops the runner when the session is lost)
+    note, left = drained(loader, stop, owns)
+    assert left == 2 and acks.read_unacked(zk, "/u") is None  # type: ignore[arg-type]
+    assert NO_RECORD in note and "move past it" not in note

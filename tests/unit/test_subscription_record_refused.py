@@ -108,9 +108,11 @@ def test_a_record_refused_throughout_gives_no_way_past_the_failed_batch(
 
 def test_a_node_that_no_longer_owns_the_pipeline_stops_trying(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The next owner writes its own record when it waits: none is written over it."""
+    """The next owner writes its own record when it waits: none is written over it; this
+    node's text, with no record of its own, gives no way past the batches (they are not
+    acknowledged, whoever owns the pipeline now)."""
     zk = Refusing(1)  # (the one before the wait)
     loader, _ = pausing(monkeypatch, zk)
     note, left = drained(loader, threading.Event(), owns=lambda: False)
     assert left == 2 and zk.tries == 1 and acks.read_unacked(zk, "/u") is None  # type: ignore[arg-type]
-    assert "then move past it" in note  # (the next owner's wait records them)
+    assert "move past it" not in note and "do NOT move the position past" in note

@@ -168,24 +168,24 @@ class SubscriptionLoader:
             log.warning("event=pause_without_acks pipeline=%s unacked=%d acked=%s "
                         "recorded=%s", self.pipeline_id, len(left),
                         self.outbox.acked_end or "-", marked)
-            # (a node that lost the pipeline leaves the record to the next owner's wait)
-            return self._cut_short(left, channel, marked or not owns()), len(left)
+            return self._cut_short(left, channel, marked), len(left)
         acked = self.outbox.acked_end
         return (f"\nsubscription {self.name}: its reader acknowledged every batch before the "
                 f"failed one; its position ({acked or 'nothing acknowledged yet'}) is right "
                 "before it, so a move past the failed batch skips that batch alone", 0)
 
     def _cut_short(self, left: list[Parcel], channel: str, recorded: bool) -> str:
-        """What a pause cut short adds to its text. Without the record (ZooKeeper refused
-        it throughout, this node still the owner) nothing refuses ``setl position set`` past
-        the batches once a start and a stop published another state: the text then gives no
-        way past the failed batch at all (the pipeline ends failed, unpaused, as any wait cut
-        short does), only a start, whose drain waits for the reader and writes the record
-        again."""
+        """What a pause cut short adds to its text. Without this node's record (ZooKeeper
+        refused it throughout, or the pipeline went to another node before it was taken)
+        nothing of this run refuses ``setl position set`` past the batches once a start and
+        a stop published another state: the text then gives no way past the failed batch at
+        all (the pipeline ends failed, unpaused, as any wait cut short does), only a start,
+        whose drain waits for the reader and writes the record again. Whoever owns the
+        pipeline now, that stays true: no move past them until a reader acknowledged them."""
         if not recorded:
             return (f"\n{self._unacked(left)}, and ZooKeeper did not take the record that "
                     "makes `setl position set` refuse a move past them: do NOT move the "
-                    f"position past {left[-1].end} (nothing would refuse it, and the reader "
+                    f"position past {left[-1].end} (it may not be refused, and the reader "
                     f"would never get them). Start the channel again (setl channel start "
                     f"{channel}) once ZooKeeper answers: the reader gets them, and the "
                     "pipeline waits for its acknowledgements at the failed batch again")
