@@ -1,10 +1,11 @@
 """Select's thread of each attempt of a pipeline runner: batches cut from the stream and
 handed to E/T in order, a DDL batch's E/T submitted alone and the batches after it held until
 it is loaded (their tables' columns and keys read again, the source checked again), free-door
-requests the stream carried kept for a coming window. The source's keys are read as soon as
-a DDL's batch is cut, while the batches before it and the DDL itself load (the source ran
-it before logging it): the batches after it wait for the DDL's load, not for that read too
-(~60 ms a DDL, four times in a bulk load of four tables each made by CREATE TABLE). The
+requests the stream carried kept for a coming window. After a DDL (or a run of them) the
+source's keys are read as soon as the next batch of rows is cut, while the DDL and the
+batches before it load (the source ran it before logging it): that batch waits for the
+DDL's load, not for the read after it too (60-220 ms a DDL in a catch-up, four times in a
+bulk load of four tables each made by CREATE TABLE). The
 attempt that starts this thread is :meth:`node.pipeline.PipelineRunner._run_from`; Load
 takes what it hands over there."""
 
@@ -55,7 +56,6 @@ class RunnerSelect:
         that outlives its attempt must not count batches in the next one's window, which
         would stay saturated and never cut a batch on time again)."""
         after_ddl = 0  # a DDL batch's processId: later batches wait until it is loaded
-        keys: Future[CompiledPipeline] | None = None  # the source's keys read after it
         try:
             while not stop.is_set() and not self.stop_event.is_set():
                 batch = selector.next_batch(stop)
@@ -71,16 +71,14 @@ class RunnerSelect:
                     future = executor.submit(etjob.run_ddl, self.ctx.spark, window,
                                              compiled, batch.changes())
                     after_ddl = batch.process_id
-                    keys = executor.submit(start.keys_read, compiled, self.source,
-                                           self.ctx.pipeline, self.target_kind == "delta",
-                                           self.target_kind == "subscription")
                 else:
-                    if after_ddl and not self._wait_loaded(after_ddl, stop):
-                        break
                     if after_ddl:
+                        keys = self._keys_read(executor, compiled)  # while the DDL loads
+                        if not self._wait_loaded(after_ddl, stop):
+                            break
                         planner.forget()  # its tables' columns and keys may have changed
                         start.keys_again(compiled, self.source, self.ctx.pipeline,
-                                         fresh=keys.result() if keys is not None else None)
+                                         fresh=keys.result())
                         # what the start refuses (a cascading key added unseen: ddl_sync off)
                         kinds.check_source(self.target_kind, compiled, self.source,
                                            after_ddl=True, two_way=getattr(
@@ -122,6 +120,13 @@ class RunnerSelect:
                         "none is meant to serve them)", self.pipeline_id, len(requests))
             return
         snapshots.ask(requests)
+
+    def _keys_read(self, executor: ThreadPoolExecutor,
+                   compiled: CompiledPipeline) -> Future[CompiledPipeline]:
+        """The source's keys read again after a DDL (:func:`node.start.keys_read`), begun
+        now, before the DDL is loaded: the source ran it before logging it."""
+        return executor.submit(start.keys_read, compiled, self.source, self.ctx.pipeline,
+                               self.target_kind == "delta", self.target_kind == "subscription")
 
     def _wait_loaded(self, process_id: int, stop: threading.Event) -> bool:
         """Wait until batch ``process_id`` is loaded; False when stopped first."""

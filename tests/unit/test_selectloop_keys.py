@@ -1,6 +1,6 @@
-"""Select's loop reads the source's keys again after a DDL as soon as it cuts the DDL's batch,
-not once the DDL is loaded: the batches after the DDL wait for its load only (the read, ~60 ms
-a DDL, no longer stands between the two)."""
+"""Select's loop reads the source's keys again after a DDL as soon as it cuts the batch of rows
+after it, before the DDL is loaded: that batch waits for the DDL's load only (the read, 60-220
+ms a DDL in a catch-up, no longer stands between the two)."""
 
 from __future__ import annotations
 
@@ -45,28 +45,26 @@ class Runner(RunnerSelect):
         self._progress = threading.Event()
         self.seen: list[str] = []  # what happened, in order
 
-    def loaded(self, process_id: int) -> None:
+    def _wait_loaded(self, process_id: int, stop: threading.Event) -> bool:
+        """Load's thread loads the DDL's batch meanwhile."""
         self.seen.append(f"loaded {process_id}")
         self.cursor = Cursor(BinlogPosition("b.000001", 4), process_id)
-        self._progress.set()
+        return True
 
 
 class Stream:
-    """Select's batches: a DDL's (1), then one of rows (2); the DDL is loaded when Select
-    asks for the batch after it (Load's own thread in a runner)."""
+    """Select's batches: two DDLs' (1, 2), then one of rows (3)."""
 
-    def __init__(self, runner: Runner, stop: threading.Event) -> None:
-        self.runner, self.stop, self.cut = runner, stop, 0
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop, self.cut = stop, 0
 
     def next_batch(self, _: threading.Event) -> Any:
         self.cut += 1
-        if self.cut == 2:
-            self.runner.loaded(1)
-        if self.cut == 3:
+        if self.cut == 4:
             self.stop.set()
             return None
         return SimpleNamespace(process_id=self.cut, transactions=[], commit_ts_ms=0,
-                               has_ddl=self.cut == 1, windows=[], changes=lambda: [])
+                               has_ddl=self.cut < 3, windows=[], changes=lambda: [])
 
 
 def run(runner: Runner, monkeypatch: pytest.MonkeyPatch, read: Any) -> list[Any]:
@@ -75,12 +73,12 @@ def run(runner: Runner, monkeypatch: pytest.MonkeyPatch, read: Any) -> list[Any]
                         runner.seen.append(f"keys put: {fresh}"))
     monkeypatch.setattr(kinds, "check_source", lambda *args, **kwargs: None)
     monkeypatch.setattr(etjob, "run_ddl", lambda *args: "ddl done")
-    monkeypatch.setattr(etjob, "run", lambda *args: runner.seen.append("E/T of 2"))
+    monkeypatch.setattr(etjob, "run", lambda *args: runner.seen.append("E/T of 3"))
     stop, handoff = threading.Event(), queue.Queue[Any]()
     snapshots = SimpleNamespace(ddl=lambda changes: None, copying=lambda: None,
                                 ask=lambda requests: None)
     planner = SimpleNamespace(forget=lambda: runner.seen.append("facts forgotten"))
-    runner._select_loop(Stream(runner, stop), COMPILED, planner, InPlace(),  # type: ignore[arg-type]
+    runner._select_loop(Stream(stop), COMPILED, planner, InPlace(),  # type: ignore[arg-type]
                         handoff, stop, SimpleNamespace(extracting=lambda: None),  # type: ignore[arg-type]
                         snapshots)  # type: ignore[arg-type]
     handed = []
@@ -101,23 +99,24 @@ def test_the_keys_are_read_as_the_ddl_goes_by_and_put_in_place_after_its_load(
         return "fresh keys"
 
     handed = run(runner, monkeypatch, read)
-    # read before the DDL is loaded (with it, not after it); in place only after the load,
-    # before the batch after it goes to E/T (the batches before it keep the keys they had)
-    assert runner.seen == ["keys read", "loaded 1", "facts forgotten", "keys put: fresh keys",
-                           "E/T of 2"]
-    assert [batch.process_id for batch, _ in handed] == [1, 2]
+    # read once after the two DDLs, before the last is loaded (while it loads, not after);
+    # in place only after the load, before the batch after it goes to E/T (the batches
+    # before it keep the keys they had)
+    assert runner.seen == ["keys read", "loaded 2", "facts forgotten", "keys put: fresh keys",
+                           "E/T of 3"]
+    assert [batch.process_id for batch, _ in handed] == [1, 2, 3]
 
 
 def test_a_read_that_fails_fails_the_batch_after_the_ddl(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """As when it was read after the load: the DDL's batch goes to Load, the failure after it
-    (Load reports it in order)."""
+    """As when it was read after the load: the DDLs' batches go to Load, the failure after
+    them (Load reports it in order)."""
     runner = Runner()
 
     def read(*args: Any) -> str:
         raise SourceError("pipeline c.p: cannot read the tables of the source: gone")
 
     handed = run(runner, monkeypatch, read)
-    assert handed[0][0].process_id == 1
-    assert "cannot read the tables" in str(handed[1].error)
-    assert "E/T of 2" not in runner.seen
+    assert [batch.process_id for batch, _ in handed[:2]] == [1, 2]
+    assert "cannot read the tables" in str(handed[2].error)
+    assert "E/T of 3" not in runner.seen
