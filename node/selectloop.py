@@ -4,10 +4,10 @@ it is loaded (their tables' columns and keys read again, the source checked agai
 requests the stream carried kept for a coming window. After a DDL (or a run of them) the
 source's keys are read as soon as the next batch of rows is cut, while the DDL and the
 batches before it load (the source ran it before logging it): that batch waits for the
-DDL's load, not for the read after it too (60-220 ms a DDL in a catch-up, four times in a
-bulk load of four tables each made by CREATE TABLE). The
-attempt that starts this thread is :meth:`node.pipeline.PipelineRunner._run_from`; Load
-takes what it hands over there."""
+DDL's load, not for the read after it too (200-270 ms a DDL in a catch-up, four times in a
+bulk load of four tables each made by CREATE TABLE: docs/performance.md). The attempt that
+starts this thread is :meth:`node.pipeline.PipelineRunner._run_from`; Load takes what it
+hands over there."""
 
 from __future__ import annotations
 

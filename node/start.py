@@ -218,9 +218,9 @@ def keys_read(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline
     """After a DDL: the unique keys of the tables without a primary key (and the names of a
     source that compares them without case) read again, not yet put in place (what
     :func:`keys_again` puts there). The source ran the DDL before it logged it, so a read
-    begun as soon as Select has cut the DDL's batch sees it, like a read after its load;
-    ``keys_read_at`` says where the binlog ended then (:func:`node.ddlpauses.keyed_before`).
-    ``compiled`` is only read."""
+    begun any time after Select read it sees it, like a read after its load (Select begins
+    it before: :mod:`node.selectloop`); ``keys_read_at`` says where the binlog ended then
+    (:func:`node.ddlpauses.keyed_before`). ``compiled`` is only read."""
     case = 2 if compiled.blind_names is not None else int(compiled.fold_names)
     return with_table_keys(compiled, source, pipeline, lake, case, subscription)
 
