@@ -213,13 +213,27 @@ def stored_names(source: DataSource) -> dict[tuple[str, str], tuple[str, str]]:
     return found
 
 
-def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,
-               lake: bool = False, subscription: bool = False) -> None:
-    """After a DDL is loaded: the unique keys of the tables without a primary key are read
-    again, in place (an ALTER may have dropped one, or let its columns take NULL: rows with
-    NULL there would be merged as one key); a table nothing keys now stops the pipeline."""
+def keys_read(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,
+              lake: bool = False, subscription: bool = False) -> CompiledPipeline:
+    """After a DDL: the unique keys of the tables without a primary key (and the names of a
+    source that compares them without case) read again, not yet put in place (what
+    :func:`keys_again` puts there). The source ran the DDL before it logged it, so a read
+    begun any time after Select read it sees it, like a read after its load (Select begins
+    it before: :mod:`node.selectloop`); ``keys_read_at`` says where the binlog ended then
+    (:func:`node.ddlpauses.keyed_before`). ``compiled`` is only read."""
     case = 2 if compiled.blind_names is not None else int(compiled.fold_names)
-    fresh = with_table_keys(compiled, source, pipeline, lake, case, subscription)
+    return with_table_keys(compiled, source, pipeline, lake, case, subscription)
+
+
+def keys_again(compiled: CompiledPipeline, source: DataSource, pipeline: Pipeline,
+               lake: bool = False, subscription: bool = False,
+               fresh: CompiledPipeline | None = None) -> None:
+    """After a DDL is loaded: the unique keys of the tables without a primary key are read
+    again (``fresh``: already read, by :func:`keys_read`), put in place (an ALTER may have
+    dropped one, or let its columns take NULL: rows with NULL there would be merged as one
+    key); a table nothing keys now stops the pipeline."""
+    if fresh is None:
+        fresh = keys_read(compiled, source, pipeline, lake, subscription)
     compiled.rekey(fresh.table_keys, fresh.blind_names, fresh.keys_read_at)
 
 
