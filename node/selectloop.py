@@ -15,8 +15,9 @@ import logging
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from node import etjob, start
 from node.changes import RowChange
@@ -31,7 +32,26 @@ from node.target import kinds
 from node.window import Window
 from shared.model import DataSource
 
+T = TypeVar("T")
+
 log = logging.getLogger("setl.node.pipeline")
+
+
+def in_background(name: str, function: Callable[..., T], *args: Any) -> Future[T]:
+    """``function(*args)`` on a daemon thread of its own. A stop abandons it: run in the
+    attempt's executor, whose end waits for what runs there, a read of a source that stopped
+    answering mid-query would hold the pipeline's stop until TCP gives up."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(function(*args))
+        except BaseException as exc:  # (raised where the result is asked for)
+            future.set_exception(exc)
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 class RunnerSelect:
@@ -73,7 +93,7 @@ class RunnerSelect:
                     after_ddl = batch.process_id
                 else:
                     if after_ddl:
-                        keys = self._keys_read(executor, compiled)  # while the DDL loads
+                        keys = self._keys_read(compiled)  # while the DDL loads
                         if not self._wait_loaded(after_ddl, stop):
                             break
                         planner.forget()  # its tables' columns and keys may have changed
@@ -121,12 +141,12 @@ class RunnerSelect:
             return
         snapshots.ask(requests)
 
-    def _keys_read(self, executor: ThreadPoolExecutor,
-                   compiled: CompiledPipeline) -> Future[CompiledPipeline]:
+    def _keys_read(self, compiled: CompiledPipeline) -> Future[CompiledPipeline]:
         """The source's keys read again after a DDL (:func:`node.start.keys_read`), begun
         now, before the DDL is loaded: the source ran it before logging it."""
-        return executor.submit(start.keys_read, compiled, self.source, self.ctx.pipeline,
-                               self.target_kind == "delta", self.target_kind == "subscription")
+        return in_background(f"keys-{self.pipeline_id}", start.keys_read, compiled,
+                             self.source, self.ctx.pipeline, self.target_kind == "delta",
+                             self.target_kind == "subscription")
 
     def _wait_loaded(self, process_id: int, stop: threading.Event) -> bool:
         """Wait until batch ``process_id`` is loaded; False when stopped first."""

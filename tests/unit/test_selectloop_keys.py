@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from node import etjob, start
+from node import etjob, selectloop, start
 from node.cursor import Cursor
 from node.selectloop import RunnerSelect
 from node.target import kinds
@@ -69,6 +69,9 @@ class Stream:
 
 def run(runner: Runner, monkeypatch: pytest.MonkeyPatch, read: Any) -> list[Any]:
     monkeypatch.setattr(start, "keys_read", read)
+    # (the read on a thread of its own, run in place here: what ran, and when, is plain)
+    monkeypatch.setattr(selectloop, "in_background",
+                        lambda name, function, *args: InPlace().submit(function, *args))
     monkeypatch.setattr(start, "keys_again", lambda *args, fresh=None:
                         runner.seen.append(f"keys put: {fresh}"))
     monkeypatch.setattr(kinds, "check_source", lambda *args, **kwargs: None)
@@ -120,3 +123,17 @@ def test_a_read_that_fails_fails_the_batch_after_the_ddl(
     assert [batch.process_id for batch, _ in handed[:2]] == [1, 2]
     assert "cannot read the tables" in str(handed[2].error)
     assert "E/T of 3" not in runner.seen
+
+
+def test_the_read_runs_on_a_daemon_thread_a_stop_abandons_and_raises_where_asked() -> None:
+    """Not in the attempt's executor, whose end waits for what runs there: a source that
+    stops answering mid-read would hold the pipeline's stop."""
+    gate = threading.Event()
+    held = selectloop.in_background("keys-test", gate.wait, 30)
+    thread = next(t for t in threading.enumerate() if t.name == "keys-test")
+    assert thread.daemon and not held.done()
+    gate.set()
+    assert held.result(10) is True
+    failing = selectloop.in_background("keys-fail", lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.result(10)
