@@ -47,8 +47,9 @@ class Keepalive:
 def _pings(keepalive: Keepalive) -> tuple[tuple[str, Any], ...]:
     return (("grpc.keepalive_time_ms", keepalive.idle_s * 1000),
             ("grpc.keepalive_timeout_ms", keepalive.timeout_s * 1000),
-            # (grpcio 1.85 times a keepalive ping out with this, 60 s by default, while
-            # data flows the other way: a reader's stream whose batches still go out)
+            # (grpcio 1.85 waits this long, 60 s by default, for the answer to a ping sent
+            # while the connection carries data: keepalive_timeout_ms alone left a reader
+            # whose batches still went out attached for a minute)
             ("grpc.http2.ping_timeout_ms", keepalive.timeout_s * 1000),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.max_pings_without_data", 0))  # (gRPC's 2: a quiet stream went unpinged)
