@@ -193,8 +193,9 @@ class ApiInterceptor(TokenInterceptor):
 
 
 def node_access(settings: ManagerSettings) -> Access:
-    """How verify reaches the nodes: their token (``nodes.token``, resolved under the
-    manager's rules) and the CA of their certificates (``nodes.ca``); ConfigError naming
+    """How verify and subscription relays reach the nodes: their token (``nodes.token``,
+    resolved under the manager's rules), the CA of their certificates (``nodes.ca``) and
+    the manager's ``keepalive`` pings; ConfigError naming
     the field when either cannot be read."""
     token = ""
     if settings.nodes.token:
@@ -210,7 +211,7 @@ def node_access(settings: ManagerSettings) -> Access:
         except OSError as exc:
             raise ConfigError(f"{settings.file or 'configuration'}: nodes.ca: cannot read "
                               f"{exc.filename}: {exc.strerror}") from None
-    return Access(token, ca)
+    return Access(token, ca, keepalive=settings.keepalive)
 
 
 def exposure_problem(settings: ManagerSettings) -> str | None:

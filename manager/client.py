@@ -3,7 +3,9 @@
 Transport failures move on to the next address; a standby's "not the leader" answer is
 followed to the leader it names. What the manager says is re-raised as the matching
 SetlError, so the CLI prints one line and exits non-zero, never a traceback. With
-:class:`Access` every call carries the API token and goes over TLS.
+:class:`Access` every call carries the API token and goes over TLS; its channels ping the
+manager (:mod:`shared.keepalive`), so a stream from a manager whose host vanished fails
+UNAVAILABLE instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from shared.errors import (
     PermissionDeniedError,
     SetlError,
 )
+from shared.keepalive import Keepalive, channel_options
 from shared.rpc import manager_pb2, manager_pb2_grpc, model_pb2
 
 LEADER_TRAILER = "setl-leader"
@@ -56,16 +59,18 @@ class Access:
     ca: bytes | None = None  # the CA that signed the manager's certificate: TLS
     cert: bytes | None = None  # a client certificate and its key, when the manager asks
     key: bytes | None = None
+    keepalive: Keepalive = field(default_factory=Keepalive)  # pings of the server called
 
     @property
     def tls(self) -> bool:
         return self.ca is not None or self.cert is not None
 
     def channel(self, address: str) -> grpc.Channel:
+        options = (*CHANNEL_OPTIONS, *channel_options(self.keepalive))
         if not self.tls:
-            return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+            return grpc.insecure_channel(address, options=options)
         return grpc.secure_channel(address, grpc.ssl_channel_credentials(
-            self.ca, self.key, self.cert), options=CHANNEL_OPTIONS)
+            self.ca, self.key, self.cert), options=options)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...] | None:

@@ -59,7 +59,7 @@ def serve(config: settings.ManagerSettings, shutdown: Shutdown) -> None:
     interceptors = [auth.ApiInterceptor(
         check, readers, lambda reason: metrics.refused.labels(reason).inc())] if check else []
     # (a subscription's reader holds a thread while it reads: see rpcserver.Readers)
-    server = rpcserver.server(MANAGER_THREADS, interceptors)
+    server = rpcserver.server(MANAGER_THREADS, interceptors, config.keepalive)
     servicer = ManagerServicer(catalog, views, election, config.address, monitor, node_access,
                                rpcserver.Readers(MANAGER_THREADS - 8, "this manager"))
     service.add(servicer, server)

@@ -94,7 +94,7 @@ class Node:
         interceptors = [rpcauth.TokenInterceptor(check, messages=NODE_MESSAGES)] if check \
             else []
         # a subscription's reader holds a thread while it reads (service.THREADS - 4 at most)
-        server = rpcserver.server(service.THREADS, interceptors)
+        server = rpcserver.server(service.THREADS, interceptors, self.config.keepalive)
         service.add(
             NodeServicer(self.node_id, lambda pipeline_id: verify.context_from(
                 self.supervisor, self.node_id, pipeline_id, self.spark)), server)

@@ -4,7 +4,9 @@ gRPC sets ``SO_REUSEPORT`` on its listening sockets unless told not to, so a sec
 bound to a port one of setl's servers holds (a manager started twice, a node given the
 manager's address, another test's daemon) bound without an error, and the kernel shared the
 connections between the two: calls went to either process at random. Here the option is
-off, so a taken port is an error at start that names the address.
+off, so a taken port is an error at start that names the address. Each server pings its
+clients and lets them ping it (:mod:`shared.keepalive`): a reader whose host vanished is
+dropped, its stream and slot freed.
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ from typing import Any
 import grpc
 
 from shared.errors import SetlError
+from shared.keepalive import Keepalive, server_options
 
 OPTIONS = (("grpc.so_reuseport", 0),)  # a taken port is an error, never a shared one
 
 
-def server(workers: int, interceptors: Sequence[grpc.ServerInterceptor] = ()) -> grpc.Server:
-    """A gRPC server with ``workers`` threads that binds its ports alone."""
+def server(workers: int, interceptors: Sequence[grpc.ServerInterceptor] = (),
+           keepalive: Keepalive = Keepalive()) -> grpc.Server:
+    """A gRPC server with ``workers`` threads that binds its ports alone and drops a
+    client that stops answering its pings (``keepalive``)."""
     return grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
-                       interceptors=list(interceptors), options=list(OPTIONS))
+                       interceptors=list(interceptors),
+                       options=[*OPTIONS, *server_options(keepalive)])
 
 
 def listen(rpc: grpc.Server, address: str, credentials: grpc.ServerCredentials | None,

@@ -15,6 +15,7 @@ from shared import yamlreader
 from shared.alarmrules import AlarmSettings, read_alarms
 from shared.confinement import CONF, Confinement
 from shared.errors import ConfigError
+from shared.keepalive import Keepalive, read_keepalive
 from shared.secrets import reference_problem
 from shared.securitysettings import read_security
 from shared.yamlreader import MISSING, Field, Mapping
@@ -97,6 +98,7 @@ class ManagerSettings:
     # the configuration file read ("" for the defaults), for error messages
     file: str = field(default="", compare=False)
     nodes: NodeAccess = field(default_factory=NodeAccess)
+    keepalive: Keepalive = field(default_factory=Keepalive)  # its API's and its node calls'
 
     @property
     def address(self) -> str:
@@ -130,6 +132,7 @@ class NodeSettings:
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     api: ApiSettings = field(default_factory=ApiSettings)  # the node's RPC: token, TLS
     file: str = field(default="", compare=False)
+    keepalive: Keepalive = field(default_factory=Keepalive)  # the node's RPC's
 
 
 def _address(value: str) -> str | None:
@@ -215,6 +218,7 @@ def load_manager(path: str | Path | None) -> ManagerSettings:
         alarms,
         str(path) if path is not None else "",
         nodes,
+        read_keepalive(top.field("keepalive")),
     )
     top.close()
     issues.raise_if_any()
@@ -247,6 +251,7 @@ def load_node(path: str | Path | None) -> NodeSettings:
         _metrics(top),
         api,
         str(path) if path is not None else "",
+        read_keepalive(top.field("keepalive")),
     )
     top.close()
     issues.raise_if_any()

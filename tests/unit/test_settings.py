@@ -203,8 +203,8 @@ def test_security_dirs_are_relative_to_the_file_and_the_prefix_is_checked(
 def test_spark_is_unknown_to_the_manager(tmp_path: Path) -> None:
     path = write(tmp_path, "listen: 127.0.0.1:1\nspark: {master: local}\n")
     assert errors(load_manager, path) == [
-        f"{path}:2: spark: unknown key; known keys: advertise, alarms, api, listen, log_level, "
-        "nodes, security, web, zookeeper"]
+        f"{path}:2: spark: unknown key; known keys: advertise, alarms, api, keepalive, "
+        "listen, log_level, nodes, security, web, zookeeper"]
     assert load_node(path).spark.master == "local"
 
 
