@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import grpc
 import pytest
 
+from manager.auth import node_access
 from manager.client import Access
 from shared.errors import ConfigError
 from shared.keepalive import MAX_S, MIN_S, Keepalive, channel_options, server_options
@@ -78,7 +80,26 @@ def test_a_server_accepts_pings_as_often_as_any_client_may_send_them() -> None:
         assert options["grpc.http2.max_pings_without_data"] == 0
 
 
-def test_the_clients_channels_ping_the_server_they_call() -> None:
-    options = dict(channel_options(Access(keepalive=Keepalive(7, 3)).keepalive))
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_the_clients_channels_ping_the_server_they_call(
+        monkeypatch: pytest.MonkeyPatch, tls: bool) -> None:
+    """What ``Access.channel`` hands gRPC: the reader's, the CLI's and the manager's channels
+    to nodes are all made there."""
+    made: list[dict[str, object]] = []
+    monkeypatch.setattr(grpc, "insecure_channel",
+                        lambda address, options: made.append(dict(options)))
+    monkeypatch.setattr(grpc, "secure_channel",
+                        lambda address, credentials, options: made.append(dict(options)))
+    Access(ca=b"a CA" if tls else None, keepalive=Keepalive(7, 3)).channel("127.0.0.1:1")
+    [options] = made
     assert (options["grpc.keepalive_time_ms"], options["grpc.keepalive_timeout_ms"],
-            options["grpc.http2.ping_timeout_ms"]) == (7000, 3000, 3000)
+            options["grpc.http2.ping_timeout_ms"],
+            options["grpc.max_receive_message_length"]) == (7000, 3000, 3000, -1)
+
+
+def test_the_manager_calls_its_nodes_with_its_own_keepalive(tmp_path: Path) -> None:
+    """A node whose host vanished under a relay or a verify is noticed on the manager's own
+    settings (the relay's call fails; the reader's stream ends as when a subscription
+    moves)."""
+    settings = load_manager(write(tmp_path, "keepalive:\n  idle_s: 2\n  timeout_s: 4\n"))
+    assert node_access(settings).keepalive == Keepalive(idle_s=2, timeout_s=4)
