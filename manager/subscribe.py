@@ -53,14 +53,10 @@ def relay(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
     log.info("event=subscription_relayed pipeline=%s node=%s peer=%s", pipeline_id, address,
              context.peer())
 
-    def outgoing() -> Iterator[subscription_pb2.SubscribeRequest]:
-        yield forwarded
-        yield from requests
-
     with access.channel(address) as node:
         call = rawstreams.raw_call(node, NODE_SUBSCRIBE,
                                    subscription_pb2.SubscribeRequest.SerializeToString)(
-            outgoing(), metadata=access.metadata)
+            forwarding(forwarded, requests), metadata=access.metadata)
         context.add_callback(call.cancel)  # the reader went away: so does the node's stream
         try:
             yield from call
@@ -73,3 +69,18 @@ def relay(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
                 raise SubscriptionMovedError(f"the node running pipeline {pipeline_id} "
                                              f"({address}): {details}") from None
             raise NodeCallError(code.name, details) from None
+
+
+def forwarding(first: subscription_pb2.SubscribeRequest,
+               requests: Iterator[subscription_pb2.SubscribeRequest]
+               ) -> Iterator[subscription_pb2.SubscribeRequest]:
+    """What the relay sends the node: the start, then the reader's acknowledgements. A
+    reader gone (its connection dropped, by keepalive too) ends them: the node's call is
+    cancelled beside it, and gRPC's thread reading them would otherwise log each end as an
+    error with its traceback ("Exception iterating requests!")."""
+    yield first
+    try:
+        yield from requests
+    except grpc.RpcError:
+        log.info("event=subscription_reader_gone channel=%s pipeline=%s", first.start.channel,
+                 first.start.pipeline)
