@@ -122,7 +122,7 @@ class RunnerPause:
         self.state = "failed" if not cut_short or self.stop_event.is_set() else \
             "lost ownership"  # (node.pipeline.LOST_OWNERSHIP)
         self.last_error = message
-        self.publish()
+        self._publish_connected()  # (disconnected: the node's refresh publishes it)
         if cut_short:  # the next owner hands them over again and waits: no pause here
             log.warning("event=pause_left_to_next_owner pipeline=%s unacked=%d state=%s",
                         self.pipeline_id, self.unacked_left, self.state)
