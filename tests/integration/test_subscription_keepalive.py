@@ -20,7 +20,7 @@ from shared.keepalive import MAX_S, Keepalive
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, wait_for
 from tests.integration.test_subscription import feed_channel, sources
-from tests.tcpproxy import FreezableProxy
+from tests.tcpproxy import Relay
 
 pytestmark = pytest.mark.integration
 QUICK = Keepalive(idle_s=1, timeout_s=1)  # the daemons' and the client's pings, for the test
@@ -73,10 +73,15 @@ def reading(feed: Subscriber) -> tuple[list[int], list[str]]:
     return ids, errors
 
 
+def manager_relay(cluster: Cluster) -> Relay:
+    """A relay to the cluster's manager, for a reader to reach it through."""
+    return Relay(int(cluster.manager_address.rpartition(":")[2]))
+
+
 def test_the_manager_lets_go_of_a_reader_whose_host_vanished(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = running_feed(cluster, source, target, "vanish")
-    with FreezableProxy(cluster.manager_address) as proxy:
+    with manager_relay(cluster) as proxy:
         feed = Subscriber("vanish", managers=[proxy.address],
                           access=Access(keepalive=UNHURRIED), retry_s=0.2)
         got, failed = reading(feed)
@@ -101,7 +106,7 @@ def test_the_manager_lets_go_of_a_reader_whose_host_vanished(
 def test_a_reader_whose_manager_vanished_reads_on_through_another_address(
         cluster: Cluster, source: Database, target: Database) -> None:
     schema = running_feed(cluster, source, target, "strand")
-    with FreezableProxy(cluster.manager_address) as proxy:
+    with manager_relay(cluster) as proxy:
         feed = Subscriber("strand", managers=[proxy.address, cluster.manager_address],
                           access=Access(keepalive=QUICK), retry_s=0.2)
         got, failed = reading(feed)

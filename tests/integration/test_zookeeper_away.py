@@ -9,7 +9,6 @@ Tests that stop ZooKeeper run their own server (the sandbox's is shared by the w
 from __future__ import annotations
 
 import re
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.devcluster import (
     wait_for,
 )
 from tests.integration.shapes import Shapes, beside
+from tests.tcpproxy import Relay
 
 STOP_BOUND_S = 20  # "within a few seconds", with room for a busy 2-core machine
 TABLE = "CREATE TABLE `{schema}`.ledger (id INT PRIMARY KEY, counter INT NOT NULL)"
@@ -78,77 +78,6 @@ def terminate_within(daemon: Daemon, bound_s: float = STOP_BOUND_S) -> int:
         daemon.process.terminate()
         raise AssertionError(f"{daemon.args[0]} still running {bound_s}s after SIGTERM; "
                              f"log:\n{daemon.output()[-3000:]}") from None
-
-
-class Relay:
-    """A TCP relay on 127.0.0.1 to a server. ``freeze()`` stops it forwarding anything, both
-    ways and for new connections too, while every socket stays open: the server seems gone
-    the way it does when a network drops packets (nothing is refused, nothing answers).
-    ``thaw()`` forwards again; ``close()`` ends every connection."""
-
-    def __init__(self, port: int) -> None:
-        self.upstream = ("127.0.0.1", port)
-        self.open = threading.Event()
-        self.open.set()
-        self.held = threading.Event()  # set once a frozen relay holds back some bytes
-        self.closed = False
-        self.sockets: list[socket.socket] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True, name="relay").start()
-
-    def freeze(self) -> None:
-        self.held.clear()
-        self.open.clear()
-
-    def thaw(self) -> None:
-        self.open.set()
-
-    def close(self) -> None:
-        self.closed = True
-        self.open.set()
-        for sock in [self.listener, *self.sockets]:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
-
-    def _accept(self) -> None:
-        while not self.closed:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            self.sockets.append(client)
-            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
-
-    def _connect(self, client: socket.socket) -> None:
-        self.open.wait()
-        try:
-            server = socket.create_connection(self.upstream)
-        except OSError:
-            client.close()
-            return
-        self.sockets.append(server)
-        for a, b in ((client, server), (server, client)):
-            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    def _pump(self, reader: socket.socket, writer: socket.socket) -> None:
-        try:
-            while data := reader.recv(65536):
-                if not self.open.is_set():
-                    self.held.set()
-                self.open.wait()
-                writer.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (reader, writer):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 def each_table_loaded(target: Database, schema: str) -> bool:
