@@ -74,10 +74,8 @@ def read_keepalive(found: Field | None) -> Keepalive:
     entry = found.mapping() if found else None
     if entry is None:
         return defaults
-    def seconds(item: Field) -> object:
+    def seconds(item: Field) -> object:  # (a bad value: the default; loading raises it)
         return item.integer(MIN_S, MAX_S)
-
-    # (a bad value reads as the default; the issues name it, and loading raises them)
     settings = Keepalive(entry.get("idle_s", seconds, defaults.idle_s),
                          entry.get("timeout_s", seconds, defaults.timeout_s))
     entry.close()
