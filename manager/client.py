@@ -50,6 +50,8 @@ _ERRORS = {grpc.StatusCode.NOT_FOUND: NotFoundError, grpc.StatusCode.ABORTED: Co
            grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError}
 _TLS_WORDS = ("ssl", "tls", "handshake", "certificate")
 
+_READY = 2  # GRPC_CHANNEL_READY of the gRPC C core's grpc_connectivity_state
+
 
 @dataclass(frozen=True)
 class Access:
@@ -129,13 +131,12 @@ class ManagerClient:
                 for address in _in_turn(queue, tried):
                     with self.access.channel(address) as channel:
                         stub = manager_pb2_grpc.ManagerServiceStub(channel)
-                        connected = _connected(channel)
                         try:
                             return getattr(stub, method)(request, timeout=self.timeout_s,
                                                          metadata=self.access.metadata)
                         except grpc.RpcError as exc:
                             if (exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
-                                    and any(connected)):
+                                    and _connected(channel)):
                                 raise ManagerUnavailableError(_late(address, method,
                                                                     self.timeout_s)) from None
                             transport = _rerouted(exc, tried, queue) or transport
@@ -244,11 +245,16 @@ def _rerouted(exc: grpc.RpcError, tried: list[str], queue: list[str]) -> str:
     raise _ERRORS.get(code, SetlError)(details) from None
 
 
-def _connected(channel: grpc.Channel) -> list[bool]:
-    """A list that gets True once ``channel`` is connected (a manager spoke gRPC on it)."""
-    seen: list[bool] = []
-    channel.subscribe(lambda state: seen.append(state is grpc.ChannelConnectivity.READY))
-    return seen
+def _connected(channel: grpc.Channel) -> bool:
+    """Whether ``channel`` is connected now (a manager spoke gRPC on it). Asked of grpcio's
+    channel itself: ``Channel.subscribe`` would start a polling thread that raises "Channel
+    closed!" when the call's channel is closed under it. Unknown (another grpcio) is False:
+    the caller then says "no manager answers", as it did before it could tell."""
+    try:
+        state = channel._channel.check_connectivity_state(False)  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+    return state == _READY  # type: ignore[no-any-return]
 
 
 def _late(address: str, method: str, timeout_s: float) -> str:
