@@ -48,8 +48,7 @@ def relay(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
     pipeline_id = channel.pipeline_id(pipeline)
     address = owners.address(views, client, paths, pipeline_id, channel.name,
                              SubscriptionMovedError, "its reader connects again then")
-    forwarded = subscription_pb2.SubscribeRequest(start=subscription_pb2.SubscribeStart(
-        channel=channel.name, pipeline=pipeline.name, look=start.look))
+    forwarded = for_node(channel.name, pipeline.name, start, context.peer())
     log.info("event=subscription_relayed pipeline=%s node=%s peer=%s", pipeline_id, address,
              context.peer())
 
@@ -69,6 +68,15 @@ def relay(catalog: Catalog, views: Views, client: KazooClient, paths: ZkPaths,
                 raise SubscriptionMovedError(f"the node running pipeline {pipeline_id} "
                                              f"({address}): {details}") from None
             raise NodeCallError(code.name, details) from None
+
+
+def for_node(channel: str, pipeline: str, start: subscription_pb2.SubscribeStart,
+             reader: str) -> subscription_pb2.SubscribeRequest:
+    """The start the relay sends the node: the pipeline named in full, the reader's own
+    address (``reader``: the node's caller is the relay, and a reader's own ``reader`` is
+    not taken), whether it looks."""
+    return subscription_pb2.SubscribeRequest(start=subscription_pb2.SubscribeStart(
+        channel=channel, pipeline=pipeline, look=start.look, reader=reader))
 
 
 def forwarding(first: subscription_pb2.SubscribeRequest,

@@ -18,14 +18,16 @@ class SubscribeRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[SubscribeStart, _Mapping]] = ..., ack: _Optional[_Union[SubscribeAck, _Mapping]] = ..., rollback: _Optional[_Union[SubscribeRollback, _Mapping]] = ...) -> None: ...
 
 class SubscribeStart(_message.Message):
-    __slots__ = ("channel", "pipeline", "look")
+    __slots__ = ("channel", "pipeline", "look", "reader")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
     LOOK_FIELD_NUMBER: _ClassVar[int]
+    READER_FIELD_NUMBER: _ClassVar[int]
     channel: str
     pipeline: str
     look: bool
-    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., look: _Optional[bool] = ...) -> None: ...
+    reader: str
+    def __init__(self, channel: _Optional[str] = ..., pipeline: _Optional[str] = ..., look: _Optional[bool] = ..., reader: _Optional[str] = ...) -> None: ...
 
 class SubscribeAck(_message.Message):
     __slots__ = ("batch_id", "stream", "generation")

@@ -16,6 +16,7 @@ import grpc
 import pytest
 
 from manager import service, subscriber
+from manager.subscribe import for_node, forwarding
 from manager.subscriber import Subscriber
 from node.target.subscription.outbox import Outbox, Outboxes, Parcel, serve
 from shared import rpcserver
@@ -105,8 +106,11 @@ class Network:
 
         class Stub:
             def Subscribe(self, requests: Iterator[pb.SubscribeRequest],
-                          metadata: Any = ()) -> Call:
-                call = Call(network.boxes, requests, f"ipv4:reader{len(network.calls) + 1}")
+                          metadata: Any = ()) -> Call:  # through the manager's relay
+                start = next(requests).start
+                reader = f"ipv4:reader{len(network.calls) + 1}"
+                call = Call(network.boxes, forwarding(for_node(
+                    start.channel, start.pipeline, start, reader), requests), "ipv4:relay")
                 network.calls.append(call)
                 return call
         return Stub()

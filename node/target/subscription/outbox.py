@@ -280,14 +280,15 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
         context.abort(grpc.StatusCode.UNAVAILABLE, f"pipeline {pipeline_id} is not running on "
                       "this node (starting, or moved to another node): connect again")
     assert box is not None
+    peer = first.reader or context.peer()  # the reader's address, not the manager's relay
     try:
-        reader = box.attach(context.peer(), first.look)
+        reader = box.attach(peer, first.look)
     except Refused as exc:
         context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"pipeline {pipeline_id}: {exc}")
     except Detached as exc:
         context.abort(grpc.StatusCode.UNAVAILABLE, f"pipeline {pipeline_id}: {exc}")
     log.info("event=subscriber_attached pipeline=%s peer=%s waiting=%d stream=%d look=%s",
-             pipeline_id, context.peer(), box.waiting, reader, first.look)
+             pipeline_id, peer, box.waiting, reader, first.look)
     failed: list[str] = []
     moved: list[bool] = []  # the reader should connect again (a store failed)
     closed = threading.Event()  # the reader closed its side: every ack of it is stored
@@ -306,14 +307,14 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
         except ValueError as exc:
             failed.append(str(exc))
             log.warning("event=subscriber_refused pipeline=%s peer=%s error=%s", pipeline_id,
-                        context.peer(), exc)
+                        peer, exc)
         except (Detached, grpc.RpcError, FencedError):
             pass  # (fenced: the outbox is closed, the reader is told so below)
         except Exception as exc:  # ZooKeeper did not store the acknowledgement
             failed.append(f"its acknowledgement could not be stored: {exc!r}")
             moved.append(True)
             log.warning("event=subscriber_ack_failed pipeline=%s peer=%s error=%r",
-                        pipeline_id, context.peer(), exc)
+                        pipeline_id, peer, exc)
         finally:
             box.detach(reader)
 
@@ -341,4 +342,4 @@ def serve(first: subscription_pb2.SubscribeStart, requests: Iterator[Any],
                 yield parcel.data
     finally:
         box.detach(reader, ended=True)
-        log.info("event=subscriber_detached pipeline=%s peer=%s", pipeline_id, context.peer())
+        log.info("event=subscriber_detached pipeline=%s peer=%s", pipeline_id, peer)
