@@ -17,6 +17,7 @@ from shared.preflight import REQUIRED, replica_server_id
 __all__ = ["after_quiet_purge", "check_source", "connect", "connection_settings",
            "current_position", "replica_server_id"]
 log = logging.getLogger("setl.node.select.source")
+_NOT_ALLOWED = 1227  # ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need the … privilege(s)"
 
 
 LOST_POSITION_REMEDY = (
@@ -52,8 +53,7 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
         if int(variables.get("server_id", 0)) == server_id:
             raise SourceError(f"{where} uses server_id {server_id}, the id this pipeline "
                               "replicates with; give the source another server_id")
-        cursor.execute("SHOW SLAVE HOSTS")
-        for row in cursor.fetchall():
+        for row in _replica_hosts(cursor, pipeline_id):
             if int(row[0]) == server_id:
                 raise SourceError(f"{where}: another replica is connected with server_id "
                                   f"{server_id}; is this pipeline running on another node?")
@@ -64,6 +64,21 @@ def check_source(source: DataSource, pipeline_id: str, server_id: int,
                 raise PositionLostError(
                     f"{where}: binlog file {start.file} is not on the source any more "
                     f"(oldest is {files[0] if files else 'none'}). {LOST_POSITION_REMEDY}")
+
+
+def _replica_hosts(cursor: Any, pipeline_id: str) -> list[tuple[Any, ...]]:
+    """The replicas connected to the source (SHOW SLAVE HOSTS), or none when setl's user may
+    not list them: MariaDB 10.5.2+ asks REPLICATION MASTER ADMIN, a right a replica's user
+    needs for nothing else. The check is a courtesy (ZooKeeper's lease already keeps a
+    pipeline on one node), so it is left out rather than stopping the pipeline."""
+    try:
+        cursor.execute("SHOW SLAVE HOSTS")
+    except pymysql.MySQLError as exc:
+        if not server_answered(exc) or exc.args[0] != _NOT_ALLOWED:
+            raise
+        log.debug("event=replica_hosts_not_listed pipeline=%s error=%r", pipeline_id, exc)
+        return []
+    return list(cursor.fetchall())
 
 
 def after_quiet_purge(source: DataSource, pipeline_id: str,

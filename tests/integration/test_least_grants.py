@@ -1,0 +1,84 @@
+"""The README's grants are all a pipeline needs: a channel whose source and target users hold
+exactly the statements of the README's quick start (read from README.md, so the two cannot
+drift apart) passes ``setl check``, copies the rows there are (``start: snapshot``), streams
+what is written after, and verifies equal. The sandbox's own user has ALL, which hid a
+statement that needed a right the README does not grant."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from manager import cli
+from shared.sandbox import Sandbox
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, note VARCHAR(20))"
+
+
+def readme_grants(user: str, schema: str) -> tuple[list[str], list[str]]:
+    """The README's GRANT statements for the source and for a target, made out to ``user``
+    on ``schema`` (the README's ``shop`` and ``shop_copy``)."""
+    text = README.read_text()
+    block = text[text.index("-- on the source"):]
+    block = block[:block.index("```")]
+    on_source, on_target = block.split("-- on each target")
+
+    def grants(part: str) -> list[str]:
+        return [line.split("--")[0].strip().rstrip(";")
+                .replace("setl@'%'", f"'{user}'@'%'")
+                .replace("shop_copy.*", f"`{schema}`.*").replace("shop.*", f"`{schema}`.*")
+                for line in part.splitlines() if line.strip().startswith("GRANT")]
+    return grants(on_source), grants(on_target)
+
+
+def setl(cluster: Cluster, capsys: Any, *args: str) -> tuple[int, str, str]:
+    """``setl ARGS``: its exit code, what it printed and what it said on stderr."""
+    capsys.readouterr()
+    code = cli.main(["--manager", cluster.manager_address, "--config",
+                     str(cluster.workdir / "node.yaml"), *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_channel_runs_with_only_the_grants_the_readme_lists(
+        cluster: Cluster, source: Database, target: Database, sandbox: Sandbox,
+        capsys: Any) -> None:
+    schema = make_schema(source, target, TABLE)
+    source.script(*(f"INSERT INTO `{schema}`.items VALUES ({i}, 'before')" for i in range(1, 41)))
+    user = f"least{uuid.uuid4().hex[:6]}"
+    secret = sandbox.secret_file.parent / user
+    secret.write_text("least-pass-1\n")
+    secret.chmod(0o600)
+    on_source, on_target = readme_grants(user, schema)
+    assert len(on_source) >= 3 and len(on_target) >= 2, (on_source, on_target)
+    servers = sandbox.servers()
+    definitions = [{"name": name, "host": "127.0.0.1", "port": servers[name].port,
+                    "user": user, "password": f"file:{secret}"} for name in ("source", "target")]
+    try:
+        for db, grants in ((source, on_source), (target, on_target)):
+            db.script(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'least-pass-1'", *grants)
+        cluster.apply([one_way("least", schema, ["items"], start="snapshot")], definitions)
+        for role in ("source", "target"):
+            code, out, err = setl(cluster, capsys, "-o", "json", "check", role, role)
+            assert code == 0, (out, err)
+        code, out, err = setl(cluster, capsys, "channel", "start", "least", "--wait")
+        assert code == 0, (out, err)
+        source.script(*(f"INSERT INTO `{schema}`.items VALUES ({i}, 'after')"
+                        for i in range(41, 61)),
+                      f"UPDATE `{schema}`.items SET note = 'changed' WHERE id % 3 = 0",
+                      f"DELETE FROM `{schema}`.items WHERE id % 7 = 0")
+        wait_equal(source, target, schema, ["items"], 90)
+        assert cluster.pipeline_state("least").state == "running"
+        code, out, err = setl(cluster, capsys, "-o", "json", "verify", "least")
+        assert code == 0, (out, err)
+        [report] = json.loads(out)["reports"]
+        assert [table["table"] for table in report["tables"]] == [f"{schema}.items"], report
+    finally:
+        setl(cluster, capsys, "channel", "stop", "least", "--wait")
+        for db in (source, target):
+            db.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+        secret.unlink()
