@@ -62,7 +62,7 @@ from node.ddlparse import (
     tables_named,
     unparsed_rename,
 )
-from node.ddlsession import DATABASE_DEFAULTS, database_defaults, sql_mode
+from node.ddlsession import DATABASE_DEFAULTS, database_defaults, moving_past, sql_mode
 from node.sqllex import second_statement, without_time_bounds
 from shared.errors import ConfigError
 from shared.identifiers import qualified, quote
@@ -84,9 +84,10 @@ Gathered = Callable[[str, str], bool]
 # the settings (columns, processor, …) in which the pairs of two source tables differ
 Apart = Callable[[tuple[str, str], tuple[str, str]], list[str]]
 
-# how an operator moves a paused pipeline past the statement it stopped at
-_PAST = ("setl position set CHANNEL/PIPELINE --file … --pos … (the next transaction's "
-         "position), and resume")
+# how an operator moves a paused pipeline past the statement it stopped at, where the
+# pipeline is not known yet (extract_ddl puts ddlsession.moving_past's in its place)
+_PAST = ("setl channel stop CHANNEL --wait, then setl position set CHANNEL/PIPELINE --file … "
+         "--pos … (the next transaction's position), then setl channel start CHANNEL")
 
 
 class DdlPipeline(Protocol):
@@ -291,7 +292,7 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     module's text)."""
     mode, text = sql_mode(change.session), change.ddl
     ran = f"pipeline {compiled.pipeline_id}: the source ran {text.strip()[:200]!r}"
-    past = _PAST.replace("CHANNEL/PIPELINE", compiled.pipeline_id.replace(".", "/"))
+    past = moving_past(compiled.pipeline_id, change.session)
     if unparsed_rename(text, change.schema, mode):
         raise ConfigError(
             f"{ran}, a rename whose form setl does not read, so it cannot tell which tables "
@@ -317,8 +318,12 @@ def extract_ddl(compiled: DdlPipeline, seq: int, change: RowChange) -> list[Targ
     if compiled.ddl_sync and ddl is not None:
         ddlpairs.check(compiled, ddl, text, change.session, ran, past)
     if compiled.ddl_sync:
-        return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
-                             compiled.target_databases, compiled.gathered, _apart(compiled))
+        try:
+            return transform_ddl(change, seq, compiled.targets_of, compiled.database_defaults,
+                                 compiled.target_databases, compiled.gathered,
+                                 _apart(compiled))
+        except ConfigError as exc:  # said with this pipeline's commands
+            raise ConfigError(str(exc).replace(_PAST, past)) from None
     if ddl is None:
         return []
     removes = ddl.kind in ("DROP", "TRUNCATE") or ddl.replaces or bool(ddl.rows)

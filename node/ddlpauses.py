@@ -72,9 +72,6 @@ def rewritten(compiled: Replicated, ddl: TableDdl, change: RowChange, ran: str,
         "since the node started, no earlier ALTER of this run set it, and its target's "
         "column was not read; any number or time type pauses then)")
     ended = position(change.session)
-    if ended is not None and ended.file:
-        past = past.replace("--file … --pos … (the next transaction's position)",
-                            f"--file {ended.file} --pos {ended.pos}")
     at = f" (the statement ends at binlog {ended})" if ended is not None and (
         ended.file or ended.gtid) else ""
     raise ConfigError(

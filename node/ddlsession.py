@@ -174,6 +174,18 @@ def position(session: Session) -> BinlogPosition | None:
                           str(found[2])) if found else None
 
 
+def moving_past(pipeline_id: str, session: Session) -> str:
+    """How an operator moves pipeline ``pipeline_id`` past the DDL that ran in ``session``:
+    the commands, with the statement's end (the next transaction's position) when carried.
+    A position is set on a stopped channel only (manager.positions)."""
+    channel = pipeline_id.partition(".")[0]
+    ended = position(session)
+    where = f"--file {ended.file} --pos {ended.pos}" if ended is not None and ended.file \
+        else "--file … --pos … (the next transaction's position)"
+    return (f"setl channel stop {channel} --wait, then setl position set "
+            f"{pipeline_id.replace('.', '/')} {where}, then setl channel start {channel}")
+
+
 def database_defaults(session: Session) -> tuple[str, str] | None:
     """The default (charset, collation) of a CREATE TABLE's database at that point, if known."""
     found = dict(session).get(DATABASE_DEFAULTS)

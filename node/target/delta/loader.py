@@ -12,6 +12,7 @@ from typing import Any
 from node import sqllex
 from node.changes import Batch, ChangeType, TargetChange
 from node.cursor import Cursor
+from node.ddlsession import moving_past
 from node.jobs import PartResult, Unit, in_order
 from node.target.delta import columns, commits, units, writes
 from node.target.delta.commits import Stamp
@@ -138,9 +139,8 @@ class LakeLoader:
             if change.type is not ChangeType.DDL:
                 raise ConfigError(f"pipeline {self.pipeline_id}: a two-way channel cannot "
                                   "write a lake; give the lake a one-way channel")
-            past = (f"move the pipeline past this statement: setl position set "
-                    f"{self.pipeline_id.replace('.', '/')} --file … --pos … (the next "
-                    "transaction's position), and resume")
+            past = ("move the pipeline past this statement: "
+                    f"{moving_past(self.pipeline_id, change.session)}")
             ran = (f"pipeline {self.pipeline_id} processId {batch.process_id}, position "
                    f"{batch.end}: the source ran {change.ddl.strip()[:200]!r} on "
                    f"{change.schema}.{change.table}")

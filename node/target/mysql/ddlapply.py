@@ -34,7 +34,7 @@ from node.changes import TargetChange
 from node.ddl import kind_of, on_database, tables_named
 from node.ddl import parse as parse_ddl
 from node.ddlclauses import is_option
-from node.ddlsession import database_defaults, run_under, sql_mode
+from node.ddlsession import database_defaults, moving_past, run_under, sql_mode
 from node.sqllex import parts
 from node.sqllex import statement_code as code
 from node.target.mysql import ddlprobe
@@ -163,8 +163,7 @@ def apply_ddl(cursor: Any, change: TargetChange, pipeline_id: str, process_id: i
                 "of it is there already, and a failed ALTER runs none of its other clauses. "
                 f"Make {change.schema}.{change.table} on the target match the source's "
                 "(SHOW CREATE TABLE on both), then move the pipeline past this statement: "
-                f"setl position set {pipeline_id.replace('.', '/')} --file … --pos … (the "
-                "next transaction's position), and resume")) from None
+                f"{moving_past(pipeline_id, change.session)}")) from None
         if not done and kind == "CREATE" and code == MISSING_TABLE:
             raise type(exc)(code, (
                 f"{change.ddl!r} needs a table target {change.datasource} does not have "
