@@ -51,6 +51,7 @@ from node.target.base import TargetLoader
 from node.window import Window
 from shared import heap, members
 from shared.catalog import Catalog
+from shared.endpoint import missing_right
 from shared.errors import (
     PAUSE_AT_ONCE,
     ConfigError,
@@ -65,6 +66,10 @@ from shared.zk import ZkPaths
 log = logging.getLogger("setl.node.pipeline")
 STOP_PUBLISH_S = 1.0
 SWITCH_POLL_S = 1.0  # how often a lost primary is looked at again
+MISSING_RIGHT = ("; setl's database user lacks a right this needs: grant it, and the pipeline "
+                 "goes on at its next retry (the README's quick start lists what each part "
+                 "needs; setl check source NAME and setl check target NAME name what is "
+                 "missing)")
 LOST_OWNERSHIP = "lost ownership"  # the state of a runner whose start found the pipeline gone
 
 
@@ -213,6 +218,8 @@ class PipelineRunner(RunnerStatus, RunnerStart, RunnerSelect, RunnerPause):
                 return
             except Exception as exc:  # every failure is retried, then paused
                 message = str(exc) if isinstance(exc, SetlError) else f"{type(exc).__name__}: {exc}"
+                if missing_right(exc):
+                    message += MISSING_RIGHT
                 self.last_error, self.state = message, "retrying"
                 pauses = self._pauses  # (told before a drain: its acks are no progress)
                 failures = self._failures = self._count(exc)

@@ -332,6 +332,9 @@ def _refused(source: DataSource, exc: pymysql.MySQLError) -> SourceError:
                        f"{source.user}: {exc.args[-1] if exc.args else exc}")
 
 
+# the server refused for want of a right: on a database, a table, a column, a global right
+# (SUPER, REPLICATION MASTER ADMIN, …), a routine
+ACCESS_DENIED = frozenset({1044, 1142, 1143, 1227, 1370})
 # server errors after which the server closes the connection: shutting down, killed,
 # disconnected an idle client (MySQL)
 CONNECTION_ENDED = frozenset({1053, 1927, 4031})
@@ -356,3 +359,16 @@ def server_answered(exc: pymysql.MySQLError) -> bool:
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
     return not isinstance(exc, pymysql.err.InterfaceError) and code >= 1000 and \
         not 2000 <= code < 3000 and code not in CONNECTION_ENDED
+
+
+def missing_right(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from, is a server refusing a statement for
+    want of a right (:data:`ACCESS_DENIED`)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # (a chain is short; a cycle is not followed for ever)
+        if seen is None:
+            return False
+        if isinstance(seen, pymysql.MySQLError) and seen.args and seen.args[0] in ACCESS_DENIED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

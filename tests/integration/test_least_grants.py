@@ -2,18 +2,21 @@
 exactly the statements of the README's quick start (read from README.md, so the two cannot
 drift apart) passes ``setl check``, copies the rows there are (``start: snapshot``), streams
 what is written after, and verifies equal. The sandbox's own user has ALL, which hid a
-statement that needed a right the README does not grant."""
+statement that needed a right the README does not grant. A right taken away while the
+pipeline runs is said as such, and granted again the pipeline goes on."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from manager import cli
 from shared.sandbox import Sandbox
-from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal
+from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, note VARCHAR(20))"
@@ -44,11 +47,11 @@ def setl(cluster: Cluster, capsys: Any, *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_a_channel_runs_with_only_the_grants_the_readme_lists(
-        cluster: Cluster, source: Database, target: Database, sandbox: Sandbox,
-        capsys: Any) -> None:
-    schema = make_schema(source, target, TABLE)
-    source.script(*(f"INSERT INTO `{schema}`.items VALUES ({i}, 'before')" for i in range(1, 41)))
+@contextlib.contextmanager
+def readme_user(sandbox: Sandbox, source: Database, target: Database,
+                schema: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A user on source and target with the README's grants, and source definitions
+    ``source`` and ``target`` that connect as it; dropped at the end."""
     user = f"least{uuid.uuid4().hex[:6]}"
     secret = sandbox.secret_file.parent / user
     secret.write_text("least-pass-1\n")
@@ -61,24 +64,65 @@ def test_a_channel_runs_with_only_the_grants_the_readme_lists(
     try:
         for db, grants in ((source, on_source), (target, on_target)):
             db.script(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'least-pass-1'", *grants)
-        cluster.apply([one_way("least", schema, ["items"], start="snapshot")], definitions)
-        for role in ("source", "target"):
-            code, out, err = setl(cluster, capsys, "-o", "json", "check", role, role)
-            assert code == 0, (out, err)
-        code, out, err = setl(cluster, capsys, "channel", "start", "least", "--wait")
-        assert code == 0, (out, err)
-        source.script(*(f"INSERT INTO `{schema}`.items VALUES ({i}, 'after')"
-                        for i in range(41, 61)),
-                      f"UPDATE `{schema}`.items SET note = 'changed' WHERE id % 3 = 0",
-                      f"DELETE FROM `{schema}`.items WHERE id % 7 = 0")
-        wait_equal(source, target, schema, ["items"], 90)
-        assert cluster.pipeline_state("least").state == "running"
-        code, out, err = setl(cluster, capsys, "-o", "json", "verify", "least")
-        assert code == 0, (out, err)
-        [report] = json.loads(out)["reports"]
-        assert [table["table"] for table in report["tables"]] == [f"{schema}.items"], report
+        yield user, definitions
     finally:
-        setl(cluster, capsys, "channel", "stop", "least", "--wait")
         for db in (source, target):
             db.execute(f"DROP USER IF EXISTS '{user}'@'%'")
         secret.unlink()
+
+
+def test_a_channel_runs_with_only_the_grants_the_readme_lists(
+        cluster: Cluster, source: Database, target: Database, sandbox: Sandbox,
+        capsys: Any) -> None:
+    schema = make_schema(source, target, TABLE)
+    source.script(*(f"INSERT INTO `{schema}`.items VALUES ({i}, 'before')" for i in range(1, 41)))
+    with readme_user(sandbox, source, target, schema) as (_, definitions):
+        cluster.apply([one_way("least", schema, ["items"], start="snapshot")], definitions)
+        try:
+            for role in ("source", "target"):
+                code, out, err = setl(cluster, capsys, "-o", "json", "check", role, role)
+                assert code == 0, (out, err)
+            code, out, err = setl(cluster, capsys, "channel", "start", "least", "--wait")
+            assert code == 0, (out, err)
+            source.script(*(f"INSERT INTO `{schema}`.items VALUES ({i}, 'after')"
+                            for i in range(41, 61)),
+                          f"UPDATE `{schema}`.items SET note = 'changed' WHERE id % 3 = 0",
+                          f"DELETE FROM `{schema}`.items WHERE id % 7 = 0")
+            wait_equal(source, target, schema, ["items"], 90)
+            assert cluster.pipeline_state("least").state == "running"
+            code, out, err = setl(cluster, capsys, "-o", "json", "verify", "least")
+            assert code == 0, (out, err)
+            [report] = json.loads(out)["reports"]
+            assert [table["table"] for table in report["tables"]] == [f"{schema}.items"], \
+                report
+        finally:
+            setl(cluster, capsys, "channel", "stop", "least", "--wait")
+
+
+def test_a_right_taken_away_is_said_and_granted_again_the_pipeline_goes_on(
+        cluster: Cluster, source: Database, target: Database, sandbox: Sandbox,
+        capsys: Any) -> None:
+    schema = make_schema(source, target, TABLE)
+    with readme_user(sandbox, source, target, schema) as (user, definitions):
+        cluster.apply([one_way("revoked", schema, ["items"], max_retries=100)], definitions)
+        try:
+            code, out, err = setl(cluster, capsys, "channel", "start", "revoked", "--wait")
+            assert code == 0, (out, err)
+            source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'granted')")
+            wait_equal(source, target, schema, ["items"], 60)
+            target.execute(f"REVOKE INSERT ON `{schema}`.* FROM '{user}'@'%'")
+            for (pid,) in target.rows("SELECT ID FROM information_schema.PROCESSLIST "
+                                      "WHERE USER = %s", (user,)):
+                target.execute(f"KILL CONNECTION {int(pid)}")  # (a database right is read
+                # by a connection once: its next one is refused)
+            source.execute(f"INSERT INTO `{schema}`.items VALUES (2, 'refused')")
+            wait_for(lambda: "lacks a right this needs: grant it" in
+                     cluster.pipeline_state("revoked").last_error, 60,
+                     "the pipeline to say its user lacks a right")
+            assert "INSERT command denied" in cluster.pipeline_state("revoked").last_error
+            target.execute(f"GRANT INSERT ON `{schema}`.* TO '{user}'@'%'")
+            wait_equal(source, target, schema, ["items"], 90)
+            wait_for(lambda: cluster.pipeline_state("revoked").state == "running", 30,
+                     "the pipeline to run again")
+        finally:
+            setl(cluster, capsys, "channel", "stop", "revoked", "--wait")

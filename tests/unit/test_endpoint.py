@@ -20,8 +20,8 @@ import pytest
 from node.select.binlog import BinlogReader
 from shared import confinement, lakes
 from shared.confinement import Confinement, Credential
-from shared.endpoint import connect, connection_settings
-from shared.errors import ConfigError, DatabaseHostError, SourceError
+from shared.endpoint import connect, connection_settings, missing_right
+from shared.errors import ConfigError, DatabaseHostError, LoadError, SourceError
 from shared.model import BinlogPosition, DataSource, TlsOptions
 from shared.secrets import SecretRef
 from tests.devcluster import Certificates, make_certificates
@@ -433,3 +433,17 @@ def test_setls_own_tokens_are_no_definitions_password(reference: str) -> None:
 def test_a_server_error_is_told_from_a_lost_connection(error, answered) -> None:
     from shared.endpoint import server_answered
     assert server_answered(error) is answered
+
+
+def test_a_refusal_for_want_of_a_right_is_told_through_the_errors_raised_from_it() -> None:
+    denied = pymysql.err.OperationalError(1142, "INSERT command denied to user 'u'@'h'")
+    try:
+        try:
+            raise denied
+        except pymysql.MySQLError as exc:
+            raise LoadError("stage load, target target: table s.t: INSERT command denied") \
+                from exc
+    except LoadError as wrapped:
+        assert missing_right(wrapped)
+    assert not missing_right(pymysql.err.OperationalError(1213, "Deadlock found"))
+    assert not missing_right(LoadError("no server error under it"))
