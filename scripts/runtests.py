@@ -58,7 +58,8 @@ def main() -> int:
         def forward(signum: int, _frame: object) -> None:  # the ceiling's SIGABRT, a ^C:
             for run in runs:  # each pytest, xdist's workers too, prints its threads' stacks
                 if run.poll() is None:
-                    for pid in _children(run.pid):
+                    # (the others' children are their sandbox's servers: left to pytest)
+                    for pid in _children(run.pid) if run is integration else ():
                         _signal(pid, signum)
                     run.send_signal(signum)
         for signum in (signal.SIGABRT, signal.SIGINT, signal.SIGTERM):
@@ -73,7 +74,8 @@ def main() -> int:
 
 
 def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (pytest-xdist's workers of a run), from /proc."""
+    """The processes whose parent is ``pid``, from /proc: of pytest-xdist's controller, its
+    workers (each worker's sandbox is its own child)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

@@ -123,6 +123,10 @@ def variables(cursor: Any, names: Iterable[str]) -> dict[str, str]:
     return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
+# the rights SHOW SLAVE STATUS takes on MariaDB 10.5+ (REPLICA MONITOR: 10.5.9's name)
+REPLICA_MONITOR = ("SLAVE MONITOR", "REPLICA MONITOR", "SUPER")
+
+
 def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[int],
                     replica_set: bool = False) -> list[Finding]:
     """What keeps the source from being replicated exactly (``schemas``: the replicated
@@ -186,6 +190,12 @@ def source_findings(cursor: Any, schemas: Iterable[str], replica_ids: Iterable[i
                              "ends (SHOW MASTER STATUS, SHOW BINARY LOGS)",
                              f"GRANT REPLICATION CLIENT ON *.* TO {rights.user}; (MariaDB "
                              "10.5+: BINLOG MONITOR)"))
+    if replica_set and not any(rights.has_global(right) for right in REPLICA_MONITOR):
+        found.append(Finding("SLAVE MONITOR", "setl's user cannot see whether a member still "
+                             "replicates (SHOW SLAVE STATUS), so a switch could go to a replica "
+                             "that has not caught up, and one still catching up could be taken "
+                             "for a lost primary's lost transactions",
+                             f"GRANT SLAVE MONITOR ON *.* TO {rights.user};"))
     for schema in sorted(set(schemas)):
         if not rights.has(schema, "SELECT"):
             found.append(Finding(f"SELECT on {schema}", "snapshots, lookups and verify cannot "

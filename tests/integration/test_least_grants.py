@@ -1,9 +1,11 @@
-"""The README's grants are all a pipeline needs: a channel whose source and target users hold
-exactly the statements of the README's quick start (read from README.md, so the two cannot
-drift apart) passes ``setl check``, copies the rows there are (``start: snapshot``), streams
-what is written after, and verifies equal. The sandbox's own user has ALL, which hid a
-statement that needed a right the README does not grant. A right taken away while the
-pipeline runs is said as such, and granted again the pipeline goes on."""
+"""The README's grants are what a one-way pipeline needs: a channel whose source and target
+users hold exactly the statements of the README's quick start (read from README.md, so the
+two cannot drift apart) passes ``setl check``, copies the rows there are (``start:
+snapshot``), streams what is written after, and verifies equal (ddl_sync, the free door and
+repair are not run here); a replica set's source asks the README's line for it. The
+sandbox's own user has ALL, which hid a statement that needed a right the README does not
+grant. A right taken away while the pipeline runs is said as such, and granted again the
+pipeline goes on."""
 
 from __future__ import annotations
 
@@ -14,7 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pymysql
+import pytest
+
 from manager import cli
+from shared import preflight
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
 
@@ -22,9 +28,11 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, note VARCHAR(20))"
 
 
-def readme_grants(user: str, schema: str) -> tuple[list[str], list[str]]:
+def readme_grants(user: str, schema: str, replica_set: bool = False
+                  ) -> tuple[list[str], list[str]]:
     """The README's GRANT statements for the source and for a target, made out to ``user``
-    on ``schema`` (the README's ``shop`` and ``shop_copy``)."""
+    on ``schema`` (the README's ``shop`` and ``shop_copy``); a replica set's (a line said to
+    be for one) only with ``replica_set``."""
     text = README.read_text()
     block = text[text.index("-- on the source"):]
     block = block[:block.index("```")]
@@ -34,7 +42,8 @@ def readme_grants(user: str, schema: str) -> tuple[list[str], list[str]]:
         return [line.split("--")[0].strip().rstrip(";")
                 .replace("setl@'%'", f"'{user}'@'%'")
                 .replace("shop_copy.*", f"`{schema}`.*").replace("shop.*", f"`{schema}`.*")
-                for line in part.splitlines() if line.strip().startswith("GRANT")]
+                for line in part.splitlines() if line.strip().startswith("GRANT")
+                and ("replica set" in line) == replica_set]
     return grants(on_source), grants(on_target)
 
 
@@ -126,3 +135,31 @@ def test_a_right_taken_away_is_said_and_granted_again_the_pipeline_goes_on(
                      "the pipeline to run again")
         finally:
             setl(cluster, capsys, "channel", "stop", "revoked", "--wait")
+
+
+def test_a_replica_set_source_asks_the_readme_s_replica_set_grant(
+        source: Database, target: Database, sandbox: Sandbox) -> None:
+    """Following a replica set, setl asks each member whether it still replicates (SHOW SLAVE
+    STATUS, which MariaDB 10.5+ refuses without SLAVE MONITOR: a switch would then take a
+    replica that has not caught up): ``setl check`` names the right, and the README's
+    replica-set line grants it."""
+    schema = make_schema(source, target, TABLE)
+    [for_replica_set], _ = readme_grants("x", schema, replica_set=True)
+    assert "SLAVE MONITOR" in for_replica_set, for_replica_set
+    with readme_user(sandbox, source, target, schema) as (user, _):
+        settings = {**sandbox.connection("source"), "user": user, "password": "least-pass-1"}
+        with pymysql.connect(**settings) as conn, conn.cursor() as cursor:
+            found = {f.what for f in preflight.source_findings(cursor, [schema], [],
+                                                               replica_set=True)}
+            assert "SLAVE MONITOR" in found, found
+            assert "SLAVE MONITOR" not in {f.what for f in preflight.source_findings(
+                cursor, [schema], [])}
+            with pytest.raises(pymysql.MySQLError, match="SLAVE MONITOR"):
+                cursor.execute("SHOW SLAVE STATUS")
+        [grant], _ = readme_grants(user, schema, replica_set=True)
+        source.execute(grant)
+        with pymysql.connect(**settings) as conn, conn.cursor() as cursor:
+            found = {f.what for f in preflight.source_findings(cursor, [schema], [],
+                                                               replica_set=True)}
+            assert "SLAVE MONITOR" not in found, found
+            cursor.execute("SHOW SLAVE STATUS")  # what members.probe asks: answered
