@@ -73,11 +73,16 @@ def call(what: str, func, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise
     except UNAVAILABLE as exc:
         raise ZooKeeperUnavailableError(
-            f"ZooKeeper did not answer to {what} ({type(exc).__name__} {exc}); check that it "
-            "is up, then retry") from None
+            f"ZooKeeper did not answer to {what} ({_named(exc)}); check that it is up, then "
+            "retry") from None
     except KazooException as exc:
-        raise CoordinationError(f"ZooKeeper failed to {what}: {type(exc).__name__} {exc}. "
+        raise CoordinationError(f"ZooKeeper failed to {what}: {_named(exc)}. "
                                 "Check that ZooKeeper is up and retry") from None
+
+
+def _named(exc: Exception) -> str:
+    """kazoo's error by its name, and its text when it has one (ConnectionLoss has none)."""
+    return f"{type(exc).__name__} {exc}".strip()
 
 
 def sources_used(channel: Channel) -> set[str]:

@@ -32,7 +32,10 @@ class SnapshotControl:
         """Ask for a table to be copied; ``version``: the channel's definition version the
         request is for (a runner of an older one leaves it to the runner of this one)."""
         path, data = self.request(schema, table, where, version)
-        self.client.create(path, data, sequence=True, makepath=True)
+        call(f"ask for a copy of {schema}.{table} (it may have been asked before the "
+             f"connection dropped: look with setl snapshot {self.pipeline_id.partition('.')[0]} "
+             "status before asking again)", self.client.create, path, data, sequence=True,
+             makepath=True)
 
     def request(self, schema: str, table: str, where: str = "", version: int = 0
                 ) -> tuple[str, bytes]:

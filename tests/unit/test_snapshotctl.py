@@ -25,6 +25,9 @@ class Unanswered:
     def delete(self, path: str) -> None:
         raise self.error()
 
+    def create(self, path: str, data: bytes, **options: object) -> str:
+        raise self.error()
+
 
 @pytest.mark.parametrize("error", [ConnectionLoss, OperationTimeoutError])
 def test_zookeeper_not_answering_is_a_setl_error(error: type[Exception]) -> None:
@@ -33,6 +36,18 @@ def test_zookeeper_not_answering_is_a_setl_error(error: type[Exception]) -> None
         with pytest.raises(ZooKeeperUnavailableError, match="ZooKeeper did not answer") as got:
             call()
         assert isinstance(got.value, SetlError)
+
+
+def test_an_ask_zookeeper_did_not_answer_says_it_may_have_been_asked() -> None:
+    """``setl snapshot`` during a ZooKeeper blip: the manager answered INTERNAL "failed
+    unexpectedly" with a traceback in its log; the create may have landed, so asking again
+    blindly could copy the table twice."""
+    control = SnapshotControl(Unanswered(ConnectionLoss), ZkPaths("/t"), "c.p")  # type: ignore[arg-type]
+    with pytest.raises(ZooKeeperUnavailableError) as got:
+        control.ask("shop", "orders")
+    said = str(got.value)
+    assert "ask for a copy of shop.orders" in said and "setl snapshot c status" in said, said
+    assert "(ConnectionLoss)" in said, said  # its name, no empty text after it
 
 
 def test_nothing_there_is_still_nothing() -> None:
