@@ -80,7 +80,8 @@ def check_held(pipeline_id: str, source: DataSource, hint: Cursor,
            f"{', '.join(parted)} — two histories, which no catching up joins"
            + (" (it still replicates, and never will get them)" if found.replicating
               else "") if parted else
-           "They were lost when the old primary failed before its replica got them")
+           "They were lost when the old primary failed before its replica got them, or "
+           "this server's binlog was reset (RESET MASTER), which begins its numbering again")
     raise PositionLostError(
         f"pipeline {pipeline_id}: source {source.name}'s server {where} ({found.server}) "
         f"never had transactions the pipeline already replicated: {listed} (its GTID state "
@@ -121,11 +122,13 @@ def _check_rows_of_this_binlog(pipeline_id: str, source: DataSource, server: str
                     "restore) since the row was written, so its file/pos say nothing of "
                     "where the target stands now, and going on could skip or repeat its "
                     "rows. Nothing was read or loaded. With the channel stopped (setl "
-                    f"channel stop {channel} --wait), set the GTID state the target holds "
-                    f"(setl position set {step} --gtid STATE --replay), or go on from the "
-                    f"binlog's end and repair the target (setl position set {step} --latest "
-                    f"--replay; then setl verify {channel} --repair); then setl channel "
-                    f"start {channel}")
+                    f"channel stop {channel} --wait), go on from the binlog's end and "
+                    f"repair the target (setl position set {step} --latest --replay; setl "
+                    f"channel start {channel}; then setl verify {channel} --repair); or, "
+                    "only where the server still holds the target's GTID state (a restore "
+                    "that kept @@gtid_binlog_state: after RESET MASTER it begins again), set "
+                    f"that state (setl position set {step} --gtid STATE --replay; setl "
+                    f"channel start {channel})")
 
 
 def _missing(at: BinlogPosition, sizes: dict[str, int]) -> str:

@@ -188,7 +188,8 @@ def _inside(reader: BinlogReader) -> None:
         "Was the source's binlog reset (RESET MASTER) or the server rebuilt since the "
         "position was written? Set where the pipeline starts (setl position set "
         f"{reader.pipeline_id.replace('.', '/') or 'CHANNEL/PIPELINE'} --gtid STATE, the "
-        "state its targets hold), or copy the tables again and set --latest --replay")
+        "state its targets hold, if the server still has it), or set --latest --replay, "
+        "start, and copy the tables again while it runs (setl snapshot)")
 
 
 def _state(domains: dict[int, str]) -> str:

@@ -348,5 +348,6 @@ def _cut_missed(pipeline_id: str, cut: BinlogPosition, end: BinlogPosition,
         f"pipeline {pipeline_id}: a target's position row says {cut}, but no "
         f"transaction of the source's binlog ends there (one ends at {end}): "
         "the row was written from another server or before the binlog was reset, so "
-        "what the target holds cannot be told: copy the paired tables again, then "
-        f"set where the pipeline starts (setl position set {step} --latest --replay)")
+        "what the target holds cannot be told: set where the pipeline starts (setl "
+        f"position set {step} --latest --replay), start it, then copy the paired tables "
+        "again while it runs (setl snapshot)")

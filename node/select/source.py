@@ -22,9 +22,11 @@ _NOT_ALLOWED = 1227  # ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need the … privil
 
 LOST_POSITION_REMEDY = (
     "The changes since are lost to this pipeline (the binlog was purged, or the position "
-    "was never there): copy the paired tables again, then set where the pipeline starts "
-    "(setl channel stop CHANNEL --wait; setl position set CHANNEL/PIPELINE --latest "
-    "--replay)")
+    "was never there): set where the pipeline starts (setl channel stop CHANNEL --wait; "
+    "setl position set CHANNEL/PIPELINE --latest --replay; setl channel start CHANNEL), "
+    "then copy the paired tables again while it runs (setl snapshot CHANNEL --table "
+    "SCHEMA.TABLE --wait: it races the stream and misses no write; a copy made outside setl "
+    "before the position is set misses what is written between)")
 
 
 def check_source(source: DataSource, pipeline_id: str, server_id: int,
