@@ -26,7 +26,7 @@ from shared import codec, datatypes, identifiers
 from shared.endpoint import READ_ISOLATION, READING, connect
 from shared.errors import ConfigError, FreeDoorRequestError, SetlError
 from shared.identifiers import qualified, quote, short_form, split_qualified, unquote
-from shared.model import Channel, DataSource, Pipeline
+from shared.model import TWO_WAY_COPY, Channel, DataSource, Pipeline
 from shared.retl import SOURCE_DDL, encode_key
 from shared.rpc import manager_pb2
 from shared.tablekeys import door_key
@@ -95,7 +95,11 @@ def backfill(args: argparse.Namespace, client: ManagerClient) -> int:
         raise SetlError("give --table schema.table (a name that holds a dot in backticks: "
                         "`my-db`.`t.1`)") from None
     info = client.call("GetChannel", manager_pb2.GetChannelRequest(name=args.channel))
-    pipeline = _pipeline(codec.from_proto(info.channel, Channel), schema, table, args.pipeline)
+    channel = codec.from_proto(info.channel, Channel)
+    if channel.two_way:  # (its node would leave the requests in the buffer, not taken)
+        raise ConfigError(f"channel {args.channel} is two-way, which takes no backfill: "
+                          f"{TWO_WAY_COPY}")
+    pipeline = _pipeline(channel, schema, table, args.pipeline)
     if client.call("GetSource", manager_pb2.GetSourceRequest(name=pipeline.target)).type == \
             "subscription":
         raise ConfigError(f"channel {args.channel} feeds a subscription, which carries the "

@@ -47,7 +47,8 @@ def test_what_a_two_way_channel_cannot_keep_alike_is_refused_saying_why(
 def test_a_two_way_channel_copies_no_rows_and_says_why(
         cluster: Cluster, source: Database, target: Database, capsys: Any) -> None:
     """A copy into one side cannot tell its rows from that side's newer writes not come
-    over yet: start: snapshot, free_door and setl snapshot are refused; a backfill request
+    over yet: start: snapshot, free_door, setl snapshot and setl backfill are refused (the
+    last reported requests written that no one took); a backfill request
     in the source's buffer is not taken (logged), and the channel goes on. It was kept in
     retl_pending and paused the channel at every resume, whatever was done to the buffer
     row: a copy an earlier version kept there is rejected, saying why."""
@@ -70,6 +71,9 @@ def test_a_two_way_channel_copies_no_rows_and_says_why(
     assert cli.main(["--manager", cluster.manager_address, "verify", "copy-both",
                      "--repair"]) != 0
     assert "a two-way channel takes no repair" in capsys.readouterr().err
+    assert cli.main(["--manager", cluster.manager_address, "backfill", "copy-both",
+                     "--table", f"{schema}.items", "--where", "id < 100"]) != 0
+    assert "channel copy-both is two-way, which takes no backfill" in capsys.readouterr().err
     source.execute("SET SESSION sql_log_bin = 0")
     source.execute(f"INSERT INTO {t} VALUES (1, 'only on the source', 0)")
     source.execute("SET SESSION sql_log_bin = 1")
