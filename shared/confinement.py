@@ -197,6 +197,10 @@ class Confinement:
         lexical = Path(os.path.normpath(named.absolute()))
         shown = resolved if self._secret(lexical) else lexical
         followed = "" if shown == named.absolute() else f" (it leads to {shown})"
+        if not named.is_absolute() and not followed:  # (the directory itself is not said)
+            followed = (" (a relative path is read from the working directory of the "
+                        "process that reads it, not from the configuration file's: give it "
+                        "absolute)")
         raise PermissionError(
             f"password reference {reference}: this machine reads password files only under "
             f"{allowed} ({_SETTING}: secret_dirs); {named} is outside{followed}. Put the file "

@@ -57,6 +57,22 @@ def test_a_file_outside_is_refused_without_being_read(dirs: tuple[Path, Path], h
         assert f"(it leads to {outside / 'shadow'})" in message
 
 
+def test_a_relative_file_outside_says_where_a_relative_path_is_read_from(
+        dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon's ``token: file:secrets/t`` beside its configuration, run from another
+    directory: the message said only "secrets/t is outside", the file being in the secret
+    directory (the path is read from the working directory, which is not said)."""
+    inside, outside = dirs
+    monkeypatch.chdir(outside)
+    with pytest.raises(SecretError) as caught:
+        SecretRef("file:secrets/t").resolve({}, Confinement((inside,)))
+    message = str(caught.value)
+    assert "secrets/t is outside (a relative path is read from the working directory of the " \
+        "process that reads it, not from the configuration file's: give it absolute)" in \
+        message, message
+    assert str(outside) not in message  # the working directory itself is not told
+
+
 def test_a_symlink_within_the_directory_is_fine(dirs: tuple[Path, Path]) -> None:
     inside, _ = dirs
     (inside / "current").symlink_to(inside / "db")
