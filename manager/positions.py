@@ -168,6 +168,8 @@ class Positions:
             if row is not None:
                 self._move(self.catalog.source(name), pipeline_id, run,
                            position if name in ahead else None)
+        call("delete a pipeline's last run's figures", _delete, self.client,
+             self.paths.stats(pipeline_id))  # (they showed where it was, not where it begins)
         cursor = positions.Cursor(position, process_id, run=run)
         path = self.paths.cursor(pipeline_id)
         if call("look for a cursor", self.client.exists, path):
@@ -303,8 +305,7 @@ class Positions:
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
                      self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id),
                      self.paths.unacked(pipeline_id)):
-            if call("look for a pipeline's state", self.client.exists, path):
-                call("delete a pipeline's state", self.client.delete, path, recursive=True)
+            call("delete a pipeline's state", _delete, self.client, path)
         log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",
                  pipeline_id, pipeline.params.startup.value.lower(), ",".join(removed) or "-")
 
@@ -328,6 +329,11 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
+
+
+def _delete(client: KazooClient, path: str) -> None:
+    if client.exists(path):
+        client.delete(path, recursive=True)
 
 
 def _fill(message: Any, position: BinlogPosition) -> None:

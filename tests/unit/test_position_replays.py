@@ -88,8 +88,9 @@ def moved(monkeypatch: pytest.MonkeyPatch) -> dict[str, BinlogPosition]:
     return rows
 
 
-def ask(text: str, action: str, **fields: Any) -> manager_pb2.PositionsResponse:
-    handler = manager_positions.Positions(Zk(), ZkPaths(), Catalog(text))  # type: ignore[arg-type]
+def ask(text: str, action: str, zk: Zk | None = None, **fields: Any
+        ) -> manager_pb2.PositionsResponse:
+    handler = manager_positions.Positions(zk or Zk(), ZkPaths(), Catalog(text))  # type: ignore[arg-type]
     return handler.handle(manager_pb2.PositionsRequest(channel="shop", pipeline="fwd",
                                                        action=action, **fields))
 
@@ -204,3 +205,11 @@ def test_a_replay_into_a_lake_mirror_needs_no_flag(moved) -> None:
                                               f"        target: dst\n        start: {start}\n")
     ask(text, "reset", replay=True)
     assert moved["dst"] == BinlogPosition()
+
+
+def test_a_set_forgets_the_last_runs_figures(moved) -> None:
+    """They showed where the pipeline was: the start prints where it begins (the cursor)."""
+    zk, stats = Zk(), ZkPaths().stats("shop.fwd")
+    zk.nodes[stats] = manager_pb2.PipelineState(state="not running").SerializeToString()
+    ask(definitions(), "set", zk, to=EARLIER.__class__(file="binlog.000003", pos=4))
+    assert stats not in zk.nodes
