@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 from kazoo.client import KazooClient
 
-from manager import positionrows, replays
+from manager import gtidstart, positionrows, replays
 from manager.positionrows import Row
 from shared import acks, gtid, positions
 from shared.catalog import Catalog, call
@@ -61,7 +61,7 @@ class Positions:
             if not request.pipeline and len(channel.pipelines) > 1:
                 raise ConflictError(f"channel {channel.name} has several pipelines: name one "
                                     f"(setl position set {channel.name}/PIPELINE …)")
-            self._set(channel, chosen[0], request)
+            notes = self._set(channel, chosen[0], request)
         elif request.action == "reset":
             for pipeline in chosen:
                 if channel.two_way and pipeline.params.startup is not StartupMode.LATEST:
@@ -119,7 +119,9 @@ class Positions:
 
     # -- set --------------------------------------------------------------------------------
     def _set(self, channel: Channel, pipeline: Pipeline,
-             request: manager_pb2.PositionsRequest) -> None:
+             request: manager_pb2.PositionsRequest) -> list[str]:
+        """Move a stopped pipeline's start (refused as the module says); the notes say what
+        the move skips."""
         pipeline_id = self._stopped(channel, pipeline, "set")
         source = self.catalog.source(pipeline.source)
         to = request.to
@@ -128,7 +130,7 @@ class Positions:
         elif to.file and to.pos > 0:  # of the source's server (its primary): its GTID there
             position = positions.position_at(source, to.file, int(to.pos))
         elif to.gtid and not to.file:
-            position = BinlogPosition(gtid=to.gtid)
+            position = gtidstart.checked(source, to.gtid.strip(), channel.name)
         else:
             raise ConflictError("say where: --file F --pos P, --gtid G or --latest")
         if position.file:
@@ -164,10 +166,14 @@ class Positions:
         run = old.run if old is not None and old.run else uuid.uuid4().hex
         process_id = max([old.process_id if old else 0,
                           *(row[1] for row in rows.values() if row is not None)])
+        # a start by GTID alone moves every row (blanked: a resume defers to the rows that
+        # have a file), a skip forward too; a file/pos start only those it replays
+        moved = [name for name, row in rows.items()
+                 if row is not None and (name in ahead or not position.file)]
         for name, row in rows.items():
             if row is not None:
                 self._move(self.catalog.source(name), pipeline_id, run,
-                           position if name in ahead else None)
+                           position if name in moved else None)
         call("delete a pipeline's last run's figures", _delete, self.client,
              self.paths.stats(pipeline_id))  # (they showed where it was, not where it begins)
         cursor = positions.Cursor(position, process_id, run=run)
@@ -178,7 +184,12 @@ class Positions:
             call("set a pipeline cursor", self.client.create, path, cursor.to_json(),
                  makepath=True)
         log.info("event=position_set pipeline=%s position=%s replay=%s targets_moved=%s",
-                 pipeline_id, position, request.replay, ",".join(ahead) or "-")
+                 pipeline_id, position, request.replay, ",".join(moved) or "-")
+        return [f"pipeline {pipeline_id}: its next start begins at {position}: target "
+                f"{name}'s transactions after {row[0]} up to there are skipped"
+                for name, row in sorted(rows.items())
+                if row is not None and name not in ahead and _past(position, row[0])
+                and _told(position, row[0])]
 
 
     def _unacked_skip(self, channel: Channel, pipeline: Pipeline,

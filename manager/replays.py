@@ -20,9 +20,8 @@ from shared.rpc import manager_pb2
 
 def ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
     """Whether a target's row is past ``position`` (or cannot be told from it: then a move
-    must be asked for with --replay too)."""
-    if not position.file:
-        return True
+    must be asked for with --replay too). A position by GTID alone compares by its MariaDB
+    state (a domain the row has and it lacks would be read from its start: ahead)."""
     try:
         return gtid.compare(row, position) > 0
     except PositionConflictError:

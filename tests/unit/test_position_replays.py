@@ -13,7 +13,7 @@ from kazoo.exceptions import NoNodeError
 
 from manager import positionrows
 from manager import positions as manager_positions
-from shared import positions, tablekeys
+from shared import members, positions, tablekeys
 from shared.catalog import ChannelRecord
 from shared.definitions import load_text
 from shared.errors import ConflictError
@@ -85,6 +85,8 @@ def moved(monkeypatch: pytest.MonkeyPatch) -> dict[str, BinlogPosition]:
     monkeypatch.setattr(positions, "position_at", lambda source, file, pos: BinlogPosition(
         file, pos, "0-11-20" if file < HELD.file else "0-11-60", "11@h1:3306"))
     monkeypatch.setattr(tablekeys, "read_keys", lambda source: dict(KEYS))
+    monkeypatch.setattr(members, "probe", lambda source: members.Probe(
+        "h1:3306", server="11@h1:3306", gtid_state="0-11-80,7-42-1", gtid_pos="0-11-80,7-42-1"))
     return rows
 
 
@@ -159,11 +161,14 @@ def test_a_reset_to_latest_says_what_it_skips(moved) -> None:
 
 def test_a_gtid_after_the_targets_replays_nothing_and_one_before_them_does(moved) -> None:
     """A GTID start that leaves out errant transactions (after the rows, what a switch's
-    refusal names) needs --replay (a GTID is not told from file/pos) but writes nothing
-    again; one before the rows does."""
+    refusal names) is a skip: no --replay, the rows move (blanked: the start is by GTID) and
+    the answer says what is skipped; one before the rows is a replay."""
     to = manager_pb2.PositionsRequest().to.__class__
-    ask(definitions(), "set", to=to(gtid="0-11-50,7-42-1"), replay=True)
+    answer = ask(definitions(), "set", to=to(gtid="0-11-50,7-42-1"))
     assert moved["dst"].gtid == "0-11-50,7-42-1"
+    assert list(answer.notes) == [
+        "pipeline shop.fwd: its next start begins at gtid=0-11-50,7-42-1: target dst's "
+        "transactions after binlog.000002:900 gtid=0-11-50 up to there are skipped"]
     moved["dst"] = HELD
     with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
         ask(definitions(), "set", to=to(gtid="0-11-20"), replay=True)
@@ -205,6 +210,27 @@ def test_a_replay_into_a_lake_mirror_needs_no_flag(moved) -> None:
                                               f"        target: dst\n        start: {start}\n")
     ask(text, "reset", replay=True)
     assert moved["dst"] == BinlogPosition()
+
+
+def test_a_gtid_is_checked_when_it_is_set(moved) -> None:
+    """Not MariaDB's form: refused naming the value and the form; past the source's end (or
+    of another history): refused as such, not taken for a replay; nothing moves."""
+    to = manager_pb2.PositionsRequest().to.__class__
+    for text in ("garbage", "0-11", "0-11-x,1-2-3"):
+        with pytest.raises(ConflictError) as refused:
+            ask(definitions(), "set", to=to(gtid=text), replay=True)
+        said = str(refused.value)
+        assert f"--gtid {text!r} is not a MariaDB GTID position" in said, said
+        assert "domain-server-seq[,…]" in said, said
+    with pytest.raises(ConflictError) as refused:
+        ask(definitions(), "set", to=to(gtid="0-11-99999"), replay=True)
+    said = str(refused.value)
+    assert "source src has not written 0-11-99999 (it has server 11's transactions of " \
+        "domain 0 up to 0-11-80): a start at gtid=0-11-99999 is past its end" in said, said
+    assert "load again" not in said
+    with pytest.raises(ConflictError, match="is of another history"):
+        ask(definitions(), "set", to=to(gtid="0-12-70"), replay=True)
+    assert moved["dst"] == HELD
 
 
 def test_a_set_forgets_the_last_runs_figures(moved) -> None:
