@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 from kazoo.client import KazooClient
 
-from manager import gtidstart, positionrows, replays
+from manager import gtidstart, heldrows, positionrows, replays
 from manager.positionrows import Row
 from shared import acks, gtid, positions
 from shared.catalog import Catalog, call
@@ -139,8 +139,7 @@ class Positions:
                 raise PositionLostError(
                     f"source {source.name} has no binlog file {position.file} (it keeps "
                     f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
-        rows = {name: self._row(self.catalog.source(name), pipeline_id)
-                for name in _targets(pipeline)}
+        rows = self._rows(pipeline, pipeline_id)
         ahead = {name: row for name, row in rows.items()
                  if row is not None and replays.ahead(row[0], position)}
         # first: a subscription's reader may not have been sent what a move skips (whatever
@@ -174,6 +173,7 @@ class Positions:
             if row is not None:
                 self._move(self.catalog.source(name), pipeline_id, run,
                            position if name in moved else None)
+        self._keep_held(pipeline_id, dict.fromkeys(moved, position))
         call("delete a pipeline's last run's figures", _delete, self.client,
              self.paths.stats(pipeline_id))  # (they showed where it was, not where it begins)
         cursor = positions.Cursor(position, process_id, run=run)
@@ -250,6 +250,26 @@ class Positions:
                                 f"{channel.name} --wait first, then {action} its position")
         return pipeline_id
 
+    def _rows(self, pipeline: Pipeline, pipeline_id: str) -> dict[str, Row | None]:
+        """Each target's position row; a row a reset blanked stands at the place the reset
+        kept (:mod:`manager.heldrows`): the target holds those transactions still."""
+        held = heldrows.read(self.client, self.paths.held(pipeline_id))
+        rows = {}
+        for name in _targets(pipeline):
+            row = self._row(self.catalog.source(name), pipeline_id)
+            rows[name] = (held[name], 0, 0) if row is None and name in held else row
+        return rows
+
+    def _keep_held(self, pipeline_id: str, places: dict[str, BinlogPosition]) -> None:
+        """Keep ``places``, where targets were moved, for those whose row is blank: kept
+        for them already (a reset's), or a place without a file (a GTID start blanks the
+        row: :func:`manager.positionrows.move_row`)."""
+        path = self.paths.held(pipeline_id)
+        held = heldrows.read(self.client, path)
+        kept = {name: at for name, at in places.items() if name in held or not at.file}
+        if kept:
+            heldrows.write(self.client, path, {**held, **kept})
+
     def _row(self, target: DataSource, pipeline_id: str) -> Row | None:
         """A target's position row; a subscription's is what its reader acknowledged."""
         if target.type != "subscription":
@@ -275,8 +295,8 @@ class Positions:
         target holds unless the request asks for the replay (and, over keyless tables,
         says so); the notes say what the reset replays or skips."""
         pipeline_id = channel.pipeline_id(pipeline)
-        rows = {name: row for name in _targets(pipeline)
-                if (row := self._row(self.catalog.source(name), pipeline_id)) is not None}
+        rows = {name: row for name, row in self._rows(pipeline, pipeline_id).items()
+                if row is not None}
         params = pipeline.params
         start = params.start_position
         if params.startup is StartupMode.SNAPSHOT or not rows:
@@ -304,21 +324,31 @@ class Positions:
     def _reset(self, channel: Channel, pipeline: Pipeline) -> None:
         """Forget where the pipeline stands: its position rows on the targets, its cursor, its
         snapshot progress and its last run's figures go, so the next start begins again at
-        the definition's ``start:`` and loads everything from there (a replay, asked for)."""
+        the definition's ``start:`` and loads everything from there (a replay, asked for).
+        Where each target was is kept (:mod:`manager.heldrows`): a later move back over
+        what it holds is a replay still. A reset that is one keeps its ``start:``."""
         pipeline_id = channel.pipeline_id(pipeline)
-        removed = []
-        for name in _targets(pipeline):
+        params = pipeline.params
+        start = params.start_position if params.startup not in (
+            StartupMode.LATEST, StartupMode.SNAPSHOT) else None
+        removed, held = [], heldrows.read(self.client, self.paths.held(pipeline_id))
+        for name, row in self._rows(pipeline, pipeline_id).items():
+            if row is None:
+                continue
+            held[name] = start if start is not None and replays.ahead(row[0], start) \
+                else row[0]
             target = self.catalog.source(name)
-            row = self._row(target, pipeline_id)
-            if row is not None:
+            if self._row(target, pipeline_id) is not None:
                 self._move(target, pipeline_id, "", BinlogPosition())
                 removed.append(f"{name}@{row[0]}")
+        heldrows.write(self.client, self.paths.held(pipeline_id), held)
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
                      self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id),
                      self.paths.unacked(pipeline_id)):
             call("delete a pipeline's state", _delete, self.client, path)
-        log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",
-                 pipeline_id, pipeline.params.startup.value.lower(), ",".join(removed) or "-")
+        log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s held=%s",
+                 pipeline_id, params.startup.value.lower(), ",".join(removed) or "-",
+                 ",".join(f"{name}@{at}" for name, at in sorted(held.items())) or "-")
 
 
 def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:

@@ -233,6 +233,28 @@ def test_a_gtid_is_checked_when_it_is_set(moved) -> None:
     assert moved["dst"] == HELD
 
 
+def test_a_reset_keeps_where_the_targets_were_for_a_later_set(moved) -> None:
+    """After a reset (rows blanked), a set earlier than the rows were is a replay still:
+    refused without --replay, and over keyless tables without --keyless-duplicates; a later
+    one is a skip; a second reset keeps the place too."""
+    zk = Zk()
+    ask(definitions("latest"), "reset", zk)
+    assert moved["dst"] == BinlogPosition()
+    with pytest.raises(ConflictError, match=r"holds pipeline shop\.fwd's transactions up to "
+                       r"binlog\.000002:900"):
+        ask(definitions(), "set", zk, to=EARLIER)
+    ask(definitions("latest"), "reset", zk)
+    with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
+        ask(definitions(), "set", zk, to=EARLIER, replay=True)
+    with pytest.raises(ConflictError, match="Add --replay"):
+        ask(definitions("{file: binlog.000001, pos: 4}"), "reset", zk)
+    assert moved["dst"] == BinlogPosition()
+    answer = ask(definitions(), "set", zk, to=EARLIER.__class__(file="binlog.000003", pos=4))
+    assert "up to there are skipped" in answer.notes[0], answer.notes
+    ask(definitions(), "set", zk, to=EARLIER, replay=True, keyless_duplicates=True)
+    assert (moved["dst"].file, moved["dst"].pos) == ("binlog.000001", 4)
+
+
 def test_a_set_forgets_the_last_runs_figures(moved) -> None:
     """They showed where the pipeline was: the start prints where it begins (the cursor)."""
     zk, stats = Zk(), ZkPaths().stats("shop.fwd")
