@@ -4,7 +4,8 @@ taken for a replay and moved the targets' rows there, and the start paused with 
 story). Of the source's form: MariaDB's domain-server-sequence per domain, or MySQL's
 executed set; on MariaDB, written by the source (``@@gtid_binlog_state``), so that a start
 there neither waits for transactions that may never come nor is of another history. How it
-compares with what a target holds is :func:`manager.replays.ahead`'s.
+compares with what a target holds is :func:`manager.replays.ahead`'s: by GTID state only
+where the source runs ``gtid_strict_mode`` (read here, at the set).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from shared.errors import ConflictError, PositionConflictError, SourceError
 from shared.model import BinlogPosition, DataSource
 
 
-def checked(source: DataSource, text: str, channel: str) -> BinlogPosition:
+def checked(source: DataSource, text: str, channel: str) -> tuple[BinlogPosition, bool]:
     """A start at the GTID position ``text`` (of a pipeline of ``channel``),
     checked against the source: of the form its server uses, and written by it (one past
-    its end would wait for transactions that may never come, or be of another history)."""
+    its end would wait for transactions that may never come, or be of another history);
+    and whether the source runs MariaDB's ``gtid_strict_mode`` (then, and only then, a
+    domain's sequence numbers only grow, so a state orders positions)."""
     found = members.probe(source)
     if not found.answers:
         raise SourceError(f"source {source.name} ({found.member}) does not answer, so "
@@ -30,7 +33,7 @@ def checked(source: DataSource, text: str, channel: str) -> BinlogPosition:
                 f"--gtid {text!r} is not a GTID set of source {source.name}, which writes "
                 "no MariaDB GTIDs: give MySQL's executed set, source_uuid:1-100[,…], or "
                 "--file F --pos P")
-        return BinlogPosition(gtid=text)
+        return BinlogPosition(gtid=text), False
     try:
         state = gtid.parse(text)
     except PositionConflictError:
@@ -50,7 +53,7 @@ def checked(source: DataSource, text: str, channel: str) -> BinlogPosition:
             f"source {source.name} has not written {', '.join(lacked)}: a start at "
             f"gtid={gtid.text(state)} is {why}. Choose a GTID it has written (setl position "
             f"show {channel}), or --latest")
-    return BinlogPosition(gtid=gtid.text(state))
+    return BinlogPosition(gtid=gtid.text(state)), "gtid_strict_mode" not in found.unsafe
 
 
 # MySQL's GTID set: source_uuid:interval[:interval…], comma-separated

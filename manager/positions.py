@@ -124,13 +124,13 @@ class Positions:
         the move skips."""
         pipeline_id = self._stopped(channel, pipeline, "set")
         source = self.catalog.source(pipeline.source)
-        to = request.to
+        to, strict = request.to, False
         if request.latest:
             position = positions.current_position(source)
         elif to.file and to.pos > 0:  # of the source's server (its primary): its GTID there
             position = positions.position_at(source, to.file, int(to.pos))
         elif to.gtid and not to.file:
-            position = gtidstart.checked(source, to.gtid.strip(), channel.name)
+            position, strict = gtidstart.checked(source, to.gtid.strip(), channel.name)
         else:
             raise ConflictError("say where: --file F --pos P, --gtid G or --latest")
         if position.file:
@@ -141,25 +141,23 @@ class Positions:
                     f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
         rows = self._rows(pipeline, pipeline_id)
         ahead = {name: row for name, row in rows.items()
-                 if row is not None and replays.ahead(row[0], position)}
+                 if row is not None and replays.ahead(row[0], position, strict)}
         # first: a subscription's reader may not have been sent what a move skips (whatever
         # --replay says; the refusals below tell of the targets, not of it)
-        self._unacked_skip(channel, pipeline, rows, position)
+        self._unacked_skip(channel, pipeline, rows, position, strict)
         if ahead and channel.two_way and not request.latest:
             raise ConflictError(replays.two_way_replay(
                 channel, pipeline, f"a start at {position} (target {next(iter(ahead))} holds "
                 "its transactions past it: a replay)"))
         if ahead and not request.replay:
             name, row = next(iter(ahead.items()))
-            raise ConflictError(
-                f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
-                f"a start at {position} would go on from there for it. Add --replay to load "
-                f"again from {position} (its position row follows), or choose a later place")
+            raise ConflictError(replays.behind(pipeline_id, name, row[0], position, strict))
         lakes = [name for name in ahead if self.catalog.source(name).type == "delta"]
         if lakes and position.file:  # (refused before any target moves, and before advice
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
         if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
-            replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request)
+            replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request,
+                                      strict)
         old = call("read a pipeline cursor", positions.load, self.client,
                    self.paths.cursor(pipeline_id))
         run = old.run if old is not None and old.run else uuid.uuid4().hex
@@ -169,11 +167,16 @@ class Positions:
         # have a file), a skip forward too; a file/pos start only those it replays
         moved = [name for name, row in rows.items()
                  if row is not None and (name in ahead or not position.file)]
+        # first (a failure between leaves no blank row unkept): what each target holds then,
+        # the place for a replay, its row's for a skip (it loaded nothing past that)
+        self._keep_held(pipeline_id, {name: position if name in ahead else row[0]
+                                      for name, row in rows.items()
+                                      if name in moved and row is not None},
+                        blanked=not position.file)
         for name, row in rows.items():
             if row is not None:
                 self._move(self.catalog.source(name), pipeline_id, run,
                            position if name in moved else None)
-        self._keep_held(pipeline_id, dict.fromkeys(moved, position))
         call("delete a pipeline's last run's figures", _delete, self.client,
              self.paths.stats(pipeline_id))  # (they showed where it was, not where it begins)
         cursor = positions.Cursor(position, process_id, run=run)
@@ -192,8 +195,8 @@ class Positions:
                 and _told(position, row[0])]
 
 
-    def _unacked_skip(self, channel: Channel, pipeline: Pipeline,
-                      rows: dict[str, Row | None], position: BinlogPosition) -> None:
+    def _unacked_skip(self, channel: Channel, pipeline: Pipeline, rows: dict[str, Row | None],
+                      position: BinlogPosition, strict: bool) -> None:
         """Refuse to move a subscription past batches its reader had not acknowledged when
         its pipeline paused (stopped or lost before it did: ``pipelines/{pid}/unacked``,
         written before the wait, :class:`shared.acks.Unacked`): a move past the failed
@@ -219,16 +222,20 @@ class Positions:
             call("forget a subscription's acknowledged batches", acks.clear_unacked,
                  self.client, path, marker)
             return
+        untold = replays.untold(position, strict)
         for before in (acked, marker.start):  # (a move back, or to where it is: no skip)
-            if (before.file or before.gtid) and not _past(position, before):
+            if (before.file or before.gtid) and not untold and not _past(position, before):
                 return
         apart = "" if told else (
             f" (that end, {marker.until}, and the acknowledged position cannot be compared: "
             "positions of two servers without comparable GTID states, after a switch — if "
-            "the reader has acknowledged them, reset the position and set it again)")
-        if not _told(position, acked):
-            apart += (f" ({position} cannot be compared with {acked}: give the position by "
-                      "file and offset)")
+            "the reader has acknowledged them, reset the position and set it again, as "
+            "below)")
+        replay = not _told(position, acked) or untold  # (to the place the reset keeps too)
+        if replay:
+            apart += (f" ({position} cannot be compared with {acked}"
+                      f"{': gtid_strict_mode is OFF on the source' if untold else ''}: give "
+                      "the position by file and offset)")
         raise ConflictError(
             f"subscription {names[0]} paused while its reader had not acknowledged "
             f"{marker.batches} batch(es) handed to it before the failed one, from its "
@@ -238,7 +245,15 @@ class Positions:
             "gets them, and the pipeline pauses at the failed statement again once it has "
             "acknowledged them, its position then right before it; then move past it. To "
             f"skip them anyway: setl position reset {channel.name}/{pipeline.name} (it "
-            "forgets the acknowledged position and this record), then set the position")
+            f"deletes this record; it keeps the acknowledged position), then this set again"
+            f"{self._replay_flags(pipeline, names) if replay else ''}")
+
+    def _replay_flags(self, pipeline: Pipeline, names: list[str]) -> str:
+        """What a set that setl takes for a replay into ``names`` must add."""
+        keyless = replays.keyless_taken(pipeline, self.catalog.source(pipeline.source), names)
+        return " with --replay" + (f" --keyless-duplicates (it takes keyless tables: "
+                                   f"{', '.join(keyless[:5])}{', …' if keyless[5:] else ''})"
+                                   if keyless else "")
 
     def _stopped(self, channel: Channel, pipeline: Pipeline, action: str) -> str:
         """The pipeline's id; raises unless its channel is stopped and no runner is left."""
@@ -260,13 +275,14 @@ class Positions:
             rows[name] = (held[name], 0, 0) if row is None and name in held else row
         return rows
 
-    def _keep_held(self, pipeline_id: str, places: dict[str, BinlogPosition]) -> None:
-        """Keep ``places``, where targets were moved, for those whose row is blank: kept
-        for them already (a reset's), or a place without a file (a GTID start blanks the
-        row: :func:`manager.positionrows.move_row`)."""
+    def _keep_held(self, pipeline_id: str, places: dict[str, BinlogPosition],
+                   blanked: bool) -> None:
+        """Keep ``places``, what targets hold once moved, for those whose row is blank: kept
+        for them already (a reset's), or all when the move blanks the rows (``blanked``: a
+        GTID start, :func:`manager.positionrows.move_row`)."""
         path = self.paths.held(pipeline_id)
         held = heldrows.read(self.client, path)
-        kept = {name: at for name, at in places.items() if name in held or not at.file}
+        kept = {name: at for name, at in places.items() if name in held or blanked}
         if kept:
             heldrows.write(self.client, path, {**held, **kept})
 
@@ -331,17 +347,19 @@ class Positions:
         params = pipeline.params
         start = params.start_position if params.startup not in (
             StartupMode.LATEST, StartupMode.SNAPSHOT) else None
-        removed, held = [], heldrows.read(self.client, self.paths.held(pipeline_id))
-        for name, row in self._rows(pipeline, pipeline_id).items():
-            if row is None:
-                continue
-            held[name] = start if start is not None and replays.ahead(row[0], start) \
-                else row[0]
+        rows = {name: row for name, row in self._rows(pipeline, pipeline_id).items()
+                if row is not None}
+        held = heldrows.read(self.client, self.paths.held(pipeline_id))
+        held.update({name: start if start is not None and replays.ahead(row[0], start)
+                     else row[0] for name, row in rows.items()})
+        # first: kept before any row is blanked (a failure between leaves none unkept)
+        heldrows.write(self.client, self.paths.held(pipeline_id), held)
+        removed = []
+        for name, row in rows.items():
             target = self.catalog.source(name)
             if self._row(target, pipeline_id) is not None:
                 self._move(target, pipeline_id, "", BinlogPosition())
                 removed.append(f"{name}@{row[0]}")
-        heldrows.write(self.client, self.paths.held(pipeline_id), held)
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
                      self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id),
                      self.paths.unacked(pipeline_id)):

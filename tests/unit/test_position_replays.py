@@ -9,9 +9,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError
 
-from manager import positionrows
+from manager import heldrows, positionrows
 from manager import positions as manager_positions
 from shared import members, positions, tablekeys
 from shared.catalog import ChannelRecord
@@ -261,3 +261,59 @@ def test_a_set_forgets_the_last_runs_figures(moved) -> None:
     zk.nodes[stats] = manager_pb2.PipelineState(state="not running").SerializeToString()
     ask(definitions(), "set", zk, to=EARLIER.__class__(file="binlog.000003", pos=4))
     assert stats not in zk.nodes
+
+
+def test_a_gtid_of_a_source_without_strict_mode_cannot_be_told_from_the_rows(
+        moved, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gtid_strict_mode OFF (MariaDB's default): a domain's numbers need not grow (a
+    multi-source replica logs a later transaction with a lower one), so a GTID whose state
+    is after the rows may be before them: it was taken for a skip and loaded a keyless row
+    twice (a review). It is a replay, refused until told, saying why."""
+    monkeypatch.setattr(members, "probe", lambda source: members.Probe(
+        "h1:3306", server="11@h1:3306", gtid_state="0-11-80,7-42-1", gtid_pos="0-11-80,7-42-1",
+        unsafe=("gtid_strict_mode",)))
+    after = EARLIER.__class__(gtid="0-11-60,7-42-1")
+    with pytest.raises(ConflictError) as refused:
+        ask(definitions(), "set", to=after)
+    said = str(refused.value)
+    assert said.startswith("setl cannot tell whether gtid=0-11-60,7-42-1 is before or after "
+                           "what target dst holds of pipeline shop.fwd (up to "
+                           "binlog.000002:900 gtid=0-11-50): gtid_strict_mode is OFF on the "
+                           "source"), said
+    assert "Add --replay" in said and "--file F --pos P" in said, said
+    with pytest.raises(ConflictError, match=r"keyless tables: shop\.kl, shop\.notes"):
+        ask(definitions(), "set", to=after, replay=True)
+    assert moved["dst"] == HELD
+    ask(definitions(), "set", to=after, replay=True, keyless_duplicates=True)
+    assert moved["dst"].gtid == "0-11-60,7-42-1"
+
+
+@pytest.mark.parametrize("action", ["reset", "set"])
+def test_what_the_targets_hold_is_kept_before_a_row_is_blanked(
+        moved, monkeypatch: pytest.MonkeyPatch, action: str) -> None:
+    """A failure writing pipelines/{pid}/held (ZooKeeper lost) after the rows were blanked
+    left nothing to refuse a later replay with (a review): it is written first, so the rows
+    stand as they were."""
+    def lost(*args: Any) -> None:
+        raise ConnectionLoss()
+    monkeypatch.setattr(heldrows, "write", lost)
+    with pytest.raises(ConnectionLoss):
+        if action == "reset":
+            ask(definitions("latest"), "reset")
+        else:
+            ask(definitions(), "set", to=EARLIER.__class__(gtid="0-11-60,7-42-1"))
+    assert moved["dst"] == HELD
+
+
+def test_a_skip_keeps_what_the_target_holds_not_the_place_set(moved) -> None:
+    """A set by GTID forward blanks the row (a skip): what is kept is the row's place, which
+    the target holds, not the place set (a later set between the two was refused as a
+    replay, naming a place the target never reached: a review)."""
+    zk = Zk()
+    ask(definitions(), "set", zk, to=EARLIER.__class__(gtid="0-11-70,7-42-1"))
+    assert heldrows.read(zk, ZkPaths().held("shop.fwd")) == {"dst": HELD}  # type: ignore[arg-type]
+    answer = ask(definitions(), "set", zk, to=EARLIER.__class__(gtid="0-11-60,7-42-1"))
+    assert "after binlog.000002:900 gtid=0-11-50 up to there are skipped" in answer.notes[0]
+    with pytest.raises(ConflictError, match=r"holds pipeline shop\.fwd's transactions up to "
+                       r"binlog\.000002:900 gtid=0-11-50;"):
+        ask(definitions(), "set", zk, to=EARLIER)
