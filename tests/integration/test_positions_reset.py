@@ -7,8 +7,10 @@ the Shapes workload beside it where a replay is refused and the pipeline goes on
 
 from __future__ import annotations
 
+from collections import Counter
+
 from manager import cli
-from tests.devcluster import Database, wait_equal
+from tests.devcluster import Database, wait_equal, wait_for
 from tests.integration.test_positions_replay import keyless, start, stop
 
 
@@ -69,12 +71,12 @@ def test_a_set_is_where_the_start_says_it_begins_and_a_gtid_is_checked_when_set(
     """After a run (its figures published), a set forward by file/pos is what the next
     ``channel start`` prints, not where the last run was. A GTID not of MariaDB's form, or
     past the source's end, is refused at the set, saying which (not taken for a replay);
-    one forward is a skip: set without --replay, printed by the start, and the pipeline
-    goes on from it. ``side`` (not replicated) takes the writes skipped."""
+    one forward, on a source that runs gtid_strict_mode, is a skip: set without --replay,
+    printed by the start, and the pipeline goes on from it. The rows of ``kl`` written in
+    between ('skipped') never reach the target."""
     with keyless(sandbox, tmp_path, "moved", 73) as (cluster, source, target, schema,
                                                      shapes):
-        kl, side = f"`{schema}`.kl", f"`{schema}`.side"
-        source.execute(f"CREATE TABLE {side} (a INT)")
+        kl = f"`{schema}`.kl"
         position = ["--manager", cluster.manager_address, "position"]
         channel = ["--manager", cluster.manager_address, "channel"]
         start(cluster, "moved", schema, shapes)
@@ -82,7 +84,7 @@ def test_a_set_is_where_the_start_says_it_begins_and_a_gtid_is_checked_when_set(
         source.execute(f"INSERT INTO {kl} VALUES (1, 'dup'), (1, 'dup')")
         wait_equal(source, target, schema, ["kl"])
         assert cli.main([*channel, "stop", "moved", "--wait"]) == 0
-        source.execute(f"INSERT INTO {side} VALUES (1)")  # skipped by the set below
+        source.execute(f"INSERT INTO {kl} VALUES (9, 'skipped')")  # skipped by the set below
         file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
         capsys.readouterr()
         assert cli.main([*position, "set", "moved/forward", "--file", file, "--pos",
@@ -91,7 +93,8 @@ def test_a_set_is_where_the_start_says_it_begins_and_a_gtid_is_checked_when_set(
         assert cli.main([*channel, "start", "moved", "--wait"]) == 0
         assert f"moved.forward: from {file}:{pos} " in capsys.readouterr().out
         source.execute(f"INSERT INTO {kl} VALUES (2, 'dup'), (2, 'dup')")
-        wait_equal(source, target, schema, ["kl"])
+        loaded = Counter({(1, "dup"): 2, (2, "dup"): 2})
+        wait_for(lambda: Counter(target.table(schema, "kl")) == loaded, 60, "kl loaded")
         assert cli.main([*channel, "stop", "moved", "--wait"]) == 0
         [(row,)] = target.rows("SELECT binlog_pos FROM retl.retl_position WHERE "
                                "pipeline_id = 'moved.forward'")
@@ -110,17 +113,62 @@ def test_a_set_is_where_the_start_says_it_begins_and_a_gtid_is_checked_when_set(
         assert "load again" not in refused
         assert target.rows("SELECT binlog_pos FROM retl.retl_position WHERE pipeline_id = "
                            "'moved.forward'") == [(row,)]  # nothing moved
-        source.execute(f"INSERT INTO {side} VALUES (2)")  # skipped by the GTID set below
-        [(ahead,)] = source.rows("SELECT @@gtid_binlog_pos")
-        assert cli.main([*position, "set", "moved/forward", "--gtid", ahead]) == 0
-        assert "are skipped" in capsys.readouterr().out
-        assert cli.main([*channel, "start", "moved", "--wait"]) == 0
-        assert f"moved.forward: from {ahead}" in capsys.readouterr().out
-        source.execute(f"INSERT INTO {kl} VALUES (3, 'dup'), (3, 'dup')")
-        wait_equal(source, target, schema, ["kl"])
-        assert len(target.table(schema, "kl")) == 6
-        other = Database(sandbox, "target")
+        source.execute("SET GLOBAL gtid_strict_mode = ON")
         try:
-            assert other.rows(f"SHOW TABLES FROM `{schema}` LIKE 'side'") == []
+            source.execute(f"INSERT INTO {kl} VALUES (9, 'skipped')")  # by the set below
+            [(ahead,)] = source.rows("SELECT @@gtid_binlog_pos")
+            assert cli.main([*position, "set", "moved/forward", "--gtid", ahead]) == 0
+            assert "are skipped" in capsys.readouterr().out
+            assert cli.main([*channel, "start", "moved", "--wait"]) == 0
+            assert f"moved.forward: from {ahead}" in capsys.readouterr().out
+            source.execute(f"INSERT INTO {kl} VALUES (3, 'dup'), (3, 'dup')")
+            loaded[(3, "dup")] = 2
+            wait_for(lambda: Counter(target.table(schema, "kl")) == loaded, 60, "kl loaded")
+        finally:
+            source.execute("SET GLOBAL gtid_strict_mode = OFF")
+
+
+def test_a_gtid_of_a_source_without_strict_mode_is_a_replay_it_cannot_tell(
+        sandbox, tmp_path, capsys):
+    """gtid_strict_mode OFF (MariaDB's default): a multi-source replica logs a later
+    transaction with a lower number in a domain (origin 502's 77-502-5 after origin 501's
+    77-501-100). A set to the GTID after the first was taken for a skip by its state and
+    loaded the second's keyless row twice (a review): it is refused, saying setl cannot
+    tell, then over the keyless table; told both, it loads that row again, as asked."""
+    with keyless(sandbox, tmp_path, "origins", 83) as (cluster, source, target, schema,
+                                                       shapes):
+        kl = f"`{schema}`.kl"
+        position = ["--manager", cluster.manager_address, "position"]
+        start(cluster, "origins", schema, shapes)
+        cluster.wait_running("origins")
+        other = Database(sandbox, "source")
+        try:
+            other.execute("SET SESSION gtid_domain_id = 77, server_id = 501, gtid_seq_no = 100")
+            other.execute(f"INSERT INTO {kl} VALUES (1, 'origin 501')")
+            [(after_first,)] = other.rows("SELECT @@gtid_binlog_pos")
+            other.execute("SET SESSION server_id = 502, gtid_seq_no = 5")
+            other.execute(f"INSERT INTO {kl} VALUES (2, 'origin 502')")
         finally:
             other.close()
+        wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "origins")
+        held = target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = 'origins.forward'")
+        capsys.readouterr()
+        assert cli.main([*position, "set", "origins/forward", "--gtid", after_first]) == 1
+        refused = capsys.readouterr().err
+        assert f"setl cannot tell whether gtid={after_first} is before or after what target " \
+            "target holds" in refused and "gtid_strict_mode is OFF on the source" in refused, \
+            refused
+        assert cli.main([*position, "set", "origins/forward", "--gtid", after_first,
+                         "--replay"]) == 1
+        refused = capsys.readouterr().err
+        assert "takes keyless tables: " in refused and f"{schema}.kl" in refused, refused
+        assert target.rows("SELECT binlog_file, binlog_pos FROM retl.retl_position WHERE "
+                           "pipeline_id = 'origins.forward'") == held  # nothing moved
+        assert cli.main([*position, "set", "origins/forward", "--gtid", after_first,
+                         "--replay", "--keyless-duplicates"]) == 0
+        assert cli.main(["--manager", cluster.manager_address, "channel", "start", "origins",
+                         "--wait"]) == 0
+        twice = Counter({(1, "origin 501"): 1, (2, "origin 502"): 2})
+        wait_for(lambda: Counter(target.table(schema, "kl")) == twice, 60, "replayed")
