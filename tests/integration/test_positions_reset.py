@@ -11,7 +11,7 @@ from collections import Counter
 
 from manager import cli
 from tests.devcluster import Database, wait_equal, wait_for
-from tests.integration.test_positions_replay import keyless, start, stop
+from tests.integration.test_positions_replay import keyless, pipeline, start, stop
 
 
 def test_a_reset_then_a_set_earlier_than_the_targets_were_is_a_replay_still(
@@ -172,3 +172,36 @@ def test_a_gtid_of_a_source_without_strict_mode_is_a_replay_it_cannot_tell(
                          "--wait"]) == 0
         twice = Counter({(1, "origin 501"): 1, (2, "origin 502"): 2})
         wait_for(lambda: Counter(target.table(schema, "kl")) == twice, 60, "replayed")
+
+
+def test_a_start_edited_to_an_earlier_place_after_a_reset_is_refused_until_told(
+        sandbox, tmp_path, capsys):
+    """A reset (start: latest) says the next start begins at the source's end; a definition
+    applied since with an earlier start: then loaded the keyless rows twice, silently (a
+    review). The channel's start is refused naming the set that replays; the set --latest
+    it names instead starts it with nothing loaded twice."""
+    with keyless(sandbox, tmp_path, "edited", 81) as (cluster, source, target, schema,
+                                                      shapes):
+        kl = f"`{schema}`.kl"
+        position = ["--manager", cluster.manager_address, "position"]
+        channel = ["--manager", cluster.manager_address, "channel"]
+        start(cluster, "edited", schema, shapes)
+        cluster.wait_running("edited")
+        file, pos = source.rows("SHOW MASTER STATUS")[0][:2]
+        for n in range(4):
+            source.execute(f"INSERT INTO {kl} VALUES ({n % 2}, 'dup'), ({n % 2}, 'dup')")
+        wait_equal(source, target, schema, ["kl"])
+        stop(cluster, "edited")
+        assert cli.main([*position, "reset", "edited"]) == 0
+        cluster.apply([pipeline("edited", schema, shapes, start={"file": file, "pos": pos})])
+        capsys.readouterr()
+        assert cli.main([*channel, "start", "edited", "--wait"]) == 1
+        refused = capsys.readouterr().err
+        assert f"its start: {file}:{pos} is earlier" in refused and \
+            f"setl position set edited/forward --file {file} --pos {pos} --replay" in \
+            refused and "setl position set edited/forward --latest" in refused, refused
+        assert cli.main([*position, "set", "edited/forward", "--latest"]) == 0
+        assert cli.main([*channel, "start", "edited", "--wait"]) == 0
+        source.execute(f"INSERT INTO {kl} VALUES (7, 'after'), (7, 'after')")
+        wait_equal(source, target, schema, ["kl"])
+        assert len(target.table(schema, "kl")) == 10

@@ -317,3 +317,21 @@ def test_a_skip_keeps_what_the_target_holds_not_the_place_set(moved) -> None:
     with pytest.raises(ConflictError, match=r"holds pipeline shop\.fwd's transactions up to "
                        r"binlog\.000002:900 gtid=0-11-50;"):
         ask(definitions(), "set", zk, to=EARLIER)
+
+
+def test_a_start_edited_earlier_after_a_reset_is_refused_at_the_channels_start(moved) -> None:
+    """After a reset to start: latest, a start: edited to a place before where the target
+    was would load it again: the channel's start is refused naming the set that replays;
+    a reset that replayed to that start: (asked) keeps it, and the start goes through."""
+    zk, earlier = Zk(), "{file: binlog.000001, pos: 4}"
+    ask(definitions("latest"), "reset", zk)
+    edited = Catalog(definitions(earlier)).definitions.channels[0]
+    with pytest.raises(ConflictError, match=r"setl position set shop/fwd --file binlog\.000001 "
+                       r"--pos 4 --replay"):
+        heldrows.refuse_earlier(zk, ZkPaths(), edited)  # type: ignore[arg-type]
+    heldrows.refuse_earlier(zk, ZkPaths(), Catalog(definitions(  # type: ignore[arg-type]
+        "{file: binlog.000002, pos: 900}")).definitions.channels[0])
+    moved["dst"] = HELD
+    zk = Zk()
+    ask(definitions(earlier), "reset", zk, replay=True, keyless_duplicates=True)
+    heldrows.refuse_earlier(zk, ZkPaths(), edited)  # type: ignore[arg-type]
