@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 from kazoo.client import KazooClient
 
-from manager import positionrows, replays
+from manager import gtidstart, heldrows, positionrows, replays
 from manager.positionrows import Row
 from shared import acks, gtid, positions
 from shared.catalog import Catalog, call
@@ -61,7 +61,7 @@ class Positions:
             if not request.pipeline and len(channel.pipelines) > 1:
                 raise ConflictError(f"channel {channel.name} has several pipelines: name one "
                                     f"(setl position set {channel.name}/PIPELINE …)")
-            self._set(channel, chosen[0], request)
+            notes = self._set(channel, chosen[0], request)
         elif request.action == "reset":
             for pipeline in chosen:
                 if channel.two_way and pipeline.params.startup is not StartupMode.LATEST:
@@ -119,16 +119,18 @@ class Positions:
 
     # -- set --------------------------------------------------------------------------------
     def _set(self, channel: Channel, pipeline: Pipeline,
-             request: manager_pb2.PositionsRequest) -> None:
+             request: manager_pb2.PositionsRequest) -> list[str]:
+        """Move a stopped pipeline's start (refused as the module says); the notes say what
+        the move skips."""
         pipeline_id = self._stopped(channel, pipeline, "set")
         source = self.catalog.source(pipeline.source)
-        to = request.to
+        to, strict = request.to, False
         if request.latest:
             position = positions.current_position(source)
         elif to.file and to.pos > 0:  # of the source's server (its primary): its GTID there
             position = positions.position_at(source, to.file, int(to.pos))
         elif to.gtid and not to.file:
-            position = BinlogPosition(gtid=to.gtid)
+            position, strict = gtidstart.checked(source, to.gtid.strip(), channel.name)
         else:
             raise ConflictError("say where: --file F --pos P, --gtid G or --latest")
         if position.file:
@@ -137,37 +139,46 @@ class Positions:
                 raise PositionLostError(
                     f"source {source.name} has no binlog file {position.file} (it keeps "
                     f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
-        rows = {name: self._row(self.catalog.source(name), pipeline_id)
-                for name in _targets(pipeline)}
+        rows = self._rows(pipeline, pipeline_id)
         ahead = {name: row for name, row in rows.items()
-                 if row is not None and replays.ahead(row[0], position)}
+                 if row is not None and replays.ahead(row[0], position, strict)}
         # first: a subscription's reader may not have been sent what a move skips (whatever
         # --replay says; the refusals below tell of the targets, not of it)
-        self._unacked_skip(channel, pipeline, rows, position)
+        self._unacked_skip(channel, pipeline, rows, position, strict)
         if ahead and channel.two_way and not request.latest:
             raise ConflictError(replays.two_way_replay(
                 channel, pipeline, f"a start at {position} (target {next(iter(ahead))} holds "
                 "its transactions past it: a replay)"))
         if ahead and not request.replay:
             name, row = next(iter(ahead.items()))
-            raise ConflictError(
-                f"target {name} holds pipeline {pipeline_id}'s transactions up to {row[0]}; "
-                f"a start at {position} would go on from there for it. Add --replay to load "
-                f"again from {position} (its position row follows), or choose a later place")
+            raise ConflictError(replays.behind(pipeline_id, name, row[0], position, strict))
         lakes = [name for name in ahead if self.catalog.source(name).type == "delta"]
         if lakes and position.file:  # (refused before any target moves, and before advice
             raise ConflictError(positionrows.lake_moved_back(lakes[0]))  # to delete rows)
         if ahead and not request.latest:  # (the source's end now replays nothing it wrote)
-            replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request)
+            replays.refuse_duplicates(self.catalog, channel, pipeline, position, ahead, request,
+                                      strict)
         old = call("read a pipeline cursor", positions.load, self.client,
                    self.paths.cursor(pipeline_id))
         run = old.run if old is not None and old.run else uuid.uuid4().hex
         process_id = max([old.process_id if old else 0,
                           *(row[1] for row in rows.values() if row is not None)])
+        # a start by GTID alone moves every row (blanked: a resume defers to the rows that
+        # have a file), a skip forward too; a file/pos start only those it replays
+        moved = [name for name, row in rows.items()
+                 if row is not None and (name in ahead or not position.file)]
+        # first (a failure between leaves no blank row unkept): what each target holds then,
+        # the place for a replay, its row's for a skip (it loaded nothing past that)
+        self._keep_held(pipeline_id, {name: position if name in ahead else row[0]
+                                      for name, row in rows.items()
+                                      if name in moved and row is not None},
+                        blanked=not position.file)
         for name, row in rows.items():
             if row is not None:
                 self._move(self.catalog.source(name), pipeline_id, run,
-                           position if name in ahead else None)
+                           position if name in moved else None)
+        call("delete a pipeline's last run's figures", _delete, self.client,
+             self.paths.stats(pipeline_id))  # (they showed where it was, not where it begins)
         cursor = positions.Cursor(position, process_id, run=run)
         path = self.paths.cursor(pipeline_id)
         if call("look for a cursor", self.client.exists, path):
@@ -176,11 +187,16 @@ class Positions:
             call("set a pipeline cursor", self.client.create, path, cursor.to_json(),
                  makepath=True)
         log.info("event=position_set pipeline=%s position=%s replay=%s targets_moved=%s",
-                 pipeline_id, position, request.replay, ",".join(ahead) or "-")
+                 pipeline_id, position, request.replay, ",".join(moved) or "-")
+        return [f"pipeline {pipeline_id}: its next start begins at {position}: target "
+                f"{name}'s transactions after {row[0]} up to there are skipped"
+                for name, row in sorted(rows.items())
+                if row is not None and name not in ahead and _past(position, row[0])
+                and _told(position, row[0])]
 
 
-    def _unacked_skip(self, channel: Channel, pipeline: Pipeline,
-                      rows: dict[str, Row | None], position: BinlogPosition) -> None:
+    def _unacked_skip(self, channel: Channel, pipeline: Pipeline, rows: dict[str, Row | None],
+                      position: BinlogPosition, strict: bool) -> None:
         """Refuse to move a subscription past batches its reader had not acknowledged when
         its pipeline paused (stopped or lost before it did: ``pipelines/{pid}/unacked``,
         written before the wait, :class:`shared.acks.Unacked`): a move past the failed
@@ -206,16 +222,20 @@ class Positions:
             call("forget a subscription's acknowledged batches", acks.clear_unacked,
                  self.client, path, marker)
             return
+        untold = replays.untold(position, strict)
         for before in (acked, marker.start):  # (a move back, or to where it is: no skip)
-            if (before.file or before.gtid) and not _past(position, before):
+            if (before.file or before.gtid) and not untold and not _past(position, before):
                 return
         apart = "" if told else (
             f" (that end, {marker.until}, and the acknowledged position cannot be compared: "
             "positions of two servers without comparable GTID states, after a switch — if "
-            "the reader has acknowledged them, reset the position and set it again)")
-        if not _told(position, acked):
-            apart += (f" ({position} cannot be compared with {acked}: give the position by "
-                      "file and offset)")
+            "the reader has acknowledged them, reset the position and set it again, as "
+            "below)")
+        replay = not _told(position, acked) or untold  # (to the place the reset keeps too)
+        if replay:
+            apart += (f" ({position} cannot be compared with {acked}"
+                      f"{': gtid_strict_mode is OFF on the source' if untold else ''}: give "
+                      "the position by file and offset)")
         raise ConflictError(
             f"subscription {names[0]} paused while its reader had not acknowledged "
             f"{marker.batches} batch(es) handed to it before the failed one, from its "
@@ -225,7 +245,15 @@ class Positions:
             "gets them, and the pipeline pauses at the failed statement again once it has "
             "acknowledged them, its position then right before it; then move past it. To "
             f"skip them anyway: setl position reset {channel.name}/{pipeline.name} (it "
-            "forgets the acknowledged position and this record), then set the position")
+            f"deletes this record; it keeps the acknowledged position), then this set again"
+            f"{self._replay_flags(pipeline, names) if replay else ''}")
+
+    def _replay_flags(self, pipeline: Pipeline, names: list[str]) -> str:
+        """What a set that setl takes for a replay into ``names`` must add."""
+        keyless = replays.keyless_taken(pipeline, self.catalog.source(pipeline.source), names)
+        return " with --replay" + (f" --keyless-duplicates (it takes keyless tables: "
+                                   f"{', '.join(keyless[:5])}{', …' if keyless[5:] else ''})"
+                                   if keyless else "")
 
     def _stopped(self, channel: Channel, pipeline: Pipeline, action: str) -> str:
         """The pipeline's id; raises unless its channel is stopped and no runner is left."""
@@ -236,6 +264,27 @@ class Positions:
             raise ConflictError(f"pipeline {pipeline_id} is not stopped: run setl channel stop "
                                 f"{channel.name} --wait first, then {action} its position")
         return pipeline_id
+
+    def _rows(self, pipeline: Pipeline, pipeline_id: str) -> dict[str, Row | None]:
+        """Each target's position row; a row a reset blanked stands at the place the reset
+        kept (:mod:`manager.heldrows`): the target holds those transactions still."""
+        held = heldrows.read(self.client, self.paths.held(pipeline_id))
+        rows = {}
+        for name in _targets(pipeline):
+            row = self._row(self.catalog.source(name), pipeline_id)
+            rows[name] = (held[name], 0, 0) if row is None and name in held else row
+        return rows
+
+    def _keep_held(self, pipeline_id: str, places: dict[str, BinlogPosition],
+                   blanked: bool) -> None:
+        """Keep ``places``, what targets hold once moved, for those whose row is blank: kept
+        for them already (a reset's), or all when the move blanks the rows (``blanked``: a
+        GTID start, :func:`manager.positionrows.move_row`)."""
+        path = self.paths.held(pipeline_id)
+        held = heldrows.read(self.client, path)
+        kept = {name: at for name, at in places.items() if name in held or blanked}
+        if kept:
+            heldrows.write(self.client, path, {**held, **kept})
 
     def _row(self, target: DataSource, pipeline_id: str) -> Row | None:
         """A target's position row; a subscription's is what its reader acknowledged."""
@@ -262,8 +311,8 @@ class Positions:
         target holds unless the request asks for the replay (and, over keyless tables,
         says so); the notes say what the reset replays or skips."""
         pipeline_id = channel.pipeline_id(pipeline)
-        rows = {name: row for name in _targets(pipeline)
-                if (row := self._row(self.catalog.source(name), pipeline_id)) is not None}
+        rows = {name: row for name, row in self._rows(pipeline, pipeline_id).items()
+                if row is not None}
         params = pipeline.params
         start = params.start_position
         if params.startup is StartupMode.SNAPSHOT or not rows:
@@ -291,22 +340,33 @@ class Positions:
     def _reset(self, channel: Channel, pipeline: Pipeline) -> None:
         """Forget where the pipeline stands: its position rows on the targets, its cursor, its
         snapshot progress and its last run's figures go, so the next start begins again at
-        the definition's ``start:`` and loads everything from there (a replay, asked for)."""
+        the definition's ``start:`` and loads everything from there (a replay, asked for).
+        Where each target was is kept (:mod:`manager.heldrows`): a later move back over
+        what it holds is a replay still. A reset that is one keeps its ``start:``."""
         pipeline_id = channel.pipeline_id(pipeline)
+        params = pipeline.params
+        start = params.start_position if params.startup not in (
+            StartupMode.LATEST, StartupMode.SNAPSHOT) else None
+        rows = {name: row for name, row in self._rows(pipeline, pipeline_id).items()
+                if row is not None}
+        held = heldrows.read(self.client, self.paths.held(pipeline_id))
+        held.update({name: start if start is not None and replays.ahead(row[0], start)
+                     else row[0] for name, row in rows.items()})
+        # first: kept before any row is blanked (a failure between leaves none unkept)
+        heldrows.write(self.client, self.paths.held(pipeline_id), held)
         removed = []
-        for name in _targets(pipeline):
+        for name, row in rows.items():
             target = self.catalog.source(name)
-            row = self._row(target, pipeline_id)
-            if row is not None:
+            if self._row(target, pipeline_id) is not None:
                 self._move(target, pipeline_id, "", BinlogPosition())
                 removed.append(f"{name}@{row[0]}")
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
                      self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id),
                      self.paths.unacked(pipeline_id)):
-            if call("look for a pipeline's state", self.client.exists, path):
-                call("delete a pipeline's state", self.client.delete, path, recursive=True)
-        log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s",
-                 pipeline_id, pipeline.params.startup.value.lower(), ",".join(removed) or "-")
+            call("delete a pipeline's state", _delete, self.client, path)
+        log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s held=%s",
+                 pipeline_id, params.startup.value.lower(), ",".join(removed) or "-",
+                 ",".join(f"{name}@{at}" for name, at in sorted(held.items())) or "-")
 
 
 def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
@@ -328,6 +388,11 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
+
+
+def _delete(client: KazooClient, path: str) -> None:
+    if client.exists(path):
+        client.delete(path, recursive=True)
 
 
 def _fill(message: Any, position: BinlogPosition) -> None:

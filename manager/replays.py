@@ -18,10 +18,14 @@ from shared.model import BinlogPosition, Channel, DataSource, Pipeline, pairs_ta
 from shared.rpc import manager_pb2
 
 
-def ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
+def ahead(row: BinlogPosition, position: BinlogPosition, strict: bool = False) -> bool:
     """Whether a target's row is past ``position`` (or cannot be told from it: then a move
-    must be asked for with --replay too)."""
-    if not position.file:
+    must be asked for with --replay too). A position by GTID alone is ordered by its MariaDB
+    state only when the source runs ``gtid_strict_mode`` (``strict``; a domain the row has
+    and it lacks would be read from its start: ahead): without it a domain's numbers need
+    not grow (a multi-source replica logs a later transaction with a lower one), and a
+    state says nothing of which came first."""
+    if not position.file and not strict:
         return True
     try:
         return gtid.compare(row, position) > 0
@@ -29,26 +33,47 @@ def ahead(row: BinlogPosition, position: BinlogPosition) -> bool:
         return True
 
 
-def loads_again(row: BinlogPosition, position: BinlogPosition) -> bool:
-    """Whether a start at ``position`` loads again what a target's row says it holds (or
-    may: the two cannot be compared)."""
+def untold(position: BinlogPosition, strict: bool) -> bool:
+    """Whether a row is taken for ahead of ``position`` only because setl cannot tell:
+    a MariaDB GTID position alone, of a source without ``gtid_strict_mode`` (MySQL's GTID
+    sets never compare by state: they need --replay as any position setl cannot compare)."""
+    if position.file or strict:
+        return False
     try:
-        return gtid.compare(row, position) > 0
+        return bool(gtid.parse(position.gtid))
     except PositionConflictError:
-        return True
+        return False
+
+
+def behind(pipeline_id: str, name: str, row: BinlogPosition, position: BinlogPosition,
+           strict: bool) -> str:
+    """Why a start at ``position`` is refused without --replay: target ``name``'s ``row`` is
+    past it, or cannot be told from it (:func:`ahead`)."""
+    if untold(position, strict):
+        return (f"setl cannot tell whether {position} is before or after what target {name} "
+                f"holds of pipeline {pipeline_id} (up to {row}): gtid_strict_mode is OFF on "
+                "the source, so a domain's sequence numbers need not grow (a multi-source "
+                "replica logs a later transaction with a lower one). Add --replay to start "
+                f"there anyway (the target's position row follows: what it holds after "
+                f"{position} is loaded again), or give the place by --file F --pos P, which "
+                "setl can compare")
+    return (f"target {name} holds pipeline {pipeline_id}'s transactions up to {row}; a start "
+            f"at {position} would go on from there for it. Add --replay to load again from "
+            f"{position} (its position row follows), or choose a later place")
 
 
 def refuse_duplicates(catalog: Catalog, channel: Channel, pipeline: Pipeline,
                       position: BinlogPosition, targets: dict[str, Row],
-                      request: manager_pb2.PositionsRequest) -> None:
+                      request: manager_pb2.PositionsRequest, strict: bool = False) -> None:
     """Refuse a replay from ``position`` into ``targets`` (those whose rows it is, or
     may be, before) over keyless source tables or lake change logs unless the request says
     their target tables are ready (``keyless_duplicates``). A GTID position after a row (one
-    that leaves out errant transactions) replays nothing."""
+    that leaves out errant transactions) replays nothing, when that can be told
+    (``strict``: :func:`ahead`)."""
     if request.keyless_duplicates:
         return
     source = catalog.source(pipeline.source)
-    moved = sorted(name for name, row in targets.items() if loads_again(row[0], position))
+    moved = sorted(name for name, row in targets.items() if ahead(row[0], position, strict))
     lakes = [name for name in moved if catalog.source(name).type == "delta"]
     logs = change_logs(pipeline, lakes)
     if logs:

@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from manager import positions, startcheck, subscribe, verify
+from manager import heldrows, positions, startcheck, subscribe, verify
 from manager.client import Access
 from manager.election import LeaderElection
 from manager.handover import handovers
@@ -269,6 +269,7 @@ class ManagerServicer(manager_pb2_grpc.ManagerServiceServicer):
             channel = self.catalog.channel(request.name).channel
             startcheck.refuse_shared(self.catalog, channel)
             startcheck.refuse_broken(self.catalog, channel)
+            heldrows.refuse_earlier(self.views.client, self.views.paths, channel)
         return self.views.channel(self.catalog.set_status(request.name, ChannelStatus[name]))
 
     @_rpc

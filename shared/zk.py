@@ -13,6 +13,7 @@ Layout under the configurable root (default ``/setl``)::
     pipelines/{pid}/stats        PipelineState (protobuf)
     pipelines/{pid}/acked        a subscription's acknowledged position, owner epoch (JSON)
     pipelines/{pid}/unacked      batches its reader had not acknowledged at a pause (JSON)
+    pipelines/{pid}/held         where each target was when a position reset blanked its row
     pipelines/{pid}/snapshot     the pipeline's snapshots: tables, chunks done, progress (JSON)
     pipelines/{pid}/snapshot-plans/{copy}   a copy's chunks, written once (zlib JSON in parts)
     pipelines/{pid}/snapshot-requests/{n}   tables asked to be copied (JSON), sequential
@@ -114,6 +115,9 @@ class ZkPaths:
 
     def unacked(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "unacked")
+
+    def held(self, pipeline_id: str) -> str:
+        return self._join("pipelines", pipeline_id, "held")
 
     def stats(self, pipeline_id: str) -> str:
         return self._join("pipelines", pipeline_id, "stats")

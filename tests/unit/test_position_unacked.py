@@ -15,9 +15,9 @@ from manager import positions as manager_positions
 from node.changes import Batch
 from node.target.subscription.loader import SubscriptionLoader
 from node.target.subscription.outbox import Outbox
-from shared import acks
+from shared import acks, tablekeys
 from shared.errors import ConflictError
-from shared.model import BinlogPosition
+from shared.model import BinlogPosition, StartupMode
 from shared.rpc import manager_pb2
 from shared.zk import ZkPaths
 from tests.unit.test_position_replays import Zk
@@ -32,18 +32,24 @@ def at(pos: int, seq: int) -> BinlogPosition:
 ACKED, UNTIL, PAST = at(4000, 14), at(4500, 16), at(4700, 17)  # row 1; 2 and 3; TRUNCATE
 
 
-def guard(marker: acks.Unacked | None) -> Any:
+@pytest.fixture(autouse=True)
+def no_keyless_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source's tables all have keys (a refusal that advises a replay asks)."""
+    monkeypatch.setattr(tablekeys, "read_keys", lambda source: {})
+
+
+def guard(marker: acks.Unacked | None, strict: bool = True) -> Any:
     zk, paths = Zk(), ZkPaths()
     if marker is not None:
         acks.write_unacked(zk, paths.unacked("shop.fwd"), marker)  # type: ignore[arg-type]
     catalog = SimpleNamespace(source=lambda name: SimpleNamespace(type="subscription"))
     handler = manager_positions.Positions(zk, paths, catalog)  # type: ignore[arg-type]
     channel = SimpleNamespace(name="shop", pipeline_id=lambda p: "shop.fwd")
-    pipeline = SimpleNamespace(name="fwd")
+    pipeline = SimpleNamespace(name="fwd", source="src", pairs=[])
 
     def check(row: BinlogPosition | None, position: BinlogPosition) -> None:
         handler._unacked_skip(channel, pipeline,  # type: ignore[arg-type]
-                              {"sub": (row, 3, 1) if row else None}, position)
+                              {"sub": (row, 3, 1) if row else None}, position, strict)
     return check
 
 
@@ -237,3 +243,57 @@ def test_a_position_that_cannot_be_compared_is_asked_by_file_and_offset() -> Non
                                                 "11@h1:3306"), 2)
     with pytest.raises(ConflictError, match="give the position by file and offset"):
         guard(marker)(mysql, BinlogPosition(gtid="u1:1-10"))
+
+
+def test_a_gtid_of_a_source_without_strict_mode_is_not_ordered_by_its_state() -> None:
+    """gtid_strict_mode OFF: a domain's numbers need not grow, so even a GTID at the
+    acknowledged position's state may be past the batches: refused, saying why."""
+    with pytest.raises(ConflictError, match="gtid_strict_mode is OFF on the source: give "
+                       "the position by file and offset"):
+        guard(acks.Unacked(ACKED, UNTIL, 2), strict=False)(ACKED,
+                                                           BinlogPosition(gtid="0-11-14"))
+
+
+def test_the_way_to_skip_them_anyway_works_as_the_refusal_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said "reset (it forgets the acknowledged position), then set"; the reset keeps
+    that position (pipelines/{pid}/held), so a set setl cannot compare with it is a replay
+    (a review): the refusal names the flags that set needs, and the reset and that set go
+    through."""
+    old = BinlogPosition("mysql-bin.000001", 4000, "u1:1-14", "11@h1:3306")  # old server
+    until = BinlogPosition("mysql-bin.000009", 950, "u2:1-501", "22@h2:3306")
+    past = BinlogPosition("mysql-bin.000009", 990, "u2:1-502", "22@h2:3306")
+    zk, paths, _ = _setter(monkeypatch)
+    zk.nodes[paths.acked("shop.fwd")] = acks.Acked(old, 3, 1, "r").to_json()
+    acks.write_unacked(zk, paths.unacked("shop.fwd"), acks.Unacked(old, until, 2))  # type: ignore[arg-type]
+    monkeypatch.setattr(manager_positions, "_binlog",
+                        lambda source: (past, [("mysql-bin.000009", 9000)]))
+    monkeypatch.setattr(manager_positions.positions, "position_at", lambda s, f, p: past)
+    monkeypatch.setattr(tablekeys, "read_keys", lambda source: {("shop", "kl"): None})
+    catalog = SimpleNamespace(source=lambda name: SimpleNamespace(type="subscription",
+                                                                  name=name))
+    handler = manager_positions.Positions(zk, paths, catalog)  # type: ignore[arg-type]
+    monkeypatch.setattr(handler, "_stopped", lambda channel, pipeline, action: "shop.fwd")
+    channel = SimpleNamespace(name="shop", two_way=False, pipeline_id=lambda p: "shop.fwd")
+    every = SimpleNamespace(matches_schema=lambda schema: True, specificity=0,
+                            matches=lambda table: True)
+    pipeline = SimpleNamespace(name="fwd", source="src", pairs=[SimpleNamespace(
+        source=SimpleNamespace(namespace=every, table=every), fan_out=False,
+        target=SimpleNamespace(datasource="sub"))], params=SimpleNamespace(
+            startup=StartupMode.LATEST, start_position=None))
+
+    def move(**flags: bool) -> None:
+        request = manager_pb2.PositionsRequest(channel="shop", pipeline="fwd", action="set",
+                                               **flags)
+        request.to.file, request.to.pos = past.file, past.pos
+        handler._set(channel, pipeline, request)  # type: ignore[arg-type]
+    with pytest.raises(ConflictError) as refused:
+        move()
+    said = str(refused.value)
+    assert said.endswith("To skip them anyway: setl position reset shop/fwd (it deletes this "
+                         "record; it keeps the acknowledged position), then this set again "
+                         "with --replay --keyless-duplicates (it takes keyless tables: "
+                         "shop.kl)"), said
+    handler._reset(channel, pipeline)  # type: ignore[arg-type]
+    move(replay=True, keyless_duplicates=True)
+    assert acks.read(zk, paths.acked("shop.fwd"))[0].position == past  # type: ignore[arg-type,index]
