@@ -71,8 +71,9 @@ def test_a_two_way_channel_copies_no_rows_and_says_why(
     assert cli.main(["--manager", cluster.manager_address, "verify", "copy-both",
                      "--repair"]) != 0
     assert "a two-way channel takes no repair" in capsys.readouterr().err
-    assert cli.main(["--manager", cluster.manager_address, "backfill", "copy-both",
-                     "--table", f"{schema}.items", "--where", "id < 100"]) != 0
+    assert cli.main(["--manager", cluster.manager_address, "--config",  # (its secret_dirs:
+                     str(cluster.workdir / "node.yaml"), "backfill", "copy-both",  # kept by
+                     "--table", f"{schema}.items", "--where", "id < 100"]) != 0  # the process)
     assert "channel copy-both is two-way, which takes no backfill" in capsys.readouterr().err
     source.execute("SET SESSION sql_log_bin = 0")
     source.execute(f"INSERT INTO {t} VALUES (1, 'only on the source', 0)")
