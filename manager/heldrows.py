@@ -24,7 +24,7 @@ from shared import gtid
 from shared.catalog import call
 from shared.errors import ConflictError, PositionConflictError
 from shared.model import BinlogPosition, Channel, StartupMode
-from shared.zk import ZkPaths, put
+from shared.zk import ZkPaths, put, remove
 
 
 def read(client: KazooClient, path: str) -> dict[str, BinlogPosition]:
@@ -41,8 +41,7 @@ def read(client: KazooClient, path: str) -> dict[str, BinlogPosition]:
 def write(client: KazooClient, path: str, held: dict[str, BinlogPosition]) -> None:
     """Keep ``held`` at ``path`` (the node goes when nothing is kept)."""
     if not held:
-        if call("look for what a reset kept", client.exists, path):
-            call("forget what a reset kept", client.delete, path)
+        call("forget what a reset kept", remove, client, path)
         return
     body = {name: [at.file, at.pos, at.gtid, at.server] for name, at in sorted(held.items())}
     call("keep what a reset forgot of the targets", put, client, path,

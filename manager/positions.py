@@ -22,7 +22,7 @@ from kazoo.client import KazooClient
 
 from manager import gtidstart, heldrows, positionrows, replays
 from manager.positionrows import Row
-from shared import acks, gtid, positions
+from shared import acks, gtid, positions, zk
 from shared.catalog import Catalog, call
 from shared.endpoint import connect
 from shared.errors import (
@@ -139,7 +139,7 @@ class Positions:
                 raise PositionLostError(
                     f"source {source.name} has no binlog file {position.file} (it keeps "
                     f"{files[0][0] if files else 'none'} to {files[-1][0] if files else '-'})")
-        rows = self._rows(pipeline, pipeline_id)
+        rows, held = self._rows(pipeline, pipeline_id)
         ahead = {name: row for name, row in rows.items()
                  if row is not None and replays.ahead(row[0], position, strict)}
         # first: a subscription's reader may not have been sent what a move skips (whatever
@@ -169,15 +169,15 @@ class Positions:
                  if row is not None and (name in ahead or not position.file)]
         # first (a failure between leaves no blank row unkept): what each target holds then,
         # the place for a replay, its row's for a skip (it loaded nothing past that)
-        self._keep_held(pipeline_id, {name: position if name in ahead else row[0]
-                                      for name, row in rows.items()
-                                      if name in moved and row is not None},
+        self._keep_held(pipeline_id, held, {name: position if name in ahead else row[0]
+                                            for name, row in rows.items()
+                                            if name in moved and row is not None},
                         blanked=not position.file)
         for name, row in rows.items():
             if row is not None:
                 self._move(self.catalog.source(name), pipeline_id, run,
                            position if name in moved else None)
-        call("delete a pipeline's last run's figures", _delete, self.client,
+        call("delete a pipeline's last run's figures", zk.remove, self.client,
              self.paths.stats(pipeline_id))  # (they showed where it was, not where it begins)
         cursor = positions.Cursor(position, process_id, run=run)
         path = self.paths.cursor(pipeline_id)
@@ -265,26 +265,26 @@ class Positions:
                                 f"{channel.name} --wait first, then {action} its position")
         return pipeline_id
 
-    def _rows(self, pipeline: Pipeline, pipeline_id: str) -> dict[str, Row | None]:
-        """Each target's position row; a row a reset blanked stands at the place the reset
-        kept (:mod:`manager.heldrows`): the target holds those transactions still."""
+    def _rows(self, pipeline: Pipeline, pipeline_id: str
+              ) -> tuple[dict[str, Row | None], dict[str, BinlogPosition]]:
+        """Each target's position row, a row a reset blanked standing at the place the reset
+        kept (:mod:`manager.heldrows`: the target holds those transactions still); and what
+        is kept."""
         held = heldrows.read(self.client, self.paths.held(pipeline_id))
         rows = {}
         for name in _targets(pipeline):
             row = self._row(self.catalog.source(name), pipeline_id)
             rows[name] = (held[name], 0, 0) if row is None and name in held else row
-        return rows
+        return rows, held
 
-    def _keep_held(self, pipeline_id: str, places: dict[str, BinlogPosition],
-                   blanked: bool) -> None:
+    def _keep_held(self, pipeline_id: str, held: dict[str, BinlogPosition],
+                   places: dict[str, BinlogPosition], blanked: bool) -> None:
         """Keep ``places``, what targets hold once moved, for those whose row is blank: kept
-        for them already (a reset's), or all when the move blanks the rows (``blanked``: a
-        GTID start, :func:`manager.positionrows.move_row`)."""
-        path = self.paths.held(pipeline_id)
-        held = heldrows.read(self.client, path)
+        for them already (in ``held``, a reset's), or all when the move blanks the rows
+        (``blanked``: a GTID start, :func:`manager.positionrows.move_row`)."""
         kept = {name: at for name, at in places.items() if name in held or blanked}
         if kept:
-            heldrows.write(self.client, path, {**held, **kept})
+            heldrows.write(self.client, self.paths.held(pipeline_id), {**held, **kept})
 
     def _row(self, target: DataSource, pipeline_id: str) -> Row | None:
         """A target's position row; a subscription's is what its reader acknowledged."""
@@ -311,7 +311,7 @@ class Positions:
         target holds unless the request asks for the replay (and, over keyless tables,
         says so); the notes say what the reset replays or skips."""
         pipeline_id = channel.pipeline_id(pipeline)
-        rows = {name: row for name, row in self._rows(pipeline, pipeline_id).items()
+        rows = {name: row for name, row in self._rows(pipeline, pipeline_id)[0].items()
                 if row is not None}
         params = pipeline.params
         start = params.start_position
@@ -347,9 +347,8 @@ class Positions:
         params = pipeline.params
         start = params.start_position if params.startup not in (
             StartupMode.LATEST, StartupMode.SNAPSHOT) else None
-        rows = {name: row for name, row in self._rows(pipeline, pipeline_id).items()
-                if row is not None}
-        held = heldrows.read(self.client, self.paths.held(pipeline_id))
+        found, held = self._rows(pipeline, pipeline_id)
+        rows = {name: row for name, row in found.items() if row is not None}
         held.update({name: start if start is not None and replays.ahead(row[0], start)
                      else row[0] for name, row in rows.items()})
         # first: kept before any row is blanked (a failure between leaves none unkept)
@@ -363,7 +362,7 @@ class Positions:
         for path in (self.paths.cursor(pipeline_id), self.paths.snapshot(pipeline_id),
                      self.paths.snapshot_plans(pipeline_id), self.paths.stats(pipeline_id),
                      self.paths.unacked(pipeline_id)):
-            call("delete a pipeline's state", _delete, self.client, path)
+            call("delete a pipeline's state", zk.remove, self.client, path)
         log.info("event=position_reset pipeline=%s start=%s target_rows_deleted=%s held=%s",
                  pipeline_id, params.startup.value.lower(), ",".join(removed) or "-",
                  ",".join(f"{name}@{at}" for name, at in sorted(held.items())) or "-")
@@ -388,11 +387,6 @@ def on_targets(catalog: Catalog, channel: Channel, purge: bool) -> list[str]:
             lines.append(f"target {name}: position row of {pipeline_id} at {row[0]}"
                          + (" deleted" if purge else " kept"))
     return lines
-
-
-def _delete(client: KazooClient, path: str) -> None:
-    if client.exists(path):
-        client.delete(path, recursive=True)
 
 
 def _fill(message: Any, position: BinlogPosition) -> None:

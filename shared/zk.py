@@ -176,6 +176,14 @@ def put(zk: KazooClient, path: str, data: bytes) -> None:
             zk.set(path, data)
 
 
+def remove(zk: KazooClient, path: str) -> None:
+    """``path`` gone, with what is below it (gone already: nothing to do)."""
+    try:
+        zk.delete(path, recursive=True)
+    except NoNodeError:
+        pass
+
+
 def landed(zk: KazooClient, path: str, data: bytes | None, version: int) -> bool:
     """Whether a conditional write whose answer was lost (ZooKeeper applied it, then the
     connection dropped) landed: the znode is at ``version`` holding ``data`` (None: no such
