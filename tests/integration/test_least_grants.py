@@ -23,6 +23,7 @@ from manager import cli
 from shared import preflight
 from shared.sandbox import Sandbox
 from tests.devcluster import Cluster, Database, make_schema, one_way, wait_equal, wait_for
+from tests.integration.shapes import Shapes, beside
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TABLE = "CREATE TABLE `{schema}`.items (id INT PRIMARY KEY, note VARCHAR(20))"
@@ -111,12 +112,19 @@ def test_a_channel_runs_with_only_the_grants_the_readme_lists(
 def test_a_right_taken_away_is_said_and_granted_again_the_pipeline_goes_on(
         cluster: Cluster, source: Database, target: Database, sandbox: Sandbox,
         capsys: Any) -> None:
-    schema = make_schema(source, target, TABLE)
+    """Batches refused and retried: the keyless, unique-swap and sum tables written through
+    it end equal as multisets, every promise kept on the target meanwhile."""
+    shapes = Shapes(sandbox, source, target, seed=97, kinds=3)
+    schema = shapes.schema
+    for db in (source, target):
+        db.execute(TABLE.format(schema=schema))
     with readme_user(sandbox, source, target, schema) as (user, definitions):
-        cluster.apply([one_way("revoked", schema, ["items"], max_retries=100)], definitions)
+        cluster.apply([beside(one_way("revoked", schema, ["items"], max_retries=100),
+                              schema)], definitions)
         try:
             code, out, err = setl(cluster, capsys, "channel", "start", "revoked", "--wait")
             assert code == 0, (out, err)
+            shapes.start()
             source.execute(f"INSERT INTO `{schema}`.items VALUES (1, 'granted')")
             wait_equal(source, target, schema, ["items"], 60)
             target.execute(f"REVOKE INSERT ON `{schema}`.* FROM '{user}'@'%'")
@@ -129,11 +137,15 @@ def test_a_right_taken_away_is_said_and_granted_again_the_pipeline_goes_on(
                      cluster.pipeline_state("revoked").last_error, 60,
                      "the pipeline to say its user lacks a right")
             assert "INSERT command denied" in cluster.pipeline_state("revoked").last_error
+            shapes.keep_on(transactions=30, reads=5)  # written while refused
             target.execute(f"GRANT INSERT ON `{schema}`.* TO '{user}'@'%'")
             wait_equal(source, target, schema, ["items"], 90)
             wait_for(lambda: cluster.pipeline_state("revoked").state == "running", 30,
                      "the pipeline to run again")
+            shapes.keep_on()
+            shapes.finish(source)
         finally:
+            shapes.stop()
             setl(cluster, capsys, "channel", "stop", "revoked", "--wait")
 
 
